@@ -1,0 +1,41 @@
+//! The errors of the core; each names the path or id it is about.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid session id `{id}`: {reason}")]
+    InvalidSessionId { id: String, reason: &'static str },
+    #[error("workspace not found: {path}")]
+    WorkspaceNotFound { path: PathBuf },
+    #[error("not a folder: {path}")]
+    NotAFolder { path: PathBuf },
+    #[error("no session `{id}` in {sessions_dir}")]
+    SessionNotFound { id: String, sessions_dir: PathBuf },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// A stable machine-readable code (for `--json` and for IPC).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::InvalidSessionId { .. } => "invalid_session_id",
+            Error::WorkspaceNotFound { .. } => "workspace_not_found",
+            Error::NotAFolder { .. } => "not_a_folder",
+            Error::SessionNotFound { .. } => "session_not_found",
+            Error::Io { .. } => "io",
+        }
+    }
+}

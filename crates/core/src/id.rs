@@ -1,0 +1,95 @@
+//! Session ids, validated before they ever touch a path (PROTOCOL.md §1).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+/// A session id that is safe to use as one folder name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct SessionId(String);
+
+/// Longest id accepted: folder names on common filesystems stop at 255 bytes.
+const MAX_ID_BYTES: usize = 255;
+
+impl SessionId {
+    pub fn parse(id: &str) -> Result<SessionId, Error> {
+        let reason = if id.is_empty() {
+            Some("it is empty")
+        } else if id == "." || id == ".." || id.contains("..") {
+            Some("it contains `..`")
+        } else if id.contains('/') || id.contains('\\') {
+            Some("it contains a path separator")
+        } else if id.contains('\0') {
+            Some("it contains a NUL byte")
+        } else if id.chars().any(char::is_control) {
+            Some("it contains a control character")
+        } else if id.len() > MAX_ID_BYTES {
+            Some("it is longer than 255 bytes")
+        } else {
+            None
+        };
+        match reason {
+            Some(reason) => Err(Error::InvalidSessionId {
+                id: id.escape_debug().to_string(),
+                reason,
+            }),
+            None => Ok(SessionId(id.to_owned())),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The creation time encoded in an engine id (`<unix_ms>_<suffix>`), if it has one.
+    pub fn unix_ms(&self) -> Option<u64> {
+        let (ms, suffix) = self.0.split_once('_')?;
+        if ms.len() < 10 || suffix.is_empty() {
+            return None;
+        }
+        ms.parse().ok()
+    }
+}
+
+impl TryFrom<String> for SessionId {
+    type Error = Error;
+    fn try_from(id: String) -> Result<Self, Error> {
+        SessionId::parse(&id)
+    }
+}
+
+impl From<SessionId> for String {
+    fn from(id: SessionId) -> String {
+        id.0
+    }
+}
+
+impl std::fmt::Display for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_ids_and_ci_ids_are_accepted() {
+        for id in ["1777678254943_ymcw", "run-1", "ci-build-42", "séance"] {
+            assert_eq!(SessionId::parse(id).unwrap().as_str(), id);
+        }
+        assert_eq!(SessionId::parse("1777678254943_ymcw").unwrap().unix_ms(), Some(1777678254943));
+        assert_eq!(SessionId::parse("run-1").unwrap().unix_ms(), None);
+    }
+
+    #[test]
+    fn ids_that_could_leave_the_sessions_folder_are_rejected() {
+        for id in ["", ".", "..", "../x", "a/b", "a\\b", "x..y", "a\0b", "a\nb"] {
+            let err = SessionId::parse(id).expect_err(id);
+            assert!(err.to_string().contains("session id"), "{err}");
+        }
+        assert!(SessionId::parse(&"x".repeat(256)).is_err());
+    }
+}

@@ -1,0 +1,18 @@
+//! studio-core: everything Zibby Studio does, without a window.
+//!
+//! - [`protocol`]: the streaming reader of a run's stdout/stderr (markers, timeline lines).
+//! - [`timeline`]: the fold of those events into node executions and a run status.
+//! - [`session`]: session folders on disk, one at a time or a whole workspace.
+//! - [`id`], [`status`], [`error`]: the shared vocabulary.
+
+pub mod error;
+pub mod id;
+pub mod protocol;
+pub mod session;
+pub mod status;
+pub mod timeline;
+
+pub use error::Error;
+pub use id::SessionId;
+pub use session::{Session, SessionSummary, Workspace};
+pub use status::Status;

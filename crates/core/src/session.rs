@@ -1,0 +1,723 @@
+//! Session folders (PROTOCOL.md §5): one folder read into a typed [`Session`], and the listing of a
+//! workspace's sessions.
+//!
+//! Every file but the folder itself is optional and may be malformed or half-written: a bad file
+//! degrades only its own field and adds a [`Problem`] naming it, never fails the whole session.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+use crate::error::Error;
+use crate::id::SessionId;
+use crate::status::Status;
+
+/// A session whose files changed within this window, and that has no result, is taken as running.
+pub const RUNNING_QUIET_WINDOW: Duration = Duration::from_secs(120);
+
+/// Files larger than this are listed but not parsed in place (they are paged elsewhere).
+const MAX_PARSED_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// How much of a node's prompt a [`Session`] carries inline.
+const PROMPT_PREVIEW_BYTES: u64 = 4 * 1024;
+
+pub const SESSION_INFO_FILE: &str = ".session-info.json";
+pub const RESULT_FILE: &str = "result.json";
+pub const EVENTS_FILE: &str = "events.json";
+pub const RAW_STREAM_FILE: &str = "raw_stream_output.txt";
+const NODES_DIR: &str = "nodes";
+const PROMPT_FILE: &str = "prompt.txt";
+const RAW_OUTPUT_FILE: &str = "raw_output.txt";
+
+/// Milliseconds since the Unix epoch; written as RFC 3339 UTC text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(pub u64);
+
+impl Timestamp {
+    pub fn from_system_time(time: SystemTime) -> Timestamp {
+        Timestamp(time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64))
+    }
+
+    pub fn to_system_time(self) -> SystemTime {
+        UNIX_EPOCH + Duration::from_millis(self.0)
+    }
+
+    pub fn to_rfc3339(self) -> String {
+        humantime::format_rfc3339_millis(self.to_system_time()).to_string()
+    }
+
+    pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
+        humantime::parse_rfc3339_weak(text.trim_end_matches('Z'))
+            .ok()
+            .map(Timestamp::from_system_time)
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_rfc3339())
+    }
+}
+
+/// Which of the two folder layouts of PROTOCOL.md §5 a session uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// What the engine writes alone: `.session-info.json` and `<node>/raw_stream_output.txt`.
+    Engine,
+    /// What the `zibby` CLI and the cloud write: `result.json`, `events.json`, `nodes/<node>/…`.
+    Documented,
+}
+
+/// A file of the session that could not be read as expected, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The file, relative to the session folder.
+    pub file: String,
+    pub reason: String,
+}
+
+/// A file that exists, with its size; its contents are read on demand.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileRef {
+    pub path: PathBuf,
+    pub bytes: u64,
+}
+
+/// `.session-info.json`, as far as it parses.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionInfo {
+    pub session_path: Option<String>,
+    pub session_timestamp: Option<u64>,
+    pub current_node: Option<String>,
+    /// When the *current node* started (the engine rewrites the file before every node).
+    pub created_at: Option<String>,
+    /// May hold secrets: shown on request, never logged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeArtifacts {
+    pub prompt: Option<FileRef>,
+    /// The first 4 KiB of the prompt, as text.
+    pub prompt_preview: Option<String>,
+    pub raw_output: Option<FileRef>,
+    pub result: Option<FileRef>,
+    pub result_value: Option<Value>,
+    pub raw_stream: Option<FileRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionNode {
+    pub name: String,
+    pub status: Status,
+    /// The node's folder, when it has one.
+    pub path: Option<PathBuf>,
+    pub artifacts: NodeArtifacts,
+}
+
+/// The short form of a node, as listings show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeSummary {
+    pub name: String,
+    pub status: Status,
+}
+
+/// One session folder, read in full.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Session {
+    pub id: SessionId,
+    pub path: PathBuf,
+    pub layout: Layout,
+    pub status: Status,
+    pub current_node: Option<String>,
+    pub created_at: Option<Timestamp>,
+    pub updated_at: Timestamp,
+    pub info: Option<SessionInfo>,
+    pub nodes: Vec<SessionNode>,
+    pub result: Option<Value>,
+    pub events: Vec<Value>,
+    pub raw_stream_output: Option<FileRef>,
+    pub problems: Vec<Problem>,
+}
+
+/// One session as the listing shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionSummary {
+    pub id: SessionId,
+    pub path: PathBuf,
+    pub status: Status,
+    pub current_node: Option<String>,
+    pub created_at: Option<Timestamp>,
+    pub updated_at: Timestamp,
+    pub nodes: Vec<NodeSummary>,
+    pub problems: Vec<Problem>,
+}
+
+impl Session {
+    pub fn summary(&self) -> SessionSummary {
+        SessionSummary {
+            id: self.id.clone(),
+            path: self.path.clone(),
+            status: self.status,
+            current_node: self.current_node.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            nodes: self
+                .nodes
+                .iter()
+                .map(|n| NodeSummary {
+                    name: n.name.clone(),
+                    status: n.status,
+                })
+                .collect(),
+            problems: self.problems.clone(),
+        }
+    }
+
+    /// Drops `.session-info.json`'s `config` (it may hold secrets).
+    pub fn without_config(mut self) -> Session {
+        if let Some(info) = &mut self.info {
+            info.config = None;
+        }
+        self
+    }
+}
+
+/// How much of a folder to read: listings skip `events.json` and node contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    Summary,
+    Full,
+}
+
+/// A project folder whose sessions live in `<root>/.zibby/output/sessions/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// Opens an existing folder as a workspace (it need not have any sessions yet).
+    pub fn open(root: impl AsRef<Path>) -> Result<Workspace, Error> {
+        let root = root.as_ref();
+        let metadata = fs::metadata(root).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => Error::WorkspaceNotFound { path: root.into() },
+            _ => Error::io(root, source),
+        })?;
+        if !metadata.is_dir() {
+            return Err(Error::NotAFolder { path: root.into() });
+        }
+        let root = fs::canonicalize(root).map_err(|e| Error::io(root, e))?;
+        Ok(Workspace { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.root.join(".zibby").join("output").join("sessions")
+    }
+
+    /// The folder of a session; the id is validated, so the path stays inside the sessions folder.
+    pub fn session_path(&self, id: &SessionId) -> PathBuf {
+        self.sessions_dir().join(id.as_str())
+    }
+
+    /// Reads one session in full.
+    pub fn read_session(&self, id: &SessionId, now: SystemTime) -> Result<Session, Error> {
+        let path = self.session_path(id);
+        match fs::metadata(&path) {
+            Ok(m) if m.is_dir() => read_session_folder(&path, id.clone(), Detail::Full, now),
+            Ok(_) => Err(Error::NotAFolder { path }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::SessionNotFound {
+                id: id.to_string(),
+                sessions_dir: self.sessions_dir(),
+            }),
+            Err(e) => Err(Error::io(path, e)),
+        }
+    }
+
+    /// Every session of the workspace, most recently updated first. A workspace with no sessions
+    /// folder yet has no sessions; folders whose names are not valid ids are skipped.
+    pub fn list_sessions(&self, now: SystemTime) -> Result<Vec<SessionSummary>, Error> {
+        let dir = self.sessions_dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(dir, e)),
+        };
+        let mut folders = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(&dir, e))?;
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let Some(id) = entry.file_name().to_str().and_then(|n| SessionId::parse(n).ok()) else {
+                continue;
+            };
+            folders.push((entry.path(), id));
+        }
+        let mut sessions = read_in_parallel(folders, now)?;
+        sort_most_recent_first(&mut sessions);
+        Ok(sessions)
+    }
+}
+
+fn read_in_parallel(folders: Vec<(PathBuf, SessionId)>, now: SystemTime) -> Result<Vec<SessionSummary>, Error> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    let chunk = folders.len().div_ceil(threads).max(64);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = folders
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .filter_map(|(path, id)| {
+                            // A folder deleted between the listing and the read is simply gone.
+                            match read_session_folder(path, id.clone(), Detail::Summary, now) {
+                                Ok(session) => Some(Ok(session.summary())),
+                                Err(Error::SessionNotFound { .. }) => None,
+                                Err(e) => Some(Err(e)),
+                            }
+                        })
+                        .collect::<Result<Vec<_>, Error>>()
+                })
+            })
+            .collect();
+        let mut all = Vec::with_capacity(folders.len());
+        for worker in workers {
+            all.extend(worker.join().expect("session reader thread panicked")?);
+        }
+        Ok(all)
+    })
+}
+
+pub fn sort_most_recent_first(sessions: &mut [SessionSummary]) {
+    sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| b.id.cmp(&a.id)));
+}
+
+/// Reads one session folder. Only a folder that cannot be listed at all is an error.
+pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: SystemTime) -> Result<Session, Error> {
+    let mut reader = FolderReader {
+        root: path,
+        problems: Vec::new(),
+        updated_at: None,
+    };
+    let entries = reader.list_dir(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::SessionNotFound {
+            id: id.to_string(),
+            sessions_dir: path.parent().unwrap_or(path).into(),
+        },
+        _ => Error::io(path, e),
+    })?;
+    reader.touch(fs::metadata(path).ok().as_ref());
+
+    let mut files: HashMap<String, FileRef> = HashMap::new();
+    let mut node_dirs: Vec<(String, PathBuf, SystemTime)> = Vec::new();
+    let mut nodes_dir = None;
+    for (name, file_type) in &entries {
+        let child = path.join(name);
+        if file_type.is_dir() {
+            if name == NODES_DIR {
+                nodes_dir = Some(child);
+            } else if !name.starts_with('.') {
+                let modified = reader.stat(&child).and_then(|m| m.modified().ok());
+                node_dirs.push((name.clone(), child, modified.unwrap_or(UNIX_EPOCH)));
+            }
+        } else if [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, RAW_STREAM_FILE].contains(&name.as_str()) {
+            if let Some(metadata) = reader.stat(&child) {
+                files.insert(name.clone(), FileRef { path: child, bytes: metadata.len() });
+            }
+        }
+    }
+    if let Some(nodes_dir) = &nodes_dir {
+        if let Ok(children) = reader.list_dir(nodes_dir) {
+            for (name, file_type) in children {
+                if file_type.is_dir() && !name.starts_with('.') {
+                    let child = nodes_dir.join(&name);
+                    let modified = reader.stat(&child).and_then(|m| m.modified().ok());
+                    node_dirs.push((name, child, modified.unwrap_or(UNIX_EPOCH)));
+                }
+            }
+        }
+    }
+    let layout = if nodes_dir.is_some() || files.contains_key(RESULT_FILE) || files.contains_key(EVENTS_FILE) {
+        Layout::Documented
+    } else {
+        Layout::Engine
+    };
+
+    let info = files
+        .get(SESSION_INFO_FILE)
+        .and_then(|f| reader.parse_json(f))
+        .and_then(|value| reader.session_info(value));
+    let result = files.get(RESULT_FILE).and_then(|f| reader.parse_json(f));
+    let events = match (detail, files.get(EVENTS_FILE)) {
+        (Detail::Full, Some(file)) => reader.events(file),
+        _ => Vec::new(),
+    };
+
+    let updated_at = Timestamp::from_system_time(reader.updated_at.unwrap_or(UNIX_EPOCH));
+    let created_at = id
+        .unix_ms()
+        .or(info.as_ref().and_then(|i| i.session_timestamp))
+        .map(Timestamp);
+    let current_node = info.as_ref().and_then(|i| i.current_node.clone());
+    let status = infer_status(result.as_ref(), updated_at, now);
+
+    // Nodes in the order they ran: from events.json when it says, else by folder time.
+    node_dirs.sort_by_key(|(_, _, modified)| *modified);
+    let event_order = node_order_from_events(&events);
+    let mut nodes: Vec<SessionNode> = Vec::new();
+    for (name, _) in &event_order {
+        push_node(&mut nodes, name, None);
+    }
+    for (name, dir, _) in &node_dirs {
+        push_node(&mut nodes, name, Some(dir.clone()));
+    }
+    if let Some(current) = &current_node {
+        push_node(&mut nodes, current, None);
+    }
+    let event_status: HashMap<&str, Status> = event_order.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+    for node in &mut nodes {
+        node.status = node_status(node, current_node.as_deref(), status, event_status.get(node.name.as_str()));
+        if let (Detail::Full, Some(dir)) = (detail, node.path.clone()) {
+            node.artifacts = reader.node_artifacts(&dir);
+        }
+    }
+
+    Ok(Session {
+        id,
+        path: path.to_owned(),
+        layout,
+        status,
+        current_node,
+        created_at,
+        updated_at,
+        info,
+        nodes,
+        result,
+        events,
+        raw_stream_output: files.remove(RAW_STREAM_FILE),
+        problems: reader.problems,
+    })
+}
+
+fn push_node(nodes: &mut Vec<SessionNode>, name: &str, path: Option<PathBuf>) {
+    match nodes.iter_mut().find(|n| n.name == name) {
+        Some(node) => {
+            if node.path.is_none() {
+                node.path = path;
+            }
+        }
+        None => nodes.push(SessionNode {
+            name: name.to_owned(),
+            status: Status::Unknown,
+            path,
+            artifacts: NodeArtifacts {
+                prompt: None,
+                prompt_preview: None,
+                raw_output: None,
+                result: None,
+                result_value: None,
+                raw_stream: None,
+            },
+        }),
+    }
+}
+
+fn node_status(node: &SessionNode, current: Option<&str>, session: Status, from_events: Option<&Status>) -> Status {
+    if let Some(status) = from_events {
+        if *status != Status::Running || session == Status::Running {
+            return *status;
+        }
+    }
+    let is_current = current == Some(node.name.as_str());
+    match (is_current, session) {
+        (true, Status::Running) => Status::Running,
+        // The engine writes a node's folder after the node's work succeeded.
+        (_, _) if node.path.is_some() => Status::Success,
+        (true, Status::Success) => Status::Success,
+        (true, other) => other,
+        (false, _) => Status::Unknown,
+    }
+}
+
+/// The status of a session from its files alone (PROTOCOL.md §5: nothing marks the end of a run).
+fn infer_status(result: Option<&Value>, updated_at: Timestamp, now: SystemTime) -> Status {
+    if let Some(result) = result {
+        let flag = |key: &str| result.get(key).and_then(Value::as_bool);
+        if flag("stoppedExternally") == Some(true) || flag("stoppedByStudio") == Some(true) {
+            return Status::Cancelled;
+        }
+        if let Some(status) = result.get("status").and_then(Value::as_str).and_then(parse_status_word) {
+            return status;
+        }
+        let has_error = result.get("error").is_some_and(|e| !e.is_null());
+        return if flag("success") == Some(false) || has_error {
+            Status::Error
+        } else {
+            Status::Success
+        };
+    }
+    let quiet_for = now.duration_since(updated_at.to_system_time()).unwrap_or_default();
+    if quiet_for < RUNNING_QUIET_WINDOW {
+        Status::Running
+    } else {
+        Status::Unknown
+    }
+}
+
+fn parse_status_word(word: &str) -> Option<Status> {
+    let word = word.to_ascii_lowercase();
+    Some(match word.as_str() {
+        "running" | "started" | "start" | "begin" | "node_begin" | "node_start" | "in_progress" => Status::Running,
+        "success" | "succeeded" | "done" | "completed" | "complete" | "ok" | "passed" => Status::Success,
+        "error" | "failed" | "failure" | "fail" => Status::Error,
+        "cancelled" | "canceled" | "stopped" => Status::Cancelled,
+        "interrupted" | "killed" => Status::Interrupted,
+        _ => {
+            if word.contains("fail") || word.contains("error") {
+                Status::Error
+            } else if word.contains("start") || word.contains("begin") {
+                Status::Running
+            } else if word.contains("end") || word.contains("complete") || word.contains("finish") {
+                Status::Success
+            } else {
+                return None;
+            }
+        }
+    })
+}
+
+/// Node names in order of first appearance in `events.json`, each with its last known status.
+fn node_order_from_events(events: &[Value]) -> Vec<(String, Status)> {
+    let mut order: Vec<(String, Status)> = Vec::new();
+    for event in events {
+        let Some(node) = ["node", "nodeName", "node_name"]
+            .iter()
+            .find_map(|k| event.get(*k).and_then(Value::as_str))
+        else {
+            continue;
+        };
+        let mut status = ["status", "type", "event", "phase"]
+            .iter()
+            .find_map(|k| event.get(*k).and_then(Value::as_str).and_then(parse_status_word));
+        if event.get("success").and_then(Value::as_bool) == Some(false) {
+            status = Some(Status::Error);
+        }
+        match order.iter_mut().find(|(n, _)| n == node) {
+            Some(entry) => {
+                if let Some(status) = status {
+                    entry.1 = status;
+                }
+            }
+            None => order.push((node.to_owned(), status.unwrap_or(Status::Unknown))),
+        }
+    }
+    order
+}
+
+struct FolderReader<'a> {
+    root: &'a Path,
+    problems: Vec<Problem>,
+    updated_at: Option<SystemTime>,
+}
+
+impl FolderReader<'_> {
+    fn relative(&self, path: &Path) -> String {
+        path.strip_prefix(self.root).unwrap_or(path).display().to_string()
+    }
+
+    fn problem(&mut self, path: &Path, reason: impl Into<String>) {
+        let file = self.relative(path);
+        self.problems.push(Problem {
+            file,
+            reason: reason.into(),
+        });
+    }
+
+    fn touch(&mut self, metadata: Option<&fs::Metadata>) {
+        if let Some(modified) = metadata.and_then(|m| m.modified().ok()) {
+            self.updated_at = Some(self.updated_at.map_or(modified, |u| u.max(modified)));
+        }
+    }
+
+    fn stat(&mut self, path: &Path) -> Option<fs::Metadata> {
+        match fs::metadata(path) {
+            Ok(metadata) => {
+                self.touch(Some(&metadata));
+                Some(metadata)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                self.problem(path, format!("cannot read: {e}"));
+                None
+            }
+        }
+    }
+
+    fn list_dir(&mut self, dir: &Path) -> std::io::Result<Vec<(String, fs::FileType)>> {
+        let mut entries = Vec::new();
+        for entry in fs::read_dir(dir)? {
+            let entry = entry?;
+            let Ok(file_type) = entry.file_type() else { continue };
+            match entry.file_name().into_string() {
+                Ok(name) => entries.push((name, file_type)),
+                Err(name) => self.problem(&dir.join(&name), "file name is not valid UTF-8; skipped"),
+            }
+        }
+        Ok(entries)
+    }
+
+    fn read_small(&mut self, file: &FileRef) -> Option<Vec<u8>> {
+        if file.bytes > MAX_PARSED_FILE_BYTES {
+            self.problem(
+                &file.path,
+                format!("{} bytes: too large to read in place", file.bytes),
+            );
+            return None;
+        }
+        match fs::read(&file.path) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                self.problem(&file.path, format!("cannot read: {e}"));
+                None
+            }
+        }
+    }
+
+    fn parse_json(&mut self, file: &FileRef) -> Option<Value> {
+        let bytes = self.read_small(file)?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            self.problem(&file.path, "empty (still being written?)");
+            return None;
+        }
+        match serde_json::from_slice(&bytes) {
+            Ok(value) => Some(value),
+            Err(e) => {
+                self.problem(&file.path, format!("not valid JSON: {e}"));
+                None
+            }
+        }
+    }
+
+    fn session_info(&mut self, value: Value) -> Option<SessionInfo> {
+        let Value::Object(map) = value else {
+            self.problem(&self.root.join(SESSION_INFO_FILE), "not a JSON object");
+            return None;
+        };
+        let text = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_owned);
+        Some(SessionInfo {
+            session_path: text("sessionPath"),
+            session_timestamp: map.get("sessionTimestamp").and_then(Value::as_u64),
+            current_node: text("currentNode").filter(|n| !n.is_empty()),
+            created_at: text("createdAt"),
+            config: map.get("config").cloned(),
+        })
+    }
+
+    /// `events.json` as JSONL, a JSON array, or `{ "events": [...] }`.
+    fn events(&mut self, file: &FileRef) -> Vec<Value> {
+        let Some(bytes) = self.read_small(file) else {
+            return Vec::new();
+        };
+        let trimmed = bytes.trim_ascii();
+        if trimmed.is_empty() {
+            return Vec::new();
+        }
+        if let Ok(value) = serde_json::from_slice::<Value>(trimmed) {
+            return match value {
+                Value::Array(events) => events,
+                Value::Object(mut map) => match map.remove("events") {
+                    Some(Value::Array(events)) => events,
+                    _ => vec![Value::Object(map)],
+                },
+                _ => {
+                    self.problem(&file.path, "neither JSONL, an array, nor {\"events\": [...]}");
+                    Vec::new()
+                }
+            };
+        }
+        let mut events = Vec::new();
+        let lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+        let last_line = lines.iter().rposition(|l| !l.trim_ascii().is_empty());
+        for (number, line) in lines.iter().enumerate() {
+            let line = line.trim_ascii();
+            if line.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<Value>(line) {
+                Ok(value) => events.push(value),
+                // A half-written last line is an event still being written.
+                Err(_) if Some(number) == last_line && !bytes.ends_with(b"\n") => {}
+                Err(e) => self.problem(&file.path, format!("line {}: not valid JSON: {e}", number + 1)),
+            }
+        }
+        events
+    }
+
+    fn node_artifacts(&mut self, dir: &Path) -> NodeArtifacts {
+        let mut file = |name: &str| {
+            let path = dir.join(name);
+            self.stat(&path).filter(|m| m.is_file()).map(|m| FileRef {
+                path,
+                bytes: m.len(),
+            })
+        };
+        let prompt = file(PROMPT_FILE);
+        let raw_output = file(RAW_OUTPUT_FILE);
+        let result = file(RESULT_FILE);
+        let raw_stream = file(RAW_STREAM_FILE);
+        let prompt_preview = prompt.as_ref().and_then(|p| read_prefix(&p.path, PROMPT_PREVIEW_BYTES).ok());
+        let result_value = result.as_ref().and_then(|r| self.parse_json(r));
+        NodeArtifacts {
+            prompt,
+            prompt_preview,
+            raw_output,
+            result,
+            result_value,
+            raw_stream,
+        }
+    }
+}
+
+fn read_prefix(path: &Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    fs::File::open(path)?.take(max).read_to_end(&mut bytes)?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_words_map_to_the_one_vocabulary() {
+        assert_eq!(parse_status_word("node_end"), Some(Status::Success));
+        assert_eq!(parse_status_word("node_failed"), Some(Status::Error));
+        assert_eq!(parse_status_word("node_start"), Some(Status::Running));
+        assert_eq!(parse_status_word("validation"), None);
+    }
+
+    #[test]
+    fn a_result_decides_over_quiet_time() {
+        let now = SystemTime::now();
+        let recent = Timestamp::from_system_time(now);
+        let old = Timestamp::from_system_time(now - Duration::from_secs(3600));
+        let stopped = serde_json::json!({"success": true, "stoppedExternally": true});
+        assert_eq!(infer_status(Some(&stopped), recent, now), Status::Cancelled);
+        assert_eq!(infer_status(Some(&serde_json::json!({"success": false})), recent, now), Status::Error);
+        assert_eq!(infer_status(Some(&serde_json::json!({"answer": 1})), old, now), Status::Success);
+        assert_eq!(infer_status(None, recent, now), Status::Running);
+        assert_eq!(infer_status(None, old, now), Status::Unknown);
+    }
+}

@@ -1,0 +1,38 @@
+//! The one status vocabulary of runs, nodes and sessions.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Running,
+    Success,
+    Error,
+    Cancelled,
+    Interrupted,
+    /// The files do not tell (a session the studio did not start, quiet for a while).
+    Unknown,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Success => "success",
+            Status::Error => "error",
+            Status::Cancelled => "cancelled",
+            Status::Interrupted => "interrupted",
+            Status::Unknown => "unknown",
+        }
+    }
+
+    pub fn is_finished(self) -> bool {
+        !matches!(self, Status::Running | Status::Unknown)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,441 @@
+//! The fold of a run's [`Event`]s into its timeline and status (PROTOCOL.md §2 and §4).
+
+use serde::Serialize;
+
+use crate::protocol::{strip_ansi, Event, EventKind, Stream};
+use crate::status::Status;
+
+/// One execution of a node, in the order executions began.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeRun {
+    pub name: String,
+    pub status: Status,
+    /// 0 for the run's own graph, 1 for a graph run inside a node, and so on.
+    pub depth: usize,
+    /// Legacy engines repeat `node_begin` on a retry; each repeat is one more attempt.
+    pub attempts: u32,
+    pub started_at_ms: u64,
+    pub ended_at_ms: Option<u64>,
+    /// The engine's own duration text (`1.5s`) from its `└ done` / `└ failed` line.
+    pub took: Option<String>,
+    #[serde(skip)]
+    bars: usize,
+}
+
+/// How a run's process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl Exit {
+    /// Reads a shell-style exit status, where 128 + n means "killed by signal n".
+    pub fn from_shell_status(status: i32) -> Exit {
+        if (129..=128 + 64).contains(&status) {
+            Exit::Signal(status - 128)
+        } else {
+            Exit::Code(status)
+        }
+    }
+
+    /// The shell-style status: the code, or 128 + the signal.
+    pub fn shell_status(self) -> i32 {
+        match self {
+            Exit::Code(code) => code,
+            Exit::Signal(signal) => 128 + signal,
+        }
+    }
+}
+
+/// What the studio knows about the end of a run, beyond its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunEnd {
+    pub exit: Exit,
+    /// The studio itself escalated to SIGTERM / SIGKILL.
+    pub signalled_by_studio: bool,
+}
+
+/// How a cancelled run was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StoppedBy {
+    /// The stop file: the engine finished its node and stopped.
+    Graceful,
+    /// The studio sent signals to the process group.
+    Forced,
+}
+
+/// The run as far as it is known: its status and every node execution.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunTimeline {
+    pub status: Status,
+    pub session_id: Option<String>,
+    pub exit_code: Option<i32>,
+    /// For an `error` run, the `Error: …` line on stderr (or what is known instead).
+    pub error: Option<String>,
+    pub stopped_by: Option<StoppedBy>,
+    pub nodes: Vec<NodeRun>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Done,
+    Failed,
+}
+
+/// Folds events into a [`RunTimeline`]; feed it every event in arrival order.
+#[derive(Debug, Default)]
+pub struct TimelineFold {
+    nodes: Vec<NodeRun>,
+    /// Indexes into `nodes` of the executions that began and have not ended, outermost first.
+    open: Vec<usize>,
+    /// The last `└ done` / `└ failed` line, applied to the node whose `node_end` comes next.
+    pending: Option<(Outcome, Option<String>)>,
+    last_closed: Option<usize>,
+    session_id: Option<String>,
+    stopped_line: bool,
+    error_line: Option<String>,
+    last_stderr_line: Option<String>,
+}
+
+impl TimelineFold {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn apply(&mut self, event: &Event) {
+        match &event.kind {
+            EventKind::NodeBegin { node, bars } => self.begin(node, *bars, event.at_ms),
+            EventKind::NodeEnd { node, .. } => self.end(node, event.at_ms),
+            EventKind::NodeDone { took } => self.pending = Some((Outcome::Done, took.clone())),
+            EventKind::NodeFailed { took } => self.pending = Some((Outcome::Failed, took.clone())),
+            EventKind::Session { id } => {
+                self.session_id.get_or_insert_with(|| id.clone());
+            }
+            // An inner graph that consumed the stop file prints this line inside its outer node,
+            // and the outer run carries on: only a stop at the top level ends the run.
+            EventKind::WorkflowStopped if self.open.is_empty() => self.stopped_line = true,
+            EventKind::WorkflowStopped => {}
+            EventKind::Output if event.stream == Stream::Stderr => self.stderr_line(&event.text),
+            EventKind::Output => {}
+        }
+    }
+
+    fn begin(&mut self, name: &str, bars: usize, at_ms: u64) {
+        self.pending = None;
+        if let Some(&top) = self.open.last() {
+            let node = &mut self.nodes[top];
+            if node.name == name && node.bars == bars {
+                node.attempts += 1;
+                return;
+            }
+        }
+        self.open.push(self.nodes.len());
+        self.nodes.push(NodeRun {
+            name: name.to_owned(),
+            status: Status::Running,
+            depth: self.open.len() - 1,
+            attempts: 1,
+            started_at_ms: at_ms,
+            ended_at_ms: None,
+            took: None,
+            bars,
+        });
+    }
+
+    fn end(&mut self, name: &str, at_ms: u64) {
+        let pending = self.pending.take();
+        let Some(position) = self.open.iter().rposition(|&i| self.nodes[i].name == name) else {
+            // A failing node ends twice; the second end confirms the failure of the node just closed.
+            if let Some(last) = self.last_closed.filter(|&i| self.nodes[i].name == name) {
+                if let Some((Outcome::Failed, took)) = pending {
+                    let node = &mut self.nodes[last];
+                    node.status = Status::Error;
+                    node.took = took.or(node.took.take());
+                }
+            }
+            return;
+        };
+        // Inner executions that never ended end with their parent.
+        for inner in self.open.drain(position + 1..) {
+            let node = &mut self.nodes[inner];
+            node.status = Status::Unknown;
+            node.ended_at_ms = Some(at_ms);
+        }
+        let index = self.open.pop().expect("position is within open");
+        let node = &mut self.nodes[index];
+        node.ended_at_ms = Some(at_ms);
+        match pending {
+            Some((Outcome::Failed, took)) => {
+                node.status = Status::Error;
+                node.took = took;
+            }
+            Some((Outcome::Done, took)) => {
+                node.status = Status::Success;
+                node.took = took;
+            }
+            None => node.status = Status::Success,
+        }
+        self.last_closed = Some(index);
+    }
+
+    fn stderr_line(&mut self, text: &str) {
+        let plain = strip_ansi(text.as_bytes());
+        let plain = String::from_utf8_lossy(&plain);
+        let trimmed = plain.trim();
+        if trimmed.is_empty() {
+            return;
+        }
+        if is_error_line(trimmed) {
+            self.error_line = Some(trimmed.to_owned());
+        }
+        self.last_stderr_line = Some(truncate(trimmed, 500));
+    }
+
+    /// The timeline so far; with `end`, the timeline of a finished run.
+    pub fn timeline(&self, end: Option<RunEnd>) -> RunTimeline {
+        let (status, stopped_by) = run_status(self.stopped_line, end);
+        let mut nodes = self.nodes.clone();
+        for &open in &self.open {
+            nodes[open].status = match status {
+                Status::Success => Status::Unknown,
+                other => other,
+            };
+        }
+        let error = (status == Status::Error).then(|| {
+            self.error_line
+                .clone()
+                .or_else(|| self.last_stderr_line.clone())
+                .unwrap_or_else(|| match end.map(|e| e.exit) {
+                    Some(Exit::Code(code)) => format!("exited with code {code}"),
+                    Some(Exit::Signal(signal)) => format!("killed by signal {signal}"),
+                    None => "failed".to_owned(),
+                })
+        });
+        RunTimeline {
+            status,
+            session_id: self.session_id.clone(),
+            exit_code: end.map(|e| e.exit.shell_status()),
+            error,
+            stopped_by,
+            nodes,
+        }
+    }
+}
+
+/// PROTOCOL.md §4: the run status from what the studio saw.
+fn run_status(stopped_line: bool, end: Option<RunEnd>) -> (Status, Option<StoppedBy>) {
+    match end {
+        // A captured stream with no exit: it ended only if it says it stopped.
+        None if stopped_line => (Status::Cancelled, Some(StoppedBy::Graceful)),
+        None => (Status::Running, None),
+        Some(RunEnd {
+            signalled_by_studio: true,
+            ..
+        }) => (Status::Cancelled, Some(StoppedBy::Forced)),
+        Some(RunEnd {
+            exit: Exit::Signal(_),
+            ..
+        }) => (Status::Interrupted, None),
+        Some(RunEnd {
+            exit: Exit::Code(0),
+            ..
+        }) if stopped_line => (Status::Cancelled, Some(StoppedBy::Graceful)),
+        Some(RunEnd {
+            exit: Exit::Code(0),
+            ..
+        }) => (Status::Success, None),
+        Some(_) => (Status::Error, None),
+    }
+}
+
+/// `Error: …`, `TypeError: …`: the line Node.js prints for an uncaught error.
+fn is_error_line(line: &str) -> bool {
+    match line.split_once(": ") {
+        Some((name, message)) => {
+            name.ends_with("Error") && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !message.is_empty()
+        }
+        None => false,
+    }
+}
+
+fn truncate(text: &str, max_chars: usize) -> String {
+    match text.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// Reads a whole captured run (stdout, then stderr) into its timeline.
+pub fn read_capture(stdout: &[u8], stderr: &[u8], end: Option<RunEnd>) -> RunTimeline {
+    let mut fold = TimelineFold::new();
+    for event in crate::protocol::StreamReader::read_all(Stream::Stdout, stdout) {
+        fold.apply(&event);
+    }
+    for event in crate::protocol::StreamReader::read_all(Stream::Stderr, stderr) {
+        fold.apply(&event);
+    }
+    fold.timeline(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marker(phase: &str, node: &str) -> String {
+        format!("__WORKFLOW_GRAPH_LOG__{{\"phase\":\"{phase}\",\"node\":\"{node}\"}}\n")
+    }
+
+    fn summary(timeline: &RunTimeline) -> Vec<(String, Status, usize)> {
+        timeline
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.status, n.depth))
+            .collect()
+    }
+
+    #[test]
+    fn nested_graphs_nest_and_keep_their_bars_after_they_end() {
+        let stdout = [
+            marker("node_begin", "outer"),
+            format!("│ {}", marker("node_begin", "inner")),
+            "│ └ done 1ms\n".into(),
+            format!("│ {}", marker("node_end", "inner")),
+            // From here on the engine prefixes every line, the outer markers too.
+            "│ └ done 3ms\n".into(),
+            format!("│ {}", marker("node_end", "outer")),
+            format!("│ {}", marker("node_begin", "after")),
+            "│ └ done 1ms\n".into(),
+            format!("│ {}", marker("node_end", "after")),
+        ]
+        .concat();
+        let timeline = read_capture(
+            stdout.as_bytes(),
+            b"",
+            Some(RunEnd {
+                exit: Exit::Code(0),
+                signalled_by_studio: false,
+            }),
+        );
+        assert_eq!(
+            summary(&timeline),
+            vec![
+                ("outer".into(), Status::Success, 0),
+                ("inner".into(), Status::Success, 1),
+                ("after".into(), Status::Success, 0)
+            ]
+        );
+        assert_eq!(timeline.status, Status::Success);
+    }
+
+    #[test]
+    fn the_second_end_of_a_failing_inner_node_does_not_fail_its_parent() {
+        let stdout = [
+            marker("node_begin", "outer"),
+            format!("│ {}", marker("node_begin", "inner")),
+            "│ └ failed 2ms\n".into(),
+            format!("│ {}", marker("node_end", "inner")),
+            "│ ◆ Node 'inner' failed after 1 attempt(s): boom\n".into(),
+            "│ └ failed 2ms\n".into(),
+            format!("│ {}", marker("node_end", "inner")),
+        ]
+        .concat();
+        let timeline = read_capture(stdout.as_bytes(), b"", None);
+        assert_eq!(
+            summary(&timeline),
+            vec![
+                ("outer".into(), Status::Running, 0),
+                ("inner".into(), Status::Error, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn legacy_retries_are_attempts_of_one_execution() {
+        let stdout = [
+            marker("node_begin", "plan"),
+            marker("node_begin", "plan"),
+            marker("node_begin", "plan"),
+            "└ done 5ms\n".into(),
+            marker("node_end", "plan"),
+        ]
+        .concat();
+        let timeline = read_capture(stdout.as_bytes(), b"", None);
+        assert_eq!(timeline.nodes.len(), 1);
+        assert_eq!(timeline.nodes[0].attempts, 3);
+        assert_eq!(timeline.nodes[0].status, Status::Success);
+    }
+
+    #[test]
+    fn a_stop_inside_an_outer_node_does_not_cancel_the_run() {
+        let stdout = [
+            marker("node_begin", "outer"),
+            "│ ◆ Workflow stopped externally\n".into(),
+            "└ done 1ms\n".into(),
+            marker("node_end", "outer"),
+        ]
+        .concat();
+        let timeline = read_capture(
+            stdout.as_bytes(),
+            b"",
+            Some(RunEnd {
+                exit: Exit::Code(0),
+                signalled_by_studio: false,
+            }),
+        );
+        assert_eq!(timeline.status, Status::Success);
+    }
+
+    #[test]
+    fn outcomes_follow_the_protocol_table() {
+        let code = |c| {
+            Some(RunEnd {
+                exit: Exit::Code(c),
+                signalled_by_studio: false,
+            })
+        };
+        assert_eq!(run_status(true, code(0)), (Status::Cancelled, Some(StoppedBy::Graceful)));
+        assert_eq!(run_status(false, code(0)), (Status::Success, None));
+        assert_eq!(run_status(true, code(1)), (Status::Error, None));
+        assert_eq!(
+            run_status(
+                false,
+                Some(RunEnd {
+                    exit: Exit::Signal(15),
+                    signalled_by_studio: true
+                })
+            ),
+            (Status::Cancelled, Some(StoppedBy::Forced))
+        );
+        assert_eq!(
+            run_status(
+                false,
+                Some(RunEnd {
+                    exit: Exit::Signal(9),
+                    signalled_by_studio: false
+                })
+            ),
+            (Status::Interrupted, None)
+        );
+        assert_eq!(run_status(false, None), (Status::Running, None));
+        assert_eq!(Exit::from_shell_status(143), Exit::Signal(15));
+        assert_eq!(Exit::from_shell_status(1), Exit::Code(1));
+    }
+
+    #[test]
+    fn the_error_message_is_the_error_line_not_a_crash_dump_line() {
+        let stderr = "file:///x/index.js:42\nthrow new Error(\"External stop requested\")\n\n\
+                      Error: Node 'explode' failed: boom\n    at ee.run (file:///x.js:1:2)\n\nNode.js v20\n";
+        let timeline = read_capture(
+            b"",
+            stderr.as_bytes(),
+            Some(RunEnd {
+                exit: Exit::Code(1),
+                signalled_by_studio: false,
+            }),
+        );
+        assert_eq!(timeline.error.as_deref(), Some("Error: Node 'explode' failed: boom"));
+    }
+}

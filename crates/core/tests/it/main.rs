@@ -1,0 +1,6 @@
+//! studio-core's integration tests: real captures of the engine, real folders.
+
+mod captures;
+mod harness;
+mod never_panics;
+mod session_folders;
