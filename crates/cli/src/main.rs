@@ -1,1 +1,332 @@
-fn main() {}
+//! `zstudio`: Zibby Studio without a window, over the same core as the app.
+//!
+//! Every command takes `--json` for machine-readable output; the field names are documented in
+//! `docs/cli.md` and stable. Errors are one line on stderr naming the path or id, and exit 1.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use clap::{Parser, Subcommand};
+use serde::Serialize;
+use studio_core::protocol::{Stream, StreamReader};
+use studio_core::session::Timestamp;
+use studio_core::timeline::{Exit, RunEnd, RunTimeline, TimelineFold};
+use studio_core::{SessionId, SessionSummary, Workspace};
+
+#[derive(Parser)]
+#[command(
+    name = "zstudio",
+    version,
+    about = "Zibby Studio on the command line: sessions, runs and their timelines"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args)]
+struct WorkspaceArg {
+    /// The project folder whose sessions are under .zibby/output/sessions/ [default: current folder]
+    #[arg(long, short = 'w', value_name = "DIR")]
+    workspace: Option<PathBuf>,
+}
+
+impl WorkspaceArg {
+    fn open(&self) -> anyhow::Result<Workspace> {
+        let root = match &self.workspace {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir()?,
+        };
+        Ok(Workspace::open(root)?)
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List the sessions of a workspace, most recently updated first
+    Sessions {
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        /// One JSON array of sessions
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one session in full
+    Show {
+        session_id: String,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        #[arg(long)]
+        json: bool,
+        /// Include `.session-info.json`'s `config` (it may hold secrets)
+        #[arg(long)]
+        with_config: bool,
+    },
+    /// Read a captured run's stdout (a CI log, say) and print its timeline
+    Parse {
+        /// The run's stderr, for the error message of a failed run
+        #[arg(long, value_name = "FILE")]
+        stderr: Option<PathBuf>,
+        /// The run's exit status (shell-style: 128+n is signal n); without it the run is
+        /// `running` unless its output says it stopped
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        exit_code: Option<i32>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let mut out = std::io::stdout().lock();
+    match run(cli.command, &mut out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // A closed pipe (`zstudio sessions | head`) is not an error worth a message.
+            if error
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("zstudio: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
+    let now = SystemTime::now();
+    match command {
+        Command::Sessions { workspace, json } => {
+            let sessions = workspace.open()?.list_sessions(now)?;
+            if json {
+                write_json(out, &sessions)
+            } else {
+                print_sessions(out, &sessions, now)
+            }
+        }
+        Command::Show {
+            session_id,
+            workspace,
+            json,
+            with_config,
+        } => {
+            let id = SessionId::parse(&session_id)?;
+            let mut session = workspace.open()?.read_session(&id, now)?;
+            if !with_config {
+                session = session.without_config();
+            }
+            if json {
+                write_json(out, &session)
+            } else {
+                print_session(out, &session, now)
+            }
+        }
+        Command::Parse {
+            stderr,
+            exit_code,
+            json,
+        } => {
+            let stderr = match stderr {
+                Some(path) => Some(
+                    std::fs::read(&path)
+                        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?,
+                ),
+                None => None,
+            };
+            let timeline = parse_stdin(stderr.as_deref(), exit_code)?;
+            if json {
+                write_json(out, &timeline)
+            } else {
+                print_timeline(out, &timeline)
+            }
+        }
+    }
+}
+
+/// Streams stdin through the reader in chunks: a multi-gigabyte log is never held whole.
+fn parse_stdin(stderr: Option<&[u8]>, exit_code: Option<i32>) -> anyhow::Result<RunTimeline> {
+    let mut reader = StreamReader::new();
+    let mut fold = TimelineFold::new();
+    let mut stdin = std::io::stdin().lock();
+    let mut buffer = vec![0u8; 256 * 1024];
+    loop {
+        let n = match stdin.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => anyhow::bail!("cannot read standard input: {e}"),
+        };
+        reader.push(Stream::Stdout, &buffer[..n], 0, &mut |e| fold.apply(&e));
+    }
+    if let Some(stderr) = stderr {
+        reader.push(Stream::Stderr, stderr, 0, &mut |e| fold.apply(&e));
+    }
+    reader.finish(0, &mut |e| fold.apply(&e));
+    Ok(fold.timeline(exit_code.map(|status| RunEnd {
+        exit: Exit::from_shell_status(status),
+        signalled_by_studio: false,
+    })))
+}
+
+fn write_json(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn print_sessions(
+    out: &mut impl Write,
+    sessions: &[SessionSummary],
+    now: SystemTime,
+) -> anyhow::Result<()> {
+    if sessions.is_empty() {
+        writeln!(
+            out,
+            "No sessions yet. Run an agent in this folder, or start one with the studio."
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "{:<11} {:<28} {:<20} {:<12} UPDATED",
+        "STATUS", "SESSION", "CURRENT NODE", "NODES"
+    )?;
+    for session in sessions {
+        let done = session
+            .nodes
+            .iter()
+            .filter(|n| n.status.is_finished())
+            .count();
+        writeln!(
+            out,
+            "{:<11} {:<28} {:<20} {:<12} {}",
+            session.status,
+            session.id,
+            shorten(session.current_node.as_deref().unwrap_or("-"), 20),
+            format!("{done}/{}", session.nodes.len()),
+            ago(session.updated_at, now)
+        )?;
+    }
+    Ok(())
+}
+
+fn print_session(
+    out: &mut impl Write,
+    session: &studio_core::Session,
+    now: SystemTime,
+) -> anyhow::Result<()> {
+    writeln!(out, "session   {}", session.id)?;
+    writeln!(out, "path      {}", session.path.display())?;
+    writeln!(out, "status    {}", session.status)?;
+    writeln!(
+        out,
+        "current   {}",
+        session.current_node.as_deref().unwrap_or("-")
+    )?;
+    if let Some(created) = session.created_at {
+        writeln!(out, "created   {}", created.to_rfc3339())?;
+    }
+    writeln!(
+        out,
+        "updated   {} ({})",
+        session.updated_at.to_rfc3339(),
+        ago(session.updated_at, now)
+    )?;
+    writeln!(out, "nodes")?;
+    for node in &session.nodes {
+        let files: Vec<String> = [
+            ("prompt", &node.artifacts.prompt),
+            ("raw_output", &node.artifacts.raw_output),
+            ("result", &node.artifacts.result),
+            ("raw_stream", &node.artifacts.raw_stream),
+        ]
+        .iter()
+        .filter_map(|(name, file)| file.as_ref().map(|f| format!("{name} {}", bytes(f.bytes))))
+        .collect();
+        writeln!(
+            out,
+            "  {:<11} {}  {}",
+            node.status,
+            node.name,
+            files.join(", ")
+        )?;
+    }
+    if let Some(raw) = &session.raw_stream_output {
+        writeln!(
+            out,
+            "output    {} ({})",
+            raw.path.display(),
+            bytes(raw.bytes)
+        )?;
+    }
+    if !session.events.is_empty() {
+        writeln!(out, "events    {}", session.events.len())?;
+    }
+    for problem in &session.problems {
+        writeln!(out, "problem   {}: {}", problem.file, problem.reason)?;
+    }
+    Ok(())
+}
+
+fn print_timeline(out: &mut impl Write, timeline: &RunTimeline) -> anyhow::Result<()> {
+    writeln!(out, "status    {}", timeline.status)?;
+    writeln!(
+        out,
+        "session   {}",
+        timeline.session_id.as_deref().unwrap_or("-")
+    )?;
+    if let Some(code) = timeline.exit_code {
+        writeln!(out, "exit      {code}")?;
+    }
+    if let Some(error) = &timeline.error {
+        writeln!(out, "error     {error}")?;
+    }
+    for node in &timeline.nodes {
+        let took = node
+            .took
+            .as_deref()
+            .map(|t| format!(" ({t})"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {:<11} {}{}{}",
+            node.status,
+            "  ".repeat(node.depth),
+            node.name,
+            took
+        )?;
+    }
+    Ok(())
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        format!("{}…", text.chars().take(max - 1).collect::<String>())
+    }
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        0..1024 => format!("{n} B"),
+        1024..1_048_576 => format!("{:.1} KiB", n as f64 / 1024.0),
+        _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
+    }
+}
+
+fn ago(time: Timestamp, now: SystemTime) -> String {
+    let seconds = now
+        .duration_since(time.to_system_time())
+        .map_or(0, |d| d.as_secs());
+    match seconds {
+        0..60 => format!("{seconds}s ago"),
+        60..3600 => format!("{}m ago", seconds / 60),
+        3600..86400 => format!("{}h ago", seconds / 3600),
+        _ => format!("{}d ago", seconds / 86400),
+    }
+}

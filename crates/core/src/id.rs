@@ -67,7 +67,7 @@ impl From<SessionId> for String {
 
 impl std::fmt::Display for SessionId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.pad(&self.0)
     }
 }
 
@@ -80,7 +80,10 @@ mod tests {
         for id in ["1777678254943_ymcw", "run-1", "ci-build-42", "séance"] {
             assert_eq!(SessionId::parse(id).unwrap().as_str(), id);
         }
-        assert_eq!(SessionId::parse("1777678254943_ymcw").unwrap().unix_ms(), Some(1777678254943));
+        assert_eq!(
+            SessionId::parse("1777678254943_ymcw").unwrap().unix_ms(),
+            Some(1777678254943)
+        );
         assert_eq!(SessionId::parse("run-1").unwrap().unix_ms(), None);
     }
 

@@ -255,7 +255,9 @@ fn run_status(stopped_line: bool, end: Option<RunEnd>) -> (Status, Option<Stoppe
 fn is_error_line(line: &str) -> bool {
     match line.split_once(": ") {
         Some((name, message)) => {
-            name.ends_with("Error") && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !message.is_empty()
+            name.ends_with("Error")
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !message.is_empty()
         }
         None => false,
     }
@@ -396,7 +398,10 @@ mod tests {
                 signalled_by_studio: false,
             })
         };
-        assert_eq!(run_status(true, code(0)), (Status::Cancelled, Some(StoppedBy::Graceful)));
+        assert_eq!(
+            run_status(true, code(0)),
+            (Status::Cancelled, Some(StoppedBy::Graceful))
+        );
         assert_eq!(run_status(false, code(0)), (Status::Success, None));
         assert_eq!(run_status(true, code(1)), (Status::Error, None));
         assert_eq!(
@@ -436,6 +441,9 @@ mod tests {
                 signalled_by_studio: false,
             }),
         );
-        assert_eq!(timeline.error.as_deref(), Some("Error: Node 'explode' failed: boom"));
+        assert_eq!(
+            timeline.error.as_deref(),
+            Some("Error: Node 'explode' failed: boom")
+        );
     }
 }

@@ -10,29 +10,93 @@ use crate::harness::{capture, capture_exit_status, captures_dir};
 /// What each capture must read as, written by hand from its stdout, stderr and exit status.
 /// Nodes are `name:status:depth`, in the order they began.
 const EXPECTED: &[(&str, Status, &str)] = &[
-    ("head-bb10e85-01-hello-world-ci-build-id", Status::Success, "say_hi:success:0"),
-    ("head-bb10e85-01-hello-world-markers", Status::Success, "say_hi:success:0"),
-    ("head-bb10e85-01-hello-world-markers-color", Status::Success, "say_hi:success:0"),
-    ("head-bb10e85-01-hello-world-pinned-session", Status::Success, "say_hi:success:0"),
+    (
+        "head-bb10e85-01-hello-world-ci-build-id",
+        Status::Success,
+        "say_hi:success:0",
+    ),
+    (
+        "head-bb10e85-01-hello-world-markers",
+        Status::Success,
+        "say_hi:success:0",
+    ),
+    (
+        "head-bb10e85-01-hello-world-markers-color",
+        Status::Success,
+        "say_hi:success:0",
+    ),
+    (
+        "head-bb10e85-01-hello-world-pinned-session",
+        Status::Success,
+        "say_hi:success:0",
+    ),
     ("head-bb10e85-01-hello-world-plain", Status::Success, ""),
-    ("head-bb10e85-02-pipeline-markers", Status::Success, "plan:success:0 execute:success:0 report:success:0"),
-    ("head-bb10e85-02-pipeline-markers-color", Status::Success, "plan:success:0 execute:success:0 report:success:0"),
-    ("head-bb10e85-03-conditional-routing-markers", Status::Success, "draft:success:0 review:success:0 ship:success:0"),
-    ("head-bb10e85-05-with-skills-markers", Status::Success, "with_browser:success:0 without_browser:success:0"),
-    ("head-bb10e85-90-slow-complete", Status::Success, "fetch:success:0 process:success:0 publish:success:0"),
+    (
+        "head-bb10e85-02-pipeline-markers",
+        Status::Success,
+        "plan:success:0 execute:success:0 report:success:0",
+    ),
+    (
+        "head-bb10e85-02-pipeline-markers-color",
+        Status::Success,
+        "plan:success:0 execute:success:0 report:success:0",
+    ),
+    (
+        "head-bb10e85-03-conditional-routing-markers",
+        Status::Success,
+        "draft:success:0 review:success:0 ship:success:0",
+    ),
+    (
+        "head-bb10e85-05-with-skills-markers",
+        Status::Success,
+        "with_browser:success:0 without_browser:success:0",
+    ),
+    (
+        "head-bb10e85-90-slow-complete",
+        Status::Success,
+        "fetch:success:0 process:success:0 publish:success:0",
+    ),
     // SIGTERM from the capture harness, not from the studio: the run was interrupted mid-node.
-    ("head-bb10e85-90-slow-sigterm", Status::Interrupted, "fetch:success:0 process:interrupted:0"),
-    ("head-bb10e85-90-slow-stop-file-preexisting", Status::Cancelled, ""),
-    ("head-bb10e85-90-slow-stop-pinned-session", Status::Cancelled, "fetch:success:0"),
-    ("head-bb10e85-91-throw-custom-throw", Status::Error, "prepare:success:0 explode:error:0"),
+    (
+        "head-bb10e85-90-slow-sigterm",
+        Status::Interrupted,
+        "fetch:success:0 process:interrupted:0",
+    ),
+    (
+        "head-bb10e85-90-slow-stop-file-preexisting",
+        Status::Cancelled,
+        "",
+    ),
+    (
+        "head-bb10e85-90-slow-stop-pinned-session",
+        Status::Cancelled,
+        "fetch:success:0",
+    ),
+    (
+        "head-bb10e85-91-throw-custom-throw",
+        Status::Error,
+        "prepare:success:0 explode:error:0",
+    ),
     (
         "head-bb10e85-93-fanout-markers",
         Status::Success,
         "start:success:0 left:success:0 left2:success:0 right:success:0 join:success:0",
     ),
-    ("v0.1.4-9244367-01-hello-world-markers", Status::Success, "say_hi:success:0"),
-    ("v0.2.0-0ff4886-01-hello-world-markers", Status::Success, "say_hi:success:0"),
-    ("v0.2.0-0ff4886-90-slow-stop-legacy-filename", Status::Cancelled, "fetch:success:0"),
+    (
+        "v0.1.4-9244367-01-hello-world-markers",
+        Status::Success,
+        "say_hi:success:0",
+    ),
+    (
+        "v0.2.0-0ff4886-01-hello-world-markers",
+        Status::Success,
+        "say_hi:success:0",
+    ),
+    (
+        "v0.2.0-0ff4886-90-slow-stop-legacy-filename",
+        Status::Cancelled,
+        "fetch:success:0",
+    ),
 ];
 
 fn nodes(timeline: &RunTimeline) -> String {
@@ -61,7 +125,10 @@ fn read_whole(name: &str, end: Option<RunEnd>) -> RunTimeline {
 fn session_id_seen_by_harness(name: &str) -> String {
     let run: serde_json::Value =
         serde_json::from_slice(&std::fs::read(capture(name).join("run.json")).unwrap()).unwrap();
-    run["session_id_seen_on_stdout"].as_str().unwrap().to_owned()
+    run["session_id_seen_on_stdout"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// The capture's reads from both pipes, in arrival order: (seconds, stream, bytes).
@@ -96,7 +163,10 @@ fn every_shared_capture_is_covered_by_an_expectation() {
     on_disk.sort();
     let mut expected: Vec<String> = EXPECTED.iter().map(|(n, _, _)| n.to_string()).collect();
     expected.sort();
-    assert_eq!(on_disk, expected, "a capture without an expectation is a capture nobody checks");
+    assert_eq!(
+        on_disk, expected,
+        "a capture without an expectation is a capture nobody checks"
+    );
 }
 
 #[test]
@@ -105,7 +175,11 @@ fn each_capture_read_whole_gives_its_timeline_status_and_session() {
         let timeline = read_whole(name, Some(end_of(name)));
         assert_eq!(timeline.status, status, "{name}");
         assert_eq!(nodes(&timeline), expected_nodes, "{name}");
-        assert_eq!(timeline.session_id.as_deref(), Some(session_id_seen_by_harness(name).as_str()), "{name}");
+        assert_eq!(
+            timeline.session_id.as_deref(),
+            Some(session_id_seen_by_harness(name).as_str()),
+            "{name}"
+        );
     }
 }
 
@@ -133,7 +207,10 @@ fn captures_fed_as_they_arrived_give_the_same_timeline_with_arrival_times() {
     let timeline = fold.timeline(None);
     let fetch = &timeline.nodes[0];
     let gap = timeline.nodes[1].started_at_ms - fetch.started_at_ms;
-    assert!((1400..2500).contains(&gap), "fetch took about 1.5 s, not {gap} ms");
+    assert!(
+        (1400..2500).contains(&gap),
+        "fetch took about 1.5 s, not {gap} ms"
+    );
     assert!(fetch.ended_at_ms.unwrap() >= fetch.started_at_ms + 1400);
     assert_eq!(fetch.took.as_deref(), Some("1.5s"));
 }
@@ -155,7 +232,11 @@ fn captures_fed_in_random_chunk_sizes_give_the_same_timeline() {
                 let rest = if pick_stdout { &mut out } else { &mut err };
                 let n = rng.random_range(1..=max).min(rest.len());
                 let (chunk, tail) = rest.split_at(n);
-                let stream = if pick_stdout { Stream::Stdout } else { Stream::Stderr };
+                let stream = if pick_stdout {
+                    Stream::Stdout
+                } else {
+                    Stream::Stderr
+                };
                 reader.push(stream, chunk, 0, &mut |e| fold.apply(&e));
                 *rest = tail;
             }
@@ -171,7 +252,11 @@ fn captures_fed_in_random_chunk_sizes_give_the_same_timeline() {
 fn without_an_exit_a_capture_is_running_unless_it_says_it_stopped() {
     for &(name, status, _) in EXPECTED {
         let timeline = read_whole(name, None);
-        let expected = if status == Status::Cancelled { Status::Cancelled } else { Status::Running };
+        let expected = if status == Status::Cancelled {
+            Status::Cancelled
+        } else {
+            Status::Running
+        };
         assert_eq!(timeline.status, expected, "{name}");
     }
     let sigterm = read_whole("head-bb10e85-90-slow-sigterm", None);
@@ -194,7 +279,10 @@ fn a_signal_the_studio_sent_is_a_forced_cancel() {
 
 #[test]
 fn a_crash_reports_the_error_line_of_stderr() {
-    let timeline = read_whole("head-bb10e85-91-throw-custom-throw", Some(end_of("head-bb10e85-91-throw-custom-throw")));
+    let timeline = read_whole(
+        "head-bb10e85-91-throw-custom-throw",
+        Some(end_of("head-bb10e85-91-throw-custom-throw")),
+    );
     assert_eq!(
         timeline.error.as_deref(),
         Some("Error: Node 'explode' failed after 1 attempt(s): boom: simulated failure")
