@@ -131,10 +131,9 @@ fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
             json,
         } => {
             let stderr = match stderr {
-                Some(path) => Some(
-                    std::fs::read(&path)
-                        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?,
-                ),
+                Some(path) => {
+                    Some(std::fs::read(&path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?)
+                }
                 None => None,
             };
             let timeline = parse_stdin(stderr.as_deref(), exit_code)?;
@@ -178,11 +177,7 @@ fn write_json(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result<()
     Ok(())
 }
 
-fn print_sessions(
-    out: &mut impl Write,
-    sessions: &[SessionSummary],
-    now: SystemTime,
-) -> anyhow::Result<()> {
+fn print_sessions(out: &mut impl Write, sessions: &[SessionSummary], now: SystemTime) -> anyhow::Result<()> {
     if sessions.is_empty() {
         writeln!(
             out,
@@ -196,11 +191,7 @@ fn print_sessions(
         "STATUS", "SESSION", "CURRENT NODE", "NODES"
     )?;
     for session in sessions {
-        let done = session
-            .nodes
-            .iter()
-            .filter(|n| n.status.is_finished())
-            .count();
+        let done = session.nodes.iter().filter(|n| n.status.is_finished()).count();
         writeln!(
             out,
             "{:<11} {:<28} {:<20} {:<12} {}",
@@ -214,19 +205,11 @@ fn print_sessions(
     Ok(())
 }
 
-fn print_session(
-    out: &mut impl Write,
-    session: &studio_core::Session,
-    now: SystemTime,
-) -> anyhow::Result<()> {
+fn print_session(out: &mut impl Write, session: &studio_core::Session, now: SystemTime) -> anyhow::Result<()> {
     writeln!(out, "session   {}", session.id)?;
     writeln!(out, "path      {}", session.path.display())?;
     writeln!(out, "status    {}", session.status)?;
-    writeln!(
-        out,
-        "current   {}",
-        session.current_node.as_deref().unwrap_or("-")
-    )?;
+    writeln!(out, "current   {}", session.current_node.as_deref().unwrap_or("-"))?;
     if let Some(created) = session.created_at {
         writeln!(out, "created   {}", created.to_rfc3339())?;
     }
@@ -247,21 +230,10 @@ fn print_session(
         .iter()
         .filter_map(|(name, file)| file.as_ref().map(|f| format!("{name} {}", bytes(f.bytes))))
         .collect();
-        writeln!(
-            out,
-            "  {:<11} {}  {}",
-            node.status,
-            node.name,
-            files.join(", ")
-        )?;
+        writeln!(out, "  {:<11} {}  {}", node.status, node.name, files.join(", "))?;
     }
     if let Some(raw) = &session.raw_stream_output {
-        writeln!(
-            out,
-            "output    {} ({})",
-            raw.path.display(),
-            bytes(raw.bytes)
-        )?;
+        writeln!(out, "output    {} ({})", raw.path.display(), bytes(raw.bytes))?;
     }
     if !session.events.is_empty() {
         writeln!(out, "events    {}", session.events.len())?;
@@ -274,11 +246,7 @@ fn print_session(
 
 fn print_timeline(out: &mut impl Write, timeline: &RunTimeline) -> anyhow::Result<()> {
     writeln!(out, "status    {}", timeline.status)?;
-    writeln!(
-        out,
-        "session   {}",
-        timeline.session_id.as_deref().unwrap_or("-")
-    )?;
+    writeln!(out, "session   {}", timeline.session_id.as_deref().unwrap_or("-"))?;
     if let Some(code) = timeline.exit_code {
         writeln!(out, "exit      {code}")?;
     }
@@ -286,11 +254,7 @@ fn print_timeline(out: &mut impl Write, timeline: &RunTimeline) -> anyhow::Resul
         writeln!(out, "error     {error}")?;
     }
     for node in &timeline.nodes {
-        let took = node
-            .took
-            .as_deref()
-            .map(|t| format!(" ({t})"))
-            .unwrap_or_default();
+        let took = node.took.as_deref().map(|t| format!(" ({t})")).unwrap_or_default();
         writeln!(
             out,
             "  {:<11} {}{}{}",
@@ -320,9 +284,7 @@ fn bytes(n: u64) -> String {
 }
 
 fn ago(time: Timestamp, now: SystemTime) -> String {
-    let seconds = now
-        .duration_since(time.to_system_time())
-        .map_or(0, |d| d.as_secs());
+    let seconds = now.duration_since(time.to_system_time()).map_or(0, |d| d.as_secs());
     match seconds {
         0..60 => format!("{seconds}s ago"),
         60..3600 => format!("{}m ago", seconds / 60),

@@ -32,17 +32,11 @@ fn json_of(output: &Output) -> Value {
 /// A workspace holding the sessions of two captures.
 fn fixture_workspace() -> TempDir {
     let dir = TempDir::new().unwrap();
-    for name in [
-        "head-bb10e85-91-throw-custom-throw",
-        "head-bb10e85-93-fanout-markers",
-    ] {
+    for name in ["head-bb10e85-91-throw-custom-throw", "head-bb10e85-93-fanout-markers"] {
         let from = captures().join(name).join("cwd/.zibby/output/sessions");
         for session in std::fs::read_dir(from).unwrap() {
             let session = session.unwrap();
-            let to = dir
-                .path()
-                .join(".zibby/output/sessions")
-                .join(session.file_name());
+            let to = dir.path().join(".zibby/output/sessions").join(session.file_name());
             copy_dir(&session.path(), &to);
         }
     }
@@ -112,10 +106,7 @@ fn parse_without_an_exit_code_is_running_unless_the_stream_stopped() {
         "running"
     );
     assert_eq!(
-        json_of(&zstudio(
-            &["parse", "--json", "--exit-code", "143"],
-            Some(&slow)
-        ))["status"],
+        json_of(&zstudio(&["parse", "--json", "--exit-code", "143"], Some(&slow)))["status"],
         "interrupted"
     );
     let stopped = captures().join("head-bb10e85-90-slow-stop-pinned-session/stdout.txt");
@@ -128,10 +119,7 @@ fn parse_without_an_exit_code_is_running_unless_the_stream_stopped() {
 #[test]
 fn parse_prints_a_readable_timeline() {
     let capture = captures().join("head-bb10e85-02-pipeline-markers");
-    let output = zstudio(
-        &["parse", "--exit-code", "0"],
-        Some(&capture.join("stdout.txt")),
-    );
+    let output = zstudio(&["parse", "--exit-code", "0"], Some(&capture.join("stdout.txt")));
     let text = String::from_utf8(output.stdout).unwrap();
     assert!(
         text.starts_with("status    success\nsession   1795952464415_3prb\n"),
@@ -144,47 +132,22 @@ fn parse_prints_a_readable_timeline() {
 fn sessions_lists_the_documented_fields() {
     let workspace = fixture_workspace();
     let sessions = json_of(&zstudio(
-        &[
-            "sessions",
-            "--json",
-            "--workspace",
-            workspace.path().to_str().unwrap(),
-        ],
+        &["sessions", "--json", "--workspace", workspace.path().to_str().unwrap()],
         None,
     ));
     let sessions = sessions.as_array().unwrap();
     assert_eq!(sessions.len(), 2);
     for session in sessions {
-        for field in [
-            "id",
-            "path",
-            "status",
-            "current_node",
-            "updated_at",
-            "nodes",
-        ] {
-            assert!(
-                session.get(field).is_some(),
-                "field {field} missing in {session}"
-            );
+        for field in ["id", "path", "status", "current_node", "updated_at", "nodes"] {
+            assert!(session.get(field).is_some(), "field {field} missing in {session}");
         }
     }
-    let fanout = sessions
-        .iter()
-        .find(|s| s["id"] == "1795952527924_osmf")
-        .unwrap();
+    let fanout = sessions.iter().find(|s| s["id"] == "1795952527924_osmf").unwrap();
     assert_eq!(fanout["current_node"], "join");
     assert_eq!(fanout["nodes"].as_array().unwrap().len(), 5);
     assert!(fanout["nodes"][0]["name"].is_string() && fanout["nodes"][0]["status"].is_string());
 
-    let table = zstudio(
-        &[
-            "sessions",
-            "--workspace",
-            workspace.path().to_str().unwrap(),
-        ],
-        None,
-    );
+    let table = zstudio(&["sessions", "--workspace", workspace.path().to_str().unwrap()], None);
     let table = String::from_utf8(table.stdout).unwrap();
     assert!(
         table.contains("1795952527924_osmf") && table.contains("1795952522957_vij4"),
@@ -196,22 +159,12 @@ fn sessions_lists_the_documented_fields() {
 fn show_prints_one_session_without_its_config_unless_asked() {
     let workspace = fixture_workspace();
     let root = workspace.path().to_str().unwrap();
-    let session = json_of(&zstudio(
-        &["show", "1795952522957_vij4", "--json", "-w", root],
-        None,
-    ));
+    let session = json_of(&zstudio(&["show", "1795952522957_vij4", "--json", "-w", root], None));
     assert_eq!(session["id"], "1795952522957_vij4");
     assert_eq!(session["current_node"], "explode");
     assert!(session["info"].get("config").is_none());
     let with = json_of(&zstudio(
-        &[
-            "show",
-            "1795952522957_vij4",
-            "--json",
-            "--with-config",
-            "-w",
-            root,
-        ],
+        &["show", "1795952522957_vij4", "--json", "--with-config", "-w", root],
         None,
     ));
     assert_eq!(with["info"]["config"], serde_json::json!({}));
@@ -222,14 +175,8 @@ fn bad_input_gets_one_line_naming_it_and_a_failing_exit() {
     let workspace = fixture_workspace();
     let root = workspace.path().to_str().unwrap();
     let cases: [(&[&str], &str); 4] = [
-        (
-            &["show", "1795952522957_zzzz", "-w", root],
-            "1795952522957_zzzz",
-        ),
-        (
-            &["show", "../../etc", "-w", root],
-            "invalid session id `../../etc`",
-        ),
+        (&["show", "1795952522957_zzzz", "-w", root], "1795952522957_zzzz"),
+        (&["show", "../../etc", "-w", root], "invalid session id `../../etc`"),
         (
             &["sessions", "-w", "/nonexistent/zibby-workspace"],
             "/nonexistent/zibby-workspace",
@@ -243,14 +190,7 @@ fn bad_input_gets_one_line_naming_it_and_a_failing_exit() {
         let output = zstudio(args, None);
         let stderr = String::from_utf8(output.stderr).unwrap();
         assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
-        assert!(
-            stderr.contains(named),
-            "{args:?} should name {named}: {stderr}"
-        );
-        assert_eq!(
-            stderr.trim_end().lines().count(),
-            1,
-            "{args:?}: one line, got {stderr}"
-        );
+        assert!(stderr.contains(named), "{args:?} should name {named}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: one line, got {stderr}");
     }
 }

@@ -126,9 +126,7 @@ impl StreamReader {
         } = self;
         match stream {
             Stream::Stdout => stdout.push(bytes, |line| stdout_line(wrapped, line, at_ms, sink)),
-            Stream::Stderr => stderr.push(bytes, |line| {
-                sink(classify_event(Stream::Stderr, line, at_ms))
-            }),
+            Stream::Stderr => stderr.push(bytes, |line| sink(classify_event(Stream::Stderr, line, at_ms))),
         }
     }
 
@@ -155,12 +153,7 @@ impl StreamReader {
     }
 }
 
-fn stdout_line(
-    wrapped: &mut Option<WrappedMarker>,
-    line: &[u8],
-    at_ms: u64,
-    sink: &mut impl FnMut(Event),
-) {
+fn stdout_line(wrapped: &mut Option<WrappedMarker>, line: &[u8], at_ms: u64, sink: &mut impl FnMut(Event)) {
     if let Some(first) = wrapped.take() {
         if let Some(joined) = join_wrapped(&first, line) {
             sink(joined);
@@ -396,13 +389,9 @@ mod tests {
     #[test]
     fn a_wrapped_marker_is_joined_with_its_continuation() {
         let name = "n".repeat(130);
-        let marker =
-            format!("│ __WORKFLOW_GRAPH_LOG__{{\"phase\":\"node_begin\",\"node\":\"{name}\"}}");
+        let marker = format!("│ __WORKFLOW_GRAPH_LOG__{{\"phase\":\"node_begin\",\"node\":\"{name}\"}}");
         let (head, tail) = marker.split_at(120);
-        let events = StreamReader::read_all(
-            Stream::Stdout,
-            format!("{head}\n│ {tail}\nafter\n").as_bytes(),
-        );
+        let events = StreamReader::read_all(Stream::Stdout, format!("{head}\n│ {tail}\nafter\n").as_bytes());
         assert_eq!(events.len(), 2, "the two halves are one marker: {events:?}");
         assert_eq!(events[0].kind, begin(&name, 1));
         assert_eq!(events[1].text, "after");
@@ -410,10 +399,7 @@ mod tests {
 
     #[test]
     fn a_broken_marker_that_no_line_repairs_stays_output() {
-        let events = StreamReader::read_all(
-            Stream::Stdout,
-            b"__WORKFLOW_GRAPH_LOG__{\"phase\":\nplain\n",
-        );
+        let events = StreamReader::read_all(Stream::Stdout, b"__WORKFLOW_GRAPH_LOG__{\"phase\":\nplain\n");
         let texts: Vec<_> = events.iter().map(|e| (e.text.as_str(), &e.kind)).collect();
         assert_eq!(
             texts,
@@ -480,9 +466,6 @@ mod tests {
         let mut events = Vec::new();
         reader.push(Stream::Stdout, b"par", 5, &mut |e| events.push(e));
         reader.push(Stream::Stdout, b"tial\nnext\n", 9, &mut |e| events.push(e));
-        assert_eq!(
-            events.iter().map(|e| e.at_ms).collect::<Vec<_>>(),
-            vec![9, 9]
-        );
+        assert_eq!(events.iter().map(|e| e.at_ms).collect::<Vec<_>>(), vec![9, 9]);
     }
 }

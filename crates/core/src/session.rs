@@ -39,10 +39,7 @@ pub struct Timestamp(pub u64);
 
 impl Timestamp {
     pub fn from_system_time(time: SystemTime) -> Timestamp {
-        Timestamp(
-            time.duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
-        )
+        Timestamp(time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64))
     }
 
     pub fn to_system_time(self) -> SystemTime {
@@ -262,11 +259,7 @@ impl Workspace {
             if !entry.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
             }
-            let Some(id) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| SessionId::parse(n).ok())
-            else {
+            let Some(id) = entry.file_name().to_str().and_then(|n| SessionId::parse(n).ok()) else {
                 continue;
             };
             folders.push((entry.path(), id));
@@ -277,13 +270,8 @@ impl Workspace {
     }
 }
 
-fn read_in_parallel(
-    folders: Vec<(PathBuf, SessionId)>,
-    now: SystemTime,
-) -> Result<Vec<SessionSummary>, Error> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8);
+fn read_in_parallel(folders: Vec<(PathBuf, SessionId)>, now: SystemTime) -> Result<Vec<SessionSummary>, Error> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
     let chunk = folders.len().div_ceil(threads).max(64);
     std::thread::scope(|scope| {
         let workers: Vec<_> = folders
@@ -312,20 +300,11 @@ fn read_in_parallel(
 }
 
 pub fn sort_most_recent_first(sessions: &mut [SessionSummary]) {
-    sessions.sort_by(|a, b| {
-        b.updated_at
-            .cmp(&a.updated_at)
-            .then_with(|| b.id.cmp(&a.id))
-    });
+    sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| b.id.cmp(&a.id)));
 }
 
 /// Reads one session folder. Only a folder that cannot be listed at all is an error.
-pub fn read_session_folder(
-    path: &Path,
-    id: SessionId,
-    detail: Detail,
-    now: SystemTime,
-) -> Result<Session, Error> {
+pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: SystemTime) -> Result<Session, Error> {
     let mut reader = FolderReader {
         root: path,
         problems: Vec::new(),
@@ -352,9 +331,7 @@ pub fn read_session_folder(
                 let modified = reader.stat(&child).and_then(|m| m.modified().ok());
                 node_dirs.push((name.clone(), child, modified.unwrap_or(UNIX_EPOCH)));
             }
-        } else if [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, RAW_STREAM_FILE]
-            .contains(&name.as_str())
-        {
+        } else if [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, RAW_STREAM_FILE].contains(&name.as_str()) {
             if let Some(metadata) = reader.stat(&child) {
                 files.insert(
                     name.clone(),
@@ -377,10 +354,7 @@ pub fn read_session_folder(
             }
         }
     }
-    let layout = if nodes_dir.is_some()
-        || files.contains_key(RESULT_FILE)
-        || files.contains_key(EVENTS_FILE)
-    {
+    let layout = if nodes_dir.is_some() || files.contains_key(RESULT_FILE) || files.contains_key(EVENTS_FILE) {
         Layout::Documented
     } else {
         Layout::Engine
@@ -417,8 +391,7 @@ pub fn read_session_folder(
     if let Some(current) = &current_node {
         push_node(&mut nodes, current, None);
     }
-    let event_status: HashMap<&str, Status> =
-        event_order.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+    let event_status: HashMap<&str, Status> = event_order.iter().map(|(n, s)| (n.as_str(), *s)).collect();
     for node in &mut nodes {
         node.status = node_status(
             node,
@@ -471,12 +444,7 @@ fn push_node(nodes: &mut Vec<SessionNode>, name: &str, path: Option<PathBuf>) {
     }
 }
 
-fn node_status(
-    node: &SessionNode,
-    current: Option<&str>,
-    session: Status,
-    from_events: Option<&Status>,
-) -> Status {
+fn node_status(node: &SessionNode, current: Option<&str>, session: Status, from_events: Option<&Status>) -> Status {
     if let Some(status) = from_events {
         if *status != Status::Running || session == Status::Running {
             return *status;
@@ -500,11 +468,7 @@ fn infer_status(result: Option<&Value>, updated_at: Timestamp, now: SystemTime) 
         if flag("stoppedExternally") == Some(true) || flag("stoppedByStudio") == Some(true) {
             return Status::Cancelled;
         }
-        if let Some(status) = result
-            .get("status")
-            .and_then(Value::as_str)
-            .and_then(parse_status_word)
-        {
+        if let Some(status) = result.get("status").and_then(Value::as_str).and_then(parse_status_word) {
             return status;
         }
         let has_error = result.get("error").is_some_and(|e| !e.is_null());
@@ -514,9 +478,7 @@ fn infer_status(result: Option<&Value>, updated_at: Timestamp, now: SystemTime) 
             Status::Success
         };
     }
-    let quiet_for = now
-        .duration_since(updated_at.to_system_time())
-        .unwrap_or_default();
+    let quiet_for = now.duration_since(updated_at.to_system_time()).unwrap_or_default();
     if quiet_for < RUNNING_QUIET_WINDOW {
         Status::Running
     } else {
@@ -527,12 +489,8 @@ fn infer_status(result: Option<&Value>, updated_at: Timestamp, now: SystemTime) 
 fn parse_status_word(word: &str) -> Option<Status> {
     let word = word.to_ascii_lowercase();
     Some(match word.as_str() {
-        "running" | "started" | "start" | "begin" | "node_begin" | "node_start" | "in_progress" => {
-            Status::Running
-        }
-        "success" | "succeeded" | "done" | "completed" | "complete" | "ok" | "passed" => {
-            Status::Success
-        }
+        "running" | "started" | "start" | "begin" | "node_begin" | "node_start" | "in_progress" => Status::Running,
+        "success" | "succeeded" | "done" | "completed" | "complete" | "ok" | "passed" => Status::Success,
         "error" | "failed" | "failure" | "fail" => Status::Error,
         "cancelled" | "canceled" | "stopped" => Status::Cancelled,
         "interrupted" | "killed" => Status::Interrupted,
@@ -560,12 +518,9 @@ fn node_order_from_events(events: &[Value]) -> Vec<(String, Status)> {
         else {
             continue;
         };
-        let mut status = ["status", "type", "event", "phase"].iter().find_map(|k| {
-            event
-                .get(*k)
-                .and_then(Value::as_str)
-                .and_then(parse_status_word)
-        });
+        let mut status = ["status", "type", "event", "phase"]
+            .iter()
+            .find_map(|k| event.get(*k).and_then(Value::as_str).and_then(parse_status_word));
         if event.get("success").and_then(Value::as_bool) == Some(false) {
             status = Some(Status::Error);
         }
@@ -589,10 +544,7 @@ struct FolderReader<'a> {
 
 impl FolderReader<'_> {
     fn relative(&self, path: &Path) -> String {
-        path.strip_prefix(self.root)
-            .unwrap_or(path)
-            .display()
-            .to_string()
+        path.strip_prefix(self.root).unwrap_or(path).display().to_string()
     }
 
     fn problem(&mut self, path: &Path, reason: impl Into<String>) {
@@ -632,9 +584,7 @@ impl FolderReader<'_> {
             };
             match entry.file_name().into_string() {
                 Ok(name) => entries.push((name, file_type)),
-                Err(name) => {
-                    self.problem(&dir.join(&name), "file name is not valid UTF-8; skipped")
-                }
+                Err(name) => self.problem(&dir.join(&name), "file name is not valid UTF-8; skipped"),
             }
         }
         Ok(entries)
@@ -642,10 +592,7 @@ impl FolderReader<'_> {
 
     fn read_small(&mut self, file: &FileRef) -> Option<Vec<u8>> {
         if file.bytes > MAX_PARSED_FILE_BYTES {
-            self.problem(
-                &file.path,
-                format!("{} bytes: too large to read in place", file.bytes),
-            );
+            self.problem(&file.path, format!("{} bytes: too large to read in place", file.bytes));
             return None;
         }
         match fs::read(&file.path) {
@@ -704,10 +651,7 @@ impl FolderReader<'_> {
                     _ => vec![Value::Object(map)],
                 },
                 _ => {
-                    self.problem(
-                        &file.path,
-                        "neither JSONL, an array, nor {\"events\": [...]}",
-                    );
+                    self.problem(&file.path, "neither JSONL, an array, nor {\"events\": [...]}");
                     Vec::new()
                 }
             };
@@ -724,10 +668,7 @@ impl FolderReader<'_> {
                 Ok(value) => events.push(value),
                 // A half-written last line is an event still being written.
                 Err(_) if Some(number) == last_line && !bytes.ends_with(b"\n") => {}
-                Err(e) => self.problem(
-                    &file.path,
-                    format!("line {}: not valid JSON: {e}", number + 1),
-                ),
+                Err(e) => self.problem(&file.path, format!("line {}: not valid JSON: {e}", number + 1)),
             }
         }
         events
@@ -736,10 +677,9 @@ impl FolderReader<'_> {
     fn node_artifacts(&mut self, dir: &Path) -> NodeArtifacts {
         let mut file = |name: &str| {
             let path = dir.join(name);
-            self.stat(&path).filter(|m| m.is_file()).map(|m| FileRef {
-                path,
-                bytes: m.len(),
-            })
+            self.stat(&path)
+                .filter(|m| m.is_file())
+                .map(|m| FileRef { path, bytes: m.len() })
         };
         let prompt = file(PROMPT_FILE);
         let raw_output = file(RAW_OUTPUT_FILE);

@@ -236,16 +236,13 @@ fn run_status(stopped_line: bool, end: Option<RunEnd>) -> (Status, Option<Stoppe
             ..
         }) => (Status::Cancelled, Some(StoppedBy::Forced)),
         Some(RunEnd {
-            exit: Exit::Signal(_),
-            ..
+            exit: Exit::Signal(_), ..
         }) => (Status::Interrupted, None),
         Some(RunEnd {
-            exit: Exit::Code(0),
-            ..
+            exit: Exit::Code(0), ..
         }) if stopped_line => (Status::Cancelled, Some(StoppedBy::Graceful)),
         Some(RunEnd {
-            exit: Exit::Code(0),
-            ..
+            exit: Exit::Code(0), ..
         }) => (Status::Success, None),
         Some(_) => (Status::Error, None),
     }
@@ -347,10 +344,7 @@ mod tests {
         let timeline = read_capture(stdout.as_bytes(), b"", None);
         assert_eq!(
             summary(&timeline),
-            vec![
-                ("outer".into(), Status::Running, 0),
-                ("inner".into(), Status::Error, 1)
-            ]
+            vec![("outer".into(), Status::Running, 0), ("inner".into(), Status::Error, 1)]
         );
     }
 
@@ -441,9 +435,6 @@ mod tests {
                 signalled_by_studio: false,
             }),
         );
-        assert_eq!(
-            timeline.error.as_deref(),
-            Some("Error: Node 'explode' failed: boom")
-        );
+        assert_eq!(timeline.error.as_deref(), Some("Error: Node 'explode' failed: boom"));
     }
 }

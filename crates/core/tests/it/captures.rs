@@ -62,11 +62,7 @@ const EXPECTED: &[(&str, Status, &str)] = &[
         Status::Interrupted,
         "fetch:success:0 process:interrupted:0",
     ),
-    (
-        "head-bb10e85-90-slow-stop-file-preexisting",
-        Status::Cancelled,
-        "",
-    ),
+    ("head-bb10e85-90-slow-stop-file-preexisting", Status::Cancelled, ""),
     (
         "head-bb10e85-90-slow-stop-pinned-session",
         Status::Cancelled,
@@ -125,10 +121,7 @@ fn read_whole(name: &str, end: Option<RunEnd>) -> RunTimeline {
 fn session_id_seen_by_harness(name: &str) -> String {
     let run: serde_json::Value =
         serde_json::from_slice(&std::fs::read(capture(name).join("run.json")).unwrap()).unwrap();
-    run["session_id_seen_on_stdout"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    run["session_id_seen_on_stdout"].as_str().unwrap().to_owned()
 }
 
 /// The capture's reads from both pipes, in arrival order: (seconds, stream, bytes).
@@ -207,10 +200,7 @@ fn captures_fed_as_they_arrived_give_the_same_timeline_with_arrival_times() {
     let timeline = fold.timeline(None);
     let fetch = &timeline.nodes[0];
     let gap = timeline.nodes[1].started_at_ms - fetch.started_at_ms;
-    assert!(
-        (1400..2500).contains(&gap),
-        "fetch took about 1.5 s, not {gap} ms"
-    );
+    assert!((1400..2500).contains(&gap), "fetch took about 1.5 s, not {gap} ms");
     assert!(fetch.ended_at_ms.unwrap() >= fetch.started_at_ms + 1400);
     assert_eq!(fetch.took.as_deref(), Some("1.5s"));
 }
@@ -232,11 +222,7 @@ fn captures_fed_in_random_chunk_sizes_give_the_same_timeline() {
                 let rest = if pick_stdout { &mut out } else { &mut err };
                 let n = rng.random_range(1..=max).min(rest.len());
                 let (chunk, tail) = rest.split_at(n);
-                let stream = if pick_stdout {
-                    Stream::Stdout
-                } else {
-                    Stream::Stderr
-                };
+                let stream = if pick_stdout { Stream::Stdout } else { Stream::Stderr };
                 reader.push(stream, chunk, 0, &mut |e| fold.apply(&e));
                 *rest = tail;
             }

@@ -62,20 +62,14 @@ proptest! {
 #[test]
 fn a_line_of_fifty_megabytes_is_one_output_line() {
     let mut big = vec![b'x'; 50 * 1024 * 1024];
-    big.extend_from_slice(
-        b"\n__WORKFLOW_GRAPH_LOG__{\"phase\":\"node_begin\",\"node\":\"after\"}\n",
-    );
+    big.extend_from_slice(b"\n__WORKFLOW_GRAPH_LOG__{\"phase\":\"node_begin\",\"node\":\"after\"}\n");
     let mut reader = StreamReader::new();
     let mut events = Vec::new();
     for chunk in big.chunks(64 * 1024) {
-        reader.push(Stream::Stdout, chunk, 0, &mut |e| {
-            events.push((e.text.len(), e.kind))
-        });
+        reader.push(Stream::Stdout, chunk, 0, &mut |e| events.push((e.text.len(), e.kind)));
     }
     reader.finish(0, &mut |e| events.push((e.text.len(), e.kind)));
     assert_eq!(events.len(), 2);
     assert_eq!(events[0].0, 50 * 1024 * 1024);
-    assert!(
-        matches!(&events[1].1, studio_core::protocol::EventKind::NodeBegin { node, .. } if node == "after")
-    );
+    assert!(matches!(&events[1].1, studio_core::protocol::EventKind::NodeBegin { node, .. } if node == "after"));
 }

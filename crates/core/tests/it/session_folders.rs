@@ -57,10 +57,7 @@ fn an_engine_session_reads_its_id_current_node_and_node_folders() {
     // Nothing marks the end of an engine run: quiet for a day, it is `unknown`; just written, `running`.
     assert_eq!(session.status, Status::Unknown);
     assert_eq!(
-        workspace
-            .read_session(&id, SystemTime::now())
-            .unwrap()
-            .status,
+        workspace.read_session(&id, SystemTime::now()).unwrap().status,
         Status::Running
     );
 }
@@ -70,34 +67,17 @@ fn an_interrupted_engine_session_names_the_node_it_was_in() {
     let dir = workspace_of(&["head-bb10e85-90-slow-sigterm"]);
     let workspace = Workspace::open(dir.path()).unwrap();
     let session = workspace
-        .read_session(
-            &SessionId::parse("1795952520676_54fl").unwrap(),
-            SystemTime::now(),
-        )
+        .read_session(&SessionId::parse("1795952520676_54fl").unwrap(), SystemTime::now())
         .unwrap();
     assert_eq!(session.current_node.as_deref(), Some("process"));
-    let statuses: Vec<_> = session
-        .nodes
-        .iter()
-        .map(|n| (n.name.as_str(), n.status))
-        .collect();
-    assert_eq!(
-        statuses,
-        [("fetch", Status::Success), ("process", Status::Running)]
-    );
+    let statuses: Vec<_> = session.nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
+    assert_eq!(statuses, [("fetch", Status::Success), ("process", Status::Running)]);
 }
 
 #[test]
 fn a_pinned_session_folder_outside_the_workspace_layout_reads_the_same() {
-    let path =
-        capture("head-bb10e85-01-hello-world-pinned-session").join("cwd/studio-sessions/run-42");
-    let session = read_session_folder(
-        &path,
-        SessionId::parse("run-42").unwrap(),
-        Detail::Full,
-        later(),
-    )
-    .unwrap();
+    let path = capture("head-bb10e85-01-hello-world-pinned-session").join("cwd/studio-sessions/run-42");
+    let session = read_session_folder(&path, SessionId::parse("run-42").unwrap(), Detail::Full, later()).unwrap();
     assert_eq!(session.current_node.as_deref(), Some("say_hi"));
     assert_eq!(
         session.created_at.map(|t| t.0),
@@ -115,10 +95,7 @@ fn the_listing_is_most_recently_updated_first_and_skips_hostile_folder_names() {
     let sessions = dir.path().join(".zibby/output/sessions");
     let base = SystemTime::now() - Duration::from_secs(3600);
     // Every file and folder gets an old time, then one file per session a distinct newer one.
-    for (i, id) in ["1795952522957_vij4", "1795952527924_osmf"]
-        .iter()
-        .enumerate()
-    {
+    for (i, id) in ["1795952522957_vij4", "1795952527924_osmf"].iter().enumerate() {
         set_mtime_tree(&sessions.join(id), base);
         set_mtime(
             &sessions.join(id).join(".session-info.json"),
@@ -134,15 +111,9 @@ fn the_listing_is_most_recently_updated_first_and_skips_hostile_folder_names() {
     fs::create_dir(sessions.join("a..b")).unwrap();
     fs::write(sessions.join("stray-file.txt"), "not a session").unwrap();
 
-    let listed = Workspace::open(dir.path())
-        .unwrap()
-        .list_sessions(later())
-        .unwrap();
+    let listed = Workspace::open(dir.path()).unwrap().list_sessions(later()).unwrap();
     let ids: Vec<_> = listed.iter().map(|s| s.id.as_str()).collect();
-    assert_eq!(
-        ids,
-        ["1795952527924_osmf", "1795952522957_vij4", hello.as_str()]
-    );
+    assert_eq!(ids, ["1795952527924_osmf", "1795952522957_vij4", hello.as_str()]);
     let fanout = &listed[0];
     assert_eq!(fanout.nodes.len(), 5);
     assert_eq!(fanout.current_node.as_deref(), Some("join"));
@@ -166,11 +137,7 @@ fn documented_session(root: &Path, events: &str) -> std::path::PathBuf {
     for node in ["plan", "write"] {
         fs::create_dir_all(session.join("nodes").join(node)).unwrap();
     }
-    fs::write(
-        session.join("nodes/plan/prompt.txt"),
-        "Plan a trip to Kyoto",
-    )
-    .unwrap();
+    fs::write(session.join("nodes/plan/prompt.txt"), "Plan a trip to Kyoto").unwrap();
     fs::write(session.join("nodes/plan/raw_output.txt"), "day 1: temples").unwrap();
     fs::write(session.join("nodes/plan/result.json"), r#"{"days": 3}"#).unwrap();
     fs::write(session.join("nodes/write/prompt.txt"), "Write it up").unwrap();
@@ -202,11 +169,7 @@ fn events_json_reads_in_all_three_shapes() {
         .unwrap();
         assert_eq!(session.layout, Layout::Documented);
         assert_eq!(session.events.len(), 4, "{shape}");
-        let statuses: Vec<_> = session
-            .nodes
-            .iter()
-            .map(|n| (n.name.as_str(), n.status))
-            .collect();
+        let statuses: Vec<_> = session.nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
         assert_eq!(
             statuses,
             [("plan", Status::Success), ("write", Status::Error)],
@@ -227,15 +190,11 @@ fn a_result_file_says_how_the_session_ended() {
     let id = SessionId::parse("1795952600000_doc1").unwrap();
     for (result, status) in [
         (r#"{"success":true,"executed":["plan"]}"#, Status::Success),
-        (
-            r#"{"success":true,"stoppedExternally":true}"#,
-            Status::Cancelled,
-        ),
+        (r#"{"success":true,"stoppedExternally":true}"#, Status::Cancelled),
         (r#"{"success":false,"error":"boom"}"#, Status::Error),
     ] {
         fs::write(path.join("result.json"), result).unwrap();
-        let session =
-            read_session_folder(&path, id.clone(), Detail::Summary, SystemTime::now()).unwrap();
+        let session = read_session_folder(&path, id.clone(), Detail::Summary, SystemTime::now()).unwrap();
         assert_eq!(session.status, status, "{result}");
     }
 }
@@ -247,11 +206,7 @@ fn damaged_files_degrade_one_field_each_and_say_why() {
         dir.path(),
         "{\"type\":\"node_start\",\"node\":\"plan\"}\nnot json at all\n{\"type\":\"node_end\",\"node\":\"pl",
     );
-    fs::write(
-        path.join(".session-info.json"),
-        "{\"sessionPath\":\"/x\",\"currentNo",
-    )
-    .unwrap();
+    fs::write(path.join(".session-info.json"), "{\"sessionPath\":\"/x\",\"currentNo").unwrap();
     fs::write(path.join("result.json"), [0xff, 0x00, 0x9c, 0x12]).unwrap();
     fs::write(path.join("nodes/plan/result.json"), "").unwrap();
     let session = read_session_folder(
@@ -295,9 +250,7 @@ fn config_may_hold_secrets_and_can_be_dropped() {
         later(),
     )
     .unwrap();
-    assert!(serde_json::to_string(&session)
-        .unwrap()
-        .contains("sk-secret"));
+    assert!(serde_json::to_string(&session).unwrap().contains("sk-secret"));
     assert!(!serde_json::to_string(&session.without_config())
         .unwrap()
         .contains("sk-secret"));
@@ -313,24 +266,15 @@ fn bad_workspaces_and_ids_get_errors_that_name_them() {
 
     let file = dir.path().join("file");
     fs::write(&file, "").unwrap();
-    assert!(matches!(
-        Workspace::open(&file).unwrap_err(),
-        Error::NotAFolder { .. }
-    ));
+    assert!(matches!(Workspace::open(&file).unwrap_err(), Error::NotAFolder { .. }));
 
     let workspace = Workspace::open(dir.path()).unwrap();
     assert!(
-        workspace
-            .list_sessions(SystemTime::now())
-            .unwrap()
-            .is_empty(),
+        workspace.list_sessions(SystemTime::now()).unwrap().is_empty(),
         "no sessions folder yet: no sessions"
     );
     let err = workspace
-        .read_session(
-            &SessionId::parse("1795952600000_none").unwrap(),
-            SystemTime::now(),
-        )
+        .read_session(&SessionId::parse("1795952600000_none").unwrap(), SystemTime::now())
         .unwrap_err();
     assert!(matches!(err, Error::SessionNotFound { .. }));
     assert!(err.to_string().contains("1795952600000_none"), "{err}");
