@@ -1,0 +1,380 @@
+//! One agent run, the way the engine prints and writes it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+
+use crate::value_of;
+
+const MARKER_PREFIX: &str = "__WORKFLOW_GRAPH_LOG__";
+const STOP_FILES: [&str; 2] = [".zibby-stop", ".zibby-studio-stop"];
+
+struct Node {
+    name: String,
+    millis: u64,
+    depth: usize,
+}
+
+struct Options {
+    nodes: Vec<Node>,
+    fail: Option<String>,
+    stop_after: Option<String>,
+    ignore_stop: bool,
+    linger: Duration,
+    lines: usize,
+    prompt: String,
+    documented: bool,
+}
+
+fn parse_nodes(spec: &str) -> Result<Vec<Node>, String> {
+    let mut nodes = Vec::new();
+    for part in spec.split(',').filter(|p| !p.is_empty()) {
+        let depth = part.chars().take_while(|&c| c == '>').count();
+        let part = &part[depth..];
+        let (name, millis) = part.split_once(':').unwrap_or((part, "100"));
+        let millis = millis
+            .parse()
+            .map_err(|_| format!("--nodes: `{millis}` is not milliseconds"))?;
+        if name.is_empty() {
+            return Err(format!("--nodes: empty node name in `{spec}`"));
+        }
+        let parent_depth = nodes.last().map_or(0, |n: &Node| n.depth);
+        if depth > parent_depth + 1 || (nodes.is_empty() && depth > 0) {
+            return Err(format!("--nodes: `{name}` nests deeper than the node before it"));
+        }
+        nodes.push(Node {
+            name: name.to_owned(),
+            millis,
+            depth,
+        });
+    }
+    Ok(nodes)
+}
+
+fn parse(args: &[String]) -> Result<Options, String> {
+    let mut options = Options {
+        nodes: parse_nodes("plan:300,research:600,write:400")?,
+        fail: None,
+        stop_after: None,
+        ignore_stop: false,
+        linger: Duration::ZERO,
+        lines: 2,
+        prompt: std::env::var("ZIBBY_STUDIO_PROMPT").unwrap_or_default(),
+        documented: false,
+    };
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--nodes" => options.nodes = parse_nodes(value_of(args, &mut i, "--nodes")?)?,
+            "--fail" => options.fail = Some(value_of(args, &mut i, "--fail")?.to_owned()),
+            "--stop-after" => options.stop_after = Some(value_of(args, &mut i, "--stop-after")?.to_owned()),
+            "--ignore-stop" => options.ignore_stop = true,
+            "--linger-ms" => {
+                let ms = value_of(args, &mut i, "--linger-ms")?;
+                options.linger = Duration::from_millis(ms.parse().map_err(|_| format!("--linger-ms: `{ms}`"))?);
+            }
+            "--lines" => {
+                let n = value_of(args, &mut i, "--lines")?;
+                options.lines = n.parse().map_err(|_| format!("--lines: `{n}`"))?;
+            }
+            "--prompt" => options.prompt = value_of(args, &mut i, "--prompt")?.to_owned(),
+            "--layout" => match value_of(args, &mut i, "--layout")? {
+                "engine" => options.documented = false,
+                "documented" => options.documented = true,
+                other => return Err(format!("--layout: `{other}` is not engine or documented")),
+            },
+            other => return Err(format!("unknown argument `{other}` (see --help)")),
+        }
+        i += 1;
+    }
+    Ok(options)
+}
+
+fn flag(name: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == "1")
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// `<unix_ms>_<4 base-36 chars>`, like the engine's ids.
+pub fn new_session_id() -> String {
+    let ms = unix_ms();
+    let mut seed = ms ^ (u64::from(std::process::id()) << 20) ^ Instant::now().elapsed().as_nanos() as u64;
+    let suffix: String = (0..4)
+        .map(|_| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            char::from_digit(((seed >> 33) % 36) as u32, 36).unwrap()
+        })
+        .collect();
+    format!("{ms}_{suffix}")
+}
+
+/// The session folder: pinned from the environment, or the agent's own under the working folder.
+fn session_folder() -> Result<(String, PathBuf), String> {
+    if flag("ZIBBY_PIN_SESSION_PATH") {
+        if let Ok(path) = std::env::var("ZIBBY_SESSION_PATH") {
+            let path = PathBuf::from(path);
+            let id = std::env::var("ZIBBY_SESSION_ID")
+                .ok()
+                .or_else(|| path.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .ok_or("ZIBBY_SESSION_PATH has no folder name")?;
+            return Ok((id, path));
+        }
+    }
+    let id = new_session_id();
+    let cwd = std::env::current_dir().map_err(|e| format!("no working folder: {e}"))?;
+    Ok((id.clone(), cwd.join(".zibby/output/sessions").join(id)))
+}
+
+/// Prints like the engine: every line prefixed by the bars of the inner graphs run so far.
+struct Printer {
+    bars: usize,
+    markers: bool,
+}
+
+impl Printer {
+    fn line(&self, extra_bars: usize, text: &str) {
+        let prefix = "│ ".repeat(self.bars + extra_bars);
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{prefix}{text}");
+        let _ = out.flush();
+    }
+
+    fn marker(&self, depth: usize, phase: &str, node: &str) {
+        if self.markers {
+            let node = serde_json::Value::from(node);
+            let marker = format!(r#"{MARKER_PREFIX}{{"phase":"{phase}","node":{node}}}"#);
+            self.line(depth.saturating_sub(self.bars), &marker);
+        }
+    }
+}
+
+fn write_file(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), String> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    }
+    std::fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn stop_requested(session: &Path) -> bool {
+    STOP_FILES.iter().any(|name| session.join(name).exists())
+}
+
+pub fn main(args: &[String]) -> Result<u8, String> {
+    let options = parse(args)?;
+    let (id, session) = session_folder()?;
+    std::fs::create_dir_all(&session).map_err(|e| format!("cannot create {}: {e}", session.display()))?;
+    let timestamp = id
+        .split('_')
+        .next()
+        .and_then(|t| t.parse::<u64>().ok())
+        .unwrap_or_else(unix_ms);
+    let mut printer = Printer {
+        bars: 0,
+        markers: flag("ZIBBY_EMIT_GRAPH_MARKERS") || flag("ZIBBY_WORKFLOW_GRAPH_LOG_MARKERS"),
+    };
+    printer.line(1, &format!(" ◆ Session {id}"));
+    let mut events = Vec::new();
+    let mut executed = Vec::new();
+    let mut open: Vec<(usize, Instant)> = Vec::new();
+
+    for (index, node) in options.nodes.iter().enumerate() {
+        // Nodes deeper than this one have ended: close them before it begins.
+        close_nodes(
+            &mut open,
+            node.depth,
+            &options.nodes,
+            &mut printer,
+            &session,
+            &mut events,
+        )?;
+        if !options.ignore_stop && stop_requested(&session) {
+            // The current engine deletes the name it knows; the legacy name stays for the studio.
+            let _ = std::fs::remove_file(session.join(STOP_FILES[0]));
+            printer.line(1, " ◆ Workflow stopped externally");
+            printer.line(0, "");
+            printer.line(
+                0,
+                &format!(
+                    "RESULT {}",
+                    json!({"success": true, "stoppedExternally": true, "executed": executed})
+                ),
+            );
+            eprintln!("\n🛑 External stop requested — ending workflow.");
+            if options.documented {
+                write_file(
+                    &session.join("result.json"),
+                    json!({"success": true, "stoppedExternally": true}).to_string(),
+                )?;
+            }
+            std::thread::sleep(options.linger);
+            return Ok(0);
+        }
+        let info = json!({
+            "sessionPath": session.display().to_string(),
+            "sessionTimestamp": timestamp,
+            "currentNode": node.name,
+            "createdAt": humantime_now(),
+            "config": {},
+        });
+        write_file(&session.join(".session-info.json"), info.to_string())?;
+        if node.depth > printer.bars {
+            printer.bars = node.depth;
+        }
+        printer.marker(node.depth, "node_begin", &node.name);
+        printer.line(0, &format!("┌ {}", node.name));
+        printer.line(0, &format!("◆ node: {}", node.name));
+        events.push(json!({"type": "node_start", "node": node.name, "timestamp": humantime_now()}));
+        if index == 0 && !options.prompt.is_empty() {
+            printer.line(1, &format!("prompt: {}", options.prompt));
+        }
+        let started = Instant::now();
+        let slice = Duration::from_millis(node.millis) / (options.lines as u32 + 1);
+        for line in 0..options.lines {
+            std::thread::sleep(slice);
+            printer.line(1, &format!("{}: working ({}/{})", node.name, line + 1, options.lines));
+        }
+        std::thread::sleep(slice);
+        if options.fail.as_deref() == Some(node.name.as_str()) {
+            return Ok(fail(
+                &printer,
+                node,
+                started,
+                &session,
+                &mut events,
+                options.documented,
+            )?);
+        }
+        executed.push(node.name.clone());
+        let has_children = options.nodes.get(index + 1).is_some_and(|next| next.depth > node.depth);
+        if has_children {
+            open.push((index, started));
+        } else {
+            finish_node(&printer, node, started, &session, &mut events, options.documented)?;
+        }
+        if options.stop_after.as_deref() == Some(node.name.as_str()) {
+            write_file(&session.join(STOP_FILES[0]), "stop")?;
+        }
+    }
+    close_nodes(&mut open, 0, &options.nodes, &mut printer, &session, &mut events)?;
+    printer.line(0, "");
+    let result = json!({"success": true, "executed": executed, "prompt": options.prompt});
+    printer.line(0, &format!("RESULT {result}"));
+    if options.documented {
+        write_file(
+            &session.join("result.json"),
+            serde_json::to_string_pretty(&result).unwrap(),
+        )?;
+        write_events(&session, &events)?;
+    }
+    Ok(0)
+}
+
+fn close_nodes(
+    open: &mut Vec<(usize, Instant)>,
+    depth: usize,
+    nodes: &[Node],
+    printer: &mut Printer,
+    session: &Path,
+    events: &mut Vec<serde_json::Value>,
+) -> Result<(), String> {
+    while let Some(&(index, started)) = open.last() {
+        if nodes[index].depth < depth {
+            break;
+        }
+        open.pop();
+        finish_node(printer, &nodes[index], started, session, events, false)?;
+    }
+    Ok(())
+}
+
+fn took(started: Instant) -> String {
+    let ms = started.elapsed().as_millis();
+    if ms >= 1000 {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+fn finish_node(
+    printer: &Printer,
+    node: &Node,
+    started: Instant,
+    session: &Path,
+    events: &mut Vec<serde_json::Value>,
+    documented: bool,
+) -> Result<(), String> {
+    printer.line(0, &format!("└ done {}", took(started)));
+    printer.marker(node.depth, "node_end", &node.name);
+    printer.line(0, "");
+    let output = format!("{} finished: {} ms of pretend work\n", node.name, node.millis);
+    write_file(&session.join(&node.name).join("raw_stream_output.txt"), &output)?;
+    events.push(json!({"type": "node_end", "node": node.name, "status": "success", "timestamp": humantime_now()}));
+    if documented {
+        let dir = session.join("nodes").join(&node.name);
+        write_file(
+            &dir.join("prompt.txt"),
+            format!("You are the {} step. Do your part.", node.name),
+        )?;
+        write_file(&dir.join("raw_output.txt"), &output)?;
+        write_file(
+            &dir.join("result.json"),
+            json!({"node": node.name, "ok": true}).to_string(),
+        )?;
+    }
+    Ok(())
+}
+
+fn fail(
+    printer: &Printer,
+    node: &Node,
+    started: Instant,
+    session: &Path,
+    events: &mut Vec<serde_json::Value>,
+    documented: bool,
+) -> Result<u8, String> {
+    let message = format!(
+        "Node '{}' failed after 1 attempt(s): boom: simulated failure",
+        node.name
+    );
+    printer.line(1, &format!("{}: about to fail", node.name));
+    printer.line(0, "◆ boom: simulated failure");
+    printer.line(0, &format!("└ failed {}", took(started)));
+    printer.marker(node.depth, "node_end", &node.name);
+    printer.line(0, "");
+    printer.line(0, &format!("◆ {message}"));
+    printer.line(0, &format!("└ failed {}", took(started)));
+    printer.marker(node.depth, "node_end", &node.name);
+    printer.line(0, "");
+    eprintln!(
+        "│ [workflow] [workflow] node '{}' failed: boom: simulated failure",
+        node.name
+    );
+    eprintln!("\nError: {message}\n    at run (zibby-test-agent)\n");
+    events.push(json!({"type": "node_failed", "node": node.name, "status": "failed", "timestamp": humantime_now()}));
+    if documented {
+        write_file(
+            &session.join("result.json"),
+            json!({"success": false, "error": message}).to_string(),
+        )?;
+        write_events(session, events)?;
+    }
+    Ok(1)
+}
+
+fn write_events(session: &Path, events: &[serde_json::Value]) -> Result<(), String> {
+    let jsonl: String = events.iter().map(|e| format!("{e}\n")).collect();
+    write_file(&session.join("events.json"), jsonl)
+}
+
+/// The current time as RFC 3339 UTC with milliseconds, like JavaScript's `toISOString()`.
+fn humantime_now() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
