@@ -5,6 +5,8 @@
 //! replaced, ANSI colours are ignored when classifying, a missing final newline is flushed by
 //! [`StreamReader::finish`], and a line of many megabytes is simply a long line.
 
+use std::borrow::Cow;
+
 use memchr::memchr;
 use serde::{Deserialize, Serialize};
 
@@ -53,16 +55,28 @@ pub enum EventKind {
     Output,
 }
 
-/// One line of a run's output, classified.
+/// One line of a run's output, classified. Its text borrows the reader's buffer where it can:
+/// call [`Event::into_owned`] to keep it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Event {
+pub struct Event<'a> {
     pub stream: Stream,
     /// Arrival time of the line's last byte, in milliseconds, on the caller's clock.
     pub at_ms: u64,
     /// The line as text (invalid UTF-8 replaced), without its line ending.
-    pub text: String,
+    pub text: Cow<'a, str>,
     #[serde(flatten)]
     pub kind: EventKind,
+}
+
+impl Event<'_> {
+    pub fn into_owned(self) -> Event<'static> {
+        Event {
+            stream: self.stream,
+            at_ms: self.at_ms,
+            text: Cow::Owned(self.text.into_owned()),
+            kind: self.kind,
+        }
+    }
 }
 
 /// Splits one byte stream into lines, across chunk boundaries.
@@ -73,18 +87,25 @@ struct LineBuffer {
 
 impl LineBuffer {
     /// Calls `line` for every complete line in `partial + bytes`, keeping the incomplete rest.
-    fn push(&mut self, mut bytes: &[u8], mut line: impl FnMut(&[u8])) {
-        while let Some(newline) = memchr(b'\n', bytes) {
+    /// Lines that lie within the valid UTF-8 part of `bytes` come with their text, checked once
+    /// for the whole chunk rather than line by line.
+    fn push(&mut self, bytes: &[u8], mut line: impl FnMut(&[u8], Option<&str>)) {
+        let valid = match simdutf8::compat::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => simdutf8::compat::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+        };
+        let mut start = 0;
+        for newline in memchr::memchr_iter(b'\n', bytes) {
             if self.partial.is_empty() {
-                line(&bytes[..newline]);
+                line(&bytes[start..newline], valid.get(start..newline));
             } else {
-                self.partial.extend_from_slice(&bytes[..newline]);
-                line(&self.partial);
+                self.partial.extend_from_slice(&bytes[start..newline]);
+                line(&self.partial, None);
                 self.partial.clear();
             }
-            bytes = &bytes[newline + 1..];
+            start = newline + 1;
         }
-        self.partial.extend_from_slice(bytes);
+        self.partial.extend_from_slice(&bytes[start..]);
     }
 
     fn take_rest(&mut self) -> Option<Vec<u8>> {
@@ -118,48 +139,62 @@ impl StreamReader {
     }
 
     /// Feeds a chunk of `stream` that arrived at `at_ms`; every line it completes goes to `sink`.
-    pub fn push(&mut self, stream: Stream, bytes: &[u8], at_ms: u64, sink: &mut impl FnMut(Event)) {
+    pub fn push(&mut self, stream: Stream, bytes: &[u8], at_ms: u64, sink: &mut impl FnMut(Event<'_>)) {
         let Self {
             stdout,
             stderr,
             wrapped,
         } = self;
         match stream {
-            Stream::Stdout => stdout.push(bytes, |line| stdout_line(wrapped, line, at_ms, sink)),
-            Stream::Stderr => stderr.push(bytes, |line| sink(classify_event(Stream::Stderr, line, at_ms))),
+            Stream::Stdout => stdout.push(bytes, |line, text| stdout_line(wrapped, line, text, at_ms, sink)),
+            Stream::Stderr => stderr.push(bytes, |line, text| {
+                sink(make_event(
+                    Stream::Stderr,
+                    line,
+                    text,
+                    at_ms,
+                    Classified::Event(EventKind::Output),
+                ))
+            }),
         }
     }
 
     /// The streams have ended: flushes lines that had no final newline and a pending half marker.
-    pub fn finish(&mut self, at_ms: u64, sink: &mut impl FnMut(Event)) {
+    pub fn finish(&mut self, at_ms: u64, sink: &mut impl FnMut(Event<'_>)) {
         if let Some(rest) = self.stdout.take_rest() {
-            stdout_line(&mut self.wrapped, &rest, at_ms, sink);
+            stdout_line(&mut self.wrapped, &rest, None, at_ms, sink);
         }
         if let Some(pending) = self.wrapped.take() {
-            sink(classify_event(Stream::Stdout, &pending.raw, pending.at_ms));
+            sink(output_event(Stream::Stdout, &pending.raw, pending.at_ms));
         }
         if let Some(rest) = self.stderr.take_rest() {
-            sink(classify_event(Stream::Stderr, &rest, at_ms));
+            sink(output_event(Stream::Stderr, &rest, at_ms));
         }
     }
 
     /// Convenience for whole captures: all events of `bytes` on one stream, flushed at the end.
-    pub fn read_all(stream: Stream, bytes: &[u8]) -> Vec<Event> {
+    pub fn read_all(stream: Stream, bytes: &[u8]) -> Vec<Event<'static>> {
         let mut reader = StreamReader::new();
         let mut events = Vec::new();
-        reader.push(stream, bytes, 0, &mut |e| events.push(e));
-        reader.finish(0, &mut |e| events.push(e));
+        reader.push(stream, bytes, 0, &mut |e| events.push(e.into_owned()));
+        reader.finish(0, &mut |e| events.push(e.into_owned()));
         events
     }
 }
 
-fn stdout_line(wrapped: &mut Option<WrappedMarker>, line: &[u8], at_ms: u64, sink: &mut impl FnMut(Event)) {
+fn stdout_line(
+    wrapped: &mut Option<WrappedMarker>,
+    line: &[u8],
+    text: Option<&str>,
+    at_ms: u64,
+    sink: &mut impl FnMut(Event<'_>),
+) {
     if let Some(first) = wrapped.take() {
         if let Some(joined) = join_wrapped(&first, line) {
             sink(joined);
             return;
         }
-        sink(classify_event(Stream::Stdout, &first.raw, first.at_ms));
+        sink(output_event(Stream::Stdout, &first.raw, first.at_ms));
     }
     match classify(line) {
         Classified::BrokenMarker { bars } if line.len() <= MAX_WRAPPED_MARKER_BYTES => {
@@ -169,12 +204,12 @@ fn stdout_line(wrapped: &mut Option<WrappedMarker>, line: &[u8], at_ms: u64, sin
                 bars,
             });
         }
-        classified => sink(make_event(Stream::Stdout, line, at_ms, classified)),
+        classified => sink(make_event(Stream::Stdout, line, text, at_ms, classified)),
     }
 }
 
 /// Joins a marker that was wrapped onto two lines (`\n│ ` inserted near column 120).
-fn join_wrapped(first: &WrappedMarker, next: &[u8]) -> Option<Event> {
+fn join_wrapped(first: &WrappedMarker, next: &[u8]) -> Option<Event<'static>> {
     let next = trim_line_end(next);
     let mut rest = next;
     for _ in 0..first.bars.max(1) {
@@ -185,31 +220,46 @@ fn join_wrapped(first: &WrappedMarker, next: &[u8]) -> Option<Event> {
     joined.extend_from_slice(rest);
     match classify(&joined) {
         kind @ Classified::Event(EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) => {
-            Some(make_event(Stream::Stdout, &joined, first.at_ms, kind))
+            Some(make_event(Stream::Stdout, &joined, None, first.at_ms, kind).into_owned())
         }
         _ => None,
     }
 }
 
-fn classify_event(stream: Stream, line: &[u8], at_ms: u64) -> Event {
-    let kind = match stream {
-        Stream::Stdout => classify(line),
-        // Markers and the human timeline are printed on stdout only.
-        Stream::Stderr => Classified::Event(EventKind::Output),
-    };
-    make_event(stream, line, at_ms, kind)
+/// A line shown as it is: stderr, or a half marker that no next line completed.
+fn output_event(stream: Stream, line: &[u8], at_ms: u64) -> Event<'_> {
+    make_event(stream, line, None, at_ms, Classified::Event(EventKind::Output))
 }
 
-fn make_event(stream: Stream, line: &[u8], at_ms: u64, classified: Classified) -> Event {
+/// `text` is the line's text when the caller already checked it is valid UTF-8.
+fn make_event<'a>(
+    stream: Stream,
+    line: &'a [u8],
+    text: Option<&'a str>,
+    at_ms: u64,
+    classified: Classified,
+) -> Event<'a> {
     let kind = match classified {
         Classified::Event(kind) => kind,
         Classified::BrokenMarker { .. } => EventKind::Output,
     };
+    let text = match text {
+        Some(text) => Cow::Borrowed(text.strip_suffix('\r').unwrap_or(text)),
+        None => lossy_text(trim_line_end(line)),
+    };
     Event {
         stream,
         at_ms,
-        text: String::from_utf8_lossy(trim_line_end(line)).into_owned(),
+        text,
         kind,
+    }
+}
+
+/// The line as text, borrowed when it is valid UTF-8 (the common case takes the fast check).
+fn lossy_text(line: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(line) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(line),
     }
 }
 
@@ -229,6 +279,10 @@ struct MarkerJson {
 
 fn classify(line: &[u8]) -> Classified {
     let line = trim_line_end(line);
+    // Most lines are plain output: decide that from their first bytes, without copying them.
+    if !matches!(first_significant_byte(line), Some(b'_' | 0xE2 | 0x1b)) {
+        return Classified::Event(EventKind::Output);
+    }
     let plain = strip_ansi(line);
     let (bars, rest) = strip_bars(&plain);
     let output = Classified::Event(EventKind::Output);
@@ -251,6 +305,10 @@ fn classify(line: &[u8]) -> Classified {
             },
             Err(_) => Classified::BrokenMarker { bars },
         };
+    }
+    // Only lines that start like a timeline line are worth a UTF-8 check.
+    if !(rest.starts_with("└ ".as_bytes()) || rest.starts_with("◆ ".as_bytes())) {
+        return output;
     }
     let Ok(rest) = std::str::from_utf8(rest) else {
         return output;
@@ -282,6 +340,27 @@ fn classify(line: &[u8]) -> Classified {
     output
 }
 
+/// The first byte after leading spaces, `│` bars and colour codes: `_` starts a marker, 0xE2 the
+/// `└`/`◆` of a timeline line; anything else is plain output.
+fn first_significant_byte(line: &[u8]) -> Option<u8> {
+    let mut i = 0;
+    while let Some(&byte) = line.get(i) {
+        match byte {
+            b' ' => i += 1,
+            0x1b if line.get(i + 1) == Some(&b'[') => {
+                i += 2;
+                while line.get(i).is_some_and(|b| !(0x40..=0x7e).contains(b)) {
+                    i += 1;
+                }
+                i += 1;
+            }
+            0xE2 if line[i..].starts_with(BAR.as_bytes()) => i += BAR.len(),
+            other => return Some(other),
+        }
+    }
+    None
+}
+
 /// Removes `│ ` prefixes (each a bar and its spaces) and returns how many there were.
 fn strip_bars(mut line: &[u8]) -> (usize, &[u8]) {
     let mut bars = 0;
@@ -300,9 +379,9 @@ fn trim_line_end(line: &[u8]) -> &[u8] {
 }
 
 /// Text with ANSI escape sequences (CSI, OSC and two-byte escapes) removed.
-pub fn strip_ansi(line: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+pub fn strip_ansi(line: &[u8]) -> Cow<'_, [u8]> {
     if memchr(0x1b, line).is_none() {
-        return std::borrow::Cow::Borrowed(line);
+        return Cow::Borrowed(line);
     }
     let mut out = Vec::with_capacity(line.len());
     let mut i = 0;
@@ -339,7 +418,7 @@ pub fn strip_ansi(line: &[u8]) -> std::borrow::Cow<'_, [u8]> {
             None => {}
         }
     }
-    std::borrow::Cow::Owned(out)
+    Cow::Owned(out)
 }
 
 #[cfg(test)]
@@ -400,7 +479,7 @@ mod tests {
     #[test]
     fn a_broken_marker_that_no_line_repairs_stays_output() {
         let events = StreamReader::read_all(Stream::Stdout, b"__WORKFLOW_GRAPH_LOG__{\"phase\":\nplain\n");
-        let texts: Vec<_> = events.iter().map(|e| (e.text.as_str(), &e.kind)).collect();
+        let texts: Vec<_> = events.iter().map(|e| (e.text.as_ref(), &e.kind)).collect();
         assert_eq!(
             texts,
             vec![
@@ -435,9 +514,9 @@ mod tests {
             let mut reader = StreamReader::new();
             let mut events = Vec::new();
             for chunk in text.as_bytes().chunks(size) {
-                reader.push(Stream::Stdout, chunk, 0, &mut |e| events.push(e));
+                reader.push(Stream::Stdout, chunk, 0, &mut |e| events.push(e.into_owned()));
             }
-            reader.finish(0, &mut |e| events.push(e));
+            reader.finish(0, &mut |e| events.push(e.into_owned()));
             assert_eq!(events, whole, "chunk size {size}");
         }
         assert_eq!(whole.last().unwrap().text, "no newline");
@@ -464,8 +543,8 @@ mod tests {
     fn arrival_times_are_those_of_the_chunk_that_completed_the_line() {
         let mut reader = StreamReader::new();
         let mut events = Vec::new();
-        reader.push(Stream::Stdout, b"par", 5, &mut |e| events.push(e));
-        reader.push(Stream::Stdout, b"tial\nnext\n", 9, &mut |e| events.push(e));
+        reader.push(Stream::Stdout, b"par", 5, &mut |e| events.push(e.into_owned()));
+        reader.push(Stream::Stdout, b"tial\nnext\n", 9, &mut |e| events.push(e.into_owned()));
         assert_eq!(events.iter().map(|e| e.at_ms).collect::<Vec<_>>(), vec![9, 9]);
     }
 }

@@ -105,7 +105,7 @@ impl TimelineFold {
         Self::default()
     }
 
-    pub fn apply(&mut self, event: &Event) {
+    pub fn apply(&mut self, event: &Event<'_>) {
         match &event.kind {
             EventKind::NodeBegin { node, bars } => self.begin(node, *bars, event.at_ms),
             EventKind::NodeEnd { node, .. } => self.end(node, event.at_ms),

@@ -242,14 +242,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         }
         std::thread::sleep(slice);
         if options.fail.as_deref() == Some(node.name.as_str()) {
-            return Ok(fail(
-                &printer,
-                node,
-                started,
-                &session,
-                &mut events,
-                options.documented,
-            )?);
+            return fail(&printer, node, started, &session, &mut events, options.documented);
         }
         executed.push(node.name.clone());
         let has_children = options.nodes.get(index + 1).is_some_and(|next| next.depth > node.depth);
