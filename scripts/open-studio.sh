@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds Zibby Studio and opens it on WORKSPACE, or on a demo workspace that the test agent fills
+# with a few real sessions the first time. Installs what it needs first (scripts/setup.sh).
+#
+#   scripts/open-studio.sh [WORKSPACE]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+
+workspace=${1:-}
+if [ -z "$workspace" ]; then
+  workspace=demo-workspace
+  if [ -z "$(ls -A "$workspace/.zibby/output/sessions" 2>/dev/null)" ]; then
+    printf '\033[1m==> filling %s with demo sessions\033[0m\n' "$workspace"
+    cargo run --quiet --locked -p zibby-test-agent -- fill-demo "$workspace"
+  fi
+fi
+if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ]; then
+  echo "error: no display: run this from a desktop session (or under xvfb-run to try it headless)" >&2
+  exit 1
+fi
+printf '\033[1m==> cargo run -p zibby-studio -- %s\033[0m\n' "$workspace"
+exec cargo run --locked -p zibby-studio -- "$workspace"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every test of Zibby Studio: the core, the zstudio CLI, the test agent, the UI's unit tests,
+# and the desktop app end-to-end in a real window (Xvfb + tauri-driver + WebKitWebDriver).
+# Installs what it needs first (scripts/setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+
+if grep -q '"test"' ui/package.json; then
+  printf '\033[1m==> ui: npm test\033[0m\n'
+  (cd ui && npm test)
+fi
+
+printf '\033[1m==> cargo test --workspace (the app end-to-end under Xvfb)\033[0m\n'
+# xvfb-run gives the end-to-end tests a display; they fail, never skip, without one.
+xvfb-run -a -s "-screen 0 1280x800x24" cargo test --workspace --locked

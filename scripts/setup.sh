@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Installs what building, running and testing Zibby Studio needs on Debian 12 (bookworm):
+# the WebKitGTK/GTK stack Tauri v2 links against, Xvfb and WebKitWebDriver for the end-to-end
+# tests, tauri-driver, and the UI's npm packages; then builds the UI into ui/dist.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+APT_PACKAGES=(
+  build-essential pkg-config curl file libssl-dev
+  libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev
+  xvfb xauth webkit2gtk-driver imagemagick fonts-dejavu-core
+)
+
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=()
+for package in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "apt: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  as_root apt-get update -q
+  as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+command -v cargo >/dev/null 2>&1 || {
+  echo "error: no Rust toolchain: install one with rustup (https://rustup.rs), then run this again" >&2
+  exit 1
+}
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ]; then
+  echo "error: the UI build needs Node.js 20 or newer (found: $(node --version 2>/dev/null || echo none))" >&2
+  exit 1
+fi
+
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+if ! command -v tauri-driver >/dev/null 2>&1; then
+  say "cargo: installing tauri-driver 2.1.0"
+  cargo install tauri-driver --locked --version 2.1.0
+fi
+
+say "ui: npm ci && npm run build"
+(cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build)
