@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+export ZIBBY_STUDIO_SETUP_DONE=1
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 workspace=${1:-}

@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+export ZIBBY_STUDIO_SETUP_DONE=1
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 if grep -q '"test"' ui/package.json; then

@@ -5,6 +5,8 @@
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A script that already ran the set-up in this process tree says so, and it is not run twice.
+if [ "${ZIBBY_STUDIO_SETUP_DONE:-}" = 1 ]; then exit 0; fi
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 
