@@ -12,6 +12,22 @@ pub enum Error {
     NotAFolder { path: PathBuf },
     #[error("no session `{id}` in {sessions_dir}")]
     SessionNotFound { id: String, sessions_dir: PathBuf },
+    #[error("store {path}: {source}")]
+    Store {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("store {path} has schema version {found}, newer than this studio knows ({known}): update Zibby Studio")]
+    StoreTooNew { path: String, found: i64, known: i64 },
+    #[error("no data folder for the store: set XDG_DATA_HOME or HOME, or pass --db PATH")]
+    NoDataFolder,
+    #[error("no run `{id}` in the store")]
+    RunNotFound { id: String },
+    #[error("session `{id}` has a live run ({run_id}): stop it first")]
+    SessionLive { id: String, run_id: String },
+    #[error("cannot move {path} to the trash: {reason}")]
+    Trash { path: PathBuf, reason: String },
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -36,6 +52,12 @@ impl Error {
             Error::NotAFolder { .. } => "not_a_folder",
             Error::SessionNotFound { .. } => "session_not_found",
             Error::Io { .. } => "io",
+            Error::Store { .. } => "store",
+            Error::StoreTooNew { .. } => "store_too_new",
+            Error::NoDataFolder => "no_data_folder",
+            Error::RunNotFound { .. } => "run_not_found",
+            Error::SessionLive { .. } => "session_live",
+            Error::Trash { .. } => "trash",
         }
     }
 }

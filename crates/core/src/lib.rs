@@ -7,9 +7,12 @@
 
 pub mod error;
 pub mod id;
+pub mod index;
+pub mod process;
 pub mod protocol;
 pub mod session;
 pub mod status;
+pub mod store;
 pub mod timeline;
 
 pub use error::Error;

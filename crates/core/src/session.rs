@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::error::Error;
@@ -63,6 +63,13 @@ impl Serialize for Timestamp {
     }
 }
 
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Timestamp, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Timestamp::parse_rfc3339(&text).ok_or_else(|| serde::de::Error::custom(format!("not an RFC 3339 time: {text}")))
+    }
+}
+
 /// Which of the two folder layouts of PROTOCOL.md §5 a session uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -74,7 +81,7 @@ pub enum Layout {
 }
 
 /// A file of the session that could not be read as expected, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
     /// The file, relative to the session folder.
     pub file: String,
@@ -122,7 +129,7 @@ pub struct SessionNode {
 }
 
 /// The short form of a node, as listings show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeSummary {
     pub name: String,
     pub status: Status,
@@ -147,7 +154,7 @@ pub struct Session {
 }
 
 /// One session as the listing shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionSummary {
     pub id: SessionId,
     pub path: PathBuf,
@@ -247,51 +254,62 @@ impl Workspace {
     /// Every session of the workspace, most recently updated first. A workspace with no sessions
     /// folder yet has no sessions; folders whose names are not valid ids are skipped.
     pub fn list_sessions(&self, now: SystemTime) -> Result<Vec<SessionSummary>, Error> {
-        let dir = self.sessions_dir();
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(dir, e)),
-        };
-        let mut folders = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io(&dir, e))?;
-            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
+        let folders = session_folders(self)?;
+        let read = in_parallel(&folders, |(path, id)| {
+            // A folder deleted between the listing and the read is simply gone.
+            match read_session_folder(path, id.clone(), Detail::Summary, now) {
+                Ok(session) => Ok(Some(session.summary())),
+                Err(Error::SessionNotFound { .. }) => Ok(None),
+                Err(e) => Err(e),
             }
-            let Some(id) = entry.file_name().to_str().and_then(|n| SessionId::parse(n).ok()) else {
-                continue;
-            };
-            folders.push((entry.path(), id));
-        }
-        let mut sessions = read_in_parallel(folders, now)?;
+        })?;
+        let mut sessions: Vec<SessionSummary> = read.into_iter().flatten().collect();
         sort_most_recent_first(&mut sessions);
         Ok(sessions)
     }
+
+    /// A workspace whose root is already canonical (as the store records it); it may be gone.
+    pub fn from_canonical_root(root: PathBuf) -> Workspace {
+        Workspace { root }
+    }
 }
 
-fn read_in_parallel(folders: Vec<(PathBuf, SessionId)>, now: SystemTime) -> Result<Vec<SessionSummary>, Error> {
+/// The session folders of a workspace, with their ids; none when there is no sessions folder.
+pub fn session_folders(workspace: &Workspace) -> Result<Vec<(PathBuf, SessionId)>, Error> {
+    let dir = workspace.sessions_dir();
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(dir, e)),
+    };
+    let mut folders = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io(&dir, e))?;
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Some(id) = entry.file_name().to_str().and_then(|n| SessionId::parse(n).ok()) else {
+            continue;
+        };
+        folders.push((entry.path(), id));
+    }
+    Ok(folders)
+}
+
+/// Maps `work` over `items` on a few threads (folder reads wait on the disk), keeping the order.
+pub fn in_parallel<I: Sync, T: Send>(
+    items: &[I],
+    work: impl Fn(&I) -> Result<T, Error> + Sync,
+) -> Result<Vec<T>, Error> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-    let chunk = folders.len().div_ceil(threads).max(64);
+    let chunk = items.len().div_ceil(threads).max(64);
     std::thread::scope(|scope| {
-        let workers: Vec<_> = folders
+        let work = &work;
+        let workers: Vec<_> = items
             .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .filter_map(|(path, id)| {
-                            // A folder deleted between the listing and the read is simply gone.
-                            match read_session_folder(path, id.clone(), Detail::Summary, now) {
-                                Ok(session) => Some(Ok(session.summary())),
-                                Err(Error::SessionNotFound { .. }) => None,
-                                Err(e) => Some(Err(e)),
-                            }
-                        })
-                        .collect::<Result<Vec<_>, Error>>()
-                })
-            })
+            .map(|part| scope.spawn(move || part.iter().map(work).collect::<Result<Vec<T>, Error>>()))
             .collect();
-        let mut all = Vec::with_capacity(folders.len());
+        let mut all = Vec::with_capacity(items.len());
         for worker in workers {
             all.extend(worker.join().expect("session reader thread panicked")?);
         }

@@ -4,3 +4,4 @@ mod captures;
 mod harness;
 mod never_panics;
 mod session_folders;
+mod store;

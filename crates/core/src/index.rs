@@ -1,0 +1,143 @@
+//! The folder index: a workspace's listing through the store, so that sessions whose folders did
+//! not change are not read again.
+//!
+//! A folder's fingerprint is the modification time and size of what a summary is read from (the
+//! folder itself, its `nodes/` folder, `.session-info.json`, `result.json`, `events.json`). A
+//! cached summary is used while the fingerprint holds, except for `running` sessions, which are
+//! read again each time (their status depends on how long they have been quiet).
+
+use std::collections::HashMap;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::SystemTime;
+
+use rusqlite::params;
+
+use crate::error::Error;
+use crate::id::SessionId;
+use crate::session::{
+    self, read_session_folder, Detail, SessionSummary, Workspace, EVENTS_FILE, RESULT_FILE, SESSION_INFO_FILE,
+};
+use crate::status::Status;
+use crate::store::Store;
+
+/// The fingerprint of a session folder: changes whenever its summary may have.
+pub fn fingerprint(folder: &Path) -> Option<String> {
+    let mut print = String::with_capacity(96);
+    let dir = fs::metadata(folder).ok()?;
+    print.push_str(&format!("{}.{}", dir.mtime(), dir.mtime_nsec()));
+    for name in [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, "nodes"] {
+        match fs::metadata(folder.join(name)) {
+            Ok(m) => print.push_str(&format!("|{}.{}:{}", m.mtime(), m.mtime_nsec(), m.len())),
+            Err(_) => print.push_str("|-"),
+        }
+    }
+    Some(print)
+}
+
+struct Cached {
+    fingerprint: String,
+    summary: String,
+}
+
+pub(crate) fn list(store: &Store, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionSummary>, Error> {
+    let workspace_key = store.workspace_key_for(workspace)?;
+    let mut cached: HashMap<String, Cached> = HashMap::new();
+    {
+        let mut statement = store
+            .conn()
+            .prepare_cached("SELECT session_id, fingerprint, summary FROM folder_index WHERE workspace_id = ?1")
+            .map_err(|e| store.sql_error(e))?;
+        let rows = statement
+            .query_map([workspace_key], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    Cached {
+                        fingerprint: r.get(1)?,
+                        summary: r.get(2)?,
+                    },
+                ))
+            })
+            .map_err(|e| store.sql_error(e))?;
+        for row in rows {
+            let (id, entry) = row.map_err(|e| store.sql_error(e))?;
+            cached.insert(id, entry);
+        }
+    }
+
+    let folders = session::session_folders(workspace)?;
+    let results = session::in_parallel(&folders, |(path, id)| -> Result<Option<Listed>, Error> {
+        let Some(print) = fingerprint(path) else {
+            return Ok(None); // deleted since the folder was listed
+        };
+        if let Some(entry) = cached.get(id.as_str()) {
+            if entry.fingerprint == print {
+                if let Ok(summary) = serde_json::from_str::<SessionSummary>(&entry.summary) {
+                    if summary.status != Status::Running {
+                        return Ok(Some(Listed { summary, fresh: None }));
+                    }
+                }
+            }
+        }
+        match read_session_folder(path, id.clone(), Detail::Summary, now) {
+            Ok(session) => Ok(Some(Listed {
+                summary: session.summary(),
+                fresh: Some(print),
+            })),
+            Err(Error::SessionNotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    })?;
+
+    let tx = store.write_transaction()?;
+    let mut sessions = Vec::with_capacity(results.len());
+    {
+        let mut upsert = tx
+            .prepare_cached(
+                "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (workspace_id, session_id) DO UPDATE SET fingerprint = ?3, summary = ?4",
+            )
+            .map_err(|e| store.sql_error(e))?;
+        for listed in results.into_iter().flatten() {
+            if let Some(print) = &listed.fresh {
+                let json = serde_json::to_string(&listed.summary).expect("summaries serialise");
+                upsert
+                    .execute(params![workspace_key, listed.summary.id.as_str(), print, json])
+                    .map_err(|e| store.sql_error(e))?;
+            }
+            cached.remove(listed.summary.id.as_str());
+            sessions.push(listed.summary);
+        }
+        let mut forget = tx
+            .prepare_cached("DELETE FROM folder_index WHERE workspace_id = ?1 AND session_id = ?2")
+            .map_err(|e| store.sql_error(e))?;
+        for gone in cached.keys() {
+            forget
+                .execute(params![workspace_key, gone])
+                .map_err(|e| store.sql_error(e))?;
+        }
+    }
+    tx.commit().map_err(|e| store.sql_error(e))?;
+    session::sort_most_recent_first(&mut sessions);
+    Ok(sessions)
+}
+
+struct Listed {
+    summary: SessionSummary,
+    /// The fingerprint to store, when the summary was read afresh.
+    fresh: Option<String>,
+}
+
+/// Drops one session from the index (its folder changed in a way the caller knows about).
+pub fn forget(store: &Store, workspace: &Workspace, id: &SessionId) -> Result<(), Error> {
+    let key = store.workspace_key_for(workspace)?;
+    store
+        .conn()
+        .execute(
+            "DELETE FROM folder_index WHERE workspace_id = ?1 AND session_id = ?2",
+            params![key, id.as_str()],
+        )
+        .map_err(|e| store.sql_error(e))?;
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! The store's schema, as an append-only list of migrations over SQLite's `user_version`.
+//!
+//! Never edit or remove a migration that has shipped: add a new one. The test below applies the
+//! list from an empty file and from every earlier version.
+
+use rusqlite::Connection;
+
+/// Each entry takes the schema from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 1: the first schema.
+    r#"
+    CREATE TABLE workspaces (
+        id INTEGER PRIMARY KEY,
+        root TEXT NOT NULL UNIQUE
+    );
+    CREATE TABLE sessions (
+        key INTEGER PRIMARY KEY,
+        workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        agent TEXT,
+        title TEXT,
+        metadata TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        pinned_at INTEGER,
+        UNIQUE (workspace_id, session_id)
+    );
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        session_key INTEGER NOT NULL REFERENCES sessions(key) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        text TEXT NOT NULL,
+        created_at INTEGER NOT NULL,
+        UNIQUE (session_key, seq)
+    );
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        session_key INTEGER NOT NULL REFERENCES sessions(key) ON DELETE CASCADE,
+        agent TEXT,
+        command TEXT NOT NULL,
+        pid INTEGER,
+        pgid INTEGER,
+        owner_pid INTEGER,
+        status TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER,
+        exit_code INTEGER,
+        error TEXT,
+        stopped_by TEXT,
+        replayed_node TEXT
+    );
+    CREATE INDEX runs_by_session ON runs (session_key, started_at);
+    CREATE INDEX runs_running ON runs (status) WHERE status = 'running';
+    CREATE TABLE run_output (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        stream TEXT NOT NULL,
+        at_ms INTEGER NOT NULL,
+        node TEXT,
+        text TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX run_output_by_run ON run_output (run_id, seq);
+    CREATE TABLE logs (
+        id INTEGER PRIMARY KEY,
+        session_key INTEGER NOT NULL REFERENCES sessions(key) ON DELETE CASCADE,
+        run_id TEXT REFERENCES runs(id) ON DELETE CASCADE,
+        at INTEGER NOT NULL,
+        level TEXT NOT NULL,
+        event TEXT NOT NULL,
+        message TEXT NOT NULL,
+        fields TEXT
+    );
+    CREATE INDEX logs_by_session ON logs (session_key, id);
+    CREATE INDEX logs_by_run ON logs (run_id);
+    CREATE TABLE spans (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        parent_id INTEGER REFERENCES spans(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        depth INTEGER NOT NULL,
+        started_at INTEGER NOT NULL,
+        ended_at INTEGER,
+        status TEXT NOT NULL
+    );
+    CREATE INDEX spans_by_run ON spans (run_id);
+    CREATE INDEX spans_by_parent ON spans (parent_id);
+    CREATE TABLE folder_index (
+        workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        PRIMARY KEY (workspace_id, session_id)
+    );
+    -- Full-text search over output lines, messages, logs and node names. Contentless: the text
+    -- lives in its own table; the rowid says where (source row id * 4 + kind, see search.rs).
+    CREATE VIRTUAL TABLE search_text USING fts5 (
+        text,
+        content = '',
+        contentless_delete = 1,
+        tokenize = 'unicode61 remove_diacritics 2'
+    );
+    "#,
+];
+
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+#[derive(Debug)]
+pub enum MigrateError {
+    TooNew { found: i64 },
+    Sql(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for MigrateError {
+    fn from(e: rusqlite::Error) -> Self {
+        MigrateError::Sql(e)
+    }
+}
+
+/// Brings the schema to [`SCHEMA_VERSION`], one transaction per migration.
+pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
+    migrate_to(conn, SCHEMA_VERSION)
+}
+
+fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), MigrateError> {
+    let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if found > SCHEMA_VERSION {
+        return Err(MigrateError::TooNew { found });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().take(target as usize).skip(found as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", index as i64 + 1)?;
+        tx.commit()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_migration_applies_from_empty_and_from_each_earlier_version() {
+        for start in 0..=SCHEMA_VERSION {
+            let mut conn = Connection::open_in_memory().unwrap();
+            migrate_to(&mut conn, start).unwrap();
+            migrate(&mut conn).unwrap();
+            let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+            assert_eq!(version, SCHEMA_VERSION, "from version {start}");
+            conn.execute_batch("PRAGMA foreign_key_check; PRAGMA integrity_check;")
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_not_touched() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
+        assert!(matches!(migrate(&mut conn), Err(MigrateError::TooNew { found }) if found == SCHEMA_VERSION + 1));
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(tables, 0);
+    }
+}

@@ -1,0 +1,840 @@
+//! The studio's own memory: a SQLite store of what the session folders do not hold (pins, the
+//! runs the studio started and everything they printed, conversation messages, logs, traces) and
+//! an index of the folders.
+//!
+//! One code path, two lifetimes: a file (WAL, so the app and `zstudio` can use it at once) or a
+//! named in-memory database that lives as long as its connections. The schema grows only through
+//! [`migrations`].
+
+mod migrations;
+mod output;
+pub mod retention;
+mod search;
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::id::SessionId;
+use crate::session::{SessionSummary, Timestamp, Workspace};
+use crate::status::Status;
+
+pub use migrations::SCHEMA_VERSION;
+pub use output::{OutputLine, OutputWriter};
+pub use search::SearchHit;
+
+/// Where the store lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    File(PathBuf),
+    /// An in-memory database: nothing survives the last connection. Connections opened from the
+    /// same `StoreLocation::Memory` value share it.
+    Memory {
+        name: String,
+    },
+}
+
+impl StoreLocation {
+    /// A fresh in-memory database.
+    pub fn memory() -> StoreLocation {
+        StoreLocation::Memory {
+            name: format!("zibby-studio-{}", uuid::Uuid::now_v7().simple()),
+        }
+    }
+
+    /// `--memory`, else `--db PATH`, else `$ZIBBY_STUDIO_DB`, else the platform data folder
+    /// (`$XDG_DATA_HOME/zibby-studio/studio.sqlite`, or `~/.local/share/...`).
+    pub fn resolve(db: Option<PathBuf>, memory: bool) -> Result<StoreLocation, Error> {
+        if memory {
+            return Ok(StoreLocation::memory());
+        }
+        if let Some(path) = db.or_else(|| std::env::var_os("ZIBBY_STUDIO_DB").map(PathBuf::from)) {
+            return Ok(StoreLocation::File(path));
+        }
+        let data_home = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
+            .ok_or(Error::NoDataFolder)?;
+        Ok(StoreLocation::File(
+            data_home.join("zibby-studio").join("studio.sqlite"),
+        ))
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            StoreLocation::File(path) => path.display().to_string(),
+            StoreLocation::Memory { .. } => "in memory".to_owned(),
+        }
+    }
+}
+
+/// A run as the store records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunRecord {
+    pub id: String,
+    pub session_id: String,
+    pub agent: Option<String>,
+    pub command: Vec<String>,
+    pub pid: Option<i64>,
+    pub process_group: Option<i64>,
+    pub status: Status,
+    /// A `running` run whose studio process is gone but whose process group still lives.
+    pub detached: bool,
+    pub started_at: Timestamp,
+    pub ended_at: Option<Timestamp>,
+    pub exit_code: Option<i64>,
+    pub error: Option<String>,
+    pub stopped_by: Option<String>,
+    pub replayed_node: Option<String>,
+}
+
+/// What a new run is.
+#[derive(Debug, Clone)]
+pub struct NewRun<'a> {
+    pub session: &'a SessionId,
+    pub agent: Option<&'a str>,
+    pub command: &'a [String],
+    pub replayed_node: Option<&'a str>,
+    /// The first prompt becomes the session's title when it has none.
+    pub prompt: Option<&'a str>,
+    pub started_at: SystemTime,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct RunOutcome<'a> {
+    pub status: Status,
+    pub exit_code: Option<i32>,
+    pub error: Option<&'a str>,
+    pub stopped_by: Option<&'a str>,
+    pub ended_at: SystemTime,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Message {
+    pub seq: i64,
+    pub role: String,
+    pub text: String,
+    pub created_at: Timestamp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl Level {
+    fn as_str(self) -> &'static str {
+        match self {
+            Level::Debug => "debug",
+            Level::Info => "info",
+            Level::Warn => "warn",
+            Level::Error => "error",
+        }
+    }
+
+    fn parse(text: &str) -> Level {
+        match text {
+            "debug" => Level::Debug,
+            "warn" => Level::Warn,
+            "error" => Level::Error,
+            _ => Level::Info,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogLine {
+    pub at: Timestamp,
+    pub level: Level,
+    /// `run.started`, `node.begin`, `run.cancelled`, …
+    pub event: String,
+    pub message: String,
+    pub run_id: Option<String>,
+    pub fields: serde_json::Value,
+}
+
+/// One span of a trace: a run, or one node execution inside it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Span {
+    pub id: i64,
+    pub parent_id: Option<i64>,
+    pub run_id: String,
+    pub name: String,
+    pub kind: String,
+    pub depth: i64,
+    pub started_at: Timestamp,
+    pub ended_at: Option<Timestamp>,
+    pub status: Status,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Pin {
+    pub session_id: String,
+    pub pinned_at: Timestamp,
+}
+
+/// What [`Store::recover`] decided about a run left `running` by a studio that died.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Recovered {
+    pub run_id: String,
+    pub session_id: String,
+    /// `interrupted` (its process group is gone) or `running` (detached, still alive).
+    pub status: Status,
+}
+
+/// The SQLite store.
+pub struct Store {
+    conn: Connection,
+    location: StoreLocation,
+}
+
+fn millis(time: SystemTime) -> i64 {
+    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+fn timestamp(ms: i64) -> Timestamp {
+    Timestamp(ms.max(0) as u64)
+}
+
+fn parse_status(text: &str) -> Status {
+    serde_json::from_value(serde_json::Value::String(text.to_owned())).unwrap_or(Status::Unknown)
+}
+
+impl Store {
+    /// Opens (creating if needed) and migrates the store.
+    pub fn open(location: &StoreLocation) -> Result<Store, Error> {
+        let sql_error = |source| Error::Store {
+            path: location.describe(),
+            source,
+        };
+        let conn = match location {
+            StoreLocation::File(path) => {
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+                }
+                Connection::open(path).map_err(sql_error)?
+            }
+            StoreLocation::Memory { name } => Connection::open_with_flags(
+                format!("file:{name}?mode=memory&cache=shared"),
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_URI,
+            )
+            .map_err(sql_error)?,
+        };
+        conn.busy_timeout(std::time::Duration::from_secs(10))
+            .map_err(sql_error)?;
+        if let StoreLocation::File(_) = location {
+            conn.pragma_update(None, "journal_mode", "WAL").map_err(sql_error)?;
+            conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql_error)?;
+        }
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sql_error)?;
+        let mut store = Store {
+            conn,
+            location: location.clone(),
+        };
+        migrations::migrate(&mut store.conn).map_err(|e| match e {
+            migrations::MigrateError::TooNew { found } => Error::StoreTooNew {
+                path: location.describe(),
+                found,
+                known: SCHEMA_VERSION,
+            },
+            migrations::MigrateError::Sql(source) => sql_error(source),
+        })?;
+        Ok(store)
+    }
+
+    pub fn location(&self) -> &StoreLocation {
+        &self.location
+    }
+
+    fn err(&self, source: rusqlite::Error) -> Error {
+        Error::Store {
+            path: self.location.describe(),
+            source,
+        }
+    }
+
+    /// The key of a workspace, created on first use.
+    fn workspace_key(&self, workspace: &Workspace) -> Result<i64, Error> {
+        let root = workspace.root().to_string_lossy();
+        self.conn
+            .execute(
+                "INSERT INTO workspaces (root) VALUES (?1) ON CONFLICT (root) DO NOTHING",
+                [&root],
+            )
+            .map_err(|e| self.err(e))?;
+        self.conn
+            .query_row("SELECT id FROM workspaces WHERE root = ?1", [&root], |r| r.get(0))
+            .map_err(|e| self.err(e))
+    }
+
+    /// The key of a session row, created on first use.
+    fn session_key(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<i64, Error> {
+        let workspace_key = self.workspace_key(workspace)?;
+        let now = millis(now);
+        self.conn
+            .execute(
+                "INSERT INTO sessions (workspace_id, session_id, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+                 ON CONFLICT (workspace_id, session_id) DO NOTHING",
+                params![workspace_key, id.as_str(), now],
+            )
+            .map_err(|e| self.err(e))?;
+        self.conn
+            .query_row(
+                "SELECT key FROM sessions WHERE workspace_id = ?1 AND session_id = ?2",
+                params![workspace_key, id.as_str()],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    fn existing_session_key(&self, workspace: &Workspace, id: &SessionId) -> Result<Option<i64>, Error> {
+        self.conn
+            .query_row(
+                "SELECT s.key FROM sessions s JOIN workspaces w ON w.id = s.workspace_id
+                 WHERE w.root = ?1 AND s.session_id = ?2",
+                params![workspace.root().to_string_lossy(), id.as_str()],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
+    // ---- pins ----
+
+    pub fn pin(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<(), Error> {
+        let key = self.session_key(workspace, id, now)?;
+        self.conn
+            .execute(
+                "UPDATE sessions SET pinned_at = COALESCE(pinned_at, ?2) WHERE key = ?1",
+                params![key, millis(now)],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    pub fn unpin(&self, workspace: &Workspace, id: &SessionId) -> Result<(), Error> {
+        if let Some(key) = self.existing_session_key(workspace, id)? {
+            self.conn
+                .execute("UPDATE sessions SET pinned_at = NULL WHERE key = ?1", [key])
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// Pinned sessions of a workspace, most recently pinned first.
+    pub fn pins(&self, workspace: &Workspace) -> Result<Vec<Pin>, Error> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT s.session_id, s.pinned_at FROM sessions s JOIN workspaces w ON w.id = s.workspace_id
+                 WHERE w.root = ?1 AND s.pinned_at IS NOT NULL ORDER BY s.pinned_at DESC, s.session_id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = statement
+            .query_map([workspace.root().to_string_lossy()], |r| {
+                Ok(Pin {
+                    session_id: r.get(0)?,
+                    pinned_at: timestamp(r.get(1)?),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Sorts a listing pinned first (most recently pinned first), then as it was.
+    pub fn pinned_first(&self, workspace: &Workspace, sessions: &mut [SessionSummary]) -> Result<(), Error> {
+        let pins = self.pins(workspace)?;
+        let rank = |id: &str| pins.iter().position(|p| p.session_id == id).unwrap_or(usize::MAX);
+        sessions.sort_by_key(|s| rank(s.id.as_str()));
+        Ok(())
+    }
+
+    // ---- messages ----
+
+    pub fn message_append(
+        &self,
+        workspace: &Workspace,
+        id: &SessionId,
+        role: &str,
+        text: &str,
+        now: SystemTime,
+    ) -> Result<i64, Error> {
+        let key = self.session_key(workspace, id, now)?;
+        let tx = self.write_transaction()?;
+        let seq: i64 = tx
+            .query_row(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))?;
+        tx.execute(
+            "INSERT INTO messages (session_key, seq, role, text, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![key, seq, role, text, millis(now)],
+        )
+        .map_err(|e| self.err(e))?;
+        let message_id = tx.last_insert_rowid();
+        search::index(&tx, search::Kind::Message, message_id, text).map_err(|e| self.err(e))?;
+        if role == "user" {
+            tx.execute(
+                "UPDATE sessions SET title = COALESCE(title, substr(?2, 1, 120)), updated_at = ?3 WHERE key = ?1",
+                params![key, text.trim(), millis(now)],
+            )
+            .map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(seq)
+    }
+
+    pub fn messages(&self, workspace: &Workspace, id: &SessionId) -> Result<Vec<Message>, Error> {
+        let Some(key) = self.existing_session_key(workspace, id)? else {
+            return Ok(Vec::new());
+        };
+        let mut statement = self
+            .conn
+            .prepare_cached("SELECT seq, role, text, created_at FROM messages WHERE session_key = ?1 ORDER BY seq")
+            .map_err(|e| self.err(e))?;
+        let rows = statement
+            .query_map([key], |r| {
+                Ok(Message {
+                    seq: r.get(0)?,
+                    role: r.get(1)?,
+                    text: r.get(2)?,
+                    created_at: timestamp(r.get(3)?),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The session's title: the beginning of its first prompt, else the agent's name.
+    pub fn session_title(&self, workspace: &Workspace, id: &SessionId) -> Result<Option<String>, Error> {
+        let Some(key) = self.existing_session_key(workspace, id)? else {
+            return Ok(None);
+        };
+        self.conn
+            .query_row(
+                "SELECT COALESCE(title, agent) FROM sessions WHERE key = ?1",
+                [key],
+                |r| r.get(0),
+            )
+            .map_err(|e| self.err(e))
+    }
+
+    // ---- runs ----
+
+    /// Records a new run (`running`) and returns its id, a UUID v7.
+    pub fn run_insert(&self, workspace: &Workspace, run: &NewRun<'_>) -> Result<String, Error> {
+        let key = self.session_key(workspace, run.session, run.started_at)?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let command = serde_json::to_string(run.command).expect("strings serialise");
+        let tx = self.write_transaction()?;
+        tx.execute(
+            "INSERT INTO runs (id, session_key, agent, command, status, started_at, replayed_node, owner_pid)
+             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)",
+            params![
+                id,
+                key,
+                run.agent,
+                command,
+                millis(run.started_at),
+                run.replayed_node,
+                std::process::id()
+            ],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.execute(
+            "UPDATE sessions SET agent = COALESCE(agent, ?2), title = COALESCE(title, substr(?3, 1, 120)),
+             updated_at = ?4 WHERE key = ?1",
+            params![key, run.agent, run.prompt.map(str::trim), millis(run.started_at)],
+        )
+        .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(id)
+    }
+
+    /// The run's process and process group, recorded while it lives (for stop and recovery).
+    pub fn run_set_process(&self, run_id: &str, pid: u32, process_group: u32) -> Result<(), Error> {
+        self.conn
+            .execute(
+                "UPDATE runs SET pid = ?2, pgid = ?3 WHERE id = ?1",
+                params![run_id, pid, process_group],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    pub fn run_finish(&self, run_id: &str, outcome: &RunOutcome<'_>) -> Result<(), Error> {
+        let changed = self
+            .conn
+            .execute(
+                "UPDATE runs SET status = ?2, exit_code = ?3, error = ?4, stopped_by = ?5, ended_at = ?6,
+                 pid = NULL, pgid = NULL WHERE id = ?1",
+                params![
+                    run_id,
+                    outcome.status.as_str(),
+                    outcome.exit_code,
+                    outcome.error,
+                    outcome.stopped_by,
+                    millis(outcome.ended_at)
+                ],
+            )
+            .map_err(|e| self.err(e))?;
+        if changed == 0 {
+            return Err(Error::RunNotFound { id: run_id.to_owned() });
+        }
+        Ok(())
+    }
+
+    const RUN_COLUMNS: &'static str = "r.id, s.session_id, r.agent, r.command, r.pid, r.pgid, r.status, r.started_at,
+        r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid";
+
+    fn run_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+        let command: String = row.get(3)?;
+        let status = parse_status(&row.get::<_, String>(6)?);
+        let owner: Option<i64> = row.get(13)?;
+        Ok(RunRecord {
+            id: row.get(0)?,
+            session_id: row.get(1)?,
+            agent: row.get(2)?,
+            command: serde_json::from_str(&command).unwrap_or_default(),
+            pid: row.get(4)?,
+            process_group: row.get(5)?,
+            status,
+            detached: status == Status::Running && owner.is_none(),
+            started_at: timestamp(row.get(7)?),
+            ended_at: row.get::<_, Option<i64>>(8)?.map(timestamp),
+            exit_code: row.get(9)?,
+            error: row.get(10)?,
+            stopped_by: row.get(11)?,
+            replayed_node: row.get(12)?,
+        })
+    }
+
+    /// Runs of a workspace (or of one session), newest first.
+    pub fn runs(&self, workspace: &Workspace, session: Option<&SessionId>) -> Result<Vec<RunRecord>, Error> {
+        let sql = format!(
+            "SELECT {} FROM runs r JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
+             WHERE w.root = ?1 AND (?2 IS NULL OR s.session_id = ?2) ORDER BY r.started_at DESC, r.id DESC",
+            Self::RUN_COLUMNS
+        );
+        let mut statement = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
+        let rows = statement
+            .query_map(
+                params![workspace.root().to_string_lossy(), session.map(SessionId::as_str)],
+                Self::run_from_row,
+            )
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// One run by its id, in any workspace.
+    pub fn run(&self, run_id: &str) -> Result<RunRecord, Error> {
+        let sql = format!(
+            "SELECT {} FROM runs r JOIN sessions s ON s.key = r.session_key WHERE r.id = ?1",
+            Self::RUN_COLUMNS
+        );
+        self.conn
+            .query_row(&sql, [run_id], Self::run_from_row)
+            .optional()
+            .map_err(|e| self.err(e))?
+            .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() })
+    }
+
+    // ---- output ----
+
+    /// A writer that appends a run's output lines in batches.
+    pub fn output_writer(&self, run_id: &str) -> Result<OutputWriter<'_>, Error> {
+        OutputWriter::new(self, run_id)
+    }
+
+    /// Lines `from_seq..` of a run's output (1-based), at most `limit`.
+    pub fn output_page(&self, run_id: &str, from_seq: i64, limit: usize) -> Result<Vec<OutputLine>, Error> {
+        output::page(self, run_id, from_seq, limit)
+    }
+
+    // ---- logs and traces ----
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn log(
+        &self,
+        workspace: &Workspace,
+        id: &SessionId,
+        run_id: Option<&str>,
+        level: Level,
+        event: &str,
+        message: &str,
+        fields: serde_json::Value,
+        now: SystemTime,
+    ) -> Result<(), Error> {
+        let key = self.session_key(workspace, id, now)?;
+        let tx = self.write_transaction()?;
+        tx.execute(
+            "INSERT INTO logs (session_key, run_id, at, level, event, message, fields) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![key, run_id, millis(now), level.as_str(), event, message, fields.to_string()],
+        )
+        .map_err(|e| self.err(e))?;
+        let log_id = tx.last_insert_rowid();
+        search::index(&tx, search::Kind::Log, log_id, &format!("{event} {message}")).map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    pub fn logs(&self, workspace: &Workspace, id: &SessionId) -> Result<Vec<LogLine>, Error> {
+        let Some(key) = self.existing_session_key(workspace, id)? else {
+            return Ok(Vec::new());
+        };
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT at, level, event, message, run_id, fields FROM logs WHERE session_key = ?1 ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = statement
+            .query_map([key], |r| {
+                let fields: Option<String> = r.get(5)?;
+                Ok(LogLine {
+                    at: timestamp(r.get(0)?),
+                    level: Level::parse(&r.get::<_, String>(1)?),
+                    event: r.get(2)?,
+                    message: r.get(3)?,
+                    run_id: r.get(4)?,
+                    fields: fields.and_then(|f| serde_json::from_str(&f).ok()).unwrap_or_default(),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// Opens a span (a run, or a node inside it) and returns its id.
+    pub fn span_start(
+        &self,
+        run_id: &str,
+        parent: Option<i64>,
+        name: &str,
+        kind: &str,
+        depth: usize,
+        at: SystemTime,
+    ) -> Result<i64, Error> {
+        self.conn
+            .execute(
+                "INSERT INTO spans (run_id, parent_id, name, kind, depth, started_at, status)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running')",
+                params![run_id, parent, name, kind, depth as i64, millis(at)],
+            )
+            .map_err(|e| self.err(e))?;
+        let span_id = self.conn.last_insert_rowid();
+        if kind == "node" {
+            search::index(&self.conn, search::Kind::Node, span_id, name).map_err(|e| self.err(e))?;
+        }
+        Ok(span_id)
+    }
+
+    pub fn span_end(&self, span_id: i64, status: Status, at: SystemTime) -> Result<(), Error> {
+        self.conn
+            .execute(
+                "UPDATE spans SET status = ?2, ended_at = ?3 WHERE id = ?1",
+                params![span_id, status.as_str(), millis(at)],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    pub fn spans(&self, run_id: &str) -> Result<Vec<Span>, Error> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT id, parent_id, run_id, name, kind, depth, started_at, ended_at, status FROM spans
+                 WHERE run_id = ?1 ORDER BY id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = statement
+            .query_map([run_id], |r| {
+                Ok(Span {
+                    id: r.get(0)?,
+                    parent_id: r.get(1)?,
+                    run_id: r.get(2)?,
+                    name: r.get(3)?,
+                    kind: r.get(4)?,
+                    depth: r.get(5)?,
+                    started_at: timestamp(r.get(6)?),
+                    ended_at: r.get::<_, Option<i64>>(7)?.map(timestamp),
+                    status: parse_status(&r.get::<_, String>(8)?),
+                })
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    // ---- search ----
+
+    /// Full-text search over run output, messages, node names and logs of a workspace.
+    pub fn search(&self, workspace: &Workspace, query: &str, limit: usize) -> Result<Vec<SearchHit>, Error> {
+        search::search(self, workspace, query, limit)
+    }
+
+    // ---- delete ----
+
+    /// Deletes a session: its rows in one transaction (messages, runs, output, logs, traces), then
+    /// its folder, moved by `discard` (the system trash in the app and the CLI). Refused while a
+    /// run of the session is live.
+    pub fn session_delete(
+        &self,
+        workspace: &Workspace,
+        id: &SessionId,
+        discard: impl FnOnce(&Path) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let folder = workspace.session_path(id);
+        let key = self.existing_session_key(workspace, id)?;
+        if key.is_none() && !folder.exists() {
+            return Err(Error::SessionNotFound {
+                id: id.to_string(),
+                sessions_dir: workspace.sessions_dir(),
+            });
+        }
+        let tx = self.write_transaction()?;
+        if let Some(key) = key {
+            let live: Option<String> = tx
+                .query_row(
+                    "SELECT id FROM runs WHERE session_key = ?1 AND status = 'running' LIMIT 1",
+                    [key],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            if let Some(run_id) = live {
+                return Err(Error::SessionLive {
+                    id: id.to_string(),
+                    run_id,
+                });
+            }
+            search::unindex_session(&tx, key).map_err(|e| self.err(e))?;
+            tx.execute("DELETE FROM sessions WHERE key = ?1", [key])
+                .map_err(|e| self.err(e))?;
+        }
+        tx.execute(
+            "DELETE FROM folder_index WHERE workspace_id = (SELECT id FROM workspaces WHERE root = ?1) AND session_id = ?2",
+            params![workspace.root().to_string_lossy(), id.as_str()],
+        )
+        .map_err(|e| self.err(e))?;
+        // The folder goes last: if moving it fails, the rows come back with the rollback.
+        if folder.exists() {
+            discard(&folder)?;
+        }
+        tx.commit().map_err(|e| self.err(e))
+    }
+
+    // ---- crash recovery ----
+
+    /// Reconciles runs left `running` by studio processes that are gone: a run whose process group
+    /// is gone becomes `interrupted` (with a log line); one whose group still lives is detached
+    /// (still `running`, stoppable by its stop files and process group).
+    pub fn recover(
+        &self,
+        is_alive: impl Fn(u32) -> bool,
+        is_group_alive: impl Fn(u32) -> bool,
+        now: SystemTime,
+    ) -> Result<Vec<Recovered>, Error> {
+        let mut statement = self
+            .conn
+            .prepare(
+                "SELECT r.id, s.session_id, w.root, r.pgid, r.owner_pid FROM runs r
+                 JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
+                 WHERE r.status = 'running'",
+            )
+            .map_err(|e| self.err(e))?;
+        type Row = (String, String, String, Option<i64>, Option<i64>);
+        let rows: Vec<Row> = statement
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .map_err(|e| self.err(e))?
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.err(e))?;
+        let mut recovered = Vec::new();
+        for (run_id, session_id, root, pgid, owner) in rows {
+            let owner_alive = owner.is_some_and(|pid| pid as u32 == std::process::id() || is_alive(pid as u32));
+            if owner_alive {
+                continue;
+            }
+            let group_alive = pgid.is_some_and(|g| is_group_alive(g as u32));
+            let workspace = Workspace::from_canonical_root(PathBuf::from(&root));
+            let id = SessionId::parse(&session_id)?;
+            if group_alive {
+                self.conn
+                    .execute("UPDATE runs SET owner_pid = NULL WHERE id = ?1", [&run_id])
+                    .map_err(|e| self.err(e))?;
+                recovered.push(Recovered {
+                    run_id,
+                    session_id,
+                    status: Status::Running,
+                });
+                continue;
+            }
+            self.conn
+                .execute(
+                    "UPDATE runs SET status = 'interrupted', ended_at = ?2, pid = NULL, pgid = NULL, owner_pid = NULL,
+                     error = 'the studio that ran it stopped, and so did its processes' WHERE id = ?1",
+                    params![run_id, millis(now)],
+                )
+                .map_err(|e| self.err(e))?;
+            self.conn
+                .execute(
+                    "UPDATE spans SET status = 'interrupted', ended_at = ?2 WHERE run_id = ?1 AND ended_at IS NULL",
+                    params![run_id, millis(now)],
+                )
+                .map_err(|e| self.err(e))?;
+            self.log(
+                &workspace,
+                &id,
+                Some(&run_id),
+                Level::Warn,
+                "run.interrupted",
+                "The studio process that supervised this run ended, and the run's processes are gone.",
+                serde_json::json!({ "process_group": pgid }),
+                now,
+            )?;
+            recovered.push(Recovered {
+                run_id,
+                session_id,
+                status: Status::Interrupted,
+            });
+        }
+        Ok(recovered)
+    }
+
+    // ---- folder index ----
+
+    /// The listing of a workspace through the index: a session whose folder fingerprint is
+    /// unchanged is not read again. Pinned sessions come first.
+    pub fn list_sessions(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionSummary>, Error> {
+        let mut sessions = crate::index::list(self, workspace, now)?;
+        self.pinned_first(workspace, &mut sessions)?;
+        Ok(sessions)
+    }
+
+    /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`), so that it waits
+    /// for another writer (the app, a `zstudio` command) instead of failing on a stale read.
+    pub(crate) fn write_transaction(&self) -> Result<rusqlite::Transaction<'_>, Error> {
+        rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub(crate) fn workspace_key_for(&self, workspace: &Workspace) -> Result<i64, Error> {
+        self.workspace_key(workspace)
+    }
+
+    pub(crate) fn sql_error(&self, source: rusqlite::Error) -> Error {
+        self.err(source)
+    }
+}

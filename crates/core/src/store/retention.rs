@@ -1,0 +1,49 @@
+//! Retention: which sessions a rule would delete. Pinned sessions are always kept, and nothing is
+//! deleted without first being reported ([`plan`] only decides; the caller deletes).
+
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use crate::session::SessionSummary;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// Keep sessions updated within the last N days.
+    KeepDays(u64),
+    /// Keep the N most recently updated sessions.
+    KeepLast(usize),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Doomed {
+    pub session_id: String,
+    pub updated_at: crate::session::Timestamp,
+    pub path: std::path::PathBuf,
+}
+
+/// The sessions `rule` would delete from `sessions` (any order), never a pinned one.
+pub fn plan(sessions: &[SessionSummary], pinned: &[String], rule: Rule, now: SystemTime) -> Vec<Doomed> {
+    let mut candidates: Vec<&SessionSummary> = sessions.iter().collect();
+    candidates.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| b.id.cmp(&a.id)));
+    candidates
+        .into_iter()
+        .enumerate()
+        .filter(|(rank, session)| match rule {
+            Rule::KeepLast(n) => *rank >= n,
+            Rule::KeepDays(days) => {
+                let cutoff = now
+                    .checked_sub(Duration::from_secs(days * 86_400))
+                    .unwrap_or(SystemTime::UNIX_EPOCH);
+                session.updated_at.to_system_time() < cutoff
+            }
+        })
+        .map(|(_, session)| session)
+        .filter(|session| !pinned.iter().any(|p| p == session.id.as_str()))
+        .map(|session| Doomed {
+            session_id: session.id.to_string(),
+            updated_at: session.updated_at,
+            path: session.path.clone(),
+        })
+        .collect()
+}

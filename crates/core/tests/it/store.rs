@@ -1,0 +1,613 @@
+//! The store, on real SQLite files: migrations, pins, runs and output, delete, search, recovery,
+//! retention, and two processes at once.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
+
+use rusqlite::Connection;
+use studio_core::protocol::Stream;
+use studio_core::store::retention::{plan, Rule};
+use studio_core::store::{Level, NewRun, RunOutcome, Store, StoreLocation, SCHEMA_VERSION};
+use studio_core::{Error, SessionId, Status, Workspace};
+use tempfile::TempDir;
+
+struct Setup {
+    _dir: TempDir,
+    db: PathBuf,
+    workspace: Workspace,
+}
+
+fn setup() -> Setup {
+    let dir = TempDir::new().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(root.join(".zibby/output/sessions")).unwrap();
+    Setup {
+        db: dir.path().join("data/studio.sqlite"),
+        workspace: Workspace::open(&root).unwrap(),
+        _dir: dir,
+    }
+}
+
+fn id(text: &str) -> SessionId {
+    SessionId::parse(text).unwrap()
+}
+
+fn make_folder(workspace: &Workspace, session: &str) -> PathBuf {
+    let path = workspace.sessions_dir().join(session);
+    std::fs::create_dir_all(path.join("plan")).unwrap();
+    std::fs::write(
+        path.join(".session-info.json"),
+        format!(
+            r#"{{"sessionPath":"{}","currentNode":"plan","config":{{}}}}"#,
+            path.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn start_run(store: &Store, workspace: &Workspace, session: &SessionId, prompt: &str) -> String {
+    let command = vec!["node".to_owned(), "agent.js".to_owned()];
+    store
+        .run_insert(
+            workspace,
+            &NewRun {
+                session,
+                agent: Some("support"),
+                command: &command,
+                replayed_node: None,
+                prompt: Some(prompt),
+                started_at: SystemTime::now(),
+            },
+        )
+        .unwrap()
+}
+
+fn finish(store: &Store, run: &str, status: Status) {
+    store
+        .run_finish(
+            run,
+            &RunOutcome {
+                status,
+                exit_code: Some(0),
+                error: None,
+                stopped_by: None,
+                ended_at: SystemTime::now(),
+            },
+        )
+        .unwrap();
+}
+
+fn count(db: &Path, sql: &str) -> i64 {
+    Connection::open(db).unwrap().query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+#[test]
+fn a_new_file_is_created_migrated_and_in_wal_mode() {
+    let s = setup();
+    drop(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
+    let conn = Connection::open(&s.db).unwrap();
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
+    assert_eq!(mode, "wal");
+    // Opening again changes nothing.
+    drop(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
+}
+
+#[test]
+fn a_store_from_a_newer_studio_is_a_clear_error_and_is_left_alone() {
+    let s = setup();
+    drop(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
+    Connection::open(&s.db)
+        .unwrap()
+        .pragma_update(None, "user_version", SCHEMA_VERSION + 5)
+        .unwrap();
+    let err = Store::open(&StoreLocation::File(s.db.clone()))
+        .err()
+        .expect("a newer schema is refused");
+    assert!(matches!(err, Error::StoreTooNew { .. }), "{err}");
+    assert!(err.to_string().contains("update Zibby Studio"), "{err}");
+    assert!(err.to_string().contains(&s.db.display().to_string()), "{err}");
+    assert_eq!(count(&s.db, "SELECT count(*) FROM workspaces"), 0);
+}
+
+#[test]
+fn pins_survive_a_restart_and_a_folder_recreated_on_disk() {
+    let s = setup();
+    make_folder(&s.workspace, "1795952600000_aaaa");
+    make_folder(&s.workspace, "1795952600000_bbbb");
+    {
+        let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+        store
+            .pin(&s.workspace, &id("1795952600000_aaaa"), SystemTime::now())
+            .unwrap();
+    }
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let pins = store.pins(&s.workspace).unwrap();
+    assert_eq!(pins.len(), 1);
+    assert_eq!(pins[0].session_id, "1795952600000_aaaa");
+    // Pinned first, even though the other folder is newer.
+    let later = SystemTime::now() + Duration::from_secs(5);
+    std::fs::File::open(s.workspace.sessions_dir().join("1795952600000_bbbb"))
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let listed = store.list_sessions(&s.workspace, SystemTime::now()).unwrap();
+    assert_eq!(listed[0].id.as_str(), "1795952600000_aaaa");
+
+    std::fs::remove_dir_all(s.workspace.sessions_dir().join("1795952600000_aaaa")).unwrap();
+    assert_eq!(store.list_sessions(&s.workspace, SystemTime::now()).unwrap().len(), 1);
+    make_folder(&s.workspace, "1795952600000_aaaa");
+    let listed = store.list_sessions(&s.workspace, SystemTime::now()).unwrap();
+    assert_eq!(listed[0].id.as_str(), "1795952600000_aaaa", "re-created, still pinned");
+
+    store.unpin(&s.workspace, &id("1795952600000_aaaa")).unwrap();
+    assert!(store.pins(&s.workspace).unwrap().is_empty());
+}
+
+#[test]
+fn an_in_memory_store_is_shared_by_its_connections_and_gone_after() {
+    let location = StoreLocation::memory();
+    let s = setup();
+    let first = Store::open(&location).unwrap();
+    first
+        .pin(&s.workspace, &id("1795952600000_mem1"), SystemTime::now())
+        .unwrap();
+    let second = Store::open(&location).unwrap();
+    assert_eq!(second.pins(&s.workspace).unwrap().len(), 1);
+    drop((first, second));
+    assert!(Store::open(&location).unwrap().pins(&s.workspace).unwrap().is_empty());
+    assert!(Store::open(&StoreLocation::memory())
+        .unwrap()
+        .pins(&s.workspace)
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn runs_record_their_output_messages_logs_and_spans() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let session = id("1795952600000_run1");
+    store
+        .message_append(
+            &s.workspace,
+            &session,
+            "user",
+            "Plan a trip to Kyoto",
+            SystemTime::now(),
+        )
+        .unwrap();
+    let run = start_run(&store, &s.workspace, &session, "Plan a trip to Kyoto");
+    assert_eq!(uuid_version(&run), 7, "run ids are UUID v7: {run}");
+    store.run_set_process(&run, 4242, 4242).unwrap();
+    let root = store
+        .span_start(&run, None, "run", "run", 0, SystemTime::now())
+        .unwrap();
+    let node = store
+        .span_start(&run, Some(root), "plan", "node", 0, SystemTime::now())
+        .unwrap();
+    {
+        let mut writer = store.output_writer(&run).unwrap();
+        for i in 1..=5000 {
+            writer
+                .append(Stream::Stdout, i, Some("plan"), &format!("line {i}"))
+                .unwrap();
+        }
+    }
+    store.span_end(node, Status::Success, SystemTime::now()).unwrap();
+    store
+        .log(
+            &s.workspace,
+            &session,
+            Some(&run),
+            Level::Info,
+            "node.begin",
+            "plan",
+            serde_json::json!({"node": "plan"}),
+            SystemTime::now(),
+        )
+        .unwrap();
+    finish(&store, &run, Status::Success);
+
+    let runs = store.runs(&s.workspace, Some(&session)).unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].status, Status::Success);
+    assert_eq!(runs[0].pid, None, "a finished run holds no process");
+    assert_eq!(runs[0].command, ["node", "agent.js"]);
+    let page = store.output_page(&run, 4999, 10).unwrap();
+    assert_eq!(page.iter().map(|l| l.seq).collect::<Vec<_>>(), [4999, 5000]);
+    assert_eq!(page[1].text, "line 5000");
+    assert_eq!(store.spans(&run).unwrap()[1].parent_id, Some(root));
+    assert_eq!(store.logs(&s.workspace, &session).unwrap()[0].event, "node.begin");
+    assert_eq!(
+        store.session_title(&s.workspace, &session).unwrap().as_deref(),
+        Some("Plan a trip to Kyoto")
+    );
+    let messages = store.messages(&s.workspace, &session).unwrap();
+    assert_eq!((messages[0].seq, messages[0].role.as_str()), (1, "user"));
+}
+
+fn uuid_version(id: &str) -> u32 {
+    id.chars().nth(14).and_then(|c| c.to_digit(16)).unwrap()
+}
+
+#[test]
+fn delete_removes_every_row_of_the_session_and_moves_its_folder() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let doomed = id("1795952600000_del1");
+    let kept = id("1795952600000_keep");
+    let folder = make_folder(&s.workspace, doomed.as_str());
+    for session in [&doomed, &kept] {
+        store
+            .message_append(&s.workspace, session, "user", "hello there", SystemTime::now())
+            .unwrap();
+        let run = start_run(&store, &s.workspace, session, "hello there");
+        let span = store
+            .span_start(&run, None, "plan", "node", 0, SystemTime::now())
+            .unwrap();
+        store.span_end(span, Status::Success, SystemTime::now()).unwrap();
+        store
+            .output_writer(&run)
+            .unwrap()
+            .append(Stream::Stdout, 1, None, "uniqueword output")
+            .unwrap();
+        store
+            .log(
+                &s.workspace,
+                session,
+                Some(&run),
+                Level::Info,
+                "run.started",
+                "go",
+                serde_json::Value::Null,
+                SystemTime::now(),
+            )
+            .unwrap();
+        finish(&store, &run, Status::Success);
+    }
+    store.pin(&s.workspace, &doomed, SystemTime::now()).unwrap();
+    let trash = s.db.parent().unwrap().join("trash");
+    std::fs::create_dir_all(&trash).unwrap();
+    store
+        .session_delete(&s.workspace, &doomed, |path| {
+            std::fs::rename(path, trash.join(path.file_name().unwrap())).map_err(|e| Error::io(path, e))
+        })
+        .unwrap();
+    assert!(
+        !folder.exists() && trash.join(doomed.as_str()).exists(),
+        "the folder was moved, not destroyed"
+    );
+    // Checked in SQL, not through the API: nothing of the deleted session is left anywhere.
+    for (table, sql) in [
+        (
+            "sessions",
+            "SELECT count(*) FROM sessions WHERE session_id = '1795952600000_del1'",
+        ),
+        (
+            "runs",
+            "SELECT count(*) FROM runs WHERE session_key NOT IN (SELECT key FROM sessions)",
+        ),
+        (
+            "messages",
+            "SELECT count(*) FROM messages WHERE session_key NOT IN (SELECT key FROM sessions)",
+        ),
+        (
+            "logs",
+            "SELECT count(*) FROM logs WHERE session_key NOT IN (SELECT key FROM sessions)",
+        ),
+        (
+            "run_output",
+            "SELECT count(*) FROM run_output WHERE run_id NOT IN (SELECT id FROM runs)",
+        ),
+        (
+            "spans",
+            "SELECT count(*) FROM spans WHERE run_id NOT IN (SELECT id FROM runs)",
+        ),
+        (
+            "search",
+            "SELECT count(*) FROM search_text WHERE search_text MATCH 'uniqueword'",
+        ),
+    ] {
+        let expected = if table == "search" { 1 } else { 0 };
+        assert_eq!(count(&s.db, sql), expected, "{table}");
+    }
+    assert_eq!(
+        count(&s.db, "SELECT count(*) FROM runs"),
+        1,
+        "the other session keeps its run"
+    );
+    assert_eq!(count(&s.db, "SELECT count(*) FROM run_output"), 1);
+    let err = store.session_delete(&s.workspace, &doomed, |_| Ok(())).unwrap_err();
+    assert!(matches!(err, Error::SessionNotFound { .. }), "{err}");
+}
+
+#[test]
+fn a_session_with_a_live_run_cannot_be_deleted() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let session = id("1795952600000_live");
+    let folder = make_folder(&s.workspace, session.as_str());
+    let run = start_run(&store, &s.workspace, &session, "go");
+    let err = store
+        .session_delete(&s.workspace, &session, |_| panic!("must not touch the folder"))
+        .unwrap_err();
+    assert!(matches!(err, Error::SessionLive { .. }));
+    assert!(err.to_string().contains("stop it first"), "{err}");
+    assert!(folder.exists());
+    assert_eq!(store.runs(&s.workspace, Some(&session)).unwrap()[0].id, run);
+}
+
+#[test]
+fn search_finds_words_of_any_language_and_names_where() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let session = id("1795952600000_srch");
+    store
+        .message_append(
+            &s.workspace,
+            &session,
+            "user",
+            "Réserve un hôtel à Kyōto",
+            SystemTime::now(),
+        )
+        .unwrap();
+    let run = start_run(&store, &s.workspace, &session, "go");
+    store
+        .span_start(&run, None, "research_hotels", "node", 0, SystemTime::now())
+        .unwrap();
+    {
+        let mut writer = store.output_writer(&run).unwrap();
+        writer
+            .append(Stream::Stdout, 1, Some("research_hotels"), "nothing here")
+            .unwrap();
+        writer
+            .append(
+                Stream::Stderr,
+                2,
+                Some("research_hotels"),
+                "Ошибка: гостиница не найдена",
+            )
+            .unwrap();
+    }
+    let other = Workspace::open(s.db.parent().unwrap()).unwrap();
+    store
+        .message_append(
+            &other,
+            &id("1795952600000_othr"),
+            "user",
+            "гостиница elsewhere",
+            SystemTime::now(),
+        )
+        .unwrap();
+
+    let hits = store.search(&s.workspace, "гостиница", 10).unwrap();
+    assert_eq!(hits.len(), 1, "only this workspace: {hits:?}");
+    let hit = &hits[0];
+    assert_eq!(
+        (hit.kind.as_str(), hit.session_id.as_str(), hit.line),
+        ("output", "1795952600000_srch", 2)
+    );
+    assert_eq!(hit.run_id.as_deref(), Some(run.as_str()));
+    assert_eq!(hit.node.as_deref(), Some("research_hotels"));
+    // Accents folded, prefixes matched, node names found.
+    let hotel = store.search(&s.workspace, "hotel", 10).unwrap();
+    assert!(hotel.iter().any(|h| h.kind == "message" && h.line == 1), "{hotel:?}");
+    assert_eq!(store.search(&s.workspace, "kyoto", 10).unwrap().len(), 1);
+    assert_eq!(store.search(&s.workspace, "research_hot", 10).unwrap()[0].kind, "node");
+    // Query syntax is text, not an error.
+    assert!(store.search(&s.workspace, "\"unbalanced AND (", 10).unwrap().is_empty());
+}
+
+#[test]
+fn recovery_interrupts_runs_whose_processes_are_gone_and_detaches_live_ones() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    // A real process group that outlives "the studio": a sleep in its own group.
+    let mut sleeper = Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+    let live_session = id("1795952600000_detc");
+    let dead_session = id("1795952600000_dead");
+    let live = start_run(&store, &s.workspace, &live_session, "go");
+    store.run_set_process(&live, sleeper.id(), sleeper.id()).unwrap();
+    let dead = start_run(&store, &s.workspace, &dead_session, "go");
+    // A process group id no process has (beyond pid_max).
+    store.run_set_process(&dead, 4_194_000, 4_194_000).unwrap();
+    // The studio process that owned both runs died: point their owner at a pid that is gone.
+    Connection::open(&s.db)
+        .unwrap()
+        .execute("UPDATE runs SET owner_pid = 4194001", [])
+        .unwrap();
+
+    let recovered = store
+        .recover(
+            studio_core::process::process_alive,
+            studio_core::process::group_alive,
+            SystemTime::now(),
+        )
+        .unwrap();
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let status_of = |run: &str| recovered.iter().find(|r| r.run_id == run).map(|r| r.status);
+    assert_eq!(status_of(&dead), Some(Status::Interrupted));
+    assert_eq!(status_of(&live), Some(Status::Running));
+    let dead_run = store.run(&dead).unwrap();
+    assert_eq!(dead_run.status, Status::Interrupted);
+    assert!(dead_run.ended_at.is_some());
+    let live_run = store.run(&live).unwrap();
+    assert!(live_run.detached && live_run.status == Status::Running);
+    assert_eq!(live_run.process_group, Some(i64::from(sleeper.id())));
+    let logs = store.logs(&s.workspace, &dead_session).unwrap();
+    assert_eq!(logs.last().unwrap().event, "run.interrupted");
+    // Runs of this very process are its own, not a dead studio's.
+    let mine = start_run(&store, &s.workspace, &live_session, "again");
+    let again = store.recover(|_| false, |_| false, SystemTime::now()).unwrap();
+    assert!(again.iter().all(|r| r.run_id != mine), "{again:?}");
+}
+
+#[test]
+fn a_writer_killed_mid_output_loses_nothing_it_committed() {
+    let s = setup();
+    drop(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
+    let writer = example_binary("store_writer");
+    let mut child = Command::new(&writer)
+        .arg(&s.db)
+        .arg(s.workspace.root())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", writer.display()));
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let run = lines.next().unwrap().unwrap().strip_prefix("run ").unwrap().to_owned();
+    let mut committed = 0;
+    while committed < 20_000 {
+        let line = lines.next().unwrap().unwrap();
+        committed = line.strip_prefix("committed ").unwrap().parse::<i64>().unwrap();
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let stored = count(
+        &s.db,
+        &format!("SELECT count(*) FROM run_output WHERE run_id = '{run}'"),
+    );
+    assert!(stored >= committed, "{stored} lines stored, {committed} were committed");
+    let last = store.output_page(&run, stored, 1).unwrap();
+    assert_eq!(last[0].text, format!("line {stored} of a run that never ends"));
+    let recovered = store
+        .recover(
+            studio_core::process::process_alive,
+            studio_core::process::group_alive,
+            SystemTime::now(),
+        )
+        .unwrap();
+    assert_eq!(recovered.len(), 1);
+    assert_eq!(
+        store.run(&run).unwrap().status,
+        Status::Interrupted,
+        "never shown running forever"
+    );
+    count(
+        &s.db,
+        "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check != 'ok'",
+    );
+}
+
+/// Built by `cargo test` alongside the tests (`crates/core/examples/`).
+fn example_binary(name: &str) -> PathBuf {
+    let deps = std::env::current_exe().unwrap().parent().unwrap().to_owned();
+    let path = deps.parent().unwrap().join("examples").join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: run the tests with `cargo test`, which builds the examples",
+        path.display()
+    );
+    path
+}
+
+#[test]
+fn two_processes_write_the_same_file_at_once() {
+    let s = setup();
+    let location = StoreLocation::File(s.db.clone());
+    drop(Store::open(&location).unwrap());
+    std::thread::scope(|scope| {
+        for writer in 0..2 {
+            let location = location.clone();
+            let workspace = s.workspace.clone();
+            scope.spawn(move || {
+                // Each thread has its own connection, like the app and a `zstudio` command.
+                let store = Store::open(&location).unwrap();
+                for i in 0..200 {
+                    let session = id(&format!("1795952600000_w{writer}{i:03}"));
+                    store.pin(&workspace, &session, SystemTime::now()).unwrap();
+                    store
+                        .message_append(&workspace, &session, "user", "concurrent", SystemTime::now())
+                        .unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(count(&s.db, "SELECT count(*) FROM messages"), 400);
+    assert_eq!(
+        count(&s.db, "SELECT count(*) FROM sessions WHERE pinned_at IS NOT NULL"),
+        400
+    );
+}
+
+#[test]
+fn retention_keeps_pinned_sessions_and_says_what_it_would_delete() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let now = SystemTime::now();
+    for (i, age_days) in [0u64, 2, 5, 10, 40].iter().enumerate() {
+        let path = make_folder(&s.workspace, &format!("1795952600000_age{i}"));
+        let time = now - Duration::from_secs(age_days * 86_400);
+        for file in [path.join(".session-info.json"), path.join("plan"), path.clone()] {
+            std::fs::File::open(&file).unwrap().set_modified(time).unwrap();
+        }
+    }
+    store.pin(&s.workspace, &id("1795952600000_age4"), now).unwrap();
+    let sessions = store.list_sessions(&s.workspace, now).unwrap();
+    let pinned: Vec<String> = store
+        .pins(&s.workspace)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.session_id)
+        .collect();
+    let ids = |rule| {
+        plan(&sessions, &pinned, rule, now)
+            .into_iter()
+            .map(|d| d.session_id)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(Rule::KeepDays(7)),
+        ["1795952600000_age3"],
+        "the 40-day-old one is pinned"
+    );
+    assert_eq!(ids(Rule::KeepLast(2)), ["1795952600000_age2", "1795952600000_age3"]);
+    assert!(ids(Rule::KeepLast(10)).is_empty());
+}
+
+#[test]
+fn the_index_rereads_only_changed_folders() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let folder = make_folder(&s.workspace, "1795952600000_idx1");
+    let old = SystemTime::now() - Duration::from_secs(3600);
+    for path in [folder.join(".session-info.json"), folder.join("plan"), folder.clone()] {
+        std::fs::File::open(&path).unwrap().set_modified(old).unwrap();
+    }
+    let first = store.list_sessions(&s.workspace, SystemTime::now()).unwrap();
+    assert_eq!(first[0].current_node.as_deref(), Some("plan"));
+    assert_eq!(count(&s.db, "SELECT count(*) FROM folder_index"), 1);
+    // Tamper with the cached summary: an unchanged folder is served from the index...
+    Connection::open(&s.db)
+        .unwrap()
+        .execute(
+            "UPDATE folder_index SET summary = replace(summary, '\"plan\"', '\"cached\"')",
+            [],
+        )
+        .unwrap();
+    let second = store.list_sessions(&s.workspace, SystemTime::now()).unwrap();
+    assert_eq!(
+        second[0].current_node.as_deref(),
+        Some("cached"),
+        "served from the index"
+    );
+    // ...and a changed one is read again.
+    std::fs::write(folder.join(".session-info.json"), r#"{"currentNode":"write"}"#).unwrap();
+    let third = store.list_sessions(&s.workspace, SystemTime::now()).unwrap();
+    assert_eq!(third[0].current_node.as_deref(), Some("write"));
+    std::fs::remove_dir_all(&folder).unwrap();
+    assert!(store.list_sessions(&s.workspace, SystemTime::now()).unwrap().is_empty());
+    assert_eq!(
+        count(&s.db, "SELECT count(*) FROM folder_index"),
+        0,
+        "a folder that is gone leaves the index"
+    );
+}
