@@ -12,8 +12,10 @@ use clap::{Parser, Subcommand};
 use serde::Serialize;
 use studio_core::protocol::{Stream, StreamReader};
 use studio_core::session::Timestamp;
+use studio_core::store::retention::{self, Rule};
+use studio_core::store::{SessionRow, Store, StoreLocation};
 use studio_core::timeline::{Exit, RunEnd, RunTimeline, TimelineFold};
-use studio_core::{SessionId, SessionSummary, Workspace};
+use studio_core::{SessionId, Workspace};
 
 #[derive(Parser)]
 #[command(
@@ -43,12 +45,44 @@ impl WorkspaceArg {
     }
 }
 
+#[derive(clap::Args)]
+struct StoreArgs {
+    /// The studio's store [default: $ZIBBY_STUDIO_DB, else $XDG_DATA_HOME/zibby-studio/studio.sqlite]
+    #[arg(long, value_name = "PATH", conflicts_with = "memory")]
+    db: Option<PathBuf>,
+    /// Use a throwaway in-memory store: nothing is kept after the command
+    #[arg(long)]
+    memory: bool,
+}
+
+impl StoreArgs {
+    /// Opens the store, reconciling first the runs of studio processes that died.
+    fn open(&self) -> anyhow::Result<Store> {
+        let store = Store::open(&StoreLocation::resolve(self.db.clone(), self.memory)?)?;
+        for recovered in store.recover_dead_studios(SystemTime::now())? {
+            eprintln!(
+                "zstudio: run {} of session {} is {} (its studio process is gone)",
+                recovered.run_id,
+                recovered.session_id,
+                if recovered.status == studio_core::Status::Running {
+                    "running detached"
+                } else {
+                    "interrupted"
+                }
+            );
+        }
+        Ok(store)
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// List the sessions of a workspace, most recently updated first
+    /// List the sessions of a workspace: pinned first, then most recently updated
     Sessions {
         #[command(flatten)]
         workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
         /// One JSON array of sessions
         #[arg(long)]
         json: bool,
@@ -76,6 +110,98 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Pin a session: pinned sessions list first, and stay pinned across restarts
+    Pin {
+        session_id: String,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Unpin a session
+    Unpin {
+        session_id: String,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// List the pinned sessions
+    Pins {
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the runs the studio started, newest first
+    Runs {
+        /// Only the runs of this session
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a session's log (run.started, node.begin, run.cancelled, ...)
+    Logs {
+        session_id: String,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search run output, messages, node names and logs of a workspace
+    Search {
+        text: String,
+        /// At most this many hits
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session: its records in the store, and its folder (moved to the trash)
+    Delete {
+        session_id: String,
+        /// Do not ask for confirmation
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// Delete old sessions by a retention rule (pinned sessions are always kept)
+    Prune {
+        /// Keep the sessions updated within the last N days
+        #[arg(long, value_name = "N", required_unless_present = "keep", conflicts_with = "keep")]
+        keep_days: Option<u64>,
+        /// Keep the N most recently updated sessions
+        #[arg(long, value_name = "N")]
+        keep: Option<usize>,
+        /// Only report what would be deleted
+        #[arg(long)]
+        dry_run: bool,
+        /// Do not ask for confirmation
+        #[arg(long)]
+        yes: bool,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -100,13 +226,201 @@ fn main() -> ExitCode {
 fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     match command {
-        Command::Sessions { workspace, json } => {
-            let sessions = workspace.open()?.list_sessions(now)?;
+        Command::Sessions { workspace, store, json } => {
+            let sessions = store.open()?.list_sessions(&workspace.open()?, now)?;
             if json {
                 write_json(out, &sessions)
             } else {
                 print_sessions(out, &sessions, now)
             }
+        }
+        Command::Pin {
+            session_id,
+            workspace,
+            store,
+        } => {
+            let (workspace, store, id) = (workspace.open()?, store.open()?, SessionId::parse(&session_id)?);
+            require_session(&store, &workspace, &id)?;
+            store.pin(&workspace, &id, now)?;
+            writeln!(out, "pinned {id}")?;
+            Ok(())
+        }
+        Command::Unpin {
+            session_id,
+            workspace,
+            store,
+        } => {
+            let (workspace, store, id) = (workspace.open()?, store.open()?, SessionId::parse(&session_id)?);
+            store.unpin(&workspace, &id)?;
+            writeln!(out, "unpinned {id}")?;
+            Ok(())
+        }
+        Command::Pins { workspace, store, json } => {
+            let pins = store.open()?.pins(&workspace.open()?)?;
+            if json {
+                return write_json(out, &pins);
+            }
+            for pin in pins {
+                writeln!(out, "{}  pinned {}", pin.session_id, ago(pin.pinned_at, now))?;
+            }
+            Ok(())
+        }
+        Command::Runs {
+            session,
+            workspace,
+            store,
+            json,
+        } => {
+            let session = session.as_deref().map(SessionId::parse).transpose()?;
+            let runs = store.open()?.runs(&workspace.open()?, session.as_ref())?;
+            if json {
+                return write_json(out, &runs);
+            }
+            if runs.is_empty() {
+                writeln!(out, "No runs yet.")?;
+            }
+            for run in runs {
+                let status = if run.detached {
+                    "running (detached)".to_owned()
+                } else {
+                    run.status.to_string()
+                };
+                writeln!(
+                    out,
+                    "{:<18} {}  {}  {}  {}",
+                    status,
+                    run.id,
+                    run.session_id,
+                    ago(run.started_at, now),
+                    run.command.join(" ")
+                )?;
+            }
+            Ok(())
+        }
+        Command::Logs {
+            session_id,
+            workspace,
+            store,
+            json,
+        } => {
+            let id = SessionId::parse(&session_id)?;
+            let logs = store.open()?.logs(&workspace.open()?, &id)?;
+            if json {
+                return write_json(out, &logs);
+            }
+            for log in logs {
+                let fields = if log.fields.is_null() {
+                    String::new()
+                } else {
+                    format!("  {}", log.fields)
+                };
+                writeln!(
+                    out,
+                    "{}  {:<5}  {:<16} {}{fields}",
+                    log.at.to_rfc3339(),
+                    format!("{:?}", log.level).to_lowercase(),
+                    log.event,
+                    log.message
+                )?;
+            }
+            Ok(())
+        }
+        Command::Search {
+            text,
+            limit,
+            workspace,
+            store,
+            json,
+        } => {
+            let hits = store.open()?.search(&workspace.open()?, &text, limit)?;
+            if json {
+                return write_json(out, &hits);
+            }
+            for hit in hits {
+                let place = match (&hit.run_id, &hit.node) {
+                    (Some(run), Some(node)) => format!("run {run} node {node}"),
+                    (Some(run), None) => format!("run {run}"),
+                    _ => String::new(),
+                };
+                writeln!(
+                    out,
+                    "{}  {} {} {}  {}",
+                    hit.session_id,
+                    hit.kind,
+                    hit.line,
+                    place,
+                    shorten(&hit.text, 160)
+                )?;
+            }
+            Ok(())
+        }
+        Command::Delete {
+            session_id,
+            yes,
+            workspace,
+            store,
+        } => {
+            let (workspace, store, id) = (workspace.open()?, store.open()?, SessionId::parse(&session_id)?);
+            require_session(&store, &workspace, &id)?;
+            let folder = workspace.session_path(&id);
+            if !yes
+                && !confirm(&format!(
+                    "Delete session {id} ({})? Its folder goes to the trash.",
+                    folder.display()
+                ))?
+            {
+                anyhow::bail!("not deleted: {id}");
+            }
+            store.session_delete(&workspace, &id, studio_core::process::move_to_trash)?;
+            writeln!(out, "deleted {id} (folder moved to the trash)")?;
+            Ok(())
+        }
+        Command::Prune {
+            keep_days,
+            keep,
+            dry_run,
+            yes,
+            workspace,
+            store,
+            json,
+        } => {
+            let rule = match (keep_days, keep) {
+                (Some(days), _) => Rule::KeepDays(days),
+                (None, Some(n)) => Rule::KeepLast(n),
+                (None, None) => unreachable!("clap requires one of them"),
+            };
+            let (workspace, store) = (workspace.open()?, store.open()?);
+            let doomed = retention::plan(&store.list_sessions(&workspace, now)?, rule, now);
+            if json {
+                write_json(out, &doomed)?;
+            } else {
+                for session in &doomed {
+                    writeln!(
+                        out,
+                        "would delete {}  (updated {})",
+                        session.session_id,
+                        ago(session.updated_at, now)
+                    )?;
+                }
+                writeln!(out, "{} session(s) to delete; pinned sessions are kept", doomed.len())?;
+            }
+            if dry_run || doomed.is_empty() {
+                return Ok(());
+            }
+            out.flush()?;
+            if !yes && !confirm(&format!("Delete these {} session(s)?", doomed.len()))? {
+                anyhow::bail!("nothing deleted");
+            }
+            for session in &doomed {
+                let id = SessionId::parse(&session.session_id)?;
+                match store.session_delete(&workspace, &id, studio_core::process::move_to_trash) {
+                    Ok(()) => eprintln!("deleted {id}"),
+                    // A session whose run is live is skipped, not a reason to stop.
+                    Err(e @ studio_core::Error::SessionLive { .. }) => eprintln!("zstudio: skipped: {e}"),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Ok(())
         }
         Command::Show {
             session_id,
@@ -171,13 +485,37 @@ fn parse_stdin(stderr: Option<&[u8]>, exit_code: Option<i32>) -> anyhow::Result<
     })))
 }
 
+fn require_session(store: &Store, workspace: &Workspace, id: &SessionId) -> anyhow::Result<()> {
+    if store.session_exists(workspace, id)? {
+        Ok(())
+    } else {
+        Err(studio_core::Error::SessionNotFound {
+            id: id.to_string(),
+            sessions_dir: workspace.sessions_dir(),
+        }
+        .into())
+    }
+}
+
+/// Asks on the terminal; without one, the answer is no (pass --yes).
+fn confirm(question: &str) -> anyhow::Result<bool> {
+    use std::io::IsTerminal;
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!("{question} Not asked: no terminal; pass --yes to confirm");
+    }
+    eprint!("{question} [y/N] ");
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
 fn write_json(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result<()> {
     serde_json::to_writer_pretty(&mut *out, value)?;
     writeln!(out)?;
     Ok(())
 }
 
-fn print_sessions(out: &mut impl Write, sessions: &[SessionSummary], now: SystemTime) -> anyhow::Result<()> {
+fn print_sessions(out: &mut impl Write, sessions: &[SessionRow], now: SystemTime) -> anyhow::Result<()> {
     if sessions.is_empty() {
         writeln!(
             out,
@@ -187,14 +525,16 @@ fn print_sessions(out: &mut impl Write, sessions: &[SessionSummary], now: System
     }
     writeln!(
         out,
-        "{:<11} {:<28} {:<20} {:<12} UPDATED",
+        "  {:<11} {:<28} {:<20} {:<12} UPDATED",
         "STATUS", "SESSION", "CURRENT NODE", "NODES"
     )?;
-    for session in sessions {
+    for row in sessions {
+        let session = &row.summary;
         let done = session.nodes.iter().filter(|n| n.status.is_finished()).count();
         writeln!(
             out,
-            "{:<11} {:<28} {:<20} {:<12} {}",
+            "{} {:<11} {:<28} {:<20} {:<12} {}",
+            if row.pinned { "*" } else { " " },
             session.status,
             session.id,
             shorten(session.current_node.as_deref().unwrap_or("-"), 20),

@@ -10,9 +10,17 @@ fn captures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/zibby-captures")
 }
 
+/// One data folder for every command of this test binary: its store and its trash. Tests keep
+/// apart by using workspaces of their own.
+fn data_home() -> &'static Path {
+    static DATA: std::sync::OnceLock<TempDir> = std::sync::OnceLock::new();
+    DATA.get_or_init(|| TempDir::new().unwrap()).path()
+}
+
 fn zstudio(args: &[&str], stdin: Option<&Path>) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_zstudio"));
     command.args(args);
+    command.env_remove("ZIBBY_STUDIO_DB").env("XDG_DATA_HOME", data_home());
     command.stdin(match stdin {
         Some(path) => Stdio::from(std::fs::File::open(path).unwrap()),
         None => Stdio::null(),
@@ -193,4 +201,207 @@ fn bad_input_gets_one_line_naming_it_and_a_failing_exit() {
         assert!(stderr.contains(named), "{args:?} should name {named}: {stderr}");
         assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: one line, got {stderr}");
     }
+}
+
+fn text_of(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "zstudio failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn pins_are_kept_between_commands_and_list_first() {
+    let workspace = fixture_workspace();
+    let root = workspace.path().to_str().unwrap();
+    // The fan-out session is the most recently updated; pin the other one.
+    text_of(&zstudio(&["pin", "1795952522957_vij4", "-w", root], None));
+    let sessions = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+    assert_eq!(sessions[0]["id"], "1795952522957_vij4");
+    assert_eq!(sessions[0]["pinned"], true);
+    assert_eq!(sessions[1]["pinned"], false);
+    let pins = json_of(&zstudio(&["pins", "--json", "-w", root], None));
+    assert_eq!(pins[0]["session_id"], "1795952522957_vij4");
+    let table = text_of(&zstudio(&["sessions", "-w", root], None));
+    assert!(
+        table.lines().nth(1).unwrap().starts_with("* ") && table.contains("1795952522957_vij4"),
+        "{table}"
+    );
+    text_of(&zstudio(&["unpin", "1795952522957_vij4", "-w", root], None));
+    assert_eq!(
+        json_of(&zstudio(&["pins", "--json", "-w", root], None)),
+        serde_json::json!([])
+    );
+
+    let output = zstudio(&["pin", "1795952522957_nope", "-w", root], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("1795952522957_nope"));
+}
+
+#[test]
+fn a_memory_store_keeps_nothing_and_a_db_path_is_honoured() {
+    let workspace = fixture_workspace();
+    let root = workspace.path().to_str().unwrap();
+    text_of(&zstudio(&["pin", "1795952522957_vij4", "--memory", "-w", root], None));
+    assert_eq!(
+        json_of(&zstudio(&["pins", "--json", "--memory", "-w", root], None)),
+        serde_json::json!([])
+    );
+    let db = workspace.path().join("elsewhere.sqlite");
+    text_of(&zstudio(
+        &["pin", "1795952522957_vij4", "--db", db.to_str().unwrap(), "-w", root],
+        None,
+    ));
+    assert!(db.is_file());
+    let pins = json_of(&zstudio(
+        &["pins", "--json", "--db", db.to_str().unwrap(), "-w", root],
+        None,
+    ));
+    assert_eq!(pins.as_array().unwrap().len(), 1);
+    assert_eq!(
+        json_of(&zstudio(&["pins", "--json", "-w", root], None)),
+        serde_json::json!([]),
+        "the default store is another"
+    );
+}
+
+#[test]
+fn delete_asks_first_then_moves_the_folder_to_the_trash() {
+    let workspace = fixture_workspace();
+    let root = workspace.path().to_str().unwrap();
+    let folder = workspace.path().join(".zibby/output/sessions/1795952522957_vij4");
+    let refused = zstudio(&["delete", "1795952522957_vij4", "-w", root], None);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--yes"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(folder.is_dir(), "nothing deleted without a yes");
+
+    text_of(&zstudio(&["delete", "1795952522957_vij4", "--yes", "-w", root], None));
+    assert!(!folder.exists());
+    let trashed = std::fs::read_dir(data_home().join("Trash/files")).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with("1795952522957_vij4")
+    });
+    assert!(trashed, "the folder is in the trash, not destroyed");
+    let sessions = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+    assert_eq!(sessions.as_array().unwrap().len(), 1);
+
+    let hostile = zstudio(&["delete", "../../x", "--yes", "-w", root], None);
+    assert_eq!(hostile.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&hostile.stderr).contains("invalid session id"));
+}
+
+#[test]
+fn prune_reports_before_it_deletes_and_keeps_pinned_sessions() {
+    let workspace = fixture_workspace();
+    let root = workspace.path().to_str().unwrap();
+    let sessions = workspace.path().join(".zibby/output/sessions");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(30 * 86_400);
+    for id in ["1795952522957_vij4", "1795952527924_osmf"] {
+        for entry in walk(&sessions.join(id)) {
+            std::fs::File::open(&entry).unwrap().set_modified(old).unwrap();
+        }
+    }
+    text_of(&zstudio(&["pin", "1795952527924_osmf", "-w", root], None));
+    let report = text_of(&zstudio(&["prune", "--keep-days", "7", "--dry-run", "-w", root], None));
+    assert!(report.contains("would delete 1795952522957_vij4"), "{report}");
+    assert!(!report.contains("1795952527924_osmf"), "pinned: {report}");
+    assert!(
+        sessions.join("1795952522957_vij4").is_dir(),
+        "a dry run deletes nothing"
+    );
+    text_of(&zstudio(&["prune", "--keep-days", "7", "--yes", "-w", root], None));
+    assert!(!sessions.join("1795952522957_vij4").exists());
+    assert!(sessions.join("1795952527924_osmf").is_dir());
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut all = vec![dir.to_owned()];
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            all.extend(walk(&path));
+        } else {
+            all.push(path);
+        }
+    }
+    all
+}
+
+#[test]
+fn runs_logs_and_search_read_what_the_studio_recorded() {
+    use studio_core::store::{Level, NewRun, Store, StoreLocation};
+    let workspace = fixture_workspace();
+    let root = workspace.path().to_str().unwrap();
+    let db = workspace.path().join("studio.sqlite");
+    let store = Store::open(&StoreLocation::File(db.clone())).unwrap();
+    let ws = studio_core::Workspace::open(workspace.path()).unwrap();
+    let session = studio_core::SessionId::parse("1795952527924_osmf").unwrap();
+    let command = vec!["zibby".to_owned(), "agent".to_owned(), "run".to_owned()];
+    let run = store
+        .run_insert(
+            &ws,
+            &NewRun {
+                session: &session,
+                agent: Some("fanout"),
+                command: &command,
+                replayed_node: None,
+                prompt: Some("split the work"),
+                started_at: std::time::SystemTime::now(),
+            },
+        )
+        .unwrap();
+    store
+        .output_writer(&run)
+        .unwrap()
+        .append(
+            studio_core::protocol::Stream::Stdout,
+            5,
+            Some("left"),
+            "the xylophone answer",
+        )
+        .unwrap();
+    store
+        .log(
+            &ws,
+            &session,
+            Some(&run),
+            Level::Info,
+            "run.started",
+            "started fanout",
+            serde_json::json!({"pid": 1}),
+            std::time::SystemTime::now(),
+        )
+        .unwrap();
+    drop(store);
+    let dbs = db.to_str().unwrap();
+
+    let runs = json_of(&zstudio(&["runs", "--json", "--db", dbs, "-w", root], None));
+    assert_eq!(runs[0]["id"], run.as_str());
+    // This very test process is the run's owner and still alive: not interrupted.
+    assert_eq!(runs[0]["status"], "running");
+    let logs = json_of(&zstudio(
+        &["logs", "1795952527924_osmf", "--json", "--db", dbs, "-w", root],
+        None,
+    ));
+    assert_eq!(logs[0]["event"], "run.started");
+    let hits = json_of(&zstudio(
+        &["search", "xylophone", "--json", "--db", dbs, "-w", root],
+        None,
+    ));
+    assert_eq!(hits[0]["session_id"], "1795952527924_osmf");
+    assert_eq!(hits[0]["node"], "left");
+    assert_eq!(hits[0]["line"], 1);
+    let refused = zstudio(
+        &["delete", "1795952527924_osmf", "--yes", "--db", dbs, "-w", root],
+        None,
+    );
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("stop it first"));
 }

@@ -176,6 +176,18 @@ pub struct Span {
     pub status: Status,
 }
 
+/// A session as the studio lists it: what its folder says, and what the studio knows of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionRow {
+    #[serde(flatten)]
+    pub summary: SessionSummary,
+    pub pinned: bool,
+    pub pinned_at: Option<Timestamp>,
+    /// The beginning of the first prompt, else the agent's name (for sessions the studio ran).
+    pub title: Option<String>,
+    pub agent: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Pin {
     pub session_id: String,
@@ -350,12 +362,24 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// Sorts a listing pinned first (most recently pinned first), then as it was.
-    pub fn pinned_first(&self, workspace: &Workspace, sessions: &mut [SessionSummary]) -> Result<(), Error> {
-        let pins = self.pins(workspace)?;
-        let rank = |id: &str| pins.iter().position(|p| p.session_id == id).unwrap_or(usize::MAX);
-        sessions.sort_by_key(|s| rank(s.id.as_str()));
-        Ok(())
+    /// What the studio knows of each session of a workspace: (pinned_at, title, agent) by id.
+    fn session_facts(
+        &self,
+        workspace: &Workspace,
+    ) -> Result<std::collections::HashMap<String, (Option<i64>, Option<String>, Option<String>)>, Error> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT s.session_id, s.pinned_at, COALESCE(s.title, s.agent), s.agent FROM sessions s
+                 JOIN workspaces w ON w.id = s.workspace_id WHERE w.root = ?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = statement
+            .query_map([workspace.root().to_string_lossy()], |r| {
+                Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?)))
+            })
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
     // ---- messages ----
@@ -811,12 +835,38 @@ impl Store {
 
     // ---- folder index ----
 
-    /// The listing of a workspace through the index: a session whose folder fingerprint is
-    /// unchanged is not read again. Pinned sessions come first.
-    pub fn list_sessions(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionSummary>, Error> {
-        let mut sessions = crate::index::list(self, workspace, now)?;
-        self.pinned_first(workspace, &mut sessions)?;
-        Ok(sessions)
+    /// The listing of a workspace through the index (a session whose folder did not change is
+    /// not read again): pinned sessions first, most recently pinned first, then most recently
+    /// updated first.
+    pub fn list_sessions(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
+        let sessions = crate::index::list(self, workspace, now)?;
+        let mut facts = self.session_facts(workspace)?;
+        let mut rows: Vec<SessionRow> = sessions
+            .into_iter()
+            .map(|summary| {
+                let (pinned_at, title, agent) = facts.remove(summary.id.as_str()).unwrap_or_default();
+                SessionRow {
+                    summary,
+                    pinned: pinned_at.is_some(),
+                    pinned_at: pinned_at.map(timestamp),
+                    title,
+                    agent,
+                }
+            })
+            .collect();
+        // A stable sort keeps the most-recent-first order within each group.
+        rows.sort_by_key(|row| std::cmp::Reverse(row.pinned_at));
+        Ok(rows)
+    }
+
+    /// Reconciles the runs of studio processes that died, asking the system which processes live.
+    pub fn recover_dead_studios(&self, now: SystemTime) -> Result<Vec<Recovered>, Error> {
+        self.recover(crate::process::process_alive, crate::process::group_alive, now)
+    }
+
+    /// Whether a session is known to the store or has a folder: pins and deletes need one.
+    pub fn session_exists(&self, workspace: &Workspace, id: &SessionId) -> Result<bool, Error> {
+        Ok(workspace.session_path(id).is_dir() || self.existing_session_key(workspace, id)?.is_some())
     }
 
     /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`), so that it waits

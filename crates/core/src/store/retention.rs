@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use crate::session::SessionSummary;
+use super::SessionRow;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
@@ -23,9 +23,14 @@ pub struct Doomed {
 }
 
 /// The sessions `rule` would delete from `sessions` (any order), never a pinned one.
-pub fn plan(sessions: &[SessionSummary], pinned: &[String], rule: Rule, now: SystemTime) -> Vec<Doomed> {
-    let mut candidates: Vec<&SessionSummary> = sessions.iter().collect();
-    candidates.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| b.id.cmp(&a.id)));
+pub fn plan(sessions: &[SessionRow], rule: Rule, now: SystemTime) -> Vec<Doomed> {
+    let mut candidates: Vec<&SessionRow> = sessions.iter().collect();
+    candidates.sort_by(|a, b| {
+        b.summary
+            .updated_at
+            .cmp(&a.summary.updated_at)
+            .then_with(|| b.summary.id.cmp(&a.summary.id))
+    });
     candidates
         .into_iter()
         .enumerate()
@@ -35,15 +40,15 @@ pub fn plan(sessions: &[SessionSummary], pinned: &[String], rule: Rule, now: Sys
                 let cutoff = now
                     .checked_sub(Duration::from_secs(days * 86_400))
                     .unwrap_or(SystemTime::UNIX_EPOCH);
-                session.updated_at.to_system_time() < cutoff
+                session.summary.updated_at.to_system_time() < cutoff
             }
         })
         .map(|(_, session)| session)
-        .filter(|session| !pinned.iter().any(|p| p == session.id.as_str()))
+        .filter(|session| !session.pinned)
         .map(|session| Doomed {
-            session_id: session.id.to_string(),
-            updated_at: session.updated_at,
-            path: session.path.clone(),
+            session_id: session.summary.id.to_string(),
+            updated_at: session.summary.updated_at,
+            path: session.summary.path.clone(),
         })
         .collect()
 }

@@ -137,13 +137,17 @@ fn pins_survive_a_restart_and_a_folder_recreated_on_disk() {
         .set_modified(later)
         .unwrap();
     let listed = store.list_sessions(&s.workspace, SystemTime::now()).unwrap();
-    assert_eq!(listed[0].id.as_str(), "1795952600000_aaaa");
+    assert_eq!(listed[0].summary.id.as_str(), "1795952600000_aaaa");
 
     std::fs::remove_dir_all(s.workspace.sessions_dir().join("1795952600000_aaaa")).unwrap();
     assert_eq!(store.list_sessions(&s.workspace, SystemTime::now()).unwrap().len(), 1);
     make_folder(&s.workspace, "1795952600000_aaaa");
     let listed = store.list_sessions(&s.workspace, SystemTime::now()).unwrap();
-    assert_eq!(listed[0].id.as_str(), "1795952600000_aaaa", "re-created, still pinned");
+    assert_eq!(
+        listed[0].summary.id.as_str(),
+        "1795952600000_aaaa",
+        "re-created, still pinned"
+    );
 
     store.unpin(&s.workspace, &id("1795952600000_aaaa")).unwrap();
     assert!(store.pins(&s.workspace).unwrap().is_empty());
@@ -552,14 +556,8 @@ fn retention_keeps_pinned_sessions_and_says_what_it_would_delete() {
     }
     store.pin(&s.workspace, &id("1795952600000_age4"), now).unwrap();
     let sessions = store.list_sessions(&s.workspace, now).unwrap();
-    let pinned: Vec<String> = store
-        .pins(&s.workspace)
-        .unwrap()
-        .into_iter()
-        .map(|p| p.session_id)
-        .collect();
     let ids = |rule| {
-        plan(&sessions, &pinned, rule, now)
+        plan(&sessions, rule, now)
             .into_iter()
             .map(|d| d.session_id)
             .collect::<Vec<_>>()
@@ -583,7 +581,7 @@ fn the_index_rereads_only_changed_folders() {
         std::fs::File::open(&path).unwrap().set_modified(old).unwrap();
     }
     let first = store.list_sessions(&s.workspace, SystemTime::now()).unwrap();
-    assert_eq!(first[0].current_node.as_deref(), Some("plan"));
+    assert_eq!(first[0].summary.current_node.as_deref(), Some("plan"));
     assert_eq!(count(&s.db, "SELECT count(*) FROM folder_index"), 1);
     // Tamper with the cached summary: an unchanged folder is served from the index...
     Connection::open(&s.db)
@@ -595,14 +593,14 @@ fn the_index_rereads_only_changed_folders() {
         .unwrap();
     let second = store.list_sessions(&s.workspace, SystemTime::now()).unwrap();
     assert_eq!(
-        second[0].current_node.as_deref(),
+        second[0].summary.current_node.as_deref(),
         Some("cached"),
         "served from the index"
     );
     // ...and a changed one is read again.
     std::fs::write(folder.join(".session-info.json"), r#"{"currentNode":"write"}"#).unwrap();
     let third = store.list_sessions(&s.workspace, SystemTime::now()).unwrap();
-    assert_eq!(third[0].current_node.as_deref(), Some("write"));
+    assert_eq!(third[0].summary.current_node.as_deref(), Some("write"));
     std::fs::remove_dir_all(&folder).unwrap();
     assert!(store.list_sessions(&s.workspace, SystemTime::now()).unwrap().is_empty());
     assert_eq!(
