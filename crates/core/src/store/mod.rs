@@ -203,6 +203,9 @@ pub struct Recovered {
     pub status: Status,
 }
 
+/// A session's pinned time, title and agent, as the store has them.
+type SessionFacts = (Option<i64>, Option<String>, Option<String>);
+
 /// The SQLite store.
 pub struct Store {
     conn: Connection,
@@ -362,11 +365,8 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
-    /// What the studio knows of each session of a workspace: (pinned_at, title, agent) by id.
-    fn session_facts(
-        &self,
-        workspace: &Workspace,
-    ) -> Result<std::collections::HashMap<String, (Option<i64>, Option<String>, Option<String>)>, Error> {
+    /// What the studio knows of each session of a workspace, by id.
+    fn session_facts(&self, workspace: &Workspace) -> Result<std::collections::HashMap<String, SessionFacts>, Error> {
         let mut statement = self
             .conn
             .prepare_cached(
