@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest";
+
+import { nodesLabel, relativeTime, statusMark } from "./format";
+
+const now = new Date("2026-11-29T12:00:00Z");
+const ago = (ms: number) => new Date(now.getTime() - ms);
+
+describe("relativeTime", () => {
+  it("says how long ago, in the largest whole unit", () => {
+    expect(relativeTime(ago(3_000), now)).toBe("just now");
+    expect(relativeTime(ago(42_000), now)).toBe("42 s ago");
+    expect(relativeTime(ago(5 * 60_000 + 59_000), now)).toBe("5 min ago");
+    expect(relativeTime(ago(3 * 3_600_000), now)).toBe("3 h ago");
+    expect(relativeTime(ago(2 * 86_400_000), now)).toBe("2 d ago");
+  });
+
+  it("gives a date for old times and for clocks ahead of ours", () => {
+    expect(relativeTime(ago(30 * 86_400_000), now)).not.toMatch(/ago/);
+    expect(relativeTime(ago(-10 * 60_000), now)).not.toMatch(/ago|in /);
+    expect(relativeTime(ago(-5_000), now)).toBe("just now");
+  });
+
+  it("does not invent a time it cannot parse", () => {
+    expect(relativeTime(new Date("not a date"), now)).toBe("unknown");
+  });
+});
+
+describe("nodesLabel", () => {
+  it("counts the nodes and marks each with its status", () => {
+    expect(
+      nodesLabel([
+        { name: "plan", status: "success" },
+        { name: "execute", status: "success" },
+        { name: "report", status: "running" },
+      ]),
+    ).toBe("3 nodes: plan ✓ execute ✓ report ●");
+    expect(nodesLabel([{ name: "only", status: "error" }])).toBe("1 node: only ✗");
+    expect(nodesLabel([])).toBe("no nodes");
+  });
+
+  it("has a mark for every status", () => {
+    for (const status of ["running", "success", "error", "cancelled", "interrupted", "unknown"] as const) {
+      expect(statusMark(status)).not.toBe("");
+    }
+  });
+});

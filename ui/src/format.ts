@@ -1,0 +1,52 @@
+// Pure text formatting for the views: no DOM, no clock (the caller passes `now`).
+
+import type { NodeSummary, Status } from "./types";
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** "just now", "42 s ago", "5 min ago", "3 h ago", "2 d ago", then the date. */
+export function relativeTime(then: Date, now: Date): string {
+  const ago = now.getTime() - then.getTime();
+  if (Number.isNaN(ago)) return "unknown";
+  if (ago < -MINUTE) return exactTime(then); // a clock ahead of ours: say when, not "in the future"
+  if (ago < 10 * SECOND) return "just now";
+  if (ago < MINUTE) return `${Math.floor(ago / SECOND)} s ago`;
+  if (ago < HOUR) return `${Math.floor(ago / MINUTE)} min ago`;
+  if (ago < DAY) return `${Math.floor(ago / HOUR)} h ago`;
+  if (ago < 7 * DAY) return `${Math.floor(ago / DAY)} d ago`;
+  return then.toLocaleDateString(undefined, { year: "numeric", month: "short", day: "numeric" });
+}
+
+/** The full local date and time, for tooltips. */
+export function exactTime(time: Date): string {
+  if (Number.isNaN(time.getTime())) return "unknown";
+  return time.toLocaleString(undefined, { dateStyle: "full", timeStyle: "medium" });
+}
+
+const STATUS_MARK: Record<Status, string> = {
+  running: "●",
+  success: "✓",
+  error: "✗",
+  cancelled: "⊘",
+  interrupted: "!",
+  unknown: "?",
+};
+
+export function statusMark(status: Status): string {
+  return STATUS_MARK[status] ?? "?";
+}
+
+/** "3 nodes", "1 node", "no nodes". */
+export function nodeCount(nodes: readonly NodeSummary[]): string {
+  if (nodes.length === 0) return "no nodes";
+  return nodes.length === 1 ? "1 node" : `${nodes.length} nodes`;
+}
+
+/** "3 nodes: plan ✓ execute ✓ report ✓", the text form of the nodes cell. */
+export function nodesLabel(nodes: readonly NodeSummary[]): string {
+  if (nodes.length === 0) return nodeCount(nodes);
+  return `${nodeCount(nodes)}: ${nodes.map((n) => `${n.name} ${statusMark(n.status)}`).join(" ")}`;
+}
