@@ -1,1 +1,155 @@
+//! End-to-end tests of the real desktop app: the built `zibby-studio` binary, driven through
+//! `tauri-driver` and `WebKitWebDriver`. They need a display and fail (never skip) without one:
+//!
+//! ```sh
+//! cd ui && npm ci && npm run build && cd ..
+//! xvfb-run -a -s "-screen 0 1280x800x24" cargo test -p zibby-studio --test e2e_app
+//! ```
+//!
+//! Screenshots of what the tests saw land in `e2e-screenshots/` (gitignored).
 
+mod harness;
+
+use std::time::Duration;
+
+use fantoccini::{Client, Locator};
+use harness::{save_screenshot, wait_for, App, CapturedSession, Workspace};
+
+const PIPELINE: CapturedSession = CapturedSession {
+    capture: "head-bb10e85-02-pipeline-markers",
+    id: "1795952464415_3prb",
+    nodes_in_order: &["plan", "execute", "report"],
+    quiet_for: Duration::from_secs(2 * 60 * 60),
+};
+
+/// Written 90 s "ago": recent enough (< 2 min) for the core to take it for a running session.
+const FANOUT: CapturedSession = CapturedSession {
+    capture: "head-bb10e85-93-fanout-markers",
+    id: "1795952527924_osmf",
+    nodes_in_order: &["start", "left", "left2", "right", "join"],
+    quiet_for: Duration::from_secs(90),
+};
+
+const STATUSES: &[&str] = &["running", "success", "error", "cancelled", "interrupted", "unknown"];
+
+async fn texts(client: &Client, css: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    for element in client.find_all(Locator::Css(css)).await.expect("query the page") {
+        texts.push(element.text().await.expect("read an element's text"));
+    }
+    texts
+}
+
+#[tokio::test]
+async fn the_window_lists_the_sessions_of_the_workspace() {
+    let workspace = Workspace::with_sessions(&[PIPELINE, FANOUT]);
+    let root = workspace.path().canonicalize().unwrap().display().to_string();
+    App::run(workspace.path(), move |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+
+        assert_eq!(
+            texts(&client, ".session-id").await,
+            [FANOUT.id, PIPELINE.id],
+            "both captured sessions are listed by id, the one written last first"
+        );
+        assert_eq!(
+            texts(&client, ".workspace-path").await,
+            [root],
+            "the header names the workspace the app was opened on"
+        );
+
+        for id in [FANOUT.id, PIPELINE.id] {
+            let row = client
+                .find(Locator::Css(&format!("tr[data-session-id='{id}']")))
+                .await
+                .unwrap_or_else(|e| panic!("no row carries data-session-id={id}: {e}"));
+            let badge = row
+                .find(Locator::Css(".badge"))
+                .await
+                .unwrap_or_else(|e| panic!("the row of {id} has no status badge: {e}"));
+            let status = badge.attr("data-status").await.unwrap().unwrap_or_default();
+            assert!(
+                STATUSES.contains(&status.as_str()),
+                "badge of {id} has status `{status}`"
+            );
+            assert_eq!(
+                badge.text().await.unwrap().to_lowercase(),
+                status,
+                "the badge says its status"
+            );
+        }
+
+        let nodes = texts(&client, "tr[data-session-id] td.nodes").await;
+        assert_eq!(
+            nodes,
+            [
+                "5 nodes: start ✓ left ✓ left2 ✓ right ✓ join ●",
+                "3 nodes: plan ✓ execute ✓ report ✓"
+            ],
+            "each session lists its nodes in the order they ran, with their status"
+        );
+        assert_eq!(
+            texts(&client, "tr[data-session-id] td.current-node").await,
+            ["join", "report"],
+            "the current node is the one .session-info.json names"
+        );
+        assert_eq!(
+            texts(&client, "tr[data-session-id] td.updated").await,
+            ["1 min ago", "2 h ago"],
+            "the last update is relative to now"
+        );
+
+        let png = client.screenshot().await.expect("take a screenshot");
+        let path = save_screenshot(&png, "sessions.png");
+        eprintln!("screenshot: {}", path.display());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_empty_workspace_says_how_to_get_sessions() {
+    let workspace = Workspace::empty();
+    App::run(workspace.path(), |client| async move {
+        let empty = wait_for(&client, ".empty").await;
+        let text = empty.text().await.unwrap();
+        assert!(text.contains("No sessions yet"), "the empty state says so: {text}");
+        assert!(
+            text.contains("Run an agent with ZIBBY_EMIT_GRAPH_MARKERS=1 in this folder"),
+            "the empty state says how to get sessions: {text}"
+        );
+        assert!(text.contains("fill-demo"), "the empty state offers the demo: {text}");
+        assert!(
+            client.find(Locator::Css("table")).await.is_err(),
+            "no empty table is shown"
+        );
+
+        let png = client.screenshot().await.expect("take a screenshot");
+        save_screenshot(&png, "empty.png");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_missing_workspace_shows_the_error_in_the_window() {
+    let parent = Workspace::empty();
+    let missing = parent.path().join("no-such-project");
+    App::run(&missing, |client| async move {
+        let error = wait_for(&client, ".error").await;
+        assert_eq!(
+            error.attr("data-error-code").await.unwrap().as_deref(),
+            Some("workspace_not_found"),
+            "the UI gets the core's error code"
+        );
+        let code = texts(&client, ".error .error-code").await;
+        assert_eq!(code, ["workspace_not_found"], "the code is shown");
+        let message = texts(&client, ".error .error-message").await.concat();
+        assert!(
+            message.contains("workspace not found") && message.contains("no-such-project"),
+            "the message names the missing folder: {message}"
+        );
+
+        let png = client.screenshot().await.expect("take a screenshot");
+        save_screenshot(&png, "error.png");
+    })
+    .await;
+}

@@ -1,0 +1,311 @@
+//! The harness of the end-to-end tests: workspaces made from the captured runs, and the real app
+//! started through `tauri-driver` (which starts `WebKitWebDriver`, which starts the app).
+
+use std::fs::{self, File, FileTimes};
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::json;
+
+/// How long the page may take to show what a test waits for.
+pub const PAGE_TIMEOUT: Duration = Duration::from_secs(20);
+
+pub fn repo_root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where screenshots go (gitignored), so a person can look at what the test saw.
+pub fn save_screenshot(png: &[u8], name: &str) -> PathBuf {
+    let dir = repo_root().join("e2e-screenshots");
+    fs::create_dir_all(&dir).expect("create e2e-screenshots/");
+    let path = dir.join(name);
+    fs::write(&path, png).expect("write the screenshot");
+    path
+}
+
+/// A temporary project folder the app is opened on.
+pub struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+/// One captured run to copy in, with its nodes in the order they ran and how long ago it last wrote.
+pub struct CapturedSession {
+    pub capture: &'static str,
+    pub id: &'static str,
+    pub nodes_in_order: &'static [&'static str],
+    pub quiet_for: Duration,
+}
+
+impl Workspace {
+    pub fn empty() -> Workspace {
+        Workspace {
+            dir: tempfile::tempdir().expect("create a temp folder"),
+        }
+    }
+
+    /// Copies sessions from `tests/fixtures/zibby-captures/<capture>/cwd/.zibby/output/sessions/`.
+    ///
+    /// A copy gets fresh modification times, and the core reads both node order (folder times) and
+    /// status (quiet time) from them, so each copy is given times as if it had last written
+    /// `quiet_for` ago, its nodes one second apart in the order they ran.
+    pub fn with_sessions(sessions: &[CapturedSession]) -> Workspace {
+        let workspace = Workspace::empty();
+        let sessions_dir = workspace.path().join(".zibby/output/sessions");
+        let captures = repo_root().join("tests/fixtures/zibby-captures");
+        for session in sessions {
+            let from = captures
+                .join(session.capture)
+                .join("cwd/.zibby/output/sessions")
+                .join(session.id);
+            let to = sessions_dir.join(session.id);
+            copy_folder(&from, &to);
+
+            let last_write = SystemTime::now() - session.quiet_for;
+            let ran = session.nodes_in_order.len() as u32;
+            let node_time = |i: usize| last_write - Duration::from_secs(u64::from(ran) - i as u64);
+            let start = node_time(0) - Duration::from_secs(1);
+            set_times_under(&to, start);
+            for (i, node) in session.nodes_in_order.iter().enumerate() {
+                let node_dir = to.join(node);
+                assert!(
+                    node_dir.is_dir(),
+                    "the capture {} has no node folder {node}",
+                    session.capture
+                );
+                set_times_under(&node_dir, node_time(i));
+            }
+            set_mtime(&to.join(".session-info.json"), last_write);
+            set_mtime(&to, last_write);
+        }
+        workspace
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+fn copy_folder(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap_or_else(|e| panic!("create {}: {e}", to.display()));
+    let entries = fs::read_dir(from).unwrap_or_else(|e| panic!("read the fixture {}: {e}", from.display()));
+    for entry in entries {
+        let entry = entry.expect("list a fixture folder");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("stat a fixture entry").is_dir() {
+            copy_folder(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), &target).unwrap_or_else(|e| panic!("copy {}: {e}", entry.path().display()));
+        }
+    }
+}
+
+/// Sets the modification time of `path` and everything under it (children first).
+fn set_times_under(path: &Path, time: SystemTime) {
+    if path.is_dir() {
+        for entry in fs::read_dir(path).expect("list a copied folder") {
+            set_times_under(&entry.expect("list a copied folder").path(), time);
+        }
+    }
+    set_mtime(path, time);
+}
+
+fn set_mtime(path: &Path, time: SystemTime) {
+    let file = File::open(path).unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+    file.set_times(FileTimes::new().set_modified(time).set_accessed(time))
+        .unwrap_or_else(|e| panic!("set the times of {}: {e}", path.display()));
+}
+
+/// The app under test, driven over WebDriver. Close it with [`App::close`].
+pub struct App {
+    pub client: Client,
+    driver: Driver,
+}
+
+impl App {
+    /// Starts `zibby-studio <workspace>` and connects to its window.
+    pub async fn launch(workspace: &Path) -> App {
+        require_display();
+        let driver = Driver::start();
+        let capabilities = json!({
+            "browserName": "wry",
+            "tauri:options": {
+                "application": env!("CARGO_BIN_EXE_zibby-studio"),
+                "args": [workspace],
+            },
+        });
+        let serde_json::Value::Object(capabilities) = capabilities else {
+            unreachable!("a JSON object literal")
+        };
+        let connected = ClientBuilder::native()
+            .capabilities(capabilities)
+            .connect(&format!("http://127.0.0.1:{}", driver.port))
+            .await;
+        match connected {
+            Ok(client) => App { client, driver },
+            Err(e) => panic!("could not open a WebDriver session on the app: {e}\n{}", driver.log()),
+        }
+    }
+
+    /// Runs `test` against the app, then closes the app even if `test` panicked.
+    pub async fn run<F, Fut>(workspace: &Path, test: F)
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let app = App::launch(workspace).await;
+        // A panic inside the spawned task comes back as a JoinError instead of unwinding past the
+        // close below, which would leave the window (and the drivers) running.
+        let outcome = tokio::spawn(test(app.client.clone())).await;
+        let log = app.driver.log();
+        app.close().await;
+        if let Err(error) = outcome {
+            eprintln!("{log}");
+            std::panic::resume_unwind(error.into_panic());
+        }
+    }
+
+    pub async fn close(self) {
+        // Ending the session closes the window; then the driver is stopped by Drop.
+        if let Err(e) = self.client.close().await {
+            eprintln!("warning: closing the WebDriver session failed: {e}");
+        }
+    }
+}
+
+/// Waits for an element, failing with what the page showed instead.
+pub async fn wait_for(client: &Client, css: &str) -> fantoccini::elements::Element {
+    match client.wait().at_most(PAGE_TIMEOUT).for_element(Locator::Css(css)).await {
+        Ok(element) => element,
+        Err(e) => {
+            let body = match client.find(Locator::Css("body")).await {
+                Ok(body) => body.text().await.unwrap_or_default(),
+                Err(_) => String::from("(no body)"),
+            };
+            panic!("`{css}` did not appear within {PAGE_TIMEOUT:?} ({e}); the page shows:\n{body}")
+        }
+    }
+}
+
+/// The e2e tests need a display: fail (never skip) without one, saying how to get one.
+fn require_display() {
+    let has = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    assert!(
+        has("DISPLAY") || has("WAYLAND_DISPLAY"),
+        "DISPLAY is not set: the end-to-end tests open the app's window, so they need a display. Run them under Xvfb:\n  \
+         xvfb-run -a -s \"-screen 0 1280x800x24\" cargo test -p zibby-studio --test e2e_app"
+    );
+}
+
+/// Finds a program on PATH, or in cargo's bin folder (where `cargo install` puts it).
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let cargo_bin = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")))
+        .map(|cargo_home| cargo_home.join("bin"));
+    std::env::split_paths(&path)
+        .chain(cargo_bin)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// A running `tauri-driver`; stopped with SIGTERM on drop, so that it stops `WebKitWebDriver` too
+/// (SIGKILL would orphan it, holding its port).
+struct Driver {
+    child: Child,
+    port: u16,
+    log_path: PathBuf,
+    _log_dir: tempfile::TempDir,
+}
+
+impl Driver {
+    fn start() -> Driver {
+        let tauri_driver = find_program("tauri-driver").unwrap_or_else(|| {
+            panic!(
+                "tauri-driver was not found on PATH nor in $CARGO_HOME/bin. Install it with:\n  \
+                 cargo install tauri-driver --locked --version 2.1.0"
+            )
+        });
+        assert!(
+            find_program("WebKitWebDriver").is_some(),
+            "WebKitWebDriver was not found on PATH; tauri-driver needs it. On Debian/Ubuntu:\n  \
+             apt-get install webkit2gtk-driver"
+        );
+        let port = free_port();
+        let native_port = free_port();
+        let log_dir = tempfile::tempdir().expect("create a temp folder for the driver log");
+        let log_path = log_dir.path().join("driver.log");
+        let log = File::create(&log_path).expect("create the driver log");
+        let child = Command::new(&tauri_driver)
+            .args(["--port", &port.to_string(), "--native-port", &native_port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone the log handle"))
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", tauri_driver.display()));
+        let mut driver = Driver {
+            child,
+            port,
+            log_path,
+            _log_dir: log_dir,
+        };
+        driver.wait_until_listening();
+        driver
+    }
+
+    fn wait_until_listening(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "tauri-driver exited ({status}) before accepting connections\n{}",
+                    self.log()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "tauri-driver did not listen on port {} within 10 s\n{}",
+                self.port,
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// What tauri-driver, WebKitWebDriver and the app printed so far.
+    fn log(&self) -> String {
+        let mut text = String::new();
+        if let Ok(mut file) = File::open(&self.log_path) {
+            let _ = file.read_to_string(&mut text);
+        }
+        format!("--- tauri-driver / WebKitWebDriver / app output ---\n{text}--- end ---")
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("warning: tauri-driver ignored SIGTERM for 5 s; killing it (WebKitWebDriver may be orphaned)");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("bind a free local port")
+}
