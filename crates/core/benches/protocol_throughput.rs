@@ -5,8 +5,10 @@
 
 use std::io::Write;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
+mod common;
+
+use common::best_of;
 use studio_core::protocol::{EventKind, Stream, StreamReader};
 use studio_core::timeline::TimelineFold;
 
@@ -73,18 +75,6 @@ fn synthetic_stream(target_bytes: usize) -> Vec<u8> {
         line += 1;
     }
     out
-}
-
-fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
-    let mut best = Duration::MAX;
-    let mut last = None;
-    for _ in 0..runs {
-        let start = Instant::now();
-        let value = f();
-        best = best.min(start.elapsed());
-        last = Some(value);
-    }
-    (best, last.unwrap())
 }
 
 fn main() {

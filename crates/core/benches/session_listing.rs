@@ -3,46 +3,14 @@
 //!
 //! `cargo bench -p studio-core --bench session_listing` (set `BENCH_SESSIONS` for another count).
 
-use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
 use studio_core::Workspace;
 
-/// Engine-layout sessions: `.session-info.json` and three node folders with their raw output.
-fn generate(root: &Path, count: usize) {
-    let sessions = root.join(".zibby/output/sessions");
-    for i in 0..count {
-        let id = format!("{}_{:04}", 1_795_000_000_000u64 + i as u64 * 1000, i % 10_000);
-        let dir = sessions.join(&id);
-        for node in ["plan", "act", "report"] {
-            std::fs::create_dir_all(dir.join(node)).unwrap();
-            std::fs::write(
-                dir.join(node).join("raw_stream_output.txt"),
-                format!("{node} output of {id}\n"),
-            )
-            .unwrap();
-        }
-        let info = format!(
-            r#"{{"sessionPath":"{}","sessionTimestamp":{},"currentNode":"report","createdAt":"2026-11-29T12:00:00.000Z","config":{{}}}}"#,
-            dir.display(),
-            1_795_000_000_000u64 + i as u64 * 1000
-        );
-        std::fs::write(dir.join(".session-info.json"), info).unwrap();
-    }
-}
+mod common;
 
-fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
-    let mut best = Duration::MAX;
-    let mut last = None;
-    for _ in 0..runs {
-        let start = Instant::now();
-        let value = f();
-        best = best.min(start.elapsed());
-        last = Some(value);
-    }
-    (best, last.unwrap())
-}
+use common::{best_of, generate_sessions};
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
@@ -53,7 +21,7 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
     let dir = tempfile::tempdir().unwrap();
-    generate(dir.path(), count);
+    generate_sessions(dir.path(), count);
     let sessions_dir = dir.path().join(".zibby/output/sessions");
 
     let (find_time, bytes) = best_of(5, || {

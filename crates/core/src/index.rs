@@ -22,16 +22,24 @@ use crate::session::{
 use crate::status::Status;
 use crate::store::Store;
 
-/// The fingerprint of a session folder: changes whenever its summary may have.
-pub fn fingerprint(folder: &Path) -> Option<String> {
-    let mut print = String::with_capacity(96);
+/// The fingerprint of a session folder: changes whenever its summary may have. Creating or
+/// removing a file changes the folder's own time, so `result.json`, `events.json` and `nodes/`
+/// are looked at only when the previous fingerprint saw them (or there is none).
+pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
+    use std::fmt::Write;
+    let stamp = |m: &fs::Metadata| format!("{}.{}:{}", m.mtime(), m.mtime_nsec(), m.len());
     let dir = fs::metadata(folder).ok()?;
-    print.push_str(&format!("{}.{}", dir.mtime(), dir.mtime_nsec()));
+    let mut print = format!("{}.{}", dir.mtime(), dir.mtime_nsec());
+    let same_folder = previous.is_some_and(|p| p.split('|').next() == Some(print.as_str()));
+    let mut seen = previous.map(|p| p.split('|').skip(1));
     for name in [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, "nodes"] {
-        match fs::metadata(folder.join(name)) {
-            Ok(m) => print.push_str(&format!("|{}.{}:{}", m.mtime(), m.mtime_nsec(), m.len())),
-            Err(_) => print.push_str("|-"),
-        }
+        let was_absent = seen.as_mut().and_then(Iterator::next) == Some("-");
+        let part = if same_folder && was_absent && name != SESSION_INFO_FILE {
+            "-".to_owned()
+        } else {
+            fs::metadata(folder.join(name)).map_or_else(|_| "-".to_owned(), |m| stamp(&m))
+        };
+        let _ = write!(print, "|{part}");
     }
     Some(print)
 }
@@ -68,10 +76,11 @@ pub(crate) fn list(store: &Store, workspace: &Workspace, now: SystemTime) -> Res
 
     let folders = session::session_folders(workspace)?;
     let results = session::in_parallel(&folders, |(path, id)| -> Result<Option<Listed>, Error> {
-        let Some(print) = fingerprint(path) else {
+        let cached_entry = cached.get(id.as_str());
+        let Some(print) = fingerprint(path, cached_entry.map(|c| c.fingerprint.as_str())) else {
             return Ok(None); // deleted since the folder was listed
         };
-        if let Some(entry) = cached.get(id.as_str()) {
+        if let Some(entry) = cached_entry {
             if entry.fingerprint == print {
                 if let Ok(summary) = serde_json::from_str::<SessionSummary>(&entry.summary) {
                     if summary.status != Status::Running {

@@ -35,7 +35,8 @@ const MIGRATIONS: &[&str] = &[
         UNIQUE (session_key, seq)
     );
     CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
+        key INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
         session_key INTEGER NOT NULL REFERENCES sessions(key) ON DELETE CASCADE,
         agent TEXT,
         command TEXT NOT NULL,
@@ -54,14 +55,14 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX runs_running ON runs (status) WHERE status = 'running';
     CREATE TABLE run_output (
         id INTEGER PRIMARY KEY,
-        run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        run_key INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
         seq INTEGER NOT NULL,
         stream TEXT NOT NULL,
         at_ms INTEGER NOT NULL,
         node TEXT,
         text TEXT NOT NULL
     );
-    CREATE UNIQUE INDEX run_output_by_run ON run_output (run_id, seq);
+    CREATE UNIQUE INDEX run_output_by_run ON run_output (run_key, seq);
     CREATE TABLE logs (
         id INTEGER PRIMARY KEY,
         session_key INTEGER NOT NULL REFERENCES sessions(key) ON DELETE CASCADE,

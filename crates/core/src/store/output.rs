@@ -1,6 +1,6 @@
 //! A run's output: append-only lines, written in batches, read in pages.
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
 use super::{search, Store};
@@ -28,6 +28,7 @@ pub struct OutputLine {
 pub struct OutputWriter<'s> {
     store: &'s Store,
     run_id: String,
+    run_key: i64,
     next_seq: i64,
     pending: Vec<OutputLine>,
     pending_bytes: usize,
@@ -35,17 +36,24 @@ pub struct OutputWriter<'s> {
 
 impl<'s> OutputWriter<'s> {
     pub(super) fn new(store: &'s Store, run_id: &str) -> Result<Self, Error> {
+        let run_key: i64 = store
+            .conn()
+            .query_row("SELECT key FROM runs WHERE id = ?1", [run_id], |r| r.get(0))
+            .optional()
+            .map_err(|e| store.sql_error(e))?
+            .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() })?;
         let last: i64 = store
             .conn()
             .query_row(
-                "SELECT COALESCE(MAX(seq), 0) FROM run_output WHERE run_id = ?1",
-                [run_id],
+                "SELECT COALESCE(MAX(seq), 0) FROM run_output WHERE run_key = ?1",
+                [run_key],
                 |r| r.get(0),
             )
             .map_err(|e| store.sql_error(e))?;
         Ok(OutputWriter {
             store,
             run_id: run_id.to_owned(),
+            run_key,
             next_seq: last + 1,
             pending: Vec::new(),
             pending_bytes: 0,
@@ -80,13 +88,13 @@ impl<'s> OutputWriter<'s> {
         {
             let mut insert = tx
                 .prepare_cached(
-                    "INSERT INTO run_output (run_id, seq, stream, at_ms, node, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    "INSERT INTO run_output (run_key, seq, stream, at_ms, node, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 )
                 .map_err(|e| store.sql_error(e))?;
             for line in &self.pending {
                 insert
                     .execute(params![
-                        self.run_id,
+                        self.run_key,
                         line.seq,
                         line.stream.as_str(),
                         line.at_ms as i64,
@@ -117,7 +125,8 @@ pub(super) fn page(store: &Store, run_id: &str, from_seq: i64, limit: usize) -> 
     let mut statement = store
         .conn()
         .prepare_cached(
-            "SELECT seq, stream, at_ms, node, text FROM run_output WHERE run_id = ?1 AND seq >= ?2 ORDER BY seq LIMIT ?3",
+            "SELECT seq, stream, at_ms, node, text FROM run_output
+             WHERE run_key = (SELECT key FROM runs WHERE id = ?1) AND seq >= ?2 ORDER BY seq LIMIT ?3",
         )
         .map_err(|e| store.sql_error(e))?;
     let rows = statement

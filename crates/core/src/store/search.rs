@@ -3,7 +3,7 @@
 //! One contentless FTS table; each row's rowid is `source id * 4 + kind`, so the text is stored
 //! once (in its own table) and a hit leads back to its row.
 
-use rusqlite::{params, Connection, Transaction};
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
 
 use super::Store;
@@ -30,7 +30,7 @@ pub(super) fn index(conn: &Connection, kind: Kind, source_id: i64, text: &str) -
 pub(super) fn unindex_session(tx: &Transaction<'_>, session_key: i64) -> rusqlite::Result<()> {
     tx.execute(
         "DELETE FROM search_text WHERE rowid IN (
-            SELECT o.id * 4 + 0 FROM run_output o JOIN runs r ON r.id = o.run_id WHERE r.session_key = ?1
+            SELECT o.id * 4 + 0 FROM run_output o JOIN runs r ON r.key = o.run_key WHERE r.session_key = ?1
             UNION ALL SELECT id * 4 + 1 FROM messages WHERE session_key = ?1
             UNION ALL SELECT id * 4 + 2 FROM logs WHERE session_key = ?1
             UNION ALL SELECT s.id * 4 + 3 FROM spans s JOIN runs r ON r.id = s.run_id WHERE r.session_key = ?1)",
@@ -62,46 +62,69 @@ fn fts_query(query: &str) -> Option<String> {
     (!terms.is_empty()).then(|| terms.join(" "))
 }
 
+/// Hits newest first: the FTS table is walked in descending rowid order (no ranking of every
+/// match, so a common word costs no more than a rare one), each hit looked up in its own table
+/// and kept when it belongs to the workspace, until `limit` are found.
 pub(super) fn search(store: &Store, workspace: &Workspace, query: &str, limit: usize) -> Result<Vec<SearchHit>, Error> {
     let Some(fts) = fts_query(query) else {
         return Ok(Vec::new());
     };
-    let sql = "
-        WITH hits AS (SELECT rowid, rank FROM search_text WHERE search_text MATCH ?1),
-        ws AS (SELECT id FROM workspaces WHERE root = ?2)
-        SELECT kind, session_id, run_id, node, line, text FROM (
-            SELECT 'output' AS kind, s.session_id, o.run_id, o.node, o.seq AS line, o.text, h.rank
-              FROM hits h JOIN run_output o ON o.id = h.rowid / 4 AND h.rowid % 4 = 0
-              JOIN runs r ON r.id = o.run_id JOIN sessions s ON s.key = r.session_key
-              WHERE s.workspace_id = (SELECT id FROM ws)
-            UNION ALL
-            SELECT 'message', s.session_id, NULL, NULL, m.seq, m.text, h.rank
-              FROM hits h JOIN messages m ON m.id = h.rowid / 4 AND h.rowid % 4 = 1
-              JOIN sessions s ON s.key = m.session_key WHERE s.workspace_id = (SELECT id FROM ws)
-            UNION ALL
-            SELECT 'log', s.session_id, l.run_id, NULL, l.id, l.event || ' ' || l.message, h.rank
-              FROM hits h JOIN logs l ON l.id = h.rowid / 4 AND h.rowid % 4 = 2
-              JOIN sessions s ON s.key = l.session_key WHERE s.workspace_id = (SELECT id FROM ws)
-            UNION ALL
-            SELECT 'node', s.session_id, sp.run_id, sp.name, sp.id, sp.name, h.rank
-              FROM hits h JOIN spans sp ON sp.id = h.rowid / 4 AND h.rowid % 4 = 3
-              JOIN runs r ON r.id = sp.run_id JOIN sessions s ON s.key = r.session_key
-              WHERE s.workspace_id = (SELECT id FROM ws)
-        ) ORDER BY rank LIMIT ?3";
-    let mut statement = store.conn().prepare_cached(sql).map_err(|e| store.sql_error(e))?;
-    let rows = statement
-        .query_map(params![fts, workspace.root().to_string_lossy(), limit as i64], |r| {
-            Ok(SearchHit {
-                kind: r.get(0)?,
-                session_id: r.get(1)?,
-                run_id: r.get(2)?,
-                node: r.get(3)?,
-                line: r.get(4)?,
-                text: r.get(5)?,
+    let conn = store.conn();
+    let sql_error = |e| store.sql_error(e);
+    let Some(workspace_key) = conn
+        .query_row(
+            "SELECT id FROM workspaces WHERE root = ?1",
+            [workspace.root().to_string_lossy()],
+            |r| r.get::<_, i64>(0),
+        )
+        .optional()
+        .map_err(sql_error)?
+    else {
+        return Ok(Vec::new());
+    };
+    let mut matches = conn
+        .prepare_cached("SELECT rowid FROM search_text WHERE search_text MATCH ?1 ORDER BY rowid DESC")
+        .map_err(sql_error)?;
+    let mut rows = matches.query([fts]).map_err(sql_error)?;
+    let mut lookups = [
+        // One per kind, in the order of the kind codes.
+        "SELECT 'output', s.session_id, r.id, o.node, o.seq, o.text FROM run_output o
+           JOIN runs r ON r.key = o.run_key JOIN sessions s ON s.key = r.session_key
+           WHERE o.id = ?1 AND s.workspace_id = ?2",
+        "SELECT 'message', s.session_id, NULL, NULL, m.seq, m.text FROM messages m
+           JOIN sessions s ON s.key = m.session_key WHERE m.id = ?1 AND s.workspace_id = ?2",
+        "SELECT 'log', s.session_id, l.run_id, NULL, l.id, l.event || ' ' || l.message FROM logs l
+           JOIN sessions s ON s.key = l.session_key WHERE l.id = ?1 AND s.workspace_id = ?2",
+        "SELECT 'node', s.session_id, sp.run_id, sp.name, sp.id, sp.name FROM spans sp
+           JOIN runs r ON r.id = sp.run_id JOIN sessions s ON s.key = r.session_key
+           WHERE sp.id = ?1 AND s.workspace_id = ?2",
+    ]
+    .iter()
+    .map(|sql| conn.prepare_cached(sql))
+    .collect::<Result<Vec<_>, _>>()
+    .map_err(sql_error)?;
+    let mut hits = Vec::new();
+    while hits.len() < limit {
+        let Some(row) = rows.next().map_err(sql_error)? else {
+            break;
+        };
+        let rowid: i64 = row.get(0).map_err(sql_error)?;
+        let hit = lookups[(rowid % 4) as usize]
+            .query_row(params![rowid / 4, workspace_key], |r| {
+                Ok(SearchHit {
+                    kind: r.get(0)?,
+                    session_id: r.get(1)?,
+                    run_id: r.get(2)?,
+                    node: r.get(3)?,
+                    line: r.get(4)?,
+                    text: r.get(5)?,
+                })
             })
-        })
-        .map_err(|e| store.sql_error(e))?;
-    rows.collect::<Result<_, _>>().map_err(|e| store.sql_error(e))
+            .optional()
+            .map_err(sql_error)?;
+        hits.extend(hit);
+    }
+    Ok(hits)
 }
 
 #[cfg(test)]

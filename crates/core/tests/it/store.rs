@@ -307,7 +307,7 @@ fn delete_removes_every_row_of_the_session_and_moves_its_folder() {
         ),
         (
             "run_output",
-            "SELECT count(*) FROM run_output WHERE run_id NOT IN (SELECT id FROM runs)",
+            "SELECT count(*) FROM run_output WHERE run_key NOT IN (SELECT key FROM runs)",
         ),
         (
             "spans",
@@ -477,7 +477,7 @@ fn a_writer_killed_mid_output_loses_nothing_it_committed() {
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let stored = count(
         &s.db,
-        &format!("SELECT count(*) FROM run_output WHERE run_id = '{run}'"),
+        &format!("SELECT count(*) FROM run_output WHERE run_key = (SELECT key FROM runs WHERE id = '{run}')"),
     );
     assert!(stored >= committed, "{stored} lines stored, {committed} were committed");
     let last = store.output_page(&run, stored, 1).unwrap();

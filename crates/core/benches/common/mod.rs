@@ -1,0 +1,51 @@
+//! Helpers shared by the benchmarks.
+#![allow(dead_code)] // each bench uses its own part
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Engine-layout sessions: `.session-info.json` and three node folders with their raw output.
+pub fn generate_sessions(root: &Path, count: usize) {
+    let sessions = root.join(".zibby/output/sessions");
+    for i in 0..count {
+        let id = format!("{}_{:04}", 1_795_000_000_000u64 + i as u64 * 1000, i % 10_000);
+        let dir = sessions.join(&id);
+        for node in ["plan", "act", "report"] {
+            std::fs::create_dir_all(dir.join(node)).unwrap();
+            std::fs::write(
+                dir.join(node).join("raw_stream_output.txt"),
+                format!("{node} output of {id}\n"),
+            )
+            .unwrap();
+        }
+        let info = format!(
+            r#"{{"sessionPath":"{}","sessionTimestamp":{},"currentNode":"report","createdAt":"2026-11-29T12:00:00.000Z","config":{{}}}}"#,
+            dir.display(),
+            1_795_000_000_000u64 + i as u64 * 1000
+        );
+        std::fs::write(dir.join(".session-info.json"), info).unwrap();
+        // Sessions of a real workspace are mostly old: quiet, not running.
+        let old = std::time::SystemTime::now() - Duration::from_secs(86_400 + i as u64);
+        for path in [
+            dir.join(".session-info.json"),
+            dir.join("plan"),
+            dir.join("act"),
+            dir.join("report"),
+            dir.clone(),
+        ] {
+            std::fs::File::open(&path).unwrap().set_modified(old).unwrap();
+        }
+    }
+}
+
+pub fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut best = Duration::MAX;
+    let mut last = None;
+    for _ in 0..runs {
+        let start = Instant::now();
+        let value = f();
+        best = best.min(start.elapsed());
+        last = Some(value);
+    }
+    (best, last.unwrap())
+}
