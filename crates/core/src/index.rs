@@ -53,8 +53,8 @@ pub(crate) fn list(store: &Store, workspace: &Workspace, now: SystemTime) -> Res
     let workspace_key = store.workspace_key_for(workspace)?;
     let mut cached: HashMap<String, Cached> = HashMap::new();
     {
-        let mut statement = store
-            .conn()
+        let conn = store.conn();
+        let mut statement = conn
             .prepare_cached("SELECT session_id, fingerprint, summary FROM folder_index WHERE workspace_id = ?1")
             .map_err(|e| store.sql_error(e))?;
         let rows = statement
@@ -99,7 +99,8 @@ pub(crate) fn list(store: &Store, workspace: &Workspace, now: SystemTime) -> Res
         }
     })?;
 
-    let tx = store.write_transaction()?;
+    let conn = store.conn();
+    let tx = store.write_transaction(&conn)?;
     let mut sessions = Vec::with_capacity(results.len());
     {
         let mut upsert = tx

@@ -14,6 +14,7 @@ mod search;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::Serialize;
 
@@ -208,7 +209,9 @@ type SessionFacts = (Option<i64>, Option<String>, Option<String>);
 
 /// The SQLite store.
 pub struct Store {
-    conn: Connection,
+    /// One connection, shared by the threads of a process (runs write from their own threads);
+    /// reentrant so that a method holding it can call another.
+    conn: ReentrantMutex<Connection>,
     location: StoreLocation,
 }
 
@@ -251,11 +254,8 @@ impl Store {
             conn.pragma_update(None, "synchronous", "NORMAL").map_err(sql_error)?;
         }
         conn.pragma_update(None, "foreign_keys", "ON").map_err(sql_error)?;
-        let mut store = Store {
-            conn,
-            location: location.clone(),
-        };
-        migrations::migrate(&mut store.conn).map_err(|e| match e {
+        let mut conn = conn;
+        migrations::migrate(&mut conn).map_err(|e| match e {
             migrations::MigrateError::TooNew { found } => Error::StoreTooNew {
                 path: location.describe(),
                 found,
@@ -263,7 +263,10 @@ impl Store {
             },
             migrations::MigrateError::Sql(source) => sql_error(source),
         })?;
-        Ok(store)
+        Ok(Store {
+            conn: ReentrantMutex::new(conn),
+            location: location.clone(),
+        })
     }
 
     pub fn location(&self) -> &StoreLocation {
@@ -279,67 +282,65 @@ impl Store {
 
     /// The key of a workspace, created on first use.
     fn workspace_key(&self, workspace: &Workspace) -> Result<i64, Error> {
+        let conn = self.conn();
         let root = workspace.root().to_string_lossy();
-        self.conn
-            .execute(
-                "INSERT INTO workspaces (root) VALUES (?1) ON CONFLICT (root) DO NOTHING",
-                [&root],
-            )
-            .map_err(|e| self.err(e))?;
-        self.conn
-            .query_row("SELECT id FROM workspaces WHERE root = ?1", [&root], |r| r.get(0))
+        conn.execute(
+            "INSERT INTO workspaces (root) VALUES (?1) ON CONFLICT (root) DO NOTHING",
+            [&root],
+        )
+        .map_err(|e| self.err(e))?;
+        conn.query_row("SELECT id FROM workspaces WHERE root = ?1", [&root], |r| r.get(0))
             .map_err(|e| self.err(e))
     }
 
     /// The key of a session row, created on first use.
     fn session_key(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<i64, Error> {
+        let conn = self.conn();
         let workspace_key = self.workspace_key(workspace)?;
         let now = millis(now);
-        self.conn
-            .execute(
-                "INSERT INTO sessions (workspace_id, session_id, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+        conn.execute(
+            "INSERT INTO sessions (workspace_id, session_id, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
                  ON CONFLICT (workspace_id, session_id) DO NOTHING",
-                params![workspace_key, id.as_str(), now],
-            )
-            .map_err(|e| self.err(e))?;
-        self.conn
-            .query_row(
-                "SELECT key FROM sessions WHERE workspace_id = ?1 AND session_id = ?2",
-                params![workspace_key, id.as_str()],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.err(e))
+            params![workspace_key, id.as_str(), now],
+        )
+        .map_err(|e| self.err(e))?;
+        conn.query_row(
+            "SELECT key FROM sessions WHERE workspace_id = ?1 AND session_id = ?2",
+            params![workspace_key, id.as_str()],
+            |r| r.get(0),
+        )
+        .map_err(|e| self.err(e))
     }
 
     fn existing_session_key(&self, workspace: &Workspace, id: &SessionId) -> Result<Option<i64>, Error> {
-        self.conn
-            .query_row(
-                "SELECT s.key FROM sessions s JOIN workspaces w ON w.id = s.workspace_id
+        let conn = self.conn();
+        conn.query_row(
+            "SELECT s.key FROM sessions s JOIN workspaces w ON w.id = s.workspace_id
                  WHERE w.root = ?1 AND s.session_id = ?2",
-                params![workspace.root().to_string_lossy(), id.as_str()],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(|e| self.err(e))
+            params![workspace.root().to_string_lossy(), id.as_str()],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| self.err(e))
     }
 
     // ---- pins ----
 
     pub fn pin(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<(), Error> {
+        let conn = self.conn();
         let key = self.session_key(workspace, id, now)?;
-        self.conn
-            .execute(
-                "UPDATE sessions SET pinned_at = COALESCE(pinned_at, ?2) WHERE key = ?1",
-                params![key, millis(now)],
-            )
-            .map_err(|e| self.err(e))?;
+        conn.execute(
+            "UPDATE sessions SET pinned_at = COALESCE(pinned_at, ?2) WHERE key = ?1",
+            params![key, millis(now)],
+        )
+        .map_err(|e| self.err(e))?;
         Ok(())
     }
 
     pub fn unpin(&self, workspace: &Workspace, id: &SessionId) -> Result<(), Error> {
+        let conn = self.conn();
         if let Some(key) = self.existing_session_key(workspace, id)? {
-            self.conn
-                .execute("UPDATE sessions SET pinned_at = NULL WHERE key = ?1", [key])
+            conn.execute("UPDATE sessions SET pinned_at = NULL WHERE key = ?1", [key])
                 .map_err(|e| self.err(e))?;
         }
         Ok(())
@@ -347,8 +348,8 @@ impl Store {
 
     /// Pinned sessions of a workspace, most recently pinned first.
     pub fn pins(&self, workspace: &Workspace) -> Result<Vec<Pin>, Error> {
-        let mut statement = self
-            .conn
+        let conn = self.conn();
+        let mut statement = conn
             .prepare_cached(
                 "SELECT s.session_id, s.pinned_at FROM sessions s JOIN workspaces w ON w.id = s.workspace_id
                  WHERE w.root = ?1 AND s.pinned_at IS NOT NULL ORDER BY s.pinned_at DESC, s.session_id",
@@ -367,8 +368,8 @@ impl Store {
 
     /// What the studio knows of each session of a workspace, by id.
     fn session_facts(&self, workspace: &Workspace) -> Result<std::collections::HashMap<String, SessionFacts>, Error> {
-        let mut statement = self
-            .conn
+        let conn = self.conn();
+        let mut statement = conn
             .prepare_cached(
                 "SELECT s.session_id, s.pinned_at, COALESCE(s.title, s.agent), s.agent FROM sessions s
                  JOIN workspaces w ON w.id = s.workspace_id WHERE w.root = ?1",
@@ -393,7 +394,8 @@ impl Store {
         now: SystemTime,
     ) -> Result<i64, Error> {
         let key = self.session_key(workspace, id, now)?;
-        let tx = self.write_transaction()?;
+        let conn = self.conn();
+        let tx = self.write_transaction(&conn)?;
         let seq: i64 = tx
             .query_row(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE session_key = ?1",
@@ -420,11 +422,11 @@ impl Store {
     }
 
     pub fn messages(&self, workspace: &Workspace, id: &SessionId) -> Result<Vec<Message>, Error> {
+        let conn = self.conn();
         let Some(key) = self.existing_session_key(workspace, id)? else {
             return Ok(Vec::new());
         };
-        let mut statement = self
-            .conn
+        let mut statement = conn
             .prepare_cached("SELECT seq, role, text, created_at FROM messages WHERE session_key = ?1 ORDER BY seq")
             .map_err(|e| self.err(e))?;
         let rows = statement
@@ -442,16 +444,16 @@ impl Store {
 
     /// The session's title: the beginning of its first prompt, else the agent's name.
     pub fn session_title(&self, workspace: &Workspace, id: &SessionId) -> Result<Option<String>, Error> {
+        let conn = self.conn();
         let Some(key) = self.existing_session_key(workspace, id)? else {
             return Ok(None);
         };
-        self.conn
-            .query_row(
-                "SELECT COALESCE(title, agent) FROM sessions WHERE key = ?1",
-                [key],
-                |r| r.get(0),
-            )
-            .map_err(|e| self.err(e))
+        conn.query_row(
+            "SELECT COALESCE(title, agent) FROM sessions WHERE key = ?1",
+            [key],
+            |r| r.get(0),
+        )
+        .map_err(|e| self.err(e))
     }
 
     // ---- runs ----
@@ -461,7 +463,8 @@ impl Store {
         let key = self.session_key(workspace, run.session, run.started_at)?;
         let id = uuid::Uuid::now_v7().to_string();
         let command = serde_json::to_string(run.command).expect("strings serialise");
-        let tx = self.write_transaction()?;
+        let conn = self.conn();
+        let tx = self.write_transaction(&conn)?;
         tx.execute(
             "INSERT INTO runs (id, session_key, agent, command, status, started_at, replayed_node, owner_pid)
              VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)",
@@ -488,18 +491,18 @@ impl Store {
 
     /// The run's process and process group, recorded while it lives (for stop and recovery).
     pub fn run_set_process(&self, run_id: &str, pid: u32, process_group: u32) -> Result<(), Error> {
-        self.conn
-            .execute(
-                "UPDATE runs SET pid = ?2, pgid = ?3 WHERE id = ?1",
-                params![run_id, pid, process_group],
-            )
-            .map_err(|e| self.err(e))?;
+        let conn = self.conn();
+        conn.execute(
+            "UPDATE runs SET pid = ?2, pgid = ?3 WHERE id = ?1",
+            params![run_id, pid, process_group],
+        )
+        .map_err(|e| self.err(e))?;
         Ok(())
     }
 
     pub fn run_finish(&self, run_id: &str, outcome: &RunOutcome<'_>) -> Result<(), Error> {
-        let changed = self
-            .conn
+        let conn = self.conn();
+        let changed = conn
             .execute(
                 "UPDATE runs SET status = ?2, exit_code = ?3, error = ?4, stopped_by = ?5, ended_at = ?6,
                  pid = NULL, pgid = NULL WHERE id = ?1",
@@ -546,12 +549,13 @@ impl Store {
 
     /// Runs of a workspace (or of one session), newest first.
     pub fn runs(&self, workspace: &Workspace, session: Option<&SessionId>) -> Result<Vec<RunRecord>, Error> {
+        let conn = self.conn();
         let sql = format!(
             "SELECT {} FROM runs r JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
              WHERE w.root = ?1 AND (?2 IS NULL OR s.session_id = ?2) ORDER BY r.started_at DESC, r.id DESC",
             Self::RUN_COLUMNS
         );
-        let mut statement = self.conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
+        let mut statement = conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
         let rows = statement
             .query_map(
                 params![workspace.root().to_string_lossy(), session.map(SessionId::as_str)],
@@ -563,12 +567,12 @@ impl Store {
 
     /// One run by its id, in any workspace.
     pub fn run(&self, run_id: &str) -> Result<RunRecord, Error> {
+        let conn = self.conn();
         let sql = format!(
             "SELECT {} FROM runs r JOIN sessions s ON s.key = r.session_key WHERE r.id = ?1",
             Self::RUN_COLUMNS
         );
-        self.conn
-            .query_row(&sql, [run_id], Self::run_from_row)
+        conn.query_row(&sql, [run_id], Self::run_from_row)
             .optional()
             .map_err(|e| self.err(e))?
             .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() })
@@ -601,7 +605,8 @@ impl Store {
         now: SystemTime,
     ) -> Result<(), Error> {
         let key = self.session_key(workspace, id, now)?;
-        let tx = self.write_transaction()?;
+        let conn = self.conn();
+        let tx = self.write_transaction(&conn)?;
         tx.execute(
             "INSERT INTO logs (session_key, run_id, at, level, event, message, fields) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![key, run_id, millis(now), level.as_str(), event, message, fields.to_string()],
@@ -613,11 +618,11 @@ impl Store {
     }
 
     pub fn logs(&self, workspace: &Workspace, id: &SessionId) -> Result<Vec<LogLine>, Error> {
+        let conn = self.conn();
         let Some(key) = self.existing_session_key(workspace, id)? else {
             return Ok(Vec::new());
         };
-        let mut statement = self
-            .conn
+        let mut statement = conn
             .prepare_cached(
                 "SELECT at, level, event, message, run_id, fields FROM logs WHERE session_key = ?1 ORDER BY id",
             )
@@ -648,33 +653,33 @@ impl Store {
         depth: usize,
         at: SystemTime,
     ) -> Result<i64, Error> {
-        self.conn
-            .execute(
-                "INSERT INTO spans (run_id, parent_id, name, kind, depth, started_at, status)
+        let conn = self.conn();
+        conn.execute(
+            "INSERT INTO spans (run_id, parent_id, name, kind, depth, started_at, status)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running')",
-                params![run_id, parent, name, kind, depth as i64, millis(at)],
-            )
-            .map_err(|e| self.err(e))?;
-        let span_id = self.conn.last_insert_rowid();
+            params![run_id, parent, name, kind, depth as i64, millis(at)],
+        )
+        .map_err(|e| self.err(e))?;
+        let span_id = conn.last_insert_rowid();
         if kind == "node" {
-            search::index(&self.conn, search::Kind::Node, span_id, name).map_err(|e| self.err(e))?;
+            search::index(&conn, search::Kind::Node, span_id, name).map_err(|e| self.err(e))?;
         }
         Ok(span_id)
     }
 
     pub fn span_end(&self, span_id: i64, status: Status, at: SystemTime) -> Result<(), Error> {
-        self.conn
-            .execute(
-                "UPDATE spans SET status = ?2, ended_at = ?3 WHERE id = ?1",
-                params![span_id, status.as_str(), millis(at)],
-            )
-            .map_err(|e| self.err(e))?;
+        let conn = self.conn();
+        conn.execute(
+            "UPDATE spans SET status = ?2, ended_at = ?3 WHERE id = ?1",
+            params![span_id, status.as_str(), millis(at)],
+        )
+        .map_err(|e| self.err(e))?;
         Ok(())
     }
 
     pub fn spans(&self, run_id: &str) -> Result<Vec<Span>, Error> {
-        let mut statement = self
-            .conn
+        let conn = self.conn();
+        let mut statement = conn
             .prepare_cached(
                 "SELECT id, parent_id, run_id, name, kind, depth, started_at, ended_at, status FROM spans
                  WHERE run_id = ?1 ORDER BY id",
@@ -724,7 +729,8 @@ impl Store {
                 sessions_dir: workspace.sessions_dir(),
             });
         }
-        let tx = self.write_transaction()?;
+        let conn = self.conn();
+        let tx = self.write_transaction(&conn)?;
         if let Some(key) = key {
             let live: Option<String> = tx
                 .query_row(
@@ -767,8 +773,8 @@ impl Store {
         is_group_alive: impl Fn(u32) -> bool,
         now: SystemTime,
     ) -> Result<Vec<Recovered>, Error> {
-        let mut statement = self
-            .conn
+        let conn = self.conn();
+        let mut statement = conn
             .prepare(
                 "SELECT r.id, s.session_id, w.root, r.pgid, r.owner_pid FROM runs r
                  JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
@@ -791,8 +797,7 @@ impl Store {
             let workspace = Workspace::from_canonical_root(PathBuf::from(&root));
             let id = SessionId::parse(&session_id)?;
             if group_alive {
-                self.conn
-                    .execute("UPDATE runs SET owner_pid = NULL WHERE id = ?1", [&run_id])
+                conn.execute("UPDATE runs SET owner_pid = NULL WHERE id = ?1", [&run_id])
                     .map_err(|e| self.err(e))?;
                 recovered.push(Recovered {
                     run_id,
@@ -801,19 +806,17 @@ impl Store {
                 });
                 continue;
             }
-            self.conn
-                .execute(
-                    "UPDATE runs SET status = 'interrupted', ended_at = ?2, pid = NULL, pgid = NULL, owner_pid = NULL,
+            conn.execute(
+                "UPDATE runs SET status = 'interrupted', ended_at = ?2, pid = NULL, pgid = NULL, owner_pid = NULL,
                      error = 'the studio that ran it stopped, and so did its processes' WHERE id = ?1",
-                    params![run_id, millis(now)],
-                )
-                .map_err(|e| self.err(e))?;
-            self.conn
-                .execute(
-                    "UPDATE spans SET status = 'interrupted', ended_at = ?2 WHERE run_id = ?1 AND ended_at IS NULL",
-                    params![run_id, millis(now)],
-                )
-                .map_err(|e| self.err(e))?;
+                params![run_id, millis(now)],
+            )
+            .map_err(|e| self.err(e))?;
+            conn.execute(
+                "UPDATE spans SET status = 'interrupted', ended_at = ?2 WHERE run_id = ?1 AND ended_at IS NULL",
+                params![run_id, millis(now)],
+            )
+            .map_err(|e| self.err(e))?;
             self.log(
                 &workspace,
                 &id,
@@ -871,13 +874,13 @@ impl Store {
 
     /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`), so that it waits
     /// for another writer (the app, a `zstudio` command) instead of failing on a stale read.
-    pub(crate) fn write_transaction(&self) -> Result<rusqlite::Transaction<'_>, Error> {
-        rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)
-            .map_err(|e| self.err(e))
+    pub(crate) fn write_transaction<'c>(&self, conn: &'c Connection) -> Result<rusqlite::Transaction<'c>, Error> {
+        rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate).map_err(|e| self.err(e))
     }
 
-    pub(crate) fn conn(&self) -> &Connection {
-        &self.conn
+    /// The connection, locked for this thread until the guard drops.
+    pub(crate) fn conn(&self) -> ReentrantMutexGuard<'_, Connection> {
+        self.conn.lock()
     }
 
     pub(crate) fn workspace_key_for(&self, workspace: &Workspace) -> Result<i64, Error> {

@@ -84,7 +84,8 @@ impl<'s> OutputWriter<'s> {
             return Ok(());
         }
         let store = self.store;
-        let tx = store.write_transaction()?;
+        let conn = store.conn();
+        let tx = store.write_transaction(&conn)?;
         {
             let mut insert = tx
                 .prepare_cached(
@@ -122,8 +123,8 @@ impl Drop for OutputWriter<'_> {
 }
 
 pub(super) fn page(store: &Store, run_id: &str, from_seq: i64, limit: usize) -> Result<Vec<OutputLine>, Error> {
-    let mut statement = store
-        .conn()
+    let conn = store.conn();
+    let mut statement = conn
         .prepare_cached(
             "SELECT seq, stream, at_ms, node, text FROM run_output
              WHERE run_key = (SELECT key FROM runs WHERE id = ?1) AND seq >= ?2 ORDER BY seq LIMIT ?3",
