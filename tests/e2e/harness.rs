@@ -18,8 +18,18 @@ pub fn repo_root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Where screenshots go (gitignored), so a person can look at what the test saw.
-pub fn save_screenshot(png: &[u8], name: &str) -> PathBuf {
+/// Saves a PNG of the window to `e2e-screenshots/<name>` (gitignored), so a person can look at what
+/// the test saw.
+pub async fn screenshot(client: &Client, name: &str) -> PathBuf {
+    // Let the page paint what the test just read first: without this, WebKit's snapshot sometimes
+    // shows an older frame.
+    let after_two_frames = "const done = arguments[arguments.length - 1]; \
+                            requestAnimationFrame(() => requestAnimationFrame(() => done()));";
+    client
+        .execute_async(after_two_frames, Vec::new())
+        .await
+        .expect("wait for the page to paint");
+    let png = client.screenshot().await.expect("take a screenshot");
     let dir = repo_root().join("e2e-screenshots");
     fs::create_dir_all(&dir).expect("create e2e-screenshots/");
     let path = dir.join(name);

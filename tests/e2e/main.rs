@@ -13,7 +13,7 @@ mod harness;
 use std::time::Duration;
 
 use fantoccini::{Client, Locator};
-use harness::{save_screenshot, wait_for, App, CapturedSession, Workspace};
+use harness::{screenshot, wait_for, App, CapturedSession, Workspace};
 
 const PIPELINE: CapturedSession = CapturedSession {
     capture: "head-bb10e85-02-pipeline-markers",
@@ -99,8 +99,7 @@ async fn the_window_lists_the_sessions_of_the_workspace() {
             "the last update is relative to now"
         );
 
-        let png = client.screenshot().await.expect("take a screenshot");
-        let path = save_screenshot(&png, "sessions.png");
+        let path = screenshot(&client, "sessions.png").await;
         eprintln!("screenshot: {}", path.display());
     })
     .await;
@@ -123,8 +122,7 @@ async fn an_empty_workspace_says_how_to_get_sessions() {
             "no empty table is shown"
         );
 
-        let png = client.screenshot().await.expect("take a screenshot");
-        save_screenshot(&png, "empty.png");
+        screenshot(&client, "empty.png").await;
     })
     .await;
 }
@@ -148,8 +146,7 @@ async fn a_missing_workspace_shows_the_error_in_the_window() {
             "the message names the missing folder: {message}"
         );
 
-        let png = client.screenshot().await.expect("take a screenshot");
-        save_screenshot(&png, "error.png");
+        screenshot(&client, "error.png").await;
     })
     .await;
 }

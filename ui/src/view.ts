@@ -62,7 +62,10 @@ function header(state: ViewState, actions: Actions): HTMLElement {
     case "ok":
       where = el(
         "span",
-        { class: "workspace-box", title: `Sessions folder: ${state.workspace.value.sessions_dir}` },
+        {
+          class: "workspace-box",
+          title: `${state.workspace.value.root}\nSessions folder: ${state.workspace.value.sessions_dir}`,
+        },
         el("code", { class: "workspace-path" }, state.workspace.value.root),
       );
       break;
