@@ -473,12 +473,18 @@ fn parse_stdin(stderr: Option<&[u8]>, exit_code: Option<i32>) -> anyhow::Result<
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => anyhow::bail!("cannot read standard input: {e}"),
         };
-        reader.push(Stream::Stdout, &buffer[..n], 0, &mut |e| fold.apply(&e));
+        reader.push(Stream::Stdout, &buffer[..n], 0, &mut |e| {
+            fold.apply(&e);
+        });
     }
     if let Some(stderr) = stderr {
-        reader.push(Stream::Stderr, stderr, 0, &mut |e| fold.apply(&e));
+        reader.push(Stream::Stderr, stderr, 0, &mut |e| {
+            fold.apply(&e);
+        });
     }
-    reader.finish(0, &mut |e| fold.apply(&e));
+    reader.finish(0, &mut |e| {
+        fold.apply(&e);
+    });
     Ok(fold.timeline(exit_code.map(|status| RunEnd {
         exit: Exit::from_shell_status(status),
         signalled_by_studio: false,

@@ -28,6 +28,17 @@ pub enum Error {
     SessionLive { id: String, run_id: String },
     #[error("cannot move {path} to the trash: {reason}")]
     Trash { path: PathBuf, reason: String },
+    #[error("{path}:{line}: {field}: {message}")]
+    AgentsFile {
+        path: PathBuf,
+        line: usize,
+        field: String,
+        message: String,
+    },
+    #[error("no agent `{name}` in {path}")]
+    AgentNotFound { name: String, path: PathBuf },
+    #[error("no live run `{id}`")]
+    RunNotLive { id: String },
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -58,6 +69,9 @@ impl Error {
             Error::RunNotFound { .. } => "run_not_found",
             Error::SessionLive { .. } => "session_live",
             Error::Trash { .. } => "trash",
+            Error::AgentsFile { .. } => "agents_file",
+            Error::AgentNotFound { .. } => "agent_not_found",
+            Error::RunNotLive { .. } => "run_not_live",
         }
     }
 }

@@ -5,11 +5,13 @@
 //! - [`session`]: session folders on disk, one at a time or a whole workspace.
 //! - [`id`], [`status`], [`error`]: the shared vocabulary.
 
+pub mod agents;
 pub mod error;
 pub mod id;
 pub mod index;
 pub mod process;
 pub mod protocol;
+pub mod runner;
 pub mod session;
 pub mod status;
 pub mod store;

@@ -85,6 +85,17 @@ enum Outcome {
     Failed,
 }
 
+/// What an event changed in the timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// A node execution began (its index in the timeline's nodes).
+    NodeBegan(usize),
+    /// A node execution ended.
+    NodeEnded(usize),
+    /// Nothing a subscriber needs to hear of (a retry, a doubled end, an output line).
+    Nothing,
+}
+
 /// Folds events into a [`RunTimeline`]; feed it every event in arrival order.
 #[derive(Debug, Default)]
 pub struct TimelineFold {
@@ -105,10 +116,10 @@ impl TimelineFold {
         Self::default()
     }
 
-    pub fn apply(&mut self, event: &Event<'_>) {
+    pub fn apply(&mut self, event: &Event<'_>) -> Applied {
         match &event.kind {
-            EventKind::NodeBegin { node, bars } => self.begin(node, *bars, event.at_ms),
-            EventKind::NodeEnd { node, .. } => self.end(node, event.at_ms),
+            EventKind::NodeBegin { node, bars } => return self.begin(node, *bars, event.at_ms),
+            EventKind::NodeEnd { node, .. } => return self.end(node, event.at_ms),
             EventKind::NodeDone { took } => self.pending = Some((Outcome::Done, took.clone())),
             EventKind::NodeFailed { took } => self.pending = Some((Outcome::Failed, took.clone())),
             EventKind::Session { id } => {
@@ -121,15 +132,32 @@ impl TimelineFold {
             EventKind::Output if event.stream == Stream::Stderr => self.stderr_line(&event.text),
             EventKind::Output => {}
         }
+        Applied::Nothing
     }
 
-    fn begin(&mut self, name: &str, bars: usize, at_ms: u64) {
+    /// A node execution, by its index.
+    pub fn node(&self, index: usize) -> Option<&NodeRun> {
+        self.nodes.get(index)
+    }
+
+    /// The execution a node ran inside (its index), for one that is still open or just ended.
+    pub fn parent_of(&self, index: usize) -> Option<usize> {
+        let depth = self.nodes.get(index)?.depth;
+        (0..index).rev().find(|&i| self.nodes[i].depth + 1 == depth)
+    }
+
+    /// The innermost node running now.
+    pub fn current_node(&self) -> Option<&str> {
+        self.open.last().map(|&i| self.nodes[i].name.as_str())
+    }
+
+    fn begin(&mut self, name: &str, bars: usize, at_ms: u64) -> Applied {
         self.pending = None;
         if let Some(&top) = self.open.last() {
             let node = &mut self.nodes[top];
             if node.name == name && node.bars == bars {
                 node.attempts += 1;
-                return;
+                return Applied::Nothing;
             }
         }
         self.open.push(self.nodes.len());
@@ -143,9 +171,10 @@ impl TimelineFold {
             took: None,
             bars,
         });
+        Applied::NodeBegan(self.nodes.len() - 1)
     }
 
-    fn end(&mut self, name: &str, at_ms: u64) {
+    fn end(&mut self, name: &str, at_ms: u64) -> Applied {
         let pending = self.pending.take();
         let Some(position) = self.open.iter().rposition(|&i| self.nodes[i].name == name) else {
             // A failing node ends twice; the second end confirms the failure of the node just closed.
@@ -156,7 +185,7 @@ impl TimelineFold {
                     node.took = took.or(node.took.take());
                 }
             }
-            return;
+            return Applied::Nothing;
         };
         // Inner executions that never ended end with their parent.
         for inner in self.open.drain(position + 1..) {
@@ -179,6 +208,7 @@ impl TimelineFold {
             None => node.status = Status::Success,
         }
         self.last_closed = Some(index);
+        Applied::NodeEnded(index)
     }
 
     fn stderr_line(&mut self, text: &str) {

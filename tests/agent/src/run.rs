@@ -26,6 +26,18 @@ struct Options {
     lines: usize,
     prompt: String,
     documented: bool,
+    /// Start a process that ignores SIGTERM and holds stdout open (a runaway tool).
+    grandchild: bool,
+    /// Print this many MB of output lines inside the first node, as fast as possible.
+    flood_mb: usize,
+    /// Print one line of this many MB inside the first node.
+    long_line_mb: usize,
+    /// Print raw bytes that are not UTF-8 inside the first node.
+    binary: bool,
+    /// End stdout without a final newline.
+    no_final_newline: bool,
+    /// Wait this long after printing the session line, before the first node.
+    wait_before: Duration,
 }
 
 fn parse_nodes(spec: &str) -> Result<Vec<Node>, String> {
@@ -63,6 +75,12 @@ fn parse(args: &[String]) -> Result<Options, String> {
         lines: 2,
         prompt: std::env::var("ZIBBY_STUDIO_PROMPT").unwrap_or_default(),
         documented: false,
+        grandchild: false,
+        flood_mb: 0,
+        long_line_mb: 0,
+        binary: false,
+        no_final_newline: false,
+        wait_before: Duration::ZERO,
     };
     let mut i = 0;
     while i < args.len() {
@@ -71,6 +89,22 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--fail" => options.fail = Some(value_of(args, &mut i, "--fail")?.to_owned()),
             "--stop-after" => options.stop_after = Some(value_of(args, &mut i, "--stop-after")?.to_owned()),
             "--ignore-stop" => options.ignore_stop = true,
+            "--spawn-grandchild" => options.grandchild = true,
+            "--binary" => options.binary = true,
+            "--wait-before-ms" => {
+                let ms = value_of(args, &mut i, "--wait-before-ms")?;
+                options.wait_before =
+                    Duration::from_millis(ms.parse().map_err(|_| format!("--wait-before-ms: `{ms}`"))?);
+            }
+            "--no-final-newline" => options.no_final_newline = true,
+            "--flood-mb" => {
+                let n = value_of(args, &mut i, "--flood-mb")?;
+                options.flood_mb = n.parse().map_err(|_| format!("--flood-mb: `{n}`"))?;
+            }
+            "--long-line-mb" => {
+                let n = value_of(args, &mut i, "--long-line-mb")?;
+                options.long_line_mb = n.parse().map_err(|_| format!("--long-line-mb: `{n}`"))?;
+            }
             "--linger-ms" => {
                 let ms = value_of(args, &mut i, "--linger-ms")?;
                 options.linger = Duration::from_millis(ms.parse().map_err(|_| format!("--linger-ms: `{ms}`"))?);
@@ -180,6 +214,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         markers: flag("ZIBBY_EMIT_GRAPH_MARKERS") || flag("ZIBBY_WORKFLOW_GRAPH_LOG_MARKERS"),
     };
     printer.line(1, &format!(" ◆ Session {id}"));
+    std::thread::sleep(options.wait_before);
     let mut events = Vec::new();
     let mut executed = Vec::new();
     let mut open: Vec<(usize, Instant)> = Vec::new();
@@ -231,8 +266,8 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         printer.line(0, &format!("┌ {}", node.name));
         printer.line(0, &format!("◆ node: {}", node.name));
         events.push(json!({"type": "node_start", "node": node.name, "timestamp": humantime_now()}));
-        if index == 0 && !options.prompt.is_empty() {
-            printer.line(1, &format!("prompt: {}", options.prompt));
+        if index == 0 {
+            first_node_extras(&printer, &options)?;
         }
         let started = Instant::now();
         let slice = Duration::from_millis(node.millis) / (options.lines as u32 + 1);
@@ -258,7 +293,13 @@ pub fn main(args: &[String]) -> Result<u8, String> {
     close_nodes(&mut open, 0, &options.nodes, &mut printer, &session, &mut events)?;
     printer.line(0, "");
     let result = json!({"success": true, "executed": executed, "prompt": options.prompt});
-    printer.line(0, &format!("RESULT {result}"));
+    if options.no_final_newline {
+        let mut out = std::io::stdout().lock();
+        let _ = write!(out, "RESULT {result}");
+        let _ = out.flush();
+    } else {
+        printer.line(0, &format!("RESULT {result}"));
+    }
     if options.documented {
         write_file(
             &session.join("result.json"),
@@ -267,6 +308,55 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         write_events(&session, &events)?;
     }
     Ok(0)
+}
+
+/// What the first node prints besides its progress: the prompt, the conversation so far, and
+/// whatever hostile output the options ask for.
+fn first_node_extras(printer: &Printer, options: &Options) -> Result<(), String> {
+    if !options.prompt.is_empty() {
+        printer.line(1, &format!("prompt: {}", options.prompt));
+    }
+    if let Ok(path) = std::env::var("ZIBBY_STUDIO_MESSAGES") {
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;
+        let messages: Vec<serde_json::Value> =
+            serde_json::from_str(&text).map_err(|e| format!("{path}: not a JSON array of messages: {e}"))?;
+        let last = messages.last().and_then(|m| m["text"].as_str()).unwrap_or("-");
+        printer.line(1, &format!("earlier messages: {} (last: {last})", messages.len()));
+    }
+    let mut out = std::io::stdout().lock();
+    if options.grandchild {
+        // The shell ignores SIGTERM, and so does the sleep it becomes; it inherits stdout.
+        let child = std::process::Command::new("sh")
+            .args(["-c", "trap '' TERM; exec sleep 600"])
+            .spawn()
+            .map_err(|e| format!("cannot start the grandchild: {e}"))?;
+        let _ = writeln!(out, "│ grandchild pid {}", child.id());
+    }
+    if options.flood_mb > 0 {
+        let line = format!("│ {}\n", "flood ".repeat(16));
+        let count = options.flood_mb * 1_000_000 / line.len();
+        let mut buffer = String::with_capacity(64 * 1024);
+        for _ in 0..count {
+            buffer.push_str(&line);
+            if buffer.len() >= 60 * 1024 {
+                out.write_all(buffer.as_bytes()).map_err(|e| e.to_string())?;
+                buffer.clear();
+            }
+        }
+        out.write_all(buffer.as_bytes()).map_err(|e| e.to_string())?;
+        let _ = writeln!(out, "│ flood done: {count} lines");
+    }
+    if options.long_line_mb > 0 {
+        let mut line = vec![b'L'; options.long_line_mb * 1_000_000];
+        line.push(b'\n');
+        out.write_all(&line).map_err(|e| e.to_string())?;
+    }
+    if options.binary {
+        out.write_all(b"\x00\xff\xfe binary \x80\x81 output \xc3\x28 end\n")
+            .map_err(|e| e.to_string())?;
+    }
+    let _ = out.flush();
+    Ok(())
 }
 
 fn close_nodes(

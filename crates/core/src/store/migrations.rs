@@ -49,6 +49,8 @@ const MIGRATIONS: &[&str] = &[
         exit_code INTEGER,
         error TEXT,
         stopped_by TEXT,
+        -- A stop asked for by another studio process: graceful or forced.
+        stop_requested TEXT,
         replayed_node TEXT
     );
     CREATE INDEX runs_by_session ON runs (session_key, started_at);

@@ -90,6 +90,8 @@ pub struct RunRecord {
     pub exit_code: Option<i64>,
     pub error: Option<String>,
     pub stopped_by: Option<String>,
+    /// A stop asked for by another studio process (`graceful` or `forced`).
+    pub stop_requested: Option<String>,
     pub replayed_node: Option<String>,
 }
 
@@ -500,6 +502,17 @@ impl Store {
         Ok(())
     }
 
+    /// Records that another studio process asked the run to stop (`graceful` or `forced`).
+    pub fn run_request_stop(&self, run_id: &str, how: &str) -> Result<(), Error> {
+        let conn = self.conn();
+        conn.execute(
+            "UPDATE runs SET stop_requested = ?2 WHERE id = ?1",
+            params![run_id, how],
+        )
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     pub fn run_finish(&self, run_id: &str, outcome: &RunOutcome<'_>) -> Result<(), Error> {
         let conn = self.conn();
         let changed = conn
@@ -523,7 +536,7 @@ impl Store {
     }
 
     const RUN_COLUMNS: &'static str = "r.id, s.session_id, r.agent, r.command, r.pid, r.pgid, r.status, r.started_at,
-        r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid";
+        r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid, r.stop_requested";
 
     fn run_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         let command: String = row.get(3)?;
@@ -543,6 +556,7 @@ impl Store {
             exit_code: row.get(9)?,
             error: row.get(10)?,
             stopped_by: row.get(11)?,
+            stop_requested: row.get(14)?,
             replayed_node: row.get(12)?,
         })
     }
@@ -776,19 +790,21 @@ impl Store {
         let conn = self.conn();
         let mut statement = conn
             .prepare(
-                "SELECT r.id, s.session_id, w.root, r.pgid, r.owner_pid FROM runs r
+                "SELECT r.id, s.session_id, w.root, r.pgid, r.owner_pid, r.stop_requested FROM runs r
                  JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
                  WHERE r.status = 'running'",
             )
             .map_err(|e| self.err(e))?;
-        type Row = (String, String, String, Option<i64>, Option<i64>);
+        type Row = (String, String, String, Option<i64>, Option<i64>, Option<String>);
         let rows: Vec<Row> = statement
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+            .query_map([], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+            })
             .map_err(|e| self.err(e))?
             .collect::<Result<_, _>>()
             .map_err(|e| self.err(e))?;
         let mut recovered = Vec::new();
-        for (run_id, session_id, root, pgid, owner) in rows {
+        for (run_id, session_id, root, pgid, owner, stop_requested) in rows {
             let owner_alive = owner.is_some_and(|pid| pid as u32 == std::process::id() || is_alive(pid as u32));
             if owner_alive {
                 continue;
@@ -806,15 +822,30 @@ impl Store {
                 });
                 continue;
             }
+            // A run someone asked to stop, whose processes are gone, was cancelled.
+            let (status, event, message) = match &stop_requested {
+                Some(_) => (
+                    Status::Cancelled,
+                    "run.cancelled",
+                    "The run was stopped; the studio process that supervised it had ended.",
+                ),
+                None => (
+                    Status::Interrupted,
+                    "run.interrupted",
+                    "The studio process that supervised this run ended, and the run's processes are gone.",
+                ),
+            };
             conn.execute(
-                "UPDATE runs SET status = 'interrupted', ended_at = ?2, pid = NULL, pgid = NULL, owner_pid = NULL,
-                     error = 'the studio that ran it stopped, and so did its processes' WHERE id = ?1",
-                params![run_id, millis(now)],
+                "UPDATE runs SET status = ?3, ended_at = ?2, pid = NULL, pgid = NULL, owner_pid = NULL,
+                 stopped_by = stop_requested,
+                 error = CASE WHEN ?3 = 'interrupted' THEN 'the studio that ran it stopped, and so did its processes' END
+                 WHERE id = ?1",
+                params![run_id, millis(now), status.as_str()],
             )
             .map_err(|e| self.err(e))?;
             conn.execute(
-                "UPDATE spans SET status = 'interrupted', ended_at = ?2 WHERE run_id = ?1 AND ended_at IS NULL",
-                params![run_id, millis(now)],
+                "UPDATE spans SET status = ?3, ended_at = ?2 WHERE run_id = ?1 AND ended_at IS NULL",
+                params![run_id, millis(now), status.as_str()],
             )
             .map_err(|e| self.err(e))?;
             self.log(
@@ -822,15 +853,15 @@ impl Store {
                 &id,
                 Some(&run_id),
                 Level::Warn,
-                "run.interrupted",
-                "The studio process that supervised this run ended, and the run's processes are gone.",
-                serde_json::json!({ "process_group": pgid }),
+                event,
+                message,
+                serde_json::json!({ "process_group": pgid, "stopped_by": stop_requested }),
                 now,
             )?;
             recovered.push(Recovered {
                 run_id,
                 session_id,
-                status: Status::Interrupted,
+                status,
             });
         }
         Ok(recovered)

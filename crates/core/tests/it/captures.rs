@@ -184,9 +184,13 @@ fn captures_fed_as_they_arrived_give_the_same_timeline_with_arrival_times() {
         let mut last_ms = 0;
         for (t, stream, bytes) in chunks(name) {
             last_ms = (t * 1000.0) as u64;
-            reader.push(stream, &bytes, last_ms, &mut |e| fold.apply(&e));
+            reader.push(stream, &bytes, last_ms, &mut |e| {
+                fold.apply(&e);
+            });
         }
-        reader.finish(last_ms, &mut |e| fold.apply(&e));
+        reader.finish(last_ms, &mut |e| {
+            fold.apply(&e);
+        });
         let timeline = fold.timeline(Some(end_of(name)));
         assert_eq!(timeline.status, status, "{name}");
         assert_eq!(nodes(&timeline), expected_nodes, "{name}");
@@ -195,7 +199,9 @@ fn captures_fed_as_they_arrived_give_the_same_timeline_with_arrival_times() {
     let mut reader = StreamReader::new();
     let mut fold = TimelineFold::new();
     for (t, stream, bytes) in chunks("head-bb10e85-90-slow-complete") {
-        reader.push(stream, &bytes, (t * 1000.0) as u64, &mut |e| fold.apply(&e));
+        reader.push(stream, &bytes, (t * 1000.0) as u64, &mut |e| {
+            fold.apply(&e);
+        });
     }
     let timeline = fold.timeline(None);
     let fetch = &timeline.nodes[0];
@@ -223,10 +229,14 @@ fn captures_fed_in_random_chunk_sizes_give_the_same_timeline() {
                 let n = rng.random_range(1..=max).min(rest.len());
                 let (chunk, tail) = rest.split_at(n);
                 let stream = if pick_stdout { Stream::Stdout } else { Stream::Stderr };
-                reader.push(stream, chunk, 0, &mut |e| fold.apply(&e));
+                reader.push(stream, chunk, 0, &mut |e| {
+                    fold.apply(&e);
+                });
                 *rest = tail;
             }
-            reader.finish(0, &mut |e| fold.apply(&e));
+            reader.finish(0, &mut |e| {
+                fold.apply(&e);
+            });
             let timeline = fold.timeline(Some(end_of(name)));
             assert_eq!(timeline.status, status, "{name}, round {round}");
             assert_eq!(nodes(&timeline), expected_nodes, "{name}, round {round}");

@@ -3,5 +3,6 @@
 mod captures;
 mod harness;
 mod never_panics;
+mod runner;
 mod session_folders;
 mod store;

@@ -43,11 +43,11 @@ proptest! {
         while !rest.is_empty() {
             let n = cuts[i % cuts.len()].min(rest.len());
             let stream = if i % 5 == 4 { Stream::Stderr } else { Stream::Stdout };
-            reader.push(stream, &rest[..n], i as u64, &mut |e| { lines += 1; text_bytes += e.text.len(); fold.apply(&e) });
+            reader.push(stream, &rest[..n], i as u64, &mut |e| { lines += 1; text_bytes += e.text.len(); fold.apply(&e); });
             rest = &rest[n..];
             i += 1;
         }
-        reader.finish(i as u64, &mut |e| { lines += 1; text_bytes += e.text.len(); fold.apply(&e) });
+        reader.finish(i as u64, &mut |e| { lines += 1; text_bytes += e.text.len(); fold.apply(&e); });
         let timeline = fold.timeline(Some(RunEnd { exit: Exit::from_shell_status(exit), signalled_by_studio: exit % 7 == 0 }));
         prop_assert!(timeline.nodes.iter().all(|n| n.ended_at_ms.is_none_or(|e| e >= n.started_at_ms)));
         // Every newline ends one line (a wrapped marker joins two lines into one).

@@ -1,0 +1,263 @@
+//! The agents a workspace declares in `.zibby/studio.toml` (committable, shared by the team).
+//!
+//! ```toml
+//! [[agent]]
+//! name = "my-agent"
+//! run = ["zibby", "agent", "run", "my-agent", "--session", "{session_id}"]
+//! replay = ["zibby", "agent", "run", "my-agent", "--session", "{session_id}", "--node", "{node}"]
+//! cwd = "."                       # optional, relative to the workspace
+//! env = { MODEL = "small" }       # optional
+//! ```
+//!
+//! Commands are argument lists, never shell strings. Placeholders: `{prompt}`, `{session_id}`,
+//! `{session_path}`, `{node}`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+pub const AGENTS_FILE: &str = ".zibby/studio.toml";
+pub const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{session_id}", "{session_path}", "{node}"];
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Agent {
+    pub name: String,
+    pub run: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentsFile {
+    #[serde(default, rename = "agent")]
+    agents: Vec<Agent>,
+}
+
+/// What fills a command's placeholders.
+#[derive(Debug, Clone, Default)]
+pub struct Placeholders<'a> {
+    pub prompt: &'a str,
+    pub session_id: &'a str,
+    pub session_path: &'a str,
+    pub node: &'a str,
+}
+
+/// Replaces the placeholders in each argument (the result is never handed to a shell).
+pub fn expand(command: &[String], values: &Placeholders<'_>) -> Vec<String> {
+    command
+        .iter()
+        .map(|arg| {
+            arg.replace("{prompt}", values.prompt)
+                .replace("{session_id}", values.session_id)
+                .replace("{session_path}", values.session_path)
+                .replace("{node}", values.node)
+        })
+        .collect()
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+/// The agents of a workspace; none when it has no `.zibby/studio.toml`.
+pub fn load(workspace_root: &Path) -> Result<Vec<Agent>, Error> {
+    let path = workspace_root.join(AGENTS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    parse(&path, &text)
+}
+
+pub fn parse(path: &Path, text: &str) -> Result<Vec<Agent>, Error> {
+    let invalid = |line: usize, field: &str, message: String| Error::AgentsFile {
+        path: path.to_owned(),
+        line,
+        field: field.to_owned(),
+        message,
+    };
+    let file: AgentsFile = toml::from_str(text).map_err(|e| {
+        let line = e.span().map_or(1, |span| line_of(text, span.start));
+        let message = e.message().to_owned();
+        let field = message
+            .split('`')
+            .nth(1)
+            .filter(|_| message.contains("field"))
+            .unwrap_or("-")
+            .to_owned();
+        invalid(line, &field, message)
+    })?;
+    // Where each agent's table starts, for errors about its fields.
+    let starts: Vec<usize> = text.match_indices("[[agent]]").map(|(i, _)| line_of(text, i)).collect();
+    let mut seen = std::collections::HashSet::new();
+    for (index, agent) in file.agents.iter().enumerate() {
+        let at = |field: &str| {
+            let start = starts.get(index).copied().unwrap_or(1);
+            text.lines()
+                .enumerate()
+                .skip(start)
+                .take_while(|(_, l)| !l.trim_start().starts_with("[[agent]]"))
+                .find(|(_, l)| l.trim_start().starts_with(field))
+                .map_or(start, |(n, _)| n + 1)
+        };
+        if agent.name.trim().is_empty() {
+            return Err(invalid(at("name"), "name", "an agent needs a name".into()));
+        }
+        if !seen.insert(agent.name.as_str()) {
+            return Err(invalid(
+                at("name"),
+                "name",
+                format!("two agents are named `{}`", agent.name),
+            ));
+        }
+        for (field, command) in [("run", Some(&agent.run)), ("replay", agent.replay.as_ref())] {
+            let Some(command) = command else { continue };
+            if command.first().is_none_or(|program| program.trim().is_empty()) {
+                return Err(invalid(
+                    at(field),
+                    field,
+                    format!("`{}`: the command is empty", agent.name),
+                ));
+            }
+            for arg in command {
+                if let Some(unknown) = unknown_placeholder(arg) {
+                    return Err(invalid(
+                        at(field),
+                        field,
+                        format!(
+                            "`{}`: unknown placeholder `{unknown}` (known: {})",
+                            agent.name,
+                            PLACEHOLDERS.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(replay) = &agent.replay {
+            if !replay.iter().any(|arg| arg.contains("{node}")) {
+                return Err(invalid(
+                    at("replay"),
+                    "replay",
+                    format!("`{}`: a replay command needs `{{node}}`", agent.name),
+                ));
+            }
+        }
+    }
+    Ok(file.agents)
+}
+
+fn unknown_placeholder(arg: &str) -> Option<&str> {
+    let mut rest = arg;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else { break };
+        let candidate = &rest[open..open + close + 1];
+        let inner = &candidate[1..candidate.len() - 1];
+        if !inner.is_empty()
+            && inner.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !PLACEHOLDERS.contains(&candidate)
+        {
+            return Some(candidate);
+        }
+        rest = &rest[open + close + 1..];
+    }
+    None
+}
+
+/// Writes the agents back to `.zibby/studio.toml` (the app's agent form).
+pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
+    let path = workspace_root.join(AGENTS_FILE);
+    let text = toml::to_string_pretty(&AgentsFile {
+        agents: agents.to_vec(),
+    })
+    .expect("agents serialise to TOML");
+    parse(&path, &text)?;
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    std::fs::write(&path, text).map_err(|e| Error::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[[agent]]
+name = "my-agent"
+run = ["zibby", "agent", "run", "my-agent", "--session", "{session_id}"]
+replay = ["zibby", "agent", "run", "my-agent", "--session", "{session_id}", "--node", "{node}"]
+
+[[agent]]
+name = "support"
+run = ["node", "agents/support.js"]
+cwd = "agents"
+env = { MODEL = "small" }
+"#;
+
+    #[test]
+    fn agents_read_with_their_commands_and_placeholders_expand() {
+        let agents = parse(Path::new("studio.toml"), GOOD).unwrap();
+        assert_eq!(agents.len(), 2);
+        assert_eq!(agents[1].env["MODEL"], "small");
+        let values = Placeholders {
+            session_id: "1_abcd",
+            node: "plan",
+            ..Default::default()
+        };
+        assert_eq!(
+            expand(agents[0].replay.as_ref().unwrap(), &values)[5..],
+            ["1_abcd".to_owned(), "--node".into(), "plan".into()]
+        );
+    }
+
+    #[test]
+    fn a_bad_file_names_its_line_and_field() {
+        let cases = [
+            ("[[agent]]\nname = \"a\"\nrun = []\n", 3, "run", "empty"),
+            (
+                "[[agent]]\nname = \"a\"\nrun = [\"x\", \"{sesion_id}\"]\n",
+                3,
+                "run",
+                "{sesion_id}",
+            ),
+            (
+                "[[agent]]\nname = \"a\"\nrun = [\"x\"]\nreplay = [\"x\"]\n",
+                4,
+                "replay",
+                "{node}",
+            ),
+            (
+                "[[agent]]\nname = \"a\"\nrun = [\"x\"]\n\n[[agent]]\nname = \"a\"\nrun = [\"y\"]\n",
+                6,
+                "name",
+                "two agents",
+            ),
+            ("[[agent]]\nname = \"a\"\nrun = \"node agent.js\"\n", 3, "-", "sequence"),
+            ("[[agent]]\nname = \"a\"\n", 1, "run", "missing field"),
+        ];
+        for (text, line, field, says) in cases {
+            let err = parse(Path::new("/w/.zibby/studio.toml"), text).unwrap_err();
+            let Error::AgentsFile {
+                line: l,
+                field: f,
+                message,
+                ..
+            } = &err
+            else {
+                panic!("{err}")
+            };
+            assert_eq!((*l, f.as_str()), (line, field), "{text}: {err}");
+            assert!(message.contains(says), "{text}: {err}");
+            assert!(err.to_string().contains("/w/.zibby/studio.toml"), "{err}");
+        }
+    }
+}

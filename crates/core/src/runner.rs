@@ -1,0 +1,907 @@
+//! Runs the studio starts (PROTOCOL.md §1, §3, §4 as behaviour).
+//!
+//! A [`Supervisor`] owns its live runs. Each run is a child in its own process group with the
+//! protocol's environment; two threads read its stdout and stderr as bytes arrive, a third waits
+//! for it, and the run's own thread feeds the bytes through the protocol reader, records lines,
+//! nodes, logs and spans in the store, and publishes [`RunEvent`]s to subscribers as they happen.
+//!
+//! Stop writes both stop files at once and keeps them there until the process exits; past the
+//! grace period (or on a forced stop) the whole process group gets SIGTERM, then SIGKILL 5 s
+//! later; once a stopped run's process has exited, whatever is left of its group is killed.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde::Serialize;
+
+use crate::agents::{expand, Placeholders};
+use crate::error::Error;
+use crate::id::SessionId;
+use crate::protocol::{EventKind, Stream, StreamReader};
+use crate::status::Status;
+use crate::store::{Level, NewRun, RunOutcome, Store};
+use crate::timeline::{Applied, Exit, RunEnd, StoppedBy, TimelineFold};
+use crate::Workspace;
+
+/// Both names every engine era knows between them (PROTOCOL.md §3).
+pub const STOP_FILES: [&str; 2] = [".zibby-studio-stop", ".zibby-stop"];
+/// CI variables that would replace the session id with a constant (PROTOCOL.md §1).
+const CI_ID_VARIABLES: [&str; 4] = ["CI_JOB_ID", "GITHUB_RUN_ID", "CIRCLE_WORKFLOW_ID", "BUILD_ID"];
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+/// Between SIGTERM and SIGKILL.
+pub const KILL_AFTER: Duration = Duration::from_secs(5);
+/// How often a run's thread looks at its stop state, and the longest output waits for the store.
+const TICK: Duration = Duration::from_millis(50);
+/// After the agent exited, how long to wait for processes it left holding its pipes.
+const PIPE_DRAIN: Duration = Duration::from_secs(2);
+const EVENT_BUFFER: usize = 65_536;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub workspace: Workspace,
+    /// The agent's name, when it is one of the workspace's agents.
+    pub agent: Option<String>,
+    /// The command, placeholders not yet filled.
+    pub command: Vec<String>,
+    pub cwd: Option<PathBuf>,
+    pub env: Vec<(String, String)>,
+    /// Continue (or replay in) this session; a new one otherwise.
+    pub session: Option<SessionId>,
+    pub prompt: Option<String>,
+    /// Replay this node.
+    pub node: Option<String>,
+    /// How long a graceful stop waits before signals.
+    pub grace: Duration,
+}
+
+/// What subscribers see of runs, as it happens. `t_ms` is milliseconds since the run started.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunEvent {
+    RunStarted {
+        run_id: String,
+        session_id: String,
+        pid: Option<u32>,
+    },
+    NodeBegin {
+        run_id: String,
+        node: String,
+        depth: usize,
+        t_ms: u64,
+    },
+    NodeEnd {
+        run_id: String,
+        node: String,
+        status: Status,
+        t_ms: u64,
+    },
+    Output {
+        run_id: String,
+        stream: Stream,
+        line: String,
+        t_ms: u64,
+    },
+    Stopping {
+        run_id: String,
+        forced: bool,
+        message: String,
+    },
+    RunFinished {
+        run_id: String,
+        session_id: String,
+        status: Status,
+        exit_code: Option<i32>,
+        elapsed_ms: u64,
+        stopped_by: Option<StoppedBy>,
+        error: Option<String>,
+    },
+}
+
+impl RunEvent {
+    pub fn run_id(&self) -> &str {
+        match self {
+            RunEvent::RunStarted { run_id, .. }
+            | RunEvent::NodeBegin { run_id, .. }
+            | RunEvent::NodeEnd { run_id, .. }
+            | RunEvent::Output { run_id, .. }
+            | RunEvent::Stopping { run_id, .. }
+            | RunEvent::RunFinished { run_id, .. } => run_id,
+        }
+    }
+}
+
+/// A run that was started (or that could not start: then it has already finished, as `error`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StartedRun {
+    pub run_id: String,
+    pub session_id: String,
+    pub session_path: PathBuf,
+    pub pid: Option<u32>,
+}
+
+#[derive(Debug, Default)]
+struct StopState {
+    requested_at: Option<Instant>,
+    term_sent_at: Option<Instant>,
+    kill_sent: bool,
+}
+
+struct LiveRun {
+    session_path: PathBuf,
+    process_group: u32,
+    grace: Duration,
+    stop: Mutex<StopState>,
+}
+
+impl LiveRun {
+    fn write_stop_files(&self) {
+        for name in STOP_FILES {
+            let path = self.session_path.join(name);
+            if !path.exists() {
+                if let Err(error) = std::fs::write(&path, b"stop requested by Zibby Studio\n") {
+                    tracing::warn!(path = %path.display(), %error, "cannot write stop file");
+                }
+            }
+        }
+    }
+
+    fn signal(&self, signal: Signal) {
+        if let Ok(group) = i32::try_from(self.process_group) {
+            // ESRCH: the group is already gone, which is what a signal wants anyway.
+            let _ = killpg(Pid::from_raw(group), signal);
+        }
+    }
+}
+
+struct Shared {
+    store: Arc<Store>,
+    live: Mutex<HashMap<String, Arc<LiveRun>>>,
+    subscribers: Mutex<Vec<SyncSender<RunEvent>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Shared {
+    fn publish(&self, event: RunEvent) {
+        let mut subscribers = self.subscribers.lock().expect("subscribers lock");
+        subscribers.retain(|subscriber| match subscriber.try_send(event.clone()) {
+            Ok(()) => true,
+            Err(mpsc::TrySendError::Full(_)) => {
+                tracing::warn!(run_id = event.run_id(), "a subscriber is behind; an event was dropped");
+                true
+            }
+            Err(mpsc::TrySendError::Disconnected(_)) => false,
+        });
+    }
+}
+
+/// Owns the runs it starts; dropping it stops them (gracefully, then by force) and waits.
+pub struct Supervisor {
+    shared: Arc<Shared>,
+}
+
+fn millis_since_epoch() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A new engine-style session id: `<unix_ms>_<4 base-36 chars>`.
+pub fn new_session_id() -> SessionId {
+    let uuid = uuid::Uuid::now_v7();
+    let mut random = u128::from_be_bytes(*uuid.as_bytes()) as u64;
+    let suffix: String = (0..4)
+        .map(|_| {
+            let digit = (random % 36) as u32;
+            random /= 36;
+            char::from_digit(digit, 36).expect("below 36")
+        })
+        .collect();
+    SessionId::parse(&format!("{}_{suffix}", millis_since_epoch())).expect("generated ids are valid")
+}
+
+impl Supervisor {
+    pub fn new(store: Arc<Store>) -> Supervisor {
+        Supervisor {
+            shared: Arc::new(Shared {
+                store,
+                live: Mutex::new(HashMap::new()),
+                subscribers: Mutex::new(Vec::new()),
+                threads: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    pub fn store(&self) -> &Arc<Store> {
+        &self.shared.store
+    }
+
+    /// Every event of every run from now on.
+    pub fn subscribe(&self) -> mpsc::Receiver<RunEvent> {
+        let (sender, receiver) = mpsc::sync_channel(EVENT_BUFFER);
+        self.shared.subscribers.lock().expect("subscribers lock").push(sender);
+        receiver
+    }
+
+    /// The ids of the runs still live.
+    pub fn live_runs(&self) -> Vec<String> {
+        self.shared.live.lock().expect("live lock").keys().cloned().collect()
+    }
+
+    /// Starts a run. A command that cannot start is not an error here: it is a run that ended
+    /// at once with status `error` and a message saying why.
+    pub fn start(&self, request: RunRequest) -> Result<StartedRun, Error> {
+        let shared = &self.shared;
+        let store = &shared.store;
+        let workspace = &request.workspace;
+        let session_id = match &request.session {
+            Some(id) => id.clone(),
+            None => new_session_id(),
+        };
+        let session_path = workspace.session_path(&session_id);
+        std::fs::create_dir_all(&session_path).map_err(|e| Error::io(&session_path, e))?;
+        // A leftover stop file would end this run before its first node.
+        for name in STOP_FILES {
+            let _ = std::fs::remove_file(session_path.join(name));
+        }
+        let path_text = session_path.to_string_lossy().into_owned();
+        let command = expand(
+            &request.command,
+            &Placeholders {
+                prompt: request.prompt.as_deref().unwrap_or(""),
+                session_id: session_id.as_str(),
+                session_path: &path_text,
+                node: request.node.as_deref().unwrap_or(""),
+            },
+        );
+        let started_at = SystemTime::now();
+        let earlier_messages = store.messages(workspace, &session_id)?;
+        let run_id = store.run_insert(
+            workspace,
+            &NewRun {
+                session: &session_id,
+                agent: request.agent.as_deref(),
+                command: &command,
+                replayed_node: request.node.as_deref(),
+                prompt: request.prompt.as_deref(),
+                started_at,
+            },
+        )?;
+        if let Some(prompt) = request.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+            store.message_append(workspace, &session_id, "user", prompt, started_at)?;
+        }
+        let messages_file = std::env::temp_dir().join(format!("zibby-studio-{run_id}-messages.json"));
+        std::fs::write(
+            &messages_file,
+            serde_json::to_vec(&earlier_messages).expect("messages serialise"),
+        )
+        .map_err(|e| Error::io(&messages_file, e))?;
+
+        let cwd = match &request.cwd {
+            Some(dir) if dir.is_absolute() => dir.clone(),
+            Some(dir) => workspace.root().join(dir),
+            None => workspace.root().to_owned(),
+        };
+        let mut child_command = Command::new(&command[0]);
+        child_command
+            .args(&command[1..])
+            .current_dir(&cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        for variable in CI_ID_VARIABLES {
+            child_command.env_remove(variable);
+        }
+        child_command
+            .env("ZIBBY_RUN_SOURCE", "studio")
+            .env("ZIBBY_EMIT_GRAPH_MARKERS", "1")
+            .env("ZIBBY_WORKFLOW_GRAPH_LOG_MARKERS", "1")
+            .env("ZIBBY_PIN_SESSION_PATH", "1")
+            .env("ZIBBY_SESSION_PATH", &session_path)
+            .env("ZIBBY_SESSION_ID", session_id.as_str())
+            .env("ZIBBY_NO_DEPRECATION_WARNINGS", "1")
+            .env("DOTENV_CONFIG_QUIET", "true")
+            .env("ZIBBY_STUDIO_PROMPT", request.prompt.as_deref().unwrap_or(""))
+            .env("ZIBBY_STUDIO_MESSAGES", &messages_file)
+            .env("ZIBBY_STUDIO_RUN_ID", &run_id);
+        for (key, value) in &request.env {
+            child_command.env(key, value);
+        }
+
+        let spawned = if cwd.is_dir() {
+            child_command.spawn().map_err(|e| spawn_error(&command[0], &e))
+        } else {
+            Err(format!(
+                "cannot start `{}`: working folder {} does not exist",
+                command[0],
+                cwd.display()
+            ))
+        };
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(message) => {
+                let _ = std::fs::remove_file(&messages_file);
+                let ended_at = SystemTime::now();
+                store.run_finish(
+                    &run_id,
+                    &RunOutcome {
+                        status: Status::Error,
+                        exit_code: None,
+                        error: Some(&message),
+                        stopped_by: None,
+                        ended_at,
+                    },
+                )?;
+                store.log(
+                    workspace,
+                    &session_id,
+                    Some(&run_id),
+                    Level::Error,
+                    "run.failed",
+                    &message,
+                    serde_json::json!({ "command": command }),
+                    ended_at,
+                )?;
+                shared.publish(RunEvent::RunStarted {
+                    run_id: run_id.clone(),
+                    session_id: session_id.to_string(),
+                    pid: None,
+                });
+                shared.publish(RunEvent::RunFinished {
+                    run_id: run_id.clone(),
+                    session_id: session_id.to_string(),
+                    status: Status::Error,
+                    exit_code: None,
+                    elapsed_ms: 0,
+                    stopped_by: None,
+                    error: Some(message),
+                });
+                return Ok(StartedRun {
+                    run_id,
+                    session_id: session_id.to_string(),
+                    session_path,
+                    pid: None,
+                });
+            }
+        };
+        let pid = child.id();
+        store.run_set_process(&run_id, pid, pid)?;
+        store.log(
+            workspace,
+            &session_id,
+            Some(&run_id),
+            Level::Info,
+            "run.started",
+            &format!("started {}", command.join(" ")),
+            serde_json::json!({ "pid": pid, "process_group": pid, "command": command, "session_path": path_text }),
+            started_at,
+        )?;
+        let live = Arc::new(LiveRun {
+            session_path: session_path.clone(),
+            process_group: pid,
+            grace: request.grace,
+            stop: Mutex::new(StopState::default()),
+        });
+        shared
+            .live
+            .lock()
+            .expect("live lock")
+            .insert(run_id.clone(), live.clone());
+        shared.publish(RunEvent::RunStarted {
+            run_id: run_id.clone(),
+            session_id: session_id.to_string(),
+            pid: Some(pid),
+        });
+
+        let (sender, receiver) = mpsc::sync_channel::<Message>(256);
+        let started = Instant::now();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        spawn_reader(Stream::Stdout, stdout, sender.clone(), started);
+        spawn_reader(Stream::Stderr, stderr, sender.clone(), started);
+        std::thread::Builder::new()
+            .name(format!("run-wait-{pid}"))
+            .spawn(move || {
+                let status = child.wait();
+                let _ = sender.send(Message::Exited(status.ok()));
+            })
+            .map_err(|e| Error::io("thread", e))?;
+
+        let context = RunContext {
+            shared: shared.clone(),
+            live,
+            workspace: workspace.clone(),
+            session_id: session_id.clone(),
+            run_id: run_id.clone(),
+            started,
+            started_at,
+            messages_file,
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("run-{pid}"))
+            .spawn(move || context.follow(receiver))
+            .map_err(|e| Error::io("thread", e))?;
+        shared.threads.lock().expect("threads lock").push(thread);
+        Ok(StartedRun {
+            run_id,
+            session_id: session_id.to_string(),
+            session_path,
+            pid: Some(pid),
+        })
+    }
+
+    /// Stops a live run: the stop files now (the current node finishes first); with `force`, or
+    /// when a graceful stop was already asked for, SIGTERM to its process group now.
+    pub fn stop(&self, run_id: &str, force: bool) -> Result<String, Error> {
+        let live = self
+            .shared
+            .live
+            .lock()
+            .expect("live lock")
+            .get(run_id)
+            .cloned()
+            .ok_or_else(|| Error::RunNotLive { id: run_id.to_owned() })?;
+        live.write_stop_files();
+        let mut stop = live.stop.lock().expect("stop lock");
+        let forced = force || stop.requested_at.is_some();
+        stop.requested_at.get_or_insert_with(Instant::now);
+        let message = if forced {
+            if stop.term_sent_at.is_none() {
+                live.signal(Signal::SIGTERM);
+                stop.term_sent_at = Some(Instant::now());
+            }
+            "force stopping: SIGTERM sent to the run's processes (SIGKILL in 5 s)".to_owned()
+        } else {
+            "stopping: the current node finishes first".to_owned()
+        };
+        drop(stop);
+        self.shared.publish(RunEvent::Stopping {
+            run_id: run_id.to_owned(),
+            forced,
+            message: message.clone(),
+        });
+        Ok(message)
+    }
+
+    /// Stops every live run (gracefully; past their grace, by force) and waits for them all.
+    pub fn shutdown(&self) {
+        for run_id in self.live_runs() {
+            let _ = self.stop(&run_id, false);
+        }
+        let threads: Vec<_> = self.shared.threads.lock().expect("threads lock").drain(..).collect();
+        for thread in threads {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn spawn_error(program: &str, error: &std::io::Error) -> String {
+    match error.kind() {
+        std::io::ErrorKind::NotFound => format!("cannot start `{program}`: command not found"),
+        std::io::ErrorKind::PermissionDenied => format!("cannot start `{program}`: not executable (permission denied)"),
+        _ => format!("cannot start `{program}`: {error}"),
+    }
+}
+
+enum Message {
+    Chunk(Stream, Vec<u8>, u64),
+    Exited(Option<std::process::ExitStatus>),
+}
+
+fn spawn_reader(stream: Stream, mut pipe: impl Read + Send + 'static, sender: SyncSender<Message>, started: Instant) {
+    let spawned = std::thread::Builder::new()
+        .name(format!("run-{}", stream.as_str()))
+        .spawn(move || {
+            let mut buffer = vec![0u8; 64 * 1024];
+            loop {
+                match pipe.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let at = started.elapsed().as_millis() as u64;
+                        if sender.send(Message::Chunk(stream, buffer[..n].to_vec(), at)).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::error!(%error, "cannot start a pipe reader");
+    }
+}
+
+struct RunContext {
+    shared: Arc<Shared>,
+    live: Arc<LiveRun>,
+    workspace: Workspace,
+    session_id: SessionId,
+    run_id: String,
+    started: Instant,
+    started_at: SystemTime,
+    messages_file: PathBuf,
+}
+
+impl RunContext {
+    fn log(&self, level: Level, event: &str, message: &str, fields: serde_json::Value) {
+        let logged = self.shared.store.log(
+            &self.workspace,
+            &self.session_id,
+            Some(&self.run_id),
+            level,
+            event,
+            message,
+            fields,
+            SystemTime::now(),
+        );
+        if let Err(error) = logged {
+            tracing::error!(run_id = %self.run_id, %error, "cannot record a log line");
+        }
+    }
+
+    /// The run's thread: from its first byte to its end.
+    fn follow(self, receiver: mpsc::Receiver<Message>) {
+        let store = self.shared.store.clone();
+        let mut writer = match store.output_writer(&self.run_id) {
+            Ok(writer) => writer,
+            Err(error) => {
+                tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+                return;
+            }
+        };
+        let run_span = store
+            .span_start(&self.run_id, None, "run", "run", 0, self.started_at)
+            .ok();
+        let mut node_spans: HashMap<usize, i64> = HashMap::new();
+        let mut reader = StreamReader::new();
+        let mut fold = TimelineFold::new();
+        let mut exit: Option<(Option<std::process::ExitStatus>, Instant)> = None;
+        let mut last_flush = Instant::now();
+
+        let mut on_event = |event: crate::protocol::Event<'_>,
+                            fold: &mut TimelineFold,
+                            writer: &mut crate::store::OutputWriter<'_>| {
+            let applied = fold.apply(&event);
+            match (&event.kind, applied) {
+                (EventKind::NodeBegin { node, .. }, Applied::NodeBegan(index)) => {
+                    let depth = fold.node(index).map_or(0, |n| n.depth);
+                    let parent = fold
+                        .parent_of(index)
+                        .and_then(|p| node_spans.get(&p).copied())
+                        .or(run_span);
+                    if let Ok(span) = store.span_start(&self.run_id, parent, node, "node", depth, SystemTime::now()) {
+                        node_spans.insert(index, span);
+                    }
+                    self.log(
+                        Level::Info,
+                        "node.begin",
+                        node,
+                        serde_json::json!({ "node": node, "depth": depth }),
+                    );
+                    self.shared.publish(RunEvent::NodeBegin {
+                        run_id: self.run_id.clone(),
+                        node: node.clone(),
+                        depth,
+                        t_ms: event.at_ms,
+                    });
+                }
+                (EventKind::NodeEnd { node, .. }, Applied::NodeEnded(index)) => {
+                    let status = fold.node(index).map_or(Status::Unknown, |n| n.status);
+                    if let Some(span) = node_spans.get(&index) {
+                        let _ = store.span_end(*span, status, SystemTime::now());
+                    }
+                    self.log(
+                        if status == Status::Error {
+                            Level::Error
+                        } else {
+                            Level::Info
+                        },
+                        "node.end",
+                        &format!("{node}: {status}"),
+                        serde_json::json!({ "node": node, "status": status }),
+                    );
+                    self.shared.publish(RunEvent::NodeEnd {
+                        run_id: self.run_id.clone(),
+                        node: node.clone(),
+                        status,
+                        t_ms: event.at_ms,
+                    });
+                }
+                (EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }, _) => {}
+                _ => {
+                    let node = fold.current_node().map(str::to_owned);
+                    if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
+                        tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+                    }
+                    self.shared.publish(RunEvent::Output {
+                        run_id: self.run_id.clone(),
+                        stream: event.stream,
+                        line: event.text.into_owned(),
+                        t_ms: event.at_ms,
+                    });
+                }
+            }
+        };
+
+        loop {
+            match receiver.recv_timeout(TICK) {
+                Ok(Message::Chunk(stream, bytes, at)) => {
+                    reader.push(stream, &bytes, at, &mut |e| on_event(e, &mut fold, &mut writer));
+                }
+                Ok(Message::Exited(status)) => exit = Some((status, Instant::now())),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            if last_flush.elapsed() >= TICK {
+                if let Err(error) = writer.flush() {
+                    tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+                }
+                last_flush = Instant::now();
+            }
+            self.enforce_stop(exit.is_some());
+            // The agent is gone but something it started still holds its pipes.
+            if let Some((_, exited)) = exit {
+                if exited.elapsed() >= PIPE_DRAIN {
+                    break;
+                }
+            }
+        }
+        let elapsed_ms = self.started.elapsed().as_millis() as u64;
+        reader.finish(elapsed_ms, &mut |e| on_event(e, &mut fold, &mut writer));
+        if let Err(error) = writer.flush() {
+            tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+        }
+        drop(writer);
+        self.finish(
+            fold,
+            exit.and_then(|(status, _)| status),
+            elapsed_ms,
+            run_span,
+            &node_spans,
+        );
+    }
+
+    /// Keeps the stop files present while a stop is pending and escalates past the grace period.
+    fn enforce_stop(&self, exited: bool) {
+        let mut stop = self.live.stop.lock().expect("stop lock");
+        let Some(requested) = stop.requested_at else { return };
+        if exited {
+            // No process of a stopped run may survive it.
+            if !stop.kill_sent {
+                self.live.signal(Signal::SIGKILL);
+                stop.kill_sent = true;
+            }
+            return;
+        }
+        // A nested graph may consume a stop file while the outer run goes on (PROTOCOL.md §3).
+        self.live.write_stop_files();
+        if stop.term_sent_at.is_none() && requested.elapsed() >= self.live.grace {
+            self.live.signal(Signal::SIGTERM);
+            stop.term_sent_at = Some(Instant::now());
+            drop(stop);
+            self.log(
+                Level::Warn,
+                "run.signalled",
+                "grace period over: SIGTERM sent to the run's process group",
+                serde_json::json!({ "signal": "SIGTERM", "grace_ms": self.live.grace.as_millis() as u64 }),
+            );
+            return;
+        }
+        if let Some(term) = stop.term_sent_at {
+            if !stop.kill_sent && term.elapsed() >= KILL_AFTER {
+                self.live.signal(Signal::SIGKILL);
+                stop.kill_sent = true;
+                drop(stop);
+                self.log(
+                    Level::Warn,
+                    "run.signalled",
+                    "still running 5 s after SIGTERM: SIGKILL sent to the run's process group",
+                    serde_json::json!({ "signal": "SIGKILL" }),
+                );
+            }
+        }
+    }
+
+    fn finish(
+        self,
+        fold: TimelineFold,
+        status: Option<std::process::ExitStatus>,
+        elapsed_ms: u64,
+        run_span: Option<i64>,
+        node_spans: &HashMap<usize, i64>,
+    ) {
+        use std::os::unix::process::ExitStatusExt;
+        let store = &self.shared.store;
+        for name in STOP_FILES {
+            let _ = std::fs::remove_file(self.live.session_path.join(name));
+        }
+        let _ = std::fs::remove_file(&self.messages_file);
+        let stop = std::mem::take(&mut *self.live.stop.lock().expect("stop lock"));
+        // A forced stop asked for by another studio process (`zstudio stop --force`) is recorded.
+        let forced_elsewhere = store
+            .run(&self.run_id)
+            .is_ok_and(|r| r.stop_requested.as_deref() == Some("forced"));
+        let exit = status.map(|s| match (s.code(), s.signal()) {
+            (Some(code), _) => Exit::Code(code),
+            (None, Some(signal)) => Exit::Signal(signal),
+            (None, None) => Exit::Code(-1),
+        });
+        let timeline = fold.timeline(exit.map(|exit| RunEnd {
+            exit,
+            signalled_by_studio: stop.term_sent_at.is_some() || forced_elsewhere,
+        }));
+        // The studio lost the process (no exit status): interrupted.
+        let run_status = if exit.is_none() {
+            Status::Interrupted
+        } else {
+            timeline.status
+        };
+        for (index, node) in timeline.nodes.iter().enumerate() {
+            if let Some(span) = node_spans.get(&index) {
+                if node.ended_at_ms.is_none() {
+                    let _ = store.span_end(*span, node.status, SystemTime::now());
+                }
+            }
+        }
+        if let Some(span) = run_span {
+            let _ = store.span_end(span, run_status, SystemTime::now());
+        }
+        let stopped_by = timeline.stopped_by.map(|s| match s {
+            StoppedBy::Graceful => "graceful",
+            StoppedBy::Forced => "forced",
+        });
+        let recorded = store.run_finish(
+            &self.run_id,
+            &RunOutcome {
+                status: run_status,
+                exit_code: timeline.exit_code,
+                error: timeline.error.as_deref(),
+                stopped_by,
+                ended_at: SystemTime::now(),
+            },
+        );
+        if let Err(error) = recorded {
+            tracing::error!(run_id = %self.run_id, %error, "cannot record the end of a run");
+        }
+        let (event, level, message) = match run_status {
+            Status::Cancelled => (
+                "run.cancelled",
+                Level::Warn,
+                format!("cancelled ({}) after {elapsed_ms} ms", stopped_by.unwrap_or("graceful")),
+            ),
+            Status::Error => ("run.failed", Level::Error, timeline.error.clone().unwrap_or_default()),
+            Status::Interrupted => (
+                "run.interrupted",
+                Level::Warn,
+                "the run ended by a signal the studio did not send".into(),
+            ),
+            _ => (
+                "run.finished",
+                Level::Info,
+                format!("{run_status} after {elapsed_ms} ms"),
+            ),
+        };
+        self.log(
+            level,
+            event,
+            &message,
+            serde_json::json!({
+                "status": run_status,
+                "exit_code": timeline.exit_code,
+                "elapsed_ms": elapsed_ms,
+                "stopped_by": stopped_by,
+            }),
+        );
+        self.shared.live.lock().expect("live lock").remove(&self.run_id);
+        self.shared.publish(RunEvent::RunFinished {
+            run_id: self.run_id.clone(),
+            session_id: self.session_id.to_string(),
+            status: run_status,
+            exit_code: timeline.exit_code,
+            elapsed_ms,
+            stopped_by: timeline.stopped_by,
+            error: timeline.error,
+        });
+    }
+}
+
+/// Stops a run that another studio process supervises, through what the store knows of it:
+/// the stop files in its session folder, and with `force` its process group. The owner records
+/// how it ended.
+pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: bool) -> Result<String, Error> {
+    let run = store.run(run_id)?;
+    if run.status != Status::Running {
+        return Err(Error::RunNotLive { id: run_id.to_owned() });
+    }
+    store.run_request_stop(run_id, if force { "forced" } else { "graceful" })?;
+    let live = LiveRun {
+        session_path: session_path.to_owned(),
+        process_group: run.process_group.and_then(|g| u32::try_from(g).ok()).unwrap_or(0),
+        grace: DEFAULT_GRACE,
+        stop: Mutex::new(StopState::default()),
+    };
+    live.write_stop_files();
+    if force && live.process_group > 1 {
+        live.signal(Signal::SIGTERM);
+        return Ok("force stopping: SIGTERM sent to the run's processes".to_owned());
+    }
+    Ok("stopping: the current node finishes first".to_owned())
+}
+
+/// [`stop_elsewhere`], then waits until the run's processes are gone: the stop files are kept
+/// present, SIGTERM goes to the group past `grace` (at once with `force`), SIGKILL 5 s after.
+/// Returns the run as the store has it at the end (its owner, or recovery, records the outcome).
+pub fn stop_elsewhere_and_wait(
+    store: &Store,
+    run_id: &str,
+    session_path: &Path,
+    force: bool,
+    grace: Duration,
+    mut progress: impl FnMut(&str),
+) -> Result<crate::store::RunRecord, Error> {
+    progress(&stop_elsewhere(store, run_id, session_path, force)?);
+    let started = Instant::now();
+    let mut term_sent_at = force.then(Instant::now);
+    let mut kill_sent = false;
+    loop {
+        let run = store.run(run_id)?;
+        let group = run.process_group.and_then(|g| u32::try_from(g).ok()).unwrap_or(0);
+        if run.status != Status::Running || !crate::process::group_alive(group) {
+            break;
+        }
+        let live = LiveRun {
+            session_path: session_path.to_owned(),
+            process_group: group,
+            grace,
+            stop: Mutex::new(StopState::default()),
+        };
+        live.write_stop_files();
+        if term_sent_at.is_none() && started.elapsed() >= grace {
+            store.run_request_stop(run_id, "forced")?;
+            live.signal(Signal::SIGTERM);
+            term_sent_at = Some(Instant::now());
+            progress("grace period over: SIGTERM sent to the run's processes");
+        }
+        if let Some(term) = term_sent_at {
+            if !kill_sent && term.elapsed() >= KILL_AFTER {
+                live.signal(Signal::SIGKILL);
+                kill_sent = true;
+                progress("still running 5 s after SIGTERM: SIGKILL sent");
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The owner records the end; a detached run has none, and recovery records it.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let run = store.run(run_id)?;
+        if run.status != Status::Running {
+            for name in STOP_FILES {
+                let _ = std::fs::remove_file(session_path.join(name));
+            }
+            return Ok(run);
+        }
+        store.recover_dead_studios(SystemTime::now())?;
+        if Instant::now() >= deadline {
+            return store.run(run_id);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -1,0 +1,581 @@
+//! Runs started by the supervisor: real processes (the test agent plays the agent), real session
+//! folders, a real SQLite store.
+
+use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use studio_core::protocol::Stream;
+use studio_core::runner::{RunEvent, RunRequest, Supervisor, DEFAULT_GRACE, STOP_FILES};
+use studio_core::store::{Store, StoreLocation};
+use studio_core::timeline::StoppedBy;
+use studio_core::{SessionId, Status, Workspace};
+use tempfile::TempDir;
+
+use crate::harness::{agent_binary, capture, group_members, process_running};
+
+struct Bench {
+    _dir: TempDir,
+    workspace: Workspace,
+    supervisor: Supervisor,
+    events: Receiver<RunEvent>,
+}
+
+fn bench() -> Bench {
+    let dir = TempDir::new().unwrap();
+    std::fs::create_dir_all(dir.path().join("project")).unwrap();
+    let workspace = Workspace::open(dir.path().join("project")).unwrap();
+    let store = Arc::new(Store::open(&StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap());
+    let supervisor = Supervisor::new(store);
+    let events = supervisor.subscribe();
+    Bench {
+        _dir: dir,
+        workspace,
+        supervisor,
+        events,
+    }
+}
+
+fn request(bench: &Bench, args: &[&str]) -> RunRequest {
+    let mut command = vec![agent_binary().to_string_lossy().into_owned()];
+    command.extend(args.iter().map(|a| a.to_string()));
+    RunRequest {
+        workspace: bench.workspace.clone(),
+        agent: Some("test-agent".into()),
+        command,
+        cwd: None,
+        env: Vec::new(),
+        session: None,
+        prompt: None,
+        node: None,
+        grace: DEFAULT_GRACE,
+    }
+}
+
+/// Events of one run until it finishes (panics after `limit`).
+fn events_until_finished(events: &Receiver<RunEvent>, run_id: &str, limit: Duration) -> Vec<RunEvent> {
+    let deadline = Instant::now() + limit;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = events
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("run {run_id} did not finish in {limit:?}"));
+        if event.run_id() != run_id {
+            continue;
+        }
+        let finished = matches!(event, RunEvent::RunFinished { .. });
+        seen.push(event);
+        if finished {
+            return seen;
+        }
+    }
+}
+
+fn wait_for(events: &Receiver<RunEvent>, what: impl Fn(&RunEvent) -> bool) -> RunEvent {
+    loop {
+        let event = events
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the awaited event came");
+        if what(&event) {
+            return event;
+        }
+    }
+}
+
+fn finished(events: &[RunEvent]) -> (Status, Option<StoppedBy>, Option<i32>, Option<String>, u64) {
+    match events.last() {
+        Some(RunEvent::RunFinished {
+            status,
+            stopped_by,
+            exit_code,
+            error,
+            elapsed_ms,
+            ..
+        }) => (*status, *stopped_by, *exit_code, error.clone(), *elapsed_ms),
+        other => panic!("no run_finished event: {other:?}"),
+    }
+}
+
+fn node_ends(events: &[RunEvent]) -> Vec<(String, Status)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::NodeEnd { node, status, .. } => Some((node.clone(), *status)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn output_lines(events: &[RunEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Output { line, .. } => Some(line.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_reports_its_nodes_live_and_is_recorded() {
+    let b = bench();
+    let run = b
+        .supervisor
+        .start(request(&b, &["--nodes", "plan:150,act:150"]))
+        .unwrap();
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
+    assert!(
+        matches!(&events[0], RunEvent::RunStarted { pid: Some(_), .. }),
+        "{:?}",
+        events[0]
+    );
+    let begins: Vec<_> = events
+        .iter()
+        .filter(|e| matches!(e, RunEvent::NodeBegin { .. }))
+        .collect();
+    assert_eq!(begins.len(), 2);
+    assert_eq!(
+        node_ends(&events),
+        [("plan".into(), Status::Success), ("act".into(), Status::Success)]
+    );
+    // Live: the first node ended well before the run did.
+    let plan_end = events.iter().find_map(|e| match e {
+        RunEvent::NodeEnd { node, t_ms, .. } if node == "plan" => Some(*t_ms),
+        _ => None,
+    });
+    let (status, _, exit_code, _, elapsed_ms) = finished(&events);
+    assert_eq!((status, exit_code), (Status::Success, Some(0)));
+    assert!(
+        plan_end.unwrap() + 100 <= elapsed_ms,
+        "plan ended at {plan_end:?} ms, the run at {elapsed_ms} ms"
+    );
+
+    let store = b.supervisor.store();
+    let session = SessionId::parse(&run.session_id).unwrap();
+    let recorded = store.run(&run.run_id).unwrap();
+    assert_eq!((recorded.status, recorded.pid), (Status::Success, None));
+    let events_logged: Vec<String> = store
+        .logs(&b.workspace, &session)
+        .unwrap()
+        .into_iter()
+        .map(|l| l.event)
+        .collect();
+    assert_eq!(
+        events_logged,
+        [
+            "run.started",
+            "node.begin",
+            "node.end",
+            "node.begin",
+            "node.end",
+            "run.finished"
+        ]
+    );
+    let spans = store.spans(&run.run_id).unwrap();
+    assert_eq!(
+        spans.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+        ["run", "plan", "act"]
+    );
+    assert_eq!(spans[1].parent_id, Some(spans[0].id));
+    let lines = store.output_page(&run.run_id, 1, 1000).unwrap();
+    assert!(lines
+        .iter()
+        .any(|l| l.text == "│ plan: working (1/2)" && l.node.as_deref() == Some("plan")));
+    // The agent wrote into the folder the studio chose for it.
+    assert!(run.session_path.join("plan/raw_stream_output.txt").is_file());
+}
+
+#[test]
+fn a_failing_run_is_an_error_with_the_message_from_stderr() {
+    let b = bench();
+    let run = b
+        .supervisor
+        .start(request(&b, &["--nodes", "plan:20,act:20", "--fail", "act"]))
+        .unwrap();
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
+    let (status, _, exit_code, error, _) = finished(&events);
+    assert_eq!((status, exit_code), (Status::Error, Some(1)));
+    assert_eq!(
+        error.as_deref(),
+        Some("Error: Node 'act' failed after 1 attempt(s): boom: simulated failure")
+    );
+    assert_eq!(
+        node_ends(&events),
+        [("plan".into(), Status::Success), ("act".into(), Status::Error)]
+    );
+    let logs = b
+        .supervisor
+        .store()
+        .logs(&b.workspace, &SessionId::parse(&run.session_id).unwrap())
+        .unwrap();
+    assert_eq!(logs.last().unwrap().event, "run.failed");
+}
+
+#[test]
+fn a_graceful_stop_lands_after_the_current_node() {
+    let b = bench();
+    let run = b
+        .supervisor
+        .start(request(&b, &["--nodes", "first:700,second:700,third:700"]))
+        .unwrap();
+    wait_for(
+        &b.events,
+        |e| matches!(e, RunEvent::NodeBegin { node, .. } if node == "first"),
+    );
+    let pressed = Instant::now();
+    let message = b.supervisor.stop(&run.run_id, false).unwrap();
+    let on_disk = pressed.elapsed();
+    assert_eq!(message, "stopping: the current node finishes first");
+    for name in STOP_FILES {
+        assert!(
+            run.session_path.join(name).exists(),
+            "{name} is on disk when stop returns"
+        );
+    }
+    assert!(on_disk < Duration::from_secs(1), "stop files took {on_disk:?}");
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
+    let (status, stopped_by, exit_code, _, elapsed_ms) = finished(&events);
+    assert_eq!(
+        (status, stopped_by, exit_code),
+        (Status::Cancelled, Some(StoppedBy::Graceful), Some(0))
+    );
+    assert_eq!(
+        node_ends(&events),
+        [("first".into(), Status::Success)],
+        "the node finished, no other began"
+    );
+    for name in STOP_FILES {
+        assert!(
+            !run.session_path.join(name).exists(),
+            "leftover {name} removed after exit"
+        );
+    }
+    let logs = b
+        .supervisor
+        .store()
+        .logs(&b.workspace, &SessionId::parse(&run.session_id).unwrap())
+        .unwrap();
+    let cancelled = logs
+        .iter()
+        .find(|l| l.event == "run.cancelled")
+        .expect("a run.cancelled log line");
+    assert_eq!(cancelled.fields["elapsed_ms"], elapsed_ms);
+    assert_eq!(cancelled.fields["stopped_by"], "graceful");
+    // The partial output is kept.
+    assert!(!b.supervisor.store().output_page(&run.run_id, 1, 10).unwrap().is_empty());
+}
+
+#[test]
+fn a_stop_before_the_first_node_runs_no_node_and_stale_stop_files_are_cleared() {
+    let b = bench();
+    // A stale stop file from an earlier run must not end this one.
+    let session = SessionId::parse("1795952600000_stal").unwrap();
+    let folder = b.workspace.session_path(&session);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join(".zibby-stop"), "old").unwrap();
+    let mut stale = request(&b, &["--nodes", "only:10"]);
+    stale.session = Some(session);
+    let run = b.supervisor.start(stale).unwrap();
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
+    assert_eq!(
+        finished(&events).0,
+        Status::Success,
+        "the stale stop file was removed first"
+    );
+
+    let run = b
+        .supervisor
+        .start(request(&b, &["--nodes", "a:10", "--wait-before-ms", "600"]))
+        .unwrap();
+    b.supervisor.stop(&run.run_id, false).unwrap();
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
+    assert_eq!(finished(&events).0, Status::Cancelled);
+    assert!(node_ends(&events).is_empty());
+}
+
+#[test]
+fn a_forced_stop_ends_an_agent_that_ignores_the_stop_file() {
+    let b = bench();
+    let run = b
+        .supervisor
+        .start(request(&b, &["--nodes", "stubborn:20000", "--ignore-stop"]))
+        .unwrap();
+    wait_for(&b.events, |e| matches!(e, RunEvent::NodeBegin { .. }));
+    b.supervisor.stop(&run.run_id, false).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        b.supervisor.live_runs().contains(&run.run_id),
+        "still in its node after a graceful stop"
+    );
+    let message = b.supervisor.stop(&run.run_id, false).unwrap();
+    assert!(
+        message.starts_with("force stopping"),
+        "a second stop is forced: {message}"
+    );
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(15));
+    let (status, stopped_by, exit_code, _, elapsed_ms) = finished(&events);
+    assert_eq!((status, stopped_by), (Status::Cancelled, Some(StoppedBy::Forced)));
+    assert_eq!(exit_code, Some(128 + 15));
+    assert!(elapsed_ms < 10_000, "did not wait for the 20 s node: {elapsed_ms} ms");
+}
+
+#[test]
+fn the_grace_period_escalates_to_signals_by_itself() {
+    let b = bench();
+    let mut slow = request(&b, &["--nodes", "stubborn:20000", "--ignore-stop"]);
+    slow.grace = Duration::from_millis(400);
+    let run = b.supervisor.start(slow).unwrap();
+    wait_for(&b.events, |e| matches!(e, RunEvent::NodeBegin { .. }));
+    b.supervisor.stop(&run.run_id, false).unwrap();
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(15));
+    assert_eq!(finished(&events).1, Some(StoppedBy::Forced));
+    let logs = b
+        .supervisor
+        .store()
+        .logs(&b.workspace, &SessionId::parse(&run.session_id).unwrap())
+        .unwrap();
+    assert!(logs.iter().any(|l| l.event == "run.signalled"), "{logs:?}");
+}
+
+#[test]
+fn no_process_of_a_stopped_run_survives_not_even_one_that_ignores_sigterm() {
+    let b = bench();
+    let run = b
+        .supervisor
+        .start(request(
+            &b,
+            &["--nodes", "tools:20000", "--ignore-stop", "--spawn-grandchild"],
+        ))
+        .unwrap();
+    let grandchild = match wait_for(
+        &b.events,
+        |e| matches!(e, RunEvent::Output { line, .. } if line.contains("grandchild pid")),
+    ) {
+        RunEvent::Output { line, .. } => line.rsplit(' ').next().unwrap().parse::<u32>().unwrap(),
+        _ => unreachable!(),
+    };
+    assert!(process_running(grandchild));
+    b.supervisor.stop(&run.run_id, true).unwrap();
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(20));
+    assert_eq!(finished(&events).0, Status::Cancelled);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while process_running(grandchild) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !process_running(grandchild),
+        "the grandchild that ignored SIGTERM is gone"
+    );
+    assert!(
+        group_members(run.pid.unwrap()).is_empty(),
+        "nothing is left of the run's process group"
+    );
+}
+
+#[test]
+fn a_command_that_cannot_start_is_a_run_with_an_error_that_says_why() {
+    let b = bench();
+    let not_executable = b.workspace.root().join("agent.sh");
+    std::fs::write(&not_executable, "#!/bin/sh\necho hi\n").unwrap();
+    let cases: [(Vec<String>, Option<PathBuf>, &str); 3] = [
+        (vec!["zibby-no-such-agent".into()], None, "command not found"),
+        (
+            vec![not_executable.to_string_lossy().into_owned()],
+            None,
+            "not executable",
+        ),
+        (
+            vec!["true".into()],
+            Some(b.workspace.root().join("missing")),
+            "does not exist",
+        ),
+    ];
+    for (command, cwd, says) in cases {
+        let mut req = request(&b, &[]);
+        req.command = command.clone();
+        req.cwd = cwd;
+        let run = b.supervisor.start(req).unwrap();
+        assert_eq!(run.pid, None);
+        let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(5));
+        let (status, _, _, error, _) = finished(&events);
+        assert_eq!(status, Status::Error, "{command:?}");
+        let error = error.unwrap();
+        assert!(
+            error.contains(says) && error.contains(&command[0]),
+            "{command:?}: {error}"
+        );
+        assert_eq!(
+            b.supervisor.store().run(&run.run_id).unwrap().error.as_deref(),
+            Some(error.as_str())
+        );
+    }
+}
+
+#[test]
+fn a_flood_of_100_mb_is_recorded_whole() {
+    let b = bench();
+    let run = b
+        .supervisor
+        .start(request(&b, &["--nodes", "flood:10", "--flood-mb", "100"]))
+        .unwrap();
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(300));
+    assert_eq!(finished(&events).0, Status::Success);
+    let done = output_lines(&events)
+        .into_iter()
+        .find(|l| l.starts_with("│ flood done:"))
+        .expect("the flood ended");
+    let flooded: i64 = done
+        .trim_start_matches("│ flood done: ")
+        .trim_end_matches(" lines")
+        .parse()
+        .unwrap();
+    let store = b.supervisor.store();
+    let all = store.output_page(&run.run_id, 1, 2_000_000).unwrap();
+    assert_eq!(
+        all.iter().filter(|l| l.text.starts_with("│ flood flood")).count() as i64,
+        flooded,
+        "no line lost"
+    );
+    assert!(
+        all.windows(2).all(|w| w[1].seq == w[0].seq + 1),
+        "lines in order, none missing"
+    );
+}
+
+#[test]
+fn hostile_output_is_kept_as_text() {
+    let b = bench();
+    let run = b
+        .supervisor
+        .start(request(
+            &b,
+            &[
+                "--nodes",
+                "odd:10",
+                "--long-line-mb",
+                "50",
+                "--binary",
+                "--no-final-newline",
+            ],
+        ))
+        .unwrap();
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(120));
+    assert_eq!(finished(&events).0, Status::Success);
+    let lines = b.supervisor.store().output_page(&run.run_id, 1, 1000).unwrap();
+    assert!(
+        lines.iter().any(|l| l.text.len() == 50_000_000),
+        "the 50 MB line is one line"
+    );
+    let binary = lines.iter().find(|l| l.text.contains("binary")).unwrap();
+    assert!(binary.text.contains('\u{fffd}'), "{:?}", binary.text);
+    assert!(
+        lines.last().unwrap().text.starts_with("RESULT"),
+        "the last line had no newline and is kept"
+    );
+    assert_eq!(lines.last().unwrap().stream, Stream::Stdout);
+}
+
+#[test]
+fn twenty_runs_at_once_each_finish_in_their_own_session() {
+    let b = bench();
+    let runs: Vec<_> = (0..20)
+        .map(|_| b.supervisor.start(request(&b, &["--nodes", "a:200,b:200"])).unwrap())
+        .collect();
+    let mut finished_runs = std::collections::HashMap::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while finished_runs.len() < runs.len() {
+        let event = b
+            .events
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("all finish");
+        if let RunEvent::RunFinished { run_id, status, .. } = event {
+            finished_runs.insert(run_id, status);
+        }
+    }
+    assert!(
+        finished_runs.values().all(|s| *s == Status::Success),
+        "{finished_runs:?}"
+    );
+    let sessions: std::collections::HashSet<_> = runs.iter().map(|r| r.session_id.clone()).collect();
+    assert_eq!(sessions.len(), 20);
+}
+
+#[test]
+fn continue_passes_the_conversation_and_replay_fills_the_node() {
+    let b = bench();
+    let mut first = request(&b, &["--nodes", "answer:10"]);
+    first.prompt = Some("Plan a trip to Kyoto".into());
+    let run = b.supervisor.start(first).unwrap();
+    events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
+    let session = SessionId::parse(&run.session_id).unwrap();
+
+    let mut next = request(&b, &["--nodes", "answer:10"]);
+    next.session = Some(session.clone());
+    next.prompt = Some("Now make it four days".into());
+    let second = b.supervisor.start(next).unwrap();
+    assert_eq!(second.session_id, run.session_id, "the same session");
+    let events = events_until_finished(&b.events, &second.run_id, Duration::from_secs(30));
+    let lines = output_lines(&events);
+    assert!(
+        lines.contains(&"│ prompt: Now make it four days".to_owned()),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"│ earlier messages: 1 (last: Plan a trip to Kyoto)".to_owned()),
+        "{lines:?}"
+    );
+    let messages = b.supervisor.store().messages(&b.workspace, &session).unwrap();
+    assert_eq!(messages.len(), 2);
+
+    let mut replay = request(&b, &["--nodes", "{node}:10"]);
+    replay.session = Some(session.clone());
+    replay.node = Some("answer".into());
+    let third = b.supervisor.start(replay).unwrap();
+    let events = events_until_finished(&b.events, &third.run_id, Duration::from_secs(30));
+    assert_eq!(node_ends(&events), [("answer".into(), Status::Success)]);
+    let runs = b.supervisor.store().runs(&b.workspace, Some(&session)).unwrap();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs[0].replayed_node.as_deref(), Some("answer"));
+}
+
+#[test]
+fn a_capture_replayed_through_the_runner_gives_the_capture_timeline() {
+    let b = bench();
+    for name in [
+        "head-bb10e85-02-pipeline-markers",
+        "head-bb10e85-91-throw-custom-throw",
+        "head-bb10e85-90-slow-sigterm",
+    ] {
+        let dir = capture(name);
+        let run = b
+            .supervisor
+            .start(request(&b, &["replay", dir.to_str().unwrap(), "--speed", "20"]))
+            .unwrap();
+        let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
+        let status: i32 = std::fs::read_to_string(dir.join("exit_code.txt"))
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let expected = studio_core::timeline::read_capture(
+            &std::fs::read(dir.join("stdout.txt")).unwrap(),
+            &std::fs::read(dir.join("stderr.txt")).unwrap(),
+            Some(studio_core::timeline::RunEnd {
+                exit: studio_core::timeline::Exit::from_shell_status(status),
+                signalled_by_studio: false,
+            }),
+        );
+        assert_eq!(finished(&events).0, expected.status, "{name}");
+        let ended: Vec<_> = expected
+            .nodes
+            .iter()
+            .filter(|n| n.ended_at_ms.is_some())
+            .map(|n| (n.name.clone(), n.status))
+            .collect();
+        assert_eq!(node_ends(&events), ended, "{name}");
+    }
+}
