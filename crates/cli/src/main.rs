@@ -6,11 +6,12 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 use studio_core::protocol::{Stream, StreamReader};
+use studio_core::runner::{RunEvent, RunRequest, StartedRun, Supervisor};
 use studio_core::session::Timestamp;
 use studio_core::store::retention::{self, Rule};
 use studio_core::store::{SessionRow, Store, StoreLocation};
@@ -181,6 +182,50 @@ enum Command {
         #[command(flatten)]
         store: StoreArgs,
     },
+    /// Run an agent in the foreground and follow it live (Ctrl-C stops it gracefully, a second
+    /// Ctrl-C by force). Exit status: 0 success, 1 error, 2 cancelled, 3 interrupted
+    Run {
+        /// One of the agents in .zibby/studio.toml
+        #[arg(long, conflicts_with = "command", required_unless_present = "command")]
+        agent: Option<String>,
+        /// The prompt ({prompt} in the command, and $ZIBBY_STUDIO_PROMPT)
+        #[arg(long)]
+        prompt: Option<String>,
+        /// Continue this session (a new one otherwise)
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Replay this node of the session (the agent's replay command)
+        #[arg(long, value_name = "NODE", requires = "session")]
+        node: Option<String>,
+        /// Seconds a graceful stop waits before signals
+        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+        grace: u64,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
+        /// One JSON object per line per event
+        #[arg(long)]
+        json: bool,
+        /// The command to run instead of an agent (after --)
+        #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Stop a run that another studio process (the app, a `zstudio run`) supervises
+    Stop {
+        /// A run id, or a session id (its live run)
+        id: String,
+        /// Signal the run's processes now instead of waiting for the current node
+        #[arg(long)]
+        force: bool,
+        /// Seconds a graceful stop waits before signals
+        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+        grace: u64,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Delete old sessions by a retention rule (pinned sessions are always kept)
     Prune {
         /// Keep the sessions updated within the last N days
@@ -207,8 +252,35 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let mut out = std::io::stdout().lock();
-    match run(cli.command, &mut out) {
-        Ok(()) => ExitCode::SUCCESS,
+    let result = match cli.command {
+        Command::Run {
+            agent,
+            prompt,
+            session,
+            node,
+            grace,
+            workspace,
+            store,
+            json,
+            command,
+        } => run_agent(
+            RunArgs {
+                agent,
+                prompt,
+                session,
+                node,
+                grace: Duration::from_secs(grace),
+                command,
+            },
+            &workspace,
+            &store,
+            json,
+            &mut out,
+        ),
+        command => run(command, &mut out).map(|()| ExitCode::SUCCESS),
+    };
+    match result {
+        Ok(code) => code,
         Err(error) => {
             // A closed pipe (`zstudio sessions | head`) is not an error worth a message.
             if error
@@ -375,6 +447,34 @@ fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
             writeln!(out, "deleted {id} (folder moved to the trash)")?;
             Ok(())
         }
+        Command::Run { .. } => unreachable!("main runs agents"),
+        Command::Stop {
+            id,
+            force,
+            grace,
+            workspace,
+            store,
+        } => {
+            let store = store.open()?;
+            let run = find_run(&store, &workspace, &id)?;
+            let session = SessionId::parse(&run.session_id)?;
+            let session_path = Workspace::from_canonical_root(run.workspace.clone()).session_path(&session);
+            let ended = studio_core::runner::stop_elsewhere_and_wait(
+                &store,
+                &run.id,
+                &session_path,
+                force,
+                Duration::from_secs(grace),
+                |message| eprintln!("{message}"),
+            )?;
+            let how = ended.stopped_by.map(|s| format!(" ({s})")).unwrap_or_default();
+            writeln!(
+                out,
+                "run {} of session {}: {}{how}",
+                ended.id, ended.session_id, ended.status
+            )?;
+            Ok(())
+        }
         Command::Prune {
             keep_days,
             keep,
@@ -489,6 +589,161 @@ fn parse_stdin(stderr: Option<&[u8]>, exit_code: Option<i32>) -> anyhow::Result<
         exit: Exit::from_shell_status(status),
         signalled_by_studio: false,
     })))
+}
+
+struct RunArgs {
+    agent: Option<String>,
+    prompt: Option<String>,
+    session: Option<String>,
+    node: Option<String>,
+    grace: Duration,
+    command: Vec<String>,
+}
+
+/// `zstudio run`: starts the run, prints it live, stops it on Ctrl-C, exits with its outcome.
+fn run_agent(
+    args: RunArgs,
+    workspace: &WorkspaceArg,
+    store: &StoreArgs,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<ExitCode> {
+    let workspace = workspace.open()?;
+    let session = args.session.as_deref().map(SessionId::parse).transpose()?;
+    let (agent_name, command, cwd, env) = match &args.agent {
+        Some(name) => {
+            let agents = studio_core::agents::load(workspace.root())?;
+            let agent =
+                agents
+                    .into_iter()
+                    .find(|a| &a.name == name)
+                    .ok_or_else(|| studio_core::Error::AgentNotFound {
+                        name: name.clone(),
+                        path: workspace.root().join(studio_core::agents::AGENTS_FILE),
+                    })?;
+            let command = match &args.node {
+                Some(_) => agent
+                    .replay
+                    .clone()
+                    .ok_or_else(|| anyhow::anyhow!("agent `{name}` has no replay command in .zibby/studio.toml"))?,
+                None => agent.run.clone(),
+            };
+            (Some(agent.name), command, agent.cwd, agent.env.into_iter().collect())
+        }
+        None => (None, args.command.clone(), None, Vec::new()),
+    };
+    let store = std::sync::Arc::new(store.open()?);
+    let supervisor = std::sync::Arc::new(Supervisor::new(store));
+    let events = supervisor.subscribe();
+    let started = supervisor.start(RunRequest {
+        workspace,
+        agent: agent_name,
+        command,
+        cwd,
+        env,
+        session,
+        prompt: args.prompt,
+        node: args.node,
+        grace: args.grace,
+    })?;
+    let run_id = started.run_id.clone();
+    {
+        let supervisor = supervisor.clone();
+        let run_id = run_id.clone();
+        ctrlc::set_handler(move || match supervisor.stop(&run_id, false) {
+            Ok(message) => eprintln!("\n{message} (Ctrl-C again to force)"),
+            Err(error) => eprintln!("\n{error}"),
+        })?;
+    }
+    let mut code = ExitCode::FAILURE;
+    for event in events {
+        if event.run_id() != run_id {
+            continue;
+        }
+        if json {
+            serde_json::to_writer(&mut *out, &event)?;
+            writeln!(out)?;
+        } else {
+            print_run_event(out, &event, &started)?;
+        }
+        out.flush()?;
+        if let RunEvent::RunFinished { status, .. } = &event {
+            code = ExitCode::from(match status {
+                studio_core::Status::Success => 0,
+                studio_core::Status::Cancelled => 2,
+                studio_core::Status::Interrupted => 3,
+                _ => 1,
+            });
+            break;
+        }
+    }
+    Ok(code)
+}
+
+fn print_run_event(out: &mut impl Write, event: &RunEvent, started: &StartedRun) -> anyhow::Result<()> {
+    match event {
+        RunEvent::RunStarted { pid, .. } => writeln!(
+            out,
+            "run {} in session {} (pid {})\n  folder {}",
+            started.run_id,
+            started.session_id,
+            pid.map_or("-".to_owned(), |p| p.to_string()),
+            started.session_path.display()
+        )?,
+        RunEvent::NodeBegin { node, depth, t_ms, .. } => {
+            writeln!(out, "{:>8}  {}┌ {node}", seconds(*t_ms), "  ".repeat(*depth))?
+        }
+        RunEvent::NodeEnd { node, status, t_ms, .. } => writeln!(out, "{:>8}  └ {node}: {status}", seconds(*t_ms))?,
+        RunEvent::Output { stream, line, .. } => {
+            let mark = if *stream == studio_core::protocol::Stream::Stderr {
+                "!"
+            } else {
+                " "
+            };
+            writeln!(out, "          {mark} {line}")?
+        }
+        RunEvent::Stopping { message, .. } => writeln!(out, "          {message}")?,
+        RunEvent::RunFinished {
+            status,
+            exit_code,
+            elapsed_ms,
+            stopped_by,
+            error,
+            ..
+        } => {
+            let how = stopped_by
+                .map(|s| format!(" ({s:?})").to_lowercase())
+                .unwrap_or_default();
+            let exit = exit_code.map(|c| format!(", exit {c}")).unwrap_or_default();
+            writeln!(out, "{:>8}  {status}{how}{exit}", seconds(*elapsed_ms))?;
+            if let Some(error) = error {
+                writeln!(out, "          {error}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+/// A run by its id, or the live (else latest) run of a session.
+fn find_run(store: &Store, workspace: &WorkspaceArg, id: &str) -> anyhow::Result<studio_core::store::RunRecord> {
+    if uuid_like(id) {
+        return Ok(store.run(id)?);
+    }
+    let session = SessionId::parse(id)?;
+    let runs = store.runs(&workspace.open()?, Some(&session))?;
+    runs.iter()
+        .find(|r| r.status == studio_core::Status::Running)
+        .or(runs.first())
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no run of session `{id}` in the store"))
+}
+
+fn uuid_like(id: &str) -> bool {
+    id.len() == 36 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
 }
 
 fn require_session(store: &Store, workspace: &Workspace, id: &SessionId) -> anyhow::Result<()> {

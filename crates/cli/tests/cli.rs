@@ -405,3 +405,238 @@ fn runs_logs_and_search_read_what_the_studio_recorded() {
     );
     assert!(String::from_utf8_lossy(&refused.stderr).contains("stop it first"));
 }
+
+/// The test agent (`tests/agent`), built by `cargo test --workspace` next to this binary.
+fn agent_binary() -> String {
+    let deps = std::env::current_exe().unwrap().parent().unwrap().to_owned();
+    let path = deps.parent().unwrap().join("zibby-test-agent");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo test --workspace`",
+        path.display()
+    );
+    path.to_string_lossy().into_owned()
+}
+
+fn json_lines(output: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+#[test]
+fn run_prints_one_json_object_per_event_and_exits_with_the_outcome() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let agent = agent_binary();
+    let output = zstudio(
+        &["run", "--json", "-w", root, "--", &agent, "--nodes", "plan:30,act:30"],
+        None,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events = json_lines(&output);
+    assert_eq!(events[0]["type"], "run_started");
+    assert!(events[0]["pid"].is_u64() && events[0]["session_id"].is_string() && events[0]["run_id"].is_string());
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .filter(|t| *t != "output")
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "run_started",
+            "node_begin",
+            "node_end",
+            "node_begin",
+            "node_end",
+            "run_finished"
+        ]
+    );
+    let end = events.last().unwrap();
+    assert_eq!(
+        (end["status"].as_str(), end["exit_code"].as_i64()),
+        (Some("success"), Some(0))
+    );
+    assert!(end["elapsed_ms"].is_u64() && end.get("stopped_by").is_some());
+    let node_end = events.iter().find(|e| e["type"] == "node_end").unwrap();
+    assert_eq!(
+        (node_end["node"].as_str(), node_end["status"].as_str()),
+        (Some("plan"), Some("success"))
+    );
+    assert!(node_end["t_ms"].is_u64());
+    let output_line = events.iter().find(|e| e["type"] == "output").unwrap();
+    assert!(output_line["stream"].is_string() && output_line["line"].is_string());
+
+    let failed = zstudio(
+        &[
+            "run", "--json", "-w", root, "--", &agent, "--nodes", "a:10", "--fail", "a",
+        ],
+        None,
+    );
+    assert_eq!(failed.status.code(), Some(1));
+    let missing = zstudio(&["run", "-w", root, "--", "zibby-no-such-agent"], None);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stdout).contains("command not found"));
+}
+
+#[test]
+fn agents_of_the_workspace_run_and_replay_by_name() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let agent = agent_binary();
+    std::fs::create_dir_all(workspace.path().join(".zibby")).unwrap();
+    std::fs::write(
+        workspace.path().join(".zibby/studio.toml"),
+        format!(
+            "[[agent]]\nname = \"trip\"\nrun = [\"{agent}\", \"--nodes\", \"plan:10,book:10\"]\n\
+             replay = [\"{agent}\", \"--nodes\", \"{{node}}:10\"]\n"
+        ),
+    )
+    .unwrap();
+    let first = zstudio(
+        &["run", "--json", "--agent", "trip", "--prompt", "Kyoto", "-w", root],
+        None,
+    );
+    let events = json_lines(&first);
+    let session = events[0]["session_id"].as_str().unwrap().to_owned();
+    let replay = zstudio(
+        &[
+            "run",
+            "--json",
+            "--agent",
+            "trip",
+            "--session",
+            &session,
+            "--node",
+            "book",
+            "-w",
+            root,
+        ],
+        None,
+    );
+    let events = json_lines(&replay);
+    assert_eq!(events[0]["session_id"], session.as_str());
+    let nodes: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "node_begin")
+        .map(|e| e["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(nodes, ["book"]);
+    let runs = json_of(&zstudio(&["runs", "--json", "--session", &session, "-w", root], None));
+    assert_eq!(runs[0]["replayed_node"], "book");
+
+    let unknown = zstudio(&["run", "--agent", "nope", "-w", root], None);
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no agent `nope`"));
+    std::fs::write(
+        workspace.path().join(".zibby/studio.toml"),
+        "[[agent]]\nname = \"x\"\nrun = []\n",
+    )
+    .unwrap();
+    let bad = zstudio(&["run", "--agent", "x", "-w", root], None);
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("studio.toml:3: run:"), "{stderr}");
+}
+
+/// Starts `zstudio run` in the background and waits until its agent is in its first node.
+fn start_background_run(
+    root: &str,
+    agent_args: &[&str],
+) -> (
+    std::process::Child,
+    String,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
+    use std::io::BufRead;
+    let agent = agent_binary();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(["run", "--json", "-w", root, "--", &agent])
+        .args(agent_args)
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("XDG_DATA_HOME", data_home())
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut session = String::new();
+    for line in lines.by_ref() {
+        let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if event["type"] == "run_started" {
+            session = event["session_id"].as_str().unwrap().to_owned();
+        }
+        if event["type"] == "node_begin" {
+            break;
+        }
+    }
+    (child, session, lines)
+}
+
+fn last_event(lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>) -> Value {
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    serde_json::from_str(rest.last().expect("a run_finished line")).unwrap()
+}
+
+#[test]
+fn ctrl_c_stops_gracefully_and_the_exit_status_says_cancelled() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let (mut child, _, lines) = start_background_run(root, &["--nodes", "a:600,b:600"]);
+    Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let end = last_event(lines);
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    assert_eq!(
+        (end["status"].as_str(), end["stopped_by"].as_str()),
+        (Some("cancelled"), Some("graceful"))
+    );
+}
+
+#[test]
+fn stop_from_another_process_stops_the_run_gracefully_or_by_force() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let (mut child, session, lines) = start_background_run(root, &["--nodes", "a:700,b:700"]);
+    let stopped = zstudio(&["stop", &session, "-w", root], None);
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    assert!(String::from_utf8_lossy(&stopped.stderr).contains("stopping: the current node finishes first"));
+    assert!(
+        String::from_utf8_lossy(&stopped.stdout).contains("cancelled"),
+        "{}",
+        String::from_utf8_lossy(&stopped.stdout)
+    );
+    assert_eq!(last_event(lines)["stopped_by"], "graceful");
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+
+    let (mut child, session, lines) = start_background_run(root, &["--nodes", "a:20000", "--ignore-stop"]);
+    let started = std::time::Instant::now();
+    let forced = zstudio(&["stop", &session, "--force", "-w", root], None);
+    assert!(forced.status.success(), "{}", String::from_utf8_lossy(&forced.stderr));
+    let end = last_event(lines);
+    assert_eq!(
+        (end["status"].as_str(), end["stopped_by"].as_str()),
+        (Some("cancelled"), Some("forced"))
+    );
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+}
+
+#[test]
+fn a_run_killed_by_someone_else_is_interrupted() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let (mut child, session, lines) = start_background_run(root, &["--nodes", "a:20000"]);
+    let runs = json_of(&zstudio(&["runs", "--json", "--session", &session, "-w", root], None));
+    let pid = runs[0]["pid"].as_i64().unwrap();
+    Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+    assert_eq!(last_event(lines)["status"], "interrupted");
+    assert_eq!(child.wait().unwrap().code(), Some(3));
+}

@@ -78,6 +78,8 @@ impl StoreLocation {
 pub struct RunRecord {
     pub id: String,
     pub session_id: String,
+    /// The workspace the session belongs to.
+    pub workspace: PathBuf,
     pub agent: Option<String>,
     pub command: Vec<String>,
     pub pid: Option<i64>,
@@ -536,7 +538,7 @@ impl Store {
     }
 
     const RUN_COLUMNS: &'static str = "r.id, s.session_id, r.agent, r.command, r.pid, r.pgid, r.status, r.started_at,
-        r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid, r.stop_requested";
+        r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid, r.stop_requested, w.root";
 
     fn run_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         let command: String = row.get(3)?;
@@ -557,6 +559,7 @@ impl Store {
             error: row.get(10)?,
             stopped_by: row.get(11)?,
             stop_requested: row.get(14)?,
+            workspace: PathBuf::from(row.get::<_, String>(15)?),
             replayed_node: row.get(12)?,
         })
     }
@@ -583,7 +586,8 @@ impl Store {
     pub fn run(&self, run_id: &str) -> Result<RunRecord, Error> {
         let conn = self.conn();
         let sql = format!(
-            "SELECT {} FROM runs r JOIN sessions s ON s.key = r.session_key WHERE r.id = ?1",
+            "SELECT {} FROM runs r JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
+             WHERE r.id = ?1",
             Self::RUN_COLUMNS
         );
         conn.query_row(&sql, [run_id], Self::run_from_row)
