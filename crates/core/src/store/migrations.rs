@@ -55,16 +55,17 @@ const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX runs_by_session ON runs (session_key, started_at);
     CREATE INDEX runs_running ON runs (status) WHERE status = 'running';
-    CREATE TABLE run_output (
+    -- A run's output in blocks of lines (see output.rs): `text` is the lines joined by a
+    -- newline, `spans` their stream, arrival time and node, run-length encoded as JSON.
+    CREATE TABLE output_blocks (
         id INTEGER PRIMARY KEY,
         run_key INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        stream TEXT NOT NULL,
-        at_ms INTEGER NOT NULL,
-        node TEXT,
-        text TEXT NOT NULL
+        first_seq INTEGER NOT NULL,
+        line_count INTEGER NOT NULL,
+        text TEXT NOT NULL,
+        spans TEXT NOT NULL
     );
-    CREATE UNIQUE INDEX run_output_by_run ON run_output (run_key, seq);
+    CREATE UNIQUE INDEX output_blocks_by_run ON output_blocks (run_key, first_seq);
     CREATE TABLE logs (
         id INTEGER PRIMARY KEY,
         session_key INTEGER NOT NULL REFERENCES sessions(key) ON DELETE CASCADE,
@@ -97,7 +98,7 @@ const MIGRATIONS: &[&str] = &[
         summary TEXT NOT NULL,
         PRIMARY KEY (workspace_id, session_id)
     );
-    -- Full-text search over output lines, messages, logs and node names. Contentless: the text
+    -- Full-text search over output blocks, messages, logs and node names. Contentless: the text
     -- lives in its own table; the rowid says where (source row id * 4 + kind, see search.rs).
     CREATE VIRTUAL TABLE search_text USING fts5 (
         text,

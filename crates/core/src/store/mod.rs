@@ -608,6 +608,11 @@ impl Store {
         output::page(self, run_id, from_seq, limit)
     }
 
+    /// How many lines of output a run has stored.
+    pub fn output_line_count(&self, run_id: &str) -> Result<i64, Error> {
+        output::line_count(self, run_id)
+    }
+
     // ---- logs and traces ----
 
     #[allow(clippy::too_many_arguments)]

@@ -1,15 +1,20 @@
-//! A run's output: append-only lines, written in batches, read in pages.
+//! A run's output: append-only blocks of lines, written as they fill, read in pages of lines.
+//!
+//! A row per line cannot keep up with an agent printing 100 MB/s (a million lines a second), so
+//! lines are stored in blocks of up to 64 KiB: the lines' text joined by `\n`, and their stream,
+//! arrival time and node run-length encoded beside it. A block is never rewritten; the search
+//! index covers blocks, and a hit is narrowed to its lines when read.
 
-use rusqlite::{params, OptionalExtension};
-use serde::Serialize;
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
 
 use super::{search, Store};
 use crate::error::Error;
 use crate::protocol::Stream;
 
-/// Pending lines are written when there are this many, or this many bytes of them.
-const FLUSH_LINES: usize = 2048;
-const FLUSH_BYTES: usize = 4 * 1024 * 1024;
+/// A block is written when it holds this many bytes or lines (or on flush).
+const BLOCK_BYTES: usize = 64 * 1024;
+const BLOCK_LINES: u32 = 4096;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OutputLine {
@@ -23,29 +28,71 @@ pub struct OutputLine {
     pub text: String,
 }
 
-/// Appends a run's output. Lines are buffered and written in one transaction per batch (never
-/// rewriting earlier rows); [`OutputWriter::flush`] writes what is pending, and so does drop.
+/// Consecutive lines that share stream, arrival time and node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Span {
+    #[serde(rename = "n")]
+    lines: u32,
+    #[serde(rename = "e", default, skip_serializing_if = "is_false")]
+    stderr: bool,
+    #[serde(rename = "t")]
+    at_ms: u64,
+    #[serde(rename = "d", default, skip_serializing_if = "Option::is_none")]
+    node: Option<String>,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
+}
+
+#[derive(Debug, Default)]
+struct Block {
+    first_seq: i64,
+    lines: u32,
+    text: String,
+    spans: Vec<Span>,
+}
+
+impl Block {
+    fn push(&mut self, stream: Stream, at_ms: u64, node: Option<&str>, text: &str) {
+        if self.lines > 0 {
+            self.text.push('\n');
+        }
+        self.text.push_str(text);
+        self.lines += 1;
+        let stderr = stream == Stream::Stderr;
+        match self.spans.last_mut() {
+            Some(last) if last.stderr == stderr && last.at_ms == at_ms && last.node.as_deref() == node => {
+                last.lines += 1
+            }
+            _ => self.spans.push(Span {
+                lines: 1,
+                stderr,
+                at_ms,
+                node: node.map(str::to_owned),
+            }),
+        }
+    }
+}
+
+/// Appends a run's output. Lines gather in a block that is written when full and on
+/// [`OutputWriter::flush`] (the runner flushes every 50 ms, so output is visible at once to
+/// other readers); drop flushes too.
 pub struct OutputWriter<'s> {
     store: &'s Store,
     run_id: String,
     run_key: i64,
     next_seq: i64,
-    pending: Vec<OutputLine>,
-    pending_bytes: usize,
+    block: Block,
 }
 
 impl<'s> OutputWriter<'s> {
     pub(super) fn new(store: &'s Store, run_id: &str) -> Result<Self, Error> {
-        let run_key: i64 = store
-            .conn()
-            .query_row("SELECT key FROM runs WHERE id = ?1", [run_id], |r| r.get(0))
-            .optional()
-            .map_err(|e| store.sql_error(e))?
-            .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() })?;
-        let last: i64 = store
-            .conn()
+        let conn = store.conn();
+        let run_key = run_key(store, &conn, run_id)?;
+        let last: i64 = conn
             .query_row(
-                "SELECT COALESCE(MAX(seq), 0) FROM run_output WHERE run_key = ?1",
+                "SELECT COALESCE(MAX(first_seq + line_count - 1), 0) FROM output_blocks WHERE run_key = ?1",
                 [run_key],
                 |r| r.get(0),
             )
@@ -55,62 +102,54 @@ impl<'s> OutputWriter<'s> {
             run_id: run_id.to_owned(),
             run_key,
             next_seq: last + 1,
-            pending: Vec::new(),
-            pending_bytes: 0,
+            block: Block::default(),
         })
     }
 
-    /// Queues one line and returns its line number; writes the batch when it is full.
+    /// Adds one line and returns its line number; writes the block when it is full.
     pub fn append(&mut self, stream: Stream, at_ms: u64, node: Option<&str>, text: &str) -> Result<i64, Error> {
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.pending_bytes += text.len();
-        self.pending.push(OutputLine {
-            seq,
-            stream,
-            at_ms,
-            node: node.map(str::to_owned),
-            text: text.to_owned(),
-        });
-        if self.pending.len() >= FLUSH_LINES || self.pending_bytes >= FLUSH_BYTES {
+        if self.block.lines == 0 {
+            self.block.first_seq = seq;
+        }
+        // A line is stored as one line: a newline inside it (never from the reader) is escaped.
+        if text.contains('\n') {
+            self.block.push(stream, at_ms, node, &text.replace('\n', "\\n"));
+        } else {
+            self.block.push(stream, at_ms, node, text);
+        }
+        if self.block.text.len() >= BLOCK_BYTES || self.block.lines >= BLOCK_LINES {
             self.flush()?;
         }
         Ok(seq)
     }
 
-    /// Writes every pending line in one transaction.
+    /// Writes the lines gathered so far as one block.
     pub fn flush(&mut self) -> Result<(), Error> {
-        if self.pending.is_empty() {
+        if self.block.lines == 0 {
             return Ok(());
         }
         let store = self.store;
+        let block = std::mem::take(&mut self.block);
         let conn = store.conn();
         let tx = store.write_transaction(&conn)?;
-        {
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO run_output (run_key, seq, stream, at_ms, node, text) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(|e| store.sql_error(e))?;
-            for line in &self.pending {
-                insert
-                    .execute(params![
-                        self.run_key,
-                        line.seq,
-                        line.stream.as_str(),
-                        line.at_ms as i64,
-                        line.node,
-                        line.text
-                    ])
-                    .map_err(|e| store.sql_error(e))?;
-                let id = tx.last_insert_rowid();
-                search::index(&tx, search::Kind::Output, id, &line.text).map_err(|e| store.sql_error(e))?;
-            }
-        }
-        tx.commit().map_err(|e| store.sql_error(e))?;
-        self.pending.clear();
-        self.pending_bytes = 0;
-        Ok(())
+        tx.prepare_cached(
+            "INSERT INTO output_blocks (run_key, first_seq, line_count, text, spans) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .and_then(|mut insert| {
+            insert.execute(params![
+                self.run_key,
+                block.first_seq,
+                block.lines,
+                block.text,
+                serde_json::to_string(&block.spans).expect("spans serialise")
+            ])
+        })
+        .map_err(|e| store.sql_error(e))?;
+        let id = tx.last_insert_rowid();
+        search::index(&tx, search::Kind::Output, id, &block.text).map_err(|e| store.sql_error(e))?;
+        tx.commit().map_err(|e| store.sql_error(e))
     }
 }
 
@@ -122,29 +161,110 @@ impl Drop for OutputWriter<'_> {
     }
 }
 
-pub(super) fn page(store: &Store, run_id: &str, from_seq: i64, limit: usize) -> Result<Vec<OutputLine>, Error> {
-    let conn = store.conn();
-    let mut statement = conn
-        .prepare_cached(
-            "SELECT seq, stream, at_ms, node, text FROM run_output
-             WHERE run_key = (SELECT key FROM runs WHERE id = ?1) AND seq >= ?2 ORDER BY seq LIMIT ?3",
-        )
-        .map_err(|e| store.sql_error(e))?;
-    let rows = statement
-        .query_map(params![run_id, from_seq, limit as i64], |r| {
-            let stream: String = r.get(1)?;
-            Ok(OutputLine {
-                seq: r.get(0)?,
-                stream: if stream == "stderr" {
+fn run_key(store: &Store, conn: &Connection, run_id: &str) -> Result<i64, Error> {
+    conn.query_row("SELECT key FROM runs WHERE id = ?1", [run_id], |r| r.get(0))
+        .optional()
+        .map_err(|e| store.sql_error(e))?
+        .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() })
+}
+
+/// The lines of one stored block.
+pub(super) fn block_lines(first_seq: i64, text: &str, spans: &str) -> Vec<OutputLine> {
+    let spans: Vec<Span> = serde_json::from_str(spans).unwrap_or_default();
+    let mut meta = spans.iter().flat_map(|s| std::iter::repeat_n(s, s.lines as usize));
+    text.split('\n')
+        .enumerate()
+        .map(|(i, line)| {
+            let span = meta.next();
+            OutputLine {
+                seq: first_seq + i as i64,
+                stream: if span.is_some_and(|s| s.stderr) {
                     Stream::Stderr
                 } else {
                     Stream::Stdout
                 },
-                at_ms: r.get::<_, i64>(2)?.max(0) as u64,
-                node: r.get(3)?,
-                text: r.get(4)?,
-            })
+                at_ms: span.map_or(0, |s| s.at_ms),
+                node: span.and_then(|s| s.node.clone()),
+                text: line.to_owned(),
+            }
         })
+        .collect()
+}
+
+/// Lines `from_seq..` of a run's output (1-based), at most `limit`.
+pub(super) fn page(store: &Store, run_id: &str, from_seq: i64, limit: usize) -> Result<Vec<OutputLine>, Error> {
+    let conn = store.conn();
+    let run_key = run_key(store, &conn, run_id)?;
+    // Blocks from the one that holds `from_seq` on.
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT first_seq, text, spans FROM output_blocks WHERE run_key = ?1 AND first_seq >= COALESCE(
+                (SELECT MAX(first_seq) FROM output_blocks WHERE run_key = ?1 AND first_seq <= ?2), 0)
+             ORDER BY first_seq",
+        )
         .map_err(|e| store.sql_error(e))?;
-    rows.collect::<Result<_, _>>().map_err(|e| store.sql_error(e))
+    let mut rows = statement
+        .query(params![run_key, from_seq])
+        .map_err(|e| store.sql_error(e))?;
+    let mut lines = Vec::new();
+    while lines.len() < limit {
+        let Some(row) = rows.next().map_err(|e| store.sql_error(e))? else {
+            break;
+        };
+        let (first_seq, text, spans): (i64, String, String) = (
+            row.get(0).map_err(|e| store.sql_error(e))?,
+            row.get(1).map_err(|e| store.sql_error(e))?,
+            row.get(2).map_err(|e| store.sql_error(e))?,
+        );
+        lines.extend(
+            block_lines(first_seq, &text, &spans)
+                .into_iter()
+                .filter(|l| l.seq >= from_seq)
+                .take(limit - lines.len()),
+        );
+    }
+    Ok(lines)
+}
+
+/// How many lines of output a run has stored.
+pub(super) fn line_count(store: &Store, run_id: &str) -> Result<i64, Error> {
+    let conn = store.conn();
+    let run_key = run_key(store, &conn, run_id)?;
+    conn.query_row(
+        "SELECT COALESCE(MAX(first_seq + line_count - 1), 0) FROM output_blocks WHERE run_key = ?1",
+        [run_key],
+        |r| r.get(0),
+    )
+    .map_err(|e| store.sql_error(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_keeps_each_line_with_its_stream_time_and_node() {
+        let mut block = Block::default();
+        block.first_seq = 7;
+        block.push(Stream::Stdout, 5, Some("plan"), "one");
+        block.push(Stream::Stdout, 5, Some("plan"), "two");
+        block.push(Stream::Stderr, 9, None, "");
+        block.push(Stream::Stdout, 9, Some("act"), "four");
+        assert_eq!(block.spans.len(), 3, "runs of equal metadata share a span");
+        let spans = serde_json::to_string(&block.spans).unwrap();
+        let lines = block_lines(block.first_seq, &block.text, &spans);
+        let summary: Vec<_> = lines
+            .iter()
+            .map(|l| (l.seq, l.stream, l.at_ms, l.node.as_deref(), l.text.as_str()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (7, Stream::Stdout, 5, Some("plan"), "one"),
+                (8, Stream::Stdout, 5, Some("plan"), "two"),
+                (9, Stream::Stderr, 9, None, ""),
+                (10, Stream::Stdout, 9, Some("act"), "four"),
+            ]
+        );
+    }
 }

@@ -6,7 +6,7 @@
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde::Serialize;
 
-use super::Store;
+use super::{output, Store};
 use crate::error::Error;
 use crate::session::Workspace;
 
@@ -30,7 +30,7 @@ pub(super) fn index(conn: &Connection, kind: Kind, source_id: i64, text: &str) -
 pub(super) fn unindex_session(tx: &Transaction<'_>, session_key: i64) -> rusqlite::Result<()> {
     tx.execute(
         "DELETE FROM search_text WHERE rowid IN (
-            SELECT o.id * 4 + 0 FROM run_output o JOIN runs r ON r.key = o.run_key WHERE r.session_key = ?1
+            SELECT b.id * 4 + 0 FROM output_blocks b JOIN runs r ON r.key = b.run_key WHERE r.session_key = ?1
             UNION ALL SELECT id * 4 + 1 FROM messages WHERE session_key = ?1
             UNION ALL SELECT id * 4 + 2 FROM logs WHERE session_key = ?1
             UNION ALL SELECT s.id * 4 + 3 FROM spans s JOIN runs r ON r.id = s.run_id WHERE r.session_key = ?1)",
@@ -87,10 +87,10 @@ pub(super) fn search(store: &Store, workspace: &Workspace, query: &str, limit: u
         .map_err(sql_error)?;
     let mut rows = matches.query([fts]).map_err(sql_error)?;
     let mut lookups = [
-        // One per kind, in the order of the kind codes.
-        "SELECT 'output', s.session_id, r.id, o.node, o.seq, o.text FROM run_output o
-           JOIN runs r ON r.key = o.run_key JOIN sessions s ON s.key = r.session_key
-           WHERE o.id = ?1 AND s.workspace_id = ?2",
+        // One per kind, in the order of the kind codes. An output hit is a block of lines.
+        "SELECT 'output', s.session_id, r.id, b.spans, b.first_seq, b.text FROM output_blocks b
+           JOIN runs r ON r.key = b.run_key JOIN sessions s ON s.key = r.session_key
+           WHERE b.id = ?1 AND s.workspace_id = ?2",
         "SELECT 'message', s.session_id, NULL, NULL, m.seq, m.text FROM messages m
            JOIN sessions s ON s.key = m.session_key WHERE m.id = ?1 AND s.workspace_id = ?2",
         "SELECT 'log', s.session_id, l.run_id, NULL, l.id, l.event || ' ' || l.message FROM logs l
@@ -103,6 +103,7 @@ pub(super) fn search(store: &Store, workspace: &Workspace, query: &str, limit: u
     .map(|sql| conn.prepare_cached(sql))
     .collect::<Result<Vec<_>, _>>()
     .map_err(sql_error)?;
+    let terms: Vec<String> = query.split_whitespace().map(fold).collect();
     let mut hits = Vec::new();
     while hits.len() < limit {
         let Some(row) = rows.next().map_err(sql_error)? else {
@@ -115,6 +116,7 @@ pub(super) fn search(store: &Store, workspace: &Workspace, query: &str, limit: u
                     kind: r.get(0)?,
                     session_id: r.get(1)?,
                     run_id: r.get(2)?,
+                    // For output, the block's spans until it is narrowed to lines below.
                     node: r.get(3)?,
                     line: r.get(4)?,
                     text: r.get(5)?,
@@ -122,9 +124,65 @@ pub(super) fn search(store: &Store, workspace: &Workspace, query: &str, limit: u
             })
             .optional()
             .map_err(sql_error)?;
-        hits.extend(hit);
+        let Some(hit) = hit else { continue };
+        if hit.kind != "output" {
+            hits.push(hit);
+            continue;
+        }
+        let lines = output::block_lines(hit.line, &hit.text, hit.node.as_deref().unwrap_or("[]"));
+        let matching: Vec<_> = lines.iter().filter(|line| line_matches(&line.text, &terms)).collect();
+        // The index matched the block; if no single line holds every word, the block's first line
+        // stands for it.
+        let chosen = if matching.is_empty() {
+            lines.iter().take(1).collect()
+        } else {
+            matching
+        };
+        for line in chosen.into_iter().rev().take(limit - hits.len()) {
+            hits.push(SearchHit {
+                kind: "output".to_owned(),
+                session_id: hit.session_id.clone(),
+                run_id: hit.run_id.clone(),
+                node: line.node.clone(),
+                line: line.seq,
+                text: line.text.clone(),
+            });
+        }
     }
     Ok(hits)
+}
+
+/// Whether a line holds every term as the start of a word, the way the index compares text:
+/// case and common accents folded.
+fn line_matches(line: &str, terms: &[String]) -> bool {
+    let line = fold(line);
+    terms.iter().all(|term| {
+        line.match_indices(term.as_str())
+            .any(|(at, _)| at == 0 || !line[..at].chars().next_back().is_some_and(char::is_alphanumeric))
+    })
+}
+
+/// Lower case, with the accents of Latin letters removed (`Hôtel` → `hotel`).
+fn fold(text: &str) -> String {
+    text.chars()
+        .flat_map(char::to_lowercase)
+        .map(|c| match c {
+            'à' | 'á' | 'â' | 'ã' | 'ä' | 'å' | 'ā' | 'ă' | 'ą' => 'a',
+            'ç' | 'ć' | 'č' => 'c',
+            'ď' => 'd',
+            'è' | 'é' | 'ê' | 'ë' | 'ē' | 'ė' | 'ę' | 'ě' => 'e',
+            'ì' | 'í' | 'î' | 'ï' | 'ī' | 'į' => 'i',
+            'ñ' | 'ń' | 'ň' => 'n',
+            'ò' | 'ó' | 'ô' | 'õ' | 'ö' | 'ø' | 'ō' | 'ő' => 'o',
+            'ř' => 'r',
+            'ś' | 'š' | 'ş' => 's',
+            'ť' | 'ţ' => 't',
+            'ù' | 'ú' | 'û' | 'ü' | 'ū' | 'ů' | 'ű' | 'ų' => 'u',
+            'ý' | 'ÿ' => 'y',
+            'ź' | 'ż' | 'ž' => 'z',
+            other => other,
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -136,5 +194,16 @@ mod tests {
         assert_eq!(fts_query("boom fail*").unwrap(), r#""boom"* "fail*"*"#);
         assert_eq!(fts_query(r#"say "hi""#).unwrap(), r#""say"* """hi"""*"#);
         assert_eq!(fts_query("   "), None);
+    }
+
+    #[test]
+    fn lines_match_word_prefixes_without_case_or_accents() {
+        let terms: Vec<String> = ["hotel", "kyo"].iter().map(|t| fold(t)).collect();
+        assert!(line_matches("Réserve un Hôtel à Kyōto", &terms));
+        assert!(
+            !line_matches("a motel in Kyoto", &terms),
+            "inside a word is not a word start"
+        );
+        assert!(!line_matches("hotel only", &terms), "every term must be there");
     }
 }

@@ -306,8 +306,8 @@ fn delete_removes_every_row_of_the_session_and_moves_its_folder() {
             "SELECT count(*) FROM logs WHERE session_key NOT IN (SELECT key FROM sessions)",
         ),
         (
-            "run_output",
-            "SELECT count(*) FROM run_output WHERE run_key NOT IN (SELECT key FROM runs)",
+            "output_blocks",
+            "SELECT count(*) FROM output_blocks WHERE run_key NOT IN (SELECT key FROM runs)",
         ),
         (
             "spans",
@@ -326,7 +326,7 @@ fn delete_removes_every_row_of_the_session_and_moves_its_folder() {
         1,
         "the other session keeps its run"
     );
-    assert_eq!(count(&s.db, "SELECT count(*) FROM run_output"), 1);
+    assert_eq!(count(&s.db, "SELECT count(*) FROM output_blocks"), 1);
     let err = store.session_delete(&s.workspace, &doomed, |_| Ok(())).unwrap_err();
     assert!(matches!(err, Error::SessionNotFound { .. }), "{err}");
 }
@@ -477,7 +477,7 @@ fn a_writer_killed_mid_output_loses_nothing_it_committed() {
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let stored = count(
         &s.db,
-        &format!("SELECT count(*) FROM run_output WHERE run_key = (SELECT key FROM runs WHERE id = '{run}')"),
+        &format!("SELECT COALESCE(SUM(line_count), 0) FROM output_blocks WHERE run_key = (SELECT key FROM runs WHERE id = '{run}')"),
     );
     assert!(stored >= committed, "{stored} lines stored, {committed} were committed");
     let last = store.output_page(&run, stored, 1).unwrap();
