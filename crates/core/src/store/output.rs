@@ -244,8 +244,10 @@ mod tests {
 
     #[test]
     fn a_block_keeps_each_line_with_its_stream_time_and_node() {
-        let mut block = Block::default();
-        block.first_seq = 7;
+        let mut block = Block {
+            first_seq: 7,
+            ..Block::default()
+        };
         block.push(Stream::Stdout, 5, Some("plan"), "one");
         block.push(Stream::Stdout, 5, Some("plan"), "two");
         block.push(Stream::Stderr, 9, None, "");
