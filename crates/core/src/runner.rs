@@ -165,12 +165,18 @@ impl LiveRun {
 
 struct Shared {
     store: Arc<Store>,
+    shutting_down: std::sync::atomic::AtomicBool,
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
     subscribers: Mutex<Vec<SyncSender<RunEvent>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    indexer: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Shared {
+    fn has_subscribers(&self) -> bool {
+        !self.subscribers.lock().expect("subscribers lock").is_empty()
+    }
+
     fn publish(&self, event: RunEvent) {
         let mut subscribers = self.subscribers.lock().expect("subscribers lock");
         subscribers.retain(|subscriber| match subscriber.try_send(event.clone()) {
@@ -211,14 +217,23 @@ pub fn new_session_id() -> SessionId {
 
 impl Supervisor {
     pub fn new(store: Arc<Store>) -> Supervisor {
-        Supervisor {
-            shared: Arc::new(Shared {
-                store,
-                live: Mutex::new(HashMap::new()),
-                subscribers: Mutex::new(Vec::new()),
-                threads: Mutex::new(Vec::new()),
-            }),
+        let shared = Arc::new(Shared {
+            store,
+            shutting_down: std::sync::atomic::AtomicBool::new(false),
+            live: Mutex::new(HashMap::new()),
+            subscribers: Mutex::new(Vec::new()),
+            threads: Mutex::new(Vec::new()),
+            indexer: Mutex::new(None),
+        });
+        let indexer = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name("search-indexer".into())
+            .spawn(move || index_behind(&indexer));
+        match spawned {
+            Ok(thread) => *shared.indexer.lock().expect("indexer lock") = Some(thread),
+            Err(error) => tracing::error!(%error, "cannot start the search indexer; search indexes when it is used"),
         }
+        Supervisor { shared }
     }
 
     pub fn store(&self) -> &Arc<Store> {
@@ -482,12 +497,33 @@ impl Supervisor {
         for thread in threads {
             let _ = thread.join();
         }
+        self.shared
+            .shutting_down
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(indexer) = self.shared.indexer.lock().expect("indexer lock").take() {
+            let _ = indexer.join();
+        }
     }
 }
 
 impl Drop for Supervisor {
     fn drop(&mut self) {
         self.shutdown();
+    }
+}
+
+/// Indexes stored output behind the runs, a few blocks at a time so that a run's writes never
+/// wait long for it.
+fn index_behind(shared: &Shared) {
+    while !shared.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
+        match shared.store.index_pending(4) {
+            Ok(0) => std::thread::sleep(Duration::from_millis(200)),
+            Ok(_) => {}
+            Err(error) => {
+                tracing::error!(%error, "search indexing failed; it is retried");
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
     }
 }
 
@@ -579,9 +615,16 @@ impl RunContext {
                             fold: &mut TimelineFold,
                             writer: &mut crate::store::OutputWriter<'_>| {
             let applied = fold.apply(&event);
+            // Subscribers first: recording can wait a moment, the window should not.
             match (&event.kind, applied) {
                 (EventKind::NodeBegin { node, .. }, Applied::NodeBegan(index)) => {
                     let depth = fold.node(index).map_or(0, |n| n.depth);
+                    self.shared.publish(RunEvent::NodeBegin {
+                        run_id: self.run_id.clone(),
+                        node: node.clone(),
+                        depth,
+                        t_ms: event.at_ms,
+                    });
                     let parent = fold
                         .parent_of(index)
                         .and_then(|p| node_spans.get(&p).copied())
@@ -589,40 +632,27 @@ impl RunContext {
                     if let Ok(span) = store.span_start(&self.run_id, parent, node, "node", depth, SystemTime::now()) {
                         node_spans.insert(index, span);
                     }
-                    self.log(
-                        Level::Info,
-                        "node.begin",
-                        node,
-                        serde_json::json!({ "node": node, "depth": depth }),
-                    );
-                    self.shared.publish(RunEvent::NodeBegin {
-                        run_id: self.run_id.clone(),
-                        node: node.clone(),
-                        depth,
-                        t_ms: event.at_ms,
-                    });
+                    let fields = serde_json::json!({ "node": node, "depth": depth });
+                    self.log(Level::Info, "node.begin", node, fields);
                 }
                 (EventKind::NodeEnd { node, .. }, Applied::NodeEnded(index)) => {
                     let status = fold.node(index).map_or(Status::Unknown, |n| n.status);
-                    if let Some(span) = node_spans.get(&index) {
-                        let _ = store.span_end(*span, status, SystemTime::now());
-                    }
-                    self.log(
-                        if status == Status::Error {
-                            Level::Error
-                        } else {
-                            Level::Info
-                        },
-                        "node.end",
-                        &format!("{node}: {status}"),
-                        serde_json::json!({ "node": node, "status": status }),
-                    );
                     self.shared.publish(RunEvent::NodeEnd {
                         run_id: self.run_id.clone(),
                         node: node.clone(),
                         status,
                         t_ms: event.at_ms,
                     });
+                    if let Some(span) = node_spans.get(&index) {
+                        let _ = store.span_end(*span, status, SystemTime::now());
+                    }
+                    let level = if status == Status::Error {
+                        Level::Error
+                    } else {
+                        Level::Info
+                    };
+                    let fields = serde_json::json!({ "node": node, "status": status });
+                    self.log(level, "node.end", &format!("{node}: {status}"), fields);
                 }
                 (EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }, _) => {}
                 _ => {
@@ -630,12 +660,14 @@ impl RunContext {
                     if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
                         tracing::error!(run_id = %self.run_id, %error, "cannot record output");
                     }
-                    self.shared.publish(RunEvent::Output {
-                        run_id: self.run_id.clone(),
-                        stream: event.stream,
-                        line: event.text.into_owned(),
-                        t_ms: event.at_ms,
-                    });
+                    if self.shared.has_subscribers() {
+                        self.shared.publish(RunEvent::Output {
+                            run_id: self.run_id.clone(),
+                            stream: event.stream,
+                            line: event.text.into_owned(),
+                            t_ms: event.at_ms,
+                        });
+                    }
                 }
             }
         };
@@ -643,7 +675,12 @@ impl RunContext {
         loop {
             match receiver.recv_timeout(TICK) {
                 Ok(Message::Chunk(stream, bytes, at)) => {
-                    reader.push(stream, &bytes, at, &mut |e| on_event(e, &mut fold, &mut writer));
+                    // One transaction for everything a chunk records.
+                    let recorded =
+                        store.batch(|| reader.push(stream, &bytes, at, &mut |e| on_event(e, &mut fold, &mut writer)));
+                    if let Err(error) = recorded {
+                        tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+                    }
                 }
                 Ok(Message::Exited(status)) => exit = Some((status, Instant::now())),
                 Err(RecvTimeoutError::Timeout) => {}

@@ -27,6 +27,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("replay") => replay::main(&args[1..]),
         Some("fill-demo") => demo::main(&args[1..]),
+        Some("markers") => markers(&args[1..]),
         Some("run") => run::main(&args[1..]),
         Some("--help" | "-h") => {
             println!("{}", include_str!("usage.txt"));
@@ -49,4 +50,39 @@ fn value_of<'a>(args: &'a [String], i: &mut usize, flag: &str) -> Result<&'a str
     args.get(*i)
         .map(String::as_str)
         .ok_or_else(|| format!("{flag} needs a value"))
+}
+
+/// `markers N [INTERVAL_US]`: N node_begin/node_end pairs, each node named `m<send time in ns>`,
+/// for the runner's latency benchmark.
+fn markers(args: &[String]) -> Result<u8, String> {
+    use std::io::Write;
+    let count: u64 = args
+        .first()
+        .and_then(|n| n.parse().ok())
+        .ok_or("markers needs a count")?;
+    let interval: u64 = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(200);
+    let mut out = std::io::stdout().lock();
+    for _ in 0..count {
+        let sent = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let written = writeln!(
+            out,
+            "__WORKFLOW_GRAPH_LOG__{{\"phase\":\"node_begin\",\"node\":\"m{sent}\"}}"
+        )
+        .and_then(|_| writeln!(out, "└ done 0ms"))
+        .and_then(|_| {
+            writeln!(
+                out,
+                "__WORKFLOW_GRAPH_LOG__{{\"phase\":\"node_end\",\"node\":\"m{sent}\"}}"
+            )
+        })
+        .and_then(|_| out.flush());
+        if written.is_err() {
+            return Ok(141);
+        }
+        std::thread::sleep(std::time::Duration::from_micros(interval));
+    }
+    Ok(0)
 }

@@ -63,9 +63,12 @@ const MIGRATIONS: &[&str] = &[
         first_seq INTEGER NOT NULL,
         line_count INTEGER NOT NULL,
         text TEXT NOT NULL,
-        spans TEXT NOT NULL
+        spans TEXT NOT NULL,
+        -- 0 until the block is in the search index (indexing runs behind the output).
+        indexed INTEGER NOT NULL DEFAULT 0
     );
     CREATE UNIQUE INDEX output_blocks_by_run ON output_blocks (run_key, first_seq);
+    CREATE INDEX output_blocks_to_index ON output_blocks (id) WHERE indexed = 0;
     CREATE TABLE logs (
         id INTEGER PRIMARY KEY,
         session_key INTEGER NOT NULL REFERENCES sessions(key) ON DELETE CASCADE,

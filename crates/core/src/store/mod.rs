@@ -208,6 +208,31 @@ pub struct Recovered {
     pub status: Status,
 }
 
+/// A write transaction of its own, or a part of the [`Store::batch`] under way.
+pub(crate) enum WriteTransaction<'c> {
+    Own(rusqlite::Transaction<'c>),
+    Batched(&'c Connection),
+}
+
+impl WriteTransaction<'_> {
+    pub(crate) fn commit(self) -> rusqlite::Result<()> {
+        match self {
+            WriteTransaction::Own(tx) => tx.commit(),
+            WriteTransaction::Batched(_) => Ok(()),
+        }
+    }
+}
+
+impl std::ops::Deref for WriteTransaction<'_> {
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        match self {
+            WriteTransaction::Own(tx) => tx,
+            WriteTransaction::Batched(conn) => conn,
+        }
+    }
+}
+
 /// A session's pinned time, title and agent, as the store has them.
 type SessionFacts = (Option<i64>, Option<String>, Option<String>);
 
@@ -729,7 +754,9 @@ impl Store {
     // ---- search ----
 
     /// Full-text search over run output, messages, node names and logs of a workspace.
+    /// Output not yet indexed is indexed first, so every line ever stored can be found.
     pub fn search(&self, workspace: &Workspace, query: &str, limit: usize) -> Result<Vec<SearchHit>, Error> {
+        while self.index_pending(64)? > 0 {}
         search::search(self, workspace, query, limit)
     }
 
@@ -914,8 +941,34 @@ impl Store {
 
     /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`), so that it waits
     /// for another writer (the app, a `zstudio` command) instead of failing on a stale read.
-    pub(crate) fn write_transaction<'c>(&self, conn: &'c Connection) -> Result<rusqlite::Transaction<'c>, Error> {
-        rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate).map_err(|e| self.err(e))
+    /// Inside [`Store::batch`] it is part of the batch's transaction.
+    pub(crate) fn write_transaction<'c>(&self, conn: &'c Connection) -> Result<WriteTransaction<'c>, Error> {
+        if !conn.is_autocommit() {
+            return Ok(WriteTransaction::Batched(conn));
+        }
+        rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)
+            .map(WriteTransaction::Own)
+            .map_err(|e| self.err(e))
+    }
+
+    /// Runs `work` (store calls from this thread) in one transaction: many small writes, one
+    /// commit. Other threads wait for the batch.
+    pub fn batch<T>(&self, work: impl FnOnce() -> T) -> Result<T, Error> {
+        let conn = self.conn();
+        if !conn.is_autocommit() {
+            return Ok(work());
+        }
+        let tx = rusqlite::Transaction::new_unchecked(&conn, rusqlite::TransactionBehavior::Immediate)
+            .map_err(|e| self.err(e))?;
+        let value = work();
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(value)
+    }
+
+    /// Adds up to `max_blocks` output blocks to the search index, oldest first; returns how many.
+    /// Output is stored at once and indexed behind it, so a flood is never slowed by indexing.
+    pub fn index_pending(&self, max_blocks: usize) -> Result<usize, Error> {
+        output::index_pending(self, max_blocks)
     }
 
     /// The connection, locked for this thread until the guard drops.

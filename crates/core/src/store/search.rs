@@ -3,7 +3,7 @@
 //! One contentless FTS table; each row's rowid is `source id * 4 + kind`, so the text is stored
 //! once (in its own table) and a hit leads back to its row.
 
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::{output, Store};
@@ -27,7 +27,7 @@ pub(super) fn index(conn: &Connection, kind: Kind, source_id: i64, text: &str) -
 }
 
 /// Removes a session's rows from the index (before the rows themselves go).
-pub(super) fn unindex_session(tx: &Transaction<'_>, session_key: i64) -> rusqlite::Result<()> {
+pub(super) fn unindex_session(tx: &Connection, session_key: i64) -> rusqlite::Result<()> {
     tx.execute(
         "DELETE FROM search_text WHERE rowid IN (
             SELECT b.id * 4 + 0 FROM output_blocks b JOIN runs r ON r.key = b.run_key WHERE r.session_key = ?1

@@ -276,6 +276,7 @@ fn delete_removes_every_row_of_the_session_and_moves_its_folder() {
         finish(&store, &run, Status::Success);
     }
     store.pin(&s.workspace, &doomed, SystemTime::now()).unwrap();
+    while store.index_pending(10).unwrap() > 0 {}
     let trash = s.db.parent().unwrap().join("trash");
     std::fs::create_dir_all(&trash).unwrap();
     store
