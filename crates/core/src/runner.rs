@@ -512,13 +512,14 @@ impl Drop for Supervisor {
     }
 }
 
-/// Indexes stored output behind the runs, a few blocks at a time so that a run's writes never
-/// wait long for it.
+/// Indexes stored output behind the runs, a few blocks at a time with a pause between, so that
+/// a run's writes never wait long for it and a flood keeps the CPU for itself (the index
+/// catches up afterwards; a search catches it up at once).
 fn index_behind(shared: &Shared) {
     while !shared.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
         match shared.store.index_pending(4) {
             Ok(0) => std::thread::sleep(Duration::from_millis(200)),
-            Ok(_) => {}
+            Ok(_) => std::thread::sleep(Duration::from_millis(10)),
             Err(error) => {
                 tracing::error!(%error, "search indexing failed; it is retried");
                 std::thread::sleep(Duration::from_secs(1));
