@@ -517,30 +517,79 @@ fn example_binary(name: &str) -> PathBuf {
 #[test]
 fn two_processes_write_the_same_file_at_once() {
     let s = setup();
-    let location = StoreLocation::File(s.db.clone());
-    drop(Store::open(&location).unwrap());
-    std::thread::scope(|scope| {
-        for writer in 0..2 {
-            let location = location.clone();
-            let workspace = s.workspace.clone();
-            scope.spawn(move || {
-                // Each thread has its own connection, like the app and a `zstudio` command.
-                let store = Store::open(&location).unwrap();
-                for i in 0..200 {
-                    let session = id(&format!("1795952600000_w{writer}{i:03}"));
-                    store.pin(&workspace, &session, SystemTime::now()).unwrap();
-                    store
-                        .message_append(&workspace, &session, "user", "concurrent", SystemTime::now())
-                        .unwrap();
-                }
-            });
+    drop(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
+    let writer = example_binary("store_writer");
+    // Two writer processes on one file (as the app and a `zstudio run` are), each committing
+    // batches of output while the other does.
+    let mut children: Vec<_> = (0..2)
+        .map(|_| {
+            let mut child = Command::new(&writer)
+                .arg(&s.db)
+                .arg(s.workspace.root())
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+            (child, lines)
+        })
+        .collect();
+    let mut runs = Vec::new();
+    for (_, lines) in &mut children {
+        runs.push(lines.next().unwrap().unwrap().strip_prefix("run ").unwrap().to_owned());
+    }
+    let mut committed = [0i64; 2];
+    while committed.iter().any(|&c| c < 10_000) {
+        for (i, (_, lines)) in children.iter_mut().enumerate() {
+            if committed[i] < 10_000 {
+                let line = lines.next().unwrap().unwrap();
+                committed[i] = line.strip_prefix("committed ").unwrap().parse().unwrap();
+            }
         }
-    });
-    assert_eq!(count(&s.db, "SELECT count(*) FROM messages"), 400);
-    assert_eq!(
-        count(&s.db, "SELECT count(*) FROM sessions WHERE pinned_at IS NOT NULL"),
-        400
-    );
+    }
+    for (child, _) in &mut children {
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    for (run, committed) in runs.iter().zip(committed) {
+        assert!(
+            store.output_line_count(run).unwrap() >= committed,
+            "run {run} kept its committed lines"
+        );
+    }
+}
+
+#[test]
+fn search_finds_one_word_in_a_hundred_megabytes_of_output() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let session = id("1795952600000_big1");
+    let run = start_run(&store, &s.workspace, &session, "go");
+    let mut bytes = 0usize;
+    let mut line = 0i64;
+    {
+        let mut writer = store.output_writer(&run).unwrap();
+        while bytes < 100_000_000 {
+            line += 1;
+            let text = if line == 654_321 {
+                "the needle is a quokkaphant, once".to_owned()
+            } else {
+                format!(
+                    "line {line}: the agent read src/module_{}.rs and found {} symbols",
+                    line % 97,
+                    line % 13
+                )
+            };
+            bytes += text.len() + 1;
+            writer.append(Stream::Stdout, line as u64, Some("work"), &text).unwrap();
+        }
+    }
+    let hits = store.search(&s.workspace, "quokkaphant", 10).unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!((hits[0].line, hits[0].node.as_deref()), (654_321, Some("work")));
+    assert_eq!(store.output_line_count(&run).unwrap(), line);
+    let page = store.output_page(&run, 654_320, 3).unwrap();
+    assert_eq!(page[1].text, "the needle is a quokkaphant, once");
 }
 
 #[test]
