@@ -15,9 +15,13 @@ fuzz_target!(|data: &[u8]| {
     let step = usize::from(control % 61) + 1;
     for (i, chunk) in rest.chunks(step).enumerate() {
         let stream = if (control >> 6) != 0 && i % 3 == 2 { Stream::Stderr } else { Stream::Stdout };
-        reader.push(stream, chunk, i as u64, &mut |event| fold.apply(&event));
+        reader.push(stream, chunk, i as u64, &mut |event| {
+        fold.apply(&event);
+    });
     }
-    reader.finish(u64::MAX, &mut |event| fold.apply(&event));
+    reader.finish(u64::MAX, &mut |event| {
+        fold.apply(&event);
+    });
     let end = RunEnd {
         exit: Exit::from_shell_status(i32::from(control)),
         signalled_by_studio: control & 1 == 1,

@@ -22,6 +22,9 @@ pub const RUNNING_QUIET_WINDOW: Duration = Duration::from_secs(120);
 /// Files larger than this are listed but not parsed in place (they are paged elsewhere).
 const MAX_PARSED_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
+/// A listing reads `events.json` up to this size (larger ones only in full reads).
+const SUMMARY_EVENTS_BYTES: u64 = 256 * 1024;
+
 /// How much of a node's prompt a [`Session`] carries inline.
 const PROMPT_PREVIEW_BYTES: u64 = 4 * 1024;
 
@@ -383,8 +386,10 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         .and_then(|f| reader.parse_json(f))
         .and_then(|value| reader.session_info(value));
     let result = files.get(RESULT_FILE).and_then(|f| reader.parse_json(f));
+    // Listings read a small events.json too: it gives the nodes' order and status.
     let events = match (detail, files.get(EVENTS_FILE)) {
         (Detail::Full, Some(file)) => reader.events(file),
+        (Detail::Summary, Some(file)) if file.bytes <= SUMMARY_EVENTS_BYTES => reader.events(file),
         _ => Vec::new(),
     };
 

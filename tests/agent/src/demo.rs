@@ -53,6 +53,9 @@ pub fn main(args: &[String]) -> Result<u8, String> {
     };
     let workspace = Path::new(workspace);
     std::fs::create_dir_all(workspace).map_err(|e| format!("cannot create {}: {e}", workspace.display()))?;
+    // The agent runs in the workspace: a relative path would point elsewhere from there.
+    let workspace =
+        &std::fs::canonicalize(workspace).map_err(|e| format!("cannot find {}: {e}", workspace.display()))?;
     let agent = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
     for (prompt, agent_args) in DEMO_RUNS {
         let id = crate::run::new_session_id();
