@@ -15,7 +15,9 @@ pub mod runner;
 pub mod session;
 pub mod status;
 pub mod store;
+pub mod tail;
 pub mod timeline;
+pub mod watcher;
 
 pub use error::Error;
 pub use id::SessionId;

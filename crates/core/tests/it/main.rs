@@ -6,3 +6,4 @@ mod never_panics;
 mod runner;
 mod session_folders;
 mod store;
+mod watcher;

@@ -1,0 +1,393 @@
+//! The watcher and the tail reader against real folders and real filesystem events.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use studio_core::tail::{last_lines, FileTail};
+use studio_core::watcher::{Change, Watcher, WatcherOptions};
+use studio_core::Workspace;
+
+use crate::harness::agent_binary;
+
+/// Long enough for a loaded CI machine; the tests wait for events, they never sleep to assert.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Every change the watcher sent, and a way to wait for one.
+#[derive(Clone, Default)]
+struct Changes {
+    inner: Arc<(Mutex<Vec<Change>>, Condvar)>,
+}
+
+impl Changes {
+    fn watch(&self, workspaces: &[&Path], options: WatcherOptions) -> Watcher {
+        let changes = self.clone();
+        let workspaces = workspaces.iter().map(|w| Workspace::open(w).unwrap()).collect();
+        let sink = Arc::new(move |change: Change| {
+            let (list, signal) = &*changes.inner;
+            list.lock().unwrap().push(change);
+            signal.notify_all();
+        });
+        Watcher::start(workspaces, sink, options).unwrap()
+    }
+
+    /// Waits until `done` holds for the changes so far; panics with `what` after the patience.
+    fn wait_until(&self, what: &str, done: impl Fn(&[Change]) -> bool) -> Vec<Change> {
+        let deadline = Instant::now() + PATIENCE;
+        let (list, signal) = &*self.inner;
+        let mut changes = list.lock().unwrap();
+        loop {
+            if done(&changes) {
+                return changes.clone();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "timed out waiting for {what}; changes so far: {:#?}",
+                *changes
+            );
+            changes = signal.wait_timeout(changes, left).unwrap().0;
+        }
+    }
+}
+
+fn added(changes: &[Change], id: &str) -> usize {
+    changes
+        .iter()
+        .filter(|c| matches!(c, Change::SessionAdded { session_id, .. } if session_id.as_str() == id))
+        .count()
+}
+
+fn removed(changes: &[Change], id: &str) -> usize {
+    changes
+        .iter()
+        .filter(|c| matches!(c, Change::SessionRemoved { session_id, .. } if session_id.as_str() == id))
+        .count()
+}
+
+fn sessions_dir(workspace: &Path) -> PathBuf {
+    workspace.join(".zibby/output/sessions")
+}
+
+/// A session folder as the engine writes it at the start of a node.
+fn write_session(workspace: &Path, id: &str, node: &str) -> PathBuf {
+    let dir = sessions_dir(workspace).join(id);
+    fs::create_dir_all(&dir).unwrap();
+    let info = format!(
+        r#"{{"sessionPath":"{}","currentNode":"{node}","createdAt":"2026-01-01T00:00:00.000Z"}}"#,
+        dir.display()
+    );
+    fs::write(dir.join(".session-info.json"), info).unwrap();
+    dir
+}
+
+fn workspace_dir() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(dir.path()).unwrap();
+    (dir, root)
+}
+
+#[test]
+fn a_run_of_the_test_agent_shows_up_and_its_nodes_progress() {
+    let (_dir, root) = workspace_dir();
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], WatcherOptions::default());
+    let mut agent = std::process::Command::new(agent_binary())
+        .args(["run", "--nodes", "plan:400,research:600,write:400", "--lines", "3"])
+        .current_dir(&root)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let seen = changes.wait_until("the run's session, its three nodes and their output", |changes| {
+        let nodes: HashSet<&str> = changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::SessionAdded { summary, .. } | Change::SessionUpdated { summary, .. } => {
+                    summary.current_node.as_deref()
+                }
+                _ => None,
+            })
+            .collect();
+        let output = changes
+            .iter()
+            .any(|c| matches!(c, Change::OutputAppended { lines, .. } if !lines.is_empty()));
+        ["plan", "research", "write"].iter().all(|n| nodes.contains(n)) && output
+    });
+    assert!(agent.wait().unwrap().success());
+    let ids: HashSet<&str> = seen.iter().map(|c| c.session_id().as_str()).collect();
+    assert_eq!(ids.len(), 1, "one run makes one session: {ids:?}");
+    let id = *ids.iter().next().unwrap();
+    assert_eq!(added(&seen, id), 1, "the session is added once, then updated");
+    assert!(
+        matches!(&seen[0], Change::SessionAdded { .. }),
+        "the first change of a new session is its addition: {:?}",
+        seen[0]
+    );
+    for change in &seen {
+        assert_eq!(change.workspace(), root, "changes name their workspace");
+        if let Change::OutputAppended { file, .. } = change {
+            assert!(
+                file.starts_with(sessions_dir(&root).join(id)),
+                "output of the session's folder: {file:?}"
+            );
+            assert!(file.ends_with("raw_stream_output.txt"), "{file:?}");
+        }
+    }
+}
+
+#[test]
+fn a_session_there_before_the_watcher_started_is_reported_once() {
+    let (_dir, root) = workspace_dir();
+    write_session(&root, "before", "plan");
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], WatcherOptions::default());
+    changes.wait_until("the existing session", |c| added(c, "before") == 1);
+    // A later session proves the watcher went on; by then a duplicate would have come too.
+    write_session(&root, "after", "plan");
+    let seen = changes.wait_until("the new session", |c| added(c, "after") == 1);
+    assert_eq!(added(&seen, "before"), 1, "reported exactly once: {seen:#?}");
+}
+
+#[test]
+fn the_sessions_folder_deleted_and_created_again() {
+    let (_dir, root) = workspace_dir();
+    write_session(&root, "first", "plan");
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], WatcherOptions::default());
+    changes.wait_until("the first session", |c| added(c, "first") == 1);
+    fs::remove_dir_all(sessions_dir(&root)).unwrap();
+    changes.wait_until("the first session removed", |c| removed(c, "first") == 1);
+    write_session(&root, "second", "plan");
+    changes.wait_until("a session in the new sessions folder", |c| added(c, "second") == 1);
+    // And changes inside it keep coming.
+    write_session(&root, "second", "write");
+    changes.wait_until("the new session's update", |c| {
+        c.iter().any(|c| {
+            matches!(c, Change::SessionUpdated { summary, .. }
+                if summary.id.as_str() == "second" && summary.current_node.as_deref() == Some("write"))
+        })
+    });
+}
+
+#[test]
+fn the_sessions_folder_missing_at_start() {
+    let (_dir, root) = workspace_dir();
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], WatcherOptions::default());
+    // Created one level at a time, as `mkdir -p` does.
+    write_session(&root, "late", "plan");
+    changes.wait_until("the session of a sessions folder created after the start", |c| {
+        added(c, "late") == 1
+    });
+}
+
+#[test]
+fn a_session_folder_moved_in_whole() {
+    let (_dir, root) = workspace_dir();
+    fs::create_dir_all(sessions_dir(&root)).unwrap();
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], WatcherOptions::default());
+    // A downloaded session, unpacked beside the workspace on the same filesystem.
+    let download = root.join("download");
+    let unpacked = write_session(&download, "downloaded", "write");
+    fs::create_dir_all(unpacked.join("write")).unwrap();
+    fs::write(unpacked.join("write/raw_stream_output.txt"), "done\n").unwrap();
+    fs::rename(&unpacked, sessions_dir(&root).join("downloaded")).unwrap();
+    let seen = changes.wait_until("the moved-in session", |c| added(c, "downloaded") == 1);
+    let summary = seen
+        .iter()
+        .find_map(|c| match c {
+            Change::SessionAdded { summary, .. } => Some(summary),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        summary.current_node.as_deref(),
+        Some("write"),
+        "read from the moved folder"
+    );
+    // Its folder is watched like any other: a change inside it is seen.
+    let file = sessions_dir(&root).join("downloaded/write/raw_stream_output.txt");
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap()
+        .write_all(b"more\n")
+        .unwrap();
+    changes.wait_until("output appended inside the moved-in session", |c| {
+        c.iter()
+            .any(|c| matches!(c, Change::OutputAppended { lines, .. } if lines.contains(&"more".to_owned())))
+    });
+}
+
+#[test]
+fn output_appended_carries_only_complete_new_lines() {
+    let (_dir, root) = workspace_dir();
+    let dir = write_session(&root, "growing", "plan");
+    let file = dir.join("raw_stream_output.txt");
+    fs::write(&file, "old line\n").unwrap();
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], WatcherOptions::default());
+    changes.wait_until("the existing session", |c| added(c, "growing") == 1);
+    let mut out = fs::OpenOptions::new().append(true).open(&file).unwrap();
+    out.write_all(b"new line\nhalf").unwrap();
+    let lines_of = |c: &[Change]| -> Vec<String> {
+        c.iter()
+            .filter_map(|c| match c {
+                Change::OutputAppended { lines, .. } => Some(lines.clone()),
+                _ => None,
+            })
+            .flatten()
+            .collect()
+    };
+    changes.wait_until("the new line", |c| !lines_of(c).is_empty());
+    out.write_all(b" written\n").unwrap();
+    let seen = changes.wait_until("the completed line", |c| lines_of(c).len() >= 2);
+    assert_eq!(
+        lines_of(&seen),
+        ["new line", "half written"],
+        "lines from before the start are not news, and a half line waits for its newline"
+    );
+}
+
+#[test]
+fn polling_when_inotify_cannot_watch() {
+    let (_dir, root) = workspace_dir();
+    let changes = Changes::default();
+    let options = WatcherOptions {
+        poll_only: true,
+        poll_interval: Duration::from_millis(200),
+        ..WatcherOptions::default()
+    };
+    let _watcher = changes.watch(&[&root], options);
+    write_session(&root, "polled", "plan");
+    changes.wait_until("a session found by polling", |c| added(c, "polled") == 1);
+    fs::remove_dir_all(sessions_dir(&root).join("polled")).unwrap();
+    changes.wait_until("its removal found by polling", |c| removed(c, "polled") == 1);
+}
+
+#[test]
+fn several_workspaces_at_once() {
+    let (_a, first) = workspace_dir();
+    let (_b, second) = workspace_dir();
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&first, &second], WatcherOptions::default());
+    write_session(&first, "in-first", "plan");
+    write_session(&second, "in-second", "plan");
+    let seen = changes.wait_until("a session in each", |c| {
+        added(c, "in-first") == 1 && added(c, "in-second") == 1
+    });
+    for change in seen {
+        let expected = if change.session_id().as_str() == "in-first" {
+            &first
+        } else {
+            &second
+        };
+        assert_eq!(change.workspace(), expected.as_path());
+    }
+}
+
+#[test]
+fn a_thousand_sessions_in_a_burst_are_all_reported_and_coalesced() {
+    let (_dir, root) = workspace_dir();
+    fs::create_dir_all(sessions_dir(&root)).unwrap();
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], WatcherOptions::default());
+    for i in 0..1000 {
+        let dir = write_session(&root, &format!("burst-{i:04}"), "plan");
+        fs::write(dir.join("raw_stream_output.txt"), "a\nb\n").unwrap();
+        fs::write(dir.join("events.json"), "{}\n").unwrap();
+    }
+    let seen = changes.wait_until("all 1,000 sessions", |c| {
+        c.iter().filter(|c| matches!(c, Change::SessionAdded { .. })).count() >= 1000
+    });
+    let mut per_session: HashMap<&str, usize> = HashMap::new();
+    for change in &seen {
+        *per_session.entry(change.session_id().as_str()).or_default() += 1;
+    }
+    assert_eq!(per_session.len(), 1000);
+    for i in 0..1000 {
+        assert_eq!(
+            added(&seen, &format!("burst-{i:04}")),
+            1,
+            "each session added exactly once"
+        );
+    }
+    // Each session was written in 4 steps (folder, info, output, events) that raise about 10
+    // filesystem events; coalesced, a session yields its addition, at most one update and its
+    // two output files.
+    assert!(
+        seen.len() <= 4 * 1000,
+        "{} changes for 1,000 sessions: not coalesced",
+        seen.len()
+    );
+}
+
+#[test]
+fn a_tail_reads_again_from_the_start_after_a_truncation() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("raw_stream_output.txt");
+    fs::write(&path, "one\ntwo\n").unwrap();
+    let mut tail = FileTail::from_start(&path);
+    assert_eq!(tail.read_new_lines(1 << 20).unwrap().lines, ["one", "two"]);
+    // Truncated in place (same inode), then written again, shorter.
+    fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap()
+        .write_all(b"x\n")
+        .unwrap();
+    let new = tail.read_new_lines(1 << 20).unwrap();
+    assert!(new.restarted, "a file shorter than what was read was truncated");
+    assert_eq!((new.offset, new.lines), (0, vec!["x".to_owned()]));
+    // Replaced by another file (another inode), as long as the old one.
+    let other = dir.path().join("new.txt");
+    fs::write(&other, "y1\ny2\n").unwrap();
+    fs::rename(&other, &path).unwrap();
+    let new = tail.read_new_lines(1 << 20).unwrap();
+    assert!(new.restarted, "a replaced file is read from its start");
+    assert_eq!(new.lines, ["y1", "y2"]);
+    assert!(tail.read_new_lines(1 << 20).unwrap().lines.is_empty(), "nothing new");
+}
+
+/// The peak resident memory of this process, in KiB (`VmHWM`).
+fn peak_memory_kib() -> u64 {
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn the_last_lines_of_a_large_file_with_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("raw_stream_output.txt");
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, fs::File::create(&path).unwrap());
+    let lines = 2_000_000u64;
+    for i in 0..lines {
+        // ~100 bytes a line: ~200 MB.
+        writeln!(out, "line {i:010} {}", "x".repeat(84)).unwrap();
+    }
+    out.into_inner().unwrap().sync_all().unwrap();
+    assert!(fs::metadata(&path).unwrap().len() > 190_000_000);
+
+    let before = peak_memory_kib();
+    let page = last_lines(&path, 1000).unwrap();
+    let grown = peak_memory_kib().saturating_sub(before);
+    assert_eq!(page.lines.len(), 1000);
+    for (k, line) in page.lines.iter().enumerate() {
+        let i = lines - 1000 + k as u64;
+        assert_eq!(line, &format!("line {i:010} {}", "x".repeat(84)));
+    }
+    assert!(!page.last_line_partial);
+    assert_eq!(page.end, fs::metadata(&path).unwrap().len());
+    // Other tests run in parallel in this process, so the peak is only an upper bound of ours;
+    // reading the file whole would add 200 MB.
+    assert!(
+        grown < 50 * 1024,
+        "peak memory grew by {grown} KiB reading the last 1,000 lines"
+    );
+}
