@@ -306,9 +306,10 @@ impl Supervisor {
             Some(dir) => workspace.root().join(dir),
             None => workspace.root().to_owned(),
         };
-        let mut child_command = Command::new(&command[0]);
+        let program = command.first().cloned().unwrap_or_default();
+        let mut child_command = Command::new(&program);
         child_command
-            .args(&command[1..])
+            .args(command.iter().skip(1))
             .current_dir(&cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -333,14 +334,15 @@ impl Supervisor {
             child_command.env(key, value);
         }
 
-        let spawned = if cwd.is_dir() {
-            child_command.spawn().map_err(|e| spawn_error(&command[0], &e))
-        } else {
+        let spawned = if program.is_empty() {
+            Err("cannot start: the command is empty".to_owned())
+        } else if !cwd.is_dir() {
             Err(format!(
-                "cannot start `{}`: working folder {} does not exist",
-                command[0],
+                "cannot start `{program}`: working folder {} does not exist",
                 cwd.display()
             ))
+        } else {
+            child_command.spawn().map_err(|e| spawn_error(&program, &e))
         };
         let mut child = match spawned {
             Ok(child) => child,

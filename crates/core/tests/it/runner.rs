@@ -379,7 +379,8 @@ fn a_command_that_cannot_start_is_a_run_with_an_error_that_says_why() {
     let b = bench();
     let not_executable = b.workspace.root().join("agent.sh");
     std::fs::write(&not_executable, "#!/bin/sh\necho hi\n").unwrap();
-    let cases: [(Vec<String>, Option<PathBuf>, &str); 3] = [
+    let cases: [(Vec<String>, Option<PathBuf>, &str); 4] = [
+        (vec![String::new()], None, "the command is empty"),
         (vec!["zibby-no-such-agent".into()], None, "command not found"),
         (
             vec![not_executable.to_string_lossy().into_owned()],
