@@ -107,6 +107,12 @@ fn main() {
         rates[rates.len() - 1] / rates[0]
     );
     println!(
+        "  search index built behind the output: {:.0} MB of text in {:.1} s ({:.0} MB/s)",
+        bytes as f64 / 1e6,
+        catch_up.as_secs_f64(),
+        bytes as f64 / 1e6 / catch_up.as_secs_f64()
+    );
+    println!(
         "  search rare word: {:.1} ms   (target < 200 ms)",
         search_time.as_secs_f64() * 1e3
     );
