@@ -15,7 +15,9 @@ use studio_core::runner::{RunEvent, RunRequest, StartedRun, Supervisor};
 use studio_core::session::Timestamp;
 use studio_core::store::retention::{self, Rule};
 use studio_core::store::{SessionRow, Store, StoreLocation};
+use studio_core::tail::{last_lines, FileTail};
 use studio_core::timeline::{Exit, RunEnd, RunTimeline, TimelineFold};
+use studio_core::watcher::{Change, ChangeSink, Watcher, WatcherOptions};
 use studio_core::{SessionId, Workspace};
 
 #[derive(Parser)]
@@ -247,6 +249,32 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print the changes of the sessions of one or more workspaces as they happen, until
+    /// interrupted: sessions added, updated and removed, and new output lines
+    Watch {
+        /// A workspace to watch; repeat for several [default: current folder]
+        #[arg(long, short = 'w', value_name = "DIR")]
+        workspace: Vec<PathBuf>,
+        /// One JSON object per line per change
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the last lines of a session's output (its raw_stream_output.txt, else its nodes'
+    /// in order), and with --follow the lines that come after
+    Tail {
+        session_id: String,
+        #[command(flatten)]
+        workspace: WorkspaceArg,
+        /// Keep printing new lines until interrupted
+        #[arg(long, short = 'f')]
+        follow: bool,
+        /// How many of the last lines to print first
+        #[arg(long, short = 'n', value_name = "N", default_value_t = 20)]
+        lines: usize,
+        /// One JSON object per line: {"file", "line"}
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -298,6 +326,14 @@ fn main() -> ExitCode {
 fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     match command {
+        Command::Watch { workspace, json } => watch_sessions(&workspace, json, out),
+        Command::Tail {
+            session_id,
+            workspace,
+            follow,
+            lines,
+            json,
+        } => tail_session(&session_id, &workspace, follow, lines, json, out),
         Command::Sessions { workspace, store, json } => {
             let sessions = store.open()?.list_sessions(&workspace.open()?, now)?;
             if json {
@@ -892,4 +928,152 @@ fn ago(time: Timestamp, now: SystemTime) -> String {
         3600..86400 => format!("{}h ago", seconds / 3600),
         _ => format!("{}d ago", seconds / 86400),
     }
+}
+
+/// `zstudio watch`: the watcher's changes, printed until the process is interrupted.
+fn watch_sessions(roots: &[PathBuf], json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+    let workspaces = if roots.is_empty() {
+        vec![Workspace::open(std::env::current_dir()?)?]
+    } else {
+        roots.iter().map(Workspace::open).collect::<Result<Vec<_>, _>>()?
+    };
+    let several = workspaces.len() > 1;
+    let (changes, received) = std::sync::mpsc::channel();
+    let sink: ChangeSink = std::sync::Arc::new(move |change| {
+        let _ = changes.send(change);
+    });
+    let _watcher = Watcher::start(workspaces, sink, WatcherOptions::default())?;
+    for change in received {
+        if json {
+            serde_json::to_writer(&mut *out, &change)?;
+            writeln!(out)?;
+        } else {
+            print_change(out, &change, several)?;
+        }
+        out.flush()?;
+    }
+    Ok(())
+}
+
+fn print_change(out: &mut impl Write, change: &Change, with_workspace: bool) -> anyhow::Result<()> {
+    let id = change.session_id();
+    let prefix = if with_workspace {
+        format!("{} ", change.workspace().display())
+    } else {
+        String::new()
+    };
+    let describe = |summary: &studio_core::SessionSummary| match &summary.current_node {
+        Some(node) => format!("{} (node {node})", summary.status),
+        None => summary.status.to_string(),
+    };
+    match change {
+        Change::SessionAdded { summary, .. } => writeln!(out, "{prefix}+ {id}  {}", describe(summary))?,
+        Change::SessionUpdated { summary, .. } => writeln!(out, "{prefix}~ {id}  {}", describe(summary))?,
+        Change::SessionRemoved { .. } => writeln!(out, "{prefix}- {id}")?,
+        Change::OutputAppended { lines, .. } => {
+            for line in lines {
+                writeln!(out, "{prefix}{id} | {line}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `zstudio tail`: the last lines of a session's output, then (with `follow`) what comes after.
+fn tail_session(
+    session_id: &str,
+    workspace: &WorkspaceArg,
+    follow: bool,
+    count: usize,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let id = SessionId::parse(session_id)?;
+    let workspace = workspace.open()?;
+    let (own_file, mut files) = session_output_files(&workspace, &id)?;
+    // Tails are placed before the last lines are read: a line is never missed, at worst printed twice.
+    let mut tails: Vec<FileTail> = files.iter().map(FileTail::from_end).collect::<Result<_, _>>()?;
+    let mut last: Vec<(PathBuf, String)> = Vec::new();
+    for file in files.iter().rev() {
+        if last.len() >= count {
+            break;
+        }
+        let page = last_lines(file, count - last.len())?;
+        let mut lines = page.lines;
+        if follow && page.last_line_partial && Some(file) == files.last() {
+            // Printed once complete, by the tail.
+            lines.pop();
+        }
+        last.splice(0..0, lines.into_iter().map(|l| (file.clone(), l)));
+    }
+    for (file, line) in &last {
+        print_output_line(out, file, line, json)?;
+    }
+    out.flush()?;
+    if !follow {
+        return Ok(());
+    }
+    let (wake, woken) = std::sync::mpsc::channel();
+    let watched = id.clone();
+    let sink: ChangeSink = std::sync::Arc::new(move |change: Change| {
+        if *change.session_id() == watched {
+            let _ = wake.send(());
+        }
+    });
+    let _watcher = Watcher::start(vec![workspace.clone()], sink, WatcherOptions::default())?;
+    loop {
+        if !own_file {
+            // Nodes that started since: their files are followed from their first line.
+            if let Ok((false, now_files)) = session_output_files(&workspace, &id) {
+                for file in now_files {
+                    if !files.contains(&file) {
+                        tails.push(FileTail::from_start(&file));
+                        files.push(file);
+                    }
+                }
+            }
+        }
+        for tail in &mut tails {
+            loop {
+                let new = tail.read_new_lines(studio_core::watcher::MAX_APPENDED_BYTES)?;
+                for line in &new.lines {
+                    print_output_line(out, tail.path(), line, json)?;
+                }
+                if !new.more {
+                    break;
+                }
+            }
+        }
+        out.flush()?;
+        // A change of the session wakes the loop; the timeout is a safety net, not the pace.
+        match woken.recv_timeout(Duration::from_secs(2)) {
+            Ok(()) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+        }
+        while woken.try_recv().is_ok() {}
+    }
+}
+
+/// A session's output files: its own raw_stream_output.txt when it has one (true), else its
+/// nodes' in node order (false).
+fn session_output_files(workspace: &Workspace, id: &SessionId) -> anyhow::Result<(bool, Vec<PathBuf>)> {
+    let session = workspace.read_session(id, SystemTime::now())?;
+    if let Some(file) = session.raw_stream_output {
+        return Ok((true, vec![file.path]));
+    }
+    let nodes = session
+        .nodes
+        .into_iter()
+        .filter_map(|n| n.artifacts.raw_stream.map(|f| f.path));
+    Ok((false, nodes.collect()))
+}
+
+fn print_output_line(out: &mut impl Write, file: &std::path::Path, line: &str, json: bool) -> anyhow::Result<()> {
+    if json {
+        serde_json::to_writer(&mut *out, &serde_json::json!({ "file": file, "line": line }))?;
+        writeln!(out)?;
+    } else {
+        writeln!(out, "{line}")?;
+    }
+    Ok(())
 }
