@@ -224,17 +224,16 @@ fn without_the_gates_no_markers_are_printed_and_the_folder_is_its_own() {
 
 #[test]
 fn the_demo_fills_a_workspace_with_sessions_of_every_outcome() {
-    let workspace = TempDir::new().unwrap();
+    let root = TempDir::new().unwrap();
     // Given relative to the current folder, as the README's command gives it.
     let output = agent()
         .arg("fill-demo")
         .arg("demo")
-        .current_dir(workspace.path())
+        .current_dir(root.path())
         .output()
         .unwrap();
-    let workspace = workspace.path().join("demo");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let sessions = Workspace::open(workspace.path())
+    let sessions = Workspace::open(root.path().join("demo"))
         .unwrap()
         .list_sessions(SystemTime::now())
         .unwrap();
