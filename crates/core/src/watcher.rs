@@ -146,8 +146,9 @@ pub struct Watcher {
 }
 
 impl Watcher {
-    /// Starts watching; returns once the folders are watched, so that any change made after it
-    /// returns is reported. First reports every existing session as added, then every change.
+    /// Starts watching: reports every existing session as added (the initial scan), then every
+    /// change. Returns once the folders are watched and the initial scan is done, so that any
+    /// change made after it returns is reported, output lines included.
     pub fn start(workspaces: Vec<Workspace>, sink: ChangeSink, options: WatcherOptions) -> Result<Watcher, Error> {
         let (messages, receiver) = mpsc::channel();
         let notify = if options.poll_only {
@@ -179,7 +180,7 @@ impl Watcher {
             .name("session-watcher".into())
             .spawn(move || watch.run(receiver, watching))
             .map_err(|e| Error::io("session-watcher thread", e))?;
-        // Once the watches are in place, every later change is seen (the initial scan follows).
+        // Once the watches are in place and the initial scan is done, every later change is seen.
         let _ = started.recv();
         Ok(Watcher {
             messages,
@@ -256,10 +257,10 @@ impl WatchLoop {
         for index in 0..self.workspaces.len() {
             self.point_watch(index);
         }
-        let _ = watching.send(());
         for index in 0..self.workspaces.len() {
             self.rescan(index, true);
         }
+        let _ = watching.send(());
         loop {
             let message = match self.next_deadline() {
                 None => receiver.recv().map_err(|_| RecvTimeoutError::Disconnected),
