@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 use clap::{Parser, Subcommand};
 use serde::Serialize;
 use studio_core::protocol::{Stream, StreamReader};
-use studio_core::runner::{RunEvent, RunRequest, StartedRun, Supervisor};
+use studio_core::runner::{Keeper, RunEvent, RunRequest, StartedRun, Supervisor};
 use studio_core::session::Timestamp;
 use studio_core::store::retention::{self, Rule};
 use studio_core::store::{SessionRow, Store, StoreLocation};
@@ -59,21 +59,11 @@ struct StoreArgs {
 }
 
 impl StoreArgs {
-    /// Opens the store, reconciling first the runs of studio processes that died.
+    /// Opens the store, settling first the runs no studio process follows any more.
     fn open(&self) -> anyhow::Result<Store> {
         let store = Store::open(&StoreLocation::resolve(self.db.clone(), self.memory)?)?;
-        for recovered in store.recover_dead_studios(SystemTime::now())? {
-            eprintln!(
-                "zstudio: run {} of session {} is {} (its studio process is gone)",
-                recovered.run_id,
-                recovered.session_id,
-                if recovered.status == studio_core::Status::Running {
-                    "running detached"
-                } else {
-                    "interrupted"
-                }
-            );
-        }
+        // Runs whose studio is gone are settled first; `zstudio runs` shows what became of them.
+        studio_core::runner::reconcile(&store, SystemTime::now())?;
         Ok(store)
     }
 }
@@ -209,8 +199,21 @@ enum Command {
         /// One JSON object per line per event
         #[arg(long)]
         json: bool,
+        /// Start the run and leave it running in the background (`zstudio runs` shows it,
+        /// `zstudio stop` stops it, and its outcome is recorded when a studio next looks)
+        #[arg(long)]
+        detach: bool,
         /// The command to run instead of an agent (after --)
         #[arg(last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// The run keeper (used by the studio itself): run COMMAND, copy its output to DIR and to
+    /// this process's own output, and record its exit in DIR/exit
+    #[command(hide = true)]
+    Keep {
+        #[arg(long, value_name = "DIR")]
+        run_dir: PathBuf,
+        #[arg(last = true, required = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
     /// Stop a run that another studio process (the app, a `zstudio run`) supervises
@@ -279,6 +282,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The keeper's threads write to stdout themselves: it must not be locked here.
+    if let Command::Keep { run_dir, command } = &cli.command {
+        let status = studio_core::keeper::keep(run_dir, command);
+        return ExitCode::from(u8::try_from(status).unwrap_or(1));
+    }
     let mut out = std::io::stdout().lock();
     let result = match cli.command {
         Command::Run {
@@ -290,6 +298,7 @@ fn main() -> ExitCode {
             workspace,
             store,
             json,
+            detach,
             command,
         } => run_agent(
             RunArgs {
@@ -298,6 +307,7 @@ fn main() -> ExitCode {
                 session,
                 node,
                 grace: Duration::from_secs(grace),
+                detach,
                 command,
             },
             &workspace,
@@ -483,7 +493,7 @@ fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
             writeln!(out, "deleted {id} (folder moved to the trash)")?;
             Ok(())
         }
-        Command::Run { .. } => unreachable!("main runs agents"),
+        Command::Run { .. } | Command::Keep { .. } => unreachable!("main runs these"),
         Command::Stop {
             id,
             force,
@@ -633,6 +643,7 @@ struct RunArgs {
     session: Option<String>,
     node: Option<String>,
     grace: Duration,
+    detach: bool,
     command: Vec<String>,
 }
 
@@ -668,8 +679,16 @@ fn run_agent(
         }
         None => (None, args.command.clone(), None, Vec::new()),
     };
+    let store_location = StoreLocation::resolve(store.db.clone(), store.memory)?;
     let store = std::sync::Arc::new(store.open()?);
-    let supervisor = std::sync::Arc::new(Supervisor::new(store));
+    // Through the keeper (this very program), so that a run can be left running.
+    let supervisor = std::sync::Arc::new(Supervisor::with_keeper(
+        store,
+        Keeper {
+            program: std::env::current_exe()?,
+            runs_dir: store_location.runs_dir(),
+        },
+    ));
     let events = supervisor.subscribe();
     let started = supervisor.start(RunRequest {
         workspace,
@@ -683,6 +702,21 @@ fn run_agent(
         grace: args.grace,
     })?;
     let run_id = started.run_id.clone();
+    if args.detach {
+        if let Some(event) = events.iter().find(|e| e.run_id() == run_id) {
+            if json {
+                serde_json::to_writer(&mut *out, &event)?;
+                writeln!(out)?;
+            } else {
+                print_run_event(out, &event, &started)?;
+            }
+        }
+        supervisor.detach();
+        if !json {
+            writeln!(out, "left running; `zstudio stop {}` stops it", started.session_id)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     {
         let supervisor = supervisor.clone();
         let run_id = run_id.clone();

@@ -640,3 +640,99 @@ fn a_run_killed_by_someone_else_is_interrupted() {
     assert_eq!(last_event(lines)["status"], "interrupted");
     assert_eq!(child.wait().unwrap().code(), Some(3));
 }
+
+/// Waits until the run of `session` is no longer running (as the store says, reconciled).
+fn wait_until_finished(root: &str, session: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let runs = json_of(&zstudio(&["runs", "--json", "--session", session, "-w", root], None));
+        if runs[0]["status"] != "running" || std::time::Instant::now() > deadline {
+            return runs[0].clone();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_detached_run_goes_on_without_the_studio_and_its_outcome_is_recorded_later() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let agent = agent_binary();
+    let started = std::time::Instant::now();
+    let output = zstudio(
+        &[
+            "run",
+            "--detach",
+            "--json",
+            "-w",
+            root,
+            "--",
+            &agent,
+            "--nodes",
+            "plan:600,write:600",
+        ],
+        None,
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(1500),
+        "--detach returns at once"
+    );
+    let events = json_lines(&output);
+    let session = events[0]["session_id"].as_str().unwrap().to_owned();
+
+    let runs = json_of(&zstudio(&["runs", "--json", "--session", &session, "-w", root], None));
+    assert_eq!(
+        (runs[0]["status"].as_str(), runs[0]["detached"].as_bool()),
+        (Some("running"), Some(true))
+    );
+    let run = wait_until_finished(root, &session);
+    assert_eq!(run["status"], "success", "{run}");
+    assert_eq!(run["exit_code"], 0);
+    let logs = json_of(&zstudio(&["logs", &session, "--json", "-w", root], None));
+    assert!(
+        logs.as_array().unwrap().iter().any(|l| l["event"] == "run.finished"),
+        "{logs}"
+    );
+    // Output printed after the studio left was recorded from the keeper's files.
+    let hits = json_of(&zstudio(&["search", "RESULT", "--json", "-w", root], None));
+    assert!(
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["session_id"] == session.as_str()),
+        "{hits}"
+    );
+}
+
+#[test]
+fn a_detached_run_can_still_be_stopped() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let agent = agent_binary();
+    let output = zstudio(
+        &[
+            "run",
+            "--detach",
+            "--json",
+            "-w",
+            root,
+            "--",
+            &agent,
+            "--nodes",
+            "a:800,b:800,c:800",
+        ],
+        None,
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let session = json_lines(&output)[0]["session_id"].as_str().unwrap().to_owned();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let stopped = zstudio(&["stop", &session, "-w", root], None);
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    let run = wait_until_finished(root, &session);
+    assert_eq!(
+        (run["status"].as_str(), run["stopped_by"].as_str()),
+        (Some("cancelled"), Some("graceful")),
+        "{run}"
+    );
+}

@@ -9,6 +9,7 @@ pub mod agents;
 pub mod error;
 pub mod id;
 pub mod index;
+pub mod keeper;
 pub mod process;
 pub mod protocol;
 pub mod runner;

@@ -141,6 +141,10 @@ struct LiveRun {
     process_group: u32,
     grace: Duration,
     stop: Mutex<StopState>,
+    /// Left running: the run's thread stops following it and records nothing more.
+    detached: std::sync::atomic::AtomicBool,
+    /// The run keeper's folder, when the run goes through one.
+    keeper_dir: Option<PathBuf>,
 }
 
 impl LiveRun {
@@ -163,8 +167,17 @@ impl LiveRun {
     }
 }
 
+/// The run keeper (see [`crate::keeper`]): a program that understands
+/// `keep --run-dir DIR -- COMMAND...` (`zstudio keep`), and where its run folders go.
+#[derive(Debug, Clone)]
+pub struct Keeper {
+    pub program: PathBuf,
+    pub runs_dir: PathBuf,
+}
+
 struct Shared {
     store: Arc<Store>,
+    keeper: Option<Keeper>,
     shutting_down: std::sync::atomic::AtomicBool,
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
     subscribers: Mutex<Vec<SyncSender<RunEvent>>>,
@@ -216,9 +229,21 @@ pub fn new_session_id() -> SessionId {
 }
 
 impl Supervisor {
+    /// Runs the agents directly: they end with the supervisor.
     pub fn new(store: Arc<Store>) -> Supervisor {
+        Supervisor::start_with(store, None)
+    }
+
+    /// Runs the agents through a run keeper, so that [`Supervisor::detach`] can leave them
+    /// running when the studio quits.
+    pub fn with_keeper(store: Arc<Store>, keeper: Keeper) -> Supervisor {
+        Supervisor::start_with(store, Some(keeper))
+    }
+
+    fn start_with(store: Arc<Store>, keeper: Option<Keeper>) -> Supervisor {
         let shared = Arc::new(Shared {
             store,
+            keeper,
             shutting_down: std::sync::atomic::AtomicBool::new(false),
             live: Mutex::new(HashMap::new()),
             subscribers: Mutex::new(Vec::new()),
@@ -307,9 +332,20 @@ impl Supervisor {
             None => workspace.root().to_owned(),
         };
         let program = command.first().cloned().unwrap_or_default();
-        let mut child_command = Command::new(&program);
+        let keeper_dir = shared.keeper.as_ref().map(|k| k.runs_dir.join(&run_id));
+        let mut child_command = match (&shared.keeper, &keeper_dir) {
+            (Some(keeper), Some(dir)) => {
+                let mut keep = Command::new(&keeper.program);
+                keep.arg("keep").arg("--run-dir").arg(dir).arg("--").args(&command);
+                keep
+            }
+            _ => {
+                let mut direct = Command::new(&program);
+                direct.args(command.iter().skip(1));
+                direct
+            }
+        };
         child_command
-            .args(command.iter().skip(1))
             .current_dir(&cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -393,6 +429,9 @@ impl Supervisor {
         };
         let pid = child.id();
         store.run_set_process(&run_id, pid, pid)?;
+        if let Some(dir) = &keeper_dir {
+            store.run_set_keeper_dir(&run_id, dir)?;
+        }
         store.log(
             workspace,
             &session_id,
@@ -408,6 +447,8 @@ impl Supervisor {
             process_group: pid,
             grace: request.grace,
             stop: Mutex::new(StopState::default()),
+            detached: std::sync::atomic::AtomicBool::new(false),
+            keeper_dir: keeper_dir.clone(),
         });
         shared
             .live
@@ -490,6 +531,26 @@ impl Supervisor {
         Ok(message)
     }
 
+    /// Leaves every live run running without this studio: they must go through a keeper (runs
+    /// started directly end with their pipes and are stopped instead). The store marks them
+    /// detached; a later studio shows their true state ([`reconcile`]) and can stop them.
+    pub fn detach(&self) -> Vec<String> {
+        let live: Vec<(String, Arc<LiveRun>)> = self.shared.live.lock().expect("live lock").drain().collect();
+        let mut detached = Vec::new();
+        for (run_id, run) in live {
+            if run.keeper_dir.is_none() {
+                self.shared.live.lock().expect("live lock").insert(run_id, run);
+                continue;
+            }
+            run.detached.store(true, std::sync::atomic::Ordering::SeqCst);
+            if let Err(error) = self.shared.store.run_detach(&run_id) {
+                tracing::error!(%run_id, %error, "cannot record a detached run");
+            }
+            detached.push(run_id);
+        }
+        detached
+    }
+
     /// Stops every live run (gracefully; past their grace, by force) and waits for them all.
     pub fn shutdown(&self) {
         for run_id in self.live_runs() {
@@ -528,6 +589,123 @@ fn index_behind(shared: &Shared) {
             }
         }
     }
+}
+
+fn exit_of(kept: crate::keeper::KeptExit) -> Exit {
+    match kept {
+        crate::keeper::KeptExit::Code(code) => Exit::Code(code),
+        crate::keeper::KeptExit::Signal(signal) => Exit::Signal(signal),
+    }
+}
+
+/// Reconciles runs no studio follows: a kept run whose agent has ended is finished from the
+/// keeper's files (its output completed in the store, its status from its exit and output), then
+/// [`Store::recover`] settles the rest (interrupted, cancelled, or running detached).
+pub fn reconcile(store: &Store, now: SystemTime) -> Result<Vec<crate::store::Recovered>, Error> {
+    let mut recovered = Vec::new();
+    for run in store.detached_kept_runs()? {
+        let Some(dir) = run.keeper_dir.clone() else { continue };
+        let Some(kept) = crate::keeper::read_exit(&dir) else {
+            continue;
+        };
+        let status = finish_from_keeper_files(store, &run, &dir, exit_of(kept), now)?;
+        recovered.push(crate::store::Recovered {
+            run_id: run.id.clone(),
+            session_id: run.session_id.clone(),
+            status,
+        });
+    }
+    recovered.extend(store.recover_dead_studios(now)?);
+    Ok(recovered)
+}
+
+fn finish_from_keeper_files(
+    store: &Store,
+    run: &crate::store::RunRecord,
+    dir: &Path,
+    exit: Exit,
+    now: SystemTime,
+) -> Result<Status, Error> {
+    let (stored_out, stored_err) = store.output_line_counts(&run.id)?;
+    let mut fold = TimelineFold::new();
+    let mut reader = StreamReader::new();
+    let mut seen = (0i64, 0i64);
+    {
+        let mut writer = store.output_writer(&run.id)?;
+        let mut on_event = |event: crate::protocol::Event<'_>, fold: &mut TimelineFold| {
+            fold.apply(&event);
+            if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
+                return;
+            }
+            // Lines the studio recorded before it let the run go are not recorded twice.
+            let (count, stored) = match event.stream {
+                Stream::Stdout => (&mut seen.0, stored_out),
+                Stream::Stderr => (&mut seen.1, stored_err),
+            };
+            *count += 1;
+            if *count > stored {
+                let node = fold.current_node().map(str::to_owned);
+                if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
+                    tracing::error!(run_id = %run.id, %error, "cannot record output");
+                }
+            }
+        };
+        for (stream, name) in [
+            (Stream::Stdout, crate::keeper::STDOUT_FILE),
+            (Stream::Stderr, crate::keeper::STDERR_FILE),
+        ] {
+            let path = dir.join(name);
+            let mut file = match std::fs::File::open(&path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(path, e)),
+            };
+            let mut buffer = vec![0u8; 256 * 1024];
+            loop {
+                let n = file.read(&mut buffer).map_err(|e| Error::io(&path, e))?;
+                if n == 0 {
+                    break;
+                }
+                reader.push(stream, &buffer[..n], 0, &mut |e| on_event(e, &mut fold));
+            }
+        }
+        reader.finish(0, &mut |e| on_event(e, &mut fold));
+    }
+    let timeline = fold.timeline(Some(RunEnd {
+        exit,
+        signalled_by_studio: run.stop_requested.as_deref() == Some("forced"),
+    }));
+    let stopped_by = timeline.stopped_by.map(|s| match s {
+        StoppedBy::Graceful => "graceful",
+        StoppedBy::Forced => "forced",
+    });
+    store.run_finish(
+        &run.id,
+        &RunOutcome {
+            status: timeline.status,
+            exit_code: timeline.exit_code,
+            error: timeline.error.as_deref(),
+            stopped_by,
+            ended_at: now,
+        },
+    )?;
+    let workspace = Workspace::from_canonical_root(run.workspace.clone());
+    let session = SessionId::parse(&run.session_id)?;
+    store.log(
+        &workspace,
+        &session,
+        Some(&run.id),
+        Level::Info,
+        "run.finished",
+        &format!(
+            "{} while no studio followed it (it had been left running)",
+            timeline.status
+        ),
+        serde_json::json!({ "status": timeline.status, "exit_code": timeline.exit_code, "stopped_by": stopped_by }),
+        now,
+    )?;
+    let _ = std::fs::remove_dir_all(dir);
+    Ok(timeline.status)
 }
 
 fn spawn_error(program: &str, error: &std::io::Error) -> String {
@@ -695,6 +873,11 @@ impl RunContext {
                 }
                 last_flush = Instant::now();
             }
+            if self.live.detached.load(std::sync::atomic::Ordering::SeqCst) {
+                // Left running: what was read is recorded; the rest is the keeper's to keep.
+                let _ = writer.flush();
+                return;
+            }
             self.enforce_stop(exit.is_some());
             // The agent is gone but something it started still holds its pipes.
             if let Some((_, exited)) = exit {
@@ -778,11 +961,19 @@ impl RunContext {
         let forced_elsewhere = store
             .run(&self.run_id)
             .is_ok_and(|r| r.stop_requested.as_deref() == Some("forced"));
-        let exit = status.map(|s| match (s.code(), s.signal()) {
-            (Some(code), _) => Exit::Code(code),
-            (None, Some(signal)) => Exit::Signal(signal),
-            (None, None) => Exit::Code(-1),
-        });
+        let kept = self.live.keeper_dir.as_deref().and_then(crate::keeper::read_exit);
+        let exit = match kept {
+            // The keeper knows how the agent itself ended.
+            Some(kept) => Some(exit_of(kept)),
+            None => status.map(|s| match (s.code(), s.signal()) {
+                (Some(code), _) => Exit::Code(code),
+                (None, Some(signal)) => Exit::Signal(signal),
+                (None, None) => Exit::Code(-1),
+            }),
+        };
+        if let Some(dir) = &self.live.keeper_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
         let timeline = fold.timeline(exit.map(|exit| RunEnd {
             exit,
             signalled_by_studio: stop.term_sent_at.is_some() || forced_elsewhere,
@@ -876,6 +1067,8 @@ pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: b
         process_group: run.process_group.and_then(|g| u32::try_from(g).ok()).unwrap_or(0),
         grace: DEFAULT_GRACE,
         stop: Mutex::new(StopState::default()),
+        detached: std::sync::atomic::AtomicBool::new(false),
+        keeper_dir: None,
     };
     live.write_stop_files();
     if force && live.process_group > 1 {
@@ -911,6 +1104,8 @@ pub fn stop_elsewhere_and_wait(
             process_group: group,
             grace,
             stop: Mutex::new(StopState::default()),
+            detached: std::sync::atomic::AtomicBool::new(false),
+            keeper_dir: None,
         };
         live.write_stop_files();
         if term_sent_at.is_none() && started.elapsed() >= grace {
@@ -938,7 +1133,7 @@ pub fn stop_elsewhere_and_wait(
             }
             return Ok(run);
         }
-        store.recover_dead_studios(SystemTime::now())?;
+        reconcile(store, SystemTime::now())?;
         if Instant::now() >= deadline {
             return store.run(run_id);
         }

@@ -51,6 +51,9 @@ const MIGRATIONS: &[&str] = &[
         stopped_by TEXT,
         -- A stop asked for by another studio process: graceful or forced.
         stop_requested TEXT,
+        -- The run keeper's folder (its output files and exit status), for a run that may outlive
+        -- the studio that started it.
+        keeper_dir TEXT,
         replayed_node TEXT
     );
     CREATE INDEX runs_by_session ON runs (session_key, started_at);
@@ -126,22 +129,30 @@ impl From<rusqlite::Error> for MigrateError {
     }
 }
 
-/// Brings the schema to [`SCHEMA_VERSION`], one transaction per migration.
+/// Brings the schema to [`SCHEMA_VERSION`], in one transaction.
 pub fn migrate(conn: &mut Connection) -> Result<(), MigrateError> {
     migrate_to(conn, SCHEMA_VERSION)
 }
 
 fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), MigrateError> {
-    let found: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    let version = |conn: &Connection| conn.pragma_query_value(None, "user_version", |r| r.get::<_, i64>(0));
+    let found = version(conn)?;
     if found > SCHEMA_VERSION {
         return Err(MigrateError::TooNew { found });
     }
+    if found >= target {
+        return Ok(());
+    }
+    // Two processes may open a new store at once: take the write lock first (a deferred
+    // transaction upgrading to a write would fail with "database is locked" instead of waiting),
+    // then look again at what the other one may have done meanwhile.
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    let found = version(&tx)?;
     for (index, sql) in MIGRATIONS.iter().enumerate().take(target as usize).skip(found as usize) {
-        let tx = conn.transaction()?;
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", index as i64 + 1)?;
-        tx.commit()?;
     }
+    tx.commit()?;
     Ok(())
 }
 

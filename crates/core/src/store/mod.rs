@@ -65,6 +65,15 @@ impl StoreLocation {
         ))
     }
 
+    /// Where the run keeper's folders go: beside the store file, or in the temporary folder for
+    /// an in-memory store.
+    pub fn runs_dir(&self) -> PathBuf {
+        match self {
+            StoreLocation::File(path) => path.parent().unwrap_or(Path::new(".")).join("runs"),
+            StoreLocation::Memory { name } => std::env::temp_dir().join(name).join("runs"),
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             StoreLocation::File(path) => path.display().to_string(),
@@ -85,8 +94,11 @@ pub struct RunRecord {
     pub pid: Option<i64>,
     pub process_group: Option<i64>,
     pub status: Status,
-    /// A `running` run whose studio process is gone but whose process group still lives.
+    /// A `running` run that no studio process follows (it was left running, or its studio died).
     pub detached: bool,
+    /// The studio process that follows the run.
+    #[serde(skip)]
+    pub owner_pid: Option<i64>,
     pub started_at: Timestamp,
     pub ended_at: Option<Timestamp>,
     pub exit_code: Option<i64>,
@@ -94,6 +106,8 @@ pub struct RunRecord {
     pub stopped_by: Option<String>,
     /// A stop asked for by another studio process (`graceful` or `forced`).
     pub stop_requested: Option<String>,
+    /// The run keeper's folder, for a run that can outlive its studio.
+    pub keeper_dir: Option<PathBuf>,
     pub replayed_node: Option<String>,
 }
 
@@ -244,6 +258,13 @@ pub struct Store {
     location: StoreLocation,
 }
 
+fn is_busy(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
 fn millis(time: SystemTime) -> i64 {
     time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
@@ -257,8 +278,22 @@ fn parse_status(text: &str) -> Status {
 }
 
 impl Store {
-    /// Opens (creating if needed) and migrates the store.
+    /// Opens (creating if needed) and migrates the store. Opening can find the file locked for a
+    /// moment (another process switching it to WAL, migrating it, or checkpointing as it closes),
+    /// cases SQLite's busy timeout does not cover: those are retried for up to 10 s.
     pub fn open(location: &StoreLocation) -> Result<Store, Error> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match Store::open_once(location) {
+                Err(Error::Store { source, .. }) if is_busy(&source) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn open_once(location: &StoreLocation) -> Result<Store, Error> {
         let sql_error = |source| Error::Store {
             path: location.describe(),
             source,
@@ -529,6 +564,43 @@ impl Store {
         Ok(())
     }
 
+    /// Records the run keeper's folder of a run.
+    pub fn run_set_keeper_dir(&self, run_id: &str, dir: &Path) -> Result<(), Error> {
+        let conn = self.conn();
+        conn.execute(
+            "UPDATE runs SET keeper_dir = ?2 WHERE id = ?1",
+            params![run_id, dir.to_string_lossy()],
+        )
+        .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// The studio lets a live run go on without it: nobody owns it until a studio takes it back.
+    pub fn run_detach(&self, run_id: &str) -> Result<(), Error> {
+        let conn = self.conn();
+        conn.execute("UPDATE runs SET owner_pid = NULL WHERE id = ?1", [run_id])
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// Runs nobody owns any more that have a keeper folder (candidates to finish from its files).
+    pub fn detached_kept_runs(&self) -> Result<Vec<RunRecord>, Error> {
+        let conn = self.conn();
+        let sql = format!(
+            "SELECT {} FROM runs r JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
+             WHERE r.status = 'running' AND r.keeper_dir IS NOT NULL",
+            Self::RUN_COLUMNS
+        );
+        let mut statement = conn.prepare(&sql).map_err(|e| self.err(e))?;
+        let rows = statement.query_map([], Self::run_from_row).map_err(|e| self.err(e))?;
+        let runs: Vec<RunRecord> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
+        let owner_alive = |run: &RunRecord| {
+            run.owner_pid
+                .is_some_and(|pid| pid as u32 == std::process::id() || crate::process::process_alive(pid as u32))
+        };
+        Ok(runs.into_iter().filter(|r| !owner_alive(r)).collect())
+    }
+
     /// Records that another studio process asked the run to stop (`graceful` or `forced`).
     pub fn run_request_stop(&self, run_id: &str, how: &str) -> Result<(), Error> {
         let conn = self.conn();
@@ -563,7 +635,8 @@ impl Store {
     }
 
     const RUN_COLUMNS: &'static str = "r.id, s.session_id, r.agent, r.command, r.pid, r.pgid, r.status, r.started_at,
-        r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid, r.stop_requested, w.root";
+        r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid, r.stop_requested, w.root,
+        r.keeper_dir";
 
     fn run_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         let command: String = row.get(3)?;
@@ -578,6 +651,7 @@ impl Store {
             process_group: row.get(5)?,
             status,
             detached: status == Status::Running && owner.is_none(),
+            owner_pid: owner,
             started_at: timestamp(row.get(7)?),
             ended_at: row.get::<_, Option<i64>>(8)?.map(timestamp),
             exit_code: row.get(9)?,
@@ -585,6 +659,7 @@ impl Store {
             stopped_by: row.get(11)?,
             stop_requested: row.get(14)?,
             workspace: PathBuf::from(row.get::<_, String>(15)?),
+            keeper_dir: row.get::<_, Option<String>>(16)?.map(PathBuf::from),
             replayed_node: row.get(12)?,
         })
     }
@@ -631,6 +706,11 @@ impl Store {
     /// Lines `from_seq..` of a run's output (1-based), at most `limit`.
     pub fn output_page(&self, run_id: &str, from_seq: i64, limit: usize) -> Result<Vec<OutputLine>, Error> {
         output::page(self, run_id, from_seq, limit)
+    }
+
+    /// How many stdout and stderr lines of a run are stored.
+    pub fn output_line_counts(&self, run_id: &str) -> Result<(i64, i64), Error> {
+        output::line_counts(self, run_id)
     }
 
     /// How many lines of output a run has stored.

@@ -257,6 +257,30 @@ pub(super) fn line_count(store: &Store, run_id: &str) -> Result<i64, Error> {
     .map_err(|e| store.sql_error(e))
 }
 
+/// How many stdout and stderr lines of a run are stored.
+pub(super) fn line_counts(store: &Store, run_id: &str) -> Result<(i64, i64), Error> {
+    let conn = store.conn();
+    let run_key = run_key(store, &conn, run_id)?;
+    let mut statement = conn
+        .prepare_cached("SELECT spans FROM output_blocks WHERE run_key = ?1")
+        .map_err(|e| store.sql_error(e))?;
+    let rows = statement
+        .query_map([run_key], |r| r.get::<_, String>(0))
+        .map_err(|e| store.sql_error(e))?;
+    let (mut stdout, mut stderr) = (0i64, 0i64);
+    for spans in rows {
+        let spans: Vec<Span> = serde_json::from_str(&spans.map_err(|e| store.sql_error(e))?).unwrap_or_default();
+        for span in spans {
+            if span.stderr {
+                stderr += i64::from(span.lines);
+            } else {
+                stdout += i64::from(span.lines);
+            }
+        }
+    }
+    Ok((stdout, stderr))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -659,3 +659,27 @@ fn the_index_rereads_only_changed_folders() {
         "a folder that is gone leaves the index"
     );
 }
+
+#[test]
+fn a_new_store_opened_by_many_at_once_is_migrated_once_without_errors() {
+    for _ in 0..5 {
+        let s = setup();
+        let location = StoreLocation::File(s.db.clone());
+        let barrier = std::sync::Barrier::new(8);
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    barrier.wait();
+                    // Each its own connection, as separate app and CLI processes have.
+                    Store::open(&location).expect("opening a new store at the same time as others");
+                });
+            }
+        });
+        assert_eq!(count(&s.db, "SELECT count(*) FROM pragma_user_version"), 1);
+        let version: i64 = Connection::open(&s.db)
+            .unwrap()
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, SCHEMA_VERSION);
+    }
+}
