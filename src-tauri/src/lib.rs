@@ -1,53 +1,56 @@
 //! The desktop shell of Zibby Studio: a thin Tauri adapter over `studio-core`.
 //!
-//! - [`run`]: reads the command line, opens the workspace, opens the window.
+//! - [`run`]: reads the command line, opens the workspace, the store and the run supervisor
+//!   (`studio`), opens the window, and stops the live runs when the app exits.
 //! - `commands`: the IPC commands, each one call into the core.
+//! - `events`: the supervisor's run events, forwarded to the window.
 //! - `error`: the one `{code, message}` error that crosses IPC.
 
 mod commands;
 mod error;
+mod events;
+mod studio;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use studio_core::Workspace;
+use studio_core::store::StoreLocation;
+use tauri::Manager;
 
 pub use error::CommandError;
+pub use studio::Studio;
 
-const USAGE: &str = "usage: zibby-studio [WORKSPACE]";
+const USAGE: &str = "usage: zibby-studio [--db PATH | --memory] [WORKSPACE]";
 
 const HELP: &str = "\
-Zibby Studio: watch Zibby agent runs on your own machine.
+Zibby Studio: watch, start and stop Zibby agent runs on your own machine.
 
-usage: zibby-studio [WORKSPACE]
+usage: zibby-studio [--db PATH | --memory] [WORKSPACE]
 
 arguments:
   WORKSPACE      the project folder whose runs to show (sessions live in
                  WORKSPACE/.zibby/output/sessions/); default: the current folder
 
 options:
+  --db PATH      the studio's store (pins, runs, their output); default:
+                 $ZIBBY_STUDIO_DB, else $XDG_DATA_HOME/zibby-studio/studio.sqlite
+  --memory       a throwaway store that lives as long as the app
   -h, --help     print this help and exit
   -V, --version  print the version and exit
 
 environment:
+  ZIBBY_STUDIO_DB  the store, when --db is not given
   RUST_LOG       log filter for stderr, e.g. RUST_LOG=debug (default: info)
 ";
-
-/// What the window works on: the workspace, or why it could not be opened (shown in the window).
-pub struct Studio {
-    workspace: Result<Workspace, CommandError>,
-}
-
-impl Studio {
-    pub fn workspace(&self) -> Result<&Workspace, CommandError> {
-        self.workspace.as_ref().map_err(Clone::clone)
-    }
-}
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Invocation {
-    Open { workspace: PathBuf },
+    Open {
+        workspace: PathBuf,
+        db: Option<PathBuf>,
+        memory: bool,
+    },
     Help,
     Version,
 }
@@ -55,11 +58,22 @@ pub enum Invocation {
 /// Parses the arguments after the program name.
 pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, String> {
     let mut workspace: Option<PathBuf> = None;
+    let mut db: Option<PathBuf> = None;
+    let mut memory = false;
     let mut options_done = false;
-    for arg in args {
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
         match arg.to_str() {
             Some("-h" | "--help") if !options_done => return Ok(Invocation::Help),
             Some("-V" | "--version") if !options_done => return Ok(Invocation::Version),
+            Some("--db") if !options_done => {
+                let path = args.next().ok_or("`--db` needs a PATH")?;
+                db = Some(PathBuf::from(path));
+            }
+            Some(option) if option.starts_with("--db=") && !options_done => {
+                db = Some(PathBuf::from(&option["--db=".len()..]));
+            }
+            Some("--memory") if !options_done => memory = true,
             // WebKitWebDriver starts the browser binary with this flag when it drives the app.
             Some("--automation") if !options_done => {}
             Some("--") if !options_done => options_done = true,
@@ -75,15 +89,20 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation
             _ => workspace = Some(PathBuf::from(arg)),
         }
     }
+    if memory && db.is_some() {
+        return Err("give `--db PATH` or `--memory`, not both".to_owned());
+    }
     Ok(Invocation::Open {
         workspace: workspace.unwrap_or_else(|| PathBuf::from(".")),
+        db,
+        memory,
     })
 }
 
-/// The app's entry point: `zibby-studio [WORKSPACE]`.
+/// The app's entry point: `zibby-studio [--db PATH | --memory] [WORKSPACE]`.
 pub fn run() {
-    let workspace = match parse_args(std::env::args_os().skip(1)) {
-        Ok(Invocation::Open { workspace }) => workspace,
+    let (workspace, db, memory) = match parse_args(std::env::args_os().skip(1)) {
+        Ok(Invocation::Open { workspace, db, memory }) => (workspace, db, memory),
         Ok(Invocation::Help) => {
             print!("{HELP}");
             return;
@@ -103,23 +122,43 @@ pub fn run() {
         std::process::exit(1);
     }
 
-    let workspace = Workspace::open(&workspace).map_err(CommandError::from);
-    match &workspace {
-        Ok(workspace) => tracing::info!(root = %workspace.root().display(), "workspace opened"),
-        Err(error) => tracing::warn!(code = error.code, "{}", error.message),
-    }
+    let (studio, run_events) = Studio::open(&workspace, StoreLocation::resolve(db, memory));
 
-    let result = tauri::Builder::default()
-        .manage(Studio { workspace })
+    let app = tauri::Builder::default()
+        .manage(studio)
+        .setup(move |app| {
+            if let Some(run_events) = run_events {
+                let handle = app.handle().clone();
+                std::thread::Builder::new()
+                    .name("run-events".into())
+                    .spawn(move || events::forward(run_events, handle))?;
+            }
+            Ok(())
+        })
         .invoke_handler(tauri::generate_handler![
             commands::workspace_get,
-            commands::sessions_list
+            commands::sessions_list,
+            commands::pin_add,
+            commands::pin_remove,
+            commands::agents_list,
+            commands::run_start,
+            commands::run_stop,
+            commands::runs_list,
         ])
-        .run(tauri::generate_context!());
-    if let Err(error) = result {
-        eprintln!("zibby-studio: cannot start the window: {error}");
-        std::process::exit(1);
-    }
+        .build(tauri::generate_context!());
+    let app = match app {
+        Ok(app) => app,
+        Err(error) => {
+            eprintln!("zibby-studio: cannot start the window: {error}");
+            std::process::exit(1);
+        }
+    };
+    app.run(|app, event| {
+        // Tauri exits the process without dropping managed state: stop the live runs here.
+        if let tauri::RunEvent::Exit = event {
+            app.state::<Studio>().shut_down();
+        }
+    });
 }
 
 /// GTK aborts with a panic and a backtrace when there is no display; say so plainly instead.
@@ -156,6 +195,8 @@ mod tests {
     fn open(path: &str) -> Result<Invocation, String> {
         Ok(Invocation::Open {
             workspace: PathBuf::from(path),
+            db: None,
+            memory: false,
         })
     }
 
@@ -184,6 +225,32 @@ mod tests {
             .unwrap_err()
             .contains("unknown option `--verbose`"));
         assert!(parse(&["a", "b"]).unwrap_err().contains("unexpected argument `b`"));
+    }
+
+    #[test]
+    fn the_store_is_a_file_or_in_memory() {
+        let with_db = |db: &str, workspace: &str| {
+            Ok(Invocation::Open {
+                workspace: PathBuf::from(workspace),
+                db: Some(PathBuf::from(db)),
+                memory: false,
+            })
+        };
+        assert_eq!(
+            parse(&["--db", "/tmp/s.sqlite", "proj"]),
+            with_db("/tmp/s.sqlite", "proj")
+        );
+        assert_eq!(parse(&["proj", "--db=/tmp/s.sqlite"]), with_db("/tmp/s.sqlite", "proj"));
+        assert_eq!(
+            parse(&["--memory"]),
+            Ok(Invocation::Open {
+                workspace: PathBuf::from("."),
+                db: None,
+                memory: true
+            })
+        );
+        assert!(parse(&["--db"]).unwrap_err().contains("`--db` needs a PATH"));
+        assert!(parse(&["--db", "a", "--memory"]).unwrap_err().contains("not both"));
     }
 
     #[test]

@@ -37,9 +37,11 @@ pub async fn screenshot(client: &Client, name: &str) -> PathBuf {
     path
 }
 
-/// A temporary project folder the app is opened on.
+/// A temporary project folder the app is opened on, and a store of its own (so that the tests
+/// never touch the user's).
 pub struct Workspace {
     dir: tempfile::TempDir,
+    store_dir: tempfile::TempDir,
 }
 
 /// One captured run to copy in, with its nodes in the order they ran and how long ago it last wrote.
@@ -54,7 +56,26 @@ impl Workspace {
     pub fn empty() -> Workspace {
         Workspace {
             dir: tempfile::tempdir().expect("create a temp folder"),
+            store_dir: tempfile::tempdir().expect("create a temp folder for the store"),
         }
+    }
+
+    /// An empty workspace whose `.zibby/studio.toml` declares one agent, `test-agent`: the test
+    /// agent with these arguments (`{prompt}` and the other placeholders are filled per run).
+    pub fn with_test_agent(args: &[&str]) -> Workspace {
+        let workspace = Workspace::empty();
+        let agent = test_agent();
+        let run: Vec<String> = std::iter::once(agent.display().to_string())
+            .chain(args.iter().map(|arg| arg.to_string()))
+            .collect();
+        // A JSON string is a TOML basic string.
+        let toml = format!(
+            "[[agent]]\nname = \"test-agent\"\nrun = {}\n",
+            serde_json::to_string(&run).expect("strings serialise")
+        );
+        fs::create_dir_all(workspace.path().join(".zibby")).expect("create .zibby/");
+        fs::write(workspace.path().join(".zibby/studio.toml"), toml).expect("write .zibby/studio.toml");
+        workspace
     }
 
     /// Copies sessions from `tests/fixtures/zibby-captures/<capture>/cwd/.zibby/output/sessions/`.
@@ -97,6 +118,24 @@ impl Workspace {
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
+
+    /// The store the app is opened with (`--db`), outside the workspace.
+    pub fn db(&self) -> PathBuf {
+        self.store_dir.path().join("studio.sqlite")
+    }
+}
+
+/// The test agent, built into the same target folder as the app (`cargo test --workspace` builds
+/// it; alone: `cargo build -p zibby-test-agent`).
+pub fn test_agent() -> PathBuf {
+    let app = Path::new(env!("CARGO_BIN_EXE_zibby-studio"));
+    let agent = app.with_file_name("zibby-test-agent");
+    assert!(
+        agent.is_file(),
+        "the test agent is not built at {}: run `cargo build -p zibby-test-agent` with the same target folder",
+        agent.display()
+    );
+    agent
 }
 
 fn copy_folder(from: &Path, to: &Path) {
@@ -136,15 +175,15 @@ pub struct App {
 }
 
 impl App {
-    /// Starts `zibby-studio <workspace>` and connects to its window.
-    pub async fn launch(workspace: &Path) -> App {
+    /// Starts `zibby-studio --db <db> <workspace>` and connects to its window.
+    pub async fn launch(workspace: &Path, db: &Path) -> App {
         require_display();
         let driver = Driver::start();
         let capabilities = json!({
             "browserName": "wry",
             "tauri:options": {
                 "application": env!("CARGO_BIN_EXE_zibby-studio"),
-                "args": [workspace],
+                "args": ["--db", db, workspace],
             },
         });
         let serde_json::Value::Object(capabilities) = capabilities else {
@@ -160,13 +199,23 @@ impl App {
         }
     }
 
-    /// Runs `test` against the app, then closes the app even if `test` panicked.
-    pub async fn run<F, Fut>(workspace: &Path, test: F)
+    /// Runs `test` against the app opened on `workspace` and its store, then closes the app even
+    /// if `test` panicked.
+    pub async fn run<F, Fut>(workspace: &Workspace, test: F)
     where
         F: FnOnce(Client) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
-        let app = App::launch(workspace).await;
+        App::run_at(workspace.path(), &workspace.db(), test).await;
+    }
+
+    /// [`App::run`] on any path, one that may not exist.
+    pub async fn run_at<F, Fut>(workspace: &Path, db: &Path, test: F)
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let app = App::launch(workspace, db).await;
         // A panic inside the spawned task comes back as a JoinError instead of unwinding past the
         // close below, which would leave the window (and the drivers) running.
         let outcome = tokio::spawn(test(app.client.clone())).await;
@@ -198,6 +247,37 @@ pub async fn wait_for(client: &Client, css: &str) -> fantoccini::elements::Eleme
             panic!("`{css}` did not appear within {PAGE_TIMEOUT:?} ({e}); the page shows:\n{body}")
         }
     }
+}
+
+/// Waits until `check` returns `Ok`, failing with `what` and the last `Err` it returned.
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = Instant::now() + PAGE_TIMEOUT;
+    loop {
+        match check().await {
+            Ok(value) => return value,
+            Err(last) if Instant::now() >= deadline => {
+                panic!("{what}: not so within {PAGE_TIMEOUT:?}; last seen: {last}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// Calls a method of the UI's backend (`window.zibbyStudio.backend`) in the page, and returns
+/// what it resolved to (`{"ok": value}`) or rejected with (`{"error": {code, message}}`).
+pub async fn call_backend(client: &Client, method: &str, args: Vec<serde_json::Value>) -> serde_json::Value {
+    let script = "const [method, args, done] = [arguments[0], arguments[1], arguments[arguments.length - 1]]; \
+                  window.zibbyStudio.backend[method](...args).then( \
+                    (value) => done({ ok: value === undefined ? null : value }), \
+                    (error) => done({ error: { code: error.code, message: error.message } }));";
+    client
+        .execute_async(script, vec![json!(method), json!(args)])
+        .await
+        .unwrap_or_else(|e| panic!("call the backend's {method} in the page: {e}"))
 }
 
 /// The e2e tests need a display: fail (never skip) without one, saying how to get one.

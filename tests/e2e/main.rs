@@ -9,13 +9,15 @@
 //! Screenshots of what the tests saw land in `e2e-screenshots/` (gitignored).
 
 mod harness;
+mod pins;
+mod runs;
 
 use std::time::Duration;
 
 use fantoccini::{Client, Locator};
 use harness::{screenshot, wait_for, App, CapturedSession, Workspace};
 
-const PIPELINE: CapturedSession = CapturedSession {
+pub const PIPELINE: CapturedSession = CapturedSession {
     capture: "head-bb10e85-02-pipeline-markers",
     id: "1795952464415_3prb",
     nodes_in_order: &["plan", "execute", "report"],
@@ -23,7 +25,7 @@ const PIPELINE: CapturedSession = CapturedSession {
 };
 
 /// Written 90 s "ago": recent enough (< 2 min) for the core to take it for a running session.
-const FANOUT: CapturedSession = CapturedSession {
+pub const FANOUT: CapturedSession = CapturedSession {
     capture: "head-bb10e85-93-fanout-markers",
     id: "1795952527924_osmf",
     nodes_in_order: &["start", "left", "left2", "right", "join"],
@@ -32,7 +34,7 @@ const FANOUT: CapturedSession = CapturedSession {
 
 const STATUSES: &[&str] = &["running", "success", "error", "cancelled", "interrupted", "unknown"];
 
-async fn texts(client: &Client, css: &str) -> Vec<String> {
+pub async fn texts(client: &Client, css: &str) -> Vec<String> {
     let mut texts = Vec::new();
     for element in client.find_all(Locator::Css(css)).await.expect("query the page") {
         texts.push(element.text().await.expect("read an element's text"));
@@ -44,7 +46,7 @@ async fn texts(client: &Client, css: &str) -> Vec<String> {
 async fn the_window_lists_the_sessions_of_the_workspace() {
     let workspace = Workspace::with_sessions(&[PIPELINE, FANOUT]);
     let root = workspace.path().canonicalize().unwrap().display().to_string();
-    App::run(workspace.path(), move |client| async move {
+    App::run(&workspace, move |client| async move {
         wait_for(&client, "tr[data-session-id]").await;
 
         assert_eq!(
@@ -108,7 +110,7 @@ async fn the_window_lists_the_sessions_of_the_workspace() {
 #[tokio::test]
 async fn an_empty_workspace_says_how_to_get_sessions() {
     let workspace = Workspace::empty();
-    App::run(workspace.path(), |client| async move {
+    App::run(&workspace, |client| async move {
         let empty = wait_for(&client, ".empty").await;
         let text = empty.text().await.unwrap();
         assert!(text.contains("No sessions yet"), "the empty state says so: {text}");
@@ -131,7 +133,7 @@ async fn an_empty_workspace_says_how_to_get_sessions() {
 async fn a_missing_workspace_shows_the_error_in_the_window() {
     let parent = Workspace::empty();
     let missing = parent.path().join("no-such-project");
-    App::run(&missing, |client| async move {
+    App::run_at(&missing, &parent.db(), |client| async move {
         let error = wait_for(&client, ".error").await;
         assert_eq!(
             error.attr("data-error-code").await.unwrap().as_deref(),

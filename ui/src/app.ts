@@ -1,13 +1,18 @@
-// The app's state and its one loop: ask the backend, render, repeat on Refresh.
+// The app's state and its loop: ask the backend, render; run events and clicks change the state,
+// and the page is drawn again.
 
 import type { Backend } from "./backend";
-import type { CommandError } from "./types";
-import { renderApp, type Loaded, type ViewState } from "./view";
+import { tickElapsed } from "./liveruns";
+import { addStartedRun, applyRunEvent, dismissRun, isLive, stopRefused, stopRequested } from "./runs";
+import type { CommandError, RunEvent } from "./types";
+import { renderApp, type Actions, type Loaded, type ViewState } from "./view";
 
 /** Relative times ("5 min ago") are re-rendered this often. */
 const CLOCK_TICK_MS = 30_000;
+/** The elapsed time of live runs is updated this often. */
+const ELAPSED_TICK_MS = 1_000;
 
-function toCommandError(error: unknown): CommandError {
+export function toCommandError(error: unknown): CommandError {
   if (typeof error === "object" && error !== null && "code" in error && "message" in error) {
     return { code: String(error.code), message: String(error.message) };
   }
@@ -23,35 +28,104 @@ async function settle<T>(promise: Promise<T>): Promise<Loaded<T>> {
 }
 
 export interface App {
-  /** Reloads the workspace and its sessions; resolves once the page shows them. */
+  /** Reloads the workspace, its sessions and its agents; resolves once the page shows them. */
   refresh(): Promise<void>;
+  /** Resolves once the app listens to run events. */
+  ready: Promise<void>;
 }
 
 export function startApp(root: HTMLElement, backend: Backend, clock: () => Date = () => new Date()): App {
   let state: ViewState = {
     workspace: { kind: "loading" },
     sessions: { kind: "loading" },
+    agents: { kind: "loading" },
+    runs: [],
+    runsNow: clock().getTime(),
+    starting: false,
+    runError: null,
+    pinError: null,
     refreshing: false,
     now: clock(),
   };
-  const show = () => renderApp(root, state, { refresh: () => void refresh() });
+  const set = (change: Partial<ViewState>) => {
+    state = { ...state, ...change };
+    if (change.runs) state.runsNow = clock().getTime();
+    renderApp(root, state, actions);
+  };
 
   async function refresh(): Promise<void> {
-    state = { ...state, refreshing: true };
-    show();
-    const [workspace, sessions] = await Promise.all([
+    set({ refreshing: true });
+    const [workspace, sessions, agents] = await Promise.all([
       settle(backend.workspaceGet()),
       settle(backend.sessionsList()),
+      settle(backend.agentsList()),
     ]);
-    state = { workspace, sessions, refreshing: false, now: clock() };
-    show();
+    set({ workspace, sessions, agents, refreshing: false, now: clock() });
   }
 
-  setInterval(() => {
-    state = { ...state, now: clock() };
-    show();
-  }, CLOCK_TICK_MS);
+  /** Only the table: after a pin, or when a run starts or ends. */
+  async function refreshSessions(): Promise<void> {
+    const sessions = await settle(backend.sessionsList());
+    // A failed reload keeps the rows on screen rather than replacing them with an error.
+    if (sessions.kind === "ok" || state.sessions.kind !== "ok") set({ sessions, now: clock() });
+  }
 
-  show();
-  return { refresh };
+  const actions: Actions = {
+    refresh: () => void refresh(),
+
+    togglePin(sessionId, pin) {
+      void (async () => {
+        try {
+          await (pin ? backend.pinAdd(sessionId) : backend.pinRemove(sessionId));
+          set({ pinError: null });
+        } catch (error) {
+          set({ pinError: toCommandError(error) });
+        }
+        await refreshSessions();
+      })();
+    },
+
+    async runStart(agent, prompt) {
+      set({ starting: true, runError: null });
+      try {
+        const started = await backend.runStart({ agent, prompt });
+        set({ starting: false, runs: addStartedRun(state.runs, started.run_id, started.session_id, clock().getTime()) });
+        return true;
+      } catch (error) {
+        set({ starting: false, runError: toCommandError(error) });
+        return false;
+      }
+    },
+
+    runStop(runId, force) {
+      set({ runs: stopRequested(state.runs, runId, force) });
+      backend.runStop(runId, force).catch((error: unknown) => {
+        // A run that ended meanwhile is not live any more: its `run_finished` tells the rest.
+        const run = state.runs.find((candidate) => candidate.runId === runId);
+        if (run && isLive(run)) set({ runs: stopRefused(state.runs, runId, toCommandError(error)) });
+      });
+    },
+
+    dismissRun(runId) {
+      set({ runs: dismissRun(state.runs, runId) });
+    },
+  };
+
+  function onRunEvent(event: RunEvent): void {
+    set({ runs: applyRunEvent(state.runs, event, clock().getTime()) });
+    if (event.type === "run_started" || event.type === "run_finished") void refreshSessions();
+  }
+
+  const ready = backend.onRunEvent(onRunEvent).then(
+    () => undefined,
+    (error: unknown) => set({ runError: toCommandError(error) }),
+  );
+
+  setInterval(() => set({ now: clock() }), CLOCK_TICK_MS);
+  setInterval(() => {
+    if (state.runs.some(isLive)) tickElapsed(root, state.runs, clock().getTime());
+  }, ELAPSED_TICK_MS);
+
+  renderApp(root, state, actions);
+  return { refresh, ready };
 }

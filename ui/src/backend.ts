@@ -2,13 +2,36 @@
 // Everything else talks to a `Backend`, so the UI can run against a fake one (tests, a browser).
 
 import { invoke } from "@tauri-apps/api/core";
+import { listen } from "@tauri-apps/api/event";
 
-import type { CommandError, SessionSummary, WorkspaceInfo } from "./types";
+import type {
+  Agent,
+  CommandError,
+  RunEvent,
+  RunRecord,
+  RunStartRequest,
+  SessionRow,
+  StartedRun,
+  WorkspaceInfo,
+} from "./types";
 
 export interface Backend {
   workspaceGet(): Promise<WorkspaceInfo>;
-  sessionsList(): Promise<SessionSummary[]>;
+  /** Pinned first (most recently pinned first), then most recently updated first. */
+  sessionsList(): Promise<SessionRow[]>;
+  pinAdd(sessionId: string): Promise<void>;
+  pinRemove(sessionId: string): Promise<void>;
+  agentsList(): Promise<Agent[]>;
+  runStart(request: RunStartRequest): Promise<StartedRun>;
+  /** Resolves with what the studio is doing about it ("stopping: the current node finishes first"). */
+  runStop(runId: string, force: boolean): Promise<string>;
+  runsList(sessionId?: string): Promise<RunRecord[]>;
+  /** Calls `handler` with every run event from now on; resolves to a function that stops that. */
+  onRunEvent(handler: (event: RunEvent) => void): Promise<() => void>;
 }
+
+/** The Tauri event the shell sends run events as. */
+export const RUN_EVENT = "run-event";
 
 /** A rejected command, as a `CommandError` (IPC failures get the code `ipc`). */
 export class BackendError extends Error implements CommandError {
@@ -41,5 +64,12 @@ async function call<T>(command: string, args?: Record<string, unknown>): Promise
 
 export const tauriBackend: Backend = {
   workspaceGet: () => call<WorkspaceInfo>("workspace_get"),
-  sessionsList: () => call<SessionSummary[]>("sessions_list"),
+  sessionsList: () => call<SessionRow[]>("sessions_list"),
+  pinAdd: (sessionId) => call<void>("pin_add", { session_id: sessionId }),
+  pinRemove: (sessionId) => call<void>("pin_remove", { session_id: sessionId }),
+  agentsList: () => call<Agent[]>("agents_list"),
+  runStart: (request) => call<StartedRun>("run_start", { ...request, session_id: request.session_id ?? null }),
+  runStop: (runId, force) => call<string>("run_stop", { run_id: runId, force }),
+  runsList: (sessionId) => call<RunRecord[]>("runs_list", { session_id: sessionId ?? null }),
+  onRunEvent: (handler) => listen<RunEvent>(RUN_EVENT, (event) => handler(event.payload)),
 };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { nodesLabel, relativeTime, statusMark } from "./format";
+import { elapsedLabel, nodesLabel, relativeTime, statusMark } from "./format";
 
 const now = new Date("2026-11-29T12:00:00Z");
 const ago = (ms: number) => new Date(now.getTime() - ms);
@@ -42,5 +42,14 @@ describe("nodesLabel", () => {
     for (const status of ["running", "success", "error", "cancelled", "interrupted", "unknown"] as const) {
       expect(statusMark(status)).not.toBe("");
     }
+  });
+});
+
+describe("elapsedLabel", () => {
+  it("reads like a clock", () => {
+    expect(elapsedLabel(0)).toBe("0:00");
+    expect(elapsedLabel(7_900)).toBe("0:07");
+    expect(elapsedLabel(12 * 60_000 + 34_000)).toBe("12:34");
+    expect(elapsedLabel(3_723_000)).toBe("1:02:03");
   });
 });

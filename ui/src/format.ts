@@ -50,3 +50,12 @@ export function nodesLabel(nodes: readonly NodeSummary[]): string {
   if (nodes.length === 0) return nodeCount(nodes);
   return `${nodeCount(nodes)}: ${nodes.map((n) => `${n.name} ${statusMark(n.status)}`).join(" ")}`;
 }
+
+/** A duration as a clock: "0:07", "12:34", "1:02:03". */
+export function elapsedLabel(ms: number): string {
+  const total = Math.max(0, Math.floor(ms / SECOND));
+  const seconds = String(total % 60).padStart(2, "0");
+  const minutes = Math.floor(total / 60) % 60;
+  const hours = Math.floor(total / 3600);
+  return hours > 0 ? `${hours}:${String(minutes).padStart(2, "0")}:${seconds}` : `${minutes}:${seconds}`;
+}

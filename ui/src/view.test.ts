@@ -1,11 +1,13 @@
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 
-import type { SessionSummary } from "./types";
-import { renderApp, shellQuote, type ViewState } from "./view";
+import { STOPPING_LABEL } from "./liveruns";
+import type { LiveRun } from "./runs";
+import type { SessionRow } from "./types";
+import { renderApp, shellQuote, type Actions, type ViewState } from "./view";
 
 const now = new Date("2026-11-29T12:00:00Z");
 
-function session(overrides: Partial<SessionSummary> = {}): SessionSummary {
+function session(overrides: Partial<SessionRow> = {}): SessionRow {
   return {
     id: "1795952464415_3prb",
     path: "/p/.zibby/output/sessions/1795952464415_3prb",
@@ -19,6 +21,10 @@ function session(overrides: Partial<SessionSummary> = {}): SessionSummary {
       { name: "report", status: "success" },
     ],
     problems: [],
+    pinned: false,
+    pinned_at: null,
+    title: null,
+    agent: null,
     ...overrides,
   };
 }
@@ -27,6 +33,12 @@ function state(overrides: Partial<ViewState> = {}): ViewState {
   return {
     workspace: { kind: "ok", value: { root: "/p", sessions_dir: "/p/.zibby/output/sessions" } },
     sessions: { kind: "ok", value: [session()] },
+    agents: { kind: "ok", value: [] },
+    runs: [],
+    runsNow: now.getTime(),
+    starting: false,
+    runError: null,
+    pinError: null,
     refreshing: false,
     now,
     ...overrides,
@@ -34,7 +46,45 @@ function state(overrides: Partial<ViewState> = {}): ViewState {
 }
 
 let root: HTMLElement;
-const noActions = { refresh() {} };
+const noActions: Actions = {
+  refresh() {},
+  togglePin() {},
+  runStart: async () => false,
+  runStop() {},
+  dismissRun() {},
+};
+
+function spyActions() {
+  return {
+    refresh: vi.fn(),
+    togglePin: vi.fn<Actions["togglePin"]>(),
+    runStart: vi.fn<Actions["runStart"]>().mockResolvedValue(true),
+    runStop: vi.fn<Actions["runStop"]>(),
+    dismissRun: vi.fn<Actions["dismissRun"]>(),
+  } satisfies Actions;
+}
+
+function liveRun(overrides: Partial<LiveRun> = {}): LiveRun {
+  return {
+    runId: "r1",
+    sessionId: "1795952464415_3prb",
+    startedAt: now.getTime() - 7_000,
+    nodes: [
+      { name: "plan", status: "success" },
+      { name: "write", status: "running" },
+    ],
+    currentNode: "write",
+    stop: "none",
+    stopError: null,
+    end: null,
+    ...overrides,
+  };
+}
+
+const agents = [
+  { name: "writer", run: ["w"] },
+  { name: "planner", run: ["p"] },
+];
 
 beforeEach(() => {
   document.body.replaceChildren();
@@ -121,6 +171,144 @@ describe("other states", () => {
     expect(root.querySelectorAll(".error")).toHaveLength(1);
     expect(root.querySelector(".error-title")?.textContent).toContain("workspace could not be opened");
     expect((root.querySelector("#refresh") as HTMLButtonElement).disabled).toBe(true);
+  });
+});
+
+describe("the pin column", () => {
+  it("has a star per row that says whether the session is pinned", () => {
+    const sessions = [session({ id: "a", pinned: true }), session({ id: "b" })];
+    renderApp(root, state({ sessions: { kind: "ok", value: sessions } }), noActions);
+    const stars = [...root.querySelectorAll("[data-testid='pin']")];
+    expect(stars.map((star) => star.getAttribute("aria-pressed"))).toEqual(["true", "false"]);
+    expect(stars.map((star) => star.getAttribute("title"))).toEqual(["Unpin", "Pin"]);
+    expect(stars.map((star) => star.textContent)).toEqual(["★", "☆"]);
+    expect(root.querySelector("tr[data-session-id='a']")?.classList.contains("pinned")).toBe(true);
+  });
+
+  it("asks to pin an unpinned session, and to unpin a pinned one", () => {
+    const actions = spyActions();
+    const sessions = [session({ id: "a", pinned: true }), session({ id: "b" })];
+    renderApp(root, state({ sessions: { kind: "ok", value: sessions } }), actions);
+    (root.querySelector("tr[data-session-id='b'] [data-testid='pin']") as HTMLButtonElement).click();
+    (root.querySelector("tr[data-session-id='a'] [data-testid='pin']") as HTMLButtonElement).click();
+    expect(actions.togglePin.mock.calls).toEqual([
+      ["b", true],
+      ["a", false],
+    ]);
+  });
+
+  it("shows the session's title under its id, as text", () => {
+    const title = "<b>fix the login</b>";
+    renderApp(root, state({ sessions: { kind: "ok", value: [session({ title, agent: "writer" })] } }), noActions);
+    expect(root.querySelector(".session-title")?.textContent).toBe(title);
+    expect(root.querySelector(".session-title b")).toBeNull();
+  });
+});
+
+describe("the Run bar", () => {
+  it("is hidden when the workspace has no agents, and lists them when it has", () => {
+    renderApp(root, state(), noActions);
+    expect((root.querySelector("#run-bar") as HTMLElement).hidden).toBe(true);
+    renderApp(root, state({ agents: { kind: "ok", value: agents } }), noActions);
+    expect((root.querySelector("#run-bar") as HTMLElement).hidden).toBe(false);
+    const options = [...root.querySelectorAll("#run-agent option")].map((option) => option.textContent);
+    expect(options).toEqual(["writer", "planner"]);
+  });
+
+  it("runs the selected agent on Enter, keeps Shift+Enter for a new line, and clears the prompt", async () => {
+    const actions = spyActions();
+    renderApp(root, state({ agents: { kind: "ok", value: agents } }), actions);
+    (root.querySelector("#run-agent") as HTMLSelectElement).value = "planner";
+    const prompt = root.querySelector("#run-prompt") as HTMLTextAreaElement;
+    prompt.value = "plan the release";
+    prompt.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", shiftKey: true, bubbles: true }));
+    expect(actions.runStart).not.toHaveBeenCalled();
+    prompt.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    expect(actions.runStart).toHaveBeenCalledWith("planner", "plan the release");
+    await vi.waitFor(() => expect(prompt.value).toBe(""));
+  });
+
+  it("does not run an empty prompt", () => {
+    const actions = spyActions();
+    renderApp(root, state({ agents: { kind: "ok", value: agents } }), actions);
+    (root.querySelector("#run-button") as HTMLButtonElement).click();
+    expect(actions.runStart).not.toHaveBeenCalled();
+  });
+
+  it("keeps what is being typed when the page is drawn again", () => {
+    renderApp(root, state({ agents: { kind: "ok", value: agents } }), noActions);
+    const prompt = root.querySelector("#run-prompt") as HTMLTextAreaElement;
+    prompt.value = "half a thought";
+    renderApp(root, state({ agents: { kind: "ok", value: agents }, runs: [liveRun()] }), noActions);
+    expect(root.querySelector("#run-prompt")).toBe(prompt);
+    expect(prompt.value).toBe("half a thought");
+  });
+
+  it("shows why a run could not start", () => {
+    const runError = { code: "agent_not_found", message: "no agent `x` in /p/.zibby/studio.toml" };
+    renderApp(root, state({ agents: { kind: "ok", value: agents }, runError }), noActions);
+    expect(root.querySelector("#run-bar .error")?.getAttribute("data-error-code")).toBe("agent_not_found");
+  });
+});
+
+describe("the Live runs strip", () => {
+  it("is not there without runs", () => {
+    renderApp(root, state(), noActions);
+    expect(root.querySelector(".live-runs")).toBeNull();
+  });
+
+  it("shows each run's session, current node, node badges and elapsed time", () => {
+    renderApp(root, state({ runs: [liveRun()] }), noActions);
+    const run = root.querySelector(".live-run[data-run-id='r1']")!;
+    expect(root.querySelector(".live-runs h1")?.textContent).toBe("Live runs");
+    expect(run.querySelector(".live-session-id")?.textContent).toBe("1795952464415_3prb");
+    expect(run.querySelector(".live-current-node")?.textContent).toBe("▸ write");
+    const badges = [...run.querySelectorAll(".live-nodes .node")];
+    expect(badges.map((node) => [node.getAttribute("data-node"), node.getAttribute("data-status")])).toEqual([
+      ["plan", "success"],
+      ["write", "running"],
+    ]);
+    expect(run.querySelector(".elapsed")?.textContent).toBe("0:07");
+  });
+
+  it("turns Stop into a waiting label and offers Force stop", () => {
+    const actions = spyActions();
+    renderApp(root, state({ runs: [liveRun()] }), actions);
+    (root.querySelector(".live-run .stop") as HTMLButtonElement).click();
+    expect(actions.runStop).toHaveBeenCalledWith("r1", false);
+
+    renderApp(root, state({ runs: [liveRun({ stop: "graceful" })] }), actions);
+    const stop = root.querySelector(".live-run .stop") as HTMLButtonElement;
+    expect(stop.textContent).toBe(STOPPING_LABEL);
+    expect(stop.disabled).toBe(true);
+    (root.querySelector(".live-run .force-stop") as HTMLButtonElement).click();
+    expect(actions.runStop).toHaveBeenLastCalledWith("r1", true);
+  });
+
+  it("shows how a run ended, and lets it be dismissed", () => {
+    const actions = spyActions();
+    const end = { status: "cancelled" as const, elapsedMs: 4_200, exitCode: 0, stoppedBy: "graceful" as const, error: null };
+    renderApp(root, state({ runs: [liveRun({ end, currentNode: null })] }), actions);
+    const run = root.querySelector(".live-run")!;
+    expect(run.getAttribute("data-status")).toBe("cancelled");
+    expect(run.querySelector(".badge")?.textContent).toBe("cancelled");
+    expect(run.querySelector(".elapsed")?.textContent).toBe("0:04");
+    expect(run.querySelector(".stop")).toBeNull();
+    (run.querySelector(".dismiss") as HTMLButtonElement).click();
+    expect(actions.dismissRun).toHaveBeenCalledWith("r1");
+  });
+
+  it("renders run strings as text", () => {
+    const evil = '<img src=x onerror="window.pwned=1">';
+    const end = { status: "error" as const, elapsedMs: 1, exitCode: 1, stoppedBy: null, error: evil };
+    renderApp(
+      root,
+      state({ runs: [liveRun({ sessionId: evil, nodes: [{ name: evil, status: "error" }], end })] }),
+      noActions,
+    );
+    expect(root.querySelector("img")).toBeNull();
+    expect(root.querySelector(".live-session-id")?.textContent).toBe(evil);
+    expect(root.querySelector(".live-run-error")?.textContent).toBe(evil);
   });
 });
 

@@ -3,8 +3,14 @@
 // Session data comes from agents and their files: it is untrusted text. It reaches the page only as
 // text nodes and attribute values (`el` below), never as HTML.
 
+import { badge, button, el, errorBox, type Child } from "./elements";
 import { exactTime, nodeCount, relativeTime, statusMark } from "./format";
-import type { CommandError, NodeSummary, SessionSummary, Status, WorkspaceInfo } from "./types";
+import { liveRunsStrip, type LiveRunActions } from "./liveruns";
+import { createRunBar, type RunBar, type RunBarActions } from "./runbar";
+import type { LiveRun } from "./runs";
+import type { Agent, CommandError, NodeSummary, SessionRow, WorkspaceInfo } from "./types";
+
+export { badge, errorBox };
 
 export type Loaded<T> =
   | { kind: "loading" }
@@ -13,49 +19,94 @@ export type Loaded<T> =
 
 export interface ViewState {
   workspace: Loaded<WorkspaceInfo>;
-  sessions: Loaded<SessionSummary[]>;
+  /** Pinned first, as the backend orders them. */
+  sessions: Loaded<SessionRow[]>;
+  agents: Loaded<Agent[]>;
+  /** The runs this window started, live ones and ended ones not yet dismissed. */
+  runs: LiveRun[];
+  /** When `runs` last changed (ms): the elapsed times are drawn for this moment. */
+  runsNow: number;
+  /** A run is being started (the Run button waits). */
+  starting: boolean;
+  /** Why the last Run failed. */
+  runError: CommandError | null;
+  /** Why the last pin or unpin failed. */
+  pinError: CommandError | null;
   /** A reload is under way (the previous data stays on screen meanwhile). */
   refreshing: boolean;
   now: Date;
 }
 
-export interface Actions {
+export interface Actions extends RunBarActions, LiveRunActions {
   refresh(): void;
+  /** Pins (`pin` true) or unpins a session. */
+  togglePin(sessionId: string, pin: boolean): void;
 }
 
-type Child = Node | string | null | undefined | false;
-
-interface Props {
-  class?: string;
-  title?: string;
-  attrs?: Record<string, string>;
+/** The parts of the page that live across renders, and what each was last drawn from. */
+interface Page {
+  header: HTMLElement;
+  runBar: RunBar;
+  runBarError: HTMLElement;
+  liveRuns: HTMLElement;
+  sessions: HTMLElement;
+  drawn: { runs?: readonly LiveRun[]; sessions?: readonly unknown[] };
 }
 
-/** Creates an element; strings become text nodes, so they are never parsed as HTML. */
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  props: Props = {},
-  ...children: Child[]
-): HTMLElementTagNameMap[K] {
-  const element = document.createElement(tag);
-  if (props.class) element.className = props.class;
-  if (props.title) element.title = props.title;
-  for (const [name, value] of Object.entries(props.attrs ?? {})) element.setAttribute(name, value);
-  for (const child of children) {
-    if (child === null || child === undefined || child === false) continue;
-    element.append(typeof child === "string" ? document.createTextNode(child) : child);
-  }
-  return element;
+const pages = new WeakMap<HTMLElement, Page>();
+
+function page(root: HTMLElement, actions: Actions): Page {
+  const existing = pages.get(root);
+  if (existing && root.contains(existing.sessions)) return existing;
+  const built: Page = {
+    header: el("header", { class: "topbar" }),
+    runBar: createRunBar(actions),
+    runBarError: el("div", { class: "agents-error-slot" }),
+    liveRuns: el("div", { class: "live-runs-slot" }),
+    sessions: el("div", { class: "sessions-slot" }),
+    drawn: {},
+  };
+  root.replaceChildren(
+    built.header,
+    el("main", { class: "content" }, built.runBar.element, built.runBarError, built.liveRuns, built.sessions),
+  );
+  pages.set(root, built);
+  return built;
 }
 
+/** Draws `state`. The Run bar is updated in place (a prompt being typed survives), and the live
+ * runs and the sessions are redrawn only when what they show changed. */
 export function renderApp(root: HTMLElement, state: ViewState, actions: Actions): void {
-  root.replaceChildren(header(state, actions), el("main", { class: "content" }, sessionsCard(state)));
+  const parts = page(root, actions);
+  parts.header.replaceChildren(...headerParts(state, actions));
+
+  const agents = state.agents.kind === "ok" ? state.agents.value : [];
+  parts.runBar.element.hidden = agents.length === 0;
+  parts.runBar.update(agents, state.runError, state.starting);
+  parts.runBarError.replaceChildren(
+    ...(state.agents.kind === "error" && state.workspace.kind === "ok"
+      ? [errorBox("The agents of .zibby/studio.toml could not be read", state.agents.error)]
+      : []),
+  );
+
+  if (parts.drawn.runs !== state.runs) {
+    parts.liveRuns.replaceChildren(...[liveRunsStrip(state.runs, state.runsNow, actions)].filter((n) => n !== null));
+    parts.drawn.runs = state.runs;
+  }
+  const sessionsInputs = [state.workspace, state.sessions, state.refreshing, state.now, state.pinError];
+  if (!sameItems(parts.drawn.sessions, sessionsInputs)) {
+    parts.sessions.replaceChildren(sessionsCard(state, actions));
+    parts.drawn.sessions = sessionsInputs;
+  }
 }
 
-function header(state: ViewState, actions: Actions): HTMLElement {
-  const refresh = el("button", { class: "button", attrs: { type: "button", id: "refresh" } }, "Refresh");
+function sameItems(a: readonly unknown[] | undefined, b: readonly unknown[]): boolean {
+  return a !== undefined && a.length === b.length && a.every((item, i) => item === b[i]);
+}
+
+function headerParts(state: ViewState, actions: Actions): Node[] {
+  const refresh = button({ class: "button", attrs: { id: "refresh" } }, "Refresh", () => actions.refresh());
   refresh.disabled = state.refreshing || state.workspace.kind !== "ok";
-  refresh.addEventListener("click", () => actions.refresh());
 
   let where: Node;
   switch (state.workspace.kind) {
@@ -77,9 +128,7 @@ function header(state: ViewState, actions: Actions): HTMLElement {
       break;
   }
 
-  return el(
-    "header",
-    { class: "topbar" },
+  return [
     el(
       "div",
       { class: "brand" },
@@ -88,10 +137,10 @@ function header(state: ViewState, actions: Actions): HTMLElement {
     ),
     el("div", { class: "workspace" }, el("span", { class: "workspace-label" }, "Workspace"), where),
     refresh,
-  );
+  ];
 }
 
-function sessionsCard(state: ViewState): HTMLElement {
+function sessionsCard(state: ViewState, actions: Actions): HTMLElement {
   const { workspace, sessions } = state;
   let count: string | null = null;
   let body: Node;
@@ -105,7 +154,7 @@ function sessionsCard(state: ViewState): HTMLElement {
     body = emptyState(workspace.value);
   } else {
     count = sessions.value.length === 1 ? "1 session" : `${sessions.value.length} sessions`;
-    body = sessionsTable(sessions.value, state.now);
+    body = sessionsTable(sessions.value, state.now, actions);
   }
   return el(
     "section",
@@ -117,16 +166,8 @@ function sessionsCard(state: ViewState): HTMLElement {
       count && el("span", { class: "count" }, count),
       state.refreshing && sessions.kind !== "loading" && el("span", { class: "muted refreshing" }, "refreshing…"),
     ),
+    state.pinError && errorBox("The pin could not be changed", state.pinError),
     body,
-  );
-}
-
-export function errorBox(title: string, error: CommandError): HTMLElement {
-  return el(
-    "div",
-    { class: "error", attrs: { role: "alert", "data-error-code": error.code } },
-    el("div", { class: "error-title" }, title, " ", el("code", { class: "error-code" }, error.code)),
-    el("p", { class: "error-message" }, error.message),
   );
 }
 
@@ -159,13 +200,14 @@ export function shellQuote(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
-function sessionsTable(sessions: readonly SessionSummary[], now: Date): HTMLElement {
+function sessionsTable(sessions: readonly SessionRow[], now: Date, actions: Actions): HTMLElement {
   const head = el(
     "thead",
     {},
     el(
       "tr",
       {},
+      el("th", { class: "pin-col", attrs: { scope: "col", "aria-label": "Pinned" } }),
       el("th", { attrs: { scope: "col" } }, "Session"),
       el("th", { attrs: { scope: "col" } }, "Status"),
       el("th", { attrs: { scope: "col" } }, "Current node"),
@@ -173,16 +215,23 @@ function sessionsTable(sessions: readonly SessionSummary[], now: Date): HTMLElem
       el("th", { class: "updated", attrs: { scope: "col" } }, "Last update"),
     ),
   );
-  const body = el("tbody", {}, ...sessions.map((session) => sessionRow(session, now)));
+  const body = el("tbody", {}, ...sessions.map((session) => sessionRow(session, now, actions)));
   return el("div", { class: "table-wrap" }, el("table", { class: "sessions" }, head, body));
 }
 
-function sessionRow(session: SessionSummary, now: Date): HTMLElement {
+function sessionRow(session: SessionRow, now: Date, actions: Actions): HTMLElement {
   const updated = new Date(session.updated_at);
   return el(
     "tr",
-    { attrs: { "data-session-id": session.id } },
-    el("td", { class: "session-id", title: session.path }, session.id),
+    { class: session.pinned ? "pinned" : undefined, attrs: { "data-session-id": session.id } },
+    el("td", { class: "pin-cell" }, pinButton(session, actions)),
+    el(
+      "td",
+      { class: "session" },
+      el("div", { class: "session-id", title: session.path }, session.id),
+      session.title &&
+        el("div", { class: "session-title", title: session.agent ? `agent: ${session.agent}` : undefined }, session.title),
+    ),
     el("td", { class: "status" }, badge(session.status), problems(session)),
     el(
       "td",
@@ -202,16 +251,25 @@ function sessionRow(session: SessionSummary, now: Date): HTMLElement {
   );
 }
 
-export function badge(status: Status): HTMLElement {
-  return el(
-    "span",
-    { class: `badge status-${status}`, attrs: { "data-status": status } },
-    el("span", { class: "badge-dot", attrs: { "aria-hidden": "true" } }),
-    status,
+/** A star: filled when the session is pinned. */
+function pinButton(session: SessionRow, actions: Actions): HTMLButtonElement {
+  const label = session.pinned ? "Unpin" : "Pin";
+  return button(
+    {
+      class: "pin",
+      title: label,
+      attrs: {
+        "data-testid": "pin",
+        "aria-pressed": String(session.pinned),
+        "aria-label": `${label} ${session.id}`,
+      },
+    },
+    session.pinned ? "★" : "☆",
+    () => actions.togglePin(session.id, !session.pinned),
   );
 }
 
-function problems(session: SessionSummary): HTMLElement | null {
+function problems(session: SessionRow): HTMLElement | null {
   if (session.problems.length === 0) return null;
   const list = session.problems.map((p) => `${p.file}: ${p.reason}`).join("\n");
   const label = session.problems.length === 1 ? "1 problem" : `${session.problems.length} problems`;

@@ -1,0 +1,161 @@
+//! Runs started from the window: the Run bar, the Live runs strip, Stop; and the studio stopping
+//! its live runs when it exits.
+
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, Locator};
+use serde_json::json;
+use studio_core::runner::RunEvent;
+use studio_core::store::{Store, StoreLocation};
+use studio_core::Status;
+use zibby_studio_shell::Studio;
+
+use crate::harness::{call_backend, eventually, screenshot, wait_for, App, Workspace};
+use crate::texts;
+
+/// Three nodes of 1.5 s each: time to see the first end, and to press Stop during the second.
+const THREE_NODES: &[&str] = &["--nodes", "plan:1500,write:1500,report:1500", "--prompt", "{prompt}"];
+
+async fn start_run(client: &Client, prompt: &str) {
+    let field = wait_for(client, "#run-prompt").await;
+    field.send_keys(prompt).await.expect("type the prompt");
+    wait_for(client, "#run-button").await.click().await.expect("press Run");
+}
+
+async fn text_of(client: &Client, css: &str) -> Result<String, String> {
+    let element = client
+        .find(Locator::Css(css))
+        .await
+        .map_err(|e| format!("no `{css}`: {e}"))?;
+    element.text().await.map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn a_run_started_from_the_window_is_followed_live_and_stopped() {
+    let workspace = Workspace::with_test_agent(THREE_NODES);
+    App::run(&workspace, |client| async move {
+        wait_for(&client, "#run-agent option").await;
+        let options = texts(&client, "#run-agent option").await;
+        assert_eq!(
+            options,
+            ["test-agent"],
+            "the Run bar offers the agent of .zibby/studio.toml"
+        );
+        let started = Instant::now();
+        start_run(&client, "write a haiku").await;
+
+        wait_for(&client, ".live-run .node[data-node='plan'][data-status='success']").await;
+        eprintln!("first node shown done {:?} after Run", started.elapsed());
+        assert_eq!(
+            text_of(&client, ".live-run .live-current-node").await.unwrap(),
+            "▸ write",
+            "once plan ends, the strip shows the node that began next"
+        );
+        screenshot(&client, "live-run.png").await;
+
+        wait_for(&client, ".live-run .stop")
+            .await
+            .click()
+            .await
+            .expect("press Stop");
+        let stopping = eventually("Stop turns into a waiting label, with Force stop beside it", || async {
+            let label = text_of(&client, ".live-run .stop").await?;
+            client
+                .find(Locator::Css(".live-run .force-stop"))
+                .await
+                .map_err(|e| format!("no Force stop yet ({label}): {e}"))?;
+            (label == "Stopping: the current node finishes first")
+                .then_some(label.clone())
+                .ok_or(label)
+        })
+        .await;
+        eprintln!("stop pressed, the button reads `{stopping}`");
+        screenshot(&client, "stopping.png").await;
+
+        let finished = wait_for(&client, ".live-run[data-status='cancelled']").await;
+        eprintln!("run finished cancelled {:?} after Run", started.elapsed());
+        let nodes = finished.find_all(Locator::Css(".node")).await.unwrap();
+        let mut seen = Vec::new();
+        for node in nodes {
+            seen.push((
+                node.attr("data-node").await.unwrap().unwrap_or_default(),
+                node.attr("data-status").await.unwrap().unwrap_or_default(),
+            ));
+        }
+        assert_eq!(
+            seen,
+            [("plan".into(), "success".into()), ("write".into(), "success".into())],
+            "a graceful stop lets the current node finish and starts no other"
+        );
+
+        let session_id = text_of(&client, ".live-run .live-session-id").await.unwrap();
+        let row = wait_for(&client, &format!("tr[data-session-id='{session_id}']")).await;
+        let title = row
+            .find(Locator::Css(".session-title"))
+            .await
+            .expect("the row has a title");
+        assert_eq!(
+            title.text().await.unwrap(),
+            "write a haiku",
+            "the session the run made is listed, titled by its prompt"
+        );
+        screenshot(&client, "run-finished.png").await;
+
+        let runs = call_backend(&client, "runsList", vec![json!(session_id)]).await;
+        assert_eq!(
+            runs["ok"][0]["status"], "cancelled",
+            "the store recorded the run's end: {runs}"
+        );
+        assert_eq!(runs["ok"][0]["stopped_by"], "graceful", "{runs}");
+    })
+    .await;
+}
+
+/// What the app does as it exits (`Studio::shut_down`, from Tauri's `RunEvent::Exit`), without the
+/// window: WebDriver ends a session by killing the app, so it cannot show this.
+#[test]
+fn shutting_the_studio_down_stops_its_live_runs() {
+    // The second node would run for a minute: only a stop ends the run sooner.
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:1500,write:60000", "--prompt", "{prompt}"]);
+    let (studio, events) = Studio::open(workspace.path(), Ok(StoreLocation::File(workspace.db())));
+    let events = events.expect("the store opens, so there is a supervisor to subscribe to");
+    let started = studio
+        .supervisor()
+        .expect("a supervisor")
+        .start(
+            studio
+                .agent_run_request("test-agent", "never finishes".into(), None)
+                .expect("the agent is in .zibby/studio.toml"),
+        )
+        .expect("the run starts");
+    let plan_began = events
+        .iter()
+        .find(|event| matches!(event, RunEvent::NodeBegin { node, .. } if node == "plan"));
+    assert!(plan_began.is_some(), "the run's first node begins");
+
+    let shutting_down = Instant::now();
+    studio.shut_down();
+    let took = shutting_down.elapsed();
+    eprintln!("shut down in {took:?}");
+
+    let store = Store::open(&StoreLocation::File(workspace.db())).expect("open the store again");
+    let run = store.run(&started.run_id).expect("the run is in the store");
+    assert_eq!(
+        run.status,
+        Status::Cancelled,
+        "shutting down stops the live runs: {run:?}"
+    );
+    assert_eq!(
+        run.stopped_by.as_deref(),
+        Some("graceful"),
+        "the node running finishes first: {run:?}"
+    );
+    assert!(
+        took < Duration::from_secs(10),
+        "a graceful stop waits for the current node (1.5 s), not for the next: {took:?}"
+    );
+    assert!(
+        studio.supervisor().is_err_and(|error| error.code == "shutting_down"),
+        "no run starts once the studio is shutting down"
+    );
+}

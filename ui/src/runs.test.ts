@@ -1,0 +1,79 @@
+import { describe, expect, it } from "vitest";
+
+import { addStartedRun, applyRunEvent, dismissRun, runElapsedMs, stopRequested, type LiveRun } from "./runs";
+import type { RunEvent } from "./types";
+
+function replay(events: RunEvent[], start: LiveRun[] = []): LiveRun[] {
+  return events.reduce((runs, event) => applyRunEvent(runs, event, 1_000), start);
+}
+
+const started: RunEvent = { type: "run_started", run_id: "r", session_id: "s", pid: 1 };
+
+describe("applyRunEvent", () => {
+  it("follows nodes as they begin and end, the current node being the last still running", () => {
+    const [run] = replay([
+      started,
+      { type: "node_begin", run_id: "r", node: "plan", depth: 0, t_ms: 1 },
+      { type: "node_begin", run_id: "r", node: "inner", depth: 1, t_ms: 2 },
+      { type: "node_end", run_id: "r", node: "inner", status: "success", t_ms: 3 },
+    ]);
+    expect(run!.nodes).toEqual([
+      { name: "plan", status: "running" },
+      { name: "inner", status: "success" },
+    ]);
+    expect(run!.currentNode).toBe("plan");
+  });
+
+  it("lists a node that runs again twice", () => {
+    const [run] = replay([
+      started,
+      { type: "node_begin", run_id: "r", node: "loop", depth: 0, t_ms: 1 },
+      { type: "node_end", run_id: "r", node: "loop", status: "success", t_ms: 2 },
+      { type: "node_begin", run_id: "r", node: "loop", depth: 0, t_ms: 3 },
+    ]);
+    expect(run!.nodes.map((n) => n.status)).toEqual(["success", "running"]);
+  });
+
+  it("ends the nodes still running with the run", () => {
+    const [run] = replay([
+      started,
+      { type: "node_begin", run_id: "r", node: "write", depth: 0, t_ms: 1 },
+      {
+        type: "run_finished",
+        run_id: "r",
+        session_id: "s",
+        status: "cancelled",
+        exit_code: null,
+        elapsed_ms: 9_000,
+        stopped_by: "forced",
+        error: null,
+      },
+    ]);
+    expect(run!.nodes).toEqual([{ name: "write", status: "cancelled" }]);
+    expect(run!.currentNode).toBeNull();
+    expect(run!.end?.status).toBe("cancelled");
+    expect(runElapsedMs(run!, 99_999)).toBe(9_000);
+  });
+
+  it("ignores events of runs it does not know", () => {
+    expect(replay([{ type: "node_begin", run_id: "other", node: "x", depth: 0, t_ms: 1 }])).toEqual([]);
+  });
+
+  it("lists a run once, whether its start event or the command's answer comes first", () => {
+    expect(addStartedRun(replay([started]), "r", "s", 5)).toHaveLength(1);
+    expect(replay([started], addStartedRun([], "r", "s", 5))).toHaveLength(1);
+  });
+
+  it("never goes back from a forced stop to a graceful one", () => {
+    const runs = stopRequested(replay([started]), "r", true);
+    const [run] = applyRunEvent(runs, { type: "stopping", run_id: "r", forced: false, message: "" }, 2);
+    expect(run!.stop).toBe("forced");
+    expect(stopRequested(replay([started]), "r", false)[0]!.stop).toBe("graceful");
+  });
+
+  it("counts elapsed time from when the run started until it ends", () => {
+    const [run] = replay([started]);
+    expect(runElapsedMs(run!, 8_500)).toBe(7_500);
+    expect(dismissRun([run!], "r")).toEqual([]);
+  });
+});

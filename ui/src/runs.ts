@@ -1,0 +1,128 @@
+// The runs this window started, as their events arrive: pure functions from the old list to the
+// new one (no DOM, no clock: the caller passes `now`, in milliseconds).
+
+import type { CommandError, RunEvent, Status, StoppedBy } from "./types";
+
+export interface LiveNode {
+  name: string;
+  status: Status;
+}
+
+/** `none`, then `graceful` after Stop (the current node finishes first), `forced` after Force stop. */
+export type StopState = "none" | "graceful" | "forced";
+
+export interface RunEnd {
+  status: Status;
+  elapsedMs: number;
+  exitCode: number | null;
+  stoppedBy: StoppedBy | null;
+  error: string | null;
+}
+
+export interface LiveRun {
+  runId: string;
+  sessionId: string;
+  /** When this window heard the run start (client clock, ms). */
+  startedAt: number;
+  /** In the order they began; a node that runs again appears again. */
+  nodes: LiveNode[];
+  currentNode: string | null;
+  stop: StopState;
+  /** Why the last Stop or Force stop was refused. */
+  stopError: CommandError | null;
+  end: RunEnd | null;
+}
+
+function newRun(runId: string, sessionId: string, now: number): LiveRun {
+  return { runId, sessionId, startedAt: now, nodes: [], currentNode: null, stop: "none", stopError: null, end: null };
+}
+
+function update(runs: readonly LiveRun[], runId: string, change: (run: LiveRun) => LiveRun): LiveRun[] {
+  return runs.map((run) => (run.runId === runId ? change(run) : run));
+}
+
+/** The node still running that began last (the innermost, when graphs nest). */
+function lastRunning(nodes: readonly LiveNode[]): string | null {
+  for (let i = nodes.length - 1; i >= 0; i--) if (nodes[i]!.status === "running") return nodes[i]!.name;
+  return null;
+}
+
+/** Adds a run the window just started, unless its `run_started` event got here first. */
+export function addStartedRun(runs: readonly LiveRun[], runId: string, sessionId: string, now: number): LiveRun[] {
+  if (runs.some((run) => run.runId === runId)) return [...runs];
+  return [...runs, newRun(runId, sessionId, now)];
+}
+
+/** The list after one event. Events of runs this window does not know, other than their start,
+ * change nothing. */
+export function applyRunEvent(runs: readonly LiveRun[], event: RunEvent, now: number): LiveRun[] {
+  switch (event.type) {
+    case "run_started":
+      return addStartedRun(runs, event.run_id, event.session_id, now);
+    case "node_begin":
+      return update(runs, event.run_id, (run) => ({
+        ...run,
+        nodes: [...run.nodes, { name: event.node, status: "running" }],
+        currentNode: event.node,
+      }));
+    case "node_end":
+      return update(runs, event.run_id, (run) => {
+        const nodes = [...run.nodes];
+        let index = -1;
+        for (let i = nodes.length - 1; i >= 0; i--) {
+          if (nodes[i]!.name === event.node && nodes[i]!.status === "running") {
+            index = i;
+            break;
+          }
+        }
+        if (index === -1) nodes.push({ name: event.node, status: event.status });
+        else nodes[index] = { name: event.node, status: event.status };
+        return { ...run, nodes, currentNode: lastRunning(nodes) };
+      });
+    case "stopping":
+      return update(runs, event.run_id, (run) => ({
+        ...run,
+        stop: event.forced ? "forced" : run.stop === "forced" ? "forced" : "graceful",
+      }));
+    case "run_finished":
+      return update(runs, event.run_id, (run) => ({
+        ...run,
+        // A node the run ended in the middle of ends with the run.
+        nodes: run.nodes.map((node) => (node.status === "running" ? { ...node, status: event.status } : node)),
+        currentNode: null,
+        end: {
+          status: event.status,
+          elapsedMs: event.elapsed_ms,
+          exitCode: event.exit_code,
+          stoppedBy: event.stopped_by,
+          error: event.error,
+        },
+      }));
+  }
+}
+
+/** After Stop or Force stop was pressed: the button changes at once, before the event comes back. */
+export function stopRequested(runs: readonly LiveRun[], runId: string, force: boolean): LiveRun[] {
+  return update(runs, runId, (run) => ({
+    ...run,
+    stop: force || run.stop === "forced" ? "forced" : "graceful",
+    stopError: null,
+  }));
+}
+
+export function stopRefused(runs: readonly LiveRun[], runId: string, error: CommandError): LiveRun[] {
+  return update(runs, runId, (run) => ({ ...run, stopError: error }));
+}
+
+export function dismissRun(runs: readonly LiveRun[], runId: string): LiveRun[] {
+  return runs.filter((run) => run.runId !== runId);
+}
+
+/** How long the run has been going (or went, once it ended). */
+export function runElapsedMs(run: LiveRun, now: number): number {
+  return run.end ? run.end.elapsedMs : Math.max(0, now - run.startedAt);
+}
+
+export function isLive(run: LiveRun): boolean {
+  return run.end === null;
+}
