@@ -736,3 +736,28 @@ fn a_detached_run_can_still_be_stopped() {
         "{run}"
     );
 }
+
+#[test]
+fn a_run_whose_studio_is_killed_goes_on_and_is_finished_by_the_next_studio() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let (mut child, session, _lines) = start_background_run(root, &["--nodes", "a:500,b:500"]);
+    // The studio dies without a word (kill -9); the keeper and the agent go on.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = wait_until_finished(root, &session);
+    assert_eq!(
+        (run["status"].as_str(), run["exit_code"].as_i64()),
+        (Some("success"), Some(0)),
+        "{run}"
+    );
+    // What the agent printed after the studio died was recorded from the keeper's files.
+    let hits = json_of(&zstudio(&["search", "RESULT", "--json", "-w", root], None));
+    assert!(
+        hits.as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["session_id"] == session.as_str()),
+        "{hits}"
+    );
+}
