@@ -36,7 +36,8 @@ use crate::error::Error;
 use crate::id::SessionId;
 use crate::index::fingerprint;
 use crate::session::{
-    read_session_folder, session_folders, Detail, SessionSummary, Workspace, EVENTS_FILE, RAW_STREAM_FILE,
+    read_session_folder, session_folders, Detail, SessionSummary, Timestamp, Workspace, EVENTS_FILE, RAW_STREAM_FILE,
+    RUNNING_QUIET_WINDOW,
 };
 use crate::status::Status;
 use crate::tail::FileTail;
@@ -115,6 +116,9 @@ pub struct WatcherOptions {
     pub poll_interval: Duration,
     /// Poll every workspace instead of using inotify (network filesystems; tests of the fallback).
     pub poll_only: bool,
+    /// While a session is `running`, how often the watcher checks whether it went quiet for
+    /// [`RUNNING_QUIET_WINDOW`] (its status then changes with no file changing).
+    pub quiet_check_interval: Duration,
     pub clock: Clock,
 }
 
@@ -124,6 +128,7 @@ impl Default for WatcherOptions {
             window: Duration::from_millis(100),
             poll_interval: Duration::from_secs(1),
             poll_only: false,
+            quiet_check_interval: Duration::from_secs(5),
             clock: Arc::new(SystemTime::now),
         }
     }
@@ -135,6 +140,7 @@ impl std::fmt::Debug for WatcherOptions {
             .field("window", &self.window)
             .field("poll_interval", &self.poll_interval)
             .field("poll_only", &self.poll_only)
+            .field("quiet_check_interval", &self.quiet_check_interval)
             .finish_non_exhaustive()
     }
 }
@@ -173,6 +179,7 @@ impl Watcher {
             pending: HashMap::new(),
             last_read: HashMap::new(),
             next_poll: Instant::now() + options.poll_interval,
+            next_quiet_check: Instant::now() + options.quiet_check_interval,
             options,
         };
         let (watching, started) = mpsc::sync_channel(1);
@@ -249,6 +256,7 @@ struct WatchLoop {
     pending: HashMap<SessionKey, Pending>,
     last_read: HashMap<SessionKey, Instant>,
     next_poll: Instant,
+    next_quiet_check: Instant,
     options: WatcherOptions,
 }
 
@@ -288,6 +296,10 @@ impl WatchLoop {
                 self.poll();
                 self.next_poll = Instant::now() + self.options.poll_interval;
             }
+            if self.any_running() && Instant::now() >= self.next_quiet_check {
+                self.check_quiet_sessions();
+                self.next_quiet_check = Instant::now() + self.options.quiet_check_interval;
+            }
             self.read_due_sessions();
         }
     }
@@ -304,7 +316,34 @@ impl WatchLoop {
             (pending.since + settle).max(after_last.unwrap_or(pending.since))
         });
         let poll = self.any_polling().then_some(self.next_poll);
-        pending.chain(poll).min()
+        let quiet = self.any_running().then_some(self.next_quiet_check);
+        pending.chain(poll).chain(quiet).min()
+    }
+
+    fn any_running(&self) -> bool {
+        let running = |known: &KnownSession| known.summary.status == Status::Running;
+        self.workspaces.iter().any(|w| w.sessions.values().any(running))
+    }
+
+    /// A `running` session quiet for [`RUNNING_QUIET_WINDOW`] is no longer taken as running: it is
+    /// read again so that its new status is reported, though no file changed.
+    fn check_quiet_sessions(&mut self) {
+        let clock_now = Timestamp::from_system_time((self.options.clock)());
+        let quiet = RUNNING_QUIET_WINDOW.as_millis() as u64;
+        let now = Instant::now();
+        for index in 0..self.workspaces.len() {
+            let went_quiet: Vec<SessionId> = self.workspaces[index]
+                .sessions
+                .iter()
+                .filter(|(_, known)| {
+                    known.summary.status == Status::Running && known.summary.updated_at.0 + quiet <= clock_now.0
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in went_quiet {
+                mark_pending(&mut self.pending, (index, id), None, now);
+            }
+        }
     }
 
     fn on_event(&mut self, event: notify::Result<notify::Event>) {

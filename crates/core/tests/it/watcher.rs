@@ -4,12 +4,14 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
+use studio_core::session::RUNNING_QUIET_WINDOW;
 use studio_core::tail::{last_lines, FileTail};
 use studio_core::watcher::{Change, Watcher, WatcherOptions};
-use studio_core::Workspace;
+use studio_core::{Status, Workspace};
 
 use crate::harness::agent_binary;
 
@@ -251,6 +253,37 @@ fn output_appended_carries_only_complete_new_lines() {
         ["new line", "half written"],
         "lines from before the start are not news, and a half line waits for its newline"
     );
+}
+
+#[test]
+fn a_running_session_that_goes_quiet_is_updated_without_a_file_change() {
+    let (_dir, root) = workspace_dir();
+    write_session(&root, "crashed", "plan");
+    // The clock is pinned by the test: it jumps past the quiet window once the session is seen.
+    let skew_ms = Arc::new(AtomicU64::new(0));
+    let clock = {
+        let skew_ms = skew_ms.clone();
+        Arc::new(move || SystemTime::now() + Duration::from_millis(skew_ms.load(Ordering::SeqCst)))
+    };
+    let options = WatcherOptions {
+        clock,
+        quiet_check_interval: Duration::from_millis(100),
+        ..WatcherOptions::default()
+    };
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], options);
+    let seen = changes.wait_until("the session", |c| added(c, "crashed") == 1);
+    assert!(
+        matches!(&seen[0], Change::SessionAdded { summary, .. } if summary.status == Status::Running),
+        "a session without result that just changed is running: {seen:?}"
+    );
+    skew_ms.store(RUNNING_QUIET_WINDOW.as_millis() as u64 + 60_000, Ordering::SeqCst);
+    changes.wait_until("the session no longer running", |c| {
+        c.iter().any(|c| {
+            matches!(c, Change::SessionUpdated { summary, .. }
+                if summary.id.as_str() == "crashed" && summary.status != Status::Running)
+        })
+    });
 }
 
 #[test]
