@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use studio_core::runner::{RunEvent, RunRequest, Supervisor, DEFAULT_GRACE, STOP_FILES};
+use studio_core::runner::{Keeper, RunEvent, RunRequest, Supervisor, DEFAULT_GRACE, STOP_FILES};
 use studio_core::store::{Store, StoreLocation};
 use studio_core::Workspace;
 
@@ -63,7 +63,17 @@ fn main() {
     std::fs::create_dir_all(dir.path().join("w")).unwrap();
     let workspace = Workspace::open(dir.path().join("w")).unwrap();
     let store = Arc::new(Store::open(&StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap());
-    let supervisor = Supervisor::new(store);
+    // With BENCH_KEEPER=<path to zstudio>, runs go through the run keeper (as `zstudio run` does).
+    let supervisor = match std::env::var_os("BENCH_KEEPER") {
+        Some(program) => Supervisor::with_keeper(
+            store,
+            Keeper {
+                program: program.into(),
+                runs_dir: dir.path().join("runs"),
+            },
+        ),
+        None => Supervisor::new(store),
+    };
     let events = supervisor.subscribe();
 
     // 1. Marker latency.
@@ -147,7 +157,14 @@ fn main() {
     let stored = supervisor.store().output_line_count(&run.run_id).unwrap();
     let rss_after = peak_rss_mb();
 
-    println!("runner:");
+    println!(
+        "runner{}:",
+        if std::env::var_os("BENCH_KEEPER").is_some() {
+            " (through the run keeper)"
+        } else {
+            ""
+        }
+    );
     println!(
         "  marker -> subscriber over {markers} markers: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms   (targets: p50 <= 2, p99 <= 20)",
         percentile(&latencies, 0.5),
