@@ -33,7 +33,7 @@ pub fn workspace_get(studio: State<'_, Studio>) -> Result<WorkspaceInfo, Command
 /// The sessions of the workspace, pinned first, with what the store knows of them.
 #[tauri::command(async)]
 pub fn sessions_list(studio: State<'_, Studio>) -> Result<Vec<SessionRow>, CommandError> {
-    Ok(studio.store()?.list_sessions(studio.workspace()?, SystemTime::now())?)
+    studio.sessions(SystemTime::now())
 }
 
 #[tauri::command(async, rename_all = "snake_case")]

@@ -99,6 +99,23 @@ async fn a_run_started_from_the_window_is_followed_live_and_stopped() {
             "write a haiku",
             "the session the run made is listed, titled by its prompt"
         );
+        let row_css = format!("tr[data-session-id='{session_id}']");
+        eventually("the table says how the run ended, not `running`", || async {
+            let status = client
+                .find(Locator::Css(&format!("{row_css} .badge")))
+                .await
+                .map_err(|e| e.to_string())?
+                .attr("data-status")
+                .await
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default();
+            let nodes = text_of(&client, &format!("{row_css} td.nodes")).await?;
+            let seen = format!("{status} / {nodes}");
+            (seen == "cancelled / 2 nodes: plan ✓ write ✓")
+                .then_some(())
+                .ok_or(seen)
+        })
+        .await;
         screenshot(&client, "run-finished.png").await;
 
         let runs = call_backend(&client, "runsList", vec![json!(session_id)]).await;
