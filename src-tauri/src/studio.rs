@@ -35,8 +35,20 @@ impl Studio {
             Ok(workspace) => tracing::info!(root = %workspace.root().display(), "workspace opened"),
             Err(error) => tracing::warn!(code = error.code, "{}", error.message),
         }
-        let store = store.and_then(|location| Store::open(&location)).map(Arc::new);
-        let store = store.map_err(CommandError::from);
+        let store = match store {
+            Ok(location) => Store::open(&location).map(Arc::new).map_err(|error| {
+                let error = CommandError::from(error);
+                CommandError {
+                    message: format!(
+                        "the studio's store {} could not be opened: {}",
+                        location.describe(),
+                        error.message
+                    ),
+                    ..error
+                }
+            }),
+            Err(error) => Err(CommandError::from(error)),
+        };
         let supervisor = match &store {
             Ok(store) => {
                 tracing::info!(store = %store.location().describe(), "store opened");

@@ -152,3 +152,32 @@ async fn a_missing_workspace_shows_the_error_in_the_window() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_store_that_cannot_be_opened_shows_the_error_in_the_window() {
+    let workspace = Workspace::with_sessions(&[PIPELINE]);
+    // A file where the store's folder should be: nothing can be created under it.
+    let not_a_folder = workspace.path().join("not-a-folder");
+    std::fs::write(&not_a_folder, "").unwrap();
+    let db = not_a_folder.join("studio.sqlite");
+    App::run_at(workspace.path(), &db, |client| async move {
+        let error = wait_for(&client, ".error").await;
+        let code = error.attr("data-error-code").await.unwrap().unwrap_or_default();
+        assert!(
+            ["store", "io"].contains(&code.as_str()),
+            "the UI gets the core's error code for the store: {code}"
+        );
+        let message = texts(&client, ".error .error-message").await.concat();
+        assert!(
+            message.contains("store") && message.contains("not-a-folder/studio.sqlite"),
+            "the message names the store that could not be opened: {message}"
+        );
+        assert_eq!(
+            texts(&client, ".workspace-path").await.len(),
+            1,
+            "the workspace itself opened: the header shows it"
+        );
+        screenshot(&client, "store-error.png").await;
+    })
+    .await;
+}
