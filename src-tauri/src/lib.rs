@@ -153,12 +153,41 @@ pub fn run() {
             std::process::exit(1);
         }
     };
+    exit_on_signals(app.handle().clone());
     app.run(|app, event| {
         // Tauri exits the process without dropping managed state: stop the live runs here.
         if let tauri::RunEvent::Exit = event {
             app.state::<Studio>().shut_down();
         }
     });
+}
+
+/// SIGTERM (a logout, `kill`), SIGINT (Ctrl-C in the terminal that started it) and SIGHUP (that
+/// terminal closing) exit the app the way closing its window does, so its live runs are stopped
+/// rather than left without a supervisor. A second signal is not waited for: it ends the process.
+fn exit_on_signals(app: tauri::AppHandle) {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = match signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGHUP]) {
+        Ok(signals) => signals,
+        Err(error) => {
+            tracing::warn!(%error, "cannot handle SIGTERM and SIGINT: they will end the app without stopping its runs");
+            return;
+        }
+    };
+    let spawned = std::thread::Builder::new().name("signals".into()).spawn(move || {
+        let mut received = signals.forever();
+        if let Some(signal) = received.next() {
+            tracing::info!(signal, "exiting on a signal: stopping the live runs first");
+            app.exit(0);
+        }
+        if let Some(signal) = received.next() {
+            tracing::warn!(signal, "a second signal: exiting now");
+            std::process::exit(128 + signal);
+        }
+    });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot start the signal thread");
+    }
 }
 
 /// GTK aborts with a panic and a backtrace when there is no display; say so plainly instead.

@@ -176,3 +176,67 @@ fn shutting_the_studio_down_stops_its_live_runs() {
         "no run starts once the studio is shutting down"
     );
 }
+
+/// The parent of a process (the app, for the agent it started).
+fn parent_of(pid: u64) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the agent runs");
+    // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so read after the last `)`.
+    let after_comm = stat.rsplit(')').next().unwrap_or_default();
+    after_comm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|ppid| ppid.parse().ok())
+        .expect("a parent pid")
+}
+
+/// Whether a process has ended (gone, or a zombie its parent has not reaped yet).
+fn process_ended(pid: u64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Err(_) => true,
+    }
+}
+
+#[tokio::test]
+async fn the_app_told_to_exit_stops_its_live_runs_first() {
+    // The second node would run for a minute: only a stop ends the run sooner.
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:2000,write:60000", "--prompt", "{prompt}"]);
+    let db = workspace.db();
+    App::run(&workspace, |client| async move {
+        start_run(&client, "never finishes").await;
+        wait_for(&client, ".live-run .node[data-node='plan']").await;
+        let runs = call_backend(&client, "runsList", vec![]).await;
+        let agent_pid = runs["ok"][0]["pid"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no pid: {runs}"));
+        let app_pid = parent_of(agent_pid);
+
+        let signalled = Instant::now();
+        let kill = std::process::Command::new("kill")
+            .args(["-TERM", &app_pid.to_string()])
+            .status();
+        assert!(kill.is_ok_and(|status| status.success()), "send SIGTERM to the app");
+        eventually("the app exits after stopping its run", || async {
+            process_ended(app_pid)
+                .then_some(())
+                .ok_or(format!("pid {app_pid} still runs"))
+        })
+        .await;
+        eprintln!("the app exited {:?} after SIGTERM", signalled.elapsed());
+    })
+    .await;
+
+    let store = Store::open(&StoreLocation::File(db)).expect("open the app's store");
+    let workspace_in_store = studio_core::Workspace::open(workspace.path()).unwrap();
+    let runs = store.runs(&workspace_in_store, None).expect("list the runs");
+    assert_eq!(runs.len(), 1, "one run: {runs:?}");
+    assert_eq!(
+        (runs[0].status, runs[0].stopped_by.as_deref()),
+        (Status::Cancelled, Some("graceful")),
+        "the app stopped its run before exiting (the node running finished first): {:?}",
+        runs[0]
+    );
+}
