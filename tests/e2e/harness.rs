@@ -63,15 +63,19 @@ impl Workspace {
     /// An empty workspace whose `.zibby/studio.toml` declares one agent, `test-agent`: the test
     /// agent with these arguments (`{prompt}` and the other placeholders are filled per run).
     pub fn with_test_agent(args: &[&str]) -> Workspace {
+        let agent = test_agent().display().to_string();
+        let run: Vec<&str> = std::iter::once(agent.as_str()).chain(args.iter().copied()).collect();
+        Workspace::with_agent("test-agent", &run)
+    }
+
+    /// An empty workspace whose `.zibby/studio.toml` declares one agent that runs `run`.
+    pub fn with_agent(name: &str, run: &[&str]) -> Workspace {
         let workspace = Workspace::empty();
-        let agent = test_agent();
-        let run: Vec<String> = std::iter::once(agent.display().to_string())
-            .chain(args.iter().map(|arg| arg.to_string()))
-            .collect();
-        // A JSON string is a TOML basic string.
+        // A JSON string is a TOML basic string, and a JSON array of them a TOML array.
         let toml = format!(
-            "[[agent]]\nname = \"test-agent\"\nrun = {}\n",
-            serde_json::to_string(&run).expect("strings serialise")
+            "[[agent]]\nname = {}\nrun = {}\n",
+            serde_json::to_string(name).expect("a string serialises"),
+            serde_json::to_string(run).expect("strings serialise")
         );
         fs::create_dir_all(workspace.path().join(".zibby")).expect("create .zibby/");
         fs::write(workspace.path().join(".zibby/studio.toml"), toml).expect("write .zibby/studio.toml");

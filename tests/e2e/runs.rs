@@ -128,6 +128,22 @@ async fn a_run_started_from_the_window_is_followed_live_and_stopped() {
     .await;
 }
 
+#[tokio::test]
+async fn an_agent_that_cannot_start_says_why() {
+    let workspace = Workspace::with_agent("broken", &["/nonexistent/zibby-agent", "{prompt}"]);
+    App::run(&workspace, |client| async move {
+        start_run(&client, "anything").await;
+        wait_for(&client, ".live-run[data-status='error']").await;
+        let message = text_of(&client, ".live-run .live-run-error").await.unwrap();
+        assert!(
+            message.contains("/nonexistent/zibby-agent") && message.contains("command not found"),
+            "the strip says which command could not start, and why: {message}"
+        );
+        screenshot(&client, "run-error.png").await;
+    })
+    .await;
+}
+
 /// What the app does as it exits (`Studio::shut_down`, from Tauri's `RunEvent::Exit`), without the
 /// window: WebDriver ends a session by killing the app, so it cannot show this.
 #[test]

@@ -63,7 +63,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     set({ workspace, sessions, agents, refreshing: false, now: clock() });
   }
 
-  /** Only the table: after a pin, or when a run starts or ends. */
+  /** Only the table: after a pin, and as runs start, go from node to node, and end. */
   async function refreshSessions(): Promise<void> {
     const sessions = await settle(backend.sessionsList());
     // A failed reload keeps the rows on screen rather than replacing them with an error.
@@ -113,7 +113,8 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
 
   function onRunEvent(event: RunEvent): void {
     set({ runs: applyRunEvent(state.runs, event, clock().getTime()) });
-    if (event.type === "run_started" || event.type === "run_finished") void refreshSessions();
+    // The table follows too (its session row, current node, nodes); `stopping` changes no file.
+    if (event.type !== "stopping") void refreshSessions();
   }
 
   const ready = backend.onRunEvent(onRunEvent).then(

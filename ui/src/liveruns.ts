@@ -64,11 +64,12 @@ function endLabel(run: LiveRun): string {
   const end = run.end!;
   if (end.status === "cancelled" && end.stoppedBy) return `stopped (${end.stoppedBy})`;
   if (end.exitCode !== null && end.exitCode !== 0) return `exited with ${end.exitCode}`;
+  if (end.status === "error") return "failed";
   return "finished";
 }
 
 function nodeChips(run: LiveRun): Node[] {
-  if (run.nodes.length === 0) return [el("span", { class: "muted" }, "no node yet")];
+  if (run.nodes.length === 0) return [el("span", { class: "muted no-nodes" }, run.end ? "no nodes ran" : "no node yet")];
   return run.nodes.map((node) =>
     el(
       "span",

@@ -303,12 +303,13 @@ describe("the Live runs strip", () => {
     const end = { status: "error" as const, elapsedMs: 1, exitCode: 1, stoppedBy: null, error: evil };
     renderApp(
       root,
-      state({ runs: [liveRun({ sessionId: evil, nodes: [{ name: evil, status: "error" }], end })] }),
+      state({ runs: [liveRun({ sessionId: evil, nodes: [{ name: evil, status: "error" }], currentNode: null, end })] }),
       noActions,
     );
     expect(root.querySelector("img")).toBeNull();
     expect(root.querySelector(".live-session-id")?.textContent).toBe(evil);
     expect(root.querySelector(".live-run-error")?.textContent).toBe(evil);
+    expect(root.querySelector(".live-current-node")?.textContent).toBe("exited with 1");
   });
 });
 
