@@ -244,6 +244,17 @@ describe("the Run bar", () => {
     expect(prompt.value).toBe("half a thought");
   });
 
+  it("calls the actions of the latest render", () => {
+    const first = spyActions();
+    const latest = spyActions();
+    renderApp(root, state({ agents: { kind: "ok", value: agents } }), first);
+    renderApp(root, state({ agents: { kind: "ok", value: agents } }), latest);
+    (root.querySelector("#run-prompt") as HTMLTextAreaElement).value = "go";
+    (root.querySelector("#run-button") as HTMLButtonElement).click();
+    expect(first.runStart).not.toHaveBeenCalled();
+    expect(latest.runStart).toHaveBeenCalledWith("writer", "go");
+  });
+
   it("shows why a run could not start", () => {
     const runError = { code: "agent_not_found", message: "no agent `x` in /p/.zibby/studio.toml" };
     renderApp(root, state({ agents: { kind: "ok", value: agents }, runError }), noActions);

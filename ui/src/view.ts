@@ -1,4 +1,4 @@
-// The window's DOM, rebuilt from a `ViewState` on every change.
+// The window's DOM, drawn from a `ViewState` on every change.
 //
 // Session data comes from agents and their files: it is untrusted text. It reaches the page only as
 // text nodes and attribute values (`el` below), never as HTML.
@@ -45,6 +45,8 @@ export interface Actions extends RunBarActions, LiveRunActions {
 
 /** The parts of the page that live across renders, and what each was last drawn from. */
 interface Page {
+  /** The actions of the last render (the Run bar, built once, calls through it). */
+  actions: Actions;
   header: HTMLElement;
   runBar: RunBar;
   runBarError: HTMLElement;
@@ -59,8 +61,9 @@ function page(root: HTMLElement, actions: Actions): Page {
   const existing = pages.get(root);
   if (existing && root.contains(existing.sessions)) return existing;
   const built: Page = {
+    actions,
     header: el("header", { class: "topbar" }),
-    runBar: createRunBar(actions),
+    runBar: createRunBar({ runStart: (agent, prompt) => built.actions.runStart(agent, prompt) }),
     runBarError: el("div", { class: "agents-error-slot" }),
     liveRuns: el("div", { class: "live-runs-slot" }),
     sessions: el("div", { class: "sessions-slot" }),
@@ -78,6 +81,7 @@ function page(root: HTMLElement, actions: Actions): Page {
  * runs and the sessions are redrawn only when what they show changed. */
 export function renderApp(root: HTMLElement, state: ViewState, actions: Actions): void {
   const parts = page(root, actions);
+  parts.actions = actions;
   parts.header.replaceChildren(...headerParts(state, actions));
 
   const agents = state.agents.kind === "ok" ? state.agents.value : [];
@@ -90,7 +94,8 @@ export function renderApp(root: HTMLElement, state: ViewState, actions: Actions)
   );
 
   if (parts.drawn.runs !== state.runs) {
-    parts.liveRuns.replaceChildren(...[liveRunsStrip(state.runs, state.runsNow, actions)].filter((n) => n !== null));
+    const strip = liveRunsStrip(state.runs, state.runsNow, actions);
+    parts.liveRuns.replaceChildren(...(strip ? [strip] : []));
     parts.drawn.runs = state.runs;
   }
   const sessionsInputs = [state.workspace, state.sessions, state.refreshing, state.now, state.pinError];
