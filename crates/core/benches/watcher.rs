@@ -2,7 +2,12 @@
 //! delivered to the sink, p50 <= 100 ms and p99 <= 250 ms; and the last 1,000 lines of a 1 GB file
 //! read in < 200 ms with < 50 MB of extra memory (the peak resident size, `VmHWM`).
 //!
+//! Also: the start over a workspace of many sessions (`BENCH_SESSIONS`, default 10,000: four
+//! folders each, so 40,000 inotify watches) and the CPU time of the idle watcher afterwards.
+//!
 //! `cargo bench -p studio-core --bench watcher` (`BENCH_FILE_MB` for another file size).
+
+mod common;
 
 use std::fs;
 use std::io::Write;
@@ -21,6 +26,11 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(1024);
+    let sessions: usize = std::env::var("BENCH_SESSIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    many_sessions(sessions);
     latency(
         "sparse appends (one line every 150 ms)",
         100,
@@ -85,6 +95,60 @@ fn latency(what: &str, count: usize, every: Duration) {
         elapsed.as_secs_f64(),
         events as f64 / elapsed.as_secs_f64(),
     );
+}
+
+/// Starts a watcher over `count` sessions, then measures the CPU it uses while nothing changes.
+fn many_sessions(count: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    common::generate_sessions(dir.path(), count);
+    let added = Arc::new(Mutex::new(0usize));
+    let sink = {
+        let added = added.clone();
+        Arc::new(move |change: Change| {
+            if matches!(change, Change::SessionAdded { .. }) {
+                *added.lock().unwrap() += 1;
+            }
+        })
+    };
+    let workspace = Workspace::open(dir.path()).unwrap();
+    let started = Instant::now();
+    let watcher = Watcher::start(vec![workspace], sink, WatcherOptions::default()).unwrap();
+    let took = started.elapsed();
+    assert_eq!(
+        *added.lock().unwrap(),
+        count,
+        "every session reported by the initial scan"
+    );
+    // The first seconds drain the events of setting up the watches (each folder opened).
+    let idle = Duration::from_secs(3);
+    let cpu_before = cpu_time();
+    std::thread::sleep(idle);
+    let settling = cpu_time() - cpu_before;
+    let cpu_before = cpu_time();
+    std::thread::sleep(idle);
+    let cpu = cpu_time() - cpu_before;
+    drop(watcher);
+    println!(
+        "start over {count} sessions (initial scan and {} watches): {:.0} ms; CPU over the next {} s: {:.0} ms, \
+         then idle for {} s: {:.0} ms",
+        count * 4,
+        ms(took),
+        idle.as_secs(),
+        ms(settling),
+        idle.as_secs(),
+        ms(cpu),
+    );
+}
+
+/// The CPU time (user + system) of this process so far, from `/proc/self/stat`.
+fn cpu_time() -> Duration {
+    let stat = fs::read_to_string("/proc/self/stat").unwrap();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+    // After the command: state is field 3; utime and stime are fields 14 and 15 (in clock ticks).
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    // USER_HZ: 100 on every Linux.
+    let per_second = 100;
+    Duration::from_millis(ticks * 1000 / per_second)
 }
 
 /// The last 1,000 lines of a file of `mb` MB: time and the growth of the peak resident size.

@@ -135,6 +135,15 @@ impl FileTail {
         })
     }
 
+    /// Whether the file changed since the last read (grown, shrunk, replaced, or gone), by its
+    /// metadata alone: the file is not opened (opening a watched file is itself an inotify event).
+    pub fn has_changed(&self) -> bool {
+        match std::fs::metadata(&self.path) {
+            Ok(m) => Some((m.dev(), m.ino())) != self.identity || m.len() != self.offset + self.partial.len() as u64,
+            Err(_) => self.identity.is_some(),
+        }
+    }
+
     fn restart(&mut self) {
         self.offset = 0;
         self.partial.clear();

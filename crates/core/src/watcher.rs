@@ -262,11 +262,16 @@ struct WatchLoop {
 
 impl WatchLoop {
     fn run(&mut self, receiver: Receiver<Message>, watching: mpsc::SyncSender<()>) {
-        for index in 0..self.workspaces.len() {
-            self.point_watch(index);
-        }
+        // The initial scan reads every session before anything is watched: reading opens files,
+        // and inotify reports every open; thousands of sessions would overflow its queue. What
+        // changed between a read and the watch is found after by metadata alone.
         for index in 0..self.workspaces.len() {
             self.rescan(index, true);
+        }
+        for index in 0..self.workspaces.len() {
+            self.point_watch(index);
+            self.rescan(index, false);
+            self.mark_stale_sessions(index);
         }
         let _ = watching.send(());
         loop {
@@ -391,18 +396,43 @@ impl WatchLoop {
         }
     }
 
+    /// After lost events: every session whose files say it may have changed is read again.
     fn rescan_everything(&mut self) {
-        let now = Instant::now();
         for index in 0..self.workspaces.len() {
             self.workspaces[index].reconcile_due = true;
-            let ids: Vec<SessionId> = self.workspaces[index].sessions.keys().cloned().collect();
-            for id in ids {
-                let files = output_files(&self.workspaces[index].sessions_dir.join(id.as_str()));
-                for file in files {
-                    mark_pending(&mut self.pending, (index, id.clone()), Some(file), now);
-                }
-                mark_pending(&mut self.pending, (index, id), None, now);
+            self.mark_stale_sessions(index);
+        }
+    }
+
+    /// Marks for reading the known sessions that may have changed unseen, found by metadata alone
+    /// (reading every session would open files, and each open is an inotify event): a changed
+    /// fingerprint (as the folder index uses), a followed file that changed, or a running session
+    /// (its node folders are not in the fingerprint), whose output files are looked for anew.
+    fn mark_stale_sessions(&mut self, index: usize) {
+        let now = Instant::now();
+        let workspace = &self.workspaces[index];
+        let mut stale = Vec::new();
+        for (id, known) in &workspace.sessions {
+            let dir = workspace.sessions_dir.join(id.as_str());
+            let mut files: Vec<PathBuf> = known
+                .tails
+                .values()
+                .filter(|t| t.has_changed())
+                .map(|t| t.path().to_owned())
+                .collect();
+            let running = known.summary.status == Status::Running;
+            if running {
+                files.extend(output_files(&dir));
             }
+            if running || !files.is_empty() || fingerprint(&dir, known.fingerprint.as_deref()) != known.fingerprint {
+                stale.push((id.clone(), files));
+            }
+        }
+        for (id, files) in stale {
+            for file in files {
+                mark_pending(&mut self.pending, (index, id.clone()), Some(file), now);
+            }
+            mark_pending(&mut self.pending, (index, id), None, now);
         }
     }
 
@@ -481,28 +511,13 @@ impl WatchLoop {
 
     /// The fallback: looks at every polled workspace's sessions for what inotify would have said.
     fn poll(&mut self) {
-        let now = Instant::now();
         let all = self.notify.is_none();
         for index in 0..self.workspaces.len() {
             if !(all || self.workspaces[index].polling) {
                 continue;
             }
             self.reconcile(index, false);
-            let workspace = &self.workspaces[index];
-            let mut changed = Vec::new();
-            for (id, known) in &workspace.sessions {
-                let dir = workspace.sessions_dir.join(id.as_str());
-                let print = fingerprint(&dir, known.fingerprint.as_deref());
-                if print != known.fingerprint || known.summary.status == Status::Running {
-                    changed.push((id.clone(), output_files(&dir)));
-                }
-            }
-            for (id, files) in changed {
-                for file in files {
-                    mark_pending(&mut self.pending, (index, id.clone()), Some(file), now);
-                }
-                mark_pending(&mut self.pending, (index, id), None, now);
-            }
+            self.mark_stale_sessions(index);
         }
     }
 
@@ -535,6 +550,8 @@ impl WatchLoop {
         let root = workspace.workspace.root().to_owned();
         let dir = workspace.sessions_dir.join(id.as_str());
         let is_folder = std::fs::metadata(&dir).is_ok_and(|m| m.is_dir());
+        // Taken before the read: a change during the read shows in the next comparison.
+        let print = fingerprint(&dir, workspace.sessions.get(id).and_then(|k| k.fingerprint.as_deref()));
         let session = if is_folder {
             match read_session_folder(&dir, id.clone(), Detail::Summary, clock_now) {
                 Ok(session) => Some(session),
@@ -597,7 +614,7 @@ impl WatchLoop {
                 known
             }
         };
-        known.fingerprint = fingerprint(&dir, known.fingerprint.as_deref());
+        known.fingerprint = print;
         let mut more = Vec::new();
         for file in files {
             let followed = file

@@ -98,7 +98,7 @@ fn a_run_of_the_test_agent_shows_up_and_its_nodes_progress() {
     let changes = Changes::default();
     let _watcher = changes.watch(&[&root], WatcherOptions::default());
     let mut agent = std::process::Command::new(agent_binary())
-        .args(["run", "--nodes", "plan:400,research:600,write:400", "--lines", "3"])
+        .args(["run", "--nodes", "plan:1000,research:1000,write:1000", "--lines", "3"])
         .current_dir(&root)
         .stdout(std::process::Stdio::null())
         .spawn()
