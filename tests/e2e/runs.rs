@@ -13,8 +13,9 @@ use zibby_studio_shell::Studio;
 use crate::harness::{call_backend, eventually, screenshot, wait_for, App, Workspace};
 use crate::texts;
 
-/// Three nodes of 1.5 s each: time to see the first end, and to press Stop during the second.
-const THREE_NODES: &[&str] = &["--nodes", "plan:1500,write:1500,report:1500", "--prompt", "{prompt}"];
+/// Three nodes: time to see the first end, and to press Stop during the second even on a busy
+/// machine (a Stop during the last one would let the run succeed).
+const THREE_NODES: &[&str] = &["--nodes", "plan:1500,write:5000,report:1500", "--prompt", "{prompt}"];
 
 async fn start_run(client: &Client, prompt: &str) {
     let field = wait_for(client, "#run-prompt").await;
