@@ -130,6 +130,37 @@ async fn a_run_started_from_the_window_is_followed_live_and_stopped() {
 }
 
 #[tokio::test]
+async fn force_stop_stops_an_agent_that_ignores_stop() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:60000", "--ignore-stop", "--prompt", "{prompt}"]);
+    App::run(&workspace, |client| async move {
+        start_run(&client, "ignore me").await;
+        wait_for(&client, ".live-run .node[data-node='plan'][data-status='running']").await;
+        wait_for(&client, ".live-run .stop")
+            .await
+            .click()
+            .await
+            .expect("press Stop");
+        let pressed = Instant::now();
+        wait_for(&client, ".live-run .force-stop")
+            .await
+            .click()
+            .await
+            .expect("press Force stop");
+        wait_for(&client, ".live-run[data-status='cancelled']").await;
+        eprintln!("force-stopped {:?} after Stop", pressed.elapsed());
+        let session_id = text_of(&client, ".live-run .live-session-id").await.unwrap();
+        let runs = call_backend(&client, "runsList", vec![json!(session_id)]).await;
+        assert_eq!(runs["ok"][0]["status"], "cancelled", "{runs}");
+        assert_eq!(runs["ok"][0]["stopped_by"], "forced", "signals ended it: {runs}");
+        assert!(
+            pressed.elapsed() < Duration::from_secs(10),
+            "Force stop does not wait for the node (60 s) nor the grace period (30 s)"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn an_agent_that_cannot_start_says_why() {
     let workspace = Workspace::with_agent("broken", &["/nonexistent/zibby-agent", "{prompt}"]);
     App::run(&workspace, |client| async move {
