@@ -180,6 +180,7 @@ impl Watcher {
             last_read: HashMap::new(),
             next_poll: Instant::now() + options.poll_interval,
             next_quiet_check: Instant::now() + options.quiet_check_interval,
+            running: HashSet::new(),
             options,
         };
         let (watching, started) = mpsc::sync_channel(1);
@@ -257,6 +258,8 @@ struct WatchLoop {
     last_read: HashMap<SessionKey, Instant>,
     next_poll: Instant,
     next_quiet_check: Instant,
+    /// The sessions last read as `running`.
+    running: HashSet<SessionKey>,
     options: WatcherOptions,
 }
 
@@ -326,8 +329,7 @@ impl WatchLoop {
     }
 
     fn any_running(&self) -> bool {
-        let running = |known: &KnownSession| known.summary.status == Status::Running;
-        self.workspaces.iter().any(|w| w.sessions.values().any(running))
+        !self.running.is_empty()
     }
 
     /// A `running` session quiet for [`RUNNING_QUIET_WINDOW`] is no longer taken as running: it is
@@ -336,18 +338,19 @@ impl WatchLoop {
         let clock_now = Timestamp::from_system_time((self.options.clock)());
         let quiet = RUNNING_QUIET_WINDOW.as_millis() as u64;
         let now = Instant::now();
-        for index in 0..self.workspaces.len() {
-            let went_quiet: Vec<SessionId> = self.workspaces[index]
-                .sessions
-                .iter()
-                .filter(|(_, known)| {
-                    known.summary.status == Status::Running && known.summary.updated_at.0 + quiet <= clock_now.0
-                })
-                .map(|(id, _)| id.clone())
-                .collect();
-            for id in went_quiet {
-                mark_pending(&mut self.pending, (index, id), None, now);
-            }
+        let went_quiet: Vec<SessionKey> = self
+            .running
+            .iter()
+            .filter(|(index, id)| {
+                self.workspaces[*index]
+                    .sessions
+                    .get(id)
+                    .is_some_and(|known| known.summary.updated_at.0 + quiet <= clock_now.0)
+            })
+            .cloned()
+            .collect();
+        for key in went_quiet {
+            mark_pending(&mut self.pending, key, None, now);
         }
     }
 
@@ -565,6 +568,7 @@ impl WatchLoop {
             None
         };
         let Some(session) = session else {
+            self.running.remove(&(index, id.clone()));
             if workspace.sessions.remove(id).is_some() {
                 (self.sink)(Change::SessionRemoved {
                     workspace: root,
@@ -574,6 +578,11 @@ impl WatchLoop {
             return;
         };
         let summary = session.summary();
+        if summary.status == Status::Running {
+            self.running.insert((index, id.clone()));
+        } else {
+            self.running.remove(&(index, id.clone()));
+        }
         let known = match workspace.sessions.entry(id.clone()) {
             std::collections::hash_map::Entry::Vacant(entry) => {
                 // Lines already in the files of a session found by the initial scan are not news;
