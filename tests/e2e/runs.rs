@@ -164,8 +164,18 @@ async fn force_stop_stops_an_agent_that_ignores_stop() {
 async fn an_agent_that_cannot_start_says_why() {
     let workspace = Workspace::with_agent("broken", &["/nonexistent/zibby-agent", "{prompt}"]);
     App::run(&workspace, |client| async move {
-        start_run(&client, "anything").await;
+        // Enter in the prompt runs it, as the Run button does.
+        let field = wait_for(&client, "#run-prompt").await;
+        field
+            .send_keys("anything\u{E007}")
+            .await
+            .expect("type the prompt and Enter");
         wait_for(&client, ".live-run[data-status='error']").await;
+        assert_eq!(
+            field.prop("value").await.unwrap().as_deref(),
+            Some(""),
+            "the prompt is cleared once sent"
+        );
         let message = text_of(&client, ".live-run .live-run-error").await.unwrap();
         assert!(
             message.contains("/nonexistent/zibby-agent") && message.contains("command not found"),
