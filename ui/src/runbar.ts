@@ -34,7 +34,7 @@ export function createRunBar(actions: RunBarActions): RunBar {
     el(
       "div",
       { class: "run-row" },
-      el("label", { class: "run-label", attrs: { for: "run-agent" } }, "Run"),
+      el("label", { class: "run-label", attrs: { for: "run-agent" } }, "Agent"),
       select,
       prompt,
       run,
