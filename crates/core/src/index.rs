@@ -151,3 +151,44 @@ pub fn forget(store: &Store, workspace: &Workspace, id: &SessionId) -> Result<()
         .map_err(|e| store.sql_error(e))?;
     Ok(())
 }
+
+/// Records a watcher change in the index, so that a listing after a restart reads again only
+/// the folders that changed while no studio was watching.
+pub fn record_change(store: &Store, change: &crate::watcher::Change) -> Result<(), Error> {
+    use crate::watcher::Change;
+    let workspace = Workspace::from_canonical_root(change.workspace().to_owned());
+    let (summary, id) = match change {
+        Change::SessionAdded {
+            summary, session_id, ..
+        }
+        | Change::SessionUpdated {
+            summary, session_id, ..
+        } => (summary, session_id),
+        Change::SessionRemoved { session_id, .. } => return forget(store, &workspace, session_id),
+        Change::OutputAppended { .. } => return Ok(()),
+    };
+    let Some(print) = fingerprint(&summary.path, None) else {
+        return forget(store, &workspace, id);
+    };
+    let key = store.workspace_key_for(&workspace)?;
+    let json = serde_json::to_string(summary).expect("summaries serialise");
+    store
+        .conn()
+        .execute(
+            "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (workspace_id, session_id) DO UPDATE SET fingerprint = ?3, summary = ?4",
+            params![key, id.as_str(), print, json],
+        )
+        .map_err(|e| store.sql_error(e))?;
+    Ok(())
+}
+
+/// A change sink that keeps the index current, then passes each change on to `next`.
+pub fn keeping_current(store: std::sync::Arc<Store>, next: crate::watcher::ChangeSink) -> crate::watcher::ChangeSink {
+    std::sync::Arc::new(move |change| {
+        if let Err(error) = record_change(&store, &change) {
+            tracing::warn!(%error, "the folder index missed a change; the next listing reads that folder again");
+        }
+        next(change)
+    })
+}

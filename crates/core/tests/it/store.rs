@@ -683,3 +683,41 @@ fn a_new_store_opened_by_many_at_once_is_migrated_once_without_errors() {
         assert_eq!(version, SCHEMA_VERSION);
     }
 }
+
+#[test]
+fn the_watcher_keeps_the_index_current() {
+    use studio_core::watcher::{Watcher, WatcherOptions};
+    let s = setup();
+    let store = std::sync::Arc::new(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
+    let watcher = Watcher::start(
+        vec![s.workspace.clone()],
+        studio_core::index::keeping_current(store.clone(), std::sync::Arc::new(|_| {})),
+        WatcherOptions::default(),
+    )
+    .unwrap();
+    let indexed = |id: &str| {
+        count(
+            &s.db,
+            &format!("SELECT count(*) FROM folder_index WHERE session_id = '{id}'"),
+        )
+    };
+    let wait = |what: &str, done: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(std::time::Instant::now() < deadline, "timed out waiting: {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let folder = make_folder(&s.workspace, "1795952600000_wat1");
+    wait("the new session in the index", &|| indexed("1795952600000_wat1") == 1);
+    std::fs::write(folder.join(".session-info.json"), r#"{"currentNode":"write"}"#).unwrap();
+    wait("the change in the index", &|| {
+        count(
+            &s.db,
+            "SELECT count(*) FROM folder_index WHERE session_id = '1795952600000_wat1' AND summary LIKE '%\"write\"%'",
+        ) == 1
+    });
+    std::fs::remove_dir_all(&folder).unwrap();
+    wait("the removal in the index", &|| indexed("1795952600000_wat1") == 0);
+    drop(watcher);
+}
