@@ -271,6 +271,16 @@ where
     }
 }
 
+/// Clicks the element `css` finds, finding it again if the page redrew it in between (a stale
+/// element is not clicked, so a retry never clicks twice).
+pub async fn click(client: &Client, css: &str) {
+    eventually(&format!("click `{css}`"), || async {
+        let element = client.find(Locator::Css(css)).await.map_err(|e| e.to_string())?;
+        element.click().await.map_err(|e| e.to_string())
+    })
+    .await
+}
+
 /// Calls a method of the UI's backend (`window.zibbyStudio.backend`) in the page, and returns
 /// what it resolved to (`{"ok": value}`) or rejected with (`{"error": {code, message}}`).
 pub async fn call_backend(client: &Client, method: &str, args: Vec<serde_json::Value>) -> serde_json::Value {

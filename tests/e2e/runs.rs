@@ -10,7 +10,7 @@ use studio_core::store::{Store, StoreLocation};
 use studio_core::Status;
 use zibby_studio_shell::Studio;
 
-use crate::harness::{call_backend, eventually, screenshot, wait_for, App, Workspace};
+use crate::harness::{call_backend, click, eventually, screenshot, wait_for, App, Workspace};
 use crate::texts;
 
 /// Three nodes: time to see the first end, and to press Stop during the second even on a busy
@@ -54,11 +54,7 @@ async fn a_run_started_from_the_window_is_followed_live_and_stopped() {
         );
         screenshot(&client, "live-run.png").await;
 
-        wait_for(&client, ".live-run .stop")
-            .await
-            .click()
-            .await
-            .expect("press Stop");
+        click(&client, ".live-run .stop").await;
         let stopping = eventually("Stop turns into a waiting label, with Force stop beside it", || async {
             let label = text_of(&client, ".live-run .stop").await?;
             client
@@ -135,17 +131,9 @@ async fn force_stop_stops_an_agent_that_ignores_stop() {
     App::run(&workspace, |client| async move {
         start_run(&client, "ignore me").await;
         wait_for(&client, ".live-run .node[data-node='plan'][data-status='running']").await;
-        wait_for(&client, ".live-run .stop")
-            .await
-            .click()
-            .await
-            .expect("press Stop");
+        click(&client, ".live-run .stop").await;
         let pressed = Instant::now();
-        wait_for(&client, ".live-run .force-stop")
-            .await
-            .click()
-            .await
-            .expect("press Force stop");
+        click(&client, ".live-run .force-stop").await;
         wait_for(&client, ".live-run[data-status='cancelled']").await;
         eprintln!("force-stopped {:?} after Stop", pressed.elapsed());
         let session_id = text_of(&client, ".live-run .live-session-id").await.unwrap();

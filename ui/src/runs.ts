@@ -37,8 +37,11 @@ function newRun(runId: string, sessionId: string, now: number): LiveRun {
   return { runId, sessionId, startedAt: now, nodes: [], currentNode: null, stop: "none", stopError: null, end: null };
 }
 
+/** The list with one run changed; the same list when nothing changed, so the page is not redrawn
+ * (a redraw replaces the buttons under the pointer). */
 function update(runs: readonly LiveRun[], runId: string, change: (run: LiveRun) => LiveRun): LiveRun[] {
-  return runs.map((run) => (run.runId === runId ? change(run) : run));
+  const changed = runs.map((run) => (run.runId === runId ? change(run) : run));
+  return changed.every((run, i) => run === runs[i]) ? (runs as LiveRun[]) : changed;
 }
 
 /** The node still running that began last (the innermost, when graphs nest). */
@@ -49,7 +52,7 @@ function lastRunning(nodes: readonly LiveNode[]): string | null {
 
 /** Adds a run the window just started, unless its `run_started` event got here first. */
 export function addStartedRun(runs: readonly LiveRun[], runId: string, sessionId: string, now: number): LiveRun[] {
-  if (runs.some((run) => run.runId === runId)) return [...runs];
+  if (runs.some((run) => run.runId === runId)) return runs as LiveRun[];
   return [...runs, newRun(runId, sessionId, now)];
 }
 
@@ -80,10 +83,10 @@ export function applyRunEvent(runs: readonly LiveRun[], event: RunEvent, now: nu
         return { ...run, nodes, currentNode: lastRunning(nodes) };
       });
     case "stopping":
-      return update(runs, event.run_id, (run) => ({
-        ...run,
-        stop: event.forced ? "forced" : run.stop === "forced" ? "forced" : "graceful",
-      }));
+      return update(runs, event.run_id, (run) => {
+        const stop = event.forced || run.stop === "forced" ? "forced" : "graceful";
+        return stop === run.stop ? run : { ...run, stop };
+      });
     case "run_finished":
       return update(runs, event.run_id, (run) => ({
         ...run,
