@@ -6,6 +6,7 @@
 //! named in-memory database that lives as long as its connections. The schema grows only through
 //! [`migrations`].
 
+mod ended_runs;
 mod migrations;
 mod output;
 pub mod retention;
@@ -987,9 +988,15 @@ impl Store {
 
     /// The listing of a workspace through the index (a session whose folder did not change is
     /// not read again): pinned sessions first, most recently pinned first, then most recently
-    /// updated first.
+    /// updated first. A session the studio runs or ran is `running` while its run lives, and
+    /// takes its last run's status when its files cannot tell.
     pub fn list_sessions(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
-        let sessions = crate::index::list(self, workspace, now)?;
+        let mut sessions = crate::index::list(self, workspace, now)?;
+        let runs = self.runs(workspace, None)?;
+        let last_runs: Vec<ended_runs::LastRun<'_>> = runs.iter().map(ended_runs::LastRun::from).collect();
+        ended_runs::with_ended_runs(sessions.iter_mut(), &last_runs, |run_id| {
+            self.spans(run_id).unwrap_or_default()
+        });
         let mut facts = self.session_facts(workspace)?;
         let mut rows: Vec<SessionRow> = sessions
             .into_iter()
