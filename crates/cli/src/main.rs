@@ -346,11 +346,7 @@ fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
         } => tail_session(&session_id, &workspace, follow, lines, json, out),
         Command::Sessions { workspace, store, json } => {
             let sessions = store.open()?.list_sessions(&workspace.open()?, now)?;
-            if json {
-                write_json(out, &sessions)
-            } else {
-                print_sessions(out, &sessions, now)
-            }
+            emit(out, json, &sessions, |out, sessions| print_sessions(out, sessions, now))
         }
         Command::Pin {
             session_id,
@@ -579,11 +575,7 @@ fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
             if !with_config {
                 session = session.without_config();
             }
-            if json {
-                write_json(out, &session)
-            } else {
-                print_session(out, &session, now)
-            }
+            emit(out, json, &session, |out, session| print_session(out, session, now))
         }
         Command::Parse {
             stderr,
@@ -597,11 +589,7 @@ fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
                 None => None,
             };
             let timeline = parse_stdin(stderr.as_deref(), exit_code)?;
-            if json {
-                write_json(out, &timeline)
-            } else {
-                print_timeline(out, &timeline)
-            }
+            emit(out, json, &timeline, print_timeline)
         }
     }
 }
@@ -838,6 +826,20 @@ fn confirm(question: &str) -> anyhow::Result<bool> {
     let mut answer = String::new();
     std::io::stdin().read_line(&mut answer)?;
     Ok(matches!(answer.trim(), "y" | "Y" | "yes"))
+}
+
+/// `value` as JSON with `--json`, else laid out for a person by `print`.
+fn emit<W: Write, T: Serialize>(
+    out: &mut W,
+    json: bool,
+    value: &T,
+    print: impl FnOnce(&mut W, &T) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    if json {
+        write_json(out, value)
+    } else {
+        print(out, value)
+    }
 }
 
 fn write_json(out: &mut impl Write, value: &impl Serialize) -> anyhow::Result<()> {
