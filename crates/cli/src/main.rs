@@ -1011,6 +1011,16 @@ fn print_change(out: &mut impl Write, change: &Change, with_workspace: bool) -> 
                 writeln!(out, "{prefix}{id} | {line}")?;
             }
         }
+        Change::NodeChanged { node, status, .. } => writeln!(out, "{prefix}~ {id}  node {node}: {status}")?,
+        Change::RunStatusChanged { status, stopping, .. } => {
+            let stopping = if *stopping { " (stopping)" } else { "" };
+            writeln!(out, "{prefix}~ {id}  run {status}{stopping}")?
+        }
+        Change::RunOutputAppended { lines, .. } => {
+            for line in lines {
+                writeln!(out, "{prefix}{id} | {}", line.line)?;
+            }
+        }
     }
     Ok(())
 }

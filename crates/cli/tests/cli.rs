@@ -761,3 +761,83 @@ fn a_run_whose_studio_is_killed_goes_on_and_is_finished_by_the_next_studio() {
         "{hits}"
     );
 }
+
+#[test]
+fn watch_reports_sessions_as_they_appear_change_and_go() {
+    use std::io::BufRead;
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(["watch", "--json", "-w", root])
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (sender, changes) = std::sync::mpsc::channel::<Value>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |what: &str, matches: &dyn Fn(&Value) -> bool| loop {
+        let change = changes
+            .recv_timeout(std::time::Duration::from_secs(15))
+            .unwrap_or_else(|_| panic!("no change: {what}"));
+        if matches(&change) {
+            return change;
+        }
+    };
+    // Give the watcher its initial scan of the (missing) sessions folder.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let agent = agent_binary();
+    let output = Command::new(&agent)
+        .args(["--nodes", "a:100,b:100"])
+        .current_dir(workspace.path())
+        .env("ZIBBY_EMIT_GRAPH_MARKERS", "1")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let added = wait_for("session_added", &|c| c["type"] == "session_added");
+    let session = added["session_id"].as_str().unwrap().to_owned();
+    assert_eq!(added["summary"]["id"], session.as_str());
+    assert!(added["workspace"]
+        .as_str()
+        .unwrap()
+        .ends_with(workspace.path().file_name().unwrap().to_str().unwrap()));
+    wait_for("output of node b", &|c| {
+        c["type"] == "output_appended"
+            && c["lines"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|l| l.as_str() == Some("b finished: 100 ms of pretend work"))
+    });
+    std::fs::remove_dir_all(workspace.path().join(".zibby/output/sessions").join(&session)).unwrap();
+    wait_for("session_removed", &|c| {
+        c["type"] == "session_removed" && c["session_id"] == session.as_str()
+    });
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+}
+
+#[test]
+fn tail_prints_the_last_lines_of_a_session() {
+    let workspace = fixture_workspace();
+    let root = workspace.path().to_str().unwrap();
+    let output = zstudio(
+        &["tail", "1795952527924_osmf", "--lines", "2", "--json", "-w", root],
+        None,
+    );
+    let lines = json_lines(&output);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines
+        .iter()
+        .all(|l| l["file"].as_str().unwrap().ends_with("raw_stream_output.txt") && l["line"].is_string()));
+    let missing = zstudio(&["tail", "1795952527924_none", "-w", root], None);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("1795952527924_none"));
+}

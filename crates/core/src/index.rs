@@ -165,7 +165,10 @@ pub fn record_change(store: &Store, change: &crate::watcher::Change) -> Result<(
             summary, session_id, ..
         } => (summary, session_id),
         Change::SessionRemoved { session_id, .. } => return forget(store, &workspace, session_id),
-        Change::OutputAppended { .. } => return Ok(()),
+        Change::OutputAppended { .. }
+        | Change::NodeChanged { .. }
+        | Change::RunStatusChanged { .. }
+        | Change::RunOutputAppended { .. } => return Ok(()),
     };
     let Some(print) = fingerprint(&summary.path, None) else {
         return forget(store, &workspace, id);

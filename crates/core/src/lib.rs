@@ -10,6 +10,7 @@ pub mod error;
 pub mod id;
 pub mod index;
 pub mod keeper;
+pub mod live;
 pub mod process;
 pub mod protocol;
 pub mod runner;

@@ -67,6 +67,39 @@ pub enum Change {
     },
     /// A session folder is gone (deleted, moved away, or its sessions folder was).
     SessionRemoved { workspace: PathBuf, session_id: SessionId },
+    /// A node of a run the studio follows began (`running`) or ended (its status).
+    NodeChanged {
+        workspace: PathBuf,
+        session_id: SessionId,
+        run_id: String,
+        node: String,
+        depth: usize,
+        status: crate::status::Status,
+        /// Milliseconds since the run started.
+        t_ms: u64,
+    },
+    /// A run the studio follows started, is stopping, or ended.
+    RunStatusChanged {
+        workspace: PathBuf,
+        session_id: SessionId,
+        run_id: String,
+        status: crate::status::Status,
+        /// A stop was asked for and the run has not ended yet.
+        stopping: bool,
+        exit_code: Option<i32>,
+        elapsed_ms: Option<u64>,
+        stopped_by: Option<crate::timeline::StoppedBy>,
+        error: Option<String>,
+    },
+    /// New lines a run the studio follows printed, gathered over a window.
+    RunOutputAppended {
+        workspace: PathBuf,
+        session_id: SessionId,
+        run_id: String,
+        lines: Vec<crate::live::RunLine>,
+        /// Lines left out of this change to keep it small (they are in the store).
+        skipped: u64,
+    },
     /// New complete lines of a growing output file of the session.
     OutputAppended {
         workspace: PathBuf,
@@ -87,6 +120,9 @@ impl Change {
             Change::SessionAdded { workspace, .. }
             | Change::SessionUpdated { workspace, .. }
             | Change::SessionRemoved { workspace, .. }
+            | Change::NodeChanged { workspace, .. }
+            | Change::RunStatusChanged { workspace, .. }
+            | Change::RunOutputAppended { workspace, .. }
             | Change::OutputAppended { workspace, .. } => workspace,
         }
     }
@@ -96,6 +132,9 @@ impl Change {
             Change::SessionAdded { session_id, .. }
             | Change::SessionUpdated { session_id, .. }
             | Change::SessionRemoved { session_id, .. }
+            | Change::NodeChanged { session_id, .. }
+            | Change::RunStatusChanged { session_id, .. }
+            | Change::RunOutputAppended { session_id, .. }
             | Change::OutputAppended { session_id, .. } => session_id,
         }
     }
@@ -624,6 +663,12 @@ impl WatchLoop {
             }
         };
         known.fingerprint = print;
+        // A node folder made and written at once can beat the watch added for it: output files
+        // the session has and nobody follows yet are followed now, from their start.
+        let mut files = files;
+        if !initial {
+            files.extend(output_files(&dir).into_iter().filter(|f| !known.tails.contains_key(f)));
+        }
         let mut more = Vec::new();
         for file in files {
             let followed = file

@@ -2,6 +2,7 @@
 
 mod captures;
 mod harness;
+mod live;
 mod never_panics;
 mod runner;
 mod session_folders;
