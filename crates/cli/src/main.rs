@@ -258,6 +258,8 @@ enum Command {
         /// A workspace to watch; repeat for several [default: current folder]
         #[arg(long, short = 'w', value_name = "DIR")]
         workspace: Vec<PathBuf>,
+        #[command(flatten)]
+        store: StoreArgs,
         /// One JSON object per line per change
         #[arg(long)]
         json: bool,
@@ -336,7 +338,7 @@ fn main() -> ExitCode {
 fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     match command {
-        Command::Watch { workspace, json } => watch_sessions(&workspace, json, out),
+        Command::Watch { workspace, store, json } => watch_sessions(&workspace, &store, json, out),
         Command::Tail {
             session_id,
             workspace,
@@ -967,7 +969,9 @@ fn ago(time: Timestamp, now: SystemTime) -> String {
 }
 
 /// `zstudio watch`: the watcher's changes, printed until the process is interrupted.
-fn watch_sessions(roots: &[PathBuf], json: bool, out: &mut impl Write) -> anyhow::Result<()> {
+/// `zstudio watch`: the change stream, which also keeps the store's folder index current (so the
+/// next listing reads again only what changed while nothing watched).
+fn watch_sessions(roots: &[PathBuf], store: &StoreArgs, json: bool, out: &mut impl Write) -> anyhow::Result<()> {
     let workspaces = if roots.is_empty() {
         vec![Workspace::open(std::env::current_dir()?)?]
     } else {
@@ -978,6 +982,7 @@ fn watch_sessions(roots: &[PathBuf], json: bool, out: &mut impl Write) -> anyhow
     let sink: ChangeSink = std::sync::Arc::new(move |change| {
         let _ = changes.send(change);
     });
+    let sink = studio_core::index::keeping_current(std::sync::Arc::new(store.open()?), sink);
     let _watcher = Watcher::start(workspaces, sink, WatcherOptions::default())?;
     for change in received {
         if json {
