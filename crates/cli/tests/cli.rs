@@ -695,13 +695,9 @@ fn a_detached_run_goes_on_without_the_studio_and_its_outcome_is_recorded_later()
         "{logs}"
     );
     // Output printed after the studio left was recorded from the keeper's files.
-    let hits = json_of(&zstudio(&["search", "RESULT", "--json", "-w", root], None));
     assert!(
-        hits.as_array()
-            .unwrap()
-            .iter()
-            .any(|h| h["session_id"] == session.as_str()),
-        "{hits}"
+        search_finds(root, "RESULT", &session),
+        "the run's last line is in the store"
     );
 }
 
@@ -752,13 +748,9 @@ fn a_run_whose_studio_is_killed_goes_on_and_is_finished_by_the_next_studio() {
         "{run}"
     );
     // What the agent printed after the studio died was recorded from the keeper's files.
-    let hits = json_of(&zstudio(&["search", "RESULT", "--json", "-w", root], None));
     assert!(
-        hits.as_array()
-            .unwrap()
-            .iter()
-            .any(|h| h["session_id"] == session.as_str()),
-        "{hits}"
+        search_finds(root, "RESULT", &session),
+        "the run's last line is in the store"
     );
 }
 
@@ -840,4 +832,10 @@ fn tail_prints_the_last_lines_of_a_session() {
     let missing = zstudio(&["tail", "1795952527924_none", "-w", root], None);
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("1795952527924_none"));
+}
+
+/// Whether `zstudio search WORD` finds a hit in `session`.
+fn search_finds(root: &str, word: &str, session: &str) -> bool {
+    let hits = json_of(&zstudio(&["search", word, "--json", "-w", root], None));
+    hits.as_array().unwrap().iter().any(|h| h["session_id"] == session)
 }
