@@ -127,6 +127,13 @@ pub fn run() {
     let app = tauri::Builder::default()
         .manage(studio)
         .setup(move |app| {
+            // Sessions from anywhere (a terminal, CI, a download) show up as they happen.
+            if let Err(error) = app
+                .state::<Studio>()
+                .watch(events::sessions_changed(app.handle().clone()))
+            {
+                tracing::warn!(code = error.code, "the workspace is not watched: {}", error.message);
+            }
             if let Some(run_events) = run_events {
                 let handle = app.handle().clone();
                 std::thread::Builder::new()

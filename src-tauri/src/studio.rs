@@ -10,6 +10,7 @@ use std::time::SystemTime;
 use studio_core::agents::{self, Agent};
 use studio_core::runner::{RunEvent, RunRequest, Supervisor, DEFAULT_GRACE};
 use studio_core::store::{SessionRow, Store, StoreLocation};
+use studio_core::watcher::{ChangeSink, Watcher, WatcherOptions};
 use studio_core::{SessionId, Workspace};
 
 use crate::CommandError;
@@ -19,6 +20,8 @@ pub struct Studio {
     store: Result<Arc<Store>, CommandError>,
     /// Taken out and dropped when the app exits: dropping it stops the live runs.
     supervisor: Mutex<Option<Supervisor>>,
+    /// Watches the workspace's session folders while the app runs.
+    watcher: Mutex<Option<Watcher>>,
 }
 
 impl Studio {
@@ -50,7 +53,7 @@ impl Studio {
         let supervisor = match &store {
             Ok(store) => {
                 tracing::info!(store = %store.location().describe(), "store opened");
-                match store.recover_dead_studios(SystemTime::now()) {
+                match studio_core::runner::reconcile(store, SystemTime::now()) {
                     Ok(recovered) => {
                         for run in recovered {
                             tracing::info!(run_id = run.run_id, status = %run.status.as_str(), "run of a dead studio reconciled");
@@ -70,6 +73,7 @@ impl Studio {
             workspace,
             store,
             supervisor: Mutex::new(supervisor),
+            watcher: Mutex::new(None),
         };
         (studio, events)
     }
@@ -95,9 +99,25 @@ impl Studio {
         Ok(SupervisorGuard(guard))
     }
 
+    /// Starts watching the workspace's session folders: every change goes to `sink`, and the
+    /// store's folder index is kept current on the way.
+    pub fn watch(&self, sink: ChangeSink) -> Result<(), CommandError> {
+        let (workspace, store) = (self.workspace()?, self.store.as_ref().map_err(Clone::clone)?);
+        let sink = studio_core::index::keeping_current(store.clone(), sink);
+        let watcher = Watcher::start(vec![workspace.clone()], sink, WatcherOptions::default())?;
+        *self.watcher.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(watcher);
+        Ok(())
+    }
+
     /// Stops the live runs (gracefully; past their grace, by force) and waits for them: the app
     /// calls it as it exits, because Tauri never drops its managed state.
     pub fn shut_down(&self) {
+        drop(
+            self.watcher
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .take(),
+        );
         let supervisor = self
             .supervisor
             .lock()

@@ -130,6 +130,41 @@ async fn an_empty_workspace_says_how_to_get_sessions() {
 }
 
 #[tokio::test]
+async fn a_session_run_from_a_terminal_appears_without_a_refresh() {
+    let workspace = Workspace::empty();
+    let root = workspace.path().to_owned();
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, ".empty").await;
+        // An agent run outside the studio (a terminal, CI): only its session folder tells.
+        let output = std::process::Command::new(harness::test_agent())
+            .args(["--nodes", "plan:100,write:100"])
+            .current_dir(&root)
+            .env("ZIBBY_EMIT_GRAPH_MARKERS", "1")
+            .output()
+            .expect("run the test agent");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let id = stdout
+            .lines()
+            .find_map(|line| line.split("Session ").nth(1))
+            .expect("the agent names its session")
+            .trim()
+            .to_owned();
+        harness::eventually("the new session is listed, nobody pressed Refresh", || async {
+            let ids = texts(&client, ".session-id").await;
+            if ids == [id.clone()] {
+                Ok(())
+            } else {
+                Err(format!("{ids:?}"))
+            }
+        })
+        .await;
+        screenshot(&client, "appeared.png").await;
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_missing_workspace_shows_the_error_in_the_window() {
     let parent = Workspace::empty();
     let missing = parent.path().join("no-such-project");

@@ -42,6 +42,24 @@ describe("startApp", () => {
     expect(backend.calls.filter((call) => call === "sessionsList()")).toHaveLength(2);
   });
 
+  it("lists the sessions again after a burst of session changes, once", async () => {
+    const backend = fakeBackend();
+    const root = document.createElement("div");
+    const app = startApp(root, backend);
+    await app.refresh();
+    await app.ready;
+    const lists = () => backend.calls.filter((call) => call === "sessionsList()").length;
+    const before = lists();
+
+    backend.sessions = [row("from-a-terminal", { status: "running" })];
+    backend.sessionsChanged();
+    backend.sessionsChanged();
+    backend.sessionsChanged();
+    await vi.advanceTimersByTimeAsync(200);
+    await vi.waitFor(() => expect(ids(root)).toEqual(["from-a-terminal"]));
+    expect(lists()).toBe(before + 1);
+  });
+
   it("turns a rejected command into an error box with its code", async () => {
     const root = document.createElement("div");
     const backend = fakeBackend();

@@ -27,6 +27,9 @@ async function settle<T>(promise: Promise<T>): Promise<Loaded<T>> {
   }
 }
 
+/** How long the table waits after a session change for the rest of its burst. */
+export const SESSIONS_CHANGED_DELAY_MS = 150;
+
 export interface App {
   /** Reloads the workspace, its sessions and its agents; resolves once the page shows them. */
   refresh(): Promise<void>;
@@ -117,7 +120,17 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     if (event.type !== "stopping") void refreshSessions();
   }
 
-  const ready = backend.onRunEvent(onRunEvent).then(
+  // Session folders change in bursts (a run writes several files per node): one reload per burst.
+  let reloadSoon: ReturnType<typeof setTimeout> | null = null;
+  function onSessionsChanged(): void {
+    if (reloadSoon !== null) return;
+    reloadSoon = setTimeout(() => {
+      reloadSoon = null;
+      void refreshSessions();
+    }, SESSIONS_CHANGED_DELAY_MS);
+  }
+
+  const ready = Promise.all([backend.onRunEvent(onRunEvent), backend.onSessionsChanged(onSessionsChanged)]).then(
     () => undefined,
     (error: unknown) => set({ runError: toCommandError(error) }),
   );

@@ -28,10 +28,15 @@ export interface Backend {
   runsList(sessionId?: string): Promise<RunRecord[]>;
   /** Calls `handler` with every run event from now on; resolves to a function that stops that. */
   onRunEvent(handler: (event: RunEvent) => void): Promise<() => void>;
+  /** Calls `handler` whenever a session folder appears, changes or goes (from any source). */
+  onSessionsChanged(handler: () => void): Promise<() => void>;
 }
 
 /** The Tauri event the shell sends run events as. */
 export const RUN_EVENT = "run-event";
+
+/** The Tauri event the shell sends the watcher's session changes as. */
+export const SESSIONS_CHANGED = "sessions-changed";
 
 /** A rejected command, as a `CommandError` (IPC failures get the code `ipc`). */
 export class BackendError extends Error implements CommandError {
@@ -72,4 +77,5 @@ export const tauriBackend: Backend = {
   runStop: (runId, force) => call<string>("run_stop", { run_id: runId, force }),
   runsList: (sessionId) => call<RunRecord[]>("runs_list", { session_id: sessionId ?? null }),
   onRunEvent: (handler) => listen<RunEvent>(RUN_EVENT, (event) => handler(event.payload)),
+  onSessionsChanged: (handler) => listen(SESSIONS_CHANGED, () => handler()),
 };

@@ -7,6 +7,8 @@ import type { Agent, RunEvent, SessionRow, StartedRun, WorkspaceInfo } from "./t
 export interface FakeBackend extends Backend {
   /** Sends a run event to whoever listens, as the shell would. */
   emit(event: RunEvent): void;
+  /** Tells whoever listens that session folders changed, as the shell's watcher would. */
+  sessionsChanged(): void;
   sessions: SessionRow[];
   agents: Agent[];
   /** The calls made, as `name(args)` strings, in order. */
@@ -17,6 +19,7 @@ export function fakeBackend(
   init: { workspace?: WorkspaceInfo; sessions?: SessionRow[]; agents?: Agent[] } = {},
 ): FakeBackend {
   const listeners = new Set<(event: RunEvent) => void>();
+  const sessionListeners = new Set<() => void>();
   let nextRun = 1;
   const backend: FakeBackend = {
     sessions: init.sessions ?? [],
@@ -24,6 +27,9 @@ export function fakeBackend(
     calls: [],
     emit(event) {
       for (const listener of listeners) listener(event);
+    },
+    sessionsChanged() {
+      for (const listener of sessionListeners) listener();
     },
     async workspaceGet() {
       return init.workspace ?? { root: "/p", sessions_dir: "/p/.zibby/output/sessions" };
@@ -69,6 +75,10 @@ export function fakeBackend(
     async onRunEvent(handler) {
       listeners.add(handler);
       return () => listeners.delete(handler);
+    },
+    async onSessionsChanged(handler) {
+      sessionListeners.add(handler);
+      return () => sessionListeners.delete(handler);
     },
   };
   return backend;
