@@ -286,3 +286,47 @@ async fn the_app_told_to_exit_stops_its_live_runs_first() {
         runs[0]
     );
 }
+
+/// The texts of the elements `css` finds, or why not (the page may redraw under the query).
+async fn try_texts(client: &Client, css: &str) -> Result<Vec<String>, String> {
+    let mut texts = Vec::new();
+    for element in client.find_all(Locator::Css(css)).await.map_err(|e| e.to_string())? {
+        texts.push(element.text().await.map_err(|e| e.to_string())?);
+    }
+    Ok(texts)
+}
+
+/// Untrusted text: a prompt, the agent's output and its node names are shown as text.
+#[tokio::test]
+async fn markup_in_a_prompt_and_in_node_names_is_shown_as_text() {
+    const XSS: &str = "<img src=x onerror=alert(1)>";
+    let workspace = Workspace::with_test_agent(&["--nodes", "<b>bold</b>:100", "--prompt", "{prompt}"]);
+    App::run(&workspace, |client| async move {
+        wait_for(&client, "#run-agent option").await;
+        start_run(&client, XSS).await;
+        let title = eventually("the session's title is the prompt, as text", || async {
+            let titles = try_texts(&client, ".session-title").await?;
+            match titles.first() {
+                Some(title) if title == XSS => Ok(title.clone()),
+                _ => Err(format!("{titles:?}")),
+            }
+        })
+        .await;
+        assert_eq!(title, XSS);
+        eventually("the node named with markup is listed by its name", || async {
+            let nodes = try_texts(&client, "td .node").await?;
+            if nodes.iter().any(|n| n.contains("<b>bold</b>")) {
+                Ok(())
+            } else {
+                Err(format!("{nodes:?}"))
+            }
+        })
+        .await;
+        let images = client.find_all(Locator::Css("img")).await.expect("query the page");
+        assert!(images.is_empty(), "no element was made from the markup");
+        let bold = client.find_all(Locator::Css("b")).await.expect("query the page");
+        assert!(bold.is_empty(), "no element was made from the node name");
+        screenshot(&client, "markup-as-text.png").await;
+    })
+    .await;
+}
