@@ -1,8 +1,15 @@
 #!/usr/bin/env python3
-"""Draws icons/icon.png: a white "Z" on an indigo rounded square, 512x512, 8-bit RGBA.
+"""Draws the app icon, a white "Z" on an indigo rounded square, in every size the app and the
+Debian bundle use, all 8-bit RGBA PNG from the one drawing below:
 
-Standard library only (zlib + struct). Shapes are drawn as signed distance fields, so the edges are
-anti-aliased without supersampling. Run from anywhere: python3 icons/make_icon.py
+- icons/icon.png (512x512): the window icon (the first PNG in tauri.conf.json's bundle.icon);
+- icons/16x16.png, 32x32.png, 64x64.png, 128x128.png and 256x256.png: the Debian bundler installs
+  each as /usr/share/icons/hicolor/<W>x<H>/apps/zibby-studio.png (no "@2x" names: the bundler
+  would make a "256x256@2" folder of one, which is not the size it holds).
+
+Standard library only (zlib + struct). Shapes are drawn as signed distance fields at 512x512, so the
+edges are anti-aliased without supersampling; each smaller size is the previous one halved by
+averaging 2x2 blocks (with premultiplied alpha). Run from anywhere: python3 icons/make_icon.py
 """
 
 import math
@@ -96,6 +103,28 @@ def shrink(points, by):
     return out
 
 
+def halve(raw, size):
+    """Halves an RGBA image (PNG rows with a leading filter byte) by averaging 2x2 blocks."""
+    stride = 1 + 4 * size
+    half = size // 2
+    rows = []
+    for y in range(half):
+        r0 = raw[2 * y * stride + 1 : (2 * y + 1) * stride]
+        r1 = raw[(2 * y + 1) * stride + 1 : (2 * y + 2) * stride]
+        row = bytearray([0])
+        for x in range(half):
+            o = 8 * x
+            px = [r0[o : o + 4], r0[o + 4 : o + 8], r1[o : o + 4], r1[o + 4 : o + 8]]
+            alpha = sum(p[3] for p in px)
+            if alpha == 0:
+                row += b"\0\0\0\0"
+                continue
+            rgb = [round(sum(p[i] * p[3] for p in px) / alpha) for i in range(3)]
+            row += bytes(rgb + [round(alpha / 4)])
+        rows.append(bytes(row))
+    return b"".join(rows)
+
+
 def render():
     glyph = shrink(Z_POLYGON, Z_ROUNDING)
     rows = []
@@ -133,8 +162,24 @@ def png(width, height, raw):
     )
 
 
+# File name for each size; 512 first, each next one half of the one before.
+OUTPUTS = [
+    (512, "icon.png"),
+    (256, "256x256.png"),
+    (128, "128x128.png"),
+    (64, "64x64.png"),
+    (32, "32x32.png"),
+    (16, "16x16.png"),
+]
+
 if __name__ == "__main__":
-    out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "icon.png")
-    with open(out, "wb") as f:
-        f.write(png(SIZE, SIZE, render()))
-    print(f"wrote {out}")
+    folder = os.path.dirname(os.path.abspath(__file__))
+    raw, size = render(), SIZE
+    for want, name in OUTPUTS:
+        while size > want:
+            raw, size = halve(raw, size), size // 2
+        assert size == want, (size, want)
+        out = os.path.join(folder, name)
+        with open(out, "wb") as f:
+            f.write(png(size, size, raw))
+        print(f"wrote {out} ({size}x{size})")

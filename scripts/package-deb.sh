@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Builds the Debian package of Zibby Studio with the Tauri bundler, in production mode
+# (tauri/custom-protocol): /usr/bin/zibby-studio, its desktop entry, the icon in every size the
+# bundle wants (drawn by icons/make_icon.py), and the headless CLI /usr/bin/zstudio beside it.
+#
+#   scripts/package-deb.sh          # prints the path and size of the .deb on its last line
+#
+# Needs what scripts/setup.sh installs (Rust, Node/npm, the WebKitGTK dev packages). The Tauri CLI
+# comes from npm (tests/package/package.json, pinned in its package-lock.json). Release builds go
+# to ./target (tauri.conf.json maps target/release/zstudio into the package), so a CARGO_TARGET_DIR
+# elsewhere is overridden here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+export CARGO_TARGET_DIR="$repo/target"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+step() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+step "icons (python3 icons/make_icon.py)"
+python3 icons/make_icon.py
+
+step "UI (ui/: npm ci && npm run build)"
+(cd ui && npm ci --no-audit --no-fund && npm run build)
+
+step "Tauri CLI (tests/package: npm ci)"
+(cd tests/package && npm ci --no-audit --no-fund)
+tauri="$repo/tests/package/node_modules/.bin/tauri"
+"$tauri" --version
+
+step "zstudio (cargo build --release -p zstudio)"
+cargo build --release --locked -p zstudio
+
+step "app and .deb (tauri build --bundles deb)"
+# `tauri build` builds the root package in release with tauri/custom-protocol, then bundles.
+# The root package is not a default member of the workspace, hence `-p zibby-studio`.
+"$tauri" build --bundles deb -- --locked -p zibby-studio
+
+version=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' tauri.conf.json)
+arch=$(dpkg --print-architecture)
+bundled="$CARGO_TARGET_DIR/release/bundle/deb/Zibby Studio_${version}_${arch}.deb" # productName_...
+deb="$CARGO_TARGET_DIR/release/bundle/deb/zibby-studio_${version}_${arch}.deb" # Debian's usual name
+mv -f "$bundled" "$deb"
+contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
+for want in usr/bin/zibby-studio usr/bin/zstudio usr/share/icons/hicolor/32x32/apps/zibby-studio.png; do
+  grep -qx "$want" <<<"$contents" || {
+    echo "error: $deb has no /$want" >&2
+    exit 1
+  }
+done
+size=$(stat -c %s "$deb")
+echo "deb: $deb ($size bytes, $(numfmt --to=iec "$size"))"
