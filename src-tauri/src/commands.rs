@@ -83,3 +83,13 @@ pub fn runs_list(studio: State<'_, Studio>, session_id: Option<String>) -> Resul
     let session = session_id.as_deref().map(SessionId::parse).transpose()?;
     Ok(studio.store()?.runs(studio.workspace()?, session.as_ref())?)
 }
+
+/// Deletes a session: the store's records of it, and its folder (to the system trash). Refused
+/// while one of its runs is live (code `session_live`).
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn session_delete(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
+    let id = SessionId::parse(&session_id)?;
+    Ok(studio
+        .store()?
+        .session_delete(studio.workspace()?, &id, studio_core::process::move_to_trash)?)
+}

@@ -151,6 +151,7 @@ pub fn run() {
             commands::run_start,
             commands::run_stop,
             commands::runs_list,
+            commands::session_delete,
         ])
         .build(tauri::generate_context!());
     let app = match app {

@@ -127,6 +127,11 @@ impl Workspace {
     pub fn db(&self) -> PathBuf {
         self.store_dir.path().join("studio.sqlite")
     }
+
+    /// The app's data folder (`XDG_DATA_HOME`: its trash is `Trash/` in it).
+    pub fn data_home(&self) -> &Path {
+        self.store_dir.path()
+    }
 }
 
 /// The test agent, built into the same target folder as the app (`cargo test --workspace` builds
@@ -179,10 +184,11 @@ pub struct App {
 }
 
 impl App {
-    /// Starts `zibby-studio --db <db> <workspace>` and connects to its window.
-    pub async fn launch(workspace: &Path, db: &Path) -> App {
+    /// Starts `zibby-studio --db <db> <workspace>` with `data_home` as its data folder (its
+    /// trash, among others: never the user's) and connects to its window.
+    pub async fn launch(workspace: &Path, db: &Path, data_home: &Path) -> App {
         require_display();
-        let driver = Driver::start();
+        let driver = Driver::start(data_home);
         let capabilities = json!({
             "browserName": "wry",
             "tauri:options": {
@@ -193,13 +199,18 @@ impl App {
         let serde_json::Value::Object(capabilities) = capabilities else {
             unreachable!("a JSON object literal")
         };
-        let connected = ClientBuilder::native()
-            .capabilities(capabilities)
-            .connect(&format!("http://127.0.0.1:{}", driver.port))
-            .await;
+        // A window that never comes up must fail the test, not hang it (and CI with it).
+        let connected = tokio::time::timeout(
+            Duration::from_secs(90),
+            ClientBuilder::native()
+                .capabilities(capabilities)
+                .connect(&format!("http://127.0.0.1:{}", driver.port)),
+        )
+        .await;
         match connected {
-            Ok(client) => App { client, driver },
-            Err(e) => panic!("could not open a WebDriver session on the app: {e}\n{}", driver.log()),
+            Ok(Ok(client)) => App { client, driver },
+            Ok(Err(e)) => panic!("could not open a WebDriver session on the app: {e}\n{}", driver.log()),
+            Err(_) => panic!("the app's window did not come up within 90 s\n{}", driver.log()),
         }
     }
 
@@ -210,7 +221,7 @@ impl App {
         F: FnOnce(Client) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
-        App::run_at(workspace.path(), &workspace.db(), test).await;
+        App::run_in(workspace.path(), &workspace.db(), workspace.data_home(), test).await;
     }
 
     /// [`App::run`] on any path, one that may not exist.
@@ -219,15 +230,28 @@ impl App {
         F: FnOnce(Client) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
-        let app = App::launch(workspace, db).await;
+        let data_home = tempfile::tempdir().expect("create a temp folder for the app's data");
+        App::run_in(workspace, db, data_home.path(), test).await;
+    }
+
+    async fn run_in<F, Fut>(workspace: &Path, db: &Path, data_home: &Path, test: F)
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        let app = App::launch(workspace, db, data_home).await;
         // A panic inside the spawned task comes back as a JoinError instead of unwinding past the
         // close below, which would leave the window (and the drivers) running.
-        let outcome = tokio::spawn(test(app.client.clone())).await;
+        let outcome = tokio::time::timeout(Duration::from_secs(240), tokio::spawn(test(app.client.clone()))).await;
         let log = app.driver.log();
         app.close().await;
-        if let Err(error) = outcome {
-            eprintln!("{log}");
-            std::panic::resume_unwind(error.into_panic());
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                eprintln!("{log}");
+                std::panic::resume_unwind(error.into_panic());
+            }
+            Err(_) => panic!("the test did not end within 240 s\n{log}"),
         }
     }
 
@@ -327,7 +351,7 @@ struct Driver {
 }
 
 impl Driver {
-    fn start() -> Driver {
+    fn start(data_home: &Path) -> Driver {
         let tauri_driver = find_program("tauri-driver").unwrap_or_else(|| {
             panic!(
                 "tauri-driver was not found on PATH nor in $CARGO_HOME/bin. Install it with:\n  \
@@ -346,6 +370,7 @@ impl Driver {
         let log = File::create(&log_path).expect("create the driver log");
         let child = Command::new(&tauri_driver)
             .args(["--port", &port.to_string(), "--native-port", &native_port.to_string()])
+            .env("XDG_DATA_HOME", data_home)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone the log handle"))
             .stderr(log)

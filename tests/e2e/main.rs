@@ -34,12 +34,25 @@ pub const FANOUT: CapturedSession = CapturedSession {
 
 const STATUSES: &[&str] = &["running", "success", "error", "cancelled", "interrupted", "unknown"];
 
+/// The texts of the elements `css` finds, read again when the page redrew them in between.
 pub async fn texts(client: &Client, css: &str) -> Vec<String> {
-    let mut texts = Vec::new();
-    for element in client.find_all(Locator::Css(css)).await.expect("query the page") {
-        texts.push(element.text().await.expect("read an element's text"));
+    let mut last_error = String::new();
+    for _ in 0..50 {
+        match read_texts(client, css).await {
+            Ok(texts) => return texts,
+            Err(error) => last_error = error,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    texts
+    panic!("cannot read the texts of `{css}`: {last_error}")
+}
+
+async fn read_texts(client: &Client, css: &str) -> Result<Vec<String>, String> {
+    let mut texts = Vec::new();
+    for element in client.find_all(Locator::Css(css)).await.map_err(|e| e.to_string())? {
+        texts.push(element.text().await.map_err(|e| e.to_string())?);
+    }
+    Ok(texts)
 }
 
 #[tokio::test]

@@ -101,3 +101,50 @@ async fn a_session_id_that_is_a_path_is_refused() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn delete_asks_first_then_moves_the_folder_to_the_trash() {
+    let workspace = Workspace::with_sessions(&[PIPELINE, FANOUT]);
+    let folder = workspace.path().join(".zibby/output/sessions").join(PIPELINE.id);
+    let trash = workspace.data_home().join("Trash/files").join(PIPELINE.id);
+    App::run(&workspace, move |client| async move {
+        let delete = format!("tr[data-session-id='{}'] [data-testid='delete']", PIPELINE.id);
+        crate::harness::click(&client, &delete).await;
+        let dialog = wait_for(&client, "[data-testid='delete-dialog']").await;
+        let text = dialog.text().await.unwrap();
+        assert!(
+            text.contains(PIPELINE.id) && text.contains("cannot be undone"),
+            "{text}"
+        );
+        screenshot(&client, "delete-dialog.png").await;
+        crate::harness::click(&client, "[data-testid='cancel-delete']").await;
+        eventually("Cancel closes the dialog and keeps the session", || async {
+            let open = client
+                .find_all(Locator::Css("[data-testid='delete-dialog']"))
+                .await
+                .map_err(|e| e.to_string())?;
+            if open.is_empty() {
+                Ok(())
+            } else {
+                Err("the dialog is still open".into())
+            }
+        })
+        .await;
+        assert!(folder.is_dir(), "nothing deleted on Cancel");
+
+        crate::harness::click(&client, &delete).await;
+        crate::harness::click(&client, "[data-testid='confirm-delete']").await;
+        eventually("the session leaves the table", || async {
+            let ids = texts(&client, ".session-id").await;
+            if ids == [FANOUT.id] {
+                Ok(())
+            } else {
+                Err(format!("{ids:?}"))
+            }
+        })
+        .await;
+        assert!(!folder.exists(), "the folder left the sessions folder");
+        assert!(trash.is_dir(), "and is in the trash: {}", trash.display());
+    })
+    .await;
+}

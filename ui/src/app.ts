@@ -47,6 +47,8 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     starting: false,
     runError: null,
     pinError: null,
+    confirmDelete: null,
+    deleteError: null,
     refreshing: false,
     now: clock(),
   };
@@ -98,6 +100,23 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
         set({ starting: false, runError: toCommandError(error) });
         return false;
       }
+    },
+
+    askDelete(sessionId) {
+      set({ confirmDelete: sessionId, deleteError: null });
+    },
+
+    deleteSession(sessionId) {
+      set({ confirmDelete: null });
+      void (async () => {
+        try {
+          await backend.sessionDelete(sessionId);
+          set({ deleteError: null });
+        } catch (error) {
+          set({ deleteError: toCommandError(error) });
+        }
+        await refreshSessions();
+      })();
     },
 
     runStop(runId, force) {

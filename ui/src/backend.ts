@@ -26,6 +26,8 @@ export interface Backend {
   /** Resolves with what the studio is doing about it ("stopping: the current node finishes first"). */
   runStop(runId: string, force: boolean): Promise<string>;
   runsList(sessionId?: string): Promise<RunRecord[]>;
+  /** Deletes a session's records and moves its folder to the trash; refused while its run is live. */
+  sessionDelete(sessionId: string): Promise<void>;
   /** Calls `handler` with every run event from now on; resolves to a function that stops that. */
   onRunEvent(handler: (event: RunEvent) => void): Promise<() => void>;
   /** Calls `handler` whenever a session folder appears, changes or goes (from any source). */
@@ -76,6 +78,7 @@ export const tauriBackend: Backend = {
   runStart: (request) => call<StartedRun>("run_start", { ...request, session_id: request.session_id ?? null }),
   runStop: (runId, force) => call<string>("run_stop", { run_id: runId, force }),
   runsList: (sessionId) => call<RunRecord[]>("runs_list", { session_id: sessionId ?? null }),
+  sessionDelete: (sessionId) => call<void>("session_delete", { session_id: sessionId }),
   onRunEvent: (handler) => listen<RunEvent>(RUN_EVENT, (event) => handler(event.payload)),
   onSessionsChanged: (handler) => listen(SESSIONS_CHANGED, () => handler()),
 };

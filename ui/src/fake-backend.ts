@@ -72,6 +72,10 @@ export function fakeBackend(
     async runsList() {
       return [];
     },
+    async sessionDelete(sessionId) {
+      backend.calls.push(`sessionDelete(${sessionId})`);
+      backend.sessions = backend.sessions.filter((row) => row.id !== sessionId);
+    },
     async onRunEvent(handler) {
       listeners.add(handler);
       return () => listeners.delete(handler);

@@ -39,6 +39,8 @@ function state(overrides: Partial<ViewState> = {}): ViewState {
     starting: false,
     runError: null,
     pinError: null,
+    confirmDelete: null,
+    deleteError: null,
     refreshing: false,
     now,
     ...overrides,
@@ -52,6 +54,8 @@ const noActions: Actions = {
   runStart: async () => false,
   runStop() {},
   dismissRun() {},
+  askDelete() {},
+  deleteSession() {},
 };
 
 function spyActions() {
@@ -61,6 +65,8 @@ function spyActions() {
     runStart: vi.fn<Actions["runStart"]>().mockResolvedValue(true),
     runStop: vi.fn<Actions["runStop"]>(),
     dismissRun: vi.fn<Actions["dismissRun"]>(),
+    askDelete: vi.fn<Actions["askDelete"]>(),
+    deleteSession: vi.fn<Actions["deleteSession"]>(),
   } satisfies Actions;
 }
 
@@ -329,5 +335,34 @@ describe("shellQuote", () => {
     expect(shellQuote("/home/me/project")).toBe("/home/me/project");
     expect(shellQuote("/home/me/my project")).toBe("'/home/me/my project'");
     expect(shellQuote("/it's")).toBe(`'/it'\\''s'`);
+  });
+});
+
+describe("delete", () => {
+  beforeEach(() => {
+    root = document.createElement("div");
+  });
+
+  it("asks first, naming the session and what cannot be undone", () => {
+    const actions = spyActions();
+    renderApp(root, state(), actions);
+    (root.querySelector("[data-testid='delete']") as HTMLButtonElement).click();
+    expect(actions.askDelete).toHaveBeenCalledWith("1795952464415_3prb");
+
+    renderApp(root, state({ confirmDelete: "1795952464415_3prb" }), actions);
+    const dialog = root.querySelector("[data-testid='delete-dialog']") as HTMLElement;
+    expect(dialog.textContent).toContain("1795952464415_3prb");
+    expect(dialog.textContent).toContain("cannot be undone");
+    (root.querySelector("[data-testid='cancel-delete']") as HTMLButtonElement).click();
+    expect(actions.askDelete).toHaveBeenLastCalledWith(null);
+    (root.querySelector("[data-testid='confirm-delete']") as HTMLButtonElement).click();
+    expect(actions.deleteSession).toHaveBeenCalledWith("1795952464415_3prb");
+  });
+
+  it("is disabled, saying why, while the session's run is live", () => {
+    renderApp(root, state({ runs: [liveRun()] }), spyActions());
+    const remove = root.querySelector("[data-testid='delete']") as HTMLButtonElement;
+    expect(remove.disabled).toBe(true);
+    expect(remove.title).toContain("Stop its run first");
   });
 });

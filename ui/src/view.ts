@@ -7,7 +7,7 @@ import { badge, button, el, errorBox, type Child } from "./elements";
 import { exactTime, nodeCount, relativeTime, statusMark } from "./format";
 import { liveRunsStrip, type LiveRunActions } from "./liveruns";
 import { createRunBar, type RunBar, type RunBarActions } from "./runbar";
-import type { LiveRun } from "./runs";
+import { isLive, type LiveRun } from "./runs";
 import type { Agent, CommandError, NodeSummary, SessionRow, WorkspaceInfo } from "./types";
 
 export { badge, errorBox };
@@ -32,6 +32,10 @@ export interface ViewState {
   runError: CommandError | null;
   /** Why the last pin or unpin failed. */
   pinError: CommandError | null;
+  /** The session whose deletion waits for a confirmation. */
+  confirmDelete: string | null;
+  /** Why the last delete failed. */
+  deleteError: CommandError | null;
   /** A reload is under way (the previous data stays on screen meanwhile). */
   refreshing: boolean;
   now: Date;
@@ -41,6 +45,9 @@ export interface Actions extends RunBarActions, LiveRunActions {
   refresh(): void;
   /** Pins (`pin` true) or unpins a session. */
   togglePin(sessionId: string, pin: boolean): void;
+  /** Asks to delete a session (`null`: never mind); the dialog then confirms it. */
+  askDelete(sessionId: string | null): void;
+  deleteSession(sessionId: string): void;
 }
 
 /** The parts of the page that live across renders, and what each was last drawn from. */
@@ -98,7 +105,16 @@ export function renderApp(root: HTMLElement, state: ViewState, actions: Actions)
     parts.liveRuns.replaceChildren(...(strip ? [strip] : []));
     parts.drawn.runs = state.runs;
   }
-  const sessionsInputs = [state.workspace, state.sessions, state.refreshing, state.now, state.pinError];
+  const sessionsInputs = [
+    state.workspace,
+    state.sessions,
+    state.refreshing,
+    state.now,
+    state.pinError,
+    state.confirmDelete,
+    state.deleteError,
+    state.runs,
+  ];
   if (!sameItems(parts.drawn.sessions, sessionsInputs)) {
     parts.sessions.replaceChildren(sessionsCard(state, actions));
     parts.drawn.sessions = sessionsInputs;
@@ -159,7 +175,8 @@ function sessionsCard(state: ViewState, actions: Actions): HTMLElement {
     body = emptyState(workspace.value);
   } else {
     count = sessions.value.length === 1 ? "1 session" : `${sessions.value.length} sessions`;
-    body = sessionsTable(sessions.value, state.now, actions);
+    const live = new Set(state.runs.filter(isLive).map((run) => run.sessionId));
+    body = sessionsTable(sessions.value, state.now, live, actions);
   }
   return el(
     "section",
@@ -172,6 +189,8 @@ function sessionsCard(state: ViewState, actions: Actions): HTMLElement {
       state.refreshing && sessions.kind !== "loading" && el("span", { class: "muted refreshing" }, "refreshing…"),
     ),
     state.pinError && errorBox("The pin could not be changed", state.pinError),
+    state.deleteError && errorBox("The session could not be deleted", state.deleteError),
+    state.confirmDelete && deleteDialog(state.confirmDelete, actions),
     body,
   );
 }
@@ -205,7 +224,12 @@ export function shellQuote(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
-function sessionsTable(sessions: readonly SessionRow[], now: Date, actions: Actions): HTMLElement {
+function sessionsTable(
+  sessions: readonly SessionRow[],
+  now: Date,
+  live: ReadonlySet<string>,
+  actions: Actions,
+): HTMLElement {
   const head = el(
     "thead",
     {},
@@ -218,13 +242,14 @@ function sessionsTable(sessions: readonly SessionRow[], now: Date, actions: Acti
       el("th", { attrs: { scope: "col" } }, "Current node"),
       el("th", { attrs: { scope: "col" } }, "Nodes"),
       el("th", { class: "updated", attrs: { scope: "col" } }, "Last update"),
+      el("th", { class: "actions-col", attrs: { scope: "col", "aria-label": "Actions" } }),
     ),
   );
-  const body = el("tbody", {}, ...sessions.map((session) => sessionRow(session, now, actions)));
+  const body = el("tbody", {}, ...sessions.map((session) => sessionRow(session, now, live.has(session.id), actions)));
   return el("div", { class: "table-wrap" }, el("table", { class: "sessions" }, head, body));
 }
 
-function sessionRow(session: SessionRow, now: Date, actions: Actions): HTMLElement {
+function sessionRow(session: SessionRow, now: Date, live: boolean, actions: Actions): HTMLElement {
   const updated = new Date(session.updated_at);
   return el(
     "tr",
@@ -253,7 +278,51 @@ function sessionRow(session: SessionRow, now: Date, actions: Actions): HTMLEleme
         relativeTime(updated, now),
       ),
     ),
+    el("td", { class: "row-actions" }, deleteButton(session, live, actions)),
   );
+}
+
+/** Delete: disabled, and saying why, while the session's run is live (Stop never deletes). */
+function deleteButton(session: SessionRow, live: boolean, actions: Actions): HTMLButtonElement {
+  const remove = button(
+    {
+      class: "delete",
+      title: live ? "Stop its run first: a session with a live run cannot be deleted" : "Delete this session",
+      attrs: { "data-testid": "delete", "aria-label": `Delete ${session.id}` },
+    },
+    "Delete",
+    () => actions.askDelete(session.id),
+  );
+  remove.disabled = live;
+  return remove;
+}
+
+/** Asks before deleting, naming the session and what cannot be undone. */
+function deleteDialog(sessionId: string, actions: Actions): HTMLElement {
+  const confirm = button(
+    { class: "button danger", attrs: { "data-testid": "confirm-delete" } },
+    "Delete",
+    () => actions.deleteSession(sessionId),
+  );
+  const cancel = button({ class: "button", attrs: { "data-testid": "cancel-delete" } }, "Cancel", () =>
+    actions.askDelete(null),
+  );
+  const dialog = el(
+    "div",
+    { class: "confirm", attrs: { role: "alertdialog", "aria-labelledby": "confirm-title", "data-testid": "delete-dialog" } },
+    el("h2", { attrs: { id: "confirm-title" } }, "Delete session ", el("code", {}, sessionId), "?"),
+    el(
+      "p",
+      {},
+      "Its folder goes to the system trash. The studio's records of it (runs, output, logs, messages) are deleted, and that cannot be undone.",
+    ),
+    el("div", { class: "confirm-buttons" }, cancel, confirm),
+  );
+  dialog.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") actions.askDelete(null);
+  });
+  queueMicrotask(() => cancel.focus());
+  return dialog;
 }
 
 /** A star: filled when the session is pinned. */
