@@ -14,6 +14,7 @@ APT_PACKAGES=(
   build-essential pkg-config curl file libssl-dev
   libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev
   xvfb xauth webkit2gtk-driver imagemagick fonts-dejavu-core
+  python3
 )
 
 as_root() {
