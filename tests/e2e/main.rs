@@ -74,24 +74,26 @@ async fn the_window_lists_the_sessions_of_the_workspace() {
         );
 
         for id in [FANOUT.id, PIPELINE.id] {
-            let row = client
-                .find(Locator::Css(&format!("tr[data-session-id='{id}']")))
-                .await
-                .unwrap_or_else(|e| panic!("no row carries data-session-id={id}: {e}"));
-            let badge = row
-                .find(Locator::Css(".badge"))
-                .await
-                .unwrap_or_else(|e| panic!("the row of {id} has no status badge: {e}"));
-            let status = badge.attr("data-status").await.unwrap().unwrap_or_default();
+            // Read again if the table is redrawn meanwhile (the watcher's first scan reloads it).
+            let (status, label) = harness::eventually(&format!("the status badge of {id}"), || async {
+                let badge = client
+                    .find(Locator::Css(&format!("tr[data-session-id='{id}'] .badge")))
+                    .await
+                    .map_err(|e| format!("the row of {id} has no status badge: {e}"))?;
+                let status = badge
+                    .attr("data-status")
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .unwrap_or_default();
+                let label = badge.text().await.map_err(|e| e.to_string())?;
+                Ok((status, label))
+            })
+            .await;
             assert!(
                 STATUSES.contains(&status.as_str()),
                 "badge of {id} has status `{status}`"
             );
-            assert_eq!(
-                badge.text().await.unwrap().to_lowercase(),
-                status,
-                "the badge says its status"
-            );
+            assert_eq!(label.to_lowercase(), status, "the badge says its status");
         }
 
         let nodes = texts(&client, "tr[data-session-id] td.nodes").await;

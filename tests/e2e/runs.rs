@@ -86,17 +86,13 @@ async fn a_run_started_from_the_window_is_followed_live_and_stopped() {
         );
 
         let session_id = text_of(&client, ".live-run .live-session-id").await.unwrap();
-        let row = wait_for(&client, &format!("tr[data-session-id='{session_id}']")).await;
-        let title = row
-            .find(Locator::Css(".session-title"))
-            .await
-            .expect("the row has a title");
-        assert_eq!(
-            title.text().await.unwrap(),
-            "write a haiku",
-            "the session the run made is listed, titled by its prompt"
-        );
         let row_css = format!("tr[data-session-id='{session_id}']");
+        // The table is redrawn as the session's folder changes: read it until it holds still.
+        eventually("the session the run made is listed, titled by its prompt", || async {
+            let title = text_of(&client, &format!("{row_css} .session-title")).await?;
+            (title == "write a haiku").then_some(()).ok_or(title)
+        })
+        .await;
         eventually("the table says how the run ended, not `running`", || async {
             let status = client
                 .find(Locator::Css(&format!("{row_css} .badge")))
