@@ -683,6 +683,23 @@ impl Store {
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
     }
 
+    /// The last run of each session of a workspace (what a listing needs; not every run ever).
+    fn last_runs(&self, workspace: &Workspace) -> Result<Vec<RunRecord>, Error> {
+        let conn = self.conn();
+        let sql = format!(
+            "SELECT {} FROM runs r JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
+             WHERE w.root = ?1
+               AND r.started_at = (SELECT MAX(started_at) FROM runs WHERE session_key = r.session_key)
+             ORDER BY r.started_at DESC, r.id DESC",
+            Self::RUN_COLUMNS
+        );
+        let mut statement = conn.prepare_cached(&sql).map_err(|e| self.err(e))?;
+        let rows = statement
+            .query_map([workspace.root().to_string_lossy()], Self::run_from_row)
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
     /// One run by its id, in any workspace.
     pub fn run(&self, run_id: &str) -> Result<RunRecord, Error> {
         let conn = self.conn();
@@ -992,7 +1009,7 @@ impl Store {
     /// takes its last run's status when its files cannot tell.
     pub fn list_sessions(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
         let mut sessions = crate::index::list(self, workspace, now)?;
-        let runs = self.runs(workspace, None)?;
+        let runs = self.last_runs(workspace)?;
         let last_runs: Vec<ended_runs::LastRun<'_>> = runs.iter().map(ended_runs::LastRun::from).collect();
         ended_runs::with_ended_runs(sessions.iter_mut(), &last_runs, |run_id| {
             self.spans(run_id).unwrap_or_default()

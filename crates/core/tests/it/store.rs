@@ -721,3 +721,28 @@ fn the_watcher_keeps_the_index_current() {
     wait("the removal in the index", &|| indexed("1795952600000_wat1") == 0);
     drop(watcher);
 }
+
+#[test]
+fn a_listed_session_takes_the_status_of_its_last_run_not_an_earlier_one() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let session = id("1795952600000_last");
+    make_folder(&s.workspace, session.as_str());
+    let status = || {
+        store.list_sessions(&s.workspace, SystemTime::now()).unwrap()[0]
+            .summary
+            .status
+    };
+    let first = start_run(&store, &s.workspace, &session, "first");
+    finish(&store, &first, Status::Cancelled);
+    assert_eq!(
+        status(),
+        Status::Cancelled,
+        "the folder cannot tell; the ended run does"
+    );
+    std::thread::sleep(Duration::from_millis(5));
+    let second = start_run(&store, &s.workspace, &session, "again");
+    assert_eq!(status(), Status::Running, "the later run is live");
+    finish(&store, &second, Status::Error);
+    assert_eq!(status(), Status::Error, "the last run decides, not the first");
+}
