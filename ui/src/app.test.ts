@@ -21,6 +21,8 @@ function row(id: string, overrides: Partial<SessionRow> = {}): SessionRow {
     pinned_at: null,
     title: null,
     agent: null,
+    messages: 0,
+    live_run: null,
     ...overrides,
   };
 }

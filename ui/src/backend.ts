@@ -7,10 +7,20 @@ import { listen } from "@tauri-apps/api/event";
 import type {
   Agent,
   CommandError,
+  FileChunk,
+  FileEntry,
+  LogLine,
+  Message,
+  OutputPage,
+  OutputQuery,
   RunEvent,
+  RunOutputEvent,
   RunRecord,
   RunStartRequest,
+  SearchHit,
+  SessionDetail,
   SessionRow,
+  Span,
   StartedRun,
   WorkspaceInfo,
 } from "./types";
@@ -28,11 +38,44 @@ export interface Backend {
   runsList(sessionId?: string): Promise<RunRecord[]>;
   /** Deletes a session's records and moves its folder to the trash; refused while its run is live. */
   sessionDelete(sessionId: string): Promise<void>;
+  /** Absolute paths, most recent first; includes the open one. */
+  workspacesRecent(): Promise<string[]>;
+  /** Switches the app's workspace. */
+  workspaceOpen(path: string): Promise<WorkspaceInfo>;
+  /** The native folder picker, then opens the folder; `null` when cancelled. */
+  workspacePick(): Promise<WorkspaceInfo | null>;
+  sessionGet(sessionId: string): Promise<SessionDetail>;
+  sessionMessages(sessionId: string): Promise<Message[]>;
+  /** Oldest first. */
+  sessionLogs(sessionId: string): Promise<LogLine[]>;
+  runSpans(runId: string): Promise<Span[]>;
+  /** At most `limit` lines with `seq >= fromSeq` that match the filters. */
+  runOutput(runId: string, query: OutputQuery): Promise<OutputPage>;
+  /** Sorted by path. */
+  sessionFiles(sessionId: string): Promise<FileEntry[]>;
+  /** `path`: relative to the session folder, or absolute inside it. */
+  sessionFileRead(sessionId: string, path: string, offset: number, limit: number): Promise<FileChunk>;
+  /** Opens the session folder in the file manager. */
+  sessionReveal(sessionId: string): Promise<void>;
+  search(query: string, limit: number): Promise<SearchHit[]>;
+  runReplay(sessionId: string, node: string, agent: string): Promise<StartedRun>;
+  /** Adds or replaces (`previousName`) an agent of `.zibby/studio.toml`; resolves to all the agents. */
+  agentSave(agent: Agent, previousName: string | null): Promise<Agent[]>;
   /** Calls `handler` with every run event from now on; resolves to a function that stops that. */
   onRunEvent(handler: (event: RunEvent) => void): Promise<() => void>;
   /** Calls `handler` whenever a session folder appears, changes or goes (from any source). */
   onSessionsChanged(handler: () => void): Promise<() => void>;
+  /** Calls `handler` as runs print (at most ~10 times a second per run). */
+  onRunOutput(handler: (event: RunOutputEvent) => void): Promise<() => void>;
+  /** Calls `handler` when the workspace was switched elsewhere (the app menu, a second launch). */
+  onWorkspaceChanged(handler: (workspace: WorkspaceInfo) => void): Promise<() => void>;
 }
+
+/** The Tauri event the shell sends output progress as. */
+export const RUN_OUTPUT = "run-output";
+
+/** The Tauri event the shell sends when the workspace was switched. */
+export const WORKSPACE_CHANGED = "workspace-changed";
 
 /** The Tauri event the shell sends run events as. */
 export const RUN_EVENT = "run-event";
@@ -79,6 +122,30 @@ export const tauriBackend: Backend = {
   runStop: (runId, force) => call<string>("run_stop", { run_id: runId, force }),
   runsList: (sessionId) => call<RunRecord[]>("runs_list", { session_id: sessionId ?? null }),
   sessionDelete: (sessionId) => call<void>("session_delete", { session_id: sessionId }),
+  workspacesRecent: () => call<string[]>("workspaces_recent"),
+  workspaceOpen: (path) => call<WorkspaceInfo>("workspace_open", { path }),
+  workspacePick: () => call<WorkspaceInfo | null>("workspace_pick"),
+  sessionGet: (sessionId) => call<SessionDetail>("session_get", { session_id: sessionId }),
+  sessionMessages: (sessionId) => call<Message[]>("session_messages", { session_id: sessionId }),
+  sessionLogs: (sessionId) => call<LogLine[]>("session_logs", { session_id: sessionId }),
+  runSpans: (runId) => call<Span[]>("run_spans", { run_id: runId }),
+  runOutput: (runId, query) =>
+    call<OutputPage>("run_output", {
+      run_id: runId,
+      from_seq: query.fromSeq,
+      limit: query.limit,
+      node: query.node ?? null,
+      stream: query.stream ?? null,
+    }),
+  sessionFiles: (sessionId) => call<FileEntry[]>("session_files", { session_id: sessionId }),
+  sessionFileRead: (sessionId, path, offset, limit) =>
+    call<FileChunk>("session_file_read", { session_id: sessionId, path, offset, limit }),
+  sessionReveal: (sessionId) => call<void>("session_reveal", { session_id: sessionId }),
+  search: (query, limit) => call<SearchHit[]>("search", { query, limit }),
+  runReplay: (sessionId, node, agent) => call<StartedRun>("run_replay", { session_id: sessionId, node, agent }),
+  agentSave: (agent, previousName) => call<Agent[]>("agent_save", { agent, previous_name: previousName }),
   onRunEvent: (handler) => listen<RunEvent>(RUN_EVENT, (event) => handler(event.payload)),
   onSessionsChanged: (handler) => listen(SESSIONS_CHANGED, () => handler()),
+  onRunOutput: (handler) => listen<RunOutputEvent>(RUN_OUTPUT, (event) => handler(event.payload)),
+  onWorkspaceChanged: (handler) => listen<WorkspaceInfo>(WORKSPACE_CHANGED, (event) => handler(event.payload)),
 };

@@ -1,16 +1,52 @@
-// A backend in memory, for the unit tests (and a browser without the desktop shell): sessions and
-// agents as given, pins kept in a set, runs started as the test says, events sent with `emit`.
+// A backend in memory, for the unit tests (and a browser without the desktop shell): sessions,
+// agents, runs, output and files as the test gives them, pins kept on the rows, events sent with
+// `emit`, `sessionsChanged`, `emitOutput` and `workspaceChanged`.
 
 import type { Backend } from "./backend";
-import type { Agent, RunEvent, SessionRow, StartedRun, WorkspaceInfo } from "./types";
+import type {
+  Agent,
+  FileChunk,
+  LogLine,
+  Message,
+  OutputLine,
+  RunEvent,
+  RunOutputEvent,
+  RunRecord,
+  SearchHit,
+  SessionDetail,
+  SessionRow,
+  Span,
+  StartedRun,
+  WorkspaceInfo,
+} from "./types";
+
+/** A file of a fake session folder: its text, or `{ binary: bytes }`. */
+export type FakeFile = string | { binary: number };
 
 export interface FakeBackend extends Backend {
   /** Sends a run event to whoever listens, as the shell would. */
   emit(event: RunEvent): void;
   /** Tells whoever listens that session folders changed, as the shell's watcher would. */
   sessionsChanged(): void;
+  /** Tells whoever listens that a run printed, as the shell would. */
+  emitOutput(event: RunOutputEvent): void;
+  /** Tells whoever listens that the workspace was switched elsewhere. */
+  workspaceChanged(workspace: WorkspaceInfo): void;
+  workspace: WorkspaceInfo;
   sessions: SessionRow[];
   agents: Agent[];
+  recent: string[];
+  /** What the folder picker answers. */
+  picked: WorkspaceInfo | null;
+  /** Session details by id; a session without one gets one made from its row. */
+  details: Map<string, SessionDetail>;
+  messages: Map<string, Message[]>;
+  logs: Map<string, LogLine[]>;
+  runs: RunRecord[];
+  spans: Map<string, Span[]>;
+  output: Map<string, OutputLine[]>;
+  /** Files by session id, then by path relative to the session folder. */
+  files: Map<string, Map<string, FakeFile>>;
   /** The calls made, as `name(args)` strings, in order. */
   calls: string[];
 }
@@ -20,10 +56,68 @@ export function fakeBackend(
 ): FakeBackend {
   const listeners = new Set<(event: RunEvent) => void>();
   const sessionListeners = new Set<() => void>();
+  const outputListeners = new Set<(event: RunOutputEvent) => void>();
+  const workspaceListeners = new Set<(workspace: WorkspaceInfo) => void>();
   let nextRun = 1;
+
+  function detailOf(sessionId: string): SessionDetail {
+    const detail = backend.details.get(sessionId);
+    if (detail) return detail;
+    const row = backend.sessions.find((candidate) => candidate.id === sessionId);
+    if (!row) throw { code: "session_not_found", message: `no session \`${sessionId}\`` };
+    return {
+      id: row.id,
+      path: row.path,
+      layout: "engine",
+      status: row.status,
+      current_node: row.current_node,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+      info: null,
+      nodes: row.nodes.map((node) => ({
+        name: node.name,
+        status: node.status,
+        path: `${row.path}/${node.name}`,
+        artifacts: {
+          prompt: null,
+          prompt_preview: null,
+          raw_output: null,
+          result: null,
+          result_value: null,
+          raw_stream: null,
+        },
+      })),
+      result: null,
+      events: [],
+      raw_stream_output: null,
+      problems: row.problems,
+    };
+  }
+
+  function started(sessionId: string | null): StartedRun {
+    const run: StartedRun = {
+      run_id: `run-${nextRun}`,
+      session_id: sessionId ?? `session-${nextRun}`,
+      session_path: `/p/.zibby/output/sessions/${sessionId ?? `session-${nextRun}`}`,
+      pid: 1000 + nextRun,
+    };
+    nextRun += 1;
+    return run;
+  }
+
   const backend: FakeBackend = {
+    workspace: init.workspace ?? { root: "/p", sessions_dir: "/p/.zibby/output/sessions" },
     sessions: init.sessions ?? [],
     agents: init.agents ?? [],
+    recent: [],
+    picked: null,
+    details: new Map(),
+    messages: new Map(),
+    logs: new Map(),
+    runs: [],
+    spans: new Map(),
+    output: new Map(),
+    files: new Map(),
     calls: [],
     emit(event) {
       for (const listener of listeners) listener(event);
@@ -31,8 +125,15 @@ export function fakeBackend(
     sessionsChanged() {
       for (const listener of sessionListeners) listener();
     },
+    emitOutput(event) {
+      for (const listener of outputListeners) listener(event);
+    },
+    workspaceChanged(workspace) {
+      backend.workspace = workspace;
+      for (const listener of workspaceListeners) listener(workspace);
+    },
     async workspaceGet() {
-      return init.workspace ?? { root: "/p", sessions_dir: "/p/.zibby/output/sessions" };
+      return backend.workspace;
     },
     async sessionsList() {
       backend.calls.push("sessionsList()");
@@ -55,26 +156,129 @@ export function fakeBackend(
       return backend.agents;
     },
     async runStart(request) {
-      backend.calls.push(`runStart(${request.agent}, ${request.prompt})`);
-      const started: StartedRun = {
-        run_id: `run-${nextRun}`,
-        session_id: `session-${nextRun}`,
-        session_path: `/p/.zibby/output/sessions/session-${nextRun}`,
-        pid: 1000 + nextRun,
-      };
-      nextRun += 1;
-      return started;
+      backend.calls.push(
+        request.session_id
+          ? `runStart(${request.agent}, ${request.prompt}, ${request.session_id})`
+          : `runStart(${request.agent}, ${request.prompt})`,
+      );
+      return started(request.session_id ?? null);
     },
     async runStop(runId, force) {
       backend.calls.push(`runStop(${runId}, ${force})`);
       return force ? "force stopping" : "stopping: the current node finishes first";
     },
-    async runsList() {
-      return [];
+    async runsList(sessionId) {
+      return backend.runs.filter((run) => sessionId === undefined || run.session_id === sessionId);
     },
     async sessionDelete(sessionId) {
       backend.calls.push(`sessionDelete(${sessionId})`);
       backend.sessions = backend.sessions.filter((row) => row.id !== sessionId);
+    },
+    async workspacesRecent() {
+      return backend.recent;
+    },
+    async workspaceOpen(path) {
+      backend.calls.push(`workspaceOpen(${path})`);
+      backend.workspace = { root: path, sessions_dir: `${path}/.zibby/output/sessions` };
+      return backend.workspace;
+    },
+    async workspacePick() {
+      backend.calls.push("workspacePick()");
+      if (backend.picked) backend.workspace = backend.picked;
+      return backend.picked;
+    },
+    async sessionGet(sessionId) {
+      backend.calls.push(`sessionGet(${sessionId})`);
+      return detailOf(sessionId);
+    },
+    async sessionMessages(sessionId) {
+      return backend.messages.get(sessionId) ?? [];
+    },
+    async sessionLogs(sessionId) {
+      return backend.logs.get(sessionId) ?? [];
+    },
+    async runSpans(runId) {
+      backend.calls.push(`runSpans(${runId})`);
+      return backend.spans.get(runId) ?? [];
+    },
+    async runOutput(runId, query) {
+      backend.calls.push(`runOutput(${runId}, ${query.fromSeq}, ${query.limit})`);
+      const all = backend.output.get(runId) ?? [];
+      const lines: OutputLine[] = [];
+      let next: number | null = null;
+      for (const line of all) {
+        if (line.seq < query.fromSeq) continue;
+        if (query.node && line.node !== query.node) continue;
+        if (query.stream && line.stream !== query.stream) continue;
+        if (lines.length === query.limit) {
+          next = line.seq;
+          break;
+        }
+        lines.push(line);
+      }
+      return { lines, next_seq: next, total: all.length };
+    },
+    async sessionFiles(sessionId) {
+      const files = backend.files.get(sessionId) ?? new Map<string, FakeFile>();
+      return [...files.entries()]
+        .map(([path, file]) => ({
+          path,
+          bytes: typeof file === "string" ? new TextEncoder().encode(file).length : file.binary,
+          modified_at: "2026-11-29T12:00:00Z",
+        }))
+        .sort((a, b) => a.path.localeCompare(b.path));
+    },
+    async sessionFileRead(sessionId, path, offset, limit): Promise<FileChunk> {
+      backend.calls.push(`sessionFileRead(${sessionId}, ${path}, ${offset})`);
+      const row = detailOf(sessionId);
+      const relative = path.startsWith(`${row.path}/`) ? path.slice(row.path.length + 1) : path;
+      const file = backend.files.get(sessionId)?.get(relative);
+      if (file === undefined) throw { code: "file_not_found", message: `no file \`${path}\`` };
+      if (typeof file !== "string") {
+        return { path: relative, offset, bytes_total: file.binary, text: "", next_offset: null, binary: true };
+      }
+      const end = Math.min(file.length, offset + limit);
+      return {
+        path: relative,
+        offset,
+        bytes_total: file.length,
+        text: file.slice(offset, end),
+        next_offset: end < file.length ? end : null,
+        binary: false,
+      };
+    },
+    async sessionReveal(sessionId) {
+      backend.calls.push(`sessionReveal(${sessionId})`);
+    },
+    async search(query, limit) {
+      backend.calls.push(`search(${query})`);
+      const hits: SearchHit[] = [];
+      const needle = query.toLowerCase();
+      for (const run of backend.runs) {
+        for (const line of backend.output.get(run.id) ?? []) {
+          if (line.text.toLowerCase().includes(needle)) {
+            hits.push({ kind: "output", session_id: run.session_id, run_id: run.id, node: line.node, line: line.seq, text: line.text });
+          }
+        }
+      }
+      for (const [sessionId, messages] of backend.messages) {
+        for (const message of messages) {
+          if (message.text.toLowerCase().includes(needle)) {
+            hits.push({ kind: "message", session_id: sessionId, run_id: null, node: null, line: message.seq, text: message.text });
+          }
+        }
+      }
+      return hits.slice(0, limit);
+    },
+    async runReplay(sessionId, node, agent) {
+      backend.calls.push(`runReplay(${sessionId}, ${node}, ${agent})`);
+      return started(sessionId);
+    },
+    async agentSave(agent, previousName) {
+      backend.calls.push(`agentSave(${agent.name}, ${previousName})`);
+      const others = backend.agents.filter((candidate) => candidate.name !== (previousName ?? agent.name));
+      backend.agents = [...others, agent];
+      return backend.agents;
     },
     async onRunEvent(handler) {
       listeners.add(handler);
@@ -83,6 +287,14 @@ export function fakeBackend(
     async onSessionsChanged(handler) {
       sessionListeners.add(handler);
       return () => sessionListeners.delete(handler);
+    },
+    async onRunOutput(handler) {
+      outputListeners.add(handler);
+      return () => outputListeners.delete(handler);
+    },
+    async onWorkspaceChanged(handler) {
+      workspaceListeners.add(handler);
+      return () => workspaceListeners.delete(handler);
     },
   };
   return backend;

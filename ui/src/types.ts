@@ -41,6 +41,10 @@ export interface SessionRow extends SessionSummary {
   /** The beginning of the first prompt, else the agent's name (sessions the studio ran). */
   title: string | null;
   agent: string | null;
+  /** The conversation messages the store holds for it. */
+  messages: number;
+  /** The id of its run that is live right now (possibly started by another process, such as the CLI). */
+  live_run: string | null;
 }
 
 /** An agent of the workspace's `.zibby/studio.toml`. */
@@ -110,4 +114,142 @@ export type RunEvent =
 export interface CommandError {
   code: string;
   message: string;
+}
+
+/** A file of a session folder: its absolute path and size. */
+export interface FileRef {
+  path: string;
+  bytes: number;
+}
+
+export interface NodeArtifacts {
+  prompt: FileRef | null;
+  prompt_preview: string | null;
+  raw_output: FileRef | null;
+  result: FileRef | null;
+  /** `result` already parsed, when it is JSON. */
+  result_value: unknown | null;
+  raw_stream: FileRef | null;
+}
+
+export interface SessionNode {
+  name: string;
+  status: Status;
+  path: string | null;
+  artifacts: NodeArtifacts;
+}
+
+export interface SessionInfo {
+  session_path: string;
+  session_timestamp: unknown;
+  current_node: string | null;
+  created_at: string | null;
+}
+
+/** One session read in full (`session_get`). */
+export interface SessionDetail {
+  id: string;
+  path: string;
+  layout: "engine" | "documented";
+  status: Status;
+  current_node: string | null;
+  created_at: string | null;
+  updated_at: string;
+  info: SessionInfo | null;
+  nodes: SessionNode[];
+  result: unknown | null;
+  events: unknown[];
+  raw_stream_output: FileRef | null;
+  problems: Problem[];
+}
+
+/** A conversation message of a session, as the store keeps it. */
+export interface Message {
+  seq: number;
+  role: string;
+  text: string;
+  created_at: string;
+}
+
+export type LogLevel = "debug" | "info" | "warn" | "error";
+
+export interface LogLine {
+  at: string;
+  level: LogLevel;
+  event: string;
+  message: string;
+  run_id: string | null;
+  fields: Record<string, unknown>;
+}
+
+/** A traced span of a run: the run itself, or one execution of a node. */
+export interface Span {
+  id: number;
+  parent_id: number | null;
+  run_id: string;
+  name: string;
+  kind: "run" | "node";
+  depth: number;
+  started_at: string;
+  ended_at: string | null;
+  status: Status;
+}
+
+export type OutputStream = "stdout" | "stderr";
+
+export interface OutputLine {
+  /** 1-based, over all the lines of the run. */
+  seq: number;
+  stream: OutputStream;
+  /** Milliseconds since the run started. */
+  at_ms: number;
+  node: string | null;
+  text: string;
+}
+
+export interface OutputPage {
+  lines: OutputLine[];
+  /** Where to continue; `null`: nothing more yet. */
+  next_seq: number | null;
+  /** All the lines of the run so far, unfiltered. */
+  total: number;
+}
+
+export interface OutputQuery {
+  fromSeq: number;
+  limit: number;
+  node?: string | null;
+  stream?: OutputStream | null;
+}
+
+export interface FileEntry {
+  /** Relative to the session folder, '/'-separated. */
+  path: string;
+  bytes: number;
+  modified_at: string;
+}
+
+export interface FileChunk {
+  path: string;
+  offset: number;
+  bytes_total: number;
+  text: string;
+  next_offset: number | null;
+  binary: boolean;
+}
+
+export interface SearchHit {
+  kind: "output" | "message" | "log" | "node";
+  session_id: string;
+  run_id: string | null;
+  node: string | null;
+  line: number;
+  text: string;
+}
+
+/** The `run-output` event: the run has `lines` lines stored so far. */
+export interface RunOutputEvent {
+  run_id: string;
+  session_id: string;
+  lines: number;
 }

@@ -25,6 +25,8 @@ function session(overrides: Partial<SessionRow> = {}): SessionRow {
     pinned_at: null,
     title: null,
     agent: null,
+    messages: 0,
+    live_run: null,
     ...overrides,
   };
 }
