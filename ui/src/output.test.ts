@@ -1,0 +1,136 @@
+import { beforeEach, describe, expect, it, vi } from "vitest";
+
+import { fakeBackend, type FakeBackend } from "./fake-backend";
+import { createOutputView, type OutputView } from "./output";
+import type { OutputLine } from "./types";
+
+const ESC = "\x1b";
+
+function lines(count: number, make: (seq: number) => Partial<OutputLine> = () => ({})): OutputLine[] {
+  return Array.from({ length: count }, (_, i) => ({
+    seq: i + 1,
+    stream: "stdout" as const,
+    at_ms: i,
+    node: "work",
+    text: `line ${i + 1}`,
+    ...make(i + 1),
+  }));
+}
+
+let backend: FakeBackend;
+let view: OutputView;
+
+function shownSeqs(): number[] {
+  return [...view.element.querySelectorAll("#output .output-line")].map((line) => Number(line.getAttribute("data-seq")));
+}
+
+function scroller(): HTMLElement {
+  return view.element.querySelector(".output-scroller") as HTMLElement;
+}
+
+function scrollTo(top: number): void {
+  scroller().scrollTop = top;
+  scroller().dispatchEvent(new Event("scroll"));
+}
+
+async function open(all: OutputLine[], nodes: string[] = ["work"]): Promise<void> {
+  backend.output.set("r1", all);
+  view = createOutputView({ backend, runId: "r1", nodes });
+  document.body.append(view.element);
+  await vi.waitFor(() => expect(shownSeqs().length).toBeGreaterThan(0));
+}
+
+beforeEach(() => {
+  document.body.replaceChildren();
+  backend = fakeBackend();
+});
+
+describe("the output view", () => {
+  it("opens at the tail of a long output, with only a window of lines in the DOM", async () => {
+    await open(lines(100_000));
+    const seqs = shownSeqs();
+    expect(seqs.at(-1)).toBe(100_000);
+    expect(seqs.length).toBeLessThan(150);
+    const pageFetches = backend.calls.filter((call) => call.startsWith("runOutput(r1") && !call.endsWith(", 1, 1)"));
+    expect(pageFetches.length).toBeLessThanOrEqual(2);
+    expect(view.element.querySelector(".line-count")?.textContent).toBe("100,000 lines");
+    expect((view.element.querySelector("#output-follow") as HTMLElement).hidden).toBe(true);
+  });
+
+  it("follows new lines while at the bottom, pauses when scrolled up, and jumps back to the latest", async () => {
+    await open(lines(1_000));
+    backend.output.set("r1", lines(1_200));
+    view.grew(1_200);
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(1_200));
+    expect(view.following()).toBe(true);
+
+    scrollTo(0);
+    await vi.waitFor(() => expect(shownSeqs()[0]).toBe(1));
+    expect(view.following()).toBe(false);
+    const follow = view.element.querySelector("#output-follow") as HTMLButtonElement;
+    expect(follow.hidden).toBe(false);
+
+    backend.output.set("r1", lines(1_300));
+    view.grew(1_300);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(shownSeqs()[0]).toBe(1); // the reader stays where they are
+
+    follow.click();
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(1_300));
+    expect(view.following()).toBe(true);
+  });
+
+  it("draws colours as styled spans, marks stderr, and shows markup as text", async () => {
+    const evil = '<img src=x onerror="window.pwned=1">';
+    await open([
+      { seq: 1, stream: "stdout", at_ms: 0, node: null, text: `${ESC}[31mred${ESC}[0m ${ESC}[2Kplain` },
+      { seq: 2, stream: "stderr", at_ms: 1, node: null, text: evil },
+    ]);
+    const [first, second] = [...view.element.querySelectorAll(".output-line")];
+    expect(first?.querySelector(".line-text")?.textContent).toBe("red plain");
+    expect(first?.querySelector(".ansi-fg-1")?.textContent).toBe("red");
+    expect(second?.classList.contains("stderr")).toBe(true);
+    expect(second?.querySelector(".line-text")?.textContent).toBe(evil);
+    expect(view.element.querySelector("img")).toBeNull();
+  });
+
+  it("filters by stream and by node, reading matching lines from the start", async () => {
+    await open(
+      lines(2_000, (seq) => ({ stream: seq % 100 === 0 ? "stderr" : "stdout", node: seq <= 1_000 ? "plan" : "write" })),
+      ["plan", "write"],
+    );
+    const stream = view.element.querySelector("#output-stream") as HTMLSelectElement;
+    stream.value = "stderr";
+    stream.dispatchEvent(new Event("change"));
+    await vi.waitFor(() => expect(shownSeqs()).toEqual(Array.from({ length: 20 }, (_, i) => (i + 1) * 100)));
+
+    const node = view.element.querySelector("#output-node") as HTMLSelectElement;
+    node.value = "write";
+    node.dispatchEvent(new Event("change"));
+    await vi.waitFor(() => expect(shownSeqs()).toEqual(Array.from({ length: 10 }, (_, i) => 1_100 + i * 100)));
+  });
+
+  it("finds a match in lines not loaded yet, scrolls to it and marks it", async () => {
+    await open(lines(5_000, (seq) => (seq === 1_234 ? { text: `the ${ESC}[1mNeedle${ESC}[0m is here` } : {})));
+    scrollTo(0);
+    const find = view.element.querySelector("#output-find") as HTMLInputElement;
+    find.value = "needle";
+    find.dispatchEvent(new Event("input"));
+    find.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter" }));
+    await vi.waitFor(() => expect(view.element.querySelector(".find-status")?.textContent).toBe("line 1,234"));
+    const marked = view.element.querySelector(".output-line.marked");
+    expect(marked?.getAttribute("data-seq")).toBe("1234");
+    expect(marked?.querySelector("mark.find-match")?.textContent).toBe("Needle");
+    expect(view.following()).toBe(false);
+
+    find.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter" }));
+    await vi.waitFor(() => expect(view.element.querySelector(".find-status")?.textContent).toBe("no match below"));
+  });
+
+  it("shows a given line (a search hit)", async () => {
+    await open(lines(50_000));
+    await view.showLine(20_000);
+    await vi.waitFor(() => expect(shownSeqs()).toContain(20_000));
+    expect(view.element.querySelector(".output-line.marked")?.getAttribute("data-seq")).toBe("20000");
+  });
+});

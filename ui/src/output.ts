@@ -1,0 +1,270 @@
+// The Output tab's line viewer for one run: a virtual window over the run's lines (only the visible
+// lines and a margin are in the DOM, a spacer stands for the rest), filled from a `LineSource` page
+// by page. It opens at the tail and follows it while scrolled to the bottom; scrolling up pauses
+// that, and "Jump to latest" resumes it. Find scans the lines forward or backward from the current
+// position, page by page through the same source, and marks the matches in the drawn lines.
+
+import { ansiNodes, markMatches, parseAnsi, stripAnsi } from "./ansi";
+import type { Backend } from "./backend";
+import { button, el } from "./elements";
+import { IndexedSource, PAGE_LINES, ScannedSource, type LineSource, type OutputFilter } from "./outputsource";
+import type { OutputLine, OutputStream } from "./types";
+import { isAtEnd, scrollTopOf, virtualWindow } from "./virtual";
+
+export const LINE_HEIGHT = 18;
+const MARGIN_LINES = 40;
+/** The viewport assumed when the page has no layout (tests). */
+const FALLBACK_VIEWPORT = 480;
+
+export interface OutputView {
+  element: HTMLElement;
+  /** The run has `total` lines now (the `run-output` event). */
+  grew(total: number): void;
+  /** Scrolls to the line with this seq and marks it (a search hit). */
+  showLine(seq: number): Promise<void>;
+  /** Whether the view follows the tail. */
+  following(): boolean;
+}
+
+export interface OutputViewOptions {
+  backend: Backend;
+  runId: string;
+  /** The nodes offered by the node filter. */
+  nodes: readonly string[];
+  /** Called when a fetch fails. */
+  onError?: (error: unknown) => void;
+}
+
+export function createOutputView(options: OutputViewOptions): OutputView {
+  const { backend, runId } = options;
+
+  const nodeSelect = el(
+    "select",
+    { class: "field small", attrs: { id: "output-node", "aria-label": "Node" } },
+    el("option", { attrs: { value: "" } }, "All nodes"),
+    ...options.nodes.map((node) => el("option", { attrs: { value: node } }, node)),
+  );
+  const streamSelect = el(
+    "select",
+    { class: "field small", attrs: { id: "output-stream", "aria-label": "Stream" } },
+    el("option", { attrs: { value: "" } }, "stdout + stderr"),
+    el("option", { attrs: { value: "stdout" } }, "stdout"),
+    el("option", { attrs: { value: "stderr" } }, "stderr"),
+  );
+  const findInput = el("input", {
+    class: "field small find",
+    attrs: { id: "output-find", type: "search", placeholder: "Find in output", "aria-label": "Find in output", spellcheck: "false" },
+  });
+  const findStatus = el("span", { class: "find-status muted", attrs: { "aria-live": "polite" } });
+  const previous = button({ class: "button small icon", title: "Previous match (Shift+Enter)" }, "↑", () => void find(-1));
+  const next = button({ class: "button small icon", title: "Next match (Enter)" }, "↓", () => void find(1));
+  const lineCount = el("span", { class: "line-count muted" });
+  const follow = button({ class: "button small follow", attrs: { id: "output-follow" } }, "Jump to latest ↓", () => jumpToLatest());
+  const note = el("p", { class: "output-note muted" });
+
+  const lines = el("div", { class: "output-lines", attrs: { id: "output", role: "log", "aria-label": "Output" } });
+  const space = el("div", { class: "output-space" }, lines);
+  const scroller = el("div", { class: "output-scroller", attrs: { tabindex: "0" } }, space);
+
+  const element = el(
+    "div",
+    { class: "output-view", attrs: { "data-run-id": runId } },
+    el("div", { class: "toolbar" }, nodeSelect, streamSelect, el("span", { class: "toolbar-gap" }), findInput, previous, next, findStatus, lineCount),
+    note,
+    el("div", { class: "output-frame" }, scroller, follow),
+  );
+
+  let filter: OutputFilter = { node: null, stream: null };
+  let source: LineSource = new IndexedSource(backend, runId, 0);
+  let isFollowing = true;
+  let findQuery = "";
+  let findToken = 0;
+  /** The line find or a search hit pointed at. */
+  let markedIndex: number | null = null;
+  let started = false;
+
+  const viewport = () => scroller.clientHeight || FALLBACK_VIEWPORT;
+
+  function currentWindow() {
+    return virtualWindow({
+      scrollTop: scroller.scrollTop,
+      viewport: viewport(),
+      count: source.count(),
+      rowHeight: LINE_HEIGHT,
+      margin: MARGIN_LINES,
+    });
+  }
+
+  /** Draws the lines of the current window, then fetches the ones missing and draws again. */
+  function render(): void {
+    const window = currentWindow();
+    space.style.height = `${window.height}px`;
+    if (isFollowing) {
+      scroller.scrollTop = window.height;
+      Object.assign(window, currentWindow());
+    }
+    lines.style.transform = `translateY(${window.offset}px)`;
+    const drawn: Node[] = [];
+    let missing = false;
+    for (let index = window.first; index < window.end; index++) {
+      const line = source.line(index);
+      if (line) drawn.push(lineElement(line, index));
+      else {
+        missing = true;
+        drawn.push(el("div", { class: "output-pending", attrs: { "aria-hidden": "true" } }, "…"));
+      }
+    }
+    lines.replaceChildren(...drawn);
+    follow.hidden = isFollowing;
+    const count = source.count();
+    lineCount.textContent = count === 1 ? "1 line" : `${count.toLocaleString("en-US")} lines`;
+    note.textContent = source.note() ?? "";
+    note.hidden = note.textContent === "";
+    if (missing || (source instanceof ScannedSource && window.end >= count - MARGIN_LINES)) {
+      void source.load(window.first, window.end).then(
+        (changed) => changed && render(),
+        (error: unknown) => options.onError?.(error),
+      );
+    }
+  }
+
+  function lineElement(line: OutputLine, index: number): HTMLElement {
+    const segments = parseAnsi(line.text).segments;
+    const text = el("span", { class: "line-text" }, ...ansiNodes(markMatches(segments, findQuery)));
+    const classes = ["output-line"];
+    if (line.stream === "stderr") classes.push("stderr");
+    if (index === markedIndex) classes.push("marked");
+    return el(
+      "div",
+      {
+        class: classes.join(" "),
+        title: line.node ? `${line.node} · ${line.stream} · +${(line.at_ms / 1000).toFixed(1)} s` : line.stream,
+        attrs: { "data-seq": String(line.seq) },
+      },
+      el("span", { class: "line-no", attrs: { "aria-hidden": "true" } }, String(line.seq)),
+      text,
+    );
+  }
+
+  scroller.addEventListener("scroll", () => {
+    isFollowing = isAtEnd(scroller.scrollTop, viewport(), currentWindow().height, LINE_HEIGHT);
+    render();
+  });
+
+  /** The window's first row without its margin above. */
+  function firstVisibleIndex(): number {
+    const window = currentWindow();
+    return window.first === 0 ? 0 : window.first + MARGIN_LINES;
+  }
+
+  function jumpToLatest(): void {
+    isFollowing = true;
+    render();
+    scroller.focus({ preventScroll: true });
+  }
+
+  function scrollToIndex(index: number): void {
+    isFollowing = false;
+    const top = scrollTopOf(Math.max(0, index - 3), { viewport: viewport(), count: source.count(), rowHeight: LINE_HEIGHT });
+    scroller.scrollTop = top;
+    render();
+  }
+
+  /** Reads the run's size, then draws its tail. */
+  async function start(): Promise<void> {
+    started = true;
+    if (filter.node === null && filter.stream === null) {
+      const probe = await backend.runOutput(runId, { fromSeq: 1, limit: 1 });
+      source = new IndexedSource(backend, runId, probe.total);
+    } else {
+      source = new ScannedSource(backend, runId, filter);
+    }
+    render();
+  }
+
+  function setFilter(): void {
+    filter = {
+      node: nodeSelect.value || null,
+      stream: (streamSelect.value || null) as OutputStream | null,
+    };
+    isFollowing = filter.node === null && filter.stream === null;
+    scroller.scrollTop = 0;
+    markedIndex = null;
+    void start().catch((error: unknown) => options.onError?.(error));
+  }
+  nodeSelect.addEventListener("change", setFilter);
+  streamSelect.addEventListener("change", setFilter);
+
+  findInput.addEventListener("input", () => {
+    findQuery = findInput.value;
+    findToken += 1;
+    findStatus.textContent = "";
+    render();
+  });
+  findInput.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      void find(event.shiftKey ? -1 : 1);
+    }
+  });
+
+  /** The next line (downward, or upward for -1) that contains the query, reading pages as needed. */
+  async function find(direction: 1 | -1): Promise<void> {
+    const query = findInput.value.toLowerCase();
+    if (query === "") return;
+    const token = ++findToken;
+    let index = (markedIndex ?? firstVisibleIndex() - direction) + direction;
+    let read = 0;
+    findStatus.textContent = "searching…";
+    while (token === findToken) {
+      if (index < 0) {
+        findStatus.textContent = "no match above";
+        return;
+      }
+      if (index >= source.count() && !(await source.more())) {
+        if (token === findToken) findStatus.textContent = "no match below";
+        return;
+      }
+      const chunkFirst = direction > 0 ? index : Math.max(0, index - PAGE_LINES + 1);
+      await source.load(chunkFirst, chunkFirst + PAGE_LINES);
+      if (token !== findToken) return;
+      const chunkEnd = Math.min(chunkFirst + PAGE_LINES, source.count());
+      for (; index >= chunkFirst && index < chunkEnd; index += direction) {
+        const line = source.line(index);
+        if (line && stripAnsi(line.text).toLowerCase().includes(query)) {
+          markedIndex = index;
+          findStatus.textContent = `line ${line.seq.toLocaleString("en-US")}`;
+          scrollToIndex(index);
+          return;
+        }
+        read += 1;
+      }
+      findStatus.textContent = `searching… ${read.toLocaleString("en-US")} lines read`;
+    }
+  }
+
+  void start().catch((error: unknown) => options.onError?.(error));
+
+  return {
+    element,
+    grew(total) {
+      if (!started) return;
+      source.grew(total);
+      render();
+    },
+    async showLine(seq) {
+      if (filter.node !== null || filter.stream !== null) {
+        nodeSelect.value = "";
+        streamSelect.value = "";
+        filter = { node: null, stream: null };
+      }
+      const probe = await backend.runOutput(runId, { fromSeq: 1, limit: 1 });
+      source = new IndexedSource(backend, runId, probe.total);
+      const index = source.indexOfSeq(seq);
+      if (index === null) return;
+      markedIndex = index;
+      scrollToIndex(index);
+    },
+    following: () => isFollowing,
+  };
+}

@@ -1,0 +1,172 @@
+// Where the output view gets its lines: never the whole output (it can be 1 GB), only pages of
+// PAGE_LINES lines fetched on demand.
+//
+// - `IndexedSource` (no filter): line i is seq i + 1, so any page can be fetched directly (the view
+//   opens at the tail); pages live in an LRU cache.
+// - `ScannedSource` (a node or stream filter): which lines match is known only by reading forward,
+//   so matching lines are read from the start, page after page, as the view needs them.
+
+import type { Backend } from "./backend";
+import type { OutputLine, OutputStream } from "./types";
+import { LruCache } from "./virtual";
+
+export const PAGE_LINES = 500;
+/** Pages kept in memory (of PAGE_LINES lines each). */
+export const CACHED_PAGES = 40;
+/** A filtered view keeps at most this many matching lines. */
+export const MAX_SCANNED_LINES = 200_000;
+
+export interface OutputFilter {
+  node: string | null;
+  stream: OutputStream | null;
+}
+
+export interface LineSource {
+  /** Lines known so far (for a filter: the matching lines read so far). */
+  count(): number;
+  /** The line at an index, if it is loaded. */
+  line(index: number): OutputLine | undefined;
+  /** Fetches what is missing of [first, end); resolves `true` when something new arrived. */
+  load(first: number, end: number): Promise<boolean>;
+  /** Reads further (a filter); resolves `false` when everything written so far was read. */
+  more(): Promise<boolean>;
+  /** The run has `total` lines now. */
+  grew(total: number): void;
+  /** The index of the line with this seq, when it can be known without reading. */
+  indexOfSeq(seq: number): number | null;
+  /** Something to say about what is shown ("first 200,000 matching lines"), or null. */
+  note(): string | null;
+}
+
+export class IndexedSource implements LineSource {
+  private total: number;
+  private readonly pages = new LruCache<number, OutputLine[]>(CACHED_PAGES);
+  private readonly inFlight = new Map<number, Promise<void>>();
+
+  constructor(
+    private readonly backend: Backend,
+    private readonly runId: string,
+    total: number,
+  ) {
+    this.total = total;
+  }
+
+  count(): number {
+    return this.total;
+  }
+
+  line(index: number): OutputLine | undefined {
+    return this.pages.get(Math.floor(index / PAGE_LINES))?.[index % PAGE_LINES];
+  }
+
+  async load(first: number, end: number): Promise<boolean> {
+    const wanted: Promise<void>[] = [];
+    let fetched = false;
+    const last = Math.min(end, this.total) - 1;
+    for (let page = Math.floor(first / PAGE_LINES); page <= Math.floor(last / PAGE_LINES); page++) {
+      if (this.pages.has(page)) continue;
+      let fetching = this.inFlight.get(page);
+      if (!fetching) {
+        fetched = true;
+        fetching = this.fetchPage(page).finally(() => this.inFlight.delete(page));
+        this.inFlight.set(page, fetching);
+      }
+      wanted.push(fetching);
+    }
+    await Promise.all(wanted);
+    return fetched;
+  }
+
+  private async fetchPage(page: number): Promise<void> {
+    const result = await this.backend.runOutput(this.runId, { fromSeq: page * PAGE_LINES + 1, limit: PAGE_LINES });
+    this.pages.set(page, result.lines);
+    if (result.total > this.total) this.grew(result.total);
+  }
+
+  async more(): Promise<boolean> {
+    return false;
+  }
+
+  grew(total: number): void {
+    if (total <= this.total) return;
+    // The last page was fetched short: it is fetched again with its new lines.
+    this.pages.deleteWhere((page) => (page + 1) * PAGE_LINES > this.total);
+    this.total = total;
+  }
+
+  indexOfSeq(seq: number): number | null {
+    return seq >= 1 ? seq - 1 : null;
+  }
+
+  note(): string | null {
+    return null;
+  }
+}
+
+export class ScannedSource implements LineSource {
+  private readonly lines: OutputLine[] = [];
+  private nextSeq = 1;
+  /** Everything written so far was read. */
+  private caughtUp = false;
+  private reading: Promise<boolean> | null = null;
+
+  constructor(
+    private readonly backend: Backend,
+    private readonly runId: string,
+    private readonly filter: OutputFilter,
+  ) {}
+
+  count(): number {
+    return this.lines.length;
+  }
+
+  line(index: number): OutputLine | undefined {
+    return this.lines[index];
+  }
+
+  async load(_first: number, end: number): Promise<boolean> {
+    let grew = false;
+    while (end > this.lines.length - PAGE_LINES / 5 && (await this.more())) grew = true;
+    return grew;
+  }
+
+  more(): Promise<boolean> {
+    if (this.caughtUp || this.lines.length >= MAX_SCANNED_LINES) return Promise.resolve(false);
+    this.reading ??= this.readPage().finally(() => (this.reading = null));
+    return this.reading;
+  }
+
+  private async readPage(): Promise<boolean> {
+    const page = await this.backend.runOutput(this.runId, {
+      fromSeq: this.nextSeq,
+      limit: PAGE_LINES,
+      node: this.filter.node,
+      stream: this.filter.stream,
+    });
+    this.lines.push(...page.lines.slice(0, MAX_SCANNED_LINES - this.lines.length));
+    if (page.next_seq === null) {
+      this.caughtUp = true;
+      const last = page.lines[page.lines.length - 1];
+      this.nextSeq = Math.max(this.nextSeq, page.total + 1, last ? last.seq + 1 : 0);
+    } else {
+      this.nextSeq = page.next_seq;
+    }
+    return page.lines.length > 0 || !this.caughtUp;
+  }
+
+  grew(_total: number): void {
+    this.caughtUp = false;
+  }
+
+  indexOfSeq(seq: number): number | null {
+    const index = this.lines.findIndex((line) => line.seq >= seq);
+    return index === -1 ? null : index;
+  }
+
+  note(): string | null {
+    if (this.lines.length >= MAX_SCANNED_LINES) {
+      return `the first ${MAX_SCANNED_LINES.toLocaleString("en-US")} matching lines; narrow the filter to see more`;
+    }
+    return "filtered lines are read from the start";
+  }
+}
