@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { elapsedLabel, nodesLabel, relativeTime, statusMark } from "./format";
+import { bytesLabel, durationLabel, elapsedLabel, nodesLabel, relativeTime, statusMark } from "./format";
 
 const now = new Date("2026-11-29T12:00:00Z");
 const ago = (ms: number) => new Date(now.getTime() - ms);
@@ -51,5 +51,25 @@ describe("elapsedLabel", () => {
     expect(elapsedLabel(7_900)).toBe("0:07");
     expect(elapsedLabel(12 * 60_000 + 34_000)).toBe("12:34");
     expect(elapsedLabel(3_723_000)).toBe("1:02:03");
+  });
+});
+
+describe("durationLabel", () => {
+  it("picks a unit people read at a glance", () => {
+    expect(durationLabel(850)).toBe("850 ms");
+    expect(durationLabel(2_400)).toBe("2.4 s");
+    expect(durationLabel(2_499)).toBe("2.4 s");
+    expect(durationLabel(59_999)).toBe("59.9 s");
+    expect(durationLabel(3 * 60_000 + 5_000)).toBe("3 min 05 s");
+    expect(durationLabel(3_600_000 + 2 * 60_000)).toBe("1 h 02 min");
+    expect(durationLabel(-1)).toBe("—");
+  });
+});
+
+describe("bytesLabel", () => {
+  it("uses binary units with one decimal", () => {
+    expect(bytesLabel(12)).toBe("12 B");
+    expect(bytesLabel(3_482)).toBe("3.4 KB");
+    expect(bytesLabel(1_073_741_824)).toBe("1.0 GB");
   });
 });

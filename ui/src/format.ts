@@ -59,3 +59,25 @@ export function elapsedLabel(ms: number): string {
   const hours = Math.floor(total / 3600);
   return hours > 0 ? `${hours}:${String(minutes).padStart(2, "0")}:${seconds}` : `${minutes}:${seconds}`;
 }
+
+/** A duration for people: "850 ms", "2.4 s", "3 min 05 s", "1 h 02 min". */
+export function durationLabel(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return "—";
+  if (ms < SECOND) return `${Math.round(ms)} ms`;
+  if (ms < MINUTE) return `${(Math.floor(ms / 100) / 10).toFixed(1)} s`;
+  if (ms < HOUR) return `${Math.floor(ms / MINUTE)} min ${String(Math.floor((ms % MINUTE) / SECOND)).padStart(2, "0")} s`;
+  return `${Math.floor(ms / HOUR)} h ${String(Math.floor((ms % HOUR) / MINUTE)).padStart(2, "0")} min`;
+}
+
+/** "12 B", "3.4 KB", "1.2 MB", "2.0 GB". */
+export function bytesLabel(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ["KB", "MB", "GB", "TB"];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(1)} ${units[unit]}`;
+}

@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+
+import { axisTicks, layoutTimeline, nodesWithoutTimes, timelineView } from "./timeline";
+import type { RunRecord, Span } from "./types";
+
+const t0 = Date.parse("2026-11-29T12:00:00Z");
+const at = (ms: number) => new Date(t0 + ms).toISOString();
+
+function span(id: number, name: string, from: number, to: number | null, overrides: Partial<Span> = {}): Span {
+  return {
+    id,
+    parent_id: id === 1 ? null : 1,
+    run_id: "r1",
+    name,
+    kind: id === 1 ? "run" : "node",
+    depth: id === 1 ? 0 : 1,
+    started_at: at(from),
+    ended_at: to === null ? null : at(to),
+    status: to === null ? "running" : "success",
+    ...overrides,
+  };
+}
+
+const run: RunRecord = {
+  id: "r1",
+  session_id: "s",
+  workspace: "/p",
+  agent: "writer",
+  command: [],
+  pid: null,
+  process_group: null,
+  status: "running",
+  detached: false,
+  started_at: at(0),
+  ended_at: null,
+  exit_code: null,
+  error: null,
+  stopped_by: null,
+  stop_requested: null,
+  replayed_node: null,
+};
+
+describe("layoutTimeline", () => {
+  it("places each span on one axis by when it started and how long it lasted", () => {
+    const layout = layoutTimeline([span(3, "write", 2_000, 4_000), span(1, "run", 0, 4_000), span(2, "plan", 0, 2_000)], t0 + 10_000);
+    expect(layout.bars.map((bar) => [bar.span.name, bar.left, bar.width, bar.durationMs])).toEqual([
+      ["run", 0, 1, 4_000],
+      ["plan", 0, 0.5, 2_000],
+      ["write", 0.5, 0.5, 2_000],
+    ]);
+  });
+
+  it("grows a span still running to now", () => {
+    const layout = layoutTimeline([span(1, "run", 0, null), span(2, "plan", 1_000, 2_000), span(3, "write", 2_000, null)], t0 + 8_000);
+    expect(layout.end - layout.start).toBe(8_000);
+    const write = layout.bars.find((bar) => bar.span.name === "write")!;
+    expect(write.running).toBe(true);
+    expect(write.durationMs).toBe(6_000);
+    expect(write.left + write.width).toBe(1);
+  });
+});
+
+describe("axisTicks", () => {
+  it("picks a round step with at most 8 ticks", () => {
+    expect(axisTicks(4_000)).toEqual([0, 1_000, 2_000, 3_000, 4_000]);
+    expect(axisTicks(9_000)).toEqual([0, 2_000, 4_000, 6_000, 8_000]);
+    expect(axisTicks(600)).toEqual([0, 100, 200, 300, 400, 500, 600]);
+    expect(axisTicks(25 * 60_000)).toHaveLength(6);
+  });
+});
+
+describe("timelineView", () => {
+  it("draws one bar per node execution, with its status, depth and duration, names as text", () => {
+    const evil = "<img src=x onerror=alert(1)>";
+    const view = timelineView(
+      [{ run, spans: [span(1, "run", 0, null), span(2, "plan", 0, 2_400), span(3, evil, 2_400, null, { depth: 2 })] }],
+      t0 + 4_000,
+    );
+    const nodes = [...view.querySelectorAll(".timeline-node")];
+    expect(nodes.map((node) => [node.getAttribute("data-node"), node.getAttribute("data-status")])).toEqual([
+      ["plan", "success"],
+      [evil, "running"],
+    ]);
+    expect(nodes[0]!.querySelector(".timeline-duration")?.textContent).toBe("✓ 2.4 s");
+    expect((nodes[0]!.querySelector(".timeline-bar") as HTMLElement).style.width).toContain("60%");
+    expect((nodes[1]!.querySelector(".timeline-label") as HTMLElement).style.paddingLeft).toBe("36px");
+    expect(view.querySelector("img")).toBeNull();
+  });
+
+  it("lists the nodes without an axis for a session without spans, and says why", () => {
+    const view = nodesWithoutTimes([
+      { name: "plan", status: "success", path: null, artifacts: { prompt: null, prompt_preview: null, raw_output: null, result: null, result_value: null, raw_stream: null } },
+    ]);
+    expect(view.querySelector(".timeline-node[data-node='plan']")?.getAttribute("data-status")).toBe("success");
+    expect(view.textContent).toContain("not run by the studio");
+    expect(view.querySelector(".timeline-axis")).toBeNull();
+  });
+});
