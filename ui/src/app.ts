@@ -4,7 +4,9 @@
 import type { Backend } from "./backend";
 import { tickElapsed } from "./liveruns";
 import { addStartedRun, applyRunEvent, dismissRun, isLive, stopRefused, stopRequested } from "./runs";
-import type { CommandError, RunEvent } from "./types";
+import { toCommandError } from "./errors";
+import type { RunEvent, RunOutputEvent, SessionRow } from "./types";
+import { createSessionView, type SessionView } from "./sessionview";
 import { renderApp, type Actions, type Loaded, type ViewState } from "./view";
 
 /** Relative times ("5 min ago") are re-rendered this often. */
@@ -12,12 +14,7 @@ const CLOCK_TICK_MS = 30_000;
 /** The elapsed time of live runs is updated this often. */
 const ELAPSED_TICK_MS = 1_000;
 
-export function toCommandError(error: unknown): CommandError {
-  if (typeof error === "object" && error !== null && "code" in error && "message" in error) {
-    return { code: String(error.code), message: String(error.message) };
-  }
-  return { code: "internal", message: String(error) };
-}
+export { toCommandError };
 
 async function settle<T>(promise: Promise<T>): Promise<Loaded<T>> {
   try {
@@ -51,12 +48,69 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     deleteError: null,
     refreshing: false,
     now: clock(),
+    openSession: null,
+    sessionView: null,
+    selected: null,
   };
+  let sessionView: SessionView | null = null;
   const set = (change: Partial<ViewState>) => {
     state = { ...state, ...change };
     if (change.runs) state.runsNow = clock().getTime();
     renderApp(root, state, actions);
+    if (change.sessions || change.runs) updateSessionView();
   };
+
+  const rows = (): readonly SessionRow[] => (state.sessions.kind === "ok" ? state.sessions.value : []);
+  const rowOf = (sessionId: string) => rows().find((row) => row.id === sessionId) ?? null;
+
+  /** The live run of a session: the store's, else one this window started and still follows. */
+  function liveRunOf(sessionId: string): string | null {
+    const started = state.runs.find((run) => run.sessionId === sessionId && isLive(run));
+    return rowOf(sessionId)?.live_run ?? started?.runId ?? null;
+  }
+
+  function updateSessionView(): void {
+    if (!sessionView) return;
+    sessionView.update(rowOf(sessionView.sessionId), liveRunOf(sessionView.sessionId));
+  }
+
+  function openSession(sessionId: string): void {
+    if (sessionView?.sessionId !== sessionId) {
+      sessionView = createSessionView(
+        sessionId,
+        {
+          backend,
+          agents: () => (state.agents.kind === "ok" ? state.agents.value : []),
+          stopRun: (runId, force) => stopRun(runId, force),
+          askDelete: (id) => actions.askDelete(id),
+          togglePin: (id, pin) => actions.togglePin(id, pin),
+          runStarted: (started) =>
+            set({ runs: addStartedRun(state.runs, started.run_id, started.session_id, clock().getTime()) }),
+          close: () => closeSession(),
+          now: () => clock().getTime(),
+        },
+        rowOf(sessionId),
+        liveRunOf(sessionId),
+      );
+    }
+    set({ openSession: sessionId, selected: sessionId, sessionView: sessionView.element });
+  }
+
+  function closeSession(): void {
+    sessionView = null;
+    set({ openSession: null, sessionView: null });
+  }
+
+  /** Stops a run; the Live runs strip shows it too when this window follows the run. */
+  function stopRun(runId: string, force: boolean): Promise<string> {
+    set({ runs: stopRequested(state.runs, runId, force) });
+    return backend.runStop(runId, force).catch((error: unknown) => {
+      // A run that ended meanwhile is not live any more: its `run_finished` tells the rest.
+      const run = state.runs.find((candidate) => candidate.runId === runId);
+      if (run && isLive(run)) set({ runs: stopRefused(state.runs, runId, toCommandError(error)) });
+      throw error;
+    });
+  }
 
   async function refresh(): Promise<void> {
     set({ refreshing: true });
@@ -106,8 +160,11 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
       set({ confirmDelete: sessionId, deleteError: null });
     },
 
+    openSession,
+
     deleteSession(sessionId) {
       set({ confirmDelete: null });
+      if (sessionView?.sessionId === sessionId) closeSession();
       void (async () => {
         try {
           await backend.sessionDelete(sessionId);
@@ -120,12 +177,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     },
 
     runStop(runId, force) {
-      set({ runs: stopRequested(state.runs, runId, force) });
-      backend.runStop(runId, force).catch((error: unknown) => {
-        // A run that ended meanwhile is not live any more: its `run_finished` tells the rest.
-        const run = state.runs.find((candidate) => candidate.runId === runId);
-        if (run && isLive(run)) set({ runs: stopRefused(state.runs, runId, toCommandError(error)) });
-      });
+      stopRun(runId, force).catch(() => {});
     },
 
     dismissRun(runId) {
@@ -135,6 +187,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
 
   function onRunEvent(event: RunEvent): void {
     set({ runs: applyRunEvent(state.runs, event, clock().getTime()) });
+    sessionView?.onRunEvent(event);
     // The table follows too (its session row, current node, nodes); `stopping` changes no file.
     if (event.type !== "stopping") void refreshSessions();
   }
@@ -149,7 +202,15 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     }, SESSIONS_CHANGED_DELAY_MS);
   }
 
-  const ready = Promise.all([backend.onRunEvent(onRunEvent), backend.onSessionsChanged(onSessionsChanged)]).then(
+  function onRunOutput(event: RunOutputEvent): void {
+    sessionView?.onRunOutput(event);
+  }
+
+  const ready = Promise.all([
+    backend.onRunEvent(onRunEvent),
+    backend.onSessionsChanged(onSessionsChanged),
+    backend.onRunOutput(onRunOutput),
+  ]).then(
     () => undefined,
     (error: unknown) => set({ runError: toCommandError(error) }),
   );
@@ -157,6 +218,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
   setInterval(() => set({ now: clock() }), CLOCK_TICK_MS);
   setInterval(() => {
     if (state.runs.some(isLive)) tickElapsed(root, state.runs, clock().getTime());
+    sessionView?.tick();
   }, ELAPSED_TICK_MS);
 
   renderApp(root, state, actions);

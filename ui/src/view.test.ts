@@ -45,6 +45,9 @@ function state(overrides: Partial<ViewState> = {}): ViewState {
     deleteError: null,
     refreshing: false,
     now,
+    openSession: null,
+    sessionView: null,
+    selected: null,
     ...overrides,
   };
 }
@@ -58,6 +61,7 @@ const noActions: Actions = {
   dismissRun() {},
   askDelete() {},
   deleteSession() {},
+  openSession() {},
 };
 
 function spyActions() {
@@ -69,6 +73,7 @@ function spyActions() {
     dismissRun: vi.fn<Actions["dismissRun"]>(),
     askDelete: vi.fn<Actions["askDelete"]>(),
     deleteSession: vi.fn<Actions["deleteSession"]>(),
+    openSession: vi.fn<Actions["openSession"]>(),
   } satisfies Actions;
 }
 

@@ -39,6 +39,12 @@ export interface ViewState {
   /** A reload is under way (the previous data stays on screen meanwhile). */
   refreshing: boolean;
   now: Date;
+  /** The session whose view is open beside the table. */
+  openSession: string | null;
+  /** Its view (built and kept by the app). */
+  sessionView: HTMLElement | null;
+  /** The selected row of the table. */
+  selected: string | null;
 }
 
 export interface Actions extends RunBarActions, LiveRunActions {
@@ -48,6 +54,8 @@ export interface Actions extends RunBarActions, LiveRunActions {
   /** Asks to delete a session (`null`: never mind); the dialog then confirms it. */
   askDelete(sessionId: string | null): void;
   deleteSession(sessionId: string): void;
+  /** Selects a session and opens its view. */
+  openSession(sessionId: string): void;
 }
 
 /** The parts of the page that live across renders, and what each was last drawn from. */
@@ -59,7 +67,10 @@ interface Page {
   runBarError: HTMLElement;
   liveRuns: HTMLElement;
   sessions: HTMLElement;
-  drawn: { runs?: readonly LiveRun[]; sessions?: readonly unknown[] };
+  workbench: HTMLElement;
+  sessionSlot: HTMLElement;
+  dialogSlot: HTMLElement;
+  drawn: { runs?: readonly LiveRun[]; sessions?: readonly unknown[]; confirmDelete?: string | null };
 }
 
 const pages = new WeakMap<HTMLElement, Page>();
@@ -74,11 +85,16 @@ function page(root: HTMLElement, actions: Actions): Page {
     runBarError: el("div", { class: "agents-error-slot" }),
     liveRuns: el("div", { class: "live-runs-slot" }),
     sessions: el("div", { class: "sessions-slot" }),
+    workbench: el("div", { class: "workbench" }),
+    sessionSlot: el("div", { class: "session-slot" }),
+    dialogSlot: el("div", { class: "dialog-slot" }),
     drawn: {},
   };
+  built.workbench.append(built.sessions, built.sessionSlot);
   root.replaceChildren(
     built.header,
-    el("main", { class: "content" }, built.runBar.element, built.runBarError, built.liveRuns, built.sessions),
+    el("main", { class: "content" }, built.runBar.element, built.runBarError, built.liveRuns, built.workbench),
+    built.dialogSlot,
   );
   pages.set(root, built);
   return built;
@@ -105,15 +121,23 @@ export function renderApp(root: HTMLElement, state: ViewState, actions: Actions)
     parts.liveRuns.replaceChildren(...(strip ? [strip] : []));
     parts.drawn.runs = state.runs;
   }
+  parts.workbench.classList.toggle("split", state.sessionView !== null);
+  if (state.sessionView === null) parts.sessionSlot.replaceChildren();
+  else if (parts.sessionSlot.firstChild !== state.sessionView) parts.sessionSlot.replaceChildren(state.sessionView);
+  if (parts.drawn.confirmDelete !== state.confirmDelete) {
+    parts.dialogSlot.replaceChildren(...(state.confirmDelete ? [deleteDialog(state.confirmDelete, actions)] : []));
+    parts.drawn.confirmDelete = state.confirmDelete;
+  }
+
   const sessionsInputs = [
     state.workspace,
     state.sessions,
     state.refreshing,
     state.now,
     state.pinError,
-    state.confirmDelete,
     state.deleteError,
     state.runs,
+    state.selected,
   ];
   if (!sameItems(parts.drawn.sessions, sessionsInputs)) {
     parts.sessions.replaceChildren(sessionsCard(state, actions));
@@ -176,7 +200,7 @@ function sessionsCard(state: ViewState, actions: Actions): HTMLElement {
   } else {
     count = sessions.value.length === 1 ? "1 session" : `${sessions.value.length} sessions`;
     const live = new Set(state.runs.filter(isLive).map((run) => run.sessionId));
-    body = sessionsTable(sessions.value, state.now, live, actions);
+    body = sessionsTable(sessions.value, state.now, live, state.selected, actions);
   }
   return el(
     "section",
@@ -190,7 +214,6 @@ function sessionsCard(state: ViewState, actions: Actions): HTMLElement {
     ),
     state.pinError && errorBox("The pin could not be changed", state.pinError),
     state.deleteError && errorBox("The session could not be deleted", state.deleteError),
-    state.confirmDelete && deleteDialog(state.confirmDelete, actions),
     body,
   );
 }
@@ -228,6 +251,7 @@ function sessionsTable(
   sessions: readonly SessionRow[],
   now: Date,
   live: ReadonlySet<string>,
+  selected: string | null,
   actions: Actions,
 ): HTMLElement {
   const head = el(
@@ -245,15 +269,18 @@ function sessionsTable(
       el("th", { class: "actions-col", attrs: { scope: "col", "aria-label": "Actions" } }),
     ),
   );
-  const body = el("tbody", {}, ...sessions.map((session) => sessionRow(session, now, live.has(session.id), actions)));
+  const body = el("tbody", {}, ...sessions.map((session) => sessionRow(session, now, live.has(session.id), session.id === selected, actions)));
   return el("div", { class: "table-wrap" }, el("table", { class: "sessions" }, head, body));
 }
 
-function sessionRow(session: SessionRow, now: Date, live: boolean, actions: Actions): HTMLElement {
+function sessionRow(session: SessionRow, now: Date, live: boolean, selected: boolean, actions: Actions): HTMLElement {
   const updated = new Date(session.updated_at);
-  return el(
+  const tr = el(
     "tr",
-    { class: session.pinned ? "pinned" : undefined, attrs: { "data-session-id": session.id } },
+    {
+      class: [session.pinned && "pinned", selected && "selected"].filter(Boolean).join(" ") || undefined,
+      attrs: { "data-session-id": session.id, "aria-selected": String(selected) },
+    },
     el("td", { class: "pin-cell" }, pinButton(session, actions)),
     el(
       "td",
@@ -280,6 +307,11 @@ function sessionRow(session: SessionRow, now: Date, live: boolean, actions: Acti
     ),
     el("td", { class: "row-actions" }, deleteButton(session, live, actions)),
   );
+  tr.addEventListener("click", (event) => {
+    if ((event.target as Element).closest("button")) return;
+    actions.openSession(session.id);
+  });
+  return tr;
 }
 
 /** Delete: disabled, and saying why, while the session's run is live (Stop never deletes). */
