@@ -39,6 +39,12 @@ pub enum Error {
     AgentNotFound { name: String, path: PathBuf },
     #[error("no live run `{id}`")]
     RunNotLive { id: String },
+    #[error("`{path}` is not a file of session `{session}`: {reason}")]
+    OutsideSession {
+        session: String,
+        path: String,
+        reason: &'static str,
+    },
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -72,6 +78,7 @@ impl Error {
             Error::AgentsFile { .. } => "agents_file",
             Error::AgentNotFound { .. } => "agent_not_found",
             Error::RunNotLive { .. } => "run_not_live",
+            Error::OutsideSession { .. } => "outside_session",
         }
     }
 }

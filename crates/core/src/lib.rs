@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod error;
+pub mod files;
 pub mod id;
 pub mod index;
 pub mod keeper;

@@ -113,6 +113,11 @@ const MIGRATIONS: &[&str] = &[
         tokenize = 'unicode61 remove_diacritics 2'
     );
     "#,
+    // 2: when the window last opened each workspace (the recent workspaces, the last one).
+    r#"
+    ALTER TABLE workspaces ADD COLUMN opened_at INTEGER;
+    CREATE INDEX workspaces_by_opened ON workspaces (opened_at) WHERE opened_at IS NOT NULL;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -25,7 +25,7 @@ use crate::session::{SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
 
 pub use migrations::SCHEMA_VERSION;
-pub use output::{OutputLine, OutputWriter};
+pub use output::{OutputFilter, OutputLine, OutputPage, OutputWriter};
 pub use search::SearchHit;
 
 /// Where the store lives.
@@ -206,6 +206,10 @@ pub struct SessionRow {
     /// The beginning of the first prompt, else the agent's name (for sessions the studio ran).
     pub title: Option<String>,
     pub agent: Option<String>,
+    /// The messages of its conversation.
+    pub messages: i64,
+    /// The id of its run that is live now (started by this or another studio process).
+    pub live_run: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -247,9 +251,8 @@ impl std::ops::Deref for WriteTransaction<'_> {
         }
     }
 }
-
-/// A session's pinned time, title and agent, as the store has them.
-type SessionFacts = (Option<i64>, Option<String>, Option<String>);
+/// What the store knows of a session for its row: pinned time, title, agent, message count.
+type SessionFacts = (Option<i64>, Option<String>, Option<String>, i64);
 
 /// The SQLite store.
 pub struct Store {
@@ -389,6 +392,34 @@ impl Store {
         .map_err(|e| self.err(e))
     }
 
+    // ---- workspaces ----
+
+    /// Records that the window opened `workspace` now (it becomes the most recent).
+    pub fn workspace_opened(&self, workspace: &Workspace, now: SystemTime) -> Result<(), Error> {
+        let key = self.workspace_key(workspace)?;
+        self.conn()
+            .execute(
+                "UPDATE workspaces SET opened_at = ?2 WHERE id = ?1",
+                params![key, millis(now)],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// The workspaces the window opened, most recent first, at most `limit`.
+    pub fn recent_workspaces(&self, limit: usize) -> Result<Vec<PathBuf>, Error> {
+        let conn = self.conn();
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT root FROM workspaces WHERE opened_at IS NOT NULL ORDER BY opened_at DESC, id DESC LIMIT ?1",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = statement
+            .query_map([limit as i64], |r| r.get::<_, String>(0).map(PathBuf::from))
+            .map_err(|e| self.err(e))?;
+        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
     // ---- pins ----
 
     pub fn pin(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<(), Error> {
@@ -436,13 +467,14 @@ impl Store {
         let conn = self.conn();
         let mut statement = conn
             .prepare_cached(
-                "SELECT s.session_id, s.pinned_at, COALESCE(s.title, s.agent), s.agent FROM sessions s
-                 JOIN workspaces w ON w.id = s.workspace_id WHERE w.root = ?1",
+                "SELECT s.session_id, s.pinned_at, COALESCE(s.title, s.agent), s.agent,
+                        (SELECT count(*) FROM messages m WHERE m.session_key = s.key)
+                 FROM sessions s JOIN workspaces w ON w.id = s.workspace_id WHERE w.root = ?1",
             )
             .map_err(|e| self.err(e))?;
         let rows = statement
             .query_map([workspace.root().to_string_lossy()], |r| {
-                Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?)))
+                Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
             })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
@@ -723,7 +755,20 @@ impl Store {
 
     /// Lines `from_seq..` of a run's output (1-based), at most `limit`.
     pub fn output_page(&self, run_id: &str, from_seq: i64, limit: usize) -> Result<Vec<OutputLine>, Error> {
-        output::page(self, run_id, from_seq, limit)
+        Ok(output::page(self, run_id, from_seq, limit, &OutputFilter::default())?.lines)
+    }
+
+    /// Lines `from_seq..` of a run's output that pass `filter`, at most `limit`, with where to
+    /// go on from and how many lines the run has. A scan stops after a bounded number of lines
+    /// (a rare node in a huge output): `next_seq` then says where to go on.
+    pub fn output_page_filtered(
+        &self,
+        run_id: &str,
+        from_seq: i64,
+        limit: usize,
+        filter: &OutputFilter,
+    ) -> Result<OutputPage, Error> {
+        output::page(self, run_id, from_seq, limit, filter)
     }
 
     /// How many stdout and stderr lines of a run are stored.
@@ -1014,17 +1059,25 @@ impl Store {
         ended_runs::with_ended_runs(sessions.iter_mut(), &last_runs, |run_id| {
             self.spans(run_id).unwrap_or_default()
         });
+        let live_runs: std::collections::HashMap<&str, &str> = runs
+            .iter()
+            .filter(|run| run.status == Status::Running)
+            .map(|run| (run.session_id.as_str(), run.id.as_str()))
+            .collect();
         let mut facts = self.session_facts(workspace)?;
         let mut rows: Vec<SessionRow> = sessions
             .into_iter()
             .map(|summary| {
-                let (pinned_at, title, agent) = facts.remove(summary.id.as_str()).unwrap_or_default();
+                let (pinned_at, title, agent, messages) = facts.remove(summary.id.as_str()).unwrap_or_default();
+                let live_run = live_runs.get(summary.id.as_str()).map(|id| (*id).to_owned());
                 SessionRow {
                     summary,
                     pinned: pinned_at.is_some(),
                     pinned_at: pinned_at.map(timestamp),
                     title,
                     agent,
+                    messages,
+                    live_run,
                 }
             })
             .collect();

@@ -91,13 +91,7 @@ impl<'s> OutputWriter<'s> {
     pub(super) fn new(store: &'s Store, run_id: &str) -> Result<Self, Error> {
         let conn = store.conn();
         let run_key = run_key(store, &conn, run_id)?;
-        let last: i64 = conn
-            .query_row(
-                "SELECT COALESCE(MAX(first_seq + line_count - 1), 0) FROM output_blocks WHERE run_key = ?1",
-                [run_key],
-                |r| r.get(0),
-            )
-            .map_err(|e| store.sql_error(e))?;
+        let last = stored_lines(store, &conn, run_key)?;
         Ok(OutputWriter {
             store,
             run_id: run_id.to_owned(),
@@ -210,10 +204,44 @@ pub(super) fn index_pending(store: &Store, max_blocks: usize) -> Result<usize, E
     Ok(pending.len())
 }
 
-/// Lines `from_seq..` of a run's output (1-based), at most `limit`.
-pub(super) fn page(store: &Store, run_id: &str, from_seq: i64, limit: usize) -> Result<Vec<OutputLine>, Error> {
+/// Which lines of an output a page holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputFilter {
+    /// Only the lines printed while this node ran.
+    pub node: Option<String>,
+    pub stream: Option<Stream>,
+}
+
+impl OutputFilter {
+    fn passes(&self, line: &OutputLine) -> bool {
+        self.stream.is_none_or(|stream| stream == line.stream)
+            && self.node.as_ref().is_none_or(|node| line.node.as_ref() == Some(node))
+    }
+}
+
+/// A page of output: the lines, where the next page starts (`None`: nothing more yet), and how
+/// many lines the run has (unfiltered).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutputPage {
+    pub lines: Vec<OutputLine>,
+    pub next_seq: Option<i64>,
+    pub total: i64,
+}
+
+/// How many lines one filtered page reads at most before it returns what it found.
+const SCAN_BUDGET_LINES: usize = 200_000;
+
+/// Lines `from_seq..` of a run's output (1-based) that pass `filter`, at most `limit`.
+pub(super) fn page(
+    store: &Store,
+    run_id: &str,
+    from_seq: i64,
+    limit: usize,
+    filter: &OutputFilter,
+) -> Result<OutputPage, Error> {
     let conn = store.conn();
     let run_key = run_key(store, &conn, run_id)?;
+    let total = stored_lines(store, &conn, run_key)?;
     // Blocks from the one that holds `from_seq` on.
     let mut statement = conn
         .prepare_cached(
@@ -226,7 +254,9 @@ pub(super) fn page(store: &Store, run_id: &str, from_seq: i64, limit: usize) -> 
         .query(params![run_key, from_seq])
         .map_err(|e| store.sql_error(e))?;
     let mut lines = Vec::new();
-    while lines.len() < limit {
+    let mut scanned = 0usize;
+    let mut next_seq = from_seq.max(1);
+    while lines.len() < limit && scanned < SCAN_BUDGET_LINES {
         let Some(row) = rows.next().map_err(|e| store.sql_error(e))? else {
             break;
         };
@@ -235,20 +265,35 @@ pub(super) fn page(store: &Store, run_id: &str, from_seq: i64, limit: usize) -> 
             row.get(1).map_err(|e| store.sql_error(e))?,
             row.get(2).map_err(|e| store.sql_error(e))?,
         );
-        lines.extend(
-            block_lines(first_seq, &text, &spans)
-                .into_iter()
-                .filter(|l| l.seq >= from_seq)
-                .take(limit - lines.len()),
-        );
+        for line in block_lines(first_seq, &text, &spans) {
+            if line.seq < from_seq {
+                continue;
+            }
+            if lines.len() == limit {
+                break;
+            }
+            scanned += 1;
+            next_seq = line.seq + 1;
+            if filter.passes(&line) {
+                lines.push(line);
+            }
+        }
     }
-    Ok(lines)
+    Ok(OutputPage {
+        lines,
+        next_seq: (next_seq <= total).then_some(next_seq),
+        total,
+    })
 }
 
 /// How many lines of output a run has stored.
 pub(super) fn line_count(store: &Store, run_id: &str) -> Result<i64, Error> {
     let conn = store.conn();
     let run_key = run_key(store, &conn, run_id)?;
+    stored_lines(store, &conn, run_key)
+}
+
+fn stored_lines(store: &Store, conn: &Connection, run_key: i64) -> Result<i64, Error> {
     conn.query_row(
         "SELECT COALESCE(MAX(first_seq + line_count - 1), 0) FROM output_blocks WHERE run_key = ?1",
         [run_key],

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime};
 use rusqlite::Connection;
 use studio_core::protocol::Stream;
 use studio_core::store::retention::{plan, Rule};
-use studio_core::store::{Level, NewRun, RunOutcome, Store, StoreLocation, SCHEMA_VERSION};
+use studio_core::store::{Level, NewRun, OutputFilter, RunOutcome, Store, StoreLocation, SCHEMA_VERSION};
 use studio_core::{Error, SessionId, Status, Workspace};
 use tempfile::TempDir;
 
@@ -234,6 +234,107 @@ fn runs_record_their_output_messages_logs_and_spans() {
     );
     let messages = store.messages(&s.workspace, &session).unwrap();
     assert_eq!((messages[0].seq, messages[0].role.as_str()), (1, "user"));
+}
+
+#[test]
+fn output_pages_filter_by_node_and_stream_and_say_where_to_go_on() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::memory()).unwrap();
+    let session = id("1795952600000_pag1");
+    let run = start_run(&store, &s.workspace, &session, "page");
+    {
+        let mut writer = store.output_writer(&run).unwrap();
+        for i in 1..=10_000u64 {
+            let (stream, node) = match i % 10 {
+                0 => (Stream::Stderr, "check"),
+                _ => (Stream::Stdout, "plan"),
+            };
+            writer.append(stream, i, Some(node), &format!("line {i}")).unwrap();
+        }
+    }
+    let all = store
+        .output_page_filtered(&run, 1, 3, &OutputFilter::default())
+        .unwrap();
+    assert_eq!(all.lines.iter().map(|l| l.seq).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!((all.next_seq, all.total), (Some(4), 10_000));
+
+    let stderr = OutputFilter {
+        stream: Some(Stream::Stderr),
+        node: None,
+    };
+    let page = store.output_page_filtered(&run, 25, 2, &stderr).unwrap();
+    assert_eq!(page.lines.iter().map(|l| l.seq).collect::<Vec<_>>(), [30, 40]);
+    assert_eq!(page.next_seq, Some(41));
+
+    let check = OutputFilter {
+        node: Some("check".into()),
+        stream: None,
+    };
+    let tail = store.output_page_filtered(&run, 9_981, 100, &check).unwrap();
+    assert_eq!(tail.lines.iter().map(|l| l.seq).collect::<Vec<_>>(), [9_990, 10_000]);
+    assert_eq!(tail.next_seq, None, "the end of the output");
+    let nothing = OutputFilter {
+        node: Some("absent".into()),
+        stream: None,
+    };
+    assert!(store
+        .output_page_filtered(&run, 1, 10, &nothing)
+        .unwrap()
+        .lines
+        .is_empty());
+    let missing = store.output_page_filtered("no-such-run", 1, 10, &check).unwrap_err();
+    assert_eq!(missing.code(), "run_not_found");
+}
+
+#[test]
+fn a_listed_session_counts_its_messages_and_names_its_live_run() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let session = id("1795952600000_liv1");
+    make_folder(&s.workspace, session.as_str());
+    for text in ["first", "second"] {
+        store
+            .message_append(&s.workspace, &session, "user", text, SystemTime::now())
+            .unwrap();
+    }
+    let run = start_run(&store, &s.workspace, &session, "first");
+    let row = |store: &Store| store.list_sessions(&s.workspace, SystemTime::now()).unwrap().remove(0);
+    assert_eq!(
+        (row(&store).messages, row(&store).live_run.as_deref()),
+        (2, Some(run.as_str()))
+    );
+    finish(&store, &run, Status::Success);
+    assert_eq!(row(&store).live_run, None, "an ended run is not live");
+}
+
+#[test]
+fn recent_workspaces_are_the_opened_ones_most_recent_first() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let other_dir = TempDir::new().unwrap();
+    let other = Workspace::open(other_dir.path()).unwrap();
+    let t0 = SystemTime::now();
+    assert!(store.recent_workspaces(10).unwrap().is_empty());
+    // A workspace the store knows only through a session was never opened in the window.
+    store
+        .message_append(&other, &id("1795952600000_msg9"), "user", "hi", t0)
+        .unwrap();
+    assert!(store.recent_workspaces(10).unwrap().is_empty());
+    store.workspace_opened(&s.workspace, t0).unwrap();
+    store.workspace_opened(&other, t0 + Duration::from_secs(1)).unwrap();
+    assert_eq!(
+        store.recent_workspaces(10).unwrap(),
+        [other.root().to_path_buf(), s.workspace.root().to_path_buf()]
+    );
+    store
+        .workspace_opened(&s.workspace, t0 + Duration::from_secs(2))
+        .unwrap();
+    drop(store);
+    let reopened = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    assert_eq!(
+        reopened.recent_workspaces(1).unwrap(),
+        [s.workspace.root().to_path_buf()]
+    );
 }
 
 fn uuid_version(id: &str) -> u32 {
