@@ -1,20 +1,25 @@
-// The app's state and its loop: ask the backend, render; run events and clicks change the state,
-// and the page is drawn again.
+// The app's state and its loop: ask the backend, render; run events, keys and clicks change the
+// state, and the page is drawn again. The open session's view is a component of its own: the app
+// builds it, feeds it the events and the table's reloads, and closes it.
 
 import type { Backend } from "./backend";
+import { toCommandError } from "./errors";
+import { NO_FILTERS } from "./filters";
+import { keyCommand, moveSelection, type KeyCommand } from "./keyboard";
 import { tickElapsed } from "./liveruns";
 import { addStartedRun, applyRunEvent, dismissRun, isLive, stopRefused, stopRequested } from "./runs";
-import { toCommandError } from "./errors";
-import type { RunEvent, RunOutputEvent, SessionRow } from "./types";
-import { createSessionView, type SessionView } from "./sessionview";
-import { renderApp, type Actions, type Loaded, type ViewState } from "./view";
+import { SEARCH_LIMIT } from "./search";
+import { createSessionView, type SessionTab, type SessionView } from "./sessionview";
+import { DELETE_LIVE_TITLE } from "./table";
+import type { RunEvent, RunOutputEvent, SearchHit, SessionRow } from "./types";
+import { renderApp, visibleSessions, type Actions, type Loaded, type ViewState } from "./view";
+
+export { toCommandError };
 
 /** Relative times ("5 min ago") are re-rendered this often. */
 const CLOCK_TICK_MS = 30_000;
 /** The elapsed time of live runs is updated this often. */
 const ELAPSED_TICK_MS = 1_000;
-
-export { toCommandError };
 
 async function settle<T>(promise: Promise<T>): Promise<Loaded<T>> {
   try {
@@ -26,6 +31,14 @@ async function settle<T>(promise: Promise<T>): Promise<Loaded<T>> {
 
 /** How long the table waits after a session change for the rest of its burst. */
 export const SESSIONS_CHANGED_DELAY_MS = 150;
+
+/** The tab a search hit opens. */
+const TAB_OF_HIT: Record<SearchHit["kind"], SessionTab> = {
+  output: "output",
+  message: "conversation",
+  log: "logs",
+  node: "nodes",
+};
 
 export interface App {
   /** Reloads the workspace, its sessions and its agents; resolves once the page shows them. */
@@ -51,13 +64,20 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     openSession: null,
     sessionView: null,
     selected: null,
+    filters: NO_FILTERS,
+    search: { kind: "idle" },
+    workspaceMenu: null,
+    agentForm: null,
   };
   let sessionView: SessionView | null = null;
+  /** Runs the S key asked to stop (a second S forces). */
+  const stopAsked = new Set<string>();
+
   const set = (change: Partial<ViewState>) => {
     state = { ...state, ...change };
     if (change.runs) state.runsNow = clock().getTime();
     renderApp(root, state, actions);
-    if (change.sessions || change.runs) updateSessionView();
+    if (change.sessions || change.runs || change.agents) updateSessionView();
   };
 
   const rows = (): readonly SessionRow[] => (state.sessions.kind === "ok" ? state.sessions.value : []);
@@ -72,44 +92,6 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
   function updateSessionView(): void {
     if (!sessionView) return;
     sessionView.update(rowOf(sessionView.sessionId), liveRunOf(sessionView.sessionId));
-  }
-
-  function openSession(sessionId: string): void {
-    if (sessionView?.sessionId !== sessionId) {
-      sessionView = createSessionView(
-        sessionId,
-        {
-          backend,
-          agents: () => (state.agents.kind === "ok" ? state.agents.value : []),
-          stopRun: (runId, force) => stopRun(runId, force),
-          askDelete: (id) => actions.askDelete(id),
-          togglePin: (id, pin) => actions.togglePin(id, pin),
-          runStarted: (started) =>
-            set({ runs: addStartedRun(state.runs, started.run_id, started.session_id, clock().getTime()) }),
-          close: () => closeSession(),
-          now: () => clock().getTime(),
-        },
-        rowOf(sessionId),
-        liveRunOf(sessionId),
-      );
-    }
-    set({ openSession: sessionId, selected: sessionId, sessionView: sessionView.element });
-  }
-
-  function closeSession(): void {
-    sessionView = null;
-    set({ openSession: null, sessionView: null });
-  }
-
-  /** Stops a run; the Live runs strip shows it too when this window follows the run. */
-  function stopRun(runId: string, force: boolean): Promise<string> {
-    set({ runs: stopRequested(state.runs, runId, force) });
-    return backend.runStop(runId, force).catch((error: unknown) => {
-      // A run that ended meanwhile is not live any more: its `run_finished` tells the rest.
-      const run = state.runs.find((candidate) => candidate.runId === runId);
-      if (run && isLive(run)) set({ runs: stopRefused(state.runs, runId, toCommandError(error)) });
-      throw error;
-    });
   }
 
   async function refresh(): Promise<void> {
@@ -128,6 +110,69 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     // A failed reload keeps the rows on screen rather than replacing them with an error.
     if (sessions.kind === "ok" || state.sessions.kind !== "ok") set({ sessions, now: clock() });
   }
+
+  /** Another workspace is open: everything of the old one goes. */
+  async function workspaceSwitched(): Promise<void> {
+    sessionView = null;
+    stopAsked.clear();
+    set({
+      openSession: null,
+      sessionView: null,
+      selected: null,
+      filters: NO_FILTERS,
+      search: { kind: "idle" },
+      workspaceMenu: null,
+      confirmDelete: null,
+      pinError: null,
+      deleteError: null,
+      sessions: { kind: "loading" },
+    });
+    await refresh();
+  }
+
+  function openSession(sessionId: string, tab?: SessionTab): SessionView {
+    if (sessionView?.sessionId !== sessionId) {
+      sessionView = createSessionView(
+        sessionId,
+        {
+          backend,
+          agents: () => (state.agents.kind === "ok" ? state.agents.value : []),
+          stopRun: (runId, force) => stopRun(runId, force),
+          askDelete: (id) => actions.askDelete(id),
+          togglePin: (id, pin) => actions.togglePin(id, pin),
+          runStarted: (started) =>
+            set({ runs: addStartedRun(state.runs, started.run_id, started.session_id, clock().getTime()) }),
+          close: () => closeSession(),
+          now: () => clock().getTime(),
+        },
+        rowOf(sessionId),
+        liveRunOf(sessionId),
+        tab,
+      );
+    } else if (tab) {
+      sessionView.showTab(tab);
+    }
+    set({ openSession: sessionId, selected: sessionId, sessionView: sessionView.element });
+    return sessionView;
+  }
+
+  function closeSession(): void {
+    sessionView = null;
+    set({ openSession: null, sessionView: null });
+  }
+
+  /** Stops a run; the Live runs strip shows it too when this window follows the run. */
+  function stopRun(runId: string, force: boolean): Promise<string> {
+    set({ runs: stopRequested(state.runs, runId, force) });
+    return backend.runStop(runId, force).catch((error: unknown) => {
+      // A run that ended meanwhile is not live any more: its `run_finished` tells the rest.
+      const run = state.runs.find((candidate) => candidate.runId === runId);
+      if (run && isLive(run)) set({ runs: stopRefused(state.runs, runId, toCommandError(error)) });
+      throw error;
+    });
+  }
+
+  let searchAsked = 0;
 
   const actions: Actions = {
     refresh: () => void refresh(),
@@ -149,6 +194,9 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
       try {
         const started = await backend.runStart({ agent, prompt });
         set({ starting: false, runs: addStartedRun(state.runs, started.run_id, started.session_id, clock().getTime()) });
+        // The new session opens live, on its output.
+        openSession(started.session_id, "output");
+        void refreshSessions();
         return true;
       } catch (error) {
         set({ starting: false, runError: toCommandError(error) });
@@ -160,7 +208,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
       set({ confirmDelete: sessionId, deleteError: null });
     },
 
-    openSession,
+    openSession: (sessionId) => void openSession(sessionId),
 
     deleteSession(sessionId) {
       set({ confirmDelete: null });
@@ -168,7 +216,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
       void (async () => {
         try {
           await backend.sessionDelete(sessionId);
-          set({ deleteError: null });
+          set({ deleteError: null, selected: state.selected === sessionId ? null : state.selected });
         } catch (error) {
           set({ deleteError: toCommandError(error) });
         }
@@ -183,13 +231,174 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     dismissRun(runId) {
       set({ runs: dismissRun(state.runs, runId) });
     },
+
+    setFilters(filters) {
+      set({ filters });
+    },
+
+    search(query) {
+      const asked = ++searchAsked;
+      if (query === "") {
+        set({ search: { kind: "idle" } });
+        return;
+      }
+      set({ search: { kind: "searching", query } });
+      backend.search(query, SEARCH_LIMIT).then(
+        (hits) => asked === searchAsked && set({ search: { kind: "ok", query, hits } }),
+        (error: unknown) => asked === searchAsked && set({ search: { kind: "error", query, error: toCommandError(error) } }),
+      );
+    },
+
+    openHit(hit) {
+      const view = openSession(hit.session_id, TAB_OF_HIT[hit.kind]);
+      if (hit.kind === "output" && hit.run_id) view.showOutputLine(hit.run_id, hit.line);
+    },
+
+    toggleWorkspaceMenu(open) {
+      if (!open) {
+        set({ workspaceMenu: null });
+        return;
+      }
+      set({ workspaceMenu: { recent: { kind: "loading" }, error: null } });
+      void settle(backend.workspacesRecent()).then((recent) => {
+        if (state.workspaceMenu) set({ workspaceMenu: { ...state.workspaceMenu, recent } });
+      });
+    },
+
+    openWorkspace(path) {
+      void (async () => {
+        try {
+          await backend.workspaceOpen(path);
+          await workspaceSwitched();
+        } catch (error) {
+          if (state.workspaceMenu) set({ workspaceMenu: { ...state.workspaceMenu, error: toCommandError(error) } });
+        }
+      })();
+    },
+
+    pickWorkspace() {
+      void (async () => {
+        try {
+          const picked = await backend.workspacePick();
+          if (picked === null) return; // cancelled: the menu stays as it was
+          await workspaceSwitched();
+        } catch (error) {
+          if (state.workspaceMenu) set({ workspaceMenu: { ...state.workspaceMenu, error: toCommandError(error) } });
+        }
+      })();
+    },
+
+    editAgent(name) {
+      const agents = state.agents.kind === "ok" ? state.agents.value : [];
+      const editing = name === null ? null : (agents.find((agent) => agent.name === name) ?? null);
+      set({ agentForm: { editing, saving: false, error: null } });
+    },
+
+    closeAgentForm() {
+      set({ agentForm: null });
+    },
+
+    saveAgent(agent, previousName) {
+      if (!state.agentForm) return;
+      set({ agentForm: { ...state.agentForm, saving: true, error: null } });
+      backend.agentSave(agent, previousName).then(
+        (agents) => set({ agentForm: null, agents: { kind: "ok", value: agents } }),
+        (error: unknown) => state.agentForm && set({ agentForm: { ...state.agentForm, saving: false, error: toCommandError(error) } }),
+      );
+    },
   };
+
+  /** The session the keys act on: the selected one, else the open one. */
+  const keyTarget = () => state.selected ?? state.openSession;
+
+  function runKey(command: KeyCommand): boolean {
+    const ids = () => visibleSessions(state).map((row) => row.id);
+    switch (command) {
+      case "select-previous":
+      case "select-next": {
+        const selected = moveSelection(ids(), state.selected, command === "select-next" ? 1 : -1);
+        if (selected === null) return false;
+        set({ selected });
+        return true;
+      }
+      case "open": {
+        if (state.selected === null) return false;
+        openSession(state.selected);
+        return true;
+      }
+      case "focus-search": {
+        const search = root.querySelector<HTMLInputElement>("#search");
+        search?.focus();
+        search?.select();
+        return search !== null;
+      }
+      case "toggle-pin": {
+        const target = keyTarget();
+        const row = target === null ? null : rowOf(target);
+        if (!row) return false;
+        actions.togglePin(row.id, !row.pinned);
+        return true;
+      }
+      case "stop": {
+        const target = keyTarget();
+        if (target === null) return false;
+        if (sessionView?.sessionId === target) {
+          sessionView.stop();
+          return true;
+        }
+        const runId = liveRunOf(target);
+        if (runId === null) return false;
+        const force = stopAsked.has(runId);
+        stopAsked.add(runId);
+        stopRun(runId, force).catch(() => {});
+        return true;
+      }
+      case "delete": {
+        const target = keyTarget();
+        if (target === null || !rowOf(target)) return false;
+        if (liveRunOf(target) !== null) set({ deleteError: { code: "session_live", message: DELETE_LIVE_TITLE } });
+        else actions.askDelete(target);
+        return true;
+      }
+      case "escape": {
+        if (state.confirmDelete !== null) set({ confirmDelete: null });
+        else if (state.agentForm) set({ agentForm: null });
+        else if (state.workspaceMenu) set({ workspaceMenu: null });
+        else if (state.search.kind !== "idle") {
+          const search = root.querySelector<HTMLInputElement>("#search");
+          if (search) search.value = "";
+          actions.search("");
+        } else if (sessionView) closeSession();
+        else return false;
+        return true;
+      }
+    }
+  }
+
+  function onKeyDown(event: KeyboardEvent): void {
+    if (!root.isConnected) return;
+    const command = keyCommand(event);
+    // While a dialog is open, only Escape reaches the window.
+    if (command === null || ((state.confirmDelete !== null || state.agentForm !== null) && command !== "escape")) return;
+    if (runKey(command)) event.preventDefault();
+  }
+  document.addEventListener("keydown", onKeyDown);
+
+  // A click outside the workspace menu closes it.
+  document.addEventListener("click", (event) => {
+    if (state.workspaceMenu && event.target instanceof Element && !event.target.closest(".workspace")) set({ workspaceMenu: null });
+  });
 
   function onRunEvent(event: RunEvent): void {
     set({ runs: applyRunEvent(state.runs, event, clock().getTime()) });
     sessionView?.onRunEvent(event);
+    if (event.type === "run_finished") stopAsked.delete(event.run_id);
     // The table follows too (its session row, current node, nodes); `stopping` changes no file.
     if (event.type !== "stopping") void refreshSessions();
+  }
+
+  function onRunOutput(event: RunOutputEvent): void {
+    sessionView?.onRunOutput(event);
   }
 
   // Session folders change in bursts (a run writes several files per node): one reload per burst.
@@ -202,14 +411,11 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     }, SESSIONS_CHANGED_DELAY_MS);
   }
 
-  function onRunOutput(event: RunOutputEvent): void {
-    sessionView?.onRunOutput(event);
-  }
-
   const ready = Promise.all([
     backend.onRunEvent(onRunEvent),
     backend.onSessionsChanged(onSessionsChanged),
     backend.onRunOutput(onRunOutput),
+    backend.onWorkspaceChanged(() => void workspaceSwitched()),
   ]).then(
     () => undefined,
     (error: unknown) => set({ runError: toCommandError(error) }),

@@ -7,6 +7,8 @@ import type { Agent, CommandError } from "./types";
 export interface RunBarActions {
   /** Starts the agent on the prompt; resolves `true` when the run started (the prompt is cleared). */
   runStart(agent: string, prompt: string): Promise<boolean>;
+  /** Opens the agent form on an agent (`null`: a new one). */
+  editAgent(name: string | null): void;
 }
 
 export interface RunBar {
@@ -28,6 +30,19 @@ export function createRunBar(actions: RunBarActions): RunBar {
   });
   const run = button({ class: "button primary", attrs: { id: "run-button" } }, "Run", () => void submit());
   const errorSlot = el("div", { class: "run-error-slot" });
+  const add = button({ class: "button small quiet", title: "Add an agent to .zibby/studio.toml", attrs: { id: "run-agent-add" } }, "Add agent", () =>
+    actions.editAgent(null),
+  );
+  const edit = button({ class: "button small quiet", title: "Edit the selected agent", attrs: { id: "run-agent-edit" } }, "Edit", () =>
+    actions.editAgent(select.value || null),
+  );
+  const noAgents = el(
+    "p",
+    { class: "no-agents muted" },
+    "No agents in ",
+    el("code", {}, ".zibby/studio.toml"),
+    " yet: add one to run it from here.",
+  );
   const form = el(
     "form",
     { class: "run-bar card", attrs: { id: "run-bar", "aria-label": "Run an agent" } },
@@ -39,7 +54,8 @@ export function createRunBar(actions: RunBarActions): RunBar {
       prompt,
       run,
     ),
-    el("p", { class: "run-hint muted" }, "Enter runs it, Shift+Enter starts a new line."),
+    noAgents,
+    el("div", { class: "run-foot" }, el("p", { class: "run-hint muted" }, "Enter runs it, Shift+Enter starts a new line."), edit, add),
     errorSlot,
   );
 
@@ -75,6 +91,11 @@ export function createRunBar(actions: RunBarActions): RunBar {
       agentNames = names.join("\n");
     }
     starting = isStarting;
+    const row = form.querySelector<HTMLElement>(".run-row")!;
+    row.hidden = names.length === 0;
+    noAgents.hidden = names.length > 0;
+    edit.hidden = names.length === 0;
+    (form.querySelector(".run-hint") as HTMLElement).hidden = names.length === 0;
     run.disabled = isStarting || names.length === 0;
     run.textContent = isStarting ? "Starting…" : "Run";
     errorSlot.replaceChildren(...(error ? [errorBox("The run could not start", error)] : []));

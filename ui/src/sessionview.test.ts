@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { startApp } from "./app";
 import { fakeBackend, type FakeBackend } from "./fake-backend";
-import { DELETE_LIVE_TITLE } from "./sessionview";
+import { DELETE_LIVE_TITLE } from "./table";
 import { row, runRecord } from "./testdata";
 
 const EVIL = "<img src=x onerror=alert(1)>";

@@ -14,6 +14,7 @@ import { conversationView, logsView } from "./logs";
 import { nodeCards } from "./nodecards";
 import { createOutputView, type OutputView } from "./output";
 import { throttle } from "./schedule";
+import { DELETE_LIVE_TITLE } from "./table";
 import { nodesWithoutTimes, timelineView, type RunSpans } from "./timeline";
 import type {
   Agent,
@@ -38,8 +39,6 @@ export const SESSION_TABS: readonly { id: SessionTab; label: string }[] = [
   { id: "files", label: "Files" },
 ];
 
-/** Why Delete is disabled while the session has a live run. */
-export const DELETE_LIVE_TITLE = "Stop the run first: a live session cannot be deleted";
 
 /** How often the session is read again while it changes. */
 const RELOAD_EVERY_MS = 1_000;

@@ -2,6 +2,8 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 
 import { STOPPING_LABEL } from "./liveruns";
 import type { LiveRun } from "./runs";
+import { NO_FILTERS } from "./filters";
+import { DELETE_LIVE_TITLE } from "./table";
 import type { SessionRow } from "./types";
 import { renderApp, shellQuote, type Actions, type ViewState } from "./view";
 
@@ -48,6 +50,10 @@ function state(overrides: Partial<ViewState> = {}): ViewState {
     openSession: null,
     sessionView: null,
     selected: null,
+    filters: NO_FILTERS,
+    search: { kind: "idle" },
+    workspaceMenu: null,
+    agentForm: null,
     ...overrides,
   };
 }
@@ -62,6 +68,15 @@ const noActions: Actions = {
   askDelete() {},
   deleteSession() {},
   openSession() {},
+  setFilters() {},
+  search() {},
+  openHit() {},
+  toggleWorkspaceMenu() {},
+  openWorkspace() {},
+  pickWorkspace() {},
+  editAgent() {},
+  saveAgent() {},
+  closeAgentForm() {},
 };
 
 function spyActions() {
@@ -74,6 +89,15 @@ function spyActions() {
     askDelete: vi.fn<Actions["askDelete"]>(),
     deleteSession: vi.fn<Actions["deleteSession"]>(),
     openSession: vi.fn<Actions["openSession"]>(),
+    setFilters: vi.fn<Actions["setFilters"]>(),
+    search: vi.fn<Actions["search"]>(),
+    openHit: vi.fn<Actions["openHit"]>(),
+    toggleWorkspaceMenu: vi.fn<Actions["toggleWorkspaceMenu"]>(),
+    openWorkspace: vi.fn<Actions["openWorkspace"]>(),
+    pickWorkspace: vi.fn<Actions["pickWorkspace"]>(),
+    editAgent: vi.fn<Actions["editAgent"]>(),
+    saveAgent: vi.fn<Actions["saveAgent"]>(),
+    closeAgentForm: vi.fn<Actions["closeAgentForm"]>(),
   } satisfies Actions;
 }
 
@@ -115,7 +139,8 @@ describe("the sessions table", () => {
     expect(row.querySelector(".session-id")?.textContent).toBe("1795952464415_3prb");
     expect(row.querySelector(".badge")?.getAttribute("data-status")).toBe("success");
     expect(row.querySelector(".current-node")?.textContent).toBe("report");
-    expect(row.querySelector(".nodes")?.textContent).toBe("3 nodes: plan ✓ execute ✓ report ✓");
+    expect(row.querySelector("td.progress .progress-count")?.textContent).toBe("3/3");
+    expect(row.querySelector("td.progress")?.getAttribute("title")).toBe("plan: success\nexecute: success\nreport: success");
     const time = row.querySelector("td.updated time");
     expect(time?.textContent).toBe("5 min ago");
     expect(time?.getAttribute("title")).not.toBe("");
@@ -219,11 +244,15 @@ describe("the pin column", () => {
 });
 
 describe("the Run bar", () => {
-  it("is hidden when the workspace has no agents, and lists them when it has", () => {
-    renderApp(root, state(), noActions);
-    expect((root.querySelector("#run-bar") as HTMLElement).hidden).toBe(true);
+  it("offers to add an agent when the workspace has none, and lists them when it has", () => {
+    const actions = spyActions();
+    renderApp(root, state(), actions);
+    expect((root.querySelector("#run-bar .run-row") as HTMLElement).hidden).toBe(true);
+    expect((root.querySelector("#run-bar .no-agents") as HTMLElement).hidden).toBe(false);
+    (root.querySelector("#run-agent-add") as HTMLButtonElement).click();
+    expect(actions.editAgent).toHaveBeenCalledWith(null);
     renderApp(root, state({ agents: { kind: "ok", value: agents } }), noActions);
-    expect((root.querySelector("#run-bar") as HTMLElement).hidden).toBe(false);
+    expect((root.querySelector("#run-bar .run-row") as HTMLElement).hidden).toBe(false);
     const options = [...root.querySelectorAll("#run-agent option")].map((option) => option.textContent);
     expect(options).toEqual(["writer", "planner"]);
   });
@@ -370,6 +399,6 @@ describe("delete", () => {
     renderApp(root, state({ runs: [liveRun()] }), spyActions());
     const remove = root.querySelector("[data-testid='delete']") as HTMLButtonElement;
     expect(remove.disabled).toBe(true);
-    expect(remove.title).toContain("Stop its run first");
+    expect(remove.title).toBe(DELETE_LIVE_TITLE);
   });
 });

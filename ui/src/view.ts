@@ -1,14 +1,20 @@
-// The window's DOM, drawn from a `ViewState` on every change.
+// The window's DOM, drawn from a `ViewState` on every change. The parts that hold what the user is
+// doing (the Run bar, the search box, the filters, the table's scroll position, the session view,
+// an open form) are built once and updated in place; the rest is drawn again when its inputs change.
 //
 // Session data comes from agents and their files: it is untrusted text. It reaches the page only as
 // text nodes and attribute values (`el` below), never as HTML.
 
-import { badge, button, el, errorBox, type Child } from "./elements";
-import { exactTime, nodeCount, relativeTime, statusMark } from "./format";
+import { createAgentForm, type AgentForm, type AgentFormActions } from "./agentform";
+import { badge, button, el, errorBox } from "./elements";
+import { createFilterBar, filterSessions, isFiltered, type FilterBar, type SessionFilters } from "./filters";
 import { liveRunsStrip, type LiveRunActions } from "./liveruns";
 import { createRunBar, type RunBar, type RunBarActions } from "./runbar";
 import { isLive, type LiveRun } from "./runs";
-import type { Agent, CommandError, NodeSummary, SessionRow, WorkspaceInfo } from "./types";
+import { createSearchBox, type SearchActions, type SearchBox, type SearchResults } from "./search";
+import { createSessionsTable, type SessionsTable, type TableActions } from "./table";
+import type { Agent, CommandError, SessionRow, WorkspaceInfo } from "./types";
+import { workspaceSwitcher, type WorkspaceActions, type WorkspaceMenu } from "./workspace";
 
 export { badge, errorBox };
 
@@ -16,6 +22,13 @@ export type Loaded<T> =
   | { kind: "loading" }
   | { kind: "ok"; value: T }
   | { kind: "error"; error: CommandError };
+
+export interface AgentFormState {
+  /** The agent being edited; `null`: a new one. */
+  editing: Agent | null;
+  saving: boolean;
+  error: CommandError | null;
+}
 
 export interface ViewState {
   workspace: Loaded<WorkspaceInfo>;
@@ -45,9 +58,15 @@ export interface ViewState {
   sessionView: HTMLElement | null;
   /** The selected row of the table. */
   selected: string | null;
+  filters: SessionFilters;
+  search: SearchResults;
+  /** The workspace switcher's menu, when open. */
+  workspaceMenu: WorkspaceMenu | null;
+  /** The agent form, when open. */
+  agentForm: AgentFormState | null;
 }
 
-export interface Actions extends RunBarActions, LiveRunActions {
+export interface Actions extends RunBarActions, LiveRunActions, TableActions, SearchActions, WorkspaceActions, AgentFormActions {
   refresh(): void;
   /** Pins (`pin` true) or unpins a session. */
   togglePin(sessionId: string, pin: boolean): void;
@@ -56,41 +75,86 @@ export interface Actions extends RunBarActions, LiveRunActions {
   deleteSession(sessionId: string): void;
   /** Selects a session and opens its view. */
   openSession(sessionId: string): void;
+  setFilters(filters: SessionFilters): void;
+}
+
+/** The sessions the table shows: the state's, through its filters. */
+export function visibleSessions(state: ViewState): readonly SessionRow[] {
+  return state.sessions.kind === "ok" ? filterSessions(state.sessions.value, state.filters) : [];
 }
 
 /** The parts of the page that live across renders, and what each was last drawn from. */
 interface Page {
-  /** The actions of the last render (the Run bar, built once, calls through it). */
+  /** The actions of the last render (the parts built once call through it). */
   actions: Actions;
   header: HTMLElement;
   runBar: RunBar;
   runBarError: HTMLElement;
   liveRuns: HTMLElement;
-  sessions: HTMLElement;
+  sessionsHead: HTMLElement;
+  sessionsCount: HTMLElement;
+  sessionsMessages: HTMLElement;
+  sessionsBody: HTMLElement;
+  filterBar: FilterBar;
+  searchBox: SearchBox;
+  table: SessionsTable;
   workbench: HTMLElement;
   sessionSlot: HTMLElement;
   dialogSlot: HTMLElement;
-  drawn: { runs?: readonly LiveRun[]; sessions?: readonly unknown[]; confirmDelete?: string | null };
+  agentForm: AgentForm | null;
+  drawn: {
+    header?: readonly unknown[];
+    runs?: readonly LiveRun[];
+    body?: readonly unknown[];
+    messages?: readonly unknown[];
+    dialog?: readonly unknown[];
+    selected?: string | null;
+  };
 }
 
 const pages = new WeakMap<HTMLElement, Page>();
 
 function page(root: HTMLElement, actions: Actions): Page {
   const existing = pages.get(root);
-  if (existing && root.contains(existing.sessions)) return existing;
+  if (existing && root.contains(existing.workbench)) return existing;
+  // The parts built once call the actions of the latest render.
+  const latest = new Proxy({} as Actions, {
+    get: (_target, name: keyof Actions) => built.actions[name],
+  });
   const built: Page = {
     actions,
     header: el("header", { class: "topbar" }),
-    runBar: createRunBar({ runStart: (agent, prompt) => built.actions.runStart(agent, prompt) }),
+    runBar: createRunBar(latest),
     runBarError: el("div", { class: "agents-error-slot" }),
     liveRuns: el("div", { class: "live-runs-slot" }),
-    sessions: el("div", { class: "sessions-slot" }),
+    sessionsHead: el("div", { class: "card-head sessions-head" }),
+    sessionsCount: el("span", { class: "count" }),
+    sessionsMessages: el("div", { class: "sessions-messages" }),
+    sessionsBody: el("div", { class: "sessions-body" }),
+    filterBar: createFilterBar((filters) => latest.setFilters(filters)),
+    searchBox: createSearchBox(latest),
+    table: createSessionsTable(latest),
     workbench: el("div", { class: "workbench" }),
     sessionSlot: el("div", { class: "session-slot" }),
     dialogSlot: el("div", { class: "dialog-slot" }),
+    agentForm: null,
     drawn: {},
   };
-  built.workbench.append(built.sessions, built.sessionSlot);
+  built.sessionsHead.append(
+    el("h1", { attrs: { id: "sessions-title" } }, "Sessions"),
+    built.sessionsCount,
+    el("span", { class: "head-gap" }),
+    built.filterBar.element,
+    built.searchBox.element,
+  );
+  const card = el(
+    "section",
+    { class: "card sessions-card", attrs: { "aria-labelledby": "sessions-title" } },
+    built.sessionsHead,
+    built.sessionsMessages,
+    built.sessionsBody,
+  );
+  built.workbench.append(el("div", { class: "sessions-slot" }, card), built.sessionSlot);
   root.replaceChildren(
     built.header,
     el("main", { class: "content" }, built.runBar.element, built.runBarError, built.liveRuns, built.workbench),
@@ -100,15 +164,19 @@ function page(root: HTMLElement, actions: Actions): Page {
   return built;
 }
 
-/** Draws `state`. The Run bar is updated in place (a prompt being typed survives), and the live
- * runs and the sessions are redrawn only when what they show changed. */
+/** Draws `state`: the parts whose inputs changed. */
 export function renderApp(root: HTMLElement, state: ViewState, actions: Actions): void {
   const parts = page(root, actions);
   parts.actions = actions;
-  parts.header.replaceChildren(...headerParts(state, actions));
+
+  const headerInputs = [state.workspace, state.refreshing, state.workspaceMenu];
+  if (!sameItems(parts.drawn.header, headerInputs)) {
+    parts.header.replaceChildren(...headerParts(state, actions));
+    parts.drawn.header = headerInputs;
+  }
 
   const agents = state.agents.kind === "ok" ? state.agents.value : [];
-  parts.runBar.element.hidden = agents.length === 0;
+  parts.runBar.element.hidden = state.workspace.kind !== "ok" || state.agents.kind !== "ok";
   parts.runBar.update(agents, state.runError, state.starting);
   parts.runBarError.replaceChildren(
     ...(state.agents.kind === "error" && state.workspace.kind === "ok"
@@ -121,27 +189,91 @@ export function renderApp(root: HTMLElement, state: ViewState, actions: Actions)
     parts.liveRuns.replaceChildren(...(strip ? [strip] : []));
     parts.drawn.runs = state.runs;
   }
+
+  drawSessions(parts, state, actions);
+
   parts.workbench.classList.toggle("split", state.sessionView !== null);
   if (state.sessionView === null) parts.sessionSlot.replaceChildren();
   else if (parts.sessionSlot.firstChild !== state.sessionView) parts.sessionSlot.replaceChildren(state.sessionView);
-  if (parts.drawn.confirmDelete !== state.confirmDelete) {
-    parts.dialogSlot.replaceChildren(...(state.confirmDelete ? [deleteDialog(state.confirmDelete, actions)] : []));
-    parts.drawn.confirmDelete = state.confirmDelete;
+
+  drawDialogs(parts, state, actions);
+}
+
+function drawSessions(parts: Page, state: ViewState, actions: Actions): void {
+  const { workspace, sessions } = state;
+  const all = sessions.kind === "ok" ? sessions.value : [];
+  const shown = visibleSessions(state);
+  parts.filterBar.update(all, state.filters);
+  parts.searchBox.update(state.search);
+  parts.sessionsCount.textContent =
+    sessions.kind !== "ok" || all.length === 0
+      ? ""
+      : shown.length === all.length
+        ? all.length === 1
+          ? "1 session"
+          : `${all.length.toLocaleString("en-US")} sessions`
+        : `${shown.length.toLocaleString("en-US")} of ${all.length.toLocaleString("en-US")}`;
+  parts.sessionsHead.classList.toggle("refreshing", state.refreshing && sessions.kind !== "loading");
+
+  const messages = [state.pinError, state.deleteError];
+  if (!sameItems(parts.drawn.messages, messages)) {
+    parts.sessionsMessages.replaceChildren(
+      ...[
+        state.pinError && errorBox("The pin could not be changed", state.pinError),
+        state.deleteError && errorBox("The session could not be deleted", state.deleteError),
+      ].filter((item): item is HTMLElement => Boolean(item)),
+    );
+    parts.drawn.messages = messages;
   }
 
-  const sessionsInputs = [
-    state.workspace,
-    state.sessions,
-    state.refreshing,
-    state.now,
-    state.pinError,
-    state.deleteError,
-    state.runs,
-    state.selected,
-  ];
-  if (!sameItems(parts.drawn.sessions, sessionsInputs)) {
-    parts.sessions.replaceChildren(sessionsCard(state, actions));
-    parts.drawn.sessions = sessionsInputs;
+  let body: "table" | Node;
+  if (workspace.kind === "error") body = errorBox("The workspace could not be opened", workspace.error);
+  else if (sessions.kind === "error") body = errorBox("The sessions could not be listed", sessions.error);
+  else if (sessions.kind === "loading" || workspace.kind === "loading") body = el("p", { class: "loading muted" }, "Reading sessions…");
+  else if (all.length === 0) body = emptyState(workspace.value, actions);
+  else if (shown.length === 0 && isFiltered(state.filters)) {
+    body = el(
+      "div",
+      { class: "no-match" },
+      el("p", {}, "No session matches the filters."),
+      button({ class: "button small", attrs: { id: "clear-filters" } }, "Clear filters", () =>
+        actions.setFilters({ status: "all", agent: "all", pinnedOnly: false }),
+      ),
+    );
+  } else body = "table";
+
+  if (body === "table") {
+    const live = new Set(state.runs.filter(isLive).map((run) => run.sessionId));
+    for (const row of all) if (row.live_run) live.add(row.id);
+    parts.table.update(shown, state.now, live, state.selected);
+    if (state.selected !== null && parts.drawn.selected !== state.selected) parts.table.reveal(state.selected);
+    parts.drawn.selected = state.selected;
+    if (parts.sessionsBody.firstChild !== parts.table.element) parts.sessionsBody.replaceChildren(parts.table.element);
+    parts.drawn.body = undefined;
+  } else {
+    const inputs = [workspace, sessions, state.filters];
+    if (!sameItems(parts.drawn.body, inputs) || parts.sessionsBody.firstChild === parts.table.element) {
+      parts.sessionsBody.replaceChildren(body);
+      parts.drawn.body = inputs;
+    }
+  }
+}
+
+function drawDialogs(parts: Page, state: ViewState, actions: Actions): void {
+  if (state.agentForm) {
+    if (!parts.agentForm || parts.agentForm.editing !== state.agentForm.editing || !parts.dialogSlot.contains(parts.agentForm.element)) {
+      parts.agentForm = createAgentForm(state.agentForm.editing, parts.actions);
+      parts.dialogSlot.replaceChildren(parts.agentForm.element);
+    }
+    parts.agentForm.update(state.agentForm.saving, state.agentForm.error);
+    parts.drawn.dialog = undefined;
+    return;
+  }
+  parts.agentForm = null;
+  const inputs = [state.confirmDelete];
+  if (!sameItems(parts.drawn.dialog, inputs)) {
+    parts.dialogSlot.replaceChildren(...(state.confirmDelete ? [deleteDialog(state.confirmDelete, actions)] : []));
+    parts.drawn.dialog = inputs;
   }
 }
 
@@ -150,29 +282,8 @@ function sameItems(a: readonly unknown[] | undefined, b: readonly unknown[]): bo
 }
 
 function headerParts(state: ViewState, actions: Actions): Node[] {
-  const refresh = button({ class: "button", attrs: { id: "refresh" } }, "Refresh", () => actions.refresh());
+  const refresh = button({ class: "button", title: "Read the sessions again", attrs: { id: "refresh" } }, "Refresh", () => actions.refresh());
   refresh.disabled = state.refreshing || state.workspace.kind !== "ok";
-
-  let where: Node;
-  switch (state.workspace.kind) {
-    case "ok":
-      where = el(
-        "span",
-        {
-          class: "workspace-box",
-          title: `${state.workspace.value.root}\nSessions folder: ${state.workspace.value.sessions_dir}`,
-        },
-        el("code", { class: "workspace-path" }, state.workspace.value.root),
-      );
-      break;
-    case "loading":
-      where = el("span", { class: "muted" }, "opening…");
-      break;
-    case "error":
-      where = el("span", { class: "muted" }, "not open");
-      break;
-  }
-
   return [
     el(
       "div",
@@ -180,153 +291,56 @@ function headerParts(state: ViewState, actions: Actions): Node[] {
       el("span", { class: "logo", attrs: { "aria-hidden": "true" } }, "Z"),
       el("span", { class: "brand-name" }, "Zibby Studio"),
     ),
-    el("div", { class: "workspace" }, el("span", { class: "workspace-label" }, "Workspace"), where),
+    workspaceSwitcher(state.workspace, state.workspaceMenu, actions),
+    el("span", { class: "keys-hint muted", title: "↑/↓ select, Enter open, / search, P pin, S stop, Delete delete, Esc close" }, "Keys: ↑↓ ⏎ / P S Del Esc"),
     refresh,
   ];
 }
 
-function sessionsCard(state: ViewState, actions: Actions): HTMLElement {
-  const { workspace, sessions } = state;
-  let count: string | null = null;
-  let body: Node;
-  if (workspace.kind === "error") {
-    body = errorBox("The workspace could not be opened", workspace.error);
-  } else if (sessions.kind === "error") {
-    body = errorBox("The sessions could not be listed", sessions.error);
-  } else if (sessions.kind === "loading" || workspace.kind === "loading") {
-    body = el("p", { class: "loading muted" }, "Reading sessions…");
-  } else if (sessions.value.length === 0) {
-    body = emptyState(workspace.value);
-  } else {
-    count = sessions.value.length === 1 ? "1 session" : `${sessions.value.length} sessions`;
-    const live = new Set(state.runs.filter(isLive).map((run) => run.sessionId));
-    body = sessionsTable(sessions.value, state.now, live, state.selected, actions);
-  }
-  return el(
-    "section",
-    { class: "card", attrs: { "aria-labelledby": "sessions-title" } },
-    el(
-      "div",
-      { class: "card-head" },
-      el("h1", { attrs: { id: "sessions-title" } }, "Sessions"),
-      count && el("span", { class: "count" }, count),
-      state.refreshing && sessions.kind !== "loading" && el("span", { class: "muted refreshing" }, "refreshing…"),
-    ),
-    state.pinError && errorBox("The pin could not be changed", state.pinError),
-    state.deleteError && errorBox("The session could not be deleted", state.deleteError),
-    body,
-  );
-}
-
-function emptyState(workspace: WorkspaceInfo): HTMLElement {
+function emptyState(workspace: WorkspaceInfo, actions: Actions): HTMLElement {
+  const command = `cargo run -p zibby-test-agent -- fill-demo ${shellQuote(workspace.root)}`;
+  const copy = button({ class: "button small", title: "Copy the command", attrs: { id: "copy-demo-command" } }, "Copy", () => {
+    void navigator.clipboard?.writeText(command).then(
+      () => (copy.textContent = "Copied"),
+      () => (copy.textContent = "Select and copy"),
+    );
+  });
   return el(
     "div",
     { class: "empty" },
     el("h2", {}, "No sessions yet"),
+    el("p", {}, "Zibby Studio lists the runs it finds in ", el("code", {}, workspace.sessions_dir), "."),
     el(
-      "p",
-      {},
-      "Zibby Studio lists the runs it finds in ",
-      el("code", {}, workspace.sessions_dir),
-      ".",
+      "div",
+      { class: "empty-ways" },
+      el(
+        "div",
+        { class: "empty-way" },
+        el("h3", {}, "Configure an agent"),
+        el("p", {}, "Tell the studio how to run your agent, then start it from the Run bar."),
+        button({ class: "button primary", attrs: { id: "agent-add" } }, "Add agent", () => actions.editAgent(null)),
+      ),
+      el(
+        "div",
+        { class: "empty-way" },
+        el("h3", {}, "Or run the demo agent"),
+        el(
+          "p",
+          {},
+          "Run an agent with ",
+          el("code", {}, "ZIBBY_EMIT_GRAPH_MARKERS=1"),
+          " in this folder, or run the demo from a Zibby Studio checkout:",
+        ),
+        el("div", { class: "command-row" }, el("pre", { class: "command" }, command), copy),
+      ),
     ),
-    el(
-      "p",
-      {},
-      "Run an agent with ",
-      el("code", {}, "ZIBBY_EMIT_GRAPH_MARKERS=1"),
-      " in this folder, or run the demo from a Zibby Studio checkout:",
-    ),
-    el("pre", { class: "command" }, `cargo run -p zibby-test-agent -- fill-demo ${shellQuote(workspace.root)}`),
-    el("p", { class: "muted" }, "Then press Refresh."),
+    el("p", { class: "muted" }, "Sessions appear here as they are written."),
   );
 }
 
 /** Quotes a path for a POSIX shell when it needs it. */
 export function shellQuote(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
-}
-
-function sessionsTable(
-  sessions: readonly SessionRow[],
-  now: Date,
-  live: ReadonlySet<string>,
-  selected: string | null,
-  actions: Actions,
-): HTMLElement {
-  const head = el(
-    "thead",
-    {},
-    el(
-      "tr",
-      {},
-      el("th", { class: "pin-col", attrs: { scope: "col", "aria-label": "Pinned" } }),
-      el("th", { attrs: { scope: "col" } }, "Session"),
-      el("th", { attrs: { scope: "col" } }, "Status"),
-      el("th", { attrs: { scope: "col" } }, "Current node"),
-      el("th", { attrs: { scope: "col" } }, "Nodes"),
-      el("th", { class: "updated", attrs: { scope: "col" } }, "Last update"),
-      el("th", { class: "actions-col", attrs: { scope: "col", "aria-label": "Actions" } }),
-    ),
-  );
-  const body = el("tbody", {}, ...sessions.map((session) => sessionRow(session, now, live.has(session.id), session.id === selected, actions)));
-  return el("div", { class: "table-wrap" }, el("table", { class: "sessions" }, head, body));
-}
-
-function sessionRow(session: SessionRow, now: Date, live: boolean, selected: boolean, actions: Actions): HTMLElement {
-  const updated = new Date(session.updated_at);
-  const tr = el(
-    "tr",
-    {
-      class: [session.pinned && "pinned", selected && "selected"].filter(Boolean).join(" ") || undefined,
-      attrs: { "data-session-id": session.id, "aria-selected": String(selected) },
-    },
-    el("td", { class: "pin-cell" }, pinButton(session, actions)),
-    el(
-      "td",
-      { class: "session" },
-      el("div", { class: "session-id", title: session.path }, session.id),
-      session.title &&
-        el("div", { class: "session-title", title: session.agent ? `agent: ${session.agent}` : undefined }, session.title),
-    ),
-    el("td", { class: "status" }, badge(session.status), problems(session)),
-    el(
-      "td",
-      { class: "current-node" },
-      session.current_node ?? el("span", { class: "muted" }, "—"),
-    ),
-    el("td", { class: "nodes" }, ...nodesCell(session.nodes)),
-    el(
-      "td",
-      { class: "updated" },
-      el(
-        "time",
-        { title: exactTime(updated), attrs: { datetime: session.updated_at } },
-        relativeTime(updated, now),
-      ),
-    ),
-    el("td", { class: "row-actions" }, deleteButton(session, live, actions)),
-  );
-  tr.addEventListener("click", (event) => {
-    if ((event.target as Element).closest("button")) return;
-    actions.openSession(session.id);
-  });
-  return tr;
-}
-
-/** Delete: disabled, and saying why, while the session's run is live (Stop never deletes). */
-function deleteButton(session: SessionRow, live: boolean, actions: Actions): HTMLButtonElement {
-  const remove = button(
-    {
-      class: "delete",
-      title: live ? "Stop its run first: a session with a live run cannot be deleted" : "Delete this session",
-      attrs: { "data-testid": "delete", "aria-label": `Delete ${session.id}` },
-    },
-    "Delete",
-    () => actions.askDelete(session.id),
-  );
-  remove.disabled = live;
-  return remove;
 }
 
 /** Asks before deleting, naming the session and what cannot be undone. */
@@ -341,7 +355,10 @@ function deleteDialog(sessionId: string, actions: Actions): HTMLElement {
   );
   const dialog = el(
     "div",
-    { class: "confirm", attrs: { role: "alertdialog", "aria-labelledby": "confirm-title", "data-testid": "delete-dialog" } },
+    {
+      class: "confirm",
+      attrs: { role: "alertdialog", "aria-modal": "true", "aria-labelledby": "confirm-title", "data-testid": "delete-dialog" },
+    },
     el("h2", { attrs: { id: "confirm-title" } }, "Delete session ", el("code", {}, sessionId), "?"),
     el(
       "p",
@@ -351,50 +368,11 @@ function deleteDialog(sessionId: string, actions: Actions): HTMLElement {
     el("div", { class: "confirm-buttons" }, cancel, confirm),
   );
   dialog.addEventListener("keydown", (event) => {
-    if (event.key === "Escape") actions.askDelete(null);
+    if (event.key === "Escape") {
+      event.stopPropagation();
+      actions.askDelete(null);
+    }
   });
   queueMicrotask(() => cancel.focus());
   return dialog;
-}
-
-/** A star: filled when the session is pinned. */
-function pinButton(session: SessionRow, actions: Actions): HTMLButtonElement {
-  const label = session.pinned ? "Unpin" : "Pin";
-  return button(
-    {
-      class: "pin",
-      title: label,
-      attrs: {
-        "data-testid": "pin",
-        "aria-pressed": String(session.pinned),
-        "aria-label": `${label} ${session.id}`,
-      },
-    },
-    session.pinned ? "★" : "☆",
-    () => actions.togglePin(session.id, !session.pinned),
-  );
-}
-
-function problems(session: SessionRow): HTMLElement | null {
-  if (session.problems.length === 0) return null;
-  const list = session.problems.map((p) => `${p.file}: ${p.reason}`).join("\n");
-  const label = session.problems.length === 1 ? "1 problem" : `${session.problems.length} problems`;
-  return el("span", { class: "problems", title: list }, `⚠ ${label}`);
-}
-
-/** "3 nodes: plan ✓ execute ✓ report ✓", each node a chip coloured by its status. */
-function nodesCell(nodes: readonly NodeSummary[]): Child[] {
-  if (nodes.length === 0) return [el("span", { class: "muted" }, nodeCount(nodes))];
-  const cells: Child[] = [el("span", { class: "node-count" }, `${nodeCount(nodes)}:`)];
-  for (const node of nodes) {
-    cells.push(
-      " ",
-      el(
-        "span",
-        { class: `node status-${node.status}`, title: `${node.name}: ${node.status}` },
-        `${node.name} ${statusMark(node.status)}`,
-      ),
-    );
-  }
-  return cells;
 }

@@ -1,0 +1,241 @@
+// The app end to end against the fake backend: filters, search, keys, the workspace switcher, the
+// agent form, and a run opening its session.
+
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+
+import { startApp } from "./app";
+import { fakeBackend, type FakeBackend } from "./fake-backend";
+import { DELETE_LIVE_TITLE } from "./table";
+import { row, runRecord } from "./testdata";
+
+let backend: FakeBackend;
+let root: HTMLElement;
+
+beforeEach(() => {
+  document.body.replaceChildren();
+  root = document.createElement("div");
+  document.body.append(root);
+  backend = fakeBackend({
+    agents: [{ name: "writer", run: ["w"] }],
+    sessions: [
+      row("a", { status: "running", agent: "writer", live_run: "run-a" }),
+      row("b", { status: "success", agent: "planner" }),
+      row("c", { status: "error", agent: "writer", pinned: true }),
+    ],
+  });
+});
+afterEach(() => vi.useRealTimers());
+
+async function start(): Promise<void> {
+  const app = startApp(root, backend);
+  await app.ready;
+  await app.refresh();
+}
+
+const ids = () => [...root.querySelectorAll("tr[data-session-id]")].map((tr) => tr.getAttribute("data-session-id"));
+const key = (name: string, target: EventTarget = document.body) =>
+  target.dispatchEvent(new KeyboardEvent("keydown", { key: name, bubbles: true, cancelable: true }));
+const selected = () => root.querySelector("tr[aria-selected='true']")?.getAttribute("data-session-id") ?? null;
+
+describe("filters", () => {
+  it("narrow the table by status, agent and pin, and say how many of how many", async () => {
+    await start();
+    expect(ids()).toEqual(["c", "a", "b"]);
+    const status = root.querySelector("#filter-status") as HTMLSelectElement;
+    status.value = "error";
+    status.dispatchEvent(new Event("change"));
+    expect(ids()).toEqual(["c"]);
+    expect(root.querySelector(".sessions-head .count")?.textContent).toBe("1 of 3");
+    status.value = "all";
+    status.dispatchEvent(new Event("change"));
+    const agent = root.querySelector("#filter-agent") as HTMLSelectElement;
+    expect([...agent.options].map((option) => option.value)).toEqual(["all", "planner", "writer"]);
+    agent.value = "writer";
+    agent.dispatchEvent(new Event("change"));
+    expect(ids()).toEqual(["c", "a"]);
+    const pinned = root.querySelector("#filter-pinned") as HTMLInputElement;
+    pinned.checked = true;
+    pinned.dispatchEvent(new Event("change"));
+    expect(ids()).toEqual(["c"]);
+    agent.value = "planner";
+    agent.dispatchEvent(new Event("change"));
+    expect(ids()).toEqual([]);
+    (root.querySelector("#clear-filters") as HTMLButtonElement).click();
+    expect(ids()).toEqual(["c", "a", "b"]);
+  });
+});
+
+describe("search", () => {
+  it("asks the backend once typing pauses, lists hits as text, and opens a hit's session at its line", async () => {
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    const evil = "<img src=x onerror=alert(1)> needle";
+    backend.runs = [runRecord("r-b", "b")];
+    backend.output.set(
+      "r-b",
+      Array.from({ length: 3_000 }, (_, i) => ({ seq: i + 1, stream: "stdout" as const, at_ms: i, node: "write", text: i === 2_499 ? evil : `line ${i + 1}` })),
+    );
+    await start();
+    const search = root.querySelector("#search") as HTMLInputElement;
+    search.value = "need";
+    search.dispatchEvent(new Event("input"));
+    search.value = "needle";
+    search.dispatchEvent(new Event("input"));
+    expect(backend.calls.filter((call) => call.startsWith("search("))).toEqual([]);
+    await vi.advanceTimersByTimeAsync(250);
+    expect(backend.calls.filter((call) => call.startsWith("search("))).toEqual(["search(needle)"]);
+    await vi.waitFor(() => expect(root.querySelectorAll(".search-hit")).toHaveLength(1));
+    const hit = root.querySelector(".search-hit[data-session-id='b']")!;
+    expect(hit.querySelector(".search-text")?.textContent).toBe(evil);
+    expect(hit.querySelector(".search-line")?.textContent).toBe("line 2500");
+    expect(root.querySelector("img")).toBeNull();
+
+    (hit as HTMLElement).click();
+    await vi.waitFor(() => expect(root.querySelector("#session-view[data-session-id='b'] [data-panel='output']")).not.toBeNull());
+    await vi.waitFor(() => expect(root.querySelector(".output-line.marked")?.getAttribute("data-seq")).toBe("2500"));
+  });
+});
+
+describe("keys", () => {
+  it("move the selection with the arrows and open it with Enter; Escape closes it", async () => {
+    await start();
+    key("ArrowDown");
+    expect(selected()).toBe("c");
+    key("ArrowDown");
+    key("ArrowDown");
+    key("ArrowDown");
+    expect(selected()).toBe("b");
+    key("ArrowUp");
+    expect(selected()).toBe("a");
+    key("Enter");
+    await vi.waitFor(() => expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("a"));
+    key("Escape");
+    expect(root.querySelector("#session-view")).toBeNull();
+  });
+
+  it("are ignored while typing", async () => {
+    await start();
+    const prompt = root.querySelector("#run-prompt") as HTMLTextAreaElement;
+    key("ArrowDown");
+    for (const name of ["s", "p", "Delete", "ArrowDown", "/"]) key(name, prompt);
+    expect(selected()).toBe("c");
+    expect(backend.calls.some((call) => call.startsWith("pin") || call.startsWith("runStop"))).toBe(false);
+    expect(root.querySelector("[data-testid='delete-dialog']")).toBeNull();
+  });
+
+  it("/ focuses the search box, P pins the selected session", async () => {
+    await start();
+    key("/");
+    expect(document.activeElement?.id).toBe("search");
+    (document.activeElement as HTMLElement).blur();
+    key("ArrowDown");
+    key("ArrowDown");
+    expect(selected()).toBe("a");
+    key("p");
+    await vi.waitFor(() => expect(backend.calls).toContain("pinAdd(a)"));
+  });
+
+  it("S stops the selected session's live run, a second S forces; Delete refuses a live session", async () => {
+    await start();
+    key("ArrowDown");
+    key("ArrowDown");
+    key("s");
+    expect(backend.calls).toContain("runStop(run-a, false)");
+    key("S");
+    expect(backend.calls).toContain("runStop(run-a, true)");
+    key("Delete");
+    expect(root.querySelector("[data-testid='delete-dialog']")).toBeNull();
+    expect(root.querySelector(".sessions-messages .error-message")?.textContent).toBe(DELETE_LIVE_TITLE);
+  });
+
+  it("Delete asks first, naming the session; Escape cancels", async () => {
+    await start();
+    key("ArrowDown");
+    key("Delete");
+    const dialog = root.querySelector("[data-testid='delete-dialog']")!;
+    expect(dialog.textContent).toContain("c");
+    expect(dialog.textContent).toContain("cannot be undone");
+    key("Escape");
+    expect(root.querySelector("[data-testid='delete-dialog']")).toBeNull();
+    expect(backend.calls.some((call) => call.startsWith("sessionDelete"))).toBe(false);
+  });
+});
+
+describe("the workspace switcher", () => {
+  it("lists the recent workspaces and opens one, reloading everything", async () => {
+    backend.recent = ["/p", "/other"];
+    await start();
+    expect(root.querySelector(".workspace-path")?.textContent).toBe("/p");
+    (root.querySelector("#workspace-switcher") as HTMLButtonElement).click();
+    await vi.waitFor(() => expect(root.querySelectorAll(".recent-workspace")).toHaveLength(2));
+    backend.sessions = [row("elsewhere")];
+    (root.querySelector(".recent-workspace[data-path='/other']") as HTMLButtonElement).click();
+    await vi.waitFor(() => expect(ids()).toEqual(["elsewhere"]));
+    expect(backend.calls).toContain("workspaceOpen(/other)");
+    expect(root.querySelector(".workspace-path")?.textContent).toBe("/other");
+    expect(root.querySelector(".workspace-menu")).toBeNull();
+  });
+
+  it("opens a folder from the picker, and does nothing when it is cancelled", async () => {
+    await start();
+    (root.querySelector("#workspace-switcher") as HTMLButtonElement).click();
+    (root.querySelector("#workspace-open-folder") as HTMLButtonElement).click();
+    await vi.waitFor(() => expect(backend.calls).toContain("workspacePick()"));
+    expect(root.querySelector(".workspace-path")?.textContent).toBe("/p");
+    expect(ids()).toEqual(["c", "a", "b"]);
+
+    backend.picked = { root: "/picked", sessions_dir: "/picked/.zibby/output/sessions" };
+    backend.sessions = [];
+    (root.querySelector("#workspace-open-folder") as HTMLButtonElement).click();
+    await vi.waitFor(() => expect(root.querySelector(".workspace-path")?.textContent).toBe("/picked"));
+    expect(root.querySelector(".empty")).not.toBeNull();
+  });
+
+  it("reloads when the workspace was switched elsewhere", async () => {
+    await start();
+    backend.sessions = [row("from-the-menu")];
+    backend.workspaceChanged({ root: "/menu", sessions_dir: "/menu/.zibby/output/sessions" });
+    await vi.waitFor(() => expect(ids()).toEqual(["from-the-menu"]));
+    expect(root.querySelector(".workspace-path")?.textContent).toBe("/menu");
+  });
+});
+
+describe("the agent form", () => {
+  it("opens from the empty state, saves the agent and offers it in the Run bar", async () => {
+    backend.sessions = [];
+    backend.agents = [];
+    await start();
+    (root.querySelector(".empty #agent-add") as HTMLButtonElement).click();
+    const form = root.querySelector("#agent-form") as HTMLFormElement;
+    (form.querySelector("#agent-name") as HTMLInputElement).value = "demo";
+    (form.querySelector("#agent-run") as HTMLTextAreaElement).value = "zibby-test-agent\n--prompt\n{prompt}";
+    form.dispatchEvent(new Event("submit", { cancelable: true }));
+    await vi.waitFor(() => expect(root.querySelector("#agent-form")).toBeNull());
+    expect(backend.calls).toContain("agentSave(demo, null)");
+    expect(backend.agents).toEqual([{ name: "demo", run: ["zibby-test-agent", "--prompt", "{prompt}"] }]);
+    expect([...root.querySelectorAll("#run-agent option")].map((option) => option.textContent)).toEqual(["demo"]);
+  });
+
+  it("keeps what was typed and shows why a save was refused", async () => {
+    await start();
+    backend.agentSave = () => Promise.reject({ code: "config_write", message: "cannot write studio.toml" });
+    (root.querySelector("#run-agent-edit") as HTMLButtonElement).click();
+    const form = root.querySelector("#agent-form") as HTMLFormElement;
+    expect((form.querySelector("#agent-run") as HTMLTextAreaElement).value).toBe("w");
+    (form.querySelector("#agent-env") as HTMLTextAreaElement).value = "K=v";
+    form.dispatchEvent(new Event("submit", { cancelable: true }));
+    await vi.waitFor(() => expect(form.querySelector(".error .error-code")?.textContent).toBe("config_write"));
+    expect(root.querySelector("#agent-form")).toBe(form);
+    expect((form.querySelector("#agent-env") as HTMLTextAreaElement).value).toBe("K=v");
+  });
+});
+
+describe("a run from the Run bar", () => {
+  it("opens the new session's view, on its output", async () => {
+    await start();
+    const prompt = root.querySelector("#run-prompt") as HTMLTextAreaElement;
+    prompt.value = "go";
+    prompt.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    await vi.waitFor(() => expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("session-1"));
+    expect(root.querySelector("#session-view [data-panel]")?.getAttribute("data-panel")).toBe("output");
+  });
+});
