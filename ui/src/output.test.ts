@@ -134,3 +134,18 @@ describe("the output view", () => {
     expect(view.element.querySelector(".output-line.marked")?.getAttribute("data-seq")).toBe("20000");
   });
 });
+
+describe("moving the output view", () => {
+  it("draws it again where the reader was", async () => {
+    await open(lines(10_000));
+    scrollTo(2_000 * 18);
+    await vi.waitFor(() => expect(shownSeqs()).toContain(2_001));
+    const holder = document.createElement("div");
+    document.body.append(holder);
+    holder.append(view.element); // moving an element resets its scroll position
+    scroller().scrollTop = 0;
+    view.redraw();
+    expect(scroller().scrollTop).toBe(2_000 * 18);
+    await vi.waitFor(() => expect(shownSeqs()).toContain(2_001));
+  });
+});

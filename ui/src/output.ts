@@ -24,6 +24,8 @@ export interface OutputView {
   showLine(seq: number): Promise<void>;
   /** Whether the view follows the tail. */
   following(): boolean;
+  /** Draws again where it was (after its element was moved, which resets its scroll position). */
+  redraw(): void;
 }
 
 export interface OutputViewOptions {
@@ -146,7 +148,11 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     );
   }
 
+  /** Where the reader was: a moved element forgets its scroll position. */
+  let lastScrollTop = 0;
+
   scroller.addEventListener("scroll", () => {
+    lastScrollTop = scroller.scrollTop;
     isFollowing = isAtEnd(scroller.scrollTop, viewport(), currentWindow().height, LINE_HEIGHT);
     render();
   });
@@ -167,6 +173,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     isFollowing = false;
     const top = scrollTopOf(Math.max(0, index - 3), { viewport: viewport(), count: source.count(), rowHeight: LINE_HEIGHT });
     scroller.scrollTop = top;
+    lastScrollTop = top;
     render();
   }
 
@@ -266,5 +273,9 @@ export function createOutputView(options: OutputViewOptions): OutputView {
       scrollToIndex(index);
     },
     following: () => isFollowing,
+    redraw() {
+      if (!isFollowing) scroller.scrollTop = lastScrollTop;
+      render();
+    },
   };
 }

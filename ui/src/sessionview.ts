@@ -459,6 +459,7 @@ export function createSessionView(
     if (outputPanel.parentElement !== panel) {
       panel.replaceChildren(outputPanel);
       panel.setAttribute("data-drawn", "output");
+      outputView.redraw();
     }
   }
 
