@@ -33,13 +33,17 @@ describe("keyCommand", () => {
     expect(keyCommand(press("s", checkbox))).toBe("stop");
   });
 
-  it("leaves arrows and Enter to buttons and scrolling panels, and ignores shortcuts with modifiers", () => {
+  it("leaves arrows to panels and lists, Enter to buttons, and ignores shortcuts with modifiers", () => {
     const panel = document.createElement("div");
-    panel.className = "output-scroller";
+    panel.className = "sv-panel";
     const inner = document.createElement("div");
     panel.append(inner);
     expect(keyCommand(press("ArrowDown", inner))).toBeNull();
+    const tab = document.createElement("button");
+    tab.setAttribute("role", "tab");
+    expect(keyCommand(press("ArrowDown", tab))).toBeNull();
     expect(keyCommand(press("Enter", document.createElement("button")))).toBeNull();
+    expect(keyCommand(press("ArrowDown", document.createElement("button")))).toBe("select-next");
     expect(keyCommand(press("s", document.createElement("button")))).toBe("stop");
     expect(keyCommand(press("p", document.body, { ctrlKey: true }))).toBeNull();
     expect(keyCommand(press("s", document.body, { metaKey: true }))).toBeNull();

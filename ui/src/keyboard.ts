@@ -28,22 +28,27 @@ export function isTyping(target: EventTarget | null): boolean {
   return target instanceof HTMLElement && target.isContentEditable;
 }
 
-/** Elements that use arrows and Enter themselves. */
-const OWN_KEYS = "button, a[href], summary, [role='button'], [role='tab'], [role='option'], [role='menuitem'], .output-scroller, .file-list";
+/** Elements that use the arrows themselves (lists, menus, panels that scroll). */
+const OWN_ARROWS = "[role='tab'], [role='option'], [role='menuitem'], [role='listbox'], [role='menu'], .sv-panel";
+/** Elements that Enter activates. */
+const OWN_ENTER = "button, a[href], summary, [role='button'], [role='tab'], [role='option'], [role='menuitem']";
+
+function within(target: EventTarget | null, selector: string): boolean {
+  return target instanceof Element && target.closest(selector) !== null;
+}
 
 export function keyCommand(event: KeyPress): KeyCommand | null {
   if (event.ctrlKey || event.metaKey || event.altKey || event.isComposing) return null;
   if (isTyping(event.target)) return null;
-  const ownsKeys = event.target instanceof Element && event.target.closest(OWN_KEYS) !== null;
   switch (event.key) {
     case "Escape":
       return "escape";
     case "ArrowUp":
-      return ownsKeys ? null : "select-previous";
+      return within(event.target, OWN_ARROWS) ? null : "select-previous";
     case "ArrowDown":
-      return ownsKeys ? null : "select-next";
+      return within(event.target, OWN_ARROWS) ? null : "select-next";
     case "Enter":
-      return ownsKeys ? null : "open";
+      return within(event.target, OWN_ENTER) ? null : "open";
     case "/":
       return "focus-search";
     case "p":
