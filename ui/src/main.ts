@@ -1,11 +1,21 @@
 import "./style.css";
 
 import { startApp } from "./app";
-import { tauriBackend } from "./backend";
+import { tauriBackend, type Backend } from "./backend";
 
 const root = document.getElementById("app");
 if (!root) throw new Error("index.html has no #app element");
-// The backend on `window`, for the devtools console and the end-to-end tests. It grants nothing
-// that a script in this page could not already do through Tauri's IPC.
-Object.assign(window, { zibbyStudio: { backend: tauriBackend } });
-void startApp(root, tauriBackend).refresh();
+
+function start(backend: Backend): void {
+  // The backend on `window`, for the devtools console and the end-to-end tests. It grants nothing
+  // that a script in this page could not already do through Tauri's IPC.
+  Object.assign(window, { zibbyStudio: { backend } });
+  void startApp(root!, backend).refresh();
+}
+
+if ("__TAURI_INTERNALS__" in window) {
+  start(tauriBackend);
+} else {
+  // A plain browser (`npm run dev`): a demo workspace in memory, loaded only here.
+  void import("./demo").then(({ demoBackend }) => start(demoBackend()));
+}
