@@ -49,7 +49,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   const streamSelect = el(
     "select",
     { class: "field small", attrs: { id: "output-stream", "aria-label": "Stream" } },
-    el("option", { attrs: { value: "" } }, "stdout + stderr"),
+    el("option", { attrs: { value: "all" } }, "stdout + stderr"),
     el("option", { attrs: { value: "stdout" } }, "stdout"),
     el("option", { attrs: { value: "stderr" } }, "stderr"),
   );
@@ -192,7 +192,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   function setFilter(): void {
     filter = {
       node: nodeSelect.value || null,
-      stream: (streamSelect.value || null) as OutputStream | null,
+      stream: streamSelect.value === "all" ? null : (streamSelect.value as OutputStream),
     };
     isFollowing = filter.node === null && filter.stream === null;
     scroller.scrollTop = 0;
@@ -262,7 +262,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     async showLine(seq) {
       if (filter.node !== null || filter.stream !== null) {
         nodeSelect.value = "";
-        streamSelect.value = "";
+        streamSelect.value = "all";
         filter = { node: null, stream: null };
       }
       const probe = await backend.runOutput(runId, { fromSeq: 1, limit: 1 });
