@@ -86,7 +86,7 @@ export function createAgentForm(editing: Agent | null, actions: AgentFormActions
   const name = el("input", { class: "field", attrs: { id: "agent-name", type: "text", spellcheck: "false", autocomplete: "off" } });
   name.value = initial.name;
   const run = textArea("agent-run", initial.run, 4, "zibby\nagent\nrun\nmy-agent\n--session\n{session_id}");
-  const cwd = el("input", { class: "field", attrs: { id: "agent-cwd", type: "text", spellcheck: "false", placeholder: "the workspace folder" } });
+  const cwd = el("input", { class: "field", attrs: { id: "agent-cwd", type: "text", spellcheck: "false", placeholder: "(the workspace folder)" } });
   cwd.value = initial.cwd;
   const env = textArea("agent-env", initial.env, 2, "KEY=value");
   const replay = textArea("agent-replay", initial.replay, 3, "zibby\nagent\nrun\nmy-agent\n--session\n{session_id}\n--node\n{node}");

@@ -35,6 +35,8 @@ export interface OutputViewOptions {
   nodes: readonly string[];
   /** Called when a fetch fails. */
   onError?: (error: unknown) => void;
+  /** Put first in the toolbar (the session view's run picker). */
+  toolbarStart?: Node;
 }
 
 export function createOutputView(options: OutputViewOptions): OutputView {
@@ -49,7 +51,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   const streamSelect = el(
     "select",
     { class: "field small", attrs: { id: "output-stream", "aria-label": "Stream" } },
-    el("option", { attrs: { value: "all" } }, "stdout + stderr"),
+    el("option", { attrs: { value: "all" } }, "All streams"),
     el("option", { attrs: { value: "stdout" } }, "stdout"),
     el("option", { attrs: { value: "stderr" } }, "stderr"),
   );
@@ -71,7 +73,16 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   const element = el(
     "div",
     { class: "output-view", attrs: { "data-run-id": runId } },
-    el("div", { class: "toolbar" }, nodeSelect, streamSelect, el("span", { class: "toolbar-gap" }), findInput, previous, next, findStatus, lineCount),
+    el(
+      "div",
+      { class: "toolbar" },
+      options.toolbarStart ?? null,
+      nodeSelect,
+      streamSelect,
+      el("span", { class: "toolbar-gap" }),
+      el("span", { class: "find-group" }, findInput, previous, next, findStatus),
+      lineCount,
+    ),
     note,
     el("div", { class: "output-frame" }, scroller, follow),
   );

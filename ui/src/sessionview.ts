@@ -47,6 +47,11 @@ const SPANS_EVERY_MS = 500;
 /** The timeline shows this many runs of a session at most (the newest). */
 const MOST_TIMELINE_RUNS = 20;
 
+/** "Nov 29, 15:27" (the runs of a session, told apart). */
+function shortTime(iso: string): string {
+  return new Date(iso).toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+}
+
 export interface SessionViewContext {
   backend: Backend;
   agents(): readonly Agent[];
@@ -403,13 +408,9 @@ export function createSessionView(
     outputRunId = outputPicker.value;
     renderOutput();
   });
+  const runPicker = el("label", { class: "muted run-picker" }, "Run ", outputPicker);
   const outputSlot = el("div", { class: "output-slot" });
-  const outputPanel = el(
-    "div",
-    { class: "output-panel" },
-    el("div", { class: "toolbar" }, el("label", { class: "muted" }, "Run ", outputPicker)),
-    outputSlot,
-  );
+  const outputPanel = el("div", { class: "output-panel" }, outputSlot);
   /** The runs the picker lists, as drawn. */
   let pickerDrawn = "";
   /** A line to show once the output of its run is drawn (a search hit). */
@@ -433,7 +434,7 @@ export function createSessionView(
           el(
             "option",
             { attrs: { value: run.id } },
-            `${index === 0 ? "latest · " : ""}${run.replayed_node ? `replay of ${run.replayed_node} · ` : ""}${run.status} · ${new Date(run.started_at).toLocaleString()}`,
+            `${index === 0 ? "latest · " : ""}${run.replayed_node ? `replay of ${run.replayed_node} · ` : ""}${run.status} · ${shortTime(run.started_at)}`,
           ),
         ),
       );
@@ -449,6 +450,7 @@ export function createSessionView(
           actionError = { title: "The output could not be read", error: toCommandError(error) };
           renderForm();
         },
+        toolbarStart: runPicker,
       });
       outputSlot.replaceChildren(outputView.element);
     }

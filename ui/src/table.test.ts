@@ -105,3 +105,18 @@ describe("progressOf", () => {
     ).toEqual({ done: 2, total: 3 });
   });
 });
+
+describe("the compact table beside the session view", () => {
+  it("keeps the pin, session, status and last update columns", () => {
+    const table = createSessionsTable(actions());
+    document.body.append(table.element);
+    table.update([row("a", { agent: "writer", title: "t" })], now, new Set(), "a", true);
+    expect([...table.element.querySelectorAll("th")].map((th) => th.textContent)).toEqual(["", "Session", "Status", "Updated"]);
+    const tr = table.element.querySelector("tr[data-session-id='a']")!;
+    expect(tr.querySelectorAll("td")).toHaveLength(4);
+    expect(tr.querySelector(".session-title")?.textContent).toBe("t");
+    expect(table.element.querySelector("tr.spacer td")?.getAttribute("colspan")).toBe("4");
+    table.update([row("a")], now, new Set(), null, false);
+    expect(table.element.querySelectorAll("th")).toHaveLength(8);
+  });
+});

@@ -15,7 +15,6 @@ const MARGIN_ROWS = 12;
 const HEAD_HEIGHT = 33;
 /** The view assumed when the page has no layout (tests). */
 const FALLBACK_VIEWPORT = 600;
-const COLUMNS = 8;
 
 /** Why a live session's Delete is disabled. */
 export const DELETE_LIVE_TITLE = "Stop the run first: a live session cannot be deleted";
@@ -28,7 +27,8 @@ export interface TableActions {
 
 export interface SessionsTable {
   element: HTMLElement;
-  update(rows: readonly SessionRow[], now: Date, live: ReadonlySet<string>, selected: string | null): void;
+  /** `compact`: beside the session view, only the pin, session, status and last update columns. */
+  update(rows: readonly SessionRow[], now: Date, live: ReadonlySet<string>, selected: string | null, compact?: boolean): void;
   /** Scrolls just enough to show a session's row. */
   reveal(sessionId: string): void;
 }
@@ -44,22 +44,7 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
   const topSpacer = spacerRow();
   const bottomSpacer = spacerRow();
   const body = el("tbody", {}, topSpacer, bottomSpacer);
-  const head = el(
-    "thead",
-    {},
-    el(
-      "tr",
-      {},
-      el("th", { class: "pin-col", attrs: { scope: "col", "aria-label": "Pinned" } }),
-      el("th", { class: "session-col", attrs: { scope: "col" } }, "Session"),
-      el("th", { class: "col-agent", attrs: { scope: "col" } }, "Agent"),
-      el("th", { attrs: { scope: "col" } }, "Status"),
-      el("th", { class: "col-progress", attrs: { scope: "col" } }, "Progress"),
-      el("th", { class: "col-messages", attrs: { scope: "col", title: "Conversation messages" } }, "Msgs"),
-      el("th", { class: "updated", attrs: { scope: "col" } }, "Last update"),
-      el("th", { class: "actions-col", attrs: { scope: "col", "aria-label": "Actions" } }),
-    ),
-  );
+  const head = el("thead", {});
   const table = el("table", { class: "sessions", attrs: { "aria-rowcount": "0" } }, head, body);
   const element = el("div", { class: "table-wrap" }, table);
 
@@ -67,6 +52,7 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
   let now = new Date();
   let live: ReadonlySet<string> = new Set();
   let selected: string | null = null;
+  let compact: boolean | null = null;
   /** The rows in the DOM, by session id, with what they were drawn from. */
   let drawn = new Map<string, { key: string; tr: HTMLTableRowElement }>();
 
@@ -86,9 +72,9 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
       const session = rows[index]!;
       const isLive = live.has(session.id);
       const isSelected = session.id === selected;
-      const key = rowKey(session, now, isLive, isSelected);
+      const key = rowKey(session, now, isLive, isSelected, compact === true);
       const old = drawn.get(session.id);
-      const tr = old && old.key === key ? old.tr : sessionRow(session, now, isLive, isSelected, actions);
+      const tr = old && old.key === key ? old.tr : sessionRow(session, now, isLive, isSelected, compact === true, actions);
       tr.setAttribute("aria-rowindex", String(index + 2));
       next.set(session.id, { key, tr });
       trs.push(tr);
@@ -107,7 +93,13 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
 
   return {
     element,
-    update(nextRows, nextNow, nextLive, nextSelected) {
+    update(nextRows, nextNow, nextLive, nextSelected, nextCompact = false) {
+      if (nextCompact !== compact) {
+        compact = nextCompact;
+        head.replaceChildren(headRow(compact));
+        table.classList.toggle("compact", compact);
+        for (const spacer of [topSpacer, bottomSpacer]) spacer.firstElementChild!.setAttribute("colspan", String(columnCount(compact)));
+      }
       rows = nextRows;
       now = nextNow;
       live = nextLive;
@@ -127,11 +119,30 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
 }
 
 function spacerRow(): HTMLTableRowElement {
-  return el("tr", { class: "spacer", attrs: { "aria-hidden": "true" } }, el("td", { attrs: { colspan: String(COLUMNS) } }));
+  return el("tr", { class: "spacer", attrs: { "aria-hidden": "true" } }, el("td", { attrs: { colspan: String(columnCount(false)) } }));
+}
+
+function columnCount(compact: boolean): number {
+  return compact ? 4 : 8;
+}
+
+function headRow(compact: boolean): HTMLTableRowElement {
+  return el(
+    "tr",
+    {},
+    el("th", { class: "pin-col", attrs: { scope: "col", "aria-label": "Pinned" } }),
+    el("th", { class: "session-col", attrs: { scope: "col" } }, "Session"),
+    !compact && el("th", { class: "col-agent", attrs: { scope: "col" } }, "Agent"),
+    el("th", { class: "status-col", attrs: { scope: "col" } }, "Status"),
+    !compact && el("th", { class: "col-progress", attrs: { scope: "col" } }, "Progress"),
+    !compact && el("th", { class: "col-messages", attrs: { scope: "col", title: "Conversation messages" } }, "Msgs"),
+    el("th", { class: "updated", attrs: { scope: "col" } }, compact ? "Updated" : "Last update"),
+    !compact && el("th", { class: "actions-col", attrs: { scope: "col", "aria-label": "Actions" } }),
+  );
 }
 
 /** What a row shows, as one string: the row is rebuilt only when it changes. */
-function rowKey(session: SessionRow, now: Date, live: boolean, selected: boolean): string {
+function rowKey(session: SessionRow, now: Date, live: boolean, selected: boolean, compact: boolean): string {
   return JSON.stringify([
     session.id,
     session.title,
@@ -146,15 +157,20 @@ function rowKey(session: SessionRow, now: Date, live: boolean, selected: boolean
     relativeTime(new Date(session.updated_at), now),
     live,
     selected,
+    compact,
   ]);
 }
 
-function sessionRow(session: SessionRow, now: Date, live: boolean, selected: boolean, actions: TableActions): HTMLTableRowElement {
+function sessionRow(
+  session: SessionRow,
+  now: Date,
+  live: boolean,
+  selected: boolean,
+  compact: boolean,
+  actions: TableActions,
+): HTMLTableRowElement {
   const updated = new Date(session.updated_at);
-  const { done, total } = progressOf(session);
   const classes = ["session-row", session.pinned && "pinned", selected && "selected"].filter(Boolean).join(" ");
-  const bar = el("span", { class: "progress-bar", attrs: { "aria-hidden": "true" } }, el("span", { class: `progress-fill status-${session.status}` }));
-  (bar.firstChild as HTMLElement).style.width = total === 0 ? "0%" : `${(done / total) * 100}%`;
   const tr = el(
     "tr",
     { class: classes, attrs: { "data-session-id": session.id, "aria-selected": String(selected) } },
@@ -165,30 +181,38 @@ function sessionRow(session: SessionRow, now: Date, live: boolean, selected: boo
       el("div", { class: "clip", title: session.path }, el("span", { class: "session-id" }, session.id)),
       session.title && el("div", { class: "clip", title: session.title }, el("span", { class: "session-title" }, session.title)),
     ),
-    el("td", { class: "agent col-agent" }, session.agent ? el("code", {}, session.agent) : el("span", { class: "muted" }, "—")),
+    !compact && el("td", { class: "agent col-agent" }, session.agent ? el("code", {}, session.agent) : el("span", { class: "muted" }, "—")),
     el("td", { class: "status" }, badge(session.status), problems(session)),
-    el(
-      "td",
-      { class: "progress col-progress", title: session.nodes.map((node) => `${node.name}: ${node.status}`).join("\n") },
-      total === 0
-        ? el("span", { class: "muted" }, "no nodes")
-        : el(
-            "span",
-            { class: "progress-line" },
-            bar,
-            el("span", { class: "progress-count" }, `${done}/${total}`),
-            session.current_node && el("span", { class: "current-node" }, session.current_node),
-          ),
-    ),
-    el("td", { class: "messages col-messages" }, session.messages > 0 ? String(session.messages) : el("span", { class: "muted" }, "—")),
+    !compact && progressCell(session),
+    !compact && el("td", { class: "messages col-messages" }, session.messages > 0 ? String(session.messages) : el("span", { class: "muted" }, "—")),
     el("td", { class: "updated" }, el("time", { title: exactTime(updated), attrs: { datetime: session.updated_at } }, relativeTime(updated, now))),
-    el("td", { class: "row-actions" }, deleteButton(session, live, actions)),
+    !compact && el("td", { class: "row-actions" }, deleteButton(session, live, actions)),
   );
   tr.addEventListener("click", (event) => {
     if ((event.target as Element).closest("button")) return;
     actions.openSession(session.id);
   });
   return tr;
+}
+
+/** A bar of the nodes done, "done/total", and the current node; every node in the tooltip. */
+function progressCell(session: SessionRow): HTMLTableCellElement {
+  const { done, total } = progressOf(session);
+  const title = session.nodes.map((node) => `${node.name}: ${node.status}`).join("\n");
+  if (total === 0) return el("td", { class: "progress col-progress" }, el("span", { class: "muted" }, "no nodes"));
+  const fill = el("span", { class: `progress-fill status-${session.status}` });
+  fill.style.width = `${(done / total) * 100}%`;
+  return el(
+    "td",
+    { class: "progress col-progress", title },
+    el(
+      "span",
+      { class: "progress-line" },
+      el("span", { class: "progress-bar", attrs: { "aria-hidden": "true" } }, fill),
+      el("span", { class: "progress-count" }, `${done}/${total}`),
+      session.current_node && el("span", { class: "current-node" }, session.current_node),
+    ),
+  );
 }
 
 /** A star: filled when the session is pinned. */

@@ -245,7 +245,7 @@ function drawSessions(parts: Page, state: ViewState, actions: Actions): void {
   if (body === "table") {
     const live = new Set(state.runs.filter(isLive).map((run) => run.sessionId));
     for (const row of all) if (row.live_run) live.add(row.id);
-    parts.table.update(shown, state.now, live, state.selected);
+    parts.table.update(shown, state.now, live, state.selected, state.sessionView !== null);
     if (state.selected !== null && parts.drawn.selected !== state.selected) parts.table.reveal(state.selected);
     parts.drawn.selected = state.selected;
     if (parts.sessionsBody.firstChild !== parts.table.element) parts.sessionsBody.replaceChildren(parts.table.element);
