@@ -1,16 +1,21 @@
 //! The IPC commands, named noun_verb. Each is one call into `studio-core`.
 //!
 //! Arguments are snake_case on both sides (`{session_id}`), like the shapes the commands return.
-//! Commands that touch the disk or the store run off the main thread (`async`).
+//! Commands that touch the disk or the store run off the main thread (`async`). Every id is
+//! parsed and every path checked by the core before it is used: nothing outside the open
+//! workspace's sessions folder can be read or deleted through a command.
 
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 use serde::Serialize;
 use studio_core::agents::{self, Agent};
+use studio_core::files::{FileChunk, FileEntry};
+use studio_core::protocol::Stream;
 use studio_core::runner::StartedRun;
-use studio_core::store::{RunRecord, SessionRow};
-use studio_core::SessionId;
-use tauri::State;
+use studio_core::store::{LogLine, Message, OutputFilter, OutputPage, RunRecord, SearchHit, SessionRow, Span};
+use studio_core::{Session, SessionId, Workspace};
+use tauri::{AppHandle, State};
 
 use crate::{CommandError, Studio};
 
@@ -21,13 +26,47 @@ pub struct WorkspaceInfo {
     pub sessions_dir: String,
 }
 
+impl From<&Workspace> for WorkspaceInfo {
+    fn from(workspace: &Workspace) -> WorkspaceInfo {
+        WorkspaceInfo {
+            root: workspace.root().display().to_string(),
+            sessions_dir: workspace.sessions_dir().display().to_string(),
+        }
+    }
+}
+
+/// The most lines one output page holds, and search hits one search returns.
+const MAX_PAGE_LINES: usize = 5_000;
+const MAX_SEARCH_HITS: usize = 500;
+
 #[tauri::command]
 pub fn workspace_get(studio: State<'_, Studio>) -> Result<WorkspaceInfo, CommandError> {
-    let workspace = studio.workspace()?;
-    Ok(WorkspaceInfo {
-        root: workspace.root().display().to_string(),
-        sessions_dir: workspace.sessions_dir().display().to_string(),
-    })
+    Ok(WorkspaceInfo::from(&studio.workspace()?))
+}
+
+/// The workspaces the window opened, most recent first (the open one among them).
+#[tauri::command(async)]
+pub fn workspaces_recent(studio: State<'_, Studio>) -> Result<Vec<String>, CommandError> {
+    Ok(studio
+        .recent_workspaces()?
+        .into_iter()
+        .map(|root| root.display().to_string())
+        .collect())
+}
+
+/// Opens another workspace (the window hears `workspace-changed`).
+#[tauri::command(async)]
+pub fn workspace_open(app: AppHandle, path: String) -> Result<WorkspaceInfo, CommandError> {
+    crate::switch_workspace(&app, &PathBuf::from(path))
+}
+
+/// Asks for a folder with the system's folder picker and opens it; `None` when cancelled.
+#[tauri::command(async)]
+pub fn workspace_pick(app: AppHandle) -> Result<Option<WorkspaceInfo>, CommandError> {
+    match crate::pick_folder(&app) {
+        Some(path) => crate::switch_workspace(&app, &path).map(Some),
+        None => Ok(None),
+    }
 }
 
 /// The sessions of the workspace, pinned first, with what the store knows of them.
@@ -36,52 +75,52 @@ pub fn sessions_list(studio: State<'_, Studio>) -> Result<Vec<SessionRow>, Comma
     studio.sessions(SystemTime::now())
 }
 
+/// One session folder read in full (without `.session-info.json`'s config: it may hold secrets).
 #[tauri::command(async, rename_all = "snake_case")]
-pub fn pin_add(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
+pub fn session_get(studio: State<'_, Studio>, session_id: String) -> Result<Session, CommandError> {
+    let id = SessionId::parse(&session_id)?;
     Ok(studio
-        .store()?
-        .pin(studio.workspace()?, &SessionId::parse(&session_id)?, SystemTime::now())?)
+        .workspace()?
+        .read_session(&id, SystemTime::now())?
+        .without_config())
 }
 
 #[tauri::command(async, rename_all = "snake_case")]
-pub fn pin_remove(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
-    Ok(studio
-        .store()?
-        .unpin(studio.workspace()?, &SessionId::parse(&session_id)?)?)
+pub fn session_messages(studio: State<'_, Studio>, session_id: String) -> Result<Vec<Message>, CommandError> {
+    let id = SessionId::parse(&session_id)?;
+    Ok(studio.store()?.messages(&studio.workspace()?, &id)?)
 }
 
-/// The agents of the workspace's `.zibby/studio.toml` (none without the file).
-#[tauri::command(async)]
-pub fn agents_list(studio: State<'_, Studio>) -> Result<Vec<Agent>, CommandError> {
-    Ok(agents::load(studio.workspace()?.root())?)
-}
-
-/// Runs an agent of `.zibby/studio.toml` on a prompt, in a new session or in `session_id`.
 #[tauri::command(async, rename_all = "snake_case")]
-pub fn run_start(
+pub fn session_logs(studio: State<'_, Studio>, session_id: String) -> Result<Vec<LogLine>, CommandError> {
+    let id = SessionId::parse(&session_id)?;
+    Ok(studio.store()?.logs(&studio.workspace()?, &id)?)
+}
+
+/// The files of a session folder, by path.
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn session_files(studio: State<'_, Studio>, session_id: String) -> Result<Vec<FileEntry>, CommandError> {
+    let folder = session_folder(&studio, &session_id)?;
+    Ok(studio_core::files::list(&folder)?)
+}
+
+/// A page of one file of a session folder (a path inside the folder only).
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn session_file_read(
     studio: State<'_, Studio>,
-    agent: String,
-    prompt: String,
-    session_id: Option<String>,
-) -> Result<StartedRun, CommandError> {
-    let session = session_id.as_deref().map(SessionId::parse).transpose()?;
-    Ok(studio
-        .supervisor()?
-        .start(studio.agent_run_request(&agent, prompt, session)?)?)
+    session_id: String,
+    path: String,
+    offset: u64,
+    limit: usize,
+) -> Result<FileChunk, CommandError> {
+    let folder = session_folder(&studio, &session_id)?;
+    Ok(studio_core::files::read(&folder, &session_id, &path, offset, limit)?)
 }
 
-/// Stops a live run: gracefully (the current node finishes first), or by force. Returns what
-/// the supervisor is doing about it.
+/// Opens a session's folder in the file manager.
 #[tauri::command(async, rename_all = "snake_case")]
-pub fn run_stop(studio: State<'_, Studio>, run_id: String, force: bool) -> Result<String, CommandError> {
-    Ok(studio.supervisor()?.stop(&run_id, force)?)
-}
-
-/// The runs of the workspace (or of one session), newest first.
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn runs_list(studio: State<'_, Studio>, session_id: Option<String>) -> Result<Vec<RunRecord>, CommandError> {
-    let session = session_id.as_deref().map(SessionId::parse).transpose()?;
-    Ok(studio.store()?.runs(studio.workspace()?, session.as_ref())?)
+pub fn session_reveal(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
+    crate::reveal(&session_folder(&studio, &session_id)?)
 }
 
 /// Deletes a session: the store's records of it, and its folder (to the system trash). Refused
@@ -91,5 +130,170 @@ pub fn session_delete(studio: State<'_, Studio>, session_id: String) -> Result<(
     let id = SessionId::parse(&session_id)?;
     Ok(studio
         .store()?
-        .session_delete(studio.workspace()?, &id, studio_core::process::move_to_trash)?)
+        .session_delete(&studio.workspace()?, &id, studio_core::process::move_to_trash)?)
+}
+
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn pin_add(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
+    Ok(studio
+        .store()?
+        .pin(&studio.workspace()?, &SessionId::parse(&session_id)?, SystemTime::now())?)
+}
+
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn pin_remove(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
+    Ok(studio
+        .store()?
+        .unpin(&studio.workspace()?, &SessionId::parse(&session_id)?)?)
+}
+
+/// Full-text search over the workspace's run output, messages, node names and logs.
+#[tauri::command(async)]
+pub fn search(studio: State<'_, Studio>, query: String, limit: usize) -> Result<Vec<SearchHit>, CommandError> {
+    Ok(studio
+        .store()?
+        .search(&studio.workspace()?, &query, limit.min(MAX_SEARCH_HITS))?)
+}
+
+/// The agents of the workspace's `.zibby/studio.toml` (none without the file).
+#[tauri::command(async)]
+pub fn agents_list(studio: State<'_, Studio>) -> Result<Vec<Agent>, CommandError> {
+    Ok(agents::load(studio.workspace()?.root())?)
+}
+
+/// Adds an agent to `.zibby/studio.toml`, or replaces the one named `previous_name`; returns the
+/// agents as saved.
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn agent_save(
+    studio: State<'_, Studio>,
+    agent: Agent,
+    previous_name: Option<String>,
+) -> Result<Vec<Agent>, CommandError> {
+    let workspace = studio.workspace()?;
+    let mut saved = agents::load(workspace.root())?;
+    let taken = saved
+        .iter()
+        .any(|a| a.name == agent.name && Some(&a.name) != previous_name.as_ref());
+    if taken {
+        return Err(CommandError {
+            code: "agent_exists",
+            message: format!("an agent named `{}` exists already", agent.name),
+        });
+    }
+    match previous_name.and_then(|name| saved.iter().position(|a| a.name == name)) {
+        Some(index) => saved[index] = agent,
+        None => saved.push(agent),
+    }
+    agents::save(workspace.root(), &saved)?;
+    Ok(agents::load(workspace.root())?)
+}
+
+/// Runs an agent of `.zibby/studio.toml` on a prompt, in a new session or in `session_id`
+/// (continuing its conversation).
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn run_start(
+    studio: State<'_, Studio>,
+    agent: String,
+    prompt: String,
+    session_id: Option<String>,
+) -> Result<StartedRun, CommandError> {
+    let session = session_id.as_deref().map(SessionId::parse).transpose()?;
+    let request = studio.agent_run_request(&agent, Some(prompt), session, None)?;
+    Ok(studio.supervisor()?.start(request)?)
+}
+
+/// Runs one node of a session again, with the agent's replay command.
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn run_replay(
+    studio: State<'_, Studio>,
+    session_id: String,
+    node: String,
+    agent: String,
+) -> Result<StartedRun, CommandError> {
+    let session = SessionId::parse(&session_id)?;
+    let request = studio.agent_run_request(&agent, None, Some(session), Some(node))?;
+    Ok(studio.supervisor()?.start(request)?)
+}
+
+/// Stops a live run: gracefully (the current node finishes first), or by force. A run another
+/// studio process started (a `zstudio run`) is stopped through its session folder and process
+/// group. Returns what is being done about it.
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn run_stop(studio: State<'_, Studio>, run_id: String, force: bool) -> Result<String, CommandError> {
+    match studio.supervisor()?.stop(&run_id, force) {
+        Err(studio_core::Error::RunNotLive { .. }) => {
+            let store = studio.store()?;
+            let run = store.run(&run_id)?;
+            let session_path = Workspace::open(&run.workspace)?.session_path(&SessionId::parse(&run.session_id)?);
+            Ok(studio_core::runner::stop_elsewhere(
+                store,
+                &run_id,
+                &session_path,
+                force,
+            )?)
+        }
+        result => Ok(result?),
+    }
+}
+
+/// The runs of the workspace (or of one session), newest first.
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn runs_list(studio: State<'_, Studio>, session_id: Option<String>) -> Result<Vec<RunRecord>, CommandError> {
+    let session = session_id.as_deref().map(SessionId::parse).transpose()?;
+    Ok(studio.store()?.runs(&studio.workspace()?, session.as_ref())?)
+}
+
+/// The trace of a run: one span for the run, one per node execution.
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn run_spans(studio: State<'_, Studio>, run_id: String) -> Result<Vec<Span>, CommandError> {
+    Ok(studio.store()?.spans(&run_id)?)
+}
+
+/// A page of a run's output: lines `from_seq..` that pass the filters, at most `limit`.
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn run_output(
+    studio: State<'_, Studio>,
+    run_id: String,
+    from_seq: i64,
+    limit: usize,
+    node: Option<String>,
+    stream: Option<String>,
+) -> Result<OutputPage, CommandError> {
+    let stream = match stream.as_deref() {
+        None => None,
+        Some("stdout") => Some(Stream::Stdout),
+        Some("stderr") => Some(Stream::Stderr),
+        Some(other) => {
+            return Err(CommandError {
+                code: "invalid_stream",
+                message: format!("no stream `{other}`: stdout or stderr"),
+            })
+        }
+    };
+    let filter = OutputFilter { node, stream };
+    Ok(studio
+        .store()?
+        .output_page_filtered(&run_id, from_seq, limit.min(MAX_PAGE_LINES), &filter)?)
+}
+
+/// What quitting does with the live runs: stop them, or leave them running; then quits.
+#[tauri::command(rename_all = "snake_case")]
+pub fn app_quit(app: AppHandle, studio: State<'_, Studio>, keep_runs: bool) {
+    studio.keep_runs_on_exit(keep_runs);
+    crate::quit_now(&app);
+}
+
+/// A session's folder in the open workspace, once its id is valid.
+fn session_folder(studio: &Studio, session_id: &str) -> Result<PathBuf, CommandError> {
+    let id = SessionId::parse(session_id)?;
+    let workspace = studio.workspace()?;
+    let folder = workspace.session_path(&id);
+    if !folder.is_dir() {
+        return Err(studio_core::Error::SessionNotFound {
+            id: session_id.to_owned(),
+            sessions_dir: workspace.sessions_dir(),
+        }
+        .into());
+    }
+    Ok(folder)
 }

@@ -12,13 +12,82 @@ use tauri::{AppHandle, Emitter};
 pub const RUN_EVENT: &str = "run-event";
 
 /// Sends each event to the window until the supervisor is gone. Output lines stay in the store:
-/// the window asks for them when it shows them.
+/// the window asks for them when it shows them. A run that finishes while the window is not
+/// focused is also a desktop notification.
 pub fn forward(events: Receiver<RunEvent>, app: AppHandle) {
     for event in events.iter().filter(|event| !matches!(event, RunEvent::Output { .. })) {
         if let Err(error) = app.emit(RUN_EVENT, &event) {
             tracing::warn!(%error, run_id = event.run_id(), "cannot send a run event to the window");
         }
+        if let RunEvent::RunFinished {
+            session_id,
+            status,
+            elapsed_ms,
+            ..
+        } = &event
+        {
+            notify_unless_focused(&app, session_id, status.as_str(), *elapsed_ms);
+        }
     }
+}
+
+fn notify_unless_focused(app: &AppHandle, session_id: &str, status: &str, elapsed_ms: u64) {
+    use tauri::Manager;
+    use tauri_plugin_notification::NotificationExt;
+    let focused = app
+        .get_webview_window("main")
+        .and_then(|window| window.is_focused().ok())
+        .unwrap_or(false);
+    if focused {
+        return;
+    }
+    let shown = app
+        .notification()
+        .builder()
+        .title(format!("Run {status}"))
+        .body(format!(
+            "Session {session_id}, after {:.1} s",
+            elapsed_ms as f64 / 1000.0
+        ))
+        .show();
+    if let Err(error) = shown {
+        tracing::debug!(%error, "no desktop notification");
+    }
+}
+
+/// The Tauri event a run's new output is announced as, at most about ten times a second per run
+/// (its payload: `{run_id, session_id, lines}`, the lines printed since the last notice; the
+/// window reads them from the store).
+pub const RUN_OUTPUT: &str = "run-output";
+
+#[derive(serde::Serialize, Clone)]
+struct RunOutput<'a> {
+    run_id: &'a str,
+    session_id: &'a str,
+    lines: u64,
+}
+
+/// The sink of the runs' output changes: notices to the window.
+pub fn run_output(app: AppHandle) -> ChangeSink {
+    std::sync::Arc::new(move |change: Change| {
+        if let Change::RunOutputAppended {
+            session_id,
+            run_id,
+            lines,
+            skipped,
+            ..
+        } = &change
+        {
+            let payload = RunOutput {
+                run_id,
+                session_id: session_id.as_str(),
+                lines: lines.len() as u64 + skipped,
+            };
+            if let Err(error) = app.emit(RUN_OUTPUT, payload) {
+                tracing::warn!(%error, "cannot send an output notice to the window");
+            }
+        }
+    })
 }
 
 /// The Tauri event a session folder appearing, changing or going is sent as (its payload:

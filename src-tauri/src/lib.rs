@@ -4,12 +4,16 @@
 //!   (`studio`), opens the window, and stops the live runs when the app exits.
 //! - `commands`: the IPC commands, each one call into the core.
 //! - `events`: the supervisor's run events, forwarded to the window.
+//! - `desktop`: the menu, quitting with live runs, the folder picker, the app's log file.
 //! - `error`: the one `{code, message}` error that crosses IPC.
 
 mod commands;
+mod desktop;
 mod error;
 mod events;
 mod studio;
+
+pub(crate) use desktop::{pick_folder, quit_now, reveal, switch_workspace};
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -29,7 +33,9 @@ usage: zibby-studio [--db PATH | --memory] [WORKSPACE]
 
 arguments:
   WORKSPACE      the project folder whose runs to show (sessions live in
-                 WORKSPACE/.zibby/output/sessions/); default: the current folder
+                 WORKSPACE/.zibby/output/sessions/); default: the last one
+                 opened, else a folder picker asks. A second launch hands its
+                 WORKSPACE to the running window (one window per store).
 
 options:
   --db PATH      the studio's store (pins, runs, their output); default:
@@ -40,14 +46,17 @@ options:
 
 environment:
   ZIBBY_STUDIO_DB  the store, when --db is not given
-  RUST_LOG       log filter for stderr, e.g. RUST_LOG=debug (default: info)
+  RUST_LOG       log filter, e.g. RUST_LOG=debug (default: info); the log goes to
+                 stderr and to a file a day in $XDG_DATA_HOME/dev.zibby.studio/logs
+                 (Help > About shows where; File > Reveal Log Folder opens it)
 ";
 
 /// What the command line asks for.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Invocation {
     Open {
-        workspace: PathBuf,
+        /// None: the last workspace opened, else the folder picker.
+        workspace: Option<PathBuf>,
         db: Option<PathBuf>,
         memory: bool,
     },
@@ -92,11 +101,7 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation
     if memory && db.is_some() {
         return Err("give `--db PATH` or `--memory`, not both".to_owned());
     }
-    Ok(Invocation::Open {
-        workspace: workspace.unwrap_or_else(|| PathBuf::from(".")),
-        db,
-        memory,
-    })
+    Ok(Invocation::Open { workspace, db, memory })
 }
 
 /// The app's entry point: `zibby-studio [--db PATH | --memory] [WORKSPACE]`.
@@ -122,36 +127,80 @@ pub fn run() {
         std::process::exit(1);
     }
 
-    let (studio, run_events) = Studio::open(&workspace, StoreLocation::resolve(db, memory));
+    let store_location = StoreLocation::resolve(db, memory);
+    let instance_id = store_location.as_ref().ok().map(single_instance_id);
+    let (studio, run_events) = Studio::open(workspace.as_deref(), store_location);
+    let needs_workspace = studio.workspace().is_err_and(|error| error.code == "no_workspace");
 
-    let app = tauri::Builder::default()
+    let mut builder = tauri::Builder::default();
+    // First: a second launch on the same store hands over its arguments and exits.
+    if let Some(instance_id) = instance_id {
+        builder = builder.plugin(
+            tauri_plugin_single_instance::Builder::new()
+                .dbus_id(instance_id)
+                .callback(on_second_launch)
+                .build(),
+        );
+    }
+    let app = builder
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_notification::init())
+        .plugin(tauri_plugin_window_state::Builder::default().build())
         .manage(studio)
         .setup(move |app| {
+            let studio = app.state::<Studio>();
             // Sessions from anywhere (a terminal, CI, a download) show up as they happen.
-            if let Err(error) = app
-                .state::<Studio>()
-                .watch(events::sessions_changed(app.handle().clone()))
-            {
+            if let Err(error) = studio.watch(events::sessions_changed(app.handle().clone())) {
                 tracing::warn!(code = error.code, "the workspace is not watched: {}", error.message);
             }
-            if let Some(run_events) = run_events {
+            if let Some((run_events, output_events)) = run_events {
                 let handle = app.handle().clone();
                 std::thread::Builder::new()
                     .name("run-events".into())
                     .spawn(move || events::forward(run_events, handle))?;
+                if let Err(error) = studio.follow_output(output_events, events::run_output(app.handle().clone())) {
+                    tracing::warn!(code = error.code, "output is not followed live: {}", error.message);
+                }
+            }
+            desktop::install_menu(app.handle())?;
+            app.on_menu_event(|app, event| desktop::on_menu(app, event.id().as_ref()));
+            if needs_workspace {
+                desktop::pick_and_switch(app.handle());
             }
             Ok(())
         })
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::CloseRequested { api, .. } = event {
+                if !desktop::may_quit(window.app_handle()) {
+                    api.prevent_close();
+                }
+            }
+        })
         .invoke_handler(tauri::generate_handler![
             commands::workspace_get,
+            commands::workspaces_recent,
+            commands::workspace_open,
+            commands::workspace_pick,
             commands::sessions_list,
+            commands::session_get,
+            commands::session_messages,
+            commands::session_logs,
+            commands::session_files,
+            commands::session_file_read,
+            commands::session_reveal,
+            commands::session_delete,
             commands::pin_add,
             commands::pin_remove,
+            commands::search,
             commands::agents_list,
+            commands::agent_save,
             commands::run_start,
+            commands::run_replay,
             commands::run_stop,
             commands::runs_list,
-            commands::session_delete,
+            commands::run_spans,
+            commands::run_output,
+            commands::app_quit,
         ])
         .build(tauri::generate_context!());
     let app = match app {
@@ -163,11 +212,43 @@ pub fn run() {
     };
     exit_on_signals(app.handle().clone());
     app.run(|app, event| {
-        // Tauri exits the process without dropping managed state: stop the live runs here.
+        // Tauri exits the process without dropping managed state: stop (or leave) the live runs.
         if let tauri::RunEvent::Exit = event {
             app.state::<Studio>().shut_down();
         }
     });
+}
+
+/// One window per store: the D-Bus name a second launch on the same store finds the first by.
+fn single_instance_id(location: &StoreLocation) -> String {
+    // FNV-1a: stable across runs and builds, unlike std's hasher.
+    let hash = location
+        .describe()
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("dev.zibby.studio.s{hash:016x}")
+}
+
+/// A second launch: the running window comes to the front, on the workspace it was given.
+fn on_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) {
+    tracing::info!(?args, "launched again: focusing the window");
+    if let Some(window) = app.get_webview_window("main") {
+        let _ = window.unminimize();
+        let _ = window.show();
+        let _ = window.set_focus();
+    }
+    let workspace = match parse_args(args.into_iter().skip(1).map(OsString::from)) {
+        Ok(Invocation::Open {
+            workspace: Some(workspace),
+            ..
+        }) => PathBuf::from(cwd).join(workspace),
+        _ => return,
+    };
+    if let Err(error) = switch_workspace(app, &workspace) {
+        tracing::warn!(code = error.code, "{}", error.message);
+    }
 }
 
 /// SIGTERM (a logout, `kill`), SIGINT (Ctrl-C in the terminal that started it) and SIGHUP (that
@@ -210,14 +291,32 @@ fn check_display() -> Result<(), &'static str> {
     Ok(())
 }
 
+/// The log goes to stderr and to a file a day (the last 7 kept) in the platform log folder,
+/// filtered by `RUST_LOG` (default: info).
 fn init_tracing() {
     use std::io::IsTerminal;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(std::io::stderr().is_terminal());
+    let file = desktop::log_dir().and_then(|dir| {
+        tracing_appender::rolling::Builder::new()
+            .rotation(tracing_appender::rolling::Rotation::DAILY)
+            .filename_prefix("zibby-studio")
+            .filename_suffix("log")
+            .max_log_files(7)
+            .build(&dir)
+            .inspect_err(|error| eprintln!("zibby-studio: no log file in {}: {error}", dir.display()))
+            .ok()
+    });
+    let file = file.map(|appender| tracing_subscriber::fmt::layer().with_writer(appender).with_ansi(false));
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(stderr)
+        .with(file)
         .init();
 }
 
@@ -231,15 +330,22 @@ mod tests {
 
     fn open(path: &str) -> Result<Invocation, String> {
         Ok(Invocation::Open {
-            workspace: PathBuf::from(path),
+            workspace: Some(PathBuf::from(path)),
             db: None,
             memory: false,
         })
     }
 
     #[test]
-    fn the_workspace_defaults_to_the_current_folder() {
-        assert_eq!(parse(&[]), open("."));
+    fn without_a_workspace_the_last_one_opens() {
+        assert_eq!(
+            parse(&[]),
+            Ok(Invocation::Open {
+                workspace: None,
+                db: None,
+                memory: false
+            })
+        );
         assert_eq!(parse(&["/some/project"]), open("/some/project"));
     }
 
@@ -268,7 +374,7 @@ mod tests {
     fn the_store_is_a_file_or_in_memory() {
         let with_db = |db: &str, workspace: &str| {
             Ok(Invocation::Open {
-                workspace: PathBuf::from(workspace),
+                workspace: Some(PathBuf::from(workspace)),
                 db: Some(PathBuf::from(db)),
                 memory: false,
             })
@@ -281,7 +387,7 @@ mod tests {
         assert_eq!(
             parse(&["--memory"]),
             Ok(Invocation::Open {
-                workspace: PathBuf::from("."),
+                workspace: None,
                 db: None,
                 memory: true
             })

@@ -1,41 +1,62 @@
-//! What the window works on: the workspace, the store and the run supervisor, each opened once at
-//! start. One that could not be opened is kept as its error, which every command that needs it
+//! What the window works on: the open workspace (switchable), the store and the run supervisor.
+//! A part that could not be opened is kept as its error, which every command that needs it
 //! returns, so the window shows why instead of the app panicking.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::SystemTime;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, SystemTime};
 
 use studio_core::agents::{self, Agent};
-use studio_core::runner::{RunEvent, RunRequest, Supervisor, DEFAULT_GRACE};
+use studio_core::live::RunChanges;
+use studio_core::runner::{Keeper, RunEvent, RunRequest, Supervisor, DEFAULT_GRACE};
 use studio_core::store::{SessionRow, Store, StoreLocation};
 use studio_core::watcher::{ChangeSink, Watcher, WatcherOptions};
 use studio_core::{SessionId, Workspace};
 
 use crate::CommandError;
 
+/// How many recent workspaces the switcher and the menu offer.
+pub const RECENT_WORKSPACES: usize = 10;
+
+/// How often at most the window hears that a run printed more (the lines stay in the store).
+const OUTPUT_NOTICE_WINDOW: Duration = Duration::from_millis(100);
+
+/// Two subscriptions to the supervisor's events: the window's run events, its output notices.
+pub type RunSubscriptions = (Receiver<RunEvent>, Receiver<RunEvent>);
+
 pub struct Studio {
-    workspace: Result<Workspace, CommandError>,
+    workspace: RwLock<Result<Workspace, CommandError>>,
     store: Result<Arc<Store>, CommandError>,
-    /// Taken out and dropped when the app exits: dropping it stops the live runs.
+    /// Taken out when the app exits: dropping it stops the live runs.
     supervisor: Mutex<Option<Supervisor>>,
-    /// Watches the workspace's session folders while the app runs.
+    /// Runs go through the run keeper (`zstudio keep`), so quitting can leave them running.
+    can_keep_runs: bool,
+    /// What quitting does with live runs: stop them (the default) or leave them running.
+    keep_runs_on_exit: AtomicBool,
+    /// Watches the open workspace's session folders.
     watcher: Mutex<Option<Watcher>>,
+    /// Where the watcher's changes go (kept to watch the next workspace the same way).
+    changes: Mutex<Option<ChangeSink>>,
+    /// Turns the runs' output into notices for the window.
+    run_changes: Mutex<Option<RunChanges>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Studio {
-    /// Opens the workspace and the store, reconciles the runs of studio processes that died, and
-    /// starts the supervisor. Also returns the supervisor's events, subscribed before any run.
+    /// Opens the store, then the workspace given (else the last one opened that still exists),
+    /// reconciles the runs of studio processes that died, and starts the supervisor. Also returns
+    /// two subscriptions to the supervisor's events, taken before any run: one for the window's
+    /// run events, one for its output notices.
     pub fn open(
-        workspace: &Path,
+        workspace: Option<&Path>,
         store: Result<StoreLocation, studio_core::Error>,
-    ) -> (Studio, Option<Receiver<RunEvent>>) {
-        let workspace = Workspace::open(workspace).map_err(CommandError::from);
-        match &workspace {
-            Ok(workspace) => tracing::info!(root = %workspace.root().display(), "workspace opened"),
-            Err(error) => tracing::warn!(code = error.code, "{}", error.message),
-        }
+    ) -> (Studio, Option<RunSubscriptions>) {
+        let location = store.as_ref().ok().cloned();
         let store = match store {
             Ok(location) => Store::open(&location).map(Arc::new).map_err(|error| {
                 let error = CommandError::from(error);
@@ -50,9 +71,24 @@ impl Studio {
             }),
             Err(error) => Err(CommandError::from(error)),
         };
+        let workspace = match workspace {
+            Some(path) => Workspace::open(path).map_err(CommandError::from),
+            None => last_workspace(store.as_deref().ok()),
+        };
+        match (&workspace, &store) {
+            (Ok(workspace), Ok(store)) => {
+                tracing::info!(root = %workspace.root().display(), "workspace opened");
+                if let Err(error) = store.workspace_opened(workspace, SystemTime::now()) {
+                    tracing::warn!(%error, "cannot record the workspace as recent");
+                }
+            }
+            (Err(error), _) => tracing::warn!(code = error.code, "{}", error.message),
+            _ => {}
+        }
+        let keeper = location.as_ref().and_then(find_keeper);
         let supervisor = match &store {
             Ok(store) => {
-                tracing::info!(store = %store.location().describe(), "store opened");
+                tracing::info!(store = %store.location().describe(), keeper = keeper.is_some(), "store opened");
                 match studio_core::runner::reconcile(store, SystemTime::now()) {
                     Ok(recovered) => {
                         for run in recovered {
@@ -61,25 +97,36 @@ impl Studio {
                     }
                     Err(error) => tracing::warn!(%error, "cannot reconcile the runs of dead studio processes"),
                 }
-                Some(Supervisor::new(store.clone()))
+                Some(match keeper.clone() {
+                    Some(keeper) => Supervisor::with_keeper(store.clone(), keeper),
+                    None => Supervisor::new(store.clone()),
+                })
             }
             Err(error) => {
                 tracing::warn!(code = error.code, "{}", error.message);
                 None
             }
         };
-        let events = supervisor.as_ref().map(Supervisor::subscribe);
+        let events = supervisor.as_ref().map(|s| (s.subscribe(), s.subscribe()));
         let studio = Studio {
-            workspace,
+            workspace: RwLock::new(workspace),
             store,
             supervisor: Mutex::new(supervisor),
+            can_keep_runs: keeper.is_some(),
+            keep_runs_on_exit: AtomicBool::new(false),
             watcher: Mutex::new(None),
+            changes: Mutex::new(None),
+            run_changes: Mutex::new(None),
         };
         (studio, events)
     }
 
-    pub fn workspace(&self) -> Result<&Workspace, CommandError> {
-        self.workspace.as_ref().map_err(Clone::clone)
+    /// The open workspace.
+    pub fn workspace(&self) -> Result<Workspace, CommandError> {
+        self.workspace
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     pub fn store(&self) -> Result<&Store, CommandError> {
@@ -89,7 +136,7 @@ impl Studio {
     /// The supervisor, while the app has not begun to exit.
     pub fn supervisor(&self) -> Result<SupervisorGuard<'_>, CommandError> {
         self.store()?;
-        let guard = self.supervisor.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let guard = lock(&self.supervisor);
         if guard.is_none() {
             return Err(CommandError {
                 code: "shutting_down",
@@ -99,54 +146,101 @@ impl Studio {
         Ok(SupervisorGuard(guard))
     }
 
-    /// Starts watching the workspace's session folders: every change goes to `sink`, and the
-    /// store's folder index is kept current on the way.
+    /// Opens another workspace: the window, the watcher and the recent list move to it. Runs of
+    /// the previous one go on.
+    pub fn open_workspace(&self, path: &Path) -> Result<Workspace, CommandError> {
+        let workspace = Workspace::open(path)?;
+        self.store()?.workspace_opened(&workspace, SystemTime::now())?;
+        *self.workspace.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Ok(workspace.clone());
+        tracing::info!(root = %workspace.root().display(), "workspace opened");
+        if let Some(sink) = lock(&self.changes).clone() {
+            self.watch(sink)?;
+        }
+        Ok(workspace)
+    }
+
+    /// The workspaces the window opened, most recent first.
+    pub fn recent_workspaces(&self) -> Result<Vec<PathBuf>, CommandError> {
+        Ok(self.store()?.recent_workspaces(RECENT_WORKSPACES)?)
+    }
+
+    /// Starts watching the open workspace's session folders: every change goes to `sink`, and
+    /// the store's folder index is kept current on the way.
     pub fn watch(&self, sink: ChangeSink) -> Result<(), CommandError> {
+        *lock(&self.changes) = Some(sink.clone());
+        // The previous watcher stops first: one watcher per window.
+        drop(lock(&self.watcher).take());
         let (workspace, store) = (self.workspace()?, self.store.as_ref().map_err(Clone::clone)?);
         let sink = studio_core::index::keeping_current(store.clone(), sink);
-        let watcher = Watcher::start(vec![workspace.clone()], sink, WatcherOptions::default())?;
-        *self.watcher.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(watcher);
+        let watcher = Watcher::start(vec![workspace], sink, WatcherOptions::default())?;
+        *lock(&self.watcher) = Some(watcher);
         Ok(())
     }
 
-    /// Stops the live runs (gracefully; past their grace, by force) and waits for them: the app
-    /// calls it as it exits, because Tauri never drops its managed state.
+    /// Sends the runs' output to `sink` as it is printed, gathered over a short window.
+    pub fn follow_output(&self, events: Receiver<RunEvent>, sink: ChangeSink) -> Result<(), CommandError> {
+        let store = self.store.as_ref().map_err(Clone::clone)?.clone();
+        *lock(&self.run_changes) = Some(RunChanges::start(events, store, sink, OUTPUT_NOTICE_WINDOW));
+        Ok(())
+    }
+
+    /// The runs live in this app now.
+    pub fn live_runs(&self) -> usize {
+        lock(&self.supervisor).as_ref().map_or(0, |s| s.live_runs().len())
+    }
+
+    /// Whether quitting can leave the live runs running (they go through the run keeper).
+    pub fn can_keep_runs(&self) -> bool {
+        self.can_keep_runs
+    }
+
+    /// Decides what quitting does with the live runs: leave them running (`true`, when they go
+    /// through the keeper) or stop them.
+    pub fn keep_runs_on_exit(&self, keep: bool) {
+        self.keep_runs_on_exit
+            .store(keep && self.can_keep_runs, Ordering::SeqCst);
+    }
+
+    /// Stops watching, then leaves the live runs running (when so decided) or stops them
+    /// (gracefully; past their grace, by force) and waits for them: the app calls it as it exits,
+    /// because Tauri never drops its managed state.
     pub fn shut_down(&self) {
-        drop(
-            self.watcher
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .take(),
-        );
-        let supervisor = self
-            .supervisor
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
+        drop(lock(&self.watcher).take());
+        let supervisor = lock(&self.supervisor).take();
         if let Some(supervisor) = supervisor {
+            if self.keep_runs_on_exit.load(Ordering::SeqCst) {
+                let detached = supervisor.detach();
+                tracing::info!(runs = ?detached, "left running");
+            }
             let live = supervisor.live_runs().len();
             tracing::info!(live, "stopping the supervisor");
             drop(supervisor);
             tracing::info!("supervisor stopped");
         }
+        drop(lock(&self.run_changes).take());
     }
 
     /// The sessions of the workspace, pinned first.
     pub fn sessions(&self, now: SystemTime) -> Result<Vec<SessionRow>, CommandError> {
-        Ok(self.store()?.list_sessions(self.workspace()?, now)?)
+        Ok(self.store()?.list_sessions(&self.workspace()?, now)?)
     }
 
-    /// The request that runs `agent` of the workspace's `.zibby/studio.toml` on a prompt, in a
-    /// new session or in `session`.
+    /// The request that runs `agent` of the workspace's `.zibby/studio.toml`: on a prompt, in a
+    /// new session or in `session`; or, given a `node`, its replay command for that node.
     pub fn agent_run_request(
         &self,
         agent: &str,
-        prompt: String,
+        prompt: Option<String>,
         session: Option<SessionId>,
+        node: Option<String>,
     ) -> Result<RunRequest, CommandError> {
         let workspace = self.workspace()?;
         let Agent {
-            name, run, cwd, env, ..
+            name,
+            run,
+            replay,
+            cwd,
+            env,
         } = agents::load(workspace.root())?
             .into_iter()
             .find(|candidate| candidate.name == agent)
@@ -154,18 +248,66 @@ impl Studio {
                 name: agent.to_owned(),
                 path: workspace.root().join(agents::AGENTS_FILE),
             })?;
+        let command = match &node {
+            None => run,
+            Some(_) => replay.ok_or_else(|| CommandError {
+                code: "no_replay_command",
+                message: format!(
+                    "agent `{name}` has no replay command in {}: add `replay = [...]` with {{node}}",
+                    workspace.root().join(agents::AGENTS_FILE).display()
+                ),
+            })?,
+        };
         Ok(RunRequest {
-            workspace: workspace.clone(),
+            workspace,
             agent: Some(name),
-            command: run,
+            command,
             cwd,
             env: env.into_iter().collect(),
             session,
-            prompt: Some(prompt),
-            node: None,
+            prompt,
+            node,
             grace: DEFAULT_GRACE,
         })
     }
+}
+
+/// The last workspace the window opened that still exists.
+fn last_workspace(store: Option<&Store>) -> Result<Workspace, CommandError> {
+    let recent = store
+        .map(|store| store.recent_workspaces(RECENT_WORKSPACES))
+        .transpose()?
+        .unwrap_or_default();
+    recent
+        .iter()
+        .find_map(|root| Workspace::open(root).ok())
+        .ok_or_else(|| CommandError {
+            code: "no_workspace",
+            message: "no workspace is open: choose a project folder (Open folder…)".to_owned(),
+        })
+}
+
+/// The run keeper is `zstudio keep`: `$ZIBBY_STUDIO_KEEPER` when set, else the `zstudio`
+/// installed beside this program (the package puts both in /usr/bin; a build puts both in
+/// target/), else the one on the PATH.
+fn find_keeper(location: &StoreLocation) -> Option<Keeper> {
+    let given = std::env::var_os("ZIBBY_STUDIO_KEEPER").map(PathBuf::from);
+    let beside = || {
+        std::env::current_exe()
+            .ok()
+            .map(|exe| exe.with_file_name("zstudio"))
+            .filter(|path| path.is_file())
+    };
+    let on_path = || {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|dir| dir.join("zstudio"))
+            .find(|path| path.is_file())
+    };
+    let program = given.or_else(beside).or_else(on_path)?;
+    Some(Keeper {
+        program,
+        runs_dir: location.runs_dir(),
+    })
 }
 
 /// The supervisor, held for one command.

@@ -176,21 +176,7 @@ async fn an_agent_that_cannot_start_says_why() {
 fn shutting_the_studio_down_stops_its_live_runs() {
     // The second node would run for a minute: only a stop ends the run sooner.
     let workspace = Workspace::with_test_agent(&["--nodes", "plan:1500,write:60000", "--prompt", "{prompt}"]);
-    let (studio, events) = Studio::open(workspace.path(), Ok(StoreLocation::File(workspace.db())));
-    let events = events.expect("the store opens, so there is a supervisor to subscribe to");
-    let started = studio
-        .supervisor()
-        .expect("a supervisor")
-        .start(
-            studio
-                .agent_run_request("test-agent", "never finishes".into(), None)
-                .expect("the agent is in .zibby/studio.toml"),
-        )
-        .expect("the run starts");
-    let plan_began = events
-        .iter()
-        .find(|event| matches!(event, RunEvent::NodeBegin { node, .. } if node == "plan"));
-    assert!(plan_began.is_some(), "the run's first node begins");
+    let (studio, started) = studio_with_a_live_run(&workspace);
 
     let shutting_down = Instant::now();
     studio.shut_down();
@@ -217,6 +203,78 @@ fn shutting_the_studio_down_stops_its_live_runs() {
         studio.supervisor().is_err_and(|error| error.code == "shutting_down"),
         "no run starts once the studio is shutting down"
     );
+}
+
+/// A studio opened on `workspace` (as the app opens it, without the window) whose agent is in its
+/// first node.
+fn studio_with_a_live_run(workspace: &Workspace) -> (Studio, studio_core::runner::StartedRun) {
+    let (studio, events) = Studio::open(Some(workspace.path()), Ok(StoreLocation::File(workspace.db())));
+    let (events, _output) = events.expect("the store opens, so there is a supervisor to subscribe to");
+    let started = studio
+        .supervisor()
+        .expect("a supervisor")
+        .start(
+            studio
+                .agent_run_request("test-agent", Some("never finishes".into()), None, None)
+                .expect("the agent is in .zibby/studio.toml"),
+        )
+        .expect("the run starts");
+    let plan_began = events
+        .iter()
+        .find(|event| matches!(event, RunEvent::NodeBegin { node, .. } if node == "plan"));
+    assert!(plan_began.is_some(), "the run's first node begins");
+    (studio, started)
+}
+
+/// Quitting with "keep them running": the run goes on without the app, through the run keeper,
+/// and the next launch shows it live, then stops it.
+#[test]
+fn quitting_can_leave_live_runs_running_for_the_next_launch() {
+    let keeper = crate::harness::repo_root().join("target/debug/zstudio");
+    assert!(
+        keeper.is_file(),
+        "{} is built by `cargo test --workspace`",
+        keeper.display()
+    );
+    // Only this test opens a studio in this process; the apps other tests start get the same.
+    std::env::set_var("ZIBBY_STUDIO_KEEPER", &keeper);
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:1500,write:60000", "--prompt", "{prompt}"]);
+    let (studio, started) = studio_with_a_live_run(&workspace);
+    assert!(studio.can_keep_runs(), "runs go through the keeper");
+    studio.keep_runs_on_exit(true);
+    studio.shut_down();
+    drop(studio);
+
+    let (next, _) = Studio::open(Some(workspace.path()), Ok(StoreLocation::File(workspace.db())));
+    let run = next.store().unwrap().run(&started.run_id).unwrap();
+    assert_eq!(run.status, Status::Running, "left running: {run:?}");
+    let pid = started.pid.expect("the agent started") as i32;
+    assert!(
+        std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "the agent still runs"
+    );
+    let rows = next.sessions(std::time::SystemTime::now()).unwrap();
+    let row = rows
+        .iter()
+        .find(|row| row.summary.id.as_str() == started.session_id)
+        .unwrap();
+    assert_eq!(row.live_run.as_deref(), Some(started.run_id.as_str()), "shown live");
+
+    let session_path = workspace
+        .path()
+        .join(".zibby/output/sessions")
+        .join(&started.session_id);
+    let run = studio_core::runner::stop_elsewhere_and_wait(
+        next.store().unwrap(),
+        &started.run_id,
+        &session_path,
+        true,
+        Duration::from_secs(5),
+        |said| eprintln!("{said}"),
+    )
+    .expect("the next launch stops it");
+    assert_eq!(run.status, Status::Cancelled, "{run:?}");
+    next.shut_down();
 }
 
 /// The parent of a process (the app, for the agent it started).

@@ -1,0 +1,272 @@
+//! The desktop around the window: the app menu, quitting with live runs, the folder picker,
+//! switching workspaces, revealing folders, and the app's own log file.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tauri::menu::{AboutMetadataBuilder, Menu, MenuItem, PredefinedMenuItem, Submenu};
+use tauri::{AppHandle, Emitter, Manager, Runtime};
+use tauri_plugin_dialog::DialogExt;
+
+use crate::commands::WorkspaceInfo;
+use crate::{CommandError, Studio};
+
+/// The Tauri event a workspace switch is sent as (menu, second launch, folder picker); its
+/// payload: the new [`WorkspaceInfo`].
+pub const WORKSPACE_CHANGED: &str = "workspace-changed";
+
+/// The Tauri event that asks the window what to do with live runs before quitting; its payload:
+/// [`QuitRequested`]. The window answers with the `app_quit` command.
+pub const QUIT_REQUESTED: &str = "quit-requested";
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct QuitRequested {
+    pub live_runs: usize,
+    /// Whether the runs can be left running (they go through the run keeper).
+    pub can_keep: bool,
+}
+
+/// Set once the user has said what to do with the live runs: closing then goes ahead.
+static QUIT_DECIDED: AtomicBool = AtomicBool::new(false);
+
+/// Quits now; [`Studio::shut_down`] then does what was decided with the live runs.
+pub fn quit_now<R: Runtime>(app: &AppHandle<R>) {
+    QUIT_DECIDED.store(true, Ordering::SeqCst);
+    app.exit(0);
+}
+
+/// Quitting (the window's close button, the menu): with live runs, the window first asks whether
+/// to stop them or leave them running. Returns whether quitting may go ahead now.
+pub fn may_quit<R: Runtime>(app: &AppHandle<R>) -> bool {
+    let studio = app.state::<Studio>();
+    let live_runs = studio.live_runs();
+    if live_runs == 0 || QUIT_DECIDED.load(Ordering::SeqCst) {
+        return true;
+    }
+    let asked = app.emit(
+        QUIT_REQUESTED,
+        QuitRequested {
+            live_runs,
+            can_keep: studio.can_keep_runs(),
+        },
+    );
+    // A window that cannot be asked must not keep the app from quitting: the runs are stopped.
+    asked.is_err()
+}
+
+/// Opens `path` as the workspace and tells the window; the menu's recent list follows.
+pub fn switch_workspace<R: Runtime>(app: &AppHandle<R>, path: &Path) -> Result<WorkspaceInfo, CommandError> {
+    let workspace = app.state::<Studio>().open_workspace(path)?;
+    let info = WorkspaceInfo::from(&workspace);
+    if let Err(error) = app.emit(WORKSPACE_CHANGED, &info) {
+        tracing::warn!(%error, "cannot tell the window of the workspace switch");
+    }
+    if let Err(error) = install_menu(app) {
+        tracing::warn!(%error, "cannot update the menu");
+    }
+    if let Some(window) = app.get_webview_window("main") {
+        let _ = window.set_title(&format!("{} — Zibby Studio", folder_name(workspace.root())));
+    }
+    Ok(info)
+}
+
+fn folder_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    )
+}
+
+/// The system's folder picker; `None` when cancelled. Blocks: call it off the main thread.
+pub fn pick_folder<R: Runtime>(app: &AppHandle<R>) -> Option<PathBuf> {
+    app.dialog()
+        .file()
+        .set_title("Open a project folder")
+        .blocking_pick_folder()
+        .and_then(|path| path.into_path().ok())
+}
+
+/// Asks for a folder and opens it, on a thread of its own (menu, first launch).
+pub fn pick_and_switch<R: Runtime>(app: &AppHandle<R>) {
+    let app = app.clone();
+    let spawned = std::thread::Builder::new().name("folder-picker".into()).spawn(move || {
+        if let Some(path) = pick_folder(&app) {
+            if let Err(error) = switch_workspace(&app, &path) {
+                tracing::warn!(code = error.code, "{}", error.message);
+            }
+        }
+    });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot open the folder picker");
+    }
+}
+
+/// Opens a folder in the file manager (`xdg-open`).
+pub fn reveal(folder: &Path) -> Result<(), CommandError> {
+    std::process::Command::new("xdg-open")
+        .arg(folder)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map(drop)
+        .map_err(|error| CommandError {
+            code: "reveal",
+            message: format!(
+                "cannot open {} in the file manager: xdg-open: {error}",
+                folder.display()
+            ),
+        })
+}
+
+/// Where the app writes its log: the platform log folder (`$XDG_DATA_HOME/dev.zibby.studio/logs`,
+/// as Tauri's `app_log_dir`).
+pub fn log_dir() -> Option<PathBuf> {
+    let data_home = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|path| path.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))?;
+    Some(data_home.join("dev.zibby.studio").join("logs"))
+}
+
+/// Menu item ids.
+const OPEN_WORKSPACE: &str = "open-workspace";
+const RECENT_PREFIX: &str = "recent:";
+const REVEAL_LOGS: &str = "reveal-logs";
+const QUIT: &str = "quit";
+const RELOAD: &str = "reload";
+const ZOOM_IN: &str = "zoom-in";
+const ZOOM_OUT: &str = "zoom-out";
+const ZOOM_RESET: &str = "zoom-reset";
+
+/// The app menu: File (open workspace, recent workspaces, reveal the log folder, quit), View
+/// (reload, zoom), Help (about: version, store and log folder).
+pub fn install_menu<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+    let studio = app.state::<Studio>();
+    let recent = studio.recent_workspaces().unwrap_or_default();
+    let recent_items = recent
+        .iter()
+        .enumerate()
+        .map(|(index, root)| {
+            MenuItem::with_id(
+                app,
+                format!("{RECENT_PREFIX}{index}"),
+                root.display().to_string(),
+                true,
+                None::<&str>,
+            )
+        })
+        .collect::<tauri::Result<Vec<_>>>()?;
+    let recent_refs: Vec<&dyn tauri::menu::IsMenuItem<R>> = recent_items.iter().map(|item| item as _).collect();
+    let recent_menu = Submenu::with_items(app, "Open Recent", !recent_refs.is_empty(), &recent_refs)?;
+
+    let store = studio
+        .store()
+        .map(|store| store.location().describe())
+        .unwrap_or_else(|error| error.message);
+    let logs = log_dir().map_or_else(|| "none".to_owned(), |dir| dir.display().to_string());
+    let about = AboutMetadataBuilder::new()
+        .name(Some("Zibby Studio"))
+        .version(Some(env!("CARGO_PKG_VERSION")))
+        .comments(Some(format!(
+            "Watch, start and stop Zibby agent runs.\nStore: {store}\nLogs: {logs}"
+        )))
+        .license(Some("MIT"))
+        .build();
+
+    let file = Submenu::with_items(
+        app,
+        "File",
+        true,
+        &[
+            &MenuItem::with_id(app, OPEN_WORKSPACE, "Open Workspace…", true, Some("CmdOrCtrl+O"))?,
+            &recent_menu,
+            &PredefinedMenuItem::separator(app)?,
+            &MenuItem::with_id(app, REVEAL_LOGS, "Reveal Log Folder", true, None::<&str>)?,
+            &PredefinedMenuItem::separator(app)?,
+            &MenuItem::with_id(app, QUIT, "Quit", true, Some("CmdOrCtrl+Q"))?,
+        ],
+    )?;
+    let view = Submenu::with_items(
+        app,
+        "View",
+        true,
+        &[
+            &MenuItem::with_id(app, RELOAD, "Reload", true, Some("CmdOrCtrl+R"))?,
+            &PredefinedMenuItem::separator(app)?,
+            &MenuItem::with_id(app, ZOOM_IN, "Zoom In", true, Some("CmdOrCtrl+="))?,
+            &MenuItem::with_id(app, ZOOM_OUT, "Zoom Out", true, Some("CmdOrCtrl+-"))?,
+            &MenuItem::with_id(app, ZOOM_RESET, "Actual Size", true, Some("CmdOrCtrl+0"))?,
+        ],
+    )?;
+    let help = Submenu::with_items(
+        app,
+        "Help",
+        true,
+        &[&PredefinedMenuItem::about(
+            app,
+            Some("About Zibby Studio"),
+            Some(about),
+        )?],
+    )?;
+    app.set_menu(Menu::with_items(app, &[&file, &view, &help])?)?;
+    Ok(())
+}
+
+/// What a menu item does.
+pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
+    let window = app.get_webview_window("main");
+    match id {
+        OPEN_WORKSPACE => pick_and_switch(app),
+        REVEAL_LOGS => {
+            if let Some(dir) = log_dir() {
+                if let Err(error) = reveal(&dir) {
+                    tracing::warn!("{}", error.message);
+                }
+            }
+        }
+        QUIT => {
+            if may_quit(app) {
+                quit_now(app);
+            }
+        }
+        RELOAD => {
+            if let Some(window) = window {
+                let _ = window.reload();
+            }
+        }
+        ZOOM_IN | ZOOM_OUT | ZOOM_RESET => {
+            let zoom = ZOOM.with_step(id);
+            if let Some(window) = window {
+                let _ = window.set_zoom(zoom);
+            }
+        }
+        _ => {
+            if let Some(index) = id.strip_prefix(RECENT_PREFIX).and_then(|i| i.parse::<usize>().ok()) {
+                let recent = app.state::<Studio>().recent_workspaces().unwrap_or_default();
+                if let Some(root) = recent.get(index) {
+                    if let Err(error) = switch_workspace(app, root) {
+                        tracing::warn!(code = error.code, "{}", error.message);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The window's zoom, in steps of 10 %, from 50 % to 200 %.
+struct Zoom(std::sync::atomic::AtomicU32);
+
+static ZOOM: Zoom = Zoom(std::sync::atomic::AtomicU32::new(10));
+
+impl Zoom {
+    fn with_step(&self, id: &str) -> f64 {
+        let tenths = match id {
+            ZOOM_IN => self.0.load(Ordering::SeqCst).saturating_add(1).min(20),
+            ZOOM_OUT => self.0.load(Ordering::SeqCst).saturating_sub(1).max(5),
+            _ => 10,
+        };
+        self.0.store(tenths, Ordering::SeqCst);
+        f64::from(tenths) / 10.0
+    }
+}
