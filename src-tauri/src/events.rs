@@ -56,7 +56,7 @@ fn notify_unless_focused(app: &AppHandle, session_id: &str, status: &str, elapse
 }
 
 /// The Tauri event a run's new output is announced as, at most about ten times a second per run
-/// (its payload: `{run_id, session_id, lines}`, the lines printed since the last notice; the
+/// (its payload: `{run_id, session_id, lines}`, how many lines the run has printed so far; the
 /// window reads them from the store).
 pub const RUN_OUTPUT: &str = "run-output";
 
@@ -69,6 +69,7 @@ struct RunOutput<'a> {
 
 /// The sink of the runs' output changes: notices to the window.
 pub fn run_output(app: AppHandle) -> ChangeSink {
+    let printed: std::sync::Mutex<std::collections::HashMap<String, u64>> = Default::default();
     std::sync::Arc::new(move |change: Change| {
         if let Change::RunOutputAppended {
             session_id,
@@ -78,10 +79,13 @@ pub fn run_output(app: AppHandle) -> ChangeSink {
             ..
         } = &change
         {
+            let mut printed = printed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let total = printed.entry(run_id.clone()).or_default();
+            *total += lines.len() as u64 + skipped;
             let payload = RunOutput {
                 run_id,
                 session_id: session_id.as_str(),
-                lines: lines.len() as u64 + skipped,
+                lines: *total,
             };
             if let Err(error) = app.emit(RUN_OUTPUT, payload) {
                 tracing::warn!(%error, "cannot send an output notice to the window");

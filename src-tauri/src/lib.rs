@@ -303,6 +303,8 @@ fn init_tracing() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
     let file = desktop::log_dir().and_then(|dir| {
+        // Made first: the appender prunes old files by reading the folder.
+        let _ = std::fs::create_dir_all(&dir);
         tracing_appender::rolling::Builder::new()
             .rotation(tracing_appender::rolling::Rotation::DAILY)
             .filename_prefix("zibby-studio")

@@ -11,6 +11,7 @@
 mod harness;
 mod pins;
 mod runs;
+mod session_view;
 
 use std::time::Duration;
 
@@ -45,6 +46,30 @@ pub async fn texts(client: &Client, css: &str) -> Vec<String> {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("cannot read the texts of `{css}`: {last_error}")
+}
+
+/// The text of every element `css` finds, shown or not (an ellipsis may hide it from `text`).
+pub async fn text_contents(client: &Client, css: &str) -> Vec<String> {
+    let mut values = Vec::new();
+    for element in client.find_all(Locator::Css(css)).await.expect("query the page") {
+        values.push(
+            element
+                .prop("textContent")
+                .await
+                .expect("read a property")
+                .unwrap_or_default(),
+        );
+    }
+    values
+}
+
+/// The attribute `name` of every element `css` finds, in page order.
+pub async fn attributes(client: &Client, css: &str, name: &str) -> Vec<String> {
+    let mut values = Vec::new();
+    for element in client.find_all(Locator::Css(css)).await.expect("query the page") {
+        values.push(element.attr(name).await.expect("read an attribute").unwrap_or_default());
+    }
+    values
 }
 
 async fn read_texts(client: &Client, css: &str) -> Result<Vec<String>, String> {
@@ -96,17 +121,22 @@ async fn the_window_lists_the_sessions_of_the_workspace() {
             assert_eq!(label.to_lowercase(), status, "the badge says its status");
         }
 
-        let nodes = texts(&client, "tr[data-session-id] td.nodes").await;
+        let nodes = attributes(&client, "tr[data-session-id] td.progress", "title").await;
         assert_eq!(
             nodes,
             [
-                "5 nodes: start ✓ left ✓ left2 ✓ right ✓ join ●",
-                "3 nodes: plan ✓ execute ✓ report ✓"
+                "start: success\nleft: success\nleft2: success\nright: success\njoin: running",
+                "plan: success\nexecute: success\nreport: success"
             ],
             "each session lists its nodes in the order they ran, with their status"
         );
         assert_eq!(
-            texts(&client, "tr[data-session-id] td.current-node").await,
+            texts(&client, "tr[data-session-id] td.progress .progress-count").await,
+            ["4/5", "3/3"],
+            "progress: the nodes done of the nodes begun"
+        );
+        assert_eq!(
+            text_contents(&client, "tr[data-session-id] td.progress .current-node").await,
             ["join", "report"],
             "the current node is the one .session-info.json names"
         );

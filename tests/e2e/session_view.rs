@@ -1,0 +1,322 @@
+//! The session view in the real window: a run followed live, its output, logs and files; Stop from
+//! the view; Re-run node; search; and a table of 10,000 sessions.
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, Locator};
+use serde_json::json;
+
+use crate::harness::{call_backend, click, eventually, screenshot, wait_for, App, Workspace};
+use crate::texts;
+
+const XSS: &str = "<img src=x onerror=alert(1)>";
+
+async fn start_run(client: &Client, prompt: &str) -> String {
+    wait_for(client, "#run-agent option").await;
+    wait_for(client, "#run-prompt")
+        .await
+        .send_keys(prompt)
+        .await
+        .expect("type the prompt");
+    click(client, "#run-button").await;
+    eventually("the run has a session", || async {
+        let ids = read(client, ".live-run .live-session-id").await?;
+        ids.into_iter()
+            .find(|id| !id.is_empty())
+            .ok_or_else(|| "no session yet".to_owned())
+    })
+    .await
+}
+
+async fn read(client: &Client, css: &str) -> Result<Vec<String>, String> {
+    let mut found = Vec::new();
+    for element in client.find_all(Locator::Css(css)).await.map_err(|e| e.to_string())? {
+        found.push(element.text().await.map_err(|e| e.to_string())?);
+    }
+    Ok(found)
+}
+
+async fn attribute(client: &Client, css: &str, name: &str) -> Result<String, String> {
+    let element = client
+        .find(Locator::Css(css))
+        .await
+        .map_err(|e| format!("no `{css}`: {e}"))?;
+    element
+        .attr(name)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("`{css}` has no {name}"))
+}
+
+/// Opens a session's view from its row in the table.
+async fn open_session(client: &Client, session_id: &str) {
+    if attribute(client, "#session-view", "data-session-id")
+        .await
+        .ok()
+        .as_deref()
+        == Some(session_id)
+    {
+        return;
+    }
+    click(client, &format!("tr[data-session-id='{session_id}'] .session-title")).await;
+    wait_for(client, &format!("#session-view[data-session-id='{session_id}']")).await;
+}
+
+async fn session_status_becomes(client: &Client, status: &str) {
+    eventually(&format!("the session view says `{status}`"), || async {
+        let seen = attribute(client, "#session-status", "data-status").await?;
+        (seen == status).then_some(()).ok_or(seen)
+    })
+    .await;
+}
+
+async fn show_tab(client: &Client, tab: &str) {
+    click(client, &format!("[data-tab='{tab}']")).await;
+    wait_for(client, &format!("[data-panel='{tab}']")).await;
+}
+
+#[tokio::test]
+async fn a_run_opens_in_the_session_view_with_its_timeline_output_logs_and_files() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:300", "--prompt", "{prompt}"]);
+    App::run(&workspace, |client| async move {
+        let prompt = format!("{XSS} kyotoplan");
+        let session_id = start_run(&client, &prompt).await;
+        open_session(&client, &session_id).await;
+        session_status_becomes(&client, "success").await;
+
+        show_tab(&client, "timeline").await;
+        eventually("the timeline shows both nodes done", || async {
+            let plan = attribute(&client, ".timeline-node[data-node='plan']", "data-status").await?;
+            let write = attribute(&client, ".timeline-node[data-node='write']", "data-status").await?;
+            (plan == "success" && write == "success")
+                .then_some(())
+                .ok_or(format!("plan {plan}, write {write}"))
+        })
+        .await;
+
+        show_tab(&client, "output").await;
+        let expected = format!("prompt: {prompt}");
+        eventually("the output shows the prompt line, as text", || async {
+            let lines = read(&client, "#output .output-line .line-text").await?;
+            lines
+                .iter()
+                .any(|line| line.contains(&expected))
+                .then_some(())
+                .ok_or(format!("{lines:?}"))
+        })
+        .await;
+        let images = client.find_all(Locator::Css("img")).await.expect("query the page");
+        assert!(images.is_empty(), "no element was made from the agent's output");
+        screenshot(&client, "session-output.png").await;
+
+        show_tab(&client, "logs").await;
+        eventually("the logs say the run started", || async {
+            let events = client
+                .find_all(Locator::Css(".log-line[data-event='run.started']"))
+                .await
+                .map_err(|e| e.to_string())?;
+            (!events.is_empty()).then_some(()).ok_or("no run.started".to_owned())
+        })
+        .await;
+
+        show_tab(&client, "files").await;
+        click(&client, ".file-entry[data-path='plan/raw_stream_output.txt']").await;
+        eventually("the file is shown in place", || async {
+            let text = read(&client, "#file-viewer").await?.join("\n");
+            text.contains("plan").then_some(()).ok_or(text)
+        })
+        .await;
+        screenshot(&client, "session-files.png").await;
+
+        // Search: the store's full-text index over the run's output.
+        let search = wait_for(&client, "#search").await;
+        search.send_keys("kyotoplan").await.expect("type a search");
+        eventually("the search finds the session", || async {
+            let hits = client
+                .find_all(Locator::Css(&format!(".search-hit[data-session-id='{session_id}']")))
+                .await
+                .map_err(|e| e.to_string())?;
+            (!hits.is_empty()).then_some(()).ok_or("no hit".to_owned())
+        })
+        .await;
+        screenshot(&client, "search.png").await;
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn stop_in_the_session_view_cancels_the_run_and_keeps_its_partial_output() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:800,write:60000", "--prompt", "{prompt}"]);
+    App::run(&workspace, |client| async move {
+        let session_id = start_run(&client, "stop me").await;
+        open_session(&client, &session_id).await;
+        show_tab(&client, "timeline").await;
+        eventually("plan turns done live", || async {
+            let plan = attribute(&client, ".timeline-node[data-node='plan']", "data-status").await?;
+            (plan == "success").then_some(()).ok_or(plan)
+        })
+        .await;
+        session_status_becomes(&client, "running").await;
+        screenshot(&client, "session-live.png").await;
+
+        click(&client, "#session-stop").await;
+        let stopping = wait_for(&client, "#session-view")
+            .await
+            .text()
+            .await
+            .unwrap_or_default();
+        assert!(
+            stopping.contains("Stopping: the current node finishes first"),
+            "the view says what Stop does: {stopping}"
+        );
+        // `write` would run for a minute: the view's Force stop ends it now.
+        click(&client, "#session-force-stop").await;
+        session_status_becomes(&client, "cancelled").await;
+
+        show_tab(&client, "output").await;
+        eventually("the partial output is kept", || async {
+            let lines = read(&client, "#output .output-line .line-text").await?;
+            lines
+                .iter()
+                .any(|line| line.contains("plan: working"))
+                .then_some(())
+                .ok_or(format!("{lines:?}"))
+        })
+        .await;
+        show_tab(&client, "logs").await;
+        let cancelled = eventually("a run.cancelled log line says how long it ran", || async {
+            let lines = read(&client, ".log-line[data-event='run.cancelled']").await?;
+            lines.into_iter().next().ok_or("no run.cancelled".to_owned())
+        })
+        .await;
+        assert!(cancelled.contains("forced"), "{cancelled}");
+        let delete = wait_for(&client, "#session-delete").await;
+        assert_eq!(
+            delete.is_enabled().await.ok(),
+            Some(true),
+            "a stopped session can be deleted"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn re_run_node_replays_one_node_of_the_session() {
+    let workspace = Workspace::empty();
+    let agent = crate::harness::test_agent().display().to_string();
+    let toml = format!(
+        "[[agent]]\nname = \"test-agent\"\nrun = {}\nreplay = {}\n",
+        json!([agent, "--nodes", "plan:200,write:200", "--prompt", "{prompt}"]),
+        json!([agent, "--nodes", "{node}:200"]),
+    );
+    fs::create_dir_all(workspace.path().join(".zibby")).unwrap();
+    fs::write(workspace.path().join(".zibby/studio.toml"), toml).unwrap();
+    App::run(&workspace, |client| async move {
+        let session_id = start_run(&client, "first").await;
+        open_session(&client, &session_id).await;
+        session_status_becomes(&client, "success").await;
+
+        click(&client, "#session-rerun").await;
+        eventually("choose the node `write`", || async {
+            let node = client
+                .find(Locator::Css("#rerun-node"))
+                .await
+                .map_err(|e| e.to_string())?;
+            node.select_by_value("write").await.map_err(|e| e.to_string())
+        })
+        .await;
+        click(&client, "#rerun-start").await;
+
+        let replay = eventually("a second run replays `write` and succeeds", || async {
+            let runs = call_backend(&client, "runsList", vec![json!(session_id)]).await;
+            let runs = runs["ok"].as_array().cloned().unwrap_or_default();
+            let replay = runs.iter().find(|run| run["replayed_node"] == "write").cloned();
+            match replay {
+                Some(run) if run["status"] == "success" => Ok(run),
+                other => Err(format!("{other:?} of {} runs", runs.len())),
+            }
+        })
+        .await;
+        assert!(
+            replay["command"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|arg| arg == "write:200"),
+            "the replay command, with {{node}} filled: {replay}"
+        );
+    })
+    .await;
+}
+
+/// 10,000 session folders: the table opens with them, draws only what is in view, and scrolls to
+/// the last. Prints how long the launch took to a usable table (docs/benchmarks.md).
+#[tokio::test]
+async fn ten_thousand_sessions_open_and_scroll() {
+    const SESSIONS: u64 = 10_000;
+    let workspace = Workspace::empty();
+    let sessions_dir = workspace.path().join(".zibby/output/sessions");
+    let base = 1_795_900_000_000u64;
+    for i in 0..SESSIONS {
+        let folder = sessions_dir.join(format!("{}_{:04}", base + i * 1000, i % 10_000));
+        fs::create_dir_all(folder.join("plan")).unwrap();
+        fs::write(
+            folder.join(".session-info.json"),
+            json!({"sessionPath": folder, "currentNode": "plan"}).to_string(),
+        )
+        .unwrap();
+        fs::write(folder.join("result.json"), r#"{"success":true}"#).unwrap();
+    }
+    let newest = format!("{}_{:04}", base + (SESSIONS - 1) * 1000, SESSIONS - 1);
+    let oldest = format!("{base}_0000");
+    let launched = Instant::now();
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        let usable = launched.elapsed();
+        eprintln!(
+            "launch to a usable table with {SESSIONS} sessions: {} ms",
+            usable.as_millis()
+        );
+        let drawn = texts(&client, "tr[data-session-id] .session-id").await;
+        assert!(
+            drawn.iter().any(|id| id.contains(&newest)),
+            "the newest first: {drawn:?}"
+        );
+        assert!(
+            drawn.len() < 300,
+            "only the rows in view (and a margin) are drawn, not {SESSIONS}: {}",
+            drawn.len()
+        );
+        let count = read(&client, ".sessions-count, .count")
+            .await
+            .unwrap_or_default()
+            .join(" ");
+        eprintln!("count label: {count}");
+
+        let scrolled = Instant::now();
+        client
+            .execute(
+                "document.querySelector('.table-wrap').scrollTop = 1e9; return null;",
+                vec![],
+            )
+            .await
+            .expect("scroll the table");
+        eventually("the oldest session is drawn at the bottom", || async {
+            let ids = read(&client, "tr[data-session-id] .session-id").await?;
+            ids.iter()
+                .any(|id| id.contains(&oldest))
+                .then_some(())
+                .ok_or(format!("{} rows", ids.len()))
+        })
+        .await;
+        eprintln!(
+            "scroll to the last of {SESSIONS} rows drawn in {} ms",
+            scrolled.elapsed().as_millis()
+        );
+        screenshot(&client, "ten-thousand.png").await;
+        // Wait so that the launch figure is not taken while the index is still being written.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    })
+    .await;
+}
