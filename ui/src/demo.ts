@@ -8,7 +8,14 @@ import type { OutputLine, Status } from "./types";
 
 const ESC = "\x1b";
 
-export function demoBackend(now = Date.now()): FakeBackend {
+export interface DemoOptions {
+  /** How many finished sessions besides the live one (`?sessions=10000`). */
+  sessions?: number;
+  /** No sessions and no agents (`?empty`). */
+  empty?: boolean;
+}
+
+export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBackend {
   const at = (ms: number) => new Date(now - ms).toISOString();
   const statuses: Status[] = ["success", "success", "error", "cancelled", "success", "interrupted"];
   const agents = ["writer", "planner", "reviewer"];
@@ -30,7 +37,7 @@ export function demoBackend(now = Date.now()): FakeBackend {
           { name: "write", status: "running" },
         ],
       }),
-      ...Array.from({ length: 400 }, (_, i) =>
+      ...Array.from({ length: options.sessions ?? 400 }, (_, i) =>
         row(`17959${String(52464415 - i * 7919).padStart(8, "0")}_${(i * 2654435761).toString(36).slice(-4)}`, {
           title: i % 3 === 0 ? null : `Task ${i}: ${["fix the flaky test", "write the release notes", "plan the migration"][i % 3]}`,
           agent: i % 4 === 0 ? null : agents[i % 3]!,
@@ -50,6 +57,29 @@ export function demoBackend(now = Date.now()): FakeBackend {
     ],
   });
   backend.recent = ["/home/demo/project", "/home/demo/other-project"];
+  if (options.empty) {
+    backend.sessions = [];
+    backend.agents = [];
+    return backend;
+  }
+  // A session the studio did not run: only its folder, with a raw stream capture.
+  backend.sessions.push(row("1795900000000_cli", { title: null, agent: null, status: "error", created_at: at(86_400_000), updated_at: at(86_000_000), nodes: [{ name: "scan", status: "error" }] }));
+  backend.details.set("1795900000000_cli", {
+    id: "1795900000000_cli",
+    path: "/home/demo/project/.zibby/output/sessions/1795900000000_cli",
+    layout: "documented",
+    status: "error",
+    current_node: "scan",
+    created_at: at(86_400_000),
+    updated_at: at(86_000_000),
+    info: null,
+    result: null,
+    events: [],
+    raw_stream_output: { path: "raw_stream_output.txt", bytes: 120 },
+    problems: [],
+    nodes: [{ name: "scan", status: "error", path: null, artifacts: { prompt: null, prompt_preview: null, raw_output: null, result: null, result_value: null, raw_stream: null } }],
+  });
+  backend.files.set("1795900000000_cli", new Map([["raw_stream_output.txt", `${ESC}[1mscan${ESC}[0m starting\n${ESC}[31merror:${ESC}[0m cannot open ${ESC}[4mconfig.yml${ESC}[0m\n`]]));
   backend.runs = [
     runRecord("run-live", "1795952464415_live", { status: "running", started_at: at(95_000), ended_at: null, exit_code: null }),
     runRecord("run-first", "1795952464415_live", { started_at: at(3_600_000), ended_at: at(3_540_000) }),

@@ -7,6 +7,10 @@ const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
 
+// Intl formatters are slow to make (a table row needs two): made once, on first use.
+let dateFormat: Intl.DateTimeFormat | null = null;
+let fullFormat: Intl.DateTimeFormat | null = null;
+
 /** "just now", "42 s ago", "5 min ago", "3 h ago", "2 d ago", then the date. */
 export function relativeTime(then: Date, now: Date): string {
   const ago = now.getTime() - then.getTime();
@@ -17,13 +21,15 @@ export function relativeTime(then: Date, now: Date): string {
   if (ago < HOUR) return `${Math.floor(ago / MINUTE)} min ago`;
   if (ago < DAY) return `${Math.floor(ago / HOUR)} h ago`;
   if (ago < 7 * DAY) return `${Math.floor(ago / DAY)} d ago`;
-  return then.toLocaleDateString(undefined, { year: "numeric", month: "short", day: "numeric" });
+  dateFormat ??= new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric" });
+  return dateFormat.format(then);
 }
 
 /** The full local date and time, for tooltips. */
 export function exactTime(time: Date): string {
   if (Number.isNaN(time.getTime())) return "unknown";
-  return time.toLocaleString(undefined, { dateStyle: "full", timeStyle: "medium" });
+  fullFormat ??= new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "medium" });
+  return fullFormat.format(time);
 }
 
 const STATUS_MARK: Record<Status, string> = {

@@ -17,5 +17,8 @@ if ("__TAURI_INTERNALS__" in window) {
   start(tauriBackend);
 } else {
   // A plain browser (`npm run dev`): a demo workspace in memory, loaded only here.
-  void import("./demo").then(({ demoBackend }) => start(demoBackend()));
+  // `?sessions=10000` for a big table, `?empty` for a fresh workspace.
+  const query = new URLSearchParams(location.search);
+  const sessions = Number(query.get("sessions") ?? "400");
+  void import("./demo").then(({ demoBackend }) => start(demoBackend({ sessions, empty: query.has("empty") })));
 }

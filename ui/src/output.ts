@@ -9,7 +9,7 @@ import type { Backend } from "./backend";
 import { button, el } from "./elements";
 import { IndexedSource, PAGE_LINES, ScannedSource, type LineSource, type OutputFilter } from "./outputsource";
 import type { OutputLine, OutputStream } from "./types";
-import { isAtEnd, scrollTopOf, virtualWindow } from "./virtual";
+import { coversView, isAtEnd, scrollTopOf, virtualWindow } from "./virtual";
 
 export const LINE_HEIGHT = 18;
 const MARGIN_LINES = 40;
@@ -98,15 +98,12 @@ export function createOutputView(options: OutputViewOptions): OutputView {
 
   const viewport = () => scroller.clientHeight || FALLBACK_VIEWPORT;
 
-  function currentWindow() {
-    return virtualWindow({
-      scrollTop: scroller.scrollTop,
-      viewport: viewport(),
-      count: source.count(),
-      rowHeight: LINE_HEIGHT,
-      margin: MARGIN_LINES,
-    });
+  function currentWindow(margin = MARGIN_LINES) {
+    return virtualWindow({ scrollTop: scroller.scrollTop, viewport: viewport(), count: source.count(), rowHeight: LINE_HEIGHT, margin });
   }
+
+  /** The lines drawn (with every one loaded), as indexes. */
+  let drawnRange = { first: 0, end: 0 };
 
   /** Draws the lines of the current window, then fetches the ones missing and draws again. */
   function render(): void {
@@ -128,6 +125,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
       }
     }
     lines.replaceChildren(...drawn);
+    drawnRange = missing ? { first: 0, end: 0 } : { first: window.first, end: window.end };
     follow.hidden = isFollowing;
     const count = source.count();
     lineCount.textContent = count === 1 ? "1 line" : `${count.toLocaleString("en-US")} lines`;
@@ -164,7 +162,13 @@ export function createOutputView(options: OutputViewOptions): OutputView {
 
   scroller.addEventListener("scroll", () => {
     lastScrollTop = scroller.scrollTop;
+    const wasFollowing = isFollowing;
     isFollowing = isAtEnd(scroller.scrollTop, viewport(), currentWindow().height, LINE_HEIGHT);
+    // A scroll within the margin shows lines already drawn: nothing to do. (Not so past the height
+    // cap, where the lines are drawn where the scroll position maps to.)
+    const inView = currentWindow(0);
+    const scaled = inView.height < source.count() * LINE_HEIGHT;
+    if (!scaled && isFollowing === wasFollowing && coversView(drawnRange, inView)) return;
     render();
   });
 

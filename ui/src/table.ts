@@ -6,7 +6,7 @@
 import { badge, button, el } from "./elements";
 import { exactTime, relativeTime } from "./format";
 import type { SessionRow } from "./types";
-import { revealRow, virtualWindow } from "./virtual";
+import { coversView, revealRow, virtualWindow } from "./virtual";
 
 export const ROW_HEIGHT = 46;
 /** Rows drawn beyond each edge of the view. */
@@ -55,17 +55,17 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
   let compact: boolean | null = null;
   /** The rows in the DOM, by session id, with what they were drawn from. */
   let drawn = new Map<string, { key: string; tr: HTMLTableRowElement }>();
+  /** The rows drawn, as indexes into `rows`. */
+  let drawnRange = { first: 0, end: 0 };
 
   const viewport = () => Math.max(0, (element.clientHeight || FALLBACK_VIEWPORT) - HEAD_HEIGHT);
 
+  function currentWindow(margin = MARGIN_ROWS) {
+    return virtualWindow({ scrollTop: element.scrollTop, viewport: viewport(), count: rows.length, rowHeight: ROW_HEIGHT, margin });
+  }
+
   function render(): void {
-    const window = virtualWindow({
-      scrollTop: element.scrollTop,
-      viewport: viewport(),
-      count: rows.length,
-      rowHeight: ROW_HEIGHT,
-      margin: MARGIN_ROWS,
-    });
+    const window = currentWindow();
     const next = new Map<string, { key: string; tr: HTMLTableRowElement }>();
     const trs: HTMLTableRowElement[] = [];
     for (let index = window.first; index < window.end; index++) {
@@ -80,6 +80,7 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
       trs.push(tr);
     }
     drawn = next;
+    drawnRange = { first: window.first, end: window.end };
     topSpacer.style.height = `${window.offset}px`;
     bottomSpacer.style.height = `${Math.max(0, window.height - window.offset - trs.length * ROW_HEIGHT)}px`;
     table.setAttribute("aria-rowcount", String(rows.length + 1));
@@ -89,7 +90,14 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
     }
   }
 
-  element.addEventListener("scroll", render, { passive: true });
+  // A scroll within the margin shows rows already drawn: nothing to do (a redraw costs a layout).
+  element.addEventListener(
+    "scroll",
+    () => {
+      if (!coversView(drawnRange, currentWindow(0))) render();
+    },
+    { passive: true },
+  );
 
   return {
     element,

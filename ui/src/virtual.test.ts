@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { isAtEnd, LruCache, revealRow, scrollTopOf, virtualWindow } from "./virtual";
+import { coversView, isAtEnd, LruCache, revealRow, scrollTopOf, virtualWindow } from "./virtual";
 
 describe("virtualWindow", () => {
   const base = { viewport: 200, rowHeight: 20, margin: 5 };
@@ -83,5 +83,15 @@ describe("LruCache", () => {
     cache.deleteWhere((key) => key >= 3);
     cache.delete(1);
     expect([1, 2, 3, 4].map((key) => cache.has(key))).toEqual([false, true, false, false]);
+  });
+});
+
+describe("coversView", () => {
+  it("is true while the rows in view are among those drawn", () => {
+    const drawn = { first: 40, end: 100 };
+    expect(coversView(drawn, { first: 45, end: 95 })).toBe(true);
+    expect(coversView(drawn, { first: 40, end: 100 })).toBe(true);
+    expect(coversView(drawn, { first: 39, end: 60 })).toBe(false);
+    expect(coversView(drawn, { first: 80, end: 101 })).toBe(false);
   });
 });

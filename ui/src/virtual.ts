@@ -52,6 +52,12 @@ export function virtualWindow(input: WindowInput): VirtualWindow {
   return { first, end, offset, height };
 }
 
+/** Whether the rows in view (a window without margin) are all among the rows drawn: then a scroll
+ * needs no redraw. */
+export function coversView(drawn: { first: number; end: number }, inView: { first: number; end: number }): boolean {
+  return drawn.first <= inView.first && inView.end <= drawn.end;
+}
+
 /** The scroll position that shows row `index` at the top (or as low as the list allows). */
 export function scrollTopOf(index: number, input: Omit<WindowInput, "scrollTop" | "margin">): number {
   const { count, rowHeight } = input;
