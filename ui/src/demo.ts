@@ -38,7 +38,7 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
         ],
       }),
       ...Array.from({ length: options.sessions ?? 400 }, (_, i) =>
-        row(`17959${String(52464415 - i * 7919).padStart(8, "0")}_${(i * 2654435761).toString(36).slice(-4)}`, {
+        row(`${1795952464415 - (i + 1) * 7_919_000}_${((i + 1) * 2654435761).toString(36).slice(-4)}`, {
           title: i % 3 === 0 ? null : `Task ${i}: ${["fix the flaky test", "write the release notes", "plan the migration"][i % 3]}`,
           agent: i % 4 === 0 ? null : agents[i % 3]!,
           status: statuses[i % statuses.length]!,

@@ -48,3 +48,11 @@ describe("the filter bar", () => {
     expect(onChange).toHaveBeenLastCalledWith({ status: "all", agent: "writer", pinnedOnly: true });
   });
 });
+
+describe("the filter bar of an empty table", () => {
+  it("still offers All agents", () => {
+    const bar = createFilterBar(() => {});
+    bar.update([], NO_FILTERS);
+    expect([...(bar.element.querySelector("#filter-agent") as HTMLSelectElement).options].map((o) => o.value)).toEqual(["all"]);
+  });
+});

@@ -58,7 +58,7 @@ export function createFilterBar(onChange: (filters: SessionFilters) => void): Fi
     agent,
     el("label", { class: "check", attrs: { for: "filter-pinned" } }, pinned, "Pinned only"),
   );
-  let agentsDrawn = "";
+  let agentsDrawn: string | null = null;
   const changed = () =>
     onChange({ status: status.value as SessionFilters["status"], agent: agent.value, pinnedOnly: pinned.checked });
   status.addEventListener("change", changed);

@@ -54,8 +54,7 @@ export function createRunBar(actions: RunBarActions): RunBar {
       prompt,
       run,
     ),
-    noAgents,
-    el("div", { class: "run-foot" }, el("p", { class: "run-hint muted" }, "Enter runs it, Shift+Enter starts a new line."), edit, add),
+    el("div", { class: "run-foot" }, noAgents, el("p", { class: "run-hint muted" }, "Enter runs it, Shift+Enter starts a new line."), edit, add),
     errorSlot,
   );
 
