@@ -8,6 +8,7 @@ import { button, el, errorBox } from "./elements";
 import { bytesLabel, exactTime, relativeTime } from "./format";
 import type { FileChunk, FileEntry } from "./types";
 import { toCommandError } from "./errors";
+import { jsonTree, MOST_TREE_CHARS } from "./json";
 
 /** How much of a file one read brings. */
 export const FILE_CHUNK_BYTES = 256 * 1024;
@@ -89,7 +90,10 @@ export function jsonSwitch(raw: string, parsed?: unknown): HTMLElement {
       return el("pre", { class: "artifact-text" }, raw);
     }
   }
-  const formatted = el("pre", { class: "artifact-text", attrs: { "data-view": "formatted" } }, JSON.stringify(value, null, 2));
+  const formatted =
+    raw.length > MOST_TREE_CHARS
+      ? el("pre", { class: "artifact-text", attrs: { "data-view": "formatted" } }, JSON.stringify(value, null, 2))
+      : el("div", { class: "artifact-text json-tree", attrs: { "data-view": "formatted" } }, jsonTree(value));
   const rawText = el("pre", { class: "artifact-text", attrs: { "data-view": "raw" } }, raw);
   rawText.hidden = true;
   const formattedButton = button({ class: "seg", attrs: { "aria-pressed": "true" } }, "Formatted", () => show(true));
