@@ -434,7 +434,7 @@ export function createSessionView(
           el(
             "option",
             { attrs: { value: run.id } },
-            `${index === 0 ? "latest · " : ""}${run.replayed_node ? `replay of ${run.replayed_node} · ` : ""}${run.status} · ${shortTime(run.started_at)}`,
+            `${run.replayed_node ? `replay of ${run.replayed_node} · ` : ""}${run.status} · ${shortTime(run.started_at)}${index === 0 ? " (latest)" : ""}`,
           ),
         ),
       );

@@ -192,7 +192,12 @@ export function renderApp(root: HTMLElement, state: ViewState, actions: Actions)
 
   drawSessions(parts, state, actions);
 
-  parts.workbench.classList.toggle("split", state.sessionView !== null);
+  const split = state.sessionView !== null;
+  if (parts.workbench.classList.contains("split") !== split) {
+    parts.workbench.classList.toggle("split", split);
+    // The table's height changed: keep the selected row in view.
+    if (state.selected !== null) parts.table.reveal(state.selected);
+  }
   if (state.sessionView === null) parts.sessionSlot.replaceChildren();
   else if (parts.sessionSlot.firstChild !== state.sessionView) parts.sessionSlot.replaceChildren(state.sessionView);
 
