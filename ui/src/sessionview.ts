@@ -12,7 +12,7 @@ import { elapsedLabel } from "./format";
 import { STOPPING_LABEL } from "./liveruns";
 import { conversationView, logsView } from "./logs";
 import { nodeCards } from "./nodecards";
-import { createOutputView, type OutputView } from "./output";
+import { createRunOutputs } from "./runoutputs";
 import { throttle } from "./schedule";
 import { DELETE_LIVE_TITLE } from "./table";
 import { nodesWithoutTimes, timelineView, type RunSpans } from "./timeline";
@@ -46,11 +46,6 @@ const RELOAD_EVERY_MS = 1_000;
 const SPANS_EVERY_MS = 500;
 /** The timeline shows this many runs of a session at most (the newest). */
 const MOST_TIMELINE_RUNS = 20;
-
-/** "Nov 29, 15:27" (the runs of a session, told apart). */
-function shortTime(iso: string): string {
-  return new Date(iso).toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
-}
 
 export interface SessionViewContext {
   backend: Backend;
@@ -372,8 +367,6 @@ export function createSessionView(
   // ---- the panels ----
 
   const spansByRun = new Map<string, Span[]>();
-  let outputView: OutputView | null = null;
-  let outputRunId: string | null = null;
 
   function renderTimeline(): void {
     if (tab !== "timeline") return;
@@ -403,18 +396,10 @@ export function createSessionView(
   }
   const refreshSpans = throttle(() => void loadSpans(false), SPANS_EVERY_MS);
 
-  const outputPicker = el("select", { class: "field small", attrs: { id: "output-run", "aria-label": "Run" } });
-  outputPicker.addEventListener("change", () => {
-    outputRunId = outputPicker.value;
-    renderOutput();
+  const runOutputs = createRunOutputs(backend, (error) => {
+    actionError = { title: "The output could not be read", error: toCommandError(error) };
+    renderForm();
   });
-  const runPicker = el("label", { class: "muted run-picker" }, "Run ", outputPicker);
-  const outputSlot = el("div", { class: "output-slot" });
-  const outputPanel = el("div", { class: "output-panel" }, outputSlot);
-  /** The runs the picker lists, as drawn. */
-  let pickerDrawn = "";
-  /** A line to show once the output of its run is drawn (a search hit). */
-  let pendingLine: { runId: string; seq: number } | null = null;
 
   /** Draws the Output tab, updating it in place (the line viewer keeps its scroll position). */
   function renderOutput(): void {
@@ -426,42 +411,11 @@ export function createSessionView(
       }
       return;
     }
-    if (outputRunId === null || !runs.some((run) => run.id === outputRunId)) outputRunId = runs[0]!.id;
-    const listed = runs.map((run) => `${run.id} ${run.status}`).join("\n");
-    if (listed !== pickerDrawn) {
-      outputPicker.replaceChildren(
-        ...runs.map((run, index) =>
-          el(
-            "option",
-            { attrs: { value: run.id } },
-            `${run.replayed_node ? `replay of ${run.replayed_node} · ` : ""}${run.status} · ${shortTime(run.started_at)}${index === 0 ? " (latest)" : ""}`,
-          ),
-        ),
-      );
-      pickerDrawn = listed;
-    }
-    outputPicker.value = outputRunId;
-    if (outputView === null || outputView.element.getAttribute("data-run-id") !== outputRunId) {
-      outputView = createOutputView({
-        backend,
-        runId: outputRunId,
-        nodes: [...new Set((detail?.nodes ?? row?.nodes ?? []).map((node) => node.name))],
-        onError: (error) => {
-          actionError = { title: "The output could not be read", error: toCommandError(error) };
-          renderForm();
-        },
-        toolbarStart: runPicker,
-      });
-      outputSlot.replaceChildren(outputView.element);
-    }
-    if (pendingLine && pendingLine.runId === outputRunId) {
-      void outputView.showLine(pendingLine.seq);
-      pendingLine = null;
-    }
-    if (outputPanel.parentElement !== panel) {
-      panel.replaceChildren(outputPanel);
+    runOutputs.update(runs, [...new Set((detail?.nodes ?? row?.nodes ?? []).map((node) => node.name))]);
+    if (runOutputs.element.parentElement !== panel) {
+      panel.replaceChildren(runOutputs.element);
       panel.setAttribute("data-drawn", "output");
-      outputView.redraw();
+      runOutputs.redraw();
     }
   }
 
@@ -551,10 +505,7 @@ export function createSessionView(
       detailError = toCommandError(detailResult.reason);
     }
     if (runsResult.status === "fulfilled") {
-      const previousNewest = runs[0]?.id ?? null;
       runs = [...runsResult.value].sort((a, b) => Date.parse(b.started_at) - Date.parse(a.started_at));
-      // Reading the newest run: a newer one (Continue, Re-run) takes its place.
-      if (outputRunId === previousNewest && runs[0] && runs[0].id !== previousNewest) outputRunId = runs[0].id;
     }
     renderHeader();
     if (openForm) renderForm();
@@ -603,8 +554,7 @@ export function createSessionView(
     },
     onRunOutput(event) {
       if (event.session_id !== sessionId) return;
-      if (outputView && outputRunId === event.run_id) outputView.grew(event.lines);
-      else if (!runs.some((run) => run.id === event.run_id)) reloadSoon();
+      if (!runOutputs.grew(event.run_id, event.lines) && !runs.some((run) => run.id === event.run_id)) reloadSoon();
     },
     tick() {
       const time = element.querySelector("#session-elapsed");
@@ -613,8 +563,7 @@ export function createSessionView(
     },
     showTab,
     showOutputLine(runId, seq) {
-      outputRunId = runId;
-      pendingLine = { runId, seq };
+      runOutputs.showLine(runId, seq);
       showTab("output");
     },
     stop() {
