@@ -15,8 +15,9 @@ if grep -q '"test"' ui/package.json; then
 fi
 
 printf '\033[1m==> cargo test --workspace (the app end-to-end under Xvfb)\033[0m\n'
-# xvfb-run gives the end-to-end tests a display; they fail, never skip, without one.
-xvfb-run -a -s "-screen 0 1280x800x24" cargo test --workspace --locked
+# xvfb-run gives the end-to-end tests a display, dbus-run-session a session bus (a second launch
+# finds the running app through it); they fail, never skip, without either.
+xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- cargo test --workspace --locked
 
 printf '\033[1m==> the Debian package: build, install, drive the installed app, remove\033[0m\n'
 bash scripts/package-deb.sh

@@ -15,6 +15,8 @@ APT_PACKAGES=(
   libwebkit2gtk-4.1-dev libxdo-dev libayatana-appindicator3-dev librsvg2-dev
   xvfb xauth webkit2gtk-driver imagemagick fonts-dejavu-core
   python3
+  # dbus-run-session: the end-to-end tests' session bus (one window per store goes through it)
+  dbus-daemon
 )
 
 as_root() {

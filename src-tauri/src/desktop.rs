@@ -58,8 +58,9 @@ pub fn may_quit<R: Runtime>(app: &AppHandle<R>) -> bool {
 pub fn switch_workspace<R: Runtime>(app: &AppHandle<R>, path: &Path) -> Result<WorkspaceInfo, CommandError> {
     let workspace = app.state::<Studio>().open_workspace(path)?;
     let info = WorkspaceInfo::from(&workspace);
-    if let Err(error) = app.emit(WORKSPACE_CHANGED, &info) {
-        tracing::warn!(%error, "cannot tell the window of the workspace switch");
+    match app.emit(WORKSPACE_CHANGED, &info) {
+        Ok(()) => tracing::info!(root = info.root, "the window switches workspace"),
+        Err(error) => tracing::warn!(%error, "cannot tell the window of the workspace switch"),
     }
     if let Err(error) = install_menu(app) {
         tracing::warn!(%error, "cannot update the menu");

@@ -231,9 +231,21 @@ fn single_instance_id(location: &StoreLocation) -> String {
     format!("dev.zibby.studio.s{hash:016x}")
 }
 
-/// A second launch: the running window comes to the front, on the workspace it was given.
+/// A second launch: the running window comes to the front, on the workspace it was given. The
+/// second process waits for this call to return, and the window's work waits for the main thread:
+/// it is done on a thread of its own, so that neither waits for the other.
 fn on_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) {
     tracing::info!(?args, "launched again: focusing the window");
+    let app = app.clone();
+    let spawned = std::thread::Builder::new()
+        .name("second-launch".into())
+        .spawn(move || follow_second_launch(&app, args, cwd));
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot follow the second launch");
+    }
+}
+
+fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) {
     if let Some(window) = app.get_webview_window("main") {
         let _ = window.unminimize();
         let _ = window.show();

@@ -153,7 +153,9 @@ impl Studio {
         self.store()?.workspace_opened(&workspace, SystemTime::now())?;
         *self.workspace.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Ok(workspace.clone());
         tracing::info!(root = %workspace.root().display(), "workspace opened");
-        if let Some(sink) = lock(&self.changes).clone() {
+        // Cloned out first: `watch` takes the lock again.
+        let changes = lock(&self.changes).clone();
+        if let Some(sink) = changes {
             self.watch(sink)?;
         }
         Ok(workspace)

@@ -8,6 +8,7 @@
 //!
 //! Screenshots of what the tests saw land in `e2e-screenshots/` (gitignored).
 
+mod desktop;
 mod harness;
 mod pins;
 mod runs;

@@ -1,0 +1,258 @@
+//! The desktop app's figures, in the real window (release build, under Xvfb, through WebDriver):
+//!
+//! 1. launch: from the app process's start to a table showing sessions, with 10,000 sessions and,
+//!    as the baseline of the same run, with one;
+//! 2. responsiveness: the longest the page's event loop is busy (what an input waits at most)
+//!    while a run prints about 10,000 lines a second into the open output view, against the same
+//!    page idle;
+//! 3. webview memory: the WebKit web process's resident memory with a 1 GB output open and
+//!    scrolled, against the same with a small output open.
+//!
+//! `cargo bench -p zibby-studio --bench app` (needs a display: `xvfb-run -a`); figures go to
+//! stdout and into docs/benchmarks.md by hand. Nothing here asserts a time.
+
+#[allow(dead_code)]
+#[path = "../tests/e2e/harness.rs"]
+mod harness;
+
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use fantoccini::{Client, Locator};
+use harness::{eventually, wait_for, App, Workspace};
+use serde_json::json;
+
+const ROUNDS: usize = 3;
+
+#[tokio::main]
+async fn main() {
+    println!("# Zibby Studio, the app (release, Xvfb)\n");
+    launch().await;
+    responsiveness().await;
+    memory().await;
+}
+
+// ---- 1. launch ----
+
+async fn launch() {
+    for sessions in [1u64, 10_000] {
+        let mut figures = Vec::new();
+        for _ in 0..ROUNDS {
+            let workspace = workspace_with_sessions(sessions);
+            let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+            // Polled every few ms: the moment the first row is there.
+            let shown = loop {
+                if app.client.find(Locator::Css("tr[data-session-id]")).await.is_ok() {
+                    break SystemTime::now();
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            };
+            let started = process_start(&workspace.db());
+            figures.push(shown.duration_since(started).unwrap_or_default());
+            app.close().await;
+        }
+        figures.sort();
+        println!(
+            "launch to a usable table, {sessions:>6} sessions: median {} ms (of {ROUNDS}: {})",
+            figures[ROUNDS / 2].as_millis(),
+            figures
+                .iter()
+                .map(|f| f.as_millis().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+}
+
+fn workspace_with_sessions(count: u64) -> Workspace {
+    let workspace = Workspace::empty();
+    let sessions_dir = workspace.path().join(".zibby/output/sessions");
+    let base = 1_795_900_000_000u64;
+    for i in 0..count {
+        let folder = sessions_dir.join(format!("{}_{:04}", base + i * 1000, i % 10_000));
+        fs::create_dir_all(folder.join("plan")).unwrap();
+        fs::write(
+            folder.join(".session-info.json"),
+            json!({"currentNode": "plan"}).to_string(),
+        )
+        .unwrap();
+        fs::write(folder.join("result.json"), r#"{"success":true}"#).unwrap();
+    }
+    workspace
+}
+
+/// When the app opened on `db` started, from /proc (10 ms resolution).
+fn process_start(db: &Path) -> SystemTime {
+    let needle = db.to_string_lossy().into_owned();
+    let ticks_per_second = 100u64; // CLK_TCK on Linux
+    let boot = fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .find_map(|line| line.strip_prefix("btime ").map(|s| s.trim().parse::<u64>().unwrap()))
+        .unwrap();
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if !cmdline.contains(&needle) || !cmdline.contains("zibby-studio") {
+            continue;
+        }
+        let stat = fs::read_to_string(entry.path().join("stat")).unwrap();
+        let after_comm = stat.rsplit(')').next().unwrap();
+        // Field 22 of stat; the 20th after the command name.
+        let start_ticks: u64 = after_comm.split_whitespace().nth(19).unwrap().parse().unwrap();
+        let millis = boot * 1000 + start_ticks * 1000 / ticks_per_second;
+        return UNIX_EPOCH + Duration::from_millis(millis);
+    }
+    panic!("no zibby-studio process on {needle}");
+}
+
+// ---- 2. responsiveness ----
+
+/// For `seconds`, a 16 ms timer in the page; returns the largest and the 99th percentile of how
+/// late it fired (ms): how long the page was busy with something else.
+async fn event_loop_lag(client: &Client, seconds: u64) -> (f64, f64) {
+    let script = "const [seconds, done] = [arguments[0], arguments[arguments.length - 1]]; \
+        const lags = []; let last = performance.now(); const end = last + seconds * 1000; \
+        function tick() { const now = performance.now(); lags.push(Math.max(0, now - last - 16)); last = now; \
+          if (now < end) setTimeout(tick, 16); else { lags.sort((a, b) => a - b); \
+            done([lags[lags.length - 1], lags[Math.floor(lags.length * 0.99)]]); } } \
+        setTimeout(tick, 16);";
+    let value = client.execute_async(script, vec![json!(seconds)]).await.unwrap();
+    (value[0].as_f64().unwrap(), value[1].as_f64().unwrap())
+}
+
+async fn responsiveness() {
+    // 100,000 lines over 10 s in one node.
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:10000", "--lines", "100000"]);
+    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    let client = &app.client;
+    wait_for(client, "#run-agent option").await;
+    let (idle_max, idle_p99) = event_loop_lag(client, 3).await;
+
+    wait_for(client, "#run-prompt").await.send_keys("flood").await.unwrap();
+    wait_for(client, "#run-button").await.click().await.unwrap();
+    wait_for(client, "#session-view").await;
+    harness::click(client, "[data-tab='output']").await;
+    wait_for(client, "#output .output-line").await;
+    let started = Instant::now();
+    let before = shown_seq(client).await;
+    let (busy_max, busy_p99) = event_loop_lag(client, 5).await;
+    let after = shown_seq(client).await;
+    let rate = (after - before) as f64 / started.elapsed().as_secs_f64();
+    println!(
+        "event loop, idle: max {idle_max:.0} ms, p99 {idle_p99:.0} ms; while the output view follows a run \
+         printing {rate:.0} lines/s (as shown): max {busy_max:.0} ms, p99 {busy_p99:.0} ms"
+    );
+    app.close().await;
+}
+
+/// The last line number the output view shows.
+async fn shown_seq(client: &Client) -> i64 {
+    let value = client
+        .execute(
+            "const lines = document.querySelectorAll('#output .output-line[data-seq]'); \
+             return lines.length ? Number(lines[lines.length - 1].dataset.seq) : 0;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    value.as_i64().unwrap_or(0)
+}
+
+// ---- 3. memory ----
+
+async fn memory() {
+    for megabytes in [1usize, 1024] {
+        let flood = megabytes.to_string();
+        let workspace = Workspace::with_test_agent(&["--nodes", "plan:10", "--flood-mb", &flood]);
+        let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+        let client = &app.client;
+        wait_for(client, "#run-agent option").await;
+        wait_for(client, "#run-prompt").await.send_keys("flood").await.unwrap();
+        let began = Instant::now();
+        wait_for(client, "#run-button").await.click().await.unwrap();
+        tokio::time::timeout(Duration::from_secs(600), async {
+            loop {
+                if client
+                    .find(Locator::Css(".live-run[data-status='success']"))
+                    .await
+                    .is_ok()
+                {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        })
+        .await
+        .expect("the flood ends within 10 minutes");
+        let run_took = began.elapsed();
+        wait_for(client, "#session-view").await;
+        harness::click(client, "[data-tab='output']").await;
+        wait_for(client, "#output .output-line").await;
+        let opened = Instant::now();
+        // Up to the middle and back to the end, as a reader would.
+        for fraction in ["0.5", "0.25", "1"] {
+            client
+                .execute(
+                    &format!(
+                        "const o = document.querySelector('.output-scroller'); \
+                         o.scrollTop = o.scrollHeight * {fraction}; return null;"
+                    ),
+                    vec![],
+                )
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(700)).await;
+        }
+        let lines = eventually("lines are shown", || async {
+            let seq = shown_seq(client).await;
+            (seq > 0).then_some(seq).ok_or("none".to_owned())
+        })
+        .await;
+        let rss = webview_rss_mib(&workspace.db());
+        println!(
+            "webview memory with a {megabytes} MB output open (last line shown {lines}, run took {:.1} s, \
+             scrolled in {:.1} s): {rss} MiB resident (WebKitWebProcess)",
+            run_took.as_secs_f64(),
+            opened.elapsed().as_secs_f64()
+        );
+        app.close().await;
+    }
+}
+
+/// The resident memory of the WebKit web process of the app opened on `db`.
+fn webview_rss_mib(db: &Path) -> u64 {
+    let needle = db.to_string_lossy().into_owned();
+    let parent_of = |pid: &str| -> Option<String> {
+        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit(')').next()?.split_whitespace().nth(1).map(str::to_owned)
+    };
+    let app = fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .find(|entry| {
+            fs::read(entry.path().join("cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(&needle))
+                .unwrap_or(false)
+        })
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .expect("the app runs");
+    for entry in fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        let is_web =
+            fs::read_to_string(entry.path().join("comm")).is_ok_and(|comm| comm.starts_with("WebKitWebProces"));
+        if is_web && parent_of(&pid).as_deref() == Some(app.as_str()) {
+            let status = fs::read_to_string(entry.path().join("status")).unwrap();
+            let kib: u64 = status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .unwrap();
+            return kib / 1024;
+        }
+    }
+    panic!("no WebKitWebProcess under the app {app}");
+}
