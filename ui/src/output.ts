@@ -125,6 +125,8 @@ export function createOutputView(options: OutputViewOptions): OutputView {
       }
     }
     lines.replaceChildren(...drawn);
+    // The gutter fits the largest line number.
+    lines.style.setProperty("--line-no-width", `${String(source.count()).length + 1}ch`);
     drawnRange = missing ? { first: 0, end: 0 } : { first: window.first, end: window.end };
     follow.hidden = isFollowing;
     const count = source.count();

@@ -358,7 +358,8 @@ export function createSessionView(
         el("span", { class: "sv-agent" }, "agent ", row?.agent ? el("code", {}, row.agent) : el("span", { class: "muted" }, "unknown")),
         el("span", {}, `${done}/${nodes.length} nodes`),
         (row?.current_node ?? detail?.current_node) && el("span", {}, "▸ ", el("code", {}, (row?.current_node ?? detail?.current_node)!)),
-        detailError && el("span", { class: "sv-problem" }, `could not be read: ${detailError.message}`),
+        // A run just started may not have written its folder yet.
+        detailError && !live && el("span", { class: "sv-problem" }, `could not be read: ${detailError.message}`),
       ),
       el("div", { class: "sv-actions" }, ...buttons),
     );
