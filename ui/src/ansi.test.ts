@@ -128,6 +128,11 @@ describe("markMatches", () => {
     ]);
   });
 
+  it("marks each word of a search, overlapping ones as one", () => {
+    const pieces = markMatches(parseAnsi("timeout while reading the time").segments, ["time", "out", "read"]);
+    expect(pieces.filter((piece) => piece.match).map((piece) => piece.text)).toEqual(["timeout", "read", "time"]);
+  });
+
   it("marks nothing for an empty query", () => {
     expect(markMatches(parseAnsi("abc").segments, "").every((piece) => !piece.match)).toBe(true);
   });

@@ -293,15 +293,25 @@ function cssColor(color: AnsiColor): string {
 }
 
 /** Marks the parts of the segments that match `query` (case-insensitive): each returned piece says
- * whether it is a match. */
-export function markMatches(segments: readonly Segment[], query: string): (Segment & { match: boolean })[] {
-  if (query === "") return segments.map((segment) => ({ ...segment, match: false }));
+ * whether it is a match. Several queries (the words of a search) are marked each. */
+export function markMatches(segments: readonly Segment[], query: string | readonly string[]): (Segment & { match: boolean })[] {
+  const needles = (typeof query === "string" ? [query] : query).map((needle) => needle.toLowerCase()).filter((needle) => needle !== "");
+  if (needles.length === 0) return segments.map((segment) => ({ ...segment, match: false }));
   const full = segments.map((segment) => segment.text).join("");
   const haystack = full.toLowerCase();
-  const needle = query.toLowerCase();
+  const found: [number, number][] = [];
+  for (const needle of needles) {
+    for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + needle.length)) {
+      found.push([at, at + needle.length]);
+    }
+  }
+  // Overlapping matches (of different words) are marked as one.
+  found.sort((a, b) => a[0] - b[0]);
   const ranges: [number, number][] = [];
-  for (let at = haystack.indexOf(needle); at !== -1; at = haystack.indexOf(needle, at + needle.length)) {
-    ranges.push([at, at + needle.length]);
+  for (const range of found) {
+    const last = ranges[ranges.length - 1];
+    if (last && range[0] <= last[1]) last[1] = Math.max(last[1], range[1]);
+    else ranges.push([range[0], range[1]]);
   }
   const pieces: (Segment & { match: boolean })[] = [];
   let offset = 0;

@@ -11,7 +11,7 @@ import { addStartedRun, applyRunEvent, dismissRun, isLive, stopRefused, stopRequ
 import { SEARCH_LIMIT } from "./search";
 import { createSessionView, type SessionTab, type SessionView } from "./sessionview";
 import { DELETE_LIVE_TITLE } from "./table";
-import type { RunEvent, RunOutputEvent, SearchHit, SessionRow } from "./types";
+import type { RunEvent, RunOutputEvent, SessionRow } from "./types";
 import { renderApp, visibleSessions, type Actions, type Loaded, type ViewState } from "./view";
 
 export { toCommandError };
@@ -33,7 +33,7 @@ async function settle<T>(promise: Promise<T>): Promise<Loaded<T>> {
 export const SESSIONS_CHANGED_DELAY_MS = 150;
 
 /** The tab a search hit opens. */
-const TAB_OF_HIT: Record<SearchHit["kind"], SessionTab> = {
+const TAB_OF_HIT: Partial<Record<string, SessionTab>> = {
   output: "output",
   message: "conversation",
   log: "logs",

@@ -15,6 +15,12 @@ export function clockTime(iso: string): string {
   return `${pad(time.getHours())}:${pad(time.getMinutes())}:${pad(time.getSeconds())}.${pad(time.getMilliseconds(), 3)}`;
 }
 
+/** A log line's fields as an object (the store sends `null` for a line without any). */
+export function fieldsOf(line: LogLine): Record<string, unknown> {
+  const fields: unknown = line.fields;
+  return typeof fields === "object" && fields !== null && !Array.isArray(fields) ? (fields as Record<string, unknown>) : {};
+}
+
 /** The fields other than `elapsed_ms`, as `key=value` text. */
 export function fieldsLabel(fields: Record<string, unknown>): string {
   return Object.entries(fields)
@@ -31,8 +37,9 @@ export function logsView(logs: readonly LogLine[]): HTMLElement {
     { class: "logs" },
     shown.length < logs.length && el("p", { class: "muted panel-note" }, `The last ${MOST_LOG_LINES.toLocaleString("en-US")} of ${logs.length.toLocaleString("en-US")} lines.`),
     ...shown.map((line) => {
-      const elapsed = line.fields["elapsed_ms"];
-      const extra = fieldsLabel(line.fields);
+      const fields = fieldsOf(line);
+      const elapsed = fields["elapsed_ms"];
+      const extra = fieldsLabel(fields);
       return el(
         "div",
         { class: `log-line level-${line.level}`, attrs: { "data-event": line.event, "data-level": line.level } },

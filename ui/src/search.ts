@@ -29,7 +29,7 @@ export interface SearchBox {
   update(results: SearchResults): void;
 }
 
-const KIND_LABEL: Record<SearchHit["kind"], string> = { output: "output", message: "message", log: "log", node: "node" };
+const KIND_LABEL: Partial<Record<string, string>> = { output: "output", message: "message", log: "log", node: "node" };
 
 export function createSearchBox(actions: SearchActions): SearchBox {
   const input = el("input", {
@@ -95,12 +95,12 @@ export function createSearchBox(actions: SearchActions): SearchBox {
       el(
         "div",
         { class: "search-hit-where" },
-        el("span", { class: `search-kind kind-${hit.kind}` }, KIND_LABEL[hit.kind]),
+        el("span", { class: `search-kind kind-${hit.kind}` }, KIND_LABEL[hit.kind] ?? hit.kind),
         el("code", { class: "search-session" }, hit.session_id),
         hit.node && el("span", { class: "search-node muted" }, "node ", el("code", {}, hit.node)),
         el("span", { class: "search-line muted" }, `line ${hit.line}`),
       ),
-      el("div", { class: "search-text" }, ...ansiNodes(markMatches(parseAnsi(hit.text).segments, query))),
+      el("div", { class: "search-text" }, ...ansiNodes(markMatches(parseAnsi(hit.text).segments, query.split(/\s+/)))),
     );
     const open = () => {
       list.hidden = true;

@@ -179,7 +179,8 @@ export interface LogLine {
   event: string;
   message: string;
   run_id: string | null;
-  fields: Record<string, unknown>;
+  /** `null` when the line has none. */
+  fields: Record<string, unknown> | null;
 }
 
 /** A traced span of a run: the run itself, or one execution of a node. */
