@@ -228,8 +228,8 @@ pub struct OutputPage {
     pub total: i64,
 }
 
-/// How many lines one filtered page reads at most before it returns what it found.
-const SCAN_BUDGET_LINES: usize = 200_000;
+/// How many lines a filtered page passes over at most before it returns what it found.
+const SKIP_BUDGET_LINES: usize = 200_000;
 
 /// Lines `from_seq..` of a run's output (1-based) that pass `filter`, at most `limit`.
 pub(super) fn page(
@@ -254,9 +254,9 @@ pub(super) fn page(
         .query(params![run_key, from_seq])
         .map_err(|e| store.sql_error(e))?;
     let mut lines = Vec::new();
-    let mut scanned = 0usize;
+    let mut skipped = 0usize;
     let mut next_seq = from_seq.max(1);
-    while lines.len() < limit && scanned < SCAN_BUDGET_LINES {
+    while lines.len() < limit && skipped < SKIP_BUDGET_LINES {
         let Some(row) = rows.next().map_err(|e| store.sql_error(e))? else {
             break;
         };
@@ -272,10 +272,11 @@ pub(super) fn page(
             if lines.len() == limit {
                 break;
             }
-            scanned += 1;
             next_seq = line.seq + 1;
             if filter.passes(&line) {
                 lines.push(line);
+            } else {
+                skipped += 1;
             }
         }
     }

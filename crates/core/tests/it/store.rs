@@ -287,6 +287,39 @@ fn output_pages_filter_by_node_and_stream_and_say_where_to_go_on() {
 }
 
 #[test]
+fn a_filtered_page_over_a_huge_output_returns_early_and_says_where_to_go_on() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::memory()).unwrap();
+    let session = id("1795952600000_big1");
+    let run = start_run(&store, &s.workspace, &session, "big");
+    let total = 450_000i64;
+    {
+        let mut writer = store.output_writer(&run).unwrap();
+        for i in 1..=total {
+            let node = if i == total { "rare" } else { "common" };
+            writer.append(Stream::Stdout, 0, Some(node), "x").unwrap();
+        }
+    }
+    let rare = OutputFilter {
+        node: Some("rare".into()),
+        stream: None,
+    };
+    // Each page passes over at most 200,000 lines that do not match, then says where to go on.
+    let (mut from, mut pages, mut found) = (Some(1), 0, Vec::new());
+    while let Some(seq) = from {
+        let page = store.output_page_filtered(&run, seq, 10, &rare).unwrap();
+        found.extend(page.lines.iter().map(|l| l.seq));
+        from = page.next_seq;
+        pages += 1;
+    }
+    assert_eq!(found, [total]);
+    assert!((3..=4).contains(&pages), "{pages} pages");
+    // Without a filter, a page is as long as asked.
+    let all = store.output_page(&run, 1, 300_000).unwrap();
+    assert_eq!(all.len(), 300_000);
+}
+
+#[test]
 fn a_listed_session_counts_its_messages_and_names_its_live_run() {
     let s = setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
