@@ -30,6 +30,7 @@ async fn a_second_launch_hands_its_workspace_to_the_running_window() {
             .arg(&db)
             .arg(&second_root)
             .env("XDG_DATA_HOME", &data_home)
+            .env("XDG_CONFIG_HOME", data_home.join("config"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

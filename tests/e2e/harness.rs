@@ -371,6 +371,8 @@ impl Driver {
         let child = Command::new(&tauri_driver)
             .args(["--port", &port.to_string(), "--native-port", &native_port.to_string()])
             .env("XDG_DATA_HOME", data_home)
+            // The window's remembered size and position: the test's own, never the user's.
+            .env("XDG_CONFIG_HOME", data_home.join("config"))
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone the log handle"))
             .stderr(log)
