@@ -239,3 +239,31 @@ describe("a run from the Run bar", () => {
     expect(root.querySelector("#session-view [data-panel]")?.getAttribute("data-panel")).toBe("output");
   });
 });
+
+describe("closing the app with live runs", () => {
+  it("asks whether to stop them or leave them running, and answers the shell", async () => {
+    await start();
+    backend.quitRequested({ live_runs: 2, can_keep: true });
+    const dialog = root.querySelector("#quit-dialog")!;
+    expect(dialog.textContent).toContain("2 runs are still running");
+    (root.querySelector("#quit-keep") as HTMLButtonElement).click();
+    expect(backend.calls).toContain("appQuit(true)");
+    expect(root.querySelector("#quit-dialog")).toBeNull();
+
+    backend.quitRequested({ live_runs: 1, can_keep: false });
+    expect(root.querySelector("#quit-keep")).toBeNull();
+    (root.querySelector("#quit-stop") as HTMLButtonElement).click();
+    expect(backend.calls).toContain("appQuit(false)");
+  });
+
+  it("stays open on Cancel or Escape", async () => {
+    await start();
+    backend.quitRequested({ live_runs: 1, can_keep: true });
+    key("Escape");
+    expect(root.querySelector("#quit-dialog")).toBeNull();
+    backend.quitRequested({ live_runs: 1, can_keep: true });
+    (root.querySelector("#quit-cancel") as HTMLButtonElement).click();
+    expect(root.querySelector("#quit-dialog")).toBeNull();
+    expect(backend.calls.some((call) => call.startsWith("appQuit"))).toBe(false);
+  });
+});

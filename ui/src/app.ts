@@ -68,6 +68,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     search: { kind: "idle" },
     workspaceMenu: null,
     agentForm: null,
+    quitRequest: null,
   };
   let sessionView: SessionView | null = null;
   /** Runs the S key asked to stop (a second S forces). */
@@ -294,6 +295,12 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
       set({ agentForm: { editing, saving: false, error: null } });
     },
 
+    answerQuit(choice) {
+      set({ quitRequest: null });
+      if (choice === "cancel") return;
+      backend.appQuit(choice === "keep").catch((error: unknown) => set({ runError: toCommandError(error) }));
+    },
+
     closeAgentForm() {
       set({ agentForm: null });
     },
@@ -361,7 +368,8 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
         return true;
       }
       case "escape": {
-        if (state.confirmDelete !== null) set({ confirmDelete: null });
+        if (state.quitRequest !== null) actions.answerQuit("cancel");
+        else if (state.confirmDelete !== null) set({ confirmDelete: null });
         else if (state.agentForm) set({ agentForm: null });
         else if (state.workspaceMenu) set({ workspaceMenu: null });
         else if (state.search.kind !== "idle") {
@@ -379,7 +387,8 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     if (!root.isConnected) return;
     const command = keyCommand(event);
     // While a dialog is open, only Escape reaches the window.
-    if (command === null || ((state.confirmDelete !== null || state.agentForm !== null) && command !== "escape")) return;
+    const dialogOpen = state.confirmDelete !== null || state.agentForm !== null || state.quitRequest !== null;
+    if (command === null || (dialogOpen && command !== "escape")) return;
     if (runKey(command)) event.preventDefault();
   }
   document.addEventListener("keydown", onKeyDown);
@@ -416,6 +425,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     backend.onSessionsChanged(onSessionsChanged),
     backend.onRunOutput(onRunOutput),
     backend.onWorkspaceChanged(() => void workspaceSwitched()),
+    backend.onQuitRequested((quitRequest) => set({ quitRequest })),
   ]).then(
     () => undefined,
     (error: unknown) => set({ runError: toCommandError(error) }),

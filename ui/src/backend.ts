@@ -13,6 +13,7 @@ import type {
   Message,
   OutputPage,
   OutputQuery,
+  QuitRequest,
   RunEvent,
   RunOutputEvent,
   RunRecord,
@@ -69,6 +70,10 @@ export interface Backend {
   onRunOutput(handler: (event: RunOutputEvent) => void): Promise<() => void>;
   /** Calls `handler` when the workspace was switched elsewhere (the app menu, a second launch). */
   onWorkspaceChanged(handler: (workspace: WorkspaceInfo) => void): Promise<() => void>;
+  /** Calls `handler` when the app is closing with live runs: the window must answer with `appQuit`. */
+  onQuitRequested(handler: (request: QuitRequest) => void): Promise<() => void>;
+  /** Quits the app, stopping the live runs or (`keepRuns`) leaving them running. */
+  appQuit(keepRuns: boolean): Promise<void>;
 }
 
 /** The Tauri event the shell sends output progress as. */
@@ -76,6 +81,9 @@ export const RUN_OUTPUT = "run-output";
 
 /** The Tauri event the shell sends when the workspace was switched. */
 export const WORKSPACE_CHANGED = "workspace-changed";
+
+/** The Tauri event the shell sends when the app is closing with live runs. */
+export const QUIT_REQUESTED = "quit-requested";
 
 /** The Tauri event the shell sends run events as. */
 export const RUN_EVENT = "run-event";
@@ -148,4 +156,6 @@ export const tauriBackend: Backend = {
   onSessionsChanged: (handler) => listen(SESSIONS_CHANGED, () => handler()),
   onRunOutput: (handler) => listen<RunOutputEvent>(RUN_OUTPUT, (event) => handler(event.payload)),
   onWorkspaceChanged: (handler) => listen<WorkspaceInfo>(WORKSPACE_CHANGED, (event) => handler(event.payload)),
+  onQuitRequested: (handler) => listen<QuitRequest>(QUIT_REQUESTED, (event) => handler(event.payload)),
+  appQuit: (keepRuns) => call<void>("app_quit", { keep_runs: keepRuns }),
 };

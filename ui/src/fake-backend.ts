@@ -9,6 +9,7 @@ import type {
   LogLine,
   Message,
   OutputLine,
+  QuitRequest,
   RunEvent,
   RunOutputEvent,
   RunRecord,
@@ -32,6 +33,8 @@ export interface FakeBackend extends Backend {
   emitOutput(event: RunOutputEvent): void;
   /** Tells whoever listens that the workspace was switched elsewhere. */
   workspaceChanged(workspace: WorkspaceInfo): void;
+  /** Asks whoever listens what to do with live runs, as the shell does when the app closes. */
+  quitRequested(request: QuitRequest): void;
   workspace: WorkspaceInfo;
   sessions: SessionRow[];
   agents: Agent[];
@@ -58,6 +61,7 @@ export function fakeBackend(
   const sessionListeners = new Set<() => void>();
   const outputListeners = new Set<(event: RunOutputEvent) => void>();
   const workspaceListeners = new Set<(workspace: WorkspaceInfo) => void>();
+  const quitListeners = new Set<(request: QuitRequest) => void>();
   let nextRun = 1;
 
   function detailOf(sessionId: string): SessionDetail {
@@ -131,6 +135,9 @@ export function fakeBackend(
     workspaceChanged(workspace) {
       backend.workspace = workspace;
       for (const listener of workspaceListeners) listener(workspace);
+    },
+    quitRequested(request) {
+      for (const listener of quitListeners) listener(request);
     },
     async workspaceGet() {
       return backend.workspace;
@@ -295,6 +302,13 @@ export function fakeBackend(
     async onWorkspaceChanged(handler) {
       workspaceListeners.add(handler);
       return () => workspaceListeners.delete(handler);
+    },
+    async onQuitRequested(handler) {
+      quitListeners.add(handler);
+      return () => quitListeners.delete(handler);
+    },
+    async appQuit(keepRuns) {
+      backend.calls.push(`appQuit(${keepRuns})`);
     },
   };
   return backend;

@@ -254,3 +254,11 @@ export interface RunOutputEvent {
   session_id: string;
   lines: number;
 }
+
+/** The `quit-requested` event: the app is closing while runs are live; the window asks what to do
+ * with them and answers with `app_quit`. */
+export interface QuitRequest {
+  live_runs: number;
+  /** Whether the runs can be left running after the app quits. */
+  can_keep: boolean;
+}

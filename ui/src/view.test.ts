@@ -54,6 +54,7 @@ function state(overrides: Partial<ViewState> = {}): ViewState {
     search: { kind: "idle" },
     workspaceMenu: null,
     agentForm: null,
+    quitRequest: null,
     ...overrides,
   };
 }
@@ -77,6 +78,7 @@ const noActions: Actions = {
   editAgent() {},
   saveAgent() {},
   closeAgentForm() {},
+  answerQuit() {},
 };
 
 function spyActions() {
@@ -98,6 +100,7 @@ function spyActions() {
     editAgent: vi.fn<Actions["editAgent"]>(),
     saveAgent: vi.fn<Actions["saveAgent"]>(),
     closeAgentForm: vi.fn<Actions["closeAgentForm"]>(),
+    answerQuit: vi.fn<Actions["answerQuit"]>(),
   } satisfies Actions;
 }
 

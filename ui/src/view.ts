@@ -9,11 +9,12 @@ import { createAgentForm, type AgentForm, type AgentFormActions } from "./agentf
 import { badge, button, el, errorBox } from "./elements";
 import { createFilterBar, filterSessions, isFiltered, type FilterBar, type SessionFilters } from "./filters";
 import { liveRunsStrip, type LiveRunActions } from "./liveruns";
+import { quitDialog, type QuitAnswer } from "./quitdialog";
 import { createRunBar, type RunBar, type RunBarActions } from "./runbar";
 import { isLive, type LiveRun } from "./runs";
 import { createSearchBox, type SearchActions, type SearchBox, type SearchResults } from "./search";
 import { createSessionsTable, type SessionsTable, type TableActions } from "./table";
-import type { Agent, CommandError, SessionRow, WorkspaceInfo } from "./types";
+import type { Agent, CommandError, QuitRequest, SessionRow, WorkspaceInfo } from "./types";
 import { workspaceSwitcher, type WorkspaceActions, type WorkspaceMenu } from "./workspace";
 
 export { badge, errorBox };
@@ -64,6 +65,8 @@ export interface ViewState {
   workspaceMenu: WorkspaceMenu | null;
   /** The agent form, when open. */
   agentForm: AgentFormState | null;
+  /** The app is closing with live runs: what to do with them. */
+  quitRequest: QuitRequest | null;
 }
 
 export interface Actions extends RunBarActions, LiveRunActions, TableActions, SearchActions, WorkspaceActions, AgentFormActions {
@@ -76,6 +79,8 @@ export interface Actions extends RunBarActions, LiveRunActions, TableActions, Se
   /** Selects a session and opens its view. */
   openSession(sessionId: string): void;
   setFilters(filters: SessionFilters): void;
+  /** The answer to closing the app with live runs. */
+  answerQuit(choice: QuitAnswer): void;
 }
 
 /** The sessions the table shows: the state's, through its filters. */
@@ -265,6 +270,15 @@ function drawSessions(parts: Page, state: ViewState, actions: Actions): void {
 }
 
 function drawDialogs(parts: Page, state: ViewState, actions: Actions): void {
+  if (state.quitRequest) {
+    const inputs = [state.quitRequest];
+    if (!sameItems(parts.drawn.dialog, inputs)) {
+      parts.dialogSlot.replaceChildren(quitDialog(state.quitRequest, (choice) => actions.answerQuit(choice)));
+      parts.drawn.dialog = inputs;
+      parts.agentForm = null;
+    }
+    return;
+  }
   if (state.agentForm) {
     if (!parts.agentForm || parts.agentForm.editing !== state.agentForm.editing || !parts.dialogSlot.contains(parts.agentForm.element)) {
       parts.agentForm = createAgentForm(state.agentForm.editing, parts.actions);
