@@ -149,3 +149,12 @@ describe("moving the output view", () => {
     await vi.waitFor(() => expect(shownSeqs()).toContain(2_001));
   });
 });
+
+describe("output notices", () => {
+  it("asks the store when a notice counts fewer lines than it holds", async () => {
+    await open(lines(100));
+    backend.output.set("r1", lines(150));
+    view.grew(40); // this app saw 40 lines printed; the store has 150
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(150));
+  });
+});

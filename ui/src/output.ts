@@ -95,6 +95,8 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   /** The line find or a search hit pointed at. */
   let markedIndex: number | null = null;
   let started = false;
+  /** The run's line count is being asked. */
+  let probing = false;
 
   const viewport = () => scroller.clientHeight || FALLBACK_VIEWPORT;
 
@@ -273,8 +275,26 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     element,
     grew(total) {
       if (!started) return;
-      source.grew(total);
-      render();
+      if (source instanceof ScannedSource || total > source.count()) {
+        source.grew(total);
+        render();
+        return;
+      }
+      // The notice counts the lines this app saw printed; the store may hold more (a run followed
+      // since midway, lines skipped in a flood): ask it.
+      if (probing) return;
+      probing = true;
+      const asked = source;
+      backend
+        .runOutput(runId, { fromSeq: 1, limit: 1 })
+        .then((probe) => {
+          if (asked === source && probe.total > source.count()) {
+            source.grew(probe.total);
+            render();
+          }
+        })
+        .catch((error: unknown) => options.onError?.(error))
+        .finally(() => (probing = false));
     },
     async showLine(seq) {
       if (filter.node !== null || filter.stream !== null) {
