@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { bytesLabel, durationLabel, elapsedLabel, nodesLabel, relativeTime, statusMark } from "./format";
+import { bytesLabel, durationLabel, elapsedLabel, relativeTime, statusMark } from "./format";
 
 const now = new Date("2026-11-29T12:00:00Z");
 const ago = (ms: number) => new Date(now.getTime() - ms);
@@ -25,19 +25,7 @@ describe("relativeTime", () => {
   });
 });
 
-describe("nodesLabel", () => {
-  it("counts the nodes and marks each with its status", () => {
-    expect(
-      nodesLabel([
-        { name: "plan", status: "success" },
-        { name: "execute", status: "success" },
-        { name: "report", status: "running" },
-      ]),
-    ).toBe("3 nodes: plan ✓ execute ✓ report ●");
-    expect(nodesLabel([{ name: "only", status: "error" }])).toBe("1 node: only ✗");
-    expect(nodesLabel([])).toBe("no nodes");
-  });
-
+describe("statusMark", () => {
   it("has a mark for every status", () => {
     for (const status of ["running", "success", "error", "cancelled", "interrupted", "unknown"] as const) {
       expect(statusMark(status)).not.toBe("");

@@ -1,6 +1,6 @@
 // Pure text formatting for the views: no DOM, no clock (the caller passes `now`).
 
-import type { NodeSummary, Status } from "./types";
+import type { Status } from "./types";
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;
@@ -43,18 +43,6 @@ const STATUS_MARK: Record<Status, string> = {
 
 export function statusMark(status: Status): string {
   return STATUS_MARK[status] ?? "?";
-}
-
-/** "3 nodes", "1 node", "no nodes". */
-export function nodeCount(nodes: readonly NodeSummary[]): string {
-  if (nodes.length === 0) return "no nodes";
-  return nodes.length === 1 ? "1 node" : `${nodes.length} nodes`;
-}
-
-/** "3 nodes: plan ✓ execute ✓ report ✓", the text form of the nodes cell. */
-export function nodesLabel(nodes: readonly NodeSummary[]): string {
-  if (nodes.length === 0) return nodeCount(nodes);
-  return `${nodeCount(nodes)}: ${nodes.map((n) => `${n.name} ${statusMark(n.status)}`).join(" ")}`;
 }
 
 /** A duration as a clock: "0:07", "12:34", "1:02:03". */
