@@ -78,6 +78,24 @@ describe("the session view", () => {
     expect(write.querySelector(".timeline-duration")?.textContent).toBe("✓ 3.0 s");
   });
 
+  it("reads the spans again as the session's run goes from node to node", async () => {
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    backend.sessions = backend.sessions.map((r) => (r.id === "s1" ? { ...r, live_run: "r1", status: "running" } : r));
+    await openSession("s1");
+    await vi.waitFor(() => expect(root.querySelectorAll(".timeline-node")).toHaveLength(2));
+    const spanReads = () => backend.calls.filter((call) => call === "runSpans(r1)").length;
+    const before = spanReads();
+    backend.spans.get("r1")!.push({
+      id: 4, parent_id: 1, run_id: "r1", name: "review", kind: "node", depth: 1,
+      started_at: "2026-11-29T12:00:05Z", ended_at: null, status: "running",
+    });
+    backend.emit({ type: "node_begin", run_id: "r1", node: "review", depth: 1, t_ms: 5_000 });
+    backend.emit({ type: "node_begin", run_id: "other-run", node: "x", depth: 0, t_ms: 1 });
+    await vi.advanceTimersByTimeAsync(600);
+    await vi.waitFor(() => expect(root.querySelector(".timeline-node[data-node='review']")?.getAttribute("data-status")).toBe("running"));
+    expect(spanReads()).toBeGreaterThan(before);
+  });
+
   it("lists the folder's nodes without a time axis for a session the studio did not run", async () => {
     await openSession("folder-only");
     await vi.waitFor(() => expect(root.querySelector(".timeline-node[data-node='scan']")).not.toBeNull());

@@ -1,0 +1,69 @@
+import { describe, expect, it } from "vitest";
+
+import { fakeBackend } from "./fake-backend";
+import { CACHED_PAGES, IndexedSource, PAGE_LINES, ScannedSource } from "./outputsource";
+import type { OutputLine } from "./types";
+
+function lines(count: number, stream: (seq: number) => "stdout" | "stderr" = () => "stdout"): OutputLine[] {
+  return Array.from({ length: count }, (_, i) => ({ seq: i + 1, stream: stream(i + 1), at_ms: i, node: null, text: `line ${i + 1}` }));
+}
+
+const fetches = (calls: string[]) => calls.filter((call) => call.startsWith("runOutput("));
+
+describe("IndexedSource", () => {
+  it("fetches only the pages asked for, once, and maps index i to seq i + 1", async () => {
+    const backend = fakeBackend();
+    backend.output.set("r", lines(10_000));
+    const source = new IndexedSource(backend, "r", 10_000);
+    await source.load(9_990, 10_000);
+    await source.load(9_995, 10_000);
+    expect(fetches(backend.calls)).toEqual([`runOutput(r, ${19 * PAGE_LINES + 1}, ${PAGE_LINES})`]);
+    expect(source.line(9_999)?.seq).toBe(10_000);
+    expect(source.line(0)).toBeUndefined();
+    expect(source.indexOfSeq(42)).toBe(41);
+  });
+
+  it("keeps a bounded number of pages, fetching an evicted one again", async () => {
+    const backend = fakeBackend();
+    const total = (CACHED_PAGES + 5) * PAGE_LINES;
+    backend.output.set("r", lines(total));
+    const source = new IndexedSource(backend, "r", total);
+    for (let page = 0; page < CACHED_PAGES + 5; page++) await source.load(page * PAGE_LINES, page * PAGE_LINES + 1);
+    expect(source.line(0)).toBeUndefined(); // the first page was evicted
+    await source.load(0, 1);
+    expect(source.line(0)?.seq).toBe(1);
+    expect(fetches(backend.calls)).toHaveLength(CACHED_PAGES + 6);
+  });
+
+  it("fetches the last page again when the run grew", async () => {
+    const backend = fakeBackend();
+    backend.output.set("r", lines(700));
+    const source = new IndexedSource(backend, "r", 700);
+    await source.load(600, 700);
+    backend.output.set("r", lines(900));
+    source.grew(900);
+    expect(source.count()).toBe(900);
+    expect(source.line(899)).toBeUndefined();
+    await source.load(800, 900);
+    expect(source.line(899)?.seq).toBe(900);
+  });
+});
+
+describe("ScannedSource", () => {
+  it("reads matching lines forward page by page, and again after the run grew", async () => {
+    const backend = fakeBackend();
+    backend.output.set("r", lines(3_000, (seq) => (seq % 10 === 0 ? "stderr" : "stdout")));
+    const source = new ScannedSource(backend, "r", { node: null, stream: "stderr" });
+    await source.load(0, 50);
+    expect(source.count()).toBe(300);
+    expect(source.line(0)?.seq).toBe(10);
+    expect(await source.more()).toBe(false);
+
+    backend.output.set("r", lines(3_100, (seq) => (seq % 10 === 0 ? "stderr" : "stdout")));
+    source.grew(3_100);
+    expect(await source.more()).toBe(true);
+    expect(source.count()).toBe(310);
+    expect(source.line(309)?.seq).toBe(3_100);
+    expect(source.indexOfSeq(25)).toBe(2);
+  });
+});
