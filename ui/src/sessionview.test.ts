@@ -235,6 +235,23 @@ describe("the session view", () => {
     await vi.waitFor(() => expect(root.querySelector(".live-run .live-session-id")?.textContent).toBe("s1"));
   });
 
+  it("keeps what is typed in the Continue box, and its focus, while the session is read again", async () => {
+    await openSession("s1");
+    (root.querySelector("#session-continue") as HTMLButtonElement).click();
+    const prompt = root.querySelector("#continue-prompt") as HTMLTextAreaElement;
+    prompt.focus();
+    prompt.value = "half a th";
+    backend.sessions = backend.sessions.map((r) => (r.id === "s1" ? { ...r, updated_at: new Date(Date.now() + 5_000).toISOString() } : r));
+    backend.sessionsChanged();
+    const reads = () => backend.calls.filter((call) => call === "sessionGet(s1)").length;
+    const before = reads();
+    await vi.waitFor(() => expect(reads()).toBeGreaterThan(before), { timeout: 3_000 });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(root.querySelector("#continue-prompt")).toBe(prompt);
+    expect(document.activeElement).toBe(prompt);
+    expect(prompt.value).toBe("half a th");
+  });
+
   it("re-runs a chosen node with the session's agent", async () => {
     await openSession("s1");
     (root.querySelector("#session-rerun") as HTMLButtonElement).click();

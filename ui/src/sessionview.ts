@@ -153,55 +153,73 @@ export function createSessionView(
     return row?.agent ?? (select.value || null);
   }
 
-  function fillAgents(select: HTMLSelectElement): void {
-    const names = context.agents().map((agent) => agent.name);
+  /** Fills a select with names, keeping the choice; only when the names changed (an open list
+   * would close). */
+  function fillSelect(select: HTMLSelectElement, names: readonly string[]): void {
+    const listed = [...select.options].map((option) => option.value);
+    if (listed.length === names.length && listed.every((name, i) => name === names[i])) return;
     const chosen = select.value;
     select.replaceChildren(...names.map((name) => el("option", { attrs: { value: name } }, name)));
     select.value = names.includes(chosen) ? chosen : (names[0] ?? "");
   }
 
+  // The forms are built once and updated in place: a reload while typing keeps the text and focus.
+  const continueAgentSlot = el("span", { class: "muted" });
+  const continueForm = el(
+    "div",
+    { class: "sv-form continue-form" },
+    continuePrompt,
+    el(
+      "div",
+      { class: "sv-form-row" },
+      continueAgentSlot,
+      el("span", { class: "muted hint" }, "Enter sends, Shift+Enter starts a new line."),
+      button({ class: "button small" }, "Cancel", () => closeForm()),
+      continueSend,
+    ),
+  );
+  const rerunAgentSlot = el("span", { class: "muted" });
+  const rerunNoNodes = el("span", { class: "muted" }, "The session has no nodes to re-run.");
+  const rerunForm = el(
+    "div",
+    { class: "sv-form rerun-form" },
+    el("label", { class: "muted" }, "Node ", rerunNode),
+    rerunAgentSlot,
+    rerunNoNodes,
+    el("span", { class: "toolbar-gap" }),
+    button({ class: "button small" }, "Cancel", () => closeForm()),
+    rerunStart,
+  );
+  const formError = el("div", { class: "sv-form-error" });
+
+  /** "Agent writer", or a choice of the workspace's agents when the session names none. */
+  function drawAgent(slot: HTMLElement, select: HTMLSelectElement): void {
+    fillSelect(select, context.agents().map((agent) => agent.name));
+    const agent = row?.agent ?? null;
+    const shown = slot.getAttribute("data-agent");
+    if (shown === (agent ?? "")) return;
+    slot.setAttribute("data-agent", agent ?? "");
+    slot.replaceChildren(...(agent ? ["Agent ", el("code", {}, agent)] : [el("label", {}, "Agent ", select)]));
+  }
+
   function renderForm(): void {
+    const form = openForm === "continue" ? continueForm : openForm === "rerun" ? rerunForm : null;
     if (openForm === "continue") {
-      fillAgents(continueAgent);
-      formSlot.replaceChildren(
-        el(
-          "div",
-          { class: "sv-form continue-form" },
-          continuePrompt,
-          el(
-            "div",
-            { class: "sv-form-row" },
-            row?.agent ? el("span", { class: "muted" }, "Agent ", el("code", {}, row.agent)) : el("label", { class: "muted" }, "Agent ", continueAgent),
-            el("span", { class: "muted hint" }, "Enter sends, Shift+Enter starts a new line."),
-            button({ class: "button small" }, "Cancel", () => closeForm()),
-            continueSend,
-          ),
-        ),
-      );
+      drawAgent(continueAgentSlot, continueAgent);
       continueSend.disabled = busy;
     } else if (openForm === "rerun") {
-      const names = (detail?.nodes ?? row?.nodes ?? []).map((node) => node.name);
-      const chosen = rerunNode.value;
-      rerunNode.replaceChildren(...[...new Set(names)].map((name) => el("option", { attrs: { value: name } }, name)));
-      if (names.includes(chosen)) rerunNode.value = chosen;
-      fillAgents(rerunAgent);
+      const names = [...new Set((detail?.nodes ?? row?.nodes ?? []).map((node) => node.name))];
+      fillSelect(rerunNode, names);
+      drawAgent(rerunAgentSlot, rerunAgent);
+      rerunNoNodes.hidden = names.length > 0;
       rerunStart.disabled = busy || names.length === 0;
-      formSlot.replaceChildren(
-        el(
-          "div",
-          { class: "sv-form rerun-form" },
-          el("label", { class: "muted" }, "Node ", rerunNode),
-          row?.agent ? el("span", { class: "muted" }, "Agent ", el("code", {}, row.agent)) : el("label", { class: "muted" }, "Agent ", rerunAgent),
-          names.length === 0 && el("span", { class: "muted" }, "The session has no nodes to re-run."),
-          el("span", { class: "toolbar-gap" }),
-          button({ class: "button small" }, "Cancel", () => closeForm()),
-          rerunStart,
-        ),
-      );
-    } else {
-      formSlot.replaceChildren();
     }
-    if (actionError) formSlot.append(errorBox(actionError.title, actionError.error));
+    formError.replaceChildren(...(actionError ? [errorBox(actionError.title, actionError.error)] : []));
+    const wanted: HTMLElement[] = [];
+    if (form) wanted.push(form);
+    if (actionError) wanted.push(formError);
+    const current = [...formSlot.children];
+    if (current.length !== wanted.length || current.some((part, i) => part !== wanted[i])) formSlot.replaceChildren(...wanted);
   }
 
   function closeForm(): void {
