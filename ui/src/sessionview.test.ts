@@ -261,6 +261,14 @@ describe("the session view", () => {
     await vi.waitFor(() => expect(backend.calls).toContain("runReplay(s1, write, writer)"));
   });
 
+  it("keeps the focus on a header button when the header is drawn again", async () => {
+    await openSession("s1");
+    (root.querySelector("#session-pin") as HTMLButtonElement).focus();
+    (root.querySelector("#session-pin") as HTMLButtonElement).click();
+    await vi.waitFor(() => expect(root.querySelector("#session-pin")?.getAttribute("aria-pressed")).toBe("true"));
+    expect(document.activeElement?.id).toBe("session-pin");
+  });
+
   it("pins, reveals and asks before deleting", async () => {
     await openSession("s1");
     (root.querySelector("#session-pin") as HTMLButtonElement).click();

@@ -360,6 +360,8 @@ export function createSessionView(
     const title = row?.title ?? sessionId;
     const nodes = row?.nodes ?? detail?.nodes ?? [];
     const done = nodes.filter((node) => node.status !== "running").length;
+    // Drawn again on every change of the session: the button that had the focus keeps it.
+    const focused = document.activeElement instanceof HTMLElement && header.contains(document.activeElement) ? document.activeElement.id : "";
     header.replaceChildren(
       el(
         "div",
@@ -381,6 +383,7 @@ export function createSessionView(
       ),
       el("div", { class: "sv-actions" }, ...buttons),
     );
+    if (focused) header.querySelector<HTMLElement>(`#${focused}`)?.focus();
   }
 
   // ---- the panels ----
