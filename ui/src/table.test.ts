@@ -120,3 +120,15 @@ describe("the compact table beside the session view", () => {
     expect(table.element.querySelectorAll("th")).toHaveLength(8);
   });
 });
+
+describe("focus in the table", () => {
+  it("stays on a row's pin when the row is rebuilt", () => {
+    const table = createSessionsTable(actions());
+    document.body.append(table.element);
+    table.update([row("a")], now, new Set(), null);
+    (table.element.querySelector("[data-testid='pin']") as HTMLButtonElement).focus();
+    table.update([row("a", { pinned: true })], now, new Set(), null);
+    expect(document.activeElement?.getAttribute("aria-pressed")).toBe("true");
+    expect(document.activeElement?.getAttribute("data-testid")).toBe("pin");
+  });
+});

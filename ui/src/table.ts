@@ -65,6 +65,11 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
   }
 
   function render(): void {
+    // A rebuilt row would drop the focus of its pin or delete button: it is given back below.
+    const active = document.activeElement;
+    const focusedRow = active instanceof HTMLElement ? active.closest("tr[data-session-id]") : null;
+    const focusedId = focusedRow && body.contains(focusedRow) ? focusedRow.getAttribute("data-session-id") : null;
+    const focusedControl = focusedId !== null ? active!.getAttribute("data-testid") : null;
     const window = currentWindow();
     const next = new Map<string, { key: string; tr: HTMLTableRowElement }>();
     const trs: HTMLTableRowElement[] = [];
@@ -87,6 +92,9 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
     const current = [...body.children].slice(1, -1);
     if (current.length !== trs.length || current.some((tr, i) => tr !== trs[i])) {
       body.replaceChildren(topSpacer, ...trs, bottomSpacer);
+    }
+    if (focusedId !== null && focusedControl !== null && document.activeElement !== active) {
+      next.get(focusedId)?.tr.querySelector<HTMLElement>(`[data-testid='${focusedControl}']`)?.focus();
     }
   }
 
