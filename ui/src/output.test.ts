@@ -158,3 +158,24 @@ describe("output notices", () => {
     await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(150));
   });
 });
+
+describe("colours over several lines", () => {
+  it("carry over the lines of a page, as in a terminal, and each page starts plain", async () => {
+    const all = lines(1_000, (seq) =>
+      seq === 499 || seq === 999 ? { text: `${ESC}[32mgreen from here` } : seq === 502 ? { text: `back ${ESC}[0mto plain` } : {},
+    );
+    await open(all);
+    scrollTo(495 * 18);
+    await vi.waitFor(() => expect(shownSeqs()).toEqual(expect.arrayContaining([498, 503])));
+    const line = (seq: number) => view.element.querySelector(`.output-line[data-seq='${seq}']`)!;
+    expect(line(498).querySelector(".ansi-fg-2")).toBeNull();
+    expect(line(500).querySelector(".ansi-fg-2")?.textContent).toBe("line 500");
+    // Line 501 is the first of the next page: plain.
+    expect(line(501).querySelector(".ansi-fg-2")).toBeNull();
+    expect(line(503).querySelector(".ansi-fg-2")).toBeNull();
+    // The view opened at the tail, drawing line 1000 before the lines above it: still green.
+    scrollTo(1_000 * 18);
+    await vi.waitFor(() => expect(shownSeqs()).toContain(1_000));
+    expect(line(1_000).querySelector(".ansi-fg-2")?.textContent).toBe("line 1000");
+  });
+});

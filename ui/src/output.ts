@@ -4,7 +4,7 @@
 // that, and "Jump to latest" resumes it. Find scans the lines forward or backward from the current
 // position, page by page through the same source, and marks the matches in the drawn lines.
 
-import { ansiNodes, markMatches, parseAnsi, stripAnsi } from "./ansi";
+import { ansiNodes, markMatches, parseAnsi, PLAIN, stripAnsi, type AnsiStyle, type Segment } from "./ansi";
 import type { Backend } from "./backend";
 import { button, el } from "./elements";
 import { IndexedSource, PAGE_LINES, ScannedSource, type LineSource, type OutputFilter } from "./outputsource";
@@ -143,8 +143,43 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     }
   }
 
+  /** Lines parsed, with the style in force after each. */
+  const parsed = new WeakMap<OutputLine, { segments: Segment[]; end: AnsiStyle }>();
+
+  /** A line's segments. Unfiltered, styles carry over from the lines above it in its page, as a
+   * terminal shows them; each page starts plain (a page can be read without the ones above). */
+  function segmentsAt(index: number, line: OutputLine): Segment[] {
+    const known = parsed.get(line);
+    if (known) return known.segments;
+    let start: AnsiStyle = PLAIN;
+    if (source instanceof IndexedSource) {
+      const pageStart = index - (index % PAGE_LINES);
+      // From the nearest line above already parsed (or the page's first line), parse down to this one.
+      let from = index;
+      while (from > pageStart) {
+        const above = source.line(from - 1);
+        if (!above) break;
+        const aboveParsed = parsed.get(above);
+        if (aboveParsed) {
+          start = aboveParsed.end;
+          break;
+        }
+        from -= 1;
+      }
+      for (let i = from; i < index; i++) {
+        const above = source.line(i)!;
+        const result = parseAnsi(above.text, start);
+        parsed.set(above, result);
+        start = result.end;
+      }
+    }
+    const result = parseAnsi(line.text, start);
+    parsed.set(line, result);
+    return result.segments;
+  }
+
   function lineElement(line: OutputLine, index: number): HTMLElement {
-    const segments = parseAnsi(line.text).segments;
+    const segments = segmentsAt(index, line);
     const text = el("span", { class: "line-text" }, ...ansiNodes(markMatches(segments, findQuery)));
     const classes = ["output-line"];
     if (line.stream === "stderr") classes.push("stderr");
