@@ -190,6 +190,25 @@ describe("the workspace switcher", () => {
     expect(root.querySelector(".empty")).not.toBeNull();
   });
 
+  it("reloads once when its own switch is echoed by workspace-changed", async () => {
+    backend.recent = ["/p", "/other"];
+    const open = backend.workspaceOpen.bind(backend);
+    backend.workspaceOpen = async (path) => {
+      const info = await open(path);
+      backend.workspaceChanged(info); // the shell tells the window too
+      return info;
+    };
+    await start();
+    const lists = () => backend.calls.filter((call) => call === "sessionsList()").length;
+    const before = lists();
+    (root.querySelector("#workspace-switcher") as HTMLButtonElement).click();
+    await vi.waitFor(() => expect(root.querySelectorAll(".recent-workspace")).toHaveLength(2));
+    (root.querySelector(".recent-workspace[data-path='/other']") as HTMLButtonElement).click();
+    await vi.waitFor(() => expect(root.querySelector(".workspace-path")?.textContent).toBe("/other"));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(lists()).toBe(before + 1);
+  });
+
   it("reloads when the workspace was switched elsewhere", async () => {
     await start();
     backend.sessions = [row("from-the-menu")];

@@ -11,7 +11,7 @@ import { addStartedRun, applyRunEvent, dismissRun, isLive, stopRefused, stopRequ
 import { SEARCH_LIMIT } from "./search";
 import { createSessionView, type SessionTab, type SessionView } from "./sessionview";
 import { DELETE_LIVE_TITLE } from "./table";
-import type { RunEvent, RunOutputEvent, SessionRow } from "./types";
+import type { RunEvent, RunOutputEvent, SessionRow, WorkspaceInfo } from "./types";
 import { renderApp, visibleSessions, type Actions, type Loaded, type ViewState } from "./view";
 
 export { toCommandError };
@@ -129,6 +129,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
       sessions: { kind: "loading" },
     });
     await refresh();
+    switchingTo = null;
   }
 
   function openSession(sessionId: string, tab?: SessionTab): SessionView {
@@ -174,6 +175,14 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
   }
 
   let searchAsked = 0;
+  /** The workspace this window is opening (its `workspace-changed` echo needs no second reload). */
+  let switchingTo: string | null = null;
+
+  function onWorkspaceChanged(workspace: WorkspaceInfo): void {
+    const open = state.workspace.kind === "ok" ? state.workspace.value.root : null;
+    if (workspace.root === switchingTo || workspace.root === open) return;
+    void workspaceSwitched();
+  }
 
   const actions: Actions = {
     refresh: () => void refresh(),
@@ -269,6 +278,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     openWorkspace(path) {
       void (async () => {
         try {
+          switchingTo = path;
           await backend.workspaceOpen(path);
           await workspaceSwitched();
         } catch (error) {
@@ -424,7 +434,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     backend.onRunEvent(onRunEvent),
     backend.onSessionsChanged(onSessionsChanged),
     backend.onRunOutput(onRunOutput),
-    backend.onWorkspaceChanged(() => void workspaceSwitched()),
+    backend.onWorkspaceChanged(onWorkspaceChanged),
     backend.onQuitRequested((quitRequest) => set({ quitRequest })),
   ]).then(
     () => undefined,
