@@ -65,10 +65,15 @@ pub fn switch_workspace<R: Runtime>(app: &AppHandle<R>, path: &Path) -> Result<W
     if let Err(error) = install_menu(app) {
         tracing::warn!(%error, "cannot update the menu");
     }
-    if let Some(window) = app.get_webview_window("main") {
-        let _ = window.set_title(&format!("{} — Zibby Studio", folder_name(workspace.root())));
-    }
+    show_workspace_in_title(app, &workspace);
     Ok(info)
+}
+
+/// The window's title names the workspace: `<folder> - Zibby Studio` (ASCII: it is also the X window name).
+pub fn show_workspace_in_title<R: Runtime>(app: &AppHandle<R>, workspace: &studio_core::Workspace) {
+    if let Some(window) = app.get_webview_window("main") {
+        let _ = window.set_title(&format!("{} - Zibby Studio", folder_name(workspace.root())));
+    }
 }
 
 fn folder_name(path: &Path) -> String {

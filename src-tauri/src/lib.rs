@@ -162,6 +162,9 @@ pub fn run() {
                     tracing::warn!(code = error.code, "output is not followed live: {}", error.message);
                 }
             }
+            if let Ok(workspace) = studio.workspace() {
+                desktop::show_workspace_in_title(app.handle(), &workspace);
+            }
             desktop::install_menu(app.handle())?;
             app.on_menu_event(|app, event| desktop::on_menu(app, event.id().as_ref()));
             if needs_workspace {
@@ -214,6 +217,9 @@ pub fn run() {
     app.run(|app, event| {
         // Tauri exits the process without dropping managed state: stop (or leave) the live runs.
         if let tauri::RunEvent::Exit = event {
+            // Stopping runs may take their grace: a launch meanwhile starts a new window rather
+            // than handing over to this one.
+            tauri_plugin_single_instance::destroy(app);
             app.state::<Studio>().shut_down();
         }
     });

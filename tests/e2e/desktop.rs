@@ -1,6 +1,7 @@
 //! The app on the desktop: one window per store (a second launch hands over its workspace), and
 //! the app's own log file.
 
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -122,4 +123,114 @@ async fn the_workspace_switcher_opens_a_recent_workspace() {
         .await;
     })
     .await;
+}
+
+/// Closing the window with a live run asks what to do with it; "Keep running" leaves it running
+/// (through the run keeper), and the store still shows it live after the app is gone.
+#[tokio::test]
+async fn quitting_with_a_live_run_asks_and_can_leave_it_running() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:60000", "--prompt", "{prompt}"]);
+    let db = workspace.db();
+    let folder = workspace.path().file_name().unwrap().to_string_lossy().into_owned();
+    App::run(&workspace, |client| async move {
+        crate::harness::wait_for(&client, "#run-agent option").await;
+        crate::harness::wait_for(&client, "#run-prompt")
+            .await
+            .send_keys("keep me")
+            .await
+            .unwrap();
+        crate::harness::click(&client, "#run-button").await;
+        crate::harness::wait_for(&client, ".live-run[data-status='running']").await;
+        crate::x11::ask_to_close(&folder).expect("ask the window to close");
+        crate::harness::wait_for(&client, "#quit-dialog").await;
+        crate::harness::screenshot(&client, "quit-dialog.png").await;
+        // The app quits on this click: WebDriver may not hear back.
+        let keep = crate::harness::wait_for(&client, "#quit-keep").await;
+        let _ = keep.click().await;
+    })
+    .await;
+    let gone = Instant::now();
+    while !crate::harness::app_processes(&db).is_empty() {
+        assert!(gone.elapsed() < Duration::from_secs(30), "the app quits");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db.clone())).unwrap();
+    let runs = store
+        .runs(&studio_core::Workspace::open(workspace.path()).unwrap(), None)
+        .unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(
+        runs[0].status,
+        studio_core::Status::Running,
+        "left running: {:?}",
+        runs[0]
+    );
+    let agent = runs[0].pid.expect("the agent's pid is recorded");
+    assert!(Path::new(&format!("/proc/{agent}")).exists(), "the agent still runs");
+
+    // The next launch shows it live; stopping it from there ends it.
+    let run_id = runs[0].id.clone();
+    App::run(&workspace, move |client| async move {
+        crate::harness::wait_for(&client, "tr[data-session-id]").await;
+        eventually("the table shows the run live", || async {
+            let badge = client
+                .find(fantoccini::Locator::Css("tr[data-session-id] .badge"))
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = badge.attr("data-status").await.map_err(|e| e.to_string())?;
+            (status.as_deref() == Some("running"))
+                .then_some(())
+                .ok_or(format!("{status:?}"))
+        })
+        .await;
+        let said = crate::harness::call_backend(
+            &client,
+            "runStop",
+            vec![serde_json::json!(run_id), serde_json::json!(true)],
+        )
+        .await;
+        assert!(said.get("ok").is_some(), "stopped from the next launch: {said}");
+    })
+    .await;
+    let ended = Instant::now();
+    while Path::new(&format!("/proc/{agent}")).exists() {
+        assert!(ended.elapsed() < Duration::from_secs(20), "the agent ends once stopped");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// "Stop runs and quit": the live run is stopped before the app is gone, and recorded so.
+#[tokio::test]
+async fn quitting_with_a_live_run_can_stop_it_first() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:1500,report:1500", "--prompt", "{prompt}"]);
+    let db = workspace.db();
+    let folder = workspace.path().file_name().unwrap().to_string_lossy().into_owned();
+    App::run(&workspace, |client| async move {
+        crate::harness::wait_for(&client, "#run-prompt")
+            .await
+            .send_keys("stop me on quit")
+            .await
+            .unwrap();
+        crate::harness::click(&client, "#run-button").await;
+        crate::harness::wait_for(&client, ".live-run .node[data-node='write'][data-status='running']").await;
+        crate::x11::ask_to_close(&folder).expect("ask the window to close");
+        let stop = crate::harness::wait_for(&client, "#quit-stop").await;
+        let _ = stop.click().await;
+    })
+    .await;
+    let gone = Instant::now();
+    while !crate::harness::app_processes(&db).is_empty() {
+        assert!(gone.elapsed() < Duration::from_secs(30), "the app quits");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db)).unwrap();
+    let runs = store
+        .runs(&studio_core::Workspace::open(workspace.path()).unwrap(), None)
+        .unwrap();
+    assert_eq!(runs[0].status, studio_core::Status::Cancelled, "{:?}", runs[0]);
+    assert_eq!(
+        runs[0].stopped_by.as_deref(),
+        Some("graceful"),
+        "the node finished first"
+    );
 }

@@ -181,6 +181,7 @@ fn set_mtime(path: &Path, time: SystemTime) {
 pub struct App {
     pub client: Client,
     driver: Driver,
+    db: PathBuf,
 }
 
 impl App {
@@ -208,7 +209,11 @@ impl App {
         )
         .await;
         match connected {
-            Ok(Ok(client)) => App { client, driver },
+            Ok(Ok(client)) => App {
+                client,
+                driver,
+                db: db.to_path_buf(),
+            },
             Ok(Err(e)) => panic!("could not open a WebDriver session on the app: {e}\n{}", driver.log()),
             Err(_) => panic!("the app's window did not come up within 90 s\n{}", driver.log()),
         }
@@ -260,7 +265,35 @@ impl App {
         if let Err(e) = self.client.close().await {
             eprintln!("warning: closing the WebDriver session failed: {e}");
         }
+        // A test that launches the app again on the same store waits for this one to be gone:
+        // a second app on a store hands over to the first (one window per store).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !app_processes(&self.db).is_empty() {
+            if Instant::now() > deadline {
+                eprintln!("warning: the app on {} did not exit within 30 s", self.db.display());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
+}
+
+/// The `zibby-studio` processes opened on the store `db`.
+pub fn app_processes(db: &Path) -> Vec<u32> {
+    let needle = db.to_string_lossy().into_owned();
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = fs::read(entry.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline);
+            let is_app = cmdline.split('\0').next()?.ends_with("zibby-studio");
+            (is_app && cmdline.contains(&needle)).then_some(pid)
+        })
+        .collect()
 }
 
 /// Waits for an element, failing with what the page showed instead.
@@ -345,6 +378,8 @@ fn find_program(name: &str) -> Option<PathBuf> {
 /// (SIGKILL would orphan it, holding its port).
 struct Driver {
     child: Child,
+    /// Where WebKitWebDriver listens (tauri-driver starts it and forwards sessions to it).
+    native_port: u16,
     port: u16,
     log_path: PathBuf,
     _log_dir: tempfile::TempDir,
@@ -381,6 +416,7 @@ impl Driver {
         let mut driver = Driver {
             child,
             port,
+            native_port,
             log_path,
             _log_dir: log_dir,
         };
@@ -388,22 +424,25 @@ impl Driver {
         driver
     }
 
+    /// Until tauri-driver and the WebKitWebDriver it starts both accept connections: a session
+    /// asked for before WebKitWebDriver listens fails (seen on a loaded CI machine).
     fn wait_until_listening(&mut self) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "tauri-driver exited ({status}) before accepting connections\n{}",
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for (who, port) in [("tauri-driver", self.port), ("WebKitWebDriver", self.native_port)] {
+            while TcpStream::connect(("127.0.0.1", port)).is_err() {
+                if let Ok(Some(status)) = self.child.try_wait() {
+                    panic!(
+                        "tauri-driver exited ({status}) before accepting connections\n{}",
+                        self.log()
+                    );
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "{who} did not listen on port {port} within 30 s\n{}",
                     self.log()
                 );
+                std::thread::sleep(Duration::from_millis(50));
             }
-            assert!(
-                Instant::now() < deadline,
-                "tauri-driver did not listen on port {} within 10 s\n{}",
-                self.port,
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
         }
     }
 

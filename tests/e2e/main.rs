@@ -13,6 +13,7 @@ mod harness;
 mod pins;
 mod runs;
 mod session_view;
+mod x11;
 
 use std::time::Duration;
 
