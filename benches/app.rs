@@ -39,7 +39,7 @@ async fn launch() {
     for sessions in [1u64, 10_000] {
         let mut figures = Vec::new();
         for _ in 0..ROUNDS {
-            let workspace = workspace_with_sessions(sessions);
+            let workspace = Workspace::with_generated_sessions(sessions);
             let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
             // Polled every few ms: the moment the first row is there.
             let shown = loop {
@@ -63,23 +63,6 @@ async fn launch() {
                 .join(", ")
         );
     }
-}
-
-fn workspace_with_sessions(count: u64) -> Workspace {
-    let workspace = Workspace::empty();
-    let sessions_dir = workspace.path().join(".zibby/output/sessions");
-    let base = 1_795_900_000_000u64;
-    for i in 0..count {
-        let folder = sessions_dir.join(format!("{}_{:04}", base + i * 1000, i % 10_000));
-        fs::create_dir_all(folder.join("plan")).unwrap();
-        fs::write(
-            folder.join(".session-info.json"),
-            json!({"currentNode": "plan"}).to_string(),
-        )
-        .unwrap();
-        fs::write(folder.join("result.json"), r#"{"success":true}"#).unwrap();
-    }
-    workspace
 }
 
 /// When the app opened on `db` started, from /proc (10 ms resolution).

@@ -119,6 +119,24 @@ impl Workspace {
         workspace
     }
 
+    /// An empty workspace with `count` small finished sessions, one second apart (the newest
+    /// last): `<1795900000000 + i s>_<i as 4 digits>`.
+    pub fn with_generated_sessions(count: u64) -> Workspace {
+        let workspace = Workspace::empty();
+        let sessions_dir = workspace.path().join(".zibby/output/sessions");
+        for i in 0..count {
+            let folder = sessions_dir.join(generated_session_id(i));
+            fs::create_dir_all(folder.join("plan")).expect("create a session folder");
+            fs::write(
+                folder.join(".session-info.json"),
+                json!({"currentNode": "plan"}).to_string(),
+            )
+            .expect("write .session-info.json");
+            fs::write(folder.join("result.json"), r#"{"success":true}"#).expect("write result.json");
+        }
+        workspace
+    }
+
     pub fn path(&self) -> &Path {
         self.dir.path()
     }
@@ -132,6 +150,11 @@ impl Workspace {
     pub fn data_home(&self) -> &Path {
         self.store_dir.path()
     }
+}
+
+/// The id of the `i`th session of [`Workspace::with_generated_sessions`].
+pub fn generated_session_id(i: u64) -> String {
+    format!("{}_{:04}", 1_795_900_000_000 + i * 1000, i % 10_000)
 }
 
 /// The test agent, built into the same target folder as the app (`cargo test --workspace` builds

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, Locator};
 use serde_json::json;
 
-use crate::harness::{call_backend, click, eventually, screenshot, wait_for, App, Workspace};
+use crate::harness::{call_backend, click, eventually, generated_session_id, screenshot, wait_for, App, Workspace};
 use crate::texts;
 
 const XSS: &str = "<img src=x onerror=alert(1)>";
@@ -255,21 +255,9 @@ async fn re_run_node_replays_one_node_of_the_session() {
 #[tokio::test]
 async fn ten_thousand_sessions_open_and_scroll() {
     const SESSIONS: u64 = 10_000;
-    let workspace = Workspace::empty();
-    let sessions_dir = workspace.path().join(".zibby/output/sessions");
-    let base = 1_795_900_000_000u64;
-    for i in 0..SESSIONS {
-        let folder = sessions_dir.join(format!("{}_{:04}", base + i * 1000, i % 10_000));
-        fs::create_dir_all(folder.join("plan")).unwrap();
-        fs::write(
-            folder.join(".session-info.json"),
-            json!({"sessionPath": folder, "currentNode": "plan"}).to_string(),
-        )
-        .unwrap();
-        fs::write(folder.join("result.json"), r#"{"success":true}"#).unwrap();
-    }
-    let newest = format!("{}_{:04}", base + (SESSIONS - 1) * 1000, SESSIONS - 1);
-    let oldest = format!("{base}_0000");
+    let workspace = Workspace::with_generated_sessions(SESSIONS);
+    let newest = generated_session_id(SESSIONS - 1);
+    let oldest = generated_session_id(0);
     let launched = Instant::now();
     App::run(&workspace, move |client| async move {
         wait_for(&client, "tr[data-session-id]").await;

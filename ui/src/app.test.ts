@@ -2,30 +2,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { startApp } from "./app";
 import { fakeBackend } from "./fake-backend";
-import type { SessionRow } from "./types";
+import { row } from "./testdata";
 
 beforeEach(() => vi.useFakeTimers());
 afterEach(() => vi.useRealTimers());
-
-function row(id: string, overrides: Partial<SessionRow> = {}): SessionRow {
-  return {
-    id,
-    path: `/p/.zibby/output/sessions/${id}`,
-    status: "success",
-    current_node: null,
-    created_at: null,
-    updated_at: new Date().toISOString(),
-    nodes: [],
-    problems: [],
-    pinned: false,
-    pinned_at: null,
-    title: null,
-    agent: null,
-    messages: 0,
-    live_run: null,
-    ...overrides,
-  };
-}
 
 const ids = (root: HTMLElement) =>
   [...root.querySelectorAll("tr[data-session-id]")].map((tr) => tr.getAttribute("data-session-id"));
