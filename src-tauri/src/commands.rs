@@ -72,7 +72,14 @@ pub fn workspace_pick(app: AppHandle) -> Result<Option<WorkspaceInfo>, CommandEr
 /// The sessions of the workspace, pinned first, with what the store knows of them.
 #[tauri::command(async)]
 pub fn sessions_list(studio: State<'_, Studio>) -> Result<Vec<SessionRow>, CommandError> {
-    studio.sessions(SystemTime::now())
+    let started = std::time::Instant::now();
+    let rows = studio.sessions(SystemTime::now())?;
+    tracing::debug!(
+        sessions = rows.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "sessions listed"
+    );
+    Ok(rows)
 }
 
 /// One session folder read in full (without `.session-info.json`'s config: it may hold secrets).

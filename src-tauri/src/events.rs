@@ -2,6 +2,7 @@
 //! changes (`sessions-changed`).
 
 use std::sync::mpsc::Receiver;
+use std::time::Duration;
 
 use studio_core::runner::RunEvent;
 use studio_core::watcher::{Change, ChangeSink};
@@ -94,31 +95,56 @@ pub fn run_output(app: AppHandle) -> ChangeSink {
     })
 }
 
-/// The Tauri event a session folder appearing, changing or going is sent as (its payload:
-/// `{type, session_id}`; the window lists the sessions again).
+/// The Tauri event session folders appearing, changing or going are sent as, at most one per
+/// [`SESSIONS_CHANGED_WINDOW`] (its payload: `{changes}`, how many changes it stands for; the
+/// window lists the sessions again).
 pub const SESSIONS_CHANGED: &str = "sessions-changed";
 
+/// Changes are gathered this long into one event: the watcher reports every session of a
+/// workspace when it starts (10,000 events for 10,000 sessions) and a run writes several files
+/// per node, but the window only needs to know that it should list the sessions again.
+pub const SESSIONS_CHANGED_WINDOW: Duration = Duration::from_millis(100);
+
 #[derive(serde::Serialize, Clone)]
-struct SessionsChanged<'a> {
-    r#type: &'static str,
-    session_id: &'a str,
+struct SessionsChanged {
+    changes: usize,
 }
 
-/// The watcher's sink: session changes to the window (output lines stay on disk until shown).
+/// Tells the window to list the sessions again.
+pub fn tell_sessions_changed(app: &AppHandle) {
+    if let Err(error) = app.emit(SESSIONS_CHANGED, SessionsChanged { changes: 1 }) {
+        tracing::warn!(%error, "cannot send a session change to the window");
+    }
+}
+
+/// The watcher's sink: session changes to the window, gathered (output lines stay on disk until
+/// shown). Its thread waits while nothing changes and ends with the sink.
 pub fn sessions_changed(app: AppHandle) -> ChangeSink {
+    let (changed, changes) = std::sync::mpsc::channel::<()>();
+    let gather = move || {
+        while changes.recv().is_ok() {
+            std::thread::sleep(SESSIONS_CHANGED_WINDOW);
+            let payload = SessionsChanged {
+                changes: 1 + changes.try_iter().count(),
+            };
+            if let Err(error) = app.emit(SESSIONS_CHANGED, payload) {
+                tracing::warn!(%error, "cannot send a session change to the window");
+            }
+        }
+    };
+    if let Err(error) = std::thread::Builder::new()
+        .name("sessions-changed".into())
+        .spawn(gather)
+    {
+        tracing::warn!(%error, "cannot start the session change thread: the window will not follow changes");
+    }
+    let changed = std::sync::Mutex::new(changed);
     std::sync::Arc::new(move |change: Change| {
-        let kind = match &change {
-            Change::SessionAdded { .. } => "session_added",
-            Change::SessionUpdated { .. } => "session_updated",
-            Change::SessionRemoved { .. } => "session_removed",
-            _ => return,
-        };
-        let payload = SessionsChanged {
-            r#type: kind,
-            session_id: change.session_id().as_str(),
-        };
-        if let Err(error) = app.emit(SESSIONS_CHANGED, payload) {
-            tracing::warn!(%error, "cannot send a session change to the window");
+        if matches!(
+            change,
+            Change::SessionAdded { .. } | Change::SessionUpdated { .. } | Change::SessionRemoved { .. }
+        ) {
+            let _ = changed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).send(());
         }
     })
 }

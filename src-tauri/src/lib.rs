@@ -149,10 +149,22 @@ pub fn run() {
         .manage(studio)
         .setup(move |app| {
             let studio = app.state::<Studio>();
-            // Sessions from anywhere (a terminal, CI, a download) show up as they happen.
-            if let Err(error) = studio.watch(events::sessions_changed(app.handle().clone())) {
-                tracing::warn!(code = error.code, "the workspace is not watched: {}", error.message);
-            }
+            // Sessions from anywhere (a terminal, CI, a download) show up as they happen. Watching
+            // starts off the main thread: with 10,000 sessions it takes about a second, which
+            // the window would otherwise wait for.
+            let handle = app.handle().clone();
+            std::thread::Builder::new().name("watch-start".into()).spawn(move || {
+                let started = std::time::Instant::now();
+                let studio = handle.state::<Studio>();
+                match studio.watch(events::sessions_changed(handle.clone())) {
+                    Ok(()) => {
+                        tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "watching");
+                        // What changed while watching started, the window lists now.
+                        events::tell_sessions_changed(&handle);
+                    }
+                    Err(error) => tracing::warn!(code = error.code, "the workspace is not watched: {}", error.message),
+                }
+            })?;
             if let Some((run_events, output_events)) = run_events {
                 let handle = app.handle().clone();
                 std::thread::Builder::new()

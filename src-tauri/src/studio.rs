@@ -167,14 +167,26 @@ impl Studio {
     }
 
     /// Starts watching the open workspace's session folders: every change goes to `sink`, and
-    /// the store's folder index is kept current on the way.
+    /// the store's folder index is kept current on the way. The sessions there when watching
+    /// starts are indexed but not passed on (the window lists them itself; 10,000 of them would
+    /// make it list them again and again): a caller that needs to, lists once this returns.
     pub fn watch(&self, sink: ChangeSink) -> Result<(), CommandError> {
         *lock(&self.changes) = Some(sink.clone());
         // The previous watcher stops first: one watcher per window.
         drop(lock(&self.watcher).take());
         let (workspace, store) = (self.workspace()?, self.store.as_ref().map_err(Clone::clone)?);
-        let sink = studio_core::index::keeping_current(store.clone(), sink);
+        let started = Arc::new(AtomicBool::new(false));
+        let after_start: ChangeSink = {
+            let started = started.clone();
+            Arc::new(move |change| {
+                if started.load(Ordering::SeqCst) {
+                    sink(change)
+                }
+            })
+        };
+        let sink = studio_core::index::keeping_current(store.clone(), after_start);
         let watcher = Watcher::start(vec![workspace], sink, WatcherOptions::default())?;
+        started.store(true, Ordering::SeqCst);
         *lock(&self.watcher) = Some(watcher);
         Ok(())
     }

@@ -270,12 +270,19 @@ pub fn main(args: &[String]) -> Result<u8, String> {
             first_node_extras(&printer, &options)?;
         }
         let started = Instant::now();
-        let slice = Duration::from_millis(node.millis) / (options.lines as u32 + 1);
+        // Line i is due at (i + 1) / (lines + 1) of the node's time. A line due already is printed
+        // at once: on a busy machine a sleep overshoots, and the rate asked for still holds.
+        let node_time = Duration::from_millis(node.millis);
+        let sleep_until = |due: Duration| {
+            if let Some(wait) = due.checked_sub(started.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        };
         for line in 0..options.lines {
-            std::thread::sleep(slice);
+            sleep_until(node_time.mul_f64((line + 1) as f64 / (options.lines + 1) as f64));
             printer.line(1, &format!("{}: working ({}/{})", node.name, line + 1, options.lines));
         }
-        std::thread::sleep(slice);
+        sleep_until(node_time);
         if options.fail.as_deref() == Some(node.name.as_str()) {
             return fail(&printer, node, started, &session, &mut events, options.documented);
         }
