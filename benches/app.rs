@@ -247,6 +247,17 @@ async fn memory() {
             run_took.as_secs_f64(),
             opened.elapsed().as_secs_f64()
         );
+        // Where it goes: the same session on its Timeline tab (the output view gone), then the
+        // session view closed.
+        harness::click(client, "[data-tab='timeline']").await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        println!("  then on the Timeline tab: {}", webview_memory(&workspace.db()));
+        harness::click(client, "#session-close").await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        println!(
+            "  then with the session view closed: {}",
+            webview_memory(&workspace.db())
+        );
         app.close().await;
     }
 }
