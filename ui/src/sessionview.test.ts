@@ -223,6 +223,16 @@ describe("the session view", () => {
     expect(backend.calls.some((call) => call.startsWith("sessionDelete"))).toBe(false);
   });
 
+  it("shows a stop asked elsewhere (the Live runs strip, the S key) as stopping, with Force stop", async () => {
+    backend.sessions = backend.sessions.map((r) => (r.id === "s1" ? { ...r, live_run: "r-live", status: "running" } : r));
+    await openSession("s1");
+    expect(root.querySelector("#session-stop")?.textContent).toBe("Stop");
+    backend.emit({ type: "stopping", run_id: "r-live", forced: false, message: "stopping: the current node finishes first" });
+    expect(root.querySelector("#session-stop")?.textContent).toBe("Stopping: the current node finishes first");
+    expect(root.querySelector("#session-force-stop")).not.toBeNull();
+    expect(backend.calls.some((call) => call.startsWith("runStop"))).toBe(false);
+  });
+
   it("continues the session with a prompt: Enter sends, Shift+Enter does not", async () => {
     await openSession("s1");
     (root.querySelector("#session-continue") as HTMLButtonElement).click();

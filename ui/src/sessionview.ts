@@ -565,6 +565,12 @@ export function createSessionView(
         return;
       }
       if (!isOurRun(event.run_id)) return;
+      // A stop asked elsewhere (the Live runs strip, the S key) shows here too.
+      if (event.type === "stopping" && event.run_id === liveRunId) {
+        stopState = { runId: event.run_id, forced: event.forced || (stopState?.runId === event.run_id && stopState.forced) };
+        renderHeader();
+        return;
+      }
       if (event.type === "node_begin" || event.type === "node_end") refreshSpans();
       if (event.type === "run_finished") {
         if (liveRunId === event.run_id) liveRunId = null;
