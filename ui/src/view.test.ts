@@ -5,15 +5,13 @@ import type { LiveRun } from "./runs";
 import { NO_FILTERS } from "./filters";
 import { DELETE_LIVE_TITLE } from "./table";
 import type { SessionRow } from "./types";
+import { row } from "./testdata";
 import { renderApp, shellQuote, type Actions, type ViewState } from "./view";
 
 const now = new Date("2026-11-29T12:00:00Z");
 
 function session(overrides: Partial<SessionRow> = {}): SessionRow {
-  return {
-    id: "1795952464415_3prb",
-    path: "/p/.zibby/output/sessions/1795952464415_3prb",
-    status: "success",
+  return row("1795952464415_3prb", {
     current_node: "report",
     created_at: "2026-11-29T11:41:04.415Z",
     updated_at: "2026-11-29T11:55:00.000Z",
@@ -22,15 +20,8 @@ function session(overrides: Partial<SessionRow> = {}): SessionRow {
       { name: "execute", status: "success" },
       { name: "report", status: "success" },
     ],
-    problems: [],
-    pinned: false,
-    pinned_at: null,
-    title: null,
-    agent: null,
-    messages: 0,
-    live_run: null,
     ...overrides,
-  };
+  });
 }
 
 function state(overrides: Partial<ViewState> = {}): ViewState {
