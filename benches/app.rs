@@ -84,29 +84,15 @@ async fn launch_to_table(workspace: &Workspace) -> Duration {
 
 /// When the app opened on `db` started, from /proc (10 ms resolution).
 fn process_start(db: &Path) -> SystemTime {
-    let needle = db.to_string_lossy().into_owned();
     let ticks_per_second = 100u64; // CLK_TCK on Linux
     let boot = fs::read_to_string("/proc/stat")
         .unwrap()
         .lines()
         .find_map(|line| line.strip_prefix("btime ").map(|s| s.trim().parse::<u64>().unwrap()))
         .unwrap();
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(cmdline) = fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        if !cmdline.contains(&needle) || !cmdline.contains("zibby-studio") {
-            continue;
-        }
-        let stat = fs::read_to_string(entry.path().join("stat")).unwrap();
-        let after_comm = stat.rsplit(')').next().unwrap();
-        // Field 22 of stat; the 20th after the command name.
-        let start_ticks: u64 = after_comm.split_whitespace().nth(19).unwrap().parse().unwrap();
-        let millis = boot * 1000 + start_ticks * 1000 / ticks_per_second;
-        return UNIX_EPOCH + Duration::from_millis(millis);
-    }
-    panic!("no zibby-studio process on {needle}");
+    let app = *harness::app_processes(db).first().expect("the app runs");
+    let start_ticks = stat_field(app, 19).expect("the app's start time");
+    UNIX_EPOCH + Duration::from_millis(boot * 1000 + start_ticks * 1000 / ticks_per_second)
 }
 
 // ---- 2. responsiveness ----
@@ -266,20 +252,14 @@ async fn memory() {
 /// resident (shared libraries counted whole), proportional (shared pages divided among their
 /// processes) and private.
 fn webview_memory(db: &Path) -> String {
-    let parent_of = |pid: &str| -> Option<String> {
-        let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        stat.rsplit(')').next()?.split_whitespace().nth(1).map(str::to_owned)
-    };
-    let app = harness::app_processes(db)
-        .first()
-        .copied()
-        .expect("the app runs")
-        .to_string();
+    let app = *harness::app_processes(db).first().expect("the app runs");
     for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let pid = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = entry.file_name().to_str().and_then(|pid| pid.parse::<u32>().ok()) else {
+            continue;
+        };
         let is_web =
             fs::read_to_string(entry.path().join("comm")).is_ok_and(|comm| comm.starts_with("WebKitWebProces"));
-        if is_web && parent_of(&pid).as_deref() == Some(app.as_str()) {
+        if is_web && parent_of(pid) == Some(app) {
             let rollup = fs::read_to_string(entry.path().join("smaps_rollup")).unwrap();
             let kib = |field: &str| -> u64 {
                 rollup
@@ -298,4 +278,17 @@ fn webview_memory(db: &Path) -> String {
         }
     }
     panic!("no WebKitWebProcess under the app {app}");
+}
+
+/// Field `index` of `/proc/<pid>/stat`, counted after the command name (0: state, 1: parent,
+/// 19: start time in clock ticks since boot); the name may hold spaces and parentheses, so the
+/// fields are read after its last `)`.
+fn stat_field(pid: u32, index: usize) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().nth(index)?.parse().ok()
+}
+
+/// The parent of a process, while it runs.
+fn parent_of(pid: u32) -> Option<u32> {
+    stat_field(pid, 1).map(|ppid| ppid as u32)
 }

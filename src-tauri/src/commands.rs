@@ -176,23 +176,11 @@ pub fn agent_save(
     agent: Agent,
     previous_name: Option<String>,
 ) -> Result<Vec<Agent>, CommandError> {
-    let workspace = studio.workspace()?;
-    let mut saved = agents::load(workspace.root())?;
-    let taken = saved
-        .iter()
-        .any(|a| a.name == agent.name && Some(&a.name) != previous_name.as_ref());
-    if taken {
-        return Err(CommandError {
-            code: "agent_exists",
-            message: format!("an agent named `{}` exists already", agent.name),
-        });
-    }
-    match previous_name.and_then(|name| saved.iter().position(|a| a.name == name)) {
-        Some(index) => saved[index] = agent,
-        None => saved.push(agent),
-    }
-    agents::save(workspace.root(), &saved)?;
-    Ok(agents::load(workspace.root())?)
+    Ok(agents::save_one(
+        studio.workspace()?.root(),
+        agent,
+        previous_name.as_deref(),
+    )?)
 }
 
 /// Runs an agent of `.zibby/studio.toml` on a prompt, in a new session or in `session_id`
@@ -290,17 +278,7 @@ pub fn app_quit(app: AppHandle, studio: State<'_, Studio>, keep_runs: bool) {
     crate::quit_now(&app);
 }
 
-/// A session's folder in the open workspace, once its id is valid.
+/// A session's folder in the open workspace, once its id is valid and the folder exists.
 fn session_folder(studio: &Studio, session_id: &str) -> Result<PathBuf, CommandError> {
-    let id = SessionId::parse(session_id)?;
-    let workspace = studio.workspace()?;
-    let folder = workspace.session_path(&id);
-    if !folder.is_dir() {
-        return Err(studio_core::Error::SessionNotFound {
-            id: session_id.to_owned(),
-            sessions_dir: workspace.sessions_dir(),
-        }
-        .into());
-    }
-    Ok(folder)
+    Ok(studio.workspace()?.session_folder(&SessionId::parse(session_id)?)?)
 }

@@ -72,6 +72,13 @@ struct RunOutput<'a> {
 pub fn run_output(app: AppHandle) -> ChangeSink {
     let printed: std::sync::Mutex<std::collections::HashMap<String, u64>> = Default::default();
     std::sync::Arc::new(move |change: Change| {
+        let mut printed = printed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Change::RunStatusChanged { run_id, status, .. } = &change {
+            // An ended run prints no more: its count goes.
+            if *status != studio_core::Status::Running {
+                printed.remove(run_id);
+            }
+        }
         if let Change::RunOutputAppended {
             session_id,
             run_id,
@@ -80,7 +87,6 @@ pub fn run_output(app: AppHandle) -> ChangeSink {
             ..
         } = &change
         {
-            let mut printed = printed.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let total = printed.entry(run_id.clone()).or_default();
             *total += lines.len() as u64 + skipped;
             let payload = RunOutput {
@@ -138,13 +144,12 @@ pub fn sessions_changed(app: AppHandle) -> ChangeSink {
     {
         tracing::warn!(%error, "cannot start the session change thread: the window will not follow changes");
     }
-    let changed = std::sync::Mutex::new(changed);
     std::sync::Arc::new(move |change: Change| {
         if matches!(
             change,
             Change::SessionAdded { .. } | Change::SessionUpdated { .. } | Change::SessionRemoved { .. }
         ) {
-            let _ = changed.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).send(());
+            let _ = changed.send(());
         }
     })
 }

@@ -223,14 +223,27 @@ impl App {
         let serde_json::Value::Object(capabilities) = capabilities else {
             unreachable!("a JSON object literal")
         };
-        // A window that never comes up must fail the test, not hang it (and CI with it).
-        let connected = tokio::time::timeout(
-            Duration::from_secs(90),
-            ClientBuilder::native()
-                .capabilities(capabilities)
-                .connect(&format!("http://127.0.0.1:{}", driver.port)),
-        )
-        .await;
+        // A window that never comes up must fail the test, not hang it (and CI with it). A
+        // session refused because WebKitWebDriver did not answer tauri-driver (seen on a loaded
+        // CI machine) is asked for again, twice at most.
+        let mut attempts = 0;
+        let connected = loop {
+            attempts += 1;
+            let connected = tokio::time::timeout(
+                Duration::from_secs(90),
+                ClientBuilder::native()
+                    .capabilities(capabilities.clone())
+                    .connect(&format!("http://127.0.0.1:{}", driver.port)),
+            )
+            .await;
+            match &connected {
+                Ok(Err(e)) if attempts < 3 && e.to_string().contains("did not respond") => {
+                    eprintln!("warning: WebDriver session refused ({e}); asking again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                _ => break connected,
+            }
+        };
         match connected {
             Ok(Ok(client)) => App {
                 client,
@@ -320,16 +333,23 @@ pub fn app_processes(db: &Path) -> Vec<u32> {
 }
 
 /// Waits for an element, failing with what the page showed instead.
+/// Every error is retried until the deadline: besides "no such element", WebKitWebDriver answers
+/// "stale element" when the page redraws during the query (seen under load in CI).
 pub async fn wait_for(client: &Client, css: &str) -> fantoccini::elements::Element {
-    match client.wait().at_most(PAGE_TIMEOUT).for_element(Locator::Css(css)).await {
-        Ok(element) => element,
-        Err(e) => {
+    let deadline = Instant::now() + PAGE_TIMEOUT;
+    loop {
+        let e = match client.find(Locator::Css(css)).await {
+            Ok(element) => return element,
+            Err(e) => e,
+        };
+        if Instant::now() >= deadline {
             let body = match client.find(Locator::Css("body")).await {
                 Ok(body) => body.text().await.unwrap_or_default(),
                 Err(_) => String::from("(no body)"),
             };
             panic!("`{css}` did not appear within {PAGE_TIMEOUT:?} ({e}); the page shows:\n{body}")
         }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

@@ -288,18 +288,6 @@ fn quitting_can_leave_live_runs_running_for_the_next_launch() {
     next.shut_down();
 }
 
-/// The parent of a process (the app, for the agent it started).
-fn parent_of(pid: u64) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the agent runs");
-    // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so read after the last `)`.
-    let after_comm = stat.rsplit(')').next().unwrap_or_default();
-    after_comm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|ppid| ppid.parse().ok())
-        .expect("a parent pid")
-}
-
 /// Whether a process has ended (gone, or a zombie its parent has not reaped yet).
 fn process_ended(pid: u64) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
@@ -316,14 +304,14 @@ async fn the_app_told_to_exit_stops_its_live_runs_first() {
     // The second node would run for a minute: only a stop ends the run sooner.
     let workspace = Workspace::with_test_agent(&["--nodes", "plan:2000,write:60000", "--prompt", "{prompt}"]);
     let db = workspace.db();
+    let app_db = db.clone();
     App::run(&workspace, |client| async move {
         start_run(&client, "never finishes").await;
         wait_for(&client, ".live-run .node[data-node='plan']").await;
-        let runs = call_backend(&client, "runsList", vec![]).await;
-        let agent_pid = runs["ok"][0]["pid"]
-            .as_u64()
-            .unwrap_or_else(|| panic!("no pid: {runs}"));
-        let app_pid = parent_of(agent_pid);
+        // The app itself: the agent's parent is the run keeper, which the app started.
+        let apps = crate::harness::app_processes(&app_db);
+        assert_eq!(apps.len(), 1, "one app on this store: {apps:?}");
+        let app_pid = u64::from(apps[0]);
 
         let signalled = Instant::now();
         let kill = std::process::Command::new("kill")

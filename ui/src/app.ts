@@ -47,26 +47,45 @@ export interface App {
   ready: Promise<void>;
 }
 
-export function startApp(root: HTMLElement, backend: Backend, clock: () => Date = () => new Date()): App {
-  let state: ViewState = {
-    workspace: { kind: "loading" },
+/** What belongs to one workspace: a new workspace starts from this. */
+function workspaceState(): Pick<
+  ViewState,
+  | "sessions"
+  | "pinError"
+  | "confirmDelete"
+  | "deleteError"
+  | "openSession"
+  | "sessionView"
+  | "selected"
+  | "filters"
+  | "search"
+  | "workspaceMenu"
+> {
+  return {
     sessions: { kind: "loading" },
-    agents: { kind: "loading" },
-    runs: [],
-    runsNow: clock().getTime(),
-    starting: false,
-    runError: null,
     pinError: null,
     confirmDelete: null,
     deleteError: null,
-    refreshing: false,
-    now: clock(),
     openSession: null,
     sessionView: null,
     selected: null,
     filters: NO_FILTERS,
     search: { kind: "idle" },
     workspaceMenu: null,
+  };
+}
+
+export function startApp(root: HTMLElement, backend: Backend, clock: () => Date = () => new Date()): App {
+  let state: ViewState = {
+    ...workspaceState(),
+    workspace: { kind: "loading" },
+    agents: { kind: "loading" },
+    runs: [],
+    runsNow: clock().getTime(),
+    starting: false,
+    runError: null,
+    refreshing: false,
+    now: clock(),
     agentForm: null,
     quitRequest: null,
   };
@@ -116,18 +135,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
   async function workspaceSwitched(): Promise<void> {
     sessionView = null;
     stopAsked.clear();
-    set({
-      openSession: null,
-      sessionView: null,
-      selected: null,
-      filters: NO_FILTERS,
-      search: { kind: "idle" },
-      workspaceMenu: null,
-      confirmDelete: null,
-      pinError: null,
-      deleteError: null,
-      sessions: { kind: "loading" },
-    });
+    set(workspaceState());
     await refresh();
     switchingTo = null;
   }

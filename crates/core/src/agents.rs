@@ -186,9 +186,55 @@ pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
     std::fs::write(&path, text).map_err(|e| Error::io(path, e))
 }
 
+/// Adds `agent` to `.zibby/studio.toml`, or replaces the one named `previous_name`, and returns
+/// the agents as saved. A name another agent has already is refused.
+pub fn save_one(workspace_root: &Path, agent: Agent, previous_name: Option<&str>) -> Result<Vec<Agent>, Error> {
+    let mut agents = load(workspace_root)?;
+    if agents
+        .iter()
+        .any(|a| a.name == agent.name && Some(a.name.as_str()) != previous_name)
+    {
+        return Err(Error::AgentExists {
+            name: agent.name,
+            path: workspace_root.join(AGENTS_FILE),
+        });
+    }
+    match previous_name.and_then(|name| agents.iter().position(|a| a.name == name)) {
+        Some(index) => agents[index] = agent,
+        None => agents.push(agent),
+    }
+    save(workspace_root, &agents)?;
+    load(workspace_root)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn save_one_adds_renames_and_refuses_a_taken_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let agent = |name: &str| Agent {
+            name: name.to_owned(),
+            run: vec!["node".into(), "{prompt}".into()],
+            replay: None,
+            cwd: None,
+            env: BTreeMap::new(),
+        };
+        let names = |agents: Vec<Agent>| agents.into_iter().map(|a| a.name).collect::<Vec<_>>();
+        assert_eq!(names(save_one(dir.path(), agent("a"), None).unwrap()), ["a"]);
+        assert_eq!(names(save_one(dir.path(), agent("b"), None).unwrap()), ["a", "b"]);
+        assert_eq!(names(save_one(dir.path(), agent("c"), Some("a")).unwrap()), ["c", "b"]);
+        assert_eq!(names(save_one(dir.path(), agent("c"), Some("c")).unwrap()), ["c", "b"]);
+        let taken = save_one(dir.path(), agent("b"), Some("c")).unwrap_err();
+        assert_eq!(taken.code(), "agent_exists", "{taken}");
+        assert!(taken.to_string().contains("studio.toml"), "{taken}");
+        assert_eq!(
+            names(load(dir.path()).unwrap()),
+            ["c", "b"],
+            "a refused save changes nothing"
+        );
+    }
 
     const GOOD: &str = r#"
 [[agent]]

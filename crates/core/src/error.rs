@@ -37,6 +37,8 @@ pub enum Error {
     },
     #[error("no agent `{name}` in {path}")]
     AgentNotFound { name: String, path: PathBuf },
+    #[error("an agent named `{name}` exists already in {path}")]
+    AgentExists { name: String, path: PathBuf },
     #[error("no live run `{id}`")]
     RunNotLive { id: String },
     #[error("`{path}` is not a file of session `{session}`: {reason}")]
@@ -77,6 +79,7 @@ impl Error {
             Error::Trash { .. } => "trash",
             Error::AgentsFile { .. } => "agents_file",
             Error::AgentNotFound { .. } => "agent_not_found",
+            Error::AgentExists { .. } => "agent_exists",
             Error::RunNotLive { .. } => "run_not_live",
             Error::OutsideSession { .. } => "outside_session",
         }

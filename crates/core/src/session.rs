@@ -242,9 +242,14 @@ impl Workspace {
 
     /// Reads one session in full.
     pub fn read_session(&self, id: &SessionId, now: SystemTime) -> Result<Session, Error> {
+        read_session_folder(&self.session_folder(id)?, id.clone(), Detail::Full, now)
+    }
+
+    /// The folder of a session that exists (`session_not_found` otherwise).
+    pub fn session_folder(&self, id: &SessionId) -> Result<PathBuf, Error> {
         let path = self.session_path(id);
         match fs::metadata(&path) {
-            Ok(m) if m.is_dir() => read_session_folder(&path, id.clone(), Detail::Full, now),
+            Ok(m) if m.is_dir() => Ok(path),
             Ok(_) => Err(Error::NotAFolder { path }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::SessionNotFound {
                 id: id.to_string(),
