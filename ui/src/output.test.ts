@@ -80,6 +80,45 @@ describe("the output view", () => {
     expect(view.following()).toBe(true);
   });
 
+  it("following lines that come faster than they are fetched, shows the loaded ones rather than placeholders", async () => {
+    await open(lines(1_000));
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const fetch = backend.runOutput.bind(backend);
+    backend.runOutput = async (runId, query) => {
+      await held;
+      return fetch(runId, query);
+    };
+    backend.output.set("r1", lines(1_700));
+    view.grew(1_200);
+    view.grew(1_700);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(view.element.querySelectorAll(".output-pending")).toHaveLength(0);
+    expect(shownSeqs().at(-1)).toBe(1_000);
+    expect(view.element.querySelector(".line-count")?.textContent).toBe("1,700 lines");
+    release();
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(1_700));
+    expect(view.element.querySelectorAll(".output-pending")).toHaveLength(0);
+  });
+
+  it("keeps the elements of lines still in view as the run grows, making only the new ones", async () => {
+    await open(lines(1_000));
+    const before = view.element.querySelector("#output .output-line[data-seq='990']");
+    backend.output.set("r1", lines(1_005));
+    view.grew(1_005);
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(1_005));
+    expect(view.element.querySelector("#output .output-line[data-seq='990']")).toBe(before);
+  });
+
+  it("numbers lines from their seq and says a line's node, stream and time when it is pointed at", async () => {
+    await open(lines(10, (seq) => ({ stream: seq === 10 ? "stderr" : "stdout", at_ms: seq * 1000 })));
+    const last = view.element.querySelector("#output .output-line[data-seq='10']") as HTMLElement;
+    expect(last.classList.contains("stderr")).toBe(true);
+    expect(last.hasAttribute("title")).toBe(false);
+    last.querySelector(".line-text")!.dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
+    expect(last.getAttribute("title")).toBe("work · stderr · +10.0 s");
+  });
+
   it("draws colours as styled spans, marks stderr, and shows markup as text", async () => {
     const evil = '<img src=x onerror="window.pwned=1">';
     await open([

@@ -12,6 +12,10 @@ import type { OutputLine, OutputStream } from "./types";
 import { coversView, isAtEnd, scrollTopOf, virtualWindow } from "./virtual";
 
 export const LINE_HEIGHT = 18;
+/** How often at most a growing run's new lines are drawn: faster is no more readable, and every
+ * line drawn in a flood is memory WebKit holds until its next full collection (following a 1 GB
+ * run drew ~100 lines ten times a second). */
+const GROWTH_DRAW_MS = 250;
 const MARGIN_LINES = 40;
 /** The viewport assumed when the page has no layout (tests). */
 const FALLBACK_VIEWPORT = 480;
@@ -97,15 +101,38 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   let started = false;
   /** The run's line count is being asked. */
   let probing = false;
+  /** A growing run is drawn at most every GROWTH_DRAW_MS, with the most lines heard of meanwhile. */
+  let grownTo = 0;
+  let growthSoon: ReturnType<typeof setTimeout> | null = null;
+  let lastGrowthDrawn = 0;
 
   const viewport = () => scroller.clientHeight || FALLBACK_VIEWPORT;
 
+  /** The lines laid out: all of them, except while following the tail, when the newest lines
+   * are shown once they are loaded (the lines before them stay on screen meanwhile, rather than
+   * placeholders that a flood would replace before they are ever filled). */
+  function laidOutCount(): number {
+    if (!isFollowing || !(source instanceof IndexedSource)) return source.count();
+    return source.loadedTail() || source.count();
+  }
+
   function currentWindow(margin = MARGIN_LINES) {
-    return virtualWindow({ scrollTop: scroller.scrollTop, viewport: viewport(), count: source.count(), rowHeight: LINE_HEIGHT, margin });
+    return virtualWindow({ scrollTop: scroller.scrollTop, viewport: viewport(), count: laidOutCount(), rowHeight: LINE_HEIGHT, margin });
   }
 
   /** The lines drawn (with every one loaded), as indexes. */
   let drawnRange = { first: 0, end: 0 };
+  /** What the drawn lines show (window, count, find, mark): the same again is not redrawn. */
+  let drawnKey = "";
+  /** The drawn lines' elements by seq, and the find and mark they were drawn with. */
+  let drawnBySeq = new Map<number, HTMLElement>();
+  let drawnMarks = "";
+
+  /** The next draw makes every line again (another source, a moved view). */
+  function forgetDrawn(): void {
+    drawnKey = "";
+    drawnBySeq = new Map();
+  }
 
   /** Draws the lines of the current window, then fetches the ones missing and draws again. */
   function render(): void {
@@ -115,26 +142,44 @@ export function createOutputView(options: OutputViewOptions): OutputView {
       scroller.scrollTop = window.height;
       Object.assign(window, currentWindow());
     }
+    const count = source.count();
+    follow.hidden = isFollowing;
+    lineCount.textContent = count === 1 ? "1 line" : `${count.toLocaleString("en-US")} lines`;
+    note.textContent = source.note() ?? "";
+    note.hidden = note.textContent === "";
+    if (isFollowing && laidOutCount() < count) {
+      // The newest lines, fetched; drawn when they are here.
+      void source.load(Math.max(0, count - (window.end - window.first)), count).then(
+        (changed) => changed && render(),
+        (error: unknown) => options.onError?.(error),
+      );
+    }
+    const marks = `${findQuery}:${markedIndex}`;
+    const key = `${window.first}:${window.end}:${count}:${marks}`;
+    if (key === drawnKey) return;
     lines.style.transform = `translateY(${window.offset}px)`;
     const drawn: Node[] = [];
     let missing = false;
+    // Lines still in view keep their elements; only new ones are made.
+    const reusable = drawnMarks === marks ? drawnBySeq : new Map<number, HTMLElement>();
+    drawnBySeq = new Map();
+    drawnMarks = marks;
     for (let index = window.first; index < window.end; index++) {
       const line = source.line(index);
-      if (line) drawn.push(lineElement(line, index));
-      else {
+      if (line) {
+        const element = reusable.get(line.seq) ?? lineElement(line, index);
+        drawnBySeq.set(line.seq, element);
+        drawn.push(element);
+      } else {
         missing = true;
         drawn.push(el("div", { class: "output-pending", attrs: { "aria-hidden": "true" } }, "…"));
       }
     }
     lines.replaceChildren(...drawn);
     // The gutter fits the largest line number.
-    lines.style.setProperty("--line-no-width", `${String(source.count()).length + 1}ch`);
+    lines.style.setProperty("--line-no-width", `${String(count).length + 1}ch`);
     drawnRange = missing ? { first: 0, end: 0 } : { first: window.first, end: window.end };
-    follow.hidden = isFollowing;
-    const count = source.count();
-    lineCount.textContent = count === 1 ? "1 line" : `${count.toLocaleString("en-US")} lines`;
-    note.textContent = source.note() ?? "";
-    note.hidden = note.textContent === "";
+    drawnKey = missing ? "" : key;
     if (missing || (source instanceof ScannedSource && window.end >= count - MARGIN_LINES)) {
       void source.load(window.first, window.end).then(
         (changed) => changed && render(),
@@ -178,23 +223,33 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     return result.segments;
   }
 
+  /** The line each drawn element shows (for its tooltip). */
+  const lineOf = new WeakMap<Element, OutputLine>();
+
+  /** A line as little DOM as it takes: following a flood draws thousands a second, and what each
+   * costs adds up in WebKit (measured: a tooltip string and a line-number element per line made
+   * following a 1 GB run hold ~160 MiB more). The number is drawn by CSS from `data-seq`, the
+   * tooltip is made when the line is pointed at. */
   function lineElement(line: OutputLine, index: number): HTMLElement {
     const segments = segmentsAt(index, line);
-    const text = el("span", { class: "line-text" }, ...ansiNodes(markMatches(segments, findQuery)));
     const classes = ["output-line"];
     if (line.stream === "stderr") classes.push("stderr");
     if (index === markedIndex) classes.push("marked");
-    return el(
+    const element = el(
       "div",
-      {
-        class: classes.join(" "),
-        title: line.node ? `${line.node} · ${line.stream} · +${(line.at_ms / 1000).toFixed(1)} s` : line.stream,
-        attrs: { "data-seq": String(line.seq) },
-      },
-      el("span", { class: "line-no", attrs: { "aria-hidden": "true" } }, String(line.seq)),
-      text,
+      { class: classes.join(" "), attrs: { "data-seq": String(line.seq) } },
+      el("span", { class: "line-text" }, ...ansiNodes(markMatches(segments, findQuery))),
     );
+    lineOf.set(element, line);
+    return element;
   }
+
+  lines.addEventListener("mouseover", (event) => {
+    const element = event.target instanceof Element ? event.target.closest(".output-line") : null;
+    const line = element && lineOf.get(element);
+    if (!element || !line || element.hasAttribute("title")) return;
+    element.setAttribute("title", line.node ? `${line.node} · ${line.stream} · +${(line.at_ms / 1000).toFixed(1)} s` : line.stream);
+  });
 
   /** Where the reader was: a moved element forgets its scroll position. */
   let lastScrollTop = 0;
@@ -240,6 +295,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     } else {
       source = new ScannedSource(backend, runId, filter);
     }
+    forgetDrawn();
     render();
   }
 
@@ -304,32 +360,46 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     }
   }
 
+  /** The run has `total` lines now. */
+  function grow(total: number): void {
+    if (source instanceof ScannedSource || total > source.count()) {
+      source.grew(total);
+      render();
+      return;
+    }
+    // The notice counts the lines this app saw printed; the store may hold more (a run followed
+    // since midway, lines skipped in a flood): ask it.
+    if (probing) return;
+    probing = true;
+    const asked = source;
+    backend
+      .runOutput(runId, { fromSeq: 1, limit: 1 })
+      .then((probe) => {
+        if (asked === source && probe.total > source.count()) {
+          source.grew(probe.total);
+          render();
+        }
+      })
+      .catch((error: unknown) => options.onError?.(error))
+      .finally(() => (probing = false));
+  }
+
   void start().catch((error: unknown) => options.onError?.(error));
 
   return {
     element,
     grew(total) {
       if (!started) return;
-      if (source instanceof ScannedSource || total > source.count()) {
-        source.grew(total);
-        render();
-        return;
-      }
-      // The notice counts the lines this app saw printed; the store may hold more (a run followed
-      // since midway, lines skipped in a flood): ask it.
-      if (probing) return;
-      probing = true;
-      const asked = source;
-      backend
-        .runOutput(runId, { fromSeq: 1, limit: 1 })
-        .then((probe) => {
-          if (asked === source && probe.total > source.count()) {
-            source.grew(probe.total);
-            render();
-          }
-        })
-        .catch((error: unknown) => options.onError?.(error))
-        .finally(() => (probing = false));
+      grownTo = Math.max(grownTo, total);
+      if (growthSoon !== null) return;
+      growthSoon = setTimeout(
+        () => {
+          growthSoon = null;
+          lastGrowthDrawn = Date.now();
+          grow(grownTo);
+        },
+        Math.max(0, lastGrowthDrawn + GROWTH_DRAW_MS - Date.now()),
+      );
     },
     async showLine(seq) {
       if (filter.node !== null || filter.stream !== null) {
@@ -339,6 +409,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
       }
       const probe = await backend.runOutput(runId, { fromSeq: 1, limit: 1 });
       source = new IndexedSource(backend, runId, probe.total);
+      forgetDrawn();
       const index = source.indexOfSeq(seq);
       if (index === null) return;
       markedIndex = index;
@@ -347,6 +418,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     following: () => isFollowing,
     redraw() {
       if (!isFollowing) scroller.scrollTop = lastScrollTop;
+      forgetDrawn();
       render();
     },
   };

@@ -47,6 +47,24 @@ describe("IndexedSource", () => {
     await source.load(800, 900);
     expect(source.line(899)?.seq).toBe(900);
   });
+
+  it("keeps showing a short last page while it is fetched again, and says where the loaded tail ends", async () => {
+    const backend = fakeBackend();
+    backend.output.set("r", lines(700));
+    const source = new IndexedSource(backend, "r", 700);
+    await source.load(600, 700);
+    expect(source.loadedTail()).toBe(700);
+    backend.output.set("r", lines(1_200));
+    source.grew(1_200);
+    expect(source.line(699)?.seq).toBe(700);
+    expect(source.loadedTail()).toBe(700);
+    await source.load(1_100, 1_200);
+    expect(source.loadedTail()).toBe(1_200);
+    expect(source.line(899)).toBeUndefined();
+    await source.load(850, 900);
+    expect(source.line(899)?.seq).toBe(900); // the short page was fetched again
+    expect(new IndexedSource(backend, "r", 1_200).loadedTail()).toBe(0);
+  });
 });
 
 describe("ScannedSource", () => {

@@ -42,6 +42,9 @@ export class IndexedSource implements LineSource {
   private total: number;
   private readonly pages = new LruCache<number, OutputLine[]>(CACHED_PAGES);
   private readonly inFlight = new Map<number, Promise<void>>();
+  /** Pages fetched short that the run has written more lines into: their lines are still shown,
+   * and they are fetched again when asked for. */
+  private readonly stale = new Set<number>();
 
   constructor(
     private readonly backend: Backend,
@@ -64,7 +67,7 @@ export class IndexedSource implements LineSource {
     let fetched = false;
     const last = Math.min(end, this.total) - 1;
     for (let page = Math.floor(first / PAGE_LINES); page <= Math.floor(last / PAGE_LINES); page++) {
-      if (this.pages.has(page)) continue;
+      if (this.pages.has(page) && !this.stale.has(page)) continue;
       let fetching = this.inFlight.get(page);
       if (!fetching) {
         fetched = true;
@@ -80,6 +83,7 @@ export class IndexedSource implements LineSource {
   private async fetchPage(page: number): Promise<void> {
     const result = await this.backend.runOutput(this.runId, { fromSeq: page * PAGE_LINES + 1, limit: PAGE_LINES });
     this.pages.set(page, result.lines);
+    this.stale.delete(page);
     if (result.total > this.total) this.grew(result.total);
   }
 
@@ -89,9 +93,23 @@ export class IndexedSource implements LineSource {
 
   grew(total: number): void {
     if (total <= this.total) return;
-    // The last page was fetched short: it is fetched again with its new lines.
-    this.pages.deleteWhere((page) => (page + 1) * PAGE_LINES > this.total);
+    // The last page was fetched short: it is fetched again with its new lines (and shown as it
+    // is meanwhile).
+    for (const page of this.pages.keys()) if ((page + 1) * PAGE_LINES > this.total) this.stale.add(page);
     this.total = total;
+  }
+
+  /** Where the loaded lines at the tail end: the line count when the last line is loaded; while
+   * the newest lines are being fetched, the end of the ones before them (0: none loaded there). A
+   * view following a flood shows those rather than placeholders. */
+  loadedTail(): number {
+    if (this.total === 0 || this.line(this.total - 1)) return this.total;
+    let tail = 0;
+    for (const page of this.pages.keys()) {
+      const length = this.pages.get(page)?.length ?? 0;
+      if (length > 0) tail = Math.max(tail, Math.min(this.total, page * PAGE_LINES + length));
+    }
+    return tail;
   }
 
   indexOfSeq(seq: number): number | null {

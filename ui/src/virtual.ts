@@ -123,6 +123,11 @@ export class LruCache<K, V> {
     this.entries.delete(key);
   }
 
+  /** The keys, oldest first. */
+  keys(): K[] {
+    return [...this.entries.keys()];
+  }
+
   /** Drops every entry whose key matches. */
   deleteWhere(matches: (key: K) => boolean): void {
     for (const key of [...this.entries.keys()]) if (matches(key)) this.entries.delete(key);
