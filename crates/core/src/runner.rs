@@ -183,6 +183,8 @@ struct Shared {
     subscribers: Mutex<Vec<SyncSender<RunEvent>>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     indexer: Mutex<Option<JoinHandle<()>>>,
+    /// Variables of the studio's own environment the agents do not get.
+    hidden_variables: Mutex<Vec<String>>,
 }
 
 impl Shared {
@@ -240,6 +242,13 @@ impl Supervisor {
         Supervisor::start_with(store, Some(keeper))
     }
 
+    /// The agents started from now on do not get these variables of the studio's environment
+    /// (the app sets some for its own window: they are not the agents' business).
+    pub fn hide_variables(&self, names: &[&str]) {
+        *self.shared.hidden_variables.lock().expect("hidden variables lock") =
+            names.iter().map(|name| (*name).to_owned()).collect();
+    }
+
     fn start_with(store: Arc<Store>, keeper: Option<Keeper>) -> Supervisor {
         let shared = Arc::new(Shared {
             store,
@@ -249,6 +258,7 @@ impl Supervisor {
             subscribers: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             indexer: Mutex::new(None),
+            hidden_variables: Mutex::new(Vec::new()),
         });
         let indexer = shared.clone();
         let spawned = std::thread::Builder::new()
@@ -352,6 +362,9 @@ impl Supervisor {
             .stderr(Stdio::piped())
             .process_group(0);
         for variable in CI_ID_VARIABLES {
+            child_command.env_remove(variable);
+        }
+        for variable in shared.hidden_variables.lock().expect("hidden variables lock").iter() {
             child_command.env_remove(variable);
         }
         child_command

@@ -8,7 +8,8 @@
 //!
 //! ```text
 //! zibby-test-agent [run] [--nodes SPEC] [--fail NODE] [--stop-after NODE] [--ignore-stop]
-//!                  [--linger-ms N] [--lines N] [--prompt TEXT] [--layout engine|documented]
+//!                  [--linger-ms N] [--lines N] [--prompt TEXT] [--print-env NAME]
+//!                  [--layout engine|documented]
 //! zibby-test-agent replay CAPTURE_DIR [--speed F]
 //! zibby-test-agent fill-demo WORKSPACE
 //! ```

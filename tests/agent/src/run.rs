@@ -38,6 +38,9 @@ struct Options {
     no_final_newline: bool,
     /// Wait this long after printing the session line, before the first node.
     wait_before: Duration,
+    /// Print these variables of the environment (`env NAME=value`, or `env NAME unset`) in the
+    /// first node.
+    print_env: Vec<String>,
 }
 
 fn parse_nodes(spec: &str) -> Result<Vec<Node>, String> {
@@ -81,6 +84,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         binary: false,
         no_final_newline: false,
         wait_before: Duration::ZERO,
+        print_env: Vec::new(),
     };
     let mut i = 0;
     while i < args.len() {
@@ -114,6 +118,9 @@ fn parse(args: &[String]) -> Result<Options, String> {
                 options.lines = n.parse().map_err(|_| format!("--lines: `{n}`"))?;
             }
             "--prompt" => options.prompt = value_of(args, &mut i, "--prompt")?.to_owned(),
+            "--print-env" => options
+                .print_env
+                .push(value_of(args, &mut i, "--print-env")?.to_owned()),
             "--layout" => match value_of(args, &mut i, "--layout")? {
                 "engine" => options.documented = false,
                 "documented" => options.documented = true,
@@ -322,6 +329,12 @@ pub fn main(args: &[String]) -> Result<u8, String> {
 fn first_node_extras(printer: &Printer, options: &Options) -> Result<(), String> {
     if !options.prompt.is_empty() {
         printer.line(1, &format!("prompt: {}", options.prompt));
+    }
+    for name in &options.print_env {
+        match std::env::var(name) {
+            Ok(value) => printer.line(1, &format!("env {name}={value}")),
+            Err(_) => printer.line(1, &format!("env {name} unset")),
+        }
     }
     if let Ok(path) = std::env::var("ZIBBY_STUDIO_MESSAGES") {
         let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {path}: {e}"))?;

@@ -580,3 +580,27 @@ fn a_capture_replayed_through_the_runner_gives_the_capture_timeline() {
         assert_eq!(node_ends(&events), ended, "{name}");
     }
 }
+
+#[test]
+fn variables_the_studio_hides_do_not_reach_the_agents() {
+    let b = bench();
+    let env_lines = |run_id: &str| -> Vec<String> {
+        output_lines(&events_until_finished(&b.events, run_id, Duration::from_secs(30)))
+            .into_iter()
+            .filter(|line| line.contains("env PATH"))
+            .collect()
+    };
+    let args = ["--nodes", "plan:10", "--print-env", "PATH"];
+    let seen = env_lines(&b.supervisor.start(request(&b, &args)).unwrap().run_id);
+    assert!(
+        seen.len() == 1 && seen[0].contains("env PATH=/"),
+        "an agent gets the studio's environment: {seen:?}"
+    );
+
+    b.supervisor.hide_variables(&["PATH"]);
+    let seen = env_lines(&b.supervisor.start(request(&b, &args)).unwrap().run_id);
+    assert!(
+        seen.len() == 1 && seen[0].contains("env PATH unset"),
+        "a hidden variable is not passed on: {seen:?}"
+    );
+}
