@@ -69,6 +69,31 @@ pub fn switch_workspace<R: Runtime>(app: &AppHandle<R>, path: &Path) -> Result<W
     Ok(info)
 }
 
+/// WebKit's switch (WebKitGTK 2.46 and later) to rasterise pages on the CPU.
+pub const CPU_RENDERING_VARIABLE: &str = "WEBKIT_SKIA_ENABLE_CPU_RENDERING";
+
+/// Without a GPU (no DRM render node, so OpenGL is Mesa's software rasteriser) the window
+/// rasterises on the CPU: WebKit's default there, GPU rasterisation on software GL, made the web
+/// process hold 90 to 250 MiB more for no speed (docs/benchmarks.md). With a GPU, or where the
+/// user set the variable, WebKit's choice stands. Must run before any thread starts (it sets a
+/// variable of the process's environment, which the web process inherits). Returns whether it set
+/// it: then the agents the app starts are not given it.
+pub fn choose_rendering() -> bool {
+    if std::env::var_os(CPU_RENDERING_VARIABLE).is_some() || has_render_node() {
+        return false;
+    }
+    std::env::set_var(CPU_RENDERING_VARIABLE, "1");
+    true
+}
+
+fn has_render_node() -> bool {
+    std::fs::read_dir("/dev/dri").is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|entry| entry.file_name().to_string_lossy().starts_with("renderD"))
+    })
+}
+
 /// The window's title names the workspace: `<folder> - Zibby Studio` (ASCII: it is also the X window name).
 pub fn show_workspace_in_title<R: Runtime>(app: &AppHandle<R>, workspace: &studio_core::Workspace) {
     if let Some(window) = app.get_webview_window("main") {

@@ -121,7 +121,12 @@ pub fn run() {
             std::process::exit(2);
         }
     };
+    // Before any thread starts.
+    let cpu_rendering = desktop::choose_rendering();
     init_tracing();
+    if cpu_rendering {
+        tracing::info!("no GPU render node: the window rasterises on the CPU");
+    }
     if let Err(message) = check_display() {
         eprintln!("zibby-studio: {message}");
         std::process::exit(1);
@@ -131,6 +136,9 @@ pub fn run() {
     let instance_id = store_location.as_ref().ok().map(single_instance_id);
     let (studio, run_events) = Studio::open(workspace.as_deref(), store_location);
     let needs_workspace = studio.workspace().is_err_and(|error| error.code == "no_workspace");
+    if cpu_rendering {
+        studio.hide_variables_from_agents(&[desktop::CPU_RENDERING_VARIABLE]);
+    }
 
     let mut builder = tauri::Builder::default();
     // First: a second launch on the same store hands over its arguments and exits.

@@ -203,6 +203,13 @@ impl Studio {
         lock(&self.supervisor).as_ref().map_or(0, |s| s.live_runs().len())
     }
 
+    /// The agents started from now on do not get these variables (set by the app for its window).
+    pub fn hide_variables_from_agents(&self, names: &[&str]) {
+        if let Some(supervisor) = lock(&self.supervisor).as_ref() {
+            supervisor.hide_variables(names);
+        }
+    }
+
     /// Whether quitting can leave the live runs running (they go through the run keeper).
     pub fn can_keep_runs(&self) -> bool {
         self.can_keep_runs
