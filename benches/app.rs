@@ -5,8 +5,9 @@
 //! 2. responsiveness: the longest the page's event loop is busy (what an input waits at most)
 //!    while a run prints about 10,000 lines a second into the open output view, against the same
 //!    page idle;
-//! 3. webview memory: the WebKit web process's resident memory with a 1 GB output open and
-//!    scrolled, against the same with a small output open.
+//! 3. webview memory: the WebKit web process's memory with a 1 GB output open and scrolled
+//!    (opened after its run, and followed live), against the same with a 1 MB output and with an
+//!    empty page.
 //!
 //! `cargo bench -p zibby-studio --bench app` (needs a display: `xvfb-run -a`); figures go to
 //! stdout and into docs/benchmarks.md by hand. Nothing here asserts a time.
@@ -55,31 +56,54 @@ async fn launch() {
             first.push(launch_to_table(&workspace).await);
             again.push(launch_to_table(&workspace).await);
         }
-        for (which, mut figures) in [("first launch", first), ("next launches", again)] {
-            figures.sort();
-            let all: Vec<String> = figures.iter().map(|f| f.as_millis().to_string()).collect();
-            println!(
-                "launch to a usable table, {sessions:>6} sessions, {which}: median {} ms (of {ROUNDS}: {})",
-                figures[ROUNDS / 2].as_millis(),
-                all.join(", ")
-            );
+        for (which, figures) in [("first launch", first), ("next launches", again)] {
+            for (what, mut figures) in [
+                ("on screen", figures.iter().map(|f| f.1).collect::<Vec<_>>()),
+                ("in the page", figures.iter().map(|f| f.0).collect()),
+            ] {
+                figures.sort();
+                let all: Vec<String> = figures.iter().map(|f| f.as_millis().to_string()).collect();
+                println!(
+                    "launch to a usable table ({what}), {sessions:>6} sessions, {which}: median {} ms (of {ROUNDS}: {})",
+                    figures[ROUNDS / 2].as_millis(),
+                    all.join(", ")
+                );
+            }
         }
     }
 }
 
-/// From the app process's start to the first row of the table drawn.
-async fn launch_to_table(workspace: &Workspace) -> Duration {
+/// From the app process's start to the first row of the table: in the page (as WebDriver finds
+/// it), and on screen (the page's `workspace-shown` mark, set after the frame that shows it).
+async fn launch_to_table(workspace: &Workspace) -> (Duration, Duration) {
     let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
     // Polled every few ms: the moment the first row is there.
-    let shown = loop {
+    let in_page = loop {
         if app.client.find(Locator::Css("tr[data-session-id]")).await.is_ok() {
             break SystemTime::now();
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
+    let shown: f64 = eventually("the page marks the frame that shows the workspace", || async {
+        let mark = app
+            .client
+            .execute(
+                "const mark = performance.getEntriesByName('workspace-shown')[0]; \
+                 return mark ? performance.timeOrigin + mark.startTime : null;",
+                vec![],
+            )
+            .await
+            .map_err(|error| error.to_string())?;
+        mark.as_f64().ok_or("not yet".to_owned())
+    })
+    .await;
     let started = process_start(&workspace.db());
     app.close().await;
-    shown.duration_since(started).unwrap_or_default()
+    let shown = UNIX_EPOCH + Duration::from_micros((shown * 1000.0) as u64);
+    (
+        in_page.duration_since(started).unwrap_or_default(),
+        shown.duration_since(started).unwrap_or_default(),
+    )
 }
 
 /// When the app opened on `db` started, from /proc (10 ms resolution).
@@ -97,17 +121,39 @@ fn process_start(db: &Path) -> SystemTime {
 
 // ---- 2. responsiveness ----
 
-/// For `seconds`, a 16 ms timer in the page; returns the largest and the 99th percentile of how
-/// late it fired (ms): how long the page was busy with something else.
-async fn event_loop_lag(client: &Client, seconds: u64) -> (f64, f64) {
+/// For `seconds`, a 16 ms timer in the page: how late it fired, which is how long the page was
+/// busy with something else (what an input would have waited).
+async fn event_loop_lag(client: &Client, seconds: u64) -> Lag {
     let script = "const [seconds, done] = [arguments[0], arguments[arguments.length - 1]]; \
         const lags = []; let last = performance.now(); const end = last + seconds * 1000; \
         function tick() { const now = performance.now(); lags.push(Math.max(0, now - last - 16)); last = now; \
           if (now < end) setTimeout(tick, 16); else { lags.sort((a, b) => a - b); \
-            done([lags[lags.length - 1], lags[Math.floor(lags.length * 0.99)]]); } } \
+            done([lags[lags.length - 1], lags[Math.floor(lags.length * 0.99)], lags.filter(l => l > 50).length]); } } \
         setTimeout(tick, 16);";
     let value = client.execute_async(script, vec![json!(seconds)]).await.unwrap();
-    (value[0].as_f64().unwrap(), value[1].as_f64().unwrap())
+    Lag {
+        max: value[0].as_f64().unwrap(),
+        p99: value[1].as_f64().unwrap(),
+        over_50_ms: value[2].as_u64().unwrap(),
+    }
+}
+
+/// How late a 16 ms timer in the page fired (ms).
+struct Lag {
+    max: f64,
+    p99: f64,
+    /// How many times it was more than 50 ms late.
+    over_50_ms: u64,
+}
+
+impl std::fmt::Display for Lag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "max {:.0} ms, p99 {:.0} ms, {} over 50 ms",
+            self.max, self.p99, self.over_50_ms
+        )
+    }
 }
 
 async fn responsiveness() {
@@ -116,10 +162,11 @@ async fn responsiveness() {
     let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
     let client = &app.client;
     wait_for(client, "#run-agent option").await;
-    let (idle_max, idle_p99) = event_loop_lag(client, 3).await;
+    let idle = event_loop_lag(client, 3).await;
 
     wait_for(client, "#run-prompt").await.send_keys("flood").await.unwrap();
     wait_for(client, "#run-button").await.click().await.unwrap();
+    let clicked = Instant::now();
     wait_for(client, "#session-view").await;
     harness::click(client, "[data-tab='output']").await;
     lines_shown(client).await;
@@ -131,14 +178,17 @@ async fn responsiveness() {
         .clone();
     let started = Instant::now();
     let before = store.output_line_count(&run).unwrap();
-    let (busy_max, busy_p99) = event_loop_lag(client, 5).await;
+    let first_lines = clicked.elapsed();
+    let busy = event_loop_lag(client, 5).await;
     let after = store.output_line_count(&run).unwrap();
+    assert!(after > before, "the run printed while the lag was measured");
     let rate = (after - before) as f64 / started.elapsed().as_secs_f64();
     let shown = shown_seq(client).await;
     println!(
-        "event loop, idle: max {idle_max:.0} ms, p99 {idle_p99:.0} ms; while the output view follows a run \
-         printing {rate:.0} lines/s (stored; the view showed line {shown} of {after} at the end): \
-         max {busy_max:.0} ms, p99 {busy_p99:.0} ms"
+        "event loop, idle: {idle}; while the output view follows a run printing {rate:.0} lines/s \
+         (stored; the view showed line {shown} of {after} at the end): {busy}; the view showed the \
+         run's first lines {:.1} s after Run was pressed",
+        first_lines.as_secs_f64()
     );
     app.close().await;
 }
@@ -180,61 +230,90 @@ async fn memory() {
     );
     app.close().await;
     for megabytes in [1usize, 1024] {
-        let flood = megabytes.to_string();
-        let workspace = Workspace::with_test_agent(&["--nodes", "plan:10", "--flood-mb", &flood]);
-        let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
-        let client = &app.client;
-        wait_for(client, "#run-agent option").await;
-        wait_for(client, "#run-prompt").await.send_keys("flood").await.unwrap();
-        let began = Instant::now();
-        wait_for(client, "#run-button").await.click().await.unwrap();
-        tokio::time::timeout(Duration::from_secs(600), async {
-            loop {
-                if client
-                    .find(Locator::Css(".live-run[data-status='success']"))
-                    .await
-                    .is_ok()
-                {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-        })
-        .await
-        .expect("the flood ends within 10 minutes");
-        let run_took = began.elapsed();
+        // The output opened once the run has ended (the session view closed while it ran), then
+        // the same followed live from the first line (the view opens with the run).
+        for followed in [false, true] {
+            memory_with_output(megabytes, followed).await;
+        }
+    }
+}
+
+/// The web process's memory with the output of a run that printed `megabytes` open, scrolled to
+/// the middle, a quarter and the end; then, for the one followed live, 20 s later (what WebKit
+/// gives back of what following allocated), on the Timeline tab and with the view closed.
+async fn memory_with_output(megabytes: usize, followed: bool) {
+    let flood = megabytes.to_string();
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:10", "--flood-mb", &flood]);
+    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    let client = &app.client;
+    wait_for(client, "#run-agent option").await;
+    wait_for(client, "#run-prompt").await.send_keys("flood").await.unwrap();
+    let began = Instant::now();
+    wait_for(client, "#run-button").await.click().await.unwrap();
+    if followed {
         wait_for(client, "#session-view").await;
         harness::click(client, "[data-tab='output']").await;
-        lines_shown(client).await;
-        let opened = Instant::now();
-        // Up to the middle and back to the end, as a reader would.
-        for fraction in ["0.5", "0.25", "1"] {
-            client
-                .execute(
-                    &format!(
-                        "const o = document.querySelector('.output-scroller'); \
-                         o.scrollTop = o.scrollHeight * {fraction}; return null;"
-                    ),
-                    vec![],
-                )
+    } else {
+        wait_for(client, "#session-view").await;
+        harness::click(client, "#session-close").await;
+    }
+    tokio::time::timeout(Duration::from_secs(600), async {
+        loop {
+            if client
+                .find(Locator::Css(".live-run[data-status='success']"))
                 .await
-                .unwrap();
-            tokio::time::sleep(Duration::from_millis(700)).await;
+                .is_ok()
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        let lines = eventually("lines are shown", || async {
-            let seq = shown_seq(client).await;
-            (seq > 0).then_some(seq).ok_or("none".to_owned())
-        })
-        .await;
-        let memory = webview_memory(&workspace.db());
-        println!(
-            "webview memory with a {megabytes} MB output open (last line shown {lines}, run took {:.1} s, \
-             scrolled in {:.1} s): WebKitWebProcess {memory}",
-            run_took.as_secs_f64(),
-            opened.elapsed().as_secs_f64()
-        );
-        // Where it goes: the same session on its Timeline tab (the output view gone), then the
-        // session view closed.
+    })
+    .await
+    .expect("the flood ends within 10 minutes");
+    let run_took = began.elapsed();
+    if !followed {
+        harness::click(client, "tr[data-session-id] .session-id").await;
+        wait_for(client, "#session-view").await;
+        harness::click(client, "[data-tab='output']").await;
+    }
+    lines_shown(client).await;
+    let opened = Instant::now();
+    // Up to the middle and back to the end, as a reader would.
+    for fraction in ["0.5", "0.25", "1"] {
+        client
+            .execute(
+                &format!(
+                    "const o = document.querySelector('.output-scroller'); \
+                     o.scrollTop = o.scrollHeight * {fraction}; return null;"
+                ),
+                vec![],
+            )
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    let lines = eventually("lines are shown", || async {
+        let seq = shown_seq(client).await;
+        (seq > 0).then_some(seq).ok_or("none".to_owned())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let how = if followed {
+        "followed live"
+    } else {
+        "opened after the run"
+    };
+    println!(
+        "webview memory, a {megabytes} MB output {how} (last line {lines}, run took {:.1} s, scrolled \
+         in {:.1} s): WebKitWebProcess {}",
+        run_took.as_secs_f64(),
+        opened.elapsed().as_secs_f64(),
+        webview_memory(&workspace.db())
+    );
+    if followed {
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        println!("  20 s later: {}", webview_memory(&workspace.db()));
         harness::click(client, "[data-tab='timeline']").await;
         tokio::time::sleep(Duration::from_secs(2)).await;
         println!("  then on the Timeline tab: {}", webview_memory(&workspace.db()));
@@ -244,40 +323,73 @@ async fn memory() {
             "  then with the session view closed: {}",
             webview_memory(&workspace.db())
         );
-        app.close().await;
     }
+    app.close().await;
 }
 
 /// The memory of the WebKit web process of the app opened on `db`, from its smaps_rollup:
 /// resident (shared libraries counted whole), proportional (shared pages divided among their
 /// processes) and private.
 fn webview_memory(db: &Path) -> String {
+    let web = webview_process(db);
+    let rollup = fs::read_to_string(format!("/proc/{web}/smaps_rollup")).unwrap();
+    let kib = |field: &str| -> u64 {
+        rollup
+            .lines()
+            .find_map(|line| line.strip_prefix(field))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let private = kib("Private_Clean:") + kib("Private_Dirty:");
+    let mut figures = format!(
+        "RSS {} MiB, PSS {} MiB, private {} MiB",
+        kib("Rss:") / 1024,
+        kib("Pss:") / 1024,
+        private / 1024
+    );
+    if std::env::var_os("BENCH_MEMORY_DETAIL").is_some() {
+        figures.push_str(&resident_by_mapping(web));
+    }
+    figures
+}
+
+/// The WebKit web process of the app opened on `db`.
+fn webview_process(db: &Path) -> u32 {
     let app = *harness::app_processes(db).first().expect("the app runs");
-    for entry in fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|pid| pid.parse::<u32>().ok()) else {
-            continue;
-        };
-        let is_web =
-            fs::read_to_string(entry.path().join("comm")).is_ok_and(|comm| comm.starts_with("WebKitWebProces"));
-        if is_web && parent_of(pid) == Some(app) {
-            let rollup = fs::read_to_string(entry.path().join("smaps_rollup")).unwrap();
-            let kib = |field: &str| -> u64 {
-                rollup
-                    .lines()
-                    .find_map(|line| line.strip_prefix(field))
-                    .and_then(|v| v.split_whitespace().next()?.parse().ok())
-                    .unwrap_or(0)
-            };
-            let private = kib("Private_Clean:") + kib("Private_Dirty:");
-            return format!(
-                "RSS {} MiB, PSS {} MiB, private {} MiB",
-                kib("Rss:") / 1024,
-                kib("Pss:") / 1024,
-                private / 1024
-            );
+    fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .find(|&pid| {
+            fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|comm| comm.starts_with("WebKitWebProces"))
+                && parent_of(pid) == Some(app)
+        })
+        .unwrap_or_else(|| panic!("no WebKitWebProcess under the app {app}"))
+}
+
+/// With `BENCH_MEMORY_DETAIL` set: the process's resident memory by mapping (anonymous memory as
+/// one line, files by name), the twelve largest, to see where it goes.
+fn resident_by_mapping(pid: u32) -> String {
+    let smaps = fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let mut by_name = std::collections::HashMap::<String, u64>::new();
+    let mut name = String::new();
+    for line in smaps.lines() {
+        let mut fields = line.split_whitespace();
+        let first = fields.next().unwrap_or_default();
+        if first.contains('-') && first.chars().next().is_some_and(|c| c.is_ascii_hexdigit()) {
+            let path = fields.nth(4).unwrap_or("[anonymous]");
+            name = path.rsplit('/').next().unwrap_or(path).to_owned();
+        } else if first == "Rss:" {
+            *by_name.entry(name.clone()).or_default() += fields.next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         }
     }
-    panic!("no WebKitWebProcess under the app {app}");
+    let mut largest: Vec<_> = by_name.into_iter().collect();
+    largest.sort_by_key(|(_, kib)| std::cmp::Reverse(*kib));
+    largest
+        .iter()
+        .take(12)
+        .map(|(name, kib)| format!("\n    {:>7.1} MiB  {name}", *kib as f64 / 1024.0))
+        .collect()
 }
 
 /// Field `index` of `/proc/<pid>/stat`, counted after the command name (0: state, 1: parent,
