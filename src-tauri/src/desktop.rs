@@ -74,7 +74,7 @@ pub const CPU_RENDERING_VARIABLE: &str = "WEBKIT_SKIA_ENABLE_CPU_RENDERING";
 
 /// Without a GPU (no DRM render node, so OpenGL is Mesa's software rasteriser) the window
 /// rasterises on the CPU: WebKit's default there, GPU rasterisation on software GL, made the web
-/// process hold 90 to 250 MiB more for no speed (docs/benchmarks.md). With a GPU, or where the
+/// process hold 80 to 180 MiB more for no speed (docs/benchmarks.md). With a GPU, or where the
 /// user set the variable, WebKit's choice stands. Must run before any thread starts (it sets a
 /// variable of the process's environment, which the web process inherits). Returns whether it set
 /// it: then the agents the app starts are not given it.
