@@ -164,8 +164,7 @@ async fn responsiveness() {
     wait_for(client, "#run-agent option").await;
     let idle = event_loop_lag(client, 3).await;
 
-    wait_for(client, "#run-prompt").await.send_keys("flood").await.unwrap();
-    wait_for(client, "#run-button").await.click().await.unwrap();
+    harness::start_run(client, "flood").await;
     let clicked = Instant::now();
     wait_for(client, "#session-view").await;
     harness::click(client, "[data-tab='output']").await;
@@ -246,17 +245,18 @@ async fn memory_with_output(megabytes: usize, followed: bool) {
     let workspace = Workspace::with_test_agent(&["--nodes", "plan:10", "--flood-mb", &flood]);
     let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
     let client = &app.client;
-    wait_for(client, "#run-agent option").await;
-    wait_for(client, "#run-prompt").await.send_keys("flood").await.unwrap();
     let began = Instant::now();
-    wait_for(client, "#run-button").await.click().await.unwrap();
-    if followed {
-        wait_for(client, "#session-view").await;
-        harness::click(client, "[data-tab='output']").await;
-    } else {
-        wait_for(client, "#session-view").await;
-        harness::click(client, "#session-close").await;
-    }
+    harness::start_run(client, "flood").await;
+    wait_for(client, "#session-view").await;
+    harness::click(
+        client,
+        if followed {
+            "[data-tab='output']"
+        } else {
+            "#session-close"
+        },
+    )
+    .await;
     tokio::time::timeout(Duration::from_secs(600), async {
         loop {
             if client

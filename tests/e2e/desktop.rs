@@ -133,13 +133,7 @@ async fn quitting_with_a_live_run_asks_and_can_leave_it_running() {
     let db = workspace.db();
     let folder = workspace.path().file_name().unwrap().to_string_lossy().into_owned();
     App::run(&workspace, |client| async move {
-        crate::harness::wait_for(&client, "#run-agent option").await;
-        crate::harness::wait_for(&client, "#run-prompt")
-            .await
-            .send_keys("keep me")
-            .await
-            .unwrap();
-        crate::harness::click(&client, "#run-button").await;
+        crate::harness::start_run(&client, "keep me").await;
         crate::harness::wait_for(&client, ".live-run[data-status='running']").await;
         crate::x11::ask_to_close(&folder).expect("ask the window to close");
         crate::harness::wait_for(&client, "#quit-dialog").await;
@@ -206,12 +200,7 @@ async fn quitting_with_a_live_run_can_stop_it_first() {
     let db = workspace.db();
     let folder = workspace.path().file_name().unwrap().to_string_lossy().into_owned();
     App::run(&workspace, |client| async move {
-        crate::harness::wait_for(&client, "#run-prompt")
-            .await
-            .send_keys("stop me on quit")
-            .await
-            .unwrap();
-        crate::harness::click(&client, "#run-button").await;
+        crate::harness::start_run(&client, "stop me on quit").await;
         crate::harness::wait_for(&client, ".live-run .node[data-node='write'][data-status='running']").await;
         crate::x11::ask_to_close(&folder).expect("ask the window to close");
         let stop = crate::harness::wait_for(&client, "#quit-stop").await;

@@ -353,6 +353,17 @@ pub async fn wait_for(client: &Client, css: &str) -> fantoccini::elements::Eleme
     }
 }
 
+/// Starts a run from the Run bar: the workspace's first agent, `prompt`, Run.
+pub async fn start_run(client: &Client, prompt: &str) {
+    wait_for(client, "#run-agent option").await;
+    wait_for(client, "#run-prompt")
+        .await
+        .send_keys(prompt)
+        .await
+        .expect("type the prompt");
+    click(client, "#run-button").await;
+}
+
 /// Waits until `check` returns `Ok`, failing with `what` and the last `Err` it returned.
 pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
 where

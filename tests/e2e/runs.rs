@@ -10,18 +10,12 @@ use studio_core::store::{Store, StoreLocation};
 use studio_core::Status;
 use zibby_studio_shell::Studio;
 
-use crate::harness::{call_backend, click, eventually, screenshot, wait_for, App, Workspace};
+use crate::harness::{call_backend, click, eventually, screenshot, start_run, wait_for, App, Workspace};
 use crate::texts;
 
 /// Three nodes: time to see the first end, and to press Stop during the second even on a busy
 /// machine (a Stop during the last one would let the run succeed).
 const THREE_NODES: &[&str] = &["--nodes", "plan:1500,write:5000,report:1500", "--prompt", "{prompt}"];
-
-async fn start_run(client: &Client, prompt: &str) {
-    let field = wait_for(client, "#run-prompt").await;
-    field.send_keys(prompt).await.expect("type the prompt");
-    wait_for(client, "#run-button").await.click().await.expect("press Run");
-}
 
 async fn text_of(client: &Client, css: &str) -> Result<String, String> {
     let element = client

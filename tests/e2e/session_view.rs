@@ -13,13 +13,7 @@ use crate::texts;
 const XSS: &str = "<img src=x onerror=alert(1)>";
 
 async fn start_run(client: &Client, prompt: &str) -> String {
-    wait_for(client, "#run-agent option").await;
-    wait_for(client, "#run-prompt")
-        .await
-        .send_keys(prompt)
-        .await
-        .expect("type the prompt");
-    click(client, "#run-button").await;
+    crate::harness::start_run(client, prompt).await;
     eventually("the run has a session", || async {
         let ids = read(client, ".live-run .live-session-id").await?;
         ids.into_iter()

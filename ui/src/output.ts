@@ -12,10 +12,6 @@ import type { OutputLine, OutputStream } from "./types";
 import { coversView, isAtEnd, scrollTopOf, virtualWindow } from "./virtual";
 
 export const LINE_HEIGHT = 18;
-/** How often at most a growing run's new lines are drawn: faster is no more readable, and every
- * line drawn in a flood is memory WebKit holds until its next full collection (following a 1 GB
- * run drew ~100 lines ten times a second). */
-const GROWTH_DRAW_MS = 250;
 const MARGIN_LINES = 40;
 /** The viewport assumed when the page has no layout (tests). */
 const FALLBACK_VIEWPORT = 480;
@@ -101,10 +97,6 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   let started = false;
   /** The run's line count is being asked. */
   let probing = false;
-  /** A growing run is drawn at most every GROWTH_DRAW_MS, with the most lines heard of meanwhile. */
-  let grownTo = 0;
-  let growthSoon: ReturnType<typeof setTimeout> | null = null;
-  let lastGrowthDrawn = 0;
 
   const viewport = () => scroller.clientHeight || FALLBACK_VIEWPORT;
 
@@ -226,10 +218,8 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   /** The line each drawn element shows (for its tooltip). */
   const lineOf = new WeakMap<Element, OutputLine>();
 
-  /** A line as little DOM as it takes: following a flood draws thousands a second, and what each
-   * costs adds up in WebKit (measured: a tooltip string and a line-number element per line made
-   * following a 1 GB run hold ~160 MiB more). The number is drawn by CSS from `data-seq`, the
-   * tooltip is made when the line is pointed at. */
+  /** A line as little DOM as it takes (following a flood draws thousands): the number is drawn by
+   * CSS from `data-seq`, the tooltip is made when the line is pointed at. */
   function lineElement(line: OutputLine, index: number): HTMLElement {
     const segments = segmentsAt(index, line);
     const classes = ["output-line"];
@@ -389,17 +379,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   return {
     element,
     grew(total) {
-      if (!started) return;
-      grownTo = Math.max(grownTo, total);
-      if (growthSoon !== null) return;
-      growthSoon = setTimeout(
-        () => {
-          growthSoon = null;
-          lastGrowthDrawn = Date.now();
-          grow(grownTo);
-        },
-        Math.max(0, lastGrowthDrawn + GROWTH_DRAW_MS - Date.now()),
-      );
+      if (started) grow(total);
     },
     async showLine(seq) {
       if (filter.node !== null || filter.stream !== null) {

@@ -42,9 +42,6 @@ export class IndexedSource implements LineSource {
   private total: number;
   private readonly pages = new LruCache<number, OutputLine[]>(CACHED_PAGES);
   private readonly inFlight = new Map<number, Promise<void>>();
-  /** Pages fetched short that the run has written more lines into: their lines are still shown,
-   * and they are fetched again when asked for. */
-  private readonly stale = new Set<number>();
 
   constructor(
     private readonly backend: Backend,
@@ -67,7 +64,7 @@ export class IndexedSource implements LineSource {
     let fetched = false;
     const last = Math.min(end, this.total) - 1;
     for (let page = Math.floor(first / PAGE_LINES); page <= Math.floor(last / PAGE_LINES); page++) {
-      if (this.pages.has(page) && !this.stale.has(page)) continue;
+      if (this.isComplete(page)) continue;
       let fetching = this.inFlight.get(page);
       if (!fetching) {
         fetched = true;
@@ -83,7 +80,6 @@ export class IndexedSource implements LineSource {
   private async fetchPage(page: number): Promise<void> {
     const result = await this.backend.runOutput(this.runId, { fromSeq: page * PAGE_LINES + 1, limit: PAGE_LINES });
     this.pages.set(page, result.lines);
-    this.stale.delete(page);
     if (result.total > this.total) this.grew(result.total);
   }
 
@@ -91,12 +87,15 @@ export class IndexedSource implements LineSource {
     return false;
   }
 
+  /** Whether a page is here with every line the run has for it. A page fetched short (the run
+   * went on since) is still shown, and fetched again when asked for. */
+  private isComplete(page: number): boolean {
+    const lines = this.pages.get(page);
+    return lines !== undefined && (lines.length === PAGE_LINES || page * PAGE_LINES + lines.length >= this.total);
+  }
+
   grew(total: number): void {
-    if (total <= this.total) return;
-    // The last page was fetched short: it is fetched again with its new lines (and shown as it
-    // is meanwhile).
-    for (const page of this.pages.keys()) if ((page + 1) * PAGE_LINES > this.total) this.stale.add(page);
-    this.total = total;
+    this.total = Math.max(this.total, total);
   }
 
   /** Where the loaded lines at the tail end: the line count when the last line is loaded; while
@@ -105,10 +104,7 @@ export class IndexedSource implements LineSource {
   loadedTail(): number {
     if (this.total === 0 || this.line(this.total - 1)) return this.total;
     let tail = 0;
-    for (const page of this.pages.keys()) {
-      const length = this.pages.get(page)?.length ?? 0;
-      if (length > 0) tail = Math.max(tail, Math.min(this.total, page * PAGE_LINES + length));
-    }
+    for (const [page, lines] of this.pages.entries()) tail = Math.max(tail, Math.min(this.total, page * PAGE_LINES + lines.length));
     return tail;
   }
 

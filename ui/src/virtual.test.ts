@@ -77,12 +77,16 @@ describe("LruCache", () => {
     expect(cache.size).toBe(2);
   });
 
-  it("deletes entries by key or by a test on the key", () => {
+  it("deletes entries by key, and lists them oldest first", () => {
     const cache = new LruCache<number, string>(10);
     for (const key of [1, 2, 3, 4]) cache.set(key, String(key));
-    cache.deleteWhere((key) => key >= 3);
-    cache.delete(1);
-    expect([1, 2, 3, 4].map((key) => cache.has(key))).toEqual([false, true, false, false]);
+    cache.delete(3);
+    cache.get(1);
+    expect(cache.entries()).toEqual([
+      [2, "2"],
+      [4, "4"],
+      [1, "1"],
+    ]);
   });
 });
 

@@ -90,50 +90,45 @@ function clamp(value: number, min: number, max: number): number {
 
 /** A least-recently-used cache: holds at most `capacity` entries, dropping the one used longest ago. */
 export class LruCache<K, V> {
-  private readonly entries = new Map<K, V>();
+  private readonly map = new Map<K, V>();
 
   constructor(readonly capacity: number) {}
 
   get size(): number {
-    return this.entries.size;
+    return this.map.size;
   }
 
   get(key: K): V | undefined {
-    const value = this.entries.get(key);
+    const value = this.map.get(key);
     if (value === undefined) return undefined;
-    this.entries.delete(key);
-    this.entries.set(key, value);
+    this.map.delete(key);
+    this.map.set(key, value);
     return value;
   }
 
   has(key: K): boolean {
-    return this.entries.has(key);
+    return this.map.has(key);
   }
 
   set(key: K, value: V): void {
-    this.entries.delete(key);
-    this.entries.set(key, value);
-    while (this.entries.size > this.capacity) {
-      const oldest = this.entries.keys().next().value as K;
-      this.entries.delete(oldest);
+    this.map.delete(key);
+    this.map.set(key, value);
+    while (this.map.size > this.capacity) {
+      const oldest = this.map.keys().next().value as K;
+      this.map.delete(oldest);
     }
   }
 
   delete(key: K): void {
-    this.entries.delete(key);
+    this.map.delete(key);
   }
 
-  /** The keys, oldest first. */
-  keys(): K[] {
-    return [...this.entries.keys()];
-  }
-
-  /** Drops every entry whose key matches. */
-  deleteWhere(matches: (key: K) => boolean): void {
-    for (const key of [...this.entries.keys()]) if (matches(key)) this.entries.delete(key);
+  /** The entries, oldest first (reading them does not make them recent). */
+  entries(): [K, V][] {
+    return [...this.map.entries()];
   }
 
   clear(): void {
-    this.entries.clear();
+    this.map.clear();
   }
 }
