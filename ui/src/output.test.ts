@@ -101,6 +101,40 @@ describe("the output view", () => {
     expect(view.element.querySelectorAll(".output-pending")).toHaveLength(0);
   });
 
+  it("following a flood, fetches only the lines it shows, one request at a time", async () => {
+    await open(lines(1_000));
+    const before = backend.calls.length;
+    for (let total = 11_000; total <= 200_000; total += 10_000) {
+      backend.output.set("r1", lines(total));
+      view.grew(total);
+    }
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(191_000));
+    const fetched = backend.calls.slice(before).filter((call) => call.startsWith("runOutput(r1") && !call.endsWith(", 1, 1)"));
+    // The first notice's tail, then (the fetch done) the latest: not one fetch per notice.
+    expect(fetched).toHaveLength(2);
+    for (const call of fetched) expect(Number(call.match(/, (\d+)\)$/)?.[1])).toBeLessThanOrEqual(shownSeqs().length);
+  });
+
+  it("keeps following when a scroll event comes while the newest lines are half fetched", async () => {
+    await open(lines(1_000));
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const fetch = backend.runOutput.bind(backend);
+    // The newest lines span two pages: the second page's request is held.
+    backend.runOutput = async (runId, query) => {
+      if (query.fromSeq === 1_501) await held;
+      return fetch(runId, query);
+    };
+    backend.output.set("r1", lines(1_520));
+    view.grew(1_520);
+    await vi.waitFor(() => expect(backend.calls).toContain("runOutput(r1, 1454, 47)"));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    scroller().dispatchEvent(new Event("scroll"));
+    release();
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(1_520));
+    expect(view.following()).toBe(true);
+  });
+
   it("keeps the elements of lines still in view as the run grows, making only the new ones", async () => {
     await open(lines(1_000));
     const before = view.element.querySelector("#output .output-line[data-seq='990']");

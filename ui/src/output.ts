@@ -13,6 +13,8 @@ import { coversView, isAtEnd, scrollTopOf, virtualWindow } from "./virtual";
 
 export const LINE_HEIGHT = 18;
 const MARGIN_LINES = 40;
+/** While following, the newest lines are fetched at most this often. */
+const FOLLOW_INTERVAL_MS = 100;
 /** The viewport assumed when the page has no layout (tests). */
 const FALLBACK_VIEWPORT = 480;
 
@@ -112,6 +114,8 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     return virtualWindow({ scrollTop: scroller.scrollTop, viewport: viewport(), count: laidOutCount(), rowHeight: LINE_HEIGHT, margin });
   }
 
+  /** The height the lines were laid out with, last drawn. */
+  let drawnHeight = 0;
   /** The lines drawn (with every one loaded), as indexes. */
   let drawnRange = { first: 0, end: 0 };
   /** What the drawn lines show (window, count, find, mark): the same again is not redrawn. */
@@ -129,6 +133,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   /** Draws the lines of the current window, then fetches the ones missing and draws again. */
   function render(): void {
     const window = currentWindow();
+    drawnHeight = window.height;
     space.style.height = `${window.height}px`;
     if (isFollowing) {
       scroller.scrollTop = window.height;
@@ -139,13 +144,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     lineCount.textContent = count === 1 ? "1 line" : `${count.toLocaleString("en-US")} lines`;
     note.textContent = source.note() ?? "";
     note.hidden = note.textContent === "";
-    if (isFollowing && laidOutCount() < count) {
-      // The newest lines, fetched; drawn when they are here.
-      void source.load(Math.max(0, count - (window.end - window.first)), count).then(
-        (changed) => changed && render(),
-        (error: unknown) => options.onError?.(error),
-      );
-    }
+    if (isFollowing && laidOutCount() < count) fetchTail(window.end - window.first);
     const marks = `${findQuery}:${markedIndex}`;
     const key = `${window.first}:${window.end}:${count}:${marks}`;
     if (key === drawnKey) return;
@@ -178,6 +177,36 @@ export function createOutputView(options: OutputViewOptions): OutputView {
         (error: unknown) => options.onError?.(error),
       );
     }
+  }
+
+  /** A fetch of the newest lines is under way or waiting for its turn. */
+  let fetchingTail = false;
+  let lastTailFetch = -Infinity;
+
+  /** Fetches the newest `wanted` lines and draws them. One fetch at a time, at most one per
+   * FOLLOW_INTERVAL_MS: a flood prints faster than anyone reads, and each fetch and draw leaves
+   * garbage the web process is slow to give back (a 1 GB flood followed with a fetch per draw grew
+   * it by 150-300 MiB). */
+  function fetchTail(wanted: number): void {
+    if (fetchingTail) return;
+    fetchingTail = true;
+    const fetch = () => {
+      lastTailFetch = performance.now();
+      const count = source.count();
+      source.load(Math.max(0, count - wanted), count).then(
+        (changed) => {
+          fetchingTail = false;
+          if (changed) render();
+        },
+        (error: unknown) => {
+          fetchingTail = false;
+          options.onError?.(error);
+        },
+      );
+    };
+    const wait = lastTailFetch + FOLLOW_INTERVAL_MS - performance.now();
+    if (wait > 0) setTimeout(fetch, wait);
+    else fetch();
   }
 
   /** Lines parsed, with the style in force after each. */
@@ -247,7 +276,8 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   scroller.addEventListener("scroll", () => {
     lastScrollTop = scroller.scrollTop;
     const wasFollowing = isFollowing;
-    isFollowing = isAtEnd(scroller.scrollTop, viewport(), currentWindow().height, LINE_HEIGHT);
+    // At the end of what is drawn: lines loaded since (a fetch half done) are not a scroll up.
+    isFollowing = isAtEnd(scroller.scrollTop, viewport(), drawnHeight, LINE_HEIGHT);
     // A scroll within the margin shows lines already drawn: nothing to do. (Not so past the height
     // cap, where the lines are drawn where the scroll position maps to.)
     const inView = currentWindow(0);

@@ -11,13 +11,23 @@ function lines(count: number, stream: (seq: number) => "stdout" | "stderr" = () 
 const fetches = (calls: string[]) => calls.filter((call) => call.startsWith("runOutput("));
 
 describe("IndexedSource", () => {
-  it("fetches only the pages asked for, once, and maps index i to seq i + 1", async () => {
+  it("fetches only the missing lines asked for, once, and maps index i to seq i + 1", async () => {
     const backend = fakeBackend();
     backend.output.set("r", lines(10_000));
     const source = new IndexedSource(backend, "r", 10_000);
-    await source.load(9_990, 10_000);
-    await source.load(9_995, 10_000);
-    expect(fetches(backend.calls)).toEqual([`runOutput(r, ${19 * PAGE_LINES + 1}, ${PAGE_LINES})`]);
+    expect(await source.load(9_990, 10_000)).toBe(true);
+    expect(await source.load(9_995, 10_000)).toBe(false);
+    await source.load(9_900, 10_000);
+    // Across a page boundary: one request per page.
+    await source.load(PAGE_LINES - 5, PAGE_LINES + 5);
+    expect(fetches(backend.calls)).toEqual([
+      "runOutput(r, 9991, 10)",
+      "runOutput(r, 9901, 90)",
+      `runOutput(r, ${PAGE_LINES - 4}, 5)`,
+      `runOutput(r, ${PAGE_LINES + 1}, 5)`,
+    ]);
+    expect(source.line(9_899)).toBeUndefined();
+    expect(source.line(9_900)?.seq).toBe(9_901);
     expect(source.line(9_999)?.seq).toBe(10_000);
     expect(source.line(0)).toBeUndefined();
     expect(source.indexOfSeq(42)).toBe(41);

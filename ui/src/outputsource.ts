@@ -1,8 +1,8 @@
 // Where the output view gets its lines: never the whole output (it can be 1 GB), only pages of
 // PAGE_LINES lines fetched on demand.
 //
-// - `IndexedSource` (no filter): line i is seq i + 1, so any page can be fetched directly (the view
-//   opens at the tail); pages live in an LRU cache.
+// - `IndexedSource` (no filter): line i is seq i + 1, so any line can be fetched directly (the view
+//   opens at the tail); only the lines asked for are fetched, and kept by page in an LRU cache.
 // - `ScannedSource` (a node or stream filter): which lines match is known only by reading forward,
 //   so matching lines are read from the start, page after page, as the view needs them.
 
@@ -40,8 +40,9 @@ export interface LineSource {
 
 export class IndexedSource implements LineSource {
   private total: number;
+  /** Loaded lines by page; a page may have gaps (only the lines asked for are fetched). */
   private readonly pages = new LruCache<number, OutputLine[]>(CACHED_PAGES);
-  private readonly inFlight = new Map<number, Promise<void>>();
+  private readonly inFlight = new Map<number, Promise<boolean>>();
 
   constructor(
     private readonly backend: Backend,
@@ -59,39 +60,52 @@ export class IndexedSource implements LineSource {
     return this.pages.get(Math.floor(index / PAGE_LINES))?.[index % PAGE_LINES];
   }
 
+  /** Fetches the missing lines of [first, end), and only those: one request per page (from its
+   * first missing line to its last), so a view following a flood fetches what it shows, not
+   * whole pages. */
   async load(first: number, end: number): Promise<boolean> {
-    const wanted: Promise<void>[] = [];
-    let fetched = false;
-    const last = Math.min(end, this.total) - 1;
-    for (let page = Math.floor(first / PAGE_LINES); page <= Math.floor(last / PAGE_LINES); page++) {
-      if (this.isComplete(page)) continue;
-      let fetching = this.inFlight.get(page);
-      if (!fetching) {
-        fetched = true;
-        fetching = this.fetchPage(page).finally(() => this.inFlight.delete(page));
-        this.inFlight.set(page, fetching);
-      }
-      wanted.push(fetching);
+    const last = Math.min(end, this.total);
+    const fetches: Promise<boolean>[] = [];
+    for (let page = Math.floor(first / PAGE_LINES); page * PAGE_LINES < last; page++) {
+      fetches.push(this.loadWithin(page, Math.max(first, page * PAGE_LINES), Math.min(last, (page + 1) * PAGE_LINES)));
     }
-    await Promise.all(wanted);
-    return fetched;
+    return (await Promise.all(fetches)).some(Boolean);
   }
 
-  private async fetchPage(page: number): Promise<void> {
-    const result = await this.backend.runOutput(this.runId, { fromSeq: page * PAGE_LINES + 1, limit: PAGE_LINES });
-    this.pages.set(page, result.lines);
+  /** Fetches the missing lines of [from, to), which lie in `page`; resolves `true` when lines came. */
+  private async loadWithin(page: number, from: number, to: number): Promise<boolean> {
+    // One request per page at a time: what it brings is known before asking again.
+    for (let pending = this.inFlight.get(page); pending; pending = this.inFlight.get(page)) {
+      await pending.catch(() => false);
+    }
+    const loaded = this.pages.get(page);
+    const base = page * PAGE_LINES;
+    while (from < to && loaded?.[from - base]) from++;
+    while (to > from && loaded?.[to - 1 - base]) to--;
+    if (from === to) return false;
+    const fetching = this.fetchLines(page, from, to).finally(() => this.inFlight.delete(page));
+    this.inFlight.set(page, fetching);
+    return fetching;
+  }
+
+  private async fetchLines(page: number, from: number, to: number): Promise<boolean> {
+    const result = await this.backend.runOutput(this.runId, { fromSeq: from + 1, limit: to - from });
+    let loaded = this.pages.get(page);
+    if (!loaded) {
+      loaded = [];
+      this.pages.set(page, loaded);
+    }
+    const base = page * PAGE_LINES;
+    for (const line of result.lines) {
+      const offset = line.seq - 1 - base;
+      if (offset >= 0 && offset < PAGE_LINES) loaded[offset] = line;
+    }
     if (result.total > this.total) this.grew(result.total);
+    return result.lines.length > 0;
   }
 
   async more(): Promise<boolean> {
     return false;
-  }
-
-  /** Whether a page is here with every line the run has for it. A page fetched short (the run
-   * went on since) is still shown, and fetched again when asked for. */
-  private isComplete(page: number): boolean {
-    const lines = this.pages.get(page);
-    return lines !== undefined && (lines.length === PAGE_LINES || page * PAGE_LINES + lines.length >= this.total);
   }
 
   grew(total: number): void {
