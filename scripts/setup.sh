@@ -17,6 +17,8 @@ APT_PACKAGES=(
   python3
   # dbus-run-session: the end-to-end tests' session bus (one window per store goes through it)
   dbus-daemon
+  # a notification daemon: the end-to-end test of the app's desktop notifications reads what it showed
+  dunst
 )
 
 as_root() {

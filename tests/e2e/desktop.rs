@@ -1,11 +1,11 @@
-//! The app on the desktop: one window per store (a second launch hands over its workspace), and
-//! the app's own log file.
+//! The app on the desktop: one window per store (a second launch hands over its workspace), the
+//! app's own log file, quitting with live runs, and the window's remembered place and size.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::{eventually, App, Workspace};
+use crate::harness::{eventually, wait_for, App, Workspace};
 use crate::texts;
 
 /// A second `zibby-studio` on the same store exits at once and the running window opens the
@@ -222,4 +222,162 @@ async fn quitting_with_a_live_run_can_stop_it_first() {
         Some("graceful"),
         "the node finished first"
     );
+}
+
+/// The window opens again where it was left and as large (closed as a window manager closes it).
+#[tokio::test]
+async fn the_window_opens_again_where_and_as_large_as_it_was_left() {
+    const LEFT: (u64, u64, u64, u64) = (70, 50, 1000, 640);
+    let workspace = Workspace::with_sessions(&[crate::PIPELINE]);
+    let db = workspace.db();
+    let folder = workspace.path().file_name().unwrap().to_string_lossy().into_owned();
+    App::run(&workspace, |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        assert_ne!(
+            window_rect(&client).await,
+            Ok(LEFT),
+            "the first launch has the default place and size"
+        );
+        let (x, y, width, height) = LEFT;
+        client
+            .set_window_rect(x as u32, y as u32, width as u32, height as u32)
+            .await
+            .expect("move and resize the window");
+        eventually("the window moved and resized", || async {
+            let rect = window_rect(&client).await?;
+            (rect == LEFT).then_some(()).ok_or(format!("{rect:?}"))
+        })
+        .await;
+        crate::x11::ask_to_close(&folder).expect("ask the window to close");
+    })
+    .await;
+    let gone = Instant::now();
+    while !crate::harness::app_processes(&db).is_empty() {
+        assert!(gone.elapsed() < Duration::from_secs(30), "the app quits");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    App::run(&workspace, |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        assert_eq!(window_rect(&client).await, Ok(LEFT), "x, y, width, height as left");
+    })
+    .await;
+}
+
+async fn window_rect(client: &fantoccini::Client) -> Result<(u64, u64, u64, u64), String> {
+    client.get_window_rect().await.map_err(|e| e.to_string())
+}
+
+/// A run that finishes while the window is not focused is a desktop notification (shown by a real
+/// notification daemon, dunst, on the test's session bus); one that finishes while the window is
+/// focused is not.
+#[tokio::test]
+async fn a_run_that_finishes_while_the_window_is_not_focused_is_a_notification() {
+    let daemon = NotificationDaemon::start();
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:1500", "--prompt", "{prompt}"]);
+    let folder = workspace.path().file_name().unwrap().to_string_lossy().into_owned();
+    App::run(&workspace, |client| async move {
+        wait_for(&client, "#run-agent option").await;
+        crate::harness::start_run(&client, "while focused").await;
+        crate::x11::focus(Some(&folder)).expect("focus the window");
+        wait_for(&client, ".live-run[data-status='success']").await;
+        crate::harness::start_run(&client, "while away").await;
+        crate::x11::focus(None).expect("focus the root window");
+        eventually("both runs succeeded", || async {
+            let done = client
+                .find_all(fantoccini::Locator::Css(".live-run[data-status='success']"))
+                .await
+                .map_err(|e| e.to_string())?;
+            (done.len() == 2).then_some(()).ok_or(format!("{} of 2", done.len()))
+        })
+        .await;
+    })
+    .await;
+    let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(workspace.db())).unwrap();
+    let mut runs = store
+        .runs(&studio_core::Workspace::open(workspace.path()).unwrap(), None)
+        .unwrap();
+    runs.sort_by_key(|run| run.started_at);
+    let [focused, away] = [&runs[0].session_id, &runs[1].session_id];
+    let shown = eventually(
+        "the daemon shows a notification for the run that ended away",
+        || async {
+            let shown = daemon.notifications()?;
+            shown
+                .iter()
+                .any(|(_, body)| body.contains(away.as_str()))
+                .then_some(shown.clone())
+                .ok_or(format!("{shown:?}"))
+        },
+    )
+    .await;
+    assert!(
+        shown
+            .iter()
+            .any(|(summary, body)| summary == "Run success" && body.starts_with(&format!("Session {away}, after "))),
+        "says how the run ended, which session and after how long: {shown:?}"
+    );
+    assert!(
+        !shown.iter().any(|(_, body)| body.contains(focused.as_str())),
+        "no notification for the run that ended while the window was focused: {shown:?}"
+    );
+}
+
+/// dunst, a notification daemon, on the session bus and the X display of the tests.
+struct NotificationDaemon(std::process::Child);
+
+impl NotificationDaemon {
+    fn start() -> NotificationDaemon {
+        let child = Command::new("dunst")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("cannot start dunst, the notification daemon the test needs (apt-get install dunst): {e}")
+            });
+        let mut daemon = NotificationDaemon(child);
+        let started = Instant::now();
+        while daemon.notifications().is_err() {
+            if let Ok(Some(status)) = daemon.0.try_wait() {
+                panic!("dunst exited at start ({status}): is another notification daemon on this session bus?");
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "dunst answers on the session bus"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        daemon
+    }
+
+    /// Every notification it was sent, as (summary, body): shown ones are closed into its history.
+    fn notifications(&self) -> Result<Vec<(String, String)>, String> {
+        let dunstctl = |args: &[&str]| {
+            let out = Command::new("dunstctl")
+                .args(args)
+                .output()
+                .map_err(|e| format!("dunstctl: {e}"))?;
+            if out.status.success() {
+                Ok(out.stdout)
+            } else {
+                Err(format!("dunstctl {args:?}: {}", String::from_utf8_lossy(&out.stderr)))
+            }
+        };
+        dunstctl(&["close-all"])?;
+        let history: serde_json::Value =
+            serde_json::from_slice(&dunstctl(&["history"])?).map_err(|e| format!("dunstctl history: {e}"))?;
+        let field = |notification: &serde_json::Value, name: &str| {
+            notification[name]["data"].as_str().unwrap_or_default().to_owned()
+        };
+        Ok(history["data"][0]
+            .as_array()
+            .map(|all| all.iter().map(|n| (field(n, "summary"), field(n, "body"))).collect())
+            .unwrap_or_default())
+    }
+}
+
+impl Drop for NotificationDaemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
