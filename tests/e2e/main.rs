@@ -6,6 +6,8 @@
 //! xvfb-run -a -s "-screen 0 1280x800x24" cargo test -p zibby-studio --test e2e_app
 //! ```
 //!
+//! Desktop notifications are tested in a binary of their own (`notifications.rs`).
+//!
 //! Screenshots of what the tests saw land in `e2e-screenshots/` (gitignored).
 
 mod desktop;
@@ -13,6 +15,8 @@ mod harness;
 mod pins;
 mod runs;
 mod session_view;
+// Shared with the notifications binary, which uses the rest of it.
+#[allow(dead_code)]
 mod x11;
 
 use std::time::Duration;
