@@ -233,6 +233,16 @@ describe("output notices", () => {
 });
 
 describe("colours over several lines", () => {
+  it("scrolled by a reader, fetches whole pages, carrying colours from the page's first line", async () => {
+    await open(lines(2_000, (seq) => (seq === 510 ? { text: `${ESC}[32mgreen from here` } : {})));
+    const before = backend.calls.length;
+    scrollTo(900 * 18);
+    await vi.waitFor(() => expect(shownSeqs()).toContain(905));
+    expect(backend.calls.slice(before)).toEqual(["runOutput(r1, 501, 500)"]);
+    const line = view.element.querySelector(".output-line[data-seq='905']")!;
+    expect(line.querySelector(".ansi-fg-2")?.textContent).toBe("line 905");
+  });
+
   it("carry over the lines of a page, as in a terminal, and each page starts plain", async () => {
     const all = lines(1_000, (seq) =>
       seq === 499 || seq === 999 ? { text: `${ESC}[32mgreen from here` } : seq === 502 ? { text: `back ${ESC}[0mto plain` } : {},

@@ -13,6 +13,11 @@ import { coversView, isAtEnd, scrollTopOf, virtualWindow } from "./virtual";
 
 export const LINE_HEIGHT = 18;
 const MARGIN_LINES = 40;
+/** The whole pages that hold lines [first, end). */
+function pageBounds(first: number, end: number): [number, number] {
+  return [first - (first % PAGE_LINES), Math.ceil(end / PAGE_LINES) * PAGE_LINES];
+}
+
 /** While following, the newest lines are fetched at most this often. */
 const FOLLOW_INTERVAL_MS = 100;
 /** The viewport assumed when the page has no layout (tests). */
@@ -172,7 +177,10 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     drawnRange = missing ? { first: 0, end: 0 } : { first: window.first, end: window.end };
     drawnKey = missing ? "" : key;
     if (missing || (source instanceof ScannedSource && window.end >= count - MARGIN_LINES)) {
-      void source.load(window.first, window.end).then(
+      // A reader scrolling gets whole pages (fewer requests, and colours carried from the page's
+      // first line); following gets only its window (`fetchTail`).
+      const [first, end] = isFollowing ? [window.first, window.end] : pageBounds(window.first, window.end);
+      void source.load(first, end).then(
         (changed) => changed && render(),
         (error: unknown) => options.onError?.(error),
       );
