@@ -266,3 +266,56 @@ async fn the_window_opens_again_where_and_as_large_as_it_was_left() {
 async fn window_rect(client: &fantoccini::Client) -> Result<(u64, u64, u64, u64), String> {
     client.get_window_rect().await.map_err(|e| e.to_string())
 }
+
+/// Light and dark follow the desktop: with GTK's dark variant asked for (`GTK_THEME=Adwaita:dark`,
+/// as a dark desktop asks for it) the page is told `prefers-color-scheme: dark` and draws dark.
+#[tokio::test]
+async fn light_and_dark_follow_the_desktop() {
+    let workspace = Workspace::with_sessions(&[crate::PIPELINE]);
+    for (theme, dark) in [("Adwaita", false), ("Adwaita:dark", true)] {
+        let app = App::launch_with_env(
+            workspace.path(),
+            &workspace.db(),
+            workspace.data_home(),
+            &[("GTK_THEME", theme)],
+        )
+        .await;
+        wait_for(&app.client, "tr[data-session-id]").await;
+        let seen = app
+            .client
+            .execute(
+                "return [matchMedia('(prefers-color-scheme: dark)').matches, \
+                 getComputedStyle(document.body).backgroundColor]",
+                vec![],
+            )
+            .await
+            .expect("read the colour scheme");
+        let background = seen[1].as_str().unwrap_or_default().to_owned();
+        let channels: Vec<u32> = background
+            .trim_start_matches("rgb(")
+            .trim_end_matches(')')
+            .split(',')
+            .filter_map(|c| c.trim().parse().ok())
+            .collect();
+        assert_eq!(channels.len(), 3, "the page's background: {background}");
+        let brightness = channels.iter().sum::<u32>() / 3;
+        assert_eq!(
+            seen[0],
+            serde_json::json!(dark),
+            "GTK_THEME={theme}: prefers-color-scheme dark"
+        );
+        if dark {
+            assert!(
+                brightness < 60,
+                "GTK_THEME={theme}: a dark background, not {background}"
+            );
+            crate::harness::screenshot(&app.client, "dark.png").await;
+        } else {
+            assert!(
+                brightness > 200,
+                "GTK_THEME={theme}: a light background, not {background}"
+            );
+        }
+        app.close().await;
+    }
+}

@@ -211,8 +211,13 @@ impl App {
     /// Starts `zibby-studio --db <db> <workspace>` with `data_home` as its data folder (its
     /// trash, among others: never the user's) and connects to its window.
     pub async fn launch(workspace: &Path, db: &Path, data_home: &Path) -> App {
+        App::launch_with_env(workspace, db, data_home, &[]).await
+    }
+
+    /// [`App::launch`] with environment variables of the app's own (the desktop's settings).
+    pub async fn launch_with_env(workspace: &Path, db: &Path, data_home: &Path, env: &[(&str, &str)]) -> App {
         require_display();
-        let driver = Driver::start(data_home);
+        let driver = Driver::start(data_home, env);
         let capabilities = json!({
             "browserName": "wry",
             "tauri:options": {
@@ -440,7 +445,7 @@ struct Driver {
 }
 
 impl Driver {
-    fn start(data_home: &Path) -> Driver {
+    fn start(data_home: &Path, env: &[(&str, &str)]) -> Driver {
         let tauri_driver = find_program("tauri-driver").unwrap_or_else(|| {
             panic!(
                 "tauri-driver was not found on PATH nor in $CARGO_HOME/bin. Install it with:\n  \
@@ -462,6 +467,8 @@ impl Driver {
             .env("XDG_DATA_HOME", data_home)
             // The window's remembered size and position: the test's own, never the user's.
             .env("XDG_CONFIG_HOME", data_home.join("config"))
+            // The app is started by WebKitWebDriver, started by tauri-driver: it inherits these.
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone the log handle"))
             .stderr(log)
