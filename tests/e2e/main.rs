@@ -12,6 +12,7 @@
 
 mod desktop;
 mod harness;
+mod keyboard;
 mod pins;
 mod runs;
 mod session_view;
