@@ -13,7 +13,9 @@ use studio_core::agents::{self, Agent};
 use studio_core::files::{FileChunk, FileEntry};
 use studio_core::protocol::Stream;
 use studio_core::runner::StartedRun;
-use studio_core::store::{LogLine, Message, OutputFilter, OutputPage, RunRecord, SearchHit, SessionRow, Span};
+use studio_core::store::{
+    LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, SessionRow, Span,
+};
 use studio_core::{Session, SessionId, Workspace};
 use tauri::{AppHandle, State};
 
@@ -269,6 +271,26 @@ pub fn run_output(
     Ok(studio
         .store()?
         .output_page_filtered(&run_id, from_seq, limit.min(MAX_PAGE_LINES), &filter)?)
+}
+
+/// Find in a run's output: the first line from `from_seq` (or back from it) whose text contains
+/// `query`, ignoring case and ANSI escapes. A call reads a bounded number of lines and says where
+/// to go on, so the window shows progress and can stop.
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn run_output_find(
+    studio: State<'_, Studio>,
+    run_id: String,
+    from_seq: i64,
+    backward: bool,
+    query: String,
+) -> Result<OutputFind, CommandError> {
+    if query.is_empty() {
+        return Err(CommandError {
+            code: "invalid_query",
+            message: "nothing to find: the text to find is empty".into(),
+        });
+    }
+    Ok(studio.store()?.output_find(&run_id, from_seq, backward, &query)?)
 }
 
 /// What quitting does with the live runs: stop them, or leave them running; then quits.

@@ -223,6 +223,7 @@ pub fn run() {
             commands::runs_list,
             commands::run_spans,
             commands::run_output,
+            commands::run_output_find,
             commands::app_quit,
         ])
         .build(tauri::generate_context!());

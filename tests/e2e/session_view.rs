@@ -103,6 +103,28 @@ async fn a_run_opens_in_the_session_view_with_its_timeline_output_logs_and_files
         let images = client.find_all(Locator::Css("img")).await.expect("query the page");
         assert!(images.is_empty(), "no element was made from the agent's output");
         screenshot(&client, "session-output.png").await;
+        // Find in output: the store reads the output for it (case ignored).
+        let find = wait_for(&client, "#output-find").await;
+        find.send_keys("KYOTOPLAN\u{E007}")
+            .await
+            .expect("type a find and press Enter");
+        let found = eventually("Find marks the prompt line", || async {
+            let status = read(&client, ".find-status").await?.join("");
+            let marked = read(&client, "#output .output-line.marked .line-text").await?.join("");
+            (status.starts_with("line ") && marked.contains(&expected))
+                .then_some(status.clone())
+                .ok_or(format!("status `{status}`, marked `{marked}`"))
+        })
+        .await;
+        eprintln!("found: {found}");
+        for (run, query, code) in [
+            ("no-such-run", "x", "run_not_found"),
+            (session_id.as_str(), "", "invalid_query"),
+        ] {
+            let args = vec![json!(run), json!({ "fromSeq": 1, "backward": false, "query": query })];
+            let said = call_backend(&client, "runOutputFind", args).await;
+            assert_eq!(said["error"]["code"], code, "{said}");
+        }
 
         show_tab(&client, "logs").await;
         eventually("the logs say the run started", || async {

@@ -11,6 +11,8 @@ import type {
   FileEntry,
   LogLine,
   Message,
+  OutputFind,
+  OutputFindQuery,
   OutputPage,
   OutputQuery,
   QuitRequest,
@@ -52,6 +54,9 @@ export interface Backend {
   runSpans(runId: string): Promise<Span[]>;
   /** At most `limit` lines with `seq >= fromSeq` that match the filters. */
   runOutput(runId: string, query: OutputQuery): Promise<OutputPage>;
+  /** The first line from `fromSeq` (or back from it) containing `query`, ignoring case and
+   * colours; a call reads a bounded number of lines and says where to go on. */
+  runOutputFind(runId: string, query: OutputFindQuery): Promise<OutputFind>;
   /** Sorted by path. */
   sessionFiles(sessionId: string): Promise<FileEntry[]>;
   /** `path`: relative to the session folder, or absolute inside it. */
@@ -145,6 +150,8 @@ export const tauriBackend: Backend = {
       node: query.node ?? null,
       stream: query.stream ?? null,
     }),
+  runOutputFind: (runId, query) =>
+    call<OutputFind>("run_output_find", { run_id: runId, from_seq: query.fromSeq, backward: query.backward, query: query.query }),
   sessionFiles: (sessionId) => call<FileEntry[]>("session_files", { session_id: sessionId }),
   sessionFileRead: (sessionId, path, offset, limit) =>
     call<FileChunk>("session_file_read", { session_id: sessionId, path, offset, limit }),

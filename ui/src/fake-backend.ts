@@ -2,6 +2,7 @@
 // agents, runs, output and files as the test gives them, pins kept on the rows, events sent with
 // `emit`, `sessionsChanged`, `emitOutput` and `workspaceChanged`.
 
+import { stripAnsi } from "./ansi";
 import type { Backend } from "./backend";
 import type {
   Agent,
@@ -48,6 +49,8 @@ export interface FakeBackend extends Backend {
   runs: RunRecord[];
   spans: Map<string, Span[]>;
   output: Map<string, OutputLine[]>;
+  /** How many lines a find reads per call (the store's budget, small to test going on). */
+  findBudget: number;
   /** Files by session id, then by path relative to the session folder. */
   files: Map<string, Map<string, FakeFile>>;
   /** The calls made, as `name(args)` strings, in order. */
@@ -121,6 +124,7 @@ export function fakeBackend(
     runs: [],
     spans: new Map(),
     output: new Map(),
+    findBudget: 1_000,
     files: new Map(),
     calls: [],
     emit(event) {
@@ -224,6 +228,18 @@ export function fakeBackend(
         lines.push(line);
       }
       return { lines, next_seq: next, total: all.length };
+    },
+    async runOutputFind(runId, query) {
+      backend.calls.push(`runOutputFind(${runId}, ${query.fromSeq}, ${query.backward ? "back" : "forward"}, ${query.query})`);
+      const all = backend.output.get(runId) ?? [];
+      const wanted = query.query.toLowerCase();
+      let scanned = 0;
+      for (let seq = query.fromSeq; seq >= 1 && seq <= all.length; seq += query.backward ? -1 : 1) {
+        if (scanned === backend.findBudget) return { seq: null, next_seq: seq, scanned };
+        scanned += 1;
+        if (stripAnsi(all[seq - 1]!.text).toLowerCase().includes(wanted)) return { seq, next_seq: null, scanned };
+      }
+      return { seq: null, next_seq: null, scanned };
     },
     async sessionFiles(sessionId) {
       const files = backend.files.get(sessionId) ?? new Map<string, FakeFile>();

@@ -183,21 +183,36 @@ describe("the output view", () => {
     await vi.waitFor(() => expect(shownSeqs()).toEqual(Array.from({ length: 10 }, (_, i) => 1_100 + i * 100)));
   });
 
-  it("finds a match in lines not loaded yet, scrolls to it and marks it", async () => {
-    await open(lines(5_000, (seq) => (seq === 1_234 ? { text: `the ${ESC}[1mNeedle${ESC}[0m is here` } : {})));
+  it("finds a match in lines not loaded yet, asking the store, scrolls to it and marks it", async () => {
+    await open(
+      lines(5_000, (seq) =>
+        seq === 1_234 ? { text: `the ${ESC}[1mNeedle${ESC}[0m is here` } : seq === 100 ? { text: "a needle" } : {},
+      ),
+    );
     scrollTo(0);
     const find = view.element.querySelector("#output-find") as HTMLInputElement;
+    const status = () => view.element.querySelector(".find-status")?.textContent;
     find.value = "needle";
     find.dispatchEvent(new Event("input"));
     find.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter" }));
-    await vi.waitFor(() => expect(view.element.querySelector(".find-status")?.textContent).toBe("line 1,234"));
+    await vi.waitFor(() => expect(status()).toBe("line 100"));
+    const before = backend.calls.length;
+    find.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter" }));
+    await vi.waitFor(() => expect(status()).toBe("line 1,234"));
+    // The store reads the lines (a bounded number per call, then on), not the view page by page.
+    expect(backend.calls.slice(before).filter((call) => call.startsWith("runOutputFind("))).toEqual([
+      "runOutputFind(r1, 101, forward, needle)",
+      "runOutputFind(r1, 1101, forward, needle)",
+    ]);
     const marked = view.element.querySelector(".output-line.marked");
     expect(marked?.getAttribute("data-seq")).toBe("1234");
     expect(marked?.querySelector("mark.find-match")?.textContent).toBe("Needle");
     expect(view.following()).toBe(false);
 
     find.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter" }));
-    await vi.waitFor(() => expect(view.element.querySelector(".find-status")?.textContent).toBe("no match below"));
+    await vi.waitFor(() => expect(status()).toBe("no match below"));
+    find.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", shiftKey: true }));
+    await vi.waitFor(() => expect(status()).toBe("line 100"));
   });
 
   it("shows a given line (a search hit)", async () => {

@@ -353,39 +353,67 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     }
   });
 
-  /** The next line (downward, or upward for -1) that contains the query, reading pages as needed. */
+  /** The next line (downward, or upward for -1) that contains the query, ignoring case and
+   * colours. Unfiltered, the store reads the output for it (a 1 GB output in seconds, not page by
+   * page through the window); filtered, the matching lines are read here. */
   async function find(direction: 1 | -1): Promise<void> {
-    const query = findInput.value.toLowerCase();
+    const query = findInput.value;
     if (query === "") return;
     const token = ++findToken;
-    let index = (markedIndex ?? firstVisibleIndex() - direction) + direction;
-    let read = 0;
+    const index = (markedIndex ?? firstVisibleIndex() - direction) + direction;
     findStatus.textContent = "searching…";
+    try {
+      const found =
+        source instanceof IndexedSource
+          ? await findInStore(index, direction, query, token)
+          : await findInLines(index, direction, query.toLowerCase(), token);
+      if (token !== findToken) return;
+      if (found === null) {
+        findStatus.textContent = direction > 0 ? "no match below" : "no match above";
+        return;
+      }
+      markedIndex = found;
+      findStatus.textContent = `line ${(source.line(found)?.seq ?? found + 1).toLocaleString("en-US")}`;
+      scrollToIndex(found);
+    } catch (error) {
+      if (token === findToken) findStatus.textContent = "";
+      options.onError?.(error);
+    }
+  }
+
+  /** The index of the next matching line, asked of the store call by call (each reads a bounded
+   * number of lines); null when there is none, or a newer find took over. */
+  async function findInStore(index: number, direction: 1 | -1, query: string, token: number): Promise<number | null> {
+    let fromSeq: number | null = index + 1;
+    let read = 0;
+    while (fromSeq !== null && fromSeq >= 1 && token === findToken) {
+      const step = await backend.runOutputFind(runId, { fromSeq, backward: direction < 0, query });
+      if (step.seq !== null) return step.seq - 1;
+      read += step.scanned;
+      fromSeq = step.next_seq;
+      if (token === findToken) findStatus.textContent = `searching… ${read.toLocaleString("en-US")} lines read`;
+    }
+    return null;
+  }
+
+  /** The index of the next matching line of a filtered view, reading matching lines as needed. */
+  async function findInLines(index: number, direction: 1 | -1, query: string, token: number): Promise<number | null> {
+    let read = 0;
     while (token === findToken) {
-      if (index < 0) {
-        findStatus.textContent = "no match above";
-        return;
-      }
-      if (index >= source.count() && !(await source.more())) {
-        if (token === findToken) findStatus.textContent = "no match below";
-        return;
-      }
+      if (index < 0) return null;
+      if (index >= source.count() && !(await source.more())) return null;
       const chunkFirst = direction > 0 ? index : Math.max(0, index - PAGE_LINES + 1);
       await source.load(chunkFirst, chunkFirst + PAGE_LINES);
-      if (token !== findToken) return;
+      if (token !== findToken) return null;
       const chunkEnd = Math.min(chunkFirst + PAGE_LINES, source.count());
       for (; index >= chunkFirst && index < chunkEnd; index += direction) {
         const line = source.line(index);
-        if (line && stripAnsi(line.text).toLowerCase().includes(query)) {
-          markedIndex = index;
-          findStatus.textContent = `line ${line.seq.toLocaleString("en-US")}`;
-          scrollToIndex(index);
-          return;
-        }
+        if (line && stripAnsi(line.text).toLowerCase().includes(query)) return index;
         read += 1;
       }
       findStatus.textContent = `searching… ${read.toLocaleString("en-US")} lines read`;
     }
+    return null;
   }
 
   /** The run has `total` lines now. */

@@ -216,6 +216,22 @@ export interface OutputPage {
   total: number;
 }
 
+/** Where a find in a run's output got to (`run_output_find`). */
+export interface OutputFind {
+  /** The line found. */
+  seq: number | null;
+  /** Nothing found yet and more to read: where to go on. */
+  next_seq: number | null;
+  /** How many lines this call read. */
+  scanned: number;
+}
+
+export interface OutputFindQuery {
+  fromSeq: number;
+  backward: boolean;
+  query: string;
+}
+
 export interface OutputQuery {
   fromSeq: number;
   limit: number;

@@ -25,7 +25,7 @@ use crate::session::{SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
 
 pub use migrations::SCHEMA_VERSION;
-pub use output::{OutputFilter, OutputLine, OutputPage, OutputWriter};
+pub use output::{OutputFilter, OutputFind, OutputLine, OutputPage, OutputWriter, FIND_BUDGET_LINES};
 pub use search::SearchHit;
 
 /// Where the store lives.
@@ -769,6 +769,12 @@ impl Store {
         filter: &OutputFilter,
     ) -> Result<OutputPage, Error> {
         output::page(self, run_id, from_seq, limit, filter)
+    }
+
+    /// The first line from `from_seq` (or back from it) whose text contains `query`, ignoring case
+    /// and ANSI escapes; a find reads at most [`FIND_BUDGET_LINES`] lines per call.
+    pub fn output_find(&self, run_id: &str, from_seq: i64, backward: bool, query: &str) -> Result<OutputFind, Error> {
+        output::find(self, run_id, from_seq, backward, query)
     }
 
     /// How many stdout and stderr lines of a run are stored.

@@ -287,6 +287,98 @@ pub(super) fn page(
     })
 }
 
+/// Where a find in a run's output got to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OutputFind {
+    /// The first line found, from where the find started, in its direction.
+    pub seq: Option<i64>,
+    /// No line found yet, and more to read: where to go on (a find reads at most
+    /// [`FIND_BUDGET_LINES`] lines per call, so a caller can show progress and stop).
+    pub next_seq: Option<i64>,
+    /// How many lines this call read.
+    pub scanned: u64,
+}
+
+/// How many lines a find reads at most per call.
+pub const FIND_BUDGET_LINES: u64 = 500_000;
+
+/// The first line of a run's output from `from_seq` on (or, `backward`, from it back to the first
+/// line) whose text contains `query`, ignoring case and ANSI escapes: what the window's Find in
+/// output looks for, read in the store rather than page by page through the window.
+pub(super) fn find(
+    store: &Store,
+    run_id: &str,
+    from_seq: i64,
+    backward: bool,
+    query: &str,
+) -> Result<OutputFind, Error> {
+    let conn = store.conn();
+    let run_key = run_key(store, &conn, run_id)?;
+    let query = query.to_lowercase();
+    let finder = memchr::memmem::Finder::new(query.as_bytes());
+    // The block that holds `from_seq`, then the ones after it (or before it).
+    let sql = if backward {
+        "SELECT first_seq, text FROM output_blocks WHERE run_key = ?1 AND first_seq <= ?2 ORDER BY first_seq DESC"
+    } else {
+        "SELECT first_seq, text FROM output_blocks WHERE run_key = ?1 AND first_seq >= COALESCE(
+            (SELECT MAX(first_seq) FROM output_blocks WHERE run_key = ?1 AND first_seq <= ?2), 0)
+         ORDER BY first_seq"
+    };
+    let mut statement = conn.prepare_cached(sql).map_err(|e| store.sql_error(e))?;
+    let mut rows = statement
+        .query(params![run_key, from_seq])
+        .map_err(|e| store.sql_error(e))?;
+    let mut scanned = 0u64;
+    let mut last_read = None;
+    while scanned < FIND_BUDGET_LINES {
+        let Some(row) = rows.next().map_err(|e| store.sql_error(e))? else {
+            return Ok(OutputFind {
+                seq: None,
+                next_seq: None,
+                scanned,
+            });
+        };
+        let first_seq: i64 = row.get(0).map_err(|e| store.sql_error(e))?;
+        let text: String = row.get(1).map_err(|e| store.sql_error(e))?;
+        // Lowered whole (one allocation per block); escapes stay escapes when lowered.
+        let lowered = text.to_lowercase();
+        let lines = lowered
+            .split('\n')
+            .enumerate()
+            .map(|(i, line)| (first_seq + i as i64, line));
+        let wanted = |&(seq, _): &(i64, &str)| if backward { seq <= from_seq } else { seq >= from_seq };
+        let mut check = |(seq, line): (i64, &str)| {
+            scanned += 1;
+            last_read = Some(seq);
+            finder.find(&crate::protocol::strip_ansi(line.as_bytes())).is_some()
+        };
+        let found = if backward {
+            lines
+                .filter(wanted)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .find(|&line| check(line))
+        } else {
+            lines.filter(wanted).find(|&line| check(line))
+        };
+        if let Some((seq, _)) = found {
+            return Ok(OutputFind {
+                seq: Some(seq),
+                next_seq: None,
+                scanned,
+            });
+        }
+    }
+    let next_seq = last_read.map(|seq| if backward { seq - 1 } else { seq + 1 });
+    let total = stored_lines(store, &conn, run_key)?;
+    Ok(OutputFind {
+        seq: None,
+        next_seq: next_seq.filter(|&seq| seq >= 1 && seq <= total),
+        scanned,
+    })
+}
+
 /// How many lines of output a run has stored.
 pub(super) fn line_count(store: &Store, run_id: &str) -> Result<i64, Error> {
     let conn = store.conn();

@@ -10,7 +10,9 @@ use std::time::{Duration, SystemTime};
 use rusqlite::Connection;
 use studio_core::protocol::Stream;
 use studio_core::store::retention::{plan, Rule};
-use studio_core::store::{Level, NewRun, OutputFilter, RunOutcome, Store, StoreLocation, SCHEMA_VERSION};
+use studio_core::store::{
+    Level, NewRun, OutputFilter, OutputFind, RunOutcome, Store, StoreLocation, FIND_BUDGET_LINES, SCHEMA_VERSION,
+};
 use studio_core::{Error, SessionId, Status, Workspace};
 use tempfile::TempDir;
 
@@ -317,6 +319,71 @@ fn a_filtered_page_over_a_huge_output_returns_early_and_says_where_to_go_on() {
     // Without a filter, a page is as long as asked.
     let all = store.output_page(&run, 1, 300_000).unwrap();
     assert_eq!(all.len(), 300_000);
+}
+
+#[test]
+fn find_in_output_reads_forward_or_back_ignoring_case_and_escapes_and_goes_on_past_its_budget() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::memory()).unwrap();
+    let session = id("1795952600000_fnd1");
+    let run = start_run(&store, &s.workspace, &session, "find");
+    let total = FIND_BUDGET_LINES as i64 * 2 + 1_000;
+    {
+        let mut writer = store.output_writer(&run).unwrap();
+        for i in 1..=total {
+            let text = match i {
+                10 => "the \x1b[31mNeedle\x1b[0m in red".to_owned(),
+                20 => "needle".to_owned(),
+                _ if i == total - 5 => "Ünïcode NEEDLE at the end".to_owned(),
+                // A word split by an escape.
+                30 => "nee\x1b[1mdle".to_owned(),
+                _ => format!("line {i}"),
+            };
+            writer.append(Stream::Stdout, i as u64, None, &text).unwrap();
+        }
+    }
+    let find = |from: i64, backward: bool, query: &str| store.output_find(&run, from, backward, query).unwrap();
+    assert_eq!(find(1, false, "NEEDLE").seq, Some(10), "case and colours ignored");
+    assert_eq!(find(11, false, "needle").seq, Some(20));
+    assert_eq!(
+        find(21, false, "needle").seq,
+        Some(30),
+        "an escape inside the word does not hide it"
+    );
+    assert_eq!(find(29, true, "needle").seq, Some(20), "backward, from the line before");
+    assert_eq!(find(9, true, "needle").seq, None, "nothing above line 10");
+    assert_eq!(find(1, false, "[31m").seq, None, "the escapes themselves are not text");
+    assert_eq!(find(1, false, "ünïcode").seq, None, "not within the first budget");
+
+    // Past the budget: each call says where to go on, until the line near the end.
+    let (mut from, mut calls) = (31, 0);
+    let found = loop {
+        let step = find(from, false, "ünïcode needle");
+        calls += 1;
+        assert!(step.scanned <= FIND_BUDGET_LINES + 4_096, "{step:?}");
+        match (step.seq, step.next_seq) {
+            (Some(seq), _) => break seq,
+            (None, Some(next)) => from = next,
+            (None, None) => panic!("not found"),
+        }
+    };
+    assert_eq!(found, total - 5);
+    assert!(
+        calls >= 2,
+        "a million lines are more than one call reads: {calls} calls"
+    );
+    assert_eq!(
+        find(total - 4, false, "needle"),
+        OutputFind {
+            seq: None,
+            next_seq: None,
+            scanned: 5
+        }
+    );
+    assert_eq!(
+        store.output_find("no-such-run", 1, false, "x").unwrap_err().code(),
+        "run_not_found"
+    );
 }
 
 #[test]
