@@ -29,7 +29,7 @@ const ROUNDS: usize = 3;
 
 #[tokio::main]
 async fn main() {
-    // `cargo bench --bench app -- launch` runs only that part (also: responsiveness, memory).
+    // `cargo bench --bench app -- launch` runs only that part (also: responsiveness, memory, find).
     let only = std::env::args().skip(1).find(|arg| !arg.starts_with('-'));
     let run = |part: &str| only.as_deref().is_none_or(|only| only == part);
     println!("# Zibby Studio, the app (release, Xvfb)\n");
@@ -41,6 +41,9 @@ async fn main() {
     }
     if run("memory") {
         memory().await;
+    }
+    if run("find") {
+        find().await;
     }
 }
 
@@ -250,14 +253,10 @@ async fn memory() {
     }
 }
 
-/// The web process's memory with the output of a run that printed `megabytes` open, scrolled to
-/// the middle, a quarter and the end; then, for the one followed live, 20 s later (what WebKit
-/// gives back of what following allocated), on the Timeline tab and with the view closed.
-async fn memory_with_output(megabytes: usize, followed: bool) {
-    let flood = megabytes.to_string();
-    let workspace = Workspace::with_test_agent(&["--nodes", "plan:10", "--flood-mb", &flood]);
-    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
-    let client = &app.client;
+/// Runs the workspace's flooding agent with its output followed live from the first line, or (not
+/// `followed`) with the session view closed until the run ended; then shows the Output tab. How
+/// long the run took.
+async fn flood_then_open_output(client: &Client, followed: bool) -> Duration {
     let began = Instant::now();
     harness::start_run(client, "flood").await;
     wait_for(client, "#session-view").await;
@@ -290,6 +289,17 @@ async fn memory_with_output(megabytes: usize, followed: bool) {
         wait_for(client, "#session-view").await;
         harness::click(client, "[data-tab='output']").await;
     }
+    run_took
+}
+
+/// The web process's memory with the output of a run that printed `megabytes` open, scrolled to
+/// the middle, a quarter and the end; then, for the one followed live, 20 s later (what WebKit
+/// gives back of what following allocated), on the Timeline tab and with the view closed.
+async fn memory_with_output(megabytes: usize, followed: bool) {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:10", "--flood-mb", &megabytes.to_string()]);
+    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    let client = &app.client;
+    let run_took = flood_then_open_output(client, followed).await;
     lines_shown(client).await;
     let opened = Instant::now();
     // Up to the middle and back to the end, as a reader would.
@@ -416,4 +426,99 @@ fn stat_field(pid: u32, index: usize) -> Option<u64> {
 /// The parent of a process, while it runs.
 fn parent_of(pid: u32) -> Option<u32> {
     stat_field(pid, 1).map(|ppid| ppid as u32)
+}
+
+// ---- 4. find in output ----
+
+/// Find in a 1 GB output (10.1 M lines), from the first line to a line near its end, as the
+/// window does it (the store reads the output: `run_output_find`); against the baseline of the
+/// page reading the output 500 lines at a time through `run_output`, as Find did before, timed
+/// over the output's first 500,000 lines in the same run (and matching without ANSI parsing,
+/// which only flatters it).
+async fn find() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:10", "--flood-mb", "1024"]);
+    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    let client = &app.client;
+    flood_then_open_output(client, false).await;
+    lines_shown(client).await;
+    client
+        .execute(
+            "document.querySelector('.output-scroller').scrollTop = 0; return null;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let input = wait_for(client, "#output-find").await;
+    input.send_keys("flood done").await.unwrap();
+    let started = Instant::now();
+    input.send_keys("\u{E007}").await.unwrap();
+    let found = tokio::time::timeout(Duration::from_secs(600), async {
+        loop {
+            let status = client
+                .execute("return document.querySelector('.find-status').textContent", vec![])
+                .await
+                .unwrap();
+            let status = status.as_str().unwrap_or_default().to_owned();
+            if status.starts_with("line ") || status.starts_with("no match") {
+                break status;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("find ends within 10 minutes");
+    let store_took = started.elapsed().as_secs_f64();
+    assert!(found.starts_with("line "), "the line near the end is found: {found}");
+    let line: f64 = found.trim_start_matches("line ").replace(',', "").parse().unwrap();
+
+    client
+        .update_timeouts(fantoccini::wd::TimeoutConfiguration::new(
+            Some(Duration::from_secs(600)),
+            None,
+            None,
+        ))
+        .await
+        .unwrap();
+    let baseline_lines = 500_000;
+    let paged = client
+        .execute_async(
+            "const [runId, limit, done] = [arguments[0], arguments[1], arguments[arguments.length - 1]]; \
+             const backend = window.zibbyStudio.backend; const began = performance.now(); \
+             (async () => { let read = 0, hits = 0; \
+               while (read < limit) { \
+                 const page = await backend.runOutput(runId, { fromSeq: read + 1, limit: 500 }); \
+                 if (page.lines.length === 0) break; \
+                 for (const line of page.lines) if (line.text.toLowerCase().includes('flood done')) hits++; \
+                 read += page.lines.length; } \
+               done([read, performance.now() - began, hits]); })().catch((e) => done([0, 0, String(e)]));",
+            vec![json!(run_id_shown(client).await), json!(baseline_lines)],
+        )
+        .await
+        .unwrap();
+    let (paged_lines, paged_ms) = (paged[0].as_f64().unwrap(), paged[1].as_f64().unwrap());
+    assert_eq!(
+        paged_lines, baseline_lines as f64,
+        "the baseline read its lines: {paged}"
+    );
+    let (store_rate, paged_rate) = (line / store_took, paged_lines / (paged_ms / 1000.0));
+    println!(
+        "find in a 1 GB output: the store found line {line} in {store_took:.2} s ({:.1} M lines/s); the page \
+         reading it 500 lines at a time (the baseline, before): {paged_lines} lines in {:.2} s ({:.2} M \
+         lines/s): {:.0}x faster",
+        store_rate / 1e6,
+        paged_ms / 1000.0,
+        paged_rate / 1e6,
+        store_rate / paged_rate
+    );
+    app.close().await;
+}
+
+/// The run whose output the output view shows.
+async fn run_id_shown(client: &Client) -> String {
+    let value = client
+        .execute("return document.querySelector('.output-view').dataset.runId", vec![])
+        .await
+        .unwrap();
+    value.as_str().expect("the output view names its run").to_owned()
 }
