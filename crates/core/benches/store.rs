@@ -86,6 +86,21 @@ fn main() {
     assert_eq!(hits.len(), 1, "the rare word is found once");
     let (common_time, _) = best_of(5, || store.search(&workspace, "matching", 50).unwrap());
 
+    // Find in output (what the window's Find asks): from the first line to the rare line halfway,
+    // call after call as the window goes on.
+    let (find_time, found) = best_of(3, || {
+        let mut from = 1;
+        loop {
+            let step = store.output_find(&run, from, false, RARE_WORD).unwrap();
+            match (step.seq, step.next_seq) {
+                (Some(seq), _) => break Some(seq),
+                (None, Some(next)) => from = next,
+                (None, None) => break None,
+            }
+        }
+    });
+    assert_eq!(found, Some((lines / 2) as i64), "find reaches the rare line");
+
     let cold_started = Instant::now();
     let first = store.list_sessions(&workspace, SystemTime::now()).unwrap();
     let cold = cold_started.elapsed();
@@ -119,6 +134,12 @@ fn main() {
     println!(
         "  search common word, first 50 hits: {:.1} ms",
         common_time.as_secs_f64() * 1e3
+    );
+    println!(
+        "  find in output, line 1 to the rare line {}: {:.0} ms ({:.1} M lines/s)",
+        lines / 2,
+        find_time.as_secs_f64() * 1e3,
+        (lines / 2) as f64 / find_time.as_secs_f64() / 1e6
     );
     println!(
         "  list {} sessions: index cold {:.0} ms, indexed and unchanged {:.1} ms   (target < 100 ms)",

@@ -339,30 +339,51 @@ pub(super) fn find(
             });
         };
         let first_seq: i64 = row.get(0).map_err(|e| store.sql_error(e))?;
-        let text: String = row.get(1).map_err(|e| store.sql_error(e))?;
+        let text = row
+            .get_ref(1)
+            .and_then(|value| value.as_str().map_err(Into::into))
+            .map_err(|e| store.sql_error(e))?;
         // Lowered whole (one allocation per block); escapes stay escapes when lowered.
-        let lowered = text.to_lowercase();
-        let lines = lowered
-            .split('\n')
-            .enumerate()
-            .map(|(i, line)| (first_seq + i as i64, line));
-        let wanted = |&(seq, _): &(i64, &str)| if backward { seq <= from_seq } else { seq >= from_seq };
-        let mut check = |(seq, line): (i64, &str)| {
-            scanned += 1;
-            last_read = Some(seq);
-            finder.find(&crate::protocol::strip_ansi(line.as_bytes())).is_some()
-        };
-        let found = if backward {
-            lines
-                .filter(wanted)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-                .find(|&line| check(line))
+        let lowered = if text.is_ascii() {
+            text.to_ascii_lowercase()
         } else {
-            lines.filter(wanted).find(|&line| check(line))
+            text.to_lowercase()
         };
-        if let Some((seq, _)) = found {
+        let found = if memchr::memchr(0x1b, lowered.as_bytes()).is_none() {
+            // No escapes: one search over the block's lines in range, not one per line.
+            find_in_plain_block(
+                &lowered,
+                first_seq,
+                from_seq,
+                backward,
+                &finder,
+                &mut scanned,
+                &mut last_read,
+            )
+        } else {
+            let lines = lowered
+                .split('\n')
+                .enumerate()
+                .map(|(i, line)| (first_seq + i as i64, line));
+            let wanted = |&(seq, _): &(i64, &str)| if backward { seq <= from_seq } else { seq >= from_seq };
+            let mut check = |(seq, line): (i64, &str)| {
+                scanned += 1;
+                last_read = Some(seq);
+                finder.find(&crate::protocol::strip_ansi(line.as_bytes())).is_some()
+            };
+            let found = if backward {
+                lines
+                    .filter(wanted)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .find(|&line| check(line))
+            } else {
+                lines.filter(wanted).find(|&line| check(line))
+            };
+            found.map(|(seq, _)| seq)
+        };
+        if let Some(seq) = found {
             return Ok(OutputFind {
                 seq: Some(seq),
                 next_seq: None,
@@ -377,6 +398,47 @@ pub(super) fn find(
         next_seq: next_seq.filter(|&seq| seq >= 1 && seq <= total),
         scanned,
     })
+}
+
+/// [`find`] in a block without escapes: the lines in range (from `from_seq` on, or up to it
+/// backward) searched as one text, a match counting only within one line.
+fn find_in_plain_block(
+    lowered: &str,
+    first_seq: i64,
+    from_seq: i64,
+    backward: bool,
+    finder: &memchr::memmem::Finder<'_>,
+    scanned: &mut u64,
+    last_read: &mut Option<i64>,
+) -> Option<i64> {
+    let bytes = lowered.as_bytes();
+    // Where each line starts, and the range of lines wanted.
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(memchr::memchr_iter(b'\n', bytes).map(|newline| newline + 1))
+        .collect();
+    let last_seq = first_seq + starts.len() as i64 - 1;
+    let (first, last) = if backward {
+        (first_seq, from_seq.min(last_seq))
+    } else {
+        (from_seq.max(first_seq), last_seq)
+    };
+    if first > last {
+        return None;
+    }
+    let line_at = |seq: i64| (seq - first_seq) as usize;
+    let start = starts[line_at(first)];
+    let end = starts.get(line_at(last) + 1).map_or(bytes.len(), |next| next - 1);
+    let text = &bytes[start..end];
+    let line_of = |offset: usize| first_seq + starts.partition_point(|&s| s <= start + offset) as i64 - 1;
+    let within_one_line =
+        |offset: usize| memchr::memchr(b'\n', &text[offset..offset + finder.needle().len()]).is_none();
+    let mut hits = finder.find_iter(text).filter(|&hit| within_one_line(hit));
+    let found = if backward { hits.last() } else { hits.next() }.map(line_of);
+    // Lines read: up to the one found, else all in range.
+    let read_to = found.unwrap_or(if backward { first } else { last });
+    *scanned += (if backward { last - read_to } else { read_to - first }) as u64 + 1;
+    *last_read = Some(read_to);
+    found
 }
 
 /// How many lines of output a run has stored.

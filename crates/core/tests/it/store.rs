@@ -380,6 +380,21 @@ fn find_in_output_reads_forward_or_back_ignoring_case_and_escapes_and_goes_on_pa
             scanned: 5
         }
     );
+    // In a block without escapes (searched whole): from the line itself, backward, across lines.
+    assert_eq!(find(total - 5, false, "needle").seq, Some(total - 5));
+    assert_eq!(find(total, true, "NEEDLE AT").seq, Some(total - 5));
+    let back = find(total - 6, true, "ünïcode");
+    assert_eq!(
+        (back.seq, back.next_seq.is_some()),
+        (None, true),
+        "backward, on past the budget: {back:?}"
+    );
+    assert_eq!(
+        find(total - 200, false, "0901\nline 1000902").seq,
+        None,
+        "a match never spans two lines"
+    );
+    assert_eq!(find(total - 100, false, "line 1000901").seq, Some(total - 99));
     assert_eq!(
         store.output_find("no-such-run", 1, false, "x").unwrap_err().code(),
         "run_not_found"
