@@ -345,9 +345,11 @@ pub(super) fn find(
             .map_err(|e| store.sql_error(e))?;
         // Lowered whole (one allocation per block); escapes stay escapes when lowered. For a query
         // in ASCII (most are), lowering the ASCII letters is enough, and much faster on text with
-        // other characters (box drawing, say): it misses only the few characters whose lower
-        // case is an ASCII letter (the Kelvin sign).
-        let lowered = if query.is_ascii() || text.is_ascii() {
+        // other characters (box drawing, say), unless the text holds one of the two characters
+        // whose lower case is an ASCII letter (the Kelvin sign, and İ: i and a combining dot).
+        let ascii_is_enough =
+            text.is_ascii() || (query.is_ascii() && !text.contains('\u{212A}') && !text.contains('\u{130}'));
+        let lowered = if ascii_is_enough {
             text.to_ascii_lowercase()
         } else {
             text.to_lowercase()

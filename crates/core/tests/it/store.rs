@@ -337,6 +337,8 @@ fn find_in_output_reads_forward_or_back_ignoring_case_and_escapes_and_goes_on_pa
                 _ if i == total - 5 => "Ünïcode NEEDLE at the end".to_owned(),
                 // A word split by an escape.
                 30 => "nee\x1b[1mdle".to_owned(),
+                // Letters whose lower case is ASCII: the Kelvin sign, and İ.
+                _ if i == total - 50 => "\u{212A}ELVIN and \u{130}stanbul".to_owned(),
                 _ => format!("line {i}"),
             };
             writer.append(Stream::Stdout, i as u64, None, &text).unwrap();
@@ -395,6 +397,17 @@ fn find_in_output_reads_forward_or_back_ignoring_case_and_escapes_and_goes_on_pa
         "a match never spans two lines"
     );
     assert_eq!(find(total - 100, false, "line 1000901").seq, Some(total - 99));
+    assert_eq!(
+        find(total - 100, false, "kelvin").seq,
+        Some(total - 50),
+        "as JavaScript lowers the Kelvin sign"
+    );
+    assert_eq!(find(total - 100, false, "stanbul").seq, Some(total - 50));
+    assert_eq!(
+        find(total - 100, false, "i\u{307}stanbul").seq,
+        Some(total - 50),
+        "İ lowers to i and a dot"
+    );
     assert_eq!(
         store.output_find("no-such-run", 1, false, "x").unwrap_err().code(),
         "run_not_found"
