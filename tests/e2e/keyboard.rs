@@ -32,14 +32,17 @@ async fn leave_fields(client: &Client) {
         .expect("blur the focused field");
 }
 
+/// What a script returns in the page.
+async fn evaluate(client: &Client, script: &str) -> Result<serde_json::Value, String> {
+    client.execute(script, vec![]).await.map_err(|e| e.to_string())
+}
+
 async fn selected_row(client: &Client) -> Result<String, String> {
-    let value = client
-        .execute(
-            "return document.querySelector('tr.selected[data-session-id]')?.dataset.sessionId ?? null",
-            vec![],
-        )
-        .await
-        .map_err(|e| e.to_string())?;
+    let value = evaluate(
+        client,
+        "return document.querySelector('tr.selected[data-session-id]')?.dataset.sessionId ?? null",
+    )
+    .await?;
     value
         .as_str()
         .map(str::to_owned)
@@ -96,10 +99,7 @@ async fn the_keys_select_open_pin_search_and_delete() {
 
         press(&client, "/").await;
         eventually("/ puts the keyboard in the search box", || async {
-            let id = client
-                .execute("return document.activeElement?.id ?? null", vec![])
-                .await
-                .map_err(|e| e.to_string())?;
+            let id = evaluate(&client, "return document.activeElement?.id ?? null").await?;
             (id == json!("search")).then_some(()).ok_or(format!("{id}"))
         })
         .await;
@@ -137,13 +137,11 @@ async fn s_stops_the_selected_run_and_s_again_forces_it() {
         eventually("the live session is selected", || async { selected_row(&client).await }).await;
         press(&client, "s").await;
         eventually("S asks the run to stop: the current node finishes first", || async {
-            let label = client
-                .execute(
-                    "return document.querySelector('.live-run .stop')?.textContent ?? null",
-                    vec![],
-                )
-                .await
-                .map_err(|e| e.to_string())?;
+            let label = evaluate(
+                &client,
+                "return document.querySelector('.live-run .stop')?.textContent ?? null",
+            )
+            .await?;
             (label == json!("Stopping: the current node finishes first"))
                 .then_some(())
                 .ok_or(format!("{label}"))

@@ -228,6 +228,11 @@ pub struct OutputPage {
     pub total: i64,
 }
 
+/// The blocks of run `?1` from the one that holds line `?2` on, in order (after a SELECT list).
+const BLOCKS_FROM_SEQ: &str = "FROM output_blocks WHERE run_key = ?1 AND first_seq >= COALESCE(
+        (SELECT MAX(first_seq) FROM output_blocks WHERE run_key = ?1 AND first_seq <= ?2), 0)
+     ORDER BY first_seq";
+
 /// How many lines a filtered page passes over at most before it returns what it found.
 const SKIP_BUDGET_LINES: usize = 200_000;
 
@@ -242,13 +247,8 @@ pub(super) fn page(
     let conn = store.conn();
     let run_key = run_key(store, &conn, run_id)?;
     let total = stored_lines(store, &conn, run_key)?;
-    // Blocks from the one that holds `from_seq` on.
     let mut statement = conn
-        .prepare_cached(
-            "SELECT first_seq, text, spans FROM output_blocks WHERE run_key = ?1 AND first_seq >= COALESCE(
-                (SELECT MAX(first_seq) FROM output_blocks WHERE run_key = ?1 AND first_seq <= ?2), 0)
-             ORDER BY first_seq",
-        )
+        .prepare_cached(&format!("SELECT first_seq, text, spans {BLOCKS_FROM_SEQ}"))
         .map_err(|e| store.sql_error(e))?;
     let mut rows = statement
         .query(params![run_key, from_seq])
@@ -319,12 +319,11 @@ pub(super) fn find(
     // The block that holds `from_seq`, then the ones after it (or before it).
     let sql = if backward {
         "SELECT first_seq, text FROM output_blocks WHERE run_key = ?1 AND first_seq <= ?2 ORDER BY first_seq DESC"
+            .to_owned()
     } else {
-        "SELECT first_seq, text FROM output_blocks WHERE run_key = ?1 AND first_seq >= COALESCE(
-            (SELECT MAX(first_seq) FROM output_blocks WHERE run_key = ?1 AND first_seq <= ?2), 0)
-         ORDER BY first_seq"
+        format!("SELECT first_seq, text {BLOCKS_FROM_SEQ}")
     };
-    let mut statement = conn.prepare_cached(sql).map_err(|e| store.sql_error(e))?;
+    let mut statement = conn.prepare_cached(&sql).map_err(|e| store.sql_error(e))?;
     let mut rows = statement
         .query(params![run_key, from_seq])
         .map_err(|e| store.sql_error(e))?;
