@@ -143,11 +143,7 @@ async fn quitting_with_a_live_run_asks_and_can_leave_it_running() {
         let _ = keep.click().await;
     })
     .await;
-    let gone = Instant::now();
-    while !crate::harness::app_processes(&db).is_empty() {
-        assert!(gone.elapsed() < Duration::from_secs(30), "the app quits");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    assert!(crate::harness::quits(&db).await, "the app quits within 30 s");
     let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db.clone())).unwrap();
     let runs = store
         .runs(&studio_core::Workspace::open(workspace.path()).unwrap(), None)
@@ -207,11 +203,7 @@ async fn quitting_with_a_live_run_can_stop_it_first() {
         let _ = stop.click().await;
     })
     .await;
-    let gone = Instant::now();
-    while !crate::harness::app_processes(&db).is_empty() {
-        assert!(gone.elapsed() < Duration::from_secs(30), "the app quits");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    assert!(crate::harness::quits(&db).await, "the app quits within 30 s");
     let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db)).unwrap();
     let runs = store
         .runs(&studio_core::Workspace::open(workspace.path()).unwrap(), None)
@@ -251,11 +243,7 @@ async fn the_window_opens_again_where_and_as_large_as_it_was_left() {
         crate::x11::ask_to_close(&folder).expect("ask the window to close");
     })
     .await;
-    let gone = Instant::now();
-    while !crate::harness::app_processes(&db).is_empty() {
-        assert!(gone.elapsed() < Duration::from_secs(30), "the app quits");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    assert!(crate::harness::quits(&db).await, "the app quits within 30 s");
     App::run(&workspace, |client| async move {
         wait_for(&client, "tr[data-session-id]").await;
         assert_eq!(window_rect(&client).await, Ok(LEFT), "x, y, width, height as left");

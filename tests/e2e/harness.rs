@@ -308,15 +308,22 @@ impl App {
         }
         // A test that launches the app again on the same store waits for this one to be gone:
         // a second app on a store hands over to the first (one window per store).
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !app_processes(&self.db).is_empty() {
-            if Instant::now() > deadline {
-                eprintln!("warning: the app on {} did not exit within 30 s", self.db.display());
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if !quits(&self.db).await {
+            eprintln!("warning: the app on {} did not exit within 30 s", self.db.display());
         }
     }
+}
+
+/// Whether the app opened on the store `db` is gone within 30 s.
+pub async fn quits(db: &Path) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !app_processes(db).is_empty() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    true
 }
 
 /// The `zibby-studio` processes opened on the store `db`.

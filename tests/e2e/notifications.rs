@@ -28,7 +28,6 @@ async fn a_run_that_finishes_while_the_window_is_not_focused_is_a_notification()
     let workspace = Workspace::with_test_agent(&["--nodes", "plan:1500", "--prompt", "{prompt}"]);
     let folder = workspace.path().file_name().unwrap().to_string_lossy().into_owned();
     App::run(&workspace, |client| async move {
-        wait_for(&client, "#run-agent option").await;
         harness::start_run(&client, "while focused").await;
         x11::focus(Some(&folder)).expect("focus the window");
         wait_for(&client, ".live-run[data-status='success']").await;

@@ -13,15 +13,15 @@ import { coversView, isAtEnd, scrollTopOf, virtualWindow } from "./virtual";
 
 export const LINE_HEIGHT = 18;
 const MARGIN_LINES = 40;
-/** The whole pages that hold lines [first, end). */
-function pageBounds(first: number, end: number): [number, number] {
-  return [first - (first % PAGE_LINES), Math.ceil(end / PAGE_LINES) * PAGE_LINES];
-}
-
 /** While following, the newest lines are fetched at most this often. */
 const FOLLOW_INTERVAL_MS = 100;
 /** The viewport assumed when the page has no layout (tests). */
 const FALLBACK_VIEWPORT = 480;
+
+/** The whole pages that hold lines [first, end). */
+function pageBounds(first: number, end: number): [number, number] {
+  return [first - (first % PAGE_LINES), Math.ceil(end / PAGE_LINES) * PAGE_LINES];
+}
 
 export interface OutputView {
   element: HTMLElement;
@@ -193,12 +193,12 @@ export function createOutputView(options: OutputViewOptions): OutputView {
 
   /** Fetches the newest `wanted` lines and draws them. One fetch at a time, at most one per
    * FOLLOW_INTERVAL_MS: a flood prints faster than anyone reads, and each fetch and draw leaves
-   * garbage the web process is slow to give back (a 1 GB flood followed with a fetch per draw grew
-   * it by 150-300 MiB). */
+   * garbage (a 1 GB flood followed with a page fetched per notice left the web process at RSS
+   * 361-549 MiB, 304-311 MiB this way: docs/benchmarks.md). */
   function fetchTail(wanted: number): void {
     if (fetchingTail) return;
     fetchingTail = true;
-    const fetch = () => {
+    const fetchNewest = () => {
       lastTailFetch = performance.now();
       const count = source.count();
       source.load(Math.max(0, count - wanted), count).then(
@@ -213,8 +213,8 @@ export function createOutputView(options: OutputViewOptions): OutputView {
       );
     };
     const wait = lastTailFetch + FOLLOW_INTERVAL_MS - performance.now();
-    if (wait > 0) setTimeout(fetch, wait);
-    else fetch();
+    if (wait > 0) setTimeout(fetchNewest, wait);
+    else fetchNewest();
   }
 
   /** Lines parsed, with the style in force after each. */

@@ -6,12 +6,14 @@
 //! index covers blocks (indexed behind the output, by [`index_pending`]), and a hit is narrowed
 //! to its lines when read.
 
+use std::borrow::Cow;
+
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::{search, Store};
 use crate::error::Error;
-use crate::protocol::Stream;
+use crate::protocol::{strip_ansi, Stream};
 
 /// A block is written when it holds this many bytes or lines (or on flush).
 const BLOCK_BYTES: usize = 64 * 1024;
@@ -353,41 +355,23 @@ pub(super) fn find(
         } else {
             text.to_lowercase()
         };
-        let found = if memchr::memchr(0x1b, lowered.as_bytes()).is_none() {
-            // No escapes: one search over the block's lines in range, not one per line.
-            find_in_plain_block(
-                &lowered,
-                first_seq,
-                from_seq,
-                backward,
-                &finder,
-                &mut scanned,
-                &mut last_read,
-            )
+        // Escapes removed line by line: one cut short at a line's end must not swallow the next.
+        let plain: Cow<'_, [u8]> = if memchr::memchr(0x1b, lowered.as_bytes()).is_none() {
+            Cow::Borrowed(lowered.as_bytes())
         } else {
-            let lines = lowered
-                .split('\n')
-                .enumerate()
-                .map(|(i, line)| (first_seq + i as i64, line));
-            let wanted = |&(seq, _): &(i64, &str)| if backward { seq <= from_seq } else { seq >= from_seq };
-            let mut check = |(seq, line): (i64, &str)| {
-                scanned += 1;
-                last_read = Some(seq);
-                finder.find(&crate::protocol::strip_ansi(line.as_bytes())).is_some()
-            };
-            let found = if backward {
-                lines
-                    .filter(wanted)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .find(|&line| check(line))
-            } else {
-                lines.filter(wanted).find(|&line| check(line))
-            };
-            found.map(|(seq, _)| seq)
+            let mut plain = Vec::with_capacity(lowered.len());
+            for (i, line) in lowered.as_bytes().split(|&byte| byte == b'\n').enumerate() {
+                if i > 0 {
+                    plain.push(b'\n');
+                }
+                plain.extend_from_slice(&strip_ansi(line));
+            }
+            Cow::Owned(plain)
         };
-        if let Some(seq) = found {
+        let block = find_in_block(&plain, first_seq, from_seq, backward, &finder);
+        scanned += block.read;
+        last_read = block.last_read.or(last_read);
+        if let Some(seq) = block.found {
             return Ok(OutputFind {
                 seq: Some(seq),
                 next_seq: None,
@@ -404,21 +388,26 @@ pub(super) fn find(
     })
 }
 
-/// [`find`] in a block without escapes: the lines in range (from `from_seq` on, or up to it
-/// backward) searched as one text, a match counting only within one line.
-fn find_in_plain_block(
-    lowered: &str,
+/// What [`find`] read of one block.
+struct BlockFind {
+    found: Option<i64>,
+    /// How many of its lines were read, and the last (`None`: none of its lines is in range).
+    read: u64,
+    last_read: Option<i64>,
+}
+
+/// [`find`] in one block (`text`: its lines lowered, without escapes, joined by `\n`): the lines in
+/// range (from `from_seq` on, or up to it backward) searched as one text, a match counting only
+/// within one line.
+fn find_in_block(
+    text: &[u8],
     first_seq: i64,
     from_seq: i64,
     backward: bool,
     finder: &memchr::memmem::Finder<'_>,
-    scanned: &mut u64,
-    last_read: &mut Option<i64>,
-) -> Option<i64> {
-    let bytes = lowered.as_bytes();
-    // Where each line starts, and the range of lines wanted.
+) -> BlockFind {
     let starts: Vec<usize> = std::iter::once(0)
-        .chain(memchr::memchr_iter(b'\n', bytes).map(|newline| newline + 1))
+        .chain(memchr::memchr_iter(b'\n', text).map(|newline| newline + 1))
         .collect();
     let last_seq = first_seq + starts.len() as i64 - 1;
     let (first, last) = if backward {
@@ -427,22 +416,28 @@ fn find_in_plain_block(
         (from_seq.max(first_seq), last_seq)
     };
     if first > last {
-        return None;
+        return BlockFind {
+            found: None,
+            read: 0,
+            last_read: None,
+        };
     }
     let line_at = |seq: i64| (seq - first_seq) as usize;
     let start = starts[line_at(first)];
-    let end = starts.get(line_at(last) + 1).map_or(bytes.len(), |next| next - 1);
-    let text = &bytes[start..end];
+    let end = starts.get(line_at(last) + 1).map_or(text.len(), |next| next - 1);
+    let in_range = &text[start..end];
     let line_of = |offset: usize| first_seq + starts.partition_point(|&s| s <= start + offset) as i64 - 1;
     let within_one_line =
-        |offset: usize| memchr::memchr(b'\n', &text[offset..offset + finder.needle().len()]).is_none();
-    let mut hits = finder.find_iter(text).filter(|&hit| within_one_line(hit));
+        |offset: usize| memchr::memchr(b'\n', &in_range[offset..offset + finder.needle().len()]).is_none();
+    let mut hits = finder.find_iter(in_range).filter(|&hit| within_one_line(hit));
     let found = if backward { hits.last() } else { hits.next() }.map(line_of);
-    // Lines read: up to the one found, else all in range.
+    // Read up to the line found, else every line in range.
     let read_to = found.unwrap_or(if backward { first } else { last });
-    *scanned += (if backward { last - read_to } else { read_to - first }) as u64 + 1;
-    *last_read = Some(read_to);
-    found
+    BlockFind {
+        found,
+        read: (if backward { last - read_to } else { read_to - first }) as u64 + 1,
+        last_read: Some(read_to),
+    }
 }
 
 /// How many lines of output a run has stored.

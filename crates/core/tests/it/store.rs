@@ -337,6 +337,9 @@ fn find_in_output_reads_forward_or_back_ignoring_case_and_escapes_and_goes_on_pa
                 _ if i == total - 5 => "Ünïcode NEEDLE at the end".to_owned(),
                 // A word split by an escape.
                 30 => "nee\x1b[1mdle".to_owned(),
+                // An escape cut short at the line's end, then a match on the next line.
+                40 => "cut short \x1b[".to_owned(),
+                41 => "a needle after it".to_owned(),
                 // Letters whose lower case is ASCII: the Kelvin sign, and İ.
                 _ if i == total - 50 => "\u{212A}ELVIN and \u{130}stanbul".to_owned(),
                 _ => format!("line {i}"),
@@ -352,13 +355,18 @@ fn find_in_output_reads_forward_or_back_ignoring_case_and_escapes_and_goes_on_pa
         Some(30),
         "an escape inside the word does not hide it"
     );
+    assert_eq!(
+        find(31, false, "needle").seq,
+        Some(41),
+        "an escape cut short does not swallow the next line"
+    );
     assert_eq!(find(29, true, "needle").seq, Some(20), "backward, from the line before");
     assert_eq!(find(9, true, "needle").seq, None, "nothing above line 10");
     assert_eq!(find(1, false, "[31m").seq, None, "the escapes themselves are not text");
     assert_eq!(find(1, false, "ünïcode").seq, None, "not within the first budget");
 
     // Past the budget: each call says where to go on, until the line near the end.
-    let (mut from, mut calls) = (31, 0);
+    let (mut from, mut calls) = (42, 0);
     let found = loop {
         let step = find(from, false, "ünïcode needle");
         calls += 1;
