@@ -68,15 +68,29 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// The agents of a workspace; none when it has no `.zibby/studio.toml`.
+/// The file is read only as a regular file (never through a link) of at most
+/// [`MAX_AGENTS_FILE_BYTES`].
 pub fn load(workspace_root: &Path) -> Result<Vec<Agent>, Error> {
     let path = workspace_root.join(AGENTS_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(path, e)),
+    if crate::untrusted::confined_folder(workspace_root, &[".zibby"])?.is_none() {
+        return Ok(Vec::new());
+    }
+    let bytes = match crate::untrusted::read_bounded(&path, MAX_AGENTS_FILE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) if crate::untrusted::is_not_found(&e) => return Ok(Vec::new()),
+        Err(e) => return Err(e),
     };
+    let text = String::from_utf8(bytes).map_err(|e| Error::AgentsFile {
+        path: path.clone(),
+        line: line_of(&String::from_utf8_lossy(e.as_bytes()), e.utf8_error().valid_up_to()),
+        field: "-".to_owned(),
+        message: "not valid UTF-8".to_owned(),
+    })?;
     parse(&path, &text)
 }
+
+/// `.zibby/studio.toml` is read up to this size (a few agents take a few KiB).
+pub const MAX_AGENTS_FILE_BYTES: u64 = 1024 * 1024;
 
 pub fn parse(path: &Path, text: &str) -> Result<Vec<Agent>, Error> {
     let invalid = |line: usize, field: &str, message: String| Error::AgentsFile {
@@ -180,10 +194,22 @@ pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
     })
     .expect("agents serialise to TOML");
     parse(&path, &text)?;
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-    }
-    std::fs::write(&path, text).map_err(|e| Error::io(path, e))
+    // Never written through a link: `.zibby` is checked, and the file is replaced by a rename
+    // (which replaces a link itself, not what it points to).
+    let folder = match crate::untrusted::confined_folder(workspace_root, &[".zibby"])? {
+        Some(folder) => folder,
+        None => {
+            let folder = workspace_root.join(".zibby");
+            std::fs::create_dir_all(&folder).map_err(|e| Error::io(&folder, e))?;
+            folder
+        }
+    };
+    let temporary = folder.join(format!(".studio.toml.{}.tmp", std::process::id()));
+    std::fs::write(&temporary, text).map_err(|e| Error::io(&temporary, e))?;
+    std::fs::rename(&temporary, &path).map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        Error::io(&path, e)
+    })
 }
 
 /// Adds `agent` to `.zibby/studio.toml`, or replaces the one named `previous_name`, and returns

@@ -47,6 +47,12 @@ pub enum Error {
         path: String,
         reason: &'static str,
     },
+    #[error("{path} is a symbolic link: the studio does not follow links inside a workspace's .zibby folder")]
+    SymlinkRefused { path: PathBuf },
+    #[error("{path} is {kind}, not a regular file: not read")]
+    NotARegularFile { path: PathBuf, kind: &'static str },
+    #[error("{path} is too large to read ({bytes} bytes; at most {limit})")]
+    FileTooLarge { path: PathBuf, bytes: u64, limit: u64 },
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -82,6 +88,9 @@ impl Error {
             Error::AgentExists { .. } => "agent_exists",
             Error::RunNotLive { .. } => "run_not_live",
             Error::OutsideSession { .. } => "outside_session",
+            Error::SymlinkRefused { .. } => "symlink_refused",
+            Error::NotARegularFile { .. } => "not_a_regular_file",
+            Error::FileTooLarge { .. } => "file_too_large",
         }
     }
 }

@@ -16,9 +16,7 @@ use rusqlite::params;
 
 use crate::error::Error;
 use crate::id::SessionId;
-use crate::session::{
-    self, read_session_folder, Detail, SessionSummary, Workspace, EVENTS_FILE, RESULT_FILE, SESSION_INFO_FILE,
-};
+use crate::session::{self, SessionSummary, Workspace, EVENTS_FILE, RESULT_FILE, SESSION_INFO_FILE};
 use crate::status::Status;
 use crate::store::Store;
 
@@ -28,7 +26,8 @@ use crate::store::Store;
 pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
     use std::fmt::Write;
     let stamp = |m: &fs::Metadata| format!("{}.{}:{}", m.mtime(), m.mtime_nsec(), m.len());
-    let dir = fs::metadata(folder).ok()?;
+    // Links are not followed (a session folder's files are untrusted): a link's own times count.
+    let dir = fs::symlink_metadata(folder).ok()?;
     let mut print = format!("{}.{}", dir.mtime(), dir.mtime_nsec());
     let same_folder = previous.is_some_and(|p| p.split('|').next() == Some(print.as_str()));
     let mut seen = previous.map(|p| p.split('|').skip(1));
@@ -37,7 +36,7 @@ pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
         let part = if same_folder && was_absent && name != SESSION_INFO_FILE {
             "-".to_owned()
         } else {
-            fs::metadata(folder.join(name)).map_or_else(|_| "-".to_owned(), |m| stamp(&m))
+            fs::symlink_metadata(folder.join(name)).map_or_else(|_| "-".to_owned(), |m| stamp(&m))
         };
         let _ = write!(print, "|{part}");
     }
@@ -89,14 +88,10 @@ pub(crate) fn list(store: &Store, workspace: &Workspace, now: SystemTime) -> Res
                 }
             }
         }
-        match read_session_folder(path, id.clone(), Detail::Summary, now) {
-            Ok(session) => Ok(Some(Listed {
-                summary: session.summary(),
-                fresh: Some(print),
-            })),
-            Err(Error::SessionNotFound { .. }) => Ok(None),
-            Err(e) => Err(e),
-        }
+        Ok(session::read_summary(path, id, now).map(|summary| Listed {
+            summary,
+            fresh: Some(print),
+        }))
     })?;
 
     let conn = store.conn();

@@ -20,6 +20,7 @@ pub mod status;
 pub mod store;
 pub mod tail;
 pub mod timeline;
+pub mod untrusted;
 pub mod watcher;
 
 pub use error::Error;

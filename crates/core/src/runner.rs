@@ -297,8 +297,7 @@ impl Supervisor {
             Some(id) => id.clone(),
             None => new_session_id(),
         };
-        let session_path = workspace.session_path(&session_id);
-        std::fs::create_dir_all(&session_path).map_err(|e| Error::io(&session_path, e))?;
+        let session_path = workspace.create_session_folder(&session_id)?;
         // A leftover stop file would end this run before its first node.
         for name in STOP_FILES {
             let _ = std::fs::remove_file(session_path.join(name));

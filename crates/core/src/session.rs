@@ -15,12 +15,19 @@ use serde_json::Value;
 use crate::error::Error;
 use crate::id::SessionId;
 use crate::status::Status;
+use crate::untrusted;
+
+/// The sessions folder below a workspace's root.
+pub const SESSIONS_DIR: [&str; 3] = [".zibby", "output", "sessions"];
 
 /// A session whose files changed within this window, and that has no result, is taken as running.
 pub const RUNNING_QUIET_WINDOW: Duration = Duration::from_secs(120);
 
 /// Files larger than this are listed but not parsed in place (they are paged elsewhere).
 const MAX_PARSED_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// A folder of a session is read up to this many entries (a session has a few dozen).
+const MAX_FOLDER_ENTRIES: usize = 10_000;
 
 /// A listing reads `events.json` up to this size (larger ones only in full reads).
 const SUMMARY_EVENTS_BYTES: u64 = 256 * 1024;
@@ -231,8 +238,15 @@ impl Workspace {
         &self.root
     }
 
+    /// Where the sessions folder is (it may be missing, or refused by [`Workspace::sessions_folder`]).
     pub fn sessions_dir(&self) -> PathBuf {
-        self.root.join(".zibby").join("output").join("sessions")
+        self.root.join(SESSIONS_DIR.join("/"))
+    }
+
+    /// The sessions folder when it exists, checked on the way down: a symbolic link as `.zibby`,
+    /// `output` or `sessions` is refused (a cloned repository could point it anywhere).
+    pub fn sessions_folder(&self) -> Result<Option<PathBuf>, Error> {
+        untrusted::confined_folder(&self.root, &SESSIONS_DIR)
     }
 
     /// The folder of a session; the id is validated, so the path stays inside the sessions folder.
@@ -240,37 +254,35 @@ impl Workspace {
         self.sessions_dir().join(id.as_str())
     }
 
+    /// Makes the folder of a new (or continued) session, never through a symbolic link.
+    pub fn create_session_folder(&self, id: &SessionId) -> Result<PathBuf, Error> {
+        self.sessions_folder()?;
+        let path = self.session_path(id);
+        fs::create_dir_all(&path).map_err(|e| Error::io(&path, e))?;
+        self.session_folder(id)
+    }
+
     /// Reads one session in full.
     pub fn read_session(&self, id: &SessionId, now: SystemTime) -> Result<Session, Error> {
         read_session_folder(&self.session_folder(id)?, id.clone(), Detail::Full, now)
     }
 
-    /// The folder of a session that exists (`session_not_found` otherwise).
+    /// The folder of a session that exists (`session_not_found` otherwise): a real folder inside
+    /// the workspace's sessions folder, never a symbolic link or one reached through a link.
     pub fn session_folder(&self, id: &SessionId) -> Result<PathBuf, Error> {
-        let path = self.session_path(id);
-        match fs::metadata(&path) {
-            Ok(m) if m.is_dir() => Ok(path),
-            Ok(_) => Err(Error::NotAFolder { path }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::SessionNotFound {
-                id: id.to_string(),
-                sessions_dir: self.sessions_dir(),
-            }),
-            Err(e) => Err(Error::io(path, e)),
-        }
+        let not_found = || Error::SessionNotFound {
+            id: id.to_string(),
+            sessions_dir: self.sessions_dir(),
+        };
+        let sessions = self.sessions_folder()?.ok_or_else(not_found)?;
+        untrusted::confined_folder(&sessions, &[id.as_str()])?.ok_or_else(not_found)
     }
 
     /// Every session of the workspace, most recently updated first. A workspace with no sessions
     /// folder yet has no sessions; folders whose names are not valid ids are skipped.
     pub fn list_sessions(&self, now: SystemTime) -> Result<Vec<SessionSummary>, Error> {
         let folders = session_folders(self)?;
-        let read = in_parallel(&folders, |(path, id)| {
-            // A folder deleted between the listing and the read is simply gone.
-            match read_session_folder(path, id.clone(), Detail::Summary, now) {
-                Ok(session) => Ok(Some(session.summary())),
-                Err(Error::SessionNotFound { .. }) => Ok(None),
-                Err(e) => Err(e),
-            }
-        })?;
+        let read = in_parallel(&folders, |(path, id)| Ok(read_summary(path, id, now)))?;
         let mut sessions: Vec<SessionSummary> = read.into_iter().flatten().collect();
         sort_most_recent_first(&mut sessions);
         Ok(sessions)
@@ -283,8 +295,12 @@ impl Workspace {
 }
 
 /// The session folders of a workspace, with their ids; none when there is no sessions folder.
+/// Symbolic links named like sessions are included: reading one gives a session that names the
+/// problem (see [`read_summary`]), so that a listing shows them without following them.
 pub fn session_folders(workspace: &Workspace) -> Result<Vec<(PathBuf, SessionId)>, Error> {
-    let dir = workspace.sessions_dir();
+    let Some(dir) = workspace.sessions_folder()? else {
+        return Ok(Vec::new());
+    };
     let entries = match fs::read_dir(&dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -293,7 +309,7 @@ pub fn session_folders(workspace: &Workspace) -> Result<Vec<(PathBuf, SessionId)
     let mut folders = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| Error::io(&dir, e))?;
-        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        if !entry.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink()) {
             continue;
         }
         let Some(id) = entry.file_name().to_str().and_then(|n| SessionId::parse(n).ok()) else {
@@ -329,21 +345,56 @@ pub fn sort_most_recent_first(sessions: &mut [SessionSummary]) {
     sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| b.id.cmp(&a.id)));
 }
 
-/// Reads one session folder. Only a folder that cannot be listed at all is an error.
+/// The summary of one session folder for a listing; `None` when it is gone. A folder that cannot
+/// be read (a symbolic link, no permission) is a session with status `unknown` whose problem
+/// says why: one bad folder never hides the others.
+pub fn read_summary(path: &Path, id: &SessionId, now: SystemTime) -> Option<SessionSummary> {
+    match read_session_folder(path, id.clone(), Detail::Summary, now) {
+        Ok(session) => Some(session.summary()),
+        Err(Error::SessionNotFound { .. }) => None,
+        Err(error) => {
+            let updated_at = fs::symlink_metadata(path).ok().and_then(|m| m.modified().ok());
+            Some(SessionSummary {
+                id: id.clone(),
+                path: path.to_owned(),
+                status: Status::Unknown,
+                current_node: None,
+                created_at: id.unix_ms().map(Timestamp),
+                updated_at: Timestamp::from_system_time(updated_at.unwrap_or(UNIX_EPOCH)),
+                nodes: Vec::new(),
+                problems: vec![Problem {
+                    file: ".".to_owned(),
+                    reason: error.to_string(),
+                }],
+            })
+        }
+    }
+}
+
+/// Reads one session folder. Only a folder that cannot be listed at all is an error, and so is a
+/// symbolic link in its place (never followed).
 pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: SystemTime) -> Result<Session, Error> {
+    let not_found = || Error::SessionNotFound {
+        id: id.to_string(),
+        sessions_dir: path.parent().unwrap_or(path).into(),
+    };
+    let folder = match fs::symlink_metadata(path) {
+        Ok(metadata) if metadata.file_type().is_symlink() => return Err(Error::SymlinkRefused { path: path.into() }),
+        Ok(metadata) if !metadata.is_dir() => return Err(Error::NotAFolder { path: path.into() }),
+        Ok(metadata) => metadata,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
+        Err(e) => return Err(Error::io(path, e)),
+    };
     let mut reader = FolderReader {
         root: path,
         problems: Vec::new(),
         updated_at: None,
     };
     let entries = reader.list_dir(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::SessionNotFound {
-            id: id.to_string(),
-            sessions_dir: path.parent().unwrap_or(path).into(),
-        },
+        std::io::ErrorKind::NotFound => not_found(),
         _ => Error::io(path, e),
     })?;
-    reader.touch(fs::metadata(path).ok().as_ref());
+    reader.touch(Some(&folder));
 
     let mut files: HashMap<String, FileRef> = HashMap::new();
     let mut node_dirs: Vec<(String, PathBuf, SystemTime)> = Vec::new();
@@ -358,15 +409,12 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
                 node_dirs.push((name.clone(), child, modified.unwrap_or(UNIX_EPOCH)));
             }
         } else if [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, RAW_STREAM_FILE].contains(&name.as_str()) {
-            if let Some(metadata) = reader.stat(&child) {
-                files.insert(
-                    name.clone(),
-                    FileRef {
-                        path: child,
-                        bytes: metadata.len(),
-                    },
-                );
+            if let Some(file) = reader.regular_file(&child) {
+                files.insert(name.clone(), file);
             }
+        } else if file_type.is_symlink() {
+            // A link where a node folder could be: said, not followed.
+            reader.problem(&child, "a symbolic link; not followed");
         }
     }
     if let Some(nodes_dir) = &nodes_dir {
@@ -589,8 +637,9 @@ impl FolderReader<'_> {
         }
     }
 
+    /// The metadata of `path` itself (a link is not followed).
     fn stat(&mut self, path: &Path) -> Option<fs::Metadata> {
-        match fs::metadata(path) {
+        match fs::symlink_metadata(path) {
             Ok(metadata) => {
                 self.touch(Some(&metadata));
                 Some(metadata)
@@ -603,9 +652,17 @@ impl FolderReader<'_> {
         }
     }
 
+    /// The entries of a folder, at most [`MAX_FOLDER_ENTRIES`] (the rest is a problem).
     fn list_dir(&mut self, dir: &Path) -> std::io::Result<Vec<(String, fs::FileType)>> {
         let mut entries = Vec::new();
-        for entry in fs::read_dir(dir)? {
+        for (seen, entry) in fs::read_dir(dir)?.enumerate() {
+            if seen == MAX_FOLDER_ENTRIES {
+                self.problem(
+                    dir,
+                    format!("more than {MAX_FOLDER_ENTRIES} entries; the rest not read"),
+                );
+                break;
+            }
             let entry = entry?;
             let Ok(file_type) = entry.file_type() else {
                 continue;
@@ -618,15 +675,38 @@ impl FolderReader<'_> {
         Ok(entries)
     }
 
+    /// A file the session may have, if it is there as a regular file; anything else in its place
+    /// (a link, a FIFO, a device) is a problem, and never opened.
+    fn regular_file(&mut self, path: &Path) -> Option<FileRef> {
+        let metadata = self.stat(path)?;
+        if !metadata.is_file() {
+            let kind = untrusted::kind_of(metadata.file_type());
+            self.problem(path, format!("{kind}, not a regular file; not read"));
+            return None;
+        }
+        Some(FileRef {
+            path: path.to_owned(),
+            bytes: metadata.len(),
+        })
+    }
+
     fn read_small(&mut self, file: &FileRef) -> Option<Vec<u8>> {
         if file.bytes > MAX_PARSED_FILE_BYTES {
             self.problem(&file.path, format!("{} bytes: too large to read in place", file.bytes));
             return None;
         }
-        match fs::read(&file.path) {
+        match untrusted::read_bounded(&file.path, MAX_PARSED_FILE_BYTES) {
             Ok(bytes) => Some(bytes),
+            Err(Error::FileTooLarge { bytes, .. }) => {
+                self.problem(&file.path, format!("{bytes} bytes: too large to read in place"));
+                None
+            }
             Err(e) => {
-                self.problem(&file.path, format!("cannot read: {e}"));
+                let reason = match e {
+                    Error::Io { source, .. } => format!("cannot read: {source}"),
+                    other => other.to_string(),
+                };
+                self.problem(&file.path, reason);
                 None
             }
         }
@@ -703,19 +783,15 @@ impl FolderReader<'_> {
     }
 
     fn node_artifacts(&mut self, dir: &Path) -> NodeArtifacts {
-        let mut file = |name: &str| {
-            let path = dir.join(name);
-            self.stat(&path)
-                .filter(|m| m.is_file())
-                .map(|m| FileRef { path, bytes: m.len() })
-        };
+        let mut file = |name: &str| self.regular_file(&dir.join(name));
         let prompt = file(PROMPT_FILE);
         let raw_output = file(RAW_OUTPUT_FILE);
         let result = file(RESULT_FILE);
         let raw_stream = file(RAW_STREAM_FILE);
         let prompt_preview = prompt
             .as_ref()
-            .and_then(|p| read_prefix(&p.path, PROMPT_PREVIEW_BYTES).ok());
+            .and_then(|p| untrusted::read_prefix(&p.path, PROMPT_PREVIEW_BYTES).ok())
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
         let result_value = result.as_ref().and_then(|r| self.parse_json(r));
         NodeArtifacts {
             prompt,
@@ -726,13 +802,6 @@ impl FolderReader<'_> {
             raw_stream,
         }
     }
-}
-
-fn read_prefix(path: &Path, max: u64) -> std::io::Result<String> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    fs::File::open(path)?.take(max).read_to_end(&mut bytes)?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 #[cfg(test)]

@@ -60,10 +60,10 @@ impl FileTail {
     /// comes: it is yielded once complete. A file that does not exist yet is read from its start.
     pub fn from_end(path: impl Into<PathBuf>) -> Result<FileTail, Error> {
         let path = path.into();
-        let file = match File::open(&path) {
+        let file = match open_regular(&path) {
             Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(FileTail::from_start(path)),
-            Err(e) => return Err(Error::io(path, e)),
+            Err(e) if crate::untrusted::is_not_found(&e) => return Ok(FileTail::from_start(path)),
+            Err(e) => return Err(e),
         };
         let metadata = file.metadata().map_err(|e| Error::io(&path, e))?;
         let offset = line_start(&file, metadata.len()).map_err(|e| Error::io(&path, e))?;
@@ -87,13 +87,13 @@ impl FileTail {
     /// Reads what was appended since the last call, at most `max_bytes` (and at least one line's
     /// worth); a file that is gone yields nothing and is read from its start when it comes back.
     pub fn read_new_lines(&mut self, max_bytes: usize) -> Result<NewLines, Error> {
-        let file = match File::open(&self.path) {
+        let file = match open_regular(&self.path) {
             Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if crate::untrusted::is_not_found(&e) => {
                 self.restart();
                 return Ok(NewLines::default());
             }
-            Err(e) => return Err(Error::io(&self.path, e)),
+            Err(e) => return Err(e),
         };
         let metadata = file.metadata().map_err(|e| Error::io(&self.path, e))?;
         let identity = (metadata.dev(), metadata.ino());
@@ -163,9 +163,14 @@ pub struct Page {
     pub last_line_partial: bool,
 }
 
+/// A regular file of a session, opened without following a link or blocking.
+fn open_regular(path: &Path) -> Result<File, Error> {
+    crate::untrusted::open_regular(path).map(|(file, _)| file)
+}
+
 /// The last `count` lines of a file (the last one may lack its newline), read backwards in blocks.
 pub fn last_lines(path: &Path, count: usize) -> Result<Page, Error> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = open_regular(path)?;
     let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
     let (start, _) = lines_back(&file, size, count).map_err(|e| Error::io(path, e))?;
     read_page(&file, start, size, usize::MAX).map_err(|e| Error::io(path, e))
@@ -173,7 +178,7 @@ pub fn last_lines(path: &Path, count: usize) -> Result<Page, Error> {
 
 /// The line holding byte `offset`, with up to `before` lines before it and `after` lines after it.
 pub fn read_lines_around(path: &Path, offset: u64, before: usize, after: usize) -> Result<Page, Error> {
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = open_regular(path)?;
     let size = file.metadata().map_err(|e| Error::io(path, e))?.len();
     let read = || -> std::io::Result<Page> {
         let here = line_start(&file, offset.min(size))?;

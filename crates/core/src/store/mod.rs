@@ -920,9 +920,14 @@ impl Store {
         id: &SessionId,
         discard: impl FnOnce(&Path) -> Result<(), Error>,
     ) -> Result<(), Error> {
-        let folder = workspace.session_path(id);
+        // Only ever a real folder inside the workspace's sessions folder (links are refused).
+        let folder = match workspace.session_folder(id) {
+            Ok(folder) => Some(folder),
+            Err(Error::SessionNotFound { .. }) => None,
+            Err(e) => return Err(e),
+        };
         let key = self.existing_session_key(workspace, id)?;
-        if key.is_none() && !folder.exists() {
+        if key.is_none() && folder.is_none() {
             return Err(Error::SessionNotFound {
                 id: id.to_string(),
                 sessions_dir: workspace.sessions_dir(),
@@ -955,7 +960,7 @@ impl Store {
         )
         .map_err(|e| self.err(e))?;
         // The folder goes last: if moving it fails, the rows come back with the rollback.
-        if folder.exists() {
+        if let Some(folder) = folder {
             discard(&folder)?;
         }
         tx.commit().map_err(|e| self.err(e))
@@ -1099,7 +1104,7 @@ impl Store {
 
     /// Whether a session is known to the store or has a folder: pins and deletes need one.
     pub fn session_exists(&self, workspace: &Workspace, id: &SessionId) -> Result<bool, Error> {
-        Ok(workspace.session_path(id).is_dir() || self.existing_session_key(workspace, id)?.is_some())
+        Ok(workspace.session_folder(id).is_ok() || self.existing_session_key(workspace, id)?.is_some())
     }
 
     /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`), so that it waits
