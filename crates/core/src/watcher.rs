@@ -4,13 +4,17 @@
 //! - Built on `notify` (inotify on Linux) with its own debouncing per session: the debouncer
 //!   crates drop notify's "rescan" signal (an inotify queue overflow has no path), and a missed
 //!   overflow would silently miss changes; here it triggers a full rescan.
-//! - Each workspace's `<root>/.zibby/output/sessions/` is watched recursively. While it does not
-//!   exist, its nearest existing ancestor is watched (not recursively) until it appears; when it is
-//!   deleted or replaced, the watch moves back to the ancestor, and every session it held is
-//!   reported removed.
+//! - Each workspace's `<root>/.zibby/output/sessions/` is watched, and below it only what the
+//!   session layout has: each session folder, its node folders and `nodes/<node>/` (at most three
+//!   levels; a session's deeper folders are not watched), never through a symbolic link (a link in
+//!   a session folder to `/usr` costs nothing). While the sessions folder does not exist, or a
+//!   link stands in its way, the deepest real folder on the way is watched until it appears; when
+//!   it is deleted or replaced, the watch moves back there, and every session it held is reported
+//!   removed.
 //! - When a watch cannot be added (the inotify watch limit, `fs.inotify.max_user_watches`), the
 //!   workspace falls back to a poll every [`WatcherOptions::poll_interval`], logged with
-//!   `tracing::warn`. Idle, with inotify working, the watcher thread blocks and uses no CPU.
+//!   `tracing::warn`, and every watch it had is released. Idle, with inotify working, the watcher
+//!   thread blocks and uses no CPU.
 //! - Every session folder present at start is reported once as [`Change::SessionAdded`] (an initial
 //!   scan): the caller needs no listing of its own.
 //!
@@ -36,8 +40,8 @@ use crate::error::Error;
 use crate::id::SessionId;
 use crate::index::fingerprint;
 use crate::session::{
-    read_session_folder, session_folders, Detail, SessionSummary, Timestamp, Workspace, EVENTS_FILE, RAW_STREAM_FILE,
-    RUNNING_QUIET_WINDOW,
+    read_summary, session_folders, SessionSummary, Timestamp, Workspace, EVENTS_FILE, RAW_STREAM_FILE,
+    RUNNING_QUIET_WINDOW, SESSIONS_DIR,
 };
 use crate::status::Status;
 use crate::tail::FileTail;
@@ -203,7 +207,7 @@ impl Watcher {
             let handler = move |event| {
                 let _ = events.send(Message::Filesystem(event));
             };
-            match notify::recommended_watcher(handler) {
+            match RecommendedWatcher::new(handler, notify::Config::default().with_follow_symlinks(false)) {
                 Ok(watcher) => Some(watcher),
                 Err(e) => {
                     tracing::warn!(error = %e, "cannot use filesystem events; polling every workspace instead");
@@ -256,6 +260,8 @@ struct WatchedWorkspace {
     /// What is watched now: the sessions folder (recursively) or its nearest existing ancestor,
     /// with its `(device, inode)`.
     watched: Option<(PathBuf, Option<(u64, u64)>)>,
+    /// The folders watched below the sessions folder, by session (see [`session_watch_dirs`]).
+    session_watches: HashMap<SessionId, Vec<PathBuf>>,
     /// inotify could not cover this workspace: it is polled.
     polling: bool,
     reconcile_due: bool,
@@ -268,6 +274,7 @@ impl WatchedWorkspace {
             sessions_dir: workspace.sessions_dir(),
             workspace,
             watched: None,
+            session_watches: HashMap::new(),
             polling: false,
             reconcile_due: true,
             sessions: HashMap::new(),
@@ -312,6 +319,10 @@ impl WatchLoop {
         }
         for index in 0..self.workspaces.len() {
             self.point_watch(index);
+            let known: Vec<SessionId> = self.workspaces[index].sessions.keys().cloned().collect();
+            for id in known {
+                self.watch_session(index, &id);
+            }
             self.rescan(index, false);
             self.mark_stale_sessions(index);
         }
@@ -399,10 +410,8 @@ impl WatchLoop {
             Err(e) => {
                 // Typically the watch limit reached while adding watches for new folders: which
                 // folder is not said, so every workspace is polled from now on.
-                tracing::warn!(error = %e, "filesystem watch error; polling the session folders from now on");
-                for workspace in &mut self.workspaces {
-                    workspace.polling = true;
-                    workspace.reconcile_due = true;
+                for index in 0..self.workspaces.len() {
+                    self.fall_back_to_polling(index, &e);
                 }
                 return;
             }
@@ -485,16 +494,14 @@ impl WatchLoop {
         self.rescan(index, initial);
     }
 
-    /// Watches the sessions folder recursively, or its nearest existing ancestor while it is missing.
+    /// Watches the sessions folder, or the deepest real folder on the way while it is missing (or
+    /// a link stands in its place).
     fn point_watch(&mut self, index: usize) {
         for _ in 0..10 {
             let workspace = &mut self.workspaces[index];
-            let (target, mode) = match nearest_existing(&workspace.sessions_dir) {
-                Some(path) if path == workspace.sessions_dir => (path, RecursiveMode::Recursive),
-                Some(path) => (path, RecursiveMode::NonRecursive),
-                None => break,
-            };
-            let identity = std::fs::metadata(&target).ok().map(|m| (m.dev(), m.ino()));
+            let target = deepest_real_folder(workspace.workspace.root());
+            let mode = RecursiveMode::NonRecursive;
+            let identity = std::fs::symlink_metadata(&target).ok().map(|m| (m.dev(), m.ino()));
             if workspace.watched.as_ref() == Some(&(target.clone(), identity)) {
                 break;
             }
@@ -513,6 +520,72 @@ impl WatchLoop {
                 }
             }
             workspace.watched = Some((target, identity));
+        }
+    }
+
+    /// Watches what the session layout has below a session folder (and releases the watches of
+    /// folders it no longer has); a failed watch makes the workspace polled.
+    fn watch_session(&mut self, index: usize, id: &SessionId) {
+        let workspace = &mut self.workspaces[index];
+        let (false, Some(notify)) = (workspace.polling, self.notify.as_mut()) else {
+            return;
+        };
+        let wanted = session_watch_dirs(&workspace.sessions_dir.join(id.as_str()));
+        let had = workspace.session_watches.remove(id).unwrap_or_default();
+        for gone in had.iter().filter(|dir| !wanted.contains(dir)) {
+            let _ = notify.unwatch(gone);
+        }
+        let mut watched = Vec::with_capacity(wanted.len());
+        for dir in wanted {
+            if !had.contains(&dir) {
+                if let Err(e) = notify.watch(&dir, RecursiveMode::NonRecursive) {
+                    if e.paths.is_empty() || !matches!(e.kind, notify::ErrorKind::PathNotFound) {
+                        workspace.session_watches.insert(id.clone(), watched);
+                        self.fall_back_to_polling(index, &e);
+                        return;
+                    }
+                    continue; // gone since it was listed
+                }
+            }
+            watched.push(dir);
+        }
+        if !watched.is_empty() {
+            workspace.session_watches.insert(id.clone(), watched);
+        }
+    }
+
+    /// Releases a removed session's watches.
+    fn unwatch_session(&mut self, index: usize, id: &SessionId) {
+        let had = self.workspaces[index].session_watches.remove(id).unwrap_or_default();
+        if let Some(notify) = self.notify.as_mut() {
+            for dir in had {
+                let _ = notify.unwatch(&dir);
+            }
+        }
+    }
+
+    /// inotify cannot cover a workspace (typically the watch limit): it is polled from now on, and
+    /// every watch it had is released (they would only use up the user's budget).
+    fn fall_back_to_polling(&mut self, index: usize, error: &notify::Error) {
+        let workspace = &mut self.workspaces[index];
+        if workspace.polling {
+            return;
+        }
+        tracing::warn!(
+            workspace = %workspace.workspace.root().display(),
+            %error,
+            "cannot watch the session folders; polling them every {:?} instead",
+            self.options.poll_interval
+        );
+        workspace.polling = true;
+        workspace.reconcile_due = true;
+        if let Some(notify) = self.notify.as_mut() {
+            for dir in workspace.session_watches.drain().flat_map(|(_, dirs)| dirs) {
+                let _ = notify.unwatch(&dir);
+            }
+            if let Some((dir, _)) = &workspace.watched {
+                let _ = notify.unwatch(dir);
+            }
         }
     }
 
@@ -588,25 +661,20 @@ impl WatchLoop {
     /// Reads one session again and sends what changed.
     fn read_session(&mut self, index: usize, id: &SessionId, files: BTreeSet<PathBuf>, initial: bool) {
         let clock_now = (self.options.clock)();
+        let dir = self.workspaces[index].sessions_dir.join(id.as_str());
+        let is_folder = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+        // Watched before it is read: what changes after the read is seen.
+        if is_folder && !initial {
+            self.watch_session(index, id);
+        }
         let workspace = &mut self.workspaces[index];
         let root = workspace.workspace.root().to_owned();
-        let dir = workspace.sessions_dir.join(id.as_str());
-        let is_folder = std::fs::metadata(&dir).is_ok_and(|m| m.is_dir());
         // Taken before the read: a change during the read shows in the next comparison.
         let print = fingerprint(&dir, workspace.sessions.get(id).and_then(|k| k.fingerprint.as_deref()));
-        let session = if is_folder {
-            match read_session_folder(&dir, id.clone(), Detail::Summary, clock_now) {
-                Ok(session) => Some(session),
-                Err(Error::SessionNotFound { .. }) => None,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read a session folder");
-                    return;
-                }
-            }
-        } else {
-            None
-        };
-        let Some(session) = session else {
+        // A folder that cannot be read is a session naming its problem, as in a listing.
+        let Some(summary) = read_summary(&dir, id, clock_now) else {
+            self.unwatch_session(index, id);
+            let workspace = &mut self.workspaces[index];
             self.running.remove(&(index, id.clone()));
             if workspace.sessions.remove(id).is_some() {
                 (self.sink)(Change::SessionRemoved {
@@ -616,7 +684,6 @@ impl WatchLoop {
             }
             return;
         };
-        let summary = session.summary();
         if summary.status == Status::Running {
             self.running.insert((index, id.clone()));
         } else {
@@ -715,10 +782,42 @@ fn mark_pending(pending: &mut HashMap<SessionKey, Pending>, key: SessionKey, fil
     entry.files.extend(file);
 }
 
-/// The folder itself when it exists, else its nearest existing ancestor.
-fn nearest_existing(path: &Path) -> Option<PathBuf> {
-    path.ancestors().find(|p| p.is_dir()).map(Path::to_owned)
+/// The workspace's sessions folder when it is there, else the deepest real folder on the way to
+/// it (a component that is missing, or a symbolic link, ends the way).
+fn deepest_real_folder(root: &Path) -> PathBuf {
+    let mut path = root.to_path_buf();
+    for component in SESSIONS_DIR {
+        let next = path.join(component);
+        match std::fs::symlink_metadata(&next) {
+            Ok(m) if m.is_dir() => path = next,
+            _ => break,
+        }
+    }
+    path
 }
+
+/// The folders watched for one session: its folder, its node folders (and `nodes/`), and
+/// `nodes/<node>/`: real folders only, never links. Empty when the session folder is not a real
+/// folder.
+fn session_watch_dirs(session_dir: &Path) -> Vec<PathBuf> {
+    let real_dir = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    if !real_dir(session_dir) {
+        return Vec::new();
+    }
+    let mut dirs = vec![session_dir.to_owned()];
+    for parent in [session_dir.to_owned(), session_dir.join("nodes")] {
+        if let Ok(entries) = std::fs::read_dir(&parent) {
+            let children = entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir()));
+            dirs.extend(children.map(|e| e.path()).take(MAX_WATCHED_NODE_FOLDERS));
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// A session has a few node folders; a folder with more than this is not watched past them.
+const MAX_WATCHED_NODE_FOLDERS: usize = 1_000;
 
 /// The followed output files of a session folder: its own, and those of its node folders (at
 /// `<session>/<node>/` and `<session>/nodes/<node>/`).
@@ -727,7 +826,7 @@ pub fn output_files(session_dir: &Path) -> Vec<PathBuf> {
     let mut look_in = |dir: &Path| {
         for name in FOLLOWED_FILES {
             let path = dir.join(name);
-            if path.is_file() {
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
                 files.push(path);
             }
         }
@@ -749,4 +848,58 @@ pub fn output_files(session_dir: &Path) -> Vec<PathBuf> {
         look_in(&dir);
     }
     files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// The inotify watches this process holds, as the kernel counts them (`/proc/self/fdinfo`).
+    /// No other test of this binary starts a watcher.
+    fn inotify_watches() -> usize {
+        std::fs::read_dir("/proc/self/fdinfo")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+            .map(|info| info.lines().filter(|l| l.starts_with("inotify wd:")).count())
+            .sum()
+    }
+
+    #[test]
+    fn watches_follow_the_session_layout_never_links_nor_deep_folders() {
+        let root = tempfile::tempdir().unwrap();
+        let session = root.path().join(".zibby/output/sessions/1777678254943_ymcw");
+        std::fs::create_dir_all(session.join("nodes/step")).unwrap();
+        let mut deep = session.join("plan");
+        for level in 0..12 {
+            deep = deep.join(format!("level-{level}"));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        for wide in 0..40 {
+            std::fs::create_dir_all(session.join("plan/level-0").join(format!("wide-{wide}"))).unwrap();
+        }
+        symlink("/usr", session.join("usr")).unwrap();
+        symlink("/usr", session.join("nodes/also-usr")).unwrap();
+
+        let before = inotify_watches();
+        let (changes, received) = mpsc::channel();
+        let sink: ChangeSink = Arc::new(move |change| {
+            let _ = changes.send(change);
+        });
+        let workspace = Workspace::open(root.path()).unwrap();
+        let watcher = Watcher::start(vec![workspace], sink, WatcherOptions::default()).unwrap();
+        // The sessions folder, the session, plan/, nodes/ and nodes/step/: five.
+        assert_eq!(inotify_watches() - before, 5);
+
+        // Still seen: a node's output three levels down.
+        std::fs::write(session.join("nodes/step/raw_stream_output.txt"), "hello\n").unwrap();
+        let seen = (0..50).find_map(|_| match received.recv_timeout(Duration::from_millis(200)) {
+            Ok(Change::OutputAppended { lines, .. }) => Some(lines),
+            _ => None,
+        });
+        assert_eq!(seen, Some(vec!["hello".to_owned()]));
+        drop(watcher);
+        assert_eq!(inotify_watches(), before, "every watch released with the watcher");
+    }
 }
