@@ -3,6 +3,8 @@
 //! Every command takes `--json` for machine-readable output; the field names are documented in
 //! `docs/cli.md` and stable. Errors are one line on stderr naming the path or id, and exit 1.
 
+mod visible;
+
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -289,7 +291,8 @@ fn main() -> ExitCode {
         let status = studio_core::keeper::keep(run_dir, command);
         return ExitCode::from(u8::try_from(status).unwrap_or(1));
     }
-    let mut out = std::io::stdout().lock();
+    // Untrusted text (node names, output lines, file names) is printed: control characters as escapes.
+    let mut out = visible::Visible::new(std::io::stdout().lock());
     let result = match cli.command {
         Command::Run {
             agent,
@@ -329,7 +332,7 @@ fn main() -> ExitCode {
             {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("zstudio: {error:#}");
+            let _ = writeln!(visible::Visible::new(std::io::stderr().lock()), "zstudio: {error:#}");
             ExitCode::FAILURE
         }
     }

@@ -203,6 +203,82 @@ fn bad_input_gets_one_line_naming_it_and_a_failing_exit() {
     }
 }
 
+#[test]
+fn a_hostile_workspace_is_refused_by_name_and_nothing_outside_it_is_touched() {
+    let workspace = fixture_workspace();
+    let root = workspace.path().to_str().unwrap();
+    let outside = TempDir::new().unwrap();
+    let victim = outside.path().join("1795952522957_vij4");
+    std::fs::rename(
+        workspace.path().join(".zibby/output/sessions/1795952522957_vij4"),
+        &victim,
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        &victim,
+        workspace.path().join(".zibby/output/sessions/1795952522957_vij4"),
+    )
+    .unwrap();
+
+    for args in [
+        &["delete", "1795952522957_vij4", "--yes", "-w", root][..],
+        &["show", "1795952522957_vij4", "-w", root][..],
+    ] {
+        let refused = zstudio(args, None);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("is a symbolic link"), "{args:?}: {stderr}");
+    }
+    assert!(
+        victim.join(".session-info.json").is_file(),
+        "the folder behind the link is intact"
+    );
+    // The listing shows it with its problem, and the other session as before.
+    let sessions = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+    let linked = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "1795952522957_vij4")
+        .expect("listed");
+    assert_eq!(linked["status"], "unknown");
+    assert_eq!(sessions.as_array().unwrap().len(), 2);
+
+    // Escape sequences in a session's files are shown, never sent to the terminal.
+    let other = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] != "1795952522957_vij4")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let info = workspace
+        .path()
+        .join(".zibby/output/sessions")
+        .join(&other)
+        .join(".session-info.json");
+    std::fs::write(&info, "{\"currentNode\": \"evil\\u001b]52;c;ZXZpbA==\\u0007\"}").unwrap();
+    let shown = text_of(&zstudio(&["show", &other, "-w", root], None));
+    assert!(!shown.contains('\u{1b}'), "{shown:?}");
+    assert!(shown.contains("current   evil\\u001b]52;c;ZXZpbA==\\u0007"), "{shown}");
+    let listed = text_of(&zstudio(&["sessions", "-w", root], None));
+    assert!(
+        !listed.contains('\u{1b}') && listed.contains("evil\\u001b]52"),
+        "{listed}"
+    );
+
+    // A sessions folder that is a link is refused as a whole, naming it.
+    let sessions_dir = workspace.path().join(".zibby/output/sessions");
+    std::fs::rename(&sessions_dir, outside.path().join("sessions")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("sessions"), &sessions_dir).unwrap();
+    let refused = zstudio(&["sessions", "-w", root], None);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(".zibby/output/sessions is a symbolic link"), "{stderr}");
+}
+
 fn text_of(output: &Output) -> String {
     assert!(
         output.status.success(),

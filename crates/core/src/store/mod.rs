@@ -1104,7 +1104,12 @@ impl Store {
 
     /// Whether a session is known to the store or has a folder: pins and deletes need one.
     pub fn session_exists(&self, workspace: &Workspace, id: &SessionId) -> Result<bool, Error> {
-        Ok(workspace.session_folder(id).is_ok() || self.existing_session_key(workspace, id)?.is_some())
+        match workspace.session_folder(id) {
+            Ok(_) => Ok(true),
+            Err(Error::SessionNotFound { .. }) => Ok(self.existing_session_key(workspace, id)?.is_some()),
+            // A link in its place (or on the way) is said, not taken as "no such session".
+            Err(e) => Err(e),
+        }
     }
 
     /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`), so that it waits
