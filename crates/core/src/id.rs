@@ -24,6 +24,9 @@ impl SessionId {
             Some("it contains a NUL byte")
         } else if id.chars().any(char::is_control) {
             Some("it contains a control character")
+        } else if id.chars().any(is_bidi_control) {
+            // An id shown reordered could pass for another one (CVE-2021-42574, "Trojan Source").
+            Some("it contains a bidirectional-control character")
         } else if id.len() > MAX_ID_BYTES {
             Some("it is longer than 255 bytes")
         } else {
@@ -50,6 +53,11 @@ impl SessionId {
         }
         ms.parse().ok()
     }
+}
+
+/// The characters that reorder text when shown: embeddings, overrides, isolates and marks.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 impl TryFrom<String> for SessionId {
@@ -94,5 +102,15 @@ mod tests {
             assert!(err.to_string().contains("session id"), "{err}");
         }
         assert!(SessionId::parse(&"x".repeat(256)).is_err());
+    }
+
+    #[test]
+    fn ids_that_would_show_reordered_are_rejected() {
+        for id in ["a\u{202E}b", "run\u{2066}-1", "x\u{200F}", "\u{061C}1"] {
+            let err = SessionId::parse(id).expect_err(id);
+            assert!(err.to_string().contains("bidirectional"), "{err}");
+        }
+        // Right-to-left letters themselves are fine.
+        assert!(SessionId::parse("جلسة-1").is_ok());
     }
 }
