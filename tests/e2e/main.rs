@@ -268,3 +268,39 @@ async fn a_store_that_cannot_be_opened_shows_the_error_in_the_window() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn the_window_is_granted_only_the_tauri_calls_it_uses() {
+    let workspace = Workspace::empty();
+    App::run(&workspace, |client| async move {
+        wait_for(&client, ".empty").await;
+        let call = |command: &'static str, args: serde_json::Value| {
+            let client = client.clone();
+            async move {
+                let script = "const [command, args, done] = arguments; \
+                              window.__TAURI_INTERNALS__.invoke(command, args).then( \
+                                () => done('allowed'), (error) => done(String(error)));";
+                client
+                    .execute_async(script, vec![serde_json::json!(command), args])
+                    .await
+                    .unwrap_or_else(|e| panic!("invoke {command} in the page: {e}"))
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            }
+        };
+        // Granted by Tauri's `core:default`, used by nothing of the window: refused now.
+        for command in [
+            "plugin:app|version",
+            "plugin:window|title",
+            "plugin:path|resolve_directory",
+        ] {
+            let answer = call(command, serde_json::json!({"label": "main", "directory": 1})).await;
+            assert!(answer.contains("not allowed"), "{command}: {answer}");
+        }
+        // What the window does use still works: an app command.
+        let answer = call("workspaces_recent", serde_json::json!({})).await;
+        assert_eq!(answer, "allowed");
+    })
+    .await;
+}
