@@ -79,10 +79,22 @@ impl Event<'_> {
     }
 }
 
-/// Splits one byte stream into lines, across chunk boundaries.
+/// The longest line kept whole; the rest of a longer line is cut, and the line ends with
+/// [`cut_marker`] saying how much (a 300 MB line must not take 300 MB, let alone several copies).
+pub const MAX_LINE_BYTES: usize = 1024 * 1024;
+
+/// What ends a line that was cut: ` … [N bytes cut]`.
+pub fn cut_marker(cut: u64) -> String {
+    format!(" … [{cut} bytes cut]")
+}
+
+/// Splits one byte stream into lines, across chunk boundaries, each at most [`MAX_LINE_BYTES`]
+/// (plus the cut marker): memory stays bounded however long a line is.
 #[derive(Debug, Default)]
 struct LineBuffer {
     partial: Vec<u8>,
+    /// How many bytes of the current line were dropped past the bound.
+    cut: u64,
 }
 
 impl LineBuffer {
@@ -96,24 +108,55 @@ impl LineBuffer {
         };
         let mut start = 0;
         for newline in memchr::memchr_iter(b'\n', bytes) {
-            if self.partial.is_empty() {
-                line(&bytes[start..newline], valid.get(start..newline));
+            let piece = &bytes[start..newline];
+            if self.partial.is_empty() && piece.len() <= MAX_LINE_BYTES {
+                line(piece, valid.get(start..newline));
             } else {
-                self.partial.extend_from_slice(&bytes[start..newline]);
-                line(&self.partial, None);
-                self.partial.clear();
+                self.append(piece);
+                let whole = self.take_line();
+                line(&whole, None);
             }
             start = newline + 1;
         }
-        self.partial.extend_from_slice(&bytes[start..]);
+        self.append(&bytes[start..]);
+    }
+
+    /// Adds to the current line up to the bound; counts what is past it.
+    fn append(&mut self, piece: &[u8]) {
+        let room = MAX_LINE_BYTES - self.partial.len();
+        let kept = piece.len().min(room);
+        self.partial.extend_from_slice(&piece[..kept]);
+        self.cut += (piece.len() - kept) as u64;
+    }
+
+    /// The current line, with the cut marker when it was cut (at a character boundary).
+    fn take_line(&mut self) -> Vec<u8> {
+        let mut whole = std::mem::take(&mut self.partial);
+        let cut = std::mem::take(&mut self.cut);
+        if cut > 0 {
+            let boundary = utf8_boundary(&whole);
+            let cut = cut + (whole.len() - boundary) as u64;
+            whole.truncate(boundary);
+            whole.extend_from_slice(cut_marker(cut).as_bytes());
+        }
+        whole
     }
 
     fn take_rest(&mut self) -> Option<Vec<u8>> {
-        if self.partial.is_empty() {
+        if self.partial.is_empty() && self.cut == 0 {
             None
         } else {
-            Some(std::mem::take(&mut self.partial))
+            Some(self.take_line())
         }
+    }
+}
+
+/// The length of `bytes` less a character cut short at its end.
+fn utf8_boundary(bytes: &[u8]) -> usize {
+    match simdutf8::compat::from_utf8(bytes) {
+        Ok(_) => bytes.len(),
+        Err(e) if e.error_len().is_none() => e.valid_up_to(),
+        Err(_) => bytes.len(),
     }
 }
 
@@ -436,6 +479,46 @@ mod tests {
         EventKind::NodeBegin {
             node: node.into(),
             bars,
+        }
+    }
+
+    #[test]
+    fn a_line_past_the_bound_is_cut_with_a_marker_and_memory_stays_bounded() {
+        let chunk = vec![b'x'; 64 * 1024];
+        let total = 20 * 1024 * 1024 + 3;
+        let mut reader = StreamReader::new();
+        let mut texts: Vec<String> = Vec::new();
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let mut sent = 0;
+            while sent + chunk.len() <= total {
+                reader.push(stream, &chunk, 0, &mut |e| texts.push(e.text.into_owned()));
+                sent += chunk.len();
+                let held = match stream {
+                    Stream::Stdout => reader.stdout.partial.capacity(),
+                    Stream::Stderr => reader.stderr.partial.capacity(),
+                };
+                assert!(held <= 2 * MAX_LINE_BYTES, "{held} bytes held for one line");
+            }
+            let rest = "x".repeat(total - sent) + "\nnext\n";
+            reader.push(stream, rest.as_bytes(), 0, &mut |e| texts.push(e.text.into_owned()));
+        }
+        let cut = format!(
+            "{}{}",
+            "x".repeat(MAX_LINE_BYTES),
+            cut_marker((total - MAX_LINE_BYTES) as u64)
+        );
+        assert_eq!(texts.len(), 4);
+        for pair in texts.chunks(2) {
+            assert!(pair[0] == cut, "cut to {} bytes", pair[0].len());
+            assert_eq!(pair[1], "next");
+        }
+        // In one chunk, and at the end of the stream, and never inside a character.
+        let long = "é".repeat(MAX_LINE_BYTES);
+        let events = StreamReader::read_all(Stream::Stdout, format!("{long}\n{long}").as_bytes());
+        assert_eq!(events.len(), 2);
+        for event in events {
+            let kept = "é".repeat(MAX_LINE_BYTES / 2);
+            assert_eq!(event.text, format!("{kept}{}", cut_marker((MAX_LINE_BYTES) as u64)));
         }
     }
 

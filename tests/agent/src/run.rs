@@ -367,9 +367,12 @@ fn first_node_extras(printer: &Printer, options: &Options) -> Result<(), String>
         let _ = writeln!(out, "│ flood done: {count} lines");
     }
     if options.long_line_mb > 0 {
-        let mut line = vec![b'L'; options.long_line_mb * 1_000_000];
-        line.push(b'\n');
-        out.write_all(&line).map_err(|e| e.to_string())?;
+        // Written a megabyte at a time: the agent itself holds one, whatever the line's length.
+        let megabyte = vec![b'L'; 1_000_000];
+        for _ in 0..options.long_line_mb {
+            out.write_all(&megabyte).map_err(|e| e.to_string())?;
+        }
+        out.write_all(b"\n").map_err(|e| e.to_string())?;
     }
     if options.binary {
         out.write_all(b"\x00\xff\xfe binary \x80\x81 output \xc3\x28 end\n")

@@ -60,7 +60,7 @@ proptest! {
 }
 
 #[test]
-fn a_line_of_fifty_megabytes_is_one_output_line() {
+fn a_line_of_fifty_megabytes_is_one_output_line_cut_to_the_bound() {
     let mut big = vec![b'x'; 50 * 1024 * 1024];
     big.extend_from_slice(b"\n__WORKFLOW_GRAPH_LOG__{\"phase\":\"node_begin\",\"node\":\"after\"}\n");
     let mut reader = StreamReader::new();
@@ -70,6 +70,8 @@ fn a_line_of_fifty_megabytes_is_one_output_line() {
     }
     reader.finish(0, &mut |e| events.push((e.text.len(), e.kind)));
     assert_eq!(events.len(), 2);
-    assert_eq!(events[0].0, 50 * 1024 * 1024);
+    // Issue 14: a line is kept up to MAX_LINE_BYTES, and says how much was cut.
+    let marker = studio_core::protocol::cut_marker((50 * 1024 * 1024 - studio_core::protocol::MAX_LINE_BYTES) as u64);
+    assert_eq!(events[0].0, studio_core::protocol::MAX_LINE_BYTES + marker.len());
     assert!(matches!(&events[1].1, studio_core::protocol::EventKind::NodeBegin { node, .. } if node == "after"));
 }

@@ -465,9 +465,15 @@ fn hostile_output_is_kept_as_text() {
     let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(120));
     assert_eq!(finished(&events).0, Status::Success);
     let lines = b.supervisor.store().output_page(&run.run_id, 1, 1000).unwrap();
+    // Issue 14: one line, cut to the bound, saying how much was cut.
+    let cut = format!(
+        "{}{}",
+        "L".repeat(studio_core::protocol::MAX_LINE_BYTES),
+        studio_core::protocol::cut_marker((50_000_000 - studio_core::protocol::MAX_LINE_BYTES) as u64)
+    );
     assert!(
-        lines.iter().any(|l| l.text.len() == 50_000_000),
-        "the 50 MB line is one line"
+        lines.iter().any(|l| l.text == cut),
+        "the 50 MB line is one line, cut to the bound"
     );
     let binary = lines.iter().find(|l| l.text.contains("binary")).unwrap();
     assert!(binary.text.contains('\u{fffd}'), "{:?}", binary.text);
