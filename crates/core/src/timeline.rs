@@ -102,6 +102,8 @@ pub struct TimelineFold {
     nodes: Vec<NodeRun>,
     /// Indexes into `nodes` of the executions that began and have not ended, outermost first.
     open: Vec<usize>,
+    /// For each execution, the one it began inside (the innermost open one then).
+    parents: Vec<Option<usize>>,
     /// The last `└ done` / `└ failed` line, applied to the node whose `node_end` comes next.
     pending: Option<(Outcome, Option<String>)>,
     last_closed: Option<usize>,
@@ -140,10 +142,9 @@ impl TimelineFold {
         self.nodes.get(index)
     }
 
-    /// The execution a node ran inside (its index), for one that is still open or just ended.
+    /// The execution a node ran inside (its index): O(1), recorded when it began.
     pub fn parent_of(&self, index: usize) -> Option<usize> {
-        let depth = self.nodes.get(index)?.depth;
-        (0..index).rev().find(|&i| self.nodes[i].depth + 1 == depth)
+        self.parents.get(index).copied().flatten()
     }
 
     /// The innermost node running now.
@@ -160,6 +161,7 @@ impl TimelineFold {
                 return Applied::Nothing;
             }
         }
+        self.parents.push(self.open.last().copied());
         self.open.push(self.nodes.len());
         self.nodes.push(NodeRun {
             name: name.to_owned(),

@@ -352,12 +352,11 @@ impl Store {
     fn workspace_key(&self, workspace: &Workspace) -> Result<i64, Error> {
         let conn = self.conn();
         let root = workspace.root().to_string_lossy();
-        conn.execute(
-            "INSERT INTO workspaces (root) VALUES (?1) ON CONFLICT (root) DO NOTHING",
-            [&root],
-        )
-        .map_err(|e| self.err(e))?;
-        conn.query_row("SELECT id FROM workspaces WHERE root = ?1", [&root], |r| r.get(0))
+        conn.prepare_cached("INSERT INTO workspaces (root) VALUES (?1) ON CONFLICT (root) DO NOTHING")
+            .and_then(|mut insert| insert.execute([&root]))
+            .map_err(|e| self.err(e))?;
+        conn.prepare_cached("SELECT id FROM workspaces WHERE root = ?1")
+            .and_then(|mut select| select.query_row([&root], |r| r.get(0)))
             .map_err(|e| self.err(e))
     }
 
@@ -366,18 +365,15 @@ impl Store {
         let conn = self.conn();
         let workspace_key = self.workspace_key(workspace)?;
         let now = millis(now);
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO sessions (workspace_id, session_id, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
                  ON CONFLICT (workspace_id, session_id) DO NOTHING",
-            params![workspace_key, id.as_str(), now],
         )
+        .and_then(|mut insert| insert.execute(params![workspace_key, id.as_str(), now]))
         .map_err(|e| self.err(e))?;
-        conn.query_row(
-            "SELECT key FROM sessions WHERE workspace_id = ?1 AND session_id = ?2",
-            params![workspace_key, id.as_str()],
-            |r| r.get(0),
-        )
-        .map_err(|e| self.err(e))
+        conn.prepare_cached("SELECT key FROM sessions WHERE workspace_id = ?1 AND session_id = ?2")
+            .and_then(|mut select| select.query_row(params![workspace_key, id.as_str()], |r| r.get(0)))
+            .map_err(|e| self.err(e))
     }
 
     fn existing_session_key(&self, workspace: &Workspace, id: &SessionId) -> Result<Option<i64>, Error> {
@@ -804,10 +800,12 @@ impl Store {
         let key = self.session_key(workspace, id, now)?;
         let conn = self.conn();
         let tx = self.write_transaction(&conn)?;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO logs (session_key, run_id, at, level, event, message, fields) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            params![key, run_id, millis(now), level.as_str(), event, message, fields.to_string()],
         )
+        .and_then(|mut insert| {
+            insert.execute(params![key, run_id, millis(now), level.as_str(), event, message, fields.to_string()])
+        })
         .map_err(|e| self.err(e))?;
         let log_id = tx.last_insert_rowid();
         search::index(&tx, search::Kind::Log, log_id, &format!("{event} {message}")).map_err(|e| self.err(e))?;
@@ -851,11 +849,11 @@ impl Store {
         at: SystemTime,
     ) -> Result<i64, Error> {
         let conn = self.conn();
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO spans (run_id, parent_id, name, kind, depth, started_at, status)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running')",
-            params![run_id, parent, name, kind, depth as i64, millis(at)],
         )
+        .and_then(|mut insert| insert.execute(params![run_id, parent, name, kind, depth as i64, millis(at)]))
         .map_err(|e| self.err(e))?;
         let span_id = conn.last_insert_rowid();
         if kind == "node" {
@@ -866,11 +864,9 @@ impl Store {
 
     pub fn span_end(&self, span_id: i64, status: Status, at: SystemTime) -> Result<(), Error> {
         let conn = self.conn();
-        conn.execute(
-            "UPDATE spans SET status = ?2, ended_at = ?3 WHERE id = ?1",
-            params![span_id, status.as_str(), millis(at)],
-        )
-        .map_err(|e| self.err(e))?;
+        conn.prepare_cached("UPDATE spans SET status = ?2, ended_at = ?3 WHERE id = ?1")
+            .and_then(|mut update| update.execute(params![span_id, status.as_str(), millis(at)]))
+            .map_err(|e| self.err(e))?;
         Ok(())
     }
 
