@@ -205,6 +205,10 @@ enum Command {
         /// `zstudio stop` stops it, and its outcome is recorded when a studio next looks)
         #[arg(long)]
         detach: bool,
+        /// Run an agent of a `.zibby/studio.toml` not trusted yet (without a terminal to ask on);
+        /// the file's content is trusted from then on
+        #[arg(long, requires = "agent")]
+        trust: bool,
         /// The command to run instead of an agent (after --)
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -304,6 +308,7 @@ fn main() -> ExitCode {
             store,
             json,
             detach,
+            trust,
             command,
         } => run_agent(
             RunArgs {
@@ -313,6 +318,7 @@ fn main() -> ExitCode {
                 node,
                 grace: Duration::from_secs(grace),
                 detach,
+                trust,
                 command,
             },
             &workspace,
@@ -637,6 +643,7 @@ struct RunArgs {
     node: Option<String>,
     grace: Duration,
     detach: bool,
+    trust: bool,
     command: Vec<String>,
 }
 
@@ -650,30 +657,22 @@ fn run_agent(
 ) -> anyhow::Result<ExitCode> {
     let workspace = workspace.open()?;
     let session = args.session.as_deref().map(SessionId::parse).transpose()?;
+    let store_location = StoreLocation::resolve(store.db.clone(), store.memory)?;
+    let store = std::sync::Arc::new(store.open()?);
     let (agent_name, command, cwd, env) = match &args.agent {
         Some(name) => {
-            let agents = studio_core::agents::load(workspace.root())?;
-            let agent =
-                agents
-                    .into_iter()
-                    .find(|a| &a.name == name)
-                    .ok_or_else(|| studio_core::Error::AgentNotFound {
-                        name: name.clone(),
-                        path: workspace.root().join(studio_core::agents::AGENTS_FILE),
-                    })?;
-            let command = match &args.node {
-                Some(_) => agent
-                    .replay
-                    .clone()
-                    .ok_or_else(|| anyhow::anyhow!("agent `{name}` has no replay command in .zibby/studio.toml"))?,
-                None => agent.run.clone(),
-            };
-            (Some(agent.name), command, agent.cwd, agent.env.into_iter().collect())
+            let found = studio_core::agents::find(workspace.root(), name, args.node.is_some())?;
+            require_trust(&store, &workspace, found.launch, args.trust)?;
+            let agent = found.agent;
+            (
+                Some(agent.name),
+                found.command,
+                agent.cwd,
+                agent.env.into_iter().collect(),
+            )
         }
         None => (None, args.command.clone(), None, Vec::new()),
     };
-    let store_location = StoreLocation::resolve(store.db.clone(), store.memory)?;
-    let store = std::sync::Arc::new(store.open()?);
     // Through the keeper (this very program), so that a run can be left running.
     let supervisor = std::sync::Arc::new(Supervisor::with_keeper(
         store,
@@ -819,6 +818,53 @@ fn require_session(store: &Store, workspace: &Workspace, id: &SessionId) -> anyh
         }
         .into())
     }
+}
+
+/// An agent from a workspace's `.zibby/studio.toml` runs only once the user trusted that content
+/// of the file: with `--trust`, or on a terminal after reading what it would run. Without a
+/// terminal and `--trust`, it is refused with what it would run.
+fn require_trust(
+    store: &Store,
+    workspace: &Workspace,
+    launch: studio_core::agents::Launch,
+    trust: bool,
+) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    let launch = match store.require_trusted(workspace, launch) {
+        Ok(()) => return Ok(()),
+        Err(studio_core::Error::AgentsUntrusted { launch }) => launch,
+        Err(other) => return Err(other.into()),
+    };
+    if !trust {
+        if !std::io::stdin().is_terminal() {
+            let refused = studio_core::Error::AgentsUntrusted { launch };
+            anyhow::bail!("{refused}: pass --trust to run it (no terminal to ask on)");
+        }
+        let mut err = visible::Visible::new(std::io::stderr().lock());
+        writeln!(
+            err,
+            "{} is not trusted yet. Agent `{}` would run:",
+            launch.agents_file.display(),
+            launch.agent
+        )?;
+        writeln!(err, "  command      {:?}", launch.argv)?;
+        writeln!(err, "  in           {}", launch.cwd.display())?;
+        writeln!(
+            err,
+            "  environment  {}",
+            if launch.env_keys.is_empty() {
+                "-".to_owned()
+            } else {
+                launch.env_keys.join(", ")
+            }
+        )?;
+        drop(err);
+        if !confirm("Trust this file and run it?")? {
+            anyhow::bail!("not run: {} is not trusted", launch.agents_file.display());
+        }
+    }
+    store.trust_agents_file(workspace, &launch.digest, SystemTime::now())?;
+    Ok(())
 }
 
 /// Asks on the terminal; without one, the answer is no (pass --yes).

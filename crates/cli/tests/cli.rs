@@ -576,8 +576,26 @@ fn agents_of_the_workspace_run_and_replay_by_name() {
         ),
     )
     .unwrap();
-    let first = zstudio(
+    // A file nobody trusted yet: refused without a terminal, saying what it would run.
+    let refused = zstudio(
         &["run", "--json", "--agent", "trip", "--prompt", "Kyoto", "-w", root],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is not trusted yet") && stderr.contains("--trust"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("[\"{agent}\", \"--nodes\", \"plan:10,book:10\"]")),
+        "{stderr}"
+    );
+    assert!(refused.stdout.is_empty(), "nothing ran");
+    let first = zstudio(
+        &[
+            "run", "--json", "--agent", "trip", "--prompt", "Kyoto", "--trust", "-w", root,
+        ],
         None,
     );
     let events = json_lines(&first);
@@ -607,6 +625,12 @@ fn agents_of_the_workspace_run_and_replay_by_name() {
     assert_eq!(nodes, ["book"]);
     let runs = json_of(&zstudio(&["runs", "--json", "--session", &session, "-w", root], None));
     assert_eq!(runs[0]["replayed_node"], "book");
+    // Trusted once for this content: the replay above needed no --trust. Changed, it asks again.
+    let mut changed = std::fs::read_to_string(workspace.path().join(".zibby/studio.toml")).unwrap();
+    changed.push_str("# changed\n");
+    std::fs::write(workspace.path().join(".zibby/studio.toml"), changed).unwrap();
+    let again = zstudio(&["run", "--agent", "trip", "-w", root], None);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is not trusted yet"));
 
     let unknown = zstudio(&["run", "--agent", "nope", "-w", root], None);
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no agent `nope`"));

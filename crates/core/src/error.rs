@@ -37,6 +37,8 @@ pub enum Error {
     },
     #[error("no agent `{name}` in {path}")]
     AgentNotFound { name: String, path: PathBuf },
+    #[error("agent `{name}` has no replay command in {path}: add `replay = [...]` with {{node}}")]
+    NoReplayCommand { name: String, path: PathBuf },
     #[error("an agent named `{name}` exists already in {path}")]
     AgentExists { name: String, path: PathBuf },
     #[error("no live run `{id}`")]
@@ -53,6 +55,16 @@ pub enum Error {
     NotARegularFile { path: PathBuf, kind: &'static str },
     #[error("{path} is too large to read ({bytes} bytes; at most {limit})")]
     FileTooLarge { path: PathBuf, bytes: u64, limit: u64 },
+    #[error(
+        "{} is not trusted yet: agent `{}` would run {:?} in {} with the environment variables [{}]; \
+         read it, then trust it",
+        .launch.agents_file.display(),
+        .launch.agent,
+        .launch.argv,
+        .launch.cwd.display(),
+        .launch.env_keys.join(", ")
+    )]
+    AgentsUntrusted { launch: Box<crate::agents::Launch> },
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -91,6 +103,8 @@ impl Error {
             Error::SymlinkRefused { .. } => "symlink_refused",
             Error::NotARegularFile { .. } => "not_a_regular_file",
             Error::FileTooLarge { .. } => "file_too_large",
+            Error::AgentsUntrusted { .. } => "agents_untrusted",
+            Error::NoReplayCommand { .. } => "no_replay_command",
         }
     }
 }

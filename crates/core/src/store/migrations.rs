@@ -118,6 +118,15 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE workspaces ADD COLUMN opened_at INTEGER;
     CREATE INDEX workspaces_by_opened ON workspaces (opened_at) WHERE opened_at IS NOT NULL;
     "#,
+    // 3: the agents files the user trusted to run, by workspace and content (a SHA-256).
+    r#"
+    CREATE TABLE trusted_agents_files (
+        workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        digest TEXT NOT NULL,
+        trusted_at INTEGER NOT NULL,
+        PRIMARY KEY (workspace_id, digest)
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -905,6 +905,71 @@ impl Store {
         search::search(self, workspace, query, limit)
     }
 
+    // ---- trusted agents files ----
+
+    /// Whether the user trusted this content (by [`crate::agents::digest`]) of the workspace's
+    /// agents file.
+    pub fn agents_file_trusted(&self, workspace: &Workspace, digest: &str) -> Result<bool, Error> {
+        let workspace_key = self.workspace_key(workspace)?;
+        self.conn()
+            .query_row(
+                "SELECT 1 FROM trusted_agents_files WHERE workspace_id = ?1 AND digest = ?2",
+                params![workspace_key, digest],
+                |_| Ok(()),
+            )
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(|e| self.err(e))
+    }
+
+    /// Records that the user trusts this content of the workspace's agents file.
+    pub fn trust_agents_file(&self, workspace: &Workspace, digest: &str, now: SystemTime) -> Result<(), Error> {
+        let workspace_key = self.workspace_key(workspace)?;
+        self.conn()
+            .execute(
+                "INSERT INTO trusted_agents_files (workspace_id, digest, trusted_at) VALUES (?1, ?2, ?3)
+                 ON CONFLICT DO NOTHING",
+                params![workspace_key, digest, millis(now)],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
+    /// `Ok` when the file `launch` comes from is trusted, else [`Error::AgentsUntrusted`] with
+    /// what it would run, for the window or the CLI to show before asking.
+    pub fn require_trusted(&self, workspace: &Workspace, launch: crate::agents::Launch) -> Result<(), Error> {
+        if self.agents_file_trusted(workspace, &launch.digest)? {
+            Ok(())
+        } else {
+            Err(Error::AgentsUntrusted {
+                launch: Box::new(launch),
+            })
+        }
+    }
+
+    /// Saves one agent to the agents file ([`crate::agents::save_one`]). What the user writes is
+    /// theirs: the new content is trusted when the file was trusted before or did not exist.
+    pub fn agent_save(
+        &self,
+        workspace: &Workspace,
+        agent: crate::agents::Agent,
+        previous_name: Option<&str>,
+        now: SystemTime,
+    ) -> Result<Vec<crate::agents::Agent>, Error> {
+        let (_, before) = crate::agents::load_with_digest(workspace.root())?;
+        let was_trusted = match &before {
+            None => true,
+            Some(digest) => self.agents_file_trusted(workspace, digest)?,
+        };
+        let saved = crate::agents::save_one(workspace.root(), agent, previous_name)?;
+        if was_trusted {
+            if let (_, Some(digest)) = crate::agents::load_with_digest(workspace.root())? {
+                self.trust_agents_file(workspace, &digest, now)?;
+            }
+        }
+        Ok(saved)
+    }
+
     // ---- delete ----
 
     /// Deletes a session: its rows in one transaction (messages, runs, output, logs, traces), then

