@@ -178,11 +178,19 @@ pub fn agent_save(
     agent: Agent,
     previous_name: Option<String>,
 ) -> Result<Vec<Agent>, CommandError> {
-    Ok(agents::save_one(
-        studio.workspace()?.root(),
-        agent,
-        previous_name.as_deref(),
-    )?)
+    let saved = studio
+        .store()?
+        .agent_save(&studio.workspace()?, agent, previous_name.as_deref(), SystemTime::now())?;
+    Ok(saved)
+}
+
+/// Trusts the content of the workspace's `.zibby/studio.toml` whose digest the window showed (with
+/// what it would run) when a run was refused as `agents_untrusted`.
+#[tauri::command(async)]
+pub fn agents_trust(studio: State<'_, Studio>, digest: String) -> Result<(), CommandError> {
+    Ok(studio
+        .store()?
+        .trust_agents_file(&studio.workspace()?, &digest, SystemTime::now())?)
 }
 
 /// Runs an agent of `.zibby/studio.toml` on a prompt, in a new session or in `session_id`
@@ -264,6 +272,7 @@ pub fn run_output(
             return Err(CommandError {
                 code: "invalid_stream",
                 message: format!("no stream `{other}`: stdout or stderr"),
+                details: None,
             })
         }
     };
@@ -288,6 +297,7 @@ pub fn run_output_find(
         return Err(CommandError {
             code: "invalid_query",
             message: "nothing to find: the text to find is empty".into(),
+            details: None,
         });
     }
     Ok(studio.store()?.output_find(&run_id, from_seq, backward, &query)?)

@@ -147,6 +147,7 @@ pub fn reveal(folder: &Path) -> Result<(), CommandError> {
                 "cannot open {} in the file manager: xdg-open: {error}",
                 folder.display()
             ),
+            details: None,
         })
 }
 

@@ -1,20 +1,29 @@
-//! The one error that crosses IPC: `{code, message}`. The UI branches on `code` and shows `message`.
+//! The one error that crosses IPC: `{code, message}`, and `details` for the errors the window acts
+//! on. The UI branches on `code` and shows `message`.
 
 use serde::Serialize;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
 #[error("{message} ({code})")]
 pub struct CommandError {
     /// Stable and machine-readable: the core's [`studio_core::Error::code`].
     pub code: &'static str,
     pub message: String,
+    /// `agents_untrusted`: the [`studio_core::agents::Launch`] to show before trusting the file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
 }
 
 impl From<studio_core::Error> for CommandError {
     fn from(error: studio_core::Error) -> CommandError {
+        let details = match &error {
+            studio_core::Error::AgentsUntrusted { launch } => serde_json::to_value(launch).ok(),
+            _ => None,
+        };
         CommandError {
             code: error.code(),
             message: error.to_string(),
+            details,
         }
     }
 }

@@ -201,6 +201,7 @@ pub fn run() {
         })
         .invoke_handler(tauri::generate_handler![
             commands::workspace_get,
+            commands::agents_trust,
             commands::workspaces_recent,
             commands::workspace_open,
             commands::workspace_pick,

@@ -141,6 +141,7 @@ impl Studio {
             return Err(CommandError {
                 code: "shutting_down",
                 message: "the studio is closing: no run can be started or stopped".to_owned(),
+                details: None,
             });
         }
         Ok(SupervisorGuard(guard))
@@ -256,29 +257,10 @@ impl Studio {
         node: Option<String>,
     ) -> Result<RunRequest, CommandError> {
         let workspace = self.workspace()?;
-        let Agent {
-            name,
-            run,
-            replay,
-            cwd,
-            env,
-        } = agents::load(workspace.root())?
-            .into_iter()
-            .find(|candidate| candidate.name == agent)
-            .ok_or_else(|| studio_core::Error::AgentNotFound {
-                name: agent.to_owned(),
-                path: workspace.root().join(agents::AGENTS_FILE),
-            })?;
-        let command = match &node {
-            None => run,
-            Some(_) => replay.ok_or_else(|| CommandError {
-                code: "no_replay_command",
-                message: format!(
-                    "agent `{name}` has no replay command in {}: add `replay = [...]` with {{node}}",
-                    workspace.root().join(agents::AGENTS_FILE).display()
-                ),
-            })?,
-        };
+        let found = agents::find(workspace.root(), agent, node.is_some())?;
+        self.store()?.require_trusted(&workspace, found.launch)?;
+        let Agent { name, cwd, env, .. } = found.agent;
+        let command = found.command;
         Ok(RunRequest {
             workspace,
             agent: Some(name),
@@ -305,6 +287,7 @@ fn last_workspace(store: Option<&Store>) -> Result<Workspace, CommandError> {
         .ok_or_else(|| CommandError {
             code: "no_workspace",
             message: "no workspace is open: choose a project folder (Open folder…)".to_owned(),
+            details: None,
         })
 }
 

@@ -68,8 +68,16 @@ impl Workspace {
         Workspace::with_agent("test-agent", &run)
     }
 
-    /// An empty workspace whose `.zibby/studio.toml` declares one agent that runs `run`.
+    /// An empty workspace whose `.zibby/studio.toml` declares one agent that runs `run`, the file
+    /// trusted in the app's store (as if the user had said yes once).
     pub fn with_agent(name: &str, run: &[&str]) -> Workspace {
+        let workspace = Workspace::with_untrusted_agent(name, run);
+        workspace.trust_agents_file();
+        workspace
+    }
+
+    /// [`Workspace::with_agent`], the file not trusted yet: the first run asks.
+    pub fn with_untrusted_agent(name: &str, run: &[&str]) -> Workspace {
         let workspace = Workspace::empty();
         // A JSON string is a TOML basic string, and a JSON array of them a TOML array.
         let toml = format!(
@@ -139,6 +147,17 @@ impl Workspace {
 
     pub fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// Trusts the workspace's `.zibby/studio.toml` as it is now, in the app's store.
+    pub fn trust_agents_file(&self) {
+        let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(self.db()))
+            .expect("open the app's store");
+        let workspace = studio_core::Workspace::open(self.path()).expect("open the workspace");
+        let (_, digest) = studio_core::agents::load_with_digest(self.path()).expect("read .zibby/studio.toml");
+        store
+            .trust_agents_file(&workspace, &digest.expect("an agents file"), SystemTime::now())
+            .expect("trust the agents file");
     }
 
     /// The store the app is opened with (`--db`), outside the workspace.

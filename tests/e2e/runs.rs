@@ -377,3 +377,59 @@ async fn markup_in_a_prompt_and_in_node_names_is_shown_as_text() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn an_agents_file_not_trusted_yet_asks_once_showing_what_would_run() {
+    let agent = crate::harness::test_agent().display().to_string();
+    let workspace =
+        Workspace::with_untrusted_agent("test-agent", &[&agent, "--nodes", "plan:10", "--prompt", "{prompt}"]);
+    let db = workspace.db();
+    App::run(&workspace, move |client| async move {
+        start_run(&client, "first").await;
+        wait_for(&client, "#trust-dialog").await;
+        assert_eq!(
+            text_of(&client, "#trust-command").await.unwrap(),
+            format!(
+                "{} \"--nodes\" \"plan:10\" \"--prompt\" \"{{prompt}}\"",
+                serde_json::json!(agent)
+            ),
+            "the dialog shows the exact command, placeholders and all"
+        );
+        assert_eq!(text_of(&client, "#trust-env").await.unwrap(), "(none set)");
+        let runs = |db: std::path::PathBuf| {
+            let store = Store::open(&StoreLocation::File(db)).unwrap();
+            store
+                .runs(&studio_core::Workspace::open(workspace_root(&store)).unwrap(), None)
+                .unwrap()
+                .len()
+        };
+        assert_eq!(runs(db.clone()), 0, "nothing runs before the answer");
+        screenshot(&client, "trust.png").await;
+        click(&client, "#trust-run").await;
+        wait_for(&client, ".live-run[data-status='success']").await;
+
+        // Trusted: the next run asks nothing.
+        click(&client, ".live-run .dismiss").await;
+        start_run(&client, "second").await;
+        eventually("the second run ran without asking", || async {
+            if client.find(Locator::Css("#trust-dialog")).await.is_ok() {
+                return Err("the dialog asked again".to_owned());
+            }
+            (runs(db.clone()) == 2)
+                .then_some(())
+                .ok_or_else(|| "one run so far".to_owned())
+        })
+        .await;
+    })
+    .await;
+}
+
+/// The one workspace a test's store knows.
+fn workspace_root(store: &Store) -> std::path::PathBuf {
+    store
+        .recent_workspaces(1)
+        .unwrap()
+        .into_iter()
+        .next()
+        .expect("the app opened a workspace")
+}

@@ -228,6 +228,7 @@ async fn re_run_node_replays_one_node_of_the_session() {
     );
     fs::create_dir_all(workspace.path().join(".zibby")).unwrap();
     fs::write(workspace.path().join(".zibby/studio.toml"), toml).unwrap();
+    workspace.trust_agents_file();
     App::run(&workspace, |client| async move {
         let session_id = start_run(&client, "first").await;
         open_session(&client, &session_id).await;

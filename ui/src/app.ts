@@ -9,6 +9,7 @@ import { keyCommand, moveSelection, type KeyCommand } from "./keyboard";
 import { tickElapsed } from "./liveruns";
 import { addStartedRun, applyRunEvent, dismissRun, isLive, stopRefused, stopRequested } from "./runs";
 import { SEARCH_LIMIT } from "./search";
+import { askingToTrust } from "./trust";
 import { createSessionView, type SessionTab, type SessionView } from "./sessionview";
 import { DELETE_LIVE_TITLE } from "./table";
 import type { RunEvent, RunOutputEvent, SessionRow, WorkspaceInfo } from "./types";
@@ -75,7 +76,23 @@ function workspaceState(): Pick<
   };
 }
 
-export function startApp(root: HTMLElement, backend: Backend, clock: () => Date = () => new Date()): App {
+export function startApp(root: HTMLElement, shellBackend: Backend, clock: () => Date = () => new Date()): App {
+  // Every run start (the Run bar, Continue, Re-run node) asks before an untrusted agents file runs.
+  const backend = askingToTrust(
+    shellBackend,
+    (launch) =>
+      new Promise<boolean>((resolve) =>
+        set({
+          trustRequest: {
+            launch,
+            answer: (trust) => {
+              set({ trustRequest: null });
+              resolve(trust);
+            },
+          },
+        }),
+      ),
+  );
   let state: ViewState = {
     ...workspaceState(),
     workspace: { kind: "loading" },
@@ -88,6 +105,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     now: clock(),
     agentForm: null,
     quitRequest: null,
+    trustRequest: null,
   };
   let sessionView: SessionView | null = null;
   /** Runs the S key asked to stop (a second S forces). */
@@ -398,6 +416,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
       }
       case "escape": {
         if (state.quitRequest !== null) actions.answerQuit("cancel");
+        else if (state.trustRequest !== null) state.trustRequest.answer(false);
         else if (state.confirmDelete !== null) set({ confirmDelete: null });
         else if (state.agentForm) set({ agentForm: null });
         else if (state.workspaceMenu) set({ workspaceMenu: null });
@@ -416,7 +435,8 @@ export function startApp(root: HTMLElement, backend: Backend, clock: () => Date 
     if (!root.isConnected) return;
     const command = keyCommand(event);
     // While a dialog is open, only Escape reaches the window.
-    const dialogOpen = state.confirmDelete !== null || state.agentForm !== null || state.quitRequest !== null;
+    const dialogOpen =
+      state.confirmDelete !== null || state.agentForm !== null || state.quitRequest !== null || state.trustRequest !== null;
     if (command === null || (dialogOpen && command !== "escape")) return;
     if (runKey(command)) event.preventDefault();
   }

@@ -67,6 +67,8 @@ export interface Backend {
   runReplay(sessionId: string, node: string, agent: string): Promise<StartedRun>;
   /** Adds or replaces (`previousName`) an agent of `.zibby/studio.toml`; resolves to all the agents. */
   agentSave(agent: Agent, previousName: string | null): Promise<Agent[]>;
+  /** Trusts the content (by digest) of `.zibby/studio.toml` that an `agents_untrusted` refusal showed. */
+  agentsTrust(digest: string): Promise<void>;
   /** Calls `handler` with every run event from now on; resolves to a function that stops that. */
   onRunEvent(handler: (event: RunEvent) => void): Promise<() => void>;
   /** Calls `handler` whenever a session folder appears, changes or goes (from any source). */
@@ -99,11 +101,13 @@ export const SESSIONS_CHANGED = "sessions-changed";
 /** A rejected command, as a `CommandError` (IPC failures get the code `ipc`). */
 export class BackendError extends Error implements CommandError {
   readonly code: string;
+  readonly details?: unknown;
 
   constructor(error: CommandError) {
     super(error.message);
     this.name = "BackendError";
     this.code = error.code;
+    if (error.details !== undefined) this.details = error.details;
   }
 }
 
@@ -159,6 +163,7 @@ export const tauriBackend: Backend = {
   search: (query, limit) => call<SearchHit[]>("search", { query, limit }),
   runReplay: (sessionId, node, agent) => call<StartedRun>("run_replay", { session_id: sessionId, node, agent }),
   agentSave: (agent, previousName) => call<Agent[]>("agent_save", { agent, previous_name: previousName }),
+  agentsTrust: (digest) => call<void>("agents_trust", { digest }),
   onRunEvent: (handler) => listen<RunEvent>(RUN_EVENT, (event) => handler(event.payload)),
   onSessionsChanged: (handler) => listen(SESSIONS_CHANGED, () => handler()),
   onRunOutput: (handler) => listen<RunOutputEvent>(RUN_OUTPUT, (event) => handler(event.payload)),

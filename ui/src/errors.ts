@@ -4,7 +4,8 @@ import type { CommandError } from "./types";
 
 export function toCommandError(error: unknown): CommandError {
   if (typeof error === "object" && error !== null && "code" in error && "message" in error) {
-    return { code: String(error.code), message: String(error.message) };
+    const details = "details" in error ? error.details : undefined;
+    return { code: String(error.code), message: String(error.message), ...(details === undefined ? {} : { details }) };
   }
   return { code: "internal", message: String(error) };
 }

@@ -6,6 +6,7 @@ import { stripAnsi } from "./ansi";
 import type { Backend } from "./backend";
 import type {
   Agent,
+  AgentLaunch,
   FileChunk,
   LogLine,
   Message,
@@ -53,6 +54,8 @@ export interface FakeBackend extends Backend {
   findBudget: number;
   /** Files by session id, then by path relative to the session folder. */
   files: Map<string, Map<string, FakeFile>>;
+  /** While set, runs of agents are refused as `agents_untrusted` with it, until it is trusted. */
+  untrusted: AgentLaunch | null;
   /** The calls made, as `name(args)` strings, in order. */
   calls: string[];
 }
@@ -101,6 +104,13 @@ export function fakeBackend(
     };
   }
 
+  function refuseUntrusted(): void {
+    const launch = backend.untrusted;
+    if (launch) {
+      throw { code: "agents_untrusted", message: `${launch.agents_file} is not trusted yet`, details: launch };
+    }
+  }
+
   function started(sessionId: string | null): StartedRun {
     const run: StartedRun = {
       run_id: `run-${nextRun}`,
@@ -126,6 +136,7 @@ export function fakeBackend(
     output: new Map(),
     findBudget: 1_000,
     files: new Map(),
+    untrusted: null,
     calls: [],
     emit(event) {
       for (const listener of listeners) listener(event);
@@ -172,6 +183,7 @@ export function fakeBackend(
           ? `runStart(${request.agent}, ${request.prompt}, ${request.session_id})`
           : `runStart(${request.agent}, ${request.prompt})`,
       );
+      refuseUntrusted();
       return started(request.session_id ?? null);
     },
     async runStop(runId, force) {
@@ -295,7 +307,12 @@ export function fakeBackend(
     },
     async runReplay(sessionId, node, agent) {
       backend.calls.push(`runReplay(${sessionId}, ${node}, ${agent})`);
+      refuseUntrusted();
       return started(sessionId);
+    },
+    async agentsTrust(digest) {
+      backend.calls.push(`agentsTrust(${digest})`);
+      if (backend.untrusted?.digest === digest) backend.untrusted = null;
     },
     async agentSave(agent, previousName) {
       backend.calls.push(`agentSave(${agent.name}, ${previousName})`);

@@ -114,6 +114,21 @@ export type RunEvent =
 export interface CommandError {
   code: string;
   message: string;
+  /** `agents_untrusted`: the `AgentLaunch` to show before trusting the file. */
+  details?: unknown;
+}
+
+/** What running an agent of a workspace's `.zibby/studio.toml` would do (core `agents::Launch`). */
+export interface AgentLaunch {
+  agent: string;
+  /** The command, placeholders (`{prompt}`, ...) unexpanded. */
+  argv: string[];
+  cwd: string;
+  /** The variables the file sets (their values are not shown). */
+  env_keys: string[];
+  agents_file: string;
+  /** The digest of the file's content that trusting it records. */
+  digest: string;
 }
 
 /** A file of a session folder: its absolute path and size. */

@@ -46,6 +46,7 @@ function state(overrides: Partial<ViewState> = {}): ViewState {
     workspaceMenu: null,
     agentForm: null,
     quitRequest: null,
+    trustRequest: null,
     ...overrides,
   };
 }

@@ -10,11 +10,12 @@ import { badge, button, el, errorBox } from "./elements";
 import { createFilterBar, filterSessions, isFiltered, type FilterBar, type SessionFilters } from "./filters";
 import { liveRunsStrip, type LiveRunActions } from "./liveruns";
 import { quitDialog, type QuitAnswer } from "./quitdialog";
+import { trustDialog } from "./trust";
 import { createRunBar, type RunBar, type RunBarActions } from "./runbar";
 import { isLive, type LiveRun } from "./runs";
 import { createSearchBox, type SearchActions, type SearchBox, type SearchResults } from "./search";
 import { createSessionsTable, type SessionsTable, type TableActions } from "./table";
-import type { Agent, CommandError, QuitRequest, SessionRow, WorkspaceInfo } from "./types";
+import type { Agent, AgentLaunch, CommandError, QuitRequest, SessionRow, WorkspaceInfo } from "./types";
 import { workspaceSwitcher, type WorkspaceActions, type WorkspaceMenu } from "./workspace";
 
 export { badge, errorBox };
@@ -67,6 +68,8 @@ export interface ViewState {
   agentForm: AgentFormState | null;
   /** The app is closing with live runs: what to do with them. */
   quitRequest: QuitRequest | null;
+  /** A run waits for the user to trust the agents file it comes from. */
+  trustRequest: { launch: AgentLaunch; answer: (trust: boolean) => void } | null;
 }
 
 export interface Actions extends RunBarActions, LiveRunActions, TableActions, SearchActions, WorkspaceActions, AgentFormActions {
@@ -274,6 +277,15 @@ function drawDialogs(parts: Page, state: ViewState, actions: Actions): void {
     const inputs = [state.quitRequest];
     if (!sameItems(parts.drawn.dialog, inputs)) {
       parts.dialogSlot.replaceChildren(quitDialog(state.quitRequest, (choice) => actions.answerQuit(choice)));
+      parts.drawn.dialog = inputs;
+      parts.agentForm = null;
+    }
+    return;
+  }
+  if (state.trustRequest) {
+    const inputs = [state.trustRequest];
+    if (!sameItems(parts.drawn.dialog, inputs)) {
+      parts.dialogSlot.replaceChildren(trustDialog(state.trustRequest.launch, state.trustRequest.answer));
       parts.drawn.dialog = inputs;
       parts.agentForm = null;
     }
