@@ -81,13 +81,29 @@ impl Block {
 /// Appends a run's output. Lines gather in a block that is written when full and on
 /// [`OutputWriter::flush`] (the runner flushes every 50 ms, so output is visible at once to
 /// other readers); drop flushes too.
+///
+/// **A block that cannot be written is kept and written again** on the next flush (a full disk
+/// frees up; the insert is idempotent), in order, up to [`MAX_UNSAVED_BYTES`]: past that the
+/// oldest unsaved lines are dropped and counted ([`OutputWriter::lines_lost`]), so memory stays
+/// bounded and the loss is said, never silent. Inside a [`Store::batch`] a written block is only
+/// as durable as the batch: the caller says how it ended ([`OutputWriter::batch_committed`],
+/// [`OutputWriter::batch_failed`]).
 pub struct OutputWriter<'s> {
     store: &'s Store,
     run_id: String,
     run_key: i64,
     next_seq: i64,
     block: Block,
+    /// Full blocks not written yet, oldest first.
+    unsaved: std::collections::VecDeque<Block>,
+    unsaved_bytes: usize,
+    /// Blocks written inside a batch that has not ended yet.
+    in_batch: Vec<Block>,
+    lines_lost: u64,
 }
+
+/// The most output held in memory while it cannot be written (a full disk).
+pub const MAX_UNSAVED_BYTES: usize = 64 * 1024 * 1024;
 
 impl<'s> OutputWriter<'s> {
     pub(super) fn new(store: &'s Store, run_id: &str) -> Result<Self, Error> {
@@ -100,7 +116,39 @@ impl<'s> OutputWriter<'s> {
             run_key,
             next_seq: last + 1,
             block: Block::default(),
+            unsaved: std::collections::VecDeque::new(),
+            unsaved_bytes: 0,
+            in_batch: Vec::new(),
+            lines_lost: 0,
         })
+    }
+
+    /// Lines dropped because they could not be written while [`MAX_UNSAVED_BYTES`] were waiting.
+    pub fn lines_lost(&self) -> u64 {
+        self.lines_lost
+    }
+
+    /// Lines gathered or waiting that are not written yet.
+    pub fn lines_unsaved(&self) -> u64 {
+        self.unsaved
+            .iter()
+            .chain(&self.in_batch)
+            .map(|b| u64::from(b.lines))
+            .sum::<u64>()
+            + u64::from(self.block.lines)
+    }
+
+    /// The batch the last writes were part of was committed: they are stored.
+    pub fn batch_committed(&mut self) {
+        self.in_batch.clear();
+    }
+
+    /// The batch the last writes were part of failed (rolled back): they are written again.
+    pub fn batch_failed(&mut self) {
+        for block in self.in_batch.drain(..).rev() {
+            self.unsaved_bytes += block.text.len();
+            self.unsaved.push_front(block);
+        }
     }
 
     /// Adds one line and returns its line number; writes the block when it is full.
@@ -122,17 +170,44 @@ impl<'s> OutputWriter<'s> {
         Ok(seq)
     }
 
-    /// Writes the lines gathered so far as one block.
+    /// Writes the lines gathered so far as one block, after the blocks still waiting.
     pub fn flush(&mut self) -> Result<(), Error> {
-        if self.block.lines == 0 {
-            return Ok(());
+        if self.block.lines > 0 {
+            let block = std::mem::take(&mut self.block);
+            self.unsaved_bytes += block.text.len();
+            self.unsaved.push_back(block);
         }
+        let batched = !self.store.conn().is_autocommit();
+        while let Some(block) = self.unsaved.front() {
+            if let Err(error) = self.insert(block) {
+                self.drop_past_bound();
+                return Err(error);
+            }
+            let block = self.unsaved.pop_front().expect("front was there");
+            self.unsaved_bytes -= block.text.len();
+            if batched {
+                self.in_batch.push(block);
+            }
+        }
+        Ok(())
+    }
+
+    fn drop_past_bound(&mut self) {
+        while self.unsaved_bytes > MAX_UNSAVED_BYTES {
+            let Some(oldest) = self.unsaved.pop_front() else { break };
+            self.unsaved_bytes -= oldest.text.len();
+            self.lines_lost += u64::from(oldest.lines);
+        }
+    }
+
+    /// Writes one block; again is harmless (a block is known by its first line).
+    fn insert(&self, block: &Block) -> Result<(), Error> {
         let store = self.store;
-        let block = std::mem::take(&mut self.block);
         let conn = store.conn();
         let tx = store.write_transaction(&conn)?;
         tx.prepare_cached(
-            "INSERT INTO output_blocks (run_key, first_seq, line_count, text, spans) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO output_blocks (run_key, first_seq, line_count, text, spans) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (run_key, first_seq) DO NOTHING",
         )
         .and_then(|mut insert| {
             insert.execute(params![
@@ -483,6 +558,115 @@ pub(super) fn line_counts(store: &Store, run_id: &str) -> Result<(i64, i64), Err
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A real store file whose database may grow by `pages` pages at most (SQLite's own "database
+    /// or disk is full", as a full disk gives it), and a run to write output for.
+    fn store_with_a_run() -> (tempfile::TempDir, Store, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&crate::store::StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap();
+        let workspace = crate::Workspace::open(dir.path()).unwrap();
+        let session = crate::SessionId::parse("1777678254943_full").unwrap();
+        let run_id = store
+            .run_insert(
+                &workspace,
+                &crate::store::NewRun {
+                    session: &session,
+                    agent: None,
+                    command: &["agent".to_owned()],
+                    replayed_node: None,
+                    prompt: None,
+                    started_at: std::time::SystemTime::now(),
+                },
+            )
+            .unwrap();
+        (dir, store, run_id)
+    }
+
+    fn limit_growth(store: &Store, pages: i64) {
+        let conn = store.conn();
+        let used: i64 = conn.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
+        let _: i64 = conn
+            .query_row(&format!("PRAGMA max_page_count = {}", used + pages), [], |r| r.get(0))
+            .unwrap();
+    }
+
+    #[test]
+    fn output_that_cannot_be_written_is_kept_and_written_once_there_is_room() {
+        let (_dir, store, run_id) = store_with_a_run();
+        let mut writer = store.output_writer(&run_id).unwrap();
+        for i in 0..1_000 {
+            writer.append(Stream::Stdout, i, None, &format!("before {i}")).unwrap();
+        }
+        writer.flush().unwrap();
+        limit_growth(&store, 0);
+        let mut failed = 0;
+        for i in 0..20_000 {
+            let line = format!("while full {i} {}", "x".repeat(100));
+            failed += usize::from(writer.append(Stream::Stdout, i, None, &line).is_err());
+        }
+        assert!(writer.flush().is_err(), "the store is full");
+        assert!(failed > 0, "blocks filled while full");
+        assert_eq!(writer.lines_unsaved(), 20_000);
+        assert_eq!(writer.lines_lost(), 0);
+        limit_growth(&store, 1_000_000);
+        writer.append(Stream::Stdout, 0, None, "after").unwrap();
+        writer.flush().unwrap();
+        assert_eq!(writer.lines_unsaved(), 0);
+        let lines = store.output_page(&run_id, 1, 100_000).unwrap();
+        assert_eq!(lines.len(), 21_001, "no line lost");
+        assert!(
+            lines.iter().enumerate().all(|(i, l)| l.seq == i as i64 + 1),
+            "in order, no gap"
+        );
+        assert_eq!(lines[1_000].text, format!("while full 0 {}", "x".repeat(100)));
+        assert_eq!(lines.last().unwrap().text, "after");
+    }
+
+    #[test]
+    fn a_failed_batch_writes_its_blocks_again() {
+        let (_dir, store, run_id) = store_with_a_run();
+        let mut writer = store.output_writer(&run_id).unwrap();
+        {
+            let conn = store.conn();
+            conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+            writer.append(Stream::Stdout, 0, None, "in the batch").unwrap();
+            writer.flush().unwrap();
+            conn.execute_batch("ROLLBACK").unwrap();
+        }
+        writer.batch_failed();
+        assert_eq!(writer.lines_unsaved(), 1);
+        writer.flush().unwrap();
+        writer.flush().unwrap();
+        let lines = store.output_page(&run_id, 1, 10).unwrap();
+        assert_eq!(
+            lines.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(),
+            ["in the batch"]
+        );
+    }
+
+    #[test]
+    fn memory_stays_bounded_while_nothing_can_be_written_and_the_loss_is_counted() {
+        let (_dir, store, run_id) = store_with_a_run();
+        let mut writer = store.output_writer(&run_id).unwrap();
+        limit_growth(&store, 0);
+        let line = "y".repeat(1024);
+        let total = (MAX_UNSAVED_BYTES / 1025) as u64 + 20_000;
+        for _ in 0..total {
+            let _ = writer.append(Stream::Stdout, 0, None, &line);
+        }
+        let _ = writer.flush();
+        assert!(
+            writer.unsaved_bytes <= MAX_UNSAVED_BYTES + BLOCK_BYTES,
+            "{}",
+            writer.unsaved_bytes
+        );
+        assert!(writer.lines_lost() > 0);
+        assert_eq!(
+            writer.lines_lost() + writer.lines_unsaved(),
+            total,
+            "every line stored, waiting or counted"
+        );
+    }
 
     #[test]
     fn a_block_keeps_each_line_with_its_stream_time_and_node() {
