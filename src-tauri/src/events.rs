@@ -127,6 +127,7 @@ pub fn tell_sessions_changed(app: &AppHandle) {
 /// shown). Its thread waits while nothing changes and ends with the sink.
 pub fn sessions_changed(app: AppHandle) -> ChangeSink {
     let (changed, changes) = std::sync::mpsc::channel::<()>();
+    let notices = app.clone();
     let gather = move || {
         while changes.recv().is_ok() {
             std::thread::sleep(SESSIONS_CHANGED_WINDOW);
@@ -151,5 +152,24 @@ pub fn sessions_changed(app: AppHandle) -> ChangeSink {
         ) {
             let _ = changed.send(());
         }
+        if let Change::WatchPolling { workspace, reason } = &change {
+            let notice = WatchNotice {
+                workspace: workspace.display().to_string(),
+                reason,
+            };
+            if let Err(error) = notices.emit(WATCH_NOTICE, notice) {
+                tracing::warn!(%error, "cannot tell the window that the sessions are polled");
+            }
+        }
     })
+}
+
+/// The Tauri event the watcher's fall-back to polling is sent as (its payload: `{workspace,
+/// reason}`): the window says the sessions are no longer watched live.
+pub const WATCH_NOTICE: &str = "watch-notice";
+
+#[derive(serde::Serialize, Clone)]
+struct WatchNotice<'a> {
+    workspace: String,
+    reason: &'a str,
 }

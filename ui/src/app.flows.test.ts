@@ -336,3 +336,14 @@ describe("an agent from an agents file not trusted yet", () => {
     expect(root.querySelector("#session-view")).toBeNull();
   });
 });
+
+describe("a workspace the watcher can only poll", () => {
+  it("says so above the table, with the reason", async () => {
+    await start();
+    expect(root.querySelector("[data-error-code='watch_polling']")).toBeNull();
+    backend.watchNotice({ workspace: "/p", reason: "the studio's budget of 3 inotify watches is used up; polling every 1s instead" });
+    const notice = root.querySelector("[data-error-code='watch_polling']");
+    expect(notice?.textContent).toContain("Sessions are polled, not watched live");
+    expect(notice?.textContent).toContain("budget of 3 inotify watches");
+  });
+});

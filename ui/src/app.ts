@@ -61,6 +61,7 @@ function workspaceState(): Pick<
   | "filters"
   | "search"
   | "workspaceMenu"
+  | "watchNotice"
 > {
   return {
     sessions: { kind: "loading" },
@@ -73,6 +74,7 @@ function workspaceState(): Pick<
     filters: NO_FILTERS,
     search: { kind: "idle" },
     workspaceMenu: null,
+    watchNotice: null,
   };
 }
 
@@ -474,6 +476,7 @@ export function startApp(root: HTMLElement, shellBackend: Backend, clock: () => 
     backend.onSessionsChanged(onSessionsChanged),
     backend.onRunOutput(onRunOutput),
     backend.onWorkspaceChanged(onWorkspaceChanged),
+    backend.onWatchNotice((watchNotice) => set({ watchNotice })),
     backend.onQuitRequested((quitRequest) => set({ quitRequest })),
   ]).then(
     () => undefined,

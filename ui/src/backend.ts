@@ -25,6 +25,7 @@ import type {
   SessionRow,
   Span,
   StartedRun,
+  WatchNotice,
   WorkspaceInfo,
 } from "./types";
 
@@ -75,6 +76,8 @@ export interface Backend {
   onSessionsChanged(handler: () => void): Promise<() => void>;
   /** Calls `handler` as runs print (at most ~10 times a second per run). */
   onRunOutput(handler: (event: RunOutputEvent) => void): Promise<() => void>;
+  /** Calls `handler` when the sessions are polled instead of watched live (the watch budget is used up). */
+  onWatchNotice(handler: (notice: WatchNotice) => void): Promise<() => void>;
   /** Calls `handler` when the workspace was switched elsewhere (the app menu, a second launch). */
   onWorkspaceChanged(handler: (workspace: WorkspaceInfo) => void): Promise<() => void>;
   /** Calls `handler` when the app is closing with live runs: the window must answer with `appQuit`. */
@@ -97,6 +100,9 @@ export const RUN_EVENT = "run-event";
 
 /** The Tauri event the shell sends the watcher's session changes as. */
 export const SESSIONS_CHANGED = "sessions-changed";
+
+/** The Tauri event the shell says the sessions are polled, not watched live, with. */
+export const WATCH_NOTICE = "watch-notice";
 
 /** A rejected command, as a `CommandError` (IPC failures get the code `ipc`). */
 export class BackendError extends Error implements CommandError {
@@ -166,6 +172,7 @@ export const tauriBackend: Backend = {
   agentsTrust: (digest) => call<void>("agents_trust", { digest }),
   onRunEvent: (handler) => listen<RunEvent>(RUN_EVENT, (event) => handler(event.payload)),
   onSessionsChanged: (handler) => listen(SESSIONS_CHANGED, () => handler()),
+  onWatchNotice: (handler) => listen<WatchNotice>(WATCH_NOTICE, (event) => handler(event.payload)),
   onRunOutput: (handler) => listen<RunOutputEvent>(RUN_OUTPUT, (event) => handler(event.payload)),
   onWorkspaceChanged: (handler) => listen<WorkspaceInfo>(WORKSPACE_CHANGED, (event) => handler(event.payload)),
   onQuitRequested: (handler) => listen<QuitRequest>(QUIT_REQUESTED, (event) => handler(event.payload)),

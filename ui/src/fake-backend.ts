@@ -20,6 +20,7 @@ import type {
   SessionRow,
   Span,
   StartedRun,
+  WatchNotice,
   WorkspaceInfo,
 } from "./types";
 
@@ -33,6 +34,8 @@ export interface FakeBackend extends Backend {
   sessionsChanged(): void;
   /** Tells whoever listens that a run printed, as the shell would. */
   emitOutput(event: RunOutputEvent): void;
+  /** Tells whoever listens that the sessions are polled, as the shell's watcher would. */
+  watchNotice(notice: WatchNotice): void;
   /** Tells whoever listens that the workspace was switched elsewhere. */
   workspaceChanged(workspace: WorkspaceInfo): void;
   /** Asks whoever listens what to do with live runs, as the shell does when the app closes. */
@@ -67,6 +70,7 @@ export function fakeBackend(
   const sessionListeners = new Set<() => void>();
   const outputListeners = new Set<(event: RunOutputEvent) => void>();
   const workspaceListeners = new Set<(workspace: WorkspaceInfo) => void>();
+  const noticeListeners = new Set<(notice: WatchNotice) => void>();
   const quitListeners = new Set<(request: QuitRequest) => void>();
   let nextRun = 1;
 
@@ -146,6 +150,9 @@ export function fakeBackend(
     },
     emitOutput(event) {
       for (const listener of outputListeners) listener(event);
+    },
+    watchNotice(notice) {
+      for (const listener of noticeListeners) listener(notice);
     },
     workspaceChanged(workspace) {
       backend.workspace = workspace;
@@ -331,6 +338,10 @@ export function fakeBackend(
     async onRunOutput(handler) {
       outputListeners.add(handler);
       return () => outputListeners.delete(handler);
+    },
+    async onWatchNotice(handler) {
+      noticeListeners.add(handler);
+      return () => noticeListeners.delete(handler);
     },
     async onWorkspaceChanged(handler) {
       workspaceListeners.add(handler);

@@ -293,3 +293,9 @@ export interface QuitRequest {
   /** Whether the runs can be left running after the app quits. */
   can_keep: boolean;
 }
+
+/** The watcher polls the workspace instead of watching it live (the shell's `watch-notice`). */
+export interface WatchNotice {
+  workspace: string;
+  reason: string;
+}

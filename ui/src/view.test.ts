@@ -47,6 +47,7 @@ function state(overrides: Partial<ViewState> = {}): ViewState {
     agentForm: null,
     quitRequest: null,
     trustRequest: null,
+    watchNotice: null,
     ...overrides,
   };
 }

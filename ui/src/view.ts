@@ -15,7 +15,7 @@ import { createRunBar, type RunBar, type RunBarActions } from "./runbar";
 import { isLive, type LiveRun } from "./runs";
 import { createSearchBox, type SearchActions, type SearchBox, type SearchResults } from "./search";
 import { createSessionsTable, type SessionsTable, type TableActions } from "./table";
-import type { Agent, AgentLaunch, CommandError, QuitRequest, SessionRow, WorkspaceInfo } from "./types";
+import type { Agent, AgentLaunch, CommandError, QuitRequest, SessionRow, WatchNotice, WorkspaceInfo } from "./types";
 import { workspaceSwitcher, type WorkspaceActions, type WorkspaceMenu } from "./workspace";
 
 export { badge, errorBox };
@@ -68,6 +68,8 @@ export interface ViewState {
   agentForm: AgentFormState | null;
   /** The app is closing with live runs: what to do with them. */
   quitRequest: QuitRequest | null;
+  /** The sessions are polled, not watched live (and why). */
+  watchNotice: WatchNotice | null;
   /** A run waits for the user to trust the agents file it comes from. */
   trustRequest: { launch: AgentLaunch; answer: (trust: boolean) => void } | null;
 }
@@ -228,10 +230,12 @@ function drawSessions(parts: Page, state: ViewState, actions: Actions): void {
         : `${shown.length.toLocaleString("en-US")} of ${all.length.toLocaleString("en-US")}`;
   parts.sessionsHead.classList.toggle("refreshing", state.refreshing && sessions.kind !== "loading");
 
-  const messages = [state.pinError, state.deleteError];
+  const messages = [state.pinError, state.deleteError, state.watchNotice];
   if (!sameItems(parts.drawn.messages, messages)) {
     parts.sessionsMessages.replaceChildren(
       ...[
+        state.watchNotice &&
+          errorBox("Sessions are polled, not watched live", { code: "watch_polling", message: state.watchNotice.reason }),
         state.pinError && errorBox("The pin could not be changed", state.pinError),
         state.deleteError && errorBox("The session could not be deleted", state.deleteError),
       ].filter((item): item is HTMLElement => Boolean(item)),

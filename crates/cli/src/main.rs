@@ -1046,7 +1046,7 @@ fn watch_sessions(roots: &[PathBuf], store: &StoreArgs, json: bool, out: &mut im
 }
 
 fn print_change(out: &mut impl Write, change: &Change, with_workspace: bool) -> anyhow::Result<()> {
-    let id = change.session_id();
+    let id = change.session_id().map(SessionId::as_str).unwrap_or("-");
     let prefix = if with_workspace {
         format!("{} ", change.workspace().display())
     } else {
@@ -1075,6 +1075,7 @@ fn print_change(out: &mut impl Write, change: &Change, with_workspace: bool) -> 
                 writeln!(out, "{prefix}{id} | {}", line.line)?;
             }
         }
+        Change::WatchPolling { reason, .. } => writeln!(out, "{prefix}! not watched live: {reason}")?,
     }
     Ok(())
 }
@@ -1116,7 +1117,7 @@ fn tail_session(
     let (wake, woken) = std::sync::mpsc::channel();
     let watched = id.clone();
     let sink: ChangeSink = std::sync::Arc::new(move |change: Change| {
-        if *change.session_id() == watched {
+        if change.session_id() == Some(&watched) {
             let _ = wake.send(());
         }
     });

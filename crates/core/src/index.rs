@@ -163,7 +163,8 @@ pub fn record_change(store: &Store, change: &crate::watcher::Change) -> Result<(
         Change::OutputAppended { .. }
         | Change::NodeChanged { .. }
         | Change::RunStatusChanged { .. }
-        | Change::RunOutputAppended { .. } => return Ok(()),
+        | Change::RunOutputAppended { .. }
+        | Change::WatchPolling { .. } => return Ok(()),
     };
     let Some(print) = fingerprint(&summary.path, None) else {
         return forget(store, &workspace, id);

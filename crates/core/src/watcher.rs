@@ -104,6 +104,10 @@ pub enum Change {
         /// Lines left out of this change to keep it small (they are in the store).
         skipped: u64,
     },
+    /// A workspace is no longer watched through inotify but polled every
+    /// [`WatcherOptions::poll_interval`] (the watch budget or the system's limit was reached):
+    /// changes still arrive, later. `reason` says why, for a person.
+    WatchPolling { workspace: PathBuf, reason: String },
     /// New complete lines of a growing output file of the session.
     OutputAppended {
         workspace: PathBuf,
@@ -127,11 +131,13 @@ impl Change {
             | Change::NodeChanged { workspace, .. }
             | Change::RunStatusChanged { workspace, .. }
             | Change::RunOutputAppended { workspace, .. }
-            | Change::OutputAppended { workspace, .. } => workspace,
+            | Change::OutputAppended { workspace, .. }
+            | Change::WatchPolling { workspace, .. } => workspace,
         }
     }
 
-    pub fn session_id(&self) -> &SessionId {
+    /// The session the change is about; `None` for a change of the whole workspace.
+    pub fn session_id(&self) -> Option<&SessionId> {
         match self {
             Change::SessionAdded { session_id, .. }
             | Change::SessionUpdated { session_id, .. }
@@ -139,7 +145,8 @@ impl Change {
             | Change::NodeChanged { session_id, .. }
             | Change::RunStatusChanged { session_id, .. }
             | Change::RunOutputAppended { session_id, .. }
-            | Change::OutputAppended { session_id, .. } => session_id,
+            | Change::OutputAppended { session_id, .. } => Some(session_id),
+            Change::WatchPolling { .. } => None,
         }
     }
 }
@@ -162,7 +169,20 @@ pub struct WatcherOptions {
     /// While a session is `running`, how often the watcher checks whether it went quiet for
     /// [`RUNNING_QUIET_WINDOW`] (its status then changes with no file changing).
     pub quiet_check_interval: Duration,
+    /// The most inotify watches this watcher adds (they are the user's, shared with every other
+    /// program): past it, a workspace is polled ([`Change::WatchPolling`]). Default: half of
+    /// `fs.inotify.max_user_watches`.
+    pub max_watches: usize,
     pub clock: Clock,
+}
+
+/// Half of the system's inotify watch limit (8,192 when it cannot be read).
+fn default_max_watches() -> usize {
+    let limit = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+        .ok()
+        .and_then(|text| text.trim().parse::<usize>().ok())
+        .unwrap_or(8_192);
+    limit / 2
 }
 
 impl Default for WatcherOptions {
@@ -172,6 +192,7 @@ impl Default for WatcherOptions {
             poll_interval: Duration::from_secs(1),
             poll_only: false,
             quiet_check_interval: Duration::from_secs(5),
+            max_watches: default_max_watches(),
             clock: Arc::new(SystemTime::now),
         }
     }
@@ -184,6 +205,7 @@ impl std::fmt::Debug for WatcherOptions {
             .field("poll_interval", &self.poll_interval)
             .field("poll_only", &self.poll_only)
             .field("quiet_check_interval", &self.quiet_check_interval)
+            .field("max_watches", &self.max_watches)
             .finish_non_exhaustive()
     }
 }
@@ -224,6 +246,7 @@ impl Watcher {
             next_poll: Instant::now() + options.poll_interval,
             next_quiet_check: Instant::now() + options.quiet_check_interval,
             running: HashSet::new(),
+            session_watch_count: 0,
             options,
         };
         let (watching, started) = mpsc::sync_channel(1);
@@ -306,6 +329,8 @@ struct WatchLoop {
     next_quiet_check: Instant,
     /// The sessions last read as `running`.
     running: HashSet<SessionKey>,
+    /// How many watches below sessions folders are in place, for [`WatcherOptions::max_watches`].
+    session_watch_count: usize,
     options: WatcherOptions,
 }
 
@@ -411,7 +436,7 @@ impl WatchLoop {
                 // Typically the watch limit reached while adding watches for new folders: which
                 // folder is not said, so every workspace is polled from now on.
                 for index in 0..self.workspaces.len() {
-                    self.fall_back_to_polling(index, &e);
+                    self.fall_back_to_polling(index, format!("a filesystem watch failed: {e}"));
                 }
                 return;
             }
@@ -508,18 +533,16 @@ impl WatchLoop {
             if let (Some((old, _)), Some(notify)) = (workspace.watched.take(), self.notify.as_mut()) {
                 let _ = notify.unwatch(&old);
             }
+            let mut failed = None;
             if let (false, Some(notify)) = (workspace.polling, self.notify.as_mut()) {
                 if let Err(e) = notify.watch(&target, mode) {
-                    tracing::warn!(
-                        path = %target.display(),
-                        error = %e,
-                        "cannot watch the sessions folder; polling it every {:?} instead",
-                        self.options.poll_interval
-                    );
-                    workspace.polling = true;
+                    failed = Some(format!("cannot watch {}: {e}", target.display()));
                 }
             }
             workspace.watched = Some((target, identity));
+            if let Some(reason) = failed {
+                self.fall_back_to_polling(index, reason);
+            }
         }
     }
 
@@ -534,29 +557,44 @@ impl WatchLoop {
         let had = workspace.session_watches.remove(id).unwrap_or_default();
         for gone in had.iter().filter(|dir| !wanted.contains(dir)) {
             let _ = notify.unwatch(gone);
+            self.session_watch_count -= 1;
         }
-        let mut watched = Vec::with_capacity(wanted.len());
-        for dir in wanted {
-            if !had.contains(&dir) {
-                if let Err(e) = notify.watch(&dir, RecursiveMode::NonRecursive) {
-                    if e.paths.is_empty() || !matches!(e.kind, notify::ErrorKind::PathNotFound) {
-                        workspace.session_watches.insert(id.clone(), watched);
-                        self.fall_back_to_polling(index, &e);
-                        return;
+        let (mut watched, new): (Vec<PathBuf>, Vec<PathBuf>) = wanted.into_iter().partition(|dir| had.contains(dir));
+        let adding = new.len();
+        let mut failed = None;
+        if self.session_watch_count + adding > self.options.max_watches {
+            failed = Some(format!(
+                "the studio's budget of {} inotify watches is used up (half of fs.inotify.max_user_watches)",
+                self.options.max_watches
+            ));
+        } else {
+            for dir in new {
+                match notify.watch(&dir, RecursiveMode::NonRecursive) {
+                    Ok(()) => {
+                        self.session_watch_count += 1;
+                        watched.push(dir);
                     }
-                    continue; // gone since it was listed
+                    // Gone since it was listed.
+                    Err(e) if matches!(e.kind, notify::ErrorKind::PathNotFound) => {}
+                    Err(e) => {
+                        failed = Some(format!("cannot watch {}: {e}", dir.display()));
+                        break;
+                    }
                 }
             }
-            watched.push(dir);
         }
         if !watched.is_empty() {
             workspace.session_watches.insert(id.clone(), watched);
+        }
+        if let Some(reason) = failed {
+            self.fall_back_to_polling(index, reason);
         }
     }
 
     /// Releases a removed session's watches.
     fn unwatch_session(&mut self, index: usize, id: &SessionId) {
         let had = self.workspaces[index].session_watches.remove(id).unwrap_or_default();
+        self.session_watch_count -= had.len();
         if let Some(notify) = self.notify.as_mut() {
             for dir in had {
                 let _ = notify.unwatch(&dir);
@@ -566,14 +604,14 @@ impl WatchLoop {
 
     /// inotify cannot cover a workspace (typically the watch limit): it is polled from now on, and
     /// every watch it had is released (they would only use up the user's budget).
-    fn fall_back_to_polling(&mut self, index: usize, error: &notify::Error) {
+    fn fall_back_to_polling(&mut self, index: usize, reason: String) {
         let workspace = &mut self.workspaces[index];
         if workspace.polling {
             return;
         }
         tracing::warn!(
             workspace = %workspace.workspace.root().display(),
-            %error,
+            %reason,
             "cannot watch the session folders; polling them every {:?} instead",
             self.options.poll_interval
         );
@@ -582,11 +620,17 @@ impl WatchLoop {
         if let Some(notify) = self.notify.as_mut() {
             for dir in workspace.session_watches.drain().flat_map(|(_, dirs)| dirs) {
                 let _ = notify.unwatch(&dir);
+                self.session_watch_count -= 1;
             }
             if let Some((dir, _)) = &workspace.watched {
                 let _ = notify.unwatch(dir);
             }
         }
+        let workspace = workspace.workspace.root().to_owned();
+        (self.sink)(Change::WatchPolling {
+            workspace,
+            reason: format!("{reason}; polling every {:?} instead", self.options.poll_interval),
+        });
     }
 
     /// Sessions that appeared or disappeared since the last look.
@@ -855,8 +899,10 @@ mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
 
+    /// The tests that count watches run one at a time (no other test of this binary watches).
+    static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// The inotify watches this process holds, as the kernel counts them (`/proc/self/fdinfo`).
-    /// No other test of this binary starts a watcher.
     fn inotify_watches() -> usize {
         std::fs::read_dir("/proc/self/fdinfo")
             .unwrap()
@@ -868,6 +914,7 @@ mod tests {
 
     #[test]
     fn watches_follow_the_session_layout_never_links_nor_deep_folders() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let root = tempfile::tempdir().unwrap();
         let session = root.path().join(".zibby/output/sessions/1777678254943_ymcw");
         std::fs::create_dir_all(session.join("nodes/step")).unwrap();
@@ -901,5 +948,48 @@ mod tests {
         assert_eq!(seen, Some(vec!["hello".to_owned()]));
         drop(watcher);
         assert_eq!(inotify_watches(), before, "every watch released with the watcher");
+    }
+
+    #[test]
+    fn past_its_watch_budget_a_workspace_is_polled_said_and_its_watches_released() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let root = tempfile::tempdir().unwrap();
+        let session = root.path().join(".zibby/output/sessions/1777678254943_ymcw");
+        for node in ["a", "b", "c", "nodes/step"] {
+            std::fs::create_dir_all(session.join(node)).unwrap();
+        }
+        let (changes, received) = mpsc::channel();
+        let sink: ChangeSink = Arc::new(move |change| {
+            let _ = changes.send(change);
+        });
+        let options = WatcherOptions {
+            max_watches: 3,
+            poll_interval: Duration::from_millis(100),
+            ..WatcherOptions::default()
+        };
+        let before = inotify_watches();
+        let workspace = Workspace::open(root.path()).unwrap();
+        let _watcher = Watcher::start(vec![workspace.clone()], sink, options).unwrap();
+        let reason = (0..50).find_map(|_| match received.recv_timeout(Duration::from_millis(200)) {
+            Ok(Change::WatchPolling {
+                workspace: polled,
+                reason,
+            }) => {
+                assert_eq!(polled, workspace.root());
+                Some(reason)
+            }
+            _ => None,
+        });
+        let reason = reason.expect("the fallback is said");
+        assert!(reason.contains("budget of 3 inotify watches"), "{reason}");
+        assert_eq!(inotify_watches(), before, "the watches it had are released");
+
+        // Polled, changes still arrive.
+        std::fs::write(session.join("nodes/step/raw_stream_output.txt"), "polled\n").unwrap();
+        let seen = (0..50).find_map(|_| match received.recv_timeout(Duration::from_millis(200)) {
+            Ok(Change::OutputAppended { lines, .. }) => Some(lines),
+            _ => None,
+        });
+        assert_eq!(seen, Some(vec!["polled".to_owned()]));
     }
 }

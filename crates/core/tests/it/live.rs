@@ -65,9 +65,9 @@ fn a_run_reaches_the_change_stream_node_by_node_with_its_output_coalesced() {
     let elapsed = started.elapsed();
     drop(stream);
     let changes = changes.lock().unwrap().clone();
-    assert!(changes
-        .iter()
-        .all(|c| c.session_id().as_str() == run.session_id && c.workspace() == workspace.root()));
+    assert!(changes.iter().all(
+        |c| c.session_id().map(|id| id.as_str()) == Some(run.session_id.as_str()) && c.workspace() == workspace.root()
+    ));
 
     let statuses: Vec<(Status, bool)> = changes
         .iter()
