@@ -19,13 +19,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use serde::Serialize;
 
 use crate::agents::{expand, Placeholders};
 use crate::error::Error;
 use crate::id::SessionId;
+use crate::process::ProcessIdentity;
 use crate::protocol::{EventKind, Stream, StreamReader};
 use crate::status::Status;
 use crate::store::{Level, NewRun, RunOutcome, Store};
@@ -138,7 +138,9 @@ struct StopState {
 
 struct LiveRun {
     session_path: PathBuf,
-    process_group: u32,
+    /// The leader of the run's process group (the agent, or its keeper) as it was started: no
+    /// signal goes anywhere once the process holding its id is not this one.
+    leader: Option<ProcessIdentity>,
     grace: Duration,
     stop: Mutex<StopState>,
     /// Left running: the run's thread stops following it and records nothing more.
@@ -159,11 +161,12 @@ impl LiveRun {
         }
     }
 
-    fn signal(&self, signal: Signal) {
-        if let Ok(group) = i32::try_from(self.process_group) {
-            // ESRCH: the group is already gone, which is what a signal wants anyway.
-            let _ = killpg(Pid::from_raw(group), signal);
-        }
+    /// Signals the run's processes (its group, and every process below its leader); `false`
+    /// when the run's leader is gone and its id is free or someone else's: nothing is sent.
+    fn signal(&self, signal: Signal) -> bool {
+        self.leader
+            .as_ref()
+            .is_some_and(|leader| crate::process::signal_run(leader, signal))
     }
 }
 
@@ -441,6 +444,8 @@ impl Supervisor {
             }
         };
         let pid = child.id();
+        // Not waited for yet: the process with this id is the child, whatever its start time.
+        let leader = ProcessIdentity::of(pid);
         store.run_set_process(&run_id, pid, pid)?;
         if let Some(dir) = &keeper_dir {
             store.run_set_keeper_dir(&run_id, dir)?;
@@ -457,7 +462,7 @@ impl Supervisor {
         )?;
         let live = Arc::new(LiveRun {
             session_path: session_path.clone(),
-            process_group: pid,
+            leader,
             grace: request.grace,
             stop: Mutex::new(StopState::default()),
             detached: std::sync::atomic::AtomicBool::new(false),
@@ -483,8 +488,20 @@ impl Supervisor {
         std::thread::Builder::new()
             .name(format!("run-wait-{pid}"))
             .spawn(move || {
-                let status = child.wait();
-                let _ = sender.send(Message::Exited(status.ok()));
+                // Seen ended but not reaped: while it is a zombie its id (and its group's) cannot
+                // be given to another process, so signals to the group after its exit reach
+                // only what is left of the run. The run's thread reaps it.
+                let ended = nix::sys::wait::waitid(
+                    nix::sys::wait::Id::Pid(nix::unistd::Pid::from_raw(pid as i32)),
+                    nix::sys::wait::WaitPidFlag::WEXITED | nix::sys::wait::WaitPidFlag::WNOWAIT,
+                );
+                if let Err(error) = ended {
+                    tracing::warn!(pid, %error, "cannot wait for a run's process without reaping it");
+                }
+                if let Err(mpsc::SendError(Message::Exited(mut child))) = sender.send(Message::Exited(child)) {
+                    // Nobody follows the run any more (it was left running): reap it here.
+                    let _ = child.wait();
+                }
             })
             .map_err(|e| Error::io("thread", e))?;
 
@@ -731,7 +748,8 @@ fn spawn_error(program: &str, error: &std::io::Error) -> String {
 
 enum Message {
     Chunk(Stream, Vec<u8>, u64),
-    Exited(Option<std::process::ExitStatus>),
+    /// The process ended (not reaped yet: `wait` on it returns at once).
+    Exited(std::process::Child),
 }
 
 fn spawn_reader(stream: Stream, mut pipe: impl Read + Send + 'static, sender: SyncSender<Message>, started: Instant) {
@@ -802,7 +820,7 @@ impl RunContext {
         let mut node_spans: HashMap<usize, i64> = HashMap::new();
         let mut reader = StreamReader::new();
         let mut fold = TimelineFold::new();
-        let mut exit: Option<(Option<std::process::ExitStatus>, Instant)> = None;
+        let mut exit: Option<(std::process::Child, Instant)> = None;
         let mut last_flush = Instant::now();
 
         let mut on_event = |event: crate::protocol::Event<'_>,
@@ -876,7 +894,7 @@ impl RunContext {
                         tracing::error!(run_id = %self.run_id, %error, "cannot record output");
                     }
                 }
-                Ok(Message::Exited(status)) => exit = Some((status, Instant::now())),
+                Ok(Message::Exited(child)) => exit = Some((child, Instant::now())),
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
@@ -893,7 +911,7 @@ impl RunContext {
             }
             self.enforce_stop(exit.is_some());
             // The agent is gone but something it started still holds its pipes.
-            if let Some((_, exited)) = exit {
+            if let Some((_, exited)) = &exit {
                 if exited.elapsed() >= PIPE_DRAIN {
                     break;
                 }
@@ -905,13 +923,9 @@ impl RunContext {
             tracing::error!(run_id = %self.run_id, %error, "cannot record output");
         }
         drop(writer);
-        self.finish(
-            fold,
-            exit.and_then(|(status, _)| status),
-            elapsed_ms,
-            run_span,
-            &node_spans,
-        );
+        // Reaped only now, after any signal to what was left of its group.
+        let status = exit.and_then(|(mut child, _)| child.wait().ok());
+        self.finish(fold, status, elapsed_ms, run_span, &node_spans);
     }
 
     /// Keeps the stop files present while a stop is pending and escalates past the grace period.
@@ -1066,33 +1080,61 @@ impl RunContext {
     }
 }
 
+/// The run's leader as the store recorded it, if the process holding its id is still that one.
+/// When it is not (the run's processes are gone; the id may be someone else's now), the run is
+/// reconciled (recorded as ended when no live studio owns it) and the answer is an error saying
+/// it is not running any more: never a signal.
+fn live_leader(store: &Store, run: &crate::store::RunRecord) -> Result<ProcessIdentity, Error> {
+    match &run.process_identity {
+        Some(leader) if leader.is_current() => Ok(leader.clone()),
+        _ => {
+            reconcile(store, SystemTime::now())?;
+            Err(Error::RunGone {
+                id: run.id.clone(),
+                pid: run.process_group.unwrap_or(0),
+            })
+        }
+    }
+}
+
+fn elsewhere(session_path: &Path, leader: ProcessIdentity, grace: Duration) -> LiveRun {
+    LiveRun {
+        session_path: session_path.to_owned(),
+        leader: Some(leader),
+        grace,
+        stop: Mutex::new(StopState::default()),
+        detached: std::sync::atomic::AtomicBool::new(false),
+        keeper_dir: None,
+    }
+}
+
 /// Stops a run that another studio process supervises, through what the store knows of it:
-/// the stop files in its session folder, and with `force` its process group. The owner records
-/// how it ended.
+/// the stop files in its session folder, and with `force` its processes. The owner records how
+/// it ended. A run whose recorded leader is not the process holding its id now is not running
+/// any more ([`Error::RunGone`]): nothing is written and nothing is signalled.
 pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: bool) -> Result<String, Error> {
     let run = store.run(run_id)?;
     if run.status != Status::Running {
         return Err(Error::RunNotLive { id: run_id.to_owned() });
     }
+    let live = elsewhere(session_path, live_leader(store, &run)?, DEFAULT_GRACE);
     store.run_request_stop(run_id, if force { "forced" } else { "graceful" })?;
-    let live = LiveRun {
-        session_path: session_path.to_owned(),
-        process_group: run.process_group.and_then(|g| u32::try_from(g).ok()).unwrap_or(0),
-        grace: DEFAULT_GRACE,
-        stop: Mutex::new(StopState::default()),
-        detached: std::sync::atomic::AtomicBool::new(false),
-        keeper_dir: None,
-    };
     live.write_stop_files();
-    if force && live.process_group > 1 {
-        live.signal(Signal::SIGTERM);
+    if force {
+        if !live.signal(Signal::SIGTERM) {
+            return Err(Error::RunGone {
+                id: run_id.to_owned(),
+                pid: run.process_group.unwrap_or(0),
+            });
+        }
         return Ok("force stopping: SIGTERM sent to the run's processes".to_owned());
     }
     Ok("stopping: the current node finishes first".to_owned())
 }
 
 /// [`stop_elsewhere`], then waits until the run's processes are gone: the stop files are kept
-/// present, SIGTERM goes to the group past `grace` (at once with `force`), SIGKILL 5 s after.
+/// present, SIGTERM goes to them past `grace` (at once with `force`), SIGKILL 5 s after; each
+/// signal only while the run's leader is still the process it started.
 /// Returns the run as the store has it at the end (its owner, or recovery, records the outcome).
 pub fn stop_elsewhere_and_wait(
     store: &Store,
@@ -1108,18 +1150,11 @@ pub fn stop_elsewhere_and_wait(
     let mut kill_sent = false;
     loop {
         let run = store.run(run_id)?;
-        let group = run.process_group.and_then(|g| u32::try_from(g).ok()).unwrap_or(0);
-        if run.status != Status::Running || !crate::process::group_alive(group) {
+        let leader = run.process_identity.clone().filter(ProcessIdentity::is_current);
+        let (Some(leader), Status::Running) = (leader, run.status) else {
             break;
-        }
-        let live = LiveRun {
-            session_path: session_path.to_owned(),
-            process_group: group,
-            grace,
-            stop: Mutex::new(StopState::default()),
-            detached: std::sync::atomic::AtomicBool::new(false),
-            keeper_dir: None,
         };
+        let live = elsewhere(session_path, leader, grace);
         live.write_stop_files();
         if term_sent_at.is_none() && started.elapsed() >= grace {
             store.run_request_stop(run_id, "forced")?;

@@ -118,6 +118,13 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE workspaces ADD COLUMN opened_at INTEGER;
     CREATE INDEX workspaces_by_opened ON workspaces (opened_at) WHERE opened_at IS NOT NULL;
     "#,
+    // 3: who the run's process group leader is, beyond its id (which the system reuses): when it
+    // started (/proc/<pid>/stat field 22, clock ticks since boot) and in which boot. No signal
+    // goes to a run whose leader does not match (process.rs).
+    r#"
+    ALTER TABLE runs ADD COLUMN pgid_start_time INTEGER;
+    ALTER TABLE runs ADD COLUMN boot_id TEXT;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

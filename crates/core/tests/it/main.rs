@@ -2,6 +2,7 @@
 
 mod captures;
 mod harness;
+mod hostile_processes;
 mod live;
 mod never_panics;
 mod runner;
