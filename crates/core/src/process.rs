@@ -123,10 +123,27 @@ pub fn descendants(root: u32) -> Vec<u32> {
     found
 }
 
+fn send(pid: u32, signal: Signal) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = kill(Pid::from_raw(pid), signal);
+    }
+}
+
+/// Signals one process, only while it is `process`.
+pub fn signal_process(process: &ProcessIdentity, signal: Signal) -> bool {
+    if process.pid <= 1 || !process.is_current() {
+        return false;
+    }
+    send(process.pid, signal);
+    true
+}
+
 /// Signals a run: every process below its leader (those that left its group with `setsid`
-/// too), then its whole process group (the leader's id). Nothing is sent, and `false` comes
-/// back, when the process holding the leader's id is not `leader` any more.
-pub fn signal_run(leader: &ProcessIdentity, signal: Signal) -> bool {
+/// too), the processes `seen` below it by an earlier call that still are who they were (their
+/// parent may have ended since: they are out of the tree, not out of reach), then its whole
+/// process group (the leader's id). Nothing is sent, and `false` comes back, when the process
+/// holding the leader's id is not `leader` any more.
+pub fn signal_run(leader: &ProcessIdentity, signal: Signal, seen: &mut Vec<ProcessIdentity>) -> bool {
     let (Ok(group), true) = (i32::try_from(leader.pid), leader.pid > 1) else {
         return false;
     };
@@ -141,14 +158,37 @@ pub fn signal_run(leader: &ProcessIdentity, signal: Signal) -> bool {
             break;
         }
         for pid in below {
-            if let Ok(pid) = i32::try_from(pid) {
-                let _ = kill(Pid::from_raw(pid), signal);
+            if let Some(identity) = ProcessIdentity::of(pid) {
+                if !seen.contains(&identity) {
+                    seen.push(identity);
+                }
             }
+            send(pid, signal);
         }
+    }
+    seen.retain(ProcessIdentity::is_current);
+    for process in seen.iter() {
+        send(process.pid, signal);
     }
     // ESRCH: the group is already gone, which is what a signal wants anyway.
     let _ = killpg(Pid::from_raw(group), signal);
     true
+}
+
+/// Notes the processes below a live leader in `seen` without signalling any (so that a later
+/// [`signal_run`] reaches them even after they leave the tree).
+pub fn note_run(leader: &ProcessIdentity, seen: &mut Vec<ProcessIdentity>) {
+    if !leader.is_current() {
+        return;
+    }
+    for pid in descendants(leader.pid) {
+        if let Some(identity) = ProcessIdentity::of(pid) {
+            if !seen.contains(&identity) {
+                seen.push(identity);
+            }
+        }
+    }
+    seen.retain(ProcessIdentity::is_current);
 }
 
 /// Moves a file or folder to the system trash (the freedesktop.org trash on Linux).

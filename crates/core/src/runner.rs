@@ -8,6 +8,11 @@
 //! Stop writes both stop files at once and keeps them there until the process exits; past the
 //! grace period (or on a forced stop) the whole process group gets SIGTERM, then SIGKILL 5 s
 //! later; once a stopped run's process has exited, whatever is left of its group is killed.
+//! Every signal also goes to the processes below the run's leader (and those seen below it
+//! while it was stopping), so a child that left the group with `setsid` is not missed, and
+//! none goes anywhere unless the leader is still the process the run started
+//! ([`crate::process::ProcessIdentity`]). A kept run's keeper is told of a stop (SIGUSR1) and
+//! ends what the agent leaves behind (see [`crate::keeper`]).
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -141,6 +146,9 @@ struct LiveRun {
     /// The leader of the run's process group (the agent, or its keeper) as it was started: no
     /// signal goes anywhere once the process holding its id is not this one.
     leader: Option<ProcessIdentity>,
+    /// Processes seen below the leader when it was signalled, to be signalled again later even
+    /// if they left the tree (their parent ended).
+    seen: Mutex<Vec<ProcessIdentity>>,
     grace: Duration,
     stop: Mutex<StopState>,
     /// Left running: the run's thread stops following it and records nothing more.
@@ -164,9 +172,20 @@ impl LiveRun {
     /// Signals the run's processes (its group, and every process below its leader); `false`
     /// when the run's leader is gone and its id is free or someone else's: nothing is sent.
     fn signal(&self, signal: Signal) -> bool {
+        let mut seen = self.seen.lock().expect("seen lock");
         self.leader
             .as_ref()
-            .is_some_and(|leader| crate::process::signal_run(leader, signal))
+            .is_some_and(|leader| crate::process::signal_run(leader, signal, &mut seen))
+    }
+
+    /// Tells the run's keeper (its leader) that a stop was asked for, so that it ends whatever the
+    /// agent leaves behind when it exits (SIGUSR1: the agent does not get it).
+    fn tell_keeper(&self) {
+        if self.keeper_dir.is_some() {
+            if let Some(leader) = &self.leader {
+                crate::process::signal_process(leader, Signal::SIGUSR1);
+            }
+        }
     }
 }
 
@@ -463,6 +482,7 @@ impl Supervisor {
         let live = Arc::new(LiveRun {
             session_path: session_path.clone(),
             leader,
+            seen: Mutex::new(Vec::new()),
             grace: request.grace,
             stop: Mutex::new(StopState::default()),
             detached: std::sync::atomic::AtomicBool::new(false),
@@ -541,6 +561,9 @@ impl Supervisor {
             .ok_or_else(|| Error::RunNotLive { id: run_id.to_owned() })?;
         live.write_stop_files();
         let mut stop = live.stop.lock().expect("stop lock");
+        if stop.requested_at.is_none() {
+            live.tell_keeper();
+        }
         let forced = force || stop.requested_at.is_some();
         stop.requested_at.get_or_insert_with(Instant::now);
         let message = if forced {
@@ -942,6 +965,10 @@ impl RunContext {
         }
         // A nested graph may consume a stop file while the outer run goes on (PROTOCOL.md §3).
         self.live.write_stop_files();
+        // What the run has started, for the signal at its exit (they may have left its tree).
+        if let Some(leader) = &self.live.leader {
+            crate::process::note_run(leader, &mut self.live.seen.lock().expect("seen lock"));
+        }
         if stop.term_sent_at.is_none() && requested.elapsed() >= self.live.grace {
             self.live.signal(Signal::SIGTERM);
             stop.term_sent_at = Some(Instant::now());
@@ -1097,14 +1124,21 @@ fn live_leader(store: &Store, run: &crate::store::RunRecord) -> Result<ProcessId
     }
 }
 
-fn elsewhere(session_path: &Path, leader: ProcessIdentity, grace: Duration) -> LiveRun {
+fn elsewhere(
+    session_path: &Path,
+    run: &crate::store::RunRecord,
+    leader: ProcessIdentity,
+    seen: Vec<ProcessIdentity>,
+    grace: Duration,
+) -> LiveRun {
     LiveRun {
         session_path: session_path.to_owned(),
         leader: Some(leader),
+        seen: Mutex::new(seen),
         grace,
         stop: Mutex::new(StopState::default()),
         detached: std::sync::atomic::AtomicBool::new(false),
-        keeper_dir: None,
+        keeper_dir: run.keeper_dir.clone(),
     }
 }
 
@@ -1117,9 +1151,10 @@ pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: b
     if run.status != Status::Running {
         return Err(Error::RunNotLive { id: run_id.to_owned() });
     }
-    let live = elsewhere(session_path, live_leader(store, &run)?, DEFAULT_GRACE);
+    let live = elsewhere(session_path, &run, live_leader(store, &run)?, Vec::new(), DEFAULT_GRACE);
     store.run_request_stop(run_id, if force { "forced" } else { "graceful" })?;
     live.write_stop_files();
+    live.tell_keeper();
     if force {
         if !live.signal(Signal::SIGTERM) {
             return Err(Error::RunGone {
@@ -1148,13 +1183,14 @@ pub fn stop_elsewhere_and_wait(
     let started = Instant::now();
     let mut term_sent_at = force.then(Instant::now);
     let mut kill_sent = false;
+    let mut seen = Vec::new();
     loop {
         let run = store.run(run_id)?;
         let leader = run.process_identity.clone().filter(ProcessIdentity::is_current);
         let (Some(leader), Status::Running) = (leader, run.status) else {
             break;
         };
-        let live = elsewhere(session_path, leader, grace);
+        let live = elsewhere(session_path, &run, leader, std::mem::take(&mut seen), grace);
         live.write_stop_files();
         if term_sent_at.is_none() && started.elapsed() >= grace {
             store.run_request_stop(run_id, "forced")?;
@@ -1169,6 +1205,7 @@ pub fn stop_elsewhere_and_wait(
                 progress("still running 5 s after SIGTERM: SIGKILL sent");
             }
         }
+        seen = std::mem::take(&mut *live.seen.lock().expect("seen lock"));
         std::thread::sleep(Duration::from_millis(100));
     }
     // The owner records the end; a detached run has none, and recovery records it.

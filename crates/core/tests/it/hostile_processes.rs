@@ -8,12 +8,12 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use studio_core::runner::{RunEvent, RunRequest, Supervisor, DEFAULT_GRACE};
+use studio_core::runner::{Keeper, RunEvent, RunRequest, Supervisor, DEFAULT_GRACE};
 use studio_core::store::{Store, StoreLocation};
 use studio_core::{Error, Status, Workspace};
 use tempfile::TempDir;
 
-use crate::harness::agent_binary;
+use crate::harness::{agent_binary, keeper_binary, process_running};
 
 struct Bench {
     dir: TempDir,
@@ -29,11 +29,26 @@ impl Bench {
 }
 
 fn bench() -> Bench {
+    bench_with(false)
+}
+
+/// With `kept`, runs go through the run keeper (`zstudio keep`), as `zstudio run` starts them.
+fn bench_with(kept: bool) -> Bench {
     let dir = TempDir::new().unwrap();
     std::fs::create_dir_all(dir.path().join("project")).unwrap();
     let workspace = Workspace::open(dir.path().join("project")).unwrap();
     let store = Arc::new(Store::open(&StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap());
-    let supervisor = Supervisor::new(store);
+    let supervisor = if kept {
+        Supervisor::with_keeper(
+            store,
+            Keeper {
+                program: keeper_binary(),
+                runs_dir: dir.path().join("runs"),
+            },
+        )
+    } else {
+        Supervisor::new(store)
+    };
     let events = supervisor.subscribe();
     Bench {
         dir,
@@ -213,4 +228,114 @@ fn a_stranger_is_not_signalled_even_by_a_graceful_stop_past_its_grace() {
     );
     assert!(stranger.survived(), "signalled past the grace period");
     assert!(matches!(stopped, Err(Error::RunGone { .. })), "{stopped:?}");
+}
+
+/// The pid an agent printed after `prefix` (`│ setsid grandchild pid N`).
+fn printed_pid(events: &Receiver<RunEvent>, run_id: &str, prefix: &str) -> u32 {
+    loop {
+        let event = events.recv_timeout(Duration::from_secs(30)).expect("the line came");
+        if let RunEvent::Output { run_id: id, line, .. } = &event {
+            if id == run_id {
+                if let Some(pid) = line.strip_prefix(prefix) {
+                    return pid.trim().parse().unwrap();
+                }
+            }
+        }
+    }
+}
+
+/// Waits (a while) for a process to be gone; whether it is.
+fn gone(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while process_running(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let gone = !process_running(pid);
+    if !gone {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    gone
+}
+
+fn the_setsid_child_of_a_stopped_run_is_gone(kept: bool, force: bool) {
+    let b = bench_with(kept);
+    // Graceful: the agent honours the stop file after its first node; forced: it never does.
+    let args: &[&str] = if force {
+        &["--nodes", "tools:20000", "--ignore-stop", "--spawn-setsid-grandchild"]
+    } else {
+        &["--nodes", "tools:600,more:20000", "--spawn-setsid-grandchild"]
+    };
+    let run = b.supervisor.start(request(&b, args)).unwrap();
+    let child = printed_pid(&b.events, &run.run_id, "│ setsid grandchild pid ");
+    assert!(process_running(child));
+    let session_of = |pid: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat.rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .nth(3)
+            .unwrap()
+            .to_owned()
+    };
+    // The agent printed the pid as it started it: `setsid` may not have run yet.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while session_of(child) != child.to_string() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(session_of(child), child.to_string(), "the child left the run's session");
+    b.supervisor.stop(&run.run_id, force).unwrap();
+    wait_finished(&b.events, &run.run_id);
+    let status = b.supervisor.store().run(&run.run_id).unwrap().status;
+    assert_eq!(status, Status::Cancelled);
+    assert!(
+        gone(child),
+        "the setsid child of a {} run survived a {} stop",
+        if kept { "kept" } else { "direct" },
+        if force { "forced" } else { "graceful" }
+    );
+}
+
+#[test]
+fn a_forced_stop_ends_a_child_that_left_the_runs_group_with_setsid() {
+    the_setsid_child_of_a_stopped_run_is_gone(true, true);
+    the_setsid_child_of_a_stopped_run_is_gone(false, true);
+}
+
+#[test]
+fn a_graceful_stop_ends_a_child_that_left_the_runs_group_with_setsid() {
+    the_setsid_child_of_a_stopped_run_is_gone(true, false);
+    the_setsid_child_of_a_stopped_run_is_gone(false, false);
+}
+
+#[test]
+fn the_agent_ends_when_its_keeper_is_killed() {
+    let b = bench_with(true);
+    let run = b
+        .supervisor
+        .start(request(&b, &["--nodes", "long:20000", "--ignore-stop"]))
+        .unwrap();
+    let keeper = run.pid.unwrap();
+    // The agent is the keeper's child (once the trampoline is the agent: it prints its nodes).
+    loop {
+        let event = b.events.recv_timeout(Duration::from_secs(30)).expect("the node began");
+        if matches!(event, RunEvent::NodeBegin { .. }) {
+            break;
+        }
+    }
+    let agents = studio_core::process::descendants(keeper);
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    let agent = agents[0];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(keeper as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_finished(&b.events, &run.run_id);
+    assert!(gone(agent), "the agent ran on after its keeper was killed");
+    let recorded = b.supervisor.store().run(&run.run_id).unwrap();
+    assert_ne!(recorded.status, Status::Running);
 }
