@@ -50,6 +50,8 @@ pub enum Error {
         path: String,
         reason: &'static str,
     },
+    #[error("refusing to write through {path}: it is a symbolic link")]
+    Symlink { path: PathBuf },
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -85,6 +87,7 @@ impl Error {
             Error::AgentExists { .. } => "agent_exists",
             Error::RunNotLive { .. } | Error::RunGone { .. } => "run_not_live",
             Error::OutsideSession { .. } => "outside_session",
+            Error::Symlink { .. } => "symlink",
         }
     }
 }

@@ -58,7 +58,7 @@ pub fn keep(run_dir: &Path, command: &[String]) -> i32 {
         Ok(status) => status,
         Err(message) => {
             eprintln!("zibby run keeper: {message}");
-            let _ = std::fs::write(run_dir.join(EXIT_FILE), r#"{"code":127}"#);
+            let _ = crate::private::write_file(&run_dir.join(EXIT_FILE), br#"{"code":127}"#);
             127
         }
     }
@@ -101,7 +101,7 @@ fn become_agent(keeper: &str, command: &[String]) -> i32 {
 }
 
 fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
-    std::fs::create_dir_all(run_dir).map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
+    crate::private::create_dir_all(run_dir).map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
     // Signals to the run's group are for the agent; the keeper stays to record how it ended.
     let noticed = Arc::new(AtomicBool::new(false));
     for signal in [
@@ -131,8 +131,8 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
         .map_err(|e| start_error(program, &e))?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
-    let out_file = std::fs::File::create(run_dir.join(STDOUT_FILE)).map_err(|e| e.to_string())?;
-    let err_file = std::fs::File::create(run_dir.join(STDERR_FILE)).map_err(|e| e.to_string())?;
+    let out_file = crate::private::create_file(&run_dir.join(STDOUT_FILE)).map_err(|e| e.to_string())?;
+    let err_file = crate::private::create_file(&run_dir.join(STDERR_FILE)).map_err(|e| e.to_string())?;
     let copiers = [
         std::thread::spawn(move || copy(stdout, out_file, std::io::stdout())),
         std::thread::spawn(move || copy(stderr, err_file, std::io::stderr())),
@@ -159,7 +159,8 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let text = serde_json::to_string(&exit).expect("exits serialise");
-    std::fs::write(run_dir.join(EXIT_FILE), text).map_err(|e| format!("cannot record the exit: {e}"))?;
+    crate::private::write_file(&run_dir.join(EXIT_FILE), text.as_bytes())
+        .map_err(|e| format!("cannot record the exit: {e}"))?;
     Ok(match exit {
         KeptExit::Code(code) => code,
         KeptExit::Signal(signal) => 128 + signal,

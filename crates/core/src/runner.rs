@@ -158,14 +158,26 @@ struct LiveRun {
 }
 
 impl LiveRun {
-    fn write_stop_files(&self) {
+    /// Writes both stop files where they are missing, never through a symbolic link (in their
+    /// place or on the way to the session folder): the first refusal or failure is the answer.
+    fn write_stop_files(&self) -> Result<(), Error> {
+        let mut outcome = Ok(());
         for name in STOP_FILES {
-            let path = self.session_path.join(name);
-            if !path.exists() {
-                if let Err(error) = std::fs::write(&path, b"stop requested by Zibby Studio\n") {
-                    tracing::warn!(path = %path.display(), %error, "cannot write stop file");
+            if let Err(error) =
+                crate::private::create_new_in(&self.session_path, name, b"stop requested by Zibby Studio\n")
+            {
+                if outcome.is_ok() {
+                    outcome = Err(error);
                 }
             }
+        }
+        outcome
+    }
+
+    /// [`LiveRun::write_stop_files`] again while a stop is pending: a failure is logged.
+    fn rewrite_stop_files(&self) {
+        if let Err(error) = self.write_stop_files() {
+            tracing::warn!(%error, "cannot write a stop file");
         }
     }
 
@@ -320,7 +332,10 @@ impl Supervisor {
             None => new_session_id(),
         };
         let session_path = workspace.session_path(&session_id);
-        std::fs::create_dir_all(&session_path).map_err(|e| Error::io(&session_path, e))?;
+        crate::private::create_dir_all(&session_path)?;
+        // The stop files go in it: a session folder that is (or lies behind) a symbolic link
+        // would have them written elsewhere.
+        crate::private::open_dir_no_symlinks(&session_path)?;
         // A leftover stop file would end this run before its first node.
         for name in STOP_FILES {
             let _ = std::fs::remove_file(session_path.join(name));
@@ -352,11 +367,10 @@ impl Supervisor {
             store.message_append(workspace, &session_id, "user", prompt, started_at)?;
         }
         let messages_file = std::env::temp_dir().join(format!("zibby-studio-{run_id}-messages.json"));
-        std::fs::write(
+        crate::private::create_new_file(
             &messages_file,
-            serde_json::to_vec(&earlier_messages).expect("messages serialise"),
-        )
-        .map_err(|e| Error::io(&messages_file, e))?;
+            &serde_json::to_vec(&earlier_messages).expect("messages serialise"),
+        )?;
 
         let cwd = match &request.cwd {
             Some(dir) if dir.is_absolute() => dir.clone(),
@@ -559,12 +573,17 @@ impl Supervisor {
             .get(run_id)
             .cloned()
             .ok_or_else(|| Error::RunNotLive { id: run_id.to_owned() })?;
-        live.write_stop_files();
+        let written = live.write_stop_files();
         let mut stop = live.stop.lock().expect("stop lock");
+        let forced = force || stop.requested_at.is_some();
+        // A graceful stop is the stop files: one that cannot be written is no stop (a forced
+        // one goes on to signals).
+        if let (Err(error), false) = (written, forced) {
+            return Err(error);
+        }
         if stop.requested_at.is_none() {
             live.tell_keeper();
         }
-        let forced = force || stop.requested_at.is_some();
         stop.requested_at.get_or_insert_with(Instant::now);
         let message = if forced {
             if stop.term_sent_at.is_none() {
@@ -964,7 +983,7 @@ impl RunContext {
             return;
         }
         // A nested graph may consume a stop file while the outer run goes on (PROTOCOL.md §3).
-        self.live.write_stop_files();
+        self.live.rewrite_stop_files();
         // What the run has started, for the signal at its exit (they may have left its tree).
         if let Some(leader) = &self.live.leader {
             crate::process::note_run(leader, &mut self.live.seen.lock().expect("seen lock"));
@@ -1152,8 +1171,11 @@ pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: b
         return Err(Error::RunNotLive { id: run_id.to_owned() });
     }
     let live = elsewhere(session_path, &run, live_leader(store, &run)?, Vec::new(), DEFAULT_GRACE);
+    let written = live.write_stop_files();
+    if let (Err(error), false) = (written, force) {
+        return Err(error);
+    }
     store.run_request_stop(run_id, if force { "forced" } else { "graceful" })?;
-    live.write_stop_files();
     live.tell_keeper();
     if force {
         if !live.signal(Signal::SIGTERM) {
@@ -1191,7 +1213,7 @@ pub fn stop_elsewhere_and_wait(
             break;
         };
         let live = elsewhere(session_path, &run, leader, std::mem::take(&mut seen), grace);
-        live.write_stop_files();
+        live.rewrite_stop_files();
         if term_sent_at.is_none() && started.elapsed() >= grace {
             store.run_request_stop(run_id, "forced")?;
             live.signal(Signal::SIGTERM);

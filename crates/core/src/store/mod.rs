@@ -329,7 +329,20 @@ impl Store {
         let conn = match location {
             StoreLocation::File(path) => {
                 if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+                    crate::private::create_dir_all(parent)?;
+                }
+                // Created here, 0600, so that SQLite does not create it 0644 (its journal and
+                // WAL files take the database file's mode). An empty file is an empty database.
+                if !path.exists() {
+                    if std::fs::symlink_metadata(path).is_ok() {
+                        // A link to nowhere: SQLite would create the file at the other end.
+                        return Err(Error::Symlink { path: path.clone() });
+                    }
+                    match crate::private::create_new_file(path, b"") {
+                        // Another process created it a moment ago: it is theirs to fill.
+                        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {}
+                        created => created?,
+                    }
                 }
                 Connection::open(path).map_err(sql_error)?
             }

@@ -5,6 +5,7 @@ mod harness;
 mod hostile_processes;
 mod live;
 mod never_panics;
+mod private_files;
 mod runner;
 mod session_folders;
 mod store;
