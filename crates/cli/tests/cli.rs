@@ -699,6 +699,39 @@ fn a_run_killed_by_someone_else_is_interrupted() {
     assert_eq!(child.wait().unwrap().code(), Some(3));
 }
 
+#[test]
+fn when_the_keeper_is_killed_its_agent_ends_too() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let (mut child, session, lines) = start_background_run(root, &["--nodes", "a:20000", "--ignore-stop"]);
+    let runs = json_of(&zstudio(&["runs", "--json", "--session", &session, "-w", root], None));
+    let keeper = runs[0]["pid"].as_u64().unwrap() as u32;
+    let agents = studio_core::process::descendants(keeper);
+    assert_eq!(agents.len(), 1, "the keeper runs one agent: {agents:?}");
+    Command::new("kill")
+        .args(["-KILL", &keeper.to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(last_event(lines)["status"], "interrupted");
+    assert_eq!(child.wait().unwrap().code(), Some(3));
+    // Not left running out of reach: the agent ended with its keeper.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let running = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+    };
+    while running(agents[0]) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let survived = running(agents[0]);
+    if survived {
+        let _ = Command::new("kill").args(["-KILL", &agents[0].to_string()]).status();
+    }
+    assert!(!survived, "the agent ran on after its keeper was killed");
+}
+
 /// Waits until the run of `session` is no longer running (as the store says, reconciled).
 fn wait_until_finished(root: &str, session: &str) -> Value {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
