@@ -936,7 +936,10 @@ impl RunContext {
                         tracing::error!(run_id = %self.run_id, %error, "cannot record output");
                     }
                 }
-                Ok(Message::Exited(child)) => exit = Some((child, Instant::now())),
+                Ok(Message::Exited(child)) => {
+                    self.after_keeper_died();
+                    exit = Some((child, Instant::now()));
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
@@ -968,6 +971,24 @@ impl RunContext {
         // Reaped only now, after any signal to what was left of its group.
         let status = exit.and_then(|(mut child, _)| child.wait().ok());
         self.finish(fold, status, elapsed_ms, run_span, &node_spans);
+    }
+
+    /// A keeper that ended without recording its agent's exit was killed: its agent dies with it
+    /// (see [`crate::keeper`]), and what else is left of the run (its group, still pinned by the
+    /// unreaped keeper, and what was seen below it) is ended too rather than left out of reach.
+    fn after_keeper_died(&self) {
+        let Some(dir) = &self.live.keeper_dir else { return };
+        if crate::keeper::read_exit(dir).is_some() {
+            return;
+        }
+        if self.live.signal(Signal::SIGKILL) {
+            self.log(
+                Level::Warn,
+                "run.signalled",
+                "the run keeper ended without recording the agent's exit: SIGKILL sent to what is left of the run",
+                serde_json::json!({ "signal": "SIGKILL" }),
+            );
+        }
     }
 
     /// Keeps the stop files present while a stop is pending and escalates past the grace period.
@@ -1214,6 +1235,9 @@ pub fn stop_elsewhere_and_wait(
         };
         let live = elsewhere(session_path, &run, leader, std::mem::take(&mut seen), grace);
         live.rewrite_stop_files();
+        if let Some(leader) = &live.leader {
+            crate::process::note_run(leader, &mut live.seen.lock().expect("seen lock"));
+        }
         if term_sent_at.is_none() && started.elapsed() >= grace {
             store.run_request_stop(run_id, "forced")?;
             live.signal(Signal::SIGTERM);

@@ -312,21 +312,22 @@ fn a_graceful_stop_ends_a_child_that_left_the_runs_group_with_setsid() {
 }
 
 #[test]
-fn the_agent_ends_when_its_keeper_is_killed() {
+fn the_agent_and_what_is_left_of_its_group_end_when_its_keeper_is_killed() {
     let b = bench_with(true);
     let run = b
         .supervisor
-        .start(request(&b, &["--nodes", "long:20000", "--ignore-stop"]))
+        .start(request(
+            &b,
+            &["--nodes", "long:20000", "--ignore-stop", "--spawn-grandchild"],
+        ))
         .unwrap();
     let keeper = run.pid.unwrap();
-    // The agent is the keeper's child (once the trampoline is the agent: it prints its nodes).
-    loop {
-        let event = b.events.recv_timeout(Duration::from_secs(30)).expect("the node began");
-        if matches!(event, RunEvent::NodeBegin { .. }) {
-            break;
-        }
-    }
-    let agents = studio_core::process::descendants(keeper);
+    // A child of the agent in the run's group, that ignores SIGTERM.
+    let grandchild = printed_pid(&b.events, &run.run_id, "│ grandchild pid ");
+    let agents: Vec<u32> = studio_core::process::descendants(keeper)
+        .into_iter()
+        .filter(|pid| *pid != grandchild)
+        .collect();
     assert_eq!(agents.len(), 1, "{agents:?}");
     let agent = agents[0];
     nix::sys::signal::kill(
@@ -336,6 +337,7 @@ fn the_agent_ends_when_its_keeper_is_killed() {
     .unwrap();
     wait_finished(&b.events, &run.run_id);
     assert!(gone(agent), "the agent ran on after its keeper was killed");
+    assert!(gone(grandchild), "the agent's child ran on after the keeper was killed");
     let recorded = b.supervisor.store().run(&run.run_id).unwrap();
-    assert_ne!(recorded.status, Status::Running);
+    assert_eq!(recorded.status, Status::Interrupted);
 }
