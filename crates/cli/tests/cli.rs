@@ -730,6 +730,64 @@ fn stop_from_another_process_stops_the_run_gracefully_or_by_force() {
 }
 
 #[test]
+fn stop_force_never_signals_a_stranger_that_took_over_a_runs_process_group_id() {
+    use std::os::unix::process::CommandExt;
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    // A store of its own: no other test's `zstudio runs` reconciles the forged record first.
+    let db = workspace.path().join("own.sqlite");
+    let db = db.to_str().unwrap();
+    let agent = agent_binary();
+    let ran = zstudio(
+        &["run", "--json", "--db", db, "-w", root, "--", &agent, "--nodes", "a:10"],
+        None,
+    );
+    assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    let run_id = json_lines(&ran)[0]["run_id"].as_str().unwrap().to_owned();
+    // The run's processes are gone; its process group id now belongs to a stranger (as after a
+    // reboot): a sleep in a group of its own, started at another time than the record says.
+    let mut stranger = Command::new("sleep").arg("600").process_group(0).spawn().unwrap();
+    let pid = stranger.id();
+    // Reaped the moment it ends, so that a signal to it shows (its id is not held by a zombie).
+    let (ended_tx, ended) = std::sync::mpsc::channel();
+    let reaper = std::thread::spawn(move || ended_tx.send(stranger.wait().unwrap()));
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let started: i64 = stat
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let changed = rusqlite::Connection::open(db)
+        .unwrap()
+        .execute(
+            "UPDATE runs SET status = 'running', ended_at = NULL, owner_pid = NULL, pid = ?2, pgid = ?2,
+             pgid_start_time = ?3 WHERE id = ?1",
+            rusqlite::params![run_id, pid, started - 1],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+
+    let stopped = zstudio(&["stop", &run_id, "--force", "--db", db, "-w", root], None);
+    let signalled = ended.recv_timeout(std::time::Duration::from_secs(1)).ok();
+    let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+    let _ = reaper.join();
+    assert_eq!(
+        signalled, None,
+        "zstudio stop --force signalled a process that is not the run's"
+    );
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert!(!stopped.status.success(), "{stderr}");
+    // Settled when the store was opened (its leader is not the run's): not running.
+    assert!(stderr.contains(&format!("run `{run_id}` is not running")), "{stderr}");
+    let runs = json_of(&zstudio(&["runs", "--json", "--db", db, "-w", root], None));
+    assert_eq!(runs[0]["status"], "interrupted", "{runs}");
+}
+
+#[test]
 fn a_run_killed_by_someone_else_is_interrupted() {
     let workspace = TempDir::new().unwrap();
     let root = workspace.path().to_str().unwrap();
@@ -739,6 +797,39 @@ fn a_run_killed_by_someone_else_is_interrupted() {
     Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
     assert_eq!(last_event(lines)["status"], "interrupted");
     assert_eq!(child.wait().unwrap().code(), Some(3));
+}
+
+#[test]
+fn when_the_keeper_is_killed_its_agent_ends_too() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let (mut child, session, lines) = start_background_run(root, &["--nodes", "a:20000", "--ignore-stop"]);
+    let runs = json_of(&zstudio(&["runs", "--json", "--session", &session, "-w", root], None));
+    let keeper = runs[0]["pid"].as_u64().unwrap() as u32;
+    let agents = studio_core::process::descendants(keeper);
+    assert_eq!(agents.len(), 1, "the keeper runs one agent: {agents:?}");
+    Command::new("kill")
+        .args(["-KILL", &keeper.to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(last_event(lines)["status"], "interrupted");
+    assert_eq!(child.wait().unwrap().code(), Some(3));
+    // Not left running out of reach: the agent ended with its keeper.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let running = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit_once(')')
+                .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+        })
+    };
+    while running(agents[0]) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let survived = running(agents[0]);
+    if survived {
+        let _ = Command::new("kill").args(["-KILL", &agents[0].to_string()]).status();
+    }
+    assert!(!survived, "the agent ran on after its keeper was killed");
 }
 
 /// Waits until the run of `session` is no longer running (as the store says, reconciled).
@@ -861,6 +952,8 @@ fn watch_reports_sessions_as_they_appear_change_and_go() {
     let root = workspace.path().to_str().unwrap();
     let mut watch = Command::new(env!("CARGO_BIN_EXE_zstudio"))
         .args(["watch", "--json", "-w", root])
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("XDG_DATA_HOME", data_home())
         .stdout(Stdio::piped())
         .stdin(Stdio::null())
         .spawn()

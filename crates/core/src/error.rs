@@ -41,15 +41,18 @@ pub enum Error {
     NoReplayCommand { name: String, path: PathBuf },
     #[error("an agent named `{name}` exists already in {path}")]
     AgentExists { name: String, path: PathBuf },
-    #[error("no live run `{id}`")]
+    #[error("run `{id}` is not running")]
     RunNotLive { id: String },
+    /// The run's recorded process is gone; its id is free or names another process now.
+    #[error("run `{id}` is not running any more: process {pid} is gone or is not the run's (nothing was signalled)")]
+    RunGone { id: String, pid: i64 },
     #[error("`{path}` is not a file of session `{session}`: {reason}")]
     OutsideSession {
         session: String,
         path: String,
         reason: &'static str,
     },
-    #[error("{path} is a symbolic link: the studio does not follow links inside a workspace's .zibby folder")]
+    #[error("{path} is a symbolic link: the studio neither reads nor writes through a link there")]
     SymlinkRefused { path: PathBuf },
     #[error("{path} is {kind}, not a regular file: not read")]
     NotARegularFile { path: PathBuf, kind: &'static str },
@@ -98,7 +101,7 @@ impl Error {
             Error::AgentsFile { .. } => "agents_file",
             Error::AgentNotFound { .. } => "agent_not_found",
             Error::AgentExists { .. } => "agent_exists",
-            Error::RunNotLive { .. } => "run_not_live",
+            Error::RunNotLive { .. } | Error::RunGone { .. } => "run_not_live",
             Error::OutsideSession { .. } => "outside_session",
             Error::SymlinkRefused { .. } => "symlink_refused",
             Error::NotARegularFile { .. } => "not_a_regular_file",

@@ -8,6 +8,16 @@
 //! on with the files alone. It survives SIGTERM/SIGINT/SIGHUP sent to the group (the agent gets
 //! them too and ends as it will; the keeper then records how); SIGKILL ends it with the group.
 //!
+//! Nothing of a run outlives a stop, and nothing of it is out of reach:
+//! - the keeper is a child subreaper (`PR_SET_CHILD_SUBREAPER`): whatever the agent starts stays
+//!   below the keeper, also when it leaves the run's group with `setsid` or its parent ends (the
+//!   keeper reaps those orphans), so a stop finds it by walking the keeper's descendants;
+//! - once told of a stop (SIGTERM/SIGINT/SIGHUP to the group, or SIGUSR1 to the keeper alone,
+//!   which a graceful stop sends), the keeper ends every descendant left when the agent exits;
+//! - the agent dies with its keeper (`PR_SET_PDEATHSIG`, SIGKILL): the keeper starts itself
+//!   again as a trampoline ([`AGENT_OF`] set) that sets it on itself and then `exec`s the
+//!   agent, so that no `pre_exec` closure (unsafe code) is needed.
+//!
 //! `zstudio keep --run-dir DIR -- COMMAND [ARGS...]` runs [`keep`].
 
 use std::io::{Read, Write};
@@ -22,6 +32,8 @@ use serde::{Deserialize, Serialize};
 pub const STDOUT_FILE: &str = "stdout";
 pub const STDERR_FILE: &str = "stderr";
 pub const EXIT_FILE: &str = "exit";
+/// Set (to the keeper's pid) in the environment of the trampoline that becomes the agent.
+pub const AGENT_OF: &str = "ZIBBY_KEEPER_AGENT_OF";
 
 /// How the agent ended, as the keeper writes it to its `exit` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,68 +51,144 @@ pub fn read_exit(run_dir: &Path) -> Option<KeptExit> {
 
 /// The keeper's main: returns the exit status to end with (the agent's, shell-style).
 pub fn keep(run_dir: &Path, command: &[String]) -> i32 {
+    if let Some(keeper) = std::env::var_os(AGENT_OF) {
+        return become_agent(&keeper.to_string_lossy(), command);
+    }
     match keep_inner(run_dir, command) {
         Ok(status) => status,
         Err(message) => {
             eprintln!("zibby run keeper: {message}");
-            let _ = std::fs::write(run_dir.join(EXIT_FILE), r#"{"code":127}"#);
+            let _ = crate::private::write_file(&run_dir.join(EXIT_FILE), br#"{"code":127}"#);
             127
         }
     }
 }
 
+fn start_error(program: &str, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => format!("cannot start `{program}`: command not found"),
+        std::io::ErrorKind::PermissionDenied => {
+            format!("cannot start `{program}`: not executable (permission denied)")
+        }
+        _ => format!("cannot start `{program}`: {e}"),
+    }
+}
+
+/// The trampoline: dies with the keeper from now on, then becomes the agent.
+fn become_agent(keeper: &str, command: &[String]) -> i32 {
+    use std::ffi::CString;
+    let fail = |message: String| {
+        eprintln!("zibby run keeper: {message}");
+        127
+    };
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL) {
+        return fail(format!("cannot tie the agent to its keeper: {e}"));
+    }
+    // The keeper may have died before the line above: then this is an orphan already.
+    if nix::unistd::getppid().to_string() != keeper {
+        return 128 + 9;
+    }
+    std::env::remove_var(AGENT_OF);
+    let Some(program) = command.first() else {
+        return fail("no command to keep".into());
+    };
+    let args: Result<Vec<CString>, _> = command.iter().map(|a| CString::new(a.as_bytes())).collect();
+    let (Ok(file), Ok(args)) = (CString::new(program.as_bytes()), args) else {
+        return fail(format!("cannot start `{program}`: an argument holds a NUL byte"));
+    };
+    let Err(errno) = nix::unistd::execvp(&file, &args);
+    fail(start_error(program, &std::io::Error::from_raw_os_error(errno as i32)))
+}
+
 fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
-    use std::os::unix::process::ExitStatusExt;
-    std::fs::create_dir_all(run_dir).map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
+    crate::private::create_dir_all(run_dir).map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
     // Signals to the run's group are for the agent; the keeper stays to record how it ended.
     let noticed = Arc::new(AtomicBool::new(false));
     for signal in [
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGHUP,
+        signal_hook::consts::SIGUSR1,
     ] {
         signal_hook::flag::register(signal, noticed.clone())
             .map_err(|e| format!("cannot handle signal {signal}: {e}"))?;
     }
-    let (program, args) = command.split_first().ok_or("no command to keep")?;
-    let mut child = Command::new(program)
-        .args(args)
+    // Orphans of the run come to the keeper (and so stay within a stop's reach), not to init.
+    nix::sys::prctl::set_child_subreaper(true).map_err(|e| format!("cannot become a subreaper: {e}"))?;
+    let (program, _) = command.split_first().ok_or("no command to keep")?;
+    // This very program again, as the trampoline that becomes the agent (see the module notes).
+    let mut child = Command::new("/proc/self/exe")
+        .arg("keep")
+        .arg("--run-dir")
+        .arg(run_dir)
+        .arg("--")
+        .args(command)
+        .env(AGENT_OF, std::process::id().to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!("cannot start `{program}`: command not found"),
-            std::io::ErrorKind::PermissionDenied => {
-                format!("cannot start `{program}`: not executable (permission denied)")
-            }
-            _ => format!("cannot start `{program}`: {e}"),
-        })?;
+        .map_err(|e| start_error(program, &e))?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
-    let out_file = std::fs::File::create(run_dir.join(STDOUT_FILE)).map_err(|e| e.to_string())?;
-    let err_file = std::fs::File::create(run_dir.join(STDERR_FILE)).map_err(|e| e.to_string())?;
+    let out_file = crate::private::create_file(&run_dir.join(STDOUT_FILE)).map_err(|e| e.to_string())?;
+    let err_file = crate::private::create_file(&run_dir.join(STDERR_FILE)).map_err(|e| e.to_string())?;
     let copiers = [
         std::thread::spawn(move || copy(stdout, out_file, std::io::stdout())),
         std::thread::spawn(move || copy(stderr, err_file, std::io::stderr())),
     ];
-    let status = child.wait().map_err(|e| format!("cannot wait for `{program}`: {e}"))?;
+    let agent = nix::unistd::Pid::from_raw(child.id() as i32);
+    // Every child is reaped here, the agent and the orphans that came to the keeper alike.
+    let exit = loop {
+        match nix::sys::wait::waitpid(None, None) {
+            Ok(nix::sys::wait::WaitStatus::Exited(pid, code)) if pid == agent => break KeptExit::Code(code),
+            Ok(nix::sys::wait::WaitStatus::Signaled(pid, signal, _)) if pid == agent => {
+                break KeptExit::Signal(signal as i32)
+            }
+            Ok(_) | Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => return Err(format!("cannot wait for `{program}`: {e}")),
+        }
+    };
+    if noticed.load(std::sync::atomic::Ordering::SeqCst) {
+        // Stopped: whatever the agent left behind ends with it.
+        end_descendants();
+    }
     // Something the agent started may hold its pipes: give the copies a moment, no more.
     let deadline = Instant::now() + Duration::from_secs(2);
     while copiers.iter().any(|c| !c.is_finished()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let exit = match (status.code(), status.signal()) {
-        (Some(code), _) => KeptExit::Code(code),
-        (None, Some(signal)) => KeptExit::Signal(signal),
-        (None, None) => KeptExit::Code(-1),
-    };
     let text = serde_json::to_string(&exit).expect("exits serialise");
-    std::fs::write(run_dir.join(EXIT_FILE), text).map_err(|e| format!("cannot record the exit: {e}"))?;
+    crate::private::write_file(&run_dir.join(EXIT_FILE), text.as_bytes())
+        .map_err(|e| format!("cannot record the exit: {e}"))?;
     Ok(match exit {
         KeptExit::Code(code) => code,
         KeptExit::Signal(signal) => 128 + signal,
     })
+}
+
+/// SIGKILL to every process below the keeper, looked for again until none is left (a fork in
+/// flight may add one), reaping them as they come.
+fn end_descendants() {
+    use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+    for _ in 0..5 {
+        let below = crate::process::descendants(std::process::id());
+        if below.is_empty() {
+            break;
+        }
+        for pid in below {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        while let Ok(status) = waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            if status == WaitStatus::StillAlive {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Copies a pipe to a file (always) and to the keeper's own stream (while someone reads it).

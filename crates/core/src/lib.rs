@@ -12,6 +12,7 @@ pub mod id;
 pub mod index;
 pub mod keeper;
 pub mod live;
+pub mod private;
 pub mod process;
 pub mod protocol;
 pub mod runner;

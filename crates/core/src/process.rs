@@ -1,7 +1,17 @@
-//! Questions about processes the studio does not own any more (after a restart): are they alive?
+//! Questions about processes the studio does not own any more (after a restart): are they alive,
+//! and are they still the ones it started?
+//!
+//! A process id alone names nothing for long: once its process is gone and reaped, the id is
+//! free for any other (pid_max is often 32768, and every boot starts again from 1). A run's
+//! processes are therefore known by a [`ProcessIdentity`]: the id together with the moment that
+//! process started (`/proc/<pid>/stat` field 22, in clock ticks since boot) and the boot it
+//! started in (`/proc/sys/kernel/random/boot_id`). No signal goes to a run whose identity does
+//! not match the process that holds its id now.
+
+use std::collections::HashMap;
 
 use nix::errno::Errno;
-use nix::sys::signal::kill;
+use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
 fn answers(pid: i32) -> bool {
@@ -19,10 +29,200 @@ pub fn group_alive(process_group: u32) -> bool {
     i32::try_from(process_group).is_ok_and(|group| group > 1 && answers(-group))
 }
 
+/// This boot of the machine (`/proc/sys/kernel/random/boot_id`), read once.
+pub fn boot_id() -> Option<&'static str> {
+    static BOOT: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    BOOT.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .ok()
+            .map(|id| id.trim().to_owned())
+            .filter(|id| !id.is_empty())
+    })
+    .as_deref()
+}
+
+/// What `/proc/<pid>/stat` says of a process that this module needs.
+#[derive(Debug, Clone, Copy)]
+struct Stat {
+    zombie: bool,
+    parent: u32,
+    start_time: u64,
+}
+
+fn stat(pid: u32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// Fields after the command (which may hold spaces and parentheses, hence the last `)`):
+/// state (field 3), parent (4), ..., start time (22).
+fn parse_stat(text: &str) -> Option<Stat> {
+    let fields: Vec<&str> = text.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(Stat {
+        zombie: *fields.first()? == "Z",
+        parent: fields.get(1)?.parse().ok()?,
+        start_time: fields.get(19)?.parse().ok()?,
+    })
+}
+
+/// One process as it was when the studio started it: it is that process only while the id,
+/// the start time and the boot all match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessIdentity {
+    pub pid: u32,
+    /// `/proc/<pid>/stat` field 22: clock ticks since boot.
+    pub start_time: u64,
+    pub boot_id: String,
+}
+
+impl ProcessIdentity {
+    /// The identity of the process that has this id now (a zombie, not yet reaped, counts).
+    /// Ask as its parent before waiting for it, and the answer is that child's.
+    pub fn of(pid: u32) -> Option<ProcessIdentity> {
+        if pid == 0 {
+            return None;
+        }
+        Some(ProcessIdentity {
+            pid,
+            start_time: stat(pid)?.start_time,
+            boot_id: boot_id()?.to_owned(),
+        })
+    }
+
+    /// Whether the process holding this id now is this one.
+    pub fn is_current(&self) -> bool {
+        ProcessIdentity::of(self.pid).as_ref() == Some(self)
+    }
+}
+
+/// Every process below `root` (children, their children, ...), zombies left out. A child
+/// subreaper (the run keeper) has every process it started below it, `setsid` or not.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        if let Some(stat) = stat(pid).filter(|s| !s.zombie) {
+            children.entry(stat.parent).or_default().push(pid);
+        }
+    }
+    let mut found = Vec::new();
+    let mut next = vec![root];
+    while let Some(pid) = next.pop() {
+        for &child in children.get(&pid).into_iter().flatten() {
+            if child != root && !found.contains(&child) {
+                found.push(child);
+                next.push(child);
+            }
+        }
+    }
+    found
+}
+
+fn send(pid: u32, signal: Signal) {
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = kill(Pid::from_raw(pid), signal);
+    }
+}
+
+/// Signals one process, only while it is `process`.
+pub fn signal_process(process: &ProcessIdentity, signal: Signal) -> bool {
+    if process.pid <= 1 || !process.is_current() {
+        return false;
+    }
+    send(process.pid, signal);
+    true
+}
+
+/// Signals a run: every process below its leader (those that left its group with `setsid`
+/// too), the processes `seen` below it by an earlier call that still are who they were (their
+/// parent may have ended since: they are out of the tree, not out of reach), then its whole
+/// process group (the leader's id). Nothing is sent, and `false` comes back, when the process
+/// holding the leader's id is not `leader` any more.
+pub fn signal_run(leader: &ProcessIdentity, signal: Signal, seen: &mut Vec<ProcessIdentity>) -> bool {
+    let (Ok(group), true) = (i32::try_from(leader.pid), leader.pid > 1) else {
+        return false;
+    };
+    if !leader.is_current() {
+        return false;
+    }
+    // SIGKILL cannot be outrun by a fork more than a few times: look again until nothing is left.
+    let passes = if signal == Signal::SIGKILL { 3 } else { 1 };
+    for _ in 0..passes {
+        let below = descendants(leader.pid);
+        if below.is_empty() {
+            break;
+        }
+        for pid in below {
+            if let Some(identity) = ProcessIdentity::of(pid) {
+                if !seen.contains(&identity) {
+                    seen.push(identity);
+                }
+            }
+            send(pid, signal);
+        }
+    }
+    seen.retain(ProcessIdentity::is_current);
+    for process in seen.iter() {
+        send(process.pid, signal);
+    }
+    // ESRCH: the group is already gone, which is what a signal wants anyway.
+    let _ = killpg(Pid::from_raw(group), signal);
+    true
+}
+
+/// Notes the processes below a live leader in `seen` without signalling any (so that a later
+/// [`signal_run`] reaches them even after they leave the tree).
+pub fn note_run(leader: &ProcessIdentity, seen: &mut Vec<ProcessIdentity>) {
+    if !leader.is_current() {
+        return;
+    }
+    for pid in descendants(leader.pid) {
+        if let Some(identity) = ProcessIdentity::of(pid) {
+            if !seen.contains(&identity) {
+                seen.push(identity);
+            }
+        }
+    }
+    seen.retain(ProcessIdentity::is_current);
+}
+
 /// Moves a file or folder to the system trash (the freedesktop.org trash on Linux).
 pub fn move_to_trash(path: &std::path::Path) -> Result<(), crate::Error> {
     trash::delete(path).map_err(|e| crate::Error::Trash {
         path: path.to_owned(),
         reason: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_read_after_the_last_parenthesis() {
+        let line = "4242 (a) b (c)) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        let stat = parse_stat(line).unwrap();
+        assert_eq!((stat.zombie, stat.parent, stat.start_time), (false, 17, 987654));
+    }
+
+    #[test]
+    fn this_process_is_itself_and_a_wrong_start_time_is_a_stranger() {
+        let me = ProcessIdentity::of(std::process::id()).unwrap();
+        assert!(me.is_current());
+        let forged = ProcessIdentity {
+            start_time: me.start_time + 1,
+            ..me.clone()
+        };
+        assert!(!forged.is_current());
+        let other_boot = ProcessIdentity {
+            boot_id: "another boot".into(),
+            ..me
+        };
+        assert!(!other_boot.is_current());
+    }
 }

@@ -8,6 +8,11 @@
 //! Stop writes both stop files at once and keeps them there until the process exits; past the
 //! grace period (or on a forced stop) the whole process group gets SIGTERM, then SIGKILL 5 s
 //! later; once a stopped run's process has exited, whatever is left of its group is killed.
+//! Every signal also goes to the processes below the run's leader (and those seen below it
+//! while it was stopping), so a child that left the group with `setsid` is not missed, and
+//! none goes anywhere unless the leader is still the process the run started
+//! ([`crate::process::ProcessIdentity`]). A kept run's keeper is told of a stop (SIGUSR1) and
+//! ends what the agent leaves behind (see [`crate::keeper`]).
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -19,13 +24,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use serde::Serialize;
 
 use crate::agents::{expand, Placeholders};
 use crate::error::Error;
 use crate::id::SessionId;
+use crate::process::ProcessIdentity;
 use crate::protocol::{EventKind, Stream, StreamReader};
 use crate::status::Status;
 use crate::store::{Level, NewRun, RunOutcome, Store};
@@ -138,7 +143,12 @@ struct StopState {
 
 struct LiveRun {
     session_path: PathBuf,
-    process_group: u32,
+    /// The leader of the run's process group (the agent, or its keeper) as it was started: no
+    /// signal goes anywhere once the process holding its id is not this one.
+    leader: Option<ProcessIdentity>,
+    /// Processes seen below the leader when it was signalled, to be signalled again later even
+    /// if they left the tree (their parent ended).
+    seen: Mutex<Vec<ProcessIdentity>>,
     grace: Duration,
     stop: Mutex<StopState>,
     /// Left running: the run's thread stops following it and records nothing more.
@@ -148,21 +158,45 @@ struct LiveRun {
 }
 
 impl LiveRun {
-    fn write_stop_files(&self) {
+    /// Writes both stop files where they are missing, never through a symbolic link (in their
+    /// place or on the way to the session folder): the first refusal or failure is the answer.
+    fn write_stop_files(&self) -> Result<(), Error> {
+        let mut outcome = Ok(());
         for name in STOP_FILES {
-            let path = self.session_path.join(name);
-            if !path.exists() {
-                if let Err(error) = std::fs::write(&path, b"stop requested by Zibby Studio\n") {
-                    tracing::warn!(path = %path.display(), %error, "cannot write stop file");
+            if let Err(error) =
+                crate::private::create_new_in(&self.session_path, name, b"stop requested by Zibby Studio\n")
+            {
+                if outcome.is_ok() {
+                    outcome = Err(error);
                 }
             }
         }
+        outcome
     }
 
-    fn signal(&self, signal: Signal) {
-        if let Ok(group) = i32::try_from(self.process_group) {
-            // ESRCH: the group is already gone, which is what a signal wants anyway.
-            let _ = killpg(Pid::from_raw(group), signal);
+    /// [`LiveRun::write_stop_files`] again while a stop is pending: a failure is logged.
+    fn rewrite_stop_files(&self) {
+        if let Err(error) = self.write_stop_files() {
+            tracing::warn!(%error, "cannot write a stop file");
+        }
+    }
+
+    /// Signals the run's processes (its group, and every process below its leader); `false`
+    /// when the run's leader is gone and its id is free or someone else's: nothing is sent.
+    fn signal(&self, signal: Signal) -> bool {
+        let mut seen = self.seen.lock().expect("seen lock");
+        self.leader
+            .as_ref()
+            .is_some_and(|leader| crate::process::signal_run(leader, signal, &mut seen))
+    }
+
+    /// Tells the run's keeper (its leader) that a stop was asked for, so that it ends whatever the
+    /// agent leaves behind when it exits (SIGUSR1: the agent does not get it).
+    fn tell_keeper(&self) {
+        if self.keeper_dir.is_some() {
+            if let Some(leader) = &self.leader {
+                crate::process::signal_process(leader, Signal::SIGUSR1);
+            }
         }
     }
 }
@@ -329,11 +363,10 @@ impl Supervisor {
             store.message_append(workspace, &session_id, "user", prompt, started_at)?;
         }
         let messages_file = std::env::temp_dir().join(format!("zibby-studio-{run_id}-messages.json"));
-        std::fs::write(
+        crate::private::create_new_file(
             &messages_file,
-            serde_json::to_vec(&earlier_messages).expect("messages serialise"),
-        )
-        .map_err(|e| Error::io(&messages_file, e))?;
+            &serde_json::to_vec(&earlier_messages).expect("messages serialise"),
+        )?;
 
         let cwd = match &request.cwd {
             Some(dir) if dir.is_absolute() => dir.clone(),
@@ -440,6 +473,8 @@ impl Supervisor {
             }
         };
         let pid = child.id();
+        // Not waited for yet: the process with this id is the child, whatever its start time.
+        let leader = ProcessIdentity::of(pid);
         store.run_set_process(&run_id, pid, pid)?;
         if let Some(dir) = &keeper_dir {
             store.run_set_keeper_dir(&run_id, dir)?;
@@ -456,7 +491,8 @@ impl Supervisor {
         )?;
         let live = Arc::new(LiveRun {
             session_path: session_path.clone(),
-            process_group: pid,
+            leader,
+            seen: Mutex::new(Vec::new()),
             grace: request.grace,
             stop: Mutex::new(StopState::default()),
             detached: std::sync::atomic::AtomicBool::new(false),
@@ -482,8 +518,20 @@ impl Supervisor {
         std::thread::Builder::new()
             .name(format!("run-wait-{pid}"))
             .spawn(move || {
-                let status = child.wait();
-                let _ = sender.send(Message::Exited(status.ok()));
+                // Seen ended but not reaped: while it is a zombie its id (and its group's) cannot
+                // be given to another process, so signals to the group after its exit reach
+                // only what is left of the run. The run's thread reaps it.
+                let ended = nix::sys::wait::waitid(
+                    nix::sys::wait::Id::Pid(nix::unistd::Pid::from_raw(pid as i32)),
+                    nix::sys::wait::WaitPidFlag::WEXITED | nix::sys::wait::WaitPidFlag::WNOWAIT,
+                );
+                if let Err(error) = ended {
+                    tracing::warn!(pid, %error, "cannot wait for a run's process without reaping it");
+                }
+                if let Err(mpsc::SendError(Message::Exited(mut child))) = sender.send(Message::Exited(child)) {
+                    // Nobody follows the run any more (it was left running): reap it here.
+                    let _ = child.wait();
+                }
             })
             .map_err(|e| Error::io("thread", e))?;
 
@@ -521,9 +569,17 @@ impl Supervisor {
             .get(run_id)
             .cloned()
             .ok_or_else(|| Error::RunNotLive { id: run_id.to_owned() })?;
-        live.write_stop_files();
+        let written = live.write_stop_files();
         let mut stop = live.stop.lock().expect("stop lock");
         let forced = force || stop.requested_at.is_some();
+        // A graceful stop is the stop files: one that cannot be written is no stop (a forced
+        // one goes on to signals).
+        if let (Err(error), false) = (written, forced) {
+            return Err(error);
+        }
+        if stop.requested_at.is_none() {
+            live.tell_keeper();
+        }
         stop.requested_at.get_or_insert_with(Instant::now);
         let message = if forced {
             if stop.term_sent_at.is_none() {
@@ -730,7 +786,8 @@ fn spawn_error(program: &str, error: &std::io::Error) -> String {
 
 enum Message {
     Chunk(Stream, Vec<u8>, u64),
-    Exited(Option<std::process::ExitStatus>),
+    /// The process ended (not reaped yet: `wait` on it returns at once).
+    Exited(std::process::Child),
 }
 
 fn spawn_reader(stream: Stream, mut pipe: impl Read + Send + 'static, sender: SyncSender<Message>, started: Instant) {
@@ -801,7 +858,7 @@ impl RunContext {
         let mut node_spans: HashMap<usize, i64> = HashMap::new();
         let mut reader = StreamReader::new();
         let mut fold = TimelineFold::new();
-        let mut exit: Option<(Option<std::process::ExitStatus>, Instant)> = None;
+        let mut exit: Option<(std::process::Child, Instant)> = None;
         let mut last_flush = Instant::now();
 
         let mut on_event = |event: crate::protocol::Event<'_>,
@@ -875,7 +932,10 @@ impl RunContext {
                         tracing::error!(run_id = %self.run_id, %error, "cannot record output");
                     }
                 }
-                Ok(Message::Exited(status)) => exit = Some((status, Instant::now())),
+                Ok(Message::Exited(child)) => {
+                    self.after_keeper_died();
+                    exit = Some((child, Instant::now()));
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
@@ -892,7 +952,7 @@ impl RunContext {
             }
             self.enforce_stop(exit.is_some());
             // The agent is gone but something it started still holds its pipes.
-            if let Some((_, exited)) = exit {
+            if let Some((_, exited)) = &exit {
                 if exited.elapsed() >= PIPE_DRAIN {
                     break;
                 }
@@ -904,13 +964,27 @@ impl RunContext {
             tracing::error!(run_id = %self.run_id, %error, "cannot record output");
         }
         drop(writer);
-        self.finish(
-            fold,
-            exit.and_then(|(status, _)| status),
-            elapsed_ms,
-            run_span,
-            &node_spans,
-        );
+        // Reaped only now, after any signal to what was left of its group.
+        let status = exit.and_then(|(mut child, _)| child.wait().ok());
+        self.finish(fold, status, elapsed_ms, run_span, &node_spans);
+    }
+
+    /// A keeper that ended without recording its agent's exit was killed: its agent dies with it
+    /// (see [`crate::keeper`]), and what else is left of the run (its group, still pinned by the
+    /// unreaped keeper, and what was seen below it) is ended too rather than left out of reach.
+    fn after_keeper_died(&self) {
+        let Some(dir) = &self.live.keeper_dir else { return };
+        if crate::keeper::read_exit(dir).is_some() {
+            return;
+        }
+        if self.live.signal(Signal::SIGKILL) {
+            self.log(
+                Level::Warn,
+                "run.signalled",
+                "the run keeper ended without recording the agent's exit: SIGKILL sent to what is left of the run",
+                serde_json::json!({ "signal": "SIGKILL" }),
+            );
+        }
     }
 
     /// Keeps the stop files present while a stop is pending and escalates past the grace period.
@@ -926,7 +1000,11 @@ impl RunContext {
             return;
         }
         // A nested graph may consume a stop file while the outer run goes on (PROTOCOL.md §3).
-        self.live.write_stop_files();
+        self.live.rewrite_stop_files();
+        // What the run has started, for the signal at its exit (they may have left its tree).
+        if let Some(leader) = &self.live.leader {
+            crate::process::note_run(leader, &mut self.live.seen.lock().expect("seen lock"));
+        }
         if stop.term_sent_at.is_none() && requested.elapsed() >= self.live.grace {
             self.live.signal(Signal::SIGTERM);
             stop.term_sent_at = Some(Instant::now());
@@ -1065,33 +1143,72 @@ impl RunContext {
     }
 }
 
+/// The run's leader as the store recorded it, if the process holding its id is still that one.
+/// When it is not (the run's processes are gone; the id may be someone else's now), the run is
+/// reconciled (recorded as ended when no live studio owns it) and the answer is an error saying
+/// it is not running any more: never a signal.
+fn live_leader(store: &Store, run: &crate::store::RunRecord) -> Result<ProcessIdentity, Error> {
+    match &run.process_identity {
+        Some(leader) if leader.is_current() => Ok(leader.clone()),
+        _ => {
+            reconcile(store, SystemTime::now())?;
+            Err(Error::RunGone {
+                id: run.id.clone(),
+                pid: run.process_group.unwrap_or(0),
+            })
+        }
+    }
+}
+
+fn elsewhere(
+    session_path: &Path,
+    run: &crate::store::RunRecord,
+    leader: ProcessIdentity,
+    seen: Vec<ProcessIdentity>,
+    grace: Duration,
+) -> LiveRun {
+    LiveRun {
+        session_path: session_path.to_owned(),
+        leader: Some(leader),
+        seen: Mutex::new(seen),
+        grace,
+        stop: Mutex::new(StopState::default()),
+        detached: std::sync::atomic::AtomicBool::new(false),
+        keeper_dir: run.keeper_dir.clone(),
+    }
+}
+
 /// Stops a run that another studio process supervises, through what the store knows of it:
-/// the stop files in its session folder, and with `force` its process group. The owner records
-/// how it ended.
+/// the stop files in its session folder, and with `force` its processes. The owner records how
+/// it ended. A run whose recorded leader is not the process holding its id now is not running
+/// any more ([`Error::RunGone`]): nothing is written and nothing is signalled.
 pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: bool) -> Result<String, Error> {
     let run = store.run(run_id)?;
     if run.status != Status::Running {
         return Err(Error::RunNotLive { id: run_id.to_owned() });
     }
+    let live = elsewhere(session_path, &run, live_leader(store, &run)?, Vec::new(), DEFAULT_GRACE);
+    let written = live.write_stop_files();
+    if let (Err(error), false) = (written, force) {
+        return Err(error);
+    }
     store.run_request_stop(run_id, if force { "forced" } else { "graceful" })?;
-    let live = LiveRun {
-        session_path: session_path.to_owned(),
-        process_group: run.process_group.and_then(|g| u32::try_from(g).ok()).unwrap_or(0),
-        grace: DEFAULT_GRACE,
-        stop: Mutex::new(StopState::default()),
-        detached: std::sync::atomic::AtomicBool::new(false),
-        keeper_dir: None,
-    };
-    live.write_stop_files();
-    if force && live.process_group > 1 {
-        live.signal(Signal::SIGTERM);
+    live.tell_keeper();
+    if force {
+        if !live.signal(Signal::SIGTERM) {
+            return Err(Error::RunGone {
+                id: run_id.to_owned(),
+                pid: run.process_group.unwrap_or(0),
+            });
+        }
         return Ok("force stopping: SIGTERM sent to the run's processes".to_owned());
     }
     Ok("stopping: the current node finishes first".to_owned())
 }
 
 /// [`stop_elsewhere`], then waits until the run's processes are gone: the stop files are kept
-/// present, SIGTERM goes to the group past `grace` (at once with `force`), SIGKILL 5 s after.
+/// present, SIGTERM goes to them past `grace` (at once with `force`), SIGKILL 5 s after; each
+/// signal only while the run's leader is still the process it started.
 /// Returns the run as the store has it at the end (its owner, or recovery, records the outcome).
 pub fn stop_elsewhere_and_wait(
     store: &Store,
@@ -1105,21 +1222,18 @@ pub fn stop_elsewhere_and_wait(
     let started = Instant::now();
     let mut term_sent_at = force.then(Instant::now);
     let mut kill_sent = false;
+    let mut seen = Vec::new();
     loop {
         let run = store.run(run_id)?;
-        let group = run.process_group.and_then(|g| u32::try_from(g).ok()).unwrap_or(0);
-        if run.status != Status::Running || !crate::process::group_alive(group) {
+        let leader = run.process_identity.clone().filter(ProcessIdentity::is_current);
+        let (Some(leader), Status::Running) = (leader, run.status) else {
             break;
-        }
-        let live = LiveRun {
-            session_path: session_path.to_owned(),
-            process_group: group,
-            grace,
-            stop: Mutex::new(StopState::default()),
-            detached: std::sync::atomic::AtomicBool::new(false),
-            keeper_dir: None,
         };
-        live.write_stop_files();
+        let live = elsewhere(session_path, &run, leader, std::mem::take(&mut seen), grace);
+        live.rewrite_stop_files();
+        if let Some(leader) = &live.leader {
+            crate::process::note_run(leader, &mut live.seen.lock().expect("seen lock"));
+        }
         if term_sent_at.is_none() && started.elapsed() >= grace {
             store.run_request_stop(run_id, "forced")?;
             live.signal(Signal::SIGTERM);
@@ -1133,6 +1247,7 @@ pub fn stop_elsewhere_and_wait(
                 progress("still running 5 s after SIGTERM: SIGKILL sent");
             }
         }
+        seen = std::mem::take(&mut *live.seen.lock().expect("seen lock"));
         std::thread::sleep(Duration::from_millis(100));
     }
     // The owner records the end; a detached run has none, and recovery records it.

@@ -258,7 +258,7 @@ impl Workspace {
     pub fn create_session_folder(&self, id: &SessionId) -> Result<PathBuf, Error> {
         self.sessions_folder()?;
         let path = self.session_path(id);
-        fs::create_dir_all(&path).map_err(|e| Error::io(&path, e))?;
+        crate::private::create_dir_all(&path)?;
         self.session_folder(id)
     }
 

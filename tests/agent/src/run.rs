@@ -28,6 +28,9 @@ struct Options {
     documented: bool,
     /// Start a process that ignores SIGTERM and holds stdout open (a runaway tool).
     grandchild: bool,
+    /// Start a process that leaves the run's process group and session (`setsid`) and ignores
+    /// SIGTERM (a tool that daemonises).
+    setsid_grandchild: bool,
     /// Print this many MB of output lines inside the first node, as fast as possible.
     flood_mb: usize,
     /// Print one line of this many MB inside the first node.
@@ -79,6 +82,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         prompt: std::env::var("ZIBBY_STUDIO_PROMPT").unwrap_or_default(),
         documented: false,
         grandchild: false,
+        setsid_grandchild: false,
         flood_mb: 0,
         long_line_mb: 0,
         binary: false,
@@ -94,6 +98,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--stop-after" => options.stop_after = Some(value_of(args, &mut i, "--stop-after")?.to_owned()),
             "--ignore-stop" => options.ignore_stop = true,
             "--spawn-grandchild" => options.grandchild = true,
+            "--spawn-setsid-grandchild" => options.setsid_grandchild = true,
             "--binary" => options.binary = true,
             "--wait-before-ms" => {
                 let ms = value_of(args, &mut i, "--wait-before-ms")?;
@@ -351,6 +356,18 @@ fn first_node_extras(printer: &Printer, options: &Options) -> Result<(), String>
             .spawn()
             .map_err(|e| format!("cannot start the grandchild: {e}"))?;
         let _ = writeln!(out, "│ grandchild pid {}", child.id());
+    }
+    if options.setsid_grandchild {
+        // Not a group leader, so `setsid` execs in place: the pid is the final sleep's. Its
+        // output goes nowhere, so it holds none of the run's pipes.
+        let child = std::process::Command::new("setsid")
+            .args(["sh", "-c", "trap '' TERM; exec sleep 600"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start the setsid grandchild: {e}"))?;
+        let _ = writeln!(out, "│ setsid grandchild pid {}", child.id());
     }
     if options.flood_mb > 0 {
         let line = format!("│ {}\n", "flood ".repeat(16));

@@ -118,7 +118,14 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE workspaces ADD COLUMN opened_at INTEGER;
     CREATE INDEX workspaces_by_opened ON workspaces (opened_at) WHERE opened_at IS NOT NULL;
     "#,
-    // 3: the agents files the user trusted to run, by workspace and content (a SHA-256).
+    // 3: who the run's process group leader is, beyond its id (which the system reuses): when it
+    // started (/proc/<pid>/stat field 22, clock ticks since boot) and in which boot. No signal
+    // goes to a run whose leader does not match (process.rs).
+    r#"
+    ALTER TABLE runs ADD COLUMN pgid_start_time INTEGER;
+    ALTER TABLE runs ADD COLUMN boot_id TEXT;
+    "#,
+    // 4: the agents files the user trusted to run, by workspace and content (a SHA-256).
     r#"
     CREATE TABLE trusted_agents_files (
         workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,

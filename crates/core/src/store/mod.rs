@@ -94,6 +94,10 @@ pub struct RunRecord {
     pub command: Vec<String>,
     pub pid: Option<i64>,
     pub process_group: Option<i64>,
+    /// Who the process group's leader is (its id, start time and boot), as recorded when it
+    /// started: signals go to the group only while this still matches.
+    #[serde(skip)]
+    pub process_identity: Option<crate::process::ProcessIdentity>,
     pub status: Status,
     /// A `running` run that no studio process follows (it was left running, or its studio died).
     pub detached: bool,
@@ -277,6 +281,26 @@ fn timestamp(ms: i64) -> Timestamp {
     Timestamp(ms.max(0) as u64)
 }
 
+/// A recorded leader identity, when all of it was recorded.
+fn identity(
+    pgid: Option<i64>,
+    start_time: Option<i64>,
+    boot_id: Option<String>,
+) -> Option<crate::process::ProcessIdentity> {
+    Some(crate::process::ProcessIdentity {
+        pid: u32::try_from(pgid?).ok()?,
+        start_time: u64::try_from(start_time?).ok()?,
+        boot_id: boot_id?,
+    })
+}
+
+/// Whether the studio process that owns a run lives: not when the run was started in another
+/// boot (the owner's id names someone else now), nor when that id answers no more.
+fn owner_alive(owner: Option<i64>, boot: Option<&str>, is_alive: impl Fn(u32) -> bool) -> bool {
+    let same_boot = boot.is_none_or(|boot| Some(boot) == crate::process::boot_id());
+    same_boot && owner.is_some_and(|pid| u32::try_from(pid).is_ok_and(|pid| pid == std::process::id() || is_alive(pid)))
+}
+
 fn parse_status(text: &str) -> Status {
     serde_json::from_value(serde_json::Value::String(text.to_owned())).unwrap_or(Status::Unknown)
 }
@@ -305,7 +329,21 @@ impl Store {
         let conn = match location {
             StoreLocation::File(path) => {
                 if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+                    crate::private::create_dir_all(parent)?;
+                }
+                // Created here, 0600, so that SQLite does not create it 0644 (its journal and
+                // WAL files take the database file's mode). An empty file is an empty database.
+                if !path.exists() {
+                    // (A file another process made a moment ago is not one: it is theirs to fill.)
+                    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+                        // A link to nowhere: SQLite would create the file at the other end.
+                        return Err(Error::SymlinkRefused { path: path.clone() });
+                    }
+                    match crate::private::create_new_file(path, b"") {
+                        // Another process created it a moment ago: it is theirs to fill.
+                        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {}
+                        created => created?,
+                    }
                 }
                 Connection::open(path).map_err(sql_error)?
             }
@@ -582,12 +620,22 @@ impl Store {
         Ok(id)
     }
 
-    /// The run's process and process group, recorded while it lives (for stop and recovery).
+    /// The run's process and process group, recorded while it lives (for stop and recovery),
+    /// with the identity of the group's leader as it is now ([`crate::process::ProcessIdentity`]):
+    /// call it as the leader's parent before waiting for it, so the identity is the child's.
+    /// A leader that cannot be identified gets none, and no signal ever.
     pub fn run_set_process(&self, run_id: &str, pid: u32, process_group: u32) -> Result<(), Error> {
+        let identity = crate::process::ProcessIdentity::of(process_group);
         let conn = self.conn();
         conn.execute(
-            "UPDATE runs SET pid = ?2, pgid = ?3 WHERE id = ?1",
-            params![run_id, pid, process_group],
+            "UPDATE runs SET pid = ?2, pgid = ?3, pgid_start_time = ?4, boot_id = ?5 WHERE id = ?1",
+            params![
+                run_id,
+                pid,
+                process_group,
+                identity.as_ref().map(|i| i.start_time as i64),
+                identity.as_ref().map(|i| i.boot_id.as_str())
+            ],
         )
         .map_err(|e| self.err(e))?;
         Ok(())
@@ -623,11 +671,14 @@ impl Store {
         let mut statement = conn.prepare(&sql).map_err(|e| self.err(e))?;
         let rows = statement.query_map([], Self::run_from_row).map_err(|e| self.err(e))?;
         let runs: Vec<RunRecord> = rows.collect::<Result<_, _>>().map_err(|e| self.err(e))?;
-        let owner_alive = |run: &RunRecord| {
-            run.owner_pid
-                .is_some_and(|pid| pid as u32 == std::process::id() || crate::process::process_alive(pid as u32))
+        let owned = |run: &RunRecord| {
+            owner_alive(
+                run.owner_pid,
+                run.process_identity.as_ref().map(|i| i.boot_id.as_str()),
+                crate::process::process_alive,
+            )
         };
-        Ok(runs.into_iter().filter(|r| !owner_alive(r)).collect())
+        Ok(runs.into_iter().filter(|r| !owned(r)).collect())
     }
 
     /// Records that another studio process asked the run to stop (`graceful` or `forced`).
@@ -646,7 +697,7 @@ impl Store {
         let changed = conn
             .execute(
                 "UPDATE runs SET status = ?2, exit_code = ?3, error = ?4, stopped_by = ?5, ended_at = ?6,
-                 pid = NULL, pgid = NULL WHERE id = ?1",
+                 pid = NULL, pgid = NULL, pgid_start_time = NULL WHERE id = ?1",
                 params![
                     run_id,
                     outcome.status.as_str(),
@@ -665,7 +716,7 @@ impl Store {
 
     const RUN_COLUMNS: &'static str = "r.id, s.session_id, r.agent, r.command, r.pid, r.pgid, r.status, r.started_at,
         r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid, r.stop_requested, w.root,
-        r.keeper_dir";
+        r.keeper_dir, r.pgid_start_time, r.boot_id";
 
     fn run_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         let command: String = row.get(3)?;
@@ -678,6 +729,7 @@ impl Store {
             command: serde_json::from_str(&command).unwrap_or_default(),
             pid: row.get(4)?,
             process_group: row.get(5)?,
+            process_identity: identity(row.get(5)?, row.get(17)?, row.get(18)?),
             status,
             detached: status == Status::Running && owner.is_none(),
             owner_pid: owner,
@@ -1041,26 +1093,48 @@ impl Store {
         let conn = self.conn();
         let mut statement = conn
             .prepare(
-                "SELECT r.id, s.session_id, w.root, r.pgid, r.owner_pid, r.stop_requested FROM runs r
+                "SELECT r.id, s.session_id, w.root, r.pgid, r.owner_pid, r.stop_requested, r.pgid_start_time,
+                 r.boot_id FROM runs r
                  JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
                  WHERE r.status = 'running'",
             )
             .map_err(|e| self.err(e))?;
-        type Row = (String, String, String, Option<i64>, Option<i64>, Option<String>);
+        type Row = (
+            String,
+            String,
+            String,
+            Option<i64>,
+            Option<i64>,
+            Option<String>,
+            Option<crate::process::ProcessIdentity>,
+            Option<String>,
+        );
         let rows: Vec<Row> = statement
             .query_map([], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+                let boot: Option<String> = r.get(7)?;
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    identity(r.get(3)?, r.get(6)?, boot.clone()),
+                    boot,
+                ))
             })
             .map_err(|e| self.err(e))?
             .collect::<Result<_, _>>()
             .map_err(|e| self.err(e))?;
         let mut recovered = Vec::new();
-        for (run_id, session_id, root, pgid, owner, stop_requested) in rows {
-            let owner_alive = owner.is_some_and(|pid| pid as u32 == std::process::id() || is_alive(pid as u32));
-            if owner_alive {
+        for (run_id, session_id, root, pgid, owner, stop_requested, leader, boot) in rows {
+            if owner_alive(owner, boot.as_deref(), &is_alive) {
                 continue;
             }
-            let group_alive = pgid.is_some_and(|g| is_group_alive(g as u32));
+            // A group whose leader is not the process the run started (its id was reused, or
+            // was never identified) is not the run's, alive or not.
+            let group_alive = pgid.is_some_and(|g| is_group_alive(g as u32))
+                && leader.as_ref().is_some_and(crate::process::ProcessIdentity::is_current);
             let workspace = Workspace::from_canonical_root(PathBuf::from(&root));
             let id = SessionId::parse(&session_id)?;
             if group_alive {
@@ -1087,7 +1161,8 @@ impl Store {
                 ),
             };
             conn.execute(
-                "UPDATE runs SET status = ?3, ended_at = ?2, pid = NULL, pgid = NULL, owner_pid = NULL,
+                "UPDATE runs SET status = ?3, ended_at = ?2, pid = NULL, pgid = NULL, pgid_start_time = NULL,
+                 owner_pid = NULL,
                  stopped_by = stop_requested,
                  error = CASE WHEN ?3 = 'interrupted' THEN 'the studio that ran it stopped, and so did its processes' END
                  WHERE id = ?1",

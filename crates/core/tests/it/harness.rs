@@ -45,6 +45,18 @@ pub fn agent_binary() -> PathBuf {
     path
 }
 
+/// `zstudio` (the run keeper), built by `cargo build -p zstudio` next to this test binary.
+pub fn keeper_binary() -> PathBuf {
+    let deps = std::env::current_exe().unwrap().parent().unwrap().to_owned();
+    let path = deps.parent().unwrap().join("zstudio");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build -p zstudio` first",
+        path.display()
+    );
+    path
+}
+
 /// Whether a process still runs (a zombie waiting for its reaper does not).
 pub fn process_running(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -2,9 +2,11 @@
 
 mod captures;
 mod harness;
+mod hostile_processes;
 mod hostile_workspace;
 mod live;
 mod never_panics;
+mod private_files;
 mod runner;
 mod session_folders;
 mod store;

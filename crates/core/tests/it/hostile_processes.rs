@@ -1,0 +1,343 @@
+//! Stop against a hostile system: process ids reused by strangers, children that leave the
+//! run's process group, keepers that die. Real processes, real folders, a real SQLite store.
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use studio_core::runner::{Keeper, RunEvent, RunRequest, Supervisor, DEFAULT_GRACE};
+use studio_core::store::{Store, StoreLocation};
+use studio_core::{Error, Status, Workspace};
+use tempfile::TempDir;
+
+use crate::harness::{agent_binary, keeper_binary, process_running};
+
+struct Bench {
+    dir: TempDir,
+    workspace: Workspace,
+    supervisor: Supervisor,
+    events: Receiver<RunEvent>,
+}
+
+impl Bench {
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("studio.sqlite")
+    }
+}
+
+fn bench() -> Bench {
+    bench_with(false)
+}
+
+/// With `kept`, runs go through the run keeper (`zstudio keep`), as `zstudio run` starts them.
+fn bench_with(kept: bool) -> Bench {
+    let dir = TempDir::new().unwrap();
+    std::fs::create_dir_all(dir.path().join("project")).unwrap();
+    let workspace = Workspace::open(dir.path().join("project")).unwrap();
+    let store = Arc::new(Store::open(&StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap());
+    let supervisor = if kept {
+        Supervisor::with_keeper(
+            store,
+            Keeper {
+                program: keeper_binary(),
+                runs_dir: dir.path().join("runs"),
+            },
+        )
+    } else {
+        Supervisor::new(store)
+    };
+    let events = supervisor.subscribe();
+    Bench {
+        dir,
+        workspace,
+        supervisor,
+        events,
+    }
+}
+
+fn request(bench: &Bench, args: &[&str]) -> RunRequest {
+    let mut command = vec![agent_binary().to_string_lossy().into_owned()];
+    command.extend(args.iter().map(|a| a.to_string()));
+    RunRequest {
+        workspace: bench.workspace.clone(),
+        agent: None,
+        command,
+        cwd: None,
+        env: Vec::new(),
+        session: None,
+        prompt: None,
+        node: None,
+        grace: DEFAULT_GRACE,
+    }
+}
+
+fn wait_finished(events: &Receiver<RunEvent>, run_id: &str) {
+    loop {
+        let event = events.recv_timeout(Duration::from_secs(30)).expect("the run finished");
+        if matches!(&event, RunEvent::RunFinished { run_id: id, .. } if id == run_id) {
+            return;
+        }
+    }
+}
+
+/// A process that has nothing to do with any run, in a process group of its own; reaped as soon
+/// as it ends (so that its id does not linger as a zombie's).
+struct Stranger {
+    pid: u32,
+    ended: std::thread::JoinHandle<std::process::ExitStatus>,
+}
+
+fn stranger() -> Stranger {
+    let mut child = Command::new("sleep").arg("600").process_group(0).spawn().unwrap();
+    Stranger {
+        pid: child.id(),
+        ended: std::thread::spawn(move || child.wait().unwrap()),
+    }
+}
+
+impl Stranger {
+    /// Whether it is still alive a moment after a signal could have reached it; then ends it.
+    fn survived(self) -> bool {
+        let deadline = Instant::now() + Duration::from_millis(1000);
+        while Instant::now() < deadline && !self.ended.is_finished() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let alive = !self.ended.is_finished();
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        self.ended.join().unwrap();
+        alive
+    }
+}
+
+fn start_time_of(pid: u32) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat.rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The record of an ended run made to look like a live run of a dead studio whose process
+/// group id is now held by `stranger` (started at another time than the record says).
+fn forge_reused_id(db: &std::path::Path, run_id: &str, stranger: u32) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE runs SET status = 'running', ended_at = NULL, owner_pid = NULL, pid = ?2, pgid = ?2,
+             pgid_start_time = ?3, boot_id = (SELECT boot_id FROM runs WHERE id = ?1) WHERE id = ?1",
+            rusqlite::params![run_id, stranger, start_time_of(stranger) - 1],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+}
+
+#[test]
+fn stop_never_signals_a_process_that_took_over_the_runs_process_group_id() {
+    let b = bench();
+    let run = b.supervisor.start(request(&b, &["--nodes", "a:10"])).unwrap();
+    wait_finished(&b.events, &run.run_id);
+    let store = b.supervisor.store();
+    let recorded = store.run(&run.run_id).unwrap();
+    assert_eq!(recorded.status, Status::Success);
+
+    let stranger = stranger();
+    let stranger_pid = stranger.pid;
+    forge_reused_id(&b.db(), &run.run_id, stranger.pid);
+    let forged = store.run(&run.run_id).unwrap();
+    assert_eq!(forged.status, Status::Running);
+    assert_eq!(forged.process_group, Some(i64::from(stranger_pid)));
+
+    // `zstudio stop --force` is this call.
+    let stopped = studio_core::runner::stop_elsewhere_and_wait(
+        store,
+        &run.run_id,
+        &run.session_path,
+        true,
+        Duration::from_secs(1),
+        |_| {},
+    );
+    assert!(
+        stranger.survived(),
+        "the stranger holding the run's old process group id was signalled"
+    );
+    match stopped {
+        Err(Error::RunGone { id, pid }) => {
+            assert_eq!((id.as_str(), pid), (run.run_id.as_str(), i64::from(stranger_pid)));
+        }
+        other => panic!("a forced stop of a run whose processes are gone: {other:?}"),
+    }
+    let message = Error::RunGone {
+        id: run.run_id.clone(),
+        pid: 1,
+    }
+    .to_string();
+    assert!(
+        message.contains("not running any more") && message.contains(&run.run_id),
+        "{message}"
+    );
+    // Not running any more, as the store has it too (reconciled, never `running` again).
+    let after = store.run(&run.run_id).unwrap();
+    assert_eq!(after.status, Status::Interrupted, "{after:?}");
+    assert!(
+        !run.session_path.join(".zibby-stop").exists(),
+        "no stop file for a run that is gone"
+    );
+}
+
+#[test]
+fn recovery_does_not_take_a_stranger_for_a_runs_live_process_group() {
+    let b = bench();
+    let run = b.supervisor.start(request(&b, &["--nodes", "a:10"])).unwrap();
+    wait_finished(&b.events, &run.run_id);
+    let stranger = stranger();
+    forge_reused_id(&b.db(), &run.run_id, stranger.pid);
+    let recovered = studio_core::runner::reconcile(b.supervisor.store(), std::time::SystemTime::now()).unwrap();
+    assert!(stranger.survived());
+    let status = recovered.iter().find(|r| r.run_id == run.run_id).map(|r| r.status);
+    assert_eq!(
+        status,
+        Some(Status::Interrupted),
+        "a group led by a stranger is not the run's: {recovered:?}"
+    );
+}
+
+#[test]
+fn a_stranger_is_not_signalled_even_by_a_graceful_stop_past_its_grace() {
+    let b = bench();
+    let run = b.supervisor.start(request(&b, &["--nodes", "a:10"])).unwrap();
+    wait_finished(&b.events, &run.run_id);
+    let stranger = stranger();
+    forge_reused_id(&b.db(), &run.run_id, stranger.pid);
+    let stopped = studio_core::runner::stop_elsewhere_and_wait(
+        b.supervisor.store(),
+        &run.run_id,
+        &run.session_path,
+        false,
+        Duration::ZERO,
+        |_| {},
+    );
+    assert!(stranger.survived(), "signalled past the grace period");
+    assert!(matches!(stopped, Err(Error::RunGone { .. })), "{stopped:?}");
+}
+
+/// The pid an agent printed after `prefix` (`│ setsid grandchild pid N`).
+fn printed_pid(events: &Receiver<RunEvent>, run_id: &str, prefix: &str) -> u32 {
+    loop {
+        let event = events.recv_timeout(Duration::from_secs(30)).expect("the line came");
+        if let RunEvent::Output { run_id: id, line, .. } = &event {
+            if id == run_id {
+                if let Some(pid) = line.strip_prefix(prefix) {
+                    return pid.trim().parse().unwrap();
+                }
+            }
+        }
+    }
+}
+
+/// Waits (a while) for a process to be gone; whether it is.
+fn gone(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while process_running(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let gone = !process_running(pid);
+    if !gone {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    gone
+}
+
+fn the_setsid_child_of_a_stopped_run_is_gone(kept: bool, force: bool) {
+    let b = bench_with(kept);
+    // Graceful: the agent honours the stop file after its first node; forced: it never does.
+    let args: &[&str] = if force {
+        &["--nodes", "tools:20000", "--ignore-stop", "--spawn-setsid-grandchild"]
+    } else {
+        &["--nodes", "tools:600,more:20000", "--spawn-setsid-grandchild"]
+    };
+    let run = b.supervisor.start(request(&b, args)).unwrap();
+    let child = printed_pid(&b.events, &run.run_id, "│ setsid grandchild pid ");
+    assert!(process_running(child));
+    let session_of = |pid: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat.rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .nth(3)
+            .unwrap()
+            .to_owned()
+    };
+    // The agent printed the pid as it started it: `setsid` may not have run yet.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while session_of(child) != child.to_string() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(session_of(child), child.to_string(), "the child left the run's session");
+    b.supervisor.stop(&run.run_id, force).unwrap();
+    wait_finished(&b.events, &run.run_id);
+    let status = b.supervisor.store().run(&run.run_id).unwrap().status;
+    assert_eq!(status, Status::Cancelled);
+    assert!(
+        gone(child),
+        "the setsid child of a {} run survived a {} stop",
+        if kept { "kept" } else { "direct" },
+        if force { "forced" } else { "graceful" }
+    );
+}
+
+#[test]
+fn a_forced_stop_ends_a_child_that_left_the_runs_group_with_setsid() {
+    the_setsid_child_of_a_stopped_run_is_gone(true, true);
+    the_setsid_child_of_a_stopped_run_is_gone(false, true);
+}
+
+#[test]
+fn a_graceful_stop_ends_a_child_that_left_the_runs_group_with_setsid() {
+    the_setsid_child_of_a_stopped_run_is_gone(true, false);
+    the_setsid_child_of_a_stopped_run_is_gone(false, false);
+}
+
+#[test]
+fn the_agent_and_what_is_left_of_its_group_end_when_its_keeper_is_killed() {
+    let b = bench_with(true);
+    let run = b
+        .supervisor
+        .start(request(
+            &b,
+            &["--nodes", "long:20000", "--ignore-stop", "--spawn-grandchild"],
+        ))
+        .unwrap();
+    let keeper = run.pid.unwrap();
+    // A child of the agent in the run's group, that ignores SIGTERM.
+    let grandchild = printed_pid(&b.events, &run.run_id, "│ grandchild pid ");
+    let agents: Vec<u32> = studio_core::process::descendants(keeper)
+        .into_iter()
+        .filter(|pid| *pid != grandchild)
+        .collect();
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    let agent = agents[0];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(keeper as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    wait_finished(&b.events, &run.run_id);
+    assert!(gone(agent), "the agent ran on after its keeper was killed");
+    assert!(gone(grandchild), "the agent's child ran on after the keeper was killed");
+    let recorded = b.supervisor.store().run(&run.run_id).unwrap();
+    assert_eq!(recorded.status, Status::Interrupted);
+}
