@@ -1032,3 +1032,51 @@ fn search_finds(root: &str, word: &str, session: &str) -> bool {
     let hits = json_of(&zstudio(&["search", word, "--json", "-w", root], None));
     hits.as_array().unwrap().iter().any(|h| h["session_id"] == session)
 }
+
+/// A run whose store and keeper files are on a full disk: a 2 MiB tmpfs in a mount namespace of
+/// the test's own (`unshare`: no root needed where user namespaces are allowed, as on Debian).
+#[test]
+fn a_full_disk_never_ends_the_agent_and_the_loss_is_said() {
+    let workspace = TempDir::new().unwrap();
+    let full = TempDir::new().unwrap();
+    let script = format!(
+        "mount -t tmpfs -o size=2m tmpfs '{full}' && exec '{zstudio}' run --json --db '{full}/studio.sqlite' -w '{root}' -- '{agent}' --nodes plan:10 --flood-mb 8",
+        full = full.path().display(),
+        zstudio = env!("CARGO_BIN_EXE_zstudio"),
+        root = workspace.path().display(),
+        agent = agent_binary(),
+    );
+    let output = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount", "sh", "-c", &script])
+        .env("XDG_DATA_HOME", data_home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("unshare (util-linux) runs this test's small full disk");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let events: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}\nstderr: {stderr}")))
+        .collect();
+    let finished = events
+        .iter()
+        .find(|e| e["type"] == "run_finished")
+        .unwrap_or_else(|| panic!("no run_finished; stderr: {stderr}"));
+    assert_eq!(finished["status"], "success", "{finished}\nstderr: {stderr}");
+    assert_eq!(
+        finished["exit_code"], 0,
+        "the agent was not ended by the full disk: {finished}"
+    );
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let said = events
+        .iter()
+        .filter(|e| e["type"] == "output" && e["stream"] == "stderr")
+        .filter_map(|e| e["line"].as_str())
+        .find(|line| line.contains("file is incomplete after"));
+    assert!(said.is_some(), "the incomplete file is said in the run's output");
+    let flood_done = events
+        .iter()
+        .filter(|e| e["type"] == "output")
+        .filter_map(|e| e["line"].as_str())
+        .any(|line| line.contains("flood done"));
+    assert!(flood_done, "every line reached the studio live, the last one too");
+}

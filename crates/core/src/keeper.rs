@@ -134,8 +134,8 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
     let out_file = crate::private::create_file(&run_dir.join(STDOUT_FILE)).map_err(|e| e.to_string())?;
     let err_file = crate::private::create_file(&run_dir.join(STDERR_FILE)).map_err(|e| e.to_string())?;
     let copiers = [
-        std::thread::spawn(move || copy(stdout, out_file, std::io::stdout())),
-        std::thread::spawn(move || copy(stderr, err_file, std::io::stderr())),
+        std::thread::spawn(move || copy(stdout, out_file, STDOUT_FILE, std::io::stdout())),
+        std::thread::spawn(move || copy(stderr, err_file, STDERR_FILE, std::io::stderr())),
     ];
     let agent = nix::unistd::Pid::from_raw(child.id() as i32);
     // Every child is reaped here, the agent and the orphans that came to the keeper alike.
@@ -159,8 +159,11 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let text = serde_json::to_string(&exit).expect("exits serialise");
-    crate::private::write_file(&run_dir.join(EXIT_FILE), text.as_bytes())
-        .map_err(|e| format!("cannot record the exit: {e}"))?;
+    if let Err(error) = crate::private::write_file(&run_dir.join(EXIT_FILE), text.as_bytes()) {
+        // The keeper's own exit status still says how the agent ended (a full disk is no
+        // reason to report another outcome).
+        eprintln!("zibby run keeper: cannot record the exit: {error}");
+    }
     Ok(match exit {
         KeptExit::Code(code) => code,
         KeptExit::Signal(signal) => 128 + signal,
@@ -191,10 +194,14 @@ fn end_descendants() {
     }
 }
 
-/// Copies a pipe to a file (always) and to the keeper's own stream (while someone reads it).
-fn copy(mut from: impl Read, mut file: std::fs::File, mut live: impl Write) {
+/// Copies a pipe to a file (while it can be written) and to the keeper's own stream (while
+/// someone reads it), and reads the pipe to its end whatever fails: the agent is never ended by
+/// the studio's own trouble (a full disk would otherwise close its pipe: SIGPIPE).
+fn copy(mut from: impl Read, mut file: std::fs::File, name: &str, mut live: impl Write) {
     let mut buffer = vec![0u8; 64 * 1024];
     let mut live_open = true;
+    let mut file_open = true;
+    let mut written: u64 = 0;
     loop {
         let n = match from.read(&mut buffer) {
             Ok(0) => break,
@@ -202,8 +209,16 @@ fn copy(mut from: impl Read, mut file: std::fs::File, mut live: impl Write) {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        if file.write_all(&buffer[..n]).is_err() {
-            break;
+        if file_open {
+            match file.write_all(&buffer[..n]) {
+                Ok(()) => written += n as u64,
+                Err(error) => {
+                    // Said where the studio sees it (the run's stderr), once; the output still
+                    // reaches the studio live.
+                    eprintln!("zibby run keeper: the run's {name} file is incomplete after {written} bytes: {error}");
+                    file_open = false;
+                }
+            }
         }
         if live_open && live.write_all(&buffer[..n]).and_then(|_| live.flush()).is_err() {
             // The studio went away: the file alone carries the output from here.

@@ -46,6 +46,10 @@ pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
 pub const KILL_AFTER: Duration = Duration::from_secs(5);
 /// How often a run's thread looks at its stop state, and the longest output waits for the store.
 const TICK: Duration = Duration::from_millis(50);
+
+/// At a run's end, output that could not be written is tried this many times more, a tick apart;
+/// what is still unsaved then is counted in a `run.output_incomplete` log line.
+const OUTPUT_RETRIES: usize = 20;
 /// After the agent exited, how long to wait for processes it left holding its pipes.
 const PIPE_DRAIN: Duration = Duration::from_secs(2);
 const EVENT_BUFFER: usize = 65_536;
@@ -928,8 +932,13 @@ impl RunContext {
                     // One transaction for everything a chunk records.
                     let recorded =
                         store.batch(|| reader.push(stream, &bytes, at, &mut |e| on_event(e, &mut fold, &mut writer)));
-                    if let Err(error) = recorded {
-                        tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+                    match recorded {
+                        Ok(()) => writer.batch_committed(),
+                        Err(error) => {
+                            // Its output blocks are written again (a full disk frees up).
+                            writer.batch_failed();
+                            tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+                        }
                     }
                 }
                 Ok(Message::Exited(child)) => {
@@ -960,10 +969,27 @@ impl RunContext {
         }
         let elapsed_ms = self.started.elapsed().as_millis() as u64;
         reader.finish(elapsed_ms, &mut |e| on_event(e, &mut fold, &mut writer));
-        if let Err(error) = writer.flush() {
-            tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+        // What could not be written yet gets a few more tries (a full disk may free up).
+        for attempt in 0..OUTPUT_RETRIES {
+            match writer.flush() {
+                Ok(()) => break,
+                Err(error) if attempt + 1 == OUTPUT_RETRIES => {
+                    tracing::error!(run_id = %self.run_id, %error, "cannot record output")
+                }
+                Err(_) => std::thread::sleep(TICK),
+            }
         }
+        let lost = writer.lines_lost() + writer.lines_unsaved();
         drop(writer);
+        if lost > 0 {
+            let message = format!("output incomplete: {lost} lines could not be stored (is the disk full?)");
+            self.log(
+                Level::Error,
+                "run.output_incomplete",
+                &message,
+                serde_json::json!({ "lines": lost }),
+            );
+        }
         // Reaped only now, after any signal to what was left of its group.
         let status = exit.and_then(|(mut child, _)| child.wait().ok());
         self.finish(fold, status, elapsed_ms, run_span, &node_spans);
