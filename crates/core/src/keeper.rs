@@ -18,6 +18,15 @@
 //!   again as a trampoline ([`AGENT_OF`] set) that sets it on itself and then `exec`s the
 //!   agent, so that no `pre_exec` closure (unsafe code) is needed.
 //!
+//! On a full disk the keeper still reads both pipes to their end (the agent is never ended by
+//! SIGPIPE), says once on the run's stderr which file is incomplete, and exits with the agent's
+//! status even when it cannot record it.
+//!
+//! Known gaps: without a keeper (a direct run), a `setsid` child whose parent ended before any
+//! stop began is no longer below the run and escapes a forced stop; a detached run's keeper killed
+//! while no studio follows it takes its agent along, but not the agent's own children; runs
+//! recorded by older builds have no process identity and are never signalled.
+//!
 //! `zstudio keep --run-dir DIR -- COMMAND [ARGS...]` runs [`keep`].
 
 use std::io::{Read, Write};

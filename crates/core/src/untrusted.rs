@@ -7,6 +7,9 @@
 //!   opens at once and is then refused), and accepts regular files only.
 //! - [`read_bounded`] reads a whole regular file of at most a given size; a file that grows past
 //!   it while read is refused too, so memory stays bounded whatever the file claims.
+//!
+//! Known gap: folders are checked, then used by path. A link swapped in between (a local process
+//! racing the studio) is not caught; what is guarded against is what a repository ships.
 
 use std::fs::{self, File, FileType};
 use std::io::{ErrorKind, Read};
