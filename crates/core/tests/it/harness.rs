@@ -83,3 +83,78 @@ pub fn group_members(group: u32) -> Vec<u32> {
     }
     members
 }
+
+/// A supervisor over a real store in a temporary folder, its workspace (`project/`), and its
+/// event stream: what the runner tests start runs on.
+pub struct Bench {
+    pub dir: tempfile::TempDir,
+    /// The store file.
+    pub db: PathBuf,
+    pub workspace: studio_core::Workspace,
+    pub supervisor: studio_core::runner::Supervisor,
+    pub events: std::sync::mpsc::Receiver<studio_core::runner::RunEvent>,
+}
+
+/// A [`Bench`] whose store is `store_file` below its folder (missing folders are made by the
+/// store); with `kept`, runs go through the run keeper (`zstudio keep`), as `zstudio run` starts them.
+pub fn bench(store_file: &str, kept: bool) -> Bench {
+    use studio_core::runner::{Keeper, Supervisor};
+    use studio_core::store::{Store, StoreLocation};
+    let dir = tempfile::TempDir::new().unwrap();
+    std::fs::create_dir_all(dir.path().join("project")).unwrap();
+    let workspace = studio_core::Workspace::open(dir.path().join("project")).unwrap();
+    let db = dir.path().join(store_file);
+    let location = StoreLocation::File(db.clone());
+    let store = std::sync::Arc::new(Store::open(&location).unwrap());
+    let supervisor = if kept {
+        Supervisor::with_keeper(
+            store,
+            Keeper {
+                program: keeper_binary(),
+                runs_dir: location.runs_dir(),
+            },
+        )
+    } else {
+        Supervisor::new(store)
+    };
+    let events = supervisor.subscribe();
+    Bench {
+        dir,
+        db,
+        workspace,
+        supervisor,
+        events,
+    }
+}
+
+/// A run of the test agent with `args` in the bench's workspace, in a new session.
+pub fn request(bench: &Bench, args: &[&str]) -> studio_core::runner::RunRequest {
+    let mut command = vec![agent_binary().to_string_lossy().into_owned()];
+    command.extend(args.iter().map(|a| a.to_string()));
+    studio_core::runner::RunRequest {
+        workspace: bench.workspace.clone(),
+        agent: None,
+        command,
+        cwd: None,
+        env: Vec::new(),
+        session: None,
+        prompt: None,
+        node: None,
+        grace: studio_core::runner::DEFAULT_GRACE,
+    }
+}
+
+/// The first event `what` accepts, within 30 s of each other.
+pub fn wait_for(
+    events: &std::sync::mpsc::Receiver<studio_core::runner::RunEvent>,
+    what: impl Fn(&studio_core::runner::RunEvent) -> bool,
+) -> studio_core::runner::RunEvent {
+    loop {
+        let event = events
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the awaited event came");
+        if what(&event) {
+            return event;
+        }
+    }
+}

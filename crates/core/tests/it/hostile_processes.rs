@@ -2,31 +2,14 @@
 //! run's process group, keepers that die. Real processes, real folders, a real SQLite store.
 
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::mpsc::Receiver;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use studio_core::runner::{Keeper, RunEvent, RunRequest, Supervisor, DEFAULT_GRACE};
-use studio_core::store::{Store, StoreLocation};
-use studio_core::{Error, Status, Workspace};
-use tempfile::TempDir;
+use studio_core::runner::RunEvent;
+use studio_core::{Error, Status};
 
-use crate::harness::{agent_binary, keeper_binary, process_running};
-
-struct Bench {
-    dir: TempDir,
-    workspace: Workspace,
-    supervisor: Supervisor,
-    events: Receiver<RunEvent>,
-}
-
-impl Bench {
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("studio.sqlite")
-    }
-}
+use crate::harness::{self, process_running, request, wait_for, Bench};
 
 fn bench() -> Bench {
     bench_with(false)
@@ -34,53 +17,14 @@ fn bench() -> Bench {
 
 /// With `kept`, runs go through the run keeper (`zstudio keep`), as `zstudio run` starts them.
 fn bench_with(kept: bool) -> Bench {
-    let dir = TempDir::new().unwrap();
-    std::fs::create_dir_all(dir.path().join("project")).unwrap();
-    let workspace = Workspace::open(dir.path().join("project")).unwrap();
-    let store = Arc::new(Store::open(&StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap());
-    let supervisor = if kept {
-        Supervisor::with_keeper(
-            store,
-            Keeper {
-                program: keeper_binary(),
-                runs_dir: dir.path().join("runs"),
-            },
-        )
-    } else {
-        Supervisor::new(store)
-    };
-    let events = supervisor.subscribe();
-    Bench {
-        dir,
-        workspace,
-        supervisor,
-        events,
-    }
-}
-
-fn request(bench: &Bench, args: &[&str]) -> RunRequest {
-    let mut command = vec![agent_binary().to_string_lossy().into_owned()];
-    command.extend(args.iter().map(|a| a.to_string()));
-    RunRequest {
-        workspace: bench.workspace.clone(),
-        agent: None,
-        command,
-        cwd: None,
-        env: Vec::new(),
-        session: None,
-        prompt: None,
-        node: None,
-        grace: DEFAULT_GRACE,
-    }
+    harness::bench("studio.sqlite", kept)
 }
 
 fn wait_finished(events: &Receiver<RunEvent>, run_id: &str) {
-    loop {
-        let event = events.recv_timeout(Duration::from_secs(30)).expect("the run finished");
-        if matches!(&event, RunEvent::RunFinished { run_id: id, .. } if id == run_id) {
-            return;
-        }
-    }
+    wait_for(
+        events,
+        |event| matches!(event, RunEvent::RunFinished { run_id: id, .. } if id == run_id),
+    );
 }
 
 /// A process that has nothing to do with any run, in a process group of its own; reaped as soon
@@ -152,7 +96,7 @@ fn stop_never_signals_a_process_that_took_over_the_runs_process_group_id() {
 
     let stranger = stranger();
     let stranger_pid = stranger.pid;
-    forge_reused_id(&b.db(), &run.run_id, stranger.pid);
+    forge_reused_id(&b.db, &run.run_id, stranger.pid);
     let forged = store.run(&run.run_id).unwrap();
     assert_eq!(forged.status, Status::Running);
     assert_eq!(forged.process_group, Some(i64::from(stranger_pid)));
@@ -200,7 +144,7 @@ fn recovery_does_not_take_a_stranger_for_a_runs_live_process_group() {
     let run = b.supervisor.start(request(&b, &["--nodes", "a:10"])).unwrap();
     wait_finished(&b.events, &run.run_id);
     let stranger = stranger();
-    forge_reused_id(&b.db(), &run.run_id, stranger.pid);
+    forge_reused_id(&b.db, &run.run_id, stranger.pid);
     let recovered = studio_core::runner::reconcile(b.supervisor.store(), std::time::SystemTime::now()).unwrap();
     assert!(stranger.survived());
     let status = recovered.iter().find(|r| r.run_id == run.run_id).map(|r| r.status);
@@ -217,7 +161,7 @@ fn a_stranger_is_not_signalled_even_by_a_graceful_stop_past_its_grace() {
     let run = b.supervisor.start(request(&b, &["--nodes", "a:10"])).unwrap();
     wait_finished(&b.events, &run.run_id);
     let stranger = stranger();
-    forge_reused_id(&b.db(), &run.run_id, stranger.pid);
+    forge_reused_id(&b.db, &run.run_id, stranger.pid);
     let stopped = studio_core::runner::stop_elsewhere_and_wait(
         b.supervisor.store(),
         &run.run_id,

@@ -3,16 +3,11 @@
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
-use std::sync::mpsc::Receiver;
-use std::sync::Arc;
-use std::time::Duration;
 
-use studio_core::runner::{Keeper, RunEvent, RunRequest, Supervisor, DEFAULT_GRACE, STOP_FILES};
-use studio_core::store::{Store, StoreLocation};
-use studio_core::{Error, SessionId, Status, Workspace};
-use tempfile::TempDir;
+use studio_core::runner::{RunEvent, RunRequest, STOP_FILES};
+use studio_core::{Error, SessionId, Status};
 
-use crate::harness::{agent_binary, keeper_binary};
+use crate::harness::{self, keeper_binary, wait_for, Bench};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path)
@@ -22,62 +17,15 @@ fn mode(path: &Path) -> u32 {
         & 0o777
 }
 
-struct Bench {
-    dir: TempDir,
-    workspace: Workspace,
-    supervisor: Supervisor,
-    events: Receiver<RunEvent>,
-}
-
 fn bench(kept: bool) -> Bench {
-    let dir = TempDir::new().unwrap();
-    std::fs::create_dir_all(dir.path().join("project")).unwrap();
-    let workspace = Workspace::open(dir.path().join("project")).unwrap();
     // The data folder does not exist yet: the store creates it.
-    let location = StoreLocation::File(dir.path().join("data/studio.sqlite"));
-    let store = Arc::new(Store::open(&location).unwrap());
-    let supervisor = if kept {
-        Supervisor::with_keeper(
-            store,
-            Keeper {
-                program: keeper_binary(),
-                runs_dir: location.runs_dir(),
-            },
-        )
-    } else {
-        Supervisor::new(store)
-    };
-    let events = supervisor.subscribe();
-    Bench {
-        dir,
-        workspace,
-        supervisor,
-        events,
-    }
+    harness::bench("data/studio.sqlite", kept)
 }
 
 fn request(b: &Bench, args: &[&str]) -> RunRequest {
-    let mut command = vec![agent_binary().to_string_lossy().into_owned()];
-    command.extend(args.iter().map(|a| a.to_string()));
     RunRequest {
-        workspace: b.workspace.clone(),
-        agent: None,
-        command,
-        cwd: None,
-        env: Vec::new(),
-        session: None,
         prompt: Some("a private prompt".into()),
-        node: None,
-        grace: DEFAULT_GRACE,
-    }
-}
-
-fn wait_for(events: &Receiver<RunEvent>, what: impl Fn(&RunEvent) -> bool) {
-    loop {
-        let event = events.recv_timeout(Duration::from_secs(30)).expect("the awaited event");
-        if what(&event) {
-            return;
-        }
+        ..harness::request(b, args)
     }
 }
 

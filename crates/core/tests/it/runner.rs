@@ -3,55 +3,14 @@
 
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use studio_core::protocol::Stream;
-use studio_core::runner::{RunEvent, RunRequest, Supervisor, DEFAULT_GRACE, STOP_FILES};
-use studio_core::store::{Store, StoreLocation};
+use studio_core::runner::{RunEvent, RunRequest, STOP_FILES};
 use studio_core::timeline::StoppedBy;
-use studio_core::{SessionId, Status, Workspace};
-use tempfile::TempDir;
+use studio_core::{SessionId, Status};
 
-use crate::harness::{agent_binary, capture, group_members, process_running};
-
-struct Bench {
-    _dir: TempDir,
-    workspace: Workspace,
-    supervisor: Supervisor,
-    events: Receiver<RunEvent>,
-}
-
-fn bench() -> Bench {
-    let dir = TempDir::new().unwrap();
-    std::fs::create_dir_all(dir.path().join("project")).unwrap();
-    let workspace = Workspace::open(dir.path().join("project")).unwrap();
-    let store = Arc::new(Store::open(&StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap());
-    let supervisor = Supervisor::new(store);
-    let events = supervisor.subscribe();
-    Bench {
-        _dir: dir,
-        workspace,
-        supervisor,
-        events,
-    }
-}
-
-fn request(bench: &Bench, args: &[&str]) -> RunRequest {
-    let mut command = vec![agent_binary().to_string_lossy().into_owned()];
-    command.extend(args.iter().map(|a| a.to_string()));
-    RunRequest {
-        workspace: bench.workspace.clone(),
-        agent: Some("test-agent".into()),
-        command,
-        cwd: None,
-        env: Vec::new(),
-        session: None,
-        prompt: None,
-        node: None,
-        grace: DEFAULT_GRACE,
-    }
-}
+use crate::harness::{self, capture, group_members, process_running, wait_for, Bench};
 
 /// Events of one run until it finishes (panics after `limit`).
 fn events_until_finished(events: &Receiver<RunEvent>, run_id: &str, limit: Duration) -> Vec<RunEvent> {
@@ -73,14 +32,14 @@ fn events_until_finished(events: &Receiver<RunEvent>, run_id: &str, limit: Durat
     }
 }
 
-fn wait_for(events: &Receiver<RunEvent>, what: impl Fn(&RunEvent) -> bool) -> RunEvent {
-    loop {
-        let event = events
-            .recv_timeout(Duration::from_secs(20))
-            .expect("the awaited event came");
-        if what(&event) {
-            return event;
-        }
+fn bench() -> Bench {
+    harness::bench("studio.sqlite", false)
+}
+
+fn request(bench: &Bench, args: &[&str]) -> RunRequest {
+    RunRequest {
+        agent: Some("test-agent".into()),
+        ..harness::request(bench, args)
     }
 }
 
