@@ -947,7 +947,16 @@ mod tests {
         });
         assert_eq!(seen, Some(vec!["hello".to_owned()]));
         drop(watcher);
-        assert_eq!(inotify_watches(), before, "every watch released with the watcher");
+        // notify's own thread closes the inotify instance a moment after the watcher is dropped.
+        let released = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            inotify_watches() == before
+        });
+        assert!(
+            released,
+            "every watch released with the watcher: {} left",
+            inotify_watches() - before
+        );
     }
 
     #[test]
@@ -982,7 +991,11 @@ mod tests {
         });
         let reason = reason.expect("the fallback is said");
         assert!(reason.contains("budget of 3 inotify watches"), "{reason}");
-        assert_eq!(inotify_watches(), before, "the watches it had are released");
+        assert_eq!(
+            inotify_watches(),
+            before,
+            "the watches it had are released (still polling: nothing added)"
+        );
 
         // Polled, changes still arrive.
         std::fs::write(session.join("nodes/step/raw_stream_output.txt"), "polled\n").unwrap();
