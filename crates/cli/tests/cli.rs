@@ -107,6 +107,23 @@ fn parse_prints_status_session_and_nodes_of_a_failed_run() {
 }
 
 #[test]
+fn parse_of_a_ci_log_without_markers_reads_its_nodes_from_the_timeline() {
+    let capture = captures().join("head-bb10e85-02-pipeline-plain");
+    let output = zstudio(&["parse", "--exit-code", "0"], Some(&capture.join("stdout.txt")));
+    let text = text_of(&output);
+    assert!(text.starts_with("status    success\n"), "{text}");
+    let nodes: Vec<&str> = text.lines().filter(|l| l.starts_with("  ")).map(str::trim).collect();
+    assert_eq!(
+        nodes,
+        [
+            "success     plan (5ms)",
+            "success     execute (1ms)",
+            "success     report (1ms)"
+        ]
+    );
+}
+
+#[test]
 fn parse_without_an_exit_code_is_running_unless_the_stream_stopped() {
     let slow = captures().join("head-bb10e85-90-slow-sigterm/stdout.txt");
     assert_eq!(

@@ -43,10 +43,14 @@ pub enum EventKind {
     NodeBegin { node: String, bars: usize },
     /// `__WORKFLOW_GRAPH_LOG__{"phase":"node_end","node":…}`.
     NodeEnd { node: String, bars: usize },
-    /// `└ done 1.5s`: the node that ends next succeeded.
-    NodeDone { took: Option<String> },
+    /// `┌ name` of the human timeline: a node begins. Markers win where a stream has them; a
+    /// stream without (most CI logs) tells its nodes by these lines alone.
+    TimelineBegin { node: String, bars: usize },
+    /// `└ done 1.5s`: the node that ends next succeeded (without markers: the innermost open one
+    /// ends here).
+    NodeDone { took: Option<String>, bars: usize },
     /// `└ failed 2ms`: the node that ends next failed.
-    NodeFailed { took: Option<String> },
+    NodeFailed { took: Option<String>, bars: usize },
     /// `◆ Workflow stopped externally` / `◆ Workflow stopped by Studio`.
     WorkflowStopped,
     /// `│  ◆ Session <id>`.
@@ -350,21 +354,33 @@ fn classify(line: &[u8]) -> Classified {
         };
     }
     // Only lines that start like a timeline line are worth a UTF-8 check.
-    if !(rest.starts_with("└ ".as_bytes()) || rest.starts_with("◆ ".as_bytes())) {
+    if !(rest.starts_with("└ ".as_bytes()) || rest.starts_with("◆ ".as_bytes()) || rest.starts_with("┌ ".as_bytes()))
+    {
         return output;
     }
     let Ok(rest) = std::str::from_utf8(rest) else {
         return output;
     };
     let rest = rest.trim_end();
+    if let Some(node) = rest.strip_prefix("┌ ") {
+        let node = node.trim();
+        return if node.is_empty() {
+            output
+        } else {
+            Classified::Event(EventKind::TimelineBegin {
+                node: node.to_owned(),
+                bars,
+            })
+        };
+    }
     if let Some(outcome) = rest.strip_prefix("└ ") {
         let (word, took) = match outcome.split_once(' ') {
             Some((word, took)) => (word, Some(took.trim().to_owned()).filter(|t| !t.is_empty())),
             None => (outcome, None),
         };
         return match word {
-            "done" => Classified::Event(EventKind::NodeDone { took }),
-            "failed" => Classified::Event(EventKind::NodeFailed { took }),
+            "done" => Classified::Event(EventKind::NodeDone { took, bars }),
+            "failed" => Classified::Event(EventKind::NodeFailed { took, bars }),
             _ => output,
         };
     }
@@ -583,7 +599,8 @@ mod tests {
                     id: "1795952463773_jp1q".into()
                 },
                 EventKind::NodeDone {
-                    took: Some("4ms".into())
+                    took: Some("4ms".into()),
+                    bars: 0
                 }
             ]
         );

@@ -869,10 +869,13 @@ impl RunContext {
                             fold: &mut TimelineFold,
                             writer: &mut crate::store::OutputWriter<'_>| {
             let applied = fold.apply(&event);
-            // Subscribers first: recording can wait a moment, the window should not.
-            match (&event.kind, applied) {
-                (EventKind::NodeBegin { node, .. }, Applied::NodeBegan(index)) => {
-                    let depth = fold.node(index).map_or(0, |n| n.depth);
+            // Subscribers first: recording can wait a moment, the window should not. A node
+            // begins or ends on a marker, or (in a stream without markers) on its `┌` / `└` line.
+            match applied {
+                Applied::NodeBegan(index) => {
+                    let (node, depth) = fold
+                        .node(index)
+                        .map_or((String::new(), 0), |n| (n.name.clone(), n.depth));
                     self.shared.publish(RunEvent::NodeBegin {
                         run_id: self.run_id.clone(),
                         node: node.clone(),
@@ -883,14 +886,16 @@ impl RunContext {
                         .parent_of(index)
                         .and_then(|p| node_spans.get(&p).copied())
                         .or(run_span);
-                    if let Ok(span) = store.span_start(&self.run_id, parent, node, "node", depth, SystemTime::now()) {
+                    if let Ok(span) = store.span_start(&self.run_id, parent, &node, "node", depth, SystemTime::now()) {
                         node_spans.insert(index, span);
                     }
                     let fields = serde_json::json!({ "node": node, "depth": depth });
-                    self.log(Level::Info, "node.begin", node, fields);
+                    self.log(Level::Info, "node.begin", &node, fields);
                 }
-                (EventKind::NodeEnd { node, .. }, Applied::NodeEnded(index)) => {
-                    let status = fold.node(index).map_or(Status::Unknown, |n| n.status);
+                Applied::NodeEnded(index) => {
+                    let (node, status) = fold
+                        .node(index)
+                        .map_or((String::new(), Status::Unknown), |n| (n.name.clone(), n.status));
                     self.shared.publish(RunEvent::NodeEnd {
                         run_id: self.run_id.clone(),
                         node: node.clone(),
@@ -908,21 +913,26 @@ impl RunContext {
                     let fields = serde_json::json!({ "node": node, "status": status });
                     self.log(level, "node.end", &format!("{node}: {status}"), fields);
                 }
-                (EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }, _) => {}
-                _ => {
-                    let node = fold.current_node().map(str::to_owned);
-                    if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
-                        tracing::error!(run_id = %self.run_id, %error, "cannot record output");
-                    }
-                    if self.shared.has_subscribers() {
-                        self.shared.publish(RunEvent::Output {
-                            run_id: self.run_id.clone(),
-                            stream: event.stream,
-                            line: event.text.into_owned(),
-                            t_ms: event.at_ms,
-                        });
-                    }
-                }
+                Applied::Nothing => {}
+            }
+            if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
+                return;
+            }
+            // A line belongs to the node open when it came; a `└` line that ended one, to that one.
+            let node = match applied {
+                Applied::NodeEnded(index) => fold.node(index).map(|n| n.name.clone()),
+                _ => fold.current_node().map(str::to_owned),
+            };
+            if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
+                tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+            }
+            if self.shared.has_subscribers() {
+                self.shared.publish(RunEvent::Output {
+                    run_id: self.run_id.clone(),
+                    stream: event.stream,
+                    line: event.text.into_owned(),
+                    t_ms: event.at_ms,
+                });
             }
         };
 

@@ -1,4 +1,13 @@
 //! The fold of a run's [`Event`]s into its timeline and status (PROTOCOL.md §2 and §4).
+//!
+//! Nodes come from the markers when the stream has any (they win), else from the human timeline
+//! the engine always prints: `┌ name` opens a node, `└ done …` / `└ failed …` closes the
+//! innermost open one, `│ ` prefixes nest. Either way a node begun again while it is the
+//! innermost open one (no end between) is a legacy retry: one execution, one more attempt, its
+//! status that of the last. Without markers, a failing node's doubled `└ failed` (at the same
+//! nesting) confirms the failure instead of closing its parent. Two cases stay ambiguous without
+//! markers (PROTOCOL.md §2): a name long enough to wrap its `┌` line, and a process killed between
+//! a node's marker and its `┌` line.
 
 use serde::Serialize;
 
@@ -107,9 +116,16 @@ pub struct TimelineFold {
     /// The last `└ done` / `└ failed` line, applied to the node whose `node_end` comes next.
     pending: Option<(Outcome, Option<String>)>,
     last_closed: Option<usize>,
+    /// A marker was seen: the human timeline's `┌` / `└` lines only annotate from then on.
+    markers: bool,
+    /// Without markers: the `│ ` nesting of the `└` line that closed `last_closed`, while no node
+    /// began since (a second `└ failed` there is the same node failing twice).
+    closed_by_line_at: Option<usize>,
     session_id: Option<String>,
     stopped_line: bool,
     error_line: Option<String>,
+    /// The first error line of stdout outside any node (a log with stderr merged in, `2>&1`).
+    stdout_error_line: Option<String>,
     last_stderr_line: Option<String>,
 }
 
@@ -120,10 +136,31 @@ impl TimelineFold {
 
     pub fn apply(&mut self, event: &Event<'_>) -> Applied {
         match &event.kind {
-            EventKind::NodeBegin { node, bars } => return self.begin(node, *bars, event.at_ms),
-            EventKind::NodeEnd { node, .. } => return self.end(node, event.at_ms),
-            EventKind::NodeDone { took } => self.pending = Some((Outcome::Done, took.clone())),
-            EventKind::NodeFailed { took } => self.pending = Some((Outcome::Failed, took.clone())),
+            EventKind::NodeBegin { node, bars } => {
+                if !self.markers {
+                    self.markers = true;
+                    // Nodes the human timeline opened before the first marker give way to it.
+                    self.discard_line_nodes();
+                }
+                return self.begin(node, *bars, event.at_ms);
+            }
+            EventKind::NodeEnd { node, .. } => {
+                self.markers = true;
+                return self.end(node, event.at_ms);
+            }
+            EventKind::TimelineBegin { node, bars } if !self.markers => {
+                self.closed_by_line_at = None;
+                return self.begin(node, *bars, event.at_ms);
+            }
+            EventKind::TimelineBegin { .. } => {}
+            EventKind::NodeDone { took, bars } if !self.markers => {
+                return self.end_by_line(Outcome::Done, took.clone(), *bars, event.at_ms)
+            }
+            EventKind::NodeFailed { took, bars } if !self.markers => {
+                return self.end_by_line(Outcome::Failed, took.clone(), *bars, event.at_ms)
+            }
+            EventKind::NodeDone { took, .. } => self.pending = Some((Outcome::Done, took.clone())),
+            EventKind::NodeFailed { took, .. } => self.pending = Some((Outcome::Failed, took.clone())),
             EventKind::Session { id } => {
                 self.session_id.get_or_insert_with(|| id.clone());
             }
@@ -132,9 +169,40 @@ impl TimelineFold {
             EventKind::WorkflowStopped if self.open.is_empty() => self.stopped_line = true,
             EventKind::WorkflowStopped => {}
             EventKind::Output if event.stream == Stream::Stderr => self.stderr_line(&event.text),
-            EventKind::Output => {}
+            EventKind::Output => self.stdout_line(&event.text),
         }
         Applied::Nothing
+    }
+
+    /// Without markers, a `└` line ends the innermost open node (or, right after a `└ failed` at
+    /// the same nesting, confirms that node's failure).
+    fn end_by_line(&mut self, outcome: Outcome, took: Option<String>, bars: usize, at_ms: u64) -> Applied {
+        if let (Some(last), Some(at)) = (self.last_closed, self.closed_by_line_at) {
+            if at == bars && outcome == Outcome::Failed {
+                let node = &mut self.nodes[last];
+                node.status = Status::Error;
+                node.took = took.or(node.took.take());
+                return Applied::Nothing;
+            }
+        }
+        let Some(&innermost) = self.open.last() else {
+            return Applied::Nothing;
+        };
+        self.pending = Some((outcome, took));
+        let name = self.nodes[innermost].name.clone();
+        let applied = self.end(&name, at_ms);
+        self.closed_by_line_at = Some(bars);
+        applied
+    }
+
+    /// The first marker of a stream: what the `┌` lines before it opened is dropped (the markers
+    /// tell the same nodes; none has been seen before the first marker in a real run).
+    fn discard_line_nodes(&mut self) {
+        self.nodes.clear();
+        self.parents.clear();
+        self.open.clear();
+        self.last_closed = None;
+        self.closed_by_line_at = None;
     }
 
     /// A node execution, by its index.
@@ -156,8 +224,10 @@ impl TimelineFold {
         self.pending = None;
         if let Some(&top) = self.open.last() {
             let node = &mut self.nodes[top];
-            if node.name == name && node.bars == bars {
+            // A legacy retry: begun again with no end between; each attempt may add a `│ `.
+            if node.name == name && bars >= node.bars {
                 node.attempts += 1;
+                node.status = Status::Running;
                 return Applied::Nothing;
             }
         }
@@ -220,10 +290,26 @@ impl TimelineFold {
         if trimmed.is_empty() {
             return;
         }
-        if is_error_line(trimmed) {
-            self.error_line = Some(trimmed.to_owned());
+        if self.error_line.is_none() && is_error_line(trimmed) {
+            self.error_line = Some(truncate(trimmed, 500));
         }
         self.last_stderr_line = Some(truncate(trimmed, 500));
+    }
+
+    /// A log of both streams merged (`2>&1`) has the crash on stdout, outside any node.
+    fn stdout_line(&mut self, text: &str) {
+        if self.stdout_error_line.is_some() || !text.contains("Error") {
+            return;
+        }
+        let plain = strip_ansi(text.as_bytes());
+        let plain = String::from_utf8_lossy(&plain);
+        if plain.starts_with('│') {
+            return;
+        }
+        let trimmed = plain.trim();
+        if is_error_line(trimmed) {
+            self.stdout_error_line = Some(truncate(trimmed, 500));
+        }
     }
 
     /// The timeline so far; with `end`, the timeline of a finished run.
@@ -239,6 +325,7 @@ impl TimelineFold {
         let error = (status == Status::Error).then(|| {
             self.error_line
                 .clone()
+                .or_else(|| self.stdout_error_line.clone())
                 .or_else(|| self.last_stderr_line.clone())
                 .unwrap_or_else(|| match end.map(|e| e.exit) {
                     Some(Exit::Code(code)) => format!("exited with code {code}"),
@@ -280,16 +367,20 @@ fn run_status(stopped_line: bool, end: Option<RunEnd>) -> (Status, Option<Stoppe
     }
 }
 
-/// `Error: …`, `TypeError: …`: the line Node.js prints for an uncaught error.
+/// `Error: …`, `TypeError: …`, `Error [ERR_MODULE_NOT_FOUND]: …`: the line Node.js prints for
+/// an uncaught error.
 fn is_error_line(line: &str) -> bool {
-    match line.split_once(": ") {
-        Some((name, message)) => {
-            name.ends_with("Error")
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !message.is_empty()
-        }
-        None => false,
-    }
+    let Some((name, message)) = line.split_once(": ") else {
+        return false;
+    };
+    let name = match name.split_once(" [") {
+        Some((name, code)) => match code.strip_suffix(']') {
+            Some(code) if !code.is_empty() && code.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') => name,
+            _ => return false,
+        },
+        None => name,
+    };
+    name.ends_with("Error") && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !message.is_empty()
 }
 
 fn truncate(text: &str, max_chars: usize) -> String {
@@ -468,5 +559,63 @@ mod tests {
             }),
         );
         assert_eq!(timeline.error.as_deref(), Some("Error: Node 'explode' failed: boom"));
+    }
+
+    fn failed(stdout: &str, stderr: &str) -> Option<String> {
+        let end = RunEnd {
+            exit: Exit::Code(1),
+            signalled_by_studio: false,
+        };
+        read_capture(stdout.as_bytes(), stderr.as_bytes(), Some(end)).error
+    }
+
+    #[test]
+    fn the_error_named_with_its_code_is_the_message_not_the_node_version_after_it() {
+        let crash = "node:internal/modules/esm/resolve:873
+  throw new ERR_MODULE_NOT_FOUND(packageName);
+        ^
+
+                     Error [ERR_MODULE_NOT_FOUND]: Cannot find package '@zibby/workflow' imported from /p/agent.js
+                     \u{20}   at packageResolve (node:internal/modules/esm/resolve:873:9) {
+  code: 'ERR_MODULE_NOT_FOUND'
+}
+
+                     Node.js v20.20.2
+";
+        let expected = "Error [ERR_MODULE_NOT_FOUND]: Cannot find package '@zibby/workflow' imported from /p/agent.js";
+        assert_eq!(failed("", crash).as_deref(), Some(expected));
+        // The first line that names an error, not a later one; and in a log with stderr merged
+        // into stdout (2>&1), the same line there.
+        let two = "TypeError: x is not a function\nError: later\n";
+        assert_eq!(failed("", two).as_deref(), Some("TypeError: x is not a function"));
+        assert_eq!(failed(crash, "").as_deref(), Some(expected));
+        // A node's own output naming an error (inside a node: `│ `) is not the run's error.
+        assert_eq!(
+            failed("│ Error: handled inside a node\nRangeError: out of range\n", "").as_deref(),
+            Some("RangeError: out of range")
+        );
+        // Not error lines: a code that is not one, a word that only ends in Error.
+        assert_eq!(
+            failed("", "Error [not a code]: x\nNode.js v20\n").as_deref(),
+            Some("Node.js v20")
+        );
+    }
+
+    #[test]
+    fn without_markers_the_human_timeline_tells_the_nodes_nesting_and_a_double_failure() {
+        let stdout =
+            "┌ outer\n│ ┌ inner\n│ │ working\n│ └ failed 2ms\n│ └ failed 2ms\n└ failed 5ms\n\n┌ after\n└ done 1ms\n";
+        let timeline = read_capture(stdout.as_bytes(), b"", None);
+        assert_eq!(
+            summary(&timeline),
+            [
+                ("outer".to_owned(), Status::Error, 0),
+                ("inner".to_owned(), Status::Error, 1),
+                ("after".to_owned(), Status::Success, 0)
+            ]
+        );
+        // A table an agent prints is not a node (no space after the corner).
+        let table = "┌──────┐\n│ cell │\n└──────┘\n";
+        assert!(read_capture(table.as_bytes(), b"", None).nodes.is_empty());
     }
 }

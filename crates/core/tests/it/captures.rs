@@ -30,9 +30,15 @@ const EXPECTED: &[(&str, Status, &str)] = &[
         Status::Success,
         "say_hi:success:0",
     ),
-    ("head-bb10e85-01-hello-world-plain", Status::Success, ""),
+    // Without markers: the human timeline tells the nodes.
+    ("head-bb10e85-01-hello-world-plain", Status::Success, "say_hi:success:0"),
     (
         "head-bb10e85-02-pipeline-markers",
+        Status::Success,
+        "plan:success:0 execute:success:0 report:success:0",
+    ),
+    (
+        "head-bb10e85-02-pipeline-plain",
         Status::Success,
         "plan:success:0 execute:success:0 report:success:0",
     ),
@@ -92,6 +98,12 @@ const EXPECTED: &[(&str, Status, &str)] = &[
         "v0.2.0-0ff4886-90-slow-stop-legacy-filename",
         Status::Cancelled,
         "fetch:success:0",
+    ),
+    // A legacy retry: three attempts of one execution (each adding a `│ `), then the next node.
+    (
+        "v0.2.0-0ff4886-92-retries-custom-recovers",
+        Status::Success,
+        "flaky:success:0 after:success:0",
     ),
 ];
 
@@ -296,4 +308,71 @@ fn graceful_stops_of_every_era_say_how_they_stopped() {
         let timeline = read_whole(name, Some(end_of(name)));
         assert_eq!(timeline.stopped_by, Some(StoppedBy::Graceful), "{name}");
     }
+}
+
+/// `bytes` without its marker lines, as a run without the marker variable prints it.
+fn without_markers(bytes: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut kept = String::new();
+    for line in text.split_inclusive('\n') {
+        let plain = line.trim_start_matches(['│', ' ']);
+        if !plain.starts_with(studio_core::protocol::MARKER_PREFIX) {
+            kept.push_str(line);
+        }
+    }
+    kept.into_bytes()
+}
+
+#[test]
+fn every_capture_without_its_marker_lines_gives_the_same_nodes() {
+    let describe = |timeline: &RunTimeline| {
+        timeline
+            .nodes
+            .iter()
+            .map(|n| format!("{}:{}:{}x{}", n.name, n.status, n.depth, n.attempts))
+            .collect::<Vec<_>>()
+    };
+    for &(name, status, _) in EXPECTED {
+        let dir = capture(name);
+        let stdout = std::fs::read(dir.join("stdout.txt")).unwrap();
+        let stderr = std::fs::read(dir.join("stderr.txt")).unwrap();
+        let with = read_capture(&stdout, &stderr, Some(end_of(name)));
+        let plain = read_capture(&without_markers(&stdout), &stderr, Some(end_of(name)));
+        let mut expected = describe(&with);
+        if name == "head-bb10e85-90-slow-sigterm" {
+            // PROTOCOL.md §2's ambiguous case: killed between `process`'s marker and its `┌` line,
+            // so without markers nothing says `process` began.
+            assert_eq!(expected.pop().as_deref(), Some("process:interrupted:0x1"));
+        }
+        assert_eq!(describe(&plain), expected, "{name}");
+        assert_eq!(plain.status, status, "{name}");
+    }
+}
+
+#[test]
+fn plain_and_marker_runs_of_the_same_script_read_the_same() {
+    for (plain, markers) in [
+        (
+            "head-bb10e85-01-hello-world-plain",
+            "head-bb10e85-01-hello-world-markers",
+        ),
+        ("head-bb10e85-02-pipeline-plain", "head-bb10e85-02-pipeline-markers"),
+    ] {
+        let (a, b) = (
+            read_whole(plain, Some(end_of(plain))),
+            read_whole(markers, Some(end_of(markers))),
+        );
+        assert_eq!(nodes(&a), nodes(&b), "{plain} against {markers}");
+        assert_eq!(a.status, b.status);
+    }
+}
+
+#[test]
+fn a_legacy_retry_is_one_execution_with_its_attempts() {
+    let timeline = read_whole(
+        "v0.2.0-0ff4886-92-retries-custom-recovers",
+        Some(end_of("v0.2.0-0ff4886-92-retries-custom-recovers")),
+    );
+    let attempts: Vec<(&str, u32)> = timeline.nodes.iter().map(|n| (n.name.as_str(), n.attempts)).collect();
+    assert_eq!(attempts, [("flaky", 3), ("after", 1)]);
 }

@@ -511,8 +511,11 @@ fn a_capture_replayed_through_the_runner_gives_the_capture_timeline() {
     let b = bench();
     for name in [
         "head-bb10e85-02-pipeline-markers",
+        // Without markers: the nodes come from the human timeline, live too.
+        "head-bb10e85-02-pipeline-plain",
         "head-bb10e85-91-throw-custom-throw",
         "head-bb10e85-90-slow-sigterm",
+        "v0.2.0-0ff4886-92-retries-custom-recovers",
     ] {
         let dir = capture(name);
         let run = b
@@ -543,6 +546,17 @@ fn a_capture_replayed_through_the_runner_gives_the_capture_timeline() {
             .map(|n| (n.name.clone(), n.status))
             .collect();
         assert_eq!(node_ends(&events), ended, "{name}");
+        let spans: Vec<String> = b
+            .supervisor
+            .store()
+            .spans(&run.run_id)
+            .unwrap()
+            .into_iter()
+            .filter(|span| span.kind == "node")
+            .map(|span| span.name)
+            .collect();
+        let began: Vec<String> = expected.nodes.iter().map(|n| n.name.clone()).collect();
+        assert_eq!(spans, began, "{name}: one span per node execution");
     }
 }
 
