@@ -196,6 +196,26 @@ fn show_prints_one_session_without_its_config_unless_asked() {
 }
 
 #[test]
+fn an_unknown_session_is_an_error_naming_it_for_every_command_that_reads_one() {
+    let workspace = fixture_workspace();
+    let root = workspace.path().to_str().unwrap();
+    for args in [
+        &["show", "1777000000000_none", "-w", root][..],
+        &["logs", "1777000000000_none", "-w", root][..],
+        &["runs", "--session", "1777000000000_none", "-w", root][..],
+        &["tail", "1777000000000_none", "-w", root][..],
+        &["delete", "1777000000000_none", "--yes", "-w", root][..],
+        &["pin", "1777000000000_none", "-w", root][..],
+    ] {
+        let output = zstudio(args, None);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains("no session `1777000000000_none`"), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: one line: {stderr}");
+    }
+}
+
+#[test]
 fn bad_input_gets_one_line_naming_it_and_a_failing_exit() {
     let workspace = fixture_workspace();
     let root = workspace.path().to_str().unwrap();
@@ -730,14 +750,29 @@ fn stop_from_another_process_stops_the_run_gracefully_or_by_force() {
         "{}",
         String::from_utf8_lossy(&stopped.stdout)
     );
-    assert_eq!(last_event(lines)["stopped_by"], "graceful");
+    let rest: Vec<Value> = lines.map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect();
+    let stopping = rest
+        .iter()
+        .find(|e| e["type"] == "stopping")
+        .expect("the followed run says it is stopping");
+    assert_eq!(stopping["forced"], false);
+    assert!(stopping["message"]
+        .as_str()
+        .unwrap()
+        .contains("asked from another process"));
+    assert_eq!(rest.last().unwrap()["stopped_by"], "graceful");
     assert_eq!(child.wait().unwrap().code(), Some(2));
 
     let (mut child, session, lines) = start_background_run(root, &["--nodes", "a:20000", "--ignore-stop"]);
     let started = std::time::Instant::now();
     let forced = zstudio(&["stop", &session, "--force", "-w", root], None);
     assert!(forced.status.success(), "{}", String::from_utf8_lossy(&forced.stderr));
-    let end = last_event(lines);
+    let rest: Vec<Value> = lines.map(|l| serde_json::from_str(&l.unwrap()).unwrap()).collect();
+    assert!(
+        rest.iter().any(|e| e["type"] == "stopping" && e["forced"] == true),
+        "a forced stop from elsewhere is heard as forced"
+    );
+    let end = rest.last().unwrap();
     assert_eq!(
         (end["status"].as_str(), end["stopped_by"].as_str()),
         (Some("cancelled"), Some("forced"))

@@ -47,6 +47,13 @@ pub const KILL_AFTER: Duration = Duration::from_secs(5);
 /// How often a run's thread looks at its stop state, and the longest output waits for the store.
 const TICK: Duration = Duration::from_millis(50);
 
+/// How often a followed run looks in the store for a stop another process asked for.
+const STOP_CHECK: Duration = Duration::from_millis(250);
+
+/// What a stop says while the run's current node finishes, and when it is forced.
+const STOPPING: &str = "stopping: the current node finishes first";
+const FORCE_STOPPING: &str = "force stopping: SIGTERM sent to the run's processes (SIGKILL in 5 s)";
+
 /// At a run's end, output that could not be written is tried this many times more, a tick apart;
 /// what is still unsaved then is counted in a `run.output_incomplete` log line.
 const OUTPUT_RETRIES: usize = 20;
@@ -590,9 +597,9 @@ impl Supervisor {
                 live.signal(Signal::SIGTERM);
                 stop.term_sent_at = Some(Instant::now());
             }
-            "force stopping: SIGTERM sent to the run's processes (SIGKILL in 5 s)".to_owned()
+            FORCE_STOPPING.to_owned()
         } else {
-            "stopping: the current node finishes first".to_owned()
+            STOPPING.to_owned()
         };
         drop(stop);
         self.shared.publish(RunEvent::Stopping {
@@ -864,6 +871,8 @@ impl RunContext {
         let mut fold = TimelineFold::new();
         let mut exit: Option<(std::process::Child, Instant)> = None;
         let mut last_flush = Instant::now();
+        let mut last_stop_check = Instant::now();
+        let mut stop_heard: Option<bool> = None;
 
         let mut on_event = |event: crate::protocol::Event<'_>,
                             fold: &mut TimelineFold,
@@ -970,6 +979,10 @@ impl RunContext {
                 return;
             }
             self.enforce_stop(exit.is_some());
+            if last_stop_check.elapsed() >= STOP_CHECK {
+                last_stop_check = Instant::now();
+                self.hear_stop_from_elsewhere(&mut stop_heard);
+            }
             // The agent is gone but something it started still holds its pipes.
             if let Some((_, exited)) = &exit {
                 if exited.elapsed() >= PIPE_DRAIN {
@@ -977,6 +990,8 @@ impl RunContext {
                 }
             }
         }
+        // A stop from elsewhere that ended the run between two looks is still heard before its end.
+        self.hear_stop_from_elsewhere(&mut stop_heard);
         let elapsed_ms = self.started.elapsed().as_millis() as u64;
         reader.finish(elapsed_ms, &mut |e| on_event(e, &mut fold, &mut writer));
         // What could not be written yet gets a few more tries (a full disk may free up).
@@ -1021,6 +1036,33 @@ impl RunContext {
                 serde_json::json!({ "signal": "SIGKILL" }),
             );
         }
+    }
+
+    /// A stop another process asked for (`zstudio stop`, another studio's window) is in the store:
+    /// the run's subscribers hear of it as of a stop asked here (that process does the stopping).
+    /// `heard`: whether one was announced already, and whether it was forced.
+    fn hear_stop_from_elsewhere(&self, heard: &mut Option<bool>) {
+        if heard == &Some(true) || self.live.stop.lock().expect("stop lock").requested_at.is_some() {
+            return;
+        }
+        let Ok(run) = self.shared.store.run(&self.run_id) else {
+            return;
+        };
+        let forced = match run.stop_requested.as_deref() {
+            Some("forced") => true,
+            Some(_) => false,
+            None => return,
+        };
+        if *heard == Some(forced) {
+            return;
+        }
+        *heard = Some(forced);
+        let message = if forced { FORCE_STOPPING } else { STOPPING };
+        self.shared.publish(RunEvent::Stopping {
+            run_id: self.run_id.clone(),
+            forced,
+            message: format!("{message} (asked from another process)"),
+        });
     }
 
     /// Keeps the stop files present while a stop is pending and escalates past the grace period.
