@@ -397,7 +397,11 @@ fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
             json,
         } => {
             let session = session.as_deref().map(SessionId::parse).transpose()?;
-            let runs = store.open()?.runs(&workspace.open()?, session.as_ref())?;
+            let (store, workspace) = (store.open()?, workspace.open()?);
+            if let Some(id) = &session {
+                require_session(&store, &workspace, id)?;
+            }
+            let runs = store.runs(&workspace, session.as_ref())?;
             if json {
                 return write_json(out, &runs);
             }
@@ -429,7 +433,9 @@ fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
             json,
         } => {
             let id = SessionId::parse(&session_id)?;
-            let logs = store.open()?.logs(&workspace.open()?, &id)?;
+            let (store, workspace) = (store.open()?, workspace.open()?);
+            require_session(&store, &workspace, &id)?;
+            let logs = store.logs(&workspace, &id)?;
             if json {
                 return write_json(out, &logs);
             }
