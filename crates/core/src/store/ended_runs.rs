@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::{RunRecord, Span};
-use crate::session::{SessionSummary, Timestamp};
+use crate::session::{NodeSummary, SessionSummary, Timestamp};
 use crate::status::Status;
 
 /// What [`with_ended_runs`] needs of a run.
@@ -31,11 +31,17 @@ impl<'a> From<&'a RunRecord> for LastRun<'a> {
 /// run's (the agent's last writes and the studio's end record race).
 const WRITTEN_WITH_THE_RUN_MS: u64 = 2_000;
 
-/// Files do not mark the end of a run (PROTOCOL.md §5): a session the studio ran and stopped reads
-/// `running` for two minutes, then `unknown`. The store knows better: such a session, not written
-/// since its last run ended, takes that run's status, and its nodes left `running` take their
-/// node spans' status (else the run's).
+/// Files do not mark the end of a run (PROTOCOL.md §5), and nodes that write no folder (custom
+/// code nodes, the engine's commonest kind) are not in them at all. For a session the studio ran,
+/// the store knows better, and its word wins over the folder's (docs/cli.md, "Where each fact
+/// comes from"), as long as nothing wrote the folder after the studio's last run of it ended:
 ///
+/// - status: a live run's session is `running`; after its run, a session whose files cannot tell
+///   (`running`/`unknown`) takes the run's status;
+/// - nodes: the last run's node spans, in the order they began, each with its span's status (one
+///   left `running` by the run's end takes the run's), the folder's other nodes (of earlier runs:
+///   a replay runs one node) kept in their place. So the list and its statuses do not change with
+///   time passing or with equal folder times.
 pub fn with_ended_runs<'a>(
     sessions: impl Iterator<Item = &'a mut SessionSummary>,
     runs: &[LastRun<'_>],
@@ -50,32 +56,76 @@ pub fn with_ended_runs<'a>(
         let Some(run) = last_runs.get(summary.id.as_str()) else {
             continue;
         };
-        if run.status == Status::Running {
+        let live = run.status == Status::Running;
+        let written_since = run
+            .ended_at
+            .is_some_and(|ended_at| summary.updated_at.0 > ended_at.0 + WRITTEN_WITH_THE_RUN_MS);
+        if written_since {
+            continue; // someone else ran it since: the folder tells
+        }
+        if live {
             // A live run's session is running, however long its current node has been quiet.
             summary.status = Status::Running;
+        } else if run.ended_at.is_none() {
             continue;
+        } else if matches!(summary.status, Status::Running | Status::Unknown) {
+            summary.status = run.status;
         }
-        let Some(ended_at) = run.ended_at else { continue };
-        let files_cannot_tell = matches!(summary.status, Status::Running | Status::Unknown);
-        let written_since = summary.updated_at.0 > ended_at.0 + WRITTEN_WITH_THE_RUN_MS;
-        if run.status == Status::Running || !files_cannot_tell || written_since {
-            continue;
-        }
-        summary.status = run.status;
-        if summary.nodes.iter().any(|node| node.status == Status::Running) {
-            let spans = spans_of(run.id);
+        let ended_as = (!live).then_some(run.status);
+        merge_node_spans(&mut summary.nodes, &spans_of(run.id), ended_as);
+        if let Some(run_status) = ended_as {
+            // What the folder left `running` ended with the run.
             for node in summary.nodes.iter_mut().filter(|node| node.status == Status::Running) {
-                let span = spans
-                    .iter()
-                    .rev()
-                    .find(|span| span.kind == "node" && span.name == node.name);
-                node.status = span
-                    .map(|span| span.status)
-                    .filter(|status| *status != Status::Running)
-                    .unwrap_or(run.status);
+                node.status = run_status;
             }
         }
     }
+}
+
+/// The folder's nodes with the last run's node spans laid over them (see [`with_ended_runs`]).
+/// `ended_as`: the run's status once it ended (a node span still `running` then takes it).
+fn merge_node_spans(nodes: &mut Vec<NodeSummary>, spans: &[Span], ended_as: Option<Status>) {
+    let mut ran: Vec<NodeSummary> = Vec::new();
+    for span in spans.iter().filter(|span| span.kind == "node") {
+        let status = match (span.status, ended_as) {
+            (Status::Running, Some(run_status)) => run_status,
+            (status, _) => status,
+        };
+        // A node run again in the same run (a loop) is one entry; its last execution's status.
+        match ran.iter_mut().find(|node| node.name == span.name) {
+            Some(node) => node.status = status,
+            None => ran.push(NodeSummary {
+                name: span.name.clone(),
+                status,
+            }),
+        }
+    }
+    if ran.is_empty() {
+        return;
+    }
+    // The folder's nodes the run did not run keep their place: each goes after the node before it
+    // in the folder's order that the run did run (or first).
+    let mut merged: Vec<NodeSummary> = Vec::with_capacity(ran.len() + nodes.len());
+    let mut pending_before_any: Vec<NodeSummary> = Vec::new();
+    let mut after: HashMap<String, Vec<NodeSummary>> = HashMap::new();
+    let mut previous_ran: Option<String> = None;
+    for node in nodes.drain(..) {
+        if ran.iter().any(|r| r.name == node.name) {
+            previous_ran = Some(node.name.clone());
+        } else {
+            match &previous_ran {
+                Some(name) => after.entry(name.clone()).or_default().push(node),
+                None => pending_before_any.push(node),
+            }
+        }
+    }
+    merged.extend(pending_before_any);
+    for node in ran {
+        let name = node.name.clone();
+        merged.push(node);
+        merged.extend(after.remove(&name).unwrap_or_default());
+    }
+    *nodes = merged;
 }
 
 #[cfg(test)]
@@ -83,7 +133,6 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::session::NodeSummary;
     use crate::SessionId;
 
     fn row(id: &str, status: Status, updated_at: u64, nodes: &[(&str, Status)]) -> SessionSummary {
@@ -154,10 +203,62 @@ mod tests {
     }
 
     #[test]
+    fn the_runs_node_spans_decide_the_nodes_their_order_and_statuses_whatever_the_time() {
+        // The folder: only `boom` wrote a folder; an hour later it reads `success` and `unknown`
+        // (what the folder rules give when nothing runs), ordered by name on equal folder times.
+        let spans = || {
+            vec![
+                span("prep", Status::Success),
+                span("boom", Status::Error),
+                span("never", Status::Running),
+            ]
+        };
+        let runs = [run("r", "s", Status::Error, Some(10_500))];
+        let mut soon = [row("s", Status::Running, 10_000, &[("boom", Status::Running)])];
+        let mut later = [row("s", Status::Unknown, 10_000, &[("boom", Status::Success)])];
+        with_ended_runs(soon.iter_mut(), &runs, |_| spans());
+        with_ended_runs(later.iter_mut(), &runs, |_| spans());
+        let expected = vec![
+            ("prep".to_owned(), Status::Success),
+            ("boom".to_owned(), Status::Error),
+            ("never".to_owned(), Status::Error),
+        ];
+        for rows in [&soon, &later] {
+            let nodes: Vec<(String, Status)> = rows[0].nodes.iter().map(|n| (n.name.clone(), n.status)).collect();
+            assert_eq!((rows[0].status, nodes), (Status::Error, expected.clone()));
+        }
+    }
+
+    #[test]
+    fn a_replay_keeps_the_folders_other_nodes_in_their_place() {
+        let mut rows = [row(
+            "s",
+            Status::Unknown,
+            10_000,
+            &[
+                ("plan", Status::Success),
+                ("write", Status::Success),
+                ("check", Status::Success),
+            ],
+        )];
+        let runs = [run("r2", "s", Status::Success, Some(10_500))];
+        with_ended_runs(rows.iter_mut(), &runs, |_| vec![span("write", Status::Error)]);
+        let nodes: Vec<(&str, Status)> = rows[0].nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
+        assert_eq!(
+            nodes,
+            [
+                ("plan", Status::Success),
+                ("write", Status::Error),
+                ("check", Status::Success)
+            ]
+        );
+    }
+
+    #[test]
     fn files_that_tell_live_runs_and_later_writes_win() {
         let untouched = |status: Status, updated_at: u64, runs: &[LastRun<'_>]| {
             let mut rows = [row("s", status, updated_at, &[("a", status)])];
-            with_ended_runs(rows.iter_mut(), runs, |_| panic!("no spans needed"));
+            with_ended_runs(rows.iter_mut(), runs, |_| Vec::new());
             statuses(&rows[0]) == (status, vec![status])
         };
         let ended = [run("r", "s", Status::Cancelled, Some(10_000))];

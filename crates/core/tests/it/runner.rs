@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::mpsc::Receiver;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use studio_core::protocol::Stream;
 use studio_core::runner::{RunEvent, RunRequest, STOP_FILES};
@@ -581,5 +581,43 @@ fn variables_the_studio_hides_do_not_reach_the_agents() {
     assert!(
         seen.len() == 1 && seen[0].contains("env PATH unset"),
         "a hidden variable is not passed on: {seen:?}"
+    );
+}
+
+/// Issue 12's "stable facts": what a listing says of a session the studio ran does not change with
+/// time passing, nor with equal folder times, and includes nodes that wrote no folder.
+#[test]
+fn a_recorded_runs_nodes_are_listed_the_same_an_hour_later_folder_or_not() {
+    let b = bench();
+    let run = b
+        .supervisor
+        .start(request(&b, &["--nodes", "prep:10,boom:10,last:10", "--fail", "boom"]))
+        .unwrap();
+    events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
+    let session = run.session_path.clone();
+    // `prep` is a node that writes no folder (a custom code node); the others share one time.
+    let _ = std::fs::remove_dir_all(session.join("prep"));
+    let at = SystemTime::now() - Duration::from_secs(5);
+    for entry in std::fs::read_dir(&session).unwrap().flatten() {
+        let times = std::fs::FileTimes::new().set_modified(at);
+        let _ = std::fs::File::open(entry.path()).and_then(|f| f.set_times(times));
+    }
+    let listed = |now: SystemTime| {
+        let rows = b.supervisor.store().list_sessions(&b.workspace, now).unwrap();
+        let row = rows.iter().find(|r| r.summary.id.as_str() == run.session_id).unwrap();
+        let nodes: Vec<(String, Status)> = row.summary.nodes.iter().map(|n| (n.name.clone(), n.status)).collect();
+        (row.summary.status, nodes)
+    };
+    let now = listed(SystemTime::now());
+    assert_eq!(now.0, Status::Error);
+    assert_eq!(
+        now.1,
+        [("prep".to_owned(), Status::Success), ("boom".to_owned(), Status::Error)],
+        "the run's nodes in the order they ran, the one without a folder too"
+    );
+    assert_eq!(
+        listed(SystemTime::now() + Duration::from_secs(3600)),
+        now,
+        "an hour later"
     );
 }
