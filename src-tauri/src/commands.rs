@@ -89,8 +89,8 @@ pub fn sessions_list(studio: State<'_, Studio>) -> Result<Vec<SessionRow>, Comma
 pub fn session_get(studio: State<'_, Studio>, session_id: String) -> Result<Session, CommandError> {
     let id = SessionId::parse(&session_id)?;
     Ok(studio
-        .workspace()?
-        .read_session(&id, SystemTime::now())?
+        .store()?
+        .read_session(&studio.workspace()?, &id, SystemTime::now())?
         .without_config())
 }
 

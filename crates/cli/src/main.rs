@@ -87,6 +87,8 @@ enum Command {
         session_id: String,
         #[command(flatten)]
         workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
         #[arg(long)]
         json: bool,
         /// Include `.session-info.json`'s `config` (it may hold secrets)
@@ -584,11 +586,13 @@ fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
         Command::Show {
             session_id,
             workspace,
+            store,
             json,
             with_config,
         } => {
             let id = SessionId::parse(&session_id)?;
-            let mut session = workspace.open()?.read_session(&id, now)?;
+            // What the store knows is laid over the folder, as `sessions` lays it.
+            let mut session = store.open()?.read_session(&workspace.open()?, &id, now)?;
             if !with_config {
                 session = session.without_config();
             }

@@ -497,17 +497,13 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
     })
 }
 
-fn push_node(nodes: &mut Vec<SessionNode>, name: &str, path: Option<PathBuf>) {
-    match nodes.iter_mut().find(|n| n.name == name) {
-        Some(node) => {
-            if node.path.is_none() {
-                node.path = path;
-            }
-        }
-        None => nodes.push(SessionNode {
+impl SessionNode {
+    /// A node known from elsewhere (the store's spans) that has no folder.
+    pub fn without_folder(name: &str) -> SessionNode {
+        SessionNode {
             name: name.to_owned(),
             status: Status::Unknown,
-            path,
+            path: None,
             artifacts: NodeArtifacts {
                 prompt: None,
                 prompt_preview: None,
@@ -516,6 +512,20 @@ fn push_node(nodes: &mut Vec<SessionNode>, name: &str, path: Option<PathBuf>) {
                 result_value: None,
                 raw_stream: None,
             },
+        }
+    }
+}
+
+fn push_node(nodes: &mut Vec<SessionNode>, name: &str, path: Option<PathBuf>) {
+    match nodes.iter_mut().find(|n| n.name == name) {
+        Some(node) => {
+            if node.path.is_none() {
+                node.path = path;
+            }
+        }
+        None => nodes.push(SessionNode {
+            path,
+            ..SessionNode::without_folder(name)
         }),
     }
 }

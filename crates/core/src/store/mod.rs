@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::id::SessionId;
-use crate::session::{SessionSummary, Timestamp, Workspace};
+use crate::session::{Session, SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
 
 pub use migrations::SCHEMA_VERSION;
@@ -1231,6 +1231,35 @@ impl Store {
         // A stable sort keeps the most-recent-first order within each group.
         rows.sort_by_key(|row| std::cmp::Reverse(row.pinned_at));
         Ok(rows)
+    }
+
+    /// One session in full: its folder, with what the store knows laid over it as the listing
+    /// lays it ([`ended_runs::with_ended_runs`]): the same status and the same nodes, in the same
+    /// order, as `sessions` and the window's table give. A node the folder does not have (it wrote
+    /// no folder) comes without artifacts.
+    pub fn read_session(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<Session, Error> {
+        let mut session = workspace.read_session(id, now)?;
+        let runs = self.runs(workspace, Some(id))?;
+        let last_runs: Vec<ended_runs::LastRun<'_>> = runs.iter().take(1).map(ended_runs::LastRun::from).collect();
+        let mut summary = session.summary();
+        ended_runs::with_ended_runs(std::iter::once(&mut summary), &last_runs, |run_id| {
+            self.spans(run_id).unwrap_or_default()
+        });
+        session.status = summary.status;
+        let mut by_name: std::collections::HashMap<String, crate::session::SessionNode> =
+            session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
+        session.nodes = summary
+            .nodes
+            .into_iter()
+            .map(|listed| {
+                let mut node = by_name
+                    .remove(&listed.name)
+                    .unwrap_or_else(|| crate::session::SessionNode::without_folder(&listed.name));
+                node.status = listed.status;
+                node
+            })
+            .collect();
+        Ok(session)
     }
 
     /// Reconciles the runs of studio processes that died, asking the system which processes live.

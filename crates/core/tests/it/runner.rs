@@ -620,4 +620,11 @@ fn a_recorded_runs_nodes_are_listed_the_same_an_hour_later_folder_or_not() {
         now,
         "an hour later"
     );
+    // `show` and the window's session view read the same.
+    for at in [SystemTime::now(), SystemTime::now() + Duration::from_secs(3600)] {
+        let id = SessionId::parse(&run.session_id).unwrap();
+        let shown = b.supervisor.store().read_session(&b.workspace, &id, at).unwrap();
+        let nodes: Vec<(String, Status)> = shown.nodes.iter().map(|n| (n.name.clone(), n.status)).collect();
+        assert_eq!((shown.status, nodes), now, "show says what sessions says");
+    }
 }
