@@ -646,6 +646,19 @@ fn parse_stdin(stderr: Option<&[u8]>, exit_code: Option<i32>) -> anyhow::Result<
     })))
 }
 
+/// A folder of the system's temp folder, removed (with the folder named after it) when dropped.
+struct TempFolder(PathBuf);
+
+impl Drop for TempFolder {
+    fn drop(&mut self) {
+        let owner = self
+            .0
+            .parent()
+            .filter(|parent| parent.starts_with(std::env::temp_dir()));
+        let _ = std::fs::remove_dir_all(owner.unwrap_or(&self.0));
+    }
+}
+
 struct RunArgs {
     agent: Option<String>,
     prompt: Option<String>,
@@ -667,7 +680,12 @@ fn run_agent(
 ) -> anyhow::Result<ExitCode> {
     let workspace = workspace.open()?;
     let session = args.session.as_deref().map(SessionId::parse).transpose()?;
+    if args.detach && store.memory {
+        anyhow::bail!("--detach with --memory: nothing would be left to record how the run ends; use a store (--db)");
+    }
     let store_location = StoreLocation::resolve(store.db.clone(), store.memory)?;
+    // A throwaway store's keeper folders live in the system's temp folder: gone with the command.
+    let _scratch = store.memory.then(|| TempFolder(store_location.runs_dir()));
     let store = std::sync::Arc::new(store.open()?);
     let (agent_name, command, cwd, env) = match &args.agent {
         Some(name) => {

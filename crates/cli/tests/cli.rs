@@ -1132,3 +1132,53 @@ fn a_full_disk_never_ends_the_agent_and_the_loss_is_said() {
         .any(|line| line.contains("flood done"));
     assert!(flood_done, "every line reached the studio live, the last one too");
 }
+
+/// Issue 12, point 9: `--memory` and detached runs leave nothing in the system's temp folder.
+#[test]
+fn runs_leave_nothing_in_the_temp_folder() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let tmp = TempDir::new().unwrap();
+    let agent = agent_binary();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_zstudio"))
+            .args(args)
+            .env_remove("ZIBBY_STUDIO_DB")
+            .env("XDG_DATA_HOME", data_home())
+            .env("TMPDIR", tmp.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let memory = run(&[
+        "run", "--memory", "--prompt", "secret", "-w", root, "--", &agent, "--nodes", "a:10",
+    ]);
+    assert!(memory.status.success(), "{}", String::from_utf8_lossy(&memory.stderr));
+    let left = || {
+        std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect::<Vec<_>>()
+    };
+    assert!(left().is_empty(), "--memory left {:?}", left());
+
+    let refused = run(&["run", "--memory", "--detach", "-w", root, "--", &agent]);
+    assert_eq!(refused.status.code(), Some(1));
+
+    let detached = run(&[
+        "run", "--detach", "--prompt", "secret", "-w", root, "--", &agent, "--nodes", "a:10",
+    ]);
+    assert!(
+        detached.status.success(),
+        "{}",
+        String::from_utf8_lossy(&detached.stderr)
+    );
+    // Settled by the next command that opens the store, once the agent has ended.
+    let settled = (0..100).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let runs: Value = serde_json::from_slice(&run(&["runs", "--json", "-w", root]).stdout).unwrap();
+        runs[0]["status"] != "running"
+    });
+    assert!(settled, "the detached run was settled");
+    assert!(left().is_empty(), "a detached run left {:?}", left());
+}

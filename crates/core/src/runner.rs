@@ -373,7 +373,7 @@ impl Supervisor {
         if let Some(prompt) = request.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
             store.message_append(workspace, &session_id, "user", prompt, started_at)?;
         }
-        let messages_file = std::env::temp_dir().join(format!("zibby-studio-{run_id}-messages.json"));
+        let messages_file = messages_file(&run_id);
         crate::private::create_new_file(
             &messages_file,
             &serde_json::to_vec(&earlier_messages).expect("messages serialise"),
@@ -694,8 +694,19 @@ pub fn reconcile(store: &Store, now: SystemTime) -> Result<Vec<crate::store::Rec
             status,
         });
     }
-    recovered.extend(store.recover_dead_studios(now)?);
+    let dead = store.recover_dead_studios(now)?;
+    for run in &dead {
+        let _ = std::fs::remove_file(messages_file(&run.run_id));
+    }
+    recovered.extend(dead);
     Ok(recovered)
+}
+
+/// The conversation so far, for the agent (`$ZIBBY_STUDIO_MESSAGES`): 0600, in the system's temp
+/// folder, removed when the run is settled however it ended (followed, or detached and settled
+/// later from its keeper's files).
+fn messages_file(run_id: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("zibby-studio-{run_id}-messages.json"))
 }
 
 fn finish_from_keeper_files(
@@ -705,6 +716,7 @@ fn finish_from_keeper_files(
     exit: Exit,
     now: SystemTime,
 ) -> Result<Status, Error> {
+    let _ = std::fs::remove_file(messages_file(&run.id));
     let (stored_out, stored_err) = store.output_line_counts(&run.id)?;
     let mut fold = TimelineFold::new();
     let mut reader = StreamReader::new();
