@@ -1182,3 +1182,99 @@ fn runs_leave_nothing_in_the_temp_folder() {
     assert!(settled, "the detached run was settled");
     assert!(left().is_empty(), "a detached run left {:?}", left());
 }
+
+/// Issue 12's cross-surface check, over live runs of the test agent: `run --json`, `sessions`,
+/// `show` and `logs` give the same status and the same node names in the same order with the same
+/// statuses; and `sessions` and `show` still do after the session's files are made an hour older.
+#[test]
+fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
+    let agent = agent_binary();
+    let scenarios: [(&str, &[&str]); 3] = [
+        ("success", &["--nodes", "plan:30,write:30,check:30"]),
+        ("error", &["--nodes", "plan:30,boom:30,never:30", "--fail", "boom"]),
+        // The stop file appears after `plan` (a stop from outside the studio): graceful.
+        (
+            "cancelled",
+            &["--nodes", "plan:30,write:30,check:30", "--stop-after", "plan"],
+        ),
+    ];
+    for (expected_status, agent_args) in scenarios {
+        let workspace = TempDir::new().unwrap();
+        let root = workspace.path().to_str().unwrap();
+        let mut args = vec!["run", "--json", "-w", root, "--", &agent];
+        args.extend_from_slice(agent_args);
+        let events = json_lines(&zstudio(&args, None));
+        let session = events[0]["session_id"].as_str().unwrap().to_owned();
+        let finished = events.iter().find(|e| e["type"] == "run_finished").unwrap();
+        assert_eq!(finished["status"], expected_status, "{agent_args:?}");
+        let began: Vec<&str> = events
+            .iter()
+            .filter(|e| e["type"] == "node_begin")
+            .map(|e| e["node"].as_str().unwrap())
+            .collect();
+        let ended = |name: &str| {
+            events
+                .iter()
+                .rev()
+                .find(|e| e["type"] == "node_end" && e["node"] == name)
+                .map_or("running".to_owned(), |e| e["status"].as_str().unwrap().to_owned())
+        };
+        let story: Vec<(String, String)> = began.iter().map(|n| ((*n).to_owned(), ended(n))).collect();
+        let pairs = |nodes: &Value| -> Vec<(String, String)> {
+            nodes
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| {
+                    (
+                        n["name"].as_str().unwrap().to_owned(),
+                        n["status"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let logs = json_of(&zstudio(&["logs", &session, "--json", "-w", root], None));
+        let logged: Vec<(String, String)> = logs
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["event"] == "node.end")
+            .map(|l| {
+                (
+                    l["fields"]["node"].as_str().unwrap().to_owned(),
+                    l["fields"]["status"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let ended_story: Vec<(String, String)> = story.iter().filter(|(_, s)| s != "running").cloned().collect();
+        assert_eq!(logged, ended_story, "logs, {expected_status}");
+
+        let surfaces = |when: &str| {
+            let listed = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+            let row = listed
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|r| r["id"] == session.as_str())
+                .unwrap()
+                .clone();
+            let shown = json_of(&zstudio(&["show", &session, "--json", "-w", root], None));
+            for (surface, value) in [("sessions", &row), ("show", &shown)] {
+                assert_eq!(value["status"], expected_status, "{surface} {when}");
+                assert_eq!(pairs(&value["nodes"]), story, "{surface} {when}, {expected_status}");
+            }
+        };
+        surfaces("now");
+        make_older(&workspace.path().join(".zibby/output/sessions").join(&session), 3600);
+        surfaces("an hour later");
+    }
+}
+
+/// Sets every file and folder below `dir` (and `dir`) `seconds` older than now.
+fn make_older(dir: &Path, seconds: u64) {
+    let at = std::time::SystemTime::now() - std::time::Duration::from_secs(seconds);
+    for path in walk(dir).into_iter().chain([dir.to_owned()]) {
+        let times = std::fs::FileTimes::new().set_modified(at).set_accessed(at);
+        std::fs::File::open(&path).unwrap().set_times(times).unwrap();
+    }
+}
