@@ -297,16 +297,26 @@ impl TimelineFold {
     }
 
     /// A log of both streams merged (`2>&1`) has the crash on stdout, outside any node.
+    /// Only lines that start like one (`<Name>Error…:` in its first 120 bytes) are looked at: this
+    /// runs for every line of output.
     fn stdout_line(&mut self, text: &str) {
-        if self.stdout_error_line.is_some() || !text.contains("Error") {
+        let bytes = text.trim_start_matches(' ').as_bytes();
+        if self.stdout_error_line.is_some() || !bytes.first().is_some_and(u8::is_ascii_uppercase) {
             return;
         }
-        let plain = strip_ansi(text.as_bytes());
-        let plain = String::from_utf8_lossy(&plain);
-        if plain.starts_with('│') {
+        let head = &bytes[..bytes.len().min(120)];
+        let Some(colon) = memchr::memchr(b':', head) else {
+            return;
+        };
+        // `<Name>Error:` or `<Name>Error [CODE]:`.
+        let name = match head[..colon].strip_suffix(b"]") {
+            Some(coded) => memchr::memrchr(b'[', coded).map_or(coded, |open| coded[..open].trim_ascii_end()),
+            None => &head[..colon],
+        };
+        if !name.ends_with(b"Error") {
             return;
         }
-        let trimmed = plain.trim();
+        let trimmed = text.trim();
         if is_error_line(trimmed) {
             self.stdout_error_line = Some(truncate(trimmed, 500));
         }
@@ -571,17 +581,18 @@ mod tests {
 
     #[test]
     fn the_error_named_with_its_code_is_the_message_not_the_node_version_after_it() {
-        let crash = "node:internal/modules/esm/resolve:873
-  throw new ERR_MODULE_NOT_FOUND(packageName);
-        ^
-
-                     Error [ERR_MODULE_NOT_FOUND]: Cannot find package '@zibby/workflow' imported from /p/agent.js
-                     \u{20}   at packageResolve (node:internal/modules/esm/resolve:873:9) {
-  code: 'ERR_MODULE_NOT_FOUND'
-}
-
-                     Node.js v20.20.2
-";
+        let crash = concat!(
+            "node:internal/modules/esm/resolve:873\n",
+            "  throw new ERR_MODULE_NOT_FOUND(packageName);\n",
+            "        ^\n",
+            "\n",
+            "Error [ERR_MODULE_NOT_FOUND]: Cannot find package '@zibby/workflow' imported from /p/agent.js\n",
+            "    at packageResolve (node:internal/modules/esm/resolve:873:9) {\n",
+            "  code: 'ERR_MODULE_NOT_FOUND'\n",
+            "}\n",
+            "\n",
+            "Node.js v20.20.2\n",
+        );
         let expected = "Error [ERR_MODULE_NOT_FOUND]: Cannot find package '@zibby/workflow' imported from /p/agent.js";
         assert_eq!(failed("", crash).as_deref(), Some(expected));
         // The first line that names an error, not a later one; and in a log with stderr merged
