@@ -96,6 +96,27 @@ describe("the session view", () => {
     expect(spanReads()).toBeGreaterThan(before);
   });
 
+  it("reads the spans again once the run ended, so its bar ends at its end however late it is looked at", async () => {
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    // Read while live: no ends yet. Then the run ends and the runs are read again first.
+    backend.runs = [runRecord("r1", "s1", { status: "running", ended_at: null })];
+    const ended = backend.spans.get("r1")!;
+    backend.spans.set("r1", ended.map((span) => ({ ...span, ended_at: span.name === "plan" ? span.ended_at : null, status: span.name === "plan" ? span.status : "running" })));
+    backend.sessions = backend.sessions.map((r) => (r.id === "s1" ? { ...r, live_run: "r1", status: "running" } : r));
+    await openSession("s1");
+    await vi.waitFor(() => expect(root.querySelector(".timeline-run-bar")?.getAttribute("data-status")).toBe("running"));
+    backend.runs = [runRecord("r1", "s1")];
+    backend.spans.set("r1", ended);
+    backend.sessions = backend.sessions.map((r) => (r.id === "s1" ? { ...r, live_run: null, status: "success" } : r));
+    backend.emit({ type: "run_finished", run_id: "r1", session_id: "s1", status: "success", exit_code: 0, elapsed_ms: 5_000, stopped_by: null, error: null });
+    backend.sessionsChanged();
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    await vi.waitFor(() => expect(root.querySelector(".timeline-run-bar")?.getAttribute("data-status")).toBe("success"));
+    expect(root.querySelector(".timeline-run-bar .timeline-duration")?.textContent).toBe("✓ 5.0 s");
+    // The header's elapsed time is the same run's start to its end, not the folder's times.
+    expect(root.querySelector("#session-elapsed")?.textContent).toBe("0:05");
+  });
+
   it("lists the folder's nodes without a time axis for a session the studio did not run", async () => {
     await openSession("folder-only");
     await vi.waitFor(() => expect(root.querySelector(".timeline-node[data-node='scan']")).not.toBeNull());

@@ -290,7 +290,18 @@ export function createSessionView(
     });
   }
 
+  /**
+   * One definition of elapsed everywhere (the Live runs strip, the Timeline, `run_finished`): the
+   * last run's start to its end, to now while it lives. A session the studio never ran: its
+   * first to its last change.
+   */
   function elapsedText(): string {
+    const last = runs[0];
+    if (last) {
+      const start = Date.parse(last.started_at);
+      const end = last.ended_at === null || last.id === liveRunId ? context.now() : Date.parse(last.ended_at);
+      return Number.isNaN(start) || Number.isNaN(end) ? "" : elapsedLabel(Math.max(0, end - start));
+    }
     const created = row?.created_at ?? detail?.created_at ?? null;
     if (created === null) return "";
     const start = Date.parse(created);
@@ -369,7 +380,11 @@ export function createSessionView(
         button({ class: "button small icon close", title: "Close (Escape)", attrs: { id: "session-close", "aria-label": "Close the session" } }, "←", () => context.close()),
         el("h2", { class: "sv-title", title }, title),
         statusBadge,
-        el("time", { class: "sv-elapsed", title: live ? "elapsed" : "from the first to the last change", attrs: { id: "session-elapsed" } }, elapsedText()),
+        el(
+          "time",
+          { class: "sv-elapsed", title: runs.length > 0 ? "the last run: from its start to its end (to now while it runs)" : "from the first to the last change", attrs: { id: "session-elapsed" } },
+          elapsedText(),
+        ),
       ),
       el(
         "div",
@@ -404,7 +419,11 @@ export function createSessionView(
 
   /** Reads the spans of the runs that may have changed (all the first time, then live ones). */
   async function loadSpans(all: boolean): Promise<void> {
-    const wanted = runs.slice(0, MOST_TIMELINE_RUNS).filter((run) => all || !spansByRun.has(run.id) || run.ended_at === null || run.id === liveRunId);
+    // Spans read while a run was live are read again once it ended (their ends were not written yet).
+    const stale = (run: RunRecord) => (spansByRun.get(run.id) ?? []).some((span) => span.ended_at === null);
+    const wanted = runs
+      .slice(0, MOST_TIMELINE_RUNS)
+      .filter((run) => all || !spansByRun.has(run.id) || run.ended_at === null || run.id === liveRunId || stale(run));
     await Promise.all(
       wanted.map(async (run) => {
         try {

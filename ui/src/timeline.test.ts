@@ -50,6 +50,15 @@ describe("layoutTimeline", () => {
     ]);
   });
 
+  it("ends the spans of a run that ended at its end, however late it is drawn", () => {
+    // Spans read while the run was live (no ends yet), drawn an hour later.
+    const spans = [span(1, "run", 0, null), span(2, "plan", 1_000, 2_000), span(3, "write", 2_000, null)];
+    const layout = layoutTimeline(spans, t0 + 3_600_000, t0 + 6_600);
+    expect(layout.end - layout.start).toBe(6_600);
+    const run = layout.bars.find((bar) => bar.span.name === "run")!;
+    expect([run.durationMs, run.running]).toEqual([6_600, false]);
+  });
+
   it("grows a span still running to now", () => {
     const layout = layoutTimeline([span(1, "run", 0, null), span(2, "plan", 1_000, 2_000), span(3, "write", 2_000, null)], t0 + 8_000);
     expect(layout.end - layout.start).toBe(8_000);

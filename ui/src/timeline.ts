@@ -23,12 +23,16 @@ export interface TimelineLayout {
   bars: TimelineBar[];
 }
 
-/** Places spans on one axis: in the order they started, a parent before its children. */
-export function layoutTimeline(spans: readonly Span[], now: number): TimelineLayout {
+/**
+ * Places spans on one axis: in the order they started, a parent before its children. A span not
+ * ended grows to now while its run lives (`runEnd` null), and ends at the run's end once it ended:
+ * a finished run's bars never grow with the clock.
+ */
+export function layoutTimeline(spans: readonly Span[], now: number, runEnd: number | null = null): TimelineLayout {
   const timed = spans.map((span) => {
     const start = Date.parse(span.started_at);
-    const running = span.ended_at === null;
-    const end = running ? Math.max(start, now) : Date.parse(span.ended_at!);
+    const running = span.ended_at === null && runEnd === null;
+    const end = span.ended_at !== null ? Date.parse(span.ended_at) : Math.max(start, runEnd ?? now);
     return { span, start, end, running };
   });
   if (timed.length === 0) return { start: now, end: now, bars: [] };
@@ -80,7 +84,7 @@ export function timelineView(runs: readonly RunSpans[], now: number): HTMLElemen
 }
 
 function runWaterfall({ run, spans }: RunSpans, now: number): HTMLElement {
-  const layout = layoutTimeline(spans, now);
+  const layout = layoutTimeline(spans, now, run.ended_at === null ? null : Date.parse(run.ended_at));
   const length = Math.max(1, layout.end - layout.start);
   const ticks = axisTicks(length);
   const head = el(
