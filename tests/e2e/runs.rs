@@ -433,3 +433,101 @@ fn workspace_root(store: &Store) -> std::path::PathBuf {
         .next()
         .expect("the app opened a workspace")
 }
+
+/// Issue 12's cross-surface check in the window: the table row, the session header and the
+/// Timeline give what the store's listing (`zstudio sessions`) gives, for a run with a failing
+/// node; and the header's elapsed time is the Live runs strip's.
+#[tokio::test]
+async fn the_table_the_header_and_the_timeline_tell_the_same_story() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:200,write:200,check:200", "--fail", "write"]);
+    let db = workspace.db();
+    let root = workspace.path().to_owned();
+    App::run(&workspace, move |client| async move {
+        start_run(&client, "the story").await;
+        wait_for(&client, ".live-run[data-status='error']").await;
+        let session_id = text_of(&client, ".live-run .live-session-id").await.unwrap();
+        let strip_elapsed = text_of(&client, ".live-run .elapsed").await.unwrap();
+
+        // The store's listing, as `zstudio sessions` reads it.
+        let store = Store::open(&StoreLocation::File(db)).unwrap();
+        let rows = store
+            .list_sessions(
+                &studio_core::Workspace::open(&root).unwrap(),
+                std::time::SystemTime::now(),
+            )
+            .unwrap();
+        let row = rows.iter().find(|r| r.summary.id.as_str() == session_id).unwrap();
+        let listed: Vec<(String, String)> = row
+            .summary
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.status.to_string()))
+            .collect();
+        assert_eq!(row.summary.status, Status::Error);
+        assert_eq!(
+            listed,
+            [("plan".into(), "success".into()), ("write".into(), "error".into())]
+        );
+        let as_title = listed
+            .iter()
+            .map(|(n, s)| format!("{n}: {s}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+
+        if client.find(Locator::Css("#session-close")).await.is_ok() {
+            click(&client, "#session-close").await;
+        }
+        let row_css = format!("tr[data-session-id='{session_id}']");
+        eventually("the table row lists the listing's nodes and status", || async {
+            let progress = client
+                .find(Locator::Css(&format!("{row_css} td.progress")))
+                .await
+                .map_err(|e| e.to_string())?;
+            let title = progress
+                .attr("title")
+                .await
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default();
+            let badge = client
+                .find(Locator::Css(&format!("{row_css} .badge")))
+                .await
+                .map_err(|e| e.to_string())?
+                .attr("data-status")
+                .await
+                .map_err(|e| e.to_string())?
+                .unwrap_or_default();
+            let seen = format!("{badge} / {title}");
+            (seen == format!("error / {as_title}")).then_some(()).ok_or(seen)
+        })
+        .await;
+
+        click(&client, &format!("{row_css} .session-title")).await;
+        wait_for(&client, &format!("#session-view[data-session-id='{session_id}']")).await;
+        eventually(
+            "the header counts the listing's nodes, and its elapsed time is the strip's",
+            || async {
+                let meta = text_of(&client, "#session-view .sv-meta").await?;
+                let elapsed = text_of(&client, "#session-elapsed").await?;
+                let seconds = |label: &str| -> Option<i64> {
+                    let (m, s) = label.rsplit_once(':')?;
+                    Some(m.parse::<i64>().ok()? * 60 + s.parse::<i64>().ok()?)
+                };
+                let close = seconds(&elapsed)
+                    .zip(seconds(&strip_elapsed))
+                    .is_some_and(|(a, b)| (a - b).abs() <= 1);
+                (meta.contains("2/2 nodes") && close)
+                    .then_some(())
+                    .ok_or(format!("{meta} | {elapsed} against {strip_elapsed}"))
+            },
+        )
+        .await;
+        eventually("the Timeline draws the listing's nodes with their statuses", || async {
+            let names = crate::attributes(&client, ".timeline-node", "data-node").await;
+            let statuses = crate::attributes(&client, ".timeline-node", "data-status").await;
+            let drawn: Vec<(String, String)> = names.into_iter().zip(statuses).collect();
+            (drawn == listed).then_some(()).ok_or(format!("{drawn:?}"))
+        })
+        .await;
+    })
+    .await;
+}
