@@ -269,11 +269,10 @@ pub fn run_output(
         Some("stdout") => Some(Stream::Stdout),
         Some("stderr") => Some(Stream::Stderr),
         Some(other) => {
-            return Err(CommandError {
-                code: "invalid_stream",
-                message: format!("no stream `{other}`: stdout or stderr"),
-                details: None,
-            })
+            return Err(studio_core::Error::InvalidStream {
+                stream: other.to_owned(),
+            }
+            .into())
         }
     };
     let filter = OutputFilter { node, stream };
@@ -294,11 +293,7 @@ pub fn run_output_find(
     query: String,
 ) -> Result<OutputFind, CommandError> {
     if query.is_empty() {
-        return Err(CommandError {
-            code: "invalid_query",
-            message: "nothing to find: the text to find is empty".into(),
-            details: None,
-        });
+        return Err(studio_core::Error::EmptyQuery.into());
     }
     Ok(studio.store()?.output_find(&run_id, from_seq, backward, &query)?)
 }

@@ -141,13 +141,12 @@ pub fn reveal(folder: &Path) -> Result<(), CommandError> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .map(drop)
-        .map_err(|error| CommandError {
-            code: "reveal",
-            message: format!(
-                "cannot open {} in the file manager: xdg-open: {error}",
-                folder.display()
-            ),
-            details: None,
+        .map_err(|error| {
+            studio_core::Error::Reveal {
+                path: folder.to_owned(),
+                reason: format!("xdg-open: {error}"),
+            }
+            .into()
         })
 }
 

@@ -135,7 +135,9 @@ pub fn run() {
     let store_location = StoreLocation::resolve(db, memory);
     let instance_id = store_location.as_ref().ok().map(single_instance_id);
     let (studio, run_events) = Studio::open(workspace.as_deref(), store_location);
-    let needs_workspace = studio.workspace().is_err_and(|error| error.code == "no_workspace");
+    let needs_workspace = studio
+        .workspace()
+        .is_err_and(|error| error.code == studio_core::Error::NoWorkspace.code());
     if cpu_rendering {
         studio.hide_variables_from_agents(&[desktop::CPU_RENDERING_VARIABLE]);
     }

@@ -138,11 +138,7 @@ impl Studio {
         self.store()?;
         let guard = lock(&self.supervisor);
         if guard.is_none() {
-            return Err(CommandError {
-                code: "shutting_down",
-                message: "the studio is closing: no run can be started or stopped".to_owned(),
-                details: None,
-            });
+            return Err(studio_core::Error::ShuttingDown.into());
         }
         Ok(SupervisorGuard(guard))
     }
@@ -284,11 +280,7 @@ fn last_workspace(store: Option<&Store>) -> Result<Workspace, CommandError> {
     recent
         .iter()
         .find_map(|root| Workspace::open(root).ok())
-        .ok_or_else(|| CommandError {
-            code: "no_workspace",
-            message: "no workspace is open: choose a project folder (Open folder…)".to_owned(),
-            details: None,
-        })
+        .ok_or_else(|| studio_core::Error::NoWorkspace.into())
 }
 
 /// The run keeper is `zstudio keep`: `$ZIBBY_STUDIO_KEEPER` when set, else the `zstudio`

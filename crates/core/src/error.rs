@@ -2,7 +2,10 @@
 
 use std::path::PathBuf;
 
+/// Every error the core, the CLI and the window report; [`Error::code`] is what IPC and `--json`
+/// carry. New variants may come: match with a fallback arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     #[error("invalid session id `{id}`: {reason}")]
     InvalidSessionId { id: String, reason: &'static str },
@@ -68,6 +71,16 @@ pub enum Error {
         .launch.env_keys.join(", ")
     )]
     AgentsUntrusted { launch: Box<crate::agents::Launch> },
+    #[error("no workspace is open: choose a project folder (Open folder…)")]
+    NoWorkspace,
+    #[error("the studio is closing: no run can be started or stopped")]
+    ShuttingDown,
+    #[error("no stream `{stream}`: stdout or stderr")]
+    InvalidStream { stream: String },
+    #[error("nothing to find: the text to find is empty")]
+    EmptyQuery,
+    #[error("cannot open {path} in the file manager: {reason}")]
+    Reveal { path: PathBuf, reason: String },
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -108,6 +121,11 @@ impl Error {
             Error::FileTooLarge { .. } => "file_too_large",
             Error::AgentsUntrusted { .. } => "agents_untrusted",
             Error::NoReplayCommand { .. } => "no_replay_command",
+            Error::NoWorkspace => "no_workspace",
+            Error::ShuttingDown => "shutting_down",
+            Error::InvalidStream { .. } => "invalid_stream",
+            Error::EmptyQuery => "invalid_query",
+            Error::Reveal { .. } => "reveal",
         }
     }
 }
