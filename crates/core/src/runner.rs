@@ -373,7 +373,16 @@ impl Supervisor {
         if let Some(prompt) = request.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
             store.message_append(workspace, &session_id, "user", prompt, started_at)?;
         }
-        let messages_file = messages_file(&run_id);
+        let keeper_dir = shared.keeper.as_ref().map(|k| k.runs_dir.join(&run_id));
+        // Beside the keeper's files when there is a keeper (removed with them by whichever studio
+        // process settles the run), else in the temp folder (removed when the run ends).
+        let messages_file = match &keeper_dir {
+            Some(dir) => {
+                crate::private::create_dir_all(dir)?;
+                dir.join(MESSAGES_FILE)
+            }
+            None => messages_file(&run_id),
+        };
         crate::private::create_new_file(
             &messages_file,
             &serde_json::to_vec(&earlier_messages).expect("messages serialise"),
@@ -385,7 +394,6 @@ impl Supervisor {
             None => workspace.root().to_owned(),
         };
         let program = command.first().cloned().unwrap_or_default();
-        let keeper_dir = shared.keeper.as_ref().map(|k| k.runs_dir.join(&run_id));
         let mut child_command = match (&shared.keeper, &keeper_dir) {
             (Some(keeper), Some(dir)) => {
                 let mut keep = Command::new(&keeper.program);
@@ -549,7 +557,6 @@ impl Supervisor {
         let context = RunContext {
             shared: shared.clone(),
             live,
-            workspace: workspace.clone(),
             session_id: session_id.clone(),
             run_id: run_id.clone(),
             started,
@@ -702,9 +709,11 @@ pub fn reconcile(store: &Store, now: SystemTime) -> Result<Vec<crate::store::Rec
     Ok(recovered)
 }
 
-/// The conversation so far, for the agent (`$ZIBBY_STUDIO_MESSAGES`): 0600, in the system's temp
-/// folder, removed when the run is settled however it ended (followed, or detached and settled
-/// later from its keeper's files).
+/// The conversation so far, for the agent (`$ZIBBY_STUDIO_MESSAGES`), 0600: in the keeper's run
+/// folder, else (a run without a keeper) this file of the system's temp folder; removed when the
+/// run is settled however it ended.
+const MESSAGES_FILE: &str = "messages.json";
+
 fn messages_file(run_id: &str) -> PathBuf {
     std::env::temp_dir().join(format!("zibby-studio-{run_id}-messages.json"))
 }
@@ -840,7 +849,6 @@ fn spawn_reader(stream: Stream, mut pipe: impl Read + Send + 'static, sender: Sy
 struct RunContext {
     shared: Arc<Shared>,
     live: Arc<LiveRun>,
-    workspace: Workspace,
     session_id: SessionId,
     run_id: String,
     started: Instant,
@@ -850,16 +858,10 @@ struct RunContext {
 
 impl RunContext {
     fn log(&self, level: Level, event: &str, message: &str, fields: serde_json::Value) {
-        let logged = self.shared.store.log(
-            &self.workspace,
-            &self.session_id,
-            Some(&self.run_id),
-            level,
-            event,
-            message,
-            fields,
-            SystemTime::now(),
-        );
+        let logged = self
+            .shared
+            .store
+            .run_log(&self.run_id, level, event, message, fields, SystemTime::now());
         if let Err(error) = logged {
             tracing::error!(run_id = %self.run_id, %error, "cannot record a log line");
         }

@@ -837,6 +837,40 @@ impl Store {
 
     // ---- logs and traces ----
 
+    /// [`Store::log`] for a run the store knows: its session comes from the run (one statement;
+    /// a run logs a line or two per node).
+    pub fn run_log(
+        &self,
+        run_id: &str,
+        level: Level,
+        event: &str,
+        message: &str,
+        fields: serde_json::Value,
+        now: SystemTime,
+    ) -> Result<(), Error> {
+        let conn = self.conn();
+        let written = conn
+            .prepare_cached(
+                "INSERT INTO logs (session_key, run_id, at, level, event, message, fields, indexed)
+                 SELECT session_key, id, ?2, ?3, ?4, ?5, ?6, 0 FROM runs WHERE id = ?1",
+            )
+            .and_then(|mut insert| {
+                insert.execute(params![
+                    run_id,
+                    millis(now),
+                    level.as_str(),
+                    event,
+                    message,
+                    fields.to_string()
+                ])
+            })
+            .map_err(|e| self.err(e))?;
+        if written == 0 {
+            return Err(Error::RunNotFound { id: run_id.to_owned() });
+        }
+        Ok(())
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn log(
         &self,
@@ -852,15 +886,23 @@ impl Store {
         let key = self.session_key(workspace, id, now)?;
         let conn = self.conn();
         let tx = self.write_transaction(&conn)?;
+        // Indexed for search behind the run ([`Store::index_pending`]).
         tx.prepare_cached(
-            "INSERT INTO logs (session_key, run_id, at, level, event, message, fields) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO logs (session_key, run_id, at, level, event, message, fields, indexed)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0)",
         )
         .and_then(|mut insert| {
-            insert.execute(params![key, run_id, millis(now), level.as_str(), event, message, fields.to_string()])
+            insert.execute(params![
+                key,
+                run_id,
+                millis(now),
+                level.as_str(),
+                event,
+                message,
+                fields.to_string()
+            ])
         })
         .map_err(|e| self.err(e))?;
-        let log_id = tx.last_insert_rowid();
-        search::index(&tx, search::Kind::Log, log_id, &format!("{event} {message}")).map_err(|e| self.err(e))?;
         tx.commit().map_err(|e| self.err(e))
     }
 
@@ -901,17 +943,14 @@ impl Store {
         at: SystemTime,
     ) -> Result<i64, Error> {
         let conn = self.conn();
+        // A node's name is indexed for search behind the run ([`Store::index_pending`]).
         conn.prepare_cached(
-            "INSERT INTO spans (run_id, parent_id, name, kind, depth, started_at, status)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running')",
+            "INSERT INTO spans (run_id, parent_id, name, kind, depth, started_at, status, indexed)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'running', ?4 <> 'node')",
         )
         .and_then(|mut insert| insert.execute(params![run_id, parent, name, kind, depth as i64, millis(at)]))
         .map_err(|e| self.err(e))?;
-        let span_id = conn.last_insert_rowid();
-        if kind == "node" {
-            search::index(&conn, search::Kind::Node, span_id, name).map_err(|e| self.err(e))?;
-        }
-        Ok(span_id)
+        Ok(conn.last_insert_rowid())
     }
 
     pub fn span_end(&self, span_id: i64, status: Status, at: SystemTime) -> Result<(), Error> {
@@ -1303,10 +1342,48 @@ impl Store {
         Ok(value)
     }
 
-    /// Adds up to `max_blocks` output blocks to the search index, oldest first; returns how many.
-    /// Output is stored at once and indexed behind it, so a flood is never slowed by indexing.
+    /// Adds up to `max_blocks` output blocks (and up to 64 times as many log lines) to the search
+    /// index, oldest first; returns how many. Output and logs are stored at once and indexed behind
+    /// them, so a flood of output or of nodes is never slowed by indexing.
     pub fn index_pending(&self, max_blocks: usize) -> Result<usize, Error> {
-        output::index_pending(self, max_blocks)
+        let rows = max_blocks.saturating_mul(64);
+        Ok(output::index_pending(self, max_blocks)?
+            + self.index_pending_rows(
+                "SELECT id, event || ' ' || message FROM logs WHERE indexed = 0 ORDER BY id LIMIT ?1",
+                "UPDATE logs SET indexed = 1 WHERE indexed = 0 AND id <= ?1",
+                search::Kind::Log,
+                rows,
+            )?
+            + self.index_pending_rows(
+                "SELECT id, name FROM spans WHERE indexed = 0 ORDER BY id LIMIT ?1",
+                "UPDATE spans SET indexed = 1 WHERE indexed = 0 AND id <= ?1",
+                search::Kind::Node,
+                rows,
+            )?)
+    }
+
+    /// Indexes up to `max` rows that `select` (id, text) finds not indexed yet, then marks them.
+    fn index_pending_rows(&self, select: &str, mark: &str, kind: search::Kind, max: usize) -> Result<usize, Error> {
+        let conn = self.conn();
+        let tx = self.write_transaction(&conn)?;
+        let pending: Vec<(i64, String)> = tx
+            .prepare_cached(select)
+            .and_then(|mut select| {
+                select
+                    .query_map([max as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect::<Result<_, _>>()
+            })
+            .map_err(|e| self.err(e))?;
+        for (id, text) in &pending {
+            search::index(&tx, kind, *id, text).map_err(|e| self.err(e))?;
+        }
+        if let Some((last, _)) = pending.last() {
+            tx.prepare_cached(mark)
+                .and_then(|mut update| update.execute([last]))
+                .map_err(|e| self.err(e))?;
+        }
+        tx.commit().map_err(|e| self.err(e))?;
+        Ok(pending.len())
     }
 
     /// The connection, locked for this thread until the guard drops.

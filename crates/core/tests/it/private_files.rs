@@ -122,7 +122,8 @@ fn the_store_run_folders_and_messages_are_the_owners_alone() {
     wait_for(&b.events, |e| matches!(e, RunEvent::NodeBegin { .. }));
     let data = b.dir.path().join("data");
     let keeper_dir = data.join("runs").join(&run.run_id);
-    let messages = std::env::temp_dir().join(format!("zibby-studio-{}-messages.json", run.run_id));
+    // A kept run's conversation file is beside the keeper's files (removed with them).
+    let messages = keeper_dir.join("messages.json");
     let expected = [
         (data.clone(), 0o700),
         (data.join("studio.sqlite"), 0o600),
