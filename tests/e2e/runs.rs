@@ -92,23 +92,7 @@ async fn a_run_started_from_the_window_is_followed_live_and_stopped() {
             click(&client, "#session-close").await;
         }
         eventually("the table says how the run ended, not `running`", || async {
-            let status = client
-                .find(Locator::Css(&format!("{row_css} .badge")))
-                .await
-                .map_err(|e| e.to_string())?
-                .attr("data-status")
-                .await
-                .map_err(|e| e.to_string())?
-                .unwrap_or_default();
-            let nodes = client
-                .find(Locator::Css(&format!("{row_css} td.progress")))
-                .await
-                .map_err(|e| e.to_string())?
-                .attr("title")
-                .await
-                .map_err(|e| e.to_string())?
-                .unwrap_or_default();
-            let seen = format!("{status} / {nodes}");
+            let seen = row_story(&client, &row_css).await?;
             (seen == "cancelled / plan: success\nwrite: success")
                 .then_some(())
                 .ok_or(seen)
@@ -479,24 +463,7 @@ async fn the_table_the_header_and_the_timeline_tell_the_same_story() {
         }
         let row_css = format!("tr[data-session-id='{session_id}']");
         eventually("the table row lists the listing's nodes and status", || async {
-            let progress = client
-                .find(Locator::Css(&format!("{row_css} td.progress")))
-                .await
-                .map_err(|e| e.to_string())?;
-            let title = progress
-                .attr("title")
-                .await
-                .map_err(|e| e.to_string())?
-                .unwrap_or_default();
-            let badge = client
-                .find(Locator::Css(&format!("{row_css} .badge")))
-                .await
-                .map_err(|e| e.to_string())?
-                .attr("data-status")
-                .await
-                .map_err(|e| e.to_string())?
-                .unwrap_or_default();
-            let seen = format!("{badge} / {title}");
+            let seen = row_story(&client, &row_css).await?;
             (seen == format!("error / {as_title}")).then_some(()).ok_or(seen)
         })
         .await;
@@ -530,4 +497,21 @@ async fn the_table_the_header_and_the_timeline_tell_the_same_story() {
         .await;
     })
     .await;
+}
+
+/// A table row's status badge and node list (its progress column's title): `status / nodes`.
+async fn row_story(client: &Client, row_css: &str) -> Result<String, String> {
+    let attribute = |css: String, name: &'static str| async move {
+        client
+            .find(Locator::Css(&css))
+            .await
+            .map_err(|e| e.to_string())?
+            .attr(name)
+            .await
+            .map_err(|e| e.to_string())
+            .map(Option::unwrap_or_default)
+    };
+    let status = attribute(format!("{row_css} .badge"), "data-status").await?;
+    let nodes = attribute(format!("{row_css} td.progress"), "title").await?;
+    Ok(format!("{status} / {nodes}"))
 }
