@@ -1,9 +1,24 @@
-//! studio-core: everything Zibby Studio does, without a window.
+//! studio-core: everything Zibby Studio does, without a window. The modules, by lane, each
+//! meant to use only those above it (issue 13 tracks where it does not yet: `tools/import-cycles`):
 //!
-//! - [`protocol`]: the streaming reader of a run's stdout/stderr (markers, timeline lines).
-//! - [`timeline`]: the fold of those events into node executions and a run status.
-//! - [`session`]: session folders on disk, one at a time or a whole workspace.
-//! - [`id`], [`status`], [`error`]: the shared vocabulary.
+//! - **Vocabulary**: [`error`] (every error and its stable code), [`id`] (session ids, checked
+//!   before they touch a path), [`status`] (one status word for runs, nodes and sessions).
+//! - **Protocol**: [`protocol`] (the streaming reader of a run's stdout/stderr: markers, the human
+//!   timeline, lines bounded at 1 MiB) and [`timeline`] (their fold into node executions, attempts
+//!   and a run status, markers or not).
+//! - **Sessions**: [`untrusted`] (reading a workspace's files without following links, blocking or
+//!   reading without end), [`session`] (session folders, one or a whole workspace), [`files`]
+//!   (a session's files, listed and paged for the window), [`tail`] (growing files, a piece at a
+//!   time).
+//! - **Store**: [`store`] (SQLite: runs, output, spans, logs, messages, pins, search, trust; its
+//!   `recorded_runs` lays what it knows over a folder), [`index`] (the listing through the store's
+//!   folder index).
+//! - **Runs**: [`agents`] (the agents of `.zibby/studio.toml`, and what running one would do),
+//!   [`runner`] (runs the studio starts, follows and stops), [`keeper`] (the process between the
+//!   studio and an agent), [`process`] (questions about processes: alive, who they are, what they
+//!   started), [`private`] (files the studio writes: 0600, never through a link).
+//! - **Watch**: [`watcher`] (session folders as they change, as typed changes).
+//! - **App**: [`live`] (the runs the studio follows, joined to the watcher's changes).
 
 pub mod agents;
 pub mod error;

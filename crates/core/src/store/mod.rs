@@ -4,11 +4,11 @@
 //!
 //! One code path, two lifetimes: a file (WAL, so the app and `zstudio` can use it at once) or a
 //! named in-memory database that lives as long as its connections. The schema grows only through
-//! [`migrations`].
+//! `migrations` (forward only).
 
-mod ended_runs;
 mod migrations;
 mod output;
+mod recorded_runs;
 pub mod retention;
 mod search;
 
@@ -1241,8 +1241,8 @@ impl Store {
     pub fn list_sessions(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
         let mut sessions = crate::index::list(self, workspace, now)?;
         let runs = self.last_runs(workspace)?;
-        let last_runs: Vec<ended_runs::LastRun<'_>> = runs.iter().map(ended_runs::LastRun::from).collect();
-        ended_runs::with_ended_runs(sessions.iter_mut(), &last_runs, |run_id| {
+        let last_runs: Vec<recorded_runs::LastRun<'_>> = runs.iter().map(recorded_runs::LastRun::from).collect();
+        recorded_runs::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
             self.spans(run_id).unwrap_or_default()
         });
         let live_runs: std::collections::HashMap<&str, &str> = runs
@@ -1273,15 +1273,16 @@ impl Store {
     }
 
     /// One session in full: its folder, with what the store knows laid over it as the listing
-    /// lays it ([`ended_runs::with_ended_runs`]): the same status and the same nodes, in the same
+    /// lays it (`recorded_runs::with_recorded_runs`): the same status and the same nodes, in the same
     /// order, as `sessions` and the window's table give. A node the folder does not have (it wrote
     /// no folder) comes without artifacts.
     pub fn read_session(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<Session, Error> {
         let mut session = workspace.read_session(id, now)?;
         let runs = self.runs(workspace, Some(id))?;
-        let last_runs: Vec<ended_runs::LastRun<'_>> = runs.iter().take(1).map(ended_runs::LastRun::from).collect();
+        let last_runs: Vec<recorded_runs::LastRun<'_>> =
+            runs.iter().take(1).map(recorded_runs::LastRun::from).collect();
         let mut summary = session.summary();
-        ended_runs::with_ended_runs(std::iter::once(&mut summary), &last_runs, |run_id| {
+        recorded_runs::with_recorded_runs(std::iter::once(&mut summary), &last_runs, |run_id| {
             self.spans(run_id).unwrap_or_default()
         });
         session.status = summary.status;

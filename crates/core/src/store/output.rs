@@ -83,7 +83,7 @@ impl Block {
 /// other readers); drop flushes too.
 ///
 /// **A block that cannot be written is kept and written again** on the next flush (a full disk
-/// frees up; the insert is idempotent), in order, up to [`MAX_UNSAVED_BYTES`]: past that the
+/// frees up; the insert is idempotent), in order, up to `MAX_UNSAVED_BYTES` (64 MiB): past that the
 /// oldest unsaved lines are dropped and counted ([`OutputWriter::lines_lost`]), so memory stays
 /// bounded and the loss is said, never silent. Inside a [`Store::batch`] a written block is only
 /// as durable as the batch: the caller says how it ended ([`OutputWriter::batch_committed`],
@@ -123,7 +123,7 @@ impl<'s> OutputWriter<'s> {
         })
     }
 
-    /// Lines dropped because they could not be written while [`MAX_UNSAVED_BYTES`] were waiting.
+    /// Lines dropped because they could not be written while `MAX_UNSAVED_BYTES` were waiting.
     pub fn lines_lost(&self) -> u64 {
         self.lines_lost
     }

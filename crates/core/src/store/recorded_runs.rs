@@ -1,5 +1,14 @@
-//! How sessions the studio ran ended: the files of a session do not mark the end of a run
-//! (PROTOCOL.md §5), but the store knows how its runs ended.
+//! What the store's recorded runs say of a session, laid over what its folder says: the one
+//! place the listing (`zstudio sessions`, the window's table) and a session read in full (`zstudio
+//! show`, the window's session view) get a session's status and nodes from.
+//!
+//! The order of precedence, highest first (docs/cli.md, "Where each fact comes from"):
+//! 1. the live run's events (the runner, for a run it follows now: `run`, `watch`, Live runs);
+//! 2. the store's runs and node spans, for a session the studio ran and nothing wrote since
+//!    its last run ended ([`with_recorded_runs`]);
+//! 3. the run's output, read by the fold (markers, else the engine's human timeline);
+//! 4. the folder: `result.json`, `events.json`, node folders, `.session-info.json`
+//!    ([`crate::session`]); folder times order nodes only when nothing else does.
 
 use std::collections::HashMap;
 
@@ -7,7 +16,7 @@ use super::{RunRecord, Span};
 use crate::session::{NodeSummary, SessionSummary, Timestamp};
 use crate::status::Status;
 
-/// What [`with_ended_runs`] needs of a run.
+/// What [`with_recorded_runs`] needs of a run.
 #[derive(Debug, Clone, Copy)]
 pub struct LastRun<'a> {
     pub id: &'a str,
@@ -42,7 +51,7 @@ const WRITTEN_WITH_THE_RUN_MS: u64 = 2_000;
 ///   left `running` by the run's end takes the run's), the folder's other nodes (of earlier runs:
 ///   a replay runs one node) kept in their place. So the list and its statuses do not change with
 ///   time passing or with equal folder times.
-pub fn with_ended_runs<'a>(
+pub fn with_recorded_runs<'a>(
     sessions: impl Iterator<Item = &'a mut SessionSummary>,
     runs: &[LastRun<'_>],
     spans_of: impl Fn(&str) -> Vec<Span>,
@@ -82,7 +91,7 @@ pub fn with_ended_runs<'a>(
     }
 }
 
-/// The folder's nodes with the last run's node spans laid over them (see [`with_ended_runs`]).
+/// The folder's nodes with the last run's node spans laid over them (see [`with_recorded_runs`]).
 /// `ended_as`: the run's status once it ended (a node span still `running` then takes it).
 fn merge_node_spans(nodes: &mut Vec<NodeSummary>, spans: &[Span], ended_as: Option<Status>) {
     let mut ran: Vec<NodeSummary> = Vec::new();
@@ -190,7 +199,7 @@ mod tests {
             &[("plan", Status::Success), ("write", Status::Running)],
         )];
         let runs = [run("r", "s", Status::Cancelled, Some(10_500))];
-        with_ended_runs(rows.iter_mut(), &runs, |_| vec![span("write", Status::Success)]);
+        with_recorded_runs(rows.iter_mut(), &runs, |_| vec![span("write", Status::Success)]);
         assert_eq!(
             statuses(&rows[0]),
             (Status::Cancelled, vec![Status::Success, Status::Success]),
@@ -198,7 +207,7 @@ mod tests {
         );
 
         let mut rows = [row("s", Status::Unknown, 10_000, &[("write", Status::Running)])];
-        with_ended_runs(rows.iter_mut(), &runs, |_| Vec::new());
+        with_recorded_runs(rows.iter_mut(), &runs, |_| Vec::new());
         assert_eq!(statuses(&rows[0]), (Status::Cancelled, vec![Status::Cancelled]));
     }
 
@@ -216,8 +225,8 @@ mod tests {
         let runs = [run("r", "s", Status::Error, Some(10_500))];
         let mut soon = [row("s", Status::Running, 10_000, &[("boom", Status::Running)])];
         let mut later = [row("s", Status::Unknown, 10_000, &[("boom", Status::Success)])];
-        with_ended_runs(soon.iter_mut(), &runs, |_| spans());
-        with_ended_runs(later.iter_mut(), &runs, |_| spans());
+        with_recorded_runs(soon.iter_mut(), &runs, |_| spans());
+        with_recorded_runs(later.iter_mut(), &runs, |_| spans());
         let expected = vec![
             ("prep".to_owned(), Status::Success),
             ("boom".to_owned(), Status::Error),
@@ -242,7 +251,7 @@ mod tests {
             ],
         )];
         let runs = [run("r2", "s", Status::Success, Some(10_500))];
-        with_ended_runs(rows.iter_mut(), &runs, |_| vec![span("write", Status::Error)]);
+        with_recorded_runs(rows.iter_mut(), &runs, |_| vec![span("write", Status::Error)]);
         let nodes: Vec<(&str, Status)> = rows[0].nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
         assert_eq!(
             nodes,
@@ -258,7 +267,7 @@ mod tests {
     fn files_that_tell_live_runs_and_later_writes_win() {
         let untouched = |status: Status, updated_at: u64, runs: &[LastRun<'_>]| {
             let mut rows = [row("s", status, updated_at, &[("a", status)])];
-            with_ended_runs(rows.iter_mut(), runs, |_| Vec::new());
+            with_recorded_runs(rows.iter_mut(), runs, |_| Vec::new());
             statuses(&rows[0]) == (status, vec![status])
         };
         let ended = [run("r", "s", Status::Cancelled, Some(10_000))];
@@ -272,7 +281,7 @@ mod tests {
             "still live"
         );
         let mut quiet = [row("s", Status::Unknown, 10_000, &[("a", Status::Unknown)])];
-        with_ended_runs(quiet.iter_mut(), &[run("r", "s", Status::Running, None)], |_| {
+        with_recorded_runs(quiet.iter_mut(), &[run("r", "s", Status::Running, None)], |_| {
             Vec::new()
         });
         assert_eq!(
