@@ -278,6 +278,8 @@ enum Command {
         session_id: String,
         #[command(flatten)]
         workspace: WorkspaceArg,
+        #[command(flatten)]
+        store: StoreArgs,
         /// Keep printing new lines until interrupted
         #[arg(long, short = 'f')]
         follow: bool,
@@ -353,10 +355,11 @@ fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
         Command::Tail {
             session_id,
             workspace,
+            store,
             follow,
             lines,
             json,
-        } => tail_session(&session_id, &workspace, follow, lines, json, out),
+        } => tail_session(&session_id, &workspace, &store, follow, lines, json, out),
         Command::Sessions { workspace, store, json } => {
             let sessions = store.open()?.list_sessions(&workspace.open()?, now)?;
             emit(out, json, &sessions, |out, sessions| print_sessions(out, sessions, now))
@@ -1112,6 +1115,7 @@ fn print_change(out: &mut impl Write, change: &Change, with_workspace: bool) -> 
 fn tail_session(
     session_id: &str,
     workspace: &WorkspaceArg,
+    store: &StoreArgs,
     follow: bool,
     count: usize,
     json: bool,
@@ -1120,6 +1124,13 @@ fn tail_session(
     let id = SessionId::parse(session_id)?;
     let workspace = workspace.open()?;
     let (own_file, mut files) = session_output_files(&workspace, &id)?;
+    if files.is_empty() {
+        // No output file in the folder: a session the studio ran has its output in the store.
+        let store = store.open()?;
+        if let Some(run) = store.runs(&workspace, Some(&id))?.into_iter().next() {
+            return tail_stored_output(&store, &run.id, follow, count, json, out);
+        }
+    }
     // Tails are placed before the last lines are read: a line is never missed, at worst printed twice.
     let mut tails: Vec<FileTail> = files.iter().map(FileTail::from_end).collect::<Result<_, _>>()?;
     let mut last: Vec<(PathBuf, String)> = Vec::new();
@@ -1195,6 +1206,38 @@ fn session_output_files(workspace: &Workspace, id: &SessionId) -> anyhow::Result
         .into_iter()
         .filter_map(|n| n.artifacts.raw_stream.map(|f| f.path));
     Ok((false, nodes.collect()))
+}
+
+/// The last `count` lines of a run's stored output, then (with `follow`) its new lines as they are
+/// stored. `--json` names the run instead of a file: `{"run_id", "line"}`.
+fn tail_stored_output(
+    store: &Store,
+    run_id: &str,
+    follow: bool,
+    count: usize,
+    json: bool,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let mut next = (store.output_line_count(run_id)? - count as i64).max(0) + 1;
+    loop {
+        let lines = store.output_page(run_id, next, 5_000)?;
+        for line in &lines {
+            if json {
+                serde_json::to_writer(&mut *out, &serde_json::json!({ "run_id": run_id, "line": line.text }))?;
+                writeln!(out)?;
+            } else {
+                writeln!(out, "{}", line.text)?;
+            }
+            next = line.seq + 1;
+        }
+        out.flush()?;
+        if !follow {
+            return Ok(());
+        }
+        if lines.is_empty() {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 }
 
 fn print_output_line(out: &mut impl Write, file: &std::path::Path, line: &str, json: bool) -> anyhow::Result<()> {

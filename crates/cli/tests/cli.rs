@@ -1278,3 +1278,75 @@ fn make_older(dir: &Path, seconds: u64) {
         std::fs::File::open(&path).unwrap().set_times(times).unwrap();
     }
 }
+
+/// Issue 12, point 8: `tail` prints a session the studio ran from its stored output when the
+/// folder has no output file, and follows it as it is stored.
+#[test]
+fn tail_prints_and_follows_the_stored_output_of_a_studio_run() {
+    use std::io::BufRead;
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let lines = workspace.path().join("lines.txt");
+    std::fs::write(&lines, "one\ntwo\nthree\n").unwrap();
+    let events = json_lines(&zstudio(
+        &["run", "--json", "-w", root, "--", "cat", lines.to_str().unwrap()],
+        None,
+    ));
+    let session = events[0]["session_id"].as_str().unwrap().to_owned();
+    let run_id = events[0]["run_id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        text_of(&zstudio(&["tail", &session, "-n", "2", "-w", root], None)),
+        "two\nthree\n"
+    );
+    let json = json_lines(&zstudio(&["tail", &session, "--json", "-w", root], None));
+    assert_eq!(json.len(), 3);
+    assert_eq!(json[0]["run_id"], run_id.as_str());
+
+    // Followed: a run printing a line every 100 ms (each node's `working` lines).
+    let agent = agent_binary();
+    let mut run = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args([
+            "run", "--json", "-w", root, "--", &agent, "--nodes", "a:1500", "--lines", "15",
+        ])
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("XDG_DATA_HOME", data_home())
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut run_events = std::io::BufReader::new(run.stdout.take().unwrap()).lines();
+    let started: Value = serde_json::from_str(&run_events.next().unwrap().unwrap()).unwrap();
+    let session = started["session_id"].as_str().unwrap().to_owned();
+    let mut tail = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(["tail", &session, "-f", "-n", "0", "-w", root])
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("XDG_DATA_HOME", data_home())
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (lines_seen, seen) = std::sync::mpsc::channel();
+    let tail_out = tail.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(tail_out).lines().map_while(Result::ok) {
+            if lines_seen.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    // Bounded: a tail that never prints the line fails the test instead of hanging it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let followed = std::iter::from_fn(|| {
+        seen.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+            .ok()
+    })
+    .find(|line| line.contains("a: working (15/15)"));
+    let _ = tail.kill();
+    let _ = tail.wait();
+    assert!(
+        followed.is_some(),
+        "tail -f printed the run's last working line as it was stored"
+    );
+    for _ in run_events.by_ref() {}
+    assert!(run.wait().unwrap().success());
+}
