@@ -711,6 +711,8 @@ impl WatchLoop {
         if is_folder && !initial {
             self.watch_session(index, id);
         }
+        // Nothing is followed through a link standing in for a session folder.
+        let files = if is_folder { files } else { BTreeSet::new() };
         let workspace = &mut self.workspaces[index];
         let root = workspace.workspace.root().to_owned();
         // Taken before the read: a change during the read shows in the next comparison.
@@ -844,19 +846,30 @@ fn deepest_real_folder(root: &Path) -> PathBuf {
 /// `nodes/<node>/`: real folders only, never links. Empty when the session folder is not a real
 /// folder.
 fn session_watch_dirs(session_dir: &Path) -> Vec<PathBuf> {
+    let mut dirs = layout_dirs(session_dir);
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// The session layout's real folders: the session folder itself, its node folders (and `nodes/`)
+/// and `nodes/<node>/`, each a real folder (a link, or anything reached through one, is not);
+/// nothing when the session folder is not a real folder. At most [`MAX_WATCHED_NODE_FOLDERS`] of
+/// each parent's.
+fn layout_dirs(session_dir: &Path) -> Vec<PathBuf> {
     let real_dir = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
     if !real_dir(session_dir) {
         return Vec::new();
     }
     let mut dirs = vec![session_dir.to_owned()];
-    for parent in [session_dir.to_owned(), session_dir.join("nodes")] {
+    let nodes = session_dir.join("nodes");
+    let parents = [Some(session_dir.to_owned()), real_dir(&nodes).then_some(nodes)];
+    for parent in parents.into_iter().flatten() {
         if let Ok(entries) = std::fs::read_dir(&parent) {
             let children = entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir()));
             dirs.extend(children.map(|e| e.path()).take(MAX_WATCHED_NODE_FOLDERS));
         }
     }
-    dirs.sort();
-    dirs.dedup();
     dirs
 }
 
@@ -866,30 +879,20 @@ const MAX_WATCHED_NODE_FOLDERS: usize = 1_000;
 /// The followed output files of a session folder: its own, and those of its node folders (at
 /// `<session>/<node>/` and `<session>/nodes/<node>/`).
 pub fn output_files(session_dir: &Path) -> Vec<PathBuf> {
+    // Only real folders of the layout: a linked session or `nodes` is never read through.
+    let mut dirs = layout_dirs(session_dir);
+    if dirs.is_empty() {
+        return Vec::new();
+    }
+    dirs[1..].sort();
     let mut files = Vec::new();
-    let mut look_in = |dir: &Path| {
+    for dir in dirs {
         for name in FOLLOWED_FILES {
             let path = dir.join(name);
             if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
                 files.push(path);
             }
         }
-    };
-    look_in(session_dir);
-    let mut node_dirs = Vec::new();
-    for parent in [session_dir.to_owned(), session_dir.join("nodes")] {
-        if let Ok(entries) = std::fs::read_dir(&parent) {
-            node_dirs.extend(
-                entries
-                    .flatten()
-                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-                    .map(|e| e.path()),
-            );
-        }
-    }
-    node_dirs.sort();
-    for dir in node_dirs {
-        look_in(&dir);
     }
     files
 }
@@ -957,6 +960,38 @@ mod tests {
             "every watch released with the watcher: {} left",
             inotify_watches() - before
         );
+    }
+
+    #[test]
+    fn nothing_is_followed_or_watched_through_a_linked_session_or_nodes_folder() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(outside.path().join("node")).unwrap();
+        let sessions = root.path().join(".zibby/output/sessions");
+        std::fs::create_dir_all(sessions.join("1777678254943_real")).unwrap();
+        symlink(outside.path(), sessions.join("1777678254943_link")).unwrap();
+        symlink(outside.path(), sessions.join("1777678254943_real/nodes")).unwrap();
+
+        let before = inotify_watches();
+        let (changes, received) = mpsc::channel();
+        let sink: ChangeSink = Arc::new(move |change| {
+            let _ = changes.send(change);
+        });
+        let workspace = Workspace::open(root.path()).unwrap();
+        let _watcher = Watcher::start(vec![workspace], sink, WatcherOptions::default()).unwrap();
+        // The sessions folder and the real session: two (nothing of `outside`).
+        assert_eq!(inotify_watches() - before, 2);
+        std::fs::write(outside.path().join("raw_stream_output.txt"), "secret\n").unwrap();
+        std::fs::write(outside.path().join("node/raw_stream_output.txt"), "secret\n").unwrap();
+        std::fs::write(sessions.join("1777678254943_real/raw_stream_output.txt"), "mine\n").unwrap();
+        let mut seen = Vec::new();
+        while let Ok(change) = received.recv_timeout(Duration::from_millis(1_500)) {
+            if let Change::OutputAppended { lines, .. } = change {
+                seen.extend(lines);
+            }
+        }
+        assert_eq!(seen, ["mine"], "only the real session's own output is followed");
     }
 
     #[test]
