@@ -282,8 +282,9 @@ pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
             folder
         }
     };
-    let temporary = folder.join(format!(".studio.toml.{}.tmp", std::process::id()));
-    std::fs::write(&temporary, text).map_err(|e| Error::io(&temporary, e))?;
+    // A new file of a name nobody can plant a link at in advance, never opened through a link.
+    let temporary = folder.join(format!(".studio.toml.{}.tmp", uuid::Uuid::now_v7().simple()));
+    crate::private::create_new_file(&temporary, text.as_bytes())?;
     std::fs::rename(&temporary, &path).map_err(|e| {
         let _ = std::fs::remove_file(&temporary);
         Error::io(&path, e)

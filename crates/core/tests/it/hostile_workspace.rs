@@ -248,6 +248,10 @@ fn an_agents_file_replaced_by_a_link_is_saved_as_a_file_not_through_the_link() {
     let elsewhere = outside.path().join("victim.toml");
     std::fs::write(&elsewhere, "keep me\n").unwrap();
     symlink(&elsewhere, root.path().join(".zibby/studio.toml")).unwrap();
+    // A repository can plant links where a temporary file might go: none is written through.
+    for pid in [std::process::id(), 1, 2, 3] {
+        symlink(&elsewhere, root.path().join(format!(".zibby/.studio.toml.{pid}.tmp"))).unwrap();
+    }
     studio_core::agents::save(root.path(), &[]).unwrap();
     assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "keep me\n");
     let written = std::fs::symlink_metadata(root.path().join(".zibby/studio.toml")).unwrap();
