@@ -1350,3 +1350,31 @@ fn tail_prints_and_follows_the_stored_output_of_a_studio_run() {
     for _ in run_events.by_ref() {}
     assert!(run.wait().unwrap().success());
 }
+
+/// An agent started through the keeper gets the default SIGPIPE: `yes | head -n 1` ends `yes`
+/// quietly, as in a terminal (with SIGPIPE ignored, `yes` would fail with "Broken pipe").
+#[test]
+fn an_agent_through_the_keeper_gets_the_default_sigpipe() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let events = json_lines(&zstudio(
+        &[
+            "run",
+            "--json",
+            "--memory",
+            "-w",
+            root,
+            "--",
+            "sh",
+            "-c",
+            "yes | head -n 1",
+        ],
+        None,
+    ));
+    let lines: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "output")
+        .filter_map(|e| e["line"].as_str())
+        .collect();
+    assert_eq!(lines, ["y"], "{events:?}");
+}

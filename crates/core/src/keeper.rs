@@ -85,7 +85,7 @@ fn start_error(program: &str, e: &std::io::Error) -> String {
 
 /// The trampoline: dies with the keeper from now on, then becomes the agent.
 fn become_agent(keeper: &str, command: &[String]) -> i32 {
-    use std::ffi::CString;
+    use std::os::unix::process::CommandExt;
     let fail = |message: String| {
         eprintln!("zibby run keeper: {message}");
         127
@@ -98,20 +98,18 @@ fn become_agent(keeper: &str, command: &[String]) -> i32 {
         return 128 + 9;
     }
     std::env::remove_var(AGENT_OF);
-    let Some(program) = command.first() else {
+    let Some((program, args)) = command.split_first() else {
         return fail("no command to keep".into());
     };
-    let args: Result<Vec<CString>, _> = command.iter().map(|a| CString::new(a.as_bytes())).collect();
-    let (Ok(file), Ok(args)) = (CString::new(program.as_bytes()), args) else {
-        return fail(format!("cannot start `{program}`: an argument holds a NUL byte"));
-    };
-    let Err(errno) = nix::unistd::execvp(&file, &args);
-    fail(start_error(program, &std::io::Error::from_raw_os_error(errno as i32)))
+    // Through std's exec: it gives the agent the default SIGPIPE (Rust ignores it in this process;
+    // an ignored signal would stay ignored across a bare execvp, and `cmd | head` would go on).
+    let error = Command::new(program).args(args).exec();
+    fail(start_error(program, &error))
 }
 
 fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
-    crate::private::create_dir_all(run_dir).map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
     // Signals to the run's group are for the agent; the keeper stays to record how it ended.
+    // Handled first of all: a stop asked right after the start (SIGUSR1) must not end the keeper.
     let noticed = Arc::new(AtomicBool::new(false));
     for signal in [
         signal_hook::consts::SIGTERM,
@@ -122,6 +120,7 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
         signal_hook::flag::register(signal, noticed.clone())
             .map_err(|e| format!("cannot handle signal {signal}: {e}"))?;
     }
+    crate::private::create_dir_all(run_dir).map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
     // Orphans of the run come to the keeper (and so stay within a stop's reach), not to init.
     nix::sys::prctl::set_child_subreaper(true).map_err(|e| format!("cannot become a subreaper: {e}"))?;
     let (program, _) = command.split_first().ok_or("no command to keep")?;
