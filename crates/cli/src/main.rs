@@ -1231,7 +1231,8 @@ fn tail_stored_output(
             next = line.seq + 1;
         }
         out.flush()?;
-        if !follow {
+        let caught_up = lines.len() < 5_000;
+        if !follow && caught_up {
             return Ok(());
         }
         if lines.is_empty() {
