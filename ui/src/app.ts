@@ -62,6 +62,7 @@ function workspaceState(): Pick<
   | "search"
   | "workspaceMenu"
   | "watchNotice"
+  | "trustRequest"
 > {
   return {
     sessions: { kind: "loading" },
@@ -75,26 +76,27 @@ function workspaceState(): Pick<
     search: { kind: "idle" },
     workspaceMenu: null,
     watchNotice: null,
+    trustRequest: null,
   };
 }
 
 export function startApp(root: HTMLElement, shellBackend: Backend, clock: () => Date = () => new Date()): App {
   // Every run start (the Run bar, Continue, Re-run node) asks before an untrusted agents file runs.
-  const backend = askingToTrust(
-    shellBackend,
-    (launch) =>
-      new Promise<boolean>((resolve) =>
-        set({
-          trustRequest: {
-            launch,
-            answer: (trust) => {
-              set({ trustRequest: null });
-              resolve(trust);
-            },
+  const backend = askingToTrust(shellBackend, (launch) => {
+    // One question at a time: one still open (a second Run meanwhile) is answered no.
+    state.trustRequest?.answer(false);
+    return new Promise<boolean>((resolve) =>
+      set({
+        trustRequest: {
+          launch,
+          answer: (trust) => {
+            if (state.trustRequest?.launch === launch) set({ trustRequest: null });
+            resolve(trust);
           },
-        }),
-      ),
-  );
+        },
+      }),
+    );
+  });
   let state: ViewState = {
     ...workspaceState(),
     workspace: { kind: "loading" },
@@ -107,7 +109,6 @@ export function startApp(root: HTMLElement, shellBackend: Backend, clock: () => 
     now: clock(),
     agentForm: null,
     quitRequest: null,
-    trustRequest: null,
   };
   let sessionView: SessionView | null = null;
   /** Runs the S key asked to stop (a second S forces). */
@@ -166,6 +167,8 @@ export function startApp(root: HTMLElement, shellBackend: Backend, clock: () => 
   async function workspaceSwitched(): Promise<void> {
     sessionView = null;
     stopAsked.clear();
+    // A question about the last workspace's agents file is answered no (its start gives up).
+    state.trustRequest?.answer(false);
     set(workspaceState());
     await refresh();
     switchingTo = null;
