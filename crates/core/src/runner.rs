@@ -694,6 +694,10 @@ pub fn reconcile(store: &Store, now: SystemTime) -> Result<Vec<crate::store::Rec
         let Some(kept) = crate::keeper::read_exit(&dir) else {
             continue;
         };
+        // Every studio process settles what it finds: only the one that claims the run does.
+        if !store.claim_run(&run.id, run.owner_pid)? {
+            continue;
+        }
         let status = finish_from_keeper_files(store, &run, &dir, exit_of(kept), now)?;
         recovered.push(crate::store::Recovered {
             run_id: run.id.clone(),
@@ -786,7 +790,10 @@ fn finish_from_keeper_files(
             exit_code: timeline.exit_code,
             error: timeline.error.as_deref(),
             stopped_by,
-            ended_at: now,
+            // When the agent ended (its keeper wrote `exit` then), not when it was settled.
+            ended_at: std::fs::metadata(dir.join(crate::keeper::EXIT_FILE))
+                .and_then(|m| m.modified())
+                .unwrap_or(now),
         },
     )?;
     let workspace = Workspace::from_canonical_root(run.workspace.clone());

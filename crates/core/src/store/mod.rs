@@ -653,6 +653,19 @@ impl Store {
     }
 
     /// The studio lets a live run go on without it: nobody owns it until a studio takes it back.
+    /// Claims a run no live studio process owns (`owner` as it was read: none, or a dead one) for
+    /// this process, so that one process alone settles it; `false` when another got there first.
+    pub fn claim_run(&self, run_id: &str, owner: Option<i64>) -> Result<bool, Error> {
+        let changed = self
+            .conn()
+            .execute(
+                "UPDATE runs SET owner_pid = ?3 WHERE id = ?1 AND status = 'running' AND owner_pid IS ?2",
+                params![run_id, owner, std::process::id()],
+            )
+            .map_err(|e| self.err(e))?;
+        Ok(changed == 1)
+    }
+
     pub fn run_detach(&self, run_id: &str) -> Result<(), Error> {
         let conn = self.conn();
         conn.execute("UPDATE runs SET owner_pid = NULL WHERE id = ?1", [run_id])

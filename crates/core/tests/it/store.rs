@@ -983,3 +983,20 @@ fn a_listed_session_takes_the_status_of_its_last_run_not_an_earlier_one() {
     finish(&store, &second, Status::Error);
     assert_eq!(status(), Status::Error, "the last run decides, not the first");
 }
+
+#[test]
+fn a_run_left_to_settle_is_claimed_by_one_process_alone() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let run = start_run(&store, &s.workspace, &id("1777678254943_clm1"), "go");
+    store.run_detach(&run).unwrap();
+    // Two studio processes find it: one claims it, the other leaves it.
+    let other = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    assert!(store.claim_run(&run, None).unwrap());
+    assert!(!other.claim_run(&run, None).unwrap());
+    finish(&store, &run, Status::Success);
+    assert!(
+        !store.claim_run(&run, Some(i64::from(std::process::id()))).unwrap(),
+        "an ended run is nobody's to settle"
+    );
+}
