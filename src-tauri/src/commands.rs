@@ -184,13 +184,13 @@ pub fn agent_save(
     Ok(saved)
 }
 
-/// Trusts the content of the workspace's `.zibby/studio.toml` whose digest the window showed (with
-/// what it would run) when a run was refused as `agents_untrusted`.
+/// Trusts the launch of an agent (its exact command, folder and environment) that the window showed
+/// when a run was refused as `agents_untrusted`, by its digest.
 #[tauri::command(async)]
 pub fn agents_trust(studio: State<'_, Studio>, digest: String) -> Result<(), CommandError> {
     Ok(studio
         .store()?
-        .trust_agents_file(&studio.workspace()?, &digest, SystemTime::now())?)
+        .trust_launch(&studio.workspace()?, &digest, SystemTime::now())?)
 }
 
 /// Runs an agent of `.zibby/studio.toml` on a prompt, in a new session or in `session_id`

@@ -149,15 +149,20 @@ impl Workspace {
         self.dir.path()
     }
 
-    /// Trusts the workspace's `.zibby/studio.toml` as it is now, in the app's store.
+    /// Trusts every agent of the workspace's `.zibby/studio.toml` as it is now (their run and
+    /// replay commands), in the app's store.
     pub fn trust_agents_file(&self) {
         let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(self.db()))
             .expect("open the app's store");
         let workspace = studio_core::Workspace::open(self.path()).expect("open the workspace");
-        let (_, digest) = studio_core::agents::load_with_digest(self.path()).expect("read .zibby/studio.toml");
-        store
-            .trust_agents_file(&workspace, &digest.expect("an agents file"), SystemTime::now())
-            .expect("trust the agents file");
+        for agent in studio_core::agents::load(self.path()).expect("read .zibby/studio.toml") {
+            for replay in [false, true].into_iter().filter(|r| !r || agent.replay.is_some()) {
+                let found = studio_core::agents::find(self.path(), &agent.name, replay).expect("the agent");
+                store
+                    .trust_launch(&workspace, &found.launch.digest, SystemTime::now())
+                    .expect("trust the agent");
+            }
+        }
     }
 
     /// The store the app is opened with (`--db`), outside the workspace.

@@ -51,7 +51,7 @@ export function trustDialog(launch: AgentLaunch, answer: (trust: boolean) => voi
     el(
       "p",
       {},
-      "This workspace's agents file can name any command. Run it only if you trust where the file comes from; the studio asks again whenever the file changes.",
+      "This workspace's agents file can name any command. Run it only if you trust where the file comes from; the studio asks again for another agent or replay, and whenever this command, its folder or its environment changes.",
     ),
     el(
       "dl",
@@ -61,7 +61,11 @@ export function trustDialog(launch: AgentLaunch, answer: (trust: boolean) => voi
       field("In", el("code", { attrs: { id: "trust-cwd" } }, launch.cwd)),
       field(
         "Environment",
-        el("code", { attrs: { id: "trust-env" } }, launch.env_keys.length === 0 ? "(none set)" : launch.env_keys.join(", ")),
+        el(
+          "code",
+          { attrs: { id: "trust-env" } },
+          launch.env.length === 0 ? "(none set)" : launch.env.map(([key, value]) => `${key}=${value}`).join(" "),
+        ),
       ),
       field("File", el("code", {}, launch.agents_file)),
     ),

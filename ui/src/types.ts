@@ -124,10 +124,10 @@ export interface AgentLaunch {
   /** The command, placeholders (`{prompt}`, ...) unexpanded. */
   argv: string[];
   cwd: string;
-  /** The variables the file sets (their values are not shown). */
-  env_keys: string[];
+  /** The variables the file sets, with their values (`[key, value]`). */
+  env: [string, string][];
   agents_file: string;
-  /** The digest of the file's content that trusting it records. */
+  /** The digest of this exact launch (agent, command, folder, environment) that trusting records. */
   digest: string;
 }
 

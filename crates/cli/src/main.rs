@@ -874,27 +874,19 @@ fn require_trust(
         let mut err = visible::Visible::new(std::io::stderr().lock());
         writeln!(
             err,
-            "{} is not trusted yet. Agent `{}` would run:",
-            launch.agents_file.display(),
-            launch.agent
+            "Agent `{}` of {} is not trusted yet. It would run:",
+            launch.agent,
+            launch.agents_file.display()
         )?;
         writeln!(err, "  command      {:?}", launch.argv)?;
         writeln!(err, "  in           {}", launch.cwd.display())?;
-        writeln!(
-            err,
-            "  environment  {}",
-            if launch.env_keys.is_empty() {
-                "-".to_owned()
-            } else {
-                launch.env_keys.join(", ")
-            }
-        )?;
+        writeln!(err, "  environment  {}", launch.env_text())?;
         drop(err);
-        if !confirm("Trust this file and run it?")? {
-            anyhow::bail!("not run: {} is not trusted", launch.agents_file.display());
+        if !confirm("Trust this and run it?")? {
+            anyhow::bail!("not run: agent `{}` is not trusted", launch.agent);
         }
     }
-    store.trust_agents_file(workspace, &launch.digest, SystemTime::now())?;
+    store.trust_launch(workspace, &launch.digest, SystemTime::now())?;
     Ok(())
 }
 

@@ -637,21 +637,24 @@ fn agents_of_the_workspace_run_and_replay_by_name() {
     );
     let events = json_lines(&first);
     let session = events[0]["session_id"].as_str().unwrap().to_owned();
-    let replay = zstudio(
-        &[
-            "run",
-            "--json",
-            "--agent",
-            "trip",
-            "--session",
-            &session,
-            "--node",
-            "book",
-            "-w",
-            root,
-        ],
-        None,
-    );
+    let replay_args = [
+        "run",
+        "--json",
+        "--agent",
+        "trip",
+        "--session",
+        &session,
+        "--node",
+        "book",
+        "-w",
+        root,
+    ];
+    // The replay command is another launch: it was not shown, so it is not trusted yet.
+    let untrusted = zstudio(&replay_args, None);
+    assert!(String::from_utf8_lossy(&untrusted.stderr).contains("is not trusted yet"));
+    let mut trusted_replay = replay_args.to_vec();
+    trusted_replay.push("--trust");
+    let replay = zstudio(&trusted_replay, None);
     let events = json_lines(&replay);
     assert_eq!(events[0]["session_id"], session.as_str());
     let nodes: Vec<&str> = events
@@ -662,9 +665,12 @@ fn agents_of_the_workspace_run_and_replay_by_name() {
     assert_eq!(nodes, ["book"]);
     let runs = json_of(&zstudio(&["runs", "--json", "--session", &session, "-w", root], None));
     assert_eq!(runs[0]["replayed_node"], "book");
-    // Trusted once for this content: the replay above needed no --trust. Changed, it asks again.
-    let mut changed = std::fs::read_to_string(workspace.path().join(".zibby/studio.toml")).unwrap();
-    changed.push_str("# changed\n");
+    // Trusted once: the same launch runs without asking; a changed command asks again.
+    let same = zstudio(&["run", "--agent", "trip", "-w", root], None);
+    assert!(same.status.success(), "{}", String::from_utf8_lossy(&same.stderr));
+    let changed = std::fs::read_to_string(workspace.path().join(".zibby/studio.toml"))
+        .unwrap()
+        .replace("plan:10,book:10", "plan:10");
     std::fs::write(workspace.path().join(".zibby/studio.toml"), changed).unwrap();
     let again = zstudio(&["run", "--agent", "trip", "-w", root], None);
     assert!(String::from_utf8_lossy(&again.stderr).contains("is not trusted yet"));

@@ -71,32 +71,26 @@ fn line_of(text: &str, offset: usize) -> usize {
 /// The file is read only as a regular file (never through a link) of at most
 /// [`MAX_AGENTS_FILE_BYTES`].
 pub fn load(workspace_root: &Path) -> Result<Vec<Agent>, Error> {
-    load_with_digest(workspace_root).map(|(agents, _)| agents)
-}
-
-/// [`load`], with the digest of the file's content (`None` without a file): what the user trusts.
-pub fn load_with_digest(workspace_root: &Path) -> Result<(Vec<Agent>, Option<String>), Error> {
     let path = workspace_root.join(AGENTS_FILE);
     if crate::untrusted::confined_folder(workspace_root, &[".zibby"])?.is_none() {
-        return Ok((Vec::new(), None));
+        return Ok(Vec::new());
     }
     let bytes = match crate::untrusted::read_bounded(&path, MAX_AGENTS_FILE_BYTES) {
         Ok(bytes) => bytes,
-        Err(e) if crate::untrusted::is_not_found(&e) => return Ok((Vec::new(), None)),
+        Err(e) if crate::untrusted::is_not_found(&e) => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
-    let digest = digest(&bytes);
     let text = String::from_utf8(bytes).map_err(|e| Error::AgentsFile {
         path: path.clone(),
         line: line_of(&String::from_utf8_lossy(e.as_bytes()), e.utf8_error().valid_up_to()),
         field: "-".to_owned(),
         message: "not valid UTF-8".to_owned(),
     })?;
-    Ok((parse(&path, &text)?, Some(digest)))
+    parse(&path, &text)
 }
 
 /// An agent of the workspace's agents file, with the command a run or a replay uses and what
-/// running it would do ([`Launch`], to check against the trusted files).
+/// running it would do ([`Launch`], to check against what the user trusted).
 #[derive(Debug, Clone)]
 pub struct Found {
     pub agent: Agent,
@@ -107,8 +101,7 @@ pub struct Found {
 /// The agent `name`, with its run command, or with `replay` its replay command.
 pub fn find(workspace_root: &Path, name: &str, replay: bool) -> Result<Found, Error> {
     let path = workspace_root.join(AGENTS_FILE);
-    let (agents, digest) = load_with_digest(workspace_root)?;
-    let agent = agents
+    let agent = load(workspace_root)?
         .into_iter()
         .find(|candidate| candidate.name == name)
         .ok_or_else(|| Error::AgentNotFound {
@@ -123,11 +116,11 @@ pub fn find(workspace_root: &Path, name: &str, replay: bool) -> Result<Found, Er
     } else {
         agent.run.clone()
     };
-    let launch = Launch::new(workspace_root, &agent, &command, digest.as_deref().unwrap_or_default());
+    let launch = Launch::new(workspace_root, &agent, &command);
     Ok(Found { agent, command, launch })
 }
 
-/// The SHA-256 of an agents file's content, in hex.
+/// The SHA-256 of `content`, in hex.
 pub fn digest(content: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(content)
@@ -136,33 +129,51 @@ pub fn digest(content: &[u8]) -> String {
         .collect()
 }
 
-/// What running an agent of a workspace's agents file would do, as a person must see it before
-/// trusting the file (a cloned repository can declare any command).
+/// What running an agent of a workspace's agents file would do, exactly, as a person must see it
+/// before trusting it (a cloned repository can declare any command, folder and environment).
+/// Trust is given to this launch, by its [`Launch::digest`]: another agent, its replay command, or
+/// any change of the command, folder or environment is asked about again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Launch {
     pub agent: String,
     /// The command, placeholders unexpanded (`{prompt}`, `{session_id}`, ...).
     pub argv: Vec<String>,
     pub cwd: PathBuf,
-    /// The variables the file sets (values not shown: they may be secrets).
-    pub env_keys: Vec<String>,
+    /// The variables the file sets, with their values (`NODE_OPTIONS` can run code too).
+    pub env: Vec<(String, String)>,
     pub agents_file: PathBuf,
-    /// The digest of the file's content ([`digest`]) that trusting it records.
+    /// The SHA-256 of the agent, command, folder and environment: what trusting it records.
     pub digest: String,
 }
 
 impl Launch {
-    pub fn new(workspace_root: &Path, agent: &Agent, argv: &[String], digest: &str) -> Launch {
+    pub fn new(workspace_root: &Path, agent: &Agent, argv: &[String]) -> Launch {
+        let cwd = agent
+            .cwd
+            .as_ref()
+            .map_or_else(|| workspace_root.to_owned(), |cwd| workspace_root.join(cwd));
+        let env: Vec<(String, String)> = agent.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let exact = serde_json::json!({ "agent": agent.name, "argv": argv, "cwd": cwd, "env": env });
         Launch {
             agent: agent.name.clone(),
             argv: argv.to_vec(),
-            cwd: agent
-                .cwd
-                .as_ref()
-                .map_or_else(|| workspace_root.to_owned(), |cwd| workspace_root.join(cwd)),
-            env_keys: agent.env.keys().cloned().collect(),
+            cwd,
+            env,
             agents_file: workspace_root.join(AGENTS_FILE),
-            digest: digest.to_owned(),
+            digest: digest(exact.to_string().as_bytes()),
+        }
+    }
+
+    /// `KEY=value, ...`, or `-` when the agent sets none.
+    pub fn env_text(&self) -> String {
+        if self.env.is_empty() {
+            "-".to_owned()
+        } else {
+            self.env
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         }
     }
 }

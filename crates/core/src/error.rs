@@ -62,13 +62,13 @@ pub enum Error {
     #[error("{path} is too large to read ({bytes} bytes; at most {limit})")]
     FileTooLarge { path: PathBuf, bytes: u64, limit: u64 },
     #[error(
-        "{} is not trusted yet: agent `{}` would run {:?} in {} with the environment variables [{}]; \
+        "agent `{}` of {} is not trusted yet: it would run {:?} in {} with the environment [{}]; \
          read it, then trust it",
-        .launch.agents_file.display(),
         .launch.agent,
+        .launch.agents_file.display(),
         .launch.argv,
         .launch.cwd.display(),
-        .launch.env_keys.join(", ")
+        .launch.env_text()
     )]
     AgentsUntrusted { launch: Box<crate::agents::Launch> },
     #[error("no workspace is open: choose a project folder (Open folder…)")]

@@ -125,9 +125,10 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN pgid_start_time INTEGER;
     ALTER TABLE runs ADD COLUMN boot_id TEXT;
     "#,
-    // 4: the agents files the user trusted to run, by workspace and content (a SHA-256).
+    // 4: the agent launches the user trusted to run, by workspace and a SHA-256 of the exact
+    // agent, command, folder and environment (agents::Launch).
     r#"
-    CREATE TABLE trusted_agents_files (
+    CREATE TABLE trusted_launches (
         workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
         digest TEXT NOT NULL,
         trusted_at INTEGER NOT NULL,

