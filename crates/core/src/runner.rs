@@ -899,6 +899,12 @@ impl RunContext {
                             fold: &mut TimelineFold,
                             writer: &mut crate::store::OutputWriter<'_>| {
             let applied = fold.apply(&event);
+            // `┌ title` lines an agent printed before the first marker were not nodes after all.
+            for index in fold.take_discarded() {
+                if let Some(span) = node_spans.remove(&index) {
+                    let _ = store.span_forget(span);
+                }
+            }
             // Subscribers first: recording can wait a moment, the window should not. A node
             // begins or ends on a marker, or (in a stream without markers) on its `┌` / `└` line.
             match applied {

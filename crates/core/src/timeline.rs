@@ -29,6 +29,10 @@ pub struct NodeRun {
     pub took: Option<String>,
     #[serde(skip)]
     bars: usize,
+    /// Opened by a `┌` line before the stream's first marker: not a node (see
+    /// [`TimelineFold::take_discarded`]).
+    #[serde(skip)]
+    discarded: bool,
 }
 
 /// How a run's process ended.
@@ -118,6 +122,8 @@ pub struct TimelineFold {
     last_closed: Option<usize>,
     /// A marker was seen: the human timeline's `┌` / `└` lines only annotate from then on.
     markers: bool,
+    /// See [`TimelineFold::take_discarded`].
+    discarded: Vec<usize>,
     /// Without markers: the `│ ` nesting of the `└` line that closed `last_closed`, while no node
     /// began since (a second `└ failed` there is the same node failing twice).
     closed_by_line_at: Option<usize>,
@@ -198,11 +204,20 @@ impl TimelineFold {
     /// The first marker of a stream: what the `┌` lines before it opened is dropped (the markers
     /// tell the same nodes; none has been seen before the first marker in a real run).
     fn discard_line_nodes(&mut self) {
-        self.nodes.clear();
-        self.parents.clear();
+        for (index, node) in self.nodes.iter_mut().enumerate().filter(|(_, node)| !node.discarded) {
+            node.discarded = true;
+            self.discarded.push(index);
+        }
         self.open.clear();
         self.last_closed = None;
         self.closed_by_line_at = None;
+    }
+
+    /// The executions found not to be nodes since the last call (a `┌ title` line an agent printed
+    /// before the stream's first marker): whoever recorded them as begun forgets them. Indexes
+    /// stay those [`Applied::NodeBegan`] gave; the timeline leaves them out.
+    pub fn take_discarded(&mut self) -> Vec<usize> {
+        std::mem::take(&mut self.discarded)
     }
 
     /// A node execution, by its index.
@@ -242,6 +257,7 @@ impl TimelineFold {
             ended_at_ms: None,
             took: None,
             bars,
+            discarded: false,
         });
         Applied::NodeBegan(self.nodes.len() - 1)
     }
@@ -332,6 +348,7 @@ impl TimelineFold {
                 other => other,
             };
         }
+        nodes.retain(|node| !node.discarded);
         let error = (status == Status::Error).then(|| {
             self.error_line
                 .clone()
@@ -610,6 +627,27 @@ mod tests {
             failed("", "Error [not a code]: x\nNode.js v20\n").as_deref(),
             Some("Node.js v20")
         );
+    }
+
+    #[test]
+    fn a_title_line_before_the_first_marker_is_not_a_node() {
+        let stdout = format!(
+            "┌  my agent\n│  ◆ Session 1777678254943_x\n{}┌ plan\n└ done 1ms\n{}",
+            marker("node_begin", "plan"),
+            marker("node_end", "plan")
+        );
+        let mut fold = TimelineFold::new();
+        let mut began = Vec::new();
+        for event in crate::protocol::StreamReader::read_all(Stream::Stdout, stdout.as_bytes()) {
+            if let Applied::NodeBegan(index) = fold.apply(&event) {
+                began.push(index);
+            }
+        }
+        assert_eq!(began, [0, 1], "the title looked like a node until the first marker");
+        assert_eq!(fold.take_discarded(), [0], "then it was said not to be one");
+        assert!(fold.take_discarded().is_empty());
+        let timeline = fold.timeline(None);
+        assert_eq!(summary(&timeline), [("plan".to_owned(), Status::Success, 0)]);
     }
 
     #[test]

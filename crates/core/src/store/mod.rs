@@ -966,6 +966,23 @@ impl Store {
         Ok(conn.last_insert_rowid())
     }
 
+    /// Forgets a span recorded for what turned out not to be a node (and its search entry).
+    pub fn span_forget(&self, span_id: i64) -> Result<(), Error> {
+        let conn = self.conn();
+        let tx = self.write_transaction(&conn)?;
+        let indexed: Option<bool> = tx
+            .query_row("SELECT indexed FROM spans WHERE id = ?1", [span_id], |r| r.get(0))
+            .optional()
+            .map_err(|e| self.err(e))?;
+        if indexed == Some(true) {
+            tx.execute("DELETE FROM search_text WHERE rowid = ?1 * 4 + 3", [span_id])
+                .map_err(|e| self.err(e))?;
+        }
+        tx.execute("DELETE FROM spans WHERE id = ?1", [span_id])
+            .map_err(|e| self.err(e))?;
+        tx.commit().map_err(|e| self.err(e))
+    }
+
     pub fn span_end(&self, span_id: i64, status: Status, at: SystemTime) -> Result<(), Error> {
         let conn = self.conn();
         conn.prepare_cached("UPDATE spans SET status = ?2, ended_at = ?3 WHERE id = ?1")

@@ -628,3 +628,32 @@ fn a_recorded_runs_nodes_are_listed_the_same_an_hour_later_folder_or_not() {
         assert_eq!((shown.status, nodes), now, "show says what sessions says");
     }
 }
+
+/// A `┌ title` line an agent prints before the graph's first marker (a prompt library's intro)
+/// looks like a node until the first marker: no span of it is left behind.
+#[test]
+fn a_title_line_before_the_first_marker_leaves_no_node() {
+    let b = bench();
+    let script = "printf '┌  my agent\\n'; \
+                  printf '__WORKFLOW_GRAPH_LOG__{\"phase\":\"node_begin\",\"node\":\"plan\"}\\n┌ plan\\n└ done 1ms\\n'; \
+                  printf '__WORKFLOW_GRAPH_LOG__{\"phase\":\"node_end\",\"node\":\"plan\"}\\n'";
+    let run = b
+        .supervisor
+        .start(RunRequest {
+            command: vec!["sh".into(), "-c".into(), script.into()],
+            ..harness::request(&b, &[])
+        })
+        .unwrap();
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
+    assert_eq!(finished(&events).0, Status::Success);
+    let spans: Vec<String> = b
+        .supervisor
+        .store()
+        .spans(&run.run_id)
+        .unwrap()
+        .into_iter()
+        .filter(|span| span.kind == "node")
+        .map(|span| span.name)
+        .collect();
+    assert_eq!(spans, ["plan"]);
+}
