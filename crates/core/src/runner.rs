@@ -494,20 +494,29 @@ impl Supervisor {
         let pid = child.id();
         // Not waited for yet: the process with this id is the child, whatever its start time.
         let leader = ProcessIdentity::of(pid);
-        store.run_set_process(&run_id, pid, pid)?;
-        if let Some(dir) = &keeper_dir {
-            store.run_set_keeper_dir(&run_id, dir)?;
+        // The agent runs from here on: the studio's own trouble recording it (a full disk) is
+        // logged, never a reason to drop its pipes (it would die of SIGPIPE) or leave it unfollowed.
+        let recorded = store
+            .run_set_process(&run_id, pid, pid)
+            .and_then(|()| match &keeper_dir {
+                Some(dir) => store.run_set_keeper_dir(&run_id, dir),
+                None => Ok(()),
+            })
+            .and_then(|()| {
+                store.log(
+                    workspace,
+                    &session_id,
+                    Some(&run_id),
+                    Level::Info,
+                    "run.started",
+                    &format!("started {}", command.join(" ")),
+                    serde_json::json!({ "pid": pid, "process_group": pid, "command": command, "session_path": path_text }),
+                    started_at,
+                )
+            });
+        if let Err(error) = recorded {
+            tracing::error!(%run_id, %error, "cannot record a run's start; following it anyway");
         }
-        store.log(
-            workspace,
-            &session_id,
-            Some(&run_id),
-            Level::Info,
-            "run.started",
-            &format!("started {}", command.join(" ")),
-            serde_json::json!({ "pid": pid, "process_group": pid, "command": command, "session_path": path_text }),
-            started_at,
-        )?;
         let live = Arc::new(LiveRun {
             session_path: session_path.clone(),
             leader,
