@@ -4,8 +4,10 @@
 //! the engine always prints: `┌ name` opens a node, `└ done …` / `└ failed …` closes the
 //! innermost open one, `│ ` prefixes nest. Either way a node begun again while it is the
 //! innermost open one (no end between) is a legacy retry: one execution, one more attempt, its
-//! status that of the last. Without markers, a failing node's doubled `└ failed` (at the same
-//! nesting) confirms the failure instead of closing its parent. Two cases stay ambiguous without
+//! status that of the last (so a nested node named like its parent reads as a retry: neither the
+//! markers nor the timeline tell them apart). Without markers, a failing node's doubled
+//! `└ failed` (at the same nesting) confirms the failure instead of closing its parent. Two cases
+//! stay ambiguous without
 //! markers (PROTOCOL.md §2): a name long enough to wrap its `┌` line, and a process killed between
 //! a node's marker and its `┌` line.
 
