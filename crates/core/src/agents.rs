@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+pub use crate::launch::Launch;
 
 pub const AGENTS_FILE: &str = ".zibby/studio.toml";
 pub const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{session_id}", "{session_path}", "{node}"];
@@ -116,66 +117,13 @@ pub fn find(workspace_root: &Path, name: &str, replay: bool) -> Result<Found, Er
     } else {
         agent.run.clone()
     };
-    let launch = Launch::new(workspace_root, &agent, &command);
+    let cwd = agent
+        .cwd
+        .as_ref()
+        .map_or_else(|| workspace_root.to_owned(), |cwd| workspace_root.join(cwd));
+    let env = agent.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let launch = Launch::new(&agent.name, &command, cwd, env, workspace_root.join(AGENTS_FILE));
     Ok(Found { agent, command, launch })
-}
-
-/// The SHA-256 of `content`, in hex.
-pub fn digest(content: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(content)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// What running an agent of a workspace's agents file would do, exactly, as a person must see it
-/// before trusting it (a cloned repository can declare any command, folder and environment).
-/// Trust is given to this launch, by its [`Launch::digest`]: another agent, its replay command, or
-/// any change of the command, folder or environment is asked about again.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Launch {
-    pub agent: String,
-    /// The command, placeholders unexpanded (`{prompt}`, `{session_id}`, ...).
-    pub argv: Vec<String>,
-    pub cwd: PathBuf,
-    /// The variables the file sets, with their values (`NODE_OPTIONS` can run code too).
-    pub env: Vec<(String, String)>,
-    pub agents_file: PathBuf,
-    /// The SHA-256 of the agent, command, folder and environment: what trusting it records.
-    pub digest: String,
-}
-
-impl Launch {
-    pub fn new(workspace_root: &Path, agent: &Agent, argv: &[String]) -> Launch {
-        let cwd = agent
-            .cwd
-            .as_ref()
-            .map_or_else(|| workspace_root.to_owned(), |cwd| workspace_root.join(cwd));
-        let env: Vec<(String, String)> = agent.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        let exact = serde_json::json!({ "agent": agent.name, "argv": argv, "cwd": cwd, "env": env });
-        Launch {
-            agent: agent.name.clone(),
-            argv: argv.to_vec(),
-            cwd,
-            env,
-            agents_file: workspace_root.join(AGENTS_FILE),
-            digest: digest(exact.to_string().as_bytes()),
-        }
-    }
-
-    /// `KEY=value, ...`, or `-` when the agent sets none.
-    pub fn env_text(&self) -> String {
-        if self.env.is_empty() {
-            "-".to_owned()
-        } else {
-            self.env
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        }
-    }
 }
 
 /// `.zibby/studio.toml` is read up to this size (a few agents take a few KiB).

@@ -2,7 +2,8 @@
 //! meant to use only those above it (issue 13 tracks where it does not yet: `tools/import-cycles`):
 //!
 //! - **Vocabulary**: [`error`] (every error and its stable code), [`id`] (session ids, checked
-//!   before they touch a path), [`status`] (one status word for runs, nodes and sessions).
+//!   before they touch a path), [`status`] (one status word for runs, nodes and sessions),
+//!   [`launch`] (what running an agent would do, as trust sees it).
 //! - **Protocol**: [`protocol`] (the streaming reader of a run's stdout/stderr: markers, the human
 //!   timeline, lines bounded at 1 MiB) and [`timeline`] (their fold into node executions, attempts
 //!   and a run status, markers or not).
@@ -26,6 +27,7 @@ pub mod files;
 pub mod id;
 pub mod index;
 pub mod keeper;
+pub mod launch;
 pub mod live;
 pub mod private;
 pub mod process;
