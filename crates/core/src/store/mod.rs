@@ -999,22 +999,36 @@ impl Store {
                  WHERE run_id = ?1 ORDER BY id",
             )
             .map_err(|e| self.err(e))?;
-        let rows = statement
-            .query_map([run_id], |r| {
-                Ok(Span {
-                    id: r.get(0)?,
-                    parent_id: r.get(1)?,
-                    run_id: r.get(2)?,
-                    name: r.get(3)?,
-                    kind: r.get(4)?,
-                    depth: r.get(5)?,
-                    started_at: timestamp(r.get(6)?),
-                    ended_at: r.get::<_, Option<i64>>(7)?.map(timestamp),
-                    status: parse_status(&r.get::<_, String>(8)?),
-                })
-            })
-            .map_err(|e| self.err(e))?;
+        let rows = statement.query_map([run_id], span_from_row).map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// The node spans of each session's last run in a workspace, by run id: one query for a whole
+    /// listing (it lays them over every session the studio ran).
+    fn last_runs_node_spans(
+        &self,
+        workspace: &Workspace,
+    ) -> Result<std::collections::HashMap<String, Vec<Span>>, Error> {
+        let conn = self.conn();
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT sp.id, sp.parent_id, sp.run_id, sp.name, sp.kind, sp.depth, sp.started_at, sp.ended_at, sp.status
+                 FROM spans sp JOIN runs r ON r.id = sp.run_id JOIN sessions s ON s.key = r.session_key
+                 JOIN workspaces w ON w.id = s.workspace_id
+                 WHERE w.root = ?1 AND sp.kind = 'node'
+                   AND r.started_at = (SELECT MAX(started_at) FROM runs WHERE session_key = r.session_key)
+                 ORDER BY sp.id",
+            )
+            .map_err(|e| self.err(e))?;
+        let rows = statement
+            .query_map([workspace.root().to_string_lossy()], span_from_row)
+            .map_err(|e| self.err(e))?;
+        let mut by_run: std::collections::HashMap<String, Vec<Span>> = std::collections::HashMap::new();
+        for span in rows {
+            let span = span.map_err(|e| self.err(e))?;
+            by_run.entry(span.run_id.clone()).or_default().push(span);
+        }
+        Ok(by_run)
     }
 
     // ---- search ----
@@ -1270,8 +1284,9 @@ impl Store {
         let mut sessions = crate::index::list(self, workspace, now)?;
         let runs = self.last_runs(workspace)?;
         let last_runs: Vec<recorded_runs::LastRun<'_>> = runs.iter().map(recorded_runs::LastRun::from).collect();
+        let mut spans = self.last_runs_node_spans(workspace)?;
         recorded_runs::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
-            self.spans(run_id).unwrap_or_default()
+            spans.remove(run_id).unwrap_or_default()
         });
         let live_runs: std::collections::HashMap<&str, &str> = runs
             .iter()
@@ -1427,4 +1442,18 @@ impl Store {
     pub(crate) fn sql_error(&self, source: rusqlite::Error) -> Error {
         self.err(source)
     }
+}
+
+fn span_from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Span> {
+    Ok(Span {
+        id: r.get(0)?,
+        parent_id: r.get(1)?,
+        run_id: r.get(2)?,
+        name: r.get(3)?,
+        kind: r.get(4)?,
+        depth: r.get(5)?,
+        started_at: timestamp(r.get(6)?),
+        ended_at: r.get::<_, Option<i64>>(7)?.map(timestamp),
+        status: parse_status(&r.get::<_, String>(8)?),
+    })
 }

@@ -54,7 +54,7 @@ const WRITTEN_WITH_THE_RUN_MS: u64 = 2_000;
 pub fn with_recorded_runs<'a>(
     sessions: impl Iterator<Item = &'a mut SessionSummary>,
     runs: &[LastRun<'_>],
-    spans_of: impl Fn(&str) -> Vec<Span>,
+    mut spans_of: impl FnMut(&str) -> Vec<Span>,
 ) {
     // `runs` is newest first: the first run seen per session is its last.
     let mut last_runs: HashMap<&str, &LastRun<'_>> = HashMap::new();
