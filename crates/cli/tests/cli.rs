@@ -207,10 +207,7 @@ fn an_unknown_session_is_an_error_naming_it_for_every_command_that_reads_one() {
         &["delete", "1777000000000_none", "--yes", "-w", root][..],
         &["pin", "1777000000000_none", "-w", root][..],
     ] {
-        let output = zstudio(args, None);
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
-        assert!(stderr.contains("no session `1777000000000_none`"), "{args:?}: {stderr}");
+        let stderr = fails_saying(args, "no session `1777000000000_none`");
         assert_eq!(stderr.lines().count(), 1, "{args:?}: one line: {stderr}");
     }
 }
@@ -261,10 +258,7 @@ fn a_hostile_workspace_is_refused_by_name_and_nothing_outside_it_is_touched() {
         &["delete", "1795952522957_vij4", "--yes", "-w", root][..],
         &["show", "1795952522957_vij4", "-w", root][..],
     ] {
-        let refused = zstudio(args, None);
-        let stderr = String::from_utf8_lossy(&refused.stderr);
-        assert_eq!(refused.status.code(), Some(1), "{args:?}: {stderr}");
-        assert!(stderr.contains("is a symbolic link"), "{args:?}: {stderr}");
+        fails_saying(args, "is a symbolic link");
     }
     assert!(
         victim.join(".session-info.json").is_file(),
@@ -314,6 +308,15 @@ fn a_hostile_workspace_is_refused_by_name_and_nothing_outside_it_is_touched() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains(".zibby/output/sessions is a symbolic link"), "{stderr}");
+}
+
+/// Runs `zstudio` expecting it to fail (exit 1) with `text` on stderr; returns the stderr.
+fn fails_saying(args: &[&str], text: &str) -> String {
+    let output = zstudio(args, None);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+    assert!(stderr.contains(text), "{args:?}: {stderr}");
+    stderr
 }
 
 fn text_of(output: &Output) -> String {

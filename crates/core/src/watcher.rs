@@ -905,6 +905,16 @@ mod tests {
     /// The tests that count watches run one at a time (no other test of this binary watches).
     static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+    /// A watcher over the workspace at `root`, and the changes it sends.
+    fn watch(root: &Path, options: WatcherOptions) -> (Watcher, mpsc::Receiver<Change>) {
+        let (changes, received) = mpsc::channel();
+        let sink: ChangeSink = Arc::new(move |change| {
+            let _ = changes.send(change);
+        });
+        let workspace = Workspace::open(root).unwrap();
+        (Watcher::start(vec![workspace], sink, options).unwrap(), received)
+    }
+
     /// The inotify watches this process holds, as the kernel counts them (`/proc/self/fdinfo`).
     fn inotify_watches() -> usize {
         std::fs::read_dir("/proc/self/fdinfo")
@@ -933,12 +943,7 @@ mod tests {
         symlink("/usr", session.join("nodes/also-usr")).unwrap();
 
         let before = inotify_watches();
-        let (changes, received) = mpsc::channel();
-        let sink: ChangeSink = Arc::new(move |change| {
-            let _ = changes.send(change);
-        });
-        let workspace = Workspace::open(root.path()).unwrap();
-        let watcher = Watcher::start(vec![workspace], sink, WatcherOptions::default()).unwrap();
+        let (watcher, received) = watch(root.path(), WatcherOptions::default());
         // The sessions folder, the session, plan/, nodes/ and nodes/step/: five.
         assert_eq!(inotify_watches() - before, 5);
 
@@ -974,12 +979,7 @@ mod tests {
         symlink(outside.path(), sessions.join("1777678254943_real/nodes")).unwrap();
 
         let before = inotify_watches();
-        let (changes, received) = mpsc::channel();
-        let sink: ChangeSink = Arc::new(move |change| {
-            let _ = changes.send(change);
-        });
-        let workspace = Workspace::open(root.path()).unwrap();
-        let _watcher = Watcher::start(vec![workspace], sink, WatcherOptions::default()).unwrap();
+        let (_watcher, received) = watch(root.path(), WatcherOptions::default());
         // The sessions folder and the real session: two (nothing of `outside`).
         assert_eq!(inotify_watches() - before, 2);
         std::fs::write(outside.path().join("raw_stream_output.txt"), "secret\n").unwrap();
@@ -1002,10 +1002,6 @@ mod tests {
         for node in ["a", "b", "c", "nodes/step"] {
             std::fs::create_dir_all(session.join(node)).unwrap();
         }
-        let (changes, received) = mpsc::channel();
-        let sink: ChangeSink = Arc::new(move |change| {
-            let _ = changes.send(change);
-        });
         let options = WatcherOptions {
             max_watches: 3,
             poll_interval: Duration::from_millis(100),
@@ -1013,7 +1009,7 @@ mod tests {
         };
         let before = inotify_watches();
         let workspace = Workspace::open(root.path()).unwrap();
-        let _watcher = Watcher::start(vec![workspace.clone()], sink, options).unwrap();
+        let (_watcher, received) = watch(root.path(), options);
         let reason = (0..50).find_map(|_| match received.recv_timeout(Duration::from_millis(200)) {
             Ok(Change::WatchPolling {
                 workspace: polled,

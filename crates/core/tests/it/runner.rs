@@ -546,15 +546,7 @@ fn a_capture_replayed_through_the_runner_gives_the_capture_timeline() {
             .map(|n| (n.name.clone(), n.status))
             .collect();
         assert_eq!(node_ends(&events), ended, "{name}");
-        let spans: Vec<String> = b
-            .supervisor
-            .store()
-            .spans(&run.run_id)
-            .unwrap()
-            .into_iter()
-            .filter(|span| span.kind == "node")
-            .map(|span| span.name)
-            .collect();
+        let spans = node_span_names(&b, &run.run_id);
         let began: Vec<String> = expected.nodes.iter().map(|n| n.name.clone()).collect();
         assert_eq!(spans, began, "{name}: one span per node execution");
     }
@@ -646,14 +638,16 @@ fn a_title_line_before_the_first_marker_leaves_no_node() {
         .unwrap();
     let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
     assert_eq!(finished(&events).0, Status::Success);
-    let spans: Vec<String> = b
-        .supervisor
-        .store()
-        .spans(&run.run_id)
-        .unwrap()
+    let spans = node_span_names(&b, &run.run_id);
+    assert_eq!(spans, ["plan"]);
+}
+
+/// The names of a run's node spans, in the order they began.
+fn node_span_names(b: &Bench, run_id: &str) -> Vec<String> {
+    let spans = b.supervisor.store().spans(run_id).unwrap();
+    spans
         .into_iter()
         .filter(|span| span.kind == "node")
         .map(|span| span.name)
-        .collect();
-    assert_eq!(spans, ["plan"]);
+        .collect()
 }
