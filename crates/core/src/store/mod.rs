@@ -1391,19 +1391,22 @@ impl Store {
     /// them, so a flood of output or of nodes is never slowed by indexing.
     pub fn index_pending(&self, max_blocks: usize) -> Result<usize, Error> {
         let rows = max_blocks.saturating_mul(64);
-        Ok(output::index_pending(self, max_blocks)?
-            + self.index_pending_rows(
-                "SELECT id, event || ' ' || message FROM logs WHERE indexed = 0 ORDER BY id LIMIT ?1",
-                "UPDATE logs SET indexed = 1 WHERE indexed = 0 AND id <= ?1",
-                search::Kind::Log,
-                rows,
-            )?
-            + self.index_pending_rows(
-                "SELECT id, name FROM spans WHERE indexed = 0 ORDER BY id LIMIT ?1",
-                "UPDATE spans SET indexed = 1 WHERE indexed = 0 AND id <= ?1",
-                search::Kind::Node,
-                rows,
-            )?)
+        Ok(self.index_pending_rows(
+            "SELECT id, text FROM output_blocks WHERE indexed = 0 ORDER BY id LIMIT ?1",
+            "UPDATE output_blocks SET indexed = 1 WHERE indexed = 0 AND id <= ?1",
+            search::Kind::Output,
+            max_blocks,
+        )? + self.index_pending_rows(
+            "SELECT id, event || ' ' || message FROM logs WHERE indexed = 0 ORDER BY id LIMIT ?1",
+            "UPDATE logs SET indexed = 1 WHERE indexed = 0 AND id <= ?1",
+            search::Kind::Log,
+            rows,
+        )? + self.index_pending_rows(
+            "SELECT id, name FROM spans WHERE indexed = 0 ORDER BY id LIMIT ?1",
+            "UPDATE spans SET indexed = 1 WHERE indexed = 0 AND id <= ?1",
+            search::Kind::Node,
+            rows,
+        )?)
     }
 
     /// Indexes up to `max` rows that `select` (id, text) finds not indexed yet, then marks them.

@@ -3,7 +3,7 @@
 //! A row per line cannot keep up with an agent printing 100 MB/s (a million lines a second), so
 //! lines are stored in blocks of up to 64 KiB: the lines' text joined by `\n`, and their stream,
 //! arrival time and node run-length encoded beside it. A block is never rewritten; the search
-//! index covers blocks (indexed behind the output, by [`index_pending`]), and a hit is narrowed
+//! index covers blocks (indexed behind the output, by [`Store::index_pending`]), and a hit is narrowed
 //! to its lines when read.
 
 use std::borrow::Cow;
@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use super::{search, Store};
+use super::Store;
 use crate::error::Error;
 use crate::protocol::{strip_ansi, Stream};
 
@@ -259,26 +259,6 @@ pub(super) fn block_lines(first_seq: i64, text: &str, spans: &str) -> Vec<Output
             }
         })
         .collect()
-}
-
-pub(super) fn index_pending(store: &Store, max_blocks: usize) -> Result<usize, Error> {
-    let conn = store.conn();
-    let tx = store.write_transaction(&conn)?;
-    let pending: Vec<(i64, String)> = tx
-        .prepare_cached("SELECT id, text FROM output_blocks WHERE indexed = 0 ORDER BY id LIMIT ?1")
-        .and_then(|mut select| {
-            select
-                .query_map([max_blocks as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<Result<_, _>>()
-        })
-        .map_err(|e| store.sql_error(e))?;
-    for (id, text) in &pending {
-        search::index(&tx, search::Kind::Output, *id, text).map_err(|e| store.sql_error(e))?;
-        tx.execute("UPDATE output_blocks SET indexed = 1 WHERE id = ?1", [id])
-            .map_err(|e| store.sql_error(e))?;
-    }
-    tx.commit().map_err(|e| store.sql_error(e))?;
-    Ok(pending.len())
 }
 
 /// Which lines of an output a page holds.
