@@ -238,14 +238,42 @@ impl Shared {
     }
 
     fn publish(&self, event: RunEvent) {
+        self.publish_all(std::iter::once(event));
+    }
+
+    /// Sends each event to every subscriber, in order, under one lock: a burst of events wakes a
+    /// waiting subscriber once rather than once per event.
+    fn publish_all(&self, events: impl Iterator<Item = RunEvent>) {
         let mut subscribers = self.subscribers.lock().expect("subscribers lock");
-        subscribers.retain(|subscriber| match subscriber.try_send(event.clone()) {
-            Ok(()) => true,
-            Err(mpsc::TrySendError::Full(_)) => {
-                tracing::warn!(run_id = event.run_id(), "a subscriber is behind; an event was dropped");
-                true
+        if subscribers.is_empty() {
+            return;
+        }
+        let mut gone = vec![false; subscribers.len()];
+        for event in events {
+            let mut event = Some(event);
+            let last = subscribers.len() - 1;
+            for (i, subscriber) in subscribers.iter().enumerate() {
+                if gone[i] {
+                    continue;
+                }
+                let sent = if i == last { event.take() } else { event.clone() };
+                let Some(sent) = sent else { continue };
+                match subscriber.try_send(sent) {
+                    Ok(()) => {}
+                    Err(mpsc::TrySendError::Full(dropped)) => {
+                        tracing::warn!(
+                            run_id = dropped.run_id(),
+                            "a subscriber is behind; an event was dropped"
+                        );
+                    }
+                    Err(mpsc::TrySendError::Disconnected(_)) => gone[i] = true,
+                }
             }
-            Err(mpsc::TrySendError::Disconnected(_)) => false,
+        }
+        let mut index = 0;
+        subscribers.retain(|_| {
+            index += 1;
+            !gone[index - 1]
         });
     }
 }
@@ -862,6 +890,97 @@ fn spawn_reader(stream: Stream, mut pipe: impl Read + Send + 'static, sender: Sy
     }
 }
 
+/// One thing a run's output changes in the store, in the order the lines came.
+enum Step {
+    /// A `┌ title` line before the first marker was not a node after all.
+    Forget(usize),
+    /// A node execution began (its index in the timeline, and its parent's).
+    NodeBegan {
+        index: usize,
+        parent: Option<usize>,
+        node: String,
+        depth: usize,
+    },
+    NodeEnded {
+        index: usize,
+        status: Status,
+    },
+    /// An output line, and the node it belongs to.
+    Line {
+        stream: Stream,
+        at_ms: u64,
+        node: Option<String>,
+        text: String,
+    },
+}
+
+/// Records a run's steps: its node spans (a node's log lines are read from its span) and its
+/// output blocks.
+struct Recorder<'s> {
+    store: &'s Store,
+    run_id: String,
+    writer: crate::store::OutputWriter<'s>,
+    run_span: Option<i64>,
+    /// The span of each node execution, by its index in the timeline.
+    node_spans: HashMap<usize, i64>,
+}
+
+impl Recorder<'_> {
+    /// Records the steps of one chunk of output in one transaction.
+    fn record(&mut self, steps: impl Iterator<Item = Step>) {
+        let recorded = self.store.batch(|| {
+            for step in steps {
+                self.record_step(step);
+            }
+        });
+        match recorded {
+            Ok(()) => self.writer.batch_committed(),
+            Err(error) => {
+                // Its output blocks are written again (a full disk frees up).
+                self.writer.batch_failed();
+                tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+            }
+        }
+    }
+
+    fn record_step(&mut self, step: Step) {
+        let store = self.store;
+        match step {
+            Step::Forget(index) => {
+                if let Some(span) = self.node_spans.remove(&index) {
+                    let _ = store.span_forget(span);
+                }
+            }
+            Step::NodeBegan {
+                index,
+                parent,
+                node,
+                depth,
+            } => {
+                let parent = parent.and_then(|p| self.node_spans.get(&p).copied()).or(self.run_span);
+                if let Ok(span) = store.span_start(&self.run_id, parent, &node, "node", depth, SystemTime::now()) {
+                    self.node_spans.insert(index, span);
+                }
+            }
+            Step::NodeEnded { index, status } => {
+                if let Some(span) = self.node_spans.get(&index) {
+                    let _ = store.span_end(*span, status, SystemTime::now());
+                }
+            }
+            Step::Line {
+                stream,
+                at_ms,
+                node,
+                text,
+            } => {
+                if let Err(error) = self.writer.append(stream, at_ms, node.as_deref(), &text) {
+                    tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+                }
+            }
+        }
+    }
+}
+
 struct RunContext {
     shared: Arc<Shared>,
     live: Arc<LiveRun>,
@@ -883,10 +1002,83 @@ impl RunContext {
         }
     }
 
+    /// What one line changes, decided before anything of it is recorded: the events its
+    /// subscribers hear (node events always; output lines when `publishing`), and the steps that
+    /// record it. A node begins or ends on a marker, or (in a stream without markers) on its
+    /// `┌` / `└` line.
+    fn fold_line(
+        &self,
+        event: crate::protocol::Event<'_>,
+        fold: &mut TimelineFold,
+        publishing: bool,
+        steps: &mut Vec<Step>,
+        heard: &mut Vec<RunEvent>,
+    ) {
+        let applied = fold.apply(&event);
+        // `┌ title` lines an agent printed before the first marker were not nodes after all.
+        steps.extend(fold.take_discarded().into_iter().map(Step::Forget));
+        match applied {
+            Applied::NodeBegan(index) => {
+                let (node, depth) = fold
+                    .node(index)
+                    .map_or((String::new(), 0), |n| (n.name.clone(), n.depth));
+                heard.push(RunEvent::NodeBegin {
+                    run_id: self.run_id.clone(),
+                    node: node.clone(),
+                    depth,
+                    t_ms: event.at_ms,
+                });
+                let parent = fold.parent_of(index);
+                steps.push(Step::NodeBegan {
+                    index,
+                    parent,
+                    node,
+                    depth,
+                });
+            }
+            Applied::NodeEnded(index) => {
+                let (node, status) = fold
+                    .node(index)
+                    .map_or((String::new(), Status::Unknown), |n| (n.name.clone(), n.status));
+                heard.push(RunEvent::NodeEnd {
+                    run_id: self.run_id.clone(),
+                    node,
+                    status,
+                    t_ms: event.at_ms,
+                });
+                steps.push(Step::NodeEnded { index, status });
+            }
+            Applied::Nothing => {}
+        }
+        if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
+            return;
+        }
+        // A line belongs to the node open when it came; a `└` line that ended one, to that one.
+        let node = match applied {
+            Applied::NodeEnded(index) => fold.node(index).map(|n| n.name.clone()),
+            _ => fold.current_node().map(str::to_owned),
+        };
+        let text = event.text.into_owned();
+        if publishing {
+            heard.push(RunEvent::Output {
+                run_id: self.run_id.clone(),
+                stream: event.stream,
+                line: text.clone(),
+                t_ms: event.at_ms,
+            });
+        }
+        steps.push(Step::Line {
+            stream: event.stream,
+            at_ms: event.at_ms,
+            node,
+            text,
+        });
+    }
+
     /// The run's thread: from its first byte to its end.
     fn follow(self, receiver: mpsc::Receiver<Message>) {
         let store = self.shared.store.clone();
-        let mut writer = match store.output_writer(&self.run_id) {
+        let writer = match store.output_writer(&self.run_id) {
             Ok(writer) => writer,
             Err(error) => {
                 tracing::error!(run_id = %self.run_id, %error, "cannot record output");
@@ -896,105 +1088,32 @@ impl RunContext {
         let run_span = store
             .span_start(&self.run_id, None, "run", "run", 0, self.started_at)
             .ok();
-        let mut node_spans: HashMap<usize, i64> = HashMap::new();
+        let mut recorder = Recorder {
+            store: &store,
+            run_id: self.run_id.clone(),
+            writer,
+            run_span,
+            node_spans: HashMap::new(),
+        };
         let mut reader = StreamReader::new();
         let mut fold = TimelineFold::new();
         let mut exit: Option<(std::process::Child, Instant)> = None;
         let mut last_flush = Instant::now();
         let mut last_stop_check = Instant::now();
         let mut stop_heard: Option<bool> = None;
-
-        let mut on_event = |event: crate::protocol::Event<'_>,
-                            fold: &mut TimelineFold,
-                            writer: &mut crate::store::OutputWriter<'_>| {
-            let applied = fold.apply(&event);
-            // `┌ title` lines an agent printed before the first marker were not nodes after all.
-            for index in fold.take_discarded() {
-                if let Some(span) = node_spans.remove(&index) {
-                    let _ = store.span_forget(span);
-                }
-            }
-            // Subscribers first: recording can wait a moment, the window should not. A node
-            // begins or ends on a marker, or (in a stream without markers) on its `┌` / `└` line.
-            match applied {
-                Applied::NodeBegan(index) => {
-                    let (node, depth) = fold
-                        .node(index)
-                        .map_or((String::new(), 0), |n| (n.name.clone(), n.depth));
-                    self.shared.publish(RunEvent::NodeBegin {
-                        run_id: self.run_id.clone(),
-                        node: node.clone(),
-                        depth,
-                        t_ms: event.at_ms,
-                    });
-                    let parent = fold
-                        .parent_of(index)
-                        .and_then(|p| node_spans.get(&p).copied())
-                        .or(run_span);
-                    if let Ok(span) = store.span_start(&self.run_id, parent, &node, "node", depth, SystemTime::now()) {
-                        node_spans.insert(index, span);
-                    }
-                    let fields = serde_json::json!({ "node": node, "depth": depth });
-                    self.log(Level::Info, "node.begin", &node, fields);
-                }
-                Applied::NodeEnded(index) => {
-                    let (node, status) = fold
-                        .node(index)
-                        .map_or((String::new(), Status::Unknown), |n| (n.name.clone(), n.status));
-                    self.shared.publish(RunEvent::NodeEnd {
-                        run_id: self.run_id.clone(),
-                        node: node.clone(),
-                        status,
-                        t_ms: event.at_ms,
-                    });
-                    if let Some(span) = node_spans.get(&index) {
-                        let _ = store.span_end(*span, status, SystemTime::now());
-                    }
-                    let level = if status == Status::Error {
-                        Level::Error
-                    } else {
-                        Level::Info
-                    };
-                    let fields = serde_json::json!({ "node": node, "status": status });
-                    self.log(level, "node.end", &format!("{node}: {status}"), fields);
-                }
-                Applied::Nothing => {}
-            }
-            if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
-                return;
-            }
-            // A line belongs to the node open when it came; a `└` line that ended one, to that one.
-            let node = match applied {
-                Applied::NodeEnded(index) => fold.node(index).map(|n| n.name.clone()),
-                _ => fold.current_node().map(str::to_owned),
-            };
-            if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
-                tracing::error!(run_id = %self.run_id, %error, "cannot record output");
-            }
-            if self.shared.has_subscribers() {
-                self.shared.publish(RunEvent::Output {
-                    run_id: self.run_id.clone(),
-                    stream: event.stream,
-                    line: event.text.into_owned(),
-                    t_ms: event.at_ms,
-                });
-            }
-        };
+        let mut steps: Vec<Step> = Vec::new();
+        let mut heard: Vec<RunEvent> = Vec::new();
 
         loop {
             match receiver.recv_timeout(TICK) {
                 Ok(Message::Chunk(stream, bytes, at)) => {
-                    // One transaction for everything a chunk records.
-                    let recorded =
-                        store.batch(|| reader.push(stream, &bytes, at, &mut |e| on_event(e, &mut fold, &mut writer)));
-                    match recorded {
-                        Ok(()) => writer.batch_committed(),
-                        Err(error) => {
-                            // Its output blocks are written again (a full disk frees up).
-                            writer.batch_failed();
-                            tracing::error!(run_id = %self.run_id, %error, "cannot record output");
-                        }
-                    }
+                    let publishing = self.shared.has_subscribers();
+                    reader.push(stream, &bytes, at, &mut |event| {
+                        self.fold_line(event, &mut fold, publishing, &mut steps, &mut heard)
+                    });
+                    // Subscribers first: recording can wait a moment, the window should not.
+                    self.shared.publish_all(heard.drain(..));
+                    recorder.record(steps.drain(..));
                 }
                 Ok(Message::Exited(child)) => {
                     self.after_keeper_died();
@@ -1004,14 +1123,14 @@ impl RunContext {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             if last_flush.elapsed() >= TICK {
-                if let Err(error) = writer.flush() {
+                if let Err(error) = recorder.writer.flush() {
                     tracing::error!(run_id = %self.run_id, %error, "cannot record output");
                 }
                 last_flush = Instant::now();
             }
             if self.live.detached.load(std::sync::atomic::Ordering::SeqCst) {
                 // Left running: what was read is recorded; the rest is the keeper's to keep.
-                let _ = writer.flush();
+                let _ = recorder.writer.flush();
                 return;
             }
             self.enforce_stop(exit.is_some());
@@ -1029,7 +1148,17 @@ impl RunContext {
         // A stop from elsewhere that ended the run between two looks is still heard before its end.
         self.hear_stop_from_elsewhere(&mut stop_heard);
         let elapsed_ms = self.started.elapsed().as_millis() as u64;
-        reader.finish(elapsed_ms, &mut |e| on_event(e, &mut fold, &mut writer));
+        reader.finish(elapsed_ms, &mut |event| {
+            self.fold_line(event, &mut fold, true, &mut steps, &mut heard)
+        });
+        self.shared.publish_all(heard.drain(..));
+        recorder.record(steps.drain(..));
+        let Recorder {
+            mut writer,
+            run_span,
+            node_spans,
+            ..
+        } = recorder;
         // What could not be written yet gets a few more tries (a full disk may free up).
         for attempt in 0..OUTPUT_RETRIES {
             match writer.flush() {
