@@ -300,7 +300,7 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(status).unwrap_or(1));
     }
     // Untrusted text (node names, output lines, file names) is printed: control characters as escapes.
-    let mut out = visible::Visible::new(std::io::stdout().lock());
+    let mut out = visible::Visible::new(std::io::BufWriter::new(std::io::stdout().lock()));
     let result = match cli.command {
         Command::Run {
             agent,
@@ -749,7 +749,18 @@ fn run_agent(
         })?;
     }
     let mut code = ExitCode::FAILURE;
-    for event in events {
+    loop {
+        let event = match events.try_recv() {
+            Ok(event) => event,
+            Err(std::sync::mpsc::TryRecvError::Empty) => {
+                out.flush()?;
+                match events.recv() {
+                    Ok(event) => event,
+                    Err(_) => break,
+                }
+            }
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+        };
         if event.run_id() != run_id {
             continue;
         }
@@ -759,7 +770,6 @@ fn run_agent(
         } else {
             print_run_event(out, &event, &started)?;
         }
-        out.flush()?;
         if let RunEvent::RunFinished { status, .. } = &event {
             code = ExitCode::from(match status {
                 studio_core::Status::Success => 0,
