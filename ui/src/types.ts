@@ -4,6 +4,9 @@
 
 export type Status = "running" | "success" | "error" | "cancelled" | "interrupted" | "unknown";
 
+/** How a stop stops: the current node finishes first, or its processes are signalled. */
+export type Stopping = "graceful" | "forced";
+
 export interface WorkspaceInfo {
   root: string;
   sessions_dir: string;
@@ -98,7 +101,7 @@ export type RunEvent =
   | { type: "run_started"; run_id: string; session_id: string; pid: number | null }
   | { type: "node_begin"; run_id: string; node: string; depth: number; t_ms: number }
   | { type: "node_end"; run_id: string; node: string; status: Status; t_ms: number }
-  | { type: "stopping"; run_id: string; forced: boolean; message: string }
+  | { type: "stopping"; run_id: string; forced: boolean; /** Asked by another process. */ elsewhere: boolean }
   | {
       type: "run_finished";
       run_id: string;

@@ -529,7 +529,7 @@ fn run(command: Command, out: &mut impl Write) -> anyhow::Result<()> {
                 &session_path,
                 force,
                 Duration::from_secs(grace),
-                |message| eprintln!("{message}"),
+                |progress| eprintln!("{}", stop_progress_words(progress)),
             )?;
             let how = ended.stopped_by.map(|s| format!(" ({s})")).unwrap_or_default();
             writeln!(
@@ -744,7 +744,10 @@ fn run_agent(
         let supervisor = supervisor.clone();
         let run_id = run_id.clone();
         ctrlc::set_handler(move || match supervisor.stop(&run_id, false) {
-            Ok(message) => eprintln!("\n{message} (Ctrl-C again to force)"),
+            Ok(studio_core::stop::Stopping::Graceful) => {
+                eprintln!("\n{} (Ctrl-C again to force)", stopping_words(false, false))
+            }
+            Ok(studio_core::stop::Stopping::Forced) => eprintln!("\n{}", stopping_words(true, false)),
             Err(error) => eprintln!("\n{error}"),
         })?;
     }
@@ -783,6 +786,38 @@ fn run_agent(
     Ok(code)
 }
 
+/// What a stop is called in the CLI's output.
+fn stopping_words(forced: bool, elsewhere: bool) -> String {
+    let what = if forced {
+        "force stopping: SIGTERM sent to the run's processes (SIGKILL in 5 s)"
+    } else {
+        "stopping: the current node finishes first"
+    };
+    if elsewhere {
+        format!("{what} (asked from another process)")
+    } else {
+        what.to_owned()
+    }
+}
+
+/// What `zstudio stop` says as the stop goes on.
+fn stop_progress_words(progress: studio_core::stop::StopProgress) -> String {
+    use studio_core::stop::{KillBecause, StopProgress, StopSignal, Stopping, TermBecause};
+    match progress {
+        StopProgress::Asked(how) => stopping_words(how == Stopping::Forced, false),
+        StopProgress::Sent(StopSignal::Sigterm(TermBecause::GraceOver)) => {
+            "grace period over: SIGTERM sent to the run's processes".into()
+        }
+        StopProgress::Sent(StopSignal::Sigterm(TermBecause::Forced)) => "SIGTERM sent to the run's processes".into(),
+        StopProgress::Sent(StopSignal::Sigkill(KillBecause::StillRunning)) => {
+            "still running 5 s after SIGTERM: SIGKILL sent".into()
+        }
+        StopProgress::Sent(StopSignal::Sigkill(KillBecause::LeaderExited)) => {
+            "SIGKILL sent to what the run left behind".into()
+        }
+    }
+}
+
 fn print_run_event(out: &mut impl Write, event: &RunEvent, started: &StartedRun) -> anyhow::Result<()> {
     match event {
         RunEvent::RunStarted { pid, .. } => writeln!(
@@ -805,7 +840,9 @@ fn print_run_event(out: &mut impl Write, event: &RunEvent, started: &StartedRun)
             };
             writeln!(out, "          {mark} {line}")?
         }
-        RunEvent::Stopping { message, .. } => writeln!(out, "          {message}")?,
+        RunEvent::Stopping { forced, elsewhere, .. } => {
+            writeln!(out, "          {}", stopping_words(*forced, *elsewhere))?
+        }
         RunEvent::RunFinished {
             status,
             exit_code,

@@ -33,6 +33,7 @@ use crate::id::SessionId;
 use crate::process::ProcessIdentity;
 use crate::protocol::{EventKind, Stream, StreamReader};
 use crate::status::Status;
+use crate::stop::{StopProgress, StopSignal, StopState, Stopping};
 use crate::store::{Level, NewRun, RunOutcome, Store};
 use crate::timeline::{Applied, Exit, RunEnd, StoppedBy, TimelineFold};
 use crate::Workspace;
@@ -42,17 +43,12 @@ pub const STOP_FILES: [&str; 2] = [".zibby-studio-stop", ".zibby-stop"];
 /// CI variables that would replace the session id with a constant (PROTOCOL.md §1).
 const CI_ID_VARIABLES: [&str; 4] = ["CI_JOB_ID", "GITHUB_RUN_ID", "CIRCLE_WORKFLOW_ID", "BUILD_ID"];
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
-/// Between SIGTERM and SIGKILL.
-pub const KILL_AFTER: Duration = Duration::from_secs(5);
+pub use crate::stop::KILL_AFTER;
 /// How often a run's thread looks at its stop state, and the longest output waits for the store.
 const TICK: Duration = Duration::from_millis(50);
 
 /// How often a followed run looks in the store for a stop another process asked for.
 const STOP_CHECK: Duration = Duration::from_millis(250);
-
-/// What a stop says while the run's current node finishes, and when it is forced.
-const STOPPING: &str = "stopping: the current node finishes first";
-const FORCE_STOPPING: &str = "force stopping: SIGTERM sent to the run's processes (SIGKILL in 5 s)";
 
 /// At a run's end, output that could not be written is tried this many times more, a tick apart;
 /// what is still unsaved then is counted in a `run.output_incomplete` log line.
@@ -107,10 +103,13 @@ pub enum RunEvent {
         line: String,
         t_ms: u64,
     },
+    /// A stop was asked for (what it is called is the window's and the CLI's to say).
     Stopping {
         run_id: String,
         forced: bool,
-        message: String,
+        /// Asked by another process (`zstudio stop`, another studio's window), which does the
+        /// stopping.
+        elsewhere: bool,
     },
     RunFinished {
         run_id: String,
@@ -143,13 +142,6 @@ pub struct StartedRun {
     pub session_id: String,
     pub session_path: PathBuf,
     pub pid: Option<u32>,
-}
-
-#[derive(Debug, Default)]
-struct StopState {
-    requested_at: Option<Instant>,
-    term_sent_at: Option<Instant>,
-    kill_sent: bool,
 }
 
 struct LiveRun {
@@ -615,7 +607,7 @@ impl Supervisor {
 
     /// Stops a live run: the stop files now (the current node finishes first); with `force`, or
     /// when a graceful stop was already asked for, SIGTERM to its process group now.
-    pub fn stop(&self, run_id: &str, force: bool) -> Result<String, Error> {
+    pub fn stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
         let live = self
             .shared
             .live
@@ -626,32 +618,27 @@ impl Supervisor {
             .ok_or_else(|| Error::RunNotLive { id: run_id.to_owned() })?;
         let written = live.write_stop_files();
         let mut stop = live.stop.lock().expect("stop lock");
-        let forced = force || stop.requested_at.is_some();
+        let mut next = stop.clone();
+        let (how, signal) = next.request(force, Instant::now());
         // A graceful stop is the stop files: one that cannot be written is no stop (a forced
         // one goes on to signals).
-        if let (Err(error), false) = (written, forced) {
+        if let (Err(error), Stopping::Graceful) = (written, how) {
             return Err(error);
         }
-        if stop.requested_at.is_none() {
+        if !stop.is_requested() {
             live.tell_keeper();
         }
-        stop.requested_at.get_or_insert_with(Instant::now);
-        let message = if forced {
-            if stop.term_sent_at.is_none() {
-                live.signal(Signal::SIGTERM);
-                stop.term_sent_at = Some(Instant::now());
-            }
-            FORCE_STOPPING.to_owned()
-        } else {
-            STOPPING.to_owned()
-        };
+        *stop = next;
+        if signal.is_some() {
+            live.signal(Signal::SIGTERM);
+        }
         drop(stop);
         self.shared.publish(RunEvent::Stopping {
             run_id: run_id.to_owned(),
-            forced,
-            message: message.clone(),
+            forced: how == Stopping::Forced,
+            elsewhere: false,
         });
-        Ok(message)
+        Ok(how)
     }
 
     /// Leaves every live run running without this studio: they must go through a keeper (runs
@@ -1207,7 +1194,7 @@ impl RunContext {
     /// the run's subscribers hear of it as of a stop asked here (that process does the stopping).
     /// `heard`: whether one was announced already, and whether it was forced.
     fn hear_stop_from_elsewhere(&self, heard: &mut Option<bool>) {
-        if heard == &Some(true) || self.live.stop.lock().expect("stop lock").requested_at.is_some() {
+        if heard == &Some(true) || self.live.stop.lock().expect("stop lock").is_requested() {
             return;
         }
         let Ok(run) = self.shared.store.run(&self.run_id) else {
@@ -1222,56 +1209,35 @@ impl RunContext {
             return;
         }
         *heard = Some(forced);
-        let message = if forced { FORCE_STOPPING } else { STOPPING };
         self.shared.publish(RunEvent::Stopping {
             run_id: self.run_id.clone(),
             forced,
-            message: format!("{message} (asked from another process)"),
+            elsewhere: true,
         });
     }
 
     /// Keeps the stop files present while a stop is pending and escalates past the grace period.
     fn enforce_stop(&self, exited: bool) {
         let mut stop = self.live.stop.lock().expect("stop lock");
-        let Some(requested) = stop.requested_at else { return };
-        if exited {
-            // No process of a stopped run may survive it.
-            if !stop.kill_sent {
-                self.live.signal(Signal::SIGKILL);
-                stop.kill_sent = true;
-            }
+        if !stop.is_requested() {
             return;
         }
-        // A nested graph may consume a stop file while the outer run goes on (PROTOCOL.md §3).
-        self.live.rewrite_stop_files();
-        // What the run has started, for the signal at its exit (they may have left its tree).
-        if let Some(leader) = &self.live.leader {
-            crate::process::note_run(leader, &mut self.live.seen.lock().expect("seen lock"));
-        }
-        if stop.term_sent_at.is_none() && requested.elapsed() >= self.live.grace {
-            self.live.signal(Signal::SIGTERM);
-            stop.term_sent_at = Some(Instant::now());
-            drop(stop);
-            self.log(
-                Level::Warn,
-                "run.signalled",
-                "grace period over: SIGTERM sent to the run's process group",
-                serde_json::json!({ "signal": "SIGTERM", "grace_ms": self.live.grace.as_millis() as u64 }),
-            );
-            return;
-        }
-        if let Some(term) = stop.term_sent_at {
-            if !stop.kill_sent && term.elapsed() >= KILL_AFTER {
-                self.live.signal(Signal::SIGKILL);
-                stop.kill_sent = true;
-                drop(stop);
-                self.log(
-                    Level::Warn,
-                    "run.signalled",
-                    "still running 5 s after SIGTERM: SIGKILL sent to the run's process group",
-                    serde_json::json!({ "signal": "SIGKILL" }),
-                );
+        if !exited {
+            // A nested graph may consume a stop file while the outer run goes on (PROTOCOL.md §3).
+            self.live.rewrite_stop_files();
+            // What the run has started, for the signal at its exit (they may have left its tree).
+            if let Some(leader) = &self.live.leader {
+                crate::process::note_run(leader, &mut self.live.seen.lock().expect("seen lock"));
             }
+        }
+        let Some(signal) = stop.next(Instant::now(), self.live.grace, exited) else {
+            return;
+        };
+        drop(stop);
+        self.live.signal(unix_signal(signal));
+        // Ending what a run that exited left behind is not worth a line of its own.
+        if let Some((message, fields)) = signalled_log(signal, self.live.grace) {
+            self.log(Level::Warn, "run.signalled", message, fields);
         }
     }
 
@@ -1309,7 +1275,7 @@ impl RunContext {
         }
         let timeline = fold.timeline(exit.map(|exit| RunEnd {
             exit,
-            signalled_by_studio: stop.term_sent_at.is_some() || forced_elsewhere,
+            signalled_by_studio: stop.signalled() || forced_elsewhere,
         }));
         // The studio lost the process (no exit status): interrupted.
         let run_status = if exit.is_none() {
@@ -1386,6 +1352,29 @@ impl RunContext {
     }
 }
 
+fn unix_signal(signal: StopSignal) -> Signal {
+    match signal {
+        StopSignal::Sigterm(_) => Signal::SIGTERM,
+        StopSignal::Sigkill(_) => Signal::SIGKILL,
+    }
+}
+
+/// The `run.signalled` log line of an escalation (none for ending what an exited run left).
+fn signalled_log(signal: StopSignal, grace: Duration) -> Option<(&'static str, serde_json::Value)> {
+    use crate::stop::{KillBecause, TermBecause};
+    match signal {
+        StopSignal::Sigterm(TermBecause::GraceOver) => Some((
+            "grace period over: SIGTERM sent to the run's process group",
+            serde_json::json!({ "signal": "SIGTERM", "grace_ms": grace.as_millis() as u64 }),
+        )),
+        StopSignal::Sigkill(KillBecause::StillRunning) => Some((
+            "still running 5 s after SIGTERM: SIGKILL sent to the run's process group",
+            serde_json::json!({ "signal": "SIGKILL" }),
+        )),
+        StopSignal::Sigterm(TermBecause::Forced) | StopSignal::Sigkill(KillBecause::LeaderExited) => None,
+    }
+}
+
 /// The run's leader as the store recorded it, if the process holding its id is still that one.
 /// When it is not (the run's processes are gone; the id may be someone else's now), the run is
 /// reconciled (recorded as ended when no live studio owns it) and the answer is an error saying
@@ -1425,7 +1414,7 @@ fn elsewhere(
 /// the stop files in its session folder, and with `force` its processes. The owner records how
 /// it ended. A run whose recorded leader is not the process holding its id now is not running
 /// any more ([`Error::RunGone`]): nothing is written and nothing is signalled.
-pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: bool) -> Result<String, Error> {
+pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: bool) -> Result<Stopping, Error> {
     let run = store.run(run_id)?;
     if run.status != Status::Running {
         return Err(Error::RunNotLive { id: run_id.to_owned() });
@@ -1435,18 +1424,16 @@ pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: b
     if let (Err(error), false) = (written, force) {
         return Err(error);
     }
-    store.run_request_stop(run_id, if force { "forced" } else { "graceful" })?;
+    let how = if force { Stopping::Forced } else { Stopping::Graceful };
+    store.run_request_stop(run_id, how.as_str())?;
     live.tell_keeper();
-    if force {
-        if !live.signal(Signal::SIGTERM) {
-            return Err(Error::RunGone {
-                id: run_id.to_owned(),
-                pid: run.process_group.unwrap_or(0),
-            });
-        }
-        return Ok("force stopping: SIGTERM sent to the run's processes".to_owned());
+    if force && !live.signal(Signal::SIGTERM) {
+        return Err(Error::RunGone {
+            id: run_id.to_owned(),
+            pid: run.process_group.unwrap_or(0),
+        });
     }
-    Ok("stopping: the current node finishes first".to_owned())
+    Ok(how)
 }
 
 /// [`stop_elsewhere`], then waits until the run's processes are gone: the stop files are kept
@@ -1459,12 +1446,13 @@ pub fn stop_elsewhere_and_wait(
     session_path: &Path,
     force: bool,
     grace: Duration,
-    mut progress: impl FnMut(&str),
+    mut progress: impl FnMut(StopProgress),
 ) -> Result<crate::store::RunRecord, Error> {
-    progress(&stop_elsewhere(store, run_id, session_path, force)?);
-    let started = Instant::now();
-    let mut term_sent_at = force.then(Instant::now);
-    let mut kill_sent = false;
+    let how = stop_elsewhere(store, run_id, session_path, force)?;
+    progress(StopProgress::Asked(how));
+    let mut stop = StopState::default();
+    // `stop_elsewhere` sent a forced stop's SIGTERM.
+    stop.request(force, Instant::now());
     let mut seen = Vec::new();
     loop {
         let run = store.run(run_id)?;
@@ -1477,18 +1465,12 @@ pub fn stop_elsewhere_and_wait(
         if let Some(leader) = &live.leader {
             crate::process::note_run(leader, &mut live.seen.lock().expect("seen lock"));
         }
-        if term_sent_at.is_none() && started.elapsed() >= grace {
-            store.run_request_stop(run_id, "forced")?;
-            live.signal(Signal::SIGTERM);
-            term_sent_at = Some(Instant::now());
-            progress("grace period over: SIGTERM sent to the run's processes");
-        }
-        if let Some(term) = term_sent_at {
-            if !kill_sent && term.elapsed() >= KILL_AFTER {
-                live.signal(Signal::SIGKILL);
-                kill_sent = true;
-                progress("still running 5 s after SIGTERM: SIGKILL sent");
+        if let Some(signal) = stop.next(Instant::now(), grace, false) {
+            if matches!(signal, StopSignal::Sigterm(_)) {
+                store.run_request_stop(run_id, Stopping::Forced.as_str())?;
             }
+            live.signal(unix_signal(signal));
+            progress(StopProgress::Sent(signal));
         }
         seen = std::mem::take(&mut *live.seen.lock().expect("seen lock"));
         std::thread::sleep(Duration::from_millis(100));
