@@ -181,7 +181,7 @@ impl Studio {
                 }
             })
         };
-        let sink = studio_core::index::keeping_current(store.clone(), after_start);
+        let sink = studio_core::store::index::keeping_current(store.clone(), after_start);
         let watcher = Watcher::start(vec![workspace], sink, WatcherOptions::default())?;
         started.store(true, Ordering::SeqCst);
         *lock(&self.watcher) = Some(watcher);

@@ -1,33 +1,34 @@
-//! studio-core: everything Zibby Studio does, without a window. The modules, by lane, each
-//! meant to use only those above it (issue 13 tracks where it does not yet: `tools/import-cycles`):
+//! studio-core: everything Zibby Studio does, without a window. The modules, by lane, each using
+//! only those above it; `tests/it/import_cycles.rs` fails on any import cycle between files.
 //!
 //! - **Vocabulary**: [`error`] (every error and its stable code), [`id`] (session ids, checked
 //!   before they touch a path), [`status`] (one status word for runs, nodes and sessions),
-//!   [`launch`] (what running an agent would do, as trust sees it).
+//!   [`launch`] (what running an agent would do, as trust sees it), [`change`] (what changed in a
+//!   workspace's sessions: the watcher's changes and those of the runs the studio follows).
 //! - **Protocol**: [`protocol`] (the streaming reader of a run's stdout/stderr: markers, the human
 //!   timeline, lines bounded at 1 MiB) and [`timeline`] (their fold into node executions, attempts
 //!   and a run status, markers or not).
 //! - **Sessions**: [`untrusted`] (reading a workspace's files without following links, blocking or
-//!   reading without end), [`session`] (session folders, one or a whole workspace), [`files`]
-//!   (a session's files, listed and paged for the window), [`tail`] (growing files, a piece at a
-//!   time).
+//!   reading without end), [`session`] (session folders, one or a whole workspace, and their
+//!   fingerprints), [`files`] (a session's files, listed and paged for the window), [`tail`]
+//!   (growing files, a piece at a time).
 //! - **Store**: [`store`] (SQLite: runs, output, spans, logs, messages, pins, search, trust; its
-//!   `recorded_runs` lays what it knows over a folder), [`index`] (the listing through the store's
-//!   folder index).
+//!   `index` is the listing through the folder index, `recorded_runs` lays what the store knows
+//!   over a folder, `node_logs` reads a node's log lines from its span).
 //! - **Runs**: [`agents`] (the agents of `.zibby/studio.toml`, and what running one would do),
 //!   [`stop`] (the stop policy: stop files, SIGTERM past the grace period, SIGKILL 5 s later, as a
 //!   state machine with the time passed in), [`runner`] (runs the studio starts, follows and
-//!   stops), [`keeper`] (the process between the
-//!   studio and an agent), [`process`] (questions about processes: alive, who they are, what they
-//!   started), [`private`] (files the studio writes: 0600, never through a link).
+//!   stops), [`keeper`] (the process between the studio and an agent), [`process`] (questions
+//!   about processes: alive, who they are, what they started), [`private`] (files the studio
+//!   writes: 0600, never through a link).
 //! - **Watch**: [`watcher`] (session folders as they change, as typed changes).
 //! - **App**: [`live`] (the runs the studio follows, joined to the watcher's changes).
 
 pub mod agents;
+pub mod change;
 pub mod error;
 pub mod files;
 pub mod id;
-pub mod index;
 pub mod keeper;
 pub mod launch;
 pub mod live;

@@ -14,25 +14,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
-
+pub use crate::change::RunLine;
+use crate::change::{Change, ChangeSink};
 use crate::id::SessionId;
-use crate::protocol::Stream;
 use crate::runner::RunEvent;
 use crate::status::Status;
 use crate::store::Store;
-use crate::watcher::{Change, ChangeSink};
 
 /// The most lines one output change carries.
 pub const MAX_LINES_PER_CHANGE: usize = 2_000;
-
-/// One line a run printed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RunLine {
-    pub stream: Stream,
-    pub line: String,
-    pub t_ms: u64,
-}
 
 #[derive(Default)]
 struct PendingOutput {

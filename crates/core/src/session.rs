@@ -814,6 +814,30 @@ impl FolderReader<'_> {
     }
 }
 
+/// The fingerprint of a session folder: changes whenever its summary may have. Creating or
+/// removing a file changes the folder's own time, so `result.json`, `events.json` and `nodes/`
+/// are looked at only when the previous fingerprint saw them (or there is none).
+pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
+    use std::fmt::Write;
+    use std::os::unix::fs::MetadataExt;
+    let stamp = |m: &fs::Metadata| format!("{}.{}:{}", m.mtime(), m.mtime_nsec(), m.len());
+    // Links are not followed (a session folder's files are untrusted): a link's own times count.
+    let dir = fs::symlink_metadata(folder).ok()?;
+    let mut print = format!("{}.{}", dir.mtime(), dir.mtime_nsec());
+    let same_folder = previous.is_some_and(|p| p.split('|').next() == Some(print.as_str()));
+    let mut seen = previous.map(|p| p.split('|').skip(1));
+    for name in [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, "nodes"] {
+        let was_absent = seen.as_mut().and_then(Iterator::next) == Some("-");
+        let part = if same_folder && was_absent && name != SESSION_INFO_FILE {
+            "-".to_owned()
+        } else {
+            fs::symlink_metadata(folder.join(name)).map_or_else(|_| "-".to_owned(), |m| stamp(&m))
+        };
+        let _ = write!(print, "|{part}");
+    }
+    Some(print)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! A Stop that always stops, decided in one place: the policy as a state machine with the time
-//! passed in, so the runs this process follows ([`crate::runner::Supervisor::stop`]) and the runs
-//! another process follows ([`crate::runner::stop_elsewhere_and_wait`]) escalate alike.
+//! passed in, so the runs this process follows (`Supervisor::stop`) and the runs another process
+//! follows (`stop_elsewhere_and_wait`), both in the runner, escalate alike.
 //!
 //! A stop writes the stop files first: the current node finishes, then the engine stops
 //! (PROTOCOL.md §3). Past the grace period, or at once when forced, the run's processes get

@@ -34,13 +34,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
-use serde::Serialize;
 
+pub use crate::change::{Change, ChangeSink};
 use crate::error::Error;
 use crate::id::SessionId;
-use crate::index::fingerprint;
 use crate::session::{
-    read_summary, session_folders, SessionSummary, Timestamp, Workspace, EVENTS_FILE, RAW_STREAM_FILE,
+    fingerprint, read_summary, session_folders, SessionSummary, Timestamp, Workspace, EVENTS_FILE, RAW_STREAM_FILE,
     RUNNING_QUIET_WINDOW, SESSIONS_DIR,
 };
 use crate::status::Status;
@@ -52,108 +51,6 @@ pub const MAX_APPENDED_BYTES: usize = 1024 * 1024;
 
 /// The files whose new lines are sent as [`Change::OutputAppended`].
 pub const FOLLOWED_FILES: [&str; 2] = [RAW_STREAM_FILE, EVENTS_FILE];
-
-/// One change of a workspace's sessions.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Change {
-    /// A session folder appeared (or was there when the watcher started).
-    SessionAdded {
-        workspace: PathBuf,
-        session_id: SessionId,
-        summary: SessionSummary,
-    },
-    /// A session's summary changed (status, current node, nodes, update time, problems).
-    SessionUpdated {
-        workspace: PathBuf,
-        session_id: SessionId,
-        summary: SessionSummary,
-    },
-    /// A session folder is gone (deleted, moved away, or its sessions folder was).
-    SessionRemoved { workspace: PathBuf, session_id: SessionId },
-    /// A node of a run the studio follows began (`running`) or ended (its status).
-    NodeChanged {
-        workspace: PathBuf,
-        session_id: SessionId,
-        run_id: String,
-        node: String,
-        depth: usize,
-        status: crate::status::Status,
-        /// Milliseconds since the run started.
-        t_ms: u64,
-    },
-    /// A run the studio follows started, is stopping, or ended.
-    RunStatusChanged {
-        workspace: PathBuf,
-        session_id: SessionId,
-        run_id: String,
-        status: crate::status::Status,
-        /// A stop was asked for and the run has not ended yet.
-        stopping: bool,
-        exit_code: Option<i32>,
-        elapsed_ms: Option<u64>,
-        stopped_by: Option<crate::timeline::StoppedBy>,
-        error: Option<String>,
-    },
-    /// New lines a run the studio follows printed, gathered over a window.
-    RunOutputAppended {
-        workspace: PathBuf,
-        session_id: SessionId,
-        run_id: String,
-        lines: Vec<crate::live::RunLine>,
-        /// Lines left out of this change to keep it small (they are in the store).
-        skipped: u64,
-    },
-    /// A workspace is no longer watched through inotify but polled every
-    /// [`WatcherOptions::poll_interval`] (the watch budget or the system's limit was reached):
-    /// changes still arrive, later. `reason` says why, for a person.
-    WatchPolling { workspace: PathBuf, reason: String },
-    /// New complete lines of a growing output file of the session.
-    OutputAppended {
-        workspace: PathBuf,
-        session_id: SessionId,
-        /// The file, absolute.
-        file: PathBuf,
-        /// The byte offset of the first line in the file; 0 again when the file was truncated or
-        /// replaced and is read from its start.
-        offset: u64,
-        /// The lines, without their newlines (bytes that are not UTF-8 replaced).
-        lines: Vec<String>,
-    },
-}
-
-impl Change {
-    pub fn workspace(&self) -> &Path {
-        match self {
-            Change::SessionAdded { workspace, .. }
-            | Change::SessionUpdated { workspace, .. }
-            | Change::SessionRemoved { workspace, .. }
-            | Change::NodeChanged { workspace, .. }
-            | Change::RunStatusChanged { workspace, .. }
-            | Change::RunOutputAppended { workspace, .. }
-            | Change::OutputAppended { workspace, .. }
-            | Change::WatchPolling { workspace, .. } => workspace,
-        }
-    }
-
-    /// The session the change is about; `None` for a change of the whole workspace.
-    pub fn session_id(&self) -> Option<&SessionId> {
-        match self {
-            Change::SessionAdded { session_id, .. }
-            | Change::SessionUpdated { session_id, .. }
-            | Change::SessionRemoved { session_id, .. }
-            | Change::NodeChanged { session_id, .. }
-            | Change::RunStatusChanged { session_id, .. }
-            | Change::RunOutputAppended { session_id, .. }
-            | Change::OutputAppended { session_id, .. } => Some(session_id),
-            Change::WatchPolling { .. } => None,
-        }
-    }
-}
-
-/// Where changes go (the desktop shell forwards them to the window; the CLI prints them). Called
-/// on the watcher's thread: keep it short.
-pub type ChangeSink = Arc<dyn Fn(Change) + Send + Sync>;
 
 /// The clock the watcher reads sessions with (a session's status depends on how long it was quiet).
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;

@@ -17,7 +17,7 @@ pub fn watch(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let sink: ChangeSink = Arc::new(move |change| {
         let _ = changes.send(change);
     });
-    let sink = studio_core::index::keeping_current(Arc::new(globals.open_store()?), sink);
+    let sink = studio_core::store::index::keeping_current(Arc::new(globals.open_store()?), sink);
     let _watcher = Watcher::start(workspaces, sink, WatcherOptions::default())?;
     for change in received {
         match globals.format() {

@@ -6,6 +6,7 @@
 //! named in-memory database that lives as long as its connections. The schema grows only through
 //! `migrations` (forward only).
 
+pub mod index;
 mod migrations;
 mod node_logs;
 mod output;
@@ -1287,45 +1288,6 @@ impl Store {
     }
 
     // ---- folder index ----
-
-    /// The listing of a workspace through the index (a session whose folder did not change is
-    /// not read again): pinned sessions first, most recently pinned first, then most recently
-    /// updated first. A session the studio runs or ran is `running` while its run lives, and
-    /// takes its last run's status when its files cannot tell.
-    pub fn list_sessions(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
-        let mut sessions = crate::index::list(self, workspace, now)?;
-        let runs = self.last_runs(workspace)?;
-        let last_runs: Vec<recorded_runs::LastRun<'_>> = runs.iter().map(recorded_runs::LastRun::from).collect();
-        let mut spans = self.last_runs_node_spans(workspace)?;
-        recorded_runs::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
-            spans.remove(run_id).unwrap_or_default()
-        });
-        let live_runs: std::collections::HashMap<&str, &str> = runs
-            .iter()
-            .filter(|run| run.status == Status::Running)
-            .map(|run| (run.session_id.as_str(), run.id.as_str()))
-            .collect();
-        let mut facts = self.session_facts(workspace)?;
-        let mut rows: Vec<SessionRow> = sessions
-            .into_iter()
-            .map(|summary| {
-                let (pinned_at, title, agent, messages) = facts.remove(summary.id.as_str()).unwrap_or_default();
-                let live_run = live_runs.get(summary.id.as_str()).map(|id| (*id).to_owned());
-                SessionRow {
-                    summary,
-                    pinned: pinned_at.is_some(),
-                    pinned_at: pinned_at.map(timestamp),
-                    title,
-                    agent,
-                    messages,
-                    live_run,
-                }
-            })
-            .collect();
-        // A stable sort keeps the most-recent-first order within each group.
-        rows.sort_by_key(|row| std::cmp::Reverse(row.pinned_at));
-        Ok(rows)
-    }
 
     /// One session in full: its folder, with what the store knows laid over it as the listing
     /// lays it (`recorded_runs::with_recorded_runs`): the same status and the same nodes, in the same

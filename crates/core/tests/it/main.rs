@@ -4,6 +4,7 @@ mod captures;
 mod harness;
 mod hostile_processes;
 mod hostile_workspace;
+mod import_cycles;
 mod live;
 mod never_panics;
 mod private_files;

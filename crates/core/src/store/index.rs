@@ -7,40 +7,56 @@
 //! read again each time (their status depends on how long they have been quiet).
 
 use std::collections::HashMap;
-use std::fs;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::time::SystemTime;
 
 use rusqlite::params;
 
+use super::{recorded_runs, timestamp, SessionRow, Store};
+use crate::change::{Change, ChangeSink};
 use crate::error::Error;
 use crate::id::SessionId;
-use crate::session::{self, SessionSummary, Workspace, EVENTS_FILE, RESULT_FILE, SESSION_INFO_FILE};
+use crate::session::{self, SessionSummary, Workspace};
 use crate::status::Status;
-use crate::store::Store;
 
-/// The fingerprint of a session folder: changes whenever its summary may have. Creating or
-/// removing a file changes the folder's own time, so `result.json`, `events.json` and `nodes/`
-/// are looked at only when the previous fingerprint saw them (or there is none).
-pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
-    use std::fmt::Write;
-    let stamp = |m: &fs::Metadata| format!("{}.{}:{}", m.mtime(), m.mtime_nsec(), m.len());
-    // Links are not followed (a session folder's files are untrusted): a link's own times count.
-    let dir = fs::symlink_metadata(folder).ok()?;
-    let mut print = format!("{}.{}", dir.mtime(), dir.mtime_nsec());
-    let same_folder = previous.is_some_and(|p| p.split('|').next() == Some(print.as_str()));
-    let mut seen = previous.map(|p| p.split('|').skip(1));
-    for name in [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, "nodes"] {
-        let was_absent = seen.as_mut().and_then(Iterator::next) == Some("-");
-        let part = if same_folder && was_absent && name != SESSION_INFO_FILE {
-            "-".to_owned()
-        } else {
-            fs::symlink_metadata(folder.join(name)).map_or_else(|_| "-".to_owned(), |m| stamp(&m))
-        };
-        let _ = write!(print, "|{part}");
+impl Store {
+    /// The listing of a workspace through the index (a session whose folder did not change is
+    /// not read again): pinned sessions first, most recently pinned first, then most recently
+    /// updated first. A session the studio runs or ran is `running` while its run lives, and
+    /// takes its last run's status when its files cannot tell.
+    pub fn list_sessions(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
+        let mut sessions = list(self, workspace, now)?;
+        let runs = self.last_runs(workspace)?;
+        let last_runs: Vec<recorded_runs::LastRun<'_>> = runs.iter().map(recorded_runs::LastRun::from).collect();
+        let mut spans = self.last_runs_node_spans(workspace)?;
+        recorded_runs::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
+            spans.remove(run_id).unwrap_or_default()
+        });
+        let live_runs: std::collections::HashMap<&str, &str> = runs
+            .iter()
+            .filter(|run| run.status == Status::Running)
+            .map(|run| (run.session_id.as_str(), run.id.as_str()))
+            .collect();
+        let mut facts = self.session_facts(workspace)?;
+        let mut rows: Vec<SessionRow> = sessions
+            .into_iter()
+            .map(|summary| {
+                let (pinned_at, title, agent, messages) = facts.remove(summary.id.as_str()).unwrap_or_default();
+                let live_run = live_runs.get(summary.id.as_str()).map(|id| (*id).to_owned());
+                SessionRow {
+                    summary,
+                    pinned: pinned_at.is_some(),
+                    pinned_at: pinned_at.map(timestamp),
+                    title,
+                    agent,
+                    messages,
+                    live_run,
+                }
+            })
+            .collect();
+        // A stable sort keeps the most-recent-first order within each group.
+        rows.sort_by_key(|row| std::cmp::Reverse(row.pinned_at));
+        Ok(rows)
     }
-    Some(print)
 }
 
 struct Cached {
@@ -76,7 +92,7 @@ pub(crate) fn list(store: &Store, workspace: &Workspace, now: SystemTime) -> Res
     let folders = session::session_folders(workspace)?;
     let results = session::in_parallel(&folders, |(path, id)| -> Result<Option<Listed>, Error> {
         let cached_entry = cached.get(id.as_str());
-        let Some(print) = fingerprint(path, cached_entry.map(|c| c.fingerprint.as_str())) else {
+        let Some(print) = session::fingerprint(path, cached_entry.map(|c| c.fingerprint.as_str())) else {
             return Ok(None); // deleted since the folder was listed
         };
         if let Some(entry) = cached_entry {
@@ -149,8 +165,7 @@ pub fn forget(store: &Store, workspace: &Workspace, id: &SessionId) -> Result<()
 
 /// Records a watcher change in the index, so that a listing after a restart reads again only
 /// the folders that changed while no studio was watching.
-pub fn record_change(store: &Store, change: &crate::watcher::Change) -> Result<(), Error> {
-    use crate::watcher::Change;
+pub fn record_change(store: &Store, change: &Change) -> Result<(), Error> {
     let workspace = Workspace::from_canonical_root(change.workspace().to_owned());
     let (summary, id) = match change {
         Change::SessionAdded {
@@ -166,7 +181,7 @@ pub fn record_change(store: &Store, change: &crate::watcher::Change) -> Result<(
         | Change::RunOutputAppended { .. }
         | Change::WatchPolling { .. } => return Ok(()),
     };
-    let Some(print) = fingerprint(&summary.path, None) else {
+    let Some(print) = session::fingerprint(&summary.path, None) else {
         return forget(store, &workspace, id);
     };
     let key = store.workspace_key_for(&workspace)?;
@@ -183,7 +198,7 @@ pub fn record_change(store: &Store, change: &crate::watcher::Change) -> Result<(
 }
 
 /// A change sink that keeps the index current, then passes each change on to `next`.
-pub fn keeping_current(store: std::sync::Arc<Store>, next: crate::watcher::ChangeSink) -> crate::watcher::ChangeSink {
+pub fn keeping_current(store: std::sync::Arc<Store>, next: ChangeSink) -> ChangeSink {
     std::sync::Arc::new(move |change| {
         if let Err(error) = record_change(&store, &change) {
             tracing::warn!(%error, "the folder index missed a change; the next listing reads that folder again");
