@@ -137,7 +137,7 @@ pub fn run() {
     let (studio, run_events) = Studio::open(workspace.as_deref(), store_location);
     let needs_workspace = studio
         .workspace()
-        .is_err_and(|error| error.code == studio_core::Error::NoWorkspace.code());
+        .is_err_and(|error| error.code == studio_core::ErrorCode::NoWorkspace);
     if cpu_rendering {
         studio.hide_variables_from_agents(&[desktop::CPU_RENDERING_VARIABLE]);
     }
@@ -172,7 +172,11 @@ pub fn run() {
                         // What changed while watching started, the window lists now.
                         events::tell_sessions_changed(&handle);
                     }
-                    Err(error) => tracing::warn!(code = error.code, "the workspace is not watched: {}", error.message),
+                    Err(error) => tracing::warn!(
+                        code = error.code.as_str(),
+                        "the workspace is not watched: {}",
+                        error.message
+                    ),
                 }
             })?;
             if let Some((run_events, output_events)) = run_events {
@@ -181,7 +185,11 @@ pub fn run() {
                     .name("run-events".into())
                     .spawn(move || events::forward(run_events, handle))?;
                 if let Err(error) = studio.follow_output(output_events, events::run_output(app.handle().clone())) {
-                    tracing::warn!(code = error.code, "output is not followed live: {}", error.message);
+                    tracing::warn!(
+                        code = error.code.as_str(),
+                        "output is not followed live: {}",
+                        error.message
+                    );
                 }
             }
             if let Ok(workspace) = studio.workspace() {
@@ -289,7 +297,7 @@ fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) 
         _ => return,
     };
     if let Err(error) = switch_workspace(app, &workspace) {
-        tracing::warn!(code = error.code, "{}", error.message);
+        tracing::warn!(code = error.code.as_str(), "{}", error.message);
     }
 }
 

@@ -23,10 +23,11 @@ use crate::error::Error;
 use crate::id::SessionId;
 use crate::session::{Session, SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
+use crate::timeline::StoppedBy;
 
 pub use migrations::SCHEMA_VERSION;
 pub use output::{OutputFilter, OutputFind, OutputLine, OutputPage, OutputWriter, FIND_BUDGET_LINES};
-pub use search::SearchHit;
+pub use search::{SearchHit, SearchHitKind};
 
 /// Where the store lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,7 +109,7 @@ pub struct RunRecord {
     pub ended_at: Option<Timestamp>,
     pub exit_code: Option<i64>,
     pub error: Option<String>,
-    pub stopped_by: Option<String>,
+    pub stopped_by: Option<StoppedBy>,
     /// A stop asked for by another studio process (`graceful` or `forced`).
     pub stop_requested: Option<String>,
     /// The run keeper's folder, for a run that can outlive its studio.
@@ -183,7 +184,50 @@ pub struct LogLine {
     pub event: String,
     pub message: String,
     pub run_id: Option<String>,
+    /// An object, or `null` when the line has none.
     pub fields: serde_json::Value,
+}
+
+/// What a span is; the store keeps the same words (`run`, `node`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpanKind {
+    Run,
+    Node,
+}
+
+impl SpanKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpanKind::Run => "run",
+            SpanKind::Node => "node",
+        }
+    }
+}
+
+/// A kind compares equal to its word (`span.kind == "node"`), as the wire carries it.
+impl PartialEq<&str> for SpanKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Display for SpanKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl rusqlite::types::FromSql for SpanKind {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<SpanKind> {
+        match value.as_str()? {
+            "run" => Ok(SpanKind::Run),
+            "node" => Ok(SpanKind::Node),
+            other => Err(rusqlite::types::FromSqlError::Other(
+                format!("unknown span kind `{other}`").into(),
+            )),
+        }
+    }
 }
 
 /// One span of a trace: a run, or one node execution inside it.
@@ -193,7 +237,7 @@ pub struct Span {
     pub parent_id: Option<i64>,
     pub run_id: String,
     pub name: String,
-    pub kind: String,
+    pub kind: SpanKind,
     pub depth: i64,
     pub started_at: Timestamp,
     pub ended_at: Option<Timestamp>,
@@ -750,7 +794,7 @@ impl Store {
             ended_at: row.get::<_, Option<i64>>(8)?.map(timestamp),
             exit_code: row.get(9)?,
             error: row.get(10)?,
-            stopped_by: row.get(11)?,
+            stopped_by: row.get::<_, Option<String>>(11)?.as_deref().and_then(StoppedBy::parse),
             stop_requested: row.get(14)?,
             workspace: PathBuf::from(row.get::<_, String>(15)?),
             keeper_dir: row.get::<_, Option<String>>(16)?.map(PathBuf::from),
