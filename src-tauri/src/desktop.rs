@@ -20,6 +20,7 @@ pub const WORKSPACE_CHANGED: &str = "workspace-changed";
 pub const QUIT_REQUESTED: &str = "quit-requested";
 
 #[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct QuitRequested {
     pub live_runs: usize,
     /// Whether the runs can be left running (they go through the run keeper).

@@ -6,6 +6,7 @@ use studio_core::ErrorCode;
 
 /// Every failed command rejects with this; the UI branches on `code`, never on `message`.
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[error("{message} ({code})")]
 pub struct CommandError {
     /// Stable and machine-readable: the core's [`studio_core::Error::code`].
@@ -13,6 +14,7 @@ pub struct CommandError {
     pub message: String,
     /// `agents_untrusted`: the `AgentLaunch` to show before trusting the file.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional, type = "unknown"))]
     pub details: Option<serde_json::Value>,
 }
 

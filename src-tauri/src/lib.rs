@@ -6,11 +6,16 @@
 //! - `events`: the supervisor's run events, forwarded to the window.
 //! - `desktop`: the menu, quitting with live runs, the folder picker, the app's log file.
 //! - `error`: the one `{code, message}` error that crosses IPC.
+//! - `ipc_types` (a test): the window's TypeScript types (`ui/src/generated/ipc.ts`), generated
+//!   from the Rust types that cross IPC, with the command and event names; it fails when the
+//!   checked-in file is stale (`scripts/gen-ipc-types.sh` rewrites it).
 
 mod commands;
 mod desktop;
 mod error;
 mod events;
+#[cfg(test)]
+mod ipc_types;
 mod studio;
 
 pub(crate) use desktop::{pick_folder, quit_now, reveal, switch_workspace};
@@ -23,6 +28,48 @@ use tauri::Manager;
 
 pub use error::CommandError;
 pub use studio::Studio;
+
+/// The IPC commands, each spelled once: the invoke handler and [`COMMAND_NAMES`] (the window's
+/// generated `CommandName` type) both come from this list.
+macro_rules! ipc_commands {
+    ($($name:ident),* $(,)?) => {
+        /// What the window may invoke, by name.
+        pub const COMMAND_NAMES: &[&str] = &[$(stringify!($name)),*];
+
+        fn invoke_handler() -> impl Fn(tauri::ipc::Invoke) -> bool + Send + Sync + 'static {
+            tauri::generate_handler![$(commands::$name),*]
+        }
+    };
+}
+
+ipc_commands![
+    workspace_get,
+    agents_trust,
+    workspaces_recent,
+    workspace_open,
+    workspace_pick,
+    sessions_list,
+    session_get,
+    session_messages,
+    session_logs,
+    session_files,
+    session_file_read,
+    session_reveal,
+    session_delete,
+    pin_add,
+    pin_remove,
+    search,
+    agents_list,
+    agent_save,
+    run_start,
+    run_replay,
+    run_stop,
+    runs_list,
+    run_spans,
+    run_output,
+    run_output_find,
+    app_quit,
+];
 
 const USAGE: &str = "usage: zibby-studio [--db PATH | --memory] [WORKSPACE]";
 
@@ -209,34 +256,7 @@ pub fn run() {
                 }
             }
         })
-        .invoke_handler(tauri::generate_handler![
-            commands::workspace_get,
-            commands::agents_trust,
-            commands::workspaces_recent,
-            commands::workspace_open,
-            commands::workspace_pick,
-            commands::sessions_list,
-            commands::session_get,
-            commands::session_messages,
-            commands::session_logs,
-            commands::session_files,
-            commands::session_file_read,
-            commands::session_reveal,
-            commands::session_delete,
-            commands::pin_add,
-            commands::pin_remove,
-            commands::search,
-            commands::agents_list,
-            commands::agent_save,
-            commands::run_start,
-            commands::run_replay,
-            commands::run_stop,
-            commands::runs_list,
-            commands::run_spans,
-            commands::run_output,
-            commands::run_output_find,
-            commands::app_quit,
-        ])
+        .invoke_handler(invoke_handler())
         .build(tauri::generate_context!());
     let app = match app {
         Ok(app) => app,

@@ -138,6 +138,7 @@ macro_rules! error_codes {
         /// the core, the CLI, the shell and the window (whose TypeScript union is generated from
         /// it), the window's own codes included. New codes may come: match with a fallback arm.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+        #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
         #[non_exhaustive]
         pub enum ErrorCode {
             $($(#[$doc])* #[serde(rename = $word)] $variant,)*

@@ -86,6 +86,7 @@ impl StoreLocation {
 
 /// A run as the store records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RunRecord {
     pub id: String,
     pub session_id: String,
@@ -140,6 +141,7 @@ pub struct RunOutcome<'a> {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Message {
     pub seq: i64,
     pub role: String,
@@ -148,6 +150,7 @@ pub struct Message {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     Debug,
@@ -177,6 +180,7 @@ impl Level {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LogLine {
     pub at: Timestamp,
     pub level: Level,
@@ -185,11 +189,13 @@ pub struct LogLine {
     pub message: String,
     pub run_id: Option<String>,
     /// An object, or `null` when the line has none.
+    #[cfg_attr(feature = "ts", ts(type = "Record<string, unknown> | null"))]
     pub fields: serde_json::Value,
 }
 
 /// What a span is; the store keeps the same words (`run`, `node`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum SpanKind {
     Run,
@@ -232,6 +238,7 @@ impl rusqlite::types::FromSql for SpanKind {
 
 /// One span of a trace: a run, or one node execution inside it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Span {
     pub id: i64,
     pub parent_id: Option<i64>,
@@ -246,6 +253,7 @@ pub struct Span {
 
 /// A session as the studio lists it: what its folder says, and what the studio knows of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionRow {
     #[serde(flatten)]
     pub summary: SessionSummary,

@@ -13,6 +13,7 @@ use crate::session::Workspace;
 /// What a search hit is: the kind of row of the index it leads back to (that row's FTS rowid is
 /// `source id * 4 + kind`). The lookups below select the same words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchHitKind {
     Output = 0,
@@ -83,6 +84,7 @@ pub(super) fn unindex_session(tx: &Connection, session_key: i64) -> rusqlite::Re
 
 /// One place a search matched.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SearchHit {
     pub kind: SearchHitKind,
     pub session_id: String,
