@@ -13,6 +13,7 @@ use studio_core::agents::{self, Agent};
 use studio_core::files::{FileChunk, FileEntry};
 use studio_core::protocol::Stream;
 use studio_core::runner::StartedRun;
+use studio_core::stop::Stopping;
 use studio_core::store::{
     LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, SessionRow, Span,
 };
@@ -223,9 +224,9 @@ pub fn run_replay(
 
 /// Stops a live run: gracefully (the current node finishes first), or by force. A run another
 /// studio process started (a `zstudio run`) is stopped through its session folder and process
-/// group. Returns what is being done about it.
+/// group. Returns how it stops (`graceful` or `forced`: a second stop of a stopping run is forced).
 #[tauri::command(async, rename_all = "snake_case")]
-pub fn run_stop(studio: State<'_, Studio>, run_id: String, force: bool) -> Result<String, CommandError> {
+pub fn run_stop(studio: State<'_, Studio>, run_id: String, force: bool) -> Result<Stopping, CommandError> {
     match studio.supervisor()?.stop(&run_id, force) {
         Err(studio_core::Error::RunNotLive { .. }) => {
             let store = studio.store()?;

@@ -71,92 +71,15 @@ ipc_commands![
     app_quit,
 ];
 
-const USAGE: &str = "usage: zibby-studio [--db PATH | --memory] [WORKSPACE]";
-
-const HELP: &str = "\
-Zibby Studio: watch, start and stop Zibby agent runs on your own machine.
-
-usage: zibby-studio [--db PATH | --memory] [WORKSPACE]
-
-arguments:
-  WORKSPACE      the project folder whose runs to show (sessions live in
-                 WORKSPACE/.zibby/output/sessions/); default: the last one
-                 opened, else a folder picker asks. A second launch hands its
-                 WORKSPACE to the running window (one window per store).
-
-options:
-  --db PATH      the studio's store (pins, runs, their output); default:
-                 $ZIBBY_STUDIO_DB, else $XDG_DATA_HOME/zibby-studio/studio.sqlite
-  --memory       a throwaway store that lives as long as the app
-  -h, --help     print this help and exit
-  -V, --version  print the version and exit
-
-environment:
-  ZIBBY_STUDIO_DB  the store, when --db is not given
-  RUST_LOG       log filter, e.g. RUST_LOG=debug (default: info); the log goes to
-                 stderr and to a file a day in $XDG_DATA_HOME/dev.zibby.studio/logs
-                 (Help > About shows where; File > Reveal Log Folder opens it)
-";
-
-/// What the command line asks for.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Invocation {
-    Open {
-        /// None: the last workspace opened, else the folder picker.
-        workspace: Option<PathBuf>,
-        db: Option<PathBuf>,
-        memory: bool,
-    },
-    Help,
-    Version,
-}
-
-/// Parses the arguments after the program name.
-pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, String> {
-    let mut workspace: Option<PathBuf> = None;
-    let mut db: Option<PathBuf> = None;
-    let mut memory = false;
-    let mut options_done = false;
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        match arg.to_str() {
-            Some("-h" | "--help") if !options_done => return Ok(Invocation::Help),
-            Some("-V" | "--version") if !options_done => return Ok(Invocation::Version),
-            Some("--db") if !options_done => {
-                let path = args.next().ok_or("`--db` needs a PATH")?;
-                db = Some(PathBuf::from(path));
-            }
-            Some(option) if option.starts_with("--db=") && !options_done => {
-                db = Some(PathBuf::from(&option["--db=".len()..]));
-            }
-            Some("--memory") if !options_done => memory = true,
-            // WebKitWebDriver starts the browser binary with this flag when it drives the app.
-            Some("--automation") if !options_done => {}
-            Some("--") if !options_done => options_done = true,
-            Some(option) if option.starts_with('-') && option.len() > 1 && !options_done => {
-                return Err(format!("unknown option `{option}`"));
-            }
-            _ if workspace.is_some() => {
-                return Err(format!(
-                    "unexpected argument `{}`: give one WORKSPACE",
-                    arg.to_string_lossy()
-                ));
-            }
-            _ => workspace = Some(PathBuf::from(arg)),
-        }
-    }
-    if memory && db.is_some() {
-        return Err("give `--db PATH` or `--memory`, not both".to_owned());
-    }
-    Ok(Invocation::Open { workspace, db, memory })
-}
+/// The app's command line, defined with clap beside `zstudio`'s (`crates/args`).
+pub use studio_args::desktop::{parse_args, Invocation};
 
 /// The app's entry point: `zibby-studio [--db PATH | --memory] [WORKSPACE]`.
 pub fn run() {
     let (workspace, db, memory) = match parse_args(std::env::args_os().skip(1)) {
         Ok(Invocation::Open { workspace, db, memory }) => (workspace, db, memory),
         Ok(Invocation::Help) => {
-            print!("{HELP}");
+            print!("{}", studio_args::desktop::help());
             return;
         }
         Ok(Invocation::Version) => {
@@ -164,7 +87,7 @@ pub fn run() {
             return;
         }
         Err(message) => {
-            eprintln!("zibby-studio: {message}\n{USAGE}");
+            eprintln!("zibby-studio: {message}\n{}", studio_args::desktop::USAGE);
             std::process::exit(2);
         }
     };

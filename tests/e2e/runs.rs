@@ -259,7 +259,7 @@ fn quitting_can_leave_live_runs_running_for_the_next_launch() {
         &session_path,
         true,
         Duration::from_secs(5),
-        |said| eprintln!("{said}"),
+        |said| eprintln!("{said:?}"),
     )
     .expect("the next launch stops it");
     assert_eq!(run.status, Status::Cancelled, "{run:?}");

@@ -107,7 +107,7 @@ describe("startApp", () => {
     (run().querySelector(".stop") as HTMLButtonElement).click();
     expect(backend.calls).toContain("runStop(run-1, false)");
     expect(run().querySelector(".stop")?.textContent).toBe("Stopping: the current node finishes first");
-    backend.emit({ type: "stopping", run_id: "run-1", forced: false, message: "stopping" });
+    backend.emit({ type: "stopping", run_id: "run-1", forced: false, elsewhere: false });
     expect(run().querySelector(".force-stop")).not.toBeNull();
 
     backend.sessions = [row("session-1", { status: "cancelled" })];

@@ -12,7 +12,7 @@ import { SEARCH_LIMIT } from "./search";
 import { askingToTrust } from "./trust";
 import { createSessionView, type SessionTab, type SessionView } from "./sessionview";
 import { DELETE_LIVE_TITLE } from "./table";
-import type { RunEvent, RunOutputEvent, SessionRow, WorkspaceInfo } from "./types";
+import type { RunEvent, RunOutputEvent, SessionRow, Stopping, WorkspaceInfo } from "./types";
 import { renderApp, visibleSessions, type Actions, type Loaded, type ViewState } from "./view";
 
 export { toCommandError };
@@ -206,7 +206,7 @@ export function startApp(root: HTMLElement, shellBackend: Backend, clock: () => 
   }
 
   /** Stops a run; the Live runs strip shows it too when this window follows the run. */
-  function stopRun(runId: string, force: boolean): Promise<string> {
+  function stopRun(runId: string, force: boolean): Promise<Stopping> {
     set({ runs: stopRequested(state.runs, runId, force) });
     return backend.runStop(runId, force).catch((error: unknown) => {
       // A run that ended meanwhile is not live any more: its `run_finished` tells the rest.

@@ -30,6 +30,7 @@ import type {
   StartedRun,
   WatchNotice,
   WorkspaceInfo,
+  Stopping,
 } from "./types";
 
 export interface Backend {
@@ -40,8 +41,8 @@ export interface Backend {
   pinRemove(sessionId: string): Promise<void>;
   agentsList(): Promise<Agent[]>;
   runStart(request: RunStartRequest): Promise<StartedRun>;
-  /** Resolves with what the studio is doing about it ("stopping: the current node finishes first"). */
-  runStop(runId: string, force: boolean): Promise<string>;
+  /** Resolves with how it stops: `graceful` (the current node finishes first), or `forced` (also a second stop). */
+  runStop(runId: string, force: boolean): Promise<Stopping>;
   runsList(sessionId?: string): Promise<RunRecord[]>;
   /** Deletes a session's records and moves its folder to the trash; refused while its run is live. */
   sessionDelete(sessionId: string): Promise<void>;
@@ -130,7 +131,7 @@ export const tauriBackend: Backend = {
   pinRemove: (sessionId) => call<void>("pin_remove", { session_id: sessionId }),
   agentsList: () => call<Agent[]>("agents_list"),
   runStart: (request) => call<StartedRun>("run_start", { ...request, session_id: request.session_id ?? null }),
-  runStop: (runId, force) => call<string>("run_stop", { run_id: runId, force }),
+  runStop: (runId, force) => call<Stopping>("run_stop", { run_id: runId, force }),
   runsList: (sessionId) => call<RunRecord[]>("runs_list", { session_id: sessionId ?? null }),
   sessionDelete: (sessionId) => call<void>("session_delete", { session_id: sessionId }),
   workspacesRecent: () => call<string[]>("workspaces_recent"),

@@ -202,7 +202,7 @@ export function fakeBackend(
     },
     async runStop(runId, force) {
       backend.calls.push(`runStop(${runId}, ${force})`);
-      return force ? "force stopping" : "stopping: the current node finishes first";
+      return force ? "forced" : "graceful";
     },
     async runsList(sessionId) {
       return backend.runs.filter((run) => sessionId === undefined || run.session_id === sessionId);

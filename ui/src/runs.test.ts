@@ -66,14 +66,14 @@ describe("applyRunEvent", () => {
 
   it("gives back the same list when an event changes nothing, so the page is not redrawn", () => {
     const runs = stopRequested(replay([started]), "r", false);
-    expect(applyRunEvent(runs, { type: "stopping", run_id: "r", forced: false, message: "" }, 2)).toBe(runs);
+    expect(applyRunEvent(runs, { type: "stopping", run_id: "r", forced: false, elsewhere: false }, 2)).toBe(runs);
     expect(applyRunEvent(runs, { type: "node_begin", run_id: "other", node: "x", depth: 0, t_ms: 1 }, 2)).toBe(runs);
     expect(addStartedRun(runs, "r", "s", 3)).toBe(runs);
   });
 
   it("never goes back from a forced stop to a graceful one", () => {
     const runs = stopRequested(replay([started]), "r", true);
-    const [run] = applyRunEvent(runs, { type: "stopping", run_id: "r", forced: false, message: "" }, 2);
+    const [run] = applyRunEvent(runs, { type: "stopping", run_id: "r", forced: false, elsewhere: false }, 2);
     expect(run!.stop).toBe("forced");
     expect(stopRequested(replay([started]), "r", false)[0]!.stop).toBe("graceful");
   });

@@ -248,7 +248,7 @@ describe("the session view", () => {
     backend.sessions = backend.sessions.map((r) => (r.id === "s1" ? { ...r, live_run: "r-live", status: "running" } : r));
     await openSession("s1");
     expect(root.querySelector("#session-stop")?.textContent).toBe("Stop");
-    backend.emit({ type: "stopping", run_id: "r-live", forced: false, message: "stopping: the current node finishes first" });
+    backend.emit({ type: "stopping", run_id: "r-live", forced: false, elsewhere: false });
     expect(root.querySelector("#session-stop")?.textContent).toBe("Stopping: the current node finishes first");
     expect(root.querySelector("#session-force-stop")).not.toBeNull();
     expect(backend.calls.some((call) => call.startsWith("runStop"))).toBe(false);

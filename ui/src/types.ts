@@ -31,6 +31,7 @@ export type {
   StartedRun,
   Status,
   StoppedBy,
+  Stopping,
   WatchNotice,
   WorkspaceInfo,
 } from "./generated/ipc";

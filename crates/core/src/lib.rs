@@ -15,7 +15,9 @@
 //!   `recorded_runs` lays what it knows over a folder), [`index`] (the listing through the store's
 //!   folder index).
 //! - **Runs**: [`agents`] (the agents of `.zibby/studio.toml`, and what running one would do),
-//!   [`runner`] (runs the studio starts, follows and stops), [`keeper`] (the process between the
+//!   [`stop`] (the stop policy: stop files, SIGTERM past the grace period, SIGKILL 5 s later, as a
+//!   state machine with the time passed in), [`runner`] (runs the studio starts, follows and
+//!   stops), [`keeper`] (the process between the
 //!   studio and an agent), [`process`] (questions about processes: alive, who they are, what they
 //!   started), [`private`] (files the studio writes: 0600, never through a link).
 //! - **Watch**: [`watcher`] (session folders as they change, as typed changes).
@@ -35,6 +37,7 @@ pub mod protocol;
 pub mod runner;
 pub mod session;
 pub mod status;
+pub mod stop;
 pub mod store;
 pub mod tail;
 pub mod timeline;

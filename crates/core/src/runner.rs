@@ -33,6 +33,7 @@ use crate::id::SessionId;
 use crate::process::ProcessIdentity;
 use crate::protocol::{EventKind, Stream, StreamReader};
 use crate::status::Status;
+use crate::stop::{StopProgress, StopSignal, StopState, Stopping};
 use crate::store::{Level, NewRun, RunOutcome, Store};
 use crate::timeline::{Applied, Exit, RunEnd, StoppedBy, TimelineFold};
 use crate::Workspace;
@@ -42,17 +43,12 @@ pub const STOP_FILES: [&str; 2] = [".zibby-studio-stop", ".zibby-stop"];
 /// CI variables that would replace the session id with a constant (PROTOCOL.md §1).
 const CI_ID_VARIABLES: [&str; 4] = ["CI_JOB_ID", "GITHUB_RUN_ID", "CIRCLE_WORKFLOW_ID", "BUILD_ID"];
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
-/// Between SIGTERM and SIGKILL.
-pub const KILL_AFTER: Duration = Duration::from_secs(5);
+pub use crate::stop::KILL_AFTER;
 /// How often a run's thread looks at its stop state, and the longest output waits for the store.
 const TICK: Duration = Duration::from_millis(50);
 
 /// How often a followed run looks in the store for a stop another process asked for.
 const STOP_CHECK: Duration = Duration::from_millis(250);
-
-/// What a stop says while the run's current node finishes, and when it is forced.
-const STOPPING: &str = "stopping: the current node finishes first";
-const FORCE_STOPPING: &str = "force stopping: SIGTERM sent to the run's processes (SIGKILL in 5 s)";
 
 /// At a run's end, output that could not be written is tried this many times more, a tick apart;
 /// what is still unsaved then is counted in a `run.output_incomplete` log line.
@@ -110,10 +106,13 @@ pub enum RunEvent {
         line: String,
         t_ms: u64,
     },
+    /// A stop was asked for (what it is called is the window's and the CLI's to say).
     Stopping {
         run_id: String,
         forced: bool,
-        message: String,
+        /// Asked by another process (`zstudio stop`, another studio's window), which does the
+        /// stopping.
+        elsewhere: bool,
     },
     RunFinished {
         run_id: String,
@@ -147,13 +146,6 @@ pub struct StartedRun {
     pub session_id: String,
     pub session_path: PathBuf,
     pub pid: Option<u32>,
-}
-
-#[derive(Debug, Default)]
-struct StopState {
-    requested_at: Option<Instant>,
-    term_sent_at: Option<Instant>,
-    kill_sent: bool,
 }
 
 struct LiveRun {
@@ -242,14 +234,42 @@ impl Shared {
     }
 
     fn publish(&self, event: RunEvent) {
+        self.publish_all(std::iter::once(event));
+    }
+
+    /// Sends each event to every subscriber, in order, under one lock: a burst of events wakes a
+    /// waiting subscriber once rather than once per event.
+    fn publish_all(&self, events: impl Iterator<Item = RunEvent>) {
         let mut subscribers = self.subscribers.lock().expect("subscribers lock");
-        subscribers.retain(|subscriber| match subscriber.try_send(event.clone()) {
-            Ok(()) => true,
-            Err(mpsc::TrySendError::Full(_)) => {
-                tracing::warn!(run_id = event.run_id(), "a subscriber is behind; an event was dropped");
-                true
+        if subscribers.is_empty() {
+            return;
+        }
+        let mut gone = vec![false; subscribers.len()];
+        for event in events {
+            let mut event = Some(event);
+            let last = subscribers.len() - 1;
+            for (i, subscriber) in subscribers.iter().enumerate() {
+                if gone[i] {
+                    continue;
+                }
+                let sent = if i == last { event.take() } else { event.clone() };
+                let Some(sent) = sent else { continue };
+                match subscriber.try_send(sent) {
+                    Ok(()) => {}
+                    Err(mpsc::TrySendError::Full(dropped)) => {
+                        tracing::warn!(
+                            run_id = dropped.run_id(),
+                            "a subscriber is behind; an event was dropped"
+                        );
+                    }
+                    Err(mpsc::TrySendError::Disconnected(_)) => gone[i] = true,
+                }
             }
-            Err(mpsc::TrySendError::Disconnected(_)) => false,
+        }
+        let mut index = 0;
+        subscribers.retain(|_| {
+            index += 1;
+            !gone[index - 1]
         });
     }
 }
@@ -591,7 +611,7 @@ impl Supervisor {
 
     /// Stops a live run: the stop files now (the current node finishes first); with `force`, or
     /// when a graceful stop was already asked for, SIGTERM to its process group now.
-    pub fn stop(&self, run_id: &str, force: bool) -> Result<String, Error> {
+    pub fn stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
         let live = self
             .shared
             .live
@@ -602,32 +622,27 @@ impl Supervisor {
             .ok_or_else(|| Error::RunNotLive { id: run_id.to_owned() })?;
         let written = live.write_stop_files();
         let mut stop = live.stop.lock().expect("stop lock");
-        let forced = force || stop.requested_at.is_some();
+        let mut next = stop.clone();
+        let (how, signal) = next.request(force, Instant::now());
         // A graceful stop is the stop files: one that cannot be written is no stop (a forced
         // one goes on to signals).
-        if let (Err(error), false) = (written, forced) {
+        if let (Err(error), Stopping::Graceful) = (written, how) {
             return Err(error);
         }
-        if stop.requested_at.is_none() {
+        if !stop.is_requested() {
             live.tell_keeper();
         }
-        stop.requested_at.get_or_insert_with(Instant::now);
-        let message = if forced {
-            if stop.term_sent_at.is_none() {
-                live.signal(Signal::SIGTERM);
-                stop.term_sent_at = Some(Instant::now());
-            }
-            FORCE_STOPPING.to_owned()
-        } else {
-            STOPPING.to_owned()
-        };
+        *stop = next;
+        if signal.is_some() {
+            live.signal(Signal::SIGTERM);
+        }
         drop(stop);
         self.shared.publish(RunEvent::Stopping {
             run_id: run_id.to_owned(),
-            forced,
-            message: message.clone(),
+            forced: how == Stopping::Forced,
+            elsewhere: false,
         });
-        Ok(message)
+        Ok(how)
     }
 
     /// Leaves every live run running without this studio: they must go through a keeper (runs
@@ -866,6 +881,97 @@ fn spawn_reader(stream: Stream, mut pipe: impl Read + Send + 'static, sender: Sy
     }
 }
 
+/// One thing a run's output changes in the store, in the order the lines came.
+enum Step {
+    /// A `┌ title` line before the first marker was not a node after all.
+    Forget(usize),
+    /// A node execution began (its index in the timeline, and its parent's).
+    NodeBegan {
+        index: usize,
+        parent: Option<usize>,
+        node: String,
+        depth: usize,
+    },
+    NodeEnded {
+        index: usize,
+        status: Status,
+    },
+    /// An output line, and the node it belongs to.
+    Line {
+        stream: Stream,
+        at_ms: u64,
+        node: Option<String>,
+        text: String,
+    },
+}
+
+/// Records a run's steps: its node spans (a node's log lines are read from its span) and its
+/// output blocks.
+struct Recorder<'s> {
+    store: &'s Store,
+    run_id: String,
+    writer: crate::store::OutputWriter<'s>,
+    run_span: Option<i64>,
+    /// The span of each node execution, by its index in the timeline.
+    node_spans: HashMap<usize, i64>,
+}
+
+impl Recorder<'_> {
+    /// Records the steps of one chunk of output in one transaction.
+    fn record(&mut self, steps: impl Iterator<Item = Step>) {
+        let recorded = self.store.batch(|| {
+            for step in steps {
+                self.record_step(step);
+            }
+        });
+        match recorded {
+            Ok(()) => self.writer.batch_committed(),
+            Err(error) => {
+                // Its output blocks are written again (a full disk frees up).
+                self.writer.batch_failed();
+                tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+            }
+        }
+    }
+
+    fn record_step(&mut self, step: Step) {
+        let store = self.store;
+        match step {
+            Step::Forget(index) => {
+                if let Some(span) = self.node_spans.remove(&index) {
+                    let _ = store.span_forget(span);
+                }
+            }
+            Step::NodeBegan {
+                index,
+                parent,
+                node,
+                depth,
+            } => {
+                let parent = parent.and_then(|p| self.node_spans.get(&p).copied()).or(self.run_span);
+                if let Ok(span) = store.span_start(&self.run_id, parent, &node, "node", depth, SystemTime::now()) {
+                    self.node_spans.insert(index, span);
+                }
+            }
+            Step::NodeEnded { index, status } => {
+                if let Some(span) = self.node_spans.get(&index) {
+                    let _ = store.span_end(*span, status, SystemTime::now());
+                }
+            }
+            Step::Line {
+                stream,
+                at_ms,
+                node,
+                text,
+            } => {
+                if let Err(error) = self.writer.append(stream, at_ms, node.as_deref(), &text) {
+                    tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+                }
+            }
+        }
+    }
+}
+
 struct RunContext {
     shared: Arc<Shared>,
     live: Arc<LiveRun>,
@@ -887,10 +993,83 @@ impl RunContext {
         }
     }
 
+    /// What one line changes, decided before anything of it is recorded: the events its
+    /// subscribers hear (node events always; output lines when `publishing`), and the steps that
+    /// record it. A node begins or ends on a marker, or (in a stream without markers) on its
+    /// `┌` / `└` line.
+    fn fold_line(
+        &self,
+        event: crate::protocol::Event<'_>,
+        fold: &mut TimelineFold,
+        publishing: bool,
+        steps: &mut Vec<Step>,
+        heard: &mut Vec<RunEvent>,
+    ) {
+        let applied = fold.apply(&event);
+        // `┌ title` lines an agent printed before the first marker were not nodes after all.
+        steps.extend(fold.take_discarded().into_iter().map(Step::Forget));
+        match applied {
+            Applied::NodeBegan(index) => {
+                let (node, depth) = fold
+                    .node(index)
+                    .map_or((String::new(), 0), |n| (n.name.clone(), n.depth));
+                heard.push(RunEvent::NodeBegin {
+                    run_id: self.run_id.clone(),
+                    node: node.clone(),
+                    depth,
+                    t_ms: event.at_ms,
+                });
+                let parent = fold.parent_of(index);
+                steps.push(Step::NodeBegan {
+                    index,
+                    parent,
+                    node,
+                    depth,
+                });
+            }
+            Applied::NodeEnded(index) => {
+                let (node, status) = fold
+                    .node(index)
+                    .map_or((String::new(), Status::Unknown), |n| (n.name.clone(), n.status));
+                heard.push(RunEvent::NodeEnd {
+                    run_id: self.run_id.clone(),
+                    node,
+                    status,
+                    t_ms: event.at_ms,
+                });
+                steps.push(Step::NodeEnded { index, status });
+            }
+            Applied::Nothing => {}
+        }
+        if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
+            return;
+        }
+        // A line belongs to the node open when it came; a `└` line that ended one, to that one.
+        let node = match applied {
+            Applied::NodeEnded(index) => fold.node(index).map(|n| n.name.clone()),
+            _ => fold.current_node().map(str::to_owned),
+        };
+        let text = event.text.into_owned();
+        if publishing {
+            heard.push(RunEvent::Output {
+                run_id: self.run_id.clone(),
+                stream: event.stream,
+                line: text.clone(),
+                t_ms: event.at_ms,
+            });
+        }
+        steps.push(Step::Line {
+            stream: event.stream,
+            at_ms: event.at_ms,
+            node,
+            text,
+        });
+    }
+
     /// The run's thread: from its first byte to its end.
     fn follow(self, receiver: mpsc::Receiver<Message>) {
         let store = self.shared.store.clone();
-        let mut writer = match store.output_writer(&self.run_id) {
+        let writer = match store.output_writer(&self.run_id) {
             Ok(writer) => writer,
             Err(error) => {
                 tracing::error!(run_id = %self.run_id, %error, "cannot record output");
@@ -900,105 +1079,32 @@ impl RunContext {
         let run_span = store
             .span_start(&self.run_id, None, "run", "run", 0, self.started_at)
             .ok();
-        let mut node_spans: HashMap<usize, i64> = HashMap::new();
+        let mut recorder = Recorder {
+            store: &store,
+            run_id: self.run_id.clone(),
+            writer,
+            run_span,
+            node_spans: HashMap::new(),
+        };
         let mut reader = StreamReader::new();
         let mut fold = TimelineFold::new();
         let mut exit: Option<(std::process::Child, Instant)> = None;
         let mut last_flush = Instant::now();
         let mut last_stop_check = Instant::now();
         let mut stop_heard: Option<bool> = None;
-
-        let mut on_event = |event: crate::protocol::Event<'_>,
-                            fold: &mut TimelineFold,
-                            writer: &mut crate::store::OutputWriter<'_>| {
-            let applied = fold.apply(&event);
-            // `┌ title` lines an agent printed before the first marker were not nodes after all.
-            for index in fold.take_discarded() {
-                if let Some(span) = node_spans.remove(&index) {
-                    let _ = store.span_forget(span);
-                }
-            }
-            // Subscribers first: recording can wait a moment, the window should not. A node
-            // begins or ends on a marker, or (in a stream without markers) on its `┌` / `└` line.
-            match applied {
-                Applied::NodeBegan(index) => {
-                    let (node, depth) = fold
-                        .node(index)
-                        .map_or((String::new(), 0), |n| (n.name.clone(), n.depth));
-                    self.shared.publish(RunEvent::NodeBegin {
-                        run_id: self.run_id.clone(),
-                        node: node.clone(),
-                        depth,
-                        t_ms: event.at_ms,
-                    });
-                    let parent = fold
-                        .parent_of(index)
-                        .and_then(|p| node_spans.get(&p).copied())
-                        .or(run_span);
-                    if let Ok(span) = store.span_start(&self.run_id, parent, &node, "node", depth, SystemTime::now()) {
-                        node_spans.insert(index, span);
-                    }
-                    let fields = serde_json::json!({ "node": node, "depth": depth });
-                    self.log(Level::Info, "node.begin", &node, fields);
-                }
-                Applied::NodeEnded(index) => {
-                    let (node, status) = fold
-                        .node(index)
-                        .map_or((String::new(), Status::Unknown), |n| (n.name.clone(), n.status));
-                    self.shared.publish(RunEvent::NodeEnd {
-                        run_id: self.run_id.clone(),
-                        node: node.clone(),
-                        status,
-                        t_ms: event.at_ms,
-                    });
-                    if let Some(span) = node_spans.get(&index) {
-                        let _ = store.span_end(*span, status, SystemTime::now());
-                    }
-                    let level = if status == Status::Error {
-                        Level::Error
-                    } else {
-                        Level::Info
-                    };
-                    let fields = serde_json::json!({ "node": node, "status": status });
-                    self.log(level, "node.end", &format!("{node}: {status}"), fields);
-                }
-                Applied::Nothing => {}
-            }
-            if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
-                return;
-            }
-            // A line belongs to the node open when it came; a `└` line that ended one, to that one.
-            let node = match applied {
-                Applied::NodeEnded(index) => fold.node(index).map(|n| n.name.clone()),
-                _ => fold.current_node().map(str::to_owned),
-            };
-            if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
-                tracing::error!(run_id = %self.run_id, %error, "cannot record output");
-            }
-            if self.shared.has_subscribers() {
-                self.shared.publish(RunEvent::Output {
-                    run_id: self.run_id.clone(),
-                    stream: event.stream,
-                    line: event.text.into_owned(),
-                    t_ms: event.at_ms,
-                });
-            }
-        };
+        let mut steps: Vec<Step> = Vec::new();
+        let mut heard: Vec<RunEvent> = Vec::new();
 
         loop {
             match receiver.recv_timeout(TICK) {
                 Ok(Message::Chunk(stream, bytes, at)) => {
-                    // One transaction for everything a chunk records.
-                    let recorded =
-                        store.batch(|| reader.push(stream, &bytes, at, &mut |e| on_event(e, &mut fold, &mut writer)));
-                    match recorded {
-                        Ok(()) => writer.batch_committed(),
-                        Err(error) => {
-                            // Its output blocks are written again (a full disk frees up).
-                            writer.batch_failed();
-                            tracing::error!(run_id = %self.run_id, %error, "cannot record output");
-                        }
-                    }
+                    let publishing = self.shared.has_subscribers();
+                    reader.push(stream, &bytes, at, &mut |event| {
+                        self.fold_line(event, &mut fold, publishing, &mut steps, &mut heard)
+                    });
+                    // Subscribers first: recording can wait a moment, the window should not.
+                    self.shared.publish_all(heard.drain(..));
+                    recorder.record(steps.drain(..));
                 }
                 Ok(Message::Exited(child)) => {
                     self.after_keeper_died();
@@ -1008,14 +1114,14 @@ impl RunContext {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             if last_flush.elapsed() >= TICK {
-                if let Err(error) = writer.flush() {
+                if let Err(error) = recorder.writer.flush() {
                     tracing::error!(run_id = %self.run_id, %error, "cannot record output");
                 }
                 last_flush = Instant::now();
             }
             if self.live.detached.load(std::sync::atomic::Ordering::SeqCst) {
                 // Left running: what was read is recorded; the rest is the keeper's to keep.
-                let _ = writer.flush();
+                let _ = recorder.writer.flush();
                 return;
             }
             self.enforce_stop(exit.is_some());
@@ -1033,7 +1139,17 @@ impl RunContext {
         // A stop from elsewhere that ended the run between two looks is still heard before its end.
         self.hear_stop_from_elsewhere(&mut stop_heard);
         let elapsed_ms = self.started.elapsed().as_millis() as u64;
-        reader.finish(elapsed_ms, &mut |e| on_event(e, &mut fold, &mut writer));
+        reader.finish(elapsed_ms, &mut |event| {
+            self.fold_line(event, &mut fold, true, &mut steps, &mut heard)
+        });
+        self.shared.publish_all(heard.drain(..));
+        recorder.record(steps.drain(..));
+        let Recorder {
+            mut writer,
+            run_span,
+            node_spans,
+            ..
+        } = recorder;
         // What could not be written yet gets a few more tries (a full disk may free up).
         for attempt in 0..OUTPUT_RETRIES {
             match writer.flush() {
@@ -1082,7 +1198,7 @@ impl RunContext {
     /// the run's subscribers hear of it as of a stop asked here (that process does the stopping).
     /// `heard`: whether one was announced already, and whether it was forced.
     fn hear_stop_from_elsewhere(&self, heard: &mut Option<bool>) {
-        if heard == &Some(true) || self.live.stop.lock().expect("stop lock").requested_at.is_some() {
+        if heard == &Some(true) || self.live.stop.lock().expect("stop lock").is_requested() {
             return;
         }
         let Ok(run) = self.shared.store.run(&self.run_id) else {
@@ -1097,56 +1213,35 @@ impl RunContext {
             return;
         }
         *heard = Some(forced);
-        let message = if forced { FORCE_STOPPING } else { STOPPING };
         self.shared.publish(RunEvent::Stopping {
             run_id: self.run_id.clone(),
             forced,
-            message: format!("{message} (asked from another process)"),
+            elsewhere: true,
         });
     }
 
     /// Keeps the stop files present while a stop is pending and escalates past the grace period.
     fn enforce_stop(&self, exited: bool) {
         let mut stop = self.live.stop.lock().expect("stop lock");
-        let Some(requested) = stop.requested_at else { return };
-        if exited {
-            // No process of a stopped run may survive it.
-            if !stop.kill_sent {
-                self.live.signal(Signal::SIGKILL);
-                stop.kill_sent = true;
-            }
+        if !stop.is_requested() {
             return;
         }
-        // A nested graph may consume a stop file while the outer run goes on (PROTOCOL.md §3).
-        self.live.rewrite_stop_files();
-        // What the run has started, for the signal at its exit (they may have left its tree).
-        if let Some(leader) = &self.live.leader {
-            crate::process::note_run(leader, &mut self.live.seen.lock().expect("seen lock"));
-        }
-        if stop.term_sent_at.is_none() && requested.elapsed() >= self.live.grace {
-            self.live.signal(Signal::SIGTERM);
-            stop.term_sent_at = Some(Instant::now());
-            drop(stop);
-            self.log(
-                Level::Warn,
-                "run.signalled",
-                "grace period over: SIGTERM sent to the run's process group",
-                serde_json::json!({ "signal": "SIGTERM", "grace_ms": self.live.grace.as_millis() as u64 }),
-            );
-            return;
-        }
-        if let Some(term) = stop.term_sent_at {
-            if !stop.kill_sent && term.elapsed() >= KILL_AFTER {
-                self.live.signal(Signal::SIGKILL);
-                stop.kill_sent = true;
-                drop(stop);
-                self.log(
-                    Level::Warn,
-                    "run.signalled",
-                    "still running 5 s after SIGTERM: SIGKILL sent to the run's process group",
-                    serde_json::json!({ "signal": "SIGKILL" }),
-                );
+        if !exited {
+            // A nested graph may consume a stop file while the outer run goes on (PROTOCOL.md §3).
+            self.live.rewrite_stop_files();
+            // What the run has started, for the signal at its exit (they may have left its tree).
+            if let Some(leader) = &self.live.leader {
+                crate::process::note_run(leader, &mut self.live.seen.lock().expect("seen lock"));
             }
+        }
+        let Some(signal) = stop.next(Instant::now(), self.live.grace, exited) else {
+            return;
+        };
+        drop(stop);
+        self.live.signal(unix_signal(signal));
+        // Ending what a run that exited left behind is not worth a line of its own.
+        if let Some((message, fields)) = signalled_log(signal, self.live.grace) {
+            self.log(Level::Warn, "run.signalled", message, fields);
         }
     }
 
@@ -1184,7 +1279,7 @@ impl RunContext {
         }
         let timeline = fold.timeline(exit.map(|exit| RunEnd {
             exit,
-            signalled_by_studio: stop.term_sent_at.is_some() || forced_elsewhere,
+            signalled_by_studio: stop.signalled() || forced_elsewhere,
         }));
         // The studio lost the process (no exit status): interrupted.
         let run_status = if exit.is_none() {
@@ -1261,6 +1356,29 @@ impl RunContext {
     }
 }
 
+fn unix_signal(signal: StopSignal) -> Signal {
+    match signal {
+        StopSignal::Sigterm(_) => Signal::SIGTERM,
+        StopSignal::Sigkill(_) => Signal::SIGKILL,
+    }
+}
+
+/// The `run.signalled` log line of an escalation (none for ending what an exited run left).
+fn signalled_log(signal: StopSignal, grace: Duration) -> Option<(&'static str, serde_json::Value)> {
+    use crate::stop::{KillBecause, TermBecause};
+    match signal {
+        StopSignal::Sigterm(TermBecause::GraceOver) => Some((
+            "grace period over: SIGTERM sent to the run's process group",
+            serde_json::json!({ "signal": "SIGTERM", "grace_ms": grace.as_millis() as u64 }),
+        )),
+        StopSignal::Sigkill(KillBecause::StillRunning) => Some((
+            "still running 5 s after SIGTERM: SIGKILL sent to the run's process group",
+            serde_json::json!({ "signal": "SIGKILL" }),
+        )),
+        StopSignal::Sigterm(TermBecause::Forced) | StopSignal::Sigkill(KillBecause::LeaderExited) => None,
+    }
+}
+
 /// The run's leader as the store recorded it, if the process holding its id is still that one.
 /// When it is not (the run's processes are gone; the id may be someone else's now), the run is
 /// reconciled (recorded as ended when no live studio owns it) and the answer is an error saying
@@ -1300,7 +1418,7 @@ fn elsewhere(
 /// the stop files in its session folder, and with `force` its processes. The owner records how
 /// it ended. A run whose recorded leader is not the process holding its id now is not running
 /// any more ([`Error::RunGone`]): nothing is written and nothing is signalled.
-pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: bool) -> Result<String, Error> {
+pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: bool) -> Result<Stopping, Error> {
     let run = store.run(run_id)?;
     if run.status != Status::Running {
         return Err(Error::RunNotLive { id: run_id.to_owned() });
@@ -1310,18 +1428,16 @@ pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: b
     if let (Err(error), false) = (written, force) {
         return Err(error);
     }
-    store.run_request_stop(run_id, if force { "forced" } else { "graceful" })?;
+    let how = if force { Stopping::Forced } else { Stopping::Graceful };
+    store.run_request_stop(run_id, how.as_str())?;
     live.tell_keeper();
-    if force {
-        if !live.signal(Signal::SIGTERM) {
-            return Err(Error::RunGone {
-                id: run_id.to_owned(),
-                pid: run.process_group.unwrap_or(0),
-            });
-        }
-        return Ok("force stopping: SIGTERM sent to the run's processes".to_owned());
+    if force && !live.signal(Signal::SIGTERM) {
+        return Err(Error::RunGone {
+            id: run_id.to_owned(),
+            pid: run.process_group.unwrap_or(0),
+        });
     }
-    Ok("stopping: the current node finishes first".to_owned())
+    Ok(how)
 }
 
 /// [`stop_elsewhere`], then waits until the run's processes are gone: the stop files are kept
@@ -1334,12 +1450,13 @@ pub fn stop_elsewhere_and_wait(
     session_path: &Path,
     force: bool,
     grace: Duration,
-    mut progress: impl FnMut(&str),
+    mut progress: impl FnMut(StopProgress),
 ) -> Result<crate::store::RunRecord, Error> {
-    progress(&stop_elsewhere(store, run_id, session_path, force)?);
-    let started = Instant::now();
-    let mut term_sent_at = force.then(Instant::now);
-    let mut kill_sent = false;
+    let how = stop_elsewhere(store, run_id, session_path, force)?;
+    progress(StopProgress::Asked(how));
+    let mut stop = StopState::default();
+    // `stop_elsewhere` sent a forced stop's SIGTERM.
+    stop.request(force, Instant::now());
     let mut seen = Vec::new();
     loop {
         let run = store.run(run_id)?;
@@ -1352,18 +1469,12 @@ pub fn stop_elsewhere_and_wait(
         if let Some(leader) = &live.leader {
             crate::process::note_run(leader, &mut live.seen.lock().expect("seen lock"));
         }
-        if term_sent_at.is_none() && started.elapsed() >= grace {
-            store.run_request_stop(run_id, "forced")?;
-            live.signal(Signal::SIGTERM);
-            term_sent_at = Some(Instant::now());
-            progress("grace period over: SIGTERM sent to the run's processes");
-        }
-        if let Some(term) = term_sent_at {
-            if !kill_sent && term.elapsed() >= KILL_AFTER {
-                live.signal(Signal::SIGKILL);
-                kill_sent = true;
-                progress("still running 5 s after SIGTERM: SIGKILL sent");
+        if let Some(signal) = stop.next(Instant::now(), grace, false) {
+            if matches!(signal, StopSignal::Sigterm(_)) {
+                store.run_request_stop(run_id, Stopping::Forced.as_str())?;
             }
+            live.signal(unix_signal(signal));
+            progress(StopProgress::Sent(signal));
         }
         seen = std::mem::take(&mut *live.seen.lock().expect("seen lock"));
         std::thread::sleep(Duration::from_millis(100));

@@ -108,6 +108,11 @@ export type StartedRun = { run_id: string, session_id: string, session_path: str
 export type StoppedBy = "graceful" | "forced";
 
 /**
+ * How a stop was asked for.
+ */
+export type Stopping = "graceful" | "forced";
+
+/**
  * A run as the store records it.
  */
 export type RunRecord = { id: string, session_id: string, 
@@ -131,7 +136,12 @@ keeper_dir: string | null, replayed_node: string | null, };
 /**
  * What subscribers see of runs, as it happens. `t_ms` is milliseconds since the run started.
  */
-export type RunEvent = { "type": "run_started", run_id: string, session_id: string, pid: number | null, } | { "type": "node_begin", run_id: string, node: string, depth: number, t_ms: number, } | { "type": "node_end", run_id: string, node: string, status: Status, t_ms: number, } | { "type": "stopping", run_id: string, forced: boolean, message: string, } | { "type": "run_finished", run_id: string, session_id: string, status: Status, exit_code: number | null, elapsed_ms: number, stopped_by: StoppedBy | null, error: string | null, };
+export type RunEvent = { "type": "run_started", run_id: string, session_id: string, pid: number | null, } | { "type": "node_begin", run_id: string, node: string, depth: number, t_ms: number, } | { "type": "node_end", run_id: string, node: string, status: Status, t_ms: number, } | { "type": "stopping", run_id: string, forced: boolean, 
+/**
+ * Asked by another process (`zstudio stop`, another studio's window), which does the
+ * stopping.
+ */
+elsewhere: boolean, } | { "type": "run_finished", run_id: string, session_id: string, status: Status, exit_code: number | null, elapsed_ms: number, stopped_by: StoppedBy | null, error: string | null, };
 
 /**
  * A file that exists, with its size; its contents are read on demand.

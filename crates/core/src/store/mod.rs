@@ -7,6 +7,7 @@
 //! `migrations` (forward only).
 
 mod migrations;
+mod node_logs;
 mod output;
 mod recorded_runs;
 pub mod retention;
@@ -981,7 +982,7 @@ impl Store {
                 "SELECT at, level, event, message, run_id, fields FROM logs WHERE session_key = ?1 ORDER BY id",
             )
             .map_err(|e| self.err(e))?;
-        let rows = statement
+        let stored = statement
             .query_map([key], |r| {
                 let fields: Option<String> = r.get(5)?;
                 Ok(LogLine {
@@ -993,8 +994,19 @@ impl Store {
                     fields: fields.and_then(|f| serde_json::from_str(&f).ok()).unwrap_or_default(),
                 })
             })
+            .map_err(|e| self.err(e))?
+            .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+        // A node's log lines are read from its span (see [`node_logs`]).
+        let spans = conn
+            .prepare_cached(
+                "SELECT s.id, s.parent_id, s.run_id, s.name, s.kind, s.depth, s.started_at, s.ended_at, s.status
+                 FROM spans s JOIN runs r ON r.id = s.run_id
+                 WHERE r.session_key = ?1 AND s.kind = 'node' ORDER BY s.id",
+            )
+            .and_then(|mut select| select.query_map([key], span_from_row)?.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| self.err(e))?;
+        Ok(node_logs::with_node_lines(stored, &spans))
     }
 
     /// Opens a span (a run, or a node inside it) and returns its id.

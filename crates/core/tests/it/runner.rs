@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use studio_core::protocol::Stream;
 use studio_core::runner::{RunEvent, RunRequest, STOP_FILES};
+use studio_core::stop::Stopping;
 use studio_core::timeline::StoppedBy;
 use studio_core::{SessionId, Status};
 
@@ -184,9 +185,9 @@ fn a_graceful_stop_lands_after_the_current_node() {
         |e| matches!(e, RunEvent::NodeBegin { node, .. } if node == "first"),
     );
     let pressed = Instant::now();
-    let message = b.supervisor.stop(&run.run_id, false).unwrap();
+    let how = b.supervisor.stop(&run.run_id, false).unwrap();
     let on_disk = pressed.elapsed();
-    assert_eq!(message, "stopping: the current node finishes first");
+    assert_eq!(how, Stopping::Graceful, "the current node finishes first");
     for name in STOP_FILES {
         assert!(
             run.session_path.join(name).exists(),
@@ -268,11 +269,8 @@ fn a_forced_stop_ends_an_agent_that_ignores_the_stop_file() {
         b.supervisor.live_runs().contains(&run.run_id),
         "still in its node after a graceful stop"
     );
-    let message = b.supervisor.stop(&run.run_id, false).unwrap();
-    assert!(
-        message.starts_with("force stopping"),
-        "a second stop is forced: {message}"
-    );
+    let how = b.supervisor.stop(&run.run_id, false).unwrap();
+    assert_eq!(how, Stopping::Forced, "a second stop is forced");
     let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(15));
     let (status, stopped_by, exit_code, _, elapsed_ms) = finished(&events);
     assert_eq!((status, stopped_by), (Status::Cancelled, Some(StoppedBy::Forced)));

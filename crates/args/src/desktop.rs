@@ -1,0 +1,142 @@
+//! The desktop app's command line: `zibby-studio [--db PATH | --memory] [WORKSPACE]`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{CommandFactory, Parser};
+
+use crate::StoreArgs;
+
+/// The one-line usage, printed under an error.
+pub const USAGE: &str = "usage: zibby-studio [--db PATH | --memory] [WORKSPACE]";
+
+const ENVIRONMENT: &str = "\
+Environment:
+  ZIBBY_STUDIO_DB  the store, when --db is not given
+  RUST_LOG         log filter, e.g. RUST_LOG=debug (default: info); the log goes to stderr and
+                   to a file a day in $XDG_DATA_HOME/dev.zibby.studio/logs (Help > About shows
+                   where; File > Reveal Log Folder opens it)";
+
+/// The app's arguments, as clap reads them. [`parse_args`] turns them into an [`Invocation`].
+#[derive(Parser, Debug)]
+#[command(
+    name = "zibby-studio",
+    about = "Zibby Studio: watch, start and stop Zibby agent runs on your own machine",
+    version,
+    override_usage = "zibby-studio [--db PATH | --memory] [WORKSPACE]",
+    after_help = ENVIRONMENT,
+    mut_arg("memory", |arg| arg.help("A throwaway store that lives as long as the app")),
+)]
+pub struct DesktopArgs {
+    /// The project folder whose runs to show (sessions live in WORKSPACE/.zibby/output/sessions/)
+    /// [default: the last one opened, else a folder picker asks]. A second launch hands its
+    /// WORKSPACE to the running window (one window per store)
+    #[arg(value_name = "WORKSPACE")]
+    pub workspace: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// WebKitWebDriver starts the browser binary with this flag when it drives the app: ignored.
+    #[arg(long, hide = true)]
+    automation: bool,
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Invocation {
+    Open {
+        /// None: the last workspace opened, else the folder picker.
+        workspace: Option<PathBuf>,
+        db: Option<PathBuf>,
+        memory: bool,
+    },
+    Help,
+    Version,
+}
+
+/// Parses the arguments after the program name. A mistake is one sentence naming it.
+pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, String> {
+    let program = std::iter::once(OsString::from("zibby-studio"));
+    match DesktopArgs::try_parse_from(program.chain(args)) {
+        Ok(DesktopArgs { workspace, store, .. }) => Ok(Invocation::Open {
+            workspace,
+            db: store.db,
+            memory: store.memory,
+        }),
+        Err(error) => match error.kind() {
+            ErrorKind::DisplayHelp => Ok(Invocation::Help),
+            ErrorKind::DisplayVersion => Ok(Invocation::Version),
+            _ => Err(mistake(&error)),
+        },
+    }
+}
+
+/// The help `--help` prints.
+pub fn help() -> String {
+    DesktopArgs::command().render_help().to_string()
+}
+
+/// clap's error as the app says it: one sentence, the usage printed under it by the caller.
+fn mistake(error: &clap::Error) -> String {
+    let invalid = match error.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => arg.as_str(),
+        _ => "",
+    };
+    match error.kind() {
+        ErrorKind::UnknownArgument if invalid.starts_with('-') && invalid.len() > 1 => {
+            format!("unknown option `{invalid}`")
+        }
+        ErrorKind::UnknownArgument => format!("unexpected argument `{invalid}`: give one WORKSPACE"),
+        ErrorKind::InvalidValue if invalid.starts_with("--db") => "`--db` needs a PATH".to_owned(),
+        ErrorKind::ArgumentConflict => "give `--db PATH` or `--memory`, not both".to_owned(),
+        _ => {
+            let text = error.render().to_string();
+            let first = text.lines().next().unwrap_or_default();
+            first.strip_prefix("error: ").unwrap_or(first).to_owned()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Invocation, String> {
+        parse_args(args.iter().map(OsString::from))
+    }
+
+    #[test]
+    fn the_definition_is_consistent() {
+        DesktopArgs::command().debug_assert();
+    }
+
+    #[test]
+    fn a_second_workspace_or_an_unknown_option_is_named() {
+        assert_eq!(
+            parse(&["a", "b"]),
+            Err("unexpected argument `b`: give one WORKSPACE".into())
+        );
+        assert_eq!(parse(&["-x"]), Err("unknown option `-x`".into()));
+        assert_eq!(parse(&["--db"]), Err("`--db` needs a PATH".into()));
+        assert_eq!(
+            parse(&["--memory", "--db", "a"]),
+            Err("give `--db PATH` or `--memory`, not both".into())
+        );
+    }
+
+    #[test]
+    fn the_help_names_the_workspace_the_store_and_the_environment() {
+        let help = help();
+        for text in [
+            "usage: zibby-studio [--db PATH | --memory] [WORKSPACE]",
+            "[WORKSPACE]",
+            "--db <PATH>",
+            "A throwaway store that lives as long as the app",
+            "ZIBBY_STUDIO_DB",
+            "RUST_LOG",
+        ] {
+            assert!(help.to_lowercase().contains(&text.to_lowercase()), "{text} in {help}");
+        }
+        assert!(!help.contains("automation"), "{help}");
+    }
+}

@@ -1,0 +1,481 @@
+//! `zstudio`'s command line, as clap reads it: the global options ([`Globals`]: `--workspace`,
+//! `--db | --memory`, `--json`), defined once and taken before or after the command, and one
+//! arguments struct per command.
+//!
+//! Which command takes which global is [`StudioCommand::takes`]; a global a command has no use
+//! for is refused by [`Cli::check`] with a sentence saying so, never silently ignored.
+
+use std::path::PathBuf;
+
+use clap::error::ErrorKind;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use studio_args::StoreArgs;
+use studio_core::store::retention::Rule;
+
+#[derive(Parser)]
+#[command(
+    name = "zstudio",
+    version,
+    about = "Zibby Studio on the command line: sessions, runs and their timelines"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub globals: Globals,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The options every command that reads a workspace or the store takes, before or after its name.
+#[derive(Args)]
+pub struct Globals {
+    /// The project folder whose sessions are under .zibby/output/sessions/ [default: current
+    /// folder]; `watch` takes it repeated, for several
+    #[arg(long, short = 'w', value_name = "DIR", global = true)]
+    pub workspace: Vec<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Print JSON instead of text: one document, or one object per line for what streams (run,
+    /// watch, tail); the fields are in docs/cli.md
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// How a command prints what it found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Format {
+    /// Laid out for a person, control characters shown as escapes.
+    Human,
+    /// `--json`: the stable fields of docs/cli.md.
+    Json,
+}
+
+impl Globals {
+    pub fn format(&self) -> Format {
+        if self.json {
+            Format::Json
+        } else {
+            Format::Human
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    #[command(flatten)]
+    Studio(StudioCommand),
+    /// The run keeper (used by the studio itself): run COMMAND, copy its output to DIR and to
+    /// this process's own output, and record its exit in DIR/exit
+    #[command(hide = true)]
+    Keep(KeepArgs),
+}
+
+/// The commands a person runs: they print through [`crate::visible::Visible`].
+#[derive(Subcommand)]
+pub enum StudioCommand {
+    /// List the sessions of a workspace: pinned first, then most recently updated
+    Sessions,
+    /// Show one session in full
+    Show(ShowArgs),
+    /// Read a captured run's stdout (a CI log, say) and print its timeline
+    Parse(ParseArgs),
+    /// Pin a session: pinned sessions list first, and stay pinned across restarts
+    Pin(SessionArg),
+    /// Unpin a session
+    Unpin(SessionArg),
+    /// List the pinned sessions
+    Pins,
+    /// List the runs the studio started, newest first
+    Runs(RunsArgs),
+    /// Print a session's log (run.started, node.begin, run.cancelled, ...)
+    Logs(SessionArg),
+    /// Search run output, messages, node names and logs of a workspace
+    Search(SearchArgs),
+    /// Delete a session: its records in the store, and its folder (moved to the trash)
+    Delete(DeleteArgs),
+    /// Run an agent in the foreground and follow it live (Ctrl-C stops it gracefully, a second
+    /// Ctrl-C by force). Exit status: 0 success, 1 error, 2 cancelled, 3 interrupted
+    Run(RunArgs),
+    /// Stop a run that another studio process (the app, a `zstudio run`) supervises
+    Stop(StopArgs),
+    /// Delete old sessions by a retention rule (pinned sessions are always kept)
+    Prune(PruneArgs),
+    /// Print the changes of the sessions of one or more workspaces as they happen, until
+    /// interrupted: sessions added, updated and removed, and new output lines
+    Watch,
+    /// Print the last lines of a session's output (its raw_stream_output.txt, else its nodes'
+    /// in order), and with --follow the lines that come after
+    Tail(TailArgs),
+}
+
+#[derive(Args)]
+pub struct SessionArg {
+    pub session_id: String,
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    pub session_id: String,
+    /// Include `.session-info.json`'s `config` (it may hold secrets)
+    #[arg(long)]
+    pub with_config: bool,
+}
+
+#[derive(Args)]
+pub struct ParseArgs {
+    /// The run's stderr, for the error message of a failed run
+    #[arg(long, value_name = "FILE")]
+    pub stderr: Option<PathBuf>,
+    /// The run's exit status (shell-style: 128+n is signal n); without it the run is
+    /// `running` unless its output says it stopped
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub exit_code: Option<i32>,
+}
+
+#[derive(Args)]
+pub struct RunsArgs {
+    /// Only the runs of this session
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+}
+
+#[derive(Args)]
+pub struct SearchArgs {
+    pub text: String,
+    /// At most this many hits
+    #[arg(long, default_value_t = 50)]
+    pub limit: usize,
+}
+
+#[derive(Args)]
+pub struct DeleteArgs {
+    pub session_id: String,
+    /// Do not ask for confirmation
+    #[arg(long)]
+    pub yes: bool,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// One of the agents in .zibby/studio.toml
+    #[arg(long, conflicts_with = "command", required_unless_present = "command")]
+    pub agent: Option<String>,
+    /// The prompt ({prompt} in the command, and $ZIBBY_STUDIO_PROMPT)
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// Continue this session (a new one otherwise)
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Replay this node of the session (the agent's replay command)
+    #[arg(long, value_name = "NODE", requires = "session")]
+    pub node: Option<String>,
+    /// Seconds a graceful stop waits before signals
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub grace: u64,
+    /// Start the run and leave it running in the background (`zstudio runs` shows it,
+    /// `zstudio stop` stops it, and its outcome is recorded when a studio next looks)
+    #[arg(long)]
+    pub detach: bool,
+    /// Run an agent of a `.zibby/studio.toml` not trusted yet (without a terminal to ask on);
+    /// the file's content is trusted from then on
+    #[arg(long, requires = "agent")]
+    pub trust: bool,
+    /// The command to run instead of an agent (after --)
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// What `zstudio run` runs: clap lets exactly one of `--agent` and `-- COMMAND` through.
+pub enum Target<'a> {
+    /// An agent of `.zibby/studio.toml`, run once its launch is trusted (`--trust`).
+    Agent { name: &'a str, trust: bool },
+    /// A command of the user's own, trusted as given.
+    Command(&'a [String]),
+}
+
+impl RunArgs {
+    pub fn target(&self) -> Target<'_> {
+        match &self.agent {
+            Some(name) => Target::Agent {
+                name,
+                trust: self.trust,
+            },
+            None => Target::Command(&self.command),
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct StopArgs {
+    /// A run id, or a session id (its live run)
+    pub id: String,
+    /// Signal the run's processes now instead of waiting for the current node
+    #[arg(long)]
+    pub force: bool,
+    /// Seconds a graceful stop waits before signals
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub grace: u64,
+}
+
+#[derive(Args)]
+pub struct PruneArgs {
+    #[command(flatten)]
+    pub rule: Retention,
+    /// Only report what would be deleted
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Do not ask for confirmation
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// `--keep-days N | --keep N`: the retention rule, exactly one of the two.
+pub struct Retention(pub Rule);
+
+impl FromArgMatches for Retention {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        if let Some(days) = matches.get_one::<u64>("keep_days") {
+            return Ok(Retention(Rule::KeepDays(*days)));
+        }
+        if let Some(count) = matches.get_one::<usize>("keep") {
+            return Ok(Retention(Rule::KeepLast(*count)));
+        }
+        Err(clap::Error::raw(
+            ErrorKind::MissingRequiredArgument,
+            "give a retention rule: --keep-days N or --keep N\n",
+        ))
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Retention::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl Args for Retention {
+    fn augment_args(command: clap::Command) -> clap::Command {
+        use clap::{value_parser, Arg};
+        command
+            .arg(
+                Arg::new("keep_days")
+                    .long("keep-days")
+                    .value_name("N")
+                    .value_parser(value_parser!(u64))
+                    .required_unless_present("keep")
+                    .conflicts_with("keep")
+                    .help("Keep the sessions updated within the last N days"),
+            )
+            .arg(
+                Arg::new("keep")
+                    .long("keep")
+                    .value_name("N")
+                    .value_parser(value_parser!(usize))
+                    .help("Keep the N most recently updated sessions"),
+            )
+    }
+
+    fn augment_args_for_update(command: clap::Command) -> clap::Command {
+        Retention::augment_args(command)
+    }
+}
+
+#[derive(Args)]
+pub struct TailArgs {
+    pub session_id: String,
+    /// Keep printing new lines until interrupted
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// How many of the last lines to print first
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 20)]
+    pub lines: usize,
+}
+
+#[derive(Args)]
+pub struct KeepArgs {
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: PathBuf,
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// How many workspaces a command reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Workspaces {
+    None,
+    One,
+    Several,
+}
+
+/// Which global options a command has a use for.
+pub struct Takes {
+    pub workspaces: Workspaces,
+    pub store: bool,
+    pub json: bool,
+}
+
+impl Command {
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Keep(_) => "keep",
+            Command::Studio(command) => command.name(),
+        }
+    }
+
+    fn takes(&self) -> Takes {
+        match self {
+            Command::Keep(_) => Takes {
+                workspaces: Workspaces::None,
+                store: false,
+                json: false,
+            },
+            Command::Studio(command) => command.takes(),
+        }
+    }
+}
+
+impl StudioCommand {
+    fn name(&self) -> &'static str {
+        match self {
+            StudioCommand::Sessions => "sessions",
+            StudioCommand::Show(_) => "show",
+            StudioCommand::Parse(_) => "parse",
+            StudioCommand::Pin(_) => "pin",
+            StudioCommand::Unpin(_) => "unpin",
+            StudioCommand::Pins => "pins",
+            StudioCommand::Runs(_) => "runs",
+            StudioCommand::Logs(_) => "logs",
+            StudioCommand::Search(_) => "search",
+            StudioCommand::Delete(_) => "delete",
+            StudioCommand::Run(_) => "run",
+            StudioCommand::Stop(_) => "stop",
+            StudioCommand::Prune(_) => "prune",
+            StudioCommand::Watch => "watch",
+            StudioCommand::Tail(_) => "tail",
+        }
+    }
+
+    /// Every command reads one workspace and the store and prints JSON with `--json`, but
+    /// `parse` (standard input only) and `watch` (several workspaces).
+    pub fn takes(&self) -> Takes {
+        match self {
+            StudioCommand::Parse(_) => Takes {
+                workspaces: Workspaces::None,
+                store: false,
+                json: true,
+            },
+            StudioCommand::Watch => Takes {
+                workspaces: Workspaces::Several,
+                store: true,
+                json: true,
+            },
+            _ => Takes {
+                workspaces: Workspaces::One,
+                store: true,
+                json: true,
+            },
+        }
+    }
+}
+
+impl Cli {
+    /// Refuses a global option the command has no use for, as clap refuses a mistake (exit 2).
+    pub fn check(&self) -> Result<(), clap::Error> {
+        let takes = self.command.takes();
+        let name = self.command.name();
+        let given = self.globals.workspace.len();
+        let refusal = if given > 0 && takes.workspaces == Workspaces::None {
+            Some(format!(
+                "`zstudio {name}` reads no workspace: --workspace is not taken here"
+            ))
+        } else if given > 1 && takes.workspaces == Workspaces::One {
+            Some(format!(
+                "`zstudio {name}` reads one workspace: --workspace was given {given} times (only `watch` takes several)"
+            ))
+        } else if self.globals.store.db.is_some() && self.globals.store.memory {
+            // clap checks the conflict only when both are on the same side of the command's name.
+            Some("the argument '--db <PATH>' cannot be used with '--memory'".to_owned())
+        } else if self.globals.store.given() && !takes.store {
+            Some(format!(
+                "`zstudio {name}` uses no store: --db and --memory are not taken here"
+            ))
+        } else if self.globals.json && !takes.json {
+            Some(format!("`zstudio {name}` prints no JSON: --json is not taken here"))
+        } else {
+            None
+        };
+        match refusal {
+            None => Ok(()),
+            Some(message) => {
+                let mut command = Cli::command();
+                command.build();
+                let command = command
+                    .find_subcommand_mut(name)
+                    .expect("every command is a subcommand");
+                Err(command.error(ErrorKind::ArgumentConflict, message))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(args: &[&str]) -> Result<(), String> {
+        let cli =
+            Cli::try_parse_from(std::iter::once("zstudio").chain(args.iter().copied())).map_err(|e| e.to_string())?;
+        cli.check().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn globals_go_before_or_after_the_command() {
+        for args in [
+            &["sessions", "--workspace", "w", "--db", "s.sqlite", "--json"][..],
+            &["--workspace", "w", "--memory", "--json", "sessions"][..],
+            &["-w", "w", "show", "id", "--with-config", "--json"][..],
+            &["watch", "-w", "a", "-w", "b", "--memory"][..],
+            &["parse", "--json", "--exit-code", "-1"][..],
+            &["prune", "--keep", "3", "-w", "w"][..],
+            &["run", "-w", "w", "--json", "--", "agent", "--workspace", "x", "--json"][..],
+        ] {
+            assert_eq!(check(args), Ok(()), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn a_global_a_command_has_no_use_for_is_refused_saying_so() {
+        for (args, says) in [
+            (&["parse", "-w", "w"][..], "`zstudio parse` reads no workspace"),
+            (&["parse", "--memory"][..], "`zstudio parse` uses no store"),
+            (
+                &["keep", "--json", "--run-dir", "d", "--", "c"][..],
+                "`zstudio keep` prints no JSON",
+            ),
+            (&["sessions", "-w", "a", "-w", "b"][..], "--workspace was given 2 times"),
+            (&["--db", "a", "sessions", "--memory"][..], "cannot be used with"),
+            (&["prune"][..], "--keep-days <N>"),
+            (&["prune", "--keep", "1", "--keep-days", "2"][..], "cannot be used with"),
+        ] {
+            let error = check(args).unwrap_err();
+            assert!(error.contains(says), "{args:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn prune_holds_its_rule_and_run_what_it_launches() {
+        let cli = Cli::try_parse_from(["zstudio", "prune", "--keep-days", "7"]).unwrap();
+        let Command::Studio(StudioCommand::Prune(prune)) = cli.command else {
+            panic!("not prune")
+        };
+        assert_eq!(prune.rule.0, Rule::KeepDays(7));
+        let cli = Cli::try_parse_from(["zstudio", "run", "--", "a", "b"]).unwrap();
+        let Command::Studio(StudioCommand::Run(run)) = cli.command else {
+            panic!("not run")
+        };
+        assert!(matches!(run.target(), Target::Command([a, b]) if a == "a" && b == "b"));
+    }
+}

@@ -1,0 +1,60 @@
+//! One module per command or group of commands, each a function of its arguments, the global
+//! options and the output. [`run`] dispatches; the keeper ([`keep`]) runs apart, from `main`,
+//! because it writes to standard output itself.
+
+mod delete;
+pub mod keep;
+mod logs;
+mod parse;
+mod pins;
+mod run;
+mod runs;
+mod search;
+mod sessions;
+mod stop;
+mod tail;
+mod watch;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use studio_core::store::Store;
+use studio_core::{SessionId, Workspace};
+
+use crate::cli::{Globals, StudioCommand};
+
+/// Runs one command; its exit status is success unless it says otherwise (`run` does).
+pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    let done = match command {
+        StudioCommand::Sessions => sessions::list(globals, out),
+        StudioCommand::Show(args) => sessions::show(&args, globals, out),
+        StudioCommand::Parse(args) => parse::parse(&args, globals, out),
+        StudioCommand::Pin(args) => pins::pin(&args, globals, out),
+        StudioCommand::Unpin(args) => pins::unpin(&args, globals, out),
+        StudioCommand::Pins => pins::list(globals, out),
+        StudioCommand::Runs(args) => runs::list(&args, globals, out),
+        StudioCommand::Logs(args) => logs::logs(&args, globals, out),
+        StudioCommand::Search(args) => search::search(&args, globals, out),
+        StudioCommand::Delete(args) => delete::delete(&args, globals, out),
+        StudioCommand::Prune(args) => delete::prune(&args, globals, out),
+        StudioCommand::Stop(args) => stop::stop(&args, globals, out),
+        StudioCommand::Watch => watch::watch(globals, out),
+        StudioCommand::Tail(args) => tail::tail(&args, globals, out),
+        StudioCommand::Run(args) => return run::run(&args, globals, out),
+    };
+    done.map(|()| ExitCode::SUCCESS)
+}
+
+/// An error naming the session and where it was looked for, unless the store or the folder
+/// knows it.
+fn require_session(store: &Store, workspace: &Workspace, id: &SessionId) -> anyhow::Result<()> {
+    if store.session_exists(workspace, id)? {
+        Ok(())
+    } else {
+        Err(studio_core::Error::SessionNotFound {
+            id: id.to_string(),
+            sessions_dir: workspace.sessions_dir(),
+        }
+        .into())
+    }
+}

@@ -1,0 +1,223 @@
+//! `zstudio run`: starts a run through the keeper, prints it live, stops it on Ctrl-C, and exits
+//! with its outcome; or with `--detach` leaves it running.
+//!
+//! The steps, in order: [`open`] the workspace and the store, [`resolve`] what to run (an agent
+//! once trusted, or the user's command), [`start`] it under a supervisor, then either
+//! [`leave_running`] or [`stop_on_ctrl_c`] and [`follow`] it to its end.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use studio_core::runner::{Keeper, RunEvent, RunRequest, StartedRun, Supervisor};
+use studio_core::stop::Stopping;
+use studio_core::store::{Store, StoreLocation};
+use studio_core::{SessionId, Workspace};
+
+use crate::ask::confirm;
+use crate::cli::{Format, Globals, RunArgs, Target};
+use crate::open::{open_store, TempFolder};
+use crate::print;
+use crate::visible::Visible;
+
+pub fn run(args: &RunArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    let format = globals.format();
+    let opened = open(args, globals)?;
+    let request = resolve(args, &opened)?;
+    let (supervisor, events) = supervise(&opened)?;
+    let started = supervisor.start(request)?;
+    if args.detach {
+        leave_running(&supervisor, &events, &started, format, out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    stop_on_ctrl_c(&supervisor, &started.run_id)?;
+    follow(&events, &started, format, out)
+}
+
+/// What a run needs opened: its workspace, and its store at the one location the keeper's
+/// folders are placed beside.
+struct Opened {
+    workspace: Workspace,
+    location: StoreLocation,
+    store: Arc<Store>,
+    /// A throwaway store's keeper folders live in the system's temp folder: gone with the command.
+    _scratch: Option<TempFolder>,
+}
+
+fn open(args: &RunArgs, globals: &Globals) -> anyhow::Result<Opened> {
+    let workspace = globals.open_workspace()?;
+    if args.detach && globals.store.memory {
+        anyhow::bail!("--detach with --memory: nothing would be left to record how the run ends; use a store (--db)");
+    }
+    let location = globals.store_location()?;
+    let scratch = globals.store.memory.then(|| TempFolder(location.runs_dir()));
+    let store = Arc::new(open_store(&location)?);
+    Ok(Opened {
+        workspace,
+        location,
+        store,
+        _scratch: scratch,
+    })
+}
+
+/// The run request: an agent of `.zibby/studio.toml` (trusted first), or the command given.
+fn resolve(args: &RunArgs, opened: &Opened) -> anyhow::Result<RunRequest> {
+    let session = args.session.as_deref().map(SessionId::parse).transpose()?;
+    let (agent, command, cwd, env) = match args.target() {
+        Target::Agent { name, trust } => {
+            let found = studio_core::agents::find(opened.workspace.root(), name, args.node.is_some())?;
+            require_trust(&opened.store, &opened.workspace, found.launch, trust)?;
+            let agent = found.agent;
+            (
+                Some(agent.name),
+                found.command,
+                agent.cwd,
+                agent.env.into_iter().collect(),
+            )
+        }
+        Target::Command(command) => (None, command.to_vec(), None, Vec::new()),
+    };
+    Ok(RunRequest {
+        workspace: opened.workspace.clone(),
+        agent,
+        command,
+        cwd,
+        env,
+        session,
+        prompt: args.prompt.clone(),
+        node: args.node.clone(),
+        grace: Duration::from_secs(args.grace),
+    })
+}
+
+/// A supervisor that runs through the keeper (this very program), so that a run can be left
+/// running, and its events.
+fn supervise(opened: &Opened) -> anyhow::Result<(Arc<Supervisor>, Receiver<RunEvent>)> {
+    let supervisor = Arc::new(Supervisor::with_keeper(
+        opened.store.clone(),
+        Keeper {
+            program: std::env::current_exe()?,
+            runs_dir: opened.location.runs_dir(),
+        },
+    ));
+    let events = supervisor.subscribe();
+    Ok((supervisor, events))
+}
+
+/// `--detach`: prints the run's start and lets the keeper carry it on alone.
+fn leave_running(
+    supervisor: &Supervisor,
+    events: &Receiver<RunEvent>,
+    started: &StartedRun,
+    format: Format,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    if let Some(event) = events.iter().find(|e| e.run_id() == started.run_id) {
+        print_event(out, format, &event, started)?;
+    }
+    supervisor.detach();
+    if format == Format::Human {
+        writeln!(out, "left running; `zstudio stop {}` stops it", started.session_id)?;
+    }
+    Ok(())
+}
+
+/// Ctrl-C stops the run gracefully; a second one by force.
+fn stop_on_ctrl_c(supervisor: &Arc<Supervisor>, run_id: &str) -> anyhow::Result<()> {
+    let supervisor = supervisor.clone();
+    let run_id = run_id.to_owned();
+    ctrlc::set_handler(move || match supervisor.stop(&run_id, false) {
+        Ok(Stopping::Graceful) => eprintln!("\n{} (Ctrl-C again to force)", print::stopping_words(false, false)),
+        Ok(Stopping::Forced) => eprintln!("\n{}", print::stopping_words(true, false)),
+        Err(error) => eprintln!("\n{error}"),
+    })?;
+    Ok(())
+}
+
+/// Prints the run's events until it finishes; the exit status says how it ended.
+fn follow(
+    events: &Receiver<RunEvent>,
+    started: &StartedRun,
+    format: Format,
+    out: &mut impl Write,
+) -> anyhow::Result<ExitCode> {
+    loop {
+        // Flushed when no event is waiting: a flood is written in large pieces, not line by line.
+        let event = match events.try_recv() {
+            Ok(event) => event,
+            Err(TryRecvError::Empty) => {
+                out.flush()?;
+                match events.recv() {
+                    Ok(event) => event,
+                    Err(_) => return Ok(ExitCode::FAILURE),
+                }
+            }
+            Err(TryRecvError::Disconnected) => return Ok(ExitCode::FAILURE),
+        };
+        if event.run_id() != started.run_id {
+            continue;
+        }
+        print_event(out, format, &event, started)?;
+        if let RunEvent::RunFinished { status, .. } = &event {
+            out.flush()?;
+            return Ok(exit_code(*status));
+        }
+    }
+}
+
+/// 0 success, 2 cancelled, 3 interrupted, 1 anything else.
+fn exit_code(status: studio_core::Status) -> ExitCode {
+    ExitCode::from(match status {
+        studio_core::Status::Success => 0,
+        studio_core::Status::Cancelled => 2,
+        studio_core::Status::Interrupted => 3,
+        _ => 1,
+    })
+}
+
+fn print_event(out: &mut impl Write, format: Format, event: &RunEvent, started: &StartedRun) -> anyhow::Result<()> {
+    match format {
+        Format::Json => print::write_json_line(out, event),
+        Format::Human => print::run_event(out, event, started),
+    }
+}
+
+/// An agent from a workspace's `.zibby/studio.toml` runs only once the user trusted that content
+/// of the file: with `--trust`, or on a terminal after reading what it would run. Without a
+/// terminal and `--trust`, it is refused with what it would run.
+fn require_trust(
+    store: &Store,
+    workspace: &Workspace,
+    launch: studio_core::agents::Launch,
+    trust: bool,
+) -> anyhow::Result<()> {
+    let launch = match store.require_trusted(workspace, launch) {
+        Ok(()) => return Ok(()),
+        Err(studio_core::Error::AgentsUntrusted { launch }) => launch,
+        Err(other) => return Err(other.into()),
+    };
+    if !trust {
+        if !std::io::stdin().is_terminal() {
+            let refused = studio_core::Error::AgentsUntrusted { launch };
+            anyhow::bail!("{refused}: pass --trust to run it (no terminal to ask on)");
+        }
+        let mut err = Visible::new(std::io::stderr().lock());
+        writeln!(
+            err,
+            "Agent `{}` of {} is not trusted yet. It would run:",
+            launch.agent,
+            launch.agents_file.display()
+        )?;
+        writeln!(err, "  command      {:?}", launch.argv)?;
+        writeln!(err, "  in           {}", launch.cwd.display())?;
+        writeln!(err, "  environment  {}", launch.env_text())?;
+        drop(err);
+        if !confirm("Trust this and run it?")? {
+            anyhow::bail!("not run: agent `{}` is not trusted", launch.agent);
+        }
+    }
+    store.trust_launch(workspace, &launch.digest, SystemTime::now())?;
+    Ok(())
+}

@@ -1,0 +1,63 @@
+//! What the global options name, opened: the workspace(s) of `--workspace` and the store of
+//! `--db | --memory`.
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use studio_core::store::{Store, StoreLocation};
+use studio_core::Workspace;
+
+use crate::cli::Globals;
+
+impl Globals {
+    /// The one workspace of `--workspace`, else the current folder ([`crate::cli::Cli::check`]
+    /// refused more than one).
+    pub fn open_workspace(&self) -> anyhow::Result<Workspace> {
+        let root = match self.workspace.first() {
+            Some(dir) => dir.clone(),
+            None => std::env::current_dir()?,
+        };
+        Ok(Workspace::open(root)?)
+    }
+
+    /// Every workspace of `--workspace`, else the current folder.
+    pub fn open_workspaces(&self) -> anyhow::Result<Vec<Workspace>> {
+        let roots = match self.workspace.as_slice() {
+            [] => vec![std::env::current_dir()?],
+            roots => roots.to_vec(),
+        };
+        Ok(roots.into_iter().map(Workspace::open).collect::<Result<Vec<_>, _>>()?)
+    }
+
+    /// Where the store is. Resolved once per command: each in-memory location is a store of
+    /// its own.
+    pub fn store_location(&self) -> anyhow::Result<StoreLocation> {
+        Ok(self.store.location()?)
+    }
+
+    /// The store, opened (see [`open_store`]).
+    pub fn open_store(&self) -> anyhow::Result<Store> {
+        open_store(&self.store_location()?)
+    }
+}
+
+/// Opens the store, settling first the runs no studio process follows any more (`zstudio runs`
+/// shows what became of them).
+pub fn open_store(location: &StoreLocation) -> anyhow::Result<Store> {
+    let store = Store::open(location)?;
+    studio_core::runner::reconcile(&store, SystemTime::now())?;
+    Ok(store)
+}
+
+/// A folder of the system's temp folder, removed (with the folder named after it) when dropped.
+pub struct TempFolder(pub PathBuf);
+
+impl Drop for TempFolder {
+    fn drop(&mut self) {
+        let owner = self
+            .0
+            .parent()
+            .filter(|parent| parent.starts_with(std::env::temp_dir()));
+        let _ = std::fs::remove_dir_all(owner.unwrap_or(&self.0));
+    }
+}

@@ -1,0 +1,375 @@
+//! Everything `zstudio` prints on standard output: the human layout of each command's result,
+//! and JSON. The writer is the [`crate::visible::Visible`] standard output, so that control
+//! characters of untrusted text (node names, output lines, file names) show as escapes.
+
+use std::io::Write;
+use std::time::SystemTime;
+
+use serde::Serialize;
+use studio_core::runner::{RunEvent, StartedRun};
+use studio_core::session::Timestamp;
+use studio_core::store::retention::Doomed;
+use studio_core::store::{LogLine, Pin, RunRecord, SearchHit, SessionRow};
+use studio_core::timeline::RunTimeline;
+use studio_core::watcher::Change;
+use studio_core::SessionId;
+
+use crate::cli::Format;
+
+/// `value` as JSON with `--json`, else laid out for a person by `print`.
+pub fn emit<W: Write, T: Serialize + ?Sized>(
+    out: &mut W,
+    format: Format,
+    value: &T,
+    print: impl FnOnce(&mut W, &T) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    match format {
+        Format::Json => write_json(out, value),
+        Format::Human => print(out, value),
+    }
+}
+
+/// One JSON document, pretty-printed.
+pub fn write_json(out: &mut impl Write, value: &(impl Serialize + ?Sized)) -> anyhow::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// One JSON object on a line of its own (what streams: run events, changes, output lines).
+pub fn write_json_line(out: &mut impl Write, value: &(impl Serialize + ?Sized)) -> anyhow::Result<()> {
+    serde_json::to_writer(&mut *out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+pub fn sessions(out: &mut impl Write, sessions: &[SessionRow], now: SystemTime) -> anyhow::Result<()> {
+    if sessions.is_empty() {
+        writeln!(
+            out,
+            "No sessions yet. Run an agent in this folder, or start one with the studio."
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "  {:<11} {:<28} {:<20} {:<12} UPDATED",
+        "STATUS", "SESSION", "CURRENT NODE", "NODES"
+    )?;
+    for row in sessions {
+        let session = &row.summary;
+        let done = session.nodes.iter().filter(|n| n.status.is_finished()).count();
+        writeln!(
+            out,
+            "{} {:<11} {:<28} {:<20} {:<12} {}",
+            if row.pinned { "*" } else { " " },
+            session.status,
+            session.id,
+            shorten(session.current_node.as_deref().unwrap_or("-"), 20),
+            format!("{done}/{}", session.nodes.len()),
+            ago(session.updated_at, now)
+        )?;
+    }
+    Ok(())
+}
+
+pub fn session(out: &mut impl Write, session: &studio_core::Session, now: SystemTime) -> anyhow::Result<()> {
+    writeln!(out, "session   {}", session.id)?;
+    writeln!(out, "path      {}", session.path.display())?;
+    writeln!(out, "status    {}", session.status)?;
+    writeln!(out, "current   {}", session.current_node.as_deref().unwrap_or("-"))?;
+    if let Some(created) = session.created_at {
+        writeln!(out, "created   {}", created.to_rfc3339())?;
+    }
+    writeln!(
+        out,
+        "updated   {} ({})",
+        session.updated_at.to_rfc3339(),
+        ago(session.updated_at, now)
+    )?;
+    writeln!(out, "nodes")?;
+    for node in &session.nodes {
+        let files: Vec<String> = [
+            ("prompt", &node.artifacts.prompt),
+            ("raw_output", &node.artifacts.raw_output),
+            ("result", &node.artifacts.result),
+            ("raw_stream", &node.artifacts.raw_stream),
+        ]
+        .iter()
+        .filter_map(|(name, file)| file.as_ref().map(|f| format!("{name} {}", bytes(f.bytes))))
+        .collect();
+        writeln!(out, "  {:<11} {}  {}", node.status, node.name, files.join(", "))?;
+    }
+    if let Some(raw) = &session.raw_stream_output {
+        writeln!(out, "output    {} ({})", raw.path.display(), bytes(raw.bytes))?;
+    }
+    if !session.events.is_empty() {
+        writeln!(out, "events    {}", session.events.len())?;
+    }
+    for problem in &session.problems {
+        writeln!(out, "problem   {}: {}", problem.file, problem.reason)?;
+    }
+    Ok(())
+}
+
+pub fn timeline(out: &mut impl Write, timeline: &RunTimeline) -> anyhow::Result<()> {
+    writeln!(out, "status    {}", timeline.status)?;
+    writeln!(out, "session   {}", timeline.session_id.as_deref().unwrap_or("-"))?;
+    if let Some(code) = timeline.exit_code {
+        writeln!(out, "exit      {code}")?;
+    }
+    if let Some(error) = &timeline.error {
+        writeln!(out, "error     {error}")?;
+    }
+    for node in &timeline.nodes {
+        let took = node.took.as_deref().map(|t| format!(" ({t})")).unwrap_or_default();
+        writeln!(
+            out,
+            "  {:<11} {}{}{}",
+            node.status,
+            "  ".repeat(node.depth),
+            node.name,
+            took
+        )?;
+    }
+    Ok(())
+}
+
+pub fn pins(out: &mut impl Write, pins: &[Pin], now: SystemTime) -> anyhow::Result<()> {
+    for pin in pins {
+        writeln!(out, "{}  pinned {}", pin.session_id, ago(pin.pinned_at, now))?;
+    }
+    Ok(())
+}
+
+pub fn runs(out: &mut impl Write, runs: &[RunRecord], now: SystemTime) -> anyhow::Result<()> {
+    if runs.is_empty() {
+        writeln!(out, "No runs yet.")?;
+    }
+    for run in runs {
+        let status = if run.detached {
+            "running (detached)".to_owned()
+        } else {
+            run.status.to_string()
+        };
+        writeln!(
+            out,
+            "{:<18} {}  {}  {}  {}",
+            status,
+            run.id,
+            run.session_id,
+            ago(run.started_at, now),
+            run.command.join(" ")
+        )?;
+    }
+    Ok(())
+}
+
+pub fn logs(out: &mut impl Write, logs: &[LogLine]) -> anyhow::Result<()> {
+    for log in logs {
+        let fields = if log.fields.is_null() {
+            String::new()
+        } else {
+            format!("  {}", log.fields)
+        };
+        writeln!(
+            out,
+            "{}  {:<5}  {:<16} {}{fields}",
+            log.at.to_rfc3339(),
+            format!("{:?}", log.level).to_lowercase(),
+            log.event,
+            log.message
+        )?;
+    }
+    Ok(())
+}
+
+pub fn search_hits(out: &mut impl Write, hits: &[SearchHit]) -> anyhow::Result<()> {
+    for hit in hits {
+        let place = match (&hit.run_id, &hit.node) {
+            (Some(run), Some(node)) => format!("run {run} node {node}"),
+            (Some(run), None) => format!("run {run}"),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "{}  {} {} {}  {}",
+            hit.session_id,
+            hit.kind,
+            hit.line,
+            place,
+            shorten(&hit.text, 160)
+        )?;
+    }
+    Ok(())
+}
+
+/// What `prune` would delete, before it deletes anything.
+pub fn doomed(out: &mut impl Write, doomed: &[Doomed], now: SystemTime) -> anyhow::Result<()> {
+    for session in doomed {
+        writeln!(
+            out,
+            "would delete {}  (updated {})",
+            session.session_id,
+            ago(session.updated_at, now)
+        )?;
+    }
+    writeln!(out, "{} session(s) to delete; pinned sessions are kept", doomed.len())?;
+    Ok(())
+}
+
+/// The run `stop` ended, and how.
+pub fn stopped(out: &mut impl Write, ended: &RunRecord) -> anyhow::Result<()> {
+    let how = ended.stopped_by.as_ref().map(|s| format!(" ({s})")).unwrap_or_default();
+    writeln!(
+        out,
+        "run {} of session {}: {}{how}",
+        ended.id, ended.session_id, ended.status
+    )?;
+    Ok(())
+}
+
+/// One change of `watch`, prefixed with its workspace when several are watched.
+pub fn change(out: &mut impl Write, change: &Change, with_workspace: bool) -> anyhow::Result<()> {
+    let id = change.session_id().map(SessionId::as_str).unwrap_or("-");
+    let prefix = if with_workspace {
+        format!("{} ", change.workspace().display())
+    } else {
+        String::new()
+    };
+    let describe = |summary: &studio_core::SessionSummary| match &summary.current_node {
+        Some(node) => format!("{} (node {node})", summary.status),
+        None => summary.status.to_string(),
+    };
+    match change {
+        Change::SessionAdded { summary, .. } => writeln!(out, "{prefix}+ {id}  {}", describe(summary))?,
+        Change::SessionUpdated { summary, .. } => writeln!(out, "{prefix}~ {id}  {}", describe(summary))?,
+        Change::SessionRemoved { .. } => writeln!(out, "{prefix}- {id}")?,
+        Change::OutputAppended { lines, .. } => {
+            for line in lines {
+                writeln!(out, "{prefix}{id} | {line}")?;
+            }
+        }
+        Change::NodeChanged { node, status, .. } => writeln!(out, "{prefix}~ {id}  node {node}: {status}")?,
+        Change::RunStatusChanged { status, stopping, .. } => {
+            let stopping = if *stopping { " (stopping)" } else { "" };
+            writeln!(out, "{prefix}~ {id}  run {status}{stopping}")?
+        }
+        Change::RunOutputAppended { lines, .. } => {
+            for line in lines {
+                writeln!(out, "{prefix}{id} | {}", line.line)?;
+            }
+        }
+        Change::WatchPolling { reason, .. } => writeln!(out, "{prefix}! not watched live: {reason}")?,
+    }
+    Ok(())
+}
+
+/// One event of a run `zstudio run` follows.
+/// What a stop is called in the CLI's output.
+pub fn stopping_words(forced: bool, elsewhere: bool) -> String {
+    let what = if forced {
+        "force stopping: SIGTERM sent to the run's processes (SIGKILL in 5 s)"
+    } else {
+        "stopping: the current node finishes first"
+    };
+    if elsewhere {
+        format!("{what} (asked from another process)")
+    } else {
+        what.to_owned()
+    }
+}
+
+/// What `zstudio stop` says as the stop goes on.
+pub fn stop_progress_words(progress: studio_core::stop::StopProgress) -> String {
+    use studio_core::stop::{KillBecause, StopProgress, StopSignal, Stopping, TermBecause};
+    match progress {
+        StopProgress::Asked(how) => stopping_words(how == Stopping::Forced, false),
+        StopProgress::Sent(StopSignal::Sigterm(TermBecause::GraceOver)) => {
+            "grace period over: SIGTERM sent to the run's processes".into()
+        }
+        StopProgress::Sent(StopSignal::Sigterm(TermBecause::Forced)) => "SIGTERM sent to the run's processes".into(),
+        StopProgress::Sent(StopSignal::Sigkill(KillBecause::StillRunning)) => {
+            "still running 5 s after SIGTERM: SIGKILL sent".into()
+        }
+        StopProgress::Sent(StopSignal::Sigkill(KillBecause::LeaderExited)) => {
+            "SIGKILL sent to what the run left behind".into()
+        }
+    }
+}
+
+pub fn run_event(out: &mut impl Write, event: &RunEvent, started: &StartedRun) -> anyhow::Result<()> {
+    match event {
+        RunEvent::RunStarted { pid, .. } => writeln!(
+            out,
+            "run {} in session {} (pid {})\n  folder {}",
+            started.run_id,
+            started.session_id,
+            pid.map_or("-".to_owned(), |p| p.to_string()),
+            started.session_path.display()
+        )?,
+        RunEvent::NodeBegin { node, depth, t_ms, .. } => {
+            writeln!(out, "{:>8}  {}┌ {node}", seconds(*t_ms), "  ".repeat(*depth))?
+        }
+        RunEvent::NodeEnd { node, status, t_ms, .. } => writeln!(out, "{:>8}  └ {node}: {status}", seconds(*t_ms))?,
+        RunEvent::Output { stream, line, .. } => {
+            let mark = if *stream == studio_core::protocol::Stream::Stderr {
+                "!"
+            } else {
+                " "
+            };
+            writeln!(out, "          {mark} {line}")?
+        }
+        RunEvent::Stopping { forced, elsewhere, .. } => {
+            writeln!(out, "          {}", stopping_words(*forced, *elsewhere))?
+        }
+        RunEvent::RunFinished {
+            status,
+            exit_code,
+            elapsed_ms,
+            stopped_by,
+            error,
+            ..
+        } => {
+            let how = stopped_by
+                .map(|s| format!(" ({s:?})").to_lowercase())
+                .unwrap_or_default();
+            let exit = exit_code.map(|c| format!(", exit {c}")).unwrap_or_default();
+            writeln!(out, "{:>8}  {status}{how}{exit}", seconds(*elapsed_ms))?;
+            if let Some(error) = error {
+                writeln!(out, "          {error}")?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_owned()
+    } else {
+        format!("{}…", text.chars().take(max - 1).collect::<String>())
+    }
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        0..1024 => format!("{n} B"),
+        1024..1_048_576 => format!("{:.1} KiB", n as f64 / 1024.0),
+        _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
+    }
+}
+
+fn ago(time: Timestamp, now: SystemTime) -> String {
+    let seconds = now.duration_since(time.to_system_time()).map_or(0, |d| d.as_secs());
+    match seconds {
+        0..60 => format!("{seconds}s ago"),
+        60..3600 => format!("{}m ago", seconds / 60),
+        3600..86400 => format!("{}h ago", seconds / 3600),
+        _ => format!("{}d ago", seconds / 86400),
+    }
+}
+
+fn seconds(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
