@@ -24,6 +24,7 @@ use crate::{CommandError, Studio};
 
 /// The open workspace, as the window's header shows it.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct WorkspaceInfo {
     pub root: String,
     pub sessions_dir: String,

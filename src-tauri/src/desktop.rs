@@ -20,6 +20,7 @@ pub const WORKSPACE_CHANGED: &str = "workspace-changed";
 pub const QUIT_REQUESTED: &str = "quit-requested";
 
 #[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct QuitRequested {
     pub live_runs: usize,
     /// Whether the runs can be left running (they go through the run keeper).
@@ -123,7 +124,7 @@ pub fn pick_and_switch<R: Runtime>(app: &AppHandle<R>) {
     let spawned = std::thread::Builder::new().name("folder-picker".into()).spawn(move || {
         if let Some(path) = pick_folder(&app) {
             if let Err(error) = switch_workspace(&app, &path) {
-                tracing::warn!(code = error.code, "{}", error.message);
+                tracing::warn!(code = error.code.as_str(), "{}", error.message);
             }
         }
     });
@@ -277,7 +278,7 @@ pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
                 let recent = app.state::<Studio>().recent_workspaces().unwrap_or_default();
                 if let Some(root) = recent.get(index) {
                     if let Err(error) = switch_workspace(app, root) {
-                        tracing::warn!(code = error.code, "{}", error.message);
+                        tracing::warn!(code = error.code.as_str(), "{}", error.message);
                     }
                 }
             }

@@ -2,15 +2,19 @@
 //! on. The UI branches on `code` and shows `message`.
 
 use serde::Serialize;
+use studio_core::ErrorCode;
 
+/// Every failed command rejects with this; the UI branches on `code`, never on `message`.
 #[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 #[error("{message} ({code})")]
 pub struct CommandError {
     /// Stable and machine-readable: the core's [`studio_core::Error::code`].
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
-    /// `agents_untrusted`: the [`studio_core::agents::Launch`] to show before trusting the file.
+    /// `agents_untrusted`: the `AgentLaunch` to show before trusting the file.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(test, ts(optional, type = "unknown"))]
     pub details: Option<serde_json::Value>,
 }
 

@@ -62,7 +62,8 @@ fn notify_unless_focused(app: &AppHandle, session_id: &str, status: &str, elapse
 pub const RUN_OUTPUT: &str = "run-output";
 
 #[derive(serde::Serialize, Clone)]
-struct RunOutput<'a> {
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub(crate) struct RunOutput<'a> {
     run_id: &'a str,
     session_id: &'a str,
     lines: u64,
@@ -112,7 +113,8 @@ pub const SESSIONS_CHANGED: &str = "sessions-changed";
 pub const SESSIONS_CHANGED_WINDOW: Duration = Duration::from_millis(100);
 
 #[derive(serde::Serialize, Clone)]
-struct SessionsChanged {
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub(crate) struct SessionsChanged {
     changes: usize,
 }
 
@@ -169,7 +171,8 @@ pub fn sessions_changed(app: AppHandle) -> ChangeSink {
 pub const WATCH_NOTICE: &str = "watch-notice";
 
 #[derive(serde::Serialize, Clone)]
-struct WatchNotice<'a> {
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub(crate) struct WatchNotice<'a> {
     workspace: String,
     reason: &'a str,
 }

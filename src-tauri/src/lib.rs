@@ -6,11 +6,16 @@
 //! - `events`: the supervisor's run events, forwarded to the window.
 //! - `desktop`: the menu, quitting with live runs, the folder picker, the app's log file.
 //! - `error`: the one `{code, message}` error that crosses IPC.
+//! - `ipc_types` (a test): the window's TypeScript types (`ui/src/generated/ipc.ts`), generated
+//!   from the Rust types that cross IPC, with the command and event names; it fails when the
+//!   checked-in file is stale (`scripts/gen-ipc-types.sh` rewrites it).
 
 mod commands;
 mod desktop;
 mod error;
 mod events;
+#[cfg(test)]
+mod ipc_types;
 mod studio;
 
 pub(crate) use desktop::{pick_folder, quit_now, reveal, switch_workspace};
@@ -23,6 +28,48 @@ use tauri::Manager;
 
 pub use error::CommandError;
 pub use studio::Studio;
+
+/// The IPC commands, each spelled once: the invoke handler and [`COMMAND_NAMES`] (the window's
+/// generated `CommandName` type) both come from this list.
+macro_rules! ipc_commands {
+    ($($name:ident),* $(,)?) => {
+        /// What the window may invoke, by name.
+        pub const COMMAND_NAMES: &[&str] = &[$(stringify!($name)),*];
+
+        fn invoke_handler() -> impl Fn(tauri::ipc::Invoke) -> bool + Send + Sync + 'static {
+            tauri::generate_handler![$(commands::$name),*]
+        }
+    };
+}
+
+ipc_commands![
+    workspace_get,
+    agents_trust,
+    workspaces_recent,
+    workspace_open,
+    workspace_pick,
+    sessions_list,
+    session_get,
+    session_messages,
+    session_logs,
+    session_files,
+    session_file_read,
+    session_reveal,
+    session_delete,
+    pin_add,
+    pin_remove,
+    search,
+    agents_list,
+    agent_save,
+    run_start,
+    run_replay,
+    run_stop,
+    runs_list,
+    run_spans,
+    run_output,
+    run_output_find,
+    app_quit,
+];
 
 /// The app's command line, defined with clap beside `zstudio`'s (`crates/args`).
 pub use studio_args::desktop::{parse_args, Invocation};
@@ -60,7 +107,7 @@ pub fn run() {
     let (studio, run_events) = Studio::open(workspace.as_deref(), store_location);
     let needs_workspace = studio
         .workspace()
-        .is_err_and(|error| error.code == studio_core::Error::NoWorkspace.code());
+        .is_err_and(|error| error.code == studio_core::ErrorCode::NoWorkspace);
     if cpu_rendering {
         studio.hide_variables_from_agents(&[desktop::CPU_RENDERING_VARIABLE]);
     }
@@ -95,7 +142,11 @@ pub fn run() {
                         // What changed while watching started, the window lists now.
                         events::tell_sessions_changed(&handle);
                     }
-                    Err(error) => tracing::warn!(code = error.code, "the workspace is not watched: {}", error.message),
+                    Err(error) => tracing::warn!(
+                        code = error.code.as_str(),
+                        "the workspace is not watched: {}",
+                        error.message
+                    ),
                 }
             })?;
             if let Some((run_events, output_events)) = run_events {
@@ -104,7 +155,11 @@ pub fn run() {
                     .name("run-events".into())
                     .spawn(move || events::forward(run_events, handle))?;
                 if let Err(error) = studio.follow_output(output_events, events::run_output(app.handle().clone())) {
-                    tracing::warn!(code = error.code, "output is not followed live: {}", error.message);
+                    tracing::warn!(
+                        code = error.code.as_str(),
+                        "output is not followed live: {}",
+                        error.message
+                    );
                 }
             }
             if let Ok(workspace) = studio.workspace() {
@@ -124,34 +179,7 @@ pub fn run() {
                 }
             }
         })
-        .invoke_handler(tauri::generate_handler![
-            commands::workspace_get,
-            commands::agents_trust,
-            commands::workspaces_recent,
-            commands::workspace_open,
-            commands::workspace_pick,
-            commands::sessions_list,
-            commands::session_get,
-            commands::session_messages,
-            commands::session_logs,
-            commands::session_files,
-            commands::session_file_read,
-            commands::session_reveal,
-            commands::session_delete,
-            commands::pin_add,
-            commands::pin_remove,
-            commands::search,
-            commands::agents_list,
-            commands::agent_save,
-            commands::run_start,
-            commands::run_replay,
-            commands::run_stop,
-            commands::runs_list,
-            commands::run_spans,
-            commands::run_output,
-            commands::run_output_find,
-            commands::app_quit,
-        ])
+        .invoke_handler(invoke_handler())
         .build(tauri::generate_context!());
     let app = match app {
         Ok(app) => app,
@@ -212,7 +240,7 @@ fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) 
         _ => return,
     };
     if let Err(error) = switch_workspace(app, &workspace) {
-        tracing::warn!(code = error.code, "{}", error.message);
+        tracing::warn!(code = error.code.as_str(), "{}", error.message);
     }
 }
 

@@ -82,7 +82,7 @@ impl Studio {
                     tracing::warn!(%error, "cannot record the workspace as recent");
                 }
             }
-            (Err(error), _) => tracing::warn!(code = error.code, "{}", error.message),
+            (Err(error), _) => tracing::warn!(code = error.code.as_str(), "{}", error.message),
             _ => {}
         }
         let keeper = location.as_ref().and_then(find_keeper);
@@ -103,7 +103,7 @@ impl Studio {
                 })
             }
             Err(error) => {
-                tracing::warn!(code = error.code, "{}", error.message);
+                tracing::warn!(code = error.code.as_str(), "{}", error.message);
                 None
             }
         };

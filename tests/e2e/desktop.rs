@@ -210,7 +210,7 @@ async fn quitting_with_a_live_run_can_stop_it_first() {
         .unwrap();
     assert_eq!(runs[0].status, studio_core::Status::Cancelled, "{:?}", runs[0]);
     assert_eq!(
-        runs[0].stopped_by.as_deref(),
+        runs[0].stopped_by.map(studio_core::timeline::StoppedBy::as_str),
         Some("graceful"),
         "the node finished first"
     );

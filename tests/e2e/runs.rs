@@ -180,7 +180,7 @@ fn shutting_the_studio_down_stops_its_live_runs() {
         "shutting down stops the live runs: {run:?}"
     );
     assert_eq!(
-        run.stopped_by.as_deref(),
+        run.stopped_by.map(studio_core::timeline::StoppedBy::as_str),
         Some("graceful"),
         "the node running finishes first: {run:?}"
     );
@@ -311,7 +311,10 @@ async fn the_app_told_to_exit_stops_its_live_runs_first() {
     let runs = store.runs(&workspace_in_store, None).expect("list the runs");
     assert_eq!(runs.len(), 1, "one run: {runs:?}");
     assert_eq!(
-        (runs[0].status, runs[0].stopped_by.as_deref()),
+        (
+            runs[0].status,
+            runs[0].stopped_by.map(studio_core::timeline::StoppedBy::as_str)
+        ),
         (Status::Cancelled, Some("graceful")),
         "the app stopped its run before exiting (the node running finished first): {:?}",
         runs[0]

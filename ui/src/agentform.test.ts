@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 
 import { agentFromFields, argLines, createAgentForm, envLines, fieldsFromAgent } from "./agentform";
+import type { ErrorCode } from "./types";
 
 const fields = { name: "writer", run: "zibby\nagent run\n{prompt}\n", cwd: "", env: "", replay: "" };
 
@@ -57,7 +58,7 @@ describe("the agent form", () => {
     form.element.dispatchEvent(new Event("submit", { cancelable: true }));
     expect(actions.saveAgent).not.toHaveBeenCalled();
     expect(form.element.querySelector(".error .error-message")?.textContent).toBe("The agent needs a name.");
-    form.update(false, { code: "config_invalid", message: "cannot write .zibby/studio.toml" });
+    form.update(false, { code: "config_invalid" as ErrorCode, message: "cannot write .zibby/studio.toml" });
     expect(form.element.querySelector(".error .error-code")?.textContent).toBe("config_invalid");
     form.element.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape" }));
     expect(actions.closeAgentForm).toHaveBeenCalled();

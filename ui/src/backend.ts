@@ -4,9 +4,12 @@
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 
+import { QUIT_REQUESTED, RUN_EVENT, RUN_OUTPUT, SESSIONS_CHANGED, WATCH_NOTICE, WORKSPACE_CHANGED } from "./generated/ipc";
 import type {
   Agent,
   CommandError,
+  CommandName,
+  ErrorCode,
   FileChunk,
   FileEntry,
   LogLine,
@@ -87,27 +90,12 @@ export interface Backend {
   appQuit(keepRuns: boolean): Promise<void>;
 }
 
-/** The Tauri event the shell sends output progress as. */
-export const RUN_OUTPUT = "run-output";
-
-/** The Tauri event the shell sends when the workspace was switched. */
-export const WORKSPACE_CHANGED = "workspace-changed";
-
-/** The Tauri event the shell sends when the app is closing with live runs. */
-export const QUIT_REQUESTED = "quit-requested";
-
-/** The Tauri event the shell sends run events as. */
-export const RUN_EVENT = "run-event";
-
-/** The Tauri event the shell sends the watcher's session changes as. */
-export const SESSIONS_CHANGED = "sessions-changed";
-
-/** The Tauri event the shell says the sessions are polled, not watched live, with. */
-export const WATCH_NOTICE = "watch-notice";
+// The Tauri events' names, as the shell spells them (generated from its constants).
+export { QUIT_REQUESTED, RUN_EVENT, RUN_OUTPUT, SESSIONS_CHANGED, WATCH_NOTICE, WORKSPACE_CHANGED } from "./generated/ipc";
 
 /** A rejected command, as a `CommandError` (IPC failures get the code `ipc`). */
 export class BackendError extends Error implements CommandError {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly details?: unknown;
 
   constructor(error: CommandError) {
@@ -127,7 +115,7 @@ function isCommandError(value: unknown): value is CommandError {
   );
 }
 
-async function call<T>(command: string, args?: Record<string, unknown>): Promise<T> {
+async function call<T>(command: CommandName, args?: Record<string, unknown>): Promise<T> {
   try {
     return await invoke<T>(command, args);
   } catch (error) {

@@ -7,6 +7,8 @@ import type { Backend } from "./backend";
 import type {
   Agent,
   AgentLaunch,
+  CommandError,
+  ErrorCode,
   FileChunk,
   LogLine,
   Message,
@@ -23,6 +25,11 @@ import type {
   WatchNotice,
   WorkspaceInfo,
 } from "./types";
+
+/** A refusal, as the shell rejects a command with it. */
+function refusal(code: ErrorCode, message: string, details?: unknown): CommandError {
+  return details === undefined ? { code, message } : { code, message, details };
+}
 
 /** A file of a fake session folder: its text, or `{ binary: bytes }`. */
 export type FakeFile = string | { binary: number };
@@ -78,7 +85,7 @@ export function fakeBackend(
     const detail = backend.details.get(sessionId);
     if (detail) return detail;
     const row = backend.sessions.find((candidate) => candidate.id === sessionId);
-    if (!row) throw { code: "session_not_found", message: `no session \`${sessionId}\`` };
+    if (!row) throw refusal("session_not_found", `no session \`${sessionId}\``);
     return {
       id: row.id,
       path: row.path,
@@ -111,7 +118,7 @@ export function fakeBackend(
   function refuseUntrusted(): void {
     const launch = backend.untrusted;
     if (launch) {
-      throw { code: "agents_untrusted", message: `${launch.agents_file} is not trusted yet`, details: launch };
+      throw refusal("agents_untrusted", `${launch.agents_file} is not trusted yet`, launch);
     }
   }
 
@@ -275,7 +282,7 @@ export function fakeBackend(
       const row = detailOf(sessionId);
       const relative = path.startsWith(`${row.path}/`) ? path.slice(row.path.length + 1) : path;
       const file = backend.files.get(sessionId)?.get(relative);
-      if (file === undefined) throw { code: "file_not_found", message: `no file \`${path}\`` };
+      if (file === undefined) throw refusal("io", `cannot read ${path}: no such file`);
       if (typeof file !== "string") {
         return { path: relative, offset, bytes_total: file.binary, text: "", next_offset: null, binary: true };
       }

@@ -39,6 +39,7 @@ export function runRecord(id: string, sessionId: string, overrides: Partial<RunR
     error: null,
     stopped_by: null,
     stop_requested: null,
+    keeper_dir: null,
     replayed_node: null,
     ...overrides,
   };

@@ -37,6 +37,7 @@ const run: RunRecord = {
   error: null,
   stopped_by: null,
   stop_requested: null,
+  keeper_dir: null,
   replayed_node: null,
 };
 

@@ -4,7 +4,7 @@ import { STOPPING_LABEL } from "./liveruns";
 import type { LiveRun } from "./runs";
 import { NO_FILTERS } from "./filters";
 import { DELETE_LIVE_TITLE } from "./table";
-import type { SessionRow } from "./types";
+import type { CommandError, SessionRow } from "./types";
 import { row } from "./testdata";
 import { renderApp, shellQuote, type Actions, type ViewState } from "./view";
 
@@ -200,7 +200,7 @@ describe("other states", () => {
   });
 
   it("blames the workspace when it could not be opened", () => {
-    const error = { code: "workspace_not_found", message: "workspace not found: /nope" };
+    const error: CommandError = { code: "workspace_not_found", message: "workspace not found: /nope" };
     renderApp(root, state({ workspace: { kind: "error", error }, sessions: { kind: "error", error } }), noActions);
     expect(root.querySelectorAll(".error")).toHaveLength(1);
     expect(root.querySelector(".error-title")?.textContent).toContain("workspace could not be opened");
@@ -294,7 +294,7 @@ describe("the Run bar", () => {
   });
 
   it("shows why a run could not start", () => {
-    const runError = { code: "agent_not_found", message: "no agent `x` in /p/.zibby/studio.toml" };
+    const runError: CommandError = { code: "agent_not_found", message: "no agent `x` in /p/.zibby/studio.toml" };
     renderApp(root, state({ agents: { kind: "ok", value: agents }, runError }), noActions);
     expect(root.querySelector("#run-bar .error")?.getAttribute("data-error-code")).toBe("agent_not_found");
   });

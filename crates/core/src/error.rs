@@ -98,34 +98,143 @@ impl Error {
     }
 
     /// A stable machine-readable code (for `--json` and for IPC).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Error::InvalidSessionId { .. } => "invalid_session_id",
-            Error::WorkspaceNotFound { .. } => "workspace_not_found",
-            Error::NotAFolder { .. } => "not_a_folder",
-            Error::SessionNotFound { .. } => "session_not_found",
-            Error::Io { .. } => "io",
-            Error::Store { .. } => "store",
-            Error::StoreTooNew { .. } => "store_too_new",
-            Error::NoDataFolder => "no_data_folder",
-            Error::RunNotFound { .. } => "run_not_found",
-            Error::SessionLive { .. } => "session_live",
-            Error::Trash { .. } => "trash",
-            Error::AgentsFile { .. } => "agents_file",
-            Error::AgentNotFound { .. } => "agent_not_found",
-            Error::AgentExists { .. } => "agent_exists",
-            Error::RunNotLive { .. } | Error::RunGone { .. } => "run_not_live",
-            Error::OutsideSession { .. } => "outside_session",
-            Error::SymlinkRefused { .. } => "symlink_refused",
-            Error::NotARegularFile { .. } => "not_a_regular_file",
-            Error::FileTooLarge { .. } => "file_too_large",
-            Error::AgentsUntrusted { .. } => "agents_untrusted",
-            Error::NoReplayCommand { .. } => "no_replay_command",
-            Error::NoWorkspace => "no_workspace",
-            Error::ShuttingDown => "shutting_down",
-            Error::InvalidStream { .. } => "invalid_stream",
-            Error::EmptyQuery => "invalid_query",
-            Error::Reveal { .. } => "reveal",
+            Error::InvalidSessionId { .. } => ErrorCode::InvalidSessionId,
+            Error::WorkspaceNotFound { .. } => ErrorCode::WorkspaceNotFound,
+            Error::NotAFolder { .. } => ErrorCode::NotAFolder,
+            Error::SessionNotFound { .. } => ErrorCode::SessionNotFound,
+            Error::Io { .. } => ErrorCode::Io,
+            Error::Store { .. } => ErrorCode::Store,
+            Error::StoreTooNew { .. } => ErrorCode::StoreTooNew,
+            Error::NoDataFolder => ErrorCode::NoDataFolder,
+            Error::RunNotFound { .. } => ErrorCode::RunNotFound,
+            Error::SessionLive { .. } => ErrorCode::SessionLive,
+            Error::Trash { .. } => ErrorCode::Trash,
+            Error::AgentsFile { .. } => ErrorCode::AgentsFile,
+            Error::AgentNotFound { .. } => ErrorCode::AgentNotFound,
+            Error::AgentExists { .. } => ErrorCode::AgentExists,
+            Error::RunNotLive { .. } | Error::RunGone { .. } => ErrorCode::RunNotLive,
+            Error::OutsideSession { .. } => ErrorCode::OutsideSession,
+            Error::SymlinkRefused { .. } => ErrorCode::SymlinkRefused,
+            Error::NotARegularFile { .. } => ErrorCode::NotARegularFile,
+            Error::FileTooLarge { .. } => ErrorCode::FileTooLarge,
+            Error::AgentsUntrusted { .. } => ErrorCode::AgentsUntrusted,
+            Error::NoReplayCommand { .. } => ErrorCode::NoReplayCommand,
+            Error::NoWorkspace => ErrorCode::NoWorkspace,
+            Error::ShuttingDown => ErrorCode::ShuttingDown,
+            Error::InvalidStream { .. } => ErrorCode::InvalidStream,
+            Error::EmptyQuery => ErrorCode::InvalidQuery,
+            Error::Reveal { .. } => ErrorCode::Reveal,
         }
+    }
+}
+
+/// Declares [`ErrorCode`] with each code's word, spelled once (serde, TypeScript and `as_str` use it).
+macro_rules! error_codes {
+    ($($(#[$doc:meta])* $variant:ident = $word:literal,)*) => {
+        /// The stable, machine-readable code of an [`Error`]: what `--json` and IPC carry (its
+        /// snake_case word, [`ErrorCode::as_str`]), and what the window branches on. One list for
+        /// the core, the CLI, the shell and the window (whose TypeScript union is generated from
+        /// it), the window's own codes included. New codes may come: match with a fallback arm.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+        #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $($(#[$doc])* #[serde(rename = $word)] $variant,)*
+        }
+
+        impl ErrorCode {
+            /// Every code.
+            pub const ALL: &'static [ErrorCode] = &[$(ErrorCode::$variant),*];
+
+            /// The code as IPC and `--json` carry it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $word,)*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    InvalidSessionId = "invalid_session_id",
+    WorkspaceNotFound = "workspace_not_found",
+    NotAFolder = "not_a_folder",
+    SessionNotFound = "session_not_found",
+    Io = "io",
+    Store = "store",
+    StoreTooNew = "store_too_new",
+    NoDataFolder = "no_data_folder",
+    RunNotFound = "run_not_found",
+    SessionLive = "session_live",
+    Trash = "trash",
+    AgentsFile = "agents_file",
+    AgentNotFound = "agent_not_found",
+    AgentExists = "agent_exists",
+    /// The run is not running (here, or at all any more).
+    RunNotLive = "run_not_live",
+    OutsideSession = "outside_session",
+    SymlinkRefused = "symlink_refused",
+    NotARegularFile = "not_a_regular_file",
+    FileTooLarge = "file_too_large",
+    AgentsUntrusted = "agents_untrusted",
+    NoReplayCommand = "no_replay_command",
+    NoWorkspace = "no_workspace",
+    ShuttingDown = "shutting_down",
+    InvalidStream = "invalid_stream",
+    InvalidQuery = "invalid_query",
+    Reveal = "reveal",
+    /// The window's own (never made by Rust): a command that did not reach the shell, or whose
+    /// rejection was not a `{code, message}`.
+    Ipc = "ipc",
+    /// The window's own (never made by Rust): a failure of the window itself.
+    Internal = "internal",
+    /// The window's own (never made by Rust): the agent form is not complete.
+    InvalidAgent = "invalid_agent",
+    /// The window's own (never made by Rust): the sessions are polled, not watched live.
+    WatchPolling = "watch_polling",
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// A code compares equal to its word (`error.code() == "session_live"`), as the wire carries it.
+impl PartialEq<str> for ErrorCode {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_code_serialises_as_its_word() {
+        for &code in ErrorCode::ALL {
+            assert_eq!(
+                serde_json::to_value(code).unwrap(),
+                serde_json::Value::from(code.as_str()),
+                "IPC and --json carry the same word as `as_str`"
+            );
+        }
+        let words: std::collections::BTreeSet<_> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
+        assert_eq!(words.len(), ErrorCode::ALL.len(), "no two codes share a word");
+        assert_eq!(
+            Error::EmptyQuery.code(),
+            "invalid_query",
+            "the window knows it by this word"
+        );
     }
 }

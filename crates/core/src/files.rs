@@ -19,6 +19,7 @@ pub const MAX_CHUNK_BYTES: usize = 1 << 20;
 
 /// One file of a session folder.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FileEntry {
     /// Relative to the session folder, `/`-separated.
     pub path: String,
@@ -28,6 +29,7 @@ pub struct FileEntry {
 
 /// A page of a file: `text` holds the bytes `offset..next_offset` (or to the end).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FileChunk {
     pub path: String,
     pub offset: u64,

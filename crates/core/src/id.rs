@@ -6,6 +6,7 @@ use crate::error::Error;
 
 /// A session id that is safe to use as one folder name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(try_from = "String", into = "String")]
 pub struct SessionId(String);
 

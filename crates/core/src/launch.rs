@@ -10,6 +10,7 @@ use serde::Serialize;
 /// launch, by its [`Launch::digest`]: another agent, its replay command, or any change of the
 /// command, folder or environment is asked about again.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Launch {
     pub agent: String,
     /// The command, placeholders unexpanded (`{prompt}`, `{session_id}`, ...).

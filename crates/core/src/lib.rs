@@ -45,7 +45,7 @@ pub mod timeline;
 pub mod untrusted;
 pub mod watcher;
 
-pub use error::Error;
+pub use error::{Error, ErrorCode};
 pub use id::SessionId;
 pub use session::{Session, SessionSummary, Workspace};
 pub use status::Status;

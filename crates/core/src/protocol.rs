@@ -20,6 +20,7 @@ const BAR: &str = "│";
 const MAX_WRAPPED_MARKER_BYTES: usize = 16 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Stream {
     Stdout,

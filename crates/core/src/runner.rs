@@ -78,6 +78,7 @@ pub struct RunRequest {
 
 /// What subscribers see of runs, as it happens. `t_ms` is milliseconds since the run started.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RunEvent {
     RunStarted {
@@ -97,6 +98,8 @@ pub enum RunEvent {
         status: Status,
         t_ms: u64,
     },
+    /// Never sent to the window (it reads output from the store).
+    #[cfg_attr(feature = "ts", ts(skip))]
     Output {
         run_id: String,
         stream: Stream,
@@ -137,6 +140,7 @@ impl RunEvent {
 
 /// A run that was started (or that could not start: then it has already finished, as `error`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct StartedRun {
     pub run_id: String,
     pub session_id: String,

@@ -43,8 +43,10 @@ const NODES_DIR: &str = "nodes";
 const PROMPT_FILE: &str = "prompt.txt";
 const RAW_OUTPUT_FILE: &str = "raw_output.txt";
 
-/// Milliseconds since the Unix epoch; written as RFC 3339 UTC text.
+/// A moment, as milliseconds since the Unix epoch; written (and sent to the window) as RFC 3339
+/// UTC text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "string"))]
 pub struct Timestamp(pub u64);
 
 impl Timestamp {
@@ -82,6 +84,7 @@ impl<'de> Deserialize<'de> for Timestamp {
 
 /// Which of the two folder layouts of PROTOCOL.md §5 a session uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Layout {
     /// What the engine writes alone: `.session-info.json` and `<node>/raw_stream_output.txt`.
@@ -92,6 +95,7 @@ pub enum Layout {
 
 /// A file of the session that could not be read as expected, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Problem {
     /// The file, relative to the session folder.
     pub file: String,
@@ -100,6 +104,7 @@ pub struct Problem {
 
 /// A file that exists, with its size; its contents are read on demand.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FileRef {
     pub path: PathBuf,
     pub bytes: u64,
@@ -107,29 +112,34 @@ pub struct FileRef {
 
 /// `.session-info.json`, as far as it parses.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionInfo {
     pub session_path: Option<String>,
     pub session_timestamp: Option<u64>,
     pub current_node: Option<String>,
     /// When the *current node* started (the engine rewrites the file before every node).
     pub created_at: Option<String>,
-    /// May hold secrets: shown on request, never logged.
+    /// May hold secrets: shown on request, never logged (nor sent to the window).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(skip))]
     pub config: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct NodeArtifacts {
     pub prompt: Option<FileRef>,
     /// The first 4 KiB of the prompt, as text.
     pub prompt_preview: Option<String>,
     pub raw_output: Option<FileRef>,
     pub result: Option<FileRef>,
+    #[cfg_attr(feature = "ts", ts(type = "unknown"))]
     pub result_value: Option<Value>,
     pub raw_stream: Option<FileRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionNode {
     pub name: String,
     pub status: Status,
@@ -140,6 +150,7 @@ pub struct SessionNode {
 
 /// The short form of a node, as listings show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct NodeSummary {
     pub name: String,
     pub status: Status,
@@ -147,6 +158,7 @@ pub struct NodeSummary {
 
 /// One session folder, read in full.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Session {
     pub id: SessionId,
     pub path: PathBuf,
@@ -157,7 +169,9 @@ pub struct Session {
     pub updated_at: Timestamp,
     pub info: Option<SessionInfo>,
     pub nodes: Vec<SessionNode>,
+    #[cfg_attr(feature = "ts", ts(type = "unknown"))]
     pub result: Option<Value>,
+    #[cfg_attr(feature = "ts", ts(type = "unknown[]"))]
     pub events: Vec<Value>,
     pub raw_stream_output: Option<FileRef>,
     pub problems: Vec<Problem>,
@@ -165,6 +179,7 @@ pub struct Session {
 
 /// One session as the listing shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionSummary {
     pub id: SessionId,
     pub path: PathBuf,

@@ -18,6 +18,7 @@ pub const KILL_AFTER: Duration = Duration::from_secs(5);
 
 /// How a stop was asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Stopping {
     /// The stop files: the current node finishes first.

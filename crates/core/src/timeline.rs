@@ -72,14 +72,40 @@ pub struct RunEnd {
     pub signalled_by_studio: bool,
 }
 
-/// How a cancelled run was stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// How a cancelled run was stopped (the store keeps the same words: `graceful`, `forced`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum StoppedBy {
     /// The stop file: the engine finished its node and stopped.
     Graceful,
     /// The studio sent signals to the process group.
     Forced,
+}
+
+impl StoppedBy {
+    /// The word the store and IPC carry.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoppedBy::Graceful => "graceful",
+            StoppedBy::Forced => "forced",
+        }
+    }
+
+    /// The stored word back; `None` for any other text.
+    pub fn parse(text: &str) -> Option<StoppedBy> {
+        match text {
+            "graceful" => Some(StoppedBy::Graceful),
+            "forced" => Some(StoppedBy::Forced),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for StoppedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
 }
 
 /// The run as far as it is known: its status and every node execution.

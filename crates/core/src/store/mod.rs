@@ -25,10 +25,11 @@ use crate::error::Error;
 use crate::id::SessionId;
 use crate::session::{Session, SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
+use crate::timeline::StoppedBy;
 
 pub use migrations::SCHEMA_VERSION;
 pub use output::{OutputFilter, OutputFind, OutputLine, OutputPage, OutputWriter, FIND_BUDGET_LINES};
-pub use search::SearchHit;
+pub use search::{SearchHit, SearchHitKind};
 
 /// Where the store lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,6 +88,7 @@ impl StoreLocation {
 
 /// A run as the store records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RunRecord {
     pub id: String,
     pub session_id: String,
@@ -110,7 +112,7 @@ pub struct RunRecord {
     pub ended_at: Option<Timestamp>,
     pub exit_code: Option<i64>,
     pub error: Option<String>,
-    pub stopped_by: Option<String>,
+    pub stopped_by: Option<StoppedBy>,
     /// A stop asked for by another studio process (`graceful` or `forced`).
     pub stop_requested: Option<String>,
     /// The run keeper's folder, for a run that can outlive its studio.
@@ -141,6 +143,7 @@ pub struct RunOutcome<'a> {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Message {
     pub seq: i64,
     pub role: String,
@@ -149,6 +152,7 @@ pub struct Message {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
     Debug,
@@ -178,6 +182,7 @@ impl Level {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LogLine {
     pub at: Timestamp,
     pub level: Level,
@@ -185,17 +190,63 @@ pub struct LogLine {
     pub event: String,
     pub message: String,
     pub run_id: Option<String>,
+    /// An object, or `null` when the line has none.
+    #[cfg_attr(feature = "ts", ts(type = "Record<string, unknown> | null"))]
     pub fields: serde_json::Value,
+}
+
+/// What a span is; the store keeps the same words (`run`, `node`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum SpanKind {
+    Run,
+    Node,
+}
+
+impl SpanKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpanKind::Run => "run",
+            SpanKind::Node => "node",
+        }
+    }
+}
+
+/// A kind compares equal to its word (`span.kind == "node"`), as the wire carries it.
+impl PartialEq<&str> for SpanKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl std::fmt::Display for SpanKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl rusqlite::types::FromSql for SpanKind {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<SpanKind> {
+        match value.as_str()? {
+            "run" => Ok(SpanKind::Run),
+            "node" => Ok(SpanKind::Node),
+            other => Err(rusqlite::types::FromSqlError::Other(
+                format!("unknown span kind `{other}`").into(),
+            )),
+        }
+    }
 }
 
 /// One span of a trace: a run, or one node execution inside it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Span {
     pub id: i64,
     pub parent_id: Option<i64>,
     pub run_id: String,
     pub name: String,
-    pub kind: String,
+    pub kind: SpanKind,
     pub depth: i64,
     pub started_at: Timestamp,
     pub ended_at: Option<Timestamp>,
@@ -204,6 +255,7 @@ pub struct Span {
 
 /// A session as the studio lists it: what its folder says, and what the studio knows of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionRow {
     #[serde(flatten)]
     pub summary: SessionSummary,
@@ -752,7 +804,7 @@ impl Store {
             ended_at: row.get::<_, Option<i64>>(8)?.map(timestamp),
             exit_code: row.get(9)?,
             error: row.get(10)?,
-            stopped_by: row.get(11)?,
+            stopped_by: row.get::<_, Option<String>>(11)?.as_deref().and_then(StoppedBy::parse),
             stop_requested: row.get(14)?,
             workspace: PathBuf::from(row.get::<_, String>(15)?),
             keeper_dir: row.get::<_, Option<String>>(16)?.map(PathBuf::from),

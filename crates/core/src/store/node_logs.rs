@@ -107,7 +107,7 @@ mod tests {
             parent_id: parent,
             run_id: "r1".into(),
             name: name.into(),
-            kind: "node".into(),
+            kind: crate::store::SpanKind::Node,
             depth: 0,
             started_at: Timestamp(times.0),
             ended_at: times.1.map(Timestamp),

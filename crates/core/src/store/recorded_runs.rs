@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use super::{RunRecord, Span};
+use super::{RunRecord, Span, SpanKind};
 use crate::session::{NodeSummary, SessionSummary, Timestamp};
 use crate::status::Status;
 
@@ -95,7 +95,7 @@ pub fn with_recorded_runs<'a>(
 /// `ended_as`: the run's status once it ended (a node span still `running` then takes it).
 fn merge_node_spans(nodes: &mut Vec<NodeSummary>, spans: &[Span], ended_as: Option<Status>) {
     let mut ran: Vec<NodeSummary> = Vec::new();
-    for span in spans.iter().filter(|span| span.kind == "node") {
+    for span in spans.iter().filter(|span| span.kind == SpanKind::Node) {
         let status = match (span.status, ended_as) {
             (Status::Running, Some(run_status)) => run_status,
             (status, _) => status,
@@ -178,7 +178,7 @@ mod tests {
             parent_id: None,
             run_id: "r".into(),
             name: name.into(),
-            kind: "node".into(),
+            kind: SpanKind::Node,
             depth: 0,
             started_at: Timestamp(0),
             ended_at: None,

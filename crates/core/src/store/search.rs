@@ -10,13 +10,56 @@ use super::{output, Store};
 use crate::error::Error;
 use crate::session::Workspace;
 
-/// What a source row is; its FTS rowid is `source id * 4 + kind`.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum Kind {
+/// What a search hit is: the kind of row of the index it leads back to (that row's FTS rowid is
+/// `source id * 4 + kind`). The lookups below select the same words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum SearchHitKind {
     Output = 0,
     Message = 1,
     Log = 2,
     Node = 3,
+}
+
+pub(super) use SearchHitKind as Kind;
+
+impl SearchHitKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchHitKind::Output => "output",
+            SearchHitKind::Message => "message",
+            SearchHitKind::Log => "log",
+            SearchHitKind::Node => "node",
+        }
+    }
+}
+
+impl std::fmt::Display for SearchHitKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// A kind compares equal to its word (`hit.kind == "node"`), as the wire carries it.
+impl PartialEq<&str> for SearchHitKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl rusqlite::types::FromSql for SearchHitKind {
+    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<SearchHitKind> {
+        match value.as_str()? {
+            "output" => Ok(SearchHitKind::Output),
+            "message" => Ok(SearchHitKind::Message),
+            "log" => Ok(SearchHitKind::Log),
+            "node" => Ok(SearchHitKind::Node),
+            other => Err(rusqlite::types::FromSqlError::Other(
+                format!("unknown search hit kind `{other}`").into(),
+            )),
+        }
+    }
 }
 
 /// Indexes the text of one source row.
@@ -41,9 +84,9 @@ pub(super) fn unindex_session(tx: &Connection, session_key: i64) -> rusqlite::Re
 
 /// One place a search matched.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SearchHit {
-    /// `output`, `message`, `log` or `node`.
-    pub kind: String,
+    pub kind: SearchHitKind,
     pub session_id: String,
     pub run_id: Option<String>,
     pub node: Option<String>,
@@ -125,7 +168,7 @@ pub(super) fn search(store: &Store, workspace: &Workspace, query: &str, limit: u
             .optional()
             .map_err(sql_error)?;
         let Some(hit) = hit else { continue };
-        if hit.kind != "output" {
+        if hit.kind != SearchHitKind::Output {
             hits.push(hit);
             continue;
         }
@@ -140,7 +183,7 @@ pub(super) fn search(store: &Store, workspace: &Workspace, query: &str, limit: u
         };
         for line in chosen.into_iter().rev().take(limit - hits.len()) {
             hits.push(SearchHit {
-                kind: "output".to_owned(),
+                kind: SearchHitKind::Output,
                 session_id: hit.session_id.clone(),
                 run_id: hit.run_id.clone(),
                 node: line.node.clone(),

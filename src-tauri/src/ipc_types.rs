@@ -1,0 +1,182 @@
+//! The window's TypeScript types, generated from the Rust types that cross IPC (ts-rs, with the
+//! core's `ts` feature), with the names of the commands and events: one file,
+//! `ui/src/generated/ipc.ts`, checked in. The test fails when that file is not what the Rust
+//! types make; `scripts/gen-ipc-types.sh` (`UPDATE_IPC_TYPES=1` and this test) rewrites it.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use ts_rs::{Config, TS};
+
+/// Where the generated file lives, from the repository root.
+const GENERATED: &str = "ui/src/generated/ipc.ts";
+
+const HEADER: &str = "\
+// Generated from the Rust types that cross IPC (src-tauri/src/ipc_types.rs): do not edit.
+// Regenerate with `scripts/gen-ipc-types.sh`; a unit test of the shell fails while this is stale.
+";
+
+/// The declarations, in the order written, and the names of the types they declare.
+#[derive(Default)]
+struct Declarations {
+    text: Vec<String>,
+    declared: BTreeSet<String>,
+    referenced: BTreeSet<String>,
+}
+
+impl Declarations {
+    fn add<T: TS + 'static + ?Sized>(&mut self, cfg: &Config) -> &mut Self {
+        let docs = T::docs().unwrap_or_default();
+        self.text.push(format!("{docs}export {}", T::decl(cfg)));
+        self.declared.insert(T::ident(cfg));
+        self.referenced
+            .extend(T::dependencies(cfg).into_iter().map(|dependency| dependency.ts_name));
+        self
+    }
+
+    fn constant(&mut self, docs: &str, name: &str, value: &str) -> &mut Self {
+        self.text.push(format!(
+            "/** {docs} */\nexport const {name} = {};",
+            serde_json::Value::from(value)
+        ));
+        self
+    }
+}
+
+/// The whole generated file.
+fn render() -> String {
+    let cfg = Config::new().with_large_int("number");
+    let mut d = Declarations::default();
+    {
+        use studio_core::agents::{Agent, Launch};
+        use studio_core::files::{FileChunk, FileEntry};
+        use studio_core::protocol::Stream;
+        use studio_core::runner::{RunEvent, StartedRun};
+        use studio_core::session::{
+            FileRef, Layout, NodeArtifacts, NodeSummary, Problem, SessionInfo, SessionNode, Timestamp,
+        };
+        use studio_core::stop::Stopping;
+        use studio_core::store::{
+            Level, LogLine, Message, OutputFind, OutputLine, OutputPage, RunRecord, SearchHit, SearchHitKind,
+            SessionRow, Span, SpanKind,
+        };
+        use studio_core::timeline::StoppedBy;
+        use studio_core::{ErrorCode, Session, SessionId, SessionSummary, Status};
+        d.add::<Status>(&cfg)
+            .add::<Timestamp>(&cfg)
+            .add::<SessionId>(&cfg)
+            .add::<ErrorCode>(&cfg)
+            .add::<crate::CommandError>(&cfg)
+            .add::<crate::commands::WorkspaceInfo>(&cfg)
+            .add::<NodeSummary>(&cfg)
+            .add::<Problem>(&cfg)
+            .add::<SessionSummary>(&cfg)
+            .add::<SessionRow>(&cfg)
+            .add::<Agent>(&cfg)
+            .add::<Launch>(&cfg)
+            .add::<StartedRun>(&cfg)
+            .add::<StoppedBy>(&cfg)
+            .add::<Stopping>(&cfg)
+            .add::<RunRecord>(&cfg)
+            .add::<RunEvent>(&cfg)
+            .add::<FileRef>(&cfg)
+            .add::<NodeArtifacts>(&cfg)
+            .add::<SessionNode>(&cfg)
+            .add::<SessionInfo>(&cfg)
+            .add::<Layout>(&cfg)
+            .add::<Session>(&cfg)
+            .add::<Message>(&cfg)
+            .add::<Level>(&cfg)
+            .add::<LogLine>(&cfg)
+            .add::<SpanKind>(&cfg)
+            .add::<Span>(&cfg)
+            .add::<Stream>(&cfg)
+            .add::<OutputLine>(&cfg)
+            .add::<OutputPage>(&cfg)
+            .add::<OutputFind>(&cfg)
+            .add::<FileEntry>(&cfg)
+            .add::<FileChunk>(&cfg)
+            .add::<SearchHitKind>(&cfg)
+            .add::<SearchHit>(&cfg)
+            .add::<crate::events::RunOutput<'static>>(&cfg)
+            .add::<crate::events::SessionsChanged>(&cfg)
+            .add::<crate::events::WatchNotice<'static>>(&cfg)
+            .add::<crate::desktop::QuitRequested>(&cfg);
+    }
+    let missing: Vec<_> = d.referenced.difference(&d.declared).collect();
+    assert!(
+        missing.is_empty(),
+        "types the window receives refer to {missing:?}, which ipc_types::render does not declare: add them"
+    );
+    let commands = crate::COMMAND_NAMES
+        .iter()
+        .map(|name| serde_json::Value::from(*name).to_string())
+        .collect::<Vec<_>>()
+        .join(" | ");
+    d.text.push(format!(
+        "/** What the window may invoke, by name (the shell's `invoke_handler`). */\nexport type CommandName = {commands};"
+    ));
+    d.constant(
+        "The Tauri event the shell sends run events as (payload: `RunEvent`).",
+        "RUN_EVENT",
+        crate::events::RUN_EVENT,
+    )
+    .constant(
+        "The Tauri event the shell sends output progress as (payload: `RunOutput`).",
+        "RUN_OUTPUT",
+        crate::events::RUN_OUTPUT,
+    )
+    .constant(
+        "The Tauri event the shell sends the watcher's session changes as (payload: `SessionsChanged`).",
+        "SESSIONS_CHANGED",
+        crate::events::SESSIONS_CHANGED,
+    )
+    .constant(
+        "The Tauri event the shell says the sessions are polled, not watched live, with (payload: `WatchNotice`).",
+        "WATCH_NOTICE",
+        crate::events::WATCH_NOTICE,
+    )
+    .constant(
+        "The Tauri event the shell sends when the workspace was switched (payload: `WorkspaceInfo`).",
+        "WORKSPACE_CHANGED",
+        crate::desktop::WORKSPACE_CHANGED,
+    )
+    .constant(
+        "The Tauri event the shell sends when the app is closing with live runs (payload: `QuitRequested`).",
+        "QUIT_REQUESTED",
+        crate::desktop::QUIT_REQUESTED,
+    );
+    format!("{HEADER}\n{}\n", d.text.join("\n\n"))
+}
+
+fn generated_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(GENERATED)
+}
+
+#[test]
+fn generated_ipc_types_are_current() {
+    let rendered = render();
+    let path = generated_path();
+    if std::env::var_os("UPDATE_IPC_TYPES").is_some() {
+        std::fs::create_dir_all(path.parent().expect("a folder")).expect("create ui/src/generated");
+        std::fs::write(&path, &rendered).expect("write the generated IPC types");
+        return;
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    if on_disk != rendered {
+        let first_difference = on_disk
+            .lines()
+            .zip(rendered.lines())
+            .position(|(disk, now)| disk != now)
+            .unwrap_or_else(|| on_disk.lines().count().min(rendered.lines().count()));
+        panic!(
+            "{GENERATED} is stale: the Rust types that cross IPC changed (first difference at line {}). \
+             Regenerate it with `scripts/gen-ipc-types.sh` (or \
+             `UPDATE_IPC_TYPES=1 cargo test -p zibby-studio --lib ipc_types`) and commit it.\n\
+             --- on disk ---\n{}\n--- from the Rust types ---\n{}",
+            first_difference + 1,
+            on_disk.lines().nth(first_difference).unwrap_or("(end of file)"),
+            rendered.lines().nth(first_difference).unwrap_or("(end of file)"),
+        );
+    }
+}

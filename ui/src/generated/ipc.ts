@@ -1,0 +1,314 @@
+// Generated from the Rust types that cross IPC (src-tauri/src/ipc_types.rs): do not edit.
+// Regenerate with `scripts/gen-ipc-types.sh`; a unit test of the shell fails while this is stale.
+
+export type Status = "running" | "success" | "error" | "cancelled" | "interrupted" | "unknown";
+
+/**
+ * A moment, as milliseconds since the Unix epoch; written (and sent to the window) as RFC 3339
+ * UTC text.
+ */
+export type Timestamp = string;
+
+/**
+ * A session id that is safe to use as one folder name.
+ */
+export type SessionId = string;
+
+/**
+ * The stable, machine-readable code of an [`Error`]: what `--json` and IPC carry (its
+ * snake_case word, [`ErrorCode::as_str`]), and what the window branches on. One list for
+ * the core, the CLI, the shell and the window (whose TypeScript union is generated from
+ * it), the window's own codes included. New codes may come: match with a fallback arm.
+ */
+export type ErrorCode = "invalid_session_id" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
+
+/**
+ * Every failed command rejects with this; the UI branches on `code`, never on `message`.
+ */
+export type CommandError = { 
+/**
+ * Stable and machine-readable: the core's [`studio_core::Error::code`].
+ */
+code: ErrorCode, message: string, 
+/**
+ * `agents_untrusted`: the `AgentLaunch` to show before trusting the file.
+ */
+details?: unknown, };
+
+/**
+ * The open workspace, as the window's header shows it.
+ */
+export type WorkspaceInfo = { root: string, sessions_dir: string, };
+
+/**
+ * The short form of a node, as listings show it.
+ */
+export type NodeSummary = { name: string, status: Status, };
+
+/**
+ * A file of the session that could not be read as expected, and why.
+ */
+export type Problem = { 
+/**
+ * The file, relative to the session folder.
+ */
+file: string, reason: string, };
+
+/**
+ * One session as the listing shows it.
+ */
+export type SessionSummary = { id: SessionId, path: string, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, nodes: Array<NodeSummary>, problems: Array<Problem>, };
+
+/**
+ * A session as the studio lists it: what its folder says, and what the studio knows of it.
+ */
+export type SessionRow = { pinned: boolean, pinned_at: Timestamp | null, 
+/**
+ * The beginning of the first prompt, else the agent's name (for sessions the studio ran).
+ */
+title: string | null, agent: string | null, 
+/**
+ * The messages of its conversation.
+ */
+messages: number, 
+/**
+ * The id of its run that is live now (started by this or another studio process).
+ */
+live_run: string | null, id: SessionId, path: string, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, nodes: Array<NodeSummary>, problems: Array<Problem>, };
+
+export type Agent = { name: string, run: Array<string>, replay?: Array<string>, cwd?: string, env?: { [key in string]: string }, };
+
+/**
+ * A cloned repository can declare any command, folder and environment. Trust is given to this
+ * launch, by its [`Launch::digest`]: another agent, its replay command, or any change of the
+ * command, folder or environment is asked about again.
+ */
+export type Launch = { agent: string, 
+/**
+ * The command, placeholders unexpanded (`{prompt}`, `{session_id}`, ...).
+ */
+argv: Array<string>, cwd: string, 
+/**
+ * The variables the file sets, with their values (`NODE_OPTIONS` can run code too).
+ */
+env: Array<[string, string]>, agents_file: string, 
+/**
+ * The SHA-256 of the agent, command, folder and environment: what trusting it records.
+ */
+digest: string, };
+
+/**
+ * A run that was started (or that could not start: then it has already finished, as `error`).
+ */
+export type StartedRun = { run_id: string, session_id: string, session_path: string, pid: number | null, };
+
+/**
+ * How a cancelled run was stopped (the store keeps the same words: `graceful`, `forced`).
+ */
+export type StoppedBy = "graceful" | "forced";
+
+/**
+ * How a stop was asked for.
+ */
+export type Stopping = "graceful" | "forced";
+
+/**
+ * A run as the store records it.
+ */
+export type RunRecord = { id: string, session_id: string, 
+/**
+ * The workspace the session belongs to.
+ */
+workspace: string, agent: string | null, command: Array<string>, pid: number | null, process_group: number | null, status: Status, 
+/**
+ * A `running` run that no studio process follows (it was left running, or its studio died).
+ */
+detached: boolean, started_at: Timestamp, ended_at: Timestamp | null, exit_code: number | null, error: string | null, stopped_by: StoppedBy | null, 
+/**
+ * A stop asked for by another studio process (`graceful` or `forced`).
+ */
+stop_requested: string | null, 
+/**
+ * The run keeper's folder, for a run that can outlive its studio.
+ */
+keeper_dir: string | null, replayed_node: string | null, };
+
+/**
+ * What subscribers see of runs, as it happens. `t_ms` is milliseconds since the run started.
+ */
+export type RunEvent = { "type": "run_started", run_id: string, session_id: string, pid: number | null, } | { "type": "node_begin", run_id: string, node: string, depth: number, t_ms: number, } | { "type": "node_end", run_id: string, node: string, status: Status, t_ms: number, } | { "type": "stopping", run_id: string, forced: boolean, 
+/**
+ * Asked by another process (`zstudio stop`, another studio's window), which does the
+ * stopping.
+ */
+elsewhere: boolean, } | { "type": "run_finished", run_id: string, session_id: string, status: Status, exit_code: number | null, elapsed_ms: number, stopped_by: StoppedBy | null, error: string | null, };
+
+/**
+ * A file that exists, with its size; its contents are read on demand.
+ */
+export type FileRef = { path: string, bytes: number, };
+
+export type NodeArtifacts = { prompt: FileRef | null, 
+/**
+ * The first 4 KiB of the prompt, as text.
+ */
+prompt_preview: string | null, raw_output: FileRef | null, result: FileRef | null, result_value: unknown, raw_stream: FileRef | null, };
+
+export type SessionNode = { name: string, status: Status, 
+/**
+ * The node's folder, when it has one.
+ */
+path: string | null, artifacts: NodeArtifacts, };
+
+/**
+ * `.session-info.json`, as far as it parses.
+ */
+export type SessionInfo = { session_path: string | null, session_timestamp: number | null, current_node: string | null, 
+/**
+ * When the *current node* started (the engine rewrites the file before every node).
+ */
+created_at: string | null, };
+
+/**
+ * Which of the two folder layouts of PROTOCOL.md §5 a session uses.
+ */
+export type Layout = "engine" | "documented";
+
+/**
+ * One session folder, read in full.
+ */
+export type Session = { id: SessionId, path: string, layout: Layout, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, info: SessionInfo | null, nodes: Array<SessionNode>, result: unknown, events: unknown[], raw_stream_output: FileRef | null, problems: Array<Problem>, };
+
+export type Message = { seq: number, role: string, text: string, created_at: Timestamp, };
+
+export type Level = "debug" | "info" | "warn" | "error";
+
+export type LogLine = { at: Timestamp, level: Level, 
+/**
+ * `run.started`, `node.begin`, `run.cancelled`, …
+ */
+event: string, message: string, run_id: string | null, 
+/**
+ * An object, or `null` when the line has none.
+ */
+fields: Record<string, unknown> | null, };
+
+/**
+ * What a span is; the store keeps the same words (`run`, `node`).
+ */
+export type SpanKind = "run" | "node";
+
+/**
+ * One span of a trace: a run, or one node execution inside it.
+ */
+export type Span = { id: number, parent_id: number | null, run_id: string, name: string, kind: SpanKind, depth: number, started_at: Timestamp, ended_at: Timestamp | null, status: Status, };
+
+export type Stream = "stdout" | "stderr";
+
+export type OutputLine = { 
+/**
+ * 1-based line number within the run.
+ */
+seq: number, stream: Stream, 
+/**
+ * Arrival time, milliseconds since the run started.
+ */
+at_ms: number, 
+/**
+ * The innermost node running when the line arrived.
+ */
+node: string | null, text: string, };
+
+/**
+ * A page of output: the lines, where the next page starts (`None`: nothing more yet), and how
+ * many lines the run has (unfiltered).
+ */
+export type OutputPage = { lines: Array<OutputLine>, next_seq: number | null, total: number, };
+
+/**
+ * Where a find in a run's output got to.
+ */
+export type OutputFind = { 
+/**
+ * The first line found, from where the find started, in its direction.
+ */
+seq: number | null, 
+/**
+ * No line found yet, and more to read: where to go on (a find reads at most
+ * [`FIND_BUDGET_LINES`] lines per call, so a caller can show progress and stop).
+ */
+next_seq: number | null, 
+/**
+ * How many lines this call read.
+ */
+scanned: number, };
+
+/**
+ * One file of a session folder.
+ */
+export type FileEntry = { 
+/**
+ * Relative to the session folder, `/`-separated.
+ */
+path: string, bytes: number, modified_at: Timestamp, };
+
+/**
+ * A page of a file: `text` holds the bytes `offset..next_offset` (or to the end).
+ */
+export type FileChunk = { path: string, offset: number, bytes_total: number, text: string, 
+/**
+ * Where the next page starts; `None` at the end of the file.
+ */
+next_offset: number | null, 
+/**
+ * The page holds NUL bytes: `text` is empty, the file is not text.
+ */
+binary: boolean, };
+
+/**
+ * What a search hit is: the kind of row of the index it leads back to (that row's FTS rowid is
+ * `source id * 4 + kind`). The lookups below select the same words.
+ */
+export type SearchHitKind = "output" | "message" | "log" | "node";
+
+/**
+ * One place a search matched.
+ */
+export type SearchHit = { kind: SearchHitKind, session_id: string, run_id: string | null, node: string | null, 
+/**
+ * The output line number, message number or log id.
+ */
+line: number, text: string, };
+
+export type RunOutput = { run_id: string, session_id: string, lines: number, };
+
+export type SessionsChanged = { changes: number, };
+
+export type WatchNotice = { workspace: string, reason: string, };
+
+export type QuitRequested = { live_runs: number, 
+/**
+ * Whether the runs can be left running (they go through the run keeper).
+ */
+can_keep: boolean, };
+
+/** What the window may invoke, by name (the shell's `invoke_handler`). */
+export type CommandName = "workspace_get" | "agents_trust" | "workspaces_recent" | "workspace_open" | "workspace_pick" | "sessions_list" | "session_get" | "session_messages" | "session_logs" | "session_files" | "session_file_read" | "session_reveal" | "session_delete" | "pin_add" | "pin_remove" | "search" | "agents_list" | "agent_save" | "run_start" | "run_replay" | "run_stop" | "runs_list" | "run_spans" | "run_output" | "run_output_find" | "app_quit";
+
+/** The Tauri event the shell sends run events as (payload: `RunEvent`). */
+export const RUN_EVENT = "run-event";
+
+/** The Tauri event the shell sends output progress as (payload: `RunOutput`). */
+export const RUN_OUTPUT = "run-output";
+
+/** The Tauri event the shell sends the watcher's session changes as (payload: `SessionsChanged`). */
+export const SESSIONS_CHANGED = "sessions-changed";
+
+/** The Tauri event the shell says the sessions are polled, not watched live, with (payload: `WatchNotice`). */
+export const WATCH_NOTICE = "watch-notice";
+
+/** The Tauri event the shell sends when the workspace was switched (payload: `WorkspaceInfo`). */
+export const WORKSPACE_CHANGED = "workspace-changed";
+
+/** The Tauri event the shell sends when the app is closing with live runs (payload: `QuitRequested`). */
+export const QUIT_REQUESTED = "quit-requested";
