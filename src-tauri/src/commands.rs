@@ -11,7 +11,6 @@ use std::time::SystemTime;
 use serde::Serialize;
 use studio_core::agents::{self, Agent};
 use studio_core::files::{FileChunk, FileEntry};
-use studio_core::protocol::Stream;
 use studio_core::runner::StartedRun;
 use studio_core::stop::Stopping;
 use studio_core::store::{
@@ -76,14 +75,7 @@ pub fn workspace_pick(app: AppHandle) -> Result<Option<WorkspaceInfo>, CommandEr
 /// The sessions of the workspace, pinned first, with what the store knows of them.
 #[tauri::command(async)]
 pub fn sessions_list(studio: State<'_, Studio>) -> Result<Vec<SessionRow>, CommandError> {
-    let started = std::time::Instant::now();
-    let rows = studio.sessions(SystemTime::now())?;
-    tracing::debug!(
-        sessions = rows.len(),
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "sessions listed"
-    );
-    Ok(rows)
+    Ok(studio.sessions(SystemTime::now())?)
 }
 
 /// One session folder read in full (without `.session-info.json`'s config: it may hold secrets).
@@ -205,8 +197,7 @@ pub fn run_start(
     session_id: Option<String>,
 ) -> Result<StartedRun, CommandError> {
     let session = session_id.as_deref().map(SessionId::parse).transpose()?;
-    let request = studio.agent_run_request(&agent, Some(prompt), session, None)?;
-    Ok(studio.supervisor()?.start(request)?)
+    Ok(studio.run_agent(&agent, Some(prompt), session, None)?)
 }
 
 /// Runs one node of a session again, with the agent's replay command.
@@ -218,8 +209,7 @@ pub fn run_replay(
     agent: String,
 ) -> Result<StartedRun, CommandError> {
     let session = SessionId::parse(&session_id)?;
-    let request = studio.agent_run_request(&agent, None, Some(session), Some(node))?;
-    Ok(studio.supervisor()?.start(request)?)
+    Ok(studio.run_agent(&agent, None, Some(session), Some(node))?)
 }
 
 /// Stops a live run: gracefully (the current node finishes first), or by force. A run another
@@ -227,20 +217,7 @@ pub fn run_replay(
 /// group. Returns how it stops (`graceful` or `forced`: a second stop of a stopping run is forced).
 #[tauri::command(async, rename_all = "snake_case")]
 pub fn run_stop(studio: State<'_, Studio>, run_id: String, force: bool) -> Result<Stopping, CommandError> {
-    match studio.supervisor()?.stop(&run_id, force) {
-        Err(studio_core::Error::RunNotLive { .. }) => {
-            let store = studio.store()?;
-            let run = store.run(&run_id)?;
-            let session_path = Workspace::open(&run.workspace)?.session_path(&SessionId::parse(&run.session_id)?);
-            Ok(studio_core::runner::stop_elsewhere(
-                store,
-                &run_id,
-                &session_path,
-                force,
-            )?)
-        }
-        result => Ok(result?),
-    }
+    Ok(studio.stop(&run_id, force)?)
 }
 
 /// The runs of the workspace (or of one session), newest first.
@@ -266,18 +243,7 @@ pub fn run_output(
     node: Option<String>,
     stream: Option<String>,
 ) -> Result<OutputPage, CommandError> {
-    let stream = match stream.as_deref() {
-        None => None,
-        Some("stdout") => Some(Stream::Stdout),
-        Some("stderr") => Some(Stream::Stderr),
-        Some(other) => {
-            return Err(studio_core::Error::InvalidStream {
-                stream: other.to_owned(),
-            }
-            .into())
-        }
-    };
-    let filter = OutputFilter { node, stream };
+    let filter = OutputFilter::named(node, stream.as_deref())?;
     Ok(studio
         .store()?
         .output_page_filtered(&run_id, from_seq, limit.min(MAX_PAGE_LINES), &filter)?)
@@ -294,9 +260,6 @@ pub fn run_output_find(
     backward: bool,
     query: String,
 ) -> Result<OutputFind, CommandError> {
-    if query.is_empty() {
-        return Err(studio_core::Error::EmptyQuery.into());
-    }
     Ok(studio.store()?.output_find(&run_id, from_seq, backward, &query)?)
 }
 

@@ -195,7 +195,7 @@ pub fn install_menu<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let store = studio
         .store()
         .map(|store| store.location().describe())
-        .unwrap_or_else(|error| error.message);
+        .unwrap_or_else(|error| error.to_string());
     let logs = log_dir().map_or_else(|| "none".to_owned(), |dir| dir.display().to_string());
     let about = AboutMetadataBuilder::new()
         .name(Some("Zibby Studio"))

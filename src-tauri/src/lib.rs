@@ -16,7 +16,6 @@ mod error;
 mod events;
 #[cfg(test)]
 mod ipc_types;
-mod studio;
 
 pub(crate) use desktop::{pick_folder, quit_now, reveal, switch_workspace};
 
@@ -27,7 +26,7 @@ use studio_core::store::StoreLocation;
 use tauri::Manager;
 
 pub use error::CommandError;
-pub use studio::Studio;
+pub use studio_core::app::Studio;
 
 /// The IPC commands, each spelled once: the invoke handler and [`COMMAND_NAMES`] (the window's
 /// generated `CommandName` type) both come from this list.
@@ -107,7 +106,7 @@ pub fn run() {
     let (studio, run_events) = Studio::open(workspace.as_deref(), store_location);
     let needs_workspace = studio
         .workspace()
-        .is_err_and(|error| error.code == studio_core::ErrorCode::NoWorkspace);
+        .is_err_and(|error| error.code() == studio_core::ErrorCode::NoWorkspace);
     if cpu_rendering {
         studio.hide_variables_from_agents(&[desktop::CPU_RENDERING_VARIABLE]);
     }
@@ -142,11 +141,7 @@ pub fn run() {
                         // What changed while watching started, the window lists now.
                         events::tell_sessions_changed(&handle);
                     }
-                    Err(error) => tracing::warn!(
-                        code = error.code.as_str(),
-                        "the workspace is not watched: {}",
-                        error.message
-                    ),
+                    Err(error) => tracing::warn!(code = error.code().as_str(), "the workspace is not watched: {error}"),
                 }
             })?;
             if let Some((run_events, output_events)) = run_events {
@@ -155,11 +150,7 @@ pub fn run() {
                     .name("run-events".into())
                     .spawn(move || events::forward(run_events, handle))?;
                 if let Err(error) = studio.follow_output(output_events, events::run_output(app.handle().clone())) {
-                    tracing::warn!(
-                        code = error.code.as_str(),
-                        "output is not followed live: {}",
-                        error.message
-                    );
+                    tracing::warn!(code = error.code().as_str(), "output is not followed live: {error}");
                 }
             }
             if let Ok(workspace) = studio.workspace() {

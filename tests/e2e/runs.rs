@@ -189,7 +189,7 @@ fn shutting_the_studio_down_stops_its_live_runs() {
         "a graceful stop waits for the current node (1.5 s), not for the next: {took:?}"
     );
     assert!(
-        studio.supervisor().is_err_and(|error| error.code == "shutting_down"),
+        studio.supervisor().is_err_and(|error| error.code() == "shutting_down"),
         "no run starts once the studio is shutting down"
     );
 }
@@ -200,14 +200,8 @@ fn studio_with_a_live_run(workspace: &Workspace) -> (Studio, studio_core::runner
     let (studio, events) = Studio::open(Some(workspace.path()), Ok(StoreLocation::File(workspace.db())));
     let (events, _output) = events.expect("the store opens, so there is a supervisor to subscribe to");
     let started = studio
-        .supervisor()
-        .expect("a supervisor")
-        .start(
-            studio
-                .agent_run_request("test-agent", Some("never finishes".into()), None, None)
-                .expect("the agent is in .zibby/studio.toml"),
-        )
-        .expect("the run starts");
+        .run_agent("test-agent", Some("never finishes".into()), None, None)
+        .expect("the agent is in .zibby/studio.toml, and the run starts");
     let plan_began = events
         .iter()
         .find(|event| matches!(event, RunEvent::NodeBegin { node, .. } if node == "plan"));

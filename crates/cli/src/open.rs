@@ -2,7 +2,6 @@
 //! `--db | --memory`.
 
 use std::path::PathBuf;
-use std::time::SystemTime;
 
 use studio_core::store::{Store, StoreLocation};
 use studio_core::Workspace;
@@ -41,12 +40,10 @@ impl Globals {
     }
 }
 
-/// Opens the store, settling first the runs no studio process follows any more (`zstudio runs`
-/// shows what became of them).
+/// Opens the store as the window does ([`studio_core::app::open_store`]): the runs no studio
+/// process follows any more are settled first (`zstudio runs` shows what became of them).
 pub fn open_store(location: &StoreLocation) -> anyhow::Result<Store> {
-    let store = Store::open(location)?;
-    studio_core::runner::reconcile(&store, SystemTime::now())?;
-    Ok(store)
+    Ok(studio_core::app::open_store(location)?)
 }
 
 /// A folder of the system's temp folder, removed (with the folder named after it) when dropped.

@@ -81,6 +81,10 @@ pub enum Error {
     EmptyQuery,
     #[error("cannot open {path} in the file manager: {reason}")]
     Reveal { path: PathBuf, reason: String },
+    /// A part of the app that could not be opened (its store, its workspace), kept as what it said
+    /// then: every call that needs the part says it again, with the same code.
+    #[error("{message}")]
+    Unavailable { code: ErrorCode, message: String },
     #[error("cannot read {path}: {source}")]
     Io {
         path: PathBuf,
@@ -94,6 +98,17 @@ impl Error {
         Error::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// This error as one to keep and say again ([`Error::Unavailable`]), `what` said first.
+    pub fn kept(&self, what: Option<&str>) -> Error {
+        Error::Unavailable {
+            code: self.code(),
+            message: match what {
+                Some(what) => format!("{what}: {self}"),
+                None => self.to_string(),
+            },
         }
     }
 
@@ -126,6 +141,7 @@ impl Error {
             Error::InvalidStream { .. } => ErrorCode::InvalidStream,
             Error::EmptyQuery => ErrorCode::InvalidQuery,
             Error::Reveal { .. } => ErrorCode::Reveal,
+            Error::Unavailable { code, .. } => *code,
         }
     }
 }

@@ -22,9 +22,12 @@
 //!   about processes: alive, who they are, what they started), [`private`] (files the studio
 //!   writes: 0600, never through a link).
 //! - **Watch**: [`watcher`] (session folders as they change, as typed changes).
-//! - **App**: [`live`] (the runs the studio follows, joined to the watcher's changes).
+//! - **App**: [`live`] (the runs the studio follows, joined to the watcher's changes), [`app`] (the
+//!   app service the window and `zstudio` share: the store opened and reconciled, runs of agents,
+//!   stops here or elsewhere, the window's [`app::Studio`]).
 
 pub mod agents;
+pub mod app;
 pub mod change;
 pub mod error;
 pub mod files;

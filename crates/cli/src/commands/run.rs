@@ -62,33 +62,43 @@ fn open(args: &RunArgs, globals: &Globals) -> anyhow::Result<Opened> {
     })
 }
 
-/// The run request: an agent of `.zibby/studio.toml` (trusted first), or the command given.
+/// The run request: an agent of `.zibby/studio.toml` as the window runs it, once trusted (asked
+/// on the terminal, or `--trust`), or the command given.
 fn resolve(args: &RunArgs, opened: &Opened) -> anyhow::Result<RunRequest> {
     let session = args.session.as_deref().map(SessionId::parse).transpose()?;
-    let (agent, command, cwd, env) = match args.target() {
+    let grace = Duration::from_secs(args.grace);
+    Ok(match args.target() {
         Target::Agent { name, trust } => {
-            let found = studio_core::agents::find(opened.workspace.root(), name, args.node.is_some())?;
-            require_trust(&opened.store, &opened.workspace, found.launch, trust)?;
-            let agent = found.agent;
-            (
-                Some(agent.name),
-                found.command,
-                agent.cwd,
-                agent.env.into_iter().collect(),
-            )
+            let request = || {
+                studio_core::app::agent_run_request(
+                    &opened.store,
+                    &opened.workspace,
+                    name,
+                    args.prompt.clone(),
+                    session.clone(),
+                    args.node.clone(),
+                )
+            };
+            let request = match request() {
+                Err(studio_core::Error::AgentsUntrusted { launch }) => {
+                    trust_on_terminal(&opened.store, &opened.workspace, &launch, trust)?;
+                    request()?
+                }
+                request => request?,
+            };
+            RunRequest { grace, ..request }
         }
-        Target::Command(command) => (None, command.to_vec(), None, Vec::new()),
-    };
-    Ok(RunRequest {
-        workspace: opened.workspace.clone(),
-        agent,
-        command,
-        cwd,
-        env,
-        session,
-        prompt: args.prompt.clone(),
-        node: args.node.clone(),
-        grace: Duration::from_secs(args.grace),
+        Target::Command(command) => RunRequest {
+            workspace: opened.workspace.clone(),
+            agent: None,
+            command: command.to_vec(),
+            cwd: None,
+            env: Vec::new(),
+            session,
+            prompt: args.prompt.clone(),
+            node: args.node.clone(),
+            grace,
+        },
     })
 }
 
@@ -187,20 +197,17 @@ fn print_event(out: &mut impl Write, format: Format, event: &RunEvent, started: 
 /// An agent from a workspace's `.zibby/studio.toml` runs only once the user trusted that content
 /// of the file: with `--trust`, or on a terminal after reading what it would run. Without a
 /// terminal and `--trust`, it is refused with what it would run.
-fn require_trust(
+fn trust_on_terminal(
     store: &Store,
     workspace: &Workspace,
-    launch: studio_core::agents::Launch,
+    launch: &studio_core::agents::Launch,
     trust: bool,
 ) -> anyhow::Result<()> {
-    let launch = match store.require_trusted(workspace, launch) {
-        Ok(()) => return Ok(()),
-        Err(studio_core::Error::AgentsUntrusted { launch }) => launch,
-        Err(other) => return Err(other.into()),
-    };
     if !trust {
         if !std::io::stdin().is_terminal() {
-            let refused = studio_core::Error::AgentsUntrusted { launch };
+            let refused = studio_core::Error::AgentsUntrusted {
+                launch: Box::new(launch.clone()),
+            };
             anyhow::bail!("{refused}: pass --trust to run it (no terminal to ask on)");
         }
         let mut err = Visible::new(std::io::stderr().lock());

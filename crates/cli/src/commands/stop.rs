@@ -5,7 +5,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use studio_core::store::{RunRecord, Store};
-use studio_core::{SessionId, Workspace};
+use studio_core::SessionId;
 
 use crate::cli::{Globals, StopArgs};
 use crate::print;
@@ -13,8 +13,7 @@ use crate::print;
 pub fn stop(args: &StopArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let store = globals.open_store()?;
     let run = find_run(&store, globals, &args.id)?;
-    let session = SessionId::parse(&run.session_id)?;
-    let session_path = Workspace::from_canonical_root(run.workspace.clone()).session_path(&session);
+    let session_path = studio_core::app::session_path_of(&run)?;
     let ended = studio_core::runner::stop_elsewhere_and_wait(
         &store,
         &run.id,

@@ -889,6 +889,9 @@ impl Store {
     /// The first line from `from_seq` (or back from it) whose text contains `query`, ignoring case
     /// and ANSI escapes; a find reads at most [`FIND_BUDGET_LINES`] lines per call.
     pub fn output_find(&self, run_id: &str, from_seq: i64, backward: bool, query: &str) -> Result<OutputFind, Error> {
+        if query.is_empty() {
+            return Err(Error::EmptyQuery);
+        }
         output::find(self, run_id, from_seq, backward, query)
     }
 

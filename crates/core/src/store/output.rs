@@ -271,6 +271,21 @@ pub struct OutputFilter {
 }
 
 impl OutputFilter {
+    /// The filter of a node and a stream named as IPC names them (`stdout`, `stderr`).
+    pub fn named(node: Option<String>, stream: Option<&str>) -> Result<OutputFilter, Error> {
+        let stream = match stream {
+            None => None,
+            Some("stdout") => Some(Stream::Stdout),
+            Some("stderr") => Some(Stream::Stderr),
+            Some(other) => {
+                return Err(Error::InvalidStream {
+                    stream: other.to_owned(),
+                })
+            }
+        };
+        Ok(OutputFilter { node, stream })
+    }
+
     fn passes(&self, line: &OutputLine) -> bool {
         self.stream.is_none_or(|stream| stream == line.stream)
             && self.node.as_ref().is_none_or(|node| line.node.as_ref() == Some(node))

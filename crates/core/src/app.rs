@@ -1,6 +1,8 @@
-//! What the window works on: the open workspace (switchable), the store and the run supervisor.
-//! A part that could not be opened is kept as its error, which every command that needs it
-//! returns, so the window shows why instead of the app panicking.
+//! The app service: what the window and `zstudio` do alike, written once. Free functions for a
+//! command that runs once ([`open_store`], [`agent_run_request`], [`stop`], [`session_path_of`]);
+//! [`Studio`] for the window, which keeps the open workspace (switchable), the store, the run
+//! supervisor and the watcher. A part that could not be opened is kept as its error, which every
+//! call that needs it returns, so the window shows why instead of the app panicking.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,14 +10,16 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, SystemTime};
 
-use studio_core::agents::{self, Agent};
-use studio_core::live::RunChanges;
-use studio_core::runner::{Keeper, RunEvent, RunRequest, Supervisor, DEFAULT_GRACE};
-use studio_core::store::{SessionRow, Store, StoreLocation};
-use studio_core::watcher::{ChangeSink, Watcher, WatcherOptions};
-use studio_core::{SessionId, Workspace};
-
-use crate::CommandError;
+use crate::agents::{self, Agent};
+use crate::change::ChangeSink;
+use crate::error::Error;
+use crate::id::SessionId;
+use crate::live::RunChanges;
+use crate::runner::{Keeper, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
+use crate::session::Workspace;
+use crate::stop::Stopping;
+use crate::store::{RunRecord, SessionRow, Store, StoreLocation};
+use crate::watcher::{Watcher, WatcherOptions};
 
 /// How many recent workspaces the switcher and the menu offer.
 pub const RECENT_WORKSPACES: usize = 10;
@@ -27,8 +31,8 @@ const OUTPUT_NOTICE_WINDOW: Duration = Duration::from_millis(100);
 pub type RunSubscriptions = (Receiver<RunEvent>, Receiver<RunEvent>);
 
 pub struct Studio {
-    workspace: RwLock<Result<Workspace, CommandError>>,
-    store: Result<Arc<Store>, CommandError>,
+    workspace: RwLock<Result<Workspace, Error>>,
+    store: Result<Arc<Store>, Error>,
     /// Taken out when the app exits: dropping it stops the live runs.
     supervisor: Mutex<Option<Supervisor>>,
     /// Runs go through the run keeper (`zstudio keep`), so quitting can leave them running.
@@ -52,28 +56,20 @@ impl Studio {
     /// reconciles the runs of studio processes that died, and starts the supervisor. Also returns
     /// two subscriptions to the supervisor's events, taken before any run: one for the window's
     /// run events, one for its output notices.
-    pub fn open(
-        workspace: Option<&Path>,
-        store: Result<StoreLocation, studio_core::Error>,
-    ) -> (Studio, Option<RunSubscriptions>) {
+    pub fn open(workspace: Option<&Path>, store: Result<StoreLocation, Error>) -> (Studio, Option<RunSubscriptions>) {
         let location = store.as_ref().ok().cloned();
         let store = match store {
             Ok(location) => Store::open(&location).map(Arc::new).map_err(|error| {
-                let error = CommandError::from(error);
-                CommandError {
-                    message: format!(
-                        "the studio's store {} could not be opened: {}",
-                        location.describe(),
-                        error.message
-                    ),
-                    ..error
-                }
+                error.kept(Some(&format!(
+                    "the studio's store {} could not be opened",
+                    location.describe()
+                )))
             }),
-            Err(error) => Err(CommandError::from(error)),
+            Err(error) => Err(error.kept(None)),
         };
         let workspace = match workspace {
-            Some(path) => Workspace::open(path).map_err(CommandError::from),
-            None => last_workspace(store.as_deref().ok()),
+            Some(path) => Workspace::open(path).map_err(|error| error.kept(None)),
+            None => last_workspace(store.as_deref().ok()).map_err(|error| error.kept(None)),
         };
         match (&workspace, &store) {
             (Ok(workspace), Ok(store)) => {
@@ -82,14 +78,14 @@ impl Studio {
                     tracing::warn!(%error, "cannot record the workspace as recent");
                 }
             }
-            (Err(error), _) => tracing::warn!(code = error.code.as_str(), "{}", error.message),
+            (Err(error), _) => tracing::warn!(code = error.code().as_str(), "{error}"),
             _ => {}
         }
         let keeper = location.as_ref().and_then(find_keeper);
         let supervisor = match &store {
             Ok(store) => {
                 tracing::info!(store = %store.location().describe(), keeper = keeper.is_some(), "store opened");
-                match studio_core::runner::reconcile(store, SystemTime::now()) {
+                match crate::runner::reconcile(store, SystemTime::now()) {
                     Ok(recovered) => {
                         for run in recovered {
                             tracing::info!(run_id = run.run_id, status = %run.status.as_str(), "run of a dead studio reconciled");
@@ -103,7 +99,7 @@ impl Studio {
                 })
             }
             Err(error) => {
-                tracing::warn!(code = error.code.as_str(), "{}", error.message);
+                tracing::warn!(code = error.code().as_str(), "{error}");
                 None
             }
         };
@@ -122,30 +118,34 @@ impl Studio {
     }
 
     /// The open workspace.
-    pub fn workspace(&self) -> Result<Workspace, CommandError> {
-        self.workspace
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+    pub fn workspace(&self) -> Result<Workspace, Error> {
+        match &*self.workspace.read().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+            Ok(workspace) => Ok(workspace.clone()),
+            Err(error) => Err(error.kept(None)),
+        }
     }
 
-    pub fn store(&self) -> Result<&Store, CommandError> {
-        self.store.as_deref().map_err(Clone::clone)
+    pub fn store(&self) -> Result<&Store, Error> {
+        self.store.as_deref().map_err(|error| error.kept(None))
+    }
+
+    fn shared_store(&self) -> Result<Arc<Store>, Error> {
+        self.store.as_ref().map(Arc::clone).map_err(|error| error.kept(None))
     }
 
     /// The supervisor, while the app has not begun to exit.
-    pub fn supervisor(&self) -> Result<SupervisorGuard<'_>, CommandError> {
+    pub fn supervisor(&self) -> Result<SupervisorGuard<'_>, Error> {
         self.store()?;
         let guard = lock(&self.supervisor);
         if guard.is_none() {
-            return Err(studio_core::Error::ShuttingDown.into());
+            return Err(Error::ShuttingDown);
         }
         Ok(SupervisorGuard(guard))
     }
 
     /// Opens another workspace: the window, the watcher and the recent list move to it. Runs of
     /// the previous one go on.
-    pub fn open_workspace(&self, path: &Path) -> Result<Workspace, CommandError> {
+    pub fn open_workspace(&self, path: &Path) -> Result<Workspace, Error> {
         let workspace = Workspace::open(path)?;
         self.store()?.workspace_opened(&workspace, SystemTime::now())?;
         *self.workspace.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Ok(workspace.clone());
@@ -159,19 +159,19 @@ impl Studio {
     }
 
     /// The workspaces the window opened, most recent first.
-    pub fn recent_workspaces(&self) -> Result<Vec<PathBuf>, CommandError> {
-        Ok(self.store()?.recent_workspaces(RECENT_WORKSPACES)?)
+    pub fn recent_workspaces(&self) -> Result<Vec<PathBuf>, Error> {
+        self.store()?.recent_workspaces(RECENT_WORKSPACES)
     }
 
     /// Starts watching the open workspace's session folders: every change goes to `sink`, and
     /// the store's folder index is kept current on the way. The sessions there when watching
     /// starts are indexed but not passed on (the window lists them itself; 10,000 of them would
     /// make it list them again and again): a caller that needs to, lists once this returns.
-    pub fn watch(&self, sink: ChangeSink) -> Result<(), CommandError> {
+    pub fn watch(&self, sink: ChangeSink) -> Result<(), Error> {
         *lock(&self.changes) = Some(sink.clone());
         // The previous watcher stops first: one watcher per window.
         drop(lock(&self.watcher).take());
-        let (workspace, store) = (self.workspace()?, self.store.as_ref().map_err(Clone::clone)?);
+        let (workspace, store) = (self.workspace()?, self.shared_store()?);
         let started = Arc::new(AtomicBool::new(false));
         let after_start: ChangeSink = {
             let started = started.clone();
@@ -181,7 +181,7 @@ impl Studio {
                 }
             })
         };
-        let sink = studio_core::store::index::keeping_current(store.clone(), after_start);
+        let sink = crate::store::index::keeping_current(store, after_start);
         let watcher = Watcher::start(vec![workspace], sink, WatcherOptions::default())?;
         started.store(true, Ordering::SeqCst);
         *lock(&self.watcher) = Some(watcher);
@@ -189,8 +189,8 @@ impl Studio {
     }
 
     /// Sends the runs' output to `sink` as it is printed, gathered over a short window.
-    pub fn follow_output(&self, events: Receiver<RunEvent>, sink: ChangeSink) -> Result<(), CommandError> {
-        let store = self.store.as_ref().map_err(Clone::clone)?.clone();
+    pub fn follow_output(&self, events: Receiver<RunEvent>, sink: ChangeSink) -> Result<(), Error> {
+        let store = self.shared_store()?;
         *lock(&self.run_changes) = Some(RunChanges::start(events, store, sink, OUTPUT_NOTICE_WINDOW));
         Ok(())
     }
@@ -239,40 +239,90 @@ impl Studio {
     }
 
     /// The sessions of the workspace, pinned first.
-    pub fn sessions(&self, now: SystemTime) -> Result<Vec<SessionRow>, CommandError> {
-        Ok(self.store()?.list_sessions(&self.workspace()?, now)?)
+    pub fn sessions(&self, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
+        let started = std::time::Instant::now();
+        let rows = self.store()?.list_sessions(&self.workspace()?, now)?;
+        tracing::debug!(
+            sessions = rows.len(),
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "sessions listed"
+        );
+        Ok(rows)
     }
 
-    /// The request that runs `agent` of the workspace's `.zibby/studio.toml`: on a prompt, in a
-    /// new session or in `session`; or, given a `node`, its replay command for that node.
-    pub fn agent_run_request(
+    /// Runs `agent` of the workspace's `.zibby/studio.toml` (see [`agent_run_request`]).
+    pub fn run_agent(
         &self,
         agent: &str,
         prompt: Option<String>,
         session: Option<SessionId>,
         node: Option<String>,
-    ) -> Result<RunRequest, CommandError> {
-        let workspace = self.workspace()?;
-        let found = agents::find(workspace.root(), agent, node.is_some())?;
-        self.store()?.require_trusted(&workspace, found.launch)?;
-        let Agent { name, cwd, env, .. } = found.agent;
-        let command = found.command;
-        Ok(RunRequest {
-            workspace,
-            agent: Some(name),
-            command,
-            cwd,
-            env: env.into_iter().collect(),
-            session,
-            prompt,
-            node,
-            grace: DEFAULT_GRACE,
-        })
+    ) -> Result<StartedRun, Error> {
+        let request = agent_run_request(self.store()?, &self.workspace()?, agent, prompt, session, node)?;
+        self.supervisor()?.start(request)
+    }
+
+    /// Stops a live run, this window's or another studio process's (see [`stop`]).
+    pub fn stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
+        stop(&*self.supervisor()?, self.store()?, run_id, force)
     }
 }
 
+/// Opens the store, settling first the runs no studio process follows any more (finished from
+/// their keeper's files, or recovered as interrupted).
+pub fn open_store(location: &StoreLocation) -> Result<Store, Error> {
+    let store = Store::open(location)?;
+    crate::runner::reconcile(&store, SystemTime::now())?;
+    Ok(store)
+}
+
+/// The request that runs `agent` of the workspace's `.zibby/studio.toml`: on a prompt, in a new
+/// session or in `session`; or, given a `node`, its replay command for that node. Refused with
+/// [`Error::AgentsUntrusted`] (which shows the exact launch) until the user trusted it.
+pub fn agent_run_request(
+    store: &Store,
+    workspace: &Workspace,
+    agent: &str,
+    prompt: Option<String>,
+    session: Option<SessionId>,
+    node: Option<String>,
+) -> Result<RunRequest, Error> {
+    let found = agents::find(workspace.root(), agent, node.is_some())?;
+    store.require_trusted(workspace, found.launch)?;
+    let Agent { name, cwd, env, .. } = found.agent;
+    Ok(RunRequest {
+        workspace: workspace.clone(),
+        agent: Some(name),
+        command: found.command,
+        cwd,
+        env: env.into_iter().collect(),
+        session,
+        prompt,
+        node,
+        grace: DEFAULT_GRACE,
+    })
+}
+
+/// Stops a live run: through `supervisor` when this process follows it, else through what the
+/// store knows of it (another studio process follows it, or none does: it was left running).
+pub fn stop(supervisor: &Supervisor, store: &Store, run_id: &str, force: bool) -> Result<Stopping, Error> {
+    match supervisor.stop(run_id, force) {
+        Err(Error::RunNotLive { .. }) => {
+            let run = store.run(run_id)?;
+            crate::runner::stop_elsewhere(store, run_id, &session_path_of(&run)?, force)
+        }
+        stopped => stopped,
+    }
+}
+
+/// The session folder of a recorded run.
+pub fn session_path_of(run: &RunRecord) -> Result<PathBuf, Error> {
+    let session = SessionId::parse(&run.session_id)?;
+    Ok(Workspace::from_canonical_root(run.workspace.clone()).session_path(&session))
+}
+
 /// The last workspace the window opened that still exists.
-fn last_workspace(store: Option<&Store>) -> Result<Workspace, CommandError> {
+fn last_workspace(store: Option<&Store>) -> Result<Workspace, Error> {
     let recent = store
         .map(|store| store.recent_workspaces(RECENT_WORKSPACES))
         .transpose()?
@@ -280,7 +330,7 @@ fn last_workspace(store: Option<&Store>) -> Result<Workspace, CommandError> {
     recent
         .iter()
         .find_map(|root| Workspace::open(root).ok())
-        .ok_or_else(|| studio_core::Error::NoWorkspace.into())
+        .ok_or(Error::NoWorkspace)
 }
 
 /// The run keeper is `zstudio keep`: `$ZIBBY_STUDIO_KEEPER` when set, else the `zstudio`
