@@ -943,6 +943,25 @@ fn a_detached_run_goes_on_without_the_studio_and_its_outcome_is_recorded_later()
         logs.as_array().unwrap().iter().any(|l| l["event"] == "run.finished"),
         "{logs}"
     );
+    // Issue 12, point 6: its nodes are logged like an attached run's, those the studio saw before
+    // it left and those after.
+    let nodes: Vec<String> = logs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["event"].as_str().is_some_and(|e| e.starts_with("node.")))
+        .map(|l| format!("{} {}", l["event"].as_str().unwrap(), l["message"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        nodes,
+        [
+            "node.begin plan",
+            "node.end plan: success",
+            "node.begin write",
+            "node.end write: success"
+        ],
+        "{logs}"
+    );
     // Output printed after the studio left was recorded from the keeper's files.
     assert!(
         search_finds(root, "RESULT", &session),

@@ -34,7 +34,7 @@ use crate::process::ProcessIdentity;
 use crate::protocol::{EventKind, Stream, StreamReader};
 use crate::status::Status;
 use crate::stop::{StopProgress, StopSignal, StopState, Stopping};
-use crate::store::{Level, NewRun, RunOutcome, Store};
+use crate::store::{Level, NewRun, RunOutcome, SpanKind, Store};
 use crate::timeline::{Applied, Exit, RunEnd, StoppedBy, TimelineFold};
 use crate::Workspace;
 
@@ -807,6 +807,11 @@ fn finish_from_keeper_files(
         exit,
         signalled_by_studio: run.stop_requested.as_deref() == Some("forced"),
     }));
+    // When the agent ended (its keeper wrote `exit` then), not when it was settled.
+    let ended_at = std::fs::metadata(dir.join(crate::keeper::EXIT_FILE))
+        .and_then(|m| m.modified())
+        .unwrap_or(now);
+    record_unfollowed_nodes(store, &run.id, &fold, &timeline, ended_at)?;
     let stopped_by = timeline.stopped_by.map(|s| match s {
         StoppedBy::Graceful => "graceful",
         StoppedBy::Forced => "forced",
@@ -818,10 +823,7 @@ fn finish_from_keeper_files(
             exit_code: timeline.exit_code,
             error: timeline.error.as_deref(),
             stopped_by,
-            // When the agent ended (its keeper wrote `exit` then), not when it was settled.
-            ended_at: std::fs::metadata(dir.join(crate::keeper::EXIT_FILE))
-                .and_then(|m| m.modified())
-                .unwrap_or(now),
+            ended_at,
         },
     )?;
     let workspace = Workspace::from_canonical_root(run.workspace.clone());
@@ -841,6 +843,57 @@ fn finish_from_keeper_files(
     )?;
     let _ = std::fs::remove_dir_all(dir);
     Ok(timeline.status)
+}
+
+/// The node executions of a run no studio followed to its end, as spans (its log's `node.begin`
+/// / `node.end` lines and the listing read them): the spans recorded while a studio followed it
+/// are the timeline's first nodes, in order; those still open are ended with their status, and
+/// the nodes after are added. The keeper's files hold no times: a node the studio did not see
+/// begin or end is given `at`, the agent's end.
+fn record_unfollowed_nodes(
+    store: &Store,
+    run_id: &str,
+    fold: &TimelineFold,
+    timeline: &crate::timeline::RunTimeline,
+    at: SystemTime,
+) -> Result<(), Error> {
+    let spans = store.spans(run_id)?;
+    let run_span = spans.iter().find(|s| s.kind == SpanKind::Run).map(|s| s.id);
+    let mut node_spans: Vec<(i64, bool)> = spans
+        .iter()
+        .filter(|s| s.kind == SpanKind::Node)
+        .map(|s| (s.id, s.ended_at.is_some()))
+        .collect();
+    // The fold's indices count `┌ title` lines it discarded; the timeline's nodes do not.
+    let kept: Vec<usize> = (0..)
+        .map_while(|i| fold.node(i).map(|n| (i, n)))
+        .filter(|(_, n)| !n.is_discarded())
+        .map(|(i, _)| i)
+        .collect();
+    let position: HashMap<usize, usize> = kept.iter().enumerate().map(|(at, &index)| (index, at)).collect();
+    store.batch(|| -> Result<(), Error> {
+        for (at_position, node) in timeline.nodes.iter().enumerate() {
+            let ended = node.ended_at_ms.is_some() || node.status != Status::Running;
+            match node_spans.get(at_position) {
+                Some(&(span, false)) if ended => store.span_end(span, node.status, at)?,
+                Some(_) => {}
+                None => {
+                    let parent = fold
+                        .parent_of(kept[at_position])
+                        .and_then(|p| position.get(&p))
+                        .and_then(|&p| node_spans.get(p))
+                        .map(|&(span, _)| span)
+                        .or(run_span);
+                    let span = store.span_start(run_id, parent, &node.name, "node", node.depth, at)?;
+                    if ended {
+                        store.span_end(span, node.status, at)?;
+                    }
+                    node_spans.push((span, ended));
+                }
+            }
+        }
+        Ok(())
+    })?
 }
 
 fn spawn_error(program: &str, error: &std::io::Error) -> String {

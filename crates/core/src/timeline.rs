@@ -37,6 +37,14 @@ pub struct NodeRun {
     discarded: bool,
 }
 
+impl NodeRun {
+    /// Opened by a `┌` line before the stream's first marker, so not a node after all (the
+    /// timeline leaves it out).
+    pub fn is_discarded(&self) -> bool {
+        self.discarded
+    }
+}
+
 /// How a run's process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "value", rename_all = "snake_case")]
