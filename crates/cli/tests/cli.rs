@@ -1209,8 +1209,9 @@ fn runs_leave_nothing_in_the_temp_folder() {
 }
 
 /// Issue 12's cross-surface check, over live runs of the test agent: `run --json`, `sessions`,
-/// `show` and `logs` give the same status and the same node names in the same order with the same
-/// statuses; and `sessions` and `show` still do after the session's files are made an hour older.
+/// `show`, `watch` and `logs` give the same status and the same node names in the same order with
+/// the same statuses; and `sessions`, `show` and `watch` still do after the session's files are
+/// made an hour older.
 #[test]
 fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
     let agent = agent_binary();
@@ -1284,7 +1285,8 @@ fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
                 .unwrap()
                 .clone();
             let shown = json_of(&zstudio(&["show", &session, "--json", "-w", root], None));
-            for (surface, value) in [("sessions", &row), ("show", &shown)] {
+            let watched = watched_summary(root, &session);
+            for (surface, value) in [("sessions", &row), ("show", &shown), ("watch", &watched)] {
                 assert_eq!(value["status"], expected_status, "{surface} {when}");
                 assert_eq!(pairs(&value["nodes"]), story, "{surface} {when}, {expected_status}");
             }
@@ -1293,6 +1295,40 @@ fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
         make_older(&workspace.path().join(".zibby/output/sessions").join(&session), 3600);
         surfaces("an hour later");
     }
+}
+
+/// The summary `zstudio watch --json` first reports of `session` (its initial scan).
+fn watched_summary(root: &str, session: &str) -> Value {
+    use std::io::BufRead;
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(["watch", "--json", "-w", root])
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("XDG_DATA_HOME", data_home())
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (sender, changes) = std::sync::mpsc::channel::<Value>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let summary = loop {
+        let change = changes
+            .recv_timeout(std::time::Duration::from_secs(15))
+            .unwrap_or_else(|_| panic!("watch reported nothing of {session}"));
+        if change["type"] == "session_added" && change["session_id"] == session {
+            break change["summary"].clone();
+        }
+    };
+    watch.kill().unwrap();
+    watch.wait().unwrap();
+    summary
 }
 
 /// Sets every file and folder below `dir` (and `dir`) `seconds` older than now.

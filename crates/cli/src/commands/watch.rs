@@ -5,7 +5,8 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use studio_core::watcher::{ChangeSink, Watcher, WatcherOptions};
+use studio_core::watcher::{Change, ChangeSink, Watcher, WatcherOptions};
+use studio_core::Workspace;
 
 use crate::cli::{Format, Globals};
 use crate::print;
@@ -17,9 +18,16 @@ pub fn watch(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let sink: ChangeSink = Arc::new(move |change| {
         let _ = changes.send(change);
     });
-    let sink = studio_core::store::index::keeping_current(Arc::new(globals.open_store()?), sink);
+    let store = Arc::new(globals.open_store()?);
+    let sink = studio_core::store::index::keeping_current(store.clone(), sink);
     let _watcher = Watcher::start(workspaces, sink, WatcherOptions::default())?;
-    for change in received {
+    for mut change in received {
+        // A session the studio ran reads as `sessions` and `show` read it.
+        if let Change::SessionAdded { workspace, summary, .. } | Change::SessionUpdated { workspace, summary, .. } =
+            &mut change
+        {
+            store.as_recorded(&Workspace::from_canonical_root(workspace.clone()), summary)?;
+        }
         match globals.format() {
             Format::Json => print::write_json_line(out, &change)?,
             Format::Human => print::change(out, &change, several)?,

@@ -1348,15 +1348,23 @@ impl Store {
     /// lays it (`recorded_runs::with_recorded_runs`): the same status and the same nodes, in the same
     /// order, as `sessions` and the window's table give. A node the folder does not have (it wrote
     /// no folder) comes without artifacts.
-    pub fn read_session(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<Session, Error> {
-        let mut session = workspace.read_session(id, now)?;
-        let runs = self.runs(workspace, Some(id))?;
+    /// One session's summary as every surface shows it: its folder's, with its last recorded run
+    /// laid over it as the listing lays them ([`recorded_runs`]): `show`, `watch` and the listing
+    /// agree.
+    pub fn as_recorded(&self, workspace: &Workspace, summary: &mut SessionSummary) -> Result<(), Error> {
+        let runs = self.runs(workspace, Some(&summary.id))?;
         let last_runs: Vec<recorded_runs::LastRun<'_>> =
             runs.iter().take(1).map(recorded_runs::LastRun::from).collect();
-        let mut summary = session.summary();
-        recorded_runs::with_recorded_runs(std::iter::once(&mut summary), &last_runs, |run_id| {
+        recorded_runs::with_recorded_runs(std::iter::once(summary), &last_runs, |run_id| {
             self.spans(run_id).unwrap_or_default()
         });
+        Ok(())
+    }
+
+    pub fn read_session(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<Session, Error> {
+        let mut session = workspace.read_session(id, now)?;
+        let mut summary = session.summary();
+        self.as_recorded(workspace, &mut summary)?;
         session.status = summary.status;
         let mut by_name: std::collections::HashMap<String, crate::session::SessionNode> =
             session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
