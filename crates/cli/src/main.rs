@@ -10,6 +10,10 @@
 //! - `visible`: control characters of untrusted text shown as escapes.
 //! - `ask`: questions on the terminal.
 
+// Standard output goes through `print` and the `visible` writer (untrusted text shown as
+// escapes), never `println!`; the exit status is `main`'s to return.
+#![deny(clippy::print_stdout, clippy::exit)]
+
 mod ask;
 mod cli;
 mod commands;

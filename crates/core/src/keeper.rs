@@ -29,6 +29,11 @@
 //!
 //! `zstudio keep --run-dir DIR -- COMMAND [ARGS...]` runs [`keep`].
 
+#![allow(
+    clippy::print_stderr,
+    reason = "the keeper is a process of its own: its stderr is the run's, where its troubles belong"
+)]
+
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};

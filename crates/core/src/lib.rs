@@ -26,6 +26,10 @@
 //!   app service the window and `zstudio` share: the store opened and reconciled, runs of agents,
 //!   stops here or elsewhere, the window's [`app::Studio`]).
 
+// The core reports through its return values and `tracing`, never by printing or exiting: what a
+// user sees is the window's and the CLI's to say.
+#![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
+
 pub mod agents;
 pub mod app;
 pub mod change;
