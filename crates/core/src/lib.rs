@@ -37,16 +37,15 @@ pub mod launch;
 pub mod live;
 pub mod private;
 pub mod process;
-pub mod protocol;
 pub mod runner;
 pub mod session;
-pub mod status;
 pub mod stop;
 pub mod store;
 pub mod tail;
-pub mod timeline;
 pub mod untrusted;
 pub mod watcher;
+
+pub use studio_protocol::{protocol, status, timeline};
 
 pub use error::{Error, ErrorCode};
 pub use id::SessionId;
