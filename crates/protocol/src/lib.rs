@@ -7,6 +7,9 @@
 //!   lines bounded at 1 MiB).
 //! - [`timeline`] (their fold into node executions, attempts and a run status, markers or not).
 
+// Like the core: it reports through return values, never by printing or exiting.
+#![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
+
 pub mod protocol;
 pub mod status;
 pub mod timeline;
