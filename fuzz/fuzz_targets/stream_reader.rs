@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use studio_core::protocol::{Stream, StreamReader};
-use studio_core::timeline::{Exit, RunEnd, TimelineFold};
+use studio_protocol::protocol::{Stream, StreamReader};
+use studio_protocol::timeline::{Exit, RunEnd, TimelineFold};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&control, rest)) = data.split_first() else {
@@ -14,10 +14,14 @@ fuzz_target!(|data: &[u8]| {
     let mut fold = TimelineFold::new();
     let step = usize::from(control % 61) + 1;
     for (i, chunk) in rest.chunks(step).enumerate() {
-        let stream = if (control >> 6) != 0 && i % 3 == 2 { Stream::Stderr } else { Stream::Stdout };
+        let stream = if (control >> 6) != 0 && i % 3 == 2 {
+            Stream::Stderr
+        } else {
+            Stream::Stdout
+        };
         reader.push(stream, chunk, i as u64, &mut |event| {
-        fold.apply(&event);
-    });
+            fold.apply(&event);
+        });
     }
     reader.finish(u64::MAX, &mut |event| {
         fold.apply(&event);

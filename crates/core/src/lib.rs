@@ -2,12 +2,15 @@
 //! only those above it; `tests/it/import_cycles.rs` fails on any import cycle between files.
 //!
 //! - **Vocabulary**: [`error`] (every error and its stable code), [`id`] (session ids, checked
-//!   before they touch a path), [`status`] (one status word for runs, nodes and sessions),
-//!   [`launch`] (what running an agent would do, as trust sees it), [`change`] (what changed in a
-//!   workspace's sessions: the watcher's changes and those of the runs the studio follows).
-//! - **Protocol**: [`protocol`] (the streaming reader of a run's stdout/stderr: markers, the human
-//!   timeline, lines bounded at 1 MiB) and [`timeline`] (their fold into node executions, attempts
-//!   and a run status, markers or not).
+//!   before they touch a path), [`status`] (one status word for runs, nodes and sessions; from
+//!   `studio-protocol`), [`launch`] (what running an agent would do, as trust sees it), [`change`]
+//!   (what changed in a workspace's sessions: the watcher's changes and those of the runs the
+//!   studio follows).
+//! - **Protocol**, the crate `studio-protocol` (`crates/protocol`: pure, no SQLite, notify or nix;
+//!   the fuzz target builds on it alone), re-exported here at the same paths: [`protocol`] (the
+//!   streaming reader of a run's stdout/stderr: markers, the human timeline, lines bounded at
+//!   1 MiB) and [`timeline`] (their fold into node executions, attempts and a run status, markers
+//!   or not).
 //! - **Sessions**: [`untrusted`] (reading a workspace's files without following links, blocking or
 //!   reading without end), [`session`] (session folders, one or a whole workspace, and their
 //!   fingerprints), [`files`] (a session's files, listed and paged for the window), [`tail`]
@@ -41,16 +44,15 @@ pub mod launch;
 pub mod live;
 pub mod private;
 pub mod process;
-pub mod protocol;
 pub mod runner;
 pub mod session;
-pub mod status;
 pub mod stop;
 pub mod store;
 pub mod tail;
-pub mod timeline;
 pub mod untrusted;
 pub mod watcher;
+
+pub use studio_protocol::{protocol, status, timeline};
 
 pub use error::{Error, ErrorCode};
 pub use id::SessionId;
