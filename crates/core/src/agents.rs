@@ -240,7 +240,7 @@ pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
         Some(folder) => folder,
         None => {
             let folder = workspace_root.join(".zibby");
-            std::fs::create_dir_all(&folder).map_err(|e| Error::io(&folder, e))?;
+            std::fs::create_dir_all(&folder).map_err(|e| Error::io_write(&folder, e))?;
             folder
         }
     };
@@ -249,7 +249,7 @@ pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
     crate::private::create_new_file(&temporary, text.as_bytes())?;
     std::fs::rename(&temporary, &path).map_err(|e| {
         let _ = std::fs::remove_file(&temporary);
-        Error::io(&path, e)
+        Error::io_write(&path, e)
     })
 }
 

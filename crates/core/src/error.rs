@@ -85,18 +85,59 @@ pub enum Error {
     /// then: every call that needs the part says it again, with the same code.
     #[error("{message}")]
     Unavailable { code: ErrorCode, message: String },
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot {} {path}: {source}", .op.verb())]
     Io {
+        /// What failed: reading, writing, or starting something.
+        op: IoOp,
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
 }
 
+/// What an I/O error failed at, for its message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IoOp {
+    Read,
+    Write,
+    /// Starting a process or a thread (`path` names it).
+    Spawn,
+}
+
+impl IoOp {
+    fn verb(self) -> &'static str {
+        match self {
+            IoOp::Read => "read",
+            IoOp::Write => "write",
+            IoOp::Spawn => "start",
+        }
+    }
+}
+
 impl Error {
+    /// Reading `path` failed.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
         Error::Io {
+            op: IoOp::Read,
             path: path.into(),
+            source,
+        }
+    }
+
+    /// Writing `path` (creating, renaming, removing it) failed.
+    pub fn io_write(path: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            op: IoOp::Write,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Starting `what` (a process, a thread) failed.
+    pub fn io_spawn(what: impl Into<PathBuf>, source: std::io::Error) -> Error {
+        Error::Io {
+            op: IoOp::Spawn,
+            path: what.into(),
             source,
         }
     }
@@ -235,6 +276,21 @@ impl PartialEq<&str> for ErrorCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_io_error_says_whether_reading_writing_or_starting_failed() {
+        let denied = || std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let said = [
+            Error::io("/ws/a", denied()).to_string(),
+            Error::io_write("/ws/b", denied()).to_string(),
+            Error::io_spawn("watcher thread", denied()).to_string(),
+        ];
+        assert_eq!(
+            said.clone().map(|s| s.split(':').next().unwrap().to_owned()),
+            ["cannot read /ws/a", "cannot write /ws/b", "cannot start watcher thread"]
+        );
+        assert!(said.iter().all(|s| s.ends_with("permission denied")), "{said:?}");
+    }
 
     #[test]
     fn each_code_serialises_as_its_word() {

@@ -33,16 +33,18 @@ pub fn create_file(path: &Path) -> Result<File, Error> {
         .open(path)
         .map_err(|e| match e.raw_os_error() {
             Some(code) if code == Errno::ELOOP as i32 => refused(path),
-            _ => Error::io(path, e),
+            _ => Error::io_write(path, e),
         })?;
     file.set_permissions(std::fs::Permissions::from_mode(FILE_MODE))
-        .map_err(|e| Error::io(path, e))?;
+        .map_err(|e| Error::io_write(path, e))?;
     Ok(file)
 }
 
 /// [`create_file`], then `bytes` in it.
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    create_file(path)?.write_all(bytes).map_err(|e| Error::io(path, e))
+    create_file(path)?
+        .write_all(bytes)
+        .map_err(|e| Error::io_write(path, e))
 }
 
 /// Creates a new file (0600) holding `bytes`; fails if anything (a symbolic link too) is there.
@@ -53,8 +55,8 @@ pub fn create_new_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         .mode(FILE_MODE)
         .custom_flags(libc_flags::NOFOLLOW_CLOEXEC)
         .open(path)
-        .map_err(|e| Error::io(path, e))?;
-    file.write_all(bytes).map_err(|e| Error::io(path, e))
+        .map_err(|e| Error::io_write(path, e))?;
+    file.write_all(bytes).map_err(|e| Error::io_write(path, e))
 }
 
 /// Creates a folder and its missing parents; the ones it creates are 0700.
@@ -63,7 +65,7 @@ pub fn create_dir_all(path: &Path) -> Result<(), Error> {
         .recursive(true)
         .mode(DIR_MODE)
         .create(path)
-        .map_err(|e| Error::io(path, e))
+        .map_err(|e| Error::io_write(path, e))
 }
 
 /// Opens a folder by an absolute path that has no symbolic link in it, at any level.
@@ -71,16 +73,16 @@ pub fn open_dir_no_symlinks(path: &Path) -> Result<OwnedFd, Error> {
     let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let mut components = path.components();
     if components.next() != Some(Component::RootDir) {
-        return Err(Error::io(
+        return Err(Error::io_write(
             path,
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "not an absolute path"),
         ));
     }
-    let mut dir = nix::fcntl::open("/", flags, Mode::empty()).map_err(|e| Error::io(path, e.into()))?;
+    let mut dir = nix::fcntl::open("/", flags, Mode::empty()).map_err(|e| Error::io_write(path, e.into()))?;
     let mut walked = std::path::PathBuf::from("/");
     for component in components {
         let Component::Normal(name) = component else {
-            return Err(Error::io(
+            return Err(Error::io_write(
                 path,
                 std::io::Error::new(std::io::ErrorKind::InvalidInput, "`.` or `..` in the path"),
             ));
@@ -90,7 +92,7 @@ pub fn open_dir_no_symlinks(path: &Path) -> Result<OwnedFd, Error> {
             Ok(next) => next,
             // O_NOFOLLOW on a symbolic link: ELOOP (ENOTDIR when it leads to no folder).
             Err(Errno::ELOOP | Errno::ENOTDIR) if is_symlink_at(&dir, name) => return Err(refused(&walked)),
-            Err(e) => return Err(Error::io(&walked, e.into())),
+            Err(e) => return Err(Error::io_write(&walked, e.into())),
         };
     }
     Ok(dir)
@@ -111,12 +113,12 @@ pub fn create_new_in(dir: &Path, name: &str, bytes: &[u8]) -> Result<bool, Error
     let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     match openat(&folder, name, flags, Mode::from_bits_truncate(FILE_MODE)) {
         Ok(fd) => {
-            File::from(fd).write_all(bytes).map_err(|e| Error::io(&path, e))?;
+            File::from(fd).write_all(bytes).map_err(|e| Error::io_write(&path, e))?;
             Ok(true)
         }
         Err(Errno::EEXIST) if is_symlink_at(&folder, name.as_ref()) => Err(refused(&path)),
         Err(Errno::EEXIST) => Ok(false),
-        Err(e) => Err(Error::io(&path, e.into())),
+        Err(e) => Err(Error::io_write(&path, e.into())),
     }
 }
 

@@ -585,7 +585,7 @@ impl Supervisor {
                     let _ = child.wait();
                 }
             })
-            .map_err(|e| Error::io("thread", e))?;
+            .map_err(|e| Error::io_spawn("thread", e))?;
 
         let context = RunContext {
             shared: shared.clone(),
@@ -599,7 +599,7 @@ impl Supervisor {
         let thread = std::thread::Builder::new()
             .name(format!("run-{pid}"))
             .spawn(move || context.follow(receiver))
-            .map_err(|e| Error::io("thread", e))?;
+            .map_err(|e| Error::io_spawn("thread", e))?;
         shared.threads.lock().expect("threads lock").push(thread);
         Ok(StartedRun {
             run_id,

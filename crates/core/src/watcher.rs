@@ -150,7 +150,7 @@ impl Watcher {
         let thread = std::thread::Builder::new()
             .name("session-watcher".into())
             .spawn(move || watch.run(receiver, watching))
-            .map_err(|e| Error::io("session-watcher thread", e))?;
+            .map_err(|e| Error::io_spawn("session-watcher thread", e))?;
         // Once the watches are in place and the initial scan is done, every later change is seen.
         let _ = started.recv();
         Ok(Watcher {

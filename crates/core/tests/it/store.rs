@@ -518,7 +518,7 @@ fn delete_removes_every_row_of_the_session_and_moves_its_folder() {
     std::fs::create_dir_all(&trash).unwrap();
     store
         .session_delete(&s.workspace, &doomed, |path| {
-            std::fs::rename(path, trash.join(path.file_name().unwrap())).map_err(|e| Error::io(path, e))
+            std::fs::rename(path, trash.join(path.file_name().unwrap())).map_err(|e| Error::io_write(path, e))
         })
         .unwrap();
     assert!(
