@@ -73,7 +73,9 @@ describe("startApp", () => {
     const root = document.createElement("div");
     await startApp(root, backend).refresh();
     (root.querySelector("[data-testid='pin']") as HTMLButtonElement).click();
-    await vi.waitFor(() => expect(root.querySelector(".error")?.getAttribute("data-error-code")).toBe("invalid_session_id"));
+    await vi.waitFor(() =>
+      expect(root.querySelector(".error")?.getAttribute("data-error-code")).toBe("invalid_session_id"),
+    );
   });
 
   it("follows a run it started from its events, and reloads the table when it ends", async () => {
