@@ -7,6 +7,8 @@ import { defineConfig, globalIgnores } from "eslint/config";
 import tseslint from "typescript-eslint";
 
 const htmlSinks = ["innerHTML", "outerHTML"];
+// The type every failed command rejects with, generated from the Rust types.
+const commandError = { from: "file", name: "CommandError", path: "src/generated/ipc.ts" };
 
 export default defineConfig(
   // Build output, installed packages, and src/generated/ (written by ts-rs from the Rust types).
@@ -24,6 +26,12 @@ export default defineConfig(
       reportUnusedDisableDirectives: "error",
     },
     rules: {
+      // The shell rejects a command with a `CommandError` (plain data from the Rust error, never an
+      // `Error` object); the fake backend and the tests reject and throw it the same way.
+      "@typescript-eslint/only-throw-error": ["error", { allow: [commandError] }],
+      "@typescript-eslint/prefer-promise-reject-errors": ["error", { allow: [commandError] }],
+      // As tsc (noUnusedParameters): a parameter named `_x` is unused on purpose.
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
       // Assigning HTML: `el.innerHTML = s`, `el.outerHTML = s` (reading them is not banned by this).
       "no-restricted-syntax": [
         "error",
@@ -49,6 +57,13 @@ export default defineConfig(
         },
       ],
     },
+  },
+  {
+    // The fake backend implements the Promise-returning `Backend` in memory: its methods are
+    // `async` without awaiting anything so that a refusal they throw becomes a rejection, as the
+    // shell's does. Only require-await is off, only here.
+    files: ["src/fake-backend.ts"],
+    rules: { "@typescript-eslint/require-await": "off" },
   },
   {
     // The config file itself is plain JavaScript, outside tsconfig.json.

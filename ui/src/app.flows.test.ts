@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { startApp } from "./app";
-import { fakeBackend, type FakeBackend } from "./fake-backend";
+import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
 import { DELETE_LIVE_TITLE } from "./table";
 import { row, runRecord } from "./testdata";
 
@@ -244,13 +244,13 @@ describe("the agent form", () => {
 
   it("keeps what was typed and shows why a save was refused", async () => {
     await start();
-    backend.agentSave = () => Promise.reject({ code: "config_write", message: "cannot write studio.toml" });
+    backend.agentSave = () => Promise.reject(refusal("io", "cannot write studio.toml"));
     (root.querySelector("#run-agent-edit") as HTMLButtonElement).click();
     const form = root.querySelector("#agent-form") as HTMLFormElement;
     expect((form.querySelector("#agent-run") as HTMLTextAreaElement).value).toBe("w");
     (form.querySelector("#agent-env") as HTMLTextAreaElement).value = "K=v";
     form.dispatchEvent(new Event("submit", { cancelable: true }));
-    await vi.waitFor(() => expect(form.querySelector(".error .error-code")?.textContent).toBe("config_write"));
+    await vi.waitFor(() => expect(form.querySelector(".error .error-code")?.textContent).toBe("io"));
     expect(root.querySelector("#agent-form")).toBe(form);
     expect((form.querySelector("#agent-env") as HTMLTextAreaElement).value).toBe("K=v");
   });

@@ -26,8 +26,8 @@ import type {
   WorkspaceInfo,
 } from "./types";
 
-/** A refusal, as the shell rejects a command with it. */
-function refusal(code: ErrorCode, message: string, details?: unknown): CommandError {
+/** A refusal, as the shell rejects a command with it (a `CommandError`, not an `Error`). */
+export function refusal(code: ErrorCode, message: string, details?: unknown): CommandError {
   return details === undefined ? { code, message } : { code, message, details };
 }
 
