@@ -104,8 +104,8 @@ export class IndexedSource implements LineSource {
     return result.lines.length > 0;
   }
 
-  async more(): Promise<boolean> {
-    return false;
+  more(): Promise<boolean> {
+    return Promise.resolve(false);
   }
 
   grew(total: number): void {

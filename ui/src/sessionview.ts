@@ -478,7 +478,7 @@ export function createSessionView(
         ),
         el("span", {}, `${done}/${nodes.length} nodes`),
         (row?.current_node ?? detail?.current_node) &&
-          el("span", {}, "▸ ", el("code", {}, (row?.current_node ?? detail?.current_node)!)),
+          el("span", {}, "▸ ", el("code", {}, row?.current_node ?? detail?.current_node)),
         // A run just started may not have written its folder yet.
         detailError && !live && el("span", { class: "sv-problem" }, `could not be read: ${detailError.message}`),
       ),

@@ -56,7 +56,7 @@ let root: HTMLElement;
 const noActions: Actions = {
   refresh() {},
   togglePin() {},
-  runStart: async () => false,
+  runStart: () => Promise.resolve(false),
   runStop() {},
   dismissRun() {},
   askDelete() {},

@@ -127,7 +127,7 @@ function page(root: HTMLElement, actions: Actions): Page {
   if (existing && root.contains(existing.workbench)) return existing;
   // The parts built once call the actions of the latest render.
   const latest = new Proxy({} as Actions, {
-    get: (_target, name: keyof Actions) => built.actions[name],
+    get: (_target, name: keyof Actions) => built.actions[name].bind(built.actions),
   });
   const built: Page = {
     actions,
