@@ -32,16 +32,17 @@ export default defineConfig(
       "@typescript-eslint/prefer-promise-reject-errors": ["error", { allow: [commandError] }],
       // As tsc (noUnusedParameters): a parameter named `_x` is unused on purpose.
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
-      // Assigning HTML: `el.innerHTML = s`, `el.outerHTML = s` (reading them is not banned by this).
+      // Assigning HTML: `el.innerHTML = s`, `el["outerHTML"] += s` (reading them is not banned by this).
       "no-restricted-syntax": [
         "error",
         ...htmlSinks.map((name) => ({
-          selector: `AssignmentExpression > MemberExpression.left[property.name='${name}']`,
+          selector: `AssignmentExpression > MemberExpression.left:matches([property.name='${name}'], [property.value='${name}'])`,
           message: `Do not assign ${name}: build nodes with el() and set textContent; agent output is never HTML.`,
         })),
         {
-          selector: "CallExpression[callee.property.name='insertAdjacentHTML']",
-          message: "Do not use insertAdjacentHTML: build nodes with el(); agent output is never HTML.",
+          selector: "CallExpression[callee.property.name=/^(insertAdjacentHTML|setHTMLUnsafe)$/]",
+          message:
+            "Do not insert HTML (insertAdjacentHTML, setHTMLUnsafe): build nodes with el(); agent output is never HTML.",
         },
         {
           selector: "CallExpression[callee.property.name='createContextualFragment']",
