@@ -10,8 +10,8 @@ export ZIBBY_STUDIO_SETUP_DONE=1
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 if grep -q '"test"' ui/package.json; then
-  printf '\033[1m==> ui: npm test\033[0m\n'
-  (cd ui && npm test)
+  printf '\033[1m==> ui: npm run lint, npm run format:check, npm test\033[0m\n'
+  (cd ui && npm run lint && npm run format:check && npm test)
 fi
 
 printf '\033[1m==> cargo test --workspace (the app end-to-end under Xvfb)\033[0m\n'

@@ -47,7 +47,9 @@ export function agentFromFields(fields: AgentFields): { agent: Agent } | { probl
   if (run.length === 0) return { problem: "The command needs at least the program to run." };
   const { env, bad } = envLines(fields.env);
   if (bad.length > 0) {
-    return { problem: `Environment line${bad.length > 1 ? "s" : ""} ${bad.join(", ")}: write KEY=VALUE (a letter or _ first).` };
+    return {
+      problem: `Environment line${bad.length > 1 ? "s" : ""} ${bad.join(", ")}: write KEY=VALUE (a letter or _ first).`,
+    };
   }
   const agent: Agent = { name, run };
   const replay = argLines(fields.replay);
@@ -83,24 +85,58 @@ export interface AgentForm {
 
 export function createAgentForm(editing: Agent | null, actions: AgentFormActions): AgentForm {
   const initial = fieldsFromAgent(editing);
-  const name = el("input", { class: "field", attrs: { id: "agent-name", type: "text", spellcheck: "false", autocomplete: "off" } });
+  const name = el("input", {
+    class: "field",
+    attrs: { id: "agent-name", type: "text", spellcheck: "false", autocomplete: "off" },
+  });
   name.value = initial.name;
   const run = textArea("agent-run", initial.run, 4, "zibby\nagent\nrun\nmy-agent\n--session\n{session_id}");
-  const cwd = el("input", { class: "field", attrs: { id: "agent-cwd", type: "text", spellcheck: "false", placeholder: "(the workspace folder)" } });
+  const cwd = el("input", {
+    class: "field",
+    attrs: { id: "agent-cwd", type: "text", spellcheck: "false", placeholder: "(the workspace folder)" },
+  });
   cwd.value = initial.cwd;
   const env = textArea("agent-env", initial.env, 2, "KEY=value");
-  const replay = textArea("agent-replay", initial.replay, 3, "zibby\nagent\nrun\nmy-agent\n--session\n{session_id}\n--node\n{node}");
+  const replay = textArea(
+    "agent-replay",
+    initial.replay,
+    3,
+    "zibby\nagent\nrun\nmy-agent\n--session\n{session_id}\n--node\n{node}",
+  );
   const problemSlot = el("div", { class: "form-problem-slot" });
-  const save = el("button", { class: "button primary", attrs: { type: "submit", id: "agent-save" } }, editing ? "Save" : "Add agent");
+  const save = el(
+    "button",
+    { class: "button primary", attrs: { type: "submit", id: "agent-save" } },
+    editing ? "Save" : "Add agent",
+  );
   const cancel = button({ class: "button", attrs: { id: "agent-cancel" } }, "Cancel", () => actions.closeAgentForm());
 
   const form = el(
     "form",
-    { class: "dialog agent-form", attrs: { id: "agent-form", role: "dialog", "aria-modal": "true", "aria-labelledby": "agent-form-title" } },
-    el("h2", { attrs: { id: "agent-form-title" } }, editing ? "Edit agent " : "Add an agent", editing && el("code", {}, editing.name)),
-    el("p", { class: "muted form-intro" }, "Saved in the workspace's ", el("code", {}, ".zibby/studio.toml"), ". The command is run directly, not through a shell."),
+    {
+      class: "dialog agent-form",
+      attrs: { id: "agent-form", role: "dialog", "aria-modal": "true", "aria-labelledby": "agent-form-title" },
+    },
+    el(
+      "h2",
+      { attrs: { id: "agent-form-title" } },
+      editing ? "Edit agent " : "Add an agent",
+      editing && el("code", {}, editing.name),
+    ),
+    el(
+      "p",
+      { class: "muted form-intro" },
+      "Saved in the workspace's ",
+      el("code", {}, ".zibby/studio.toml"),
+      ". The command is run directly, not through a shell.",
+    ),
     field("Name", "agent-name", name),
-    field("Command", "agent-run", run, "One argument per line: the program first, then each argument as it is (no quoting)."),
+    field(
+      "Command",
+      "agent-run",
+      run,
+      "One argument per line: the program first, then each argument as it is (no quoting).",
+    ),
     field("Working directory", "agent-cwd", cwd, "Optional; relative to the workspace."),
     field("Environment", "agent-env", env, "Optional; one KEY=VALUE per line."),
     field("Replay command", "agent-replay", replay, "Optional; what Re-run node runs, one argument per line."),
@@ -123,9 +159,17 @@ export function createAgentForm(editing: Agent | null, actions: AgentFormActions
 
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const result = agentFromFields({ name: name.value, run: run.value, cwd: cwd.value, env: env.value, replay: replay.value });
+    const result = agentFromFields({
+      name: name.value,
+      run: run.value,
+      cwd: cwd.value,
+      env: env.value,
+      replay: replay.value,
+    });
     if ("problem" in result) {
-      problemSlot.replaceChildren(errorBox("The agent is not complete", { code: "invalid_agent", message: result.problem }));
+      problemSlot.replaceChildren(
+        errorBox("The agent is not complete", { code: "invalid_agent", message: result.problem }),
+      );
       return;
     }
     problemSlot.replaceChildren();
@@ -146,13 +190,17 @@ export function createAgentForm(editing: Agent | null, actions: AgentFormActions
       save.disabled = saving;
       save.textContent = saving ? "Saving…" : editing ? "Save" : "Add agent";
       if (error) problemSlot.replaceChildren(errorBox("The agent could not be saved", error));
-      else if (!saving && problemSlot.querySelector("[data-error-code]:not([data-error-code='invalid_agent'])")) problemSlot.replaceChildren();
+      else if (!saving && problemSlot.querySelector("[data-error-code]:not([data-error-code='invalid_agent'])"))
+        problemSlot.replaceChildren();
     },
   };
 }
 
 function textArea(id: string, value: string, rows: number, placeholder: string): HTMLTextAreaElement {
-  const area = el("textarea", { class: "field mono", attrs: { id, rows: String(rows), spellcheck: "false", placeholder } });
+  const area = el("textarea", {
+    class: "field mono",
+    attrs: { id, rows: String(rows), spellcheck: "false", placeholder },
+  });
   area.value = value;
   return area;
 }

@@ -1,6 +1,16 @@
 import { describe, expect, it } from "vitest";
 
-import { ansiNodes, applySgr, markMatches, palette256, parseAnsi, PLAIN, stripAnsi, styleOf, type Segment } from "./ansi";
+import {
+  ansiNodes,
+  applySgr,
+  markMatches,
+  palette256,
+  parseAnsi,
+  PLAIN,
+  stripAnsi,
+  styleOf,
+  type Segment,
+} from "./ansi";
 
 const ESC = "\x1b";
 

@@ -294,8 +294,13 @@ function cssColor(color: AnsiColor): string {
 
 /** Marks the parts of the segments that match `query` (case-insensitive): each returned piece says
  * whether it is a match. Several queries (the words of a search) are marked each. */
-export function markMatches(segments: readonly Segment[], query: string | readonly string[]): (Segment & { match: boolean })[] {
-  const needles = (typeof query === "string" ? [query] : query).map((needle) => needle.toLowerCase()).filter((needle) => needle !== "");
+export function markMatches(
+  segments: readonly Segment[],
+  query: string | readonly string[],
+): (Segment & { match: boolean })[] {
+  const needles = (typeof query === "string" ? [query] : query)
+    .map((needle) => needle.toLowerCase())
+    .filter((needle) => needle !== "");
   if (needles.length === 0) return segments.map((segment) => ({ ...segment, match: false }));
   const full = segments.map((segment) => segment.text).join("");
   const haystack = full.toLowerCase();

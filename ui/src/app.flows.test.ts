@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { startApp } from "./app";
-import { fakeBackend, type FakeBackend } from "./fake-backend";
+import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
 import { DELETE_LIVE_TITLE } from "./table";
 import { row, runRecord } from "./testdata";
 
@@ -72,7 +72,13 @@ describe("search", () => {
     backend.runs = [runRecord("r-b", "b")];
     backend.output.set(
       "r-b",
-      Array.from({ length: 3_000 }, (_, i) => ({ seq: i + 1, stream: "stdout" as const, at_ms: i, node: "write", text: i === 2_499 ? evil : `line ${i + 1}` })),
+      Array.from({ length: 3_000 }, (_, i) => ({
+        seq: i + 1,
+        stream: "stdout" as const,
+        at_ms: i,
+        node: "write",
+        text: i === 2_499 ? evil : `line ${i + 1}`,
+      })),
     );
     await start();
     const search = root.querySelector("#search") as HTMLInputElement;
@@ -90,7 +96,9 @@ describe("search", () => {
     expect(root.querySelector("img")).toBeNull();
 
     (hit as HTMLElement).click();
-    await vi.waitFor(() => expect(root.querySelector("#session-view[data-session-id='b'] [data-panel='output']")).not.toBeNull());
+    await vi.waitFor(() =>
+      expect(root.querySelector("#session-view[data-session-id='b'] [data-panel='output']")).not.toBeNull(),
+    );
     await vi.waitFor(() => expect(root.querySelector(".output-line.marked")?.getAttribute("data-seq")).toBe("2500"));
   });
 });
@@ -236,13 +244,13 @@ describe("the agent form", () => {
 
   it("keeps what was typed and shows why a save was refused", async () => {
     await start();
-    backend.agentSave = () => Promise.reject({ code: "config_write", message: "cannot write studio.toml" });
+    backend.agentSave = () => Promise.reject(refusal("io", "cannot write studio.toml"));
     (root.querySelector("#run-agent-edit") as HTMLButtonElement).click();
     const form = root.querySelector("#agent-form") as HTMLFormElement;
     expect((form.querySelector("#agent-run") as HTMLTextAreaElement).value).toBe("w");
     (form.querySelector("#agent-env") as HTMLTextAreaElement).value = "K=v";
     form.dispatchEvent(new Event("submit", { cancelable: true }));
-    await vi.waitFor(() => expect(form.querySelector(".error .error-code")?.textContent).toBe("config_write"));
+    await vi.waitFor(() => expect(form.querySelector(".error .error-code")?.textContent).toBe("io"));
     expect(root.querySelector("#agent-form")).toBe(form);
     expect((form.querySelector("#agent-env") as HTMLTextAreaElement).value).toBe("K=v");
   });
@@ -254,7 +262,9 @@ describe("a run from the Run bar", () => {
     const prompt = root.querySelector("#run-prompt") as HTMLTextAreaElement;
     prompt.value = "go";
     prompt.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
-    await vi.waitFor(() => expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("session-1"));
+    await vi.waitFor(() =>
+      expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("session-1"),
+    );
     expect(root.querySelector("#session-view [data-panel]")?.getAttribute("data-panel")).toBe("output");
   });
 });
@@ -314,7 +324,9 @@ describe("an agent from an agents file not trusted yet", () => {
     expect(backend.calls.filter((call) => call.startsWith("runStart"))).toHaveLength(1);
     expect(backend.calls).not.toContain("agentsTrust(abc123)");
     (root.querySelector("#trust-run") as HTMLButtonElement).click();
-    await vi.waitFor(() => expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("session-1"));
+    await vi.waitFor(() =>
+      expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("session-1"),
+    );
     expect(backend.calls).toContain("agentsTrust(abc123)");
     expect(backend.calls.filter((call) => call.startsWith("runStart"))).toHaveLength(2);
     expect(root.querySelector("#trust-dialog")).toBeNull();
@@ -341,7 +353,10 @@ describe("a workspace the watcher can only poll", () => {
   it("says so above the table, with the reason", async () => {
     await start();
     expect(root.querySelector("[data-error-code='watch_polling']")).toBeNull();
-    backend.watchNotice({ workspace: "/p", reason: "the studio's budget of 3 inotify watches is used up; polling every 1s instead" });
+    backend.watchNotice({
+      workspace: "/p",
+      reason: "the studio's budget of 3 inotify watches is used up; polling every 1s instead",
+    });
     const notice = root.querySelector("[data-error-code='watch_polling']");
     expect(notice?.textContent).toContain("Sessions are polled, not watched live");
     expect(notice?.textContent).toContain("budget of 3 inotify watches");

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { startApp } from "./app";
-import { fakeBackend } from "./fake-backend";
+import { fakeBackend, refusal } from "./fake-backend";
 import { row } from "./testdata";
 
 beforeEach(() => vi.useFakeTimers());
@@ -45,7 +45,7 @@ describe("startApp", () => {
   it("turns a rejected command into an error box with its code", async () => {
     const root = document.createElement("div");
     const backend = fakeBackend();
-    backend.sessionsList = () => Promise.reject({ code: "io", message: "cannot read" });
+    backend.sessionsList = () => Promise.reject(refusal("io", "cannot read"));
     await startApp(root, backend).refresh();
     expect(root.querySelector(".error")?.getAttribute("data-error-code")).toBe("io");
   });
@@ -69,11 +69,13 @@ describe("startApp", () => {
 
   it("shows a refused pin in place", async () => {
     const backend = fakeBackend({ sessions: [row("a")] });
-    backend.pinAdd = () => Promise.reject({ code: "invalid_session_id", message: "invalid session id `a`" });
+    backend.pinAdd = () => Promise.reject(refusal("invalid_session_id", "invalid session id `a`"));
     const root = document.createElement("div");
     await startApp(root, backend).refresh();
     (root.querySelector("[data-testid='pin']") as HTMLButtonElement).click();
-    await vi.waitFor(() => expect(root.querySelector(".error")?.getAttribute("data-error-code")).toBe("invalid_session_id"));
+    await vi.waitFor(() =>
+      expect(root.querySelector(".error")?.getAttribute("data-error-code")).toBe("invalid_session_id"),
+    );
   });
 
   it("follows a run it started from its events, and reloads the table when it ends", async () => {
@@ -130,7 +132,7 @@ describe("startApp", () => {
 
   it("shows why a run could not start", async () => {
     const backend = fakeBackend({ agents: [{ name: "writer", run: ["w"] }] });
-    backend.runStart = () => Promise.reject({ code: "agent_not_found", message: "no agent `writer`" });
+    backend.runStart = () => Promise.reject(refusal("agent_not_found", "no agent `writer`"));
     const root = document.createElement("div");
     await startApp(root, backend).refresh();
     const prompt = root.querySelector("#run-prompt") as HTMLTextAreaElement;

@@ -245,7 +245,10 @@ export function startApp(root: HTMLElement, shellBackend: Backend, clock: () => 
       set({ starting: true, runError: null });
       try {
         const started = await backend.runStart({ agent, prompt });
-        set({ starting: false, runs: addStartedRun(state.runs, started.run_id, started.session_id, clock().getTime()) });
+        set({
+          starting: false,
+          runs: addStartedRun(state.runs, started.run_id, started.session_id, clock().getTime()),
+        });
         // The new session opens live, on its output.
         openSession(started.session_id, "output");
         void refreshSessions();
@@ -297,7 +300,8 @@ export function startApp(root: HTMLElement, shellBackend: Backend, clock: () => 
       set({ search: { kind: "searching", query } });
       backend.search(query, SEARCH_LIMIT).then(
         (hits) => asked === searchAsked && set({ search: { kind: "ok", query, hits } }),
-        (error: unknown) => asked === searchAsked && set({ search: { kind: "error", query, error: toCommandError(error) } }),
+        (error: unknown) =>
+          asked === searchAsked && set({ search: { kind: "error", query, error: toCommandError(error) } }),
       );
     },
 
@@ -362,7 +366,8 @@ export function startApp(root: HTMLElement, shellBackend: Backend, clock: () => 
       set({ agentForm: { ...state.agentForm, saving: true, error: null } });
       backend.agentSave(agent, previousName).then(
         (agents) => set({ agentForm: null, agents: { kind: "ok", value: agents } }),
-        (error: unknown) => state.agentForm && set({ agentForm: { ...state.agentForm, saving: false, error: toCommandError(error) } }),
+        (error: unknown) =>
+          state.agentForm && set({ agentForm: { ...state.agentForm, saving: false, error: toCommandError(error) } }),
       );
     },
   };
@@ -441,7 +446,10 @@ export function startApp(root: HTMLElement, shellBackend: Backend, clock: () => 
     const command = keyCommand(event);
     // While a dialog is open, only Escape reaches the window.
     const dialogOpen =
-      state.confirmDelete !== null || state.agentForm !== null || state.quitRequest !== null || state.trustRequest !== null;
+      state.confirmDelete !== null ||
+      state.agentForm !== null ||
+      state.quitRequest !== null ||
+      state.trustRequest !== null;
     if (command === null || (dialogOpen && command !== "escape")) return;
     if (runKey(command)) event.preventDefault();
   }
@@ -449,7 +457,8 @@ export function startApp(root: HTMLElement, shellBackend: Backend, clock: () => 
 
   // A click outside the workspace menu closes it.
   document.addEventListener("click", (event) => {
-    if (state.workspaceMenu && event.target instanceof Element && !event.target.closest(".workspace")) set({ workspaceMenu: null });
+    if (state.workspaceMenu && event.target instanceof Element && !event.target.closest(".workspace"))
+      set({ workspaceMenu: null });
   });
 
   function onRunEvent(event: RunEvent): void {

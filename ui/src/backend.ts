@@ -4,7 +4,14 @@
 import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 
-import { QUIT_REQUESTED, RUN_EVENT, RUN_OUTPUT, SESSIONS_CHANGED, WATCH_NOTICE, WORKSPACE_CHANGED } from "./generated/ipc";
+import {
+  QUIT_REQUESTED,
+  RUN_EVENT,
+  RUN_OUTPUT,
+  SESSIONS_CHANGED,
+  WATCH_NOTICE,
+  WORKSPACE_CHANGED,
+} from "./generated/ipc";
 import type {
   Agent,
   CommandError,
@@ -91,7 +98,14 @@ export interface Backend {
 }
 
 // The Tauri events' names, as the shell spells them (generated from its constants).
-export { QUIT_REQUESTED, RUN_EVENT, RUN_OUTPUT, SESSIONS_CHANGED, WATCH_NOTICE, WORKSPACE_CHANGED } from "./generated/ipc";
+export {
+  QUIT_REQUESTED,
+  RUN_EVENT,
+  RUN_OUTPUT,
+  SESSIONS_CHANGED,
+  WATCH_NOTICE,
+  WORKSPACE_CHANGED,
+} from "./generated/ipc";
 
 /** A rejected command, as a `CommandError` (IPC failures get the code `ipc`). */
 export class BackendError extends Error implements CommandError {
@@ -150,7 +164,12 @@ export const tauriBackend: Backend = {
       stream: query.stream ?? null,
     }),
   runOutputFind: (runId, query) =>
-    call<OutputFind>("run_output_find", { run_id: runId, from_seq: query.fromSeq, backward: query.backward, query: query.query }),
+    call<OutputFind>("run_output_find", {
+      run_id: runId,
+      from_seq: query.fromSeq,
+      backward: query.backward,
+      query: query.query,
+    }),
   sessionFiles: (sessionId) => call<FileEntry[]>("session_files", { session_id: sessionId }),
   sessionFileRead: (sessionId, path, offset, limit) =>
     call<FileChunk>("session_file_read", { session_id: sessionId, path, offset, limit }),

@@ -39,7 +39,10 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
       }),
       ...Array.from({ length: options.sessions ?? 400 }, (_, i) =>
         row(`${1795952464415 - (i + 1) * 7_919_000}_${((i + 1) * 2654435761).toString(36).slice(-4)}`, {
-          title: i % 3 === 0 ? null : `Task ${i}: ${["fix the flaky test", "write the release notes", "plan the migration"][i % 3]}`,
+          title:
+            i % 3 === 0
+              ? null
+              : `Task ${i}: ${["fix the flaky test", "write the release notes", "plan the migration"][i % 3]}`,
           agent: i % 4 === 0 ? null : agents[i % 3]!,
           status: statuses[i % statuses.length]!,
           pinned: i === 5 || i === 12,
@@ -63,7 +66,16 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
     return backend;
   }
   // A session the studio did not run: only its folder, with a raw stream capture.
-  backend.sessions.push(row("1795900000000_cli", { title: null, agent: null, status: "error", created_at: at(86_400_000), updated_at: at(86_000_000), nodes: [{ name: "scan", status: "error" }] }));
+  backend.sessions.push(
+    row("1795900000000_cli", {
+      title: null,
+      agent: null,
+      status: "error",
+      created_at: at(86_400_000),
+      updated_at: at(86_000_000),
+      nodes: [{ name: "scan", status: "error" }],
+    }),
+  );
   backend.details.set("1795900000000_cli", {
     id: "1795900000000_cli",
     path: "/home/demo/project/.zibby/output/sessions/1795900000000_cli",
@@ -77,20 +89,93 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
     events: [],
     raw_stream_output: { path: "raw_stream_output.txt", bytes: 120 },
     problems: [],
-    nodes: [{ name: "scan", status: "error", path: null, artifacts: { prompt: null, prompt_preview: null, raw_output: null, result: null, result_value: null, raw_stream: null } }],
+    nodes: [
+      {
+        name: "scan",
+        status: "error",
+        path: null,
+        artifacts: {
+          prompt: null,
+          prompt_preview: null,
+          raw_output: null,
+          result: null,
+          result_value: null,
+          raw_stream: null,
+        },
+      },
+    ],
   });
-  backend.files.set("1795900000000_cli", new Map([["raw_stream_output.txt", `${ESC}[1mscan${ESC}[0m starting\n${ESC}[31merror:${ESC}[0m cannot open ${ESC}[4mconfig.yml${ESC}[0m\n`]]));
+  backend.files.set(
+    "1795900000000_cli",
+    new Map([
+      [
+        "raw_stream_output.txt",
+        `${ESC}[1mscan${ESC}[0m starting\n${ESC}[31merror:${ESC}[0m cannot open ${ESC}[4mconfig.yml${ESC}[0m\n`,
+      ],
+    ]),
+  );
   backend.runs = [
-    runRecord("run-live", "1795952464415_live", { status: "running", started_at: at(95_000), ended_at: null, exit_code: null }),
+    runRecord("run-live", "1795952464415_live", {
+      status: "running",
+      started_at: at(95_000),
+      ended_at: null,
+      exit_code: null,
+    }),
     runRecord("run-first", "1795952464415_live", { started_at: at(3_600_000), ended_at: at(3_540_000) }),
   ];
   backend.spans.set("run-live", [
-    { id: 1, parent_id: null, run_id: "run-live", name: "run", kind: "run", depth: 0, started_at: at(95_000), ended_at: null, status: "running" },
-    { id: 2, parent_id: 1, run_id: "run-live", name: "plan", kind: "node", depth: 1, started_at: at(94_000), ended_at: at(60_000), status: "success" },
-    { id: 3, parent_id: 2, run_id: "run-live", name: "research", kind: "node", depth: 2, started_at: at(90_000), ended_at: at(70_000), status: "success" },
-    { id: 4, parent_id: 1, run_id: "run-live", name: "write", kind: "node", depth: 1, started_at: at(59_000), ended_at: null, status: "running" },
+    {
+      id: 1,
+      parent_id: null,
+      run_id: "run-live",
+      name: "run",
+      kind: "run",
+      depth: 0,
+      started_at: at(95_000),
+      ended_at: null,
+      status: "running",
+    },
+    {
+      id: 2,
+      parent_id: 1,
+      run_id: "run-live",
+      name: "plan",
+      kind: "node",
+      depth: 1,
+      started_at: at(94_000),
+      ended_at: at(60_000),
+      status: "success",
+    },
+    {
+      id: 3,
+      parent_id: 2,
+      run_id: "run-live",
+      name: "research",
+      kind: "node",
+      depth: 2,
+      started_at: at(90_000),
+      ended_at: at(70_000),
+      status: "success",
+    },
+    {
+      id: 4,
+      parent_id: 1,
+      run_id: "run-live",
+      name: "write",
+      kind: "node",
+      depth: 1,
+      started_at: at(59_000),
+      ended_at: null,
+      status: "running",
+    },
   ]);
-  const colours = [`${ESC}[32m✓${ESC}[0m`, `${ESC}[33mwarn${ESC}[0m`, `${ESC}[1;34minfo${ESC}[0m`, `${ESC}[38;5;208m256${ESC}[0m`, `${ESC}[38;2;200;100;255mtruecolor${ESC}[0m`];
+  const colours = [
+    `${ESC}[32m✓${ESC}[0m`,
+    `${ESC}[33mwarn${ESC}[0m`,
+    `${ESC}[1;34minfo${ESC}[0m`,
+    `${ESC}[38;5;208m256${ESC}[0m`,
+    `${ESC}[38;2;200;100;255mtruecolor${ESC}[0m`,
+  ];
   const lines: OutputLine[] = Array.from({ length: 120_000 }, (_, i) => ({
     seq: i + 1,
     stream: i % 97 === 0 ? "stderr" : "stdout",
@@ -101,13 +186,39 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
   backend.output.set("run-live", lines);
   backend.output.set("run-first", lines.slice(0, 200));
   backend.logs.set("1795952464415_live", [
-    { at: at(95_000), level: "info", event: "run_started", message: "run started", run_id: "run-live", fields: { pid: 4242 } },
-    { at: at(60_000), level: "info", event: "node_end", message: "plan ended", run_id: "run-live", fields: { node: "plan", elapsed_ms: 34_000 } },
-    { at: at(30_000), level: "warn", event: "slow_output", message: "no output for 20 s", run_id: "run-live", fields: {} },
+    {
+      at: at(95_000),
+      level: "info",
+      event: "run_started",
+      message: "run started",
+      run_id: "run-live",
+      fields: { pid: 4242 },
+    },
+    {
+      at: at(60_000),
+      level: "info",
+      event: "node_end",
+      message: "plan ended",
+      run_id: "run-live",
+      fields: { node: "plan", elapsed_ms: 34_000 },
+    },
+    {
+      at: at(30_000),
+      level: "warn",
+      event: "slow_output",
+      message: "no output for 20 s",
+      run_id: "run-live",
+      fields: {},
+    },
   ]);
   backend.messages.set("1795952464415_live", [
     { seq: 1, role: "user", text: "Refactor the login flow and add tests", created_at: at(3_600_000) },
-    { seq: 2, role: "assistant", text: "Done: the flow is split in three functions,\nwith a test for each.", created_at: at(3_540_000) },
+    {
+      seq: 2,
+      role: "assistant",
+      text: "Done: the flow is split in three functions,\nwith a test for each.",
+      created_at: at(3_540_000),
+    },
     { seq: 3, role: "user", text: "Now the <b>error</b> paths too.", created_at: at(95_000) },
   ]);
   backend.files.set(
@@ -151,7 +262,14 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
         name: "write",
         status: "running" as const,
         path: "/home/demo/project/.zibby/output/sessions/1795952464415_live/write",
-        artifacts: { prompt: null, prompt_preview: null, raw_output: { path: "write/raw_output.txt", bytes: 450 }, result: null, result_value: null, raw_stream: null },
+        artifacts: {
+          prompt: null,
+          prompt_preview: null,
+          raw_output: { path: "write/raw_output.txt", bytes: 450 },
+          result: null,
+          result_value: null,
+          raw_stream: null,
+        },
       },
     ],
   };
@@ -160,7 +278,13 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
   // The live run prints on.
   setInterval(() => {
     const seq = lines.length + 1;
-    lines.push({ seq, stream: "stdout", at_ms: seq * 5, node: "write", text: `${ESC}[36m${new Date().toLocaleTimeString()}${ESC}[0m line ${seq}` });
+    lines.push({
+      seq,
+      stream: "stdout",
+      at_ms: seq * 5,
+      node: "write",
+      text: `${ESC}[36m${new Date().toLocaleTimeString()}${ESC}[0m line ${seq}`,
+    });
     backend.emitOutput({ run_id: "run-live", session_id: detail.id, lines: lines.length });
   }, 250);
   return backend;

@@ -26,8 +26,8 @@ import type {
   WorkspaceInfo,
 } from "./types";
 
-/** A refusal, as the shell rejects a command with it. */
-function refusal(code: ErrorCode, message: string, details?: unknown): CommandError {
+/** A refusal, as the shell rejects a command with it (a `CommandError`, not an `Error`). */
+export function refusal(code: ErrorCode, message: string, details?: unknown): CommandError {
   return details === undefined ? { code, message } : { code, message, details };
 }
 
@@ -256,14 +256,21 @@ export function fakeBackend(
       return { lines, next_seq: next, total: all.length };
     },
     async runOutputFind(runId, query) {
-      backend.calls.push(`runOutputFind(${runId}, ${query.fromSeq}, ${query.backward ? "back" : "forward"}, ${query.query})`);
+      backend.calls.push(
+        `runOutputFind(${runId}, ${query.fromSeq}, ${query.backward ? "back" : "forward"}, ${query.query})`,
+      );
       const all = backend.output.get(runId) ?? [];
       const wanted = query.query.toLowerCase();
       let scanned = 0;
       for (let seq = query.fromSeq; seq >= 1 && seq <= all.length; seq += query.backward ? -1 : 1) {
         if (scanned === backend.findBudget) return { seq: null, next_seq: seq, scanned };
         scanned += 1;
-        if (stripAnsi(all[seq - 1]!.text).toLowerCase().includes(wanted)) return { seq, next_seq: null, scanned };
+        if (
+          stripAnsi(all[seq - 1]!.text)
+            .toLowerCase()
+            .includes(wanted)
+        )
+          return { seq, next_seq: null, scanned };
       }
       return { seq: null, next_seq: null, scanned };
     },
@@ -306,14 +313,28 @@ export function fakeBackend(
       for (const run of backend.runs) {
         for (const line of backend.output.get(run.id) ?? []) {
           if (line.text.toLowerCase().includes(needle)) {
-            hits.push({ kind: "output", session_id: run.session_id, run_id: run.id, node: line.node, line: line.seq, text: line.text });
+            hits.push({
+              kind: "output",
+              session_id: run.session_id,
+              run_id: run.id,
+              node: line.node,
+              line: line.seq,
+              text: line.text,
+            });
           }
         }
       }
       for (const [sessionId, messages] of backend.messages) {
         for (const message of messages) {
           if (message.text.toLowerCase().includes(needle)) {
-            hits.push({ kind: "message", session_id: sessionId, run_id: null, node: null, line: message.seq, text: message.text });
+            hits.push({
+              kind: "message",
+              session_id: sessionId,
+              run_id: null,
+              node: null,
+              line: message.seq,
+              text: message.text,
+            });
           }
         }
       }

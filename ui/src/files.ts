@@ -20,7 +20,12 @@ export interface TextViewerOptions {
 }
 
 /** A file's text, read chunk by chunk. */
-export function fileViewer(backend: Backend, sessionId: string, path: string, options: TextViewerOptions = {}): HTMLElement {
+export function fileViewer(
+  backend: Backend,
+  sessionId: string,
+  path: string,
+  options: TextViewerOptions = {},
+): HTMLElement {
   const pre = el("pre", { class: "file-text" });
   const status = el("p", { class: "file-status muted" });
   const more = button({ class: "button small load-more" }, "Load more", () => void read());
@@ -51,7 +56,9 @@ export function fileViewer(backend: Backend, sessionId: string, path: string, op
       const last = lines.pop() ?? "";
       partialLine = chunk.next_offset === null ? "" : last;
       if (chunk.next_offset === null && last !== "") lines.push(last);
-      const ends = lines.map((_, index) => index < lines.length - 1 || text.endsWith("\n") || chunk.next_offset !== null);
+      const ends = lines.map(
+        (_, index) => index < lines.length - 1 || text.endsWith("\n") || chunk.next_offset !== null,
+      );
       lines.forEach((line, index) => pre.append(...ansiNodes(parseAnsi(line).segments), ends[index] ? "\n" : ""));
     } else {
       pre.append(chunk.text);
@@ -104,11 +111,21 @@ export function jsonSwitch(raw: string, parsed?: unknown): HTMLElement {
     formattedButton.setAttribute("aria-pressed", String(pretty));
     rawButton.setAttribute("aria-pressed", String(!pretty));
   }
-  return el("div", { class: "json-switch" }, el("div", { class: "segmented", attrs: { role: "group", "aria-label": "View" } }, formattedButton, rawButton), formatted, rawText);
+  return el(
+    "div",
+    { class: "json-switch" },
+    el("div", { class: "segmented", attrs: { role: "group", "aria-label": "View" } }, formattedButton, rawButton),
+    formatted,
+    rawText,
+  );
 }
 
 /** The Files tab: the session folder's files; a click shows one below the list. */
-export function filesPanel(backend: Backend, sessionId: string, now: () => Date): { element: HTMLElement; refresh(): Promise<void> } {
+export function filesPanel(
+  backend: Backend,
+  sessionId: string,
+  now: () => Date,
+): { element: HTMLElement; refresh(): Promise<void> } {
   const list = el("ul", { class: "file-list" });
   const viewerSlot = el("div", { class: "file-viewer-slot" });
   const element = el("div", { class: "files-panel" }, list, viewerSlot);
@@ -119,11 +136,24 @@ export function filesPanel(backend: Backend, sessionId: string, now: () => Date)
       "li",
       {
         class: file.path === selected ? "file-entry selected" : "file-entry",
-        attrs: { "data-path": file.path, tabindex: "0", role: "button", "aria-pressed": String(file.path === selected) },
+        attrs: {
+          "data-path": file.path,
+          tabindex: "0",
+          role: "button",
+          "aria-pressed": String(file.path === selected),
+        },
       },
       el("code", { class: "file-path" }, file.path),
       el("span", { class: "file-size muted" }, bytesLabel(file.bytes)),
-      el("time", { class: "file-modified muted", title: exactTime(new Date(file.modified_at)), attrs: { datetime: file.modified_at } }, relativeTime(new Date(file.modified_at), now())),
+      el(
+        "time",
+        {
+          class: "file-modified muted",
+          title: exactTime(new Date(file.modified_at)),
+          attrs: { datetime: file.modified_at },
+        },
+        relativeTime(new Date(file.modified_at), now()),
+      ),
     );
     const open = () => {
       selected = file.path;
@@ -150,7 +180,9 @@ export function filesPanel(backend: Backend, sessionId: string, now: () => Date)
   async function refresh(): Promise<void> {
     try {
       const files = await backend.sessionFiles(sessionId);
-      list.replaceChildren(...(files.length === 0 ? [el("li", { class: "muted" }, "The session folder is empty.")] : files.map(entry)));
+      list.replaceChildren(
+        ...(files.length === 0 ? [el("li", { class: "muted" }, "The session folder is empty.")] : files.map(entry)),
+      );
     } catch (error) {
       list.replaceChildren(el("li", {}, errorBox("The files could not be listed", toCommandError(error))));
     }

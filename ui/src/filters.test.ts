@@ -38,7 +38,9 @@ describe("the filter bar", () => {
     bar.update(rows, NO_FILTERS);
     const agent = bar.element.querySelector("#filter-agent") as HTMLSelectElement;
     expect([...agent.options].map((option) => option.value)).toEqual(["all", "planner", "writer"]);
-    expect([...(bar.element.querySelector("#filter-status") as HTMLSelectElement).options].map((o) => o.value)).toContain("interrupted");
+    expect(
+      [...(bar.element.querySelector("#filter-status") as HTMLSelectElement).options].map((o) => o.value),
+    ).toContain("interrupted");
     agent.value = "writer";
     agent.dispatchEvent(new Event("change"));
     expect(onChange).toHaveBeenLastCalledWith({ status: "all", agent: "writer", pinnedOnly: false });
@@ -53,6 +55,8 @@ describe("the filter bar of an empty table", () => {
   it("still offers All agents", () => {
     const bar = createFilterBar(() => {});
     bar.update([], NO_FILTERS);
-    expect([...(bar.element.querySelector("#filter-agent") as HTMLSelectElement).options].map((o) => o.value)).toEqual(["all"]);
+    expect([...(bar.element.querySelector("#filter-agent") as HTMLSelectElement).options].map((o) => o.value)).toEqual([
+      "all",
+    ]);
   });
 });

@@ -6,7 +6,8 @@ import type { SessionRow, Status } from "./types";
 
 export interface SessionFilters {
   status: Status | "all";
-  agent: string | "all";
+  /** An agent's name, or `"all"`. */
+  agent: string;
   pinnedOnly: boolean;
 }
 

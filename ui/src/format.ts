@@ -59,7 +59,8 @@ export function durationLabel(ms: number): string {
   if (!Number.isFinite(ms) || ms < 0) return "—";
   if (ms < SECOND) return `${Math.round(ms)} ms`;
   if (ms < MINUTE) return `${(Math.floor(ms / 100) / 10).toFixed(1)} s`;
-  if (ms < HOUR) return `${Math.floor(ms / MINUTE)} min ${String(Math.floor((ms % MINUTE) / SECOND)).padStart(2, "0")} s`;
+  if (ms < HOUR)
+    return `${Math.floor(ms / MINUTE)} min ${String(Math.floor((ms % MINUTE) / SECOND)).padStart(2, "0")} s`;
   return `${Math.floor(ms / HOUR)} h ${String(Math.floor((ms % HOUR) / MINUTE)).padStart(2, "0")} min`;
 }
 

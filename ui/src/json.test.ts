@@ -12,7 +12,12 @@ describe("jsonTree", () => {
   it("draws scalars by type, strings quoted, as text", () => {
     const evil = "<img src=x onerror=alert(1)>";
     const holder = tree({ s: evil, n: 1.5, b: false, z: null });
-    expect([...holder.querySelectorAll(".json-key")].map((key) => key.textContent)).toEqual(['"s"', '"n"', '"b"', '"z"']);
+    expect([...holder.querySelectorAll(".json-key")].map((key) => key.textContent)).toEqual([
+      '"s"',
+      '"n"',
+      '"b"',
+      '"z"',
+    ]);
     expect(holder.querySelector(".json-string")?.textContent).toBe(JSON.stringify(evil));
     expect(holder.querySelector(".json-number")?.textContent).toBe("1.5");
     expect(holder.querySelector(".json-boolean")?.textContent).toBe("false");

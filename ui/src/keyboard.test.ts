@@ -8,7 +8,11 @@ function press(key: string, target: EventTarget | null = document.body, extra: P
 
 describe("keyCommand", () => {
   it("maps the window's keys", () => {
-    expect(["ArrowUp", "ArrowDown", "Enter", "/", "p", "P", "s", "S", "Delete", "Escape", "x"].map((key) => keyCommand(press(key)))).toEqual([
+    expect(
+      ["ArrowUp", "ArrowDown", "Enter", "/", "p", "P", "s", "S", "Delete", "Escape", "x"].map((key) =>
+        keyCommand(press(key)),
+      ),
+    ).toEqual([
       "select-previous",
       "select-next",
       "open",
@@ -24,9 +28,14 @@ describe("keyCommand", () => {
   });
 
   it("leaves keys typed into fields alone, Escape too", () => {
-    const fields = [document.createElement("input"), document.createElement("textarea"), document.createElement("select")];
+    const fields = [
+      document.createElement("input"),
+      document.createElement("textarea"),
+      document.createElement("select"),
+    ];
     for (const field of fields) {
-      for (const key of ["s", "p", "/", "Delete", "ArrowDown", "Enter", "Escape"]) expect(keyCommand(press(key, field))).toBeNull();
+      for (const key of ["s", "p", "/", "Delete", "ArrowDown", "Enter", "Escape"])
+        expect(keyCommand(press(key, field))).toBeNull();
     }
     const checkbox = document.createElement("input");
     checkbox.type = "checkbox";

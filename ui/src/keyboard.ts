@@ -7,14 +7,7 @@
 // Keys typed into a field are the field's; so are arrows inside panels that scroll or list.
 
 export type KeyCommand =
-  | "select-previous"
-  | "select-next"
-  | "open"
-  | "focus-search"
-  | "toggle-pin"
-  | "stop"
-  | "delete"
-  | "escape";
+  "select-previous" | "select-next" | "open" | "focus-search" | "toggle-pin" | "stop" | "delete" | "escape";
 
 export type KeyPress = Pick<KeyboardEvent, "key" | "ctrlKey" | "metaKey" | "altKey" | "isComposing" | "target">;
 

@@ -69,7 +69,8 @@ function endLabel(run: LiveRun): string {
 }
 
 function nodeChips(run: LiveRun): Node[] {
-  if (run.nodes.length === 0) return [el("span", { class: "muted no-nodes" }, run.end ? "no nodes ran" : "no node yet")];
+  if (run.nodes.length === 0)
+    return [el("span", { class: "muted no-nodes" }, run.end ? "no nodes ran" : "no node yet")];
   return run.nodes.map((node) =>
     el(
       "span",

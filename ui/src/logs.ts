@@ -18,7 +18,9 @@ export function clockTime(iso: string): string {
 /** A log line's fields as an object (the store sends `null` for a line without any). */
 export function fieldsOf(line: LogLine): Record<string, unknown> {
   const fields: unknown = line.fields;
-  return typeof fields === "object" && fields !== null && !Array.isArray(fields) ? (fields as Record<string, unknown>) : {};
+  return typeof fields === "object" && fields !== null && !Array.isArray(fields)
+    ? (fields as Record<string, unknown>)
+    : {};
 }
 
 /** The fields other than `elapsed_ms`, as `key=value` text. */
@@ -35,7 +37,12 @@ export function logsView(logs: readonly LogLine[]): HTMLElement {
   return el(
     "div",
     { class: "logs" },
-    shown.length < logs.length && el("p", { class: "muted panel-note" }, `The last ${MOST_LOG_LINES.toLocaleString("en-US")} of ${logs.length.toLocaleString("en-US")} lines.`),
+    shown.length < logs.length &&
+      el(
+        "p",
+        { class: "muted panel-note" },
+        `The last ${MOST_LOG_LINES.toLocaleString("en-US")} of ${logs.length.toLocaleString("en-US")} lines.`,
+      ),
     ...shown.map((line) => {
       const fields = fieldsOf(line);
       const elapsed = fields["elapsed_ms"];
@@ -43,10 +50,19 @@ export function logsView(logs: readonly LogLine[]): HTMLElement {
       return el(
         "div",
         { class: `log-line level-${line.level}`, attrs: { "data-event": line.event, "data-level": line.level } },
-        el("time", { class: "log-time", title: exactTime(new Date(line.at)), attrs: { datetime: line.at } }, clockTime(line.at)),
+        el(
+          "time",
+          { class: "log-time", title: exactTime(new Date(line.at)), attrs: { datetime: line.at } },
+          clockTime(line.at),
+        ),
         el("span", { class: "log-level" }, line.level),
         el("code", { class: "log-event" }, line.event),
-        el("span", { class: "log-message" }, line.message, extra && el("span", { class: "log-fields muted" }, ` ${extra}`)),
+        el(
+          "span",
+          { class: "log-message" },
+          line.message,
+          extra && el("span", { class: "log-fields muted" }, ` ${extra}`),
+        ),
         el("span", { class: "log-elapsed muted" }, typeof elapsed === "number" ? durationLabel(elapsed) : ""),
       );
     }),
@@ -54,7 +70,8 @@ export function logsView(logs: readonly LogLine[]): HTMLElement {
 }
 
 export function conversationView(messages: readonly Message[]): HTMLElement {
-  if (messages.length === 0) return el("p", { class: "muted panel-note" }, "No conversation messages for this session.");
+  if (messages.length === 0)
+    return el("p", { class: "muted panel-note" }, "No conversation messages for this session.");
   return el(
     "div",
     { class: "conversation" },
@@ -62,7 +79,16 @@ export function conversationView(messages: readonly Message[]): HTMLElement {
       el(
         "div",
         { class: "message", attrs: { "data-role": message.role, "data-seq": String(message.seq) } },
-        el("div", { class: "message-meta" }, el("span", { class: "message-role" }, message.role), el("time", { class: "muted", title: exactTime(new Date(message.created_at)), attrs: { datetime: message.created_at } }, clockTime(message.created_at))),
+        el(
+          "div",
+          { class: "message-meta" },
+          el("span", { class: "message-role" }, message.role),
+          el(
+            "time",
+            { class: "muted", title: exactTime(new Date(message.created_at)), attrs: { datetime: message.created_at } },
+            clockTime(message.created_at),
+          ),
+        ),
         el("div", { class: "message-text" }, message.text),
       ),
     ),

@@ -18,7 +18,13 @@ function nodeCard(backend: Backend, sessionId: string, node: SessionNode): HTMLE
   return el(
     "article",
     { class: "node-card", attrs: { "data-node": node.name, "data-status": node.status } },
-    el("header", { class: "node-card-head" }, el("code", { class: "node-name" }, node.name), badge(node.status), node.path && el("span", { class: "muted node-path", title: node.path }, node.path)),
+    el(
+      "header",
+      { class: "node-card-head" },
+      el("code", { class: "node-name" }, node.name),
+      badge(node.status),
+      node.path && el("span", { class: "muted node-path", title: node.path }, node.path),
+    ),
     artifact(backend, sessionId, "Prompt", "prompt", artifacts.prompt, artifacts.prompt_preview),
     artifact(backend, sessionId, "Raw output", "raw-output", artifacts.raw_output, null),
     artifact(backend, sessionId, "Result", "result", artifacts.result, null, artifacts.result_value),
@@ -36,7 +42,12 @@ function artifact(
   parsed: unknown = null,
 ): HTMLElement {
   if (file === null) {
-    return el("div", { class: "artifact missing", attrs: { "data-artifact": kind } }, el("span", { class: "artifact-title" }, title), el("span", { class: "muted" }, "none"));
+    return el(
+      "div",
+      { class: "artifact missing", attrs: { "data-artifact": kind } },
+      el("span", { class: "artifact-title" }, title),
+      el("span", { class: "muted" }, "none"),
+    );
   }
   const body = el("div", { class: "artifact-body" });
   const details = el(
@@ -68,7 +79,9 @@ function artifact(
     try {
       const chunk = await backend.sessionFileRead(sessionId, file!.path, 0, FILE_CHUNK_BYTES);
       if (chunk.binary) {
-        body.replaceChildren(el("p", { class: "muted" }, `binary file, ${chunk.bytes_total.toLocaleString("en-US")} bytes`));
+        body.replaceChildren(
+          el("p", { class: "muted" }, `binary file, ${chunk.bytes_total.toLocaleString("en-US")} bytes`),
+        );
         return;
       }
       body.replaceChildren(jsonSwitch(chunk.text, parsed ?? undefined));

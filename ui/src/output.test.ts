@@ -21,7 +21,9 @@ let backend: FakeBackend;
 let view: OutputView;
 
 function shownSeqs(): number[] {
-  return [...view.element.querySelectorAll("#output .output-line")].map((line) => Number(line.getAttribute("data-seq")));
+  return [...view.element.querySelectorAll("#output .output-line")].map((line) =>
+    Number(line.getAttribute("data-seq")),
+  );
 }
 
 function scroller(): HTMLElement {
@@ -109,7 +111,9 @@ describe("the output view", () => {
       view.grew(total);
     }
     await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(191_000));
-    const fetched = backend.calls.slice(before).filter((call) => call.startsWith("runOutput(r1") && !call.endsWith(", 1, 1)"));
+    const fetched = backend.calls
+      .slice(before)
+      .filter((call) => call.startsWith("runOutput(r1") && !call.endsWith(", 1, 1)"));
     // The first notice's tail, then (the fetch done) the latest: not one fetch per notice.
     expect(fetched).toHaveLength(2);
     for (const call of fetched) expect(Number(call.match(/, (\d+)\)$/)?.[1])).toBeLessThanOrEqual(shownSeqs().length);
@@ -260,7 +264,11 @@ describe("colours over several lines", () => {
 
   it("carry over the lines of a page, as in a terminal, and each page starts plain", async () => {
     const all = lines(1_000, (seq) =>
-      seq === 499 || seq === 999 ? { text: `${ESC}[32mgreen from here` } : seq === 502 ? { text: `back ${ESC}[0mto plain` } : {},
+      seq === 499 || seq === 999
+        ? { text: `${ESC}[32mgreen from here` }
+        : seq === 502
+          ? { text: `back ${ESC}[0mto plain` }
+          : {},
     );
     await open(all);
     scrollTo(495 * 18);

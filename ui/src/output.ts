@@ -64,13 +64,25 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   );
   const findInput = el("input", {
     class: "field small find",
-    attrs: { id: "output-find", type: "search", placeholder: "Find in output", "aria-label": "Find in output", spellcheck: "false" },
+    attrs: {
+      id: "output-find",
+      type: "search",
+      placeholder: "Find in output",
+      "aria-label": "Find in output",
+      spellcheck: "false",
+    },
   });
   const findStatus = el("span", { class: "find-status muted", attrs: { "aria-live": "polite" } });
-  const previous = button({ class: "button small icon", title: "Previous match (Shift+Enter)" }, "↑", () => void find(-1));
+  const previous = button(
+    { class: "button small icon", title: "Previous match (Shift+Enter)" },
+    "↑",
+    () => void find(-1),
+  );
   const next = button({ class: "button small icon", title: "Next match (Enter)" }, "↓", () => void find(1));
   const lineCount = el("span", { class: "line-count muted" });
-  const follow = button({ class: "button small follow", attrs: { id: "output-follow" } }, "Jump to latest ↓", () => jumpToLatest());
+  const follow = button({ class: "button small follow", attrs: { id: "output-follow" } }, "Jump to latest ↓", () =>
+    jumpToLatest(),
+  );
   const note = el("p", { class: "output-note muted" });
 
   const lines = el("div", { class: "output-lines", attrs: { id: "output", role: "log", "aria-label": "Output" } });
@@ -116,7 +128,13 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   }
 
   function currentWindow(margin = MARGIN_LINES) {
-    return virtualWindow({ scrollTop: scroller.scrollTop, viewport: viewport(), count: laidOutCount(), rowHeight: LINE_HEIGHT, margin });
+    return virtualWindow({
+      scrollTop: scroller.scrollTop,
+      viewport: viewport(),
+      count: laidOutCount(),
+      rowHeight: LINE_HEIGHT,
+      margin,
+    });
   }
 
   /** The height the lines were laid out with, last drawn. */
@@ -275,7 +293,10 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     const element = event.target instanceof Element ? event.target.closest(".output-line") : null;
     const line = element && lineOf.get(element);
     if (!element || !line || element.hasAttribute("title")) return;
-    element.setAttribute("title", line.node ? `${line.node} · ${line.stream} · +${(line.at_ms / 1000).toFixed(1)} s` : line.stream);
+    element.setAttribute(
+      "title",
+      line.node ? `${line.node} · ${line.stream} · +${(line.at_ms / 1000).toFixed(1)} s` : line.stream,
+    );
   });
 
   /** Where the reader was: a moved element forgets its scroll position. */
@@ -308,7 +329,11 @@ export function createOutputView(options: OutputViewOptions): OutputView {
 
   function scrollToIndex(index: number): void {
     isFollowing = false;
-    const top = scrollTopOf(Math.max(0, index - 3), { viewport: viewport(), count: source.count(), rowHeight: LINE_HEIGHT });
+    const top = scrollTopOf(Math.max(0, index - 3), {
+      viewport: viewport(),
+      count: source.count(),
+      rowHeight: LINE_HEIGHT,
+    });
     scroller.scrollTop = top;
     lastScrollTop = top;
     render();

@@ -5,7 +5,13 @@ import { CACHED_PAGES, IndexedSource, PAGE_LINES, ScannedSource } from "./output
 import type { OutputLine } from "./types";
 
 function lines(count: number, stream: (seq: number) => "stdout" | "stderr" = () => "stdout"): OutputLine[] {
-  return Array.from({ length: count }, (_, i) => ({ seq: i + 1, stream: stream(i + 1), at_ms: i, node: null, text: `line ${i + 1}` }));
+  return Array.from({ length: count }, (_, i) => ({
+    seq: i + 1,
+    stream: stream(i + 1),
+    at_ms: i,
+    node: null,
+    text: `line ${i + 1}`,
+  }));
 }
 
 const fetches = (calls: string[]) => calls.filter((call) => call.startsWith("runOutput("));
@@ -80,14 +86,20 @@ describe("IndexedSource", () => {
 describe("ScannedSource", () => {
   it("reads matching lines forward page by page, and again after the run grew", async () => {
     const backend = fakeBackend();
-    backend.output.set("r", lines(3_000, (seq) => (seq % 10 === 0 ? "stderr" : "stdout")));
+    backend.output.set(
+      "r",
+      lines(3_000, (seq) => (seq % 10 === 0 ? "stderr" : "stdout")),
+    );
     const source = new ScannedSource(backend, "r", { node: null, stream: "stderr" });
     await source.load(0, 50);
     expect(source.count()).toBe(300);
     expect(source.line(0)?.seq).toBe(10);
     expect(await source.more()).toBe(false);
 
-    backend.output.set("r", lines(3_100, (seq) => (seq % 10 === 0 ? "stderr" : "stdout")));
+    backend.output.set(
+      "r",
+      lines(3_100, (seq) => (seq % 10 === 0 ? "stderr" : "stdout")),
+    );
     source.grew(3_100);
     expect(await source.more()).toBe(true);
     expect(source.count()).toBe(310);

@@ -104,8 +104,8 @@ export class IndexedSource implements LineSource {
     return result.lines.length > 0;
   }
 
-  async more(): Promise<boolean> {
-    return false;
+  more(): Promise<boolean> {
+    return Promise.resolve(false);
   }
 
   grew(total: number): void {
@@ -118,7 +118,8 @@ export class IndexedSource implements LineSource {
   loadedTail(): number {
     if (this.total === 0 || this.line(this.total - 1)) return this.total;
     let tail = 0;
-    for (const [page, lines] of this.pages.entries()) tail = Math.max(tail, Math.min(this.total, page * PAGE_LINES + lines.length));
+    for (const [page, lines] of this.pages.entries())
+      tail = Math.max(tail, Math.min(this.total, page * PAGE_LINES + lines.length));
     return tail;
   }
 

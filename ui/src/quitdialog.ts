@@ -11,7 +11,10 @@ export function quitDialog(request: QuitRequest, answer: (choice: QuitAnswer) =>
   const cancel = button({ class: "button", attrs: { id: "quit-cancel" } }, "Cancel", () => answer("cancel"));
   const dialog = el(
     "div",
-    { class: "confirm", attrs: { id: "quit-dialog", role: "alertdialog", "aria-modal": "true", "aria-labelledby": "quit-title" } },
+    {
+      class: "confirm",
+      attrs: { id: "quit-dialog", role: "alertdialog", "aria-modal": "true", "aria-labelledby": "quit-title" },
+    },
     el("h2", { attrs: { id: "quit-title" } }, `${runs} still running`),
     el(
       "p",
@@ -24,7 +27,8 @@ export function quitDialog(request: QuitRequest, answer: (choice: QuitAnswer) =>
       "div",
       { class: "confirm-buttons" },
       cancel,
-      request.can_keep && button({ class: "button", attrs: { id: "quit-keep" } }, "Leave running and quit", () => answer("keep")),
+      request.can_keep &&
+        button({ class: "button", attrs: { id: "quit-keep" } }, "Leave running and quit", () => answer("keep")),
       button({ class: "button danger", attrs: { id: "quit-stop" } }, "Stop and quit", () => answer("stop")),
     ),
   );

@@ -30,11 +30,15 @@ export function createRunBar(actions: RunBarActions): RunBar {
   });
   const run = button({ class: "button primary", attrs: { id: "run-button" } }, "Run", () => void submit());
   const errorSlot = el("div", { class: "run-error-slot" });
-  const add = button({ class: "button small quiet", title: "Add an agent to .zibby/studio.toml", attrs: { id: "run-agent-add" } }, "Add agent", () =>
-    actions.editAgent(null),
+  const add = button(
+    { class: "button small quiet", title: "Add an agent to .zibby/studio.toml", attrs: { id: "run-agent-add" } },
+    "Add agent",
+    () => actions.editAgent(null),
   );
-  const edit = button({ class: "button small quiet", title: "Edit the selected agent", attrs: { id: "run-agent-edit" } }, "Edit", () =>
-    actions.editAgent(select.value || null),
+  const edit = button(
+    { class: "button small quiet", title: "Edit the selected agent", attrs: { id: "run-agent-edit" } },
+    "Edit",
+    () => actions.editAgent(select.value || null),
   );
   const noAgents = el(
     "p",
@@ -54,7 +58,14 @@ export function createRunBar(actions: RunBarActions): RunBar {
       prompt,
       run,
     ),
-    el("div", { class: "run-foot" }, noAgents, el("p", { class: "run-hint muted" }, "Enter runs it, Shift+Enter starts a new line."), edit, add),
+    el(
+      "div",
+      { class: "run-foot" },
+      noAgents,
+      el("p", { class: "run-hint muted" }, "Enter runs it, Shift+Enter starts a new line."),
+      edit,
+      add,
+    ),
     errorSlot,
   );
 

@@ -15,7 +15,9 @@ describe("the runs of the Output tab", () => {
     expect(shownRun(outputs.element)).toBe("r1");
     outputs.update([newer, older], []);
     expect(shownRun(outputs.element)).toBe("r2");
-    expect([...outputs.element.querySelectorAll("#output-run option")].map((option) => option.getAttribute("value"))).toEqual(["r2", "r1"]);
+    expect(
+      [...outputs.element.querySelectorAll("#output-run option")].map((option) => option.getAttribute("value")),
+    ).toEqual(["r2", "r1"]);
   });
 
   it("stays on an older run the reader chose", () => {

@@ -21,7 +21,12 @@ export interface RunOutputs {
 
 /** "Nov 29, 15:27" (the runs of a session, told apart). */
 function shortTime(iso: string): string {
-  return new Date(iso).toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
+  return new Date(iso).toLocaleString(undefined, {
+    month: "short",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+  });
 }
 
 export function runLabel(run: RunRecord, newest: boolean): string {
@@ -55,7 +60,9 @@ export function createRunOutputs(backend: Backend, onError: (error: unknown) => 
     if (chosen === null || !runs.some((run) => run.id === chosen)) chosen = runs[0]!.id;
     const listing = runs.map((run) => `${run.id} ${run.status}`).join("\n");
     if (listing !== listed) {
-      picker.replaceChildren(...runs.map((run, index) => el("option", { attrs: { value: run.id } }, runLabel(run, index === 0))));
+      picker.replaceChildren(
+        ...runs.map((run, index) => el("option", { attrs: { value: run.id } }, runLabel(run, index === 0))),
+      );
       listed = listing;
     }
     picker.value = chosen;

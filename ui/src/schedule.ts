@@ -24,7 +24,10 @@ export function throttle(fn: () => void, ms: number): { (): void; cancel(): void
 }
 
 /** Calls `fn` once calls stopped for `ms` (typing in a search box), with the last arguments. */
-export function debounce<A extends unknown[]>(fn: (...args: A) => void, ms: number): { (...args: A): void; cancel(): void } {
+export function debounce<A extends unknown[]>(
+  fn: (...args: A) => void,
+  ms: number,
+): { (...args: A): void; cancel(): void } {
   let timer: ReturnType<typeof setTimeout> | null = null;
   const debounced = (...args: A) => {
     if (timer !== null) clearTimeout(timer);

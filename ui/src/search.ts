@@ -77,7 +77,9 @@ export function createSearchBox(actions: SearchActions): SearchBox {
     if (!hit) return;
     if (event.key === "ArrowDown" || event.key === "ArrowUp") {
       event.preventDefault();
-      const sibling = (event.key === "ArrowDown" ? hit.nextElementSibling : hit.previousElementSibling) as HTMLElement | null;
+      const sibling = (
+        event.key === "ArrowDown" ? hit.nextElementSibling : hit.previousElementSibling
+      ) as HTMLElement | null;
       (sibling?.classList.contains("search-hit") ? sibling : event.key === "ArrowUp" ? input : hit).focus();
     } else if (event.key === "Escape") {
       event.stopPropagation();
@@ -129,7 +131,8 @@ export function createSearchBox(actions: SearchActions): SearchBox {
           list.replaceChildren();
           return;
         case "searching":
-          if (!list.querySelector(".search-hit")) list.replaceChildren(el("p", { class: "search-note muted" }, "Searching…"));
+          if (!list.querySelector(".search-hit"))
+            list.replaceChildren(el("p", { class: "search-note muted" }, "Searching…"));
           return;
         case "error":
           list.replaceChildren(errorBox("The search failed", results.error));

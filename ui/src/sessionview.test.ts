@@ -31,9 +31,39 @@ beforeEach(() => {
   });
   backend.runs = [runRecord("r1", "s1")];
   backend.spans.set("r1", [
-    { id: 1, parent_id: null, run_id: "r1", name: "run", kind: "run", depth: 0, started_at: "2026-11-29T12:00:00Z", ended_at: "2026-11-29T12:00:05Z", status: "success" },
-    { id: 2, parent_id: 1, run_id: "r1", name: "plan", kind: "node", depth: 1, started_at: "2026-11-29T12:00:00Z", ended_at: "2026-11-29T12:00:02Z", status: "success" },
-    { id: 3, parent_id: 1, run_id: "r1", name: "write", kind: "node", depth: 1, started_at: "2026-11-29T12:00:02Z", ended_at: "2026-11-29T12:00:05Z", status: "success" },
+    {
+      id: 1,
+      parent_id: null,
+      run_id: "r1",
+      name: "run",
+      kind: "run",
+      depth: 0,
+      started_at: "2026-11-29T12:00:00Z",
+      ended_at: "2026-11-29T12:00:05Z",
+      status: "success",
+    },
+    {
+      id: 2,
+      parent_id: 1,
+      run_id: "r1",
+      name: "plan",
+      kind: "node",
+      depth: 1,
+      started_at: "2026-11-29T12:00:00Z",
+      ended_at: "2026-11-29T12:00:02Z",
+      status: "success",
+    },
+    {
+      id: 3,
+      parent_id: 1,
+      run_id: "r1",
+      name: "write",
+      kind: "node",
+      depth: 1,
+      started_at: "2026-11-29T12:00:02Z",
+      ended_at: "2026-11-29T12:00:05Z",
+      status: "success",
+    },
   ]);
   backend.output.set("r1", [
     { seq: 1, stream: "stdout", at_ms: 1, node: "plan", text: "planning" },
@@ -86,13 +116,22 @@ describe("the session view", () => {
     const spanReads = () => backend.calls.filter((call) => call === "runSpans(r1)").length;
     const before = spanReads();
     backend.spans.get("r1")!.push({
-      id: 4, parent_id: 1, run_id: "r1", name: "review", kind: "node", depth: 1,
-      started_at: "2026-11-29T12:00:05Z", ended_at: null, status: "running",
+      id: 4,
+      parent_id: 1,
+      run_id: "r1",
+      name: "review",
+      kind: "node",
+      depth: 1,
+      started_at: "2026-11-29T12:00:05Z",
+      ended_at: null,
+      status: "running",
     });
     backend.emit({ type: "node_begin", run_id: "r1", node: "review", depth: 1, t_ms: 5_000 });
     backend.emit({ type: "node_begin", run_id: "other-run", node: "x", depth: 0, t_ms: 1 });
     await vi.advanceTimersByTimeAsync(600);
-    await vi.waitFor(() => expect(root.querySelector(".timeline-node[data-node='review']")?.getAttribute("data-status")).toBe("running"));
+    await vi.waitFor(() =>
+      expect(root.querySelector(".timeline-node[data-node='review']")?.getAttribute("data-status")).toBe("running"),
+    );
     expect(spanReads()).toBeGreaterThan(before);
   });
 
@@ -101,17 +140,37 @@ describe("the session view", () => {
     // Read while live: no ends yet. Then the run ends and the runs are read again first.
     backend.runs = [runRecord("r1", "s1", { status: "running", ended_at: null })];
     const ended = backend.spans.get("r1")!;
-    backend.spans.set("r1", ended.map((span) => ({ ...span, ended_at: span.name === "plan" ? span.ended_at : null, status: span.name === "plan" ? span.status : "running" })));
+    backend.spans.set(
+      "r1",
+      ended.map((span) => ({
+        ...span,
+        ended_at: span.name === "plan" ? span.ended_at : null,
+        status: span.name === "plan" ? span.status : "running",
+      })),
+    );
     backend.sessions = backend.sessions.map((r) => (r.id === "s1" ? { ...r, live_run: "r1", status: "running" } : r));
     await openSession("s1");
-    await vi.waitFor(() => expect(root.querySelector(".timeline-run-bar")?.getAttribute("data-status")).toBe("running"));
+    await vi.waitFor(() =>
+      expect(root.querySelector(".timeline-run-bar")?.getAttribute("data-status")).toBe("running"),
+    );
     backend.runs = [runRecord("r1", "s1")];
     backend.spans.set("r1", ended);
     backend.sessions = backend.sessions.map((r) => (r.id === "s1" ? { ...r, live_run: null, status: "success" } : r));
-    backend.emit({ type: "run_finished", run_id: "r1", session_id: "s1", status: "success", exit_code: 0, elapsed_ms: 5_000, stopped_by: null, error: null });
+    backend.emit({
+      type: "run_finished",
+      run_id: "r1",
+      session_id: "s1",
+      status: "success",
+      exit_code: 0,
+      elapsed_ms: 5_000,
+      stopped_by: null,
+      error: null,
+    });
     backend.sessionsChanged();
     await vi.advanceTimersByTimeAsync(3_600_000);
-    await vi.waitFor(() => expect(root.querySelector(".timeline-run-bar")?.getAttribute("data-status")).toBe("success"));
+    await vi.waitFor(() =>
+      expect(root.querySelector(".timeline-run-bar")?.getAttribute("data-status")).toBe("success"),
+    );
     expect(root.querySelector(".timeline-run-bar .timeline-duration")?.textContent).toBe("✓ 5.0 s");
     // The header's elapsed time is the same run's start to its end, not the folder's times.
     expect(root.querySelector("#session-elapsed")?.textContent).toBe("0:05");
@@ -128,7 +187,9 @@ describe("the session view", () => {
     tab("output").click();
     await vi.waitFor(() => expect(root.querySelectorAll("#output .output-line")).toHaveLength(2));
     expect(panel().getAttribute("data-panel")).toBe("output");
-    expect([...root.querySelectorAll("#output-run option")].map((option) => option.getAttribute("value"))).toEqual(["r1"]);
+    expect([...root.querySelectorAll("#output-run option")].map((option) => option.getAttribute("value"))).toEqual([
+      "r1",
+    ]);
     const stderr = root.querySelector(".output-line.stderr .line-text");
     expect(stderr?.textContent).toBe(EVIL);
     expect(root.querySelector("img")).toBeNull();
@@ -141,7 +202,9 @@ describe("the session view", () => {
     await vi.waitFor(() => expect(root.querySelectorAll("#output .output-line")).toHaveLength(2));
     backend.output.get("r1")!.push({ seq: 3, stream: "stdout", at_ms: 3, node: "write", text: "third" });
     backend.emitOutput({ run_id: "r1", session_id: "s1", lines: 3 });
-    await vi.waitFor(() => expect(root.querySelector("#output .output-line:last-child")?.textContent).toContain("third"));
+    await vi.waitFor(() =>
+      expect(root.querySelector("#output .output-line:last-child")?.textContent).toContain("third"),
+    );
   });
 
   it("shows raw_stream_output.txt, saying so, for a session without a studio run", async () => {
@@ -152,7 +215,9 @@ describe("the session view", () => {
     backend.files.set("folder-only", new Map([["raw_stream_output.txt", `\x1b[32mgreen\x1b[0m ${EVIL}\n`]]));
     await openSession("folder-only");
     tab("output").click();
-    await vi.waitFor(() => expect(root.querySelector("#raw-stream-output .file-text")?.textContent).toBe(`green ${EVIL}\n`));
+    await vi.waitFor(() =>
+      expect(root.querySelector("#raw-stream-output .file-text")?.textContent).toBe(`green ${EVIL}\n`),
+    );
     expect(root.querySelector("#raw-stream-output .ansi-fg-2")?.textContent).toBe("green");
     expect(panel().textContent).toContain("raw_stream_output.txt");
     expect(root.querySelector("img")).toBeNull();
@@ -169,7 +234,13 @@ describe("the session view", () => {
       result_value: { steps: [1, 2] },
     };
     backend.details.set("s1", detail);
-    backend.files.set("s1", new Map([["plan/prompt.txt", `Plan the ${EVIL}`], ["plan/result.json", '{"steps":[1,2]}']]));
+    backend.files.set(
+      "s1",
+      new Map([
+        ["plan/prompt.txt", `Plan the ${EVIL}`],
+        ["plan/result.json", '{"steps":[1,2]}'],
+      ]),
+    );
     await openSession("s1");
     tab("nodes").click();
     await vi.waitFor(() => expect(root.querySelector(".node-card[data-node='plan']")).not.toBeNull());
@@ -181,7 +252,9 @@ describe("the session view", () => {
     const result = card.querySelector("[data-artifact='result']") as HTMLDetailsElement;
     result.open = true;
     result.dispatchEvent(new Event("toggle"));
-    await vi.waitFor(() => expect(result.querySelector("[data-view='formatted'] .json-key")?.textContent).toBe('"steps"'));
+    await vi.waitFor(() =>
+      expect(result.querySelector("[data-view='formatted'] .json-key")?.textContent).toBe('"steps"'),
+    );
     expect(result.querySelector("[data-view='formatted']")?.textContent).toBe('{"steps": [1,2]}');
     (result.querySelector(".segmented button:last-child") as HTMLButtonElement).click();
     expect((result.querySelector("[data-view='raw']") as HTMLElement).hidden).toBe(false);
@@ -191,7 +264,14 @@ describe("the session view", () => {
 
   it("lists logs with their event and elapsed time, and the conversation as bubbles", async () => {
     backend.logs.set("s1", [
-      { at: "2026-11-29T12:00:00Z", level: "info", event: "node_end", message: `plan ended ${EVIL}`, run_id: "r1", fields: { elapsed_ms: 2_400, node: "plan" } },
+      {
+        at: "2026-11-29T12:00:00Z",
+        level: "info",
+        event: "node_end",
+        message: `plan ended ${EVIL}`,
+        run_id: "r1",
+        fields: { elapsed_ms: 2_400, node: "plan" },
+      },
     ]);
     backend.messages.set("s1", [
       { seq: 1, role: "user", text: EVIL, created_at: "2026-11-29T12:00:00Z" },
@@ -212,7 +292,14 @@ describe("the session view", () => {
 
   it("lists the files and shows one in place, text as text, binary by its size, big ones in chunks", async () => {
     const big = "x".repeat(300 * 1024);
-    backend.files.set("s1", new Map<string, string | { binary: number }>([["a.txt", EVIL], ["image.png", { binary: 2048 }], ["big.log", big]]));
+    backend.files.set(
+      "s1",
+      new Map<string, string | { binary: number }>([
+        ["a.txt", EVIL],
+        ["image.png", { binary: 2048 }],
+        ["big.log", big],
+      ]),
+    );
     await openSession("s1");
     tab("files").click();
     await vi.waitFor(() => expect(root.querySelectorAll(".file-entry")).toHaveLength(3));
@@ -220,7 +307,9 @@ describe("the session view", () => {
     await vi.waitFor(() => expect(root.querySelector("#file-viewer .file-text")?.textContent).toBe(EVIL));
     expect(root.querySelector("img")).toBeNull();
     (root.querySelector(".file-entry[data-path='image.png']") as HTMLElement).click();
-    await vi.waitFor(() => expect(root.querySelector("#file-viewer .file-status")?.textContent).toBe("binary file, 2,048 bytes"));
+    await vi.waitFor(() =>
+      expect(root.querySelector("#file-viewer .file-status")?.textContent).toBe("binary file, 2,048 bytes"),
+    );
     (root.querySelector(".file-entry[data-path='big.log']") as HTMLElement).click();
     await vi.waitFor(() => expect(root.querySelector("#file-viewer .file-text")?.textContent).toHaveLength(256 * 1024));
     const more = root.querySelector("#file-viewer .load-more") as HTMLButtonElement;
@@ -231,7 +320,9 @@ describe("the session view", () => {
   });
 
   it("stops a live run gracefully, then offers Force stop, and never deletes meanwhile", async () => {
-    backend.sessions = backend.sessions.map((r) => (r.id === "s1" ? { ...r, live_run: "r-live", status: "running" } : r));
+    backend.sessions = backend.sessions.map((r) =>
+      r.id === "s1" ? { ...r, live_run: "r-live", status: "running" } : r,
+    );
     await openSession("s1");
     const remove = root.querySelector("#session-delete") as HTMLButtonElement;
     expect(remove.disabled).toBe(true);
@@ -245,7 +336,9 @@ describe("the session view", () => {
   });
 
   it("shows a stop asked elsewhere (the Live runs strip, the S key) as stopping, with Force stop", async () => {
-    backend.sessions = backend.sessions.map((r) => (r.id === "s1" ? { ...r, live_run: "r-live", status: "running" } : r));
+    backend.sessions = backend.sessions.map((r) =>
+      r.id === "s1" ? { ...r, live_run: "r-live", status: "running" } : r,
+    );
     await openSession("s1");
     expect(root.querySelector("#session-stop")?.textContent).toBe("Stop");
     backend.emit({ type: "stopping", run_id: "r-live", forced: false, elsewhere: false });
@@ -272,7 +365,9 @@ describe("the session view", () => {
     const prompt = root.querySelector("#continue-prompt") as HTMLTextAreaElement;
     prompt.focus();
     prompt.value = "half a th";
-    backend.sessions = backend.sessions.map((r) => (r.id === "s1" ? { ...r, updated_at: new Date(Date.now() + 5_000).toISOString() } : r));
+    backend.sessions = backend.sessions.map((r) =>
+      r.id === "s1" ? { ...r, updated_at: new Date(Date.now() + 5_000).toISOString() } : r,
+    );
     backend.sessionsChanged();
     const reads = () => backend.calls.filter((call) => call === "sessionGet(s1)").length;
     const before = reads();

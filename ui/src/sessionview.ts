@@ -39,7 +39,6 @@ export const SESSION_TABS: readonly { id: SessionTab; label: string }[] = [
   { id: "files", label: "Files" },
 ];
 
-
 /** How often the session is read again while it changes. */
 const RELOAD_EVERY_MS = 1_000;
 /** How often a live run's spans are read again while its nodes begin and end. */
@@ -102,7 +101,10 @@ export function createSessionView(
   const formSlot = el("div", { class: "sv-form-slot" });
   const tabButtons = SESSION_TABS.map((item) => {
     const tabButton = button(
-      { class: "tab", attrs: { "data-tab": item.id, role: "tab", id: `tab-${item.id}`, "aria-controls": "session-panel" } },
+      {
+        class: "tab",
+        attrs: { "data-tab": item.id, role: "tab", id: `tab-${item.id}`, "aria-controls": "session-panel" },
+      },
       item.label,
       () => showTab(item.id),
     );
@@ -110,7 +112,8 @@ export function createSessionView(
       if (event.key !== "ArrowRight" && event.key !== "ArrowLeft") return;
       event.preventDefault();
       const index = SESSION_TABS.findIndex((candidate) => candidate.id === tab);
-      const next = SESSION_TABS[(index + (event.key === "ArrowRight" ? 1 : SESSION_TABS.length - 1)) % SESSION_TABS.length]!;
+      const next =
+        SESSION_TABS[(index + (event.key === "ArrowRight" ? 1 : SESSION_TABS.length - 1)) % SESSION_TABS.length]!;
       showTab(next.id);
       tabButtons.find((candidate) => candidate.getAttribute("data-tab") === next.id)?.focus();
     });
@@ -119,7 +122,10 @@ export function createSessionView(
   const panel = el("div", { class: "sv-panel", attrs: { id: "session-panel", role: "tabpanel" } });
   const element = el(
     "section",
-    { class: "session-view", attrs: { id: "session-view", "data-session-id": sessionId, "aria-label": `Session ${sessionId}` } },
+    {
+      class: "session-view",
+      attrs: { id: "session-view", "data-session-id": sessionId, "aria-label": `Session ${sessionId}` },
+    },
     header,
     formSlot,
     el("div", { class: "tabs", attrs: { role: "tablist", "aria-label": "Session" } }, ...tabButtons),
@@ -130,10 +136,20 @@ export function createSessionView(
 
   const continuePrompt = el("textarea", {
     class: "field continue-prompt",
-    attrs: { id: "continue-prompt", rows: "3", placeholder: "Continue the conversation…", "aria-label": "Continue prompt", spellcheck: "false" },
+    attrs: {
+      id: "continue-prompt",
+      rows: "3",
+      placeholder: "Continue the conversation…",
+      "aria-label": "Continue prompt",
+      spellcheck: "false",
+    },
   });
   const continueAgent = el("select", { class: "field small", attrs: { id: "continue-agent", "aria-label": "Agent" } });
-  const continueSend = button({ class: "button primary small", attrs: { id: "continue-send" } }, "Send", () => void sendContinue());
+  const continueSend = button(
+    { class: "button primary small", attrs: { id: "continue-send" } },
+    "Send",
+    () => void sendContinue(),
+  );
   continuePrompt.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
@@ -146,7 +162,11 @@ export function createSessionView(
 
   const rerunNode = el("select", { class: "field small", attrs: { id: "rerun-node", "aria-label": "Node" } });
   const rerunAgent = el("select", { class: "field small", attrs: { id: "rerun-agent", "aria-label": "Agent" } });
-  const rerunStart = button({ class: "button primary small", attrs: { id: "rerun-start" } }, "Re-run", () => void startRerun());
+  const rerunStart = button(
+    { class: "button primary small", attrs: { id: "rerun-start" } },
+    "Re-run",
+    () => void startRerun(),
+  );
 
   /** The agent a new run of this session uses: the session's, else the one picked. */
   function agentFor(select: HTMLSelectElement): string | null {
@@ -194,7 +214,10 @@ export function createSessionView(
 
   /** "Agent writer", or a choice of the workspace's agents when the session names none. */
   function drawAgent(slot: HTMLElement, select: HTMLSelectElement): void {
-    fillSelect(select, context.agents().map((agent) => agent.name));
+    fillSelect(
+      select,
+      context.agents().map((agent) => agent.name),
+    );
     const agent = row?.agent ?? null;
     const shown = slot.getAttribute("data-agent");
     if (shown === (agent ?? "")) return;
@@ -219,7 +242,8 @@ export function createSessionView(
     if (form) wanted.push(form);
     if (actionError) wanted.push(formError);
     const current = [...formSlot.children];
-    if (current.length !== wanted.length || current.some((part, i) => part !== wanted[i])) formSlot.replaceChildren(...wanted);
+    if (current.length !== wanted.length || current.some((part, i) => part !== wanted[i]))
+      formSlot.replaceChildren(...wanted);
   }
 
   function closeForm(): void {
@@ -320,48 +344,86 @@ export function createSessionView(
     const buttons: HTMLElement[] = [];
     if (live) {
       if (stopState?.runId === liveRunId) {
-        const stopping = button({ class: "button small stop", attrs: { id: "session-stop" } }, stopState.forced ? "Force stopping…" : STOPPING_LABEL, () => {});
+        const stopping = button(
+          { class: "button small stop", attrs: { id: "session-stop" } },
+          stopState.forced ? "Force stopping…" : STOPPING_LABEL,
+          () => {},
+        );
         stopping.disabled = true;
         buttons.push(stopping);
         if (!stopState.forced) {
           buttons.push(
             button(
-              { class: "button small force-stop", title: "Signal the run's processes now (SIGTERM, then SIGKILL)", attrs: { id: "session-force-stop" } },
+              {
+                class: "button small force-stop",
+                title: "Signal the run's processes now (SIGTERM, then SIGKILL)",
+                attrs: { id: "session-force-stop" },
+              },
               "Force stop",
               () => stop(true),
             ),
           );
         }
       } else {
-        buttons.push(button({ class: "button small stop", title: "Stop after the current node (S)", attrs: { id: "session-stop" } }, "Stop", () => stop(false)));
+        buttons.push(
+          button(
+            { class: "button small stop", title: "Stop after the current node (S)", attrs: { id: "session-stop" } },
+            "Stop",
+            () => stop(false),
+          ),
+        );
       }
     }
     const rerun = button(
-      { class: "button small", title: live ? "The session is running" : agentsKnown ? "Run one node of this session again" : noAgentTitle, attrs: { id: "session-rerun", "aria-expanded": String(openForm === "rerun") } },
+      {
+        class: "button small",
+        title: live ? "The session is running" : agentsKnown ? "Run one node of this session again" : noAgentTitle,
+        attrs: { id: "session-rerun", "aria-expanded": String(openForm === "rerun") },
+      },
       "Re-run node",
       () => toggleForm("rerun"),
     );
     rerun.disabled = live || !agentsKnown;
     const continueButton = button(
-      { class: "button small", title: live ? "The session is running" : agentsKnown ? "Send the agent a follow-up prompt in this session" : noAgentTitle, attrs: { id: "session-continue", "aria-expanded": String(openForm === "continue") } },
+      {
+        class: "button small",
+        title: live
+          ? "The session is running"
+          : agentsKnown
+            ? "Send the agent a follow-up prompt in this session"
+            : noAgentTitle,
+        attrs: { id: "session-continue", "aria-expanded": String(openForm === "continue") },
+      },
       "Continue",
       () => toggleForm("continue"),
     );
     continueButton.disabled = live || !agentsKnown;
     const pinned = row?.pinned ?? false;
     const pin = button(
-      { class: "button small", title: pinned ? "Unpin (P)" : "Pin (P)", attrs: { id: "session-pin", "aria-pressed": String(pinned) } },
+      {
+        class: "button small",
+        title: pinned ? "Unpin (P)" : "Pin (P)",
+        attrs: { id: "session-pin", "aria-pressed": String(pinned) },
+      },
       pinned ? "★ Pinned" : "☆ Pin",
       () => context.togglePin(sessionId, !pinned),
     );
-    const reveal = button({ class: "button small", title: "Open the session folder in the file manager", attrs: { id: "session-reveal" } }, "Reveal", () => {
-      backend.sessionReveal(sessionId).catch((error: unknown) => {
-        actionError = { title: "The folder could not be opened", error: toCommandError(error) };
-        renderForm();
-      });
-    });
+    const reveal = button(
+      { class: "button small", title: "Open the session folder in the file manager", attrs: { id: "session-reveal" } },
+      "Reveal",
+      () => {
+        backend.sessionReveal(sessionId).catch((error: unknown) => {
+          actionError = { title: "The folder could not be opened", error: toCommandError(error) };
+          renderForm();
+        });
+      },
+    );
     const remove = button(
-      { class: "button small danger-quiet", title: live ? DELETE_LIVE_TITLE : "Delete this session (Delete)", attrs: { id: "session-delete" } },
+      {
+        class: "button small danger-quiet",
+        title: live ? DELETE_LIVE_TITLE : "Delete this session (Delete)",
+        attrs: { id: "session-delete" },
+      },
       "Delete",
       () => context.askDelete(sessionId),
     );
@@ -372,17 +434,35 @@ export function createSessionView(
     const nodes = row?.nodes ?? detail?.nodes ?? [];
     const done = nodes.filter((node) => node.status !== "running").length;
     // Drawn again on every change of the session: the button that had the focus keeps it.
-    const focused = document.activeElement instanceof HTMLElement && header.contains(document.activeElement) ? document.activeElement.id : "";
+    const focused =
+      document.activeElement instanceof HTMLElement && header.contains(document.activeElement)
+        ? document.activeElement.id
+        : "";
     header.replaceChildren(
       el(
         "div",
         { class: "sv-title-row" },
-        button({ class: "button small icon close", title: "Close (Escape)", attrs: { id: "session-close", "aria-label": "Close the session" } }, "←", () => context.close()),
+        button(
+          {
+            class: "button small icon close",
+            title: "Close (Escape)",
+            attrs: { id: "session-close", "aria-label": "Close the session" },
+          },
+          "←",
+          () => context.close(),
+        ),
         el("h2", { class: "sv-title", title }, title),
         statusBadge,
         el(
           "time",
-          { class: "sv-elapsed", title: runs.length > 0 ? "the last run: from its start to its end (to now while it runs)" : "from the first to the last change", attrs: { id: "session-elapsed" } },
+          {
+            class: "sv-elapsed",
+            title:
+              runs.length > 0
+                ? "the last run: from its start to its end (to now while it runs)"
+                : "from the first to the last change",
+            attrs: { id: "session-elapsed" },
+          },
           elapsedText(),
         ),
       ),
@@ -390,9 +470,15 @@ export function createSessionView(
         "div",
         { class: "sv-meta" },
         el("code", { class: "sv-id", title: detail?.path ?? row?.path ?? "" }, sessionId),
-        el("span", { class: "sv-agent" }, "agent ", row?.agent ? el("code", {}, row.agent) : el("span", { class: "muted" }, "unknown")),
+        el(
+          "span",
+          { class: "sv-agent" },
+          "agent ",
+          row?.agent ? el("code", {}, row.agent) : el("span", { class: "muted" }, "unknown"),
+        ),
         el("span", {}, `${done}/${nodes.length} nodes`),
-        (row?.current_node ?? detail?.current_node) && el("span", {}, "▸ ", el("code", {}, (row?.current_node ?? detail?.current_node)!)),
+        (row?.current_node ?? detail?.current_node) &&
+          el("span", {}, "▸ ", el("code", {}, row?.current_node ?? detail?.current_node)),
         // A run just started may not have written its folder yet.
         detailError && !live && el("span", { class: "sv-problem" }, `could not be read: ${detailError.message}`),
       ),
@@ -411,9 +497,14 @@ export function createSessionView(
       panel.replaceChildren(detail ? nodesWithoutTimes(detail.nodes) : loadingNote());
       return;
     }
-    const shown: RunSpans[] = runs.slice(0, MOST_TIMELINE_RUNS).map((run) => ({ run, spans: spansByRun.get(run.id) ?? [] }));
+    const shown: RunSpans[] = runs
+      .slice(0, MOST_TIMELINE_RUNS)
+      .map((run) => ({ run, spans: spansByRun.get(run.id) ?? [] }));
     const view = timelineView(shown, context.now());
-    if (runs.length > MOST_TIMELINE_RUNS) view.prepend(el("p", { class: "muted timeline-note" }, `The newest ${MOST_TIMELINE_RUNS} of ${runs.length} runs.`));
+    if (runs.length > MOST_TIMELINE_RUNS)
+      view.prepend(
+        el("p", { class: "muted timeline-note" }, `The newest ${MOST_TIMELINE_RUNS} of ${runs.length} runs.`),
+      );
     panel.replaceChildren(view);
   }
 
@@ -466,11 +557,21 @@ export function createSessionView(
       return el(
         "div",
         { class: "output-panel" },
-        el("p", { class: "muted panel-note" }, "The studio did not run this session, so it has no recorded output; this is the session folder's ", el("code", {}, "raw_stream_output.txt"), "."),
+        el(
+          "p",
+          { class: "muted panel-note" },
+          "The studio did not run this session, so it has no recorded output; this is the session folder's ",
+          el("code", {}, "raw_stream_output.txt"),
+          ".",
+        ),
         fileViewer(backend, sessionId, detail.raw_stream_output.path, { ansi: true, id: "raw-stream-output" }),
       );
     }
-    return el("p", { class: "muted panel-note" }, "No output: the studio did not run this session, and its folder has no raw_stream_output.txt. The Nodes tab shows what each node wrote.");
+    return el(
+      "p",
+      { class: "muted panel-note" },
+      "No output: the studio did not run this session, and its folder has no raw_stream_output.txt. The Nodes tab shows what each node wrote.",
+    );
   }
 
   function loadingNote(): HTMLElement {
@@ -518,7 +619,12 @@ export function createSessionView(
   }
 
   /** Reads a list and draws it, unless another tab was opened meanwhile. */
-  async function show<T>(which: SessionTab, read: () => Promise<T>, draw: (value: T) => HTMLElement, failure: string): Promise<void> {
+  async function show<T>(
+    which: SessionTab,
+    read: () => Promise<T>,
+    draw: (value: T) => HTMLElement,
+    failure: string,
+  ): Promise<void> {
     if (!panel.hasChildNodes() || panel.getAttribute("data-drawn") !== which) panel.replaceChildren(loadingNote());
     panel.setAttribute("data-drawn", which);
     try {
@@ -538,7 +644,10 @@ export function createSessionView(
   // ---- loading and following ----
 
   async function reload(): Promise<void> {
-    const [detailResult, runsResult] = await Promise.allSettled([backend.sessionGet(sessionId), backend.runsList(sessionId)]);
+    const [detailResult, runsResult] = await Promise.allSettled([
+      backend.sessionGet(sessionId),
+      backend.runsList(sessionId),
+    ]);
     if (detailResult.status === "fulfilled") {
       detail = detailResult.value;
       detailError = null;
@@ -566,7 +675,10 @@ export function createSessionView(
     sessionId,
     update(nextRow, nextLive) {
       const changed =
-        nextRow?.updated_at !== row?.updated_at || nextRow?.status !== row?.status || nextLive !== liveRunId || nextRow?.live_run !== row?.live_run;
+        nextRow?.updated_at !== row?.updated_at ||
+        nextRow?.status !== row?.status ||
+        nextLive !== liveRunId ||
+        nextRow?.live_run !== row?.live_run;
       const repaint = changed || nextRow?.pinned !== row?.pinned || nextRow?.title !== row?.title;
       row = nextRow ?? row;
       if (nextLive !== liveRunId) {
@@ -586,7 +698,10 @@ export function createSessionView(
       if (!isOurRun(event.run_id)) return;
       // A stop asked elsewhere (the Live runs strip, the S key) shows here too.
       if (event.type === "stopping" && event.run_id === liveRunId) {
-        stopState = { runId: event.run_id, forced: event.forced || (stopState?.runId === event.run_id && stopState.forced) };
+        stopState = {
+          runId: event.run_id,
+          forced: event.forced || (stopState?.runId === event.run_id && stopState.forced),
+        };
         renderHeader();
         return;
       }

@@ -101,7 +101,15 @@ describe("progressOf", () => {
   it("counts the nodes that ended", () => {
     expect(progressOf(row("a"))).toEqual({ done: 0, total: 0 });
     expect(
-      progressOf(row("a", { nodes: [{ name: "x", status: "error" }, { name: "y", status: "running" }, { name: "z", status: "success" }] })),
+      progressOf(
+        row("a", {
+          nodes: [
+            { name: "x", status: "error" },
+            { name: "y", status: "running" },
+            { name: "z", status: "success" },
+          ],
+        }),
+      ),
     ).toEqual({ done: 2, total: 3 });
   });
 });
@@ -111,7 +119,12 @@ describe("the compact table beside the session view", () => {
     const table = createSessionsTable(actions());
     document.body.append(table.element);
     table.update([row("a", { agent: "writer", title: "t" })], now, new Set(), "a", true);
-    expect([...table.element.querySelectorAll("th")].map((th) => th.textContent)).toEqual(["", "Session", "Status", "Updated"]);
+    expect([...table.element.querySelectorAll("th")].map((th) => th.textContent)).toEqual([
+      "",
+      "Session",
+      "Status",
+      "Updated",
+    ]);
     const tr = table.element.querySelector("tr[data-session-id='a']")!;
     expect(tr.querySelectorAll("td")).toHaveLength(4);
     expect(tr.querySelector(".session-title")?.textContent).toBe("t");

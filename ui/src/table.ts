@@ -28,7 +28,13 @@ export interface TableActions {
 export interface SessionsTable {
   element: HTMLElement;
   /** `compact`: beside the session view, only the pin, session, status and last update columns. */
-  update(rows: readonly SessionRow[], now: Date, live: ReadonlySet<string>, selected: string | null, compact?: boolean): void;
+  update(
+    rows: readonly SessionRow[],
+    now: Date,
+    live: ReadonlySet<string>,
+    selected: string | null,
+    compact?: boolean,
+  ): void;
   /** Scrolls just enough to show a session's row. */
   reveal(sessionId: string): void;
 }
@@ -61,7 +67,13 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
   const viewport = () => Math.max(0, (element.clientHeight || FALLBACK_VIEWPORT) - HEAD_HEIGHT);
 
   function currentWindow(margin = MARGIN_ROWS) {
-    return virtualWindow({ scrollTop: element.scrollTop, viewport: viewport(), count: rows.length, rowHeight: ROW_HEIGHT, margin });
+    return virtualWindow({
+      scrollTop: element.scrollTop,
+      viewport: viewport(),
+      count: rows.length,
+      rowHeight: ROW_HEIGHT,
+      margin,
+    });
   }
 
   function render(): void {
@@ -79,7 +91,8 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
       const isSelected = session.id === selected;
       const key = rowKey(session, now, isLive, isSelected, compact === true);
       const old = drawn.get(session.id);
-      const tr = old && old.key === key ? old.tr : sessionRow(session, now, isLive, isSelected, compact === true, actions);
+      const tr =
+        old && old.key === key ? old.tr : sessionRow(session, now, isLive, isSelected, compact === true, actions);
       tr.setAttribute("aria-rowindex", String(index + 2));
       next.set(session.id, { key, tr });
       trs.push(tr);
@@ -114,7 +127,8 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
         compact = nextCompact;
         head.replaceChildren(headRow(compact));
         table.classList.toggle("compact", compact);
-        for (const spacer of [topSpacer, bottomSpacer]) spacer.firstElementChild!.setAttribute("colspan", String(columnCount(compact)));
+        for (const spacer of [topSpacer, bottomSpacer])
+          spacer.firstElementChild!.setAttribute("colspan", String(columnCount(compact)));
       }
       rows = nextRows;
       now = nextNow;
@@ -135,7 +149,11 @@ export function createSessionsTable(actions: TableActions): SessionsTable {
 }
 
 function spacerRow(): HTMLTableRowElement {
-  return el("tr", { class: "spacer", attrs: { "aria-hidden": "true" } }, el("td", { attrs: { colspan: String(columnCount(false)) } }));
+  return el(
+    "tr",
+    { class: "spacer", attrs: { "aria-hidden": "true" } },
+    el("td", { attrs: { colspan: String(columnCount(false)) } }),
+  );
 }
 
 function columnCount(compact: boolean): number {
@@ -195,13 +213,28 @@ function sessionRow(
       "td",
       { class: "session" },
       el("div", { class: "clip", title: session.path }, el("span", { class: "session-id" }, session.id)),
-      session.title && el("div", { class: "clip", title: session.title }, el("span", { class: "session-title" }, session.title)),
+      session.title &&
+        el("div", { class: "clip", title: session.title }, el("span", { class: "session-title" }, session.title)),
     ),
-    !compact && el("td", { class: "agent col-agent" }, session.agent ? el("code", {}, session.agent) : el("span", { class: "muted" }, "—")),
+    !compact &&
+      el(
+        "td",
+        { class: "agent col-agent" },
+        session.agent ? el("code", {}, session.agent) : el("span", { class: "muted" }, "—"),
+      ),
     el("td", { class: "status" }, badge(session.status), problems(session)),
     !compact && progressCell(session),
-    !compact && el("td", { class: "messages col-messages" }, session.messages > 0 ? String(session.messages) : el("span", { class: "muted" }, "—")),
-    el("td", { class: "updated" }, el("time", { title: exactTime(updated), attrs: { datetime: session.updated_at } }, relativeTime(updated, now))),
+    !compact &&
+      el(
+        "td",
+        { class: "messages col-messages" },
+        session.messages > 0 ? String(session.messages) : el("span", { class: "muted" }, "—"),
+      ),
+    el(
+      "td",
+      { class: "updated" },
+      el("time", { title: exactTime(updated), attrs: { datetime: session.updated_at } }, relativeTime(updated, now)),
+    ),
     !compact && el("td", { class: "row-actions" }, deleteButton(session, live, actions)),
   );
   tr.addEventListener("click", (event) => {
@@ -235,7 +268,11 @@ function progressCell(session: SessionRow): HTMLTableCellElement {
 function pinButton(session: SessionRow, actions: TableActions): HTMLButtonElement {
   const label = session.pinned ? "Unpin" : "Pin";
   return button(
-    { class: "pin", title: label, attrs: { "data-testid": "pin", "aria-pressed": String(session.pinned), "aria-label": `${label} ${session.id}` } },
+    {
+      class: "pin",
+      title: label,
+      attrs: { "data-testid": "pin", "aria-pressed": String(session.pinned), "aria-label": `${label} ${session.id}` },
+    },
     session.pinned ? "★" : "☆",
     () => actions.togglePin(session.id, !session.pinned),
   );

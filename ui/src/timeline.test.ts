@@ -43,7 +43,10 @@ const run: RunRecord = {
 
 describe("layoutTimeline", () => {
   it("places each span on one axis by when it started and how long it lasted", () => {
-    const layout = layoutTimeline([span(3, "write", 2_000, 4_000), span(1, "run", 0, 4_000), span(2, "plan", 0, 2_000)], t0 + 10_000);
+    const layout = layoutTimeline(
+      [span(3, "write", 2_000, 4_000), span(1, "run", 0, 4_000), span(2, "plan", 0, 2_000)],
+      t0 + 10_000,
+    );
     expect(layout.bars.map((bar) => [bar.span.name, bar.left, bar.width, bar.durationMs])).toEqual([
       ["run", 0, 1, 4_000],
       ["plan", 0, 0.5, 2_000],
@@ -61,7 +64,10 @@ describe("layoutTimeline", () => {
   });
 
   it("grows a span still running to now", () => {
-    const layout = layoutTimeline([span(1, "run", 0, null), span(2, "plan", 1_000, 2_000), span(3, "write", 2_000, null)], t0 + 8_000);
+    const layout = layoutTimeline(
+      [span(1, "run", 0, null), span(2, "plan", 1_000, 2_000), span(3, "write", 2_000, null)],
+      t0 + 8_000,
+    );
     expect(layout.end - layout.start).toBe(8_000);
     const write = layout.bars.find((bar) => bar.span.name === "write")!;
     expect(write.running).toBe(true);
@@ -99,7 +105,19 @@ describe("timelineView", () => {
 
   it("lists the nodes without an axis for a session without spans, and says why", () => {
     const view = nodesWithoutTimes([
-      { name: "plan", status: "success", path: null, artifacts: { prompt: null, prompt_preview: null, raw_output: null, result: null, result_value: null, raw_stream: null } },
+      {
+        name: "plan",
+        status: "success",
+        path: null,
+        artifacts: {
+          prompt: null,
+          prompt_preview: null,
+          raw_output: null,
+          result: null,
+          result_value: null,
+          raw_stream: null,
+        },
+      },
     ]);
     expect(view.querySelector(".timeline-node[data-node='plan']")?.getAttribute("data-status")).toBe("success");
     expect(view.textContent).toContain("not run by the studio");

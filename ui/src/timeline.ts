@@ -58,7 +58,8 @@ const TICK_STEPS_MS = [
 
 /** Offsets (ms) for the axis labels: a round step giving at most `most` ticks, from 0. */
 export function axisTicks(durationMs: number, most = 8): number[] {
-  const step = TICK_STEPS_MS.find((candidate) => Math.floor(durationMs / candidate) + 1 <= most) ?? Math.ceil(durationMs / most);
+  const step =
+    TICK_STEPS_MS.find((candidate) => Math.floor(durationMs / candidate) + 1 <= most) ?? Math.ceil(durationMs / most);
   const ticks: number[] = [];
   for (let at = 0; at <= durationMs; at += step) ticks.push(at);
   return ticks;
@@ -96,7 +97,12 @@ function runWaterfall({ run, spans }: RunSpans, now: number): HTMLElement {
     el("time", { class: "muted", attrs: { datetime: run.started_at } }, exactTime(new Date(run.started_at))),
   );
   if (layout.bars.length === 0) {
-    return el("section", { class: "timeline-run" }, head, el("p", { class: "muted timeline-note" }, "No spans recorded for this run yet."));
+    return el(
+      "section",
+      { class: "timeline-run" },
+      head,
+      el("p", { class: "muted timeline-note" }, "No spans recorded for this run yet."),
+    );
   }
   const axis = el(
     "div",
@@ -125,13 +131,10 @@ function barRow(bar: TimelineBar): HTMLElement {
     el("span", { class: "timeline-name" }, span.kind === "run" ? "run" : span.name),
   );
   label.style.paddingLeft = `${8 + span.depth * 14}px`;
-  const fill = el(
-    "div",
-    {
-      class: `timeline-bar status-${span.status}${bar.running ? " running" : ""}`,
-      title: `${span.name}: ${span.status}, ${duration}${bar.running ? " so far" : ""}`,
-    },
-  );
+  const fill = el("div", {
+    class: `timeline-bar status-${span.status}${bar.running ? " running" : ""}`,
+    title: `${span.name}: ${span.status}, ${duration}${bar.running ? " so far" : ""}`,
+  });
   fill.style.left = `${bar.left * 100}%`;
   fill.style.width = `${bar.width * 100}%`; // at least 3 px wide (style.css)
   const time = el("span", { class: "timeline-duration" }, `${statusMark(span.status)} ${duration}`);
@@ -146,7 +149,8 @@ function barRow(bar: TimelineBar): HTMLElement {
     "div",
     {
       class: span.kind === "run" ? "timeline-row timeline-run-bar" : "timeline-row timeline-node",
-      attrs: span.kind === "run" ? { "data-status": span.status } : { "data-node": span.name, "data-status": span.status },
+      attrs:
+        span.kind === "run" ? { "data-status": span.status } : { "data-node": span.name, "data-status": span.status },
     },
     label,
     el("div", { class: "timeline-track" }, fill, time),

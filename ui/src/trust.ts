@@ -29,7 +29,7 @@ export function askingToTrust(backend: Backend, ask: (launch: AgentLaunch) => Pr
       return attempt(start);
     }
   }
-  const wrapped: Backend = Object.create(backend);
+  const wrapped = Object.create(backend) as Backend;
   wrapped.runStart = (request) => attempt(() => backend.runStart(request));
   wrapped.runReplay = (sessionId, node, agent) => attempt(() => backend.runReplay(sessionId, node, agent));
   return wrapped;

@@ -56,7 +56,7 @@ let root: HTMLElement;
 const noActions: Actions = {
   refresh() {},
   togglePin() {},
-  runStart: async () => false,
+  runStart: () => Promise.resolve(false),
   runStop() {},
   dismissRun() {},
   askDelete() {},
@@ -136,7 +136,9 @@ describe("the sessions table", () => {
     expect(row.querySelector(".badge")?.getAttribute("data-status")).toBe("success");
     expect(row.querySelector(".current-node")?.textContent).toBe("report");
     expect(row.querySelector("td.progress .progress-count")?.textContent).toBe("3/3");
-    expect(row.querySelector("td.progress")?.getAttribute("title")).toBe("plan: success\nexecute: success\nreport: success");
+    expect(row.querySelector("td.progress")?.getAttribute("title")).toBe(
+      "plan: success\nexecute: success\nreport: success",
+    );
     const time = row.querySelector("td.updated time");
     expect(time?.textContent).toBe("5 min ago");
     expect(time?.getAttribute("title")).not.toBe("");
@@ -336,7 +338,13 @@ describe("the Live runs strip", () => {
 
   it("shows how a run ended, and lets it be dismissed", () => {
     const actions = spyActions();
-    const end = { status: "cancelled" as const, elapsedMs: 4_200, exitCode: 0, stoppedBy: "graceful" as const, error: null };
+    const end = {
+      status: "cancelled" as const,
+      elapsedMs: 4_200,
+      exitCode: 0,
+      stoppedBy: "graceful" as const,
+      error: null,
+    };
     renderApp(root, state({ runs: [liveRun({ end, currentNode: null })] }), actions);
     const run = root.querySelector(".live-run")!;
     expect(run.getAttribute("data-status")).toBe("cancelled");

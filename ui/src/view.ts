@@ -20,10 +20,7 @@ import { workspaceSwitcher, type WorkspaceActions, type WorkspaceMenu } from "./
 
 export { badge, errorBox };
 
-export type Loaded<T> =
-  | { kind: "loading" }
-  | { kind: "ok"; value: T }
-  | { kind: "error"; error: CommandError };
+export type Loaded<T> = { kind: "loading" } | { kind: "ok"; value: T } | { kind: "error"; error: CommandError };
 
 export interface AgentFormState {
   /** The agent being edited; `null`: a new one. */
@@ -74,7 +71,8 @@ export interface ViewState {
   trustRequest: { launch: AgentLaunch; answer: (trust: boolean) => void } | null;
 }
 
-export interface Actions extends RunBarActions, LiveRunActions, TableActions, SearchActions, WorkspaceActions, AgentFormActions {
+export interface Actions
+  extends RunBarActions, LiveRunActions, TableActions, SearchActions, WorkspaceActions, AgentFormActions {
   refresh(): void;
   /** Pins (`pin` true) or unpins a session. */
   togglePin(sessionId: string, pin: boolean): void;
@@ -129,7 +127,7 @@ function page(root: HTMLElement, actions: Actions): Page {
   if (existing && root.contains(existing.workbench)) return existing;
   // The parts built once call the actions of the latest render.
   const latest = new Proxy({} as Actions, {
-    get: (_target, name: keyof Actions) => built.actions[name],
+    get: (_target, name: keyof Actions) => built.actions[name].bind(built.actions),
   });
   const built: Page = {
     actions,
@@ -235,7 +233,10 @@ function drawSessions(parts: Page, state: ViewState, actions: Actions): void {
     parts.sessionsMessages.replaceChildren(
       ...[
         state.watchNotice &&
-          errorBox("Sessions are polled, not watched live", { code: "watch_polling", message: state.watchNotice.reason }),
+          errorBox("Sessions are polled, not watched live", {
+            code: "watch_polling",
+            message: state.watchNotice.reason,
+          }),
         state.pinError && errorBox("The pin could not be changed", state.pinError),
         state.deleteError && errorBox("The session could not be deleted", state.deleteError),
       ].filter((item): item is HTMLElement => Boolean(item)),
@@ -246,7 +247,8 @@ function drawSessions(parts: Page, state: ViewState, actions: Actions): void {
   let body: "table" | Node;
   if (workspace.kind === "error") body = errorBox("The workspace could not be opened", workspace.error);
   else if (sessions.kind === "error") body = errorBox("The sessions could not be listed", sessions.error);
-  else if (sessions.kind === "loading" || workspace.kind === "loading") body = el("p", { class: "loading muted" }, "Reading sessions…");
+  else if (sessions.kind === "loading" || workspace.kind === "loading")
+    body = el("p", { class: "loading muted" }, "Reading sessions…");
   else if (all.length === 0) body = emptyState(workspace.value, actions);
   else if (shown.length === 0 && isFiltered(state.filters)) {
     body = el(
@@ -296,7 +298,11 @@ function drawDialogs(parts: Page, state: ViewState, actions: Actions): void {
     return;
   }
   if (state.agentForm) {
-    if (!parts.agentForm || parts.agentForm.editing !== state.agentForm.editing || !parts.dialogSlot.contains(parts.agentForm.element)) {
+    if (
+      !parts.agentForm ||
+      parts.agentForm.editing !== state.agentForm.editing ||
+      !parts.dialogSlot.contains(parts.agentForm.element)
+    ) {
       parts.agentForm = createAgentForm(state.agentForm.editing, parts.actions);
       parts.dialogSlot.replaceChildren(parts.agentForm.element);
     }
@@ -317,7 +323,11 @@ function sameItems(a: readonly unknown[] | undefined, b: readonly unknown[]): bo
 }
 
 function headerParts(state: ViewState, actions: Actions): Node[] {
-  const refresh = button({ class: "button", title: "Read the sessions again", attrs: { id: "refresh" } }, "Refresh", () => actions.refresh());
+  const refresh = button(
+    { class: "button", title: "Read the sessions again", attrs: { id: "refresh" } },
+    "Refresh",
+    () => actions.refresh(),
+  );
   refresh.disabled = state.refreshing || state.workspace.kind !== "ok";
   return [
     el(
@@ -327,19 +337,27 @@ function headerParts(state: ViewState, actions: Actions): Node[] {
       el("span", { class: "brand-name" }, "Zibby Studio"),
     ),
     workspaceSwitcher(state.workspace, state.workspaceMenu, actions),
-    el("span", { class: "keys-hint muted", title: "↑/↓ select, Enter open, / search, P pin, S stop, Delete delete, Esc close" }, "Keys: ↑↓ ⏎ / P S Del Esc"),
+    el(
+      "span",
+      { class: "keys-hint muted", title: "↑/↓ select, Enter open, / search, P pin, S stop, Delete delete, Esc close" },
+      "Keys: ↑↓ ⏎ / P S Del Esc",
+    ),
     refresh,
   ];
 }
 
 function emptyState(workspace: WorkspaceInfo, actions: Actions): HTMLElement {
   const command = `cargo run -p zibby-test-agent -- fill-demo ${shellQuote(workspace.root)}`;
-  const copy = button({ class: "button small", title: "Copy the command", attrs: { id: "copy-demo-command" } }, "Copy", () => {
-    void navigator.clipboard?.writeText(command).then(
-      () => (copy.textContent = "Copied"),
-      () => (copy.textContent = "Select and copy"),
-    );
-  });
+  const copy = button(
+    { class: "button small", title: "Copy the command", attrs: { id: "copy-demo-command" } },
+    "Copy",
+    () => {
+      void navigator.clipboard?.writeText(command).then(
+        () => (copy.textContent = "Copied"),
+        () => (copy.textContent = "Select and copy"),
+      );
+    },
+  );
   return el(
     "div",
     { class: "empty" },
@@ -380,10 +398,8 @@ export function shellQuote(text: string): string {
 
 /** Asks before deleting, naming the session and what cannot be undone. */
 function deleteDialog(sessionId: string, actions: Actions): HTMLElement {
-  const confirm = button(
-    { class: "button danger", attrs: { "data-testid": "confirm-delete" } },
-    "Delete",
-    () => actions.deleteSession(sessionId),
+  const confirm = button({ class: "button danger", attrs: { "data-testid": "confirm-delete" } }, "Delete", () =>
+    actions.deleteSession(sessionId),
   );
   const cancel = button({ class: "button", attrs: { "data-testid": "cancel-delete" } }, "Cancel", () =>
     actions.askDelete(null),
@@ -392,7 +408,12 @@ function deleteDialog(sessionId: string, actions: Actions): HTMLElement {
     "div",
     {
       class: "confirm",
-      attrs: { role: "alertdialog", "aria-modal": "true", "aria-labelledby": "confirm-title", "data-testid": "delete-dialog" },
+      attrs: {
+        role: "alertdialog",
+        "aria-modal": "true",
+        "aria-labelledby": "confirm-title",
+        "data-testid": "delete-dialog",
+      },
     },
     el("h2", { attrs: { id: "confirm-title" } }, "Delete session ", el("code", {}, sessionId), "?"),
     el(

@@ -18,7 +18,11 @@ export interface WorkspaceActions {
   pickWorkspace(): void;
 }
 
-export function workspaceSwitcher(workspace: Loaded<WorkspaceInfo>, menu: WorkspaceMenu | null, actions: WorkspaceActions): HTMLElement {
+export function workspaceSwitcher(
+  workspace: Loaded<WorkspaceInfo>,
+  menu: WorkspaceMenu | null,
+  actions: WorkspaceActions,
+): HTMLElement {
   let where: Node;
   switch (workspace.kind) {
     case "ok":
@@ -84,7 +88,9 @@ function menuElement(workspace: Loaded<WorkspaceInfo>, menu: WorkspaceMenu, acti
     el("p", { class: "menu-title" }, "Recent workspaces"),
     ...recent,
     el("div", { class: "menu-rule" }),
-    button({ class: "menu-action", attrs: { id: "workspace-open-folder", role: "menuitem" } }, "Open folder…", () => actions.pickWorkspace()),
+    button({ class: "menu-action", attrs: { id: "workspace-open-folder", role: "menuitem" } }, "Open folder…", () =>
+      actions.pickWorkspace(),
+    ),
     menu.error && errorBox("The workspace could not be opened", menu.error),
   );
   menuBox.addEventListener("keydown", (event) => {
