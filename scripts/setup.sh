@@ -43,9 +43,10 @@ command -v cargo >/dev/null 2>&1 || {
   echo "error: no Rust toolchain: install one with rustup (https://rustup.rs), then run this again" >&2
   exit 1
 }
-node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-if [ "$node_major" -lt 20 ]; then
-  echo "error: the UI build needs Node.js 20 or newer (found: $(node --version 2>/dev/null || echo none))" >&2
+# Vite 7 and ESLint 10 need Node.js 20.19 or newer.
+node_ok=$(node -p 'const [a, b] = process.versions.node.split(".").map(Number); a > 20 || (a === 20 && b >= 19)' 2>/dev/null || echo false)
+if [ "$node_ok" != "true" ]; then
+  echo "error: the UI build needs Node.js 20.19 or newer (found: $(node --version 2>/dev/null || echo none))" >&2
   exit 1
 fi
 
