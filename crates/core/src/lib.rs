@@ -1,56 +1,51 @@
-//! studio-core: everything Zibby Studio does, without a window. The modules, by lane, each using
-//! only those above it; `tests/it/import_cycles.rs` fails on any import cycle between files.
+//! studio-core: everything Zibby Studio does, without a window. Its files are grouped in one
+//! folder per lane, each lane using only the lanes above it; `tests/it/import_cycles.rs` fails on
+//! an import of a lower lane and on any import cycle between files. Every module keeps its short
+//! path (`studio_core::runner`, `studio_core::session`, …).
 //!
-//! - **Vocabulary**: [`error`] (every error and its stable code), [`id`] (session ids, checked
-//!   before they touch a path), [`status`] (one status word for runs, nodes and sessions; from
-//!   `studio-protocol`), [`launch`] (what running an agent would do, as trust sees it), [`change`]
-//!   (what changed in a workspace's sessions: the watcher's changes and those of the runs the
-//!   studio follows).
+//! - **Vocabulary** (`vocabulary/`): [`error`] (every error and its one list of codes), [`id`]
+//!   (session ids, checked before they touch a path), [`launch`] (what running an agent would do,
+//!   as trust sees it), [`process`] (who a process is, and whether it still is); [`status`] (one
+//!   status word for runs, nodes and sessions) comes from `studio-protocol`.
 //! - **Protocol**, the crate `studio-protocol` (`crates/protocol`: pure, no SQLite, notify or nix;
 //!   the fuzz target builds on it alone), re-exported here at the same paths: [`protocol`] (the
 //!   streaming reader of a run's stdout/stderr: markers, the human timeline, lines bounded at
 //!   1 MiB) and [`timeline`] (their fold into node executions, attempts and a run status, markers
 //!   or not).
-//! - **Sessions**: [`untrusted`] (reading a workspace's files without following links, blocking or
-//!   reading without end), [`session`] (session folders, one or a whole workspace, and their
+//! - **Sessions** (`sessions/`): [`untrusted`] (reading a workspace's files without following
+//!   links, blocking or reading without end), [`private`] (files the studio writes: 0600, never
+//!   through a link), [`session`] (session folders, one or a whole workspace, and their
 //!   fingerprints), [`files`] (a session's files, listed and paged for the window), [`tail`]
-//!   (growing files, a piece at a time).
-//! - **Store**: [`store`] (SQLite: runs, output, spans, logs, messages, pins, search, trust; its
+//!   (growing files), [`agents`] (the agents of `.zibby/studio.toml`), [`change`] (what changed in
+//!   a workspace's sessions, as the watcher and the runs the studio follows report it).
+//! - **Store** (`store/`): SQLite: runs, output, spans, logs, messages, pins, search, trust; its
 //!   `index` is the listing through the folder index, `recorded_runs` lays what the store knows
-//!   over a folder, `node_logs` reads a node's log lines from its span).
-//! - **Runs**: [`agents`] (the agents of `.zibby/studio.toml`, and what running one would do),
-//!   [`stop`] (the stop policy: stop files, SIGTERM past the grace period, SIGKILL 5 s later, as a
-//!   state machine with the time passed in), [`runner`] (runs the studio starts, follows and
-//!   stops), [`keeper`] (the process between the studio and an agent), [`process`] (questions
-//!   about processes: alive, who they are, what they started), [`private`] (files the studio
-//!   writes: 0600, never through a link).
-//! - **Watch**: [`watcher`] (session folders as they change, as typed changes).
-//! - **App**: [`live`] (the runs the studio follows, joined to the watcher's changes), [`app`] (the
-//!   app service the window and `zstudio` share: the store opened and reconciled, runs of agents,
-//!   stops here or elsewhere, the window's [`app::Studio`]).
+//!   over a folder, `node_logs` reads a node's log lines from its span.
+//! - **Runs** (`runs/`): [`stop`] (the stop policy: stop files, SIGTERM past the grace period,
+//!   SIGKILL 5 s later, as a state machine with the time passed in), [`runner`] (runs the studio
+//!   starts, follows and stops), [`keeper`] (the process between the studio and an agent).
+//! - **Watch** (`watch/`): [`watcher`] (session folders as they change, as typed changes).
+//! - **App** (`app/`): [`live`] (the runs the studio follows, joined to the watcher's changes) and
+//!   the app service the window and `zstudio` share: the store opened and reconciled, runs of
+//!   agents, stops here or elsewhere, the window's [`app::Studio`].
 
 // The core reports through its return values and `tracing`, never by printing or exiting: what a
 // user sees is the window's and the CLI's to say.
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
-pub mod agents;
 pub mod app;
-pub mod change;
-pub mod error;
-pub mod files;
-pub mod id;
-pub mod keeper;
-pub mod launch;
-pub mod live;
-pub mod private;
-pub mod process;
-pub mod runner;
-pub mod session;
-pub mod stop;
+pub mod runs;
+pub mod sessions;
 pub mod store;
-pub mod tail;
-pub mod untrusted;
-pub mod watcher;
+pub mod vocabulary;
+pub mod watch;
+
+// Each module keeps its short path (`studio_core::runner`, …) for the CLI, the shell and tests.
+pub use app::live;
+pub use runs::{keeper, runner, stop};
+pub use sessions::{agents, change, files, private, session, tail, untrusted};
+pub use vocabulary::{error, id, launch, process};
+pub use watch::watcher;
 
 pub use studio_protocol::{protocol, status, timeline};
 

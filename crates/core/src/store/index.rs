@@ -12,11 +12,11 @@ use std::time::SystemTime;
 use rusqlite::params;
 
 use super::{recorded_runs, timestamp, SessionRow, Store};
-use crate::change::{Change, ChangeSink};
-use crate::error::Error;
-use crate::id::SessionId;
-use crate::session::{self, SessionSummary, Workspace};
+use crate::sessions::change::{Change, ChangeSink};
+use crate::sessions::session::{self, SessionSummary, Workspace};
 use crate::status::Status;
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
 
 impl Store {
     /// The listing of a workspace through the index (a session whose folder did not change is

@@ -21,11 +21,11 @@ use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::Serialize;
 
-use crate::error::Error;
-use crate::id::SessionId;
-use crate::session::{Session, SessionSummary, Timestamp, Workspace};
+use crate::sessions::session::{Session, SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
 use crate::timeline::StoppedBy;
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
 
 pub use migrations::SCHEMA_VERSION;
 pub use output::{OutputFilter, OutputFind, OutputLine, OutputPage, OutputWriter, FIND_BUDGET_LINES};
@@ -101,7 +101,7 @@ pub struct RunRecord {
     /// Who the process group's leader is (its id, start time and boot), as recorded when it
     /// started: signals go to the group only while this still matches.
     #[serde(skip)]
-    pub process_identity: Option<crate::process::ProcessIdentity>,
+    pub process_identity: Option<crate::vocabulary::process::ProcessIdentity>,
     pub status: Status,
     /// A `running` run that no studio process follows (it was left running, or its studio died).
     pub detached: bool,
@@ -340,8 +340,8 @@ fn identity(
     pgid: Option<i64>,
     start_time: Option<i64>,
     boot_id: Option<String>,
-) -> Option<crate::process::ProcessIdentity> {
-    Some(crate::process::ProcessIdentity {
+) -> Option<crate::vocabulary::process::ProcessIdentity> {
+    Some(crate::vocabulary::process::ProcessIdentity {
         pid: u32::try_from(pgid?).ok()?,
         start_time: u64::try_from(start_time?).ok()?,
         boot_id: boot_id?,
@@ -351,7 +351,7 @@ fn identity(
 /// Whether the studio process that owns a run lives: not when the run was started in another
 /// boot (the owner's id names someone else now), nor when that id answers no more.
 fn owner_alive(owner: Option<i64>, boot: Option<&str>, is_alive: impl Fn(u32) -> bool) -> bool {
-    let same_boot = boot.is_none_or(|boot| Some(boot) == crate::process::boot_id());
+    let same_boot = boot.is_none_or(|boot| Some(boot) == crate::vocabulary::process::boot_id());
     same_boot && owner.is_some_and(|pid| u32::try_from(pid).is_ok_and(|pid| pid == std::process::id() || is_alive(pid)))
 }
 
@@ -383,7 +383,7 @@ impl Store {
         let conn = match location {
             StoreLocation::File(path) => {
                 if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    crate::private::create_dir_all(parent)?;
+                    crate::sessions::private::create_dir_all(parent)?;
                 }
                 // Created here, 0600, so that SQLite does not create it 0644 (its journal and
                 // WAL files take the database file's mode). An empty file is an empty database.
@@ -393,7 +393,7 @@ impl Store {
                         // A link to nowhere: SQLite would create the file at the other end.
                         return Err(Error::SymlinkRefused { path: path.clone() });
                     }
-                    match crate::private::create_new_file(path, b"") {
+                    match crate::sessions::private::create_new_file(path, b"") {
                         // Another process created it a moment ago: it is theirs to fill.
                         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {}
                         created => created?,
@@ -675,11 +675,11 @@ impl Store {
     }
 
     /// The run's process and process group, recorded while it lives (for stop and recovery),
-    /// with the identity of the group's leader as it is now ([`crate::process::ProcessIdentity`]):
+    /// with the identity of the group's leader as it is now ([`crate::vocabulary::process::ProcessIdentity`]):
     /// call it as the leader's parent before waiting for it, so the identity is the child's.
     /// A leader that cannot be identified gets none, and no signal ever.
     pub fn run_set_process(&self, run_id: &str, pid: u32, process_group: u32) -> Result<(), Error> {
-        let identity = crate::process::ProcessIdentity::of(process_group);
+        let identity = crate::vocabulary::process::ProcessIdentity::of(process_group);
         let conn = self.conn();
         conn.execute(
             "UPDATE runs SET pid = ?2, pgid = ?3, pgid_start_time = ?4, boot_id = ?5 WHERE id = ?1",
@@ -742,7 +742,7 @@ impl Store {
             owner_alive(
                 run.owner_pid,
                 run.process_identity.as_ref().map(|i| i.boot_id.as_str()),
-                crate::process::process_alive,
+                crate::vocabulary::process::process_alive,
             )
         };
         Ok(runs.into_iter().filter(|r| !owned(r)).collect())
@@ -1110,7 +1110,7 @@ impl Store {
 
     // ---- trusted launches ----
 
-    /// Whether the user trusted this launch of an agent (by [`crate::agents::Launch::digest`]) in
+    /// Whether the user trusted this launch of an agent (by [`crate::sessions::agents::Launch::digest`]) in
     /// the workspace.
     pub fn launch_trusted(&self, workspace: &Workspace, digest: &str) -> Result<bool, Error> {
         let workspace_key = self.workspace_key(workspace)?;
@@ -1140,7 +1140,7 @@ impl Store {
 
     /// `Ok` when `launch` is trusted, else [`Error::AgentsUntrusted`] with what it would run, for
     /// the window or the CLI to show before asking.
-    pub fn require_trusted(&self, workspace: &Workspace, launch: crate::agents::Launch) -> Result<(), Error> {
+    pub fn require_trusted(&self, workspace: &Workspace, launch: crate::sessions::agents::Launch) -> Result<(), Error> {
         if self.launch_trusted(workspace, &launch.digest)? {
             Ok(())
         } else {
@@ -1150,19 +1150,19 @@ impl Store {
         }
     }
 
-    /// Saves one agent to the agents file ([`crate::agents::save_one`]). What the user writes in
+    /// Saves one agent to the agents file ([`crate::sessions::agents::save_one`]). What the user writes in
     /// the studio's form is theirs: the saved agent's run and replay launches are trusted.
     pub fn agent_save(
         &self,
         workspace: &Workspace,
-        agent: crate::agents::Agent,
+        agent: crate::sessions::agents::Agent,
         previous_name: Option<&str>,
         now: SystemTime,
-    ) -> Result<Vec<crate::agents::Agent>, Error> {
+    ) -> Result<Vec<crate::sessions::agents::Agent>, Error> {
         let name = agent.name.clone();
-        let saved = crate::agents::save_one(workspace.root(), agent, previous_name)?;
+        let saved = crate::sessions::agents::save_one(workspace.root(), agent, previous_name)?;
         for replay in [false, true] {
-            match crate::agents::find(workspace.root(), &name, replay) {
+            match crate::sessions::agents::find(workspace.root(), &name, replay) {
                 Ok(found) => self.trust_launch(workspace, &found.launch.digest, now)?,
                 Err(Error::NoReplayCommand { .. }) => {}
                 Err(e) => return Err(e),
@@ -1255,7 +1255,7 @@ impl Store {
             Option<i64>,
             Option<i64>,
             Option<String>,
-            Option<crate::process::ProcessIdentity>,
+            Option<crate::vocabulary::process::ProcessIdentity>,
             Option<String>,
         );
         let rows: Vec<Row> = statement
@@ -1283,7 +1283,9 @@ impl Store {
             // A group whose leader is not the process the run started (its id was reused, or
             // was never identified) is not the run's, alive or not.
             let group_alive = pgid.is_some_and(|g| is_group_alive(g as u32))
-                && leader.as_ref().is_some_and(crate::process::ProcessIdentity::is_current);
+                && leader
+                    .as_ref()
+                    .is_some_and(crate::vocabulary::process::ProcessIdentity::is_current);
             let workspace = Workspace::from_canonical_root(PathBuf::from(&root));
             let id = SessionId::parse(&session_id)?;
             if group_alive {
@@ -1349,7 +1351,7 @@ impl Store {
     /// order, as `sessions` and the window's table give. A node the folder does not have (it wrote
     /// no folder) comes without artifacts.
     /// One session's summary as every surface shows it: its folder's, with its last recorded run
-    /// laid over it as the listing lays them ([`recorded_runs`]): `show`, `watch` and the listing
+    /// laid over it as the listing lays them (`recorded_runs`): `show`, `watch` and the listing
     /// agree.
     pub fn as_recorded(&self, workspace: &Workspace, summary: &mut SessionSummary) -> Result<(), Error> {
         let runs = self.runs(workspace, Some(&summary.id))?;
@@ -1366,7 +1368,7 @@ impl Store {
         let mut summary = session.summary();
         self.as_recorded(workspace, &mut summary)?;
         session.status = summary.status;
-        let mut by_name: std::collections::HashMap<String, crate::session::SessionNode> =
+        let mut by_name: std::collections::HashMap<String, crate::sessions::session::SessionNode> =
             session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
         session.nodes = summary
             .nodes
@@ -1374,7 +1376,7 @@ impl Store {
             .map(|listed| {
                 let mut node = by_name
                     .remove(&listed.name)
-                    .unwrap_or_else(|| crate::session::SessionNode::without_folder(&listed.name));
+                    .unwrap_or_else(|| crate::sessions::session::SessionNode::without_folder(&listed.name));
                 node.status = listed.status;
                 node
             })
@@ -1384,7 +1386,11 @@ impl Store {
 
     /// Reconciles the runs of studio processes that died, asking the system which processes live.
     pub fn recover_dead_studios(&self, now: SystemTime) -> Result<Vec<Recovered>, Error> {
-        self.recover(crate::process::process_alive, crate::process::group_alive, now)
+        self.recover(
+            crate::vocabulary::process::process_alive,
+            crate::vocabulary::process::group_alive,
+            now,
+        )
     }
 
     /// Whether a session is known to the store or has a folder: pins and deletes need one.

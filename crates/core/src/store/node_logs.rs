@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use crate::session::Timestamp;
+use crate::sessions::session::Timestamp;
 use crate::status::Status;
 
 use super::{Level, LogLine, Span};

@@ -12,8 +12,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::Store;
-use crate::error::Error;
 use crate::protocol::{strip_ansi, Stream};
+use crate::vocabulary::error::Error;
 
 /// A block is written when it holds this many bytes or lines (or on flush).
 const BLOCK_BYTES: usize = 64 * 1024;
@@ -562,8 +562,8 @@ mod tests {
     fn store_with_a_run() -> (tempfile::TempDir, Store, String) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&crate::store::StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap();
-        let workspace = crate::Workspace::open(dir.path()).unwrap();
-        let session = crate::SessionId::parse("1777678254943_full").unwrap();
+        let workspace = crate::sessions::session::Workspace::open(dir.path()).unwrap();
+        let session = crate::vocabulary::id::SessionId::parse("1777678254943_full").unwrap();
         let run_id = store
             .run_insert(
                 &workspace,

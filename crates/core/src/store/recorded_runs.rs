@@ -8,12 +8,12 @@
 //!    its last run ended ([`with_recorded_runs`]);
 //! 3. the run's output, read by the fold (markers, else the engine's human timeline);
 //! 4. the folder: `result.json`, `events.json`, node folders, `.session-info.json`
-//!    ([`crate::session`]); folder times order nodes only when nothing else does.
+//!    ([`crate::sessions::session`]); folder times order nodes only when nothing else does.
 
 use std::collections::HashMap;
 
 use super::{RunRecord, Span, SpanKind};
-use crate::session::{NodeSummary, SessionSummary, Timestamp};
+use crate::sessions::session::{NodeSummary, SessionSummary, Timestamp};
 use crate::status::Status;
 
 /// What [`with_recorded_runs`] needs of a run.
@@ -142,7 +142,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::SessionId;
+    use crate::vocabulary::id::SessionId;
 
     fn row(id: &str, status: Status, updated_at: u64, nodes: &[(&str, Status)]) -> SessionSummary {
         SessionSummary {

@@ -18,7 +18,7 @@ pub enum Rule {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Doomed {
     pub session_id: String,
-    pub updated_at: crate::session::Timestamp,
+    pub updated_at: crate::sessions::session::Timestamp,
     pub path: std::path::PathBuf,
 }
 

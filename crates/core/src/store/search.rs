@@ -7,8 +7,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::{output, Store};
-use crate::error::Error;
-use crate::session::Workspace;
+use crate::sessions::session::Workspace;
+use crate::vocabulary::error::Error;
 
 /// What a search hit is: the kind of row of the index it leads back to (that row's FTS rowid is
 /// `source id * 4 + kind`). The lookups below select the same words.

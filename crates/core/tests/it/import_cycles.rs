@@ -173,6 +173,32 @@ fn no_crate_has_an_import_cycle_between_its_files() {
     assert!(found.is_empty(), "import cycles:\n{}", found.join("\n"));
 }
 
+/// The core's lanes, lowest first (docs/architecture.md): a file imports only files of its own
+/// lane or of a lane before it.
+const CORE_LANES: [&str; 6] = ["vocabulary", "sessions", "store", "runs", "watch", "app"];
+
+#[test]
+fn each_file_of_the_core_imports_only_its_lane_and_those_below() {
+    let graph = rust_graph(&project_root().join("crates/core/src"));
+    let lane = |file: &str| {
+        let folder = file.split('/').next().unwrap();
+        CORE_LANES.iter().position(|lane| *lane == folder)
+    };
+    let mut upward = Vec::new();
+    for (file, targets) in &graph {
+        if file == "lib.rs" {
+            continue;
+        }
+        let here = lane(file).unwrap_or_else(|| panic!("{file} is in no lane folder: {CORE_LANES:?}"));
+        for target in targets {
+            if lane(target).is_some_and(|there| there > here) {
+                upward.push(format!("{file} -> {target}"));
+            }
+        }
+    }
+    assert!(upward.is_empty(), "imports of a higher lane:\n{}", upward.join("\n"));
+}
+
 #[test]
 fn the_ui_has_no_import_cycle_between_its_modules() {
     let src = project_root().join("ui/src");

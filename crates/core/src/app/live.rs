@@ -1,7 +1,7 @@
 //! One stream of live changes: the runs the studio follows join the watcher's session changes.
 //!
 //! [`RunChanges`] reads a supervisor's [`RunEvent`]s and passes them to the same [`ChangeSink`]
-//! the [`crate::watcher::Watcher`] feeds: node and run-status changes at once, output lines
+//! the [`crate::watch::watcher::Watcher`] feeds: node and run-status changes at once, output lines
 //! gathered over a window (100 ms by default) and at most [`MAX_LINES_PER_CHANGE`] lines per
 //! change, so a run printing 10,000 lines a second yields about ten output changes a second.
 //! The store keeps every line; a change that had to leave lines out says how many.
@@ -14,12 +14,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub use crate::change::RunLine;
-use crate::change::{Change, ChangeSink};
-use crate::id::SessionId;
-use crate::runner::RunEvent;
+use crate::runs::runner::RunEvent;
+pub use crate::sessions::change::RunLine;
+use crate::sessions::change::{Change, ChangeSink};
 use crate::status::Status;
 use crate::store::Store;
+use crate::vocabulary::id::SessionId;
 
 /// The most lines one output change carries.
 pub const MAX_LINES_PER_CHANGE: usize = 2_000;
@@ -37,7 +37,7 @@ pub struct RunChanges {
 }
 
 impl RunChanges {
-    /// `events` from [`crate::runner::Supervisor::subscribe`]; the store tells each run's
+    /// `events` from [`crate::runs::runner::Supervisor::subscribe`]; the store tells each run's
     /// workspace and session.
     pub fn start(events: Receiver<RunEvent>, store: Arc<Store>, sink: ChangeSink, window: Duration) -> RunChanges {
         let stop = Arc::new(AtomicBool::new(false));

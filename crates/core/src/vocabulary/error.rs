@@ -70,7 +70,9 @@ pub enum Error {
         .launch.cwd.display(),
         .launch.env_text()
     )]
-    AgentsUntrusted { launch: Box<crate::launch::Launch> },
+    AgentsUntrusted {
+        launch: Box<crate::vocabulary::launch::Launch>,
+    },
     #[error("no workspace is open: choose a project folder (Open folder…)")]
     NoWorkspace,
     #[error("the studio is closing: no run can be started or stopped")]

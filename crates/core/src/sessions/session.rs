@@ -12,10 +12,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
-use crate::error::Error;
-use crate::id::SessionId;
+use crate::sessions::untrusted;
 use crate::status::Status;
-use crate::untrusted;
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
 
 /// The sessions folder below a workspace's root.
 pub const SESSIONS_DIR: [&str; 3] = [".zibby", "output", "sessions"];
@@ -273,7 +273,7 @@ impl Workspace {
     pub fn create_session_folder(&self, id: &SessionId) -> Result<PathBuf, Error> {
         self.sessions_folder()?;
         let path = self.session_path(id);
-        crate::private::create_dir_all(&path)?;
+        crate::sessions::private::create_dir_all(&path)?;
         self.session_folder(id)
     }
 

@@ -72,7 +72,7 @@ pub fn keep(run_dir: &Path, command: &[String]) -> i32 {
         Ok(status) => status,
         Err(message) => {
             eprintln!("zibby run keeper: {message}");
-            let _ = crate::private::write_file(&run_dir.join(EXIT_FILE), br#"{"code":127}"#);
+            let _ = crate::sessions::private::write_file(&run_dir.join(EXIT_FILE), br#"{"code":127}"#);
             127
         }
     }
@@ -125,7 +125,8 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
         signal_hook::flag::register(signal, noticed.clone())
             .map_err(|e| format!("cannot handle signal {signal}: {e}"))?;
     }
-    crate::private::create_dir_all(run_dir).map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
+    crate::sessions::private::create_dir_all(run_dir)
+        .map_err(|e| format!("cannot create {}: {e}", run_dir.display()))?;
     // Orphans of the run come to the keeper (and so stay within a stop's reach), not to init.
     nix::sys::prctl::set_child_subreaper(true).map_err(|e| format!("cannot become a subreaper: {e}"))?;
     let (program, _) = command.split_first().ok_or("no command to keep")?;
@@ -144,8 +145,8 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
         .map_err(|e| start_error(program, &e))?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
-    let out_file = crate::private::create_file(&run_dir.join(STDOUT_FILE)).map_err(|e| e.to_string())?;
-    let err_file = crate::private::create_file(&run_dir.join(STDERR_FILE)).map_err(|e| e.to_string())?;
+    let out_file = crate::sessions::private::create_file(&run_dir.join(STDOUT_FILE)).map_err(|e| e.to_string())?;
+    let err_file = crate::sessions::private::create_file(&run_dir.join(STDERR_FILE)).map_err(|e| e.to_string())?;
     let copiers = [
         std::thread::spawn(move || copy(stdout, out_file, STDOUT_FILE, std::io::stdout())),
         std::thread::spawn(move || copy(stderr, err_file, STDERR_FILE, std::io::stderr())),
@@ -172,7 +173,7 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
         std::thread::sleep(Duration::from_millis(20));
     }
     let text = serde_json::to_string(&exit).expect("exits serialise");
-    if let Err(error) = crate::private::write_file(&run_dir.join(EXIT_FILE), text.as_bytes()) {
+    if let Err(error) = crate::sessions::private::write_file(&run_dir.join(EXIT_FILE), text.as_bytes()) {
         // The keeper's own exit status still says how the agent ended (a full disk is no
         // reason to report another outcome).
         eprintln!("zibby run keeper: cannot record the exit: {error}");
@@ -188,7 +189,7 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
 fn end_descendants() {
     use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
     for _ in 0..5 {
-        let below = crate::process::descendants(std::process::id());
+        let below = crate::vocabulary::process::descendants(std::process::id());
         if below.is_empty() {
             break;
         }

@@ -12,7 +12,7 @@ use nix::errno::Errno;
 use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::{fstatat, Mode, SFlag};
 
-use crate::error::Error;
+use crate::vocabulary::error::Error;
 
 pub const FILE_MODE: u32 = 0o600;
 pub const DIR_MODE: u32 = 0o700;

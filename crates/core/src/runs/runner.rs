@@ -11,8 +11,8 @@
 //! Every signal also goes to the processes below the run's leader (and those seen below it
 //! while it was stopping), so a child that left the group with `setsid` is not missed, and
 //! none goes anywhere unless the leader is still the process the run started
-//! ([`crate::process::ProcessIdentity`]). A kept run's keeper is told of a stop (SIGUSR1) and
-//! ends what the agent leaves behind (see [`crate::keeper`]).
+//! ([`crate::vocabulary::process::ProcessIdentity`]). A kept run's keeper is told of a stop (SIGUSR1) and
+//! ends what the agent leaves behind (see [`crate::runs::keeper`]).
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -27,23 +27,23 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use nix::sys::signal::Signal;
 use serde::Serialize;
 
-use crate::agents::{expand, Placeholders};
-use crate::error::Error;
-use crate::id::SessionId;
-use crate::process::ProcessIdentity;
 use crate::protocol::{EventKind, Stream, StreamReader};
+use crate::runs::stop::{StopProgress, StopSignal, StopState, Stopping};
+use crate::sessions::agents::{expand, Placeholders};
+use crate::sessions::session::Workspace;
 use crate::status::Status;
-use crate::stop::{StopProgress, StopSignal, StopState, Stopping};
 use crate::store::{Level, NewRun, RunOutcome, SpanKind, Store};
 use crate::timeline::{Applied, Exit, RunEnd, StoppedBy, TimelineFold};
-use crate::Workspace;
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
+use crate::vocabulary::process::ProcessIdentity;
 
 /// Both names every engine era knows between them (PROTOCOL.md §3).
 pub const STOP_FILES: [&str; 2] = [".zibby-studio-stop", ".zibby-stop"];
 /// CI variables that would replace the session id with a constant (PROTOCOL.md §1).
 const CI_ID_VARIABLES: [&str; 4] = ["CI_JOB_ID", "GITHUB_RUN_ID", "CIRCLE_WORKFLOW_ID", "BUILD_ID"];
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
-pub use crate::stop::KILL_AFTER;
+pub use crate::runs::stop::KILL_AFTER;
 /// How often a run's thread looks at its stop state, and the longest output waits for the store.
 const TICK: Duration = Duration::from_millis(50);
 
@@ -171,7 +171,7 @@ impl LiveRun {
         let mut outcome = Ok(());
         for name in STOP_FILES {
             if let Err(error) =
-                crate::private::create_new_in(&self.session_path, name, b"stop requested by Zibby Studio\n")
+                crate::sessions::private::create_new_in(&self.session_path, name, b"stop requested by Zibby Studio\n")
             {
                 if outcome.is_ok() {
                     outcome = Err(error);
@@ -194,7 +194,7 @@ impl LiveRun {
         let mut seen = self.seen.lock().expect("seen lock");
         self.leader
             .as_ref()
-            .is_some_and(|leader| crate::process::signal_run(leader, signal, &mut seen))
+            .is_some_and(|leader| crate::vocabulary::process::signal_run(leader, signal, &mut seen))
     }
 
     /// Tells the run's keeper (its leader) that a stop was asked for, so that it ends whatever the
@@ -202,13 +202,13 @@ impl LiveRun {
     fn tell_keeper(&self) {
         if self.keeper_dir.is_some() {
             if let Some(leader) = &self.leader {
-                crate::process::signal_process(leader, Signal::SIGUSR1);
+                crate::vocabulary::process::signal_process(leader, Signal::SIGUSR1);
             }
         }
     }
 }
 
-/// The run keeper (see [`crate::keeper`]): a program that understands
+/// The run keeper (see [`crate::runs::keeper`]): a program that understands
 /// `keep --run-dir DIR -- COMMAND...` (`zstudio keep`), and where its run folders go.
 #[derive(Debug, Clone)]
 pub struct Keeper {
@@ -402,12 +402,12 @@ impl Supervisor {
         // process settles the run), else in the temp folder (removed when the run ends).
         let messages_file = match &keeper_dir {
             Some(dir) => {
-                crate::private::create_dir_all(dir)?;
+                crate::sessions::private::create_dir_all(dir)?;
                 dir.join(MESSAGES_FILE)
             }
             None => messages_file(&run_id),
         };
-        crate::private::create_new_file(
+        crate::sessions::private::create_new_file(
             &messages_file,
             &serde_json::to_vec(&earlier_messages).expect("messages serialise"),
         )?;
@@ -705,10 +705,10 @@ fn index_behind(shared: &Shared) {
     }
 }
 
-fn exit_of(kept: crate::keeper::KeptExit) -> Exit {
+fn exit_of(kept: crate::runs::keeper::KeptExit) -> Exit {
     match kept {
-        crate::keeper::KeptExit::Code(code) => Exit::Code(code),
-        crate::keeper::KeptExit::Signal(signal) => Exit::Signal(signal),
+        crate::runs::keeper::KeptExit::Code(code) => Exit::Code(code),
+        crate::runs::keeper::KeptExit::Signal(signal) => Exit::Signal(signal),
     }
 }
 
@@ -719,7 +719,7 @@ pub fn reconcile(store: &Store, now: SystemTime) -> Result<Vec<crate::store::Rec
     let mut recovered = Vec::new();
     for run in store.detached_kept_runs()? {
         let Some(dir) = run.keeper_dir.clone() else { continue };
-        let Some(kept) = crate::keeper::read_exit(&dir) else {
+        let Some(kept) = crate::runs::keeper::read_exit(&dir) else {
             continue;
         };
         // Every studio process settles what it finds: only the one that claims the run does.
@@ -783,8 +783,8 @@ fn finish_from_keeper_files(
             }
         };
         for (stream, name) in [
-            (Stream::Stdout, crate::keeper::STDOUT_FILE),
-            (Stream::Stderr, crate::keeper::STDERR_FILE),
+            (Stream::Stdout, crate::runs::keeper::STDOUT_FILE),
+            (Stream::Stderr, crate::runs::keeper::STDERR_FILE),
         ] {
             let path = dir.join(name);
             let mut file = match std::fs::File::open(&path) {
@@ -808,7 +808,7 @@ fn finish_from_keeper_files(
         signalled_by_studio: run.stop_requested.as_deref() == Some("forced"),
     }));
     // When the agent ended (its keeper wrote `exit` then), not when it was settled.
-    let ended_at = std::fs::metadata(dir.join(crate::keeper::EXIT_FILE))
+    let ended_at = std::fs::metadata(dir.join(crate::runs::keeper::EXIT_FILE))
         .and_then(|m| m.modified())
         .unwrap_or(now);
     record_unfollowed_nodes(store, &run.id, &fold, &timeline, ended_at)?;
@@ -1230,11 +1230,11 @@ impl RunContext {
     }
 
     /// A keeper that ended without recording its agent's exit was killed: its agent dies with it
-    /// (see [`crate::keeper`]), and what else is left of the run (its group, still pinned by the
+    /// (see [`crate::runs::keeper`]), and what else is left of the run (its group, still pinned by the
     /// unreaped keeper, and what was seen below it) is ended too rather than left out of reach.
     fn after_keeper_died(&self) {
         let Some(dir) = &self.live.keeper_dir else { return };
-        if crate::keeper::read_exit(dir).is_some() {
+        if crate::runs::keeper::read_exit(dir).is_some() {
             return;
         }
         if self.live.signal(Signal::SIGKILL) {
@@ -1284,7 +1284,7 @@ impl RunContext {
             self.live.rewrite_stop_files();
             // What the run has started, for the signal at its exit (they may have left its tree).
             if let Some(leader) = &self.live.leader {
-                crate::process::note_run(leader, &mut self.live.seen.lock().expect("seen lock"));
+                crate::vocabulary::process::note_run(leader, &mut self.live.seen.lock().expect("seen lock"));
             }
         }
         let Some(signal) = stop.next(Instant::now(), self.live.grace, exited) else {
@@ -1317,7 +1317,7 @@ impl RunContext {
         let forced_elsewhere = store
             .run(&self.run_id)
             .is_ok_and(|r| r.stop_requested.as_deref() == Some("forced"));
-        let kept = self.live.keeper_dir.as_deref().and_then(crate::keeper::read_exit);
+        let kept = self.live.keeper_dir.as_deref().and_then(crate::runs::keeper::read_exit);
         let exit = match kept {
             // The keeper knows how the agent itself ended.
             Some(kept) => Some(exit_of(kept)),
@@ -1418,7 +1418,7 @@ fn unix_signal(signal: StopSignal) -> Signal {
 
 /// The `run.signalled` log line of an escalation (none for ending what an exited run left).
 fn signalled_log(signal: StopSignal, grace: Duration) -> Option<(&'static str, serde_json::Value)> {
-    use crate::stop::{KillBecause, TermBecause};
+    use crate::runs::stop::{KillBecause, TermBecause};
     match signal {
         StopSignal::Sigterm(TermBecause::GraceOver) => Some((
             "grace period over: SIGTERM sent to the run's process group",
@@ -1520,7 +1520,7 @@ pub fn stop_elsewhere_and_wait(
         let live = elsewhere(session_path, &run, leader, std::mem::take(&mut seen), grace);
         live.rewrite_stop_files();
         if let Some(leader) = &live.leader {
-            crate::process::note_run(leader, &mut live.seen.lock().expect("seen lock"));
+            crate::vocabulary::process::note_run(leader, &mut live.seen.lock().expect("seen lock"));
         }
         if let Some(signal) = stop.next(Instant::now(), grace, false) {
             if matches!(signal, StopSignal::Sigterm(_)) {

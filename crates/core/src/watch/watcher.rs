@@ -35,15 +35,15 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 
-pub use crate::change::{Change, ChangeSink};
-use crate::error::Error;
-use crate::id::SessionId;
-use crate::session::{
+pub use crate::sessions::change::{Change, ChangeSink};
+use crate::sessions::session::{
     fingerprint, read_summary, session_folders, SessionSummary, Timestamp, Workspace, EVENTS_FILE, RAW_STREAM_FILE,
     RUNNING_QUIET_WINDOW, SESSIONS_DIR,
 };
+use crate::sessions::tail::FileTail;
 use crate::status::Status;
-use crate::tail::FileTail;
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
 
 /// The most bytes of one output file read into one [`Change::OutputAppended`]; the rest follows
 /// in the next window.

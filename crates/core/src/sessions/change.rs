@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::id::SessionId;
 use crate::protocol::Stream;
-use crate::session::SessionSummary;
+use crate::sessions::session::SessionSummary;
 use crate::status::Status;
 use crate::timeline::StoppedBy;
+use crate::vocabulary::id::SessionId;
 
 /// One line a run printed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

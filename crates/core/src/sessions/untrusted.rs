@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use nix::fcntl::OFlag;
 
-use crate::error::Error;
+use crate::vocabulary::error::Error;
 
 /// What kind of thing a directory entry is, in words, for errors that refuse it.
 pub fn kind_of(file_type: FileType) -> &'static str {

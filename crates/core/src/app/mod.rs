@@ -4,22 +4,24 @@
 //! supervisor and the watcher. A part that could not be opened is kept as its error, which every
 //! call that needs it returns, so the window shows why instead of the app panicking.
 
+pub mod live;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, SystemTime};
 
-use crate::agents::{self, Agent};
-use crate::change::ChangeSink;
-use crate::error::Error;
-use crate::id::SessionId;
-use crate::live::RunChanges;
-use crate::runner::{Keeper, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
-use crate::session::Workspace;
-use crate::stop::Stopping;
+use crate::app::live::RunChanges;
+use crate::runs::runner::{Keeper, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
+use crate::runs::stop::Stopping;
+use crate::sessions::agents::{self, Agent};
+use crate::sessions::change::ChangeSink;
+use crate::sessions::session::Workspace;
 use crate::store::{RunRecord, SessionRow, Store, StoreLocation};
-use crate::watcher::{Watcher, WatcherOptions};
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
+use crate::watch::watcher::{Watcher, WatcherOptions};
 
 /// How many recent workspaces the switcher and the menu offer.
 pub const RECENT_WORKSPACES: usize = 10;
@@ -85,7 +87,7 @@ impl Studio {
         let supervisor = match &store {
             Ok(store) => {
                 tracing::info!(store = %store.location().describe(), keeper = keeper.is_some(), "store opened");
-                match crate::runner::reconcile(store, SystemTime::now()) {
+                match crate::runs::runner::reconcile(store, SystemTime::now()) {
                     Ok(recovered) => {
                         for run in recovered {
                             tracing::info!(run_id = run.run_id, status = %run.status.as_str(), "run of a dead studio reconciled");
@@ -272,7 +274,7 @@ impl Studio {
 /// their keeper's files, or recovered as interrupted).
 pub fn open_store(location: &StoreLocation) -> Result<Store, Error> {
     let store = Store::open(location)?;
-    crate::runner::reconcile(&store, SystemTime::now())?;
+    crate::runs::runner::reconcile(&store, SystemTime::now())?;
     Ok(store)
 }
 
@@ -309,7 +311,7 @@ pub fn stop(supervisor: &Supervisor, store: &Store, run_id: &str, force: bool) -
     match supervisor.stop(run_id, force) {
         Err(Error::RunNotLive { .. }) => {
             let run = store.run(run_id)?;
-            crate::runner::stop_elsewhere(store, run_id, &session_path_of(&run)?, force)
+            crate::runs::runner::stop_elsewhere(store, run_id, &session_path_of(&run)?, force)
         }
         stopped => stopped,
     }

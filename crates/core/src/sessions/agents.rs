@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
-pub use crate::launch::Launch;
+use crate::vocabulary::error::Error;
+pub use crate::vocabulary::launch::Launch;
 
 pub const AGENTS_FILE: &str = ".zibby/studio.toml";
 pub const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{session_id}", "{session_path}", "{node}"];
@@ -76,12 +76,12 @@ fn line_of(text: &str, offset: usize) -> usize {
 /// [`MAX_AGENTS_FILE_BYTES`].
 pub fn load(workspace_root: &Path) -> Result<Vec<Agent>, Error> {
     let path = workspace_root.join(AGENTS_FILE);
-    if crate::untrusted::confined_folder(workspace_root, &[".zibby"])?.is_none() {
+    if crate::sessions::untrusted::confined_folder(workspace_root, &[".zibby"])?.is_none() {
         return Ok(Vec::new());
     }
-    let bytes = match crate::untrusted::read_bounded(&path, MAX_AGENTS_FILE_BYTES) {
+    let bytes = match crate::sessions::untrusted::read_bounded(&path, MAX_AGENTS_FILE_BYTES) {
         Ok(bytes) => bytes,
-        Err(e) if crate::untrusted::is_not_found(&e) => return Ok(Vec::new()),
+        Err(e) if crate::sessions::untrusted::is_not_found(&e) => return Ok(Vec::new()),
         Err(e) => return Err(e),
     };
     let text = String::from_utf8(bytes).map_err(|e| Error::AgentsFile {
@@ -236,7 +236,7 @@ pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
     parse(&path, &text)?;
     // Never written through a link: `.zibby` is checked, and the file is replaced by a rename
     // (which replaces a link itself, not what it points to).
-    let folder = match crate::untrusted::confined_folder(workspace_root, &[".zibby"])? {
+    let folder = match crate::sessions::untrusted::confined_folder(workspace_root, &[".zibby"])? {
         Some(folder) => folder,
         None => {
             let folder = workspace_root.join(".zibby");
@@ -246,7 +246,7 @@ pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
     };
     // A new file of a name nobody can plant a link at in advance, never opened through a link.
     let temporary = folder.join(format!(".studio.toml.{}.tmp", uuid::Uuid::now_v7().simple()));
-    crate::private::create_new_file(&temporary, text.as_bytes())?;
+    crate::sessions::private::create_new_file(&temporary, text.as_bytes())?;
     std::fs::rename(&temporary, &path).map_err(|e| {
         let _ = std::fs::remove_file(&temporary);
         Error::io_write(&path, e)

@@ -8,8 +8,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::error::Error;
-use crate::session::Timestamp;
+use crate::sessions::session::Timestamp;
+use crate::vocabulary::error::Error;
 
 /// A listing stops here: a session folder with more files is not one a person reads file by file.
 pub const MAX_LISTED_FILES: usize = 10_000;

@@ -192,8 +192,8 @@ pub fn note_run(leader: &ProcessIdentity, seen: &mut Vec<ProcessIdentity>) {
 }
 
 /// Moves a file or folder to the system trash (the freedesktop.org trash on Linux).
-pub fn move_to_trash(path: &std::path::Path) -> Result<(), crate::Error> {
-    trash::delete(path).map_err(|e| crate::Error::Trash {
+pub fn move_to_trash(path: &std::path::Path) -> Result<(), crate::vocabulary::error::Error> {
+    trash::delete(path).map_err(|e| crate::vocabulary::error::Error::Trash {
         path: path.to_owned(),
         reason: e.to_string(),
     })

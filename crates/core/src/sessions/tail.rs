@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::error::Error;
+use crate::vocabulary::error::Error;
 
 /// The block size of the backward scans.
 pub const BLOCK_BYTES: usize = 64 * 1024;
@@ -62,7 +62,7 @@ impl FileTail {
         let path = path.into();
         let file = match open_regular(&path) {
             Ok(file) => file,
-            Err(e) if crate::untrusted::is_not_found(&e) => return Ok(FileTail::from_start(path)),
+            Err(e) if crate::sessions::untrusted::is_not_found(&e) => return Ok(FileTail::from_start(path)),
             Err(e) => return Err(e),
         };
         let metadata = file.metadata().map_err(|e| Error::io(&path, e))?;
@@ -89,7 +89,7 @@ impl FileTail {
     pub fn read_new_lines(&mut self, max_bytes: usize) -> Result<NewLines, Error> {
         let file = match open_regular(&self.path) {
             Ok(file) => file,
-            Err(e) if crate::untrusted::is_not_found(&e) => {
+            Err(e) if crate::sessions::untrusted::is_not_found(&e) => {
                 self.restart();
                 return Ok(NewLines::default());
             }
@@ -165,7 +165,7 @@ pub struct Page {
 
 /// A regular file of a session, opened without following a link or blocking.
 fn open_regular(path: &Path) -> Result<File, Error> {
-    crate::untrusted::open_regular(path).map(|(file, _)| file)
+    crate::sessions::untrusted::open_regular(path).map(|(file, _)| file)
 }
 
 /// The last `count` lines of a file (the last one may lack its newline), read backwards in blocks.

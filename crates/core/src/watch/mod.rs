@@ -1,0 +1,3 @@
+//! The watch lane: [`watcher`], session folders as they change, as typed changes.
+
+pub mod watcher;
