@@ -14,7 +14,7 @@ import { conversationView, logsView } from "./logs";
 import { nodeCards } from "./nodecards";
 import { createRunOutputs } from "./runoutputs";
 import { throttle } from "./schedule";
-import { DELETE_LIVE_TITLE } from "./table";
+import { DELETE_LIVE_TITLE, progressOf } from "./table";
 import { nodesWithoutTimes, timelineView, type RunSpans } from "./timeline";
 import type {
   Agent,
@@ -432,7 +432,7 @@ export function createSessionView(
 
     const title = row?.title ?? sessionId;
     const nodes = row?.nodes ?? detail?.nodes ?? [];
-    const done = nodes.filter((node) => node.status !== "running").length;
+    const { done } = progressOf({ nodes });
     // Drawn again on every change of the session: the button that had the focus keeps it.
     const focused =
       document.activeElement instanceof HTMLElement && header.contains(document.activeElement)

@@ -39,8 +39,12 @@ export interface SessionsTable {
   reveal(sessionId: string): void;
 }
 
-/** "3/5" and the share done, for the progress column. */
-export function progressOf(session: SessionRow): { done: number; total: number } {
+/**
+ * "3/5": the node executions that ended (any status but `running`) and those that began, as the
+ * core's `SessionSummary::nodes_progress` counts them; the table's progress column and the
+ * session header both show it.
+ */
+export function progressOf(session: Pick<SessionRow, "nodes">): { done: number; total: number } {
   const total = session.nodes.length;
   const done = session.nodes.filter((node) => node.status !== "running").length;
   return { done, total };

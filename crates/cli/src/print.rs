@@ -58,7 +58,7 @@ pub fn sessions(out: &mut impl Write, sessions: &[SessionRow], now: SystemTime) 
     )?;
     for row in sessions {
         let session = &row.summary;
-        let done = session.nodes.iter().filter(|n| n.status.is_finished()).count();
+        let (ended, begun) = session.nodes_progress();
         writeln!(
             out,
             "{} {:<11} {:<28} {:<20} {:<12} {}",
@@ -66,7 +66,7 @@ pub fn sessions(out: &mut impl Write, sessions: &[SessionRow], now: SystemTime) 
             session.status,
             session.id,
             shorten(session.current_node.as_deref().unwrap_or("-"), 20),
-            format!("{done}/{}", session.nodes.len()),
+            format!("{ended}/{begun}"),
             ago(session.updated_at, now)
         )?;
     }

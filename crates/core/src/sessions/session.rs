@@ -156,6 +156,15 @@ pub struct NodeSummary {
     pub status: Status,
 }
 
+impl SessionSummary {
+    /// "N/M nodes": the node executions that ended (any status but `running`: a node the run's
+    /// end left open is over too) and those that began. The window's `progressOf` counts alike.
+    pub fn nodes_progress(&self) -> (usize, usize) {
+        let ended = self.nodes.iter().filter(|n| n.status != Status::Running).count();
+        (ended, self.nodes.len())
+    }
+}
+
 /// One session folder, read in full.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -856,6 +865,30 @@ pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nodes_progress_counts_every_node_but_the_running_ones_as_ended() {
+        let node = |status| NodeSummary {
+            name: "n".into(),
+            status,
+        };
+        let summary = SessionSummary {
+            id: SessionId::parse("1777678254000_a").unwrap(),
+            path: PathBuf::new(),
+            status: Status::Running,
+            current_node: None,
+            created_at: None,
+            updated_at: Timestamp(0),
+            nodes: vec![
+                node(Status::Success),
+                node(Status::Unknown),
+                node(Status::Error),
+                node(Status::Running),
+            ],
+            problems: Vec::new(),
+        };
+        assert_eq!(summary.nodes_progress(), (3, 4));
+    }
 
     #[test]
     fn status_words_map_to_the_one_vocabulary() {
