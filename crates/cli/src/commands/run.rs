@@ -112,7 +112,8 @@ fn supervise(opened: &Opened) -> anyhow::Result<(Arc<Supervisor>, Receiver<RunEv
             runs_dir: opened.location.runs_dir(),
         },
     ));
-    let events = supervisor.subscribe();
+    // Every line reaches the terminal (or the `--json` stream), however slow it reads.
+    let events = supervisor.subscribe_lossless();
     Ok((supervisor, events))
 }
 

@@ -221,7 +221,7 @@ struct Shared {
     keeper: Option<Keeper>,
     shutting_down: std::sync::atomic::AtomicBool,
     live: Mutex<HashMap<String, Arc<LiveRun>>>,
-    subscribers: Mutex<Vec<SyncSender<RunEvent>>>,
+    subscribers: Mutex<Vec<Subscriber>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     indexer: Mutex<Option<JoinHandle<()>>>,
     /// Variables of the studio's own environment the agents do not get.
@@ -254,7 +254,14 @@ impl Shared {
                 }
                 let sent = if i == last { event.take() } else { event.clone() };
                 let Some(sent) = sent else { continue };
-                match subscriber.try_send(sent) {
+                if subscriber.lossless {
+                    // Waits for the subscriber: its run waits, and so does the agent's next write.
+                    if subscriber.sender.send(sent).is_err() {
+                        gone[i] = true;
+                    }
+                    continue;
+                }
+                match subscriber.sender.try_send(sent) {
                     Ok(()) => {}
                     Err(mpsc::TrySendError::Full(dropped)) => {
                         tracing::warn!(
@@ -272,6 +279,12 @@ impl Shared {
             !gone[index - 1]
         });
     }
+}
+
+struct Subscriber {
+    sender: SyncSender<RunEvent>,
+    /// Waits rather than drops when the subscriber is behind ([`Supervisor::subscribe_lossless`]).
+    lossless: bool,
 }
 
 /// Owns the runs it starts; dropping it stops them (gracefully, then by force) and waits.
@@ -344,10 +357,26 @@ impl Supervisor {
         &self.shared.store
     }
 
-    /// Every event of every run from now on.
+    /// Every event of every run from now on. A subscriber that falls more than 65,536 events
+    /// behind loses events (the store loses none): a window never slows a run.
     pub fn subscribe(&self) -> mpsc::Receiver<RunEvent> {
+        self.subscribe_with(false)
+    }
+
+    /// Every event of every run from now on, none lost: when the subscriber falls behind, its
+    /// runs wait for it (and their agents' writes with them), as a pipe to a slow reader does.
+    /// For a terminal or a `--json` stream, whose reader must see every line.
+    pub fn subscribe_lossless(&self) -> mpsc::Receiver<RunEvent> {
+        self.subscribe_with(true)
+    }
+
+    fn subscribe_with(&self, lossless: bool) -> mpsc::Receiver<RunEvent> {
         let (sender, receiver) = mpsc::sync_channel(EVENT_BUFFER);
-        self.shared.subscribers.lock().expect("subscribers lock").push(sender);
+        self.shared
+            .subscribers
+            .lock()
+            .expect("subscribers lock")
+            .push(Subscriber { sender, lossless });
         receiver
     }
 

@@ -649,3 +649,38 @@ fn node_span_names(b: &Bench, run_id: &str) -> Vec<String> {
         .map(|span| span.name)
         .collect()
 }
+
+/// A lossless subscriber (a terminal, a `--json` stream) that reads slower than the run prints
+/// gets every line: the run waits for it rather than drop its events.
+#[test]
+fn a_lossless_subscriber_that_reads_slowly_misses_no_line() {
+    let b = bench();
+    let lossless = b.supervisor.subscribe_lossless();
+    let run = b
+        .supervisor
+        .start(request(&b, &["--nodes", "plan:0", "--flood-mb", "24"]))
+        .unwrap();
+    let mut heard = 0i64;
+    loop {
+        let event = lossless
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the run goes on while its subscriber reads");
+        match event {
+            RunEvent::Output { .. } => {
+                heard += 1;
+                // 20 µs a line, slower than the flood: a lossy subscriber falls 65,536 events behind.
+                if heard % 50 == 0 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            RunEvent::RunFinished { run_id, status, .. } if run_id == run.run_id => {
+                assert_eq!(status, Status::Success);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let (stdout, stderr) = b.supervisor.store().output_line_counts(&run.run_id).unwrap();
+    assert!(stdout > 100_000, "a flood of lines: {stdout}");
+    assert_eq!(heard, stdout + stderr, "every stored line was heard");
+}
