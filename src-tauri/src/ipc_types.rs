@@ -55,7 +55,6 @@ fn render() -> String {
         use studio_core::session::{
             FileRef, Layout, NodeArtifacts, NodeSummary, Problem, SessionInfo, SessionNode, Timestamp,
         };
-        use studio_core::stop::Stopping;
         use studio_core::store::{
             Level, LogLine, Message, OutputFind, OutputLine, OutputPage, RunRecord, SearchHit, SearchHitKind,
             SessionRow, Span, SpanKind,
@@ -76,7 +75,6 @@ fn render() -> String {
             .add::<Launch>(&cfg)
             .add::<StartedRun>(&cfg)
             .add::<StoppedBy>(&cfg)
-            .add::<Stopping>(&cfg)
             .add::<RunRecord>(&cfg)
             .add::<RunEvent>(&cfg)
             .add::<FileRef>(&cfg)

@@ -31,12 +31,14 @@ export type {
   StartedRun,
   Status,
   StoppedBy,
-  Stopping,
   WatchNotice,
   WorkspaceInfo,
 } from "./generated/ipc";
 
-import type { Launch, Level, QuitRequested, RunOutput, Session, Stream } from "./generated/ipc";
+import type { Launch, Level, QuitRequested, RunOutput, Session, StoppedBy, Stream } from "./generated/ipc";
+
+/** How a stop stops (`run_stop`; core `stop::Stopping`, the same words as `StoppedBy`). */
+export type Stopping = StoppedBy;
 
 /** What running an agent of a workspace's `.zibby/studio.toml` would do (core `agents::Launch`). */
 export type AgentLaunch = Launch;

@@ -108,11 +108,6 @@ export type StartedRun = { run_id: string, session_id: string, session_path: str
 export type StoppedBy = "graceful" | "forced";
 
 /**
- * How a stop was asked for.
- */
-export type Stopping = "graceful" | "forced";
-
-/**
  * A run as the store records it.
  */
 export type RunRecord = { id: string, session_id: string, 
@@ -127,7 +122,7 @@ detached: boolean, started_at: Timestamp, ended_at: Timestamp | null, exit_code:
 /**
  * A stop asked for by another studio process (`graceful` or `forced`).
  */
-stop_requested: string | null, 
+stop_requested: StoppedBy | null, 
 /**
  * The run keeper's folder, for a run that can outlive its studio.
  */

@@ -834,7 +834,7 @@ fn finish_from_keeper_files(
     }
     let timeline = fold.timeline(Some(RunEnd {
         exit,
-        signalled_by_studio: run.stop_requested.as_deref() == Some("forced"),
+        signalled_by_studio: run.stop_requested == Some(Stopping::Forced),
     }));
     // When the agent ended (its keeper wrote `exit` then), not when it was settled.
     let ended_at = std::fs::metadata(dir.join(crate::runs::keeper::EXIT_FILE))
@@ -1286,11 +1286,8 @@ impl RunContext {
         let Ok(run) = self.shared.store.run(&self.run_id) else {
             return;
         };
-        let forced = match run.stop_requested.as_deref() {
-            Some("forced") => true,
-            Some(_) => false,
-            None => return,
-        };
+        let Some(how) = run.stop_requested else { return };
+        let forced = how == Stopping::Forced;
         if *heard == Some(forced) {
             return;
         }
@@ -1345,7 +1342,7 @@ impl RunContext {
         // A forced stop asked for by another studio process (`zstudio stop --force`) is recorded.
         let forced_elsewhere = store
             .run(&self.run_id)
-            .is_ok_and(|r| r.stop_requested.as_deref() == Some("forced"));
+            .is_ok_and(|r| r.stop_requested == Some(Stopping::Forced));
         let kept = self.live.keeper_dir.as_deref().and_then(crate::runs::keeper::read_exit);
         let exit = match kept {
             // The keeper knows how the agent itself ended.
@@ -1511,7 +1508,7 @@ pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: b
         return Err(error);
     }
     let how = if force { Stopping::Forced } else { Stopping::Graceful };
-    store.run_request_stop(run_id, how.as_str())?;
+    store.run_request_stop(run_id, how)?;
     live.tell_keeper();
     if force && !live.signal(Signal::SIGTERM) {
         return Err(Error::RunGone {
@@ -1553,7 +1550,7 @@ pub fn stop_elsewhere_and_wait(
         }
         if let Some(signal) = stop.next(Instant::now(), grace, false) {
             if matches!(signal, StopSignal::Sigterm(_)) {
-                store.run_request_stop(run_id, Stopping::Forced.as_str())?;
+                store.run_request_stop(run_id, Stopping::Forced)?;
             }
             live.signal(unix_signal(signal));
             progress(StopProgress::Sent(signal));

@@ -16,25 +16,10 @@ use serde::Serialize;
 /// Between SIGTERM and SIGKILL.
 pub const KILL_AFTER: Duration = Duration::from_secs(5);
 
-/// How a stop was asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(rename_all = "lowercase")]
-pub enum Stopping {
-    /// The stop files: the current node finishes first.
-    Graceful,
-    /// SIGTERM to the run's processes now, SIGKILL [`KILL_AFTER`] later.
-    Forced,
-}
-
-impl Stopping {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stopping::Graceful => "graceful",
-            Stopping::Forced => "forced",
-        }
-    }
-}
+/// How a stop was asked for: the stop files (`Graceful`: the current node finishes first), or
+/// signals (`Forced`: SIGTERM now, SIGKILL [`KILL_AFTER`] later). The same words as how a run was
+/// stopped, so one type: the protocol crate's.
+pub use crate::timeline::StoppedBy as Stopping;
 
 /// A signal the policy says to send now, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

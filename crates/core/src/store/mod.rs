@@ -114,7 +114,7 @@ pub struct RunRecord {
     pub error: Option<String>,
     pub stopped_by: Option<StoppedBy>,
     /// A stop asked for by another studio process (`graceful` or `forced`).
-    pub stop_requested: Option<String>,
+    pub stop_requested: Option<StoppedBy>,
     /// The run keeper's folder, for a run that can outlive its studio.
     pub keeper_dir: Option<PathBuf>,
     pub replayed_node: Option<String>,
@@ -748,12 +748,12 @@ impl Store {
         Ok(runs.into_iter().filter(|r| !owned(r)).collect())
     }
 
-    /// Records that another studio process asked the run to stop (`graceful` or `forced`).
-    pub fn run_request_stop(&self, run_id: &str, how: &str) -> Result<(), Error> {
+    /// Records that another studio process asked the run to stop, and how.
+    pub fn run_request_stop(&self, run_id: &str, how: StoppedBy) -> Result<(), Error> {
         let conn = self.conn();
         conn.execute(
             "UPDATE runs SET stop_requested = ?2 WHERE id = ?1",
-            params![run_id, how],
+            params![run_id, how.as_str()],
         )
         .map_err(|e| self.err(e))?;
         Ok(())
@@ -805,7 +805,7 @@ impl Store {
             exit_code: row.get(9)?,
             error: row.get(10)?,
             stopped_by: row.get::<_, Option<String>>(11)?.as_deref().and_then(StoppedBy::parse),
-            stop_requested: row.get(14)?,
+            stop_requested: row.get::<_, Option<String>>(14)?.as_deref().and_then(StoppedBy::parse),
             workspace: PathBuf::from(row.get::<_, String>(15)?),
             keeper_dir: row.get::<_, Option<String>>(16)?.map(PathBuf::from),
             replayed_node: row.get(12)?,
