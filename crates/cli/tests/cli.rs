@@ -1,14 +1,14 @@
 //! `zstudio` as a user runs it: the real binary, real folders, real captures on stdin.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 use tempfile::TempDir;
 
-fn captures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/zibby-captures")
-}
+use common::{agent_binary, captures};
 
 /// One data folder for every command of this test binary: its store and its trash. Tests keep
 /// apart by using workspaces of their own.
@@ -522,18 +522,6 @@ fn runs_logs_and_search_read_what_the_studio_recorded() {
     assert!(String::from_utf8_lossy(&refused.stderr).contains("stop it first"));
 }
 
-/// The test agent (`tests/agent`), built by `cargo test --workspace` next to this binary.
-fn agent_binary() -> String {
-    let deps = std::env::current_exe().unwrap().parent().unwrap().to_owned();
-    let path = deps.parent().unwrap().join("zibby-test-agent");
-    assert!(
-        path.is_file(),
-        "{} is missing: run `cargo test --workspace`",
-        path.display()
-    );
-    path.to_string_lossy().into_owned()
-}
-
 fn json_lines(output: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
@@ -1024,27 +1012,9 @@ fn a_run_whose_studio_is_killed_goes_on_and_is_finished_by_the_next_studio() {
 
 #[test]
 fn watch_reports_sessions_as_they_appear_change_and_go() {
-    use std::io::BufRead;
     let workspace = TempDir::new().unwrap();
     let root = workspace.path().to_str().unwrap();
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_zstudio"))
-        .args(["watch", "--json", "-w", root])
-        .env_remove("ZIBBY_STUDIO_DB")
-        .env("XDG_DATA_HOME", data_home())
-        .stdout(Stdio::piped())
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (sender, changes) = std::sync::mpsc::channel::<Value>();
-    let stdout = watch.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut watch, changes) = spawn_watch(root);
     let wait_for = |what: &str, matches: &dyn Fn(&Value) -> bool| loop {
         let change = changes
             .recv_timeout(std::time::Duration::from_secs(15))
@@ -1297,8 +1267,8 @@ fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
     }
 }
 
-/// The summary `zstudio watch --json` first reports of `session` (its initial scan).
-fn watched_summary(root: &str, session: &str) -> Value {
+/// `zstudio watch --json` of `root`, and its changes as they are printed.
+fn spawn_watch(root: &str) -> (std::process::Child, std::sync::mpsc::Receiver<Value>) {
     use std::io::BufRead;
     let mut watch = Command::new(env!("CARGO_BIN_EXE_zstudio"))
         .args(["watch", "--json", "-w", root])
@@ -1318,6 +1288,12 @@ fn watched_summary(root: &str, session: &str) -> Value {
             }
         }
     });
+    (watch, changes)
+}
+
+/// The summary `zstudio watch --json` first reports of `session` (its initial scan).
+fn watched_summary(root: &str, session: &str) -> Value {
+    let (mut watch, changes) = spawn_watch(root);
     let summary = loop {
         let change = changes
             .recv_timeout(std::time::Duration::from_secs(15))

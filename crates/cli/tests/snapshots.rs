@@ -8,15 +8,15 @@
 //! and durations. The session folders' modification times are set to one fixed instant, so that
 //! their statuses and `updated` times do not depend on when the test runs.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, SystemTime};
 
 use tempfile::TempDir;
 
-fn captures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/zibby-captures")
-}
+use common::{agent_binary, captures};
 
 /// 2026-01-01T00:00:00Z: every file and folder of a fixture workspace was last written then.
 const FIXED_TIME: u64 = 1_767_225_600;
@@ -145,18 +145,6 @@ fn set_times(dir: &Path) {
         }
     }
     std::fs::File::open(dir).unwrap().set_modified(at).unwrap();
-}
-
-/// The test agent (`tests/agent`), built by `cargo test --workspace` next to this binary.
-fn agent_binary() -> String {
-    let deps = std::env::current_exe().unwrap().parent().unwrap().to_owned();
-    let path = deps.parent().unwrap().join("zibby-test-agent");
-    assert!(
-        path.is_file(),
-        "{} is missing: run `cargo test --workspace`",
-        path.display()
-    );
-    path.to_string_lossy().into_owned()
 }
 
 /// What differs from one run to the next in human output: ages, times, run ids, pids, durations.
