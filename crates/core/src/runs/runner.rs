@@ -874,6 +874,16 @@ fn finish_from_keeper_files(
     Ok(timeline.status)
 }
 
+/// The fold's index of each node of its timeline, in order: the fold counts the `┌ title` lines
+/// it discarded, the timeline does not.
+fn kept_indices(fold: &TimelineFold) -> Vec<usize> {
+    (0..)
+        .map_while(|i| fold.node(i).map(|n| (i, n)))
+        .filter(|(_, n)| !n.is_discarded())
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// The node executions of a run no studio followed to its end, as spans (its log's `node.begin`
 /// / `node.end` lines and the listing read them): the spans recorded while a studio followed it
 /// are the timeline's first nodes, in order; those still open are ended with their status, and
@@ -893,12 +903,7 @@ fn record_unfollowed_nodes(
         .filter(|s| s.kind == SpanKind::Node)
         .map(|s| (s.id, s.ended_at.is_some()))
         .collect();
-    // The fold's indices count `┌ title` lines it discarded; the timeline's nodes do not.
-    let kept: Vec<usize> = (0..)
-        .map_while(|i| fold.node(i).map(|n| (i, n)))
-        .filter(|(_, n)| !n.is_discarded())
-        .map(|(i, _)| i)
-        .collect();
+    let kept = kept_indices(fold);
     let position: HashMap<usize, usize> = kept.iter().enumerate().map(|(at, &index)| (index, at)).collect();
     store.batch(|| -> Result<(), Error> {
         for (at_position, node) in timeline.nodes.iter().enumerate() {
@@ -1366,12 +1371,21 @@ impl RunContext {
         } else {
             timeline.status
         };
-        for (index, node) in timeline.nodes.iter().enumerate() {
-            if let Some(span) = node_spans.get(&index) {
-                if node.ended_at_ms.is_none() {
-                    let _ = store.span_end(*span, node.status, SystemTime::now());
-                }
+        // The nodes the run's end left open end with it, in the trace and in the live stream.
+        // (The timeline leaves out discarded `┌ title` lines; the spans are by the fold's index.)
+        for (index, node) in kept_indices(&fold).into_iter().zip(&timeline.nodes) {
+            if node.ended_at_ms.is_some() {
+                continue;
             }
+            if let Some(span) = node_spans.get(&index) {
+                let _ = store.span_end(*span, node.status, SystemTime::now());
+            }
+            self.shared.publish(RunEvent::NodeEnd {
+                run_id: self.run_id.clone(),
+                node: node.name.clone(),
+                status: node.status,
+                t_ms: elapsed_ms,
+            });
         }
         if let Some(span) = run_span {
             let _ = store.span_end(span, run_status, SystemTime::now());

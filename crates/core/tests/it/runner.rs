@@ -537,12 +537,9 @@ fn a_capture_replayed_through_the_runner_gives_the_capture_timeline() {
             }),
         );
         assert_eq!(finished(&events).0, expected.status, "{name}");
-        let ended: Vec<_> = expected
-            .nodes
-            .iter()
-            .filter(|n| n.ended_at_ms.is_some())
-            .map(|n| (n.name.clone(), n.status))
-            .collect();
+        // Every node ends in the live stream: those the run's end left open (a SIGTERM inside a
+        // node) with the status the timeline gives them, as the listing shows them.
+        let ended: Vec<_> = expected.nodes.iter().map(|n| (n.name.clone(), n.status)).collect();
         assert_eq!(node_ends(&events), ended, "{name}");
         let spans = node_span_names(&b, &run.run_id);
         let began: Vec<String> = expected.nodes.iter().map(|n| n.name.clone()).collect();
@@ -683,4 +680,30 @@ fn a_lossless_subscriber_that_reads_slowly_misses_no_line() {
     let (stdout, stderr) = b.supervisor.store().output_line_counts(&run.run_id).unwrap();
     assert!(stdout > 100_000, "a flood of lines: {stdout}");
     assert_eq!(heard, stdout + stderr, "every stored line was heard");
+}
+
+/// A node the run's end leaves open ends with the run, in the trace and in the live stream, also
+/// when a `┌ title` line before the first marker was discarded (the timeline and the fold then
+/// count nodes differently).
+#[test]
+fn a_node_left_open_by_the_runs_end_ends_with_it_after_a_discarded_title() {
+    let b = bench();
+    let script = r#"printf '┌ banner\n'; printf '__WORKFLOW_GRAPH_LOG__{"phase":"node_begin","node":"a"}\n'; exit 3"#;
+    let run = b
+        .supervisor
+        .start(RunRequest {
+            command: vec!["sh".into(), "-c".into(), script.into()],
+            ..request(&b, &[])
+        })
+        .unwrap();
+    let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(15));
+    assert_eq!(finished(&events).0, Status::Error);
+    assert_eq!(node_ends(&events), [("a".to_owned(), Status::Error)], "{events:?}");
+    let spans = b.supervisor.store().spans(&run.run_id).unwrap();
+    let nodes: Vec<(&str, Status, bool)> = spans
+        .iter()
+        .filter(|s| s.kind == studio_core::store::SpanKind::Node)
+        .map(|s| (s.name.as_str(), s.status, s.ended_at.is_some()))
+        .collect();
+    assert_eq!(nodes, [("a", Status::Error, true)]);
 }
