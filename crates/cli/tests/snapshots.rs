@@ -119,10 +119,13 @@ fn zstudio(args: &[&str], stdin: Option<&Path>, data_home: &Path) -> Output {
     command.output().unwrap()
 }
 
+/// Copies `from` to `to`, each folder's entries in name order: with every time the same
+/// ([`set_times`]), the nodes are then listed in the order their folders were made.
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
+    let mut entries: Vec<_> = std::fs::read_dir(from).unwrap().map(Result::unwrap).collect();
+    entries.sort_by_key(std::fs::DirEntry::file_name);
+    for entry in entries {
         if entry.file_type().unwrap().is_dir() {
             copy_dir(&entry.path(), &to.join(entry.file_name()));
         } else {

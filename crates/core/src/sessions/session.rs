@@ -421,7 +421,7 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
     reader.touch(Some(&folder));
 
     let mut files: HashMap<String, FileRef> = HashMap::new();
-    let mut node_dirs: Vec<(String, PathBuf, SystemTime)> = Vec::new();
+    let mut node_dirs: Vec<NodeDir> = Vec::new();
     let mut nodes_dir = None;
     for (name, file_type) in &entries {
         let child = path.join(name);
@@ -429,8 +429,8 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
             if name == NODES_DIR {
                 nodes_dir = Some(child);
             } else if !name.starts_with('.') {
-                let modified = reader.stat(&child).and_then(|m| m.modified().ok());
-                node_dirs.push((name.clone(), child, modified.unwrap_or(UNIX_EPOCH)));
+                let stat = reader.stat(&child);
+                node_dirs.push(NodeDir::new(name.clone(), child, stat.as_ref()));
             }
         } else if [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, RAW_STREAM_FILE].contains(&name.as_str()) {
             if let Some(file) = reader.regular_file(&child) {
@@ -446,8 +446,8 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
             for (name, file_type) in children {
                 if file_type.is_dir() && !name.starts_with('.') {
                     let child = nodes_dir.join(&name);
-                    let modified = reader.stat(&child).and_then(|m| m.modified().ok());
-                    node_dirs.push((name, child, modified.unwrap_or(UNIX_EPOCH)));
+                    let stat = reader.stat(&child);
+                    node_dirs.push(NodeDir::new(name, child, stat.as_ref()));
                 }
             }
         }
@@ -478,14 +478,15 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
     let current_node = info.as_ref().and_then(|i| i.current_node.clone());
     let status = infer_status(result.as_ref(), updated_at, now);
 
-    // Nodes in the order they ran: from events.json when it says, else by folder time.
-    node_dirs.sort_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0)));
+    // Nodes in the order they ran: from events.json when it says, else by their folders' times
+    // (written, then made), else as the folder lists them: never by name (a stable sort).
+    node_dirs.sort_by_key(|dir| (dir.modified, dir.created));
     let event_order = node_order_from_events(&events);
     let mut nodes: Vec<SessionNode> = Vec::new();
     for (name, _) in &event_order {
         push_node(&mut nodes, name, None);
     }
-    for (name, dir, _) in &node_dirs {
+    for NodeDir { name, path: dir, .. } in &node_dirs {
         push_node(&mut nodes, name, Some(dir.clone()));
     }
     if let Some(current) = &current_node {
@@ -519,6 +520,27 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         raw_stream_output: files.remove(RAW_STREAM_FILE),
         problems: reader.problems,
     })
+}
+
+/// A node's folder, and the times that order it.
+struct NodeDir {
+    name: String,
+    path: PathBuf,
+    modified: SystemTime,
+    /// When the folder was made (statx's birth time), where the file system keeps it: it tells
+    /// nodes apart whose folders were last written in the same instant.
+    created: Option<SystemTime>,
+}
+
+impl NodeDir {
+    fn new(name: String, path: PathBuf, stat: Option<&fs::Metadata>) -> NodeDir {
+        NodeDir {
+            name,
+            path,
+            modified: stat.and_then(|m| m.modified().ok()).unwrap_or(UNIX_EPOCH),
+            created: stat.and_then(|m| m.created().ok()),
+        }
+    }
 }
 
 impl SessionNode {

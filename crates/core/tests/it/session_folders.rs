@@ -279,3 +279,36 @@ fn bad_workspaces_and_ids_get_errors_that_name_them() {
     assert!(matches!(err, Error::SessionNotFound { .. }));
     assert!(err.to_string().contains("1795952600000_none"), "{err}");
 }
+
+/// Issue 12: node folders last written in the same instant (a copied or touched session) are
+/// listed in the order they were made, never by name.
+#[test]
+fn node_folders_with_one_time_are_listed_in_the_order_they_were_made() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("1777678254000_same");
+    for name in ["write", "check", "plan"] {
+        fs::create_dir_all(path.join(name)).unwrap();
+        fs::write(path.join(name).join("raw_stream_output.txt"), name).unwrap();
+        // Apart by more than any file system's birth-time resolution.
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let at = SystemTime::now() - Duration::from_secs(3600);
+    for name in ["write", "check", "plan"] {
+        fs::File::open(path.join(name)).unwrap().set_modified(at).unwrap();
+    }
+    let names = || -> Vec<String> {
+        read_session_folder(
+            &path,
+            SessionId::parse("1777678254000_same").unwrap(),
+            Detail::Summary,
+            later(),
+        )
+        .unwrap()
+        .nodes
+        .into_iter()
+        .map(|n| n.name)
+        .collect()
+    };
+    assert_eq!(names(), ["write", "check", "plan"]);
+    assert_eq!(names(), names(), "read again, the same");
+}
