@@ -1178,58 +1178,47 @@ fn runs_leave_nothing_in_the_temp_folder() {
     assert!(left().is_empty(), "a detached run left {:?}", left());
 }
 
-/// Issue 12's cross-surface check, over live runs of the test agent: `run --json`, `sessions`,
-/// `show`, `watch` and `logs` give the same status and the same node names in the same order with
-/// the same statuses; and `sessions`, `show` and `watch` still do after the session's files are
-/// made an hour older.
-#[test]
-fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
-    let agent = agent_binary();
-    let scenarios: [(&str, &[&str]); 3] = [
-        ("success", &["--nodes", "plan:30,write:30,check:30"]),
-        ("error", &["--nodes", "plan:30,boom:30,never:30", "--fail", "boom"]),
-        // The stop file appears after `plan` (a stop from outside the studio): graceful.
-        (
-            "cancelled",
-            &["--nodes", "plan:30,write:30,check:30", "--stop-after", "plan"],
-        ),
-    ];
-    for (expected_status, agent_args) in scenarios {
-        let workspace = TempDir::new().unwrap();
-        let root = workspace.path().to_str().unwrap();
-        let mut args = vec!["run", "--json", "-w", root, "--", &agent];
-        args.extend_from_slice(agent_args);
-        let events = json_lines(&zstudio(&args, None));
-        let session = events[0]["session_id"].as_str().unwrap().to_owned();
-        let finished = events.iter().find(|e| e["type"] == "run_finished").unwrap();
-        assert_eq!(finished["status"], expected_status, "{agent_args:?}");
-        let began: Vec<&str> = events
+/// A session's nodes as (name, status) pairs, from any surface's JSON.
+fn node_pairs(nodes: &Value) -> Vec<(String, String)> {
+    nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["name"].as_str().unwrap().to_owned(),
+                n["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// What `run --json` told of a run: its status, and each node that began with the status its
+/// last `node_end` gave it (`running` without one).
+fn story_of(events: &[Value]) -> (String, Vec<(String, String)>) {
+    let finished = events.iter().find(|e| e["type"] == "run_finished").unwrap();
+    let ended = |name: &str| {
+        events
             .iter()
-            .filter(|e| e["type"] == "node_begin")
-            .map(|e| e["node"].as_str().unwrap())
-            .collect();
-        let ended = |name: &str| {
-            events
-                .iter()
-                .rev()
-                .find(|e| e["type"] == "node_end" && e["node"] == name)
-                .map_or("running".to_owned(), |e| e["status"].as_str().unwrap().to_owned())
-        };
-        let story: Vec<(String, String)> = began.iter().map(|n| ((*n).to_owned(), ended(n))).collect();
-        let pairs = |nodes: &Value| -> Vec<(String, String)> {
-            nodes
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|n| {
-                    (
-                        n["name"].as_str().unwrap().to_owned(),
-                        n["status"].as_str().unwrap().to_owned(),
-                    )
-                })
-                .collect()
-        };
-        let logs = json_of(&zstudio(&["logs", &session, "--json", "-w", root], None));
+            .rev()
+            .find(|e| e["type"] == "node_end" && e["node"] == name)
+            .map_or("running".to_owned(), |e| e["status"].as_str().unwrap().to_owned())
+    };
+    let story = events
+        .iter()
+        .filter(|e| e["type"] == "node_begin")
+        .map(|e| e["node"].as_str().unwrap())
+        .map(|n| (n.to_owned(), ended(n)))
+        .collect();
+    (finished["status"].as_str().unwrap().to_owned(), story)
+}
+
+/// `sessions`, `show` and `watch` give the same status and nodes for `session`, now and after its
+/// files are made an hour older (all of the same time then); and, given `told` (what `run --json`
+/// said), the same as it, with `logs` holding its ended nodes in order. Returns the nodes.
+fn surfaces_agree(root: &str, session: &str, told: Option<&(String, Vec<(String, String)>)>) -> Vec<(String, String)> {
+    if let Some((_, story)) = told {
+        let logs = json_of(&zstudio(&["logs", session, "--json", "-w", root], None));
         let logged: Vec<(String, String)> = logs
             .as_array()
             .unwrap()
@@ -1242,29 +1231,122 @@ fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
                 )
             })
             .collect();
-        let ended_story: Vec<(String, String)> = story.iter().filter(|(_, s)| s != "running").cloned().collect();
-        assert_eq!(logged, ended_story, "logs, {expected_status}");
-
-        let surfaces = |when: &str| {
-            let listed = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
-            let row = listed
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|r| r["id"] == session.as_str())
-                .unwrap()
-                .clone();
-            let shown = json_of(&zstudio(&["show", &session, "--json", "-w", root], None));
-            let watched = watched_summary(root, &session);
-            for (surface, value) in [("sessions", &row), ("show", &shown), ("watch", &watched)] {
-                assert_eq!(value["status"], expected_status, "{surface} {when}");
-                assert_eq!(pairs(&value["nodes"]), story, "{surface} {when}, {expected_status}");
-            }
-        };
-        surfaces("now");
-        make_older(&workspace.path().join(".zibby/output/sessions").join(&session), 3600);
-        surfaces("an hour later");
+        let ended: Vec<(String, String)> = story.iter().filter(|(_, s)| s != "running").cloned().collect();
+        assert_eq!(logged, ended, "logs of {session}");
     }
+    let read = |when: &str| {
+        let listed = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+        let row = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == session)
+            .unwrap()
+            .clone();
+        let shown = json_of(&zstudio(&["show", session, "--json", "-w", root], None));
+        let watched = watched_summary(root, session);
+        let seen = (row["status"].as_str().unwrap().to_owned(), node_pairs(&row["nodes"]));
+        for (surface, value) in [("show", &shown), ("watch", &watched)] {
+            assert_eq!(
+                value["status"],
+                seen.0.as_str(),
+                "{surface} and sessions, {when}: {session}"
+            );
+            assert_eq!(
+                node_pairs(&value["nodes"]),
+                seen.1,
+                "{surface} and sessions, {when}: {session}"
+            );
+        }
+        if let Some(told) = told {
+            assert_eq!(&seen, told, "sessions and run --json, {when}: {session}");
+        }
+        seen
+    };
+    let now = read("now");
+    make_older(&Path::new(root).join(".zibby/output/sessions").join(session), 3600);
+    let later = read("an hour later");
+    if told.is_some() {
+        assert_eq!(later, now, "nothing changed but time: {session}");
+    } else {
+        // A run the studio knows nothing of is `running` only while it writes (issue 12, point 2).
+        assert_eq!(
+            later.1.iter().map(|n| &n.0).collect::<Vec<_>>(),
+            now.1.iter().map(|n| &n.0).collect::<Vec<_>>()
+        );
+    }
+    now.1
+}
+
+/// Issue 12's cross-surface check: `run --json`, `sessions`, `show`, `watch` and `logs` give the
+/// same status and the same node names in the same order with the same statuses, now and after
+/// the session's files are made an hour older: live runs of the test agent (success, failure, a
+/// stop file from outside, a forced stop), engine captures replayed through the studio (nodes
+/// without folders; a log without markers, read from its human timeline; a crash), and a run
+/// started from a terminal, which the studio did not see (its surfaces agree with each other).
+#[test]
+fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
+    let agent = agent_binary();
+    let capture = |name: &str| captures().join(name).to_str().unwrap().to_owned();
+    let (plain, crash) = (
+        capture("head-bb10e85-02-pipeline-plain"),
+        capture("head-bb10e85-91-throw-custom-throw"),
+    );
+    let scenarios: [(&str, Vec<&str>); 5] = [
+        ("success", vec!["--nodes", "plan:30,write:30,check:30"]),
+        ("error", vec!["--nodes", "plan:30,boom:30,never:30", "--fail", "boom"]),
+        // The stop file appears after `plan` (a stop from outside the studio): graceful.
+        (
+            "cancelled",
+            vec!["--nodes", "plan:30,write:30,check:30", "--stop-after", "plan"],
+        ),
+        ("success", vec!["replay", &plain, "--speed", "20"]),
+        ("error", vec!["replay", &crash, "--speed", "20"]),
+    ];
+    for (expected_status, agent_args) in scenarios {
+        let workspace = TempDir::new().unwrap();
+        let root = workspace.path().to_str().unwrap();
+        let mut args = vec!["run", "--json", "-w", root, "--", &agent];
+        args.extend_from_slice(&agent_args);
+        let events = json_lines(&zstudio(&args, None));
+        let session = events[0]["session_id"].as_str().unwrap().to_owned();
+        let told = story_of(&events);
+        assert_eq!(told.0, expected_status, "{agent_args:?}");
+        assert!(!told.1.is_empty(), "{agent_args:?} has nodes");
+        surfaces_agree(root, &session, Some(&told));
+    }
+
+    // Forced: the node never finishes; `zstudio stop --force` from another process ends it.
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let (mut child, session, lines) = start_background_run(root, &["--nodes", "a:20000,b:10", "--ignore-stop"]);
+    let stopped = zstudio(&["stop", &session, "--force", "-w", root], None);
+    assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
+    let mut events = vec![serde_json::json!({"type": "node_begin", "node": "a"})];
+    events.extend(lines.map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap()));
+    child.wait().unwrap();
+    let told = story_of(&events);
+    assert_eq!(told.0, "cancelled");
+    surfaces_agree(root, &session, Some(&told));
+
+    // From a terminal: the agent alone, printing markers, with no studio watching.
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let ran = Command::new(&agent)
+        .args(["--nodes", "plan:30,write:30,check:30"])
+        .current_dir(workspace.path())
+        .env("ZIBBY_EMIT_GRAPH_MARKERS", "1")
+        .output()
+        .unwrap();
+    assert!(ran.status.success());
+    let listed = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+    let session = listed[0]["id"].as_str().unwrap().to_owned();
+    let nodes = surfaces_agree(root, &session, None);
+    assert_eq!(
+        nodes.iter().map(|n| n.0.as_str()).collect::<Vec<_>>(),
+        ["plan", "write", "check"],
+        "the folder's nodes in the order they ran"
+    );
 }
 
 /// `zstudio watch --json` of `root`, and its changes as they are printed.
