@@ -19,7 +19,7 @@
 //!   (growing files), [`agents`] (the agents of `.zibby/studio.toml`), [`change`] (what changed in
 //!   a workspace's sessions, as the watcher and the runs the studio follows report it).
 //! - **Store** (`store/`): SQLite: runs, output, spans, logs, messages, pins, search, trust; its
-//!   `index` is the listing through the folder index, `recorded_runs` lays what the store knows
+//!   `index` is the listing through the folder index, `session_model` lays what the store knows
 //!   over a folder, `node_logs` reads a node's log lines from its span.
 //! - **Runs** (`runs/`): [`stop`] (the stop policy: stop files, SIGTERM past the grace period,
 //!   SIGKILL 5 s later, as a state machine with the time passed in), [`runner`] (runs the studio

@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use rusqlite::params;
 
-use super::{recorded_runs, timestamp, SessionRow, Store};
+use super::{session_model, timestamp, SessionRow, Store};
 use crate::sessions::change::{Change, ChangeSink};
 use crate::sessions::session::{self, SessionSummary, Workspace};
 use crate::status::Status;
@@ -26,9 +26,9 @@ impl Store {
     pub fn list_sessions(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
         let mut sessions = list(self, workspace, now)?;
         let runs = self.last_runs(workspace)?;
-        let last_runs: Vec<recorded_runs::LastRun<'_>> = runs.iter().map(recorded_runs::LastRun::from).collect();
+        let last_runs: Vec<session_model::LastRun<'_>> = runs.iter().map(session_model::LastRun::from).collect();
         let mut spans = self.last_runs_node_spans(workspace)?;
-        recorded_runs::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
+        session_model::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
             spans.remove(run_id).unwrap_or_default()
         });
         let live_runs: std::collections::HashMap<&str, &str> = runs

@@ -10,9 +10,9 @@ pub mod index;
 mod migrations;
 mod node_logs;
 mod output;
-mod recorded_runs;
 pub mod retention;
 mod search;
+mod session_model;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -21,7 +21,7 @@ use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::Serialize;
 
-use crate::sessions::session::{Session, SessionSummary, Timestamp, Workspace};
+use crate::sessions::session::{SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
 use crate::timeline::StoppedBy;
 use crate::vocabulary::error::Error;
@@ -1345,44 +1345,6 @@ impl Store {
     }
 
     // ---- folder index ----
-
-    /// One session in full: its folder, with what the store knows laid over it as the listing
-    /// lays it (`recorded_runs::with_recorded_runs`): the same status and the same nodes, in the same
-    /// order, as `sessions` and the window's table give. A node the folder does not have (it wrote
-    /// no folder) comes without artifacts.
-    /// One session's summary as every surface shows it: its folder's, with its last recorded run
-    /// laid over it as the listing lays them (`recorded_runs`): `show`, `watch` and the listing
-    /// agree.
-    pub fn as_recorded(&self, workspace: &Workspace, summary: &mut SessionSummary) -> Result<(), Error> {
-        let runs = self.runs(workspace, Some(&summary.id))?;
-        let last_runs: Vec<recorded_runs::LastRun<'_>> =
-            runs.iter().take(1).map(recorded_runs::LastRun::from).collect();
-        recorded_runs::with_recorded_runs(std::iter::once(summary), &last_runs, |run_id| {
-            self.spans(run_id).unwrap_or_default()
-        });
-        Ok(())
-    }
-
-    pub fn read_session(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<Session, Error> {
-        let mut session = workspace.read_session(id, now)?;
-        let mut summary = session.summary();
-        self.as_recorded(workspace, &mut summary)?;
-        session.status = summary.status;
-        let mut by_name: std::collections::HashMap<String, crate::sessions::session::SessionNode> =
-            session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
-        session.nodes = summary
-            .nodes
-            .into_iter()
-            .map(|listed| {
-                let mut node = by_name
-                    .remove(&listed.name)
-                    .unwrap_or_else(|| crate::sessions::session::SessionNode::without_folder(&listed.name));
-                node.status = listed.status;
-                node
-            })
-            .collect();
-        Ok(session)
-    }
 
     /// Reconciles the runs of studio processes that died, asking the system which processes live.
     pub fn recover_dead_studios(&self, now: SystemTime) -> Result<Vec<Recovered>, Error> {

@@ -1,20 +1,69 @@
-//! What the store's recorded runs say of a session, laid over what its folder says: the one
-//! place the listing (`zstudio sessions`, the window's table) and a session read in full (`zstudio
-//! show`, the window's session view) get a session's status and nodes from.
+//! The session model: the one place that decides what every surface says of a session (its
+//! status, its node executions in order with their statuses), from what the studio has of it.
+//! `zstudio sessions`, `show` and `watch`, and the window's table, header and Nodes tab all read
+//! it: the listing through [`with_recorded_runs`] (`Store::list_sessions`), one session through
+//! [`Store::as_recorded`] and [`Store::read_session`].
 //!
 //! The order of precedence, highest first (docs/cli.md, "Where each fact comes from"):
-//! 1. the live run's events (the runner, for a run it follows now: `run`, `watch`, Live runs);
+//! 1. the live run's events (the runner, for a run it follows now: `run`, Live runs; its spans are
+//!    in the store as they happen, so 2 shows it too);
 //! 2. the store's runs and node spans, for a session the studio ran and nothing wrote since
 //!    its last run ended ([`with_recorded_runs`]);
-//! 3. the run's output, read by the fold (markers, else the engine's human timeline);
+//! 3. the run's output, read by the fold (markers, else the engine's human timeline), which is
+//!    what made those spans;
 //! 4. the folder: `result.json`, `events.json`, node folders, `.session-info.json`
-//!    ([`crate::sessions::session`]); folder times order nodes only when nothing else does.
+//!    (`sessions::session`); folder times order nodes only when nothing else does, never names.
+//!
+//! "N/M nodes" is `SessionSummary::nodes_progress`: ended (any status but `running`) of begun.
 
 use std::collections::HashMap;
 
-use super::{RunRecord, Span, SpanKind};
-use crate::sessions::session::{NodeSummary, SessionSummary, Timestamp};
+use std::time::SystemTime;
+
+use super::{RunRecord, Span, SpanKind, Store};
+use crate::sessions::session::{NodeSummary, Session, SessionNode, SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
+
+impl Store {
+    /// One session's summary as every surface shows it: its folder's, with its last recorded run
+    /// laid over it as the listing lays them (`with_recorded_runs`): `show`, `watch` and the
+    /// listing agree.
+    pub fn as_recorded(&self, workspace: &Workspace, summary: &mut SessionSummary) -> Result<(), Error> {
+        let runs = self.runs(workspace, Some(&summary.id))?;
+        let last_runs: Vec<LastRun<'_>> = runs.iter().take(1).map(LastRun::from).collect();
+        with_recorded_runs(std::iter::once(summary), &last_runs, |run_id| {
+            self.spans(run_id).unwrap_or_default()
+        });
+        Ok(())
+    }
+
+    /// One session in full: its folder, with what the store knows laid over it as the listing
+    /// lays it: the same status and the same nodes, in the same order, as `sessions` and the
+    /// window's table give. A node the folder does not have (it wrote no folder) comes without
+    /// artifacts.
+    pub fn read_session(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<Session, Error> {
+        let mut session = workspace.read_session(id, now)?;
+        let mut summary = session.summary();
+        self.as_recorded(workspace, &mut summary)?;
+        session.status = summary.status;
+        let mut by_name: HashMap<String, SessionNode> =
+            session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
+        session.nodes = summary
+            .nodes
+            .into_iter()
+            .map(|listed| {
+                let mut node = by_name
+                    .remove(&listed.name)
+                    .unwrap_or_else(|| SessionNode::without_folder(&listed.name));
+                node.status = listed.status;
+                node
+            })
+            .collect();
+        Ok(session)
+    }
+}
 
 /// What [`with_recorded_runs`] needs of a run.
 #[derive(Debug, Clone, Copy)]
