@@ -417,15 +417,31 @@ fn workspace_root(store: &Store) -> std::path::PathBuf {
 
 /// Issue 12's cross-surface check in the window: the table row, the session header and the
 /// Timeline give what the store's listing (`zstudio sessions`) gives, for a run with a failing
-/// node; and the header's elapsed time is the Live runs strip's.
+/// node and for one stopped after its first node by a stop file from outside; and the header's
+/// elapsed time is the Live runs strip's.
 #[tokio::test]
 async fn the_table_the_header_and_the_timeline_tell_the_same_story() {
-    let workspace = Workspace::with_test_agent(&["--nodes", "plan:200,write:200,check:200", "--fail", "write"]);
+    the_same_story(
+        &["--nodes", "plan:200,write:200,check:200", "--fail", "write"],
+        Status::Error,
+        &[("plan", "success"), ("write", "error")],
+    )
+    .await;
+    the_same_story(
+        &["--nodes", "plan:200,write:200,check:200", "--stop-after", "plan"],
+        Status::Cancelled,
+        &[("plan", "success")],
+    )
+    .await;
+}
+
+async fn the_same_story(agent_args: &'static [&'static str], status: Status, nodes: &'static [(&str, &str)]) {
+    let workspace = Workspace::with_test_agent(agent_args);
     let db = workspace.db();
     let root = workspace.path().to_owned();
     App::run(&workspace, move |client| async move {
         start_run(&client, "the story").await;
-        wait_for(&client, ".live-run[data-status='error']").await;
+        wait_for(&client, &format!(".live-run[data-status='{status}']")).await;
         let session_id = text_of(&client, ".live-run .live-session-id").await.unwrap();
         let strip_elapsed = text_of(&client, ".live-run .elapsed").await.unwrap();
 
@@ -444,11 +460,10 @@ async fn the_table_the_header_and_the_timeline_tell_the_same_story() {
             .iter()
             .map(|n| (n.name.clone(), n.status.to_string()))
             .collect();
-        assert_eq!(row.summary.status, Status::Error);
-        assert_eq!(
-            listed,
-            [("plan".into(), "success".into()), ("write".into(), "error".into())]
-        );
+        assert_eq!(row.summary.status, status);
+        let expected: Vec<(String, String)> = nodes.iter().map(|(n, s)| ((*n).into(), (*s).into())).collect();
+        assert_eq!(listed, expected);
+        let (ended, begun) = row.summary.nodes_progress();
         let as_title = listed
             .iter()
             .map(|(n, s)| format!("{n}: {s}"))
@@ -461,7 +476,7 @@ async fn the_table_the_header_and_the_timeline_tell_the_same_story() {
         let row_css = format!("tr[data-session-id='{session_id}']");
         eventually("the table row lists the listing's nodes and status", || async {
             let seen = row_story(&client, &row_css).await?;
-            (seen == format!("error / {as_title}")).then_some(()).ok_or(seen)
+            (seen == format!("{status} / {as_title}")).then_some(()).ok_or(seen)
         })
         .await;
 
@@ -479,7 +494,7 @@ async fn the_table_the_header_and_the_timeline_tell_the_same_story() {
                 let close = seconds(&elapsed)
                     .zip(seconds(&strip_elapsed))
                     .is_some_and(|(a, b)| (a - b).abs() <= 1);
-                (meta.contains("2/2 nodes") && close)
+                (meta.contains(&format!("{ended}/{begun} nodes")) && close)
                     .then_some(())
                     .ok_or(format!("{meta} | {elapsed} against {strip_elapsed}"))
             },
