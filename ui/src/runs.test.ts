@@ -24,6 +24,17 @@ describe("applyRunEvent", () => {
     expect(run!.currentNode).toBe("plan");
   });
 
+  it("takes back a node_begin that was a title, not a node", () => {
+    const [run] = replay([
+      started,
+      { type: "node_begin", run_id: "r", node: "banner", depth: 0, t_ms: 0 },
+      { type: "node_begin", run_id: "r", node: "plan", depth: 0, t_ms: 1 },
+      { type: "node_discarded", run_id: "r", node: "banner" },
+    ]);
+    expect(run!.nodes).toEqual([{ name: "plan", status: "running" }]);
+    expect(run!.currentNode).toBe("plan");
+  });
+
   it("lists a node that runs again twice", () => {
     const [run] = replay([
       started,

@@ -82,6 +82,17 @@ export function applyRunEvent(runs: readonly LiveRun[], event: RunEvent, now: nu
         else nodes[index] = { name: event.node, status: event.status };
         return { ...run, nodes, currentNode: lastRunning(nodes) };
       });
+    case "node_discarded":
+      // A `┌ title` line taken for a node until the first marker: its `node_begin` is taken back.
+      return update(runs, event.run_id, (run) => {
+        let index = -1;
+        run.nodes.forEach((node, i) => {
+          if (node.name === event.node && node.status === "running") index = i;
+        });
+        if (index === -1) return run;
+        const nodes = run.nodes.filter((_, i) => i !== index);
+        return { ...run, nodes, currentNode: lastRunning(nodes) };
+      });
     case "stopping":
       return update(runs, event.run_id, (run) => {
         const stop = event.forced || run.stop === "forced" ? "forced" : "graceful";

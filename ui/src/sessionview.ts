@@ -705,7 +705,7 @@ export function createSessionView(
         renderHeader();
         return;
       }
-      if (event.type === "node_begin" || event.type === "node_end") refreshSpans();
+      if (event.type === "node_begin" || event.type === "node_end" || event.type === "node_discarded") refreshSpans();
       if (event.type === "run_finished") {
         if (liveRunId === event.run_id) liveRunId = null;
         stopState = null;

@@ -312,6 +312,7 @@ pub fn run_event(out: &mut impl Write, event: &RunEvent, started: &StartedRun) -
             writeln!(out, "{:>8}  {}┌ {node}", seconds(*t_ms), "  ".repeat(*depth))?
         }
         RunEvent::NodeEnd { node, status, t_ms, .. } => writeln!(out, "{:>8}  └ {node}: {status}", seconds(*t_ms))?,
+        RunEvent::NodeDiscarded { node, .. } => writeln!(out, "          ({node} was a title, not a node)")?,
         RunEvent::Output { stream, line, .. } => {
             let mark = if *stream == studio_core::protocol::Stream::Stderr {
                 "!"

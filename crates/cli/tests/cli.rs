@@ -1204,12 +1204,19 @@ fn story_of(events: &[Value]) -> (String, Vec<(String, String)>) {
             .find(|e| e["type"] == "node_end" && e["node"] == name)
             .map_or("running".to_owned(), |e| e["status"].as_str().unwrap().to_owned())
     };
-    let story = events
-        .iter()
-        .filter(|e| e["type"] == "node_begin")
-        .map(|e| e["node"].as_str().unwrap())
-        .map(|n| (n.to_owned(), ended(n)))
-        .collect();
+    // A `node_discarded` takes back the last `node_begin` of its name (a title, not a node).
+    let mut began: Vec<&str> = Vec::new();
+    for event in events {
+        let node = event["node"].as_str().unwrap_or_default();
+        if event["type"] == "node_begin" {
+            began.push(node);
+        } else if event["type"] == "node_discarded" {
+            if let Some(at) = began.iter().rposition(|n| *n == node) {
+                began.remove(at);
+            }
+        }
+    }
+    let story = began.into_iter().map(|n| (n.to_owned(), ended(n))).collect();
     (finished["status"].as_str().unwrap().to_owned(), story)
 }
 

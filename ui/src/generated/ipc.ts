@@ -131,7 +131,7 @@ keeper_dir: string | null, replayed_node: string | null, };
 /**
  * What subscribers see of runs, as it happens. `t_ms` is milliseconds since the run started.
  */
-export type RunEvent = { "type": "run_started", run_id: string, session_id: string, pid: number | null, } | { "type": "node_begin", run_id: string, node: string, depth: number, t_ms: number, } | { "type": "node_end", run_id: string, node: string, status: Status, t_ms: number, } | { "type": "stopping", run_id: string, forced: boolean, 
+export type RunEvent = { "type": "run_started", run_id: string, session_id: string, pid: number | null, } | { "type": "node_begin", run_id: string, node: string, depth: number, t_ms: number, } | { "type": "node_end", run_id: string, node: string, status: Status, t_ms: number, } | { "type": "node_discarded", run_id: string, node: string, } | { "type": "stopping", run_id: string, forced: boolean, 
 /**
  * Asked by another process (`zstudio stop`, another studio's window), which does the
  * stopping.

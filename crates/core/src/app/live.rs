@@ -172,6 +172,8 @@ impl Translator {
                     error,
                 }
             }
+            // The window lists the run's nodes from the store again, where it is forgotten too.
+            RunEvent::NodeDiscarded { .. } => return,
             RunEvent::Output { .. } => unreachable!("output is gathered above"),
         };
         (self.sink)(change);

@@ -98,6 +98,9 @@ pub enum RunEvent {
         status: Status,
         t_ms: u64,
     },
+    /// A `┌ title` line before the stream's first marker began a node, and the marker showed it
+    /// was none: the `node_begin` it was heard as is taken back.
+    NodeDiscarded { run_id: String, node: String },
     /// Never sent to the window (it reads output from the store).
     #[cfg_attr(feature = "ts", ts(skip))]
     Output {
@@ -130,6 +133,7 @@ impl RunEvent {
         match self {
             RunEvent::RunStarted { run_id, .. }
             | RunEvent::NodeBegin { run_id, .. }
+            | RunEvent::NodeDiscarded { run_id, .. }
             | RunEvent::NodeEnd { run_id, .. }
             | RunEvent::Output { run_id, .. }
             | RunEvent::Stopping { run_id, .. }
@@ -1094,7 +1098,15 @@ impl RunContext {
     ) {
         let applied = fold.apply(&event);
         // `┌ title` lines an agent printed before the first marker were not nodes after all.
-        steps.extend(fold.take_discarded().into_iter().map(Step::Forget));
+        for index in fold.take_discarded() {
+            if let Some(node) = fold.node(index) {
+                heard.push(RunEvent::NodeDiscarded {
+                    run_id: self.run_id.clone(),
+                    node: node.name.clone(),
+                });
+            }
+            steps.push(Step::Forget(index));
+        }
         match applied {
             Applied::NodeBegan(index) => {
                 let (node, depth) = fold

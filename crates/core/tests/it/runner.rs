@@ -684,7 +684,7 @@ fn a_lossless_subscriber_that_reads_slowly_misses_no_line() {
 
 /// A node the run's end leaves open ends with the run, in the trace and in the live stream, also
 /// when a `┌ title` line before the first marker was discarded (the timeline and the fold then
-/// count nodes differently).
+/// count nodes differently); the title's `node_begin` is taken back (`node_discarded`).
 #[test]
 fn a_node_left_open_by_the_runs_end_ends_with_it_after_a_discarded_title() {
     let b = bench();
@@ -699,6 +699,15 @@ fn a_node_left_open_by_the_runs_end_ends_with_it_after_a_discarded_title() {
     let events = events_until_finished(&b.events, &run.run_id, Duration::from_secs(15));
     assert_eq!(finished(&events).0, Status::Error);
     assert_eq!(node_ends(&events), [("a".to_owned(), Status::Error)], "{events:?}");
+    // The banner was heard as a node until the first marker; then it was taken back.
+    let taken_back: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::NodeDiscarded { node, .. } => Some(node.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(taken_back, ["banner"]);
     let spans = b.supervisor.store().spans(&run.run_id).unwrap();
     let nodes: Vec<(&str, Status, bool)> = spans
         .iter()
