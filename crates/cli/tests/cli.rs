@@ -1285,9 +1285,35 @@ fn surfaces_agree(root: &str, session: &str, told: Option<&(String, Vec<(String,
     now.1
 }
 
+/// One elapsed time of a run everywhere (issue 12, point 3): `run --json`'s `elapsed_ms`, the
+/// `elapsed_ms` of its end in `logs`, and its start to its end in `runs` (within a second: the
+/// store records both ends a moment apart from the runner's clock; 118 against 119 ms here).
+fn times_agree(root: &str, session: &str, events: &[Value]) {
+    use studio_core::session::Timestamp;
+    let elapsed = events.iter().find(|e| e["type"] == "run_finished").unwrap()["elapsed_ms"]
+        .as_u64()
+        .unwrap();
+    let logs = json_of(&zstudio(&["logs", session, "--json", "-w", root], None));
+    let logged = logs
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find_map(|l| l["fields"]["elapsed_ms"].as_u64())
+        .expect("the run's end is logged with its elapsed time");
+    assert_eq!(logged, elapsed, "logs and run --json: {session}");
+    let runs = json_of(&zstudio(&["runs", "--json", "--session", session, "-w", root], None));
+    let at = |field: &str| Timestamp::parse_rfc3339(runs[0][field].as_str().unwrap()).unwrap().0;
+    let recorded = at("ended_at") - at("started_at");
+    assert!(
+        recorded.abs_diff(elapsed) <= 1_000,
+        "runs says {recorded} ms from start to end, run --json {elapsed} ms: {session}"
+    );
+}
+
 /// Issue 12's cross-surface check: `run --json`, `sessions`, `show`, `watch` and `logs` give the
-/// same status and the same node names in the same order with the same statuses, now and after
-/// the session's files are made an hour older: live runs of the test agent (success, failure, a
+/// same status and the same node names in the same order with the same statuses, and one elapsed
+/// time (`times_agree`), now and after the session's files are made an hour older: live runs of the test agent (success, failure, a
 /// stop file from outside, a forced stop), engine captures replayed through the studio (nodes
 /// without folders; a log without markers, read from its human timeline; a crash), and a run
 /// started from a terminal, which the studio did not see (its surfaces agree with each other).
@@ -1321,6 +1347,7 @@ fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
         assert_eq!(told.0, expected_status, "{agent_args:?}");
         assert!(!told.1.is_empty(), "{agent_args:?} has nodes");
         surfaces_agree(root, &session, Some(&told));
+        times_agree(root, &session, &events);
     }
 
     // Forced: the node never finishes; `zstudio stop --force` from another process ends it.
@@ -1335,6 +1362,7 @@ fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
     let told = story_of(&events);
     assert_eq!(told.0, "cancelled");
     surfaces_agree(root, &session, Some(&told));
+    times_agree(root, &session, &events);
 
     // From a terminal: the agent alone, printing markers, with no studio watching.
     let workspace = TempDir::new().unwrap();
