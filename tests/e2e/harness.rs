@@ -209,7 +209,7 @@ fn copy_folder(from: &Path, to: &Path) {
 }
 
 /// Sets the modification time of `path` and everything under it (children first).
-fn set_times_under(path: &Path, time: SystemTime) {
+pub fn set_times_under(path: &Path, time: SystemTime) {
     if path.is_dir() {
         for entry in fs::read_dir(path).expect("list a copied folder") {
             set_times_under(&entry.expect("list a copied folder").path(), time);

@@ -484,45 +484,104 @@ async fn the_same_story(agent_args: &[&str], status: Status, nodes: Option<&'sta
             .collect::<Vec<_>>()
             .join("\n");
 
+        let told = Told {
+            session_id: &session_id,
+            status,
+            as_title: &as_title,
+            progress: format!("{ended}/{begun} nodes"),
+            strip_elapsed: &strip_elapsed,
+            listed: &listed,
+        };
+        told.in_the_window(&client, "now").await;
+
+        // An hour later, nothing happened: the listing and the window say the same.
+        crate::harness::set_times_under(
+            &root.join(".zibby/output/sessions").join(&session_id),
+            std::time::SystemTime::now() - Duration::from_secs(3600),
+        );
+        let rows = store
+            .list_sessions(
+                &studio_core::Workspace::open(&root).unwrap(),
+                std::time::SystemTime::now(),
+            )
+            .unwrap();
+        let later = rows.iter().find(|r| r.summary.id.as_str() == session_id).unwrap();
+        assert_eq!(later.summary.status, status, "an hour later");
+        click(&client, "#session-close").await;
+        click(&client, "#refresh").await;
+        told.in_the_window(&client, "an hour later").await;
+    })
+    .await;
+}
+
+/// What the store's listing says of a session, to find in the window.
+struct Told<'a> {
+    session_id: &'a str,
+    status: Status,
+    /// The table row's progress title: `node: status` lines.
+    as_title: &'a str,
+    /// The header's `N/M nodes`.
+    progress: String,
+    /// The Live runs strip's elapsed time, which the header's must match.
+    strip_elapsed: &'a str,
+    listed: &'a [(String, String)],
+}
+
+impl Told<'_> {
+    /// The table row, the session header and the Timeline say it.
+    async fn in_the_window(&self, client: &Client, when: &str) {
+        let Told {
+            session_id,
+            status,
+            as_title,
+            progress,
+            strip_elapsed,
+            listed,
+        } = self;
         if client.find(Locator::Css("#session-close")).await.is_ok() {
-            click(&client, "#session-close").await;
+            click(client, "#session-close").await;
         }
         let row_css = format!("tr[data-session-id='{session_id}']");
-        eventually("the table row lists the listing's nodes and status", || async {
-            let seen = row_story(&client, &row_css).await?;
-            (seen == format!("{status} / {as_title}")).then_some(()).ok_or(seen)
-        })
+        eventually(
+            &format!("the table row lists the listing's nodes and status, {when}"),
+            || async {
+                let seen = row_story(client, &row_css).await?;
+                (seen == format!("{status} / {as_title}")).then_some(()).ok_or(seen)
+            },
+        )
         .await;
 
-        click(&client, &format!("{row_css} .session-title")).await;
-        wait_for(&client, &format!("#session-view[data-session-id='{session_id}']")).await;
+        click(client, &format!("{row_css} .session-title")).await;
+        wait_for(client, &format!("#session-view[data-session-id='{session_id}']")).await;
         eventually(
-            "the header counts the listing's nodes, and its elapsed time is the strip's",
+            &format!("the header counts the listing's nodes, and its elapsed time is the strip's, {when}"),
             || async {
-                let meta = text_of(&client, "#session-view .sv-meta").await?;
-                let elapsed = text_of(&client, "#session-elapsed").await?;
+                let meta = text_of(client, "#session-view .sv-meta").await?;
+                let elapsed = text_of(client, "#session-elapsed").await?;
                 let seconds = |label: &str| -> Option<i64> {
                     let (m, s) = label.rsplit_once(':')?;
                     Some(m.parse::<i64>().ok()? * 60 + s.parse::<i64>().ok()?)
                 };
                 let close = seconds(&elapsed)
-                    .zip(seconds(&strip_elapsed))
+                    .zip(seconds(strip_elapsed))
                     .is_some_and(|(a, b)| (a - b).abs() <= 1);
-                (meta.contains(&format!("{ended}/{begun} nodes")) && close)
+                (meta.contains(progress.as_str()) && close)
                     .then_some(())
                     .ok_or(format!("{meta} | {elapsed} against {strip_elapsed}"))
             },
         )
         .await;
-        eventually("the Timeline draws the listing's nodes with their statuses", || async {
-            let names = crate::attributes(&client, ".timeline-node", "data-node").await;
-            let statuses = crate::attributes(&client, ".timeline-node", "data-status").await;
-            let drawn: Vec<(String, String)> = names.into_iter().zip(statuses).collect();
-            (drawn == listed).then_some(()).ok_or(format!("{drawn:?}"))
-        })
+        eventually(
+            &format!("the Timeline draws the listing's nodes with their statuses, {when}"),
+            || async {
+                let names = crate::attributes(client, ".timeline-node", "data-node").await;
+                let statuses = crate::attributes(client, ".timeline-node", "data-status").await;
+                let drawn: Vec<(String, String)> = names.into_iter().zip(statuses).collect();
+                (drawn == *listed).then_some(()).ok_or(format!("{drawn:?}"))
+            },
+        )
         .await;
-    })
-    .await;
+    }
 }
 
 /// A table row's status badge and node list (its progress column's title): `status / nodes`.
