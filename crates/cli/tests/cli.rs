@@ -679,14 +679,17 @@ fn agents_of_the_workspace_run_and_replay_by_name() {
 }
 
 /// Starts `zstudio run` in the background and waits until its agent is in its first node.
-fn start_background_run(
-    root: &str,
-    agent_args: &[&str],
-) -> (
-    std::process::Child,
-    String,
-    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
-) {
+/// The lines of a `zstudio run --json` still to come.
+type EventLines = std::io::Lines<std::io::BufReader<std::process::ChildStdout>>;
+
+fn start_background_run(root: &str, agent_args: &[&str]) -> (std::process::Child, String, EventLines) {
+    let (child, session, lines, _) = start_background_run_seen(root, agent_args);
+    (child, session, lines)
+}
+
+/// `zstudio run --json` of the test agent, read up to its first `node_begin`: the child, the
+/// session, the lines still to come, and the events read.
+fn start_background_run_seen(root: &str, agent_args: &[&str]) -> (std::process::Child, String, EventLines, Vec<Value>) {
     use std::io::BufRead;
     let agent = agent_binary();
     let mut child = Command::new(env!("CARGO_BIN_EXE_zstudio"))
@@ -700,19 +703,22 @@ fn start_background_run(
         .unwrap();
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut session = String::new();
+    let mut seen = Vec::new();
     for line in lines.by_ref() {
         let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
         if event["type"] == "run_started" {
             session = event["session_id"].as_str().unwrap().to_owned();
         }
-        if event["type"] == "node_begin" {
+        let began = event["type"] == "node_begin";
+        seen.push(event);
+        if began {
             break;
         }
     }
-    (child, session, lines)
+    (child, session, lines, seen)
 }
 
-fn last_event(lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>) -> Value {
+fn last_event(lines: EventLines) -> Value {
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
     serde_json::from_str(rest.last().expect("a run_finished line")).unwrap()
 }
@@ -1353,10 +1359,10 @@ fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
     // Forced: the node never finishes; `zstudio stop --force` from another process ends it.
     let workspace = TempDir::new().unwrap();
     let root = workspace.path().to_str().unwrap();
-    let (mut child, session, lines) = start_background_run(root, &["--nodes", "a:20000,b:10", "--ignore-stop"]);
+    let (mut child, session, lines, mut events) =
+        start_background_run_seen(root, &["--nodes", "a:20000,b:10", "--ignore-stop"]);
     let stopped = zstudio(&["stop", &session, "--force", "-w", root], None);
     assert!(stopped.status.success(), "{}", String::from_utf8_lossy(&stopped.stderr));
-    let mut events = vec![serde_json::json!({"type": "node_begin", "node": "a"})];
     events.extend(lines.map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap()));
     child.wait().unwrap();
     let told = story_of(&events);

@@ -26,10 +26,6 @@ impl Status {
             Status::Unknown => "unknown",
         }
     }
-
-    pub fn is_finished(self) -> bool {
-        !matches!(self, Status::Running | Status::Unknown)
-    }
 }
 
 impl std::fmt::Display for Status {

@@ -43,7 +43,6 @@ pub const STOP_FILES: [&str; 2] = [".zibby-studio-stop", ".zibby-stop"];
 /// CI variables that would replace the session id with a constant (PROTOCOL.md §1).
 const CI_ID_VARIABLES: [&str; 4] = ["CI_JOB_ID", "GITHUB_RUN_ID", "CIRCLE_WORKFLOW_ID", "BUILD_ID"];
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
-pub use crate::runs::stop::KILL_AFTER;
 /// How often a run's thread looks at its stop state, and the longest output waits for the store.
 const TICK: Duration = Duration::from_millis(50);
 
