@@ -4,7 +4,10 @@
 // logs, file names, prompts) is text and must never be interpreted as markup.
 import js from "@eslint/js";
 import { defineConfig, globalIgnores } from "eslint/config";
+import svelte from "eslint-plugin-svelte";
 import tseslint from "typescript-eslint";
+
+import svelteConfig from "./svelte.config.js";
 
 const htmlSinks = ["innerHTML", "outerHTML"];
 // The type every failed command rejects with, generated from the Rust types.
@@ -18,7 +21,7 @@ export default defineConfig(
     extends: [js.configs.recommended, tseslint.configs.recommendedTypeChecked],
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ["eslint.config.js"] },
+        projectService: { allowDefaultProject: ["eslint.config.js", "svelte.config.js"] },
         tsconfigRootDir: import.meta.dirname,
       },
     },
@@ -57,6 +60,25 @@ export default defineConfig(
           message: "Do not parse HTML with DOMParser: build nodes with el().",
         },
       ],
+    },
+  },
+  {
+    // Svelte components: the plugin's recommended rules (`{@html}` is an error there: agent
+    // output is never HTML), TypeScript in `<script lang="ts">` with type information.
+    files: ["**/*.svelte", "**/*.svelte.ts"],
+    extends: [js.configs.recommended, tseslint.configs.recommendedTypeChecked, svelte.configs.recommended],
+    languageOptions: {
+      parserOptions: {
+        projectService: true,
+        extraFileExtensions: [".svelte"],
+        parser: tseslint.parser,
+        svelteConfig,
+        tsconfigRootDir: import.meta.dirname,
+      },
+    },
+    rules: {
+      "svelte/no-at-html-tags": "error",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
     },
   },
   {

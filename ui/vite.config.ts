@@ -1,3 +1,5 @@
+import { svelte } from "@sveltejs/vite-plugin-svelte";
+import { svelteTesting } from "@testing-library/svelte/vite";
 import { defineConfig } from "vitest/config";
 
 // The app embeds ui/dist (tauri.conf.json: build.frontendDist). Tauri serves it from its own
@@ -5,6 +7,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   base: "./",
   clearScreen: false,
+  plugins: [svelte(), svelteTesting()],
   build: {
     outDir: "dist",
     emptyOutDir: true,
