@@ -97,7 +97,13 @@ impl Workspace {
     /// `quiet_for` ago, its nodes one second apart in the order they ran.
     pub fn with_sessions(sessions: &[CapturedSession]) -> Workspace {
         let workspace = Workspace::empty();
-        let sessions_dir = workspace.path().join(".zibby/output/sessions");
+        workspace.add_sessions(sessions);
+        workspace
+    }
+
+    /// Copies `sessions` in as [`Workspace::with_sessions`] does, beside what the workspace has.
+    pub fn add_sessions(&self, sessions: &[CapturedSession]) {
+        let sessions_dir = self.path().join(".zibby/output/sessions");
         let captures = repo_root().join("tests/fixtures/zibby-captures");
         for session in sessions {
             let from = captures
@@ -124,7 +130,6 @@ impl Workspace {
             set_mtime(&to.join(".session-info.json"), last_write);
             set_mtime(&to, last_write);
         }
-        workspace
     }
 
     /// An empty workspace with `count` small finished sessions, one second apart (the newest
@@ -234,6 +239,7 @@ pub struct App {
 impl App {
     /// Starts `zibby-studio --db <db> <workspace>` with `data_home` as its data folder (its
     /// trash, among others: never the user's) and connects to its window.
+    #[allow(dead_code)] // benches/app.rs launches this way; the tests go through `App::run*`.
     pub async fn launch(workspace: &Path, db: &Path, data_home: &Path) -> App {
         App::launch_with_env(workspace, db, data_home, &[]).await
     }
@@ -291,7 +297,16 @@ impl App {
         F: FnOnce(Client) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
-        App::run_in(workspace.path(), &workspace.db(), workspace.data_home(), test).await;
+        App::run_in(workspace.path(), &workspace.db(), workspace.data_home(), &[], test).await;
+    }
+
+    /// [`App::run`] with environment variables of the app's own (the desktop's settings).
+    pub async fn run_with_env<F, Fut>(workspace: &Workspace, env: &[(&str, &str)], test: F)
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        App::run_in(workspace.path(), &workspace.db(), workspace.data_home(), env, test).await;
     }
 
     /// [`App::run`] on any path, one that may not exist.
@@ -301,15 +316,15 @@ impl App {
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
         let data_home = tempfile::tempdir().expect("create a temp folder for the app's data");
-        App::run_in(workspace, db, data_home.path(), test).await;
+        App::run_in(workspace, db, data_home.path(), &[], test).await;
     }
 
-    async fn run_in<F, Fut>(workspace: &Path, db: &Path, data_home: &Path, test: F)
+    async fn run_in<F, Fut>(workspace: &Path, db: &Path, data_home: &Path, env: &[(&str, &str)], test: F)
     where
         F: FnOnce(Client) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
-        let app = App::launch(workspace, db, data_home).await;
+        let app = App::launch_with_env(workspace, db, data_home, env).await;
         // A panic inside the spawned task comes back as a JoinError instead of unwinding past the
         // close below, which would leave the window (and the drivers) running.
         let outcome = tokio::time::timeout(Duration::from_secs(240), tokio::spawn(test(app.client.clone()))).await;

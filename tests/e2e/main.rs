@@ -10,6 +10,7 @@
 //!
 //! Screenshots of what the tests saw land in `e2e-screenshots/` (gitignored).
 
+mod accessibility;
 mod desktop;
 mod harness;
 mod keyboard;
