@@ -9,6 +9,10 @@
 //!    (opened after its run, and followed live), against the same with a 1 MB output and with an
 //!    empty page.
 //!
+//! 4. find in output: a 1 GB output searched through the store, against the page reading it;
+//! 5. idle: the CPU the app and its web process use with the window open and nothing live, on
+//!    a fresh window and after a few runs have ended.
+//!
 //! `cargo bench -p zibby-studio --bench app` (needs a display: `xvfb-run -a`); figures go to
 //! stdout and into docs/benchmarks.md by hand. Nothing here asserts a time.
 
@@ -44,6 +48,9 @@ async fn main() {
     }
     if run("find") {
         find().await;
+    }
+    if run("idle") {
+        idle().await;
     }
 }
 
@@ -521,4 +528,59 @@ async fn run_id_shown(client: &Client) -> String {
         .await
         .unwrap();
     value.as_str().expect("the output view names its run").to_owned()
+}
+
+// ---- 5. idle ----
+
+/// How long each idle case is measured (the figure was taken over 120 s).
+const IDLE_SECONDS: u64 = 120;
+
+/// The CPU the app and its web process use with the window open and nothing live: on a window
+/// just opened on 200 sessions, and after three short runs have ended (in the window: their
+/// Live runs entries, views and timers come and go). As a share of one core.
+async fn idle() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:300", "--prompt", "{prompt}"]);
+    workspace.add_generated_sessions(200);
+    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    let client = &app.client;
+    wait_for(client, "tr[data-session-id]").await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    println!("idle, a window just opened on 200 sessions: {}", idle_cpu(&workspace.db()).await);
+
+    for i in 0..3 {
+        harness::start_run(client, &format!("idle {i}")).await;
+        eventually("the run ends", || async {
+            let store = Store::open(&StoreLocation::File(workspace.db())).map_err(|e| e.to_string())?;
+            let runs = store
+                .runs(&studio_core::Workspace::open(workspace.path()).unwrap(), None)
+                .map_err(|e| e.to_string())?;
+            (runs.len() == i + 1 && runs.iter().all(|run| run.status != studio_core::Status::Running))
+                .then_some(())
+                .ok_or(format!("{} runs, one live", runs.len()))
+        })
+        .await;
+        let prompt = client.find(Locator::Css("#run-prompt")).await.unwrap();
+        prompt.clear().await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    println!("idle, after three runs ended: {}", idle_cpu(&workspace.db()).await);
+    app.close().await;
+}
+
+/// The app's and its web process's CPU time over [`IDLE_SECONDS`], as a share of one core.
+async fn idle_cpu(db: &Path) -> String {
+    let app = *harness::app_processes(db).first().expect("the app runs");
+    let web = webview_process(db);
+    // utime and stime, in clock ticks (100 a second).
+    let ticks = |pid: u32| stat_field(pid, 11).unwrap_or(0) + stat_field(pid, 12).unwrap_or(0);
+    let (app_before, web_before) = (ticks(app), ticks(web));
+    tokio::time::sleep(Duration::from_secs(IDLE_SECONDS)).await;
+    let share = |ticks: u64| ticks as f64 / IDLE_SECONDS as f64; // ticks/s = % of a core
+    let (app_used, web_used) = (ticks(app) - app_before, ticks(web) - web_before);
+    format!(
+        "{:.2} % of a core over {IDLE_SECONDS} s (app {:.2} %, web process {:.2} %)",
+        share(app_used + web_used),
+        share(app_used),
+        share(web_used)
+    )
 }

@@ -136,7 +136,13 @@ impl Workspace {
     /// last): `<1795900000000 + i s>_<i as 4 digits>`.
     pub fn with_generated_sessions(count: u64) -> Workspace {
         let workspace = Workspace::empty();
-        let sessions_dir = workspace.path().join(".zibby/output/sessions");
+        workspace.add_generated_sessions(count);
+        workspace
+    }
+
+    /// Adds the sessions of [`Workspace::with_generated_sessions`] to what the workspace has.
+    pub fn add_generated_sessions(&self, count: u64) {
+        let sessions_dir = self.path().join(".zibby/output/sessions");
         for i in 0..count {
             let folder = sessions_dir.join(generated_session_id(i));
             fs::create_dir_all(folder.join("plan")).expect("create a session folder");
@@ -147,7 +153,6 @@ impl Workspace {
             .expect("write .session-info.json");
             fs::write(folder.join("result.json"), r#"{"success":true}"#).expect("write result.json");
         }
-        workspace
     }
 
     pub fn path(&self) -> &Path {
