@@ -545,7 +545,10 @@ async fn idle() {
     let client = &app.client;
     wait_for(client, "tr[data-session-id]").await;
     tokio::time::sleep(Duration::from_secs(10)).await;
-    println!("idle, a window just opened on 200 sessions: {}", idle_cpu(&workspace.db()).await);
+    println!(
+        "idle, a window just opened on 200 sessions: {}",
+        idle_cpu(&workspace.db()).await
+    );
 
     for i in 0..3 {
         harness::start_run(client, &format!("idle {i}")).await;

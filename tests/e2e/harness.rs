@@ -235,6 +235,13 @@ fn set_mtime(path: &Path, time: SystemTime) {
 }
 
 /// The app under test, driven over WebDriver. Close it with [`App::close`].
+/// The app under test: the one this build made, or `ZIBBY_STUDIO_APP` (a benchmark measures an
+/// earlier build against this one in the same conditions that way).
+pub fn app_binary() -> PathBuf {
+    std::env::var_os("ZIBBY_STUDIO_APP")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_zibby-studio")), PathBuf::from)
+}
+
 pub struct App {
     pub client: Client,
     driver: Driver,
@@ -256,7 +263,7 @@ impl App {
         let capabilities = json!({
             "browserName": "wry",
             "tauri:options": {
-                "application": env!("CARGO_BIN_EXE_zibby-studio"),
+                "application": app_binary(),
                 "args": ["--db", db, workspace],
             },
         });
