@@ -74,6 +74,9 @@ ipc_commands![
 pub use studio_args::desktop::{parse_args, Invocation};
 
 /// The app's entry point: `zibby-studio [--db PATH | --memory] [WORKSPACE]`.
+/// How long watching waits at most for the window's first listing.
+const FIRST_LISTING_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 pub fn run() {
     let (workspace, db, memory) = match parse_args(std::env::args_os().skip(1)) {
         Ok(Invocation::Open { workspace, db, memory }) => (workspace, db, memory),
@@ -128,13 +131,20 @@ pub fn run() {
         .manage(studio)
         .setup(move |app| {
             let studio = app.state::<Studio>();
+            // The window's first listing is read while the web view starts.
+            let handle = app.handle().clone();
+            std::thread::Builder::new()
+                .name("read-ahead".into())
+                .spawn(move || handle.state::<Studio>().read_sessions_ahead())?;
             // Sessions from anywhere (a terminal, CI, a download) show up as they happen. Watching
-            // starts off the main thread: with 10,000 sessions it takes about a second, which
-            // the window would otherwise wait for.
+            // starts off the main thread, once the window has its first listing (or after
+            // FIRST_LISTING_WAIT): with 10,000 sessions it takes a second or more of CPU, which
+            // would slow that listing down. What changed meanwhile, the window lists then.
             let handle = app.handle().clone();
             std::thread::Builder::new().name("watch-start".into()).spawn(move || {
-                let started = std::time::Instant::now();
                 let studio = handle.state::<Studio>();
+                studio.wait_first_listing(FIRST_LISTING_WAIT);
+                let started = std::time::Instant::now();
                 match studio.watch(events::sessions_changed(handle.clone())) {
                     Ok(()) => {
                         tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "watching");

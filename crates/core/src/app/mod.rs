@@ -4,6 +4,7 @@
 //! supervisor and the watcher. A part that could not be opened is kept as its error, which every
 //! call that needs it returns, so the window shows why instead of the app panicking.
 
+pub mod first_listing;
 pub mod live;
 
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, SystemTime};
 
+use crate::app::first_listing::FirstListing;
 use crate::app::live::RunChanges;
 use crate::runs::runner::{Keeper, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
 use crate::runs::stop::Stopping;
@@ -47,6 +49,8 @@ pub struct Studio {
     changes: Mutex<Option<ChangeSink>>,
     /// Turns the runs' output into notices for the window.
     run_changes: Mutex<Option<RunChanges>>,
+    /// The window's first listing, read ahead while the window starts.
+    first_listing: FirstListing,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -115,6 +119,7 @@ impl Studio {
             watcher: Mutex::new(None),
             changes: Mutex::new(None),
             run_changes: Mutex::new(None),
+            first_listing: FirstListing::default(),
         };
         (studio, events)
     }
@@ -243,13 +248,34 @@ impl Studio {
     /// The sessions of the workspace, pinned first.
     pub fn sessions(&self, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
         let started = std::time::Instant::now();
-        let rows = self.store()?.list_sessions(&self.workspace()?, now)?;
+        let workspace = self.workspace()?;
+        let rows = self.first_listing.serve(&workspace.root().to_path_buf(), || {
+            self.store()?.list_sessions(&workspace, now)
+        })?;
         tracing::debug!(
             sessions = rows.len(),
             elapsed_ms = started.elapsed().as_millis() as u64,
             "sessions listed"
         );
         Ok(rows)
+    }
+
+    /// Reads the open workspace's sessions for the window's first [`Studio::sessions`] call, as
+    /// the window starts (see [`first_listing`]). Blocks while it reads: call it off the main
+    /// thread.
+    pub fn read_sessions_ahead(&self) {
+        let Ok(workspace) = self.workspace() else { return };
+        let started = std::time::Instant::now();
+        self.first_listing.read_ahead(workspace.root().to_path_buf(), || {
+            self.store()?.list_sessions(&workspace, SystemTime::now())
+        });
+        tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "sessions read ahead");
+    }
+
+    /// Waits until the window's first listing was served, at most `timeout`: watching starts
+    /// after it, so that it does not slow the first listing down.
+    pub fn wait_first_listing(&self, timeout: Duration) -> bool {
+        self.first_listing.wait_served(timeout)
     }
 
     /// Runs `agent` of the workspace's `.zibby/studio.toml` (see [`agent_run_request`]).

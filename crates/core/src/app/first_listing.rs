@@ -1,0 +1,151 @@
+//! The window's first listing, read ahead: the app starts reading the workspace's sessions as it
+//! opens, while the web view starts (about half a second), and the window's first `sessions`
+//! call takes what was read instead of reading again. Only that first call: every later one
+//! reads anew, and the watcher, started once the first listing is served, makes the window list
+//! again, which picks up anything that changed in between.
+
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use crate::store::SessionRow;
+use crate::vocabulary::error::Error;
+
+enum State {
+    /// Nobody read ahead.
+    NotRead,
+    /// Being read ahead, for this workspace.
+    Reading(PathBuf),
+    /// Read ahead for this workspace, not served yet.
+    Read(PathBuf, Result<Vec<SessionRow>, Error>),
+    /// The first listing was served (read ahead or not): every listing reads anew.
+    Served,
+}
+
+pub struct FirstListing {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+impl Default for FirstListing {
+    fn default() -> FirstListing {
+        FirstListing {
+            state: Mutex::new(State::NotRead),
+            changed: Condvar::new(),
+        }
+    }
+}
+
+impl FirstListing {
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Reads the first listing of `root` ahead with `read`, unless it was served already.
+    pub fn read_ahead(&self, root: PathBuf, read: impl FnOnce() -> Result<Vec<SessionRow>, Error>) {
+        {
+            let mut state = self.state();
+            if !matches!(*state, State::NotRead) {
+                return;
+            }
+            *state = State::Reading(root.clone());
+        }
+        let rows = read();
+        let mut state = self.state();
+        if matches!(&*state, State::Reading(reading) if *reading == root) {
+            *state = State::Read(root, rows);
+        }
+        self.changed.notify_all();
+    }
+
+    /// The listing of `root`, for the caller to serve: the one read ahead if it is `root`'s (waited
+    /// for while it is being read), else `read`'s. Every call after the first reads anew.
+    pub fn serve(
+        &self,
+        root: &PathBuf,
+        read: impl FnOnce() -> Result<Vec<SessionRow>, Error>,
+    ) -> Result<Vec<SessionRow>, Error> {
+        let mut state = self.state();
+        while matches!(&*state, State::Reading(reading) if reading == root) {
+            state = self
+                .changed
+                .wait(state)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        let ahead = std::mem::replace(&mut *state, State::Served);
+        self.changed.notify_all();
+        drop(state);
+        match ahead {
+            State::Read(read_for, rows) if read_for == *root => rows,
+            _ => read(),
+        }
+    }
+
+    /// Waits until the first listing was served, at most `timeout`; true if it was.
+    pub fn wait_served(&self, timeout: Duration) -> bool {
+        let state = self.state();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, timeout, |state| !matches!(state, State::Served))
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        matches!(*state, State::Served)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn rows(n: usize) -> Result<Vec<SessionRow>, Error> {
+        Ok(Vec::with_capacity(n))
+    }
+
+    #[test]
+    fn the_first_listing_is_the_one_read_ahead_and_the_next_ones_read_anew() {
+        let listing = FirstListing::default();
+        let root = PathBuf::from("/w");
+        listing.read_ahead(root.clone(), || Ok(Vec::with_capacity(7)));
+        let first = listing.serve(&root, || panic!("the first listing was read ahead"));
+        assert_eq!(first.unwrap().capacity(), 7);
+        let mut read = false;
+        listing
+            .serve(&root, || {
+                read = true;
+                rows(0)
+            })
+            .unwrap();
+        assert!(read, "the second listing reads anew");
+        assert!(listing.wait_served(Duration::ZERO));
+    }
+
+    #[test]
+    fn a_listing_asked_while_read_ahead_waits_for_it_and_another_workspace_reads_its_own() {
+        let listing = Arc::new(FirstListing::default());
+        let root = PathBuf::from("/w");
+        let (started_tx, started) = std::sync::mpsc::channel();
+        let reading = {
+            let listing = listing.clone();
+            let root = root.clone();
+            std::thread::spawn(move || {
+                listing.read_ahead(root, || {
+                    started_tx.send(()).unwrap();
+                    std::thread::sleep(Duration::from_millis(100));
+                    Ok(Vec::with_capacity(3))
+                })
+            })
+        };
+        started.recv().unwrap();
+        assert!(!listing.wait_served(Duration::from_millis(10)));
+        let served = listing.serve(&root, || panic!("waits for the read ahead"));
+        assert_eq!(served.unwrap().capacity(), 3);
+        reading.join().unwrap();
+
+        let other = FirstListing::default();
+        other.read_ahead(PathBuf::from("/a"), || Ok(Vec::with_capacity(5)));
+        let served = other.serve(&PathBuf::from("/b"), || rows(1)).unwrap();
+        assert_eq!(served.capacity(), 1, "read for its own workspace");
+        // Read ahead after the first listing was served: nothing is kept for later.
+        other.read_ahead(PathBuf::from("/b"), || panic!("not read after the first listing"));
+    }
+}
