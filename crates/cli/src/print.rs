@@ -261,6 +261,7 @@ pub fn change(out: &mut impl Write, change: &Change, with_workspace: bool) -> an
             }
         }
         Change::WatchPolling { reason, .. } => writeln!(out, "{prefix}! not watched live: {reason}")?,
+        Change::AgentsChanged { .. } => writeln!(out, "{prefix}! agents changed: .zibby/studio.toml")?,
     }
     Ok(())
 }

@@ -299,6 +299,9 @@ export const RUN_OUTPUT = "run-output";
 /** The Tauri event the shell sends the watcher's session changes as (payload: `SessionsChanged`). */
 export const SESSIONS_CHANGED = "sessions-changed";
 
+/** The Tauri event the shell sends when the workspace's `.zibby/studio.toml` was created, changed or removed (no payload: list the agents again). */
+export const AGENTS_CHANGED = "agents-changed";
+
 /** The Tauri event the shell says the sessions are polled, not watched live, with (payload: `WatchNotice`). */
 export const WATCH_NOTICE = "watch-notice";
 

@@ -179,7 +179,8 @@ pub fn record_change(store: &Store, change: &Change) -> Result<(), Error> {
         | Change::NodeChanged { .. }
         | Change::RunStatusChanged { .. }
         | Change::RunOutputAppended { .. }
-        | Change::WatchPolling { .. } => return Ok(()),
+        | Change::WatchPolling { .. }
+        | Change::AgentsChanged { .. } => return Ok(()),
     };
     let Some(print) = session::fingerprint(&summary.path, None) else {
         return forget(store, &workspace, id);
