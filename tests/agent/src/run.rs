@@ -41,6 +41,9 @@ struct Options {
     no_final_newline: bool,
     /// Wait this long after printing the session line, before the first node.
     wait_before: Duration,
+    /// Colour the lines printed inside nodes (ANSI SGR), as the engine's output under
+    /// `FORCE_COLOR=1` is; markers are never coloured.
+    color: bool,
     /// Print these variables of the environment (`env NAME=value`, or `env NAME unset`) in the
     /// first node.
     print_env: Vec<String>,
@@ -88,6 +91,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         binary: false,
         no_final_newline: false,
         wait_before: Duration::ZERO,
+        color: false,
         print_env: Vec::new(),
     };
     let mut i = 0;
@@ -100,6 +104,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--spawn-grandchild" => options.grandchild = true,
             "--spawn-setsid-grandchild" => options.setsid_grandchild = true,
             "--binary" => options.binary = true,
+            "--color" => options.color = true,
             "--wait-before-ms" => {
                 let ms = value_of(args, &mut i, "--wait-before-ms")?;
                 options.wait_before =
@@ -292,7 +297,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         };
         for line in 0..options.lines {
             sleep_until(node_time.mul_f64((line + 1) as f64 / (options.lines + 1) as f64));
-            printer.line(1, &format!("{}: working ({}/{})", node.name, line + 1, options.lines));
+            printer.line(1, &work_line(&node.name, line, options.lines, options.color));
         }
         sleep_until(node_time);
         if options.fail.as_deref() == Some(node.name.as_str()) {
@@ -397,6 +402,20 @@ fn first_node_extras(printer: &Printer, options: &Options) -> Result<(), String>
     }
     let _ = out.flush();
     Ok(())
+}
+
+/// A line of a node's pretend work: `plan: working (1/2)`, or with `--color` a coloured one.
+fn work_line(node: &str, line: usize, lines: usize, color: bool) -> String {
+    if !color {
+        return format!("{node}: working ({}/{lines})", line + 1);
+    }
+    const STEPS: [(&str, u8); 4] = [("reading", 36), ("thinking", 33), ("writing", 35), ("checking", 32)];
+    let (step, colour) = STEPS[line % STEPS.len()];
+    let tick = if line + 1 == lines { " \x1b[32m✓\x1b[39m" } else { "" };
+    format!(
+        "\x1b[1;{colour}m{step}\x1b[0m {node} \x1b[2m({}/{lines})\x1b[22m{tick}",
+        line + 1
+    )
 }
 
 fn close_nodes(
