@@ -502,9 +502,12 @@ impl WatchLoop {
     }
 
     /// Watches a workspace's `.zibby` folder when it is a real folder, else its root (until
-    /// `.zibby` appears): never through a link.
+    /// `.zibby` appears): never through a link; not while the workspace is polled.
     fn point_agents_watch(&mut self, index: usize) {
         let workspace = &mut self.workspaces[index];
+        if workspace.polling {
+            return; // polled with its sessions
+        }
         let (root, agents) = (workspace.workspace.root(), &mut workspace.agents);
         let real_folder = std::fs::symlink_metadata(&agents.folder).is_ok_and(|m| m.is_dir());
         let target = if real_folder {
@@ -713,6 +716,11 @@ impl WatchLoop {
             if let Some((dir, _)) = &workspace.watched {
                 let _ = notify.unwatch(dir);
             }
+        }
+        // The agents file's watch goes too: it is polled with the rest.
+        workspace.agents.polled = true;
+        if let (Some((dir, _)), Some(notify)) = (workspace.agents.watched.take(), self.agents_notify.as_mut()) {
+            let _ = notify.unwatch(&dir);
         }
         let workspace = workspace.workspace.root().to_owned();
         (self.sink)(Change::WatchPolling {
@@ -1039,8 +1047,9 @@ mod tests {
 
         let before = inotify_watches();
         let (watcher, received) = watch(root.path(), WatcherOptions::default());
-        // The sessions folder, the session, plan/, nodes/ and nodes/step/: five.
-        assert_eq!(inotify_watches() - before, 5);
+        // The sessions folder, the session, plan/, nodes/ and nodes/step/: five; and `.zibby/` for
+        // the agents file.
+        assert_eq!(inotify_watches() - before, 6);
 
         // Still seen: a node's output three levels down.
         std::fs::write(session.join("nodes/step/raw_stream_output.txt"), "hello\n").unwrap();
@@ -1075,8 +1084,9 @@ mod tests {
 
         let before = inotify_watches();
         let (_watcher, received) = watch(root.path(), WatcherOptions::default());
-        // The sessions folder and the real session: two (nothing of `outside`).
-        assert_eq!(inotify_watches() - before, 2);
+        // The sessions folder and the real session: two (nothing of `outside`); and `.zibby/` for
+        // the agents file.
+        assert_eq!(inotify_watches() - before, 3);
         std::fs::write(outside.path().join("raw_stream_output.txt"), "secret\n").unwrap();
         std::fs::write(outside.path().join("node/raw_stream_output.txt"), "secret\n").unwrap();
         std::fs::write(sessions.join("1777678254943_real/raw_stream_output.txt"), "mine\n").unwrap();
