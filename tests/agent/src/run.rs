@@ -308,7 +308,8 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         if has_children {
             open.push((index, started));
         } else {
-            finish_node(&printer, node, started, &session, &mut events, options.documented)?;
+            let documented = options.documented.then_some(options.prompt.as_str());
+            finish_node(&printer, node, started, &session, &mut events, documented)?;
         }
         if options.stop_after.as_deref() == Some(node.name.as_str()) {
             write_file(&session.join(STOP_FILES[0]), "stop")?;
@@ -431,7 +432,7 @@ fn close_nodes(
             break;
         }
         open.pop();
-        finish_node(printer, &nodes[index], started, session, events, false)?;
+        finish_node(printer, &nodes[index], started, session, events, None)?;
     }
     Ok(())
 }
@@ -445,13 +446,15 @@ fn took(started: Instant) -> String {
     }
 }
 
+/// Ends a node as the engine does, and writes its folder; with the documented layout
+/// (`documented`: the run's prompt, which each node's prompt file begins with) its files too.
 fn finish_node(
     printer: &Printer,
     node: &Node,
     started: Instant,
     session: &Path,
     events: &mut Vec<serde_json::Value>,
-    documented: bool,
+    documented: Option<&str>,
 ) -> Result<(), String> {
     printer.line(0, &format!("└ done {}", took(started)));
     printer.marker(node.depth, "node_end", &node.name);
@@ -459,12 +462,15 @@ fn finish_node(
     let output = format!("{} finished: {} ms of pretend work\n", node.name, node.millis);
     write_file(&session.join(&node.name).join("raw_stream_output.txt"), &output)?;
     events.push(json!({"type": "node_end", "node": node.name, "status": "success", "timestamp": humantime_now()}));
-    if documented {
+    if let Some(prompt) = documented {
         let dir = session.join("nodes").join(&node.name);
-        write_file(
-            &dir.join("prompt.txt"),
-            format!("You are the {} step. Do your part.", node.name),
-        )?;
+        let step = format!("You are the {} step. Do your part.", node.name);
+        let text = if prompt.trim().is_empty() {
+            step
+        } else {
+            format!("{prompt}\n\n{step}")
+        };
+        write_file(&dir.join("prompt.txt"), text)?;
         write_file(&dir.join("raw_output.txt"), &output)?;
         write_file(
             &dir.join("result.json"),
