@@ -14,9 +14,9 @@
 //! - `agent`: a top-level string `workflow`, `workflowName`, `workflowType`, `agent` or
 //!   `agentName` of `.session-info.json`, else of `result.json`, else of the first event of
 //!   `events.json` that has one;
-//! - `title`: a top-level string `prompt` of `result.json`, else the prompt file (`prompt.txt`)
-//!   of the first node, in node order, that has one (the first 4 KiB of at most
-//!   [`TITLE_PROMPT_FILES`] nodes, a regular file never reached through a link).
+//! - `title`: a top-level string `prompt` of `result.json`, else, in the documented layout, the
+//!   prompt file (`prompt.txt`) of the first node, in node order, that has one (the first 4 KiB
+//!   of at most [`TITLE_PROMPT_FILES`] nodes, a regular file never reached through a link).
 //!
 //! Either is made one line ([`one_line`]): the first line that has text, trimmed, control
 //! characters dropped, at most [`TITLE_CHARS`] characters (cut at a word, with `…`).
@@ -542,7 +542,11 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         .and_then(Value::as_str)
         .and_then(one_line)
         .or_else(|| {
-            // A node's prompt is in `nodes/<node>/` (the documented layout) or `<node>/`.
+            // The engine writes no prompt files: only the documented layout's are looked for
+            // (a listing of engine sessions costs no more), in `nodes/<node>/` or `<node>/`.
+            if layout != Layout::Documented {
+                return None;
+            }
             nodes.iter().take(TITLE_PROMPT_FILES).find_map(|node| {
                 node_dirs
                     .iter()

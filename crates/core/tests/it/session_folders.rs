@@ -338,6 +338,14 @@ fn the_engine_alone_names_no_agent_and_no_title_in_any_era() {
         }
     }
     assert!(read >= 16, "every capture with a sessions folder: {read}");
+
+    // The engine writes no prompt files: one in an engine-layout folder is not even looked at.
+    let dir = workspace_of(&["head-bb10e85-01-hello-world-markers"]);
+    let session = dir.path().join(".zibby/output/sessions/1795952462692_17h6");
+    fs::write(session.join("say_hi/prompt.txt"), "Say hi").unwrap();
+    let id = SessionId::parse("1795952462692_17h6").unwrap();
+    let summary = studio_core::session::read_summary(&session, &id, later()).unwrap();
+    assert_eq!(summary.title, None);
 }
 
 /// A capture's folder with what the documented layout adds (the `zibby` CLI, the cloud): what it
@@ -407,6 +415,8 @@ fn a_hostile_prompt_file_is_never_followed_nor_read_whole() {
     fs::write(outside.path().join("secret.txt"), "the secret").unwrap();
     let id = SessionId::parse("1795952464415_3prb").unwrap();
     let session = dir.path().join(".zibby/output/sessions").join(id.as_str());
+    // The documented layout's (a result without a prompt), whose prompt files are looked at.
+    fs::write(session.join("result.json"), r#"{"success": true}"#).unwrap();
     std::os::unix::fs::symlink(outside.path().join("secret.txt"), session.join("plan/prompt.txt")).unwrap();
     nix::unistd::mkfifo(&session.join("execute/prompt.txt"), nix::sys::stat::Mode::S_IRWXU).unwrap();
     // No node gives a title: each prompt file is tried, and said.
