@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds Zibby Studio and opens it on WORKSPACE, or on a demo workspace that the test agent fills
-# with a few real sessions the first time. Installs what it needs first (scripts/setup.sh).
+# with a few real sessions the first time, and an agent to run (`demo`: Run, watch, Stop). Installs
+# what it needs first (scripts/setup.sh).
 #
 #   scripts/open-studio.sh [WORKSPACE]
 set -euo pipefail
@@ -12,10 +13,10 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 workspace=${1:-}
 if [ -z "$workspace" ]; then
   workspace=demo-workspace
-  if [ -z "$(ls -A "$workspace/.zibby/output/sessions" 2>/dev/null)" ]; then
-    printf '\033[1m==> filling %s with demo sessions\033[0m\n' "$workspace"
-    cargo run --quiet --locked -p zibby-test-agent -- fill-demo "$workspace"
-  fi
+  # Idempotent: demo sessions only into an empty workspace, the agent `demo` (.zibby/studio.toml)
+  # only where there is no agents file yet (so an older demo workspace gets it too).
+  printf '\033[1m==> %s: demo sessions and the agent `demo`\033[0m\n' "$workspace"
+  cargo run --quiet --locked -p zibby-test-agent -- fill-demo "$workspace"
 fi
 if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ]; then
   echo "error: no display: run this from a desktop session (or under xvfb-run to try it headless)" >&2

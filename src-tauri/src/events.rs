@@ -1,5 +1,5 @@
 //! Events to the window: the supervisor's run events (`run-event`), and the watcher's session
-//! changes (`sessions-changed`).
+//! changes (`sessions-changed`) and agents file changes (`agents-changed`).
 
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
@@ -125,8 +125,13 @@ pub fn tell_sessions_changed(app: &AppHandle) {
     }
 }
 
+/// The Tauri event a change of the workspace's `.zibby/studio.toml` (created, written, replaced
+/// by a rename, removed) is sent as, with no payload: the window lists the agents again. The
+/// watcher gathers a burst of writes into one (at most one per its window, 100 ms).
+pub const AGENTS_CHANGED: &str = "agents-changed";
+
 /// The watcher's sink: session changes to the window, gathered (output lines stay on disk until
-/// shown). Its thread waits while nothing changes and ends with the sink.
+/// shown), and agents file changes. Its thread waits while nothing changes and ends with the sink.
 pub fn sessions_changed(app: AppHandle) -> ChangeSink {
     let (changed, changes) = std::sync::mpsc::channel::<()>();
     let notices = app.clone();
@@ -153,6 +158,11 @@ pub fn sessions_changed(app: AppHandle) -> ChangeSink {
             Change::SessionAdded { .. } | Change::SessionUpdated { .. } | Change::SessionRemoved { .. }
         ) {
             let _ = changed.send(());
+        }
+        if let Change::AgentsChanged { .. } = &change {
+            if let Err(error) = notices.emit(AGENTS_CHANGED, ()) {
+                tracing::warn!(%error, "cannot tell the window that the agents changed");
+            }
         }
         if let Change::WatchPolling { workspace, reason } = &change {
             let notice = WatchNotice {

@@ -130,6 +130,11 @@ fn render() -> String {
         crate::events::SESSIONS_CHANGED,
     )
     .constant(
+        "The Tauri event the shell sends when the workspace's `.zibby/studio.toml` was created, changed or removed (no payload: list the agents again).",
+        "AGENTS_CHANGED",
+        crate::events::AGENTS_CHANGED,
+    )
+    .constant(
         "The Tauri event the shell says the sessions are polled, not watched live, with (payload: `WatchNotice`).",
         "WATCH_NOTICE",
         crate::events::WATCH_NOTICE,

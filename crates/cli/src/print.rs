@@ -53,20 +53,22 @@ pub fn sessions(out: &mut impl Write, sessions: &[SessionRow], now: SystemTime) 
     }
     writeln!(
         out,
-        "  {:<11} {:<28} {:<20} {:<12} UPDATED",
-        "STATUS", "SESSION", "CURRENT NODE", "NODES"
+        "  {:<11} {:<28} {:<16} {:<20} {:<12} {:<32} UPDATED",
+        "STATUS", "SESSION", "AGENT", "CURRENT NODE", "NODES", "TITLE"
     )?;
     for row in sessions {
         let session = &row.summary;
         let (ended, begun) = session.nodes_progress();
         writeln!(
             out,
-            "{} {:<11} {:<28} {:<20} {:<12} {}",
+            "{} {:<11} {:<28} {:<16} {:<20} {:<12} {:<32} {}",
             if row.pinned { "*" } else { " " },
             session.status,
             session.id,
+            shorten(session.agent.as_deref().unwrap_or("-"), 16),
             shorten(session.current_node.as_deref().unwrap_or("-"), 20),
             format!("{ended}/{begun}"),
+            shorten(session.title.as_deref().unwrap_or("-"), 32),
             ago(session.updated_at, now)
         )?;
     }
@@ -75,6 +77,8 @@ pub fn sessions(out: &mut impl Write, sessions: &[SessionRow], now: SystemTime) 
 
 pub fn session(out: &mut impl Write, session: &studio_core::Session, now: SystemTime) -> anyhow::Result<()> {
     writeln!(out, "session   {}", session.id)?;
+    writeln!(out, "title     {}", session.title.as_deref().unwrap_or("-"))?;
+    writeln!(out, "agent     {}", session.agent.as_deref().unwrap_or("-"))?;
     writeln!(out, "path      {}", session.path.display())?;
     writeln!(out, "status    {}", session.status)?;
     writeln!(out, "current   {}", session.current_node.as_deref().unwrap_or("-"))?;
@@ -261,6 +265,7 @@ pub fn change(out: &mut impl Write, change: &Change, with_workspace: bool) -> an
             }
         }
         Change::WatchPolling { reason, .. } => writeln!(out, "{prefix}! not watched live: {reason}")?,
+        Change::AgentsChanged { .. } => writeln!(out, "{prefix}! agents changed: .zibby/studio.toml")?,
     }
     Ok(())
 }

@@ -1017,7 +1017,7 @@ fn a_run_whose_studio_is_killed_goes_on_and_is_finished_by_the_next_studio() {
 }
 
 #[test]
-fn watch_reports_sessions_as_they_appear_change_and_go() {
+fn watch_reports_sessions_and_the_agents_file_as_they_appear_change_and_go() {
     let workspace = TempDir::new().unwrap();
     let root = workspace.path().to_str().unwrap();
     let (mut watch, changes) = spawn_watch(root);
@@ -1058,6 +1058,14 @@ fn watch_reports_sessions_as_they_appear_change_and_go() {
     wait_for("session_removed", &|c| {
         c["type"] == "session_removed" && c["session_id"] == session.as_str()
     });
+    // The agents file too: written, it is one `agents_changed` naming the workspace.
+    std::fs::write(
+        workspace.path().join(".zibby/studio.toml"),
+        "[[agent]]\nname = \"a\"\nrun = [\"true\"]\n",
+    )
+    .unwrap();
+    let changed = wait_for("agents_changed", &|c| c["type"] == "agents_changed");
+    assert_eq!(changed["workspace"], added["workspace"]);
     watch.kill().unwrap();
     watch.wait().unwrap();
 }

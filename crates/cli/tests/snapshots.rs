@@ -292,3 +292,53 @@ fn help_of_zstudio_and_of_each_command() {
         exact!(format!("help_{command}"), help(&[command, "--help"]));
     }
 }
+
+/// What a session is called: a run the studio started is named by its prompt (one line); a
+/// session from elsewhere in the documented layout by its folder's first prompt.
+#[test]
+fn sessions_are_named_by_the_studio_else_by_their_folder() {
+    let fixture = Fixture::empty();
+    let agent = agent_binary();
+    let output = fixture.zstudio(&[
+        "run",
+        "--prompt",
+        "Plan a picnic\nfor Sunday, with a long list of everything we should bring along",
+        "--",
+        &agent,
+        "--nodes",
+        "plan:0",
+    ]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let elsewhere = "1767225600000_docs";
+    let folder = fixture.workspace.path().join(".zibby/output/sessions").join(elsewhere);
+    let output = Command::new(&agent)
+        .args(["--nodes", "draft:0", "--layout", "documented"])
+        .args(["--prompt", "Summarise last week's support tickets"])
+        .env("ZIBBY_PIN_SESSION_PATH", "1")
+        .env("ZIBBY_SESSION_PATH", &folder)
+        .current_dir(fixture.workspace.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    set_times(&fixture.workspace.path().join(".zibby/output/sessions"));
+    let sessions = String::from_utf8(fixture.zstudio(&["sessions", "--json"]).stdout).unwrap();
+    let sessions: serde_json::Value = serde_json::from_str(&sessions).unwrap();
+    let ran = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .find(|id| *id != elsewhere)
+        .unwrap()
+        .to_owned();
+    snapshot!(
+        "sessions_named",
+        fixture.shown(&["sessions"]).replace(&ran, "[SESSION_ID]")
+    );
+    snapshot!("show_named", fixture.shown(&["show", elsewhere]));
+}

@@ -1,7 +1,43 @@
-//! Fills a workspace with a few real sessions, so a new user sees something in the studio.
+//! The demo: `fill-demo` fills a workspace with a few real sessions and an agent to run, so a new
+//! user sees something in the studio and can press Run (then Stop) at once; `demo` is that agent.
 
 use std::path::Path;
 use std::process::Command;
+
+/// The demo agent's graph: four nodes of one to two seconds (long enough to watch, and to press
+/// Stop during one: the node finishes, the next never begins).
+const DEMO_NODES: &str = "plan:1500,research:2000,write:1500,review:1000";
+
+/// `demo [RUN OPTIONS]`: a run of [`DEMO_NODES`] with coloured output and the documented layout
+/// (prompt files, a result); options given after it win (`--nodes write:1500` for a replay).
+pub fn agent(args: &[String]) -> Result<u8, String> {
+    let mut all: Vec<String> = [
+        "--nodes",
+        DEMO_NODES,
+        "--lines",
+        "4",
+        "--color",
+        "--layout",
+        "documented",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    all.extend_from_slice(args);
+    crate::run::main(&all)
+}
+
+/// The agents file `fill-demo` writes: the agent `demo`, run by this very program.
+pub fn agents_file(program: &Path) -> String {
+    let program = serde_json::Value::from(program.display().to_string());
+    format!(
+        "# Written by `zibby-test-agent fill-demo`: the demo agent, a stand-in for a Zibby agent.\n\
+         [[agent]]\n\
+         name = \"demo\"\n\
+         run = [{program}, \"demo\", \"--prompt\", \"{{prompt}}\"]\n\
+         replay = [{program}, \"demo\", \"--nodes\", \"{{node}}:1500\"]\n"
+    )
+}
 
 /// Each demo run: a prompt and the agent's arguments.
 const DEMO_RUNS: &[(&str, &[&str])] = &[
@@ -47,6 +83,8 @@ const DEMO_RUNS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// `fill-demo WORKSPACE`, idempotent: the demo sessions when the workspace has none, and the
+/// agents file (`.zibby/studio.toml`) when it has none; what is there is left alone.
 pub fn main(args: &[String]) -> Result<u8, String> {
     let [workspace] = args else {
         return Err("fill-demo needs exactly one workspace folder".into());
@@ -57,6 +95,18 @@ pub fn main(args: &[String]) -> Result<u8, String> {
     let workspace =
         &std::fs::canonicalize(workspace).map_err(|e| format!("cannot find {}: {e}", workspace.display()))?;
     let agent = std::env::current_exe().map_err(|e| format!("cannot find myself: {e}"))?;
+    let agents = workspace.join(".zibby/studio.toml");
+    if std::fs::symlink_metadata(&agents).is_err() {
+        let folder = workspace.join(".zibby");
+        std::fs::create_dir_all(&folder).map_err(|e| format!("cannot create {}: {e}", folder.display()))?;
+        std::fs::write(&agents, agents_file(&agent)).map_err(|e| format!("cannot write {}: {e}", agents.display()))?;
+        println!("{}: the agent `demo`", agents.display());
+    }
+    let sessions = workspace.join(".zibby/output/sessions");
+    let has_sessions = std::fs::read_dir(&sessions).is_ok_and(|mut entries| entries.next().is_some());
+    if has_sessions {
+        return Ok(0);
+    }
     for (prompt, agent_args) in DEMO_RUNS {
         let id = crate::run::new_session_id();
         let session = workspace.join(".zibby/output/sessions").join(&id);

@@ -11,6 +11,7 @@
 //!                  [--linger-ms N] [--lines N] [--prompt TEXT] [--print-env NAME]
 //!                  [--layout engine|documented]
 //! zibby-test-agent replay CAPTURE_DIR [--speed F]
+//! zibby-test-agent demo [--prompt TEXT] [RUN OPTIONS]
 //! zibby-test-agent fill-demo WORKSPACE
 //! ```
 //!
@@ -28,6 +29,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("replay") => replay::main(&args[1..]),
         Some("fill-demo") => demo::main(&args[1..]),
+        Some("demo") => demo::agent(&args[1..]),
         Some("markers") => markers(&args[1..]),
         Some("run") => run::main(&args[1..]),
         Some("--help" | "-h") => {

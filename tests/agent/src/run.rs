@@ -41,6 +41,9 @@ struct Options {
     no_final_newline: bool,
     /// Wait this long after printing the session line, before the first node.
     wait_before: Duration,
+    /// Colour the lines printed inside nodes (ANSI SGR), as the engine's output under
+    /// `FORCE_COLOR=1` is; markers are never coloured.
+    color: bool,
     /// Print these variables of the environment (`env NAME=value`, or `env NAME unset`) in the
     /// first node.
     print_env: Vec<String>,
@@ -88,6 +91,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         binary: false,
         no_final_newline: false,
         wait_before: Duration::ZERO,
+        color: false,
         print_env: Vec::new(),
     };
     let mut i = 0;
@@ -100,6 +104,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--spawn-grandchild" => options.grandchild = true,
             "--spawn-setsid-grandchild" => options.setsid_grandchild = true,
             "--binary" => options.binary = true,
+            "--color" => options.color = true,
             "--wait-before-ms" => {
                 let ms = value_of(args, &mut i, "--wait-before-ms")?;
                 options.wait_before =
@@ -292,7 +297,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         };
         for line in 0..options.lines {
             sleep_until(node_time.mul_f64((line + 1) as f64 / (options.lines + 1) as f64));
-            printer.line(1, &format!("{}: working ({}/{})", node.name, line + 1, options.lines));
+            printer.line(1, &work_line(&node.name, line, options.lines, options.color));
         }
         sleep_until(node_time);
         if options.fail.as_deref() == Some(node.name.as_str()) {
@@ -303,7 +308,8 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         if has_children {
             open.push((index, started));
         } else {
-            finish_node(&printer, node, started, &session, &mut events, options.documented)?;
+            let documented = options.documented.then_some(options.prompt.as_str());
+            finish_node(&printer, node, started, &session, &mut events, documented)?;
         }
         if options.stop_after.as_deref() == Some(node.name.as_str()) {
             write_file(&session.join(STOP_FILES[0]), "stop")?;
@@ -399,6 +405,20 @@ fn first_node_extras(printer: &Printer, options: &Options) -> Result<(), String>
     Ok(())
 }
 
+/// A line of a node's pretend work: `plan: working (1/2)`, or with `--color` a coloured one.
+fn work_line(node: &str, line: usize, lines: usize, color: bool) -> String {
+    if !color {
+        return format!("{node}: working ({}/{lines})", line + 1);
+    }
+    const STEPS: [(&str, u8); 4] = [("reading", 36), ("thinking", 33), ("writing", 35), ("checking", 32)];
+    let (step, colour) = STEPS[line % STEPS.len()];
+    let tick = if line + 1 == lines { " \x1b[32m✓\x1b[39m" } else { "" };
+    format!(
+        "\x1b[1;{colour}m{step}\x1b[0m {node} \x1b[2m({}/{lines})\x1b[22m{tick}",
+        line + 1
+    )
+}
+
 fn close_nodes(
     open: &mut Vec<(usize, Instant)>,
     depth: usize,
@@ -412,7 +432,7 @@ fn close_nodes(
             break;
         }
         open.pop();
-        finish_node(printer, &nodes[index], started, session, events, false)?;
+        finish_node(printer, &nodes[index], started, session, events, None)?;
     }
     Ok(())
 }
@@ -426,13 +446,15 @@ fn took(started: Instant) -> String {
     }
 }
 
+/// Ends a node as the engine does, and writes its folder; with the documented layout
+/// (`documented`: the run's prompt, which each node's prompt file begins with) its files too.
 fn finish_node(
     printer: &Printer,
     node: &Node,
     started: Instant,
     session: &Path,
     events: &mut Vec<serde_json::Value>,
-    documented: bool,
+    documented: Option<&str>,
 ) -> Result<(), String> {
     printer.line(0, &format!("└ done {}", took(started)));
     printer.marker(node.depth, "node_end", &node.name);
@@ -440,12 +462,15 @@ fn finish_node(
     let output = format!("{} finished: {} ms of pretend work\n", node.name, node.millis);
     write_file(&session.join(&node.name).join("raw_stream_output.txt"), &output)?;
     events.push(json!({"type": "node_end", "node": node.name, "status": "success", "timestamp": humantime_now()}));
-    if documented {
+    if let Some(prompt) = documented {
         let dir = session.join("nodes").join(&node.name);
-        write_file(
-            &dir.join("prompt.txt"),
-            format!("You are the {} step. Do your part.", node.name),
-        )?;
+        let step = format!("You are the {} step. Do your part.", node.name);
+        let text = if prompt.trim().is_empty() {
+            step
+        } else {
+            format!("{prompt}\n\n{step}")
+        };
+        write_file(&dir.join("prompt.txt"), text)?;
         write_file(&dir.join("raw_output.txt"), &output)?;
         write_file(
             &dir.join("result.json"),

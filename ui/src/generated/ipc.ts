@@ -57,16 +57,23 @@ file: string, reason: string, };
 /**
  * One session as the listing shows it.
  */
-export type SessionSummary = { id: SessionId, path: string, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, nodes: Array<NodeSummary>, problems: Array<Problem>, };
+export type SessionSummary = { id: SessionId, path: string, 
+/**
+ * The workflow or agent it ran: the store's word for a session the studio ran, else the
+ * folder's (see the module doc); none when neither says.
+ */
+agent: string | null, 
+/**
+ * What it is called, one line: the studio's first prompt, else the folder's (see the module
+ * doc), else the agent's name.
+ */
+title: string | null, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, nodes: Array<NodeSummary>, problems: Array<Problem>, };
 
 /**
- * A session as the studio lists it: what its folder says, and what the studio knows of it.
+ * A session as the studio lists it: what its folder says, and what the studio knows of it (its
+ * `agent` and `title` are the summary's, named by `session_model::name_session`).
  */
 export type SessionRow = { pinned: boolean, pinned_at: Timestamp | null, 
-/**
- * The beginning of the first prompt, else the agent's name (for sessions the studio ran).
- */
-title: string | null, agent: string | null, 
 /**
  * The messages of its conversation.
  */
@@ -74,7 +81,17 @@ messages: number,
 /**
  * The id of its run that is live now (started by this or another studio process).
  */
-live_run: string | null, id: SessionId, path: string, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, nodes: Array<NodeSummary>, problems: Array<Problem>, };
+live_run: string | null, id: SessionId, path: string, 
+/**
+ * The workflow or agent it ran: the store's word for a session the studio ran, else the
+ * folder's (see the module doc); none when neither says.
+ */
+agent: string | null, 
+/**
+ * What it is called, one line: the studio's first prompt, else the folder's (see the module
+ * doc), else the agent's name.
+ */
+title: string | null, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, nodes: Array<NodeSummary>, problems: Array<Problem>, };
 
 export type Agent = { name: string, run: Array<string>, replay?: Array<string>, cwd?: string, env?: { [key in string]: string }, };
 
@@ -172,7 +189,15 @@ export type Layout = "engine" | "documented";
 /**
  * One session folder, read in full.
  */
-export type Session = { id: SessionId, path: string, layout: Layout, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, info: SessionInfo | null, nodes: Array<SessionNode>, result: unknown, events: unknown[], raw_stream_output: FileRef | null, problems: Array<Problem>, };
+export type Session = { id: SessionId, path: string, layout: Layout, 
+/**
+ * The workflow or agent it ran (see [`SessionSummary::agent`]).
+ */
+agent: string | null, 
+/**
+ * What it is called (see [`SessionSummary::title`]).
+ */
+title: string | null, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, info: SessionInfo | null, nodes: Array<SessionNode>, result: unknown, events: unknown[], raw_stream_output: FileRef | null, problems: Array<Problem>, };
 
 export type Message = { seq: number, role: string, text: string, created_at: Timestamp, };
 
@@ -298,6 +323,9 @@ export const RUN_OUTPUT = "run-output";
 
 /** The Tauri event the shell sends the watcher's session changes as (payload: `SessionsChanged`). */
 export const SESSIONS_CHANGED = "sessions-changed";
+
+/** The Tauri event the shell sends when the workspace's `.zibby/studio.toml` was created, changed or removed (no payload: list the agents again). */
+export const AGENTS_CHANGED = "agents-changed";
 
 /** The Tauri event the shell says the sessions are polled, not watched live, with (payload: `WatchNotice`). */
 export const WATCH_NOTICE = "watch-notice";

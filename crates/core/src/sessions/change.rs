@@ -76,6 +76,10 @@ pub enum Change {
     /// the watcher's poll interval (the watch budget or the system's limit was reached):
     /// changes still arrive, later. `reason` says why, for a person.
     WatchPolling { workspace: PathBuf, reason: String },
+    /// The workspace's agents file (`.zibby/studio.toml`) was created, changed, replaced (an
+    /// editor's save by rename) or removed: its agents are to be read again (they may now be
+    /// an error). Bursts of writes are one change.
+    AgentsChanged { workspace: PathBuf },
     /// New complete lines of a growing output file of the session.
     OutputAppended {
         workspace: PathBuf,
@@ -100,7 +104,8 @@ impl Change {
             | Change::RunStatusChanged { workspace, .. }
             | Change::RunOutputAppended { workspace, .. }
             | Change::OutputAppended { workspace, .. }
-            | Change::WatchPolling { workspace, .. } => workspace,
+            | Change::WatchPolling { workspace, .. }
+            | Change::AgentsChanged { workspace } => workspace,
         }
     }
 
@@ -114,7 +119,7 @@ impl Change {
             | Change::RunStatusChanged { session_id, .. }
             | Change::RunOutputAppended { session_id, .. }
             | Change::OutputAppended { session_id, .. } => Some(session_id),
-            Change::WatchPolling { .. } => None,
+            Change::WatchPolling { .. } | Change::AgentsChanged { .. } => None,
         }
     }
 }

@@ -3,6 +3,23 @@
 //!
 //! Every file but the folder itself is optional and may be malformed or half-written: a bad file
 //! degrades only its own field and adds a [`Problem`] naming it, never fails the whole session.
+//!
+//! **What a folder says a session is called** (for sessions the studio did not start; the store's
+//! word wins over it, see `store::session_model`). Checked against the engine's captures: the
+//! engine alone (every era) writes neither a workflow name nor a prompt into the folder
+//! (`.session-info.json` holds `sessionPath`, `sessionTimestamp`, `currentNode`, `createdAt`
+//! and `config`; node folders hold `raw_stream_output.txt`), so such a session has neither. The
+//! documented layout (the `zibby` CLI, the cloud) can say more; the first that says wins:
+//!
+//! - `agent`: a top-level string `workflow`, `workflowName`, `workflowType`, `agent` or
+//!   `agentName` of `.session-info.json`, else of `result.json`, else of the first event of
+//!   `events.json` that has one;
+//! - `title`: a top-level string `prompt` of `result.json`, else, in the documented layout, the
+//!   prompt file (`prompt.txt`) of the first node, in node order, that has one (the first 4 KiB
+//!   of at most [`TITLE_PROMPT_FILES`] nodes, a regular file never reached through a link).
+//!
+//! Either is made one line ([`one_line`]): the first line that has text, trimmed, control
+//! characters dropped, at most [`TITLE_CHARS`] characters (cut at a word, with `…`).
 
 use std::collections::HashMap;
 use std::fs;
@@ -34,6 +51,15 @@ const SUMMARY_EVENTS_BYTES: u64 = 256 * 1024;
 
 /// How much of a node's prompt a [`Session`] carries inline.
 const PROMPT_PREVIEW_BYTES: u64 = 4 * 1024;
+
+/// A title or an agent name is at most this many characters.
+pub const TITLE_CHARS: usize = 80;
+
+/// The title is looked for in the prompt files of at most this many nodes.
+pub const TITLE_PROMPT_FILES: usize = 16;
+
+/// The keys that name a session's workflow or agent, in the folder's JSON files.
+const NAME_KEYS: [&str; 5] = ["workflow", "workflowName", "workflowType", "agent", "agentName"];
 
 pub const SESSION_INFO_FILE: &str = ".session-info.json";
 pub const RESULT_FILE: &str = "result.json";
@@ -172,6 +198,10 @@ pub struct Session {
     pub id: SessionId,
     pub path: PathBuf,
     pub layout: Layout,
+    /// The workflow or agent it ran (see [`SessionSummary::agent`]).
+    pub agent: Option<String>,
+    /// What it is called (see [`SessionSummary::title`]).
+    pub title: Option<String>,
     pub status: Status,
     pub current_node: Option<String>,
     pub created_at: Option<Timestamp>,
@@ -192,6 +222,14 @@ pub struct Session {
 pub struct SessionSummary {
     pub id: SessionId,
     pub path: PathBuf,
+    /// The workflow or agent it ran: the store's word for a session the studio ran, else the
+    /// folder's (see the module doc); none when neither says.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// What it is called, one line: the studio's first prompt, else the folder's (see the module
+    /// doc), else the agent's name.
+    #[serde(default)]
+    pub title: Option<String>,
     pub status: Status,
     pub current_node: Option<String>,
     pub created_at: Option<Timestamp>,
@@ -205,6 +243,8 @@ impl Session {
         SessionSummary {
             id: self.id.clone(),
             path: self.path.clone(),
+            agent: self.agent.clone(),
+            title: self.title.clone(),
             status: self.status,
             current_node: self.current_node.clone(),
             created_at: self.created_at,
@@ -381,6 +421,8 @@ pub fn read_summary(path: &Path, id: &SessionId, now: SystemTime) -> Option<Sess
             Some(SessionSummary {
                 id: id.clone(),
                 path: path.to_owned(),
+                agent: None,
+                title: None,
                 status: Status::Unknown,
                 current_node: None,
                 created_at: id.unix_ms().map(Timestamp),
@@ -458,10 +500,9 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         Layout::Engine
     };
 
-    let info = files
-        .get(SESSION_INFO_FILE)
-        .and_then(|f| reader.parse_json(f))
-        .and_then(|value| reader.session_info(value));
+    let info_value = files.get(SESSION_INFO_FILE).and_then(|f| reader.parse_json(f));
+    let info_name = info_value.as_ref().and_then(name_in);
+    let info = info_value.and_then(|value| reader.session_info(value));
     let result = files.get(RESULT_FILE).and_then(|f| reader.parse_json(f));
     // Listings read a small events.json too: it gives the nodes' order and status.
     let events = match (detail, files.get(EVENTS_FILE)) {
@@ -492,6 +533,27 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
     if let Some(current) = &current_node {
         push_node(&mut nodes, current, None);
     }
+    let agent = info_name
+        .or_else(|| result.as_ref().and_then(name_in))
+        .or_else(|| events.iter().find_map(name_in));
+    let title = result
+        .as_ref()
+        .and_then(|r| r.get("prompt"))
+        .and_then(Value::as_str)
+        .and_then(one_line)
+        .or_else(|| {
+            // The engine writes no prompt files: only the documented layout's are looked for
+            // (a listing of engine sessions costs no more), in `nodes/<node>/` or `<node>/`.
+            if layout != Layout::Documented {
+                return None;
+            }
+            nodes.iter().take(TITLE_PROMPT_FILES).find_map(|node| {
+                node_dirs
+                    .iter()
+                    .filter(|dir| dir.name == node.name)
+                    .find_map(|dir| reader.prompt_line(&dir.path))
+            })
+        });
     let event_status: HashMap<&str, Status> = event_order.iter().map(|(n, s)| (n.as_str(), *s)).collect();
     for node in &mut nodes {
         node.status = node_status(
@@ -509,6 +571,8 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         id,
         path: path.to_owned(),
         layout,
+        agent,
+        title,
         status,
         current_node,
         created_at,
@@ -666,6 +730,76 @@ fn node_order_from_events(events: &[Value]) -> Vec<(String, Status)> {
         }
     }
     order
+}
+
+/// The workflow or agent a JSON object of the folder names (a top-level string of [`NAME_KEYS`]).
+fn name_in(value: &Value) -> Option<String> {
+    NAME_KEYS
+        .iter()
+        .find_map(|key| value.get(*key).and_then(Value::as_str).and_then(one_line))
+}
+
+/// `text` without its terminal escape sequences: CSI (`ESC [` … a final byte, colours) and OSC
+/// (`ESC ]` … BEL or `ESC \\`, window titles); a lone ESC goes with the next character.
+fn without_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\x1b' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('[') => {
+                for c in chars.by_ref() {
+                    if ('\x40'..='\x7e').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            Some(']') => {
+                while let Some(c) = chars.next() {
+                    if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
+                        break;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// `text` as a one-line title: its first line that has text, trimmed, without escape sequences,
+/// control characters (bidirectional ones too) as spaces and runs of spaces as one,
+/// at most [`TITLE_CHARS`] characters (cut at the last space of the last quarter if there is
+/// one, ending with `…`); `None` when it has no text.
+pub fn one_line(text: &str) -> Option<String> {
+    // Bidirectional controls would reorder what is shown around them: they go as control
+    // characters do.
+    let control = |c: char| {
+        c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    let text = without_escapes(text);
+    let line = text
+        .lines()
+        .find(|line| line.chars().any(|c| !c.is_whitespace() && !control(c)))?;
+    // Control characters (a tab) are spaces; runs of spaces are one.
+    let spaced: String = line.chars().map(|c| if control(c) { ' ' } else { c }).collect();
+    let clean = spaced.split_whitespace().collect::<Vec<_>>().join(" ");
+    let clean = clean.as_str();
+    if clean.is_empty() {
+        return None;
+    }
+    if clean.chars().count() <= TITLE_CHARS {
+        return Some(clean.to_owned());
+    }
+    let cut: String = clean.chars().take(TITLE_CHARS - 1).collect();
+    let at_word = cut
+        .rfind(' ')
+        .filter(|&space| cut[..space].chars().count() >= TITLE_CHARS * 3 / 4)
+        .map_or(cut.as_str(), |space| &cut[..space]);
+    Some(format!("{}…", at_word.trim_end()))
 }
 
 struct FolderReader<'a> {
@@ -838,6 +972,26 @@ impl FolderReader<'_> {
         events
     }
 
+    /// The first line of a node's prompt file, read up to [`PROMPT_PREVIEW_BYTES`]: a regular
+    /// file only, never through a link (anything else in its place is a problem). Its time is not
+    /// the session's update time here (the listing does not look at node files otherwise).
+    fn prompt_line(&mut self, dir: &Path) -> Option<String> {
+        let path = dir.join(PROMPT_FILE);
+        let metadata = fs::symlink_metadata(&path).ok()?;
+        if !metadata.is_file() {
+            let kind = untrusted::kind_of(metadata.file_type());
+            self.problem(&path, format!("{kind}, not a regular file; not read"));
+            return None;
+        }
+        match untrusted::read_prefix(&path, PROMPT_PREVIEW_BYTES) {
+            Ok(bytes) => one_line(&String::from_utf8_lossy(&bytes)),
+            Err(e) => {
+                self.problem(&path, format!("cannot read: {e}"));
+                None
+            }
+        }
+    }
+
     fn node_artifacts(&mut self, dir: &Path) -> NodeArtifacts {
         let mut file = |name: &str| self.regular_file(&dir.join(name));
         let prompt = file(PROMPT_FILE);
@@ -897,6 +1051,8 @@ mod tests {
         let summary = SessionSummary {
             id: SessionId::parse("1777678254000_a").unwrap(),
             path: PathBuf::new(),
+            agent: None,
+            title: None,
             status: Status::Running,
             current_node: None,
             created_at: None,
@@ -910,6 +1066,25 @@ mod tests {
             problems: Vec::new(),
         };
         assert_eq!(summary.nodes_progress(), (3, 4));
+    }
+
+    #[test]
+    fn a_title_is_one_clean_line_cut_at_a_word() {
+        assert_eq!(
+            one_line("\n \t\n  Plan\ta  trip \nmore").as_deref(),
+            Some("Plan a trip")
+        );
+        assert_eq!(
+            one_line("\x1b[31mred\x1b[0m \x1b]0;title\x1b\\ok\u{202e}!").as_deref(),
+            Some("red ok !")
+        );
+        assert_eq!(one_line(" \n\x07\n"), None);
+        let long = "word ".repeat(40);
+        let cut = one_line(&long).unwrap();
+        assert_eq!(cut.chars().count(), 75, "{cut}");
+        assert!(cut.ends_with("word…"), "{cut}");
+        let unbroken = one_line(&"é".repeat(200)).unwrap();
+        assert_eq!(unbroken, format!("{}…", "é".repeat(79)));
     }
 
     #[test]

@@ -39,15 +39,14 @@ impl Store {
         let mut facts = self.session_facts(workspace)?;
         let mut rows: Vec<SessionRow> = sessions
             .into_iter()
-            .map(|summary| {
+            .map(|mut summary| {
                 let (pinned_at, title, agent, messages) = facts.remove(summary.id.as_str()).unwrap_or_default();
+                session_model::name_session(&mut summary, title, agent);
                 let live_run = live_runs.get(summary.id.as_str()).map(|id| (*id).to_owned());
                 SessionRow {
                     summary,
                     pinned: pinned_at.is_some(),
                     pinned_at: pinned_at.map(timestamp),
-                    title,
-                    agent,
                     messages,
                     live_run,
                 }
@@ -179,7 +178,8 @@ pub fn record_change(store: &Store, change: &Change) -> Result<(), Error> {
         | Change::NodeChanged { .. }
         | Change::RunStatusChanged { .. }
         | Change::RunOutputAppended { .. }
-        | Change::WatchPolling { .. } => return Ok(()),
+        | Change::WatchPolling { .. }
+        | Change::AgentsChanged { .. } => return Ok(()),
     };
     let Some(print) = session::fingerprint(&summary.path, None) else {
         return forget(store, &workspace, id);

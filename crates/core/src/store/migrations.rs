@@ -144,6 +144,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE spans ADD COLUMN indexed INTEGER NOT NULL DEFAULT 1;
     CREATE INDEX spans_to_index ON spans (id) WHERE indexed = 0;
     "#,
+    // 6: summaries name their session (`agent`, `title` from the folder): the folder index's
+    // summaries, cached before they did, are read again once (the index is a cache).
+    r#"
+    DELETE FROM folder_index;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

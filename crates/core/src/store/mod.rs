@@ -253,7 +253,8 @@ pub struct Span {
     pub status: Status,
 }
 
-/// A session as the studio lists it: what its folder says, and what the studio knows of it.
+/// A session as the studio lists it: what its folder says, and what the studio knows of it (its
+/// `agent` and `title` are the summary's, named by `session_model::name_session`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionRow {
@@ -261,9 +262,6 @@ pub struct SessionRow {
     pub summary: SessionSummary,
     pub pinned: bool,
     pub pinned_at: Option<Timestamp>,
-    /// The beginning of the first prompt, else the agent's name (for sessions the studio ran).
-    pub title: Option<String>,
-    pub agent: Option<String>,
     /// The messages of its conversation.
     pub messages: i64,
     /// The id of its run that is live now (started by this or another studio process).
@@ -309,7 +307,8 @@ impl std::ops::Deref for WriteTransaction<'_> {
         }
     }
 }
-/// What the store knows of a session for its row: pinned time, title, agent, message count.
+/// What the store knows of a session for its row: pinned time, title (the beginning of its first
+/// prompt), agent, message count.
 type SessionFacts = (Option<i64>, Option<String>, Option<String>, i64);
 
 /// The SQLite store.
@@ -555,7 +554,7 @@ impl Store {
         let conn = self.conn();
         let mut statement = conn
             .prepare_cached(
-                "SELECT s.session_id, s.pinned_at, COALESCE(s.title, s.agent), s.agent,
+                "SELECT s.session_id, s.pinned_at, s.title, s.agent,
                         (SELECT count(*) FROM messages m WHERE m.session_key = s.key)
                  FROM sessions s JOIN workspaces w ON w.id = s.workspace_id WHERE w.root = ?1",
             )
@@ -625,6 +624,23 @@ impl Store {
             })
             .map_err(|e| self.err(e))?;
         rows.collect::<Result<_, _>>().map_err(|e| self.err(e))
+    }
+
+    /// What the store calls a session: the beginning of its first prompt (`title`) and the agent
+    /// the studio ran it with, each when recorded (`session_model::name_session` decides).
+    pub fn session_names(
+        &self,
+        workspace: &Workspace,
+        id: &SessionId,
+    ) -> Result<(Option<String>, Option<String>), Error> {
+        let conn = self.conn();
+        let Some(key) = self.existing_session_key(workspace, id)? else {
+            return Ok((None, None));
+        };
+        conn.query_row("SELECT title, agent FROM sessions WHERE key = ?1", [key], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .map_err(|e| self.err(e))
     }
 
     /// The session's title: the beginning of its first prompt, else the agent's name.

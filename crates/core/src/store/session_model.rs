@@ -15,13 +15,21 @@
 //!    (`sessions::session`); folder times order nodes only when nothing else does, never names.
 //!
 //! "N/M nodes" is `SessionSummary::nodes_progress`: ended (any status but `running`) of begun.
+//!
+//! What a session is called ([`name_session`]), highest first:
+//! - `agent`: the agent the studio ran it with (the store), else what its folder names (a
+//!   workflow or agent name: `sessions::session`, module doc);
+//! - `title`: the beginning of the first prompt the studio sent it (the store: a run's prompt or
+//!   the first message), else its folder's first prompt, else the agent's name, as one line
+//!   (`session::one_line`). A session the studio did not start, whose folder names nothing (the
+//!   engine alone never does), has neither: the surfaces show its id.
 
 use std::collections::HashMap;
 
 use std::time::SystemTime;
 
 use super::{RunRecord, Span, SpanKind, Store};
-use crate::sessions::session::{NodeSummary, Session, SessionNode, SessionSummary, Timestamp, Workspace};
+use crate::sessions::session::{one_line, NodeSummary, Session, SessionNode, SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -33,9 +41,11 @@ impl Store {
     pub fn as_recorded(&self, workspace: &Workspace, summary: &mut SessionSummary) -> Result<(), Error> {
         let runs = self.runs(workspace, Some(&summary.id))?;
         let last_runs: Vec<LastRun<'_>> = runs.iter().take(1).map(LastRun::from).collect();
-        with_recorded_runs(std::iter::once(summary), &last_runs, |run_id| {
+        let (title, agent) = self.session_names(workspace, &summary.id)?;
+        with_recorded_runs(std::iter::once(&mut *summary), &last_runs, |run_id| {
             self.spans(run_id).unwrap_or_default()
         });
+        name_session(summary, title, agent);
         Ok(())
     }
 
@@ -48,6 +58,8 @@ impl Store {
         let mut summary = session.summary();
         self.as_recorded(workspace, &mut summary)?;
         session.status = summary.status;
+        session.agent = summary.agent.clone();
+        session.title = summary.title.clone();
         let mut by_name: HashMap<String, SessionNode> =
             session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
         session.nodes = summary
@@ -63,6 +75,19 @@ impl Store {
             .collect();
         Ok(session)
     }
+}
+
+/// Names a session (see the module doc): the store's `title` and `agent` (a session the studio
+/// ran) win over what its folder says (already in `summary`); the title falls back to the agent.
+pub fn name_session(summary: &mut SessionSummary, title: Option<String>, agent: Option<String>) {
+    if let Some(agent) = agent.as_deref().and_then(one_line) {
+        summary.agent = Some(agent);
+    }
+    summary.title = title
+        .as_deref()
+        .and_then(one_line)
+        .or(summary.title.take())
+        .or_else(|| summary.agent.clone());
 }
 
 /// What [`with_recorded_runs`] needs of a run.
@@ -197,6 +222,8 @@ mod tests {
         SessionSummary {
             id: SessionId::parse(id).unwrap(),
             path: PathBuf::from("/p").join(id),
+            agent: None,
+            title: None,
             status,
             current_node: None,
             created_at: None,
@@ -346,6 +373,37 @@ mod tests {
         assert!(
             untouched(Status::Running, 10_000, &newest_first),
             "the last run decides"
+        );
+    }
+
+    #[test]
+    fn the_store_names_a_session_before_its_folder_and_the_title_falls_back_to_the_agent() {
+        let named = |folder: (Option<&str>, Option<&str>), store: (Option<&str>, Option<&str>)| {
+            let mut summary = row("s", Status::Unknown, 0, &[]);
+            summary.agent = folder.0.map(str::to_owned);
+            summary.title = folder.1.map(str::to_owned);
+            name_session(&mut summary, store.1.map(str::to_owned), store.0.map(str::to_owned));
+            (summary.agent, summary.title)
+        };
+        let some = |a: &str, t: &str| (Some(a.to_owned()), Some(t.to_owned()));
+        assert_eq!(
+            named(
+                (Some("wf"), Some("from the folder")),
+                (Some("mine"), Some("Plan a trip\nin May"))
+            ),
+            some("mine", "Plan a trip"),
+            "the studio's own word, one line"
+        );
+        assert_eq!(
+            named((Some("wf"), Some("folder prompt")), (None, None)),
+            some("wf", "folder prompt")
+        );
+        assert_eq!(named((Some("wf"), None), (None, None)), some("wf", "wf"));
+        assert_eq!(named((None, None), (Some("mine"), None)), some("mine", "mine"));
+        assert_eq!(
+            named((None, None), (None, None)),
+            (None, None),
+            "the engine alone names nothing"
         );
     }
 }

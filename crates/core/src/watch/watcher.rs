@@ -17,6 +17,13 @@
 //!   thread blocks and uses no CPU.
 //! - Every session folder present at start is reported once as [`Change::SessionAdded`] (an initial
 //!   scan): the caller needs no listing of its own.
+//! - Each workspace's agents file, `.zibby/studio.toml` ([`AGENTS_FILE`]), is watched too, with an
+//!   inotify instance of its own: `.zibby/` (never through a link), or the workspace's root while
+//!   `.zibby/` is missing. Its creation, a write, a replacement by rename (as editors save) and
+//!   its removal are one [`Change::AgentsChanged`] per [`WatcherOptions::window`], sent only when
+//!   the file's identity, size or times differ from what was last reported (so the studio's own
+//!   reads of it are no change, and a burst of writes is one). Where inotify cannot watch it, it
+//!   is looked at every [`WatcherOptions::poll_interval`].
 //!
 //! **Coalescing bound.** A session is read again at most once per [`WatcherOptions::window`]
 //! (default 100 ms), and each read sends at most one `session_*` change plus one
@@ -35,6 +42,7 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 
+use crate::sessions::agents::AGENTS_FILE;
 pub use crate::sessions::change::{Change, ChangeSink};
 use crate::sessions::session::{
     fingerprint, read_summary, session_folders, SessionSummary, Timestamp, Workspace, EVENTS_FILE, RAW_STREAM_FILE,
@@ -134,9 +142,25 @@ impl Watcher {
                 }
             }
         };
+        let agents_notify = if options.poll_only {
+            None
+        } else {
+            let events = messages.clone();
+            let handler = move |event| {
+                let _ = events.send(Message::AgentsFile(event));
+            };
+            match RecommendedWatcher::new(handler, notify::Config::default().with_follow_symlinks(false)) {
+                Ok(watcher) => Some(watcher),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot watch the agents files; polling them instead");
+                    None
+                }
+            }
+        };
         let mut watch = WatchLoop {
             sink,
             notify,
+            agents_notify,
             workspaces: workspaces.into_iter().map(WatchedWorkspace::new).collect(),
             pending: HashMap::new(),
             last_read: HashMap::new(),
@@ -171,6 +195,7 @@ impl Drop for Watcher {
 
 enum Message {
     Filesystem(notify::Result<notify::Event>),
+    AgentsFile(notify::Result<notify::Event>),
     Stop,
 }
 
@@ -186,12 +211,14 @@ struct WatchedWorkspace {
     polling: bool,
     reconcile_due: bool,
     sessions: HashMap<SessionId, KnownSession>,
+    agents: AgentsWatch,
 }
 
 impl WatchedWorkspace {
     fn new(workspace: Workspace) -> WatchedWorkspace {
         WatchedWorkspace {
             sessions_dir: workspace.sessions_dir(),
+            agents: AgentsWatch::new(workspace.root()),
             workspace,
             watched: None,
             session_watches: HashMap::new(),
@@ -199,6 +226,61 @@ impl WatchedWorkspace {
             reconcile_due: true,
             sessions: HashMap::new(),
         }
+    }
+}
+
+/// The watch of one workspace's agents file.
+struct AgentsWatch {
+    /// `<root>/.zibby`.
+    folder: PathBuf,
+    /// `<root>/.zibby/studio.toml`.
+    file: PathBuf,
+    /// What is watched: `.zibby` when it is a real folder, else the root, with its identity.
+    watched: Option<(PathBuf, Option<(u64, u64)>)>,
+    /// The file as last reported ([`agents_file_state`]).
+    state: String,
+    /// An event said it may have changed: looked at once the window since then has passed.
+    due_since: Option<Instant>,
+    /// inotify could not watch it: it is looked at every poll interval.
+    polled: bool,
+}
+
+impl AgentsWatch {
+    fn new(root: &Path) -> AgentsWatch {
+        let file = root.join(AGENTS_FILE);
+        AgentsWatch {
+            folder: file.parent().unwrap_or(root).to_owned(),
+            state: agents_file_state(&file),
+            file,
+            watched: None,
+            due_since: None,
+            polled: false,
+        }
+    }
+}
+
+/// What tells one state of the agents file from another, by metadata alone (links are not
+/// followed): `-` when it is missing, else its device, inode, size, modification and change times
+/// and mode; the same for `.zibby` when it is not a real folder.
+fn agents_file_state(file: &Path) -> String {
+    let stamp = |m: &std::fs::Metadata| {
+        format!(
+            "{}:{}:{}:{}.{}:{}.{}:{:o}",
+            m.dev(),
+            m.ino(),
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+            m.mode()
+        )
+    };
+    let folder = file.parent().unwrap_or(file);
+    match std::fs::symlink_metadata(folder) {
+        Err(_) => "-".to_owned(),
+        Ok(m) if !m.is_dir() => format!("folder {}", stamp(&m)),
+        Ok(_) => std::fs::symlink_metadata(file).map_or_else(|_| "-".to_owned(), |m| stamp(&m)),
     }
 }
 
@@ -219,6 +301,9 @@ type SessionKey = (usize, SessionId);
 struct WatchLoop {
     sink: ChangeSink,
     notify: Option<RecommendedWatcher>,
+    /// The agents files' watches (an instance of their own: the sessions' watches come and go
+    /// with their folders, and one folder can be both's).
+    agents_notify: Option<RecommendedWatcher>,
     workspaces: Vec<WatchedWorkspace>,
     pending: HashMap<SessionKey, Pending>,
     last_read: HashMap<SessionKey, Instant>,
@@ -247,6 +332,12 @@ impl WatchLoop {
             }
             self.rescan(index, false);
             self.mark_stale_sessions(index);
+            self.point_agents_watch(index);
+            // What changed before the watch was in place is reported (what is there is not news).
+            let workspace = &mut self.workspaces[index];
+            if agents_file_state(&workspace.agents.file) != workspace.agents.state {
+                workspace.agents.due_since = Some(Instant::now());
+            }
         }
         let _ = watching.send(());
         loop {
@@ -257,12 +348,14 @@ impl WatchLoop {
             match message {
                 Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
                 Ok(Message::Filesystem(event)) => self.on_event(event),
+                Ok(Message::AgentsFile(event)) => self.on_agents_event(event),
                 Err(RecvTimeoutError::Timeout) => {}
             }
             // Take what else is waiting before reading anything.
             for _ in 0..100_000 {
                 match receiver.try_recv() {
                     Ok(Message::Filesystem(event)) => self.on_event(event),
+                    Ok(Message::AgentsFile(event)) => self.on_agents_event(event),
                     Ok(Message::Stop) | Err(mpsc::TryRecvError::Disconnected) => return,
                     Err(mpsc::TryRecvError::Empty) => break,
                 }
@@ -276,6 +369,7 @@ impl WatchLoop {
                 self.poll();
                 self.next_poll = Instant::now() + self.options.poll_interval;
             }
+            self.check_due_agents_files();
             if self.any_running() && Instant::now() >= self.next_quiet_check {
                 self.check_quiet_sessions();
                 self.next_quiet_check = Instant::now() + self.options.quiet_check_interval;
@@ -285,7 +379,9 @@ impl WatchLoop {
     }
 
     fn any_polling(&self) -> bool {
-        self.notify.is_none() || self.workspaces.iter().any(|w| w.polling)
+        self.notify.is_none()
+            || self.agents_notify.is_none()
+            || self.workspaces.iter().any(|w| w.polling || w.agents.polled)
     }
 
     /// When the loop must wake without an event: a pending session's turn, or the next poll.
@@ -297,7 +393,11 @@ impl WatchLoop {
         });
         let poll = self.any_polling().then_some(self.next_poll);
         let quiet = self.any_running().then_some(self.next_quiet_check);
-        pending.chain(poll).chain(quiet).min()
+        let agents = self
+            .workspaces
+            .iter()
+            .filter_map(|w| w.agents.due_since.map(|since| since + self.options.window));
+        pending.chain(poll).chain(quiet).chain(agents).min()
     }
 
     fn any_running(&self) -> bool {
@@ -365,6 +465,100 @@ impl WatchLoop {
                 } else if workspace.sessions_dir.starts_with(path) {
                     workspace.reconcile_due = true;
                 }
+            }
+        }
+    }
+
+    /// An event of the agents files' watches: one naming a workspace's `.zibby` or its
+    /// `studio.toml` makes that file due for a look (the studio's own reads are no change).
+    fn on_agents_event(&mut self, event: notify::Result<notify::Event>) {
+        let now = Instant::now();
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!(error = %e, "an agents file watch failed; polling the agents files");
+                for workspace in &mut self.workspaces {
+                    workspace.agents.polled = true;
+                    workspace.agents.due_since.get_or_insert(now);
+                }
+                return;
+            }
+        };
+        let lost = event.need_rescan();
+        if !lost && matches!(event.kind, EventKind::Access(kind) if kind != AccessKind::Close(AccessMode::Write)) {
+            return;
+        }
+        for workspace in &mut self.workspaces {
+            let agents = &mut workspace.agents;
+            let concerned = lost
+                || event
+                    .paths
+                    .iter()
+                    .any(|path| *path == agents.file || *path == agents.folder);
+            if concerned {
+                agents.due_since.get_or_insert(now);
+            }
+        }
+    }
+
+    /// Watches a workspace's `.zibby` folder when it is a real folder, else its root (until
+    /// `.zibby` appears): never through a link; not while the workspace is polled.
+    fn point_agents_watch(&mut self, index: usize) {
+        let workspace = &mut self.workspaces[index];
+        if workspace.polling {
+            return; // polled with its sessions
+        }
+        let (root, agents) = (workspace.workspace.root(), &mut workspace.agents);
+        let real_folder = std::fs::symlink_metadata(&agents.folder).is_ok_and(|m| m.is_dir());
+        let target = if real_folder {
+            agents.folder.clone()
+        } else {
+            root.to_owned()
+        };
+        let identity = std::fs::symlink_metadata(&target).ok().map(|m| (m.dev(), m.ino()));
+        if agents.watched.as_ref() == Some(&(target.clone(), identity)) {
+            return;
+        }
+        let Some(notify) = self.agents_notify.as_mut() else {
+            return;
+        };
+        if let Some((old, _)) = agents.watched.take() {
+            let _ = notify.unwatch(&old);
+        }
+        match notify.watch(&target, RecursiveMode::NonRecursive) {
+            Ok(()) => {
+                agents.watched = Some((target, identity));
+                agents.polled = false;
+            }
+            Err(e) => {
+                if !agents.polled {
+                    tracing::warn!(error = %e, path = %target.display(), "cannot watch the agents file; polling it");
+                }
+                agents.polled = true;
+            }
+        }
+    }
+
+    /// Looks at the agents files whose window has passed, and reports those that changed.
+    fn check_due_agents_files(&mut self) {
+        let now = Instant::now();
+        for index in 0..self.workspaces.len() {
+            let due = self.workspaces[index]
+                .agents
+                .due_since
+                .is_some_and(|since| now >= since + self.options.window);
+            if !due {
+                continue;
+            }
+            self.point_agents_watch(index);
+            let workspace = &mut self.workspaces[index];
+            workspace.agents.due_since = None;
+            let state = agents_file_state(&workspace.agents.file);
+            if state != workspace.agents.state {
+                workspace.agents.state = state;
+                (self.sink)(Change::AgentsChanged {
+                    workspace: workspace.workspace.root().to_owned(),
+                });
             }
         }
     }
@@ -523,6 +717,11 @@ impl WatchLoop {
                 let _ = notify.unwatch(dir);
             }
         }
+        // The agents file's watch goes too: it is polled with the rest.
+        workspace.agents.polled = true;
+        if let (Some((dir, _)), Some(notify)) = (workspace.agents.watched.take(), self.agents_notify.as_mut()) {
+            let _ = notify.unwatch(&dir);
+        }
         let workspace = workspace.workspace.root().to_owned();
         (self.sink)(Change::WatchPolling {
             workspace,
@@ -568,6 +767,13 @@ impl WatchLoop {
     /// The fallback: looks at every polled workspace's sessions for what inotify would have said.
     fn poll(&mut self) {
         let all = self.notify.is_none();
+        let all_agents = self.agents_notify.is_none();
+        let now = Instant::now();
+        for workspace in &mut self.workspaces {
+            if (all_agents || workspace.agents.polled) && workspace.agents.due_since.is_none() {
+                workspace.agents.due_since = Some(now.checked_sub(self.options.window).unwrap_or(now));
+            }
+        }
         for index in 0..self.workspaces.len() {
             if !(all || self.workspaces[index].polling) {
                 continue;
@@ -841,8 +1047,9 @@ mod tests {
 
         let before = inotify_watches();
         let (watcher, received) = watch(root.path(), WatcherOptions::default());
-        // The sessions folder, the session, plan/, nodes/ and nodes/step/: five.
-        assert_eq!(inotify_watches() - before, 5);
+        // The sessions folder, the session, plan/, nodes/ and nodes/step/: five; and `.zibby/` for
+        // the agents file.
+        assert_eq!(inotify_watches() - before, 6);
 
         // Still seen: a node's output three levels down.
         std::fs::write(session.join("nodes/step/raw_stream_output.txt"), "hello\n").unwrap();
@@ -877,8 +1084,9 @@ mod tests {
 
         let before = inotify_watches();
         let (_watcher, received) = watch(root.path(), WatcherOptions::default());
-        // The sessions folder and the real session: two (nothing of `outside`).
-        assert_eq!(inotify_watches() - before, 2);
+        // The sessions folder and the real session: two (nothing of `outside`); and `.zibby/` for
+        // the agents file.
+        assert_eq!(inotify_watches() - before, 3);
         std::fs::write(outside.path().join("raw_stream_output.txt"), "secret\n").unwrap();
         std::fs::write(outside.path().join("node/raw_stream_output.txt"), "secret\n").unwrap();
         std::fs::write(sessions.join("1777678254943_real/raw_stream_output.txt"), "mine\n").unwrap();

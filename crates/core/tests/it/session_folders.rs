@@ -312,3 +312,198 @@ fn node_folders_with_one_time_are_listed_in_the_order_they_were_made() {
     assert_eq!(names(), ["write", "check", "plan"]);
     assert_eq!(names(), names(), "read again, the same");
 }
+
+/// Every capture's session folders, in every era: the engine alone names neither a workflow nor
+/// a prompt, so a session from such a folder has no agent and no title (its id is shown), and
+/// nothing is made up.
+#[test]
+fn the_engine_alone_names_no_agent_and_no_title_in_any_era() {
+    let mut read = 0;
+    for entry in fs::read_dir(crate::harness::captures_dir()).unwrap() {
+        let sessions = entry.unwrap().path().join("cwd/.zibby/output/sessions");
+        let Ok(folders) = fs::read_dir(&sessions) else { continue };
+        for folder in folders {
+            let folder = folder.unwrap();
+            let id = SessionId::parse(folder.file_name().to_str().unwrap()).unwrap();
+            for detail in [Detail::Summary, Detail::Full] {
+                let session = read_session_folder(&folder.path(), id.clone(), detail, later()).unwrap();
+                assert_eq!(
+                    (&session.agent, &session.title),
+                    (&None, &None),
+                    "{}",
+                    folder.path().display()
+                );
+            }
+            read += 1;
+        }
+    }
+    assert!(read >= 16, "every capture with a sessions folder: {read}");
+
+    // The engine writes no prompt files: one in an engine-layout folder is not even looked at.
+    let dir = workspace_of(&["head-bb10e85-01-hello-world-markers"]);
+    let session = dir.path().join(".zibby/output/sessions/1795952462692_17h6");
+    fs::write(session.join("say_hi/prompt.txt"), "Say hi").unwrap();
+    let id = SessionId::parse("1795952462692_17h6").unwrap();
+    let summary = studio_core::session::read_summary(&session, &id, later()).unwrap();
+    assert_eq!(summary.title, None);
+}
+
+/// A capture's folder with what the documented layout adds (the `zibby` CLI, the cloud): what it
+/// names the session, by the module's precedence, one line each.
+#[test]
+fn a_documented_folder_names_its_workflow_and_first_prompt_one_line_each() {
+    let dir = workspace_of(&["head-bb10e85-02-pipeline-markers"]);
+    let id = SessionId::parse("1795952464415_3prb").unwrap();
+    let session = dir.path().join(".zibby/output/sessions").join(id.as_str());
+    let read = || {
+        let summary = studio_core::session::read_summary(&session, &id, later()).unwrap();
+        let full = read_session_folder(&session, id.clone(), Detail::Full, later()).unwrap();
+        assert_eq!(
+            (&summary.agent, &summary.title),
+            (&full.agent, &full.title),
+            "a listing and show agree"
+        );
+        (summary.agent, summary.title)
+    };
+    // The order the nodes ran in (folder times may be equal).
+    let events = ["plan", "execute", "report"].map(|n| format!("{{\"type\":\"node_end\",\"node\":\"{n}\"}}\n"));
+    fs::write(session.join("events.json"), events.concat()).unwrap();
+    // The first node's prompt, at `nodes/<node>/` or `<node>/`; the first line with text, its
+    // escape sequences (a window title, colours) and control characters dropped.
+    fs::create_dir_all(session.join("nodes/plan")).unwrap();
+    fs::write(
+        session.join("nodes/plan/prompt.txt"),
+        "\n   \n  \x1b]0;pwned\x07\x1b[1;32mPlan\x1b[0m the tasks for:\tship v2  \nthe rest of the prompt\n",
+    )
+    .unwrap();
+    fs::write(session.join("execute/prompt.txt"), "Execute the plan").unwrap();
+    assert_eq!(read(), (None, Some("Plan the tasks for: ship v2".to_owned())));
+
+    // A long one is cut at a word, with an ellipsis.
+    let long = format!("Summarise {}", "every ticket of the week ".repeat(20));
+    fs::write(session.join("nodes/plan/prompt.txt"), &long).unwrap();
+    let (_, title) = read();
+    let title = title.unwrap();
+    assert!(title.ends_with('…') && title.chars().count() <= 80, "{title}");
+    assert!(title.starts_with("Summarise every ticket of the week every"), "{title}");
+    assert!(!title.trim_end_matches('…').ends_with(' '), "{title}");
+
+    // result.json's prompt wins over the nodes' files; its workflow names the agent.
+    fs::write(
+        session.join("result.json"),
+        r#"{"success": true, "workflow": "pipeline", "prompt": "Ship version two"}"#,
+    )
+    .unwrap();
+    assert_eq!(read(), (Some("pipeline".into()), Some("Ship version two".into())));
+    // .session-info.json's name wins over result.json's.
+    let info = fs::read_to_string(session.join(".session-info.json")).unwrap();
+    let info = info.replacen('{', r#"{"workflowName": "release-pipeline", "#, 1);
+    fs::write(session.join(".session-info.json"), info).unwrap();
+    assert_eq!(
+        read(),
+        (Some("release-pipeline".into()), Some("Ship version two".into()))
+    );
+}
+
+/// The prompt file is untrusted like every other: a link is not followed, a FIFO not opened, a
+/// huge one read only as far as its first 4 KiB; each a problem naming the file where it is not
+/// read.
+#[test]
+fn a_hostile_prompt_file_is_never_followed_nor_read_whole() {
+    let dir = workspace_of(&["head-bb10e85-02-pipeline-markers"]);
+    let outside = TempDir::new().unwrap();
+    fs::write(outside.path().join("secret.txt"), "the secret").unwrap();
+    let id = SessionId::parse("1795952464415_3prb").unwrap();
+    let session = dir.path().join(".zibby/output/sessions").join(id.as_str());
+    // The documented layout's (a result without a prompt), whose prompt files are looked at.
+    fs::write(session.join("result.json"), r#"{"success": true}"#).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), session.join("plan/prompt.txt")).unwrap();
+    nix::unistd::mkfifo(&session.join("execute/prompt.txt"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    // No node gives a title: each prompt file is tried, and said.
+    let summary = studio_core::session::read_summary(&session, &id, later()).unwrap();
+    assert_eq!(summary.title, None);
+    assert!(!format!("{summary:?}").contains("the secret"));
+    for file in ["plan/prompt.txt", "execute/prompt.txt"] {
+        assert!(
+            summary
+                .problems
+                .iter()
+                .any(|p| p.file == file && p.reason.contains("not read")),
+            "{file}: {:?}",
+            summary.problems
+        );
+    }
+    fs::write(session.join("report/prompt.txt"), "x".repeat(10 * 1024 * 1024)).unwrap();
+    let summary = studio_core::session::read_summary(&session, &id, later()).unwrap();
+    let title = summary.title.expect("the huge one's first 4 KiB");
+    assert_eq!(title.chars().count(), 80, "{title}");
+}
+
+/// Through the store, as every surface reads it: the folder's names, kept by the folder index,
+/// and a session the studio ran named by what the studio recorded.
+#[test]
+fn the_listing_names_sessions_from_the_store_else_the_folder() {
+    let dir = workspace_of(&["head-bb10e85-02-pipeline-markers", "head-bb10e85-93-fanout-markers"]);
+    let documented = dir.path().join(".zibby/output/sessions/1795952464415_3prb");
+    fs::write(
+        documented.join("result.json"),
+        r#"{"success": true, "agentName": "planner", "prompt": "Plan the week"}"#,
+    )
+    .unwrap();
+    let workspace = Workspace::open(dir.path()).unwrap();
+    let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::memory()).unwrap();
+    let names = |store: &studio_core::store::Store| {
+        let rows = store.list_sessions(&workspace, later()).unwrap();
+        rows.into_iter()
+            .map(|r| (r.summary.id.to_string(), r.summary.agent, r.summary.title))
+            .collect::<Vec<_>>()
+    };
+    let expected = vec![
+        ("1795952527924_osmf".to_owned(), None, None),
+        (
+            "1795952464415_3prb".to_owned(),
+            Some("planner".to_owned()),
+            Some("Plan the week".to_owned()),
+        ),
+    ];
+    let mut listed = names(&store);
+    listed.sort_by(|a, b| b.0.cmp(&a.0));
+    assert_eq!(listed, expected);
+    let mut again = names(&store);
+    again.sort_by(|a, b| b.0.cmp(&a.0));
+    assert_eq!(again, expected, "the same from the folder index");
+
+    // The studio's own word wins: the agent it ran, the prompt it sent (one line).
+    let fanout = SessionId::parse("1795952527924_osmf").unwrap();
+    let run = studio_core::store::NewRun {
+        session: &fanout,
+        agent: Some("my-agent"),
+        command: &["x".to_owned()],
+        prompt: Some("  Fan the work out\nto everyone"),
+        started_at: SystemTime::now(),
+        replayed_node: None,
+    };
+    store.run_insert(&workspace, &run).unwrap();
+    let mut listed = names(&store);
+    listed.sort_by(|a, b| b.0.cmp(&a.0));
+    assert_eq!(
+        listed[0],
+        (
+            "1795952527924_osmf".to_owned(),
+            Some("my-agent".to_owned()),
+            Some("Fan the work out".to_owned())
+        )
+    );
+    let mut summary = studio_core::session::read_summary(
+        &dir.path().join(".zibby/output/sessions/1795952527924_osmf"),
+        &fanout,
+        later(),
+    )
+    .unwrap();
+    store.as_recorded(&workspace, &mut summary).unwrap();
+    assert_eq!(
+        summary.title.as_deref(),
+        Some("Fan the work out"),
+        "watch and show say the same"
+    );
+}

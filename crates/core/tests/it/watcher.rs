@@ -430,3 +430,72 @@ fn the_last_lines_of_a_large_file_with_bounded_memory() {
         "peak memory grew by {grown} KiB reading the last 1,000 lines"
     );
 }
+
+fn agents_changes(changes: &[Change]) -> usize {
+    changes
+        .iter()
+        .filter(|c| matches!(c, Change::AgentsChanged { .. }))
+        .count()
+}
+
+const AGENT: &str = "[[agent]]\nname = \"a\"\nrun = [\"true\"]\n";
+
+/// Created (with `.zibby/` itself), edited in place, replaced by a rename as editors save,
+/// removed: each is one `agents_changed`, and reading the file in between is none.
+fn the_agents_file_lifecycle(options: WatcherOptions) {
+    let (_dir, root) = workspace_dir();
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], options);
+    let file = root.join(".zibby/studio.toml");
+
+    fs::create_dir(root.join(".zibby")).unwrap();
+    fs::write(&file, AGENT).unwrap();
+    changes.wait_until("the agents file created", |c| agents_changes(c) == 1);
+    assert_eq!(studio_core::agents::load(&root).unwrap().len(), 1);
+
+    let mut edited = fs::OpenOptions::new().append(true).open(&file).unwrap();
+    edited
+        .write_all(b"\n[[agent]]\nname = \"b\"\nrun = [\"true\"]\n")
+        .unwrap();
+    drop(edited);
+    changes.wait_until("the agents file edited in place", |c| agents_changes(c) == 2);
+    assert_eq!(studio_core::agents::load(&root).unwrap().len(), 2);
+
+    let saved = root.join(".zibby/.studio.toml.swp");
+    fs::write(&saved, "not = [toml").unwrap();
+    fs::rename(&saved, &file).unwrap();
+    let seen = changes.wait_until("the agents file replaced by a rename", |c| agents_changes(c) == 3);
+    assert!(
+        studio_core::agents::load(&root).is_err(),
+        "a broken file reads as its error"
+    );
+    let change = seen.iter().rev().find(|c| matches!(c, Change::AgentsChanged { .. }));
+    assert_eq!(change.unwrap().workspace(), root.as_path());
+
+    fs::remove_file(&file).unwrap();
+    changes.wait_until("the agents file removed", |c| agents_changes(c) == 4);
+    assert!(studio_core::agents::load(&root).unwrap().is_empty());
+
+    fs::remove_dir(root.join(".zibby")).unwrap();
+    fs::create_dir(root.join(".zibby")).unwrap();
+    fs::write(&file, AGENT).unwrap();
+    let seen = changes.wait_until("the agents file in a new .zibby folder", |c| agents_changes(c) == 5);
+    assert!(
+        seen.iter().all(|c| c.session_id().is_none()),
+        "no session changes: {seen:?}"
+    );
+}
+
+#[test]
+fn the_agents_file_created_edited_replaced_and_removed_is_reported() {
+    the_agents_file_lifecycle(WatcherOptions::default());
+}
+
+#[test]
+fn the_agents_file_is_polled_when_inotify_cannot_watch() {
+    the_agents_file_lifecycle(WatcherOptions {
+        poll_only: true,
+        poll_interval: Duration::from_millis(100),
+        ..WatcherOptions::default()
+    });
+}
