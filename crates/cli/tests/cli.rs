@@ -1237,6 +1237,33 @@ fn story_of(events: &[Value]) -> (String, Vec<(String, String)>) {
 /// `sessions`, `show` and `watch` give the same status and nodes for `session`, now and after its
 /// files are made an hour older (all of the same time then); and, given `told` (what `run --json`
 /// said), the same as it, with `logs` holding its ended nodes in order. Returns the nodes.
+/// The nodes whose raw output `zstudio tail` prints for `session`, in the order it prints them
+/// (a node's file is `<session>/<node>/raw_stream_output.txt`).
+fn tailed_nodes(root: &str, session: &str) -> Vec<String> {
+    let output = zstudio(&["tail", session, "-n", "1000000", "--json", "-w", root], None);
+    assert!(
+        output.status.success(),
+        "tail {session}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut nodes: Vec<String> = Vec::new();
+    for line in String::from_utf8(output.stdout).unwrap().lines() {
+        let file = serde_json::from_str::<Value>(line).unwrap()["file"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let mut parts = file.rsplit('/');
+        let (name, node, owner) = (parts.next(), parts.next(), parts.next());
+        if name == Some("raw_stream_output.txt") && owner == Some(session) {
+            let node = node.unwrap_or_default().to_owned();
+            if nodes.last() != Some(&node) {
+                nodes.push(node);
+            }
+        }
+    }
+    nodes
+}
+
 fn surfaces_agree(root: &str, session: &str, told: Option<&(String, Vec<(String, String)>)>) -> Vec<(String, String)> {
     if let Some((_, story)) = told {
         let logs = json_of(&zstudio(&["logs", session, "--json", "-w", root], None));
@@ -1282,6 +1309,13 @@ fn surfaces_agree(root: &str, session: &str, told: Option<&(String, Vec<(String,
         if let Some(told) = told {
             assert_eq!(&seen, told, "sessions and run --json, {when}: {session}");
         }
+        let tailed = tailed_nodes(root, session);
+        let mut listed = seen.1.iter().map(|(name, _)| name.as_str());
+        assert!(
+            tailed.iter().all(|node| listed.any(|name| name == node)),
+            "tail prints the nodes' output in the listing's order, {when}: {tailed:?} against {:?} ({session})",
+            seen.1
+        );
         seen
     };
     let now = read("now");
