@@ -13,6 +13,9 @@
 //! 5. idle: the CPU the app and its web process use with the window open and nothing live, on
 //!    a fresh window and after a few runs have ended.
 //!
+//! `-- screenshots` (on request only, under `xvfb-run -s "-screen 0 1920x1080x24"`) writes the
+//! README's screenshots of the demo workspace to docs/screenshots/.
+//!
 //! `cargo bench -p zibby-studio --bench app` (needs a display: `xvfb-run -a`); figures go to
 //! stdout and into docs/benchmarks.md by hand. Nothing here asserts a time.
 
@@ -51,6 +54,10 @@ async fn main() {
     }
     if run("idle") {
         idle().await;
+    }
+    // Not a figure: the README's screenshots, on request only (needs a 1920x1080 screen).
+    if only.as_deref() == Some("screenshots") {
+        screenshots().await;
     }
 }
 
@@ -586,4 +593,44 @@ async fn idle_cpu(db: &Path) -> String {
         share(app_used),
         share(web_used)
     )
+}
+
+// ---- the README's screenshots ----
+
+/// The demo workspace (`zibby-test-agent fill-demo`) at three window sizes, light and dark: the
+/// table, a demo run live, and a finished session's Timeline.
+async fn screenshots() {
+    let dir = harness::repo_root().join("docs/screenshots");
+    fs::create_dir_all(&dir).unwrap();
+    for (theme, gtk_theme) in [("light", "Adwaita"), ("dark", "Adwaita:dark")] {
+        for (width, height) in [(1024u32, 700u32), (1440, 900), (1920, 1080)] {
+            let workspace = Workspace::empty();
+            let filled = std::process::Command::new(harness::test_agent())
+                .arg("fill-demo")
+                .arg(workspace.path())
+                .status()
+                .unwrap();
+            assert!(filled.success(), "fill-demo");
+            workspace.trust_agents_file();
+            let app = App::launch_with_env(
+                workspace.path(),
+                &workspace.db(),
+                workspace.data_home(),
+                &[("GTK_THEME", gtk_theme)],
+            )
+            .await;
+            let client = &app.client;
+            client.set_window_rect(0, 0, width, height).await.unwrap();
+            wait_for(client, "tr[data-session-id]").await;
+            harness::click(client, "tr[data-session-id] .session-id").await;
+            wait_for(client, ".timeline-node").await;
+            harness::start_run(client, "Compare three note-taking apps").await;
+            wait_for(client, ".live-run .node[data-node='research'][data-status='running']").await;
+            let png = harness::screenshot(client, "readme.png").await;
+            let to = dir.join(format!("window-{width}x{height}-{theme}.png"));
+            fs::copy(&png, &to).unwrap();
+            println!("{}", to.display());
+            app.close().await;
+        }
+    }
 }
