@@ -51,4 +51,14 @@ describe("createSessionView, the adapter the app mounts", () => {
     expect(view.element.querySelector("#session-view")).toBeNull();
     await vi.waitFor(() => expect(backend.calls).toContain("sessionGet(s1)"));
   });
+
+  it("unmounts the view before when the next one is made (the app drops views without a word)", async () => {
+    const backend = sessionBackend();
+    const rows = await backend.sessionsList();
+    const first = createSessionView("s1", testContext(backend), rows[0]!, null);
+    const second = createSessionView("folder-only", testContext(backend), rows[1]!, null);
+    expect(first.element.querySelector("#session-view")).toBeNull();
+    expect(second.element.querySelector("#session-view[data-session-id='folder-only']")).not.toBeNull();
+    second.destroy?.();
+  });
 });

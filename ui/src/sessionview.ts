@@ -32,10 +32,15 @@ export interface SessionView {
   /** Stop (the S key): graceful the first time, forced the second. */
   stop(): void;
   liveRun(): string | null;
-  /** Unmounts the view and stops its timers (optional for the app: a dropped view only holds its
-   * throttled reads, which end on their own). */
+  /** Unmounts the view and stops its timers (optional for the app: making the next view does it
+   * for the one before). */
   destroy?(): void;
 }
+
+/** The view made last. The app shows one session at a time and drops a view without telling it;
+ * a mounted component stays reachable from Svelte's event delegation until it is unmounted, so
+ * making a view unmounts the one before (at most one dropped view is held). */
+let latest: SessionView | null = null;
 
 export function createSessionView(
   sessionId: string,
@@ -53,7 +58,8 @@ export function createSessionView(
   const component = mount(SessionViewComponent, { target: element, props: { model } });
   let mounted = true;
 
-  return {
+  latest?.destroy?.();
+  const view: SessionView = {
     element,
     sessionId,
     update: (row, liveRunId) => model.update(row, liveRunId),
@@ -72,6 +78,9 @@ export function createSessionView(
       mounted = false;
       model.destroy();
       void unmount(component);
+      if (latest === view) latest = null;
     },
   };
+  latest = view;
+  return view;
 }
