@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import type { FakeBackend } from "../../fake-backend";
 import { STOPPING_LABEL } from "../../liveruns";
+import { SESSION_TABS } from "../../sessionmodel.svelte";
 import { DELETE_LIVE_TITLE } from "../../table";
 import { runRecord } from "../../testdata";
 import SessionView from "./SessionView.svelte";
@@ -339,6 +340,22 @@ describe("the Timeline tab", () => {
     clock += 60_000;
     model.tick();
     expect(model.now).toBe(before);
+  });
+
+  it("leaves no timer behind while nothing is live (idle means idle)", async () => {
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    const { model } = await open("s1");
+    await vi.waitFor(() => expect(document.querySelectorAll(".timeline-node")).toHaveLength(2));
+    for (const { id } of SESSION_TABS) {
+      model.showTab(id);
+      await vi.advanceTimersByTimeAsync(1_500);
+    }
+    expect(vi.getTimerCount()).toBe(0);
+    // A run that ends under the view: the Ended moment is the one timer, then none.
+    model.update({ ...model.row!, live_run: "r1", status: "running" }, "r1");
+    model.update({ ...model.row!, live_run: null, status: "success" }, null);
+    await vi.advanceTimersByTimeAsync(3_500);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
   it("lists the folder's nodes without a time axis for a session the studio did not run", async () => {
