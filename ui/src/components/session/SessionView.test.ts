@@ -81,6 +81,10 @@ describe("the session view's header", () => {
     flushSync();
     expect($(".sv-title")?.textContent).toBe(EVIL);
     expect($("img")).toBeNull();
+    // No empty heading: an empty title shows the id.
+    model.update({ ...model.row!, title: "" }, null);
+    flushSync();
+    expect($(".sv-title")?.textContent).toBe("s1");
   });
 });
 
