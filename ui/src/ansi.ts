@@ -81,15 +81,28 @@ export function parseAnsi(line: string, start: AnsiStyle = PLAIN): { segments: S
       continue;
     }
     const code = char.charCodeAt(0);
+    if (code >= 0x20 && code !== 0x7f) {
+      // A run of printable characters at once (most of a line): one slice, not one per character.
+      let end = i + 1;
+      while (end < line.length) {
+        const next = line.charCodeAt(end);
+        if (next < 0x20 || next === 0x7f || next === 0x9b) break;
+        end += 1;
+      }
+      if (overwrite) {
+        segments.length = 0;
+        text = "";
+        overwrite = false;
+      }
+      text += line.slice(i, end);
+      i = end;
+      continue;
+    }
     if (char === "\r") {
       overwrite = true;
     } else if (char === "\b") {
       if (text !== "") text = text.slice(0, -1);
-    } else if (char === "\t" || code >= 0x20) {
-      if (code === 0x7f) {
-        i += 1;
-        continue;
-      }
+    } else if (char === "\t") {
       if (overwrite) {
         segments.length = 0;
         text = "";
@@ -145,7 +158,7 @@ function readCsi(line: string, from: number): { end: number; sgr: string | null 
 /** The style after an SGR sequence (`params` is what comes between `ESC [` and `m`). */
 export function applySgr(style: AnsiStyle, params: string): AnsiStyle {
   const codes = params === "" ? ["0"] : params.split(";");
-  let next: AnsiStyle = { ...style };
+  const next: AnsiStyle = { ...style };
   let i = 0;
   while (i < codes.length) {
     const raw = codes[i]!;
@@ -173,7 +186,7 @@ export function applySgr(style: AnsiStyle, params: string): AnsiStyle {
       i += 1 + take;
       continue;
     }
-    next = applyCode(next, code);
+    applyCode(next, code);
     i += 1;
   }
   return sameStyle(next, style) ? style : next;
@@ -197,26 +210,28 @@ function colorFrom(parts: string[]): AnsiColor | null {
   return null;
 }
 
-function applyCode(style: AnsiStyle, code: number): AnsiStyle {
-  if (code === 0) return { ...PLAIN };
-  if (code === 1) return { ...style, bold: true };
-  if (code === 2) return { ...style, dim: true };
-  if (code === 3) return { ...style, italic: true };
-  if (code === 4) return { ...style, underline: true };
-  if (code === 7) return { ...style, inverse: true };
-  if (code === 9) return { ...style, strike: true };
-  if (code === 21 || code === 24) return { ...style, underline: false };
-  if (code === 22) return { ...style, bold: false, dim: false };
-  if (code === 23) return { ...style, italic: false };
-  if (code === 27) return { ...style, inverse: false };
-  if (code === 29) return { ...style, strike: false };
-  if (code >= 30 && code <= 37) return { ...style, fg: { kind: "palette", index: code - 30 } };
-  if (code === 39) return { ...style, fg: null };
-  if (code >= 40 && code <= 47) return { ...style, bg: { kind: "palette", index: code - 40 } };
-  if (code === 49) return { ...style, bg: null };
-  if (code >= 90 && code <= 97) return { ...style, fg: { kind: "palette", index: code - 90 + 8 } };
-  if (code >= 100 && code <= 107) return { ...style, bg: { kind: "palette", index: code - 100 + 8 } };
-  return style; // blink, fonts, frames and the rest: not shown
+/** Applies one SGR code to `style`, a copy of the style in force (changed in place: one copy per
+ * sequence, not one per code). */
+function applyCode(style: AnsiStyle, code: number): void {
+  if (code === 0) Object.assign(style, PLAIN);
+  else if (code === 1) style.bold = true;
+  else if (code === 2) style.dim = true;
+  else if (code === 3) style.italic = true;
+  else if (code === 4) style.underline = true;
+  else if (code === 7) style.inverse = true;
+  else if (code === 9) style.strike = true;
+  else if (code === 21 || code === 24) style.underline = false;
+  else if (code === 22) style.bold = style.dim = false;
+  else if (code === 23) style.italic = false;
+  else if (code === 27) style.inverse = false;
+  else if (code === 29) style.strike = false;
+  else if (code >= 30 && code <= 37) style.fg = { kind: "palette", index: code - 30 };
+  else if (code === 39) style.fg = null;
+  else if (code >= 40 && code <= 47) style.bg = { kind: "palette", index: code - 40 };
+  else if (code === 49) style.bg = null;
+  else if (code >= 90 && code <= 97) style.fg = { kind: "palette", index: code - 90 + 8 };
+  else if (code >= 100 && code <= 107) style.bg = { kind: "palette", index: code - 100 + 8 };
+  // blink, fonts, frames and the rest: not shown
 }
 
 function sameColor(a: AnsiColor | null, b: AnsiColor | null): boolean {

@@ -90,6 +90,8 @@ export function fakeBackend(
       id: row.id,
       path: row.path,
       layout: "engine",
+      agent: row.agent,
+      title: row.title,
       status: row.status,
       current_node: row.current_node,
       created_at: row.created_at,

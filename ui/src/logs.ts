@@ -1,11 +1,10 @@
-// The Logs tab (the studio's log lines about a session) and the Conversation tab (its messages).
+// What the Logs and Conversation tabs show, as text (components/session/LogsView.svelte and
+// ConversationView.svelte draw it).
 
-import { el } from "./elements";
-import { durationLabel, exactTime } from "./format";
-import type { LogLine, Message } from "./types";
+import type { LogLine } from "./types";
 
 /** Logs beyond this many are left out (the newest are kept). */
-const MOST_LOG_LINES = 5_000;
+export const MOST_LOG_LINES = 5_000;
 
 /** "12:03:04.512", local time. */
 export function clockTime(iso: string): string {
@@ -31,66 +30,7 @@ export function fieldsLabel(fields: Record<string, unknown>): string {
     .join(" ");
 }
 
-export function logsView(logs: readonly LogLine[]): HTMLElement {
-  if (logs.length === 0) return el("p", { class: "muted panel-note" }, "No log lines for this session.");
-  const shown = logs.slice(-MOST_LOG_LINES);
-  return el(
-    "div",
-    { class: "logs" },
-    shown.length < logs.length &&
-      el(
-        "p",
-        { class: "muted panel-note" },
-        `The last ${MOST_LOG_LINES.toLocaleString("en-US")} of ${logs.length.toLocaleString("en-US")} lines.`,
-      ),
-    ...shown.map((line) => {
-      const fields = fieldsOf(line);
-      const elapsed = fields["elapsed_ms"];
-      const extra = fieldsLabel(fields);
-      return el(
-        "div",
-        { class: `log-line level-${line.level}`, attrs: { "data-event": line.event, "data-level": line.level } },
-        el(
-          "time",
-          { class: "log-time", title: exactTime(new Date(line.at)), attrs: { datetime: line.at } },
-          clockTime(line.at),
-        ),
-        el("span", { class: "log-level" }, line.level),
-        el("code", { class: "log-event" }, line.event),
-        el(
-          "span",
-          { class: "log-message" },
-          line.message,
-          extra && el("span", { class: "log-fields muted" }, ` ${extra}`),
-        ),
-        el("span", { class: "log-elapsed muted" }, typeof elapsed === "number" ? durationLabel(elapsed) : ""),
-      );
-    }),
-  );
-}
-
-export function conversationView(messages: readonly Message[]): HTMLElement {
-  if (messages.length === 0)
-    return el("p", { class: "muted panel-note" }, "No conversation messages for this session.");
-  return el(
-    "div",
-    { class: "conversation" },
-    ...messages.map((message) =>
-      el(
-        "div",
-        { class: "message", attrs: { "data-role": message.role, "data-seq": String(message.seq) } },
-        el(
-          "div",
-          { class: "message-meta" },
-          el("span", { class: "message-role" }, message.role),
-          el(
-            "time",
-            { class: "muted", title: exactTime(new Date(message.created_at)), attrs: { datetime: message.created_at } },
-            clockTime(message.created_at),
-          ),
-        ),
-        el("div", { class: "message-text" }, message.text),
-      ),
-    ),
-  );
+/** The lines the Logs tab shows: the newest MOST_LOG_LINES (`most`). */
+export function newestLogs<T>(logs: readonly T[], most = MOST_LOG_LINES): readonly T[] {
+  return logs.length > most ? logs.slice(-most) : logs;
 }

@@ -51,6 +51,18 @@ describe("IndexedSource", () => {
     expect(fetches(backend.calls)).toHaveLength(CACHED_PAGES + 6);
   });
 
+  it("drops the page used longest ago, not one read again since", async () => {
+    const backend = fakeBackend();
+    const total = (CACHED_PAGES + 1) * PAGE_LINES;
+    backend.output.set("r", lines(total));
+    const source = new IndexedSource(backend, "r", total);
+    for (let page = 0; page < CACHED_PAGES; page++) await source.load(page * PAGE_LINES, page * PAGE_LINES + 1);
+    expect(source.line(0)?.seq).toBe(1); // page 0 is now the most recent
+    await source.load(CACHED_PAGES * PAGE_LINES, CACHED_PAGES * PAGE_LINES + 1);
+    expect(source.line(0)?.seq).toBe(1);
+    expect(source.line(PAGE_LINES)).toBeUndefined(); // page 1 was the one used longest ago
+  });
+
   it("fetches the last page again when the run grew", async () => {
     const backend = fakeBackend();
     backend.output.set("r", lines(700));

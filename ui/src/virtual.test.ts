@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { coversView, isAtEnd, LruCache, revealRow, scrollTopOf, virtualWindow } from "./virtual";
+import { coversView, isAtEnd, revealRow, scrollTopOf, virtualWindow } from "./virtual";
 
 describe("virtualWindow", () => {
   const base = { viewport: 200, rowHeight: 20, margin: 5 };
@@ -61,32 +61,6 @@ describe("isAtEnd", () => {
     expect(isAtEnd(790, 200, 1000, 20)).toBe(true);
     expect(isAtEnd(700, 200, 1000, 20)).toBe(false);
     expect(isAtEnd(0, 200, 100, 0)).toBe(true);
-  });
-});
-
-describe("LruCache", () => {
-  it("drops the entry used longest ago when full", () => {
-    const cache = new LruCache<number, string>(2);
-    cache.set(1, "one");
-    cache.set(2, "two");
-    expect(cache.get(1)).toBe("one"); // 1 is now the most recent
-    cache.set(3, "three");
-    expect(cache.has(2)).toBe(false);
-    expect(cache.get(1)).toBe("one");
-    expect(cache.get(3)).toBe("three");
-    expect(cache.size).toBe(2);
-  });
-
-  it("deletes entries by key, and lists them oldest first", () => {
-    const cache = new LruCache<number, string>(10);
-    for (const key of [1, 2, 3, 4]) cache.set(key, String(key));
-    cache.delete(3);
-    cache.get(1);
-    expect(cache.entries()).toEqual([
-      [2, "2"],
-      [4, "4"],
-      [1, "1"],
-    ]);
   });
 });
 

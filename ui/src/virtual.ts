@@ -1,5 +1,6 @@
 // The maths of virtualised lists (sessions table, output lines): which rows of a long list are drawn
-// for a scroll position, and a small LRU cache for the pages of rows fetched on demand. No DOM.
+// for a scroll position. No DOM. (The pages of output lines fetched on demand are
+// kept in lru-cache's LRUCache: outputsource.ts.)
 
 /** Browsers cap how tall an element can be (WebKit and Chromium near 16-33 million px): a list
  * taller than this is drawn in a scroll space of this height, its position mapped proportionally. */
@@ -86,49 +87,4 @@ export function isAtEnd(scrollTop: number, viewport: number, height: number, sla
 
 function clamp(value: number, min: number, max: number): number {
   return Math.min(max, Math.max(min, value));
-}
-
-/** A least-recently-used cache: holds at most `capacity` entries, dropping the one used longest ago. */
-export class LruCache<K, V> {
-  private readonly map = new Map<K, V>();
-
-  constructor(readonly capacity: number) {}
-
-  get size(): number {
-    return this.map.size;
-  }
-
-  get(key: K): V | undefined {
-    const value = this.map.get(key);
-    if (value === undefined) return undefined;
-    this.map.delete(key);
-    this.map.set(key, value);
-    return value;
-  }
-
-  has(key: K): boolean {
-    return this.map.has(key);
-  }
-
-  set(key: K, value: V): void {
-    this.map.delete(key);
-    this.map.set(key, value);
-    while (this.map.size > this.capacity) {
-      const oldest = this.map.keys().next().value as K;
-      this.map.delete(oldest);
-    }
-  }
-
-  delete(key: K): void {
-    this.map.delete(key);
-  }
-
-  /** The entries, oldest first (reading them does not make them recent). */
-  entries(): [K, V][] {
-    return [...this.map.entries()];
-  }
-
-  clear(): void {
-    this.map.clear();
-  }
 }

@@ -1,0 +1,100 @@
+import { render } from "@testing-library/svelte";
+import { describe, expect, it } from "vitest";
+
+import { runRecord } from "../../testdata";
+import type { SessionDetail, Span } from "../../types";
+import Timeline from "./Timeline.svelte";
+
+const t0 = Date.parse("2026-11-29T12:00:00Z");
+const at = (ms: number) => new Date(t0 + ms).toISOString();
+const evil = "<img src=x onerror=alert(1)>";
+
+function span(id: number, name: string, from: number, to: number | null, overrides: Partial<Span> = {}): Span {
+  return {
+    id,
+    parent_id: id === 1 ? null : 1,
+    run_id: "r1",
+    name,
+    kind: id === 1 ? "run" : "node",
+    depth: id === 1 ? 0 : 1,
+    started_at: at(from),
+    ended_at: to === null ? null : at(to),
+    status: to === null ? "running" : "success",
+    ...overrides,
+  };
+}
+
+const live = runRecord("r1", "s", { status: "running", started_at: at(0), ended_at: null });
+
+describe("the Timeline", () => {
+  it("draws one bar per node execution, with its status, depth and duration, names as text", () => {
+    const { container } = render(Timeline, {
+      runs: [live],
+      spans: new Map([
+        ["r1", [span(1, "run", 0, null), span(2, "plan", 0, 2_400), span(3, evil, 2_400, null, { depth: 2 })]],
+      ]),
+      now: t0 + 4_000,
+      detail: null,
+      failed: false,
+    });
+    const nodes = [...container.querySelectorAll(".timeline-node")];
+    expect(nodes.map((node) => [node.getAttribute("data-node"), node.getAttribute("data-status")])).toEqual([
+      ["plan", "success"],
+      [evil, "running"],
+    ]);
+    expect(nodes[0]!.querySelector(".timeline-duration")?.textContent).toBe("✓ 2.4 s");
+    expect(nodes[0]!.querySelector<HTMLElement>(".timeline-bar")?.style.width).toContain("60%");
+    expect(nodes[1]!.querySelector<HTMLElement>(".timeline-label")?.style.paddingLeft).toBe("36px");
+    expect(nodes[1]!.querySelector(".timeline-bar")?.classList.contains("running")).toBe(true);
+    expect(container.querySelector(".timeline-run-bar")?.getAttribute("data-status")).toBe("running");
+    expect(container.querySelector(".timeline-axis")?.getAttribute("aria-hidden")).toBe("true");
+    expect(container.querySelector("img")).toBeNull();
+  });
+
+  it("puts the oldest run first and says when only the newest are shown", () => {
+    const runs = Array.from({ length: 22 }, (_, i) =>
+      runRecord(`r${i}`, "s", { started_at: at((21 - i) * 60_000), ended_at: at((21 - i) * 60_000 + 1_000) }),
+    );
+    const { container } = render(Timeline, { runs, spans: new Map(), now: t0, detail: null, failed: false });
+    const shown = [...container.querySelectorAll(".timeline-run")].map((run) => run.getAttribute("data-run-id"));
+    expect(shown).toHaveLength(20);
+    expect(shown[0]).toBe("r19");
+    expect(shown.at(-1)).toBe("r0");
+    expect(container.textContent).toContain("The newest 20 of 22 runs.");
+    expect(container.textContent).toContain("No spans recorded for this run yet.");
+  });
+
+  it("lists the nodes without an axis for a session without spans, and says why", () => {
+    const detail = {
+      nodes: [
+        {
+          name: "plan",
+          status: "success",
+          path: null,
+          artifacts: {
+            prompt: null,
+            prompt_preview: null,
+            raw_output: null,
+            result: null,
+            result_value: null,
+            raw_stream: null,
+          },
+        },
+      ],
+    } as unknown as SessionDetail;
+    const { container } = render(Timeline, { runs: [], spans: new Map(), now: t0, detail, failed: false });
+    expect(container.querySelector(".timeline-node[data-node='plan']")?.getAttribute("data-status")).toBe("success");
+    expect(container.querySelector("ol.untimed-nodes > li.timeline-node")).not.toBeNull();
+    expect(container.textContent).toContain("not run by the studio");
+    expect(container.querySelector(".timeline-axis")).toBeNull();
+  });
+
+  it("says the session is being read, or could not be", () => {
+    expect(
+      render(Timeline, { runs: [], spans: new Map(), now: t0, detail: null, failed: false }).container.textContent,
+    ).toContain("Reading…");
+    expect(
+      render(Timeline, { runs: [], spans: new Map(), now: t0, detail: null, failed: true }).container.textContent,
+    ).toContain("could not be read");
+  });
+});
