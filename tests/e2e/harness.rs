@@ -380,6 +380,11 @@ pub async fn quits(db: &Path) -> bool {
 /// The `zibby-studio` processes opened on the store `db`.
 pub fn app_processes(db: &Path) -> Vec<u32> {
     let needle = db.to_string_lossy().into_owned();
+    let binary = app_binary();
+    let name = binary
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let Ok(entries) = fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -389,7 +394,7 @@ pub fn app_processes(db: &Path) -> Vec<u32> {
             let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
             let cmdline = fs::read(entry.path().join("cmdline")).ok()?;
             let cmdline = String::from_utf8_lossy(&cmdline);
-            let is_app = cmdline.split('\0').next()?.ends_with("zibby-studio");
+            let is_app = cmdline.split('\0').next()?.ends_with(name.as_str());
             (is_app && cmdline.contains(&needle)).then_some(pid)
         })
         .collect()
