@@ -513,32 +513,39 @@ export class AppState {
   /** An ended run stays a few seconds in the strip (its Stop disabled in place), then leaves it
    * for the notifications; its result stays in the table. */
   private runEnded(run: LiveRun): void {
-    const toast: Toast = {
-      id: this.#nextToast++,
-      runId: run.runId,
-      sessionId: run.sessionId,
-      status: run.end?.status ?? "unknown",
-      text: endText(run),
-    };
-    this.toasts = [...this.toasts, toast];
-    setTimeout(() => this.dismissToast(toast.id), TOAST_MS);
     this.#lingering.set(
       run.runId,
       setTimeout(() => {
         this.#lingering.delete(run.runId);
         if (this.stripHovered) this.#due.add(run.runId);
-        else this.dismissRun(run.runId);
+        else this.leaveStrip([run.runId]);
       }, ENDED_LINGER_MS),
     );
+  }
+
+  /** Ended runs leave the strip on their own: each is told in a notification. */
+  private leaveStrip(runIds: readonly string[]): void {
+    const leaving = this.runs.filter((run) => runIds.includes(run.runId) && run.end !== null);
+    if (leaving.length === 0) return;
+    const toasts = leaving.map((run): Toast => ({
+      id: this.#nextToast++,
+      runId: run.runId,
+      sessionId: run.sessionId,
+      status: run.end?.status ?? "unknown",
+      text: endText(run),
+    }));
+    this.toasts = [...this.toasts, ...toasts];
+    for (const toast of toasts) setTimeout(() => this.dismissToast(toast.id), TOAST_MS);
+    this.setRuns(this.runs.filter((run) => !runIds.includes(run.runId)));
   }
 
   /** The pointer entered (`true`) or left the strip: runs due to leave wait until it leaves. */
   hoverStrip(hovered: boolean): void {
     this.stripHovered = hovered;
     if (hovered || this.#due.size === 0) return;
-    const due = new Set(this.#due);
+    const due = [...this.#due];
     this.#due.clear();
-    this.setRuns(this.runs.filter((run) => !due.has(run.runId)));
+    this.leaveStrip(due);
   }
 
   dismissRun(runId: string): void {
