@@ -145,3 +145,79 @@ async fn a_tooltip_goes_with_its_control() {
     })
     .await;
 }
+
+/// axe-core (ui/node_modules, a dev dependency of the UI) run in the real window over the
+/// chrome's views, in light and in dark: the violations, as "rule: selector" lines. The session
+/// view is left out (its tabs are converted and checked on their own).
+async fn axe_violations(client: &Client) -> Vec<String> {
+    let source = std::fs::read_to_string(crate::harness::repo_root().join("ui/node_modules/axe-core/axe.min.js"))
+        .expect("ui/node_modules/axe-core: run `npm ci` in ui/");
+    client.execute(&source, vec![]).await.expect("load axe-core");
+    let found = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             axe.run({ exclude: [['#session-view']] }) \
+               .then((r) => done(r.violations.flatMap((v) => v.nodes.map((n) => v.id + ': ' + n.target.join(' '))) \
+                 .concat(r.passes.length > 0 ? [] : ['axe ran no rule']))) \
+               .catch((e) => done(['axe failed: ' + e]));",
+            vec![],
+        )
+        .await
+        .expect("run axe-core");
+    found
+        .as_array()
+        .unwrap_or_else(|| panic!("axe's answer is a list, not {found}"))
+        .iter()
+        .map(|v| v.as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+async fn axe_in_both_themes(client: &Client, view: &str, found: &mut Vec<String>) {
+    for theme in ["light", "dark"] {
+        evaluate(
+            client,
+            &format!("document.documentElement.dataset.theme = '{theme}'; return null;"),
+        )
+        .await
+        .unwrap();
+        for violation in axe_violations(client).await {
+            found.push(format!("{view} ({theme}) {violation}"));
+        }
+    }
+    evaluate(client, "delete document.documentElement.dataset.theme; return null;")
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn axe_finds_nothing_in_the_chrome_in_light_and_dark() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:60000"]);
+    App::run(&workspace, |client| async move {
+        let mut found = Vec::new();
+        wait_for(&client, "#run-agent option").await;
+        axe_in_both_themes(&client, "empty", &mut found).await;
+
+        start_run(&client, "accessible").await;
+        wait_for(&client, ".live-run[data-status='running']").await;
+        wait_for(&client, "tr[data-session-id]").await;
+        axe_in_both_themes(&client, "table, live run", &mut found).await;
+
+        click(&client, "#session-close").await;
+        click(&client, "#run-agent-edit").await;
+        wait_for(&client, "#agent-form").await;
+        axe_in_both_themes(&client, "agent form", &mut found).await;
+        click(&client, "#agent-cancel").await;
+
+        click(&client, "#workspace-switcher").await;
+        wait_for(&client, ".recent-workspace").await;
+        axe_in_both_themes(&client, "workspace menu", &mut found).await;
+        click(&client, "#workspace-switcher").await;
+
+        click(&client, ".live-run .stop").await;
+        wait_for(&client, ".live-run .force-stop").await;
+        axe_in_both_themes(&client, "stopping", &mut found).await;
+
+        assert!(found.is_empty(), "axe-core violations:\n{}", found.join("\n"));
+    })
+    .await;
+}
