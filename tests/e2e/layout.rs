@@ -191,13 +191,18 @@ async fn axe_in_both_themes(client: &Client, view: &str, found: &mut Vec<String>
 
 #[tokio::test]
 async fn axe_finds_nothing_in_the_chrome_in_light_and_dark() {
-    let workspace = Workspace::with_test_agent(&["--nodes", "plan:60000"]);
+    let agent = crate::harness::test_agent().display().to_string();
+    // Not trusted yet: the first run asks, and the question is checked too.
+    let workspace = Workspace::with_untrusted_agent("test-agent", &[agent.as_str(), "--nodes", "plan:60000"]);
     App::run(&workspace, |client| async move {
         let mut found = Vec::new();
         wait_for(&client, "#run-agent option").await;
         axe_in_both_themes(&client, "empty", &mut found).await;
 
         start_run(&client, "accessible").await;
+        wait_for(&client, "#trust-dialog").await;
+        axe_in_both_themes(&client, "trust dialog", &mut found).await;
+        click(&client, "#trust-run").await;
         wait_for(&client, ".live-run[data-status='running']").await;
         wait_for(&client, "tr[data-session-id]").await;
         axe_in_both_themes(&client, "table, live run", &mut found).await;
@@ -216,6 +221,14 @@ async fn axe_finds_nothing_in_the_chrome_in_light_and_dark() {
         click(&client, ".live-run .stop").await;
         wait_for(&client, ".live-run .force-stop").await;
         axe_in_both_themes(&client, "stopping", &mut found).await;
+        click(&client, ".live-run .force-stop").await;
+        wait_for(&client, ".live-run[data-status='cancelled']").await;
+        axe_in_both_themes(&client, "ended run", &mut found).await;
+
+        click(&client, "tr[data-session-id] [data-testid='delete']").await;
+        wait_for(&client, "[data-testid='delete-dialog']").await;
+        axe_in_both_themes(&client, "delete dialog", &mut found).await;
+        click(&client, "[data-testid='cancel-delete']").await;
 
         assert!(found.is_empty(), "axe-core violations:\n{}", found.join("\n"));
     })
