@@ -158,4 +158,19 @@ describe("the sessions table", () => {
     expect(after.every((tr, i) => tr === before[i])).toBe(true);
     expect(after[0]?.querySelector("time")?.textContent).toBe("1 h ago");
   });
+
+  it("brings a newly selected row into view, and leaves the scroll alone on a reload", async () => {
+    const rows = Array.from({ length: 2_000 }, (_, i) => session({ id: `s${i}` }));
+    const { container, rerender } = table(rows);
+    const wrap = container.querySelector(".table-wrap") as HTMLElement;
+    await rerender({ selected: "s1500" });
+    expect(wrap.scrollTop).toBeGreaterThan(46 * 1_400);
+    expect(container.querySelector("tr[data-session-id='s1500']")).not.toBeNull();
+    wrap.scrollTop = 0;
+    wrap.dispatchEvent(new Event("scroll"));
+    flushSync();
+    await rerender({ rows: rows.map((r) => ({ ...r })) });
+    expect(wrap.scrollTop).toBe(0);
+    expect(container.querySelector("tr[data-session-id='s0']")).not.toBeNull();
+  });
 });
