@@ -234,3 +234,56 @@ async fn axe_finds_nothing_in_the_chrome_in_light_and_dark() {
     })
     .await;
 }
+
+/// A window of 1024×700 stacks the table above the session view, both usable; and the window at
+/// the sizes the README shows, in light and dark (`e2e-screenshots/window-*.png`).
+#[tokio::test]
+async fn a_small_window_stacks_and_the_readme_sizes_are_shot() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:300,check:300"]);
+    App::run(&workspace, |client| async move {
+        for prompt in ["first", "second"] {
+            start_run(&client, prompt).await;
+            wait_for(&client, "#session-view").await;
+        }
+        eventually("both runs ended", || async {
+            let ended = evaluate(
+                &client,
+                "return document.querySelectorAll(\".live-run[data-status='success']\").length",
+            )
+            .await?;
+            (ended == json!(2)).then_some(()).ok_or(format!("{ended}"))
+        })
+        .await;
+        client.set_window_size(1024, 700).await.expect("size the window");
+        eventually("stacked: the table above the session view, both on screen", || async {
+            let layout = evaluate(
+                &client,
+                "const t = document.querySelector('.sessions-slot').getBoundingClientRect(); \
+                 const s = document.querySelector('#session-view').getBoundingClientRect(); \
+                 return [document.querySelector('.workbench').classList.contains('stacked'), \
+                         t.bottom <= s.top, Math.round(t.height), Math.round(s.height), \
+                         document.querySelector('#split-handle').getAttribute('aria-orientation')];",
+            )
+            .await?;
+            (layout[0] == json!(true) && layout[1] == json!(true) && layout[4] == json!("horizontal"))
+                .then_some(layout.clone())
+                .ok_or(format!("{layout}"))
+        })
+        .await;
+        click(&client, "[data-tab='timeline']").await;
+        wait_for(&client, ".timeline-node").await;
+        for (width, height) in [(1024, 700), (1440, 900), (1920, 1080)] {
+            client.set_window_size(width, height).await.expect("size the window");
+            for theme in ["light", "dark"] {
+                evaluate(
+                    &client,
+                    &format!("document.documentElement.dataset.theme = '{theme}'; return null;"),
+                )
+                .await
+                .unwrap();
+                screenshot(&client, &format!("window-{width}x{height}-{theme}.png")).await;
+            }
+        }
+    })
+    .await;
+}
