@@ -5,6 +5,7 @@ import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 
 import {
+  AGENTS_CHANGED,
   QUIT_REQUESTED,
   RUN_EVENT,
   RUN_OUTPUT,
@@ -99,11 +100,9 @@ export interface Backend {
   appQuit(keepRuns: boolean): Promise<void>;
 }
 
-/** The shell's event when `.zibby/studio.toml` changed (no payload). */
-export const AGENTS_CHANGED = "agents-changed";
-
 // The Tauri events' names, as the shell spells them (generated from its constants).
 export {
+  AGENTS_CHANGED,
   QUIT_REQUESTED,
   RUN_EVENT,
   RUN_OUTPUT,

@@ -88,6 +88,8 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
     result: null,
     events: [],
     raw_stream_output: { path: "raw_stream_output.txt", bytes: 120 },
+    agent: null,
+    title: null,
     problems: [],
     nodes: [
       {
@@ -243,6 +245,8 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
     result: null,
     events: [],
     raw_stream_output: null,
+    agent: null,
+    title: null,
     problems: [],
     nodes: [
       {

@@ -117,6 +117,8 @@ export function fakeBackend(
       events: [],
       raw_stream_output: null,
       problems: row.problems,
+      agent: row.agent,
+      title: row.title,
     };
   }
 
