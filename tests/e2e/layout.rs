@@ -287,3 +287,46 @@ async fn a_small_window_stacks_and_the_readme_sizes_are_shot() {
     })
     .await;
 }
+
+/// `.zibby/studio.toml` is watched: an agent added appears in the Run bar without Refresh; a
+/// broken file shows its error where the agents are chosen, the last good agents kept.
+#[tokio::test]
+async fn an_agent_added_to_studio_toml_appears_without_refresh() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:100"]);
+    let file = workspace.path().join(".zibby/studio.toml");
+    App::run(&workspace, |client| async move {
+        let options = "return [...document.querySelectorAll('#run-agent option')].map((o) => o.textContent)";
+        wait_for(&client, "#run-agent option").await;
+        assert_eq!(evaluate(&client, options).await.unwrap(), json!(["test-agent"]));
+
+        let mut toml = std::fs::read_to_string(&file).unwrap();
+        toml.push_str("\n[[agent]]\nname = \"reviewer\"\nrun = [\"true\"]\n");
+        std::fs::write(&file, &toml).unwrap();
+        eventually("the new agent is offered", || async {
+            let names = evaluate(&client, options).await?;
+            (names == json!(["test-agent", "reviewer"]))
+                .then_some(())
+                .ok_or(format!("{names}"))
+        })
+        .await;
+
+        std::fs::write(&file, format!("{toml}\n[[agent]\nname = ")).unwrap();
+        eventually(
+            "the broken file's error shows in the Run bar, the agents kept",
+            || async {
+                let seen = evaluate(
+                    &client,
+                    "return [!!document.querySelector('#run-bar .error[data-error-code]'), \
+                 [...document.querySelectorAll('#run-agent option')].map((o) => o.textContent)]",
+                )
+                .await?;
+                (seen == json!([true, ["test-agent", "reviewer"]]))
+                    .then_some(())
+                    .ok_or(format!("{seen}"))
+            },
+        )
+        .await;
+        screenshot(&client, "agents-file-broken.png").await;
+    })
+    .await;
+}
