@@ -14,6 +14,7 @@ mod accessibility;
 mod desktop;
 mod harness;
 mod keyboard;
+mod layout;
 mod pins;
 mod runs;
 mod session_view;

@@ -1,7 +1,6 @@
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 
-import { agentFromFields, argLines, createAgentForm, envLines, fieldsFromAgent } from "./agentform";
-import type { ErrorCode } from "./types";
+import { agentFromFields, argLines, envLines, fieldsFromAgent } from "./agentform";
 
 const fields = { name: "writer", run: "zibby\nagent run\n{prompt}\n", cwd: "", env: "", replay: "" };
 
@@ -46,30 +45,5 @@ describe("agentFromFields", () => {
   it("round-trips an agent through the fields", () => {
     const agent = { name: "w", run: ["a", "b c"], cwd: "x", env: { K: "v=1" }, replay: ["r", "{node}"] };
     expect(agentFromFields(fieldsFromAgent(agent))).toEqual({ agent });
-  });
-});
-
-describe("the agent form", () => {
-  it("saves what is typed as an argument list, with the name it had", () => {
-    const actions = { saveAgent: vi.fn(), closeAgentForm: vi.fn() };
-    const form = createAgentForm({ name: "old", run: ["x"] }, actions);
-    document.body.append(form.element);
-    (form.element.querySelector("#agent-name") as HTMLInputElement).value = "new";
-    (form.element.querySelector("#agent-run") as HTMLTextAreaElement).value = "prog\n--flag\n{prompt}";
-    form.element.dispatchEvent(new Event("submit", { cancelable: true }));
-    expect(actions.saveAgent).toHaveBeenCalledWith({ name: "new", run: ["prog", "--flag", "{prompt}"] }, "old");
-    form.element.remove();
-  });
-
-  it("shows a problem in place instead of saving, and a refused save as an error", () => {
-    const actions = { saveAgent: vi.fn(), closeAgentForm: vi.fn() };
-    const form = createAgentForm(null, actions);
-    form.element.dispatchEvent(new Event("submit", { cancelable: true }));
-    expect(actions.saveAgent).not.toHaveBeenCalled();
-    expect(form.element.querySelector(".error .error-message")?.textContent).toBe("The agent needs a name.");
-    form.update(false, { code: "config_invalid" as ErrorCode, message: "cannot write .zibby/studio.toml" });
-    expect(form.element.querySelector(".error .error-code")?.textContent).toBe("config_invalid");
-    form.element.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape" }));
-    expect(actions.closeAgentForm).toHaveBeenCalled();
   });
 });

@@ -1,11 +1,12 @@
 // The app end to end against the fake backend: filters, search, keys, the workspace switcher, the
 // agent form, and a run opening its session.
 
+import { flushSync } from "svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { startApp } from "./app";
 import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
-import { DELETE_LIVE_TITLE } from "./table";
+import { DELETE_LIVE_TITLE } from "./sessions";
 import { row, runRecord } from "./testdata";
 
 let backend: FakeBackend;
@@ -43,24 +44,30 @@ describe("filters", () => {
     expect(ids()).toEqual(["c", "a", "b"]);
     const status = root.querySelector("#filter-status") as HTMLSelectElement;
     status.value = "error";
-    status.dispatchEvent(new Event("change"));
+    status.dispatchEvent(new Event("change", { bubbles: true }));
+    flushSync();
     expect(ids()).toEqual(["c"]);
     expect(root.querySelector(".sessions-head .count")?.textContent).toBe("1 of 3");
     status.value = "all";
-    status.dispatchEvent(new Event("change"));
+    status.dispatchEvent(new Event("change", { bubbles: true }));
+    flushSync();
     const agent = root.querySelector("#filter-agent") as HTMLSelectElement;
     expect([...agent.options].map((option) => option.value)).toEqual(["all", "planner", "writer"]);
     agent.value = "writer";
-    agent.dispatchEvent(new Event("change"));
+    agent.dispatchEvent(new Event("change", { bubbles: true }));
+    flushSync();
     expect(ids()).toEqual(["c", "a"]);
     const pinned = root.querySelector("#filter-pinned") as HTMLInputElement;
     pinned.checked = true;
-    pinned.dispatchEvent(new Event("change"));
+    pinned.dispatchEvent(new Event("change", { bubbles: true }));
+    flushSync();
     expect(ids()).toEqual(["c"]);
     agent.value = "planner";
-    agent.dispatchEvent(new Event("change"));
+    agent.dispatchEvent(new Event("change", { bubbles: true }));
+    flushSync();
     expect(ids()).toEqual([]);
     (root.querySelector("#clear-filters") as HTMLButtonElement).click();
+    flushSync();
     expect(ids()).toEqual(["c", "a", "b"]);
   });
 });
@@ -83,9 +90,11 @@ describe("search", () => {
     await start();
     const search = root.querySelector("#search") as HTMLInputElement;
     search.value = "need";
-    search.dispatchEvent(new Event("input"));
+    search.dispatchEvent(new Event("input", { bubbles: true }));
+    flushSync();
     search.value = "needle";
-    search.dispatchEvent(new Event("input"));
+    search.dispatchEvent(new Event("input", { bubbles: true }));
+    flushSync();
     expect(backend.calls.filter((call) => call.startsWith("search("))).toEqual([]);
     await vi.advanceTimersByTimeAsync(250);
     expect(backend.calls.filter((call) => call.startsWith("search("))).toEqual(["search(needle)"]);
@@ -96,6 +105,7 @@ describe("search", () => {
     expect(root.querySelector("img")).toBeNull();
 
     (hit as HTMLElement).click();
+    flushSync();
     await vi.waitFor(() =>
       expect(root.querySelector("#session-view[data-session-id='b'] [data-panel='output']")).not.toBeNull(),
     );
@@ -174,9 +184,11 @@ describe("the workspace switcher", () => {
     await start();
     expect(root.querySelector(".workspace-path")?.textContent).toBe("/p");
     (root.querySelector("#workspace-switcher") as HTMLButtonElement).click();
+    flushSync();
     await vi.waitFor(() => expect(root.querySelectorAll(".recent-workspace")).toHaveLength(2));
     backend.sessions = [row("elsewhere")];
     (root.querySelector(".recent-workspace[data-path='/other']") as HTMLButtonElement).click();
+    flushSync();
     await vi.waitFor(() => expect(ids()).toEqual(["elsewhere"]));
     expect(backend.calls).toContain("workspaceOpen(/other)");
     expect(root.querySelector(".workspace-path")?.textContent).toBe("/other");
@@ -186,7 +198,9 @@ describe("the workspace switcher", () => {
   it("opens a folder from the picker, and does nothing when it is cancelled", async () => {
     await start();
     (root.querySelector("#workspace-switcher") as HTMLButtonElement).click();
+    flushSync();
     (root.querySelector("#workspace-open-folder") as HTMLButtonElement).click();
+    flushSync();
     await vi.waitFor(() => expect(backend.calls).toContain("workspacePick()"));
     expect(root.querySelector(".workspace-path")?.textContent).toBe("/p");
     expect(ids()).toEqual(["c", "a", "b"]);
@@ -194,6 +208,7 @@ describe("the workspace switcher", () => {
     backend.picked = { root: "/picked", sessions_dir: "/picked/.zibby/output/sessions" };
     backend.sessions = [];
     (root.querySelector("#workspace-open-folder") as HTMLButtonElement).click();
+    flushSync();
     await vi.waitFor(() => expect(root.querySelector(".workspace-path")?.textContent).toBe("/picked"));
     expect(root.querySelector(".empty")).not.toBeNull();
   });
@@ -210,8 +225,10 @@ describe("the workspace switcher", () => {
     const lists = () => backend.calls.filter((call) => call === "sessionsList()").length;
     const before = lists();
     (root.querySelector("#workspace-switcher") as HTMLButtonElement).click();
+    flushSync();
     await vi.waitFor(() => expect(root.querySelectorAll(".recent-workspace")).toHaveLength(2));
     (root.querySelector(".recent-workspace[data-path='/other']") as HTMLButtonElement).click();
+    flushSync();
     await vi.waitFor(() => expect(root.querySelector(".workspace-path")?.textContent).toBe("/other"));
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(lists()).toBe(before + 1);
@@ -232,10 +249,12 @@ describe("the agent form", () => {
     backend.agents = [];
     await start();
     (root.querySelector(".empty #agent-add") as HTMLButtonElement).click();
+    flushSync();
     const form = root.querySelector("#agent-form") as HTMLFormElement;
     (form.querySelector("#agent-name") as HTMLInputElement).value = "demo";
     (form.querySelector("#agent-run") as HTMLTextAreaElement).value = "zibby-test-agent\n--prompt\n{prompt}";
-    form.dispatchEvent(new Event("submit", { cancelable: true }));
+    form.dispatchEvent(new Event("submit", { bubbles: true, cancelable: true }));
+    flushSync();
     await vi.waitFor(() => expect(root.querySelector("#agent-form")).toBeNull());
     expect(backend.calls).toContain("agentSave(demo, null)");
     expect(backend.agents).toEqual([{ name: "demo", run: ["zibby-test-agent", "--prompt", "{prompt}"] }]);
@@ -246,10 +265,12 @@ describe("the agent form", () => {
     await start();
     backend.agentSave = () => Promise.reject(refusal("io", "cannot write studio.toml"));
     (root.querySelector("#run-agent-edit") as HTMLButtonElement).click();
+    flushSync();
     const form = root.querySelector("#agent-form") as HTMLFormElement;
     expect((form.querySelector("#agent-run") as HTMLTextAreaElement).value).toBe("w");
     (form.querySelector("#agent-env") as HTMLTextAreaElement).value = "K=v";
-    form.dispatchEvent(new Event("submit", { cancelable: true }));
+    form.dispatchEvent(new Event("submit", { bubbles: true, cancelable: true }));
+    flushSync();
     await vi.waitFor(() => expect(form.querySelector(".error .error-code")?.textContent).toBe("io"));
     expect(root.querySelector("#agent-form")).toBe(form);
     expect((form.querySelector("#agent-env") as HTMLTextAreaElement).value).toBe("K=v");
@@ -262,6 +283,7 @@ describe("a run from the Run bar", () => {
     const prompt = root.querySelector("#run-prompt") as HTMLTextAreaElement;
     prompt.value = "go";
     prompt.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    flushSync();
     await vi.waitFor(() =>
       expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("session-1"),
     );
@@ -273,25 +295,32 @@ describe("closing the app with live runs", () => {
   it("asks whether to stop them or leave them running, and answers the shell", async () => {
     await start();
     backend.quitRequested({ live_runs: 2, can_keep: true });
+    flushSync();
     const dialog = root.querySelector("#quit-dialog")!;
     expect(dialog.textContent).toContain("2 runs are still running");
     (root.querySelector("#quit-keep") as HTMLButtonElement).click();
+    flushSync();
     expect(backend.calls).toContain("appQuit(true)");
     expect(root.querySelector("#quit-dialog")).toBeNull();
 
     backend.quitRequested({ live_runs: 1, can_keep: false });
+    flushSync();
     expect(root.querySelector("#quit-keep")).toBeNull();
     (root.querySelector("#quit-stop") as HTMLButtonElement).click();
+    flushSync();
     expect(backend.calls).toContain("appQuit(false)");
   });
 
   it("stays open on Cancel or Escape", async () => {
     await start();
     backend.quitRequested({ live_runs: 1, can_keep: true });
+    flushSync();
     key("Escape");
     expect(root.querySelector("#quit-dialog")).toBeNull();
     backend.quitRequested({ live_runs: 1, can_keep: true });
+    flushSync();
     (root.querySelector("#quit-cancel") as HTMLButtonElement).click();
+    flushSync();
     expect(root.querySelector("#quit-dialog")).toBeNull();
     expect(backend.calls.some((call) => call.startsWith("appQuit"))).toBe(false);
   });
@@ -311,6 +340,7 @@ describe("an agent from an agents file not trusted yet", () => {
     const prompt = root.querySelector("#run-prompt") as HTMLTextAreaElement;
     prompt.value = "go";
     prompt.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    flushSync();
   }
 
   it("shows exactly what would run, and runs only after Trust and run", async () => {
@@ -324,6 +354,7 @@ describe("an agent from an agents file not trusted yet", () => {
     expect(backend.calls.filter((call) => call.startsWith("runStart"))).toHaveLength(1);
     expect(backend.calls).not.toContain("agentsTrust(abc123)");
     (root.querySelector("#trust-run") as HTMLButtonElement).click();
+    flushSync();
     await vi.waitFor(() =>
       expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("session-1"),
     );
@@ -343,6 +374,7 @@ describe("an agent from an agents file not trusted yet", () => {
     submit();
     await vi.waitFor(() => expect(root.querySelector("#trust-dialog")).not.toBeNull());
     (root.querySelector("#trust-cancel") as HTMLButtonElement).click();
+    flushSync();
     await vi.waitFor(() => expect(root.querySelector("#trust-dialog")).toBeNull());
     expect(backend.calls.some((call) => call.startsWith("agentsTrust"))).toBe(false);
     expect(root.querySelector("#session-view")).toBeNull();

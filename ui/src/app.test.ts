@@ -1,119 +1,171 @@
+// The whole window against the fake backend: loading, reloads, pins, a run followed from its
+// events and leaving the strip on its own, live agents, announcements, idleness, the theme, the
+// split, dialogs and their focus.
+
+import { flushSync } from "svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
-import { startApp } from "./app";
-import { fakeBackend, refusal } from "./fake-backend";
+import { startApp, type StartedApp } from "./app";
+import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
+import { ENDED_LINGER_MS } from "./state/app.svelte";
 import { row } from "./testdata";
 
-beforeEach(() => vi.useFakeTimers());
-afterEach(() => vi.useRealTimers());
+let root: HTMLElement;
+let started: StartedApp[] = [];
 
-const ids = (root: HTMLElement) =>
-  [...root.querySelectorAll("tr[data-session-id]")].map((tr) => tr.getAttribute("data-session-id"));
+beforeEach(() => {
+  vi.useFakeTimers({ shouldAdvanceTime: true });
+  document.body.replaceChildren();
+  root = document.createElement("div");
+  document.body.append(root);
+});
+afterEach(() => {
+  for (const app of started) app.destroy();
+  started = [];
+  vi.useRealTimers();
+  localStorage.clear();
+  delete document.documentElement.dataset.theme;
+});
 
-describe("startApp", () => {
+function start(backend: FakeBackend, clock?: () => Date): StartedApp {
+  const app = startApp(root, backend, clock);
+  started.push(app);
+  return app;
+}
+
+const ids = () => [...root.querySelectorAll("tr[data-session-id]")].map((tr) => tr.getAttribute("data-session-id"));
+const click = (selector: string) => {
+  (root.querySelector(selector) as HTMLElement).click();
+  flushSync();
+};
+
+describe("the window", () => {
   it("shows what the backend returns, and reloads on Refresh", async () => {
     const backend = fakeBackend();
-    const root = document.createElement("div");
-    const app = startApp(root, backend);
-    await app.refresh();
+    await start(backend).refresh();
     expect(root.querySelector(".empty")).not.toBeNull();
-
     backend.sessions = [row("run-1", { status: "running" })];
-    (root.querySelector("#refresh") as HTMLButtonElement).click();
+    click("#refresh");
     await vi.waitFor(() => expect(root.querySelector("tr[data-session-id='run-1']")).not.toBeNull());
     expect(backend.calls.filter((call) => call === "sessionsList()")).toHaveLength(2);
   });
 
   it("lists the sessions again after a burst of session changes, once", async () => {
     const backend = fakeBackend();
-    const root = document.createElement("div");
-    const app = startApp(root, backend);
+    const app = start(backend);
     await app.refresh();
     await app.ready;
     const lists = () => backend.calls.filter((call) => call === "sessionsList()").length;
     const before = lists();
-
     backend.sessions = [row("from-a-terminal", { status: "running" })];
     backend.sessionsChanged();
     backend.sessionsChanged();
     backend.sessionsChanged();
     await vi.advanceTimersByTimeAsync(200);
-    await vi.waitFor(() => expect(ids(root)).toEqual(["from-a-terminal"]));
+    await vi.waitFor(() => expect(ids()).toEqual(["from-a-terminal"]));
     expect(lists()).toBe(before + 1);
   });
 
   it("turns a rejected command into an error box with its code", async () => {
-    const root = document.createElement("div");
     const backend = fakeBackend();
     backend.sessionsList = () => Promise.reject(refusal("io", "cannot read"));
-    await startApp(root, backend).refresh();
+    await start(backend).refresh();
     expect(root.querySelector(".error")?.getAttribute("data-error-code")).toBe("io");
   });
 
-  it("pins a session and lists it first", async () => {
-    const backend = fakeBackend({ sessions: [row("newer"), row("older")] });
-    const root = document.createElement("div");
-    await startApp(root, backend).refresh();
-    expect(ids(root)).toEqual(["newer", "older"]);
-
-    (root.querySelector("tr[data-session-id='older'] [data-testid='pin']") as HTMLButtonElement).click();
-    await vi.waitFor(() => expect(ids(root)).toEqual(["older", "newer"]));
-    expect(backend.calls).toContain("pinAdd(older)");
-    const star = root.querySelector("tr[data-session-id='older'] [data-testid='pin']");
-    expect(star?.getAttribute("aria-pressed")).toBe("true");
-
-    (star as HTMLButtonElement).click();
-    await vi.waitFor(() => expect(ids(root)).toEqual(["newer", "older"]));
-    expect(backend.calls).toContain("pinRemove(older)");
+  it("blames the workspace when it could not be opened, and Refresh waits", async () => {
+    const backend = fakeBackend();
+    const error = refusal("workspace_not_found", "workspace not found: /nope");
+    backend.workspaceGet = () => Promise.reject(error);
+    backend.sessionsList = () => Promise.reject(error);
+    await start(backend).refresh();
+    expect(root.querySelectorAll(".sessions-body .error")).toHaveLength(1);
+    expect(root.querySelector(".error-title")?.textContent).toContain("workspace could not be opened");
+    expect((root.querySelector("#refresh") as HTMLButtonElement).disabled).toBe(true);
   });
 
-  it("shows a refused pin in place", async () => {
-    const backend = fakeBackend({ sessions: [row("a")] });
-    backend.pinAdd = () => Promise.reject(refusal("invalid_session_id", "invalid session id `a`"));
-    const root = document.createElement("div");
-    await startApp(root, backend).refresh();
-    (root.querySelector("[data-testid='pin']") as HTMLButtonElement).click();
+  it("says how to get sessions instead of showing an empty table", async () => {
+    await start(fakeBackend()).refresh();
+    expect(root.querySelector("table")).toBeNull();
+    const text = root.querySelector(".empty")?.textContent ?? "";
+    expect(text).toContain("Run an agent with ZIBBY_EMIT_GRAPH_MARKERS=1 in this folder");
+    expect(text).toContain("cargo run -p zibby-test-agent -- fill-demo /p");
+  });
+
+  it("pins a session and lists it first; a refused pin shows in place", async () => {
+    const backend = fakeBackend({ sessions: [row("newer"), row("older")] });
+    await start(backend).refresh();
+    expect(ids()).toEqual(["newer", "older"]);
+    click("tr[data-session-id='older'] [data-testid='pin']");
+    await vi.waitFor(() => expect(ids()).toEqual(["older", "newer"]));
+    expect(backend.calls).toContain("pinAdd(older)");
+    expect(root.querySelector("tr[data-session-id='older'] [data-testid='pin']")?.getAttribute("aria-pressed")).toBe(
+      "true",
+    );
+    backend.pinRemove = () => Promise.reject(refusal("invalid_session_id", "invalid session id `older`"));
+    click("tr[data-session-id='older'] [data-testid='pin']");
     await vi.waitFor(() =>
       expect(root.querySelector(".error")?.getAttribute("data-error-code")).toBe("invalid_session_id"),
     );
   });
 
-  it("follows a run it started from its events, and reloads the table when it ends", async () => {
+  it("asks before deleting, naming the session, then deletes it", async () => {
+    const backend = fakeBackend({ sessions: [row("a"), row("b")] });
+    await start(backend).refresh();
+    click("tr[data-session-id='a'] [data-testid='delete']");
+    const dialog = root.querySelector("[data-testid='delete-dialog']")!;
+    expect(dialog.textContent).toContain("a");
+    expect(dialog.textContent).toContain("cannot be undone");
+    click("[data-testid='cancel-delete']");
+    expect(root.querySelector("[data-testid='delete-dialog']")).toBeNull();
+    click("tr[data-session-id='a'] [data-testid='delete']");
+    backend.sessions = [row("b")];
+    click("[data-testid='confirm-delete']");
+    await vi.waitFor(() => expect(ids()).toEqual(["b"]));
+    expect(backend.calls).toContain("sessionDelete(a)");
+  });
+});
+
+describe("a run started from the window", () => {
+  it("is followed from its events, stays put as it ends, then leaves the strip for a notification", async () => {
     const backend = fakeBackend({ agents: [{ name: "writer", run: ["w"] }] });
-    const root = document.createElement("div");
-    document.body.append(root);
     const clock = () => new Date(vi.getMockedSystemTime() ?? Date.now());
-    const app = startApp(root, backend, clock);
+    const app = start(backend, clock);
     await app.ready;
     await app.refresh();
 
     const prompt = root.querySelector("#run-prompt") as HTMLTextAreaElement;
     prompt.value = "write it";
-    (root.querySelector("#run-button") as HTMLButtonElement).click();
+    click("#run-button");
     // The event may come before the command's answer: the run is listed once either way.
     backend.emit({ type: "run_started", run_id: "run-1", session_id: "session-1", pid: 1001 });
     await vi.waitFor(() => expect(prompt.value).toBe(""));
     expect(backend.calls).toContain("runStart(writer, write it)");
     expect(root.querySelectorAll(".live-run")).toHaveLength(1);
+    await vi.waitFor(() =>
+      expect(root.querySelector("#announcer")?.textContent).toBe("Run started: session session-1"),
+    );
+    expect(root.querySelector("#announcer")?.getAttribute("role")).toBe("status");
 
     backend.emit({ type: "node_begin", run_id: "run-1", node: "plan", depth: 0, t_ms: 5 });
     backend.emit({ type: "node_end", run_id: "run-1", node: "plan", status: "success", t_ms: 1500 });
     backend.emit({ type: "node_begin", run_id: "run-1", node: "write", depth: 0, t_ms: 1501 });
-    const run = () => root.querySelector(".live-run[data-run-id='run-1']")!;
-    expect(run().querySelector(".node[data-node='plan']")?.getAttribute("data-status")).toBe("success");
-    expect(run().querySelector(".live-current-node")?.textContent).toBe("▸ write");
+    const run = () => root.querySelector(".live-run[data-run-id='run-1']");
+    expect(run()?.querySelector(".node[data-node='plan']")?.getAttribute("data-status")).toBe("success");
+    expect(run()?.querySelector(".live-current-node")?.textContent?.trim()).toBe("▸ write");
 
-    vi.advanceTimersByTime(3_000);
-    expect(run().querySelector(".elapsed")?.textContent).toBe("0:03");
+    await vi.advanceTimersByTimeAsync(3_000);
+    expect(run()?.querySelector(".elapsed")?.textContent).toBe("0:03");
 
-    (run().querySelector(".stop") as HTMLButtonElement).click();
+    const stop = run()!.querySelector(".stop") as HTMLButtonElement;
+    stop.click();
+    flushSync();
     expect(backend.calls).toContain("runStop(run-1, false)");
-    expect(run().querySelector(".stop")?.textContent).toBe("Stopping: the current node finishes first");
+    expect(stop.textContent).toBe("Stopping: the current node finishes first");
     backend.emit({ type: "stopping", run_id: "run-1", forced: false, elsewhere: false });
-    expect(run().querySelector(".force-stop")).not.toBeNull();
+    expect(run()?.querySelector(".force-stop")).not.toBeNull();
 
     backend.sessions = [row("session-1", { status: "cancelled" })];
-    backend.emit({ type: "node_end", run_id: "run-1", node: "write", status: "success", t_ms: 3000 });
     backend.emit({
       type: "run_finished",
       run_id: "run-1",
@@ -124,23 +176,183 @@ describe("startApp", () => {
       stopped_by: "graceful",
       error: null,
     });
-    expect(run().getAttribute("data-status")).toBe("cancelled");
-    expect(run().querySelector(".stop")).toBeNull();
-    await vi.waitFor(() => expect(ids(root)).toEqual(["session-1"]));
-    root.remove();
+    expect(run()?.getAttribute("data-status")).toBe("cancelled");
+    // Stop is still there, in its place, and does nothing.
+    expect(run()?.querySelector(".stop")).toBe(stop);
+    expect(stop.disabled).toBe(true);
+    expect(run()?.querySelector(".force-stop")).toBeNull();
+    await vi.waitFor(() => expect(ids()).toEqual(["session-1"]));
+    await vi.waitFor(() =>
+      expect(root.querySelector("#announcer")?.textContent).toBe("Run of session session-1 ended: cancelled"),
+    );
+    expect(app.state.ticking).toBe(false);
+
+    await vi.advanceTimersByTimeAsync(ENDED_LINGER_MS + 100);
+    expect(run()).toBeNull();
+    expect(root.querySelector(".live-runs")).toBeNull();
+    expect(root.querySelector(".toast[data-run-id='run-1']")?.getAttribute("data-status")).toBe("cancelled");
+    expect(ids()).toEqual(["session-1"]);
   });
 
-  it("shows why a run could not start", async () => {
+  it("waits for the pointer to leave the strip before an ended run leaves it", async () => {
+    const backend = fakeBackend();
+    const app = start(backend);
+    await app.ready;
+    await app.refresh();
+    backend.emit({ type: "run_started", run_id: "r", session_id: "s", pid: 1 });
+    const strip = root.querySelector(".live-runs")!;
+    strip.dispatchEvent(new PointerEvent("pointerenter"));
+    backend.emit({
+      type: "run_finished",
+      run_id: "r",
+      session_id: "s",
+      status: "success",
+      exit_code: 0,
+      elapsed_ms: 10,
+      stopped_by: null,
+      error: null,
+    });
+    await vi.advanceTimersByTimeAsync(ENDED_LINGER_MS + 100);
+    expect(root.querySelector(".live-run[data-run-id='r']")).not.toBeNull();
+    strip.dispatchEvent(new PointerEvent("pointerleave"));
+    flushSync();
+    expect(root.querySelector(".live-run[data-run-id='r']")).toBeNull();
+  });
+
+  it("shows why a run could not start, keeping the prompt", async () => {
     const backend = fakeBackend({ agents: [{ name: "writer", run: ["w"] }] });
     backend.runStart = () => Promise.reject(refusal("agent_not_found", "no agent `writer`"));
-    const root = document.createElement("div");
-    await startApp(root, backend).refresh();
+    await start(backend).refresh();
     const prompt = root.querySelector("#run-prompt") as HTMLTextAreaElement;
     prompt.value = "go";
-    (root.querySelector("#run-button") as HTMLButtonElement).click();
+    click("#run-button");
     await vi.waitFor(() =>
       expect(root.querySelector("#run-bar .error")?.getAttribute("data-error-code")).toBe("agent_not_found"),
     );
     expect(prompt.value).toBe("go");
+  });
+});
+
+describe("idle", () => {
+  it("runs no 1 s tick while nothing is live, and redraws no row on a clock tick", async () => {
+    const backend = fakeBackend({ sessions: [row("a"), row("b")] });
+    const app = start(backend);
+    await app.ready;
+    await app.refresh();
+    expect(app.state.ticking).toBe(false);
+    const rows = [...root.querySelectorAll("tr[data-session-id]")];
+    await vi.advanceTimersByTimeAsync(31_000);
+    flushSync();
+    const after = [...root.querySelectorAll("tr[data-session-id]")];
+    expect(after.every((tr, i) => tr === rows[i])).toBe(true);
+  });
+});
+
+describe("the agents file, watched", () => {
+  it("shows new agents without Refresh, and a broken file in place without losing the last good agents", async () => {
+    const backend = fakeBackend({ agents: [{ name: "writer", run: ["w"] }] });
+    const app = start(backend);
+    await app.ready;
+    await app.refresh();
+    const options = () => [...root.querySelectorAll("#run-agent option")].map((option) => option.textContent);
+    expect(options()).toEqual(["writer"]);
+
+    backend.agents = [...backend.agents, { name: "reviewer", run: ["r"] }];
+    backend.agentsChanged();
+    await vi.waitFor(() => expect(options()).toEqual(["writer", "reviewer"]));
+
+    backend.agentsBroken = refusal("agents_file", ".zibby/studio.toml line 4: expected `=`");
+    backend.agentsChanged();
+    await vi.waitFor(() =>
+      expect(root.querySelector("#run-bar [data-error-code='agents_file'] .error-message")?.textContent).toBe(
+        ".zibby/studio.toml line 4: expected `=`",
+      ),
+    );
+    expect(options()).toEqual(["writer", "reviewer"]);
+
+    backend.agentsBroken = null;
+    backend.agentsChanged();
+    await vi.waitFor(() => expect(root.querySelector("#run-bar [data-error-code='agents_file']")).toBeNull());
+  });
+
+  it("asks to trust a file the shell refuses as untrusted", async () => {
+    const backend = fakeBackend({ agents: [{ name: "writer", run: ["w"] }] });
+    const app = start(backend);
+    await app.ready;
+    await app.refresh();
+    const launch = {
+      agent: "writer",
+      argv: ["w"],
+      cwd: "/p",
+      env: [] as [string, string][],
+      agents_file: "/p/.zibby/studio.toml",
+      digest: "d1",
+    };
+    backend.agentsBroken = refusal("agents_untrusted", "not trusted", launch);
+    backend.agentsChanged();
+    await vi.waitFor(() => expect(root.querySelector("#trust-dialog")).not.toBeNull());
+    backend.agentsBroken = null;
+    click("#trust-run");
+    await vi.waitFor(() => expect(backend.calls).toContain("agentsTrust(d1)"));
+    await vi.waitFor(() => expect(root.querySelector("#trust-dialog")).toBeNull());
+  });
+});
+
+describe("the theme", () => {
+  it("cycles system, light, dark from the top bar, sets data-theme and remembers it", async () => {
+    await start(fakeBackend()).refresh();
+    const html = document.documentElement;
+    expect(html.dataset.theme).toBeUndefined();
+    click("#theme-toggle");
+    expect(html.dataset.theme).toBe("light");
+    click("#theme-toggle");
+    expect(html.dataset.theme).toBe("dark");
+    expect(localStorage.getItem("zibby-studio.theme")).toBe("dark");
+    expect(root.querySelector("#theme-toggle")?.getAttribute("aria-label")).toBe("Theme: Dark");
+    click("#theme-toggle");
+    expect(html.dataset.theme).toBeUndefined();
+    expect(localStorage.getItem("zibby-studio.theme")).toBeNull();
+  });
+});
+
+describe("the split", () => {
+  it("is a focusable separator moved by keys, remembered", async () => {
+    const backend = fakeBackend({ sessions: [row("a")] });
+    await start(backend).refresh();
+    click("tr[data-session-id='a'] td.session");
+    await vi.waitFor(() => expect(root.querySelector("#session-view")).not.toBeNull());
+    const handle = root.querySelector("[role='separator']") as HTMLElement;
+    expect(handle.tabIndex).toBe(0);
+    expect(handle.getAttribute("aria-valuenow")).toBe("40");
+    handle.focus();
+    handle.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowRight", bubbles: true }));
+    flushSync();
+    expect(handle.getAttribute("aria-valuenow")).toBe("42");
+    handle.dispatchEvent(new KeyboardEvent("keydown", { key: "Home", bubbles: true }));
+    flushSync();
+    expect(handle.getAttribute("aria-valuenow")).toBe("20");
+    expect(localStorage.getItem("zibby-studio.split")).toBe("20");
+    const bench = root.querySelector(".workbench") as HTMLElement;
+    // Side by side, or stacked in a narrow window (happy-dom's is 1024 px wide).
+    expect(bench.style.gridTemplateColumns + bench.style.gridTemplateRows).toContain("20fr");
+  });
+});
+
+describe("dialogs", () => {
+  it("keep the focus inside and give it back where it was", async () => {
+    const backend = fakeBackend({ sessions: [row("a")] });
+    await start(backend).refresh();
+    const remove = root.querySelector("[data-testid='delete']") as HTMLButtonElement;
+    remove.focus();
+    click("[data-testid='delete']");
+    await vi.waitFor(() => expect(document.activeElement?.getAttribute("data-testid")).toBe("cancel-delete"));
+    const confirm = root.querySelector("[data-testid='confirm-delete']") as HTMLButtonElement;
+    confirm.focus();
+    confirm.dispatchEvent(new KeyboardEvent("keydown", { key: "Tab", bubbles: true, cancelable: true }));
+    expect(document.activeElement?.getAttribute("data-testid")).toBe("cancel-delete");
+    document.body.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    flushSync();
+    expect(root.querySelector("[data-testid='delete-dialog']")).toBeNull();
+    await vi.waitFor(() => expect(document.activeElement).toBe(remove));
   });
 });

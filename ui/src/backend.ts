@@ -5,6 +5,7 @@ import { invoke } from "@tauri-apps/api/core";
 import { listen } from "@tauri-apps/api/event";
 
 import {
+  AGENTS_CHANGED,
   QUIT_REQUESTED,
   RUN_EVENT,
   RUN_OUTPUT,
@@ -93,12 +94,15 @@ export interface Backend {
   onWorkspaceChanged(handler: (workspace: WorkspaceInfo) => void): Promise<() => void>;
   /** Calls `handler` when the app is closing with live runs: the window must answer with `appQuit`. */
   onQuitRequested(handler: (request: QuitRequest) => void): Promise<() => void>;
+  /** Calls `handler` when the workspace's `.zibby/studio.toml` changed (its agents may have). */
+  onAgentsChanged(handler: () => void): Promise<() => void>;
   /** Quits the app, stopping the live runs or (`keepRuns`) leaving them running. */
   appQuit(keepRuns: boolean): Promise<void>;
 }
 
 // The Tauri events' names, as the shell spells them (generated from its constants).
 export {
+  AGENTS_CHANGED,
   QUIT_REQUESTED,
   RUN_EVENT,
   RUN_OUTPUT,
@@ -184,5 +188,6 @@ export const tauriBackend: Backend = {
   onRunOutput: (handler) => listen<RunOutputEvent>(RUN_OUTPUT, (event) => handler(event.payload)),
   onWorkspaceChanged: (handler) => listen<WorkspaceInfo>(WORKSPACE_CHANGED, (event) => handler(event.payload)),
   onQuitRequested: (handler) => listen<QuitRequest>(QUIT_REQUESTED, (event) => handler(event.payload)),
+  onAgentsChanged: (handler) => listen(AGENTS_CHANGED, () => handler()),
   appQuit: (keepRuns) => call<void>("app_quit", { keep_runs: keepRuns }),
 };

@@ -1,6 +1,6 @@
 // A backend in memory, for the unit tests (and a browser without the desktop shell): sessions,
 // agents, runs, output and files as the test gives them, pins kept on the rows, events sent with
-// `emit`, `sessionsChanged`, `emitOutput` and `workspaceChanged`.
+// `emit`, `sessionsChanged`, `emitOutput`, `workspaceChanged` and `agentsChanged`.
 
 import { stripAnsi } from "./ansi";
 import type { Backend } from "./backend";
@@ -47,6 +47,10 @@ export interface FakeBackend extends Backend {
   workspaceChanged(workspace: WorkspaceInfo): void;
   /** Asks whoever listens what to do with live runs, as the shell does when the app closes. */
   quitRequested(request: QuitRequest): void;
+  /** Tells whoever listens that `.zibby/studio.toml` changed, as the shell's watcher would. */
+  agentsChanged(): void;
+  /** While set, `agentsList` is refused with it (a broken `.zibby/studio.toml`). */
+  agentsBroken: CommandError | null;
   workspace: WorkspaceInfo;
   sessions: SessionRow[];
   agents: Agent[];
@@ -79,6 +83,7 @@ export function fakeBackend(
   const workspaceListeners = new Set<(workspace: WorkspaceInfo) => void>();
   const noticeListeners = new Set<(notice: WatchNotice) => void>();
   const quitListeners = new Set<(request: QuitRequest) => void>();
+  const agentsListeners = new Set<() => void>();
   let nextRun = 1;
 
   function detailOf(sessionId: string): SessionDetail {
@@ -150,6 +155,7 @@ export function fakeBackend(
     findBudget: 1_000,
     files: new Map(),
     untrusted: null,
+    agentsBroken: null,
     calls: [],
     emit(event) {
       for (const listener of listeners) listener(event);
@@ -169,6 +175,9 @@ export function fakeBackend(
     },
     quitRequested(request) {
       for (const listener of quitListeners) listener(request);
+    },
+    agentsChanged() {
+      for (const listener of agentsListeners) listener();
     },
     async workspaceGet() {
       return backend.workspace;
@@ -191,6 +200,8 @@ export function fakeBackend(
       );
     },
     async agentsList() {
+      backend.calls.push("agentsList()");
+      if (backend.agentsBroken) throw backend.agentsBroken;
       return backend.agents;
     },
     async runStart(request) {
@@ -380,6 +391,10 @@ export function fakeBackend(
     async onQuitRequested(handler) {
       quitListeners.add(handler);
       return () => quitListeners.delete(handler);
+    },
+    async onAgentsChanged(handler) {
+      agentsListeners.add(handler);
+      return () => agentsListeners.delete(handler);
     },
     async appQuit(keepRuns) {
       backend.calls.push(`appQuit(${keepRuns})`);

@@ -1,6 +1,6 @@
-import { describe, expect, it, vi } from "vitest";
+import { describe, expect, it } from "vitest";
 
-import { agentsSeen, createFilterBar, filterSessions, NO_FILTERS } from "./filters";
+import { agentsSeen, filterSessions, NO_FILTERS } from "./filters";
 import { row } from "./testdata";
 
 const rows = [
@@ -28,35 +28,5 @@ describe("filterSessions", () => {
 describe("agentsSeen", () => {
   it("lists each agent once, sorted, without the unknown ones", () => {
     expect(agentsSeen(rows)).toEqual(["planner", "writer"]);
-  });
-});
-
-describe("the filter bar", () => {
-  it("offers the statuses and the agents of the rows, and reports changes", () => {
-    const onChange = vi.fn();
-    const bar = createFilterBar(onChange);
-    bar.update(rows, NO_FILTERS);
-    const agent = bar.element.querySelector("#filter-agent") as HTMLSelectElement;
-    expect([...agent.options].map((option) => option.value)).toEqual(["all", "planner", "writer"]);
-    expect(
-      [...(bar.element.querySelector("#filter-status") as HTMLSelectElement).options].map((o) => o.value),
-    ).toContain("interrupted");
-    agent.value = "writer";
-    agent.dispatchEvent(new Event("change"));
-    expect(onChange).toHaveBeenLastCalledWith({ status: "all", agent: "writer", pinnedOnly: false });
-    const pinned = bar.element.querySelector("#filter-pinned") as HTMLInputElement;
-    pinned.checked = true;
-    pinned.dispatchEvent(new Event("change"));
-    expect(onChange).toHaveBeenLastCalledWith({ status: "all", agent: "writer", pinnedOnly: true });
-  });
-});
-
-describe("the filter bar of an empty table", () => {
-  it("still offers All agents", () => {
-    const bar = createFilterBar(() => {});
-    bar.update([], NO_FILTERS);
-    expect([...(bar.element.querySelector("#filter-agent") as HTMLSelectElement).options].map((o) => o.value)).toEqual([
-      "all",
-    ]);
   });
 });

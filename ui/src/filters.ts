@@ -1,7 +1,6 @@
-// Which sessions the table shows: by status, by agent, pinned only. Pure functions and the filter
-// bar that sets them.
+// Which sessions the table shows: by status, by agent, pinned only. Pure functions; the filter
+// bar that sets them is components/Filters.svelte.
 
-import { el } from "./elements";
 import type { SessionRow, Status } from "./types";
 
 export interface SessionFilters {
@@ -35,53 +34,4 @@ export function agentsSeen(rows: readonly SessionRow[]): string[] {
   const names = new Set<string>();
   for (const row of rows) if (row.agent) names.add(row.agent);
   return [...names].sort((a, b) => a.localeCompare(b));
-}
-
-export interface FilterBar {
-  element: HTMLElement;
-  update(rows: readonly SessionRow[], filters: SessionFilters): void;
-}
-
-/** The status and agent selects and the "Pinned only" box; `onChange` gets the new filters. */
-export function createFilterBar(onChange: (filters: SessionFilters) => void): FilterBar {
-  const status = el(
-    "select",
-    { class: "field small", attrs: { id: "filter-status", "aria-label": "Status" } },
-    el("option", { attrs: { value: "all" } }, "All statuses"),
-    ...STATUSES.map((name) => el("option", { attrs: { value: name } }, name)),
-  );
-  const agent = el("select", { class: "field small", attrs: { id: "filter-agent", "aria-label": "Agent" } });
-  const pinned = el("input", { attrs: { id: "filter-pinned", type: "checkbox" } });
-  const element = el(
-    "div",
-    { class: "filters", attrs: { role: "group", "aria-label": "Filters" } },
-    status,
-    agent,
-    el("label", { class: "check", attrs: { for: "filter-pinned" } }, pinned, "Pinned only"),
-  );
-  let agentsDrawn: string | null = null;
-  const changed = () =>
-    onChange({ status: status.value as SessionFilters["status"], agent: agent.value, pinnedOnly: pinned.checked });
-  status.addEventListener("change", changed);
-  agent.addEventListener("change", changed);
-  pinned.addEventListener("change", changed);
-
-  return {
-    element,
-    update(rows, filters) {
-      const names = agentsSeen(rows);
-      // An agent chosen stays offered even when no row has it any more.
-      if (filters.agent !== "all" && !names.includes(filters.agent)) names.push(filters.agent);
-      if (names.join("\n") !== agentsDrawn) {
-        agent.replaceChildren(
-          el("option", { attrs: { value: "all" } }, "All agents"),
-          ...names.map((name) => el("option", { attrs: { value: name } }, name)),
-        );
-        agentsDrawn = names.join("\n");
-      }
-      status.value = filters.status;
-      agent.value = filters.agent;
-      pinned.checked = filters.pinnedOnly;
-    },
-  };
 }

@@ -1,10 +1,14 @@
 import "./style.css";
 
-import { startApp } from "./app";
 import { tauriBackend, type Backend } from "./backend";
+import { startApp } from "./app";
+import { applyTheme, savedTheme } from "./theme";
 
 const root = document.getElementById("app");
 if (!root) throw new Error("index.html has no #app element");
+
+// The theme chosen last time, before the first frame.
+applyTheme(savedTheme());
 
 function start(backend: Backend): void {
   // The backend on `window`, for the devtools console and the end-to-end tests. It grants nothing
