@@ -2,7 +2,8 @@
 //! ui/package.json pins) run over every view, in light and in dark (GTK's dark variant, as a dark
 //! desktop asks for it), and no violation allowed. The views: the empty workspace and its agent
 //! form, the trust prompt, the sessions table with a search, a session's view and each of its
-//! tabs, the delete dialog, a live run in Live runs and in its view, and the quit dialog.
+//! tabs, the file viewer, the delete dialog, a live run in Live runs and in its view, the quit
+//! dialog, the workspace menu, a run stopping and a run ended.
 
 use std::fs;
 use std::time::Duration;
@@ -115,8 +116,9 @@ async fn the_empty_workspace_the_agent_form_and_the_trust_prompt_have_no_axe_vio
     assert_none(&found);
 }
 
-/// The table with sessions, a search, a session's view with each tab, the delete dialog, a run
-/// live in Live runs and in its view, and the dialog of quitting with that run live.
+/// The table with sessions, a session's view with each tab, the delete dialog, a run live in Live
+/// runs and in its view, a search, the dialog of quitting with that run live, the workspace menu,
+/// and the run stopping, then ended.
 #[tokio::test]
 async fn the_table_the_session_view_its_tabs_and_the_dialogs_have_no_axe_violations() {
     let mut found = Vec::new();
@@ -174,6 +176,18 @@ async fn the_table_the_session_view_its_tabs_and_the_dialogs_have_no_axe_violati
             wait_for(&client, "#quit-dialog").await;
             check(&client, theme, "quit dialog", &mut found).await;
             click(&client, "#quit-cancel").await;
+
+            click(&client, "#workspace-switcher").await;
+            wait_for(&client, ".recent-workspace").await;
+            check(&client, theme, "workspace menu", &mut found).await;
+            click(&client, "#workspace-switcher").await;
+
+            click(&client, ".live-run .stop").await;
+            wait_for(&client, ".live-run .force-stop").await;
+            check(&client, theme, "stopping", &mut found).await;
+            click(&client, ".live-run .force-stop").await;
+            wait_for(&client, ".live-run[data-status='cancelled']").await;
+            check(&client, theme, "ended run", &mut found).await;
             tx.send(found).expect("hand back the findings");
         })
         .await;
