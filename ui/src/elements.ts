@@ -1,7 +1,5 @@
-// Building DOM from untrusted text: strings always become text nodes, never HTML. Also the small
-// pieces every view uses (status badges, error boxes).
-
-import type { CommandError, Status } from "./types";
+// Building DOM from untrusted text (for the imperative islands): strings always become text
+// nodes, never HTML. The Svelte components get the same from Svelte's text interpolation.
 
 export type Child = Node | string | null | undefined | false;
 
@@ -33,23 +31,4 @@ export function button(props: Props, label: Child, onClick: () => void): HTMLBut
   const element = el("button", { ...props, attrs: { type: "button", ...props.attrs } }, label);
   element.addEventListener("click", onClick);
   return element;
-}
-
-export function badge(status: Status): HTMLElement {
-  return el(
-    "span",
-    { class: `badge status-${status}`, attrs: { "data-status": status } },
-    el("span", { class: "badge-dot", attrs: { "aria-hidden": "true" } }),
-    status,
-  );
-}
-
-/** A failed command in place: what failed, its code, its message. */
-export function errorBox(title: string, error: CommandError): HTMLElement {
-  return el(
-    "div",
-    { class: "error", attrs: { role: "alert", "data-error-code": error.code } },
-    el("div", { class: "error-title" }, title, " ", el("code", { class: "error-code" }, error.code)),
-    el("p", { class: "error-message" }, error.message),
-  );
 }

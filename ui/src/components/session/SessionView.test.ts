@@ -4,10 +4,10 @@ import { flushSync } from "svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import type { FakeBackend } from "../../fake-backend";
-import { STOPPING_LABEL } from "../../liveruns";
+import { STOPPING_LABEL } from "../../sessions";
 import { SESSION_TABS } from "../../sessionmodel.svelte";
-import { DELETE_LIVE_TITLE } from "../../table";
-import { runRecord } from "../../testdata";
+import { DELETE_LIVE_TITLE } from "../../sessions";
+import { row, runRecord } from "../../testdata";
 import SessionView from "./SessionView.svelte";
 import { EVIL, refusal, sessionBackend, sessionModel, span } from "./testing";
 
@@ -44,6 +44,15 @@ describe("the session view's header", () => {
     expect($("#session-stop")?.textContent).toBe("Stop");
     await userEvent.click($("#session-close")!);
     expect(context.close).toHaveBeenCalledOnce();
+  });
+
+  it("names a session run outside the studio by its id, once, and says where it ran", async () => {
+    backend.sessions.push(row("s-terminal", { title: null, agent: null }));
+    await open("s-terminal");
+    expect($(".sv-title")?.textContent).toBe("s-terminal");
+    expect($(".sv-id")).toBeNull();
+    expect($(".sv-agent")?.textContent).toBe("run outside the studio");
+    expect($(".sv-meta")?.textContent).not.toContain("unknown");
   });
 
   it("counts the run's elapsed time from its start to its end", async () => {
