@@ -166,20 +166,28 @@ async fn a_small_window_stacks_the_table_above_the_session_view() {
         })
         .await;
         client.set_window_size(1024, 700).await.expect("size the window");
-        eventually("stacked: the table above the session view, both on screen", || async {
-            let layout = evaluate(
-                &client,
-                "const t = document.querySelector('.sessions-slot').getBoundingClientRect(); \
+        eventually(
+            "stacked: the table above the session view, both on screen, all columns",
+            || async {
+                let layout = evaluate(
+                    &client,
+                    "const t = document.querySelector('.sessions-slot').getBoundingClientRect(); \
                  const s = document.querySelector('#session-view').getBoundingClientRect(); \
                  return [document.querySelector('.workbench').classList.contains('stacked'), \
                          t.bottom <= s.top, Math.round(t.height), Math.round(s.height), \
-                         document.querySelector('#split-handle').getAttribute('aria-orientation')];",
-            )
-            .await?;
-            (layout[0] == json!(true) && layout[1] == json!(true) && layout[4] == json!("horizontal"))
+                         document.querySelector('#split-handle').getAttribute('aria-orientation'), \
+                         document.querySelector('.sessions th.col-agent') !== null];",
+                )
+                .await?;
+                // Stacked, the table has the window's width: all its columns, the agent's too.
+                (layout[0] == json!(true)
+                    && layout[1] == json!(true)
+                    && layout[4] == json!("horizontal")
+                    && layout[5] == json!(true))
                 .then_some(layout.clone())
                 .ok_or(format!("{layout}"))
-        })
+            },
+        )
         .await;
     })
     .await;

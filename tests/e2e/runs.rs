@@ -425,12 +425,22 @@ async fn the_table_the_header_and_the_timeline_tell_the_same_story() {
         &["--nodes", "plan:200,write:200,check:200", "--fail", "write"],
         Status::Error,
         Some(&[("plan", "success"), ("write", "error")]),
+        Ending::OnItsOwn,
     )
     .await;
     the_same_story(
         &["--nodes", "plan:200,write:200,check:200", "--stop-after", "plan"],
         Status::Cancelled,
         Some(&[("plan", "success")]),
+        Ending::OnItsOwn,
+    )
+    .await;
+    // Stop, then Force stop, pressed in the window: the node that ignores the stop is cut short.
+    the_same_story(
+        &["--nodes", "plan:200,write:60000", "--ignore-stop"],
+        Status::Cancelled,
+        None,
+        Ending::ForceStopped,
     )
     .await;
     // An engine run without markers, replayed: its nodes come from its human timeline and write no
@@ -440,18 +450,119 @@ async fn the_table_the_header_and_the_timeline_tell_the_same_story() {
         &["replay", capture.to_str().unwrap(), "--speed", "20"],
         Status::Success,
         None,
+        Ending::OnItsOwn,
     )
+    .await;
+}
+
+/// How a run of [`the_same_story`] ends.
+#[derive(Clone, Copy)]
+enum Ending {
+    OnItsOwn,
+    /// Stop, then Force stop, once its second node runs.
+    ForceStopped,
+}
+
+/// Issue 12's cross-surface check for a run started from a terminal (the agent alone, printing
+/// markers), which the window sees only through the watcher: the table row, the header and the
+/// Timeline say what the store's listing says, now and an hour later.
+#[tokio::test]
+async fn a_run_from_a_terminal_tells_the_same_story_in_the_window() {
+    let workspace = Workspace::empty();
+    let db = workspace.db();
+    let root = workspace.path().to_owned();
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, ".empty").await;
+        let ran = std::process::Command::new(crate::harness::test_agent())
+            .args(["--nodes", "plan:100,write:100,check:100"])
+            .current_dir(&root)
+            .env("ZIBBY_EMIT_GRAPH_MARKERS", "1")
+            .output()
+            .unwrap();
+        assert!(ran.status.success(), "the agent ran");
+        wait_for(&client, "tr[data-session-id]").await;
+        let store = Store::open(&StoreLocation::File(db)).unwrap();
+        let listing = |when: &str| {
+            let rows = store
+                .list_sessions(
+                    &studio_core::Workspace::open(&root).unwrap(),
+                    std::time::SystemTime::now(),
+                )
+                .unwrap();
+            assert_eq!(rows.len(), 1, "one session, {when}");
+            let summary = rows[0].summary.clone();
+            let listed: Vec<(String, String)> = summary
+                .nodes
+                .iter()
+                .map(|n| (n.name.clone(), n.status.to_string()))
+                .collect();
+            (summary, listed)
+        };
+        let (summary, listed) = listing("now");
+        assert_eq!(
+            listed.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+            ["plan", "write", "check"]
+        );
+        let session_id = summary.id.as_str().to_owned();
+        let (ended, begun) = summary.nodes_progress();
+        let as_title = listed
+            .iter()
+            .map(|(n, s)| format!("{n}: {s}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let told = Told {
+            session_id: &session_id,
+            status: summary.status,
+            as_title: &as_title,
+            progress: format!("{ended}/{begun} nodes"),
+            strip_elapsed: None,
+            listed: &listed,
+        };
+        told.in_the_window(&client, "now").await;
+
+        crate::harness::set_times_under(
+            &root.join(".zibby/output/sessions").join(&session_id),
+            std::time::SystemTime::now() - Duration::from_secs(3600),
+        );
+        let (later, listed_later) = listing("an hour later");
+        assert_eq!(
+            listed_later.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            listed.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            "the same nodes an hour later"
+        );
+        let (ended, begun) = later.nodes_progress();
+        let as_title = listed_later
+            .iter()
+            .map(|(n, s)| format!("{n}: {s}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let told = Told {
+            session_id: &session_id,
+            status: later.status,
+            as_title: &as_title,
+            progress: format!("{ended}/{begun} nodes"),
+            strip_elapsed: None,
+            listed: &listed_later,
+        };
+        click(&client, "#refresh").await;
+        told.in_the_window(&client, "an hour later").await;
+    })
     .await;
 }
 
 /// One run of `agent_args` in the window, then the table row, the header and the Timeline against
 /// the store's listing (whose nodes are `nodes`, when given).
-async fn the_same_story(agent_args: &[&str], status: Status, nodes: Option<&'static [(&str, &str)]>) {
+async fn the_same_story(agent_args: &[&str], status: Status, nodes: Option<&'static [(&str, &str)]>, ending: Ending) {
     let workspace = Workspace::with_test_agent(agent_args);
     let db = workspace.db();
     let root = workspace.path().to_owned();
     App::run(&workspace, move |client| async move {
         start_run(&client, "the story").await;
+        if let Ending::ForceStopped = ending {
+            wait_for(&client, ".live-run .node[data-node='write'][data-status='running']").await;
+            click(&client, ".live-run .stop").await;
+            click(&client, ".live-run .force-stop").await;
+        }
         wait_for(&client, &format!(".live-run[data-status='{status}']")).await;
         let session_id = text_of(&client, ".live-run .live-session-id").await.unwrap();
         let strip_elapsed = text_of(&client, ".live-run .elapsed").await.unwrap();
@@ -489,7 +600,7 @@ async fn the_same_story(agent_args: &[&str], status: Status, nodes: Option<&'sta
             status,
             as_title: &as_title,
             progress: format!("{ended}/{begun} nodes"),
-            strip_elapsed: &strip_elapsed,
+            strip_elapsed: Some(&strip_elapsed),
             listed: &listed,
         };
         told.in_the_window(&client, "now").await;
@@ -522,8 +633,9 @@ struct Told<'a> {
     as_title: &'a str,
     /// The header's `N/M nodes`.
     progress: String,
-    /// The Live runs strip's elapsed time, which the header's must match.
-    strip_elapsed: &'a str,
+    /// The Live runs strip's elapsed time, which the header's must match (none for a run the
+    /// window did not start).
+    strip_elapsed: Option<&'a str>,
     listed: &'a [(String, String)],
 }
 
@@ -551,7 +663,7 @@ impl Told<'_> {
         )
         .await;
 
-        click(client, &format!("{row_css} .session-title")).await;
+        click(client, &format!("{row_css} .session-id")).await;
         wait_for(client, &format!("#session-view[data-session-id='{session_id}']")).await;
         eventually(
             &format!("the header counts the listing's nodes, and its elapsed time is the strip's, {when}"),
@@ -562,12 +674,14 @@ impl Told<'_> {
                     let (m, s) = label.rsplit_once(':')?;
                     Some(m.parse::<i64>().ok()? * 60 + s.parse::<i64>().ok()?)
                 };
-                let close = seconds(&elapsed)
-                    .zip(seconds(strip_elapsed))
-                    .is_some_and(|(a, b)| (a - b).abs() <= 1);
+                let close = strip_elapsed.is_none_or(|strip| {
+                    seconds(&elapsed)
+                        .zip(seconds(strip))
+                        .is_some_and(|(a, b)| (a - b).abs() <= 1)
+                });
                 (meta.contains(progress.as_str()) && close)
                     .then_some(())
-                    .ok_or(format!("{meta} | {elapsed} against {strip_elapsed}"))
+                    .ok_or(format!("{meta} | {elapsed} against {strip_elapsed:?}"))
             },
         )
         .await;
