@@ -227,6 +227,8 @@ struct Shared {
     subscribers: Mutex<Vec<Subscriber>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     indexer: Mutex<Option<JoinHandle<()>>>,
+    /// Wakes the search indexer: output was stored, or the supervisor shuts down.
+    index_wanted: Nudge,
     /// Variables of the studio's own environment the agents do not get.
     hidden_variables: Mutex<Vec<String>>,
 }
@@ -343,6 +345,7 @@ impl Supervisor {
             subscribers: Mutex::new(Vec::new()),
             threads: Mutex::new(Vec::new()),
             indexer: Mutex::new(None),
+            index_wanted: Nudge::default(),
             hidden_variables: Mutex::new(Vec::new()),
         });
         let indexer = shared.clone();
@@ -709,6 +712,7 @@ impl Supervisor {
         self.shared
             .shutting_down
             .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.shared.index_wanted.nudge();
         if let Some(indexer) = self.shared.indexer.lock().expect("indexer lock").take() {
             let _ = indexer.join();
         }
@@ -721,13 +725,37 @@ impl Drop for Supervisor {
     }
 }
 
+/// A wake-up call that is kept until it is heard (a nudge while nobody waits is not lost).
+#[derive(Default)]
+struct Nudge {
+    given: Mutex<bool>,
+    heard: std::sync::Condvar,
+}
+
+impl Nudge {
+    fn nudge(&self) {
+        *self.given.lock().expect("nudge lock") = true;
+        self.heard.notify_one();
+    }
+
+    /// Blocks until nudged (at once if nudged since the last wait).
+    fn wait(&self) {
+        let mut given = self.given.lock().expect("nudge lock");
+        while !*given {
+            given = self.heard.wait(given).expect("nudge lock");
+        }
+        *given = false;
+    }
+}
+
 /// Indexes stored output behind the runs, a few blocks at a time with a pause between, so that
 /// a run's writes never wait long for it and a flood keeps the CPU for itself (the index
-/// catches up afterwards; a search catches it up at once).
+/// catches up afterwards; a search catches it up at once). With nothing left to index it sleeps
+/// until a run stores output (an idle studio wakes for nothing).
 fn index_behind(shared: &Shared) {
     while !shared.shutting_down.load(std::sync::atomic::Ordering::SeqCst) {
         match shared.store.index_pending(4) {
-            Ok(0) => std::thread::sleep(Duration::from_millis(200)),
+            Ok(0) => shared.index_wanted.wait(),
             Ok(_) => std::thread::sleep(Duration::from_millis(10)),
             Err(error) => {
                 tracing::error!(%error, "search indexing failed; it is retried");
@@ -1215,6 +1243,7 @@ impl RunContext {
                 if let Err(error) = recorder.writer.flush() {
                     tracing::error!(run_id = %self.run_id, %error, "cannot record output");
                 }
+                self.shared.index_wanted.nudge();
                 last_flush = Instant::now();
             }
             if self.live.detached.load(std::sync::atomic::Ordering::SeqCst) {
@@ -1260,6 +1289,7 @@ impl RunContext {
         }
         let lost = writer.lines_lost() + writer.lines_unsaved();
         drop(writer);
+        self.shared.index_wanted.nudge();
         if lost > 0 {
             let message = format!("output incomplete: {lost} lines could not be stored (is the disk full?)");
             self.log(
