@@ -490,62 +490,21 @@ async fn a_run_from_a_terminal_tells_the_same_story_in_the_window() {
                 )
                 .unwrap();
             assert_eq!(rows.len(), 1, "one session, {when}");
-            let summary = rows[0].summary.clone();
-            let listed: Vec<(String, String)> = summary
-                .nodes
-                .iter()
-                .map(|n| (n.name.clone(), n.status.to_string()))
-                .collect();
-            (summary, listed)
+            Told::of(&rows[0].summary, None)
         };
-        let (summary, listed) = listing("now");
-        assert_eq!(
-            listed.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
-            ["plan", "write", "check"]
-        );
-        let session_id = summary.id.as_str().to_owned();
-        let (ended, begun) = summary.nodes_progress();
-        let as_title = listed
-            .iter()
-            .map(|(n, s)| format!("{n}: {s}"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let told = Told {
-            session_id: &session_id,
-            status: summary.status,
-            as_title: &as_title,
-            progress: format!("{ended}/{begun} nodes"),
-            strip_elapsed: None,
-            listed: &listed,
-        };
+        let told = listing("now");
+        let names = |told: &Told| told.listed.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&told), ["plan", "write", "check"]);
         told.in_the_window(&client, "now").await;
 
         crate::harness::set_times_under(
-            &root.join(".zibby/output/sessions").join(&session_id),
+            &root.join(".zibby/output/sessions").join(&told.session_id),
             std::time::SystemTime::now() - Duration::from_secs(3600),
         );
-        let (later, listed_later) = listing("an hour later");
-        assert_eq!(
-            listed_later.iter().map(|(n, _)| n).collect::<Vec<_>>(),
-            listed.iter().map(|(n, _)| n).collect::<Vec<_>>(),
-            "the same nodes an hour later"
-        );
-        let (ended, begun) = later.nodes_progress();
-        let as_title = listed_later
-            .iter()
-            .map(|(n, s)| format!("{n}: {s}"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let told = Told {
-            session_id: &session_id,
-            status: later.status,
-            as_title: &as_title,
-            progress: format!("{ended}/{begun} nodes"),
-            strip_elapsed: None,
-            listed: &listed_later,
-        };
+        let later = listing("an hour later");
+        assert_eq!(names(&later), names(&told), "the same nodes an hour later");
         click(&client, "#refresh").await;
-        told.in_the_window(&client, "an hour later").await;
+        later.in_the_window(&client, "an hour later").await;
     })
     .await;
 }
@@ -576,33 +535,13 @@ async fn the_same_story(agent_args: &[&str], status: Status, nodes: Option<&'sta
             )
             .unwrap();
         let row = rows.iter().find(|r| r.summary.id.as_str() == session_id).unwrap();
-        let listed: Vec<(String, String)> = row
-            .summary
-            .nodes
-            .iter()
-            .map(|n| (n.name.clone(), n.status.to_string()))
-            .collect();
-        assert_eq!(row.summary.status, status);
-        assert!(!listed.is_empty(), "the run has nodes");
+        let told = Told::of(&row.summary, Some(strip_elapsed));
+        assert_eq!(told.status, status);
+        assert!(!told.listed.is_empty(), "the run has nodes");
         if let Some(nodes) = nodes {
             let expected: Vec<(String, String)> = nodes.iter().map(|(n, s)| ((*n).into(), (*s).into())).collect();
-            assert_eq!(listed, expected);
+            assert_eq!(told.listed, expected);
         }
-        let (ended, begun) = row.summary.nodes_progress();
-        let as_title = listed
-            .iter()
-            .map(|(n, s)| format!("{n}: {s}"))
-            .collect::<Vec<_>>()
-            .join("\n");
-
-        let told = Told {
-            session_id: &session_id,
-            status,
-            as_title: &as_title,
-            progress: format!("{ended}/{begun} nodes"),
-            strip_elapsed: Some(&strip_elapsed),
-            listed: &listed,
-        };
         told.in_the_window(&client, "now").await;
 
         // An hour later, nothing happened: the listing and the window say the same.
@@ -626,20 +565,44 @@ async fn the_same_story(agent_args: &[&str], status: Status, nodes: Option<&'sta
 }
 
 /// What the store's listing says of a session, to find in the window.
-struct Told<'a> {
-    session_id: &'a str,
+struct Told {
+    session_id: String,
     status: Status,
     /// The table row's progress title: `node: status` lines.
-    as_title: &'a str,
+    as_title: String,
     /// The header's `N/M nodes`.
     progress: String,
     /// The Live runs strip's elapsed time, which the header's must match (none for a run the
     /// window did not start).
-    strip_elapsed: Option<&'a str>,
-    listed: &'a [(String, String)],
+    strip_elapsed: Option<String>,
+    /// The nodes and their statuses, in order.
+    listed: Vec<(String, String)>,
 }
 
-impl Told<'_> {
+impl Told {
+    fn of(summary: &studio_core::session::SessionSummary, strip_elapsed: Option<String>) -> Told {
+        let listed: Vec<(String, String)> = summary
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.status.to_string()))
+            .collect();
+        let (ended, begun) = summary.nodes_progress();
+        Told {
+            session_id: summary.id.as_str().to_owned(),
+            status: summary.status,
+            as_title: listed
+                .iter()
+                .map(|(n, s)| format!("{n}: {s}"))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            progress: format!("{ended}/{begun} nodes"),
+            strip_elapsed,
+            listed,
+        }
+    }
+}
+
+impl Told {
     /// The table row, the session header and the Timeline say it.
     async fn in_the_window(&self, client: &Client, when: &str) {
         let Told {
@@ -674,7 +637,7 @@ impl Told<'_> {
                     let (m, s) = label.rsplit_once(':')?;
                     Some(m.parse::<i64>().ok()? * 60 + s.parse::<i64>().ok()?)
                 };
-                let close = strip_elapsed.is_none_or(|strip| {
+                let close = strip_elapsed.as_deref().is_none_or(|strip| {
                     seconds(&elapsed)
                         .zip(seconds(strip))
                         .is_some_and(|(a, b)| (a - b).abs() <= 1)

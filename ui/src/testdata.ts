@@ -1,6 +1,6 @@
 // Builders for the tests: rows, runs and details with sensible defaults.
 
-import type { RunRecord, SessionRow } from "./types";
+import type { RunRecord, SessionRow, Span } from "./types";
 
 export function row(id: string, overrides: Partial<SessionRow> = {}): SessionRow {
   return {
@@ -41,6 +41,28 @@ export function runRecord(id: string, sessionId: string, overrides: Partial<RunR
     stop_requested: null,
     keeper_dir: null,
     replayed_node: null,
+    ...overrides,
+  };
+}
+
+/** The moment the span builders count from. */
+export const T0 = Date.parse("2026-11-29T12:00:00Z");
+/** `ms` after [`T0`], as the store writes times. */
+export const at = (ms: number) => new Date(T0 + ms).toISOString();
+
+/** A span of run `r1`, from `from` to `to` ms after [`T0`] (`null`: still running); span 1 is the
+ * run, the others its nodes. */
+export function span(id: number, name: string, from: number, to: number | null, overrides: Partial<Span> = {}): Span {
+  return {
+    id,
+    parent_id: id === 1 ? null : 1,
+    run_id: "r1",
+    name,
+    kind: id === 1 ? "run" : "node",
+    depth: id === 1 ? 0 : 1,
+    started_at: at(from),
+    ended_at: to === null ? null : at(to),
+    status: to === null ? "running" : "success",
     ...overrides,
   };
 }

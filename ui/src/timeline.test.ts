@@ -1,31 +1,13 @@
 import { describe, expect, it } from "vitest";
 
+import { span, T0 } from "./testdata";
 import { axisTicks, layoutTimeline, tickLabel } from "./timeline";
-import type { Span } from "./types";
-
-const t0 = Date.parse("2026-11-29T12:00:00Z");
-const at = (ms: number) => new Date(t0 + ms).toISOString();
-
-function span(id: number, name: string, from: number, to: number | null, overrides: Partial<Span> = {}): Span {
-  return {
-    id,
-    parent_id: id === 1 ? null : 1,
-    run_id: "r1",
-    name,
-    kind: id === 1 ? "run" : "node",
-    depth: id === 1 ? 0 : 1,
-    started_at: at(from),
-    ended_at: to === null ? null : at(to),
-    status: to === null ? "running" : "success",
-    ...overrides,
-  };
-}
 
 describe("layoutTimeline", () => {
   it("places each span on one axis by when it started and how long it lasted", () => {
     const layout = layoutTimeline(
       [span(3, "write", 2_000, 4_000), span(1, "run", 0, 4_000), span(2, "plan", 0, 2_000)],
-      t0 + 10_000,
+      T0 + 10_000,
     );
     expect(layout.bars.map((bar) => [bar.span.name, bar.left, bar.width, bar.durationMs])).toEqual([
       ["run", 0, 1, 4_000],
@@ -37,7 +19,7 @@ describe("layoutTimeline", () => {
   it("ends the spans of a run that ended at its end, however late it is drawn", () => {
     // Spans read while the run was live (no ends yet), drawn an hour later.
     const spans = [span(1, "run", 0, null), span(2, "plan", 1_000, 2_000), span(3, "write", 2_000, null)];
-    const layout = layoutTimeline(spans, t0 + 3_600_000, t0 + 6_600);
+    const layout = layoutTimeline(spans, T0 + 3_600_000, T0 + 6_600);
     expect(layout.end - layout.start).toBe(6_600);
     const run = layout.bars.find((bar) => bar.span.name === "run")!;
     expect([run.durationMs, run.running]).toEqual([6_600, false]);
@@ -46,7 +28,7 @@ describe("layoutTimeline", () => {
   it("grows a span still running to now", () => {
     const layout = layoutTimeline(
       [span(1, "run", 0, null), span(2, "plan", 1_000, 2_000), span(3, "write", 2_000, null)],
-      t0 + 8_000,
+      T0 + 8_000,
     );
     expect(layout.end - layout.start).toBe(8_000);
     const write = layout.bars.find((bar) => bar.span.name === "write")!;

@@ -1,28 +1,11 @@
 import { render } from "@testing-library/svelte";
 import { describe, expect, it } from "vitest";
 
-import { runRecord } from "../../testdata";
-import type { SessionDetail, Span } from "../../types";
+import { at, runRecord, span, T0 } from "../../testdata";
+import type { SessionDetail } from "../../types";
 import Timeline from "./Timeline.svelte";
 
-const t0 = Date.parse("2026-11-29T12:00:00Z");
-const at = (ms: number) => new Date(t0 + ms).toISOString();
 const evil = "<img src=x onerror=alert(1)>";
-
-function span(id: number, name: string, from: number, to: number | null, overrides: Partial<Span> = {}): Span {
-  return {
-    id,
-    parent_id: id === 1 ? null : 1,
-    run_id: "r1",
-    name,
-    kind: id === 1 ? "run" : "node",
-    depth: id === 1 ? 0 : 1,
-    started_at: at(from),
-    ended_at: to === null ? null : at(to),
-    status: to === null ? "running" : "success",
-    ...overrides,
-  };
-}
 
 const live = runRecord("r1", "s", { status: "running", started_at: at(0), ended_at: null });
 
@@ -33,7 +16,7 @@ describe("the Timeline", () => {
       spans: new Map([
         ["r1", [span(1, "run", 0, null), span(2, "plan", 0, 2_400), span(3, evil, 2_400, null, { depth: 2 })]],
       ]),
-      now: t0 + 4_000,
+      now: T0 + 4_000,
       detail: null,
       failed: false,
     });
@@ -55,7 +38,7 @@ describe("the Timeline", () => {
     const runs = Array.from({ length: 22 }, (_, i) =>
       runRecord(`r${i}`, "s", { started_at: at((21 - i) * 60_000), ended_at: at((21 - i) * 60_000 + 1_000) }),
     );
-    const { container } = render(Timeline, { runs, spans: new Map(), now: t0, detail: null, failed: false });
+    const { container } = render(Timeline, { runs, spans: new Map(), now: T0, detail: null, failed: false });
     const shown = [...container.querySelectorAll(".timeline-run")].map((run) => run.getAttribute("data-run-id"));
     expect(shown).toHaveLength(20);
     expect(shown[0]).toBe("r19");
@@ -82,7 +65,7 @@ describe("the Timeline", () => {
         },
       ],
     } as unknown as SessionDetail;
-    const { container } = render(Timeline, { runs: [], spans: new Map(), now: t0, detail, failed: false });
+    const { container } = render(Timeline, { runs: [], spans: new Map(), now: T0, detail, failed: false });
     expect(container.querySelector(".timeline-node[data-node='plan']")?.getAttribute("data-status")).toBe("success");
     expect(container.querySelector("ol.untimed-nodes > li.timeline-node")).not.toBeNull();
     expect(container.textContent).toContain("not run by the studio");
@@ -91,10 +74,10 @@ describe("the Timeline", () => {
 
   it("says the session is being read, or could not be", () => {
     expect(
-      render(Timeline, { runs: [], spans: new Map(), now: t0, detail: null, failed: false }).container.textContent,
+      render(Timeline, { runs: [], spans: new Map(), now: T0, detail: null, failed: false }).container.textContent,
     ).toContain("Reading…");
     expect(
-      render(Timeline, { runs: [], spans: new Map(), now: t0, detail: null, failed: true }).container.textContent,
+      render(Timeline, { runs: [], spans: new Map(), now: T0, detail: null, failed: true }).container.textContent,
     ).toContain("could not be read");
   });
 });
