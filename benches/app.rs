@@ -587,6 +587,16 @@ async fn idle() {
         "idle, after three runs ended, nothing focused: {}",
         idle_cpu(&workspace.db()).await
     );
+    // The floor: the same web process showing an empty page (WebKit's own timers).
+    client
+        .execute("document.documentElement.replaceChildren(); return null;", vec![])
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    println!(
+        "idle, the same window emptied (no element left: WebKit's floor): {}",
+        idle_cpu(&workspace.db()).await
+    );
     app.close().await;
 }
 
