@@ -177,14 +177,15 @@ async fn stop_in_the_session_view_cancels_the_run_and_keeps_its_partial_output()
         screenshot(&client, "session-live.png").await;
 
         click(&client, "#session-stop").await;
-        let stopping = wait_for(&client, "#session-view")
-            .await
-            .text()
-            .await
-            .unwrap_or_default();
-        assert!(
-            stopping.contains("Stopping: the current node finishes first"),
-            "the view says what Stop does: {stopping}"
+        let stop = wait_for(&client, "#session-stop[data-phase='stopping']").await;
+        let (label, title) = (
+            stop.text().await.unwrap_or_default(),
+            stop.attr("title").await.unwrap_or_default().unwrap_or_default(),
+        );
+        assert_eq!(label, "Stopping…", "the button says it is stopping");
+        assert_eq!(
+            title, "Stopping: the current node finishes first",
+            "and its title what Stop does"
         );
         // `write` would run for a minute: the view's Force stop ends it now.
         click(&client, "#session-force-stop").await;

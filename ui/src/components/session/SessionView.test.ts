@@ -106,7 +106,8 @@ describe("Stop in the session view", () => {
     expect($("#session-force-stop")).toBeNull();
     await userEvent.click($("#session-stop")!);
     expect(context.stopRun).toHaveBeenCalledWith("r-live", false);
-    expect($("#session-stop")?.textContent).toBe(STOPPING_LABEL);
+    expect($("#session-stop")?.textContent).toBe("Stopping…");
+    expect($("#session-stop")?.getAttribute("title")).toBe(STOPPING_LABEL);
     expect($<HTMLButtonElement>("#session-stop")?.disabled).toBe(true);
     await userEvent.click($("#session-force-stop")!);
     expect(context.stopRun).toHaveBeenCalledWith("r-live", true);
@@ -121,7 +122,8 @@ describe("Stop in the session view", () => {
     expect($("#session-stop")?.textContent).toBe("Stop");
     model.onRunEvent({ type: "stopping", run_id: "r-live", forced: false, elsewhere: false });
     flushSync();
-    expect($("#session-stop")?.textContent).toBe(STOPPING_LABEL);
+    expect($("#session-stop")?.textContent).toBe("Stopping…");
+    expect($("#session-stop")?.getAttribute("title")).toBe(STOPPING_LABEL);
     expect($("#session-force-stop")).not.toBeNull();
     expect(context.stopRun).not.toHaveBeenCalled();
   });
