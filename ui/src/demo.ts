@@ -2,7 +2,7 @@
 // shell: a few hundred sessions, one with a long coloured output, spans, logs, messages and files.
 // Loaded only when the page has no Tauri (see main.ts); the app itself never uses it.
 
-import { fakeBackend, type FakeBackend } from "./fake-backend";
+import { detailNode, fakeBackend, type FakeBackend } from "./fake-backend";
 import { row, runRecord } from "./testdata";
 import type { OutputLine, Status } from "./types";
 
@@ -91,21 +91,7 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
     events: [],
     raw_stream_output: { path: "raw_stream_output.txt", bytes: 120 },
     problems: [],
-    nodes: [
-      {
-        name: "scan",
-        status: "error",
-        path: null,
-        artifacts: {
-          prompt: null,
-          prompt_preview: null,
-          raw_output: null,
-          result: null,
-          result_value: null,
-          raw_stream: null,
-        },
-      },
-    ],
+    nodes: [detailNode("scan", "error", null)],
   });
   backend.files.set(
     "1795900000000_cli",
@@ -262,19 +248,9 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
           raw_stream: null,
         },
       },
-      {
-        name: "write",
-        status: "running" as const,
-        path: "/home/demo/project/.zibby/output/sessions/1795952464415_live/write",
-        artifacts: {
-          prompt: null,
-          prompt_preview: null,
-          raw_output: { path: "write/raw_output.txt", bytes: 450 },
-          result: null,
-          result_value: null,
-          raw_stream: null,
-        },
-      },
+      detailNode("write", "running", "/home/demo/project/.zibby/output/sessions/1795952464415_live/write", {
+        raw_output: { path: "write/raw_output.txt", bytes: 450 },
+      }),
     ],
   };
   backend.details.set(detail.id, detail);

@@ -18,13 +18,38 @@ import type {
   RunOutputEvent,
   RunRecord,
   SearchHit,
+  NodeArtifacts,
   SessionDetail,
+  SessionNode,
   SessionRow,
   Span,
   StartedRun,
   WatchNotice,
   WorkspaceInfo,
 } from "./types";
+
+/** A node of a session's detail; its artifacts none but those given. */
+export function detailNode(
+  name: string,
+  status: SessionNode["status"],
+  path: string | null,
+  artifacts: Partial<NodeArtifacts> = {},
+): SessionNode {
+  return {
+    name,
+    status,
+    path,
+    artifacts: {
+      prompt: null,
+      prompt_preview: null,
+      raw_output: null,
+      result: null,
+      result_value: null,
+      raw_stream: null,
+      ...artifacts,
+    },
+  };
+}
 
 /** A refusal, as the shell rejects a command with it (a `CommandError`, not an `Error`). */
 export function refusal(code: ErrorCode, message: string, details?: unknown): CommandError {
@@ -102,19 +127,7 @@ export function fakeBackend(
       created_at: row.created_at,
       updated_at: row.updated_at,
       info: null,
-      nodes: row.nodes.map((node) => ({
-        name: node.name,
-        status: node.status,
-        path: `${row.path}/${node.name}`,
-        artifacts: {
-          prompt: null,
-          prompt_preview: null,
-          raw_output: null,
-          result: null,
-          result_value: null,
-          raw_stream: null,
-        },
-      })),
+      nodes: row.nodes.map((node) => detailNode(node.name, node.status, `${row.path}/${node.name}`)),
       result: null,
       events: [],
       raw_stream_output: null,

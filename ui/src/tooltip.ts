@@ -88,12 +88,15 @@ export function tooltip(node: HTMLElement, text: string | null | undefined): Too
     if (event.key === "Escape" && tip && !tip.hidden) hide();
   };
 
-  node.addEventListener("pointerenter", onEnter);
-  node.addEventListener("pointerleave", hide);
-  node.addEventListener("pointerdown", hide);
-  node.addEventListener("focus", onFocus);
-  node.addEventListener("blur", hide);
-  node.addEventListener("keydown", onKey);
+  // One signal removes them all with the tooltip.
+  const listening = new AbortController();
+  const options = { signal: listening.signal };
+  node.addEventListener("pointerenter", onEnter, options);
+  node.addEventListener("pointerleave", hide, options);
+  node.addEventListener("pointerdown", hide, options);
+  node.addEventListener("focus", onFocus, options);
+  node.addEventListener("blur", hide, options);
+  node.addEventListener("keydown", onKey, options);
   if (label !== "") ensure();
   describe();
 
@@ -107,12 +110,7 @@ export function tooltip(node: HTMLElement, text: string | null | undefined): Too
     },
     destroy() {
       cancel();
-      node.removeEventListener("pointerenter", onEnter);
-      node.removeEventListener("pointerleave", hide);
-      node.removeEventListener("pointerdown", hide);
-      node.removeEventListener("focus", onFocus);
-      node.removeEventListener("blur", hide);
-      node.removeEventListener("keydown", onKey);
+      listening.abort();
       tip?.remove();
       tip = null;
       label = "";

@@ -1,6 +1,7 @@
 import { render } from "@testing-library/svelte";
 import { describe, expect, it } from "vitest";
 
+import { detailNode } from "../../fake-backend";
 import { at, runRecord, span, T0 } from "../../testdata";
 import type { SessionDetail } from "../../types";
 import Timeline from "./Timeline.svelte";
@@ -48,23 +49,7 @@ describe("the Timeline", () => {
   });
 
   it("lists the nodes without an axis for a session without spans, and says why", () => {
-    const detail = {
-      nodes: [
-        {
-          name: "plan",
-          status: "success",
-          path: null,
-          artifacts: {
-            prompt: null,
-            prompt_preview: null,
-            raw_output: null,
-            result: null,
-            result_value: null,
-            raw_stream: null,
-          },
-        },
-      ],
-    } as unknown as SessionDetail;
+    const detail = { nodes: [detailNode("plan", "success", null)] } as unknown as SessionDetail;
     const { container } = render(Timeline, { runs: [], spans: new Map(), now: T0, detail, failed: false });
     expect(container.querySelector(".timeline-node[data-node='plan']")?.getAttribute("data-status")).toBe("success");
     expect(container.querySelector("ol.untimed-nodes > li.timeline-node")).not.toBeNull();
