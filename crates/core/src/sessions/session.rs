@@ -739,37 +739,6 @@ fn name_in(value: &Value) -> Option<String> {
         .find_map(|key| value.get(*key).and_then(Value::as_str).and_then(one_line))
 }
 
-/// `text` without its terminal escape sequences: CSI (`ESC [` … a final byte, colours) and OSC
-/// (`ESC ]` … BEL or `ESC \\`, window titles); a lone ESC goes with the next character.
-fn without_escapes(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\x1b' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('[') => {
-                for c in chars.by_ref() {
-                    if ('\x40'..='\x7e').contains(&c) {
-                        break;
-                    }
-                }
-            }
-            Some(']') => {
-                while let Some(c) = chars.next() {
-                    if c == '\x07' || (c == '\x1b' && chars.next_if_eq(&'\\').is_some()) {
-                        break;
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
 /// `text` as a one-line title: its first line that has text, trimmed, without escape sequences,
 /// control characters (bidirectional ones too) as spaces and runs of spaces as one,
 /// at most [`TITLE_CHARS`] characters (cut at the last space of the last quarter if there is
@@ -780,7 +749,7 @@ pub fn one_line(text: &str) -> Option<String> {
     let control = |c: char| {
         c.is_control() || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
     };
-    let text = without_escapes(text);
+    let text = String::from_utf8_lossy(&crate::protocol::strip_ansi(text.as_bytes())).into_owned();
     let line = text
         .lines()
         .find(|line| line.chars().any(|c| !c.is_whitespace() && !control(c)))?;
