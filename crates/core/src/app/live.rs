@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -30,35 +29,21 @@ struct PendingOutput {
     skipped: u64,
 }
 
-/// Turns run events into changes on a thread of its own; dropping it stops the thread.
+/// Turns run events into changes on a thread of its own. The thread sleeps while no run prints
+/// and ends when its subscription closes (the supervisor is dropped), after sending what it holds.
 pub struct RunChanges {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _thread: JoinHandle<()>,
 }
 
 impl RunChanges {
     /// `events` from [`crate::runs::runner::Supervisor::subscribe`]; the store tells each run's
     /// workspace and session.
     pub fn start(events: Receiver<RunEvent>, store: Arc<Store>, sink: ChangeSink, window: Duration) -> RunChanges {
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = stop.clone();
         let thread = std::thread::Builder::new()
             .name("run-changes".into())
-            .spawn(move || Translator::new(store, sink).run(events, window, &stopping))
+            .spawn(move || Translator::new(store, sink).run(events, window))
             .expect("a thread can be started");
-        RunChanges {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for RunChanges {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        RunChanges { _thread: thread }
     }
 }
 
@@ -83,17 +68,28 @@ impl Translator {
         }
     }
 
-    fn run(mut self, events: Receiver<RunEvent>, window: Duration, stop: &AtomicBool) {
-        let mut last_flush = Instant::now();
-        while !stop.load(Ordering::SeqCst) {
-            match events.recv_timeout(window) {
-                Ok(event) => self.take(event),
+    /// Output is sent `window` after its first line; with none waiting, the thread sleeps until
+    /// the next event (no timer ticks while nothing runs).
+    fn run(mut self, events: Receiver<RunEvent>, window: Duration) {
+        let mut due: Option<Instant> = None;
+        loop {
+            let received = match due {
+                None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(due) => events.recv_timeout(due.saturating_duration_since(Instant::now())),
+            };
+            match received {
+                Ok(event) => {
+                    if matches!(event, RunEvent::Output { .. }) && due.is_none() {
+                        due = Some(Instant::now() + window);
+                    }
+                    self.take(event);
+                }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
-            if last_flush.elapsed() >= window {
+            if due.is_some_and(|due| Instant::now() >= due) {
                 self.flush_all();
-                last_flush = Instant::now();
+                due = None;
             }
         }
         self.flush_all();
