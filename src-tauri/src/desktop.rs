@@ -73,18 +73,28 @@ pub fn switch_workspace<R: Runtime>(app: &AppHandle<R>, path: &Path) -> Result<W
 /// WebKit's switch (WebKitGTK 2.46 and later) to rasterise pages on the CPU.
 pub const CPU_RENDERING_VARIABLE: &str = "WEBKIT_SKIA_ENABLE_CPU_RENDERING";
 
+/// WebKit's switch to paint the page into the window without compositing it in OpenGL.
+pub const NO_COMPOSITING_VARIABLE: &str = "WEBKIT_DISABLE_COMPOSITING_MODE";
+
 /// Without a GPU (no DRM render node, so OpenGL is Mesa's software rasteriser) the window
-/// rasterises on the CPU: WebKit's default there, GPU rasterisation on software GL, made the web
-/// process hold 80 to 180 MiB more for no speed (docs/benchmarks.md). With a GPU, or where the
-/// user set the variable, WebKit's choice stands. Must run before any thread starts (it sets a
-/// variable of the process's environment, which the web process inherits). Returns whether it set
-/// it: then the agents the app starts are not given it.
-pub fn choose_rendering() -> bool {
-    if std::env::var_os(CPU_RENDERING_VARIABLE).is_some() || has_render_node() {
-        return false;
+/// rasterises on the CPU and paints without compositing: WebKit's defaults there, rasterising and
+/// then compositing every frame in software OpenGL, made the web process hold 80 to 180 MiB more
+/// for no speed, and cost 153 ms of CPU for one changed label in the table against 10 ms
+/// (docs/benchmarks.md). With a GPU, WebKit's choice stands; a variable the user set holds. Must
+/// run before any thread starts (it sets variables of the process's environment, which the web
+/// process inherits). Returns the variables it set: the agents the app starts are not given them.
+pub fn choose_rendering() -> Vec<&'static str> {
+    if has_render_node() {
+        return Vec::new();
     }
-    std::env::set_var(CPU_RENDERING_VARIABLE, "1");
-    true
+    let set: Vec<&'static str> = [CPU_RENDERING_VARIABLE, NO_COMPOSITING_VARIABLE]
+        .into_iter()
+        .filter(|name| std::env::var_os(name).is_none())
+        .collect();
+    for name in &set {
+        std::env::set_var(name, "1");
+    }
+    set
 }
 
 fn has_render_node() -> bool {

@@ -94,10 +94,10 @@ pub fn run() {
         }
     };
     // Before any thread starts.
-    let cpu_rendering = desktop::choose_rendering();
+    let software_rendering = desktop::choose_rendering();
     init_tracing();
-    if cpu_rendering {
-        tracing::info!("no GPU render node: the window rasterises on the CPU");
+    if !software_rendering.is_empty() {
+        tracing::info!(variables = ?software_rendering, "no GPU render node: the window paints on the CPU");
     }
     if let Err(message) = check_display() {
         eprintln!("zibby-studio: {message}");
@@ -110,8 +110,8 @@ pub fn run() {
     let needs_workspace = studio
         .workspace()
         .is_err_and(|error| error.code() == studio_core::ErrorCode::NoWorkspace);
-    if cpu_rendering {
-        studio.hide_variables_from_agents(&[desktop::CPU_RENDERING_VARIABLE]);
+    if !software_rendering.is_empty() {
+        studio.hide_variables_from_agents(&software_rendering);
     }
 
     let mut builder = tauri::Builder::default();

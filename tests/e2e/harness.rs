@@ -29,7 +29,27 @@ pub async fn screenshot(client: &Client, name: &str) -> PathBuf {
         .execute_async(after_two_frames, Vec::new())
         .await
         .expect("wait for the page to paint");
-    let png = client.screenshot().await.expect("take a screenshot");
+    // WebDriver's screenshot waits for the page's next presentation; a still page painted without
+    // compositing (the app's choice without a GPU) presents nothing: one pixel of the page's
+    // corner changes, frame after frame, until the screenshot is taken.
+    let keep_presenting = "const dot = document.createElement('div'); dot.id = 'e2e-frame-dot'; \
+        dot.style.cssText = 'position:fixed;left:0;top:0;width:1px;height:1px;pointer-events:none;z-index:2147483647'; \
+        document.body.append(dot); let on = false; \
+        const tick = () => { if (!dot.isConnected) return; on = !on; dot.style.background = on ? 'rgb(0 0 0 / 1%)' : 'rgb(0 0 0 / 2%)'; requestAnimationFrame(tick); }; \
+        requestAnimationFrame(tick); return null;";
+    client
+        .execute(keep_presenting, Vec::new())
+        .await
+        .expect("keep the page presenting");
+    let png = client.screenshot().await;
+    client
+        .execute(
+            "document.getElementById('e2e-frame-dot')?.remove(); return null;",
+            Vec::new(),
+        )
+        .await
+        .expect("stop presenting");
+    let png = png.expect("take a screenshot");
     let dir = repo_root().join("e2e-screenshots");
     fs::create_dir_all(&dir).expect("create e2e-screenshots/");
     let path = dir.join(name);
