@@ -234,6 +234,33 @@ describe("the workspace switcher", () => {
     expect(lists()).toBe(before + 1);
   });
 
+  it("works by keyboard: ↓ opens it on its first item, ↑/↓ wrap, Escape returns to the button", async () => {
+    backend.recent = ["/p", "/other"];
+    await start();
+    const button = root.querySelector("#workspace-switcher") as HTMLButtonElement;
+    button.focus();
+    key("ArrowDown", button);
+    await vi.waitFor(() => expect(root.querySelectorAll(".recent-workspace")).toHaveLength(2));
+    await vi.waitFor(() => expect(document.activeElement?.getAttribute("data-path")).toBe("/p"));
+    const menu = root.querySelector(".workspace-menu")!;
+    key("ArrowDown", menu);
+    expect(document.activeElement?.getAttribute("data-path")).toBe("/other");
+    key("ArrowDown", menu);
+    expect(document.activeElement?.id).toBe("workspace-open-folder");
+    key("ArrowDown", menu);
+    expect(document.activeElement?.getAttribute("data-path")).toBe("/p");
+    key("ArrowUp", menu);
+    expect(document.activeElement?.id).toBe("workspace-open-folder");
+    key("Home", menu);
+    expect(document.activeElement?.getAttribute("data-path")).toBe("/p");
+    key("End", menu);
+    expect(document.activeElement?.id).toBe("workspace-open-folder");
+    key("Escape", menu);
+    flushSync();
+    expect(root.querySelector(".workspace-menu")).toBeNull();
+    expect(document.activeElement).toBe(button);
+  });
+
   it("reloads when the workspace was switched elsewhere", async () => {
     await start();
     backend.sessions = [row("from-the-menu")];
