@@ -11,7 +11,10 @@
 //!
 //! 4. find in output: a 1 GB output searched through the store, against the page reading it;
 //! 5. idle: the CPU the app and its web process use with the window open and nothing live, on
-//!    a fresh window and after a few runs have ended.
+//!    a fresh window and after a few runs have ended; 5b. paint: what one changed label in the
+//!    table costs the web process (the idle window's one repaint).
+//!
+//! `-- idle-trace` (on request only) prints which threads use CPU, second by second, at rest.
 //!
 //! `-- screenshots` (on request only, under `xvfb-run -s "-screen 0 1920x1080x24"`) writes the
 //! README's screenshots of the demo workspace to docs/screenshots/.
@@ -54,6 +57,13 @@ async fn main() {
     }
     if run("idle") {
         idle().await;
+    }
+    if run("paint") {
+        paint().await;
+    }
+    // A diagnostic, not a figure: on request only.
+    if only.as_deref() == Some("idle-trace") {
+        idle_trace().await;
     }
     // Not a figure: the README's screenshots, on request only (needs a 1920x1080 screen).
     if only.as_deref() == Some("screenshots") {
@@ -616,6 +626,128 @@ async fn idle_cpu(db: &Path) -> String {
         share(app_used),
         share(web_used)
     )
+}
+
+/// `-- idle-trace` (a diagnostic, on request only): which threads of the app and its web process
+/// use CPU, second by second, over `BENCH_IDLE_SECONDS` (120) with the window open on 200 sessions
+/// and nothing live. `BENCH_IDLE_JS` runs in the page first (a style to try, an observer), and
+/// `BENCH_IDLE_REPORT` at the end (its result is printed).
+async fn idle_trace() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:300", "--prompt", "{prompt}"]);
+    workspace.add_generated_sessions(200);
+    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    let client = &app.client;
+    wait_for(client, "tr[data-session-id]").await;
+    if let Ok(js) = std::env::var("BENCH_IDLE_JS") {
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        println!("BENCH_IDLE_JS: {}", client.execute(&js, vec![]).await.unwrap());
+    }
+    let seconds: u64 = std::env::var("BENCH_IDLE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(IDLE_SECONDS);
+    let processes = [
+        ("app", *harness::app_processes(&workspace.db()).first().unwrap()),
+        ("web", webview_process(&workspace.db())),
+    ];
+    let started = Instant::now();
+    let mut last: std::collections::HashMap<String, u64> = Default::default();
+    let mut totals: std::collections::BTreeMap<String, u64> = Default::default();
+    for second in 0..=seconds {
+        let mut busy = Vec::new();
+        for (process, pid) in processes {
+            for (thread, ticks) in thread_ticks(pid) {
+                let key = format!("{process}/{thread}");
+                if let Some(before) = last.insert(key.clone(), ticks) {
+                    if ticks > before && second > 0 {
+                        busy.push(format!("{key} +{}", ticks - before));
+                        *totals.entry(key).or_default() += ticks - before;
+                    }
+                }
+            }
+        }
+        if !busy.is_empty() {
+            println!("{:>4} s: {}", started.elapsed().as_secs(), busy.join(", "));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    println!("CPU over {seconds} s, in ticks of 10 ms: {totals:?}");
+    if let Ok(js) = std::env::var("BENCH_IDLE_REPORT") {
+        println!("BENCH_IDLE_REPORT: {}", client.execute(&js, vec![]).await.unwrap());
+    }
+    app.close().await;
+}
+
+/// Each thread of a process (`tid:name`) and the CPU it used so far, in clock ticks.
+fn thread_ticks(pid: u32) -> Vec<(String, u64)> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| {
+            let tid: u32 = task.file_name().to_str()?.parse().ok()?;
+            let name = fs::read_to_string(format!("/proc/{pid}/task/{tid}/comm")).ok()?;
+            let stat = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+            let fields: Vec<&str> = stat.rsplit(')').next()?.split_whitespace().collect();
+            let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+            Some((format!("{tid}:{}", name.trim()), ticks))
+        })
+        .collect()
+}
+
+/// `-- paint` (5b): what one changed label in the table costs the web process, the idle window's
+/// one repaint (its clock moves "2 min ago" to "3 min ago"): 20 changes of one row's time, each
+/// drawn, timed as the web process's CPU, twice. `BENCH_PAINT_CASES` (lines of `name=css`) adds
+/// styles to compare against the page as it is (`as shipped=`).
+async fn paint() {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:300", "--prompt", "{prompt}"]);
+    workspace.add_generated_sessions(200);
+    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    let client = &app.client;
+    wait_for(client, "tr[data-session-id]").await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let web = webview_process(&workspace.db());
+    let ticks = || stat_field(web, 11).unwrap_or(0) + stat_field(web, 12).unwrap_or(0);
+    let cases = std::env::var("BENCH_PAINT_CASES").unwrap_or_default();
+    let cases: Vec<(&str, &str)> = std::iter::once(("as shipped", ""))
+        .chain(cases.lines().filter_map(|line| line.split_once('=')))
+        .collect();
+    const CHANGES: &str = r#"
+        const [css, changes] = arguments;
+        let style = document.getElementById('bench-paint-case');
+        if (!style) {
+          style = document.createElement('style');
+          style.id = 'bench-paint-case';
+          document.head.append(style);
+        }
+        style.textContent = css;
+        const frame = () => new Promise((drawn) => requestAnimationFrame(() => drawn()));
+        return (async () => {
+          await frame(); await frame(); await frame();
+          const time = document.querySelector('tr.session-row time');
+          for (let i = 0; i < changes; i++) {
+            time.textContent = time.textContent.endsWith(' ') ? time.textContent.trim() : time.textContent + ' ';
+            await frame(); await frame();
+          }
+          return null;
+        })();
+    "#;
+    for round in 1..=2 {
+        for (name, css) in &cases {
+            // The style applied and drawn first; then only the changes are timed.
+            client.execute(CHANGES, vec![json!(css), json!(0)]).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let before = ticks();
+            client.execute(CHANGES, vec![json!(css), json!(20)]).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            println!(
+                "paint, round {round}, {name}: {:.1} ms of web process CPU per changed label (20 changes)",
+                (ticks() - before) as f64 * 10.0 / 20.0
+            );
+        }
+    }
+    app.close().await;
 }
 
 // ---- the README's screenshots ----
