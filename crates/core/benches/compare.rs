@@ -5,12 +5,9 @@
 //!
 //! `cargo bench -p studio-core --bench compare` (set `BENCH_MB` for another size per side).
 
-mod common;
-
 use std::io::Write;
 use std::time::{Duration, SystemTime};
 
-use common::best_of;
 use studio_core::compare::sides::Source;
 use studio_core::compare::{compare, Change, Options};
 use studio_core::protocol::{Stream, StreamReader};
@@ -37,7 +34,8 @@ fn line(index: usize, changed: bool) -> String {
 /// The lines of each node of a run of about `bytes`, with `changes` lines changed (spread
 /// evenly, the first early).
 fn script(bytes: usize, changes: usize) -> Vec<(String, Vec<String>)> {
-    let total_lines = bytes / 90;
+    let sample: usize = (0..1000).map(|i| line(i, false).len() + 1).sum();
+    let total_lines = bytes * 1000 / sample;
     let changed: Vec<usize> = (0..changes)
         .map(|k| 1_000 + k * (total_lines / changes.max(1)))
         .collect();
@@ -118,12 +116,7 @@ fn record_run(store: &Store, workspace: &Workspace, session: &SessionId, script:
     run
 }
 
-/// Resets the process's peak resident memory (Linux: `clear_refs` 5), so the next reading of
-/// `VmHWM` is the peak since.
-fn reset_peak() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
+/// The process's peak resident memory so far, in MB (`VmHWM`).
 fn peak_mb() -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
@@ -133,96 +126,130 @@ fn peak_mb() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
-fn rss_mb() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0)
+/// One case, in a process of its own (so its peak memory is its own): prints `ms peak_mb`.
+fn run_case(case: &str, dir: &std::path::Path) {
+    let (a_log, b_log) = (dir.join("a.log"), dir.join("b.log"));
+    let started = std::time::Instant::now();
+    match case {
+        "baseline" => {
+            for path in [&a_log, &b_log] {
+                let mut file = std::fs::File::open(path).unwrap();
+                let mut reader = StreamReader::new();
+                let mut fold = TimelineFold::new();
+                let mut buffer = vec![0u8; 256 * 1024];
+                loop {
+                    let n = std::io::Read::read(&mut file, &mut buffer).unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    reader.push(Stream::Stdout, &buffer[..n], 0, &mut |e| {
+                        fold.apply(&e);
+                    });
+                }
+                assert!(!fold.timeline(None).nodes.is_empty());
+            }
+        }
+        "logs" => check(compare(None, &Source::Log(a_log), &Source::Log(b_log), &Options::default()).unwrap()),
+        "logs-node" => {
+            let diff = compare(None, &Source::Log(a_log), &Source::Log(b_log), &first_changed()).unwrap();
+            assert!(diff.nodes[0].output.changed);
+        }
+        "stored" | "stored-node" => {
+            let store = Store::open(&StoreLocation::File(dir.join("studio.sqlite"))).unwrap();
+            let workspace = Workspace::open(dir).unwrap();
+            let ids = std::fs::read_to_string(dir.join("runs")).unwrap();
+            let (a, b) = ids.split_once(' ').unwrap();
+            let (a, b) = (
+                Source::resolve(&store, &workspace, a).unwrap(),
+                Source::resolve(&store, &workspace, b).unwrap(),
+            );
+            if case == "stored" {
+                check(compare(Some(&store), &a, &b, &Options::default()).unwrap());
+            } else {
+                assert!(
+                    compare(Some(&store), &a, &b, &first_changed()).unwrap().nodes[0]
+                        .output
+                        .changed
+                );
+            }
+        }
+        other => panic!("no case {other}"),
+    }
+    println!("{} {}", started.elapsed().as_secs_f64() * 1e3, peak_mb());
 }
 
-/// Runs `f` (best of 3) and says its time and the peak memory it added above what was resident.
-fn measure<T>(what: &str, f: impl Fn() -> T) -> T {
-    let before = rss_mb();
-    reset_peak();
-    let (time, value) = best_of(3, f);
-    println!(
-        "  {what:<44} {:>8.1} ms   peak +{:.0} MB (resident before {before:.0} MB)",
-        time.as_secs_f64() * 1e3,
-        peak_mb() - before
-    );
-    value
+/// The node with the first change, alone (the window's "more" of one node).
+fn first_changed() -> Options {
+    Options {
+        node: Some("node_0".to_owned()),
+        occurrence: Some(0),
+        ..Options::default()
+    }
+}
+
+fn check(diff: studio_core::compare::RunDiff) {
+    let changed: Vec<_> = diff.nodes.iter().filter(|n| n.change == Change::Changed).collect();
+    assert_eq!(changed.len(), 10, "ten nodes changed");
+    assert!(changed[0].output.hunks[0]
+        .lines
+        .iter()
+        .any(|l| l.text.contains("CHANGED")));
+}
+
+/// Runs a case three times, each in a process of its own: the best time, and the peak memory.
+fn measure(what: &str, case: &str, dir: &std::path::Path) {
+    let mut best = f64::MAX;
+    let mut peak: f64 = 0.0;
+    for _ in 0..3 {
+        let output = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--case", case])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let text = String::from_utf8_lossy(&output.stdout);
+        let mut fields = text.split_whitespace().map(|f| f.parse::<f64>().unwrap());
+        best = best.min(fields.next().unwrap());
+        peak = peak.max(fields.next().unwrap());
+    }
+    println!("  {what:<52} {best:>8.1} ms   peak {peak:>6.1} MB (the whole process)");
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--list") {
         return; // `cargo test --benches` asks for a list; nothing to list.
+    }
+    if let Some(at) = args.iter().position(|a| a == "--case") {
+        return run_case(&args[at + 1], std::path::Path::new(&args[at + 2]));
     }
     let megabytes: usize = std::env::var("BENCH_MB")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100);
     let dir = tempfile::tempdir().unwrap();
-    let (a_log, b_log) = (dir.path().join("a.log"), dir.path().join("b.log"));
-    let size = {
-        let a = script(megabytes * 1_000_000, 0);
-        let b = script(megabytes * 1_000_000, 10);
-        let size = write_log(&a_log, &a);
-        write_log(&b_log, &b);
-        size
-    };
-    let nodes = script(megabytes * 1_000_000, 0).len();
+    let bytes = megabytes * 1_000_000;
+    let (a, b) = (script(bytes, 0), script(bytes, 10));
+    let size = write_log(&dir.path().join("a.log"), &a);
+    write_log(&dir.path().join("b.log"), &b);
     println!(
-        "compare: two outputs of {:.0} MB, {nodes} nodes each, ten lines changed",
-        size as f64 / 1e6
+        "compare: two outputs of {:.0} MB, {} nodes of {NODE_LINES} lines each, ten lines changed",
+        size as f64 / 1e6,
+        a.len()
     );
-
-    let options = Options::default();
-    let check = |diff: studio_core::compare::RunDiff| {
-        let changed: Vec<_> = diff.nodes.iter().filter(|n| n.change == Change::Changed).collect();
-        assert_eq!(changed.len(), 10, "ten nodes changed");
-        assert!(changed[0].output.hunks[0]
-            .lines
-            .iter()
-            .any(|l| l.text.contains("CHANGED")));
-    };
-    measure("reader + fold of both logs (baseline)", || {
-        for path in [&a_log, &b_log] {
-            let bytes = std::fs::read(path).unwrap();
-            let mut reader = StreamReader::new();
-            let mut fold = TimelineFold::new();
-            for chunk in bytes.chunks(256 * 1024) {
-                reader.push(Stream::Stdout, chunk, 0, &mut |e| {
-                    fold.apply(&e);
-                });
-            }
-            assert_eq!(fold.timeline(None).nodes.len(), nodes);
-        }
-    });
-    measure("compare two logs: first hunks of every node", || {
-        check(compare(None, &Source::Log(a_log.clone()), &Source::Log(b_log.clone()), &options).unwrap())
-    });
-
-    let workspace = Workspace::open(dir.path()).unwrap();
-    let store = Store::open(&StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap();
-    let session = SessionId::parse("1795952466311_bnch").unwrap();
-    let a_run = record_run(&store, &workspace, &session, &script(megabytes * 1_000_000, 0));
-    let b_run = record_run(&store, &workspace, &session, &script(megabytes * 1_000_000, 10));
-    let (a, b) = (
-        Source::resolve(&store, &workspace, &a_run).unwrap(),
-        Source::resolve(&store, &workspace, &b_run).unwrap(),
-    );
-    measure("compare two recorded runs: first hunks", || {
-        check(compare(Some(&store), &a, &b, &options).unwrap())
-    });
-    let one_node = Options {
-        node: Some("node_0".to_owned()),
-        occurrence: Some(0),
-        ..Options::default()
-    };
-    measure("two recorded runs, one node (\"more\")", || {
-        compare(Some(&store), &a, &b, &one_node).unwrap()
-    });
-    println!("  (target: first hunk < 1 s, memory bounded: not proportional to the outputs)");
+    {
+        let workspace = Workspace::open(dir.path()).unwrap();
+        let store = Store::open(&StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap();
+        let session = SessionId::parse("1795952466311_bnch").unwrap();
+        let a_run = record_run(&store, &workspace, &session, &a);
+        let b_run = record_run(&store, &workspace, &session, &b);
+        std::fs::write(dir.path().join("runs"), format!("{a_run} {b_run}")).unwrap();
+    }
+    drop((a, b));
+    measure("baseline: reader + fold of both logs", "baseline", dir.path());
+    measure("two logs: the first hunks of every node", "logs", dir.path());
+    measure("two logs: one node (\"more\")", "logs-node", dir.path());
+    measure("two recorded runs: the first hunks of every node", "stored", dir.path());
+    measure("two recorded runs: one node (\"more\")", "stored-node", dir.path());
+    println!("  (target: the first hunk < 1 s, memory bounded: not proportional to the outputs)");
 }

@@ -77,19 +77,6 @@ impl Source {
             sessions_dir: workspace.sessions_dir(),
         })
     }
-
-    /// The run of `session` before its last one (after a Re-run node or a Continue).
-    pub fn previous_run(store: &Store, workspace: &Workspace, session: &SessionId) -> Result<Source, Error> {
-        match store.runs(workspace, Some(session))?.into_iter().nth(1) {
-            Some(run) => Ok(Source::Run {
-                run: Box::new(run),
-                latest: false,
-            }),
-            None => Err(Error::RunNotFound {
-                id: format!("before the last of session {session}"),
-            }),
-        }
-    }
 }
 
 /// One execution of a node.
@@ -170,8 +157,6 @@ pub struct Side {
 
 /// Reading a file or a page goes this many bytes at a time.
 const CHUNK_BYTES: usize = 256 * 1024;
-/// Stored lines are read this many at a time.
-const PAGE_LINES: usize = 5_000;
 
 impl Side {
     /// Opens a side and hashes its lines: one pass over its output.
@@ -398,48 +383,39 @@ impl Side {
         let mut refold_occurrences: HashMap<String, usize> = HashMap::new();
         // Without a timeline: the node the last line was in, and how often each was entered.
         let mut by_name: (Option<String>, HashMap<String, usize>) = (None, HashMap::new());
-        let mut next = 1i64;
         let mut go_on = true;
         let mut bytes = Vec::new();
-        while go_on {
-            let page = store.output_page(run_id, next, PAGE_LINES)?;
-            let Some(last) = page.last() else { break };
-            next = last.seq + 1;
-            for stored in &page {
-                bytes.clear();
-                bytes.extend_from_slice(stored.text.as_bytes());
-                bytes.push(b'\n');
-                reader.push(stored.stream, &bytes, 0, &mut |event| {
-                    if !go_on {
-                        return;
-                    }
-                    let applied = fold.apply(&event);
-                    if let Applied::NodeBegan(index) = applied {
-                        let name = fold.node(index).map(|n| n.name.clone()).unwrap_or_default();
-                        let occurrence = refold_occurrences.entry(name.clone()).or_insert(0);
-                        if refolded.len() <= index {
-                            refolded.resize(index + 1, None);
-                        }
-                        refolded[index] = by_occurrence.get(&(name.as_str(), *occurrence)).copied();
-                        *occurrence += 1;
-                    }
-                    if !is_output(&event) {
-                        return;
-                    }
-                    let target = if refolded.is_empty() {
-                        by_stored_name(&mut by_name, stored.node.as_deref(), &by_occurrence, &counted)
-                    } else {
-                        fold.current_execution()
-                            .and_then(|i| refolded.get(i).copied().flatten())
-                            .map_or(Target::Outside, Target::Execution)
-                    };
-                    go_on = line(target, &event.text);
-                });
+        store.output_each_line(run_id, &mut |stream, node, text| {
+            bytes.clear();
+            bytes.extend_from_slice(text.as_bytes());
+            bytes.push(b'\n');
+            reader.push(stream, &bytes, 0, &mut |event| {
                 if !go_on {
-                    break;
+                    return;
                 }
-            }
-        }
+                if let Applied::NodeBegan(index) = fold.apply(&event) {
+                    let name = fold.node(index).map(|n| n.name.clone()).unwrap_or_default();
+                    let occurrence = refold_occurrences.entry(name.clone()).or_insert(0);
+                    if refolded.len() <= index {
+                        refolded.resize(index + 1, None);
+                    }
+                    refolded[index] = by_occurrence.get(&(name.as_str(), *occurrence)).copied();
+                    *occurrence += 1;
+                }
+                if !is_output(&event) {
+                    return;
+                }
+                let target = if refolded.is_empty() {
+                    by_stored_name(&mut by_name, node, &by_occurrence, &counted)
+                } else {
+                    fold.current_execution()
+                        .and_then(|i| refolded.get(i).copied().flatten())
+                        .map_or(Target::Outside, Target::Execution)
+                };
+                go_on = line(target, &event.text);
+            });
+            go_on
+        })?;
         Ok(())
     }
 }

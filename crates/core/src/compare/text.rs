@@ -3,8 +3,9 @@
 //! shown are ever held as text. The diff itself is `similar`'s (Myers, with a deadline past which
 //! it settles for a coarser answer); changed words inside a changed line are `similar`'s too.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::BuildHasher;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -86,13 +87,7 @@ pub struct Hunk {
     pub b_lines: usize,
     pub lines: Vec<DiffLine>,
     /// Lines of the hunk left out past [`Limits::hunk_lines`].
-    #[serde(skip_serializing_if = "is_zero")]
-    #[cfg_attr(feature = "ts", ts(optional))]
     pub lines_cut: usize,
-}
-
-fn is_zero(n: &usize) -> bool {
-    *n == 0
 }
 
 /// The difference of two texts: whether they differ, and their first hunks.
@@ -108,31 +103,30 @@ pub struct TextDiff {
 /// A line as compared: escapes stripped (a colour change is no change), and the `│ ` prefixes
 /// the engine puts before every line printed inside a node (their count is the nesting, which a
 /// retry changes: the same line one attempt deeper is the same line).
-pub fn comparable(text: &str) -> String {
-    let plain = crate::protocol::strip_ansi(text.as_bytes());
-    let plain = String::from_utf8_lossy(&plain);
-    let mut rest: &str = &plain;
-    loop {
-        if let Some(after) = rest.strip_prefix("│ ") {
-            rest = after;
-        } else if rest == "│" {
-            rest = "";
-        } else {
-            break;
-        }
+pub fn comparable(text: &str) -> Cow<'_, str> {
+    if memchr::memchr(0x1b, text.as_bytes()).is_none() {
+        return Cow::Borrowed(without_bars(text));
     }
-    rest.to_owned()
+    let plain = crate::protocol::strip_ansi(text.as_bytes());
+    Cow::Owned(without_bars(&String::from_utf8_lossy(&plain)).to_owned())
 }
 
-/// A line's hash, as compared ([`comparable`]).
-pub fn line_hash(text: &str) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    if memchr::memchr(0x1b, text.as_bytes()).is_none() && !text.starts_with('│') {
-        text.hash(&mut hasher);
-    } else {
-        comparable(text).hash(&mut hasher);
+/// `text` after its leading `│ ` prefixes (a bar alone ends a blank nested line).
+fn without_bars(mut text: &str) -> &str {
+    loop {
+        if let Some(after) = text.strip_prefix("│ ") {
+            text = after;
+        } else if text == "│" {
+            return "";
+        } else {
+            return text;
+        }
     }
-    hasher.finish()
+}
+
+/// A line's hash, as compared ([`comparable`]): foldhash's, the same for every comparison.
+pub fn line_hash(text: &str) -> u64 {
+    foldhash::quality::FixedState::with_seed(0).hash_one(&*comparable(text))
 }
 
 /// A line as shown: as compared ([`comparable`]), cut at `max_chars`.
@@ -144,7 +138,7 @@ pub fn shown_line(text: &str, max_chars: usize) -> String {
             &plain[..cut],
             crate::protocol::cut_marker((plain.len() - cut) as u64)
         ),
-        None => plain,
+        None => plain.into_owned(),
     }
 }
 

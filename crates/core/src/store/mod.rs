@@ -911,6 +911,16 @@ impl Store {
         output::find(self, run_id, from_seq, backward, query)
     }
 
+    /// Every line of a run's output in order (its stream, node and text, borrowed), until `line`
+    /// returns false: one pass over a whole output without pages.
+    pub fn output_each_line(
+        &self,
+        run_id: &str,
+        line: &mut dyn FnMut(crate::protocol::Stream, Option<&str>, &str) -> bool,
+    ) -> Result<(), Error> {
+        output::each_line(self, run_id, line)
+    }
+
     /// How many stdout and stderr lines of a run are stored.
     pub fn output_line_counts(&self, run_id: &str) -> Result<(i64, i64), Error> {
         output::line_counts(self, run_id)
