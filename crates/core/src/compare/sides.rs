@@ -460,32 +460,15 @@ fn artifacts_by_name(nodes: Vec<crate::sessions::session::SessionNode>) -> HashM
 /// it was printed in; returns the fold (its executions, indexes as given).
 fn stream_log(path: &Path, line: &mut dyn FnMut(Target, &str) -> bool) -> Result<TimelineFold, Error> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut reader = StreamReader::new();
     let mut fold = TimelineFold::new();
-    let mut buffer = vec![0u8; CHUNK_BYTES];
-    let mut go_on = true;
-    let mut on_event = |event: Event<'_>, fold: &mut TimelineFold, go_on: &mut bool| {
-        if !*go_on {
-            return;
-        }
+    read_lines_of(path, &mut file, &mut |event| {
         fold.apply(&event);
-        if is_output(&event) {
-            let target = fold.current_execution().map_or(Target::Outside, Target::Execution);
-            *go_on = line(target, &event.text);
+        if !is_output(&event) {
+            return true;
         }
-    };
-    while go_on {
-        let n = match file.read(&mut buffer) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(Error::io(path, e)),
-        };
-        reader.push(Stream::Stdout, &buffer[..n], 0, &mut |e| {
-            on_event(e, &mut fold, &mut go_on)
-        });
-    }
-    reader.finish(0, &mut |e| on_event(e, &mut fold, &mut go_on));
+        let target = fold.current_execution().map_or(Target::Outside, Target::Execution);
+        line(target, &event.text)
+    })?;
     Ok(fold)
 }
 
@@ -493,25 +476,35 @@ fn stream_log(path: &Path, line: &mut dyn FnMut(Target, &str) -> bool) -> Result
 /// the reader splits output (lines bounded at 1 MiB). False when `line` said stop.
 fn stream_file(path: &Path, line: &mut dyn FnMut(&str) -> bool) -> Result<bool, Error> {
     let (mut file, _) = untrusted::open_regular(path)?;
+    read_lines_of(path, &mut file, &mut |event| line(&event.text))
+}
+
+/// A file's lines through the protocol's reader, a chunk at a time, until `event` says stop
+/// (false then).
+fn read_lines_of(
+    path: &Path,
+    file: &mut std::fs::File,
+    event: &mut dyn FnMut(Event<'_>) -> bool,
+) -> Result<bool, Error> {
     let mut reader = StreamReader::new();
     let mut buffer = vec![0u8; CHUNK_BYTES];
-    let mut go_on = true;
-    let mut on_event = |event: Event<'_>, go_on: &mut bool| {
-        if *go_on {
-            *go_on = line(&event.text);
+    let go_on = std::cell::Cell::new(true);
+    let mut sink = |e: Event<'_>| {
+        if go_on.get() && !event(e) {
+            go_on.set(false);
         }
     };
-    while go_on {
+    while go_on.get() {
         let n = match file.read(&mut buffer) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(Error::io(path, e)),
         };
-        reader.push(Stream::Stdout, &buffer[..n], 0, &mut |e| on_event(e, &mut go_on));
+        reader.push(Stream::Stdout, &buffer[..n], 0, &mut sink);
     }
-    reader.finish(0, &mut |e| on_event(e, &mut go_on));
-    Ok(go_on)
+    reader.finish(0, &mut sink);
+    Ok(go_on.get())
 }
 
 /// The engine's duration text (`2ms`, `1.5s`, `1m 3s`) in milliseconds.
