@@ -99,32 +99,45 @@ pub enum Target {
     Execution(usize),
 }
 
+/// The lines of one target, as hashed: each one's hash, and where it is (its byte offset in its
+/// file, or its line number in the store) to read it again alone.
+#[derive(Debug, Clone, Default)]
+pub struct Column {
+    pub hashes: Vec<u64>,
+    pub at: Vec<u64>,
+}
+
 /// The hashes of a side's lines, per execution and outside any.
 #[derive(Debug, Clone, Default)]
 pub struct Hashes {
-    pub executions: Vec<Vec<u64>>,
-    pub outside: Vec<u64>,
+    pub executions: Vec<Column>,
+    pub outside: Column,
 }
 
 impl Hashes {
     pub fn of(&self, target: Target) -> &[u64] {
+        self.column(target).map_or(&[][..], |c| c.hashes.as_slice())
+    }
+
+    fn column(&self, target: Target) -> Option<&Column> {
         match target {
-            Target::Outside => &self.outside,
-            Target::Execution(i) => self.executions.get(i).map_or(&[][..], Vec::as_slice),
+            Target::Outside => Some(&self.outside),
+            Target::Execution(i) => self.executions.get(i),
         }
     }
 
-    fn push(&mut self, target: Target, text: &str) {
-        let hash = line_hash(text);
-        match target {
-            Target::Outside => self.outside.push(hash),
+    fn push(&mut self, target: Target, at: u64, text: &str) {
+        let column = match target {
+            Target::Outside => &mut self.outside,
             Target::Execution(i) => {
                 if self.executions.len() <= i {
-                    self.executions.resize_with(i + 1, Vec::new);
+                    self.executions.resize_with(i + 1, Column::default);
                 }
-                self.executions[i].push(hash);
+                &mut self.executions[i]
             }
-        }
+        };
+        column.hashes.push(line_hash(text));
+        column.at.push(at);
     }
 }
 
@@ -155,8 +168,10 @@ pub struct Side {
     lines: Lines,
 }
 
-/// Reading a file or a page goes this many bytes at a time.
+/// Reading a file goes this many bytes at a time.
 const CHUNK_BYTES: usize = 256 * 1024;
+/// Up to this many lines are read again one by one where they are; more, by reading on.
+const READ_ALONE_LINES: usize = 2_000;
 
 impl Side {
     /// Opens a side and hashes its lines: one pass over its output.
@@ -173,8 +188,8 @@ impl Side {
 
     fn open_log(path: &Path) -> Result<Side, Error> {
         let mut hashes = Hashes::default();
-        let fold = stream_log(path, &mut |target, text| {
-            hashes.push(target, text);
+        let fold = stream_log(path, &mut |target, at, text| {
+            hashes.push(target, at, text);
             true
         })?;
         let timeline = fold.timeline(None);
@@ -252,8 +267,8 @@ impl Side {
             lines: Lines::Stored { run_id: run.id.clone() },
         };
         let mut hashes = Hashes::default();
-        side.each_line(Some(store), &mut |target, text| {
-            hashes.push(target, text);
+        side.each_line(Some(store), &mut |target, at, text| {
+            hashes.push(target, at, text);
             true
         })?;
         side.hashes = hashes;
@@ -295,16 +310,17 @@ impl Side {
             },
         };
         let mut hashes = Hashes::default();
-        side.each_line(None, &mut |target, text| {
-            hashes.push(target, text);
+        side.each_line(None, &mut |target, at, text| {
+            hashes.push(target, at, text);
             true
         })?;
         side.hashes = hashes;
         Ok(side)
     }
 
-    /// The text of the `wanted` lines (0-based, sorted, per target), read again from the side's
-    /// output; the read stops once it has them all.
+    /// The text of the `wanted` lines (0-based, sorted, per target). A few lines are read alone,
+    /// where the first read found them; many (past [`READ_ALONE_LINES`]) by reading the output
+    /// again, which stops once it has them all.
     pub fn read_lines(
         &self,
         store: Option<&Store>,
@@ -316,8 +332,25 @@ impl Side {
         if remaining == 0 {
             return Ok(found);
         }
+        if remaining <= READ_ALONE_LINES {
+            for (&target, lines) in wanted {
+                let Some(column) = self.hashes.column(target) else {
+                    continue;
+                };
+                for &index in lines {
+                    if let Some(&at) = column.at.get(index) {
+                        let text = self.line_at(store, target, at)?;
+                        found
+                            .entry(target)
+                            .or_default()
+                            .insert(index, super::text::shown_line(&text, line_chars));
+                    }
+                }
+            }
+            return Ok(found);
+        }
         let mut seen: HashMap<Target, usize> = HashMap::new();
-        self.each_line(store, &mut |target, text| {
+        self.each_line(store, &mut |target, _, text| {
             let index = seen.entry(target).or_insert(0);
             let here = *index;
             *index += 1;
@@ -336,8 +369,27 @@ impl Side {
         Ok(found)
     }
 
+    /// One line of the side, where the first read found it.
+    fn line_at(&self, store: Option<&Store>, target: Target, at: u64) -> Result<String, Error> {
+        match &self.lines {
+            Lines::Log(path) => line_in_file(path, at, false),
+            Lines::Stored { run_id } => {
+                let store = store.ok_or_else(|| Error::RunNotFound { id: run_id.clone() })?;
+                let page = store.output_page(run_id, at as i64, 1)?;
+                Ok(page.into_iter().next().map(|line| line.text).unwrap_or_default())
+            }
+            Lines::Files { nodes, whole } => {
+                let file = match target {
+                    Target::Execution(index) => nodes.get(index).and_then(Option::as_ref),
+                    Target::Outside => whole.as_ref(),
+                };
+                file.map_or(Ok(String::new()), |file| line_in_file(file, at, true))
+            }
+        }
+    }
+
     /// Every output line of the side, in order, with where it belongs, until `line` says stop.
-    fn each_line(&self, store: Option<&Store>, line: &mut dyn FnMut(Target, &str) -> bool) -> Result<(), Error> {
+    fn each_line(&self, store: Option<&Store>, line: &mut dyn FnMut(Target, u64, &str) -> bool) -> Result<(), Error> {
         match &self.lines {
             Lines::Log(path) => stream_log(path, line).map(drop),
             Lines::Stored { run_id } => {
@@ -347,13 +399,13 @@ impl Side {
             Lines::Files { nodes, whole } => {
                 for (index, file) in nodes.iter().enumerate() {
                     if let Some(file) = file {
-                        if !stream_file(file, &mut |text| line(Target::Execution(index), text))? {
+                        if !stream_file(file, &mut |at, text| line(Target::Execution(index), at, text))? {
                             return Ok(());
                         }
                     }
                 }
                 if let Some(file) = whole {
-                    stream_file(file, &mut |text| line(Target::Outside, text))?;
+                    stream_file(file, &mut |at, text| line(Target::Outside, at, text))?;
                 }
                 Ok(())
             }
@@ -367,7 +419,7 @@ impl Side {
         &self,
         store: &Store,
         run_id: &str,
-        line: &mut dyn FnMut(Target, &str) -> bool,
+        line: &mut dyn FnMut(Target, u64, &str) -> bool,
     ) -> Result<(), Error> {
         let mut by_occurrence: HashMap<(&str, usize), usize> = HashMap::new();
         let mut counted: HashMap<&str, usize> = HashMap::new();
@@ -385,7 +437,7 @@ impl Side {
         let mut by_name: (Option<String>, HashMap<String, usize>) = (None, HashMap::new());
         let mut go_on = true;
         let mut bytes = Vec::new();
-        store.output_each_line(run_id, &mut |stream, node, text| {
+        store.output_each_line(run_id, &mut |seq, stream, node, text| {
             bytes.clear();
             bytes.extend_from_slice(text.as_bytes());
             bytes.push(b'\n');
@@ -412,7 +464,7 @@ impl Side {
                         .and_then(|i| refolded.get(i).copied().flatten())
                         .map_or(Target::Outside, Target::Execution)
                 };
-                go_on = line(target, &event.text);
+                go_on = line(target, seq as u64, &event.text);
             });
             go_on
         })?;
@@ -457,43 +509,46 @@ fn artifacts_by_name(nodes: Vec<crate::sessions::session::SessionNode>) -> HashM
 }
 
 /// A captured log through the reader and the fold, each output line given with the execution
-/// it was printed in; returns the fold (its executions, indexes as given).
-fn stream_log(path: &Path, line: &mut dyn FnMut(Target, &str) -> bool) -> Result<TimelineFold, Error> {
+/// it was printed in and its byte offset; returns the fold (its executions, indexes as given).
+fn stream_log(path: &Path, line: &mut dyn FnMut(Target, u64, &str) -> bool) -> Result<TimelineFold, Error> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
     let mut fold = TimelineFold::new();
-    read_lines_of(path, &mut file, &mut |event| {
+    read_lines_of(path, &mut file, &mut |event, at| {
         fold.apply(&event);
         if !is_output(&event) {
             return true;
         }
         let target = fold.current_execution().map_or(Target::Outside, Target::Execution);
-        line(target, &event.text)
+        line(target, at, &event.text)
     })?;
     Ok(fold)
 }
 
 /// The lines of a session file (untrusted: never through a link, regular files only), split as
-/// the reader splits output (lines bounded at 1 MiB). False when `line` said stop.
-fn stream_file(path: &Path, line: &mut dyn FnMut(&str) -> bool) -> Result<bool, Error> {
+/// the reader splits output (lines bounded at 1 MiB), with their byte offsets. False when `line`
+/// said stop.
+fn stream_file(path: &Path, line: &mut dyn FnMut(u64, &str) -> bool) -> Result<bool, Error> {
     let (mut file, _) = untrusted::open_regular(path)?;
-    read_lines_of(path, &mut file, &mut |event| line(&event.text))
+    read_lines_of(path, &mut file, &mut |event, at| line(at, &event.text))
 }
 
-/// A file's lines through the protocol's reader, a chunk at a time, until `event` says stop
-/// (false then).
+/// A file's lines through the protocol's reader, one line at a time (so that each event comes
+/// with the byte offset its line starts at), until `event` says stop (false then).
 fn read_lines_of(
     path: &Path,
     file: &mut std::fs::File,
-    event: &mut dyn FnMut(Event<'_>) -> bool,
+    event: &mut dyn FnMut(Event<'_>, u64) -> bool,
 ) -> Result<bool, Error> {
     let mut reader = StreamReader::new();
     let mut buffer = vec![0u8; CHUNK_BYTES];
     let go_on = std::cell::Cell::new(true);
+    let line_start = std::cell::Cell::new(0u64);
     let mut sink = |e: Event<'_>| {
-        if go_on.get() && !event(e) {
+        if go_on.get() && !event(e, line_start.get()) {
             go_on.set(false);
         }
     };
+    let mut offset = 0u64;
     while go_on.get() {
         let n = match file.read(&mut buffer) {
             Ok(0) => break,
@@ -501,10 +556,60 @@ fn read_lines_of(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(Error::io(path, e)),
         };
-        reader.push(Stream::Stdout, &buffer[..n], 0, &mut sink);
+        let chunk = &buffer[..n];
+        let mut from = 0;
+        for newline in memchr::memchr_iter(b'\n', chunk) {
+            reader.push(Stream::Stdout, &chunk[from..=newline], 0, &mut sink);
+            from = newline + 1;
+            line_start.set(offset + from as u64);
+            if !go_on.get() {
+                break;
+            }
+        }
+        if from < n && go_on.get() {
+            reader.push(Stream::Stdout, &chunk[from..], 0, &mut sink);
+        }
+        offset += n as u64;
     }
     reader.finish(0, &mut sink);
     Ok(go_on.get())
+}
+
+/// The line that starts at byte `at` of a file, as the reader reads it (at most 1 MiB, then cut).
+fn line_in_file(path: &Path, at: u64, untrusted_file: bool) -> Result<String, Error> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = if untrusted_file {
+        untrusted::open_regular(path)?.0
+    } else {
+        std::fs::File::open(path).map_err(|e| Error::io(path, e))?
+    };
+    file.seek(SeekFrom::Start(at)).map_err(|e| Error::io(path, e))?;
+    let mut reader = StreamReader::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut text = None;
+    let mut read = 0usize;
+    // The line is cut past MAX_LINE_BYTES: a little more than that is enough to see it cut.
+    while text.is_none() && read <= crate::protocol::MAX_LINE_BYTES + buffer.len() {
+        let n = match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        read += n;
+        let chunk = &buffer[..n];
+        let end = memchr::memchr(b'\n', chunk).map_or(n, |newline| newline + 1);
+        reader.push(Stream::Stdout, &chunk[..end], 0, &mut |e| {
+            text.get_or_insert_with(|| e.text.into_owned());
+        });
+        if end < n {
+            break;
+        }
+    }
+    reader.finish(0, &mut |e| {
+        text.get_or_insert_with(|| e.text.into_owned());
+    });
+    Ok(text.unwrap_or_default())
 }
 
 /// The engine's duration text (`2ms`, `1.5s`, `1m 3s`) in milliseconds.

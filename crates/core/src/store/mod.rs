@@ -911,12 +911,12 @@ impl Store {
         output::find(self, run_id, from_seq, backward, query)
     }
 
-    /// Every line of a run's output in order (its stream, node and text, borrowed), until `line`
-    /// returns false: one pass over a whole output without pages.
+    /// Every line of a run's output in order (its number, stream, node and text, borrowed), until
+    /// `line` returns false: one pass over a whole output without pages.
     pub fn output_each_line(
         &self,
         run_id: &str,
-        line: &mut dyn FnMut(crate::protocol::Stream, Option<&str>, &str) -> bool,
+        line: &mut dyn FnMut(i64, crate::protocol::Stream, Option<&str>, &str) -> bool,
     ) -> Result<(), Error> {
         output::each_line(self, run_id, line)
     }

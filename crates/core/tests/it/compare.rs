@@ -232,3 +232,41 @@ fn a_recorded_runs_loop_is_told_apart_execution_by_execution_and_against_a_log()
         "a log has no folder: no prompts are compared"
     );
 }
+
+#[test]
+fn many_lines_shown_are_read_by_reading_on_and_a_few_where_they_are() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let log = |name: &str, word: &str| {
+        let mut text = String::from("__WORKFLOW_GRAPH_LOG__{\"phase\":\"node_begin\",\"node\":\"big\"}\n┌ big\n");
+        for i in 0..3_000 {
+            text.push_str(&format!("│ line {i} {word}\n"));
+        }
+        text.push_str(
+            "└ done 1s\n__WORKFLOW_GRAPH_LOG__{\"phase\":\"node_end\",\"node\":\"big\"}\ntail without newline",
+        );
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        Source::Log(path)
+    };
+    let (a, b) = (log("a.log", "old"), log("b.log", "new"));
+    // Every line changed: 6,000 lines shown, past what is read line by line.
+    let all = Options {
+        limits: studio_core::compare::text::Limits {
+            hunk_lines: 10_000,
+            ..Default::default()
+        },
+        ..Options::default()
+    };
+    let many = compare(None, &a, &b, &all).unwrap();
+    let shown = lines(&many.nodes[0].output);
+    assert_eq!(shown.len(), 6_000);
+    assert_eq!(
+        (shown[0].as_str(), shown[5_999].as_str()),
+        ("-line 0 old", "+line 2999 new")
+    );
+    // A few: read where the first read found them, the same text.
+    let few = compare(None, &a, &b, &Options::default()).unwrap();
+    assert_eq!(lines(&few.nodes[0].output)[..2], ["-line 0 old", "-line 1 old"]);
+    let outside = compare(None, &a, &log("c.log", "old"), &Options::default()).unwrap();
+    assert!(!outside.output.changed && outside.nodes[0].change == Change::Same);
+}
