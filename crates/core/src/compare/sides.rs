@@ -437,11 +437,12 @@ impl Side {
         let mut by_name: (Option<String>, HashMap<String, usize>) = (None, HashMap::new());
         let mut go_on = true;
         let mut bytes = Vec::new();
-        store.output_each_line(run_id, &mut |seq, stream, node, text| {
+        store.output_each_line(run_id, &mut |stored| {
+            let (seq, node) = (stored.seq, stored.node);
             bytes.clear();
-            bytes.extend_from_slice(text.as_bytes());
+            bytes.extend_from_slice(stored.text.as_bytes());
             bytes.push(b'\n');
-            reader.push(stream, &bytes, 0, &mut |event| {
+            reader.push(stored.stream, &bytes, 0, &mut |event| {
                 if !go_on {
                     return;
                 }

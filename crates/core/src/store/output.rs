@@ -239,13 +239,23 @@ fn run_key(store: &Store, conn: &Connection, run_id: &str) -> Result<i64, Error>
         .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() })
 }
 
-/// Every line of a run's output in order, without a copy of any (`line`: its number, stream,
-/// the node it was printed in, its text), until `line` says stop: what reads a whole output once
-/// (a comparison) goes block by block, never building a page.
+/// One stored line as [`each_line`] gives it, borrowed from its block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredLine<'a> {
+    /// 1-based line number within the run.
+    pub seq: i64,
+    pub stream: Stream,
+    /// The innermost node running when the line arrived.
+    pub node: Option<&'a str>,
+    pub text: &'a str,
+}
+
+/// Every line of a run's output in order, without a copy of any, until `line` says stop: what
+/// reads a whole output once (a comparison) goes block by block, never building a page.
 pub(super) fn each_line(
     store: &Store,
     run_id: &str,
-    line: &mut dyn FnMut(i64, Stream, Option<&str>, &str) -> bool,
+    line: &mut dyn FnMut(StoredLine<'_>) -> bool,
 ) -> Result<(), Error> {
     let conn = store.conn();
     let run_key = run_key(store, &conn, run_id)?;
@@ -272,7 +282,13 @@ pub(super) fn each_line(
             } else {
                 Stream::Stdout
             };
-            if !line(first_seq + i as i64, stream, span.and_then(|s| s.node.as_deref()), text) {
+            let stored = StoredLine {
+                seq: first_seq + i as i64,
+                stream,
+                node: span.and_then(|s| s.node.as_deref()),
+                text,
+            };
+            if !line(stored) {
                 return Ok(());
             }
         }
