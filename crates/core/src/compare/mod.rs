@@ -9,9 +9,9 @@
 //!
 //! Nodes are matched by name and occurrence: the n-th execution of node X in A against the n-th
 //! in B (retries, loops and re-runs in order). A node whose status, output, prompt or result
-//! differs is `changed`; durations alone are no change. Each side's output is read twice at most:
-//! once to hash every line (eight bytes a line), once, stopping early, for the text of the hunks
-//! shown; both sides are read at the same time.
+//! differs is `changed`; durations alone are no change. Each side's output is read once, every
+//! line hashed and its place kept (sixteen bytes a line), both sides at the same time; then only
+//! the lines of the hunks shown are read again, where they are.
 
 pub mod json;
 pub mod sides;
