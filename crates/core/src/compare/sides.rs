@@ -319,7 +319,7 @@ impl Side {
     }
 
     /// The text of the `wanted` lines (0-based, sorted, per target). A few lines are read alone,
-    /// where the first read found them; many (past [`READ_ALONE_LINES`]) by reading the output
+    /// where the first read found them; many (past `READ_ALONE_LINES`) by reading the output
     /// again, which stops once it has them all.
     pub fn read_lines(
         &self,

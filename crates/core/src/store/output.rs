@@ -239,7 +239,7 @@ fn run_key(store: &Store, conn: &Connection, run_id: &str) -> Result<i64, Error>
         .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() })
 }
 
-/// One stored line as [`each_line`] gives it, borrowed from its block.
+/// One stored line as [`Store::output_each_line`] gives it, borrowed from its block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoredLine<'a> {
     /// 1-based line number within the run.
