@@ -10,6 +10,8 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 use studio_core::agents::{self, Agent};
+use studio_core::compare::text::Limits;
+use studio_core::compare::{Options as CompareOptions, RunDiff};
 use studio_core::files::{FileChunk, FileEntry};
 use studio_core::runner::StartedRun;
 use studio_core::stop::Stopping;
@@ -261,6 +263,29 @@ pub fn run_output_find(
     query: String,
 ) -> Result<OutputFind, CommandError> {
     Ok(studio.store()?.output_find(&run_id, from_seq, backward, &query)?)
+}
+
+/// Two runs compared node by node (`a`, `b`: run or session ids): the first hunks of each node
+/// at once; with `node` and `occurrence`, that one execution alone from hunk `skip_hunks` on
+/// ("more").
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn runs_compare(
+    studio: State<'_, Studio>,
+    a: String,
+    b: String,
+    node: Option<String>,
+    occurrence: Option<usize>,
+    skip_hunks: usize,
+) -> Result<RunDiff, CommandError> {
+    let options = CompareOptions {
+        node,
+        occurrence,
+        limits: Limits {
+            skip_hunks,
+            ..Limits::default()
+        },
+    };
+    Ok(studio.compare(&a, &b, &options)?)
 }
 
 /// What quitting does with the live runs: stop them, or leave them running; then quits.

@@ -100,6 +100,24 @@ fn render() -> String {
             .add::<crate::events::SessionsChanged>(&cfg)
             .add::<crate::events::WatchNotice<'static>>(&cfg)
             .add::<crate::desktop::QuitRequested>(&cfg);
+        {
+            use studio_core::compare::json::{JsonDiff, PathChange, PathDiff};
+            use studio_core::compare::text::{DiffLine, Hunk, LineOp, TextDiff, WordPart};
+            use studio_core::compare::{Change, NodeDiff, NodeSide, RunDiff, RunSummary};
+            d.add::<LineOp>(&cfg)
+                .add::<WordPart>(&cfg)
+                .add::<DiffLine>(&cfg)
+                .add::<Hunk>(&cfg)
+                .add::<TextDiff>(&cfg)
+                .add::<PathChange>(&cfg)
+                .add::<PathDiff>(&cfg)
+                .add::<JsonDiff>(&cfg)
+                .add::<RunSummary>(&cfg)
+                .add::<Change>(&cfg)
+                .add::<NodeSide>(&cfg)
+                .add::<NodeDiff>(&cfg)
+                .add::<RunDiff>(&cfg);
+        }
     }
     let missing: Vec<_> = d.referenced.difference(&d.declared).collect();
     assert!(

@@ -68,6 +68,7 @@ ipc_commands![
     run_output,
     run_output_find,
     app_quit,
+    runs_compare,
 ];
 
 /// The app's command line, defined with clap beside `zstudio`'s (`crates/args`).

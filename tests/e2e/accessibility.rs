@@ -1,8 +1,8 @@
 //! Accessibility in the real window: axe-core (ui/node_modules/axe-core, the version
 //! ui/package.json pins) run over every view, in light and in dark (GTK's dark variant, as a dark
 //! desktop asks for it), and no violation allowed. The views: the empty workspace and its agent
-//! form, the trust prompt, the sessions table with a search, a session's view and each of its
-//! tabs, the file viewer, the delete dialog, a live run in Live runs and in its view, the quit
+//! form, the trust prompt, the sessions table with a search, two sessions compared (the compare
+//! view), a session's view and each of its tabs, the file viewer, the delete dialog, a live run in Live runs and in its view, the quit
 //! dialog, the workspace menu, a run stopping and a run ended.
 
 use std::fs;
@@ -132,6 +132,18 @@ async fn the_table_the_session_view_its_tabs_and_the_dialogs_have_no_axe_violati
             let mut found = Vec::new();
             wait_for(&client, &format!("tr[data-session-id='{pipeline}']")).await;
             check(&client, theme, "table", &mut found).await;
+
+            let fanout = crate::FANOUT.id;
+            click(
+                &client,
+                &format!("tr[data-session-id='{pipeline}'] [data-testid='mark']"),
+            )
+            .await;
+            click(&client, &format!("tr[data-session-id='{fanout}'] [data-testid='mark']")).await;
+            click(&client, "#compare-marked").await;
+            wait_for(&client, "#compare-count").await;
+            check(&client, theme, "compare view", &mut found).await;
+            click(&client, "#compare-close").await;
 
             click(&client, &format!("tr[data-session-id='{pipeline}'] .session-id")).await;
             wait_for(&client, &format!("#session-view[data-session-id='{pipeline}']")).await;

@@ -11,6 +11,7 @@
 //! Screenshots of what the tests saw land in `e2e-screenshots/` (gitignored).
 
 mod accessibility;
+mod compare;
 mod desktop;
 mod harness;
 mod keyboard;

@@ -421,3 +421,68 @@ describe("a workspace the watcher can only poll", () => {
     expect(notice?.textContent).toContain("budget of 3 inotify watches");
   });
 });
+
+describe("comparing runs", () => {
+  const compared = (a: string, b: string) => ({
+    a: { session_id: a, run_id: null, status: "success" as const, elapsed_ms: null },
+    b: { session_id: b, run_id: null, status: "error" as const, elapsed_ms: null },
+    nodes: [
+      {
+        name: "plan",
+        occurrence: 0,
+        change: "changed" as const,
+        a: { status: "success" as const, elapsed_ms: 5, started_ms: null },
+        b: { status: "error" as const, elapsed_ms: 7, started_ms: null },
+        output: { changed: false, hunks: [], more: false },
+        prompt: null,
+        result: null,
+      },
+    ],
+    output: { changed: false, hunks: [], more: false },
+  });
+
+  it("compares two sessions marked in the table, and Escape closes the comparison", async () => {
+    backend.compare = (a, b) => compared(a, b);
+    await start();
+    const mark = (id: string) => {
+      const box = root.querySelector(`tr[data-session-id='${id}'] [data-testid='mark']`) as HTMLInputElement;
+      box.click();
+      flushSync();
+    };
+    mark("b");
+    const button = () => root.querySelector<HTMLButtonElement>("#compare-marked");
+    expect(button()?.disabled).toBe(true);
+    mark("c");
+    expect(button()?.disabled).toBe(false);
+    // Marking does not open a session.
+    expect(root.querySelector("#session-view")).toBeNull();
+    button()!.click();
+    flushSync();
+    await vi.waitFor(() => expect(root.querySelector("#compare-count")?.textContent).toContain("1 of 1 nodes differ"));
+    expect(backend.calls).toContain("runsCompare(b, c)");
+    key("Escape");
+    flushSync();
+    expect(root.querySelector("#compare-view")).toBeNull();
+  });
+
+  it("compares a session's last run with the run before, from the session view", async () => {
+    backend.runs = [
+      runRecord("run-new", "b", { started_at: "2026-11-29T12:10:00Z" }),
+      runRecord("run-old", "b", { started_at: "2026-11-29T12:00:00Z" }),
+    ];
+    backend.compare = (a, b) => compared(a, b);
+    await start();
+    (root.querySelector("tr[data-session-id='b']") as HTMLElement).click();
+    flushSync();
+    const compare = () => root.querySelector<HTMLButtonElement>("#session-compare-previous");
+    await vi.waitFor(() => expect(compare()?.disabled).toBe(false));
+    compare()!.click();
+    flushSync();
+    await vi.waitFor(() => expect(root.querySelector("#compare-view")).not.toBeNull());
+    expect(backend.calls).toContain("runsCompare(run-old, run-new)");
+    (root.querySelector("#compare-close") as HTMLButtonElement).click();
+    flushSync();
+    // The session view is there again.
+    expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("b");
+  });
+});

@@ -17,6 +17,7 @@ import type {
   Agent,
   CommandError,
   CommandName,
+  CompareFocus,
   ErrorCode,
   FileChunk,
   FileEntry,
@@ -31,6 +32,7 @@ import type {
   RunOutputEvent,
   RunRecord,
   RunStartRequest,
+  RunDiff,
   SearchHit,
   SessionDetail,
   SessionRow,
@@ -98,6 +100,9 @@ export interface Backend {
   onAgentsChanged(handler: () => void): Promise<() => void>;
   /** Quits the app, stopping the live runs or (`keepRuns`) leaving them running. */
   appQuit(keepRuns: boolean): Promise<void>;
+  /** Two runs compared node by node (`a`, `b`: run or session ids); with `focus`, one node
+   * execution's further hunks. */
+  runsCompare(a: string, b: string, focus?: CompareFocus): Promise<RunDiff>;
 }
 
 // The Tauri events' names, as the shell spells them (generated from its constants).
@@ -190,4 +195,12 @@ export const tauriBackend: Backend = {
   onQuitRequested: (handler) => listen<QuitRequest>(QUIT_REQUESTED, (event) => handler(event.payload)),
   onAgentsChanged: (handler) => listen(AGENTS_CHANGED, () => handler()),
   appQuit: (keepRuns) => call<void>("app_quit", { keep_runs: keepRuns }),
+  runsCompare: (a, b, focus) =>
+    call<RunDiff>("runs_compare", {
+      a,
+      b,
+      node: focus?.node ?? null,
+      occurrence: focus?.occurrence ?? null,
+      skip_hunks: focus?.skipHunks ?? 0,
+    }),
 };

@@ -8,6 +8,7 @@ import type {
   Agent,
   AgentLaunch,
   CommandError,
+  CompareFocus,
   ErrorCode,
   FileChunk,
   LogLine,
@@ -16,6 +17,7 @@ import type {
   QuitRequest,
   RunEvent,
   RunOutputEvent,
+  RunDiff,
   RunRecord,
   SearchHit,
   NodeArtifacts,
@@ -97,6 +99,8 @@ export interface FakeBackend extends Backend {
   untrusted: AgentLaunch | null;
   /** The calls made, as `name(args)` strings, in order. */
   calls: string[];
+  /** What `runsCompare` answers (a refusal naming the ids by default). */
+  compare: (a: string, b: string, focus?: CompareFocus) => RunDiff;
 }
 
 export function fakeBackend(
@@ -170,6 +174,9 @@ export function fakeBackend(
     untrusted: null,
     agentsBroken: null,
     calls: [],
+    compare: (a, b) => {
+      throw refusal("session_not_found", `no session \`${a}\` or \`${b}\` to compare`);
+    },
     emit(event) {
       for (const listener of listeners) listener(event);
     },
@@ -408,6 +415,12 @@ export function fakeBackend(
     async onAgentsChanged(handler) {
       agentsListeners.add(handler);
       return () => agentsListeners.delete(handler);
+    },
+    async runsCompare(a, b, focus) {
+      backend.calls.push(
+        `runsCompare(${a}, ${b}${focus ? `, ${focus.node}#${focus.occurrence} from ${focus.skipHunks}` : ""})`,
+      );
+      return backend.compare(a, b, focus);
     },
     async appQuit(keepRuns) {
       backend.calls.push(`appQuit(${keepRuns})`);

@@ -42,6 +42,8 @@ export interface SessionViewContext {
   /** A run this view started (Continue, Re-run node). */
   runStarted(started: StartedRun): void;
   close(): void;
+  /** Opens the compare view on two runs of the session (run ids: the earlier first). */
+  compareRuns(a: string, b: string): void;
   now(): number;
 }
 

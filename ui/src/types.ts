@@ -4,6 +4,17 @@
 
 export type {
   Agent,
+  Change,
+  DiffLine,
+  Hunk,
+  JsonDiff,
+  NodeDiff,
+  NodeSide,
+  PathDiff,
+  RunDiff,
+  RunSummary,
+  TextDiff,
+  WordPart,
   CommandError,
   CommandName,
   ErrorCode,
@@ -65,6 +76,13 @@ export interface RunStartRequest {
   prompt: string;
   /** Continue this session; a new one otherwise. */
   session_id?: string;
+}
+
+/** One node execution of a comparison, from a hunk on ("more"; `runs_compare`'s focus). */
+export interface CompareFocus {
+  node: string;
+  occurrence: number;
+  skipHunks: number;
 }
 
 export interface OutputFindQuery {

@@ -105,6 +105,9 @@ pub enum StudioCommand {
     /// Print the last lines of a session's output (its raw_stream_output.txt, else its nodes'
     /// in order), and with --follow the lines that come after
     Tail(TailArgs),
+    /// Compare two runs node by node: A and B are session ids (their last run) or run ids, or
+    /// give two captured logs with --log FILE --log FILE
+    Diff(DiffArgs),
 }
 
 #[derive(Args)]
@@ -290,6 +293,22 @@ pub struct TailArgs {
 }
 
 #[derive(Args)]
+pub struct DiffArgs {
+    /// The two runs: session ids (a session means its last run) or run ids
+    #[arg(num_args = 2, value_names = ["A", "B"], required_unless_present = "log", conflicts_with = "log")]
+    pub runs: Vec<String>,
+    /// A captured log (its stdout), read as `zstudio parse` reads it; give it twice
+    #[arg(long, value_name = "FILE", num_args = 1, action = clap::ArgAction::Append)]
+    pub log: Vec<PathBuf>,
+    /// Only the executions of this node
+    #[arg(long, value_name = "NAME")]
+    pub node: Option<String>,
+    /// Hunks shown at most per node (and per prompt, result and output outside nodes)
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub hunks: usize,
+}
+
+#[derive(Args)]
 pub struct KeepArgs {
     #[arg(long, value_name = "DIR")]
     pub run_dir: PathBuf,
@@ -350,6 +369,7 @@ impl StudioCommand {
             StudioCommand::Prune(_) => "prune",
             StudioCommand::Watch => "watch",
             StudioCommand::Tail(_) => "tail",
+            StudioCommand::Diff(_) => "diff",
         }
     }
 

@@ -1580,3 +1580,258 @@ fn an_agent_through_the_keeper_gets_the_default_sigpipe() {
         .collect();
     assert_eq!(lines, ["y"], "{events:?}");
 }
+
+// ---- zstudio diff (issue 16) ----
+
+/// `zstudio diff … --json`, which must succeed.
+fn diff_json(args: &[&str]) -> Value {
+    let mut all = vec!["diff", "--json"];
+    all.extend_from_slice(args);
+    json_of(&zstudio(&all, None))
+}
+
+/// The nodes of a diff as `name#occurrence change a-status b-status`.
+fn diffed_nodes(diff: &Value) -> Vec<String> {
+    diff["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            let status = |side: &Value| side["status"].as_str().unwrap_or("-").to_owned();
+            format!(
+                "{}#{} {} {} {}",
+                n["name"].as_str().unwrap(),
+                n["occurrence"],
+                n["change"].as_str().unwrap(),
+                status(&n["a"]),
+                status(&n["b"])
+            )
+        })
+        .collect()
+}
+
+/// The lines of every hunk of a text diff, as `op` + text.
+fn hunk_lines(text_diff: &Value) -> Vec<String> {
+    text_diff["hunks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|h| h["lines"].as_array().unwrap().iter())
+        .map(|l| format!("{}{}", l["op"].as_str().unwrap(), l["text"].as_str().unwrap()))
+        .collect()
+}
+
+fn node_named<'a>(diff: &'a Value, name: &str, occurrence: u64) -> &'a Value {
+    diff["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == name && n["occurrence"] == occurrence)
+        .unwrap_or_else(|| panic!("no node {name}#{occurrence} in {diff:#}"))
+}
+
+#[test]
+fn diff_of_two_logs_matches_retries_and_loops_by_name_and_occurrence() {
+    let recovers = captures().join("v0.2.0-0ff4886-92-retries-custom-recovers/stdout.txt");
+    // The same workflow exhausting its attempts, as the test agent prints it.
+    let dir = TempDir::new().unwrap();
+    let exhausts = dir.path().join("exhausts.stdout.txt");
+    let agent = Command::new(agent_binary())
+        .args(["--nodes", "flaky:5,after:5", "--fail", "flaky", "--lines", "1"])
+        .env("ZIBBY_EMIT_GRAPH_MARKERS", "1")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(agent.status.code(), Some(1));
+    std::fs::write(&exhausts, &agent.stdout).unwrap();
+    let diff = diff_json(&["--log", recovers.to_str().unwrap(), "--log", exhausts.to_str().unwrap()]);
+    assert_eq!(
+        diffed_nodes(&diff),
+        ["flaky#0 changed success error", "after#0 removed success -"]
+    );
+    for side in ["a", "b"] {
+        assert_eq!(
+            diff[side],
+            serde_json::json!({"session_id": null, "run_id": null, "status": "running", "elapsed_ms": null})
+        );
+    }
+    let flaky = node_named(&diff, "flaky", 0);
+    let keys: Vec<&str> = flaky.as_object().unwrap().keys().map(String::as_str).collect();
+    for key in ["name", "change", "a", "b", "output", "prompt", "result"] {
+        assert!(keys.contains(&key), "{key} missing from {keys:?}");
+    }
+    assert_eq!(flaky["a"]["elapsed_ms"], 2, "the engine's `└ done 2ms`");
+    let lines = hunk_lines(&flaky["output"]);
+    assert!(lines.contains(&"-flaky custom attempt 3".to_owned()), "{lines:?}");
+    assert!(lines.contains(&"+flaky: about to fail".to_owned()), "{lines:?}");
+    let hunk = &flaky["output"]["hunks"][0];
+    assert_eq!((hunk["a_start"].as_u64(), hunk["b_start"].as_u64()), (Some(1), Some(1)));
+    // The removed node's output is shown as its lines, all removed.
+    assert_eq!(hunk_lines(&node_named(&diff, "after", 0)["output"]), ["-◆ node: after"]);
+
+    let routing = captures().join("head-bb10e85-03-conditional-routing-markers/stdout.txt");
+    let revise = captures().join("../compare/conditional-routing-revise.stdout.txt");
+    let diff = diff_json(&["--log", routing.to_str().unwrap(), "--log", revise.to_str().unwrap()]);
+    assert_eq!(
+        diffed_nodes(&diff),
+        [
+            "draft#0 same success success",
+            "review#0 changed success success",
+            "revise#0 added - success",
+            "review#1 added - success",
+            "ship#0 same success success",
+        ]
+    );
+    assert_eq!(
+        hunk_lines(&node_named(&diff, "review", 0)["output"]),
+        ["+◆ verdict: needs work"]
+    );
+    // Durations alone are no change: draft took 4 ms in A and 3 ms in B.
+    let draft = node_named(&diff, "draft", 0);
+    assert_eq!(
+        (draft["a"]["elapsed_ms"].as_u64(), draft["b"]["elapsed_ms"].as_u64()),
+        (Some(4), Some(3))
+    );
+    let outside = hunk_lines(&diff["output"]);
+    assert!(
+        outside.contains(&"-3. ship".to_owned()) && outside.contains(&"+3. revise".to_owned()),
+        "{outside:?}"
+    );
+
+    let only = diff_json(&[
+        "--log",
+        routing.to_str().unwrap(),
+        "--log",
+        revise.to_str().unwrap(),
+        "--node",
+        "review",
+    ]);
+    assert_eq!(
+        diffed_nodes(&only),
+        ["review#0 changed success success", "review#1 added - success"]
+    );
+    let text = text_of(&zstudio(
+        &[
+            "diff",
+            "--log",
+            routing.to_str().unwrap(),
+            "--log",
+            revise.to_str().unwrap(),
+        ],
+        None,
+    ));
+    assert!(
+        text.contains("added    revise") && text.contains("+◆ content: Draft v2"),
+        "{text}"
+    );
+    fails_saying(
+        &[
+            "diff",
+            "--log",
+            routing.to_str().unwrap(),
+            "--log",
+            revise.to_str().unwrap(),
+            "--node",
+            "nope",
+        ],
+        "no node `nope` in either run",
+    );
+    fails_saying(
+        &["diff", "--log", routing.to_str().unwrap(), "--log", "/no/such.log"],
+        "/no/such.log",
+    );
+    fails_saying(&["diff", "--log", routing.to_str().unwrap()], "--log is given twice");
+}
+
+#[test]
+fn diff_of_two_live_runs_shows_added_removed_changed_and_same_nodes() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let agent = agent_binary();
+    let run_in = |session: Option<&str>, args: &[&str]| -> (String, String) {
+        let mut all = vec!["run", "--json", "-w", root];
+        if let Some(session) = session {
+            all.extend(["--session", session]);
+        }
+        all.extend(["--", &agent, "--layout", "documented", "--prompt", "same"]);
+        all.extend_from_slice(args);
+        let events = json_lines(&zstudio(&all, None));
+        let started = &events[0];
+        (
+            started["session_id"].as_str().unwrap().to_owned(),
+            started["run_id"].as_str().unwrap().to_owned(),
+        )
+    };
+    let run = |args: &[&str]| run_in(None, args);
+    let (a, _) = run(&["--nodes", "plan:10,check:10,research:10,write:10"]);
+    let (b, b_run) = run(&["--nodes", "plan:10,check:10,outline:10,write:10", "--fail", "write"]);
+    // B's check node decided otherwise: its result.json differs as data.
+    let check = workspace
+        .path()
+        .join(".zibby/output/sessions")
+        .join(&b)
+        .join("nodes/check/result.json");
+    std::fs::write(&check, r#"{"node": "check", "ok": false, "notes": ["too long"]}"#).unwrap();
+
+    let diff = diff_json(&["-w", root, &a, &b]);
+    assert_eq!(
+        diffed_nodes(&diff),
+        [
+            "plan#0 same success success",
+            "check#0 changed success success",
+            "research#0 removed success -",
+            "outline#0 added - success",
+            "write#0 changed success error",
+        ]
+    );
+    assert_eq!(diff["a"]["session_id"], a.as_str());
+    assert_eq!(diff["b"]["run_id"], b_run.as_str());
+    assert_eq!(
+        (diff["a"]["status"].as_str(), diff["b"]["status"].as_str()),
+        (Some("success"), Some("error"))
+    );
+    assert!(diff["a"]["elapsed_ms"].is_u64());
+    let plan = node_named(&diff, "plan", 0);
+    assert!(plan["a"]["elapsed_ms"].is_u64() && plan["b"]["started_ms"].is_u64());
+    assert_eq!(plan["prompt"]["changed"], false);
+    let check = node_named(&diff, "check", 0);
+    assert_eq!(check["output"]["changed"], false);
+    assert_eq!(
+        check["result"]["paths"],
+        serde_json::json!([
+            {"path": "/notes", "change": "added", "a": null, "b": ["too long"]},
+            {"path": "/ok", "change": "changed", "a": true, "b": false},
+        ])
+    );
+    assert!(hunk_lines(&check["result"]).contains(&"-  \"ok\": true".to_owned()));
+    let outline = node_named(&diff, "outline", 0);
+    assert_eq!(
+        hunk_lines(&outline["output"]),
+        ["+◆ node: outline", "+outline: working (1/2)", "+outline: working (2/2)"]
+    );
+    assert!(hunk_lines(&outline["prompt"]).contains(&"+You are the outline step. Do your part.".to_owned()));
+    assert!(hunk_lines(&node_named(&diff, "write", 0)["output"]).contains(&"+write: about to fail".to_owned()));
+
+    // A run against the previous run of its session: the session continued with other nodes.
+    let (continued, _) = run_in(Some(&a), &["--nodes", "plan:10,check:10"]);
+    assert_eq!(continued, a);
+    let runs = json_of(&zstudio(&["runs", "--json", "-w", root, "--session", &a], None));
+    let (latest, previous) = (runs[0]["id"].as_str().unwrap(), runs[1]["id"].as_str().unwrap());
+    let diff = diff_json(&["-w", root, previous, latest]);
+    assert_eq!(
+        diffed_nodes(&diff),
+        [
+            "plan#0 same success success",
+            "check#0 same success success",
+            "research#0 removed success -",
+            "write#0 removed success -",
+        ]
+    );
+    // The folder holds the latest run's files: the earlier run has none, so none are compared.
+    assert!(node_named(&diff, "plan", 0)["prompt"].is_null() && node_named(&diff, "plan", 0)["result"].is_null());
+    // A session id means its latest run.
+    assert_eq!(diff_json(&["-w", root, previous, &a])["b"]["run_id"], latest);
+
+    fails_saying(&["diff", "-w", root, &a, "1795952527924_none"], "1795952527924_none");
+    fails_saying(&["diff", "-w", root, &a, "../x"], "../x");
+}

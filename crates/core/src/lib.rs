@@ -21,6 +21,9 @@
 //! - **Store** (`store/`): SQLite: runs, output, spans, logs, messages, pins, search, trust; its
 //!   `index` is the listing through the folder index, `session_model` lays what the store knows
 //!   over a folder, `node_logs` reads a node's log lines from its span.
+//! - **Compare** (`compare/`): [`compare`] (two runs compared node by node: executions matched
+//!   by name and occurrence, bounded line diffs of their output and prompts, `result.json` as a
+//!   structural diff), over the store's runs, session folders or captured logs.
 //! - **Runs** (`runs/`): [`stop`] (the stop policy: stop files, SIGTERM past the grace period,
 //!   SIGKILL 5 s later, as a state machine with the time passed in), [`runner`] (runs the studio
 //!   starts, follows and stops), [`keeper`] (the process between the studio and an agent).
@@ -34,6 +37,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
 pub mod app;
+pub mod compare;
 pub mod runs;
 pub mod sessions;
 pub mod store;

@@ -271,6 +271,11 @@ impl TimelineFold {
         self.open.last().map(|&i| self.nodes[i].name.as_str())
     }
 
+    /// The index of the innermost execution running now (as [`Applied::NodeBegan`] gave it).
+    pub fn current_execution(&self) -> Option<usize> {
+        self.open.last().copied()
+    }
+
     fn begin(&mut self, name: &str, bars: usize, at_ms: u64) -> Applied {
         self.pending = None;
         if let Some(&top) = self.open.last() {

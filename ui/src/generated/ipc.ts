@@ -312,8 +312,110 @@ export type QuitRequested = { live_runs: number,
  */
 can_keep: boolean, };
 
+/**
+ * What one line of a hunk is: the same on both sides, only in A, only in B.
+ */
+export type LineOp = " " | "-" | "+";
+
+/**
+ * A run of characters of a changed line, changed or not (against the line it replaced).
+ */
+export type WordPart = { changed: boolean, text: string, };
+
+export type DiffLine = { op: LineOp, 
+/**
+ * The line, escapes stripped, at most [`Limits::line_chars`] characters.
+ */
+text: string, 
+/**
+ * For a `-` line paired with a `+` line (a line changed in place): its parts, the changed
+ * words marked. Absent otherwise.
+ */
+words?: Array<WordPart>, };
+
+/**
+ * One hunk, as a unified diff has it: 1-based first lines and line counts on each side.
+ */
+export type Hunk = { a_start: number, a_lines: number, b_start: number, b_lines: number, lines: Array<DiffLine>, 
+/**
+ * Lines of the hunk left out past [`Limits::hunk_lines`].
+ */
+lines_cut: number, };
+
+/**
+ * The difference of two texts: whether they differ, and their first hunks.
+ */
+export type TextDiff = { changed: boolean, hunks: Array<Hunk>, 
+/**
+ * More hunks follow the ones given (ask with [`Limits::skip_hunks`]).
+ */
+more: boolean, };
+
+/**
+ * How a path differs.
+ */
+export type PathChange = "changed" | "added" | "removed";
+
+/**
+ * One path of a JSON value that differs, as a JSON pointer (`/items/2/name`; `""`: the whole
+ * value).
+ */
+export type PathDiff = { path: string, change: PathChange, a: unknown, b: unknown, };
+
+/**
+ * Two JSON values compared: their line diff (pretty-printed) and the paths that differ.
+ */
+export type JsonDiff = { changed: boolean, hunks: Array<Hunk>, more: boolean, paths: Array<PathDiff>, };
+
+/**
+ * A side's run: `session_id` and `run_id` are null for a log (and `run_id` for a folder).
+ */
+export type RunSummary = { session_id: string | null, run_id: string | null, status: Status, elapsed_ms: number | null, };
+
+/**
+ * How a node of B differs from its match in A.
+ */
+export type Change = "same" | "changed" | "added" | "removed";
+
+/**
+ * One side of a node execution.
+ */
+export type NodeSide = { status: Status, elapsed_ms: number | null, 
+/**
+ * When it began, from its run's start (for one time axis); null when unknown (logs, folders).
+ */
+started_ms: number | null, };
+
+/**
+ * One node execution matched across the two runs.
+ */
+export type NodeDiff = { name: string, 
+/**
+ * Which execution of the node this is (0 for the first), on both sides.
+ */
+occurrence: number, change: Change, a: NodeSide | null, b: NodeSide | null, output: TextDiff, 
+/**
+ * The node's `prompt.txt`, when either side's folder has one for this execution (a node
+ * folder holds its last execution's files) and both sides' folders are their runs' (two
+ * session folders, or a session's last run): null otherwise.
+ */
+prompt: TextDiff | null, 
+/**
+ * The node's `result.json`, on the same terms as `prompt`.
+ */
+result: JsonDiff | null, };
+
+/**
+ * Two runs compared.
+ */
+export type RunDiff = { a: RunSummary, b: RunSummary, nodes: Array<NodeDiff>, 
+/**
+ * The output printed outside any node: the whole output when neither run's nodes are known.
+ */
+output: TextDiff, };
+
 /** What the window may invoke, by name (the shell's `invoke_handler`). */
-export type CommandName = "workspace_get" | "agents_trust" | "workspaces_recent" | "workspace_open" | "workspace_pick" | "sessions_list" | "session_get" | "session_messages" | "session_logs" | "session_files" | "session_file_read" | "session_reveal" | "session_delete" | "pin_add" | "pin_remove" | "search" | "agents_list" | "agent_save" | "run_start" | "run_replay" | "run_stop" | "runs_list" | "run_spans" | "run_output" | "run_output_find" | "app_quit";
+export type CommandName = "workspace_get" | "agents_trust" | "workspaces_recent" | "workspace_open" | "workspace_pick" | "sessions_list" | "session_get" | "session_messages" | "session_logs" | "session_files" | "session_file_read" | "session_reveal" | "session_delete" | "pin_add" | "pin_remove" | "search" | "agents_list" | "agent_save" | "run_start" | "run_replay" | "run_stop" | "runs_list" | "run_spans" | "run_output" | "run_output_find" | "app_quit" | "runs_compare";
 
 /** The Tauri event the shell sends run events as (payload: `RunEvent`). */
 export const RUN_EVENT = "run-event";

@@ -119,6 +119,10 @@ export class AppState {
   now = $state.raw(new Date());
   openSession = $state<string | null>(null);
   selected = $state<string | null>(null);
+  /** The two runs the compare view compares (run or session ids), while it is open. */
+  compare = $state.raw<{ a: string; b: string } | null>(null);
+  /** The sessions marked in the table to compare, in the order marked (two at most). */
+  marked = $state.raw<readonly string[]>([]);
   filters = $state.raw<SessionFilters>(NO_FILTERS);
   /** What the search box holds. */
   searchText = $state("");
@@ -418,6 +422,10 @@ export class AppState {
             this.closeSession();
             flushSync();
           },
+          compareRuns: (a, b) => {
+            this.openCompare(a, b);
+            flushSync();
+          },
           now: () => this.clock().getTime(),
         },
         this.rowOf(sessionId),
@@ -431,6 +439,23 @@ export class AppState {
     this.openSession = sessionId;
     this.selected = sessionId;
     return view;
+  }
+
+  // ---- comparing runs ----
+
+  /** Marks a session of the table to compare (or unmarks it); a third mark drops the first. */
+  toggleMark(sessionId: string, marked: boolean): void {
+    const others = this.marked.filter((id) => id !== sessionId);
+    this.marked = marked ? [...others, sessionId].slice(-2) : others;
+  }
+
+  /** Opens the compare view on two runs (run or session ids), where the session view is. */
+  openCompare(a: string, b: string): void {
+    this.compare = { a, b };
+  }
+
+  closeCompare(): void {
+    this.compare = null;
   }
 
   closeSession(): void {
@@ -768,6 +793,7 @@ export class AppState {
         else if (this.agentForm) this.agentForm = null;
         else if (this.workspaceMenu) this.workspaceMenu = null;
         else if (this.search.kind !== "idle" || this.searchText !== "") this.clearSearch();
+        else if (this.compare) this.closeCompare();
         else if (this.sessionView) this.closeSession();
         else return false;
         return true;

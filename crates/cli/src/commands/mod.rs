@@ -3,6 +3,7 @@
 //! because it writes to standard output itself.
 
 mod delete;
+mod diff;
 pub mod keep;
 mod logs;
 mod parse;
@@ -41,6 +42,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Watch => watch::watch(globals, out),
         StudioCommand::Tail(args) => tail::tail(&args, globals, out),
         StudioCommand::Run(args) => return run::run(&args, globals, out),
+        StudioCommand::Diff(args) => diff::diff(&args, globals, out),
     };
     done.map(|()| ExitCode::SUCCESS)
 }

@@ -294,6 +294,24 @@ impl Studio {
     pub fn stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
         stop(&*self.supervisor()?, self.store()?, run_id, force)
     }
+
+    /// Compares two runs of the open workspace, node by node: `a` and `b` are run ids or session
+    /// ids (a session's last run), as `zstudio diff` takes them. Reads both outputs: call it off
+    /// the main thread.
+    pub fn compare(
+        &self,
+        a: &str,
+        b: &str,
+        options: &crate::compare::Options,
+    ) -> Result<crate::compare::RunDiff, Error> {
+        use crate::compare::sides::Source;
+        let (store, workspace) = (self.store()?, self.workspace()?);
+        let (a, b) = (
+            Source::resolve(store, &workspace, a)?,
+            Source::resolve(store, &workspace, b)?,
+        );
+        crate::compare::compare(Some(store), &a, &b, options)
+    }
 }
 
 /// Opens the store, settling first the runs no studio process follows any more (finished from

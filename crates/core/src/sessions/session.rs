@@ -164,6 +164,22 @@ pub struct NodeArtifacts {
     pub raw_stream: Option<FileRef>,
 }
 
+impl NodeArtifacts {
+    /// Each file this lacks, taken from `other` (a node's second folder).
+    fn fill_from(&mut self, other: NodeArtifacts) {
+        if self.prompt.is_none() {
+            self.prompt = other.prompt;
+            self.prompt_preview = other.prompt_preview;
+        }
+        self.raw_output = self.raw_output.take().or(other.raw_output);
+        if self.result.is_none() {
+            self.result = other.result;
+            self.result_value = other.result_value;
+        }
+        self.raw_stream = self.raw_stream.take().or(other.raw_stream);
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionNode {
@@ -564,6 +580,15 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         );
         if let (Detail::Full, Some(dir)) = (detail, node.path.clone()) {
             node.artifacts = reader.node_artifacts(&dir);
+            // The `zibby` CLI writes `nodes/<node>/` beside the engine's `<node>/`: a file the
+            // node's first folder lacks is read from the other.
+            for other in node_dirs
+                .iter()
+                .filter(|other| other.name == node.name && other.path != dir)
+            {
+                let more = reader.node_artifacts(&other.path);
+                node.artifacts.fill_from(more);
+            }
         }
     }
 

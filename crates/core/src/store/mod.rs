@@ -28,7 +28,7 @@ use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
 pub use migrations::SCHEMA_VERSION;
-pub use output::{OutputFilter, OutputFind, OutputLine, OutputPage, OutputWriter, FIND_BUDGET_LINES};
+pub use output::{OutputFilter, OutputFind, OutputLine, OutputPage, OutputWriter, StoredLine, FIND_BUDGET_LINES};
 pub use search::{SearchHit, SearchHitKind};
 
 /// Where the store lives.
@@ -909,6 +909,12 @@ impl Store {
             return Err(Error::EmptyQuery);
         }
         output::find(self, run_id, from_seq, backward, query)
+    }
+
+    /// Every line of a run's output in order (borrowed), until `line` returns false: one pass
+    /// over a whole output without pages.
+    pub fn output_each_line(&self, run_id: &str, line: &mut dyn FnMut(StoredLine<'_>) -> bool) -> Result<(), Error> {
+        output::each_line(self, run_id, line)
     }
 
     /// How many stdout and stderr lines of a run are stored.

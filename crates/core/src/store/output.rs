@@ -239,6 +239,63 @@ fn run_key(store: &Store, conn: &Connection, run_id: &str) -> Result<i64, Error>
         .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() })
 }
 
+/// One stored line as [`Store::output_each_line`] gives it, borrowed from its block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredLine<'a> {
+    /// 1-based line number within the run.
+    pub seq: i64,
+    pub stream: Stream,
+    /// The innermost node running when the line arrived.
+    pub node: Option<&'a str>,
+    pub text: &'a str,
+}
+
+/// Every line of a run's output in order, without a copy of any, until `line` says stop: what
+/// reads a whole output once (a comparison) goes block by block, never building a page.
+pub(super) fn each_line(
+    store: &Store,
+    run_id: &str,
+    line: &mut dyn FnMut(StoredLine<'_>) -> bool,
+) -> Result<(), Error> {
+    let conn = store.conn();
+    let run_key = run_key(store, &conn, run_id)?;
+    let mut statement = conn
+        .prepare_cached("SELECT first_seq, text, spans FROM output_blocks WHERE run_key = ?1 ORDER BY first_seq")
+        .map_err(|e| store.sql_error(e))?;
+    let mut rows = statement.query([run_key]).map_err(|e| store.sql_error(e))?;
+    while let Some(row) = rows.next().map_err(|e| store.sql_error(e))? {
+        let first_seq: i64 = row.get(0).map_err(|e| store.sql_error(e))?;
+        let text = row
+            .get_ref(1)
+            .and_then(|value| value.as_str().map_err(Into::into))
+            .map_err(|e| store.sql_error(e))?;
+        let spans: Vec<Span> = row
+            .get_ref(2)
+            .and_then(|value| value.as_str().map_err(Into::into))
+            .map(|spans| serde_json::from_str(spans).unwrap_or_default())
+            .map_err(|e| store.sql_error(e))?;
+        let mut meta = spans.iter().flat_map(|s| std::iter::repeat_n(s, s.lines as usize));
+        for (i, text) in text.split('\n').enumerate() {
+            let span = meta.next();
+            let stream = if span.is_some_and(|s| s.stderr) {
+                Stream::Stderr
+            } else {
+                Stream::Stdout
+            };
+            let stored = StoredLine {
+                seq: first_seq + i as i64,
+                stream,
+                node: span.and_then(|s| s.node.as_deref()),
+                text,
+            };
+            if !line(stored) {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The lines of one stored block.
 pub(super) fn block_lines(first_seq: i64, text: &str, spans: &str) -> Vec<OutputLine> {
     let spans: Vec<Span> = serde_json::from_str(spans).unwrap_or_default();

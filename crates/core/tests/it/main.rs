@@ -1,6 +1,7 @@
 //! studio-core's integration tests: real captures of the engine, real folders.
 
 mod captures;
+mod compare;
 mod harness;
 mod hostile_processes;
 mod hostile_workspace;

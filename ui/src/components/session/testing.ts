@@ -60,7 +60,7 @@ export function sessionBackend(): FakeBackend {
   return backend;
 }
 
-type Recorded = "stopRun" | "askDelete" | "togglePin" | "runStarted" | "close";
+type Recorded = "stopRun" | "askDelete" | "togglePin" | "runStarted" | "close" | "compareRuns";
 
 export interface TestContext extends Omit<SessionViewContext, Recorded | "now"> {
   stopRun: Mock<SessionViewContext["stopRun"]>;
@@ -68,6 +68,7 @@ export interface TestContext extends Omit<SessionViewContext, Recorded | "now"> 
   togglePin: Mock<SessionViewContext["togglePin"]>;
   runStarted: Mock<SessionViewContext["runStarted"]>;
   close: Mock<SessionViewContext["close"]>;
+  compareRuns: Mock<SessionViewContext["compareRuns"]>;
   now: () => number;
 }
 
@@ -81,6 +82,7 @@ export function testContext(backend: FakeBackend, now: () => number = () => Date
     togglePin: vi.fn(),
     runStarted: vi.fn(),
     close: vi.fn(),
+    compareRuns: vi.fn(),
     now,
   };
 }

@@ -1,0 +1,144 @@
+//! `zstudio diff`: two runs compared node by node (`studio_core::compare`), or two captured logs.
+
+use std::io::Write;
+
+use studio_core::compare::sides::Source;
+use studio_core::compare::text::{Hunk, Limits, LineOp, TextDiff};
+use studio_core::compare::{compare, Change, NodeDiff, NodeSide, Options, RunDiff, RunSummary};
+
+use crate::cli::{DiffArgs, Globals};
+use crate::print;
+
+pub fn diff(args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let options = Options {
+        node: args.node.clone(),
+        occurrence: None,
+        limits: Limits {
+            hunks: args.hunks,
+            ..Limits::default()
+        },
+    };
+    let compared = if args.log.is_empty() {
+        let store = globals.open_store()?;
+        let workspace = globals.open_workspace()?;
+        let [a, b] = &args.runs[..] else {
+            anyhow::bail!("give two runs to compare (session or run ids), or --log FILE twice");
+        };
+        let (a, b) = (
+            Source::resolve(&store, &workspace, a)?,
+            Source::resolve(&store, &workspace, b)?,
+        );
+        compare(Some(&store), &a, &b, &options)?
+    } else {
+        let [a, b] = &args.log[..] else {
+            anyhow::bail!("--log is given twice, once for each run ({} given)", args.log.len());
+        };
+        compare(None, &Source::Log(a.clone()), &Source::Log(b.clone()), &options)?
+    };
+    if let Some(node) = &args.node {
+        if compared.nodes.is_empty() {
+            anyhow::bail!("no node `{node}` in either run");
+        }
+    }
+    print::emit(out, globals.format(), &compared, run_diff)
+}
+
+fn run_diff(out: &mut impl Write, diff: &RunDiff) -> anyhow::Result<()> {
+    writeln!(out, "A  {}", summary(&diff.a))?;
+    writeln!(out, "B  {}", summary(&diff.b))?;
+    for node in &diff.nodes {
+        node_diff(out, node)?;
+    }
+    if diff.output.changed {
+        writeln!(out, "\noutside nodes: changed")?;
+        text_diff(out, &diff.output)?;
+    }
+    let changed = diff.nodes.iter().filter(|n| n.change != Change::Same).count();
+    writeln!(out, "\n{changed} of {} nodes differ", diff.nodes.len())?;
+    Ok(())
+}
+
+fn summary(run: &RunSummary) -> String {
+    let name = match (&run.session_id, &run.run_id) {
+        (Some(session), Some(run_id)) => format!("session {session}, run {run_id}"),
+        (Some(session), None) => format!("session {session}"),
+        _ => "log".to_owned(),
+    };
+    format!("{name}: {}{}", run.status, elapsed(run.elapsed_ms))
+}
+
+fn elapsed(ms: Option<u64>) -> String {
+    ms.map_or_else(String::new, |ms| format!(" in {ms} ms"))
+}
+
+fn side(node: Option<&NodeSide>) -> String {
+    node.map_or_else(|| "-".to_owned(), |n| format!("{}{}", n.status, elapsed(n.elapsed_ms)))
+}
+
+fn node_diff(out: &mut impl Write, node: &NodeDiff) -> anyhow::Result<()> {
+    let word = match node.change {
+        Change::Same => "same",
+        Change::Changed => "changed",
+        Change::Added => "added",
+        Change::Removed => "removed",
+    };
+    let occurrence = if node.occurrence > 0 {
+        format!(" #{}", node.occurrence + 1)
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "\n{word:<8} {}{occurrence}  A: {}  B: {}",
+        node.name,
+        side(node.a.as_ref()),
+        side(node.b.as_ref())
+    )?;
+    if node.output.changed {
+        writeln!(out, "  output:")?;
+        text_diff(out, &node.output)?;
+    }
+    if let Some(prompt) = node.prompt.as_ref().filter(|p| p.changed) {
+        writeln!(out, "  prompt:")?;
+        text_diff(out, prompt)?;
+    }
+    if let Some(result) = node.result.as_ref().filter(|r| r.changed) {
+        writeln!(out, "  result.json:")?;
+        for path in &result.paths {
+            let value = |v: &Option<serde_json::Value>| v.as_ref().map_or("-".to_owned(), |v| v.to_string());
+            let path_name = if path.path.is_empty() { "(whole)" } else { &path.path };
+            writeln!(out, "    {path_name}: {} → {}", value(&path.a), value(&path.b))?;
+        }
+    }
+    Ok(())
+}
+
+fn text_diff(out: &mut impl Write, diff: &TextDiff) -> anyhow::Result<()> {
+    for hunk_of in &diff.hunks {
+        hunk(out, hunk_of)?;
+    }
+    if diff.more {
+        writeln!(out, "    … more hunks (--hunks N shows more)")?;
+    }
+    Ok(())
+}
+
+fn hunk(out: &mut impl Write, hunk: &Hunk) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "    @@ -{},{} +{},{} @@",
+        hunk.a_start, hunk.a_lines, hunk.b_start, hunk.b_lines
+    )?;
+    for line in &hunk.lines {
+        let op = match line.op {
+            LineOp::Same => ' ',
+            LineOp::Removed => '-',
+            LineOp::Added => '+',
+        };
+        writeln!(out, "    {op}{}", line.text)?;
+    }
+    if hunk.lines_cut > 0 {
+        writeln!(out, "    … {} more lines in this hunk", hunk.lines_cut)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,641 @@
+//! One side of a comparison: a run the store recorded, a session known only by its folder, or a
+//! captured log; its node executions in the order they began, and its output lines, each given to
+//! the execution it was printed in (the innermost one running), streamed, never held whole.
+//!
+//! - A log is read as `zstudio parse` reads it (the protocol's reader and fold): markers, else
+//!   the human timeline; a line belongs to the fold's innermost open execution.
+//! - A recorded run's nodes are its node spans (what the window and `zstudio show` show); its
+//!   stored lines are folded again to tell which execution of a node printed each one (the store
+//!   keeps the node's name, not which of its executions), matched to the spans by name and
+//!   occurrence.
+//! - A folder's nodes are those the session folder has (`sessions::session`), each with its
+//!   `raw_stream_output.txt`; the session's own `raw_stream_output.txt` is its output outside any
+//!   node.
+//!
+//! Lines that only draw the timeline (markers, `┌ node`, `└ done 1.5s`) and the `◆ Session <id>`
+//! line are not output: every run has its own durations and id, and the nodes already say them.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use crate::protocol::{Event, EventKind, Stream, StreamReader};
+use crate::sessions::session::{NodeArtifacts, Workspace};
+use crate::sessions::untrusted;
+use crate::status::Status;
+use crate::store::{RunRecord, SpanKind, Store};
+use crate::timeline::{Applied, TimelineFold};
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
+
+use super::text::line_hash;
+use super::RunSummary;
+
+/// What one side of a comparison is.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A run the store recorded; `latest`: the last run of its session (its folder's prompts and
+    /// results are then this run's).
+    Run { run: Box<RunRecord>, latest: bool },
+    /// A session the store has no run of: its folder alone.
+    Folder { workspace: Workspace, id: SessionId },
+    /// A captured stdout (a CI log).
+    Log(PathBuf),
+}
+
+impl Source {
+    /// What `id` names in `workspace`: a run id, else a session id (its last run, else its
+    /// folder). Anything else is an error naming it.
+    pub fn resolve(store: &Store, workspace: &Workspace, id: &str) -> Result<Source, Error> {
+        if let Ok(run) = store.run(id) {
+            let latest = store
+                .runs(&Workspace::from_canonical_root(run.workspace.clone()), None)?
+                .iter()
+                .find(|other| other.session_id == run.session_id)
+                .is_some_and(|last| last.id == run.id);
+            return Ok(Source::Run {
+                run: Box::new(run),
+                latest,
+            });
+        }
+        let session = SessionId::parse(id)?;
+        if let Some(last) = store.runs(workspace, Some(&session))?.into_iter().next() {
+            return Ok(Source::Run {
+                run: Box::new(last),
+                latest: true,
+            });
+        }
+        if workspace.session_folder(&session).is_ok() {
+            return Ok(Source::Folder {
+                workspace: workspace.clone(),
+                id: session,
+            });
+        }
+        Err(Error::SessionNotFound {
+            id: id.to_owned(),
+            sessions_dir: workspace.sessions_dir(),
+        })
+    }
+}
+
+/// One execution of a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execution {
+    pub name: String,
+    pub status: Status,
+    /// When it began, from the start of its run (unknown for logs and folders).
+    pub started_ms: Option<u64>,
+    pub elapsed_ms: Option<u64>,
+    /// An execution the fold found not to be a node after all (a `┌ title` before the first
+    /// marker): left out of the comparison.
+    pub discarded: bool,
+}
+
+/// Where a line belongs: an execution (its index in [`Side::executions`]), or no node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    Outside,
+    Execution(usize),
+}
+
+/// The lines of one target, as hashed: each one's hash, and where it is (its byte offset in its
+/// file, or its line number in the store) to read it again alone.
+#[derive(Debug, Clone, Default)]
+pub struct Column {
+    pub hashes: Vec<u64>,
+    pub at: Vec<u64>,
+}
+
+/// The hashes of a side's lines, per execution and outside any.
+#[derive(Debug, Clone, Default)]
+pub struct Hashes {
+    pub executions: Vec<Column>,
+    pub outside: Column,
+}
+
+impl Hashes {
+    pub fn of(&self, target: Target) -> &[u64] {
+        self.column(target).map_or(&[][..], |c| c.hashes.as_slice())
+    }
+
+    fn column(&self, target: Target) -> Option<&Column> {
+        match target {
+            Target::Outside => Some(&self.outside),
+            Target::Execution(i) => self.executions.get(i),
+        }
+    }
+
+    fn push(&mut self, target: Target, at: u64, text: &str) {
+        let column = match target {
+            Target::Outside => &mut self.outside,
+            Target::Execution(i) => {
+                if self.executions.len() <= i {
+                    self.executions.resize_with(i + 1, Column::default);
+                }
+                &mut self.executions[i]
+            }
+        };
+        column.hashes.push(line_hash(text));
+        column.at.push(at);
+    }
+}
+
+/// Where a side's lines are read from.
+#[derive(Debug, Clone)]
+enum Lines {
+    Log(PathBuf),
+    Stored {
+        run_id: String,
+    },
+    Files {
+        nodes: Vec<Option<PathBuf>>,
+        whole: Option<PathBuf>,
+    },
+}
+
+/// A side, opened: its summary, executions, the folder's files of its nodes by name (when they
+/// are this run's), and its lines' hashes.
+#[derive(Debug, Clone)]
+pub struct Side {
+    pub summary: RunSummary,
+    pub executions: Vec<Execution>,
+    pub artifacts: HashMap<String, NodeArtifacts>,
+    /// The side's session folder holds this run's node files (a folder, a session's last run):
+    /// prompts and results are compared only between two such sides.
+    pub has_files: bool,
+    pub hashes: Hashes,
+    lines: Lines,
+}
+
+/// Reading a file goes this many bytes at a time.
+const CHUNK_BYTES: usize = 256 * 1024;
+/// Up to this many lines are read again one by one where they are; more, by reading on.
+const READ_ALONE_LINES: usize = 2_000;
+
+impl Side {
+    /// Opens a side and hashes its lines: one pass over its output.
+    pub fn open(store: Option<&Store>, source: &Source) -> Result<Side, Error> {
+        match source {
+            Source::Log(path) => Side::open_log(path),
+            Source::Run { run, latest } => {
+                let store = store.ok_or_else(|| Error::RunNotFound { id: run.id.clone() })?;
+                Side::open_run(store, run, *latest)
+            }
+            Source::Folder { workspace, id } => Side::open_folder(workspace, id),
+        }
+    }
+
+    fn open_log(path: &Path) -> Result<Side, Error> {
+        let mut hashes = Hashes::default();
+        let fold = stream_log(path, &mut |target, at, text| {
+            hashes.push(target, at, text);
+            true
+        })?;
+        let timeline = fold.timeline(None);
+        let mut kept = timeline.nodes.iter();
+        let mut executions = Vec::new();
+        for index in 0.. {
+            let Some(node) = fold.node(index) else { break };
+            let discarded = node.is_discarded();
+            // The timeline's nodes are the kept ones, with the statuses the run's end gave them.
+            let status = if discarded {
+                node.status
+            } else {
+                kept.next().map_or(node.status, |kept| kept.status)
+            };
+            executions.push(Execution {
+                name: node.name.clone(),
+                status,
+                started_ms: None,
+                elapsed_ms: node.took.as_deref().and_then(took_ms),
+                discarded,
+            });
+        }
+        Ok(Side {
+            summary: RunSummary {
+                session_id: None,
+                run_id: None,
+                status: timeline.status,
+                elapsed_ms: None,
+            },
+            executions,
+            artifacts: HashMap::new(),
+            has_files: false,
+            hashes,
+            lines: Lines::Log(path.to_owned()),
+        })
+    }
+
+    fn open_run(store: &Store, run: &RunRecord, latest: bool) -> Result<Side, Error> {
+        let ended_as = (run.status != Status::Running).then_some(run.status);
+        let executions: Vec<Execution> = store
+            .spans(&run.id)?
+            .into_iter()
+            .filter(|span| span.kind == SpanKind::Node)
+            .map(|span| Execution {
+                name: span.name,
+                status: match (span.status, ended_as) {
+                    (Status::Running, Some(run_status)) => run_status,
+                    (status, _) => status,
+                },
+                started_ms: Some(span.started_at.0.saturating_sub(run.started_at.0)),
+                elapsed_ms: span.ended_at.map(|end| end.0.saturating_sub(span.started_at.0)),
+                discarded: false,
+            })
+            .collect();
+        let folder = latest.then(|| {
+            let workspace = Workspace::from_canonical_root(run.workspace.clone());
+            SessionId::parse(&run.session_id).and_then(|id| workspace.read_session(&id, SystemTime::now()))
+        });
+        // A run whose folder is gone still has its output.
+        let (artifacts, has_files) = match folder {
+            Some(Ok(session)) => (artifacts_by_name(session.nodes), true),
+            _ => (HashMap::new(), false),
+        };
+        let mut side = Side {
+            summary: RunSummary {
+                session_id: Some(run.session_id.clone()),
+                run_id: Some(run.id.clone()),
+                status: run.status,
+                elapsed_ms: run.ended_at.map(|end| end.0.saturating_sub(run.started_at.0)),
+            },
+            executions,
+            artifacts,
+            has_files,
+            hashes: Hashes::default(),
+            lines: Lines::Stored { run_id: run.id.clone() },
+        };
+        let mut hashes = Hashes::default();
+        side.each_line(Some(store), &mut |target, at, text| {
+            hashes.push(target, at, text);
+            true
+        })?;
+        side.hashes = hashes;
+        Ok(side)
+    }
+
+    fn open_folder(workspace: &Workspace, id: &SessionId) -> Result<Side, Error> {
+        let session = workspace.read_session(id, SystemTime::now())?;
+        let executions = session
+            .nodes
+            .iter()
+            .map(|node| Execution {
+                name: node.name.clone(),
+                status: node.status,
+                started_ms: None,
+                elapsed_ms: None,
+                discarded: false,
+            })
+            .collect();
+        let nodes = session
+            .nodes
+            .iter()
+            .map(|node| node.artifacts.raw_stream.as_ref().map(|f| f.path.clone()))
+            .collect();
+        let mut side = Side {
+            summary: RunSummary {
+                session_id: Some(id.to_string()),
+                run_id: None,
+                status: session.status,
+                elapsed_ms: None,
+            },
+            executions,
+            artifacts: artifacts_by_name(session.nodes),
+            has_files: true,
+            hashes: Hashes::default(),
+            lines: Lines::Files {
+                nodes,
+                whole: session.raw_stream_output.map(|f| f.path),
+            },
+        };
+        let mut hashes = Hashes::default();
+        side.each_line(None, &mut |target, at, text| {
+            hashes.push(target, at, text);
+            true
+        })?;
+        side.hashes = hashes;
+        Ok(side)
+    }
+
+    /// The text of the `wanted` lines (0-based, sorted, per target). A few lines are read alone,
+    /// where the first read found them; many (past `READ_ALONE_LINES`) by reading the output
+    /// again, which stops once it has them all.
+    pub fn read_lines(
+        &self,
+        store: Option<&Store>,
+        wanted: &HashMap<Target, Vec<usize>>,
+        line_chars: usize,
+    ) -> Result<HashMap<Target, HashMap<usize, String>>, Error> {
+        let mut remaining: usize = wanted.values().map(Vec::len).sum();
+        let mut found: HashMap<Target, HashMap<usize, String>> = HashMap::new();
+        if remaining == 0 {
+            return Ok(found);
+        }
+        if remaining <= READ_ALONE_LINES {
+            for (&target, lines) in wanted {
+                let Some(column) = self.hashes.column(target) else {
+                    continue;
+                };
+                for &index in lines {
+                    if let Some(&at) = column.at.get(index) {
+                        let text = self.line_at(store, target, at)?;
+                        found
+                            .entry(target)
+                            .or_default()
+                            .insert(index, super::text::shown_line(&text, line_chars));
+                    }
+                }
+            }
+            return Ok(found);
+        }
+        let mut seen: HashMap<Target, usize> = HashMap::new();
+        self.each_line(store, &mut |target, _, text| {
+            let index = seen.entry(target).or_insert(0);
+            let here = *index;
+            *index += 1;
+            if wanted
+                .get(&target)
+                .is_some_and(|lines| lines.binary_search(&here).is_ok())
+            {
+                found
+                    .entry(target)
+                    .or_default()
+                    .insert(here, super::text::shown_line(text, line_chars));
+                remaining -= 1;
+            }
+            remaining > 0
+        })?;
+        Ok(found)
+    }
+
+    /// One line of the side, where the first read found it.
+    fn line_at(&self, store: Option<&Store>, target: Target, at: u64) -> Result<String, Error> {
+        match &self.lines {
+            Lines::Log(path) => line_in_file(path, at, false),
+            Lines::Stored { run_id } => {
+                let store = store.ok_or_else(|| Error::RunNotFound { id: run_id.clone() })?;
+                let page = store.output_page(run_id, at as i64, 1)?;
+                Ok(page.into_iter().next().map(|line| line.text).unwrap_or_default())
+            }
+            Lines::Files { nodes, whole } => {
+                let file = match target {
+                    Target::Execution(index) => nodes.get(index).and_then(Option::as_ref),
+                    Target::Outside => whole.as_ref(),
+                };
+                file.map_or(Ok(String::new()), |file| line_in_file(file, at, true))
+            }
+        }
+    }
+
+    /// Every output line of the side, in order, with where it belongs, until `line` says stop.
+    fn each_line(&self, store: Option<&Store>, line: &mut dyn FnMut(Target, u64, &str) -> bool) -> Result<(), Error> {
+        match &self.lines {
+            Lines::Log(path) => stream_log(path, line).map(drop),
+            Lines::Stored { run_id } => {
+                let store = store.ok_or_else(|| Error::RunNotFound { id: run_id.clone() })?;
+                self.stream_stored(store, run_id, line)
+            }
+            Lines::Files { nodes, whole } => {
+                for (index, file) in nodes.iter().enumerate() {
+                    if let Some(file) = file {
+                        if !stream_file(file, &mut |at, text| line(Target::Execution(index), at, text))? {
+                            return Ok(());
+                        }
+                    }
+                }
+                if let Some(file) = whole {
+                    stream_file(file, &mut |at, text| line(Target::Outside, at, text))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A run's stored lines, folded again to tell which execution printed each (see the module
+    /// doc); a run whose lines draw no timeline falls back on the node name the store kept, its
+    /// occurrence counted by the times the output entered that node.
+    fn stream_stored(
+        &self,
+        store: &Store,
+        run_id: &str,
+        line: &mut dyn FnMut(Target, u64, &str) -> bool,
+    ) -> Result<(), Error> {
+        let mut by_occurrence: HashMap<(&str, usize), usize> = HashMap::new();
+        let mut counted: HashMap<&str, usize> = HashMap::new();
+        for (index, execution) in self.executions.iter().enumerate() {
+            let count = counted.entry(&execution.name).or_insert(0);
+            by_occurrence.insert((&execution.name, *count), index);
+            *count += 1;
+        }
+        let mut fold = TimelineFold::new();
+        let mut reader = StreamReader::new();
+        // The refold's executions, as indexes into `self.executions`.
+        let mut refolded: Vec<Option<usize>> = Vec::new();
+        let mut refold_occurrences: HashMap<String, usize> = HashMap::new();
+        // Without a timeline: the node the last line was in, and how often each was entered.
+        let mut by_name: (Option<String>, HashMap<String, usize>) = (None, HashMap::new());
+        let mut go_on = true;
+        let mut bytes = Vec::new();
+        store.output_each_line(run_id, &mut |stored| {
+            let (seq, node) = (stored.seq, stored.node);
+            bytes.clear();
+            bytes.extend_from_slice(stored.text.as_bytes());
+            bytes.push(b'\n');
+            reader.push(stored.stream, &bytes, 0, &mut |event| {
+                if !go_on {
+                    return;
+                }
+                if let Applied::NodeBegan(index) = fold.apply(&event) {
+                    let name = fold.node(index).map(|n| n.name.clone()).unwrap_or_default();
+                    let occurrence = refold_occurrences.entry(name.clone()).or_insert(0);
+                    if refolded.len() <= index {
+                        refolded.resize(index + 1, None);
+                    }
+                    refolded[index] = by_occurrence.get(&(name.as_str(), *occurrence)).copied();
+                    *occurrence += 1;
+                }
+                if !is_output(&event) {
+                    return;
+                }
+                let target = if refolded.is_empty() {
+                    by_stored_name(&mut by_name, node, &by_occurrence, &counted)
+                } else {
+                    fold.current_execution()
+                        .and_then(|i| refolded.get(i).copied().flatten())
+                        .map_or(Target::Outside, Target::Execution)
+                };
+                go_on = line(target, seq as u64, &event.text);
+            });
+            go_on
+        })?;
+        Ok(())
+    }
+}
+
+/// The execution a stored line belongs to by the node name the store kept: the output entering
+/// a node again is its next execution (a run whose lines draw no timeline).
+fn by_stored_name(
+    state: &mut (Option<String>, HashMap<String, usize>),
+    node: Option<&str>,
+    by_occurrence: &HashMap<(&str, usize), usize>,
+    counted: &HashMap<&str, usize>,
+) -> Target {
+    let Some(node) = node else {
+        state.0 = None;
+        return Target::Outside;
+    };
+    if state.0.as_deref() != Some(node) {
+        *state.1.entry(node.to_owned()).or_insert(0) += 1;
+        state.0 = Some(node.to_owned());
+    }
+    let entered = state.1.get(node).copied().unwrap_or(1);
+    let last = counted.get(node).copied().unwrap_or(0);
+    if last == 0 {
+        return Target::Outside;
+    }
+    by_occurrence
+        .get(&(node, entered.min(last) - 1))
+        .map_or(Target::Outside, |&i| Target::Execution(i))
+}
+
+/// A line that is output (not the timeline's drawing, not the session line).
+fn is_output(event: &Event<'_>) -> bool {
+    matches!(event.kind, EventKind::Output | EventKind::WorkflowStopped)
+}
+
+/// The artifacts of a folder's nodes, by name (a node folder holds its last execution's).
+fn artifacts_by_name(nodes: Vec<crate::sessions::session::SessionNode>) -> HashMap<String, NodeArtifacts> {
+    nodes.into_iter().map(|node| (node.name, node.artifacts)).collect()
+}
+
+/// A captured log through the reader and the fold, each output line given with the execution
+/// it was printed in and its byte offset; returns the fold (its executions, indexes as given).
+fn stream_log(path: &Path, line: &mut dyn FnMut(Target, u64, &str) -> bool) -> Result<TimelineFold, Error> {
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut fold = TimelineFold::new();
+    read_lines_of(path, &mut file, &mut |event, at| {
+        fold.apply(&event);
+        if !is_output(&event) {
+            return true;
+        }
+        let target = fold.current_execution().map_or(Target::Outside, Target::Execution);
+        line(target, at, &event.text)
+    })?;
+    Ok(fold)
+}
+
+/// The lines of a session file (untrusted: never through a link, regular files only), split as
+/// the reader splits output (lines bounded at 1 MiB), with their byte offsets. False when `line`
+/// said stop.
+fn stream_file(path: &Path, line: &mut dyn FnMut(u64, &str) -> bool) -> Result<bool, Error> {
+    let (mut file, _) = untrusted::open_regular(path)?;
+    read_lines_of(path, &mut file, &mut |event, at| line(at, &event.text))
+}
+
+/// A file's lines through the protocol's reader, one line at a time (so that each event comes
+/// with the byte offset its line starts at), until `event` says stop (false then).
+fn read_lines_of(
+    path: &Path,
+    file: &mut std::fs::File,
+    event: &mut dyn FnMut(Event<'_>, u64) -> bool,
+) -> Result<bool, Error> {
+    let mut reader = StreamReader::new();
+    let mut buffer = vec![0u8; CHUNK_BYTES];
+    let go_on = std::cell::Cell::new(true);
+    let line_start = std::cell::Cell::new(0u64);
+    let mut sink = |e: Event<'_>| {
+        if go_on.get() && !event(e, line_start.get()) {
+            go_on.set(false);
+        }
+    };
+    let mut offset = 0u64;
+    while go_on.get() {
+        let n = match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        let chunk = &buffer[..n];
+        let mut from = 0;
+        for newline in memchr::memchr_iter(b'\n', chunk) {
+            reader.push(Stream::Stdout, &chunk[from..=newline], 0, &mut sink);
+            from = newline + 1;
+            line_start.set(offset + from as u64);
+            if !go_on.get() {
+                break;
+            }
+        }
+        if from < n && go_on.get() {
+            reader.push(Stream::Stdout, &chunk[from..], 0, &mut sink);
+        }
+        offset += n as u64;
+    }
+    reader.finish(0, &mut sink);
+    Ok(go_on.get())
+}
+
+/// The line that starts at byte `at` of a file, as the reader reads it (at most 1 MiB, then cut).
+fn line_in_file(path: &Path, at: u64, untrusted_file: bool) -> Result<String, Error> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = if untrusted_file {
+        untrusted::open_regular(path)?.0
+    } else {
+        std::fs::File::open(path).map_err(|e| Error::io(path, e))?
+    };
+    file.seek(SeekFrom::Start(at)).map_err(|e| Error::io(path, e))?;
+    let mut reader = StreamReader::new();
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut text = None;
+    let mut read = 0usize;
+    // The line is cut past MAX_LINE_BYTES: a little more than that is enough to see it cut.
+    while text.is_none() && read <= crate::protocol::MAX_LINE_BYTES + buffer.len() {
+        let n = match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        read += n;
+        let chunk = &buffer[..n];
+        let end = memchr::memchr(b'\n', chunk).map_or(n, |newline| newline + 1);
+        reader.push(Stream::Stdout, &chunk[..end], 0, &mut |e| {
+            text.get_or_insert_with(|| e.text.into_owned());
+        });
+        if end < n {
+            break;
+        }
+    }
+    reader.finish(0, &mut |e| {
+        text.get_or_insert_with(|| e.text.into_owned());
+    });
+    Ok(text.unwrap_or_default())
+}
+
+/// The engine's duration text (`2ms`, `1.5s`, `1m 3s`) in milliseconds.
+fn took_ms(took: &str) -> Option<u64> {
+    let took = took.trim();
+    if let Some(ms) = took.strip_suffix("ms") {
+        return ms.trim().parse::<f64>().ok().map(|ms| ms.round() as u64);
+    }
+    if let Some(seconds) = took.strip_suffix('s').filter(|s| !s.contains(' ')) {
+        if let Ok(seconds) = seconds.trim().parse::<f64>() {
+            return Some((seconds * 1000.0).round() as u64);
+        }
+    }
+    humantime::parse_duration(took).ok().map(|d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::took_ms;
+
+    #[test]
+    fn the_engines_durations_read_as_milliseconds() {
+        assert_eq!(took_ms("2ms"), Some(2));
+        assert_eq!(took_ms("1.5s"), Some(1500));
+        assert_eq!(took_ms("1m 3s"), Some(63_000));
+        assert_eq!(took_ms("soon"), None);
+    }
+}

@@ -1,0 +1,272 @@
+//! Two runs compared (issue 16) over the shapes a side takes: session folders, a run the store
+//! recorded (its loop's executions told apart in its stored lines), a captured log.
+
+use std::time::{Duration, SystemTime};
+
+use studio_core::compare::sides::Source;
+use studio_core::compare::{compare, Change, Options, RunDiff};
+use studio_core::protocol::Stream;
+use studio_core::store::{NewRun, RunOutcome, Store, StoreLocation};
+use studio_core::{SessionId, Status, Workspace};
+
+use crate::harness::{capture, copy_tree};
+
+/// The nodes in the order the folders' times give (copies share their times): sorted.
+fn sorted(diff: &RunDiff) -> Vec<String> {
+    let mut nodes = described(diff);
+    nodes.sort();
+    nodes
+}
+
+fn described(diff: &RunDiff) -> Vec<String> {
+    diff.nodes
+        .iter()
+        .map(|n| format!("{}#{} {:?}", n.name, n.occurrence, n.change))
+        .collect()
+}
+
+fn lines(diff: &studio_core::compare::text::TextDiff) -> Vec<String> {
+    diff.hunks
+        .iter()
+        .flat_map(|h| &h.lines)
+        .map(|l| format!("{}{}", serde_json::to_value(l.op).unwrap().as_str().unwrap(), l.text))
+        .collect()
+}
+
+/// A workspace holding the session folders of these captures.
+fn workspace_of(captures: &[&str]) -> (tempfile::TempDir, Workspace) {
+    let dir = tempfile::TempDir::new().unwrap();
+    for name in captures {
+        copy_tree(
+            &capture(name).join("cwd/.zibby/output/sessions"),
+            &dir.path().join(".zibby/output/sessions"),
+        );
+    }
+    let workspace = Workspace::open(dir.path()).unwrap();
+    (dir, workspace)
+}
+
+#[test]
+fn two_session_folders_compare_node_by_node_escapes_aside() {
+    let (dir, workspace) = workspace_of(&[
+        "head-bb10e85-02-pipeline-markers",
+        "head-bb10e85-02-pipeline-markers-color",
+        "head-bb10e85-03-conditional-routing-markers",
+    ]);
+    let store = Store::open(&StoreLocation::memory()).unwrap();
+    let folder = |id: &str| Source::resolve(&store, &workspace, id).unwrap();
+    let (plain, color, routing) = (
+        folder("1795952464415_3prb"),
+        folder("1795952465695_g686"),
+        folder("1795952466311_utp4"),
+    );
+    assert!(matches!(plain, Source::Folder { .. }));
+
+    let same = compare(None, &plain, &color, &Options::default()).unwrap();
+    assert_eq!(sorted(&same), ["execute#0 Same", "plan#0 Same", "report#0 Same"]);
+    assert_eq!(same.a.session_id.as_deref(), Some("1795952464415_3prb"));
+
+    let other = compare(None, &plain, &routing, &Options::default()).unwrap();
+    assert_eq!(
+        sorted(&other),
+        [
+            "draft#0 Added",
+            "execute#0 Removed",
+            "plan#0 Removed",
+            "report#0 Removed",
+            "review#0 Added",
+            "ship#0 Added"
+        ]
+    );
+
+    // One node's output changed in B's folder: shown as its lines, the changed words marked.
+    let execute = dir
+        .path()
+        .join(".zibby/output/sessions/1795952465695_g686/execute/raw_stream_output.txt");
+    let text = std::fs::read_to_string(&execute).unwrap();
+    let first = text.lines().next().unwrap().to_owned();
+    std::fs::write(&execute, text.replacen(&first, &format!("{first} and more"), 1)).unwrap();
+    let changed = compare(None, &plain, &color, &Options::default()).unwrap();
+    assert_eq!(sorted(&changed), ["execute#0 Changed", "plan#0 Same", "report#0 Same"]);
+    let output = &changed.nodes.iter().find(|n| n.name == "execute").unwrap().output;
+    assert_eq!(lines(output)[..2], [format!("-{first}"), format!("+{first} and more")]);
+    let marked: Vec<&str> = output.hunks[0].lines[1]
+        .words
+        .as_ref()
+        .unwrap()
+        .iter()
+        .filter(|w| w.changed)
+        .map(|w| w.text.as_str())
+        .collect();
+    assert_eq!(marked.concat().trim(), "and more");
+
+    let unknown = Source::resolve(&store, &workspace, "1795952464415_none").unwrap_err();
+    assert!(unknown.to_string().contains("1795952464415_none"), "{unknown}");
+}
+
+/// Records a run as the runner does: spans per execution, output lines with their node's name.
+fn record_run(store: &Store, workspace: &Workspace, session: &SessionId, script: &[(&str, &[&str])]) -> String {
+    let start = SystemTime::now();
+    let run = store
+        .run_insert(
+            workspace,
+            &NewRun {
+                session,
+                agent: None,
+                command: &["agent".to_owned()],
+                replayed_node: None,
+                prompt: None,
+                started_at: start,
+            },
+        )
+        .unwrap();
+    let run_span = store.span_start(&run, None, "run", "run", 0, start).unwrap();
+    let mut writer = store.output_writer(&run).unwrap();
+    for (step, (node, printed)) in script.iter().enumerate() {
+        let at = start + Duration::from_millis(10 * step as u64);
+        let span = store.span_start(&run, Some(run_span), node, "node", 0, at).unwrap();
+        // The markers are not stored; the timeline's lines are.
+        writer
+            .append(Stream::Stdout, 0, Some(node), &format!("┌ {node}"))
+            .unwrap();
+        for line in *printed {
+            writer
+                .append(Stream::Stdout, 0, Some(node), &format!("│ {line}"))
+                .unwrap();
+        }
+        writer.append(Stream::Stdout, 0, Some(node), "└ done 3ms").unwrap();
+        writer.append(Stream::Stdout, 0, None, "").unwrap();
+        store
+            .span_end(span, Status::Success, at + Duration::from_millis(5))
+            .unwrap();
+    }
+    writer.flush().unwrap();
+    drop(writer);
+    store
+        .run_finish(
+            &run,
+            &RunOutcome {
+                status: Status::Success,
+                exit_code: Some(0),
+                error: None,
+                stopped_by: None,
+                ended_at: start + Duration::from_secs(1),
+            },
+        )
+        .unwrap();
+    run
+}
+
+#[test]
+fn a_recorded_runs_loop_is_told_apart_execution_by_execution_and_against_a_log() {
+    let (_dir, workspace) = workspace_of(&[]);
+    let store = Store::open(&StoreLocation::memory()).unwrap();
+    let session = SessionId::parse("1795952466311_loop").unwrap();
+    let a = record_run(
+        &store,
+        &workspace,
+        &session,
+        &[
+            ("draft", &["v1"]),
+            ("review", &["needs work"]),
+            ("revise", &["v2"]),
+            ("review", &["ok"]),
+        ],
+    );
+    let b = record_run(
+        &store,
+        &workspace,
+        &session,
+        &[
+            ("draft", &["v1"]),
+            ("review", &["needs work"]),
+            ("revise", &["v3"]),
+            ("review", &["still not"]),
+            ("review", &["ok"]),
+        ],
+    );
+    let a = Source::resolve(&store, &workspace, &a).unwrap();
+    let latest = Source::resolve(&store, &workspace, session.as_str()).unwrap();
+    assert!(matches!(&latest, Source::Run { run, latest: true } if run.id == b));
+    let diff = compare(Some(&store), &a, &latest, &Options::default()).unwrap();
+    assert_eq!(
+        described(&diff),
+        [
+            "draft#0 Same",
+            "review#0 Same",
+            "revise#0 Changed",
+            "review#1 Changed",
+            "review#2 Added"
+        ]
+    );
+    assert_eq!(lines(&diff.nodes[3].output), ["-ok", "+still not"]);
+    assert_eq!(lines(&diff.nodes[4].output), ["+ok"]);
+    let review = diff.nodes[1].a.as_ref().unwrap();
+    assert_eq!((review.started_ms, review.elapsed_ms), (Some(10), Some(5)));
+    assert_eq!(diff.a.elapsed_ms, Some(1000));
+    // Outside the nodes: the blank line after each, one more in B.
+    assert_eq!(lines(&diff.output).iter().filter(|l| l.starts_with('+')).count(), 1);
+
+    // A run against a captured log of the same workflow's other branch.
+    let log = capture("head-bb10e85-03-conditional-routing-markers").join("stdout.txt");
+    let against_log = compare(Some(&store), &a, &Source::Log(log), &Options::default()).unwrap();
+    assert_eq!(
+        described(&against_log),
+        [
+            "draft#0 Changed",
+            "review#0 Changed",
+            "revise#0 Removed",
+            "review#1 Removed",
+            "ship#0 Added"
+        ]
+    );
+    assert_eq!(against_log.b.run_id, None);
+    assert_eq!(
+        against_log
+            .nodes
+            .iter()
+            .filter(|n| n.change == Change::Changed)
+            .map(|n| n.prompt.is_none())
+            .collect::<Vec<_>>(),
+        [true, true],
+        "a log has no folder: no prompts are compared"
+    );
+}
+
+#[test]
+fn many_lines_shown_are_read_by_reading_on_and_a_few_where_they_are() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let log = |name: &str, word: &str| {
+        let mut text = String::from("__WORKFLOW_GRAPH_LOG__{\"phase\":\"node_begin\",\"node\":\"big\"}\n┌ big\n");
+        for i in 0..3_000 {
+            text.push_str(&format!("│ line {i} {word}\n"));
+        }
+        text.push_str(
+            "└ done 1s\n__WORKFLOW_GRAPH_LOG__{\"phase\":\"node_end\",\"node\":\"big\"}\ntail without newline",
+        );
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        Source::Log(path)
+    };
+    let (a, b) = (log("a.log", "old"), log("b.log", "new"));
+    // Every line changed: 6,000 lines shown, past what is read line by line.
+    let all = Options {
+        limits: studio_core::compare::text::Limits {
+            hunk_lines: 10_000,
+            ..Default::default()
+        },
+        ..Options::default()
+    };
+    let many = compare(None, &a, &b, &all).unwrap();
+    let shown = lines(&many.nodes[0].output);
+    assert_eq!(shown.len(), 6_000);
+    assert_eq!(
+        (shown[0].as_str(), shown[5_999].as_str()),
+        ("-line 0 old", "+line 2999 new")
+    );
+    // A few: read where the first read found them, the same text.
+    let few = compare(None, &a, &b, &Options::default()).unwrap();
+    assert_eq!(lines(&few.nodes[0].output)[..2], ["-line 0 old", "-line 1 old"]);
+    let outside = compare(None, &a, &log("c.log", "old"), &Options::default()).unwrap();
+    assert!(!outside.output.changed && outside.nodes[0].change == Change::Same);
+}
