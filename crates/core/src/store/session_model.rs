@@ -60,6 +60,7 @@ impl Store {
         session.status = summary.status;
         session.agent = summary.agent.clone();
         session.title = summary.title.clone();
+        session.usage = summary.usage;
         let mut by_name: HashMap<String, SessionNode> =
             session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
         session.nodes = summary
@@ -156,6 +157,7 @@ pub fn with_recorded_runs<'a>(
         }
         let ended_as = (!live).then_some(run.status);
         merge_node_spans(&mut summary.nodes, &spans_of(run.id), ended_as);
+        summary.total_usage();
         if let Some(run_status) = ended_as {
             // What the folder left `running` ended with the run.
             for node in summary.nodes.iter_mut().filter(|node| node.status == Status::Running) {
@@ -180,6 +182,7 @@ fn merge_node_spans(nodes: &mut Vec<NodeSummary>, spans: &[Span], ended_as: Opti
             None => ran.push(NodeSummary {
                 name: span.name.clone(),
                 status,
+                usage: None,
             }),
         }
     }
@@ -193,8 +196,10 @@ fn merge_node_spans(nodes: &mut Vec<NodeSummary>, spans: &[Span], ended_as: Opti
     let mut after: HashMap<String, Vec<NodeSummary>> = HashMap::new();
     let mut previous_ran: Option<String> = None;
     for node in nodes.drain(..) {
-        if ran.iter().any(|r| r.name == node.name) {
-            previous_ran = Some(node.name.clone());
+        if let Some(run) = ran.iter_mut().find(|r| r.name == node.name) {
+            // What the folder says the node used (its raw stream) stays with it.
+            run.usage = node.usage;
+            previous_ran = Some(node.name);
         } else {
             match &previous_ran {
                 Some(name) => after.entry(name.clone()).or_default().push(node),
@@ -233,9 +238,11 @@ mod tests {
                 .map(|(name, status)| NodeSummary {
                     name: (*name).to_owned(),
                     status: *status,
+                    usage: None,
                 })
                 .collect(),
             problems: Vec::new(),
+            usage: None,
         }
     }
 
