@@ -48,6 +48,7 @@ export function detailNode(
       raw_stream: null,
       ...artifacts,
     },
+    usage: null,
   };
 }
 

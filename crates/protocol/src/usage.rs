@@ -105,8 +105,8 @@ pub struct ReportedUsage {
     pub duration_ms: Option<u64>,
     /// The cost the agent itself reported, in US dollars.
     pub reported_cost_usd: Option<f64>,
-    /// How many complete results the text held (a retried node printed several: the last
-    /// counts).
+    /// How many times the agent ran in the text (its start or result events): a retried node
+    /// printed several, and the last counts.
     pub results_seen: usize,
 }
 
@@ -192,47 +192,70 @@ fn without_bars(line: &str) -> &str {
     rest
 }
 
-/// The usage of a stream of JSON lines: the last decisive event, read from the end.
+/// The usage of a stream of JSON lines: the last decisive event, read from the end. Only lines
+/// that can matter are parsed (a stream's lines are mostly the agent's messages).
 fn from_lines(lines: &[&str]) -> Option<ReportedUsage> {
-    let objects: Vec<Map<String, Value>> = lines
-        .iter()
-        .filter_map(|line| {
-            let line = line.trim();
-            if !line.starts_with('{') {
-                return None;
-            }
-            match serde_json::from_str::<Value>(line) {
-                Ok(Value::Object(map)) => Some(map),
-                _ => None,
-            }
-        })
-        .collect();
-    let results = objects.iter().filter(|o| is_result(o)).count();
-    for (at, object) in objects.iter().enumerate().rev() {
-        let found = if object.get("type").and_then(Value::as_str) == Some("result") {
-            let model = objects[..at].iter().rev().find_map(init_model);
-            from_result(object, model)
-        } else if let Some(usage) = codex_turn_completed(object) {
-            let model = objects[..at].iter().rev().find_map(codex_model);
-            Some(codex_usage(usage, model, None))
-        } else {
-            codex_token_count(object).map(|(usage, model)| {
-                let model = model.or_else(|| objects[..at].iter().rev().find_map(codex_model));
-                codex_usage(usage, model, None)
-            })
+    let parse = |line: &str| -> Option<Map<String, Value>> {
+        let line = line.trim();
+        if !line.starts_with('{') {
+            return None;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(map)) => Some(map),
+            _ => None,
+        }
+    };
+    let decisive =
+        |line: &str| line.contains("\"result\"") || line.contains("turn.completed") || line.contains("token_count");
+    let naming = |line: &str| line.contains("\"model\"");
+    let (at, found) = lines.iter().enumerate().rev().find_map(|(at, line)| {
+        if !decisive(line) {
+            return None;
+        }
+        let object = parse(line)?;
+        let model_before = || {
+            lines[..at]
+                .iter()
+                .rev()
+                .filter(|line| naming(line))
+                .filter_map(|line| parse(line))
+                .find_map(|o| init_model(&o).or_else(|| codex_model(&o)))
         };
-        if let Some(mut usage) = found {
-            usage.results_seen = results.max(1);
-            return Some(usage);
+        let found = if object.get("type").and_then(Value::as_str) == Some("result") {
+            from_result(&object, model_before())
+        } else if let Some(usage) = codex_turn_completed(&object) {
+            Some(codex_usage(usage, model_before(), None))
+        } else {
+            codex_token_count(&object).map(|(usage, model)| codex_usage(usage, model.or_else(model_before), None))
+        }?;
+        Some((at, found))
+    })?;
+    let mut found = found;
+    // How many times the agent ran: its start events, or its result events (one per run).
+    let (mut starts, mut results) = (0, 0);
+    for line in &lines[..=at] {
+        let maybe_start = line.contains("init") || line.contains("thread.started") || line.contains("\"sandbox\"");
+        if !maybe_start && !line.contains("\"result\"") {
+            continue;
+        }
+        if let Some(o) = parse(line) {
+            starts += usize::from(is_start(&o));
+            results += usize::from(o.get("type").and_then(Value::as_str) == Some("result"));
         }
     }
-    None
+    found.results_seen = starts.max(results).max(1);
+    Some(found)
 }
 
-fn is_result(object: &Map<String, Value>) -> bool {
-    object.get("type").and_then(Value::as_str) == Some("result")
-        || codex_turn_completed(object).is_some()
-        || codex_token_count(object).is_some()
+/// An agent's first event: Claude's and Cursor's `system`/`init`, Gemini's `init`, Codex's
+/// `thread.started`, or an older Codex's configuration line.
+fn is_start(object: &Map<String, Value>) -> bool {
+    match object.get("type").and_then(Value::as_str) {
+        Some("init" | "thread.started") => true,
+        Some("system") => object.get("subtype").and_then(Value::as_str) == Some("init"),
+        Some(_) => false,
+        None => object.contains_key("model") && object.contains_key("sandbox"),
+    }
 }
 
 /// One JSON document: Claude's or Cursor's `json` result, or Gemini's `json` output.

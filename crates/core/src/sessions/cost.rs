@@ -125,6 +125,15 @@ impl UsageTotal {
         self.cost_usd.is_some() && self.nodes_priced == self.nodes
     }
 
+    /// `$0.42`, `≥ $0.42` (not every node priced), or `–` (none): for a table column.
+    pub fn short_label(&self) -> String {
+        match self.cost_usd {
+            None => "–".to_owned(),
+            Some(cost) if self.is_complete() => dollars(cost),
+            Some(cost) => format!("≥ {}", dollars(cost)),
+        }
+    }
+
     /// `$0.42`, or `≥ $0.42 (2 of 3 nodes priced)`, or `–` when no node is priced.
     pub fn label(&self) -> String {
         match self.cost_usd {

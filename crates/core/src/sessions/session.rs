@@ -174,6 +174,7 @@ pub struct SessionNode {
     pub path: Option<PathBuf>,
     pub artifacts: NodeArtifacts,
     /// What its agent said it used (`cost`); `None` without a raw stream or a known format.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub usage: Option<NodeUsage>,
 }
 
@@ -185,6 +186,7 @@ pub struct NodeSummary {
     pub status: Status,
     /// What its agent said it used (`cost`); `None` when nothing says.
     #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub usage: Option<NodeUsage>,
 }
 
@@ -221,6 +223,7 @@ pub struct Session {
     pub raw_stream_output: Option<FileRef>,
     pub problems: Vec<Problem>,
     /// The total over its nodes (`cost::UsageTotal`); `None` when no node has usage.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub usage: Option<UsageTotal>,
 }
 
@@ -246,6 +249,7 @@ pub struct SessionSummary {
     pub problems: Vec<Problem>,
     /// The total over its nodes (`cost::UsageTotal`); `None` when no node has usage.
     #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub usage: Option<UsageTotal>,
 }
 

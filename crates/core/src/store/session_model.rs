@@ -24,12 +24,15 @@
 //!   (`session::one_line`). A session the studio did not start, whose folder names nothing (the
 //!   engine alone never does), has neither: the surfaces show its id.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use std::time::SystemTime;
 
 use super::{RunRecord, Span, SpanKind, Store};
-use crate::sessions::session::{one_line, NodeSummary, Session, SessionNode, SessionSummary, Timestamp, Workspace};
+use crate::sessions::cost::{NodeUsage, UsageTotal};
+use crate::sessions::session::{
+    self, one_line, NodeSummary, Session, SessionNode, SessionSummary, Timestamp, Workspace,
+};
 use crate::status::Status;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -75,6 +78,54 @@ impl Store {
             })
             .collect();
         Ok(session)
+    }
+}
+
+impl Store {
+    /// Fills each run's `usage`: the total over the nodes it ran (its node spans), each with the
+    /// usage its session's folder says (the raw streams hold what the node's last execution
+    /// printed). A node that a later run of the session ran again was overwritten since: it
+    /// counts among the run's nodes, unpriced, so that run's total is a lower bound.
+    pub fn with_runs_usage(&self, workspace: &Workspace, runs: &mut [RunRecord], now: SystemTime) -> Result<(), Error> {
+        let mut folders: HashMap<String, HashMap<String, NodeUsage>> = HashMap::new();
+        let mut ran_later: HashMap<String, HashSet<String>> = HashMap::new();
+        // Newest first, per session, whatever order the runs came in.
+        let mut order: Vec<usize> = (0..runs.len()).collect();
+        order.sort_by(|&a, &b| runs[b].started_at.cmp(&runs[a].started_at));
+        for index in order {
+            let run = &mut runs[index];
+            let usage_of = match folders.entry(run.session_id.clone()) {
+                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::hash_map::Entry::Vacant(entry) => {
+                    let by_name = SessionId::parse(&run.session_id)
+                        .ok()
+                        .and_then(|id| session::read_summary(&workspace.session_path(&id), &id, now))
+                        .map(|summary| {
+                            summary
+                                .nodes
+                                .into_iter()
+                                .filter_map(|node| Some((node.name, node.usage?)))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    entry.insert(by_name)
+                }
+            };
+            let mut names: Vec<String> = Vec::new();
+            for span in self.spans(&run.id)?.into_iter().filter(|s| s.kind == SpanKind::Node) {
+                if !names.contains(&span.name) {
+                    names.push(span.name);
+                }
+            }
+            let later = ran_later.entry(run.session_id.clone()).or_default();
+            run.usage = UsageTotal::of(
+                names
+                    .iter()
+                    .map(|name| (!later.contains(name)).then(|| usage_of.get(name)).flatten()),
+            );
+            later.extend(names);
+        }
+        Ok(())
     }
 }
 

@@ -98,6 +98,7 @@ fn older_codex_token_count_events_are_read_with_the_model_of_the_first_line() {
         usage.cost_usd
     );
     assert!(!usage.api_equivalent);
+    assert!(!usage.last_attempt_only, "running totals of one run, not attempts");
 
     let info = node_usage("codex-exec-json-token-count-info.jsonl").unwrap();
     assert_eq!(
