@@ -150,7 +150,7 @@ pub fn read_node_output<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<
 
 /// A node's stdout lines without the engine's `│ ` prefixes and colours, with wrapped lines
 /// joined: a line [`WRAP_COLUMNS`] wide that starts a JSON object which does not parse yet is
-/// joined with the lines after it until it parses (at most [`MAX_REJOINED_BYTES`]).
+/// joined with the lines after it until it parses (at most 256 KiB).
 pub fn unwrap_node_output<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut pending: Option<String> = None;

@@ -91,7 +91,15 @@ describe("the Timeline's usage badges", () => {
     const first = runRecord("r1", "s", { started_at: at(0), ended_at: at(10_000) });
     const replay = runRecord("r2", "s", { started_at: at(60_000), ended_at: at(70_000), replayed_node: "plan" });
     const spans = new Map([
-      ["r1", [span(1, "run", 0, 10_000), span(2, "plan", 0, 3_000), span(3, "write", 3_000, 6_000), span(4, "check", 6_000, 10_000)]],
+      [
+        "r1",
+        [
+          span(1, "run", 0, 10_000),
+          span(2, "plan", 0, 3_000),
+          span(3, "write", 3_000, 6_000),
+          span(4, "check", 6_000, 10_000),
+        ],
+      ],
       ["r2", [span(5, "run", 60_000, 70_000, { run_id: "r2" }), span(6, "plan", 60_000, 70_000, { run_id: "r2" })]],
     ]);
     const { container } = render(Timeline, { runs: [replay, first], spans, now: T0, detail, failed: false });
