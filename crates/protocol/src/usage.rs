@@ -277,7 +277,7 @@ fn from_result(map: &Map<String, Value>, init_model: Option<String>) -> Option<R
     }
     let cost = ["total_cost_usd", "cost_usd", "total_cost"]
         .iter()
-        .find_map(|key| map.get(*key).and_then(Value::as_f64));
+        .find_map(|key| number_f64(map, key));
     let usage = map.get("usage").and_then(Value::as_object);
     let model_usage = map.get("modelUsage").and_then(Value::as_object);
     let duration_ms = number(map, "duration_ms");
