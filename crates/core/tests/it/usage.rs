@@ -295,3 +295,29 @@ fn the_index_reads_a_raw_stream_again_when_an_attempt_rewrote_it() {
     std::fs::write(&raw, retried).unwrap();
     assert_eq!(cost_of(&store), Some(0.0482715));
 }
+
+#[test]
+fn the_windows_listing_carries_each_sessions_total_and_leaves_node_usage_to_the_detail() {
+    let root = tempfile::tempdir().unwrap();
+    session(
+        root.path(),
+        "1795000000000_c",
+        &[("plan", Some("claude-code-json.json")), ("custom", None)],
+        "custom",
+    );
+    let db = tempfile::tempdir().unwrap();
+    let (studio, _) =
+        studio_core::app::Studio::open(Some(root.path()), Ok(StoreLocation::File(db.path().join("studio.db"))));
+    let rows = studio.sessions(SystemTime::now()).unwrap();
+    let total = rows[0].summary.usage.unwrap();
+    assert_eq!((total.cost_usd, total.nodes_priced, total.nodes), (Some(0.0123), 1, 2));
+    assert!(rows[0].summary.nodes.iter().all(|n| n.usage.is_none()));
+    let id = rows[0].summary.id.clone();
+    let detail = studio
+        .store()
+        .unwrap()
+        .read_session(&studio.workspace().unwrap(), &id, SystemTime::now())
+        .unwrap();
+    assert_eq!(detail.nodes[0].usage.as_ref().unwrap().cost_usd, Some(0.0123));
+    studio.shut_down();
+}
