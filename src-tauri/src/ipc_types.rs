@@ -49,6 +49,7 @@ fn render() -> String {
     let mut d = Declarations::default();
     {
         use studio_core::agents::{Agent, Launch};
+        use studio_core::cost::{CostSource, NodeUsage, UsageTotal};
         use studio_core::files::{FileChunk, FileEntry};
         use studio_core::protocol::Stream;
         use studio_core::runner::{RunEvent, StartedRun};
@@ -60,6 +61,7 @@ fn render() -> String {
             SessionRow, Span, SpanKind,
         };
         use studio_core::timeline::StoppedBy;
+        use studio_core::usage::{Tokens, UsageFormat};
         use studio_core::{ErrorCode, Session, SessionId, SessionSummary, Status};
         d.add::<Status>(&cfg)
             .add::<Timestamp>(&cfg)
@@ -67,6 +69,11 @@ fn render() -> String {
             .add::<ErrorCode>(&cfg)
             .add::<crate::CommandError>(&cfg)
             .add::<crate::commands::WorkspaceInfo>(&cfg)
+            .add::<UsageFormat>(&cfg)
+            .add::<Tokens>(&cfg)
+            .add::<CostSource>(&cfg)
+            .add::<NodeUsage>(&cfg)
+            .add::<UsageTotal>(&cfg)
             .add::<NodeSummary>(&cfg)
             .add::<Problem>(&cfg)
             .add::<SessionSummary>(&cfg)

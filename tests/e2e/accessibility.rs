@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::harness::{click, repo_root, screenshot, start_run, wait_for, App, Workspace};
 
-const THEMES: [(&str, &str); 2] = [("light", "Adwaita"), ("dark", "Adwaita:dark")];
+pub(crate) const THEMES: [(&str, &str); 2] = [("light", "Adwaita"), ("dark", "Adwaita:dark")];
 
 /// What axe found wrong in one view: a line per rule, with the elements it names.
 async fn violations(client: &Client, view: &str) -> Vec<String> {
@@ -67,13 +67,13 @@ async fn violations(client: &Client, view: &str) -> Vec<String> {
 
 /// Checks one view and keeps what axe found (all views are checked before the test fails, so one
 /// run reports everything).
-async fn check(client: &Client, theme: &str, view: &str, found: &mut Vec<String>) {
+pub(crate) async fn check(client: &Client, theme: &str, view: &str, found: &mut Vec<String>) {
     let name = format!("{view} ({theme})");
     screenshot(client, &format!("a11y-{theme}-{}.png", view.replace(' ', "-"))).await;
     found.extend(violations(client, &name).await);
 }
 
-fn assert_none(found: &[String]) {
+pub(crate) fn assert_none(found: &[String]) {
     assert!(
         found.is_empty(),
         "axe-core found {} violation(s):\n{}",

@@ -50,6 +50,7 @@ export function detailNode(
       raw_stream: null,
       ...artifacts,
     },
+    usage: null,
   };
 }
 

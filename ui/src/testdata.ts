@@ -18,6 +18,7 @@ export function row(id: string, overrides: Partial<SessionRow> = {}): SessionRow
     agent: null,
     messages: 0,
     live_run: null,
+    usage: null,
     ...overrides,
   };
 }
@@ -41,6 +42,7 @@ export function runRecord(id: string, sessionId: string, overrides: Partial<RunR
     stop_requested: null,
     keeper_dir: null,
     replayed_node: null,
+    usage: null,
     ...overrides,
   };
 }

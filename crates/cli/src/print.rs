@@ -6,6 +6,7 @@ use std::io::Write;
 use std::time::SystemTime;
 
 use serde::Serialize;
+use studio_core::cost::{CostSource, NodeUsage};
 use studio_core::runner::{RunEvent, StartedRun};
 use studio_core::session::Timestamp;
 use studio_core::store::retention::Doomed;
@@ -53,21 +54,22 @@ pub fn sessions(out: &mut impl Write, sessions: &[SessionRow], now: SystemTime) 
     }
     writeln!(
         out,
-        "  {:<11} {:<28} {:<16} {:<20} {:<12} {:<32} UPDATED",
-        "STATUS", "SESSION", "AGENT", "CURRENT NODE", "NODES", "TITLE"
+        "  {:<11} {:<28} {:<16} {:<20} {:<12} {:<11} {:<32} UPDATED",
+        "STATUS", "SESSION", "AGENT", "CURRENT NODE", "NODES", "COST", "TITLE"
     )?;
     for row in sessions {
         let session = &row.summary;
         let (ended, begun) = session.nodes_progress();
         writeln!(
             out,
-            "{} {:<11} {:<28} {:<16} {:<20} {:<12} {:<32} {}",
+            "{} {:<11} {:<28} {:<16} {:<20} {:<12} {:<11} {:<32} {}",
             if row.pinned { "*" } else { " " },
             session.status,
             session.id,
             shorten(session.agent.as_deref().unwrap_or("-"), 16),
             shorten(session.current_node.as_deref().unwrap_or("-"), 20),
             format!("{ended}/{begun}"),
+            session.usage.map_or_else(|| "–".to_owned(), |u| u.short_label()),
             shorten(session.title.as_deref().unwrap_or("-"), 32),
             ago(session.updated_at, now)
         )?;
@@ -102,7 +104,21 @@ pub fn session(out: &mut impl Write, session: &studio_core::Session, now: System
         .iter()
         .filter_map(|(name, file)| file.as_ref().map(|f| format!("{name} {}", bytes(f.bytes))))
         .collect();
-        writeln!(out, "  {:<11} {}  {}", node.status, node.name, files.join(", "))?;
+        let usage = node.usage.as_ref().map(node_usage).unwrap_or_default();
+        writeln!(out, "  {:<11} {}  {}{usage}", node.status, node.name, files.join(", "))?;
+    }
+    if let Some(total) = &session.usage {
+        writeln!(out, "usage     {}, {}", total.label(), tokens(&total.tokens))?;
+        if session
+            .nodes
+            .iter()
+            .any(|n| n.usage.as_ref().is_some_and(|u| u.api_equivalent))
+        {
+            writeln!(
+                out,
+                "          (Claude Code's reported cost is an API-equivalent estimate, not a bill)"
+            )?;
+        }
     }
     if let Some(raw) = &session.raw_stream_output {
         writeln!(out, "output    {} ({})", raw.path.display(), bytes(raw.bytes))?;
@@ -158,11 +174,12 @@ pub fn runs(out: &mut impl Write, runs: &[RunRecord], now: SystemTime) -> anyhow
         };
         writeln!(
             out,
-            "{:<18} {}  {}  {}  {}",
+            "{:<18} {}  {}  {}  {}  {}",
             status,
             run.id,
             run.session_id,
             ago(run.started_at, now),
+            run.usage.map_or_else(|| "–".to_owned(), |u| u.label()),
             run.command.join(" ")
         )?;
     }
@@ -348,6 +365,59 @@ pub fn run_event(out: &mut impl Write, event: &RunEvent, started: &StartedRun) -
         }
     }
     Ok(())
+}
+
+/// A node's usage on its `show` line: `  · 1,234 tokens (…) · $0.0123 reported`.
+fn node_usage(usage: &NodeUsage) -> String {
+    let tokens = usage
+        .tokens
+        .as_ref()
+        .map_or_else(|| "no tokens reported".to_owned(), tokens);
+    let source = match usage.cost_source {
+        CostSource::Reported if usage.api_equivalent => " reported (API-equivalent)",
+        CostSource::Reported => " reported",
+        CostSource::Estimated => " estimated",
+        CostSource::Unknown => "",
+    };
+    let models = if usage.models.is_empty() {
+        String::new()
+    } else {
+        format!(" · {}", usage.models.join(", "))
+    };
+    let last = if usage.last_attempt_only {
+        " · last attempt only"
+    } else {
+        ""
+    };
+    format!("  · {tokens} · {}{source}{models}{last}", usage.cost_label())
+}
+
+/// `1,234 tokens (in 10, cache read 1,000, cache write 24, out 200)`.
+fn tokens(tokens: &studio_core::usage::Tokens) -> String {
+    let reasoning = tokens
+        .reasoning
+        .map(|r| format!(", of which thinking {}", thousands(r)))
+        .unwrap_or_default();
+    format!(
+        "{} tokens (in {}, cache read {}, cache write {}, out {}{reasoning})",
+        thousands(tokens.total()),
+        thousands(tokens.input),
+        thousands(tokens.cache_read),
+        thousands(tokens.cache_write),
+        thousands(tokens.output)
+    )
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 fn shorten(text: &str, max: usize) -> String {

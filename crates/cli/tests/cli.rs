@@ -1835,3 +1835,84 @@ fn diff_of_two_live_runs_shows_added_removed_changed_and_same_nodes() {
     fails_saying(&["diff", "-w", root, &a, "1795952527924_none"], "1795952527924_none");
     fails_saying(&["diff", "-w", root, &a, "../x"], "../x");
 }
+
+/// The usage fixtures (tests/fixtures/usage: the agents' formats, by hand from their docs).
+fn usage_fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/usage")
+        .join(name)
+}
+
+#[test]
+fn sessions_show_and_runs_carry_each_nodes_usage_and_honest_totals() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let db = workspace.path().join("studio.sqlite");
+    let dbs = db.to_str().unwrap();
+    let agent = agent_binary();
+    // A real run of the test agent; then its nodes' raw streams hold what agents print.
+    let output = zstudio(
+        &[
+            "run",
+            "--json",
+            "--db",
+            dbs,
+            "-w",
+            root,
+            "--",
+            &agent,
+            "--nodes",
+            "plan:10,code:10,check:10",
+        ],
+        None,
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let session = json_lines(&output)[0]["session_id"].as_str().unwrap().to_owned();
+    let folder = workspace.path().join(".zibby/output/sessions").join(&session);
+    for (node, raw) in [
+        ("plan", "claude-code-stream-json.jsonl"),
+        ("code", "gemini-cli-stream-json-unknown-model.jsonl"),
+    ] {
+        std::fs::copy(usage_fixture(raw), folder.join(node).join("raw_stream_output.txt")).unwrap();
+    }
+    // `check` keeps the test agent's plain text: no usage.
+
+    let sessions = json_of(&zstudio(&["sessions", "--json", "--db", dbs, "-w", root], None));
+    let row = &sessions[0];
+    let nodes = row["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 3);
+    let plan = &nodes.iter().find(|n| n["name"] == "plan").unwrap()["usage"];
+    assert_eq!(plan["format"], "claude_code");
+    assert_eq!(plan["cost_usd"], 0.0482715);
+    assert_eq!(plan["cost_source"], "reported");
+    assert_eq!(plan["api_equivalent"], true);
+    assert_eq!(plan["tokens"]["cache_read"], 27_520);
+    let code = &nodes.iter().find(|n| n["name"] == "code").unwrap()["usage"];
+    assert_eq!(code["cost_usd"], Value::Null, "an unknown model: no cost, never 0");
+    assert_eq!(code["cost_source"], "unknown");
+    assert_eq!(
+        nodes.iter().find(|n| n["name"] == "check").unwrap()["usage"],
+        Value::Null
+    );
+    assert_eq!(row["usage"]["nodes"], 3);
+    assert_eq!(row["usage"]["nodes_priced"], 1);
+    assert_eq!(row["usage"]["cost_usd"], 0.0482715);
+
+    let table = text_of(&zstudio(&["sessions", "--db", dbs, "-w", root], None));
+    assert!(table.contains("COST") && table.contains("≥ $0.0483"), "{table}");
+
+    let shown = json_of(&zstudio(&["show", &session, "--json", "--db", dbs, "-w", root], None));
+    assert_eq!(shown["usage"], row["usage"], "show and sessions agree");
+    assert_eq!(shown["nodes"][0]["usage"]["format"], "claude_code");
+    let text = text_of(&zstudio(&["show", &session, "--db", dbs, "-w", root], None));
+    assert!(text.contains("usage     ≥ $0.0483 (1 of 3 nodes priced)"), "{text}");
+    assert!(
+        text.contains("reported (API-equivalent)") && text.contains("API-equivalent estimate"),
+        "{text}"
+    );
+
+    let runs = json_of(&zstudio(&["runs", "--json", "--db", dbs, "-w", root], None));
+    assert_eq!(runs[0]["usage"], row["usage"], "the run ran every node");
+    let runs_text = text_of(&zstudio(&["runs", "--db", dbs, "-w", root], None));
+    assert!(runs_text.contains("≥ $0.0483 (1 of 3 nodes priced)"), "{runs_text}");
+}

@@ -1,16 +1,42 @@
 //! Listing a workspace of 10,000 session folders, against `find` + `cat` over the same
-//! `.session-info.json` files in the same run (the target: under 1 s, and within 3x of find+cat).
+//! `.session-info.json` files in the same run (the target: under 1 s, and within 3x of find+cat);
+//! then the same listing when every node's raw stream ends with an agent's usage (a Claude Code
+//! `stream-json` result, a Codex `exec --json` stream, a Gemini CLI `stream-json` one) against
+//! raw streams without any, both read afresh (`Workspace::list_sessions`) and through the store's
+//! folder index (`Store::list_sessions`, a warm index: what every listing after the first does).
 //!
 //! `cargo bench -p studio-core --bench session_listing` (set `BENCH_SESSIONS` for another count).
 
+use std::path::Path;
 use std::process::Command;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
+use studio_core::store::{Store, StoreLocation};
 use studio_core::Workspace;
 
 mod common;
 
-use common::{best_of, generate_sessions};
+use common::{best_of, generate_sessions, generate_sessions_with};
+
+/// What an agent node's raw stream ends with, per node: three formats, a few KB each.
+fn agent_stream(node: &str, id: &str) -> String {
+    let fixture = match node {
+        "plan" => "claude-code-stream-json.jsonl",
+        "act" => "codex-exec-json-token-count.jsonl",
+        _ => "gemini-cli-stream-json.jsonl",
+    };
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/usage")
+        .join(fixture);
+    format!("{{\"session\":\"{id}\"}}\n{}", std::fs::read_to_string(path).unwrap())
+}
+
+/// A raw stream as long as [`agent_stream`]'s, with no usage in it.
+fn plain_stream(node: &str, id: &str) -> String {
+    let length = agent_stream(node, id).len();
+    let line = format!("{node} output of {id}: some words the agent printed\n");
+    line.repeat(length / line.len() + 1)
+}
 
 fn main() {
     if std::env::args().any(|a| a == "--list") {
@@ -55,4 +81,47 @@ fn main() {
         "  list / find+cat time: {:.2}x   (targets: < 1000 ms, <= 3x)",
         list_time.as_secs_f64() / find_time.as_secs_f64()
     );
+    drop(dir);
+
+    let with_usage = usage_listing(count, agent_stream, true);
+    let without = usage_listing(count, plain_stream, false);
+    println!("usage in the listing: {count} sessions of 3 nodes, raw streams of the same size");
+    for (what, with, without) in [
+        ("read afresh (Workspace::list_sessions)", with_usage.0, without.0),
+        ("through a warm index (Store::list_sessions)", with_usage.1, without.1),
+    ] {
+        println!(
+            "  {what}: with usage {:>8.1} ms, without {:>8.1} ms: {:.2}x",
+            with.as_secs_f64() * 1e3,
+            without.as_secs_f64() * 1e3,
+            with.as_secs_f64() / without.as_secs_f64()
+        );
+    }
+}
+
+/// The best of 5 listings read afresh and through a warm index, of sessions whose raw streams
+/// are `raw`; `priced`: each session's three nodes must come out with usage (else none).
+fn usage_listing(count: usize, raw: fn(&str, &str) -> String, priced: bool) -> (Duration, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    generate_sessions_with(dir.path(), count, raw);
+    let workspace = Workspace::open(dir.path()).unwrap();
+    let (fresh, listed) = best_of(5, || workspace.list_sessions(SystemTime::now()).unwrap());
+    let with_usage = |n: usize| {
+        listed
+            .iter()
+            .all(|s| s.usage.map(|u| u.nodes_with_usage) == Some(n).filter(|n| *n > 0))
+    };
+    assert!(
+        if priced {
+            with_usage(3)
+        } else {
+            listed.iter().all(|s| s.usage.is_none())
+        },
+        "usage read as expected"
+    );
+    let store = Store::open(&StoreLocation::File(dir.path().join("studio.db"))).unwrap();
+    store.list_sessions(&workspace, SystemTime::now()).unwrap(); // fills the index
+    let (indexed, rows) = best_of(5, || store.list_sessions(&workspace, SystemTime::now()).unwrap());
+    assert_eq!(rows.len(), count);
+    (fresh, indexed)
 }

@@ -10,12 +10,13 @@
 //! - **Protocol**, the crate `studio-protocol` (`crates/protocol`: pure, no SQLite, notify or nix;
 //!   the fuzz target builds on it alone), re-exported here at the same paths: [`protocol`] (the
 //!   streaming reader of a run's stdout/stderr: markers, the human timeline, lines bounded at
-//!   1 MiB) and [`timeline`] (their fold into node executions, attempts and a run status, markers
-//!   or not).
+//!   1 MiB), [`timeline`] (their fold into node executions, attempts and a run status, markers
+//!   or not) and [`usage`] (the usage an agent's own stream reports, by its format).
 //! - **Sessions** (`sessions/`): [`untrusted`] (reading a workspace's files without following
 //!   links, blocking or reading without end), [`private`] (files the studio writes: 0600, never
 //!   through a link), [`session`] (session folders, one or a whole workspace, and their
-//!   fingerprints), [`files`] (a session's files, listed and paged for the window), [`tail`]
+//!   fingerprints), [`cost`] (what a node's work used and cost, read from the agent's own
+//!   stream, and totals over nodes), [`files`] (a session's files, listed and paged for the window), [`tail`]
 //!   (growing files), [`agents`] (the agents of `.zibby/studio.toml`), [`change`] (what changed in
 //!   a workspace's sessions, as the watcher and the runs the studio follows report it).
 //! - **Store** (`store/`): SQLite: runs, output, spans, logs, messages, pins, search, trust; its
@@ -47,11 +48,11 @@ pub mod watch;
 // Each module keeps its short path (`studio_core::runner`, …) for the CLI, the shell and tests.
 pub use app::live;
 pub use runs::{keeper, runner, stop};
-pub use sessions::{agents, change, files, private, session, tail, untrusted};
+pub use sessions::{agents, change, cost, files, private, session, tail, untrusted};
 pub use vocabulary::{error, id, launch, process};
 pub use watch::watcher;
 
-pub use studio_protocol::{protocol, status, timeline};
+pub use studio_protocol::{protocol, status, timeline, usage};
 
 pub use error::{Error, ErrorCode};
 pub use id::SessionId;

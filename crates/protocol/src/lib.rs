@@ -6,6 +6,7 @@
 //! - [`protocol`] (the streaming reader of a run's stdout/stderr: markers, the human timeline,
 //!   lines bounded at 1 MiB).
 //! - [`timeline`] (their fold into node executions, attempts and a run status, markers or not).
+//! - [`usage`] (what an agent's own stream says a node used: tokens, models, turns, cost).
 
 // Like the core: it reports through return values, never by printing or exiting.
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
@@ -13,5 +14,6 @@
 pub mod protocol;
 pub mod status;
 pub mod timeline;
+pub mod usage;
 
 pub use status::Status;

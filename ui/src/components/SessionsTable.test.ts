@@ -174,3 +174,62 @@ describe("the sessions table", () => {
     expect(container.querySelector("tr[data-session-id='s0']")).not.toBeNull();
   });
 });
+
+describe("the cost column", () => {
+  const usage = (cost: number | null, priced: number, nodes: number) => ({
+    tokens: { input: 10, cache_read: 1000, cache_write: 24, output: 200, reasoning: null },
+    cost_usd: cost,
+    nodes,
+    nodes_with_usage: nodes,
+    nodes_priced: priced,
+  });
+
+  it("shows each session's cost, a lower bound as such, and a dash (never $0) when unknown", () => {
+    const { container } = table([
+      row("a", { usage: usage(1.5, 3, 3) }),
+      row("b", { usage: usage(0.0483, 1, 3) }),
+      row("c", { usage: usage(null, 0, 2) }),
+      row("d"),
+    ]);
+    const cells = [...container.querySelectorAll("[data-testid='cost']")];
+    expect(cells.map((cell) => cell.textContent?.trim())).toEqual(["$1.50", "≥ $0.0483", "–", "–"]);
+    expect(cells[1]!.getAttribute("title")).toContain("≥ $0.0483 (1 of 3 nodes priced)");
+    expect(cells[1]!.getAttribute("title")).toContain("1,234 tokens");
+    expect(cells[3]!.getAttribute("title")).toBe("no usage reported");
+  });
+
+  it("sorts from its header, and says how", async () => {
+    const oncostsort = vi.fn();
+    const { container, rerender } = render(SessionsTable, {
+      rows: [row("a")],
+      now,
+      live: new Set<string>(),
+      selected: null,
+      onpin: vi.fn(),
+      ondelete: vi.fn(),
+      onopen: vi.fn(),
+      oncostsort,
+    });
+    const header = container.querySelector("th.col-cost")!;
+    expect(header.getAttribute("aria-sort")).toBe("none");
+    container.querySelector<HTMLButtonElement>("#sort-by-cost")!.click();
+    expect(oncostsort).toHaveBeenCalledOnce();
+    await rerender({ costSort: "desc" });
+    expect(header.getAttribute("aria-sort")).toBe("descending");
+    expect(header.textContent).toContain("Cost ↓");
+  });
+
+  it("is left out beside the session view", () => {
+    const { container } = render(SessionsTable, {
+      rows: [row("a", { usage: usage(1, 1, 1) })],
+      now,
+      live: new Set<string>(),
+      selected: null,
+      compact: true,
+      onpin: vi.fn(),
+      ondelete: vi.fn(),
+      onopen: vi.fn(),
+    });
+    expect(container.querySelector("[data-testid='cost']")).toBeNull();
+  });
+});

@@ -41,9 +41,103 @@ details?: unknown, };
 export type WorkspaceInfo = { root: string, sessions_dir: string, };
 
 /**
+ * Which machine-readable format a node's usage was read from (told by content).
+ */
+export type UsageFormat = "claude_code" | "codex" | "gemini_cli" | "cursor";
+
+/**
+ * Token counts in one shape for every provider (see the module doc for the rules).
+ */
+export type Tokens = { 
+/**
+ * Input not read from a cache.
+ */
+input: number, 
+/**
+ * Input read from the provider's cache.
+ */
+cache_read: number, 
+/**
+ * Input written to the provider's cache (Anthropic bills it apart).
+ */
+cache_write: number, 
+/**
+ * Output, thinking included.
+ */
+output: number, 
+/**
+ * How much of `output` was thinking, where the agent says.
+ */
+reasoning: number | null, };
+
+/**
+ * Where a node's cost came from.
+ */
+export type CostSource = "reported" | "estimated" | "unknown";
+
+/**
+ * One node's usage, in one shape whatever the agent (docs/cli.md, "The usage object").
+ */
+export type NodeUsage = { 
+/**
+ * The format it was read from.
+ */
+format: UsageFormat, 
+/**
+ * Its tokens; `None` where the format reports none (Cursor).
+ */
+tokens: Tokens | null, 
+/**
+ * The models it used, as the agent named them.
+ */
+models: Array<string>, turns: number | null, duration_ms: number | null, 
+/**
+ * In US dollars; `None` when unknown (never 0 for "unknown").
+ */
+cost_usd: number | null, cost_source: CostSource, 
+/**
+ * The reported cost is what the tokens would cost at API prices (Claude Code's), not a bill.
+ */
+api_equivalent: boolean, 
+/**
+ * The node ran more than once and this is its last attempt's usage only.
+ */
+last_attempt_only: boolean, };
+
+/**
+ * The total over a run's or a session's nodes.
+ */
+export type UsageTotal = { 
+/**
+ * The sum over the nodes that reported tokens.
+ */
+tokens: Tokens, 
+/**
+ * The sum over the priced nodes; `None` when none is.
+ */
+cost_usd: number | null, 
+/**
+ * Every node counted (m).
+ */
+nodes: number, 
+/**
+ * The nodes that reported any usage.
+ */
+nodes_with_usage: number, 
+/**
+ * The nodes with a cost, reported or estimated (n): fewer than `nodes` makes `cost_usd` a
+ * lower bound.
+ */
+nodes_priced: number, };
+
+/**
  * The short form of a node, as listings show it.
  */
-export type NodeSummary = { name: string, status: Status, };
+export type NodeSummary = { name: string, status: Status, 
+/**
+ * What its agent said it used (`cost`); `None` when nothing says.
+ */
+usage?: NodeUsage | null, };
 
 /**
  * A file of the session that could not be read as expected, and why.
@@ -67,7 +161,11 @@ agent: string | null,
  * What it is called, one line: the studio's first prompt, else the folder's (see the module
  * doc), else the agent's name.
  */
-title: string | null, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, nodes: Array<NodeSummary>, problems: Array<Problem>, };
+title: string | null, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, nodes: Array<NodeSummary>, problems: Array<Problem>, 
+/**
+ * The total over its nodes (`cost::UsageTotal`); `None` when no node has usage.
+ */
+usage?: UsageTotal | null, };
 
 /**
  * A session as the studio lists it: what its folder says, and what the studio knows of it (its
@@ -91,7 +189,11 @@ agent: string | null,
  * What it is called, one line: the studio's first prompt, else the folder's (see the module
  * doc), else the agent's name.
  */
-title: string | null, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, nodes: Array<NodeSummary>, problems: Array<Problem>, };
+title: string | null, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, nodes: Array<NodeSummary>, problems: Array<Problem>, 
+/**
+ * The total over its nodes (`cost::UsageTotal`); `None` when no node has usage.
+ */
+usage?: UsageTotal | null, };
 
 export type Agent = { name: string, run: Array<string>, replay?: Array<string>, cwd?: string, env?: { [key in string]: string }, };
 
@@ -143,7 +245,11 @@ stop_requested: StoppedBy | null,
 /**
  * The run keeper's folder, for a run that can outlive its studio.
  */
-keeper_dir: string | null, replayed_node: string | null, };
+keeper_dir: string | null, replayed_node: string | null, 
+/**
+ * What its nodes used, where asked for (`Store::with_runs_usage`; see `session_model`).
+ */
+usage?: UsageTotal | null, };
 
 /**
  * What subscribers see of runs, as it happens. `t_ms` is milliseconds since the run started.
@@ -170,7 +276,11 @@ export type SessionNode = { name: string, status: Status,
 /**
  * The node's folder, when it has one.
  */
-path: string | null, artifacts: NodeArtifacts, };
+path: string | null, artifacts: NodeArtifacts, 
+/**
+ * What its agent said it used (`cost`); `None` without a raw stream or a known format.
+ */
+usage?: NodeUsage | null, };
 
 /**
  * `.session-info.json`, as far as it parses.
@@ -197,7 +307,11 @@ agent: string | null,
 /**
  * What it is called (see [`SessionSummary::title`]).
  */
-title: string | null, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, info: SessionInfo | null, nodes: Array<SessionNode>, result: unknown, events: unknown[], raw_stream_output: FileRef | null, problems: Array<Problem>, };
+title: string | null, status: Status, current_node: string | null, created_at: Timestamp | null, updated_at: Timestamp, info: SessionInfo | null, nodes: Array<SessionNode>, result: unknown, events: unknown[], raw_stream_output: FileRef | null, problems: Array<Problem>, 
+/**
+ * The total over its nodes (`cost::UsageTotal`); `None` when no node has usage.
+ */
+usage?: UsageTotal | null, };
 
 export type Message = { seq: number, role: string, text: string, created_at: Timestamp, };
 

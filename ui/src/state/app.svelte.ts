@@ -8,6 +8,7 @@ import { flushSync } from "svelte";
 import type { Backend } from "../backend";
 import { toCommandError } from "../errors";
 import { filterSessions, NO_FILTERS, type SessionFilters } from "../filters";
+import { type CostSort, nextCostSort, sortByCost } from "../usage";
 import { moveSelection, type KeyCommand } from "../keyboard";
 import type { Loaded } from "../loaded";
 import { addStartedRun, applyRunEvent, dismissRun, isLive, stopRefused, stopRequested, type LiveRun } from "../runs";
@@ -138,8 +139,12 @@ export class AppState {
   /** The pointer is over the Live runs strip: ended runs wait for it to leave. */
   stripHovered = $state(false);
 
-  /** The sessions the table shows: through the filters. */
-  visible = $derived(this.sessions.kind === "ok" ? filterSessions(this.sessions.value, this.filters) : []);
+  /** The table's order by cost (its Cost column's header): none keeps pinned, then most recent. */
+  costSort = $state<CostSort>("none");
+  /** The sessions the table shows: through the filters, in the table's order. */
+  visible = $derived(
+    this.sessions.kind === "ok" ? sortByCost(filterSessions(this.sessions.value, this.filters), this.costSort) : [],
+  );
   /** The sessions with a live run (the store's, or one this window follows). */
   live = $derived.by(() => {
     const live = new Set(this.runs.filter(isLive).map((run) => run.sessionId));
@@ -667,6 +672,11 @@ export class AppState {
       }
       await this.refreshSessions();
     })();
+  }
+
+  /** The Cost column's header was pressed: the next order. */
+  toggleCostSort(): void {
+    this.costSort = nextCostSort(this.costSort);
   }
 
   setFilters(filters: SessionFilters): void {

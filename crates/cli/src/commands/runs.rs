@@ -15,6 +15,7 @@ pub fn list(args: &RunsArgs, globals: &Globals, out: &mut impl Write) -> anyhow:
     if let Some(id) = &session {
         super::require_session(&store, &workspace, id)?;
     }
-    let runs = store.runs(&workspace, session.as_ref())?;
+    let mut runs = store.runs(&workspace, session.as_ref())?;
+    store.with_runs_usage(&workspace, &mut runs, now)?;
     print::emit(out, globals.format(), &runs, |out, runs| print::runs(out, runs, now))
 }

@@ -6,17 +6,18 @@ use std::time::{Duration, Instant};
 
 /// Engine-layout sessions: `.session-info.json` and three node folders with their raw output.
 pub fn generate_sessions(root: &Path, count: usize) {
+    generate_sessions_with(root, count, |node, id| format!("{node} output of {id}\n"));
+}
+
+/// [`generate_sessions`], each node's `raw_stream_output.txt` holding `raw(node, id)`.
+pub fn generate_sessions_with(root: &Path, count: usize, raw: impl Fn(&str, &str) -> String) {
     let sessions = root.join(".zibby/output/sessions");
     for i in 0..count {
         let id = format!("{}_{:04}", 1_795_000_000_000u64 + i as u64 * 1000, i % 10_000);
         let dir = sessions.join(&id);
         for node in ["plan", "act", "report"] {
             std::fs::create_dir_all(dir.join(node)).unwrap();
-            std::fs::write(
-                dir.join(node).join("raw_stream_output.txt"),
-                format!("{node} output of {id}\n"),
-            )
-            .unwrap();
+            std::fs::write(dir.join(node).join("raw_stream_output.txt"), raw(node, &id)).unwrap();
         }
         let info = format!(
             r#"{{"sessionPath":"{}","sessionTimestamp":{},"currentNode":"report","createdAt":"2026-11-29T12:00:00.000Z","config":{{}}}}"#,
@@ -28,6 +29,9 @@ pub fn generate_sessions(root: &Path, count: usize) {
         let old = std::time::SystemTime::now() - Duration::from_secs(86_400 + i as u64);
         for path in [
             dir.join(".session-info.json"),
+            dir.join("plan/raw_stream_output.txt"),
+            dir.join("act/raw_stream_output.txt"),
+            dir.join("report/raw_stream_output.txt"),
             dir.join("plan"),
             dir.join("act"),
             dir.join("report"),

@@ -245,13 +245,18 @@ impl Studio {
         drop(lock(&self.run_changes).take());
     }
 
-    /// The sessions of the workspace, pinned first.
+    /// The sessions of the workspace, pinned first. Each carries its usage total, not its nodes'
+    /// usage: the table needs only the total, and a node's usage comes with its session's detail
+    /// (`session_get`), so 10,000 sessions do not send ten times as much to the window.
     pub fn sessions(&self, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
         let started = std::time::Instant::now();
         let workspace = self.workspace()?;
-        let rows = self.first_listing.serve(&workspace.root().to_path_buf(), || {
+        let mut rows = self.first_listing.serve(&workspace.root().to_path_buf(), || {
             self.store()?.list_sessions(&workspace, now)
         })?;
+        for row in &mut rows {
+            row.summary.nodes.iter_mut().for_each(|node| node.usage = None);
+        }
         tracing::debug!(
             sessions = rows.len(),
             elapsed_ms = started.elapsed().as_millis() as u64,

@@ -29,6 +29,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::sessions::cost::{self, NodeUsage, UsageTotal};
 use crate::sessions::untrusted;
 use crate::status::Status;
 use crate::vocabulary::error::Error;
@@ -188,6 +189,9 @@ pub struct SessionNode {
     /// The node's folder, when it has one.
     pub path: Option<PathBuf>,
     pub artifacts: NodeArtifacts,
+    /// What its agent said it used (`cost`); `None` without a raw stream or a known format.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub usage: Option<NodeUsage>,
 }
 
 /// The short form of a node, as listings show it.
@@ -196,6 +200,10 @@ pub struct SessionNode {
 pub struct NodeSummary {
     pub name: String,
     pub status: Status,
+    /// What its agent said it used (`cost`); `None` when nothing says.
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub usage: Option<NodeUsage>,
 }
 
 impl SessionSummary {
@@ -230,6 +238,9 @@ pub struct Session {
     pub events: Vec<Value>,
     pub raw_stream_output: Option<FileRef>,
     pub problems: Vec<Problem>,
+    /// The total over its nodes (`cost::UsageTotal`); `None` when no node has usage.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub usage: Option<UsageTotal>,
 }
 
 /// One session as the listing shows it.
@@ -252,9 +263,26 @@ pub struct SessionSummary {
     pub updated_at: Timestamp,
     pub nodes: Vec<NodeSummary>,
     pub problems: Vec<Problem>,
+    /// The total over its nodes (`cost::UsageTotal`); `None` when no node has usage.
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub usage: Option<UsageTotal>,
+}
+
+impl SessionSummary {
+    /// The usage total over its nodes, as they are now (after the store's nodes were laid over
+    /// the folder's, say).
+    pub fn total_usage(&mut self) {
+        self.usage = UsageTotal::of(self.nodes.iter().map(|n| n.usage.as_ref()));
+    }
 }
 
 impl Session {
+    /// The usage total over its nodes, as they are now.
+    pub fn total_usage(&mut self) {
+        self.usage = UsageTotal::of(self.nodes.iter().map(|n| n.usage.as_ref()));
+    }
+
     pub fn summary(&self) -> SessionSummary {
         SessionSummary {
             id: self.id.clone(),
@@ -271,9 +299,11 @@ impl Session {
                 .map(|n| NodeSummary {
                     name: n.name.clone(),
                     status: n.status,
+                    usage: n.usage.clone(),
                 })
                 .collect(),
             problems: self.problems.clone(),
+            usage: self.usage,
         }
     }
 
@@ -448,6 +478,7 @@ pub fn read_summary(path: &Path, id: &SessionId, now: SystemTime) -> Option<Sess
                     file: ".".to_owned(),
                     reason: error.to_string(),
                 }],
+                usage: None,
             })
         }
     }
@@ -590,7 +621,12 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
                 node.artifacts.fill_from(more);
             }
         }
+        node.usage = node
+            .path
+            .as_ref()
+            .and_then(|dir| cost::read_node_usage(&dir.join(RAW_STREAM_FILE)));
     }
+    let usage = UsageTotal::of(nodes.iter().map(|n| n.usage.as_ref()));
 
     Ok(Session {
         id,
@@ -608,6 +644,7 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         events,
         raw_stream_output: files.remove(RAW_STREAM_FILE),
         problems: reader.problems,
+        usage,
     })
 }
 
@@ -647,6 +684,7 @@ impl SessionNode {
                 result_value: None,
                 raw_stream: None,
             },
+            usage: None,
         }
     }
 }
@@ -1011,6 +1049,10 @@ impl FolderReader<'_> {
 /// The fingerprint of a session folder: changes whenever its summary may have. Creating or
 /// removing a file changes the folder's own time, so `result.json`, `events.json` and `nodes/`
 /// are looked at only when the previous fingerprint saw them (or there is none).
+///
+/// Its last part is the time and size of every node's `raw_stream_output.txt` (what the node's
+/// usage is read from, `cost`), which the engine rewrites in place at each attempt: the nodes
+/// are the previous fingerprint's while the folder and `nodes/` did not change, else listed.
 pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
     use std::fmt::Write;
     use std::os::unix::fs::MetadataExt;
@@ -1029,7 +1071,55 @@ pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
         };
         let _ = write!(print, "|{part}");
     }
+    let previous_nodes = previous
+        .filter(|p| p.rsplit_once(RAW_PART).map(|(head, _)| head) == Some(print.as_str()))
+        .and_then(|p| p.rsplit_once(RAW_PART))
+        .map(|(_, nodes)| nodes);
+    let nodes: Vec<String> = match previous_nodes {
+        Some(nodes) => nodes
+            .split('/')
+            .step_by(2)
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        None => node_folders_for_print(folder),
+    };
+    print.push_str(RAW_PART);
+    for (i, node) in nodes.iter().enumerate() {
+        // `e<name>`: `<folder>/<name>/`; `d<name>`: `nodes/<name>/`. A name has no `/`.
+        let dir = match node.split_at(1) {
+            ("d", name) => folder.join(NODES_DIR).join(name),
+            (_, name) => folder.join(name),
+        };
+        let raw = fs::symlink_metadata(dir.join(RAW_STREAM_FILE)).map_or_else(|_| "-".to_owned(), |m| stamp(&m));
+        let _ = write!(print, "{}{node}/{raw}", if i == 0 { "" } else { "/" });
+    }
     Some(print)
+}
+
+/// What separates a fingerprint's raw-stream part from the rest.
+const RAW_PART: &str = "|raw:";
+
+/// A session's node folders, as the fingerprint names them (`e<name>` or `d<name>`).
+fn node_folders_for_print(folder: &Path) -> Vec<String> {
+    let dirs = |dir: &Path, kind: char| -> Vec<String> {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = entries
+            .take(MAX_FOLDER_ENTRIES)
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|name| !name.starts_with('.') && (kind == 'd' || name != NODES_DIR))
+            .map(|name| format!("{kind}{name}"))
+            .collect();
+        names.sort();
+        names
+    };
+    let mut nodes = dirs(folder, 'e');
+    nodes.extend(dirs(&folder.join(NODES_DIR), 'd'));
+    nodes
 }
 
 #[cfg(test)]
@@ -1041,6 +1131,7 @@ mod tests {
         let node = |status| NodeSummary {
             name: "n".into(),
             status,
+            usage: None,
         };
         let summary = SessionSummary {
             id: SessionId::parse("1777678254000_a").unwrap(),
@@ -1058,6 +1149,7 @@ mod tests {
                 node(Status::Running),
             ],
             problems: Vec::new(),
+            usage: None,
         };
         assert_eq!(summary.nodes_progress(), (3, 4));
     }

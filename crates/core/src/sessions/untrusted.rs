@@ -110,6 +110,20 @@ pub fn read_prefix(path: &Path, max: u64) -> Result<Vec<u8>, Error> {
     Ok(content)
 }
 
+/// At most the last `max` bytes of a regular file (see [`open_regular`]), and whether they are
+/// the whole file (else the first of them is somewhere inside a line).
+pub fn read_suffix(path: &Path, max: u64) -> Result<(Vec<u8>, bool), Error> {
+    use std::io::{Seek, SeekFrom};
+    let (mut file, bytes) = open_regular(path)?;
+    let start = bytes.saturating_sub(max);
+    file.seek(SeekFrom::Start(start)).map_err(|e| Error::io(path, e))?;
+    let mut content = Vec::with_capacity((bytes - start) as usize);
+    file.take(max)
+        .read_to_end(&mut content)
+        .map_err(|e| Error::io(path, e))?;
+    Ok((content, start == 0))
+}
+
 /// Whether an error is "there is no such file" (it went away, or never was).
 pub fn is_not_found(error: &Error) -> bool {
     matches!(error, Error::Io { source, .. } if source.kind() == ErrorKind::NotFound)

@@ -2,7 +2,8 @@
 //! not change are not read again.
 //!
 //! A folder's fingerprint is the modification time and size of what a summary is read from (the
-//! folder itself, its `nodes/` folder, `.session-info.json`, `result.json`, `events.json`). A
+//! folder itself, its `nodes/` folder, `.session-info.json`, `result.json`, `events.json`, and
+//! each node's `raw_stream_output.txt`, which its usage is read from). A
 //! cached summary is used while the fingerprint holds, except for `running` sessions, which are
 //! read again each time (their status depends on how long they have been quiet).
 
@@ -103,6 +104,15 @@ pub(crate) fn list(store: &Store, workspace: &Workspace, now: SystemTime) -> Res
                 }
             }
         }
+        // A changed folder may have new nodes, whose raw streams the fingerprint made from the
+        // previous one did not look at: the one stored is made afresh.
+        let print = match cached_entry {
+            Some(_) => match session::fingerprint(path, None) {
+                Some(print) => print,
+                None => return Ok(None),
+            },
+            None => print,
+        };
         Ok(session::read_summary(path, id, now).map(|summary| Listed {
             summary,
             fresh: Some(print),

@@ -118,6 +118,9 @@ pub struct RunRecord {
     /// The run keeper's folder, for a run that can outlive its studio.
     pub keeper_dir: Option<PathBuf>,
     pub replayed_node: Option<String>,
+    /// What its nodes used, where asked for (`Store::with_runs_usage`; see `session_model`).
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub usage: Option<crate::sessions::cost::UsageTotal>,
 }
 
 /// What a new run is.
@@ -825,6 +828,7 @@ impl Store {
             workspace: PathBuf::from(row.get::<_, String>(15)?),
             keeper_dir: row.get::<_, Option<String>>(16)?.map(PathBuf::from),
             replayed_node: row.get(12)?,
+            usage: None,
         })
     }
 

@@ -24,12 +24,15 @@
 //!   (`session::one_line`). A session the studio did not start, whose folder names nothing (the
 //!   engine alone never does), has neither: the surfaces show its id.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use std::time::SystemTime;
 
 use super::{RunRecord, Span, SpanKind, Store};
-use crate::sessions::session::{one_line, NodeSummary, Session, SessionNode, SessionSummary, Timestamp, Workspace};
+use crate::sessions::cost::{NodeUsage, UsageTotal};
+use crate::sessions::session::{
+    self, one_line, NodeSummary, Session, SessionNode, SessionSummary, Timestamp, Workspace,
+};
 use crate::status::Status;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -60,6 +63,7 @@ impl Store {
         session.status = summary.status;
         session.agent = summary.agent.clone();
         session.title = summary.title.clone();
+        session.usage = summary.usage;
         let mut by_name: HashMap<String, SessionNode> =
             session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
         session.nodes = summary
@@ -74,6 +78,54 @@ impl Store {
             })
             .collect();
         Ok(session)
+    }
+}
+
+impl Store {
+    /// Fills each run's `usage`: the total over the nodes it ran (its node spans), each with the
+    /// usage its session's folder says (the raw streams hold what the node's last execution
+    /// printed). A node that a later run of the session ran again was overwritten since: it
+    /// counts among the run's nodes, unpriced, so that run's total is a lower bound.
+    pub fn with_runs_usage(&self, workspace: &Workspace, runs: &mut [RunRecord], now: SystemTime) -> Result<(), Error> {
+        let mut folders: HashMap<String, HashMap<String, NodeUsage>> = HashMap::new();
+        let mut ran_later: HashMap<String, HashSet<String>> = HashMap::new();
+        // Newest first, per session, whatever order the runs came in.
+        let mut order: Vec<usize> = (0..runs.len()).collect();
+        order.sort_by(|&a, &b| runs[b].started_at.cmp(&runs[a].started_at));
+        for index in order {
+            let run = &mut runs[index];
+            let usage_of = match folders.entry(run.session_id.clone()) {
+                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
+                std::collections::hash_map::Entry::Vacant(entry) => {
+                    let by_name = SessionId::parse(&run.session_id)
+                        .ok()
+                        .and_then(|id| session::read_summary(&workspace.session_path(&id), &id, now))
+                        .map(|summary| {
+                            summary
+                                .nodes
+                                .into_iter()
+                                .filter_map(|node| Some((node.name, node.usage?)))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    entry.insert(by_name)
+                }
+            };
+            let mut names: Vec<String> = Vec::new();
+            for span in self.spans(&run.id)?.into_iter().filter(|s| s.kind == SpanKind::Node) {
+                if !names.contains(&span.name) {
+                    names.push(span.name);
+                }
+            }
+            let later = ran_later.entry(run.session_id.clone()).or_default();
+            run.usage = UsageTotal::of(
+                names
+                    .iter()
+                    .map(|name| (!later.contains(name)).then(|| usage_of.get(name)).flatten()),
+            );
+            later.extend(names);
+        }
+        Ok(())
     }
 }
 
@@ -156,6 +208,7 @@ pub fn with_recorded_runs<'a>(
         }
         let ended_as = (!live).then_some(run.status);
         merge_node_spans(&mut summary.nodes, &spans_of(run.id), ended_as);
+        summary.total_usage();
         if let Some(run_status) = ended_as {
             // What the folder left `running` ended with the run.
             for node in summary.nodes.iter_mut().filter(|node| node.status == Status::Running) {
@@ -180,6 +233,7 @@ fn merge_node_spans(nodes: &mut Vec<NodeSummary>, spans: &[Span], ended_as: Opti
             None => ran.push(NodeSummary {
                 name: span.name.clone(),
                 status,
+                usage: None,
             }),
         }
     }
@@ -193,8 +247,10 @@ fn merge_node_spans(nodes: &mut Vec<NodeSummary>, spans: &[Span], ended_as: Opti
     let mut after: HashMap<String, Vec<NodeSummary>> = HashMap::new();
     let mut previous_ran: Option<String> = None;
     for node in nodes.drain(..) {
-        if ran.iter().any(|r| r.name == node.name) {
-            previous_ran = Some(node.name.clone());
+        if let Some(run) = ran.iter_mut().find(|r| r.name == node.name) {
+            // What the folder says the node used (its raw stream) stays with it.
+            run.usage = node.usage;
+            previous_ran = Some(node.name);
         } else {
             match &previous_ran {
                 Some(name) => after.entry(name.clone()).or_default().push(node),
@@ -233,9 +289,11 @@ mod tests {
                 .map(|(name, status)| NodeSummary {
                     name: (*name).to_owned(),
                     status: *status,
+                    usage: None,
                 })
                 .collect(),
             problems: Vec::new(),
+            usage: None,
         }
     }
 

@@ -12,4 +12,5 @@ mod private_files;
 mod runner;
 mod session_folders;
 mod store;
+mod usage;
 mod watcher;

@@ -75,3 +75,48 @@ fn a_line_of_fifty_megabytes_is_one_output_line_cut_to_the_bound() {
     assert_eq!(events[0].0, studio_core::protocol::MAX_LINE_BYTES + marker.len());
     assert!(matches!(&events[1].1, studio_core::protocol::EventKind::NodeBegin { node, .. } if node == "after"));
 }
+
+/// Pieces of the agents' usage formats, cut and glued anyhow.
+fn usage_piece() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("{\"type\":\"result\",".to_owned()),
+        Just("\"total_cost_usd\":1e308,".to_owned()),
+        Just("\"cost_usd\":-5,".to_owned()),
+        Just("\"usage\":{\"input_tokens\":18446744073709551615,\"output_tokens\":-1},".to_owned()),
+        Just("\"modelUsage\":{\"m\":{\"inputTokens\":1.5}},".to_owned()),
+        Just("{\"type\":\"turn.completed\",\"usage\":{\"input_tokens\":1,\"cached_input_tokens\":9}}".to_owned()),
+        Just("{\"id\":\"0\",\"msg\":{\"type\":\"token_count\",\"info\":null}}".to_owned()),
+        Just("\"stats\":{\"models\":{\"g\":{\"tokens\":{\"prompt\":1,\"cached\":5}}}}".to_owned()),
+        Just("{\"type\":\"init\",\"model\":\"sonnet\"}".to_owned()),
+        Just("\"session_id\":\"x\",\"duration_ms\":3}".to_owned()),
+        Just("│ ".to_owned()),
+        Just("\n".to_owned()),
+        Just("}".to_owned()),
+        "[ -~]{0,30}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+    /// Whatever an agent printed, reading its usage never panics, and a cost is never negative
+    /// or NaN.
+    #[test]
+    fn any_agent_output_reads_as_usage_or_none_without_panic(
+        pieces in proptest::collection::vec(usage_piece(), 0..40),
+        whole in any::<bool>(),
+    ) {
+        let text = pieces.concat();
+        for usage in [
+            studio_core::usage::read_raw_stream(&text, whole),
+            studio_core::usage::read_node_output(text.lines()),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let usage = studio_core::cost::NodeUsage::from_reported(usage);
+            if let Some(cost) = usage.cost_usd {
+                prop_assert!(cost.is_finite() && cost >= 0.0, "{usage:?}");
+            }
+        }
+    }
+}

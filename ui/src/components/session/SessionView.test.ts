@@ -55,6 +55,24 @@ describe("the session view's header", () => {
     expect($(".sv-meta")?.textContent).not.toContain("unknown");
   });
 
+  it("gives the session's cost in its header, a lower bound as one", async () => {
+    const tokens = { input: 10, cache_read: 1000, cache_write: 24, output: 200, reasoning: null };
+    backend.sessions.push(
+      row("s-cost", {
+        title: "priced",
+        usage: { tokens, cost_usd: 0.0668, nodes: 3, nodes_with_usage: 2, nodes_priced: 2 },
+      }),
+    );
+    await open("s-cost");
+    expect($("#session-cost")?.textContent).toBe("≥ $0.0668 (2 of 3 nodes priced)");
+    expect($("#session-cost")?.getAttribute("title")).toContain("1,234 tokens");
+  });
+
+  it("gives no cost for a session without usage", async () => {
+    await open("s1");
+    expect($("#session-cost")).toBeNull();
+  });
+
   it("counts the run's elapsed time from its start to its end", async () => {
     await open("s1");
     await vi.waitFor(() => expect($("#session-elapsed")?.textContent).toBe("0:05"));

@@ -66,3 +66,55 @@ describe("the Timeline", () => {
     ).toContain("could not be read");
   });
 });
+
+describe("the Timeline's usage badges", () => {
+  const usage = (cost: number | null, source: "reported" | "estimated" | "unknown") => ({
+    format: "codex" as const,
+    tokens: { input: 1000, cache_read: 500, cache_write: 0, output: 200, reasoning: 50 },
+    models: ["gpt-5"],
+    turns: null,
+    duration_ms: null,
+    cost_usd: cost,
+    cost_source: source,
+    api_equivalent: false,
+    last_attempt_only: false,
+  });
+  const detail = {
+    nodes: [
+      { ...detailNode("plan", "success", "/p/plan"), usage: usage(0.0185, "estimated") },
+      { ...detailNode("write", "success", "/p/write"), usage: usage(null, "unknown") },
+      detailNode("check", "success", "/p/check"),
+    ],
+  } as unknown as SessionDetail;
+
+  it("puts each node's cost on the newest run that ran it, unknown as a dash, none without usage", () => {
+    const first = runRecord("r1", "s", { started_at: at(0), ended_at: at(10_000) });
+    const replay = runRecord("r2", "s", { started_at: at(60_000), ended_at: at(70_000), replayed_node: "plan" });
+    const spans = new Map([
+      [
+        "r1",
+        [
+          span(1, "run", 0, 10_000),
+          span(2, "plan", 0, 3_000),
+          span(3, "write", 3_000, 6_000),
+          span(4, "check", 6_000, 10_000),
+        ],
+      ],
+      ["r2", [span(5, "run", 60_000, 70_000, { run_id: "r2" }), span(6, "plan", 60_000, 70_000, { run_id: "r2" })]],
+    ]);
+    const { container } = render(Timeline, { runs: [replay, first], spans, now: T0, detail, failed: false });
+    const badge = (run: string, node: string) =>
+      container.querySelector(`[data-run-id='${run}'] .timeline-node[data-node='${node}'] [data-testid='usage-badge']`);
+    expect(badge("r1", "plan")).toBeNull();
+    expect(badge("r2", "plan")?.textContent).toBe("~$0.0185 · 1.7k tok");
+    expect(badge("r2", "plan")?.getAttribute("title")).toContain("estimated from the price table");
+    expect(badge("r1", "write")?.textContent).toBe("– · 1.7k tok");
+    expect(badge("r1", "check")).toBeNull();
+  });
+
+  it("puts them on the nodes of a session without spans too", () => {
+    const { container } = render(Timeline, { runs: [], spans: new Map(), now: T0, detail, failed: false });
+    const badges = [...container.querySelectorAll("[data-testid='usage-badge']")].map((b) => b.textContent);
+    expect(badges).toEqual(["~$0.0185 · 1.7k tok", "– · 1.7k tok"]);
+  });
+});

@@ -1,0 +1,384 @@
+//! What a node's work used and cost ([`NodeUsage`]: one shape for every agent), and the totals
+//! over a run's or a session's nodes ([`UsageTotal`]); docs/cli.md, "The usage object".
+//!
+//! - **Where from**: what the agent printed, read by `studio_protocol::usage` (formats told apart
+//!   by content). The node's `raw_stream_output.txt` is read from its end only (the result event
+//!   is last): its last [`FIRST_TAIL_BYTES`], then, when they hold no usage, its last
+//!   [`RAW_TAIL_BYTES`]. A listing reads it again only when the file's fingerprint (its time and
+//!   size, in the session folder's fingerprint: `session::fingerprint`) changed. The engine
+//!   overwrites the file at each attempt, so a retried node's usage is its last attempt's; where
+//!   a node's output shows several results, [`NodeUsage::last_attempt_only`] says so.
+//! - **Cost**: the cost the agent reported wins ([`CostSource::Reported`]; Claude Code's is an
+//!   API-equivalent estimate by Anthropic's own account, and says so in
+//!   [`NodeUsage::api_equivalent`]). Else it is estimated from the price table shipped in
+//!   `crates/core/data/model-prices.json` (LiteLLM's, MIT; its version in
+//!   [`price_table_version`]), per model, each kind of token at its own price (a cache price the
+//!   table lacks is taken as the input price); tiered prices (above 200k tokens per request)
+//!   are not applied, as the agents report totals, not requests. A model the table does not know
+//!   makes the cost unknown ("–"), never 0.
+//! - **Totals**: a total over nodes of which some have no cost is a lower bound, and says so:
+//!   "≥ $X (n of m nodes priced)" ([`UsageTotal::label`]).
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sessions::untrusted;
+use studio_protocol::usage::{self, ModelTokens, ReportedUsage, Tokens, UsageFormat};
+
+/// A raw stream is read from its end, this much first (most result events fit).
+pub const FIRST_TAIL_BYTES: u64 = 16 * 1024;
+
+/// At most this much of a raw stream's end is read (the result event is last).
+pub const RAW_TAIL_BYTES: u64 = 256 * 1024;
+
+/// Where a node's cost came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(rename_all = "lowercase")]
+pub enum CostSource {
+    /// The agent said what it cost.
+    Reported,
+    /// Computed from the price table.
+    Estimated,
+    /// Neither: no cost reported and a model the table does not know (or none named).
+    Unknown,
+}
+
+/// One node's usage, in one shape whatever the agent (docs/cli.md, "The usage object").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct NodeUsage {
+    /// The format it was read from.
+    pub format: UsageFormat,
+    /// Its tokens; `None` where the format reports none (Cursor).
+    pub tokens: Option<Tokens>,
+    /// The models it used, as the agent named them.
+    pub models: Vec<String>,
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+    pub turns: Option<u64>,
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+    pub duration_ms: Option<u64>,
+    /// In US dollars; `None` when unknown (never 0 for "unknown").
+    pub cost_usd: Option<f64>,
+    pub cost_source: CostSource,
+    /// The reported cost is what the tokens would cost at API prices (Claude Code's), not a bill.
+    pub api_equivalent: bool,
+    /// The node ran more than once and this is its last attempt's usage only.
+    pub last_attempt_only: bool,
+}
+
+// Costs are finite numbers (never NaN): equality is total.
+impl Eq for NodeUsage {}
+
+/// The total over a run's or a session's nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct UsageTotal {
+    /// The sum over the nodes that reported tokens.
+    pub tokens: Tokens,
+    /// The sum over the priced nodes; `None` when none is.
+    pub cost_usd: Option<f64>,
+    /// Every node counted (m).
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub nodes: usize,
+    /// The nodes that reported any usage.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub nodes_with_usage: usize,
+    /// The nodes with a cost, reported or estimated (n): fewer than `nodes` makes `cost_usd` a
+    /// lower bound.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub nodes_priced: usize,
+}
+
+impl Eq for UsageTotal {}
+
+impl UsageTotal {
+    /// The total over nodes, each with its usage if it has one; `None` when none has any.
+    pub fn of<'a>(nodes: impl IntoIterator<Item = Option<&'a NodeUsage>>) -> Option<UsageTotal> {
+        let mut total = UsageTotal {
+            tokens: Tokens::default(),
+            cost_usd: None,
+            nodes: 0,
+            nodes_with_usage: 0,
+            nodes_priced: 0,
+        };
+        for node in nodes {
+            total.nodes += 1;
+            let Some(usage) = node else { continue };
+            total.nodes_with_usage += 1;
+            if let Some(tokens) = &usage.tokens {
+                total.tokens.add(tokens);
+            }
+            if let Some(cost) = usage.cost_usd {
+                total.nodes_priced += 1;
+                total.cost_usd = Some(total.cost_usd.unwrap_or(0.0) + cost);
+            }
+        }
+        (total.nodes_with_usage > 0).then_some(total)
+    }
+
+    /// Every node has a cost: the total is exact.
+    pub fn is_complete(&self) -> bool {
+        self.cost_usd.is_some() && self.nodes_priced == self.nodes
+    }
+
+    /// `$0.42`, `≥ $0.42` (not every node priced), or `–` (none): for a table column.
+    pub fn short_label(&self) -> String {
+        match self.cost_usd {
+            None => "–".to_owned(),
+            Some(cost) if self.is_complete() => dollars(cost),
+            Some(cost) => format!("≥ {}", dollars(cost)),
+        }
+    }
+
+    /// `$0.42`, or `≥ $0.42 (2 of 3 nodes priced)`, or `–` when no node is priced.
+    pub fn label(&self) -> String {
+        match self.cost_usd {
+            None => "–".to_owned(),
+            Some(cost) if self.is_complete() => dollars(cost),
+            Some(cost) => format!(
+                "≥ {} ({} of {} nodes priced)",
+                dollars(cost),
+                self.nodes_priced,
+                self.nodes
+            ),
+        }
+    }
+}
+
+/// Dollars as the surfaces print them: cents from $1, four decimals below.
+pub fn dollars(cost: f64) -> String {
+    if cost >= 1.0 {
+        format!("${cost:.2}")
+    } else {
+        format!("${cost:.4}")
+    }
+}
+
+impl NodeUsage {
+    /// The shape of what an agent reported, its cost reported or estimated.
+    pub fn from_reported(reported: ReportedUsage) -> NodeUsage {
+        let (cost_usd, cost_source) = match reported.reported_cost_usd {
+            Some(cost) => (Some(cost), CostSource::Reported),
+            None => match estimate(&reported.models) {
+                Some(cost) => (Some(cost), CostSource::Estimated),
+                None => (None, CostSource::Unknown),
+            },
+        };
+        NodeUsage {
+            format: reported.format,
+            tokens: reported.tokens,
+            models: reported.models.iter().map(|m| m.model.clone()).collect(),
+            turns: reported.turns,
+            duration_ms: reported.duration_ms,
+            cost_usd,
+            cost_source,
+            api_equivalent: cost_source == CostSource::Reported && reported.format == UsageFormat::ClaudeCode,
+            last_attempt_only: reported.results_seen > 1,
+        }
+    }
+
+    /// `$0.0123`, `~$0.0123` (estimated), or `–`.
+    pub fn cost_label(&self) -> String {
+        match (self.cost_usd, self.cost_source) {
+            (Some(cost), CostSource::Estimated) => format!("~{}", dollars(cost)),
+            (Some(cost), _) => dollars(cost),
+            (None, _) => "–".to_owned(),
+        }
+    }
+}
+
+/// The usage of a node from the end of its raw stream (`<node>/raw_stream_output.txt`); `None`
+/// when there is none (a custom-code node), or nothing in it is a known format.
+pub fn read_node_usage(raw_stream: &Path) -> Option<NodeUsage> {
+    let path = raw_stream;
+    let (bytes, whole) = untrusted::read_suffix(path, FIRST_TAIL_BYTES).ok()?;
+    let found = usage::read_raw_stream(&String::from_utf8_lossy(&bytes), whole);
+    let found = match found {
+        Some(found) => Some(found),
+        None if !whole => {
+            let (bytes, whole) = untrusted::read_suffix(path, RAW_TAIL_BYTES).ok()?;
+            usage::read_raw_stream(&String::from_utf8_lossy(&bytes), whole)
+        }
+        None => None,
+    };
+    found.map(NodeUsage::from_reported)
+}
+
+/// The usage in a node's output as printed on stdout between its markers (`│ ` prefixes and
+/// the engine's wraps undone).
+pub fn node_output_usage<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<NodeUsage> {
+    usage::read_node_output(lines).map(NodeUsage::from_reported)
+}
+
+/// One model's prices, in US dollars per token.
+#[derive(Debug, Clone, Copy, Deserialize)]
+struct Prices {
+    input: f64,
+    output: f64,
+    cache_read: Option<f64>,
+    cache_write: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct PriceFile {
+    litellm_version: String,
+    models: HashMap<String, Prices>,
+}
+
+/// Names the agents use for a model that the table knows under another (Claude Code's
+/// `--model` aliases, as of the table's version).
+const ALIASES: [(&str, &str); 6] = [
+    ("sonnet", "claude-sonnet-4-5"),
+    ("opus", "claude-opus-4-5"),
+    ("haiku", "claude-haiku-4-5"),
+    ("opusplan", "claude-opus-4-5"),
+    ("codex", "gpt-5-codex"),
+    ("gemini-pro", "gemini-2.5-pro"),
+];
+
+fn price_file() -> &'static PriceFile {
+    static TABLE: OnceLock<PriceFile> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        serde_json::from_str(include_str!("../../data/model-prices.json")).expect("the shipped price table parses")
+    })
+}
+
+/// The LiteLLM version the shipped price table comes from.
+pub fn price_table_version() -> &'static str {
+    &price_file().litellm_version
+}
+
+/// The prices of a model, by its name as an agent wrote it: as it is, without a provider prefix
+/// (`anthropic/…`, `models/…`), a context suffix (`[1m]`), a version after `@`, through the
+/// aliases, or without a date suffix (`-20250929`, `-2025-08-07`).
+fn prices_of(model: &str) -> Option<Prices> {
+    let models = &price_file().models;
+    let mut name = model.trim().to_ascii_lowercase();
+    if let Some(at) = name.rfind('/') {
+        name = name[at + 1..].to_owned();
+    }
+    for cut in ['[', '@'] {
+        if let Some(at) = name.find(cut) {
+            name.truncate(at);
+        }
+    }
+    if let Some((_, target)) = ALIASES.iter().find(|(alias, _)| *alias == name) {
+        name = (*target).to_owned();
+    }
+    if let Some(prices) = models.get(&name) {
+        return Some(*prices);
+    }
+    let undated = strip_date(&name)?;
+    models.get(undated).copied()
+}
+
+fn strip_date(name: &str) -> Option<&str> {
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let (head, tail) = name.rsplit_once('-')?;
+    if tail.len() == 8 && digits(tail) {
+        return Some(head);
+    }
+    // -YYYY-MM-DD
+    let mut parts = name.rsplitn(4, '-');
+    let (day, month, year, head) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    (day.len() == 2 && month.len() == 2 && year.len() == 4 && digits(day) && digits(month) && digits(year))
+        .then_some(head)
+}
+
+/// The estimated cost of what the models used; `None` when there is no model or one the table
+/// does not know.
+fn estimate(models: &[ModelTokens]) -> Option<f64> {
+    if models.is_empty() {
+        return None;
+    }
+    models.iter().try_fold(0.0, |sum, model| {
+        let prices = prices_of(&model.model)?;
+        let t = &model.tokens;
+        Some(
+            sum + t.input as f64 * prices.input
+                + t.cache_read as f64 * prices.cache_read.unwrap_or(prices.input)
+                + t.cache_write as f64 * prices.cache_write.unwrap_or(prices.input)
+                + t.output as f64 * prices.output,
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_names_are_found_through_prefixes_aliases_and_dates() {
+        let sonnet = prices_of("claude-sonnet-4-5").unwrap();
+        for name in [
+            "claude-sonnet-4-5-20250929",
+            "anthropic/claude-sonnet-4-5",
+            "sonnet",
+            "claude-sonnet-4-5[1m]",
+            "Claude-Sonnet-4-5",
+        ] {
+            let found = prices_of(name).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!(found.input, sonnet.input, "{name}");
+        }
+        assert!(prices_of("gpt-5-2025-08-07").is_some());
+        assert!(prices_of("models/gemini-2.5-pro").is_some());
+        assert!(prices_of("my-local-llama").is_none());
+        assert!(!price_table_version().is_empty());
+    }
+
+    #[test]
+    fn an_unknown_model_has_no_estimate_never_zero() {
+        let tokens = Tokens {
+            input: 10,
+            output: 10,
+            ..Tokens::default()
+        };
+        let model = |name: &str| ModelTokens {
+            model: name.into(),
+            tokens,
+            reported_cost_usd: None,
+        };
+        assert_eq!(estimate(&[model("my-local-llama")]), None);
+        assert_eq!(estimate(&[model("gpt-5"), model("my-local-llama")]), None);
+        assert_eq!(estimate(&[]), None);
+        let known = estimate(&[model("gpt-5")]).unwrap();
+        assert!((known - (10.0 * 1.25e-6 + 10.0 * 1e-5)).abs() < 1e-12, "{known}");
+    }
+
+    #[test]
+    fn totals_over_partly_priced_nodes_are_lower_bounds() {
+        let node = |cost: Option<f64>| NodeUsage {
+            format: UsageFormat::Codex,
+            tokens: Some(Tokens {
+                input: 1,
+                output: 2,
+                ..Tokens::default()
+            }),
+            models: Vec::new(),
+            turns: None,
+            duration_ms: None,
+            cost_usd: cost,
+            cost_source: if cost.is_some() {
+                CostSource::Estimated
+            } else {
+                CostSource::Unknown
+            },
+            api_equivalent: false,
+            last_attempt_only: false,
+        };
+        let (a, b, c) = (node(Some(0.25)), node(None), node(Some(1.5)));
+        let total = UsageTotal::of([Some(&a), Some(&b), None, Some(&c)]).unwrap();
+        assert_eq!((total.nodes, total.nodes_with_usage, total.nodes_priced), (4, 3, 2));
+        assert_eq!(total.tokens.total(), 9);
+        assert_eq!(total.label(), "≥ $1.75 (2 of 4 nodes priced)");
+        let exact = UsageTotal::of([Some(&a), Some(&c)]).unwrap();
+        assert_eq!(exact.label(), "$1.75");
+        let none = UsageTotal::of([Some(&b)]).unwrap();
+        assert_eq!(none.label(), "–");
+        assert_eq!(UsageTotal::of([None, None]), None);
+    }
+}

@@ -1,0 +1,89 @@
+//! What sessions cost, in the real window: the table's Cost column (sortable), the session
+//! header's total (a lower bound says so) and a badge per node on the Timeline, each checked by
+//! axe-core in light and dark.
+
+use fantoccini::Client;
+
+use crate::accessibility::{assert_none, check, THEMES};
+use crate::harness::{click, eventually, repo_root, screenshot, wait_for, App, Workspace};
+use crate::{text_contents, FANOUT, PIPELINE};
+
+async fn cost_cells(client: &Client) -> Vec<(String, String)> {
+    let ids = text_contents(client, "tr[data-session-id] .session-id").await;
+    let costs = text_contents(client, "tr[data-session-id] [data-testid='cost']").await;
+    ids.into_iter()
+        .zip(costs.into_iter().map(|c| c.trim().to_owned()))
+        .collect()
+}
+
+#[tokio::test]
+async fn costs_show_in_the_table_the_session_header_and_on_the_timeline() {
+    let workspace = Workspace::with_sessions(&[PIPELINE, FANOUT]);
+    // The pipeline's `plan` printed Claude Code's `json` result, `execute` a Gemini CLI stream
+    // with a model no price table knows; `report` printed no usage.
+    let session = workspace.path().join(".zibby/output/sessions").join(PIPELINE.id);
+    let fixtures = repo_root().join("tests/fixtures/usage");
+    for (node, fixture) in [
+        ("plan", "claude-code-json.json"),
+        ("execute", "gemini-cli-stream-json-unknown-model.jsonl"),
+    ] {
+        std::fs::copy(fixtures.join(fixture), session.join(node).join("raw_stream_output.txt")).unwrap();
+    }
+    let mut found = Vec::new();
+    for (theme, gtk_theme) in THEMES {
+        let (tx, rx) = std::sync::mpsc::channel();
+        App::run_with_env(&workspace, &[("GTK_THEME", gtk_theme)], move |client| async move {
+            let mut found = Vec::new();
+            wait_for(&client, "tr[data-session-id]").await;
+            let expected = |first: &str, second: &str| {
+                let cost = |id: &str| if id == PIPELINE.id { "≥ $0.0123" } else { "–" };
+                vec![
+                    (first.to_owned(), cost(first).to_owned()),
+                    (second.to_owned(), cost(second).to_owned()),
+                ]
+            };
+            eventually("the table's Cost column", || async {
+                let seen = cost_cells(&client).await;
+                (seen == expected(FANOUT.id, PIPELINE.id))
+                    .then_some(())
+                    .ok_or(format!("{seen:?}"))
+            })
+            .await;
+
+            click(&client, "#sort-by-cost").await;
+            eventually("the costliest session first", || async {
+                let seen = cost_cells(&client).await;
+                (seen == expected(PIPELINE.id, FANOUT.id))
+                    .then_some(())
+                    .ok_or(format!("{seen:?}"))
+            })
+            .await;
+            check(&client, theme, "cost column", &mut found).await;
+
+            click(&client, &format!("tr[data-session-id='{}'] .session-id", PIPELINE.id)).await;
+            wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+            eventually("the header's total", || async {
+                let seen = text_contents(&client, "#session-cost").await;
+                (seen == ["≥ $0.0123 (1 of 3 nodes priced)"])
+                    .then_some(())
+                    .ok_or(format!("{seen:?}"))
+            })
+            .await;
+            click(&client, "[data-tab='timeline']").await;
+            wait_for(&client, "[data-panel='timeline']").await;
+            eventually("a badge per node that reported usage", || async {
+                let seen = text_contents(&client, "[data-panel='timeline'] [data-testid='usage-badge']").await;
+                let ok = seen.len() == 2 && seen[0] == "$0.0123 · 2.1k tok" && seen[1].starts_with("– · ");
+                ok.then_some(()).ok_or(format!("{seen:?}"))
+            })
+            .await;
+            check(&client, theme, "usage badges", &mut found).await;
+            let path = screenshot(&client, &format!("usage-timeline-{theme}.png")).await;
+            eprintln!("screenshot: {}", path.display());
+            tx.send(found).expect("hand back the findings");
+        })
+        .await;
+        found.extend(rx.recv().expect("the findings"));
+    }
+    assert_none(&found);
+}
