@@ -105,6 +105,12 @@ pub enum StudioCommand {
     /// Print the last lines of a session's output (its raw_stream_output.txt, else its nodes'
     /// in order), and with --follow the lines that come after
     Tail(TailArgs),
+    /// Write a session as one .zip bundle to share: its folder, and what the studio recorded of
+    /// it (runs, output, spans, logs, messages); .session-info.json's config is left out
+    Export(ExportArgs),
+    /// Bring a bundle, a session folder (a downloaded cloud session) or a captured log (its
+    /// stdout; --stderr, --exit-code) into the workspace as a session, marked as imported
+    Import(ImportArgs),
 }
 
 #[derive(Args)]
@@ -290,6 +296,33 @@ pub struct TailArgs {
 }
 
 #[derive(Args)]
+pub struct ExportArgs {
+    pub session_id: String,
+    /// Where to write the bundle [default: <SESSION_ID>.zip in the current folder]
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Keep .session-info.json's `config` (it may hold secrets)
+    #[arg(long)]
+    pub include_config: bool,
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// A bundle (.zip), a session folder, or a captured log (a run's stdout)
+    #[arg(value_name = "FILE|FOLDER")]
+    pub source: PathBuf,
+    /// Give the session a new id (an id the workspace has is refused otherwise)
+    #[arg(long)]
+    pub as_new: bool,
+    /// For a captured log: the run's stderr
+    #[arg(long, value_name = "FILE")]
+    pub stderr: Option<PathBuf>,
+    /// For a captured log: the run's exit status (shell-style: 128+n is signal n)
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub exit_code: Option<i32>,
+}
+
+#[derive(Args)]
 pub struct KeepArgs {
     #[arg(long, value_name = "DIR")]
     pub run_dir: PathBuf,
@@ -350,6 +383,8 @@ impl StudioCommand {
             StudioCommand::Prune(_) => "prune",
             StudioCommand::Watch => "watch",
             StudioCommand::Tail(_) => "tail",
+            StudioCommand::Export(_) => "export",
+            StudioCommand::Import(_) => "import",
         }
     }
 

@@ -11,6 +11,7 @@ mod run;
 mod runs;
 mod search;
 mod sessions;
+mod share;
 mod stop;
 mod tail;
 mod watch;
@@ -40,6 +41,8 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Stop(args) => stop::stop(&args, globals, out),
         StudioCommand::Watch => watch::watch(globals, out),
         StudioCommand::Tail(args) => tail::tail(&args, globals, out),
+        StudioCommand::Export(args) => share::export(&args, globals, out),
+        StudioCommand::Import(args) => share::import(&args, globals, out),
         StudioCommand::Run(args) => return run::run(&args, globals, out),
     };
     done.map(|()| ExitCode::SUCCESS)
