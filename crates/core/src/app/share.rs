@@ -242,13 +242,7 @@ pub fn export_session(
         .file_name()
         .map_or_else(|| "bundle.zip".into(), |n| n.to_string_lossy().into_owned());
     let partial = out.with_file_name(format!(".{name}.partial-{}", uuid::Uuid::now_v7().simple()));
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-        .open(&partial)
-        .map_err(|e| Error::io_write(&partial, e))?;
+    let file = create_new_private(&partial)?;
     let written = (|| {
         let mut bundle = BundleWriter {
             zip: zip::ZipWriter::new(std::io::BufWriter::new(file)),
@@ -375,12 +369,7 @@ impl<W: Write + std::io::Seek> BundleWriter<W> {
             name: prefix.to_owned(),
             modified_ms: metadata.modified().ok().map(millis),
         });
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| Error::io(dir, e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| Error::io(dir, e))?;
-        entries.sort_by_key(|entry| entry.file_name());
-        for entry in entries {
+        for entry in sorted_entries(dir)? {
             let path = entry.path();
             let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
                 tracing::warn!(path = %path.display(), "not exported: its name is not UTF-8");
@@ -477,10 +466,7 @@ impl Staging {
         })?;
         let parent = sessions.parent().unwrap_or(&sessions);
         let dir = parent.join(format!(".import-{}", uuid::Uuid::now_v7().simple()));
-        std::fs::DirBuilder::new()
-            .mode(crate::sessions::private::DIR_MODE)
-            .create(&dir)
-            .map_err(|e| Error::io_write(&dir, e))?;
+        create_private_dir(&dir)?;
         Ok(Staging { dir, sessions })
     }
 
@@ -517,6 +503,35 @@ impl Drop for Staging {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A folder's entries, by name.
+fn sorted_entries(dir: &Path) -> Result<Vec<std::fs::DirEntry>, Error> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| Error::io(dir, e))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| Error::io(dir, e))?;
+    entries.sort_by_key(|entry| entry.file_name());
+    Ok(entries)
+}
+
+/// A new folder, 0700 (its parent exists).
+fn create_private_dir(path: &Path) -> Result<(), Error> {
+    std::fs::DirBuilder::new()
+        .mode(crate::sessions::private::DIR_MODE)
+        .create(path)
+        .map_err(|e| Error::io_write(path, e))
+}
+
+/// A new file, 0600, never through a link nor over anything there.
+fn create_new_private(path: &Path) -> Result<File, Error> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(crate::sessions::private::FILE_MODE)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)
+        .map_err(|e| Error::io_write(path, e))
 }
 
 fn set_modified(path: &Path, modified: SystemTime) {
@@ -719,10 +734,7 @@ fn import_bundle(
         source,
         left: limits.max_bytes,
     };
-    std::fs::DirBuilder::new()
-        .mode(crate::sessions::private::DIR_MODE)
-        .create(&root)
-        .map_err(|e| Error::io_write(&root, e))?;
+    create_private_dir(&root)?;
     for name in &folders {
         if let Some(relative) = name.strip_prefix("session/") {
             crate::sessions::private::create_dir_all(&root.join(relative))?;
@@ -738,13 +750,7 @@ fn import_bundle(
             crate::sessions::private::create_dir_all(parent)?;
         }
         let entry = archive.by_index(*index).map_err(|e| invalid(name, e.to_string()))?;
-        let out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(crate::sessions::private::FILE_MODE)
-            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-            .open(&path)
-            .map_err(|e| Error::io_write(&path, e))?;
+        let out = create_new_private(&path)?;
         let mut hashing = Hashing::new(std::io::BufWriter::new(out));
         budget.copy(name, entry, &mut hashing, &path)?;
         hashing.flush().map_err(|e| Error::io_write(&path, e))?;
@@ -1065,6 +1071,7 @@ fn import_folder(
     copy.walk(source, "", None)?;
     let staging = Staging::new(workspace)?;
     let root = staging.session();
+    create_private_dir(&root)?;
     copy.entries = 0;
     copy.left = options.limits.max_bytes;
     copy.folders.clear();
@@ -1124,12 +1131,7 @@ impl FolderCopy<'_> {
     fn walk(&mut self, dir: &Path, prefix: &str, into: Option<&Path>) -> Result<(), Error> {
         let metadata = std::fs::symlink_metadata(dir).map_err(|e| Error::io(dir, e))?;
         self.folders.push((prefix.to_owned(), metadata.modified().ok()));
-        let mut entries: Vec<_> = std::fs::read_dir(dir)
-            .map_err(|e| Error::io(dir, e))?
-            .collect::<Result<_, _>>()
-            .map_err(|e| Error::io(dir, e))?;
-        entries.sort_by_key(|entry| entry.file_name());
-        for entry in entries {
+        for entry in sorted_entries(dir)? {
             let path = entry.path();
             let lossy = entry.file_name().to_string_lossy().into_owned();
             let relative = if prefix.is_empty() {
@@ -1184,13 +1186,7 @@ impl FolderCopy<'_> {
                 continue;
             };
             let (file, _) = untrusted::open_regular(&path)?;
-            let mut out = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(crate::sessions::private::FILE_MODE)
-                .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-                .open(&target)
-                .map_err(|e| Error::io_write(&target, e))?;
+            let mut out = create_new_private(&target)?;
             let copied = std::io::copy(&mut file.take(self.left + 1), &mut out).map_err(|e| Error::io(&path, e))?;
             if copied > self.left {
                 return Err(self.too_large(
@@ -1231,10 +1227,7 @@ fn import_log(
     });
     let staging = Staging::new(workspace)?;
     let root = staging.session();
-    std::fs::DirBuilder::new()
-        .mode(crate::sessions::private::DIR_MODE)
-        .create(&root)
-        .map_err(|e| Error::io_write(&root, e))?;
+    create_private_dir(&root)?;
     // Recorded under a provisional id first: the log names its session only as it is read.
     let provisional = new_session_id();
     let (session_id, path) = commit_import(store, &staging, Some(now), || {

@@ -10,5 +10,6 @@ mod never_panics;
 mod private_files;
 mod runner;
 mod session_folders;
+mod share;
 mod store;
 mod watcher;
