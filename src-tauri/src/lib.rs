@@ -329,6 +329,7 @@ mod tests {
             workspace: Some(PathBuf::from(path)),
             db: None,
             memory: false,
+            session: None,
         })
     }
 
@@ -339,7 +340,8 @@ mod tests {
             Ok(Invocation::Open {
                 workspace: None,
                 db: None,
-                memory: false
+                memory: false,
+                session: None
             })
         );
         assert_eq!(parse(&["/some/project"]), open("/some/project"));
@@ -373,6 +375,7 @@ mod tests {
                 workspace: Some(PathBuf::from(workspace)),
                 db: Some(PathBuf::from(db)),
                 memory: false,
+                session: None,
             })
         };
         assert_eq!(
@@ -385,11 +388,25 @@ mod tests {
             Ok(Invocation::Open {
                 workspace: None,
                 db: None,
-                memory: true
+                memory: true,
+                session: None
             })
         );
         assert!(parse(&["--db"]).unwrap_err().contains("`--db` needs a PATH"));
         assert!(parse(&["--db", "a", "--memory"]).unwrap_err().contains("not both"));
+    }
+
+    #[test]
+    fn a_session_to_open_is_named() {
+        assert_eq!(
+            parse(&["--session", "1796000000000_abcd", "proj"]),
+            Ok(Invocation::Open {
+                workspace: Some(PathBuf::from("proj")),
+                db: None,
+                memory: false,
+                session: Some("1796000000000_abcd".to_owned()),
+            })
+        );
     }
 
     #[test]

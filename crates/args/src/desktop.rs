@@ -9,7 +9,7 @@ use clap::{CommandFactory, Parser};
 use crate::StoreArgs;
 
 /// The one-line usage, printed under an error.
-pub const USAGE: &str = "usage: zibby-studio [--db PATH | --memory] [WORKSPACE]";
+pub const USAGE: &str = "usage: zibby-studio [--db PATH | --memory] [--session ID] [WORKSPACE]";
 
 const ENVIRONMENT: &str = "\
 Environment:
@@ -24,7 +24,7 @@ Environment:
     name = "zibby-studio",
     about = "Zibby Studio: watch, start and stop Zibby agent runs on your own machine",
     version,
-    override_usage = "zibby-studio [--db PATH | --memory] [WORKSPACE]",
+    override_usage = "zibby-studio [--db PATH | --memory] [--session ID] [WORKSPACE]",
     after_help = ENVIRONMENT,
     mut_arg("memory", |arg| arg.help("A throwaway store that lives as long as the app")),
 )]
@@ -36,6 +36,10 @@ pub struct DesktopArgs {
     pub workspace: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Open this session of the workspace (`zstudio open` asks for it so); a second launch
+    /// brings the running window to it
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// WebKitWebDriver starts the browser binary with this flag when it drives the app: ignored.
     #[arg(long, hide = true)]
     automation: bool,
@@ -49,6 +53,8 @@ pub enum Invocation {
         workspace: Option<PathBuf>,
         db: Option<PathBuf>,
         memory: bool,
+        /// The session to open (`--session`).
+        session: Option<String>,
     },
     Help,
     Version,
@@ -58,10 +64,16 @@ pub enum Invocation {
 pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, String> {
     let program = std::iter::once(OsString::from("zibby-studio"));
     match DesktopArgs::try_parse_from(program.chain(args)) {
-        Ok(DesktopArgs { workspace, store, .. }) => Ok(Invocation::Open {
+        Ok(DesktopArgs {
+            workspace,
+            store,
+            session,
+            ..
+        }) => Ok(Invocation::Open {
             workspace,
             db: store.db,
             memory: store.memory,
+            session,
         }),
         Err(error) => match error.kind() {
             ErrorKind::DisplayHelp => Ok(Invocation::Help),
@@ -128,7 +140,7 @@ mod tests {
     fn the_help_names_the_workspace_the_store_and_the_environment() {
         let help = help();
         for text in [
-            "usage: zibby-studio [--db PATH | --memory] [WORKSPACE]",
+            "usage: zibby-studio [--db PATH | --memory] [--session ID] [WORKSPACE]",
             "[WORKSPACE]",
             "--db <PATH>",
             "A throwaway store that lives as long as the app",

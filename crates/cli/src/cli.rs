@@ -111,6 +111,9 @@ pub enum StudioCommand {
     /// Bring a bundle, a session folder (a downloaded cloud session) or a captured log (its
     /// stdout; --stderr, --exit-code) into the workspace as a session, marked as imported
     Import(ImportArgs),
+    /// Bring the studio's window to the front on a session, starting the app if it is not
+    /// running (the app: $ZIBBY_STUDIO_APP, else the zibby-studio beside zstudio, else on the PATH)
+    Open(SessionArg),
 }
 
 #[derive(Args)]
@@ -385,6 +388,7 @@ impl StudioCommand {
             StudioCommand::Tail(_) => "tail",
             StudioCommand::Export(_) => "export",
             StudioCommand::Import(_) => "import",
+            StudioCommand::Open(_) => "open",
         }
     }
 

@@ -43,6 +43,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Tail(args) => tail::tail(&args, globals, out),
         StudioCommand::Export(args) => share::export(&args, globals, out),
         StudioCommand::Import(args) => share::import(&args, globals, out),
+        StudioCommand::Open(args) => share::open(&args, globals, out),
         StudioCommand::Run(args) => return run::run(&args, globals, out),
     };
     done.map(|()| ExitCode::SUCCESS)

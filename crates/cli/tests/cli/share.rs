@@ -356,3 +356,54 @@ fn a_downloaded_session_folder_is_imported_as_it_was() {
     let again = place.run(&["import", folder.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(1), "an id the workspace has is refused");
 }
+
+#[test]
+fn open_starts_the_app_on_the_session_and_refuses_an_unknown_one() {
+    let place = Place::new();
+    let session = "1795952527924_osmf";
+    let source = captures()
+        .join("head-bb10e85-93-fanout-markers/cwd/.zibby/output/sessions")
+        .join(session);
+    copy_dir(
+        &source,
+        &Path::new(&place.root()).join(".zibby/output/sessions").join(session),
+    );
+    // The app is faked by a script that writes down how it was started.
+    let told = place.dir.path().join("told.txt");
+    let app = place.dir.path().join("zibby-studio");
+    std::fs::write(
+        &app,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {}.tmp && mv {0}.tmp {0}\n",
+            told.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&app, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (root, db) = (place.root(), place.db());
+    let opened = std::process::Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(["open", session, "--json", "-w", &root, "--db", &db])
+        .env("ZIBBY_STUDIO_APP", &app)
+        .output()
+        .unwrap();
+    let opened = json_of(&opened);
+    assert_eq!(opened["session_id"], session);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !told.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let args = std::fs::read_to_string(&told).unwrap();
+    let real_root = std::fs::canonicalize(&root).unwrap();
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        ["--db", db.as_str(), "--session", session, real_root.to_str().unwrap()],
+        "the app is asked for the session of the workspace, on the same store"
+    );
+    let unknown = std::process::Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(["open", "1795952527924_none", "-w", &root, "--db", &db])
+        .env("ZIBBY_STUDIO_APP", &app)
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("1795952527924_none"));
+}
