@@ -451,23 +451,44 @@ pub fn import(
 }
 
 /// The folder a session is built in before it is moved into place; removed unless it was.
+/// The folders it made on the way (`.zibby`, `output`, `sessions` of a workspace that had none)
+/// go too when nothing was imported.
 struct Staging {
     dir: PathBuf,
     sessions: PathBuf,
+    /// The folders made for it, outermost first.
+    made: Vec<PathBuf>,
+    /// Whether a session was moved into place (and stays).
+    placed: std::cell::Cell<bool>,
 }
 
 impl Staging {
     fn new(workspace: &Workspace) -> Result<Staging, Error> {
+        let mut made = Vec::new();
         if workspace.sessions_folder()?.is_none() {
-            crate::sessions::private::create_dir_all(&workspace.sessions_dir())?;
+            let sessions = workspace.sessions_dir();
+            made = sessions
+                .ancestors()
+                .take_while(|folder| *folder != workspace.root())
+                .filter(|folder| std::fs::symlink_metadata(folder).is_err())
+                .map(Path::to_path_buf)
+                .collect();
+            made.reverse();
+            crate::sessions::private::create_dir_all(&sessions)?;
         }
         let sessions = workspace.sessions_folder()?.ok_or_else(|| Error::NotAFolder {
             path: workspace.sessions_dir(),
         })?;
         let parent = sessions.parent().unwrap_or(&sessions);
         let dir = parent.join(format!(".import-{}", uuid::Uuid::now_v7().simple()));
-        create_private_dir(&dir)?;
-        Ok(Staging { dir, sessions })
+        let staging = Staging {
+            dir,
+            sessions: sessions.clone(),
+            made,
+            placed: std::cell::Cell::new(false),
+        };
+        create_private_dir(&staging.dir)?;
+        Ok(staging)
     }
 
     /// Where the session is built.
@@ -492,16 +513,29 @@ impl Staging {
             },
             e => Error::io_write(&target, e.into()),
         })?;
+        self.placed.set(true);
         if let Some(modified) = modified {
             set_modified(&target, modified);
         }
         Ok(target)
+    }
+
+    /// Takes back a session moved into place (its import failed after all).
+    fn unplace(&self, target: &Path) {
+        let _ = std::fs::remove_dir_all(target);
+        self.placed.set(false);
     }
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+        if !self.placed.get() {
+            // Innermost first; a folder something else wrote into meanwhile stays.
+            for folder in self.made.iter().rev() {
+                let _ = std::fs::remove_dir(folder);
+            }
+        }
     }
 }
 
@@ -572,7 +606,7 @@ fn commit_import(
         (Err(error), moved) => {
             if let Some(path) = moved {
                 // The commit failed after the move.
-                let _ = std::fs::remove_dir_all(path);
+                staging.unplace(&path);
             }
             Err(error)
         }

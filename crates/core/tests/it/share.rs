@@ -49,13 +49,12 @@ impl Bench {
     /// Nothing of a refused import is anywhere: no session folder, no staging folder, no row,
     /// and nothing beside the workspace but what the test put there.
     fn assert_nothing_written(&self, why: &str) {
-        let output = self.workspace.root().join(".zibby/output");
-        let left: Vec<String> = walk(&output)
+        // The workspace had no .zibby: the folders made for the import go with it.
+        let left: Vec<String> = walk(self.workspace.root())
             .into_iter()
-            .map(|p| p.strip_prefix(&output).unwrap().display().to_string())
-            .filter(|p| p != "sessions")
+            .map(|p| p.strip_prefix(self.workspace.root()).unwrap().display().to_string())
             .collect();
-        assert!(left.is_empty(), "{why}: the import left {left:?} in .zibby/output");
+        assert!(left.is_empty(), "{why}: the import left {left:?} in the workspace");
         let beside: Vec<String> = std::fs::read_dir(self.dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
