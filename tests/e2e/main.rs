@@ -18,6 +18,7 @@ mod layout;
 mod pins;
 mod runs;
 mod session_view;
+mod share;
 // Shared with the notifications binary, which uses the rest of it.
 #[allow(dead_code)]
 mod x11;

@@ -6,9 +6,11 @@ import { listen } from "@tauri-apps/api/event";
 
 import {
   AGENTS_CHANGED,
+  IMPORT_FAILED,
   QUIT_REQUESTED,
   RUN_EVENT,
   RUN_OUTPUT,
+  SESSION_OPENED,
   SESSIONS_CHANGED,
   WATCH_NOTICE,
   WORKSPACE_CHANGED,
@@ -18,6 +20,7 @@ import type {
   CommandError,
   CommandName,
   ErrorCode,
+  ExportedBundle,
   FileChunk,
   FileEntry,
   LogLine,
@@ -33,6 +36,7 @@ import type {
   RunStartRequest,
   SearchHit,
   SessionDetail,
+  SessionOpened,
   SessionRow,
   Span,
   StartedRun,
@@ -98,14 +102,24 @@ export interface Backend {
   onAgentsChanged(handler: () => void): Promise<() => void>;
   /** Quits the app, stopping the live runs or (`keepRuns`) leaving them running. */
   appQuit(keepRuns: boolean): Promise<void>;
+  /** Export…: the native save dialog, then the session written there as a bundle; `null` when cancelled. */
+  sessionExport(sessionId: string): Promise<ExportedBundle | null>;
+  /** The session the app's command line asked for (`zstudio open`), once; `null` after. */
+  sessionRequested(): Promise<string | null>;
+  /** Calls `handler` when the shell asks to show a session (imported from the menu or a drop, or `zstudio open`). */
+  onSessionOpened(handler: (opened: SessionOpened) => void): Promise<() => void>;
+  /** Calls `handler` when an import from the menu or a drop failed. */
+  onImportFailed(handler: (error: CommandError) => void): Promise<() => void>;
 }
 
 // The Tauri events' names, as the shell spells them (generated from its constants).
 export {
   AGENTS_CHANGED,
+  IMPORT_FAILED,
   QUIT_REQUESTED,
   RUN_EVENT,
   RUN_OUTPUT,
+  SESSION_OPENED,
   SESSIONS_CHANGED,
   WATCH_NOTICE,
   WORKSPACE_CHANGED,
@@ -190,4 +204,8 @@ export const tauriBackend: Backend = {
   onQuitRequested: (handler) => listen<QuitRequest>(QUIT_REQUESTED, (event) => handler(event.payload)),
   onAgentsChanged: (handler) => listen(AGENTS_CHANGED, () => handler()),
   appQuit: (keepRuns) => call<void>("app_quit", { keep_runs: keepRuns }),
+  sessionExport: (sessionId) => call<ExportedBundle | null>("session_export", { session_id: sessionId }),
+  sessionRequested: () => call<string | null>("session_requested"),
+  onSessionOpened: (handler) => listen<SessionOpened>(SESSION_OPENED, (event) => handler(event.payload)),
+  onImportFailed: (handler) => listen<CommandError>(IMPORT_FAILED, (event) => handler(event.payload)),
 };

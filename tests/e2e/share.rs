@@ -1,0 +1,112 @@
+//! Sharing in the real window: `zstudio open` brings the running window to a session (the
+//! single-instance hand-over with `--session`), and a session imported by `zstudio import` shows
+//! in the window like any other. Export… and File > Import… open the system's native dialogs,
+//! which WebDriver cannot reach: they are not driven here.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::harness::{app_binary, eventually, wait_for, App, Workspace};
+use crate::{FANOUT, PIPELINE};
+
+/// `zstudio`, built into the same target folder as the app (`cargo build -p zstudio`).
+fn zstudio() -> std::path::PathBuf {
+    let zstudio = std::path::Path::new(env!("CARGO_BIN_EXE_zibby-studio")).with_file_name("zstudio");
+    assert!(
+        zstudio.is_file(),
+        "zstudio is not built at {}: run `cargo build -p zstudio` with the same target folder",
+        zstudio.display()
+    );
+    zstudio
+}
+
+/// `zstudio open <id>` while the window runs: the window comes to that session. Needs a session
+/// bus (the single-instance hand-over), as the second-launch test does.
+#[tokio::test]
+async fn zstudio_open_brings_the_running_window_to_the_session() {
+    assert!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no session bus: run the tests under `dbus-run-session` (scripts/run-tests.sh does)"
+    );
+    let workspace = Workspace::with_sessions(&[PIPELINE, FANOUT]);
+    let (db, data_home) = (workspace.db(), workspace.data_home().to_path_buf());
+    let root = workspace.path().to_path_buf();
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        let opened = Command::new(zstudio())
+            .args(["open", PIPELINE.id, "--json", "--db"])
+            .arg(&db)
+            .arg("-w")
+            .arg(&root)
+            .env("ZIBBY_STUDIO_APP", app_binary())
+            .env("XDG_DATA_HOME", &data_home)
+            .env("XDG_CONFIG_HOME", data_home.join("config"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("run zstudio open");
+        assert!(
+            opened.status.success(),
+            "zstudio open: {}",
+            String::from_utf8_lossy(&opened.stderr)
+        );
+        let css = format!("#session-view[data-session-id='{}']", PIPELINE.id);
+        eventually("the running window shows the session zstudio asked for", || async {
+            match client.find(fantoccini::Locator::Css(&css)).await {
+                Ok(_) => Ok(()),
+                Err(e) => Err(e.to_string()),
+            }
+        })
+        .await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    })
+    .await;
+}
+
+/// A bundle exported from another workspace and imported into the open one with `zstudio import`
+/// appears in the window's table, and opens with its nodes.
+#[tokio::test]
+async fn a_session_imported_from_a_bundle_shows_in_the_window() {
+    let elsewhere = Workspace::with_sessions(&[PIPELINE]);
+    let bundle = elsewhere.data_home().join("pipeline.zip");
+    let exported = Command::new(zstudio())
+        .args(["export", PIPELINE.id, "-o"])
+        .arg(&bundle)
+        .arg("--db")
+        .arg(elsewhere.db())
+        .arg("-w")
+        .arg(elsewhere.path())
+        .output()
+        .expect("run zstudio export");
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    let workspace = Workspace::with_sessions(&[FANOUT]);
+    let (db, root) = (workspace.db(), workspace.path().to_path_buf());
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        let imported = Command::new(zstudio())
+            .arg("import")
+            .arg(&bundle)
+            .arg("--db")
+            .arg(&db)
+            .arg("-w")
+            .arg(&root)
+            .output()
+            .expect("run zstudio import");
+        assert!(
+            imported.status.success(),
+            "{}",
+            String::from_utf8_lossy(&imported.stderr)
+        );
+        let row = format!("tr[data-session-id='{}']", PIPELINE.id);
+        wait_for(&client, &row).await;
+        crate::harness::click(&client, &format!("{row} .session-title")).await;
+        let view = format!("#session-view[data-session-id='{}']", PIPELINE.id);
+        wait_for(&client, &view).await;
+        let meta = crate::texts(&client, ".sv-meta").await;
+        assert!(meta.iter().any(|m| m.contains("3/3 nodes")), "{meta:?}");
+    })
+    .await;
+}
