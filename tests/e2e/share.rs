@@ -102,11 +102,22 @@ async fn a_session_imported_from_a_bundle_shows_in_the_window() {
         );
         let row = format!("tr[data-session-id='{}']", PIPELINE.id);
         wait_for(&client, &row).await;
-        crate::harness::click(&client, &format!("{row} .session-title")).await;
+        crate::harness::click(&client, &format!("{row} .session-id")).await;
         let view = format!("#session-view[data-session-id='{}']", PIPELINE.id);
         wait_for(&client, &view).await;
         let meta = crate::texts(&client, ".sv-meta").await;
         assert!(meta.iter().any(|m| m.contains("3/3 nodes")), "{meta:?}");
+    })
+    .await;
+}
+
+/// The app started by `zstudio open` (no window running) is started with `--session ID`: its
+/// window opens on that session.
+#[tokio::test]
+async fn the_app_started_on_a_session_opens_it() {
+    let workspace = Workspace::with_sessions(&[PIPELINE, FANOUT]);
+    App::run_with_args(&workspace, &["--session", FANOUT.id], |client| async move {
+        wait_for(&client, &format!("#session-view[data-session-id='{}']", FANOUT.id)).await;
     })
     .await;
 }
