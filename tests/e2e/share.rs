@@ -121,3 +121,28 @@ async fn the_app_started_on_a_session_opens_it() {
     })
     .await;
 }
+
+/// Export… asks where with the system's save dialog, from the shell (the window gets no dialog
+/// API); closing the dialog cancels, and the session view says nothing was exported. (Typing a
+/// name into the GTK dialog needs input injection the tests do not have: the export itself is
+/// `Studio::export_session`, tested through `zstudio export`.)
+#[tokio::test]
+async fn export_asks_where_with_the_native_save_dialog() {
+    let workspace = Workspace::with_sessions(&[PIPELINE]);
+    App::run(&workspace, |client| async move {
+        crate::harness::click(&client, &format!("tr[data-session-id='{}'] .session-id", PIPELINE.id)).await;
+        wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+        crate::harness::click(&client, "#session-export").await;
+        eventually("the save dialog comes up, titled Export session", || async {
+            crate::x11::ask_to_close("Export session")
+        })
+        .await;
+        // Cancelled: nothing said, nothing refused, and the view goes on working.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(client.find(fantoccini::Locator::Css(".sv-exported")).await.is_err());
+        assert!(client.find(fantoccini::Locator::Css(".sv-form-slot")).await.is_err());
+        crate::harness::click(&client, "[data-tab='logs']").await;
+        wait_for(&client, "[data-panel='logs']").await;
+    })
+    .await;
+}
