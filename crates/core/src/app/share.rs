@@ -412,10 +412,16 @@ impl<W: Write + std::io::Seek> BundleWriter<W> {
             }
             let out_path = self.path.clone();
             self.member(&member, modified, |out| {
-                std::io::copy(&mut file, out).map(|_| ()).map_err(|e| match e.kind() {
-                    std::io::ErrorKind::Other => Error::io_write(&out_path, e),
-                    _ => Error::io(&path, e),
-                })
+                let mut buffer = vec![0u8; 256 * 1024];
+                loop {
+                    let n = match file.read(&mut buffer) {
+                        Ok(0) => return Ok(()),
+                        Ok(n) => n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(Error::io(&path, e)),
+                    };
+                    out.write_all(&buffer[..n]).map_err(|e| Error::io_write(&out_path, e))?;
+                }
             })?;
         }
         Ok(())

@@ -886,6 +886,9 @@ pub fn record_captured_output(
                 if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
                     tracing::error!(run_id, %error, "cannot record output");
                 }
+                // Inside a caller's transaction (an import: all or nothing), written blocks are
+                // not kept to be written again: memory stays bounded however long the log.
+                writer.batch_committed();
             }
         };
         for (stream, path) in files {

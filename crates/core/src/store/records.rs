@@ -460,6 +460,9 @@ impl SessionImport<'_> {
         }
         let (_, writer) = self.writer.as_mut().expect("set above");
         let seq = writer.append(line.stream, line.at_ms, line.node.as_deref(), &line.text)?;
+        // The import's transaction is all or nothing: the writer need not keep written blocks to
+        // write again (it would hold the whole output in memory).
+        writer.batch_committed();
         if seq != line.seq {
             return Err(self.invalid(
                 ENTRY,
