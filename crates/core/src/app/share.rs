@@ -377,6 +377,12 @@ impl<W: Write + std::io::Seek> BundleWriter<W> {
             };
             let file_type = entry.file_type().map_err(|e| Error::io(&path, e))?;
             let member = format!("{prefix}/{name}");
+            // What an import would refuse is not written (a name the layout cannot hold, too deep).
+            let relative = member.strip_prefix("session/").unwrap_or(&member);
+            if let Some(reason) = path_problem(relative, ImportLimits::default().max_depth) {
+                tracing::warn!(path = %path.display(), reason, "not exported");
+                continue;
+            }
             if file_type.is_dir() {
                 self.folder(&path, &member, include_config)?;
                 continue;

@@ -491,3 +491,38 @@ fn a_session_folder_is_copied_in_with_its_times() {
     let again = bench.import(&source, ImportLimits::default()).unwrap_err();
     assert_eq!(again.code(), "session_exists", "{again}");
 }
+
+#[test]
+fn export_leaves_out_links_special_files_and_names_an_import_would_refuse() {
+    let from = Bench::new();
+    let folder = from.workspace.sessions_dir().join(ID);
+    std::fs::create_dir_all(folder.join("plan")).unwrap();
+    std::fs::write(folder.join("plan/raw_stream_output.txt"), b"planned\n").unwrap();
+    std::fs::write(folder.join("plan/bad\u{202E}name.txt"), b"x").unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", folder.join("plan/result.json")).unwrap();
+    nix::unistd::mkfifo(&folder.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::write(
+        folder.join(".session-info.json"),
+        br#"{"currentNode":"plan","config":{"apiKey":"sk-secret"}}"#,
+    )
+    .unwrap();
+    let id = studio_core::SessionId::parse(ID).unwrap();
+    let bundle = from.dir.path().join("out.zip");
+    let exported = share::export_session(&from.store, &from.workspace, &id, &bundle, false, SystemTime::now()).unwrap();
+    assert_eq!(
+        exported.members, 8,
+        "two files of the session and the six records: {exported:?}"
+    );
+
+    let to = Bench::new();
+    to.import(&bundle, ImportLimits::default()).unwrap();
+    let imported = to.workspace.sessions_dir().join(ID);
+    let mut names: Vec<String> = walk(&imported)
+        .into_iter()
+        .map(|p| p.strip_prefix(&imported).unwrap().display().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".session-info.json", "plan", "plan/raw_stream_output.txt"]);
+    let info = std::fs::read_to_string(imported.join(".session-info.json")).unwrap();
+    assert!(!info.contains("sk-secret") && info.contains("currentNode"), "{info}");
+}
