@@ -134,6 +134,8 @@ pub fn run() {
         );
     }
     let app = builder
+        // The `zibby-studio://` scheme: its links come as the command line, first or second launch.
+        .plugin(tauri_plugin_deep_link::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_window_state::Builder::default().build())

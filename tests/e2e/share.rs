@@ -146,3 +146,51 @@ async fn export_asks_where_with_the_native_save_dialog() {
     })
     .await;
 }
+
+/// A `zibby-studio://open?workspace=…&session=…` link opened while the app runs (the desktop
+/// starts `zibby-studio <link>`) reaches the running window: it opens that workspace and session.
+#[tokio::test]
+async fn a_link_opens_its_workspace_and_session_in_the_running_window() {
+    assert!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no session bus: run the tests under `dbus-run-session` (scripts/run-tests.sh does)"
+    );
+    let first = Workspace::with_sessions(&[FANOUT]);
+    let second = Workspace::with_sessions(&[PIPELINE]);
+    let (db, data_home) = (first.db(), first.data_home().to_path_buf());
+    let second_root = second.path().canonicalize().unwrap();
+    let link = format!(
+        "zibby-studio://open?workspace={}&session={}",
+        url_encoded(second_root.to_str().unwrap()),
+        PIPELINE.id
+    );
+    App::run(&first, move |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        // The desktop gives the link alone; the store is the app's usual one (here: the test's).
+        let status = Command::new(app_binary())
+            .arg(&link)
+            .env("ZIBBY_STUDIO_DB", &db)
+            .env("XDG_DATA_HOME", &data_home)
+            .env("XDG_CONFIG_HOME", data_home.join("config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("open the link");
+        assert!(status.success(), "the link's launch hands over and exits: {status}");
+        wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+        let shown = crate::texts(&client, ".workspace-path").await;
+        assert_eq!(shown, [second_root.display().to_string()]);
+    })
+    .await;
+}
+
+/// `text` percent-encoded for a link's query.
+fn url_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
