@@ -66,6 +66,9 @@ exec_program=$(sed 's/^Exec=//; s/ .*//' <<<"$exec_line")
   fail "$desktop: '$exec_line' does not start zibby-studio"
 grep -qx 'Type=Application' "$desktop" || fail "$desktop: no Type=Application"
 grep -qx 'Icon=zibby-studio' "$desktop" || fail "$desktop: no Icon=zibby-studio"
+grep -q '^MimeType=.*x-scheme-handler/zibby-studio' "$desktop" ||
+  fail "$desktop: the zibby-studio:// scheme is not registered (no MimeType x-scheme-handler/zibby-studio)"
+grep -q '^Exec=.*%[uU]' "$desktop" || fail "$desktop: '$exec_line' passes no link (%u) to the app"
 for size in 16x16 32x32 64x64 128x128 256x256 512x512; do
   icon=/usr/share/icons/hicolor/$size/apps/zibby-studio.png
   [ -f "$icon" ] || fail "$icon is missing"
@@ -83,6 +86,10 @@ cp -r "tests/fixtures/zibby-captures/head-bb10e85-01-hello-world-plain/cwd/.zibb
 # The app's own store would go under XDG_DATA_HOME; --memory keeps it off disk, this keeps it in $work.
 XDG_DATA_HOME="$work/data" xvfb-run -a -s "-screen 0 1280x800x24" \
   node tests/package/check-installed-app.mjs /usr/bin/zibby-studio "$workspace" "$session"
+# A zibby-studio:// link, as the desktop entry starts the app for one (its store: the usual file,
+# here in $work/data).
+XDG_DATA_HOME="$work/data" xvfb-run -a -s "-screen 0 1280x800x24" \
+  node tests/package/check-installed-app.mjs /usr/bin/zibby-studio "$workspace" "$session" --link
 
 step "dpkg -r zibby-studio"
 dpkg -r zibby-studio

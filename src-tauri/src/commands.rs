@@ -299,3 +299,19 @@ pub fn app_quit(app: AppHandle, studio: State<'_, Studio>, keep_runs: bool) {
 fn session_folder(studio: &Studio, session_id: &str) -> Result<PathBuf, CommandError> {
     Ok(studio.workspace()?.session_folder(&SessionId::parse(session_id)?)?)
 }
+
+/// Export…: the system's save dialog, then the session written there as a bundle; `None` when
+/// cancelled.
+#[tauri::command(async, rename_all = "snake_case")]
+pub fn session_export(
+    app: AppHandle,
+    session_id: String,
+) -> Result<Option<crate::share::ExportedBundle>, CommandError> {
+    crate::share::export_with_dialog(&app, &session_id)
+}
+
+/// The session the app's command line asked for (`--session`, `zstudio open`), once.
+#[tauri::command]
+pub fn session_requested(requested: State<'_, crate::share::RequestedSession>) -> Option<String> {
+    requested.take()
+}

@@ -175,6 +175,7 @@ pub fn log_dir() -> Option<PathBuf> {
 const OPEN_WORKSPACE: &str = "open-workspace";
 const RECENT_PREFIX: &str = "recent:";
 const REVEAL_LOGS: &str = "reveal-logs";
+const IMPORT_SESSION: &str = "import-session";
 const QUIT: &str = "quit";
 const RELOAD: &str = "reload";
 const ZOOM_IN: &str = "zoom-in";
@@ -224,6 +225,8 @@ pub fn install_menu<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
             &MenuItem::with_id(app, OPEN_WORKSPACE, "Open Workspace…", true, Some("CmdOrCtrl+O"))?,
             &recent_menu,
             &PredefinedMenuItem::separator(app)?,
+            &MenuItem::with_id(app, IMPORT_SESSION, "Import Session…", true, Some("CmdOrCtrl+I"))?,
+            &PredefinedMenuItem::separator(app)?,
             &MenuItem::with_id(app, REVEAL_LOGS, "Reveal Log Folder", true, None::<&str>)?,
             &PredefinedMenuItem::separator(app)?,
             &MenuItem::with_id(app, QUIT, "Quit", true, Some("CmdOrCtrl+Q"))?,
@@ -260,6 +263,7 @@ pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
     let window = app.get_webview_window("main");
     match id {
         OPEN_WORKSPACE => pick_and_switch(app),
+        IMPORT_SESSION => crate::share::pick_and_import(app),
         REVEAL_LOGS => {
             if let Some(dir) = log_dir() {
                 if let Err(error) = reveal(&dir) {

@@ -106,7 +106,9 @@ fn render() -> String {
             .add::<crate::events::RunOutput<'static>>(&cfg)
             .add::<crate::events::SessionsChanged>(&cfg)
             .add::<crate::events::WatchNotice<'static>>(&cfg)
-            .add::<crate::desktop::QuitRequested>(&cfg);
+            .add::<crate::desktop::QuitRequested>(&cfg)
+            .add::<crate::share::SessionOpened>(&cfg)
+            .add::<crate::share::ExportedBundle>(&cfg);
         {
             use studio_core::compare::json::{JsonDiff, PathChange, PathDiff};
             use studio_core::compare::text::{DiffLine, Hunk, LineOp, TextDiff, WordPart};
@@ -173,6 +175,16 @@ fn render() -> String {
         "The Tauri event the shell sends when the app is closing with live runs (payload: `QuitRequested`).",
         "QUIT_REQUESTED",
         crate::desktop::QUIT_REQUESTED,
+    )
+    .constant(
+        "The Tauri event the shell asks the window to show a session with: imported, or asked for by a launch (payload: `SessionOpened`).",
+        "SESSION_OPENED",
+        crate::share::SESSION_OPENED,
+    )
+    .constant(
+        "The Tauri event the shell says an import from the menu or a drop failed with (payload: `CommandError`).",
+        "IMPORT_FAILED",
+        crate::share::IMPORT_FAILED,
     );
     format!("{HEADER}\n{}\n", d.text.join("\n\n"))
 }

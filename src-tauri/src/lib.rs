@@ -5,6 +5,7 @@
 //! - `commands`: the IPC commands, each one call into the core.
 //! - `events`: the supervisor's run events, forwarded to the window.
 //! - `desktop`: the menu, quitting with live runs, the folder picker, the app's log file.
+//! - `share`: Export…, Import… and drops onto the window, and the session a launch asks for.
 //! - `error`: the one `{code, message}` error that crosses IPC.
 //! - `ipc_types` (a test): the window's TypeScript types (`ui/src/generated/ipc.ts`), generated
 //!   from the Rust types that cross IPC, with the command and event names; it fails when the
@@ -16,6 +17,7 @@ mod error;
 mod events;
 #[cfg(test)]
 mod ipc_types;
+mod share;
 
 pub(crate) use desktop::{pick_folder, quit_now, reveal, switch_workspace};
 
@@ -69,6 +71,8 @@ ipc_commands![
     run_output_find,
     app_quit,
     runs_compare,
+    session_export,
+    session_requested,
 ];
 
 /// The app's command line, defined with clap beside `zstudio`'s (`crates/args`).
@@ -79,8 +83,13 @@ pub use studio_args::desktop::{parse_args, Invocation};
 const FIRST_LISTING_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub fn run() {
-    let (workspace, db, memory) = match parse_args(std::env::args_os().skip(1)) {
-        Ok(Invocation::Open { workspace, db, memory }) => (workspace, db, memory),
+    let (workspace, db, memory, session) = match parse_args(std::env::args_os().skip(1)) {
+        Ok(Invocation::Open {
+            workspace,
+            db,
+            memory,
+            session,
+        }) => (workspace, db, memory, session),
         Ok(Invocation::Help) => {
             print!("{}", studio_args::desktop::help());
             return;
@@ -126,10 +135,13 @@ pub fn run() {
         );
     }
     let app = builder
+        // The `zibby-studio://` scheme: its links come as the command line, first or second launch.
+        .plugin(tauri_plugin_deep_link::init())
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_window_state::Builder::default().build())
         .manage(studio)
+        .manage(share::RequestedSession::new(session))
         .setup(move |app| {
             let studio = app.state::<Studio>();
             // The window's first listing is read while the web view starts.
@@ -174,12 +186,15 @@ pub fn run() {
             }
             Ok(())
         })
-        .on_window_event(|window, event| {
-            if let tauri::WindowEvent::CloseRequested { api, .. } = event {
-                if !desktop::may_quit(window.app_handle()) {
-                    api.prevent_close();
-                }
+        .on_window_event(|window, event| match event {
+            tauri::WindowEvent::CloseRequested { api, .. } if !desktop::may_quit(window.app_handle()) => {
+                api.prevent_close();
             }
+            // A bundle, a session folder or a log dropped onto the window is imported.
+            tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) => {
+                share::import_dropped(window.app_handle(), paths.clone());
+            }
+            _ => {}
         })
         .invoke_handler(invoke_handler())
         .build(tauri::generate_context!());
@@ -234,15 +249,19 @@ fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) 
         let _ = window.show();
         let _ = window.set_focus();
     }
-    let workspace = match parse_args(args.into_iter().skip(1).map(OsString::from)) {
-        Ok(Invocation::Open {
-            workspace: Some(workspace),
-            ..
-        }) => PathBuf::from(cwd).join(workspace),
-        _ => return,
+    let Ok(Invocation::Open { workspace, session, .. }) = parse_args(args.into_iter().skip(1).map(OsString::from))
+    else {
+        return;
     };
-    if let Err(error) = switch_workspace(app, &workspace) {
-        tracing::warn!(code = error.code.as_str(), "{}", error.message);
+    if let Some(workspace) = workspace {
+        if let Err(error) = switch_workspace(app, &PathBuf::from(cwd).join(workspace)) {
+            tracing::warn!(code = error.code.as_str(), "{}", error.message);
+            return;
+        }
+    }
+    // `zstudio open`: the window shows the session it asks for.
+    if let Some(session) = session {
+        share::show_session(app, &session);
     }
 }
 
@@ -330,6 +349,7 @@ mod tests {
             workspace: Some(PathBuf::from(path)),
             db: None,
             memory: false,
+            session: None,
         })
     }
 
@@ -340,7 +360,8 @@ mod tests {
             Ok(Invocation::Open {
                 workspace: None,
                 db: None,
-                memory: false
+                memory: false,
+                session: None
             })
         );
         assert_eq!(parse(&["/some/project"]), open("/some/project"));
@@ -374,6 +395,7 @@ mod tests {
                 workspace: Some(PathBuf::from(workspace)),
                 db: Some(PathBuf::from(db)),
                 memory: false,
+                session: None,
             })
         };
         assert_eq!(
@@ -386,11 +408,25 @@ mod tests {
             Ok(Invocation::Open {
                 workspace: None,
                 db: None,
-                memory: true
+                memory: true,
+                session: None
             })
         );
         assert!(parse(&["--db"]).unwrap_err().contains("`--db` needs a PATH"));
         assert!(parse(&["--db", "a", "--memory"]).unwrap_err().contains("not both"));
+    }
+
+    #[test]
+    fn a_session_to_open_is_named() {
+        assert_eq!(
+            parse(&["--session", "1796000000000_abcd", "proj"]),
+            Ok(Invocation::Open {
+                workspace: Some(PathBuf::from("proj")),
+                db: None,
+                memory: false,
+                session: Some("1796000000000_abcd".to_owned()),
+            })
+        );
     }
 
     #[test]

@@ -278,13 +278,27 @@ impl App {
 
     /// [`App::launch`] with environment variables of the app's own (the desktop's settings).
     pub async fn launch_with_env(workspace: &Path, db: &Path, data_home: &Path, env: &[(&str, &str)]) -> App {
+        App::launch_with(workspace, db, data_home, env, &[]).await
+    }
+
+    /// [`App::launch_with_env`] with more arguments on the app's command line (`--session ID`).
+    pub async fn launch_with(
+        workspace: &Path,
+        db: &Path,
+        data_home: &Path,
+        env: &[(&str, &str)],
+        args: &[&str],
+    ) -> App {
         require_display();
+        let mut command_line = vec![json!("--db"), json!(db)];
+        command_line.extend(args.iter().map(|arg| json!(arg)));
+        command_line.push(json!(workspace));
         let driver = Driver::start(data_home, env);
         let capabilities = json!({
             "browserName": "wry",
             "tauri:options": {
                 "application": app_binary(),
-                "args": ["--db", db, workspace],
+                "args": command_line,
             },
         });
         let serde_json::Value::Object(capabilities) = capabilities else {
@@ -329,7 +343,24 @@ impl App {
         F: FnOnce(Client) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
-        App::run_in(workspace.path(), &workspace.db(), workspace.data_home(), &[], test).await;
+        App::run_in(workspace.path(), &workspace.db(), workspace.data_home(), &[], &[], test).await;
+    }
+
+    /// [`App::run`] with more arguments on the app's command line (`--session ID`).
+    pub async fn run_with_args<F, Fut>(workspace: &Workspace, args: &[&str], test: F)
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        App::run_in(
+            workspace.path(),
+            &workspace.db(),
+            workspace.data_home(),
+            &[],
+            args,
+            test,
+        )
+        .await;
     }
 
     /// [`App::run`] with environment variables of the app's own (the desktop's settings).
@@ -338,7 +369,7 @@ impl App {
         F: FnOnce(Client) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
-        App::run_in(workspace.path(), &workspace.db(), workspace.data_home(), env, test).await;
+        App::run_in(workspace.path(), &workspace.db(), workspace.data_home(), env, &[], test).await;
     }
 
     /// [`App::run`] on any path, one that may not exist.
@@ -348,15 +379,15 @@ impl App {
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
         let data_home = tempfile::tempdir().expect("create a temp folder for the app's data");
-        App::run_in(workspace, db, data_home.path(), &[], test).await;
+        App::run_in(workspace, db, data_home.path(), &[], &[], test).await;
     }
 
-    async fn run_in<F, Fut>(workspace: &Path, db: &Path, data_home: &Path, env: &[(&str, &str)], test: F)
+    async fn run_in<F, Fut>(workspace: &Path, db: &Path, data_home: &Path, env: &[(&str, &str)], args: &[&str], test: F)
     where
         F: FnOnce(Client) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
-        let app = App::launch_with_env(workspace, db, data_home, env).await;
+        let app = App::launch_with(workspace, db, data_home, env, args).await;
         // A panic inside the spawned task comes back as a JoinError instead of unwinding past the
         // close below, which would leave the window (and the drivers) running.
         let outcome = tokio::time::timeout(Duration::from_secs(240), tokio::spawn(test(app.client.clone()))).await;

@@ -19,6 +19,7 @@ mod layout;
 mod pins;
 mod runs;
 mod session_view;
+mod share;
 mod usage;
 // Shared with the notifications binary, which uses the rest of it.
 #[allow(dead_code)]

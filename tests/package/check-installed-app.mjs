@@ -1,7 +1,10 @@
 // Drives the INSTALLED app through tauri-driver (WebDriver) and checks that it answers:
 // the window title, the workspace path in the header, and the captured session listed in the table.
+// With --link the app is started as the desktop starts it for a link, with
+// `zibby-studio://open?workspace=WORKSPACE&session=SESSION_ID` alone on its command line, and the
+// session's view must open.
 //
-//   node tests/package/check-installed-app.mjs APP WORKSPACE SESSION_ID
+//   node tests/package/check-installed-app.mjs APP WORKSPACE SESSION_ID [--link]
 //
 // Needs a display (run under xvfb-run -a), tauri-driver (~/.cargo/bin or PATH) and WebKitWebDriver.
 // Exits non-zero on any failure.
@@ -12,12 +15,14 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { Builder, By, until } from "selenium-webdriver";
 
-const [app, workspace, sessionId] = process.argv.slice(2);
-if (!app || !workspace || !sessionId) {
-  console.error("usage: check-installed-app.mjs APP WORKSPACE SESSION_ID");
+const [app, workspace, sessionId, mode] = process.argv.slice(2);
+if (!app || !workspace || !sessionId || (mode !== undefined && mode !== "--link")) {
+  console.error("usage: check-installed-app.mjs APP WORKSPACE SESSION_ID [--link]");
   process.exit(2);
 }
 const root = realpathSync(workspace);
+const link = `zibby-studio://open?workspace=${encodeURIComponent(root)}&session=${encodeURIComponent(sessionId)}`;
+const appArgs = mode === "--link" ? [link] : ["--memory", root];
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -74,7 +79,7 @@ try {
     .usingServer(`http://127.0.0.1:${port}/`)
     .withCapabilities({
       browserName: "wry",
-      "tauri:options": { application: app, args: ["--memory", root] },
+      "tauri:options": { application: app, args: appArgs },
     })
     .build();
   let timer;
@@ -104,6 +109,15 @@ try {
   const id = await row.findElement(By.css(".session-id")).getText();
   if (id !== sessionId) throw new Error(`the row's .session-id is ${JSON.stringify(id)}, not ${sessionId}`);
   console.log(`ok: session ${sessionId} is listed`);
+
+  if (mode === "--link") {
+    await session.wait(
+      until.elementLocated(By.css(`#session-view[data-session-id="${sessionId}"]`)),
+      15_000,
+      `the link did not open session ${sessionId}`,
+    );
+    console.log(`ok: ${link} opened the session`);
+  }
 } catch (e) {
   failed = true;
   console.error(`FAIL: ${e && e.stack ? e.stack : e}`);

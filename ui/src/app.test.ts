@@ -126,6 +126,39 @@ describe("the window", () => {
   });
 });
 
+describe("sessions the shell asks to show", () => {
+  it("opens an imported session, and the one the command line asked for", async () => {
+    const backend = fakeBackend({ sessions: [row("s1"), row("s2")] });
+    backend.requested = "s2";
+    const app = start(backend);
+    await app.ready;
+    await vi.waitFor(() => expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("s2"));
+    expect(await backend.sessionRequested()).toBeNull();
+    // Imported from the menu or a drop: the listing is read again and the session shown.
+    backend.sessions.push(row("s-imported"));
+    const listed = backend.calls.filter((call) => call === "sessionsList()").length;
+    backend.sessionOpened("s-imported");
+    flushSync();
+    expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("s-imported");
+    await vi.waitFor(() =>
+      expect(backend.calls.filter((call) => call === "sessionsList()").length).toBeGreaterThan(listed),
+    );
+  });
+
+  it("says why an import failed, until the next one succeeds", async () => {
+    const backend = fakeBackend({ sessions: [row("s1")] });
+    const app = start(backend);
+    await app.ready;
+    backend.importFailed(refusal("import_entry_refused", "in.zip: entry `session/../x` refused: its path goes up"));
+    flushSync();
+    expect(root.textContent).toContain("The session could not be imported");
+    expect(root.textContent).toContain("entry `session/../x` refused");
+    backend.sessionOpened("s1");
+    flushSync();
+    expect(root.textContent).not.toContain("The session could not be imported");
+  });
+});
+
 describe("a run started from the window", () => {
   it("is followed from its events, stays put as it ends, then leaves the strip for a notification", async () => {
     const backend = fakeBackend({ agents: [{ name: "writer", run: ["w"] }] });

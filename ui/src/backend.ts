@@ -6,9 +6,11 @@ import { listen } from "@tauri-apps/api/event";
 
 import {
   AGENTS_CHANGED,
+  IMPORT_FAILED,
   QUIT_REQUESTED,
   RUN_EVENT,
   RUN_OUTPUT,
+  SESSION_OPENED,
   SESSIONS_CHANGED,
   WATCH_NOTICE,
   WORKSPACE_CHANGED,
@@ -19,6 +21,7 @@ import type {
   CommandName,
   CompareFocus,
   ErrorCode,
+  ExportedBundle,
   FileChunk,
   FileEntry,
   LogLine,
@@ -35,6 +38,7 @@ import type {
   RunDiff,
   SearchHit,
   SessionDetail,
+  SessionOpened,
   SessionRow,
   Span,
   StartedRun,
@@ -103,14 +107,24 @@ export interface Backend {
   /** Two runs compared node by node (`a`, `b`: run or session ids); with `focus`, one node
    * execution's further hunks. */
   runsCompare(a: string, b: string, focus?: CompareFocus): Promise<RunDiff>;
+  /** Export…: the native save dialog, then the session written there as a bundle; `null` when cancelled. */
+  sessionExport(sessionId: string): Promise<ExportedBundle | null>;
+  /** The session the app's command line asked for (`zstudio open`), once; `null` after. */
+  sessionRequested(): Promise<string | null>;
+  /** Calls `handler` when the shell asks to show a session (imported from the menu or a drop, or `zstudio open`). */
+  onSessionOpened(handler: (opened: SessionOpened) => void): Promise<() => void>;
+  /** Calls `handler` when an import from the menu or a drop failed. */
+  onImportFailed(handler: (error: CommandError) => void): Promise<() => void>;
 }
 
 // The Tauri events' names, as the shell spells them (generated from its constants).
 export {
   AGENTS_CHANGED,
+  IMPORT_FAILED,
   QUIT_REQUESTED,
   RUN_EVENT,
   RUN_OUTPUT,
+  SESSION_OPENED,
   SESSIONS_CHANGED,
   WATCH_NOTICE,
   WORKSPACE_CHANGED,
@@ -203,4 +217,8 @@ export const tauriBackend: Backend = {
       occurrence: focus?.occurrence ?? null,
       skip_hunks: focus?.skipHunks ?? 0,
     }),
+  sessionExport: (sessionId) => call<ExportedBundle | null>("session_export", { session_id: sessionId }),
+  sessionRequested: () => call<string | null>("session_requested"),
+  onSessionOpened: (handler) => listen<SessionOpened>(SESSION_OPENED, (event) => handler(event.payload)),
+  onImportFailed: (handler) => listen<CommandError>(IMPORT_FAILED, (event) => handler(event.payload)),
 };

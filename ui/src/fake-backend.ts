@@ -23,6 +23,7 @@ import type {
   NodeArtifacts,
   SessionDetail,
   SessionNode,
+  SessionOpened,
   SessionRow,
   Span,
   StartedRun,
@@ -77,6 +78,14 @@ export interface FakeBackend extends Backend {
   quitRequested(request: QuitRequest): void;
   /** Tells whoever listens that `.zibby/studio.toml` changed, as the shell's watcher would. */
   agentsChanged(): void;
+  /** Asks whoever listens to show a session, as the shell does after an import or `zstudio open`. */
+  sessionOpened(sessionId: string): void;
+  /** Tells whoever listens that an import from the menu or a drop failed. */
+  importFailed(error: CommandError): void;
+  /** Where the save dialog of Export… answers (`null`: cancelled). */
+  exportTo: string | null;
+  /** The session the command line asked for, until taken. */
+  requested: string | null;
   /** While set, `agentsList` is refused with it (a broken `.zibby/studio.toml`). */
   agentsBroken: CommandError | null;
   workspace: WorkspaceInfo;
@@ -114,6 +123,8 @@ export function fakeBackend(
   const noticeListeners = new Set<(notice: WatchNotice) => void>();
   const quitListeners = new Set<(request: QuitRequest) => void>();
   const agentsListeners = new Set<() => void>();
+  const openedListeners = new Set<(opened: SessionOpened) => void>();
+  const importFailedListeners = new Set<(error: CommandError) => void>();
   let nextRun = 1;
 
   function detailOf(sessionId: string): SessionDetail {
@@ -174,9 +185,17 @@ export function fakeBackend(
     files: new Map(),
     untrusted: null,
     agentsBroken: null,
+    exportTo: null,
+    requested: null,
     calls: [],
     compare: (a, b) => {
       throw refusal("session_not_found", `no session \`${a}\` or \`${b}\` to compare`);
+    },
+    sessionOpened(sessionId) {
+      for (const listener of openedListeners) listener({ session_id: sessionId });
+    },
+    importFailed(error) {
+      for (const listener of importFailedListeners) listener(error);
     },
     emit(event) {
       for (const listener of listeners) listener(event);
@@ -425,6 +444,24 @@ export function fakeBackend(
     },
     async appQuit(keepRuns) {
       backend.calls.push(`appQuit(${keepRuns})`);
+    },
+    async sessionExport(sessionId) {
+      backend.calls.push(`sessionExport(${sessionId})`);
+      detailOf(sessionId);
+      return backend.exportTo === null ? null : { session_id: sessionId, path: backend.exportTo };
+    },
+    async sessionRequested() {
+      const requested = backend.requested;
+      backend.requested = null;
+      return requested;
+    },
+    async onSessionOpened(handler) {
+      openedListeners.add(handler);
+      return () => openedListeners.delete(handler);
+    },
+    async onImportFailed(handler) {
+      importFailedListeners.add(handler);
+      return () => importFailedListeners.delete(handler);
     },
   };
   return backend;

@@ -290,6 +290,22 @@ export class SessionModel {
     return this.startRun("The node could not be re-run", () => this.backend.runReplay(this.sessionId, node, agent));
   }
 
+  /** Where Export… last wrote the session (`null` until it did). */
+  exportedTo: string | null = $state(null);
+
+  /** Export…: the native save dialog (the shell's), then the bundle written there. */
+  exportBundle(): void {
+    this.actionError = null;
+    this.backend.sessionExport(this.sessionId).then(
+      (exported) => {
+        if (exported !== null) this.exportedTo = exported.path;
+      },
+      (error: unknown) => {
+        this.actionError = { title: "The session could not be exported", error: toCommandError(error) };
+      },
+    );
+  }
+
   reveal(): void {
     this.backend.sessionReveal(this.sessionId).catch((error: unknown) => {
       this.actionError = { title: "The folder could not be opened", error: toCommandError(error) };

@@ -9,7 +9,7 @@ use clap::{CommandFactory, Parser};
 use crate::StoreArgs;
 
 /// The one-line usage, printed under an error.
-pub const USAGE: &str = "usage: zibby-studio [--db PATH | --memory] [WORKSPACE]";
+pub const USAGE: &str = "usage: zibby-studio [--db PATH | --memory] [--session ID] [WORKSPACE]";
 
 const ENVIRONMENT: &str = "\
 Environment:
@@ -24,7 +24,7 @@ Environment:
     name = "zibby-studio",
     about = "Zibby Studio: watch, start and stop Zibby agent runs on your own machine",
     version,
-    override_usage = "zibby-studio [--db PATH | --memory] [WORKSPACE]",
+    override_usage = "zibby-studio [--db PATH | --memory] [--session ID] [WORKSPACE]",
     after_help = ENVIRONMENT,
     mut_arg("memory", |arg| arg.help("A throwaway store that lives as long as the app")),
 )]
@@ -36,6 +36,10 @@ pub struct DesktopArgs {
     pub workspace: Option<PathBuf>,
     #[command(flatten)]
     pub store: StoreArgs,
+    /// Open this session of the workspace (`zstudio open` asks for it so); a second launch
+    /// brings the running window to it
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// WebKitWebDriver starts the browser binary with this flag when it drives the app: ignored.
     #[arg(long, hide = true)]
     automation: bool,
@@ -49,19 +53,68 @@ pub enum Invocation {
         workspace: Option<PathBuf>,
         db: Option<PathBuf>,
         memory: bool,
+        /// The session to open (`--session`).
+        session: Option<String>,
     },
     Help,
     Version,
 }
 
-/// Parses the arguments after the program name. A mistake is one sentence naming it.
+/// The scheme of the studio's links (registered by the package through Tauri's deep-link plugin).
+pub const LINK_SCHEME: &str = "zibby-studio";
+
+/// A `zibby-studio://open?workspace=<folder>&session=<id>` link (both optional, percent-encoded),
+/// as the desktop hands it to the app in place of its arguments: what it opens.
+pub fn parse_link(link: &str) -> Result<Invocation, String> {
+    let url = url::Url::parse(link).map_err(|e| format!("`{link}` is not a link: {e}"))?;
+    if url.scheme() != LINK_SCHEME {
+        return Err(format!("`{link}` is not a {LINK_SCHEME}:// link"));
+    }
+    if url.host_str() != Some("open") {
+        return Err(format!(
+            "`{link}`: the studio's links are {LINK_SCHEME}://open?workspace=…&session=…"
+        ));
+    }
+    let (mut workspace, mut session) = (None, None);
+    for (key, value) in url.query_pairs() {
+        match key.as_ref() {
+            "workspace" => workspace = Some(PathBuf::from(value.into_owned())),
+            "session" => session = Some(value.into_owned()),
+            other => return Err(format!("`{link}`: unknown part `{other}` (workspace, session)")),
+        }
+    }
+    Ok(Invocation::Open {
+        workspace,
+        db: None,
+        memory: false,
+        session,
+    })
+}
+
+/// Parses the arguments after the program name. A mistake is one sentence naming it. A single
+/// `zibby-studio://` link (the desktop opening one) is read by [`parse_link`].
 pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, String> {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let link_prefix = format!("{LINK_SCHEME}://");
+    // WebKitWebDriver adds `--automation`; a link comes alone otherwise.
+    let mut given = args.iter().filter(|arg| *arg != "--automation");
+    if let (Some(link), None) = (given.next().and_then(|arg| arg.to_str()), given.next()) {
+        if link.starts_with(&link_prefix) {
+            return parse_link(link);
+        }
+    }
     let program = std::iter::once(OsString::from("zibby-studio"));
     match DesktopArgs::try_parse_from(program.chain(args)) {
-        Ok(DesktopArgs { workspace, store, .. }) => Ok(Invocation::Open {
+        Ok(DesktopArgs {
+            workspace,
+            store,
+            session,
+            ..
+        }) => Ok(Invocation::Open {
             workspace,
             db: store.db,
             memory: store.memory,
+            session,
         }),
         Err(error) => match error.kind() {
             ErrorKind::DisplayHelp => Ok(Invocation::Help),
@@ -125,10 +178,43 @@ mod tests {
     }
 
     #[test]
+    fn a_link_opens_its_workspace_and_session() {
+        assert_eq!(
+            parse(&["zibby-studio://open?workspace=%2Fhome%2Fu%2Fmy%20project&session=1796000000000_abcd"]),
+            Ok(Invocation::Open {
+                workspace: Some(PathBuf::from("/home/u/my project")),
+                db: None,
+                memory: false,
+                session: Some("1796000000000_abcd".to_owned()),
+            })
+        );
+        assert_eq!(
+            parse(&["zibby-studio://open?session=s1", "--automation"]),
+            Ok(Invocation::Open {
+                workspace: None,
+                db: None,
+                memory: false,
+                session: Some("s1".to_owned()),
+            })
+        );
+        assert!(parse(&["zibby-studio://delete?session=s1"])
+            .unwrap_err()
+            .contains("zibby-studio://open?"));
+        assert!(parse(&["zibby-studio://open?command=rm"])
+            .unwrap_err()
+            .contains("unknown part `command`"));
+        // A folder of that name, with other arguments, is a workspace as before.
+        assert!(matches!(
+            parse(&["--db", "s.sqlite", "zibby-studio://open"]),
+            Ok(Invocation::Open { workspace: Some(_), .. })
+        ));
+    }
+
+    #[test]
     fn the_help_names_the_workspace_the_store_and_the_environment() {
         let help = help();
         for text in [
-            "usage: zibby-studio [--db PATH | --memory] [WORKSPACE]",
+            "usage: zibby-studio [--db PATH | --memory] [--session ID] [WORKSPACE]",
             "[WORKSPACE]",
             "--db <PATH>",
             "A throwaway store that lives as long as the app",

@@ -108,6 +108,15 @@ pub enum StudioCommand {
     /// Compare two runs node by node: A and B are session ids (their last run) or run ids, or
     /// give two captured logs with --log FILE --log FILE
     Diff(DiffArgs),
+    /// Write a session as one .zip bundle to share: its folder, and what the studio recorded of
+    /// it (runs, output, spans, logs, messages); .session-info.json's config is left out
+    Export(ExportArgs),
+    /// Bring a bundle, a session folder (a downloaded cloud session) or a captured log (its
+    /// stdout; --stderr, --exit-code) into the workspace as a session, marked as imported
+    Import(ImportArgs),
+    /// Bring the studio's window to the front on a session, starting the app if it is not
+    /// running (the app: $ZIBBY_STUDIO_APP, else the zibby-studio beside zstudio, else on the PATH)
+    Open(SessionArg),
 }
 
 #[derive(Args)]
@@ -309,6 +318,33 @@ pub struct DiffArgs {
 }
 
 #[derive(Args)]
+pub struct ExportArgs {
+    pub session_id: String,
+    /// Where to write the bundle [default: <SESSION_ID>.zip in the current folder]
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Keep .session-info.json's `config` (it may hold secrets)
+    #[arg(long)]
+    pub include_config: bool,
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// A bundle (.zip), a session folder, or a captured log (a run's stdout)
+    #[arg(value_name = "FILE|FOLDER")]
+    pub source: PathBuf,
+    /// Give the session a new id (an id the workspace has is refused otherwise)
+    #[arg(long)]
+    pub as_new: bool,
+    /// For a captured log: the run's stderr
+    #[arg(long, value_name = "FILE")]
+    pub stderr: Option<PathBuf>,
+    /// For a captured log: the run's exit status (shell-style: 128+n is signal n)
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub exit_code: Option<i32>,
+}
+
+#[derive(Args)]
 pub struct KeepArgs {
     #[arg(long, value_name = "DIR")]
     pub run_dir: PathBuf,
@@ -370,6 +406,9 @@ impl StudioCommand {
             StudioCommand::Watch => "watch",
             StudioCommand::Tail(_) => "tail",
             StudioCommand::Diff(_) => "diff",
+            StudioCommand::Export(_) => "export",
+            StudioCommand::Import(_) => "import",
+            StudioCommand::Open(_) => "open",
         }
     }
 

@@ -449,3 +449,35 @@ fn ago(time: Timestamp, now: SystemTime) -> String {
 fn seconds(ms: u64) -> String {
     format!("{:.1}s", ms as f64 / 1000.0)
 }
+
+pub fn exported(out: &mut impl Write, exported: &studio_core::app::share::Exported) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "exported session {} to {} ({} files, {} bytes{})",
+        exported.session_id,
+        exported.path.display(),
+        exported.members,
+        exported.bytes,
+        if exported.config_included {
+            "; .session-info.json's config included"
+        } else {
+            ""
+        }
+    )?;
+    Ok(())
+}
+
+pub fn imported(out: &mut impl Write, imported: &studio_core::app::share::ImportedSession) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "imported session {} (a {}) into {}",
+        imported.session_id,
+        match imported.kind {
+            studio_core::app::share::ImportKind::Bundle => "bundle",
+            studio_core::app::share::ImportKind::Folder => "session folder",
+            studio_core::app::share::ImportKind::Log => "captured log",
+        },
+        imported.path.display()
+    )?;
+    Ok(())
+}

@@ -1,6 +1,9 @@
 //! `zstudio` as a user runs it: the real binary, real folders, real captures on stdin.
 
 mod common;
+// `zstudio export` and `zstudio import` (tests/cli/share.rs).
+#[path = "cli/share.rs"]
+mod share;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -20,7 +20,7 @@ export type SessionId = string;
  * the core, the CLI, the shell and the window (whose TypeScript union is generated from
  * it), the window's own codes included. New codes may come: match with a fallback arm.
  */
-export type ErrorCode = "invalid_session_id" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
+export type ErrorCode = "invalid_session_id" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
 
 /**
  * Every failed command rejects with this; the UI branches on `code`, never on `message`.
@@ -427,6 +427,16 @@ export type QuitRequested = { live_runs: number,
 can_keep: boolean, };
 
 /**
+ * A session for the window to show.
+ */
+export type SessionOpened = { session_id: string, };
+
+/**
+ * Where an export went, for the window to say.
+ */
+export type ExportedBundle = { session_id: string, path: string, };
+
+/**
  * What one line of a hunk is: the same on both sides, only in A, only in B.
  */
 export type LineOp = " " | "-" | "+";
@@ -529,7 +539,7 @@ export type RunDiff = { a: RunSummary, b: RunSummary, nodes: Array<NodeDiff>,
 output: TextDiff, };
 
 /** What the window may invoke, by name (the shell's `invoke_handler`). */
-export type CommandName = "workspace_get" | "agents_trust" | "workspaces_recent" | "workspace_open" | "workspace_pick" | "sessions_list" | "session_get" | "session_messages" | "session_logs" | "session_files" | "session_file_read" | "session_reveal" | "session_delete" | "pin_add" | "pin_remove" | "search" | "agents_list" | "agent_save" | "run_start" | "run_replay" | "run_stop" | "runs_list" | "run_spans" | "run_output" | "run_output_find" | "app_quit" | "runs_compare";
+export type CommandName = "workspace_get" | "agents_trust" | "workspaces_recent" | "workspace_open" | "workspace_pick" | "sessions_list" | "session_get" | "session_messages" | "session_logs" | "session_files" | "session_file_read" | "session_reveal" | "session_delete" | "pin_add" | "pin_remove" | "search" | "agents_list" | "agent_save" | "run_start" | "run_replay" | "run_stop" | "runs_list" | "run_spans" | "run_output" | "run_output_find" | "app_quit" | "runs_compare" | "session_export" | "session_requested";
 
 /** The Tauri event the shell sends run events as (payload: `RunEvent`). */
 export const RUN_EVENT = "run-event";
@@ -551,3 +561,9 @@ export const WORKSPACE_CHANGED = "workspace-changed";
 
 /** The Tauri event the shell sends when the app is closing with live runs (payload: `QuitRequested`). */
 export const QUIT_REQUESTED = "quit-requested";
+
+/** The Tauri event the shell asks the window to show a session with: imported, or asked for by a launch (payload: `SessionOpened`). */
+export const SESSION_OPENED = "session-opened";
+
+/** The Tauri event the shell says an import from the menu or a drop failed with (payload: `CommandError`). */
+export const IMPORT_FAILED = "import-failed";

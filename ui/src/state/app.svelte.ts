@@ -24,6 +24,7 @@ import type {
   RunEvent,
   RunOutputEvent,
   SearchHit,
+  SessionOpened,
   SessionRow,
   Status,
   Stopping,
@@ -112,6 +113,8 @@ export class AppState {
   runsNow = $state(0);
   starting = $state(false);
   runError = $state.raw<CommandError | null>(null);
+  /** Why the last import from the menu or a drop failed. */
+  importError = $state.raw<CommandError | null>(null);
   pinError = $state.raw<CommandError | null>(null);
   confirmDelete = $state<string | null>(null);
   deleteError = $state.raw<CommandError | null>(null);
@@ -197,10 +200,22 @@ export class AppState {
       backend.onWatchNotice(drawn((notice: WatchNotice) => (this.watchNotice = notice))),
       backend.onQuitRequested(drawn((request: QuitRequest) => (this.quitRequest = request))),
       backend.onAgentsChanged(() => void this.reloadAgents()),
+      backend.onSessionOpened(drawn((opened: SessionOpened) => this.showSession(opened.session_id))),
+      backend.onImportFailed(drawn((error: CommandError) => (this.importError = error))),
     ];
     this.ready = Promise.all(listening).then(
       (unlisten) => {
         this.#unlisten = unlisten;
+        // `zstudio open` started the app on a session.
+        backend.sessionRequested().then(
+          (sessionId) => {
+            if (sessionId !== null) {
+              this.showSession(sessionId);
+              flushSync();
+            }
+          },
+          () => {},
+        );
       },
       (error: unknown) => {
         this.runError = toCommandError(error);
@@ -461,6 +476,14 @@ export class AppState {
 
   closeCompare(): void {
     this.compare = null;
+  }
+
+  /** Shows a session the shell asked for (imported, or `zstudio open`): the listing is read again
+   * so that a new session is in it. */
+  showSession(sessionId: string): void {
+    this.importError = null;
+    this.openSessionView(sessionId);
+    void this.refreshSessions();
   }
 
   closeSession(): void {

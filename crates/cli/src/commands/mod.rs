@@ -12,6 +12,7 @@ mod run;
 mod runs;
 mod search;
 mod sessions;
+mod share;
 mod stop;
 mod tail;
 mod watch;
@@ -41,6 +42,9 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Stop(args) => stop::stop(&args, globals, out),
         StudioCommand::Watch => watch::watch(globals, out),
         StudioCommand::Tail(args) => tail::tail(&args, globals, out),
+        StudioCommand::Export(args) => share::export(&args, globals, out),
+        StudioCommand::Import(args) => share::import(&args, globals, out),
+        StudioCommand::Open(args) => share::open(&args, globals, out),
         StudioCommand::Run(args) => return run::run(&args, globals, out),
         StudioCommand::Diff(args) => diff::diff(&args, globals, out),
     };

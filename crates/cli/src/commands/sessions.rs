@@ -20,14 +20,25 @@ pub fn list(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
 pub fn show(args: &ShowArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     let id = SessionId::parse(&args.session_id)?;
+    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
     // What the store knows is laid over the folder, as `sessions` lays it.
-    let mut session = globals
-        .open_store()?
-        .read_session(&globals.open_workspace()?, &id, now)?;
+    let mut session = store.read_session(&workspace, &id, now)?;
     if !args.with_config {
         session = session.without_config();
     }
-    print::emit(out, globals.format(), &session, |out, session| {
-        print::session(out, session, now)
-    })
+    let imported = store.imported(&workspace, &id)?;
+    match globals.format() {
+        crate::cli::Format::Json => {
+            let mut value = serde_json::to_value(&session)?;
+            value["imported"] = serde_json::to_value(&imported)?;
+            print::write_json(out, &value)
+        }
+        crate::cli::Format::Human => {
+            print::session(out, &session, now)?;
+            if let Some(imported) = imported {
+                writeln!(out, "imported from {} at {}", imported.from, imported.at.to_rfc3339())?;
+            }
+            Ok(())
+        }
+    }
 }

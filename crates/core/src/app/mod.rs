@@ -6,6 +6,7 @@
 
 pub mod first_listing;
 pub mod live;
+pub mod share;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -295,6 +296,28 @@ impl Studio {
         self.supervisor()?.start(request)
     }
 
+    /// Writes a session of the open workspace as a bundle at `path` ([`share::export_session`]).
+    pub fn export_session(&self, id: &SessionId, path: &Path, include_config: bool) -> Result<share::Exported, Error> {
+        share::export_session(
+            self.store()?,
+            &self.workspace()?,
+            id,
+            path,
+            include_config,
+            SystemTime::now(),
+        )
+    }
+
+    /// Imports a bundle, a session folder or a captured log into the open workspace
+    /// ([`share::import`]).
+    pub fn import(&self, source: &Path, as_new: bool) -> Result<share::ImportedSession, Error> {
+        let options = share::ImportOptions {
+            as_new,
+            ..share::ImportOptions::default()
+        };
+        share::import(self.store()?, &self.workspace()?, source, &options, SystemTime::now())
+    }
+
     /// Stops a live run, this window's or another studio process's (see [`stop`]).
     pub fn stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
         stop(&*self.supervisor()?, self.store()?, run_id, force)
@@ -384,27 +407,32 @@ fn last_workspace(store: Option<&Store>) -> Result<Workspace, Error> {
         .ok_or(Error::NoWorkspace)
 }
 
-/// The run keeper is `zstudio keep`: `$ZIBBY_STUDIO_KEEPER` when set, else the `zstudio`
-/// installed beside this program (the package puts both in /usr/bin; a build puts both in
-/// target/), else the one on the PATH.
+/// The run keeper is `zstudio keep` ([`find_program`]: `$ZIBBY_STUDIO_KEEPER`, else beside this
+/// program, else on the PATH).
 fn find_keeper(location: &StoreLocation) -> Option<Keeper> {
-    let given = std::env::var_os("ZIBBY_STUDIO_KEEPER").map(PathBuf::from);
+    Some(Keeper {
+        program: find_program("ZIBBY_STUDIO_KEEPER", "zstudio")?,
+        runs_dir: location.runs_dir(),
+    })
+}
+
+/// A program of the studio's: `$<variable>` when set, else `name` installed beside this
+/// program (the package puts the app and `zstudio` both in /usr/bin; a build puts both in
+/// target/), else the one on the PATH.
+pub fn find_program(variable: &str, name: &str) -> Option<PathBuf> {
+    let given = std::env::var_os(variable).map(PathBuf::from);
     let beside = || {
         std::env::current_exe()
             .ok()
-            .map(|exe| exe.with_file_name("zstudio"))
+            .map(|exe| exe.with_file_name(name))
             .filter(|path| path.is_file())
     };
     let on_path = || {
         std::env::split_paths(&std::env::var_os("PATH")?)
-            .map(|dir| dir.join("zstudio"))
+            .map(|dir| dir.join(name))
             .find(|path| path.is_file())
     };
-    let program = given.or_else(beside).or_else(on_path)?;
-    Some(Keeper {
-        program,
-        runs_dir: location.runs_dir(),
-    })
+    given.or_else(beside).or_else(on_path)
 }
 
 /// The supervisor, held for one command.

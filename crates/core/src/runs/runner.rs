@@ -818,74 +818,20 @@ fn finish_from_keeper_files(
     now: SystemTime,
 ) -> Result<Status, Error> {
     let _ = std::fs::remove_file(messages_file(&run.id));
-    let (stored_out, stored_err) = store.output_line_counts(&run.id)?;
-    let mut fold = TimelineFold::new();
-    let mut reader = StreamReader::new();
-    let mut seen = (0i64, 0i64);
-    {
-        let mut writer = store.output_writer(&run.id)?;
-        let mut on_event = |event: crate::protocol::Event<'_>, fold: &mut TimelineFold| {
-            fold.apply(&event);
-            if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
-                return;
-            }
-            // Lines the studio recorded before it let the run go are not recorded twice.
-            let (count, stored) = match event.stream {
-                Stream::Stdout => (&mut seen.0, stored_out),
-                Stream::Stderr => (&mut seen.1, stored_err),
-            };
-            *count += 1;
-            if *count > stored {
-                let node = fold.current_node().map(str::to_owned);
-                if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
-                    tracing::error!(run_id = %run.id, %error, "cannot record output");
-                }
-            }
-        };
-        for (stream, name) in [
-            (Stream::Stdout, crate::runs::keeper::STDOUT_FILE),
-            (Stream::Stderr, crate::runs::keeper::STDERR_FILE),
-        ] {
-            let path = dir.join(name);
-            let mut file = match std::fs::File::open(&path) {
-                Ok(file) => file,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::io(path, e)),
-            };
-            let mut buffer = vec![0u8; 256 * 1024];
-            loop {
-                let n = file.read(&mut buffer).map_err(|e| Error::io(&path, e))?;
-                if n == 0 {
-                    break;
-                }
-                reader.push(stream, &buffer[..n], 0, &mut |e| on_event(e, &mut fold));
-            }
-        }
-        reader.finish(0, &mut |e| on_event(e, &mut fold));
-    }
-    let timeline = fold.timeline(Some(RunEnd {
+    let files = [
+        (Stream::Stdout, dir.join(crate::runs::keeper::STDOUT_FILE)),
+        (Stream::Stderr, dir.join(crate::runs::keeper::STDERR_FILE)),
+    ];
+    let end = RunEnd {
         exit,
         signalled_by_studio: run.stop_requested == Some(Stopping::Forced),
-    }));
+    };
     // When the agent ended (its keeper wrote `exit` then), not when it was settled.
     let ended_at = std::fs::metadata(dir.join(crate::runs::keeper::EXIT_FILE))
         .and_then(|m| m.modified())
         .unwrap_or(now);
-    record_unfollowed_nodes(store, &run.id, &fold, &timeline, ended_at)?;
-    let stopped_by = timeline.stopped_by.map(|s| match s {
-        StoppedBy::Graceful => "graceful",
-        StoppedBy::Forced => "forced",
-    });
-    store.run_finish(
-        &run.id,
-        &RunOutcome {
-            status: timeline.status,
-            exit_code: timeline.exit_code,
-            error: timeline.error.as_deref(),
-            stopped_by,
-            ended_at,
-        },
-    )?;
+    let timeline = record_captured_output(store, &run.id, &files, Some(end), ended_at)?;
+    let stopped_by = timeline.stopped_by.map(StoppedBy::as_str);
     let workspace = Workspace::from_canonical_root(run.workspace.clone());
     let session = SessionId::parse(&run.session_id)?;
     store.log(
@@ -903,6 +849,80 @@ fn finish_from_keeper_files(
     )?;
     let _ = std::fs::remove_dir_all(dir);
     Ok(timeline.status)
+}
+
+/// Reads a run's captured output files (a missing one is empty) through the reader and the fold,
+/// as the studio reads a live run, and records what they hold: each line (after those of its
+/// stream the store has already: a run the studio followed for a while), with the node it came
+/// in; the node executions as spans; and the run's end by `end` (`None`: it is not known, the
+/// output alone tells), at `ended_at`. Used for a run that went on while no studio followed it,
+/// and for a captured log imported (`app::share`). Returns the run's timeline.
+pub fn record_captured_output(
+    store: &Store,
+    run_id: &str,
+    files: &[(Stream, PathBuf)],
+    end: Option<RunEnd>,
+    ended_at: SystemTime,
+) -> Result<crate::timeline::RunTimeline, Error> {
+    let (stored_out, stored_err) = store.output_line_counts(run_id)?;
+    let mut fold = TimelineFold::new();
+    let mut reader = StreamReader::new();
+    let mut seen = (0i64, 0i64);
+    {
+        let mut writer = store.output_writer(run_id)?;
+        let mut on_event = |event: crate::protocol::Event<'_>, fold: &mut TimelineFold| {
+            fold.apply(&event);
+            if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
+                return;
+            }
+            // Lines the studio recorded before it let the run go are not recorded twice.
+            let (count, stored) = match event.stream {
+                Stream::Stdout => (&mut seen.0, stored_out),
+                Stream::Stderr => (&mut seen.1, stored_err),
+            };
+            *count += 1;
+            if *count > stored {
+                let node = fold.current_node().map(str::to_owned);
+                if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
+                    tracing::error!(run_id, %error, "cannot record output");
+                }
+                // Inside a caller's transaction (an import: all or nothing), written blocks are
+                // not kept to be written again: memory stays bounded however long the log.
+                writer.batch_committed();
+            }
+        };
+        for (stream, path) in files {
+            let mut file = match std::fs::File::open(path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(path, e)),
+            };
+            let mut buffer = vec![0u8; 256 * 1024];
+            loop {
+                let n = file.read(&mut buffer).map_err(|e| Error::io(path, e))?;
+                if n == 0 {
+                    break;
+                }
+                reader.push(*stream, &buffer[..n], 0, &mut |e| on_event(e, &mut fold));
+            }
+        }
+        reader.finish(0, &mut |e| on_event(e, &mut fold));
+        writer.flush()?;
+    }
+    let timeline = fold.timeline(end);
+    record_unfollowed_nodes(store, run_id, &fold, &timeline, ended_at)?;
+    let stopped_by = timeline.stopped_by.map(StoppedBy::as_str);
+    store.run_finish(
+        run_id,
+        &RunOutcome {
+            status: timeline.status,
+            exit_code: timeline.exit_code,
+            error: timeline.error.as_deref(),
+            stopped_by,
+            ended_at,
+        },
+    )?;
+    Ok(timeline)
 }
 
 /// The fold's index of each node of its timeline, in order: the fold counts the `┌ title` lines

@@ -149,6 +149,12 @@ const MIGRATIONS: &[&str] = &[
     r#"
     DELETE FROM folder_index;
     "#,
+    // 7: sessions brought in by `zstudio import` (a bundle, a session folder, a captured log):
+    // what they were imported from and when.
+    r#"
+    ALTER TABLE sessions ADD COLUMN imported_from TEXT;
+    ALTER TABLE sessions ADD COLUMN imported_at INTEGER;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

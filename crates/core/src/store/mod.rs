@@ -10,6 +10,7 @@ pub mod index;
 mod migrations;
 mod node_logs;
 mod output;
+mod records;
 pub mod retention;
 mod search;
 mod session_model;
@@ -29,6 +30,9 @@ use crate::vocabulary::id::SessionId;
 
 pub use migrations::SCHEMA_VERSION;
 pub use output::{OutputFilter, OutputFind, OutputLine, OutputPage, OutputWriter, StoredLine, FIND_BUDGET_LINES};
+pub use records::{
+    Imported, LogRow, MessageRow, OutputRow, RunRow, SessionImport, SessionRecord, SessionRecords, SpanRow,
+};
 pub use search::{SearchHit, SearchHitKind};
 
 /// Where the store lives.

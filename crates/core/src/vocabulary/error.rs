@@ -87,6 +87,39 @@ pub enum Error {
     /// then: every call that needs the part says it again, with the same code.
     #[error("{message}")]
     Unavailable { code: ErrorCode, message: String },
+    /// An entry of an imported bundle or folder that the studio will not write: `..`, an absolute
+    /// path, a link, a device, a name the session layout cannot hold, a duplicate.
+    #[error("{source_path}: entry `{entry}` refused: {reason}; nothing was imported")]
+    ImportEntryRefused {
+        source_path: PathBuf,
+        entry: String,
+        reason: String,
+    },
+    /// An imported bundle or folder holds more entries or bytes than the import takes.
+    #[error("{source_path}: {what} (at `{entry}`); nothing was imported")]
+    ImportTooLarge {
+        source_path: PathBuf,
+        entry: String,
+        what: String,
+    },
+    #[error("{source_path}: `{entry}` has bundle format version {found}, which this studio does not know (it reads {known}); nothing was imported")]
+    BundleVersionUnknown {
+        source_path: PathBuf,
+        entry: String,
+        found: String,
+        known: u32,
+    },
+    #[error("{source_path}: entry `{entry}` does not match its checksum in manifest.json; nothing was imported")]
+    BundleChecksumMismatch { source_path: PathBuf, entry: String },
+    /// A bundle that is not one: not a zip, no manifest, a record that does not read.
+    #[error("{source_path}: `{entry}`: {reason}; nothing was imported")]
+    BundleInvalid {
+        source_path: PathBuf,
+        entry: String,
+        reason: String,
+    },
+    #[error("session `{id}` exists already in {sessions_dir}: import it with --as-new to give it a new id")]
+    SessionExists { id: String, sessions_dir: PathBuf },
     #[error("cannot {} {path}: {source}", .op.verb())]
     Io {
         /// What failed: reading, writing, or starting something.
@@ -184,6 +217,12 @@ impl Error {
             Error::InvalidStream { .. } => ErrorCode::InvalidStream,
             Error::EmptyQuery => ErrorCode::InvalidQuery,
             Error::Reveal { .. } => ErrorCode::Reveal,
+            Error::ImportEntryRefused { .. } => ErrorCode::ImportEntryRefused,
+            Error::ImportTooLarge { .. } => ErrorCode::ImportTooLarge,
+            Error::BundleVersionUnknown { .. } => ErrorCode::BundleVersionUnknown,
+            Error::BundleChecksumMismatch { .. } => ErrorCode::BundleChecksumMismatch,
+            Error::BundleInvalid { .. } => ErrorCode::BundleInvalid,
+            Error::SessionExists { .. } => ErrorCode::SessionExists,
             Error::Unavailable { code, .. } => *code,
         }
     }
@@ -245,6 +284,12 @@ error_codes! {
     InvalidStream = "invalid_stream",
     InvalidQuery = "invalid_query",
     Reveal = "reveal",
+    ImportEntryRefused = "import_entry_refused",
+    ImportTooLarge = "import_too_large",
+    BundleVersionUnknown = "bundle_version_unknown",
+    BundleChecksumMismatch = "bundle_checksum_mismatch",
+    BundleInvalid = "bundle_invalid",
+    SessionExists = "session_exists",
     /// The window's own (never made by Rust): a command that did not reach the shell, or whose
     /// rejection was not a `{code, message}`.
     Ipc = "ipc",

@@ -15,25 +15,7 @@ const MAX_ID_BYTES: usize = 255;
 
 impl SessionId {
     pub fn parse(id: &str) -> Result<SessionId, Error> {
-        let reason = if id.is_empty() {
-            Some("it is empty")
-        } else if id == "." || id == ".." || id.contains("..") {
-            Some("it contains `..`")
-        } else if id.contains('/') || id.contains('\\') {
-            Some("it contains a path separator")
-        } else if id.contains('\0') {
-            Some("it contains a NUL byte")
-        } else if id.chars().any(char::is_control) {
-            Some("it contains a control character")
-        } else if id.chars().any(is_bidi_control) {
-            // An id shown reordered could pass for another one (CVE-2021-42574, "Trojan Source").
-            Some("it contains a bidirectional-control character")
-        } else if id.len() > MAX_ID_BYTES {
-            Some("it is longer than 255 bytes")
-        } else {
-            None
-        };
-        match reason {
+        match folder_name_problem(id) {
             Some(reason) => Err(Error::InvalidSessionId {
                 id: id.escape_debug().to_string(),
                 reason,
@@ -53,6 +35,31 @@ impl SessionId {
             return None;
         }
         ms.parse().ok()
+    }
+}
+
+/// Why `name` cannot be one folder or file name of the session layout (a session id, or a name
+/// inside a session folder, as an imported archive gives it), or `None` when it can: empty, `.`
+/// or `..` (or holding `..`), a path separator, NUL, a control or bidirectional-control character,
+/// longer than 255 bytes.
+pub fn folder_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("it is empty")
+    } else if name == "." || name == ".." || name.contains("..") {
+        Some("it contains `..`")
+    } else if name.contains('/') || name.contains('\\') {
+        Some("it contains a path separator")
+    } else if name.contains('\0') {
+        Some("it contains a NUL byte")
+    } else if name.chars().any(char::is_control) {
+        Some("it contains a control character")
+    } else if name.chars().any(is_bidi_control) {
+        // A name shown reordered could pass for another one (CVE-2021-42574, "Trojan Source").
+        Some("it contains a bidirectional-control character")
+    } else if name.len() > MAX_ID_BYTES {
+        Some("it is longer than 255 bytes")
+    } else {
+        None
     }
 }
 

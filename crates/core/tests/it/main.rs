@@ -11,6 +11,7 @@ mod never_panics;
 mod private_files;
 mod runner;
 mod session_folders;
+mod share;
 mod store;
 mod usage;
 mod watcher;

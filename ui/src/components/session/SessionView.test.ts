@@ -92,6 +92,22 @@ describe("the session view's header", () => {
     expect(context.askDelete).toHaveBeenCalledWith("s1");
   });
 
+  it("exports the session with the save dialog, says where, and says why not", async () => {
+    await open("s1");
+    // The dialog cancelled: nothing is said.
+    await userEvent.click($("#session-export")!);
+    await vi.waitFor(() => expect(backend.calls).toContain("sessionExport(s1)"));
+    expect($(".sv-exported")).toBeNull();
+    backend.exportTo = "/home/u/s1.zip";
+    await userEvent.click($("#session-export")!);
+    await vi.waitFor(() => expect($(".sv-exported")?.textContent).toBe("Exported to /home/u/s1.zip"));
+    expect($(".sv-exported")?.getAttribute("role")).toBe("status");
+    backend.sessionExport = () => refusal("session `s1` has a live run (r1): stop it first", "session_live");
+    await userEvent.click($("#session-export")!);
+    await vi.waitFor(() => expect(document.body.textContent).toContain("The session could not be exported"));
+    expect(document.body.textContent).toContain("stop it first");
+  });
+
   it("keeps the focus on a header button as the session changes", async () => {
     const { model } = await open("s1");
     const pin = $<HTMLButtonElement>("#session-pin")!;

@@ -1,0 +1,93 @@
+//! `zstudio export` and `zstudio import`: a session as one bundle to share, and a bundle, a
+//! session folder or a captured log brought into a workspace (`studio_core::app::share`); and
+//! `zstudio open`: the window brought to a session.
+
+use std::io::Write;
+use std::time::SystemTime;
+
+use studio_core::app::share::{self, ImportOptions};
+use studio_core::SessionId;
+
+use crate::cli::{ExportArgs, Globals, ImportArgs, SessionArg};
+use crate::print;
+
+pub fn export(args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let id = SessionId::parse(&args.session_id)?;
+    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+    let path = match &args.output {
+        Some(path) => path.clone(),
+        None => std::env::current_dir()?.join(format!("{id}.zip")),
+    };
+    let exported = share::export_session(&store, &workspace, &id, &path, args.include_config, SystemTime::now())?;
+    print::emit(out, globals.format(), &exported, |out, exported| {
+        print::exported(out, exported)
+    })
+}
+
+pub fn import(args: &ImportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+    let options = ImportOptions {
+        as_new: args.as_new,
+        stderr: args.stderr.clone(),
+        exit_code: args.exit_code,
+        ..ImportOptions::default()
+    };
+    let imported = share::import(&store, &workspace, &args.source, &options, SystemTime::now())?;
+    print::emit(out, globals.format(), &imported, |out, imported| {
+        print::imported(out, imported)
+    })
+}
+
+/// What `zstudio open` started.
+#[derive(serde::Serialize)]
+struct Opened {
+    session_id: String,
+    workspace: std::path::PathBuf,
+    app: std::path::PathBuf,
+}
+
+/// Starts the app on the session: a window already running on the same store takes the request
+/// over (the app's single-instance hand-over) and comes to the front; the process started here
+/// then ends. Not waited for.
+pub fn open(args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let id = SessionId::parse(&args.session_id)?;
+    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+    super::require_session(&store, &workspace, &id)?;
+    if globals.store.memory {
+        anyhow::bail!("`zstudio open` shows the session in the app's store: --memory is a store of its own");
+    }
+    let app = desktop_app()?;
+    let mut command = std::process::Command::new(&app);
+    if let Some(db) = &globals.store.db {
+        command.arg("--db").arg(db);
+    }
+    command.arg("--session").arg(id.as_str()).arg(workspace.root());
+    use std::os::unix::process::CommandExt;
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        // Its own process group: a Ctrl-C in this terminal does not end the window.
+        .process_group(0);
+    command
+        .spawn()
+        .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", app.display()))?;
+    let opened = Opened {
+        session_id: id.to_string(),
+        workspace: workspace.root().to_owned(),
+        app,
+    };
+    print::emit(out, globals.format(), &opened, |out, opened| {
+        writeln!(out, "opening session {} in {}", opened.session_id, opened.app.display())?;
+        Ok(())
+    })
+}
+
+/// The desktop app: `$ZIBBY_STUDIO_APP`, else `zibby-studio` beside this program, else on the PATH.
+fn desktop_app() -> anyhow::Result<std::path::PathBuf> {
+    studio_core::app::find_program("ZIBBY_STUDIO_APP", "zibby-studio").ok_or_else(|| {
+        anyhow::anyhow!(
+            "the Zibby Studio app (zibby-studio) is not beside zstudio nor on the PATH: set ZIBBY_STUDIO_APP"
+        )
+    })
+}

@@ -1,0 +1,528 @@
+//! Importing untrusted bundles and folders (`app::share`): each hostile case refused with an
+//! error naming its entry, and nothing left behind (no folder in the workspace, no row in the
+//! store, nothing outside). Hostile archives are built here with the `zip` crate's writer.
+
+use std::io::{Cursor, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+use studio_core::app::share::{self, ImportLimits, ImportOptions};
+use studio_core::store::{Store, StoreLocation};
+use studio_core::Workspace;
+use tempfile::TempDir;
+use zip::write::SimpleFileOptions;
+
+const ID: &str = "1796000000000_abcd";
+
+/// A workspace inside a folder of its own (so that a file written beside it is seen), and a
+/// store file.
+struct Bench {
+    dir: TempDir,
+    workspace: Workspace,
+    store: Store,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        let dir = TempDir::new().unwrap();
+        std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+        let workspace = Workspace::open(dir.path().join("ws")).unwrap();
+        let store = Store::open(&StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap();
+        Bench { dir, workspace, store }
+    }
+
+    fn bundle(&self, bytes: &[u8]) -> PathBuf {
+        let path = self.dir.path().join("in.zip");
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    fn import(&self, source: &Path, limits: ImportLimits) -> Result<share::ImportedSession, studio_core::Error> {
+        let options = ImportOptions {
+            limits,
+            ..ImportOptions::default()
+        };
+        share::import(&self.store, &self.workspace, source, &options, SystemTime::now())
+    }
+
+    /// Nothing of a refused import is anywhere: no session folder, no staging folder, no row,
+    /// and nothing beside the workspace but what the test put there.
+    fn assert_nothing_written(&self, why: &str) {
+        // The workspace had no .zibby: the folders made for the import go with it.
+        let left: Vec<String> = walk(self.workspace.root())
+            .into_iter()
+            .map(|p| p.strip_prefix(self.workspace.root()).unwrap().display().to_string())
+            .collect();
+        assert!(left.is_empty(), "{why}: the import left {left:?} in the workspace");
+        let beside: Vec<String> = std::fs::read_dir(self.dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| {
+                !name.starts_with("studio.sqlite") && name != "ws" && !name.ends_with(".zip") && name != "source"
+            })
+            .collect();
+        assert!(
+            beside.is_empty(),
+            "{why}: the import wrote {beside:?} outside the workspace"
+        );
+        let conn = rusqlite::Connection::open(self.dir.path().join("studio.sqlite")).unwrap();
+        for table in ["sessions", "runs", "output_blocks", "spans", "logs", "messages"] {
+            let rows: i64 = conn
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(rows, 0, "{why}: the import left rows in {table}");
+        }
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        found.push(path.clone());
+        if std::fs::symlink_metadata(&path).unwrap().is_dir() {
+            found.extend(walk(&path));
+        }
+    }
+    found
+}
+
+fn sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What a bundle holds, to be written as a zip.
+struct Bundle {
+    /// (name, bytes) of the files, manifest excluded.
+    files: Vec<(String, Vec<u8>)>,
+    format_version: serde_json::Value,
+    /// Checksums to put in the manifest instead of the true ones.
+    wrong_checksum: Option<String>,
+}
+
+impl Bundle {
+    /// A valid bundle of one session with a file in a node folder and no records.
+    fn valid() -> Bundle {
+        let mut files = vec![
+            (
+                "session/.session-info.json".to_owned(),
+                br#"{"sessionPath":"/x","currentNode":"plan"}"#.to_vec(),
+            ),
+            ("session/plan/raw_stream_output.txt".to_owned(), b"planned\n".to_vec()),
+            ("records/session.json".to_owned(), b"{}".to_vec()),
+        ];
+        for name in ["runs", "spans", "output", "logs", "messages"] {
+            files.push((format!("records/{name}.jsonl"), Vec::new()));
+        }
+        Bundle {
+            files,
+            format_version: 1.into(),
+            wrong_checksum: None,
+        }
+    }
+
+    fn manifest(&self) -> Vec<u8> {
+        let members: Vec<serde_json::Value> = self
+            .files
+            .iter()
+            .map(|(name, bytes)| {
+                let sha = match &self.wrong_checksum {
+                    Some(wrong) if wrong == name => sha256(b"something else"),
+                    _ => sha256(bytes),
+                };
+                serde_json::json!({"name": name, "bytes": bytes.len(), "sha256": sha, "modified_ms": null})
+            })
+            .collect();
+        serde_json::to_vec(&serde_json::json!({
+            "format": "zibby-studio-session",
+            "format_version": self.format_version,
+            "studio_version": "0.1.0",
+            "session_id": ID,
+            "exported_at_ms": 0,
+            "config_included": false,
+            "members": members,
+            "folders": [],
+        }))
+        .unwrap()
+    }
+
+    /// The zip, with `extra` written by the test's own hand after the bundle's files.
+    fn zip_with(&self, extra: impl FnOnce(&mut zip::ZipWriter<Cursor<Vec<u8>>>)) -> Vec<u8> {
+        let mut writer = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        let options = SimpleFileOptions::default();
+        for (name, bytes) in &self.files {
+            writer.start_file(name.as_str(), options).unwrap();
+            writer.write_all(bytes).unwrap();
+        }
+        extra(&mut writer);
+        writer.start_file("manifest.json", options).unwrap();
+        writer.write_all(&self.manifest()).unwrap();
+        writer.finish().unwrap().into_inner()
+    }
+
+    fn zip(&self) -> Vec<u8> {
+        self.zip_with(|_| {})
+    }
+}
+
+/// Asserts a refusal with `code`, whose message names `entry`, and that nothing was written.
+fn assert_refused(bench: &Bench, result: Result<share::ImportedSession, studio_core::Error>, code: &str, entry: &str) {
+    let error = result.expect_err("a hostile import must be refused");
+    assert_eq!(error.code(), code, "{error}");
+    assert!(
+        error.to_string().contains(entry),
+        "the error names the entry `{entry}`: {error}"
+    );
+    bench.assert_nothing_written(&error.to_string());
+}
+
+#[test]
+fn a_valid_bundle_is_imported_with_its_files() {
+    let bench = Bench::new();
+    let imported = bench
+        .import(&bench.bundle(&Bundle::valid().zip()), ImportLimits::default())
+        .unwrap();
+    assert_eq!(imported.session_id.as_str(), ID);
+    let file = bench
+        .workspace
+        .sessions_dir()
+        .join(ID)
+        .join("plan/raw_stream_output.txt");
+    assert_eq!(std::fs::read(file).unwrap(), b"planned\n");
+    let marked = bench.store.imported(&bench.workspace, &imported.session_id).unwrap();
+    assert!(
+        marked.is_some_and(|m| m.from.ends_with("in.zip")),
+        "the session is marked as imported"
+    );
+}
+
+#[test]
+fn an_entry_going_up_with_dot_dot_is_refused() {
+    let bench = Bench::new();
+    let zip = Bundle::valid().zip_with(|w| {
+        w.start_file("session/../../evil.txt", SimpleFileOptions::default())
+            .unwrap();
+        w.write_all(b"x").unwrap();
+    });
+    let result = bench.import(&bench.bundle(&zip), ImportLimits::default());
+    assert_refused(&bench, result, "import_entry_refused", "session/../../evil.txt");
+}
+
+#[test]
+fn an_absolute_entry_is_refused() {
+    let bench = Bench::new();
+    let zip = Bundle::valid().zip_with(|w| {
+        w.start_file("/tmp/zibby-evil.txt", SimpleFileOptions::default())
+            .unwrap();
+        w.write_all(b"x").unwrap();
+    });
+    let result = bench.import(&bench.bundle(&zip), ImportLimits::default());
+    assert_refused(&bench, result, "import_entry_refused", "/tmp/zibby-evil.txt");
+    assert!(!Path::new("/tmp/zibby-evil.txt").exists());
+}
+
+#[test]
+fn a_symbolic_link_entry_is_refused() {
+    let bench = Bench::new();
+    let zip = Bundle::valid().zip_with(|w| {
+        w.add_symlink("session/plan/result.json", "/etc/passwd", SimpleFileOptions::default())
+            .unwrap();
+    });
+    let result = bench.import(&bench.bundle(&zip), ImportLimits::default());
+    assert_refused(&bench, result, "import_entry_refused", "session/plan/result.json");
+}
+
+#[test]
+fn a_second_entry_of_one_name_never_overwrites_the_first() {
+    // A zip's nearest thing to a hard link: two entries, one name. The reader keeps one entry
+    // per name (the last), so nothing is written twice; its bytes are not the ones the manifest
+    // lists for that name, and the import is refused by that entry's checksum.
+    let bench = Bench::new();
+    let zip = Bundle::valid().zip_with(|w| {
+        w.start_file("session/plan/zzzzzzzzzzzzzzzzz.txt", SimpleFileOptions::default())
+            .unwrap();
+        w.write_all(b"second").unwrap();
+    });
+    // The writer refuses duplicate names: rename the second entry, in its local and central
+    // headers, to the name of the first.
+    let zip = replace_all(
+        &zip,
+        b"session/plan/zzzzzzzzzzzzzzzzz.txt",
+        b"session/plan/raw_stream_output.txt",
+    );
+    let result = bench.import(&bench.bundle(&zip), ImportLimits::default());
+    assert_refused(
+        &bench,
+        result,
+        "bundle_checksum_mismatch",
+        "session/plan/raw_stream_output.txt",
+    );
+}
+
+fn replace_all(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let mut out = bytes.to_vec();
+    let mut at = 0;
+    let mut replaced = 0;
+    while let Some(found) = out[at..].windows(from.len()).position(|w| w == from) {
+        out[at + found..at + found + from.len()].copy_from_slice(to);
+        at += found + from.len();
+        replaced += 1;
+    }
+    assert!(replaced >= 2, "the name is in the local and the central header");
+    out
+}
+
+#[test]
+fn a_device_entry_is_refused() {
+    let bench = Bench::new();
+    let zip = Bundle::valid().zip_with(|w| {
+        // A character device, as the Unix mode in the external attributes says.
+        let options = SimpleFileOptions::default().external_attributes(0o020644 << 16);
+        w.start_file("session/plan/tty", options).unwrap();
+    });
+    let result = bench.import(&bench.bundle(&zip), ImportLimits::default());
+    assert_refused(&bench, result, "import_entry_refused", "session/plan/tty");
+}
+
+#[test]
+fn a_name_the_session_layout_cannot_hold_is_refused() {
+    for name in [
+        "session/plan/re\u{202E}txt.json",
+        "session/plan\\result.json",
+        "elsewhere/file.txt",
+    ] {
+        let bench = Bench::new();
+        let zip = Bundle::valid().zip_with(|w| {
+            w.start_file(name, SimpleFileOptions::default()).unwrap();
+            w.write_all(b"x").unwrap();
+        });
+        let result = bench.import(&bench.bundle(&zip), ImportLimits::default());
+        assert_refused(&bench, result, "import_entry_refused", &name.escape_debug().to_string());
+    }
+}
+
+#[test]
+fn more_entries_than_the_bound_are_refused() {
+    let bench = Bench::new();
+    let zip = Bundle::valid().zip_with(|w| {
+        for i in 0..20 {
+            w.start_file(format!("session/plan/f{i}.txt"), SimpleFileOptions::default())
+                .unwrap();
+        }
+    });
+    let limits = ImportLimits {
+        max_entries: 12,
+        ..ImportLimits::default()
+    };
+    let result = bench.import(&bench.bundle(&zip), limits);
+    assert_refused(&bench, result, "import_too_large", "session/plan/f");
+}
+
+#[test]
+fn more_declared_bytes_than_the_bound_are_refused_before_anything_is_written() {
+    let bench = Bench::new();
+    let mut bundle = Bundle::valid();
+    bundle
+        .files
+        .push(("session/plan/big.txt".to_owned(), vec![b'a'; 64 * 1024]));
+    let limits = ImportLimits {
+        max_bytes: 16 * 1024,
+        ..ImportLimits::default()
+    };
+    let result = bench.import(&bench.bundle(&bundle.zip()), limits);
+    assert_refused(&bench, result, "import_too_large", "session/plan/big.txt");
+}
+
+#[test]
+fn a_zip_bomb_lying_about_its_size_stops_at_the_bound() {
+    let bench = Bench::new();
+    let mut bundle = Bundle::valid();
+    // 64 MiB of zeros deflate to about 64 KiB.
+    let bomb = vec![0u8; 64 << 20];
+    bundle.files.push(("session/plan/bomb.txt".to_owned(), bomb));
+    let zip = bundle.zip();
+    // Declare it 8 bytes in both headers: the declared sizes pass, the bytes written do not.
+    let zip = lie_about_size(&zip, b"session/plan/bomb.txt", 8);
+    let limits = ImportLimits {
+        max_bytes: 1 << 20,
+        ..ImportLimits::default()
+    };
+    let result = bench.import(&bench.bundle(&zip), limits);
+    let error = result.expect_err("a zip bomb must be refused");
+    assert!(error.to_string().contains("session/plan/bomb.txt"), "{error}");
+    assert!(
+        matches!(error.code().as_str(), "import_too_large" | "bundle_invalid"),
+        "either the budget or the reader's own size check stops it: {error}"
+    );
+    bench.assert_nothing_written(&error.to_string());
+}
+
+/// Rewrites the uncompressed size of entry `name` in its local header (offset 22) and its
+/// central directory header (offset 24) to `size`.
+fn lie_about_size(zip: &[u8], name: &[u8], size: u32) -> Vec<u8> {
+    let mut out = zip.to_vec();
+    let mut patched = 0;
+    let mut at = 0;
+    while let Some(found) = out[at..].windows(name.len()).position(|w| w == name) {
+        let name_at = at + found;
+        // A local header's name is at offset 30, a central header's at 46.
+        for (header, size_at) in [(30usize, 22usize), (46, 24)] {
+            if name_at >= header {
+                let start = name_at - header;
+                let signature = &out[start..start + 4];
+                let wanted: &[u8] = if header == 30 { b"PK\x03\x04" } else { b"PK\x01\x02" };
+                if signature == wanted {
+                    out[start + size_at..start + size_at + 4].copy_from_slice(&size.to_le_bytes());
+                    patched += 1;
+                }
+            }
+        }
+        at = name_at + name.len();
+    }
+    assert_eq!(patched, 2, "both headers patched");
+    out
+}
+
+#[test]
+fn a_manifest_of_an_unknown_version_is_refused() {
+    let bench = Bench::new();
+    let mut bundle = Bundle::valid();
+    bundle.format_version = 2.into();
+    let result = bench.import(&bench.bundle(&bundle.zip()), ImportLimits::default());
+    assert_refused(&bench, result, "bundle_version_unknown", "manifest.json");
+}
+
+#[test]
+fn a_file_that_does_not_match_its_checksum_is_refused() {
+    let bench = Bench::new();
+    let mut bundle = Bundle::valid();
+    bundle.wrong_checksum = Some("session/plan/raw_stream_output.txt".to_owned());
+    let result = bench.import(&bench.bundle(&bundle.zip()), ImportLimits::default());
+    assert_refused(
+        &bench,
+        result,
+        "bundle_checksum_mismatch",
+        "session/plan/raw_stream_output.txt",
+    );
+}
+
+#[test]
+fn a_record_that_does_not_match_its_checksum_stores_nothing() {
+    // Records are checked as they are written, inside the transaction: the rows go with it.
+    let bench = Bench::new();
+    let mut bundle = Bundle::valid();
+    let run = serde_json::json!({"id": "r1", "agent": null, "command": [], "status": "success",
+        "started_at_ms": 1, "ended_at_ms": 2, "exit_code": 0, "error": null, "stopped_by": null,
+        "replayed_node": null});
+    let runs = bundle
+        .files
+        .iter_mut()
+        .find(|(n, _)| n == "records/runs.jsonl")
+        .unwrap();
+    runs.1 = format!("{run}\n").into_bytes();
+    bundle.wrong_checksum = Some("records/runs.jsonl".to_owned());
+    let result = bench.import(&bench.bundle(&bundle.zip()), ImportLimits::default());
+    assert_refused(&bench, result, "bundle_checksum_mismatch", "records/runs.jsonl");
+}
+
+#[test]
+fn a_session_folder_with_a_link_or_a_hard_link_is_refused() {
+    for case in ["symlink", "hardlink", "fifo"] {
+        let bench = Bench::new();
+        let source = bench.dir.path().join("source").join(ID);
+        std::fs::create_dir_all(source.join("plan")).unwrap();
+        std::fs::write(source.join("plan/raw_stream_output.txt"), b"planned\n").unwrap();
+        let secret = bench.dir.path().join("source/secret.txt");
+        std::fs::write(&secret, b"secret").unwrap();
+        let entry = match case {
+            "symlink" => {
+                std::os::unix::fs::symlink(&secret, source.join("plan/result.json")).unwrap();
+                "plan/result.json"
+            }
+            "hardlink" => {
+                std::fs::hard_link(&secret, source.join("plan/result.json")).unwrap();
+                "plan/result.json"
+            }
+            _ => {
+                nix::unistd::mkfifo(&source.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+                "pipe"
+            }
+        };
+        let result = bench.import(&source, ImportLimits::default());
+        let error = result.expect_err(case);
+        assert_eq!(error.code(), "import_entry_refused", "{case}: {error}");
+        assert!(error.to_string().contains(entry), "{case}: {error}");
+        bench.assert_nothing_written(case);
+    }
+}
+
+#[test]
+fn a_session_folder_is_copied_in_with_its_times() {
+    let bench = Bench::new();
+    let source = bench.dir.path().join("source").join(ID);
+    std::fs::create_dir_all(source.join("nodes/plan")).unwrap();
+    std::fs::write(source.join("nodes/plan/result.json"), br#"{"ok":true}"#).unwrap();
+    std::fs::write(source.join("result.json"), br#"{"success":true}"#).unwrap();
+    let old = SystemTime::now() - std::time::Duration::from_secs(3600);
+    for path in ["nodes/plan/result.json", "result.json", "nodes/plan", "nodes", ""] {
+        std::fs::File::open(source.join(path))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    let imported = bench.import(&source, ImportLimits::default()).unwrap();
+    assert_eq!(imported.session_id.as_str(), ID);
+    let session = bench
+        .store
+        .read_session(&bench.workspace, &imported.session_id, SystemTime::now())
+        .unwrap();
+    assert_eq!(session.status, studio_core::Status::Success);
+    assert_eq!(
+        session.updated_at,
+        studio_core::session::Timestamp::from_system_time(old),
+        "the folder's times came with it"
+    );
+    assert!(source.join("result.json").exists(), "the source is copied, not moved");
+    let again = bench.import(&source, ImportLimits::default()).unwrap_err();
+    assert_eq!(again.code(), "session_exists", "{again}");
+}
+
+#[test]
+fn export_leaves_out_links_special_files_and_names_an_import_would_refuse() {
+    let from = Bench::new();
+    let folder = from.workspace.sessions_dir().join(ID);
+    std::fs::create_dir_all(folder.join("plan")).unwrap();
+    std::fs::write(folder.join("plan/raw_stream_output.txt"), b"planned\n").unwrap();
+    std::fs::write(folder.join("plan/bad\u{202E}name.txt"), b"x").unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", folder.join("plan/result.json")).unwrap();
+    nix::unistd::mkfifo(&folder.join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::write(
+        folder.join(".session-info.json"),
+        br#"{"currentNode":"plan","config":{"apiKey":"sk-secret"}}"#,
+    )
+    .unwrap();
+    let id = studio_core::SessionId::parse(ID).unwrap();
+    let bundle = from.dir.path().join("out.zip");
+    let exported = share::export_session(&from.store, &from.workspace, &id, &bundle, false, SystemTime::now()).unwrap();
+    assert_eq!(
+        exported.members, 8,
+        "two files of the session and the six records: {exported:?}"
+    );
+
+    let to = Bench::new();
+    to.import(&bundle, ImportLimits::default()).unwrap();
+    let imported = to.workspace.sessions_dir().join(ID);
+    let mut names: Vec<String> = walk(&imported)
+        .into_iter()
+        .map(|p| p.strip_prefix(&imported).unwrap().display().to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, [".session-info.json", "plan", "plan/raw_stream_output.txt"]);
+    let info = std::fs::read_to_string(imported.join(".session-info.json")).unwrap();
+    assert!(!info.contains("sk-secret") && info.contains("currentNode"), "{info}");
+}
