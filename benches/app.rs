@@ -556,11 +556,8 @@ const IDLE_SECONDS: u64 = 120;
 /// just opened on 200 sessions, and after three short runs have ended (in the window: their
 /// Live runs entries, views and timers come and go). As a share of one core.
 async fn idle() {
-    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:300", "--prompt", "{prompt}"]);
-    workspace.add_generated_sessions(200);
-    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    let (workspace, app) = idle_window().await;
     let client = &app.client;
-    wait_for(client, "tr[data-session-id]").await;
     tokio::time::sleep(Duration::from_secs(10)).await;
     println!(
         "idle, a window just opened on 200 sessions: {}",
@@ -610,6 +607,15 @@ async fn idle() {
     app.close().await;
 }
 
+/// The idle cases' window: open on 200 sessions, its table shown; the agent runs two short nodes.
+async fn idle_window() -> (Workspace, App) {
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:300", "--prompt", "{prompt}"]);
+    workspace.add_generated_sessions(200);
+    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    wait_for(&app.client, "tr[data-session-id]").await;
+    (workspace, app)
+}
+
 /// The app's and its web process's CPU time over [`IDLE_SECONDS`], as a share of one core.
 async fn idle_cpu(db: &Path) -> String {
     let app = *harness::app_processes(db).first().expect("the app runs");
@@ -633,11 +639,8 @@ async fn idle_cpu(db: &Path) -> String {
 /// and nothing live. `BENCH_IDLE_JS` runs in the page first (a style to try, an observer), and
 /// `BENCH_IDLE_REPORT` at the end (its result is printed).
 async fn idle_trace() {
-    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:300", "--prompt", "{prompt}"]);
-    workspace.add_generated_sessions(200);
-    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    let (workspace, app) = idle_window().await;
     let client = &app.client;
-    wait_for(client, "tr[data-session-id]").await;
     if let Ok(js) = std::env::var("BENCH_IDLE_JS") {
         tokio::time::sleep(Duration::from_secs(8)).await;
         println!("BENCH_IDLE_JS: {}", client.execute(&js, vec![]).await.unwrap());
@@ -701,11 +704,8 @@ fn thread_ticks(pid: u32) -> Vec<(String, u64)> {
 /// drawn, timed as the web process's CPU, twice. `BENCH_PAINT_CASES` (lines of `name=css`) adds
 /// styles to compare against the page as it is (`as shipped=`).
 async fn paint() {
-    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:300", "--prompt", "{prompt}"]);
-    workspace.add_generated_sessions(200);
-    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    let (workspace, app) = idle_window().await;
     let client = &app.client;
-    wait_for(client, "tr[data-session-id]").await;
     tokio::time::sleep(Duration::from_secs(8)).await;
     let web = webview_process(&workspace.db());
     let ticks = || stat_field(web, 11).unwrap_or(0) + stat_field(web, 12).unwrap_or(0);
