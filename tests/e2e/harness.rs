@@ -57,6 +57,20 @@ pub async fn screenshot(client: &Client, name: &str) -> PathBuf {
     path
 }
 
+/// A control's tooltip: the window's own (`aria-describedby`), not a native `title`, which
+/// WebKitGTK can leave on screen; "" when it has none.
+pub async fn tooltip_of(client: &Client, control: &fantoccini::elements::Element) -> Result<String, String> {
+    let text = client
+        .execute(
+            "const id = arguments[0].getAttribute('aria-describedby'); \
+             return id ? document.getElementById(id)?.textContent ?? '' : '';",
+            vec![serde_json::to_value(control).map_err(|e| e.to_string())?],
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(text.as_str().unwrap_or_default().to_owned())
+}
+
 /// A temporary project folder the app is opened on, and a store of its own (so that the tests
 /// never touch the user's).
 pub struct Workspace {

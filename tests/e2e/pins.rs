@@ -3,7 +3,7 @@
 use fantoccini::{Client, Locator};
 use serde_json::json;
 
-use crate::harness::{call_backend, eventually, screenshot, wait_for, App, Workspace};
+use crate::harness::{call_backend, eventually, screenshot, tooltip_of, wait_for, App, Workspace};
 use crate::{texts, FANOUT, PIPELINE};
 
 /// The stars of the table, top row first: (session id, aria-pressed, tooltip). The tooltip is the
@@ -21,21 +21,8 @@ async fn stars(client: &Client) -> Result<Vec<(String, String, String)>, String>
             .await
             .map_err(|e| e.to_string())?;
         let pressed = star.attr("aria-pressed").await.map_err(|e| e.to_string())?;
-        let title = client
-            .execute(
-                "const id = arguments[0].getAttribute('aria-describedby'); \
-                 return id ? document.getElementById(id)?.textContent ?? null : null;",
-                vec![serde_json::to_value(&star).map_err(|e| e.to_string())?],
-            )
-            .await
-            .map_err(|e| e.to_string())?
-            .as_str()
-            .map(str::to_owned);
-        stars.push((
-            id.unwrap_or_default(),
-            pressed.unwrap_or_default(),
-            title.unwrap_or_default(),
-        ));
+        let title = tooltip_of(client, &star).await?;
+        stars.push((id.unwrap_or_default(), pressed.unwrap_or_default(), title));
     }
     Ok(stars)
 }

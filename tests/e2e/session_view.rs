@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use fantoccini::{Client, Locator};
 use serde_json::json;
 
-use crate::harness::{call_backend, click, eventually, generated_session_id, screenshot, wait_for, App, Workspace};
+use crate::harness::{
+    call_backend, click, eventually, generated_session_id, screenshot, tooltip_of, wait_for, App, Workspace,
+};
 use crate::texts;
 
 const XSS: &str = "<img src=x onerror=alert(1)>";
@@ -180,12 +182,12 @@ async fn stop_in_the_session_view_cancels_the_run_and_keeps_its_partial_output()
         let stop = wait_for(&client, "#session-stop[data-phase='stopping']").await;
         let (label, title) = (
             stop.text().await.unwrap_or_default(),
-            stop.attr("title").await.unwrap_or_default().unwrap_or_default(),
+            tooltip_of(&client, &stop).await.unwrap(),
         );
         assert_eq!(label, "Stopping…", "the button says it is stopping");
         assert_eq!(
             title, "Stopping: the current node finishes first",
-            "and its title what Stop does"
+            "and its tooltip what Stop does"
         );
         // `write` would run for a minute: the view's Force stop ends it now.
         click(&client, "#session-force-stop").await;

@@ -11,6 +11,10 @@ import { row, runRecord } from "../../testdata";
 import SessionView from "./SessionView.svelte";
 import { EVIL, refusal, sessionBackend, sessionModel, span } from "./testing";
 
+/** A control's tooltip: the window's own (`aria-describedby`), not a native `title`. */
+const tooltipOf = (element: Element | null) =>
+  document.getElementById(element?.getAttribute("aria-describedby") ?? "")?.textContent ?? null;
+
 let backend: FakeBackend;
 
 beforeEach(() => {
@@ -131,17 +135,29 @@ describe("the session view's header", () => {
   });
 });
 
+describe("the session view's tooltips", () => {
+  it("are the window's own, and leave with the view", async () => {
+    const { unmount } = await open("s1", { live: "r-live", row: { live_run: "r-live", status: "running" } });
+    expect(tooltipOf($("#session-close"))).toBe("Close (Escape)");
+    expect(tooltipOf($("#session-stop"))).toBe("Stop after the current node (S)");
+    expect($("#session-stop")?.hasAttribute("title")).toBe(false);
+    expect(document.querySelectorAll(".tooltip").length).toBeGreaterThan(0);
+    unmount();
+    expect(document.querySelectorAll(".tooltip")).toHaveLength(0);
+  });
+});
+
 describe("Stop in the session view", () => {
   it("stops a live run gracefully, then offers Force stop, and never deletes meanwhile", async () => {
     const { context } = await open("s1", { live: "r-live", row: { live_run: "r-live", status: "running" } });
     const remove = $<HTMLButtonElement>("#session-delete")!;
     expect(remove.disabled).toBe(true);
-    expect(remove.title).toBe(DELETE_LIVE_TITLE);
+    expect(tooltipOf(remove)).toBe(DELETE_LIVE_TITLE);
     expect($("#session-force-stop")).toBeNull();
     await userEvent.click($("#session-stop")!);
     expect(context.stopRun).toHaveBeenCalledWith("r-live", false);
     expect($("#session-stop")?.textContent).toBe("Stopping…");
-    expect($("#session-stop")?.getAttribute("title")).toBe(STOPPING_LABEL);
+    expect(tooltipOf($("#session-stop"))).toBe(STOPPING_LABEL);
     expect($<HTMLButtonElement>("#session-stop")?.disabled).toBe(true);
     await userEvent.click($("#session-force-stop")!);
     expect(context.stopRun).toHaveBeenCalledWith("r-live", true);
@@ -157,7 +173,7 @@ describe("Stop in the session view", () => {
     model.onRunEvent({ type: "stopping", run_id: "r-live", forced: false, elsewhere: false });
     flushSync();
     expect($("#session-stop")?.textContent).toBe("Stopping…");
-    expect($("#session-stop")?.getAttribute("title")).toBe(STOPPING_LABEL);
+    expect(tooltipOf($("#session-stop"))).toBe(STOPPING_LABEL);
     expect($("#session-force-stop")).not.toBeNull();
     expect(context.stopRun).not.toHaveBeenCalled();
   });
