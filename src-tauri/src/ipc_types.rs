@@ -54,7 +54,7 @@ fn render() -> String {
         use studio_core::protocol::Stream;
         use studio_core::runner::{RunEvent, StartedRun};
         use studio_core::session::{
-            FileRef, Layout, NodeArtifacts, NodeSummary, Problem, SessionInfo, SessionNode, Timestamp,
+            FileRef, Imported, Layout, NodeArtifacts, NodeSummary, Problem, SessionInfo, SessionNode, Timestamp,
         };
         use studio_core::store::{
             Level, LogLine, Message, OutputFind, OutputLine, OutputPage, RunRecord, SearchHit, SearchHitKind,
@@ -89,6 +89,7 @@ fn render() -> String {
             .add::<SessionNode>(&cfg)
             .add::<SessionInfo>(&cfg)
             .add::<Layout>(&cfg)
+            .add::<Imported>(&cfg)
             .add::<Session>(&cfg)
             .add::<Message>(&cfg)
             .add::<Level>(&cfg)

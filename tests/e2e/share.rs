@@ -107,6 +107,14 @@ async fn a_session_imported_from_a_bundle_shows_in_the_window() {
         wait_for(&client, &view).await;
         let meta = crate::texts(&client, ".sv-meta").await;
         assert!(meta.iter().any(|m| m.contains("3/3 nodes")), "{meta:?}");
+        // The header says it was imported, and from what.
+        crate::harness::eventually("the header says imported from the bundle", || async {
+            let imported = crate::texts(&client, "#session-imported").await;
+            (imported == ["imported from pipeline.zip"])
+                .then_some(())
+                .ok_or(format!("{imported:?}"))
+        })
+        .await;
     })
     .await;
 }

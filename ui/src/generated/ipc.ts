@@ -297,6 +297,15 @@ created_at: string | null, };
 export type Layout = "engine" | "documented";
 
 /**
+ * Where a session came from, as the store marks it imported.
+ */
+export type Imported = { 
+/**
+ * The bundle, folder or log it was imported from.
+ */
+from: string, at: Timestamp, };
+
+/**
  * One session folder, read in full.
  */
 export type Session = { id: SessionId, path: string, layout: Layout, 
@@ -311,7 +320,12 @@ title: string | null, status: Status, current_node: string | null, created_at: T
 /**
  * The total over its nodes (`cost::UsageTotal`); `None` when no node has usage.
  */
-usage?: UsageTotal | null, };
+usage?: UsageTotal | null, 
+/**
+ * Where it was imported from (`zstudio import`, the window's Import…), as the store marks
+ * it; `None` for a session of this workspace's own runs, and from a folder alone.
+ */
+imported?: Imported | null, };
 
 export type Message = { seq: number, role: string, text: string, created_at: Timestamp, };
 

@@ -26,16 +26,11 @@ pub fn show(args: &ShowArgs, globals: &Globals, out: &mut impl Write) -> anyhow:
     if !args.with_config {
         session = session.without_config();
     }
-    let imported = store.imported(&workspace, &id)?;
     match globals.format() {
-        crate::cli::Format::Json => {
-            let mut value = serde_json::to_value(&session)?;
-            value["imported"] = serde_json::to_value(&imported)?;
-            print::write_json(out, &value)
-        }
+        crate::cli::Format::Json => print::write_json(out, &session),
         crate::cli::Format::Human => {
             print::session(out, &session, now)?;
-            if let Some(imported) = imported {
+            if let Some(imported) = &session.imported {
                 writeln!(out, "imported from {} at {}", imported.from, imported.at.to_rfc3339())?;
             }
             Ok(())

@@ -241,6 +241,19 @@ pub struct Session {
     /// The total over its nodes (`cost::UsageTotal`); `None` when no node has usage.
     #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub usage: Option<UsageTotal>,
+    /// Where it was imported from (`zstudio import`, the window's Import…), as the store marks
+    /// it; `None` for a session of this workspace's own runs, and from a folder alone.
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub imported: Option<Imported>,
+}
+
+/// Where a session came from, as the store marks it imported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Imported {
+    /// The bundle, folder or log it was imported from.
+    pub from: String,
+    pub at: Timestamp,
 }
 
 /// One session as the listing shows it.
@@ -645,6 +658,7 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         raw_stream_output: files.remove(RAW_STREAM_FILE),
         problems: reader.problems,
         usage,
+        imported: None,
     })
 }
 

@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{millis, search, timestamp, Level, OutputWriter, Store};
 use crate::protocol::Stream;
-use crate::sessions::session::{Timestamp, Workspace};
+pub use crate::sessions::session::Imported;
+use crate::sessions::session::Workspace;
 use crate::status::Status;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -106,14 +107,6 @@ pub struct SessionRecords {
     pub spans: Vec<SpanRow>,
     pub logs: Vec<LogRow>,
     pub messages: Vec<MessageRow>,
-}
-
-/// Where a session came from, as the store marks it imported.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Imported {
-    /// The bundle, folder or log it was imported from.
-    pub from: String,
-    pub at: Timestamp,
 }
 
 impl<'de> Deserialize<'de> for Level {

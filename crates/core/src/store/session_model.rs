@@ -64,6 +64,7 @@ impl Store {
         session.agent = summary.agent.clone();
         session.title = summary.title.clone();
         session.usage = summary.usage;
+        session.imported = self.imported(workspace, id)?;
         let mut by_name: HashMap<String, SessionNode> =
             session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
         session.nodes = summary

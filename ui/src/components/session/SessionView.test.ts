@@ -135,6 +135,21 @@ describe("the session view's header", () => {
   });
 });
 
+describe("an imported session", () => {
+  it("says where it was imported from, in full in its title", async () => {
+    const detail = await backend.sessionGet("s1");
+    backend.details.set("s1", { ...detail, imported: { from: "/downloads/run-42.zip", at: "2026-11-30T09:00:00Z" } });
+    await open("s1");
+    await vi.waitFor(() => expect($("#session-imported")?.textContent).toBe("imported from run-42.zip"));
+    expect($("#session-imported")?.getAttribute("title")).toMatch(/^Imported from \/downloads\/run-42\.zip, /);
+  });
+
+  it("is the only kind that says so", async () => {
+    await open("s1");
+    expect($("#session-imported")).toBeNull();
+  });
+});
+
 describe("the session view's tooltips", () => {
   it("are the window's own, and leave with the view", async () => {
     const { unmount } = await open("s1", { live: "r-live", row: { live_run: "r-live", status: "running" } });
