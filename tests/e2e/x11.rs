@@ -1,13 +1,15 @@
 //! What a window manager does, done by the tests themselves (Xvfb runs none), through Xlib:
 //! asking a window to close (a `WM_DELETE_WINDOW` message, so that the app sees a close request it
 //! may answer; WebDriver's Close Window destroys the page instead), and moving the keyboard focus.
+//! And what a keyboard does, through XTEST, where WebDriver cannot reach: the menu's accelerators
+//! and the system's file dialogs.
 
 #![allow(unsafe_code)] // Xlib is a C API.
 
 use std::ffi::{CStr, CString};
 use std::ptr;
 
-use x11_dl::xlib;
+use x11_dl::{xlib, xtest};
 
 /// Sends `WM_DELETE_WINDOW` to the top-level window whose title contains `title_part`.
 pub fn ask_to_close(title_part: &str) -> Result<(), String> {
@@ -57,23 +59,116 @@ pub fn focus(title_part: Option<&str>) -> Result<(), String> {
     })
 }
 
-/// Runs `act` on the display of `DISPLAY`, then flushes and closes it.
+/// Whether a top-level window whose title contains `title_part` is up.
+pub fn has_window(title_part: &str) -> bool {
+    with_display(|xlib, display| top_level_window(xlib, display, title_part)).is_ok()
+}
+
+/// Presses a chord on the keyboard, as a user would: key names as Xlib spells their keysyms,
+/// joined by `+` (`Control_L+i`, `Return`), pressed in order and released in reverse.
+pub fn press(chord: &str) -> Result<(), String> {
+    with_keyboard(|xlib, xtst, display| {
+        let mut codes = Vec::new();
+        for name in chord.split('+') {
+            let name_c = CString::new(name).map_err(|e| e.to_string())?;
+            // SAFETY: Xlib calls on an open display with a NUL-terminated name.
+            let code = unsafe { (xlib.XKeysymToKeycode)(display, (xlib.XStringToKeysym)(name_c.as_ptr())) };
+            if code == 0 {
+                return Err(format!("no key for `{name}` on this keyboard"));
+            }
+            codes.push(code);
+        }
+        // SAFETY: XTEST calls on an open display.
+        unsafe {
+            for &code in &codes {
+                (xtst.XTestFakeKeyEvent)(display, code.into(), xlib::True, 0);
+            }
+            for &code in codes.iter().rev() {
+                (xtst.XTestFakeKeyEvent)(display, code.into(), xlib::False, 0);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Types `text` (printable ASCII) on the keyboard, with Shift where a character needs it.
+pub fn type_text(text: &str) -> Result<(), String> {
+    with_keyboard(|xlib, xtst, display| {
+        let shift_name = CString::new("Shift_L").unwrap();
+        // SAFETY: Xlib calls on an open display with NUL-terminated names.
+        let shift = unsafe { (xlib.XKeysymToKeycode)(display, (xlib.XStringToKeysym)(shift_name.as_ptr())) };
+        for character in text.chars() {
+            if !(' '..='~').contains(&character) {
+                return Err(format!("cannot type {character:?}"));
+            }
+            // Printable ASCII characters are their own keysyms.
+            let keysym = character as xlib::KeySym;
+            // SAFETY: XTEST and Xlib calls on an open display.
+            unsafe {
+                let code = (xlib.XKeysymToKeycode)(display, keysym);
+                if code == 0 {
+                    return Err(format!("no key types {character:?}"));
+                }
+                let shifted = (xlib.XKeycodeToKeysym)(display, code, 0) != keysym;
+                if shifted {
+                    (xtst.XTestFakeKeyEvent)(display, shift.into(), xlib::True, 0);
+                }
+                (xtst.XTestFakeKeyEvent)(display, code.into(), xlib::True, 0);
+                (xtst.XTestFakeKeyEvent)(display, code.into(), xlib::False, 0);
+                if shifted {
+                    (xtst.XTestFakeKeyEvent)(display, shift.into(), xlib::False, 0);
+                }
+                (xlib.XSync)(display, xlib::False);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// [`with_display`] with XTEST loaded (`libXtst`).
+fn with_keyboard(
+    act: impl FnOnce(&xlib::Xlib, &xtest::Xf86vmode, *mut xlib::Display) -> Result<(), String>,
+) -> Result<(), String> {
+    let xtst = xtest::Xf86vmode::open().map_err(|e| format!("no XTEST library (libXtst): {e}"))?;
+    with_display(|xlib, display| act(xlib, &xtst, display))
+}
+
+/// The last X error's code, as [`record_error`] heard it (0: none).
+static LAST_ERROR: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Xlib's default error handler ends the process (a window gone or not yet shown between two
+/// calls is a `BadWindow` or `BadMatch`): this one records the error, which [`with_display`]
+/// returns.
+extern "C" fn record_error(_: *mut xlib::Display, event: *mut xlib::XErrorEvent) -> std::os::raw::c_int {
+    // SAFETY: Xlib passes a valid event.
+    let code = unsafe { (*event).error_code };
+    LAST_ERROR.store(code.max(1), std::sync::atomic::Ordering::SeqCst);
+    0
+}
+
+/// Runs `act` on the display of `DISPLAY`, then syncs and closes it; an X error `act` caused is
+/// returned as an error, never the end of the process.
 fn with_display<T>(act: impl FnOnce(&xlib::Xlib, *mut xlib::Display) -> Result<T, String>) -> Result<T, String> {
     let xlib = xlib::Xlib::open().map_err(|e| format!("no Xlib: {e}"))?;
     // SAFETY: the display is opened here, checked for null, and closed after `act`.
     unsafe {
+        (xlib.XSetErrorHandler)(Some(record_error));
         let display = (xlib.XOpenDisplay)(ptr::null());
         if display.is_null() {
             return Err("cannot open the X display (DISPLAY)".into());
         }
+        LAST_ERROR.store(0, std::sync::atomic::Ordering::SeqCst);
         let result = act(&xlib, display);
-        (xlib.XFlush)(display);
+        (xlib.XSync)(display, xlib::False);
         (xlib.XCloseDisplay)(display);
-        result
+        match LAST_ERROR.swap(0, std::sync::atomic::Ordering::SeqCst) {
+            0 => result,
+            code => Err(format!("X error {code} (the window went or was not shown yet)")),
+        }
     }
 }
 
-/// The top-level window whose title contains `title_part`.
+/// The top-level window shown whose title contains `title_part`.
 fn top_level_window(xlib: &xlib::Xlib, display: *mut xlib::Display, title_part: &str) -> Result<xlib::Window, String> {
     // SAFETY: plain Xlib calls on an open display; every pointer Xlib returns is checked for null
     // and freed with XFree.
@@ -89,7 +184,12 @@ fn top_level_window(xlib: &xlib::Xlib, display: *mut xlib::Display, title_part: 
             if (xlib.XFetchName)(display, window, &mut name) != 0 && !name.is_null() {
                 let title = CStr::from_ptr(name).to_string_lossy().into_owned();
                 (xlib.XFree)(name.cast());
-                if title.contains(title_part) {
+                // A window that is not shown (a dialog hidden after its answer, one not mapped
+                // yet) cannot take the focus or a close request.
+                let mut attributes: xlib::XWindowAttributes = std::mem::zeroed();
+                let shown = (xlib.XGetWindowAttributes)(display, window, &mut attributes) != 0
+                    && attributes.map_state == xlib::IsViewable;
+                if title.contains(title_part) && shown {
                     target = Some(window);
                 }
                 titles.push(title);
