@@ -79,7 +79,7 @@ pub const NO_COMPOSITING_VARIABLE: &str = "WEBKIT_DISABLE_COMPOSITING_MODE";
 /// Without a GPU (no DRM render node, so OpenGL is Mesa's software rasteriser) the window
 /// rasterises on the CPU and paints without compositing: WebKit's defaults there, rasterising and
 /// then compositing every frame in software OpenGL, made the web process hold 80 to 180 MiB more
-/// for no speed, and cost 153 ms of CPU for one changed label in the table against 10 ms
+/// for no speed, and cost 150 ms of CPU for one changed label in the table against 9 ms
 /// (docs/benchmarks.md). With a GPU, WebKit's choice stands; a variable the user set holds. Must
 /// run before any thread starts (it sets variables of the process's environment, which the web
 /// process inherits). Returns the variables it set: the agents the app starts are not given them.
