@@ -2,12 +2,31 @@ import { describe, expect, it } from "vitest";
 
 import { row } from "./testdata";
 import type { NodeUsage, UsageTotal } from "./types";
-import { nextCostSort, nodeCostLabel, nodeUsageTitle, shortTotalLabel, sortByCost, totalLabel } from "./usage";
+import { nextCostSort, nodeUsageTitle, sortByCost, totalTitle } from "./usage";
 
 const tokens = { input: 10, cache_read: 1000, cache_write: 24, output: 200, reasoning: null };
 
-export function total(cost: number | null, priced: number, nodes: number): UsageTotal {
-  return { tokens, cost_usd: cost, nodes, nodes_with_usage: priced, nodes_priced: priced };
+const tokens_label = "1,234 tokens (in 10, cache read 1,000, cache write 24, out 200)";
+
+/** A total as the core sends it, its labels written as `zstudio` prints them (the core words them:
+ * crates/core/src/sessions/cost.rs). */
+export function total(
+  cost: number | null,
+  priced: number,
+  nodes: number,
+  label = "–",
+  short_label = label,
+): UsageTotal {
+  return {
+    tokens,
+    cost_usd: cost,
+    nodes,
+    nodes_with_usage: priced,
+    nodes_priced: priced,
+    label,
+    short_label,
+    tokens_label,
+  };
 }
 
 export function nodeUsage(overrides: Partial<NodeUsage> = {}): NodeUsage {
@@ -21,27 +40,33 @@ export function nodeUsage(overrides: Partial<NodeUsage> = {}): NodeUsage {
     cost_source: "reported",
     api_equivalent: true,
     last_attempt_only: false,
+    cost_label: "$0.0483",
+    tokens_label,
     ...overrides,
   };
 }
 
-describe("cost labels", () => {
-  it("says a total over partly priced nodes is a lower bound, and an unknown cost is a dash", () => {
-    expect(totalLabel(total(1.5, 3, 3))).toBe("$1.50");
-    expect(totalLabel(total(0.0483, 1, 3))).toBe("≥ $0.0483 (1 of 3 nodes priced)");
-    expect(shortTotalLabel(total(0.0483, 1, 3))).toBe("≥ $0.0483");
-    expect(totalLabel(total(null, 0, 3))).toBe("–");
-    expect(shortTotalLabel(null)).toBe("–");
+describe("cost titles", () => {
+  it("say where a node's cost came from, with the core's labels", () => {
+    const title = nodeUsageTitle(nodeUsage({ last_attempt_only: true }));
+    expect(title).toContain("cost $0.0483 (reported by the agent: an API-equivalent estimate, not a bill)");
+    expect(title).toContain(tokens_label);
+    expect(title).toContain("models: claude-sonnet-4-5");
+    expect(title).toContain("last attempt only");
+    const estimated = nodeUsageTitle(
+      nodeUsage({ cost_source: "estimated", api_equivalent: false, cost_label: "~$0.0483" }),
+    );
+    expect(estimated).toContain("cost ~$0.0483 (estimated from the price table)");
+    expect(nodeUsageTitle(nodeUsage({ cost_usd: null, cost_source: "unknown", cost_label: "–" }))).toContain(
+      "cost – (unknown: no cost reported and no price for the model)",
+    );
   });
 
-  it("marks estimates and says where a node's cost came from", () => {
-    expect(nodeCostLabel(nodeUsage())).toBe("$0.0483");
-    expect(nodeCostLabel(nodeUsage({ cost_source: "estimated", api_equivalent: false }))).toBe("~$0.0483");
-    expect(nodeCostLabel(nodeUsage({ cost_usd: null, cost_source: "unknown" }))).toBe("–");
-    const title = nodeUsageTitle(nodeUsage({ last_attempt_only: true }));
-    expect(title).toContain("API-equivalent estimate");
-    expect(title).toContain("1,234 tokens: 10 in, 1,000 cache read, 24 cache write, 200 out");
-    expect(title).toContain("last attempt only");
+  it("say how many nodes a total priced", () => {
+    const lower = total(0.0483, 1, 3, "≥ $0.0483 (1 of 3 nodes priced)", "≥ $0.0483");
+    expect(totalTitle(lower)).toBe(
+      `≥ $0.0483 (1 of 3 nodes priced)\n${tokens_label}\n1 of 3 nodes priced, 1 with usage`,
+    );
   });
 });
 

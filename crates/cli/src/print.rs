@@ -69,7 +69,10 @@ pub fn sessions(out: &mut impl Write, sessions: &[SessionRow], now: SystemTime) 
             shorten(session.agent.as_deref().unwrap_or("-"), 16),
             shorten(session.current_node.as_deref().unwrap_or("-"), 20),
             format!("{ended}/{begun}"),
-            session.usage.map_or_else(|| "–".to_owned(), |u| u.short_label()),
+            session
+                .usage
+                .as_ref()
+                .map_or_else(|| "–".to_owned(), |u| u.short_label.clone()),
             shorten(session.title.as_deref().unwrap_or("-"), 32),
             ago(session.updated_at, now)
         )?;
@@ -108,7 +111,7 @@ pub fn session(out: &mut impl Write, session: &studio_core::Session, now: System
         writeln!(out, "  {:<11} {}  {}{usage}", node.status, node.name, files.join(", "))?;
     }
     if let Some(total) = &session.usage {
-        writeln!(out, "usage     {}, {}", total.label(), tokens(&total.tokens))?;
+        writeln!(out, "usage     {}, {}", total.label, total.tokens_label)?;
         if session
             .nodes
             .iter()
@@ -179,7 +182,7 @@ pub fn runs(out: &mut impl Write, runs: &[RunRecord], now: SystemTime) -> anyhow
             run.id,
             run.session_id,
             ago(run.started_at, now),
-            run.usage.map_or_else(|| "–".to_owned(), |u| u.label()),
+            run.usage.as_ref().map_or_else(|| "–".to_owned(), |u| u.label.clone()),
             run.command.join(" ")
         )?;
     }
@@ -369,10 +372,7 @@ pub fn run_event(out: &mut impl Write, event: &RunEvent, started: &StartedRun) -
 
 /// A node's usage on its `show` line: `  · 1,234 tokens (…) · $0.0123 reported`.
 fn node_usage(usage: &NodeUsage) -> String {
-    let tokens = usage
-        .tokens
-        .as_ref()
-        .map_or_else(|| "no tokens reported".to_owned(), tokens);
+    let tokens = &usage.tokens_label;
     let source = match usage.cost_source {
         CostSource::Reported if usage.api_equivalent => " reported (API-equivalent)",
         CostSource::Reported => " reported",
@@ -389,35 +389,7 @@ fn node_usage(usage: &NodeUsage) -> String {
     } else {
         ""
     };
-    format!("  · {tokens} · {}{source}{models}{last}", usage.cost_label())
-}
-
-/// `1,234 tokens (in 10, cache read 1,000, cache write 24, out 200)`.
-fn tokens(tokens: &studio_core::usage::Tokens) -> String {
-    let reasoning = tokens
-        .reasoning
-        .map(|r| format!(", of which thinking {}", thousands(r)))
-        .unwrap_or_default();
-    format!(
-        "{} tokens (in {}, cache read {}, cache write {}, out {}{reasoning})",
-        thousands(tokens.total()),
-        thousands(tokens.input),
-        thousands(tokens.cache_read),
-        thousands(tokens.cache_write),
-        thousands(tokens.output)
-    )
-}
-
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    format!("  · {tokens} · {}{source}{models}{last}", usage.cost_label)
 }
 
 fn shorten(text: &str, max: usize) -> String {

@@ -109,7 +109,7 @@ fn usage_listing(count: usize, raw: fn(&str, &str) -> String, priced: bool) -> (
     let with_usage = |n: usize| {
         listed
             .iter()
-            .all(|s| s.usage.map(|u| u.nodes_with_usage) == Some(n).filter(|n| *n > 0))
+            .all(|s| s.usage.as_ref().map(|u| u.nodes_with_usage) == Some(n).filter(|n| *n > 0))
     };
     assert!(
         if priced {

@@ -176,18 +176,22 @@ describe("the sessions table", () => {
 });
 
 describe("the cost column", () => {
-  const usage = (cost: number | null, priced: number, nodes: number) => ({
+  // As the core words them (crates/core/src/sessions/cost.rs).
+  const usage = (cost: number | null, priced: number, nodes: number, label = "–", short_label = label) => ({
     tokens: { input: 10, cache_read: 1000, cache_write: 24, output: 200, reasoning: null },
     cost_usd: cost,
     nodes,
     nodes_with_usage: nodes,
     nodes_priced: priced,
+    label,
+    short_label,
+    tokens_label: "1,234 tokens (in 10, cache read 1,000, cache write 24, out 200)",
   });
 
   it("shows each session's cost, a lower bound as such, and a dash (never $0) when unknown", () => {
     const { container } = table([
-      row("a", { usage: usage(1.5, 3, 3) }),
-      row("b", { usage: usage(0.0483, 1, 3) }),
+      row("a", { usage: usage(1.5, 3, 3, "$1.50") }),
+      row("b", { usage: usage(0.0483, 1, 3, "≥ $0.0483 (1 of 3 nodes priced)", "≥ $0.0483") }),
       row("c", { usage: usage(null, 0, 2) }),
       row("d"),
     ]);

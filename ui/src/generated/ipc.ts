@@ -102,7 +102,16 @@ api_equivalent: boolean,
 /**
  * The node ran more than once and this is its last attempt's usage only.
  */
-last_attempt_only: boolean, };
+last_attempt_only: boolean, 
+/**
+ * `$0.0123`, `~$0.0123` (estimated) or `–`: what every surface shows of the cost.
+ */
+cost_label: string, 
+/**
+ * `1,234 tokens (in 10, cache read 1,000, cache write 24, out 200)`, or `no tokens
+ * reported`.
+ */
+tokens_label: string, };
 
 /**
  * The total over a run's or a session's nodes.
@@ -128,7 +137,19 @@ nodes_with_usage: number,
  * The nodes with a cost, reported or estimated (n): fewer than `nodes` makes `cost_usd` a
  * lower bound.
  */
-nodes_priced: number, };
+nodes_priced: number, 
+/**
+ * `$0.42`, `≥ $0.42 (2 of 3 nodes priced)` or `–` ([`UsageTotal::label`]).
+ */
+label: string, 
+/**
+ * `$0.42`, `≥ $0.42` or `–`, for a table's column ([`UsageTotal::short_label`]).
+ */
+short_label: string, 
+/**
+ * The tokens, as [`tokens_label`] words them.
+ */
+tokens_label: string, };
 
 /**
  * The short form of a node, as listings show it.

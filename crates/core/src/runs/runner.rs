@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::protocol::{EventKind, Stream, StreamReader};
 use crate::runs::stop::{StopProgress, StopSignal, StopState, Stopping};
 use crate::sessions::agents::{expand, Placeholders};
+use crate::sessions::cost::OutputUsageReader;
 use crate::sessions::session::Workspace;
 use crate::status::Status;
 use crate::store::{Level, NewRun, RunOutcome, SpanKind, Store};
@@ -868,12 +869,16 @@ pub fn record_captured_output(
     let mut fold = TimelineFold::new();
     let mut reader = StreamReader::new();
     let mut seen = (0i64, 0i64);
+    let mut usage = OutputUsageReader::new();
     {
         let mut writer = store.output_writer(run_id)?;
         let mut on_event = |event: crate::protocol::Event<'_>, fold: &mut TimelineFold| {
             fold.apply(&event);
             if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
                 return;
+            }
+            if event.stream == Stream::Stdout {
+                usage.line(fold.current_node(), &event.text);
             }
             // Lines the studio recorded before it let the run go are not recorded twice.
             let (count, stored) = match event.stream {
@@ -909,6 +914,7 @@ pub fn record_captured_output(
         reader.finish(0, &mut |e| on_event(e, &mut fold));
         writer.flush()?;
     }
+    store.record_output_usage(run_id, &usage.finish())?;
     let timeline = fold.timeline(end);
     record_unfollowed_nodes(store, run_id, &fold, &timeline, ended_at)?;
     let stopped_by = timeline.stopped_by.map(StoppedBy::as_str);
@@ -1052,6 +1058,8 @@ struct Recorder<'s> {
     run_span: Option<i64>,
     /// The span of each node execution, by its index in the timeline.
     node_spans: HashMap<usize, i64>,
+    /// What the nodes print that they used, kept at the run's end.
+    usage: OutputUsageReader,
 }
 
 impl Recorder<'_> {
@@ -1102,6 +1110,9 @@ impl Recorder<'_> {
                 node,
                 text,
             } => {
+                if stream == Stream::Stdout {
+                    self.usage.line(node.as_deref(), &text);
+                }
                 if let Err(error) = self.writer.append(stream, at_ms, node.as_deref(), &text) {
                     tracing::error!(run_id = %self.run_id, %error, "cannot record output");
                 }
@@ -1231,6 +1242,7 @@ impl RunContext {
             writer,
             run_span,
             node_spans: HashMap::new(),
+            usage: OutputUsageReader::new(),
         };
         let mut reader = StreamReader::new();
         let mut fold = TimelineFold::new();
@@ -1295,8 +1307,12 @@ impl RunContext {
             mut writer,
             run_span,
             node_spans,
+            usage,
             ..
         } = recorder;
+        if let Err(error) = store.record_output_usage(&self.run_id, &usage.finish()) {
+            tracing::error!(run_id = %self.run_id, %error, "cannot record what the nodes used");
+        }
         // What could not be written yet gets a few more tries (a full disk may free up).
         for attempt in 0..OUTPUT_RETRIES {
             match writer.flush() {

@@ -18,6 +18,13 @@
 //!   makes the cost unknown ("–"), never 0.
 //! - **Totals**: a total over nodes of which some have no cost is a lower bound, and says so:
 //!   "≥ $X (n of m nodes priced)" ([`UsageTotal::label`]).
+//! - **Words**: every surface (the CLI, the window) shows the labels made here
+//!   ([`NodeUsage::cost_label`], [`UsageTotal::label`], [`tokens_label`]), sent with the numbers:
+//!   one owner for how a cost reads.
+//! - **From stdout**: a node with no raw stream (a failed agent node, a node of a captured CI
+//!   log) may still have printed its agent's result on stdout between its markers:
+//!   [`OutputUsageReader`] reads it as a run's output goes by; the store keeps what it found per
+//!   run and node, and the session model lays it under the raw streams' word.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -68,13 +75,18 @@ pub struct NodeUsage {
     pub api_equivalent: bool,
     /// The node ran more than once and this is its last attempt's usage only.
     pub last_attempt_only: bool,
+    /// `$0.0123`, `~$0.0123` (estimated) or `–`: what every surface shows of the cost.
+    pub cost_label: String,
+    /// `1,234 tokens (in 10, cache read 1,000, cache write 24, out 200)`, or `no tokens
+    /// reported`.
+    pub tokens_label: String,
 }
 
 // Costs are finite numbers (never NaN): equality is total.
 impl Eq for NodeUsage {}
 
 /// The total over a run's or a session's nodes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct UsageTotal {
     /// The sum over the nodes that reported tokens.
@@ -91,6 +103,12 @@ pub struct UsageTotal {
     /// lower bound.
     #[cfg_attr(feature = "ts", ts(type = "number"))]
     pub nodes_priced: usize,
+    /// `$0.42`, `≥ $0.42 (2 of 3 nodes priced)` or `–` ([`UsageTotal::label`]).
+    pub label: String,
+    /// `$0.42`, `≥ $0.42` or `–`, for a table's column ([`UsageTotal::short_label`]).
+    pub short_label: String,
+    /// The tokens, as [`tokens_label`] words them.
+    pub tokens_label: String,
 }
 
 impl Eq for UsageTotal {}
@@ -104,6 +122,9 @@ impl UsageTotal {
             nodes: 0,
             nodes_with_usage: 0,
             nodes_priced: 0,
+            label: String::new(),
+            short_label: String::new(),
+            tokens_label: String::new(),
         };
         for node in nodes {
             total.nodes += 1;
@@ -117,7 +138,13 @@ impl UsageTotal {
                 total.cost_usd = Some(total.cost_usd.unwrap_or(0.0) + cost);
             }
         }
-        (total.nodes_with_usage > 0).then_some(total)
+        if total.nodes_with_usage == 0 {
+            return None;
+        }
+        total.label = total.make_label();
+        total.short_label = total.make_short_label();
+        total.tokens_label = tokens_label(&total.tokens);
+        Some(total)
     }
 
     /// Every node has a cost: the total is exact.
@@ -126,7 +153,7 @@ impl UsageTotal {
     }
 
     /// `$0.42`, `≥ $0.42` (not every node priced), or `–` (none): for a table column.
-    pub fn short_label(&self) -> String {
+    fn make_short_label(&self) -> String {
         match self.cost_usd {
             None => "–".to_owned(),
             Some(cost) if self.is_complete() => dollars(cost),
@@ -135,7 +162,7 @@ impl UsageTotal {
     }
 
     /// `$0.42`, or `≥ $0.42 (2 of 3 nodes priced)`, or `–` when no node is priced.
-    pub fn label(&self) -> String {
+    fn make_label(&self) -> String {
         match self.cost_usd {
             None => "–".to_owned(),
             Some(cost) if self.is_complete() => dollars(cost),
@@ -158,6 +185,35 @@ pub fn dollars(cost: f64) -> String {
     }
 }
 
+/// `1,234 tokens (in 10, cache read 1,000, cache write 24, out 200, of which thinking 50)`.
+pub fn tokens_label(tokens: &Tokens) -> String {
+    let reasoning = tokens
+        .reasoning
+        .map(|r| format!(", of which thinking {}", thousands(r)))
+        .unwrap_or_default();
+    format!(
+        "{} tokens (in {}, cache read {}, cache write {}, out {}{reasoning})",
+        thousands(tokens.total()),
+        thousands(tokens.input),
+        thousands(tokens.cache_read),
+        thousands(tokens.cache_write),
+        thousands(tokens.output)
+    )
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
 impl NodeUsage {
     /// The shape of what an agent reported, its cost reported or estimated.
     pub fn from_reported(reported: ReportedUsage) -> NodeUsage {
@@ -168,8 +224,17 @@ impl NodeUsage {
                 None => (None, CostSource::Unknown),
             },
         };
+        let cost_label = match (cost_usd, cost_source) {
+            (Some(cost), CostSource::Estimated) => format!("~{}", dollars(cost)),
+            (Some(cost), _) => dollars(cost),
+            (None, _) => "–".to_owned(),
+        };
         NodeUsage {
             format: reported.format,
+            tokens_label: reported
+                .tokens
+                .as_ref()
+                .map_or_else(|| "no tokens reported".to_owned(), tokens_label),
             tokens: reported.tokens,
             models: reported.models.iter().map(|m| m.model.clone()).collect(),
             turns: reported.turns,
@@ -178,15 +243,7 @@ impl NodeUsage {
             cost_source,
             api_equivalent: cost_source == CostSource::Reported && reported.format == UsageFormat::ClaudeCode,
             last_attempt_only: reported.results_seen > 1,
-        }
-    }
-
-    /// `$0.0123`, `~$0.0123` (estimated), or `–`.
-    pub fn cost_label(&self) -> String {
-        match (self.cost_usd, self.cost_source) {
-            (Some(cost), CostSource::Estimated) => format!("~{}", dollars(cost)),
-            (Some(cost), _) => dollars(cost),
-            (None, _) => "–".to_owned(),
+            cost_label,
         }
     }
 }
@@ -212,6 +269,60 @@ pub fn read_node_usage(raw_stream: &Path) -> Option<NodeUsage> {
 /// the engine's wraps undone).
 pub fn node_output_usage<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<NodeUsage> {
     usage::read_node_output(lines).map(NodeUsage::from_reported)
+}
+
+/// The usage each node of a run printed on stdout, read as the run's output goes by
+/// ([`line`](Self::line), then [`finish`](Self::finish)): a node's lines come in stretches (its
+/// children's lines are theirs: each line belongs to the innermost node running when it came);
+/// the end of each stretch, at most [`RAW_TAIL_BYTES`] of it, is read by [`node_output_usage`].
+/// A node's usage is the last one found; one found in two stretches (a node run again) is its
+/// last attempt's only. Memory: one stretch's tail, and one usage per node.
+#[derive(Debug, Default)]
+pub struct OutputUsageReader {
+    node: Option<String>,
+    stretch: std::collections::VecDeque<String>,
+    stretch_bytes: usize,
+    found: HashMap<String, NodeUsage>,
+}
+
+impl OutputUsageReader {
+    pub fn new() -> OutputUsageReader {
+        OutputUsageReader::default()
+    }
+
+    /// One stdout line, with the node running when it came (`None`: outside any node).
+    pub fn line(&mut self, node: Option<&str>, text: &str) {
+        if self.node.as_deref() != node {
+            self.end_stretch();
+            self.node = node.map(str::to_owned);
+        }
+        if self.node.is_none() {
+            return;
+        }
+        self.stretch_bytes += text.len();
+        self.stretch.push_back(text.to_owned());
+        while self.stretch_bytes > RAW_TAIL_BYTES as usize && self.stretch.len() > 1 {
+            if let Some(first) = self.stretch.pop_front() {
+                self.stretch_bytes -= first.len();
+            }
+        }
+    }
+
+    fn end_stretch(&mut self) {
+        let Some(node) = self.node.take() else { return };
+        let lines = std::mem::take(&mut self.stretch);
+        self.stretch_bytes = 0;
+        if let Some(mut usage) = node_output_usage(lines.iter().map(String::as_str)) {
+            usage.last_attempt_only |= self.found.contains_key(&node);
+            self.found.insert(node, usage);
+        }
+    }
+
+    /// The usage found per node name.
+    pub fn finish(mut self) -> HashMap<String, NodeUsage> {
+        self.end_stretch();
+        self.found
+    }
 }
 
 /// One model's prices, in US dollars per token.
@@ -331,6 +442,55 @@ mod tests {
     }
 
     #[test]
+    fn output_usage_is_read_per_node_stretch_and_a_second_result_is_a_retry() {
+        let result = include_str!("../../../../tests/fixtures/usage/claude-code-json.json").trim();
+        let printed = format!("│ {result}");
+        let mut reader = OutputUsageReader::new();
+        reader.line(Some("parent"), "│ starting the child");
+        reader.line(Some("child"), &printed);
+        reader.line(Some("parent"), &printed); // after its child: its own result
+        reader.line(None, "◆ between runs of the parent");
+        reader.line(Some("quiet"), "│ no agent here");
+        reader.line(Some("parent"), "│ run again");
+        reader.line(Some("parent"), &printed);
+        let found = reader.finish();
+        let mut names: Vec<&str> = found.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["child", "parent"], "a node that printed no usage has none");
+        assert_eq!(found["child"].cost_usd, Some(0.0123));
+        assert!(!found["child"].last_attempt_only);
+        assert!(found["parent"].last_attempt_only, "the parent printed a result twice");
+        assert_eq!(found["parent"].cost_label, "$0.0123");
+    }
+
+    #[test]
+    fn a_stretch_longer_than_the_tail_is_read_from_its_end() {
+        let result = include_str!("../../../../tests/fixtures/usage/claude-code-json.json").trim();
+        let mut reader = OutputUsageReader::new();
+        reader.line(Some("node"), &format!("│ {result}"));
+        let filler = "x".repeat(1024);
+        for _ in 0..(RAW_TAIL_BYTES / 1024 + 8) {
+            reader.line(Some("node"), &filler);
+        }
+        assert!(reader.stretch_bytes <= RAW_TAIL_BYTES as usize + filler.len());
+        assert!(reader.finish().is_empty(), "the result fell out of the tail");
+        let mut reader = OutputUsageReader::new();
+        for _ in 0..(RAW_TAIL_BYTES / 1024 + 8) {
+            reader.line(Some("node"), &filler);
+        }
+        reader.line(Some("node"), &format!("│ {result}"));
+        assert_eq!(reader.finish()["node"].cost_usd, Some(0.0123));
+    }
+
+    #[test]
+    fn thousands_are_separated() {
+        let cases = [(0, "0"), (999, "999"), (1_000, "1,000"), (1_234_567, "1,234,567")];
+        for (n, text) in cases {
+            assert_eq!(thousands(n), text);
+        }
+    }
+
+    #[test]
     fn an_unknown_model_has_no_estimate_never_zero() {
         let tokens = Tokens {
             input: 10,
@@ -369,16 +529,23 @@ mod tests {
             },
             api_equivalent: false,
             last_attempt_only: false,
+            cost_label: String::new(),
+            tokens_label: String::new(),
         };
         let (a, b, c) = (node(Some(0.25)), node(None), node(Some(1.5)));
         let total = UsageTotal::of([Some(&a), Some(&b), None, Some(&c)]).unwrap();
         assert_eq!((total.nodes, total.nodes_with_usage, total.nodes_priced), (4, 3, 2));
         assert_eq!(total.tokens.total(), 9);
-        assert_eq!(total.label(), "≥ $1.75 (2 of 4 nodes priced)");
+        assert_eq!(total.label, "≥ $1.75 (2 of 4 nodes priced)");
+        assert_eq!(total.short_label, "≥ $1.75");
+        assert_eq!(
+            total.tokens_label,
+            "9 tokens (in 3, cache read 0, cache write 0, out 6)"
+        );
         let exact = UsageTotal::of([Some(&a), Some(&c)]).unwrap();
-        assert_eq!(exact.label(), "$1.75");
+        assert_eq!((exact.label.as_str(), exact.short_label.as_str()), ("$1.75", "$1.75"));
         let none = UsageTotal::of([Some(&b)]).unwrap();
-        assert_eq!(none.label(), "–");
+        assert_eq!((none.label.as_str(), none.short_label.as_str()), ("–", "–"));
         assert_eq!(UsageTotal::of([None, None]), None);
     }
 }

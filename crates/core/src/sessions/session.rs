@@ -316,7 +316,7 @@ impl Session {
                 })
                 .collect(),
             problems: self.problems.clone(),
-            usage: self.usage,
+            usage: self.usage.clone(),
         }
     }
 

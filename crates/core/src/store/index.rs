@@ -32,6 +32,10 @@ impl Store {
         session_model::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
             spans.remove(run_id).unwrap_or_default()
         });
+        let printed = self.sessions_output_usage(workspace, None)?;
+        for summary in &mut sessions {
+            session_model::with_printed_usage(summary, printed.get(summary.id.as_str()));
+        }
         let live_runs: std::collections::HashMap<&str, &str> = runs
             .iter()
             .filter(|run| run.status == Status::Running)

@@ -155,6 +155,18 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE sessions ADD COLUMN imported_from TEXT;
     ALTER TABLE sessions ADD COLUMN imported_at INTEGER;
     "#,
+    // 8: what each node of a run printed on stdout that it used (`cost::OutputUsageReader`): the
+    // fallback for nodes whose folder has no raw stream. The usage objects now carry their labels,
+    // so the folder index's summaries (a cache) are read again once.
+    r#"
+    CREATE TABLE node_usage (
+        run_key INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
+        node TEXT NOT NULL,
+        usage TEXT NOT NULL,
+        PRIMARY KEY (run_key, node)
+    );
+    DELETE FROM folder_index;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -10,6 +10,7 @@ pub mod index;
 mod migrations;
 mod node_logs;
 mod output;
+mod output_usage;
 mod records;
 pub mod retention;
 mod search;
@@ -30,6 +31,7 @@ use crate::vocabulary::id::SessionId;
 
 pub use migrations::SCHEMA_VERSION;
 pub use output::{OutputFilter, OutputFind, OutputLine, OutputPage, OutputWriter, StoredLine, FIND_BUDGET_LINES};
+pub use output_usage::UsageByNode;
 pub use records::{
     Imported, LogRow, MessageRow, OutputRow, RunRow, SessionImport, SessionRecord, SessionRecords, SpanRow,
 };

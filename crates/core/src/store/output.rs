@@ -232,7 +232,7 @@ impl Drop for OutputWriter<'_> {
     }
 }
 
-fn run_key(store: &Store, conn: &Connection, run_id: &str) -> Result<i64, Error> {
+pub(super) fn run_key(store: &Store, conn: &Connection, run_id: &str) -> Result<i64, Error> {
     conn.query_row("SELECT key FROM runs WHERE id = ?1", [run_id], |r| r.get(0))
         .optional()
         .map_err(|e| store.sql_error(e))?

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{millis, search, timestamp, Level, OutputWriter, Store};
 use crate::protocol::Stream;
+use crate::sessions::cost::OutputUsageReader;
 pub use crate::sessions::session::Imported;
 use crate::sessions::session::Workspace;
 use crate::status::Status;
@@ -338,7 +339,8 @@ pub struct SessionImport<'s> {
     /// The bundle's span ids, to the store's.
     span_ids: HashMap<i64, i64>,
     /// The output writer of the run whose lines are coming.
-    writer: Option<(String, OutputWriter<'s>)>,
+    /// The run whose output is being written, its writer, and what its nodes print they used.
+    writer: Option<(String, OutputWriter<'s>, OutputUsageReader)>,
 }
 
 impl SessionImport<'_> {
@@ -447,11 +449,18 @@ impl SessionImport<'_> {
     pub fn output(&mut self, line: &OutputRow) -> Result<(), Error> {
         const ENTRY: &str = "records/output.jsonl";
         let run_id = self.run_id(ENTRY, &line.run_id)?;
-        if self.writer.as_ref().is_none_or(|(current, _)| *current != run_id) {
+        if self.writer.as_ref().is_none_or(|(current, ..)| *current != run_id) {
             self.flush()?;
-            self.writer = Some((run_id.clone(), self.store.output_writer(&run_id)?));
+            self.writer = Some((
+                run_id.clone(),
+                self.store.output_writer(&run_id)?,
+                OutputUsageReader::new(),
+            ));
         }
-        let (_, writer) = self.writer.as_mut().expect("set above");
+        let (_, writer, usage) = self.writer.as_mut().expect("set above");
+        if line.stream == Stream::Stdout {
+            usage.line(line.node.as_deref(), &line.text);
+        }
         let seq = writer.append(line.stream, line.at_ms, line.node.as_deref(), &line.text)?;
         // The import's transaction is all or nothing: the writer need not keep written blocks to
         // write again (it would hold the whole output in memory).
@@ -518,9 +527,10 @@ impl SessionImport<'_> {
 
     /// Writes the output lines still gathered.
     pub fn flush(&mut self) -> Result<(), Error> {
-        if let Some((_, mut writer)) = self.writer.take() {
+        if let Some((run_id, mut writer, usage)) = self.writer.take() {
             writer.flush()?;
             writer.batch_committed();
+            self.store.record_output_usage(&run_id, &usage.finish())?;
         }
         Ok(())
     }

@@ -28,7 +28,7 @@ use std::collections::{HashMap, HashSet};
 
 use std::time::SystemTime;
 
-use super::{RunRecord, Span, SpanKind, Store};
+use super::{RunRecord, Span, SpanKind, Store, UsageByNode};
 use crate::sessions::cost::{NodeUsage, UsageTotal};
 use crate::sessions::session::{
     self, one_line, NodeSummary, Session, SessionNode, SessionSummary, Timestamp, Workspace,
@@ -48,6 +48,8 @@ impl Store {
         with_recorded_runs(std::iter::once(&mut *summary), &last_runs, |run_id| {
             self.spans(run_id).unwrap_or_default()
         });
+        let printed = self.sessions_output_usage(workspace, Some(&summary.id))?;
+        with_printed_usage(summary, printed.get(summary.id.as_str()));
         name_session(summary, title, agent);
         Ok(())
     }
@@ -75,6 +77,7 @@ impl Store {
                     .remove(&listed.name)
                     .unwrap_or_else(|| SessionNode::without_folder(&listed.name));
                 node.status = listed.status;
+                node.usage = listed.usage;
                 node
             })
             .collect();
@@ -119,11 +122,15 @@ impl Store {
                 }
             }
             let later = ran_later.entry(run.session_id.clone()).or_default();
-            run.usage = UsageTotal::of(
-                names
-                    .iter()
-                    .map(|name| (!later.contains(name)).then(|| usage_of.get(name)).flatten()),
-            );
+            // What the run's own output says a node used is its word where the folder has none
+            // (or had it overwritten by a later run).
+            let printed = self.output_usage(&run.id)?;
+            run.usage = UsageTotal::of(names.iter().map(|name| {
+                (!later.contains(name))
+                    .then(|| usage_of.get(name))
+                    .flatten()
+                    .or_else(|| printed.get(name))
+            }));
             later.extend(names);
         }
         Ok(())
@@ -141,6 +148,24 @@ pub fn name_session(summary: &mut SessionSummary, title: Option<String>, agent: 
         .and_then(one_line)
         .or(summary.title.take())
         .or_else(|| summary.agent.clone());
+}
+
+/// Lays what a session's nodes printed on stdout that they used (the store's `node_usage`: the
+/// newest run that printed it, per node) under the folder's word: a node whose folder holds no
+/// usage (no raw stream: a failed agent node, a node of a captured log) takes it, and the
+/// session's total is made again.
+pub fn with_printed_usage(summary: &mut SessionSummary, printed: Option<&UsageByNode>) {
+    let Some(printed) = printed else { return };
+    let mut laid = false;
+    for node in summary.nodes.iter_mut().filter(|node| node.usage.is_none()) {
+        if let Some(usage) = printed.get(&node.name) {
+            node.usage = Some(usage.clone());
+            laid = true;
+        }
+    }
+    if laid {
+        summary.total_usage();
+    }
 }
 
 /// What [`with_recorded_runs`] needs of a run.

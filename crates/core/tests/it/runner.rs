@@ -716,3 +716,40 @@ fn a_node_left_open_by_the_runs_end_ends_with_it_after_a_discarded_title() {
         .collect();
     assert_eq!(nodes, [("a", Status::Error, true)]);
 }
+
+#[test]
+fn what_a_node_prints_it_used_on_stdout_is_its_usage_when_it_has_no_raw_stream() {
+    let b = bench();
+    // A run whose node prints its agent's stream on stdout, wrapped by the engine, and writes no
+    // raw stream (as a failed agent node does).
+    let stdout = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/usage/stdout-wrapped.txt"),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let chunk = serde_json::json!({ "t": 0.0, "stream": "stdout", "text": stdout });
+    std::fs::write(dir.path().join("stream_chunks.jsonl"), format!("{chunk}\n")).unwrap();
+    std::fs::write(dir.path().join("exit_code.txt"), "0\n").unwrap();
+    let run = b
+        .supervisor
+        .start(request(&b, &["replay", dir.path().to_str().unwrap()]))
+        .unwrap();
+    events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
+
+    let store = b.supervisor.store();
+    let printed = store.output_usage(&run.run_id).unwrap();
+    let expected = studio_core::cost::read_node_usage(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/usage/claude-code-stream-json.jsonl"),
+    )
+    .unwrap();
+    assert_eq!(printed.get("plan"), Some(&expected), "{printed:?}");
+    assert!(!printed.contains_key("write"), "a node that printed no usage has none");
+    let mut runs = store.runs(&b.workspace, None).unwrap();
+    store
+        .with_runs_usage(&b.workspace, &mut runs, SystemTime::now())
+        .unwrap();
+    let total = runs[0].usage.clone().expect("the run's total");
+    assert_eq!((total.nodes, total.nodes_with_usage), (2, 1));
+    assert_eq!(total.cost_usd, expected.cost_usd);
+    assert_eq!(total.label, format!("≥ {} (1 of 2 nodes priced)", expected.cost_label));
+}

@@ -144,7 +144,7 @@ fn an_unknown_model_has_tokens_but_no_cost_never_zero() {
     assert_eq!(usage.tokens.map(|t| t.total()), Some(1_050));
     assert_eq!(usage.cost_usd, None);
     assert_eq!(usage.cost_source, CostSource::Unknown);
-    assert_eq!(usage.cost_label(), "–");
+    assert_eq!(usage.cost_label, "–");
 }
 
 #[test]
@@ -256,15 +256,15 @@ fn a_sessions_total_over_partly_priced_nodes_is_a_lower_bound() {
     let by_name = |name: &str| summary.nodes.iter().find(|n| n.name == name).unwrap();
     assert_eq!(by_name("custom").usage, None, "a custom-code node writes nothing");
     assert_eq!(by_name("plan").usage.as_ref().unwrap().cost_usd, Some(0.0123));
-    let total = summary.usage.unwrap();
+    let total = summary.usage.clone().unwrap();
     assert_eq!((total.nodes, total.nodes_with_usage, total.nodes_priced), (4, 3, 2));
     let code = by_name("code").usage.as_ref().unwrap().cost_usd.unwrap();
     assert!((total.cost_usd.unwrap() - (0.0123 + code)).abs() < 1e-12);
     assert!(!total.is_complete());
     assert!(
-        total.label().starts_with("≥ $0.") && total.label().ends_with("(2 of 4 nodes priced)"),
+        total.label.starts_with("≥ $0.") && total.label.ends_with("(2 of 4 nodes priced)"),
         "{}",
-        total.label()
+        total.label
     );
     let full = workspace.read_session(&summary.id, SystemTime::now()).unwrap();
     assert_eq!(full.usage, summary.usage, "show and the listing agree");
@@ -283,7 +283,7 @@ fn the_index_reads_a_raw_stream_again_when_an_attempt_rewrote_it() {
     let store = Store::open(&StoreLocation::File(root.path().join("studio.db"))).unwrap();
     let cost_of = |store: &Store| {
         let rows = store.list_sessions(&workspace, SystemTime::now()).unwrap();
-        rows[0].summary.usage.and_then(|u| u.cost_usd)
+        rows[0].summary.usage.as_ref().and_then(|u| u.cost_usd)
     };
     assert_eq!(cost_of(&store), Some(0.0123));
     assert_eq!(cost_of(&store), Some(0.0123), "from the index");
@@ -309,7 +309,7 @@ fn the_windows_listing_carries_each_sessions_total_and_leaves_node_usage_to_the_
     let (studio, _) =
         studio_core::app::Studio::open(Some(root.path()), Ok(StoreLocation::File(db.path().join("studio.db"))));
     let rows = studio.sessions(SystemTime::now()).unwrap();
-    let total = rows[0].summary.usage.unwrap();
+    let total = rows[0].summary.usage.clone().unwrap();
     assert_eq!((total.cost_usd, total.nodes_priced, total.nodes), (Some(0.0123), 1, 2));
     assert!(rows[0].summary.nodes.iter().all(|n| n.usage.is_none()));
     let id = rows[0].summary.id.clone();
@@ -320,4 +320,86 @@ fn the_windows_listing_carries_each_sessions_total_and_leaves_node_usage_to_the_
         .unwrap();
     assert_eq!(detail.nodes[0].usage.as_ref().unwrap().cost_usd, Some(0.0123));
     studio.shut_down();
+}
+
+/// A captured log imported (as from CI): its nodes wrote no folders, and what they printed on
+/// stdout is their usage, the same in the listing, `show`, `runs` and a bundle of it imported
+/// elsewhere; a raw stream, once there, has the last word.
+#[test]
+fn a_captured_logs_nodes_are_priced_from_stdout_alike_everywhere() {
+    use studio_core::app::share::{self, ImportOptions};
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join(".zibby/output/sessions")).unwrap();
+    let workspace = Workspace::open(root.path()).unwrap();
+    let store = Store::open(&StoreLocation::File(root.path().join("studio.db"))).unwrap();
+    let options = ImportOptions {
+        exit_code: Some(0),
+        ..ImportOptions::default()
+    };
+    let imported = share::import(
+        &store,
+        &workspace,
+        &fixture("stdout-wrapped.txt"),
+        &options,
+        SystemTime::now(),
+    )
+    .unwrap();
+    let id = imported.session_id.clone();
+    let expected = node_usage("claude-code-stream-json.jsonl").unwrap();
+    let plan_of =
+        |nodes: Vec<(String, Option<NodeUsage>)>| nodes.into_iter().find(|(n, _)| n == "plan").and_then(|(_, u)| u);
+
+    let rows = store.list_sessions(&workspace, SystemTime::now()).unwrap();
+    let row = rows.iter().find(|r| r.summary.id == id).unwrap();
+    let listed = plan_of(
+        row.summary
+            .nodes
+            .iter()
+            .map(|n| (n.name.clone(), n.usage.clone()))
+            .collect(),
+    );
+    assert_eq!(listed.as_ref(), Some(&expected), "the listing");
+    let total = row.summary.usage.clone().unwrap();
+    assert_eq!((total.nodes_with_usage, total.cost_usd), (1, expected.cost_usd));
+
+    let shown = store.read_session(&workspace, &id, SystemTime::now()).unwrap();
+    let shown_plan = plan_of(shown.nodes.iter().map(|n| (n.name.clone(), n.usage.clone())).collect());
+    assert_eq!(shown_plan.as_ref(), Some(&expected), "show");
+    assert_eq!(shown.usage, row.summary.usage, "show and the listing agree");
+
+    let mut runs = store.runs(&workspace, Some(&id)).unwrap();
+    store.with_runs_usage(&workspace, &mut runs, SystemTime::now()).unwrap();
+    assert_eq!(runs[0].usage, row.summary.usage, "runs");
+
+    // Exported and imported into another workspace and store: the same.
+    let bundle = root.path().join("bundle.zip");
+    share::export_session(&store, &workspace, &id, &bundle, false, SystemTime::now()).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(other.path().join(".zibby/output/sessions")).unwrap();
+    let other_workspace = Workspace::open(other.path()).unwrap();
+    let other_store = Store::open(&StoreLocation::File(other.path().join("studio.db"))).unwrap();
+    share::import(
+        &other_store,
+        &other_workspace,
+        &bundle,
+        &ImportOptions::default(),
+        SystemTime::now(),
+    )
+    .unwrap();
+    let there = other_store
+        .read_session(&other_workspace, &id, SystemTime::now())
+        .unwrap();
+    assert_eq!(there.usage, row.summary.usage, "a bundle of it");
+
+    // A raw stream written since is the node's word.
+    let plan_dir = root
+        .path()
+        .join(".zibby/output/sessions")
+        .join(id.as_str())
+        .join("plan");
+    std::fs::create_dir_all(&plan_dir).unwrap();
+    std::fs::copy(fixture("claude-code-json.json"), plan_dir.join("raw_stream_output.txt")).unwrap();
+    let shown = store.read_session(&workspace, &id, SystemTime::now()).unwrap();
+    let shown_plan = plan_of(shown.nodes.iter().map(|n| (n.name.clone(), n.usage.clone())).collect());
+    assert_eq!(shown_plan.and_then(|u| u.cost_usd), Some(0.0123));
 }

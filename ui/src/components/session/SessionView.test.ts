@@ -64,7 +64,16 @@ describe("the session view's header", () => {
     backend.sessions.push(
       row("s-cost", {
         title: "priced",
-        usage: { tokens, cost_usd: 0.0668, nodes: 3, nodes_with_usage: 2, nodes_priced: 2 },
+        usage: {
+          tokens,
+          cost_usd: 0.0668,
+          nodes: 3,
+          nodes_with_usage: 2,
+          nodes_priced: 2,
+          label: "≥ $0.0668 (2 of 3 nodes priced)",
+          short_label: "≥ $0.0668",
+          tokens_label: "1,234 tokens (in 10, cache read 1,000, cache write 24, out 200)",
+        },
       }),
     );
     await open("s-cost");

@@ -78,6 +78,8 @@ describe("the Timeline's usage badges", () => {
     cost_source: source,
     api_equivalent: false,
     last_attempt_only: false,
+    cost_label: cost === null ? "–" : source === "estimated" ? `~$${cost.toFixed(4)}` : `$${cost.toFixed(4)}`,
+    tokens_label: "1,700 tokens (in 1,000, cache read 500, cache write 0, out 200, of which thinking 50)",
   });
   const detail = {
     nodes: [
