@@ -424,21 +424,23 @@ describe("a workspace the watcher can only poll", () => {
 
 describe("comparing runs", () => {
   const compared = (a: string, b: string) => ({
-    a: { session_id: a, run_id: null, status: "success" as const, elapsed_ms: null },
-    b: { session_id: b, run_id: null, status: "error" as const, elapsed_ms: null },
+    a: { session_id: a, run_id: null, status: "success" as const, elapsed_ms: null, usage: null },
+    b: { session_id: b, run_id: null, status: "error" as const, elapsed_ms: null, usage: null },
     nodes: [
       {
         name: "plan",
         occurrence: 0,
         change: "changed" as const,
-        a: { status: "success" as const, elapsed_ms: 5, started_ms: null },
-        b: { status: "error" as const, elapsed_ms: 7, started_ms: null },
+        a: { status: "success" as const, elapsed_ms: 5, started_ms: null, usage: null },
+        b: { status: "error" as const, elapsed_ms: 7, started_ms: null, usage: null },
         output: { changed: false, hunks: [], more: false },
         prompt: null,
         result: null,
+        cost_change: null,
       },
     ],
     output: { changed: false, hunks: [], more: false },
+    cost_change: null,
   });
 
   it("compares two sessions marked in the table, and Escape closes the comparison", async () => {

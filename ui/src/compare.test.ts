@@ -12,8 +12,18 @@ function node(
   b: [number | null, number | null] | null,
 ): NodeDiff {
   const side = (s: [number | null, number | null] | null) =>
-    s === null ? null : { status: "success" as const, started_ms: s[0], elapsed_ms: s[1] };
-  return { name, occurrence: 0, change, a: side(a), b: side(b), output: NONE, prompt: null, result: null };
+    s === null ? null : { status: "success" as const, started_ms: s[0], elapsed_ms: s[1], usage: null };
+  return {
+    name,
+    occurrence: 0,
+    change,
+    a: side(a),
+    b: side(b),
+    output: NONE,
+    prompt: null,
+    result: null,
+    cost_change: null,
+  };
 }
 
 function diff(nodes: NodeDiff[], aMs: number | null = null, bMs: number | null = null): RunDiff {
@@ -22,8 +32,9 @@ function diff(nodes: NodeDiff[], aMs: number | null = null, bMs: number | null =
     run_id: null,
     status: "success" as const,
     elapsed_ms: ms,
+    usage: null,
   });
-  return { a: summary(aMs), b: summary(bMs), nodes, output: NONE };
+  return { a: summary(aMs), b: summary(bMs), nodes, output: NONE, cost_change: null };
 }
 
 describe("the compare view's steps and axis", () => {

@@ -1655,12 +1655,12 @@ fn diff_of_two_logs_matches_retries_and_loops_by_name_and_occurrence() {
     for side in ["a", "b"] {
         assert_eq!(
             diff[side],
-            serde_json::json!({"session_id": null, "run_id": null, "status": "running", "elapsed_ms": null})
+            serde_json::json!({"session_id": null, "run_id": null, "status": "running", "elapsed_ms": null, "usage": null})
         );
     }
     let flaky = node_named(&diff, "flaky", 0);
     let keys: Vec<&str> = flaky.as_object().unwrap().keys().map(String::as_str).collect();
-    for key in ["name", "change", "a", "b", "output", "prompt", "result"] {
+    for key in ["name", "change", "a", "b", "output", "prompt", "result", "cost_change"] {
         assert!(keys.contains(&key), "{key} missing from {keys:?}");
     }
     assert_eq!(flaky["a"]["elapsed_ms"], 2, "the engine's `└ done 2ms`");
@@ -1918,4 +1918,46 @@ fn sessions_show_and_runs_carry_each_nodes_usage_and_honest_totals() {
     assert_eq!(runs[0]["usage"], row["usage"], "the run ran every node");
     let runs_text = text_of(&zstudio(&["runs", "--db", dbs, "-w", root], None));
     assert!(runs_text.contains("≥ $0.0483 (1 of 3 nodes priced)"), "{runs_text}");
+}
+
+#[test]
+fn diff_puts_each_nodes_cost_and_tokens_side_by_side() {
+    let (a, b) = (
+        usage_fixture("stdout-wrapped.txt"),
+        usage_fixture("stdout-one-line.txt"),
+    );
+    let args = ["diff", "--log", a.to_str().unwrap(), "--log", b.to_str().unwrap()];
+    let text = text_of(&zstudio(&args, None));
+    let plan = text
+        .lines()
+        .find(|l| l.contains(" plan "))
+        .unwrap_or_else(|| panic!("{text}"));
+    // A: the wrapped stream ($0.0483, reported); B: the one-line result ($0.0123).
+    assert!(
+        plan.contains("A: success in 12300 ms · $0.0483") && plan.contains("B: success in 12300 ms · $0.0123"),
+        "{plan}"
+    );
+    // 33,210 tokens against 2,063 (the fixtures' `result` events).
+    assert!(plan.ends_with("(−$0.0360, −31,147 tokens)"), "{plan}");
+    assert!(
+        text.contains("A  log: running · ≥ $0.0483 (1 of 2 nodes priced), 33,210 tokens (in 12,"),
+        "{text}"
+    );
+    // Two lower bounds are not subtracted: the tokens are.
+    assert!(text.contains("B − A: −31,147 tokens\n"), "{text}");
+
+    let mut json_args = args.to_vec();
+    json_args.push("--json");
+    let diff = json_of(&zstudio(&json_args, None));
+    let node = diff["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "plan")
+        .unwrap()
+        .clone();
+    assert_eq!(node["a"]["usage"]["cost_usd"], 0.0482715);
+    assert_eq!(node["b"]["usage"]["cost_label"], "$0.0123");
+    assert_eq!(node["cost_change"], "−$0.0360, −31,147 tokens");
+    assert_eq!(diff["a"]["usage"]["nodes_priced"], 1);
 }

@@ -529,7 +529,12 @@ export type JsonDiff = { changed: boolean, hunks: Array<Hunk>, more: boolean, pa
 /**
  * A side's run: `session_id` and `run_id` are null for a log (and `run_id` for a folder).
  */
-export type RunSummary = { session_id: string | null, run_id: string | null, status: Status, elapsed_ms: number | null, };
+export type RunSummary = { session_id: string | null, run_id: string | null, status: Status, elapsed_ms: number | null, 
+/**
+ * The total over its nodes, as `zstudio runs` gives it for a run
+ * (`Store::runs_nodes_usage`), as `show` for a folder; read from the output for a log.
+ */
+usage: UsageTotal | null, };
 
 /**
  * How a node of B differs from its match in A.
@@ -543,7 +548,12 @@ export type NodeSide = { status: Status, elapsed_ms: number | null,
 /**
  * When it began, from its run's start (for one time axis); null when unknown (logs, folders).
  */
-started_ms: number | null, };
+started_ms: number | null, 
+/**
+ * What it used (the usage object, docs/cli.md): a node's usage is its last execution's
+ * (the raw stream holds the last one's), so earlier executions of it have none.
+ */
+usage: NodeUsage | null, };
 
 /**
  * One node execution matched across the two runs.
@@ -552,7 +562,12 @@ export type NodeDiff = { name: string,
 /**
  * Which execution of the node this is (0 for the first), on both sides.
  */
-occurrence: number, change: Change, a: NodeSide | null, b: NodeSide | null, output: TextDiff, 
+occurrence: number, change: Change, a: NodeSide | null, b: NodeSide | null, 
+/**
+ * What B cost more or less than A (`cost::change_label`): null unless both sides know it.
+ * A cost alone never makes a node changed (its output does).
+ */
+cost_change: string | null, output: TextDiff, 
 /**
  * The node's `prompt.txt`, when either side's folder has one for this execution (a node
  * folder holds its last execution's files) and both sides' folders are their runs' (two
@@ -571,7 +586,12 @@ export type RunDiff = { a: RunSummary, b: RunSummary, nodes: Array<NodeDiff>,
 /**
  * The output printed outside any node: the whole output when neither run's nodes are known.
  */
-output: TextDiff, };
+output: TextDiff, 
+/**
+ * What B cost more or less than A, over all nodes: null unless both totals are exact (every
+ * node priced) or both report tokens.
+ */
+cost_change: string | null, };
 
 /** What the window may invoke, by name (the shell's `invoke_handler`). */
 export type CommandName = "workspace_get" | "agents_trust" | "workspaces_recent" | "workspace_open" | "workspace_pick" | "sessions_list" | "session_get" | "session_messages" | "session_logs" | "session_files" | "session_file_read" | "session_reveal" | "session_delete" | "pin_add" | "pin_remove" | "search" | "agents_list" | "agent_save" | "run_start" | "run_replay" | "run_stop" | "runs_list" | "run_spans" | "run_output" | "run_output_find" | "app_quit" | "runs_compare" | "session_export" | "session_requested";

@@ -55,6 +55,9 @@ fn run_diff(out: &mut impl Write, diff: &RunDiff) -> anyhow::Result<()> {
     }
     let changed = diff.nodes.iter().filter(|n| n.change != Change::Same).count();
     writeln!(out, "\n{changed} of {} nodes differ", diff.nodes.len())?;
+    if let Some(change) = &diff.cost_change {
+        writeln!(out, "B − A: {change}")?;
+    }
     Ok(())
 }
 
@@ -64,7 +67,11 @@ fn summary(run: &RunSummary) -> String {
         (Some(session), None) => format!("session {session}"),
         _ => "log".to_owned(),
     };
-    format!("{name}: {}{}", run.status, elapsed(run.elapsed_ms))
+    let cost = run
+        .usage
+        .as_ref()
+        .map_or_else(String::new, |u| format!(" · {}, {}", u.label, u.tokens_label));
+    format!("{name}: {}{}{cost}", run.status, elapsed(run.elapsed_ms))
 }
 
 fn elapsed(ms: Option<u64>) -> String {
@@ -72,7 +79,16 @@ fn elapsed(ms: Option<u64>) -> String {
 }
 
 fn side(node: Option<&NodeSide>) -> String {
-    node.map_or_else(|| "-".to_owned(), |n| format!("{}{}", n.status, elapsed(n.elapsed_ms)))
+    node.map_or_else(
+        || "-".to_owned(),
+        |n| {
+            let cost = n
+                .usage
+                .as_ref()
+                .map_or_else(String::new, |u| format!(" · {}", u.cost_label));
+            format!("{}{}{cost}", n.status, elapsed(n.elapsed_ms))
+        },
+    )
 }
 
 fn node_diff(out: &mut impl Write, node: &NodeDiff) -> anyhow::Result<()> {
@@ -87,9 +103,13 @@ fn node_diff(out: &mut impl Write, node: &NodeDiff) -> anyhow::Result<()> {
     } else {
         String::new()
     };
+    let cost_change = node
+        .cost_change
+        .as_ref()
+        .map_or_else(String::new, |change| format!("  ({change})"));
     writeln!(
         out,
-        "\n{word:<8} {}{occurrence}  A: {}  B: {}",
+        "\n{word:<8} {}{occurrence}  A: {}  B: {}{cost_change}",
         node.name,
         side(node.a.as_ref()),
         side(node.b.as_ref())

@@ -21,6 +21,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use crate::sessions::cost::{change_label, NodeUsage, UsageTotal};
 use crate::status::Status;
 use crate::store::Store;
 use crate::vocabulary::error::Error;
@@ -37,6 +38,9 @@ pub struct RunSummary {
     pub run_id: Option<String>,
     pub status: Status,
     pub elapsed_ms: Option<u64>,
+    /// The total over its nodes, as `zstudio runs` gives it for a run
+    /// (`Store::runs_nodes_usage`), as `show` for a folder; read from the output for a log.
+    pub usage: Option<UsageTotal>,
 }
 
 /// How a node of B differs from its match in A.
@@ -60,7 +64,9 @@ pub struct NodeSide {
     pub elapsed_ms: Option<u64>,
     /// When it began, from its run's start (for one time axis); null when unknown (logs, folders).
     pub started_ms: Option<u64>,
-    // Issue 18 (tokens and cost) adds the node's cost here, so each side shows its own.
+    /// What it used (the usage object, docs/cli.md): a node's usage is its last execution's
+    /// (the raw stream holds the last one's), so earlier executions of it have none.
+    pub usage: Option<NodeUsage>,
 }
 
 /// One node execution matched across the two runs.
@@ -73,6 +79,9 @@ pub struct NodeDiff {
     pub change: Change,
     pub a: Option<NodeSide>,
     pub b: Option<NodeSide>,
+    /// What B cost more or less than A (`cost::change_label`): null unless both sides know it.
+    /// A cost alone never makes a node changed (its output does).
+    pub cost_change: Option<String>,
     pub output: TextDiff,
     /// The node's `prompt.txt`, when either side's folder has one for this execution (a node
     /// folder holds its last execution's files) and both sides' folders are their runs' (two
@@ -91,6 +100,9 @@ pub struct RunDiff {
     pub nodes: Vec<NodeDiff>,
     /// The output printed outside any node: the whole output when neither run's nodes are known.
     pub output: TextDiff,
+    /// What B cost more or less than A, over all nodes: null unless both totals are exact (every
+    /// node priced) or both report tokens.
+    pub cost_change: Option<String>,
 }
 
 /// What to compare and how much of it.
@@ -199,6 +211,7 @@ pub fn compare(store: Option<&Store>, a: &Source, b: &Source, options: &Options)
                     status: execution.status,
                     elapsed_ms: execution.elapsed_ms,
                     started_ms: execution.started_ms,
+                    usage: execution.usage.clone(),
                 }
             })
         };
@@ -218,22 +231,40 @@ pub fn compare(store: Option<&Store>, a: &Source, b: &Source, options: &Options)
                 }
             }
         };
+        let usage_a = node_a.as_ref().and_then(|n| n.usage.as_ref());
+        let usage_b = node_b.as_ref().and_then(|n| n.usage.as_ref());
+        let cost_change = change_label(
+            usage_a.and_then(|u| u.cost_usd),
+            usage_a.and_then(|u| u.tokens.as_ref()),
+            usage_b.and_then(|u| u.cost_usd),
+            usage_b.and_then(|u| u.tokens.as_ref()),
+        );
         nodes.push(NodeDiff {
             name: pair.name,
             occurrence: pair.occurrence,
             change,
             a: node_a,
             b: node_b,
+            cost_change,
             output,
             prompt,
             result,
         });
     }
+    let exact_cost = |total: &UsageTotal| total.is_complete().then_some(total.cost_usd).flatten();
+    let (total_a, total_b) = (a.summary.usage.as_ref(), b.summary.usage.as_ref());
+    let cost_change = change_label(
+        total_a.and_then(exact_cost),
+        total_a.map(|t| &t.tokens),
+        total_b.and_then(exact_cost),
+        total_b.map(|t| &t.tokens),
+    );
     Ok(RunDiff {
         a: a.summary,
         b: b.summary,
         nodes,
         output,
+        cost_change,
     })
 }
 
@@ -341,6 +372,7 @@ mod tests {
                 started_ms: None,
                 elapsed_ms: None,
                 discarded: false,
+                usage: None,
             })
             .collect()
     }

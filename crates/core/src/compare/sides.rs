@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::protocol::{Event, EventKind, Stream, StreamReader};
+use crate::sessions::cost::{NodeUsage, OutputUsageReader, UsageTotal};
 use crate::sessions::session::{NodeArtifacts, Workspace};
 use crate::sessions::untrusted;
 use crate::status::Status;
@@ -90,6 +91,27 @@ pub struct Execution {
     /// An execution the fold found not to be a node after all (a `┌ title` before the first
     /// marker): left out of the comparison.
     pub discarded: bool,
+    /// What it used: a node's last execution only has it (see `with_usage`).
+    pub usage: Option<NodeUsage>,
+}
+
+/// The executions with their usage: each node's, by name, on its last execution (a node's raw
+/// stream, and the store's word, are its last execution's); and the total over the nodes, one
+/// per name, as the listing and `zstudio runs` count them.
+fn with_usage(executions: &mut [Execution], mut usage_of: impl FnMut(&str) -> Option<NodeUsage>) -> Option<UsageTotal> {
+    let mut last: HashMap<&str, usize> = HashMap::new();
+    for (index, execution) in executions.iter().enumerate().filter(|(_, e)| !e.discarded) {
+        last.insert(execution.name.as_str(), index);
+    }
+    let mut order: Vec<(usize, String)> = last.into_iter().map(|(name, i)| (i, name.to_owned())).collect();
+    order.sort_unstable();
+    let mut usages = Vec::with_capacity(order.len());
+    for (index, name) in order {
+        let usage = usage_of(&name);
+        executions[index].usage = usage.clone();
+        usages.push(usage);
+    }
+    UsageTotal::of(usages.iter().map(Option::as_ref))
 }
 
 /// Where a line belongs: an execution (its index in [`Side::executions`]), or no node.
@@ -188,10 +210,17 @@ impl Side {
 
     fn open_log(path: &Path) -> Result<Side, Error> {
         let mut hashes = Hashes::default();
+        let mut printed = OutputUsageReader::<usize>::new();
         let fold = stream_log(path, &mut |target, at, text| {
             hashes.push(target, at, text);
+            let execution = match target {
+                Target::Execution(index) => Some(index),
+                Target::Outside => None,
+            };
+            printed.line(execution.as_ref(), text);
             true
         })?;
+        let mut printed = printed.finish();
         let timeline = fold.timeline(None);
         let mut kept = timeline.nodes.iter();
         let mut executions = Vec::new();
@@ -210,14 +239,24 @@ impl Side {
                 started_ms: None,
                 elapsed_ms: node.took.as_deref().and_then(took_ms),
                 discarded,
+                usage: None,
             });
         }
+        // A node's usage is the last one its executions printed.
+        let mut by_name: HashMap<String, NodeUsage> = HashMap::new();
+        for (index, execution) in executions.iter().enumerate() {
+            if let Some(usage) = printed.remove(&index) {
+                by_name.insert(execution.name.clone(), usage);
+            }
+        }
+        let usage = with_usage(&mut executions, |name| by_name.remove(name));
         Ok(Side {
             summary: RunSummary {
                 session_id: None,
                 run_id: None,
                 status: timeline.status,
                 elapsed_ms: None,
+                usage,
             },
             executions,
             artifacts: HashMap::new(),
@@ -242,12 +281,29 @@ impl Side {
                 started_ms: Some(span.started_at.0.saturating_sub(run.started_at.0)),
                 elapsed_ms: span.ended_at.map(|end| end.0.saturating_sub(span.started_at.0)),
                 discarded: false,
+                usage: None,
             })
             .collect();
-        let folder = latest.then(|| {
-            let workspace = Workspace::from_canonical_root(run.workspace.clone());
-            SessionId::parse(&run.session_id).and_then(|id| workspace.read_session(&id, SystemTime::now()))
-        });
+        let workspace = Workspace::from_canonical_root(run.workspace.clone());
+        let session_runs = SessionId::parse(&run.session_id)
+            .and_then(|id| store.runs(&workspace, Some(&id)))
+            .unwrap_or_default();
+        let mut nodes_usage: HashMap<String, NodeUsage> = store
+            .runs_nodes_usage(&workspace, &session_runs, SystemTime::now())?
+            .into_iter()
+            .zip(&session_runs)
+            .find(|(_, other)| other.id == run.id)
+            .map(|(nodes, _)| {
+                nodes
+                    .into_iter()
+                    .filter_map(|(name, usage)| Some((name, usage?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut executions = executions;
+        let usage = with_usage(&mut executions, |name| nodes_usage.remove(name));
+        let folder = latest
+            .then(|| SessionId::parse(&run.session_id).and_then(|id| workspace.read_session(&id, SystemTime::now())));
         // A run whose folder is gone still has its output.
         let (artifacts, has_files) = match folder {
             Some(Ok(session)) => (artifacts_by_name(session.nodes), true),
@@ -259,6 +315,7 @@ impl Side {
                 run_id: Some(run.id.clone()),
                 status: run.status,
                 elapsed_ms: run.ended_at.map(|end| end.0.saturating_sub(run.started_at.0)),
+                usage,
             },
             executions,
             artifacts,
@@ -286,6 +343,7 @@ impl Side {
                 started_ms: None,
                 elapsed_ms: None,
                 discarded: false,
+                usage: node.usage.clone(),
             })
             .collect();
         let nodes = session
@@ -299,6 +357,7 @@ impl Side {
                 run_id: None,
                 status: session.status,
                 elapsed_ms: None,
+                usage: session.usage.clone(),
             },
             executions,
             artifacts: artifacts_by_name(session.nodes),

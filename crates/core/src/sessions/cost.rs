@@ -26,7 +26,9 @@
 //!   [`OutputUsageReader`] reads it as a run's output goes by; the store keeps what it found per
 //!   run and node, and the session model lays it under the raw streams' word.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -277,24 +279,41 @@ pub fn node_output_usage<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option
 /// the end of each stretch, at most [`RAW_TAIL_BYTES`] of it, is read by [`node_output_usage`].
 /// A node's usage is the last one found; one found in two stretches (a node run again) is its
 /// last attempt's only. Memory: one stretch's tail, and one usage per node.
-#[derive(Debug, Default)]
-pub struct OutputUsageReader {
-    node: Option<String>,
+/// Keyed by node name (`String`, the store's) or by anything else a caller tells nodes apart
+/// by (a comparison's execution index).
+#[derive(Debug)]
+pub struct OutputUsageReader<K = String> {
+    node: Option<K>,
     stretch: std::collections::VecDeque<String>,
     stretch_bytes: usize,
-    found: HashMap<String, NodeUsage>,
+    found: HashMap<K, NodeUsage>,
 }
 
-impl OutputUsageReader {
-    pub fn new() -> OutputUsageReader {
+impl<K: Eq + Hash> Default for OutputUsageReader<K> {
+    fn default() -> Self {
+        OutputUsageReader {
+            node: None,
+            stretch: std::collections::VecDeque::new(),
+            stretch_bytes: 0,
+            found: HashMap::new(),
+        }
+    }
+}
+
+impl<K: Eq + Hash> OutputUsageReader<K> {
+    pub fn new() -> OutputUsageReader<K> {
         OutputUsageReader::default()
     }
 
     /// One stdout line, with the node running when it came (`None`: outside any node).
-    pub fn line(&mut self, node: Option<&str>, text: &str) {
-        if self.node.as_deref() != node {
+    pub fn line<Q>(&mut self, node: Option<&Q>, text: &str)
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ToOwned<Owned = K> + ?Sized,
+    {
+        if self.node.as_ref().map(Borrow::borrow) != node {
             self.end_stretch();
-            self.node = node.map(str::to_owned);
+            self.node = node.map(ToOwned::to_owned);
         }
         if self.node.is_none() {
             return;
@@ -318,11 +337,33 @@ impl OutputUsageReader {
         }
     }
 
-    /// The usage found per node name.
-    pub fn finish(mut self) -> HashMap<String, NodeUsage> {
+    /// The usage found per node.
+    pub fn finish(mut self) -> HashMap<K, NodeUsage> {
         self.end_stretch();
         self.found
     }
+}
+
+/// How B's cost and tokens differ from A's: `+$0.0123, +1,234 tokens` (`−` for less); the cost
+/// only when both are known, the tokens only when both reported some; `None` when neither.
+pub fn change_label(
+    a_cost: Option<f64>,
+    a_tokens: Option<&Tokens>,
+    b_cost: Option<f64>,
+    b_tokens: Option<&Tokens>,
+) -> Option<String> {
+    let mut parts = Vec::new();
+    if let (Some(a), Some(b)) = (a_cost, b_cost) {
+        let delta = b - a;
+        let sign = if delta < 0.0 { "−" } else { "+" };
+        parts.push(format!("{sign}{}", dollars(delta.abs())));
+    }
+    if let (Some(a), Some(b)) = (a_tokens, b_tokens) {
+        let (a, b) = (a.total(), b.total());
+        let sign = if b < a { "−" } else { "+" };
+        parts.push(format!("{sign}{} tokens", thousands(a.abs_diff(b))));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// One model's prices, in US dollars per token.
@@ -445,11 +486,11 @@ mod tests {
     fn output_usage_is_read_per_node_stretch_and_a_second_result_is_a_retry() {
         let result = include_str!("../../../../tests/fixtures/usage/claude-code-json.json").trim();
         let printed = format!("│ {result}");
-        let mut reader = OutputUsageReader::new();
+        let mut reader = OutputUsageReader::<String>::new();
         reader.line(Some("parent"), "│ starting the child");
         reader.line(Some("child"), &printed);
         reader.line(Some("parent"), &printed); // after its child: its own result
-        reader.line(None, "◆ between runs of the parent");
+        reader.line(None::<&str>, "◆ between runs of the parent");
         reader.line(Some("quiet"), "│ no agent here");
         reader.line(Some("parent"), "│ run again");
         reader.line(Some("parent"), &printed);
@@ -466,7 +507,7 @@ mod tests {
     #[test]
     fn a_stretch_longer_than_the_tail_is_read_from_its_end() {
         let result = include_str!("../../../../tests/fixtures/usage/claude-code-json.json").trim();
-        let mut reader = OutputUsageReader::new();
+        let mut reader = OutputUsageReader::<String>::new();
         reader.line(Some("node"), &format!("│ {result}"));
         let filler = "x".repeat(1024);
         for _ in 0..(RAW_TAIL_BYTES / 1024 + 8) {
@@ -474,12 +515,34 @@ mod tests {
         }
         assert!(reader.stretch_bytes <= RAW_TAIL_BYTES as usize + filler.len());
         assert!(reader.finish().is_empty(), "the result fell out of the tail");
-        let mut reader = OutputUsageReader::new();
+        let mut reader = OutputUsageReader::<String>::new();
         for _ in 0..(RAW_TAIL_BYTES / 1024 + 8) {
             reader.line(Some("node"), &filler);
         }
         reader.line(Some("node"), &format!("│ {result}"));
         assert_eq!(reader.finish()["node"].cost_usd, Some(0.0123));
+    }
+
+    #[test]
+    fn a_change_says_more_or_less_of_what_both_sides_know() {
+        let tokens = |output| Tokens {
+            output,
+            ..Tokens::default()
+        };
+        let (few, many) = (tokens(200), tokens(1_434));
+        assert_eq!(
+            change_label(Some(0.5), Some(&few), Some(0.0123), Some(&many)).as_deref(),
+            Some("−$0.4877, +1,234 tokens")
+        );
+        assert_eq!(
+            change_label(Some(1.0), None, Some(2.5), None).as_deref(),
+            Some("+$1.50")
+        );
+        assert_eq!(
+            change_label(None, Some(&many), Some(2.5), Some(&few)).as_deref(),
+            Some("−1,234 tokens")
+        );
+        assert_eq!(change_label(None, None, Some(2.5), Some(&few)), None);
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub use records::{
     Imported, LogRow, MessageRow, OutputRow, RunRow, SessionImport, SessionRecord, SessionRecords, SpanRow,
 };
 pub use search::{SearchHit, SearchHitKind};
+pub use session_model::RunNodesUsage;
 
 /// Where the store lives.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -85,36 +85,51 @@ impl Store {
     }
 }
 
+/// The nodes a run ran, once each in the order they began, each with its usage if it has one.
+pub type RunNodesUsage = Vec<(String, Option<NodeUsage>)>;
+
 impl Store {
-    /// Fills each run's `usage`: the total over the nodes it ran (its node spans), each with the
-    /// usage its session's folder says (the raw streams hold what the node's last execution
-    /// printed). A node that a later run of the session ran again was overwritten since: it
-    /// counts among the run's nodes, unpriced, so that run's total is a lower bound.
+    /// Fills each run's `usage`: the total over the nodes it ran ([`Store::runs_nodes_usage`]).
     pub fn with_runs_usage(&self, workspace: &Workspace, runs: &mut [RunRecord], now: SystemTime) -> Result<(), Error> {
+        let nodes = self.runs_nodes_usage(workspace, runs, now)?;
+        for (run, nodes) in runs.iter_mut().zip(nodes) {
+            run.usage = UsageTotal::of(nodes.iter().map(|(_, usage)| usage.as_ref()));
+        }
+        Ok(())
+    }
+
+    /// For each run (in the order given), the nodes it ran (its node spans' names, once each, in
+    /// the order they began), each with its usage: what its session's folder says (the raw
+    /// streams hold what the node's last execution printed), unless a later run of the session
+    /// ran the node again (it was overwritten since), else what the run's own output printed
+    /// (`node_usage`). `zstudio runs`, `diff` and the window's compare view read this.
+    pub fn runs_nodes_usage(
+        &self,
+        workspace: &Workspace,
+        runs: &[RunRecord],
+        now: SystemTime,
+    ) -> Result<Vec<RunNodesUsage>, Error> {
         let mut folders: HashMap<String, HashMap<String, NodeUsage>> = HashMap::new();
         let mut ran_later: HashMap<String, HashSet<String>> = HashMap::new();
         // Newest first, per session, whatever order the runs came in.
         let mut order: Vec<usize> = (0..runs.len()).collect();
         order.sort_by(|&a, &b| runs[b].started_at.cmp(&runs[a].started_at));
+        let mut by_run: Vec<RunNodesUsage> = vec![Vec::new(); runs.len()];
         for index in order {
-            let run = &mut runs[index];
-            let usage_of = match folders.entry(run.session_id.clone()) {
-                std::collections::hash_map::Entry::Occupied(entry) => entry.into_mut(),
-                std::collections::hash_map::Entry::Vacant(entry) => {
-                    let by_name = SessionId::parse(&run.session_id)
-                        .ok()
-                        .and_then(|id| session::read_summary(&workspace.session_path(&id), &id, now))
-                        .map(|summary| {
-                            summary
-                                .nodes
-                                .into_iter()
-                                .filter_map(|node| Some((node.name, node.usage?)))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    entry.insert(by_name)
-                }
-            };
+            let run = &runs[index];
+            let usage_of = folders.entry(run.session_id.clone()).or_insert_with(|| {
+                SessionId::parse(&run.session_id)
+                    .ok()
+                    .and_then(|id| session::read_summary(&workspace.session_path(&id), &id, now))
+                    .map(|summary| {
+                        summary
+                            .nodes
+                            .into_iter()
+                            .filter_map(|node| Some((node.name, node.usage?)))
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            });
             let mut names: Vec<String> = Vec::new();
             for span in self.spans(&run.id)?.into_iter().filter(|s| s.kind == SpanKind::Node) {
                 if !names.contains(&span.name) {
@@ -122,18 +137,17 @@ impl Store {
                 }
             }
             let later = ran_later.entry(run.session_id.clone()).or_default();
-            // What the run's own output says a node used is its word where the folder has none
-            // (or had it overwritten by a later run).
-            let printed = self.output_usage(&run.id)?;
-            run.usage = UsageTotal::of(names.iter().map(|name| {
-                (!later.contains(name))
-                    .then(|| usage_of.get(name))
-                    .flatten()
-                    .or_else(|| printed.get(name))
-            }));
+            let mut printed = self.output_usage(&run.id)?;
+            by_run[index] = names
+                .iter()
+                .map(|name| {
+                    let folder = (!later.contains(name)).then(|| usage_of.get(name).cloned()).flatten();
+                    (name.clone(), folder.or_else(|| printed.remove(name)))
+                })
+                .collect();
             later.extend(names);
         }
-        Ok(())
+        Ok(by_run)
     }
 }
 

@@ -270,3 +270,102 @@ fn many_lines_shown_are_read_by_reading_on_and_a_few_where_they_are() {
     let outside = compare(None, &a, &log("c.log", "old"), &Options::default()).unwrap();
     assert!(!outside.output.changed && outside.nodes[0].change == Change::Same);
 }
+
+/// Two captured logs whose `plan` node printed different agent results (the engine's wrapped
+/// stream, and a one-line result): each side prices its nodes as `show` and `runs` do, logs
+/// and the same logs imported as runs alike, and says what B cost more or less.
+#[test]
+fn each_side_prices_its_nodes_as_show_and_runs_do() {
+    use studio_core::app::share::{self, ImportOptions};
+    use studio_core::cost::{self, change_label};
+    let usage_fixture = |name: &str| {
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/usage")
+            .join(name)
+    };
+    let (log_a, log_b) = (
+        usage_fixture("stdout-wrapped.txt"),
+        usage_fixture("stdout-one-line.txt"),
+    );
+    let stream = cost::read_node_usage(&usage_fixture("claude-code-stream-json.jsonl")).unwrap();
+    let result = cost::read_node_usage(&usage_fixture("claude-code-json.json")).unwrap();
+
+    let check = |diff: &RunDiff, what: &str| {
+        let plan = diff.nodes.iter().find(|n| n.name == "plan").unwrap();
+        let side_usage = |side: &Option<studio_core::compare::NodeSide>| side.as_ref().unwrap().usage.clone();
+        assert_eq!(side_usage(&plan.a).as_ref(), Some(&stream), "{what}: A's plan");
+        assert_eq!(side_usage(&plan.b).as_ref(), Some(&result), "{what}: B's plan");
+        assert_eq!(
+            plan.cost_change,
+            change_label(
+                stream.cost_usd,
+                stream.tokens.as_ref(),
+                result.cost_usd,
+                result.tokens.as_ref()
+            ),
+            "{what}"
+        );
+        assert!(
+            plan.cost_change.as_deref().unwrap().starts_with('−'),
+            "{what}: B cost less"
+        );
+        let write = diff.nodes.iter().find(|n| n.name == "write").unwrap();
+        assert_eq!(
+            (side_usage(&write.a), write.cost_change.clone()),
+            (None, None),
+            "{what}"
+        );
+        let total_a = diff.a.usage.clone().unwrap();
+        assert_eq!(
+            (total_a.nodes, total_a.nodes_priced, total_a.cost_usd),
+            (2, 1, stream.cost_usd),
+            "{what}"
+        );
+        assert!(
+            total_a.label.ends_with("(1 of 2 nodes priced)"),
+            "{what}: {}",
+            total_a.label
+        );
+        // Lower bounds are not subtracted: only the tokens' change is said.
+        assert!(
+            diff.cost_change.as_deref().unwrap().ends_with("tokens"),
+            "{what}: {:?}",
+            diff.cost_change
+        );
+        assert!(!diff.cost_change.as_deref().unwrap().contains('$'), "{what}");
+    };
+    let logs = compare(
+        None,
+        &Source::Log(log_a.clone()),
+        &Source::Log(log_b.clone()),
+        &Options::default(),
+    )
+    .unwrap();
+    check(&logs, "two logs");
+
+    // The same logs imported as runs: the sides are what `zstudio runs` says of them.
+    let root = tempfile::TempDir::new().unwrap();
+    std::fs::create_dir_all(root.path().join(".zibby/output/sessions")).unwrap();
+    let workspace = Workspace::open(root.path()).unwrap();
+    let store = Store::open(&StoreLocation::File(root.path().join("studio.db"))).unwrap();
+    let options = ImportOptions {
+        exit_code: Some(0),
+        ..ImportOptions::default()
+    };
+    let a = share::import(&store, &workspace, &log_a, &options, SystemTime::now()).unwrap();
+    let b = share::import(&store, &workspace, &log_b, &options, SystemTime::now()).unwrap();
+    let side = |id: &SessionId| Source::resolve(&store, &workspace, id.as_str()).unwrap();
+    let runs_diff = compare(
+        Some(&store),
+        &side(&a.session_id),
+        &side(&b.session_id),
+        &Options::default(),
+    )
+    .unwrap();
+    check(&runs_diff, "two imported runs");
+    let mut runs = store.runs(&workspace, None).unwrap();
+    store.with_runs_usage(&workspace, &mut runs, SystemTime::now()).unwrap();
+    let run_of = |id: &SessionId| runs.iter().find(|r| r.session_id == id.as_str()).unwrap().usage.clone();
+    assert_eq!(runs_diff.a.usage, run_of(&a.session_id), "the diff and `runs` agree");
+    assert_eq!(runs_diff.b.usage, run_of(&b.session_id));
+}

@@ -39,7 +39,7 @@ function output(removed: string, added: string, more = false): TextDiff {
 }
 
 function node(name: string, change: NodeDiff["change"], extra: Partial<NodeDiff> = {}): NodeDiff {
-  const side = { status: "success" as const, elapsed_ms: 100, started_ms: 0 };
+  const side = { status: "success" as const, elapsed_ms: 100, started_ms: 0, usage: null };
   return {
     name,
     occurrence: 0,
@@ -49,6 +49,7 @@ function node(name: string, change: NodeDiff["change"], extra: Partial<NodeDiff>
     output: NONE,
     prompt: null,
     result: null,
+    cost_change: null,
     ...extra,
   };
 }
@@ -59,6 +60,7 @@ function diff(): RunDiff {
     run_id: `${session}-run`,
     status: "success" as const,
     elapsed_ms: 1000,
+    usage: null,
   });
   return {
     a: summary("s-a"),
@@ -78,6 +80,7 @@ function diff(): RunDiff {
       node("publish", "added", { output: output("x y", "+ publish") }),
     ],
     output: NONE,
+    cost_change: null,
   };
 }
 
@@ -166,6 +169,70 @@ describe("the compare view", () => {
     await waitFor(() => expect(container.textContent).toContain("no session `s-b`"));
     (container.querySelector("#compare-close") as HTMLButtonElement).click();
     expect(onclose).toHaveBeenCalled();
+  });
+});
+
+describe("the compare view's costs", () => {
+  // As the core words them (crates/core/src/sessions/cost.rs), for the fixtures of
+  // tests/fixtures/usage compared: `zstudio diff` prints the same.
+  const tokens = { input: 12, cache_read: 27520, cache_write: 5420, output: 258, reasoning: null };
+  const usage = (cost: number, cost_label: string) => ({
+    format: "claude_code" as const,
+    tokens,
+    models: ["claude-sonnet-4-5"],
+    turns: 4,
+    duration_ms: 18342,
+    cost_usd: cost,
+    cost_source: "reported" as const,
+    api_equivalent: true,
+    last_attempt_only: false,
+    cost_label,
+    tokens_label: "33,210 tokens (in 12, cache read 27,520, cache write 5,420, out 258)",
+  });
+  const total = (label: string) => ({
+    tokens,
+    cost_usd: 0.0483,
+    nodes: 2,
+    nodes_with_usage: 1,
+    nodes_priced: 1,
+    label,
+    short_label: "≥ $0.0483",
+    tokens_label: "33,210 tokens (in 12, cache read 27,520, cache write 5,420, out 258)",
+  });
+
+  it("gives each run's total, each side's node cost and what B cost more or less", async () => {
+    const { container } = view(() => {
+      const value = diff();
+      value.a.usage = total("≥ $0.0483 (1 of 2 nodes priced)");
+      value.b.usage = total("≥ $0.0123 (1 of 2 nodes priced)");
+      value.cost_change = "−31,147 tokens";
+      const write = value.nodes[1]!;
+      value.nodes[1] = {
+        ...write,
+        a: { ...write.a!, usage: usage(0.0483, "$0.0483") },
+        b: { ...write.b!, usage: usage(0.0123, "$0.0123") },
+        cost_change: "−$0.0360, −31,147 tokens",
+      };
+      return value;
+    });
+    await waitFor(() => expect(selectedName(container)).toBe("write"));
+    const text = (selector: string) => container.querySelector(selector)?.textContent?.trim();
+    expect(text("#compare-cost-a")).toBe("≥ $0.0483 (1 of 2 nodes priced)");
+    expect(container.querySelector("#compare-cost-a")?.getAttribute("title")).toContain("33,210 tokens");
+    expect(text("#compare-cost-b")).toBe("≥ $0.0123 (1 of 2 nodes priced)");
+    expect(text("#compare-cost-change")).toBe("−31,147 tokens");
+    expect(text("#compare-side-a [data-testid='usage-badge']")).toBe("$0.0483 · 33.2k tok");
+    expect(text("#compare-side-b [data-testid='usage-badge']")).toBe("$0.0123 · 33.2k tok");
+    expect(text("#compare-node-cost-change")).toBe("−$0.0360, −31,147 tokens");
+  });
+
+  it("says nothing of cost where neither side knows it", async () => {
+    const { container } = view();
+    await waitFor(() => expect(selectedName(container)).toBe("write"));
+    for (const id of ["compare-cost-a", "compare-cost-b", "compare-cost-change", "compare-node-cost-change"]) {
+      expect(container.querySelector(`#${id}`)).toBeNull();
+    }
+    expect(container.querySelector(".compare-sides [data-testid='usage-badge']")).toBeNull();
   });
 });
 
