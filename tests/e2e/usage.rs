@@ -1,6 +1,6 @@
 //! What sessions cost, in the real window: the table's Cost column (sortable), the session
 //! header's total (a lower bound says so) and a badge per node on the Timeline, each checked by
-//! axe-core in light and dark.
+//! axe-core in light and dark; and two runs' costs side by side in the compare view.
 
 use fantoccini::Client;
 
@@ -86,4 +86,79 @@ async fn costs_show_in_the_table_the_session_header_and_on_the_timeline() {
         found.extend(rx.recv().expect("the findings"));
     }
     assert_none(&found);
+}
+
+/// The same pipeline run twice (the markers and the plain capture), its `plan` node's agent
+/// reporting $0.0123 in one and $0.0483 in the other: the compare view gives each run's total,
+/// each side's cost of the node and what one cost more than the other.
+#[tokio::test]
+async fn the_compare_view_puts_both_runs_costs_side_by_side() {
+    const PLAIN: crate::harness::CapturedSession = crate::harness::CapturedSession {
+        capture: "head-bb10e85-02-pipeline-plain",
+        id: "1795952465061_2lkm",
+        nodes_in_order: &["plan", "execute", "report"],
+        quiet_for: std::time::Duration::from_secs(60 * 60),
+    };
+    let workspace = Workspace::with_sessions(&[PIPELINE, PLAIN]);
+    let fixtures = repo_root().join("tests/fixtures/usage");
+    let sessions = workspace.path().join(".zibby/output/sessions");
+    for (id, fixture) in [
+        (PIPELINE.id, "claude-code-json.json"),
+        (PLAIN.id, "claude-code-stream-json.jsonl"),
+    ] {
+        std::fs::copy(
+            fixtures.join(fixture),
+            sessions.join(id).join("plan/raw_stream_output.txt"),
+        )
+        .unwrap();
+    }
+    App::run(&workspace, move |client| async move {
+        for id in [PIPELINE.id, PLAIN.id] {
+            wait_for(&client, &format!("tr[data-session-id='{id}']")).await;
+            click(&client, &format!("tr[data-session-id='{id}'] [data-testid='mark']")).await;
+        }
+        click(&client, "#compare-marked").await;
+        wait_for(&client, "#compare-count").await;
+        let mut totals = eventually("each run's total", || async {
+            let a = text_contents(&client, "#compare-cost-a").await;
+            let b = text_contents(&client, "#compare-cost-b").await;
+            (a.len() == 1 && b.len() == 1)
+                .then(|| vec![a[0].clone(), b[0].clone()])
+                .ok_or(format!("{a:?} {b:?}"))
+        })
+        .await;
+        // A is whichever was marked first: the change's sign goes with it.
+        let cheaper_first = totals[0].contains("$0.0123");
+        totals.sort();
+        assert_eq!(
+            totals,
+            ["≥ $0.0123 (1 of 3 nodes priced)", "≥ $0.0483 (1 of 3 nodes priced)"]
+        );
+        let plan = eventually("the plan node in the list", || async {
+            let names = text_contents(&client, "#compare-view .compare-node-name").await;
+            names.iter().position(|n| n == "plan").ok_or(format!("{names:?}"))
+        })
+        .await;
+        click(&client, &format!("#compare-node-{plan}")).await;
+        let (a, b, change) = if cheaper_first {
+            ("$0.0123 · 2.1k tok", "$0.0483 · 33.2k tok", "+$0.0360, +31,147 tokens")
+        } else {
+            ("$0.0483 · 33.2k tok", "$0.0123 · 2.1k tok", "−$0.0360, −31,147 tokens")
+        };
+        eventually("both sides' cost of plan and the change", || async {
+            let seen = (
+                text_contents(&client, "#compare-side-a [data-testid='usage-badge']").await,
+                text_contents(&client, "#compare-side-b [data-testid='usage-badge']").await,
+                text_contents(&client, "#compare-node-cost-change").await,
+            );
+            (seen.0 == [a] && seen.1 == [b] && seen.2 == [change])
+                .then_some(())
+                .ok_or(format!("{seen:?}"))
+        })
+        .await;
+        let mut found = Vec::new();
+        check(&client, "light", "compare costs", &mut found).await;
+        assert_none(&found);
+    })
+    .await;
 }
