@@ -10,14 +10,13 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 use studio_core::agents::{self, Agent};
+use studio_core::app::SessionListing;
 use studio_core::compare::text::Limits;
 use studio_core::compare::{Options as CompareOptions, RunDiff};
 use studio_core::files::{FileChunk, FileEntry};
 use studio_core::runner::StartedRun;
 use studio_core::stop::Stopping;
-use studio_core::store::{
-    LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, SessionRow, Span,
-};
+use studio_core::store::{LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, Span};
 use studio_core::{Session, SessionId, Workspace};
 use tauri::{AppHandle, State};
 
@@ -76,7 +75,7 @@ pub fn workspace_pick(app: AppHandle) -> Result<Option<WorkspaceInfo>, CommandEr
 
 /// The sessions of the workspace, pinned first, with what the store knows of them.
 #[tauri::command(async)]
-pub fn sessions_list(studio: State<'_, Studio>) -> Result<Vec<SessionRow>, CommandError> {
+pub fn sessions_list(studio: State<'_, Studio>) -> Result<SessionListing, CommandError> {
     Ok(studio.sessions(SystemTime::now())?)
 }
 

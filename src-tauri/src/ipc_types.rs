@@ -78,6 +78,7 @@ fn render() -> String {
             .add::<Problem>(&cfg)
             .add::<SessionSummary>(&cfg)
             .add::<SessionRow>(&cfg)
+            .add::<studio_core::app::SessionListing>(&cfg)
             .add::<Agent>(&cfg)
             .add::<Launch>(&cfg)
             .add::<StartedRun>(&cfg)

@@ -236,7 +236,7 @@ fn quitting_can_leave_live_runs_running_for_the_next_launch() {
         std::path::Path::new(&format!("/proc/{pid}")).exists(),
         "the agent still runs"
     );
-    let rows = next.sessions(std::time::SystemTime::now()).unwrap();
+    let rows = next.sessions(std::time::SystemTime::now()).unwrap().sessions;
     let row = rows
         .iter()
         .find(|row| row.summary.id.as_str() == started.session_id)

@@ -50,6 +50,25 @@ async fn costs_show_in_the_table_the_session_header_and_on_the_timeline() {
             })
             .await;
 
+            // The workspace's total: every node of both sessions, one of them priced.
+            let nodes = PIPELINE.nodes_in_order.len() + FANOUT.nodes_in_order.len();
+            eventually("the workspace's total beside the count", || async {
+                let seen = text_contents(&client, "#sessions-cost").await;
+                (seen == ["≥ $0.0123 in all"]).then_some(()).ok_or(format!("{seen:?}"))
+            })
+            .await;
+            let title = client
+                .find(fantoccini::Locator::Css("#sessions-cost"))
+                .await
+                .expect("the total")
+                .attr("title")
+                .await
+                .expect("its title")
+                .unwrap_or_default();
+            assert!(
+                title.starts_with(&format!("All sessions: ≥ $0.0123 (1 of {nodes} nodes priced)")),
+                "{title}"
+            );
             click(&client, "#sort-by-cost").await;
             eventually("the costliest session first", || async {
                 let seen = cost_cells(&client).await;

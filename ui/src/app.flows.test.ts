@@ -38,6 +38,34 @@ const key = (name: string, target: EventTarget = document.body) =>
   target.dispatchEvent(new KeyboardEvent("keydown", { key: name, bubbles: true, cancelable: true }));
 const selected = () => root.querySelector("tr[aria-selected='true']")?.getAttribute("data-session-id") ?? null;
 
+describe("the workspace's cost", () => {
+  it("is the core's total of every session beside their count, filtered or not, and absent without usage", async () => {
+    await start();
+    expect(root.querySelector("#sessions-cost")).toBeNull();
+    // As the core words it (crates/core/src/sessions/cost.rs).
+    backend.sessionsUsage = {
+      tokens: { input: 10, cache_read: 1000, cache_write: 24, output: 200, reasoning: null },
+      cost_usd: 0.0606,
+      nodes: 4,
+      nodes_with_usage: 3,
+      nodes_priced: 2,
+      label: "≥ $0.0606 (2 of 4 nodes priced)",
+      short_label: "≥ $0.0606",
+      tokens_label: "1,234 tokens (in 10, cache read 1,000, cache write 24, out 200)",
+    };
+    (root.querySelector("#refresh") as HTMLButtonElement).click();
+    await vi.waitFor(() => expect(root.querySelector("#sessions-cost")?.textContent).toBe("≥ $0.0606 in all"));
+    const title = root.querySelector("#sessions-cost")?.getAttribute("title") ?? "";
+    expect(title).toContain("All sessions: ≥ $0.0606 (2 of 4 nodes priced)");
+    expect(title).toContain("1,234 tokens");
+    const status = root.querySelector("#filter-status") as HTMLSelectElement;
+    status.value = "error";
+    status.dispatchEvent(new Event("change", { bubbles: true }));
+    flushSync();
+    expect(root.querySelector("#sessions-cost")?.textContent).toBe("≥ $0.0606 in all");
+  });
+});
+
 describe("filters", () => {
   it("narrow the table by status, agent and pin, and say how many of how many", async () => {
     await start();

@@ -39,7 +39,7 @@ import type {
   SearchHit,
   SessionDetail,
   SessionOpened,
-  SessionRow,
+  SessionListing,
   Span,
   StartedRun,
   WatchNotice,
@@ -50,7 +50,7 @@ import type {
 export interface Backend {
   workspaceGet(): Promise<WorkspaceInfo>;
   /** Pinned first (most recently pinned first), then most recently updated first. */
-  sessionsList(): Promise<SessionRow[]>;
+  sessionsList(): Promise<SessionListing>;
   pinAdd(sessionId: string): Promise<void>;
   pinRemove(sessionId: string): Promise<void>;
   agentsList(): Promise<Agent[]>;
@@ -163,7 +163,7 @@ async function call<T>(command: CommandName, args?: Record<string, unknown>): Pr
 
 export const tauriBackend: Backend = {
   workspaceGet: () => call<WorkspaceInfo>("workspace_get"),
-  sessionsList: () => call<SessionRow[]>("sessions_list"),
+  sessionsList: () => call<SessionListing>("sessions_list"),
   pinAdd: (sessionId) => call<void>("pin_add", { session_id: sessionId }),
   pinRemove: (sessionId) => call<void>("pin_remove", { session_id: sessionId }),
   agentsList: () => call<Agent[]>("agents_list"),

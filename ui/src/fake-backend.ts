@@ -29,6 +29,7 @@ import type {
   StartedRun,
   WatchNotice,
   WorkspaceInfo,
+  UsageTotal,
 } from "./types";
 
 /** A node of a session's detail; its artifacts none but those given. */
@@ -90,6 +91,8 @@ export interface FakeBackend extends Backend {
   agentsBroken: CommandError | null;
   workspace: WorkspaceInfo;
   sessions: SessionRow[];
+  /** What the core says all sessions cost (`SessionListing.usage`). */
+  sessionsUsage: UsageTotal | null;
   agents: Agent[];
   recent: string[];
   /** What the folder picker answers. */
@@ -114,7 +117,7 @@ export interface FakeBackend extends Backend {
 }
 
 export function fakeBackend(
-  init: { workspace?: WorkspaceInfo; sessions?: SessionRow[]; agents?: Agent[] } = {},
+  init: { workspace?: WorkspaceInfo; sessions?: SessionRow[]; sessionsUsage?: UsageTotal; agents?: Agent[] } = {},
 ): FakeBackend {
   const listeners = new Set<(event: RunEvent) => void>();
   const sessionListeners = new Set<() => void>();
@@ -172,6 +175,7 @@ export function fakeBackend(
   const backend: FakeBackend = {
     workspace: init.workspace ?? { root: "/p", sessions_dir: "/p/.zibby/output/sessions" },
     sessions: init.sessions ?? [],
+    sessionsUsage: init.sessionsUsage ?? null,
     agents: init.agents ?? [],
     recent: [],
     picked: null,
@@ -225,7 +229,10 @@ export function fakeBackend(
     async sessionsList() {
       backend.calls.push("sessionsList()");
       const rows = backend.sessions.map((row) => ({ ...row }));
-      return [...rows.filter((row) => row.pinned), ...rows.filter((row) => !row.pinned)];
+      return {
+        sessions: [...rows.filter((row) => row.pinned), ...rows.filter((row) => !row.pinned)],
+        usage: backend.sessionsUsage,
+      };
     },
     async pinAdd(sessionId) {
       backend.calls.push(`pinAdd(${sessionId})`);

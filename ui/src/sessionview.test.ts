@@ -7,7 +7,7 @@ import { createSessionView } from "./sessionview";
 describe("createSessionView, the adapter the app mounts", () => {
   it("mounts the view into its element and forwards the app's calls", async () => {
     const backend = sessionBackend();
-    const rows = await backend.sessionsList();
+    const rows = (await backend.sessionsList()).sessions;
     const context = testContext(backend);
     const view = createSessionView("s1", context, rows[0]!, "r-live", "nodes");
     document.body.replaceChildren(view.element);
@@ -54,7 +54,7 @@ describe("createSessionView, the adapter the app mounts", () => {
 
   it("unmounts the view before when the next one is made (the app drops views without a word)", async () => {
     const backend = sessionBackend();
-    const rows = await backend.sessionsList();
+    const rows = (await backend.sessionsList()).sessions;
     const first = createSessionView("s1", testContext(backend), rows[0]!, null);
     const second = createSessionView("folder-only", testContext(backend), rows[1]!, null);
     expect(first.element.querySelector("#session-view")).toBeNull();

@@ -39,6 +39,7 @@ export type {
   SessionInfo,
   SessionNode,
   SessionOpened,
+  SessionListing,
   SessionRow,
   SessionSummary,
   Span,

@@ -1903,6 +1903,11 @@ fn sessions_show_and_runs_carry_each_nodes_usage_and_honest_totals() {
 
     let table = text_of(&zstudio(&["sessions", "--db", dbs, "-w", root], None));
     assert!(table.contains("COST") && table.contains("≥ $0.0483"), "{table}");
+    // One session: the workspace's total is that session's.
+    assert!(
+        table.contains("cost of all sessions: ≥ $0.0483 (1 of 3 nodes priced), "),
+        "{table}"
+    );
 
     let shown = json_of(&zstudio(&["show", &session, "--json", "--db", dbs, "-w", root], None));
     assert_eq!(shown["usage"], row["usage"], "show and sessions agree");

@@ -216,6 +216,16 @@ title: string | null, status: Status, current_node: string | null, created_at: T
  */
 usage?: UsageTotal | null, };
 
+/**
+ * The supervisor, held for one command.
+ * The sessions of a workspace as the window lists them ([`Studio::sessions`]).
+ */
+export type SessionListing = { sessions: Array<SessionRow>, 
+/**
+ * What they cost in all (`store::index::usage_of_sessions`); null when no node has usage.
+ */
+usage: UsageTotal | null, };
+
 export type Agent = { name: string, run: Array<string>, replay?: Array<string>, cwd?: string, env?: { [key in string]: string }, };
 
 /**

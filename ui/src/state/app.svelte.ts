@@ -25,11 +25,13 @@ import type {
   RunOutputEvent,
   SearchHit,
   SessionOpened,
+  SessionListing,
   SessionRow,
   Status,
   Stopping,
   WatchNotice,
   WorkspaceInfo,
+  UsageTotal,
 } from "../types";
 
 /** Relative times ("5 min ago") are re-rendered this often. */
@@ -104,6 +106,8 @@ export class AppState {
   workspace = $state.raw<Loaded<WorkspaceInfo>>({ kind: "loading" });
   /** Pinned first, as the backend orders them. */
   sessions = $state.raw<Loaded<SessionRow[]>>({ kind: "loading" });
+  /** What all the workspace's sessions cost, as the core totals and words it (the last listing's). */
+  sessionsUsage = $state.raw<UsageTotal | null>(null);
   agents = $state.raw<Loaded<Agent[]>>({ kind: "loading" });
   /** Why the agents file could not be read again (the last good agents stay). */
   agentsError = $state.raw<CommandError | null>(null);
@@ -282,8 +286,13 @@ export class AppState {
     requestAnimationFrame(() => setTimeout(() => performance.mark("workspace-shown")));
   }
 
-  setSessions(sessions: Loaded<SessionRow[]>): void {
-    this.sessions = sessions;
+  setSessions(listing: Loaded<SessionListing>): void {
+    if (listing.kind === "ok") {
+      this.sessions = { kind: "ok", value: listing.value.sessions };
+      this.sessionsUsage = listing.value.usage;
+    } else {
+      this.sessions = listing;
+    }
     this.updateSessionView();
     this.syncElapsedTicker();
   }

@@ -13,7 +13,11 @@ pub fn list(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     let sessions = globals.open_store()?.list_sessions(&globals.open_workspace()?, now)?;
     print::emit(out, globals.format(), &sessions, |out, sessions| {
-        print::sessions(out, sessions, now)
+        print::sessions(out, sessions, now)?;
+        if let Some(total) = studio_core::store::index::usage_of_sessions(sessions) {
+            writeln!(out, "\ncost of all sessions: {}, {}", total.label, total.tokens_label)?;
+        }
+        Ok(())
     })
 }
 

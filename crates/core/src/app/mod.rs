@@ -20,6 +20,7 @@ use crate::runs::runner::{Keeper, RunEvent, RunRequest, StartedRun, Supervisor, 
 use crate::runs::stop::Stopping;
 use crate::sessions::agents::{self, Agent};
 use crate::sessions::change::ChangeSink;
+use crate::sessions::cost::UsageTotal;
 use crate::sessions::session::Workspace;
 use crate::store::{RunRecord, SessionRow, Store, StoreLocation};
 use crate::vocabulary::error::Error;
@@ -246,15 +247,17 @@ impl Studio {
         drop(lock(&self.run_changes).take());
     }
 
-    /// The sessions of the workspace, pinned first. Each carries its usage total, not its nodes'
-    /// usage: the table needs only the total, and a node's usage comes with its session's detail
-    /// (`session_get`), so 10,000 sessions do not send ten times as much to the window.
-    pub fn sessions(&self, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
+    /// The sessions of the workspace, pinned first, and what they cost in all. Each carries its
+    /// usage total, not its nodes' usage: the table needs only the total, and a node's usage comes
+    /// with its session's detail (`session_get`), so 10,000 sessions do not send ten times as
+    /// much to the window.
+    pub fn sessions(&self, now: SystemTime) -> Result<SessionListing, Error> {
         let started = std::time::Instant::now();
         let workspace = self.workspace()?;
         let mut rows = self.first_listing.serve(&workspace.root().to_path_buf(), || {
             self.store()?.list_sessions(&workspace, now)
         })?;
+        let usage = crate::store::index::usage_of_sessions(&rows);
         for row in &mut rows {
             row.summary.nodes.iter_mut().for_each(|node| node.usage = None);
         }
@@ -263,7 +266,7 @@ impl Studio {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "sessions listed"
         );
-        Ok(rows)
+        Ok(SessionListing { sessions: rows, usage })
     }
 
     /// Reads the open workspace's sessions for the window's first [`Studio::sessions`] call, as
@@ -436,6 +439,15 @@ pub fn find_program(variable: &str, name: &str) -> Option<PathBuf> {
 }
 
 /// The supervisor, held for one command.
+/// The sessions of a workspace as the window lists them ([`Studio::sessions`]).
+#[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct SessionListing {
+    pub sessions: Vec<SessionRow>,
+    /// What they cost in all (`store::index::usage_of_sessions`); null when no node has usage.
+    pub usage: Option<UsageTotal>,
+}
+
 pub struct SupervisorGuard<'a>(MutexGuard<'a, Option<Supervisor>>);
 
 impl std::ops::Deref for SupervisorGuard<'_> {

@@ -14,6 +14,7 @@ use rusqlite::params;
 
 use super::{session_model, timestamp, SessionRow, Store};
 use crate::sessions::change::{Change, ChangeSink};
+use crate::sessions::cost::UsageTotal;
 use crate::sessions::session::{self, SessionSummary, Workspace};
 use crate::status::Status;
 use crate::vocabulary::error::Error;
@@ -61,6 +62,16 @@ impl Store {
         rows.sort_by_key(|row| std::cmp::Reverse(row.pinned_at));
         Ok(rows)
     }
+}
+
+/// What the sessions listed cost in all: the total over every node of every one of them
+/// (`cost::UsageTotal`: a lower bound, saying so, when some node has no cost); `None` when no node
+/// has usage. The window's Sessions header and `zstudio sessions` give it.
+pub fn usage_of_sessions(rows: &[SessionRow]) -> Option<UsageTotal> {
+    UsageTotal::of(
+        rows.iter()
+            .flat_map(|row| row.summary.nodes.iter().map(|node| node.usage.as_ref())),
+    )
 }
 
 struct Cached {

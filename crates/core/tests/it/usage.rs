@@ -305,10 +305,35 @@ fn the_windows_listing_carries_each_sessions_total_and_leaves_node_usage_to_the_
         &[("plan", Some("claude-code-json.json")), ("custom", None)],
         "custom",
     );
+    session(
+        root.path(),
+        "1795000000001_d",
+        &[
+            ("code", Some("codex-exec-json-token-count.jsonl")),
+            ("guess", Some("gemini-cli-stream-json-unknown-model.jsonl")),
+        ],
+        "guess",
+    );
     let db = tempfile::tempdir().unwrap();
     let (studio, _) =
         studio_core::app::Studio::open(Some(root.path()), Ok(StoreLocation::File(db.path().join("studio.db"))));
-    let rows = studio.sessions(SystemTime::now()).unwrap();
+    let listing = studio.sessions(SystemTime::now()).unwrap();
+    let rows: Vec<_> = listing
+        .sessions
+        .iter()
+        .filter(|r| r.summary.id.as_str() == "1795000000000_c")
+        .collect();
+    // The workspace's total: every node of every session, 2 of 4 priced.
+    let all = listing.usage.clone().unwrap();
+    let other = listing
+        .sessions
+        .iter()
+        .find(|r| r.summary.id.as_str() == "1795000000001_d")
+        .unwrap();
+    let other_cost = other.summary.usage.as_ref().unwrap().cost_usd.unwrap();
+    assert_eq!((all.nodes, all.nodes_with_usage, all.nodes_priced), (4, 3, 2));
+    assert!((all.cost_usd.unwrap() - (0.0123 + other_cost)).abs() < 1e-12);
+    assert!(all.label.ends_with("(2 of 4 nodes priced)"), "{}", all.label);
     let total = rows[0].summary.usage.clone().unwrap();
     assert_eq!((total.cost_usd, total.nodes_priced, total.nodes), (Some(0.0123), 1, 2));
     assert!(rows[0].summary.nodes.iter().all(|n| n.usage.is_none()));

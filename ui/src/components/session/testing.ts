@@ -93,7 +93,7 @@ export async function sessionModel(
   options: { live?: string | null; tab?: SessionTab; context?: TestContext; row?: Partial<SessionRow> } = {},
 ): Promise<{ model: SessionModel; context: TestContext }> {
   const context = options.context ?? testContext(backend);
-  const listed = (await backend.sessionsList()).find((candidate) => candidate.id === sessionId) ?? null;
+  const listed = (await backend.sessionsList()).sessions.find((candidate) => candidate.id === sessionId) ?? null;
   const shown = listed && { ...listed, ...options.row };
   const model = new SessionModel(sessionId, context, shown, options.live ?? null, options.tab);
   return { model, context };
