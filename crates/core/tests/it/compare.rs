@@ -276,7 +276,6 @@ fn many_lines_shown_are_read_by_reading_on_and_a_few_where_they_are() {
 /// and the same logs imported as runs alike, and says what B cost more or less.
 #[test]
 fn each_side_prices_its_nodes_as_show_and_runs_do() {
-    use studio_core::app::share::{self, ImportOptions};
     use studio_core::cost::{self, change_label};
     let usage_fixture = |name: &str| {
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -344,16 +343,9 @@ fn each_side_prices_its_nodes_as_show_and_runs_do() {
     check(&logs, "two logs");
 
     // The same logs imported as runs: the sides are what `zstudio runs` says of them.
-    let root = tempfile::TempDir::new().unwrap();
-    std::fs::create_dir_all(root.path().join(".zibby/output/sessions")).unwrap();
-    let workspace = Workspace::open(root.path()).unwrap();
-    let store = Store::open(&StoreLocation::File(root.path().join("studio.db"))).unwrap();
-    let options = ImportOptions {
-        exit_code: Some(0),
-        ..ImportOptions::default()
-    };
-    let a = share::import(&store, &workspace, &log_a, &options, SystemTime::now()).unwrap();
-    let b = share::import(&store, &workspace, &log_b, &options, SystemTime::now()).unwrap();
+    let (_root, workspace, store) = crate::harness::empty_workspace_with_store();
+    let a = crate::harness::import_log(&store, &workspace, &log_a);
+    let b = crate::harness::import_log(&store, &workspace, &log_b);
     let side = |id: &SessionId| Source::resolve(&store, &workspace, id.as_str()).unwrap();
     let runs_diff = compare(
         Some(&store),

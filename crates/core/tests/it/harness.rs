@@ -158,3 +158,26 @@ pub fn wait_for(
         }
     }
 }
+
+/// An empty workspace (its sessions folder made) with a store file of its own.
+pub fn empty_workspace_with_store() -> (tempfile::TempDir, studio_core::Workspace, studio_core::store::Store) {
+    let root = tempfile::TempDir::new().unwrap();
+    std::fs::create_dir_all(root.path().join(".zibby/output/sessions")).unwrap();
+    let workspace = studio_core::Workspace::open(root.path()).unwrap();
+    let location = studio_core::store::StoreLocation::File(root.path().join("studio.db"));
+    let store = studio_core::store::Store::open(&location).unwrap();
+    (root, workspace, store)
+}
+
+/// Imports a captured stdout of a run that exited 0 (as `zstudio import LOG --exit-code 0`).
+pub fn import_log(
+    store: &studio_core::store::Store,
+    workspace: &studio_core::Workspace,
+    log: &std::path::Path,
+) -> studio_core::app::share::ImportedSession {
+    let options = studio_core::app::share::ImportOptions {
+        exit_code: Some(0),
+        ..Default::default()
+    };
+    studio_core::app::share::import(store, workspace, log, &options, std::time::SystemTime::now()).unwrap()
+}

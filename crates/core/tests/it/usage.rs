@@ -353,22 +353,8 @@ fn the_windows_listing_carries_each_sessions_total_and_leaves_node_usage_to_the_
 #[test]
 fn a_captured_logs_nodes_are_priced_from_stdout_alike_everywhere() {
     use studio_core::app::share::{self, ImportOptions};
-    let root = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(root.path().join(".zibby/output/sessions")).unwrap();
-    let workspace = Workspace::open(root.path()).unwrap();
-    let store = Store::open(&StoreLocation::File(root.path().join("studio.db"))).unwrap();
-    let options = ImportOptions {
-        exit_code: Some(0),
-        ..ImportOptions::default()
-    };
-    let imported = share::import(
-        &store,
-        &workspace,
-        &fixture("stdout-wrapped.txt"),
-        &options,
-        SystemTime::now(),
-    )
-    .unwrap();
+    let (root, workspace, store) = crate::harness::empty_workspace_with_store();
+    let imported = crate::harness::import_log(&store, &workspace, &fixture("stdout-wrapped.txt"));
     let id = imported.session_id.clone();
     let expected = node_usage("claude-code-stream-json.jsonl").unwrap();
     let plan_of =
@@ -399,10 +385,7 @@ fn a_captured_logs_nodes_are_priced_from_stdout_alike_everywhere() {
     // Exported and imported into another workspace and store: the same.
     let bundle = root.path().join("bundle.zip");
     share::export_session(&store, &workspace, &id, &bundle, false, SystemTime::now()).unwrap();
-    let other = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(other.path().join(".zibby/output/sessions")).unwrap();
-    let other_workspace = Workspace::open(other.path()).unwrap();
-    let other_store = Store::open(&StoreLocation::File(other.path().join("studio.db"))).unwrap();
+    let (_other, other_workspace, other_store) = crate::harness::empty_workspace_with_store();
     share::import(
         &other_store,
         &other_workspace,
