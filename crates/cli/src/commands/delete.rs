@@ -40,7 +40,8 @@ pub fn delete(args: &DeleteArgs, globals: &Globals, out: &mut impl Write) -> any
 pub fn prune(args: &PruneArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     let (workspace, store) = (globals.open_workspace()?, globals.open_store()?);
-    let doomed = retention::plan(&store.list_sessions(&workspace, now)?, args.rule.0, now);
+    let listed = store.list_sessions_as(&workspace, now, studio_core::store::index::NodeDetail::TotalsOnly)?;
+    let doomed = retention::plan(&listed, args.rule.0, now);
     print::emit(out, globals.format(), &doomed, |out, doomed| {
         print::doomed(out, doomed, now)
     })?;

@@ -22,6 +22,7 @@ use crate::sessions::agents::{self, Agent};
 use crate::sessions::change::ChangeSink;
 use crate::sessions::cost::UsageTotal;
 use crate::sessions::session::Workspace;
+use crate::store::index::NodeDetail;
 use crate::store::{RunRecord, SessionRow, Store, StoreLocation};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -255,7 +256,7 @@ impl Studio {
         let started = std::time::Instant::now();
         let workspace = self.workspace()?;
         let mut rows = self.first_listing.serve(&workspace.root().to_path_buf(), || {
-            self.store()?.list_sessions(&workspace, now)
+            self.store()?.list_sessions_as(&workspace, now, NodeDetail::TotalsOnly)
         })?;
         let usage = crate::store::index::usage_of_sessions(&rows);
         for row in &mut rows {
@@ -276,7 +277,8 @@ impl Studio {
         let Ok(workspace) = self.workspace() else { return };
         let started = std::time::Instant::now();
         self.first_listing.read_ahead(workspace.root().to_path_buf(), || {
-            self.store()?.list_sessions(&workspace, SystemTime::now())
+            self.store()?
+                .list_sessions_as(&workspace, SystemTime::now(), NodeDetail::TotalsOnly)
         });
         tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "sessions read ahead");
     }

@@ -140,13 +140,44 @@ impl UsageTotal {
                 total.cost_usd = Some(total.cost_usd.unwrap_or(0.0) + cost);
             }
         }
-        if total.nodes_with_usage == 0 {
+        total.finish()
+    }
+
+    /// The total over groups of nodes (the sessions of a workspace): each its node count and its
+    /// total, if any node of it has usage; `None` when none has.
+    pub fn sum<'a>(groups: impl IntoIterator<Item = (usize, Option<&'a UsageTotal>)>) -> Option<UsageTotal> {
+        let mut sum = UsageTotal {
+            tokens: Tokens::default(),
+            cost_usd: None,
+            nodes: 0,
+            nodes_with_usage: 0,
+            nodes_priced: 0,
+            label: String::new(),
+            short_label: String::new(),
+            tokens_label: String::new(),
+        };
+        for (nodes, total) in groups {
+            sum.nodes += nodes;
+            let Some(total) = total else { continue };
+            sum.tokens.add(&total.tokens);
+            sum.nodes_with_usage += total.nodes_with_usage;
+            sum.nodes_priced += total.nodes_priced;
+            if let Some(cost) = total.cost_usd {
+                sum.cost_usd = Some(sum.cost_usd.unwrap_or(0.0) + cost);
+            }
+        }
+        sum.finish()
+    }
+
+    /// The labels of a total just counted; `None` when no node has usage.
+    fn finish(mut self) -> Option<UsageTotal> {
+        if self.nodes_with_usage == 0 {
             return None;
         }
-        total.label = total.make_label();
-        total.short_label = total.make_short_label();
-        total.tokens_label = tokens_label(&total.tokens);
-        Some(total)
+        self.label = self.make_label();
+        self.short_label = self.make_short_label();
+        self.tokens_label = tokens_label(&self.tokens);
+        Some(self)
     }
 
     /// Every node has a cost: the total is exact.

@@ -6,34 +6,68 @@
 //! each node's `raw_stream_output.txt`, which its usage is read from). A
 //! cached summary is used while the fingerprint holds, except for `running` sessions, which are
 //! read again each time (their status depends on how long they have been quiet).
+//!
+//! The index keeps a summary without its nodes' usage objects, and those apart (`node_usage`: a
+//! slot per node), so that a listing of totals only ([`NodeDetail::TotalsOnly`], the window's
+//! table) does not parse three times the bytes it shows: a session's own total is in its summary.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::SystemTime;
 
 use rusqlite::params;
 
 use super::{session_model, timestamp, SessionRow, Store};
 use crate::sessions::change::{Change, ChangeSink};
-use crate::sessions::cost::UsageTotal;
+use crate::sessions::cost::{NodeUsage, UsageTotal};
 use crate::sessions::session::{self, SessionSummary, Workspace};
 use crate::status::Status;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
+/// How much of each node a listing gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeDetail {
+    /// Each node with its usage object (`zstudio sessions --json`).
+    WithUsage,
+    /// The sessions' totals, their nodes without their usage (the window's table): a session's
+    /// nodes' usage is read only where the store's word is laid over it (a session the studio
+    /// ran, or whose nodes printed their usage on stdout), which makes its total again.
+    TotalsOnly,
+}
+
 impl Store {
     /// The listing of a workspace through the index (a session whose folder did not change is
     /// not read again): pinned sessions first, most recently pinned first, then most recently
     /// updated first. A session the studio runs or ran is `running` while its run lives, and
-    /// takes its last run's status when its files cannot tell.
+    /// takes its last run's status when its files cannot tell. Each node with its usage.
     pub fn list_sessions(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
-        let mut sessions = list(self, workspace, now)?;
+        self.list_sessions_as(workspace, now, NodeDetail::WithUsage)
+    }
+
+    /// [`Store::list_sessions`], with as much of each node as `detail` says.
+    pub fn list_sessions_as(
+        &self,
+        workspace: &Workspace,
+        now: SystemTime,
+        detail: NodeDetail,
+    ) -> Result<Vec<SessionRow>, Error> {
         let runs = self.last_runs(workspace)?;
+        let printed = self.sessions_output_usage(workspace, None)?;
+        let laid_over: HashSet<&str> = runs
+            .iter()
+            .map(|run| run.session_id.as_str())
+            .chain(printed.keys().map(String::as_str))
+            .collect();
+        let node_usage = match detail {
+            NodeDetail::WithUsage => NodeUsageOf::Every,
+            NodeDetail::TotalsOnly => NodeUsageOf::These(&laid_over),
+        };
+        let mut sessions = list(self, workspace, now, node_usage)?;
         let last_runs: Vec<session_model::LastRun<'_>> = runs.iter().map(session_model::LastRun::from).collect();
         let mut spans = self.last_runs_node_spans(workspace)?;
         session_model::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
             spans.remove(run_id).unwrap_or_default()
         });
-        let printed = self.sessions_output_usage(workspace, None)?;
         for summary in &mut sessions {
             session_model::with_printed_usage(summary, printed.get(summary.id.as_str()));
         }
@@ -65,35 +99,94 @@ impl Store {
 }
 
 /// What the sessions listed cost in all: the total over every node of every one of them
-/// (`cost::UsageTotal`: a lower bound, saying so, when some node has no cost); `None` when no node
-/// has usage. The window's Sessions header and `zstudio sessions` give it.
+/// (`cost::UsageTotal::sum` of their totals: a lower bound, saying so, when some node has no
+/// cost); `None` when no node has usage. The window's Sessions header and `zstudio sessions`
+/// give it.
 pub fn usage_of_sessions(rows: &[SessionRow]) -> Option<UsageTotal> {
-    UsageTotal::of(
+    UsageTotal::sum(
         rows.iter()
-            .flat_map(|row| row.summary.nodes.iter().map(|node| node.usage.as_ref())),
+            .map(|row| (row.summary.nodes.len(), row.summary.usage.as_ref())),
     )
 }
 
 struct Cached {
     fingerprint: String,
     summary: String,
+    /// Its nodes' usage objects, a slot per node; `None` when no node has usage.
+    node_usage: Option<String>,
 }
 
-pub(crate) fn list(store: &Store, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionSummary>, Error> {
+/// A summary as the index keeps it: without its nodes' usage, and that apart (a slot per node,
+/// `None` when no node has any).
+fn cached_columns(summary: &SessionSummary) -> (String, Option<String>) {
+    let usage: Vec<Option<&NodeUsage>> = summary.nodes.iter().map(|node| node.usage.as_ref()).collect();
+    let mut bare = summary.clone();
+    for node in &mut bare.nodes {
+        node.usage = None;
+    }
+    let summary = serde_json::to_string(&bare).expect("summaries serialise");
+    let usage = usage
+        .iter()
+        .any(Option::is_some)
+        .then(|| serde_json::to_string(&usage).expect("usage objects serialise"));
+    (summary, usage)
+}
+
+/// A cached summary, with its nodes' usage when the index read it (see [`list`]); `None` when
+/// the cache cannot be read (the folder is read again).
+fn from_cache(entry: &Cached) -> Option<SessionSummary> {
+    let mut summary = serde_json::from_str::<SessionSummary>(&entry.summary).ok()?;
+    if let Some(json) = &entry.node_usage {
+        let usage: Vec<Option<NodeUsage>> = serde_json::from_str(json).ok()?;
+        if usage.len() != summary.nodes.len() {
+            return None;
+        }
+        for (node, usage) in summary.nodes.iter_mut().zip(usage) {
+            node.usage = usage;
+        }
+    }
+    Some(summary)
+}
+
+/// Whose nodes' usage a listing reads from the index.
+pub(crate) enum NodeUsageOf<'a> {
+    Every,
+    /// These sessions' only (by id).
+    These(&'a HashSet<&'a str>),
+}
+
+/// The summaries of a workspace's sessions through the index, with their nodes' usage for the
+/// sessions `node_usage` says (a summary read afresh always has it). The others' is not even
+/// read from the database.
+pub(crate) fn list(
+    store: &Store,
+    workspace: &Workspace,
+    now: SystemTime,
+    node_usage: NodeUsageOf<'_>,
+) -> Result<Vec<SessionSummary>, Error> {
     let workspace_key = store.workspace_key_for(workspace)?;
     let mut cached: HashMap<String, Cached> = HashMap::new();
     {
         let conn = store.conn();
         let mut statement = conn
-            .prepare_cached("SELECT session_id, fingerprint, summary FROM folder_index WHERE workspace_id = ?1")
+            .prepare_cached(
+                "SELECT session_id, fingerprint, summary,
+                        CASE WHEN ?2 IS NULL OR session_id IN (SELECT value FROM json_each(?2)) THEN node_usage END
+                 FROM folder_index WHERE workspace_id = ?1",
+            )
             .map_err(|e| store.sql_error(e))?;
+        let wanted = match node_usage {
+            NodeUsageOf::Every => None,
+            NodeUsageOf::These(ids) => Some(serde_json::to_string(ids).expect("ids serialise")),
+        };
         let rows = statement
-            .query_map([workspace_key], |r| {
+            .query_map(params![workspace_key, wanted], |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     Cached {
                         fingerprint: r.get(1)?,
                         summary: r.get(2)?,
+                        node_usage: r.get(3)?,
                     },
                 ))
             })
@@ -112,7 +205,7 @@ pub(crate) fn list(store: &Store, workspace: &Workspace, now: SystemTime) -> Res
         };
         if let Some(entry) = cached_entry {
             if entry.fingerprint == print {
-                if let Ok(summary) = serde_json::from_str::<SessionSummary>(&entry.summary) {
+                if let Some(summary) = from_cache(entry) {
                     if summary.status != Status::Running {
                         return Ok(Some(Listed { summary, fresh: None }));
                     }
@@ -140,15 +233,22 @@ pub(crate) fn list(store: &Store, workspace: &Workspace, now: SystemTime) -> Res
     {
         let mut upsert = tx
             .prepare_cached(
-                "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (workspace_id, session_id) DO UPDATE SET fingerprint = ?3, summary = ?4",
+                "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary, node_usage)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (workspace_id, session_id) DO UPDATE SET fingerprint = ?3, summary = ?4, node_usage = ?5",
             )
             .map_err(|e| store.sql_error(e))?;
         for listed in results.into_iter().flatten() {
             if let Some(print) = &listed.fresh {
-                let json = serde_json::to_string(&listed.summary).expect("summaries serialise");
+                let (json, node_usage) = cached_columns(&listed.summary);
                 upsert
-                    .execute(params![workspace_key, listed.summary.id.as_str(), print, json])
+                    .execute(params![
+                        workspace_key,
+                        listed.summary.id.as_str(),
+                        print,
+                        json,
+                        node_usage
+                    ])
                     .map_err(|e| store.sql_error(e))?;
             }
             cached.remove(listed.summary.id.as_str());
@@ -210,13 +310,14 @@ pub fn record_change(store: &Store, change: &Change) -> Result<(), Error> {
         return forget(store, &workspace, id);
     };
     let key = store.workspace_key_for(&workspace)?;
-    let json = serde_json::to_string(summary).expect("summaries serialise");
+    let (json, node_usage) = cached_columns(summary);
     store
         .conn()
         .execute(
-            "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (workspace_id, session_id) DO UPDATE SET fingerprint = ?3, summary = ?4",
-            params![key, id.as_str(), print, json],
+            "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary, node_usage)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (workspace_id, session_id) DO UPDATE SET fingerprint = ?3, summary = ?4, node_usage = ?5",
+            params![key, id.as_str(), print, json, node_usage],
         )
         .map_err(|e| store.sql_error(e))?;
     Ok(())

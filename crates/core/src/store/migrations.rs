@@ -156,9 +156,11 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE sessions ADD COLUMN imported_at INTEGER;
     "#,
     // 8: what each node of a run printed on stdout that it used (`cost::OutputUsageReader`): the
-    // fallback for nodes whose folder has no raw stream. The usage objects now carry their labels,
-    // so the folder index's summaries (a cache) are read again once.
+    // fallback for nodes whose folder has no raw stream. The folder index keeps its summaries'
+    // node usage apart (`index`, module doc), and the usage objects now carry their labels, so
+    // its summaries (a cache) are read again once.
     r#"
+    ALTER TABLE folder_index ADD COLUMN node_usage TEXT;
     CREATE TABLE node_usage (
         run_key INTEGER NOT NULL REFERENCES runs(key) ON DELETE CASCADE,
         node TEXT NOT NULL,

@@ -411,3 +411,60 @@ fn a_captured_logs_nodes_are_priced_from_stdout_alike_everywhere() {
     let shown_plan = plan_of(shown.nodes.iter().map(|n| (n.name.clone(), n.usage.clone())).collect());
     assert_eq!(shown_plan.and_then(|u| u.cost_usd), Some(0.0123));
 }
+
+/// The window's listing (totals only: the index parses no node's usage object it does not need)
+/// gives every session the total the full listing gives, from a warm index too: sessions priced
+/// by their raw streams, and one whose nodes' stdout usage the store lays over its folder.
+#[test]
+fn a_listing_of_totals_only_gives_the_totals_the_full_listing_gives() {
+    use studio_core::store::index::{usage_of_sessions, NodeDetail};
+    let (root, workspace, store) = crate::harness::empty_workspace_with_store();
+    session(
+        root.path(),
+        "1795000000000_e",
+        &[("plan", Some("claude-code-json.json")), ("custom", None)],
+        "custom",
+    );
+    session(
+        root.path(),
+        "1795000000001_f",
+        &[("code", Some("codex-exec-json-token-count.jsonl"))],
+        "code",
+    );
+    let imported = crate::harness::import_log(&store, &workspace, &fixture("stdout-wrapped.txt"));
+    // A day on: no session is taken for running (those are read afresh at every listing).
+    let later = SystemTime::now() + std::time::Duration::from_secs(24 * 3600);
+    let totals = |detail| {
+        let rows = store.list_sessions_as(&workspace, later, detail).unwrap();
+        let mut by_id: Vec<(String, Option<studio_core::cost::UsageTotal>)> = rows
+            .iter()
+            .map(|r| (r.summary.id.to_string(), r.summary.usage.clone()))
+            .collect();
+        by_id.sort_by(|a, b| a.0.cmp(&b.0));
+        (by_id, usage_of_sessions(&rows), rows)
+    };
+    for round in ["first listing", "warm index"] {
+        let (full, full_all, full_rows) = totals(NodeDetail::WithUsage);
+        let (only, only_all, only_rows) = totals(NodeDetail::TotalsOnly);
+        assert_eq!(full.len(), 3, "{round}");
+        assert!(full.iter().all(|(_, usage)| usage.is_some()), "{round}: {full:?}");
+        assert_eq!(only, full, "{round}");
+        assert_eq!(only_all, full_all, "{round}");
+        let all = full_all.unwrap();
+        assert_eq!((all.nodes, all.nodes_with_usage), (5, 3), "{round}");
+        let nodes_with_usage = |rows: &[studio_core::store::SessionRow], id: &str| {
+            let row = rows.iter().find(|r| r.summary.id.as_str() == id).unwrap();
+            row.summary.nodes.iter().filter(|n| n.usage.is_some()).count()
+        };
+        assert_eq!(nodes_with_usage(&full_rows, "1795000000000_e"), 1, "{round}");
+        // The log's session is laid over by the store: its nodes' usage is read in both.
+        assert_eq!(nodes_with_usage(&only_rows, imported.session_id.as_str()), 1, "{round}");
+        if round == "warm index" {
+            assert_eq!(
+                nodes_with_usage(&only_rows, "1795000000000_e"),
+                0,
+                "not parsed from the index"
+            );
+        }
+    }
+}
