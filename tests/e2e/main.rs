@@ -13,6 +13,7 @@
 mod accessibility;
 mod compare;
 mod desktop;
+mod drag;
 mod harness;
 mod keyboard;
 mod layout;

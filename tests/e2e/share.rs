@@ -200,11 +200,7 @@ async fn export_asks_where_with_the_native_save_dialog() {
 async fn import_from_the_file_menu_opens_the_imported_session() {
     let (_elsewhere, bundle) = pipeline_bundle();
     let workspace = Workspace::with_sessions(&[FANOUT]);
-    // This test's window (other tests' windows share the display): named by its workspace.
-    let title = format!(
-        "{} - Zibby Studio",
-        workspace.path().file_name().unwrap().to_string_lossy()
-    );
+    let title = window_title(&workspace);
     App::run(&workspace, move |client| async move {
         wait_for(&client, "tr[data-session-id]").await;
         let view = format!("#session-view[data-session-id='{}']", PIPELINE.id);
@@ -291,4 +287,151 @@ fn url_encoded(text: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// This test's window, named by its workspace (other tests' windows share the display).
+fn window_title(workspace: &Workspace) -> String {
+    format!(
+        "{} - Zibby Studio",
+        workspace.path().file_name().unwrap().to_string_lossy()
+    )
+}
+
+/// Drags `path` from outside the app (as a file manager does) onto the window titled `title`,
+/// and drops it there.
+fn drop_onto(title: &str, path: &std::path::Path) {
+    crate::drag::drop_files(title, &[path]).unwrap_or_else(|e| panic!("drop {} onto the window: {e}", path.display()));
+}
+
+/// Waits for the window to show the session `id`, marked imported from `source`.
+async fn shows_imported(client: &fantoccini::Client, id: &str, source: &str) {
+    wait_for(client, &format!("#session-view[data-session-id='{id}']")).await;
+    wait_for(client, &format!("tr[data-session-id='{id}']")).await;
+    let wanted = format!("imported from {source}");
+    eventually(&format!("the header says {wanted:?}"), || async {
+        let imported = crate::texts(client, "#session-imported").await;
+        (imported == [wanted.as_str()])
+            .then_some(())
+            .ok_or(format!("{imported:?}"))
+    })
+    .await;
+}
+
+/// A bundle exported by `zstudio export`, dragged from outside (a file manager) and dropped onto
+/// the window: it is imported, and the window opens it, marked imported, with its nodes.
+#[tokio::test]
+async fn a_bundle_dropped_onto_the_window_opens_imported() {
+    let (_elsewhere, bundle) = pipeline_bundle();
+    let workspace = Workspace::with_sessions(&[FANOUT]);
+    let title = window_title(&workspace);
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        drop_onto(&title, &bundle);
+        shows_imported(&client, PIPELINE.id, "pipeline.zip").await;
+        let meta = crate::texts(&client, ".sv-meta").await;
+        assert!(meta.iter().any(|m| m.contains("3/3 nodes")), "{meta:?}");
+        crate::harness::screenshot(&client, "share-bundle-dropped.png").await;
+    })
+    .await;
+}
+
+/// A session folder (as `zibby agent download` leaves one) dropped onto the window is imported
+/// as it was, and opens.
+#[tokio::test]
+async fn a_session_folder_dropped_onto_the_window_opens_imported() {
+    let downloads = Workspace::with_sessions(&[PIPELINE]);
+    let folder = downloads.path().join(".zibby/output/sessions").join(PIPELINE.id);
+    let workspace = Workspace::with_sessions(&[FANOUT]);
+    let title = window_title(&workspace);
+    let imported_into = workspace.path().join(".zibby/output/sessions").join(PIPELINE.id);
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        drop_onto(&title, &folder);
+        shows_imported(&client, PIPELINE.id, PIPELINE.id).await;
+        let meta = crate::texts(&client, ".sv-meta").await;
+        assert!(meta.iter().any(|m| m.contains("3/3 nodes")), "{meta:?}");
+        assert!(
+            imported_into.join(".session-info.json").is_file(),
+            "the folder is copied into the workspace's sessions"
+        );
+    })
+    .await;
+}
+
+/// A captured log of a run (a CI job's stdout, saved as `ci-job.log`) dropped onto the window is
+/// imported as `zstudio import` imports it: the session its `◆ Session` line names, with the
+/// nodes its markers give.
+#[tokio::test]
+async fn a_captured_log_dropped_onto_the_window_opens_imported() {
+    let logs = tempfile::tempdir().expect("a folder for the log");
+    let log = logs.path().join("ci-job.log");
+    let capture = crate::harness::repo_root().join("tests/fixtures/zibby-captures/head-bb10e85-02-pipeline-markers");
+    std::fs::copy(capture.join("stdout.txt"), &log).expect("copy the captured log");
+    let workspace = Workspace::empty();
+    let title = window_title(&workspace);
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, ".empty").await;
+        drop_onto(&title, &log);
+        // The run's own session id, from the log.
+        shows_imported(&client, PIPELINE.id, "ci-job.log").await;
+        let nodes = crate::texts(&client, ".sv-meta").await;
+        assert!(nodes.iter().any(|m| m.contains("3/3 nodes")), "{nodes:?}");
+    })
+    .await;
+}
+
+/// A zip archive that is not a session bundle, dropped onto the window: the window says why it
+/// was not imported, naming the archive and the entry; nothing is written into the workspace.
+#[tokio::test]
+async fn a_drop_that_is_not_a_session_is_refused_and_nothing_is_written() {
+    let elsewhere = tempfile::tempdir().expect("a folder for the archive");
+    let archive = elsewhere.path().join("holiday-photos.zip");
+    write_zip(&archive, "beach.jpg", b"not really a photo");
+    let workspace = Workspace::with_sessions(&[FANOUT]);
+    let title = window_title(&workspace);
+    let output = workspace.path().join(".zibby/output");
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        let before = folder_listing(&output);
+        drop_onto(&title, &archive);
+        let refusal = wait_for(&client, "#import-error").await;
+        let said = refusal.text().await.expect("read the refusal");
+        assert!(said.contains("The session could not be imported"), "{said}");
+        assert!(
+            said.contains("holiday-photos.zip") && said.contains("beach.jpg"),
+            "names the archive and the entry: {said}"
+        );
+        crate::harness::screenshot(&client, "share-drop-refused.png").await;
+        assert_eq!(folder_listing(&output), before, "nothing written into the workspace");
+        let rows = crate::attributes(&client, "tr[data-session-id]", "data-session-id").await;
+        assert_eq!(rows, [FANOUT.id], "no session added");
+    })
+    .await;
+}
+
+/// Every path under `folder`, relative, sorted.
+fn folder_listing(folder: &std::path::Path) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).expect("list a workspace folder") {
+            let path = entry.expect("list a workspace folder").path();
+            paths.push(path.strip_prefix(folder).unwrap().display().to_string());
+            if path.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    paths.sort();
+    paths
+}
+
+/// A zip archive at `path` holding one file, `name`.
+fn write_zip(path: &std::path::Path, name: &str, bytes: &[u8]) {
+    use std::io::Write;
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(path).expect("create the archive"));
+    zip.start_file(name, zip::write::SimpleFileOptions::default())
+        .expect("start the archive's file");
+    zip.write_all(bytes).expect("write the archive's file");
+    zip.finish().expect("finish the archive");
 }

@@ -148,7 +148,7 @@ extern "C" fn record_error(_: *mut xlib::Display, event: *mut xlib::XErrorEvent)
 
 /// Runs `act` on the display of `DISPLAY`, then syncs and closes it; an X error `act` caused is
 /// returned as an error, never the end of the process.
-fn with_display<T>(act: impl FnOnce(&xlib::Xlib, *mut xlib::Display) -> Result<T, String>) -> Result<T, String> {
+pub fn with_display<T>(act: impl FnOnce(&xlib::Xlib, *mut xlib::Display) -> Result<T, String>) -> Result<T, String> {
     let xlib = xlib::Xlib::open().map_err(|e| format!("no Xlib: {e}"))?;
     // SAFETY: the display is opened here, checked for null, and closed after `act`.
     unsafe {
@@ -169,7 +169,11 @@ fn with_display<T>(act: impl FnOnce(&xlib::Xlib, *mut xlib::Display) -> Result<T
 }
 
 /// The top-level window shown whose title contains `title_part`.
-fn top_level_window(xlib: &xlib::Xlib, display: *mut xlib::Display, title_part: &str) -> Result<xlib::Window, String> {
+pub fn top_level_window(
+    xlib: &xlib::Xlib,
+    display: *mut xlib::Display,
+    title_part: &str,
+) -> Result<xlib::Window, String> {
     // SAFETY: plain Xlib calls on an open display; every pointer Xlib returns is checked for null
     // and freed with XFree.
     unsafe {
