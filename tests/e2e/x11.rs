@@ -64,6 +64,98 @@ pub fn has_window(title_part: &str) -> bool {
     with_display(|xlib, display| top_level_window(xlib, display, title_part)).is_ok()
 }
 
+/// Whether the keyboard focus is in the top-level window whose title contains `title_part` (on
+/// it or on a window inside it).
+pub fn has_focus(title_part: &str) -> bool {
+    with_display(|xlib, display| {
+        let wanted = top_level_window(xlib, display, title_part)?;
+        // SAFETY: Xlib calls on an open display; the children list is freed with XFree.
+        unsafe {
+            let root = (xlib.XDefaultRootWindow)(display);
+            let (mut window, mut revert) = (0, 0);
+            (xlib.XGetInputFocus)(display, &mut window, &mut revert);
+            // Up from the focused window to the top-level one.
+            while window != 0 && window != xlib::PointerRoot as xlib::Window && window != root {
+                if window == wanted {
+                    return Ok(());
+                }
+                let (mut root_out, mut parent, mut children, mut count) = (0, 0, ptr::null_mut(), 0);
+                if (xlib.XQueryTree)(display, window, &mut root_out, &mut parent, &mut children, &mut count) == 0 {
+                    break;
+                }
+                if !children.is_null() {
+                    (xlib.XFree)(children.cast());
+                }
+                window = parent;
+            }
+            Err(format!("the focus is not in `{title_part}`"))
+        }
+    })
+    .is_ok()
+}
+
+/// The text the clipboard holds (its `CLIPBOARD` selection, as UTF-8), asked of whoever owns it.
+pub fn clipboard_text() -> Result<String, String> {
+    with_display(|xlib, display| {
+        let atom = |name: &str| {
+            let name = CString::new(name).unwrap();
+            // SAFETY: an Xlib call on an open display with a NUL-terminated name.
+            unsafe { (xlib.XInternAtom)(display, name.as_ptr(), xlib::False) }
+        };
+        let (clipboard, utf8, property) = (atom("CLIPBOARD"), atom("UTF8_STRING"), atom("ZIBBY_E2E_CLIPBOARD"));
+        // SAFETY: Xlib calls on an open display, on a window made here and destroyed before the
+        // end; the property's value is freed with XFree.
+        unsafe {
+            let root = (xlib.XDefaultRootWindow)(display);
+            let requestor = (xlib.XCreateSimpleWindow)(display, root, -10, -10, 1, 1, 0, 0, 0);
+            (xlib.XConvertSelection)(display, clipboard, utf8, property, requestor, xlib::CurrentTime);
+            (xlib.XFlush)(display);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+            let mut answered = None;
+            while answered.is_none() && std::time::Instant::now() < deadline {
+                while (xlib.XPending)(display) > 0 {
+                    let mut event: xlib::XEvent = std::mem::zeroed();
+                    (xlib.XNextEvent)(display, &mut event);
+                    if event.get_type() == xlib::SelectionNotify {
+                        answered = Some(event.selection.property);
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let text = match answered {
+                None => Err("nobody answered for the clipboard".to_owned()),
+                Some(0) => Err("the clipboard holds no text".to_owned()),
+                Some(_) => {
+                    let (mut kind, mut format, mut items, mut after, mut value) = (0, 0, 0, 0, ptr::null_mut());
+                    (xlib.XGetWindowProperty)(
+                        display,
+                        requestor,
+                        property,
+                        0,
+                        1 << 16,
+                        xlib::True,
+                        xlib::AnyPropertyType as _,
+                        &mut kind,
+                        &mut format,
+                        &mut items,
+                        &mut after,
+                        &mut value,
+                    );
+                    if value.is_null() {
+                        Err("the clipboard's text did not come".to_owned())
+                    } else {
+                        let bytes = std::slice::from_raw_parts(value, items as usize).to_vec();
+                        (xlib.XFree)(value.cast());
+                        String::from_utf8(bytes).map_err(|e| e.to_string())
+                    }
+                }
+            };
+            (xlib.XDestroyWindow)(display, requestor);
+            text
+        }
+    })
+}
+
 /// Presses a chord on the keyboard, as a user would: key names as Xlib spells their keysyms,
 /// joined by `+` (`Control_L+i`, `Return`), pressed in order and released in reverse.
 pub fn press(chord: &str) -> Result<(), String> {
