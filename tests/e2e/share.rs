@@ -206,29 +206,60 @@ async fn a_captured_log_dropped_onto_the_window_opens_imported() {
     .await;
 }
 
-/// A zip archive that is not a session bundle, dropped onto the window: the window says why it
-/// was not imported, naming the archive and the entry; nothing is written into the workspace.
+/// What is not a session, dropped onto the window: a zip archive that is not a bundle, a
+/// picture, a folder of notes. The window says why each was not imported, naming it (and the
+/// archive's entry); nothing is written into the workspace, no session is added.
 #[tokio::test]
 async fn a_drop_that_is_not_a_session_is_refused_and_nothing_is_written() {
-    let elsewhere = tempfile::tempdir().expect("a folder for the archive");
+    let elsewhere = tempfile::tempdir().expect("a folder for what is dropped");
     let archive = elsewhere.path().join("holiday-photos.zip");
     write_zip(&archive, "beach.jpg", b"not really a photo");
+    let picture = elsewhere.path().join("screenshot.png");
+    std::fs::copy(crate::harness::repo_root().join("icons/128x128.png"), &picture).expect("copy a picture");
+    let notes = elsewhere.path().join("notes");
+    std::fs::create_dir_all(&notes).expect("create a folder of notes");
+    std::fs::write(notes.join("todo.txt"), "write the report\n").expect("write a note");
     let workspace = Workspace::with_sessions(&[FANOUT]);
     let title = workspace.window_title();
     let output = workspace.path().join(".zibby/output");
     App::run(&workspace, move |client| async move {
         wait_for(&client, "tr[data-session-id]").await;
         let before = folder_listing(&output);
-        drop_onto(&title, &archive);
-        let refusal = wait_for(&client, "#import-error").await;
-        let said = refusal.text().await.expect("read the refusal");
-        assert!(said.contains("The session could not be imported"), "{said}");
-        assert!(
-            said.contains("holiday-photos.zip") && said.contains("beach.jpg"),
-            "names the archive and the entry: {said}"
-        );
-        crate::harness::screenshot(&client, "share-drop-refused.png").await;
-        assert_eq!(folder_listing(&output), before, "nothing written into the workspace");
+        let refused = [
+            (
+                &archive,
+                vec!["holiday-photos.zip", "beach.jpg", "not a part of a session bundle"],
+            ),
+            (&picture, vec!["screenshot.png", "not text"]),
+            (&notes, vec!["notes", "not a session's"]),
+        ];
+        for (dropped, named) in refused {
+            drop_onto(&title, dropped);
+            eventually(
+                &format!("the window says why {} was not imported", dropped.display()),
+                || async {
+                    let said = wait_for(&client, "#import-error")
+                        .await
+                        .text()
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let says_all = said.contains("The session could not be imported")
+                        && said.contains(&dropped.display().to_string())
+                        && named.iter().all(|part| said.contains(part));
+                    says_all.then_some(()).ok_or(said)
+                },
+            )
+            .await;
+            if dropped == &archive {
+                crate::harness::screenshot(&client, "share-drop-refused.png").await;
+            }
+            assert_eq!(
+                folder_listing(&output),
+                before,
+                "{}: nothing written into the workspace",
+                dropped.display()
+            );
+        }
         let rows = crate::attributes(&client, "tr[data-session-id]", "data-session-id").await;
         assert_eq!(rows, [FANOUT.id], "no session added");
     })

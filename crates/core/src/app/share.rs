@@ -6,11 +6,13 @@
 //! hard), a device, FIFO or socket, a name the session layout cannot hold, more entries or more
 //! bytes than [`ImportLimits`] allow (the declared sizes are checked before anything is read,
 //! and the zip reader stops an entry that inflates past its declared size: a zip bomb stops
-//! there, see `copy_entry`), a manifest of an unknown version, a member that does not match its checksum: each is refused with an error naming
-//! the entry, and nothing is left behind. The session is built in a folder of its own beside the
-//! sessions folder (`.zibby/output/.import-<uuid>/`), its records are written in one store
-//! transaction, and the folder is moved into place (never over another) only when everything
-//! else succeeded; the transaction commits after.
+//! there, see `copy_entry`), a manifest of an unknown version, a member that does not match its
+//! checksum: each is refused with an error naming the entry, and nothing is left behind. So is
+//! what is none of the three (a file that is not text, a folder that holds no session's files).
+//! The session is built in a folder of its own beside the sessions folder
+//! (`.zibby/output/.import-<uuid>/`), its records are written in one store transaction, and the
+//! folder is moved into place (never over another) only when everything else succeeded; the
+//! transaction commits after.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
@@ -452,15 +454,31 @@ pub fn import(
     if metadata.is_dir() {
         return import_folder(store, workspace, source, options, now);
     }
-    let (mut file, _) = untrusted::open_regular(source)?;
-    let mut magic = [0u8; 4];
-    let read = file.read(&mut magic).map_err(|e| Error::io(source, e))?;
-    if read == 4 && (magic == *b"PK\x03\x04" || magic == *b"PK\x05\x06") {
+    let (file, _) = untrusted::open_regular(source)?;
+    let mut start = Vec::with_capacity(TEXT_SNIFF_BYTES);
+    file.take(TEXT_SNIFF_BYTES as u64)
+        .read_to_end(&mut start)
+        .map_err(|e| Error::io(source, e))?;
+    if start.starts_with(b"PK\x03\x04") || start.starts_with(b"PK\x05\x06") {
         import_bundle(store, workspace, source, options, now)
+    } else if start.contains(&0) {
+        // A picture, an archive of another kind, a program: a log is text.
+        Err(Error::NotImportable {
+            path: source.into(),
+            reason: format!("it is not text (a NUL byte in its first {TEXT_SNIFF_BYTES} bytes) and not a zip archive"),
+        })
     } else {
         import_log(store, workspace, source, options, now)
     }
 }
+
+/// How much of a file is read to tell a bundle (a zip's signature) or a log (text: no NUL byte,
+/// as git and grep tell text from binary) from anything else.
+const TEXT_SNIFF_BYTES: usize = 8 * 1024;
+
+/// The files one of which every session folder holds at its top (docs: PROTOCOL.md, "The session
+/// folder"; the engine writes `.session-info.json` before every node).
+const SESSION_FILES: [&str; 4] = [SESSION_INFO, "result.json", "events.json", "raw_stream_output.txt"];
 
 /// The folder a session is built in before it is moved into place; removed unless it was.
 /// The folders it made on the way (`.zibby`, `output`, `sessions` of a workspace that had none)
@@ -1060,6 +1078,19 @@ fn import_folder(
         .file_name()
         .and_then(|n| n.to_str())
         .ok_or_else(|| Error::NotAFolder { path: source.into() })?;
+    // A project folder, a folder of downloads: not a session, however many files it holds.
+    let holds_session_file = SESSION_FILES
+        .iter()
+        .any(|name| std::fs::symlink_metadata(source.join(name)).is_ok_and(|metadata| metadata.is_file()));
+    if !holds_session_file {
+        return Err(Error::NotImportable {
+            path: source.into(),
+            reason: format!(
+                "a folder, but not a session's: it holds none of {}",
+                SESSION_FILES.join(", ")
+            ),
+        });
+    }
     let id = if options.as_new {
         new_session_id()
     } else {

@@ -442,6 +442,7 @@ fn a_session_folder_with_a_link_or_a_hard_link_is_refused() {
         let bench = Bench::new();
         let source = bench.dir.path().join("source").join(ID);
         std::fs::create_dir_all(source.join("plan")).unwrap();
+        std::fs::write(source.join(".session-info.json"), br#"{"currentNode":"plan"}"#).unwrap();
         std::fs::write(source.join("plan/raw_stream_output.txt"), b"planned\n").unwrap();
         let secret = bench.dir.path().join("source/secret.txt");
         std::fs::write(&secret, b"secret").unwrap();
@@ -465,6 +466,32 @@ fn a_session_folder_with_a_link_or_a_hard_link_is_refused() {
         assert!(error.to_string().contains(entry), "{case}: {error}");
         bench.assert_nothing_written(case);
     }
+}
+
+/// Dropped onto the window by mistake, or given to `zstudio import`: a picture, a folder of
+/// notes. Neither is a bundle, a session folder or a captured log: refused, naming it, and
+/// nothing is written (a picture is not read as a log, a folder is not copied in as a session).
+#[test]
+fn what_is_not_a_bundle_a_session_folder_or_a_log_is_refused() {
+    let bench = Bench::new();
+    let source = bench.dir.path().join("source");
+    std::fs::create_dir_all(source.join("notes/drafts")).unwrap();
+    std::fs::write(source.join("notes/drafts/todo.txt"), b"write the report\n").unwrap();
+    std::fs::write(source.join("notes/README.md"), b"# notes\n").unwrap();
+    // A PNG's signature and header: binary from its first bytes on.
+    let picture = source.join("screenshot.png");
+    std::fs::write(&picture, b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\x04\0").unwrap();
+    for (given, named) in [(picture, "screenshot.png"), (source.join("notes"), "notes")] {
+        let error = bench.import(&given, ImportLimits::default()).unwrap_err();
+        assert_eq!(error.code(), "not_importable", "{error}");
+        let said = error.to_string();
+        assert!(said.contains(named) && said.contains("nothing was imported"), "{said}");
+        bench.assert_nothing_written(&said);
+    }
+    // Text with no marker of a run is still a captured log (the human timeline reads it).
+    std::fs::write(source.join("ci.log"), b"npm ci\nadded 12 packages\n").unwrap();
+    let imported = bench.import(&source.join("ci.log"), ImportLimits::default()).unwrap();
+    assert_eq!(imported.kind, share::ImportKind::Log);
 }
 
 #[test]
