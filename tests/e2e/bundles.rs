@@ -2,28 +2,23 @@
 //! exported by `zstudio export`, and the window's word that a session was imported.
 
 use std::path::PathBuf;
-use std::process::Command;
 
-use crate::harness::{eventually, wait_for, zstudio, Workspace, PIPELINE};
+use crate::harness::{eventually, wait_for, zstudio_in, Workspace, PIPELINE};
 
 /// PIPELINE exported from a workspace and store of its own, as `pipeline.zip` (the workspace is
 /// kept while the bundle is used).
 pub fn pipeline_bundle() -> (Workspace, PathBuf) {
     let elsewhere = Workspace::with_sessions(&[PIPELINE]);
     let bundle = elsewhere.data_home().join("pipeline.zip");
-    let exported = Command::new(zstudio())
-        .args(["export", PIPELINE.id, "-o"])
-        .arg(&bundle)
-        .arg("--db")
-        .arg(elsewhere.db())
-        .arg("-w")
-        .arg(elsewhere.path())
-        .output()
-        .expect("run zstudio export");
-    assert!(
-        exported.status.success(),
-        "{}",
-        String::from_utf8_lossy(&exported.stderr)
+    zstudio_in(
+        &elsewhere.db(),
+        elsewhere.path(),
+        &[
+            "export".as_ref(),
+            PIPELINE.id.as_ref(),
+            "-o".as_ref(),
+            bundle.as_os_str(),
+        ],
     );
     (elsewhere, bundle)
 }

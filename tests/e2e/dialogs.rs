@@ -26,7 +26,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use bundles::{pipeline_bundle, shows_imported};
-use harness::{eventually, wait_for, zstudio, App, Workspace, FANOUT, PIPELINE};
+use harness::{eventually, wait_for, App, Workspace, FANOUT, PIPELINE};
 
 /// The display, one test at a time: each test's window is the only one, and so keeps the focus.
 static DISPLAY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -166,22 +166,12 @@ async fn export_asks_where_with_the_native_save_dialog_and_writes_there() {
     .await;
     // A bundle: another workspace imports it.
     let elsewhere = Workspace::empty();
-    let imported = Command::new(zstudio())
-        .arg("import")
-        .arg(&target)
-        .arg("--json")
-        .arg("--db")
-        .arg(elsewhere.db())
-        .arg("-w")
-        .arg(elsewhere.path())
-        .output()
-        .expect("run zstudio import");
-    assert!(
-        imported.status.success(),
-        "{}",
-        String::from_utf8_lossy(&imported.stderr)
+    let imported = harness::zstudio_in(
+        &elsewhere.db(),
+        elsewhere.path(),
+        &["import".as_ref(), target.as_os_str(), "--json".as_ref()],
     );
-    let imported: serde_json::Value = serde_json::from_slice(&imported.stdout).expect("--json prints JSON");
+    let imported: serde_json::Value = serde_json::from_slice(&imported).expect("--json prints JSON");
     assert_eq!(imported["session_id"], PIPELINE.id);
 }
 

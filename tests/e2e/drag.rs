@@ -8,12 +8,11 @@
 
 use std::ffi::{CStr, CString};
 use std::path::Path;
-use std::ptr;
 use std::time::{Duration, Instant};
 
 use x11_dl::xlib;
 
-use crate::x11::{top_level_window, with_display};
+use crate::x11::{top_level_window, window_property, with_display};
 
 /// The XDND version this source speaks.
 const XDND_VERSION: u32 = 5;
@@ -112,9 +111,9 @@ impl<'x> Drag<'x> {
         data: Vec<u8>,
     ) -> Result<Drag<'x>, String> {
         let atoms = Atoms::intern(xlib, display);
-        let version = window_property(xlib, display, window, atoms.aware)
+        let version = first_item(xlib, display, window, atoms.aware)
             .ok_or("the window takes no drops: it has no XdndAware property")?;
-        let target = window_property(xlib, display, window, atoms.proxy).map_or(window, |proxy| proxy as _);
+        let target = first_item(xlib, display, window, atoms.proxy).map_or(window, |proxy| proxy as _);
         // SAFETY: Xlib calls on an open display; the attributes are a plain struct Xlib fills.
         let (source, at) = unsafe {
             let root = (xlib.XDefaultRootWindow)(display);
@@ -358,38 +357,19 @@ impl<'x> Drag<'x> {
 
 /// The first 32-bit item of `window`'s property `property` (`XdndAware`'s version,
 /// `XdndProxy`'s window), if it has one.
-fn window_property(
+fn first_item(
     xlib: &xlib::Xlib,
     display: *mut xlib::Display,
     window: xlib::Window,
     property: xlib::Atom,
 ) -> Option<u64> {
-    // SAFETY: an Xlib call on an open display; what it returns is checked and freed with XFree.
-    unsafe {
-        let (mut kind, mut format, mut items, mut after, mut value) = (0, 0, 0, 0, ptr::null_mut());
-        let status = (xlib.XGetWindowProperty)(
-            display,
-            window,
-            property,
-            0,
-            1,
-            xlib::False,
-            xlib::AnyPropertyType as _,
-            &mut kind,
-            &mut format,
-            &mut items,
-            &mut after,
-            &mut value,
-        );
-        if value.is_null() {
-            return None;
-        }
-        // Format 32 properties come as C longs.
-        let first = (status == xlib::Success as i32 && format == 32 && items >= 1)
-            .then(|| *value.cast::<std::os::raw::c_ulong>());
-        (xlib.XFree)(value.cast());
-        first
-    }
+    let property = window_property(xlib, display, window, property, false)?;
+    let long = std::mem::size_of::<std::os::raw::c_ulong>();
+    (property.format == 32 && property.bytes.len() >= long).then(|| {
+        let mut first = [0u8; 8];
+        first[..long].copy_from_slice(&property.bytes[..long]);
+        u64::from_ne_bytes(first)
+    })
 }
 
 fn atom_name(xlib: &xlib::Xlib, display: *mut xlib::Display, atom: xlib::Atom) -> String {

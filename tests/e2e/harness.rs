@@ -261,6 +261,34 @@ pub fn zstudio() -> PathBuf {
     zstudio
 }
 
+/// `zstudio ARGS` on the workspace `root` and the store `db`; what it printed on stdout. Fails
+/// the test, with what zstudio said, if it fails.
+pub fn zstudio_in(db: &Path, root: &Path, args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    succeeded(
+        Command::new(zstudio())
+            .args(args)
+            .arg("--db")
+            .arg(db)
+            .arg("-w")
+            .arg(root)
+            .stdin(Stdio::null())
+            .output(),
+        "zstudio",
+    )
+}
+
+/// The stdout of a command that ran and succeeded; fails the test with its stderr otherwise.
+pub fn succeeded(output: std::io::Result<std::process::Output>, what: &str) -> Vec<u8> {
+    let output = output.unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
 /// The test agent, built into the same target folder as the app (`cargo test --workspace` builds
 /// it; alone: `cargo build -p zibby-test-agent`).
 pub fn test_agent() -> PathBuf {

@@ -63,20 +63,7 @@ async fn a_session_imported_from_a_bundle_shows_in_the_window() {
     let (db, root) = (workspace.db(), workspace.path().to_path_buf());
     App::run(&workspace, move |client| async move {
         wait_for(&client, "tr[data-session-id]").await;
-        let imported = Command::new(zstudio())
-            .arg("import")
-            .arg(&bundle)
-            .arg("--db")
-            .arg(&db)
-            .arg("-w")
-            .arg(&root)
-            .output()
-            .expect("run zstudio import");
-        assert!(
-            imported.status.success(),
-            "{}",
-            String::from_utf8_lossy(&imported.stderr)
-        );
+        crate::harness::zstudio_in(&db, &root, &["import".as_ref(), bundle.as_os_str()]);
         let row = format!("tr[data-session-id='{}']", PIPELINE.id);
         wait_for(&client, &row).await;
         crate::harness::click(&client, &format!("{row} .session-id")).await;

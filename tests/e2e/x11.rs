@@ -125,30 +125,10 @@ pub fn clipboard_text() -> Result<String, String> {
             let text = match answered {
                 None => Err("nobody answered for the clipboard".to_owned()),
                 Some(0) => Err("the clipboard holds no text".to_owned()),
-                Some(_) => {
-                    let (mut kind, mut format, mut items, mut after, mut value) = (0, 0, 0, 0, ptr::null_mut());
-                    (xlib.XGetWindowProperty)(
-                        display,
-                        requestor,
-                        property,
-                        0,
-                        1 << 16,
-                        xlib::True,
-                        xlib::AnyPropertyType as _,
-                        &mut kind,
-                        &mut format,
-                        &mut items,
-                        &mut after,
-                        &mut value,
-                    );
-                    if value.is_null() {
-                        Err("the clipboard's text did not come".to_owned())
-                    } else {
-                        let bytes = std::slice::from_raw_parts(value, items as usize).to_vec();
-                        (xlib.XFree)(value.cast());
-                        String::from_utf8(bytes).map_err(|e| e.to_string())
-                    }
-                }
+                Some(_) => match window_property(xlib, display, requestor, property, true) {
+                    None => Err("the clipboard's text did not come".to_owned()),
+                    Some(property) => String::from_utf8(property.bytes).map_err(|e| e.to_string()),
+                },
             };
             (xlib.XDestroyWindow)(display, requestor);
             text
@@ -215,6 +195,55 @@ pub fn type_text(text: &str) -> Result<(), String> {
         }
         Ok(())
     })
+}
+
+/// A window's property, as Xlib gives it.
+pub struct Property {
+    /// 8, 16 or 32: the size of its items in bits.
+    pub format: i32,
+    /// Its items' bytes; Xlib gives format-32 items as C longs.
+    pub bytes: Vec<u8>,
+}
+
+/// `window`'s property `property` (up to 256 KiB of it), if it has one; `delete` takes it off
+/// the window as it is read (as a selection's requestor does).
+pub fn window_property(
+    xlib: &xlib::Xlib,
+    display: *mut xlib::Display,
+    window: xlib::Window,
+    property: xlib::Atom,
+    delete: bool,
+) -> Option<Property> {
+    // SAFETY: an Xlib call on an open display; what it returns is checked, copied and freed with
+    // XFree.
+    unsafe {
+        let (mut kind, mut format, mut items, mut after, mut value) = (0, 0, 0, 0, ptr::null_mut());
+        let status = (xlib.XGetWindowProperty)(
+            display,
+            window,
+            property,
+            0,
+            1 << 16,
+            if delete { xlib::True } else { xlib::False },
+            xlib::AnyPropertyType as _,
+            &mut kind,
+            &mut format,
+            &mut items,
+            &mut after,
+            &mut value,
+        );
+        if value.is_null() {
+            return None;
+        }
+        let item_bytes = match format {
+            32 => std::mem::size_of::<std::os::raw::c_long>(),
+            16 => 2,
+            _ => 1,
+        };
+        let bytes = std::slice::from_raw_parts(value, items as usize * item_bytes).to_vec();
+        (xlib.XFree)(value.cast());
+        (status == xlib::Success as i32).then_some(Property { format, bytes })
+    }
 }
 
 /// [`with_display`] with XTEST loaded (`libXtst`).
