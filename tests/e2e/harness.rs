@@ -86,6 +86,22 @@ pub struct CapturedSession {
     pub quiet_for: Duration,
 }
 
+/// The pipeline capture's session: three nodes, finished two hours ago.
+pub const PIPELINE: CapturedSession = CapturedSession {
+    capture: "head-bb10e85-02-pipeline-markers",
+    id: "1795952464415_3prb",
+    nodes_in_order: &["plan", "execute", "report"],
+    quiet_for: Duration::from_secs(2 * 60 * 60),
+};
+
+/// Written 90 s "ago": recent enough (< 2 min) for the core to take it for a running session.
+pub const FANOUT: CapturedSession = CapturedSession {
+    capture: "head-bb10e85-93-fanout-markers",
+    id: "1795952527924_osmf",
+    nodes_in_order: &["start", "left", "left2", "right", "join"],
+    quiet_for: Duration::from_secs(90),
+};
+
 impl Workspace {
     pub fn empty() -> Workspace {
         Workspace {
@@ -193,6 +209,15 @@ impl Workspace {
         self.dir.path()
     }
 
+    /// The title of the window opened on this workspace, which names it (other tests' windows
+    /// share the display).
+    pub fn window_title(&self) -> String {
+        format!(
+            "{} - Zibby Studio",
+            self.path().file_name().expect("a named folder").to_string_lossy()
+        )
+    }
+
     /// Trusts every agent of the workspace's `.zibby/studio.toml` as it is now (their run and
     /// replay commands), in the app's store.
     pub fn trust_agents_file(&self) {
@@ -223,6 +248,45 @@ impl Workspace {
 /// The id of the `i`th session of [`Workspace::with_generated_sessions`].
 pub fn generated_session_id(i: u64) -> String {
     format!("{}_{:04}", 1_795_900_000_000 + i * 1000, i % 10_000)
+}
+
+/// `zstudio`, built into the same target folder as the app (`cargo build -p zstudio`).
+pub fn zstudio() -> PathBuf {
+    let zstudio = Path::new(env!("CARGO_BIN_EXE_zibby-studio")).with_file_name("zstudio");
+    assert!(
+        zstudio.is_file(),
+        "zstudio is not built at {}: run `cargo build -p zstudio` with the same target folder",
+        zstudio.display()
+    );
+    zstudio
+}
+
+/// `zstudio ARGS` on the workspace `root` and the store `db`; what it printed on stdout. Fails
+/// the test, with what zstudio said, if it fails.
+pub fn zstudio_in(db: &Path, root: &Path, args: &[&std::ffi::OsStr]) -> Vec<u8> {
+    succeeded(
+        Command::new(zstudio())
+            .args(args)
+            .arg("--db")
+            .arg(db)
+            .arg("-w")
+            .arg(root)
+            .stdin(Stdio::null())
+            .output(),
+        "zstudio",
+    )
+}
+
+/// The stdout of a command that ran and succeeded; fails the test with its stderr otherwise.
+pub fn succeeded(output: std::io::Result<std::process::Output>, what: &str) -> Vec<u8> {
+    let output = output.unwrap_or_else(|e| panic!("cannot run {what}: {e}"));
+    assert!(
+        output.status.success(),
+        "{what} failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
 }
 
 /// The test agent, built into the same target folder as the app (`cargo test --workspace` builds

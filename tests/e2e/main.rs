@@ -6,13 +6,16 @@
 //! xvfb-run -a -s "-screen 0 1280x800x24" cargo test -p zibby-studio --test e2e_app
 //! ```
 //!
-//! Desktop notifications are tested in a binary of their own (`notifications.rs`).
+//! Desktop notifications (`notifications.rs`) and the system's file dialogs (`dialogs.rs`) are
+//! tested in binaries of their own: no other test's window may open while they run.
 //!
 //! Screenshots of what the tests saw land in `e2e-screenshots/` (gitignored).
 
 mod accessibility;
+mod bundles;
 mod compare;
 mod desktop;
+mod drag;
 mod harness;
 mod keyboard;
 mod layout;
@@ -28,22 +31,9 @@ mod x11;
 use std::time::Duration;
 
 use fantoccini::{Client, Locator};
-use harness::{screenshot, wait_for, App, CapturedSession, Workspace};
+use harness::{screenshot, wait_for, App, Workspace};
 
-pub const PIPELINE: CapturedSession = CapturedSession {
-    capture: "head-bb10e85-02-pipeline-markers",
-    id: "1795952464415_3prb",
-    nodes_in_order: &["plan", "execute", "report"],
-    quiet_for: Duration::from_secs(2 * 60 * 60),
-};
-
-/// Written 90 s "ago": recent enough (< 2 min) for the core to take it for a running session.
-pub const FANOUT: CapturedSession = CapturedSession {
-    capture: "head-bb10e85-93-fanout-markers",
-    id: "1795952527924_osmf",
-    nodes_in_order: &["start", "left", "left2", "right", "join"],
-    quiet_for: Duration::from_secs(90),
-};
+pub use harness::{FANOUT, PIPELINE};
 
 const STATUSES: &[&str] = &["running", "success", "error", "cancelled", "interrupted", "unknown"];
 

@@ -64,6 +64,78 @@ pub fn has_window(title_part: &str) -> bool {
     with_display(|xlib, display| top_level_window(xlib, display, title_part)).is_ok()
 }
 
+/// Whether the keyboard focus is in the top-level window whose title contains `title_part` (on
+/// it or on a window inside it).
+pub fn has_focus(title_part: &str) -> bool {
+    with_display(|xlib, display| {
+        let wanted = top_level_window(xlib, display, title_part)?;
+        // SAFETY: Xlib calls on an open display; the children list is freed with XFree.
+        unsafe {
+            let root = (xlib.XDefaultRootWindow)(display);
+            let (mut window, mut revert) = (0, 0);
+            (xlib.XGetInputFocus)(display, &mut window, &mut revert);
+            // Up from the focused window to the top-level one.
+            while window != 0 && window != xlib::PointerRoot as xlib::Window && window != root {
+                if window == wanted {
+                    return Ok(());
+                }
+                let (mut root_out, mut parent, mut children, mut count) = (0, 0, ptr::null_mut(), 0);
+                if (xlib.XQueryTree)(display, window, &mut root_out, &mut parent, &mut children, &mut count) == 0 {
+                    break;
+                }
+                if !children.is_null() {
+                    (xlib.XFree)(children.cast());
+                }
+                window = parent;
+            }
+            Err(format!("the focus is not in `{title_part}`"))
+        }
+    })
+    .is_ok()
+}
+
+/// The text the clipboard holds (its `CLIPBOARD` selection, as UTF-8), asked of whoever owns it.
+pub fn clipboard_text() -> Result<String, String> {
+    with_display(|xlib, display| {
+        let atom = |name: &str| {
+            let name = CString::new(name).unwrap();
+            // SAFETY: an Xlib call on an open display with a NUL-terminated name.
+            unsafe { (xlib.XInternAtom)(display, name.as_ptr(), xlib::False) }
+        };
+        let (clipboard, utf8, property) = (atom("CLIPBOARD"), atom("UTF8_STRING"), atom("ZIBBY_E2E_CLIPBOARD"));
+        // SAFETY: Xlib calls on an open display, on a window made here and destroyed before the
+        // end; the property's value is freed with XFree.
+        unsafe {
+            let root = (xlib.XDefaultRootWindow)(display);
+            let requestor = (xlib.XCreateSimpleWindow)(display, root, -10, -10, 1, 1, 0, 0, 0);
+            (xlib.XConvertSelection)(display, clipboard, utf8, property, requestor, xlib::CurrentTime);
+            (xlib.XFlush)(display);
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+            let mut answered = None;
+            while answered.is_none() && std::time::Instant::now() < deadline {
+                while (xlib.XPending)(display) > 0 {
+                    let mut event: xlib::XEvent = std::mem::zeroed();
+                    (xlib.XNextEvent)(display, &mut event);
+                    if event.get_type() == xlib::SelectionNotify {
+                        answered = Some(event.selection.property);
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            let text = match answered {
+                None => Err("nobody answered for the clipboard".to_owned()),
+                Some(0) => Err("the clipboard holds no text".to_owned()),
+                Some(_) => match window_property(xlib, display, requestor, property, true) {
+                    None => Err("the clipboard's text did not come".to_owned()),
+                    Some(property) => String::from_utf8(property.bytes).map_err(|e| e.to_string()),
+                },
+            };
+            (xlib.XDestroyWindow)(display, requestor);
+            text
+        }
+    })
+}
+
 /// Presses a chord on the keyboard, as a user would: key names as Xlib spells their keysyms,
 /// joined by `+` (`Control_L+i`, `Return`), pressed in order and released in reverse.
 pub fn press(chord: &str) -> Result<(), String> {
@@ -125,6 +197,55 @@ pub fn type_text(text: &str) -> Result<(), String> {
     })
 }
 
+/// A window's property, as Xlib gives it.
+pub struct Property {
+    /// 8, 16 or 32: the size of its items in bits.
+    pub format: i32,
+    /// Its items' bytes; Xlib gives format-32 items as C longs.
+    pub bytes: Vec<u8>,
+}
+
+/// `window`'s property `property` (up to 256 KiB of it), if it has one; `delete` takes it off
+/// the window as it is read (as a selection's requestor does).
+pub fn window_property(
+    xlib: &xlib::Xlib,
+    display: *mut xlib::Display,
+    window: xlib::Window,
+    property: xlib::Atom,
+    delete: bool,
+) -> Option<Property> {
+    // SAFETY: an Xlib call on an open display; what it returns is checked, copied and freed with
+    // XFree.
+    unsafe {
+        let (mut kind, mut format, mut items, mut after, mut value) = (0, 0, 0, 0, ptr::null_mut());
+        let status = (xlib.XGetWindowProperty)(
+            display,
+            window,
+            property,
+            0,
+            1 << 16,
+            if delete { xlib::True } else { xlib::False },
+            xlib::AnyPropertyType as _,
+            &mut kind,
+            &mut format,
+            &mut items,
+            &mut after,
+            &mut value,
+        );
+        if value.is_null() {
+            return None;
+        }
+        let item_bytes = match format {
+            32 => std::mem::size_of::<std::os::raw::c_long>(),
+            16 => 2,
+            _ => 1,
+        };
+        let bytes = std::slice::from_raw_parts(value, items as usize * item_bytes).to_vec();
+        (xlib.XFree)(value.cast());
+        (status == xlib::Success as i32).then_some(Property { format, bytes })
+    }
+}
+
 /// [`with_display`] with XTEST loaded (`libXtst`).
 fn with_keyboard(
     act: impl FnOnce(&xlib::Xlib, &xtest::Xf86vmode, *mut xlib::Display) -> Result<(), String>,
@@ -148,7 +269,7 @@ extern "C" fn record_error(_: *mut xlib::Display, event: *mut xlib::XErrorEvent)
 
 /// Runs `act` on the display of `DISPLAY`, then syncs and closes it; an X error `act` caused is
 /// returned as an error, never the end of the process.
-fn with_display<T>(act: impl FnOnce(&xlib::Xlib, *mut xlib::Display) -> Result<T, String>) -> Result<T, String> {
+pub fn with_display<T>(act: impl FnOnce(&xlib::Xlib, *mut xlib::Display) -> Result<T, String>) -> Result<T, String> {
     let xlib = xlib::Xlib::open().map_err(|e| format!("no Xlib: {e}"))?;
     // SAFETY: the display is opened here, checked for null, and closed after `act`.
     unsafe {
@@ -169,7 +290,11 @@ fn with_display<T>(act: impl FnOnce(&xlib::Xlib, *mut xlib::Display) -> Result<T
 }
 
 /// The top-level window shown whose title contains `title_part`.
-fn top_level_window(xlib: &xlib::Xlib, display: *mut xlib::Display, title_part: &str) -> Result<xlib::Window, String> {
+pub fn top_level_window(
+    xlib: &xlib::Xlib,
+    display: *mut xlib::Display,
+    title_part: &str,
+) -> Result<xlib::Window, String> {
     // SAFETY: plain Xlib calls on an open display; every pointer Xlib returns is checked for null
     // and freed with XFree.
     unsafe {

@@ -55,6 +55,29 @@ fn report(error: &anyhow::Error) -> ExitCode {
     {
         return ExitCode::SUCCESS;
     }
-    let _ = writeln!(visible::Visible::new(std::io::stderr().lock()), "zstudio: {error:#}");
+    let _ = writeln!(
+        visible::Visible::new(std::io::stderr().lock()),
+        "zstudio: {}",
+        message(error)
+    );
     ExitCode::FAILURE
+}
+
+/// `error` and its causes, each once: the core's errors say their cause in their own message
+/// (`cannot read X: No such file or directory (os error 2)`) and give it as their source too, so
+/// a cause the message before it already says is left out.
+fn message(error: &anyhow::Error) -> String {
+    let mut said = String::new();
+    let mut previous = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if !previous.contains(&text) {
+            if !said.is_empty() {
+                said.push_str(": ");
+            }
+            said.push_str(&text);
+        }
+        previous = text;
+    }
+    said
 }

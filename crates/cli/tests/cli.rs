@@ -240,6 +240,27 @@ fn bad_input_gets_one_line_naming_it_and_a_failing_exit() {
     }
 }
 
+/// An I/O error says the system's reason once (the core's error says it, and gives it as its
+/// cause too).
+#[test]
+fn an_io_error_says_the_systems_reason_once() {
+    let workspace = fixture_workspace();
+    let root = workspace.path().to_str().unwrap();
+    for args in [
+        &["import", "/nonexistent/run.log", "-w", root][..],
+        &["parse", "--stderr", "/nonexistent/stderr.txt"][..],
+    ] {
+        let output = zstudio(args, None);
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(
+            stderr.matches("No such file or directory").count(),
+            1,
+            "{args:?}: the reason once: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn a_hostile_workspace_is_refused_by_name_and_nothing_outside_it_is_touched() {
     let workspace = fixture_workspace();

@@ -120,6 +120,10 @@ pub enum Error {
     },
     #[error("session `{id}` exists already in {sessions_dir}: import it with --as-new to give it a new id")]
     SessionExists { id: String, sessions_dir: PathBuf },
+    /// What an import was given is none of what it takes: a bundle, a session folder, a captured
+    /// log (text).
+    #[error("{path}: not a session bundle, a session folder or a captured log: {reason}; nothing was imported")]
+    NotImportable { path: PathBuf, reason: String },
     #[error("cannot {} {path}: {source}", .op.verb())]
     Io {
         /// What failed: reading, writing, or starting something.
@@ -223,6 +227,7 @@ impl Error {
             Error::BundleChecksumMismatch { .. } => ErrorCode::BundleChecksumMismatch,
             Error::BundleInvalid { .. } => ErrorCode::BundleInvalid,
             Error::SessionExists { .. } => ErrorCode::SessionExists,
+            Error::NotImportable { .. } => ErrorCode::NotImportable,
             Error::Unavailable { code, .. } => *code,
         }
     }
@@ -290,6 +295,7 @@ error_codes! {
     BundleChecksumMismatch = "bundle_checksum_mismatch",
     BundleInvalid = "bundle_invalid",
     SessionExists = "session_exists",
+    NotImportable = "not_importable",
     /// The window's own (never made by Rust): a command that did not reach the shell, or whose
     /// rejection was not a `{code, message}`.
     Ipc = "ipc",

@@ -338,28 +338,34 @@ fn more_declared_bytes_than_the_bound_are_refused_before_anything_is_written() {
     assert_refused(&bench, result, "import_too_large", "session/plan/big.txt");
 }
 
+/// A zip bomb: an entry that declares 8 bytes and inflates to 64 MiB. The declared sizes pass
+/// the bound; the zip reader fails the entry as soon as it grows past its declared size (the
+/// import counts no bytes of its own: `copy_entry` in app/share.rs says why), so this fails if a
+/// `zip` upgrade stops bounding entries by their declared size.
 #[test]
-fn a_zip_bomb_lying_about_its_size_stops_at_the_bound() {
-    let bench = Bench::new();
-    let mut bundle = Bundle::valid();
-    // 64 MiB of zeros deflate to about 64 KiB.
-    let bomb = vec![0u8; 64 << 20];
-    bundle.files.push(("session/plan/bomb.txt".to_owned(), bomb));
-    let zip = bundle.zip();
-    // Declare it 8 bytes in both headers: the declared sizes pass, the bytes written do not.
-    let zip = lie_about_size(&zip, b"session/plan/bomb.txt", 8);
-    let limits = ImportLimits {
-        max_bytes: 1 << 20,
-        ..ImportLimits::default()
-    };
-    let result = bench.import(&bench.bundle(&zip), limits);
-    let error = result.expect_err("a zip bomb must be refused");
-    assert!(error.to_string().contains("session/plan/bomb.txt"), "{error}");
-    assert!(
-        matches!(error.code().as_str(), "import_too_large" | "bundle_invalid"),
-        "either the budget or the reader's own size check stops it: {error}"
-    );
-    bench.assert_nothing_written(&error.to_string());
+fn a_zip_bomb_lying_about_its_size_stops_at_its_declared_size() {
+    // In a file of the session folder, and in a record (read inside the store's transaction).
+    for name in ["session/plan/bomb.txt", "records/logs.jsonl"] {
+        let bench = Bench::new();
+        let mut bundle = Bundle::valid();
+        // 64 MiB of newlines deflate to about 64 KiB.
+        let bomb = vec![b'\n'; 64 << 20];
+        match bundle.files.iter_mut().find(|(n, _)| n == name) {
+            Some((_, bytes)) => *bytes = bomb,
+            None => bundle.files.push((name.to_owned(), bomb)),
+        }
+        let zip = lie_about_size(&bundle.zip(), name.as_bytes(), 8);
+        let limits = ImportLimits {
+            max_bytes: 1 << 20,
+            ..ImportLimits::default()
+        };
+        let result = bench.import(&bench.bundle(&zip), limits);
+        let error = result.expect_err("a zip bomb must be refused");
+        assert_eq!(error.code().as_str(), "bundle_invalid", "{error}");
+        let said = error.to_string();
+        assert!(said.contains(name) && said.contains("declared"), "{said}");
+        bench.assert_nothing_written(&said);
+    }
 }
 
 /// Rewrites the uncompressed size of entry `name` in its local header (offset 22) and its
@@ -436,6 +442,7 @@ fn a_session_folder_with_a_link_or_a_hard_link_is_refused() {
         let bench = Bench::new();
         let source = bench.dir.path().join("source").join(ID);
         std::fs::create_dir_all(source.join("plan")).unwrap();
+        std::fs::write(source.join(".session-info.json"), br#"{"currentNode":"plan"}"#).unwrap();
         std::fs::write(source.join("plan/raw_stream_output.txt"), b"planned\n").unwrap();
         let secret = bench.dir.path().join("source/secret.txt");
         std::fs::write(&secret, b"secret").unwrap();
@@ -459,6 +466,32 @@ fn a_session_folder_with_a_link_or_a_hard_link_is_refused() {
         assert!(error.to_string().contains(entry), "{case}: {error}");
         bench.assert_nothing_written(case);
     }
+}
+
+/// Dropped onto the window by mistake, or given to `zstudio import`: a picture, a folder of
+/// notes. Neither is a bundle, a session folder or a captured log: refused, naming it, and
+/// nothing is written (a picture is not read as a log, a folder is not copied in as a session).
+#[test]
+fn what_is_not_a_bundle_a_session_folder_or_a_log_is_refused() {
+    let bench = Bench::new();
+    let source = bench.dir.path().join("source");
+    std::fs::create_dir_all(source.join("notes/drafts")).unwrap();
+    std::fs::write(source.join("notes/drafts/todo.txt"), b"write the report\n").unwrap();
+    std::fs::write(source.join("notes/README.md"), b"# notes\n").unwrap();
+    // A PNG's signature and header: binary from its first bytes on.
+    let picture = source.join("screenshot.png");
+    std::fs::write(&picture, b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\x04\0").unwrap();
+    for (given, named) in [(picture, "screenshot.png"), (source.join("notes"), "notes")] {
+        let error = bench.import(&given, ImportLimits::default()).unwrap_err();
+        assert_eq!(error.code(), "not_importable", "{error}");
+        let said = error.to_string();
+        assert!(said.contains(named) && said.contains("nothing was imported"), "{said}");
+        bench.assert_nothing_written(&said);
+    }
+    // Text with no marker of a run is still a captured log (the human timeline reads it).
+    std::fs::write(source.join("ci.log"), b"npm ci\nadded 12 packages\n").unwrap();
+    let imported = bench.import(&source.join("ci.log"), ImportLimits::default()).unwrap();
+    assert_eq!(imported.kind, share::ImportKind::Log);
 }
 
 #[test]

@@ -1,0 +1,200 @@
+//! The system's file dialogs, end to end: Export… saves where GTK's save dialog is told, and
+//! File > Import… (Ctrl+I) imports what GTK's file dialog is told. WebDriver reaches neither the
+//! GTK menu bar nor the dialogs: the tests type on the keyboard as a user does, through XTEST
+//! (x11.rs).
+//!
+//! A binary of its own, its tests one at a time: the keyboard goes to the window with the X focus,
+//! and without a window manager a window that opens takes the focus (GTK focuses a window it
+//! presents itself). In the main e2e binary other tests' windows open all the time, and keys
+//! typed into a dialog went into one of them (seen in a full run: the display's screenshot showed
+//! another test's window, just opened, over the dialog). Here no other window comes or goes.
+//!
+//! ```sh
+//! cd ui && npm run build && cd ..
+//! xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- cargo test -p zibby-studio --test e2e_dialogs
+//! ```
+
+// The harness serves every end-to-end binary; this one uses part of it.
+#[allow(dead_code)]
+mod bundles;
+#[allow(dead_code)]
+mod harness;
+#[allow(dead_code)]
+mod x11;
+
+use std::process::Command;
+use std::time::Duration;
+
+use bundles::{pipeline_bundle, shows_imported};
+use harness::{eventually, wait_for, App, Workspace, FANOUT, PIPELINE};
+
+/// The display, one test at a time: each test's window is the only one, and so keeps the focus.
+static DISPLAY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Waits up to `timeout` for `check` to hold.
+async fn within(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + timeout;
+    while !check() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    true
+}
+
+/// Types `path` into the system's file dialog titled `title` (GTK's), as a user does, and
+/// accepts it: the dialog up and holding the keyboard focus, its location field (Ctrl+L) emptied
+/// and typed into, what the field holds read back (copied to the clipboard) before Enter, and the
+/// dialog gone after. `Err` says where the gesture went astray (keys typed before the dialog was
+/// ready, the focus taken by another test's window as it opened), for the caller to make it again.
+async fn type_into_file_dialog(title: &str, path: &std::path::Path) -> Result<(), String> {
+    let path = path.to_str().expect("a UTF-8 path");
+    if !within(Duration::from_secs(15), || x11::has_window(title)).await {
+        return Err(format!("no dialog {title:?} came up"));
+    }
+    x11::focus(Some(title))?;
+    if !within(Duration::from_secs(5), || x11::has_focus(title)).await {
+        return Err(format!("the dialog {title:?} did not take the keyboard focus"));
+    }
+    // GTK fills the dialog (its folder, its fields) once it is shown.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    x11::press("Control_L+l")?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    x11::press("Control_L+a")?;
+    x11::type_text(path)?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    if !x11::has_focus(title) {
+        return Err(format!("the focus left the dialog {title:?} as the path was typed"));
+    }
+    x11::press("Control_L+a")?;
+    x11::press("Control_L+c")?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let held = x11::clipboard_text()?;
+    if held != path {
+        return Err(format!("the dialog's field holds {held:?}, not {path:?}"));
+    }
+    if !x11::has_focus(title) {
+        return Err(format!("the focus left the dialog {title:?} before Enter"));
+    }
+    x11::press("Return")?;
+    if !within(Duration::from_secs(5), || !x11::has_window(title)).await {
+        return Err(format!("the dialog {title:?} is still up after Enter"));
+    }
+    Ok(())
+}
+
+/// Makes `gesture` (which opens the file dialog titled `title`) and types `path` into the
+/// dialog, again after a close of what is left when keys went astray: three times at most.
+async fn choose_in_file_dialog<F, Fut>(title: &str, path: &std::path::Path, mut gesture: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut astray = Vec::new();
+    for _ in 0..3 {
+        gesture().await;
+        match type_into_file_dialog(title, path).await {
+            Ok(()) => return,
+            Err(why) => {
+                let shot = display_screenshot(&format!("astray-{}-{}.png", title.replace(' ', "-"), astray.len()));
+                eprintln!("typing into {title:?} went astray: {why}; again (the display: {shot})");
+                astray.push(why);
+                let _ = x11::ask_to_close(title);
+                within(Duration::from_secs(5), || !x11::has_window(title)).await;
+            }
+        }
+    }
+    panic!("the dialog {title:?} did not take {}: {astray:?}", path.display());
+}
+
+/// Saves a PNG of the whole display (every window, dialogs too) to `e2e-screenshots/<name>`,
+/// with ImageMagick's `import`; says where, or why not.
+fn display_screenshot(name: &str) -> String {
+    let dir = harness::repo_root().join("e2e-screenshots");
+    let path = dir.join(name);
+    let taken = std::fs::create_dir_all(&dir).map_err(|e| e.to_string()).and_then(|()| {
+        Command::new("import")
+            .args(["-window", "root"])
+            .arg(&path)
+            .status()
+            .map_err(|e| e.to_string())
+    });
+    match taken {
+        Ok(status) if status.success() => path.display().to_string(),
+        Ok(status) => format!("no screenshot: import {status}"),
+        Err(e) => format!("no screenshot: {e}"),
+    }
+}
+
+/// Export… asks where with the system's save dialog, from the shell (the window gets no dialog
+/// API): closing the dialog cancels, and the session view says nothing was exported; a path
+/// typed there gets the bundle, which `zstudio import` reads back.
+#[tokio::test]
+async fn export_asks_where_with_the_native_save_dialog_and_writes_there() {
+    let _display = DISPLAY.lock().await;
+    let workspace = Workspace::with_sessions(&[PIPELINE]);
+    let target = workspace.data_home().join("exported.zip");
+    let written = target.clone();
+    App::run(&workspace, move |client| async move {
+        harness::click(&client, &format!("tr[data-session-id='{}'] .session-id", PIPELINE.id)).await;
+        wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+        harness::click(&client, "#session-export").await;
+        eventually("the save dialog comes up, titled Export session", || async {
+            x11::ask_to_close("Export session")
+        })
+        .await;
+        // Cancelled: nothing said, nothing refused, and the view goes on working.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert!(client.find(fantoccini::Locator::Css(".sv-exported")).await.is_err());
+        assert!(client.find(fantoccini::Locator::Css(".sv-form-slot")).await.is_err());
+        harness::click(&client, "[data-tab='logs']").await;
+        wait_for(&client, "[data-panel='logs']").await;
+
+        choose_in_file_dialog("Export session", &written, || {
+            harness::click(&client, "#session-export")
+        })
+        .await;
+        let said = wait_for(&client, ".sv-exported")
+            .await
+            .text()
+            .await
+            .expect("read the notice");
+        assert_eq!(said, format!("Exported to {}", written.display()));
+        assert!(written.is_file(), "the bundle is where the dialog was told");
+    })
+    .await;
+    // A bundle: another workspace imports it.
+    let elsewhere = Workspace::empty();
+    let imported = harness::zstudio_in(
+        &elsewhere.db(),
+        elsewhere.path(),
+        &["import".as_ref(), target.as_os_str(), "--json".as_ref()],
+    );
+    let imported: serde_json::Value = serde_json::from_slice(&imported).expect("--json prints JSON");
+    assert_eq!(imported["session_id"], PIPELINE.id);
+}
+
+/// File > Import… (its accelerator, Ctrl+I, pressed on the keyboard) asks for a file with the
+/// system's dialog; the bundle chosen there is imported and opens in the window, marked imported.
+#[tokio::test]
+async fn import_from_the_file_menu_opens_the_imported_session() {
+    let _display = DISPLAY.lock().await;
+    let (_elsewhere, bundle) = pipeline_bundle();
+    let workspace = Workspace::with_sessions(&[FANOUT]);
+    let title = workspace.window_title();
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        choose_in_file_dialog("Import a session", &bundle, || async {
+            eventually("the window has the keyboard focus", || async {
+                x11::focus(Some(&title))?;
+                x11::has_focus(&title).then_some(()).ok_or("not yet".to_owned())
+            })
+            .await;
+            x11::press("Control_L+i").expect("press Ctrl+I");
+        })
+        .await;
+        shows_imported(&client, PIPELINE.id, "pipeline.zip").await;
+    })
+    .await;
+}
