@@ -118,16 +118,7 @@ impl Eq for UsageTotal {}
 impl UsageTotal {
     /// The total over nodes, each with its usage if it has one; `None` when none has any.
     pub fn of<'a>(nodes: impl IntoIterator<Item = Option<&'a NodeUsage>>) -> Option<UsageTotal> {
-        let mut total = UsageTotal {
-            tokens: Tokens::default(),
-            cost_usd: None,
-            nodes: 0,
-            nodes_with_usage: 0,
-            nodes_priced: 0,
-            label: String::new(),
-            short_label: String::new(),
-            tokens_label: String::new(),
-        };
+        let mut total = UsageTotal::nothing();
         for node in nodes {
             total.nodes += 1;
             let Some(usage) = node else { continue };
@@ -146,16 +137,7 @@ impl UsageTotal {
     /// The total over groups of nodes (the sessions of a workspace): each its node count and its
     /// total, if any node of it has usage; `None` when none has.
     pub fn sum<'a>(groups: impl IntoIterator<Item = (usize, Option<&'a UsageTotal>)>) -> Option<UsageTotal> {
-        let mut sum = UsageTotal {
-            tokens: Tokens::default(),
-            cost_usd: None,
-            nodes: 0,
-            nodes_with_usage: 0,
-            nodes_priced: 0,
-            label: String::new(),
-            short_label: String::new(),
-            tokens_label: String::new(),
-        };
+        let mut sum = UsageTotal::nothing();
         for (nodes, total) in groups {
             sum.nodes += nodes;
             let Some(total) = total else { continue };
@@ -167,6 +149,20 @@ impl UsageTotal {
             }
         }
         sum.finish()
+    }
+
+    /// A total before anything is counted.
+    fn nothing() -> UsageTotal {
+        UsageTotal {
+            tokens: Tokens::default(),
+            cost_usd: None,
+            nodes: 0,
+            nodes_with_usage: 0,
+            nodes_priced: 0,
+            label: String::new(),
+            short_label: String::new(),
+            tokens_label: String::new(),
+        }
     }
 
     /// The labels of a total just counted; `None` when no node has usage.
