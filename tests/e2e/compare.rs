@@ -121,7 +121,7 @@ async fn a_run_is_compared_with_the_run_before_it_from_the_session_view() {
         ended(2).await;
         click(&client, &format!("tr[data-session-id='{session}'] .session-id")).await;
         wait_for(&client, &format!("#session-view[data-session-id='{session}']")).await;
-        eventually("Compare with previous run is enabled", || async {
+        eventually("Compare runs is enabled", || async {
             let button = wait_for(&client, "#session-compare-previous").await;
             match button.attr("disabled").await.map_err(|e| e.to_string())? {
                 None => Ok(()),
