@@ -9,8 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crate::bundles::{pipeline_bundle, shows_imported};
-use crate::harness::{app_binary, eventually, wait_for, zstudio, App, Workspace};
-use crate::{FANOUT, PIPELINE};
+use crate::harness::{app_binary, click, eventually, wait_for, zstudio, App, Workspace};
+use crate::{text_contents, FANOUT, PIPELINE};
 
 /// `zstudio open <id>` while the window runs: the window comes to that session. Needs a session
 /// bus (the single-instance hand-over), as the second-launch test does.
@@ -249,6 +249,13 @@ async fn a_drop_that_is_not_a_session_is_refused_and_nothing_is_written() {
         }
         let rows = crate::attributes(&client, "tr[data-session-id]", "data-session-id").await;
         assert_eq!(rows, [FANOUT.id], "no session added");
+        // Nothing else clears a refused import's error: the user dismisses it.
+        click(&client, "#import-error .error-dismiss").await;
+        eventually("the import's error is dismissed", || async {
+            let left = text_contents(&client, "#import-error").await;
+            left.is_empty().then_some(()).ok_or(format!("{left:?}"))
+        })
+        .await;
     })
     .await;
 }

@@ -157,6 +157,19 @@ describe("sessions the shell asks to show", () => {
     flushSync();
     expect(root.textContent).not.toContain("The session could not be imported");
   });
+
+  it("lets the user dismiss a failed import's error", async () => {
+    const backend = fakeBackend({ sessions: [row("s1")] });
+    const app = start(backend);
+    await app.ready;
+    backend.importFailed(refusal("not_importable", "notes.png: it is not text"));
+    flushSync();
+    const dismiss = root.querySelector<HTMLButtonElement>("#import-error .error-dismiss");
+    expect(dismiss?.getAttribute("aria-label")).toBe("Dismiss: The session could not be imported");
+    dismiss!.click();
+    flushSync();
+    expect(root.querySelector("#import-error")).toBeNull();
+  });
 });
 
 describe("a run started from the window", () => {
