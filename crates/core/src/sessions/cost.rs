@@ -311,8 +311,9 @@ pub fn node_output_usage<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option
 #[derive(Debug)]
 pub struct OutputUsageReader<K = String> {
     node: Option<K>,
-    stretch: std::collections::VecDeque<String>,
-    stretch_bytes: usize,
+    /// The stretch's lines so far, each ended by `\n`: its end, between [`RAW_TAIL_BYTES`] and
+    /// twice that (one buffer, reused: a line costs a copy, never an allocation).
+    stretch: String,
     found: HashMap<K, NodeUsage>,
 }
 
@@ -320,8 +321,7 @@ impl<K: Eq + Hash> Default for OutputUsageReader<K> {
     fn default() -> Self {
         OutputUsageReader {
             node: None,
-            stretch: std::collections::VecDeque::new(),
-            stretch_bytes: 0,
+            stretch: String::new(),
             found: HashMap::new(),
         }
     }
@@ -345,29 +345,41 @@ impl<K: Eq + Hash> OutputUsageReader<K> {
         if self.node.is_none() {
             return;
         }
-        self.stretch_bytes += text.len();
-        self.stretch.push_back(text.to_owned());
-        while self.stretch_bytes > RAW_TAIL_BYTES as usize && self.stretch.len() > 1 {
-            if let Some(first) = self.stretch.pop_front() {
-                self.stretch_bytes -= first.len();
-            }
+        self.stretch.push_str(text);
+        self.stretch.push('\n');
+        if self.stretch.len() > 2 * RAW_TAIL_BYTES as usize {
+            let keep_from = tail_start(&self.stretch);
+            self.stretch.drain(..keep_from);
         }
     }
 
     fn end_stretch(&mut self) {
         let Some(node) = self.node.take() else { return };
-        let lines = std::mem::take(&mut self.stretch);
-        self.stretch_bytes = 0;
-        if let Some(mut usage) = node_output_usage(lines.iter().map(String::as_str)) {
+        let tail = &self.stretch[tail_start(&self.stretch)..];
+        if let Some(mut usage) = node_output_usage(tail.lines()) {
             usage.last_attempt_only |= self.found.contains_key(&node);
             self.found.insert(node, usage);
         }
+        self.stretch.clear();
     }
 
     /// The usage found per node.
     pub fn finish(mut self) -> HashMap<K, NodeUsage> {
         self.end_stretch();
         self.found
+    }
+}
+
+/// Where the whole lines of the last [`RAW_TAIL_BYTES`] of `lines` (each ended by `\n`) begin:
+/// the last line whole when it alone is longer.
+fn tail_start(lines: &str) -> usize {
+    let Some(cut) = lines.len().checked_sub(RAW_TAIL_BYTES as usize) else {
+        return 0;
+    };
+    let last_line = lines[..lines.len() - 1].rfind('\n').map_or(0, |at| at + 1);
+    match lines.as_bytes()[cut..].iter().position(|&b| b == b'\n') {
+        Some(at) if cut + at < last_line => cut + at + 1,
+        _ => last_line,
     }
 }
 
@@ -540,7 +552,7 @@ mod tests {
         for _ in 0..(RAW_TAIL_BYTES / 1024 + 8) {
             reader.line(Some("node"), &filler);
         }
-        assert!(reader.stretch_bytes <= RAW_TAIL_BYTES as usize + filler.len());
+        assert!(reader.stretch.len() <= 2 * RAW_TAIL_BYTES as usize + filler.len() + 1);
         assert!(reader.finish().is_empty(), "the result fell out of the tail");
         let mut reader = OutputUsageReader::<String>::new();
         for _ in 0..(RAW_TAIL_BYTES / 1024 + 8) {
