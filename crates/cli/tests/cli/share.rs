@@ -316,10 +316,14 @@ fn a_captured_log_is_imported_with_the_timeline_parse_reads() {
         String::from_utf8_lossy(&tail.stdout).contains("Session"),
         "the output is stored"
     );
-    // A log without an exit status that does not say it ended is not "running" here.
+    // A log without an exit status that does not say it ended is not "running" here: how it
+    // ended is unknown (docs/cli.md), in the run and the session alike.
     let plain = place.json(&["import", stdout.to_str().unwrap(), "--as-new"]);
-    let shown = place.json(&["show", plain["session_id"].as_str().unwrap()]);
-    assert_ne!(shown["status"], "running", "{shown}");
+    let session = plain["session_id"].as_str().unwrap();
+    let shown = place.json(&["show", session]);
+    assert_eq!(shown["status"], "unknown", "{shown}");
+    let runs = place.json(&["runs", "--session", session]);
+    assert_eq!(runs[0]["status"], "unknown", "{runs}");
 }
 
 #[test]

@@ -1284,21 +1284,7 @@ fn import_log(
             },
         )?;
         let run_span = store.span_start(&run_id, None, "run", "run", 0, now)?;
-        let mut timeline = record_captured_output(store, &run_id, &files, end, now)?;
-        if end.is_none() && timeline.status == Status::Running {
-            // No exit status, and the log does not say it ended: nothing follows it here.
-            timeline.status = Status::Unknown;
-            store.run_finish(
-                &run_id,
-                &crate::store::RunOutcome {
-                    status: Status::Unknown,
-                    exit_code: None,
-                    error: None,
-                    stopped_by: None,
-                    ended_at: now,
-                },
-            )?;
-        }
+        let timeline = record_captured_output(store, &run_id, &files, end, now)?;
         store.span_end(run_span, timeline.status, now)?;
         store.run_log(
             &run_id,

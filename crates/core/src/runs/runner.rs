@@ -856,8 +856,8 @@ fn finish_from_keeper_files(
 /// as the studio reads a live run, and records what they hold: each line (after those of its
 /// stream the store has already: a run the studio followed for a while), with the node it came
 /// in; the node executions as spans; and the run's end by `end` (`None`: it is not known, the
-/// output alone tells), at `ended_at`. Used for a run that went on while no studio followed it,
-/// and for a captured log imported (`app::share`). Returns the run's timeline.
+/// output alone tells, else it is `unknown`), at `ended_at`. Used for a run that went on while no
+/// studio followed it, and for a captured log imported (`app::share`). Returns the run's timeline.
 pub fn record_captured_output(
     store: &Store,
     run_id: &str,
@@ -915,7 +915,12 @@ pub fn record_captured_output(
         writer.flush()?;
     }
     store.record_output_usage(run_id, &usage.finish())?;
-    let timeline = fold.timeline(end);
+    let mut timeline = fold.timeline(end);
+    if end.is_none() && timeline.status == Status::Running {
+        // No exit status, and the output does not say it ended: nothing follows it any more, so
+        // it is not running, and how it ended is unknown.
+        timeline.status = Status::Unknown;
+    }
     record_unfollowed_nodes(store, run_id, &fold, &timeline, ended_at)?;
     let stopped_by = timeline.stopped_by.map(StoppedBy::as_str);
     store.run_finish(
