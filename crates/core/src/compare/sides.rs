@@ -36,9 +36,8 @@ use super::RunSummary;
 /// What one side of a comparison is.
 #[derive(Debug, Clone)]
 pub enum Source {
-    /// A run the store recorded; `latest`: the last run of its session (its folder's prompts and
-    /// results are then this run's).
-    Run { run: Box<RunRecord>, latest: bool },
+    /// A run the store recorded.
+    Run { run: Box<RunRecord> },
     /// A session the store has no run of: its folder alone.
     Folder { workspace: Workspace, id: SessionId },
     /// A captured stdout (a CI log).
@@ -50,22 +49,11 @@ impl Source {
     /// folder). Anything else is an error naming it.
     pub fn resolve(store: &Store, workspace: &Workspace, id: &str) -> Result<Source, Error> {
         if let Ok(run) = store.run(id) {
-            let latest = store
-                .runs(&Workspace::from_canonical_root(run.workspace.clone()), None)?
-                .iter()
-                .find(|other| other.session_id == run.session_id)
-                .is_some_and(|last| last.id == run.id);
-            return Ok(Source::Run {
-                run: Box::new(run),
-                latest,
-            });
+            return Ok(Source::Run { run: Box::new(run) });
         }
         let session = SessionId::parse(id)?;
         if let Some(last) = store.runs(workspace, Some(&session))?.into_iter().next() {
-            return Ok(Source::Run {
-                run: Box::new(last),
-                latest: true,
-            });
+            return Ok(Source::Run { run: Box::new(last) });
         }
         if workspace.session_folder(&session).is_ok() {
             return Ok(Source::Folder {
@@ -200,9 +188,9 @@ impl Side {
     pub fn open(store: Option<&Store>, source: &Source) -> Result<Side, Error> {
         match source {
             Source::Log(path) => Side::open_log(path),
-            Source::Run { run, latest } => {
+            Source::Run { run } => {
                 let store = store.ok_or_else(|| Error::RunNotFound { id: run.id.clone() })?;
-                Side::open_run(store, run, *latest)
+                Side::open_run(store, run)
             }
             Source::Folder { workspace, id } => Side::open_folder(workspace, id),
         }
@@ -266,7 +254,7 @@ impl Side {
         })
     }
 
-    fn open_run(store: &Store, run: &RunRecord, latest: bool) -> Result<Side, Error> {
+    fn open_run(store: &Store, run: &RunRecord) -> Result<Side, Error> {
         let ended_as = (run.status != Status::Running).then_some(run.status);
         let executions: Vec<Execution> = store
             .spans(&run.id)?
@@ -285,21 +273,23 @@ impl Side {
             })
             .collect();
         let workspace = Workspace::from_canonical_root(run.workspace.clone());
+        // The session's runs, newest first: this one and those after it say what its nodes used
+        // (a later run overwrote what it ran again), and whether its folder is this run's.
         let session_runs = SessionId::parse(&run.session_id)
             .and_then(|id| store.runs(&workspace, Some(&id)))
             .unwrap_or_default();
-        let mut nodes_usage: HashMap<String, NodeUsage> = store
-            .runs_nodes_usage(&workspace, &session_runs, SystemTime::now())?
-            .into_iter()
-            .zip(&session_runs)
-            .find(|(_, other)| other.id == run.id)
-            .map(|(nodes, _)| {
-                nodes
-                    .into_iter()
-                    .filter_map(|(name, usage)| Some((name, usage?)))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let position = session_runs.iter().position(|other| other.id == run.id);
+        let latest = position == Some(0);
+        let mut nodes_usage: HashMap<String, NodeUsage> = match position {
+            Some(at) => store
+                .runs_nodes_usage(&workspace, &session_runs[..=at], SystemTime::now())?
+                .pop()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|(name, usage)| Some((name, usage?)))
+                .collect(),
+            None => HashMap::new(),
+        };
         let mut executions = executions;
         let usage = with_usage(&mut executions, |name| nodes_usage.remove(name));
         let folder = latest

@@ -187,7 +187,7 @@ fn a_recorded_runs_loop_is_told_apart_execution_by_execution_and_against_a_log()
     );
     let a = Source::resolve(&store, &workspace, &a).unwrap();
     let latest = Source::resolve(&store, &workspace, session.as_str()).unwrap();
-    assert!(matches!(&latest, Source::Run { run, latest: true } if run.id == b));
+    assert!(matches!(&latest, Source::Run { run } if run.id == b));
     let diff = compare(Some(&store), &a, &latest, &Options::default()).unwrap();
     assert_eq!(
         described(&diff),
