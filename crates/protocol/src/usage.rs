@@ -183,8 +183,9 @@ fn parses(text: &str) -> bool {
     serde_json::from_str::<serde::de::IgnoredAny>(text.trim()).is_ok()
 }
 
-/// A line without its leading `│ ` prefixes (one bar and at most one space each).
-fn without_bars(line: &str) -> &str {
+/// A line without the leading `│ ` prefixes the engine puts before every line printed inside a
+/// node (one bar and at most one space each; a bar alone is a blank nested line).
+pub fn without_bars(line: &str) -> &str {
     let mut rest = line;
     while let Some(after) = rest.strip_prefix('│') {
         rest = after.strip_prefix(' ').unwrap_or(after);

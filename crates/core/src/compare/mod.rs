@@ -290,7 +290,7 @@ fn read_prompt(path: &std::path::Path) -> String {
 }
 
 /// The index of each node's last execution.
-fn last_occurrences(executions: &[Execution]) -> HashMap<&str, usize> {
+pub(super) fn last_occurrences(executions: &[Execution]) -> HashMap<&str, usize> {
     let mut last = HashMap::new();
     for (index, execution) in executions.iter().enumerate().filter(|(_, e)| !e.discarded) {
         last.insert(execution.name.as_str(), index);

@@ -87,11 +87,10 @@ pub struct Execution {
 /// stream, and the store's word, are its last execution's); and the total over the nodes, one
 /// per name, as the listing and `zstudio runs` count them.
 fn with_usage(executions: &mut [Execution], mut usage_of: impl FnMut(&str) -> Option<NodeUsage>) -> Option<UsageTotal> {
-    let mut last: HashMap<&str, usize> = HashMap::new();
-    for (index, execution) in executions.iter().enumerate().filter(|(_, e)| !e.discarded) {
-        last.insert(execution.name.as_str(), index);
-    }
-    let mut order: Vec<(usize, String)> = last.into_iter().map(|(name, i)| (i, name.to_owned())).collect();
+    let mut order: Vec<(usize, String)> = super::last_occurrences(executions)
+        .into_iter()
+        .map(|(name, i)| (i, name.to_owned()))
+        .collect();
     order.sort_unstable();
     let mut usages = Vec::with_capacity(order.len());
     for (index, name) in order {

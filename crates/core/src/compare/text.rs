@@ -1,6 +1,6 @@
 //! Line diffs of two texts, bounded: lines are compared by a 64-bit hash of their text (escapes
-//! stripped), so two outputs of any size cost eight bytes a line, and only the lines of the hunks
-//! shown are ever held as text. The diff itself is `similar`'s (Myers, with a deadline past which
+//! stripped), so two outputs of any size cost sixteen bytes a line (its hash and its place), and
+//! only the lines of the hunks shown are ever held as text. The diff itself is `similar`'s (Myers, with a deadline past which
 //! it settles for a coarser answer); changed words inside a changed line are `similar`'s too.
 
 use std::borrow::Cow;
@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use similar::{Algorithm, ChangeTag, DiffOp};
+
+use crate::usage;
 
 /// How much of a diff is computed and shown at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,23 +107,10 @@ pub struct TextDiff {
 /// retry changes: the same line one attempt deeper is the same line).
 pub fn comparable(text: &str) -> Cow<'_, str> {
     if memchr::memchr(0x1b, text.as_bytes()).is_none() {
-        return Cow::Borrowed(without_bars(text));
+        return Cow::Borrowed(usage::without_bars(text));
     }
     let plain = crate::protocol::strip_ansi(text.as_bytes());
-    Cow::Owned(without_bars(&String::from_utf8_lossy(&plain)).to_owned())
-}
-
-/// `text` after its leading `│ ` prefixes (a bar alone ends a blank nested line).
-fn without_bars(mut text: &str) -> &str {
-    loop {
-        if let Some(after) = text.strip_prefix("│ ") {
-            text = after;
-        } else if text == "│" {
-            return "";
-        } else {
-            return text;
-        }
-    }
+    Cow::Owned(usage::without_bars(&String::from_utf8_lossy(&plain)).to_owned())
 }
 
 /// A line's hash, as compared ([`comparable`]): foldhash's, the same for every comparison.
