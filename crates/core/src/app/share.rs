@@ -17,16 +17,17 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::protocol::Stream;
 use crate::runs::runner::{new_session_id, record_captured_output};
-use crate::sessions::session::Workspace;
+use crate::sessions::private;
+use crate::sessions::session::{Timestamp, Workspace};
 use crate::sessions::untrusted;
 use crate::status::Status;
 use crate::store::{Level, LogRow, MessageRow, NewRun, OutputRow, RunRow, SessionRecord, SpanRow, Store};
@@ -152,14 +153,6 @@ pub struct ImportedSession {
     pub path: PathBuf,
 }
 
-fn millis(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
-fn from_millis(ms: u64) -> SystemTime {
-    UNIX_EPOCH + Duration::from_millis(ms)
-}
-
 fn hex(digest: impl AsRef<[u8]>) -> String {
     digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -244,7 +237,7 @@ pub fn export_session(
         .file_name()
         .map_or_else(|| "bundle.zip".into(), |n| n.to_string_lossy().into_owned());
     let partial = out.with_file_name(format!(".{name}.partial-{}", uuid::Uuid::now_v7().simple()));
-    let file = create_new_private(&partial)?;
+    let file = private::create_new(&partial)?;
     let written = (|| {
         let mut bundle = BundleWriter {
             zip: zip::ZipWriter::new(std::io::BufWriter::new(file)),
@@ -271,7 +264,7 @@ pub fn export_session(
             format_version: BUNDLE_FORMAT_VERSION,
             studio_version: env!("CARGO_PKG_VERSION").to_owned(),
             session_id: id.to_string(),
-            exported_at_ms: millis(now),
+            exported_at_ms: Timestamp::from_system_time(now).0,
             config_included: include_config,
             members: std::mem::take(&mut bundle.members),
             folders: std::mem::take(&mut bundle.folders),
@@ -337,7 +330,7 @@ impl<W: Write + std::io::Seek> BundleWriter<W> {
             name: name.to_owned(),
             bytes: hashing.bytes,
             sha256: hashing.digest(),
-            modified_ms: modified.map(millis),
+            modified_ms: modified.map(|t| Timestamp::from_system_time(t).0),
         });
         Ok(())
     }
@@ -369,7 +362,7 @@ impl<W: Write + std::io::Seek> BundleWriter<W> {
         let metadata = std::fs::symlink_metadata(dir).map_err(|e| Error::io(dir, e))?;
         self.folders.push(Folder {
             name: prefix.to_owned(),
-            modified_ms: metadata.modified().ok().map(millis),
+            modified_ms: metadata.modified().ok().map(|t| Timestamp::from_system_time(t).0),
         });
         for entry in sorted_entries(dir)? {
             let path = entry.path();
@@ -454,11 +447,7 @@ pub fn import(
     if metadata.is_dir() {
         return import_folder(store, workspace, source, options, now);
     }
-    let (file, _) = untrusted::open_regular(source)?;
-    let mut start = Vec::with_capacity(TEXT_SNIFF_BYTES);
-    file.take(TEXT_SNIFF_BYTES as u64)
-        .read_to_end(&mut start)
-        .map_err(|e| Error::io(source, e))?;
+    let start = untrusted::read_prefix(source, TEXT_SNIFF_BYTES as u64)?;
     if start.starts_with(b"PK\x03\x04") || start.starts_with(b"PK\x05\x06") {
         import_bundle(store, workspace, source, options, now)
     } else if start.contains(&0) {
@@ -504,7 +493,7 @@ impl Staging {
                 .map(Path::to_path_buf)
                 .collect();
             made.reverse();
-            crate::sessions::private::create_dir_all(&sessions)?;
+            private::create_dir_all(&sessions)?;
         }
         let sessions = workspace.sessions_folder()?.ok_or_else(|| Error::NotAFolder {
             path: workspace.sessions_dir(),
@@ -582,19 +571,8 @@ fn sorted_entries(dir: &Path) -> Result<Vec<std::fs::DirEntry>, Error> {
 /// A new folder, 0700 (its parent exists).
 fn create_private_dir(path: &Path) -> Result<(), Error> {
     std::fs::DirBuilder::new()
-        .mode(crate::sessions::private::DIR_MODE)
+        .mode(private::DIR_MODE)
         .create(path)
-        .map_err(|e| Error::io_write(path, e))
-}
-
-/// A new file, 0600, never through a link nor over anything there.
-fn create_new_private(path: &Path) -> Result<File, Error> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(crate::sessions::private::FILE_MODE)
-        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-        .open(path)
         .map_err(|e| Error::io_write(path, e))
 }
 
@@ -708,6 +686,14 @@ fn import_bundle(
             ),
         });
     }
+    // Two entries of one name (an archive's nearest thing to a hard link): the reader keeps one of
+    // them and says only that it did.
+    if archive.has_duplicate_names() {
+        return Err(refused(
+            "(two entries)",
+            "the archive holds two entries of one name: the second would overwrite the first".to_owned(),
+        ));
+    }
     // Every entry is looked at before anything is written.
     let mut names = HashSet::new();
     let mut files = Vec::new();
@@ -797,7 +783,7 @@ fn import_bundle(
     create_private_dir(&root)?;
     for name in &folders {
         if let Some(relative) = name.strip_prefix("session/") {
-            crate::sessions::private::create_dir_all(&root.join(relative))?;
+            private::create_dir_all(&root.join(relative))?;
         }
     }
     for (index, name) in &files {
@@ -807,17 +793,17 @@ fn import_bundle(
         let member = listed[name.as_str()];
         let path = root.join(relative);
         if let Some(parent) = path.parent() {
-            crate::sessions::private::create_dir_all(parent)?;
+            private::create_dir_all(parent)?;
         }
         let entry = archive.by_index(*index).map_err(|e| invalid(name, e.to_string()))?;
-        let out = create_new_private(&path)?;
+        let out = private::create_new(&path)?;
         let mut hashing = Hashing::new(std::io::BufWriter::new(out));
         copy_entry(source, name, entry, &mut hashing, &path)?;
         hashing.flush().map_err(|e| Error::io_write(&path, e))?;
         check_member(source, member, hashing.bytes, &hashing.digest())?;
         drop(hashing);
         if let Some(ms) = member.modified_ms {
-            set_modified(&path, from_millis(ms));
+            set_modified(&path, Timestamp(ms).to_system_time());
         }
     }
     // Folders last, deepest first: writing into a folder changes its time.
@@ -826,7 +812,7 @@ fn import_bundle(
     for folder in times {
         if let (Some(relative), Some(ms)) = (folder.name.strip_prefix("session/"), folder.modified_ms) {
             if path_problem(relative, limits.max_depth).is_none() {
-                set_modified(&root.join(relative), from_millis(ms));
+                set_modified(&root.join(relative), Timestamp(ms).to_system_time());
             }
         }
     }
@@ -835,7 +821,7 @@ fn import_bundle(
         .iter()
         .find(|f| f.name == SESSION_DIR)
         .and_then(|f| f.modified_ms)
-        .map(from_millis);
+        .map(|ms| Timestamp(ms).to_system_time());
 
     let record: SessionRecord = {
         let mut reader = RecordReader::open(&mut archive, source, &listed, RECORD_SESSION)?;
@@ -1195,7 +1181,7 @@ impl FolderCopy<'_> {
             let target = into.map(|root| root.join(&relative));
             if file_type.is_dir() {
                 if let Some(target) = &target {
-                    crate::sessions::private::create_dir_all(target)?;
+                    private::create_dir_all(target)?;
                 }
                 self.walk(&path, &relative, into)?;
                 continue;
@@ -1224,7 +1210,7 @@ impl FolderCopy<'_> {
                 continue;
             };
             let (file, _) = untrusted::open_regular(&path)?;
-            let mut out = create_new_private(&target)?;
+            let mut out = private::create_new(&target)?;
             let copied = std::io::copy(&mut file.take(self.left + 1), &mut out).map_err(|e| Error::io(&path, e))?;
             if copied > self.left {
                 return Err(self.too_large(

@@ -897,10 +897,11 @@ pub fn record_captured_output(
             }
         };
         for (stream, path) in files {
-            let mut file = match std::fs::File::open(path) {
-                Ok(file) => file,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::io(path, e)),
+            // A captured log is the user's file: never read through a link, regular files only.
+            let mut file = match crate::sessions::untrusted::open_regular(path) {
+                Ok((file, _)) => file,
+                Err(e) if crate::sessions::untrusted::is_not_found(&e) => continue,
+                Err(e) => return Err(e),
             };
             let mut buffer = vec![0u8; 256 * 1024];
             loop {

@@ -49,14 +49,18 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 
 /// Creates a new file (0600) holding `bytes`; fails if anything (a symbolic link too) is there.
 pub fn create_new_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let mut file = std::fs::OpenOptions::new()
+    create_new(path)?.write_all(bytes).map_err(|e| Error::io_write(path, e))
+}
+
+/// A new file (0600) to write, open; fails if anything (a symbolic link too) is there.
+pub fn create_new(path: &Path) -> Result<std::fs::File, Error> {
+    std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(FILE_MODE)
         .custom_flags(libc_flags::NOFOLLOW_CLOEXEC)
         .open(path)
-        .map_err(|e| Error::io_write(path, e))?;
-    file.write_all(bytes).map_err(|e| Error::io_write(path, e))
+        .map_err(|e| Error::io_write(path, e))
 }
 
 /// Creates a folder and its missing parents; the ones it creates are 0700.

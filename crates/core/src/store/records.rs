@@ -360,11 +360,6 @@ impl SessionImport<'_> {
             .ok_or_else(|| self.invalid(entry, format!("run `{bundle_id}` is not in records/runs.jsonl")))
     }
 
-    /// The store's id of the run imported as `bundle_id`.
-    pub fn stored_run_id(&self, bundle_id: &str) -> Option<&str> {
-        self.run_ids.get(bundle_id).map(String::as_str)
-    }
-
     pub fn run(&mut self, run: &RunRow) -> Result<(), Error> {
         let store = self.store;
         let conn = store.conn();
