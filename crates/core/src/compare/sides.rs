@@ -490,7 +490,9 @@ impl Side {
             bytes.clear();
             bytes.extend_from_slice(stored.text.as_bytes());
             bytes.push(b'\n');
-            reader.push(stored.stream, &bytes, 0, &mut |event| {
+            // The line's number goes in as its time: an event the reader held back a line (a
+            // marker broken across lines) keeps its own line's.
+            reader.push(stored.stream, &bytes, seq as u64, &mut |event| {
                 if !go_on {
                     return;
                 }
@@ -513,7 +515,7 @@ impl Side {
                         .and_then(|i| refolded.get(i).copied().flatten())
                         .map_or(Target::Outside, Target::Execution)
                 };
-                go_on = line(target, seq as u64, &event.text);
+                go_on = line(target, event.at_ms, &event.text);
             });
             go_on
         })?;
@@ -591,13 +593,15 @@ fn read_lines_of(
     let mut reader = StreamReader::new();
     let mut buffer = vec![0u8; CHUNK_BYTES];
     let go_on = std::cell::Cell::new(true);
-    let line_start = std::cell::Cell::new(0u64);
+    // Each line goes in with its byte offset as its time: an event carries its own line's place,
+    // even one the reader held back a line (a marker broken across lines).
     let mut sink = |e: Event<'_>| {
-        if go_on.get() && !event(e, line_start.get()) {
+        let at = e.at_ms;
+        if go_on.get() && !event(e, at) {
             go_on.set(false);
         }
     };
-    let mut offset = 0u64;
+    let (mut offset, mut line_start) = (0u64, 0u64);
     while go_on.get() {
         let n = match file.read(&mut buffer) {
             Ok(0) => break,
@@ -608,19 +612,19 @@ fn read_lines_of(
         let chunk = &buffer[..n];
         let mut from = 0;
         for newline in memchr::memchr_iter(b'\n', chunk) {
-            reader.push(Stream::Stdout, &chunk[from..=newline], 0, &mut sink);
+            reader.push(Stream::Stdout, &chunk[from..=newline], line_start, &mut sink);
             from = newline + 1;
-            line_start.set(offset + from as u64);
+            line_start = offset + from as u64;
             if !go_on.get() {
                 break;
             }
         }
         if from < n && go_on.get() {
-            reader.push(Stream::Stdout, &chunk[from..], 0, &mut sink);
+            reader.push(Stream::Stdout, &chunk[from..], line_start, &mut sink);
         }
         offset += n as u64;
     }
-    reader.finish(0, &mut sink);
+    reader.finish(line_start, &mut sink);
     Ok(go_on.get())
 }
 

@@ -361,3 +361,47 @@ fn each_side_prices_its_nodes_as_show_and_runs_do() {
     assert_eq!(runs_diff.a.usage, run_of(&a.session_id), "the diff and `runs` agree");
     assert_eq!(runs_diff.b.usage, run_of(&b.session_id));
 }
+
+/// A marker broken across lines is held back a line by the reader: the hunk still shows that
+/// line's own text where it stands, in a log and in a recorded run alike (it was once read again
+/// at the next line's place).
+#[test]
+fn a_line_the_reader_held_back_is_shown_with_its_own_text() {
+    let log = |last: &str| {
+        format!(
+            "__WORKFLOW_GRAPH_LOG__{{\"phase\":\"node_begin\",\"node\":\"plan\"}}\n┌ plan\n│ one\n\
+             __WORKFLOW_GRAPH_LOG__{{\"phase\":\"node_\n│ {last}\n└ done 1ms\n\
+             __WORKFLOW_GRAPH_LOG__{{\"phase\":\"node_end\",\"node\":\"plan\"}}\n"
+        )
+    };
+    let dir = tempfile::TempDir::new().unwrap();
+    let (a, b) = (dir.path().join("a.log"), dir.path().join("b.log"));
+    std::fs::write(&a, log("two")).unwrap();
+    std::fs::write(&b, log("TWO")).unwrap();
+    let expected = [" one", " __WORKFLOW_GRAPH_LOG__{\"phase\":\"node_", "-two", "+TWO"];
+    let logs = compare(
+        None,
+        &Source::Log(a.clone()),
+        &Source::Log(b.clone()),
+        &Options::default(),
+    )
+    .unwrap();
+    let plan = logs.nodes.iter().find(|n| n.name == "plan").unwrap();
+    assert_eq!(lines(&plan.output), expected, "two logs");
+
+    let (_root, workspace, store) = crate::harness::empty_workspace_with_store();
+    let (a, b) = (
+        crate::harness::import_log(&store, &workspace, &a),
+        crate::harness::import_log(&store, &workspace, &b),
+    );
+    let side = |id: &SessionId| Source::resolve(&store, &workspace, id.as_str()).unwrap();
+    let runs = compare(
+        Some(&store),
+        &side(&a.session_id),
+        &side(&b.session_id),
+        &Options::default(),
+    )
+    .unwrap();
+    let plan = runs.nodes.iter().find(|n| n.name == "plan").unwrap();
+    assert_eq!(lines(&plan.output), expected, "two recorded runs");
+}
