@@ -76,6 +76,7 @@ describe("the compare view's steps and axis", () => {
   it("says the difference of the durations and puts later hunks after the first", () => {
     expect(durationDelta(node("x", "same", [0, 100], [0, 140]))).toBe("+40 ms");
     expect(durationDelta(node("x", "same", [0, 100], [0, 60]))).toBe("−40 ms");
+    expect(durationDelta(node("x", "same", [0, 1_000], [0, 66_000]))).toBe("+1 min 05 s");
     expect(durationDelta(node("x", "added", null, [0, 60]))).toBeNull();
     const hunk = (n: number) => ({ a_start: n, a_lines: 1, b_start: n, b_lines: 1, lines: [], lines_cut: 0 });
     const merged = withMore(

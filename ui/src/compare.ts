@@ -2,6 +2,7 @@
 // each execution sits on the one time axis both runs share, and hunks asked for later ("more")
 // put after those shown. The diff itself is the core's (`runs_compare`).
 
+import { durationLabel } from "./format";
 import type { Change, NodeDiff, NodeSide, RunDiff, TextDiff } from "./types";
 
 export const CHANGE_LABEL: Record<Change, string> = {
@@ -66,13 +67,14 @@ export function timeAxis(diff: RunDiff): TimeAxis {
   return { totalMs, a: bars(aSides, a), b: bars(bSides, b) };
 }
 
-/** "+120 ms", "−40 ms", "±0 ms": B's duration against A's, when both are known. */
+/** "+120 ms", "−1 min 05 s", "±0 ms": B's duration against A's, when both are known, worded as
+ * the window words every duration (`durationLabel`). */
 export function durationDelta(node: NodeDiff): string | null {
   const a = node.a?.elapsed_ms;
   const b = node.b?.elapsed_ms;
   if (a === undefined || a === null || b === undefined || b === null) return null;
   const delta = b - a;
-  return delta === 0 ? "±0 ms" : `${delta > 0 ? "+" : "−"}${Math.abs(delta)} ms`;
+  return delta === 0 ? "±0 ms" : `${delta > 0 ? "+" : "−"}${durationLabel(Math.abs(delta))}`;
 }
 
 /** A text diff with the hunks asked for later after those already shown. */

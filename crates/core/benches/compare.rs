@@ -6,14 +6,15 @@
 //! `cargo bench -p studio-core --bench compare` (set `BENCH_MB` for another size per side).
 
 use std::io::Write;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
+use studio_core::app::share::{self, ImportOptions};
 use studio_core::compare::sides::Source;
 use studio_core::compare::{compare, Change, Options};
 use studio_core::protocol::{Stream, StreamReader};
-use studio_core::store::{NewRun, RunOutcome, Store, StoreLocation};
+use studio_core::store::{Store, StoreLocation};
 use studio_core::timeline::TimelineFold;
-use studio_core::{SessionId, Status, Workspace};
+use studio_core::Workspace;
 
 const NODE_LINES: usize = 2_000;
 
@@ -73,47 +74,6 @@ fn write_log(path: &std::path::Path, script: &[(String, Vec<String>)]) -> usize 
     }
     out.flush().unwrap();
     std::fs::metadata(path).unwrap().len() as usize
-}
-
-fn record_run(store: &Store, workspace: &Workspace, session: &SessionId, script: &[(String, Vec<String>)]) -> String {
-    let start = SystemTime::now();
-    let run = store
-        .run_insert(
-            workspace,
-            &NewRun {
-                session,
-                agent: None,
-                command: &["agent".to_owned()],
-                replayed_node: None,
-                prompt: None,
-                started_at: start,
-            },
-        )
-        .unwrap();
-    let run_span = store.span_start(&run, None, "run", "run", 0, start).unwrap();
-    let mut writer = store.output_writer(&run).unwrap();
-    for (name, lines) in script {
-        let span = store.span_start(&run, Some(run_span), name, "node", 0, start).unwrap();
-        writer
-            .append(Stream::Stdout, 0, Some(name), &format!("┌ {name}"))
-            .unwrap();
-        for line in lines {
-            writer.append(Stream::Stdout, 0, Some(name), line).unwrap();
-        }
-        writer.append(Stream::Stdout, 0, Some(name), "└ done 1.2s").unwrap();
-        store.span_end(span, Status::Success, start).unwrap();
-    }
-    writer.flush().unwrap();
-    drop(writer);
-    let outcome = RunOutcome {
-        status: Status::Success,
-        exit_code: Some(0),
-        error: None,
-        stopped_by: None,
-        ended_at: start + Duration::from_secs(60),
-    };
-    store.run_finish(&run, &outcome).unwrap();
-    run
 }
 
 /// The process's peak resident memory so far, in MB (`VmHWM`).
@@ -238,11 +198,22 @@ fn main() {
         a.len()
     );
     {
+        // The same logs recorded as runs, as `zstudio import LOG` records a CI log: each line with
+        // its node, the node executions as spans.
         let workspace = Workspace::open(dir.path()).unwrap();
         let store = Store::open(&StoreLocation::File(dir.path().join("studio.sqlite"))).unwrap();
-        let session = SessionId::parse("1795952466311_bnch").unwrap();
-        let a_run = record_run(&store, &workspace, &session, &a);
-        let b_run = record_run(&store, &workspace, &session, &b);
+        let options = ImportOptions {
+            exit_code: Some(0),
+            ..ImportOptions::default()
+        };
+        let run_of = |log: &str| {
+            let imported =
+                share::import(&store, &workspace, &dir.path().join(log), &options, SystemTime::now()).unwrap();
+            store.runs(&workspace, Some(&imported.session_id)).unwrap()[0]
+                .id
+                .clone()
+        };
+        let (a_run, b_run) = (run_of("a.log"), run_of("b.log"));
         std::fs::write(dir.path().join("runs"), format!("{a_run} {b_run}")).unwrap();
     }
     drop((a, b));

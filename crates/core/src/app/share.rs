@@ -475,10 +475,9 @@ const SESSION_FILES: [&str; 4] = [SESSION_INFO, "result.json", "events.json", "r
 struct Staging {
     dir: PathBuf,
     sessions: PathBuf,
-    /// The folders made for it, outermost first.
+    /// The folders made for it, outermost first (a session moved into place keeps them: they are
+    /// not empty any more).
     made: Vec<PathBuf>,
-    /// Whether a session was moved into place (and stays).
-    placed: std::cell::Cell<bool>,
 }
 
 impl Staging {
@@ -504,7 +503,6 @@ impl Staging {
             dir,
             sessions: sessions.clone(),
             made,
-            placed: std::cell::Cell::new(false),
         };
         create_private_dir(&staging.dir)?;
         Ok(staging)
@@ -532,7 +530,6 @@ impl Staging {
             },
             e => Error::io_write(&target, e.into()),
         })?;
-        self.placed.set(true);
         if let Some(modified) = modified {
             set_modified(&target, modified);
         }
@@ -542,18 +539,16 @@ impl Staging {
     /// Takes back a session moved into place (its import failed after all).
     fn unplace(&self, target: &Path) {
         let _ = std::fs::remove_dir_all(target);
-        self.placed.set(false);
     }
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
-        if !self.placed.get() {
-            // Innermost first; a folder something else wrote into meanwhile stays.
-            for folder in self.made.iter().rev() {
-                let _ = std::fs::remove_dir(folder);
-            }
+        // Innermost first; a folder that is not empty (a session placed in it, or something else
+        // wrote into it meanwhile) stays.
+        for folder in self.made.iter().rev() {
+            let _ = std::fs::remove_dir(folder);
         }
     }
 }
