@@ -135,10 +135,22 @@ pub fn read_raw_stream(text: &str, from_start: bool) -> Option<ReportedUsage> {
     from_lines(&lines).or_else(|| gemini_stats_near_end(text))
 }
 
+/// The words without which no format's usage reads: a result event (Claude Code, Gemini CLI's
+/// `stream-json`, Cursor), Codex's events, Gemini CLI's `json` statistics.
+const USAGE_WORDS: [&str; 4] = ["\"result\"", "turn.completed", "token_count", "\"stats\""];
+
 /// Reads the usage in a node's output as the engine printed it on stdout, between its markers:
 /// the `│ ` prefixes are taken off and lines the engine wrapped at [`WRAP_COLUMNS`] are joined
 /// again before the formats are looked for.
 pub fn read_node_output<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option<ReportedUsage> {
+    let lines: Vec<&str> = lines.into_iter().collect();
+    // Most nodes print no usage: when no line is wide enough to have been wrapped (so no word of
+    // the formats is cut in two) and none holds a word every format's usage needs, there is none,
+    // and nothing is unwrapped or parsed (a line's bytes are at least its columns).
+    let may_hold_usage = |line: &&str| line.len() >= WRAP_COLUMNS || USAGE_WORDS.iter().any(|word| line.contains(word));
+    if !lines.iter().any(may_hold_usage) {
+        return None;
+    }
     let joined = unwrap_node_output(lines);
     let as_str: Vec<&str> = joined.iter().map(String::as_str).collect();
     if let Some(usage) = from_lines(&as_str) {
