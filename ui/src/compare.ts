@@ -3,14 +3,7 @@
 // put after those shown. The diff itself is the core's (`runs_compare`).
 
 import { durationLabel } from "./format";
-import type { Change, NodeDiff, NodeSide, RunDiff, TextDiff } from "./types";
-
-export const CHANGE_LABEL: Record<Change, string> = {
-  same: "same",
-  changed: "changed",
-  added: "added",
-  removed: "removed",
-};
+import type { NodeDiff, NodeSide, RunDiff, TextDiff } from "./types";
 
 /** The indexes of the nodes that are not the same. */
 export function changedIndexes(nodes: readonly NodeDiff[]): number[] {

@@ -92,12 +92,7 @@ fn side(node: Option<&NodeSide>) -> String {
 }
 
 fn node_diff(out: &mut impl Write, node: &NodeDiff) -> anyhow::Result<()> {
-    let word = match node.change {
-        Change::Same => "same",
-        Change::Changed => "changed",
-        Change::Added => "added",
-        Change::Removed => "removed",
-    };
+    let word = node.change.as_str();
     let occurrence = if node.occurrence > 0 {
         format!(" #{}", node.occurrence + 1)
     } else {

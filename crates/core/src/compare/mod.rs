@@ -43,7 +43,7 @@ pub struct RunSummary {
     pub usage: Option<UsageTotal>,
 }
 
-/// How a node of B differs from its match in A.
+/// How a node of B differs from its match in A (its JSON name is [`Change::as_str`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
@@ -54,6 +54,18 @@ pub enum Change {
     Added,
     /// Only in A.
     Removed,
+}
+
+impl Change {
+    /// `same`, `changed`, `added` or `removed`, as `--json` and the window say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Same => "same",
+            Change::Changed => "changed",
+            Change::Added => "added",
+            Change::Removed => "removed",
+        }
+    }
 }
 
 /// One side of a node execution.
@@ -362,6 +374,13 @@ fn align(a: &[Execution], b: &[Execution]) -> Vec<Pair> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_changes_word_is_its_json_name() {
+        for change in [Change::Same, Change::Changed, Change::Added, Change::Removed] {
+            assert_eq!(serde_json::to_value(change).unwrap(), change.as_str());
+        }
+    }
 
     fn executions(names: &[&str]) -> Vec<Execution> {
         names
