@@ -1009,18 +1009,17 @@ impl Store {
         tx.commit().map_err(|e| self.err(e))
     }
 
-    pub fn logs(&self, workspace: &Workspace, id: &SessionId) -> Result<Vec<LogLine>, Error> {
+    /// A session's log lines as stored, in the order written (without the node lines its spans
+    /// make: [`Store::logs`] adds them).
+    fn stored_logs(&self, session_key: i64) -> Result<Vec<LogLine>, Error> {
         let conn = self.conn();
-        let Some(key) = self.existing_session_key(workspace, id)? else {
-            return Ok(Vec::new());
-        };
         let mut statement = conn
             .prepare_cached(
                 "SELECT at, level, event, message, run_id, fields FROM logs WHERE session_key = ?1 ORDER BY id",
             )
             .map_err(|e| self.err(e))?;
-        let stored = statement
-            .query_map([key], |r| {
+        let lines = statement
+            .query_map([session_key], |r| {
                 let fields: Option<String> = r.get(5)?;
                 Ok(LogLine {
                     at: timestamp(r.get(0)?),
@@ -1034,6 +1033,15 @@ impl Store {
             .map_err(|e| self.err(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.err(e))?;
+        Ok(lines)
+    }
+
+    pub fn logs(&self, workspace: &Workspace, id: &SessionId) -> Result<Vec<LogLine>, Error> {
+        let conn = self.conn();
+        let Some(key) = self.existing_session_key(workspace, id)? else {
+            return Ok(Vec::new());
+        };
+        let stored = self.stored_logs(key)?;
         // A node's log lines are read from its span (see [`node_logs`]).
         let spans = conn
             .prepare_cached(

@@ -182,24 +182,18 @@ impl Store {
                 status: span.status,
             }));
         }
-        let logs = conn
-            .prepare("SELECT run_id, at, level, event, message, fields FROM logs WHERE session_key = ?1 ORDER BY id")
-            .and_then(|mut select| {
-                select
-                    .query_map([key], |r| {
-                        let fields: Option<String> = r.get(5)?;
-                        Ok(LogRow {
-                            run_id: r.get(0)?,
-                            at_ms: r.get::<_, i64>(1)?.max(0) as u64,
-                            level: Level::parse(&r.get::<_, String>(2)?),
-                            event: r.get(3)?,
-                            message: r.get(4)?,
-                            fields: fields.and_then(|f| serde_json::from_str(&f).ok()).unwrap_or_default(),
-                        })
-                    })?
-                    .collect::<Result<Vec<_>, _>>()
+        let logs = self
+            .stored_logs(key)?
+            .into_iter()
+            .map(|line| LogRow {
+                run_id: line.run_id,
+                at_ms: line.at.0,
+                level: line.level,
+                event: line.event,
+                message: line.message,
+                fields: line.fields,
             })
-            .map_err(sql)?;
+            .collect();
         let messages = self
             .messages(workspace, id)?
             .into_iter()
