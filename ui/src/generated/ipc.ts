@@ -547,7 +547,7 @@ export type RunSummary = { session_id: string | null, run_id: string | null, sta
 usage: UsageTotal | null, };
 
 /**
- * How a node of B differs from its match in A.
+ * How a node of B differs from its match in A (`Change::as_str` gives its JSON name).
  */
 export type Change = "same" | "changed" | "added" | "removed";
 

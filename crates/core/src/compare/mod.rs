@@ -43,7 +43,7 @@ pub struct RunSummary {
     pub usage: Option<UsageTotal>,
 }
 
-/// How a node of B differs from its match in A (its JSON name is [`Change::as_str`]).
+/// How a node of B differs from its match in A (`Change::as_str` gives its JSON name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
