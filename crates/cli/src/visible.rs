@@ -1,9 +1,10 @@
 //! What `zstudio` prints comes in part from untrusted files and agent output: an escape sequence
 //! in a node name or an output line could retitle the terminal, write to the clipboard (OSC 52) or
 //! hide text. [`Visible`] wraps standard output and shows every control character as a visible
-//! escape instead: C0 controls but newline and tab, DEL, C1 controls, and the bidirectional
-//! controls that reorder text. The escape is JSON's (`\u001b`), so that inside a `--json` string
-//! it still means the same character and the JSON stays valid.
+//! escape instead (the core's rule, `studio_core::visible`): C0 controls but newline and tab, DEL,
+//! C1 controls, the bidirectional controls that reorder text and the zero-width characters. The
+//! escape is JSON's (`\u001b`), so that inside a `--json` string it still means the same
+//! character and the JSON stays valid.
 
 use std::io::{self, Write};
 
@@ -20,12 +21,6 @@ impl<W: Write> Visible<W> {
             pending: Vec::new(),
         }
     }
-}
-
-/// Whether a character is shown as its escape.
-fn is_hidden(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t')
-        || matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 impl<W: Write> Write for Visible<W> {
@@ -69,13 +64,7 @@ impl<W: Write> Write for Visible<W> {
 }
 
 fn push_visible(shown: &mut String, text: &str) {
-    for c in text.chars() {
-        if is_hidden(c) {
-            shown.push_str(&format!("\\u{:04x}", u32::from(c)));
-        } else {
-            shown.push(c);
-        }
-    }
+    studio_core::visible::push_visible(shown, text, true);
 }
 
 #[cfg(test)]

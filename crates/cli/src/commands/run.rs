@@ -211,16 +211,17 @@ fn trust_on_terminal(
             };
             anyhow::bail!("{refused}: pass --trust to run it (no terminal to ask on)");
         }
+        // Every value is escaped and folded by the core (`launch.shown`): nothing the agents file
+        // says can draw a line of its own here.
         let mut err = Visible::new(std::io::stderr().lock());
         writeln!(
             err,
             "Agent `{}` of {} is not trusted yet. It would run:",
-            launch.agent,
-            launch.agents_file.display()
+            launch.shown.agent, launch.shown.agents_file
         )?;
-        writeln!(err, "  command      {:?}", launch.argv)?;
-        writeln!(err, "  in           {}", launch.cwd.display())?;
-        writeln!(err, "  environment  {}", launch.env_text())?;
+        for (what, line) in launch.describe_lines() {
+            writeln!(err, "  {what:<9} {line}")?;
+        }
         drop(err);
         if !confirm("Trust this and run it?")? {
             anyhow::bail!("not run: agent `{}` is not trusted", launch.agent);

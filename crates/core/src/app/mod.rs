@@ -366,7 +366,24 @@ pub fn agent_run_request(
     session: Option<SessionId>,
     node: Option<String>,
 ) -> Result<RunRequest, Error> {
-    let found = agents::find(workspace.root(), agent, node.is_some())?;
+    if let Some(node) = &node {
+        if let Some(reason) = agents::node_name_problem(node) {
+            return Err(Error::InvalidNodeName {
+                name: crate::vocabulary::visible::shown(node),
+                reason,
+            });
+        }
+    }
+    let session_path = session
+        .as_ref()
+        .map(|id| workspace.session_path(id).display().to_string());
+    let this_run = agents::Placeholders {
+        prompt: prompt.as_deref().unwrap_or_default(),
+        session_id: session.as_ref().map_or("", SessionId::as_str),
+        session_path: session_path.as_deref().unwrap_or_default(),
+        node: node.as_deref().unwrap_or_default(),
+    };
+    let found = agents::find_for(workspace.root(), agent, node.is_some(), &this_run)?;
     store.require_trusted(workspace, found.launch)?;
     let Agent { name, cwd, env, .. } = found.agent;
     Ok(RunRequest {

@@ -7,10 +7,15 @@
 //! replay = ["zibby", "agent", "run", "my-agent", "--session", "{session_id}", "--node", "{node}"]
 //! cwd = "."                       # optional, relative to the workspace
 //! env = { MODEL = "small" }       # optional
+//! inherit_env = ["PATH", "HOME"]  # optional: "all" (the default) or only these
 //! ```
 //!
 //! Commands are argument lists, never shell strings. Placeholders: `{prompt}`, `{session_id}`,
-//! `{session_path}`, `{node}`.
+//! `{session_path}`, `{node}`. Their values can come from session data (a node name from an
+//! imported bundle, a session folder's name), so a placeholder is never the program, nor in the
+//! code of a shell or an interpreter (`sh -c "run {node}"`): such a file is refused as it is read,
+//! saying why ([`placeholder_problem`]). Elsewhere a value stays inside its one argument.
+//! A node name is checked before it fills `{node}` ([`node_name_problem`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +23,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::vocabulary::error::Error;
-pub use crate::vocabulary::launch::Launch;
+pub use crate::vocabulary::launch::{InheritEnv, Launch};
+use crate::vocabulary::launch::{LaunchFile, LaunchParts};
 
 pub const AGENTS_FILE: &str = ".zibby/studio.toml";
 pub const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{session_id}", "{session_path}", "{node}"];
@@ -36,6 +42,11 @@ pub struct Agent {
     pub cwd: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
+    /// Which of the studio's environment it gets: all of it (when absent), or only the listed
+    /// variables; never the studio's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub inherit_env: Option<InheritEnv>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +115,12 @@ pub struct Found {
 
 /// The agent `name`, with its run command, or with `replay` its replay command.
 pub fn find(workspace_root: &Path, name: &str, replay: bool) -> Result<Found, Error> {
+    find_for(workspace_root, name, replay, &Placeholders::default())
+}
+
+/// [`find`], its [`Launch`] showing the command as it will run with `this_run`'s values (the
+/// ones that are empty stay placeholders).
+pub fn find_for(workspace_root: &Path, name: &str, replay: bool, this_run: &Placeholders<'_>) -> Result<Found, Error> {
     let path = workspace_root.join(AGENTS_FILE);
     let agent = load(workspace_root)?
         .into_iter()
@@ -125,8 +142,114 @@ pub fn find(workspace_root: &Path, name: &str, replay: bool) -> Result<Found, Er
         .as_ref()
         .map_or_else(|| workspace_root.to_owned(), |cwd| workspace_root.join(cwd));
     let env = agent.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let launch = Launch::new(&agent.name, &command, cwd, env, workspace_root.join(AGENTS_FILE));
+    let launch = Launch::new(LaunchParts {
+        agent: agent.name.clone(),
+        argv_for_this_run: expand_known(&command, this_run),
+        argv: command.clone(),
+        files: named_files(workspace_root, &cwd, &command),
+        cwd,
+        env,
+        inherit_env: agent.inherit_env.clone().unwrap_or_default(),
+        agents_file: workspace_root.join(AGENTS_FILE),
+        workspace_identity: workspace_identity(workspace_root)?,
+    });
     Ok(Found { agent, command, launch })
+}
+
+/// [`expand`] of the placeholders `values` knows (the empty ones stay as they are written).
+fn expand_known(command: &[String], values: &Placeholders<'_>) -> Vec<String> {
+    command
+        .iter()
+        .map(|arg| {
+            let mut arg = arg.clone();
+            for (placeholder, value) in [
+                ("{prompt}", values.prompt),
+                ("{session_id}", values.session_id),
+                ("{session_path}", values.session_path),
+                ("{node}", values.node),
+            ] {
+                if !value.is_empty() {
+                    arg = arg.replace(placeholder, value);
+                }
+            }
+            arg
+        })
+        .collect()
+}
+
+/// Who the workspace folder is, beyond its path: its device, inode and creation time. A folder
+/// removed and cloned again at the same path is another (a new inode, a new creation time).
+pub fn workspace_identity(workspace_root: &Path) -> Result<String, Error> {
+    use std::os::unix::fs::MetadataExt;
+    let metadata = std::fs::metadata(workspace_root).map_err(|e| Error::io(workspace_root, e))?;
+    let created = metadata
+        .created()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or_else(|| "-".to_owned(), |d| d.as_nanos().to_string());
+    Ok(format!(
+        "device {}, inode {}, created {created}",
+        metadata.dev(),
+        metadata.ino()
+    ))
+}
+
+/// Files of at most this size that a command names are covered by their content; a larger one by
+/// its size and modification time.
+const MAX_HASHED_FILE_BYTES: u64 = 64 * 1024 * 1024;
+/// At most this many files of a command are covered.
+const MAX_NAMED_FILES: usize = 16;
+
+/// The regular files inside the workspace that `command` names (relative to `cwd`, or absolute),
+/// each with its content's SHA-256: trust covers what a script says, not only its name. Read
+/// without following a link; an argument with a placeholder names no file.
+fn named_files(workspace_root: &Path, cwd: &Path, command: &[String]) -> Vec<LaunchFile> {
+    use sha2::Digest;
+    let mut files: Vec<LaunchFile> = Vec::new();
+    for arg in command {
+        if files.len() == MAX_NAMED_FILES {
+            break;
+        }
+        if arg.is_empty() || arg.contains('{') || arg.starts_with('-') {
+            continue;
+        }
+        let candidate = cwd.join(arg);
+        let Ok(relative) = candidate.strip_prefix(workspace_root) else {
+            continue;
+        };
+        if relative
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            continue;
+        }
+        let Ok((mut file, bytes)) = crate::sessions::untrusted::open_regular(&candidate) else {
+            continue;
+        };
+        if files.iter().any(|f| f.path == relative) {
+            continue;
+        }
+        let sha256 = if bytes <= MAX_HASHED_FILE_BYTES {
+            let mut hasher = sha2::Sha256::new();
+            if std::io::copy(&mut file, &mut hasher).is_err() {
+                continue;
+            }
+            hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+        } else {
+            let modified = file.metadata().and_then(|m| m.modified()).ok();
+            let stamp = format!("{bytes} bytes, modified {modified:?}");
+            sha2::Sha256::digest(stamp.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect()
+        };
+        files.push(LaunchFile {
+            path: relative.to_owned(),
+            bytes,
+            sha256,
+        });
+    }
+    files
 }
 
 /// `.zibby/studio.toml` is read up to this size (a few agents take a few KiB).
@@ -182,6 +305,9 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Agent>, Error> {
                     format!("`{}`: the command is empty", agent.name),
                 ));
             }
+            if let Some(problem) = placeholder_problem(command) {
+                return Err(invalid(at(field), field, format!("`{}`: {problem}", agent.name)));
+            }
             for arg in command {
                 if let Some(unknown) = unknown_placeholder(arg) {
                     return Err(invalid(
@@ -207,6 +333,128 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Agent>, Error> {
         }
     }
     Ok(file.agents)
+}
+
+/// Programs that run the string after `-c` (shells) or `-e` and its kin (interpreters) as code.
+const SHELLS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "busybox", "csh", "tcsh",
+];
+const INTERPRETERS: &[&str] = &[
+    "python",
+    "python3",
+    "python2",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "perl",
+    "ruby",
+    "php",
+    "pwsh",
+    "osascript",
+    "Rscript",
+    "lua",
+    "tclsh",
+];
+const CODE_OPTIONS: &[&str] = &[
+    "-c",
+    "-e",
+    "-E",
+    "-p",
+    "-r",
+    "--eval",
+    "--print",
+    "--command",
+    "-Command",
+];
+
+/// Why a placeholder of `command` could be parsed as code, or `None`: a placeholder is never the
+/// program, nor in the code a shell or an interpreter runs (`sh -c "run {node}"`, `node -e
+/// {prompt}`, `--eval={node}`). Elsewhere it is part of one argument, whatever its value: the
+/// command is never handed to a shell.
+pub fn placeholder_problem(command: &[String]) -> Option<String> {
+    let has_placeholder = |arg: &str| PLACEHOLDERS.iter().any(|p| arg.contains(p));
+    // The program, past `env` and its assignments and options.
+    let mut rest = command.iter().map(String::as_str).peekable();
+    let mut program = rest.next()?;
+    while base_name(program) == "env" {
+        while rest.peek().is_some_and(|arg| arg.starts_with('-') || arg.contains('=')) {
+            rest.next();
+        }
+        program = rest.next()?;
+    }
+    if has_placeholder(program) {
+        return Some(format!(
+            "the program {program:?} holds a placeholder; a placeholder's value can come from session \
+             data (a node name, a session folder's name), so it is an argument, never the program"
+        ));
+    }
+    let name = base_name(program);
+    let is_shell = SHELLS.contains(&name);
+    let is_interpreter = INTERPRETERS.contains(&name) || name.starts_with("python3.");
+    if !is_shell && !is_interpreter {
+        return None;
+    }
+    let mut code_follows = false;
+    for arg in rest {
+        if code_follows {
+            return has_placeholder(arg).then(|| {
+                format!(
+                    "`{program}` runs the argument {arg:?} as code, and a placeholder's value can come \
+                     from session data: pass it as an argument of its own after the code \
+                     (\"sh\", \"-c\", \"agent --node \\\"$1\\\"\", \"sh\", \"{{node}}\") instead"
+                )
+            });
+        }
+        let inline_code = is_interpreter
+            && arg
+                .split_once('=')
+                .is_some_and(|(option, _)| CODE_OPTIONS.contains(&option));
+        if inline_code && has_placeholder(arg) {
+            return Some(format!(
+                "`{program}` runs the option {arg:?} as code, and a placeholder's value can come from \
+                 session data: pass it as an argument of its own after the code instead"
+            ));
+        }
+        let shell_code_option = is_shell && arg.starts_with('-') && !arg.starts_with("--") && arg.contains('c');
+        code_follows = shell_code_option || (is_interpreter && CODE_OPTIONS.contains(&arg));
+        if !arg.starts_with('-') && !code_follows {
+            // A script file: what follows are its arguments.
+            return None;
+        }
+    }
+    None
+}
+
+fn base_name(program: &str) -> &str {
+    program.rsplit('/').next().unwrap_or(program)
+}
+
+/// `--node` or `-n`: an option's name, as `--node={node}` writes it.
+fn is_option_name(text: &str) -> bool {
+    let name = text.trim_start_matches('-');
+    text.starts_with('-')
+        && text.len() - name.len() <= 2
+        && !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+}
+
+/// Why `name` cannot be a node's name that fills `{node}` (it comes from session data: a folder's
+/// name, a bundle's `events.json`), or `None`: the rules of a folder name of the session layout,
+/// and no leading `-` (it would read as an option).
+pub fn node_name_problem(name: &str) -> Option<&'static str> {
+    if let Some(problem) = crate::vocabulary::id::folder_name_problem(name) {
+        return Some(problem);
+    }
+    if name.starts_with('-') {
+        return Some("it starts with `-`, so a command would read it as an option");
+    }
+    if name.chars().any(crate::vocabulary::visible::is_zero_width) {
+        return Some("it contains a zero-width character");
+    }
+    None
 }
 
 fn unknown_placeholder(arg: &str) -> Option<&str> {
@@ -287,6 +535,7 @@ mod tests {
             replay: None,
             cwd: None,
             env: BTreeMap::new(),
+            inherit_env: None,
         };
         let names = |agents: Vec<Agent>| agents.into_iter().map(|a| a.name).collect::<Vec<_>>();
         assert_eq!(names(save_one(dir.path(), agent("a"), None).unwrap()), ["a"]);

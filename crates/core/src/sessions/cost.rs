@@ -230,18 +230,7 @@ pub fn tokens_label(tokens: &Tokens) -> String {
     )
 }
 
-/// `1234567` as `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, digit) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
+pub use crate::vocabulary::visible::thousands;
 
 impl NodeUsage {
     /// The shape of what an agent reported, its cost reported or estimated.

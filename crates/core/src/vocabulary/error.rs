@@ -9,6 +9,8 @@ use std::path::PathBuf;
 pub enum Error {
     #[error("invalid session id `{id}`: {reason}")]
     InvalidSessionId { id: String, reason: &'static str },
+    #[error("invalid node name `{name}`: {reason}")]
+    InvalidNodeName { name: String, reason: &'static str },
     #[error("workspace not found: {path}")]
     WorkspaceNotFound { path: PathBuf },
     #[error("not a folder: {path}")]
@@ -62,13 +64,14 @@ pub enum Error {
     #[error("{path} is too large to read ({bytes} bytes; at most {limit})")]
     FileTooLarge { path: PathBuf, bytes: u64, limit: u64 },
     #[error(
-        "agent `{}` of {} is not trusted yet: it would run {:?} in {} with the environment [{}]; \
+        "agent `{}` of {} is not trusted yet: it would run {} in {}, setting [{}], with {}; \
          read it, then trust it",
-        .launch.agent,
-        .launch.agents_file.display(),
-        .launch.argv,
-        .launch.cwd.display(),
-        .launch.env_text()
+        .launch.shown.agent,
+        .launch.shown.agents_file,
+        .launch.shown.command_line,
+        .launch.shown.cwd,
+        .launch.shown.env.join(", "),
+        .launch.shown.inherits
     )]
     AgentsUntrusted {
         launch: Box<crate::vocabulary::launch::Launch>,
@@ -196,6 +199,7 @@ impl Error {
     pub fn code(&self) -> ErrorCode {
         match self {
             Error::InvalidSessionId { .. } => ErrorCode::InvalidSessionId,
+            Error::InvalidNodeName { .. } => ErrorCode::InvalidNodeName,
             Error::WorkspaceNotFound { .. } => ErrorCode::WorkspaceNotFound,
             Error::NotAFolder { .. } => ErrorCode::NotAFolder,
             Error::SessionNotFound { .. } => ErrorCode::SessionNotFound,
@@ -263,6 +267,7 @@ macro_rules! error_codes {
 
 error_codes! {
     InvalidSessionId = "invalid_session_id",
+    InvalidNodeName = "invalid_node_name",
     WorkspaceNotFound = "workspace_not_found",
     NotAFolder = "not_a_folder",
     SessionNotFound = "session_not_found",

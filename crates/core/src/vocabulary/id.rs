@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::vocabulary::error::Error;
+use crate::vocabulary::visible::is_bidi_control;
 
 /// A session id that is safe to use as one folder name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -61,11 +62,6 @@ pub fn folder_name_problem(name: &str) -> Option<&'static str> {
     } else {
         None
     }
-}
-
-/// The characters that reorder text when shown: embeddings, overrides, isolates and marks.
-fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 impl TryFrom<String> for SessionId {

@@ -1,14 +1,110 @@
 //! What running an agent would do, exactly, as a person must see it before trusting it: part of
 //! the vocabulary (the `agents_untrusted` error carries one), so it depends on nothing else of the
 //! crate. `agents::find` makes one from a workspace's agents file.
+//!
+//! What trust is bound to ([`Launch::digest`]): the agent's name, its command (placeholders
+//! unexpanded), its folder, the variables it sets and which of the studio's environment it
+//! inherits, the identity of the workspace folder (device, inode and creation time: a repository
+//! cloned anew at the same path is another workspace), and the content of every file inside the
+//! workspace that the command names (a script edited since is asked about again). It is not bound
+//! to what those files run in turn (a module a script imports), nor to programs outside the
+//! workspace (`node`, `zibby` on the PATH).
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+
+use crate::vocabulary::visible::{quoted, shown};
+
+/// Which of the studio's own environment an agent gets (`inherit_env` in `.zibby/studio.toml`).
+/// Either way, the studio's own variables (`ZIBBY_STUDIO_*`, and those the app sets for its
+/// window) are never passed on, and the variables the agent sets are.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS), ts(type = "\"all\" | Array<string>"))]
+#[serde(try_from = "InheritEnvText", into = "InheritEnvText")]
+pub enum InheritEnv {
+    /// `inherit_env = "all"` (the default): every variable the studio was started with.
+    #[default]
+    All,
+    /// `inherit_env = ["PATH", "HOME"]`: only these.
+    Only(Vec<String>),
+}
+
+impl InheritEnv {
+    /// Whether the agent gets the studio's variable `name` (its own aside).
+    pub fn passes(&self, name: &str) -> bool {
+        !is_studio_variable(name)
+            && match self {
+                InheritEnv::All => true,
+                InheritEnv::Only(names) => names.iter().any(|n| n == name),
+            }
+    }
+
+    /// In words, for a prompt.
+    pub fn describe(&self) -> String {
+        match self {
+            InheritEnv::All => "all of the studio's environment (your shell's: tokens and cloud keys too), \
+                 but the studio's own ZIBBY_STUDIO_* variables"
+                .to_owned(),
+            InheritEnv::Only(names) if names.is_empty() => "none of the studio's environment".to_owned(),
+            InheritEnv::Only(names) => format!(
+                "only {} of the studio's environment",
+                names.iter().map(|n| shown(n)).collect::<Vec<_>>().join(", ")
+            ),
+        }
+    }
+}
+
+/// The studio's own variables (where its store is, which keeper to run): an agent never gets
+/// them, so it cannot reach or redirect the studio's files.
+pub fn is_studio_variable(name: &str) -> bool {
+    name.starts_with("ZIBBY_STUDIO_")
+}
+
+/// How `inherit_env` is written: the word `"all"`, or a list of names.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum InheritEnvText {
+    Word(String),
+    Names(Vec<String>),
+}
+
+impl TryFrom<InheritEnvText> for InheritEnv {
+    type Error = String;
+    fn try_from(text: InheritEnvText) -> Result<InheritEnv, String> {
+        match text {
+            InheritEnvText::Word(word) if word == "all" => Ok(InheritEnv::All),
+            InheritEnvText::Word(word) => Err(format!(
+                "inherit_env is \"all\" or a list of variable names, not {word:?}"
+            )),
+            InheritEnvText::Names(names) => Ok(InheritEnv::Only(names)),
+        }
+    }
+}
+
+impl From<InheritEnv> for InheritEnvText {
+    fn from(inherit: InheritEnv) -> InheritEnvText {
+        match inherit {
+            InheritEnv::All => InheritEnvText::Word("all".to_owned()),
+            InheritEnv::Only(names) => InheritEnvText::Names(names),
+        }
+    }
+}
+
+/// A file inside the workspace that the command names (a script, a config): trust covers its
+/// content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct LaunchFile {
+    /// Relative to the workspace.
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// The SHA-256 of its content.
+    pub sha256: String,
+}
 
 /// A cloned repository can declare any command, folder and environment. Trust is given to this
-/// launch, by its [`Launch::digest`]: another agent, its replay command, or any change of the
-/// command, folder or environment is asked about again.
+/// launch, by its [`Launch::digest`] (what it covers: the module's docs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Launch {
@@ -18,39 +114,202 @@ pub struct Launch {
     pub cwd: PathBuf,
     /// The variables the file sets, with their values (`NODE_OPTIONS` can run code too).
     pub env: Vec<(String, String)>,
+    pub inherit_env: InheritEnv,
     pub agents_file: PathBuf,
-    /// The SHA-256 of the agent, command, folder and environment: what trusting it records.
+    /// The workspace folder's identity: `device:inode:creation time`.
+    pub workspace_identity: String,
+    /// The files of the workspace the command names, with their content's digest.
+    pub files: Vec<LaunchFile>,
+    /// The SHA-256 of all of the above: what trusting it records.
     pub digest: String,
+    /// What a prompt shows: every value escaped and folded ([`crate::vocabulary::visible::shown`]),
+    /// the command as it will run for this run's prompt, session and node.
+    pub shown: ShownLaunch,
+}
+
+/// A [`Launch`] as a trust prompt shows it: nothing in it can draw a line, reorder text or hide
+/// a character, and no value is longer than a few lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct ShownLaunch {
+    pub agent: String,
+    /// Each argument, quoted, as it will run (placeholders filled where this run knows their
+    /// value).
+    pub command: Vec<String>,
+    /// The arguments as one list: `["sh", "agent.sh", "Plan a trip"]`.
+    pub command_line: String,
+    pub cwd: String,
+    /// `NAME=value`, each.
+    pub env: Vec<String>,
+    /// Which of the studio's environment the agent gets, in words.
+    pub inherits: String,
+    pub agents_file: String,
+    /// What trusting it covers, in words: each thing whose change asks again.
+    pub covers: Vec<String>,
+}
+
+/// What [`Launch::new`] is made of.
+pub struct LaunchParts {
+    pub agent: String,
+    pub argv: Vec<String>,
+    /// The command with the placeholders this run knows filled (shown, not trusted).
+    pub argv_for_this_run: Vec<String>,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub inherit_env: InheritEnv,
+    pub agents_file: PathBuf,
+    pub workspace_identity: String,
+    pub files: Vec<LaunchFile>,
 }
 
 impl Launch {
-    pub fn new(agent: &str, argv: &[String], cwd: PathBuf, env: Vec<(String, String)>, agents_file: PathBuf) -> Launch {
+    pub fn new(parts: LaunchParts) -> Launch {
         use sha2::Digest;
-        let exact = serde_json::json!({ "agent": agent, "argv": argv, "cwd": cwd, "env": env });
+        let LaunchParts {
+            agent,
+            argv,
+            argv_for_this_run,
+            cwd,
+            env,
+            inherit_env,
+            agents_file,
+            workspace_identity,
+            files,
+        } = parts;
+        let exact = serde_json::json!({
+            "agent": agent,
+            "argv": argv,
+            "cwd": cwd,
+            "env": env,
+            "inherit_env": inherit_env,
+            "workspace": workspace_identity,
+            "files": files,
+        });
         let digest = sha2::Sha256::digest(exact.to_string().as_bytes())
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
+        let mut covers = vec![
+            "this command, its folder and the variables it sets".to_owned(),
+            format!(
+                "this workspace folder itself ({}): a repository cloned anew at the same path is asked about again",
+                shown(&workspace_identity)
+            ),
+        ];
+        covers.extend(files.iter().map(|file| {
+            format!(
+                "the content of {} ({} bytes, SHA-256 {}…)",
+                shown(&file.path.display().to_string()),
+                crate::vocabulary::visible::thousands(file.bytes),
+                &file.sha256[..12]
+            )
+        }));
+        let command: Vec<String> = argv_for_this_run.iter().map(|arg| quoted(arg)).collect();
+        let shown_launch = ShownLaunch {
+            agent: shown(&agent),
+            command_line: format!("[{}]", command.join(", ")),
+            command,
+            cwd: shown(&cwd.display().to_string()),
+            env: env.iter().map(|(k, v)| shown(&format!("{k}={v}"))).collect(),
+            inherits: inherit_env.describe(),
+            agents_file: shown(&agents_file.display().to_string()),
+            covers,
+        };
         Launch {
-            agent: agent.to_owned(),
-            argv: argv.to_vec(),
+            agent,
+            argv,
             cwd,
             env,
+            inherit_env,
             agents_file,
+            workspace_identity,
+            files,
             digest,
+            shown: shown_launch,
         }
     }
 
-    /// `KEY=value, ...`, or `-` when the agent sets none.
-    pub fn env_text(&self) -> String {
-        if self.env.is_empty() {
-            "-".to_owned()
-        } else {
-            self.env
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+    /// The lines a terminal prompt (and the error's message) shows: every value escaped.
+    pub fn describe_lines(&self) -> Vec<(&'static str, String)> {
+        let s = &self.shown;
+        let mut lines = vec![
+            ("command", s.command_line.clone()),
+            ("in", s.cwd.clone()),
+            (
+                "sets",
+                if s.env.is_empty() {
+                    "no variable of its own".to_owned()
+                } else {
+                    s.env.join(", ")
+                },
+            ),
+            ("inherits", s.inherits.clone()),
+        ];
+        lines.extend(s.covers.iter().map(|c| ("covers", c.clone())));
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parts(value: &str) -> LaunchParts {
+        LaunchParts {
+            agent: "a".into(),
+            argv: vec!["sh".into(), "agent.sh".into()],
+            argv_for_this_run: vec!["sh".into(), "agent.sh".into()],
+            cwd: "/w".into(),
+            env: vec![("MODEL".into(), value.into())],
+            inherit_env: InheritEnv::All,
+            agents_file: "/w/.zibby/studio.toml".into(),
+            workspace_identity: "1:2:3".into(),
+            files: vec![LaunchFile {
+                path: "agent.sh".into(),
+                bytes: 10,
+                sha256: "ab".repeat(32),
+            }],
         }
+    }
+
+    #[test]
+    fn a_value_cannot_draw_lines_of_its_own_in_the_prompt() {
+        let launch = Launch::new(parts("small\n  File  /elsewhere\u{202E}"));
+        assert_eq!(launch.shown.env, ["MODEL=small\\n  File  /elsewhere\\u202e"]);
+        assert!(launch
+            .describe_lines()
+            .iter()
+            .all(|(_, line)| !line.contains('\n') && !line.contains('\u{202E}')));
+    }
+
+    #[test]
+    fn the_digest_covers_the_files_the_workspace_and_what_is_inherited() {
+        let base = Launch::new(parts("small")).digest;
+        let mut edited = parts("small");
+        edited.files[0].sha256 = "cd".repeat(32);
+        assert_ne!(Launch::new(edited).digest, base);
+        let mut recloned = parts("small");
+        recloned.workspace_identity = "1:9:3".into();
+        assert_ne!(Launch::new(recloned).digest, base);
+        let mut narrower = parts("small");
+        narrower.inherit_env = InheritEnv::Only(vec!["PATH".into()]);
+        assert_ne!(Launch::new(narrower).digest, base);
+        let mut other_run = parts("small");
+        other_run.argv_for_this_run = vec!["sh".into(), "other".into()];
+        assert_eq!(
+            Launch::new(other_run).digest,
+            base,
+            "what is shown for this run is not trusted"
+        );
+    }
+
+    #[test]
+    fn the_studios_own_variables_are_never_inherited() {
+        assert!(!InheritEnv::All.passes("ZIBBY_STUDIO_DB"));
+        assert!(InheritEnv::All.passes("HOME"));
+        let only = InheritEnv::Only(vec!["PATH".into(), "ZIBBY_STUDIO_KEEPER".into()]);
+        assert!(only.passes("PATH"));
+        assert!(!only.passes("HOME"));
+        assert!(!only.passes("ZIBBY_STUDIO_KEEPER"));
     }
 }

