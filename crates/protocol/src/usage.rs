@@ -67,20 +67,24 @@ pub struct Tokens {
 }
 
 impl Tokens {
+    /// Adds `other`; a sum past `u64::MAX` (forged counts) stays at it rather than wrapping.
     pub fn add(&mut self, other: &Tokens) {
-        self.input += other.input;
-        self.cache_read += other.cache_read;
-        self.cache_write += other.cache_write;
-        self.output += other.output;
+        self.input = self.input.saturating_add(other.input);
+        self.cache_read = self.cache_read.saturating_add(other.cache_read);
+        self.cache_write = self.cache_write.saturating_add(other.cache_write);
+        self.output = self.output.saturating_add(other.output);
         self.reasoning = match (self.reasoning, other.reasoning) {
             (None, None) => None,
-            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            (a, b) => Some(a.unwrap_or(0).saturating_add(b.unwrap_or(0))),
         };
     }
 
-    /// Every token counted once (reasoning is part of output).
+    /// Every token counted once (reasoning is part of output), at most `u64::MAX`.
     pub fn total(&self) -> u64 {
-        self.input + self.cache_read + self.cache_write + self.output
+        self.input
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
+            .saturating_add(self.output)
     }
 }
 

@@ -232,12 +232,20 @@ pub fn tokens_label(tokens: &Tokens) -> String {
 
 pub use crate::vocabulary::visible::thousands;
 
+/// No node of an agent costs this much: a figure past it (or negative, or not a number) was
+/// forged or misread, and is taken as not reported rather than summed into `$inf`.
+pub const MAX_PLAUSIBLE_NODE_COST_USD: f64 = 100_000.0;
+
+fn plausible(cost: f64) -> bool {
+    cost.is_finite() && (0.0..=MAX_PLAUSIBLE_NODE_COST_USD).contains(&cost)
+}
+
 impl NodeUsage {
     /// The shape of what an agent reported, its cost reported or estimated.
     pub fn from_reported(reported: ReportedUsage) -> NodeUsage {
-        let (cost_usd, cost_source) = match reported.reported_cost_usd {
+        let (cost_usd, cost_source) = match reported.reported_cost_usd.filter(|cost| plausible(*cost)) {
             Some(cost) => (Some(cost), CostSource::Reported),
-            None => match estimate(&reported.models) {
+            None => match estimate(&reported.models).filter(|cost| plausible(*cost)) {
                 Some(cost) => (Some(cost), CostSource::Estimated),
                 None => (None, CostSource::Unknown),
             },
@@ -571,6 +579,40 @@ mod tests {
             Some("−1,234 tokens")
         );
         assert_eq!(change_label(None, None, Some(2.5), Some(&few)), None);
+    }
+
+    #[test]
+    fn forged_figures_neither_wrap_nor_sum_to_infinity() {
+        let huge = Tokens {
+            input: u64::MAX - 1,
+            output: u64::MAX,
+            ..Tokens::default()
+        };
+        let reported = |cost: f64| ReportedUsage {
+            format: UsageFormat::ClaudeCode,
+            tokens: Some(huge),
+            models: Vec::new(),
+            turns: None,
+            duration_ms: None,
+            reported_cost_usd: Some(cost),
+            results_seen: 1,
+        };
+        for absurd in [f64::INFINITY, f64::NAN, -1.0, 1e300] {
+            let usage = NodeUsage::from_reported(reported(absurd));
+            assert_eq!(
+                (usage.cost_usd, usage.cost_source),
+                (None, CostSource::Unknown),
+                "{absurd}"
+            );
+            assert_eq!(usage.cost_label, "–");
+        }
+        let a = NodeUsage::from_reported(reported(2.0));
+        let b = NodeUsage::from_reported(reported(3.0));
+        let total = UsageTotal::of([Some(&a), Some(&b)]).unwrap();
+        assert_eq!(total.tokens.input, u64::MAX, "saturated, not wrapped");
+        assert_eq!(total.tokens.total(), u64::MAX);
+        assert_eq!(total.cost_usd, Some(5.0));
+        assert!(!total.label.contains("inf"), "{}", total.label);
     }
 
     #[test]
