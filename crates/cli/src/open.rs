@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use studio_core::store::{Store, StoreLocation};
-use studio_core::Workspace;
+use studio_core::{SessionId, Workspace};
 
 use crate::cli::Globals;
 
@@ -56,5 +56,19 @@ impl Drop for TempFolder {
             .parent()
             .filter(|parent| parent.starts_with(std::env::temp_dir()));
         let _ = std::fs::remove_dir_all(owner.unwrap_or(&self.0));
+    }
+}
+
+/// An error naming the session and where it was looked for, unless the store or the folder
+/// knows it.
+pub fn require_session(store: &Store, workspace: &Workspace, id: &SessionId) -> anyhow::Result<()> {
+    if store.session_exists(workspace, id)? {
+        Ok(())
+    } else {
+        Err(studio_core::Error::SessionNotFound {
+            id: id.to_string(),
+            sessions_dir: workspace.sessions_dir(),
+        }
+        .into())
     }
 }

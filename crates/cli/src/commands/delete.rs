@@ -17,7 +17,7 @@ pub fn delete(args: &DeleteArgs, globals: &Globals, out: &mut impl Write) -> any
         globals.open_store()?,
         SessionId::parse(&args.session_id)?,
     );
-    super::require_session(&store, &workspace, &id)?;
+    crate::open::require_session(&store, &workspace, &id)?;
     let folder = workspace.session_path(&id);
     if !args.yes
         && !confirm(&format!(

@@ -10,7 +10,7 @@ use crate::print;
 pub fn logs(args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let id = SessionId::parse(&args.session_id)?;
     let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    super::require_session(&store, &workspace, &id)?;
+    crate::open::require_session(&store, &workspace, &id)?;
     let logs = store.logs(&workspace, &id)?;
     print::emit(out, globals.format(), &logs, |out, logs| print::logs(out, logs))
 }

@@ -20,9 +20,6 @@ mod watch;
 use std::io::Write;
 use std::process::ExitCode;
 
-use studio_core::store::Store;
-use studio_core::{SessionId, Workspace};
-
 use crate::cli::{Globals, StudioCommand};
 
 /// Runs one command; its exit status is success unless it says otherwise (`run` does).
@@ -49,18 +46,4 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Diff(args) => diff::diff(&args, globals, out),
     };
     done.map(|()| ExitCode::SUCCESS)
-}
-
-/// An error naming the session and where it was looked for, unless the store or the folder
-/// knows it.
-fn require_session(store: &Store, workspace: &Workspace, id: &SessionId) -> anyhow::Result<()> {
-    if store.session_exists(workspace, id)? {
-        Ok(())
-    } else {
-        Err(studio_core::Error::SessionNotFound {
-            id: id.to_string(),
-            sessions_dir: workspace.sessions_dir(),
-        }
-        .into())
-    }
 }

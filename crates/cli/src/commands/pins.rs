@@ -14,7 +14,7 @@ pub fn pin(args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyhow
         globals.open_store()?,
         SessionId::parse(&args.session_id)?,
     );
-    super::require_session(&store, &workspace, &id)?;
+    crate::open::require_session(&store, &workspace, &id)?;
     store.pin(&workspace, &id, SystemTime::now())?;
     pinned(out, globals.format(), &id, true)
 }

@@ -13,7 +13,7 @@ pub fn list(args: &RunsArgs, globals: &Globals, out: &mut impl Write) -> anyhow:
     let session = args.session.as_deref().map(SessionId::parse).transpose()?;
     let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
     if let Some(id) = &session {
-        super::require_session(&store, &workspace, id)?;
+        crate::open::require_session(&store, &workspace, id)?;
     }
     let mut runs = store.runs(&workspace, session.as_ref())?;
     store.with_runs_usage(&workspace, &mut runs, now)?;

@@ -52,7 +52,7 @@ struct Opened {
 pub fn open(args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let id = SessionId::parse(&args.session_id)?;
     let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    super::require_session(&store, &workspace, &id)?;
+    crate::open::require_session(&store, &workspace, &id)?;
     if globals.store.memory {
         anyhow::bail!("`zstudio open` shows the session in the app's store: --memory is a store of its own");
     }

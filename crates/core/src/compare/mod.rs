@@ -27,21 +27,9 @@ use crate::store::Store;
 use crate::vocabulary::error::Error;
 
 use self::json::{diff_values, JsonDiff};
-use self::sides::{Execution, Side, Source, Target};
+pub use self::sides::RunSummary;
+use self::sides::{last_occurrences, Execution, Side, Source, Target};
 use self::text::{Limits, TextDiff};
-
-/// A side's run: `session_id` and `run_id` are null for a log (and `run_id` for a folder).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct RunSummary {
-    pub session_id: Option<String>,
-    pub run_id: Option<String>,
-    pub status: Status,
-    pub elapsed_ms: Option<u64>,
-    /// The total over its nodes, as `zstudio runs` gives it for a run
-    /// (`Store::runs_nodes_usage`), as `show` for a folder; read from the output for a log.
-    pub usage: Option<UsageTotal>,
-}
 
 /// How a node of B differs from its match in A (`Change::as_str` gives its JSON name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -299,15 +287,6 @@ fn read_prompt(path: &std::path::Path) -> String {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(error) => format!("(not compared: {error})"),
     }
-}
-
-/// The index of each node's last execution.
-pub(super) fn last_occurrences(executions: &[Execution]) -> HashMap<&str, usize> {
-    let mut last = HashMap::new();
-    for (index, execution) in executions.iter().enumerate().filter(|(_, e)| !e.discarded) {
-        last.insert(execution.name.as_str(), index);
-    }
-    last
 }
 
 /// One execution of a node on either side or both (indexes into each side's executions).

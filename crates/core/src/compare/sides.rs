@@ -20,6 +20,8 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use serde::Serialize;
+
 use crate::protocol::{Event, EventKind, Stream, StreamReader};
 use crate::sessions::cost::{NodeUsage, OutputUsageReader, UsageTotal};
 use crate::sessions::session::{NodeArtifacts, Workspace};
@@ -31,7 +33,28 @@ use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
 use super::text::line_hash;
-use super::RunSummary;
+
+/// A side's run: `session_id` and `run_id` are null for a log (and `run_id` for a folder).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct RunSummary {
+    pub session_id: Option<String>,
+    pub run_id: Option<String>,
+    pub status: Status,
+    pub elapsed_ms: Option<u64>,
+    /// The total over its nodes, as `zstudio runs` gives it for a run
+    /// (`Store::runs_nodes_usage`), as `show` for a folder; read from the output for a log.
+    pub usage: Option<UsageTotal>,
+}
+
+/// The index of each node's last execution.
+pub(super) fn last_occurrences(executions: &[Execution]) -> HashMap<&str, usize> {
+    let mut last = HashMap::new();
+    for (index, execution) in executions.iter().enumerate().filter(|(_, e)| !e.discarded) {
+        last.insert(execution.name.as_str(), index);
+    }
+    last
+}
 
 /// What one side of a comparison is.
 #[derive(Debug, Clone)]
@@ -87,7 +110,7 @@ pub struct Execution {
 /// stream, and the store's word, are its last execution's); and the total over the nodes, one
 /// per name, as the listing and `zstudio runs` count them.
 fn with_usage(executions: &mut [Execution], mut usage_of: impl FnMut(&str) -> Option<NodeUsage>) -> Option<UsageTotal> {
-    let mut order: Vec<(usize, String)> = super::last_occurrences(executions)
+    let mut order: Vec<(usize, String)> = last_occurrences(executions)
         .into_iter()
         .map(|(name, i)| (i, name.to_owned()))
         .collect();

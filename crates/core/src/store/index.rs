@@ -16,7 +16,9 @@ use std::time::SystemTime;
 
 use rusqlite::params;
 
-use super::{session_model, timestamp, SessionRow, Store};
+use super::connection::{timestamp, write_transaction, Store};
+use super::sessions::SessionRow;
+use super::{output_usage, runs, session_model, sessions, spans, workspaces};
 use crate::sessions::change::{Change, ChangeSink};
 use crate::sessions::cost::{NodeUsage, UsageTotal};
 use crate::sessions::session::{self, SessionSummary, Workspace};
@@ -35,67 +37,60 @@ pub enum NodeDetail {
     TotalsOnly,
 }
 
-impl Store {
-    /// The listing of a workspace through the index (a session whose folder did not change is
-    /// not read again): pinned sessions first, most recently pinned first, then most recently
-    /// updated first. A session the studio runs or ran is `running` while its run lives, and
-    /// takes its last run's status when its files cannot tell. Each node with its usage.
-    pub fn list_sessions(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
-        self.list_sessions_as(workspace, now, NodeDetail::WithUsage)
+/// The listing of a workspace through the index (a session whose folder did not change is not
+/// read again), with as much of each node as `detail` says: pinned sessions first, most recently
+/// pinned first, then most recently updated first. A session the studio runs or ran is `running`
+/// while its run lives, and takes its last run's status when its files cannot tell.
+pub(super) fn listing(
+    store: &Store,
+    workspace: &Workspace,
+    now: SystemTime,
+    detail: NodeDetail,
+) -> Result<Vec<SessionRow>, Error> {
+    let runs = store.with_conn(|conn| runs::last_of_each_session(conn, workspace))?;
+    let printed = store.with_conn(|conn| output_usage::of_sessions(conn, workspace, None))?;
+    let laid_over: HashSet<&str> = runs
+        .iter()
+        .map(|run| run.session_id.as_str())
+        .chain(printed.keys().map(String::as_str))
+        .collect();
+    let node_usage = match detail {
+        NodeDetail::WithUsage => NodeUsageOf::Every,
+        NodeDetail::TotalsOnly => NodeUsageOf::These(&laid_over),
+    };
+    let mut sessions = list(store, workspace, now, node_usage)?;
+    let last_runs: Vec<session_model::LastRun<'_>> = runs.iter().map(session_model::LastRun::from).collect();
+    let mut spans = store.with_conn(|conn| spans::last_runs_nodes(conn, workspace))?;
+    session_model::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
+        spans.remove(run_id).unwrap_or_default()
+    });
+    for summary in &mut sessions {
+        session_model::with_printed_usage(summary, printed.get(summary.id.as_str()));
     }
-
-    /// [`Store::list_sessions`], with as much of each node as `detail` says.
-    pub fn list_sessions_as(
-        &self,
-        workspace: &Workspace,
-        now: SystemTime,
-        detail: NodeDetail,
-    ) -> Result<Vec<SessionRow>, Error> {
-        let runs = self.last_runs(workspace)?;
-        let printed = self.sessions_output_usage(workspace, None)?;
-        let laid_over: HashSet<&str> = runs
-            .iter()
-            .map(|run| run.session_id.as_str())
-            .chain(printed.keys().map(String::as_str))
-            .collect();
-        let node_usage = match detail {
-            NodeDetail::WithUsage => NodeUsageOf::Every,
-            NodeDetail::TotalsOnly => NodeUsageOf::These(&laid_over),
-        };
-        let mut sessions = list(self, workspace, now, node_usage)?;
-        let last_runs: Vec<session_model::LastRun<'_>> = runs.iter().map(session_model::LastRun::from).collect();
-        let mut spans = self.last_runs_node_spans(workspace)?;
-        session_model::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
-            spans.remove(run_id).unwrap_or_default()
-        });
-        for summary in &mut sessions {
-            session_model::with_printed_usage(summary, printed.get(summary.id.as_str()));
-        }
-        let live_runs: std::collections::HashMap<&str, &str> = runs
-            .iter()
-            .filter(|run| run.status == Status::Running)
-            .map(|run| (run.session_id.as_str(), run.id.as_str()))
-            .collect();
-        let mut facts = self.session_facts(workspace)?;
-        let mut rows: Vec<SessionRow> = sessions
-            .into_iter()
-            .map(|mut summary| {
-                let (pinned_at, title, agent, messages) = facts.remove(summary.id.as_str()).unwrap_or_default();
-                session_model::name_session(&mut summary, title, agent);
-                let live_run = live_runs.get(summary.id.as_str()).map(|id| (*id).to_owned());
-                SessionRow {
-                    summary,
-                    pinned: pinned_at.is_some(),
-                    pinned_at: pinned_at.map(timestamp),
-                    messages,
-                    live_run,
-                }
-            })
-            .collect();
-        // A stable sort keeps the most-recent-first order within each group.
-        rows.sort_by_key(|row| std::cmp::Reverse(row.pinned_at));
-        Ok(rows)
-    }
+    let live_runs: HashMap<&str, &str> = runs
+        .iter()
+        .filter(|run| run.status == Status::Running)
+        .map(|run| (run.session_id.as_str(), run.id.as_str()))
+        .collect();
+    let mut facts = store.with_conn(|conn| sessions::facts(conn, workspace))?;
+    let mut rows: Vec<SessionRow> = sessions
+        .into_iter()
+        .map(|mut summary| {
+            let (pinned_at, title, agent, messages) = facts.remove(summary.id.as_str()).unwrap_or_default();
+            session_model::name_session(&mut summary, title, agent);
+            let live_run = live_runs.get(summary.id.as_str()).map(|id| (*id).to_owned());
+            SessionRow {
+                summary,
+                pinned: pinned_at.is_some(),
+                pinned_at: pinned_at.map(timestamp),
+                messages,
+                live_run,
+            }
+        })
+        .collect();
+    // A stable sort keeps the most-recent-first order within each group.
+    rows.sort_by_key(|row| std::cmp::Reverse(row.pinned_at));
+    Ok(rows)
 }
 
 /// What the sessions listed cost in all: the total over every node of every one of them
@@ -164,38 +159,30 @@ pub(crate) fn list(
     now: SystemTime,
     node_usage: NodeUsageOf<'_>,
 ) -> Result<Vec<SessionSummary>, Error> {
-    let workspace_key = store.workspace_key_for(workspace)?;
-    let mut cached: HashMap<String, Cached> = HashMap::new();
-    {
-        let conn = store.conn();
-        let mut statement = conn
-            .prepare_cached(
-                "SELECT session_id, fingerprint, summary,
+    let (workspace_key, mut cached) = store.with_conn(|conn| {
+        let workspace_key = workspaces::key(conn, workspace)?;
+        let mut statement = conn.prepare_cached(
+            "SELECT session_id, fingerprint, summary,
                         CASE WHEN ?2 IS NULL OR session_id IN (SELECT value FROM json_each(?2)) THEN node_usage END
                  FROM folder_index WHERE workspace_id = ?1",
-            )
-            .map_err(|e| store.sql_error(e))?;
+        )?;
         let wanted = match node_usage {
             NodeUsageOf::Every => None,
             NodeUsageOf::These(ids) => Some(serde_json::to_string(ids).expect("ids serialise")),
         };
-        let rows = statement
-            .query_map(params![workspace_key, wanted], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    Cached {
-                        fingerprint: r.get(1)?,
-                        summary: r.get(2)?,
-                        node_usage: r.get(3)?,
-                    },
-                ))
-            })
-            .map_err(|e| store.sql_error(e))?;
-        for row in rows {
-            let (id, entry) = row.map_err(|e| store.sql_error(e))?;
-            cached.insert(id, entry);
-        }
-    }
+        let rows = statement.query_map(params![workspace_key, wanted], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                Cached {
+                    fingerprint: r.get(1)?,
+                    summary: r.get(2)?,
+                    node_usage: r.get(3)?,
+                },
+            ))
+        })?;
+        let cached: HashMap<String, Cached> = rows.collect::<Result<_, _>>()?;
+        Ok((workspace_key, cached))
+    })?;
 
     let folders = session::session_folders(workspace)?;
     let results = session::in_parallel(&folders, |(path, id)| -> Result<Option<Listed>, Error> {
@@ -227,43 +214,37 @@ pub(crate) fn list(
         }))
     })?;
 
-    let conn = store.conn();
-    let tx = store.write_transaction(&conn)?;
     let mut sessions = Vec::with_capacity(results.len());
-    {
-        let mut upsert = tx
-            .prepare_cached(
+    store.with_conn(|conn| {
+        let tx = write_transaction(conn)?;
+        {
+            let mut upsert = tx.prepare_cached(
                 "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary, node_usage)
                  VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT (workspace_id, session_id) DO UPDATE SET fingerprint = ?3, summary = ?4, node_usage = ?5",
-            )
-            .map_err(|e| store.sql_error(e))?;
-        for listed in results.into_iter().flatten() {
-            if let Some(print) = &listed.fresh {
-                let (json, node_usage) = cached_columns(&listed.summary);
-                upsert
-                    .execute(params![
+            )?;
+            for listed in results.into_iter().flatten() {
+                if let Some(print) = &listed.fresh {
+                    let (json, node_usage) = cached_columns(&listed.summary);
+                    upsert.execute(params![
                         workspace_key,
                         listed.summary.id.as_str(),
                         print,
                         json,
                         node_usage
-                    ])
-                    .map_err(|e| store.sql_error(e))?;
+                    ])?;
+                }
+                cached.remove(listed.summary.id.as_str());
+                sessions.push(listed.summary);
             }
-            cached.remove(listed.summary.id.as_str());
-            sessions.push(listed.summary);
+            let mut forget =
+                tx.prepare_cached("DELETE FROM folder_index WHERE workspace_id = ?1 AND session_id = ?2")?;
+            for gone in cached.keys() {
+                forget.execute(params![workspace_key, gone])?;
+            }
         }
-        let mut forget = tx
-            .prepare_cached("DELETE FROM folder_index WHERE workspace_id = ?1 AND session_id = ?2")
-            .map_err(|e| store.sql_error(e))?;
-        for gone in cached.keys() {
-            forget
-                .execute(params![workspace_key, gone])
-                .map_err(|e| store.sql_error(e))?;
-        }
-    }
-    tx.commit().map_err(|e| store.sql_error(e))?;
+        Ok(tx.commit()?)
+    })?;
     session::sort_most_recent_first(&mut sessions);
     Ok(sessions)
 }
@@ -276,15 +257,14 @@ struct Listed {
 
 /// Drops one session from the index (its folder changed in a way the caller knows about).
 pub fn forget(store: &Store, workspace: &Workspace, id: &SessionId) -> Result<(), Error> {
-    let key = store.workspace_key_for(workspace)?;
-    store
-        .conn()
-        .execute(
+    store.with_conn(|conn| {
+        let key = workspaces::key(conn, workspace)?;
+        conn.execute(
             "DELETE FROM folder_index WHERE workspace_id = ?1 AND session_id = ?2",
             params![key, id.as_str()],
-        )
-        .map_err(|e| store.sql_error(e))?;
-    Ok(())
+        )?;
+        Ok(())
+    })
 }
 
 /// Records a watcher change in the index, so that a listing after a restart reads again only
@@ -309,18 +289,17 @@ pub fn record_change(store: &Store, change: &Change) -> Result<(), Error> {
     let Some(print) = session::fingerprint(&summary.path, None) else {
         return forget(store, &workspace, id);
     };
-    let key = store.workspace_key_for(&workspace)?;
     let (json, node_usage) = cached_columns(summary);
-    store
-        .conn()
-        .execute(
+    store.with_conn(|conn| {
+        let key = workspaces::key(conn, &workspace)?;
+        conn.execute(
             "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary, node_usage)
              VALUES (?1, ?2, ?3, ?4, ?5)
              ON CONFLICT (workspace_id, session_id) DO UPDATE SET fingerprint = ?3, summary = ?4, node_usage = ?5",
             params![key, id.as_str(), print, json, node_usage],
-        )
-        .map_err(|e| store.sql_error(e))?;
-    Ok(())
+        )?;
+        Ok(())
+    })
 }
 
 /// A change sink that keeps the index current, then passes each change on to `next`.

@@ -7,10 +7,25 @@
 
 use std::collections::HashSet;
 
-use crate::sessions::session::Timestamp;
-use crate::status::Status;
+use rusqlite::Connection;
 
-use super::{Level, LogLine, Span};
+use super::connection::QueryResult;
+use super::logs::{self, Level, LogLine};
+use super::sessions;
+use super::spans::{self, Span};
+use crate::sessions::session::{Timestamp, Workspace};
+use crate::status::Status;
+use crate::vocabulary::id::SessionId;
+
+/// A session's log: the lines stored, with its node spans' lines merged in.
+pub(super) fn of_session(conn: &Connection, workspace: &Workspace, id: &SessionId) -> QueryResult<Vec<LogLine>> {
+    let Some(key) = sessions::existing_key(conn, workspace, id)? else {
+        return Ok(Vec::new());
+    };
+    let stored = logs::stored(conn, key)?;
+    let spans = spans::session_nodes(conn, key)?;
+    Ok(with_node_lines(stored, &spans))
+}
 
 /// The events a run's end is logged as; a node's lines at the same millisecond come before them.
 const RUN_ENDS: [&str; 4] = ["run.finished", "run.failed", "run.cancelled", "run.interrupted"];

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
-use super::Store;
+use super::connection::{write_transaction, QueryResult, Store};
 use crate::protocol::{strip_ansi, Stream};
 use crate::vocabulary::error::Error;
 
@@ -108,9 +108,10 @@ pub const MAX_UNSAVED_BYTES: usize = 64 * 1024 * 1024;
 
 impl<'s> OutputWriter<'s> {
     pub(super) fn new(store: &'s Store, run_id: &str) -> Result<Self, Error> {
-        let conn = store.conn();
-        let run_key = run_key(store, &conn, run_id)?;
-        let last = stored_lines(store, &conn, run_key)?;
+        let (run_key, last) = store.with_conn(|conn| {
+            let run_key = run_key(conn, run_id)?;
+            Ok((run_key, stored_lines(conn, run_key)?))
+        })?;
         Ok(OutputWriter {
             store,
             run_id: run_id.to_owned(),
@@ -203,24 +204,21 @@ impl<'s> OutputWriter<'s> {
 
     /// Writes one block; again is harmless (a block is known by its first line).
     fn insert(&self, block: &Block) -> Result<(), Error> {
-        let store = self.store;
-        let conn = store.conn();
-        let tx = store.write_transaction(&conn)?;
-        tx.prepare_cached(
-            "INSERT INTO output_blocks (run_key, first_seq, line_count, text, spans) VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (run_key, first_seq) DO NOTHING",
-        )
-        .and_then(|mut insert| {
-            insert.execute(params![
+        self.store.with_conn(|conn| {
+            let tx = write_transaction(conn)?;
+            tx.prepare_cached(
+                "INSERT INTO output_blocks (run_key, first_seq, line_count, text, spans) VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (run_key, first_seq) DO NOTHING",
+            )?
+            .execute(params![
                 self.run_key,
                 block.first_seq,
                 block.lines,
                 block.text,
                 serde_json::to_string(&block.spans).expect("spans serialise")
-            ])
+            ])?;
+            Ok(tx.commit()?)
         })
-        .map_err(|e| store.sql_error(e))?;
-        tx.commit().map_err(|e| store.sql_error(e))
     }
 }
 
@@ -232,11 +230,11 @@ impl Drop for OutputWriter<'_> {
     }
 }
 
-pub(super) fn run_key(store: &Store, conn: &Connection, run_id: &str) -> Result<i64, Error> {
+/// The key of a run, by which its output blocks name it.
+pub(super) fn run_key(conn: &Connection, run_id: &str) -> QueryResult<i64> {
     conn.query_row("SELECT key FROM runs WHERE id = ?1", [run_id], |r| r.get(0))
-        .optional()
-        .map_err(|e| store.sql_error(e))?
-        .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() })
+        .optional()?
+        .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() }.into())
 }
 
 /// One stored line as [`Store::output_each_line`] gives it, borrowed from its block.
@@ -253,27 +251,21 @@ pub struct StoredLine<'a> {
 /// Every line of a run's output in order, without a copy of any, until `line` says stop: what
 /// reads a whole output once (a comparison) goes block by block, never building a page.
 pub(super) fn each_line(
-    store: &Store,
+    conn: &Connection,
     run_id: &str,
     line: &mut dyn FnMut(StoredLine<'_>) -> bool,
-) -> Result<(), Error> {
-    let conn = store.conn();
-    let run_key = run_key(store, &conn, run_id)?;
-    let mut statement = conn
-        .prepare_cached("SELECT first_seq, text, spans FROM output_blocks WHERE run_key = ?1 ORDER BY first_seq")
-        .map_err(|e| store.sql_error(e))?;
-    let mut rows = statement.query([run_key]).map_err(|e| store.sql_error(e))?;
-    while let Some(row) = rows.next().map_err(|e| store.sql_error(e))? {
-        let first_seq: i64 = row.get(0).map_err(|e| store.sql_error(e))?;
-        let text = row
-            .get_ref(1)
-            .and_then(|value| value.as_str().map_err(Into::into))
-            .map_err(|e| store.sql_error(e))?;
+) -> QueryResult<()> {
+    let run_key = run_key(conn, run_id)?;
+    let mut statement =
+        conn.prepare_cached("SELECT first_seq, text, spans FROM output_blocks WHERE run_key = ?1 ORDER BY first_seq")?;
+    let mut rows = statement.query([run_key])?;
+    while let Some(row) = rows.next()? {
+        let first_seq: i64 = row.get(0)?;
+        let text = row.get_ref(1).and_then(|value| value.as_str().map_err(Into::into))?;
         let spans: Vec<Span> = row
             .get_ref(2)
             .and_then(|value| value.as_str().map_err(Into::into))
-            .map(|spans| serde_json::from_str(spans).unwrap_or_default())
-            .map_err(|e| store.sql_error(e))?;
+            .map(|spans| serde_json::from_str(spans).unwrap_or_default())?;
         let mut meta = spans.iter().flat_map(|s| std::iter::repeat_n(s, s.lines as usize));
         for (i, text) in text.split('\n').enumerate() {
             let span = meta.next();
@@ -369,33 +361,24 @@ const SKIP_BUDGET_LINES: usize = 200_000;
 
 /// Lines `from_seq..` of a run's output (1-based) that pass `filter`, at most `limit`.
 pub(super) fn page(
-    store: &Store,
+    conn: &Connection,
     run_id: &str,
     from_seq: i64,
     limit: usize,
     filter: &OutputFilter,
-) -> Result<OutputPage, Error> {
-    let conn = store.conn();
-    let run_key = run_key(store, &conn, run_id)?;
-    let total = stored_lines(store, &conn, run_key)?;
-    let mut statement = conn
-        .prepare_cached(&format!("SELECT first_seq, text, spans {BLOCKS_FROM_SEQ}"))
-        .map_err(|e| store.sql_error(e))?;
-    let mut rows = statement
-        .query(params![run_key, from_seq])
-        .map_err(|e| store.sql_error(e))?;
+) -> QueryResult<OutputPage> {
+    let run_key = run_key(conn, run_id)?;
+    let total = stored_lines(conn, run_key)?;
+    let mut statement = conn.prepare_cached(&format!("SELECT first_seq, text, spans {BLOCKS_FROM_SEQ}"))?;
+    let mut rows = statement.query(params![run_key, from_seq])?;
     let mut lines = Vec::new();
     let mut skipped = 0usize;
     let mut next_seq = from_seq.max(1);
     while lines.len() < limit && skipped < SKIP_BUDGET_LINES {
-        let Some(row) = rows.next().map_err(|e| store.sql_error(e))? else {
+        let Some(row) = rows.next()? else {
             break;
         };
-        let (first_seq, text, spans): (i64, String, String) = (
-            row.get(0).map_err(|e| store.sql_error(e))?,
-            row.get(1).map_err(|e| store.sql_error(e))?,
-            row.get(2).map_err(|e| store.sql_error(e))?,
-        );
+        let (first_seq, text, spans): (i64, String, String) = (row.get(0)?, row.get(1)?, row.get(2)?);
         for line in block_lines(first_seq, &text, &spans) {
             if line.seq < from_seq {
                 continue;
@@ -438,14 +421,13 @@ pub const FIND_BUDGET_LINES: u64 = 500_000;
 /// line) whose text contains `query`, ignoring case and ANSI escapes: what the window's Find in
 /// output looks for, read in the store rather than page by page through the window.
 pub(super) fn find(
-    store: &Store,
+    conn: &Connection,
     run_id: &str,
     from_seq: i64,
     backward: bool,
     query: &str,
-) -> Result<OutputFind, Error> {
-    let conn = store.conn();
-    let run_key = run_key(store, &conn, run_id)?;
+) -> QueryResult<OutputFind> {
+    let run_key = run_key(conn, run_id)?;
     let query = query.to_lowercase();
     let finder = memchr::memmem::Finder::new(query.as_bytes());
     // The block that holds `from_seq`, then the ones after it (or before it).
@@ -455,25 +437,20 @@ pub(super) fn find(
     } else {
         format!("SELECT first_seq, text {BLOCKS_FROM_SEQ}")
     };
-    let mut statement = conn.prepare_cached(&sql).map_err(|e| store.sql_error(e))?;
-    let mut rows = statement
-        .query(params![run_key, from_seq])
-        .map_err(|e| store.sql_error(e))?;
+    let mut statement = conn.prepare_cached(&sql)?;
+    let mut rows = statement.query(params![run_key, from_seq])?;
     let mut scanned = 0u64;
     let mut last_read = None;
     while scanned < FIND_BUDGET_LINES {
-        let Some(row) = rows.next().map_err(|e| store.sql_error(e))? else {
+        let Some(row) = rows.next()? else {
             return Ok(OutputFind {
                 seq: None,
                 next_seq: None,
                 scanned,
             });
         };
-        let first_seq: i64 = row.get(0).map_err(|e| store.sql_error(e))?;
-        let text = row
-            .get_ref(1)
-            .and_then(|value| value.as_str().map_err(Into::into))
-            .map_err(|e| store.sql_error(e))?;
+        let first_seq: i64 = row.get(0)?;
+        let text = row.get_ref(1).and_then(|value| value.as_str().map_err(Into::into))?;
         // Lowered whole (one allocation per block); escapes stay escapes when lowered. For a query
         // in ASCII (most are), lowering the ASCII letters is enough, and much faster on text with
         // other characters (box drawing, say), unless the text holds one of the two characters
@@ -510,7 +487,7 @@ pub(super) fn find(
         }
     }
     let next_seq = last_read.map(|seq| if backward { seq - 1 } else { seq + 1 });
-    let total = stored_lines(store, &conn, run_key)?;
+    let total = stored_lines(conn, run_key)?;
     Ok(OutputFind {
         seq: None,
         next_seq: next_seq.filter(|&seq| seq >= 1 && seq <= total),
@@ -571,34 +548,27 @@ fn find_in_block(
 }
 
 /// How many lines of output a run has stored.
-pub(super) fn line_count(store: &Store, run_id: &str) -> Result<i64, Error> {
-    let conn = store.conn();
-    let run_key = run_key(store, &conn, run_id)?;
-    stored_lines(store, &conn, run_key)
+pub(super) fn line_count(conn: &Connection, run_id: &str) -> QueryResult<i64> {
+    let run_key = run_key(conn, run_id)?;
+    stored_lines(conn, run_key)
 }
 
-fn stored_lines(store: &Store, conn: &Connection, run_key: i64) -> Result<i64, Error> {
-    conn.query_row(
+fn stored_lines(conn: &Connection, run_key: i64) -> QueryResult<i64> {
+    Ok(conn.query_row(
         "SELECT COALESCE(MAX(first_seq + line_count - 1), 0) FROM output_blocks WHERE run_key = ?1",
         [run_key],
         |r| r.get(0),
-    )
-    .map_err(|e| store.sql_error(e))
+    )?)
 }
 
 /// How many stdout and stderr lines of a run are stored.
-pub(super) fn line_counts(store: &Store, run_id: &str) -> Result<(i64, i64), Error> {
-    let conn = store.conn();
-    let run_key = run_key(store, &conn, run_id)?;
-    let mut statement = conn
-        .prepare_cached("SELECT spans FROM output_blocks WHERE run_key = ?1")
-        .map_err(|e| store.sql_error(e))?;
-    let rows = statement
-        .query_map([run_key], |r| r.get::<_, String>(0))
-        .map_err(|e| store.sql_error(e))?;
+pub(super) fn line_counts(conn: &Connection, run_id: &str) -> QueryResult<(i64, i64)> {
+    let run_key = run_key(conn, run_id)?;
+    let mut statement = conn.prepare_cached("SELECT spans FROM output_blocks WHERE run_key = ?1")?;
+    let rows = statement.query_map([run_key], |r| r.get::<_, String>(0))?;
     let (mut stdout, mut stderr) = (0i64, 0i64);
     for spans in rows {
-        let spans: Vec<Span> = serde_json::from_str(&spans.map_err(|e| store.sql_error(e))?).unwrap_or_default();
+        let spans: Vec<Span> = serde_json::from_str(&spans?).unwrap_or_default();
         for span in spans {
             if span.stderr {
                 stderr += i64::from(span.lines);

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::SessionRow;
+use super::sessions::SessionRow;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {

@@ -6,9 +6,9 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
-use super::{output, Store};
+use super::connection::{write_transaction, QueryResult};
+use super::output;
 use crate::sessions::session::Workspace;
-use crate::vocabulary::error::Error;
 
 /// What a search hit is: the kind of row of the index it leads back to (that row's FTS rowid is
 /// `source id * 4 + kind`). The lookups below select the same words.
@@ -82,6 +82,49 @@ pub(super) fn unindex_session(tx: &Connection, session_key: i64) -> rusqlite::Re
     Ok(())
 }
 
+/// Adds up to `max_blocks` output blocks (and up to 64 times as many log lines and node names)
+/// to the search index, oldest first; returns how many. Output and logs are stored at once and
+/// indexed behind them, so a flood of output or of nodes is never slowed by indexing.
+pub(super) fn index_pending(conn: &Connection, max_blocks: usize) -> QueryResult<usize> {
+    let rows = max_blocks.saturating_mul(64);
+    Ok(index_pending_rows(
+        conn,
+        "SELECT id, text FROM output_blocks WHERE indexed = 0 ORDER BY id LIMIT ?1",
+        "UPDATE output_blocks SET indexed = 1 WHERE indexed = 0 AND id <= ?1",
+        Kind::Output,
+        max_blocks,
+    )? + index_pending_rows(
+        conn,
+        "SELECT id, event || ' ' || message FROM logs WHERE indexed = 0 ORDER BY id LIMIT ?1",
+        "UPDATE logs SET indexed = 1 WHERE indexed = 0 AND id <= ?1",
+        Kind::Log,
+        rows,
+    )? + index_pending_rows(
+        conn,
+        "SELECT id, name FROM spans WHERE indexed = 0 ORDER BY id LIMIT ?1",
+        "UPDATE spans SET indexed = 1 WHERE indexed = 0 AND id <= ?1",
+        Kind::Node,
+        rows,
+    )?)
+}
+
+/// Indexes up to `max` rows that `select` (id, text) finds not indexed yet, then marks them.
+fn index_pending_rows(conn: &Connection, select: &str, mark: &str, kind: Kind, max: usize) -> QueryResult<usize> {
+    let tx = write_transaction(conn)?;
+    let pending: Vec<(i64, String)> = tx
+        .prepare_cached(select)?
+        .query_map([max as i64], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    for (id, text) in &pending {
+        index(&tx, kind, *id, text)?;
+    }
+    if let Some((last, _)) = pending.last() {
+        tx.prepare_cached(mark)?.execute([last])?;
+    }
+    tx.commit()?;
+    Ok(pending.len())
+}
+
 /// One place a search matched.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -108,27 +151,28 @@ fn fts_query(query: &str) -> Option<String> {
 /// Hits newest first: the FTS table is walked in descending rowid order (no ranking of every
 /// match, so a common word costs no more than a rare one), each hit looked up in its own table
 /// and kept when it belongs to the workspace, until `limit` are found.
-pub(super) fn search(store: &Store, workspace: &Workspace, query: &str, limit: usize) -> Result<Vec<SearchHit>, Error> {
+pub(super) fn search(
+    conn: &Connection,
+    workspace: &Workspace,
+    query: &str,
+    limit: usize,
+) -> QueryResult<Vec<SearchHit>> {
     let Some(fts) = fts_query(query) else {
         return Ok(Vec::new());
     };
-    let conn = store.conn();
-    let sql_error = |e| store.sql_error(e);
     let Some(workspace_key) = conn
         .query_row(
             "SELECT id FROM workspaces WHERE root = ?1",
             [workspace.root().to_string_lossy()],
             |r| r.get::<_, i64>(0),
         )
-        .optional()
-        .map_err(sql_error)?
+        .optional()?
     else {
         return Ok(Vec::new());
     };
-    let mut matches = conn
-        .prepare_cached("SELECT rowid FROM search_text WHERE search_text MATCH ?1 ORDER BY rowid DESC")
-        .map_err(sql_error)?;
-    let mut rows = matches.query([fts]).map_err(sql_error)?;
+    let mut matches =
+        conn.prepare_cached("SELECT rowid FROM search_text WHERE search_text MATCH ?1 ORDER BY rowid DESC")?;
+    let mut rows = matches.query([fts])?;
     let mut lookups = [
         // One per kind, in the order of the kind codes. An output hit is a block of lines.
         "SELECT 'output', s.session_id, r.id, b.spans, b.first_seq, b.text FROM output_blocks b
@@ -144,15 +188,14 @@ pub(super) fn search(store: &Store, workspace: &Workspace, query: &str, limit: u
     ]
     .iter()
     .map(|sql| conn.prepare_cached(sql))
-    .collect::<Result<Vec<_>, _>>()
-    .map_err(sql_error)?;
+    .collect::<Result<Vec<_>, _>>()?;
     let terms: Vec<String> = query.split_whitespace().map(fold).collect();
     let mut hits = Vec::new();
     while hits.len() < limit {
-        let Some(row) = rows.next().map_err(sql_error)? else {
+        let Some(row) = rows.next()? else {
             break;
         };
-        let rowid: i64 = row.get(0).map_err(sql_error)?;
+        let rowid: i64 = row.get(0)?;
         let hit = lookups[(rowid % 4) as usize]
             .query_row(params![rowid / 4, workspace_key], |r| {
                 Ok(SearchHit {
@@ -165,8 +208,7 @@ pub(super) fn search(store: &Store, workspace: &Workspace, query: &str, limit: u
                     text: r.get(5)?,
                 })
             })
-            .optional()
-            .map_err(sql_error)?;
+            .optional()?;
         let Some(hit) = hit else { continue };
         if hit.kind != SearchHitKind::Output {
             hits.push(hit);

@@ -2,7 +2,7 @@
 //! status, its node executions in order with their statuses), from what the studio has of it.
 //! `zstudio sessions`, `show` and `watch`, and the window's table, header and Nodes tab all read
 //! it: the listing through [`with_recorded_runs`] (`Store::list_sessions`), one session through
-//! [`Store::as_recorded`] and [`Store::read_session`].
+//! [`as_recorded`] and [`read_session`] (`Store::as_recorded`, `Store::read_session`).
 //!
 //! The order of precedence, highest first (docs/cli.md, "Where each fact comes from"):
 //! 1. the live run's events (the runner, for a run it follows now: `run`, Live runs; its spans are
@@ -28,7 +28,11 @@ use std::collections::{HashMap, HashSet};
 
 use std::time::SystemTime;
 
-use super::{RunRecord, Span, SpanKind, Store, UsageByNode};
+use super::connection::Store;
+use super::output_usage::{self, UsageByNode};
+use super::runs::{self, RunRecord};
+use super::spans::{self, Span, SpanKind};
+use super::{records, sessions};
 use crate::sessions::cost::{NodeUsage, UsageTotal};
 use crate::sessions::session::{
     self, one_line, NodeSummary, Session, SessionNode, SessionSummary, Timestamp, Workspace,
@@ -37,118 +41,125 @@ use crate::status::Status;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
-impl Store {
-    /// One session's summary as every surface shows it: its folder's, with its last recorded run
-    /// laid over it as the listing lays them (`with_recorded_runs`): `show`, `watch` and the
-    /// listing agree.
-    pub fn as_recorded(&self, workspace: &Workspace, summary: &mut SessionSummary) -> Result<(), Error> {
-        let runs = self.runs(workspace, Some(&summary.id))?;
-        let last_runs: Vec<LastRun<'_>> = runs.iter().take(1).map(LastRun::from).collect();
-        let (title, agent) = self.session_names(workspace, &summary.id)?;
-        with_recorded_runs(std::iter::once(&mut *summary), &last_runs, |run_id| {
-            self.spans(run_id).unwrap_or_default()
-        });
-        let printed = self.sessions_output_usage(workspace, Some(&summary.id))?;
-        with_printed_usage(summary, printed.get(summary.id.as_str()));
-        name_session(summary, title, agent);
-        Ok(())
-    }
+/// One session's summary as every surface shows it: its folder's, with its last recorded run
+/// laid over it as the listing lays them (`with_recorded_runs`): `show`, `watch` and the listing
+/// agree.
+pub(super) fn as_recorded(store: &Store, workspace: &Workspace, summary: &mut SessionSummary) -> Result<(), Error> {
+    let runs = store.with_conn(|conn| runs::of_workspace(conn, workspace, Some(&summary.id)))?;
+    let last_runs: Vec<LastRun<'_>> = runs.iter().take(1).map(LastRun::from).collect();
+    let (title, agent) = store.with_conn(|conn| sessions::names(conn, workspace, &summary.id))?;
+    with_recorded_runs(std::iter::once(&mut *summary), &last_runs, |run_id| {
+        store.with_conn(|conn| spans::of_run(conn, run_id)).unwrap_or_default()
+    });
+    let printed = store.with_conn(|conn| output_usage::of_sessions(conn, workspace, Some(&summary.id)))?;
+    with_printed_usage(summary, printed.get(summary.id.as_str()));
+    name_session(summary, title, agent);
+    Ok(())
+}
 
-    /// One session in full: its folder, with what the store knows laid over it as the listing
-    /// lays it: the same status and the same nodes, in the same order, as `sessions` and the
-    /// window's table give. A node the folder does not have (it wrote no folder) comes without
-    /// artifacts.
-    pub fn read_session(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<Session, Error> {
-        let mut session = workspace.read_session(id, now)?;
-        let mut summary = session.summary();
-        self.as_recorded(workspace, &mut summary)?;
-        session.status = summary.status;
-        session.agent = summary.agent.clone();
-        session.title = summary.title.clone();
-        session.usage = summary.usage;
-        session.imported = self.imported(workspace, id)?;
-        let mut by_name: HashMap<String, SessionNode> =
-            session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
-        session.nodes = summary
-            .nodes
-            .into_iter()
-            .map(|listed| {
-                let mut node = by_name
-                    .remove(&listed.name)
-                    .unwrap_or_else(|| SessionNode::without_folder(&listed.name));
-                node.status = listed.status;
-                node.usage = listed.usage;
-                node
-            })
-            .collect();
-        Ok(session)
-    }
+/// One session in full: its folder, with what the store knows laid over it as the listing
+/// lays it: the same status and the same nodes, in the same order, as `sessions` and the
+/// window's table give. A node the folder does not have (it wrote no folder) comes without
+/// artifacts.
+pub(super) fn read_session(
+    store: &Store,
+    workspace: &Workspace,
+    id: &SessionId,
+    now: SystemTime,
+) -> Result<Session, Error> {
+    let mut session = workspace.read_session(id, now)?;
+    let mut summary = session.summary();
+    as_recorded(store, workspace, &mut summary)?;
+    session.status = summary.status;
+    session.agent = summary.agent.clone();
+    session.title = summary.title.clone();
+    session.usage = summary.usage;
+    session.imported = store.with_conn(|conn| records::imported(conn, workspace, id))?;
+    let mut by_name: HashMap<String, SessionNode> =
+        session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
+    session.nodes = summary
+        .nodes
+        .into_iter()
+        .map(|listed| {
+            let mut node = by_name
+                .remove(&listed.name)
+                .unwrap_or_else(|| SessionNode::without_folder(&listed.name));
+            node.status = listed.status;
+            node.usage = listed.usage;
+            node
+        })
+        .collect();
+    Ok(session)
 }
 
 /// The nodes a run ran, once each in the order they began, each with its usage if it has one.
 pub type RunNodesUsage = Vec<(String, Option<NodeUsage>)>;
 
-impl Store {
-    /// Fills each run's `usage`: the total over the nodes it ran ([`Store::runs_nodes_usage`]).
-    pub fn with_runs_usage(&self, workspace: &Workspace, runs: &mut [RunRecord], now: SystemTime) -> Result<(), Error> {
-        let nodes = self.runs_nodes_usage(workspace, runs, now)?;
-        for (run, nodes) in runs.iter_mut().zip(nodes) {
-            run.usage = UsageTotal::of(nodes.iter().map(|(_, usage)| usage.as_ref()));
-        }
-        Ok(())
+/// Fills each run's `usage`: the total over the nodes it ran ([`runs_nodes_usage`]).
+pub(super) fn with_runs_usage(
+    store: &Store,
+    workspace: &Workspace,
+    runs: &mut [RunRecord],
+    now: SystemTime,
+) -> Result<(), Error> {
+    let nodes = runs_nodes_usage(store, workspace, runs, now)?;
+    for (run, nodes) in runs.iter_mut().zip(nodes) {
+        run.usage = UsageTotal::of(nodes.iter().map(|(_, usage)| usage.as_ref()));
     }
+    Ok(())
+}
 
-    /// For each run (in the order given), the nodes it ran (its node spans' names, once each, in
-    /// the order they began), each with its usage: what its session's folder says (the raw
-    /// streams hold what the node's last execution printed), unless a later run of the session
-    /// ran the node again (it was overwritten since), else what the run's own output printed
-    /// (`node_usage`). `zstudio runs`, `diff` and the window's compare view read this.
-    pub fn runs_nodes_usage(
-        &self,
-        workspace: &Workspace,
-        runs: &[RunRecord],
-        now: SystemTime,
-    ) -> Result<Vec<RunNodesUsage>, Error> {
-        let mut folders: HashMap<String, HashMap<String, NodeUsage>> = HashMap::new();
-        let mut ran_later: HashMap<String, HashSet<String>> = HashMap::new();
-        // Newest first, per session, whatever order the runs came in.
-        let mut order: Vec<usize> = (0..runs.len()).collect();
-        order.sort_by(|&a, &b| runs[b].started_at.cmp(&runs[a].started_at));
-        let mut by_run: Vec<RunNodesUsage> = vec![Vec::new(); runs.len()];
-        for index in order {
-            let run = &runs[index];
-            let usage_of = folders.entry(run.session_id.clone()).or_insert_with(|| {
-                SessionId::parse(&run.session_id)
-                    .ok()
-                    .and_then(|id| session::read_summary(&workspace.session_path(&id), &id, now))
-                    .map(|summary| {
-                        summary
-                            .nodes
-                            .into_iter()
-                            .filter_map(|node| Some((node.name, node.usage?)))
-                            .collect()
-                    })
-                    .unwrap_or_default()
-            });
-            let mut names: Vec<String> = Vec::new();
-            for span in self.spans(&run.id)?.into_iter().filter(|s| s.kind == SpanKind::Node) {
-                if !names.contains(&span.name) {
-                    names.push(span.name);
-                }
-            }
-            let later = ran_later.entry(run.session_id.clone()).or_default();
-            let mut printed = self.output_usage(&run.id)?;
-            by_run[index] = names
-                .iter()
-                .map(|name| {
-                    let folder = (!later.contains(name)).then(|| usage_of.get(name).cloned()).flatten();
-                    (name.clone(), folder.or_else(|| printed.remove(name)))
+/// For each run (in the order given), the nodes it ran (its node spans' names, once each, in
+/// the order they began), each with its usage: what its session's folder says (the raw
+/// streams hold what the node's last execution printed), unless a later run of the session
+/// ran the node again (it was overwritten since), else what the run's own output printed
+/// (`node_usage`). `zstudio runs`, `diff` and the window's compare view read this.
+pub(super) fn runs_nodes_usage(
+    store: &Store,
+    workspace: &Workspace,
+    runs: &[RunRecord],
+    now: SystemTime,
+) -> Result<Vec<RunNodesUsage>, Error> {
+    let mut folders: HashMap<String, HashMap<String, NodeUsage>> = HashMap::new();
+    let mut ran_later: HashMap<String, HashSet<String>> = HashMap::new();
+    // Newest first, per session, whatever order the runs came in.
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by(|&a, &b| runs[b].started_at.cmp(&runs[a].started_at));
+    let mut by_run: Vec<RunNodesUsage> = vec![Vec::new(); runs.len()];
+    for index in order {
+        let run = &runs[index];
+        let usage_of = folders.entry(run.session_id.clone()).or_insert_with(|| {
+            SessionId::parse(&run.session_id)
+                .ok()
+                .and_then(|id| session::read_summary(&workspace.session_path(&id), &id, now))
+                .map(|summary| {
+                    summary
+                        .nodes
+                        .into_iter()
+                        .filter_map(|node| Some((node.name, node.usage?)))
+                        .collect()
                 })
-                .collect();
-            later.extend(names);
+                .unwrap_or_default()
+        });
+        let mut names: Vec<String> = Vec::new();
+        let spans = store.with_conn(|conn| spans::of_run(conn, &run.id))?;
+        for span in spans.into_iter().filter(|s| s.kind == SpanKind::Node) {
+            if !names.contains(&span.name) {
+                names.push(span.name);
+            }
         }
-        Ok(by_run)
+        let later = ran_later.entry(run.session_id.clone()).or_default();
+        let mut printed = store.with_conn(|conn| output_usage::of_run(conn, &run.id))?;
+        by_run[index] = names
+            .iter()
+            .map(|name| {
+                let folder = (!later.contains(name)).then(|| usage_of.get(name).cloned()).flatten();
+                (name.clone(), folder.or_else(|| printed.remove(name)))
+            })
+            .collect();
+        later.extend(names);
     }
+    Ok(by_run)
 }
 
 /// Names a session (see the module doc): the store's `title` and `agent` (a session the studio
