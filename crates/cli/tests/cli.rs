@@ -920,6 +920,63 @@ fn wait_until_finished(root: &str, session: &str) -> Value {
     }
 }
 
+/// Issue 26, point 5: `--db repo/studio.db`, relative, given from the folder above a repository
+/// that ships a link where the keeper's folder used to go (beside the store). The store path is
+/// made absolute once (the keeper runs in the agent's folder, not the caller's), and the keeper's
+/// folder is in the data folder: runs attached and detached succeed with their output, and
+/// nothing is written through the link.
+#[test]
+fn a_relative_store_is_resolved_once_and_the_keeper_never_writes_through_the_workspace() {
+    let base = TempDir::new().unwrap();
+    let outside = TempDir::new().unwrap();
+    std::fs::create_dir(base.path().join("repo")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), base.path().join("repo/runs")).unwrap();
+    let agent = agent_binary();
+    let from_above = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_zstudio"));
+        command
+            .current_dir(base.path())
+            .args(["--db", "repo/studio.db"])
+            .args(args)
+            .env_remove("ZIBBY_STUDIO_DB")
+            .env("XDG_DATA_HOME", data_home())
+            .stdin(Stdio::null());
+        command.output().unwrap()
+    };
+    for detach in [false, true] {
+        let mut args = vec!["run", "--json", "-w", "repo"];
+        if detach {
+            args.push("--detach");
+        }
+        args.extend(["--", &agent, "--nodes", "plan:50,write:50"]);
+        let output = from_above(&args);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let session = json_lines(&output)[0]["session_id"].as_str().unwrap().to_owned();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let run = loop {
+            let runs = json_of(&from_above(&["runs", "--json", "--session", &session, "-w", "repo"]));
+            if runs[0]["status"] != "running" || std::time::Instant::now() > deadline {
+                break runs[0].clone();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        };
+        assert_eq!(run["status"], "success", "detached: {detach}: {run}");
+        let tail = from_above(&["tail", &session, "-w", "repo"]);
+        assert!(
+            String::from_utf8_lossy(&tail.stdout).contains("write"),
+            "detached: {detach}: its output was kept"
+        );
+        let logs = String::from_utf8_lossy(&from_above(&["logs", &session, "-w", "repo"]).stdout).into_owned();
+        assert!(!logs.contains("SIGKILL"), "detached: {detach}: {logs}");
+    }
+    assert!(base.path().join("repo/studio.db").is_file());
+    assert_eq!(
+        std::fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "nothing was written through the link"
+    );
+}
+
 #[test]
 fn a_detached_run_goes_on_without_the_studio_and_its_outcome_is_recorded_later() {
     let workspace = TempDir::new().unwrap();

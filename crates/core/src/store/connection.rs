@@ -36,29 +36,39 @@ impl StoreLocation {
     }
 
     /// `--memory`, else `--db PATH`, else `$ZIBBY_STUDIO_DB`, else the platform data folder
-    /// (`$XDG_DATA_HOME/zibby-studio/studio.sqlite`, or `~/.local/share/...`).
+    /// (`$XDG_DATA_HOME/zibby-studio/studio.sqlite`, or `~/.local/share/...`). A path given is
+    /// made absolute now, once, its folder's links resolved: the run keeper (which runs in the
+    /// agent's folder) and a later `cd` read the same store, and no link planted afterwards
+    /// redirects it.
     pub fn resolve(db: Option<PathBuf>, memory: bool) -> Result<StoreLocation, Error> {
         if memory {
             return Ok(StoreLocation::memory());
         }
         if let Some(path) = db.or_else(|| std::env::var_os("ZIBBY_STUDIO_DB").map(PathBuf::from)) {
-            return Ok(StoreLocation::File(path));
+            return Ok(StoreLocation::File(absolute_store_path(&path)?));
         }
-        let data_home = std::env::var_os("XDG_DATA_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
-            .ok_or(Error::NoDataFolder)?;
-        Ok(StoreLocation::File(
-            data_home.join("zibby-studio").join("studio.sqlite"),
-        ))
+        Ok(StoreLocation::File(default_store_path().ok_or(Error::NoDataFolder)?))
     }
 
-    /// Where the run keeper's folders go: beside the store file, or in the temporary folder for
-    /// an in-memory store.
+    /// Where the run keeper's folders go. Beside the default store; for a store elsewhere (which
+    /// could be inside a workspace, where the workspace could plant a link), in the studio's data
+    /// folder, one folder per store; in the temporary folder for an in-memory store. Never inside
+    /// a workspace.
     pub fn runs_dir(&self) -> PathBuf {
         match self {
-            StoreLocation::File(path) => path.parent().unwrap_or(Path::new(".")).join("runs"),
+            StoreLocation::File(path) if Some(path) == default_store_path().as_ref() => {
+                path.parent().unwrap_or(Path::new("/")).join("runs")
+            }
+            StoreLocation::File(path) => {
+                use sha2::Digest;
+                let digest = sha2::Sha256::digest(path.as_os_str().as_encoded_bytes());
+                let name: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+                data_home()
+                    .unwrap_or_else(std::env::temp_dir)
+                    .join("zibby-studio")
+                    .join("runs-of-stores")
+                    .join(name)
+            }
             StoreLocation::Memory { name } => std::env::temp_dir().join(name).join("runs"),
         }
     }
@@ -69,6 +79,29 @@ impl StoreLocation {
             StoreLocation::Memory { .. } => "in memory".to_owned(),
         }
     }
+}
+
+/// `$XDG_DATA_HOME` when absolute, else `~/.local/share`.
+fn data_home() -> Option<PathBuf> {
+    std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))
+}
+
+/// The store when none is given: `<data home>/zibby-studio/studio.sqlite`.
+fn default_store_path() -> Option<PathBuf> {
+    Some(data_home()?.join("zibby-studio").join("studio.sqlite"))
+}
+
+/// `path` absolute, its folder's links resolved when the folder exists (else the store makes it).
+fn absolute_store_path(path: &Path) -> Result<PathBuf, Error> {
+    let absolute = std::path::absolute(path).map_err(|e| Error::io(path, e))?;
+    let resolved = match (absolute.parent(), absolute.file_name()) {
+        (Some(folder), Some(name)) => folder.canonicalize().map(|folder| folder.join(name)).ok(),
+        _ => None,
+    };
+    Ok(resolved.unwrap_or(absolute))
 }
 
 /// What a table's function fails with: SQLite's error (`?` converts it), or the studio's own (a

@@ -111,7 +111,9 @@ pub fn bench(store_file: &str, kept: bool) -> Bench {
             store,
             Keeper {
                 program: keeper_binary(),
-                runs_dir: location.runs_dir(),
+                // Beside the bench's store, in its own folder (a store that is not the default
+                // one has its keeper's folders in the data folder, which would outlive the test).
+                runs_dir: db.parent().unwrap().join("runs"),
             },
         )
     } else {
