@@ -430,17 +430,6 @@ fn base_name(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
 }
 
-/// `--node` or `-n`: an option's name, as `--node={node}` writes it.
-fn is_option_name(text: &str) -> bool {
-    let name = text.trim_start_matches('-');
-    text.starts_with('-')
-        && text.len() - name.len() <= 2
-        && !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-}
-
 /// Why `name` cannot be a node's name that fills `{node}` (it comes from session data: a folder's
 /// name, a bundle's `events.json`), or `None`: the rules of a folder name of the session layout,
 /// and no leading `-` (it would read as an option).
