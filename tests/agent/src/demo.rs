@@ -196,6 +196,10 @@ pub fn main(args: &[String]) -> Result<u8, String> {
     let sessions = workspace.join(".zibby/output/sessions");
     let has_sessions = std::fs::read_dir(&sessions).is_ok_and(|mut entries| entries.next().is_some());
     if has_sessions {
+        println!(
+            "{}: has sessions already, left as they are (remove the folder for a new demo)",
+            workspace.display()
+        );
         return Ok(0);
     }
     let studio = Zstudio {
