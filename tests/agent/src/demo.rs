@@ -108,7 +108,7 @@ const STOPPED_RUN: (&str, &[&str]) = (
     "Translate the onboarding guide into German",
     &[
         "--nodes",
-        "split:150,translate:900,merge:150",
+        "split:150,translate:1200,merge:150",
         "--usage",
         "split=gemini-cli,translate=claude-code,merge=claude-code",
     ],
@@ -128,7 +128,7 @@ const LINKS: &[&str] = &[
 /// The run outside the studio, as from a terminal: the plain test agent, its session folder its
 /// own; the studio knows only what the folder says (its prompt, in `result.json`; its nodes and
 /// what they used), not its agent nor its messages, and the prompt says so.
-const OUTSIDE_PROMPT: &str = "Run from a terminal, not the studio: its agent and messages are unknown";
+const OUTSIDE_PROMPT: &str = "Run in a terminal: its agent and messages unknown";
 const OUTSIDE: &[&str] = &[
     "--nodes",
     "fetch:80,answer:120",

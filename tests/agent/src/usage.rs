@@ -6,7 +6,7 @@
 //! The figures are made up but steady: the same node and prompt always report the same tokens,
 //! and another prompt other ones (so two runs compared differ in cost where their prompts do).
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// A coding agent's machine-readable output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,37 +75,92 @@ pub fn stream(format: Format, node: &str, prompt: &str, millis: u64) -> Vec<Stri
         Format::ClaudeCode => {
             let (fresh, cache_write) = (input - cached, 512 + (seed >> 36) % 1_024);
             let [p_in, p_out, p_read, p_write] = CLAUDE_PRICES;
-            let cost = fresh as f64 * p_in + output as f64 * p_out + cached as f64 * p_read + cache_write as f64 * p_write;
+            let cost =
+                fresh as f64 * p_in + output as f64 * p_out + cached as f64 * p_read + cache_write as f64 * p_write;
             let cost = (cost * 1e6).round() / 1e6;
             vec![
-                json!({"type": "system", "subtype": "init", "session_id": id, "model": CLAUDE_MODEL, "tools": ["Read", "Write", "Bash"]}).to_string(),
-                json!({"type": "assistant", "session_id": id, "message": {"model": CLAUDE_MODEL, "role": "assistant", "content": [{"type": "text", "text": answer}]}}).to_string(),
-                json!({
-                    "type": "result", "subtype": "success", "is_error": false,
-                    "duration_ms": millis, "duration_api_ms": millis * 9 / 10, "num_turns": 1 + seed % 3,
-                    "result": answer, "session_id": id, "total_cost_usd": cost,
-                    "usage": {"input_tokens": fresh, "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cached, "output_tokens": output},
-                    "modelUsage": {CLAUDE_MODEL: {"inputTokens": fresh, "outputTokens": output, "cacheReadInputTokens": cached, "cacheCreationInputTokens": cache_write, "costUSD": cost}},
-                })
-                .to_string(),
+                ordered(&[
+                    ("type", json!("system")),
+                    ("subtype", json!("init")),
+                    ("session_id", json!(id)),
+                    ("model", json!(CLAUDE_MODEL)),
+                    ("tools", json!(["Read", "Write", "Bash"])),
+                ]),
+                ordered(&[
+                    ("type", json!("assistant")),
+                    (
+                        "message",
+                        json!({"model": CLAUDE_MODEL, "role": "assistant", "content": [{"type": "text", "text": answer}]}),
+                    ),
+                    ("session_id", json!(id)),
+                ]),
+                ordered(&[
+                    ("type", json!("result")),
+                    ("subtype", json!("success")),
+                    ("is_error", json!(false)),
+                    ("duration_ms", json!(millis)),
+                    ("duration_api_ms", json!(millis * 9 / 10)),
+                    ("num_turns", json!(1 + seed % 3)),
+                    ("result", json!(answer)),
+                    ("session_id", json!(id)),
+                    ("total_cost_usd", json!(cost)),
+                    (
+                        "usage",
+                        json!({"input_tokens": fresh, "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cached, "output_tokens": output}),
+                    ),
+                    (
+                        "modelUsage",
+                        json!({CLAUDE_MODEL: {"inputTokens": fresh, "outputTokens": output, "cacheReadInputTokens": cached, "cacheCreationInputTokens": cache_write, "costUSD": cost}}),
+                    ),
+                ]),
             ]
         }
         Format::Codex => vec![
-            json!({"type": "thread.started", "thread_id": id}).to_string(),
-            json!({"type": "turn.started"}).to_string(),
-            json!({"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": answer}}).to_string(),
-            json!({"type": "turn.completed", "usage": {"input_tokens": input, "cached_input_tokens": cached, "output_tokens": output}}).to_string(),
+            ordered(&[("type", json!("thread.started")), ("thread_id", json!(id))]),
+            ordered(&[("type", json!("turn.started"))]),
+            ordered(&[
+                ("type", json!("item.completed")),
+                ("item", json!({"id": "item_0", "type": "agent_message", "text": answer})),
+            ]),
+            ordered(&[
+                ("type", json!("turn.completed")),
+                (
+                    "usage",
+                    json!({"input_tokens": input, "cached_input_tokens": cached, "output_tokens": output}),
+                ),
+            ]),
         ],
         Format::GeminiCli => vec![
-            json!({"type": "init", "session_id": id, "model": GEMINI_MODEL}).to_string(),
-            json!({"type": "message", "role": "assistant", "content": answer, "delta": true}).to_string(),
-            json!({
-                "type": "result", "status": "success",
-                "stats": {"total_tokens": input + output, "input_tokens": input, "output_tokens": output, "cached": cached, "duration_ms": millis, "tool_calls": seed % 4},
-            })
-            .to_string(),
+            ordered(&[
+                ("type", json!("init")),
+                ("session_id", json!(id)),
+                ("model", json!(GEMINI_MODEL)),
+            ]),
+            ordered(&[
+                ("type", json!("message")),
+                ("role", json!("assistant")),
+                ("content", json!(answer)),
+                ("delta", json!(true)),
+            ]),
+            ordered(&[
+                ("type", json!("result")),
+                ("status", json!("success")),
+                (
+                    "stats",
+                    json!({"total_tokens": input + output, "input_tokens": input, "output_tokens": output, "cached": cached, "duration_ms": millis, "tool_calls": seed % 4}),
+                ),
+            ]),
         ],
     }
+}
+
+/// A JSON object with its keys in the order given, as the agents print theirs (`type` first).
+fn ordered(fields: &[(&str, Value)]) -> String {
+    let fields: Vec<String> = fields
+        .iter()
+        .map(|(key, value)| format!("{}:{value}", Value::from(*key)))
+        .collect();
+    format!("{{{}}}", fields.join(","))
 }
 
 #[cfg(test)]
@@ -130,5 +185,15 @@ mod tests {
         let a = stream(Format::Codex, "plan", "one prompt", 100);
         assert_eq!(a, stream(Format::Codex, "plan", "one prompt", 100));
         assert_ne!(a, stream(Format::Codex, "plan", "another prompt", 100));
+    }
+
+    #[test]
+    fn each_event_is_one_json_object_its_type_first() {
+        for format in [Format::ClaudeCode, Format::Codex, Format::GeminiCli] {
+            for line in stream(format, "plan", "a \"quoted\" prompt", 100) {
+                let event: Value = serde_json::from_str(&line).unwrap();
+                assert!(event.is_object() && line.starts_with(r#"{"type":"#), "{line}");
+            }
+        }
     }
 }

@@ -138,7 +138,7 @@ fn the_demo_is_made_by_the_studio_with_something_in_every_column() {
     }
     // The run outside the studio: named by its folder's prompt, no agent and no messages known;
     // its nodes' usage is read from its folder all the same.
-    let outside = titled(sessions, "Run from a terminal");
+    let outside = titled(sessions, "Run in a terminal");
     assert!(outside["agent"].is_null() && outside["messages"] == 0, "{outside:#}");
     assert!(outside["usage"]["cost_usd"].as_f64().unwrap() > 0.0, "{outside:#}");
 
