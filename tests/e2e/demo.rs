@@ -1,7 +1,8 @@
 //! The demo a new user opens first (issue 30), in the real window: a workspace filled by
 //! `zibby-test-agent fill-demo` as `scripts/open-studio.sh` fills it (the studio's `zstudio` runs
 //! the agent `demo` into the store the app then opens), where every column and view has something
-//! real in it.
+//! real in it: agents, messages and costs in the table, a pin, search, a compare view with a
+//! changed node, and a run started from the window with a cost badge.
 
 use fantoccini::Client;
 use serde_json::Value;
@@ -55,7 +56,7 @@ fn is_a_cost(text: &str) -> bool {
 }
 
 #[tokio::test]
-async fn the_demo_shows_agents_messages_costs_a_pin_and_a_changed_node() {
+async fn the_demo_shows_agents_messages_costs_a_pin_search_and_a_changed_node() {
     let workspace = Workspace::empty();
     // Made as a user's is: fill-demo with the zstudio built beside it, into the app's store.
     harness::succeeded(
@@ -106,6 +107,22 @@ async fn the_demo_shows_agents_messages_costs_a_pin_and_a_changed_node() {
         assert!(total.starts_with("≥ $") && total.ends_with(" in all"), "{total}");
         screenshot(&client, "demo-sessions.png").await;
 
+        // Search finds words in the long output of the link check.
+        let links = rows
+            .iter()
+            .find(|row| row.title == "Check the docs for broken links")
+            .unwrap_or_else(|| panic!("the link check: {rows:#?}"));
+        let search = wait_for(&client, "#search").await;
+        search.send_keys("proxy settings").await.expect("type a search");
+        eventually("the broken links found in its output", || async {
+            let hits = crate::attributes(&client, ".search-hit", "data-session-id").await;
+            (hits.len() >= 4 && hits.iter().all(|id| *id == links.id))
+                .then_some(())
+                .ok_or(format!("{hits:?}"))
+        })
+        .await;
+        search.send_keys("\u{E00C}").await.expect("press Escape");
+
         // Its last run against the one before: the plan node printed the new prompt.
         click(&client, &format!("tr[data-session-id='{}'] .session-id", kyoto.id)).await;
         wait_for(&client, &format!("#session-view[data-session-id='{}']", kyoto.id)).await;
@@ -136,6 +153,18 @@ async fn the_demo_shows_agents_messages_costs_a_pin_and_a_changed_node() {
             "both runs' totals: {costs:?}"
         );
         screenshot(&client, "demo-compare.png").await;
+        click(&client, "#compare-close").await;
+
+        // A run started from the window: the demo agent reports usage, so its first node gets a
+        // cost badge on the Timeline; no trust asked (fill-demo ran it trusted in this store).
+        harness::start_run(&client, "Plan a picnic").await;
+        wait_for(&client, ".live-run .node[data-node='plan'][data-status='success']").await;
+        click(&client, "[data-tab='timeline']").await;
+        let badge = wait_for(&client, "[data-panel='timeline'] [data-testid='usage-badge']").await;
+        let badge = badge.text().await.expect("the badge's text");
+        assert!(badge.starts_with('$') && badge.contains("tok"), "{badge}");
+        click(&client, "#session-stop").await;
+        wait_for(&client, ".live-run[data-status='cancelled']").await;
     })
     .await;
 }
