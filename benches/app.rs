@@ -752,21 +752,49 @@ async fn paint() {
 
 // ---- the README's screenshots ----
 
-/// The demo workspace (`zibby-test-agent fill-demo`) at three window sizes, light and dark: the
-/// table, a demo run live, and a finished session's Timeline.
+/// A demo workspace made as `scripts/open-studio.sh` makes it: `zibby-test-agent fill-demo`, the
+/// studio's `zstudio` running the agent `demo` into the store the app opens (which trusts it).
+fn demo_workspace() -> Workspace {
+    let workspace = Workspace::empty();
+    harness::succeeded(
+        std::process::Command::new(harness::test_agent())
+            .arg("fill-demo")
+            .arg(workspace.path())
+            .arg("--db")
+            .arg(workspace.db())
+            .arg("--zstudio")
+            .arg(harness::zstudio())
+            .output(),
+        "fill-demo",
+    );
+    workspace
+}
+
+/// Shoots the window to `docs/screenshots/<name>`.
+async fn shoot(client: &Client, name: &str) {
+    let png = harness::screenshot(client, "readme.png").await;
+    let to = harness::repo_root().join("docs/screenshots").join(name);
+    fs::copy(&png, &to).unwrap();
+    println!("{}", to.display());
+}
+
+/// Starts a demo run from the Run bar and waits until its first node ended (its cost badge on the
+/// Timeline) and the next one runs.
+async fn demo_run_under_way(client: &Client) {
+    harness::start_run(client, "Compare three note-taking apps").await;
+    wait_for(client, ".live-run .node[data-node='research'][data-status='running']").await;
+    harness::click(client, "[data-tab='timeline']").await;
+    wait_for(client, "[data-panel='timeline'] [data-testid='usage-badge']").await;
+}
+
+/// The demo workspace (`zibby-test-agent fill-demo`) at three window sizes, light and dark, a
+/// demo run live on its Timeline; and at 1200x800, light: the sessions table with every column,
+/// search, the continued session's two runs compared, and a demo run being stopped.
 async fn screenshots() {
-    let dir = harness::repo_root().join("docs/screenshots");
-    fs::create_dir_all(&dir).unwrap();
+    fs::create_dir_all(harness::repo_root().join("docs/screenshots")).unwrap();
     for (theme, gtk_theme) in [("light", "Adwaita"), ("dark", "Adwaita:dark")] {
         for (width, height) in [(1024u32, 700u32), (1440, 900), (1920, 1080)] {
-            let workspace = Workspace::empty();
-            let filled = std::process::Command::new(harness::test_agent())
-                .arg("fill-demo")
-                .arg(workspace.path())
-                .status()
-                .unwrap();
-            assert!(filled.success(), "fill-demo");
-            workspace.trust_agents_file();
+            let workspace = demo_workspace();
             let app = App::launch_with_env(
                 workspace.path(),
                 &workspace.db(),
@@ -776,16 +804,48 @@ async fn screenshots() {
             .await;
             let client = &app.client;
             client.set_window_rect(0, 0, width, height).await.unwrap();
-            wait_for(client, "tr[data-session-id]").await;
-            harness::click(client, "tr[data-session-id] .session-id").await;
-            wait_for(client, ".timeline-node").await;
-            harness::start_run(client, "Compare three note-taking apps").await;
-            wait_for(client, ".live-run .node[data-node='research'][data-status='running']").await;
-            let png = harness::screenshot(client, "readme.png").await;
-            let to = dir.join(format!("window-{width}x{height}-{theme}.png"));
-            fs::copy(&png, &to).unwrap();
-            println!("{}", to.display());
+            wait_for(client, "tr[data-session-id].pinned").await;
+            demo_run_under_way(client).await;
+            shoot(client, &format!("window-{width}x{height}-{theme}.png")).await;
             app.close().await;
         }
     }
+
+    let workspace = demo_workspace();
+    let app = App::launch(workspace.path(), &workspace.db(), workspace.data_home()).await;
+    let client = &app.client;
+    client.set_window_rect(0, 0, 1200, 800).await.unwrap();
+    let pinned = wait_for(client, "tr[data-session-id].pinned").await;
+    let kyoto = pinned.attr("data-session-id").await.unwrap().unwrap();
+    eventually("every row's cost", || async {
+        let script = "return [...document.querySelectorAll(\"tr[data-session-id] [data-testid='cost']\")]\
+                      .map((cell) => cell.textContent);";
+        let costs = client.execute(script, Vec::new()).await.map_err(|e| e.to_string())?;
+        let costs: Vec<String> = serde_json::from_value(costs).map_err(|e| e.to_string())?;
+        (costs.len() == 6 && costs.iter().all(|c| c.contains('$')))
+            .then_some(())
+            .ok_or(format!("{costs:?}"))
+    })
+    .await;
+    shoot(client, "sessions.png").await;
+
+    let search = wait_for(client, "#search").await;
+    search.send_keys("proxy settings").await.unwrap();
+    wait_for(client, ".search-hit").await;
+    shoot(client, "search.png").await;
+    // Escape (WebDriver's key) empties the search and closes its results.
+    search.send_keys("\u{e00c}").await.unwrap();
+
+    harness::click(client, &format!("tr[data-session-id='{kyoto}'] .session-id")).await;
+    harness::click(client, "#session-compare-previous").await;
+    wait_for(client, "#compare-count").await;
+    wait_for(client, "#compare-view .diff-line.added").await;
+    shoot(client, "compare.png").await;
+    harness::click(client, "#compare-close").await;
+
+    demo_run_under_way(client).await;
+    harness::click(client, "#session-stop").await;
+    wait_for(client, "#session-force-stop").await;
+    shoot(client, "stopping.png").await;
+    app.close().await;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds Zibby Studio and opens it on WORKSPACE, or on a demo workspace that the test agent fills
-# with a few real sessions the first time, and an agent to run (`demo`: Run, watch, Stop). Installs
-# what it needs first (scripts/setup.sh).
+# Builds Zibby Studio and opens it on WORKSPACE, or on a demo workspace filled the first time with
+# sessions the studio itself ran (`zstudio run` of the test agent's `demo` mode, into the store the
+# app opens: its default, or $ZIBBY_STUDIO_DB), and an agent to run (`demo`: Run, watch, Stop).
+# Installs what it needs first (scripts/setup.sh).
 #
 #   scripts/open-studio.sh [WORKSPACE]
 set -euo pipefail
@@ -14,8 +15,10 @@ workspace=${1:-}
 if [ -z "$workspace" ]; then
   workspace=demo-workspace
   # Idempotent: demo sessions only into an empty workspace, the agent `demo` (.zibby/studio.toml)
-  # only where there is no agents file yet (so an older demo workspace gets it too).
+  # only where there is no agents file yet (so an older demo workspace gets it too). fill-demo
+  # runs the demo through the zstudio built beside it.
   printf '\033[1m==> %s: demo sessions and the agent `demo`\033[0m\n' "$workspace"
+  cargo build --quiet --locked -p zstudio
   cargo run --quiet --locked -p zibby-test-agent -- fill-demo "$workspace"
 fi
 if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ]; then

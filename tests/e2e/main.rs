@@ -14,6 +14,7 @@
 mod accessibility;
 mod bundles;
 mod compare;
+mod demo;
 mod desktop;
 mod drag;
 mod harness;

@@ -9,10 +9,11 @@
 //! ```text
 //! zibby-test-agent [run] [--nodes SPEC] [--fail NODE] [--stop-after NODE] [--ignore-stop]
 //!                  [--linger-ms N] [--lines N] [--prompt TEXT] [--print-env NAME]
-//!                  [--layout engine|documented]
+//!                  [--layout engine|documented] [--usage NODE=FORMAT,...] [--say NODE=TEXT]
+//!                  [--fail-reason TEXT]
 //! zibby-test-agent replay CAPTURE_DIR [--speed F]
 //! zibby-test-agent demo [--prompt TEXT] [RUN OPTIONS]
-//! zibby-test-agent fill-demo WORKSPACE
+//! zibby-test-agent fill-demo WORKSPACE [--db PATH] [--zstudio PATH]
 //! ```
 //!
 //! `--nodes` is a comma-separated list of `name:milliseconds`; a leading `>` per level runs the
@@ -21,6 +22,7 @@
 mod demo;
 mod replay;
 mod run;
+mod usage;
 
 use std::process::ExitCode;
 

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 
+use crate::usage::{self, Format};
 use crate::value_of;
 
 const MARKER_PREFIX: &str = "__WORKFLOW_GRAPH_LOG__";
@@ -47,6 +48,12 @@ struct Options {
     /// Print these variables of the environment (`env NAME=value`, or `env NAME unset`) in the
     /// first node.
     print_env: Vec<String>,
+    /// These nodes print what they used, as these coding agents print it (`--usage`).
+    usage: Vec<(String, Format)>,
+    /// These nodes print this text too (`--say NODE=TEXT`, its lines).
+    say: Vec<(String, String)>,
+    /// Why the `--fail` node fails.
+    fail_reason: String,
 }
 
 fn parse_nodes(spec: &str) -> Result<Vec<Node>, String> {
@@ -93,12 +100,24 @@ fn parse(args: &[String]) -> Result<Options, String> {
         wait_before: Duration::ZERO,
         color: false,
         print_env: Vec::new(),
+        usage: Vec::new(),
+        say: Vec::new(),
+        fail_reason: "boom: simulated failure".to_owned(),
     };
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
             "--nodes" => options.nodes = parse_nodes(value_of(args, &mut i, "--nodes")?)?,
             "--fail" => options.fail = Some(value_of(args, &mut i, "--fail")?.to_owned()),
+            "--fail-reason" => options.fail_reason = value_of(args, &mut i, "--fail-reason")?.to_owned(),
+            "--usage" => options.usage = usage::parse_spec(value_of(args, &mut i, "--usage")?)?,
+            "--say" => {
+                let said = value_of(args, &mut i, "--say")?;
+                let (node, text) = said
+                    .split_once('=')
+                    .ok_or_else(|| format!("--say: `{said}` is not NODE=TEXT"))?;
+                options.say.push((node.to_owned(), text.to_owned()));
+            }
             "--stop-after" => options.stop_after = Some(value_of(args, &mut i, "--stop-after")?.to_owned()),
             "--ignore-stop" => options.ignore_stop = true,
             "--spawn-grandchild" => options.grandchild = true,
@@ -234,7 +253,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
     std::thread::sleep(options.wait_before);
     let mut events = Vec::new();
     let mut executed = Vec::new();
-    let mut open: Vec<(usize, Instant)> = Vec::new();
+    let mut open: Vec<OpenNode> = Vec::new();
 
     for (index, node) in options.nodes.iter().enumerate() {
         // Nodes deeper than this one have ended: close them before it begins.
@@ -299,17 +318,25 @@ pub fn main(args: &[String]) -> Result<u8, String> {
             sleep_until(node_time.mul_f64((line + 1) as f64 / (options.lines + 1) as f64));
             printer.line(1, &work_line(&node.name, line, options.lines, options.color));
         }
+        let raw_stream = said_and_used(&printer, node, &options);
         sleep_until(node_time);
         if options.fail.as_deref() == Some(node.name.as_str()) {
-            return fail(&printer, node, started, &session, &mut events, options.documented);
+            return fail(&printer, node, started, &session, &mut events, &options);
         }
         executed.push(node.name.clone());
         let has_children = options.nodes.get(index + 1).is_some_and(|next| next.depth > node.depth);
+        // A node with an inner graph writes only its raw stream (as before the inner graph ran).
+        let documented = (options.documented && !has_children).then(|| options.prompt.clone());
+        let finished = OpenNode {
+            index,
+            started,
+            raw_stream,
+            documented,
+        };
         if has_children {
-            open.push((index, started));
+            open.push(finished);
         } else {
-            let documented = options.documented.then_some(options.prompt.as_str());
-            finish_node(&printer, node, started, &session, &mut events, documented)?;
+            finish_node(&printer, node, &finished, &session, &mut events)?;
         }
         if options.stop_after.as_deref() == Some(node.name.as_str()) {
             write_file(&session.join(STOP_FILES[0]), "stop")?;
@@ -333,6 +360,32 @@ pub fn main(args: &[String]) -> Result<u8, String> {
         write_events(&session, &events)?;
     }
     Ok(0)
+}
+
+/// A node begun and not ended yet: its inner graph runs.
+struct OpenNode {
+    index: usize,
+    started: Instant,
+    /// What its coding agent printed (`--usage`), its `raw_stream_output.txt`.
+    raw_stream: Option<String>,
+    /// The run's prompt, with the documented layout: the node's folder gets its files.
+    documented: Option<String>,
+}
+
+/// What a node prints after its progress: its `--say` text, then its coding agent's stream
+/// (`--usage`), which it returns to be written as its raw stream.
+fn said_and_used(printer: &Printer, node: &Node, options: &Options) -> Option<String> {
+    for (_, text) in options.say.iter().filter(|(name, _)| *name == node.name) {
+        for line in text.lines() {
+            printer.line(1, line);
+        }
+    }
+    let (_, format) = options.usage.iter().find(|(name, _)| *name == node.name)?;
+    let lines = usage::stream(*format, &node.name, &options.prompt, node.millis);
+    for line in &lines {
+        printer.line(1, line);
+    }
+    Some(lines.iter().map(|line| format!("{line}\n")).collect())
 }
 
 /// What the first node prints besides its progress: the prompt, the conversation so far, and
@@ -420,19 +473,16 @@ fn work_line(node: &str, line: usize, lines: usize, color: bool) -> String {
 }
 
 fn close_nodes(
-    open: &mut Vec<(usize, Instant)>,
+    open: &mut Vec<OpenNode>,
     depth: usize,
     nodes: &[Node],
     printer: &mut Printer,
     session: &Path,
     events: &mut Vec<serde_json::Value>,
 ) -> Result<(), String> {
-    while let Some(&(index, started)) = open.last() {
-        if nodes[index].depth < depth {
-            break;
-        }
-        open.pop();
-        finish_node(printer, &nodes[index], started, session, events, None)?;
+    while open.last().is_some_and(|last| nodes[last.index].depth >= depth) {
+        let last = open.pop().expect("a node is open");
+        finish_node(printer, &nodes[last.index], &last, session, events)?;
     }
     Ok(())
 }
@@ -446,23 +496,24 @@ fn took(started: Instant) -> String {
     }
 }
 
-/// Ends a node as the engine does, and writes its folder; with the documented layout
-/// (`documented`: the run's prompt, which each node's prompt file begins with) its files too.
+/// Ends a node as the engine does, and writes its folder (its raw stream: what its coding agent
+/// printed, else a line); with the documented layout (the run's prompt, which each node's prompt
+/// file begins with) its files too.
 fn finish_node(
     printer: &Printer,
     node: &Node,
-    started: Instant,
+    finished: &OpenNode,
     session: &Path,
     events: &mut Vec<serde_json::Value>,
-    documented: Option<&str>,
 ) -> Result<(), String> {
-    printer.line(0, &format!("└ done {}", took(started)));
+    printer.line(0, &format!("└ done {}", took(finished.started)));
     printer.marker(node.depth, "node_end", &node.name);
     printer.line(0, "");
     let output = format!("{} finished: {} ms of pretend work\n", node.name, node.millis);
-    write_file(&session.join(&node.name).join("raw_stream_output.txt"), &output)?;
+    let raw_stream = finished.raw_stream.as_deref().unwrap_or(&output);
+    write_file(&session.join(&node.name).join("raw_stream_output.txt"), raw_stream)?;
     events.push(json!({"type": "node_end", "node": node.name, "status": "success", "timestamp": humantime_now()}));
-    if let Some(prompt) = documented {
+    if let Some(prompt) = finished.documented.as_deref() {
         let dir = session.join("nodes").join(&node.name);
         let step = format!("You are the {} step. Do your part.", node.name);
         let text = if prompt.trim().is_empty() {
@@ -486,14 +537,12 @@ fn fail(
     started: Instant,
     session: &Path,
     events: &mut Vec<serde_json::Value>,
-    documented: bool,
+    options: &Options,
 ) -> Result<u8, String> {
-    let message = format!(
-        "Node '{}' failed after 1 attempt(s): boom: simulated failure",
-        node.name
-    );
+    let reason = &options.fail_reason;
+    let message = format!("Node '{}' failed after 1 attempt(s): {reason}", node.name);
     printer.line(1, &format!("{}: about to fail", node.name));
-    printer.line(0, "◆ boom: simulated failure");
+    printer.line(0, &format!("◆ {reason}"));
     printer.line(0, &format!("└ failed {}", took(started)));
     printer.marker(node.depth, "node_end", &node.name);
     printer.line(0, "");
@@ -501,13 +550,10 @@ fn fail(
     printer.line(0, &format!("└ failed {}", took(started)));
     printer.marker(node.depth, "node_end", &node.name);
     printer.line(0, "");
-    eprintln!(
-        "│ [workflow] [workflow] node '{}' failed: boom: simulated failure",
-        node.name
-    );
+    eprintln!("│ [workflow] [workflow] node '{}' failed: {reason}", node.name);
     eprintln!("\nError: {message}\n    at run (zibby-test-agent)\n");
     events.push(json!({"type": "node_failed", "node": node.name, "status": "failed", "timestamp": humantime_now()}));
-    if documented {
+    if options.documented {
         write_file(
             &session.join("result.json"),
             json!({"success": false, "error": message}).to_string(),
