@@ -41,6 +41,7 @@ pub mod app;
 pub mod compare;
 pub mod runs;
 pub mod sessions;
+pub mod share;
 pub mod store;
 pub mod vocabulary;
 pub mod watch;

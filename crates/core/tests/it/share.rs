@@ -1,4 +1,4 @@
-//! Importing untrusted bundles and folders (`app::share`): each hostile case refused with an
+//! Importing untrusted bundles and folders (`share`): each hostile case refused with an
 //! error naming its entry, and nothing left behind (no folder in the workspace, no row in the
 //! store, nothing outside). Hostile archives are built here with the `zip` crate's writer.
 
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
-use studio_core::app::share::{self, ImportLimits, ImportOptions};
+use studio_core::share::{self, ImportLimits, ImportOptions};
 use studio_core::store::{Store, StoreLocation};
 use studio_core::Workspace;
 use tempfile::TempDir;
