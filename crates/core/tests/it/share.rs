@@ -334,8 +334,8 @@ fn more_declared_bytes_than_the_bound_are_refused_before_anything_is_written() {
 
 /// A zip bomb: an entry that declares 8 bytes and inflates to 64 MiB. The declared sizes pass
 /// the bound; the zip reader fails the entry as soon as it grows past its declared size (the
-/// import counts no bytes of its own: `copy_entry` in app/share.rs says why), so this fails if a
-/// `zip` upgrade stops bounding entries by their declared size.
+/// import counts no bytes of its own: `copy_entry` in share/import/bundle.rs says why), so this
+/// fails if a `zip` upgrade stops bounding entries by their declared size.
 #[test]
 fn a_zip_bomb_lying_about_its_size_stops_at_its_declared_size() {
     // In a file of the session folder, and in a record (read inside the store's transaction).
