@@ -1,4 +1,4 @@
-//! Sharing from the window (`studio_core::app::share` does the work): Export… with the native
+//! Sharing from the window (`studio_core::share` does the work): Export… with the native
 //! save dialog, File > Import… with the native file picker, a bundle, folder or log dropped onto
 //! the window, and the session a launch asks for (`--session`, `zstudio open`). The window hears
 //! [`SESSION_OPENED`] with the session to show, or [`IMPORT_FAILED`] with why not.

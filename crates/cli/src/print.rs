@@ -422,7 +422,7 @@ fn seconds(ms: u64) -> String {
     format!("{:.1}s", ms as f64 / 1000.0)
 }
 
-pub fn exported(out: &mut impl Write, exported: &studio_core::app::share::Exported) -> anyhow::Result<()> {
+pub fn exported(out: &mut impl Write, exported: &studio_core::share::Exported) -> anyhow::Result<()> {
     writeln!(
         out,
         "exported session {} to {} ({} files, {} bytes{})",
@@ -439,15 +439,15 @@ pub fn exported(out: &mut impl Write, exported: &studio_core::app::share::Export
     Ok(())
 }
 
-pub fn imported(out: &mut impl Write, imported: &studio_core::app::share::ImportedSession) -> anyhow::Result<()> {
+pub fn imported(out: &mut impl Write, imported: &studio_core::share::ImportedSession) -> anyhow::Result<()> {
     writeln!(
         out,
         "imported session {} (a {}) into {}",
         imported.session_id,
         match imported.kind {
-            studio_core::app::share::ImportKind::Bundle => "bundle",
-            studio_core::app::share::ImportKind::Folder => "session folder",
-            studio_core::app::share::ImportKind::Log => "captured log",
+            studio_core::share::ImportKind::Bundle => "bundle",
+            studio_core::share::ImportKind::Folder => "session folder",
+            studio_core::share::ImportKind::Log => "captured log",
         },
         imported.path.display()
     )?;

@@ -8,10 +8,10 @@
 use std::io::Write;
 use std::time::SystemTime;
 
-use studio_core::app::share::{self, ImportOptions};
 use studio_core::compare::sides::Source;
 use studio_core::compare::{compare, Change, Options};
 use studio_core::protocol::{Stream, StreamReader};
+use studio_core::share::{self, ImportOptions};
 use studio_core::store::{Store, StoreLocation};
 use studio_core::timeline::TimelineFold;
 use studio_core::Workspace;

@@ -27,7 +27,10 @@
 //!   structural diff), over the store's runs, session folders or captured logs.
 //! - **Runs** (`runs/`): [`stop`] (the stop policy: stop files, SIGTERM past the grace period,
 //!   SIGKILL 5 s later, as a state machine with the time passed in), [`runner`] (runs the studio
-//!   starts, follows and stops), [`keeper`] (the process between the studio and an agent).
+//!   starts, follows and stops, one file per thing that happens to a run), [`keeper`] (the process
+//!   between the studio and an agent).
+//! - **Share** (`share/`): [`share`] (a session exported as a bundle; a bundle, a session folder or
+//!   a captured log imported, untrusted, all or nothing).
 //! - **Watch** (`watch/`): [`watcher`] (session folders as they change, as typed changes).
 //! - **App** (`app/`): [`live`] (the runs the studio follows, joined to the watcher's changes) and
 //!   the app service the window and `zstudio` share: the store opened and reconciled, runs of
@@ -41,6 +44,7 @@ pub mod app;
 pub mod compare;
 pub mod runs;
 pub mod sessions;
+pub mod share;
 pub mod store;
 pub mod vocabulary;
 pub mod watch;

@@ -1,11 +1,11 @@
 //! `zstudio export` and `zstudio import`: a session as one bundle to share, and a bundle, a
-//! session folder or a captured log brought into a workspace (`studio_core::app::share`); and
+//! session folder or a captured log brought into a workspace (`studio_core::share`); and
 //! `zstudio open`: the window brought to a session.
 
 use std::io::Write;
 use std::time::SystemTime;
 
-use studio_core::app::share::{self, ImportOptions};
+use studio_core::share::{self, ImportOptions};
 use studio_core::SessionId;
 
 use crate::cli::{ExportArgs, Globals, ImportArgs, SessionArg};

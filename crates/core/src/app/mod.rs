@@ -6,7 +6,6 @@
 
 pub mod first_listing;
 pub mod live;
-pub mod share;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +21,7 @@ use crate::sessions::agents::{self, Agent};
 use crate::sessions::change::ChangeSink;
 use crate::sessions::cost::UsageTotal;
 use crate::sessions::session::Workspace;
+use crate::share;
 use crate::store::index::NodeDetail;
 use crate::store::{RunRecord, SessionRow, Store, StoreLocation};
 use crate::vocabulary::error::Error;

@@ -1,5 +1,5 @@
 //! A session's records, as a bundle carries them out of one store and into another
-//! (`app::share`): the session's row, its runs, their output lines, spans and logs, and its
+//! (`share`): the session's row, its runs, their output lines, spans and logs, and its
 //! messages, each a plain serde row (the bundle format of docs/cli.md, "Bundles").
 //!
 //! Export reads them (`Store::export_records`); import writes them ([`SessionImport`]) inside

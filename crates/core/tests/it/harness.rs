@@ -176,10 +176,10 @@ pub fn import_log(
     store: &studio_core::store::Store,
     workspace: &studio_core::Workspace,
     log: &std::path::Path,
-) -> studio_core::app::share::ImportedSession {
-    let options = studio_core::app::share::ImportOptions {
+) -> studio_core::share::ImportedSession {
+    let options = studio_core::share::ImportOptions {
         exit_code: Some(0),
         ..Default::default()
     };
-    studio_core::app::share::import(store, workspace, log, &options, std::time::SystemTime::now()).unwrap()
+    studio_core::share::import(store, workspace, log, &options, std::time::SystemTime::now()).unwrap()
 }

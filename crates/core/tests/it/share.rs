@@ -1,4 +1,4 @@
-//! Importing untrusted bundles and folders (`app::share`): each hostile case refused with an
+//! Importing untrusted bundles and folders (`share`): each hostile case refused with an
 //! error naming its entry, and nothing left behind (no folder in the workspace, no row in the
 //! store, nothing outside). Hostile archives are built here with the `zip` crate's writer.
 
@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use sha2::{Digest, Sha256};
-use studio_core::app::share::{self, ImportLimits, ImportOptions};
+use studio_core::share::{self, ImportLimits, ImportOptions};
 use studio_core::store::{Store, StoreLocation};
 use studio_core::Workspace;
 use tempfile::TempDir;
@@ -334,8 +334,8 @@ fn more_declared_bytes_than_the_bound_are_refused_before_anything_is_written() {
 
 /// A zip bomb: an entry that declares 8 bytes and inflates to 64 MiB. The declared sizes pass
 /// the bound; the zip reader fails the entry as soon as it grows past its declared size (the
-/// import counts no bytes of its own: `copy_entry` in app/share.rs says why), so this fails if a
-/// `zip` upgrade stops bounding entries by their declared size.
+/// import counts no bytes of its own: `copy_entry` in share/import/bundle.rs says why), so this
+/// fails if a `zip` upgrade stops bounding entries by their declared size.
 #[test]
 fn a_zip_bomb_lying_about_its_size_stops_at_its_declared_size() {
     // In a file of the session folder, and in a record (read inside the store's transaction).

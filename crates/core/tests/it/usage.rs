@@ -352,7 +352,7 @@ fn the_windows_listing_carries_each_sessions_total_and_leaves_node_usage_to_the_
 /// elsewhere; a raw stream, once there, has the last word.
 #[test]
 fn a_captured_logs_nodes_are_priced_from_stdout_alike_everywhere() {
-    use studio_core::app::share::{self, ImportOptions};
+    use studio_core::share::{self, ImportOptions};
     let (root, workspace, store) = crate::harness::empty_workspace_with_store();
     let imported = crate::harness::import_log(&store, &workspace, &fixture("stdout-wrapped.txt"));
     let id = imported.session_id.clone();

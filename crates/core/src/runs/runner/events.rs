@@ -1,0 +1,73 @@
+//! What subscribers hear of runs, as it happens.
+
+use serde::Serialize;
+
+use crate::protocol::Stream;
+use crate::status::Status;
+use crate::timeline::StoppedBy;
+
+/// What subscribers see of runs, as it happens. `t_ms` is milliseconds since the run started.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunEvent {
+    RunStarted {
+        run_id: String,
+        session_id: String,
+        pid: Option<u32>,
+    },
+    NodeBegin {
+        run_id: String,
+        node: String,
+        depth: usize,
+        t_ms: u64,
+    },
+    NodeEnd {
+        run_id: String,
+        node: String,
+        status: Status,
+        t_ms: u64,
+    },
+    /// A `┌ title` line before the stream's first marker began a node, and the marker showed it
+    /// was none: the `node_begin` it was heard as is taken back.
+    NodeDiscarded { run_id: String, node: String },
+    /// Never sent to the window (it reads output from the store).
+    #[cfg_attr(feature = "ts", ts(skip))]
+    Output {
+        run_id: String,
+        stream: Stream,
+        line: String,
+        t_ms: u64,
+    },
+    /// A stop was asked for (what it is called is the window's and the CLI's to say).
+    Stopping {
+        run_id: String,
+        forced: bool,
+        /// Asked by another process (`zstudio stop`, another studio's window), which does the
+        /// stopping.
+        elsewhere: bool,
+    },
+    RunFinished {
+        run_id: String,
+        session_id: String,
+        status: Status,
+        exit_code: Option<i32>,
+        elapsed_ms: u64,
+        stopped_by: Option<StoppedBy>,
+        error: Option<String>,
+    },
+}
+
+impl RunEvent {
+    pub fn run_id(&self) -> &str {
+        match self {
+            RunEvent::RunStarted { run_id, .. }
+            | RunEvent::NodeBegin { run_id, .. }
+            | RunEvent::NodeDiscarded { run_id, .. }
+            | RunEvent::NodeEnd { run_id, .. }
+            | RunEvent::Output { run_id, .. }
+            | RunEvent::Stopping { run_id, .. }
+            | RunEvent::RunFinished { run_id, .. } => run_id,
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! The end of a run its thread followed: how its agent exited (from its keeper when it has one),
+//! its status from that and its output, the nodes it left open ended, the end recorded, logged and
+//! announced, and its files (stop files, conversation, keeper folder) removed.
+
+use std::collections::HashMap;
+use std::os::unix::process::ExitStatusExt;
+use std::process::ExitStatus;
+use std::time::SystemTime;
+
+use super::captured::{exit_of, kept_indices};
+use super::events::RunEvent;
+use super::followed::FollowedRun;
+use super::run_files::remove_stop_files;
+use crate::runs::stop::Stopping;
+use crate::status::Status;
+use crate::store::{Level, RunOutcome};
+use crate::timeline::{Exit, RunEnd, RunTimeline, StoppedBy, TimelineFold};
+
+impl FollowedRun {
+    /// Records the run's end: `status` is its process's exit as waited for (`None`: the studio
+    /// lost it), `run_span` and `node_spans` what `follow` opened.
+    pub(super) fn finish(
+        self,
+        fold: TimelineFold,
+        status: Option<ExitStatus>,
+        elapsed_ms: u64,
+        run_span: Option<i64>,
+        node_spans: &HashMap<usize, i64>,
+    ) {
+        let store = &self.shared.store;
+        remove_stop_files(&self.live.session_path);
+        let _ = std::fs::remove_file(&self.messages_file);
+        let stop = std::mem::take(&mut *self.live.stop.lock().expect("stop lock"));
+        // A forced stop asked for by another studio process (`zstudio stop --force`) is recorded.
+        let forced_elsewhere = store
+            .run(&self.run_id)
+            .is_ok_and(|r| r.stop_requested == Some(Stopping::Forced));
+        let exit = self.how_it_exited(status);
+        if let Some(dir) = &self.live.keeper_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        let timeline = fold.timeline(exit.map(|exit| RunEnd {
+            exit,
+            signalled_by_studio: stop.signalled() || forced_elsewhere,
+        }));
+        // The studio lost the process (no exit status): interrupted.
+        let run_status = if exit.is_none() {
+            Status::Interrupted
+        } else {
+            timeline.status
+        };
+        self.end_open_nodes(&fold, &timeline, node_spans, elapsed_ms);
+        if let Some(span) = run_span {
+            let _ = store.span_end(span, run_status, SystemTime::now());
+        }
+        let stopped_by = timeline.stopped_by.map(|s| match s {
+            StoppedBy::Graceful => "graceful",
+            StoppedBy::Forced => "forced",
+        });
+        let recorded = store.run_finish(
+            &self.run_id,
+            &RunOutcome {
+                status: run_status,
+                exit_code: timeline.exit_code,
+                error: timeline.error.as_deref(),
+                stopped_by,
+                ended_at: SystemTime::now(),
+            },
+        );
+        if let Err(error) = recorded {
+            tracing::error!(run_id = %self.run_id, %error, "cannot record the end of a run");
+        }
+        self.log_end(run_status, &timeline, stopped_by, elapsed_ms);
+        self.shared.live.lock().expect("live lock").remove(&self.run_id);
+        self.shared.publish(RunEvent::RunFinished {
+            run_id: self.run_id.clone(),
+            session_id: self.session_id.to_string(),
+            status: run_status,
+            exit_code: timeline.exit_code,
+            elapsed_ms,
+            stopped_by: timeline.stopped_by,
+            error: timeline.error,
+        });
+    }
+
+    /// How the agent ended: as its keeper recorded it (the keeper knows how the agent itself
+    /// ended), else as its process's `status` says.
+    fn how_it_exited(&self, status: Option<ExitStatus>) -> Option<Exit> {
+        let kept = self.live.keeper_dir.as_deref().and_then(crate::runs::keeper::read_exit);
+        match kept {
+            Some(kept) => Some(exit_of(kept)),
+            None => status.map(|s| match (s.code(), s.signal()) {
+                (Some(code), _) => Exit::Code(code),
+                (None, Some(signal)) => Exit::Signal(signal),
+                (None, None) => Exit::Code(-1),
+            }),
+        }
+    }
+
+    /// The nodes the run's end left open end with it, in the trace and in the live stream.
+    /// (The timeline leaves out discarded `┌ title` lines; the spans are by the fold's index.)
+    fn end_open_nodes(
+        &self,
+        fold: &TimelineFold,
+        timeline: &RunTimeline,
+        node_spans: &HashMap<usize, i64>,
+        elapsed_ms: u64,
+    ) {
+        for (index, node) in kept_indices(fold).into_iter().zip(&timeline.nodes) {
+            if node.ended_at_ms.is_some() {
+                continue;
+            }
+            if let Some(span) = node_spans.get(&index) {
+                let _ = self.shared.store.span_end(*span, node.status, SystemTime::now());
+            }
+            self.shared.publish(RunEvent::NodeEnd {
+                run_id: self.run_id.clone(),
+                node: node.name.clone(),
+                status: node.status,
+                t_ms: elapsed_ms,
+            });
+        }
+    }
+
+    /// The run's last log line: cancelled, failed, interrupted or finished.
+    fn log_end(&self, run_status: Status, timeline: &RunTimeline, stopped_by: Option<&str>, elapsed_ms: u64) {
+        let (event, level, message) = match run_status {
+            Status::Cancelled => (
+                "run.cancelled",
+                Level::Warn,
+                format!("cancelled ({}) after {elapsed_ms} ms", stopped_by.unwrap_or("graceful")),
+            ),
+            Status::Error => ("run.failed", Level::Error, timeline.error.clone().unwrap_or_default()),
+            Status::Interrupted => (
+                "run.interrupted",
+                Level::Warn,
+                "the run ended by a signal the studio did not send".into(),
+            ),
+            _ => (
+                "run.finished",
+                Level::Info,
+                format!("{run_status} after {elapsed_ms} ms"),
+            ),
+        };
+        self.log(
+            level,
+            event,
+            &message,
+            serde_json::json!({
+                "status": run_status,
+                "exit_code": timeline.exit_code,
+                "elapsed_ms": elapsed_ms,
+                "stopped_by": stopped_by,
+            }),
+        );
+    }
+}

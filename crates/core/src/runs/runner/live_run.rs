@@ -1,0 +1,109 @@
+//! A run's processes as the studio knows them, and its stop: the stop files written, signals sent
+//! only while its leader is still the process it started, its keeper told.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use super::run_files::STOP_FILES;
+use crate::runs::stop::{StopSignal, StopState};
+use crate::vocabulary::error::Error;
+use crate::vocabulary::process::ProcessIdentity;
+
+pub(super) struct LiveRun {
+    pub(super) session_path: PathBuf,
+    /// The leader of the run's process group (the agent, or its keeper) as it was started: no
+    /// signal goes anywhere once the process holding its id is not this one.
+    pub(super) leader: Option<ProcessIdentity>,
+    /// Processes seen below the leader when it was signalled, to be signalled again later even
+    /// if they left the tree (their parent ended).
+    pub(super) seen: Mutex<Vec<ProcessIdentity>>,
+    pub(super) grace: Duration,
+    pub(super) stop: Mutex<StopState>,
+    /// Left running: the run's thread stops following it and records nothing more.
+    pub(super) detached: AtomicBool,
+    /// The run keeper's folder, when the run goes through one.
+    pub(super) keeper_dir: Option<PathBuf>,
+}
+
+impl LiveRun {
+    /// A run not stopping (yet), whose leader is `leader`, with `seen` below it.
+    pub(super) fn new(
+        session_path: PathBuf,
+        leader: Option<ProcessIdentity>,
+        seen: Vec<ProcessIdentity>,
+        grace: Duration,
+        keeper_dir: Option<PathBuf>,
+    ) -> LiveRun {
+        LiveRun {
+            session_path,
+            leader,
+            seen: Mutex::new(seen),
+            grace,
+            stop: Mutex::new(StopState::default()),
+            detached: AtomicBool::new(false),
+            keeper_dir,
+        }
+    }
+
+    /// Writes both stop files where they are missing, never through a symbolic link (in their
+    /// place or on the way to the session folder): the first refusal or failure is the answer.
+    pub(super) fn write_stop_files(&self) -> Result<(), Error> {
+        let mut outcome = Ok(());
+        for name in STOP_FILES {
+            if let Err(error) =
+                crate::sessions::private::create_new_in(&self.session_path, name, b"stop requested by Zibby Studio\n")
+            {
+                if outcome.is_ok() {
+                    outcome = Err(error);
+                }
+            }
+        }
+        outcome
+    }
+
+    /// [`LiveRun::write_stop_files`] again while a stop is pending: a failure is logged.
+    pub(super) fn rewrite_stop_files(&self) {
+        if let Err(error) = self.write_stop_files() {
+            tracing::warn!(%error, "cannot write a stop file");
+        }
+    }
+
+    /// Signals the run's processes (its group, and every process below its leader); `false`
+    /// when the run's leader is gone and its id is free or someone else's: nothing is sent.
+    pub(super) fn signal(&self, signal: Signal) -> bool {
+        let mut seen = self.seen.lock().expect("seen lock");
+        self.leader
+            .as_ref()
+            .is_some_and(|leader| crate::vocabulary::process::signal_run(leader, signal, &mut seen))
+    }
+
+    /// Notes the processes now below the run's leader, for the signals to come (they may leave
+    /// its tree before then).
+    pub(super) fn note_processes(&self) {
+        if let Some(leader) = &self.leader {
+            crate::vocabulary::process::note_run(leader, &mut self.seen.lock().expect("seen lock"));
+        }
+    }
+
+    /// Tells the run's keeper (its leader) that a stop was asked for, so that it ends whatever the
+    /// agent leaves behind when it exits (SIGUSR1: the agent does not get it).
+    pub(super) fn tell_keeper(&self) {
+        if self.keeper_dir.is_some() {
+            if let Some(leader) = &self.leader {
+                crate::vocabulary::process::signal_process(leader, Signal::SIGUSR1);
+            }
+        }
+    }
+}
+
+/// The signal a stop's escalation sends.
+pub(super) fn unix_signal(signal: StopSignal) -> Signal {
+    match signal {
+        StopSignal::Sigterm(_) => Signal::SIGTERM,
+        StopSignal::Sigkill(_) => Signal::SIGKILL,
+    }
+}
