@@ -977,6 +977,50 @@ fn a_relative_store_is_resolved_once_and_the_keeper_never_writes_through_the_wor
     );
 }
 
+/// Issue 26, point 3: what an agent inherits is what its prompt said. `inherit_env = "all"` (the
+/// default) passes the studio's environment but its own variables; a list passes only those.
+#[test]
+fn an_agent_inherits_what_its_file_says_and_never_the_studios_own_variables() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let agent = agent_binary();
+    std::fs::create_dir_all(workspace.path().join(".zibby")).unwrap();
+    let print = "\"--print-env\", \"CLOUD_TOKEN\", \"--print-env\", \"ZIBBY_STUDIO_SECRET\", \"--print-env\", \"HOME\"";
+    std::fs::write(
+        workspace.path().join(".zibby/studio.toml"),
+        format!(
+            "[[agent]]\nname = \"all\"\nrun = [\"{agent}\", \"--nodes\", \"a:10\", {print}]\n\n\
+             [[agent]]\nname = \"some\"\nrun = [\"{agent}\", \"--nodes\", \"a:10\", {print}]\n\
+             inherit_env = [\"CLOUD_TOKEN\", \"ZIBBY_STUDIO_SECRET\"]\n"
+        ),
+    )
+    .unwrap();
+    let run = |name: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+            .args(["run", "--agent", name, "--trust", "-w", root])
+            .env_remove("ZIBBY_STUDIO_DB")
+            .env("XDG_DATA_HOME", data_home())
+            .env("CLOUD_TOKEN", "t0ken")
+            .env("ZIBBY_STUDIO_SECRET", "studio-only")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let all = run("all");
+    assert!(all.contains("env CLOUD_TOKEN=t0ken"), "{all}");
+    assert!(all.contains("env HOME="), "{all}");
+    assert!(all.contains("env ZIBBY_STUDIO_SECRET unset"), "{all}");
+    let some = run("some");
+    assert!(some.contains("env CLOUD_TOKEN=t0ken"), "{some}");
+    assert!(some.contains("env HOME unset"), "{some}");
+    assert!(
+        some.contains("env ZIBBY_STUDIO_SECRET unset"),
+        "listed, still the studio's own: {some}"
+    );
+}
+
 #[test]
 fn a_detached_run_goes_on_without_the_studio_and_its_outcome_is_recorded_later() {
     let workspace = TempDir::new().unwrap();
@@ -1182,7 +1226,8 @@ fn a_full_disk_never_ends_the_agent_and_the_loss_is_said() {
     let workspace = TempDir::new().unwrap();
     let full = TempDir::new().unwrap();
     let script = format!(
-        "mount -t tmpfs -o size=2m tmpfs '{full}' && exec '{zstudio}' run --json --db '{full}/studio.sqlite' -w '{root}' -- '{agent}' --nodes plan:10 --flood-mb 8",
+        // The data folder too: a store that is not the default one has its keeper's folders there.
+        "mount -t tmpfs -o size=2m tmpfs '{full}' && XDG_DATA_HOME='{full}' exec '{zstudio}' run --json --db '{full}/studio.sqlite' -w '{root}' -- '{agent}' --nodes plan:10 --flood-mb 8",
         full = full.path().display(),
         zstudio = env!("CARGO_BIN_EXE_zstudio"),
         root = workspace.path().display(),

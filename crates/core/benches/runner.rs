@@ -33,6 +33,7 @@ fn request(workspace: &Workspace, args: &[&str]) -> RunRequest {
         command,
         cwd: None,
         env: Vec::new(),
+        inherit_env: Default::default(),
         session: None,
         prompt: None,
         node: None,

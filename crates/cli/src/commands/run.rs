@@ -94,6 +94,7 @@ fn resolve(args: &RunArgs, opened: &Opened) -> anyhow::Result<RunRequest> {
             command: command.to_vec(),
             cwd: None,
             env: Vec::new(),
+            inherit_env: Default::default(),
             session,
             prompt: args.prompt.clone(),
             node: args.node.clone(),

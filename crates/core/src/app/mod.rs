@@ -385,13 +385,20 @@ pub fn agent_run_request(
     };
     let found = agents::find_for(workspace.root(), agent, node.is_some(), &this_run)?;
     store.require_trusted(workspace, found.launch)?;
-    let Agent { name, cwd, env, .. } = found.agent;
+    let Agent {
+        name,
+        cwd,
+        env,
+        inherit_env,
+        ..
+    } = found.agent;
     Ok(RunRequest {
         workspace: workspace.clone(),
         agent: Some(name),
         command: found.command,
         cwd,
         env: env.into_iter().collect(),
+        inherit_env: inherit_env.unwrap_or_default(),
         session,
         prompt,
         node,

@@ -139,6 +139,7 @@ pub fn request(bench: &Bench, args: &[&str]) -> studio_core::runner::RunRequest 
         command,
         cwd: None,
         env: Vec::new(),
+        inherit_env: Default::default(),
         session: None,
         prompt: None,
         node: None,

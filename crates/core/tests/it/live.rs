@@ -43,6 +43,7 @@ fn a_run_reaches_the_change_stream_node_by_node_with_its_output_coalesced() {
             ],
             cwd: None,
             env: Vec::new(),
+            inherit_env: Default::default(),
             session: None,
             prompt: None,
             node: None,

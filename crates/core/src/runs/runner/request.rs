@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::sessions::session::Workspace;
 use crate::vocabulary::id::SessionId;
+use crate::vocabulary::launch::InheritEnv;
 
 /// How long a graceful stop waits before signals, unless the run asks for another.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
@@ -21,6 +22,8 @@ pub struct RunRequest {
     pub command: Vec<String>,
     pub cwd: Option<PathBuf>,
     pub env: Vec<(String, String)>,
+    /// Which of the studio's environment the agent gets (never the studio's own variables).
+    pub inherit_env: InheritEnv,
     /// Continue (or replay in) this session; a new one otherwise.
     pub session: Option<SessionId>,
     pub prompt: Option<String>,

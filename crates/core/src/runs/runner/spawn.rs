@@ -23,6 +23,7 @@ use crate::status::Status;
 use crate::store::{Level, NewRun, RunOutcome, Store};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
+use crate::vocabulary::launch::InheritEnv;
 use crate::vocabulary::process::ProcessIdentity;
 
 /// CI variables that would replace the session id with a constant (PROTOCOL.md §1).
@@ -136,9 +137,26 @@ impl PreparedRun {
         ChildCommand { program, cwd, command }
     }
 
-    /// The protocol's variables (PROTOCOL.md §1) and the request's own; without the CI variables
-    /// that would replace the session id, and without the studio's `hidden` ones.
+    /// The protocol's variables (PROTOCOL.md §1) and the request's own; of the studio's
+    /// environment, what the request inherits, never the studio's own variables (`ZIBBY_STUDIO_*`,
+    /// and the `hidden` ones the app set for its window), nor the CI variables that would replace
+    /// the session id.
     fn set_environment(&self, command: &mut Command, hidden: &[String], request: &RunRequest) {
+        if let InheritEnv::Only(_) = request.inherit_env {
+            command.env_clear();
+        }
+        for (name, value) in std::env::vars_os() {
+            let passes = name.to_str().is_some_and(|name| request.inherit_env.passes(name));
+            match (&request.inherit_env, passes) {
+                (InheritEnv::Only(_), true) => {
+                    command.env(name, value);
+                }
+                (InheritEnv::All, false) => {
+                    command.env_remove(name);
+                }
+                _ => {}
+            }
+        }
         for variable in CI_ID_VARIABLES {
             command.env_remove(variable);
         }
