@@ -173,83 +173,7 @@ pub fn compare(store: Option<&Store>, a: &Source, b: &Source, options: &Options)
             &take(&mut text_b, pair.b.map(Target::Execution)),
             limits,
         );
-        // A node folder holds its last execution's files.
-        let files_a = pair
-            .a
-            .filter(|&i| last_a.get(a.executions[i].name.as_str()) == Some(&i));
-        let files_b = pair
-            .b
-            .filter(|&i| last_b.get(b.executions[i].name.as_str()) == Some(&i));
-        let (artifacts_a, artifacts_b) = if a.has_files && b.has_files {
-            (
-                files_a.and_then(|_| a.artifacts.get(&pair.name)),
-                files_b.and_then(|_| b.artifacts.get(&pair.name)),
-            )
-        } else {
-            (None, None)
-        };
-        let prompt_of = |artifacts: Option<&crate::sessions::session::NodeArtifacts>| {
-            artifacts
-                .and_then(|a| a.prompt.as_ref())
-                .map(|file| read_prompt(&file.path))
-        };
-        let (prompt_a, prompt_b) = (prompt_of(artifacts_a), prompt_of(artifacts_b));
-        let prompt = (prompt_a.is_some() || prompt_b.is_some()).then(|| {
-            text::diff_texts(
-                prompt_a.as_deref().unwrap_or(""),
-                prompt_b.as_deref().unwrap_or(""),
-                limits,
-            )
-        });
-        let result_a = artifacts_a.and_then(|a| a.result_value.as_ref());
-        let result_b = artifacts_b.and_then(|b| b.result_value.as_ref());
-        let result = (result_a.is_some() || result_b.is_some()).then(|| diff_values(result_a, result_b, limits));
-        let side = |side: &Side, index: Option<usize>| {
-            index.map(|i| {
-                let execution = &side.executions[i];
-                NodeSide {
-                    status: execution.status,
-                    elapsed_ms: execution.elapsed_ms,
-                    started_ms: execution.started_ms,
-                    usage: execution.usage.clone(),
-                }
-            })
-        };
-        let (node_a, node_b) = (side(&a, pair.a), side(&b, pair.b));
-        let change = match (&node_a, &node_b) {
-            (None, _) => Change::Added,
-            (_, None) => Change::Removed,
-            (Some(x), Some(y)) => {
-                let differs = x.status != y.status
-                    || output.changed
-                    || prompt.as_ref().is_some_and(|p| p.changed)
-                    || result.as_ref().is_some_and(|r| r.changed);
-                if differs {
-                    Change::Changed
-                } else {
-                    Change::Same
-                }
-            }
-        };
-        let usage_a = node_a.as_ref().and_then(|n| n.usage.as_ref());
-        let usage_b = node_b.as_ref().and_then(|n| n.usage.as_ref());
-        let cost_change = change_label(
-            usage_a.and_then(|u| u.cost_usd),
-            usage_a.and_then(|u| u.tokens.as_ref()),
-            usage_b.and_then(|u| u.cost_usd),
-            usage_b.and_then(|u| u.tokens.as_ref()),
-        );
-        nodes.push(NodeDiff {
-            name: pair.name,
-            occurrence: pair.occurrence,
-            change,
-            a: node_a,
-            b: node_b,
-            cost_change,
-            output,
-            prompt,
-            result,
-        });
+        nodes.push(node_diff(&a, &b, pair, output, (&last_a, &last_b), limits));
     }
     let exact_cost = |total: &UsageTotal| total.is_complete().then_some(total.cost_usd).flatten();
     let (total_a, total_b) = (a.summary.usage.as_ref(), b.summary.usage.as_ref());
@@ -266,6 +190,95 @@ pub fn compare(store: Option<&Store>, a: &Source, b: &Source, options: &Options)
         output,
         cost_change,
     })
+}
+
+/// One pair of executions compared: their output's hunks (`output`, read with both sides'), their
+/// prompt and `result.json` (a node folder holds its last execution's files), statuses and cost.
+fn node_diff(
+    a: &Side,
+    b: &Side,
+    pair: Pair,
+    output: TextDiff,
+    (last_a, last_b): (&HashMap<&str, usize>, &HashMap<&str, usize>),
+    limits: &Limits,
+) -> NodeDiff {
+    // A node folder holds its last execution's files.
+    let files_a = pair
+        .a
+        .filter(|&i| last_a.get(a.executions[i].name.as_str()) == Some(&i));
+    let files_b = pair
+        .b
+        .filter(|&i| last_b.get(b.executions[i].name.as_str()) == Some(&i));
+    let (artifacts_a, artifacts_b) = if a.has_files && b.has_files {
+        (
+            files_a.and_then(|_| a.artifacts.get(&pair.name)),
+            files_b.and_then(|_| b.artifacts.get(&pair.name)),
+        )
+    } else {
+        (None, None)
+    };
+    let prompt_of = |artifacts: Option<&crate::sessions::session::NodeArtifacts>| {
+        artifacts
+            .and_then(|a| a.prompt.as_ref())
+            .map(|file| read_prompt(&file.path))
+    };
+    let (prompt_a, prompt_b) = (prompt_of(artifacts_a), prompt_of(artifacts_b));
+    let prompt = (prompt_a.is_some() || prompt_b.is_some()).then(|| {
+        text::diff_texts(
+            prompt_a.as_deref().unwrap_or(""),
+            prompt_b.as_deref().unwrap_or(""),
+            limits,
+        )
+    });
+    let result_a = artifacts_a.and_then(|a| a.result_value.as_ref());
+    let result_b = artifacts_b.and_then(|b| b.result_value.as_ref());
+    let result = (result_a.is_some() || result_b.is_some()).then(|| diff_values(result_a, result_b, limits));
+    let side = |side: &Side, index: Option<usize>| {
+        index.map(|i| {
+            let execution = &side.executions[i];
+            NodeSide {
+                status: execution.status,
+                elapsed_ms: execution.elapsed_ms,
+                started_ms: execution.started_ms,
+                usage: execution.usage.clone(),
+            }
+        })
+    };
+    let (node_a, node_b) = (side(a, pair.a), side(b, pair.b));
+    let change = match (&node_a, &node_b) {
+        (None, _) => Change::Added,
+        (_, None) => Change::Removed,
+        (Some(x), Some(y)) => {
+            let differs = x.status != y.status
+                || output.changed
+                || prompt.as_ref().is_some_and(|p| p.changed)
+                || result.as_ref().is_some_and(|r| r.changed);
+            if differs {
+                Change::Changed
+            } else {
+                Change::Same
+            }
+        }
+    };
+    let usage_a = node_a.as_ref().and_then(|n| n.usage.as_ref());
+    let usage_b = node_b.as_ref().and_then(|n| n.usage.as_ref());
+    let cost_change = change_label(
+        usage_a.and_then(|u| u.cost_usd),
+        usage_a.and_then(|u| u.tokens.as_ref()),
+        usage_b.and_then(|u| u.cost_usd),
+        usage_b.and_then(|u| u.tokens.as_ref()),
+    );
+    NodeDiff {
+        name: pair.name,
+        occurrence: pair.occurrence,
+        change,
+        a: node_a,
+        b: node_b,
+        cost_change,
+        output,
+        prompt,
+        result,
+    }
 }
 
 /// Runs both at once (two sides are read in parallel).

@@ -9,6 +9,7 @@ mod import_cycles;
 mod live;
 mod never_panics;
 mod private_files;
+mod room_sizes;
 mod runner;
 mod session_folders;
 mod share;
