@@ -370,13 +370,14 @@ async fn an_agents_file_not_trusted_yet_asks_once_showing_what_would_run() {
         wait_for(&client, "#trust-dialog").await;
         assert_eq!(
             text_of(&client, "#trust-command").await.unwrap(),
-            format!(
-                "{} \"--nodes\" \"plan:10\" \"--prompt\" \"{{prompt}}\"",
-                serde_json::json!(agent)
-            ),
-            "the dialog shows the exact command, placeholders and all"
+            format!("[{}, \"--nodes\", \"plan:10\", \"--prompt\", \"first\"]", serde_json::json!(agent)),
+            "the dialog shows the exact command as it will run for this prompt"
         );
-        assert_eq!(text_of(&client, "#trust-env").await.unwrap(), "(none set)");
+        assert_eq!(text_of(&client, "#trust-env").await.unwrap(), "no variable of its own");
+        assert!(
+            text_of(&client, "#trust-inherits").await.unwrap().contains("all of the studio's environment"),
+            "what the agent inherits is said"
+        );
         let runs = |db: std::path::PathBuf| {
             let store = Store::open(&StoreLocation::File(db)).unwrap();
             store
@@ -401,6 +402,56 @@ async fn an_agents_file_not_trusted_yet_asks_once_showing_what_would_run() {
                 .ok_or_else(|| "one run so far".to_owned())
         })
         .await;
+    })
+    .await;
+}
+
+/// Issue 26, point 1: no value of the agents file can forge the prompt. A newline in a variable
+/// cannot draw lines of its own, a bidirectional control cannot reverse the command, and a long
+/// value is folded with its length, so the command and "Trust and run" stay in view.
+#[tokio::test]
+async fn the_trust_prompt_shows_every_value_escaped_and_the_command_in_view() {
+    let agent = crate::harness::test_agent().display().to_string();
+    let workspace = Workspace::with_untrusted_agent(
+        "test-agent",
+        &[&agent, "--nodes", "plan:10", "--say", "\u{202E}txt.exe", "--prompt", "{prompt}"],
+    );
+    let file = workspace.path().join(".zibby/studio.toml");
+    let long = "k".repeat(5000);
+    let mut toml = std::fs::read_to_string(&file).unwrap();
+    toml.push_str(&format!(
+        "env = {{ MODEL = \"small\\n  File  /elsewhere/studio.toml\\n(only MODEL is set)\", TOKEN = \"{long}\" }}\n"
+    ));
+    std::fs::write(&file, toml).unwrap();
+    App::run(&workspace, move |client| async move {
+        start_run(&client, "Plan a trip").await;
+        wait_for(&client, "#trust-dialog").await;
+        let command = text_of(&client, "#trust-command").await.unwrap();
+        assert!(
+            command.contains("\"\\u202etxt.exe\"") && !command.contains('\u{202E}'),
+            "the bidi control is shown as its escape: {command}"
+        );
+        assert!(command.contains("\"Plan a trip\""), "as it will run for this prompt: {command}");
+        let variables = crate::texts(&client, "#trust-env li").await;
+        assert_eq!(variables.len(), 2, "one line per variable: {variables:?}");
+        assert!(
+            variables.iter().all(|v| !v.contains('\n')),
+            "no value draws a line: {variables:?}"
+        );
+        assert!(variables[0].starts_with("MODEL=small\\n  File"), "{variables:?}");
+        assert!(variables[1].ends_with("(5,006 characters in all)"), "{variables:?}");
+        let in_view = client
+            .execute(
+                "const inView = (css) => { const r = document.querySelector(css).getBoundingClientRect(); \
+                 return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }; \
+                 return inView('#trust-command') && inView('#trust-run');",
+                Vec::new(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(in_view, json!(true), "the command and Trust and run are in view");
+        screenshot(&client, "trust-hostile.png").await;
+        click(&client, "#trust-cancel").await;
     })
     .await;
 }
