@@ -603,8 +603,41 @@ output: TextDiff,
  */
 cost_change: string | null, };
 
+/** What each command of the shell (`commands.rs`) takes and resolves to: its arguments by name, as the window passes them to `invoke`, and its result. */
+export type Commands = {
+  workspace_get: { args: Record<string, never>; result: WorkspaceInfo };
+  workspaces_recent: { args: Record<string, never>; result: Array<string> };
+  workspace_open: { args: { path: string }; result: WorkspaceInfo };
+  workspace_pick: { args: Record<string, never>; result: WorkspaceInfo | null };
+  sessions_list: { args: Record<string, never>; result: SessionListing };
+  session_get: { args: { session_id: string }; result: Session };
+  session_messages: { args: { session_id: string }; result: Array<Message> };
+  session_logs: { args: { session_id: string }; result: Array<LogLine> };
+  session_files: { args: { session_id: string }; result: Array<FileEntry> };
+  session_file_read: { args: { session_id: string; path: string; offset: number; limit: number }; result: FileChunk };
+  session_reveal: { args: { session_id: string }; result: void };
+  session_delete: { args: { session_id: string }; result: void };
+  pin_add: { args: { session_id: string }; result: void };
+  pin_remove: { args: { session_id: string }; result: void };
+  search: { args: { query: string; limit: number }; result: Array<SearchHit> };
+  agents_list: { args: Record<string, never>; result: Array<Agent> };
+  agent_save: { args: { agent: Agent; previous_name: string | null }; result: Array<Agent> };
+  agents_trust: { args: { digest: string }; result: void };
+  run_start: { args: { agent: string; prompt: string; session_id: string | null }; result: StartedRun };
+  run_replay: { args: { session_id: string; node: string; agent: string }; result: StartedRun };
+  run_stop: { args: { run_id: string; force: boolean }; result: StoppedBy };
+  runs_list: { args: { session_id: string | null }; result: Array<RunRecord> };
+  run_spans: { args: { run_id: string }; result: Array<Span> };
+  run_output: { args: { run_id: string; from_seq: number; limit: number; node: string | null; stream: string | null }; result: OutputPage };
+  run_output_find: { args: { run_id: string; from_seq: number; backward: boolean; query: string }; result: OutputFind };
+  runs_compare: { args: { a: string; b: string; node: string | null; occurrence: number | null; skip_hunks: number }; result: RunDiff };
+  app_quit: { args: { keep_runs: boolean }; result: void };
+  session_export: { args: { session_id: string }; result: ExportedBundle | null };
+  session_requested: { args: Record<string, never>; result: string | null };
+};
+
 /** What the window may invoke, by name (the shell's `invoke_handler`). */
-export type CommandName = "workspace_get" | "agents_trust" | "workspaces_recent" | "workspace_open" | "workspace_pick" | "sessions_list" | "session_get" | "session_messages" | "session_logs" | "session_files" | "session_file_read" | "session_reveal" | "session_delete" | "pin_add" | "pin_remove" | "search" | "agents_list" | "agent_save" | "run_start" | "run_replay" | "run_stop" | "runs_list" | "run_spans" | "run_output" | "run_output_find" | "app_quit" | "runs_compare" | "session_export" | "session_requested";
+export type CommandName = keyof Commands;
 
 /** The Tauri event the shell sends run events as (payload: `RunEvent`). */
 export const RUN_EVENT = "run-event";
