@@ -34,8 +34,12 @@ async function start(): Promise<void> {
 }
 
 const ids = () => [...root.querySelectorAll("tr[data-session-id]")].map((tr) => tr.getAttribute("data-session-id"));
-const key = (name: string, target: EventTarget = document.body) =>
-  target.dispatchEvent(new KeyboardEvent("keydown", { key: name, bubbles: true, cancelable: true }));
+/** A key press, drawn before the next (as a browser does between two of them). */
+const key = (name: string, target: EventTarget = document.body) => {
+  const handled = target.dispatchEvent(new KeyboardEvent("keydown", { key: name, bubbles: true, cancelable: true }));
+  flushSync();
+  return handled;
+};
 const selected = () => root.querySelector("tr[aria-selected='true']")?.getAttribute("data-session-id") ?? null;
 
 describe("the workspace's cost", () => {
