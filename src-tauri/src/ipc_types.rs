@@ -180,6 +180,7 @@ fn render() -> String {
         use studio_core::agents::{Agent, Launch};
         use studio_core::cost::{CostSource, NodeUsage, UsageTotal};
         use studio_core::files::{FileChunk, FileEntry};
+        use studio_core::launch::{InheritEnv, LaunchFile, ShownLaunch};
         use studio_core::protocol::Stream;
         use studio_core::runner::{RunEvent, StartedRun};
         use studio_core::session::{
@@ -208,7 +209,10 @@ fn render() -> String {
             .add::<SessionSummary>(&cfg)
             .add::<SessionRow>(&cfg)
             .add::<studio_core::app::SessionListing>(&cfg)
+            .add::<InheritEnv>(&cfg)
             .add::<Agent>(&cfg)
+            .add::<LaunchFile>(&cfg)
+            .add::<ShownLaunch>(&cfg)
             .add::<Launch>(&cfg)
             .add::<StartedRun>(&cfg)
             .add::<StoppedBy>(&cfg)
