@@ -4,6 +4,11 @@
 //! Commands that touch the disk or the store run off the main thread (`async`). Every id is
 //! parsed and every path checked by the core before it is used: nothing outside the open
 //! workspace's sessions folder can be read or deleted through a command.
+//!
+//! The commands are one list: every one is defined inside `ipc_commands!`, which registers them
+//! ([`invoke_handler`]) and gives their signatures to the window's generated `Commands` table
+//! (`ui/src/generated/ipc.ts`: each command's arguments and result), so that a renamed or retyped
+//! argument fails the window's type check. A new command is one more function in that list.
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -43,274 +48,312 @@ impl From<&Workspace> for WorkspaceInfo {
 const MAX_PAGE_LINES: usize = 5_000;
 const MAX_SEARCH_HITS: usize = 500;
 
-#[tauri::command]
-pub fn workspace_get(studio: State<'_, Studio>) -> Result<WorkspaceInfo, CommandError> {
-    Ok(WorkspaceInfo::from(&studio.workspace()?))
-}
-
-/// The workspaces the window opened, most recent first (the open one among them).
-#[tauri::command(async)]
-pub fn workspaces_recent(studio: State<'_, Studio>) -> Result<Vec<String>, CommandError> {
-    Ok(studio
-        .recent_workspaces()?
-        .into_iter()
-        .map(|root| root.display().to_string())
-        .collect())
-}
-
-/// Opens another workspace (the window hears `workspace-changed`).
-#[tauri::command(async)]
-pub fn workspace_open(app: AppHandle, path: String) -> Result<WorkspaceInfo, CommandError> {
-    crate::switch_workspace(&app, &PathBuf::from(path))
-}
-
-/// Asks for a folder with the system's folder picker and opens it; `None` when cancelled.
-#[tauri::command(async)]
-pub fn workspace_pick(app: AppHandle) -> Result<Option<WorkspaceInfo>, CommandError> {
-    match crate::pick_folder(&app) {
-        Some(path) => crate::switch_workspace(&app, &path).map(Some),
-        None => Ok(None),
-    }
-}
-
-/// The sessions of the workspace, pinned first, with what the store knows of them.
-#[tauri::command(async)]
-pub fn sessions_list(studio: State<'_, Studio>) -> Result<SessionListing, CommandError> {
-    Ok(studio.sessions(SystemTime::now())?)
-}
-
-/// One session folder read in full (without `.session-info.json`'s config: it may hold secrets).
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn session_get(studio: State<'_, Studio>, session_id: String) -> Result<Session, CommandError> {
-    let id = SessionId::parse(&session_id)?;
-    Ok(studio
-        .store()?
-        .read_session(&studio.workspace()?, &id, SystemTime::now())?
-        .without_config())
-}
-
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn session_messages(studio: State<'_, Studio>, session_id: String) -> Result<Vec<Message>, CommandError> {
-    let id = SessionId::parse(&session_id)?;
-    Ok(studio.store()?.messages(&studio.workspace()?, &id)?)
-}
-
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn session_logs(studio: State<'_, Studio>, session_id: String) -> Result<Vec<LogLine>, CommandError> {
-    let id = SessionId::parse(&session_id)?;
-    Ok(studio.store()?.logs(&studio.workspace()?, &id)?)
-}
-
-/// The files of a session folder, by path.
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn session_files(studio: State<'_, Studio>, session_id: String) -> Result<Vec<FileEntry>, CommandError> {
-    let folder = session_folder(&studio, &session_id)?;
-    Ok(studio_core::files::list(&folder)?)
-}
-
-/// A page of one file of a session folder (a path inside the folder only).
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn session_file_read(
-    studio: State<'_, Studio>,
-    session_id: String,
-    path: String,
-    offset: u64,
-    limit: usize,
-) -> Result<FileChunk, CommandError> {
-    let folder = session_folder(&studio, &session_id)?;
-    Ok(studio_core::files::read(&folder, &session_id, &path, offset, limit)?)
-}
-
-/// Opens a session's folder in the file manager.
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn session_reveal(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
-    crate::reveal(&session_folder(&studio, &session_id)?)
-}
-
-/// Deletes a session: the store's records of it, and its folder (to the system trash). Refused
-/// while one of its runs is live (code `session_live`).
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn session_delete(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
-    let id = SessionId::parse(&session_id)?;
-    Ok(studio
-        .store()?
-        .session_delete(&studio.workspace()?, &id, studio_core::process::move_to_trash)?)
-}
-
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn pin_add(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
-    Ok(studio
-        .store()?
-        .pin(&studio.workspace()?, &SessionId::parse(&session_id)?, SystemTime::now())?)
-}
-
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn pin_remove(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
-    Ok(studio
-        .store()?
-        .unpin(&studio.workspace()?, &SessionId::parse(&session_id)?)?)
-}
-
-/// Full-text search over the workspace's run output, messages, node names and logs.
-#[tauri::command(async)]
-pub fn search(studio: State<'_, Studio>, query: String, limit: usize) -> Result<Vec<SearchHit>, CommandError> {
-    Ok(studio
-        .store()?
-        .search(&studio.workspace()?, &query, limit.min(MAX_SEARCH_HITS))?)
-}
-
-/// The agents of the workspace's `.zibby/studio.toml` (none without the file).
-#[tauri::command(async)]
-pub fn agents_list(studio: State<'_, Studio>) -> Result<Vec<Agent>, CommandError> {
-    Ok(agents::load(studio.workspace()?.root())?)
-}
-
-/// Adds an agent to `.zibby/studio.toml`, or replaces the one named `previous_name`; returns the
-/// agents as saved.
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn agent_save(
-    studio: State<'_, Studio>,
-    agent: Agent,
-    previous_name: Option<String>,
-) -> Result<Vec<Agent>, CommandError> {
-    let saved = studio
-        .store()?
-        .agent_save(&studio.workspace()?, agent, previous_name.as_deref(), SystemTime::now())?;
-    Ok(saved)
-}
-
-/// Trusts the launch of an agent (its exact command, folder and environment) that the window showed
-/// when a run was refused as `agents_untrusted`, by its digest.
-#[tauri::command(async)]
-pub fn agents_trust(studio: State<'_, Studio>, digest: String) -> Result<(), CommandError> {
-    Ok(studio
-        .store()?
-        .trust_launch(&studio.workspace()?, &digest, SystemTime::now())?)
-}
-
-/// Runs an agent of `.zibby/studio.toml` on a prompt, in a new session or in `session_id`
-/// (continuing its conversation).
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn run_start(
-    studio: State<'_, Studio>,
-    agent: String,
-    prompt: String,
-    session_id: Option<String>,
-) -> Result<StartedRun, CommandError> {
-    let session = session_id.as_deref().map(SessionId::parse).transpose()?;
-    Ok(studio.run_agent(&agent, Some(prompt), session, None)?)
-}
-
-/// Runs one node of a session again, with the agent's replay command.
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn run_replay(
-    studio: State<'_, Studio>,
-    session_id: String,
-    node: String,
-    agent: String,
-) -> Result<StartedRun, CommandError> {
-    let session = SessionId::parse(&session_id)?;
-    Ok(studio.run_agent(&agent, None, Some(session), Some(node))?)
-}
-
-/// Stops a live run: gracefully (the current node finishes first), or by force. A run another
-/// studio process started (a `zstudio run`) is stopped through its session folder and process
-/// group. Returns how it stops (`graceful` or `forced`: a second stop of a stopping run is forced).
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn run_stop(studio: State<'_, Studio>, run_id: String, force: bool) -> Result<Stopping, CommandError> {
-    Ok(studio.stop(&run_id, force)?)
-}
-
-/// The runs of the workspace (or of one session), newest first.
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn runs_list(studio: State<'_, Studio>, session_id: Option<String>) -> Result<Vec<RunRecord>, CommandError> {
-    let session = session_id.as_deref().map(SessionId::parse).transpose()?;
-    Ok(studio.store()?.runs(&studio.workspace()?, session.as_ref())?)
-}
-
-/// The trace of a run: one span for the run, one per node execution.
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn run_spans(studio: State<'_, Studio>, run_id: String) -> Result<Vec<Span>, CommandError> {
-    Ok(studio.store()?.spans(&run_id)?)
-}
-
-/// A page of a run's output: lines `from_seq..` that pass the filters, at most `limit`.
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn run_output(
-    studio: State<'_, Studio>,
-    run_id: String,
-    from_seq: i64,
-    limit: usize,
-    node: Option<String>,
-    stream: Option<String>,
-) -> Result<OutputPage, CommandError> {
-    let filter = OutputFilter::named(node, stream.as_deref())?;
-    Ok(studio
-        .store()?
-        .output_page_filtered(&run_id, from_seq, limit.min(MAX_PAGE_LINES), &filter)?)
-}
-
-/// Find in a run's output: the first line from `from_seq` (or back from it) whose text contains
-/// `query`, ignoring case and ANSI escapes. A call reads a bounded number of lines and says where
-/// to go on, so the window shows progress and can stop.
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn run_output_find(
-    studio: State<'_, Studio>,
-    run_id: String,
-    from_seq: i64,
-    backward: bool,
-    query: String,
-) -> Result<OutputFind, CommandError> {
-    Ok(studio.store()?.output_find(&run_id, from_seq, backward, &query)?)
-}
-
-/// Two runs compared node by node (`a`, `b`: run or session ids): the first hunks of each node
-/// at once; with `node` and `occurrence`, that one execution alone from hunk `skip_hunks` on
-/// ("more").
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn runs_compare(
-    studio: State<'_, Studio>,
-    a: String,
-    b: String,
-    node: Option<String>,
-    occurrence: Option<usize>,
-    skip_hunks: usize,
-) -> Result<RunDiff, CommandError> {
-    let options = CompareOptions {
-        node,
-        occurrence,
-        limits: Limits {
-            skip_hunks,
-            ..Limits::default()
-        },
-    };
-    Ok(studio.compare(&a, &b, &options)?)
-}
-
-/// What quitting does with the live runs: stop them, or leave them running; then quits.
-#[tauri::command(rename_all = "snake_case")]
-pub fn app_quit(app: AppHandle, studio: State<'_, Studio>, keep_runs: bool) {
-    studio.keep_runs_on_exit(keep_runs);
-    crate::quit_now(&app);
-}
-
 /// A session's folder in the open workspace, once its id is valid and the folder exists.
 fn session_folder(studio: &Studio, session_id: &str) -> Result<PathBuf, CommandError> {
     Ok(studio.workspace()?.session_folder(&SessionId::parse(session_id)?)?)
 }
 
-/// Export…: the system's save dialog, then the session written there as a bundle; `None` when
-/// cancelled.
-#[tauri::command(async, rename_all = "snake_case")]
-pub fn session_export(
-    app: AppHandle,
-    session_id: String,
-) -> Result<Option<crate::share::ExportedBundle>, CommandError> {
-    crate::share::export_with_dialog(&app, &session_id)
+/// Defines the IPC commands as written, and from their signatures [`invoke_handler`] and (for
+/// `ipc_types`) `signatures`: each command's name, arguments (its parameters but the ones Tauri
+/// fills in itself, `State` and `AppHandle`) and result.
+macro_rules! ipc_commands {
+    (@result) => { () };
+    (@result $result:ty) => { $result };
+    ($(
+        $(#[$($attribute:tt)*])*
+        $visibility:vis fn $name:ident($($parameter:ident: $type:ty),* $(,)?) $(-> $result:ty)? $body:block
+    )*) => {
+        $(
+            $(#[$($attribute)*])*
+            $visibility fn $name($($parameter: $type),*) $(-> $result)? $body
+        )*
+
+        /// The shell's handler of the window's `invoke`s: the commands above.
+        pub fn invoke_handler() -> impl Fn(tauri::ipc::Invoke) -> bool + Send + Sync + 'static {
+            tauri::generate_handler![$($name),*]
+        }
+
+        /// Each command's name, arguments and result, in TypeScript (`ui/src/generated/ipc.ts`).
+        #[cfg(test)]
+        pub(crate) fn signatures(cfg: &ts_rs::Config) -> Vec<crate::ipc_types::Signature> {
+            use crate::ipc_types::{Argument, Returned};
+            vec![$(crate::ipc_types::Signature {
+                name: stringify!($name),
+                arguments: [$((stringify!($parameter), <$type as Argument>::ts(cfg))),*]
+                    .into_iter()
+                    .filter_map(|(name, ts)| Some((name, ts?)))
+                    .collect(),
+                result: <ipc_commands!(@result $($result)?) as Returned>::ts(cfg),
+            }),*]
+        }
+    };
 }
 
-/// The session the app's command line asked for (`--session`, `zstudio open`), once.
-#[tauri::command]
-pub fn session_requested(requested: State<'_, crate::share::RequestedSession>) -> Option<String> {
-    requested.take()
+ipc_commands! {
+    #[tauri::command]
+    pub fn workspace_get(studio: State<'_, Studio>) -> Result<WorkspaceInfo, CommandError> {
+        Ok(WorkspaceInfo::from(&studio.workspace()?))
+    }
+
+    /// The workspaces the window opened, most recent first (the open one among them).
+    #[tauri::command(async)]
+    pub fn workspaces_recent(studio: State<'_, Studio>) -> Result<Vec<String>, CommandError> {
+        Ok(studio
+            .recent_workspaces()?
+            .into_iter()
+            .map(|root| root.display().to_string())
+            .collect())
+    }
+
+    /// Opens another workspace (the window hears `workspace-changed`).
+    #[tauri::command(async)]
+    pub fn workspace_open(app: AppHandle, path: String) -> Result<WorkspaceInfo, CommandError> {
+        crate::switch_workspace(&app, &PathBuf::from(path))
+    }
+
+    /// Asks for a folder with the system's folder picker and opens it; `None` when cancelled.
+    #[tauri::command(async)]
+    pub fn workspace_pick(app: AppHandle) -> Result<Option<WorkspaceInfo>, CommandError> {
+        match crate::pick_folder(&app) {
+            Some(path) => crate::switch_workspace(&app, &path).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The sessions of the workspace, pinned first, with what the store knows of them.
+    #[tauri::command(async)]
+    pub fn sessions_list(studio: State<'_, Studio>) -> Result<SessionListing, CommandError> {
+        Ok(studio.sessions(SystemTime::now())?)
+    }
+
+    /// One session folder read in full (without `.session-info.json`'s config: it may hold secrets).
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn session_get(studio: State<'_, Studio>, session_id: String) -> Result<Session, CommandError> {
+        let id = SessionId::parse(&session_id)?;
+        Ok(studio
+            .store()?
+            .read_session(&studio.workspace()?, &id, SystemTime::now())?
+            .without_config())
+    }
+
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn session_messages(studio: State<'_, Studio>, session_id: String) -> Result<Vec<Message>, CommandError> {
+        let id = SessionId::parse(&session_id)?;
+        Ok(studio.store()?.messages(&studio.workspace()?, &id)?)
+    }
+
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn session_logs(studio: State<'_, Studio>, session_id: String) -> Result<Vec<LogLine>, CommandError> {
+        let id = SessionId::parse(&session_id)?;
+        Ok(studio.store()?.logs(&studio.workspace()?, &id)?)
+    }
+
+    /// The files of a session folder, by path.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn session_files(studio: State<'_, Studio>, session_id: String) -> Result<Vec<FileEntry>, CommandError> {
+        let folder = session_folder(&studio, &session_id)?;
+        Ok(studio_core::files::list(&folder)?)
+    }
+
+    /// A page of one file of a session folder (a path inside the folder only).
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn session_file_read(
+        studio: State<'_, Studio>,
+        session_id: String,
+        path: String,
+        offset: u64,
+        limit: usize,
+    ) -> Result<FileChunk, CommandError> {
+        let folder = session_folder(&studio, &session_id)?;
+        Ok(studio_core::files::read(&folder, &session_id, &path, offset, limit)?)
+    }
+
+    /// Opens a session's folder in the file manager.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn session_reveal(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
+        crate::reveal(&session_folder(&studio, &session_id)?)
+    }
+
+    /// Deletes a session: the store's records of it, and its folder (to the system trash). Refused
+    /// while one of its runs is live (code `session_live`).
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn session_delete(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
+        let id = SessionId::parse(&session_id)?;
+        Ok(studio
+            .store()?
+            .session_delete(&studio.workspace()?, &id, studio_core::process::move_to_trash)?)
+    }
+
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn pin_add(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
+        Ok(studio
+            .store()?
+            .pin(&studio.workspace()?, &SessionId::parse(&session_id)?, SystemTime::now())?)
+    }
+
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn pin_remove(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
+        Ok(studio
+            .store()?
+            .unpin(&studio.workspace()?, &SessionId::parse(&session_id)?)?)
+    }
+
+    /// Full-text search over the workspace's run output, messages, node names and logs.
+    #[tauri::command(async)]
+    pub fn search(studio: State<'_, Studio>, query: String, limit: usize) -> Result<Vec<SearchHit>, CommandError> {
+        Ok(studio
+            .store()?
+            .search(&studio.workspace()?, &query, limit.min(MAX_SEARCH_HITS))?)
+    }
+
+    /// The agents of the workspace's `.zibby/studio.toml` (none without the file).
+    #[tauri::command(async)]
+    pub fn agents_list(studio: State<'_, Studio>) -> Result<Vec<Agent>, CommandError> {
+        Ok(agents::load(studio.workspace()?.root())?)
+    }
+
+    /// Adds an agent to `.zibby/studio.toml`, or replaces the one named `previous_name`; returns the
+    /// agents as saved.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn agent_save(
+        studio: State<'_, Studio>,
+        agent: Agent,
+        previous_name: Option<String>,
+    ) -> Result<Vec<Agent>, CommandError> {
+        let saved = studio
+            .store()?
+            .agent_save(&studio.workspace()?, agent, previous_name.as_deref(), SystemTime::now())?;
+        Ok(saved)
+    }
+
+    /// Trusts the launch of an agent (its exact command, folder and environment) that the window showed
+    /// when a run was refused as `agents_untrusted`, by its digest.
+    #[tauri::command(async)]
+    pub fn agents_trust(studio: State<'_, Studio>, digest: String) -> Result<(), CommandError> {
+        Ok(studio
+            .store()?
+            .trust_launch(&studio.workspace()?, &digest, SystemTime::now())?)
+    }
+
+    /// Runs an agent of `.zibby/studio.toml` on a prompt, in a new session or in `session_id`
+    /// (continuing its conversation).
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn run_start(
+        studio: State<'_, Studio>,
+        agent: String,
+        prompt: String,
+        session_id: Option<String>,
+    ) -> Result<StartedRun, CommandError> {
+        let session = session_id.as_deref().map(SessionId::parse).transpose()?;
+        Ok(studio.run_agent(&agent, Some(prompt), session, None)?)
+    }
+
+    /// Runs one node of a session again, with the agent's replay command.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn run_replay(
+        studio: State<'_, Studio>,
+        session_id: String,
+        node: String,
+        agent: String,
+    ) -> Result<StartedRun, CommandError> {
+        let session = SessionId::parse(&session_id)?;
+        Ok(studio.run_agent(&agent, None, Some(session), Some(node))?)
+    }
+
+    /// Stops a live run: gracefully (the current node finishes first), or by force. A run another
+    /// studio process started (a `zstudio run`) is stopped through its session folder and process
+    /// group. Returns how it stops (`graceful` or `forced`: a second stop of a stopping run is forced).
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn run_stop(studio: State<'_, Studio>, run_id: String, force: bool) -> Result<Stopping, CommandError> {
+        Ok(studio.stop(&run_id, force)?)
+    }
+
+    /// The runs of the workspace (or of one session), newest first.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn runs_list(studio: State<'_, Studio>, session_id: Option<String>) -> Result<Vec<RunRecord>, CommandError> {
+        let session = session_id.as_deref().map(SessionId::parse).transpose()?;
+        Ok(studio.store()?.runs(&studio.workspace()?, session.as_ref())?)
+    }
+
+    /// The trace of a run: one span for the run, one per node execution.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn run_spans(studio: State<'_, Studio>, run_id: String) -> Result<Vec<Span>, CommandError> {
+        Ok(studio.store()?.spans(&run_id)?)
+    }
+
+    /// A page of a run's output: lines `from_seq..` that pass the filters, at most `limit`.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn run_output(
+        studio: State<'_, Studio>,
+        run_id: String,
+        from_seq: i64,
+        limit: usize,
+        node: Option<String>,
+        stream: Option<String>,
+    ) -> Result<OutputPage, CommandError> {
+        let filter = OutputFilter::named(node, stream.as_deref())?;
+        Ok(studio
+            .store()?
+            .output_page_filtered(&run_id, from_seq, limit.min(MAX_PAGE_LINES), &filter)?)
+    }
+
+    /// Find in a run's output: the first line from `from_seq` (or back from it) whose text contains
+    /// `query`, ignoring case and ANSI escapes. A call reads a bounded number of lines and says where
+    /// to go on, so the window shows progress and can stop.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn run_output_find(
+        studio: State<'_, Studio>,
+        run_id: String,
+        from_seq: i64,
+        backward: bool,
+        query: String,
+    ) -> Result<OutputFind, CommandError> {
+        Ok(studio.store()?.output_find(&run_id, from_seq, backward, &query)?)
+    }
+
+    /// Two runs compared node by node (`a`, `b`: run or session ids): the first hunks of each node
+    /// at once; with `node` and `occurrence`, that one execution alone from hunk `skip_hunks` on
+    /// ("more").
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn runs_compare(
+        studio: State<'_, Studio>,
+        a: String,
+        b: String,
+        node: Option<String>,
+        occurrence: Option<usize>,
+        skip_hunks: usize,
+    ) -> Result<RunDiff, CommandError> {
+        let options = CompareOptions {
+            node,
+            occurrence,
+            limits: Limits {
+                skip_hunks,
+                ..Limits::default()
+            },
+        };
+        Ok(studio.compare(&a, &b, &options)?)
+    }
+
+    /// What quitting does with the live runs: stop them, or leave them running; then quits.
+    #[tauri::command(rename_all = "snake_case")]
+    pub fn app_quit(app: AppHandle, studio: State<'_, Studio>, keep_runs: bool) {
+        studio.keep_runs_on_exit(keep_runs);
+        crate::quit_now(&app);
+    }
+
+    /// Export…: the system's save dialog, then the session written there as a bundle; `None` when
+    /// cancelled.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn session_export(
+        app: AppHandle,
+        session_id: String,
+    ) -> Result<Option<crate::share::ExportedBundle>, CommandError> {
+        crate::share::export_with_dialog(&app, &session_id)
+    }
+
+    /// The session the app's command line asked for (`--session`, `zstudio open`), once.
+    #[tauri::command]
+    pub fn session_requested(requested: State<'_, crate::share::RequestedSession>) -> Option<String> {
+        requested.take()
+    }
 }

@@ -1,6 +1,7 @@
 //! The window's TypeScript types, generated from the Rust types that cross IPC (ts-rs, with the
-//! core's `ts` feature), with the names of the commands and events: one file,
-//! `ui/src/generated/ipc.ts`, checked in. The test fails when that file is not what the Rust
+//! core's `ts` feature), with the commands (`Commands`: each one's arguments and result, from
+//! their signatures in `commands.rs`) and the events' names: one file, `ui/src/generated/ipc.ts`,
+//! checked in. The test fails when that file is not what the Rust
 //! types make; `scripts/gen-ipc-types.sh` (`UPDATE_IPC_TYPES=1` and this test) rewrites it.
 
 use std::collections::BTreeSet;
@@ -15,6 +16,95 @@ const HEADER: &str = "\
 // Generated from the Rust types that cross IPC (src-tauri/src/ipc_types.rs): do not edit.
 // Regenerate with `scripts/gen-ipc-types.sh`; a unit test of the shell fails while this is stale.
 ";
+
+/// One command as the window invokes it: its arguments by name and what it resolves to, in
+/// TypeScript (`commands::signatures`).
+pub(crate) struct Signature {
+    pub name: &'static str,
+    pub arguments: Vec<(&'static str, TsType)>,
+    pub result: TsType,
+}
+
+/// A type as TypeScript names it, and the declared types that name refers to.
+pub(crate) struct TsType {
+    name: String,
+    uses: Vec<String>,
+}
+
+impl TsType {
+    fn of<T: TS + ?Sized + 'static>(cfg: &Config) -> TsType {
+        TsType {
+            name: T::name(cfg),
+            uses: T::dependencies(cfg)
+                .into_iter()
+                .map(|dependency| dependency.ts_name)
+                .collect(),
+        }
+    }
+}
+
+/// A command's parameter: an argument the window passes (`Some`), or one Tauri fills in (`None`).
+/// A command taking a new type of argument needs it in `arguments!` below.
+pub(crate) trait Argument {
+    fn ts(cfg: &Config) -> Option<TsType>;
+}
+
+macro_rules! arguments {
+    ($($argument:ty),* $(,)?) => {
+        $(impl Argument for $argument {
+            fn ts(cfg: &Config) -> Option<TsType> {
+                Some(TsType::of::<$argument>(cfg))
+            }
+        })*
+    };
+}
+
+arguments!(
+    String,
+    Option<String>,
+    bool,
+    i64,
+    u64,
+    usize,
+    Option<usize>,
+    studio_core::agents::Agent
+);
+
+impl<T: Send + Sync + 'static> Argument for tauri::State<'_, T> {
+    fn ts(_: &Config) -> Option<TsType> {
+        None
+    }
+}
+
+impl Argument for tauri::AppHandle {
+    fn ts(_: &Config) -> Option<TsType> {
+        None
+    }
+}
+
+/// What a command resolves to: a `Result`'s value (its error is always a `CommandError`), or
+/// what it returns.
+pub(crate) trait Returned {
+    fn ts(cfg: &Config) -> TsType;
+}
+
+impl<T: TS + 'static> Returned for Result<T, crate::CommandError> {
+    fn ts(cfg: &Config) -> TsType {
+        TsType::of::<T>(cfg)
+    }
+}
+
+impl Returned for Option<String> {
+    fn ts(cfg: &Config) -> TsType {
+        TsType::of::<Option<String>>(cfg)
+    }
+}
+
+impl Returned for () {
+    fn ts(cfg: &Config) -> TsType {
+        TsType::of::<()>(cfg)
+    }
+}
 
 /// The declarations, in the order written, and the names of the types they declare.
 #[derive(Default)]
@@ -31,6 +121,45 @@ impl Declarations {
         self.declared.insert(T::ident(cfg));
         self.referenced
             .extend(T::dependencies(cfg).into_iter().map(|dependency| dependency.ts_name));
+        self
+    }
+
+    /// `Commands`, each command's arguments and result (the type `backend.ts` invokes through), and
+    /// `CommandName`.
+    fn commands(&mut self, signatures: &[Signature]) -> &mut Self {
+        let mut table = String::from(
+            "/** What each command of the shell (`commands.rs`) takes and resolves to: its arguments by name, \
+             as the window passes them to `invoke`, and its result. */\nexport type Commands = {\n",
+        );
+        for signature in signatures {
+            let arguments = if signature.arguments.is_empty() {
+                "Record<string, never>".to_owned()
+            } else {
+                let fields: Vec<String> = signature
+                    .arguments
+                    .iter()
+                    .map(|(name, ts)| format!("{name}: {}", ts.name))
+                    .collect();
+                format!("{{ {} }}", fields.join("; "))
+            };
+            // `()` is JSON's `null`; a command that returns nothing resolves to nothing.
+            let result = match signature.result.name.as_str() {
+                "null" => "void",
+                name => name,
+            };
+            table.push_str(&format!(
+                "  {}: {{ args: {arguments}; result: {result} }};\n",
+                signature.name
+            ));
+            let types = signature.arguments.iter().map(|(_, ts)| ts).chain([&signature.result]);
+            self.referenced.extend(types.flat_map(|ts| ts.uses.iter().cloned()));
+        }
+        table.push_str("};");
+        self.text.push(table);
+        self.text.push(
+            "/** What the window may invoke, by name (the shell's `invoke_handler`). */\nexport type CommandName = keyof Commands;"
+                .to_owned(),
+        );
         self
     }
 
@@ -51,6 +180,7 @@ fn render() -> String {
         use studio_core::agents::{Agent, Launch};
         use studio_core::cost::{CostSource, NodeUsage, UsageTotal};
         use studio_core::files::{FileChunk, FileEntry};
+        use studio_core::launch::{InheritEnv, LaunchFile, ShownLaunch};
         use studio_core::protocol::Stream;
         use studio_core::runner::{RunEvent, StartedRun};
         use studio_core::session::{
@@ -79,7 +209,10 @@ fn render() -> String {
             .add::<SessionSummary>(&cfg)
             .add::<SessionRow>(&cfg)
             .add::<studio_core::app::SessionListing>(&cfg)
+            .add::<InheritEnv>(&cfg)
             .add::<Agent>(&cfg)
+            .add::<LaunchFile>(&cfg)
+            .add::<ShownLaunch>(&cfg)
             .add::<Launch>(&cfg)
             .add::<StartedRun>(&cfg)
             .add::<StoppedBy>(&cfg)
@@ -130,19 +263,12 @@ fn render() -> String {
                 .add::<RunDiff>(&cfg);
         }
     }
+    d.commands(&crate::commands::signatures(&cfg));
     let missing: Vec<_> = d.referenced.difference(&d.declared).collect();
     assert!(
         missing.is_empty(),
         "types the window receives refer to {missing:?}, which ipc_types::render does not declare: add them"
     );
-    let commands = crate::COMMAND_NAMES
-        .iter()
-        .map(|name| serde_json::Value::from(*name).to_string())
-        .collect::<Vec<_>>()
-        .join(" | ");
-    d.text.push(format!(
-        "/** What the window may invoke, by name (the shell's `invoke_handler`). */\nexport type CommandName = {commands};"
-    ));
     d.constant(
         "The Tauri event the shell sends run events as (payload: `RunEvent`).",
         "RUN_EVENT",

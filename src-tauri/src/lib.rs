@@ -30,50 +30,7 @@ use tauri::Manager;
 pub use error::CommandError;
 pub use studio_core::app::Studio;
 
-/// The IPC commands, each spelled once: the invoke handler and [`COMMAND_NAMES`] (the window's
-/// generated `CommandName` type) both come from this list.
-macro_rules! ipc_commands {
-    ($($name:ident),* $(,)?) => {
-        /// What the window may invoke, by name.
-        pub const COMMAND_NAMES: &[&str] = &[$(stringify!($name)),*];
-
-        fn invoke_handler() -> impl Fn(tauri::ipc::Invoke) -> bool + Send + Sync + 'static {
-            tauri::generate_handler![$(commands::$name),*]
-        }
-    };
-}
-
-ipc_commands![
-    workspace_get,
-    agents_trust,
-    workspaces_recent,
-    workspace_open,
-    workspace_pick,
-    sessions_list,
-    session_get,
-    session_messages,
-    session_logs,
-    session_files,
-    session_file_read,
-    session_reveal,
-    session_delete,
-    pin_add,
-    pin_remove,
-    search,
-    agents_list,
-    agent_save,
-    run_start,
-    run_replay,
-    run_stop,
-    runs_list,
-    run_spans,
-    run_output,
-    run_output_find,
-    app_quit,
-    runs_compare,
-    session_export,
-    session_requested,
-];
+use commands::invoke_handler;
 
 /// The app's command line, defined with clap beside `zstudio`'s (`crates/args`).
 pub use studio_args::desktop::{parse_args, Invocation};

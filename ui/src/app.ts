@@ -1,7 +1,7 @@
 // Starts the window: the state, and App mounted on `root`. What main.ts calls, and what the
 // tests of the whole window call (with the fake backend and a clock of their own).
 
-import { flushSync, mount, unmount } from "svelte";
+import { mount, tick, unmount } from "svelte";
 
 import type { Backend } from "./backend";
 import App from "./components/App.svelte";
@@ -22,7 +22,7 @@ export function startApp(root: HTMLElement, backend: Backend, clock?: () => Date
   const component = mount(App, { target: root, props: { app: state } });
   return {
     // Resolves once the page shows what was read.
-    refresh: () => state.refresh().then(() => flushSync()),
+    refresh: () => state.refresh().then(() => tick()),
     ready: state.ready,
     state,
     destroy() {

@@ -19,6 +19,7 @@ import type {
   Agent,
   CommandError,
   CommandName,
+  Commands,
   CompareFocus,
   ErrorCode,
   ExportedBundle,
@@ -30,21 +31,21 @@ import type {
   OutputFindQuery,
   OutputPage,
   OutputQuery,
-  QuitRequest,
+  QuitRequested,
   RunEvent,
-  RunOutputEvent,
+  RunOutput,
   RunRecord,
   RunStartRequest,
   RunDiff,
   SearchHit,
-  SessionDetail,
+  Session,
   SessionOpened,
   SessionListing,
   Span,
   StartedRun,
   WatchNotice,
   WorkspaceInfo,
-  Stopping,
+  StoppedBy,
 } from "./types";
 
 export interface Backend {
@@ -56,7 +57,7 @@ export interface Backend {
   agentsList(): Promise<Agent[]>;
   runStart(request: RunStartRequest): Promise<StartedRun>;
   /** Resolves with how it stops: `graceful` (the current node finishes first), or `forced` (also a second stop). */
-  runStop(runId: string, force: boolean): Promise<Stopping>;
+  runStop(runId: string, force: boolean): Promise<StoppedBy>;
   runsList(sessionId?: string): Promise<RunRecord[]>;
   /** Deletes a session's records and moves its folder to the trash; refused while its run is live. */
   sessionDelete(sessionId: string): Promise<void>;
@@ -66,7 +67,7 @@ export interface Backend {
   workspaceOpen(path: string): Promise<WorkspaceInfo>;
   /** The native folder picker, then opens the folder; `null` when cancelled. */
   workspacePick(): Promise<WorkspaceInfo | null>;
-  sessionGet(sessionId: string): Promise<SessionDetail>;
+  sessionGet(sessionId: string): Promise<Session>;
   sessionMessages(sessionId: string): Promise<Message[]>;
   /** Oldest first. */
   sessionLogs(sessionId: string): Promise<LogLine[]>;
@@ -93,13 +94,13 @@ export interface Backend {
   /** Calls `handler` whenever a session folder appears, changes or goes (from any source). */
   onSessionsChanged(handler: () => void): Promise<() => void>;
   /** Calls `handler` as runs print (at most ~10 times a second per run). */
-  onRunOutput(handler: (event: RunOutputEvent) => void): Promise<() => void>;
+  onRunOutput(handler: (event: RunOutput) => void): Promise<() => void>;
   /** Calls `handler` when the sessions are polled instead of watched live (the watch budget is used up). */
   onWatchNotice(handler: (notice: WatchNotice) => void): Promise<() => void>;
   /** Calls `handler` when the workspace was switched elsewhere (the app menu, a second launch). */
   onWorkspaceChanged(handler: (workspace: WorkspaceInfo) => void): Promise<() => void>;
   /** Calls `handler` when the app is closing with live runs: the window must answer with `appQuit`. */
-  onQuitRequested(handler: (request: QuitRequest) => void): Promise<() => void>;
+  onQuitRequested(handler: (request: QuitRequested) => void): Promise<() => void>;
   /** Calls `handler` when the workspace's `.zibby/studio.toml` changed (its agents may have). */
   onAgentsChanged(handler: () => void): Promise<() => void>;
   /** Quits the app, stopping the live runs or (`keepRuns`) leaving them running. */
@@ -152,9 +153,14 @@ function isCommandError(value: unknown): value is CommandError {
   );
 }
 
-async function call<T>(command: CommandName, args?: Record<string, unknown>): Promise<T> {
+/**
+ * Invokes a command of the shell. Its arguments and result are the command's Rust signature, as
+ * the generated `Commands` table says: a renamed or retyped argument of a command fails the type
+ * check here.
+ */
+async function call<K extends CommandName>(command: K, args: Commands[K]["args"]): Promise<Commands[K]["result"]> {
   try {
-    return await invoke<T>(command, args);
+    return await invoke<Commands[K]["result"]>(command, args);
   } catch (error) {
     if (isCommandError(error)) throw new BackendError(error);
     throw new BackendError({ code: "ipc", message: String(error) });
@@ -162,24 +168,25 @@ async function call<T>(command: CommandName, args?: Record<string, unknown>): Pr
 }
 
 export const tauriBackend: Backend = {
-  workspaceGet: () => call<WorkspaceInfo>("workspace_get"),
-  sessionsList: () => call<SessionListing>("sessions_list"),
-  pinAdd: (sessionId) => call<void>("pin_add", { session_id: sessionId }),
-  pinRemove: (sessionId) => call<void>("pin_remove", { session_id: sessionId }),
-  agentsList: () => call<Agent[]>("agents_list"),
-  runStart: (request) => call<StartedRun>("run_start", { ...request, session_id: request.session_id ?? null }),
-  runStop: (runId, force) => call<Stopping>("run_stop", { run_id: runId, force }),
-  runsList: (sessionId) => call<RunRecord[]>("runs_list", { session_id: sessionId ?? null }),
-  sessionDelete: (sessionId) => call<void>("session_delete", { session_id: sessionId }),
-  workspacesRecent: () => call<string[]>("workspaces_recent"),
-  workspaceOpen: (path) => call<WorkspaceInfo>("workspace_open", { path }),
-  workspacePick: () => call<WorkspaceInfo | null>("workspace_pick"),
-  sessionGet: (sessionId) => call<SessionDetail>("session_get", { session_id: sessionId }),
-  sessionMessages: (sessionId) => call<Message[]>("session_messages", { session_id: sessionId }),
-  sessionLogs: (sessionId) => call<LogLine[]>("session_logs", { session_id: sessionId }),
-  runSpans: (runId) => call<Span[]>("run_spans", { run_id: runId }),
+  workspaceGet: () => call("workspace_get", {}),
+  sessionsList: () => call("sessions_list", {}),
+  pinAdd: (sessionId) => call("pin_add", { session_id: sessionId }),
+  pinRemove: (sessionId) => call("pin_remove", { session_id: sessionId }),
+  agentsList: () => call("agents_list", {}),
+  runStart: (request) =>
+    call("run_start", { agent: request.agent, prompt: request.prompt, session_id: request.session_id ?? null }),
+  runStop: (runId, force) => call("run_stop", { run_id: runId, force }),
+  runsList: (sessionId) => call("runs_list", { session_id: sessionId ?? null }),
+  sessionDelete: (sessionId) => call("session_delete", { session_id: sessionId }),
+  workspacesRecent: () => call("workspaces_recent", {}),
+  workspaceOpen: (path) => call("workspace_open", { path }),
+  workspacePick: () => call("workspace_pick", {}),
+  sessionGet: (sessionId) => call("session_get", { session_id: sessionId }),
+  sessionMessages: (sessionId) => call("session_messages", { session_id: sessionId }),
+  sessionLogs: (sessionId) => call("session_logs", { session_id: sessionId }),
+  runSpans: (runId) => call("run_spans", { run_id: runId }),
   runOutput: (runId, query) =>
-    call<OutputPage>("run_output", {
+    call("run_output", {
       run_id: runId,
       from_seq: query.fromSeq,
       limit: query.limit,
@@ -187,38 +194,38 @@ export const tauriBackend: Backend = {
       stream: query.stream ?? null,
     }),
   runOutputFind: (runId, query) =>
-    call<OutputFind>("run_output_find", {
+    call("run_output_find", {
       run_id: runId,
       from_seq: query.fromSeq,
       backward: query.backward,
       query: query.query,
     }),
-  sessionFiles: (sessionId) => call<FileEntry[]>("session_files", { session_id: sessionId }),
+  sessionFiles: (sessionId) => call("session_files", { session_id: sessionId }),
   sessionFileRead: (sessionId, path, offset, limit) =>
-    call<FileChunk>("session_file_read", { session_id: sessionId, path, offset, limit }),
-  sessionReveal: (sessionId) => call<void>("session_reveal", { session_id: sessionId }),
-  search: (query, limit) => call<SearchHit[]>("search", { query, limit }),
-  runReplay: (sessionId, node, agent) => call<StartedRun>("run_replay", { session_id: sessionId, node, agent }),
-  agentSave: (agent, previousName) => call<Agent[]>("agent_save", { agent, previous_name: previousName }),
-  agentsTrust: (digest) => call<void>("agents_trust", { digest }),
+    call("session_file_read", { session_id: sessionId, path, offset, limit }),
+  sessionReveal: (sessionId) => call("session_reveal", { session_id: sessionId }),
+  search: (query, limit) => call("search", { query, limit }),
+  runReplay: (sessionId, node, agent) => call("run_replay", { session_id: sessionId, node, agent }),
+  agentSave: (agent, previousName) => call("agent_save", { agent, previous_name: previousName }),
+  agentsTrust: (digest) => call("agents_trust", { digest }),
   onRunEvent: (handler) => listen<RunEvent>(RUN_EVENT, (event) => handler(event.payload)),
   onSessionsChanged: (handler) => listen(SESSIONS_CHANGED, () => handler()),
   onWatchNotice: (handler) => listen<WatchNotice>(WATCH_NOTICE, (event) => handler(event.payload)),
-  onRunOutput: (handler) => listen<RunOutputEvent>(RUN_OUTPUT, (event) => handler(event.payload)),
+  onRunOutput: (handler) => listen<RunOutput>(RUN_OUTPUT, (event) => handler(event.payload)),
   onWorkspaceChanged: (handler) => listen<WorkspaceInfo>(WORKSPACE_CHANGED, (event) => handler(event.payload)),
-  onQuitRequested: (handler) => listen<QuitRequest>(QUIT_REQUESTED, (event) => handler(event.payload)),
+  onQuitRequested: (handler) => listen<QuitRequested>(QUIT_REQUESTED, (event) => handler(event.payload)),
   onAgentsChanged: (handler) => listen(AGENTS_CHANGED, () => handler()),
-  appQuit: (keepRuns) => call<void>("app_quit", { keep_runs: keepRuns }),
+  appQuit: (keepRuns) => call("app_quit", { keep_runs: keepRuns }),
   runsCompare: (a, b, focus) =>
-    call<RunDiff>("runs_compare", {
+    call("runs_compare", {
       a,
       b,
       node: focus?.node ?? null,
       occurrence: focus?.occurrence ?? null,
       skip_hunks: focus?.skipHunks ?? 0,
     }),
-  sessionExport: (sessionId) => call<ExportedBundle | null>("session_export", { session_id: sessionId }),
-  sessionRequested: () => call<string | null>("session_requested"),
+  sessionExport: (sessionId) => call("session_export", { session_id: sessionId }),
+  sessionRequested: () => call("session_requested", {}),
   onSessionOpened: (handler) => listen<SessionOpened>(SESSION_OPENED, (event) => handler(event.payload)),
   onImportFailed: (handler) => listen<CommandError>(IMPORT_FAILED, (event) => handler(event.payload)),
 };

@@ -1,12 +1,16 @@
 // A backend in memory, for the unit tests (and a browser without the desktop shell): sessions,
 // agents, runs, output and files as the test gives them, pins kept on the rows, events sent with
-// `emit`, `sessionsChanged`, `emitOutput`, `workspaceChanged` and `agentsChanged`.
+// `emit`, `sessionsChanged`, `emitOutput`, `workspaceChanged` and `agentsChanged`. The shell sends
+// each event in a task of its own, so the window has drawn one before the next arrives: these are
+// delivered the same way (drawn at once, `flushSync`), so a test reads the page right after.
+
+import { flushSync } from "svelte";
 
 import { stripAnsi } from "./ansi";
 import type { Backend } from "./backend";
 import type {
   Agent,
-  AgentLaunch,
+  Launch,
   CommandError,
   CompareFocus,
   ErrorCode,
@@ -14,14 +18,14 @@ import type {
   LogLine,
   Message,
   OutputLine,
-  QuitRequest,
+  QuitRequested,
   RunEvent,
-  RunOutputEvent,
+  RunOutput,
   RunDiff,
   RunRecord,
   SearchHit,
   NodeArtifacts,
-  SessionDetail,
+  Session,
   SessionNode,
   SessionOpened,
   SessionRow,
@@ -70,13 +74,13 @@ export interface FakeBackend extends Backend {
   /** Tells whoever listens that session folders changed, as the shell's watcher would. */
   sessionsChanged(): void;
   /** Tells whoever listens that a run printed, as the shell would. */
-  emitOutput(event: RunOutputEvent): void;
+  emitOutput(event: RunOutput): void;
   /** Tells whoever listens that the sessions are polled, as the shell's watcher would. */
   watchNotice(notice: WatchNotice): void;
   /** Tells whoever listens that the workspace was switched elsewhere. */
   workspaceChanged(workspace: WorkspaceInfo): void;
   /** Asks whoever listens what to do with live runs, as the shell does when the app closes. */
-  quitRequested(request: QuitRequest): void;
+  quitRequested(request: QuitRequested): void;
   /** Tells whoever listens that `.zibby/studio.toml` changed, as the shell's watcher would. */
   agentsChanged(): void;
   /** Asks whoever listens to show a session, as the shell does after an import or `zstudio open`. */
@@ -98,7 +102,7 @@ export interface FakeBackend extends Backend {
   /** What the folder picker answers. */
   picked: WorkspaceInfo | null;
   /** Session details by id; a session without one gets one made from its row. */
-  details: Map<string, SessionDetail>;
+  details: Map<string, Session>;
   messages: Map<string, Message[]>;
   logs: Map<string, LogLine[]>;
   runs: RunRecord[];
@@ -109,11 +113,17 @@ export interface FakeBackend extends Backend {
   /** Files by session id, then by path relative to the session folder. */
   files: Map<string, Map<string, FakeFile>>;
   /** While set, runs of agents are refused as `agents_untrusted` with it, until it is trusted. */
-  untrusted: AgentLaunch | null;
+  untrusted: Launch | null;
   /** The calls made, as `name(args)` strings, in order. */
   calls: string[];
   /** What `runsCompare` answers (a refusal naming the ids by default). */
   compare: (a: string, b: string, focus?: CompareFocus) => RunDiff;
+}
+
+/** Calls each listener with the event, then draws what changed (as after a task of the shell's). */
+function deliver<A extends unknown[]>(listeners: Iterable<(...args: A) => void>, ...args: A): void {
+  for (const listener of listeners) listener(...args);
+  flushSync();
 }
 
 export function fakeBackend(
@@ -121,16 +131,16 @@ export function fakeBackend(
 ): FakeBackend {
   const listeners = new Set<(event: RunEvent) => void>();
   const sessionListeners = new Set<() => void>();
-  const outputListeners = new Set<(event: RunOutputEvent) => void>();
+  const outputListeners = new Set<(event: RunOutput) => void>();
   const workspaceListeners = new Set<(workspace: WorkspaceInfo) => void>();
   const noticeListeners = new Set<(notice: WatchNotice) => void>();
-  const quitListeners = new Set<(request: QuitRequest) => void>();
+  const quitListeners = new Set<(request: QuitRequested) => void>();
   const agentsListeners = new Set<() => void>();
   const openedListeners = new Set<(opened: SessionOpened) => void>();
   const importFailedListeners = new Set<(error: CommandError) => void>();
   let nextRun = 1;
 
-  function detailOf(sessionId: string): SessionDetail {
+  function detailOf(sessionId: string): Session {
     const detail = backend.details.get(sessionId);
     if (detail) return detail;
     const row = backend.sessions.find((candidate) => candidate.id === sessionId);
@@ -196,32 +206,32 @@ export function fakeBackend(
       throw refusal("session_not_found", `no session \`${a}\` or \`${b}\` to compare`);
     },
     sessionOpened(sessionId) {
-      for (const listener of openedListeners) listener({ session_id: sessionId });
+      deliver(openedListeners, { session_id: sessionId });
     },
     importFailed(error) {
-      for (const listener of importFailedListeners) listener(error);
+      deliver(importFailedListeners, error);
     },
     emit(event) {
-      for (const listener of listeners) listener(event);
+      deliver(listeners, event);
     },
     sessionsChanged() {
-      for (const listener of sessionListeners) listener();
+      deliver(sessionListeners);
     },
     emitOutput(event) {
-      for (const listener of outputListeners) listener(event);
+      deliver(outputListeners, event);
     },
     watchNotice(notice) {
-      for (const listener of noticeListeners) listener(notice);
+      deliver(noticeListeners, notice);
     },
     workspaceChanged(workspace) {
       backend.workspace = workspace;
-      for (const listener of workspaceListeners) listener(workspace);
+      deliver(workspaceListeners, workspace);
     },
     quitRequested(request) {
-      for (const listener of quitListeners) listener(request);
+      deliver(quitListeners, request);
     },
     agentsChanged() {
-      for (const listener of agentsListeners) listener();
+      deliver(agentsListeners);
     },
     async workspaceGet() {
       return backend.workspace;

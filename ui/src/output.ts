@@ -8,7 +8,7 @@ import { ansiNodes, markMatches, parseAnsi, PLAIN, stripAnsi, type AnsiStyle, ty
 import type { Backend } from "./backend";
 import { button, el } from "./elements";
 import { IndexedSource, PAGE_LINES, ScannedSource, type LineSource, type OutputFilter } from "./outputsource";
-import type { OutputLine, OutputStream } from "./types";
+import type { OutputLine, Stream } from "./types";
 import { coversView, isAtEnd, scrollTopOf, virtualWindow } from "./virtual";
 
 export const LINE_HEIGHT = 18;
@@ -355,7 +355,7 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   function setFilter(): void {
     filter = {
       node: nodeSelect.value || null,
-      stream: streamSelect.value === "all" ? null : (streamSelect.value as OutputStream),
+      stream: streamSelect.value === "all" ? null : (streamSelect.value as Stream),
     };
     isFollowing = filter.node === null && filter.stream === null;
     scroller.scrollTop = 0;

@@ -9,7 +9,7 @@
 import { LRUCache } from "lru-cache";
 
 import type { Backend } from "./backend";
-import type { OutputLine, OutputStream } from "./types";
+import type { OutputLine, Stream } from "./types";
 
 export const PAGE_LINES = 500;
 /** Pages kept in memory (of PAGE_LINES lines each). */
@@ -19,7 +19,7 @@ export const MAX_SCANNED_LINES = 200_000;
 
 export interface OutputFilter {
   node: string | null;
-  stream: OutputStream | null;
+  stream: Stream | null;
 }
 
 export interface LineSource {

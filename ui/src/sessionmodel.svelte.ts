@@ -1,8 +1,8 @@
 // The state of one open session view, as runes: what it shows (the session's row, its detail and
 // runs, the spans of those runs), what is going on (the live run, a stop asked, a form open) and
-// what it does (reading the session again as it changes, stopping, starting runs). The components
-// under `components/session/` only draw it; `sessionview.ts` mounts them and forwards the app's
-// calls here.
+// what it does (reading the session again as it changes, stopping, starting runs). The window's
+// state holds the open session's model and tells it what changed; `components/session/SessionView`
+// draws it.
 
 import type { Backend } from "./backend";
 import { toCommandError } from "./errors";
@@ -12,9 +12,9 @@ import type {
   Agent,
   CommandError,
   RunEvent,
-  RunOutputEvent,
+  RunOutput,
   RunRecord,
-  SessionDetail,
+  Session,
   SessionRow,
   Span,
   StartedRun,
@@ -32,18 +32,15 @@ export const SESSION_TABS: readonly { id: SessionTab; label: string }[] = [
   { id: "files", label: "Files" },
 ];
 
+/** What an open session needs of the window. */
 export interface SessionViewContext {
   backend: Backend;
+  /** The workspace's agents (read as they change). */
   agents(): readonly Agent[];
   /** Stops a run (graceful, or `force`); rejects with why it could not. */
   stopRun(runId: string, force: boolean): Promise<unknown>;
-  askDelete(sessionId: string): void;
-  togglePin(sessionId: string, pin: boolean): void;
   /** A run this view started (Continue, Re-run node). */
   runStarted(started: StartedRun): void;
-  close(): void;
-  /** Opens the compare view on two runs of the session (run ids: the earlier first). */
-  compareRuns(a: string, b: string): void;
   now(): number;
 }
 
@@ -81,11 +78,10 @@ export class SessionModel {
 
   row: SessionRow | null = $state.raw(null);
   liveRunId: string | null = $state(null);
-  detail: SessionDetail | null = $state.raw(null);
+  detail: Session | null = $state.raw(null);
   detailError: CommandError | null = $state.raw(null);
   /** The session's runs, newest first. */
   runs: readonly RunRecord[] = $state.raw([]);
-  agents: readonly Agent[] = $state.raw([]);
   tab: SessionTab = $state("timeline");
   stopState: { runId: string; forced: boolean } | null = $state.raw(null);
   /** The run that ended while shown here, for a moment (the Stop control says so). */
@@ -124,6 +120,10 @@ export class SessionModel {
       .map((node) => node.name)
       .filter((name, index, names) => names.indexOf(name) === index),
   );
+  /** The workspace's agents, as the window has them now. */
+  get agents(): readonly Agent[] {
+    return this.context.agents();
+  }
   readonly agentsKnown = $derived(this.row?.agent ? true : this.agents.length > 0);
   readonly stopPhase: StopPhase = $derived.by(() => {
     if (this.liveRunId === null) return this.ended ? "ended" : "idle";
@@ -167,7 +167,6 @@ export class SessionModel {
     this.backend = context.backend;
     this.row = row;
     this.liveRunId = liveRunId;
-    this.agents = context.agents();
     this.now = context.now();
     this.reloadSoon = throttle(() => void this.reload(), RELOAD_EVERY_MS);
     this.refreshSpans = throttle(() => void this.loadSpans(), SPANS_EVERY_MS);
@@ -185,7 +184,6 @@ export class SessionModel {
       liveRunId !== this.liveRunId ||
       row?.live_run !== this.row?.live_run;
     if (row) this.row = row;
-    this.agents = this.context.agents();
     this.setLive(liveRunId, row?.status ?? null);
     if (changed) this.reloadSoon();
   }
@@ -215,7 +213,7 @@ export class SessionModel {
     }
   }
 
-  onRunOutput(event: RunOutputEvent): void {
+  onRunOutput(event: RunOutput): void {
     if (event.session_id !== this.sessionId) return;
     const shown = this.outputs?.grew(event.run_id, event.lines) ?? false;
     if (!shown && !this.runs.some((run) => run.id === event.run_id)) this.reloadSoon();
@@ -250,6 +248,12 @@ export class SessionModel {
       this.stopState = null;
       this.actionError = { title: "The run could not be stopped", error: toCommandError(error) };
     });
+  }
+
+  /** The S key: graceful the first time, forced the second. */
+  stopByKey(): void {
+    if (this.liveRunId === null) return;
+    this.stop(this.stopState?.runId === this.liveRunId);
   }
 
   /** Stops the timers: the view is gone. */

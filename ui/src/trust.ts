@@ -5,19 +5,19 @@
 // question is components/TrustDialog.svelte.
 
 import type { Backend } from "./backend";
-import type { AgentLaunch } from "./types";
+import type { Launch } from "./types";
 
 /** The launch an `agents_untrusted` refusal carries, else null. */
-export function untrustedLaunch(error: unknown): AgentLaunch | null {
+export function untrustedLaunch(error: unknown): Launch | null {
   if (typeof error !== "object" || error === null) return null;
   const { code, details } = error as { code?: unknown; details?: unknown };
   if (code !== "agents_untrusted" || typeof details !== "object" || details === null) return null;
-  const launch = details as AgentLaunch;
+  const launch = details as Launch;
   return typeof launch.digest === "string" && Array.isArray(launch.argv) ? launch : null;
 }
 
 /** `backend`, whose run starts ask `ask` when refused as untrusted; a "no" keeps the refusal. */
-export function askingToTrust(backend: Backend, ask: (launch: AgentLaunch) => Promise<boolean>): Backend {
+export function askingToTrust(backend: Backend, ask: (launch: Launch) => Promise<boolean>): Backend {
   async function attempt<T>(start: () => Promise<T>): Promise<T> {
     try {
       return await start();

@@ -1,6 +1,6 @@
 // The shapes that cross IPC. They are generated from the Rust types (./generated/ipc.ts, by
-// `scripts/gen-ipc-types.sh`; a shell unit test fails while it is stale): this module only gives
-// some of them the names the UI knows them by, and adds the UI's own argument shapes.
+// `scripts/gen-ipc-types.sh`; a shell unit test fails while it is stale), under their Rust names:
+// this module re-exports them, and adds the UI's own argument shapes of some `Backend` calls.
 
 export type {
   Agent,
@@ -17,6 +17,7 @@ export type {
   WordPart,
   CommandError,
   CommandName,
+  Commands,
   CostSource,
   ErrorCode,
   ExportedBundle,
@@ -52,29 +53,15 @@ export type {
   UsageTotal,
   WatchNotice,
   WorkspaceInfo,
+  Launch,
+  Level,
+  QuitRequested,
+  RunOutput,
+  Session,
+  Stream,
 } from "./generated/ipc";
 
-import type { Launch, Level, QuitRequested, RunOutput, Session, StoppedBy, Stream } from "./generated/ipc";
-
-/** How a stop stops (`run_stop`; core `stop::Stopping`, the same words as `StoppedBy`). */
-export type Stopping = StoppedBy;
-
-/** What running an agent of a workspace's `.zibby/studio.toml` would do (core `agents::Launch`). */
-export type AgentLaunch = Launch;
-
-/** One session read in full (`session_get`; core `Session`). */
-export type SessionDetail = Session;
-
-export type LogLevel = Level;
-
-export type OutputStream = Stream;
-
-/** The `run-output` event: the run has `lines` lines stored so far. */
-export type RunOutputEvent = RunOutput;
-
-/** The `quit-requested` event: the app is closing while runs are live; the window asks what to do
- * with them and answers with `app_quit`. */
-export type QuitRequest = QuitRequested;
+import type { Stream } from "./generated/ipc";
 
 // The UI's own shapes: the arguments of some `Backend` calls (the commands take them as separate
 // snake_case arguments).
@@ -103,5 +90,5 @@ export interface OutputQuery {
   fromSeq: number;
   limit: number;
   node?: string | null;
-  stream?: OutputStream | null;
+  stream?: Stream | null;
 }

@@ -20,7 +20,7 @@ export type SessionId = string;
  * the core, the CLI, the shell and the window (whose TypeScript union is generated from
  * it), the window's own codes included. New codes may come: match with a fallback arm.
  */
-export type ErrorCode = "invalid_session_id" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
+export type ErrorCode = "invalid_session_id" | "invalid_node_name" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
 
 /**
  * Every failed command rejects with this; the UI branches on `code`, never on `message`.
@@ -226,12 +226,64 @@ export type SessionListing = { sessions: Array<SessionRow>,
  */
 usage: UsageTotal | null, };
 
-export type Agent = { name: string, run: Array<string>, replay?: Array<string>, cwd?: string, env?: { [key in string]: string }, };
+/**
+ * Which of the studio's own environment an agent gets (`inherit_env` in `.zibby/studio.toml`).
+ * Either way, the studio's own variables (`ZIBBY_STUDIO_*`, and those the app sets for its
+ * window) are never passed on, and the variables the agent sets are.
+ */
+export type InheritEnv = "all" | Array<string>;
+
+export type Agent = { name: string, run: Array<string>, replay?: Array<string>, cwd?: string, env?: { [key in string]: string }, 
+/**
+ * Which of the studio's environment it gets: all of it (when absent), or only the listed
+ * variables; never the studio's own.
+ */
+inherit_env?: InheritEnv, };
+
+/**
+ * A file inside the workspace that the command names (a script, a config): trust covers its
+ * content.
+ */
+export type LaunchFile = { 
+/**
+ * Relative to the workspace.
+ */
+path: string, bytes: number, 
+/**
+ * The SHA-256 of its content.
+ */
+sha256: string, };
+
+/**
+ * A [`Launch`] as a trust prompt shows it: nothing in it can draw a line, reorder text or hide
+ * a character, and no value is longer than a few lines.
+ */
+export type ShownLaunch = { agent: string, 
+/**
+ * Each argument, quoted, as it will run (placeholders filled where this run knows their
+ * value).
+ */
+command: Array<string>, 
+/**
+ * The arguments as one list: `["sh", "agent.sh", "Plan a trip"]`.
+ */
+command_line: string, cwd: string, 
+/**
+ * `NAME=value`, each.
+ */
+env: Array<string>, 
+/**
+ * Which of the studio's environment the agent gets, in words.
+ */
+inherits: string, agents_file: string, 
+/**
+ * What trusting it covers, in words: each thing whose change asks again.
+ */
+covers: Array<string>, };
 
 /**
  * A cloned repository can declare any command, folder and environment. Trust is given to this
- * launch, by its [`Launch::digest`]: another agent, its replay command, or any change of the
- * command, folder or environment is asked about again.
+ * launch, by its [`Launch::digest`] (what it covers: the module's docs).
  */
 export type Launch = { agent: string, 
 /**
@@ -241,11 +293,24 @@ argv: Array<string>, cwd: string,
 /**
  * The variables the file sets, with their values (`NODE_OPTIONS` can run code too).
  */
-env: Array<[string, string]>, agents_file: string, 
+env: Array<[string, string]>, inherit_env: InheritEnv, agents_file: string, 
 /**
- * The SHA-256 of the agent, command, folder and environment: what trusting it records.
+ * The workspace folder's identity: `device:inode:creation time`.
  */
-digest: string, };
+workspace_identity: string, 
+/**
+ * The files of the workspace the command names, with their content's digest.
+ */
+files: Array<LaunchFile>, 
+/**
+ * The SHA-256 of all of the above: what trusting it records.
+ */
+digest: string, 
+/**
+ * What a prompt shows: every value escaped and folded ([`crate::vocabulary::visible::shown`]),
+ * the command as it will run for this run's prompt, session and node.
+ */
+shown: ShownLaunch, };
 
 /**
  * A run that was started (or that could not start: then it has already finished, as `error`).
@@ -603,8 +668,41 @@ output: TextDiff,
  */
 cost_change: string | null, };
 
+/** What each command of the shell (`commands.rs`) takes and resolves to: its arguments by name, as the window passes them to `invoke`, and its result. */
+export type Commands = {
+  workspace_get: { args: Record<string, never>; result: WorkspaceInfo };
+  workspaces_recent: { args: Record<string, never>; result: Array<string> };
+  workspace_open: { args: { path: string }; result: WorkspaceInfo };
+  workspace_pick: { args: Record<string, never>; result: WorkspaceInfo | null };
+  sessions_list: { args: Record<string, never>; result: SessionListing };
+  session_get: { args: { session_id: string }; result: Session };
+  session_messages: { args: { session_id: string }; result: Array<Message> };
+  session_logs: { args: { session_id: string }; result: Array<LogLine> };
+  session_files: { args: { session_id: string }; result: Array<FileEntry> };
+  session_file_read: { args: { session_id: string; path: string; offset: number; limit: number }; result: FileChunk };
+  session_reveal: { args: { session_id: string }; result: void };
+  session_delete: { args: { session_id: string }; result: void };
+  pin_add: { args: { session_id: string }; result: void };
+  pin_remove: { args: { session_id: string }; result: void };
+  search: { args: { query: string; limit: number }; result: Array<SearchHit> };
+  agents_list: { args: Record<string, never>; result: Array<Agent> };
+  agent_save: { args: { agent: Agent; previous_name: string | null }; result: Array<Agent> };
+  agents_trust: { args: { digest: string }; result: void };
+  run_start: { args: { agent: string; prompt: string; session_id: string | null }; result: StartedRun };
+  run_replay: { args: { session_id: string; node: string; agent: string }; result: StartedRun };
+  run_stop: { args: { run_id: string; force: boolean }; result: StoppedBy };
+  runs_list: { args: { session_id: string | null }; result: Array<RunRecord> };
+  run_spans: { args: { run_id: string }; result: Array<Span> };
+  run_output: { args: { run_id: string; from_seq: number; limit: number; node: string | null; stream: string | null }; result: OutputPage };
+  run_output_find: { args: { run_id: string; from_seq: number; backward: boolean; query: string }; result: OutputFind };
+  runs_compare: { args: { a: string; b: string; node: string | null; occurrence: number | null; skip_hunks: number }; result: RunDiff };
+  app_quit: { args: { keep_runs: boolean }; result: void };
+  session_export: { args: { session_id: string }; result: ExportedBundle | null };
+  session_requested: { args: Record<string, never>; result: string | null };
+};
+
 /** What the window may invoke, by name (the shell's `invoke_handler`). */
-export type CommandName = "workspace_get" | "agents_trust" | "workspaces_recent" | "workspace_open" | "workspace_pick" | "sessions_list" | "session_get" | "session_messages" | "session_logs" | "session_files" | "session_file_read" | "session_reveal" | "session_delete" | "pin_add" | "pin_remove" | "search" | "agents_list" | "agent_save" | "run_start" | "run_replay" | "run_stop" | "runs_list" | "run_spans" | "run_output" | "run_output_find" | "app_quit" | "runs_compare" | "session_export" | "session_requested";
+export type CommandName = keyof Commands;
 
 /** The Tauri event the shell sends run events as (payload: `RunEvent`). */
 export const RUN_EVENT = "run-event";

@@ -9,7 +9,7 @@ import { SESSION_TABS } from "../../sessionmodel.svelte";
 import { DELETE_LIVE_TITLE } from "../../sessions";
 import { row, runRecord } from "../../testdata";
 import SessionView from "./SessionView.svelte";
-import { EVIL, refusal, sessionBackend, sessionModel, span } from "./testing";
+import { EVIL, refusal, sessionBackend, sessionModel, span, viewProps } from "./testing";
 
 /** A control's tooltip: the window's own (`aria-describedby`), not a native `title`. */
 const tooltipOf = (element: Element | null) =>
@@ -24,7 +24,7 @@ afterEach(() => vi.useRealTimers());
 
 async function open(sessionId: string, options: Parameters<typeof sessionModel>[2] = {}) {
   const { model, context } = await sessionModel(backend, sessionId, options);
-  const rendered = render(SessionView, { model });
+  const rendered = render(SessionView, viewProps(model, context));
   await vi.waitFor(() => expect(backend.calls).toContain(`sessionGet(${sessionId})`));
   return { model, context, ...rendered };
 }

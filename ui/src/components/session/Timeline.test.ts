@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 
 import { detailNode } from "../../fake-backend";
 import { at, runRecord, span, T0 } from "../../testdata";
-import type { SessionDetail } from "../../types";
+import type { Session } from "../../types";
 import Timeline from "./Timeline.svelte";
 
 const evil = "<img src=x onerror=alert(1)>";
@@ -49,7 +49,7 @@ describe("the Timeline", () => {
   });
 
   it("lists the nodes without an axis for a session without spans, and says why", () => {
-    const detail = { nodes: [detailNode("plan", "success", null)] } as unknown as SessionDetail;
+    const detail = { nodes: [detailNode("plan", "success", null)] } as unknown as Session;
     const { container } = render(Timeline, { runs: [], spans: new Map(), now: T0, detail, failed: false });
     expect(container.querySelector(".timeline-node[data-node='plan']")?.getAttribute("data-status")).toBe("success");
     expect(container.querySelector("ol.untimed-nodes > li.timeline-node")).not.toBeNull();
@@ -87,7 +87,7 @@ describe("the Timeline's usage badges", () => {
       { ...detailNode("write", "success", "/p/write"), usage: usage(null, "unknown") },
       detailNode("check", "success", "/p/check"),
     ],
-  } as unknown as SessionDetail;
+  } as unknown as Session;
 
   it("puts each node's cost on the newest run that ran it, unknown as a dash, none without usage", () => {
     const first = runRecord("r1", "s", { started_at: at(0), ended_at: at(10_000) });

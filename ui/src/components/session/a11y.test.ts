@@ -5,7 +5,7 @@ import { describe, expect, it, vi } from "vitest";
 
 import { SESSION_TABS } from "../../sessionmodel.svelte";
 import SessionView from "./SessionView.svelte";
-import { sessionBackend, sessionModel } from "./testing";
+import { sessionBackend, sessionModel, viewProps } from "./testing";
 
 /** axe-core's rules that need no layout (colour contrast is checked in the real window). */
 async function violations(): Promise<string[]> {
@@ -25,8 +25,8 @@ describe("the session view's accessibility", () => {
       { at: "2026-11-29T12:00:00Z", level: "info", event: "run.started", message: "go", run_id: "r1", fields: null },
     ]);
     backend.messages.set("s1", [{ seq: 1, role: "user", text: "hi", created_at: "2026-11-29T12:00:00Z" }]);
-    const { model } = await sessionModel(backend, "s1");
-    render(SessionView, { model });
+    const { model, context } = await sessionModel(backend, "s1");
+    render(SessionView, viewProps(model, context));
     await vi.waitFor(() => expect(document.querySelectorAll(".timeline-node")).toHaveLength(2));
     for (const { id } of SESSION_TABS) {
       await userEvent.click(document.querySelector(`[data-tab='${id}']`)!);

@@ -60,16 +60,28 @@ export function sessionBackend(): FakeBackend {
   return backend;
 }
 
-type Recorded = "stopRun" | "askDelete" | "togglePin" | "runStarted" | "close" | "compareRuns";
+type Recorded = "stopRun" | "runStarted";
 
+/** The model's context, and the view's events (`SessionView`'s props), recorded. */
 export interface TestContext extends Omit<SessionViewContext, Recorded | "now"> {
   stopRun: Mock<SessionViewContext["stopRun"]>;
-  askDelete: Mock<SessionViewContext["askDelete"]>;
-  togglePin: Mock<SessionViewContext["togglePin"]>;
+  askDelete: Mock<(sessionId: string) => void>;
+  togglePin: Mock<(sessionId: string, pin: boolean) => void>;
   runStarted: Mock<SessionViewContext["runStarted"]>;
-  close: Mock<SessionViewContext["close"]>;
-  compareRuns: Mock<SessionViewContext["compareRuns"]>;
+  close: Mock<() => void>;
+  compareRuns: Mock<(a: string, b: string) => void>;
   now: () => number;
+}
+
+/** `SessionView`'s props: the model, and its events going to the recorded context. */
+export function viewProps(model: SessionModel, context: TestContext) {
+  return {
+    model,
+    onclose: context.close,
+    ondelete: context.askDelete,
+    onpin: context.togglePin,
+    oncompare: context.compareRuns,
+  };
 }
 
 /** A context over the backend, recording what the view asks of the app. */

@@ -1,0 +1,108 @@
+// The window's modal dialogs, one at a time: quitting with live runs, trusting an agents file,
+// the agent form, and confirming a delete.
+
+import type { Backend } from "../backend";
+import { toCommandError } from "../errors";
+import type { Agent, CommandError, Launch, QuitRequested } from "../types";
+
+export type QuitAnswer = "stop" | "keep" | "cancel";
+
+export interface AgentFormState {
+  /** The agent being edited; `null`: a new one. */
+  editing: Agent | null;
+  saving: boolean;
+  error: CommandError | null;
+}
+
+export interface TrustRequest {
+  launch: Launch;
+  answer: (trust: boolean) => void;
+}
+
+export class DialogsState {
+  /** The session a delete waits to be confirmed for. */
+  confirmDelete = $state<string | null>(null);
+  agentForm = $state.raw<AgentFormState | null>(null);
+  quitRequest = $state.raw<QuitRequested | null>(null);
+  trustRequest = $state.raw<TrustRequest | null>(null);
+  /** While one is open, only Escape reaches the window's keys. */
+  open = $derived(
+    this.confirmDelete !== null || this.agentForm !== null || this.quitRequest !== null || this.trustRequest !== null,
+  );
+
+  readonly #backend: () => Backend;
+
+  /** `backend`: the window's (run starts ask to trust through this very state, so it comes later). */
+  constructor(backend: () => Backend) {
+    this.#backend = backend;
+  }
+
+  askDelete(sessionId: string | null): void {
+    this.confirmDelete = sessionId;
+  }
+
+  /** Asks whether to trust an agents file's launch; one question at a time (one still open, a
+   * second Run meanwhile, is answered no). */
+  askTrust(launch: Launch): Promise<boolean> {
+    this.trustRequest?.answer(false);
+    return new Promise<boolean>((resolve) => {
+      this.trustRequest = {
+        launch,
+        answer: (trust) => {
+          if (this.trustRequest?.launch === launch) this.trustRequest = null;
+          resolve(trust);
+        },
+      };
+    });
+  }
+
+  editAgent(editing: Agent | null): void {
+    this.agentForm = { editing, saving: false, error: null };
+  }
+
+  closeAgentForm(): void {
+    this.agentForm = null;
+  }
+
+  /** Saves the form's agent; `saved` gets the agents as saved. */
+  saveAgent(agent: Agent, previousName: string | null, saved: (agents: Agent[]) => void): void {
+    if (!this.agentForm) return;
+    this.agentForm = { ...this.agentForm, saving: true, error: null };
+    this.#backend()
+      .agentSave(agent, previousName)
+      .then(
+        (agents) => {
+          this.agentForm = null;
+          saved(agents);
+        },
+        (error: unknown) => {
+          if (this.agentForm) this.agentForm = { ...this.agentForm, saving: false, error: toCommandError(error) };
+        },
+      );
+  }
+
+  /** Answers the quit question; `failed` gets why quitting was refused. */
+  answerQuit(choice: QuitAnswer, failed: (error: CommandError) => void): void {
+    this.quitRequest = null;
+    if (choice === "cancel") return;
+    this.#backend()
+      .appQuit(choice === "keep")
+      .catch((error: unknown) => failed(toCommandError(error)));
+  }
+
+  /** Escape: the dialog on top goes (the quit question is answered in `AppState`). `false`: none was open. */
+  dismissTop(): boolean {
+    if (this.trustRequest !== null) this.trustRequest.answer(false);
+    else if (this.confirmDelete !== null) this.confirmDelete = null;
+    else if (this.agentForm) this.agentForm = null;
+    else return false;
+    return true;
+  }
+
+  /** Another workspace: its question is answered no (its start gives up), its dialogs go. */
+  reset(): void {
+    this.trustRequest?.answer(false);
+    this.trustRequest = null;
+    this.confirmDelete = null;
+  }
+}
