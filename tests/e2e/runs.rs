@@ -370,12 +370,18 @@ async fn an_agents_file_not_trusted_yet_asks_once_showing_what_would_run() {
         wait_for(&client, "#trust-dialog").await;
         assert_eq!(
             text_of(&client, "#trust-command").await.unwrap(),
-            format!("[{}, \"--nodes\", \"plan:10\", \"--prompt\", \"first\"]", serde_json::json!(agent)),
+            format!(
+                "[{}, \"--nodes\", \"plan:10\", \"--prompt\", \"first\"]",
+                serde_json::json!(agent)
+            ),
             "the dialog shows the exact command as it will run for this prompt"
         );
         assert_eq!(text_of(&client, "#trust-env").await.unwrap(), "no variable of its own");
         assert!(
-            text_of(&client, "#trust-inherits").await.unwrap().contains("all of the studio's environment"),
+            text_of(&client, "#trust-inherits")
+                .await
+                .unwrap()
+                .contains("all of the studio's environment"),
             "what the agent inherits is said"
         );
         let runs = |db: std::path::PathBuf| {
@@ -414,7 +420,15 @@ async fn the_trust_prompt_shows_every_value_escaped_and_the_command_in_view() {
     let agent = crate::harness::test_agent().display().to_string();
     let workspace = Workspace::with_untrusted_agent(
         "test-agent",
-        &[&agent, "--nodes", "plan:10", "--say", "\u{202E}txt.exe", "--prompt", "{prompt}"],
+        &[
+            &agent,
+            "--nodes",
+            "plan:10",
+            "--say",
+            "\u{202E}txt.exe",
+            "--prompt",
+            "{prompt}",
+        ],
     );
     let file = workspace.path().join(".zibby/studio.toml");
     let long = "k".repeat(5000);
@@ -431,7 +445,10 @@ async fn the_trust_prompt_shows_every_value_escaped_and_the_command_in_view() {
             command.contains("\"\\u202etxt.exe\"") && !command.contains('\u{202E}'),
             "the bidi control is shown as its escape: {command}"
         );
-        assert!(command.contains("\"Plan a trip\""), "as it will run for this prompt: {command}");
+        assert!(
+            command.contains("\"Plan a trip\""),
+            "as it will run for this prompt: {command}"
+        );
         let variables = crate::texts(&client, "#trust-env li").await;
         assert_eq!(variables.len(), 2, "one line per variable: {variables:?}");
         assert!(

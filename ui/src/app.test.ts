@@ -333,6 +333,16 @@ describe("the agents file, watched", () => {
       env: [] as [string, string][],
       agents_file: "/p/.zibby/studio.toml",
       digest: "d1",
+      shown: {
+        agent: "writer",
+        command: ['"w"'],
+        command_line: '["w"]',
+        cwd: "/p",
+        env: [],
+        inherits: "all of the studio's environment",
+        agents_file: "/p/.zibby/studio.toml",
+        covers: [],
+      },
     };
     backend.agentsBroken = refusal("agents_untrusted", "not trusted", launch);
     backend.agentsChanged();

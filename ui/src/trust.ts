@@ -13,7 +13,7 @@ export function untrustedLaunch(error: unknown): Launch | null {
   const { code, details } = error as { code?: unknown; details?: unknown };
   if (code !== "agents_untrusted" || typeof details !== "object" || details === null) return null;
   const launch = details as Launch;
-  return typeof launch.digest === "string" && Array.isArray(launch.argv) ? launch : null;
+  return typeof launch.digest === "string" && typeof launch.shown === "object" && launch.shown !== null ? launch : null;
 }
 
 /** `backend`, whose run starts ask `ask` when refused as untrusted; a "no" keeps the refusal. */
