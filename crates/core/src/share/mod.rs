@@ -5,7 +5,8 @@
 //!
 //! - `format`: the bundle's names, its manifest and the hashing of its members.
 //! - `paths`: what a path inside a session may be, and a folder's entries in order.
-//! - `export`: a session written as a bundle.
+//! - `export`: a session written as a bundle, what it recorded of how it ran redacted by
+//!   `redact` (secrets that look like keys and tokens, the home folder written as `~`).
 //! - `options`: what an import takes ([`ImportOptions`], [`ImportLimits`]) and what it made.
 //! - `import`: what a source is, then `import/bundle`, `import/folder` or `import/log` brings it
 //!   in, each building the session in `import/staging` and committing it there.
@@ -27,8 +28,10 @@ mod format;
 mod import;
 mod options;
 mod paths;
+mod redact;
 
 pub use export::{export_session, Exported};
 pub use format::{Folder, Manifest, Member, BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION};
-pub use import::import;
-pub use options::{ImportKind, ImportLimits, ImportOptions, ImportedSession};
+pub use import::{import, sweep_stale_imports};
+pub use options::{ImportKind, ImportLimits, ImportOptions, ImportedSession, DEFAULT_MAX_BYTES};
+pub use redact::{RedactedSecret, Redaction, REDACTED};
