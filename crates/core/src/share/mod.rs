@@ -19,9 +19,12 @@
 //! its checksum: each is refused with an error naming the entry, and nothing is left behind. So
 //! is what is none of the three (a file that is not text, a folder that holds no session's
 //! files). The session is built in a folder of its own beside the sessions folder
-//! (`.zibby/output/.import-<uuid>/`), its records are written in one store transaction, and the
-//! folder is moved into place (never over another) only when everything else succeeded; the
-//! transaction commits after.
+//! (`.zibby/output/.import-<boot>-<pid>-<start time>-<uuid>/`), its records are written in one
+//! store transaction, and the folder is moved into place (never over another) only when
+//! everything else succeeded; the transaction commits after. The folder of an import killed
+//! part-way is removed by the next import or when the studio opens the workspace
+//! ([`sweep_stale_imports`]). A bundle's central directory is sized from the zip's end records
+//! before the zip reader reads it (it holds every entry in memory).
 
 mod export;
 mod format;
