@@ -7,8 +7,8 @@
 //! says what was replaced ([`Redaction`]).
 //!
 //! A secret is: the value of an option or a variable whose name holds `TOKEN`, `SECRET`, `KEY`,
-//! `PASSWORD`, `PASSWD` or `CREDENTIAL` (`--api-key=…`, `--api-key …`, `GITHUB_TOKEN=…`, a JSON
-//! field `apiKey`); a value shaped like a known key or token (`sk-…`, `ghp_…` and GitHub's
+//! `PASSWORD`, `PASSWD` or `CREDENTIAL` (`--api-key=…`, `--api-key …`, `GITHUB_TOKEN=…`, the
+//! text of a JSON field `apiKey`; a number is no secret); a value shaped like a known key or token (`sk-…`, `ghp_…` and GitHub's
 //! other prefixes, `github_pat_…`, `AKIA…`/`ASIA…`, `xox…-`, `AIza…`, `glpat-…`); what follows
 //! `Bearer `; the password of a URL (`https://user:…@host`).
 
@@ -194,23 +194,17 @@ impl Redactor {
         out
     }
 
-    /// A JSON value: a field named like a secret replaced whole (unless empty or not text or a
-    /// number), an array of text as a command, text as [`Redactor::text`].
+    /// A JSON value: the text under a field named like a secret replaced whole (an empty text,
+    /// a number or a flag is no secret: `max_tokens: 4096` stays), an array of text as a
+    /// command, other text as [`Redactor::text`].
     pub(super) fn json(&mut self, member: &str, value: &mut serde_json::Value) {
         use serde_json::Value;
         self.looked_at(member);
         match value {
             Value::Object(object) => {
                 for (key, field) in object.iter_mut() {
-                    let secret = is_secret_name(key)
-                        && match field {
-                            Value::String(text) => !text.is_empty() && text != REDACTED,
-                            Value::Number(_) | Value::Array(_) | Value::Object(_) => true,
-                            Value::Null | Value::Bool(_) => false,
-                        };
-                    if secret {
-                        self.count(member, format!("the value of {key}"));
-                        *field = Value::String(REDACTED.to_owned());
+                    if is_secret_name(key) {
+                        self.redact_all_text(member, key, field);
                     } else {
                         self.json(member, field);
                     }
@@ -223,6 +217,24 @@ impl Redactor {
             Value::Array(items) => items.iter_mut().for_each(|item| self.json(member, item)),
             Value::String(text) => *text = self.text(member, text),
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// Every text under the field `key` (named like a secret) replaced.
+    fn redact_all_text(&mut self, member: &str, key: &str, value: &mut serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::String(text) if !text.is_empty() && text != REDACTED => {
+                self.count(member, format!("the value of {key}"));
+                *text = REDACTED.to_owned();
+            }
+            Value::Array(items) => items
+                .iter_mut()
+                .for_each(|item| self.redact_all_text(member, key, item)),
+            Value::Object(object) => object
+                .values_mut()
+                .for_each(|field| self.redact_all_text(member, key, field)),
+            Value::String(_) | Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
     }
 
@@ -341,14 +353,16 @@ mod tests {
         let mut r = redactor();
         let mut value = serde_json::json!({
             "apiKey": "k", "env": {"OPENAI_API_KEY": "v", "HOME": "/home/alice"},
-            "command": ["agent", "--password", "p"], "empty_token": "", "keep": true
+            "command": ["agent", "--password", "p"], "empty_token": "", "keep": true,
+            "max_tokens": 4096, "api_keys": ["a", {"b": "c"}]
         });
         r.json("m", &mut value);
         assert_eq!(
             value,
             serde_json::json!({
                 "apiKey": "[redacted]", "env": {"OPENAI_API_KEY": "[redacted]", "HOME": "~"},
-                "command": ["agent", "--password", "[redacted]"], "empty_token": "", "keep": true
+                "command": ["agent", "--password", "[redacted]"], "empty_token": "", "keep": true,
+                "max_tokens": 4096, "api_keys": ["[redacted]", {"b": "[redacted]"}]
             })
         );
     }
