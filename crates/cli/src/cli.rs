@@ -342,6 +342,31 @@ pub struct ImportArgs {
     /// For a captured log: the run's exit status (shell-style: 128+n is signal n)
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub exit_code: Option<i32>,
+    /// The most the import may write, all together (bytes, or with K, M, G, T: binary units);
+    /// 1G by default
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_bytes: Option<u64>,
+}
+
+/// A size: bytes, or a number with K, M, G or T (KiB, MiB, GiB, TiB; `KiB`, `KB` read the same).
+fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size: a number of bytes, or with K, M, G or T"))?;
+    let shift = match unit.trim().trim_end_matches(['B', 'b']).trim_end_matches(['i', 'I']) {
+        "" => 0,
+        "K" | "k" => 10,
+        "M" | "m" => 20,
+        "G" | "g" => 30,
+        "T" | "t" => 40,
+        _ => return Err(format!("`{text}` is not a size: its unit is not K, M, G or T")),
+    };
+    number
+        .checked_mul(1 << shift)
+        .ok_or_else(|| format!("`{text}` is too large"))
 }
 
 #[derive(Args)]

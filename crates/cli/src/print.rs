@@ -436,6 +436,18 @@ pub fn exported(out: &mut impl Write, exported: &studio_core::share::Exported) -
             ""
         }
     )?;
+    let redaction = &exported.redaction;
+    let secrets: u64 = redaction.secrets.iter().map(|s| s.count).sum();
+    writeln!(
+        out,
+        "redacted: {secrets} secret{}{}",
+        if secrets == 1 { "" } else { "s" },
+        if redaction.home_as_tilde {
+            "; the home folder written as ~"
+        } else {
+            ""
+        }
+    )?;
     Ok(())
 }
 

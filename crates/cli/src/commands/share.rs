@@ -26,12 +26,15 @@ pub fn export(args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> any
 
 pub fn import(args: &ImportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    let options = ImportOptions {
+    let mut options = ImportOptions {
         as_new: args.as_new,
         stderr: args.stderr.clone(),
         exit_code: args.exit_code,
         ..ImportOptions::default()
     };
+    if let Some(max_bytes) = args.max_bytes {
+        options.limits.max_bytes = max_bytes;
+    }
     let imported = share::import(&store, &workspace, &args.source, &options, SystemTime::now())?;
     print::emit(out, globals.format(), &imported, |out, imported| {
         print::imported(out, imported)

@@ -37,6 +37,20 @@ impl Place {
         json_of(&zstudio(&all, None))
     }
 
+    /// `zstudio ARGS -w ROOT --db DB` with `$HOME` set to `home`, not waited for.
+    fn command(&self, args: &[&str], home: &Path) -> std::process::Command {
+        let (root, db) = (self.root(), self.db());
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_zstudio"));
+        command
+            .args(args)
+            .args(["-w", &root, "--db", &db])
+            .env_remove("ZIBBY_STUDIO_DB")
+            .env("XDG_DATA_HOME", super::data_home())
+            .env("HOME", home)
+            .stdin(std::process::Stdio::null());
+        command
+    }
+
     fn run(&self, args: &[&str]) -> std::process::Output {
         let (root, db) = (self.root(), self.db());
         let mut all = args.to_vec();
@@ -151,7 +165,17 @@ fn a_session_exported_and_imported_elsewhere_answers_every_command_the_same() {
     let (from, to) = (Place::new(), Place::new());
     let session = recorded_session(&from);
     let bundle = from.dir.path().join("shared.zip");
-    let exported = from.json(&["export", &session, "-o", bundle.to_str().unwrap()]);
+    // A home folder that holds nothing of either place: what is compared is as it was recorded
+    // (redaction is `export_redacts_tokens_and_writes_the_home_folder_as_tilde`'s).
+    let exported = json_of(
+        &from
+            .command(
+                &["export", &session, "-o", bundle.to_str().unwrap(), "--json"],
+                Path::new("/nonexistent-home"),
+            )
+            .output()
+            .unwrap(),
+    );
     assert_eq!(exported["session_id"], session.as_str());
     assert_eq!(exported["config_included"], false);
     let text = bundle_text(&bundle);
@@ -410,4 +434,161 @@ fn open_starts_the_app_on_the_session_and_refuses_an_unknown_one() {
         .unwrap();
     assert_eq!(unknown.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("1795952527924_none"));
+}
+
+/// The members of a bundle that hold what the studio recorded of how the session ran.
+fn recorded_members(path: &Path) -> String {
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut text = String::new();
+    for name in [
+        "records/runs.jsonl",
+        "records/logs.jsonl",
+        "session/.session-info.json",
+        "manifest.json",
+    ] {
+        let mut entry = archive.by_name(name).unwrap();
+        std::io::Read::read_to_string(&mut entry, &mut text).unwrap();
+    }
+    text
+}
+
+/// Issue 26, point 8: a token in the command line and the home folder are not in the default
+/// export, and the manifest and the command say what was redacted.
+#[test]
+fn export_redacts_a_token_on_the_command_line_and_the_home_folder() {
+    let place = Place::new();
+    let home = place.dir.path().to_owned();
+    let agent = agent_binary();
+    let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    let (root, db) = (place.root(), place.db());
+    let output = zstudio(
+        &[
+            "run",
+            "--json",
+            "-w",
+            &root,
+            "--db",
+            &db,
+            "--",
+            "env",
+            &format!("GITHUB_TOKEN={token}"),
+            &agent,
+            "--nodes",
+            "plan:20",
+        ],
+        None,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let session = json_lines(&output)[0]["session_id"].as_str().unwrap().to_owned();
+    let bundle = place.dir.path().join("shared.zip");
+    let exported = place
+        .command(&["export", &session, "-o", bundle.to_str().unwrap()], &home)
+        .output()
+        .unwrap();
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    let said = String::from_utf8_lossy(&exported.stdout);
+    assert!(said.contains("the home folder written as ~"), "{said}");
+    let text = recorded_members(&bundle);
+    assert!(!text.contains(token), "the token is redacted:\n{text}");
+    assert!(text.contains("GITHUB_TOKEN=[redacted]"), "{text}");
+    assert!(
+        !text.contains(home.to_str().unwrap()),
+        "the home folder is written as ~:\n{text}"
+    );
+    assert!(text.contains("~/ws/.zibby/output/sessions/"), "{text}");
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&bundle).unwrap()).unwrap();
+    let manifest: Value = serde_json::from_reader(archive.by_name("manifest.json").unwrap()).unwrap();
+    assert_eq!(manifest["redaction"]["home_as_tilde"], true, "{manifest}");
+    assert!(
+        manifest["redaction"]["secrets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["what"] == "a GitHub gh…_ token" && s["member"] == "records/runs.jsonl"),
+        "{manifest}"
+    );
+}
+
+/// Issue 26, point 7: an import killed part-way (SIGKILL while it copies) leaves its staging
+/// folder; the next import removes it.
+#[test]
+fn the_staging_folder_of_an_import_killed_part_way_is_swept_by_the_next() {
+    let place = Place::new();
+    let download = TempDir::new().unwrap();
+    let folder = download.path().join("1796000000000_kill");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join(".session-info.json"), "{}").unwrap();
+    // 600 MiB to copy (a sparse file: nothing on disk until the import writes it).
+    std::fs::File::create(folder.join("big.bin"))
+        .unwrap()
+        .set_len(600 << 20)
+        .unwrap();
+    let output = Path::new(&place.root()).join(".zibby/output");
+    let staging = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&output)
+            .into_iter()
+            .flatten()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(".import-"))
+            .collect()
+    };
+    let mut import = place
+        .command(&["import", folder.to_str().unwrap()], Path::new("/nonexistent-home"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while staging().is_empty() {
+        assert!(started.elapsed().as_secs() < 30, "the import never began");
+        assert!(
+            import.try_wait().unwrap().is_none(),
+            "the import ended before it was killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    import.kill().unwrap();
+    import.wait().unwrap();
+    let left = staging();
+    assert_eq!(left.len(), 1, "the killed import left its folder: {left:?}");
+
+    // Another import (of something else) sweeps it; the folder can be imported again.
+    let log = download.path().join("run.log");
+    std::fs::write(&log, "hello\n").unwrap();
+    place.json(&["import", log.to_str().unwrap()]);
+    assert!(staging().is_empty(), "swept: {:?}", staging());
+    assert!(!left[0].exists());
+}
+
+/// Issue 26, point 7: `--max-bytes` sets what an import may write; the error says the limit.
+#[test]
+fn max_bytes_bounds_an_import_and_the_error_says_how_to_raise_it() {
+    let place = Place::new();
+    let download = TempDir::new().unwrap();
+    let log = download.path().join("run.log");
+    std::fs::write(&log, "a line of output\n".repeat(200)).unwrap();
+    let refused = place.run(&["import", log.to_str().unwrap(), "--max-bytes", "1K"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    for part in ["run.log", "1 KiB (1024 bytes)", "--max-bytes"] {
+        assert!(said.contains(part), "{part}: {said}");
+    }
+    let imported = place.json(&["import", log.to_str().unwrap(), "--max-bytes", "4KiB"]);
+    assert_eq!(imported["kind"], "log");
+    let wrong = place.run(&["import", log.to_str().unwrap(), "--max-bytes", "4 parsecs"]);
+    assert_eq!(
+        wrong.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&wrong.stderr)
+    );
 }

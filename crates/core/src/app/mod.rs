@@ -83,6 +83,7 @@ impl Studio {
         match (&workspace, &store) {
             (Ok(workspace), Ok(store)) => {
                 tracing::info!(root = %workspace.root().display(), "workspace opened");
+                share::sweep_stale_imports(workspace);
                 if let Err(error) = store.workspace_opened(workspace, SystemTime::now()) {
                     tracing::warn!(%error, "cannot record the workspace as recent");
                 }
@@ -158,6 +159,7 @@ impl Studio {
     pub fn open_workspace(&self, path: &Path) -> Result<Workspace, Error> {
         let workspace = Workspace::open(path)?;
         self.store()?.workspace_opened(&workspace, SystemTime::now())?;
+        share::sweep_stale_imports(&workspace);
         *self.workspace.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Ok(workspace.clone());
         tracing::info!(root = %workspace.root().display(), "workspace opened");
         // Cloned out first: `watch` takes the lock again.

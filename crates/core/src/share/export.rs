@@ -13,6 +13,7 @@ use super::format::{
 };
 use super::options::ImportLimits;
 use super::paths::{path_problem, sorted_entries};
+use super::redact::{Redaction, Redactor};
 use crate::sessions::private;
 use crate::sessions::session::{Timestamp, Workspace};
 use crate::sessions::untrusted;
@@ -29,12 +30,16 @@ pub struct Exported {
     pub members: usize,
     pub bytes: u64,
     pub config_included: bool,
+    /// What was redacted, as the manifest says.
+    pub redaction: Redaction,
 }
 
 /// Writes session `id` of `workspace` as one bundle at `out`: its folder's files (links and
 /// special files are left out), `.session-info.json` without its `config` unless
-/// `include_config`, and what the store recorded of it. Written beside `out` and renamed onto it
-/// when complete. Refused while a run of the session is live.
+/// `include_config`, and what the store recorded of it. What the studio recorded of how it ran
+/// (commands, log lines, `.session-info.json`) has its secrets redacted and the home folder
+/// written as `~` (`redact`; the manifest's `redaction` says what). Written beside `out` and
+/// renamed onto it when complete. Refused while a run of the session is live.
 pub fn export_session(
     store: &Store,
     workspace: &Workspace,
@@ -55,7 +60,18 @@ pub fn export_session(
             sessions_dir: workspace.sessions_dir(),
         });
     }
-    let records = records.unwrap_or_default();
+    let mut records = records.unwrap_or_default();
+    let mut redactor = Redactor::of_this_user();
+    for run in &mut records.runs {
+        run.command = redactor.command(RECORD_RUNS, &run.command);
+        run.error = run.error.as_deref().map(|error| redactor.text(RECORD_RUNS, error));
+    }
+    for log in &mut records.logs {
+        log.message = redactor.text(RECORD_LOGS, &log.message);
+        redactor.json(RECORD_LOGS, &mut log.fields);
+    }
+    redactor.looked_at(RECORD_RUNS);
+    redactor.looked_at(RECORD_LOGS);
     if let Some(live) = records.runs.iter().find(|run| run.status == Status::Running) {
         return Err(Error::SessionLive {
             id: id.to_string(),
@@ -73,6 +89,7 @@ pub fn export_session(
             path: partial.clone(),
             members: Vec::new(),
             folders: Vec::new(),
+            redactor,
         };
         if let Some(folder) = &folder {
             bundle.folder(folder, SESSION_DIR, include_config)?;
@@ -97,6 +114,7 @@ pub fn export_session(
             config_included: include_config,
             members: std::mem::take(&mut bundle.members),
             folders: std::mem::take(&mut bundle.folders),
+            redaction: Some(std::mem::replace(&mut bundle.redactor, Redactor::new(None)).finish()),
         };
         bundle.start(MANIFEST)?;
         let text = serde_json::to_vec_pretty(&manifest).expect("a manifest serialises");
@@ -112,6 +130,7 @@ pub fn export_session(
             bytes: manifest.members.iter().map(|m| m.bytes).sum(),
             members: manifest.members.len(),
             config_included: include_config,
+            redaction: manifest.redaction.clone().unwrap_or_default(),
         })
     })();
     let renamed = written.and_then(|exported| {
@@ -130,6 +149,7 @@ struct BundleWriter<W: Write + std::io::Seek> {
     path: PathBuf,
     members: Vec<Member>,
     folders: Vec<Folder>,
+    redactor: Redactor,
 }
 
 impl<W: Write + std::io::Seek> BundleWriter<W> {
@@ -220,10 +240,13 @@ impl<W: Write + std::io::Seek> BundleWriter<W> {
             if prefix == SESSION_DIR && name == SESSION_INFO {
                 let text = untrusted::read_bounded(&path, MAX_MANIFEST_BYTES)?;
                 let kept = match serde_json::from_slice::<serde_json::Value>(&text) {
-                    Ok(_) if include_config => text,
                     Ok(mut info) => {
-                        if let Some(object) = info.as_object_mut() {
-                            object.remove("config");
+                        // Its config goes only when asked for, and then as it is: the user
+                        // asked for what it holds.
+                        let config = info.as_object_mut().and_then(|object| object.remove("config"));
+                        self.redactor.json(&member, &mut info);
+                        if let (Some(config), Some(object), true) = (config, info.as_object_mut(), include_config) {
+                            object.insert("config".to_owned(), config);
                         }
                         serde_json::to_vec(&info).expect("JSON serialises")
                     }

@@ -6,6 +6,8 @@ use std::io::{Read, Write};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::redact::Redaction;
+
 /// What `format` in a bundle's `manifest.json` says.
 pub const BUNDLE_FORMAT: &str = "zibby-studio-session";
 /// The bundle format version this studio writes and reads.
@@ -47,6 +49,10 @@ pub struct Manifest {
     pub members: Vec<Member>,
     /// The session's folders (`session`, `session/nodes`, …), for their times.
     pub folders: Vec<Folder>,
+    /// What the export redacted (secrets, the home folder written as `~`) and where it looked;
+    /// absent from bundles of studios that redacted nothing.
+    #[serde(default)]
+    pub redaction: Option<Redaction>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

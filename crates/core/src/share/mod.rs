@@ -5,7 +5,8 @@
 //!
 //! - `format`: the bundle's names, its manifest and the hashing of its members.
 //! - `paths`: what a path inside a session may be, and a folder's entries in order.
-//! - `export`: a session written as a bundle.
+//! - `export`: a session written as a bundle, what it recorded of how it ran redacted by
+//!   `redact` (secrets that look like keys and tokens, the home folder written as `~`).
 //! - `options`: what an import takes ([`ImportOptions`], [`ImportLimits`]) and what it made.
 //! - `import`: what a source is, then `import/bundle`, `import/folder` or `import/log` brings it
 //!   in, each building the session in `import/staging` and committing it there.
@@ -18,17 +19,22 @@
 //! its checksum: each is refused with an error naming the entry, and nothing is left behind. So
 //! is what is none of the three (a file that is not text, a folder that holds no session's
 //! files). The session is built in a folder of its own beside the sessions folder
-//! (`.zibby/output/.import-<uuid>/`), its records are written in one store transaction, and the
-//! folder is moved into place (never over another) only when everything else succeeded; the
-//! transaction commits after.
+//! (`.zibby/output/.import-<boot>-<pid>-<start time>-<uuid>/`), its records are written in one
+//! store transaction, and the folder is moved into place (never over another) only when
+//! everything else succeeded; the transaction commits after. The folder of an import killed
+//! part-way is removed by the next import or when the studio opens the workspace
+//! ([`sweep_stale_imports`]). A bundle's central directory is sized from the zip's end records
+//! before the zip reader reads it (it holds every entry in memory).
 
 mod export;
 mod format;
 mod import;
 mod options;
 mod paths;
+mod redact;
 
 pub use export::{export_session, Exported};
 pub use format::{Folder, Manifest, Member, BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION};
-pub use import::import;
-pub use options::{ImportKind, ImportLimits, ImportOptions, ImportedSession};
+pub use import::{import, sweep_stale_imports};
+pub use options::{ImportKind, ImportLimits, ImportOptions, ImportedSession, DEFAULT_MAX_BYTES};
+pub use redact::{RedactedSecret, Redaction, REDACTED};

@@ -1,10 +1,11 @@
 //! What an import takes ([`ImportOptions`], at most [`ImportLimits`]) and what it made
 //! ([`ImportedSession`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
 /// What an import takes at most.
@@ -12,7 +13,9 @@ use crate::vocabulary::id::SessionId;
 pub struct ImportLimits {
     /// Entries of an archive, or files and folders of a folder.
     pub max_entries: usize,
-    /// Uncompressed bytes, all entries together.
+    /// Bytes an import writes, all together: a bundle's entries uncompressed (its session files
+    /// and the records that go into the store), a folder's files, a log and its stderr. The
+    /// default, 1 GiB, can be raised (`zstudio import --max-bytes`).
     pub max_bytes: u64,
     /// Levels of folders inside the session folder (`nodes/<node>/file` is 3).
     pub max_depth: usize,
@@ -22,9 +25,46 @@ impl Default for ImportLimits {
     fn default() -> ImportLimits {
         ImportLimits {
             max_entries: 10_000,
-            max_bytes: 4 << 30,
+            max_bytes: DEFAULT_MAX_BYTES,
             max_depth: 6,
         }
+    }
+}
+
+/// What an import writes at most unless told otherwise: 1 GiB. (A 3.9 MB bundle of zeros once
+/// declared, and wrote, 4 GB.)
+pub const DEFAULT_MAX_BYTES: u64 = 1 << 30;
+
+impl ImportLimits {
+    /// `source` would make an import write more than [`ImportLimits::max_bytes`] (at `entry`):
+    /// the error says the limit and how to raise it.
+    pub(super) fn bytes_exceeded(&self, source: &Path, entry: &str) -> Error {
+        Error::ImportTooLarge {
+            source_path: source.into(),
+            entry: entry.escape_debug().to_string(),
+            what: format!(
+                "it would write more than {} ({} bytes), the most an import writes; raise the limit \
+                 with `zstudio import --max-bytes` if you trust it",
+                human_bytes(self.max_bytes),
+                self.max_bytes
+            ),
+        }
+    }
+}
+
+/// `bytes` in the largest binary unit that holds it whole or to a tenth (`1 GiB`, `1.5 MiB`).
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 || value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
     }
 }
 

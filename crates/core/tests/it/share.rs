@@ -314,7 +314,8 @@ fn more_entries_than_the_bound_are_refused() {
         ..ImportLimits::default()
     };
     let result = bench.import(&bench.bundle(&zip), limits);
-    assert_refused(&bench, result, "import_too_large", "session/plan/f");
+    // Told from the archive's end record, before its entries are read.
+    assert_refused(&bench, result, "import_too_large", "central directory lists 29 entries");
 }
 
 #[test]
@@ -552,4 +553,300 @@ fn export_leaves_out_links_special_files_and_names_an_import_would_refuse() {
     assert_eq!(names, [".session-info.json", "plan", "plan/raw_stream_output.txt"]);
     let info = std::fs::read_to_string(imported.join(".session-info.json")).unwrap();
     assert!(!info.contains("sk-secret") && info.contains("currentNode"), "{info}");
+}
+
+/// Issue 26, point 7: an import killed part-way (here, its staging folder as a killed import
+/// leaves it: named by a process that is gone) is swept by the next import and when the studio
+/// opens the workspace; the folder of an import still under way (this process) never is.
+#[test]
+fn the_staging_folders_of_killed_imports_are_swept_and_a_live_ones_is_kept() {
+    let bench = Bench::new();
+    let output = bench.workspace.root().join(".zibby/output");
+    std::fs::create_dir_all(output.join("sessions")).unwrap();
+    let me = studio_core::process::ProcessIdentity::of(std::process::id()).unwrap();
+    let boot: String = me.boot_id.chars().filter(char::is_ascii_hexdigit).take(8).collect();
+    // A child that has ended: its process is gone.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let ended = studio_core::process::ProcessIdentity::of(child.id()).unwrap();
+    child.wait().unwrap();
+    let stale = [
+        format!(".import-{boot}-{}-{}-0190aaaa", ended.pid, ended.start_time),
+        // This process's id, another start time: the id was reused.
+        format!(".import-{boot}-{}-{}-0190bbbb", me.pid, me.start_time + 1),
+        // Another boot.
+        format!(".import-00000000-{}-{}-0190cccc", me.pid, me.start_time),
+    ];
+    let live = format!(".import-{boot}-{}-{}-0190dddd", me.pid, me.start_time);
+    let older_studio = ".import-0190eeee0190eeee0190eeee0190eeee".to_owned();
+    for name in stale.iter().chain([&live, &older_studio]) {
+        std::fs::create_dir_all(output.join(name).join("session/plan")).unwrap();
+        std::fs::write(output.join(name).join("session/plan/big.bin"), vec![0u8; 1 << 20]).unwrap();
+    }
+    let present = |name: &str| output.join(name).exists();
+
+    let log = bench.dir.path().join("run.log");
+    std::fs::write(&log, "hello\n").unwrap();
+    bench.import(&log, ImportLimits::default()).unwrap();
+    for name in &stale {
+        assert!(!present(name), "the next import sweeps {name}");
+    }
+    assert!(present(&live), "a live import's folder stays");
+    assert!(present(&older_studio), "a folder whose owner cannot be told stays");
+
+    // The studio sweeps when it opens the workspace too.
+    let again = output.join(&stale[0]);
+    std::fs::create_dir_all(&again).unwrap();
+    let (studio, _) = studio_core::app::Studio::open(
+        Some(bench.workspace.root()),
+        Ok(StoreLocation::File(bench.dir.path().join("studio.sqlite"))),
+    );
+    assert!(!again.exists(), "opening the workspace sweeps it");
+    assert!(present(&live));
+    studio.shut_down();
+}
+
+/// Issue 26, point 7: a central directory that lists more entries than an import takes is
+/// refused from its end record, before the zip reader reads (and holds) a single entry. This
+/// one says 60,000 entries and holds 10: the reader would fail on the eleventh (a
+/// `bundle_invalid`) after reading the ten; the end record alone refuses it.
+#[test]
+fn a_central_directory_listing_too_many_entries_is_refused_from_its_end_record() {
+    let bench = Bench::new();
+    let mut zip = Bundle::valid().zip();
+    let end = zip.windows(4).rposition(|w| w == b"PK\x05\x06").unwrap();
+    for at in [end + 8, end + 10] {
+        zip[at..at + 2].copy_from_slice(&60_000u16.to_le_bytes());
+    }
+    let result = bench.import(&bench.bundle(&zip), ImportLimits::default());
+    let error = result.expect_err("refused");
+    assert_eq!(error.code(), "import_too_large", "{error}");
+    assert!(
+        error.to_string().contains("central directory lists 60000 entries"),
+        "{error}"
+    );
+    bench.assert_nothing_written(&error.to_string());
+}
+
+/// The same through a zip64 end record (more than 65,535 entries): read from it, not from the
+/// 32-bit record that says 0xFFFF.
+#[test]
+fn a_zip64_central_directory_of_too_many_entries_is_refused_from_its_end_record() {
+    let bench = Bench::new();
+    let zip = Bundle::valid().zip_with(|w| {
+        for i in 0..70_000 {
+            w.add_directory(format!("session/d{i}"), SimpleFileOptions::default())
+                .unwrap();
+        }
+    });
+    let result = bench.import(&bench.bundle(&zip), ImportLimits::default());
+    let error = result.expect_err("refused");
+    assert_eq!(error.code(), "import_too_large", "{error}");
+    assert!(
+        error.to_string().contains("central directory lists 70009 entries"),
+        "{error}"
+    );
+}
+
+/// Issue 26, point 7: a bundle of a few KiB that declares 1.75 GiB (a 3.9 MB bundle once wrote
+/// 4 GB) is refused by the default limit before anything is written, the error naming the
+/// bundle, the limit and how to raise it; raised, the limit lets it past (to fail on what it is).
+#[test]
+fn a_bundle_declaring_more_than_the_default_limit_is_refused_naming_the_limit() {
+    let bench = Bench::new();
+    let mut bundle = Bundle::valid();
+    bundle
+        .files
+        .push(("session/plan/zeros.bin".to_owned(), vec![0u8; 1 << 20]));
+    let zip = lie_about_size(&bundle.zip(), b"session/plan/zeros.bin", 0x7000_0000);
+    let source = bench.bundle(&zip);
+    let error = bench.import(&source, ImportLimits::default()).expect_err("refused");
+    assert_eq!(error.code(), "import_too_large", "{error}");
+    let said = error.to_string();
+    for part in [source.to_str().unwrap(), "1 GiB", "1073741824 bytes", "--max-bytes"] {
+        assert!(said.contains(part), "the error says {part}: {said}");
+    }
+    bench.assert_nothing_written(&said);
+    assert_eq!(ImportLimits::default().max_bytes, share::DEFAULT_MAX_BYTES);
+
+    let raised = ImportLimits {
+        max_bytes: 2 << 30,
+        ..ImportLimits::default()
+    };
+    // What it holds (1 MiB) is all the reader gives, and matches the manifest.
+    let imported = bench.import(&source, raised).expect("the raised limit lets it past");
+    assert_eq!(
+        std::fs::metadata(imported.path.join("plan/zeros.bin")).unwrap().len(),
+        1 << 20
+    );
+}
+
+/// Issue 26, point 7: a 1.5 GiB sparse file (a few KiB on disk) in a session folder counts by
+/// its length: the copy would write all of it.
+#[test]
+fn a_sparse_file_in_a_session_folder_counts_by_its_length() {
+    let bench = Bench::new();
+    let source = bench.dir.path().join("source").join(ID);
+    std::fs::create_dir_all(&source).unwrap();
+    std::fs::write(source.join(".session-info.json"), "{}").unwrap();
+    std::fs::File::create(source.join("sparse.bin"))
+        .unwrap()
+        .set_len(3 << 29)
+        .unwrap();
+    let error = bench.import(&source, ImportLimits::default()).expect_err("refused");
+    assert_eq!(error.code(), "import_too_large", "{error}");
+    assert!(error.to_string().contains("sparse.bin") && error.to_string().contains("--max-bytes"));
+    bench.assert_nothing_written(&error.to_string());
+}
+
+/// Issue 26, point 7: a captured log is bounded like the rest, before it is read.
+#[test]
+fn a_log_larger_than_the_limit_is_refused_before_it_is_read() {
+    let bench = Bench::new();
+    std::fs::create_dir_all(bench.dir.path().join("source")).unwrap();
+    let log = bench.dir.path().join("source/run.log");
+    std::fs::write(&log, "a line of output\n".repeat(1000)).unwrap();
+    let limits = ImportLimits {
+        max_bytes: 4096,
+        ..ImportLimits::default()
+    };
+    let error = bench.import(&log, limits).expect_err("refused");
+    assert_eq!(error.code(), "import_too_large", "{error}");
+    assert!(error.to_string().contains("run.log"), "{error}");
+    bench.assert_nothing_written(&error.to_string());
+}
+
+/// Issue 26, point 8: the default export writes no token of the recorded command, its log lines
+/// or `.session-info.json`, and writes the home folder as `~`; its manifest says so.
+#[test]
+fn export_redacts_tokens_and_writes_the_home_folder_as_tilde() {
+    let bench = Bench::new();
+    let home = std::env::var("HOME").expect("HOME is set");
+    assert!(home.starts_with('/') && home.len() > 1, "HOME is a folder: {home}");
+    let id = studio_core::SessionId::parse(ID).unwrap();
+    let folder = bench.workspace.root().join(".zibby/output/sessions").join(ID);
+    std::fs::create_dir_all(&folder).unwrap();
+    let info = serde_json::json!({
+        "sessionPath": format!("{home}/project/.zibby/output/sessions/{ID}"),
+        "currentNode": "plan",
+        "config": {"apiKey": "sk-config-secret-000000000"},
+    });
+    std::fs::write(folder.join(".session-info.json"), info.to_string()).unwrap();
+    let command: Vec<String> = [
+        format!("{home}/bin/agent"),
+        "--api-key=sk-live-abcdefghijklmnop1234".to_owned(),
+        "--token".to_owned(),
+        "ghp_abcdefghijklmnopqrstuvwxyz0123".to_owned(),
+        "--model".to_owned(),
+        "opus".to_owned(),
+    ]
+    .to_vec();
+    let now = SystemTime::now();
+    let run = bench
+        .store
+        .run_insert(
+            &bench.workspace,
+            &studio_core::store::NewRun {
+                session: &id,
+                agent: None,
+                command: &command,
+                replayed_node: None,
+                prompt: None,
+                started_at: now,
+            },
+        )
+        .unwrap();
+    bench
+        .store
+        .log(
+            &bench.workspace,
+            &id,
+            Some(&run),
+            studio_core::store::Level::Info,
+            "run.started",
+            &format!("started {} with Authorization: Bearer abcdefgh12345678", command.join(" ")),
+            serde_json::json!({"command": command, "env": {"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI", "AKIA": "AKIAIOSFODNN7EXAMPLE"}}),
+            now,
+        )
+        .unwrap();
+    bench
+        .store
+        .run_finish(
+            &run,
+            &studio_core::store::RunOutcome {
+                status: studio_core::Status::Success,
+                exit_code: Some(0),
+                error: None,
+                stopped_by: None,
+                ended_at: now,
+            },
+        )
+        .unwrap();
+    let out = bench.dir.path().join("out.zip");
+    let exported = share::export_session(&bench.store, &bench.workspace, &id, &out, false, now).unwrap();
+
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&out).unwrap()).unwrap();
+    let mut text = String::new();
+    for i in 0..archive.len() {
+        std::io::Read::read_to_string(&mut archive.by_index(i).unwrap(), &mut text).unwrap();
+    }
+    for secret in [
+        "sk-live-abcdefghijklmnop1234",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123",
+        "abcdefgh12345678",
+        "wJalrXUtnFEMI",
+        "AKIAIOSFODNN7EXAMPLE",
+        "sk-config-secret",
+        home.as_str(),
+    ] {
+        assert!(!text.contains(secret), "the bundle holds {secret}:\n{text}");
+    }
+    for kept in [
+        "~/bin/agent",
+        "--api-key=[redacted]",
+        "--model",
+        "opus",
+        "~/project/.zibby",
+    ] {
+        assert!(text.contains(kept), "the bundle keeps {kept}:\n{text}");
+    }
+    let manifest: serde_json::Value = serde_json::from_reader(archive.by_name("manifest.json").unwrap()).unwrap();
+    let redaction = &manifest["redaction"];
+    assert_eq!(redaction["home_as_tilde"], true, "{manifest}");
+    let looked_at: Vec<&str> = redaction["looked_at"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        looked_at,
+        ["records/logs.jsonl", "records/runs.jsonl", "session/.session-info.json"]
+    );
+    let what: Vec<String> = redaction["secrets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| format!("{} {}", s["member"].as_str().unwrap(), s["what"].as_str().unwrap()))
+        .collect();
+    for expected in [
+        "records/runs.jsonl the value of --token",
+        "records/runs.jsonl an sk-… key",
+        "records/logs.jsonl a Bearer token",
+        "records/logs.jsonl the value of AWS_SECRET_ACCESS_KEY",
+    ] {
+        assert!(what.iter().any(|w| w == expected), "{expected} in {what:?}");
+    }
+    assert_eq!(exported.redaction, serde_json::from_value(redaction.clone()).unwrap());
+
+    // The bundle imports as any other.
+    let elsewhere = Bench::new();
+    let imported = share::import(
+        &elsewhere.store,
+        &elsewhere.workspace,
+        &out,
+        &ImportOptions::default(),
+        now,
+    )
+    .unwrap();
+    assert_eq!(imported.session_id.as_str(), ID);
 }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -100,9 +100,20 @@ fn refused(source: &Path, entry: &str, reason: String) -> Error {
 }
 
 /// The archive, refused when it holds more entries than an import takes or two of one name.
+///
+/// The zip reader reads the whole central directory into memory before it answers anything (a
+/// million entries took 221 MB), so the end records that say how large it is are checked first
+/// ([`check_central_directory`]). The archive is read as starting at the file's first byte (as
+/// every bundle does), so the reader never looks for a directory anywhere the end records do
+/// not say.
 fn open_archive(source: &Path, limits: ImportLimits) -> Result<Archive, Error> {
-    let (file, _) = untrusted::open_regular(source)?;
-    let archive: Archive = zip::ZipArchive::new(BufReader::new(file))
+    let (mut file, _) = untrusted::open_regular(source)?;
+    check_central_directory(&mut file, source, limits)?;
+    file.seek(SeekFrom::Start(0)).map_err(|e| Error::io(source, e))?;
+    let config = zip::read::Config {
+        archive_offset: zip::read::ArchiveOffset::Known(0),
+    };
+    let archive: Archive = zip::ZipArchive::with_config(config, BufReader::new(file))
         .map_err(|e| invalid(source, "", format!("not a zip archive: {e}")))?;
     if archive.len() > limits.max_entries {
         let entry = archive
@@ -130,6 +141,100 @@ fn open_archive(source: &Path, limits: ImportLimits) -> Result<Archive, Error> {
         ));
     }
     Ok(archive)
+}
+
+/// How far from its end a zip's end-of-central-directory record may be: its 22 bytes and a
+/// comment of up to 64 KiB (the zip reader looks no further).
+const END_RECORD_SEARCH_BYTES: u64 = 22 + (1 << 16) + 64;
+/// The most bytes of central directory an import reads per entry it takes: a bundle's names are
+/// at most 6 folders of 255 bytes, and its entries carry a zip64 field at most.
+const DIRECTORY_BYTES_PER_ENTRY: u64 = 4096;
+const END_RECORD: &[u8] = b"PK\x05\x06";
+const ZIP64_END_LOCATOR: &[u8] = b"PK\x06\x07";
+const ZIP64_END_RECORD: &[u8] = b"PK\x06\x06";
+const CENTRAL_HEADER: &[u8] = b"PK\x01\x02";
+
+/// Refuses a bundle whose central directory lists more entries than an import takes, or spans
+/// more bytes than those entries need, from its end records alone: nothing of the directory is
+/// read. Every end record the zip reader could use is checked (it tries the last one first and
+/// falls back to an earlier one when the directory that one names does not read): those in the
+/// last 64 KiB whose directory (or zip64 end record) starts where they say.
+fn check_central_directory(file: &mut File, source: &Path, limits: ImportLimits) -> Result<(), Error> {
+    let len = file.metadata().map_err(|e| Error::io(source, e))?.len();
+    let tail_start = len.saturating_sub(END_RECORD_SEARCH_BYTES);
+    let tail = read_at(file, source, tail_start, (len - tail_start) as usize)?;
+    let max_directory = (limits.max_entries as u64).saturating_mul(DIRECTORY_BYTES_PER_ENTRY);
+    for at in memchr::memmem::find_iter(&tail, END_RECORD) {
+        let Some(record) = tail.get(at..at + 22) else { continue };
+        let end_record_at = tail_start + at as u64;
+        let mut entries = u64::from(u16_at(record, 8).max(u16_at(record, 10)));
+        let mut directory_at = u64::from(u32_at(record, 16));
+        let may_be_zip64 =
+            u16_at(record, 10) == u16::MAX || u32_at(record, 12) == u32::MAX || u32_at(record, 16) == u32::MAX;
+        let mut found = false;
+        if may_be_zip64 && end_record_at >= 20 {
+            let locator = read_at(file, source, end_record_at - 20, 20)?;
+            if locator.starts_with(ZIP64_END_LOCATOR) {
+                let zip64_at = u64_at(&locator, 8);
+                let zip64 = read_at(file, source, zip64_at, 56)?;
+                if zip64.len() == 56 && zip64.starts_with(ZIP64_END_RECORD) {
+                    entries = entries.max(u64_at(&zip64, 24)).max(u64_at(&zip64, 32));
+                    directory_at = u64_at(&zip64, 48);
+                    found = true;
+                }
+            }
+        }
+        if !found {
+            // The reader takes a record only where a directory header starts where it says.
+            found = entries == 0 || read_at(file, source, directory_at, 4)? == CENTRAL_HEADER;
+        }
+        if !found {
+            continue;
+        }
+        let directory_bytes = len.saturating_sub(directory_at);
+        let too_large = if entries > limits.max_entries as u64 {
+            format!(
+                "its central directory lists {entries} entries, more than the {} an import takes",
+                limits.max_entries
+            )
+        } else if directory_bytes > max_directory {
+            format!(
+                "its central directory spans {directory_bytes} bytes, more than the {max_directory} the {} entries \
+                 an import takes need",
+                limits.max_entries
+            )
+        } else {
+            continue;
+        };
+        return Err(Error::ImportTooLarge {
+            source_path: source.into(),
+            entry: "(central directory)".to_owned(),
+            what: too_large,
+        });
+    }
+    Ok(())
+}
+
+/// Up to `len` bytes of `file` at `offset` (fewer at its end).
+fn read_at(file: &mut File, source: &Path, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
+    let mut bytes = Vec::with_capacity(len);
+    file.seek(SeekFrom::Start(offset)).map_err(|e| Error::io(source, e))?;
+    file.take(len as u64)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::io(source, e))?;
+    Ok(bytes)
+}
+
+fn u16_at(bytes: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([bytes[at], bytes[at + 1]])
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"))
 }
 
 /// The archive's entries, every one looked at before anything is written.
@@ -183,14 +288,7 @@ fn look_at_every_entry(archive: &mut Archive, source: &Path, limits: ImportLimit
         }
         declared = declared.saturating_add(entry.size());
         if declared > limits.max_bytes {
-            return Err(Error::ImportTooLarge {
-                source_path: source.into(),
-                entry: raw,
-                what: format!(
-                    "more than {} bytes uncompressed, the most an import takes",
-                    limits.max_bytes
-                ),
-            });
+            return Err(limits.bytes_exceeded(source, &raw));
         }
         if is_dir {
             entries.folders.push(name);

@@ -168,11 +168,9 @@ impl FolderCopy<'_> {
                     ),
                 ));
             }
+            // A sparse file counts by its length: the copy writes every byte of it.
             if metadata.len() > self.left {
-                return Err(self.too_large(
-                    &relative,
-                    format!("more than {} bytes, the most an import takes", self.limits.max_bytes),
-                ));
+                return Err(self.limits.bytes_exceeded(self.source, &relative));
             }
             let Some(target) = target else {
                 self.left -= metadata.len();
@@ -182,10 +180,7 @@ impl FolderCopy<'_> {
             let mut out = private::create_new(&target)?;
             let copied = std::io::copy(&mut file.take(self.left + 1), &mut out).map_err(|e| Error::io(&path, e))?;
             if copied > self.left {
-                return Err(self.too_large(
-                    &relative,
-                    format!("more than {} bytes, the most an import takes", self.limits.max_bytes),
-                ));
+                return Err(self.limits.bytes_exceeded(self.source, &relative));
             }
             self.left -= copied;
             drop(out);

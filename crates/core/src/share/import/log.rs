@@ -27,8 +27,17 @@ pub(super) fn import_log(
 ) -> Result<ImportedSession, Error> {
     let mut files = vec![(Stream::Stdout, source.to_owned())];
     if let Some(stderr) = &options.stderr {
-        untrusted::open_regular(stderr)?;
         files.push((Stream::Stderr, stderr.clone()));
+    }
+    // Every line is stored (and indexed for search): the logs together are bounded as a bundle's
+    // entries are, before anything is read.
+    let mut size = 0u64;
+    for (stream, path) in &files {
+        let (_, len) = untrusted::open_regular(path)?;
+        size = size.saturating_add(len);
+        if size > options.limits.max_bytes {
+            return Err(options.limits.bytes_exceeded(path, stream.as_str()));
+        }
     }
     let end = options.exit_code.map(|status| RunEnd {
         exit: Exit::from_shell_status(status),

@@ -7,6 +7,8 @@ mod folder;
 mod log;
 mod staging;
 
+pub use staging::sweep_stale_imports;
+
 use std::path::Path;
 use std::time::SystemTime;
 
