@@ -182,11 +182,10 @@ fn expand_known(command: &[String], values: &Placeholders<'_>) -> Vec<String> {
 pub fn workspace_identity(workspace_root: &Path) -> Result<String, Error> {
     use std::os::unix::fs::MetadataExt;
     let metadata = std::fs::metadata(workspace_root).map_err(|e| Error::io(workspace_root, e))?;
+    // To the nanosecond, as the filesystem keeps it: a folder made anew in the same second differs.
     let created = metadata
         .created()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or_else(|| "-".to_owned(), |d| d.as_nanos().to_string());
+        .map_or_else(|_| "at an unknown time".to_owned(), |t| humantime::format_rfc3339_nanos(t).to_string());
     Ok(format!(
         "device {}, inode {}, created {created}",
         metadata.dev(),
