@@ -176,99 +176,108 @@ impl Declarations {
 fn render() -> String {
     let cfg = Config::new().with_large_int("number");
     let mut d = Declarations::default();
-    {
-        use studio_core::agents::{Agent, Launch};
-        use studio_core::cost::{CostSource, NodeUsage, UsageTotal};
-        use studio_core::files::{FileChunk, FileEntry};
-        use studio_core::launch::{InheritEnv, LaunchFile, ShownLaunch};
-        use studio_core::protocol::Stream;
-        use studio_core::runner::{RunEvent, StartedRun};
-        use studio_core::session::{
-            FileRef, Imported, Layout, NodeArtifacts, NodeSummary, Problem, SessionInfo, SessionNode, Timestamp,
-        };
-        use studio_core::store::{
-            Level, LogLine, Message, OutputFind, OutputLine, OutputPage, RunRecord, SearchHit, SearchHitKind,
-            SessionRow, Span, SpanKind,
-        };
-        use studio_core::timeline::StoppedBy;
-        use studio_core::usage::{Tokens, UsageFormat};
-        use studio_core::{ErrorCode, Session, SessionId, SessionSummary, Status};
-        d.add::<Status>(&cfg)
-            .add::<Timestamp>(&cfg)
-            .add::<SessionId>(&cfg)
-            .add::<ErrorCode>(&cfg)
-            .add::<crate::CommandError>(&cfg)
-            .add::<crate::commands::WorkspaceInfo>(&cfg)
-            .add::<UsageFormat>(&cfg)
-            .add::<Tokens>(&cfg)
-            .add::<CostSource>(&cfg)
-            .add::<NodeUsage>(&cfg)
-            .add::<UsageTotal>(&cfg)
-            .add::<NodeSummary>(&cfg)
-            .add::<Problem>(&cfg)
-            .add::<SessionSummary>(&cfg)
-            .add::<SessionRow>(&cfg)
-            .add::<studio_core::app::SessionListing>(&cfg)
-            .add::<InheritEnv>(&cfg)
-            .add::<Agent>(&cfg)
-            .add::<LaunchFile>(&cfg)
-            .add::<ShownLaunch>(&cfg)
-            .add::<Launch>(&cfg)
-            .add::<StartedRun>(&cfg)
-            .add::<StoppedBy>(&cfg)
-            .add::<RunRecord>(&cfg)
-            .add::<RunEvent>(&cfg)
-            .add::<FileRef>(&cfg)
-            .add::<NodeArtifacts>(&cfg)
-            .add::<SessionNode>(&cfg)
-            .add::<SessionInfo>(&cfg)
-            .add::<Layout>(&cfg)
-            .add::<Imported>(&cfg)
-            .add::<Session>(&cfg)
-            .add::<Message>(&cfg)
-            .add::<Level>(&cfg)
-            .add::<LogLine>(&cfg)
-            .add::<SpanKind>(&cfg)
-            .add::<Span>(&cfg)
-            .add::<Stream>(&cfg)
-            .add::<OutputLine>(&cfg)
-            .add::<OutputPage>(&cfg)
-            .add::<OutputFind>(&cfg)
-            .add::<FileEntry>(&cfg)
-            .add::<FileChunk>(&cfg)
-            .add::<SearchHitKind>(&cfg)
-            .add::<SearchHit>(&cfg)
-            .add::<crate::events::RunOutput<'static>>(&cfg)
-            .add::<crate::events::SessionsChanged>(&cfg)
-            .add::<crate::events::WatchNotice<'static>>(&cfg)
-            .add::<crate::desktop::QuitRequested>(&cfg)
-            .add::<crate::share::SessionOpened>(&cfg)
-            .add::<crate::share::ExportedBundle>(&cfg);
-        {
-            use studio_core::compare::json::{JsonDiff, PathChange, PathDiff};
-            use studio_core::compare::text::{DiffLine, Hunk, LineOp, TextDiff, WordPart};
-            use studio_core::compare::{Change, NodeDiff, NodeSide, RunDiff, RunSummary};
-            d.add::<LineOp>(&cfg)
-                .add::<WordPart>(&cfg)
-                .add::<DiffLine>(&cfg)
-                .add::<Hunk>(&cfg)
-                .add::<TextDiff>(&cfg)
-                .add::<PathChange>(&cfg)
-                .add::<PathDiff>(&cfg)
-                .add::<JsonDiff>(&cfg)
-                .add::<RunSummary>(&cfg)
-                .add::<Change>(&cfg)
-                .add::<NodeSide>(&cfg)
-                .add::<NodeDiff>(&cfg)
-                .add::<RunDiff>(&cfg);
-        }
-    }
+    declare_types(&mut d, &cfg);
     d.commands(&crate::commands::signatures(&cfg));
     let missing: Vec<_> = d.referenced.difference(&d.declared).collect();
     assert!(
         missing.is_empty(),
         "types the window receives refer to {missing:?}, which ipc_types::render does not declare: add them"
     );
+    declare_events(&mut d);
+    format!("{HEADER}\n{}\n", d.text.join("\n\n"))
+}
+
+/// The types the window receives and sends, each declared once (the compare view's apart).
+fn declare_types(d: &mut Declarations, cfg: &Config) {
+    use studio_core::agents::{Agent, Launch};
+    use studio_core::cost::{CostSource, NodeUsage, UsageTotal};
+    use studio_core::files::{FileChunk, FileEntry};
+    use studio_core::launch::{InheritEnv, LaunchFile, ShownLaunch};
+    use studio_core::protocol::Stream;
+    use studio_core::runner::{RunEvent, StartedRun};
+    use studio_core::session::{
+        FileRef, Imported, Layout, NodeArtifacts, NodeSummary, Problem, SessionInfo, SessionNode, Timestamp,
+    };
+    use studio_core::store::{
+        Level, LogLine, Message, OutputFind, OutputLine, OutputPage, RunRecord, SearchHit, SearchHitKind, SessionRow,
+        Span, SpanKind,
+    };
+    use studio_core::timeline::StoppedBy;
+    use studio_core::usage::{Tokens, UsageFormat};
+    use studio_core::{ErrorCode, Session, SessionId, SessionSummary, Status};
+    d.add::<Status>(cfg)
+        .add::<Timestamp>(cfg)
+        .add::<SessionId>(cfg)
+        .add::<ErrorCode>(cfg)
+        .add::<crate::CommandError>(cfg)
+        .add::<crate::commands::WorkspaceInfo>(cfg)
+        .add::<UsageFormat>(cfg)
+        .add::<Tokens>(cfg)
+        .add::<CostSource>(cfg)
+        .add::<NodeUsage>(cfg)
+        .add::<UsageTotal>(cfg)
+        .add::<NodeSummary>(cfg)
+        .add::<Problem>(cfg)
+        .add::<SessionSummary>(cfg)
+        .add::<SessionRow>(cfg)
+        .add::<studio_core::app::SessionListing>(cfg)
+        .add::<InheritEnv>(cfg)
+        .add::<Agent>(cfg)
+        .add::<LaunchFile>(cfg)
+        .add::<ShownLaunch>(cfg)
+        .add::<Launch>(cfg)
+        .add::<StartedRun>(cfg)
+        .add::<StoppedBy>(cfg)
+        .add::<RunRecord>(cfg)
+        .add::<RunEvent>(cfg)
+        .add::<FileRef>(cfg)
+        .add::<NodeArtifacts>(cfg)
+        .add::<SessionNode>(cfg)
+        .add::<SessionInfo>(cfg)
+        .add::<Layout>(cfg)
+        .add::<Imported>(cfg)
+        .add::<Session>(cfg)
+        .add::<Message>(cfg)
+        .add::<Level>(cfg)
+        .add::<LogLine>(cfg)
+        .add::<SpanKind>(cfg)
+        .add::<Span>(cfg)
+        .add::<Stream>(cfg)
+        .add::<OutputLine>(cfg)
+        .add::<OutputPage>(cfg)
+        .add::<OutputFind>(cfg)
+        .add::<FileEntry>(cfg)
+        .add::<FileChunk>(cfg)
+        .add::<SearchHitKind>(cfg)
+        .add::<SearchHit>(cfg)
+        .add::<crate::events::RunOutput<'static>>(cfg)
+        .add::<crate::events::SessionsChanged>(cfg)
+        .add::<crate::events::WatchNotice<'static>>(cfg)
+        .add::<crate::desktop::QuitRequested>(cfg)
+        .add::<crate::share::SessionOpened>(cfg)
+        .add::<crate::share::ExportedBundle>(cfg);
+    {
+        use studio_core::compare::json::{JsonDiff, PathChange, PathDiff};
+        use studio_core::compare::text::{DiffLine, Hunk, LineOp, TextDiff, WordPart};
+        use studio_core::compare::{Change, NodeDiff, NodeSide, RunDiff, RunSummary};
+        d.add::<LineOp>(cfg)
+            .add::<WordPart>(cfg)
+            .add::<DiffLine>(cfg)
+            .add::<Hunk>(cfg)
+            .add::<TextDiff>(cfg)
+            .add::<PathChange>(cfg)
+            .add::<PathDiff>(cfg)
+            .add::<JsonDiff>(cfg)
+            .add::<RunSummary>(cfg)
+            .add::<Change>(cfg)
+            .add::<NodeSide>(cfg)
+            .add::<NodeDiff>(cfg)
+            .add::<RunDiff>(cfg);
+    }
+}
+
+/// The names of the Tauri events the shell sends, with what each carries.
+fn declare_events(d: &mut Declarations) {
     d.constant(
         "The Tauri event the shell sends run events as (payload: `RunEvent`).",
         "RUN_EVENT",
@@ -314,7 +323,6 @@ fn render() -> String {
         "IMPORT_FAILED",
         crate::share::IMPORT_FAILED,
     );
-    format!("{HEADER}\n{}\n", d.text.join("\n\n"))
 }
 
 fn generated_path() -> PathBuf {

@@ -183,9 +183,10 @@ pub fn workspace_identity(workspace_root: &Path) -> Result<String, Error> {
     use std::os::unix::fs::MetadataExt;
     let metadata = std::fs::metadata(workspace_root).map_err(|e| Error::io(workspace_root, e))?;
     // To the nanosecond, as the filesystem keeps it: a folder made anew in the same second differs.
-    let created = metadata
-        .created()
-        .map_or_else(|_| "at an unknown time".to_owned(), |t| humantime::format_rfc3339_nanos(t).to_string());
+    let created = metadata.created().map_or_else(
+        |_| "at an unknown time".to_owned(),
+        |t| humantime::format_rfc3339_nanos(t).to_string(),
+    );
     Ok(format!(
         "device {}, inode {}, created {created}",
         metadata.dev(),

@@ -30,10 +30,6 @@ const FUNCTION_EXCEPTIONS: &[(&str, &str)] = &[
         "reads one folder in one pass; issue 29 changes what it reads of outside runs, split after it",
     ),
     (
-        "src-tauri/src/ipc_types.rs::render",
-        "the IPC generator, being replaced by the per-command contract (issue 25, item 6)",
-    ),
-    (
         "src-tauri/src/lib.rs::run",
         "the Tauri builder: one chain of plugins, handlers and window set-up, read top to bottom",
     ),
