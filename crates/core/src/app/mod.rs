@@ -191,8 +191,13 @@ impl Studio {
                 }
             })
         };
-        let sink = crate::store::index::keeping_current(store, after_start);
-        let watcher = Watcher::start(vec![workspace], sink, WatcherOptions::default())?;
+        let sink = crate::store::index::keeping_current(store.clone(), after_start);
+        // A run's end recorded in the store, by any process, is a change of its session.
+        let options = WatcherOptions {
+            store: Some(store),
+            ..WatcherOptions::default()
+        };
+        let watcher = Watcher::start(vec![workspace], sink, options)?;
         started.store(true, Ordering::SeqCst);
         *lock(&self.watcher) = Some(watcher);
         Ok(())
