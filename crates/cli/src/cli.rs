@@ -95,7 +95,8 @@ pub enum StudioCommand {
     /// Run an agent in the foreground and follow it live (Ctrl-C stops it gracefully, a second
     /// Ctrl-C by force). Exit status: 0 success, 1 error, 2 cancelled, 3 interrupted
     Run(RunArgs),
-    /// Stop a run that another studio process (the app, a `zstudio run`) supervises
+    /// Stop a run that another studio process (the app, a `zstudio run`) supervises, or ask a run
+    /// started outside the studio (a terminal) to stop before its next node
     Stop(StopArgs),
     /// Delete old sessions by a retention rule (pinned sessions are always kept)
     Prune(PruneArgs),
@@ -220,7 +221,8 @@ impl RunArgs {
 pub struct StopArgs {
     /// A run id, or a session id (its live run)
     pub id: String,
-    /// Signal the run's processes now instead of waiting for the current node
+    /// Signal the run's processes now instead of waiting for the current node (not for a run
+    /// the studio did not start: it knows none of its processes)
     #[arg(long)]
     pub force: bool,
     /// Seconds a graceful stop waits before signals

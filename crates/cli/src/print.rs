@@ -253,6 +253,21 @@ pub fn stopped(out: &mut impl Write, ended: &RunRecord) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// What `zstudio stop` did to a run the studio did not start, and what it cannot do.
+pub fn outside_stop(out: &mut impl Write, asked: &studio_core::runner::OutsideStop) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "session {}: asked its run to stop before its next node (stop files written); the current node finishes first",
+        asked.session_id
+    )?;
+    writeln!(
+        out,
+        "the studio did not start this run: it cannot force it or wait for its process; \
+         interrupt it where it was started (Ctrl-C in its terminal) to end it at once"
+    )?;
+    Ok(())
+}
+
 /// One change of `watch`, prefixed with its workspace when several are watched.
 pub fn change(out: &mut impl Write, change: &Change, with_workspace: bool) -> anyhow::Result<()> {
     let id = change.session_id().map(SessionId::as_str).unwrap_or("-");

@@ -2044,3 +2044,64 @@ fn diff_puts_each_nodes_cost_and_tokens_side_by_side() {
     assert_eq!(node["cost_change"], "−$0.0360, −31,147 tokens");
     assert_eq!(diff["a"]["usage"]["nodes_priced"], 1);
 }
+
+/// A run the studio did not start (the test agent run as from a terminal, in the workspace):
+/// `--force` is refused with why, and a graceful stop writes the stop files, says what it cannot
+/// do, and the run ends after its current node (the next one never starts).
+#[test]
+fn stop_asks_a_run_the_studio_did_not_start_to_stop_after_its_current_node() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let terminal = Command::new(agent_binary())
+        .args(["run", "--nodes", "first:1500,second:1500,third:1500"])
+        .current_dir(workspace.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sessions = workspace.path().join(".zibby/output/sessions");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let session = loop {
+        let found = std::fs::read_dir(&sessions)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find(|e| e.path().join(".session-info.json").is_file());
+        if let Some(entry) = found {
+            break entry.file_name().to_string_lossy().into_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "the agent made no session folder");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+
+    let forced = zstudio(&["stop", &session, "--force", "-w", root], None);
+    assert!(!forced.status.success(), "a forced stop of an outside run is refused");
+    let refusal = String::from_utf8_lossy(&forced.stderr);
+    assert!(
+        refusal.contains("not started by the studio") && refusal.contains("without --force"),
+        "{refusal}"
+    );
+    assert!(
+        !sessions.join(&session).join(".zibby-stop").exists(),
+        "a refused stop writes nothing"
+    );
+
+    let asked = zstudio(&["stop", &session, "-w", root], None);
+    let words = String::from_utf8_lossy(&asked.stdout);
+    assert!(asked.status.success(), "{}", String::from_utf8_lossy(&asked.stderr));
+    assert!(
+        words.contains("stop before its next node") && words.contains("cannot force it"),
+        "{words}"
+    );
+    let asked_json = zstudio(&["stop", &session, "-w", root, "--json"], None);
+    assert!(asked_json.status.success(), "asking twice is no error");
+    assert_eq!(json_of(&asked_json)["session_id"], session.as_str());
+
+    let ran = terminal.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(stdout.contains("stopped"), "the engine saw the stop file: {stdout}");
+    assert!(
+        !sessions.join(&session).join("third").exists() && !stdout.contains("third"),
+        "the run ended after its current node: {stdout}"
+    );
+}

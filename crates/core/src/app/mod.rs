@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::app::first_listing::FirstListing;
 use crate::app::live::RunChanges;
-use crate::runs::runner::{Keeper, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
+use crate::runs::runner::{Keeper, OutsideStop, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
 use crate::runs::stop::Stopping;
 use crate::sessions::agents::{self, Agent};
 use crate::sessions::change::ChangeSink;
@@ -329,6 +329,13 @@ impl Studio {
     }
 
     /// Stops a live run, this window's or another studio process's (see [`stop`]).
+    /// Asks the run of a session the studio did not start to stop before its next node (its stop
+    /// files; never forced: the studio knows none of its processes). Offered while the session
+    /// has no live run in the store and its folder says a run is going.
+    pub fn stop_outside(&self, id: &SessionId) -> Result<OutsideStop, Error> {
+        crate::runs::runner::stop_outside(&self.workspace()?, id, SystemTime::now())
+    }
+
     pub fn stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
         stop(&*self.supervisor()?, self.store()?, run_id, force)
     }
