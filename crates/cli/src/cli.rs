@@ -139,7 +139,7 @@ pub struct ParseArgs {
     #[arg(long, value_name = "FILE")]
     pub stderr: Option<PathBuf>,
     /// The run's exit status (shell-style: 128+n is signal n); without it the run is
-    /// `running` unless its output says it stopped
+    /// `unknown` unless its output says it stopped
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub exit_code: Option<i32>,
 }
@@ -311,12 +311,24 @@ pub struct DiffArgs {
     /// A captured log (its stdout), read as `zstudio parse` reads it; give it twice
     #[arg(long, value_name = "FILE", num_args = 1, action = clap::ArgAction::Append)]
     pub log: Vec<PathBuf>,
+    /// With --log: a log's stderr, for the error message of a failed run; give it once per
+    /// --log, in the same order
+    #[arg(long, value_name = "FILE", requires = "log", action = clap::ArgAction::Append)]
+    pub stderr: Vec<PathBuf>,
+    /// With --log: a log's exit status (shell-style: 128+n is signal n); without it a log is
+    /// `unknown` unless its output says it stopped; give it once per --log, in the same order
+    #[arg(long, value_name = "N", requires = "log", allow_negative_numbers = true, action = clap::ArgAction::Append)]
+    pub exit_code: Vec<i32>,
     /// Only the executions of this node
     #[arg(long, value_name = "NAME")]
     pub node: Option<String>,
     /// Hunks shown at most per node (and per prompt, result and output outside nodes)
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub hunks: usize,
+    /// Exit 0 whether the runs differ or not (by default, as diff(1): 0 when they are the same,
+    /// 1 when they differ, 2 on trouble)
+    #[arg(long)]
+    pub exit_zero: bool,
 }
 
 #[derive(Args)]
@@ -341,7 +353,8 @@ pub struct ImportArgs {
     /// For a captured log: the run's stderr
     #[arg(long, value_name = "FILE")]
     pub stderr: Option<PathBuf>,
-    /// For a captured log: the run's exit status (shell-style: 128+n is signal n)
+    /// For a captured log: the run's exit status (shell-style: 128+n is signal n); without it
+    /// the run is `unknown` unless its output says it stopped
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub exit_code: Option<i32>,
 }

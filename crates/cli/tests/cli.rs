@@ -127,11 +127,11 @@ fn parse_of_a_ci_log_without_markers_reads_its_nodes_from_the_timeline() {
 }
 
 #[test]
-fn parse_without_an_exit_code_is_running_unless_the_stream_stopped() {
+fn parse_without_an_exit_code_is_unknown_unless_the_stream_stopped() {
     let slow = captures().join("head-bb10e85-90-slow-sigterm/stdout.txt");
     assert_eq!(
         json_of(&zstudio(&["parse", "--json"], Some(&slow)))["status"],
-        "running"
+        "unknown"
     );
     assert_eq!(
         json_of(&zstudio(&["parse", "--json", "--exit-code", "143"], Some(&slow)))["status"],
@@ -142,6 +142,86 @@ fn parse_without_an_exit_code_is_running_unless_the_stream_stopped() {
         json_of(&zstudio(&["parse", "--json"], Some(&stopped)))["status"],
         "cancelled"
     );
+}
+
+/// One log, one answer: the same captured log of a failed run reads the same in `parse`,
+/// `diff --log` and `import`, without its exit status (`unknown`: its end was not recorded) and
+/// with it and its stderr (`error`, and why), and every one of them takes both.
+#[test]
+fn a_log_reads_the_same_in_parse_diff_and_import() {
+    let capture = captures().join("head-bb10e85-91-throw-custom-throw");
+    let (stdout, stderr) = (capture.join("stdout.txt"), capture.join("stderr.txt"));
+    let (stdout_arg, stderr_arg) = (stdout.to_str().unwrap(), stderr.to_str().unwrap());
+    let status_of_import = |extra: &[&str]| {
+        let workspace = TempDir::new().unwrap();
+        let root = workspace.path().to_str().unwrap();
+        let mut args = vec!["import", stdout_arg, "-w", root, "--json"];
+        args.extend_from_slice(extra);
+        let imported = json_of(&zstudio(&args, None));
+        let id = imported["session_id"].as_str().unwrap().to_owned();
+        let sessions = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+        let session = sessions
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id.as_str())
+            .unwrap()
+            .clone();
+        session["status"].as_str().unwrap().to_owned()
+    };
+    let status_of_diff = |extra: &[&str]| {
+        let mut args = vec![
+            "diff",
+            "--json",
+            "--exit-zero",
+            "--log",
+            stdout_arg,
+            "--log",
+            stdout_arg,
+        ];
+        args.extend_from_slice(extra);
+        let diff = json_of(&zstudio(&args, None));
+        assert_eq!(diff["a"]["status"], diff["b"]["status"]);
+        diff["a"]["status"].as_str().unwrap().to_owned()
+    };
+    let status_of_parse = |extra: &[&str]| {
+        let mut args = vec!["parse", "--json"];
+        args.extend_from_slice(extra);
+        json_of(&zstudio(&args, Some(&stdout)))["status"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+
+    let unrecorded = [status_of_parse(&[]), status_of_diff(&[]), status_of_import(&[])];
+    assert_eq!(
+        unrecorded,
+        ["unknown", "unknown", "unknown"],
+        "a log whose end was not recorded"
+    );
+
+    let ended = [
+        status_of_parse(&["--exit-code", "1", "--stderr", stderr_arg]),
+        status_of_diff(&[
+            "--exit-code",
+            "1",
+            "--exit-code",
+            "1",
+            "--stderr",
+            stderr_arg,
+            "--stderr",
+            stderr_arg,
+        ]),
+        status_of_import(&["--exit-code", "1", "--stderr", stderr_arg]),
+    ];
+    assert_eq!(ended, ["error", "error", "error"], "a log whose exit status is given");
+
+    let once = zstudio(
+        &["diff", "--log", stdout_arg, "--log", stdout_arg, "--exit-code", "1"],
+        None,
+    );
+    assert!(!once.status.success());
+    assert!(String::from_utf8_lossy(&once.stderr).contains("once for each --log"));
 }
 
 #[test]
@@ -338,7 +418,9 @@ fn a_hostile_workspace_is_refused_by_name_and_nothing_outside_it_is_touched() {
 fn fails_saying(args: &[&str], text: &str) -> String {
     let output = zstudio(args, None);
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+    // `diff` exits as diff(1): 1 says the runs differ, trouble is 2.
+    let trouble = if args.first() == Some(&"diff") { 2 } else { 1 };
+    assert_eq!(output.status.code(), Some(trouble), "{args:?}: {stderr}");
     assert!(stderr.contains(text), "{args:?}: {stderr}");
     stderr
 }
@@ -1664,9 +1746,9 @@ fn an_agent_through_the_keeper_gets_the_default_sigpipe() {
 
 // ---- zstudio diff (issue 16) ----
 
-/// `zstudio diff … --json`, which must succeed.
+/// `zstudio diff … --json --exit-zero`, which must succeed.
 fn diff_json(args: &[&str]) -> Value {
-    let mut all = vec!["diff", "--json"];
+    let mut all = vec!["diff", "--json", "--exit-zero"];
     all.extend_from_slice(args);
     json_of(&zstudio(&all, None))
 }
@@ -1733,7 +1815,7 @@ fn diff_of_two_logs_matches_retries_and_loops_by_name_and_occurrence() {
     for side in ["a", "b"] {
         assert_eq!(
             diff[side],
-            serde_json::json!({"session_id": null, "run_id": null, "status": "running", "elapsed_ms": null, "usage": null})
+            serde_json::json!({"session_id": null, "run_id": null, "status": "unknown", "elapsed_ms": null, "usage": null})
         );
     }
     let flaky = node_named(&diff, "flaky", 0);
@@ -1791,7 +1873,7 @@ fn diff_of_two_logs_matches_retries_and_loops_by_name_and_occurrence() {
         diffed_nodes(&only),
         ["review#0 changed success success", "review#1 added - success"]
     );
-    let text = text_of(&zstudio(
+    let differing = zstudio(
         &[
             "diff",
             "--log",
@@ -1800,7 +1882,32 @@ fn diff_of_two_logs_matches_retries_and_loops_by_name_and_occurrence() {
             revise.to_str().unwrap(),
         ],
         None,
-    ));
+    );
+    assert_eq!(differing.status.code(), Some(1), "as diff(1): 1 when the runs differ");
+    let text = String::from_utf8(differing.stdout).unwrap();
+    let same = zstudio(
+        &[
+            "diff",
+            "--log",
+            routing.to_str().unwrap(),
+            "--log",
+            routing.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(same.status.code(), Some(0), "as diff(1): 0 when they are the same");
+    let kept = zstudio(
+        &[
+            "diff",
+            "--exit-zero",
+            "--log",
+            routing.to_str().unwrap(),
+            "--log",
+            revise.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(kept.status.code(), Some(0), "--exit-zero keeps 0");
     assert!(
         text.contains("added    revise") && text.contains("+◆ content: Draft v2"),
         "{text}"
@@ -2009,7 +2116,14 @@ fn diff_puts_each_nodes_cost_and_tokens_side_by_side() {
         usage_fixture("stdout-wrapped.txt"),
         usage_fixture("stdout-one-line.txt"),
     );
-    let args = ["diff", "--log", a.to_str().unwrap(), "--log", b.to_str().unwrap()];
+    let args = [
+        "diff",
+        "--exit-zero",
+        "--log",
+        a.to_str().unwrap(),
+        "--log",
+        b.to_str().unwrap(),
+    ];
     let text = text_of(&zstudio(&args, None));
     let plan = text
         .lines()
@@ -2023,7 +2137,7 @@ fn diff_puts_each_nodes_cost_and_tokens_side_by_side() {
     // 33,210 tokens against 2,063 (the fixtures' `result` events).
     assert!(plan.ends_with("(−$0.0360, −31,147 tokens)"), "{plan}");
     assert!(
-        text.contains("A  log: running · ≥ $0.0483 (1 of 2 nodes priced), 33,210 tokens (in 12,"),
+        text.contains("A  log: unknown · ≥ $0.0483 (1 of 2 nodes priced), 33,210 tokens (in 12,"),
         "{text}"
     );
     // Two lower bounds are not subtracted: the tokens are.
