@@ -427,16 +427,20 @@ impl StudioCommand {
         }
     }
 
+    pub fn takes(&self) -> Takes {
+        StudioCommand::takes_named(self.name())
+    }
+
     /// Every command reads one workspace and the store and prints JSON with `--json`, but
     /// `parse` (standard input only) and `watch` (several workspaces).
-    pub fn takes(&self) -> Takes {
-        match self {
-            StudioCommand::Parse(_) => Takes {
+    fn takes_named(name: &str) -> Takes {
+        match name {
+            "parse" => Takes {
                 workspaces: Workspaces::None,
                 store: false,
                 json: true,
             },
-            StudioCommand::Watch => Takes {
+            "watch" => Takes {
                 workspaces: Workspaces::Several,
                 store: true,
                 json: true,
@@ -451,6 +455,46 @@ impl StudioCommand {
 }
 
 impl Cli {
+    /// The command line, read from the process's arguments as [`Parser::parse`] reads it, but
+    /// each command's help lists only the global options it takes (those it has no use for are
+    /// refused by [`Cli::check`]).
+    pub fn parse_args() -> Cli {
+        let matches = Cli::command_with_own_globals().get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
+    fn command_with_own_globals() -> clap::Command {
+        let mut command = Cli::command();
+        let globals: Vec<clap::Arg> = command.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
+        for sub in command.get_subcommands_mut() {
+            let takes = match sub.get_name() {
+                "keep" => Takes {
+                    workspaces: Workspaces::None,
+                    store: false,
+                    json: false,
+                },
+                name => StudioCommand::takes_named(name),
+            };
+            let unused = |id: &str| match id {
+                "workspace" => takes.workspaces == Workspaces::None,
+                "db" | "memory" => !takes.store,
+                "json" => !takes.json,
+                _ => false,
+            };
+            // A command's own copy of a global, hidden, stands in for the global (clap copies
+            // a global only into a command that has no argument of its id): still parsed (and
+            // refused by `check`), not listed.
+            let hidden: Vec<clap::Arg> = globals
+                .iter()
+                .filter(|arg| unused(arg.get_id().as_str()))
+                .map(|arg| arg.clone().global(false).hide(true))
+                .collect();
+            let owned = std::mem::take(sub);
+            *sub = owned.args(hidden);
+        }
+        command
+    }
+
     /// Refuses a global option the command has no use for, as clap refuses a mistake (exit 2).
     pub fn check(&self) -> Result<(), clap::Error> {
         let takes = self.command.takes();
@@ -503,6 +547,25 @@ mod tests {
     #[test]
     fn the_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_commands_help_lists_only_the_globals_it_takes() {
+        let help = |name: &str| {
+            let shown = Cli::command_with_own_globals().try_get_matches_from(["zstudio", name, "--help"]);
+            shown.err().expect("--help is an early exit").render().to_string()
+        };
+        let parse = help("parse");
+        assert!(
+            !parse.contains("--workspace") && !parse.contains("--db") && !parse.contains("--memory"),
+            "{parse}"
+        );
+        assert!(parse.contains("--json") && parse.contains("--exit-code"), "{parse}");
+        let sessions = help("sessions");
+        assert!(
+            sessions.contains("--workspace") && sessions.contains("--db"),
+            "{sessions}"
+        );
     }
 
     #[test]

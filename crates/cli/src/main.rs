@@ -24,12 +24,10 @@ mod visible;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     if let Err(refused) = cli.check() {
         refused.exit();
     }

@@ -2219,3 +2219,19 @@ fn stop_asks_a_run_the_studio_did_not_start_to_stop_after_its_current_node() {
         "the run ended after its current node: {stdout}"
     );
 }
+
+/// A command that cannot start (not found) says why once, and leaves no empty session behind.
+#[test]
+fn a_command_that_cannot_start_says_why_once_and_leaves_no_session() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let output = zstudio(&["run", "-w", root, "--", "/no/such/agent"], None);
+    assert_eq!(output.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(said.matches("cannot start `/no/such/agent`").count(), 1, "{said}");
+    assert!(said.contains("nothing kept"), "{said}");
+    let sessions = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+    assert_eq!(sessions, serde_json::json!([]), "no `error 0/0` session is left");
+    let runs = json_of(&zstudio(&["runs", "--json", "-w", root], None));
+    assert_eq!(runs, serde_json::json!([]));
+}

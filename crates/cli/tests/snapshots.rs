@@ -273,6 +273,7 @@ fn run_runs_logs_and_search_of_a_studio_run() {
     snapshot!("logs", shown(&["logs", &session]));
     snapshot!("search", shown(&["search", "plan"]));
     snapshot!("runs_of_a_session", shown(&["runs", "--session", &session]));
+    snapshot!("show_of_a_studio_run", shown(&["show", &session]));
     snapshot!("runs_empty", Fixture::new().shown(&["runs"]));
 }
 
