@@ -553,7 +553,7 @@ mod tests {
     fn a_commands_help_lists_only_the_globals_it_takes() {
         let help = |name: &str| {
             let shown = Cli::command_with_own_globals().try_get_matches_from(["zstudio", name, "--help"]);
-            shown.err().expect("--help is an early exit").render().to_string()
+            shown.expect_err("--help is an early exit").render().to_string()
         };
         let parse = help("parse");
         assert!(

@@ -51,7 +51,7 @@ fn stop_outside(
 
 enum Found {
     /// A run the store recorded.
-    Recorded(RunRecord),
+    Recorded(Box<RunRecord>),
     /// No run of the session in the store is going, but its folder says one is: a run the
     /// studio did not start.
     Outside(Workspace, SessionId),
@@ -61,13 +61,13 @@ enum Found {
 /// run is going that the store does not know is a run the studio did not start.
 fn find_run(store: &Store, globals: &Globals, id: &str) -> anyhow::Result<Found> {
     if uuid_like(id) {
-        return Ok(Found::Recorded(store.run(id)?));
+        return Ok(Found::Recorded(Box::new(store.run(id)?)));
     }
     let session = SessionId::parse(id)?;
     let workspace = globals.open_workspace()?;
     let runs = store.runs(&workspace, Some(&session))?;
     if let Some(live) = runs.iter().find(|r| r.status == Status::Running) {
-        return Ok(Found::Recorded(live.clone()));
+        return Ok(Found::Recorded(Box::new(live.clone())));
     }
     let going = workspace
         .session_folder(&session)
@@ -75,7 +75,7 @@ fn find_run(store: &Store, globals: &Globals, id: &str) -> anyhow::Result<Found>
         .and_then(|path| studio_core::session::read_summary(&path, &session, SystemTime::now()))
         .is_some_and(|summary| summary.status == Status::Running);
     match runs.into_iter().next() {
-        Some(last) if !going => Ok(Found::Recorded(last)),
+        Some(last) if !going => Ok(Found::Recorded(Box::new(last))),
         _ if going => Ok(Found::Outside(workspace, session)),
         // Says why not: no such session, or how it ended.
         _ => Err(
