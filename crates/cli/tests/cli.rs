@@ -2218,6 +2218,18 @@ fn stop_asks_a_run_the_studio_did_not_start_to_stop_after_its_current_node() {
         !sessions.join(&session).join("third").exists() && !stdout.contains("third"),
         "the run ended after its current node: {stdout}"
     );
+
+    // Its process is gone: the session says it ended at once (not two minutes later), and there
+    // is nothing left to stop.
+    let listed = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+    assert_eq!(listed[0]["status"], "unknown", "{listed}");
+    let over = zstudio(&["stop", &session, "-w", root], None);
+    assert!(!over.status.success());
+    assert!(
+        String::from_utf8_lossy(&over.stderr).contains("has no run going"),
+        "{}",
+        String::from_utf8_lossy(&over.stderr)
+    );
 }
 
 /// A command that cannot start (not found) says why once, and leaves no empty session behind.

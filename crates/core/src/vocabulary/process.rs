@@ -95,6 +95,50 @@ impl ProcessIdentity {
     }
 }
 
+/// `/proc`'s clock ticks per second (`USER_HZ`: 100 on every architecture Linux runs the studio
+/// on; `sysconf(_SC_CLK_TCK)` says the same).
+const TICKS_PER_SECOND: u64 = 100;
+
+/// When the machine booted, in milliseconds since the epoch (`/proc/stat`'s `btime`, to the
+/// second).
+fn boot_time_ms() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let seconds: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(seconds * 1000)
+}
+
+/// Whether a live process (not a zombie) works in `folder` (its working folder is `folder` or
+/// below it) and started between `from_ms` and `to_ms` (milliseconds since the epoch, to about a
+/// second): how a run the studio did not start is told to be going on (the engine runs in its
+/// workspace and makes its session as it starts). `None` when `/proc` cannot tell.
+pub fn works_in_started_between(folder: &std::path::Path, from_ms: u64, to_ms: u64) -> Option<bool> {
+    let boot = boot_time_ms()?;
+    let entries = std::fs::read_dir("/proc").ok()?;
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        // Another user's process: its working folder cannot be read, and it is not looked at.
+        let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else {
+            continue;
+        };
+        if !cwd.starts_with(folder) {
+            continue;
+        }
+        let Some(stat) = stat(pid) else { continue };
+        let started = boot + stat.start_time * 1000 / TICKS_PER_SECOND;
+        if !stat.zombie && (from_ms..=to_ms).contains(&started) {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
 /// Every process below `root` (children, their children, ...), zombies left out. A child
 /// subreaper (the run keeper) has every process it started below it, `setsid` or not.
 pub fn descendants(root: u32) -> Vec<u32> {

@@ -102,7 +102,7 @@ impl Default for WatcherOptions {
             window: Duration::from_millis(100),
             poll_interval: Duration::from_secs(1),
             poll_only: false,
-            quiet_check_interval: Duration::from_secs(5),
+            quiet_check_interval: Duration::from_secs(2),
             max_watches: default_max_watches(),
             clock: Arc::new(SystemTime::now),
             store: None,
@@ -472,8 +472,9 @@ impl WatchLoop {
         !self.running.is_empty()
     }
 
-    /// A `running` session quiet for [`RUNNING_QUIET_WINDOW`] is no longer taken as running: it is
-    /// read again so that its new status is reported, though no file changed.
+    /// A `running` session quiet for [`RUNNING_QUIET_WINDOW`] is no longer taken as running, nor
+    /// one whose engine's process is gone (`session::read_summary`): each is read again so that
+    /// its new status is reported, though no file changed.
     fn check_quiet_sessions(&mut self) {
         let clock_now = Timestamp::from_system_time((self.options.clock)());
         let quiet = RUNNING_QUIET_WINDOW.as_millis() as u64;
@@ -482,10 +483,13 @@ impl WatchLoop {
             .running
             .iter()
             .filter(|(index, id)| {
-                self.workspaces[*index]
-                    .sessions
-                    .get(id)
-                    .is_some_and(|known| known.summary.updated_at.0 + quiet <= clock_now.0)
+                // An engine's id says when its process started: whether it is still there is
+                // read with the session.
+                id.unix_ms().is_some()
+                    || self.workspaces[*index]
+                        .sessions
+                        .get(id)
+                        .is_some_and(|known| known.summary.updated_at.0 + quiet <= clock_now.0)
             })
             .cloned()
             .collect();

@@ -574,3 +574,48 @@ fn a_runs_end_recorded_in_the_store_elsewhere_is_reported_within_a_second() {
     assert_eq!(summary.status, Status::Error, "the store's word: the run failed");
     eprintln!("a run's end recorded elsewhere reported after {delay:?}");
 }
+
+/// A run started from a terminal (the test agent as a user runs it, in the workspace): while its
+/// process is there the session is `running`; once it is gone the watcher says so within
+/// seconds, though no file changed (before: two minutes later, by the quiet check).
+#[test]
+fn a_terminal_runs_end_is_reported_within_seconds_of_its_process_going() {
+    let (_dir, root) = workspace_dir();
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], WatcherOptions::default());
+    let mut terminal = std::process::Command::new(agent_binary())
+        .args(["run", "--nodes", "first:300,second:300"])
+        .current_dir(&root)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    changes.wait_until("the run, running", |c| {
+        c.iter().any(|c| {
+            matches!(c, Change::SessionAdded { summary, .. } | Change::SessionUpdated { summary, .. }
+                if summary.status == Status::Running)
+        })
+    });
+    assert!(terminal.wait().unwrap().success());
+    let ended = Instant::now();
+    let seen = changes.wait_until("the run no longer running", |c| {
+        matches!(c.iter().rev().find_map(|c| match c {
+            Change::SessionAdded { summary, .. } | Change::SessionUpdated { summary, .. } => Some(summary.status),
+            _ => None,
+        }), Some(status) if status != Status::Running)
+    });
+    let delay = ended.elapsed();
+    assert!(
+        delay < Duration::from_secs(4),
+        "the run's end took {delay:?} to be reported"
+    );
+    let last = seen.iter().rev().find_map(|c| match c {
+        Change::SessionUpdated { summary, .. } => Some(summary.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        last.map(|s| s.status),
+        Some(Status::Unknown),
+        "its end is not recorded: unknown"
+    );
+    eprintln!("a terminal run's end reported {delay:?} after its process went");
+}
