@@ -54,11 +54,13 @@ fn an_engine_session_reads_its_id_current_node_and_node_folders() {
     assert!(session.problems.is_empty(), "{:?}", session.problems);
     let plan = session.nodes.iter().find(|n| n.name == "plan").unwrap();
     assert!(plan.artifacts.raw_stream.as_ref().unwrap().bytes > 0);
-    // Nothing marks the end of an engine run: quiet for a day, it is `unknown`; just written, `running`.
+    // Nothing marks the end of an engine run: quiet for a day, it is `unknown`; just written too,
+    // when no process that started at its id's time works in the workspace (copied here, it has
+    // none): its run is over.
     assert_eq!(session.status, Status::Unknown);
     assert_eq!(
         workspace.read_session(&id, SystemTime::now()).unwrap().status,
-        Status::Running
+        Status::Unknown
     );
 }
 
@@ -71,7 +73,8 @@ fn an_interrupted_engine_session_names_the_node_it_was_in() {
         .unwrap();
     assert_eq!(session.current_node.as_deref(), Some("process"));
     let statuses: Vec<_> = session.nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
-    assert_eq!(statuses, [("fetch", Status::Success), ("process", Status::Running)]);
+    // Its process is not there (the folder was copied): the node it was in did not end well.
+    assert_eq!(statuses, [("fetch", Status::Success), ("process", Status::Unknown)]);
 }
 
 #[test]
