@@ -2247,3 +2247,63 @@ fn a_command_that_cannot_start_says_why_once_and_leaves_no_session() {
     let runs = json_of(&zstudio(&["runs", "--json", "-w", root], None));
     assert_eq!(runs, serde_json::json!([]));
 }
+
+/// A `zstudio watch` hears of a run's end that another process records, within a second, even
+/// when the run's last folder write came well before its end (a failed last node writes no
+/// folder): the store's runs are watched too.
+#[test]
+fn watch_hears_of_a_run_ended_by_another_process_within_a_second() {
+    use std::io::BufRead;
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(["watch", "--json", "-w", root])
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("XDG_DATA_HOME", data_home())
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (lines, heard) = std::sync::mpsc::channel::<(std::time::Instant, Value)>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = lines.send((std::time::Instant::now(), serde_json::from_str(&line).unwrap()));
+        }
+    });
+    // The watcher is in place once it reports the first session (the run's own).
+    let ran = zstudio(
+        &[
+            "run",
+            "--json",
+            "-w",
+            root,
+            "--",
+            &agent_binary(),
+            "--nodes",
+            "a:100,b:600",
+            "--fail",
+            "b",
+        ],
+        None,
+    );
+    let ended = std::time::Instant::now();
+    assert_eq!(ran.status.code(), Some(1), "{}", String::from_utf8_lossy(&ran.stderr));
+    let deadline = ended + std::time::Duration::from_secs(10);
+    let heard_error = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let (at, change) = heard.recv_timeout(left).expect("watch said the run failed");
+        if change["summary"]["status"] == "error" {
+            break at;
+        }
+    };
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let delay = heard_error.saturating_duration_since(ended);
+    assert!(
+        delay < std::time::Duration::from_secs(1),
+        "watch heard of the end {delay:?} after it"
+    );
+    eprintln!("watch heard of the run's end {delay:?} after it was recorded");
+}
