@@ -69,20 +69,23 @@ fn find_run(store: &Store, globals: &Globals, id: &str) -> anyhow::Result<Found>
     if let Some(live) = runs.iter().find(|r| r.status == Status::Running) {
         return Ok(Found::Recorded(Box::new(live.clone())));
     }
-    let going = workspace
-        .session_folder(&session)
+    let folder = workspace.session_folder(&session);
+    let summary = folder
+        .as_ref()
         .ok()
-        .and_then(|path| studio_core::session::read_summary(&path, &session, SystemTime::now()))
-        .is_some_and(|summary| summary.status == Status::Running);
-    match runs.into_iter().next() {
-        Some(last) if !going => Ok(Found::Recorded(Box::new(last))),
-        _ if going => Ok(Found::Outside(workspace, session)),
-        // Says why not: no such session, or how it ended.
-        _ => Err(
-            studio_core::runner::stop_outside(&workspace, &session, SystemTime::now())
-                .err()
-                .map_or_else(|| anyhow::anyhow!("no run of session `{id}` in the store"), Into::into),
-        ),
+        .and_then(|path| studio_core::session::read_summary(path, &session, SystemTime::now()));
+    let going = summary.as_ref().is_some_and(|s| s.status == Status::Running);
+    match (runs.into_iter().next(), summary) {
+        (_, Some(_)) if going => Ok(Found::Outside(workspace, session)),
+        (Some(last), _) => Ok(Found::Recorded(Box::new(last))),
+        (None, Some(ended)) => Err(studio_core::Error::SessionNotLive {
+            id: id.to_owned(),
+            status: ended.status.to_string(),
+        }
+        .into()),
+        (None, None) => Err(folder
+            .err()
+            .map_or_else(|| anyhow::anyhow!("no run of session `{id}` in the store"), Into::into)),
     }
 }
 
