@@ -744,8 +744,8 @@ const ENGINE_STARTED_BEFORE: Duration = Duration::from_secs(60);
 const ENGINE_STARTED_AFTER: Duration = Duration::from_secs(2);
 
 /// Whether the process of a session's run may still be there: a process working in the
-/// session's workspace that started at its id's time (an engine id, `<unix_ms>_<suffix>`), as
-/// `/proc` says. True when nothing can tell (an id without a time, no `/proc`, a folder not in a
+/// session's workspace that started at its id's time (an engine id, `<unix_ms>_<suffix>`), or
+/// one with a file of the session open, as `/proc` says. True when nothing can tell (an id without a time, no `/proc`, a folder not in a
 /// workspace's sessions folder): then its files' times alone decide.
 fn engine_still_there(session_path: &Path, id: &SessionId) -> bool {
     let Some(created) = id.unix_ms() else {
@@ -759,7 +759,7 @@ fn engine_still_there(session_path: &Path, id: &SessionId) -> bool {
     }
     let from = created.saturating_sub(ENGINE_STARTED_BEFORE.as_millis() as u64);
     let to = created + ENGINE_STARTED_AFTER.as_millis() as u64;
-    crate::vocabulary::process::works_in_started_between(workspace, from, to).unwrap_or(true)
+    crate::vocabulary::process::run_process_present(workspace, session_path, from, to).unwrap_or(true)
 }
 
 /// The status of a session from its files alone (PROTOCOL.md §5: nothing marks the end of a run).

@@ -112,31 +112,45 @@ fn boot_time_ms() -> Option<u64> {
     Some(seconds * 1000)
 }
 
-/// Whether a live process (not a zombie) works in `folder` (its working folder is `folder` or
-/// below it) and started between `from_ms` and `to_ms` (milliseconds since the epoch, to about a
-/// second): how a run the studio did not start is told to be going on (the engine runs in its
-/// workspace and makes its session as it starts). `None` when `/proc` cannot tell.
-pub fn works_in_started_between(folder: &std::path::Path, from_ms: u64, to_ms: u64) -> Option<bool> {
+/// Whether a run's process may still be there, as `/proc` says (`None` when it cannot tell): a
+/// live process (not a zombie) that works in `workspace` (its working folder is it or below it)
+/// and started between `from_ms` and `to_ms` (milliseconds since the epoch, to about a second),
+/// or one that has a file of `session` open. How a run the studio did not start is told to be
+/// going on: the engine runs in its workspace, makes its session as it starts, and keeps a node's
+/// output file open while the node runs. Another user's processes are not looked at.
+pub fn run_process_present(
+    workspace: &std::path::Path,
+    session: &std::path::Path,
+    from_ms: u64,
+    to_ms: u64,
+) -> Option<bool> {
     let boot = boot_time_ms()?;
     let entries = std::fs::read_dir("/proc").ok()?;
+    let mut others = Vec::new();
     for entry in entries.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
-        // Another user's process: its working folder cannot be read, and it is not looked at.
         let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else {
             continue;
         };
-        if !cwd.starts_with(folder) {
+        let Some(stat) = stat(pid).filter(|s| !s.zombie) else {
             continue;
-        }
-        let Some(stat) = stat(pid) else { continue };
+        };
         let started = boot + stat.start_time * 1000 / TICKS_PER_SECOND;
-        if !stat.zombie && (from_ms..=to_ms).contains(&started) {
+        if cwd.starts_with(workspace) && (from_ms..=to_ms).contains(&started) {
             return Some(true);
         }
+        others.push(entry.path());
     }
-    Some(false)
+    // Slower, and only when the above did not tell: the open files of every process.
+    let has_open = |process: &std::path::PathBuf| {
+        std::fs::read_dir(process.join("fd")).is_ok_and(|fds| {
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.starts_with(session)))
+        })
+    };
+    Some(others.iter().any(has_open))
 }
 
 /// Every process below `root` (children, their children, ...), zombies left out. A child
