@@ -510,3 +510,27 @@ fn the_listing_names_sessions_from_the_store_else_the_folder() {
         "watch and show say the same"
     );
 }
+
+/// A session just written is `running` while a process has one of its files open (the engine
+/// keeps a node's output open while the node runs, wherever it was started from), and `unknown`
+/// once no process of it is left: its end is known at once, not two minutes later.
+#[test]
+fn a_fresh_session_is_running_while_a_process_holds_its_files_and_ended_after() {
+    let dir = TempDir::new().unwrap();
+    let workspace = Workspace::open(dir.path()).unwrap();
+    let now_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let id = SessionId::parse(&format!("{now_ms}_open")).unwrap();
+    let session = dir.path().join(".zibby/output/sessions").join(id.as_str());
+    fs::create_dir_all(session.join("plan")).unwrap();
+    fs::write(session.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
+    // This test's process started long before the id's time and works elsewhere: only the open
+    // file says the run is there.
+    let held = fs::File::create(session.join("plan/raw_stream_output.txt")).unwrap();
+    let status = || workspace.read_session(&id, SystemTime::now()).unwrap().status;
+    assert_eq!(status(), Status::Running);
+    drop(held);
+    assert_eq!(status(), Status::Unknown, "no process of it is left");
+}
