@@ -95,7 +95,8 @@ pub enum StudioCommand {
     /// Run an agent in the foreground and follow it live (Ctrl-C stops it gracefully, a second
     /// Ctrl-C by force). Exit status: 0 success, 1 error, 2 cancelled, 3 interrupted
     Run(RunArgs),
-    /// Stop a run that another studio process (the app, a `zstudio run`) supervises
+    /// Stop a run that another studio process (the app, a `zstudio run`) supervises, or ask a run
+    /// started outside the studio (a terminal) to stop before its next node
     Stop(StopArgs),
     /// Delete old sessions by a retention rule (pinned sessions are always kept)
     Prune(PruneArgs),
@@ -138,7 +139,7 @@ pub struct ParseArgs {
     #[arg(long, value_name = "FILE")]
     pub stderr: Option<PathBuf>,
     /// The run's exit status (shell-style: 128+n is signal n); without it the run is
-    /// `running` unless its output says it stopped
+    /// `unknown` unless its output says it stopped
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub exit_code: Option<i32>,
 }
@@ -220,7 +221,8 @@ impl RunArgs {
 pub struct StopArgs {
     /// A run id, or a session id (its live run)
     pub id: String,
-    /// Signal the run's processes now instead of waiting for the current node
+    /// Signal the run's processes now instead of waiting for the current node (not for a run
+    /// the studio did not start: it knows none of its processes)
     #[arg(long)]
     pub force: bool,
     /// Seconds a graceful stop waits before signals
@@ -309,12 +311,24 @@ pub struct DiffArgs {
     /// A captured log (its stdout), read as `zstudio parse` reads it; give it twice
     #[arg(long, value_name = "FILE", num_args = 1, action = clap::ArgAction::Append)]
     pub log: Vec<PathBuf>,
+    /// With --log: a log's stderr, for the error message of a failed run; give it once per
+    /// --log, in the same order
+    #[arg(long, value_name = "FILE", requires = "log", action = clap::ArgAction::Append)]
+    pub stderr: Vec<PathBuf>,
+    /// With --log: a log's exit status (shell-style: 128+n is signal n); without it a log is
+    /// `unknown` unless its output says it stopped; give it once per --log, in the same order
+    #[arg(long, value_name = "N", requires = "log", allow_negative_numbers = true, action = clap::ArgAction::Append)]
+    pub exit_code: Vec<i32>,
     /// Only the executions of this node
     #[arg(long, value_name = "NAME")]
     pub node: Option<String>,
     /// Hunks shown at most per node (and per prompt, result and output outside nodes)
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub hunks: usize,
+    /// Exit 0 whether the runs differ or not (by default, as diff(1): 0 when they are the same,
+    /// 1 when they differ, 2 on trouble)
+    #[arg(long)]
+    pub exit_zero: bool,
 }
 
 #[derive(Args)]
@@ -339,7 +353,8 @@ pub struct ImportArgs {
     /// For a captured log: the run's stderr
     #[arg(long, value_name = "FILE")]
     pub stderr: Option<PathBuf>,
-    /// For a captured log: the run's exit status (shell-style: 128+n is signal n)
+    /// For a captured log: the run's exit status (shell-style: 128+n is signal n); without it
+    /// the run is `unknown` unless its output says it stopped
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub exit_code: Option<i32>,
     /// The most the import may write, all together (bytes, or with K, M, G, T: binary units);
@@ -437,16 +452,20 @@ impl StudioCommand {
         }
     }
 
+    pub fn takes(&self) -> Takes {
+        StudioCommand::takes_named(self.name())
+    }
+
     /// Every command reads one workspace and the store and prints JSON with `--json`, but
     /// `parse` (standard input only) and `watch` (several workspaces).
-    pub fn takes(&self) -> Takes {
-        match self {
-            StudioCommand::Parse(_) => Takes {
+    fn takes_named(name: &str) -> Takes {
+        match name {
+            "parse" => Takes {
                 workspaces: Workspaces::None,
                 store: false,
                 json: true,
             },
-            StudioCommand::Watch => Takes {
+            "watch" => Takes {
                 workspaces: Workspaces::Several,
                 store: true,
                 json: true,
@@ -461,6 +480,46 @@ impl StudioCommand {
 }
 
 impl Cli {
+    /// The command line, read from the process's arguments as [`Parser::parse`] reads it, but
+    /// each command's help lists only the global options it takes (those it has no use for are
+    /// refused by [`Cli::check`]).
+    pub fn parse_args() -> Cli {
+        let matches = Cli::command_with_own_globals().get_matches();
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
+    fn command_with_own_globals() -> clap::Command {
+        let mut command = Cli::command();
+        let globals: Vec<clap::Arg> = command.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
+        for sub in command.get_subcommands_mut() {
+            let takes = match sub.get_name() {
+                "keep" => Takes {
+                    workspaces: Workspaces::None,
+                    store: false,
+                    json: false,
+                },
+                name => StudioCommand::takes_named(name),
+            };
+            let unused = |id: &str| match id {
+                "workspace" => takes.workspaces == Workspaces::None,
+                "db" | "memory" => !takes.store,
+                "json" => !takes.json,
+                _ => false,
+            };
+            // A command's own copy of a global, hidden, stands in for the global (clap copies
+            // a global only into a command that has no argument of its id): still parsed (and
+            // refused by `check`), not listed.
+            let hidden: Vec<clap::Arg> = globals
+                .iter()
+                .filter(|arg| unused(arg.get_id().as_str()))
+                .map(|arg| arg.clone().global(false).hide(true))
+                .collect();
+            let owned = std::mem::take(sub);
+            *sub = owned.args(hidden);
+        }
+        command
+    }
+
     /// Refuses a global option the command has no use for, as clap refuses a mistake (exit 2).
     pub fn check(&self) -> Result<(), clap::Error> {
         let takes = self.command.takes();
@@ -513,6 +572,25 @@ mod tests {
     #[test]
     fn the_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_commands_help_lists_only_the_globals_it_takes() {
+        let help = |name: &str| {
+            let shown = Cli::command_with_own_globals().try_get_matches_from(["zstudio", name, "--help"]);
+            shown.expect_err("--help is an early exit").render().to_string()
+        };
+        let parse = help("parse");
+        assert!(
+            !parse.contains("--workspace") && !parse.contains("--db") && !parse.contains("--memory"),
+            "{parse}"
+        );
+        assert!(parse.contains("--json") && parse.contains("--exit-code"), "{parse}");
+        let sessions = help("sessions");
+        assert!(
+            sessions.contains("--workspace") && sessions.contains("--db"),
+            "{sessions}"
+        );
     }
 
     #[test]

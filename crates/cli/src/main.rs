@@ -24,12 +24,10 @@ mod visible;
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     if let Err(refused) = cli.check() {
         refused.exit();
     }
@@ -40,15 +38,20 @@ fn main() -> ExitCode {
     // Untrusted text (node names, output lines, file names) is printed: control characters as escapes.
     // Buffered: a run flushes when no event is waiting, everything else at exit.
     let mut out = visible::Visible::new(std::io::BufWriter::new(std::io::stdout().lock()));
+    // `diff` exits as diff(1) does: 1 says the runs differ, so its trouble is 2.
+    let trouble = match command {
+        cli::StudioCommand::Diff(_) => ExitCode::from(commands::diff::TROUBLE),
+        _ => ExitCode::FAILURE,
+    };
     match commands::run(command, &cli.globals, &mut out) {
         Ok(code) => code,
-        Err(error) => report(&error),
+        Err(error) => report(&error, trouble),
     }
 }
 
-/// One line on stderr, exit 1; a closed pipe (`zstudio sessions | head`) is not an error worth a
+/// One line on stderr, exit `trouble` (1, but 2 for `diff`); a closed pipe (`zstudio sessions | head`) is not an error worth a
 /// message.
-fn report(error: &anyhow::Error) -> ExitCode {
+fn report(error: &anyhow::Error, trouble: ExitCode) -> ExitCode {
     if error
         .downcast_ref::<std::io::Error>()
         .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
@@ -60,7 +63,7 @@ fn report(error: &anyhow::Error) -> ExitCode {
         "zstudio: {}",
         message(error)
     );
-    ExitCode::FAILURE
+    trouble
 }
 
 /// `error` and its causes, each once: the core's errors say their cause in their own message

@@ -80,7 +80,13 @@ pub fn sessions(out: &mut impl Write, sessions: &[SessionRow], now: SystemTime) 
     Ok(())
 }
 
-pub fn session(out: &mut impl Write, session: &studio_core::Session, now: SystemTime) -> anyhow::Result<()> {
+/// `show`: a session in full; `took`, how long each node took, where known (by name).
+pub fn session(
+    out: &mut impl Write,
+    session: &studio_core::Session,
+    now: SystemTime,
+    took: &std::collections::HashMap<String, u64>,
+) -> anyhow::Result<()> {
     writeln!(out, "session   {}", session.id)?;
     writeln!(out, "title     {}", session.title.as_deref().unwrap_or("-"))?;
     writeln!(out, "agent     {}", session.agent.as_deref().unwrap_or("-"))?;
@@ -108,7 +114,17 @@ pub fn session(out: &mut impl Write, session: &studio_core::Session, now: System
         .filter_map(|(name, file)| file.as_ref().map(|f| format!("{name} {}", bytes(f.bytes))))
         .collect();
         let usage = node.usage.as_ref().map(node_usage).unwrap_or_default();
-        writeln!(out, "  {:<11} {}  {}{usage}", node.status, node.name, files.join(", "))?;
+        let duration = took
+            .get(&node.name)
+            .map(|ms| format!(" ({})", seconds(*ms)))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  {:<11} {}{duration}  {}{usage}",
+            node.status,
+            node.name,
+            files.join(", ")
+        )?;
     }
     if let Some(total) = &session.usage {
         writeln!(out, "usage     {}, {}", total.label, total.tokens_label)?;
@@ -168,20 +184,32 @@ pub fn pins(out: &mut impl Write, pins: &[Pin], now: SystemTime) -> anyhow::Resu
 pub fn runs(out: &mut impl Write, runs: &[RunRecord], now: SystemTime) -> anyhow::Result<()> {
     if runs.is_empty() {
         writeln!(out, "No runs yet.")?;
+        return Ok(());
     }
+    writeln!(
+        out,
+        "{:<18} {:<36}  {:<20}  {:<9}  {:<9}  {:<11}  COMMAND",
+        "STATUS", "RUN", "SESSION", "STARTED", "ELAPSED", "COST"
+    )?;
     for run in runs {
         let status = if run.detached {
             "running (detached)".to_owned()
         } else {
             run.status.to_string()
         };
+        // A live run's time so far; an ended one's from its start to its end.
+        let until = run.ended_at.map_or(now, Timestamp::to_system_time);
+        let elapsed = until
+            .duration_since(run.started_at.to_system_time())
+            .map_or(0, |d| d.as_millis() as u64);
         writeln!(
             out,
-            "{:<18} {}  {}  {}  {}  {}",
+            "{:<18} {:<36}  {:<20}  {:<9}  {:<9}  {:<11}  {}",
             status,
             run.id,
             run.session_id,
             ago(run.started_at, now),
+            seconds(elapsed),
             run.usage.as_ref().map_or_else(|| "–".to_owned(), |u| u.label.clone()),
             run.command.join(" ")
         )?;
@@ -249,6 +277,21 @@ pub fn stopped(out: &mut impl Write, ended: &RunRecord) -> anyhow::Result<()> {
         out,
         "run {} of session {}: {}{how}",
         ended.id, ended.session_id, ended.status
+    )?;
+    Ok(())
+}
+
+/// What `zstudio stop` did to a run the studio did not start, and what it cannot do.
+pub fn outside_stop(out: &mut impl Write, asked: &studio_core::runner::OutsideStop) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "session {}: asked its run to stop before its next node (stop files written); the current node finishes first",
+        asked.session_id
+    )?;
+    writeln!(
+        out,
+        "the studio did not start this run: it cannot force it or wait for its process; \
+         interrupt it where it was started (Ctrl-C in its terminal) to end it at once"
     )?;
     Ok(())
 }
@@ -338,6 +381,9 @@ pub fn run_event(out: &mut impl Write, event: &RunEvent, started: &StartedRun) -
         }
         RunEvent::NodeEnd { node, status, t_ms, .. } => writeln!(out, "{:>8}  └ {node}: {status}", seconds(*t_ms))?,
         RunEvent::NodeDiscarded { node, .. } => writeln!(out, "          ({node} was a title, not a node)")?,
+        // The engine's own `┌ node` line: the node's start is said once, by the line above with its time.
+        RunEvent::Output { stream, line, .. }
+            if *stream == studio_core::protocol::Stream::Stdout && opens_a_node(line) => {}
         RunEvent::Output { stream, line, .. } => {
             let mark = if *stream == studio_core::protocol::Stream::Stderr {
                 "!"
@@ -368,6 +414,17 @@ pub fn run_event(out: &mut impl Write, event: &RunEvent, started: &StartedRun) -
         }
     }
     Ok(())
+}
+
+/// Whether an output line is the engine's human timeline opening a node (`┌ name`, after the
+/// `│ ` of nesting), which [`RunEvent::NodeBegin`] stands for.
+fn opens_a_node(line: &str) -> bool {
+    let plain = studio_core::protocol::strip_ansi(line.as_bytes());
+    let plain = String::from_utf8_lossy(&plain);
+    plain
+        .trim_start_matches(['│', ' '])
+        .strip_prefix("┌ ")
+        .is_some_and(|name| !name.trim().is_empty())
 }
 
 /// A node's usage on its `show` line: `  · 1,234 tokens (…) · $0.0123 reported`.

@@ -127,11 +127,11 @@ fn parse_of_a_ci_log_without_markers_reads_its_nodes_from_the_timeline() {
 }
 
 #[test]
-fn parse_without_an_exit_code_is_running_unless_the_stream_stopped() {
+fn parse_without_an_exit_code_is_unknown_unless_the_stream_stopped() {
     let slow = captures().join("head-bb10e85-90-slow-sigterm/stdout.txt");
     assert_eq!(
         json_of(&zstudio(&["parse", "--json"], Some(&slow)))["status"],
-        "running"
+        "unknown"
     );
     assert_eq!(
         json_of(&zstudio(&["parse", "--json", "--exit-code", "143"], Some(&slow)))["status"],
@@ -142,6 +142,86 @@ fn parse_without_an_exit_code_is_running_unless_the_stream_stopped() {
         json_of(&zstudio(&["parse", "--json"], Some(&stopped)))["status"],
         "cancelled"
     );
+}
+
+/// One log, one answer: the same captured log of a failed run reads the same in `parse`,
+/// `diff --log` and `import`, without its exit status (`unknown`: its end was not recorded) and
+/// with it and its stderr (`error`, and why), and every one of them takes both.
+#[test]
+fn a_log_reads_the_same_in_parse_diff_and_import() {
+    let capture = captures().join("head-bb10e85-91-throw-custom-throw");
+    let (stdout, stderr) = (capture.join("stdout.txt"), capture.join("stderr.txt"));
+    let (stdout_arg, stderr_arg) = (stdout.to_str().unwrap(), stderr.to_str().unwrap());
+    let status_of_import = |extra: &[&str]| {
+        let workspace = TempDir::new().unwrap();
+        let root = workspace.path().to_str().unwrap();
+        let mut args = vec!["import", stdout_arg, "-w", root, "--json"];
+        args.extend_from_slice(extra);
+        let imported = json_of(&zstudio(&args, None));
+        let id = imported["session_id"].as_str().unwrap().to_owned();
+        let sessions = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+        let session = sessions
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id.as_str())
+            .unwrap()
+            .clone();
+        session["status"].as_str().unwrap().to_owned()
+    };
+    let status_of_diff = |extra: &[&str]| {
+        let mut args = vec![
+            "diff",
+            "--json",
+            "--exit-zero",
+            "--log",
+            stdout_arg,
+            "--log",
+            stdout_arg,
+        ];
+        args.extend_from_slice(extra);
+        let diff = json_of(&zstudio(&args, None));
+        assert_eq!(diff["a"]["status"], diff["b"]["status"]);
+        diff["a"]["status"].as_str().unwrap().to_owned()
+    };
+    let status_of_parse = |extra: &[&str]| {
+        let mut args = vec!["parse", "--json"];
+        args.extend_from_slice(extra);
+        json_of(&zstudio(&args, Some(&stdout)))["status"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+
+    let unrecorded = [status_of_parse(&[]), status_of_diff(&[]), status_of_import(&[])];
+    assert_eq!(
+        unrecorded,
+        ["unknown", "unknown", "unknown"],
+        "a log whose end was not recorded"
+    );
+
+    let ended = [
+        status_of_parse(&["--exit-code", "1", "--stderr", stderr_arg]),
+        status_of_diff(&[
+            "--exit-code",
+            "1",
+            "--exit-code",
+            "1",
+            "--stderr",
+            stderr_arg,
+            "--stderr",
+            stderr_arg,
+        ]),
+        status_of_import(&["--exit-code", "1", "--stderr", stderr_arg]),
+    ];
+    assert_eq!(ended, ["error", "error", "error"], "a log whose exit status is given");
+
+    let once = zstudio(
+        &["diff", "--log", stdout_arg, "--log", stdout_arg, "--exit-code", "1"],
+        None,
+    );
+    assert!(!once.status.success());
+    assert!(String::from_utf8_lossy(&once.stderr).contains("once for each --log"));
 }
 
 #[test]
@@ -338,7 +418,9 @@ fn a_hostile_workspace_is_refused_by_name_and_nothing_outside_it_is_touched() {
 fn fails_saying(args: &[&str], text: &str) -> String {
     let output = zstudio(args, None);
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+    // `diff` exits as diff(1): 1 says the runs differ, trouble is 2.
+    let trouble = if args.first() == Some(&"diff") { 2 } else { 1 };
+    assert_eq!(output.status.code(), Some(trouble), "{args:?}: {stderr}");
     assert!(stderr.contains(text), "{args:?}: {stderr}");
     stderr
 }
@@ -1709,9 +1791,9 @@ fn an_agent_through_the_keeper_gets_the_default_sigpipe() {
 
 // ---- zstudio diff (issue 16) ----
 
-/// `zstudio diff … --json`, which must succeed.
+/// `zstudio diff … --json --exit-zero`, which must succeed.
 fn diff_json(args: &[&str]) -> Value {
-    let mut all = vec!["diff", "--json"];
+    let mut all = vec!["diff", "--json", "--exit-zero"];
     all.extend_from_slice(args);
     json_of(&zstudio(&all, None))
 }
@@ -1778,7 +1860,7 @@ fn diff_of_two_logs_matches_retries_and_loops_by_name_and_occurrence() {
     for side in ["a", "b"] {
         assert_eq!(
             diff[side],
-            serde_json::json!({"session_id": null, "run_id": null, "status": "running", "elapsed_ms": null, "usage": null})
+            serde_json::json!({"session_id": null, "run_id": null, "status": "unknown", "elapsed_ms": null, "usage": null})
         );
     }
     let flaky = node_named(&diff, "flaky", 0);
@@ -1836,7 +1918,7 @@ fn diff_of_two_logs_matches_retries_and_loops_by_name_and_occurrence() {
         diffed_nodes(&only),
         ["review#0 changed success success", "review#1 added - success"]
     );
-    let text = text_of(&zstudio(
+    let differing = zstudio(
         &[
             "diff",
             "--log",
@@ -1845,7 +1927,32 @@ fn diff_of_two_logs_matches_retries_and_loops_by_name_and_occurrence() {
             revise.to_str().unwrap(),
         ],
         None,
-    ));
+    );
+    assert_eq!(differing.status.code(), Some(1), "as diff(1): 1 when the runs differ");
+    let text = String::from_utf8(differing.stdout).unwrap();
+    let same = zstudio(
+        &[
+            "diff",
+            "--log",
+            routing.to_str().unwrap(),
+            "--log",
+            routing.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(same.status.code(), Some(0), "as diff(1): 0 when they are the same");
+    let kept = zstudio(
+        &[
+            "diff",
+            "--exit-zero",
+            "--log",
+            routing.to_str().unwrap(),
+            "--log",
+            revise.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(kept.status.code(), Some(0), "--exit-zero keeps 0");
     assert!(
         text.contains("added    revise") && text.contains("+◆ content: Draft v2"),
         "{text}"
@@ -2054,7 +2161,14 @@ fn diff_puts_each_nodes_cost_and_tokens_side_by_side() {
         usage_fixture("stdout-wrapped.txt"),
         usage_fixture("stdout-one-line.txt"),
     );
-    let args = ["diff", "--log", a.to_str().unwrap(), "--log", b.to_str().unwrap()];
+    let args = [
+        "diff",
+        "--exit-zero",
+        "--log",
+        a.to_str().unwrap(),
+        "--log",
+        b.to_str().unwrap(),
+    ];
     let text = text_of(&zstudio(&args, None));
     let plan = text
         .lines()
@@ -2068,7 +2182,7 @@ fn diff_puts_each_nodes_cost_and_tokens_side_by_side() {
     // 33,210 tokens against 2,063 (the fixtures' `result` events).
     assert!(plan.ends_with("(−$0.0360, −31,147 tokens)"), "{plan}");
     assert!(
-        text.contains("A  log: running · ≥ $0.0483 (1 of 2 nodes priced), 33,210 tokens (in 12,"),
+        text.contains("A  log: unknown · ≥ $0.0483 (1 of 2 nodes priced), 33,210 tokens (in 12,"),
         "{text}"
     );
     // Two lower bounds are not subtracted: the tokens are.
@@ -2088,4 +2202,153 @@ fn diff_puts_each_nodes_cost_and_tokens_side_by_side() {
     assert_eq!(node["b"]["usage"]["cost_label"], "$0.0123");
     assert_eq!(node["cost_change"], "−$0.0360, −31,147 tokens");
     assert_eq!(diff["a"]["usage"]["nodes_priced"], 1);
+}
+
+/// A run the studio did not start (the test agent run as from a terminal, in the workspace):
+/// `--force` is refused with why, and a graceful stop writes the stop files, says what it cannot
+/// do, and the run ends after its current node (the next one never starts).
+#[test]
+fn stop_asks_a_run_the_studio_did_not_start_to_stop_after_its_current_node() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let terminal = Command::new(agent_binary())
+        .args(["run", "--nodes", "first:1500,second:1500,third:1500"])
+        .current_dir(workspace.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sessions = workspace.path().join(".zibby/output/sessions");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let session = loop {
+        let found = std::fs::read_dir(&sessions)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find(|e| e.path().join(".session-info.json").is_file());
+        if let Some(entry) = found {
+            break entry.file_name().to_string_lossy().into_owned();
+        }
+        assert!(std::time::Instant::now() < deadline, "the agent made no session folder");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+
+    let forced = zstudio(&["stop", &session, "--force", "-w", root], None);
+    assert!(!forced.status.success(), "a forced stop of an outside run is refused");
+    let refusal = String::from_utf8_lossy(&forced.stderr);
+    assert!(
+        refusal.contains("not started by the studio") && refusal.contains("without --force"),
+        "{refusal}"
+    );
+    assert!(
+        !sessions.join(&session).join(".zibby-stop").exists(),
+        "a refused stop writes nothing"
+    );
+
+    let asked = zstudio(&["stop", &session, "-w", root], None);
+    let words = String::from_utf8_lossy(&asked.stdout);
+    assert!(asked.status.success(), "{}", String::from_utf8_lossy(&asked.stderr));
+    assert!(
+        words.contains("stop before its next node") && words.contains("cannot force it"),
+        "{words}"
+    );
+    let asked_json = zstudio(&["stop", &session, "-w", root, "--json"], None);
+    assert!(asked_json.status.success(), "asking twice is no error");
+    assert_eq!(json_of(&asked_json)["session_id"], session.as_str());
+
+    let ran = terminal.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert!(stdout.contains("stopped"), "the engine saw the stop file: {stdout}");
+    assert!(
+        !sessions.join(&session).join("third").exists() && !stdout.contains("third"),
+        "the run ended after its current node: {stdout}"
+    );
+
+    // Its process is gone: the session says it ended at once (not two minutes later), and there
+    // is nothing left to stop.
+    let listed = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+    assert_eq!(listed[0]["status"], "unknown", "{listed}");
+    let over = zstudio(&["stop", &session, "-w", root], None);
+    assert!(!over.status.success());
+    assert!(
+        String::from_utf8_lossy(&over.stderr).contains("has no run going"),
+        "{}",
+        String::from_utf8_lossy(&over.stderr)
+    );
+}
+
+/// A command that cannot start (not found) says why once, and leaves no empty session behind.
+#[test]
+fn a_command_that_cannot_start_says_why_once_and_leaves_no_session() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let output = zstudio(&["run", "-w", root, "--", "/no/such/agent"], None);
+    assert_eq!(output.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(said.matches("cannot start `/no/such/agent`").count(), 1, "{said}");
+    assert!(said.contains("nothing kept"), "{said}");
+    let sessions = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+    assert_eq!(sessions, serde_json::json!([]), "no `error 0/0` session is left");
+    let runs = json_of(&zstudio(&["runs", "--json", "-w", root], None));
+    assert_eq!(runs, serde_json::json!([]));
+}
+
+/// A `zstudio watch` hears of a run's end that another process records, within a second, even
+/// when the run's last folder write came well before its end (a failed last node writes no
+/// folder): the store's runs are watched too.
+#[test]
+fn watch_hears_of_a_run_ended_by_another_process_within_a_second() {
+    use std::io::BufRead;
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(["watch", "--json", "-w", root])
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("XDG_DATA_HOME", data_home())
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (lines, heard) = std::sync::mpsc::channel::<(std::time::Instant, Value)>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = lines.send((std::time::Instant::now(), serde_json::from_str(&line).unwrap()));
+        }
+    });
+    // The watcher is in place once it reports the first session (the run's own).
+    let ran = zstudio(
+        &[
+            "run",
+            "--json",
+            "-w",
+            root,
+            "--",
+            &agent_binary(),
+            "--nodes",
+            "a:100,b:600",
+            "--fail",
+            "b",
+        ],
+        None,
+    );
+    let ended = std::time::Instant::now();
+    assert_eq!(ran.status.code(), Some(1), "{}", String::from_utf8_lossy(&ran.stderr));
+    let deadline = ended + std::time::Duration::from_secs(10);
+    let heard_error = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let (at, change) = heard.recv_timeout(left).expect("watch said the run failed");
+        if change["summary"]["status"] == "error" {
+            break at;
+        }
+    };
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let delay = heard_error.saturating_duration_since(ended);
+    assert!(
+        delay < std::time::Duration::from_secs(1),
+        "watch heard of the end {delay:?} after it"
+    );
+    eprintln!("watch heard of the run's end {delay:?} after it was recorded");
 }

@@ -235,7 +235,7 @@ fn parse_prints_the_timeline_of_each_kind_of_capture() {
         ("parse_fanout", "head-bb10e85-93-fanout-markers", Some("0")),
         ("parse_retries", "v0.2.0-0ff4886-92-retries-custom-recovers", Some("0")),
         ("parse_sigterm", "head-bb10e85-90-slow-sigterm", Some("143")),
-        ("parse_running", "head-bb10e85-90-slow-complete", None),
+        ("parse_end_not_recorded", "head-bb10e85-90-slow-complete", None),
     ] {
         let dir = captures().join(capture);
         let stderr = dir.join("stderr.txt");
@@ -273,6 +273,7 @@ fn run_runs_logs_and_search_of_a_studio_run() {
     snapshot!("logs", shown(&["logs", &session]));
     snapshot!("search", shown(&["search", "plan"]));
     snapshot!("runs_of_a_session", shown(&["runs", "--session", &session]));
+    snapshot!("show_of_a_studio_run", shown(&["show", &session]));
     snapshot!("runs_empty", Fixture::new().shown(&["runs"]));
 }
 

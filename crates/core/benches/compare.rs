@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::time::SystemTime;
 
-use studio_core::compare::sides::Source;
+use studio_core::compare::sides::{CapturedLog, Source};
 use studio_core::compare::{compare, Change, Options};
 use studio_core::protocol::{Stream, StreamReader};
 use studio_core::share::{self, ImportOptions};
@@ -109,9 +109,23 @@ fn run_case(case: &str, dir: &std::path::Path) {
                 assert!(!fold.timeline(None).nodes.is_empty());
             }
         }
-        "logs" => check(compare(None, &Source::Log(a_log), &Source::Log(b_log), &Options::default()).unwrap()),
+        "logs" => check(
+            compare(
+                None,
+                &Source::Log(CapturedLog::stdout(a_log)),
+                &Source::Log(CapturedLog::stdout(b_log)),
+                &Options::default(),
+            )
+            .unwrap(),
+        ),
         "logs-node" => {
-            let diff = compare(None, &Source::Log(a_log), &Source::Log(b_log), &first_changed()).unwrap();
+            let diff = compare(
+                None,
+                &Source::Log(CapturedLog::stdout(a_log)),
+                &Source::Log(CapturedLog::stdout(b_log)),
+                &first_changed(),
+            )
+            .unwrap();
             assert!(diff.nodes[0].output.changed);
         }
         "stored" | "stored-node" => {

@@ -379,6 +379,24 @@ impl TimelineFold {
         }
     }
 
+    /// The timeline of a captured log read to its end (a file, standard input, the files of a
+    /// run nothing follows any more), with `end` when its exit was recorded. The one rule for a
+    /// log whose end was not recorded: nothing writes to it any more, so the run is not
+    /// `running`; unless its output says it stopped, how it ended is `unknown`, and so are the
+    /// nodes it left open.
+    pub fn captured_timeline(&self, end: Option<RunEnd>) -> RunTimeline {
+        let mut timeline = self.timeline(end);
+        if end.is_none() && timeline.status == Status::Running {
+            timeline.status = Status::Unknown;
+            for node in &mut timeline.nodes {
+                if node.status == Status::Running {
+                    node.status = Status::Unknown;
+                }
+            }
+        }
+        timeline
+    }
+
     /// The timeline so far; with `end`, the timeline of a finished run.
     pub fn timeline(&self, end: Option<RunEnd>) -> RunTimeline {
         let (status, stopped_by) = run_status(self.stopped_line, end);

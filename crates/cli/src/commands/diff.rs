@@ -1,15 +1,18 @@
 //! `zstudio diff`: two runs compared node by node (`studio_core::compare`), or two captured logs.
 
 use std::io::Write;
+use std::process::ExitCode;
 
-use studio_core::compare::sides::Source;
+use studio_core::compare::sides::{CapturedLog, Source};
 use studio_core::compare::text::{Hunk, Limits, LineOp, TextDiff};
 use studio_core::compare::{compare, Change, NodeDiff, NodeSide, Options, RunDiff, RunSummary};
 
 use crate::cli::{DiffArgs, Globals};
 use crate::print;
 
-pub fn diff(args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+/// Exit status as `diff(1)`'s: 0 when the runs are the same, 1 when they differ (0 with
+/// `--exit-zero`); trouble is 2 ([`TROUBLE`], `main`'s).
+pub fn diff(args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     let options = Options {
         node: args.node.clone(),
         occurrence: None,
@@ -30,17 +33,43 @@ pub fn diff(args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow:
         );
         compare(Some(&store), &a, &b, &options)?
     } else {
-        let [a, b] = &args.log[..] else {
-            anyhow::bail!("--log is given twice, once for each run ({} given)", args.log.len());
-        };
-        compare(None, &Source::Log(a.clone()), &Source::Log(b.clone()), &options)?
+        let [a, b] = captured_logs(args)?;
+        compare(None, &Source::Log(a), &Source::Log(b), &options)?
     };
     if let Some(node) = &args.node {
         if compared.nodes.is_empty() {
             anyhow::bail!("no node `{node}` in either run");
         }
     }
-    print::emit(out, globals.format(), &compared, run_diff)
+    print::emit(out, globals.format(), &compared, run_diff)?;
+    Ok(if compared.differs() && !args.exit_zero {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `zstudio diff`'s exit status on an error, as `diff(1)`'s: 1 says the runs differ.
+pub const TROUBLE: u8 = 2;
+
+/// The two logs of `--log`, each with its `--stderr` and `--exit-code` (each given once per log
+/// or not at all).
+fn captured_logs(args: &DiffArgs) -> anyhow::Result<[CapturedLog; 2]> {
+    let [a, b] = &args.log[..] else {
+        anyhow::bail!("--log is given twice, once for each run ({} given)", args.log.len());
+    };
+    if !matches!(args.stderr.len(), 0 | 2) {
+        anyhow::bail!("--stderr is given once for each --log, in the same order, or not at all");
+    }
+    if !matches!(args.exit_code.len(), 0 | 2) {
+        anyhow::bail!("--exit-code is given once for each --log, in the same order, or not at all");
+    }
+    let log = |i: usize, stdout: &std::path::PathBuf| CapturedLog {
+        stdout: stdout.clone(),
+        stderr: args.stderr.get(i).cloned(),
+        exit_code: args.exit_code.get(i).copied(),
+    };
+    Ok([log(0, a), log(1, b)])
 }
 
 fn run_diff(out: &mut impl Write, diff: &RunDiff) -> anyhow::Result<()> {

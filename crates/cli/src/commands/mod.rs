@@ -3,7 +3,7 @@
 //! because it writes to standard output itself.
 
 mod delete;
-mod diff;
+pub mod diff;
 pub mod keep;
 mod logs;
 mod parse;
@@ -22,7 +22,7 @@ use std::process::ExitCode;
 
 use crate::cli::{Globals, StudioCommand};
 
-/// Runs one command; its exit status is success unless it says otherwise (`run` does).
+/// Runs one command; its exit status is success unless it says otherwise (`run` and `diff` do).
 pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     let done = match command {
         StudioCommand::Sessions => sessions::list(globals, out),
@@ -43,7 +43,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Import(args) => share::import(&args, globals, out),
         StudioCommand::Open(args) => share::open(&args, globals, out),
         StudioCommand::Run(args) => return run::run(&args, globals, out),
-        StudioCommand::Diff(args) => diff::diff(&args, globals, out),
+        StudioCommand::Diff(args) => return diff::diff(&args, globals, out),
     };
     done.map(|()| ExitCode::SUCCESS)
 }

@@ -42,7 +42,8 @@ fn parse_stdin(stderr: Option<&[u8]>, exit_code: Option<i32>) -> anyhow::Result<
     reader.finish(0, &mut |e| {
         fold.apply(&e);
     });
-    Ok(fold.timeline(exit_code.map(|status| RunEnd {
+    // Standard input read to its end: a log whose end was not recorded is not running.
+    Ok(fold.captured_timeline(exit_code.map(|status| RunEnd {
         exit: Exit::from_shell_status(status),
         signalled_by_studio: false,
     })))

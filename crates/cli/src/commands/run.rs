@@ -33,7 +33,32 @@ pub fn run(args: &RunArgs, globals: &Globals, out: &mut impl Write) -> anyhow::R
         return Ok(ExitCode::SUCCESS);
     }
     stop_on_ctrl_c(&supervisor, &started.run_id)?;
-    follow(&events, &started, format, out)
+    let new_session = args.session.is_none();
+    let followed = follow(&events, &started, format, out)?;
+    if new_session && followed.could_not_start() {
+        forget_unstarted(&opened, &started);
+        if format == Format::Human {
+            writeln!(out, "          nothing kept: the command could not start")?;
+        }
+    }
+    Ok(followed.exit)
+}
+
+/// A run whose command could not start (the keeper's 127 or 126, as a shell's: not found, not
+/// executable) left nothing but an empty session: it is not kept (its error was said).
+fn forget_unstarted(opened: &Opened, started: &StartedRun) {
+    let Ok(id) = SessionId::parse(&started.session_id) else {
+        return;
+    };
+    // Only an empty folder goes: the session was made for this run and nothing wrote in it.
+    let discard = |folder: &std::path::Path| match std::fs::remove_dir(folder) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(studio_core::Error::io_write(folder, e)),
+    };
+    if let Err(error) = opened.store.session_delete(&opened.workspace, &id, discard) {
+        eprintln!("zstudio: the empty session of the run that could not start is left: {error}");
+    }
 }
 
 /// What a run needs opened: its workspace, and its store at the one location the keeper's
@@ -148,13 +173,32 @@ fn stop_on_ctrl_c(supervisor: &Arc<Supervisor>, run_id: &str) -> anyhow::Result<
     Ok(())
 }
 
-/// Prints the run's events until it finishes; the exit status says how it ended.
+/// How a followed run ended, as far as `run` needs.
+struct Followed {
+    exit: ExitCode,
+    /// It ended with 127 or 126 (not found, not executable) before it printed a line on stdout.
+    never_started: bool,
+}
+
+impl Followed {
+    fn could_not_start(&self) -> bool {
+        self.never_started
+    }
+}
+
+/// Prints the run's events until it finishes; the exit status says how it ended. Its error is
+/// said once: not again at the end when it was the last line of its stderr.
 fn follow(
     events: &Receiver<RunEvent>,
     started: &StartedRun,
     format: Format,
     out: &mut impl Write,
-) -> anyhow::Result<ExitCode> {
+) -> anyhow::Result<Followed> {
+    let (mut printed_stdout, mut last_stderr) = (false, None::<String>);
+    let ended = |exit| Followed {
+        exit,
+        never_started: false,
+    };
     loop {
         // Flushed when no event is waiting: a flood is written in large pieces, not line by line.
         let event = match events.try_recv() {
@@ -163,18 +207,39 @@ fn follow(
                 out.flush()?;
                 match events.recv() {
                     Ok(event) => event,
-                    Err(_) => return Ok(ExitCode::FAILURE),
+                    Err(_) => return Ok(ended(ExitCode::FAILURE)),
                 }
             }
-            Err(TryRecvError::Disconnected) => return Ok(ExitCode::FAILURE),
+            Err(TryRecvError::Disconnected) => return Ok(ended(ExitCode::FAILURE)),
         };
         if event.run_id() != started.run_id {
             continue;
         }
-        print_event(out, format, &event, started)?;
-        if let RunEvent::RunFinished { status, .. } = &event {
+        match &event {
+            RunEvent::Output { stream, line, .. } if *stream == studio_core::protocol::Stream::Stderr => {
+                last_stderr = Some(line.clone());
+            }
+            RunEvent::Output { .. } | RunEvent::NodeBegin { .. } => printed_stdout = true,
+            _ => {}
+        }
+        let mut shown = event.clone();
+        if let RunEvent::RunFinished { error, .. } = &mut shown {
+            if format == Format::Human && error.is_some() && *error == last_stderr {
+                *error = None;
+            }
+        }
+        print_event(out, format, &shown, started)?;
+        if let RunEvent::RunFinished {
+            status,
+            exit_code: code,
+            ..
+        } = &event
+        {
             out.flush()?;
-            return Ok(exit_code(*status));
+            return Ok(Followed {
+                exit: exit_code(*status),
+                never_started: !printed_stdout && matches!(code, Some(126 | 127)),
+            });
         }
     }
 }

@@ -1,10 +1,12 @@
 //! `zstudio sessions` and `zstudio show`: the sessions of a workspace, as the store lays what it
 //! knows over the folders.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::time::SystemTime;
 
-use studio_core::SessionId;
+use studio_core::store::{SpanKind, Store};
+use studio_core::{SessionId, Workspace};
 
 use crate::cli::{Globals, ShowArgs};
 use crate::print;
@@ -33,11 +35,36 @@ pub fn show(args: &ShowArgs, globals: &Globals, out: &mut impl Write) -> anyhow:
     match globals.format() {
         crate::cli::Format::Json => print::write_json(out, &session),
         crate::cli::Format::Human => {
-            print::session(out, &session, now)?;
+            let took = node_durations(&store, &workspace, &id, now)?;
+            print::session(out, &session, now, &took)?;
             if let Some(imported) = &session.imported {
                 writeln!(out, "imported from {} at {}", imported.from, imported.at.to_rfc3339())?;
             }
             Ok(())
         }
     }
+}
+
+/// How long each node of the session's last recorded run took (its last execution, from its
+/// span; a node still going: so far), by name. A session the studio did not run has none: its
+/// folder's times do not say when a node began.
+fn node_durations(
+    store: &Store,
+    workspace: &Workspace,
+    id: &SessionId,
+    now: SystemTime,
+) -> anyhow::Result<HashMap<String, u64>> {
+    let Some(last) = store.runs(workspace, Some(id))?.into_iter().next() else {
+        return Ok(HashMap::new());
+    };
+    let now = studio_core::session::Timestamp::from_system_time(now);
+    Ok(store
+        .spans(&last.id)?
+        .into_iter()
+        .filter(|span| span.kind == SpanKind::Node)
+        .map(|span| {
+            let end = span.ended_at.unwrap_or(now);
+            (span.name, end.0.saturating_sub(span.started_at.0))
+        })
+        .collect())
 }

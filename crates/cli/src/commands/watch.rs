@@ -20,7 +20,12 @@ pub fn watch(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     });
     let store = Arc::new(globals.open_store()?);
     let sink = studio_core::store::index::keeping_current(store.clone(), sink);
-    let _watcher = Watcher::start(workspaces, sink, WatcherOptions::default())?;
+    // A run's end recorded in the store, by any process, is a change of its session.
+    let options = WatcherOptions {
+        store: Some(store.clone()),
+        ..WatcherOptions::default()
+    };
+    let _watcher = Watcher::start(workspaces, sink, options)?;
     for mut change in received {
         // A session the studio ran reads as `sessions` and `show` read it.
         if let Change::SessionAdded { workspace, summary, .. } | Change::SessionUpdated { workspace, summary, .. } =

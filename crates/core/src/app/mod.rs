@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::app::first_listing::FirstListing;
 use crate::app::live::RunChanges;
-use crate::runs::runner::{Keeper, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
+use crate::runs::runner::{Keeper, OutsideStop, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
 use crate::runs::stop::Stopping;
 use crate::sessions::agents::{self, Agent};
 use crate::sessions::change::ChangeSink;
@@ -193,8 +193,13 @@ impl Studio {
                 }
             })
         };
-        let sink = crate::store::index::keeping_current(store, after_start);
-        let watcher = Watcher::start(vec![workspace], sink, WatcherOptions::default())?;
+        let sink = crate::store::index::keeping_current(store.clone(), after_start);
+        // A run's end recorded in the store, by any process, is a change of its session.
+        let options = WatcherOptions {
+            store: Some(store),
+            ..WatcherOptions::default()
+        };
+        let watcher = Watcher::start(vec![workspace], sink, options)?;
         started.store(true, Ordering::SeqCst);
         *lock(&self.watcher) = Some(watcher);
         Ok(())
@@ -326,6 +331,13 @@ impl Studio {
     }
 
     /// Stops a live run, this window's or another studio process's (see [`stop`]).
+    /// Asks the run of a session the studio did not start to stop before its next node (its stop
+    /// files; never forced: the studio knows none of its processes). Offered while the session
+    /// has no live run in the store and its folder says a run is going.
+    pub fn stop_outside(&self, id: &SessionId) -> Result<OutsideStop, Error> {
+        crate::runs::runner::stop_outside(&self.workspace()?, id, SystemTime::now())
+    }
+
     pub fn stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
         stop(&*self.supervisor()?, self.store()?, run_id, force)
     }

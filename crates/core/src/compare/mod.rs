@@ -105,6 +105,14 @@ pub struct RunDiff {
     pub cost_change: Option<String>,
 }
 
+impl RunDiff {
+    /// Whether the runs differ (what `zstudio diff`'s exit status says, as `diff(1)`'s): a node
+    /// changed, added or removed, the output outside nodes changed, or the runs ended otherwise.
+    pub fn differs(&self) -> bool {
+        self.a.status != self.b.status || self.output.changed || self.nodes.iter().any(|n| n.change != Change::Same)
+    }
+}
+
 /// What to compare and how much of it.
 #[derive(Debug, Clone, Default)]
 pub struct Options {

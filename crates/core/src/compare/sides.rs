@@ -28,7 +28,7 @@ use crate::sessions::session::{NodeArtifacts, Workspace};
 use crate::sessions::untrusted;
 use crate::status::Status;
 use crate::store::{RunRecord, SpanKind, Store};
-use crate::timeline::{Applied, TimelineFold};
+use crate::timeline::{Applied, Exit, RunEnd, TimelineFold};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
@@ -63,8 +63,29 @@ pub enum Source {
     Run { run: Box<RunRecord> },
     /// A session the store has no run of: its folder alone.
     Folder { workspace: Workspace, id: SessionId },
-    /// A captured stdout (a CI log).
-    Log(PathBuf),
+    /// A captured log (a CI log): its stdout, with its stderr and exit status when known.
+    Log(CapturedLog),
+}
+
+/// A captured run: its stdout, and what is known of its end (read as `zstudio parse` and
+/// `zstudio import` read it: [`crate::timeline::TimelineFold::captured_timeline`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CapturedLog {
+    pub stdout: PathBuf,
+    /// The run's stderr, for the error message of a failed run.
+    pub stderr: Option<PathBuf>,
+    /// The run's exit status (shell-style: 128+n is signal n).
+    pub exit_code: Option<i32>,
+}
+
+impl CapturedLog {
+    /// A stdout alone: how the run ended is what its output says, else `unknown`.
+    pub fn stdout(path: impl Into<PathBuf>) -> CapturedLog {
+        CapturedLog {
+            stdout: path.into(),
+            ..CapturedLog::default()
+        }
+    }
 }
 
 impl Source {
@@ -209,7 +230,7 @@ impl Side {
     /// Opens a side and hashes its lines: one pass over its output.
     pub fn open(store: Option<&Store>, source: &Source) -> Result<Side, Error> {
         match source {
-            Source::Log(path) => Side::open_log(path),
+            Source::Log(log) => Side::open_log(log),
             Source::Run { run } => {
                 let store = store.ok_or_else(|| Error::RunNotFound { id: run.id.clone() })?;
                 Side::open_run(store, run)
@@ -218,10 +239,11 @@ impl Side {
         }
     }
 
-    fn open_log(path: &Path) -> Result<Side, Error> {
+    fn open_log(log: &CapturedLog) -> Result<Side, Error> {
+        let path = log.stdout.as_path();
         let mut hashes = Hashes::default();
         let mut printed = OutputUsageReader::<usize>::new();
-        let fold = stream_log(path, &mut |target, at, text| {
+        let mut fold = stream_log(path, &mut |target, at, text| {
             hashes.push(target, at, text);
             let execution = match target {
                 Target::Execution(index) => Some(index),
@@ -231,7 +253,31 @@ impl Side {
             true
         })?;
         let mut printed = printed.finish();
-        let timeline = fold.timeline(None);
+        // Its stderr tells how it failed (compared are the stdout's lines).
+        if let Some(stderr) = &log.stderr {
+            let (mut file, _) = untrusted::open_regular(stderr)?;
+            let mut reader = StreamReader::new();
+            let mut buffer = vec![0u8; CHUNK_BYTES];
+            loop {
+                let n = match file.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(Error::io(stderr, e)),
+                };
+                reader.push(Stream::Stderr, &buffer[..n], 0, &mut |e| {
+                    fold.apply(&e);
+                });
+            }
+            reader.finish(0, &mut |e| {
+                fold.apply(&e);
+            });
+        }
+        let end = log.exit_code.map(|status| RunEnd {
+            exit: Exit::from_shell_status(status),
+            signalled_by_studio: false,
+        });
+        let timeline = fold.captured_timeline(end);
         let mut kept = timeline.nodes.iter();
         let mut executions = Vec::new();
         for index in 0.. {

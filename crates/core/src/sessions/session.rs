@@ -577,7 +577,11 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         .or(info.as_ref().and_then(|i| i.session_timestamp))
         .map(Timestamp);
     let current_node = info.as_ref().and_then(|i| i.current_node.clone());
-    let status = infer_status(result.as_ref(), updated_at, now);
+    let mut status = infer_status(result.as_ref(), updated_at, now);
+    if status == Status::Running && !engine_still_there(path, &id) {
+        // Written lately, but the process that ran it is gone: it ended, how is not recorded.
+        status = Status::Unknown;
+    }
 
     // Nodes in the order they ran: from events.json when it says, else by their folders' times
     // (written, then made), else as the folder lists them: never by name (a stable sort).
@@ -732,6 +736,30 @@ fn node_status(node: &SessionNode, current: Option<&str>, session: Status, from_
         (true, other) => other,
         (false, _) => Status::Unknown,
     }
+}
+
+/// How long before its session id's time the engine of a run may have started (`npx`, a slow
+/// start), and how long after it (`/proc`'s boot time is to the second).
+const ENGINE_STARTED_BEFORE: Duration = Duration::from_secs(60);
+const ENGINE_STARTED_AFTER: Duration = Duration::from_secs(2);
+
+/// Whether the process of a session's run may still be there: a process working in the
+/// session's workspace that started at its id's time (an engine id, `<unix_ms>_<suffix>`), or
+/// one with a file of the session open, as `/proc` says. True when nothing can tell (an id without a time, no `/proc`, a folder not in a
+/// workspace's sessions folder): then its files' times alone decide.
+fn engine_still_there(session_path: &Path, id: &SessionId) -> bool {
+    let Some(created) = id.unix_ms() else {
+        return true;
+    };
+    let Some(workspace) = session_path.ancestors().nth(SESSIONS_DIR.len() + 1) else {
+        return true;
+    };
+    if session_path.parent() != Some(&workspace.join(SESSIONS_DIR.join("/"))) {
+        return true;
+    }
+    let from = created.saturating_sub(ENGINE_STARTED_BEFORE.as_millis() as u64);
+    let to = created + ENGINE_STARTED_AFTER.as_millis() as u64;
+    crate::vocabulary::process::run_process_present(workspace, session_path, from, to).unwrap_or(true)
 }
 
 /// The status of a session from its files alone (PROTOCOL.md §5: nothing marks the end of a run).

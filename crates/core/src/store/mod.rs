@@ -55,7 +55,7 @@ pub use records::{
     Imported, LogRow, MessageRow, OutputRow, RunRow, SessionImport, SessionRecord, SessionRecords, SpanRow,
 };
 pub use recovery::Recovered;
-pub use runs::{NewRun, RunOutcome, RunRecord};
+pub use runs::{NewRun, RunOutcome, RunRecord, RunState};
 pub use search::{SearchHit, SearchHitKind};
 pub use session_model::RunNodesUsage;
 pub use sessions::{Pin, SessionRow};
@@ -218,6 +218,12 @@ impl Store {
     /// Runs of a workspace (or of one session), newest first.
     pub fn runs(&self, workspace: &Workspace, session: Option<&SessionId>) -> Result<Vec<RunRecord>, Error> {
         self.with_conn(|conn| runs::of_workspace(conn, workspace, session))
+    }
+
+    /// The runs still `running` and those recorded after `after_key` ([`RunState::key`]), in
+    /// every workspace: how a watcher tells the runs that started or ended since it last looked.
+    pub fn runs_running_or_newer(&self, after_key: i64) -> Result<Vec<RunState>, Error> {
+        self.with_conn(|conn| runs::running_or_newer(conn, after_key))
     }
 
     /// One run by its id, in any workspace.

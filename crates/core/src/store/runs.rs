@@ -206,6 +206,37 @@ pub(super) fn finish(conn: &Connection, run_id: &str, outcome: &RunOutcome<'_>) 
     Ok(())
 }
 
+/// A run as a watcher follows it: whose it is, and whether it is still `running`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunState {
+    /// The run's row, in the order runs were recorded.
+    pub key: i64,
+    pub run_id: String,
+    pub workspace: PathBuf,
+    pub session_id: String,
+    pub running: bool,
+}
+
+/// The runs still `running`, and every run recorded after `after_key`: what a watcher compares
+/// with what it read last to tell which runs started or ended since.
+pub(super) fn running_or_newer(conn: &Connection, after_key: i64) -> QueryResult<Vec<RunState>> {
+    let mut statement = conn.prepare_cached(
+        "SELECT r.key, r.id, w.root, s.session_id, r.status = 'running' FROM runs r
+             JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
+             WHERE r.status = 'running' OR r.key > ?1",
+    )?;
+    let rows = statement.query_map([after_key], |row| {
+        Ok(RunState {
+            key: row.get(0)?,
+            run_id: row.get(1)?,
+            workspace: PathBuf::from(row.get::<_, String>(2)?),
+            session_id: row.get(3)?,
+            running: row.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// What [`from_row`] reads, from `runs r`, `sessions s` and `workspaces w`.
 const COLUMNS: &str = "r.id, s.session_id, r.agent, r.command, r.pid, r.pgid, r.status, r.started_at,
         r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid, r.stop_requested, w.root,

@@ -48,6 +48,9 @@ pub enum Error {
     AgentExists { name: String, path: PathBuf },
     #[error("run `{id}` is not running")]
     RunNotLive { id: String },
+    /// A session with no run going: its folder says how it ended.
+    #[error("session `{id}` has no run going (its folder says {status}): nothing to stop")]
+    SessionNotLive { id: String, status: String },
     /// The run's recorded process is gone; its id is free or names another process now.
     #[error("run `{id}` is not running any more: process {pid} is gone or is not the run's (nothing was signalled)")]
     RunGone { id: String, pid: i64 },
@@ -213,7 +216,7 @@ impl Error {
             Error::AgentsFile { .. } => ErrorCode::AgentsFile,
             Error::AgentNotFound { .. } => ErrorCode::AgentNotFound,
             Error::AgentExists { .. } => ErrorCode::AgentExists,
-            Error::RunNotLive { .. } | Error::RunGone { .. } => ErrorCode::RunNotLive,
+            Error::RunNotLive { .. } | Error::RunGone { .. } | Error::SessionNotLive { .. } => ErrorCode::RunNotLive,
             Error::OutsideSession { .. } => ErrorCode::OutsideSession,
             Error::SymlinkRefused { .. } => ErrorCode::SymlinkRefused,
             Error::NotARegularFile { .. } => ErrorCode::NotARegularFile,

@@ -95,6 +95,64 @@ impl ProcessIdentity {
     }
 }
 
+/// `/proc`'s clock ticks per second (`USER_HZ`: 100 on every architecture Linux runs the studio
+/// on; `sysconf(_SC_CLK_TCK)` says the same).
+const TICKS_PER_SECOND: u64 = 100;
+
+/// When the machine booted, in milliseconds since the epoch (`/proc/stat`'s `btime`, to the
+/// second).
+fn boot_time_ms() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let seconds: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(seconds * 1000)
+}
+
+/// Whether a run's process may still be there, as `/proc` says (`None` when it cannot tell): a
+/// live process (not a zombie) that works in `workspace` (its working folder is it or below it)
+/// and started between `from_ms` and `to_ms` (milliseconds since the epoch, to about a second),
+/// or one that has a file of `session` open. How a run the studio did not start is told to be
+/// going on: the engine runs in its workspace, makes its session as it starts, and keeps a node's
+/// output file open while the node runs. Another user's processes are not looked at.
+pub fn run_process_present(
+    workspace: &std::path::Path,
+    session: &std::path::Path,
+    from_ms: u64,
+    to_ms: u64,
+) -> Option<bool> {
+    let boot = boot_time_ms()?;
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let mut others = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else {
+            continue;
+        };
+        let Some(stat) = stat(pid).filter(|s| !s.zombie) else {
+            continue;
+        };
+        let started = boot + stat.start_time * 1000 / TICKS_PER_SECOND;
+        if cwd.starts_with(workspace) && (from_ms..=to_ms).contains(&started) {
+            return Some(true);
+        }
+        others.push(entry.path());
+    }
+    // Slower, and only when the above did not tell: the open files of every process.
+    let has_open = |process: &std::path::PathBuf| {
+        std::fs::read_dir(process.join("fd")).is_ok_and(|fds| {
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.starts_with(session)))
+        })
+    };
+    Some(others.iter().any(has_open))
+}
+
 /// Every process below `root` (children, their children, ...), zombies left out. A child
 /// subreaper (the run keeper) has every process it started below it, `setsid` or not.
 pub fn descendants(root: u32) -> Vec<u32> {

@@ -42,6 +42,7 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher as _};
 
+use super::recorded_runs::RecordedRuns;
 use crate::sessions::agents::AGENTS_FILE;
 pub use crate::sessions::change::{Change, ChangeSink};
 use crate::sessions::session::{
@@ -50,6 +51,7 @@ use crate::sessions::session::{
 };
 use crate::sessions::tail::FileTail;
 use crate::status::Status;
+use crate::store::Store;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
@@ -79,6 +81,10 @@ pub struct WatcherOptions {
     /// `fs.inotify.max_user_watches`.
     pub max_watches: usize,
     pub clock: Clock,
+    /// The store whose runs' starts and ends are reported as changes of their sessions (a
+    /// [`Change::SessionUpdated`], though the folder did not change): a run's end recorded by
+    /// any process reaches the watcher within a window ([`super::recorded_runs`]).
+    pub store: Option<Arc<Store>>,
 }
 
 /// Half of the system's inotify watch limit (8,192 when it cannot be read).
@@ -96,9 +102,10 @@ impl Default for WatcherOptions {
             window: Duration::from_millis(100),
             poll_interval: Duration::from_secs(1),
             poll_only: false,
-            quiet_check_interval: Duration::from_secs(5),
+            quiet_check_interval: Duration::from_secs(2),
             max_watches: default_max_watches(),
             clock: Arc::new(SystemTime::now),
+            store: None,
         }
     }
 }
@@ -111,6 +118,7 @@ impl std::fmt::Debug for WatcherOptions {
             .field("poll_only", &self.poll_only)
             .field("quiet_check_interval", &self.quiet_check_interval)
             .field("max_watches", &self.max_watches)
+            .field("store", &self.store.as_ref().map(|s| s.location().describe()))
             .finish_non_exhaustive()
     }
 }
@@ -157,7 +165,15 @@ impl Watcher {
                 }
             }
         };
+        let recorded_runs = options.store.clone().map(|store| {
+            let events = messages.clone();
+            RecordedRuns::new(store, move |event| {
+                let _ = events.send(Message::StoreFile(event));
+            })
+        });
         let mut watch = WatchLoop {
+            recorded_runs,
+            store_changed: HashSet::new(),
             sink,
             notify,
             agents_notify,
@@ -196,6 +212,7 @@ impl Drop for Watcher {
 enum Message {
     Filesystem(notify::Result<notify::Event>),
     AgentsFile(notify::Result<notify::Event>),
+    StoreFile(notify::Result<notify::Event>),
     Stop,
 }
 
@@ -313,6 +330,11 @@ struct WatchLoop {
     running: HashSet<SessionKey>,
     /// How many watches below sessions folders are in place, for [`WatcherOptions::max_watches`].
     session_watch_count: usize,
+    /// The store's runs, when the watcher was given a store.
+    recorded_runs: Option<RecordedRuns>,
+    /// Sessions whose run started or ended in the store: reported at their next read even if
+    /// their folder did not change.
+    store_changed: HashSet<SessionKey>,
     options: WatcherOptions,
 }
 
@@ -349,6 +371,7 @@ impl WatchLoop {
                 Ok(Message::Stop) | Err(RecvTimeoutError::Disconnected) => return,
                 Ok(Message::Filesystem(event)) => self.on_event(event),
                 Ok(Message::AgentsFile(event)) => self.on_agents_event(event),
+                Ok(Message::StoreFile(event)) => self.on_store_event(event),
                 Err(RecvTimeoutError::Timeout) => {}
             }
             // Take what else is waiting before reading anything.
@@ -356,6 +379,7 @@ impl WatchLoop {
                 match receiver.try_recv() {
                     Ok(Message::Filesystem(event)) => self.on_event(event),
                     Ok(Message::AgentsFile(event)) => self.on_agents_event(event),
+                    Ok(Message::StoreFile(event)) => self.on_store_event(event),
                     Ok(Message::Stop) | Err(mpsc::TryRecvError::Disconnected) => return,
                     Err(mpsc::TryRecvError::Empty) => break,
                 }
@@ -370,6 +394,7 @@ impl WatchLoop {
                 self.next_poll = Instant::now() + self.options.poll_interval;
             }
             self.check_due_agents_files();
+            self.check_recorded_runs();
             if self.any_running() && Instant::now() >= self.next_quiet_check {
                 self.check_quiet_sessions();
                 self.next_quiet_check = Instant::now() + self.options.quiet_check_interval;
@@ -397,15 +422,59 @@ impl WatchLoop {
             .workspaces
             .iter()
             .filter_map(|w| w.agents.due_since.map(|since| since + self.options.window));
-        pending.chain(poll).chain(quiet).chain(agents).min()
+        let runs = self.recorded_runs_due_at();
+        pending.chain(poll).chain(quiet).chain(agents).chain(runs).min()
+    }
+
+    /// When the store's runs are to be looked at: a window after the last look, once a store file
+    /// changed (or every poll interval when its folder cannot be watched).
+    fn recorded_runs_due_at(&self) -> Option<Instant> {
+        let runs = self.recorded_runs.as_ref()?;
+        let after_last = runs.last_look.map(|t| t + self.options.window);
+        if runs.polled() {
+            return Some(
+                runs.last_look
+                    .map_or_else(Instant::now, |t| t + self.options.poll_interval),
+            );
+        }
+        let since = runs.due_since?;
+        Some((since + self.options.window / 4).max(after_last.unwrap_or(since)))
+    }
+
+    fn on_store_event(&mut self, event: notify::Result<notify::Event>) {
+        if let Some(runs) = self.recorded_runs.as_mut() {
+            runs.on_event(event, Instant::now());
+        }
+    }
+
+    /// Looks at the store's runs when due: each session whose run started or ended there is read
+    /// again and reported, whether or not its folder changed.
+    fn check_recorded_runs(&mut self) {
+        if self.recorded_runs_due_at().is_none_or(|at| Instant::now() < at) {
+            return;
+        }
+        let Some(runs) = self.recorded_runs.as_mut() else {
+            return;
+        };
+        let now = Instant::now();
+        for (root, id) in runs.look() {
+            let Some(index) = self.workspaces.iter().position(|w| w.workspace.root() == root) else {
+                continue;
+            };
+            if self.workspaces[index].sessions.contains_key(&id) {
+                self.store_changed.insert((index, id.clone()));
+                mark_pending(&mut self.pending, (index, id), None, now);
+            }
+        }
     }
 
     fn any_running(&self) -> bool {
         !self.running.is_empty()
     }
 
-    /// A `running` session quiet for [`RUNNING_QUIET_WINDOW`] is no longer taken as running: it is
-    /// read again so that its new status is reported, though no file changed.
+    /// A `running` session quiet for [`RUNNING_QUIET_WINDOW`] is no longer taken as running, nor
+    /// one whose engine's process is gone (`session::read_summary`): each is read again so that
+    /// its new status is reported, though no file changed.
     fn check_quiet_sessions(&mut self) {
         let clock_now = Timestamp::from_system_time((self.options.clock)());
         let quiet = RUNNING_QUIET_WINDOW.as_millis() as u64;
@@ -414,10 +483,13 @@ impl WatchLoop {
             .running
             .iter()
             .filter(|(index, id)| {
-                self.workspaces[*index]
-                    .sessions
-                    .get(id)
-                    .is_some_and(|known| known.summary.updated_at.0 + quiet <= clock_now.0)
+                // An engine's id says when its process started: whether it is still there is
+                // read with the session.
+                id.unix_ms().is_some()
+                    || self.workspaces[*index]
+                        .sessions
+                        .get(id)
+                        .is_some_and(|known| known.summary.updated_at.0 + quiet <= clock_now.0)
             })
             .cloned()
             .collect();
@@ -838,6 +910,7 @@ impl WatchLoop {
         } else {
             self.running.remove(&(index, id.clone()));
         }
+        let store_changed = self.store_changed.remove(&(index, id.clone()));
         let known = match workspace.sessions.entry(id.clone()) {
             std::collections::hash_map::Entry::Vacant(entry) => {
                 // Lines already in the files of a session found by the initial scan are not news;
@@ -867,7 +940,7 @@ impl WatchLoop {
             }
             std::collections::hash_map::Entry::Occupied(entry) => {
                 let known = entry.into_mut();
-                if known.summary != summary {
+                if known.summary != summary || store_changed {
                     (self.sink)(Change::SessionUpdated {
                         workspace: root.clone(),
                         session_id: id.clone(),

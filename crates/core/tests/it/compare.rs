@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use studio_core::compare::sides::Source;
+use studio_core::compare::sides::{CapturedLog, Source};
 use studio_core::compare::{compare, Change, Options, RunDiff};
 use studio_core::protocol::Stream;
 use studio_core::store::{NewRun, RunOutcome, Store, StoreLocation};
@@ -209,7 +209,13 @@ fn a_recorded_runs_loop_is_told_apart_execution_by_execution_and_against_a_log()
 
     // A run against a captured log of the same workflow's other branch.
     let log = capture("head-bb10e85-03-conditional-routing-markers").join("stdout.txt");
-    let against_log = compare(Some(&store), &a, &Source::Log(log), &Options::default()).unwrap();
+    let against_log = compare(
+        Some(&store),
+        &a,
+        &Source::Log(CapturedLog::stdout(log)),
+        &Options::default(),
+    )
+    .unwrap();
     assert_eq!(
         described(&against_log),
         [
@@ -246,7 +252,7 @@ fn many_lines_shown_are_read_by_reading_on_and_a_few_where_they_are() {
         );
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();
-        Source::Log(path)
+        Source::Log(CapturedLog::stdout(path))
     };
     let (a, b) = (log("a.log", "old"), log("b.log", "new"));
     // Every line changed: 6,000 lines shown, past what is read line by line.
@@ -335,8 +341,8 @@ fn each_side_prices_its_nodes_as_show_and_runs_do() {
     };
     let logs = compare(
         None,
-        &Source::Log(log_a.clone()),
-        &Source::Log(log_b.clone()),
+        &Source::Log(CapturedLog::stdout(log_a.clone())),
+        &Source::Log(CapturedLog::stdout(log_b.clone())),
         &Options::default(),
     )
     .unwrap();
@@ -381,8 +387,8 @@ fn a_line_the_reader_held_back_is_shown_with_its_own_text() {
     let expected = [" one", " __WORKFLOW_GRAPH_LOG__{\"phase\":\"node_", "-two", "+TWO"];
     let logs = compare(
         None,
-        &Source::Log(a.clone()),
-        &Source::Log(b.clone()),
+        &Source::Log(CapturedLog::stdout(a.clone())),
+        &Source::Log(CapturedLog::stdout(b.clone())),
         &Options::default(),
     )
     .unwrap();

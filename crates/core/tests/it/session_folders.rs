@@ -54,11 +54,13 @@ fn an_engine_session_reads_its_id_current_node_and_node_folders() {
     assert!(session.problems.is_empty(), "{:?}", session.problems);
     let plan = session.nodes.iter().find(|n| n.name == "plan").unwrap();
     assert!(plan.artifacts.raw_stream.as_ref().unwrap().bytes > 0);
-    // Nothing marks the end of an engine run: quiet for a day, it is `unknown`; just written, `running`.
+    // Nothing marks the end of an engine run: quiet for a day, it is `unknown`; just written too,
+    // when no process that started at its id's time works in the workspace (copied here, it has
+    // none): its run is over.
     assert_eq!(session.status, Status::Unknown);
     assert_eq!(
         workspace.read_session(&id, SystemTime::now()).unwrap().status,
-        Status::Running
+        Status::Unknown
     );
 }
 
@@ -71,7 +73,8 @@ fn an_interrupted_engine_session_names_the_node_it_was_in() {
         .unwrap();
     assert_eq!(session.current_node.as_deref(), Some("process"));
     let statuses: Vec<_> = session.nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
-    assert_eq!(statuses, [("fetch", Status::Success), ("process", Status::Running)]);
+    // Its process is not there (the folder was copied): the node it was in did not end well.
+    assert_eq!(statuses, [("fetch", Status::Success), ("process", Status::Unknown)]);
 }
 
 #[test]
@@ -506,4 +509,28 @@ fn the_listing_names_sessions_from_the_store_else_the_folder() {
         Some("Fan the work out"),
         "watch and show say the same"
     );
+}
+
+/// A session just written is `running` while a process has one of its files open (the engine
+/// keeps a node's output open while the node runs, wherever it was started from), and `unknown`
+/// once no process of it is left: its end is known at once, not two minutes later.
+#[test]
+fn a_fresh_session_is_running_while_a_process_holds_its_files_and_ended_after() {
+    let dir = TempDir::new().unwrap();
+    let workspace = Workspace::open(dir.path()).unwrap();
+    let now_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let id = SessionId::parse(&format!("{now_ms}_open")).unwrap();
+    let session = dir.path().join(".zibby/output/sessions").join(id.as_str());
+    fs::create_dir_all(session.join("plan")).unwrap();
+    fs::write(session.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
+    // This test's process started long before the id's time and works elsewhere: only the open
+    // file says the run is there.
+    let held = fs::File::create(session.join("plan/raw_stream_output.txt")).unwrap();
+    let status = || workspace.read_session(&id, SystemTime::now()).unwrap().status;
+    assert_eq!(status(), Status::Running);
+    drop(held);
+    assert_eq!(status(), Status::Unknown, "no process of it is left");
 }

@@ -499,3 +499,123 @@ fn the_agents_file_is_polled_when_inotify_cannot_watch() {
         ..WatcherOptions::default()
     });
 }
+
+/// A run's end recorded in the store by another process (its own connection to the store's
+/// file), while the session's folder stays as it was: the watcher reports the session again
+/// within a second, and the store's word laid over it says how the run ended. Without it the
+/// next word came from the quiet check, two minutes later.
+#[test]
+fn a_runs_end_recorded_in_the_store_elsewhere_is_reported_within_a_second() {
+    use studio_core::store::{NewRun, RunOutcome, Store, StoreLocation};
+
+    let (_dir, root) = workspace_dir();
+    write_session(&root, "ended-quietly", "last");
+    let store_dir = tempfile::tempdir().unwrap();
+    let location = StoreLocation::File(store_dir.path().join("studio.db"));
+    let watching = Arc::new(Store::open(&location).unwrap());
+    let elsewhere = Store::open(&location).unwrap();
+    let workspace = Workspace::open(&root).unwrap();
+    let session = studio_core::SessionId::parse("ended-quietly").unwrap();
+    let run_id = elsewhere
+        .run_insert(
+            &workspace,
+            &NewRun {
+                session: &session,
+                agent: Some("test"),
+                command: &["agent".to_owned()],
+                replayed_node: None,
+                prompt: None,
+                started_at: SystemTime::now(),
+            },
+        )
+        .unwrap();
+
+    let options = WatcherOptions {
+        store: Some(watching.clone()),
+        ..WatcherOptions::default()
+    };
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], options);
+    let seen = changes
+        .wait_until("the session", |c| added(c, "ended-quietly") == 1)
+        .len();
+
+    let ended = Instant::now();
+    elsewhere
+        .run_finish(
+            &run_id,
+            &RunOutcome {
+                status: Status::Error,
+                exit_code: Some(1),
+                error: None,
+                stopped_by: None,
+                ended_at: SystemTime::now(),
+            },
+        )
+        .unwrap();
+    let changes = changes.wait_until("the session reported again after its run ended", |c| {
+        c[seen..]
+            .iter()
+            .any(|c| matches!(c, Change::SessionUpdated { summary, .. } if summary.id.as_str() == "ended-quietly"))
+    });
+    let delay = ended.elapsed();
+    assert!(
+        delay < Duration::from_secs(1),
+        "the run's end took {delay:?} to be reported"
+    );
+    let mut summary = changes[seen..]
+        .iter()
+        .find_map(|c| match c {
+            Change::SessionUpdated { summary, .. } => Some(summary.clone()),
+            _ => None,
+        })
+        .unwrap();
+    watching.as_recorded(&workspace, &mut summary).unwrap();
+    assert_eq!(summary.status, Status::Error, "the store's word: the run failed");
+    eprintln!("a run's end recorded elsewhere reported after {delay:?}");
+}
+
+/// A run started from a terminal (the test agent as a user runs it, in the workspace): while its
+/// process is there the session is `running`; once it is gone the watcher says so within
+/// seconds, though no file changed (before: two minutes later, by the quiet check).
+#[test]
+fn a_terminal_runs_end_is_reported_within_seconds_of_its_process_going() {
+    let (_dir, root) = workspace_dir();
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], WatcherOptions::default());
+    let mut terminal = std::process::Command::new(agent_binary())
+        .args(["run", "--nodes", "first:300,second:300"])
+        .current_dir(&root)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    changes.wait_until("the run, running", |c| {
+        c.iter().any(|c| {
+            matches!(c, Change::SessionAdded { summary, .. } | Change::SessionUpdated { summary, .. }
+                if summary.status == Status::Running)
+        })
+    });
+    assert!(terminal.wait().unwrap().success());
+    let ended = Instant::now();
+    let seen = changes.wait_until("the run no longer running", |c| {
+        matches!(c.iter().rev().find_map(|c| match c {
+            Change::SessionAdded { summary, .. } | Change::SessionUpdated { summary, .. } => Some(summary.status),
+            _ => None,
+        }), Some(status) if status != Status::Running)
+    });
+    let delay = ended.elapsed();
+    assert!(
+        delay < Duration::from_secs(4),
+        "the run's end took {delay:?} to be reported"
+    );
+    let last = seen.iter().rev().find_map(|c| match c {
+        Change::SessionUpdated { summary, .. } => Some(summary.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        last.map(|s| s.status),
+        Some(Status::Unknown),
+        "its end is not recorded: unknown"
+    );
+    eprintln!("a terminal run's end reported {delay:?} after its process went");
+}

@@ -161,12 +161,9 @@ pub fn record_captured_output(
         writer.flush()?;
     }
     store.record_output_usage(run_id, &usage.finish())?;
-    let mut timeline = fold.timeline(end);
-    if end.is_none() && timeline.status == Status::Running {
-        // No exit status, and the output does not say it ended: nothing follows it any more, so
-        // it is not running, and how it ended is unknown.
-        timeline.status = Status::Unknown;
-    }
+    // No exit status, and the output does not say it ended: nothing follows it any more, so it
+    // is not running, and how it ended is unknown.
+    let timeline = fold.captured_timeline(end);
     record_unfollowed_nodes(store, run_id, &fold, &timeline, ended_at)?;
     let stopped_by = timeline.stopped_by.map(StoppedBy::as_str);
     store.run_finish(

@@ -24,6 +24,8 @@
 //!   open ended, its end recorded and announced.
 //! - `elsewhere`: stopping runs another studio process follows ([`stop_elsewhere`],
 //!   [`stop_elsewhere_and_wait`]), through what the store knows of them.
+//! - `outside`: a graceful stop of a run the studio did not start ([`stop_outside`]): its stop
+//!   files alone; it is never forced.
 //! - `captured`: a run's captured output recorded as if followed ([`record_captured_output`]):
 //!   for a run that went on while no studio followed it ([`reconcile`]) and for an imported log.
 //!
@@ -39,6 +41,7 @@ mod finish;
 mod follow;
 mod followed;
 mod live_run;
+mod outside;
 mod request;
 mod run_files;
 mod shared;
@@ -49,6 +52,7 @@ mod supervisor;
 pub use captured::{reconcile, record_captured_output};
 pub use elsewhere::{stop_elsewhere, stop_elsewhere_and_wait};
 pub use events::RunEvent;
+pub use outside::{stop_outside, OutsideStop};
 pub use request::{Keeper, RunRequest, StartedRun, DEFAULT_GRACE};
 pub use run_files::STOP_FILES;
 pub use spawn::new_session_id;
