@@ -7,6 +7,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::live_run::end_leftovers;
 use super::run_files::messages_file;
 use crate::protocol::{EventKind, Stream, StreamReader};
 use crate::runs::keeper::KeptExit;
@@ -51,6 +52,11 @@ pub fn reconcile(store: &Store, now: SystemTime) -> Result<Vec<Recovered>, Error
     let dead = store.recover_dead_studios(now)?;
     for run in &dead {
         let _ = std::fs::remove_file(messages_file(&run.run_id));
+        // A run settled as ended takes along what it left (a killed keeper's orphans).
+        if run.status != Status::Running {
+            let keeper_dir = store.run(&run.run_id).ok().and_then(|r| r.keeper_dir);
+            end_leftovers(&run.run_id, keeper_dir.as_deref());
+        }
     }
     recovered.extend(dead);
     Ok(recovered)
