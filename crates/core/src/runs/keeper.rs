@@ -3,8 +3,8 @@
 //!
 //! The keeper is started in the run's own process group, starts the agent as its child, copies
 //! the agent's stdout and stderr both to its own (the studio's pipes, for live following) and to
-//! files in the run folder, waits for the agent, and writes the agent's exit status to
-//! `<run folder>/exit`. When the studio goes away, writes to its pipes fail and the keeper carries
+//! files in the run folder (with the time it saw each piece, [`TIMES_FILE`]), waits for the
+//! agent, and writes the agent's exit status to `<run folder>/exit`. When the studio goes away, writes to its pipes fail and the keeper carries
 //! on with the files alone. It survives SIGTERM/SIGINT/SIGHUP sent to the group (the agent gets
 //! them too and ends as it will; the keeper then records how); SIGKILL ends it with the group.
 //!
@@ -55,6 +55,8 @@ use serde::{Deserialize, Serialize};
 pub const STDOUT_FILE: &str = "stdout";
 pub const STDERR_FILE: &str = "stderr";
 pub const EXIT_FILE: &str = "exit";
+/// When the keeper saw each piece of output and the agent's end (see [`KeptTimes`]).
+pub const TIMES_FILE: &str = "times";
 /// The run's cgroup, when the keeper made one (its path, one line).
 pub const CGROUP_FILE: &str = "cgroup";
 /// Set (to the keeper's pid) in the environment of the trampoline that becomes the agent.
@@ -76,6 +78,79 @@ pub fn recorded_cgroup(run_dir: &Path, run_id: &str) -> Option<crate::vocabulary
     let bytes = crate::sessions::untrusted::read_bounded(&run_dir.join(CGROUP_FILE), 4096).ok()?;
     let text = String::from_utf8(bytes).ok()?;
     crate::vocabulary::containment::RunCgroup::at(Path::new(text.trim_end()), run_id)
+}
+
+/// When the keeper saw things, so that a run no studio followed keeps its timing: its `times`
+/// file, one line each: `start UNIX_MS` (the keeper's start), `stdout END MS` / `stderr END MS`
+/// (the stream's file held END bytes at MS milliseconds after the start) and `exit MS`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeptTimes {
+    pub start: Option<std::time::SystemTime>,
+    /// `(stream file name, end offset, ms)`, in the order the keeper saw them.
+    pub chunks: Vec<(String, u64, u64)>,
+    pub exit_ms: Option<u64>,
+}
+
+/// Reads the `times` file of a run folder (empty when there is none: an older keeper's).
+pub fn read_times(run_dir: &Path) -> KeptTimes {
+    let mut times = KeptTimes::default();
+    let Ok(bytes) = crate::sessions::untrusted::read_bounded(&run_dir.join(TIMES_FILE), 256 << 20) else {
+        return times;
+    };
+    for line in String::from_utf8_lossy(&bytes).lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        match fields.as_slice() {
+            ["start", ms] => {
+                times.start = ms
+                    .parse()
+                    .ok()
+                    .map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms));
+            }
+            ["exit", ms] => times.exit_ms = ms.parse().ok(),
+            [name, end, ms] if [STDOUT_FILE, STDERR_FILE].contains(name) => {
+                if let (Ok(end), Ok(ms)) = (end.parse(), ms.parse()) {
+                    times.chunks.push(((*name).to_owned(), end, ms));
+                }
+            }
+            _ => {}
+        }
+    }
+    times
+}
+
+/// The keeper's `times` file, written by both copies and the keeper (a line at a time).
+struct Times {
+    file: std::sync::Mutex<Option<std::fs::File>>,
+    start: Instant,
+}
+
+impl Times {
+    fn create(run_dir: &Path) -> Times {
+        let file = crate::sessions::private::create_file(&run_dir.join(TIMES_FILE)).ok();
+        let times = Times {
+            file: std::sync::Mutex::new(file),
+            start: Instant::now(),
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        times.line(&format!("start {now}"));
+        times
+    }
+
+    fn elapsed_ms(&self) -> u128 {
+        self.start.elapsed().as_millis()
+    }
+
+    /// Writes one line; on the first failure (a full disk) the file is given up.
+    fn line(&self, text: &str) {
+        let mut file = self.file.lock().expect("times lock");
+        if let Some(f) = file.as_mut() {
+            if f.write_all(format!("{text}\n").as_bytes()).is_err() {
+                *file = None;
+            }
+        }
+    }
 }
 
 /// Reads the `exit` file of a run folder, if the agent has ended.
@@ -193,9 +268,16 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
     let stderr = child.stderr.take().expect("piped");
     let out_file = crate::sessions::private::create_file(&run_dir.join(STDOUT_FILE)).map_err(|e| e.to_string())?;
     let err_file = crate::sessions::private::create_file(&run_dir.join(STDERR_FILE)).map_err(|e| e.to_string())?;
+    let times = Arc::new(Times::create(run_dir));
     let copiers = [
-        std::thread::spawn(move || copy(stdout, out_file, STDOUT_FILE, std::io::stdout())),
-        std::thread::spawn(move || copy(stderr, err_file, STDERR_FILE, std::io::stderr())),
+        std::thread::spawn({
+            let times = times.clone();
+            move || copy(stdout, out_file, STDOUT_FILE, std::io::stdout(), &times)
+        }),
+        std::thread::spawn({
+            let times = times.clone();
+            move || copy(stderr, err_file, STDERR_FILE, std::io::stderr(), &times)
+        }),
     ];
     let agent = nix::unistd::Pid::from_raw(child.id() as i32);
     // Every child is reaped here, the agent and the orphans that came to the keeper alike.
@@ -209,6 +291,7 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
             Err(e) => return Err(format!("cannot wait for `{program}`: {e}")),
         }
     };
+    times.line(&format!("exit {}", times.elapsed_ms()));
     if noticed.load(std::sync::atomic::Ordering::SeqCst) {
         // Stopped: whatever the agent left behind ends with it.
         if let Some(cgroup) = &cgroup {
@@ -264,7 +347,7 @@ fn end_descendants() {
 /// Copies a pipe to a file (while it can be written) and to the keeper's own stream (while
 /// someone reads it), and reads the pipe to its end whatever fails: the agent is never ended by
 /// the studio's own trouble (a full disk would otherwise close its pipe: SIGPIPE).
-fn copy(mut from: impl Read, mut file: std::fs::File, name: &str, mut live: impl Write) {
+fn copy(mut from: impl Read, mut file: std::fs::File, name: &str, mut live: impl Write, times: &Times) {
     let mut buffer = vec![0u8; 64 * 1024];
     let mut live_open = true;
     let mut file_open = true;
@@ -278,7 +361,10 @@ fn copy(mut from: impl Read, mut file: std::fs::File, name: &str, mut live: impl
         };
         if file_open {
             match file.write_all(&buffer[..n]) {
-                Ok(()) => written += n as u64,
+                Ok(()) => {
+                    written += n as u64;
+                    times.line(&format!("{name} {written} {}", times.elapsed_ms()));
+                }
                 Err(error) => {
                     // Said where the studio sees it (the run's stderr), once; the output still
                     // reaches the studio live.

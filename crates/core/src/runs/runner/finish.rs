@@ -124,24 +124,7 @@ impl FollowedRun {
 
     /// The run's last log line: cancelled, failed, interrupted or finished.
     fn log_end(&self, run_status: Status, timeline: &RunTimeline, stopped_by: Option<&str>, elapsed_ms: u64) {
-        let (event, level, message) = match run_status {
-            Status::Cancelled => (
-                "run.cancelled",
-                Level::Warn,
-                format!("cancelled ({}) after {elapsed_ms} ms", stopped_by.unwrap_or("graceful")),
-            ),
-            Status::Error => ("run.failed", Level::Error, timeline.error.clone().unwrap_or_default()),
-            Status::Interrupted => (
-                "run.interrupted",
-                Level::Warn,
-                "the run ended by a signal the studio did not send".into(),
-            ),
-            _ => (
-                "run.finished",
-                Level::Info,
-                format!("{run_status} after {elapsed_ms} ms"),
-            ),
-        };
+        let (event, level, message) = end_log(run_status, timeline.error.as_deref(), stopped_by, elapsed_ms);
         self.log(
             level,
             event,
@@ -153,5 +136,33 @@ impl FollowedRun {
                 "stopped_by": stopped_by,
             }),
         );
+    }
+}
+
+/// A run's last log line (its event, level and message): cancelled, failed, interrupted or
+/// finished, with how long it ran; for a followed run and a run settled from its keeper's files.
+pub(super) fn end_log(
+    run_status: Status,
+    error: Option<&str>,
+    stopped_by: Option<&str>,
+    elapsed_ms: u64,
+) -> (&'static str, Level, String) {
+    match run_status {
+        Status::Cancelled => (
+            "run.cancelled",
+            Level::Warn,
+            format!("cancelled ({}) after {elapsed_ms} ms", stopped_by.unwrap_or("graceful")),
+        ),
+        Status::Error => ("run.failed", Level::Error, error.unwrap_or_default().to_owned()),
+        Status::Interrupted => (
+            "run.interrupted",
+            Level::Warn,
+            "the run ended by a signal the studio did not send".into(),
+        ),
+        _ => (
+            "run.finished",
+            Level::Info,
+            format!("{run_status} after {elapsed_ms} ms"),
+        ),
     }
 }
