@@ -7,7 +7,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::finish::end_log;
 use super::live_run::end_leftovers;
 use super::run_files::messages_file;
 use crate::protocol::{EventKind, Stream, StreamReader};
@@ -16,7 +15,7 @@ use crate::runs::stop::Stopping;
 use crate::sessions::cost::OutputUsageReader;
 use crate::sessions::session::Workspace;
 use crate::status::Status;
-use crate::store::{Recovered, RunOutcome, RunRecord, SpanKind, Store};
+use crate::store::{Level, Recovered, RunOutcome, RunRecord, SpanKind, Store};
 use crate::timeline::{Exit, RunEnd, RunTimeline, StoppedBy, TimelineFold};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -322,4 +321,32 @@ fn record_unfollowed_nodes(
         }
         Ok(())
     })?
+}
+
+/// A run's last log line (its event, level and message): cancelled, failed, interrupted or
+/// finished, with how long it ran; for a followed run and a run settled from its keeper's files.
+pub(super) fn end_log(
+    run_status: Status,
+    error: Option<&str>,
+    stopped_by: Option<&str>,
+    elapsed_ms: u64,
+) -> (&'static str, Level, String) {
+    match run_status {
+        Status::Cancelled => (
+            "run.cancelled",
+            Level::Warn,
+            format!("cancelled ({}) after {elapsed_ms} ms", stopped_by.unwrap_or("graceful")),
+        ),
+        Status::Error => ("run.failed", Level::Error, error.unwrap_or_default().to_owned()),
+        Status::Interrupted => (
+            "run.interrupted",
+            Level::Warn,
+            "the run ended by a signal the studio did not send".into(),
+        ),
+        _ => (
+            "run.finished",
+            Level::Info,
+            format!("{run_status} after {elapsed_ms} ms"),
+        ),
+    }
 }

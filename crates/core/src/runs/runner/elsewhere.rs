@@ -79,10 +79,9 @@ pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: b
         Err(gone) => return end_what_is_left(&run, gone),
     };
     let live = elsewhere(session_path, &run, leader, Vec::new(), DEFAULT_GRACE);
-    // A stop file that cannot be written (a link in its place) does not undo the stop: past the
-    // grace period the run gets signals as any other.
-    if let Err(error) = live.write_stop_files() {
-        tracing::warn!(run_id, %error, "a stop file cannot be written: the run is signalled past its grace period");
+    // Refused when neither stop file can be written; one is enough (the signals follow the grace).
+    if let (Err(error), false) = (live.write_stop_files(), force) {
+        return Err(error);
     }
     let how = if force { Stopping::Forced } else { Stopping::Graceful };
     store.run_request_stop(run_id, how)?;

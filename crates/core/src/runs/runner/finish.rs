@@ -7,13 +7,13 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::SystemTime;
 
-use super::captured::{exit_of, kept_indices};
+use super::captured::{end_log, exit_of, kept_indices};
 use super::events::RunEvent;
 use super::followed::FollowedRun;
 use super::run_files::remove_stop_files;
 use crate::runs::stop::Stopping;
 use crate::status::Status;
-use crate::store::{Level, RunOutcome};
+use crate::store::RunOutcome;
 use crate::timeline::{Exit, RunEnd, RunTimeline, StoppedBy, TimelineFold};
 
 impl FollowedRun {
@@ -136,33 +136,5 @@ impl FollowedRun {
                 "stopped_by": stopped_by,
             }),
         );
-    }
-}
-
-/// A run's last log line (its event, level and message): cancelled, failed, interrupted or
-/// finished, with how long it ran; for a followed run and a run settled from its keeper's files.
-pub(super) fn end_log(
-    run_status: Status,
-    error: Option<&str>,
-    stopped_by: Option<&str>,
-    elapsed_ms: u64,
-) -> (&'static str, Level, String) {
-    match run_status {
-        Status::Cancelled => (
-            "run.cancelled",
-            Level::Warn,
-            format!("cancelled ({}) after {elapsed_ms} ms", stopped_by.unwrap_or("graceful")),
-        ),
-        Status::Error => ("run.failed", Level::Error, error.unwrap_or_default().to_owned()),
-        Status::Interrupted => (
-            "run.interrupted",
-            Level::Warn,
-            "the run ended by a signal the studio did not send".into(),
-        ),
-        _ => (
-            "run.finished",
-            Level::Info,
-            format!("{run_status} after {elapsed_ms} ms"),
-        ),
     }
 }

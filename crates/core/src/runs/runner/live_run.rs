@@ -53,25 +53,35 @@ impl LiveRun {
     }
 
     /// Writes both stop files where they are missing, never through a symbolic link (in their
-    /// place or on the way to the session folder): the first refusal or failure is the answer.
+    /// place or on the way to the session folder). The answer is an error (the first refusal or
+    /// failure) only when neither is there: one refused beside one written is traced and the
+    /// stop goes on (an engine that reads only the refused one is signalled past the grace).
     pub(super) fn write_stop_files(&self) -> Result<(), Error> {
-        let mut outcome = Ok(());
+        let mut first_error = None;
+        let mut written = false;
         for name in STOP_FILES {
-            if let Err(error) =
-                crate::sessions::private::create_new_in(&self.session_path, name, b"stop requested by Zibby Studio\n")
+            match crate::sessions::private::create_new_in(&self.session_path, name, b"stop requested by Zibby Studio\n")
             {
-                if outcome.is_ok() {
-                    outcome = Err(error);
+                Ok(_) => written = true,
+                Err(error) => {
+                    first_error.get_or_insert(error);
                 }
             }
         }
-        outcome
+        match first_error {
+            Some(error) if !written => Err(error),
+            Some(error) => {
+                tracing::debug!(%error, "a stop file cannot be written; the other is there");
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 
     /// [`LiveRun::write_stop_files`] again while a stop is pending: a failure is logged.
     pub(super) fn rewrite_stop_files(&self) {
         if let Err(error) = self.write_stop_files() {
-            // Said once when the stop was asked; the grace period's signals follow anyway.
+            // The stop was refused when neither could be written; its signals follow the grace.
             tracing::debug!(%error, "cannot write a stop file");
         }
     }

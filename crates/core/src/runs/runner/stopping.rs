@@ -1,8 +1,8 @@
 //! A stop of a run this studio follows. Asked for, it writes both stop files at once (the current
 //! node finishes first); the run's thread keeps them present until the process exits and, past
 //! the grace period (or at once on a forced stop), sends the whole process group SIGTERM, then
-//! SIGKILL 5 s later, as `crate::runs::stop::StopState` decides (also when a stop file cannot be
-//! written: a link in its place delays nothing past the grace). A stop another process asked for
+//! SIGKILL 5 s later, as `crate::runs::stop::StopState` decides (also when one stop file cannot
+//! be written: a link in its place delays nothing past the grace). A stop another process asked for
 //! is heard from the store and announced; a keeper that died is made up for.
 
 use std::time::{Duration, Instant};
@@ -31,10 +31,10 @@ pub(super) fn ask_to_stop(shared: &Shared, run_id: &str, force: bool) -> Result<
     let mut stop = live.stop.lock().expect("stop lock");
     let mut next = stop.clone();
     let (how, signal) = next.request(force, Instant::now());
-    // A stop file that cannot be written (a link in its place) does not undo the stop: past the
-    // grace period the run gets signals as any other.
-    if let Err(error) = written {
-        tracing::warn!(run_id, %error, "a stop file cannot be written: the run is signalled past its grace period");
+    // A graceful stop is the stop files: when neither can be written it is no stop (a forced one
+    // goes on to signals). One of them is enough: past the grace period come the signals.
+    if let (Err(error), Stopping::Graceful) = (written, how) {
+        return Err(error);
     }
     if !stop.is_requested() {
         live.tell_keeper();
