@@ -32,6 +32,9 @@ struct Options {
     /// Start a process that leaves the run's process group and session (`setsid`) and ignores
     /// SIGTERM (a tool that daemonises).
     setsid_grandchild: bool,
+    /// Start a daemon: a process whose parent ends at once (a double fork) and that leaves the
+    /// run's process group and session (`setsid`), ignoring SIGTERM.
+    daemon: bool,
     /// Print this many MB of output lines inside the first node, as fast as possible.
     flood_mb: usize,
     /// Print one line of this many MB inside the first node.
@@ -93,6 +96,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         documented: false,
         grandchild: false,
         setsid_grandchild: false,
+        daemon: false,
         flood_mb: 0,
         long_line_mb: 0,
         binary: false,
@@ -122,6 +126,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--ignore-stop" => options.ignore_stop = true,
             "--spawn-grandchild" => options.grandchild = true,
             "--spawn-setsid-grandchild" => options.setsid_grandchild = true,
+            "--spawn-daemon" => options.daemon = true,
             "--binary" => options.binary = true,
             "--color" => options.color = true,
             "--wait-before-ms" => {
@@ -427,6 +432,18 @@ fn first_node_extras(printer: &Printer, options: &Options) -> Result<(), String>
             .spawn()
             .map_err(|e| format!("cannot start the setsid grandchild: {e}"))?;
         let _ = writeln!(out, "│ setsid grandchild pid {}", child.id());
+    }
+    if options.daemon {
+        // The shell starts the daemon in the background, prints its pid and ends: the daemon's
+        // parent is gone before the run is stopped or its keeper killed.
+        let _ = out.flush();
+        std::process::Command::new("sh")
+            .args([
+                "-c",
+                "setsid sh -c 'trap \"\" TERM; exec sleep 600' </dev/null >/dev/null 2>&1 & echo \"│ daemon pid $!\"",
+            ])
+            .status()
+            .map_err(|e| format!("cannot start the daemon: {e}"))?;
     }
     if options.flood_mb > 0 {
         let line = format!("│ {}\n", "flood ".repeat(16));

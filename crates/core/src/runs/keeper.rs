@@ -3,8 +3,8 @@
 //!
 //! The keeper is started in the run's own process group, starts the agent as its child, copies
 //! the agent's stdout and stderr both to its own (the studio's pipes, for live following) and to
-//! files in the run folder, waits for the agent, and writes the agent's exit status to
-//! `<run folder>/exit`. When the studio goes away, writes to its pipes fail and the keeper carries
+//! files in the run folder (with the time it saw each piece, [`TIMES_FILE`]), waits for the
+//! agent, and writes the agent's exit status to `<run folder>/exit`. When the studio goes away, writes to its pipes fail and the keeper carries
 //! on with the files alone. It survives SIGTERM/SIGINT/SIGHUP sent to the group (the agent gets
 //! them too and ends as it will; the keeper then records how); SIGKILL ends it with the group.
 //!
@@ -16,16 +16,25 @@
 //!   which a graceful stop sends), the keeper ends every descendant left when the agent exits;
 //! - the agent dies with its keeper (`PR_SET_PDEATHSIG`, SIGKILL): the keeper starts itself
 //!   again as a trampoline ([`AGENT_OF`] set) that sets it on itself and then `exec`s the
-//!   agent, so that no `pre_exec` closure (unsafe code) is needed.
+//!   agent, so that no `pre_exec` closure (unsafe code) is needed;
+//! - where the platform allows it, the run has a cgroup of its own
+//!   ([`crate::vocabulary::containment::RunCgroup`], its path in [`CGROUP_FILE`]): the
+//!   trampoline moves into it before the agent starts, so nothing the agent starts can leave it,
+//!   and a stop, a killed keeper or a run settled as interrupted ends it whole (`cgroup.kill`);
+//!   the keeper itself stays out of it, to record how the agent ended. Elsewhere, and as well,
+//!   the run's processes carry its id in their environment and are found by it once the keeper
+//!   that was their subreaper is gone.
 //!
 //! On a full disk the keeper still reads both pipes to their end (the agent is never ended by
 //! SIGPIPE), says once on the run's stderr which file is incomplete, and exits with the agent's
 //! status even when it cannot record it.
 //!
-//! Known gaps: without a keeper (a direct run), a `setsid` child whose parent ended before any
-//! stop began is no longer below the run and escapes a forced stop; a detached run's keeper killed
-//! while no studio follows it takes its agent along, but not the agent's own children; runs
-//! recorded by older builds have no process identity and are never signalled.
+//! Known gaps: without a cgroup, a process that leaves the run's group and clears its
+//! environment escapes once its keeper is gone; a detached run's keeper killed while no studio
+//! follows it takes its agent along at once, and the agent's own children when a studio process
+//! next settles the run (or `zstudio stop` is asked); what the agent leaves running when it ends
+//! by itself (not stopped) is left; runs recorded by older builds have no process identity and
+//! are never signalled.
 //!
 //! `zstudio keep --run-dir DIR -- COMMAND [ARGS...]` runs [`keep`].
 
@@ -46,8 +55,14 @@ use serde::{Deserialize, Serialize};
 pub const STDOUT_FILE: &str = "stdout";
 pub const STDERR_FILE: &str = "stderr";
 pub const EXIT_FILE: &str = "exit";
+/// When the keeper saw each piece of output and the agent's end (see [`KeptTimes`]).
+pub const TIMES_FILE: &str = "times";
+/// The run's cgroup, when the keeper made one (its path, one line).
+pub const CGROUP_FILE: &str = "cgroup";
 /// Set (to the keeper's pid) in the environment of the trampoline that becomes the agent.
 pub const AGENT_OF: &str = "ZIBBY_KEEPER_AGENT_OF";
+/// Set (to the run's cgroup) in the environment of the trampoline, which moves into it.
+const AGENT_CGROUP: &str = "ZIBBY_KEEPER_CGROUP";
 
 /// How the agent ended, as the keeper writes it to its `exit` file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +70,87 @@ pub const AGENT_OF: &str = "ZIBBY_KEEPER_AGENT_OF";
 pub enum KeptExit {
     Code(i32),
     Signal(i32),
+}
+
+/// The run's cgroup its keeper recorded in `run_dir`, if it is one (see
+/// [`RunCgroup::at`](crate::vocabulary::containment::RunCgroup::at)).
+pub fn recorded_cgroup(run_dir: &Path, run_id: &str) -> Option<crate::vocabulary::containment::RunCgroup> {
+    let bytes = crate::sessions::untrusted::read_bounded(&run_dir.join(CGROUP_FILE), 4096).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    crate::vocabulary::containment::RunCgroup::at(Path::new(text.trim_end()), run_id)
+}
+
+/// When the keeper saw things, so that a run no studio followed keeps its timing: its `times`
+/// file, one line each: `start UNIX_MS` (the keeper's start), `stdout END MS` / `stderr END MS`
+/// (the stream's file held END bytes at MS milliseconds after the start) and `exit MS`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeptTimes {
+    pub start: Option<std::time::SystemTime>,
+    /// `(stream file name, end offset, ms)`, in the order the keeper saw them.
+    pub chunks: Vec<(String, u64, u64)>,
+    pub exit_ms: Option<u64>,
+}
+
+/// Reads the `times` file of a run folder (empty when there is none: an older keeper's).
+pub fn read_times(run_dir: &Path) -> KeptTimes {
+    let mut times = KeptTimes::default();
+    let Ok(bytes) = crate::sessions::untrusted::read_bounded(&run_dir.join(TIMES_FILE), 256 << 20) else {
+        return times;
+    };
+    for line in String::from_utf8_lossy(&bytes).lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        match fields.as_slice() {
+            ["start", ms] => {
+                times.start = ms
+                    .parse()
+                    .ok()
+                    .map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms));
+            }
+            ["exit", ms] => times.exit_ms = ms.parse().ok(),
+            [name, end, ms] if [STDOUT_FILE, STDERR_FILE].contains(name) => {
+                if let (Ok(end), Ok(ms)) = (end.parse(), ms.parse()) {
+                    times.chunks.push(((*name).to_owned(), end, ms));
+                }
+            }
+            _ => {}
+        }
+    }
+    times
+}
+
+/// The keeper's `times` file, written by both copies and the keeper (a line at a time).
+struct Times {
+    file: std::sync::Mutex<Option<std::fs::File>>,
+    start: Instant,
+}
+
+impl Times {
+    fn create(run_dir: &Path) -> Times {
+        let file = crate::sessions::private::create_file(&run_dir.join(TIMES_FILE)).ok();
+        let times = Times {
+            file: std::sync::Mutex::new(file),
+            start: Instant::now(),
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        times.line(&format!("start {now}"));
+        times
+    }
+
+    fn elapsed_ms(&self) -> u128 {
+        self.start.elapsed().as_millis()
+    }
+
+    /// Writes one line; on the first failure (a full disk) the file is given up.
+    fn line(&self, text: &str) {
+        let mut file = self.file.lock().expect("times lock");
+        if let Some(f) = file.as_mut() {
+            if f.write_all(format!("{text}\n").as_bytes()).is_err() {
+                *file = None;
+            }
+        }
+    }
 }
 
 /// Reads the `exit` file of a run folder, if the agent has ended.
@@ -102,7 +198,17 @@ fn become_agent(keeper: &str, command: &[String]) -> i32 {
     if nix::unistd::getppid().to_string() != keeper {
         return 128 + 9;
     }
+    // Into the run's cgroup before the agent starts: whatever it starts is born there.
+    if let Some(cgroup) = std::env::var_os(AGENT_CGROUP) {
+        if let Err(e) = std::fs::write(Path::new(&cgroup).join("cgroup.procs"), b"0") {
+            eprintln!(
+                "zibby run keeper: the run is not contained in its cgroup {}: {e}",
+                Path::new(&cgroup).display()
+            );
+        }
+    }
     std::env::remove_var(AGENT_OF);
+    std::env::remove_var(AGENT_CGROUP);
     let Some((program, args)) = command.split_first() else {
         return fail("no command to keep".into());
     };
@@ -130,8 +236,23 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
     // Orphans of the run come to the keeper (and so stay within a stop's reach), not to init.
     nix::sys::prctl::set_child_subreaper(true).map_err(|e| format!("cannot become a subreaper: {e}"))?;
     let (program, _) = command.split_first().ok_or("no command to keep")?;
+    // A cgroup of the run's own where the platform allows one (see the module notes).
+    let run_id = std::env::var(crate::vocabulary::containment::RUN_MARKER).unwrap_or_else(|_| {
+        run_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    let cgroup = crate::vocabulary::containment::RunCgroup::create(&run_id);
+    let mut trampoline = Command::new("/proc/self/exe");
+    if let Some(cgroup) = &cgroup {
+        let recorded = format!("{}\n", cgroup.path().display());
+        if crate::sessions::private::write_file(&run_dir.join(CGROUP_FILE), recorded.as_bytes()).is_ok() {
+            trampoline.env(AGENT_CGROUP, cgroup.path());
+        }
+    }
     // This very program again, as the trampoline that becomes the agent (see the module notes).
-    let mut child = Command::new("/proc/self/exe")
+    let mut child = trampoline
         .arg("keep")
         .arg("--run-dir")
         .arg(run_dir)
@@ -147,9 +268,16 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
     let stderr = child.stderr.take().expect("piped");
     let out_file = crate::sessions::private::create_file(&run_dir.join(STDOUT_FILE)).map_err(|e| e.to_string())?;
     let err_file = crate::sessions::private::create_file(&run_dir.join(STDERR_FILE)).map_err(|e| e.to_string())?;
+    let times = Arc::new(Times::create(run_dir));
     let copiers = [
-        std::thread::spawn(move || copy(stdout, out_file, STDOUT_FILE, std::io::stdout())),
-        std::thread::spawn(move || copy(stderr, err_file, STDERR_FILE, std::io::stderr())),
+        std::thread::spawn({
+            let times = times.clone();
+            move || copy(stdout, out_file, STDOUT_FILE, std::io::stdout(), &times)
+        }),
+        std::thread::spawn({
+            let times = times.clone();
+            move || copy(stderr, err_file, STDERR_FILE, std::io::stderr(), &times)
+        }),
     ];
     let agent = nix::unistd::Pid::from_raw(child.id() as i32);
     // Every child is reaped here, the agent and the orphans that came to the keeper alike.
@@ -163,14 +291,22 @@ fn keep_inner(run_dir: &Path, command: &[String]) -> Result<i32, String> {
             Err(e) => return Err(format!("cannot wait for `{program}`: {e}")),
         }
     };
+    times.line(&format!("exit {}", times.elapsed_ms()));
     if noticed.load(std::sync::atomic::Ordering::SeqCst) {
         // Stopped: whatever the agent left behind ends with it.
+        if let Some(cgroup) = &cgroup {
+            cgroup.kill();
+        }
         end_descendants();
     }
     // Something the agent started may hold its pipes: give the copies a moment, no more.
     let deadline = Instant::now() + Duration::from_secs(2);
     while copiers.iter().any(|c| !c.is_finished()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
+    }
+    // An empty cgroup goes (one that still holds what the agent left stays, for a stop to end).
+    if let Some(cgroup) = &cgroup {
+        cgroup.remove();
     }
     let text = serde_json::to_string(&exit).expect("exits serialise");
     if let Err(error) = crate::sessions::private::write_file(&run_dir.join(EXIT_FILE), text.as_bytes()) {
@@ -211,7 +347,7 @@ fn end_descendants() {
 /// Copies a pipe to a file (while it can be written) and to the keeper's own stream (while
 /// someone reads it), and reads the pipe to its end whatever fails: the agent is never ended by
 /// the studio's own trouble (a full disk would otherwise close its pipe: SIGPIPE).
-fn copy(mut from: impl Read, mut file: std::fs::File, name: &str, mut live: impl Write) {
+fn copy(mut from: impl Read, mut file: std::fs::File, name: &str, mut live: impl Write, times: &Times) {
     let mut buffer = vec![0u8; 64 * 1024];
     let mut live_open = true;
     let mut file_open = true;
@@ -225,7 +361,10 @@ fn copy(mut from: impl Read, mut file: std::fs::File, name: &str, mut live: impl
         };
         if file_open {
             match file.write_all(&buffer[..n]) {
-                Ok(()) => written += n as u64,
+                Ok(()) => {
+                    written += n as u64;
+                    times.line(&format!("{name} {written} {}", times.elapsed_ms()));
+                }
                 Err(error) => {
                     // Said where the studio sees it (the run's stderr), once; the output still
                     // reaches the studio live.

@@ -169,6 +169,11 @@ const MIGRATIONS: &[&str] = &[
     );
     DELETE FROM folder_index;
     "#,
+    // 9: the studio process that follows a run is known by its start time too (`/proc/<pid>/stat`
+    // field 22), as a run's leader is: an owner id reused by another process is not the owner.
+    r#"
+    ALTER TABLE runs ADD COLUMN owner_start_time INTEGER;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::connection::{millis, QueryResult};
 use super::logs::{self, Entry, Level};
-use super::runs::{identity, owner_alive};
+use super::runs::{identity, owner_alive, Owner};
 use crate::sessions::session::Workspace;
 use crate::status::Status;
 use crate::vocabulary::id::SessionId;
@@ -29,7 +29,7 @@ struct Orphan {
     session_id: String,
     root: String,
     pgid: Option<i64>,
-    owner: Option<i64>,
+    owner: Owner,
     stop_requested: Option<String>,
     leader: Option<ProcessIdentity>,
     boot: Option<String>,
@@ -55,7 +55,10 @@ pub(super) fn recover(
             && run.leader.as_ref().is_some_and(ProcessIdentity::is_current);
         let id = SessionId::parse(&run.session_id)?;
         let status = if group_alive {
-            conn.execute("UPDATE runs SET owner_pid = NULL WHERE id = ?1", [&run.run_id])?;
+            conn.execute(
+                "UPDATE runs SET owner_pid = NULL, owner_start_time = NULL WHERE id = ?1",
+                [&run.run_id],
+            )?;
             Status::Running
         } else {
             settle(conn, &run, &id, now)?
@@ -73,7 +76,7 @@ pub(super) fn recover(
 fn running(conn: &Connection) -> QueryResult<Vec<Orphan>> {
     let mut statement = conn.prepare(
         "SELECT r.id, s.session_id, w.root, r.pgid, r.owner_pid, r.stop_requested, r.pgid_start_time,
-                 r.boot_id FROM runs r
+                 r.boot_id, r.owner_start_time FROM runs r
                  JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
                  WHERE r.status = 'running'",
     )?;
@@ -85,7 +88,10 @@ fn running(conn: &Connection) -> QueryResult<Vec<Orphan>> {
                 session_id: r.get(1)?,
                 root: r.get(2)?,
                 pgid: r.get(3)?,
-                owner: r.get(4)?,
+                owner: Owner {
+                    pid: r.get(4)?,
+                    start_time: r.get(8)?,
+                },
                 stop_requested: r.get(5)?,
                 leader: identity(r.get(3)?, r.get(6)?, boot.clone()),
                 boot,
@@ -113,7 +119,7 @@ fn settle(conn: &Connection, run: &Orphan, id: &SessionId, now: SystemTime) -> Q
     };
     conn.execute(
         "UPDATE runs SET status = ?3, ended_at = ?2, pid = NULL, pgid = NULL, pgid_start_time = NULL,
-                 owner_pid = NULL,
+                 owner_pid = NULL, owner_start_time = NULL,
                  stopped_by = stop_requested,
                  error = CASE WHEN ?3 = 'interrupted' THEN 'the studio that ran it stopped, and so did its processes' END
                  WHERE id = ?1",

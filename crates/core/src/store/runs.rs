@@ -38,6 +38,10 @@ pub struct RunRecord {
     /// The studio process that follows the run.
     #[serde(skip)]
     pub owner_pid: Option<i64>,
+    /// When that process started (clock ticks since boot), to tell it from a process that took
+    /// its id.
+    #[serde(skip)]
+    pub owner_start_time: Option<i64>,
     pub started_at: Timestamp,
     pub ended_at: Option<Timestamp>,
     pub exit_code: Option<i64>,
@@ -84,11 +88,31 @@ pub(super) fn identity(pgid: Option<i64>, start_time: Option<i64>, boot_id: Opti
     })
 }
 
+/// The studio process that follows a run, as recorded: its id and, since schema 9, its start time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Owner {
+    pub(super) pid: Option<i64>,
+    pub(super) start_time: Option<i64>,
+}
+
+/// This process's start time, as an owner's is recorded.
+fn own_start_time() -> Option<i64> {
+    ProcessIdentity::of(std::process::id()).map(|me| me.start_time as i64)
+}
+
 /// Whether the studio process that owns a run lives: not when the run was started in another
-/// boot (the owner's id names someone else now), nor when that id answers no more.
-pub(super) fn owner_alive(owner: Option<i64>, boot: Option<&str>, is_alive: impl Fn(u32) -> bool) -> bool {
+/// boot (the owner's id names someone else now), nor when that id answers no more, nor when the
+/// process that holds it now started at another time than the owner did (the id was reused).
+pub(super) fn owner_alive(owner: Owner, boot: Option<&str>, is_alive: impl Fn(u32) -> bool) -> bool {
     let same_boot = boot.is_none_or(|boot| Some(boot) == process::boot_id());
-    same_boot && owner.is_some_and(|pid| u32::try_from(pid).is_ok_and(|pid| pid == std::process::id() || is_alive(pid)))
+    let Some(pid) = owner.pid.and_then(|pid| u32::try_from(pid).ok()) else {
+        return false;
+    };
+    let same_process = || match owner.start_time {
+        Some(start) => ProcessIdentity::of(pid).is_some_and(|now| now.start_time as i64 == start),
+        None => true,
+    };
+    same_boot && (pid == std::process::id() || (is_alive(pid) && same_process()))
 }
 
 /// Records a new run (`running`) and returns its id, a UUID v7.
@@ -98,8 +122,9 @@ pub(super) fn insert(conn: &Connection, workspace: &Workspace, run: &NewRun<'_>)
     let command = serde_json::to_string(run.command).expect("strings serialise");
     let tx = write_transaction(conn)?;
     tx.execute(
-        "INSERT INTO runs (id, session_key, agent, command, status, started_at, replayed_node, owner_pid)
-             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)",
+        "INSERT INTO runs (id, session_key, agent, command, status, started_at, replayed_node, owner_pid,
+                 owner_start_time)
+             VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, ?8)",
         params![
             id,
             key,
@@ -107,7 +132,8 @@ pub(super) fn insert(conn: &Connection, workspace: &Workspace, run: &NewRun<'_>)
             command,
             millis(run.started_at),
             run.replayed_node,
-            std::process::id()
+            std::process::id(),
+            own_start_time()
         ],
     )?;
     tx.execute(
@@ -148,14 +174,17 @@ pub(super) fn set_keeper_dir(conn: &Connection, run_id: &str, dir: &Path) -> Que
 /// first.
 pub(super) fn claim(conn: &Connection, run_id: &str, owner: Option<i64>) -> QueryResult<bool> {
     let changed = conn.execute(
-        "UPDATE runs SET owner_pid = ?3 WHERE id = ?1 AND status = 'running' AND owner_pid IS ?2",
-        params![run_id, owner, std::process::id()],
+        "UPDATE runs SET owner_pid = ?3, owner_start_time = ?4 WHERE id = ?1 AND status = 'running' AND owner_pid IS ?2",
+        params![run_id, owner, std::process::id(), own_start_time()],
     )?;
     Ok(changed == 1)
 }
 
 pub(super) fn detach(conn: &Connection, run_id: &str) -> QueryResult<()> {
-    conn.execute("UPDATE runs SET owner_pid = NULL WHERE id = ?1", [run_id])?;
+    conn.execute(
+        "UPDATE runs SET owner_pid = NULL, owner_start_time = NULL WHERE id = ?1",
+        [run_id],
+    )?;
     Ok(())
 }
 
@@ -170,7 +199,10 @@ pub(super) fn detached_kept(conn: &Connection) -> QueryResult<Vec<RunRecord>> {
     let runs: Vec<RunRecord> = rows.collect::<Result<_, _>>()?;
     let owned = |run: &RunRecord| {
         owner_alive(
-            run.owner_pid,
+            Owner {
+                pid: run.owner_pid,
+                start_time: run.owner_start_time,
+            },
             run.process_identity.as_ref().map(|i| i.boot_id.as_str()),
             process::process_alive,
         )
@@ -240,7 +272,7 @@ pub(super) fn running_or_newer(conn: &Connection, after_key: i64) -> QueryResult
 /// What [`from_row`] reads, from `runs r`, `sessions s` and `workspaces w`.
 const COLUMNS: &str = "r.id, s.session_id, r.agent, r.command, r.pid, r.pgid, r.status, r.started_at,
         r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid, r.stop_requested, w.root,
-        r.keeper_dir, r.pgid_start_time, r.boot_id";
+        r.keeper_dir, r.pgid_start_time, r.boot_id, r.owner_start_time";
 
 fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let command: String = row.get(3)?;
@@ -257,6 +289,7 @@ fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         status,
         detached: status == Status::Running && owner.is_none(),
         owner_pid: owner,
+        owner_start_time: row.get(19)?,
         started_at: timestamp(row.get(7)?),
         ended_at: row.get::<_, Option<i64>>(8)?.map(timestamp),
         exit_code: row.get(9)?,

@@ -1,9 +1,11 @@
 //! The vocabulary lane: the words every other lane speaks, importing only each other (and the
 //! protocol crate's statuses). [`error`]: every error and its one list of codes; [`id`]: session
 //! ids, checked before they touch a path; [`launch`]: what running an agent would do, as trust
-//! sees it; [`process`]: who a process is (start time, boot) and whether it still is; [`visible`]:
-//! untrusted text shown with its hidden characters as escapes.
+//! sees it; [`process`]: who a process is (start time, boot) and whether it still is;
+//! [`containment`]: a run's processes held together (its cgroup, its mark), to be ended together;
+//! [`visible`]: untrusted text shown with its hidden characters as escapes.
 
+pub mod containment;
 pub mod error;
 pub mod id;
 pub mod launch;

@@ -285,3 +285,152 @@ fn the_agent_and_what_is_left_of_its_group_end_when_its_keeper_is_killed() {
     let recorded = b.supervisor.store().run(&run.run_id).unwrap();
     assert_eq!(recorded.status, Status::Interrupted);
 }
+
+/// A kept run whose agent starts every kind of child that could outlive it (one in its group
+/// that ignores SIGTERM, one that left with `setsid`, a double-forked daemon in a session of its
+/// own): its keeper is killed with SIGKILL, while the studio follows it or after it was left
+/// running (then `zstudio stop` is asked, as a user would). Every process of the run must end.
+fn every_process_ends_when_the_keeper_is_killed(detached: bool) {
+    let b = bench_with(true);
+    let run = b
+        .supervisor
+        .start(request(
+            &b,
+            &[
+                "--nodes",
+                "long:30000",
+                "--ignore-stop",
+                "--spawn-grandchild",
+                "--spawn-setsid-grandchild",
+                "--spawn-daemon",
+            ],
+        ))
+        .unwrap();
+    let keeper = run.pid.unwrap();
+    let mut printed = vec![
+        printed_pid(&b.events, &run.run_id, "│ grandchild pid "),
+        printed_pid(&b.events, &run.run_id, "│ setsid grandchild pid "),
+        printed_pid(&b.events, &run.run_id, "│ daemon pid "),
+    ];
+    // The daemon's shell has ended: everything the run started is below its keeper now.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut processes = studio_core::process::descendants(keeper);
+    while !printed.iter().all(|pid| processes.contains(pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+        processes = studio_core::process::descendants(keeper);
+    }
+    printed.retain(|pid| !processes.contains(pid));
+    assert!(printed.is_empty(), "not below the keeper: {printed:?} ({processes:?})");
+    assert!(processes.len() >= 4, "the agent and its three children: {processes:?}");
+    if detached {
+        assert_eq!(b.supervisor.detach(), vec![run.run_id.clone()]);
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(keeper as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    if detached {
+        // `zstudio stop` of a run whose keeper is gone: it ends what is left of the run.
+        let stopped = studio_core::runner::stop_elsewhere_and_wait(
+            b.supervisor.store(),
+            &run.run_id,
+            &run.session_path,
+            false,
+            Duration::from_secs(1),
+            |_| {},
+        );
+        assert!(matches!(&stopped, Ok(_) | Err(Error::RunGone { .. })), "{stopped:?}");
+    } else {
+        wait_finished(&b.events, &run.run_id);
+    }
+    let survivors: Vec<u32> = processes.into_iter().filter(|pid| !gone(*pid)).collect();
+    assert!(
+        survivors.is_empty(),
+        "{} of the run's processes survived its keeper's SIGKILL ({}): {survivors:?}",
+        survivors.len(),
+        if detached { "detached, then stopped" } else { "followed" }
+    );
+    let recorded = b.supervisor.store().run(&run.run_id).unwrap();
+    // A stop that found the killed keeper not yet reaped was asked in time: cancelled.
+    let expected: &[Status] = if detached {
+        &[Status::Interrupted, Status::Cancelled]
+    } else {
+        &[Status::Interrupted]
+    };
+    assert!(expected.contains(&recorded.status), "{recorded:?}");
+}
+
+#[test]
+fn every_process_of_a_followed_run_ends_when_its_keeper_is_killed() {
+    every_process_ends_when_the_keeper_is_killed(false);
+}
+
+#[test]
+fn every_process_of_a_detached_run_ends_when_its_keeper_is_killed_and_it_is_stopped() {
+    every_process_ends_when_the_keeper_is_killed(true);
+}
+
+#[test]
+fn a_run_whose_owner_id_was_taken_by_a_stranger_is_not_kept_running() {
+    let b = bench();
+    let run = b.supervisor.start(request(&b, &["--nodes", "a:10"])).unwrap();
+    wait_finished(&b.events, &run.run_id);
+    // The run's studio died with the run still `running`, and a stranger got its process id.
+    let stranger = stranger();
+    let conn = rusqlite::Connection::open(&b.db).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE runs SET status = 'running', ended_at = NULL, owner_pid = ?2 WHERE id = ?1",
+            rusqlite::params![run.run_id, stranger.pid],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    let recovered = studio_core::runner::reconcile(b.supervisor.store(), std::time::SystemTime::now()).unwrap();
+    let status = b.supervisor.store().run(&run.run_id).unwrap().status;
+    assert!(stranger.survived());
+    assert_eq!(
+        status,
+        Status::Interrupted,
+        "a stranger holding the owner's id kept a dead run running: {recovered:?}"
+    );
+}
+
+/// A run whose `.zibby-stop` is a link planted by the workspace, stopped gracefully by the studio
+/// that follows it (`elsewhere`: by another studio process, as `zstudio stop` does): the stop is
+/// not refused, and past its grace the run is signalled.
+fn a_graceful_stop_escalates_past_a_stop_file_that_is_a_link(elsewhere: bool) {
+    let b = bench();
+    let mut asked = request(&b, &["--nodes", "a:30000", "--ignore-stop"]);
+    asked.grace = Duration::from_millis(500);
+    let run = b.supervisor.start(asked).unwrap();
+    let elsewhere_target = b.dir.path().join("elsewhere");
+    std::os::unix::fs::symlink(&elsewhere_target, run.session_path.join(".zibby-stop")).unwrap();
+    let started = Instant::now();
+    if elsewhere {
+        let ended = studio_core::runner::stop_elsewhere_and_wait(
+            b.supervisor.store(),
+            &run.run_id,
+            &run.session_path,
+            false,
+            Duration::from_millis(500),
+            |_| {},
+        )
+        .expect("a graceful stop past a linked stop file");
+        assert_ne!(ended.status, Status::Running);
+    } else {
+        b.supervisor
+            .stop(&run.run_id, false)
+            .expect("a graceful stop past a linked stop file");
+    }
+    wait_finished(&b.events, &run.run_id);
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    assert_eq!(b.supervisor.store().run(&run.run_id).unwrap().status, Status::Cancelled);
+    assert!(!elsewhere_target.exists(), "written through the link");
+}
+
+#[test]
+fn a_graceful_stop_escalates_when_a_stop_file_is_a_link() {
+    a_graceful_stop_escalates_past_a_stop_file_that_is_a_link(false);
+    a_graceful_stop_escalates_past_a_stop_file_that_is_a_link(true);
+}

@@ -2,6 +2,7 @@
 
 mod captures;
 mod compare;
+mod detached_runs;
 mod harness;
 mod hostile_processes;
 mod hostile_workspace;

@@ -5,11 +5,12 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
+use super::live_run::end_leftovers;
 use super::run_files::messages_file;
 use crate::protocol::{EventKind, Stream, StreamReader};
-use crate::runs::keeper::KeptExit;
+use crate::runs::keeper::{KeptExit, KeptTimes};
 use crate::runs::stop::Stopping;
 use crate::sessions::cost::OutputUsageReader;
 use crate::sessions::session::Workspace;
@@ -51,6 +52,11 @@ pub fn reconcile(store: &Store, now: SystemTime) -> Result<Vec<Recovered>, Error
     let dead = store.recover_dead_studios(now)?;
     for run in &dead {
         let _ = std::fs::remove_file(messages_file(&run.run_id));
+        // A run settled as ended takes along what it left (a killed keeper's orphans).
+        if run.status != Status::Running {
+            let keeper_dir = store.run(&run.run_id).ok().and_then(|r| r.keeper_dir);
+            end_leftovers(&run.run_id, keeper_dir.as_deref());
+        }
     }
     recovered.extend(dead);
     Ok(recovered)
@@ -64,34 +70,41 @@ fn finish_from_keeper_files(
     now: SystemTime,
 ) -> Result<Status, Error> {
     let _ = std::fs::remove_file(messages_file(&run.id));
-    let files = [
-        (Stream::Stdout, dir.join(crate::runs::keeper::STDOUT_FILE)),
-        (Stream::Stderr, dir.join(crate::runs::keeper::STDERR_FILE)),
-    ];
     let end = RunEnd {
         exit,
         signalled_by_studio: run.stop_requested == Some(Stopping::Forced),
     };
-    // When the agent ended (its keeper wrote `exit` then), not when it was settled.
-    let ended_at = std::fs::metadata(dir.join(crate::runs::keeper::EXIT_FILE))
-        .and_then(|m| m.modified())
-        .unwrap_or(now);
-    let timeline = record_captured_output(store, &run.id, &files, Some(end), ended_at)?;
+    let times = crate::runs::keeper::read_times(dir);
+    // When the agent ended, as its keeper saw it (else when it wrote `exit`), not when the run
+    // was settled.
+    let ended_at = match (times.start, times.exit_ms) {
+        (Some(start), Some(ms)) => start + Duration::from_millis(ms),
+        _ => std::fs::metadata(dir.join(crate::runs::keeper::EXIT_FILE))
+            .and_then(|m| m.modified())
+            .unwrap_or(now),
+    };
+    let feed = |push: &mut dyn FnMut(Stream, &[u8], u64)| feed_kept_files(dir, &times, push);
+    let timeline = record_output(store, &run.id, feed, Some(end), ended_at, times.start)?;
     let stopped_by = timeline.stopped_by.map(StoppedBy::as_str);
+    let started_at = std::time::UNIX_EPOCH + Duration::from_millis(run.started_at.0);
+    let elapsed_ms = ended_at.duration_since(started_at).map_or(0, |d| d.as_millis() as u64);
+    let (event, level, message) = end_log(timeline.status, timeline.error.as_deref(), stopped_by, elapsed_ms);
     let workspace = Workspace::from_canonical_root(run.workspace.clone());
     let session = SessionId::parse(&run.session_id)?;
     store.log(
         &workspace,
         &session,
         Some(&run.id),
-        Level::Info,
-        "run.finished",
-        &format!(
-            "{} while no studio followed it (it had been left running)",
-            timeline.status
-        ),
-        serde_json::json!({ "status": timeline.status, "exit_code": timeline.exit_code, "stopped_by": stopped_by }),
-        now,
+        level,
+        event,
+        &format!("{message} (while no studio followed it)"),
+        serde_json::json!({
+            "status": timeline.status,
+            "exit_code": timeline.exit_code,
+            "elapsed_ms": elapsed_ms,
+            "stopped_by": stopped_by,
+        }),
+        ended_at,
     )?;
     let _ = std::fs::remove_dir_all(dir);
     Ok(timeline.status)
@@ -109,6 +122,85 @@ pub fn record_captured_output(
     files: &[(Stream, PathBuf)],
     end: Option<RunEnd>,
     ended_at: SystemTime,
+) -> Result<RunTimeline, Error> {
+    let feed = |push: &mut dyn FnMut(Stream, &[u8], u64)| -> Result<u64, Error> {
+        for (stream, path) in files {
+            // A captured log is the user's file: never read through a link, regular files only.
+            let mut file = match crate::sessions::untrusted::open_regular(path) {
+                Ok((file, _)) => file,
+                Err(e) if crate::sessions::untrusted::is_not_found(&e) => continue,
+                Err(e) => return Err(e),
+            };
+            read_to(&mut file, path, u64::MAX, &mut |bytes| push(*stream, bytes, 0))?;
+        }
+        Ok(0)
+    };
+    record_output(store, run_id, feed, end, ended_at, None)
+}
+
+/// Reads up to `limit` bytes of `file` (to its end at most), handing them on piece by piece.
+fn read_to(file: &mut std::fs::File, path: &Path, limit: u64, push: &mut dyn FnMut(&[u8])) -> Result<u64, Error> {
+    let mut buffer = vec![0u8; 256 * 1024];
+    let mut done = 0u64;
+    while done < limit {
+        let want = usize::try_from((limit - done).min(buffer.len() as u64)).unwrap_or(buffer.len());
+        let n = file.read(&mut buffer[..want]).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        done += n as u64;
+        push(&buffer[..n]);
+    }
+    Ok(done)
+}
+
+/// A kept run's output files, each piece with the time its keeper saw it ([`KeptTimes`]: the
+/// two streams in the order they came); what the times file does not cover comes last, at the
+/// last time known. Returns that time.
+fn feed_kept_files(dir: &Path, times: &KeptTimes, push: &mut dyn FnMut(Stream, &[u8], u64)) -> Result<u64, Error> {
+    let mut files = Vec::new();
+    for (stream, name) in [
+        (Stream::Stdout, crate::runs::keeper::STDOUT_FILE),
+        (Stream::Stderr, crate::runs::keeper::STDERR_FILE),
+    ] {
+        let path = dir.join(name);
+        match crate::sessions::untrusted::open_regular(&path) {
+            Ok((file, _)) => files.push((stream, name, path, Some(file), 0u64)),
+            Err(e) if crate::sessions::untrusted::is_not_found(&e) => files.push((stream, name, path, None, 0)),
+            Err(e) => return Err(e),
+        }
+    }
+    let mut last_ms = 0;
+    for (name, end, ms) in &times.chunks {
+        let Some((stream, _, path, Some(file), done)) = files.iter_mut().find(|f| f.1 == name) else {
+            continue;
+        };
+        last_ms = *ms;
+        if *end > *done {
+            let stream = *stream;
+            *done += read_to(file, path, *end - *done, &mut |bytes| push(stream, bytes, *ms))?;
+        }
+    }
+    let last_ms = times.exit_ms.unwrap_or(last_ms).max(last_ms);
+    for (stream, _, path, file, _) in &mut files {
+        if let Some(file) = file {
+            let stream = *stream;
+            read_to(file, path, u64::MAX, &mut |bytes| push(stream, bytes, last_ms))?;
+        }
+    }
+    Ok(last_ms)
+}
+
+/// What [`record_captured_output`] does, over the output `feed` hands on (each piece with its
+/// time in ms; it returns the last); `base`: when those times count from, if known (the nodes'
+/// spans are then given their own times rather than `ended_at`).
+fn record_output(
+    store: &Store,
+    run_id: &str,
+    feed: impl FnOnce(&mut dyn FnMut(Stream, &[u8], u64)) -> Result<u64, Error>,
+    end: Option<RunEnd>,
+    ended_at: SystemTime,
+    base: Option<SystemTime>,
 ) -> Result<RunTimeline, Error> {
     let (stored_out, stored_err) = store.output_line_counts(run_id)?;
     let mut fold = TimelineFold::new();
@@ -141,30 +233,16 @@ pub fn record_captured_output(
                 writer.batch_committed();
             }
         };
-        for (stream, path) in files {
-            // A captured log is the user's file: never read through a link, regular files only.
-            let mut file = match crate::sessions::untrusted::open_regular(path) {
-                Ok((file, _)) => file,
-                Err(e) if crate::sessions::untrusted::is_not_found(&e) => continue,
-                Err(e) => return Err(e),
-            };
-            let mut buffer = vec![0u8; 256 * 1024];
-            loop {
-                let n = file.read(&mut buffer).map_err(|e| Error::io(path, e))?;
-                if n == 0 {
-                    break;
-                }
-                reader.push(*stream, &buffer[..n], 0, &mut |e| on_event(e, &mut fold));
-            }
-        }
-        reader.finish(0, &mut |e| on_event(e, &mut fold));
+        let last_ms =
+            feed(&mut |stream, bytes, at_ms| reader.push(stream, bytes, at_ms, &mut |e| on_event(e, &mut fold)))?;
+        reader.finish(last_ms, &mut |e| on_event(e, &mut fold));
         writer.flush()?;
     }
     store.record_output_usage(run_id, &usage.finish())?;
     // No exit status, and the output does not say it ended: nothing follows it any more, so it
     // is not running, and how it ended is unknown.
     let timeline = fold.captured_timeline(end);
-    record_unfollowed_nodes(store, run_id, &fold, &timeline, ended_at)?;
+    record_unfollowed_nodes(store, run_id, &fold, &timeline, ended_at, base)?;
     let stopped_by = timeline.stopped_by.map(StoppedBy::as_str);
     store.run_finish(
         run_id,
@@ -192,15 +270,21 @@ pub(super) fn kept_indices(fold: &TimelineFold) -> Vec<usize> {
 /// The node executions of a run no studio followed to its end, as spans (its log's `node.begin`
 /// / `node.end` lines and the listing read them): the spans recorded while a studio followed it
 /// are the timeline's first nodes, in order; those still open are ended with their status, and
-/// the nodes after are added. The keeper's files hold no times: a node the studio did not see
-/// begin or end is given `at`, the agent's end.
+/// the nodes after are added. A node the studio did not see begin or end is given its own time
+/// when the output's times count from a known `base` (a keeper's `times` file), else `at`, the
+/// agent's end.
 fn record_unfollowed_nodes(
     store: &Store,
     run_id: &str,
     fold: &TimelineFold,
     timeline: &RunTimeline,
     at: SystemTime,
+    base: Option<SystemTime>,
 ) -> Result<(), Error> {
+    let when = |ms: Option<u64>| match (base, ms) {
+        (Some(base), Some(ms)) => (base + std::time::Duration::from_millis(ms)).min(at),
+        _ => at,
+    };
     let spans = store.spans(run_id)?;
     let run_span = spans.iter().find(|s| s.kind == SpanKind::Run).map(|s| s.id);
     let mut node_spans: Vec<(i64, bool)> = spans
@@ -213,8 +297,9 @@ fn record_unfollowed_nodes(
     store.batch(|| -> Result<(), Error> {
         for (at_position, node) in timeline.nodes.iter().enumerate() {
             let ended = node.ended_at_ms.is_some() || node.status != Status::Running;
+            let (began_at, ended_at) = (when(Some(node.started_at_ms)), when(node.ended_at_ms));
             match node_spans.get(at_position) {
-                Some(&(span, false)) if ended => store.span_end(span, node.status, at)?,
+                Some(&(span, false)) if ended => store.span_end(span, node.status, ended_at)?,
                 Some(_) => {}
                 None => {
                     let parent = fold
@@ -223,9 +308,9 @@ fn record_unfollowed_nodes(
                         .and_then(|&p| node_spans.get(p))
                         .map(|&(span, _)| span)
                         .or(run_span);
-                    let span = store.span_start(run_id, parent, &node.name, "node", node.depth, at)?;
+                    let span = store.span_start(run_id, parent, &node.name, "node", node.depth, began_at)?;
                     if ended {
-                        store.span_end(span, node.status, at)?;
+                        store.span_end(span, node.status, ended_at)?;
                     }
                     node_spans.push((span, ended));
                 }
@@ -233,4 +318,32 @@ fn record_unfollowed_nodes(
         }
         Ok(())
     })?
+}
+
+/// A run's last log line (its event, level and message): cancelled, failed, interrupted or
+/// finished, with how long it ran; for a followed run and a run settled from its keeper's files.
+pub(super) fn end_log(
+    run_status: Status,
+    error: Option<&str>,
+    stopped_by: Option<&str>,
+    elapsed_ms: u64,
+) -> (&'static str, Level, String) {
+    match run_status {
+        Status::Cancelled => (
+            "run.cancelled",
+            Level::Warn,
+            format!("cancelled ({}) after {elapsed_ms} ms", stopped_by.unwrap_or("graceful")),
+        ),
+        Status::Error => ("run.failed", Level::Error, error.unwrap_or_default().to_owned()),
+        Status::Interrupted => (
+            "run.interrupted",
+            Level::Warn,
+            "the run ended by a signal the studio did not send".into(),
+        ),
+        _ => (
+            "run.finished",
+            Level::Info,
+            format!("{run_status} after {elapsed_ms} ms"),
+        ),
+    }
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use nix::sys::signal::Signal;
 
 use super::captured::reconcile;
-use super::live_run::{unix_signal, LiveRun};
+use super::live_run::{end_leftovers, unix_signal, LiveRun};
 use super::request::DEFAULT_GRACE;
 use super::run_files::remove_stop_files;
 use crate::runs::stop::{StopProgress, StopSignal, StopState, Stopping};
@@ -36,6 +36,17 @@ fn live_leader(store: &Store, run: &RunRecord) -> Result<ProcessIdentity, Error>
     }
 }
 
+/// A run that is not running any more may have left processes behind (its keeper was killed:
+/// its `setsid` and orphaned children live on): they are ended, and a stop that did so answers
+/// `Forced` rather than "not running".
+fn end_what_is_left(run: &RunRecord, not_running: Error) -> Result<Stopping, Error> {
+    if end_leftovers(&run.id, run.keeper_dir.as_deref()) > 0 {
+        Ok(Stopping::Forced)
+    } else {
+        Err(not_running)
+    }
+}
+
 /// The run as the store knows it, led by `leader`, with `seen` below it.
 fn elsewhere(
     session_path: &Path,
@@ -45,6 +56,7 @@ fn elsewhere(
     grace: Duration,
 ) -> LiveRun {
     LiveRun::new(
+        &run.id,
         session_path.to_owned(),
         Some(leader),
         seen,
@@ -60,11 +72,15 @@ fn elsewhere(
 pub fn stop_elsewhere(store: &Store, run_id: &str, session_path: &Path, force: bool) -> Result<Stopping, Error> {
     let run = store.run(run_id)?;
     if run.status != Status::Running {
-        return Err(Error::RunNotLive { id: run_id.to_owned() });
+        return end_what_is_left(&run, Error::RunNotLive { id: run_id.to_owned() });
     }
-    let live = elsewhere(session_path, &run, live_leader(store, &run)?, Vec::new(), DEFAULT_GRACE);
-    let written = live.write_stop_files();
-    if let (Err(error), false) = (written, force) {
+    let leader = match live_leader(store, &run) {
+        Ok(leader) => leader,
+        Err(gone) => return end_what_is_left(&run, gone),
+    };
+    let live = elsewhere(session_path, &run, leader, Vec::new(), DEFAULT_GRACE);
+    // Refused when neither stop file can be written; one is enough (the signals follow the grace).
+    if let (Err(error), false) = (live.write_stop_files(), force) {
         return Err(error);
     }
     let how = if force { Stopping::Forced } else { Stopping::Graceful };
@@ -111,6 +127,9 @@ pub fn stop_elsewhere_and_wait(
                 store.run_request_stop(run_id, Stopping::Forced)?;
             }
             live.signal(unix_signal(signal));
+            if matches!(signal, StopSignal::Sigkill(_)) {
+                live.end_leftovers();
+            }
             progress(StopProgress::Sent(signal));
         }
         seen = std::mem::take(&mut *live.seen.lock().expect("seen lock"));

@@ -7,13 +7,13 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::SystemTime;
 
-use super::captured::{exit_of, kept_indices};
+use super::captured::{end_log, exit_of, kept_indices};
 use super::events::RunEvent;
 use super::followed::FollowedRun;
 use super::run_files::remove_stop_files;
 use crate::runs::stop::Stopping;
 use crate::status::Status;
-use crate::store::{Level, RunOutcome};
+use crate::store::RunOutcome;
 use crate::timeline::{Exit, RunEnd, RunTimeline, StoppedBy, TimelineFold};
 
 impl FollowedRun {
@@ -124,24 +124,7 @@ impl FollowedRun {
 
     /// The run's last log line: cancelled, failed, interrupted or finished.
     fn log_end(&self, run_status: Status, timeline: &RunTimeline, stopped_by: Option<&str>, elapsed_ms: u64) {
-        let (event, level, message) = match run_status {
-            Status::Cancelled => (
-                "run.cancelled",
-                Level::Warn,
-                format!("cancelled ({}) after {elapsed_ms} ms", stopped_by.unwrap_or("graceful")),
-            ),
-            Status::Error => ("run.failed", Level::Error, timeline.error.clone().unwrap_or_default()),
-            Status::Interrupted => (
-                "run.interrupted",
-                Level::Warn,
-                "the run ended by a signal the studio did not send".into(),
-            ),
-            _ => (
-                "run.finished",
-                Level::Info,
-                format!("{run_status} after {elapsed_ms} ms"),
-            ),
-        };
+        let (event, level, message) = end_log(run_status, timeline.error.as_deref(), stopped_by, elapsed_ms);
         self.log(
             level,
             event,

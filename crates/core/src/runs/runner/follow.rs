@@ -126,6 +126,23 @@ fn spawn_waiter(child: Child, sender: SyncSender<Message>) -> Result<(), Error> 
     Ok(())
 }
 
+/// A run left running: what its threads still send is let go (its pipes are read to their end,
+/// so its keeper's live copy never blocks), and its process reaped when it ends.
+fn reap_when_it_ends(receiver: mpsc::Receiver<Message>) {
+    let spawned = std::thread::Builder::new()
+        .name("run-left-running".into())
+        .spawn(move || {
+            for message in receiver {
+                if let Message::Exited(mut child) = message {
+                    let _ = child.wait();
+                }
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::error!(%error, "cannot start the thread that reaps a run left running");
+    }
+}
+
 /// One thing a run's output changes in the store, in the order the lines came.
 enum Step {
     /// A `┌ title` line before the first marker was not a node after all.
@@ -347,6 +364,12 @@ impl FollowedRun {
             if self.live.detached.load(Ordering::SeqCst) {
                 // Left running: what was read is recorded; the rest is the keeper's to keep.
                 let _ = recorder.writer.flush();
+                // The keeper is still this process's child: reaped when it ends, never left a
+                // zombie that holds its identity (a stop would take it for the live run).
+                if let Some((mut child, _)) = exit {
+                    let _ = child.wait();
+                }
+                reap_when_it_ends(receiver);
                 return;
             }
             self.enforce_stop(exit.is_some());

@@ -14,6 +14,7 @@ use crate::vocabulary::error::Error;
 use crate::vocabulary::process::ProcessIdentity;
 
 pub(super) struct LiveRun {
+    run_id: String,
     pub(super) session_path: PathBuf,
     /// The leader of the run's process group (the agent, or its keeper) as it was started: no
     /// signal goes anywhere once the process holding its id is not this one.
@@ -32,6 +33,7 @@ pub(super) struct LiveRun {
 impl LiveRun {
     /// A run not stopping (yet), whose leader is `leader`, with `seen` below it.
     pub(super) fn new(
+        run_id: &str,
         session_path: PathBuf,
         leader: Option<ProcessIdentity>,
         seen: Vec<ProcessIdentity>,
@@ -39,6 +41,7 @@ impl LiveRun {
         keeper_dir: Option<PathBuf>,
     ) -> LiveRun {
         LiveRun {
+            run_id: run_id.to_owned(),
             session_path,
             leader,
             seen: Mutex::new(seen),
@@ -50,25 +53,36 @@ impl LiveRun {
     }
 
     /// Writes both stop files where they are missing, never through a symbolic link (in their
-    /// place or on the way to the session folder): the first refusal or failure is the answer.
+    /// place or on the way to the session folder). The answer is an error (the first refusal or
+    /// failure) only when neither is there: one refused beside one written is traced and the
+    /// stop goes on (an engine that reads only the refused one is signalled past the grace).
     pub(super) fn write_stop_files(&self) -> Result<(), Error> {
-        let mut outcome = Ok(());
+        let mut first_error = None;
+        let mut written = false;
         for name in STOP_FILES {
-            if let Err(error) =
-                crate::sessions::private::create_new_in(&self.session_path, name, b"stop requested by Zibby Studio\n")
+            match crate::sessions::private::create_new_in(&self.session_path, name, b"stop requested by Zibby Studio\n")
             {
-                if outcome.is_ok() {
-                    outcome = Err(error);
+                Ok(_) => written = true,
+                Err(error) => {
+                    first_error.get_or_insert(error);
                 }
             }
         }
-        outcome
+        match first_error {
+            Some(error) if !written => Err(error),
+            Some(error) => {
+                tracing::debug!(%error, "a stop file cannot be written; the other is there");
+                Ok(())
+            }
+            None => Ok(()),
+        }
     }
 
     /// [`LiveRun::write_stop_files`] again while a stop is pending: a failure is logged.
     pub(super) fn rewrite_stop_files(&self) {
         if let Err(error) = self.write_stop_files() {
-            tracing::warn!(%error, "cannot write a stop file");
+            // The stop was refused when neither could be written; its signals follow the grace.
+            tracing::debug!(%error, "cannot write a stop file");
         }
     }
 
@@ -79,6 +93,13 @@ impl LiveRun {
         self.leader
             .as_ref()
             .is_some_and(|leader| crate::vocabulary::process::signal_run(leader, signal, &mut seen))
+    }
+
+    /// Ends whatever is left of the run wherever it went (its cgroup, the processes that carry
+    /// its mark: see [`crate::vocabulary::containment`]), its leader gone or not; how many
+    /// processes that was.
+    pub(super) fn end_leftovers(&self) -> usize {
+        end_leftovers(&self.run_id, self.keeper_dir.as_deref())
     }
 
     /// Notes the processes now below the run's leader, for the signals to come (they may leave
@@ -98,6 +119,13 @@ impl LiveRun {
             }
         }
     }
+}
+
+/// Ends what is left of run `run_id` (its cgroup, recorded in its keeper's folder `keeper_dir`,
+/// and the processes that carry its mark); how many processes that was.
+pub(super) fn end_leftovers(run_id: &str, keeper_dir: Option<&std::path::Path>) -> usize {
+    let cgroup = keeper_dir.and_then(|dir| crate::runs::keeper::recorded_cgroup(dir, run_id));
+    crate::vocabulary::containment::end_run(run_id, cgroup.as_ref())
 }
 
 /// The signal a stop's escalation sends.

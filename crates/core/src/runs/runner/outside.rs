@@ -41,7 +41,8 @@ pub fn stop_outside(workspace: &Workspace, id: &SessionId, now: SystemTime) -> R
             status: summary.status.to_string(),
         });
     }
-    LiveRun::new(path.clone(), None, Vec::new(), DEFAULT_GRACE, None).write_stop_files()?;
+    // No run id of the studio's, no leader: only its stop files, never a signal.
+    LiveRun::new("", path.clone(), None, Vec::new(), DEFAULT_GRACE, None).write_stop_files()?;
     Ok(OutsideStop {
         session_id: id.as_str().to_owned(),
         stop_files: STOP_FILES.iter().map(|name| path.join(name)).collect(),

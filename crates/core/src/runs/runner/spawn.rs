@@ -21,6 +21,7 @@ use crate::sessions::agents::{expand, Placeholders};
 use crate::sessions::session::Workspace;
 use crate::status::Status;
 use crate::store::{Level, NewRun, RunOutcome, Store};
+use crate::vocabulary::containment::RUN_MARKER;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 use crate::vocabulary::launch::InheritEnv;
@@ -173,11 +174,13 @@ impl PreparedRun {
             .env("ZIBBY_NO_DEPRECATION_WARNINGS", "1")
             .env("DOTENV_CONFIG_QUIET", "true")
             .env("ZIBBY_STUDIO_PROMPT", request.prompt.as_deref().unwrap_or(""))
-            .env("ZIBBY_STUDIO_MESSAGES", &self.messages_file)
-            .env("ZIBBY_STUDIO_RUN_ID", &self.run_id);
+            .env("ZIBBY_STUDIO_MESSAGES", &self.messages_file);
         for (key, value) in &request.env {
             command.env(key, value);
         }
+        // Last, so that nothing replaces it: the mark every process of the run inherits
+        // (`crate::vocabulary::containment`).
+        command.env(RUN_MARKER, &self.run_id);
     }
 
     /// A run whose command could not start: recorded as ended at once with status `error` and
@@ -263,6 +266,7 @@ impl PreparedRun {
             tracing::error!(run_id = %self.run_id, %error, "cannot record a run's start; following it anyway");
         }
         let live = Arc::new(LiveRun::new(
+            &self.run_id,
             self.session_path.clone(),
             leader,
             Vec::new(),

@@ -1,7 +1,8 @@
 //! A stop of a run this studio follows. Asked for, it writes both stop files at once (the current
 //! node finishes first); the run's thread keeps them present until the process exits and, past
 //! the grace period (or at once on a forced stop), sends the whole process group SIGTERM, then
-//! SIGKILL 5 s later, as `crate::runs::stop::StopState` decides. A stop another process asked for
+//! SIGKILL 5 s later, as `crate::runs::stop::StopState` decides (also when one stop file cannot
+//! be written: a link in its place delays nothing past the grace). A stop another process asked for
 //! is heard from the store and announced; a keeper that died is made up for.
 
 use std::time::{Duration, Instant};
@@ -30,8 +31,8 @@ pub(super) fn ask_to_stop(shared: &Shared, run_id: &str, force: bool) -> Result<
     let mut stop = live.stop.lock().expect("stop lock");
     let mut next = stop.clone();
     let (how, signal) = next.request(force, Instant::now());
-    // A graceful stop is the stop files: one that cannot be written is no stop (a forced
-    // one goes on to signals).
+    // A graceful stop is the stop files: when neither can be written it is no stop (a forced one
+    // goes on to signals). One of them is enough: past the grace period come the signals.
     if let (Err(error), Stopping::Graceful) = (written, how) {
         return Err(error);
     }
@@ -69,6 +70,9 @@ impl FollowedRun {
         };
         drop(stop);
         self.live.signal(unix_signal(signal));
+        if matches!(signal, StopSignal::Sigkill(_)) {
+            self.live.end_leftovers();
+        }
         // Ending what a run that exited left behind is not worth a line of its own.
         if let Some((message, fields)) = signalled_log(signal, self.live.grace) {
             self.log(Level::Warn, "run.signalled", message, fields);
@@ -100,18 +104,22 @@ impl FollowedRun {
 
     /// A keeper that ended without recording its agent's exit was killed: its agent dies with it
     /// (see [`crate::runs::keeper`]), and what else is left of the run (its group, still pinned by
-    /// the unreaped keeper, and what was seen below it) is ended too rather than left out of reach.
+    /// the unreaped keeper, what was seen below it, its cgroup and the processes that carry its
+    /// mark, `setsid` or orphaned) is ended too rather than left out of reach.
     pub(super) fn after_keeper_died(&self) {
         let Some(dir) = &self.live.keeper_dir else { return };
         if crate::runs::keeper::read_exit(dir).is_some() {
             return;
         }
-        if self.live.signal(Signal::SIGKILL) {
+        // Its group, and what left it: the run's cgroup and the processes that carry its mark.
+        let signalled = self.live.signal(Signal::SIGKILL);
+        let ended = self.live.end_leftovers();
+        if signalled || ended > 0 {
             self.log(
                 Level::Warn,
                 "run.signalled",
                 "the run keeper ended without recording the agent's exit: SIGKILL sent to what is left of the run",
-                serde_json::json!({ "signal": "SIGKILL" }),
+                serde_json::json!({ "signal": "SIGKILL", "leftovers": ended }),
             );
         }
     }
