@@ -19,7 +19,7 @@ use studio_core::app::SessionListing;
 use studio_core::compare::text::Limits;
 use studio_core::compare::{Options as CompareOptions, RunDiff};
 use studio_core::files::{FileChunk, FileEntry};
-use studio_core::runner::StartedRun;
+use studio_core::runner::{OutsideStop, StartedRun};
 use studio_core::stop::Stopping;
 use studio_core::store::{LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, Span};
 use studio_core::{Session, SessionId, Workspace};
@@ -266,6 +266,14 @@ ipc_commands! {
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn run_stop(studio: State<'_, Studio>, run_id: String, force: bool) -> Result<Stopping, CommandError> {
         Ok(studio.stop(&run_id, force)?)
+    }
+
+    /// Asks the run of a session the studio did not start (its folder reads `running`, no live run
+    /// of the studio's) to stop before its next node: its stop files only, never a signal, so
+    /// there is no forced stop of it.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn session_stop_outside(studio: State<'_, Studio>, session_id: String) -> Result<OutsideStop, CommandError> {
+        Ok(studio.stop_outside(&SessionId::parse(&session_id)?)?)
     }
 
     /// The runs of the workspace (or of one session), newest first.

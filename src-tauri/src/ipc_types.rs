@@ -194,7 +194,7 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
     use studio_core::files::{FileChunk, FileEntry};
     use studio_core::launch::{InheritEnv, LaunchFile, ShownLaunch};
     use studio_core::protocol::Stream;
-    use studio_core::runner::{RunEvent, StartedRun};
+    use studio_core::runner::{OutsideStop, RunEvent, StartedRun};
     use studio_core::session::{
         FileRef, Imported, Layout, NodeArtifacts, NodeSummary, Problem, SessionInfo, SessionNode, Timestamp,
     };
@@ -227,6 +227,7 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         .add::<ShownLaunch>(cfg)
         .add::<Launch>(cfg)
         .add::<StartedRun>(cfg)
+        .add::<OutsideStop>(cfg)
         .add::<StoppedBy>(cfg)
         .add::<RunRecord>(cfg)
         .add::<RunEvent>(cfg)

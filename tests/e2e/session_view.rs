@@ -328,3 +328,123 @@ async fn ten_thousand_sessions_open_and_scroll() {
     })
     .await;
 }
+
+/// The test agent run as from a terminal in the workspace: a child of the test, not of the studio.
+/// Killed if the test ends before it.
+struct OutsideRun(std::process::Child);
+
+impl Drop for OutsideRun {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The node folders a session holds, by name.
+fn node_folders(session: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(session)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Issue 29 point 3: a run the studio did not start (the test agent started from outside it) reads
+/// `running`; its view offers Stop, graceful only, its limit said in its tooltip before pressing
+/// and under the header after; the run ends after its current node (the next ones never start).
+#[tokio::test]
+async fn stop_in_the_session_view_asks_a_run_the_studio_did_not_start_to_stop() {
+    let workspace = Workspace::empty();
+    let root = workspace.path().to_path_buf();
+    App::run(&workspace, |client| async move {
+        let mut terminal = OutsideRun(
+            std::process::Command::new(crate::harness::test_agent())
+                .args(["run", "--nodes", "first:2500,second:2500,third:2500,fourth:2500"])
+                .current_dir(&root)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("start the test agent from outside the studio"),
+        );
+        let sessions = root.join(".zibby/output/sessions");
+        let session_id = eventually("the outside run has a session folder", || async {
+            fs::read_dir(&sessions)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .find(|entry| entry.path().join(".session-info.json").is_file())
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .ok_or_else(|| "no session folder yet".to_owned())
+        })
+        .await;
+        let folder = sessions.join(&session_id);
+        // Its row has no title (the engine was given no prompt): opened by its id.
+        click(&client, &format!("tr[data-session-id='{session_id}'] .session-id")).await;
+        wait_for(&client, &format!("#session-view[data-session-id='{session_id}']")).await;
+        session_status_becomes(&client, "running").await;
+
+        let stop = wait_for(&client, "#session-stop[data-phase='outside']").await;
+        assert_eq!(stop.is_enabled().await.ok(), Some(true), "Stop is offered");
+        assert_eq!(
+            tooltip_of(&client, &stop).await.unwrap(),
+            "Stop before its next node. The studio did not start this run, so it cannot force it (S)",
+            "its tooltip says what it cannot do before it is pressed"
+        );
+        assert!(
+            client.find(Locator::Css("#session-force-stop")).await.is_err(),
+            "no Force stop for a run the studio did not start"
+        );
+        let begun = node_folders(&folder);
+        click(&client, "#session-stop").await;
+        let said = wait_for(&client, "#session-outside-stop").await.text().await.unwrap();
+        assert_eq!(
+            said,
+            "Asked to stop before its next node. The studio did not start this run, so it cannot force it."
+        );
+        assert!(
+            folder.join(".zibby-stop").is_file() && folder.join(".zibby-studio-stop").is_file(),
+            "the stop files are written"
+        );
+        assert!(
+            client.find(Locator::Css("#session-force-stop")).await.is_err(),
+            "still no Force stop"
+        );
+        screenshot(&client, "session-outside-stop.png").await;
+
+        let started = Instant::now();
+        let ran = tokio::task::spawn_blocking(move || {
+            let mut out = String::new();
+            std::io::Read::read_to_string(terminal.0.stdout.as_mut().unwrap(), &mut out).unwrap();
+            let status = terminal.0.wait().unwrap();
+            (status, out)
+        })
+        .await
+        .unwrap();
+        assert!(ran.1.contains("stopped"), "the engine saw the stop files: {}", ran.1);
+        assert!(
+            started.elapsed() < Duration::from_millis(2500 + 1500),
+            "it ended after its current node, not after its last: {:?}",
+            started.elapsed()
+        );
+        let ended = node_folders(&folder);
+        assert!(
+            ended.len() <= begun.len() + 1 && !ended.iter().any(|name| name == "fourth"),
+            "no node began after the one running when Stop was pressed: {begun:?} then {ended:?}"
+        );
+        eventually("Stop has nothing more to stop once the run ended", || async {
+            let phase = attribute(&client, "#session-stop", "data-phase").await?;
+            (phase == "idle").then_some(()).ok_or(phase)
+        })
+        .await;
+        assert_eq!(
+            wait_for(&client, "#session-outside-stop").await.text().await.unwrap(),
+            said,
+            "what was asked stays said"
+        );
+    })
+    .await;
+}

@@ -46,6 +46,7 @@ import type {
   WatchNotice,
   WorkspaceInfo,
   StoppedBy,
+  OutsideStop,
 } from "./types";
 
 export interface Backend {
@@ -58,6 +59,9 @@ export interface Backend {
   runStart(request: RunStartRequest): Promise<StartedRun>;
   /** Resolves with how it stops: `graceful` (the current node finishes first), or `forced` (also a second stop). */
   runStop(runId: string, force: boolean): Promise<StoppedBy>;
+  /** Asks the run of a session the studio did not start to stop before its next node (its stop
+   * files only: never forced); refused unless the session reads `running`. */
+  sessionStopOutside(sessionId: string): Promise<OutsideStop>;
   runsList(sessionId?: string): Promise<RunRecord[]>;
   /** Deletes a session's records and moves its folder to the trash; refused while its run is live. */
   sessionDelete(sessionId: string): Promise<void>;
@@ -176,6 +180,7 @@ export const tauriBackend: Backend = {
   runStart: (request) =>
     call("run_start", { agent: request.agent, prompt: request.prompt, session_id: request.session_id ?? null }),
   runStop: (runId, force) => call("run_stop", { run_id: runId, force }),
+  sessionStopOutside: (sessionId) => call("session_stop_outside", { session_id: sessionId }),
   runsList: (sessionId) => call("runs_list", { session_id: sessionId ?? null }),
   sessionDelete: (sessionId) => call("session_delete", { session_id: sessionId }),
   workspacesRecent: () => call("workspaces_recent", {}),

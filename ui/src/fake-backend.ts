@@ -274,6 +274,15 @@ export function fakeBackend(
       backend.calls.push(`runStop(${runId}, ${force})`);
       return force ? "forced" : "graceful";
     },
+    async sessionStopOutside(sessionId) {
+      backend.calls.push(`sessionStopOutside(${sessionId})`);
+      const row = backend.sessions.find((session) => session.id === sessionId);
+      if (!row) throw refusal("session_not_found", `no session ${sessionId}`);
+      if (row.status !== "running" || row.live_run !== null) {
+        throw refusal("run_not_live", `session ${sessionId} is ${row.status}`);
+      }
+      return { session_id: sessionId, stop_files: [`${row.path}/.zibby-studio-stop`, `${row.path}/.zibby-stop`] };
+    },
     async runsList(sessionId) {
       return backend.runs.filter((run) => sessionId === undefined || run.session_id === sessionId);
     },

@@ -56,9 +56,17 @@ export const ENDED_SHOWN_MS = 3_000;
 /**
  * Where the run controls are: `idle` (nothing live: Stop disabled), `live` (Stop), `stopping`
  * (a graceful stop asked: Stop disabled, Force stop), `forcing` (both disabled), `ended` (the run
- * ended while shown: Stop says so, disabled, for ENDED_SHOWN_MS).
+ * ended while shown: Stop says so, disabled, for ENDED_SHOWN_MS), `outside` (the session reads
+ * `running` but the studio did not start its run: a graceful Stop only), `outside-asked` (that
+ * stop asked: Stop disabled, never Force stop).
  */
-export type StopPhase = "idle" | "live" | "stopping" | "forcing" | "ended";
+export type StopPhase = "idle" | "live" | "stopping" | "forcing" | "ended" | "outside" | "outside-asked";
+
+/** What Stop can do for a run the studio did not start (its tooltip before, its answer after). */
+export const OUTSIDE_STOP_TITLE =
+  "Stop before its next node. The studio did not start this run, so it cannot force it (S)";
+export const OUTSIDE_STOP_ASKED =
+  "Asked to stop before its next node. The studio did not start this run, so it cannot force it.";
 
 export interface ActionError {
   title: string;
@@ -90,6 +98,8 @@ export class SessionModel {
    * the run ended; it stays rather than vanish from under the pointer). */
   forceShown = $state(false);
   actionError: ActionError | null = $state.raw(null);
+  /** A graceful stop was asked of the session's outside run (see `outside`). */
+  outsideStopAsked = $state(false);
   openForm: "rerun" | "continue" | null = $state(null);
   busy = $state(false);
   /** The clock, ms since the epoch: set on every read, and ticking only while a run is live. */
@@ -125,8 +135,13 @@ export class SessionModel {
     return this.context.agents();
   }
   readonly agentsKnown = $derived(this.row?.agent ? true : this.agents.length > 0);
+  /** The session reads `running` but no run of the studio's is live: someone else started it
+   * (a terminal, CI), and only its stop files can reach it. */
+  readonly outside = $derived(this.liveRunId === null && this.status === "running");
   readonly stopPhase: StopPhase = $derived.by(() => {
-    if (this.liveRunId === null) return this.ended ? "ended" : "idle";
+    if (this.liveRunId === null && this.ended) return "ended";
+    if (this.liveRunId === null && this.outside) return this.outsideStopAsked ? "outside-asked" : "outside";
+    if (this.liveRunId === null) return "idle";
     if (this.stopState?.runId !== this.liveRunId) return "live";
     return this.stopState.forced ? "forcing" : "stopping";
   });
@@ -239,7 +254,10 @@ export class SessionModel {
   /** Stop (the button, the S key): graceful, or forced. */
   stop(force: boolean): void {
     const runId = this.liveRunId;
-    if (runId === null) return;
+    if (runId === null) {
+      if (!force) this.stopOutside();
+      return;
+    }
     this.stopState = { runId, forced: force || (this.stopState?.runId === runId && this.stopState.forced) };
     this.forceShown = true;
     this.actionError = null;
@@ -250,9 +268,23 @@ export class SessionModel {
     });
   }
 
-  /** The S key: graceful the first time, forced the second. */
+  /** Stop of a run the studio did not start: its stop files, graceful only. */
+  private stopOutside(): void {
+    if (!this.outside || this.outsideStopAsked) return;
+    this.outsideStopAsked = true;
+    this.actionError = null;
+    this.backend.sessionStopOutside(this.sessionId).catch((error: unknown) => {
+      this.outsideStopAsked = false;
+      this.actionError = { title: "The run could not be stopped", error: toCommandError(error) };
+    });
+  }
+
+  /** The S key: graceful the first time, forced the second (never forced for an outside run). */
   stopByKey(): void {
-    if (this.liveRunId === null) return;
+    if (this.liveRunId === null) {
+      this.stop(false);
+      return;
+    }
     this.stop(this.stopState?.runId === this.liveRunId);
   }
 
@@ -403,6 +435,7 @@ export class SessionModel {
     this.endedTimer = null;
     if (liveRunId !== null) {
       this.ended = null;
+      this.outsideStopAsked = false;
       if (previous === null) this.forceShown = false;
       this.now = this.context.now();
       return;

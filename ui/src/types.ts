@@ -46,6 +46,7 @@ export type {
   Span,
   SpanKind,
   StartedRun,
+  OutsideStop,
   Status,
   StoppedBy,
   Tokens,

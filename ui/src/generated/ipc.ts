@@ -318,6 +318,15 @@ shown: ShownLaunch, };
 export type StartedRun = { run_id: string, session_id: string, session_path: string, pid: number | null, };
 
 /**
+ * A graceful stop asked of a run the studio did not start.
+ */
+export type OutsideStop = { session_id: string, 
+/**
+ * The stop files written in its session folder (both names every engine era knows).
+ */
+stop_files: Array<string>, };
+
+/**
  * How a cancelled run was stopped (the store keeps the same words: `graceful`, `forced`).
  */
 export type StoppedBy = "graceful" | "forced";
@@ -691,6 +700,7 @@ export type Commands = {
   run_start: { args: { agent: string; prompt: string; session_id: string | null }; result: StartedRun };
   run_replay: { args: { session_id: string; node: string; agent: string }; result: StartedRun };
   run_stop: { args: { run_id: string; force: boolean }; result: StoppedBy };
+  session_stop_outside: { args: { session_id: string }; result: OutsideStop };
   runs_list: { args: { session_id: string | null }; result: Array<RunRecord> };
   run_spans: { args: { run_id: string }; result: Array<Span> };
   run_output: { args: { run_id: string; from_seq: number; limit: number; node: string | null; stream: string | null }; result: OutputPage };

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import type { FakeBackend } from "../../fake-backend";
 import { STOPPING_LABEL } from "../../sessions";
-import { SESSION_TABS } from "../../sessionmodel.svelte";
+import { OUTSIDE_STOP_ASKED, OUTSIDE_STOP_TITLE, SESSION_TABS } from "../../sessionmodel.svelte";
 import { DELETE_LIVE_TITLE } from "../../sessions";
 import { row, runRecord } from "../../testdata";
 import SessionView from "./SessionView.svelte";
@@ -208,6 +208,51 @@ describe("Stop in the session view", () => {
     await userEvent.click($("#session-stop")!);
     await vi.waitFor(() => expect($(".error .error-message")?.textContent).toBe("no signal"));
     expect($<HTMLButtonElement>("#session-stop")?.disabled).toBe(false);
+  });
+
+  it("stops a run the studio did not start gracefully only, and says it cannot force it", async () => {
+    backend.sessions = backend.sessions.map((session) =>
+      session.id === "folder-only" ? { ...session, status: "running" } : session,
+    );
+    const { model, context } = await open("folder-only");
+    const stop = $<HTMLButtonElement>("#session-stop")!;
+    expect(stop.disabled).toBe(false);
+    // Its limit is said before pressing.
+    expect(tooltipOf(stop)).toBe(OUTSIDE_STOP_TITLE);
+    expect($("#session-outside-stop")).toBeNull();
+    await userEvent.click(stop);
+    expect(backend.calls).toContain("sessionStopOutside(folder-only)");
+    expect(context.stopRun).not.toHaveBeenCalled();
+    expect($("#session-outside-stop")?.textContent).toBe(OUTSIDE_STOP_ASKED);
+    expect($("#session-stop")?.textContent).toBe("Stopping…");
+    expect($<HTMLButtonElement>("#session-stop")?.disabled).toBe(true);
+    // Never a Force stop, by button or by a second S.
+    expect($("#session-force-stop")).toBeNull();
+    model.stopByKey();
+    flushSync();
+    expect($("#session-force-stop")).toBeNull();
+    expect(backend.calls.filter((call) => call.startsWith("sessionStopOutside"))).toHaveLength(1);
+    // Once it ended, Stop has nothing to stop; what was asked stays said.
+    model.update({ ...model.row!, status: "cancelled" }, null);
+    flushSync();
+    expect($<HTMLButtonElement>("#session-stop")?.disabled).toBe(true);
+    expect(tooltipOf($("#session-stop"))).toBe("Nothing is running");
+    expect($("#session-outside-stop")?.textContent).toBe(OUTSIDE_STOP_ASKED);
+  });
+
+  it("offers no Stop for a session that reads ended", async () => {
+    await open("folder-only");
+    expect($<HTMLButtonElement>("#session-stop")?.disabled).toBe(true);
+    expect(tooltipOf($("#session-stop"))).toBe("Nothing is running");
+  });
+
+  it("says why a stop of a run the studio did not start was refused, and offers Stop again", async () => {
+    // The window still reads it running; its folder already says it ended.
+    await open("s1", { row: { status: "running" } });
+    await userEvent.click($("#session-stop")!);
+    await vi.waitFor(() => expect($(".error .error-message")?.textContent).toBe("session s1 is success"));
+    expect($<HTMLButtonElement>("#session-stop")?.disabled).toBe(false);
+    expect($("#session-outside-stop")).toBeNull();
   });
 
   /** The run ends between the press and the release of a run control: the click does nothing,

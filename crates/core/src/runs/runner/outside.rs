@@ -18,6 +18,7 @@ use crate::vocabulary::id::SessionId;
 
 /// A graceful stop asked of a run the studio did not start.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct OutsideStop {
     pub session_id: String,
     /// The stop files written in its session folder (both names every engine era knows).
