@@ -198,3 +198,130 @@ async fn import_from_the_file_menu_opens_the_imported_session() {
     })
     .await;
 }
+
+/// The system's trust question's title (the shell's, src-tauri/src/consent.rs).
+const TRUST_TITLE: &str = "Trust this agent";
+
+/// How many runs and trusted launches the app's store holds for `workspace`.
+fn runs_and_trust(db: &std::path::Path, root: &std::path::Path) -> (usize, bool) {
+    let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db.to_owned()))
+        .expect("open the app's store");
+    let opened = studio_core::Workspace::open(root).expect("open the workspace");
+    let found = studio_core::agents::find(root, "test-agent", false).expect("the agent");
+    (
+        store.runs(&opened, None).expect("the runs").len(),
+        store
+            .launch_trusted(&opened, &found.launch.digest)
+            .expect("read the trust"),
+    )
+}
+
+fn untrusted_test_agent() -> Workspace {
+    let agent = harness::test_agent().display().to_string();
+    Workspace::with_untrusted_agent("test-agent", &[&agent, "--nodes", "plan:10", "--prompt", "{prompt}"])
+}
+
+/// Issue 26, point 4: a compromised page cannot trust a launch. The page calls `agents_trust`
+/// itself (as a script in it could, with no click in the window's dialog): the shell shows the
+/// system's dialog, and while nobody answers, or when it is closed, nothing is trusted and
+/// nothing runs. (Before, `agents_trust` took a digest from the page and recorded it at once.)
+#[tokio::test]
+async fn a_trust_the_page_asks_for_records_nothing_without_the_users_answer() {
+    let _display = DISPLAY.lock().await;
+    let workspace = untrusted_test_agent();
+    let (db, root) = (workspace.db(), workspace.path().to_owned());
+    let check = move || runs_and_trust(&db, &root);
+    assert_eq!(check(), (0, false));
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, "#run-prompt").await;
+        client
+            .execute(
+                "window.trustAnswer = 'pending'; \
+                 window.__TAURI_INTERNALS__.invoke('agents_trust', \
+                   { agent: 'test-agent', prompt: 'rm -rf', session_id: null, node: null }) \
+                 .then((value) => { window.trustAnswer = value; }, (error) => { window.trustAnswer = error; });",
+                Vec::new(),
+            )
+            .await
+            .expect("call agents_trust from the page");
+        assert!(
+            within(Duration::from_secs(15), || x11::has_window(TRUST_TITLE)).await,
+            "the shell asks the user in the system's dialog"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(
+            check(),
+            (0, false),
+            "nothing is trusted while the user has not answered"
+        );
+        display_screenshot("trust-native-unanswered.png");
+        x11::ask_to_close(TRUST_TITLE).expect("close the system's dialog");
+        eventually("the page hears the answer: not trusted", || async {
+            let answer = client
+                .execute("return window.trustAnswer;", Vec::new())
+                .await
+                .map_err(|e| e.to_string())?;
+            (answer == serde_json::json!(false))
+                .then_some(())
+                .ok_or_else(|| format!("the page holds {answer}"))
+        })
+        .await;
+        assert_eq!(check(), (0, false), "closed unanswered: nothing trusted, nothing ran");
+    })
+    .await;
+}
+
+/// Trust and run in the window, then the user's yes in the system's dialog: the launch is
+/// trusted and the run starts; the next run asks nothing.
+#[tokio::test]
+async fn answering_yes_in_the_system_dialog_trusts_and_the_run_starts() {
+    let _display = DISPLAY.lock().await;
+    let workspace = untrusted_test_agent();
+    let (db, root) = (workspace.db(), workspace.path().to_owned());
+    let check = move || runs_and_trust(&db, &root);
+    App::run(&workspace, move |client| async move {
+        harness::start_run(&client, "first").await;
+        wait_for(&client, "#trust-dialog").await;
+        harness::click(&client, "#trust-run").await;
+        assert!(
+            within(Duration::from_secs(15), || x11::has_window(TRUST_TITLE)).await,
+            "the shell asks the user in the system's dialog"
+        );
+        assert_eq!(check(), (0, false), "nothing before the user's yes");
+        let mut astray = Vec::new();
+        for _ in 0..3 {
+            if let Err(why) = x11::focus(Some(TRUST_TITLE)) {
+                astray.push(why);
+                continue;
+            }
+            if !within(Duration::from_secs(5), || x11::has_focus(TRUST_TITLE)).await {
+                astray.push("the dialog did not take the keyboard focus".to_owned());
+                continue;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            display_screenshot("trust-native.png");
+            // The button "_Trust and run": its mnemonic.
+            x11::press("Alt_L+t").expect("press Alt+T");
+            if within(Duration::from_secs(5), || !x11::has_window(TRUST_TITLE)).await {
+                break;
+            }
+            astray.push("the dialog is still up after Alt+T".to_owned());
+        }
+        assert!(!x11::has_window(TRUST_TITLE), "the dialog was answered: {astray:?}");
+        wait_for(&client, ".live-run[data-status='success']").await;
+        assert_eq!(check(), (1, true), "trusted, and the run ran");
+
+        harness::click(&client, ".live-run .dismiss").await;
+        harness::start_run(&client, "second").await;
+        eventually("the second run ran without asking", || async {
+            if client.find(fantoccini::Locator::Css("#trust-dialog")).await.is_ok() || x11::has_window(TRUST_TITLE) {
+                return Err("asked again".to_owned());
+            }
+            (check().0 == 2)
+                .then_some(())
+                .ok_or_else(|| "one run so far".to_owned())
+        })
+        .await;
+    })
+    .await;
+}
