@@ -125,6 +125,9 @@ export class SessionModel {
     return this.context.agents();
   }
   readonly agentsKnown = $derived(this.row?.agent ? true : this.agents.length > 0);
+  /** The session is not one of the workspace's: the listing has no row for it and its folder is
+   * not found (an id from a link or a command line). Nothing can be continued or re-run there. */
+  readonly missing = $derived(this.row === null && this.detailError?.code === "session_not_found");
   readonly stopPhase: StopPhase = $derived.by(() => {
     if (this.liveRunId === null) return this.ended ? "ended" : "idle";
     if (this.stopState?.runId !== this.liveRunId) return "live";
