@@ -325,3 +325,99 @@ async fn answering_yes_in_the_system_dialog_trusts_and_the_run_starts() {
     })
     .await;
 }
+
+/// Issue 26, point 8: a link switched the window to any folder without asking and added it to
+/// Open Recent. A link to a folder the studio has not opened is asked about in the system's
+/// dialog: closed unanswered, nothing changes; "Open" opens it.
+#[tokio::test]
+async fn a_link_to_a_folder_not_opened_before_asks_first() {
+    let _display = DISPLAY.lock().await;
+    let first = Workspace::with_sessions(&[FANOUT]);
+    let stranger = Workspace::with_sessions(&[PIPELINE]);
+    let (db, data_home) = (first.db(), first.data_home().to_path_buf());
+    let first_root = first.path().canonicalize().unwrap().display().to_string();
+    let stranger_root = stranger.path().canonicalize().unwrap();
+    let mut link = url::Url::parse("zibby-studio://open").unwrap();
+    link.query_pairs_mut()
+        .append_pair("workspace", stranger_root.to_str().unwrap());
+    let link = link.to_string();
+    let recent = {
+        let db = db.clone();
+        move || {
+            studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db.clone()))
+                .unwrap()
+                .recent_workspaces(10)
+                .unwrap()
+        }
+    };
+    App::run(&first, move |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        let open_link = || {
+            std::process::Command::new(harness::app_binary())
+                .arg(&link)
+                .env("ZIBBY_STUDIO_DB", &db)
+                .env("XDG_DATA_HOME", &data_home)
+                .env("XDG_CONFIG_HOME", data_home.join("config"))
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .expect("open the link")
+        };
+        assert!(open_link().success(), "the link's launch hands over and exits");
+        assert!(
+            within(Duration::from_secs(15), || x11::has_window("Open this folder")).await,
+            "the shell asks before opening the link's folder"
+        );
+        display_screenshot("link-unknown-folder.png");
+        x11::ask_to_close("Open this folder").expect("close the dialog");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let shown = texts(&client, ".workspace-path").await;
+        assert_eq!(shown, [first_root], "the window stays where it was");
+        assert!(
+            !recent().contains(&stranger_root),
+            "nor is the folder added to Open Recent"
+        );
+
+        assert!(open_link().success());
+        assert!(within(Duration::from_secs(15), || x11::has_window("Open this folder")).await);
+        let mut astray = Vec::new();
+        for _ in 0..3 {
+            if x11::focus(Some("Open this folder")).is_err()
+                || !within(Duration::from_secs(5), || x11::has_focus("Open this folder")).await
+            {
+                astray.push("no focus");
+                continue;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            x11::press("Alt_L+o").expect("press Alt+O");
+            if within(Duration::from_secs(5), || !x11::has_window("Open this folder")).await {
+                break;
+            }
+            astray.push("still up after Alt+O");
+        }
+        assert!(!x11::has_window("Open this folder"), "answered: {astray:?}");
+        eventually("the window shows the link's folder", || async {
+            let shown = texts(&client, ".workspace-path").await;
+            (shown == [stranger_root.display().to_string()])
+                .then_some(())
+                .ok_or(format!("{shown:?}"))
+        })
+        .await;
+        assert!(recent().contains(&stranger_root));
+    })
+    .await;
+}
+
+/// The texts of the elements `css` finds.
+async fn texts(client: &fantoccini::Client, css: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    for element in client
+        .find_all(fantoccini::Locator::Css(css))
+        .await
+        .expect("query the page")
+    {
+        texts.push(element.text().await.expect("read a text"));
+    }
+    texts
+}
