@@ -318,6 +318,13 @@ fn init_tracing() {
             .build(&dir)
             .inspect_err(|error| eprintln!("zibby-studio: no log file in {}: {error}", dir.display()))
             .ok()
+            // The appender made today's file with the umask's mode: the user's alone too. (A
+            // file a later day's rotation makes is in the private folder.)
+            .inspect(|_| {
+                if let Err(error) = desktop::make_log_dir_private(&dir) {
+                    eprintln!("zibby-studio: the log files in {} stay as made: {error}", dir.display());
+                }
+            })
     });
     let file = file.map(|appender| tracing_subscriber::fmt::layer().with_writer(appender).with_ansi(false));
     tracing_subscriber::registry()

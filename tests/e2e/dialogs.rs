@@ -222,9 +222,10 @@ fn untrusted_test_agent() -> Workspace {
 }
 
 /// Issue 26, point 4: a compromised page cannot trust a launch. The page calls `agents_trust`
-/// itself (as a script in it could, with no click in the window's dialog): the shell shows the
-/// system's dialog, and while nobody answers, or when it is closed, nothing is trusted and
-/// nothing runs. (Before, `agents_trust` took a digest from the page and recorded it at once.)
+/// itself (as a script in it could, with no click in the window's dialog), with the digest the
+/// refused run gave it: the shell shows the system's dialog, and while nobody answers, or when it
+/// is closed, nothing is trusted and nothing runs. (Before, `agents_trust` recorded the page's
+/// digest at once: this test then fails on "nothing is trusted while the user has not answered".)
 #[tokio::test]
 async fn a_trust_the_page_asks_for_records_nothing_without_the_users_answer() {
     let _display = DISPLAY.lock().await;
@@ -237,8 +238,10 @@ async fn a_trust_the_page_asks_for_records_nothing_without_the_users_answer() {
         client
             .execute(
                 "window.trustAnswer = 'pending'; \
-                 window.__TAURI_INTERNALS__.invoke('agents_trust', \
-                   { agent: 'test-agent', prompt: 'rm -rf', session_id: null, node: null }) \
+                 const invoke = window.__TAURI_INTERNALS__.invoke; \
+                 invoke('run_start', { agent: 'test-agent', prompt: 'rm -rf', session_id: null }) \
+                 .catch((refusal) => invoke('agents_trust', { digest: refusal.details.digest, \
+                   agent: 'test-agent', prompt: 'rm -rf', session_id: null, node: null })) \
                  .then((value) => { window.trustAnswer = value; }, (error) => { window.trustAnswer = error; });",
                 Vec::new(),
             )
