@@ -105,10 +105,11 @@ ipc_commands! {
             .collect())
     }
 
-    /// Opens another workspace (the window hears `workspace-changed`).
+    /// Opens another workspace (the window hears `workspace-changed`): one of the recent ones at
+    /// once, any other folder once the user said yes in the system's dialog (`None`: they said no).
     #[tauri::command(async)]
-    pub fn workspace_open(app: AppHandle, path: String) -> Result<WorkspaceInfo, CommandError> {
-        crate::switch_workspace(&app, &PathBuf::from(path))
+    pub fn workspace_open(app: AppHandle, path: String) -> Result<Option<WorkspaceInfo>, CommandError> {
+        crate::desktop::switch_workspace_asking(&app, &PathBuf::from(path))
     }
 
     /// Asks for a folder with the system's folder picker and opens it; `None` when cancelled.
@@ -213,26 +214,50 @@ ipc_commands! {
     }
 
     /// Adds an agent to `.zibby/studio.toml`, or replaces the one named `previous_name`; returns the
-    /// agents as saved.
+    /// agents as saved. What the page writes is not trusted: its first run asks, as any file's.
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn agent_save(
         studio: State<'_, Studio>,
         agent: Agent,
         previous_name: Option<String>,
     ) -> Result<Vec<Agent>, CommandError> {
-        let saved = studio
-            .store()?
-            .agent_save(&studio.workspace()?, agent, previous_name.as_deref(), SystemTime::now())?;
-        Ok(saved)
+        Ok(agents::save_one(studio.workspace()?.root(), agent, previous_name.as_deref())?)
     }
 
-    /// Trusts the launch of an agent (its exact command, folder and environment) that the window showed
-    /// when a run was refused as `agents_untrusted`, by its digest.
-    #[tauri::command(async)]
-    pub fn agents_trust(studio: State<'_, Studio>, digest: String) -> Result<(), CommandError> {
-        Ok(studio
-            .store()?
-            .trust_launch(&studio.workspace()?, &digest, SystemTime::now())?)
+    /// Asks the user, in the system's dialog, to trust the launch of the run the window wants to
+    /// start (after it was refused as `agents_untrusted`): the shell works the launch out itself
+    /// from the agents file (`node`: the replay of that node), shows it, and records trust only on
+    /// the user's yes. Returns whether the launch is trusted now.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn agents_trust(
+        app: AppHandle,
+        studio: State<'_, Studio>,
+        agent: String,
+        prompt: Option<String>,
+        session_id: Option<String>,
+        node: Option<String>,
+    ) -> Result<bool, CommandError> {
+        let wanted = crate::consent::WantedRun {
+            agent,
+            prompt,
+            session: session_id.as_deref().map(SessionId::parse).transpose()?,
+            node,
+        };
+        let trusted = crate::consent::trust_after_asking(
+            studio.store()?,
+            &studio.workspace()?,
+            wanted,
+            SystemTime::now(),
+            |shown| {
+                crate::desktop::ask_natively(
+                    &app,
+                    crate::consent::TRUST_TITLE,
+                    &crate::consent::trust_question(shown),
+                    "_Trust and run",
+                )
+            },
+        )?;
+        Ok(trusted)
     }
 
     /// Runs an agent of `.zibby/studio.toml` on a prompt, in a new session or in `session_id`

@@ -70,6 +70,51 @@ pub fn switch_workspace<R: Runtime>(app: &AppHandle<R>, path: &Path) -> Result<W
     Ok(info)
 }
 
+/// Asks the user a yes-or-no question in the system's own dialog (GTK's), which the web page can
+/// neither draw nor answer: `true` only when `ok` was pressed (closing the dialog says no). Blocks
+/// until answered: call it off the main thread.
+pub fn ask_natively<R: Runtime>(app: &AppHandle<R>, title: &str, message: &str, ok: &str) -> bool {
+    use tauri_plugin_dialog::{MessageDialogButtons, MessageDialogKind};
+    app.dialog()
+        .message(message)
+        .title(title)
+        .kind(MessageDialogKind::Warning)
+        .buttons(MessageDialogButtons::OkCancelCustom(
+            ok.to_owned(),
+            "_Cancel".to_owned(),
+        ))
+        .blocking_show()
+}
+
+/// The title of the question before a folder opens as a workspace.
+pub const OPEN_FOLDER_TITLE: &str = "Open this folder as a workspace?";
+
+/// Opens `path` as the workspace, as [`switch_workspace`], when it is one the studio opened
+/// before; any other folder (a link's, a page's request) is asked natively first. `None`: the
+/// user said no, and nothing changed (the recent list neither).
+pub fn switch_workspace_asking<R: Runtime>(
+    app: &AppHandle<R>,
+    path: &Path,
+) -> Result<Option<WorkspaceInfo>, CommandError> {
+    let recent = app.state::<Studio>().recent_workspaces()?;
+    if !crate::consent::is_known_workspace(&recent, path)
+        && !ask_natively(
+            app,
+            OPEN_FOLDER_TITLE,
+            &format!(
+                "{}\n\nThe studio will list its sessions, and its .zibby/studio.toml may declare agents \
+                 (each asks before it first runs).",
+                studio_core::visible::shown(&path.display().to_string())
+            ),
+            "_Open",
+        )
+    {
+        tracing::info!("a folder not opened before was not opened: the user said no");
+        return Ok(None);
+    }
+    switch_workspace(app, path).map(Some)
+}
+
 /// WebKit's switch (WebKitGTK 2.46 and later) to rasterise pages on the CPU.
 pub const CPU_RENDERING_VARIABLE: &str = "WEBKIT_SKIA_ENABLE_CPU_RENDERING";
 
@@ -169,6 +214,21 @@ pub fn log_dir() -> Option<PathBuf> {
         .filter(|path| path.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))?;
     Some(data_home.join("dev.zibby.studio").join("logs"))
+}
+
+/// Makes the log folder private, before any file is written there: the folder `0700` (made so,
+/// or changed to it), the files already there `0600`. A log holds paths, session ids and errors;
+/// new files the appender makes later sit in the private folder.
+pub fn make_log_dir_private(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        if entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o600))?;
+        }
+    }
+    Ok(())
 }
 
 /// Menu item ids.
@@ -314,5 +374,30 @@ impl Zoom {
         };
         self.0.store(tenths, Ordering::SeqCst);
         f64::from(tenths) / 10.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    /// Issue 26, point 8: the log was world-readable (0644 in 0755).
+    #[test]
+    fn the_log_folder_and_its_files_are_private() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join("dev.zibby.studio/logs");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let old = dir.join("zibby-studio.2026-01-01.log");
+        std::fs::write(&old, "zibby-studio://open?workspace=/home/me\n").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+        super::make_log_dir_private(&dir).unwrap();
+        let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&old), 0o600);
+
+        let fresh = home.path().join("fresh/logs");
+        super::make_log_dir_private(&fresh).unwrap();
+        assert_eq!(mode(&fresh), 0o700);
     }
 }

@@ -12,6 +12,7 @@
 //!   checked-in file is stale (`scripts/gen-ipc-types.sh` rewrites it).
 
 mod commands;
+mod consent;
 mod desktop;
 mod error;
 mod events;
@@ -40,7 +41,9 @@ pub use studio_args::desktop::{parse_args, Invocation};
 const FIRST_LISTING_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub fn run() {
-    let (workspace, db, memory, session) = match parse_args(std::env::args_os().skip(1)) {
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    let from_link = studio_args::desktop::link_in(&args).is_some();
+    let (workspace, db, memory, session) = match parse_args(args) {
         Ok(Invocation::Open {
             workspace,
             db,
@@ -73,6 +76,12 @@ pub fn run() {
 
     let store_location = StoreLocation::resolve(db, memory);
     let instance_id = store_location.as_ref().ok().map(single_instance_id);
+    // A link's folder opens once the window can ask about it (a link is written by anyone).
+    let (workspace, link_workspace) = if from_link {
+        (None, workspace)
+    } else {
+        (workspace, None)
+    };
     let (studio, run_events) = Studio::open(workspace.as_deref(), store_location);
     let needs_workspace = studio
         .workspace()
@@ -138,7 +147,17 @@ pub fn run() {
             }
             desktop::install_menu(app.handle())?;
             app.on_menu_event(|app, event| desktop::on_menu(app, event.id().as_ref()));
-            if needs_workspace {
+            if let Some(path) = link_workspace {
+                let handle = app.handle().clone();
+                std::thread::Builder::new()
+                    .name("link-workspace".into())
+                    .spawn(move || match desktop::switch_workspace_asking(&handle, &path) {
+                        Ok(Some(_)) => {}
+                        Ok(None) if needs_workspace => desktop::pick_and_switch(&handle),
+                        Ok(None) => {}
+                        Err(error) => tracing::warn!(code = error.code.as_str(), "{}", error.message),
+                    })?;
+            } else if needs_workspace {
                 desktop::pick_and_switch(app.handle());
             }
             Ok(())
@@ -190,7 +209,7 @@ fn single_instance_id(location: &StoreLocation) -> String {
 /// second process waits for this call to return, and the window's work waits for the main thread:
 /// it is done on a thread of its own, so that neither waits for the other.
 fn on_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) {
-    tracing::info!(?args, "launched again: focusing the window");
+    tracing::info!(args = ?studio_args::desktop::loggable(&args), "launched again: focusing the window");
     let app = app.clone();
     let spawned = std::thread::Builder::new()
         .name("second-launch".into())
@@ -206,14 +225,26 @@ fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) 
         let _ = window.show();
         let _ = window.set_focus();
     }
-    let Ok(Invocation::Open { workspace, session, .. }) = parse_args(args.into_iter().skip(1).map(OsString::from))
-    else {
+    let args: Vec<OsString> = args.into_iter().skip(1).map(OsString::from).collect();
+    let from_link = studio_args::desktop::link_in(&args).is_some();
+    let Ok(Invocation::Open { workspace, session, .. }) = parse_args(args) else {
         return;
     };
     if let Some(workspace) = workspace {
-        if let Err(error) = switch_workspace(app, &PathBuf::from(cwd).join(workspace)) {
-            tracing::warn!(code = error.code.as_str(), "{}", error.message);
-            return;
+        let path = PathBuf::from(cwd).join(workspace);
+        // A link is written by anyone: a folder the studio has not opened is asked about first.
+        let switched = if from_link {
+            desktop::switch_workspace_asking(app, &path).map(|info| info.is_some())
+        } else {
+            switch_workspace(app, &path).map(|_| true)
+        };
+        match switched {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(error) => {
+                tracing::warn!(code = error.code.as_str(), "{}", error.message);
+                return;
+            }
         }
     }
     // `zstudio open`: the window shows the session it asks for.
@@ -274,8 +305,11 @@ fn init_tracing() {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal());
     let file = desktop::log_dir().and_then(|dir| {
-        // Made first: the appender prunes old files by reading the folder.
-        let _ = std::fs::create_dir_all(&dir);
+        // Made first: the appender prunes old files by reading the folder. Private: see there.
+        if let Err(error) = desktop::make_log_dir_private(&dir) {
+            eprintln!("zibby-studio: no log file in {}: {error}", dir.display());
+            return None;
+        }
         tracing_appender::rolling::Builder::new()
             .rotation(tracing_appender::rolling::Rotation::DAILY)
             .filename_prefix("zibby-studio")
@@ -284,6 +318,13 @@ fn init_tracing() {
             .build(&dir)
             .inspect_err(|error| eprintln!("zibby-studio: no log file in {}: {error}", dir.display()))
             .ok()
+            // The appender made today's file with the umask's mode: the user's alone too. (A
+            // file a later day's rotation makes is in the private folder.)
+            .inspect(|_| {
+                if let Err(error) = desktop::make_log_dir_private(&dir) {
+                    eprintln!("zibby-studio: the log files in {} stay as made: {error}", dir.display());
+                }
+            })
     });
     let file = file.map(|appender| tracing_subscriber::fmt::layer().with_writer(appender).with_ansi(false));
     tracing_subscriber::registry()

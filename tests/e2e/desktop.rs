@@ -90,6 +90,18 @@ async fn the_app_writes_its_log_to_a_file() {
         })
         .await;
         assert!(text.contains(&root), "the log names the workspace: {text}");
+        // Private (issue 26, point 8: it was 0644 in 0755).
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&logs), 0o700, "the log folder is the user's alone");
+        for entry in std::fs::read_dir(&logs).unwrap().flatten() {
+            assert_eq!(
+                mode(&entry.path()) & 0o077,
+                0,
+                "{} is the user's alone",
+                entry.path().display()
+            );
+        }
     })
     .await;
 }

@@ -198,3 +198,229 @@ async fn import_from_the_file_menu_opens_the_imported_session() {
     })
     .await;
 }
+
+/// The system's trust question's title (the shell's, src-tauri/src/consent.rs).
+const TRUST_TITLE: &str = "Trust this agent";
+
+/// How many runs and trusted launches the app's store holds for `workspace`.
+fn runs_and_trust(db: &std::path::Path, root: &std::path::Path) -> (usize, bool) {
+    let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db.to_owned()))
+        .expect("open the app's store");
+    let opened = studio_core::Workspace::open(root).expect("open the workspace");
+    let found = studio_core::agents::find(root, "test-agent", false).expect("the agent");
+    (
+        store.runs(&opened, None).expect("the runs").len(),
+        store
+            .launch_trusted(&opened, &found.launch.digest)
+            .expect("read the trust"),
+    )
+}
+
+fn untrusted_test_agent() -> Workspace {
+    let agent = harness::test_agent().display().to_string();
+    Workspace::with_untrusted_agent("test-agent", &[&agent, "--nodes", "plan:10", "--prompt", "{prompt}"])
+}
+
+/// Issue 26, point 4: a compromised page cannot trust a launch. The page calls `agents_trust`
+/// itself (as a script in it could, with no click in the window's dialog), with the digest the
+/// refused run gave it: the shell shows the system's dialog, and while nobody answers, or when it
+/// is closed, nothing is trusted and nothing runs. (Before, `agents_trust` recorded the page's
+/// digest at once: this test then fails on "nothing is trusted while the user has not answered".)
+#[tokio::test]
+async fn a_trust_the_page_asks_for_records_nothing_without_the_users_answer() {
+    let _display = DISPLAY.lock().await;
+    let workspace = untrusted_test_agent();
+    let (db, root) = (workspace.db(), workspace.path().to_owned());
+    let check = move || runs_and_trust(&db, &root);
+    assert_eq!(check(), (0, false));
+    App::run(&workspace, move |client| async move {
+        wait_for(&client, "#run-prompt").await;
+        client
+            .execute(
+                "window.trustAnswer = 'pending'; \
+                 const invoke = window.__TAURI_INTERNALS__.invoke; \
+                 invoke('run_start', { agent: 'test-agent', prompt: 'rm -rf', session_id: null }) \
+                 .catch((refusal) => invoke('agents_trust', { digest: refusal.details.digest, \
+                   agent: 'test-agent', prompt: 'rm -rf', session_id: null, node: null })) \
+                 .then((value) => { window.trustAnswer = value; }, (error) => { window.trustAnswer = error; });",
+                Vec::new(),
+            )
+            .await
+            .expect("call agents_trust from the page");
+        assert!(
+            within(Duration::from_secs(15), || x11::has_window(TRUST_TITLE)).await,
+            "the shell asks the user in the system's dialog"
+        );
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(
+            check(),
+            (0, false),
+            "nothing is trusted while the user has not answered"
+        );
+        display_screenshot("trust-native-unanswered.png");
+        x11::ask_to_close(TRUST_TITLE).expect("close the system's dialog");
+        eventually("the page hears the answer: not trusted", || async {
+            let answer = client
+                .execute("return window.trustAnswer;", Vec::new())
+                .await
+                .map_err(|e| e.to_string())?;
+            (answer == serde_json::json!(false))
+                .then_some(())
+                .ok_or_else(|| format!("the page holds {answer}"))
+        })
+        .await;
+        assert_eq!(check(), (0, false), "closed unanswered: nothing trusted, nothing ran");
+    })
+    .await;
+}
+
+/// Trust and run in the window, then the user's yes in the system's dialog: the launch is
+/// trusted and the run starts; the next run asks nothing.
+#[tokio::test]
+async fn answering_yes_in_the_system_dialog_trusts_and_the_run_starts() {
+    let _display = DISPLAY.lock().await;
+    let workspace = untrusted_test_agent();
+    let (db, root) = (workspace.db(), workspace.path().to_owned());
+    let check = move || runs_and_trust(&db, &root);
+    App::run(&workspace, move |client| async move {
+        harness::start_run(&client, "first").await;
+        wait_for(&client, "#trust-dialog").await;
+        harness::click(&client, "#trust-run").await;
+        assert!(
+            within(Duration::from_secs(15), || x11::has_window(TRUST_TITLE)).await,
+            "the shell asks the user in the system's dialog"
+        );
+        assert_eq!(check(), (0, false), "nothing before the user's yes");
+        let mut astray = Vec::new();
+        for _ in 0..3 {
+            if let Err(why) = x11::focus(Some(TRUST_TITLE)) {
+                astray.push(why);
+                continue;
+            }
+            if !within(Duration::from_secs(5), || x11::has_focus(TRUST_TITLE)).await {
+                astray.push("the dialog did not take the keyboard focus".to_owned());
+                continue;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            display_screenshot("trust-native.png");
+            // The button "_Trust and run": its mnemonic.
+            x11::press("Alt_L+t").expect("press Alt+T");
+            if within(Duration::from_secs(5), || !x11::has_window(TRUST_TITLE)).await {
+                break;
+            }
+            astray.push("the dialog is still up after Alt+T".to_owned());
+        }
+        assert!(!x11::has_window(TRUST_TITLE), "the dialog was answered: {astray:?}");
+        wait_for(&client, ".live-run[data-status='success']").await;
+        assert_eq!(check(), (1, true), "trusted, and the run ran");
+
+        harness::click(&client, ".live-run .dismiss").await;
+        harness::start_run(&client, "second").await;
+        eventually("the second run ran without asking", || async {
+            if client.find(fantoccini::Locator::Css("#trust-dialog")).await.is_ok() || x11::has_window(TRUST_TITLE) {
+                return Err("asked again".to_owned());
+            }
+            (check().0 == 2)
+                .then_some(())
+                .ok_or_else(|| "one run so far".to_owned())
+        })
+        .await;
+    })
+    .await;
+}
+
+/// Issue 26, point 8: a link switched the window to any folder without asking and added it to
+/// Open Recent. A link to a folder the studio has not opened is asked about in the system's
+/// dialog: closed unanswered, nothing changes; "Open" opens it.
+#[tokio::test]
+async fn a_link_to_a_folder_not_opened_before_asks_first() {
+    let _display = DISPLAY.lock().await;
+    let first = Workspace::with_sessions(&[FANOUT]);
+    let stranger = Workspace::with_sessions(&[PIPELINE]);
+    let (db, data_home) = (first.db(), first.data_home().to_path_buf());
+    let first_root = first.path().canonicalize().unwrap().display().to_string();
+    let stranger_root = stranger.path().canonicalize().unwrap();
+    let mut link = url::Url::parse("zibby-studio://open").unwrap();
+    link.query_pairs_mut()
+        .append_pair("workspace", stranger_root.to_str().unwrap());
+    let link = link.to_string();
+    let recent = {
+        let db = db.clone();
+        move || {
+            studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db.clone()))
+                .unwrap()
+                .recent_workspaces(10)
+                .unwrap()
+        }
+    };
+    App::run(&first, move |client| async move {
+        wait_for(&client, "tr[data-session-id]").await;
+        let open_link = || {
+            std::process::Command::new(harness::app_binary())
+                .arg(&link)
+                .env("ZIBBY_STUDIO_DB", &db)
+                .env("XDG_DATA_HOME", &data_home)
+                .env("XDG_CONFIG_HOME", data_home.join("config"))
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .expect("open the link")
+        };
+        assert!(open_link().success(), "the link's launch hands over and exits");
+        assert!(
+            within(Duration::from_secs(15), || x11::has_window("Open this folder")).await,
+            "the shell asks before opening the link's folder"
+        );
+        display_screenshot("link-unknown-folder.png");
+        x11::ask_to_close("Open this folder").expect("close the dialog");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let shown = texts(&client, ".workspace-path").await;
+        assert_eq!(shown, [first_root], "the window stays where it was");
+        assert!(
+            !recent().contains(&stranger_root),
+            "nor is the folder added to Open Recent"
+        );
+
+        assert!(open_link().success());
+        assert!(within(Duration::from_secs(15), || x11::has_window("Open this folder")).await);
+        let mut astray = Vec::new();
+        for _ in 0..3 {
+            if x11::focus(Some("Open this folder")).is_err()
+                || !within(Duration::from_secs(5), || x11::has_focus("Open this folder")).await
+            {
+                astray.push("no focus");
+                continue;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            x11::press("Alt_L+o").expect("press Alt+O");
+            if within(Duration::from_secs(5), || !x11::has_window("Open this folder")).await {
+                break;
+            }
+            astray.push("still up after Alt+O");
+        }
+        assert!(!x11::has_window("Open this folder"), "answered: {astray:?}");
+        eventually("the window shows the link's folder", || async {
+            let shown = texts(&client, ".workspace-path").await;
+            (shown == [stranger_root.display().to_string()])
+                .then_some(())
+                .ok_or(format!("{shown:?}"))
+        })
+        .await;
+        assert!(recent().contains(&stranger_root));
+    })
+    .await;
+}
+
+/// The texts of the elements `css` finds.
+async fn texts(client: &fantoccini::Client, css: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    for element in client
+        .find_all(fantoccini::Locator::Css(css))
+        .await
+        .expect("query the page")
+    {
+        texts.push(element.text().await.expect("read a text"));
+    }
+    texts
+}

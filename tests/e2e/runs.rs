@@ -393,21 +393,23 @@ async fn an_agents_file_not_trusted_yet_asks_once_showing_what_would_run() {
         };
         assert_eq!(runs(db.clone()), 0, "nothing runs before the answer");
         screenshot(&client, "trust.png").await;
+        // Trust and run asks the shell, which asks the user in the system's own dialog: the page
+        // cannot trust by itself (issue 26, point 4). Closed unanswered, it trusts nothing.
         click(&client, "#trust-run").await;
-        wait_for(&client, ".live-run[data-status='success']").await;
-
-        // Trusted: the next run asks nothing.
-        click(&client, ".live-run .dismiss").await;
-        start_run(&client, "second").await;
-        eventually("the second run ran without asking", || async {
-            if client.find(Locator::Css("#trust-dialog")).await.is_ok() {
-                return Err("the dialog asked again".to_owned());
-            }
-            (runs(db.clone()) == 2)
+        eventually("the system's trust dialog comes up", || async {
+            crate::x11::has_window("Trust this agent")
                 .then_some(())
-                .ok_or_else(|| "one run so far".to_owned())
+                .ok_or_else(|| "not yet".to_owned())
         })
         .await;
+        assert_eq!(runs(db.clone()), 0, "nothing runs while the system's dialog asks");
+        crate::x11::ask_to_close("Trust this agent").expect("close the system's dialog");
+        wait_for(&client, "[data-error-code='agents_untrusted']").await;
+        assert_eq!(runs(db.clone()), 0, "nothing ran without the user's yes");
+        // Still untrusted: the next run asks again (answering yes: tests/e2e/dialogs.rs).
+        start_run(&client, "second").await;
+        wait_for(&client, "#trust-dialog").await;
+        click(&client, "#trust-cancel").await;
     })
     .await;
 }

@@ -88,6 +88,7 @@ async fn the_app_started_on_a_session_opens_it() {
 
 /// A `zibby-studio://open?workspace=…&session=…` link opened while the app runs (the desktop
 /// starts `zibby-studio <link>`) reaches the running window: it opens that workspace and session.
+/// (A workspace opened before: another folder is asked about first, tests/e2e/dialogs.rs.)
 #[tokio::test]
 async fn a_link_opens_its_workspace_and_session_in_the_running_window() {
     assert!(
@@ -98,6 +99,16 @@ async fn a_link_opens_its_workspace_and_session_in_the_running_window() {
     let second = Workspace::with_sessions(&[PIPELINE]);
     let (db, data_home) = (first.db(), first.data_home().to_path_buf());
     let second_root = second.path().canonicalize().unwrap();
+    {
+        let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db.clone())).unwrap();
+        let opened = studio_core::Workspace::open(&second_root).unwrap();
+        store
+            .workspace_opened(
+                &opened,
+                std::time::SystemTime::now() - std::time::Duration::from_secs(60),
+            )
+            .unwrap();
+    }
     let mut link = url::Url::parse("zibby-studio://open").unwrap();
     link.query_pairs_mut()
         .append_pair("workspace", second_root.to_str().unwrap())

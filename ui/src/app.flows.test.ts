@@ -251,7 +251,7 @@ describe("the workspace switcher", () => {
     const open = backend.workspaceOpen.bind(backend);
     backend.workspaceOpen = async (path) => {
       const info = await open(path);
-      backend.workspaceChanged(info); // the shell tells the window too
+      if (info !== null) backend.workspaceChanged(info); // the shell tells the window too
       return info;
     };
     await start();
@@ -427,15 +427,30 @@ describe("an agent from an agents file not trusted yet", () => {
     expect(root.querySelector("#trust-inherits")?.textContent).toBe("all of the studio's environment");
     expect(root.querySelector("#trust-covers")?.textContent).toBe("the command");
     expect(backend.calls.filter((call) => call.startsWith("runStart"))).toHaveLength(1);
-    expect(backend.calls).not.toContain("agentsTrust(abc123)");
+    expect(backend.calls.some((call) => call.startsWith("agentsTrust"))).toBe(false);
     (root.querySelector("#trust-run") as HTMLButtonElement).click();
     flushSync();
     await vi.waitFor(() =>
       expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("session-1"),
     );
-    expect(backend.calls).toContain("agentsTrust(abc123)");
+    expect(backend.calls).toContain("agentsTrust(writer, go, null, null)");
     expect(backend.calls.filter((call) => call.startsWith("runStart"))).toHaveLength(2);
     expect(root.querySelector("#trust-dialog")).toBeNull();
+  });
+
+  it("runs nothing when the user says no in the shell's own dialog after Trust and run", async () => {
+    backend.untrusted = launch;
+    backend.nativeTrustAnswer = false;
+    await start();
+    submit();
+    await vi.waitFor(() => expect(root.querySelector("#trust-dialog")).not.toBeNull());
+    (root.querySelector("#trust-run") as HTMLButtonElement).click();
+    flushSync();
+    await vi.waitFor(() => expect(root.querySelector("#trust-dialog")).toBeNull());
+    await vi.waitFor(() => expect(root.querySelector("[data-error-code='agents_untrusted']")).not.toBeNull());
+    expect(backend.calls).toContain("agentsTrust(writer, go, null, null)");
+    expect(backend.calls.filter((call) => call.startsWith("runStart"))).toHaveLength(1);
+    expect(root.querySelector("#session-view")).toBeNull();
   });
 
   it("runs nothing and trusts nothing on Cancel or Escape, and says why", async () => {

@@ -349,7 +349,7 @@ describe("the agents file, watched", () => {
     await vi.waitFor(() => expect(root.querySelector("#trust-dialog")).not.toBeNull());
     backend.agentsBroken = null;
     click("#trust-run");
-    await vi.waitFor(() => expect(backend.calls).toContain("agentsTrust(d1)"));
+    await vi.waitFor(() => expect(backend.calls).toContain("agentsTrust(writer, null, null, null)"));
     await vi.waitFor(() => expect(root.querySelector("#trust-dialog")).toBeNull());
   });
 });

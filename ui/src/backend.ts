@@ -49,6 +49,9 @@ import type {
   OutsideStop,
 } from "./types";
 
+/** The run whose agent's launch the window asks the shell to trust (`node`: its replay). */
+export type TrustRequest = Commands["agents_trust"]["args"];
+
 export interface Backend {
   workspaceGet(): Promise<WorkspaceInfo>;
   /** Pinned first (most recently pinned first), then most recently updated first. */
@@ -68,7 +71,9 @@ export interface Backend {
   /** Absolute paths, most recent first; includes the open one. */
   workspacesRecent(): Promise<string[]>;
   /** Switches the app's workspace. */
-  workspaceOpen(path: string): Promise<WorkspaceInfo>;
+  /** Opens a folder as the workspace; the shell first asks the user (natively) about a folder it
+   * has not opened before. Resolves to null when they said no. */
+  workspaceOpen(path: string): Promise<WorkspaceInfo | null>;
   /** The native folder picker, then opens the folder; `null` when cancelled. */
   workspacePick(): Promise<WorkspaceInfo | null>;
   sessionGet(sessionId: string): Promise<Session>;
@@ -91,8 +96,10 @@ export interface Backend {
   runReplay(sessionId: string, node: string, agent: string): Promise<StartedRun>;
   /** Adds or replaces (`previousName`) an agent of `.zibby/studio.toml`; resolves to all the agents. */
   agentSave(agent: Agent, previousName: string | null): Promise<Agent[]>;
-  /** Trusts the content (by digest) of `.zibby/studio.toml` that an `agents_untrusted` refusal showed. */
-  agentsTrust(digest: string): Promise<void>;
+  /** Asks the shell to trust the launch of this run, refused as `agents_untrusted`: the shell
+   * works the launch out itself and asks the user in the system's dialog; resolves to whether the
+   * launch is trusted now (false: the user said no there). */
+  agentsTrust(run: TrustRequest): Promise<boolean>;
   /** Calls `handler` with every run event from now on; resolves to a function that stops that. */
   onRunEvent(handler: (event: RunEvent) => void): Promise<() => void>;
   /** Calls `handler` whenever a session folder appears, changes or goes (from any source). */
@@ -212,7 +219,7 @@ export const tauriBackend: Backend = {
   search: (query, limit) => call("search", { query, limit }),
   runReplay: (sessionId, node, agent) => call("run_replay", { session_id: sessionId, node, agent }),
   agentSave: (agent, previousName) => call("agent_save", { agent, previous_name: previousName }),
-  agentsTrust: (digest) => call("agents_trust", { digest }),
+  agentsTrust: (run) => call("agents_trust", run),
   onRunEvent: (handler) => listen<RunEvent>(RUN_EVENT, (event) => handler(event.payload)),
   onSessionsChanged: (handler) => listen(SESSIONS_CHANGED, () => handler()),
   onWatchNotice: (handler) => listen<WatchNotice>(WATCH_NOTICE, (event) => handler(event.payload)),

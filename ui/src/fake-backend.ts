@@ -114,6 +114,8 @@ export interface FakeBackend extends Backend {
   files: Map<string, Map<string, FakeFile>>;
   /** While set, runs of agents are refused as `agents_untrusted` with it, until it is trusted. */
   untrusted: Launch | null;
+  /** What the user answers in the shell's own trust dialog (`agentsTrust`). */
+  nativeTrustAnswer: boolean;
   /** The calls made, as `name(args)` strings, in order. */
   calls: string[];
   /** What `runsCompare` answers (a refusal naming the ids by default). */
@@ -198,6 +200,7 @@ export function fakeBackend(
     findBudget: 1_000,
     files: new Map(),
     untrusted: null,
+    nativeTrustAnswer: true,
     agentsBroken: null,
     exportTo: null,
     requested: null,
@@ -424,9 +427,11 @@ export function fakeBackend(
       refuseUntrusted();
       return started(sessionId);
     },
-    async agentsTrust(digest) {
-      backend.calls.push(`agentsTrust(${digest})`);
-      if (backend.untrusted?.digest === digest) backend.untrusted = null;
+    async agentsTrust(run) {
+      backend.calls.push(`agentsTrust(${run.agent}, ${run.prompt}, ${run.session_id}, ${run.node})`);
+      if (!backend.nativeTrustAnswer) return false;
+      if (backend.untrusted?.agent === run.agent) backend.untrusted = null;
+      return true;
     },
     async agentSave(agent, previousName) {
       backend.calls.push(`agentSave(${agent.name}, ${previousName})`);

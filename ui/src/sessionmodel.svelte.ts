@@ -138,6 +138,10 @@ export class SessionModel {
   /** The session reads `running` but no run of the studio's is live: someone else started it
    * (a terminal, CI), and only its stop files can reach it. */
   readonly outside = $derived(this.liveRunId === null && this.status === "running");
+
+  /** The session is not one of the workspace's: the listing has no row for it and its folder is
+   * not found (an id from a link or a command line). Nothing can be continued or re-run there. */
+  readonly missing = $derived(this.row === null && this.detailError?.code === "session_not_found");
   readonly stopPhase: StopPhase = $derived.by(() => {
     if (this.liveRunId === null && this.ended) return "ended";
     if (this.liveRunId === null && this.outside) return this.outsideStopAsked ? "outside-asked" : "outside";

@@ -63,6 +63,52 @@ pub enum Invocation {
 /// The scheme of the studio's links (registered by the package through Tauri's deep-link plugin).
 pub const LINK_SCHEME: &str = "zibby-studio";
 
+/// The link the arguments are, when they are one (a link comes alone, but for the `--automation`
+/// WebKitWebDriver adds): a link is written by anyone, so what it opens is asked first.
+pub fn link_in(args: &[OsString]) -> Option<&str> {
+    let link_prefix = format!("{LINK_SCHEME}://");
+    let mut given = args.iter().filter(|arg| *arg != "--automation");
+    match (given.next().and_then(|arg| arg.to_str()), given.next()) {
+        (Some(link), None) if link.starts_with(&link_prefix) => Some(link),
+        _ => None,
+    }
+}
+
+/// `args` as the log may hold them: a link without its query's values (a link may carry what
+/// its sender wants kept out of a log readable later: paths, ids).
+pub fn loggable(args: &[String]) -> Vec<String> {
+    let link_prefix = format!("{LINK_SCHEME}://");
+    args.iter()
+        .map(|arg| {
+            if !arg.starts_with(&link_prefix) {
+                return arg.clone();
+            }
+            match url::Url::parse(arg) {
+                Ok(mut url) => {
+                    // The keys the studio knows; another could carry data too.
+                    let keys: Vec<&str> = url
+                        .query_pairs()
+                        .map(|(key, _)| match key.as_ref() {
+                            "workspace" => "workspace",
+                            "session" => "session",
+                            _ => "…",
+                        })
+                        .collect();
+                    if keys.is_empty() {
+                        url.set_query(None);
+                    } else {
+                        url.set_query(Some(
+                            &keys.iter().map(|key| format!("{key}=…")).collect::<Vec<_>>().join("&"),
+                        ));
+                    }
+                    url.to_string()
+                }
+                Err(_) => format!("{link_prefix}…"),
+            }
+        })
+        .collect()
+}
+
 /// A `zibby-studio://open?workspace=<folder>&session=<id>` link (both optional, percent-encoded),
 /// as the desktop hands it to the app in place of its arguments: what it opens.
 pub fn parse_link(link: &str) -> Result<Invocation, String> {
@@ -95,13 +141,8 @@ pub fn parse_link(link: &str) -> Result<Invocation, String> {
 /// `zibby-studio://` link (the desktop opening one) is read by [`parse_link`].
 pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, String> {
     let args: Vec<OsString> = args.into_iter().collect();
-    let link_prefix = format!("{LINK_SCHEME}://");
-    // WebKitWebDriver adds `--automation`; a link comes alone otherwise.
-    let mut given = args.iter().filter(|arg| *arg != "--automation");
-    if let (Some(link), None) = (given.next().and_then(|arg| arg.to_str()), given.next()) {
-        if link.starts_with(&link_prefix) {
-            return parse_link(link);
-        }
+    if let Some(link) = link_in(&args) {
+        return parse_link(link);
     }
     let program = std::iter::once(OsString::from("zibby-studio"));
     match DesktopArgs::try_parse_from(program.chain(args)) {
@@ -224,5 +265,32 @@ mod tests {
             assert!(help.to_lowercase().contains(&text.to_lowercase()), "{text} in {help}");
         }
         assert!(!help.contains("automation"), "{help}");
+    }
+
+    #[test]
+    fn a_link_is_logged_without_its_query_values() {
+        let logged = loggable(&[
+            "zibby-studio".to_owned(),
+            "zibby-studio://open?workspace=%2Fhome%2Fme%2Fsecret&session=20260101-000000-abcdef".to_owned(),
+        ]);
+        assert_eq!(logged[0], "zibby-studio");
+        assert!(
+            !logged[1].contains("secret") && !logged[1].contains("abcdef"),
+            "{logged:?}"
+        );
+        assert!(logged[1].starts_with("zibby-studio://open?workspace="), "{logged:?}");
+        let unknown = loggable(&["zibby-studio://open?%2Fhome%2Fme%2Fsecret".to_owned()]);
+        assert!(!unknown[0].contains("secret"), "{unknown:?}");
+    }
+
+    #[test]
+    fn a_link_is_told_from_a_command_line() {
+        let args = |given: &[&str]| given.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            link_in(&args(&["--automation", "zibby-studio://open?workspace=/etc"])),
+            Some("zibby-studio://open?workspace=/etc")
+        );
+        assert_eq!(link_in(&args(&["/etc"])), None);
+        assert_eq!(link_in(&args(&["zibby-studio://open", "/etc"])), None);
     }
 }

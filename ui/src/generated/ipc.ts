@@ -681,7 +681,7 @@ cost_change: string | null, };
 export type Commands = {
   workspace_get: { args: Record<string, never>; result: WorkspaceInfo };
   workspaces_recent: { args: Record<string, never>; result: Array<string> };
-  workspace_open: { args: { path: string }; result: WorkspaceInfo };
+  workspace_open: { args: { path: string }; result: WorkspaceInfo | null };
   workspace_pick: { args: Record<string, never>; result: WorkspaceInfo | null };
   sessions_list: { args: Record<string, never>; result: SessionListing };
   session_get: { args: { session_id: string }; result: Session };
@@ -696,7 +696,7 @@ export type Commands = {
   search: { args: { query: string; limit: number }; result: Array<SearchHit> };
   agents_list: { args: Record<string, never>; result: Array<Agent> };
   agent_save: { args: { agent: Agent; previous_name: string | null }; result: Array<Agent> };
-  agents_trust: { args: { digest: string }; result: void };
+  agents_trust: { args: { agent: string; prompt: string | null; session_id: string | null; node: string | null }; result: boolean };
   run_start: { args: { agent: string; prompt: string; session_id: string | null }; result: StartedRun };
   run_replay: { args: { session_id: string; node: string; agent: string }; result: StartedRun };
   run_stop: { args: { run_id: string; force: boolean }; result: StoppedBy };

@@ -43,8 +43,10 @@ export class AgentsState {
     } catch (error) {
       const launch = untrustedLaunch(error);
       if (launch !== null) {
-        if (await this.#askTrust(launch)) {
-          await this.#backend.agentsTrust(launch.digest);
+        if (
+          (await this.#askTrust(launch)) &&
+          (await this.#backend.agentsTrust({ agent: launch.agent, prompt: null, session_id: null, node: null }))
+        ) {
           return this.reload();
         }
       }

@@ -62,7 +62,11 @@ export class WorkspaceState {
     void (async () => {
       try {
         this.#switchingTo = path;
-        await this.#backend.workspaceOpen(path);
+        const opened = await this.#backend.workspaceOpen(path);
+        if (opened === null) {
+          this.#switchingTo = null; // the user said no to the folder: nothing changes
+          return;
+        }
         await this.#switched();
       } catch (error) {
         this.#failed(error);

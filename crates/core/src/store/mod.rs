@@ -38,7 +38,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::sessions::agents::{Agent, Launch};
+use crate::sessions::agents::Launch;
 use crate::sessions::session::{Session, SessionSummary, Workspace};
 use crate::status::Status;
 use crate::timeline::StoppedBy;
@@ -464,18 +464,6 @@ impl Store {
     /// the window or the CLI to show before asking.
     pub fn require_trusted(&self, workspace: &Workspace, launch: Launch) -> Result<(), Error> {
         self.with_conn(|conn| trust::require(conn, workspace, launch))
-    }
-
-    /// Saves one agent to the agents file ([`crate::sessions::agents::save_one`]). What the user writes in
-    /// the studio's form is theirs: the saved agent's run and replay launches are trusted.
-    pub fn agent_save(
-        &self,
-        workspace: &Workspace,
-        agent: Agent,
-        previous_name: Option<&str>,
-        now: SystemTime,
-    ) -> Result<Vec<Agent>, Error> {
-        self.with_conn(|conn| trust::save_agent(conn, workspace, agent, previous_name, now))
     }
 }
 

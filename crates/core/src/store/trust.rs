@@ -7,7 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::connection::{millis, QueryResult};
 use super::workspaces;
-use crate::sessions::agents::{self, Agent, Launch};
+use crate::sessions::agents::Launch;
 use crate::sessions::session::Workspace;
 use crate::vocabulary::error::Error;
 
@@ -45,24 +45,4 @@ pub(super) fn require(conn: &Connection, workspace: &Workspace, launch: Launch) 
         }
         .into())
     }
-}
-
-/// Saves one agent to the agents file; its run and replay launches are trusted.
-pub(super) fn save_agent(
-    conn: &Connection,
-    workspace: &Workspace,
-    agent: Agent,
-    previous_name: Option<&str>,
-    now: SystemTime,
-) -> QueryResult<Vec<Agent>> {
-    let name = agent.name.clone();
-    let saved = agents::save_one(workspace.root(), agent, previous_name)?;
-    for replay in [false, true] {
-        match agents::find(workspace.root(), &name, replay) {
-            Ok(found) => trust(conn, workspace, &found.launch.digest, now)?,
-            Err(Error::NoReplayCommand { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(saved)
 }

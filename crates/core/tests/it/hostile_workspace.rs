@@ -315,7 +315,8 @@ fn an_agent_runs_only_as_the_user_trusted_it_per_workspace_command_folder_and_en
             "{from} -> {to}"
         );
     }
-    // What the user writes in the studio's form is theirs: trusted; the rest is not.
+    // Saving an agent (the window's form) trusts nothing: a page could write any command, so the
+    // first run asks, as for any file (issue 26, point 4).
     let mine = agents::Agent {
         name: "mine".into(),
         run: vec!["true".into()],
@@ -324,14 +325,12 @@ fn an_agent_runs_only_as_the_user_trusted_it_per_workspace_command_folder_and_en
         env: Default::default(),
         inherit_env: None,
     };
-    store.agent_save(&workspace, mine, None, SystemTime::now()).unwrap();
+    agents::save_one(workspace.root(), mine, None).unwrap();
     for replay in [false, true] {
         let saved = agents::find(workspace.root(), "mine", replay).unwrap();
-        store.require_trusted(&workspace, saved.launch).unwrap();
+        assert!(
+            store.require_trusted(&workspace, saved.launch).is_err(),
+            "a saved agent is asked about (replay: {replay})"
+        );
     }
-    let helper = agents::find(workspace.root(), "helper", false).unwrap();
-    assert!(
-        store.require_trusted(&workspace, helper.launch).is_err(),
-        "saving one agent trusts no other"
-    );
 }

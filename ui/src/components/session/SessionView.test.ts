@@ -50,6 +50,16 @@ describe("the session view's header", () => {
     expect(context.close).toHaveBeenCalledOnce();
   });
 
+  it("offers neither Continue nor Re-run for a session id the workspace does not know", async () => {
+    await open("20990101-000000-unknown");
+    await vi.waitFor(() => expect($<HTMLButtonElement>("#session-continue")?.disabled).toBe(true));
+    expect($<HTMLButtonElement>("#session-rerun")?.disabled).toBe(true);
+    expect(tooltipOf($("#session-continue"))).toBe("The workspace has no such session");
+    // A known session of the same workspace offers both.
+    await open("s1");
+    await vi.waitFor(() => expect($<HTMLButtonElement>("#session-continue:not([disabled])")).not.toBeNull());
+  });
+
   it("names a session run outside the studio by its id, once, and says where it ran", async () => {
     backend.sessions.push(row("s-terminal", { title: null, agent: null }));
     await open("s-terminal");

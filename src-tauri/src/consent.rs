@@ -1,0 +1,184 @@
+//! What only the user may decide, and the web page may only ask for: trusting an agent's launch
+//! and opening a folder the studio has not opened before. The shell asks in the system's own
+//! dialog ([`crate::desktop::ask_natively`]), which the page can neither draw nor answer, about
+//! what the shell works out itself: a page that sends a digest or a path asserts nothing.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use studio_core::launch::ShownLaunch;
+use studio_core::store::Store;
+use studio_core::{Error, SessionId, Workspace};
+
+/// The run the window wants to start, for which it asks the user to trust the agent's launch.
+pub struct WantedRun {
+    pub agent: String,
+    pub prompt: Option<String>,
+    pub session: Option<SessionId>,
+    /// A replay of this node (the agent's replay command), else a run.
+    pub node: Option<String>,
+}
+
+/// The title of the native trust question.
+pub const TRUST_TITLE: &str = "Trust this agent's command?";
+
+/// Trusts the launch `wanted` would run, once `ask` (the user, natively) said yes to it as the
+/// core shows it. The launch is worked out here from the workspace's agents file, as the run
+/// will work it out: nothing the page sends is trusted. Returns whether the launch is trusted
+/// now (already, or by this answer); a "no" records nothing.
+pub fn trust_after_asking(
+    store: &Store,
+    workspace: &Workspace,
+    wanted: WantedRun,
+    now: SystemTime,
+    ask: impl FnOnce(&ShownLaunch) -> bool,
+) -> Result<bool, Error> {
+    let WantedRun {
+        agent,
+        prompt,
+        session,
+        node,
+    } = wanted;
+    match studio_core::app::agent_run_request(store, workspace, &agent, prompt, session, node) {
+        Ok(_) => Ok(true),
+        Err(Error::AgentsUntrusted { launch }) => {
+            if !ask(&launch.shown) {
+                return Ok(false);
+            }
+            store.trust_launch(workspace, &launch.digest, now)?;
+            Ok(true)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The native trust question's text: the command as it will run first, then the rest of what
+/// the core shows (every value already escaped and folded by it).
+pub fn trust_question(shown: &ShownLaunch) -> String {
+    let mut text = format!(
+        "Agent {} of this workspace would run:\n\n{}\n\nIn: {}\n",
+        shown.agent, shown.command_line, shown.cwd
+    );
+    if shown.env.is_empty() {
+        text.push_str("Sets: no variable of its own\n");
+    } else {
+        text.push_str("Sets:\n");
+        for variable in &shown.env {
+            text.push_str(&format!("  {variable}\n"));
+        }
+    }
+    text.push_str(&format!(
+        "Inherits: {}\nFile: {}\n\nTrust covers:\n",
+        shown.inherits, shown.agents_file
+    ));
+    for covered in &shown.covers {
+        text.push_str(&format!("  • {covered}\n"));
+    }
+    text.push_str(
+        "\nRun it only if you trust where the file comes from: the studio asks again whenever any of this changes.",
+    );
+    text
+}
+
+/// Whether `path` is a workspace the studio opened before (one of `recent`, which are canonical).
+pub fn is_known_workspace(recent: &[PathBuf], path: &Path) -> bool {
+    std::fs::canonicalize(path).is_ok_and(|path| recent.contains(&path))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use studio_core::store::StoreLocation;
+
+    use super::*;
+
+    fn workspace_with_agent(run: &str) -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".zibby")).unwrap();
+        std::fs::write(
+            dir.path().join(".zibby/studio.toml"),
+            format!("[[agent]]\nname = \"helper\"\nrun = {run}\n"),
+        )
+        .unwrap();
+        let workspace = Workspace::open(dir.path()).unwrap();
+        (dir, workspace)
+    }
+
+    fn wanted(prompt: &str) -> WantedRun {
+        WantedRun {
+            agent: "helper".to_owned(),
+            prompt: Some(prompt.to_owned()),
+            session: None,
+            node: None,
+        }
+    }
+
+    fn runnable(store: &Store, workspace: &Workspace) -> bool {
+        studio_core::app::agent_run_request(store, workspace, "helper", Some("p".into()), None, None).is_ok()
+    }
+
+    /// Issue 26, point 4: the page cannot trust a launch by itself. Without the user's yes
+    /// nothing is recorded; what the user is asked about is the launch the shell worked out.
+    #[test]
+    fn only_the_users_yes_trusts_the_launch_the_shell_worked_out() {
+        let store = Store::open(&StoreLocation::memory()).unwrap();
+        let (_dir, workspace) = workspace_with_agent(r#"["sh", "agent.sh", "{prompt}"]"#);
+        let asked = Cell::new(None);
+        let trusted = trust_after_asking(&store, &workspace, wanted("Plan a trip"), SystemTime::now(), |shown| {
+            asked.set(Some(shown.command_line.clone()));
+            false
+        })
+        .unwrap();
+        assert!(!trusted);
+        assert_eq!(
+            asked.take().as_deref(),
+            Some(r#"["sh", "agent.sh", "Plan a trip"]"#),
+            "asked about the command as it will run"
+        );
+        assert!(!runnable(&store, &workspace), "a no records nothing");
+
+        assert!(trust_after_asking(&store, &workspace, wanted("Plan a trip"), SystemTime::now(), |_| true).unwrap());
+        assert!(runnable(&store, &workspace), "a yes trusts it");
+        let again = trust_after_asking(&store, &workspace, wanted("other"), SystemTime::now(), |_| {
+            panic!("a trusted launch is not asked about again")
+        });
+        assert!(again.unwrap());
+    }
+
+    #[test]
+    fn an_unknown_agent_is_refused_without_asking() {
+        let store = Store::open(&StoreLocation::memory()).unwrap();
+        let (_dir, workspace) = workspace_with_agent(r#"["true"]"#);
+        let mut wanted = wanted("p");
+        wanted.agent = "nobody".to_owned();
+        let refused = trust_after_asking(&store, &workspace, wanted, SystemTime::now(), |_| panic!("asked"));
+        assert!(matches!(refused, Err(Error::AgentNotFound { .. })), "{refused:?}");
+    }
+
+    #[test]
+    fn the_question_shows_the_command_first_and_what_trust_covers() {
+        let store = Store::open(&StoreLocation::memory()).unwrap();
+        let (_dir, workspace) = workspace_with_agent(r#"["echo", "\u202e", "{prompt}"]"#);
+        let mut question = String::new();
+        trust_after_asking(&store, &workspace, wanted("x\ny"), SystemTime::now(), |shown| {
+            question = trust_question(shown);
+            false
+        })
+        .unwrap();
+        let command_line = question.lines().nth(2).unwrap();
+        assert!(command_line.starts_with(r#"["echo", "#), "{question}");
+        assert!(!question.contains('\u{202e}'), "escaped: {question}");
+        assert!(question.contains("Trust covers:"), "{question}");
+    }
+
+    #[test]
+    fn a_folder_is_known_by_its_canonical_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let canonical = std::fs::canonicalize(dir.path()).unwrap();
+        let recent = vec![canonical.clone()];
+        assert!(is_known_workspace(&recent, &canonical.join(".")));
+        assert!(!is_known_workspace(&recent, Path::new("/etc")));
+        assert!(!is_known_workspace(&recent, &canonical.join("missing")));
+    }
+}
