@@ -83,7 +83,7 @@ pub struct WatcherOptions {
     pub clock: Clock,
     /// The store whose runs' starts and ends are reported as changes of their sessions (a
     /// [`Change::SessionUpdated`], though the folder did not change): a run's end recorded by
-    /// any process reaches the watcher within a window ([`super::recorded_runs`]).
+    /// any process reaches the watcher within a window (`watch::recorded_runs`).
     pub store: Option<Arc<Store>>,
 }
 
