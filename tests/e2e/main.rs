@@ -137,7 +137,7 @@ async fn the_window_lists_the_sessions_of_the_workspace() {
         );
         assert_eq!(
             texts(&client, "tr[data-session-id] td.progress .progress-count").await,
-            ["4/5", "3/3"],
+            ["5/5", "3/3"],
             "progress: the nodes done of the nodes begun"
         );
         assert_eq!(
