@@ -83,7 +83,8 @@ session=1795952463309_yeej
 mkdir -p "$workspace/.zibby/output/sessions"
 cp -r "tests/fixtures/zibby-captures/head-bb10e85-01-hello-world-plain/cwd/.zibby/output/sessions/$session" \
   "$workspace/.zibby/output/sessions/"
-# The app's own store would go under XDG_DATA_HOME; --memory keeps it off disk, this keeps it in $work.
+# The app's own store goes under XDG_DATA_HOME, here in $work; the first run records the workspace
+# there, so the link run after it opens it without asking (a link to an unknown folder asks).
 XDG_DATA_HOME="$work/data" xvfb-run -a -s "-screen 0 1280x800x24" \
   node tests/package/check-installed-app.mjs /usr/bin/zibby-studio "$workspace" "$session"
 # A zibby-studio:// link, as the desktop entry starts the app for one (its store: the usual file,

@@ -22,7 +22,10 @@ if (!app || !workspace || !sessionId || (mode !== undefined && mode !== "--link"
 }
 const root = realpathSync(workspace);
 const link = `zibby-studio://open?workspace=${encodeURIComponent(root)}&session=${encodeURIComponent(sessionId)}`;
-const appArgs = mode === "--link" ? [link] : ["--memory", root];
+// The folder on the command line opens without asking and is recorded in the store (the usual
+// file, under the caller's XDG_DATA_HOME) as a workspace the user opened: the --link run after it,
+// on the same store, then opens it without asking first (a link to an unknown folder asks).
+const appArgs = mode === "--link" ? [link] : [root];
 
 function freePort() {
   return new Promise((resolve, reject) => {
