@@ -19,6 +19,11 @@ APT_PACKAGES=(
   dbus-daemon
   # a notification daemon: the end-to-end test of the app's desktop notifications reads what it showed
   dunst
+  # the remote-workspace tests' OpenSSH server (started by the tests on 127.0.0.1 only, never as a
+  # service) and the relay they freeze to stall a link
+  openssh-server socat
+  # the bucket tests' S3-compatible server (moto) lives in a virtual environment
+  python3-venv
 )
 
 as_root() {
@@ -33,7 +38,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   say "apt: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   as_root apt-get update -q
+  # No package may start a service (openssh-server would listen on port 22 of every address):
+  # the tests start their own servers on loopback. policy-rc.d is Debian's switch for that.
+  policy_added=
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | as_root tee /usr/sbin/policy-rc.d >/dev/null
+    as_root chmod 755 /usr/sbin/policy-rc.d
+    policy_added=1
+  fi
   as_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+  if [ -n "$policy_added" ]; then as_root rm -f /usr/sbin/policy-rc.d; fi
 fi
 
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
