@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
@@ -16,10 +17,12 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::remote::export::{ExportChunk, ExportClose, ExportOpen, ExportOpened, ExportRead, MAX_EXPORT_CHUNK};
 use crate::remote::protocol::{
     line_of, parse_server_frame, read_line_bounded, Banner, Hello, LineRead, Notification, Request, ServerFrame,
-    WireError, HELLO, MAX_REPLY_BYTES, PROTOCOL_VERSION,
+    WireError, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REPLY_BYTES, PROTOCOL_VERSION,
 };
+use crate::share::Exported;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::visible::shown;
 
@@ -246,6 +249,71 @@ impl RemoteClient {
                 true => self.link.closed_error(self),
                 false => self.link_error(format!("cannot write to the studio server: {e}")),
             })
+    }
+
+    /// Exports session `session_id` of the server's workspace to the local file `out`: the
+    /// server writes the bundle, the client reads it back in chunks of at most
+    /// [`MAX_EXPORT_CHUNK`] bytes into a file beside `out` (0600), renamed to `out` once whole.
+    /// Returns what the server exported, its `path` the local one.
+    pub fn export_session(&self, session_id: &str, include_config: bool, out: &Path) -> Result<Exported, Error> {
+        let opened: ExportOpened = self.call(
+            EXPORT_OPEN,
+            &ExportOpen {
+                session_id: session_id.to_owned(),
+                include_config,
+            },
+        )?;
+        let close = ExportClose {
+            export_id: opened.export_id.clone(),
+        };
+        let copied = self.copy_export(&opened, out);
+        let closed = self.call::<()>(EXPORT_CLOSE, &close);
+        let exported = copied?;
+        closed?;
+        Ok(exported)
+    }
+
+    fn copy_export(&self, opened: &ExportOpened, out: &Path) -> Result<Exported, Error> {
+        let name = out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let partial = out.with_file_name(format!(".{name}.partial-{}", uuid::Uuid::now_v7().simple()));
+        let written = (|| {
+            let mut file = crate::sessions::private::create_new(&partial)?;
+            let mut offset = 0u64;
+            loop {
+                let read = ExportRead {
+                    export_id: opened.export_id.clone(),
+                    offset,
+                    limit: MAX_EXPORT_CHUNK,
+                };
+                let chunk: ExportChunk = self.call(EXPORT_READ, &read)?;
+                let bytes = chunk.bytes().map_err(|what| self.link_error(what))?;
+                file.write_all(&bytes).map_err(|e| Error::io_write(&partial, e))?;
+                offset += bytes.len() as u64;
+                if chunk.eof || bytes.is_empty() {
+                    break;
+                }
+            }
+            if offset != opened.exported.bytes {
+                return Err(self.link_error(format!(
+                    "the export of `{}` came back as {offset} bytes, not {}",
+                    shown(&opened.exported.session_id),
+                    opened.exported.bytes
+                )));
+            }
+            file.sync_all().map_err(|e| Error::io_write(&partial, e))?;
+            std::fs::rename(&partial, out).map_err(|e| Error::io_write(out, e))
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&partial);
+        }
+        written?;
+        Ok(Exported {
+            path: out.to_path_buf(),
+            ..opened.exported.clone()
+        })
     }
 
     /// The server's notifications ([`crate::remote::protocol::CHANGE`],
