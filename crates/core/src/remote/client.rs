@@ -45,7 +45,7 @@ impl Default for ClientOptions {
             banner_timeout: Duration::from_secs(10),
             max_junk_bytes: 64 * 1024,
             call_timeout: Duration::from_secs(60),
-            notification_buffer: 65_536,
+            notification_buffer: 4096,
         }
     }
 }
