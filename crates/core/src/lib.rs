@@ -34,7 +34,8 @@
 //! - **Watch** (`watch/`): [`watcher`] (session folders as they change, as typed changes).
 //! - **App** (`app/`): [`live`] (the runs the studio follows, joined to the watcher's changes) and
 //!   the app service the window and `zstudio` share: the store opened and reconciled, runs of
-//!   agents, stops here or elsewhere, the window's [`app::Studio`].
+//!   agents, stops here or elsewhere, the window's [`app::Studio`] and the bodies of its commands
+//!   ([`app::operations`]).
 //! - **Remote** (`remote/`): [`remote`] (the studio server of `zstudio serve --stdio` over the app
 //!   service, its JSON-lines protocol, and the client that talks to one over a process's pipes).
 

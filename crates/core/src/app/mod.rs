@@ -3,6 +3,8 @@
 //! [`Studio`] for the window, which keeps the open workspace (switchable), the store, the run
 //! supervisor and the watcher. A part that could not be opened is kept as its error, which every
 //! call that needs it returns, so the window shows why instead of the app panicking.
+//! [`operations`] holds the bodies of the window's commands that need no window, which the shell's
+//! commands and the studio server (`remote::server`) both call.
 
 pub mod first_listing;
 pub mod live;
