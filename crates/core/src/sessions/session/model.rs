@@ -153,6 +153,13 @@ pub struct SessionNode {
     /// What its agent said it used (`cost`); `None` without a raw stream or a known format.
     #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub usage: Option<NodeUsage>,
+    /// Its place among the nodes is a guess: nothing recorded the order it ran in (no events, no
+    /// span, not seen live) and its folder was written in the same tick of the file system's
+    /// clock (4 ms) as another node's, so the two could have run either way round. Absent
+    /// (false) when the order is known.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional))]
+    pub order_uncertain: bool,
 }
 
 /// The short form of a node, as listings show it.
@@ -165,6 +172,13 @@ pub struct NodeSummary {
     #[serde(default)]
     #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub usage: Option<NodeUsage>,
+    /// Its place among the nodes is a guess: nothing recorded the order it ran in (no events, no
+    /// span, not seen live) and its folder was written in the same tick of the file system's
+    /// clock (4 ms) as another node's, so the two could have run either way round. Absent
+    /// (false) when the order is known.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional))]
+    pub order_uncertain: bool,
 }
 
 impl SessionSummary {
@@ -206,6 +220,13 @@ pub struct Session {
     /// it; `None` for a session of this workspace's own runs, and from a folder alone.
     #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub imported: Option<Imported>,
+    /// What the studio cannot know of this session and how to get the full story, in one
+    /// sentence for a user: a run it did not start, whose engine left no record of how it ended
+    /// (see docs/cli.md, "Where each fact comes from"). Absent when nothing is missing that a
+    /// run through the studio would have recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub not_known: Option<String>,
 }
 
 /// Where a session came from, as the store marks it imported.
@@ -241,9 +262,61 @@ pub struct SessionSummary {
     #[serde(default)]
     #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub usage: Option<UsageTotal>,
+    /// What the studio cannot know of this session and how to get the full story, in one
+    /// sentence for a user: a run it did not start, whose engine left no record of how it ended
+    /// (see docs/cli.md, "Where each fact comes from"). Absent when nothing is missing that a
+    /// run through the studio would have recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub not_known: Option<String>,
 }
 
 impl SessionSummary {
+    /// Whether any node's place is a guess ([`NodeSummary::order_uncertain`]).
+    pub fn order_uncertain(&self) -> bool {
+        self.nodes.iter().any(|n| n.order_uncertain)
+    }
+
+    /// The order seen live, for the nodes whose order the folder cannot tell: `previous` is this
+    /// session as read before (by a watcher, as it changed). A node it had in a known order keeps
+    /// that order, ahead of the nodes it had not seen yet (they began later), and is no longer a
+    /// guess; of the nodes not seen before, one alone is in its place, two or more still guess
+    /// among themselves. A node `previous` had and the folder no longer names (one that wrote no
+    /// folder, current then) is kept in its place, its status `unknown` (nothing recorded how it
+    /// ended). Nothing changes when the folder tells the order of every node it had before.
+    pub fn keep_order_seen(&mut self, previous: &SessionSummary) {
+        let names_all = previous
+            .nodes
+            .iter()
+            .all(|seen| self.nodes.iter().any(|n| n.name == seen.name));
+        if previous.id != self.id || (names_all && !self.order_uncertain()) {
+            return;
+        }
+        let mut kept: Vec<NodeSummary> = Vec::with_capacity(self.nodes.len());
+        for seen in &previous.nodes {
+            match self.nodes.iter().position(|n| n.name == seen.name) {
+                Some(at) => {
+                    let mut node = self.nodes.remove(at);
+                    node.order_uncertain = seen.order_uncertain;
+                    kept.push(node);
+                }
+                None => kept.push(NodeSummary {
+                    status: Status::Unknown,
+                    order_uncertain: seen.order_uncertain,
+                    ..seen.clone()
+                }),
+            }
+        }
+        let new_guesses = self.nodes.iter().filter(|n| n.order_uncertain).count();
+        if new_guesses < 2 {
+            for node in &mut self.nodes {
+                node.order_uncertain = false;
+            }
+        }
+        kept.append(&mut self.nodes);
+        self.nodes = kept;
+    }
+
     /// The usage total over its nodes, as they are now (after the store's nodes were laid over
     /// the folder's, say).
     pub fn total_usage(&mut self) {
@@ -274,10 +347,12 @@ impl Session {
                     name: n.name.clone(),
                     status: n.status,
                     usage: n.usage.clone(),
+                    order_uncertain: n.order_uncertain,
                 })
                 .collect(),
             problems: self.problems.clone(),
             usage: self.usage.clone(),
+            not_known: self.not_known.clone(),
         }
     }
 
@@ -313,6 +388,7 @@ impl SessionNode {
                 raw_stream: None,
             },
             usage: None,
+            order_uncertain: false,
         }
     }
 }
@@ -327,6 +403,7 @@ mod tests {
             name: "n".into(),
             status,
             usage: None,
+            order_uncertain: false,
         };
         let summary = SessionSummary {
             id: SessionId::parse("1777678254000_a").unwrap(),
@@ -345,7 +422,95 @@ mod tests {
             ],
             problems: Vec::new(),
             usage: None,
+            not_known: None,
         };
         assert_eq!(summary.nodes_progress(), (3, 4));
+    }
+
+    fn summary_of(nodes: &[(&str, Status, bool)]) -> SessionSummary {
+        SessionSummary {
+            id: SessionId::parse("1777678254000_a").unwrap(),
+            path: PathBuf::new(),
+            agent: None,
+            title: None,
+            status: Status::Unknown,
+            current_node: None,
+            created_at: None,
+            updated_at: Timestamp(0),
+            nodes: nodes
+                .iter()
+                .map(|(name, status, order_uncertain)| NodeSummary {
+                    name: (*name).to_owned(),
+                    status: *status,
+                    usage: None,
+                    order_uncertain: *order_uncertain,
+                })
+                .collect(),
+            problems: Vec::new(),
+            usage: None,
+            not_known: None,
+        }
+    }
+
+    fn nodes_of(summary: &SessionSummary) -> Vec<(&str, Status, bool)> {
+        summary
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.status, n.order_uncertain))
+            .collect()
+    }
+
+    #[test]
+    fn the_order_seen_live_wins_over_a_guess_and_keeps_nodes_without_folders() {
+        use Status::{Running, Success, Unknown};
+        // Seen live: plan, then execute (each read on its own); the folder alone cannot tell.
+        let seen = summary_of(&[("plan", Success, false), ("execute", Running, false)]);
+        let mut read = summary_of(&[
+            ("execute", Success, true),
+            ("plan", Success, true),
+            ("report", Success, false),
+        ]);
+        read.keep_order_seen(&seen);
+        assert_eq!(
+            nodes_of(&read),
+            [
+                ("plan", Success, false),
+                ("execute", Success, false),
+                ("report", Success, false)
+            ]
+        );
+
+        // `process` wrote no folder: seen as the current node, then gone from the folder's word.
+        let seen = summary_of(&[("fetch", Success, false), ("process", Running, false)]);
+        let mut read = summary_of(&[("fetch", Success, false), ("publish", Success, false)]);
+        read.keep_order_seen(&seen);
+        assert_eq!(
+            nodes_of(&read),
+            [
+                ("fetch", Success, false),
+                ("process", Unknown, false),
+                ("publish", Success, false)
+            ]
+        );
+        let again = read.clone();
+        read.keep_order_seen(&again);
+        assert_eq!(read, again, "read again, the same");
+
+        // Two nodes never seen apart stay a guess; what the folder orders is left alone.
+        let seen = summary_of(&[("start", Success, false)]);
+        let mut read = summary_of(&[
+            ("start", Success, false),
+            ("right", Success, true),
+            ("left", Success, true),
+        ]);
+        read.keep_order_seen(&seen);
+        assert_eq!(
+            nodes_of(&read),
+            [
+                ("start", Success, false),
+                ("right", Success, true),
+                ("left", Success, true)
+            ]
+        );
     }
 }

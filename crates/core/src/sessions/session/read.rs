@@ -13,7 +13,7 @@ use super::model::{
     NODES_DIR, RAW_STREAM_FILE, RESULT_FILE, SESSION_INFO_FILE, TITLE_PROMPT_FILES,
 };
 use super::reader::FolderReader;
-use super::status::{engine_still_there, infer_status, node_order_from_events, node_status};
+use super::status::{engine_still_there, infer_status, node_order_from_events, node_status, parse_status_word};
 use super::title::{name_in, one_line};
 use crate::sessions::cost::{self, UsageTotal};
 use crate::status::Status;
@@ -47,6 +47,7 @@ pub fn read_summary(path: &Path, id: &SessionId, now: SystemTime) -> Option<Sess
                     reason: error.to_string(),
                 }],
                 usage: None,
+                not_known: None,
             })
         }
     }
@@ -81,6 +82,9 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         .map(Timestamp);
     let current_node = files.info.as_ref().and_then(|i| i.current_node.clone());
     let mut status = infer_status(files.result.as_ref(), updated_at, now);
+    if let (None, Some(said)) = (&files.result, files.info_status) {
+        status = said;
+    }
     if status == Status::Running && !engine_still_there(path, &id) {
         // Written lately, but the process that ran it is gone: it ended, how is not recorded.
         status = Status::Unknown;
@@ -88,6 +92,15 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
 
     let event_order = node_order_from_events(&files.events);
     let mut nodes = nodes_in_order(&event_order, &mut listing.node_dirs, current_node.as_deref());
+    let failed = if files.result.is_none() && layout == Layout::Documented {
+        failed_nodes(&mut reader, &listing.node_dirs)
+    } else {
+        Vec::new()
+    };
+    if status == Status::Unknown && !failed.is_empty() {
+        // It ended, and a node's own result says it failed.
+        status = Status::Error;
+    }
     let agent = files
         .info_name
         .clone()
@@ -100,7 +113,11 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         detail,
     };
     fill_nodes(&mut reader, &mut nodes, &event_order, &listing.node_dirs, &session);
+    for node in nodes.iter_mut().filter(|n| failed.contains(&n.name)) {
+        node.status = Status::Error;
+    }
     let usage = UsageTotal::of(nodes.iter().map(|n| n.usage.as_ref()));
+    let not_known = not_known(layout, &files, status, &nodes);
 
     Ok(Session {
         id,
@@ -120,6 +137,7 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         problems: reader.problems,
         usage,
         imported: None,
+        not_known,
     })
 }
 
@@ -202,6 +220,9 @@ struct FolderFiles {
     info: Option<SessionInfo>,
     /// The workflow or agent `.session-info.json` names.
     info_name: Option<String>,
+    /// The run's end, where `.session-info.json` says it (a top-level `status` word other than a
+    /// running one; the engine alone never writes one, the tools around it may).
+    info_status: Option<Status>,
     result: Option<Value>,
     events: Vec<Value>,
 }
@@ -210,6 +231,12 @@ impl FolderFiles {
     fn read(reader: &mut FolderReader, listing: &FolderListing, detail: Detail) -> FolderFiles {
         let info_value = listing.files.get(SESSION_INFO_FILE).and_then(|f| reader.parse_json(f));
         let info_name = info_value.as_ref().and_then(name_in);
+        let info_status = info_value
+            .as_ref()
+            .and_then(|value| value.get("status"))
+            .and_then(Value::as_str)
+            .and_then(parse_status_word)
+            .filter(|status| *status != Status::Running);
         let info = info_value.and_then(|value| reader.session_info(value));
         let result = listing.files.get(RESULT_FILE).and_then(|f| reader.parse_json(f));
         // Listings read a small events.json too: it gives the nodes' order and status.
@@ -221,6 +248,7 @@ impl FolderFiles {
         FolderFiles {
             info,
             info_name,
+            info_status,
             result,
             events,
         }
@@ -229,7 +257,12 @@ impl FolderFiles {
 
 /// Nodes in the order they ran: from events.json when it says, else by their folders' times
 /// (written, then made), else as the folder lists them: never by name (a stable sort). The
-/// current node, when no folder or event names it, comes last.
+/// current node comes last when no event orders it: `.session-info.json` is rewritten before
+/// each node, so it names the node that began last (with a folder or without one).
+///
+/// Nodes ordered by their folders alone whose folders' times are the same (written and made in
+/// one tick of the file system's clock, 4 ms) could have run either way round: each is marked
+/// [`SessionNode::order_uncertain`], rather than shown in an order that may be wrong.
 fn nodes_in_order(
     event_order: &[(String, Status)],
     node_dirs: &mut [NodeDir],
@@ -243,10 +276,65 @@ fn nodes_in_order(
     for NodeDir { name, path: dir, .. } in node_dirs.iter() {
         push_node(&mut nodes, name, Some(dir.clone()));
     }
+    let current_last = current_node.filter(|current| !event_order.iter().any(|(name, _)| name == current));
     if let Some(current) = current_node {
         push_node(&mut nodes, current, None);
     }
+    if let Some(at) = current_last.and_then(|current| nodes.iter().position(|n| n.name == current)) {
+        let node = nodes.remove(at);
+        nodes.push(node);
+    }
+    // Each node placed by its first folder's times (the folder it was given above).
+    let placed_by_folder = |node: &SessionNode| {
+        let ordered =
+            event_order.iter().any(|(name, _)| *name == node.name) || Some(node.name.as_str()) == current_last;
+        let first = node_dirs.iter().find(|dir| dir.name == node.name);
+        first.filter(|_| !ordered).map(|dir| (dir.modified, dir.created))
+    };
+    let times: Vec<_> = nodes.iter().map(placed_by_folder).collect();
+    for (node, time) in nodes.iter_mut().zip(&times) {
+        node.order_uncertain = time.is_some() && times.iter().filter(|other| *other == time).count() > 1;
+    }
     nodes
+}
+
+/// The nodes whose own `result.json` (the documented layout's, in either of their folders) says
+/// they failed, for a session that has no `result.json` of its own.
+fn failed_nodes(reader: &mut FolderReader, node_dirs: &[NodeDir]) -> Vec<String> {
+    let mut failed = Vec::new();
+    for dir in node_dirs {
+        let says_failed = reader
+            .node_result(&dir.path)
+            .is_some_and(|result| infer_status(Some(&result), Timestamp(0), UNIX_EPOCH) == Status::Error);
+        if says_failed && !failed.contains(&dir.name) {
+            failed.push(dir.name.clone());
+        }
+    }
+    failed
+}
+
+/// What a session the studio did not run cannot say, once, in words for a user (see
+/// [`Session::not_known`]): an engine folder (no `result.json`, no events) whose run ended.
+fn not_known(layout: Layout, files: &FolderFiles, status: Status, nodes: &[SessionNode]) -> Option<String> {
+    if layout != Layout::Engine
+        || files.result.is_some()
+        || files.info_status.is_some()
+        || !files.events.is_empty()
+        || status == Status::Running
+    {
+        return None;
+    }
+    let order = if nodes.iter().any(|n| n.order_uncertain) {
+        " Nor is the order of the nodes marked `?`: their folders were written in the same instant."
+    } else {
+        ""
+    };
+    Some(format!(
+        "Run outside the studio: its engine records neither how a run ended nor the nodes that \
+         write no folder, so the status can read `unknown` and nodes can be missing.{order} For \
+         the full story, run it with `zstudio run -- <command>` (or set ZIBBY_EMIT_GRAPH_MARKERS=1 \
+         and import its output with `zstudio import`)."
+    ))
 }
 
 /// What the folder says the session is called: `result.json`'s `prompt`, else (documented layout
@@ -352,5 +440,68 @@ fn push_node(nodes: &mut Vec<SessionNode>, name: &str, path: Option<PathBuf>) {
             path,
             ..SessionNode::without_folder(name)
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn dir(name: &str, modified_ms: u64, created_ms: Option<u64>) -> NodeDir {
+        NodeDir {
+            name: name.to_owned(),
+            path: PathBuf::from(name),
+            modified: UNIX_EPOCH + Duration::from_millis(modified_ms),
+            created: created_ms.map(|ms| UNIX_EPOCH + Duration::from_millis(ms)),
+        }
+    }
+
+    fn order(nodes: &[SessionNode]) -> Vec<(&str, bool)> {
+        nodes.iter().map(|n| (n.name.as_str(), n.order_uncertain)).collect()
+    }
+
+    #[test]
+    fn folders_of_one_tick_are_marked_uncertain_and_the_current_node_goes_last() {
+        // A three-node pipeline whose folders were all written in one 4 ms tick, listed by the
+        // file system as report, plan, execute: report began last (`currentNode`).
+        let mut dirs = vec![
+            dir("report", 8, Some(8)),
+            dir("plan", 8, Some(8)),
+            dir("execute", 8, Some(8)),
+        ];
+        let nodes = nodes_in_order(&[], &mut dirs, Some("report"));
+        assert_eq!(order(&nodes), [("plan", true), ("execute", true), ("report", false)]);
+
+        // Times apart: the order is known.
+        let mut dirs = vec![
+            dir("execute", 8, Some(4)),
+            dir("plan", 4, Some(0)),
+            dir("report", 12, Some(8)),
+        ];
+        let nodes = nodes_in_order(&[], &mut dirs, Some("report"));
+        assert_eq!(order(&nodes), [("plan", false), ("execute", false), ("report", false)]);
+
+        // The same write time but made apart: the making orders them.
+        let mut dirs = vec![dir("execute", 8, Some(4)), dir("plan", 8, Some(0))];
+        let nodes = nodes_in_order(&[], &mut dirs, None);
+        assert_eq!(order(&nodes), [("plan", false), ("execute", false)]);
+
+        // A current node without a folder (a custom node, or the one that failed) comes last too.
+        let mut dirs = vec![dir("fetch", 4, None)];
+        let nodes = nodes_in_order(&[], &mut dirs, Some("process"));
+        assert_eq!(order(&nodes), [("fetch", false), ("process", false)]);
+    }
+
+    #[test]
+    fn events_order_nodes_whatever_their_folders_times() {
+        let events = [
+            ("plan".to_owned(), Status::Success),
+            ("execute".to_owned(), Status::Success),
+        ];
+        let mut dirs = vec![dir("execute", 8, None), dir("plan", 8, None)];
+        let nodes = nodes_in_order(&events, &mut dirs, Some("execute"));
+        assert_eq!(order(&nodes), [("plan", false), ("execute", false)]);
     }
 }

@@ -216,6 +216,18 @@ impl FolderReader<'_> {
         }
     }
 
+    /// A node folder's `result.json`, parsed, when it is there as a regular small file; read
+    /// without counting its time as the session's (a listing reads it only to find a failure).
+    pub(super) fn node_result(&mut self, dir: &Path) -> Option<Value> {
+        let path = dir.join(RESULT_FILE);
+        let metadata = fs::symlink_metadata(&path).ok()?;
+        if !metadata.is_file() || metadata.len() > MAX_PARSED_FILE_BYTES {
+            return None;
+        }
+        let bytes = untrusted::read_bounded(&path, MAX_PARSED_FILE_BYTES).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
     pub(super) fn node_artifacts(&mut self, dir: &Path) -> NodeArtifacts {
         let mut file = |name: &str| self.regular_file(&dir.join(name));
         let prompt = file(PROMPT_FILE);

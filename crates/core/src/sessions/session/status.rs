@@ -83,7 +83,7 @@ pub(super) fn infer_status(result: Option<&Value>, updated_at: Timestamp, now: S
 }
 
 /// A status word of the folder's files (`node_end`, `failed`, …) in the one vocabulary.
-fn parse_status_word(word: &str) -> Option<Status> {
+pub(super) fn parse_status_word(word: &str) -> Option<Status> {
     let word = word.to_ascii_lowercase();
     Some(match word.as_str() {
         "running" | "started" | "start" | "begin" | "node_begin" | "node_start" | "in_progress" => Status::Running,

@@ -170,6 +170,9 @@ impl WatchLoop {
             }
             std::collections::hash_map::Entry::Occupied(entry) => {
                 let known = entry.into_mut();
+                // What the folder cannot order (or no longer names), the order seen live tells.
+                let mut summary = summary;
+                summary.keep_order_seen(&known.summary);
                 if known.summary != summary || store_changed {
                     (self.sink)(Change::SessionUpdated {
                         workspace: root.clone(),
