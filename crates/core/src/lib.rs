@@ -34,7 +34,10 @@
 //! - **Watch** (`watch/`): [`watcher`] (session folders as they change, as typed changes).
 //! - **App** (`app/`): [`live`] (the runs the studio follows, joined to the watcher's changes) and
 //!   the app service the window and `zstudio` share: the store opened and reconciled, runs of
-//!   agents, stops here or elsewhere, the window's [`app::Studio`].
+//!   agents, stops here or elsewhere, the window's [`app::Studio`] and the bodies of its commands
+//!   ([`app::operations`]).
+//! - **Remote** (`remote/`): [`remote`] (the studio server of `zstudio serve --stdio` over the app
+//!   service, its JSON-lines protocol, and the client that talks to one over a process's pipes).
 
 // The core reports through its return values and `tracing`, never by printing or exiting: what a
 // user sees is the window's and the CLI's to say.
@@ -42,6 +45,7 @@
 
 pub mod app;
 pub mod compare;
+pub mod remote;
 pub mod runs;
 pub mod sessions;
 pub mod share;

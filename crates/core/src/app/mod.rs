@@ -3,9 +3,12 @@
 //! [`Studio`] for the window, which keeps the open workspace (switchable), the store, the run
 //! supervisor and the watcher. A part that could not be opened is kept as its error, which every
 //! call that needs it returns, so the window shows why instead of the app panicking.
+//! [`operations`] holds the bodies of the window's commands that need no window, which the shell's
+//! commands and the studio server (`remote::server`) both call.
 
 pub mod first_listing;
 pub mod live;
+pub mod operations;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -480,7 +483,7 @@ pub fn find_program(variable: &str, name: &str) -> Option<PathBuf> {
 
 /// The supervisor, held for one command.
 /// The sessions of a workspace as the window lists them ([`Studio::sessions`]).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionListing {
     pub sessions: Vec<SessionRow>,
