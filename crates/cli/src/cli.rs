@@ -67,6 +67,10 @@ pub enum Command {
     /// this process's own output, and record its exit in DIR/exit
     #[command(hide = true)]
     Keep(KeepArgs),
+    /// Print this zstudio's version, build id and platform as one JSON line: a remote
+    /// workspace's bootstrap checks a `zstudio` on the host's PATH with it
+    #[command(hide = true)]
+    BuildInfo,
 }
 
 /// The commands a person runs: they print through [`crate::visible::Visible`].
@@ -411,13 +415,14 @@ impl Command {
     fn name(&self) -> &'static str {
         match self {
             Command::Keep(_) => "keep",
+            Command::BuildInfo => "build-info",
             Command::Studio(command) => command.name(),
         }
     }
 
     fn takes(&self) -> Takes {
         match self {
-            Command::Keep(_) => Takes {
+            Command::Keep(_) | Command::BuildInfo => Takes {
                 workspaces: Workspaces::None,
                 store: false,
                 json: false,
@@ -493,7 +498,7 @@ impl Cli {
         let globals: Vec<clap::Arg> = command.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
         for sub in command.get_subcommands_mut() {
             let takes = match sub.get_name() {
-                "keep" => Takes {
+                "keep" | "build-info" => Takes {
                     workspaces: Workspaces::None,
                     store: false,
                     json: false,

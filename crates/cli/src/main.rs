@@ -33,6 +33,7 @@ fn main() -> ExitCode {
     }
     let command = match cli.command {
         Command::Keep(args) => return commands::keep::keep(&args),
+        Command::BuildInfo => return commands::build_info::build_info(),
         Command::Studio(command) => command,
     };
     // Untrusted text (node names, output lines, file names) is printed: control characters as escapes.

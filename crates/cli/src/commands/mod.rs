@@ -2,6 +2,7 @@
 //! options and the output. [`run`] dispatches; the keeper ([`keep`]) runs apart, from `main`,
 //! because it writes to standard output itself.
 
+pub mod build_info;
 mod delete;
 pub mod diff;
 pub mod keep;
