@@ -119,6 +119,10 @@ pub enum StudioCommand {
     /// Bring a bundle, a session folder (a downloaded cloud session) or a captured log (its
     /// stdout; --stderr, --exit-code) into the workspace as a session, marked as imported
     Import(ImportArgs),
+    /// Serve the studio to one client on standard input and output (JSON lines: a banner, then
+    /// requests, replies and notifications; see docs/cli.md), until standard input ends. The
+    /// runs it started go on after it
+    Serve(ServeArgs),
     /// Bring the studio's window to the front on a session, starting the app if it is not
     /// running (the app: $ZIBBY_STUDIO_APP, else the zibby-studio beside zstudio, else on the PATH)
     Open(SessionArg),
@@ -127,6 +131,16 @@ pub enum StudioCommand {
 #[derive(Args)]
 pub struct SessionArg {
     pub session_id: String,
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Speak on standard input and output (the only transport)
+    #[arg(long, required = true)]
+    pub stdio: bool,
+    /// Said back in the banner, so the client knows its banner among what came before it
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub nonce: String,
 }
 
 #[derive(Args)]
@@ -454,6 +468,7 @@ impl StudioCommand {
             StudioCommand::Export(_) => "export",
             StudioCommand::Import(_) => "import",
             StudioCommand::Open(_) => "open",
+            StudioCommand::Serve(_) => "serve",
         }
     }
 
@@ -462,7 +477,8 @@ impl StudioCommand {
     }
 
     /// Every command reads one workspace and the store and prints JSON with `--json`, but
-    /// `parse` (standard input only) and `watch` (several workspaces).
+    /// `parse` (standard input only), `watch` (several workspaces) and `serve` (its frames are
+    /// JSON already).
     fn takes_named(name: &str) -> Takes {
         match name {
             "parse" => Takes {
@@ -474,6 +490,11 @@ impl StudioCommand {
                 workspaces: Workspaces::Several,
                 store: true,
                 json: true,
+            },
+            "serve" => Takes {
+                workspaces: Workspaces::One,
+                store: true,
+                json: false,
             },
             _ => Takes {
                 workspaces: Workspaces::One,

@@ -34,6 +34,13 @@ fn main() -> ExitCode {
     let command = match cli.command {
         Command::Keep(args) => return commands::keep::keep(&args),
         Command::BuildInfo => return commands::build_info::build_info(),
+        // The server writes its frames from a thread of its own: standard output stays unlocked.
+        Command::Studio(cli::StudioCommand::Serve(args)) => {
+            return match commands::serve::serve(&args, &cli.globals) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => report(&error, ExitCode::FAILURE),
+            }
+        }
         Command::Studio(command) => command,
     };
     // Untrusted text (node names, output lines, file names) is printed: control characters as escapes.

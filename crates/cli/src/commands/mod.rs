@@ -12,6 +12,7 @@ mod pins;
 mod run;
 mod runs;
 mod search;
+pub mod serve;
 mod sessions;
 mod share;
 mod stop;
@@ -43,6 +44,8 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Export(args) => share::export(&args, globals, out),
         StudioCommand::Import(args) => share::import(&args, globals, out),
         StudioCommand::Open(args) => share::open(&args, globals, out),
+        // `main` runs it before it locks standard output.
+        StudioCommand::Serve(args) => serve::serve(&args, globals),
         StudioCommand::Run(args) => return run::run(&args, globals, out),
         StudioCommand::Diff(args) => return diff::diff(&args, globals, out),
     };

@@ -6,6 +6,7 @@
 
 pub mod first_listing;
 pub mod live;
+pub mod operations;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
