@@ -38,6 +38,14 @@ pub struct Globals {
     /// watch, tail); the fields are in docs/cli.md
     #[arg(long, global = true)]
     pub json: bool,
+    /// A workspace on another machine, reached with the system's ssh: HOST:PATH (HOST an alias
+    /// of the ssh config or USER@HOST[:PORT]; PATH absolute or ~/…) or ssh://[USER@]HOST[:PORT]/PATH.
+    /// Taken by sessions, show, stop and export; the host's own store is used
+    #[arg(long, value_name = "HOST:PATH", global = true)]
+    pub remote: Option<String>,
+    /// An ssh config file for --remote, handed to ssh as `-F FILE`
+    #[arg(long, value_name = "FILE", global = true, env = "ZIBBY_STUDIO_SSH_CONFIG")]
+    pub ssh_config: Option<PathBuf>,
 }
 
 /// How a command prints what it found.
@@ -526,8 +534,10 @@ impl Cli {
                 },
                 name => StudioCommand::takes_named(name),
             };
+            let remote = crate::remote::COMMANDS.contains(&sub.get_name());
             let unused = |id: &str| match id {
                 "workspace" => takes.workspaces == Workspaces::None,
+                "remote" | "ssh_config" => !remote,
                 "db" | "memory" => !takes.store,
                 "json" => !takes.json,
                 _ => false,
@@ -546,12 +556,32 @@ impl Cli {
         command
     }
 
+    /// Why `--remote` cannot be taken as given: with a local workspace or store, or by a command
+    /// that does not work on a remote workspace.
+    fn remote_refusal(&self, name: &str) -> Option<String> {
+        self.globals.remote.as_ref()?;
+        if !crate::remote::COMMANDS.contains(&name) {
+            Some(format!(
+                "`zstudio {name}` does not work on a remote workspace: --remote is taken by {}",
+                crate::remote::COMMANDS.join(", ")
+            ))
+        } else if !self.globals.workspace.is_empty() {
+            Some("--remote names the workspace: --workspace is not taken with it".to_owned())
+        } else if self.globals.store.given() {
+            Some("--remote uses the host's own store: --db and --memory are not taken with it".to_owned())
+        } else {
+            None
+        }
+    }
+
     /// Refuses a global option the command has no use for, as clap refuses a mistake (exit 2).
     pub fn check(&self) -> Result<(), clap::Error> {
         let takes = self.command.takes();
         let name = self.command.name();
         let given = self.globals.workspace.len();
-        let refusal = if given > 0 && takes.workspaces == Workspaces::None {
+        let refusal = if let Some(refused) = self.remote_refusal(name) {
+            Some(refused)
+        } else if given > 0 && takes.workspaces == Workspaces::None {
             Some(format!(
                 "`zstudio {name}` reads no workspace: --workspace is not taken here"
             ))

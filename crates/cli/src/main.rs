@@ -9,6 +9,7 @@
 //! - `print`: all that is printed on standard output, human and JSON.
 //! - `visible`: control characters of untrusted text shown as escapes.
 //! - `ask`: questions on the terminal.
+//! - `remote`: a command on a remote workspace (`--remote HOST:PATH`), through its server.
 
 // Standard output goes through `print` and the `visible` writer (untrusted text shown as
 // escapes), never `println!`; the exit status is `main`'s to return.
@@ -19,6 +20,7 @@ mod cli;
 mod commands;
 mod open;
 mod print;
+mod remote;
 mod visible;
 
 use std::io::Write;

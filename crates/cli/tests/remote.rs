@@ -4,6 +4,11 @@
 
 #[path = "remote/bootstrap.rs"]
 mod bootstrap;
+#[path = "remote/cli.rs"]
+mod cli;
+// The captures; the test agent is not used here.
+#[allow(dead_code)]
+mod common;
 #[path = "remote/connect.rs"]
 mod connect;
 #[path = "remote/faults.rs"]

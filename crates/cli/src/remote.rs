@@ -1,0 +1,132 @@
+//! `--remote HOST:PATH`: a command on a workspace of another machine. The host is reached with
+//! the system's `ssh` (`studio_core::remote::ssh`: one ControlMaster, the same `zstudio` build put
+//! on the host when missing), `zstudio serve --stdio --workspace PATH` is started there through
+//! it, and the command calls the server (`studio_core::remote::client`), printing what it gets
+//! with the same printers as for a local workspace.
+
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use studio_core::remote::client::{ClientOptions, RemoteClient};
+use studio_core::remote::ssh::{ConnectOptions, Connection, RemoteTarget};
+use studio_core::SessionId;
+
+use crate::cli::{ExportArgs, Globals, ShowArgs, StopArgs, StudioCommand};
+use crate::print;
+
+/// The commands that take `--remote`.
+pub const COMMANDS: &[&str] = &["sessions", "show", "stop", "export"];
+
+/// A remote workspace's server, through its connection; both closed when dropped (the server
+/// first, then the ssh master).
+pub struct Remote {
+    client: Option<RemoteClient>,
+    connection: Option<Connection>,
+}
+
+impl Remote {
+    /// Connects to `target` (`--remote`), makes sure the server is there, and starts it on the
+    /// target's workspace.
+    pub fn open(target: &str, globals: &Globals) -> anyhow::Result<Remote> {
+        let target = RemoteTarget::parse(target)?;
+        let options = ConnectOptions { ssh_config: globals.ssh_config.clone(), ..ConnectOptions::default() };
+        let connection = Connection::open(&target, &options)?;
+        let local = std::env::current_exe().context("the running zstudio's path")?;
+        let server = connection.ensure_server(&local)?;
+        let command = connection.command([
+            server.program.as_str(),
+            "serve",
+            "--stdio",
+            "--workspace",
+            connection.workspace_path(),
+        ])?;
+        let client = RemoteClient::connect(connection.host(), command, ClientOptions::default())?;
+        Ok(Remote { client: Some(client), connection: Some(connection) })
+    }
+
+    fn call<T: DeserializeOwned>(&self, method: &str, params: serde_json::Value) -> anyhow::Result<T> {
+        Ok(self.client().call(method, &params)?)
+    }
+
+    fn client(&self) -> &RemoteClient {
+        self.client.as_ref().expect("the client lives as long as the remote")
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            let _ = client.close(Duration::from_secs(5));
+        }
+        if let Some(connection) = self.connection.take() {
+            let _ = connection.close();
+        }
+    }
+}
+
+/// Runs `command` on the workspace of `--remote` (one of [`COMMANDS`]; `Cli::check` refused
+/// the others).
+pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let target = globals.remote.as_deref().expect("--remote was given");
+    let remote = Remote::open(target, globals)?;
+    match command {
+        StudioCommand::Sessions => sessions(&remote, globals, out),
+        StudioCommand::Show(args) => show(&remote, args, globals, out),
+        StudioCommand::Stop(args) => stop(&remote, args, globals, out),
+        StudioCommand::Export(args) => export(&remote, args, globals, out),
+        _ => unreachable!("Cli::check refuses --remote for the other commands"),
+    }
+}
+
+/// What `--remote` prints without `--json`: the printers read the core's types, which do not
+/// read back from the server's JSON yet, so only JSON is printed for now.
+fn json_only(globals: &Globals, command: &str) -> anyhow::Result<()> {
+    match globals.format() {
+        crate::cli::Format::Json => Ok(()),
+        crate::cli::Format::Human => anyhow::bail!(
+            "`zstudio --remote … {command}` prints JSON only for now: add --json (the same document as \
+             for a local workspace)"
+        ),
+    }
+}
+
+/// The same document as `zstudio sessions --json` on the host.
+fn sessions(remote: &Remote, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    json_only(globals, "sessions")?;
+    let listing: Value = remote.call("sessions_list", json!({}))?;
+    print::write_json(out, &listing["sessions"])
+}
+
+/// The same document as `zstudio show ID --json` on the host (never with the session's config).
+fn show(remote: &Remote, args: &ShowArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    json_only(globals, "show")?;
+    if args.with_config {
+        anyhow::bail!("--with-config is not taken with --remote: the server never sends a session's config");
+    }
+    let id = SessionId::parse(&args.session_id)?;
+    let session: Value = remote.call("session_get", json!({ "session_id": id.to_string() }))?;
+    print::write_json(out, &session)
+}
+
+/// A graceful (or `--force`d) stop of a run the host's studio supervises, asked of its server;
+/// the run stops on the host whatever becomes of this connection.
+fn stop(remote: &Remote, args: &StopArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let stopping: Value = remote.call("run_stop", json!({ "run_id": args.id, "force": args.force }))?;
+    print::emit(out, globals.format(), &stopping, |out, _| {
+        writeln!(out, "{}", print::stopping_words(args.force, true))?;
+        Ok(())
+    })
+}
+
+fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let id = SessionId::parse(&args.session_id)?;
+    let path = match &args.output {
+        Some(path) => path.clone(),
+        None => std::env::current_dir()?.join(format!("{id}.zip")),
+    };
+    let exported = remote.client().export_session(&id.to_string(), args.include_config, &path)?;
+    print::emit(out, globals.format(), &exported, |out, exported| print::exported(out, exported))
+}
