@@ -481,7 +481,7 @@ pub fn find_program(variable: &str, name: &str) -> Option<PathBuf> {
 
 /// The supervisor, held for one command.
 /// The sessions of a workspace as the window lists them ([`Studio::sessions`]).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionListing {
     pub sessions: Vec<SessionRow>,

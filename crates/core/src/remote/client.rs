@@ -296,11 +296,11 @@ impl RemoteClient {
                     break;
                 }
             }
-            if offset != opened.exported.bytes {
+            if offset != opened.size {
                 return Err(self.link_error(format!(
                     "the export of `{}` came back as {offset} bytes, not {}",
                     shown(&opened.exported.session_id),
-                    opened.exported.bytes
+                    opened.size
                 )));
             }
             file.sync_all().map_err(|e| Error::io_write(&partial, e))?;

@@ -33,6 +33,8 @@ pub struct ExportOpen {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ExportOpened {
     pub export_id: String,
+    /// The bundle's size in bytes, as `export_read` reads it.
+    pub size: u64,
     /// What was written (its `path` is the server's).
     pub exported: Exported,
 }
@@ -84,11 +86,18 @@ impl Exports {
         let export_id = uuid::Uuid::now_v7().simple().to_string();
         let path = self.folder()?.join(format!("{export_id}.zip"));
         let exported = studio.export_session(&id, &path, params.include_config)?;
+        let size = std::fs::metadata(&exported.path)
+            .map_err(|e| Error::io(&exported.path, e))?
+            .len();
         self.open
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(export_id.clone(), exported.path.clone());
-        Ok(ExportOpened { export_id, exported })
+        Ok(ExportOpened {
+            export_id,
+            size,
+            exported,
+        })
     }
 
     /// Up to `limit` bytes of an open export from `offset`.
