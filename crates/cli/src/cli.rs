@@ -44,7 +44,13 @@ pub struct Globals {
     #[arg(long, value_name = "HOST:PATH", global = true)]
     pub remote: Option<String>,
     /// An ssh config file for --remote, handed to ssh as `-F FILE`
-    #[arg(long, value_name = "FILE", global = true, env = "ZIBBY_STUDIO_SSH_CONFIG")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        global = true,
+        env = "ZIBBY_STUDIO_SSH_CONFIG",
+        hide_env_values = true
+    )]
     pub ssh_config: Option<PathBuf>,
 }
 

@@ -32,7 +32,10 @@ impl Remote {
     /// target's workspace.
     pub fn open(target: &str, globals: &Globals) -> anyhow::Result<Remote> {
         let target = RemoteTarget::parse(target)?;
-        let options = ConnectOptions { ssh_config: globals.ssh_config.clone(), ..ConnectOptions::default() };
+        let options = ConnectOptions {
+            ssh_config: globals.ssh_config.clone(),
+            ..ConnectOptions::default()
+        };
         let connection = Connection::open(&target, &options)?;
         let local = std::env::current_exe().context("the running zstudio's path")?;
         let server = connection.ensure_server(&local)?;
@@ -44,7 +47,10 @@ impl Remote {
             connection.workspace_path(),
         ])?;
         let client = RemoteClient::connect(connection.host(), command, ClientOptions::default())?;
-        Ok(Remote { client: Some(client), connection: Some(connection) })
+        Ok(Remote {
+            client: Some(client),
+            connection: Some(connection),
+        })
     }
 
     fn call<T: DeserializeOwned>(&self, method: &str, params: serde_json::Value) -> anyhow::Result<T> {
@@ -127,6 +133,10 @@ fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl 
         Some(path) => path.clone(),
         None => std::env::current_dir()?.join(format!("{id}.zip")),
     };
-    let exported = remote.client().export_session(&id.to_string(), args.include_config, &path)?;
-    print::emit(out, globals.format(), &exported, |out, exported| print::exported(out, exported))
+    let exported = remote
+        .client()
+        .export_session(&id.to_string(), args.include_config, &path)?;
+    print::emit(out, globals.format(), &exported, |out, exported| {
+        print::exported(out, exported)
+    })
 }

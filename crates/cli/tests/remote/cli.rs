@@ -12,7 +12,10 @@ use super::remote_workspace;
 /// `zstudio ARGS` with `env`, its local store in `data` (never the host's).
 fn zstudio(args: &[&str], data: &Path, env: &[(&str, &Path)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_zstudio"));
-    command.args(args).env_remove("ZIBBY_STUDIO_DB").env_remove("ZIBBY_STUDIO_SSH_CONFIG");
+    command
+        .args(args)
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env_remove("ZIBBY_STUDIO_SSH_CONFIG");
     command.env("XDG_DATA_HOME", data).stdin(Stdio::null());
     for (name, value) in env {
         command.env(name, value);
@@ -40,7 +43,7 @@ fn processes_naming(needle: &str) -> Vec<String> {
 }
 
 #[test]
-fn sessions_show_and_export_of_a_remote_workspace_are_the_hosts_own() {
+fn sessions_and_show_of_a_remote_workspace_are_the_hosts_own() {
     let sshd = Sshd::start();
     let workspace = remote_workspace(&sshd, "ws");
     let ws = workspace.to_str().unwrap();
@@ -48,24 +51,42 @@ fn sessions_show_and_export_of_a_remote_workspace_are_the_hosts_own() {
     let host_data = sshd.home().join("data");
     // A session on the host, in its workspace and its store.
     let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
-    let imported =
-        json_of(&zstudio(&["import", capture.to_str().unwrap(), "-w", ws, "--json"], &host_data, &[]));
+    let imported = json_of(&zstudio(
+        &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
+        &host_data,
+        &[],
+    ));
     let id = imported["session_id"].as_str().unwrap().to_owned();
     let on_host = json_of(&zstudio(&["sessions", "-w", ws, "--json"], &host_data, &[]));
 
     let remote = format!("{}:{ws}", sshd.alias());
     let config = sshd.ssh_config().to_str().unwrap();
-    let listed = json_of(&zstudio(&["--remote", &remote, "--ssh-config", config, "sessions", "--json"], local.path(), &[]));
+    let listed = json_of(&zstudio(
+        &["--remote", &remote, "--ssh-config", config, "sessions", "--json"],
+        local.path(),
+        &[],
+    ));
     assert_eq!(listed, on_host);
     assert_eq!(listed[0]["id"], id.as_str());
 
     // The config given by the environment instead.
     let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
-    let shown = json_of(&zstudio(&["show", &id, "--remote", &remote, "--json"], local.path(), &env));
+    let shown = json_of(&zstudio(
+        &["show", &id, "--remote", &remote, "--json"],
+        local.path(),
+        &env,
+    ));
     assert_eq!(shown["id"], id.as_str());
-    assert_eq!(shown, json_of(&zstudio(&["show", &id, "-w", ws, "--json"], &host_data, &[])));
+    assert_eq!(
+        shown,
+        json_of(&zstudio(&["show", &id, "-w", ws, "--json"], &host_data, &[]))
+    );
 
-    assert!(processes_naming(config).is_empty(), "left running: {:?}", processes_naming(config));
+    assert!(
+        processes_naming(config).is_empty(),
+        "left running: {:?}",
+        processes_naming(config)
+    );
 }
 
 #[test]
@@ -76,14 +97,25 @@ fn a_remote_session_is_exported_to_a_local_bundle() {
     let local = tempfile::tempdir().unwrap();
     let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
     let host_data = sshd.home().join("data");
-    let imported =
-        json_of(&zstudio(&["import", capture.to_str().unwrap(), "-w", ws, "--json"], &host_data, &[]));
+    let imported = json_of(&zstudio(
+        &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
+        &host_data,
+        &[],
+    ));
     let id = imported["session_id"].as_str().unwrap().to_owned();
     let remote = format!("{}:{ws}", sshd.alias());
     let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
     let bundle = local.path().join("bundle.zip");
     let exported = json_of(&zstudio(
-        &["export", &id, "-o", bundle.to_str().unwrap(), "--remote", &remote, "--json"],
+        &[
+            "export",
+            &id,
+            "-o",
+            bundle.to_str().unwrap(),
+            "--remote",
+            &remote,
+            "--json",
+        ],
         local.path(),
         &env,
     ));
@@ -100,17 +132,33 @@ fn remote_errors_name_the_host_and_what_failed() {
     let output = zstudio(&["sessions", "--json", "--remote", &missing], local.path(), &env);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("studio-test: the workspace /nowhere/at/all does not exist"), "{stderr}");
+    assert!(
+        stderr.contains("studio-test: the workspace /nowhere/at/all does not exist"),
+        "{stderr}"
+    );
 
     let workspace = remote_workspace(&sshd, "ws");
     let remote = format!("{}:{}", sshd.alias(), workspace.display());
-    let output = zstudio(&["stop", "0190aaaa-0000-7000-8000-000000000000", "--json", "--remote", &remote], local.path(), &env);
+    let output = zstudio(
+        &[
+            "stop",
+            "0190aaaa-0000-7000-8000-000000000000",
+            "--json",
+            "--remote",
+            &remote,
+        ],
+        local.path(),
+        &env,
+    );
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("0190aaaa-0000-7000-8000-000000000000"), "{stderr}");
 
     let output = zstudio(&["sessions", "--remote", &remote], local.path(), &env);
-    assert!(String::from_utf8_lossy(&output.stderr).contains("prints JSON only"), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("prints JSON only"),
+        "{output:?}"
+    );
 }
 
 #[test]
@@ -122,7 +170,12 @@ fn remote_is_refused_where_it_cannot_work() {
         &["sessions", "--remote", "box:/p", "--memory"],
         &["sessions", "--remote", "box:project"],
     ];
-    let words = ["does not work on a remote workspace", "--workspace is not taken", "host's own store", "is relative"];
+    let words = [
+        "does not work on a remote workspace",
+        "--workspace is not taken",
+        "host's own store",
+        "is relative",
+    ];
     for (args, words) in cases.iter().zip(words) {
         let output = zstudio(args, local.path(), &[]);
         assert!(!output.status.success(), "{args:?}");
