@@ -40,7 +40,8 @@ pub struct Globals {
     pub json: bool,
     /// A workspace on another machine, reached with the system's ssh: HOST:PATH (HOST an alias
     /// of the ssh config or USER@HOST[:PORT]; PATH absolute or ~/…) or ssh://[USER@]HOST[:PORT]/PATH.
-    /// Taken by sessions, show, stop and export; the host's own store is used
+    /// Taken by sessions, show, stop and export (the host's own store is used), and by diff (A on
+    /// the host, B here)
     #[arg(long, value_name = "HOST:PATH", global = true)]
     pub remote: Option<String>,
     /// An ssh config file for --remote, handed to ssh as `-F FILE`
@@ -571,6 +572,9 @@ impl Cli {
                 "`zstudio {name}` does not work on a remote workspace: --remote is taken by {}",
                 crate::remote::COMMANDS.join(", ")
             ))
+        } else if name == "diff" {
+            // `diff A B --remote`: B is local, in --workspace and the local store.
+            None
         } else if !self.globals.workspace.is_empty() {
             Some("--remote names the workspace: --workspace is not taken with it".to_owned())
         } else if self.globals.store.given() {

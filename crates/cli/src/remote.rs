@@ -5,20 +5,25 @@
 //! with the same printers as for a local workspace.
 
 use std::io::Write;
-use std::time::Duration;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
+use studio_core::compare::compare;
+use studio_core::compare::sides::Source;
 use studio_core::remote::client::{ClientOptions, RemoteClient};
 use studio_core::remote::ssh::{ConnectOptions, Connection, RemoteTarget};
-use studio_core::SessionId;
+use studio_core::share::ImportOptions;
+use studio_core::store::StoreLocation;
+use studio_core::{SessionId, Workspace};
 
-use crate::cli::{ExportArgs, Globals, ShowArgs, StopArgs, StudioCommand};
+use crate::cli::{DiffArgs, ExportArgs, Globals, ShowArgs, StopArgs, StudioCommand};
 use crate::print;
 
 /// The commands that take `--remote`.
-pub const COMMANDS: &[&str] = &["sessions", "show", "stop", "export"];
+pub const COMMANDS: &[&str] = &["sessions", "show", "stop", "export", "diff"];
 
 /// A remote workspace's server, through its connection; both closed when dropped (the server
 /// first, then the ssh master).
@@ -75,16 +80,18 @@ impl Drop for Remote {
 
 /// Runs `command` on the workspace of `--remote` (one of [`COMMANDS`]; `Cli::check` refused
 /// the others).
-pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     let target = globals.remote.as_deref().expect("--remote was given");
     let remote = Remote::open(target, globals)?;
-    match command {
+    let done = match command {
         StudioCommand::Sessions => sessions(&remote, globals, out),
         StudioCommand::Show(args) => show(&remote, args, globals, out),
         StudioCommand::Stop(args) => stop(&remote, args, globals, out),
         StudioCommand::Export(args) => export(&remote, args, globals, out),
+        StudioCommand::Diff(args) => return diff(&remote, args, globals, out),
         _ => unreachable!("Cli::check refuses --remote for the other commands"),
-    }
+    };
+    done.map(|()| ExitCode::SUCCESS)
 }
 
 /// What `--remote` prints without `--json`: the printers read the core's types, which do not
@@ -139,4 +146,41 @@ fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl 
     print::emit(out, globals.format(), &exported, |out, exported| {
         print::exported(out, exported)
     })
+}
+
+/// `zstudio diff A B --remote HOST:PATH`: A a session of the host, B a session of the local
+/// workspace, each their last run. Both are exported as bundles and imported into a scratch
+/// workspace and an in-memory store (deleted after), where they are compared as two recorded runs:
+/// nothing of the local workspace or store is changed.
+fn diff(remote: &Remote, args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    let [a, b] = &args.runs[..] else {
+        anyhow::bail!("with --remote, give A (a session of the host) and B (a session here); --log is not taken");
+    };
+    let (a, b) = (SessionId::parse(a)?, SessionId::parse(b)?);
+    let now = SystemTime::now();
+    let scratch = tempfile::Builder::new().prefix("zstudio-remote-diff-").tempdir()?;
+    let (remote_bundle, local_bundle) = (scratch.path().join("a.zip"), scratch.path().join("b.zip"));
+    remote.client().export_session(&a.to_string(), false, &remote_bundle)?;
+    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+    studio_core::share::export_session(&store, &workspace, &b, &local_bundle, false, now)?;
+    let scratch_root = scratch.path().join("workspace");
+    std::fs::create_dir_all(&scratch_root)?;
+    let scratch_workspace = Workspace::open(&scratch_root)?;
+    let scratch_store = crate::open::open_store(&StoreLocation::memory())?;
+    // The same session on both machines has the same id: each side gets a new one here.
+    let options = ImportOptions {
+        as_new: true,
+        ..ImportOptions::default()
+    };
+    let side = |bundle: &std::path::Path| -> anyhow::Result<Source> {
+        let imported = studio_core::share::import(&scratch_store, &scratch_workspace, bundle, &options, now)?;
+        Ok(Source::resolve(
+            &scratch_store,
+            &scratch_workspace,
+            &imported.session_id.to_string(),
+        )?)
+    };
+    let (a, b) = (side(&remote_bundle)?, side(&local_bundle)?);
+    let compared = compare(Some(&scratch_store), &a, &b, &crate::commands::diff::options(args))?;
+    crate::commands::diff::finish(&compared, args, globals, out)
 }

@@ -27,7 +27,7 @@ use crate::cli::{Globals, StudioCommand};
 /// Runs one command; its exit status is success unless it says otherwise (`run` and `diff` do).
 pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     if globals.remote.is_some() {
-        return crate::remote::run(&command, globals, out).map(|()| ExitCode::SUCCESS);
+        return crate::remote::run(&command, globals, out);
     }
     let done = match command {
         StudioCommand::Sessions => sessions::list(globals, out),

@@ -183,3 +183,61 @@ fn remote_is_refused_where_it_cannot_work() {
         assert!(stderr.contains(words), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn a_session_on_the_host_is_compared_with_one_here() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let host_data = sshd.home().join("data");
+    let local = tempfile::tempdir().unwrap();
+    let local_ws = local.path().join("ws");
+    std::fs::create_dir_all(&local_ws).unwrap();
+    let lws = local_ws.to_str().unwrap();
+    let capture = |name: &str| super::common::captures().join(name).join("stdout.txt");
+    let import = |capture: &Path, ws: &str, data: &Path| {
+        let imported = json_of(&zstudio(
+            &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
+            data,
+            &[],
+        ));
+        imported["session_id"].as_str().unwrap().to_owned()
+    };
+    let on_host = import(&capture("head-bb10e85-01-hello-world-markers"), ws, &host_data);
+    let same_here = import(&capture("head-bb10e85-01-hello-world-markers"), lws, local.path());
+    let other_here = import(&capture("head-bb10e85-02-pipeline-markers"), lws, local.path());
+    let remote = format!("{}:{ws}", sshd.alias());
+    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    let listed_before = json_of(&zstudio(&["sessions", "-w", lws, "--json"], local.path(), &[]));
+
+    let same = zstudio(
+        &["diff", &on_host, &same_here, "--remote", &remote, "-w", lws, "--json"],
+        local.path(),
+        &env,
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&same.stderr),
+        String::from_utf8_lossy(&same.stdout)
+    );
+    assert_eq!(same.status.code(), Some(0), "{said}");
+    let same: Value = serde_json::from_slice(&same.stdout).unwrap();
+    assert!(!same["nodes"].as_array().unwrap().is_empty(), "{same}");
+
+    let other = zstudio(
+        &["diff", &on_host, &other_here, "--remote", &remote, "-w", lws],
+        local.path(),
+        &env,
+    );
+    assert_eq!(
+        other.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    assert!(String::from_utf8_lossy(&other.stdout).starts_with("A  "), "{other:?}");
+
+    // Nothing local changed: the local workspace lists the same sessions.
+    let listed_after = json_of(&zstudio(&["sessions", "-w", lws, "--json"], local.path(), &[]));
+    assert_eq!(listed_before, listed_after);
+}
