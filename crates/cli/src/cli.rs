@@ -49,7 +49,7 @@ pub struct Globals {
         long,
         value_name = "FILE",
         global = true,
-        env = "ZIBBY_STUDIO_SSH_CONFIG",
+        env = studio_core::remote::ssh::SSH_CONFIG_ENV,
         hide_env_values = true
     )]
     pub ssh_config: Option<PathBuf>,
@@ -425,6 +425,9 @@ pub struct KeepArgs {
     pub command: Vec<String>,
 }
 
+/// The commands that take `--remote` (the `remote` module runs them).
+pub const REMOTE_COMMANDS: &[&str] = &["sessions", "show", "stop", "export", "diff"];
+
 /// How many workspaces a command reads.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Workspaces {
@@ -541,7 +544,7 @@ impl Cli {
                 },
                 name => StudioCommand::takes_named(name),
             };
-            let remote = crate::remote::COMMANDS.contains(&sub.get_name());
+            let remote = REMOTE_COMMANDS.contains(&sub.get_name());
             let unused = |id: &str| match id {
                 "workspace" => takes.workspaces == Workspaces::None,
                 "remote" | "ssh_config" => !remote,
@@ -567,10 +570,10 @@ impl Cli {
     /// that does not work on a remote workspace.
     fn remote_refusal(&self, name: &str) -> Option<String> {
         self.globals.remote.as_ref()?;
-        if !crate::remote::COMMANDS.contains(&name) {
+        if !REMOTE_COMMANDS.contains(&name) {
             Some(format!(
                 "`zstudio {name}` does not work on a remote workspace: --remote is taken by {}",
-                crate::remote::COMMANDS.join(", ")
+                REMOTE_COMMANDS.join(", ")
             ))
         } else if name == "diff" {
             // `diff A B --remote`: B is local, in --workspace and the local store.

@@ -22,9 +22,6 @@ use studio_core::{SessionId, Workspace};
 use crate::cli::{DiffArgs, ExportArgs, Globals, ShowArgs, StopArgs, StudioCommand};
 use crate::print;
 
-/// The commands that take `--remote`.
-pub const COMMANDS: &[&str] = &["sessions", "show", "stop", "export", "diff"];
-
 /// A remote workspace's server, through its connection; both closed when dropped (the server
 /// first, then the ssh master).
 pub struct Remote {
@@ -78,8 +75,8 @@ impl Drop for Remote {
     }
 }
 
-/// Runs `command` on the workspace of `--remote` (one of [`COMMANDS`]; `Cli::check` refused
-/// the others).
+/// Runs `command` on the workspace of `--remote` (one of `cli::REMOTE_COMMANDS`; `Cli::check`
+/// refused the others).
 pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     let target = globals.remote.as_deref().expect("--remote was given");
     let remote = Remote::open(target, globals)?;
