@@ -239,3 +239,126 @@ fn a_remote_session_is_exported_into_a_local_bundle() {
         .unwrap_err();
     assert_eq!(error.code(), ErrorCode::InvalidRequest);
 }
+
+/// Each method's result reads back as the core's own type, and says what the core says here.
+#[test]
+fn every_result_reads_back_as_the_cores_type() {
+    use studio_core::compare::RunDiff;
+    use studio_core::files::{FileChunk, FileEntry};
+    use studio_core::store::{LogLine, Message, OutputFind, OutputPage, RunRecord, SearchHit, Span};
+    use studio_core::Session;
+    let place = Place::create();
+    let a = run_locally(&place, &["--nodes", "plan:1,book:1"]);
+    let b = run_locally(&place, &["--nodes", "plan:1,book:1", "--fail", "book"]);
+    let client = connect(&place);
+    let (studio, _) = Studio::open(Some(&place.workspace()), Ok(StoreLocation::File(place.db())));
+    let runs: Vec<RunRecord> = client.call("runs_list", &json!({"session_id": null})).unwrap();
+    assert_eq!(runs.len(), 2);
+    let session = runs[0].session_id.clone();
+    let same = |remote: Value, local: Value, what: &str| assert_eq!(remote, local, "{what}");
+    let session_read: Session = client.call("session_get", &json!({"session_id": session})).unwrap();
+    same(
+        value(&session_read),
+        value(&studio.session_get(&session).unwrap()),
+        "session_get",
+    );
+    let files: Vec<FileEntry> = client.call("session_files", &json!({"session_id": session})).unwrap();
+    same(
+        value(&files),
+        value(&studio.session_files(&session).unwrap()),
+        "session_files",
+    );
+    let path = files
+        .iter()
+        .find(|f| f.path.ends_with(".json"))
+        .map(|f| f.path.clone())
+        .unwrap();
+    let chunk: FileChunk = client
+        .call(
+            "session_file_read",
+            &json!({"session_id": session, "path": path, "offset": 0, "limit": 64}),
+        )
+        .unwrap();
+    same(
+        value(&chunk),
+        value(&studio.session_file_read(&session, &path, 0, 64).unwrap()),
+        "session_file_read",
+    );
+    let logs: Vec<LogLine> = client.call("session_logs", &json!({"session_id": session})).unwrap();
+    assert!(!logs.is_empty());
+    let messages: Vec<Message> = client
+        .call("session_messages", &json!({"session_id": session}))
+        .unwrap();
+    same(
+        value(&messages),
+        value(&studio.session_messages(&session).unwrap()),
+        "session_messages",
+    );
+    let spans: Vec<Span> = client.call("run_spans", &json!({"run_id": a})).unwrap();
+    same(value(&spans), value(&studio.run_spans(&a).unwrap()), "run_spans");
+    let page: OutputPage = client
+        .call("run_output", &json!({"run_id": a, "from_seq": 1, "limit": 10}))
+        .unwrap();
+    same(
+        value(&page),
+        value(&studio.run_output(&a, 1, 10, None, None).unwrap()),
+        "run_output",
+    );
+    let found: OutputFind = client
+        .call(
+            "run_output_find",
+            &json!({"run_id": a, "from_seq": 1, "backward": false, "query": "book"}),
+        )
+        .unwrap();
+    same(
+        value(&found),
+        value(&studio.run_output_find(&a, 1, false, "book").unwrap()),
+        "run_output_find",
+    );
+    let hits: Vec<SearchHit> = client.call("search", &json!({"query": "book", "limit": 5})).unwrap();
+    assert!(!hits.is_empty());
+    let diff: RunDiff = client
+        .call("runs_compare", &json!({"a": a, "b": b, "skip_hunks": 0}))
+        .unwrap();
+    same(
+        value(&diff),
+        value(&studio.runs_compare(&a, &b, None, None, 0).unwrap()),
+        "runs_compare",
+    );
+}
+
+/// A value as JSON, to compare values of different types.
+fn value<T: serde::Serialize>(x: &T) -> Value {
+    serde_json::to_value(x).unwrap()
+}
+
+#[test]
+fn a_run_started_through_the_client_is_heard_as_typed_events() {
+    use studio_core::runner::{RunEvent, StartedRun};
+    let place = Place::create();
+    place.trusted_agent(50);
+    let client = connect(&place);
+    let notifications = client.notifications().expect("taken once");
+    assert!(client.notifications().is_none());
+    let started: StartedRun = client
+        .call(
+            "run_start",
+            &json!({"agent": "trip", "prompt": "Kyoto", "session_id": null}),
+        )
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut nodes = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let notification = notifications.recv_timeout(left).expect("the run's end within 30 s");
+        match notification.run_event() {
+            Some(RunEvent::NodeBegin { node, run_id, .. }) if run_id == started.run_id => nodes.push(node),
+            Some(RunEvent::RunFinished { run_id, status, .. }) if run_id == started.run_id => {
+                assert_eq!(status, studio_core::Status::Success);
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(nodes, ["plan", "book"]);
+}

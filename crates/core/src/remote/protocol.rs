@@ -12,6 +12,8 @@ use std::io::{self, BufRead};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::runs::runner::RunEvent;
+use crate::sessions::change::Change;
 use crate::vocabulary::error::{Error, ErrorCode};
 
 /// The protocol's version: both ends must speak the same (the client's `hello` says its own).
@@ -113,6 +115,22 @@ impl WireError {
 pub struct Notification {
     pub method: String,
     pub params: Value,
+}
+
+impl Notification {
+    /// The run event of a [`RUN_EVENT`] notification.
+    pub fn run_event(&self) -> Option<RunEvent> {
+        (self.method == RUN_EVENT)
+            .then(|| serde_json::from_value(self.params.clone()).ok())
+            .flatten()
+    }
+
+    /// The change of a [`CHANGE`] notification.
+    pub fn change(&self) -> Option<Change> {
+        (self.method == CHANGE)
+            .then(|| serde_json::from_value(self.params.clone()).ok())
+            .flatten()
+    }
 }
 
 /// The reply to request `id`: its result or its error.

@@ -71,7 +71,7 @@ impl<'de> Deserialize<'de> for Timestamp {
 }
 
 /// Which of the two folder layouts of PROTOCOL.md §5 a session uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Layout {
@@ -91,7 +91,7 @@ pub struct Problem {
 }
 
 /// A file that exists, with its size; its contents are read on demand.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FileRef {
     pub path: PathBuf,
@@ -99,7 +99,7 @@ pub struct FileRef {
 }
 
 /// `.session-info.json`, as far as it parses.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionInfo {
     pub session_path: Option<String>,
@@ -113,7 +113,7 @@ pub struct SessionInfo {
     pub config: Option<Value>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct NodeArtifacts {
     pub prompt: Option<FileRef>,
@@ -142,7 +142,7 @@ impl NodeArtifacts {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionNode {
     pub name: String,
@@ -177,7 +177,7 @@ impl SessionSummary {
 }
 
 /// One session folder, read in full.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Session {
     pub id: SessionId,
@@ -209,7 +209,7 @@ pub struct Session {
 }
 
 /// Where a session came from, as the store marks it imported.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Imported {
     /// The bundle, folder or log it was imported from.
