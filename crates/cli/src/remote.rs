@@ -4,6 +4,7 @@
 //! it, and the command calls the server (`studio_core::remote::client`), printing what it gets
 //! with the same printers as for a local workspace.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
@@ -11,13 +12,14 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
+use studio_core::app::SessionListing;
 use studio_core::compare::compare;
 use studio_core::compare::sides::Source;
 use studio_core::remote::client::{ClientOptions, RemoteClient};
 use studio_core::remote::ssh::{ConnectOptions, Connection, RemoteTarget};
 use studio_core::share::ImportOptions;
 use studio_core::store::StoreLocation;
-use studio_core::{SessionId, Workspace};
+use studio_core::{Session, SessionId, Workspace};
 
 use crate::cli::{DiffArgs, ExportArgs, Globals, ShowArgs, StopArgs, StudioCommand};
 use crate::print;
@@ -91,34 +93,37 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
     done.map(|()| ExitCode::SUCCESS)
 }
 
-/// What `--remote` prints without `--json`: the printers read the core's types, which do not
-/// read back from the server's JSON yet, so only JSON is printed for now.
-fn json_only(globals: &Globals, command: &str) -> anyhow::Result<()> {
-    match globals.format() {
-        crate::cli::Format::Json => Ok(()),
-        crate::cli::Format::Human => anyhow::bail!(
-            "`zstudio --remote … {command}` prints JSON only for now: add --json (the same document as \
-             for a local workspace)"
-        ),
-    }
-}
-
-/// The same document as `zstudio sessions --json` on the host.
+/// The host's sessions, printed as `zstudio sessions` prints a local workspace's.
 fn sessions(remote: &Remote, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    json_only(globals, "sessions")?;
-    let listing: Value = remote.call("sessions_list", json!({}))?;
-    print::write_json(out, &listing["sessions"])
+    let now = SystemTime::now();
+    let listing: SessionListing = remote.call("sessions_list", json!({}))?;
+    print::emit(out, globals.format(), &listing.sessions, |out, sessions| {
+        print::sessions(out, sessions, now)?;
+        if let Some(total) = &listing.usage {
+            writeln!(out, "\ncost of all sessions: {}, {}", total.label, total.tokens_label)?;
+        }
+        Ok(())
+    })
 }
 
-/// The same document as `zstudio show ID --json` on the host (never with the session's config).
+/// One session of the host, printed as `zstudio show` prints a local one (never with its config;
+/// its nodes' durations, read from the host's spans locally, are left out).
 fn show(remote: &Remote, args: &ShowArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    json_only(globals, "show")?;
     if args.with_config {
         anyhow::bail!("--with-config is not taken with --remote: the server never sends a session's config");
     }
     let id = SessionId::parse(&args.session_id)?;
-    let session: Value = remote.call("session_get", json!({ "session_id": id.to_string() }))?;
-    print::write_json(out, &session)
+    let session: Session = remote.call("session_get", json!({ "session_id": id.to_string() }))?;
+    match globals.format() {
+        crate::cli::Format::Json => print::write_json(out, &session),
+        crate::cli::Format::Human => {
+            print::session(out, &session, SystemTime::now(), &HashMap::new())?;
+            if let Some(imported) = &session.imported {
+                writeln!(out, "imported from {} at {}", imported.from, imported.at.to_rfc3339())?;
+            }
+            Ok(())
+        }
+    }
 }
 
 /// A graceful (or `--force`d) stop of a run the host's studio supervises, asked of its server;
