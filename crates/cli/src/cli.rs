@@ -38,6 +38,21 @@ pub struct Globals {
     /// watch, tail); the fields are in docs/cli.md
     #[arg(long, global = true)]
     pub json: bool,
+    /// A workspace on another machine, reached with the system's ssh: HOST:PATH (HOST an alias
+    /// of the ssh config or USER@HOST[:PORT]; PATH absolute or ~/…) or ssh://[USER@]HOST[:PORT]/PATH.
+    /// Taken by sessions, show, stop and export (the host's own store is used), and by diff (A on
+    /// the host, B here)
+    #[arg(long, value_name = "HOST:PATH", global = true)]
+    pub remote: Option<String>,
+    /// An ssh config file for --remote, handed to ssh as `-F FILE`
+    #[arg(
+        long,
+        value_name = "FILE",
+        global = true,
+        env = studio_core::remote::ssh::SSH_CONFIG_ENV,
+        hide_env_values = true
+    )]
+    pub ssh_config: Option<PathBuf>,
 }
 
 /// How a command prints what it found.
@@ -67,6 +82,10 @@ pub enum Command {
     /// this process's own output, and record its exit in DIR/exit
     #[command(hide = true)]
     Keep(KeepArgs),
+    /// Print this zstudio's version, build id and platform as one JSON line: a remote
+    /// workspace's bootstrap checks a `zstudio` on the host's PATH with it
+    #[command(hide = true)]
+    BuildInfo,
 }
 
 /// The commands a person runs: they print through [`crate::visible::Visible`].
@@ -406,6 +425,9 @@ pub struct KeepArgs {
     pub command: Vec<String>,
 }
 
+/// The commands that take `--remote` (the `remote` module runs them).
+pub const REMOTE_COMMANDS: &[&str] = &["sessions", "show", "stop", "export", "diff"];
+
 /// How many workspaces a command reads.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Workspaces {
@@ -425,13 +447,14 @@ impl Command {
     fn name(&self) -> &'static str {
         match self {
             Command::Keep(_) => "keep",
+            Command::BuildInfo => "build-info",
             Command::Studio(command) => command.name(),
         }
     }
 
     fn takes(&self) -> Takes {
         match self {
-            Command::Keep(_) => Takes {
+            Command::Keep(_) | Command::BuildInfo => Takes {
                 workspaces: Workspaces::None,
                 store: false,
                 json: false,
@@ -514,15 +537,17 @@ impl Cli {
         let globals: Vec<clap::Arg> = command.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
         for sub in command.get_subcommands_mut() {
             let takes = match sub.get_name() {
-                "keep" => Takes {
+                "keep" | "build-info" => Takes {
                     workspaces: Workspaces::None,
                     store: false,
                     json: false,
                 },
                 name => StudioCommand::takes_named(name),
             };
+            let remote = REMOTE_COMMANDS.contains(&sub.get_name());
             let unused = |id: &str| match id {
                 "workspace" => takes.workspaces == Workspaces::None,
+                "remote" | "ssh_config" => !remote,
                 "db" | "memory" => !takes.store,
                 "json" => !takes.json,
                 _ => false,
@@ -541,12 +566,35 @@ impl Cli {
         command
     }
 
+    /// Why `--remote` cannot be taken as given: with a local workspace or store, or by a command
+    /// that does not work on a remote workspace.
+    fn remote_refusal(&self, name: &str) -> Option<String> {
+        self.globals.remote.as_ref()?;
+        if !REMOTE_COMMANDS.contains(&name) {
+            Some(format!(
+                "`zstudio {name}` does not work on a remote workspace: --remote is taken by {}",
+                REMOTE_COMMANDS.join(", ")
+            ))
+        } else if name == "diff" {
+            // `diff A B --remote`: B is local, in --workspace and the local store.
+            None
+        } else if !self.globals.workspace.is_empty() {
+            Some("--remote names the workspace: --workspace is not taken with it".to_owned())
+        } else if self.globals.store.given() {
+            Some("--remote uses the host's own store: --db and --memory are not taken with it".to_owned())
+        } else {
+            None
+        }
+    }
+
     /// Refuses a global option the command has no use for, as clap refuses a mistake (exit 2).
     pub fn check(&self) -> Result<(), clap::Error> {
         let takes = self.command.takes();
         let name = self.command.name();
         let given = self.globals.workspace.len();
-        let refusal = if given > 0 && takes.workspaces == Workspaces::None {
+        let refusal = if let Some(refused) = self.remote_refusal(name) {
+            Some(refused)
+        } else if given > 0 && takes.workspaces == Workspaces::None {
             Some(format!(
                 "`zstudio {name}` reads no workspace: --workspace is not taken here"
             ))

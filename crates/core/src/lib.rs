@@ -37,7 +37,8 @@
 //!   agents, stops here or elsewhere, the window's [`app::Studio`] and the bodies of its commands
 //!   ([`app::operations`]).
 //! - **Remote** (`remote/`): [`remote`] (the studio server of `zstudio serve --stdio` over the app
-//!   service, its JSON-lines protocol, and the client that talks to one over a process's pipes).
+//!   service, its JSON-lines protocol, the client that talks to one over a process's pipes, and
+//!   [`remote::ssh`]: a workspace on another machine reached over the system's `ssh`).
 
 // The core reports through its return values and `tracing`, never by printing or exiting: what a
 // user sees is the window's and the CLI's to say.

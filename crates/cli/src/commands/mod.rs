@@ -2,6 +2,7 @@
 //! options and the output. [`run`] dispatches; the keeper ([`keep`]) runs apart, from `main`,
 //! because it writes to standard output itself.
 
+pub mod build_info;
 mod delete;
 pub mod diff;
 pub mod keep;
@@ -25,6 +26,9 @@ use crate::cli::{Globals, StudioCommand};
 
 /// Runs one command; its exit status is success unless it says otherwise (`run` and `diff` do).
 pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    if globals.remote.is_some() {
+        return crate::remote::run(&command, globals, out);
+    }
     let done = match command {
         StudioCommand::Sessions => sessions::list(globals, out),
         StudioCommand::Show(args) => sessions::show(&args, globals, out),
