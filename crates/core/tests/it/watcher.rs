@@ -711,3 +711,89 @@ fn a_terminal_runs_end_and_nodes_read_the_same_in_a_watch_after_two_minutes() {
         "the folder alone cannot name `process`"
     );
 }
+
+/// A finished session: `.session-info.json`, `result.json` and a node folder.
+fn write_finished_session(workspace: &Path, id: &str) -> PathBuf {
+    let dir = sessions_dir(workspace).join(id);
+    fs::create_dir_all(dir.join("plan")).unwrap();
+    fs::write(dir.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
+    fs::write(dir.join("result.json"), r#"{"success":true}"#).unwrap();
+    dir
+}
+
+#[test]
+fn a_seeded_start_reports_only_what_differs_from_the_seed() {
+    use studio_core::session::{fingerprint, read_summary};
+    use studio_core::store::index::IndexedFolder;
+    use studio_core::watcher::Seed;
+    use studio_core::SessionId;
+
+    let root = tempfile::tempdir().unwrap();
+    let ids = ["1777000000001_same", "1777000000002_edit", "1777000000003_gone"];
+    let mut seed = Seed::new();
+    for id in ids {
+        let dir = write_finished_session(root.path(), id);
+        let id = SessionId::parse(id).unwrap();
+        let indexed = IndexedFolder {
+            fingerprint: fingerprint(&dir, None).unwrap(),
+            summary: read_summary(&dir, &id, SystemTime::now()).unwrap(),
+        };
+        seed.insert(id, indexed);
+    }
+    // Since the seed was taken: one session failed, one went, one came.
+    let edited = sessions_dir(root.path()).join(ids[1]);
+    fs::write(edited.join("result.json"), r#"{"success":false,"error":"boom"}"#).unwrap();
+    fs::remove_dir_all(sessions_dir(root.path()).join(ids[2])).unwrap();
+    write_finished_session(root.path(), "1777000000004_new");
+
+    let changes = Changes::default();
+    let sink = {
+        let changes = changes.clone();
+        Arc::new(move |change: Change| {
+            let (list, signal) = &*changes.inner;
+            list.lock().unwrap().push(change);
+            signal.notify_all();
+        })
+    };
+    let workspace = Workspace::open(root.path()).unwrap();
+    let _watcher = Watcher::start_seeded(vec![(workspace, seed)], sink, WatcherOptions::default()).unwrap();
+    // The initial scan's changes are sent before the watcher is returned.
+    let at_start: Vec<(String, String)> = changes
+        .inner
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|change| match change {
+            Change::SessionAdded { session_id, .. } => Some(("added", session_id)),
+            Change::SessionUpdated {
+                session_id, summary, ..
+            } => {
+                assert_eq!(summary.status, Status::Error);
+                Some(("updated", session_id))
+            }
+            Change::SessionRemoved { session_id, .. } => Some(("removed", session_id)),
+            _ => None,
+        })
+        .map(|(what, id)| (what.to_owned(), id.as_str().to_owned()))
+        .collect();
+    let mut at_start = at_start;
+    at_start.sort();
+    assert_eq!(
+        at_start,
+        [
+            ("added".to_owned(), "1777000000004_new".to_owned()),
+            ("removed".to_owned(), ids[2].to_owned()),
+            ("updated".to_owned(), ids[1].to_owned()),
+        ]
+    );
+
+    // The session taken as the seed said is watched like any other.
+    let same = sessions_dir(root.path()).join(ids[0]);
+    fs::write(same.join("result.json"), r#"{"success":false,"error":"later"}"#).unwrap();
+    changes.wait_until("the seeded session's change", |changes| {
+        changes
+            .iter()
+            .any(|c| matches!(c, Change::SessionUpdated { session_id, .. } if session_id.as_str() == ids[0]))
+    });
+}

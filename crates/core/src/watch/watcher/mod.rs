@@ -16,7 +16,9 @@
 //!   `tracing::warn`, and every watch it had is released. Idle, with inotify working, the watcher
 //!   thread blocks and uses no CPU.
 //! - Every session folder present at start is reported once as [`Change::SessionAdded`] (an initial
-//!   scan): the caller needs no listing of its own.
+//!   scan): the caller needs no listing of its own. A caller that has one (the folder index, as
+//!   the window's first listing left it) gives it as a [`Seed`] ([`Watcher::start_seeded`]): the
+//!   initial scan then reads and reports only what differs from it.
 //! - Each workspace's agents file, `.zibby/studio.toml`
 //!   ([`AGENTS_FILE`](crate::sessions::agents::AGENTS_FILE)), is watched too, with an inotify
 //!   instance of its own: `.zibby/` (never through a link), or the workspace's root while
@@ -35,7 +37,7 @@
 //! Its files, by what they do: `options` ([`WatcherOptions`]), `layout` (which folders of a
 //! session are watched and which files followed), `state` (the watching thread's state),
 //! `event_loop` (the thread's loop: events, deadlines, polling), `watches` (the inotify watches
-//! and the fallback to polling), `reading` (the initial scan, rescans and each session's read),
+//! and the fallback to polling), `reading` (the initial scan, from a seed or not, rescans and each session's read),
 //! `agents_file` (the agents file's own watch).
 
 mod agents_file;
@@ -54,7 +56,7 @@ use std::time::Instant;
 use notify::{RecommendedWatcher, Watcher as _};
 
 pub use self::layout::{output_files, FOLLOWED_FILES};
-pub use self::options::{Clock, WatcherOptions};
+pub use self::options::{Clock, Seed, WatcherOptions};
 pub use self::reading::MAX_APPENDED_BYTES;
 use self::state::{Message, WatchLoop, WatchedWorkspace};
 pub use crate::sessions::change::{Change, ChangeSink};
@@ -73,6 +75,21 @@ impl Watcher {
     /// change. Returns once the folders are watched and the initial scan is done, so that any
     /// change made after it returns is reported, output lines included.
     pub fn start(workspaces: Vec<Workspace>, sink: ChangeSink, options: WatcherOptions) -> Result<Watcher, Error> {
+        let unknown = workspaces.into_iter().map(|w| (w, Seed::new())).collect();
+        Watcher::start_seeded(unknown, sink, options)
+    }
+
+    /// [`Watcher::start`] for a caller that knows each workspace's sessions as its [`Seed`] says
+    /// (the folder index, as a listing left it): the initial scan reports only what differs from
+    /// it. A session whose folder still has the seed's fingerprint is neither read nor reported
+    /// (a `running` one is read: its status depends on the clock); one that changed is read and
+    /// reported as updated, one not in the seed as added, one of the seed that is gone as
+    /// removed. With empty seeds, this is [`Watcher::start`].
+    pub fn start_seeded(
+        workspaces: Vec<(Workspace, Seed)>,
+        sink: ChangeSink,
+        options: WatcherOptions,
+    ) -> Result<Watcher, Error> {
         let (messages, receiver) = mpsc::channel();
         let notify = if options.poll_only {
             None
@@ -116,7 +133,10 @@ impl Watcher {
             sink,
             notify,
             agents_notify,
-            workspaces: workspaces.into_iter().map(WatchedWorkspace::new).collect(),
+            workspaces: workspaces
+                .into_iter()
+                .map(|(workspace, seed)| WatchedWorkspace::new(workspace, seed))
+                .collect(),
             pending: HashMap::new(),
             last_read: HashMap::new(),
             next_poll: Instant::now() + options.poll_interval,

@@ -1,6 +1,7 @@
 //! How the watcher watches: its coalescing window, its fallback to polling, its budget
 //! of inotify watches, its clock and the store whose runs it reports.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -8,7 +9,9 @@ use std::time::{Duration, SystemTime};
 use crate::sessions::change::Change;
 #[cfg(doc)]
 use crate::sessions::session::RUNNING_QUIET_WINDOW;
+use crate::store::index::IndexedFolder;
 use crate::store::Store;
+use crate::vocabulary::id::SessionId;
 
 /// The clock the watcher reads sessions with (a session's status depends on how long it was quiet).
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
@@ -70,3 +73,9 @@ impl std::fmt::Debug for WatcherOptions {
             .finish_non_exhaustive()
     }
 }
+
+/// What a caller knows of a workspace's session folders when watching starts, by session: each
+/// folder's fingerprint and summary as the store's folder index has them
+/// ([`crate::store::index::indexed_folders`]). A session whose folder still has that fingerprint
+/// is not read again, nor reported, by the initial scan.
+pub type Seed = HashMap<SessionId, IndexedFolder>;

@@ -2,7 +2,7 @@
 //! sends what changed (a session's summary and its followed files' new lines).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::layout::{output_files, FOLLOWED_FILES};
@@ -78,10 +78,51 @@ impl WatchLoop {
         }
         for id in new {
             if initial {
-                self.read_session(index, &id, BTreeSet::new(), true);
+                self.scan_at_start(index, &id);
             } else {
                 mark_pending(&mut self.pending, (index, id), None, now);
             }
+        }
+        if initial {
+            self.report_seed_gone(index);
+        }
+    }
+
+    /// The initial scan's look at one session: taken as the seed says while its folder has the
+    /// seed's fingerprint (neither read nor reported), else read and reported.
+    fn scan_at_start(&mut self, index: usize, id: &SessionId) {
+        let workspace = &mut self.workspaces[index];
+        if let Some(seeded) = workspace.seed.remove(id) {
+            let dir = workspace.sessions_dir.join(id.as_str());
+            let print = fingerprint(&dir, Some(&seeded.fingerprint));
+            let unchanged =
+                print.as_deref() == Some(seeded.fingerprint.as_str()) && seeded.summary.status != Status::Running;
+            // Known as the seed says, its output followed from its end (what is there is not
+            // news): a read after this reports only how the session differs from the seed.
+            let known = KnownSession {
+                summary: seeded.summary,
+                fingerprint: print.filter(|_| unchanged),
+                tails: tails_from_end(&dir),
+            };
+            workspace.sessions.insert(id.clone(), known);
+            if unchanged {
+                return;
+            }
+        }
+        self.read_session(index, id, BTreeSet::new(), true);
+    }
+
+    /// The sessions of the seed that the initial scan did not find, reported removed.
+    fn report_seed_gone(&mut self, index: usize) {
+        let workspace = &mut self.workspaces[index];
+        let mut gone: Vec<SessionId> = std::mem::take(&mut workspace.seed).into_keys().collect();
+        gone.sort();
+        let root = workspace.workspace.root().to_owned();
+        for session_id in gone {
+            (self.sink)(Change::SessionRemoved {
+                workspace: root.clone(),
+                session_id,
+            });
         }
     }
 
@@ -146,17 +187,7 @@ impl WatchLoop {
                 // Lines already in the files of a session found by the initial scan are not news;
                 // every other file is followed from its start. (Before the change is sent: what
                 // is appended after the caller sees it must not be skipped.)
-                let mut tails = HashMap::new();
-                if initial {
-                    for file in output_files(&dir) {
-                        match FileTail::from_end(&file) {
-                            Ok(tail) => {
-                                tails.insert(file, tail);
-                            }
-                            Err(e) => tracing::warn!(error = %e, "cannot follow an output file"),
-                        }
-                    }
-                }
+                let tails = if initial { tails_from_end(&dir) } else { HashMap::new() };
                 (self.sink)(Change::SessionAdded {
                     workspace: root.clone(),
                     session_id: id.clone(),
@@ -227,4 +258,18 @@ impl WatchLoop {
             mark_pending(&mut self.pending, (index, id.clone()), Some(file), now);
         }
     }
+}
+
+/// The session's followed files, each followed from its end (what they have is not news).
+fn tails_from_end(session_dir: &Path) -> HashMap<PathBuf, FileTail> {
+    let mut tails = HashMap::new();
+    for file in output_files(session_dir) {
+        match FileTail::from_end(&file) {
+            Ok(tail) => {
+                tails.insert(file, tail);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot follow an output file"),
+        }
+    }
+    tails
 }

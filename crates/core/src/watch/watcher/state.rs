@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use notify::RecommendedWatcher;
 
-use super::options::WatcherOptions;
+use super::options::{Seed, WatcherOptions};
 use crate::sessions::agents::AGENTS_FILE;
 use crate::sessions::change::ChangeSink;
 use crate::sessions::session::{SessionSummary, Workspace};
@@ -36,10 +36,13 @@ pub(super) struct WatchedWorkspace {
     pub(super) reconcile_due: bool,
     pub(super) sessions: HashMap<SessionId, KnownSession>,
     pub(super) agents: AgentsWatch,
+    /// What the caller knew of the sessions when watching started ([`Seed`]): taken by
+    /// the initial scan.
+    pub(super) seed: Seed,
 }
 
 impl WatchedWorkspace {
-    pub(super) fn new(workspace: Workspace) -> WatchedWorkspace {
+    pub(super) fn new(workspace: Workspace, seed: Seed) -> WatchedWorkspace {
         WatchedWorkspace {
             sessions_dir: workspace.sessions_dir(),
             agents: AgentsWatch::new(workspace.root()),
@@ -49,6 +52,7 @@ impl WatchedWorkspace {
             polling: false,
             reconcile_due: true,
             sessions: HashMap::new(),
+            seed,
         }
     }
 }
