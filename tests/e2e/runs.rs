@@ -538,18 +538,45 @@ enum Ending {
 /// Timeline say what the store's listing says, now and an hour later.
 #[tokio::test]
 async fn a_run_from_a_terminal_tells_the_same_story_in_the_window() {
+    terminal_story(&["--nodes", "plan:100,write:100,check:100"], "terminal-run.png").await;
+}
+
+/// Issue 29: a failed run from a terminal. The engine records neither that its last node failed
+/// nor how, so every surface says `unknown` and, once, what is not known and how to get the full
+/// story (the Timeline's note), and says the same an hour later.
+#[tokio::test]
+async fn a_failed_run_from_a_terminal_says_what_is_not_known_in_the_window() {
+    let told = terminal_story(
+        &["--nodes", "plan:100,write:100,check:100", "--fail", "check"],
+        "terminal-run-failed.png",
+    )
+    .await;
+    assert_eq!(told.status, Status::Unknown);
+    assert!(
+        told.not_known.as_deref().is_some_and(|n| n.contains("zstudio run -- ")),
+        "{:?}",
+        told.not_known
+    );
+}
+
+/// A terminal run of the test agent with `agent_args` (markers on), seen by the window: the table
+/// row, header, Timeline and its note say what the listing says, now and an hour later (a
+/// screenshot of the session view, named `screenshot_name`). Returns what the listing said.
+async fn terminal_story(agent_args: &'static [&'static str], screenshot_name: &'static str) -> Told {
     let workspace = Workspace::empty();
     let db = workspace.db();
     let root = workspace.path().to_owned();
+    let told = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let kept = told.clone();
     App::run(&workspace, move |client| async move {
         wait_for(&client, ".empty").await;
         let ran = std::process::Command::new(crate::harness::test_agent())
-            .args(["--nodes", "plan:100,write:100,check:100"])
+            .args(agent_args)
             .current_dir(&root)
             .env("ZIBBY_EMIT_GRAPH_MARKERS", "1")
             .output()
             .unwrap();
-        assert!(ran.status.success(), "the agent ran");
+        assert!(!ran.stdout.is_empty(), "the agent ran");
         wait_for(&client, "tr[data-session-id]").await;
         let store = Store::open(&StoreLocation::File(db)).unwrap();
         let listing = |when: &str| {
@@ -566,6 +593,7 @@ async fn a_run_from_a_terminal_tells_the_same_story_in_the_window() {
         let names = |told: &Told| told.listed.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
         assert_eq!(names(&told), ["plan", "write", "check"]);
         told.in_the_window(&client, "now").await;
+        screenshot(&client, screenshot_name).await;
 
         crate::harness::set_times_under(
             &root.join(".zibby/output/sessions").join(&told.session_id),
@@ -573,10 +601,15 @@ async fn a_run_from_a_terminal_tells_the_same_story_in_the_window() {
         );
         let later = listing("an hour later");
         assert_eq!(names(&later), names(&told), "the same nodes an hour later");
+        assert_eq!(later.status, told.status, "the same status an hour later");
+        assert_eq!(later.not_known, told.not_known, "the same words an hour later");
         click(&client, "#refresh").await;
         later.in_the_window(&client, "an hour later").await;
+        *kept.lock().unwrap() = Some(later);
     })
     .await;
+    let told = told.lock().unwrap().take();
+    told.expect("the window's story was told")
 }
 
 /// One run of `agent_args` in the window, then the table row, the header and the Timeline against
@@ -647,6 +680,8 @@ struct Told {
     strip_elapsed: Option<String>,
     /// The nodes and their statuses, in order.
     listed: Vec<(String, String)>,
+    /// What the session says is not known (the Timeline's note).
+    not_known: Option<String>,
 }
 
 impl Told {
@@ -668,6 +703,7 @@ impl Told {
             progress: format!("{ended}/{begun} nodes"),
             strip_elapsed,
             listed,
+            not_known: summary.not_known.clone(),
         }
     }
 }
@@ -682,6 +718,7 @@ impl Told {
             progress,
             strip_elapsed,
             listed,
+            not_known,
         } = self;
         if client.find(Locator::Css("#session-close")).await.is_ok() {
             click(client, "#session-close").await;
@@ -725,6 +762,14 @@ impl Told {
                 let statuses = crate::attributes(client, ".timeline-node", "data-status").await;
                 let drawn: Vec<(String, String)> = names.into_iter().zip(statuses).collect();
                 (drawn == *listed).then_some(()).ok_or(format!("{drawn:?}"))
+            },
+        )
+        .await;
+        eventually(
+            &format!("the Timeline's note says what the listing does not know, {when}"),
+            || async {
+                let note = text_of(client, "#session-view .timeline-note.not-known").await.ok();
+                (note == *not_known).then_some(()).ok_or(format!("{note:?}"))
             },
         )
         .await;
