@@ -20,7 +20,7 @@ export type SessionId = string;
  * the core, the CLI, the shell and the window (whose TypeScript union is generated from
  * it), the window's own codes included. New codes may come: match with a fallback arm.
  */
-export type ErrorCode = "invalid_session_id" | "invalid_node_name" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
+export type ErrorCode = "invalid_session_id" | "invalid_node_name" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "bucket" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
 
 /**
  * Every failed command rejects with this; the UI branches on `code`, never on `message`.

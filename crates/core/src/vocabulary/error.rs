@@ -130,6 +130,15 @@ pub enum Error {
     /// log (text).
     #[error("{path}: not a session bundle, a session folder or a captured log: {reason}; nothing was imported")]
     NotImportable { path: PathBuf, reason: String },
+    /// A bucket source (`s3://`, `gs://`, `az://`) that refused, failed or gave something the
+    /// studio will not mirror: names the source, the key (empty for the source as a whole) and,
+    /// when access is refused, the identity used.
+    #[error("{source_url}{}: {reason}", if .key.is_empty() { String::new() } else { format!(": `{}`", .key) })]
+    Bucket {
+        source_url: String,
+        key: String,
+        reason: String,
+    },
     #[error("cannot {} {path}: {source}", .op.verb())]
     Io {
         /// What failed: reading, writing, or starting something.
@@ -235,6 +244,7 @@ impl Error {
             Error::BundleInvalid { .. } => ErrorCode::BundleInvalid,
             Error::SessionExists { .. } => ErrorCode::SessionExists,
             Error::NotImportable { .. } => ErrorCode::NotImportable,
+            Error::Bucket { .. } => ErrorCode::Bucket,
             Error::Unavailable { code, .. } => *code,
         }
     }
@@ -304,6 +314,8 @@ error_codes! {
     BundleInvalid = "bundle_invalid",
     SessionExists = "session_exists",
     NotImportable = "not_importable",
+    /// A bucket source refused access, failed, stalled or held a key the studio will not mirror.
+    Bucket = "bucket",
     /// The window's own (never made by Rust): a command that did not reach the shell, or whose
     /// rejection was not a `{code, message}`.
     Ipc = "ipc",

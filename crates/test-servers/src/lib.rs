@@ -1,0 +1,7 @@
+//! Real servers for the tests, started on 127.0.0.1 at a free port and ended by their pid when
+//! the value that owns them is dropped. A server whose program is missing panics with a message
+//! naming what installs it (`scripts/setup.sh`): a test that needs one fails, it never skips.
+//!
+//! A list of modules, one per server.
+
+pub mod moto;
