@@ -2,6 +2,7 @@
 //! options and the output. [`run`] dispatches; the keeper ([`keep`]) runs apart, from `main`,
 //! because it writes to standard output itself.
 
+pub mod cloud;
 mod delete;
 pub mod diff;
 pub mod keep;
@@ -24,6 +25,9 @@ use crate::cli::{Globals, StudioCommand};
 
 /// Runs one command; its exit status is success unless it says otherwise (`run` and `diff` do).
 pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    if let Some(url) = &globals.source.source {
+        return cloud::run(command, globals, url, out);
+    }
     let done = match command {
         StudioCommand::Sessions => sessions::list(globals, out),
         StudioCommand::Show(args) => sessions::show(&args, globals, out),
