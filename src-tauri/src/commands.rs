@@ -9,49 +9,27 @@
 //! ([`invoke_handler`]) and gives their signatures to the window's generated `Commands` table
 //! (`ui/src/generated/ipc.ts`: each command's arguments and result), so that a renamed or retyped
 //! argument fails the window's type check. A new command is one more function in that list.
+//!
+//! The bodies of the commands that need no window are the app service's
+//! (`studio_core::app::operations`): the studio server (`zstudio serve --stdio`) answers its
+//! methods of the same names with the same functions; `ipc_types` fails when the two lists differ.
 
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use serde::Serialize;
 use studio_core::agents::{self, Agent};
 use studio_core::app::SessionListing;
-use studio_core::compare::text::Limits;
-use studio_core::compare::{Options as CompareOptions, RunDiff};
+use studio_core::compare::RunDiff;
 use studio_core::files::{FileChunk, FileEntry};
 use studio_core::runner::{OutsideStop, StartedRun};
 use studio_core::stop::Stopping;
-use studio_core::store::{LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, Span};
-use studio_core::{Session, SessionId, Workspace};
+use studio_core::store::{LogLine, Message, OutputFind, OutputPage, RunRecord, SearchHit, Span};
+use studio_core::{Session, SessionId};
 use tauri::{AppHandle, State};
 
+pub use studio_core::app::operations::WorkspaceInfo;
+
 use crate::{CommandError, Studio};
-
-/// The open workspace, as the window's header shows it.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct WorkspaceInfo {
-    pub root: String,
-    pub sessions_dir: String,
-}
-
-impl From<&Workspace> for WorkspaceInfo {
-    fn from(workspace: &Workspace) -> WorkspaceInfo {
-        WorkspaceInfo {
-            root: workspace.root().display().to_string(),
-            sessions_dir: workspace.sessions_dir().display().to_string(),
-        }
-    }
-}
-
-/// The most lines one output page holds, and search hits one search returns.
-const MAX_PAGE_LINES: usize = 5_000;
-const MAX_SEARCH_HITS: usize = 500;
-
-/// A session's folder in the open workspace, once its id is valid and the folder exists.
-fn session_folder(studio: &Studio, session_id: &str) -> Result<PathBuf, CommandError> {
-    Ok(studio.workspace()?.session_folder(&SessionId::parse(session_id)?)?)
-}
 
 /// Defines the IPC commands as written, and from their signatures [`invoke_handler`] and (for
 /// `ipc_types`) `signatures`: each command's name, arguments (its parameters but the ones Tauri
@@ -92,7 +70,7 @@ macro_rules! ipc_commands {
 ipc_commands! {
     #[tauri::command]
     pub fn workspace_get(studio: State<'_, Studio>) -> Result<WorkspaceInfo, CommandError> {
-        Ok(WorkspaceInfo::from(&studio.workspace()?))
+        Ok(studio.workspace_info()?)
     }
 
     /// The workspaces the window opened, most recent first (the open one among them).
@@ -124,36 +102,29 @@ ipc_commands! {
     /// The sessions of the workspace, pinned first, with what the store knows of them.
     #[tauri::command(async)]
     pub fn sessions_list(studio: State<'_, Studio>) -> Result<SessionListing, CommandError> {
-        Ok(studio.sessions(SystemTime::now())?)
+        Ok(studio.sessions_list()?)
     }
 
     /// One session folder read in full (without `.session-info.json`'s config: it may hold secrets).
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn session_get(studio: State<'_, Studio>, session_id: String) -> Result<Session, CommandError> {
-        let id = SessionId::parse(&session_id)?;
-        Ok(studio
-            .store()?
-            .read_session(&studio.workspace()?, &id, SystemTime::now())?
-            .without_config())
+        Ok(studio.session_get(&session_id)?)
     }
 
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn session_messages(studio: State<'_, Studio>, session_id: String) -> Result<Vec<Message>, CommandError> {
-        let id = SessionId::parse(&session_id)?;
-        Ok(studio.store()?.messages(&studio.workspace()?, &id)?)
+        Ok(studio.session_messages(&session_id)?)
     }
 
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn session_logs(studio: State<'_, Studio>, session_id: String) -> Result<Vec<LogLine>, CommandError> {
-        let id = SessionId::parse(&session_id)?;
-        Ok(studio.store()?.logs(&studio.workspace()?, &id)?)
+        Ok(studio.session_logs(&session_id)?)
     }
 
     /// The files of a session folder, by path.
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn session_files(studio: State<'_, Studio>, session_id: String) -> Result<Vec<FileEntry>, CommandError> {
-        let folder = session_folder(&studio, &session_id)?;
-        Ok(studio_core::files::list(&folder)?)
+        Ok(studio.session_files(&session_id)?)
     }
 
     /// A page of one file of a session folder (a path inside the folder only).
@@ -165,52 +136,42 @@ ipc_commands! {
         offset: u64,
         limit: usize,
     ) -> Result<FileChunk, CommandError> {
-        let folder = session_folder(&studio, &session_id)?;
-        Ok(studio_core::files::read(&folder, &session_id, &path, offset, limit)?)
+        Ok(studio.session_file_read(&session_id, &path, offset, limit)?)
     }
 
     /// Opens a session's folder in the file manager.
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn session_reveal(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
-        crate::reveal(&session_folder(&studio, &session_id)?)
+        crate::reveal(&studio.session_folder(&session_id)?)
     }
 
     /// Deletes a session: the store's records of it, and its folder (to the system trash). Refused
     /// while one of its runs is live (code `session_live`).
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn session_delete(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
-        let id = SessionId::parse(&session_id)?;
-        Ok(studio
-            .store()?
-            .session_delete(&studio.workspace()?, &id, studio_core::process::move_to_trash)?)
+        Ok(studio.session_delete(&session_id)?)
     }
 
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn pin_add(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
-        Ok(studio
-            .store()?
-            .pin(&studio.workspace()?, &SessionId::parse(&session_id)?, SystemTime::now())?)
+        Ok(studio.pin_add(&session_id)?)
     }
 
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn pin_remove(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
-        Ok(studio
-            .store()?
-            .unpin(&studio.workspace()?, &SessionId::parse(&session_id)?)?)
+        Ok(studio.pin_remove(&session_id)?)
     }
 
     /// Full-text search over the workspace's run output, messages, node names and logs.
     #[tauri::command(async)]
     pub fn search(studio: State<'_, Studio>, query: String, limit: usize) -> Result<Vec<SearchHit>, CommandError> {
-        Ok(studio
-            .store()?
-            .search(&studio.workspace()?, &query, limit.min(MAX_SEARCH_HITS))?)
+        Ok(studio.search(&query, limit)?)
     }
 
     /// The agents of the workspace's `.zibby/studio.toml` (none without the file).
     #[tauri::command(async)]
     pub fn agents_list(studio: State<'_, Studio>) -> Result<Vec<Agent>, CommandError> {
-        Ok(agents::load(studio.workspace()?.root())?)
+        Ok(studio.agents_list()?)
     }
 
     /// Adds an agent to `.zibby/studio.toml`, or replaces the one named `previous_name`; returns the
@@ -269,8 +230,7 @@ ipc_commands! {
         prompt: String,
         session_id: Option<String>,
     ) -> Result<StartedRun, CommandError> {
-        let session = session_id.as_deref().map(SessionId::parse).transpose()?;
-        Ok(studio.run_agent(&agent, Some(prompt), session, None)?)
+        Ok(studio.run_start(&agent, prompt, session_id.as_deref())?)
     }
 
     /// Runs one node of a session again, with the agent's replay command.
@@ -281,8 +241,7 @@ ipc_commands! {
         node: String,
         agent: String,
     ) -> Result<StartedRun, CommandError> {
-        let session = SessionId::parse(&session_id)?;
-        Ok(studio.run_agent(&agent, None, Some(session), Some(node))?)
+        Ok(studio.run_replay(&session_id, node, &agent)?)
     }
 
     /// Stops a live run: gracefully (the current node finishes first), or by force. A run another
@@ -290,7 +249,7 @@ ipc_commands! {
     /// group. Returns how it stops (`graceful` or `forced`: a second stop of a stopping run is forced).
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn run_stop(studio: State<'_, Studio>, run_id: String, force: bool) -> Result<Stopping, CommandError> {
-        Ok(studio.stop(&run_id, force)?)
+        Ok(studio.run_stop(&run_id, force)?)
     }
 
     /// Asks the run of a session the studio did not start (its folder reads `running`, no live run
@@ -298,20 +257,19 @@ ipc_commands! {
     /// there is no forced stop of it.
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn session_stop_outside(studio: State<'_, Studio>, session_id: String) -> Result<OutsideStop, CommandError> {
-        Ok(studio.stop_outside(&SessionId::parse(&session_id)?)?)
+        Ok(studio.session_stop_outside(&session_id)?)
     }
 
     /// The runs of the workspace (or of one session), newest first.
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn runs_list(studio: State<'_, Studio>, session_id: Option<String>) -> Result<Vec<RunRecord>, CommandError> {
-        let session = session_id.as_deref().map(SessionId::parse).transpose()?;
-        Ok(studio.store()?.runs(&studio.workspace()?, session.as_ref())?)
+        Ok(studio.runs_list(session_id.as_deref())?)
     }
 
     /// The trace of a run: one span for the run, one per node execution.
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn run_spans(studio: State<'_, Studio>, run_id: String) -> Result<Vec<Span>, CommandError> {
-        Ok(studio.store()?.spans(&run_id)?)
+        Ok(studio.run_spans(&run_id)?)
     }
 
     /// A page of a run's output: lines `from_seq..` that pass the filters, at most `limit`.
@@ -324,10 +282,7 @@ ipc_commands! {
         node: Option<String>,
         stream: Option<String>,
     ) -> Result<OutputPage, CommandError> {
-        let filter = OutputFilter::named(node, stream.as_deref())?;
-        Ok(studio
-            .store()?
-            .output_page_filtered(&run_id, from_seq, limit.min(MAX_PAGE_LINES), &filter)?)
+        Ok(studio.run_output(&run_id, from_seq, limit, node, stream.as_deref())?)
     }
 
     /// Find in a run's output: the first line from `from_seq` (or back from it) whose text contains
@@ -341,7 +296,7 @@ ipc_commands! {
         backward: bool,
         query: String,
     ) -> Result<OutputFind, CommandError> {
-        Ok(studio.store()?.output_find(&run_id, from_seq, backward, &query)?)
+        Ok(studio.run_output_find(&run_id, from_seq, backward, &query)?)
     }
 
     /// Two runs compared node by node (`a`, `b`: run or session ids): the first hunks of each node
@@ -356,15 +311,7 @@ ipc_commands! {
         occurrence: Option<usize>,
         skip_hunks: usize,
     ) -> Result<RunDiff, CommandError> {
-        let options = CompareOptions {
-            node,
-            occurrence,
-            limits: Limits {
-                skip_hunks,
-                ..Limits::default()
-            },
-        };
-        Ok(studio.compare(&a, &b, &options)?)
+        Ok(studio.runs_compare(&a, &b, node, occurrence, skip_hunks)?)
     }
 
     /// What quitting does with the live runs: stop them, or leave them running; then quits.

@@ -20,14 +20,10 @@ pub struct CommandError {
 
 impl From<studio_core::Error> for CommandError {
     fn from(error: studio_core::Error) -> CommandError {
-        let details = match &error {
-            studio_core::Error::AgentsUntrusted { launch } => serde_json::to_value(launch).ok(),
-            _ => None,
-        };
         CommandError {
             code: error.code(),
             message: error.to_string(),
-            details,
+            details: error.details(),
         }
     }
 }

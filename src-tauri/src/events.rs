@@ -118,13 +118,6 @@ pub(crate) struct SessionsChanged {
     changes: usize,
 }
 
-/// Tells the window to list the sessions again.
-pub fn tell_sessions_changed(app: &AppHandle) {
-    if let Err(error) = app.emit(SESSIONS_CHANGED, SessionsChanged { changes: 1 }) {
-        tracing::warn!(%error, "cannot send a session change to the window");
-    }
-}
-
 /// The Tauri event a change of the workspace's `.zibby/studio.toml` (created, written, replaced
 /// by a rename, removed) is sent as, with no payload: the window lists the agents again. The
 /// watcher gathers a burst of writes into one (at most one per its window, 100 ms).

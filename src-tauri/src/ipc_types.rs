@@ -357,3 +357,35 @@ fn generated_ipc_types_are_current() {
         );
     }
 }
+
+/// The studio server's methods (`zstudio serve --stdio`) are the window's IPC commands: each of
+/// them is a command of `ipc_commands!` taking the same arguments, by name and in order.
+#[test]
+fn every_server_method_is_an_ipc_command_with_its_arguments() {
+    let cfg = Config::new().with_large_int("number");
+    let commands = crate::commands::signatures(&cfg);
+    let arguments_of = |name: &str| {
+        commands.iter().find(|command| command.name == name).map(|command| {
+            command
+                .arguments
+                .iter()
+                .map(|(argument, _)| *argument)
+                .collect::<Vec<_>>()
+        })
+    };
+    let mut differences = Vec::new();
+    for (method, parameters) in studio_core::remote::methods::IPC_METHODS {
+        match arguments_of(method) {
+            None => differences.push(format!("`{method}` is no command of ipc_commands!")),
+            Some(arguments) if arguments != *parameters => differences.push(format!(
+                "`{method}` takes {parameters:?} on the server, {arguments:?} in ipc_commands!"
+            )),
+            Some(_) => {}
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+    assert!(
+        studio_core::remote::methods::IPC_METHODS.len() >= 21,
+        "the server serves every command that needs no window"
+    );
+}

@@ -118,18 +118,15 @@ pub fn run() {
             // Sessions from anywhere (a terminal, CI, a download) show up as they happen. Watching
             // starts off the main thread, once the window has its first listing (or after
             // FIRST_LISTING_WAIT): with 10,000 sessions it takes a second or more of CPU, which
-            // would slow that listing down. What changed meanwhile, the window lists then.
+            // would slow that listing down. It starts from the folder index that listing left:
+            // what changed meanwhile, and only that, it sends to the window as it starts.
             let handle = app.handle().clone();
             std::thread::Builder::new().name("watch-start".into()).spawn(move || {
                 let studio = handle.state::<Studio>();
                 studio.wait_first_listing(FIRST_LISTING_WAIT);
                 let started = std::time::Instant::now();
                 match studio.watch(events::sessions_changed(handle.clone())) {
-                    Ok(()) => {
-                        tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "watching");
-                        // What changed while watching started, the window lists now.
-                        events::tell_sessions_changed(&handle);
-                    }
+                    Ok(()) => tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "watching"),
                     Err(error) => tracing::warn!(code = error.code().as_str(), "the workspace is not watched: {error}"),
                 }
             })?;

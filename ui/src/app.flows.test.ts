@@ -198,6 +198,17 @@ describe("keys", () => {
     expect(root.querySelector(".sessions-messages .error-message")?.textContent).toBe(DELETE_LIVE_TITLE);
   });
 
+  it("Delete refuses a session whose run the studio did not start while it reads running", async () => {
+    backend = fakeBackend({ sessions: [row("o", { status: "running", agent: null })] });
+    await start();
+    key("ArrowDown");
+    expect(selected()).toBe("o");
+    key("Delete");
+    expect(root.querySelector("[data-testid='delete-dialog']")).toBeNull();
+    expect(root.querySelector(".sessions-messages .error-message")?.textContent).toBe(DELETE_LIVE_TITLE);
+    expect(backend.calls.some((call) => call.startsWith("sessionDelete"))).toBe(false);
+  });
+
   it("Delete asks first, naming the session; Escape cancels", async () => {
     await start();
     key("ArrowDown");

@@ -38,6 +38,21 @@ pub struct Globals {
     /// watch, tail); the fields are in docs/cli.md
     #[arg(long, global = true)]
     pub json: bool,
+    /// A workspace on another machine, reached with the system's ssh: HOST:PATH (HOST an alias
+    /// of the ssh config or USER@HOST[:PORT]; PATH absolute or ~/…) or ssh://[USER@]HOST[:PORT]/PATH.
+    /// Taken by sessions, show, stop and export (the host's own store is used), and by diff (A on
+    /// the host, B here)
+    #[arg(long, value_name = "HOST:PATH", global = true)]
+    pub remote: Option<String>,
+    /// An ssh config file for --remote, handed to ssh as `-F FILE`
+    #[arg(
+        long,
+        value_name = "FILE",
+        global = true,
+        env = studio_core::remote::ssh::SSH_CONFIG_ENV,
+        hide_env_values = true
+    )]
+    pub ssh_config: Option<PathBuf>,
     /// `--source URL`: a bucket prefix read as the workspace (the `cloud` command module).
     #[command(flatten)]
     pub source: SourceArgs,
@@ -89,6 +104,10 @@ pub enum Command {
     /// this process's own output, and record its exit in DIR/exit
     #[command(hide = true)]
     Keep(KeepArgs),
+    /// Print this zstudio's version, build id and platform as one JSON line: a remote
+    /// workspace's bootstrap checks a `zstudio` on the host's PATH with it
+    #[command(hide = true)]
+    BuildInfo,
 }
 
 /// The commands a person runs: they print through [`crate::visible::Visible`].
@@ -137,6 +156,10 @@ pub enum StudioCommand {
     /// Bring a bundle, a session folder (a downloaded cloud session) or a captured log (its
     /// stdout; --stderr, --exit-code) into the workspace as a session, marked as imported
     Import(ImportArgs),
+    /// Serve the studio to one client on standard input and output (JSON lines: a banner, then
+    /// requests, replies and notifications; see docs/cli.md), until standard input ends. The
+    /// runs it started go on after it
+    Serve(ServeArgs),
     /// Bring the studio's window to the front on a session, starting the app if it is not
     /// running (the app: $ZIBBY_STUDIO_APP, else the zibby-studio beside zstudio, else on the PATH)
     Open(SessionArg),
@@ -145,6 +168,16 @@ pub enum StudioCommand {
 #[derive(Args)]
 pub struct SessionArg {
     pub session_id: String,
+}
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// Speak on standard input and output (the only transport)
+    #[arg(long, required = true)]
+    pub stdio: bool,
+    /// Said back in the banner, so the client knows its banner among what came before it
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub nonce: String,
 }
 
 #[derive(Args)]
@@ -415,6 +448,9 @@ pub struct KeepArgs {
     pub command: Vec<String>,
 }
 
+/// The commands that take `--remote` (the `remote` module runs them).
+pub const REMOTE_COMMANDS: &[&str] = &["sessions", "show", "stop", "export", "diff"];
+
 /// How many workspaces a command reads.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Workspaces {
@@ -434,13 +470,14 @@ impl Command {
     fn name(&self) -> &'static str {
         match self {
             Command::Keep(_) => "keep",
+            Command::BuildInfo => "build-info",
             Command::Studio(command) => command.name(),
         }
     }
 
     fn takes(&self) -> Takes {
         match self {
-            Command::Keep(_) => Takes {
+            Command::Keep(_) | Command::BuildInfo => Takes {
                 workspaces: Workspaces::None,
                 store: false,
                 json: false,
@@ -472,6 +509,7 @@ impl StudioCommand {
             StudioCommand::Export(_) => "export",
             StudioCommand::Import(_) => "import",
             StudioCommand::Open(_) => "open",
+            StudioCommand::Serve(_) => "serve",
         }
     }
 
@@ -480,7 +518,8 @@ impl StudioCommand {
     }
 
     /// Every command reads one workspace and the store and prints JSON with `--json`, but
-    /// `parse` (standard input only) and `watch` (several workspaces).
+    /// `parse` (standard input only), `watch` (several workspaces) and `serve` (its frames are
+    /// JSON already).
     fn takes_named(name: &str) -> Takes {
         match name {
             "parse" => Takes {
@@ -492,6 +531,11 @@ impl StudioCommand {
                 workspaces: Workspaces::Several,
                 store: true,
                 json: true,
+            },
+            "serve" => Takes {
+                workspaces: Workspaces::One,
+                store: true,
+                json: false,
             },
             _ => Takes {
                 workspaces: Workspaces::One,
@@ -518,15 +562,17 @@ impl Cli {
             let sub_name = sub.get_name().to_owned();
             let sub_name = sub_name.as_str();
             let takes = match sub.get_name() {
-                "keep" => Takes {
+                "keep" | "build-info" => Takes {
                     workspaces: Workspaces::None,
                     store: false,
                     json: false,
                 },
                 name => StudioCommand::takes_named(name),
             };
+            let remote = REMOTE_COMMANDS.contains(&sub.get_name());
             let unused = |id: &str| match id {
                 "workspace" => takes.workspaces == Workspaces::None,
+                "remote" | "ssh_config" => !remote,
                 "db" | "memory" => !takes.store,
                 "json" => !takes.json,
                 "bucket_source" | "cache_limit" | "clear_cache" => !READING.contains(&sub_name),
@@ -546,12 +592,40 @@ impl Cli {
         command
     }
 
+    /// Why `--remote` cannot be taken as given: with a local workspace or store, or by a command
+    /// that does not work on a remote workspace.
+    fn remote_refusal(&self, name: &str) -> Option<String> {
+        self.globals.remote.as_ref()?;
+        if self.globals.source.source.is_some() {
+            Some(
+                "--remote and --source each name the workspace (a host's folder over ssh, a bucket prefix): give one of them"
+                    .to_owned(),
+            )
+        } else if !REMOTE_COMMANDS.contains(&name) {
+            Some(format!(
+                "`zstudio {name}` does not work on a remote workspace: --remote is taken by {}",
+                REMOTE_COMMANDS.join(", ")
+            ))
+        } else if name == "diff" {
+            // `diff A B --remote`: B is local, in --workspace and the local store.
+            None
+        } else if !self.globals.workspace.is_empty() {
+            Some("--remote names the workspace: --workspace is not taken with it".to_owned())
+        } else if self.globals.store.given() {
+            Some("--remote uses the host's own store: --db and --memory are not taken with it".to_owned())
+        } else {
+            None
+        }
+    }
+
     /// Refuses a global option the command has no use for, as clap refuses a mistake (exit 2).
     pub fn check(&self) -> Result<(), clap::Error> {
         let takes = self.command.takes();
         let name = self.command.name();
         let given = self.globals.workspace.len();
-        let refusal = if given > 0 && takes.workspaces == Workspaces::None {
+        let refusal = if let Some(refused) = self.remote_refusal(name) {
+            Some(refused)
+        } else if given > 0 && takes.workspaces == Workspaces::None {
             Some(format!(
                 "`zstudio {name}` reads no workspace: --workspace is not taken here"
             ))
@@ -651,6 +725,23 @@ mod tests {
             let error = check(args).unwrap_err();
             assert!(error.contains(says), "{args:?}: {error}");
         }
+    }
+
+    #[test]
+    fn remote_and_source_refuse_each_other() {
+        for args in [
+            &["--remote", "h:/w", "--source", "s3://b/p", "sessions"][..],
+            &["sessions", "--source", "s3://b/p", "--remote", "h:/w"][..],
+            &["--source", "s3://b/p", "diff", "a", "b", "--remote", "h:/w"][..],
+        ] {
+            let error = check(args).unwrap_err();
+            assert!(
+                error.contains("--remote and --source each name the workspace"),
+                "{args:?}: {error}"
+            );
+        }
+        assert_eq!(check(&["--remote", "h:/w", "sessions"]), Ok(()));
+        assert_eq!(check(&["--source", "s3://b/p", "sessions"]), Ok(()));
     }
 
     #[test]

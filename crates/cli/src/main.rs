@@ -9,6 +9,7 @@
 //! - `print`: all that is printed on standard output, human and JSON.
 //! - `visible`: control characters of untrusted text shown as escapes.
 //! - `ask`: questions on the terminal.
+//! - `remote`: a command on a remote workspace (`--remote HOST:PATH`), through its server.
 
 // Standard output goes through `print` and the `visible` writer (untrusted text shown as
 // escapes), never `println!`; the exit status is `main`'s to return.
@@ -19,6 +20,7 @@ mod cli;
 mod commands;
 mod open;
 mod print;
+mod remote;
 mod visible;
 
 use std::io::Write;
@@ -33,6 +35,14 @@ fn main() -> ExitCode {
     }
     let command = match cli.command {
         Command::Keep(args) => return commands::keep::keep(&args),
+        Command::BuildInfo => return commands::build_info::build_info(),
+        // The server writes its frames from a thread of its own: standard output stays unlocked.
+        Command::Studio(cli::StudioCommand::Serve(args)) => {
+            return match commands::serve::serve(&args, &cli.globals) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => report(&error, ExitCode::FAILURE),
+            }
+        }
         Command::Studio(command) => command,
     };
     // Untrusted text (node names, output lines, file names) is printed: control characters as escapes.

@@ -118,12 +118,20 @@ pub fn session(
             .get(&node.name)
             .map(|ms| format!(" ({})", seconds(*ms)))
             .unwrap_or_default();
+        // `?`: its place among the nodes is a guess (`order_uncertain`).
+        let guessed = if node.order_uncertain { "? " } else { "" };
         writeln!(
             out,
-            "  {:<11} {}{duration}  {}{usage}",
+            "  {:<11} {guessed}{}{duration}  {}{usage}",
             node.status,
             node.name,
             files.join(", ")
+        )?;
+    }
+    if session.nodes.iter().any(|n| n.order_uncertain) {
+        writeln!(
+            out,
+            "          (? : nothing recorded which of these ran first; their folders were written in the same instant)"
         )?;
     }
     if let Some(total) = &session.usage {
@@ -147,6 +155,9 @@ pub fn session(
     }
     for problem in &session.problems {
         writeln!(out, "problem   {}: {}", problem.file, problem.reason)?;
+    }
+    if let Some(not_known) = &session.not_known {
+        writeln!(out, "not known {not_known}")?;
     }
     Ok(())
 }

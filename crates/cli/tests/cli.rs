@@ -2352,3 +2352,87 @@ fn watch_hears_of_a_run_ended_by_another_process_within_a_second() {
     );
     eprintln!("watch heard of the run's end {delay:?} after it was recorded");
 }
+
+/// Issue 29: a run from a terminal (the test agent as a user runs it) whose middle node is a
+/// custom code node (no folder, as the engine's) and whose last node fails. Once its process is
+/// gone, `sessions` and `show` agree at once: it ended, how is not recorded (`unknown`), the
+/// folder's nodes in the order they began (the failed one, named by `.session-info.json`, last),
+/// and one sentence saying what is not known and how to get the full story. Two minutes later
+/// (every file's time set back past the quiet window) they say the same.
+#[test]
+fn a_terminal_runs_end_and_nodes_read_the_same_in_sessions_and_show_after_two_minutes() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let ran = Command::new(agent_binary())
+        .args([
+            "run",
+            "--nodes",
+            "fetch:200,process:200,publish:200",
+            "--custom",
+            "process",
+        ])
+        .args(["--fail", "publish"])
+        .current_dir(workspace.path())
+        .output()
+        .unwrap();
+    assert_eq!(ran.status.code(), Some(1), "the last node failed");
+
+    let read = || {
+        let mut listed = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+        let session = listed[0]["id"].as_str().unwrap().to_owned();
+        let mut shown = json_of(&zstudio(&["show", &session, "--json", "-w", root], None));
+        let human = text_of(&zstudio(&["show", &session, "-w", root], None));
+        // What time passing changes, and only that: how long ago it was written.
+        listed[0].as_object_mut().unwrap().remove("updated_at");
+        shown.as_object_mut().unwrap().remove("updated_at");
+        (session, listed, shown, human)
+    };
+    let (session, listed, shown, human) = read();
+    let row = &listed[0];
+    assert_eq!(row["status"], "unknown", "{row}");
+    let names = |nodes: &Value| -> Vec<(String, String)> {
+        nodes
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| (n["name"].as_str().unwrap().into(), n["status"].as_str().unwrap().into()))
+            .collect()
+    };
+    assert_eq!(
+        names(&row["nodes"]),
+        [("fetch".into(), "success".into()), ("publish".into(), "unknown".into())],
+        "{row}"
+    );
+    assert_eq!(names(&shown["nodes"]), names(&row["nodes"]), "show and sessions agree");
+    assert_eq!(shown["status"], row["status"]);
+    let not_known = row["not_known"].as_str().expect("it says what is not known");
+    assert!(not_known.contains("zstudio run -- "), "{not_known}");
+    assert_eq!(shown["not_known"], row["not_known"]);
+    assert_eq!(human.matches("not known").count(), 1, "said once: {human}");
+    let nodes_part = &human[human.find("\nnodes\n").expect("a nodes section")..];
+    assert!(
+        nodes_part.find("fetch").unwrap() < nodes_part.find("publish").unwrap(),
+        "{human}"
+    );
+
+    // Two minutes on: every file of the session written 121 s earlier.
+    let folder = workspace.path().join(".zibby/output/sessions").join(&session);
+    let earlier = std::time::SystemTime::now() - std::time::Duration::from_secs(121);
+    let mut pending = vec![folder];
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+        std::fs::File::open(&path).unwrap().set_modified(earlier).unwrap();
+    }
+    let (_, listed_later, shown_later, human_later) = read();
+    assert_eq!(listed_later, listed, "sessions, two minutes on");
+    assert_eq!(shown_later, shown, "show, two minutes on");
+    assert_eq!(
+        human_later
+            .lines()
+            .filter(|l| !l.starts_with("updated"))
+            .collect::<Vec<_>>(),
+        human.lines().filter(|l| !l.starts_with("updated")).collect::<Vec<_>>()
+    );
+}

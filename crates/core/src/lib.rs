@@ -36,7 +36,11 @@
 //! - **Watch** (`watch/`): [`watcher`] (session folders as they change, as typed changes).
 //! - **App** (`app/`): [`live`] (the runs the studio follows, joined to the watcher's changes) and
 //!   the app service the window and `zstudio` share: the store opened and reconciled, runs of
-//!   agents, stops here or elsewhere, the window's [`app::Studio`].
+//!   agents, stops here or elsewhere, the window's [`app::Studio`] and the bodies of its commands
+//!   ([`app::operations`]).
+//! - **Remote** (`remote/`): [`remote`] (the studio server of `zstudio serve --stdio` over the app
+//!   service, its JSON-lines protocol, the client that talks to one over a process's pipes, and
+//!   [`remote::ssh`]: a workspace on another machine reached over the system's `ssh`).
 
 // The core reports through its return values and `tracing`, never by printing or exiting: what a
 // user sees is the window's and the CLI's to say.
@@ -45,6 +49,7 @@
 pub mod app;
 pub mod bucket;
 pub mod compare;
+pub mod remote;
 pub mod runs;
 pub mod sessions;
 pub mod share;

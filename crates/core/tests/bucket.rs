@@ -141,11 +141,15 @@ fn captured_sessions_are_listed_and_read_as_the_local_ones() {
             cloud.read_session(&id, SystemTime::now()).unwrap().summary(),
         );
         // The folder's path and time are the mirror's (its time is the newest object's); the
-        // nodes' order, when no events.json gives it, is the upload's.
+        // nodes' order, when no events.json gives it, is the upload's, and so is which nodes'
+        // folders share an instant (`order_uncertain`).
         for summary in [&mut a, &mut b] {
             summary.path = PathBuf::new();
             summary.updated_at = studio_core::session::Timestamp(0);
             summary.nodes.sort_by(|x, y| x.name.cmp(&y.name));
+            for node in &mut summary.nodes {
+                node.order_uncertain = false;
+            }
         }
         assert_eq!(
             serde_json::to_value(&a).unwrap(),

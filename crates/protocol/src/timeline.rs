@@ -81,7 +81,7 @@ pub struct RunEnd {
 }
 
 /// How a cancelled run was stopped (the store keeps the same words: `graceful`, `forced`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum StoppedBy {

@@ -3,27 +3,24 @@
 //! its pid when [`Moto`] is dropped. Uploads go through the same venv's boto3 ([`Moto::upload`]).
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
-/// How long the server may take to accept connections.
-const START_TIMEOUT: Duration = Duration::from_secs(30);
+use crate::process::{free_port, ServerProcess};
 
 /// The uploader run with the venv's Python.
 const UPLOADER: &str = include_str!("moto_upload.py");
 
 /// A running moto server.
 pub struct Moto {
-    child: Child,
+    process: ServerProcess,
     port: u16,
     venv: PathBuf,
-    /// Its log (stdout and stderr), removed with it.
-    log_dir: tempfile::TempDir,
+    /// Its log (stdout and stderr), removed with it; declared after `process` so the server is
+    /// ended before its folder goes.
+    _log_dir: tempfile::TempDir,
 }
 
 /// The virtual environment moto is in: `$ZIBBY_MOTO_VENV`, else the project's `.venv/moto`.
@@ -51,44 +48,23 @@ impl Moto {
         );
         let log_dir = tempfile::tempdir().expect("a temp folder for moto's log");
         let port = free_port();
-        let log = std::fs::File::create(log_dir.path().join("moto.log")).expect("moto's log file");
-        let child = Command::new(&program)
+        let mut command = Command::new(&program);
+        command
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("moto's log"))
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
-        let mut moto = Moto {
-            child,
+            .envs(env.iter().copied());
+        let mut process = ServerProcess::spawn("moto_server", command, &log_dir.path().join("moto.log"));
+        process.wait_for_port(port);
+        Moto {
+            process,
             port,
             venv,
-            log_dir,
-        };
-        moto.wait_ready();
-        moto
-    }
-
-    fn wait_ready(&mut self) {
-        let deadline = Instant::now() + START_TIMEOUT;
-        let address = SocketAddr::from(([127, 0, 0, 1], self.port));
-        while TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_err() {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("moto_server exited ({status}) before listening: {}", self.log());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "moto_server did not listen on {address} within {START_TIMEOUT:?}: {}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
+            _log_dir: log_dir,
         }
     }
 
     /// What the server printed.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.log_dir.path().join("moto.log")).unwrap_or_default()
+        self.process.log_text()
     }
 
     /// `http://127.0.0.1:PORT`, for `AWS_ENDPOINT_URL`.
@@ -96,8 +72,9 @@ impl Moto {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// The server's process id.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// The variables that point a client at this server with test credentials.
@@ -112,12 +89,12 @@ impl Moto {
 
     /// Freezes the server (SIGSTOP): it accepts connections and answers nothing.
     pub fn freeze(&self) {
-        kill(Pid::from_raw(self.pid() as i32), Signal::SIGSTOP).expect("SIGSTOP to moto");
+        self.process.signal(Signal::SIGSTOP);
     }
 
     /// Resumes a frozen server (SIGCONT).
     pub fn resume(&self) {
-        kill(Pid::from_raw(self.pid() as i32), Signal::SIGCONT).expect("SIGCONT to moto");
+        self.process.signal(Signal::SIGCONT);
     }
 
     /// Runs the uploader (`moto_upload.py`, its ops described there) on `bucket`, creating it
@@ -147,20 +124,4 @@ impl Moto {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let pid = Pid::from_raw(self.pid() as i32);
-        // A frozen server is resumed so the kill is not left pending.
-        let _ = kill(pid, Signal::SIGCONT);
-        let _ = kill(pid, Signal::SIGKILL);
-        let _ = self.child.wait();
-    }
-}
-
-/// A port free on 127.0.0.1 now (the OS picks it; the listener is closed before moto binds it).
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("a free port on 127.0.0.1");
-    listener.local_addr().expect("its address").port()
 }

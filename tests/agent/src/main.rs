@@ -10,7 +10,7 @@
 //! zibby-test-agent [run] [--nodes SPEC] [--fail NODE] [--stop-after NODE] [--ignore-stop]
 //!                  [--linger-ms N] [--lines N] [--prompt TEXT] [--print-env NAME]
 //!                  [--layout engine|documented] [--usage NODE=FORMAT,...] [--say NODE=TEXT]
-//!                  [--fail-reason TEXT]
+//!                  [--fail-reason TEXT] [--custom NODE,...]
 //! zibby-test-agent replay CAPTURE_DIR [--speed F]
 //! zibby-test-agent demo [--prompt TEXT] [RUN OPTIONS]
 //! zibby-test-agent fill-demo WORKSPACE [--db PATH] [--zstudio PATH]

@@ -57,6 +57,8 @@ struct Options {
     say: Vec<(String, String)>,
     /// Why the `--fail` node fails.
     fail_reason: String,
+    /// These nodes are custom code nodes (`--custom`): like the engine's, they write no folder.
+    custom: Vec<String>,
 }
 
 fn parse_nodes(spec: &str) -> Result<Vec<Node>, String> {
@@ -107,12 +109,17 @@ fn parse(args: &[String]) -> Result<Options, String> {
         usage: Vec::new(),
         say: Vec::new(),
         fail_reason: "boom: simulated failure".to_owned(),
+        custom: Vec::new(),
     };
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
             "--nodes" => options.nodes = parse_nodes(value_of(args, &mut i, "--nodes")?)?,
             "--fail" => options.fail = Some(value_of(args, &mut i, "--fail")?.to_owned()),
+            "--custom" => {
+                let names = value_of(args, &mut i, "--custom")?;
+                options.custom = names.split(',').filter(|n| !n.is_empty()).map(str::to_owned).collect();
+            }
             "--fail-reason" => options.fail_reason = value_of(args, &mut i, "--fail-reason")?.to_owned(),
             "--usage" => options.usage = usage::parse_spec(value_of(args, &mut i, "--usage")?)?,
             "--say" => {
@@ -337,6 +344,7 @@ pub fn main(args: &[String]) -> Result<u8, String> {
             started,
             raw_stream,
             documented,
+            custom: options.custom.contains(&node.name),
         };
         if has_children {
             open.push(finished);
@@ -375,6 +383,8 @@ struct OpenNode {
     raw_stream: Option<String>,
     /// The run's prompt, with the documented layout: the node's folder gets its files.
     documented: Option<String>,
+    /// A custom code node: it writes no folder.
+    custom: bool,
 }
 
 /// What a node prints after its progress: its `--say` text, then its coding agent's stream
@@ -528,7 +538,9 @@ fn finish_node(
     printer.line(0, "");
     let output = format!("{} finished: {} ms of pretend work\n", node.name, node.millis);
     let raw_stream = finished.raw_stream.as_deref().unwrap_or(&output);
-    write_file(&session.join(&node.name).join("raw_stream_output.txt"), raw_stream)?;
+    if !finished.custom {
+        write_file(&session.join(&node.name).join("raw_stream_output.txt"), raw_stream)?;
+    }
     events.push(json!({"type": "node_end", "node": node.name, "status": "success", "timestamp": humantime_now()}));
     if let Some(prompt) = finished.documented.as_deref() {
         let dir = session.join("nodes").join(&node.name);

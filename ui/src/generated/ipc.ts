@@ -20,7 +20,7 @@ export type SessionId = string;
  * the core, the CLI, the shell and the window (whose TypeScript union is generated from
  * it), the window's own codes included. New codes may come: match with a fallback arm.
  */
-export type ErrorCode = "invalid_session_id" | "invalid_node_name" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "bucket" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
+export type ErrorCode = "invalid_session_id" | "invalid_node_name" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "bucket" | "invalid_request" | "protocol_mismatch" | "remote_link" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
 
 /**
  * Every failed command rejects with this; the UI branches on `code`, never on `message`.
@@ -158,7 +158,14 @@ export type NodeSummary = { name: string, status: Status,
 /**
  * What its agent said it used (`cost`); `None` when nothing says.
  */
-usage?: NodeUsage | null, };
+usage?: NodeUsage | null, 
+/**
+ * Its place among the nodes is a guess: nothing recorded the order it ran in (no events, no
+ * span, not seen live) and its folder was written in the same tick of the file system's
+ * clock (4 ms) as another node's, so the two could have run either way round. Absent
+ * (false) when the order is known.
+ */
+order_uncertain?: boolean, };
 
 /**
  * A file of the session that could not be read as expected, and why.
@@ -186,7 +193,14 @@ title: string | null, status: Status, current_node: string | null, created_at: T
 /**
  * The total over its nodes (`cost::UsageTotal`); `None` when no node has usage.
  */
-usage?: UsageTotal | null, };
+usage?: UsageTotal | null, 
+/**
+ * What the studio cannot know of this session and how to get the full story, in one
+ * sentence for a user: a run it did not start, whose engine left no record of how it ended
+ * (see docs/cli.md, "Where each fact comes from"). Absent when nothing is missing that a
+ * run through the studio would have recorded.
+ */
+not_known?: string, };
 
 /**
  * A session as the studio lists it: what its folder says, and what the studio knows of it (its
@@ -214,7 +228,14 @@ title: string | null, status: Status, current_node: string | null, created_at: T
 /**
  * The total over its nodes (`cost::UsageTotal`); `None` when no node has usage.
  */
-usage?: UsageTotal | null, };
+usage?: UsageTotal | null, 
+/**
+ * What the studio cannot know of this session and how to get the full story, in one
+ * sentence for a user: a run it did not start, whose engine left no record of how it ended
+ * (see docs/cli.md, "Where each fact comes from"). Absent when nothing is missing that a
+ * run through the studio would have recorded.
+ */
+not_known?: string, };
 
 /**
  * The supervisor, held for one command.
@@ -385,7 +406,14 @@ path: string | null, artifacts: NodeArtifacts,
 /**
  * What its agent said it used (`cost`); `None` without a raw stream or a known format.
  */
-usage?: NodeUsage | null, };
+usage?: NodeUsage | null, 
+/**
+ * Its place among the nodes is a guess: nothing recorded the order it ran in (no events, no
+ * span, not seen live) and its folder was written in the same tick of the file system's
+ * clock (4 ms) as another node's, so the two could have run either way round. Absent
+ * (false) when the order is known.
+ */
+order_uncertain?: boolean, };
 
 /**
  * `.session-info.json`, as far as it parses.
@@ -430,7 +458,14 @@ usage?: UsageTotal | null,
  * Where it was imported from (`zstudio import`, the window's Import…), as the store marks
  * it; `None` for a session of this workspace's own runs, and from a folder alone.
  */
-imported?: Imported | null, };
+imported?: Imported | null, 
+/**
+ * What the studio cannot know of this session and how to get the full story, in one
+ * sentence for a user: a run it did not start, whose engine left no record of how it ended
+ * (see docs/cli.md, "Where each fact comes from"). Absent when nothing is missing that a
+ * run through the studio would have recorded.
+ */
+not_known?: string, };
 
 export type Message = { seq: number, role: string, text: string, created_at: Timestamp, };
 

@@ -359,8 +359,10 @@ export class AppState {
       }
       case "delete": {
         const target = this.#keyTarget();
-        if (target === null || !this.sessions.rowOf(target)) return false;
-        if (this.liveRunOf(target) !== null) {
+        const row = target === null ? undefined : this.sessions.rowOf(target);
+        if (target === null || !row) return false;
+        // A run the studio did not start reads `running` too: its folder is not deleted under it.
+        if (this.liveRunOf(target) !== null || row.status === "running") {
           this.sessions.deleteError = { code: "session_live", message: DELETE_LIVE_TITLE };
         } else {
           this.askDelete(target);

@@ -10,6 +10,18 @@ use studio_core::compare::{compare, Change, NodeDiff, NodeSide, Options, RunDiff
 use crate::cli::{DiffArgs, Globals};
 use crate::print;
 
+/// The options of the comparison `args` asks for.
+pub fn options(args: &DiffArgs) -> Options {
+    Options {
+        node: args.node.clone(),
+        occurrence: None,
+        limits: Limits {
+            hunks: args.hunks,
+            ..Limits::default()
+        },
+    }
+}
+
 /// Exit status as `diff(1)`'s: 0 when the runs are the same, 1 when they differ (0 with
 /// `--exit-zero`); trouble is 2 ([`TROUBLE`], `main`'s).
 pub fn diff(args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
@@ -24,14 +36,7 @@ pub fn diff_in(
     local: Option<&Globals>,
     out: &mut impl Write,
 ) -> anyhow::Result<ExitCode> {
-    let options = Options {
-        node: args.node.clone(),
-        occurrence: None,
-        limits: Limits {
-            hunks: args.hunks,
-            ..Limits::default()
-        },
-    };
+    let options = options(args);
     let compared = if args.log.is_empty() {
         let store = globals.open_store()?;
         let workspace = globals.open_workspace()?;
@@ -49,12 +54,23 @@ pub fn diff_in(
         let [a, b] = captured_logs(args)?;
         compare(None, &Source::Log(a), &Source::Log(b), &options)?
     };
+    finish(&compared, args, globals, out)
+}
+
+/// Prints `compared` and says the exit status (as `diff(1)`'s); `zstudio diff --remote` ends here
+/// too.
+pub fn finish(
+    compared: &RunDiff,
+    args: &DiffArgs,
+    globals: &Globals,
+    out: &mut impl Write,
+) -> anyhow::Result<ExitCode> {
     if let Some(node) = &args.node {
         if compared.nodes.is_empty() {
             anyhow::bail!("no node `{node}` in either run");
         }
     }
-    print::emit(out, globals.format(), &compared, run_diff)?;
+    print::emit(out, globals.format(), compared, run_diff)?;
     Ok(if compared.differs() && !args.exit_zero {
         ExitCode::from(1)
     } else {

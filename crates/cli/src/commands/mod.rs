@@ -2,6 +2,7 @@
 //! options and the output. [`run`] dispatches; the keeper ([`keep`]) runs apart, from `main`,
 //! because it writes to standard output itself.
 
+pub mod build_info;
 pub mod cloud;
 mod delete;
 pub mod diff;
@@ -12,6 +13,7 @@ mod pins;
 mod run;
 mod runs;
 mod search;
+pub mod serve;
 mod sessions;
 mod share;
 mod stop;
@@ -25,6 +27,9 @@ use crate::cli::{Globals, StudioCommand};
 
 /// Runs one command; its exit status is success unless it says otherwise (`run` and `diff` do).
 pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    if globals.remote.is_some() {
+        return crate::remote::run(&command, globals, out);
+    }
     if let Some(url) = &globals.source.source {
         return cloud::run(command, globals, url, out);
     }
@@ -46,6 +51,8 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Export(args) => share::export(&args, globals, out),
         StudioCommand::Import(args) => share::import(&args, globals, out),
         StudioCommand::Open(args) => share::open(&args, globals, out),
+        // `main` runs it before it locks standard output.
+        StudioCommand::Serve(args) => serve::serve(&args, globals),
         StudioCommand::Run(args) => return run::run(&args, globals, out),
         StudioCommand::Diff(args) => return diff::diff(&args, globals, out),
     };

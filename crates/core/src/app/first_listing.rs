@@ -1,8 +1,9 @@
 //! The window's first listing, read ahead: the app starts reading the workspace's sessions as it
 //! opens, while the web view starts (about half a second), and the window's first `sessions`
 //! call takes what was read instead of reading again. Only that first call: every later one
-//! reads anew, and the watcher, started once the first listing is served, makes the window list
-//! again, which picks up anything that changed in between.
+//! reads anew. The watcher, started once the first listing is served, starts from the folder
+//! index that listing left (each folder is read once at start-up) and tells the window only of
+//! what changed in between.
 
 use std::path::PathBuf;
 use std::sync::{Condvar, Mutex};

@@ -3,9 +3,12 @@
 //! [`Studio`] for the window, which keeps the open workspace (switchable), the store, the run
 //! supervisor and the watcher. A part that could not be opened is kept as its error, which every
 //! call that needs it returns, so the window shows why instead of the app panicking.
+//! [`operations`] holds the bodies of the window's commands that need no window, which the shell's
+//! commands and the studio server (`remote::server`) both call.
 
 pub mod first_listing;
 pub mod live;
+pub mod operations;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -176,31 +179,26 @@ impl Studio {
     }
 
     /// Starts watching the open workspace's session folders: every change goes to `sink`, and
-    /// the store's folder index is kept current on the way. The sessions there when watching
-    /// starts are indexed but not passed on (the window lists them itself; 10,000 of them would
-    /// make it list them again and again): a caller that needs to, lists once this returns.
+    /// the store's folder index is kept current on the way. The watcher starts from the index
+    /// (as the window's listing left it, [`Watcher::start_seeded`]): a session whose folder is as
+    /// the index has it is not read again nor passed on; one added, changed or removed since is,
+    /// so that the window lists again only when something changed while watching started.
     pub fn watch(&self, sink: ChangeSink) -> Result<(), Error> {
         *lock(&self.changes) = Some(sink.clone());
         // The previous watcher stops first: one watcher per window.
         drop(lock(&self.watcher).take());
         let (workspace, store) = (self.workspace()?, self.shared_store()?);
-        let started = Arc::new(AtomicBool::new(false));
-        let after_start: ChangeSink = {
-            let started = started.clone();
-            Arc::new(move |change| {
-                if started.load(Ordering::SeqCst) {
-                    sink(change)
-                }
-            })
-        };
-        let sink = crate::store::index::keeping_current(store.clone(), after_start);
+        let seed = crate::store::index::indexed_folders(&store, &workspace).unwrap_or_else(|error| {
+            tracing::warn!(%error, "cannot read the folder index: every session folder is read again");
+            Default::default()
+        });
+        let sink = crate::store::index::keeping_current(store.clone(), sink);
         // A run's end recorded in the store, by any process, is a change of its session.
         let options = WatcherOptions {
             store: Some(store),
             ..WatcherOptions::default()
         };
-        let watcher = Watcher::start(vec![workspace], sink, options)?;
-        started.store(true, Ordering::SeqCst);
+        let watcher = Watcher::start_seeded(vec![(workspace, seed)], sink, options)?;
         *lock(&self.watcher) = Some(watcher);
         Ok(())
     }
@@ -480,7 +478,7 @@ pub fn find_program(variable: &str, name: &str) -> Option<PathBuf> {
 
 /// The supervisor, held for one command.
 /// The sessions of a workspace as the window lists them ([`Studio::sessions`]).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionListing {
     pub sessions: Vec<SessionRow>,

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::text::{diff_texts, Limits, TextDiff};
 
 /// How a path differs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum PathChange {
@@ -19,7 +19,7 @@ pub enum PathChange {
 
 /// One path of a JSON value that differs, as a JSON pointer (`/items/2/name`; `""`: the whole
 /// value).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct PathDiff {
     pub path: String,
@@ -31,7 +31,7 @@ pub struct PathDiff {
 }
 
 /// Two JSON values compared: their line diff (pretty-printed) and the paths that differ.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct JsonDiff {
     pub changed: bool,

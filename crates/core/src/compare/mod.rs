@@ -32,7 +32,7 @@ use self::sides::{last_occurrences, Execution, Side, Source, Target};
 use self::text::{Limits, TextDiff};
 
 /// How a node of B differs from its match in A (`Change::as_str` gives its JSON name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum Change {
@@ -57,7 +57,7 @@ impl Change {
 }
 
 /// One side of a node execution.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct NodeSide {
     pub status: Status,
@@ -70,7 +70,7 @@ pub struct NodeSide {
 }
 
 /// One node execution matched across the two runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct NodeDiff {
     pub name: String,
@@ -92,7 +92,7 @@ pub struct NodeDiff {
 }
 
 /// Two runs compared.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RunDiff {
     pub a: RunSummary,

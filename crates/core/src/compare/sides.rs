@@ -35,7 +35,7 @@ use crate::vocabulary::id::SessionId;
 use super::text::line_hash;
 
 /// A side's run: `session_id` and `run_id` are null for a log (and `run_id` for a folder).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RunSummary {
     pub session_id: Option<String>,

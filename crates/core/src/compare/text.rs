@@ -47,7 +47,7 @@ const DIFF_DEADLINE: Duration = Duration::from_millis(500);
 const WORD_DIFF_MAX_CHARS: usize = 4_000;
 
 /// What one line of a hunk is: the same on both sides, only in A, only in B.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub enum LineOp {
     #[serde(rename = " ")]
@@ -59,14 +59,14 @@ pub enum LineOp {
 }
 
 /// A run of characters of a changed line, changed or not (against the line it replaced).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct WordPart {
     pub changed: bool,
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct DiffLine {
     pub op: LineOp,
@@ -80,7 +80,7 @@ pub struct DiffLine {
 }
 
 /// One hunk, as a unified diff has it: 1-based first lines and line counts on each side.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Hunk {
     pub a_start: usize,
@@ -93,7 +93,7 @@ pub struct Hunk {
 }
 
 /// The difference of two texts: whether they differ, and their first hunks.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct TextDiff {
     pub changed: bool,

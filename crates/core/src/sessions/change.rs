@@ -14,7 +14,7 @@ use crate::timeline::StoppedBy;
 use crate::vocabulary::id::SessionId;
 
 /// One line a run printed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RunLine {
     pub stream: Stream,
     pub line: String,
@@ -22,7 +22,7 @@ pub struct RunLine {
 }
 
 /// One change of a workspace's sessions.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Change {
     /// A session folder appeared (or was there when the watcher started).

@@ -18,7 +18,7 @@ pub const MAX_LISTED_FILES: usize = 10_000;
 pub const MAX_CHUNK_BYTES: usize = 1 << 20;
 
 /// One file of a session folder.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FileEntry {
     /// Relative to the session folder, `/`-separated.
@@ -28,7 +28,7 @@ pub struct FileEntry {
 }
 
 /// A page of a file: `text` holds the bytes `offset..next_offset` (or to the end).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct FileChunk {
     pub path: String,

@@ -23,7 +23,7 @@ use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
 /// What [`export_session`] wrote.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Exported {
     pub session_id: String,
     pub path: PathBuf,

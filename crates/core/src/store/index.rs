@@ -255,6 +255,51 @@ struct Listed {
     fresh: Option<String>,
 }
 
+/// A session folder as the folder index last saw it: its fingerprint, and the summary read then
+/// (its nodes' usage included).
+#[derive(Debug, Clone)]
+pub struct IndexedFolder {
+    pub fingerprint: String,
+    pub summary: SessionSummary,
+}
+
+/// What the folder index knows of a workspace's session folders, by session: what a watcher
+/// starts from instead of reading every folder again (`watcher::Watcher::start_seeded`). An entry
+/// whose summary cannot be read back is left out (its folder is read again).
+pub fn indexed_folders(store: &Store, workspace: &Workspace) -> Result<HashMap<SessionId, IndexedFolder>, Error> {
+    let entries = store.with_conn(|conn| {
+        let key = workspaces::key(conn, workspace)?;
+        let mut statement = conn.prepare_cached(
+            "SELECT session_id, fingerprint, summary, node_usage FROM folder_index WHERE workspace_id = ?1",
+        )?;
+        let rows = statement.query_map(params![key], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                Cached {
+                    fingerprint: r.get(1)?,
+                    summary: r.get(2)?,
+                    node_usage: r.get(3)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    })?;
+    Ok(entries
+        .into_iter()
+        .filter_map(|(id, entry)| {
+            let id = SessionId::parse(&id).ok()?;
+            let summary = from_cache(&entry)?;
+            Some((
+                id,
+                IndexedFolder {
+                    fingerprint: entry.fingerprint,
+                    summary,
+                },
+            ))
+        })
+        .collect())
+}
+
 /// Drops one session from the index (its folder changed in a way the caller knows about).
 pub fn forget(store: &Store, workspace: &Workspace, id: &SessionId) -> Result<(), Error> {
     store.with_conn(|conn| {

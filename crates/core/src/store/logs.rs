@@ -48,7 +48,7 @@ impl<'de> serde::Deserialize<'de> for Level {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct LogLine {
     pub at: Timestamp,

@@ -11,7 +11,7 @@ use super::{search, sessions};
 use crate::sessions::session::{Timestamp, Workspace};
 use crate::vocabulary::id::SessionId;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Message {
     pub seq: i64,

@@ -174,6 +174,12 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN owner_start_time INTEGER;
     "#,
+    // 10: summaries of runs the studio did not start order their nodes by `currentNode`, mark
+    // guessed places (`order_uncertain`) and say what is not known (`not_known`): the folder
+    // index's summaries, cached before they did, are read again once (the index is a cache).
+    r#"
+    DELETE FROM folder_index;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

@@ -19,7 +19,7 @@ use crate::vocabulary::error::Error;
 const BLOCK_BYTES: usize = 64 * 1024;
 const BLOCK_LINES: u32 = 4096;
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct OutputLine {
     /// 1-based line number within the run.
@@ -343,7 +343,7 @@ impl OutputFilter {
 
 /// A page of output: the lines, where the next page starts (`None`: nothing more yet), and how
 /// many lines the run has (unfiltered).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct OutputPage {
     pub lines: Vec<OutputLine>,
@@ -402,7 +402,7 @@ pub(super) fn page(
 }
 
 /// Where a find in a run's output got to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct OutputFind {
     /// The first line found, from where the find started, in its direction.

@@ -17,7 +17,7 @@ use crate::vocabulary::id::SessionId;
 use crate::vocabulary::process::{self, ProcessIdentity};
 
 /// A run as the store records it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct RunRecord {
     pub id: String,

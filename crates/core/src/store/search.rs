@@ -12,7 +12,7 @@ use crate::sessions::session::Workspace;
 
 /// What a search hit is: the kind of row of the index it leads back to (that row's FTS rowid is
 /// `source id * 4 + kind`). The lookups below select the same words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchHitKind {
@@ -126,7 +126,7 @@ fn index_pending_rows(conn: &Connection, select: &str, mark: &str, kind: Kind, m
 }
 
 /// One place a search matched.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SearchHit {
     pub kind: SearchHitKind,

@@ -75,6 +75,7 @@ pub(super) fn read_session(
     session.title = summary.title.clone();
     session.usage = summary.usage;
     session.imported = store.with_conn(|conn| records::imported(conn, workspace, id))?;
+    session.not_known = summary.not_known.clone();
     let mut by_name: HashMap<String, SessionNode> =
         session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();
     session.nodes = summary
@@ -86,6 +87,7 @@ pub(super) fn read_session(
                 .unwrap_or_else(|| SessionNode::without_folder(&listed.name));
             node.status = listed.status;
             node.usage = listed.usage;
+            node.order_uncertain = listed.order_uncertain;
             node
         })
         .collect();
@@ -259,6 +261,8 @@ pub fn with_recorded_runs<'a>(
         }
         let ended_as = (!live).then_some(run.status);
         merge_node_spans(&mut summary.nodes, &spans_of(run.id), ended_as);
+        // The studio ran it: what the engine does not say, the run's record does.
+        summary.not_known = None;
         summary.total_usage();
         if let Some(run_status) = ended_as {
             // What the folder left `running` ended with the run.
@@ -285,6 +289,7 @@ fn merge_node_spans(nodes: &mut Vec<NodeSummary>, spans: &[Span], ended_as: Opti
                 name: span.name.clone(),
                 status,
                 usage: None,
+                order_uncertain: false,
             }),
         }
     }
@@ -341,10 +346,12 @@ mod tests {
                     name: (*name).to_owned(),
                     status: *status,
                     usage: None,
+                    order_uncertain: false,
                 })
                 .collect(),
             problems: Vec::new(),
             usage: None,
+            not_known: None,
         }
     }
 

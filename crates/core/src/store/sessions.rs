@@ -16,7 +16,7 @@ use crate::vocabulary::id::SessionId;
 
 /// A session as the studio lists it: what its folder says, and what the studio knows of it (its
 /// `agent` and `title` are the summary's, named by `session_model::name_session`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionRow {
     #[serde(flatten)]

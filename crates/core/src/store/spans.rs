@@ -12,7 +12,7 @@ use crate::sessions::session::{Timestamp, Workspace};
 use crate::status::Status;
 
 /// What a span is; the store keeps the same words (`run`, `node`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
 pub enum SpanKind {
@@ -55,7 +55,7 @@ impl rusqlite::types::FromSql for SpanKind {
 }
 
 /// One span of a trace: a run, or one node execution inside it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Span {
     pub id: i64,

@@ -139,6 +139,26 @@ pub enum Error {
         key: String,
         reason: String,
     },
+    /// A request to a studio server (`zstudio serve --stdio`) that it could not read: not JSON,
+    /// too large, an unknown method, parameters it does not take.
+    #[error("invalid request: {reason}")]
+    InvalidRequest { reason: String },
+    /// The two ends of a remote link speak different protocol versions.
+    #[error("{host}: the studio server speaks protocol version {server}, this studio speaks {client}: install the same zstudio version on both ends")]
+    ProtocolMismatch { host: String, client: u32, server: u32 },
+    /// What a studio server on `host` answered a request with: its error, kept with its code.
+    #[error("{host}: {message}")]
+    Remote {
+        host: String,
+        code: ErrorCode,
+        message: String,
+        /// What the server's error carried for the window to act on (`agents_untrusted`'s launch).
+        details: Option<serde_json::Value>,
+    },
+    /// The link to a studio server failed: it could not start, it closed, it died, it said
+    /// something that is not the protocol, or it did not answer in time. `what` says which.
+    #[error("{host}: {what}")]
+    RemoteLink { host: String, what: String },
     #[error("cannot {} {path}: {source}", .op.verb())]
     Io {
         /// What failed: reading, writing, or starting something.
@@ -245,7 +265,20 @@ impl Error {
             Error::SessionExists { .. } => ErrorCode::SessionExists,
             Error::NotImportable { .. } => ErrorCode::NotImportable,
             Error::Bucket { .. } => ErrorCode::Bucket,
-            Error::Unavailable { code, .. } => *code,
+            Error::InvalidRequest { .. } => ErrorCode::InvalidRequest,
+            Error::ProtocolMismatch { .. } => ErrorCode::ProtocolMismatch,
+            Error::RemoteLink { .. } => ErrorCode::RemoteLink,
+            Error::Unavailable { code, .. } | Error::Remote { code, .. } => *code,
+        }
+    }
+
+    /// What the window acts on besides the message, as IPC and the studio server carry it:
+    /// `agents_untrusted`'s launch (to show before trusting), a remote error's own details.
+    pub fn details(&self) -> Option<serde_json::Value> {
+        match self {
+            Error::AgentsUntrusted { launch } => serde_json::to_value(launch).ok(),
+            Error::Remote { details, .. } => details.clone(),
+            _ => None,
         }
     }
 }
@@ -272,6 +305,14 @@ macro_rules! error_codes {
             pub fn as_str(self) -> &'static str {
                 match self {
                     $(ErrorCode::$variant => $word,)*
+                }
+            }
+
+            /// The code a word names (as [`ErrorCode::as_str`] spells it), if any.
+            pub fn from_word(word: &str) -> Option<ErrorCode> {
+                match word {
+                    $($word => Some(ErrorCode::$variant),)*
+                    _ => None,
                 }
             }
         }
@@ -316,6 +357,12 @@ error_codes! {
     NotImportable = "not_importable",
     /// A bucket source refused access, failed, stalled or held a key the studio will not mirror.
     Bucket = "bucket",
+    /// A studio server could not read a request (`zstudio serve --stdio`).
+    InvalidRequest = "invalid_request",
+    /// The client and the studio server speak different protocol versions.
+    ProtocolMismatch = "protocol_mismatch",
+    /// The link to a remote studio server failed (it closed, died, or did not answer in time).
+    RemoteLink = "remote_link",
     /// The window's own (never made by Rust): a command that did not reach the shell, or whose
     /// rejection was not a `{code, message}`.
     Ipc = "ipc",

@@ -14,6 +14,7 @@ mod room_sizes;
 mod runner;
 mod session_folders;
 mod share;
+mod start_up;
 mod store;
 mod trust;
 mod usage;

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use studio_core::session::{read_session_folder, Detail, Layout};
+use studio_core::session::{read_session_folder, Detail, Layout, RUNNING_QUIET_WINDOW};
 use studio_core::{Error, SessionId, Status, Workspace};
 use tempfile::TempDir;
 
@@ -533,4 +533,103 @@ fn a_fresh_session_is_running_while_a_process_holds_its_files_and_ended_after() 
     assert_eq!(status(), Status::Running);
     drop(held);
     assert_eq!(status(), Status::Unknown, "no process of it is left");
+}
+
+/// Issue 29: a terminal run's session, from the engine's own folder (the captured three-node
+/// pipeline), whose node folders were written in one tick of the file system's clock: the node
+/// `.session-info.json` names began last, the others are marked as a guess (when their folders'
+/// times tie), the session says once what is not known and how to get the full story, and all of
+/// it reads the same right after the run, past the two-minute quiet window, and a day later.
+#[test]
+fn a_terminal_runs_tied_nodes_are_marked_and_read_the_same_after_two_minutes() {
+    let dir = workspace_of(&["head-bb10e85-02-pipeline-plain"]);
+    let session = dir.path().join(".zibby/output/sessions/1795952465061_2lkm");
+    let tick = SystemTime::now() - Duration::from_secs(1);
+    for node in ["plan", "execute", "report"] {
+        fs::File::open(session.join(node)).unwrap().set_modified(tick).unwrap();
+    }
+    let id = SessionId::parse("1795952465061_2lkm").unwrap();
+    let read = |now: SystemTime| read_session_folder(&session, id.clone(), Detail::Summary, now).unwrap();
+    let right_after = read(SystemTime::now());
+    let nodes: Vec<(&str, bool)> = right_after
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.order_uncertain))
+        .collect();
+    assert_eq!(nodes.len(), 3, "{nodes:?}");
+    assert_eq!(nodes[2], ("report", false), "the current node began last: {nodes:?}");
+    // plan and execute are a guess exactly when their folders' times (written, made) tie.
+    let made = |node: &str| fs::metadata(session.join(node)).unwrap().created().ok();
+    let tied = made("plan") == made("execute");
+    assert_eq!(
+        nodes[..2].iter().map(|(_, guessed)| *guessed).collect::<Vec<_>>(),
+        [tied, tied],
+        "{nodes:?}"
+    );
+    if !tied {
+        let first = if made("plan") < made("execute") {
+            "plan"
+        } else {
+            "execute"
+        };
+        assert_eq!(nodes[0].0, first, "made apart: the making orders them");
+    }
+    assert_eq!(
+        right_after.status,
+        Status::Unknown,
+        "its process is gone, how it ended is not recorded"
+    );
+    let note = right_after.not_known.clone().expect("it says what is not known");
+    assert!(note.contains("zstudio run -- "), "{note}");
+    assert_eq!(note.contains("marked `?`"), tied, "{note}");
+
+    for later in [
+        SystemTime::now() + RUNNING_QUIET_WINDOW + Duration::from_secs(1),
+        later(),
+    ] {
+        let again = read(later);
+        assert_eq!(
+            again.summary(),
+            right_after.summary(),
+            "nothing happened: nothing changed"
+        );
+    }
+}
+
+/// Where the files say a run failed, a session the studio did not run reads `error` without a
+/// `result.json` of its own: a node's `result.json` (the documented layout), or a `status` in
+/// `.session-info.json`.
+#[test]
+fn a_failed_outside_run_reads_error_where_its_files_say_so() {
+    let dir = TempDir::new().unwrap();
+    let session = dir.path().join(".zibby/output/sessions/1795952600000_fail");
+    fs::create_dir_all(session.join("nodes/plan")).unwrap();
+    fs::create_dir_all(session.join("nodes/write")).unwrap();
+    fs::write(session.join("nodes/plan/result.json"), r#"{"ok": true}"#).unwrap();
+    fs::write(
+        session.join("nodes/write/result.json"),
+        r#"{"success": false, "error": "the model refused"}"#,
+    )
+    .unwrap();
+    let id = SessionId::parse("1795952600000_fail").unwrap();
+    let read = || read_session_folder(&session, id.clone(), Detail::Summary, later()).unwrap();
+    let failed = read();
+    assert_eq!(failed.status, Status::Error);
+    let statuses: Vec<_> = failed.nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
+    assert!(statuses.contains(&("write", Status::Error)), "{statuses:?}");
+    assert!(statuses.contains(&("plan", Status::Success)), "{statuses:?}");
+    assert_eq!(failed.not_known, None, "the documented layout says how it ended");
+
+    let dir = TempDir::new().unwrap();
+    let session = dir.path().join(".zibby/output/sessions/1795952600000_info");
+    fs::create_dir_all(session.join("plan")).unwrap();
+    fs::write(
+        session.join(".session-info.json"),
+        r#"{"sessionTimestamp":1795952600000,"currentNode":"plan","status":"failed"}"#,
+    )
+    .unwrap();
+    let id = SessionId::parse("1795952600000_info").unwrap();
+    let said = read_session_folder(&session, id, Detail::Summary, SystemTime::now()).unwrap();
+    assert_eq!(said.status, Status::Error);
+    assert_eq!(said.not_known, None);
 }

@@ -619,3 +619,181 @@ fn a_terminal_runs_end_is_reported_within_seconds_of_its_process_going() {
     );
     eprintln!("a terminal run's end reported {delay:?} after its process went");
 }
+
+/// Issue 29: a terminal run whose middle node is a custom code node (it writes no folder, as the
+/// engine's do) and whose last node fails. A watch sees every node the run began, in the order it
+/// began them (the folderless one from `.session-info.json` as it changed), and the run's end
+/// within seconds; once ended nothing changes, past the two-minute quiet window too. A fresh read
+/// of the folder (`sessions`, `show`) has the same end and the folder's nodes in the same order.
+#[test]
+fn a_terminal_runs_end_and_nodes_read_the_same_in_a_watch_after_two_minutes() {
+    let (_dir, root) = workspace_dir();
+    let skew_ms = Arc::new(AtomicU64::new(0));
+    let clock = {
+        let skew_ms = skew_ms.clone();
+        Arc::new(move || SystemTime::now() + Duration::from_millis(skew_ms.load(Ordering::SeqCst)))
+    };
+    let options = WatcherOptions {
+        clock: clock.clone(),
+        quiet_check_interval: Duration::from_millis(100),
+        ..WatcherOptions::default()
+    };
+    let changes = Changes::default();
+    let _watcher = changes.watch(&[&root], options);
+    let terminal = std::process::Command::new(agent_binary())
+        .args([
+            "run",
+            "--nodes",
+            "fetch:400,process:400,publish:400",
+            "--custom",
+            "process",
+        ])
+        .args(["--fail", "publish"])
+        .current_dir(&root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = terminal.wait_with_output().unwrap().status;
+    assert_eq!(status.code(), Some(1), "the last node failed");
+    let last_summary = |changes: &[Change]| {
+        changes.iter().rev().find_map(|c| match c {
+            Change::SessionAdded { summary, .. } | Change::SessionUpdated { summary, .. } => Some(summary.clone()),
+            _ => None,
+        })
+    };
+    let seen = changes.wait_until("the run no longer running", |c| {
+        last_summary(c).is_some_and(|s| s.status != Status::Running)
+    });
+    let ended = last_summary(&seen).unwrap();
+    let nodes: Vec<(&str, Status)> = ended.nodes.iter().map(|n| (n.name.as_str(), n.status)).collect();
+    assert_eq!(
+        nodes,
+        [
+            ("fetch", Status::Success),
+            ("process", Status::Unknown),
+            ("publish", Status::Unknown)
+        ],
+        "every node it began, in order; the engine records neither how the folderless one nor the \
+         failed one ended: {seen:#?}"
+    );
+    assert_eq!(ended.status, Status::Unknown);
+    assert!(
+        ended
+            .not_known
+            .as_deref()
+            .is_some_and(|n| n.contains("zstudio run -- ")),
+        "{ended:?}"
+    );
+
+    // Two minutes pass (the clock jumps; the quiet check runs every 100 ms): nothing changes.
+    let before = seen.len();
+    skew_ms.store(RUNNING_QUIET_WINDOW.as_millis() as u64 + 1_000, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(600));
+    let after = changes.wait_until("nothing", |_| true);
+    assert_eq!(
+        after.len(),
+        before,
+        "no change past the quiet window: {:#?}",
+        &after[before..]
+    );
+
+    // A fresh read of the folder, two minutes on, has the same end and the folder's nodes in
+    // the same order.
+    let dir = sessions_dir(&root).join(ended.id.as_str());
+    let fresh = studio_core::session::read_summary(&dir, &ended.id, clock()).unwrap();
+    assert_eq!(fresh.status, ended.status);
+    assert_eq!(fresh.not_known, ended.not_known);
+    let fresh_nodes: Vec<&str> = fresh.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(
+        fresh_nodes,
+        ["fetch", "publish"],
+        "the folder alone cannot name `process`"
+    );
+}
+
+/// A finished session: `.session-info.json`, `result.json` and a node folder.
+fn write_finished_session(workspace: &Path, id: &str) -> PathBuf {
+    let dir = sessions_dir(workspace).join(id);
+    fs::create_dir_all(dir.join("plan")).unwrap();
+    fs::write(dir.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
+    fs::write(dir.join("result.json"), r#"{"success":true}"#).unwrap();
+    dir
+}
+
+#[test]
+fn a_seeded_start_reports_only_what_differs_from_the_seed() {
+    use studio_core::session::{fingerprint, read_summary};
+    use studio_core::store::index::IndexedFolder;
+    use studio_core::watcher::Seed;
+    use studio_core::SessionId;
+
+    let root = tempfile::tempdir().unwrap();
+    let ids = ["1777000000001_same", "1777000000002_edit", "1777000000003_gone"];
+    let mut seed = Seed::new();
+    for id in ids {
+        let dir = write_finished_session(root.path(), id);
+        let id = SessionId::parse(id).unwrap();
+        let indexed = IndexedFolder {
+            fingerprint: fingerprint(&dir, None).unwrap(),
+            summary: read_summary(&dir, &id, SystemTime::now()).unwrap(),
+        };
+        seed.insert(id, indexed);
+    }
+    // Since the seed was taken: one session failed, one went, one came.
+    let edited = sessions_dir(root.path()).join(ids[1]);
+    fs::write(edited.join("result.json"), r#"{"success":false,"error":"boom"}"#).unwrap();
+    fs::remove_dir_all(sessions_dir(root.path()).join(ids[2])).unwrap();
+    write_finished_session(root.path(), "1777000000004_new");
+
+    let changes = Changes::default();
+    let sink = {
+        let changes = changes.clone();
+        Arc::new(move |change: Change| {
+            let (list, signal) = &*changes.inner;
+            list.lock().unwrap().push(change);
+            signal.notify_all();
+        })
+    };
+    let workspace = Workspace::open(root.path()).unwrap();
+    let _watcher = Watcher::start_seeded(vec![(workspace, seed)], sink, WatcherOptions::default()).unwrap();
+    // The initial scan's changes are sent before the watcher is returned.
+    let at_start: Vec<(String, String)> = changes
+        .inner
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|change| match change {
+            Change::SessionAdded { session_id, .. } => Some(("added", session_id)),
+            Change::SessionUpdated {
+                session_id, summary, ..
+            } => {
+                assert_eq!(summary.status, Status::Error);
+                Some(("updated", session_id))
+            }
+            Change::SessionRemoved { session_id, .. } => Some(("removed", session_id)),
+            _ => None,
+        })
+        .map(|(what, id)| (what.to_owned(), id.as_str().to_owned()))
+        .collect();
+    let mut at_start = at_start;
+    at_start.sort();
+    assert_eq!(
+        at_start,
+        [
+            ("added".to_owned(), "1777000000004_new".to_owned()),
+            ("removed".to_owned(), ids[2].to_owned()),
+            ("updated".to_owned(), ids[1].to_owned()),
+        ]
+    );
+
+    // The session taken as the seed said is watched like any other.
+    let same = sessions_dir(root.path()).join(ids[0]);
+    fs::write(same.join("result.json"), r#"{"success":false,"error":"later"}"#).unwrap();
+    changes.wait_until("the seeded session's change", |changes| {
+        changes
+            .iter()
+            .any(|c| matches!(c, Change::SessionUpdated { session_id, .. } if session_id.as_str() == ids[0]))
+    });
+}

@@ -227,6 +227,9 @@ describe("Stop in the session view", () => {
     const { model, context } = await open("folder-only");
     const stop = $<HTMLButtonElement>("#session-stop")!;
     expect(stop.disabled).toBe(false);
+    // Its folder is not deleted under the run.
+    expect($<HTMLButtonElement>("#session-delete")?.disabled).toBe(true);
+    expect(tooltipOf($("#session-delete"))).toBe(DELETE_LIVE_TITLE);
     // Its limit is said before pressing.
     expect(tooltipOf(stop)).toBe(OUTSIDE_STOP_TITLE);
     expect($("#session-outside-stop")).toBeNull();
@@ -248,6 +251,7 @@ describe("Stop in the session view", () => {
     expect($<HTMLButtonElement>("#session-stop")?.disabled).toBe(true);
     expect(tooltipOf($("#session-stop"))).toBe("Nothing is running");
     expect($("#session-outside-stop")?.textContent).toBe(OUTSIDE_STOP_ASKED);
+    expect($<HTMLButtonElement>("#session-delete")?.disabled).toBe(false);
   });
 
   it("offers no Stop for a session that reads ended", async () => {

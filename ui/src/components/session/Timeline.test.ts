@@ -57,6 +57,24 @@ describe("the Timeline", () => {
     expect(container.querySelector(".timeline-axis")).toBeNull();
   });
 
+  it("marks a node whose order is a guess, and says once what is not known", () => {
+    const detail = {
+      nodes: [
+        { ...detailNode("plan", "success", null), order_uncertain: true },
+        { ...detailNode("execute", "success", null), order_uncertain: true },
+        detailNode("report", "success", null),
+      ],
+      not_known: "Run outside the studio: its engine records neither how a run ended",
+    } as unknown as Session;
+    const { container } = render(Timeline, { runs: [], spans: new Map(), now: T0, detail, failed: false });
+    const marked = [...container.querySelectorAll(".timeline-node")].map(
+      (node) => node.querySelector(".order-uncertain")?.textContent ?? null,
+    );
+    expect(marked).toEqual(["?", "?", null]);
+    expect(container.querySelectorAll(".not-known")).toHaveLength(1);
+    expect(container.querySelector(".not-known")?.textContent).toContain("records neither how a run ended");
+  });
+
   it("says the session is being read, or could not be", () => {
     expect(
       render(Timeline, { runs: [], spans: new Map(), now: T0, detail: null, failed: false }).container.textContent,

@@ -7,7 +7,7 @@ use crate::status::Status;
 use crate::timeline::StoppedBy;
 
 /// What subscribers see of runs, as it happens. `t_ms` is milliseconds since the run started.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum RunEvent {

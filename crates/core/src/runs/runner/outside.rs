@@ -17,7 +17,7 @@ use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
 /// A graceful stop asked of a run the studio did not start.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct OutsideStop {
     pub session_id: String,

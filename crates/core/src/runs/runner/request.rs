@@ -34,7 +34,7 @@ pub struct RunRequest {
 }
 
 /// A run that was started (or that could not start: then it has already finished, as `error`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct StartedRun {
     pub run_id: String,

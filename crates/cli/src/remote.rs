@@ -1,0 +1,188 @@
+//! `--remote HOST:PATH`: a command on a workspace of another machine. The host is reached with
+//! the system's `ssh` (`studio_core::remote::ssh`: one ControlMaster, the same `zstudio` build put
+//! on the host when missing), `zstudio serve --stdio --workspace PATH` is started there through
+//! it, and the command calls the server (`studio_core::remote::client`), printing what it gets
+//! with the same printers as for a local workspace.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context;
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+use studio_core::app::SessionListing;
+use studio_core::compare::compare;
+use studio_core::compare::sides::Source;
+use studio_core::remote::client::{ClientOptions, RemoteClient};
+use studio_core::remote::ssh::{ConnectOptions, Connection, RemoteTarget};
+use studio_core::share::ImportOptions;
+use studio_core::store::StoreLocation;
+use studio_core::{Session, SessionId, Workspace};
+
+use crate::cli::{DiffArgs, ExportArgs, Globals, ShowArgs, StopArgs, StudioCommand};
+use crate::print;
+
+/// A remote workspace's server, through its connection; both closed when dropped (the server
+/// first, then the ssh master).
+pub struct Remote {
+    client: Option<RemoteClient>,
+    connection: Option<Connection>,
+}
+
+impl Remote {
+    /// Connects to `target` (`--remote`), makes sure the server is there, and starts it on the
+    /// target's workspace.
+    pub fn open(target: &str, globals: &Globals) -> anyhow::Result<Remote> {
+        let target = RemoteTarget::parse(target)?;
+        let options = ConnectOptions {
+            ssh_config: globals.ssh_config.clone(),
+            ..ConnectOptions::default()
+        };
+        let connection = Connection::open(&target, &options)?;
+        let local = std::env::current_exe().context("the running zstudio's path")?;
+        let server = connection.ensure_server(&local)?;
+        let command = connection.command([
+            server.program.as_str(),
+            "serve",
+            "--stdio",
+            "--workspace",
+            connection.workspace_path(),
+        ])?;
+        let client = RemoteClient::connect(connection.host(), command, ClientOptions::default())?;
+        Ok(Remote {
+            client: Some(client),
+            connection: Some(connection),
+        })
+    }
+
+    fn call<T: DeserializeOwned>(&self, method: &str, params: serde_json::Value) -> anyhow::Result<T> {
+        Ok(self.client().call(method, &params)?)
+    }
+
+    fn client(&self) -> &RemoteClient {
+        self.client.as_ref().expect("the client lives as long as the remote")
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        if let Some(client) = self.client.take() {
+            let _ = client.close(Duration::from_secs(5));
+        }
+        if let Some(connection) = self.connection.take() {
+            let _ = connection.close();
+        }
+    }
+}
+
+/// Runs `command` on the workspace of `--remote` (one of `cli::REMOTE_COMMANDS`; `Cli::check`
+/// refused the others).
+pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    let target = globals.remote.as_deref().expect("--remote was given");
+    let remote = Remote::open(target, globals)?;
+    let done = match command {
+        StudioCommand::Sessions => sessions(&remote, globals, out),
+        StudioCommand::Show(args) => show(&remote, args, globals, out),
+        StudioCommand::Stop(args) => stop(&remote, args, globals, out),
+        StudioCommand::Export(args) => export(&remote, args, globals, out),
+        StudioCommand::Diff(args) => return diff(&remote, args, globals, out),
+        _ => unreachable!("Cli::check refuses --remote for the other commands"),
+    };
+    done.map(|()| ExitCode::SUCCESS)
+}
+
+/// The host's sessions, printed as `zstudio sessions` prints a local workspace's.
+fn sessions(remote: &Remote, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let now = SystemTime::now();
+    let listing: SessionListing = remote.call("sessions_list", json!({}))?;
+    print::emit(out, globals.format(), &listing.sessions, |out, sessions| {
+        print::sessions(out, sessions, now)?;
+        if let Some(total) = &listing.usage {
+            writeln!(out, "\ncost of all sessions: {}, {}", total.label, total.tokens_label)?;
+        }
+        Ok(())
+    })
+}
+
+/// One session of the host, printed as `zstudio show` prints a local one (never with its config;
+/// its nodes' durations, read from the host's spans locally, are left out).
+fn show(remote: &Remote, args: &ShowArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    if args.with_config {
+        anyhow::bail!("--with-config is not taken with --remote: the server never sends a session's config");
+    }
+    let id = SessionId::parse(&args.session_id)?;
+    let session: Session = remote.call("session_get", json!({ "session_id": id.to_string() }))?;
+    match globals.format() {
+        crate::cli::Format::Json => print::write_json(out, &session),
+        crate::cli::Format::Human => {
+            print::session(out, &session, SystemTime::now(), &HashMap::new())?;
+            if let Some(imported) = &session.imported {
+                writeln!(out, "imported from {} at {}", imported.from, imported.at.to_rfc3339())?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// A graceful (or `--force`d) stop of a run the host's studio supervises, asked of its server;
+/// the run stops on the host whatever becomes of this connection.
+fn stop(remote: &Remote, args: &StopArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let stopping: Value = remote.call("run_stop", json!({ "run_id": args.id, "force": args.force }))?;
+    print::emit(out, globals.format(), &stopping, |out, _| {
+        writeln!(out, "{}", print::stopping_words(args.force, true))?;
+        Ok(())
+    })
+}
+
+fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let id = SessionId::parse(&args.session_id)?;
+    let path = match &args.output {
+        Some(path) => path.clone(),
+        None => std::env::current_dir()?.join(format!("{id}.zip")),
+    };
+    let exported = remote
+        .client()
+        .export_session(&id.to_string(), args.include_config, &path)?;
+    print::emit(out, globals.format(), &exported, |out, exported| {
+        print::exported(out, exported)
+    })
+}
+
+/// `zstudio diff A B --remote HOST:PATH`: A a session of the host, B a session of the local
+/// workspace, each their last run. Both are exported as bundles and imported into a scratch
+/// workspace and an in-memory store (deleted after), where they are compared as two recorded runs:
+/// nothing of the local workspace or store is changed.
+fn diff(remote: &Remote, args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    let [a, b] = &args.runs[..] else {
+        anyhow::bail!("with --remote, give A (a session of the host) and B (a session here); --log is not taken");
+    };
+    let (a, b) = (SessionId::parse(a)?, SessionId::parse(b)?);
+    let now = SystemTime::now();
+    let scratch = tempfile::Builder::new().prefix("zstudio-remote-diff-").tempdir()?;
+    let (remote_bundle, local_bundle) = (scratch.path().join("a.zip"), scratch.path().join("b.zip"));
+    remote.client().export_session(&a.to_string(), false, &remote_bundle)?;
+    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+    studio_core::share::export_session(&store, &workspace, &b, &local_bundle, false, now)?;
+    let scratch_root = scratch.path().join("workspace");
+    std::fs::create_dir_all(&scratch_root)?;
+    let scratch_workspace = Workspace::open(&scratch_root)?;
+    let scratch_store = crate::open::open_store(&StoreLocation::memory())?;
+    // The same session on both machines has the same id: each side gets a new one here.
+    let options = ImportOptions {
+        as_new: true,
+        ..ImportOptions::default()
+    };
+    let side = |bundle: &std::path::Path| -> anyhow::Result<Source> {
+        let imported = studio_core::share::import(&scratch_store, &scratch_workspace, bundle, &options, now)?;
+        Ok(Source::resolve(
+            &scratch_store,
+            &scratch_workspace,
+            &imported.session_id.to_string(),
+        )?)
+    };
+    let (a, b) = (side(&remote_bundle)?, side(&local_bundle)?);
+    let compared = compare(Some(&scratch_store), &a, &b, &crate::commands::diff::options(args))?;
+    crate::commands::diff::finish(&compared, args, globals, out)
+}

@@ -1,0 +1,253 @@
+//! `zstudio --remote HOST:PATH …`: the real zstudio here, ssh to the loopback sshd, the same
+//! zstudio uploaded and served there on another workspace and store.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use test_servers::sshd::Sshd;
+
+use super::remote_workspace;
+
+/// `zstudio ARGS` with `env`, its local store in `data` (never the host's).
+fn zstudio(args: &[&str], data: &Path, env: &[(&str, &Path)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_zstudio"));
+    command
+        .args(args)
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env_remove("ZIBBY_STUDIO_SSH_CONFIG");
+    command.env("XDG_DATA_HOME", data).stdin(Stdio::null());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command.output().unwrap()
+}
+
+fn json_of(output: &Output) -> Value {
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The processes whose command line names `needle` (an ssh left running would).
+fn processes_naming(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(line) = std::fs::read(entry.path().join("cmdline")) {
+            let line = String::from_utf8_lossy(&line).replace('\0', " ");
+            if line.contains(needle) {
+                found.push(format!("{}: {line}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn sessions_and_show_of_a_remote_workspace_are_the_hosts_own() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let host_data = sshd.home().join("data");
+    // A session on the host, in its workspace and its store.
+    let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
+    let imported = json_of(&zstudio(
+        &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
+        &host_data,
+        &[],
+    ));
+    let id = imported["session_id"].as_str().unwrap().to_owned();
+    let on_host = json_of(&zstudio(&["sessions", "-w", ws, "--json"], &host_data, &[]));
+
+    let remote = format!("{}:{ws}", sshd.alias());
+    let config = sshd.ssh_config().to_str().unwrap();
+    let listed = json_of(&zstudio(
+        &["--remote", &remote, "--ssh-config", config, "sessions", "--json"],
+        local.path(),
+        &[],
+    ));
+    assert_eq!(listed, on_host);
+    assert_eq!(listed[0]["id"], id.as_str());
+
+    // The config given by the environment instead.
+    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    let shown = json_of(&zstudio(
+        &["show", &id, "--remote", &remote, "--json"],
+        local.path(),
+        &env,
+    ));
+    assert_eq!(shown["id"], id.as_str());
+    assert_eq!(
+        shown,
+        json_of(&zstudio(&["show", &id, "-w", ws, "--json"], &host_data, &[]))
+    );
+
+    // Printed for a person as a local workspace's are, with the same printers.
+    let table = zstudio(&["sessions", "--remote", &remote], local.path(), &env);
+    let local_table = zstudio(&["sessions", "-w", ws], &host_data, &[]);
+    assert!(table.status.success(), "{}", String::from_utf8_lossy(&table.stderr));
+    // The same table but for how long ago (the two ran at different times): header and columns.
+    let (table, local_table) = (
+        String::from_utf8_lossy(&table.stdout),
+        String::from_utf8_lossy(&local_table.stdout),
+    );
+    assert_eq!(table.lines().next(), local_table.lines().next(), "{table}");
+    assert_eq!(table.lines().count(), local_table.lines().count(), "{table}");
+    assert!(table.contains(&id), "{table}");
+    let page = zstudio(&["show", &id, "--remote", &remote], local.path(), &env);
+    let page = String::from_utf8_lossy(&page.stdout);
+    assert!(page.starts_with(&format!("session   {id}\n")), "{page}");
+
+    assert!(
+        processes_naming(config).is_empty(),
+        "left running: {:?}",
+        processes_naming(config)
+    );
+}
+
+#[test]
+fn a_remote_session_is_exported_to_a_local_bundle() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
+    let host_data = sshd.home().join("data");
+    let imported = json_of(&zstudio(
+        &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
+        &host_data,
+        &[],
+    ));
+    let id = imported["session_id"].as_str().unwrap().to_owned();
+    let remote = format!("{}:{ws}", sshd.alias());
+    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    let bundle = local.path().join("bundle.zip");
+    let exported = json_of(&zstudio(
+        &[
+            "export",
+            &id,
+            "-o",
+            bundle.to_str().unwrap(),
+            "--remote",
+            &remote,
+            "--json",
+        ],
+        local.path(),
+        &env,
+    ));
+    assert_eq!(exported["path"], bundle.to_str().unwrap());
+    assert!(std::fs::read(&bundle).unwrap().starts_with(b"PK"), "not a zip archive");
+}
+
+#[test]
+fn remote_errors_name_the_host_and_what_failed() {
+    let sshd = Sshd::start();
+    let local = tempfile::tempdir().unwrap();
+    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    let missing = format!("{}:/nowhere/at/all", sshd.alias());
+    let output = zstudio(&["sessions", "--json", "--remote", &missing], local.path(), &env);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("studio-test: the workspace /nowhere/at/all does not exist"),
+        "{stderr}"
+    );
+
+    let workspace = remote_workspace(&sshd, "ws");
+    let remote = format!("{}:{}", sshd.alias(), workspace.display());
+    let output = zstudio(
+        &[
+            "stop",
+            "0190aaaa-0000-7000-8000-000000000000",
+            "--json",
+            "--remote",
+            &remote,
+        ],
+        local.path(),
+        &env,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("0190aaaa-0000-7000-8000-000000000000"), "{stderr}");
+}
+
+#[test]
+fn remote_is_refused_where_it_cannot_work() {
+    let local = tempfile::tempdir().unwrap();
+    let cases: [&[&str]; 4] = [
+        &["pins", "--remote", "box:/p"],
+        &["sessions", "--remote", "box:/p", "-w", "/tmp"],
+        &["sessions", "--remote", "box:/p", "--memory"],
+        &["sessions", "--remote", "box:project"],
+    ];
+    let words = [
+        "does not work on a remote workspace",
+        "--workspace is not taken",
+        "host's own store",
+        "is relative",
+    ];
+    for (args, words) in cases.iter().zip(words) {
+        let output = zstudio(args, local.path(), &[]);
+        assert!(!output.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(words), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_session_on_the_host_is_compared_with_one_here() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let host_data = sshd.home().join("data");
+    let local = tempfile::tempdir().unwrap();
+    let local_ws = local.path().join("ws");
+    std::fs::create_dir_all(&local_ws).unwrap();
+    let lws = local_ws.to_str().unwrap();
+    let capture = |name: &str| super::common::captures().join(name).join("stdout.txt");
+    let import = |capture: &Path, ws: &str, data: &Path| {
+        let imported = json_of(&zstudio(
+            &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
+            data,
+            &[],
+        ));
+        imported["session_id"].as_str().unwrap().to_owned()
+    };
+    let on_host = import(&capture("head-bb10e85-01-hello-world-markers"), ws, &host_data);
+    let same_here = import(&capture("head-bb10e85-01-hello-world-markers"), lws, local.path());
+    let other_here = import(&capture("head-bb10e85-02-pipeline-markers"), lws, local.path());
+    let remote = format!("{}:{ws}", sshd.alias());
+    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    let listed_before = json_of(&zstudio(&["sessions", "-w", lws, "--json"], local.path(), &[]));
+
+    let same = zstudio(
+        &["diff", &on_host, &same_here, "--remote", &remote, "-w", lws, "--json"],
+        local.path(),
+        &env,
+    );
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&same.stderr),
+        String::from_utf8_lossy(&same.stdout)
+    );
+    assert_eq!(same.status.code(), Some(0), "{said}");
+    let same: Value = serde_json::from_slice(&same.stdout).unwrap();
+    assert!(!same["nodes"].as_array().unwrap().is_empty(), "{same}");
+
+    let other = zstudio(
+        &["diff", &on_host, &other_here, "--remote", &remote, "-w", lws],
+        local.path(),
+        &env,
+    );
+    assert_eq!(
+        other.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    assert!(String::from_utf8_lossy(&other.stdout).starts_with("A  "), "{other:?}");
+
+    // Nothing local changed: the local workspace lists the same sessions.
+    let listed_after = json_of(&zstudio(&["sessions", "-w", lws, "--json"], local.path(), &[]));
+    assert_eq!(listed_before, listed_after);
+}

@@ -1,0 +1,91 @@
+//! Connecting, running commands through the master, closing, and the workspace folder's checks.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use studio_core::remote::ssh::{Connection, RemoteTarget, SshError};
+use test_servers::sshd::Sshd;
+
+use super::{process_exists, remote_workspace, target, Client};
+
+#[test]
+fn a_command_runs_through_the_master_with_its_arguments_quoted() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let client = Client::new(sshd.ssh_config());
+    let connection = Connection::open(&target(&sshd, &workspace), &client.options).unwrap();
+    assert_eq!(connection.workspace_path(), workspace.to_str().unwrap());
+    assert_eq!(connection.remote_home(), sshd.home().to_str().unwrap());
+    assert_eq!(connection.remote_platform(), studio_core::remote::ssh::local_platform());
+
+    let said = connection
+        .run(&["printf", "%s|", "two words", "$HOME", "it's; rm -rf x"], None, 1024)
+        .unwrap();
+    assert_eq!(String::from_utf8(said).unwrap(), "two words|$HOME|it's; rm -rf x|");
+
+    let mut cat = connection.command(["cat"]).unwrap();
+    let mut child = cat.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(b"through the master\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.stdout, b"through the master\n");
+    // One login: the commands went through the master's connection.
+    assert_eq!(sshd.log().matches("Accepted publickey").count(), 1, "{}", sshd.log());
+
+    let master = connection.master_pid().unwrap();
+    let socket = connection.control_path().to_path_buf();
+    assert!(process_exists(master) && socket.exists());
+    connection.close().unwrap();
+    assert!(!process_exists(master), "the master {master} still runs after close");
+    assert!(!socket.exists(), "{} is left behind", socket.display());
+}
+
+#[test]
+fn dropping_a_connection_ends_its_master() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let client = Client::new(sshd.ssh_config());
+    let connection = Connection::open(&target(&sshd, &workspace), &client.options).unwrap();
+    let master = connection.master_pid().unwrap();
+    drop(connection);
+    assert!(!process_exists(master), "the master {master} still runs after drop");
+}
+
+#[test]
+fn a_workspace_in_the_remote_home_is_found_there() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "in-home");
+    let client = Client::new(sshd.ssh_config());
+    let target = RemoteTarget::parse(&format!("{}:~/in-home", sshd.alias())).unwrap();
+    let connection = Connection::open(&target, &client.options).unwrap();
+    assert_eq!(connection.workspace_path(), workspace.to_str().unwrap());
+}
+
+#[test]
+fn a_missing_or_linked_remote_workspace_is_refused_naming_the_host() {
+    let sshd = Sshd::start();
+    let client = Client::new(sshd.ssh_config());
+    let real = remote_workspace(&sshd, "real");
+    let linked = sshd.home().join("linked");
+    std::os::unix::fs::symlink(&real, &linked).unwrap();
+    let escaping = sshd.home().join("escaping");
+    std::fs::create_dir_all(&escaping).unwrap();
+    std::os::unix::fs::symlink(sshd.dir(), escaping.join(".zibby")).unwrap();
+    let file = sshd.home().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let cases = [
+        (sshd.home().join("nowhere"), "does not exist"),
+        (linked, "is a symbolic link"),
+        (escaping, "has .zibby as a symbolic link"),
+        (file, "is not a folder"),
+    ];
+    for (path, reason) in cases {
+        let error = Connection::open(&target(&sshd, &path), &client.options).err().unwrap();
+        assert!(matches!(error, SshError::RemotePath { .. }), "{path:?}: {error:?}");
+        let message = error.to_string();
+        assert!(message.starts_with("studio-test: the workspace "), "{message}");
+        assert!(
+            message.contains(path.to_str().unwrap()) && message.contains(reason),
+            "{message}"
+        );
+    }
+}

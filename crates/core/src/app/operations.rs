@@ -1,0 +1,209 @@
+//! The operations of the window's IPC commands that need no window, written once: the shell's
+//! commands (`src-tauri/src/commands.rs`) are one call each to these, and the studio server
+//! (`remote::server`, `zstudio serve --stdio`) dispatches its methods of the same names to them.
+//! Their arguments are the commands' own (ids as the window sends them, parsed here).
+
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::app::{SessionListing, Studio};
+use crate::compare::text::Limits;
+use crate::compare::{Options as CompareOptions, RunDiff};
+use crate::runs::runner::{OutsideStop, StartedRun};
+use crate::runs::stop::Stopping;
+use crate::sessions::agents::{self, Agent};
+use crate::sessions::files::{FileChunk, FileEntry};
+use crate::sessions::session::{Session, Workspace};
+use crate::store::{LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, Span};
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
+
+/// The most lines one output page holds.
+pub const MAX_PAGE_LINES: usize = 5_000;
+
+/// The most hits one search returns.
+pub const MAX_SEARCH_HITS: usize = 500;
+
+/// The open workspace, as the window's header shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct WorkspaceInfo {
+    pub root: String,
+    pub sessions_dir: String,
+}
+
+impl From<&Workspace> for WorkspaceInfo {
+    fn from(workspace: &Workspace) -> WorkspaceInfo {
+        WorkspaceInfo {
+            root: workspace.root().display().to_string(),
+            sessions_dir: workspace.sessions_dir().display().to_string(),
+        }
+    }
+}
+
+/// An optional session id, parsed.
+fn parse_optional(session_id: Option<&str>) -> Result<Option<SessionId>, Error> {
+    session_id.map(SessionId::parse).transpose()
+}
+
+impl Studio {
+    /// The open workspace (`workspace_get`).
+    pub fn workspace_info(&self) -> Result<WorkspaceInfo, Error> {
+        Ok(WorkspaceInfo::from(&self.workspace()?))
+    }
+
+    /// A session's folder in the open workspace, once its id is valid and the folder exists.
+    pub fn session_folder(&self, session_id: &str) -> Result<PathBuf, Error> {
+        self.workspace()?.session_folder(&SessionId::parse(session_id)?)
+    }
+
+    /// The sessions of the workspace, pinned first (`sessions_list`).
+    pub fn sessions_list(&self) -> Result<SessionListing, Error> {
+        self.sessions(SystemTime::now())
+    }
+
+    /// One session folder read in full, without `.session-info.json`'s config: it may hold
+    /// secrets (`session_get`).
+    pub fn session_get(&self, session_id: &str) -> Result<Session, Error> {
+        let id = SessionId::parse(session_id)?;
+        Ok(self
+            .store()?
+            .read_session(&self.workspace()?, &id, SystemTime::now())?
+            .without_config())
+    }
+
+    pub fn session_messages(&self, session_id: &str) -> Result<Vec<Message>, Error> {
+        self.store()?
+            .messages(&self.workspace()?, &SessionId::parse(session_id)?)
+    }
+
+    pub fn session_logs(&self, session_id: &str) -> Result<Vec<LogLine>, Error> {
+        self.store()?.logs(&self.workspace()?, &SessionId::parse(session_id)?)
+    }
+
+    /// The files of a session folder, by path.
+    pub fn session_files(&self, session_id: &str) -> Result<Vec<FileEntry>, Error> {
+        crate::sessions::files::list(&self.session_folder(session_id)?)
+    }
+
+    /// A page of one file of a session folder (a path inside the folder only).
+    pub fn session_file_read(
+        &self,
+        session_id: &str,
+        path: &str,
+        offset: u64,
+        limit: usize,
+    ) -> Result<FileChunk, Error> {
+        let folder = self.session_folder(session_id)?;
+        crate::sessions::files::read(&folder, session_id, path, offset, limit)
+    }
+
+    /// Deletes a session: its records, and its folder (to the system trash). Refused while one of
+    /// its runs is live (`session_live`).
+    pub fn session_delete(&self, session_id: &str) -> Result<(), Error> {
+        let id = SessionId::parse(session_id)?;
+        self.store()?
+            .session_delete(&self.workspace()?, &id, crate::vocabulary::process::move_to_trash)
+    }
+
+    pub fn pin_add(&self, session_id: &str) -> Result<(), Error> {
+        self.store()?
+            .pin(&self.workspace()?, &SessionId::parse(session_id)?, SystemTime::now())
+    }
+
+    pub fn pin_remove(&self, session_id: &str) -> Result<(), Error> {
+        self.store()?.unpin(&self.workspace()?, &SessionId::parse(session_id)?)
+    }
+
+    /// Full-text search over the workspace's run output, messages, node names and logs, at most
+    /// [`MAX_SEARCH_HITS`] hits.
+    pub fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, Error> {
+        self.store()?
+            .search(&self.workspace()?, query, limit.min(MAX_SEARCH_HITS))
+    }
+
+    /// The agents of the workspace's `.zibby/studio.toml` (none without the file).
+    pub fn agents_list(&self) -> Result<Vec<Agent>, Error> {
+        agents::load(self.workspace()?.root())
+    }
+
+    /// Runs an agent on a prompt, in a new session or in `session_id` (`run_start`).
+    pub fn run_start(&self, agent: &str, prompt: String, session_id: Option<&str>) -> Result<StartedRun, Error> {
+        self.run_agent(agent, Some(prompt), parse_optional(session_id)?, None)
+    }
+
+    /// Runs one node of a session again, with the agent's replay command (`run_replay`).
+    pub fn run_replay(&self, session_id: &str, node: String, agent: &str) -> Result<StartedRun, Error> {
+        self.run_agent(agent, None, Some(SessionId::parse(session_id)?), Some(node))
+    }
+
+    /// Asks the run of a session the studio did not start to stop before its next node.
+    pub fn session_stop_outside(&self, session_id: &str) -> Result<OutsideStop, Error> {
+        self.stop_outside(&SessionId::parse(session_id)?)
+    }
+
+    /// The runs of the workspace (or of one session), newest first.
+    pub fn runs_list(&self, session_id: Option<&str>) -> Result<Vec<RunRecord>, Error> {
+        let session = parse_optional(session_id)?;
+        self.store()?.runs(&self.workspace()?, session.as_ref())
+    }
+
+    /// The trace of a run: one span for the run, one per node execution.
+    pub fn run_spans(&self, run_id: &str) -> Result<Vec<Span>, Error> {
+        self.store()?.spans(run_id)
+    }
+
+    /// A page of a run's output: lines `from_seq..` that pass the filters, at most `limit` (and
+    /// at most [`MAX_PAGE_LINES`]).
+    pub fn run_output(
+        &self,
+        run_id: &str,
+        from_seq: i64,
+        limit: usize,
+        node: Option<String>,
+        stream: Option<&str>,
+    ) -> Result<OutputPage, Error> {
+        let filter = OutputFilter::named(node, stream)?;
+        self.store()?
+            .output_page_filtered(run_id, from_seq, limit.min(MAX_PAGE_LINES), &filter)
+    }
+
+    /// Find in a run's output from `from_seq` (or back from it), a bounded number of lines a call.
+    pub fn run_output_find(
+        &self,
+        run_id: &str,
+        from_seq: i64,
+        backward: bool,
+        query: &str,
+    ) -> Result<OutputFind, Error> {
+        self.store()?.output_find(run_id, from_seq, backward, query)
+    }
+
+    /// Two runs compared node by node; with `node` and `occurrence`, that one execution alone
+    /// from hunk `skip_hunks` on (`runs_compare`).
+    pub fn runs_compare(
+        &self,
+        a: &str,
+        b: &str,
+        node: Option<String>,
+        occurrence: Option<usize>,
+        skip_hunks: usize,
+    ) -> Result<RunDiff, Error> {
+        let options = CompareOptions {
+            node,
+            occurrence,
+            limits: Limits {
+                skip_hunks,
+                ..Limits::default()
+            },
+        };
+        self.compare(a, b, &options)
+    }
+
+    /// Stops a live run, gracefully or by force (`run_stop`).
+    pub fn run_stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
+        self.stop(run_id, force)
+    }
+}

@@ -1,0 +1,543 @@
+//! The client of a studio server: [`RemoteClient`] starts the server's command (the system `ssh`
+//! running `zstudio serve --stdio` on a host, or `zstudio serve --stdio` itself), finds its
+//! banner among what a remote shell printed first, checks its protocol version, then makes calls
+//! matched to their replies by id and hands the server's notifications on. Every error names the
+//! host and says what failed.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::remote::export::{ExportChunk, ExportClose, ExportOpen, ExportOpened, ExportRead, MAX_EXPORT_CHUNK};
+use crate::remote::protocol::{
+    line_of, parse_server_frame, read_line_bounded, Banner, Hello, LineRead, Notification, Request, ServerFrame,
+    WireError, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REPLY_BYTES, PROTOCOL_VERSION,
+};
+use crate::share::Exported;
+use crate::vocabulary::error::Error;
+use crate::vocabulary::visible::shown;
+
+/// How long and how much a client waits for its server.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// How long the banner may take to come (a remote shell's login, the server's start).
+    pub banner_timeout: Duration,
+    /// How many bytes before the banner are skipped (what a remote shell's rc files print).
+    pub max_junk_bytes: usize,
+    /// How long a call waits for its reply ([`RemoteClient::call_with_timeout`] for another).
+    pub call_timeout: Duration,
+    /// How many notifications wait unread before newer ones are dropped.
+    pub notification_buffer: usize,
+}
+
+impl Default for ClientOptions {
+    fn default() -> ClientOptions {
+        ClientOptions {
+            banner_timeout: Duration::from_secs(10),
+            max_junk_bytes: 64 * 1024,
+            call_timeout: Duration::from_secs(60),
+            notification_buffer: 4096,
+        }
+    }
+}
+
+/// The most of the server's stderr kept for error messages (its last bytes).
+const STDERR_TAIL_BYTES: usize = 4096;
+
+/// How long dropping a client waits for its server to exit after its input closed.
+const EXIT_WAIT: Duration = Duration::from_secs(5);
+
+/// A connection to a studio server (`zstudio serve --stdio`) over a child process's pipes.
+pub struct RemoteClient {
+    host: String,
+    banner: Banner,
+    child: Mutex<Child>,
+    stdin: Mutex<Option<ChildStdin>>,
+    link: Arc<Link>,
+    next_id: AtomicU64,
+    call_timeout: Duration,
+    notifications: Mutex<Option<Receiver<Notification>>>,
+}
+
+/// What the reader thread and the callers share: the calls waiting for replies, and why the
+/// link closed once it did.
+struct Link {
+    host: String,
+    pending: Mutex<HashMap<u64, Sender<Result<Value, Error>>>>,
+    closed: Mutex<Option<String>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    /// What came before the banner (bounded by the client's `max_junk_bytes`).
+    junk: Mutex<Vec<u8>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl RemoteClient {
+    /// Starts `command` with `--nonce <nonce>` appended (so it must end with the server's
+    /// invocation, `… zstudio serve --stdio`), waits for its banner, and says `hello`. `host`
+    /// names the other end in every error.
+    pub fn connect(
+        host: impl Into<String>,
+        mut command: Command,
+        options: ClientOptions,
+    ) -> Result<RemoteClient, Error> {
+        let host = host.into();
+        let nonce = uuid::Uuid::now_v7().simple().to_string();
+        command
+            .arg("--nonce")
+            .arg(&nonce)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().map_err(|e| Error::RemoteLink {
+            host: host.clone(),
+            what: format!("cannot start {}: {e}", shown(&command.get_program().to_string_lossy())),
+        })?;
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        if let Some(pipe) = child.stderr.take() {
+            keep_tail(pipe, stderr.clone());
+        }
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        let link = Arc::new(Link {
+            host: host.clone(),
+            pending: Mutex::new(HashMap::new()),
+            closed: Mutex::new(None),
+            stderr,
+            junk: Mutex::new(Vec::new()),
+        });
+        let (notify, notifications) = mpsc::sync_channel(options.notification_buffer);
+        let (banner_found, banner) = mpsc::channel();
+        let reader = Reader {
+            link: link.clone(),
+            nonce,
+            max_junk: options.max_junk_bytes,
+            banner_found,
+            notify,
+        };
+        let stdout = stdout.expect("stdout is piped");
+        std::thread::Builder::new()
+            .name("remote-reader".into())
+            .spawn(move || reader.run(stdout))
+            .map_err(|e| Error::io_spawn("the remote client's reader thread", e))?;
+        let mut client = RemoteClient {
+            host,
+            banner: Banner {
+                zstudio: String::new(),
+                protocol_version: 0,
+                nonce: String::new(),
+            },
+            child: Mutex::new(child),
+            stdin: Mutex::new(stdin),
+            link,
+            next_id: AtomicU64::new(1),
+            call_timeout: options.call_timeout,
+            notifications: Mutex::new(Some(notifications)),
+        };
+        let greeted = client.wait_banner(&banner, options.banner_timeout).and_then(|banner| {
+            client.banner = banner;
+            client.hello()
+        });
+        if let Err(error) = greeted {
+            client.kill();
+            return Err(error);
+        }
+        Ok(client)
+    }
+
+    /// Waits for the reader to find the banner; then checks its version.
+    fn wait_banner(&self, found: &Receiver<Result<Banner, String>>, timeout: Duration) -> Result<Banner, Error> {
+        let banner = match found.recv_timeout(timeout) {
+            Ok(Ok(banner)) => banner,
+            Ok(Err(what)) => return Err(self.link_error(what)),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let junk = quoted_junk(&lock(&self.link.junk));
+                return Err(self.link_error(format!("no studio server banner within {} s{junk}", timeout.as_secs())));
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(self.link.closed_error(self)),
+        };
+        if banner.protocol_version != PROTOCOL_VERSION {
+            return Err(Error::ProtocolMismatch {
+                host: self.host.clone(),
+                client: PROTOCOL_VERSION,
+                server: banner.protocol_version,
+            });
+        }
+        Ok(banner)
+    }
+
+    fn hello(&self) -> Result<(), Error> {
+        let hello = Hello {
+            protocol_version: PROTOCOL_VERSION,
+        };
+        let _: Banner = self.call(HELLO, &hello)?;
+        Ok(())
+    }
+
+    /// The host this client talks to, as its errors name it.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The server's banner: its `zstudio` version and protocol version.
+    pub fn server(&self) -> &Banner {
+        &self.banner
+    }
+
+    /// Calls `method` with `params` (an object of the method's arguments by name) and reads its
+    /// result as `T`, waiting at most the client's call timeout.
+    pub fn call<T: DeserializeOwned>(&self, method: &str, params: &impl Serialize) -> Result<T, Error> {
+        self.call_with_timeout(method, params, self.call_timeout)
+    }
+
+    /// [`RemoteClient::call`], waiting at most `timeout`.
+    pub fn call_with_timeout<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+        timeout: Duration,
+    ) -> Result<T, Error> {
+        let params = serde_json::to_value(params).map_err(|e| Error::InvalidRequest {
+            reason: format!("the parameters of `{method}` do not serialise: {e}"),
+        })?;
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (answer, answered) = mpsc::channel();
+        lock(&self.link.pending).insert(id, answer);
+        if lock(&self.link.closed).is_some() {
+            lock(&self.link.pending).remove(&id);
+            return Err(self.link.closed_error(self));
+        }
+        let frame = line_of(&Request {
+            id,
+            method: method.to_owned(),
+            params,
+        });
+        if let Err(error) = self.send(&frame) {
+            lock(&self.link.pending).remove(&id);
+            return Err(error);
+        }
+        let result = match answered.recv_timeout(timeout) {
+            Ok(result) => result,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                lock(&self.link.pending).remove(&id);
+                return Err(self.link_error(format!("no answer to `{method}` within {} s", timeout.as_secs_f64())));
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(self.link.closed_error(self)),
+        }?;
+        serde_json::from_value(result)
+            .map_err(|e| self.link_error(format!("the answer to `{method}` does not read: {e}")))
+    }
+
+    fn send(&self, frame: &[u8]) -> Result<(), Error> {
+        let mut stdin = lock(&self.stdin);
+        let Some(pipe) = stdin.as_mut() else {
+            return Err(self.link_error("the link was closed by this studio".to_owned()));
+        };
+        pipe.write_all(frame)
+            .and_then(|()| pipe.flush())
+            .map_err(|e| match lock(&self.link.closed).is_some() {
+                true => self.link.closed_error(self),
+                false => self.link_error(format!("cannot write to the studio server: {e}")),
+            })
+    }
+
+    /// Exports session `session_id` of the server's workspace to the local file `out`: the
+    /// server writes the bundle, the client reads it back in chunks of at most
+    /// [`MAX_EXPORT_CHUNK`] bytes into a file beside `out` (0600), renamed to `out` once whole.
+    /// Returns what the server exported, its `path` the local one.
+    pub fn export_session(&self, session_id: &str, include_config: bool, out: &Path) -> Result<Exported, Error> {
+        let opened: ExportOpened = self.call(
+            EXPORT_OPEN,
+            &ExportOpen {
+                session_id: session_id.to_owned(),
+                include_config,
+            },
+        )?;
+        let close = ExportClose {
+            export_id: opened.export_id.clone(),
+        };
+        let copied = self.copy_export(&opened, out);
+        let closed = self.call::<()>(EXPORT_CLOSE, &close);
+        let exported = copied?;
+        closed?;
+        Ok(exported)
+    }
+
+    fn copy_export(&self, opened: &ExportOpened, out: &Path) -> Result<Exported, Error> {
+        let name = out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let partial = out.with_file_name(format!(".{name}.partial-{}", uuid::Uuid::now_v7().simple()));
+        let written = (|| {
+            let mut file = crate::sessions::private::create_new(&partial)?;
+            let mut offset = 0u64;
+            loop {
+                let read = ExportRead {
+                    export_id: opened.export_id.clone(),
+                    offset,
+                    limit: MAX_EXPORT_CHUNK,
+                };
+                let chunk: ExportChunk = self.call(EXPORT_READ, &read)?;
+                let bytes = chunk.bytes().map_err(|what| self.link_error(what))?;
+                file.write_all(&bytes).map_err(|e| Error::io_write(&partial, e))?;
+                offset += bytes.len() as u64;
+                if chunk.eof || bytes.is_empty() {
+                    break;
+                }
+            }
+            if offset != opened.size {
+                return Err(self.link_error(format!(
+                    "the export of `{}` came back as {offset} bytes, not {}",
+                    shown(&opened.exported.session_id),
+                    opened.size
+                )));
+            }
+            file.sync_all().map_err(|e| Error::io_write(&partial, e))?;
+            std::fs::rename(&partial, out).map_err(|e| Error::io_write(out, e))
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&partial);
+        }
+        written?;
+        Ok(Exported {
+            path: out.to_path_buf(),
+            ..opened.exported.clone()
+        })
+    }
+
+    /// The server's notifications ([`crate::remote::protocol::CHANGE`],
+    /// [`crate::remote::protocol::RUN_EVENT`]), once: `None` when taken before. The channel
+    /// closes when the link does.
+    pub fn notifications(&self) -> Option<Receiver<Notification>> {
+        lock(&self.notifications).take()
+    }
+
+    /// Why the link closed, once it did (the server exited, the connection dropped).
+    pub fn closed(&self) -> Option<String> {
+        lock(&self.link.closed).clone()
+    }
+
+    /// Closes the server's input (it exits on its end) and waits for it to exit, at most
+    /// `timeout`; past it the process is killed. Returns how it exited.
+    pub fn close(&self, timeout: Duration) -> Result<ExitStatus, Error> {
+        drop(lock(&self.stdin).take());
+        let mut child = lock(&self.child);
+        let deadline = Instant::now() + timeout;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return Ok(status),
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(self.link_error(format!(
+                        "the studio server did not exit within {} s of its input closing: killed",
+                        timeout.as_secs_f64()
+                    )));
+                }
+                Err(e) => return Err(self.link_error(format!("cannot wait for the studio server: {e}"))),
+            }
+        }
+    }
+
+    /// Ends the server process now (it failed to greet).
+    fn kill(&self) {
+        drop(lock(&self.stdin).take());
+        let mut child = lock(&self.child);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    fn link_error(&self, what: String) -> Error {
+        Error::RemoteLink {
+            host: self.host.clone(),
+            what: format!("{what}{}", self.link.stderr_said()),
+        }
+    }
+
+    /// How the server process ended, if it did.
+    fn exit_said(&self) -> String {
+        let mut child = lock(&self.child);
+        let deadline = Instant::now() + Duration::from_millis(500);
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return format!(" ({status})"),
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                _ => return String::new(),
+            }
+        }
+    }
+}
+
+impl Drop for RemoteClient {
+    fn drop(&mut self) {
+        let _ = self.close(EXIT_WAIT);
+    }
+}
+
+impl Link {
+    /// The error of a call on a closed link: why it closed, how the server exited, its stderr.
+    fn closed_error(&self, client: &RemoteClient) -> Error {
+        let why = lock(&self.closed)
+            .clone()
+            .unwrap_or_else(|| "the link closed".to_owned());
+        Error::RemoteLink {
+            host: self.host.clone(),
+            what: format!("{why}{}{}", client.exit_said(), self.stderr_said()),
+        }
+    }
+
+    /// The server's last stderr lines, quoted, for an error message.
+    fn stderr_said(&self) -> String {
+        let tail = lock(&self.stderr);
+        let text = String::from_utf8_lossy(&tail);
+        let text = text.trim();
+        if text.is_empty() {
+            String::new()
+        } else {
+            format!("; it said on stderr: {}", shown(text))
+        }
+    }
+
+    /// Marks the link closed (`why`) and fails every waiting call.
+    fn close(&self, why: String) {
+        lock(&self.closed).get_or_insert(why);
+        let waiting: Vec<_> = lock(&self.pending).drain().collect();
+        for (_, answer) in waiting {
+            drop(answer);
+        }
+    }
+}
+
+/// The thread that reads the server's output: the banner, then frames.
+struct Reader {
+    link: Arc<Link>,
+    nonce: String,
+    max_junk: usize,
+    banner_found: Sender<Result<Banner, String>>,
+    notify: SyncSender<Notification>,
+}
+
+impl Reader {
+    fn run(self, stdout: ChildStdout) {
+        let mut input = BufReader::new(stdout);
+        let why = match self.find_banner(&mut input) {
+            Ok(banner) => {
+                let _ = self.banner_found.send(Ok(banner));
+                self.read_frames(&mut input)
+            }
+            Err(what) => {
+                let _ = self.banner_found.send(Err(what.clone()));
+                what
+            }
+        };
+        self.link.close(why);
+    }
+
+    /// Skips every line before the banner with this client's nonce: at most `max_junk` bytes.
+    fn find_banner(&self, input: &mut impl BufRead) -> Result<Banner, String> {
+        let mut line = Vec::new();
+        loop {
+            let read = read_line_bounded(input, self.max_junk + 1, &mut line)
+                .map_err(|e| format!("cannot read from the studio server: {e}"))?;
+            let mut junk = lock(&self.link.junk);
+            if read == LineRead::End {
+                return Err(format!(
+                    "the link closed before the studio server's banner{}",
+                    quoted_junk(&junk)
+                ));
+            }
+            if read == LineRead::Line {
+                if let Ok(banner) = serde_json::from_slice::<Banner>(&line) {
+                    if banner.nonce == self.nonce {
+                        return Ok(banner);
+                    }
+                }
+            }
+            junk.extend_from_slice(&line);
+            junk.push(b'\n');
+            if junk.len() > self.max_junk {
+                return Err(format!(
+                    "more than {} bytes came before the studio server's banner{}",
+                    self.max_junk,
+                    quoted_junk(&junk)
+                ));
+            }
+        }
+    }
+
+    /// Reads replies and notifications until the link closes; returns why it closed.
+    fn read_frames(&self, input: &mut impl BufRead) -> String {
+        let mut line = Vec::new();
+        loop {
+            match read_line_bounded(input, MAX_REPLY_BYTES, &mut line) {
+                Ok(LineRead::Line) => {}
+                Ok(LineRead::End) => return "the studio server closed the link".to_owned(),
+                Ok(LineRead::TooLong) => {
+                    return format!("the studio server sent a frame larger than {MAX_REPLY_BYTES} bytes")
+                }
+                Err(e) => return format!("cannot read from the studio server: {e}"),
+            }
+            match parse_server_frame(&line) {
+                Ok(ServerFrame::Reply { id, outcome }) => {
+                    if let Some(answer) = lock(&self.link.pending).remove(&id) {
+                        let _ = answer.send(outcome.map_err(|e: WireError| e.into_error(&self.link.host)));
+                    }
+                }
+                Ok(ServerFrame::Notification(notification)) => {
+                    // A reader that falls behind loses notifications, never replies.
+                    let _ = self.notify.try_send(notification);
+                }
+                Ok(ServerFrame::Unmatched(error)) => {
+                    tracing::warn!(host = %self.link.host, code = %error.code, "{}", error.message);
+                }
+                Err(what) => {
+                    let start = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+                    return format!("the studio server sent {what}: {}", shown(&start));
+                }
+            }
+        }
+    }
+}
+
+/// What came before the banner, quoted with its hidden characters as escapes (its last 300
+/// bytes at most).
+fn quoted_junk(junk: &[u8]) -> String {
+    if junk.is_empty() {
+        return String::new();
+    }
+    let from = junk.len().saturating_sub(300);
+    let text = String::from_utf8_lossy(&junk[from..]);
+    let cut = if from > 0 { "…" } else { "" };
+    format!("; before it came: \"{cut}{}\"", shown(&text))
+}
+
+/// Keeps the last [`STDERR_TAIL_BYTES`] of the server's stderr (its messages, ssh's).
+fn keep_tail(mut pipe: impl Read + Send + 'static, tail: Arc<Mutex<Vec<u8>>>) {
+    let spawned = std::thread::Builder::new().name("remote-stderr".into()).spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(read) = pipe.read(&mut buffer) {
+            if read == 0 {
+                break;
+            }
+            let mut kept = lock(&tail);
+            kept.extend_from_slice(&buffer[..read]);
+            let excess = kept.len().saturating_sub(STDERR_TAIL_BYTES);
+            kept.drain(..excess);
+        }
+    });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot keep the studio server's stderr");
+    }
+}

@@ -1,0 +1,166 @@
+//! Export over the link: the server writes a session's bundle to a private folder of its own
+//! ([`Exports::open`], `export_open`), the client reads it back in bounded chunks
+//! (`export_read`, base64) and lets it go (`export_close`); what is left goes when the server
+//! ends.
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use crate::app::Studio;
+use crate::share::Exported;
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
+
+/// The most bytes one `export_read` returns (before base64).
+pub const MAX_EXPORT_CHUNK: usize = 1 << 20;
+
+/// `export_open`'s parameters.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportOpen {
+    pub session_id: String,
+    /// Include `.session-info.json`'s config (it may hold secrets).
+    #[serde(default)]
+    pub include_config: bool,
+}
+
+/// `export_open`'s result: the bundle written on the server, to read by `export_id`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExportOpened {
+    pub export_id: String,
+    /// The bundle's size in bytes, as `export_read` reads it.
+    pub size: u64,
+    /// What was written (its `path` is the server's).
+    pub exported: Exported,
+}
+
+/// `export_read`'s parameters.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportRead {
+    pub export_id: String,
+    pub offset: u64,
+    /// At most [`MAX_EXPORT_CHUNK`].
+    pub limit: usize,
+}
+
+/// `export_read`'s result: the bytes from `offset`, base64, and whether they reach the end.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExportChunk {
+    pub data: String,
+    pub eof: bool,
+}
+
+impl ExportChunk {
+    /// The chunk's bytes.
+    pub fn bytes(&self) -> Result<Vec<u8>, String> {
+        base64::engine::general_purpose::STANDARD
+            .decode(&self.data)
+            .map_err(|e| format!("an export chunk that is not base64 ({e})"))
+    }
+}
+
+/// `export_close`'s parameters.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportClose {
+    pub export_id: String,
+}
+
+/// The bundles written for the client, in a private folder removed when the server ends.
+#[derive(Default)]
+pub struct Exports {
+    folder: Mutex<Option<PathBuf>>,
+    open: Mutex<HashMap<String, PathBuf>>,
+}
+
+impl Exports {
+    /// Writes session `session_id` as a bundle in the private folder.
+    pub fn open(&self, studio: &Studio, params: ExportOpen) -> Result<ExportOpened, Error> {
+        let id = SessionId::parse(&params.session_id)?;
+        let export_id = uuid::Uuid::now_v7().simple().to_string();
+        let path = self.folder()?.join(format!("{export_id}.zip"));
+        let exported = studio.export_session(&id, &path, params.include_config)?;
+        let size = std::fs::metadata(&exported.path)
+            .map_err(|e| Error::io(&exported.path, e))?
+            .len();
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(export_id.clone(), exported.path.clone());
+        Ok(ExportOpened {
+            export_id,
+            size,
+            exported,
+        })
+    }
+
+    /// Up to `limit` bytes of an open export from `offset`.
+    pub fn read(&self, params: &ExportRead) -> Result<ExportChunk, Error> {
+        let path = self.path_of(&params.export_id)?;
+        let mut file = std::fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
+        let size = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+        file.seek(SeekFrom::Start(params.offset))
+            .map_err(|e| Error::io(&path, e))?;
+        let mut data = Vec::new();
+        let limit = params.limit.min(MAX_EXPORT_CHUNK) as u64;
+        file.take(limit)
+            .read_to_end(&mut data)
+            .map_err(|e| Error::io(&path, e))?;
+        Ok(ExportChunk {
+            eof: params.offset + data.len() as u64 >= size,
+            data: base64::engine::general_purpose::STANDARD.encode(&data),
+        })
+    }
+
+    /// Lets an export go: its bundle is removed.
+    pub fn close(&self, params: &ExportClose) -> Result<(), Error> {
+        let path = self.path_of(&params.export_id)?;
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&params.export_id);
+        std::fs::remove_file(&path).map_err(|e| Error::io_write(&path, e))
+    }
+
+    fn path_of(&self, export_id: &str) -> Result<PathBuf, Error> {
+        self.open
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(export_id)
+            .cloned()
+            .ok_or_else(|| Error::InvalidRequest {
+                reason: format!("no open export `{}`", crate::vocabulary::visible::shown(export_id)),
+            })
+    }
+
+    /// The private folder (0700, in the system's temp folder), made on first use.
+    fn folder(&self) -> Result<PathBuf, Error> {
+        let mut folder = self.folder.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(path) = &*folder {
+            return Ok(path.clone());
+        }
+        let path = std::env::temp_dir().join(format!(
+            "zstudio-serve-exports-{}-{}",
+            std::process::id(),
+            uuid::Uuid::now_v7().simple()
+        ));
+        crate::sessions::private::create_dir_all(&path)?;
+        *folder = Some(path.clone());
+        Ok(path)
+    }
+
+    /// Removes every bundle left (the server ends).
+    pub fn remove_all(&self) {
+        if let Some(path) = self.folder.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            if let Err(error) = std::fs::remove_dir_all(&path) {
+                tracing::warn!(%error, path = %path.display(), "cannot remove the exports folder");
+            }
+        }
+    }
+}

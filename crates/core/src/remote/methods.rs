@@ -1,0 +1,84 @@
+//! The studio server's methods that are the window's IPC commands: the same names, the same
+//! argument names, the same results, dispatched to the same functions of the app service
+//! (`app::operations`). A shell test compares [`IPC_METHODS`] with the shell's `ipc_commands!`.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::app::Studio;
+use crate::vocabulary::error::Error;
+
+/// The parameters of `method`, read from its frame's `params` (an object; `null` for none).
+pub(crate) fn read_params<P: DeserializeOwned>(method: &str, params: Value) -> Result<P, Error> {
+    let params = match params {
+        Value::Null => Value::Object(serde_json::Map::new()),
+        params => params,
+    };
+    serde_json::from_value(params).map_err(|e| Error::InvalidRequest {
+        reason: format!("the parameters of `{method}`: {e}"),
+    })
+}
+
+/// A method's result as its reply carries it.
+pub(crate) fn result_value(method: &str, result: Result<impl Serialize, Error>) -> Result<Value, Error> {
+    serde_json::to_value(result?).map_err(|e| Error::InvalidRequest {
+        reason: format!("the result of `{method}` does not serialise: {e}"),
+    })
+}
+
+/// Defines [`IPC_METHODS`] and [`dispatch`] from one list: each method's parameters (by the IPC
+/// command's argument names) and the app service's call.
+macro_rules! ipc_methods {
+    ($studio:ident; $($name:ident($($param:ident: $type:ty),*) => $call:expr;)*) => {
+        /// Each method's name and parameter names: the window's IPC commands' own.
+        pub const IPC_METHODS: &[(&str, &[&str])] = &[$((stringify!($name), &[$(stringify!($param)),*])),*];
+
+        /// Calls `method` of the app service with `params`; `None` when it is none of
+        /// [`IPC_METHODS`].
+        pub fn dispatch($studio: &Studio, method: &str, params: Value) -> Option<Result<Value, Error>> {
+            Some(match method {
+                $(stringify!($name) => {
+                    #[derive(Deserialize)]
+                    #[serde(deny_unknown_fields)]
+                    #[allow(non_camel_case_types)]
+                    struct $name { $($param: $type),* }
+                    match read_params::<$name>(method, params) {
+                        Ok($name { $($param),* }) => result_value(method, $call),
+                        Err(error) => Err(error),
+                    }
+                })*
+                _ => return None,
+            })
+        }
+    };
+}
+
+ipc_methods! { studio;
+    workspace_get() => studio.workspace_info();
+    sessions_list() => studio.sessions_list();
+    session_get(session_id: String) => studio.session_get(&session_id);
+    session_messages(session_id: String) => studio.session_messages(&session_id);
+    session_logs(session_id: String) => studio.session_logs(&session_id);
+    session_files(session_id: String) => studio.session_files(&session_id);
+    session_file_read(session_id: String, path: String, offset: u64, limit: usize) =>
+        studio.session_file_read(&session_id, &path, offset, limit);
+    session_delete(session_id: String) => studio.session_delete(&session_id);
+    pin_add(session_id: String) => studio.pin_add(&session_id);
+    pin_remove(session_id: String) => studio.pin_remove(&session_id);
+    search(query: String, limit: usize) => studio.search(&query, limit);
+    agents_list() => studio.agents_list();
+    run_start(agent: String, prompt: String, session_id: Option<String>) =>
+        studio.run_start(&agent, prompt, session_id.as_deref());
+    run_replay(session_id: String, node: String, agent: String) => studio.run_replay(&session_id, node, &agent);
+    run_stop(run_id: String, force: bool) => studio.run_stop(&run_id, force);
+    session_stop_outside(session_id: String) => studio.session_stop_outside(&session_id);
+    runs_list(session_id: Option<String>) => studio.runs_list(session_id.as_deref());
+    run_spans(run_id: String) => studio.run_spans(&run_id);
+    run_output(run_id: String, from_seq: i64, limit: usize, node: Option<String>, stream: Option<String>) =>
+        studio.run_output(&run_id, from_seq, limit, node, stream.as_deref());
+    run_output_find(run_id: String, from_seq: i64, backward: bool, query: String) =>
+        studio.run_output_find(&run_id, from_seq, backward, &query);
+    runs_compare(a: String, b: String, node: Option<String>, occurrence: Option<usize>, skip_hunks: usize) =>
+        studio.runs_compare(&a, &b, node, occurrence, skip_hunks);
+}

@@ -1,0 +1,14 @@
+//! The studio over a link: [`protocol`] (JSON lines: the banner, requests, replies,
+//! notifications, bounded frames), [`server`] (`zstudio serve --stdio`: the app service's
+//! operations, the window's IPC commands by name, served to one client), [`client`]
+//! ([`client::RemoteClient`]: a server's command started, its banner found, calls matched to
+//! replies) and [`ssh`] (a workspace on another machine: the target `host:path`, one ssh
+//! ControlMaster per host, commands through it, the server binary put on the host). The lane
+//! above `app`: it serves the app service and imports nothing above it.
+
+pub mod client;
+pub mod export;
+pub mod methods;
+pub mod protocol;
+pub mod server;
+pub mod ssh;

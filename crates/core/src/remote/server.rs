@@ -1,0 +1,288 @@
+//! The studio server (`zstudio serve --stdio`): one client's requests read from `input`, answered
+//! on `output` with the app service's results (see [`crate::remote::protocol`] for the frames).
+//!
+//! A reader (the caller's thread) reads frames; a few workers answer them, so a long call
+//! (a compare, a listing) blocks neither the others nor the notifications; one writer thread
+//! writes every frame whole. The server ends at the end of its input: the runs it started go on
+//! through the keeper (the studio is told to keep them), and the bundles it exported are removed.
+
+use std::io::{BufRead, Write};
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex, Weak};
+use std::thread::JoinHandle;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::app::Studio;
+use crate::remote::export::Exports;
+use crate::remote::methods::{dispatch, read_params, result_value};
+use crate::remote::protocol::{
+    line_of, notification_frame, read_line_bounded, reply_frame, Banner, Hello, LineRead, Request, WireError, CHANGE,
+    CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REQUEST_BYTES, PROTOCOL_VERSION, RUN_EVENT,
+};
+use crate::runs::runner::RunEvent;
+use crate::sessions::change::{Change, ChangeSink};
+use crate::sessions::session::Workspace;
+use crate::vocabulary::error::{Error, ErrorCode};
+use crate::vocabulary::visible::shown;
+
+/// The methods of the protocol itself, besides the IPC commands ([`crate::remote::methods::IPC_METHODS`]).
+pub const PROTOCOL_METHODS: &[&str] = &[HELLO, CHANGES_SUBSCRIBE, EXPORT_OPEN, EXPORT_READ, EXPORT_CLOSE];
+
+/// What the server says of itself, and how many requests it answers at once.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The `zstudio` version the banner says.
+    pub version: String,
+    /// The client's nonce, said back in the banner.
+    pub nonce: String,
+    /// How many requests are answered at once.
+    pub workers: usize,
+}
+
+/// What the writer thread is given: a frame to write, or the end.
+enum Outgoing {
+    Frame(Vec<u8>),
+    End,
+}
+
+/// What the workers share.
+struct Shared {
+    studio: Arc<Studio>,
+    frames: Sender<Outgoing>,
+    exports: Exports,
+}
+
+/// Serves one client until its input ends: prints the banner, then answers every request. Returns
+/// an error when the client's protocol version is not the server's (after answering it so).
+pub fn serve(
+    studio: Arc<Studio>,
+    run_events: Option<Receiver<RunEvent>>,
+    mut input: impl BufRead,
+    output: impl Write + Send + 'static,
+    options: &ServeOptions,
+) -> Result<(), Error> {
+    let (frames, outgoing) = mpsc::channel();
+    let writer = spawn("serve-writer", move || write_frames(output, &outgoing))?;
+    let banner = Banner {
+        zstudio: options.version.clone(),
+        protocol_version: PROTOCOL_VERSION,
+        nonce: options.nonce.clone(),
+    };
+    let _ = frames.send(Outgoing::Frame(line_of(&banner)));
+    if let Some(events) = run_events {
+        let frames = frames.clone();
+        spawn("serve-run-events", move || {
+            for event in events {
+                let _ = frames.send(Outgoing::Frame(notification_frame(RUN_EVENT, &event)));
+            }
+        })?;
+    }
+    let shared = Arc::new(Shared {
+        studio,
+        frames: frames.clone(),
+        exports: Exports::default(),
+    });
+    let (jobs, queue) = mpsc::channel::<Request>();
+    let queue = Arc::new(Mutex::new(queue));
+    let workers = (0..options.workers.max(1))
+        .map(|_| {
+            let (shared, queue) = (shared.clone(), queue.clone());
+            spawn("serve-worker", move || loop {
+                let job = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                match job {
+                    Ok(request) => shared.answer(request),
+                    Err(_) => break,
+                }
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let served = read_requests(&mut input, &shared, &jobs, &banner);
+    drop(jobs);
+    for worker in workers {
+        let _ = worker.join();
+    }
+    // A dropped link never stops a run: the runs go on through the keeper.
+    shared.studio.keep_runs_on_exit(true);
+    shared.studio.shut_down();
+    shared.exports.remove_all();
+    let _ = frames.send(Outgoing::End);
+    let _ = writer.join();
+    served
+}
+
+fn spawn(name: &str, work: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, Error> {
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(work)
+        .map_err(|e| Error::io_spawn(name, e))
+}
+
+/// Writes each frame whole, flushing when none waits; stops at the end or when the output closes.
+fn write_frames(mut output: impl Write, outgoing: &Receiver<Outgoing>) {
+    let mut next = outgoing.recv();
+    while let Ok(Outgoing::Frame(frame)) = next {
+        if output.write_all(&frame).is_err() {
+            return;
+        }
+        next = match outgoing.try_recv() {
+            Ok(more) => Ok(more),
+            Err(_) => {
+                if output.flush().is_err() {
+                    return;
+                }
+                outgoing.recv()
+            }
+        };
+    }
+    let _ = output.flush();
+}
+
+/// Reads requests until the input ends: `hello` first (answered here, in order), then every
+/// other request handed to the workers. A frame that does not read is answered with
+/// `invalid_request` (its id when it has one).
+fn read_requests(
+    input: &mut impl BufRead,
+    shared: &Shared,
+    jobs: &Sender<Request>,
+    banner: &Banner,
+) -> Result<(), Error> {
+    let mut greeted = false;
+    let mut line = Vec::new();
+    loop {
+        let read = read_line_bounded(input, MAX_REQUEST_BYTES, &mut line)
+            .map_err(|e| Error::io("the server's standard input", e))?;
+        let request = match read {
+            LineRead::End => return Ok(()),
+            LineRead::TooLong => Err((
+                None,
+                format!("a request of more than {MAX_REQUEST_BYTES} bytes (a frame is one line)"),
+            )),
+            LineRead::Line if line.iter().all(u8::is_ascii_whitespace) => continue,
+            LineRead::Line => parse_request(&line),
+        };
+        let request = match request {
+            Ok(request) => request,
+            Err((id, reason)) => {
+                shared.reply(id, Err(Error::InvalidRequest { reason }));
+                continue;
+            }
+        };
+        if request.method == HELLO {
+            match hello(request.params, banner) {
+                Ok(result) => {
+                    shared.reply(Some(request.id), Ok(result));
+                    greeted = true;
+                }
+                Err(error) => {
+                    shared.send(reply_frame(Some(request.id), Err(WireError::from(&error))));
+                    if error.code() == ErrorCode::ProtocolMismatch {
+                        return Err(error);
+                    }
+                }
+            }
+        } else if !greeted {
+            let reason = format!("`{}` before `hello`: say hello first", shown(&request.method));
+            shared.reply(Some(request.id), Err(Error::InvalidRequest { reason }));
+        } else if jobs.send(request).is_err() {
+            return Ok(());
+        }
+    }
+}
+
+/// A request frame, or why not (with its id, when it has one).
+fn parse_request(line: &[u8]) -> Result<Request, (Option<u64>, String)> {
+    let value: Value = serde_json::from_slice(line).map_err(|e| (None, format!("not JSON ({e})")))?;
+    let id = value.get("id").and_then(Value::as_u64);
+    serde_json::from_value(value).map_err(|e| (id, format!("not a request {{id, method, params}} ({e})")))
+}
+
+/// `hello`: the client's version checked against the server's; answered with the banner.
+fn hello(params: Value, banner: &Banner) -> Result<Value, Error> {
+    let hello: Hello = read_params(HELLO, params)?;
+    if hello.protocol_version != PROTOCOL_VERSION {
+        return Err(Error::ProtocolMismatch {
+            host: "this studio server".to_owned(),
+            client: hello.protocol_version,
+            server: PROTOCOL_VERSION,
+        });
+    }
+    result_value(HELLO, Ok(banner))
+}
+
+/// No parameters.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
+
+impl Shared {
+    fn reply(&self, id: Option<u64>, outcome: Result<Value, Error>) {
+        self.send(reply_frame(id, outcome.map_err(|error| WireError::from(&error))));
+    }
+
+    fn send(&self, frame: Vec<u8>) {
+        let _ = self.frames.send(Outgoing::Frame(frame));
+    }
+
+    /// Answers one request; a method that panics is answered as an internal error.
+    fn answer(self: &Arc<Shared>, request: Request) {
+        let Request { id, method, params } = request;
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.call(&method, params)));
+        let outcome = outcome.unwrap_or_else(|_| {
+            Err(Error::Unavailable {
+                code: ErrorCode::Internal,
+                message: format!(
+                    "`{}` failed inside the studio server (a bug: see its log)",
+                    shown(&method)
+                ),
+            })
+        });
+        self.reply(Some(id), outcome);
+    }
+
+    fn call(self: &Arc<Shared>, method: &str, params: Value) -> Result<Value, Error> {
+        match method {
+            CHANGES_SUBSCRIBE => {
+                let NoParams {} = read_params(method, params)?;
+                self.subscribe_changes()?;
+                Ok(Value::Null)
+            }
+            EXPORT_OPEN => result_value(method, self.exports.open(&self.studio, read_params(method, params)?)),
+            EXPORT_READ => result_value(method, self.exports.read(&read_params(method, params)?)),
+            EXPORT_CLOSE => result_value(method, self.exports.close(&read_params(method, params)?)),
+            _ => dispatch(&self.studio, method, params).unwrap_or_else(|| {
+                Err(Error::InvalidRequest {
+                    reason: format!("no method `{}`", shown(method)),
+                })
+            }),
+        }
+    }
+
+    /// Watches the workspace's sessions: each change is a [`CHANGE`] notification, its session
+    /// read as `sessions` reads it (what the store recorded laid over the folder).
+    fn subscribe_changes(self: &Arc<Shared>) -> Result<(), Error> {
+        let studio: Weak<Studio> = Arc::downgrade(&self.studio);
+        let frames = Mutex::new(self.frames.clone());
+        let sink: ChangeSink = Arc::new(move |mut change: Change| {
+            if let (
+                Some(studio),
+                Change::SessionAdded { workspace, summary, .. } | Change::SessionUpdated { workspace, summary, .. },
+            ) = (studio.upgrade(), &mut change)
+            {
+                if let Ok(store) = studio.store() {
+                    if let Err(error) = store.as_recorded(&Workspace::from_canonical_root(workspace.clone()), summary) {
+                        tracing::warn!(%error, "a changed session read without the store's records");
+                    }
+                }
+            }
+            let frame = notification_frame(CHANGE, &change);
+            let _ = frames
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .send(Outgoing::Frame(frame));
+        });
+        self.studio.watch(sink)
+    }
+}

@@ -1,0 +1,248 @@
+//! The server binary on the host: the exact same build as the local `zstudio`, found on the
+//! host's PATH or in `~/.zibby-studio/server/zstudio-<version>-<build>`, else uploaded there over
+//! the same connection (written to a temporary file, checked, made 0700 and renamed into place,
+//! so a half upload is never taken for the server), older builds in that folder removed.
+//!
+//! A build is named by its version and its **build id**: the first 16 hex digits of the SHA-256
+//! of the binary file itself. It needs nothing at build time, and two binaries with the same id
+//! are the same bytes (`zstudio build-info` prints it, for the check of a `zstudio` on the PATH).
+//!
+//! The binary uploaded is the local one, built for this machine's platform (a glibc build): a
+//! host of another OS or architecture gets an error saying no build for it is shipped (the static
+//! musl builds for x86_64 and aarch64 Linux are not built by this package yet), and a host whose
+//! C library cannot run it gets the loader's own words.
+
+use std::io::Read;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::connection::Connection;
+use super::errors::{io, last_lines, SshError};
+
+/// Where builds are kept on the host, under the login's `$HOME`.
+pub const SERVER_DIR: &str = ".zibby-studio/server";
+
+/// The most the check of a remote `zstudio build-info` reads back.
+const BUILD_INFO_MAX: u64 = 4096;
+
+/// A `zstudio` build: what `zstudio build-info` prints (one JSON line).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildInfo {
+    /// The package version (`0.1.0`).
+    pub version: String,
+    /// [`build_id`] of the binary.
+    pub build: String,
+    /// What it was built for, as `uname -sm` says it (`Linux x86_64`).
+    pub platform: String,
+}
+
+impl BuildInfo {
+    /// The build of `binary`, a `zstudio` of this version built for this platform (the running
+    /// one, or one beside it).
+    pub fn of_binary(binary: &Path) -> Result<BuildInfo, SshError> {
+        Ok(BuildInfo {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            build: build_id(binary)?,
+            platform: local_platform(),
+        })
+    }
+
+    /// The file name of this build in [`SERVER_DIR`]: `zstudio-<version>-<build>`.
+    pub fn file_name(&self) -> String {
+        format!("zstudio-{}-{}", self.version, self.build)
+    }
+}
+
+/// The server found or put on the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RemoteServer {
+    /// The program to run on the host (an absolute path, or `zstudio` found on the PATH).
+    pub program: String,
+    /// Its build (the local one's).
+    pub build: BuildInfo,
+    /// Whether it was uploaded by this call.
+    pub uploaded: bool,
+    /// Older builds removed from [`SERVER_DIR`] by this call.
+    pub removed: Vec<String>,
+}
+
+/// The first 16 hex digits of the SHA-256 of the file at `binary`.
+pub fn build_id(binary: &Path) -> Result<String, SshError> {
+    let mut file = std::fs::File::open(binary).map_err(|source| io("read", binary, source))?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        let read = file.read(&mut buffer).map_err(|source| io("read", binary, source))?;
+        if read == 0 {
+            break;
+        }
+        hasher.update(&buffer[..read]);
+    }
+    let digest = hasher.finalize();
+    Ok(digest[..8].iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// This machine's platform as `uname -sm` says it (`Linux x86_64`, `Darwin arm64`).
+pub fn local_platform() -> String {
+    let os = match std::env::consts::OS {
+        "linux" => "Linux",
+        "macos" => "Darwin",
+        "freebsd" => "FreeBSD",
+        other => other,
+    };
+    format!("{os} {}", std::env::consts::ARCH)
+}
+
+/// `uname -sm`'s words for one platform (`arm64` is `aarch64`, `amd64` is `x86_64`).
+fn same_platform(a: &str, b: &str) -> bool {
+    let normal = |text: &str| text.trim().replace("arm64", "aarch64").replace("amd64", "x86_64");
+    normal(a) == normal(b)
+}
+
+/// Looks for the build in [`SERVER_DIR`] and on the PATH: `installed PATH`, `path PATH` or `none`.
+const FIND_SCRIPT: &str = r#"d=$HOME/.zibby-studio/server
+if [ -x "$d/$1" ]; then printf 'installed %s\n' "$d/$1"; exit 0; fi
+if p=$(command -v zstudio 2>/dev/null); then printf 'path %s\n' "$p"; else echo none; fi"#;
+
+/// Writes stdin to a temporary file of [`SERVER_DIR`], checks its size (`$2`) and that it runs,
+/// renames it to `$1`, then removes the other builds (`removed PATH` each).
+const UPLOAD_SCRIPT: &str = r#"set -e
+d=$HOME/.zibby-studio/server
+mkdir -p "$d"; chmod 700 "$d"
+t=$(mktemp "$d/.upload.XXXXXX")
+trap 'rm -f "$t"' EXIT
+cat > "$t"
+size=$(wc -c < "$t")
+if [ "$size" -ne "$2" ]; then echo "the upload was cut short: $size of $2 bytes arrived" >&2; exit 3; fi
+chmod 700 "$t"
+if ! out=$("$t" --version 2>&1); then echo "the uploaded zstudio does not run there: $out" >&2; exit 4; fi
+mv -f "$t" "$d/$1"
+trap - EXIT
+printf 'installed %s\n' "$d/$1"
+for f in "$d"/zstudio-*; do
+  if [ "$f" != "$d/$1" ] && [ -f "$f" ]; then rm -f "$f"; printf 'removed %s\n' "$f"; fi
+done"#;
+
+impl Connection {
+    /// The same build as `local_binary` (the running `zstudio`) on the host: in [`SERVER_DIR`],
+    /// else a `zstudio` on the PATH whose `build-info` matches, else uploaded (when the host's
+    /// platform is the binary's). Errors name the host and what is missing.
+    pub fn ensure_server(&self, local_binary: &Path) -> Result<RemoteServer, SshError> {
+        let build = BuildInfo::of_binary(local_binary)?;
+        let name = build.file_name();
+        let found = self.run(&["sh", "-c", FIND_SCRIPT, "sh", &name], None, 64 * 1024)?;
+        let found = String::from_utf8_lossy(&found);
+        let last = found.lines().last().unwrap_or("").to_string();
+        if let Some(program) = last.strip_prefix("installed ") {
+            return Ok(RemoteServer {
+                program: program.to_string(),
+                build,
+                uploaded: false,
+                removed: vec![],
+            });
+        }
+        if let Some(program) = last.strip_prefix("path ") {
+            if self.build_on_path(program).as_ref() == Some(&build) {
+                return Ok(RemoteServer {
+                    program: program.to_string(),
+                    build,
+                    uploaded: false,
+                    removed: vec![],
+                });
+            }
+        }
+        self.upload(local_binary, build)
+    }
+
+    /// The build of the `zstudio` at `program` on the host, when it answers `build-info`.
+    fn build_on_path(&self, program: &str) -> Option<BuildInfo> {
+        let output = self.run(&[program, "build-info"], None, BUILD_INFO_MAX).ok()?;
+        let text = String::from_utf8_lossy(&output);
+        text.lines().rev().find_map(|line| serde_json::from_str(line).ok())
+    }
+
+    fn upload(&self, local_binary: &Path, build: BuildInfo) -> Result<RemoteServer, SshError> {
+        if !same_platform(self.remote_platform(), &build.platform) {
+            return Err(SshError::UnsupportedPlatform {
+                host: self.host(),
+                detail: format!(
+                    "the host is {}, and this zstudio is built for {}: no zstudio {} build for {} is shipped \
+                     (the static Linux builds are not part of this package yet), so the server cannot be \
+                     uploaded; put zstudio {} built for the host at ~/{}/{}",
+                    self.remote_platform(),
+                    build.platform,
+                    build.version,
+                    self.remote_platform(),
+                    build.version,
+                    SERVER_DIR,
+                    build.file_name()
+                ),
+            });
+        }
+        let size = std::fs::metadata(local_binary)
+            .map_err(|source| io("read", local_binary, source))?
+            .len();
+        let name = build.file_name();
+        let size_text = size.to_string();
+        let argv = ["sh", "-c", UPLOAD_SCRIPT, "sh", name.as_str(), size_text.as_str()];
+        let output = self
+            .run(&argv, Some(local_binary), 64 * 1024)
+            .map_err(|error| match error {
+                SshError::Ssh { host, detail } => SshError::Bootstrap {
+                    host,
+                    what: "the server could not be uploaded".into(),
+                    detail,
+                },
+                other => other,
+            })?;
+        let text = String::from_utf8_lossy(&output);
+        let program = text
+            .lines()
+            .find_map(|line| line.strip_prefix("installed "))
+            .ok_or_else(|| SshError::Bootstrap {
+                host: self.host(),
+                what: "the upload did not confirm".into(),
+                detail: last_lines(&text),
+            })?;
+        let removed = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("removed "))
+            .map(String::from)
+            .collect();
+        Ok(RemoteServer {
+            program: program.to_string(),
+            build,
+            uploaded: true,
+            removed,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn platforms_are_compared_as_uname_says_them() {
+        assert!(same_platform("Linux x86_64", "Linux x86_64"));
+        assert!(same_platform("Darwin arm64", "Darwin aarch64"));
+        assert!(!same_platform("Linux aarch64", "Linux x86_64"));
+        assert!(!same_platform("FreeBSD amd64", "Linux x86_64"));
+    }
+
+    #[test]
+    fn a_build_id_is_the_files_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, b"one build").unwrap();
+        std::fs::write(&b, b"another build").unwrap();
+        let id = build_id(&a).unwrap();
+        assert_eq!(id.len(), 16);
+        assert_eq!(id, build_id(&a).unwrap());
+        assert_ne!(id, build_id(&b).unwrap());
+        // SHA-256("one build"), its first 8 bytes.
+        assert_eq!(id, "35b5c9836731bd31");
+    }
+}

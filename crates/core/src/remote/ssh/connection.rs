@@ -1,0 +1,476 @@
+//! One ControlMaster to a host ([`Connection`]), how it is made ([`ConnectOptions`]), commands
+//! through it, and the private folder of its socket ([`runtime_dir`]).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::errors::{io, last_lines, SshError};
+use super::target::RemoteTarget;
+
+/// How a connection is made; [`Default`] is what the studio uses.
+#[derive(Clone, Debug)]
+pub struct ConnectOptions {
+    /// The `ssh` program (default: `ssh` on the PATH).
+    pub ssh_program: PathBuf,
+    /// An ssh config file given to ssh with `-F` (`--ssh-config`, `ZIBBY_STUDIO_SSH_CONFIG`);
+    /// without it ssh reads the user's and the system's as usual.
+    pub ssh_config: Option<PathBuf>,
+    /// A program that asks the user (`SSH_ASKPASS`, forced); without it ssh runs in batch mode.
+    pub askpass: Option<PathBuf>,
+    /// `ConnectTimeout`: how long a host may take to answer.
+    pub connect_timeout: Duration,
+    /// `ServerAliveInterval`: how often a quiet link is probed.
+    pub alive_interval: Duration,
+    /// `ServerAliveCountMax`: how many probes may go unanswered before the link is dropped.
+    pub alive_count_max: u32,
+    /// How long the login may take once the host answered (a passphrase typed, say).
+    pub login_timeout: Duration,
+    /// The folder of the control sockets (default: [`runtime_dir`]).
+    pub runtime_dir: Option<PathBuf>,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            ssh_program: PathBuf::from("ssh"),
+            ssh_config: None,
+            askpass: None,
+            connect_timeout: Duration::from_secs(15),
+            alive_interval: Duration::from_secs(15),
+            alive_count_max: 3,
+            login_timeout: Duration::from_secs(120),
+            runtime_dir: None,
+        }
+    }
+}
+
+/// One ControlMaster to a host, and the workspace folder there.
+pub struct Connection {
+    target: RemoteTarget,
+    options: ConnectOptions,
+    control_path: PathBuf,
+    log_path: PathBuf,
+    /// The master, until it ends or is closed (behind a lock: any holder may check the link).
+    master: parking_lot::Mutex<Option<Child>>,
+    workspace_path: String,
+    remote_home: String,
+    remote_platform: String,
+}
+
+impl Connection {
+    /// Connects to `target`'s host (one ControlMaster), checks its workspace folder and learns the
+    /// host's home and platform. Errors name the host and say what failed.
+    pub fn open(target: &RemoteTarget, options: &ConnectOptions) -> Result<Connection, SshError> {
+        let dir = match &options.runtime_dir {
+            Some(dir) => private_dir(dir)?,
+            None => runtime_dir()?,
+        };
+        let name = unique_name();
+        let control_path = dir.join(format!("{name}.sock"));
+        let log_path = dir.join(format!("{name}.log"));
+        let strict = strict_host_key_option(target, options)?;
+        let log = std::fs::File::create(&log_path).map_err(|source| io("create", &log_path, source))?;
+        let mut command = ssh_base(target, options);
+        command
+            .args(["-M", "-N", "-S"])
+            .arg(&control_path)
+            .args(["-o", "ControlPersist=no"])
+            .args([
+                "-o",
+                &format!("ConnectTimeout={}", options.connect_timeout.as_secs().max(1)),
+            ])
+            .args([
+                "-o",
+                &format!("ServerAliveInterval={}", options.alive_interval.as_secs().max(1)),
+            ])
+            .args(["-o", &format!("ServerAliveCountMax={}", options.alive_count_max.max(1))]);
+        if let Some(strict) = strict {
+            command.args(["-o", &format!("StrictHostKeyChecking={strict}")]);
+        }
+        match &options.askpass {
+            Some(program) => {
+                command.env("SSH_ASKPASS", program).env("SSH_ASKPASS_REQUIRE", "force");
+            }
+            None => {
+                command.args(["-o", "BatchMode=yes"]);
+            }
+        }
+        command
+            .arg("--")
+            .arg(&target.host)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log);
+        let master = command
+            .spawn()
+            .map_err(|source| io("start", &options.ssh_program, source))?;
+        let mut connection = Connection {
+            target: target.clone(),
+            options: options.clone(),
+            control_path,
+            log_path,
+            master: parking_lot::Mutex::new(Some(master)),
+            workspace_path: String::new(),
+            remote_home: String::new(),
+            remote_platform: String::new(),
+        };
+        connection.wait_until_ready()?;
+        connection.probe()?;
+        Ok(connection)
+    }
+
+    /// The target this connection reaches.
+    pub fn target(&self) -> &RemoteTarget {
+        &self.target
+    }
+
+    /// The host as errors name it.
+    pub fn host(&self) -> String {
+        self.target.label()
+    }
+
+    /// The workspace folder on the host, absolute (`~` expanded with the remote's `$HOME`).
+    pub fn workspace_path(&self) -> &str {
+        &self.workspace_path
+    }
+
+    /// The remote login's `$HOME`.
+    pub fn remote_home(&self) -> &str {
+        &self.remote_home
+    }
+
+    /// The host's `uname -sm` (`Linux x86_64`).
+    pub fn remote_platform(&self) -> &str {
+        &self.remote_platform
+    }
+
+    /// The control socket of the master.
+    pub fn control_path(&self) -> &Path {
+        &self.control_path
+    }
+
+    /// The master's process id, while it runs.
+    pub fn master_pid(&self) -> Option<u32> {
+        self.master.lock().as_ref().map(Child::id)
+    }
+
+    /// A command that runs `remote_argv` on the host through the master: each argument quoted for
+    /// the remote shell, ssh in a process group of its own, never prompting, and failing (exit
+    /// 255) rather than connecting on its own when the master is gone. The caller sets its
+    /// stdin, stdout and stderr.
+    pub fn command<I, S>(&self, remote_argv: I) -> Result<Command, SshError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let words: Vec<String> = remote_argv.into_iter().map(|s| s.as_ref().to_string()).collect();
+        let line = shlex::try_join(words.iter().map(String::as_str)).map_err(|e| SshError::Ssh {
+            host: self.host(),
+            detail: format!("a remote command's argument cannot be quoted: {e}"),
+        })?;
+        let mut command = ssh_base(&self.target, &self.options);
+        command
+            .arg("-S")
+            .arg(&self.control_path)
+            .args(["-o", "ControlMaster=no", "-o", "BatchMode=yes"])
+            // Never a connection of its own when the master is gone: ssh would fall back to one.
+            .args(["-o", "ProxyCommand=false", "-T", "--"])
+            .arg(&self.target.host)
+            .arg(line);
+        Ok(command)
+    }
+
+    /// Runs `remote_argv` on the host with `input` as its stdin, keeping at most `max_output`
+    /// bytes of its stdout; its exit status must be 0. Bounded by the keep-alives.
+    pub fn run(&self, remote_argv: &[&str], input: Option<&Path>, max_output: u64) -> Result<Vec<u8>, SshError> {
+        let mut command = self.command(remote_argv)?;
+        let stdin = match input {
+            Some(path) => Stdio::from(std::fs::File::open(path).map_err(|source| io("read", path, source))?),
+            None => Stdio::null(),
+        };
+        command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .map_err(|source| io("start", &self.options.ssh_program, source))?;
+        let stderr = child
+            .stderr
+            .take()
+            .map(|pipe| std::thread::spawn(move || read_bounded(pipe, 64 * 1024)));
+        let stdout = read_bounded(child.stdout.take().expect("piped stdout"), max_output);
+        let status = child
+            .wait()
+            .map_err(|source| io("wait for", &self.options.ssh_program, source))?;
+        let stderr = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+        if status.success() {
+            return Ok(stdout);
+        }
+        let stderr = String::from_utf8_lossy(&stderr).into_owned();
+        match status.code() {
+            // 255: ssh itself failed (the link, the master); else the remote command did.
+            Some(255) | None => Err(self.link_error(&stderr)),
+            Some(code) => Err(SshError::Ssh {
+                host: self.host(),
+                detail: format!(
+                    "`{}` exited with {code}: {}",
+                    remote_argv.join(" "),
+                    last_lines(&stderr)
+                ),
+            }),
+        }
+    }
+
+    /// Whether the master still runs; when it stopped (the link dropped, the keep-alives went
+    /// unanswered), the error it ended with.
+    pub fn check(&self) -> Result<(), SshError> {
+        let mut guard = self.master.lock();
+        let Some(master) = guard.as_mut() else {
+            return Err(SshError::LinkLost {
+                host: self.host(),
+                detail: "the connection was closed".into(),
+            });
+        };
+        match master.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(_)) | Err(_) => {
+                *guard = None;
+                drop(guard);
+                let stderr = self.master_stderr();
+                Err(match SshError::from_ssh_stderr(&self.host(), &stderr) {
+                    SshError::Ssh { host, detail } => SshError::LinkLost { host, detail },
+                    other => other,
+                })
+            }
+        }
+    }
+
+    /// Closes the master (`ssh -O exit`), waits for it to end (ended by its pid past 5 s) and
+    /// removes its socket and log.
+    pub fn close(mut self) -> Result<(), SshError> {
+        self.shut_down()
+    }
+
+    fn shut_down(&mut self) -> Result<(), SshError> {
+        let Some(mut master) = self.master.lock().take() else {
+            self.remove_files();
+            return Ok(());
+        };
+        if matches!(master.try_wait(), Ok(None)) {
+            let mut exit = ssh_base(&self.target, &self.options);
+            exit.arg("-S")
+                .arg(&self.control_path)
+                .args(["-O", "exit", "--"])
+                .arg(&self.target.host);
+            let _ = exit
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while matches!(master.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if matches!(master.try_wait(), Ok(None)) {
+            let _ = master.kill();
+        }
+        let _ = master.wait();
+        self.remove_files();
+        Ok(())
+    }
+
+    fn remove_files(&self) {
+        let _ = std::fs::remove_file(&self.control_path);
+        let _ = std::fs::remove_file(&self.log_path);
+    }
+
+    /// Waits until the master's socket appears (logged in) or the master exits (failed).
+    fn wait_until_ready(&self) -> Result<(), SshError> {
+        let limit = self.options.connect_timeout + self.options.login_timeout;
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Err(error) = self.check() {
+                return Err(match error {
+                    SshError::LinkLost { host, detail } => SshError::Ssh { host, detail },
+                    other => other,
+                });
+            }
+            if self.control_path.exists() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(SshError::NotAnswering {
+                    host: self.host(),
+                    detail: format!("no login within {}s", limit.as_secs()),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// One command through the master: the remote `$HOME`, `uname -sm`, and the workspace
+    /// folder's state (missing, not a folder, a link, its `.zibby` folders links).
+    fn probe(&mut self) -> Result<(), SshError> {
+        const SCRIPT: &str = r#"printf '%s\n' "$HOME"; uname -sm
+case "$1" in "~") ws=$HOME ;; "~/"*) ws=$HOME/${1#"~/"} ;; *) ws=$1 ;; esac
+printf '%s\n' "$ws"
+if [ ! -e "$ws" ] && [ ! -L "$ws" ]; then echo missing
+elif [ -L "$ws" ]; then echo link
+elif [ ! -d "$ws" ]; then echo not-a-folder
+else for sub in .zibby .zibby/output .zibby/output/sessions; do
+  if [ -L "$ws/$sub" ]; then echo "link-inside $sub"; exit 0; fi; done; echo ok; fi"#;
+        let output = self.run(&["sh", "-c", SCRIPT, "sh", &self.target.path], None, 64 * 1024)?;
+        let text = String::from_utf8_lossy(&output);
+        let lines: Vec<&str> = text.lines().collect();
+        let [home, platform, workspace, state] = lines[lines.len().saturating_sub(4)..] else {
+            return Err(SshError::Ssh {
+                host: self.host(),
+                detail: format!("unexpected probe output: {text:?}"),
+            });
+        };
+        self.remote_home = home.to_string();
+        self.remote_platform = platform.to_string();
+        self.workspace_path = workspace.to_string();
+        let reason = match state {
+            "ok" => return Ok(()),
+            "missing" => "does not exist".to_string(),
+            "link" => "is a symbolic link: give the folder it points to".to_string(),
+            "not-a-folder" => "is not a folder".to_string(),
+            other => match other.strip_prefix("link-inside ") {
+                Some(sub) => format!("has {sub} as a symbolic link, which could lead out of the workspace"),
+                None => format!("could not be checked ({other})"),
+            },
+        };
+        Err(SshError::RemotePath {
+            host: self.host(),
+            path: self.workspace_path.clone(),
+            reason,
+        })
+    }
+
+    /// The error of a command that failed in ssh itself: the master's own words when it ended.
+    fn link_error(&self, stderr: &str) -> SshError {
+        // The master may take a moment to exit after the link dropped.
+        std::thread::sleep(Duration::from_millis(50));
+        match self.check() {
+            Err(error) => error,
+            Ok(()) => SshError::from_ssh_stderr(&self.host(), stderr),
+        }
+    }
+
+    /// The master's stderr so far (an error keeps its last lines).
+    fn master_stderr(&self) -> String {
+        std::fs::read(&self.log_path)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        let _ = self.shut_down();
+    }
+}
+
+/// `ssh` with the options every call shares: `-F` when given, the user and port when the target
+/// names them, and a process group of its own.
+fn ssh_base(target: &RemoteTarget, options: &ConnectOptions) -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(&options.ssh_program);
+    if let Some(config) = &options.ssh_config {
+        command.arg("-F").arg(config);
+    }
+    if let Some(user) = &target.user {
+        command.arg("-l").arg(user);
+    }
+    if let Some(port) = target.port {
+        command.arg("-p").arg(port.to_string());
+    }
+    command.process_group(0);
+    command
+}
+
+/// The `StrictHostKeyChecking` to force, when the user's config weakens it (`no`, `off`,
+/// `accept-new`): `ask` with an askpass program, else `yes`. Read with `ssh -G`.
+fn strict_host_key_option(target: &RemoteTarget, options: &ConnectOptions) -> Result<Option<&'static str>, SshError> {
+    let mut command = ssh_base(target, options);
+    command.arg("-G").arg("--").arg(&target.host);
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| io("start", &options.ssh_program, source))?;
+    if !output.status.success() {
+        return Err(SshError::from_ssh_stderr(
+            &target.label(),
+            &String::from_utf8_lossy(&output.stderr),
+        ));
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let value = text
+        .lines()
+        .find_map(|line| line.strip_prefix("stricthostkeychecking "))
+        .unwrap_or("ask");
+    let weak = matches!(value.trim(), "false" | "no" | "off" | "accept-new");
+    Ok(match (weak, options.askpass.is_some()) {
+        (false, _) => None,
+        (true, true) => Some("ask"),
+        (true, false) => Some("yes"),
+    })
+}
+
+/// The private folder of the control sockets: `$XDG_RUNTIME_DIR/zstudio-ssh`, else
+/// `/tmp/zstudio-ssh-UID`; made 0700, and refused when it is a link or another user's.
+pub fn runtime_dir() -> Result<PathBuf, SshError> {
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(runtime) => PathBuf::from(runtime).join("zstudio-ssh"),
+        None => std::env::temp_dir().join(format!("zstudio-ssh-{}", nix::unistd::getuid())),
+    };
+    private_dir(&dir)
+}
+
+/// `dir`, made 0700 (when missing, or open to others); an error when it is a link or not ours.
+fn private_dir(dir: &Path) -> Result<PathBuf, SshError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    if let Err(source) = std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        if source.kind() != std::io::ErrorKind::AlreadyExists {
+            return Err(io("create", dir, source));
+        }
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| io("read", dir, source))?;
+    let unsafe_reason = if !meta.is_dir() {
+        Some("is not a folder (or is a link)")
+    } else if meta.uid() != nix::unistd::getuid().as_raw() {
+        Some("belongs to another user")
+    } else if meta.permissions().mode() & 0o077 != 0 {
+        // Ours and a folder: closed to others before a socket goes in.
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|source| io("make private", dir, source))?;
+        None
+    } else {
+        None
+    };
+    match unsafe_reason {
+        Some(reason) => Err(io(
+            "use",
+            dir,
+            std::io::Error::new(std::io::ErrorKind::PermissionDenied, reason.to_string()),
+        )),
+        None => Ok(dir.to_path_buf()),
+    }
+}
+
+/// A short name for a connection's files, unique in this process and among processes.
+fn unique_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// At most `limit` bytes of `reader` (the rest read and dropped, so the writer never blocks).
+fn read_bounded(mut reader: impl Read, limit: u64) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let _ = (&mut reader).take(limit).read_to_end(&mut kept);
+    let _ = std::io::copy(&mut reader, &mut std::io::sink());
+    kept
+}

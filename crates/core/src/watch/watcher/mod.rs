@@ -1,0 +1,315 @@
+//! The watcher: the session folders of several workspaces, watched as they change, turned into
+//! typed [`Change`]s sent to an injected sink.
+//!
+//! - Built on `notify` (inotify on Linux) with its own debouncing per session: the debouncer
+//!   crates drop notify's "rescan" signal (an inotify queue overflow has no path), and a missed
+//!   overflow would silently miss changes; here it triggers a full rescan.
+//! - Each workspace's `<root>/.zibby/output/sessions/` is watched, and below it only what the
+//!   session layout has: each session folder, its node folders and `nodes/<node>/` (at most three
+//!   levels; a session's deeper folders are not watched), never through a symbolic link (a link in
+//!   a session folder to `/usr` costs nothing). While the sessions folder does not exist, or a
+//!   link stands in its way, the deepest real folder on the way is watched until it appears; when
+//!   it is deleted or replaced, the watch moves back there, and every session it held is reported
+//!   removed.
+//! - When a watch cannot be added (the inotify watch limit, `fs.inotify.max_user_watches`), the
+//!   workspace falls back to a poll every [`WatcherOptions::poll_interval`], logged with
+//!   `tracing::warn`, and every watch it had is released. Idle, with inotify working, the watcher
+//!   thread blocks and uses no CPU.
+//! - Every session folder present at start is reported once as [`Change::SessionAdded`] (an initial
+//!   scan): the caller needs no listing of its own. A caller that has one (the folder index, as
+//!   the window's first listing left it) gives it as a [`Seed`] ([`Watcher::start_seeded`]): the
+//!   initial scan then reads and reports only what differs from it.
+//! - Each workspace's agents file, `.zibby/studio.toml`
+//!   ([`AGENTS_FILE`](crate::sessions::agents::AGENTS_FILE)), is watched too, with an inotify
+//!   instance of its own: `.zibby/` (never through a link), or the workspace's root while
+//!   `.zibby/` is missing. Its creation, a write, a replacement by rename (as editors save) and
+//!   its removal are one [`Change::AgentsChanged`] per [`WatcherOptions::window`], sent only when
+//!   the file's identity, size or times differ from what was last reported (so the studio's own
+//!   reads of it are no change, and a burst of writes is one). Where inotify cannot watch it, it
+//!   is looked at every [`WatcherOptions::poll_interval`].
+//!
+//! **Coalescing bound.** A session is read again at most once per [`WatcherOptions::window`]
+//! (default 100 ms), and each read sends at most one `session_*` change plus one
+//! [`Change::OutputAppended`] per output file that grew (with at most [`MAX_APPENDED_BYTES`] of
+//! lines). With the default window, a run printing 10,000 lines/s yields at most 10 session changes
+//! and 10 `output_appended` per output file per second.
+//!
+//! Its files, by what they do: `options` ([`WatcherOptions`]), `layout` (which folders of a
+//! session are watched and which files followed), `state` (the watching thread's state),
+//! `event_loop` (the thread's loop: events, deadlines, polling), `watches` (the inotify watches
+//! and the fallback to polling), `reading` (the initial scan, from a seed or not, rescans and each session's read),
+//! `agents_file` (the agents file's own watch).
+
+mod agents_file;
+mod event_loop;
+mod layout;
+mod options;
+mod reading;
+mod state;
+mod watches;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::mpsc::{self, Sender};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use notify::{RecommendedWatcher, Watcher as _};
+
+pub use self::layout::{output_files, FOLLOWED_FILES};
+pub use self::options::{Clock, Seed, WatcherOptions};
+pub use self::reading::MAX_APPENDED_BYTES;
+use self::state::{Message, WatchLoop, WatchedWorkspace};
+pub use crate::sessions::change::{Change, ChangeSink};
+use crate::sessions::session::Workspace;
+use crate::vocabulary::error::Error;
+use crate::watch::recorded_runs::RecordedRuns;
+
+/// Watches the sessions of several workspaces; dropping it stops the watching thread.
+pub struct Watcher {
+    messages: Sender<Message>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watcher {
+    /// Starts watching: reports every existing session as added (the initial scan), then every
+    /// change. Returns once the folders are watched and the initial scan is done, so that any
+    /// change made after it returns is reported, output lines included.
+    pub fn start(workspaces: Vec<Workspace>, sink: ChangeSink, options: WatcherOptions) -> Result<Watcher, Error> {
+        let unknown = workspaces.into_iter().map(|w| (w, Seed::new())).collect();
+        Watcher::start_seeded(unknown, sink, options)
+    }
+
+    /// [`Watcher::start`] for a caller that knows each workspace's sessions as its [`Seed`] says
+    /// (the folder index, as a listing left it): the initial scan reports only what differs from
+    /// it. A session whose folder still has the seed's fingerprint is neither read nor reported
+    /// (a `running` one is read: its status depends on the clock); one that changed is read and
+    /// reported as updated, one not in the seed as added, one of the seed that is gone as
+    /// removed. With empty seeds, this is [`Watcher::start`].
+    pub fn start_seeded(
+        workspaces: Vec<(Workspace, Seed)>,
+        sink: ChangeSink,
+        options: WatcherOptions,
+    ) -> Result<Watcher, Error> {
+        let (messages, receiver) = mpsc::channel();
+        let notify = if options.poll_only {
+            None
+        } else {
+            let events = messages.clone();
+            let handler = move |event| {
+                let _ = events.send(Message::Filesystem(event));
+            };
+            match RecommendedWatcher::new(handler, notify::Config::default().with_follow_symlinks(false)) {
+                Ok(watcher) => Some(watcher),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot use filesystem events; polling every workspace instead");
+                    None
+                }
+            }
+        };
+        let agents_notify = if options.poll_only {
+            None
+        } else {
+            let events = messages.clone();
+            let handler = move |event| {
+                let _ = events.send(Message::AgentsFile(event));
+            };
+            match RecommendedWatcher::new(handler, notify::Config::default().with_follow_symlinks(false)) {
+                Ok(watcher) => Some(watcher),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot watch the agents files; polling them instead");
+                    None
+                }
+            }
+        };
+        let recorded_runs = options.store.clone().map(|store| {
+            let events = messages.clone();
+            RecordedRuns::new(store, move |event| {
+                let _ = events.send(Message::StoreFile(event));
+            })
+        });
+        let mut watch = WatchLoop {
+            recorded_runs,
+            store_changed: HashSet::new(),
+            sink,
+            notify,
+            agents_notify,
+            workspaces: workspaces
+                .into_iter()
+                .map(|(workspace, seed)| WatchedWorkspace::new(workspace, seed))
+                .collect(),
+            pending: HashMap::new(),
+            last_read: HashMap::new(),
+            next_poll: Instant::now() + options.poll_interval,
+            next_quiet_check: Instant::now() + options.quiet_check_interval,
+            running: HashSet::new(),
+            session_watch_count: 0,
+            options,
+        };
+        let (watching, started) = mpsc::sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("session-watcher".into())
+            .spawn(move || watch.run(receiver, watching))
+            .map_err(|e| Error::io_spawn("session-watcher thread", e))?;
+        // Once the watches are in place and the initial scan is done, every later change is seen.
+        let _ = started.recv();
+        Ok(Watcher {
+            messages,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        let _ = self.messages.send(Message::Stop);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// The tests that count watches run one at a time (no other test of this binary watches).
+    static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// A watcher over the workspace at `root`, and the changes it sends.
+    fn watch(root: &Path, options: WatcherOptions) -> (Watcher, mpsc::Receiver<Change>) {
+        let (changes, received) = mpsc::channel();
+        let sink: ChangeSink = Arc::new(move |change| {
+            let _ = changes.send(change);
+        });
+        let workspace = Workspace::open(root).unwrap();
+        (Watcher::start(vec![workspace], sink, options).unwrap(), received)
+    }
+
+    /// The inotify watches this process holds, as the kernel counts them (`/proc/self/fdinfo`).
+    fn inotify_watches() -> usize {
+        std::fs::read_dir("/proc/self/fdinfo")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+            .map(|info| info.lines().filter(|l| l.starts_with("inotify wd:")).count())
+            .sum()
+    }
+
+    #[test]
+    fn watches_follow_the_session_layout_never_links_nor_deep_folders() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let root = tempfile::tempdir().unwrap();
+        let session = root.path().join(".zibby/output/sessions/1777678254943_ymcw");
+        std::fs::create_dir_all(session.join("nodes/step")).unwrap();
+        let mut deep = session.join("plan");
+        for level in 0..12 {
+            deep = deep.join(format!("level-{level}"));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        for wide in 0..40 {
+            std::fs::create_dir_all(session.join("plan/level-0").join(format!("wide-{wide}"))).unwrap();
+        }
+        symlink("/usr", session.join("usr")).unwrap();
+        symlink("/usr", session.join("nodes/also-usr")).unwrap();
+
+        let before = inotify_watches();
+        let (watcher, received) = watch(root.path(), WatcherOptions::default());
+        // The sessions folder, the session, plan/, nodes/ and nodes/step/: five; and `.zibby/` for
+        // the agents file.
+        assert_eq!(inotify_watches() - before, 6);
+
+        // Still seen: a node's output three levels down.
+        std::fs::write(session.join("nodes/step/raw_stream_output.txt"), "hello\n").unwrap();
+        let seen = (0..50).find_map(|_| match received.recv_timeout(Duration::from_millis(200)) {
+            Ok(Change::OutputAppended { lines, .. }) => Some(lines),
+            _ => None,
+        });
+        assert_eq!(seen, Some(vec!["hello".to_owned()]));
+        drop(watcher);
+        // notify's own thread closes the inotify instance a moment after the watcher is dropped.
+        let released = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            inotify_watches() == before
+        });
+        assert!(
+            released,
+            "every watch released with the watcher: {} left",
+            inotify_watches() - before
+        );
+    }
+
+    #[test]
+    fn nothing_is_followed_or_watched_through_a_linked_session_or_nodes_folder() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(outside.path().join("node")).unwrap();
+        let sessions = root.path().join(".zibby/output/sessions");
+        std::fs::create_dir_all(sessions.join("1777678254943_real")).unwrap();
+        symlink(outside.path(), sessions.join("1777678254943_link")).unwrap();
+        symlink(outside.path(), sessions.join("1777678254943_real/nodes")).unwrap();
+
+        let before = inotify_watches();
+        let (_watcher, received) = watch(root.path(), WatcherOptions::default());
+        // The sessions folder and the real session: two (nothing of `outside`); and `.zibby/` for
+        // the agents file.
+        assert_eq!(inotify_watches() - before, 3);
+        std::fs::write(outside.path().join("raw_stream_output.txt"), "secret\n").unwrap();
+        std::fs::write(outside.path().join("node/raw_stream_output.txt"), "secret\n").unwrap();
+        std::fs::write(sessions.join("1777678254943_real/raw_stream_output.txt"), "mine\n").unwrap();
+        let mut seen = Vec::new();
+        while let Ok(change) = received.recv_timeout(Duration::from_millis(1_500)) {
+            if let Change::OutputAppended { lines, .. } = change {
+                seen.extend(lines);
+            }
+        }
+        assert_eq!(seen, ["mine"], "only the real session's own output is followed");
+    }
+
+    #[test]
+    fn past_its_watch_budget_a_workspace_is_polled_said_and_its_watches_released() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let root = tempfile::tempdir().unwrap();
+        let session = root.path().join(".zibby/output/sessions/1777678254943_ymcw");
+        for node in ["a", "b", "c", "nodes/step"] {
+            std::fs::create_dir_all(session.join(node)).unwrap();
+        }
+        let options = WatcherOptions {
+            max_watches: 3,
+            poll_interval: Duration::from_millis(100),
+            ..WatcherOptions::default()
+        };
+        let before = inotify_watches();
+        let workspace = Workspace::open(root.path()).unwrap();
+        let (_watcher, received) = watch(root.path(), options);
+        let reason = (0..50).find_map(|_| match received.recv_timeout(Duration::from_millis(200)) {
+            Ok(Change::WatchPolling {
+                workspace: polled,
+                reason,
+            }) => {
+                assert_eq!(polled, workspace.root());
+                Some(reason)
+            }
+            _ => None,
+        });
+        let reason = reason.expect("the fallback is said");
+        assert!(reason.contains("budget of 3 inotify watches"), "{reason}");
+        assert_eq!(
+            inotify_watches(),
+            before,
+            "the watches it had are released (still polling: nothing added)"
+        );
+
+        // Polled, changes still arrive.
+        std::fs::write(session.join("nodes/step/raw_stream_output.txt"), "polled\n").unwrap();
+        let seen = (0..50).find_map(|_| match received.recv_timeout(Duration::from_millis(200)) {
+            Ok(Change::OutputAppended { lines, .. }) => Some(lines),
+            _ => None,
+        });
+        assert_eq!(seen, Some(vec!["polled".to_owned()]));
+    }
+}

@@ -1,0 +1,81 @@
+//! How the watcher watches: its coalescing window, its fallback to polling, its budget
+//! of inotify watches, its clock and the store whose runs it reports.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+#[cfg(doc)]
+use crate::sessions::change::Change;
+#[cfg(doc)]
+use crate::sessions::session::RUNNING_QUIET_WINDOW;
+use crate::store::index::IndexedFolder;
+use crate::store::Store;
+use crate::vocabulary::id::SessionId;
+
+/// The clock the watcher reads sessions with (a session's status depends on how long it was quiet).
+pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+#[derive(Clone)]
+pub struct WatcherOptions {
+    /// A session is read again at most once per window.
+    pub window: Duration,
+    /// How often folders that inotify cannot watch are polled.
+    pub poll_interval: Duration,
+    /// Poll every workspace instead of using inotify (network filesystems; tests of the fallback).
+    pub poll_only: bool,
+    /// While a session is `running`, how often the watcher checks whether it went quiet for
+    /// [`RUNNING_QUIET_WINDOW`] (its status then changes with no file changing).
+    pub quiet_check_interval: Duration,
+    /// The most inotify watches this watcher adds (they are the user's, shared with every other
+    /// program): past it, a workspace is polled ([`Change::WatchPolling`]). Default: half of
+    /// `fs.inotify.max_user_watches`.
+    pub max_watches: usize,
+    pub clock: Clock,
+    /// The store whose runs' starts and ends are reported as changes of their sessions (a
+    /// [`Change::SessionUpdated`], though the folder did not change): a run's end recorded by
+    /// any process reaches the watcher within a window (`watch::recorded_runs`).
+    pub store: Option<Arc<Store>>,
+}
+
+/// Half of the system's inotify watch limit (8,192 when it cannot be read).
+fn default_max_watches() -> usize {
+    let limit = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+        .ok()
+        .and_then(|text| text.trim().parse::<usize>().ok())
+        .unwrap_or(8_192);
+    limit / 2
+}
+
+impl Default for WatcherOptions {
+    fn default() -> WatcherOptions {
+        WatcherOptions {
+            window: Duration::from_millis(100),
+            poll_interval: Duration::from_secs(1),
+            poll_only: false,
+            quiet_check_interval: Duration::from_secs(2),
+            max_watches: default_max_watches(),
+            clock: Arc::new(SystemTime::now),
+            store: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for WatcherOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatcherOptions")
+            .field("window", &self.window)
+            .field("poll_interval", &self.poll_interval)
+            .field("poll_only", &self.poll_only)
+            .field("quiet_check_interval", &self.quiet_check_interval)
+            .field("max_watches", &self.max_watches)
+            .field("store", &self.store.as_ref().map(|s| s.location().describe()))
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a caller knows of a workspace's session folders when watching starts, by session: each
+/// folder's fingerprint and summary as the store's folder index has them
+/// ([`crate::store::index::indexed_folders`]). A session whose folder still has that fingerprint
+/// is not read again, nor reported, by the initial scan.
+pub type Seed = HashMap<SessionId, IndexedFolder>;

@@ -1,0 +1,275 @@
+//! Reading sessions: which appeared or went, which may have changed unseen, and each read that
+//! sends what changed (a session's summary and its followed files' new lines).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::layout::{output_files, FOLLOWED_FILES};
+use super::state::{mark_pending, KnownSession, SessionKey, WatchLoop};
+use crate::sessions::change::Change;
+use crate::sessions::session::{fingerprint, read_summary, session_folders};
+use crate::sessions::tail::FileTail;
+use crate::status::Status;
+use crate::vocabulary::id::SessionId;
+
+/// The most bytes of one output file read into one [`Change::OutputAppended`]; the rest follows
+/// in the next window.
+pub const MAX_APPENDED_BYTES: usize = 1024 * 1024;
+
+impl WatchLoop {
+    /// Marks for reading the known sessions that may have changed unseen, found by metadata alone
+    /// (reading every session would open files, and each open is an inotify event): a changed
+    /// fingerprint (as the folder index uses), a followed file that changed, or a running session
+    /// (its node folders are not in the fingerprint), whose output files are looked for anew.
+    pub(super) fn mark_stale_sessions(&mut self, index: usize) {
+        let now = Instant::now();
+        let workspace = &self.workspaces[index];
+        let mut stale = Vec::new();
+        for (id, known) in &workspace.sessions {
+            let dir = workspace.sessions_dir.join(id.as_str());
+            let mut files: Vec<PathBuf> = known
+                .tails
+                .values()
+                .filter(|t| t.has_changed())
+                .map(|t| t.path().to_owned())
+                .collect();
+            let running = known.summary.status == Status::Running;
+            if running {
+                files.extend(output_files(&dir));
+            }
+            if running || !files.is_empty() || fingerprint(&dir, known.fingerprint.as_deref()) != known.fingerprint {
+                stale.push((id.clone(), files));
+            }
+        }
+        for (id, files) in stale {
+            for file in files {
+                mark_pending(&mut self.pending, (index, id.clone()), Some(file), now);
+            }
+            mark_pending(&mut self.pending, (index, id), None, now);
+        }
+    }
+
+    /// Sessions that appeared or disappeared since the last look.
+    pub(super) fn rescan(&mut self, index: usize, initial: bool) {
+        let workspace = &self.workspaces[index];
+        let folders = match session_folders(&workspace.workspace) {
+            Ok(folders) => folders,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list the sessions folder");
+                return;
+            }
+        };
+        let present: HashSet<SessionId> = folders.into_iter().map(|(_, id)| id).collect();
+        let now = Instant::now();
+        let gone: Vec<SessionId> = workspace
+            .sessions
+            .keys()
+            .filter(|id| !present.contains(*id))
+            .cloned()
+            .collect();
+        let mut new: Vec<SessionId> = present
+            .into_iter()
+            .filter(|id| !workspace.sessions.contains_key(id))
+            .collect();
+        new.sort();
+        for id in gone {
+            mark_pending(&mut self.pending, (index, id), None, now);
+        }
+        for id in new {
+            if initial {
+                self.scan_at_start(index, &id);
+            } else {
+                mark_pending(&mut self.pending, (index, id), None, now);
+            }
+        }
+        if initial {
+            self.report_seed_gone(index);
+        }
+    }
+
+    /// The initial scan's look at one session: taken as the seed says while its folder has the
+    /// seed's fingerprint (neither read nor reported), else read and reported.
+    fn scan_at_start(&mut self, index: usize, id: &SessionId) {
+        let workspace = &mut self.workspaces[index];
+        if let Some(seeded) = workspace.seed.remove(id) {
+            let dir = workspace.sessions_dir.join(id.as_str());
+            let print = fingerprint(&dir, Some(&seeded.fingerprint));
+            let unchanged =
+                print.as_deref() == Some(seeded.fingerprint.as_str()) && seeded.summary.status != Status::Running;
+            // Known as the seed says, its output followed from its end (what is there is not
+            // news): a read after this reports only how the session differs from the seed.
+            let known = KnownSession {
+                summary: seeded.summary,
+                fingerprint: print.filter(|_| unchanged),
+                tails: tails_from_end(&dir),
+            };
+            workspace.sessions.insert(id.clone(), known);
+            if unchanged {
+                return;
+            }
+        }
+        self.read_session(index, id, BTreeSet::new(), true);
+    }
+
+    /// The sessions of the seed that the initial scan did not find, reported removed.
+    fn report_seed_gone(&mut self, index: usize) {
+        let workspace = &mut self.workspaces[index];
+        let mut gone: Vec<SessionId> = std::mem::take(&mut workspace.seed).into_keys().collect();
+        gone.sort();
+        let root = workspace.workspace.root().to_owned();
+        for session_id in gone {
+            (self.sink)(Change::SessionRemoved {
+                workspace: root.clone(),
+                session_id,
+            });
+        }
+    }
+
+    pub(super) fn read_due_sessions(&mut self) {
+        let now = Instant::now();
+        let settle = self.options.window / 4;
+        let window = self.options.window;
+        let due: Vec<SessionKey> = self
+            .pending
+            .iter()
+            .filter(|(key, pending)| {
+                now >= pending.since + settle && self.last_read.get(*key).is_none_or(|last| now >= *last + window)
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        self.last_read.retain(|_, last| now < *last + window);
+        for key in due {
+            let Some(pending) = self.pending.remove(&key) else {
+                continue;
+            };
+            self.last_read.insert(key.clone(), now);
+            self.read_session(key.0, &key.1, pending.files, false);
+        }
+    }
+
+    /// Reads one session again and sends what changed.
+    pub(super) fn read_session(&mut self, index: usize, id: &SessionId, files: BTreeSet<PathBuf>, initial: bool) {
+        let clock_now = (self.options.clock)();
+        let dir = self.workspaces[index].sessions_dir.join(id.as_str());
+        let is_folder = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+        // Watched before it is read: what changes after the read is seen.
+        if is_folder && !initial {
+            self.watch_session(index, id);
+        }
+        // Nothing is followed through a link standing in for a session folder.
+        let files = if is_folder { files } else { BTreeSet::new() };
+        let workspace = &mut self.workspaces[index];
+        let root = workspace.workspace.root().to_owned();
+        // Taken before the read: a change during the read shows in the next comparison.
+        let print = fingerprint(&dir, workspace.sessions.get(id).and_then(|k| k.fingerprint.as_deref()));
+        // A folder that cannot be read is a session naming its problem, as in a listing.
+        let Some(summary) = read_summary(&dir, id, clock_now) else {
+            self.unwatch_session(index, id);
+            let workspace = &mut self.workspaces[index];
+            self.running.remove(&(index, id.clone()));
+            if workspace.sessions.remove(id).is_some() {
+                (self.sink)(Change::SessionRemoved {
+                    workspace: root,
+                    session_id: id.clone(),
+                });
+            }
+            return;
+        };
+        if summary.status == Status::Running {
+            self.running.insert((index, id.clone()));
+        } else {
+            self.running.remove(&(index, id.clone()));
+        }
+        let store_changed = self.store_changed.remove(&(index, id.clone()));
+        let known = match workspace.sessions.entry(id.clone()) {
+            std::collections::hash_map::Entry::Vacant(entry) => {
+                // Lines already in the files of a session found by the initial scan are not news;
+                // every other file is followed from its start. (Before the change is sent: what
+                // is appended after the caller sees it must not be skipped.)
+                let tails = if initial { tails_from_end(&dir) } else { HashMap::new() };
+                (self.sink)(Change::SessionAdded {
+                    workspace: root.clone(),
+                    session_id: id.clone(),
+                    summary: summary.clone(),
+                });
+                entry.insert(KnownSession {
+                    summary,
+                    fingerprint: None,
+                    tails,
+                })
+            }
+            std::collections::hash_map::Entry::Occupied(entry) => {
+                let known = entry.into_mut();
+                // What the folder cannot order (or no longer names), the order seen live tells.
+                let mut summary = summary;
+                summary.keep_order_seen(&known.summary);
+                if known.summary != summary || store_changed {
+                    (self.sink)(Change::SessionUpdated {
+                        workspace: root.clone(),
+                        session_id: id.clone(),
+                        summary: summary.clone(),
+                    });
+                    known.summary = summary;
+                }
+                known
+            }
+        };
+        known.fingerprint = print;
+        // A node folder made and written at once can beat the watch added for it: output files
+        // the session has and nobody follows yet are followed now, from their start.
+        let mut files = files;
+        if !initial {
+            files.extend(output_files(&dir).into_iter().filter(|f| !known.tails.contains_key(f)));
+        }
+        let mut more = Vec::new();
+        for file in files {
+            let followed = file
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| FOLLOWED_FILES.contains(&n));
+            if !followed {
+                continue;
+            }
+            let tail = known
+                .tails
+                .entry(file.clone())
+                .or_insert_with(|| FileTail::from_start(&file));
+            match tail.read_new_lines(MAX_APPENDED_BYTES) {
+                Ok(new) => {
+                    if new.more {
+                        more.push(file.clone());
+                    }
+                    if !new.lines.is_empty() {
+                        (self.sink)(Change::OutputAppended {
+                            workspace: root.clone(),
+                            session_id: id.clone(),
+                            file,
+                            offset: new.offset,
+                            lines: new.lines,
+                        });
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot read an output file"),
+            }
+        }
+        let now = Instant::now();
+        for file in more {
+            mark_pending(&mut self.pending, (index, id.clone()), Some(file), now);
+        }
+    }
+}
+
+/// The session's followed files, each followed from its end (what they have is not news).
+fn tails_from_end(session_dir: &Path) -> HashMap<PathBuf, FileTail> {
+    let mut tails = HashMap::new();
+    for file in output_files(session_dir) {
+        match FileTail::from_end(&file) {
+            Ok(tail) => {
+                tails.insert(file, tail);
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot follow an output file"),
+        }
+    }
+    tails
+}

@@ -1,0 +1,163 @@
+//! The watching thread's state: the workspaces watched, the sessions known in each, what is due
+//! to be read again, and the messages the thread receives.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use notify::RecommendedWatcher;
+
+use super::options::{Seed, WatcherOptions};
+use crate::sessions::agents::AGENTS_FILE;
+use crate::sessions::change::ChangeSink;
+use crate::sessions::session::{SessionSummary, Workspace};
+use crate::sessions::tail::FileTail;
+use crate::vocabulary::id::SessionId;
+use crate::watch::recorded_runs::RecordedRuns;
+
+pub(super) enum Message {
+    Filesystem(notify::Result<notify::Event>),
+    AgentsFile(notify::Result<notify::Event>),
+    StoreFile(notify::Result<notify::Event>),
+    Stop,
+}
+
+pub(super) struct WatchedWorkspace {
+    pub(super) workspace: Workspace,
+    pub(super) sessions_dir: PathBuf,
+    /// What is watched now: the sessions folder (recursively) or its nearest existing ancestor,
+    /// with its `(device, inode)`.
+    pub(super) watched: Option<(PathBuf, Option<(u64, u64)>)>,
+    /// The folders watched below the sessions folder, by session (see [`session_watch_dirs`]).
+    pub(super) session_watches: HashMap<SessionId, Vec<PathBuf>>,
+    /// inotify could not cover this workspace: it is polled.
+    pub(super) polling: bool,
+    pub(super) reconcile_due: bool,
+    pub(super) sessions: HashMap<SessionId, KnownSession>,
+    pub(super) agents: AgentsWatch,
+    /// What the caller knew of the sessions when watching started ([`Seed`]): taken by
+    /// the initial scan.
+    pub(super) seed: Seed,
+}
+
+impl WatchedWorkspace {
+    pub(super) fn new(workspace: Workspace, seed: Seed) -> WatchedWorkspace {
+        WatchedWorkspace {
+            sessions_dir: workspace.sessions_dir(),
+            agents: AgentsWatch::new(workspace.root()),
+            workspace,
+            watched: None,
+            session_watches: HashMap::new(),
+            polling: false,
+            reconcile_due: true,
+            sessions: HashMap::new(),
+            seed,
+        }
+    }
+}
+
+/// The watch of one workspace's agents file.
+pub(super) struct AgentsWatch {
+    /// `<root>/.zibby`.
+    pub(super) folder: PathBuf,
+    /// `<root>/.zibby/studio.toml`.
+    pub(super) file: PathBuf,
+    /// What is watched: `.zibby` when it is a real folder, else the root, with its identity.
+    pub(super) watched: Option<(PathBuf, Option<(u64, u64)>)>,
+    /// The file as last reported ([`agents_file_state`]).
+    pub(super) state: String,
+    /// An event said it may have changed: looked at once the window since then has passed.
+    pub(super) due_since: Option<Instant>,
+    /// inotify could not watch it: it is looked at every poll interval.
+    pub(super) polled: bool,
+}
+
+impl AgentsWatch {
+    pub(super) fn new(root: &Path) -> AgentsWatch {
+        let file = root.join(AGENTS_FILE);
+        AgentsWatch {
+            folder: file.parent().unwrap_or(root).to_owned(),
+            state: agents_file_state(&file),
+            file,
+            watched: None,
+            due_since: None,
+            polled: false,
+        }
+    }
+}
+
+/// What tells one state of the agents file from another, by metadata alone (links are not
+/// followed): `-` when it is missing, else its device, inode, size, modification and change times
+/// and mode; the same for `.zibby` when it is not a real folder.
+pub(super) fn agents_file_state(file: &Path) -> String {
+    let stamp = |m: &std::fs::Metadata| {
+        format!(
+            "{}:{}:{}:{}.{}:{}.{}:{:o}",
+            m.dev(),
+            m.ino(),
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+            m.mode()
+        )
+    };
+    let folder = file.parent().unwrap_or(file);
+    match std::fs::symlink_metadata(folder) {
+        Err(_) => "-".to_owned(),
+        Ok(m) if !m.is_dir() => format!("folder {}", stamp(&m)),
+        Ok(_) => std::fs::symlink_metadata(file).map_or_else(|_| "-".to_owned(), |m| stamp(&m)),
+    }
+}
+
+pub(super) struct KnownSession {
+    pub(super) summary: SessionSummary,
+    pub(super) fingerprint: Option<String>,
+    pub(super) tails: HashMap<PathBuf, FileTail>,
+}
+
+/// A session to read again, and the files whose events said so.
+pub(super) struct Pending {
+    pub(super) since: Instant,
+    pub(super) files: BTreeSet<PathBuf>,
+}
+
+pub(super) type SessionKey = (usize, SessionId);
+
+pub(super) struct WatchLoop {
+    pub(super) sink: ChangeSink,
+    pub(super) notify: Option<RecommendedWatcher>,
+    /// The agents files' watches (an instance of their own: the sessions' watches come and go
+    /// with their folders, and one folder can be both's).
+    pub(super) agents_notify: Option<RecommendedWatcher>,
+    pub(super) workspaces: Vec<WatchedWorkspace>,
+    pub(super) pending: HashMap<SessionKey, Pending>,
+    pub(super) last_read: HashMap<SessionKey, Instant>,
+    pub(super) next_poll: Instant,
+    pub(super) next_quiet_check: Instant,
+    /// The sessions last read as `running`.
+    pub(super) running: HashSet<SessionKey>,
+    /// How many watches below sessions folders are in place, for [`WatcherOptions::max_watches`].
+    pub(super) session_watch_count: usize,
+    /// The store's runs, when the watcher was given a store.
+    pub(super) recorded_runs: Option<RecordedRuns>,
+    /// Sessions whose run started or ended in the store: reported at their next read even if
+    /// their folder did not change.
+    pub(super) store_changed: HashSet<SessionKey>,
+    pub(super) options: WatcherOptions,
+}
+
+pub(super) fn mark_pending(
+    pending: &mut HashMap<SessionKey, Pending>,
+    key: SessionKey,
+    file: Option<PathBuf>,
+    now: Instant,
+) {
+    let entry = pending.entry(key).or_insert_with(|| Pending {
+        since: now,
+        files: BTreeSet::new(),
+    });
+    entry.files.extend(file);
+}

@@ -1,0 +1,161 @@
+//! Start-up reads each session folder once (issue 25, item 8). The app's start-up as
+//! `src-tauri/src/lib.rs` does it: the first listing read ahead, the window's first `sessions`
+//! call served from it, watching started once it was served, and the window listing again when
+//! the watcher tells it a session changed. Each folder's reads are counted by the kernel: the
+//! opens of its `.session-info.json` (inotify), which reading a summary opens and a fingerprint
+//! never does.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use notify::event::{AccessKind, EventKind};
+use notify::{RecursiveMode, Watcher as _};
+use studio_core::app::Studio;
+use studio_core::store::StoreLocation;
+use studio_core::watcher::{Change, ChangeSink};
+
+const SESSIONS: u64 = 300;
+
+fn session_id(i: u64) -> String {
+    format!("{}_s{i:04}", 1_790_000_000_000 + i)
+}
+
+/// A finished session as the engine leaves one: `.session-info.json`, `result.json`, a node.
+fn add_session(sessions: &Path, i: u64) -> PathBuf {
+    let folder = sessions.join(session_id(i));
+    std::fs::create_dir_all(folder.join("plan")).unwrap();
+    std::fs::write(folder.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
+    std::fs::write(folder.join("result.json"), r#"{"success":true}"#).unwrap();
+    folder
+}
+
+/// Counts the opens of each session's `.session-info.json`, as inotify reports them.
+struct Reads {
+    watcher: notify::RecommendedWatcher,
+    opens: Arc<Mutex<BTreeMap<PathBuf, usize>>>,
+    lost: Arc<Mutex<bool>>,
+}
+
+impl Reads {
+    fn new() -> Reads {
+        let opens: Arc<Mutex<BTreeMap<PathBuf, usize>>> = Arc::default();
+        let lost: Arc<Mutex<bool>> = Arc::default();
+        let (counted, lost_events) = (opens.clone(), lost.clone());
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
+            Ok(event) if event.need_rescan() => *lost_events.lock().unwrap() = true,
+            Ok(event) if matches!(event.kind, EventKind::Access(AccessKind::Open(_))) => {
+                for path in event.paths {
+                    if path.file_name().is_some_and(|name| name == ".session-info.json") {
+                        *counted.lock().unwrap().entry(path).or_default() += 1;
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(_) => *lost_events.lock().unwrap() = true,
+        })
+        .unwrap();
+        Reads { watcher, opens, lost }
+    }
+
+    fn watch(&mut self, folder: &Path) {
+        self.watcher.watch(folder, RecursiveMode::NonRecursive).unwrap();
+    }
+
+    /// How often each of `folders` was read since the last call (inotify's queue drained first).
+    fn take(&self, folders: &[PathBuf]) -> BTreeMap<String, usize> {
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(
+            !*self.lost.lock().unwrap(),
+            "inotify lost events: the reads cannot be counted"
+        );
+        let mut opens = self.opens.lock().unwrap();
+        folders
+            .iter()
+            .map(|folder| {
+                let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+                (name, opens.remove(&folder.join(".session-info.json")).unwrap_or(0))
+            })
+            .collect()
+    }
+}
+
+/// One launch of the app on `root`; `meanwhile` runs between the first listing and the start of
+/// watching. Returns how many session changes the window was told of, and how many sessions its
+/// listings showed (the first, then the last).
+fn launch(root: &Path, db: &Path, meanwhile: impl FnOnce()) -> (usize, usize, usize) {
+    let (studio, _) = Studio::open(Some(root), Ok(StoreLocation::File(db.to_owned())));
+    // The read-ahead (its own thread in the app), then the window's first listing.
+    studio.read_sessions_ahead();
+    let first = studio.sessions(SystemTime::now()).unwrap().sessions.len();
+    assert!(studio.wait_first_listing(Duration::ZERO));
+    meanwhile();
+    // The window's sink: a session change makes it list again.
+    let (told, heard) = mpsc::channel();
+    let sink: ChangeSink = Arc::new(move |change| {
+        if matches!(
+            change,
+            Change::SessionAdded { .. } | Change::SessionUpdated { .. } | Change::SessionRemoved { .. }
+        ) {
+            let _ = told.send(());
+        }
+    });
+    studio.watch(sink).unwrap();
+    // What the watcher's start tells is sent before `watch` returns.
+    let changes = heard.try_iter().count();
+    let last = if changes > 0 {
+        studio.sessions(SystemTime::now()).unwrap().sessions.len()
+    } else {
+        first
+    };
+    studio.shut_down();
+    (changes, first, last)
+}
+
+#[test]
+fn start_up_reads_each_session_folder_once() {
+    let root = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let db = db.path().join("studio.db");
+    let sessions = root.path().join(".zibby/output/sessions");
+    let mut reads = Reads::new();
+    let mut folders: Vec<PathBuf> = (0..SESSIONS).map(|i| add_session(&sessions, i)).collect();
+    for folder in &folders {
+        reads.watch(folder);
+    }
+
+    // First launch on a new store: every folder read, once; nothing changed, nothing told.
+    let (told, first, last) = launch(root.path(), &db, || {});
+    assert_eq!((first, last), (SESSIONS as usize, SESSIONS as usize));
+    let counted = reads.take(&folders);
+    let not_once: Vec<_> = counted.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(
+        not_once.is_empty(),
+        "{} of {SESSIONS} folders not read exactly once at the first launch, e.g. {:?}",
+        not_once.len(),
+        &not_once[..not_once.len().min(5)]
+    );
+    assert_eq!(told, 0, "the watcher's start tells the window nothing new");
+
+    // The next launch: the folder index is current, no folder is read. A session added and one
+    // removed between the listing and the start of watching are told; the new one read once.
+    let gone = folders.remove(0);
+    let mut added = PathBuf::new();
+    let (told, first, last) = launch(root.path(), &db, || {
+        std::fs::remove_dir_all(&gone).unwrap();
+        added = add_session(&sessions, SESSIONS);
+        reads.watch(&added);
+    });
+    assert_eq!((first, last), (SESSIONS as usize, SESSIONS as usize));
+    assert_eq!(told, 2, "the session added and the one removed meanwhile");
+    let counted = reads.take(&folders);
+    let read: Vec<_> = counted.iter().filter(|(_, n)| **n != 0).collect();
+    assert!(read.is_empty(), "folders read at the next launch: {read:?}");
+    let counted = reads.take(std::slice::from_ref(&added));
+    assert_eq!(
+        counted.values().collect::<Vec<_>>(),
+        [&1],
+        "the session added meanwhile, read once"
+    );
+}

@@ -1,0 +1,140 @@
+//! What every server of this crate shares: its program found (or a panic naming the package), a
+//! free port on 127.0.0.1, a wait until the port answers, and the server process itself, ended by
+//! its pid when dropped.
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+/// How long a server may take to answer on its port before the test fails.
+pub const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long a server may take to exit after SIGTERM before it gets SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// The program at `path`, or a panic that says which Debian package installs it.
+pub fn require_program(path: &str, package: &str) -> PathBuf {
+    let program = PathBuf::from(path);
+    if !program.is_file() {
+        panic!(
+            "{path} is missing: install the Debian package `{package}` (scripts/setup.sh installs it; \
+             the tests start it themselves on 127.0.0.1, never as a service)"
+        );
+    }
+    program
+}
+
+/// A port on 127.0.0.1 that nothing listened on a moment ago (the kernel's choice).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local address").port()
+}
+
+/// A process of a server, in a process group of its own (so that a signal reaches the children it
+/// forks too), ended by its pid when dropped: SIGTERM to its group, SIGKILL past a grace period,
+/// and reaped.
+pub struct ServerProcess {
+    child: Child,
+    name: String,
+    log: PathBuf,
+}
+
+impl ServerProcess {
+    /// Starts `command` in a process group of its own, its stdout and stderr appended to `log`.
+    pub fn spawn(name: &str, mut command: Command, log: &Path) -> ServerProcess {
+        let out = std::fs::File::create(log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
+        let err = out.try_clone().expect("clone the log file");
+        command
+            .stdin(std::process::Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0);
+        let child = command.spawn().unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
+        ServerProcess {
+            child,
+            name: name.to_string(),
+            log: log.to_path_buf(),
+        }
+    }
+
+    /// The server's process id (also its process group's).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` to the server's process group.
+    pub fn signal(&self, signal: Signal) {
+        let group = Pid::from_raw(self.child.id() as i32);
+        killpg(group, signal).unwrap_or_else(|e| panic!("{} ({signal}): {e}", self.name));
+    }
+
+    /// Waits until `port` on 127.0.0.1 accepts a connection, or panics (with the server's log)
+    /// when the server exits first or [`START_TIMEOUT`] passes.
+    pub fn wait_for_port(&mut self, port: u16) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let address = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                panic!(
+                    "{} exited ({status}) before answering on port {port}:\n{}",
+                    self.name,
+                    self.log_text()
+                );
+            }
+            if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+                return;
+            }
+            if Instant::now() > deadline {
+                panic!(
+                    "{} did not answer on port {port} within {START_TIMEOUT:?}:\n{}",
+                    self.name,
+                    self.log_text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Whether the server has exited (and so was reaped).
+    pub fn has_exited(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_some()
+    }
+
+    /// What the server wrote to its log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Ends the server: SIGTERM (and SIGCONT, should it be frozen) to its group, SIGKILL past
+    /// the grace period, then reaped. Ending it twice does nothing more.
+    pub fn stop(&mut self) {
+        if self.has_exited() {
+            return;
+        }
+        let group = Pid::from_raw(self.child.id() as i32);
+        let _ = killpg(group, Signal::SIGTERM);
+        let _ = killpg(group, Signal::SIGCONT);
+        let deadline = Instant::now() + STOP_GRACE;
+        while Instant::now() < deadline {
+            if self.has_exited() {
+                // Its forked children (a connection's process) got the signal too.
+                let _ = killpg(group, Signal::SIGKILL);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = killpg(group, Signal::SIGKILL);
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
