@@ -70,5 +70,16 @@ if ! command -v tauri-driver >/dev/null 2>&1; then
   cargo install tauri-driver --locked --version 2.1.0
 fi
 
+# The S3-compatible test server of the bucket tests (crates/test-servers, `moto`): moto's server in
+# a virtual environment of its own, at .venv/moto (or $ZIBBY_MOTO_VENV), version pinned.
+MOTO_VERSION=5.2.5
+moto_venv="${ZIBBY_MOTO_VENV:-$PWD/.venv/moto}"
+if ! "$moto_venv/bin/moto_server" --help >/dev/null 2>&1 \
+   || [ "$("$moto_venv/bin/python" -c 'import moto; print(moto.__version__)' 2>/dev/null)" != "$MOTO_VERSION" ]; then
+  say "moto: installing moto[server]==$MOTO_VERSION into $moto_venv"
+  python3 -m venv "$moto_venv"
+  "$moto_venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"
+fi
+
 say "ui: npm ci && npm run build"
 (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build)

@@ -26,7 +26,7 @@ pub struct Cli {
 }
 
 /// The options every command that reads a workspace or the store takes, before or after its name.
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct Globals {
     /// The project folder whose sessions are under .zibby/output/sessions/ [default: current
     /// folder]; `watch` takes it repeated, for several
@@ -53,7 +53,29 @@ pub struct Globals {
         hide_env_values = true
     )]
     pub ssh_config: Option<PathBuf>,
+    /// `--source URL`: a bucket prefix read as the workspace (the `cloud` command module).
+    #[command(flatten)]
+    pub source: SourceArgs,
 }
+
+/// The global options of a bucket source (the `cloud` command module reads them).
+#[derive(Args, Clone, Default)]
+pub struct SourceArgs {
+    /// Read the sessions of a bucket prefix instead of a workspace, read-only: s3://BUCKET/PREFIX,
+    /// gs://BUCKET/PREFIX or az://CONTAINER/PREFIX. Credentials, region and endpoint come from the
+    /// provider's own variables and files (AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL, ...)
+    #[arg(long = "source", id = "bucket_source", value_name = "URL", global = true)]
+    pub source: Option<String>,
+    /// With --source: the most its cache folder holds (bytes, or with K, M, G, T); 2G by default
+    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size)]
+    pub cache_limit: Option<u64>,
+    /// With --source: empty its cache folder first (the bucket is not touched)
+    #[arg(long, global = true)]
+    pub clear_cache: bool,
+}
+
+/// The commands that read a bucket source.
+pub const READING: [&str; 7] = ["sessions", "show", "logs", "search", "diff", "export", "import"];
 
 /// How a command prints what it found.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -375,9 +397,10 @@ pub struct ExportArgs {
     pub include_config: bool,
 }
 
-#[derive(Args)]
+#[derive(Args, Clone)]
 pub struct ImportArgs {
-    /// A bundle (.zip), a session folder, or a captured log (a run's stdout)
+    /// A bundle (.zip), a session folder, or a captured log (a run's stdout); with --source, the
+    /// id of the bucket's session to copy into the local workspace
     #[arg(value_name = "FILE|FOLDER")]
     pub source: PathBuf,
     /// Give the session a new id (an id the workspace has is refused otherwise)
@@ -397,7 +420,7 @@ pub struct ImportArgs {
 }
 
 /// A size: bytes, or a number with K, M, G or T (KiB, MiB, GiB, TiB; `KiB`, `KB` read the same).
-fn parse_size(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
     let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(digits);
@@ -465,7 +488,7 @@ impl Command {
 }
 
 impl StudioCommand {
-    fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             StudioCommand::Sessions => "sessions",
             StudioCommand::Show(_) => "show",
@@ -536,6 +559,8 @@ impl Cli {
         let mut command = Cli::command();
         let globals: Vec<clap::Arg> = command.get_arguments().filter(|a| a.is_global_set()).cloned().collect();
         for sub in command.get_subcommands_mut() {
+            let sub_name = sub.get_name().to_owned();
+            let sub_name = sub_name.as_str();
             let takes = match sub.get_name() {
                 "keep" | "build-info" => Takes {
                     workspaces: Workspaces::None,
@@ -550,6 +575,7 @@ impl Cli {
                 "remote" | "ssh_config" => !remote,
                 "db" | "memory" => !takes.store,
                 "json" => !takes.json,
+                "bucket_source" | "cache_limit" | "clear_cache" => !READING.contains(&sub_name),
                 _ => false,
             };
             // A command's own copy of a global, hidden, stands in for the global (clap copies
@@ -570,7 +596,12 @@ impl Cli {
     /// that does not work on a remote workspace.
     fn remote_refusal(&self, name: &str) -> Option<String> {
         self.globals.remote.as_ref()?;
-        if !REMOTE_COMMANDS.contains(&name) {
+        if self.globals.source.source.is_some() {
+            Some(
+                "--remote and --source each name the workspace (a host's folder over ssh, a bucket prefix): give one of them"
+                    .to_owned(),
+            )
+        } else if !REMOTE_COMMANDS.contains(&name) {
             Some(format!(
                 "`zstudio {name}` does not work on a remote workspace: --remote is taken by {}",
                 REMOTE_COMMANDS.join(", ")
@@ -694,6 +725,23 @@ mod tests {
             let error = check(args).unwrap_err();
             assert!(error.contains(says), "{args:?}: {error}");
         }
+    }
+
+    #[test]
+    fn remote_and_source_refuse_each_other() {
+        for args in [
+            &["--remote", "h:/w", "--source", "s3://b/p", "sessions"][..],
+            &["sessions", "--source", "s3://b/p", "--remote", "h:/w"][..],
+            &["--source", "s3://b/p", "diff", "a", "b", "--remote", "h:/w"][..],
+        ] {
+            let error = check(args).unwrap_err();
+            assert!(
+                error.contains("--remote and --source each name the workspace"),
+                "{args:?}: {error}"
+            );
+        }
+        assert_eq!(check(&["--remote", "h:/w", "sessions"]), Ok(()));
+        assert_eq!(check(&["--source", "s3://b/p", "sessions"]), Ok(()));
     }
 
     #[test]

@@ -31,6 +31,8 @@
 //!   between the studio and an agent).
 //! - **Share** (`share/`): [`share`] (a session exported as a bundle; a bundle, a session folder or
 //!   a captured log imported, untrusted, all or nothing).
+//! - **Bucket** (`bucket/`): a prefix of S3, GCS or Azure Blob Storage mirrored read-only into
+//!   the cache and opened as a workspace (`bucket::Mirror`).
 //! - **Watch** (`watch/`): [`watcher`] (session folders as they change, as typed changes).
 //! - **App** (`app/`): [`live`] (the runs the studio follows, joined to the watcher's changes) and
 //!   the app service the window and `zstudio` share: the store opened and reconciled, runs of
@@ -45,6 +47,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
 pub mod app;
+pub mod bucket;
 pub mod compare;
 pub mod remote;
 pub mod runs;

@@ -25,17 +25,30 @@ pub fn options(args: &DiffArgs) -> Options {
 /// Exit status as `diff(1)`'s: 0 when the runs are the same, 1 when they differ (0 with
 /// `--exit-zero`); trouble is 2 ([`TROUBLE`], `main`'s).
 pub fn diff(args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    diff_in(args, globals, None, out)
+}
+
+/// [`diff`], a session id not found in `globals`' workspace looked up in `local`'s (with
+/// `--source`: a cloud session compared with a local one).
+pub fn diff_in(
+    args: &DiffArgs,
+    globals: &Globals,
+    local: Option<&Globals>,
+    out: &mut impl Write,
+) -> anyhow::Result<ExitCode> {
     let options = options(args);
     let compared = if args.log.is_empty() {
         let store = globals.open_store()?;
         let workspace = globals.open_workspace()?;
+        let local = local.map(Globals::open_workspace).transpose()?;
         let [a, b] = &args.runs[..] else {
             anyhow::bail!("give two runs to compare (session or run ids), or --log FILE twice");
         };
-        let (a, b) = (
-            Source::resolve(&store, &workspace, a)?,
-            Source::resolve(&store, &workspace, b)?,
-        );
+        let resolve = |id: &str| match (Source::resolve(&store, &workspace, id), &local) {
+            (Err(error), Some(local)) => Source::resolve(&store, local, id).map_err(|_| error),
+            (found, _) => found,
+        };
+        let (a, b) = (resolve(a)?, resolve(b)?);
         compare(Some(&store), &a, &b, &options)?
     } else {
         let [a, b] = captured_logs(args)?;

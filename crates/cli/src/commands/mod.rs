@@ -3,6 +3,7 @@
 //! because it writes to standard output itself.
 
 pub mod build_info;
+pub mod cloud;
 mod delete;
 pub mod diff;
 pub mod keep;
@@ -28,6 +29,9 @@ use crate::cli::{Globals, StudioCommand};
 pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     if globals.remote.is_some() {
         return crate::remote::run(&command, globals, out);
+    }
+    if let Some(url) = &globals.source.source {
+        return cloud::run(command, globals, url, out);
     }
     let done = match command {
         StudioCommand::Sessions => sessions::list(globals, out),

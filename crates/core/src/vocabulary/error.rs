@@ -130,6 +130,15 @@ pub enum Error {
     /// log (text).
     #[error("{path}: not a session bundle, a session folder or a captured log: {reason}; nothing was imported")]
     NotImportable { path: PathBuf, reason: String },
+    /// A bucket source (`s3://`, `gs://`, `az://`) that refused, failed or gave something the
+    /// studio will not mirror: names the source, the key (empty for the source as a whole) and,
+    /// when access is refused, the identity used.
+    #[error("{source_url}{}: {reason}", if .key.is_empty() { String::new() } else { format!(": `{}`", .key) })]
+    Bucket {
+        source_url: String,
+        key: String,
+        reason: String,
+    },
     /// A request to a studio server (`zstudio serve --stdio`) that it could not read: not JSON,
     /// too large, an unknown method, parameters it does not take.
     #[error("invalid request: {reason}")]
@@ -255,6 +264,7 @@ impl Error {
             Error::BundleInvalid { .. } => ErrorCode::BundleInvalid,
             Error::SessionExists { .. } => ErrorCode::SessionExists,
             Error::NotImportable { .. } => ErrorCode::NotImportable,
+            Error::Bucket { .. } => ErrorCode::Bucket,
             Error::InvalidRequest { .. } => ErrorCode::InvalidRequest,
             Error::ProtocolMismatch { .. } => ErrorCode::ProtocolMismatch,
             Error::RemoteLink { .. } => ErrorCode::RemoteLink,
@@ -345,6 +355,8 @@ error_codes! {
     BundleInvalid = "bundle_invalid",
     SessionExists = "session_exists",
     NotImportable = "not_importable",
+    /// A bucket source refused access, failed, stalled or held a key the studio will not mirror.
+    Bucket = "bucket",
     /// A studio server could not read a request (`zstudio serve --stdio`).
     InvalidRequest = "invalid_request",
     /// The client and the studio server speak different protocol versions.

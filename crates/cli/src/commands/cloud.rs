@@ -1,0 +1,86 @@
+//! `--source URL`: a bucket prefix (`s3://`, `gs://`, `az://`) read as the workspace, read-only.
+//!
+//! The prefix is mirrored into the cache (`studio_core::bucket::Mirror`), then the command runs
+//! on the mirror as on any workspace: `sessions`, `show`, `logs`, `search`, `export`; `diff`
+//! looks an id up in the bucket, then in the local workspace (`--workspace`, else the current
+//! folder); `import ID` copies a cloud session into the local workspace and store. Every other
+//! command is refused: nothing is ever written to the bucket.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use studio_core::bucket::{cache, Mirror, MirrorOptions, Source, UploadState};
+use studio_core::SessionId;
+
+use crate::cli::{Globals, ImportArgs, SourceArgs, StudioCommand, READING};
+
+/// Runs `command` on the bucket prefix `url`.
+pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    let name = command.name();
+    if !READING.contains(&name) {
+        anyhow::bail!(
+            "`zstudio {name}` does not take --source: a bucket's sessions are read-only (run, stop, delete, continue and replay change a session); `zstudio --source URL import ID` copies one into the local workspace"
+        );
+    }
+    let source = Source::parse(url)?;
+    let mirror = open(&source, &globals.source)?;
+    let mut cloud = globals.clone();
+    cloud.workspace = vec![mirror.workspace_root()];
+    cloud.source = SourceArgs::default();
+    let mut local = globals.clone();
+    local.source = SourceArgs::default();
+    match command {
+        StudioCommand::Diff(args) => super::diff::diff_in(&args, &cloud, Some(&local), out),
+        StudioCommand::Import(args) => import(&mirror, &args, &local, out).map(|()| ExitCode::SUCCESS),
+        command => super::run(command, &cloud, out),
+    }
+}
+
+/// The mirror of `source`, brought up to date; what it refused and the sessions still being
+/// uploaded said on standard error.
+fn open(source: &Source, args: &SourceArgs) -> anyhow::Result<Mirror> {
+    let root = cache::default_cache_root()
+        .ok_or_else(|| anyhow::anyhow!("no cache folder for {source}: set XDG_CACHE_HOME or HOME"))?;
+    if args.clear_cache {
+        cache::clear(&root, Some(source))?;
+    }
+    let mut options = MirrorOptions::new(root);
+    if let Some(limit) = args.cache_limit {
+        options.max_bytes = limit;
+    }
+    let mirror = Mirror::open(source, options)?;
+    let listing = mirror.refresh(SystemTime::now())?;
+    let mut err = crate::visible::Visible::new(std::io::stderr().lock());
+    for refused in &listing.refused {
+        writeln!(err, "zstudio: {refused}")?;
+    }
+    for session in listing.sessions.iter().filter(|s| s.state == UploadState::Uploading) {
+        writeln!(
+            err,
+            "zstudio: {source}: session `{}` is still being uploaded ({} objects so far): shown as far as it got",
+            session.id, session.objects
+        )?;
+    }
+    if listing.left_out > 0 {
+        writeln!(
+            err,
+            "zstudio: {source}: {} older sessions left out to keep the cache within its limit (--cache-limit)",
+            listing.left_out
+        )?;
+    }
+    Ok(mirror)
+}
+
+/// `import ID`: the cloud session fetched whole into a temp folder, then imported from there as a
+/// session folder into the local workspace and store.
+fn import(mirror: &Mirror, args: &ImportArgs, local: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let id = args.source.to_str().unwrap_or_default();
+    let id = SessionId::parse(id)?;
+    let staging = tempfile::tempdir()?;
+    let limit = args.max_bytes.unwrap_or(studio_core::share::DEFAULT_MAX_BYTES);
+    let folder = mirror.download_session(&id, staging.path(), limit)?;
+    let mut args = args.clone();
+    args.source = folder;
+    super::share::import(&args, local, out)
+}

@@ -1,0 +1,315 @@
+//! `zstudio --source s3://…` against moto's S3 server on 127.0.0.1 (`test_servers::moto`): real
+//! captured sessions uploaded with boto3, then listed, shown, searched, priced, compared with a
+//! local run and imported, by the real binary with the provider's standard variables.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+use test_servers::moto::Moto;
+
+/// The shared captures of real engine runs, as copied into the repo.
+fn captures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/zibby-captures")
+}
+
+const BUCKET: &str = "team-runs";
+const URL: &str = "s3://team-runs/ci";
+
+/// The pipeline capture's session, its id, and the same session with a priced node (a Claude
+/// Code stream as the plan's output).
+const PIPELINE: &str = "head-bb10e85-02-pipeline-markers";
+const PIPELINE_ID: &str = "1795952464415_3prb";
+const FANOUT: &str = "head-bb10e85-93-fanout-markers";
+
+struct Setup {
+    moto: Moto,
+    home: TempDir,
+    /// A local workspace holding the same sessions as the bucket.
+    local: TempDir,
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The bucket's sessions: the pipeline (its plan priced) and the fanout, each complete; the
+/// local workspace holds the same.
+fn setup() -> Setup {
+    let moto = Moto::start();
+    let local = TempDir::new().unwrap();
+    let sessions = local.path().join(".zibby/output/sessions");
+    for capture in [PIPELINE, FANOUT] {
+        for session in std::fs::read_dir(captures().join(capture).join("cwd/.zibby/output/sessions")).unwrap() {
+            let session = session.unwrap();
+            copy_dir(&session.path(), &sessions.join(session.file_name()));
+        }
+    }
+    let usage = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/usage/claude-code-stream-json.jsonl");
+    std::fs::copy(usage, sessions.join(PIPELINE_ID).join("plan/raw_stream_output.txt")).unwrap();
+    let mut ops = Vec::new();
+    for session in std::fs::read_dir(&sessions).unwrap() {
+        let session = session.unwrap();
+        let id = session.file_name().into_string().unwrap();
+        ops.push(json!({"copy_tree": session.path(), "prefix": format!("ci/{id}/")}));
+        ops.push(json!({"put": format!("ci/{id}/.upload-complete"), "text": ""}));
+    }
+    moto.upload(BUCKET, true, json!(ops));
+    Setup {
+        moto,
+        home: TempDir::new().unwrap(),
+        local,
+    }
+}
+
+fn zstudio(setup: &Setup, args: &[&str]) -> Output {
+    zstudio_at(&setup.moto, setup.home.path(), args)
+}
+
+/// The real binary with the provider's standard variables pointing at `moto`, its cache and
+/// data folders in `home`.
+fn zstudio_at(moto: &Moto, home: &Path, args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_zstudio"));
+    command
+        .args(args)
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env_remove("AWS_PROFILE")
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("HOME", home)
+        .envs(moto.env())
+        .stdin(Stdio::null());
+    command.output().unwrap()
+}
+
+fn json_of(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "zstudio failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// What a listing says of each session that does not depend on where its folder is.
+fn listed(sessions: &Value) -> Vec<(String, Value, Value)> {
+    let mut listed: Vec<_> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_str().unwrap().to_owned(),
+                s["status"].clone(),
+                s["usage"].clone(),
+            )
+        })
+        .collect();
+    listed.sort_by(|a, b| a.0.cmp(&b.0));
+    listed
+}
+
+#[test]
+fn a_bucket_prefix_is_listed_shown_searched_priced_and_exported_as_a_local_workspace() {
+    let setup = setup();
+    let local_root = setup.local.path().to_str().unwrap();
+    let cloud = json_of(&zstudio(&setup, &["--source", URL, "sessions", "--json", "--memory"]));
+    let local = json_of(&zstudio(&setup, &["-w", local_root, "sessions", "--json", "--memory"]));
+    assert_eq!(listed(&cloud).len(), 2);
+    assert_eq!(
+        listed(&cloud),
+        listed(&local),
+        "ids, statuses and usage as the local sessions'"
+    );
+    let priced = listed(&cloud).into_iter().find(|s| s.0 == PIPELINE_ID).unwrap();
+    assert!(
+        priced.2["cost_usd"].as_f64().is_some_and(|c| c > 0.0),
+        "priced: {}",
+        priced.2
+    );
+
+    let shown = json_of(&zstudio(
+        &setup,
+        &["--source", URL, "show", PIPELINE_ID, "--json", "--memory"],
+    ));
+    assert_eq!(shown["id"], PIPELINE_ID);
+    let logs = zstudio(&setup, &["--source", URL, "logs", PIPELINE_ID, "--memory"]);
+    assert!(logs.status.success(), "{}", String::from_utf8_lossy(&logs.stderr));
+
+    // The full-text index covers what the studio recorded (runs, imported bundles): a bucket's
+    // folders are searched as the same folders are in a local workspace.
+    let cloud_hits = json_of(&zstudio(
+        &setup,
+        &["--source", URL, "search", "plan", "--json", "--memory"],
+    ));
+    let local_hits = json_of(&zstudio(
+        &setup,
+        &["-w", local_root, "search", "plan", "--json", "--memory"],
+    ));
+    assert_eq!(cloud_hits, local_hits);
+
+    let bundle = setup.home.path().join("cloud.zip");
+    let exported = zstudio(
+        &setup,
+        &[
+            "--source",
+            URL,
+            "export",
+            PIPELINE_ID,
+            "-o",
+            bundle.to_str().unwrap(),
+            "--memory",
+        ],
+    );
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    assert!(std::fs::metadata(&bundle).unwrap().len() > 0);
+}
+
+#[test]
+fn a_cloud_session_is_compared_with_a_local_one_and_imported() {
+    let setup = setup();
+    let work = TempDir::new().unwrap();
+    let (_, fanout_id) = {
+        let session = std::fs::read_dir(captures().join(FANOUT).join("cwd/.zibby/output/sessions"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        (session.path(), session.file_name().into_string().unwrap())
+    };
+    // A local run of the same pipeline, but with the plan's original output.
+    let local_id = "1795952999999_here";
+    copy_dir(
+        &captures()
+            .join(PIPELINE)
+            .join("cwd/.zibby/output/sessions")
+            .join(PIPELINE_ID),
+        &work.path().join(".zibby/output/sessions").join(local_id),
+    );
+    let root = work.path().to_str().unwrap();
+    let diff = zstudio(
+        &setup,
+        &[
+            "--source",
+            URL,
+            "-w",
+            root,
+            "diff",
+            PIPELINE_ID,
+            local_id,
+            "--json",
+            "--memory",
+        ],
+    );
+    assert_eq!(
+        diff.status.code(),
+        Some(1),
+        "the runs differ in the plan: {}",
+        String::from_utf8_lossy(&diff.stderr)
+    );
+    let compared: Value = serde_json::from_slice(&diff.stdout).unwrap();
+    assert!(compared.to_string().contains("plan"), "{compared}");
+
+    let db = setup.home.path().join("local.sqlite");
+    let imported = zstudio(
+        &setup,
+        &[
+            "--source",
+            URL,
+            "-w",
+            root,
+            "--db",
+            db.to_str().unwrap(),
+            "import",
+            &fanout_id,
+            "--json",
+        ],
+    );
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    let here = work.path().join(".zibby/output/sessions").join(&fanout_id);
+    let original = captures()
+        .join(FANOUT)
+        .join("cwd/.zibby/output/sessions")
+        .join(&fanout_id);
+    assert_eq!(
+        std::fs::read(here.join(".session-info.json")).unwrap(),
+        std::fs::read(original.join(".session-info.json")).unwrap()
+    );
+    let sessions = json_of(&zstudio(
+        &setup,
+        &["-w", root, "--db", db.to_str().unwrap(), "sessions", "--json"],
+    ));
+    assert!(sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["id"] == fanout_id.as_str()));
+}
+
+#[test]
+fn commands_that_change_sessions_are_refused_with_a_source() {
+    let home = TempDir::new().unwrap();
+    for args in [
+        &["--source", URL, "delete", PIPELINE_ID, "--yes"][..],
+        &["--source", URL, "run", "--", "true"][..],
+        &["--source", URL, "stop", PIPELINE_ID][..],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+            .args(args)
+            .env("XDG_CACHE_HOME", home.path())
+            .env("XDG_DATA_HOME", home.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("does not take --source") && stderr.contains("read-only"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn access_refused_and_a_session_mid_upload_are_said_on_stderr() {
+    let refusing = Moto::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "0")]);
+    let home = TempDir::new().unwrap();
+    let output = zstudio_at(&refusing, home.path(), &["--source", URL, "sessions", "--memory"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("zstudio: s3://team-runs/ci: access refused for access key …ting (AWS_ACCESS_KEY_ID)"),
+        "{stderr}"
+    );
+
+    let setup = setup();
+    setup.moto.upload(
+        BUCKET,
+        false,
+        json!([{"put": "ci/1795953000000_half/plan/raw_stream_output.txt", "text": "half\n"}]),
+    );
+    let output = zstudio(&setup, &["--source", URL, "sessions", "--json", "--memory"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("session `1795953000000_half` is still being uploaded (1 objects so far)"),
+        "{stderr}"
+    );
+    assert_eq!(json_of(&output).as_array().unwrap().len(), 3);
+}

@@ -1,0 +1,138 @@
+//! A bucket prefix of generated sessions on moto's S3 server (127.0.0.1, `test_servers::moto`)
+//! against the same sessions as local folders, in the same run (issue 28):
+//!
+//! - the first listing (an empty cache: list the prefix, fetch every session's small files, then
+//!   `Workspace::list_sessions` on the mirror) against `Workspace::list_sessions` of the local
+//!   folders read afresh (target: within 3x);
+//! - a warm re-listing (nothing changed: list the prefix, fetch nothing, list the mirror) against
+//!   the same local listing again (target: within 1.2x);
+//! - the tail of a 1 GiB output (a multipart upload) shown after fetching at most a few MB.
+//!
+//! `cargo bench -p studio-core --bench bucket_listing` (`BENCH_SESSIONS` for another count than
+//! 10,000; `BENCH_BIG_MIB` for another output size than 1024). Needs `scripts/setup.sh`'s moto.
+
+use std::time::{Instant, SystemTime};
+
+use serde_json::json;
+use studio_core::bucket::{Mirror, MirrorOptions, Source};
+use studio_core::{SessionId, Workspace};
+use test_servers::moto::Moto;
+
+mod common;
+
+use common::{best_of, generate_sessions};
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let env_count =
+        |name: &str, default: usize| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
+    let count = env_count("BENCH_SESSIONS", 10_000);
+    let big_mib = env_count("BENCH_BIG_MIB", 1024);
+    let moto = Moto::start();
+    for (name, value) in moto.env() {
+        std::env::set_var(name, value);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    generate_sessions(dir.path(), count);
+    let local = Workspace::open(dir.path()).unwrap();
+    upload(&moto, dir.path(), count);
+
+    // Read afresh: every folder read by the studio (no store, no index), as `session_listing`.
+    let (local_fresh, listed) = best_of(3, || local.list_sessions(SystemTime::now()).unwrap().len());
+    assert_eq!(listed, count);
+
+    let cache = tempfile::tempdir().unwrap();
+    let source = Source::parse("s3://bench/runs").unwrap();
+    let options = MirrorOptions::new(cache.path().to_owned());
+    let started = Instant::now();
+    let mirror = Mirror::open(&source, options).unwrap();
+    let listing = mirror.refresh(SystemTime::now()).unwrap();
+    let cloud = Workspace::open(mirror.workspace_root()).unwrap();
+    assert_eq!(cloud.list_sessions(SystemTime::now()).unwrap().len(), count);
+    let cloud_first = started.elapsed();
+    assert_eq!(listing.sessions.len(), count);
+
+    let (local_warm, _) = best_of(5, || local.list_sessions(SystemTime::now()).unwrap().len());
+    let (cloud_warm, fetched) = best_of(3, || {
+        let listing = mirror.refresh(SystemTime::now()).unwrap();
+        cloud.list_sessions(SystemTime::now()).unwrap();
+        listing.fetched_bytes
+    });
+    assert_eq!(fetched, 0, "nothing changed: nothing fetched");
+
+    println!("sessions: {count} ({} objects with the markers)", count * 5);
+    println!(
+        "first listing: cloud {:.1} ms, local read afresh {:.1} ms: {:.2}x (target 3x)",
+        ms(cloud_first),
+        ms(local_fresh),
+        cloud_first.as_secs_f64() / local_fresh.as_secs_f64()
+    );
+    println!(
+        "warm re-listing: cloud {:.1} ms, local {:.1} ms: {:.2}x (target 1.2x)",
+        ms(cloud_warm),
+        ms(local_warm),
+        cloud_warm.as_secs_f64() / local_warm.as_secs_f64()
+    );
+    big_output_tail(&moto, big_mib);
+}
+
+fn ms(duration: std::time::Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// Every generated file, and each session's marker, uploaded 16 at a time.
+fn upload(moto: &Moto, root: &std::path::Path, count: usize) {
+    let sessions = root.join(".zibby/output/sessions");
+    let mut objects = Vec::with_capacity(count * 5);
+    for entry in std::fs::read_dir(&sessions).unwrap() {
+        let session = entry.unwrap().path();
+        let id = session.file_name().unwrap().to_str().unwrap().to_owned();
+        for file in [
+            ".session-info.json",
+            "plan/raw_stream_output.txt",
+            "act/raw_stream_output.txt",
+            "report/raw_stream_output.txt",
+        ] {
+            let text = std::fs::read_to_string(session.join(file)).unwrap();
+            objects.push(json!([format!("runs/{id}/{file}"), text]));
+        }
+        objects.push(json!([format!("runs/{id}/.upload-complete"), ""]));
+    }
+    moto.upload("bench", true, json!([{"bulk": objects}]));
+}
+
+/// A session whose one output is `mib` MiB (a multipart upload of 64 MiB parts): its listing and
+/// its last page, with the bytes fetched for them.
+fn big_output_tail(moto: &Moto, mib: usize) {
+    let part_mib = 64.min(mib);
+    moto.upload(
+        "bench",
+        false,
+        json!([
+            {"put": "big/1795999999999_big/.session-info.json", "text": "{}"},
+            {"multipart": "big/1795999999999_big/node/raw_stream_output.txt", "part_bytes": part_mib << 20, "parts": mib / part_mib, "fill": "a line of the agent's output\n", "last": "the last line\n"},
+            {"put": "big/1795999999999_big/.upload-complete", "text": ""},
+        ]),
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let mirror = Mirror::open(
+        &Source::parse("s3://bench/big").unwrap(),
+        MirrorOptions::new(cache.path().to_owned()),
+    )
+    .unwrap();
+    mirror.refresh(SystemTime::now()).unwrap();
+    let size = (mib as u64) << 20;
+    let id = SessionId::parse("1795999999999_big").unwrap();
+    let tail = mirror
+        .read_range(&id, "node/raw_stream_output.txt", size - 64 * 1024..size)
+        .unwrap();
+    assert!(tail.ends_with(b"the last line\n"));
+    println!(
+        "tail of a {mib} MiB output: shown after {:.1} ms, {:.2} MB fetched (listing and the last 64 KiB page)",
+        ms(started.elapsed()),
+        mirror.fetched_bytes() as f64 / 1e6
+    );
+}

@@ -1,0 +1,322 @@
+//! The mirror's folder in the studio's cache: where it is, what each session's manifest says is
+//! there, and the one way a file gets there (written to `tmp/`, then renamed into place), so a
+//! file the manifest lists is never half-written. Nothing is written outside the source's folder.
+//!
+//! ```text
+//! <cache>/zibby-studio/sources/<scheme>-<bucket>-<hash>/
+//!   workspace/.zibby/output/sessions/<id>/…   the sessions, laid out as a local workspace
+//!   manifests/<id>.json                       what of each session is there, and from which object
+//!   tmp/                                      files being written (emptied when the mirror opens)
+//! ```
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use crate::bucket::source::Source;
+use crate::sessions::private;
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
+
+/// The cache's root when none is given: `$XDG_CACHE_HOME/zibby-studio/sources`, else
+/// `~/.cache/zibby-studio/sources`.
+pub fn default_cache_root() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))
+        .map(|cache| cache.join("zibby-studio").join("sources"))
+}
+
+/// The folder of `source` under `cache_root`: one per source and endpoint (the same bucket name
+/// on another endpoint is another bucket).
+pub fn source_folder(cache_root: &Path, source: &Source) -> PathBuf {
+    let endpoint = source
+        .endpoint
+        .clone()
+        .unwrap_or_else(|| std::env::var("AWS_ENDPOINT_URL").unwrap_or_default());
+    let digest = sha2::Sha256::digest(format!("{source}\n{endpoint}"));
+    let hash: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    let scheme = source.to_string();
+    let scheme = scheme.split("://").next().unwrap_or("bucket");
+    cache_root.join(format!("{scheme}-{}-{hash}", source.bucket))
+}
+
+/// One mirrored file: the object it came from and which of its bytes are here.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileEntry {
+    pub size: u64,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    /// The byte ranges present, `[start, end)`, sorted and apart; the rest of a large output is a
+    /// hole of its sparse file until asked for.
+    pub present: Vec<(u64, u64)>,
+}
+
+impl FileEntry {
+    pub fn stored_bytes(&self) -> u64 {
+        self.present.iter().map(|(start, end)| end - start).sum()
+    }
+
+    /// Whether `range` is all present.
+    pub fn covers(&self, start: u64, end: u64) -> bool {
+        self.present.iter().any(|&(s, e)| s <= start && end <= e)
+    }
+
+    /// Records `[start, end)` as present, merged with what touches it.
+    pub fn add(&mut self, start: u64, end: u64) {
+        self.present.push((start, end));
+        self.present.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(self.present.len());
+        for &(s, e) in &self.present {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        self.present = merged;
+    }
+}
+
+/// What of one session is in the mirror.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SessionManifest {
+    /// Its upload was complete when fetched: it is never fetched again.
+    pub complete: bool,
+    /// The newest last-modified of its objects (eviction takes the oldest sessions first).
+    pub newest: Option<String>,
+    /// By path in the session folder.
+    pub files: BTreeMap<String, FileEntry>,
+}
+
+impl SessionManifest {
+    pub fn stored_bytes(&self) -> u64 {
+        self.files.values().map(FileEntry::stored_bytes).sum()
+    }
+}
+
+/// The folders of one source's mirror.
+#[derive(Debug, Clone)]
+pub struct CacheFolder {
+    pub root: PathBuf,
+}
+
+impl CacheFolder {
+    /// The source's folder, made if missing, its `tmp/` emptied (what a stopped write left there
+    /// was never complete).
+    pub fn open(root: PathBuf) -> Result<CacheFolder, Error> {
+        let folder = CacheFolder { root };
+        let tmp = folder.tmp();
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| Error::io_write(&tmp, e))?;
+        }
+        for dir in [folder.sessions_dir(), folder.manifests(), tmp] {
+            private::create_dir_all(&dir)?;
+        }
+        Ok(folder)
+    }
+
+    /// The mirror laid out as a workspace: the core opens it as any other.
+    pub fn workspace(&self) -> PathBuf {
+        self.root.join("workspace")
+    }
+
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.workspace().join(".zibby").join("output").join("sessions")
+    }
+
+    fn manifests(&self) -> PathBuf {
+        self.root.join("manifests")
+    }
+
+    fn tmp(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
+    fn manifest_path(&self, id: &SessionId) -> PathBuf {
+        self.manifests().join(format!("{id}.json"))
+    }
+
+    /// Where `path` (checked by `keys::session_path`) of session `id` is mirrored.
+    pub fn file_path(&self, id: &SessionId, path: &str) -> PathBuf {
+        self.sessions_dir().join(id.as_str()).join(path)
+    }
+
+    /// Every manifest of the mirror; one that does not read is left out (its session is fetched
+    /// again).
+    pub fn manifests_read(&self) -> Result<BTreeMap<SessionId, SessionManifest>, Error> {
+        let dir = self.manifests();
+        let mut found = BTreeMap::new();
+        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))? {
+            let entry = entry.map_err(|e| Error::io(&dir, e))?;
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
+                continue;
+            };
+            let Ok(id) = SessionId::parse(id) else { continue };
+            if let Some(manifest) = self.manifest(&id) {
+                found.insert(id, manifest);
+            }
+        }
+        Ok(found)
+    }
+
+    /// The manifest of `id`, if it is there and reads.
+    pub fn manifest(&self, id: &SessionId) -> Option<SessionManifest> {
+        let bytes = std::fs::read(self.manifest_path(id)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Writes `id`'s manifest (after the files it lists are in place).
+    pub fn write_manifest(&self, id: &SessionId, manifest: &SessionManifest) -> Result<(), Error> {
+        let bytes = serde_json::to_vec(manifest).expect("a manifest serializes");
+        self.put(&self.manifest_path(id), |file| file.write_all(&bytes))
+    }
+
+    /// Writes a whole file of session `id`, modified at `modified` (its object's time, which the
+    /// core's listing reads as the session's).
+    pub fn write_whole(
+        &self,
+        id: &SessionId,
+        path: &str,
+        bytes: &[u8],
+        modified: Option<SystemTime>,
+    ) -> Result<(), Error> {
+        self.put(&self.file_path(id, path), |file| {
+            file.write_all(bytes)?;
+            stamp(file, modified)
+        })
+    }
+
+    /// Writes a sparse file of `size` bytes holding `tail` at its end (the rest a hole).
+    pub fn write_tail(
+        &self,
+        id: &SessionId,
+        path: &str,
+        size: u64,
+        tail: &[u8],
+        modified: Option<SystemTime>,
+    ) -> Result<(), Error> {
+        self.put(&self.file_path(id, path), |file| {
+            file.set_len(size)?;
+            file.write_all_at(tail, size - tail.len() as u64)?;
+            stamp(file, modified)
+        })
+    }
+
+    /// Writes `bytes` at `offset` of a mirrored sparse file, in place: the manifest records the
+    /// range only after this returns, so a write cut short is a range still missing.
+    pub fn write_at(&self, id: &SessionId, path: &str, offset: u64, bytes: &[u8]) -> Result<(), Error> {
+        let target = self.file_path(id, path);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&target)
+            .map_err(|e| Error::io_write(&target, e))?;
+        // The file keeps its object's time: a page fetched is not the session changing.
+        let modified = file.metadata().and_then(|m| m.modified()).ok();
+        file.write_all_at(bytes, offset)
+            .and_then(|()| stamp(&file, modified))
+            .and_then(|()| file.sync_data())
+            .map_err(|e| Error::io_write(&target, e))
+    }
+
+    /// Flushes the files written so far to the disk (one `syncfs` for them all), before the
+    /// manifests that list them are written: a power cut cannot leave a manifest listing a
+    /// file whose bytes never reached the disk.
+    pub fn flush(&self) -> Result<(), Error> {
+        let root = std::fs::File::open(&self.root).map_err(|e| Error::io(&self.root, e))?;
+        nix::unistd::syncfs(&root).map_err(|e| Error::io_write(&self.root, e.into()))
+    }
+
+    /// Removes session `id` from the mirror: its manifest first, then its folder.
+    pub fn remove_session(&self, id: &SessionId) -> Result<(), Error> {
+        let manifest = self.manifest_path(id);
+        match std::fs::remove_file(&manifest) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io_write(&manifest, e)),
+            _ => {}
+        }
+        let folder = self.sessions_dir().join(id.as_str());
+        match std::fs::remove_dir_all(&folder) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io_write(&folder, e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Removes one mirrored file (its object is gone from the bucket).
+    pub fn remove_file(&self, id: &SessionId, path: &str) -> Result<(), Error> {
+        let target = self.file_path(id, path);
+        match std::fs::remove_file(&target) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io_write(&target, e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// `write` fills a new file in `tmp/`, which is then synced and renamed to `target`.
+    fn put(&self, target: &Path, write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<(), Error> {
+        let parent = target.parent().expect("a mirrored file has a folder");
+        private::create_dir_all(parent)?;
+        let tmp = self.tmp().join(uuid::Uuid::now_v7().to_string());
+        let mut file = private::create_new(&tmp)?;
+        let written = write(&mut file);
+        drop(file);
+        if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, target)) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(Error::io_write(target, e));
+        }
+        Ok(())
+    }
+}
+
+fn stamp(file: &std::fs::File, modified: Option<SystemTime>) -> std::io::Result<()> {
+    match modified {
+        Some(time) => file.set_modified(time),
+        None => Ok(()),
+    }
+}
+
+/// Removes the mirror of `source` under `cache_root`, or every mirror when `source` is `None`;
+/// the bucket is not touched.
+pub fn clear(cache_root: &Path, source: Option<&Source>) -> Result<(), Error> {
+    let target = match source {
+        Some(source) => source_folder(cache_root, source),
+        None => cache_root.to_owned(),
+    };
+    match std::fs::remove_dir_all(&target) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io_write(&target, e)),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_merge_and_cover() {
+        let mut entry = FileEntry {
+            size: 100,
+            etag: None,
+            last_modified: None,
+            present: vec![(90, 100)],
+        };
+        entry.add(10, 20);
+        entry.add(20, 40);
+        assert_eq!(entry.present, [(10, 40), (90, 100)]);
+        assert!(entry.covers(15, 40) && !entry.covers(30, 95));
+        assert_eq!(entry.stored_bytes(), 40);
+    }
+
+    #[test]
+    fn a_write_left_in_tmp_is_gone_when_the_mirror_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = CacheFolder::open(dir.path().join("m")).unwrap();
+        std::fs::write(folder.tmp().join("half"), "half a file").unwrap();
+        let folder = CacheFolder::open(folder.root.clone()).unwrap();
+        assert_eq!(std::fs::read_dir(folder.tmp()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,20 @@
+//! Bucket sources: a prefix of S3, GCS or Azure Blob Storage read as a workspace of sessions,
+//! read-only, through a mirror in the studio's cache that the rest of the core opens as any
+//! local workspace.
+//!
+//! - [`source`]: the URL (`s3://bucket/prefix`, `gs://…`, `az://…`) and the provider's client
+//!   with its standard credential chain (the studio stores no secret).
+//! - [`remote`]: the client's listing and ranged reads, on a small runtime owned here, each
+//!   request bounded in time; it never writes to the bucket.
+//! - [`keys`]: bucket keys read as session paths, held to the local id and name rules.
+//! - [`cache`]: the mirror's folder, its manifests, files written by temp file and rename.
+//! - [`mirror`]: listing, change detection, upload evidence, the cache's bound, ranged reads.
+
+pub mod cache;
+pub mod keys;
+pub mod mirror;
+pub mod remote;
+pub mod source;
+
+pub use mirror::{Listing, Mirror, MirrorOptions, UploadState};
+pub use source::Source;

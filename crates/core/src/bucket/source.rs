@@ -1,0 +1,255 @@
+//! A bucket source as the user names it (`s3://bucket/prefix`, `gs://bucket/prefix`,
+//! `az://container/prefix`), and the provider's client built for it from the provider's own
+//! standard variables and files: the studio holds no secret and takes no endpoint flag.
+
+use std::fmt;
+
+use crate::vocabulary::error::Error;
+
+/// The object store a source is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    /// Amazon S3 or an S3-compatible store (MinIO, R2, a local test server via `AWS_ENDPOINT_URL`).
+    S3,
+    /// Google Cloud Storage.
+    Gcs,
+    /// Azure Blob Storage (the URL names a container; the account comes from the environment).
+    Azure,
+}
+
+impl Provider {
+    fn scheme(self) -> &'static str {
+        match self {
+            Provider::S3 => "s3",
+            Provider::Gcs => "gs",
+            Provider::Azure => "az",
+        }
+    }
+}
+
+/// A bucket prefix read as a workspace: its session ids are the prefix's common prefixes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub provider: Provider,
+    /// The bucket (S3, GCS) or container (Azure).
+    pub bucket: String,
+    /// The prefix the sessions are under, without leading or trailing `/` (empty: the whole bucket).
+    pub prefix: String,
+    /// The endpoint when given (the window's "Endpoint" field); else the provider's variables
+    /// (`AWS_ENDPOINT_URL`, …) or its public endpoint.
+    pub endpoint: Option<String>,
+}
+
+impl Source {
+    /// Reads `url`: `s3://`, `gs://` or `az://`, a bucket name, an optional prefix. A prefix with
+    /// an empty, `.` or `..` segment is refused, naming the URL.
+    pub fn parse(url: &str) -> Result<Source, Error> {
+        let refuse = |reason: &str| Error::Bucket {
+            source_url: url.escape_debug().to_string(),
+            key: String::new(),
+            reason: reason.to_owned(),
+        };
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+            refuse("not a bucket URL: give s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or az://CONTAINER/PREFIX")
+        })?;
+        let provider = match scheme {
+            "s3" => Provider::S3,
+            "gs" => Provider::Gcs,
+            "az" => Provider::Azure,
+            _ => return Err(refuse("the scheme is none of s3://, gs:// and az://")),
+        };
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        let bucket_ok = !bucket.is_empty()
+            && bucket.len() <= 255
+            && bucket.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if !bucket_ok {
+            return Err(refuse(
+                "the bucket name is empty or holds characters bucket names cannot",
+            ));
+        }
+        let prefix = prefix.trim_end_matches('/');
+        if !prefix.is_empty() {
+            for segment in prefix.split('/') {
+                if let Some(reason) = crate::vocabulary::id::folder_name_problem(segment) {
+                    return Err(refuse(&format!(
+                        "the prefix segment `{}` is refused: {reason}",
+                        segment.escape_debug()
+                    )));
+                }
+            }
+        }
+        Ok(Source {
+            provider,
+            bucket: bucket.to_owned(),
+            prefix: prefix.to_owned(),
+            endpoint: None,
+        })
+    }
+
+    /// This source at `endpoint` (an S3-compatible store's URL, path-style addressing).
+    pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Source {
+        self.endpoint = Some(endpoint.into());
+        self
+    }
+
+    /// The error for `key` (relative to the prefix; empty for the source itself).
+    pub fn error(&self, key: &str, reason: impl Into<String>) -> Error {
+        Error::Bucket {
+            source_url: self.to_string(),
+            key: key.escape_debug().to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The identity the provider's chain will use, as far as the environment tells it, for the
+    /// message of a refusal (never a secret: an access key id shows its last four characters).
+    pub fn identity(&self) -> String {
+        identity_from(self.provider, |name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+    }
+
+    /// The provider's client for this source, with its standard credential chain.
+    pub(super) fn operator(&self) -> Result<opendal::Operator, Error> {
+        let root = format!("/{}", self.prefix);
+        let built = match self.provider {
+            Provider::S3 => {
+                let mut builder = opendal::services::S3::default().bucket(&self.bucket).root(&root);
+                if std::env::var_os("AWS_REGION").is_none() && std::env::var_os("AWS_DEFAULT_REGION").is_none() {
+                    // The SDKs' default when neither the variables nor the flag name one.
+                    builder = builder.region("us-east-1");
+                }
+                if let Some(endpoint) = &self.endpoint {
+                    builder = builder.endpoint(endpoint);
+                }
+                if std::env::var("AWS_S3_ADDRESSING_STYLE").is_ok_and(|style| style == "virtual") {
+                    builder = builder.enable_virtual_host_style();
+                }
+                opendal::Operator::new(builder)
+            }
+            Provider::Gcs => {
+                let mut builder = opendal::services::Gcs::default().bucket(&self.bucket).root(&root);
+                if let Some(endpoint) = &self.endpoint {
+                    builder = builder.endpoint(endpoint);
+                }
+                opendal::Operator::new(builder)
+            }
+            Provider::Azure => self.azure_operator(&root),
+        };
+        built.map_err(|e| self.error("", format!("cannot set up the client: {e}")))
+    }
+
+    fn azure_operator(&self, root: &str) -> opendal::Result<opendal::Operator> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let mut builder = match var("AZURE_STORAGE_CONNECTION_STRING") {
+            Some(connection) => opendal::services::Azblob::from_connection_string(&connection)?,
+            None => {
+                let account = var("AZURE_STORAGE_ACCOUNT_NAME").or_else(|| var("AZURE_STORAGE_ACCOUNT"));
+                let mut builder = opendal::services::Azblob::default();
+                if let Some(account) = account {
+                    let endpoint = var("AZURE_STORAGE_ENDPOINT")
+                        .unwrap_or_else(|| format!("https://{account}.blob.core.windows.net"));
+                    builder = builder.account_name(&account).endpoint(&endpoint);
+                }
+                builder
+            }
+        };
+        builder = builder.container(&self.bucket).root(root);
+        if let Some(endpoint) = &self.endpoint {
+            builder = builder.endpoint(endpoint);
+        }
+        opendal::Operator::new(builder)
+    }
+}
+
+/// [`Source::identity`] over a lookup of variables (the tests pass their own).
+fn identity_from(provider: Provider, var: impl Fn(&str) -> Option<String>) -> String {
+    match provider {
+        Provider::S3 => {
+            if let Some(key) = var("AWS_ACCESS_KEY_ID") {
+                let tail: String = key
+                    .chars()
+                    .rev()
+                    .take(4)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect();
+                format!("access key …{tail} (AWS_ACCESS_KEY_ID)")
+            } else if let Some(profile) = var("AWS_PROFILE") {
+                format!(
+                    "profile `{profile}` (AWS_PROFILE: shared config and credentials files, SSO or credential_process)"
+                )
+            } else if var("AWS_WEB_IDENTITY_TOKEN_FILE").is_some() {
+                "web identity (AWS_WEB_IDENTITY_TOKEN_FILE, AWS_ROLE_ARN)".to_owned()
+            } else {
+                "the default chain: profile `default` of ~/.aws/config and ~/.aws/credentials, then container and instance credentials".to_owned()
+            }
+        }
+        Provider::Gcs => match var("GOOGLE_APPLICATION_CREDENTIALS") {
+            Some(path) => format!("the service account file of GOOGLE_APPLICATION_CREDENTIALS ({path})"),
+            None => {
+                "Application Default Credentials (gcloud auth application-default login, or the VM's service account)"
+                    .to_owned()
+            }
+        },
+        Provider::Azure => {
+            if var("AZURE_STORAGE_CONNECTION_STRING").is_some() {
+                "the connection string of AZURE_STORAGE_CONNECTION_STRING".to_owned()
+            } else {
+                match var("AZURE_STORAGE_ACCOUNT_NAME").or_else(|| var("AZURE_STORAGE_ACCOUNT")) {
+                    Some(account) => format!("account `{account}` with the default Azure chain (AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN, a service principal, a managed identity)"),
+                    None => "no account: set AZURE_STORAGE_ACCOUNT_NAME or AZURE_STORAGE_CONNECTION_STRING".to_owned(),
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}://{}", self.provider.scheme(), self.bucket)?;
+        if !self.prefix.is_empty() {
+            write!(f, "/{}", self.prefix)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_of_the_three_providers_are_read() {
+        let s3 = Source::parse("s3://team-runs/ci/main/").unwrap();
+        assert_eq!(
+            (s3.provider, s3.bucket.as_str(), s3.prefix.as_str()),
+            (Provider::S3, "team-runs", "ci/main")
+        );
+        assert_eq!(s3.to_string(), "s3://team-runs/ci/main");
+        assert_eq!(Source::parse("gs://b").unwrap().prefix, "");
+        assert_eq!(Source::parse("az://c/p").unwrap().provider, Provider::Azure);
+    }
+
+    #[test]
+    fn odd_urls_are_refused_naming_them() {
+        for (url, says) in [
+            ("/tmp/x", "not a bucket URL"),
+            ("ftp://b/p", "scheme"),
+            ("s3:///p", "bucket name"),
+            ("s3://b/a/../c", "`..`"),
+            ("s3://b/a//c", "empty"),
+        ] {
+            let error = Source::parse(url).unwrap_err().to_string();
+            assert!(error.contains(url) && error.contains(says), "{url}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_identity_names_the_variable_and_hides_the_key() {
+        let vars = |name: &str| (name == "AWS_ACCESS_KEY_ID").then(|| "AKIAEXAMPLEWXYZ".to_owned());
+        let said = identity_from(Provider::S3, vars);
+        assert!(said.contains("…WXYZ") && !said.contains("AKIA"), "{said}");
+        let profile = identity_from(Provider::S3, |name| (name == "AWS_PROFILE").then(|| "dev".to_owned()));
+        assert!(profile.contains("profile `dev`"), "{profile}");
+    }
+}

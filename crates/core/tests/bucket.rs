@@ -1,0 +1,418 @@
+//! Bucket sources against moto's S3 server on 127.0.0.1 (`test_servers::moto`): real captured
+//! sessions uploaded, listed, read through the mirror as a workspace, paged, fetched by range;
+//! keys refused, access refused, a stalled server, the cache's bound, half-written files.
+//!
+//! A test binary of its own: the credentials are the process's variables (the provider's chain
+//! reads them), set once before any test asks; each test's endpoint is its own server's.
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+use studio_core::bucket::{Mirror, MirrorOptions, Source, UploadState};
+use studio_core::{SessionId, Workspace};
+use test_servers::moto::Moto;
+
+const BUCKET: &str = "team-runs";
+
+fn credentials() {
+    static SET: Once = Once::new();
+    SET.call_once(|| {
+        std::env::set_var("AWS_ACCESS_KEY_ID", "testing");
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", "testing");
+        std::env::set_var("AWS_REGION", "us-east-1");
+    });
+}
+
+fn captures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/zibby-captures")
+}
+
+/// The capture's one session folder, and its id.
+fn captured_session(capture: &str) -> (PathBuf, String) {
+    let sessions = captures().join(capture).join("cwd/.zibby/output/sessions");
+    let entry = std::fs::read_dir(&sessions).unwrap().next().unwrap().unwrap();
+    (entry.path(), entry.file_name().into_string().unwrap())
+}
+
+const CAPTURES: [&str; 4] = [
+    "head-bb10e85-02-pipeline-markers",
+    "head-bb10e85-01-hello-world-markers",
+    "head-bb10e85-93-fanout-markers",
+    "head-bb10e85-91-throw-custom-throw",
+];
+
+/// Uploads the captures' sessions under `prefix/`, each with the uploader's marker.
+fn upload_captures(moto: &Moto, prefix: &str, captures: &[&str], create: bool) -> Vec<String> {
+    let mut ops = Vec::new();
+    let mut ids = Vec::new();
+    for capture in captures {
+        let (folder, id) = captured_session(capture);
+        ops.push(json!({"copy_tree": folder, "prefix": format!("{prefix}/{id}/")}));
+        ops.push(json!({"put": format!("{prefix}/{id}/.upload-complete"), "text": ""}));
+        ids.push(id);
+    }
+    moto.upload(BUCKET, create, json!(ops));
+    ids
+}
+
+struct Fixture {
+    moto: Moto,
+    cache: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        credentials();
+        Fixture {
+            moto: Moto::start(),
+            cache: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn source(&self, prefix: &str) -> Source {
+        Source::parse(&format!("s3://{BUCKET}/{prefix}"))
+            .unwrap()
+            .with_endpoint(self.moto.endpoint())
+    }
+
+    fn options(&self) -> MirrorOptions {
+        let mut options = MirrorOptions::new(self.cache.path().to_owned());
+        options.timeout = Duration::from_secs(10);
+        options
+    }
+
+    fn mirror(&self, prefix: &str) -> Mirror {
+        Mirror::open(&self.source(prefix), self.options()).unwrap()
+    }
+}
+
+fn ids(listing: &studio_core::bucket::Listing) -> Vec<String> {
+    let mut ids: Vec<String> = listing.sessions.iter().map(|s| s.id.to_string()).collect();
+    ids.sort();
+    ids
+}
+
+/// Every file under `root`, with its bytes.
+fn tree(root: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push((
+                    path.strip_prefix(root).unwrap().to_owned(),
+                    std::fs::read(&path).unwrap(),
+                ));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn captured_sessions_are_listed_and_read_as_the_local_ones() {
+    let fixture = Fixture::new();
+    let mut expected = upload_captures(&fixture.moto, "ci", &CAPTURES, true);
+    expected.sort();
+    let mirror = fixture.mirror("ci");
+    let listing = mirror.refresh(SystemTime::now()).unwrap();
+    assert_eq!(ids(&listing), expected);
+    assert!(listing.refused.is_empty(), "{:?}", listing.refused);
+    assert!(listing.sessions.iter().all(|s| s.state == UploadState::Complete));
+
+    let cloud = Workspace::open(mirror.workspace_root()).unwrap();
+    for capture in CAPTURES {
+        let (folder, id) = captured_session(capture);
+        assert_eq!(
+            tree(&folder),
+            tree(&cloud.session_path(&SessionId::parse(&id).unwrap())),
+            "{capture}"
+        );
+        let local = Workspace::open(captures().join(capture).join("cwd")).unwrap();
+        let id = SessionId::parse(&id).unwrap();
+        let (mut a, mut b) = (
+            local.read_session(&id, SystemTime::now()).unwrap().summary(),
+            cloud.read_session(&id, SystemTime::now()).unwrap().summary(),
+        );
+        // The folder's path and time are the mirror's (its time is the newest object's); the
+        // nodes' order, when no events.json gives it, is the upload's, and so is which nodes'
+        // folders share an instant (`order_uncertain`).
+        for summary in [&mut a, &mut b] {
+            summary.path = PathBuf::new();
+            summary.updated_at = studio_core::session::Timestamp(0);
+            summary.nodes.sort_by(|x, y| x.name.cmp(&y.name));
+            for node in &mut summary.nodes {
+                node.order_uncertain = false;
+            }
+        }
+        assert_eq!(
+            serde_json::to_value(&a).unwrap(),
+            serde_json::to_value(&b).unwrap(),
+            "{capture}: status, nodes and usage as the local folder's"
+        );
+    }
+    let again = mirror.refresh(SystemTime::now()).unwrap();
+    assert_eq!(again.fetched_bytes, 0, "complete sessions are never fetched again");
+}
+
+#[test]
+fn a_session_uploaded_after_the_first_listing_appears_on_refresh() {
+    let fixture = Fixture::new();
+    upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
+    let mirror = fixture.mirror("ci");
+    assert_eq!(mirror.refresh(SystemTime::now()).unwrap().sessions.len(), 1);
+    let added = upload_captures(&fixture.moto, "ci", &CAPTURES[1..2], false);
+    let listing = mirror.refresh(SystemTime::now()).unwrap();
+    assert_eq!(listing.sessions.len(), 2);
+    assert_eq!(listing.sessions[0].id.as_str(), added[0], "newest first");
+    let workspace = Workspace::open(mirror.workspace_root()).unwrap();
+    assert_eq!(workspace.list_sessions(SystemTime::now()).unwrap().len(), 2);
+}
+
+#[test]
+fn a_large_output_is_read_tail_first_then_by_range() {
+    let fixture = Fixture::new();
+    upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
+    let key = "ci/big_1/.session-info.json";
+    let mib = 1024 * 1024;
+    fixture.moto.upload(
+        BUCKET,
+        false,
+        json!([
+            {"put": key, "text": "{\"sessionTimestamp\": 1795952464415}"},
+            {"multipart": "ci/big_1/node/raw_stream_output.txt", "part_bytes": 5 * mib, "parts": 4, "fill": "line of output\n", "last": "THE END\n"},
+            {"put": "ci/big_1/.upload-complete", "text": ""},
+        ]),
+    );
+    let mirror = fixture.mirror("ci");
+    let listing = mirror.refresh(SystemTime::now()).unwrap();
+    let size = 20 * mib as u64;
+    assert!(
+        listing.fetched_bytes < 2 * mib as u64,
+        "only the tail of the 20 MiB output is fetched: {}",
+        listing.fetched_bytes
+    );
+    let id = SessionId::parse("big_1").unwrap();
+    let file = mirror
+        .workspace_root()
+        .join(".zibby/output/sessions/big_1/node/raw_stream_output.txt");
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().len(),
+        size,
+        "the sparse file has the object's size"
+    );
+    let tail = mirror
+        .read_range(&id, "node/raw_stream_output.txt", size - 8..size)
+        .unwrap();
+    assert_eq!(tail, b"THE END\n");
+    let before = mirror.fetched_bytes();
+    let page = mirror.read_range(&id, "node/raw_stream_output.txt", 0..15).unwrap();
+    assert_eq!(page, b"line of output\n");
+    assert_eq!(mirror.fetched_bytes() - before, 15, "a page is fetched by its range");
+    assert_eq!(&std::fs::read(&file).unwrap()[..15], b"line of output\n");
+    assert_eq!(
+        mirror.read_range(&id, "node/raw_stream_output.txt", 0..15).unwrap(),
+        page
+    );
+    assert_eq!(
+        mirror.fetched_bytes() - before,
+        15,
+        "a page fetched is not fetched again"
+    );
+}
+
+#[test]
+fn a_session_mid_upload_shows_as_uploading_then_complete() {
+    let fixture = Fixture::new();
+    fixture.moto.upload(
+        BUCKET,
+        true,
+        json!([
+            {"put": "ci/1795952464415_up/plan/raw_stream_output.txt", "text": "planning\n"},
+            {"unfinished_multipart": "ci/1795952464415_up/execute/raw_stream_output.txt"},
+        ]),
+    );
+    let mirror = fixture.mirror("ci");
+    let listing = mirror.refresh(SystemTime::now()).unwrap();
+    assert_eq!(listing.sessions.len(), 1);
+    assert_eq!(listing.sessions[0].state, UploadState::Uploading);
+    assert_eq!(
+        listing.sessions[0].objects, 1,
+        "an unfinished multipart upload is no object yet"
+    );
+    let (folder, _) = captured_session(CAPTURES[0]);
+    fixture.moto.upload(
+        BUCKET,
+        false,
+        json!([
+            {"copy_tree": folder, "prefix": "ci/1795952464415_up/"},
+            {"put": "ci/1795952464415_up/.upload-complete", "text": ""},
+        ]),
+    );
+    let listing = mirror.refresh(SystemTime::now()).unwrap();
+    assert_eq!(listing.sessions[0].state, UploadState::Complete);
+    let plan = mirror
+        .workspace_root()
+        .join(".zibby/output/sessions/1795952464415_up/plan/raw_stream_output.txt");
+    assert_eq!(
+        std::fs::read(plan).unwrap(),
+        std::fs::read(folder.join("plan/raw_stream_output.txt")).unwrap()
+    );
+}
+
+#[test]
+fn thousands_of_sessions_are_listed_across_pages() {
+    let fixture = Fixture::new();
+    let sessions: Vec<_> = (0..1_500)
+        .map(|n| json!([format!("many/1795952{n:06}_s/.session-info.json"), "{}"]))
+        .collect();
+    let started = std::time::Instant::now();
+    fixture.moto.upload(BUCKET, true, json!([{"bulk": sessions}]));
+    eprintln!("uploaded in {:?}", started.elapsed());
+    let listing = fixture.mirror("many").refresh(SystemTime::now()).unwrap();
+    eprintln!("listed in {:?}", started.elapsed());
+    assert_eq!(listing.sessions.len(), 1_500, "more than one page of 1,000 keys");
+}
+
+#[test]
+fn keys_with_dot_dot_and_odd_segments_are_refused_naming_the_source_and_key() {
+    let fixture = Fixture::new();
+    upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
+    fixture.moto.upload(
+        BUCKET,
+        false,
+        json!([
+            {"put": "ci/evil/../../escaped.txt", "text": "outside"},
+            {"put": "ci/..hidden/x.txt", "text": "x"},
+        ]),
+    );
+    let mirror = fixture.mirror("ci");
+    let listing = mirror.refresh(SystemTime::now()).unwrap();
+    assert_eq!(listing.sessions.len(), 1, "the good session is still listed");
+    let said: Vec<String> = listing.refused.iter().map(ToString::to_string).collect();
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(
+        said.iter()
+            .all(|s| s.starts_with("s3://team-runs/ci: `") && s.contains("refused")),
+        "{said:?}"
+    );
+    assert!(said.iter().any(|s| s.contains("evil/../../escaped.txt")), "{said:?}");
+    assert_eq!(
+        walk_names(fixture.cache.path())
+            .iter()
+            .filter(|n| n.contains("escaped"))
+            .count(),
+        0,
+        "nothing of the refused keys is written"
+    );
+}
+
+fn walk_names(root: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            names.push(path.to_string_lossy().into_owned());
+            if path.is_dir() {
+                stack.push(path);
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn access_refused_names_the_source_and_the_identity_used() {
+    credentials();
+    // moto checks every request against its IAM: the key `testing` is none of its users'.
+    let moto = Moto::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "0")]);
+    let cache = tempfile::tempdir().unwrap();
+    let source = Source::parse(&format!("s3://{BUCKET}/ci"))
+        .unwrap()
+        .with_endpoint(moto.endpoint());
+    let error = Mirror::open(&source, MirrorOptions::new(cache.path().to_owned()))
+        .unwrap()
+        .refresh(SystemTime::now())
+        .unwrap_err()
+        .to_string();
+    assert!(error.starts_with("s3://team-runs/ci: "), "{error}");
+    assert!(
+        error.contains("access refused for access key …ting (AWS_ACCESS_KEY_ID)"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_missing_bucket_and_a_stalled_server_are_said_in_bounded_time() {
+    let fixture = Fixture::new();
+    fixture.moto.upload("other", true, json!([]));
+    let error = fixture.mirror("ci").refresh(SystemTime::now()).unwrap_err().to_string();
+    assert!(
+        error.starts_with("s3://team-runs/ci: ") && error.contains("does not exist"),
+        "{error}"
+    );
+
+    let mut options = fixture.options();
+    options.timeout = Duration::from_secs(2);
+    let mirror = Mirror::open(&fixture.source("ci"), options).unwrap();
+    fixture.moto.freeze();
+    let started = std::time::Instant::now();
+    let error = mirror.refresh(SystemTime::now()).unwrap_err().to_string();
+    fixture.moto.resume();
+    assert!(error.contains("no answer within 2 s"), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "bounded: {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn the_cache_stays_within_its_bound() {
+    let fixture = Fixture::new();
+    upload_captures(&fixture.moto, "ci", &CAPTURES, true);
+    let full = fixture.mirror("ci").refresh(SystemTime::now()).unwrap().fetched_bytes;
+    studio_core::bucket::cache::clear(fixture.cache.path(), None).unwrap();
+    let mut options = fixture.options();
+    options.max_bytes = full / 2;
+    let mirror = Mirror::open(&fixture.source("ci"), options).unwrap();
+    let listing = mirror.refresh(SystemTime::now()).unwrap();
+    assert!(listing.left_out > 0 && !listing.sessions.is_empty(), "{listing:?}");
+    let stored: u64 = tree(&mirror.workspace_root()).iter().map(|(_, b)| b.len() as u64).sum();
+    assert!(stored <= full / 2, "{stored} bytes kept, bound {}", full / 2);
+    studio_core::bucket::cache::clear(fixture.cache.path(), Some(&fixture.source("ci"))).unwrap();
+    assert!(
+        !mirror.workspace_root().exists(),
+        "the clear-cache action removes the mirror"
+    );
+}
+
+#[test]
+fn a_half_written_cache_file_is_never_taken_as_complete() {
+    let fixture = Fixture::new();
+    upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
+    let (folder, id) = captured_session(CAPTURES[0]);
+    let mirror = fixture.mirror("ci");
+    mirror.refresh(SystemTime::now()).unwrap();
+    // A refresh cut between the file's rename and its manifest's: the file is there, half of it,
+    // and no manifest says it is complete.
+    let session = mirror.workspace_root().join(".zibby/output/sessions").join(&id);
+    std::fs::write(session.join(".session-info.json"), "{\"sessionTim").unwrap();
+    let manifest = mirror
+        .workspace_root()
+        .parent()
+        .unwrap()
+        .join("manifests")
+        .join(format!("{id}.json"));
+    std::fs::remove_file(manifest).unwrap();
+    let listing = mirror.refresh(SystemTime::now()).unwrap();
+    assert!(listing.fetched_bytes > 0);
+    assert_eq!(tree(&folder), tree(&session), "the session is fetched again, whole");
+}
