@@ -146,7 +146,7 @@ ipc_commands! {
     }
 
     /// Deletes a session: the store's records of it, and its folder (to the system trash). Refused
-    /// while one of its runs is live (code `session_live`).
+    /// while a run of it is live, the studio's or one it did not start (code `session_live`).
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn session_delete(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
         Ok(studio.session_delete(&session_id)?)

@@ -57,7 +57,9 @@ pub fn prune(args: &PruneArgs, globals: &Globals, out: &mut impl Write) -> anyho
         match store.session_delete(&workspace, &id, studio_core::process::move_to_trash) {
             Ok(()) => eprintln!("deleted {id}"),
             // A session whose run is live is skipped, not a reason to stop.
-            Err(e @ studio_core::Error::SessionLive { .. }) => eprintln!("zstudio: skipped: {e}"),
+            Err(e @ (studio_core::Error::SessionLive { .. } | studio_core::Error::SessionRunningOutside { .. })) => {
+                eprintln!("zstudio: skipped: {e}")
+            }
             Err(e) => return Err(e.into()),
         }
     }

@@ -101,7 +101,8 @@ impl Studio {
     }
 
     /// Deletes a session: its records, and its folder (to the system trash). Refused while one of
-    /// its runs is live (`session_live`).
+    /// its runs is live, the studio's or one it did not start whose folder reads `running`
+    /// (`session_live`).
     pub fn session_delete(&self, session_id: &str) -> Result<(), Error> {
         let id = SessionId::parse(session_id)?;
         self.store()?

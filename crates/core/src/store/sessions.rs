@@ -10,7 +10,8 @@ use serde::Serialize;
 
 use super::connection::{millis, timestamp, write_transaction, QueryResult};
 use super::{search, workspaces};
-use crate::sessions::session::{SessionSummary, Timestamp, Workspace};
+use crate::sessions::session::{read_summary, SessionSummary, Timestamp, Workspace};
+use crate::status::Status;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
@@ -148,7 +149,8 @@ pub(super) fn exists(conn: &Connection, workspace: &Workspace, id: &SessionId) -
 }
 
 /// Deletes a session: its rows in one transaction, then its folder, moved by `discard`. Refused
-/// while a run of the session is live.
+/// while a run of the session is live: one of the studio's, or one it did not start whose folder
+/// reads `running`.
 pub(super) fn delete(
     conn: &Connection,
     workspace: &Workspace,
@@ -169,6 +171,12 @@ pub(super) fn delete(
         }
         .into());
     }
+    // A run the studio did not start is not in the store: its folder reading `running` (the one
+    // rule of `read_summary`, which `stop_outside` uses too) says it is still going. Read before
+    // the write lock is taken; refused after a studio run's refusal, which names its run.
+    let running_outside = folder
+        .as_ref()
+        .is_some_and(|folder| read_summary(folder, id, SystemTime::now()).is_some_and(|s| s.status == Status::Running));
     let tx = write_transaction(conn)?;
     if let Some(key) = key {
         let live: Option<String> = tx
@@ -185,6 +193,11 @@ pub(super) fn delete(
             }
             .into());
         }
+    }
+    if running_outside {
+        return Err(Error::SessionRunningOutside { id: id.to_string() }.into());
+    }
+    if let Some(key) = key {
         search::unindex_session(&tx, key)?;
         tx.execute("DELETE FROM sessions WHERE key = ?1", [key])?;
     }

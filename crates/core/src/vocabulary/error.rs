@@ -31,6 +31,8 @@ pub enum Error {
     RunNotFound { id: String },
     #[error("session `{id}` has a live run ({run_id}): stop it first")]
     SessionLive { id: String, run_id: String },
+    #[error("session `{id}` is running (a run the studio did not start): stop it first")]
+    SessionRunningOutside { id: String },
     #[error("cannot move {path} to the trash: {reason}")]
     Trash { path: PathBuf, reason: String },
     #[error("{path}:{line}: {field}: {message}")]
@@ -240,7 +242,7 @@ impl Error {
             Error::StoreTooNew { .. } => ErrorCode::StoreTooNew,
             Error::NoDataFolder => ErrorCode::NoDataFolder,
             Error::RunNotFound { .. } => ErrorCode::RunNotFound,
-            Error::SessionLive { .. } => ErrorCode::SessionLive,
+            Error::SessionLive { .. } | Error::SessionRunningOutside { .. } => ErrorCode::SessionLive,
             Error::Trash { .. } => ErrorCode::Trash,
             Error::AgentsFile { .. } => ErrorCode::AgentsFile,
             Error::AgentNotFound { .. } => ErrorCode::AgentNotFound,

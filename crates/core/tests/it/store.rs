@@ -585,6 +585,46 @@ fn a_session_with_a_live_run_cannot_be_deleted() {
     assert_eq!(store.runs(&s.workspace, Some(&session)).unwrap()[0].id, run);
 }
 
+/// A run the studio did not start (the agent from a terminal) is not in the store: its session
+/// is refused as a studio run's is while its folder reads `running`, and its folder is untouched.
+#[test]
+fn a_session_running_outside_the_studio_cannot_be_deleted() {
+    let s = setup();
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let mut terminal = Command::new(crate::harness::agent_binary())
+        .args(["run", "--nodes", "plan:100,write:60000"])
+        .current_dir(s.workspace.root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sessions = s.workspace.sessions_dir();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let session = loop {
+        let found = std::fs::read_dir(&sessions)
+            .unwrap()
+            .flatten()
+            .find(|e| e.path().join("plan").is_dir());
+        if let Some(entry) = found {
+            break id(&entry.file_name().to_string_lossy());
+        }
+        assert!(std::time::Instant::now() < deadline, "the agent ended its first node");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let err = store
+        .session_delete(&s.workspace, &session, |_| panic!("must not touch the folder"))
+        .unwrap_err();
+    terminal.kill().unwrap();
+    terminal.wait().unwrap();
+    assert!(matches!(err, Error::SessionRunningOutside { .. }), "{err}");
+    assert_eq!(err.code().as_str(), "session_live");
+    assert!(err.to_string().contains("stop it first"), "{err}");
+    assert!(
+        s.workspace.session_folder(&session).is_ok(),
+        "the folder is still there"
+    );
+}
+
 #[test]
 fn search_finds_words_of_any_language_and_names_where() {
     let s = setup();
