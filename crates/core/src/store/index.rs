@@ -14,9 +14,9 @@
 use std::collections::{HashMap, HashSet};
 use std::time::SystemTime;
 
-use rusqlite::params;
+use rusqlite::{params, Connection};
 
-use super::connection::{timestamp, write_transaction, Store};
+use super::connection::{timestamp, write_transaction, QueryResult, Store};
 use super::sessions::SessionRow;
 use super::{output_usage, runs, session_model, sessions, spans, workspaces};
 use crate::sessions::change::{Change, ChangeSink};
@@ -161,26 +161,7 @@ pub(crate) fn list(
 ) -> Result<Vec<SessionSummary>, Error> {
     let (workspace_key, mut cached) = store.with_conn(|conn| {
         let workspace_key = workspaces::key(conn, workspace)?;
-        let mut statement = conn.prepare_cached(
-            "SELECT session_id, fingerprint, summary,
-                        CASE WHEN ?2 IS NULL OR session_id IN (SELECT value FROM json_each(?2)) THEN node_usage END
-                 FROM folder_index WHERE workspace_id = ?1",
-        )?;
-        let wanted = match node_usage {
-            NodeUsageOf::Every => None,
-            NodeUsageOf::These(ids) => Some(serde_json::to_string(ids).expect("ids serialise")),
-        };
-        let rows = statement.query_map(params![workspace_key, wanted], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                Cached {
-                    fingerprint: r.get(1)?,
-                    summary: r.get(2)?,
-                    node_usage: r.get(3)?,
-                },
-            ))
-        })?;
-        let cached: HashMap<String, Cached> = rows.collect::<Result<_, _>>()?;
+        let cached: HashMap<String, Cached> = cached_rows(conn, workspace_key, node_usage)?.into_iter().collect();
         Ok((workspace_key, cached))
     })?;
 
@@ -269,20 +250,7 @@ pub struct IndexedFolder {
 pub fn indexed_folders(store: &Store, workspace: &Workspace) -> Result<HashMap<SessionId, IndexedFolder>, Error> {
     let entries = store.with_conn(|conn| {
         let key = workspaces::key(conn, workspace)?;
-        let mut statement = conn.prepare_cached(
-            "SELECT session_id, fingerprint, summary, node_usage FROM folder_index WHERE workspace_id = ?1",
-        )?;
-        let rows = statement.query_map(params![key], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                Cached {
-                    fingerprint: r.get(1)?,
-                    summary: r.get(2)?,
-                    node_usage: r.get(3)?,
-                },
-            ))
-        })?;
-        Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        cached_rows(conn, key, NodeUsageOf::Every)
     })?;
     Ok(entries
         .into_iter()
@@ -298,6 +266,35 @@ pub fn indexed_folders(store: &Store, workspace: &Workspace) -> Result<HashMap<S
             ))
         })
         .collect())
+}
+
+/// The folder index's rows of a workspace, by session id, with the node usage of the sessions
+/// `node_usage` names (`None` for the others).
+fn cached_rows(
+    conn: &Connection,
+    workspace_key: i64,
+    node_usage: NodeUsageOf<'_>,
+) -> QueryResult<Vec<(String, Cached)>> {
+    let mut statement = conn.prepare_cached(
+        "SELECT session_id, fingerprint, summary,
+                    CASE WHEN ?2 IS NULL OR session_id IN (SELECT value FROM json_each(?2)) THEN node_usage END
+             FROM folder_index WHERE workspace_id = ?1",
+    )?;
+    let wanted = match node_usage {
+        NodeUsageOf::Every => None,
+        NodeUsageOf::These(ids) => Some(serde_json::to_string(ids).expect("ids serialise")),
+    };
+    let rows = statement.query_map(params![workspace_key, wanted], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            Cached {
+                fingerprint: r.get(1)?,
+                summary: r.get(2)?,
+                node_usage: r.get(3)?,
+            },
+        ))
+    })?;
+    Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
 /// Drops one session from the index (its folder changed in a way the caller knows about).
