@@ -75,7 +75,7 @@ pub struct SourceArgs {
 }
 
 /// The commands that read a bucket source.
-pub const READING: [&str; 7] = ["sessions", "show", "logs", "search", "diff", "export", "import"];
+pub const READING: [&str; 5] = ["sessions", "show", "diff", "export", "import"];
 
 /// How a command prints what it found.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -618,12 +618,30 @@ impl Cli {
         }
     }
 
+    /// Why `--source` (or a cache option) is not taken here: a bucket is read by [`READING`]
+    /// alone (the full-text index behind `logs` and `search` covers what the studio recorded,
+    /// which a bucket's sessions are not), and the cache options need a `--source`.
+    fn source_refusal(&self, name: &str) -> Option<String> {
+        let source = &self.globals.source;
+        if source.source.is_none() {
+            return (source.cache_limit.is_some() || source.clear_cache).then(|| {
+                "--cache-limit and --clear-cache are options of a bucket: give --source URL with them".to_owned()
+            });
+        }
+        (!READING.contains(&name)).then(|| {
+            format!(
+                "`zstudio {name}` does not take --source: a bucket's sessions are read with {} (read-only); `zstudio --source URL import ID` copies one into the local workspace",
+                READING.join(", ")
+            )
+        })
+    }
+
     /// Refuses a global option the command has no use for, as clap refuses a mistake (exit 2).
     pub fn check(&self) -> Result<(), clap::Error> {
         let takes = self.command.takes();
         let name = self.command.name();
         let given = self.globals.workspace.len();
-        let refusal = if let Some(refused) = self.remote_refusal(name) {
+        let refusal = if let Some(refused) = self.remote_refusal(name).or_else(|| self.source_refusal(name)) {
             Some(refused)
         } else if given > 0 && takes.workspaces == Workspaces::None {
             Some(format!(

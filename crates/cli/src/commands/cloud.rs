@@ -1,10 +1,10 @@
 //! `--source URL`: a bucket prefix (`s3://`, `gs://`, `az://`) read as the workspace, read-only.
 //!
 //! The prefix is mirrored into the cache (`studio_core::bucket::Mirror`), then the command runs
-//! on the mirror as on any workspace: `sessions`, `show`, `logs`, `search`, `export`; `diff`
+//! on the mirror as on any workspace: `sessions`, `show`, `export`; `diff`
 //! looks an id up in the bucket, then in the local workspace (`--workspace`, else the current
 //! folder); `import ID` copies a cloud session into the local workspace and store. Every other
-//! command is refused: nothing is ever written to the bucket.
+//! command is refused by `Cli::check`: nothing is ever written to the bucket.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -17,12 +17,8 @@ use crate::cli::{Globals, ImportArgs, SourceArgs, StudioCommand, READING};
 
 /// Runs `command` on the bucket prefix `url`.
 pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    let name = command.name();
-    if !READING.contains(&name) {
-        anyhow::bail!(
-            "`zstudio {name}` does not take --source: a bucket's sessions are read-only (run, stop, delete, continue and replay change a session); `zstudio --source URL import ID` copies one into the local workspace"
-        );
-    }
+    // `Cli::check` refused every other command (and `logs` and `search`) before this.
+    debug_assert!(READING.contains(&command.name()));
     let source = Source::parse(url)?;
     let mirror = open(&source, &globals.source)?;
     let mut cloud = globals.clone();
