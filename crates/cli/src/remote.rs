@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
+use serde_json::json;
 use studio_core::app::SessionListing;
 use studio_core::compare::compare;
 use studio_core::compare::sides::Source;
@@ -129,9 +129,12 @@ fn show(remote: &Remote, args: &ShowArgs, globals: &Globals, out: &mut impl Writ
 /// A graceful (or `--force`d) stop of a run the host's studio supervises, asked of its server;
 /// the run stops on the host whatever becomes of this connection.
 fn stop(remote: &Remote, args: &StopArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let stopping: Value = remote.call("run_stop", json!({ "run_id": args.id, "force": args.force }))?;
-    print::emit(out, globals.format(), &stopping, |out, _| {
-        writeln!(out, "{}", print::stopping_words(args.force, true))?;
+    // The host says how it stops (a second stop of a stopping run is forced there).
+    let stopping: studio_core::stop::Stopping =
+        remote.call("run_stop", json!({ "run_id": args.id, "force": args.force }))?;
+    print::emit(out, globals.format(), &stopping, |out, stopping| {
+        let forced = *stopping == studio_core::stop::Stopping::Forced;
+        writeln!(out, "{}", print::stopping_words(forced, true))?;
         Ok(())
     })
 }

@@ -171,6 +171,64 @@ fn remote_errors_name_the_host_and_what_failed() {
     assert!(stderr.contains("0190aaaa-0000-7000-8000-000000000000"), "{stderr}");
 }
 
+/// A run on the host, stopped from here: gracefully (the agent ignores it), then by force; what
+/// is printed is the host's reply, and the run ends on the host as cancelled.
+#[test]
+fn a_live_run_on_the_host_is_stopped_as_the_host_says() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let host_data = sshd.home().join("data");
+    let agent = super::common::agent_binary();
+    let started = zstudio(
+        &[
+            "run",
+            "--detach",
+            "-w",
+            ws,
+            "--",
+            &agent,
+            "--nodes",
+            "plan:60000",
+            "--ignore-stop",
+        ],
+        &host_data,
+        &[],
+    );
+    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+    let runs = json_of(&zstudio(&["runs", "-w", ws, "--json"], &host_data, &[]));
+    let run_id = runs[0]["id"].as_str().unwrap().to_owned();
+    let remote = format!("{}:{ws}", sshd.alias());
+    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    let stop = |force: bool| {
+        let mut args = vec!["--remote", remote.as_str(), "stop", run_id.as_str()];
+        if force {
+            args.push("--force");
+        }
+        let output = zstudio(&args, local.path(), &env);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let first = stop(false);
+    assert!(
+        first.starts_with("stopping: the current node finishes first"),
+        "{first}"
+    );
+    let second = stop(true);
+    assert!(second.starts_with("force stopping"), "{second}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let runs = json_of(&zstudio(&["runs", "-w", ws, "--json"], &host_data, &[]));
+        if runs[0]["status"] != "running" {
+            assert_eq!(runs[0]["status"], "cancelled", "{runs}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the run ended on the host");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn remote_is_refused_where_it_cannot_work() {
     let local = tempfile::tempdir().unwrap();
