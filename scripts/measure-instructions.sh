@@ -71,10 +71,15 @@ for spec in \
   if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then continue; fi
   # Before and after side by side (valgrind runs a process on one core).
   # shellcheck disable=SC2086
-  (mkdir -p "$work/b" && cd "$work/b" && export $vars && work=$work/b && instructions "$(bench "$before" "$name")" --bench >count) &
+  (mkdir -p "$work/b" && cd "$work/b" && export $vars XDG_DATA_HOME=$work/b/data && work=$work/b &&
+    instructions "$(bench "$before" "$name")" --bench >count) &
+  running_before=$!
   # shellcheck disable=SC2086
-  (mkdir -p "$work/a" && cd "$work/a" && export $vars && work=$work/a && instructions "$(bench "$after" "$name")" --bench >count) &
-  wait
+  (mkdir -p "$work/a" && cd "$work/a" && export $vars XDG_DATA_HOME=$work/a/data && work=$work/a &&
+    instructions "$(bench "$after" "$name")" --bench >count) &
+  running_after=$!
+  # A side that failed stops the script (its error is on stderr), never a row with no count.
+  wait "$running_before" && wait "$running_after"
   row "\`$name\` ($vars)" "$(cat "$work/b/count")" "$(cat "$work/a/count")"
 done
 if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" nodes "* ]]; then exit 0; fi

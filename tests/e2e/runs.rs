@@ -538,7 +538,7 @@ enum Ending {
 /// Timeline say what the store's listing says, now and an hour later.
 #[tokio::test]
 async fn a_run_from_a_terminal_tells_the_same_story_in_the_window() {
-    terminal_story(&["--nodes", "plan:100,write:100,check:100"], "terminal-run.png").await;
+    terminal_story(&["--nodes", "plan:100,write:100,check:100"], 0, "terminal-run.png").await;
 }
 
 /// Issue 29: a failed run from a terminal. The engine records neither that its last node failed
@@ -548,6 +548,7 @@ async fn a_run_from_a_terminal_tells_the_same_story_in_the_window() {
 async fn a_failed_run_from_a_terminal_says_what_is_not_known_in_the_window() {
     let told = terminal_story(
         &["--nodes", "plan:100,write:100,check:100", "--fail", "check"],
+        1,
         "terminal-run-failed.png",
     )
     .await;
@@ -559,10 +560,10 @@ async fn a_failed_run_from_a_terminal_says_what_is_not_known_in_the_window() {
     );
 }
 
-/// A terminal run of the test agent with `agent_args` (markers on), seen by the window: the table
+/// A terminal run of the test agent with `agent_args` (markers on; it exits with `exit_code`), seen by the window: the table
 /// row, header, Timeline and its note say what the listing says, now and an hour later (a
 /// screenshot of the session view, named `screenshot_name`). Returns what the listing said.
-async fn terminal_story(agent_args: &'static [&'static str], screenshot_name: &'static str) -> Told {
+async fn terminal_story(agent_args: &'static [&'static str], exit_code: i32, screenshot_name: &'static str) -> Told {
     let workspace = Workspace::empty();
     let db = workspace.db();
     let root = workspace.path().to_owned();
@@ -576,7 +577,7 @@ async fn terminal_story(agent_args: &'static [&'static str], screenshot_name: &'
             .env("ZIBBY_EMIT_GRAPH_MARKERS", "1")
             .output()
             .unwrap();
-        assert!(!ran.stdout.is_empty(), "the agent ran");
+        assert_eq!(ran.status.code(), Some(exit_code), "the agent ran as asked");
         wait_for(&client, "tr[data-session-id]").await;
         let store = Store::open(&StoreLocation::File(db)).unwrap();
         let listing = |when: &str| {

@@ -174,6 +174,9 @@ fn a_session_uploaded_after_the_first_listing_appears_on_refresh() {
     upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
     let mirror = fixture.mirror("ci");
     assert_eq!(mirror.refresh(SystemTime::now()).unwrap().sessions.len(), 1);
+    // S3 keeps an object's last-modified time to the second: the later upload must be a later
+    // second for "newest first" to mean it (in the same second, the order is the ids').
+    std::thread::sleep(std::time::Duration::from_millis(1_100));
     let added = upload_captures(&fixture.moto, "ci", &CAPTURES[1..2], false);
     let listing = mirror.refresh(SystemTime::now()).unwrap();
     assert_eq!(listing.sessions.len(), 2);
