@@ -285,15 +285,22 @@ impl SessionSummary {
     /// folder, current then) is kept in its place, its status `unknown` (nothing recorded how it
     /// ended). Nothing changes when the folder tells the order of every node it had before.
     pub fn keep_order_seen(&mut self, previous: &SessionSummary) {
-        let names_all = previous
-            .nodes
+        if previous.id == self.id {
+            self.keep_nodes_seen(&previous.nodes);
+        }
+    }
+
+    /// [`SessionSummary::keep_order_seen`], from this session's nodes as seen live (`seen`, in
+    /// the order seen: what the store keeps of a watch, say).
+    pub fn keep_nodes_seen(&mut self, seen_nodes: &[NodeSummary]) {
+        let names_all = seen_nodes
             .iter()
             .all(|seen| self.nodes.iter().any(|n| n.name == seen.name));
-        if previous.id != self.id || (names_all && !self.order_uncertain()) {
+        if names_all && !self.order_uncertain() {
             return;
         }
         let mut kept: Vec<NodeSummary> = Vec::with_capacity(self.nodes.len());
-        for seen in &previous.nodes {
+        for seen in seen_nodes {
             match self.nodes.iter().position(|n| n.name == seen.name) {
                 Some(at) => {
                     let mut node = self.nodes.remove(at);
