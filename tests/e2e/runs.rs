@@ -750,7 +750,9 @@ impl Told {
                         .zip(seconds(strip))
                         .is_some_and(|(a, b)| (a - b).abs() <= 1)
                 });
-                (meta.contains(progress.as_str()) && close)
+                // An ended session is at no node: the header names none.
+                let no_node_once_ended = *status == Status::Running || !meta.contains('▸');
+                (meta.contains(progress.as_str()) && close && no_node_once_ended)
                     .then_some(())
                     .ok_or(format!("{meta} | {elapsed} against {strip_elapsed:?}"))
             },
@@ -767,10 +769,19 @@ impl Told {
         )
         .await;
         eventually(
-            &format!("the Timeline's note says what the listing does not know, {when}"),
+            &format!("the Timeline's note says what the listing does not know, commands as code, {when}"),
             || async {
                 let note = text_of(client, "#session-view .timeline-note.not-known").await.ok();
-                (note == *not_known).then_some(()).ok_or(format!("{note:?}"))
+                let code = crate::texts(client, "#session-view .timeline-note.not-known code").await;
+                // The listing's words, their `inline code` drawn as code rather than backticks.
+                let words = not_known.as_deref().map(|n| n.replace('`', ""));
+                let spans: Vec<String> = not_known
+                    .as_deref()
+                    .map(|n| n.split('`').skip(1).step_by(2).map(str::to_owned).collect())
+                    .unwrap_or_default();
+                (note == words && code == spans)
+                    .then_some(())
+                    .ok_or(format!("{note:?}, code {code:?}"))
             },
         )
         .await;
