@@ -51,12 +51,13 @@ fn the_nodes_a_watch_saw_read_the_same_in_sessions_and_show_after_it() {
         options,
     )
     .unwrap();
-    // A terminal run whose middle node writes no folder (a custom code node, as the engine's do).
+    // A terminal run whose middle node writes no folder (a custom code node, as the engine's do),
+    // long enough for the watch to see it begin, whatever the machine's load.
     let status = std::process::Command::new(agent_binary())
         .args([
             "run",
             "--nodes",
-            "fetch:300,process:300,publish:300",
+            "fetch:300,process:800,publish:300",
             "--custom",
             "process",
         ])
