@@ -271,6 +271,10 @@ pub struct SessionSummary {
     pub not_known: Option<String>,
 }
 
+/// What [`SessionSummary::not_known`] adds while some node's place is a guess.
+pub(crate) const ORDER_NOT_KNOWN: &str =
+    " Nor is the order of the nodes marked `?`: their folders were written in the same instant.";
+
 impl SessionSummary {
     /// Whether any node's place is a guess ([`NodeSummary::order_uncertain`]).
     pub fn order_uncertain(&self) -> bool {
@@ -322,6 +326,12 @@ impl SessionSummary {
         }
         kept.append(&mut self.nodes);
         self.nodes = kept;
+        if !self.order_uncertain() {
+            // Seen live, the order is known: the note no longer says it is not.
+            if let Some(note) = &mut self.not_known {
+                *note = note.replace(ORDER_NOT_KNOWN, "");
+            }
+        }
     }
 
     /// The usage total over its nodes, as they are now (after the store's nodes were laid over
@@ -485,6 +495,17 @@ mod tests {
                 ("execute", Success, false),
                 ("report", Success, false)
             ]
+        );
+
+        // The note said the order was not known; seen live, it is.
+        let mut read = summary_of(&[("execute", Success, true), ("plan", Success, true)]);
+        read.not_known = Some(format!(
+            "Run outside the studio.{ORDER_NOT_KNOWN} For the full story, …"
+        ));
+        read.keep_order_seen(&seen);
+        assert_eq!(
+            read.not_known.as_deref(),
+            Some("Run outside the studio. For the full story, …")
         );
 
         // `process` wrote no folder: seen as the current node, then gone from the folder's word.
