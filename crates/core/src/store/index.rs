@@ -341,7 +341,7 @@ pub fn record_change(store: &Store, change: &Change) -> Result<(), Error> {
         // An update is what the watch saw since it first read the folder; a session the studio
         // ran has its runs' spans instead (`session_model::with_recorded_runs`).
         store.with_conn(|conn| {
-            if runs::of_workspace(conn, &workspace, Some(id))?.is_empty() {
+            if !runs::ran(conn, &workspace, id)? {
                 nodes_seen::record(conn, &workspace, id, &summary.nodes)?;
             }
             Ok(())
