@@ -560,6 +560,25 @@ async fn a_failed_run_from_a_terminal_says_what_is_not_known_in_the_window() {
     );
 }
 
+/// Issue 29: a terminal run whose middle node is a custom code node (it writes no folder, as the
+/// engine's do). The window's watch saw it begin; the store keeps what it saw, so the table, the
+/// header and the Timeline name it as the listing (`sessions`) does, now and an hour later. (The
+/// node lasts long enough for the watch to see it begin, whatever the machine's load.)
+#[tokio::test]
+async fn a_node_that_wrote_no_folder_seen_live_is_named_in_the_window() {
+    let told = terminal_story(
+        &["--nodes", "plan:300,write:800,check:300", "--custom", "write"],
+        0,
+        "terminal-run-folderless.png",
+    )
+    .await;
+    assert_eq!(
+        told.listed[1],
+        ("write".to_owned(), "unknown".to_owned()),
+        "how it ended is not recorded"
+    );
+}
+
 /// A terminal run of the test agent with `agent_args` (markers on; it exits with `exit_code`), seen by the window: the table
 /// row, header, Timeline and its note say what the listing says, now and an hour later (a
 /// screenshot of the session view, named `screenshot_name`). Returns what the listing said.
@@ -750,7 +769,9 @@ impl Told {
                         .zip(seconds(strip))
                         .is_some_and(|(a, b)| (a - b).abs() <= 1)
                 });
-                (meta.contains(progress.as_str()) && close)
+                // An ended session is at no node: the header names none.
+                let no_node_once_ended = *status == Status::Running || !meta.contains('▸');
+                (meta.contains(progress.as_str()) && close && no_node_once_ended)
                     .then_some(())
                     .ok_or(format!("{meta} | {elapsed} against {strip_elapsed:?}"))
             },
@@ -767,10 +788,19 @@ impl Told {
         )
         .await;
         eventually(
-            &format!("the Timeline's note says what the listing does not know, {when}"),
+            &format!("the Timeline's note says what the listing does not know, commands as code, {when}"),
             || async {
                 let note = text_of(client, "#session-view .timeline-note.not-known").await.ok();
-                (note == *not_known).then_some(()).ok_or(format!("{note:?}"))
+                let code = crate::texts(client, "#session-view .timeline-note.not-known code").await;
+                // The listing's words, their `inline code` drawn as code rather than backticks.
+                let words = not_known.as_deref().map(|n| n.replace('`', ""));
+                let spans: Vec<String> = not_known
+                    .as_deref()
+                    .map(|n| n.split('`').skip(1).step_by(2).map(str::to_owned).collect())
+                    .unwrap_or_default();
+                (note == words && code == spans)
+                    .then_some(())
+                    .ok_or(format!("{note:?}, code {code:?}"))
             },
         )
         .await;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 
-import { bytesLabel, durationLabel, elapsedLabel, relativeTime, statusMark } from "./format";
+import { bytesLabel, codeSpans, durationLabel, elapsedLabel, relativeTime, statusMark } from "./format";
 
 const now = new Date("2026-11-29T12:00:00Z");
 const ago = (ms: number) => new Date(now.getTime() - ms);
@@ -59,5 +59,27 @@ describe("bytesLabel", () => {
     expect(bytesLabel(12)).toBe("12 B");
     expect(bytesLabel(3_482)).toBe("3.4 KB");
     expect(bytesLabel(1_073_741_824)).toBe("1.0 GB");
+  });
+});
+
+describe("codeSpans", () => {
+  it("splits a text into code between backtick pairs and plain text", () => {
+    expect(codeSpans("run `zstudio run -- x` or set `A=1`.")).toEqual([
+      { text: "run ", code: false },
+      { text: "zstudio run -- x", code: true },
+      { text: " or set ", code: false },
+      { text: "A=1", code: true },
+      { text: ".", code: false },
+    ]);
+  });
+
+  it("keeps a backtick without its pair, and text without backticks whole", () => {
+    expect(codeSpans("a `b` c ` d")).toEqual([
+      { text: "a ", code: false },
+      { text: "b", code: true },
+      { text: " c ", code: false },
+      { text: "` d", code: false },
+    ]);
+    expect(codeSpans("<b>plain</b>")).toEqual([{ text: "<b>plain</b>", code: false }]);
   });
 });

@@ -76,3 +76,24 @@ export function bytesLabel(bytes: number): string {
   }
   return `${value.toFixed(1)} ${units[unit]}`;
 }
+
+/** A part of a text with inline code spans: code (drawn as `<code>`) or plain text. */
+export interface TextPart {
+  text: string;
+  code: boolean;
+}
+
+/**
+ * A text's inline code spans (between backticks, as the studio's notes write commands), as parts
+ * to draw as text nodes, never as HTML. A backtick without its pair stays as written.
+ */
+export function codeSpans(text: string): TextPart[] {
+  const pieces = text.split("`");
+  const parts: TextPart[] = pieces.map((piece, index) => ({ text: piece, code: index % 2 === 1 }));
+  if (pieces.length % 2 === 0) {
+    // An odd count of backticks: the last one opens nothing.
+    const unpaired = parts.pop()!;
+    parts.push({ text: "`" + unpaired.text, code: false });
+  }
+  return parts.filter((part) => part.text !== "" || part.code);
+}

@@ -18,7 +18,7 @@ use rusqlite::{params, Connection};
 
 use super::connection::{timestamp, write_transaction, QueryResult, Store};
 use super::sessions::SessionRow;
-use super::{output_usage, runs, session_model, sessions, spans, workspaces};
+use super::{nodes_seen, output_usage, runs, session_model, sessions, spans, workspaces};
 use crate::sessions::change::{Change, ChangeSink};
 use crate::sessions::cost::{NodeUsage, UsageTotal};
 use crate::sessions::session::{self, SessionSummary, Workspace};
@@ -59,6 +59,10 @@ pub(super) fn listing(
         NodeDetail::TotalsOnly => NodeUsageOf::These(&laid_over),
     };
     let mut sessions = list(store, workspace, now, node_usage)?;
+    let mut seen = store.with_conn(|conn| nodes_seen::of_workspace(conn, workspace))?;
+    for summary in &mut sessions {
+        session_model::with_nodes_seen(summary, seen.remove(summary.id.as_str()));
+    }
     let last_runs: Vec<session_model::LastRun<'_>> = runs.iter().map(session_model::LastRun::from).collect();
     let mut spans = store.with_conn(|conn| spans::last_runs_nodes(conn, workspace))?;
     session_model::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
@@ -310,7 +314,9 @@ pub fn forget(store: &Store, workspace: &Workspace, id: &SessionId) -> Result<()
 }
 
 /// Records a watcher change in the index, so that a listing after a restart reads again only
-/// the folders that changed while no studio was watching.
+/// the folders that changed while no studio was watching. The nodes of a session the studio did
+/// not run, as the watch saw them (what its folder cannot tell), go to `nodes_seen`, their one
+/// owner, which every surface lays over the folder.
 pub fn record_change(store: &Store, change: &Change) -> Result<(), Error> {
     let workspace = Workspace::from_canonical_root(change.workspace().to_owned());
     let (summary, id) = match change {
@@ -320,7 +326,10 @@ pub fn record_change(store: &Store, change: &Change) -> Result<(), Error> {
         | Change::SessionUpdated {
             summary, session_id, ..
         } => (summary, session_id),
-        Change::SessionRemoved { session_id, .. } => return forget(store, &workspace, session_id),
+        Change::SessionRemoved { session_id, .. } => {
+            store.with_conn(|conn| nodes_seen::forget(conn, &workspace, session_id))?;
+            return forget(store, &workspace, session_id);
+        }
         Change::OutputAppended { .. }
         | Change::NodeChanged { .. }
         | Change::RunStatusChanged { .. }
@@ -328,6 +337,16 @@ pub fn record_change(store: &Store, change: &Change) -> Result<(), Error> {
         | Change::WatchPolling { .. }
         | Change::AgentsChanged { .. } => return Ok(()),
     };
+    if matches!(change, Change::SessionUpdated { .. }) && !summary.nodes.is_empty() {
+        // An update is what the watch saw since it first read the folder; a session the studio
+        // ran has its runs' spans instead (`session_model::with_recorded_runs`).
+        store.with_conn(|conn| {
+            if !runs::ran(conn, &workspace, id)? {
+                nodes_seen::record(conn, &workspace, id, &summary.nodes)?;
+            }
+            Ok(())
+        })?;
+    }
     let Some(print) = session::fingerprint(&summary.path, None) else {
         return forget(store, &workspace, id);
     };

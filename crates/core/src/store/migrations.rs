@@ -180,6 +180,18 @@ const MIGRATIONS: &[&str] = &[
     r#"
     DELETE FROM folder_index;
     "#,
+    // 11: the nodes a live watch saw of a session the studio did not run, in the order seen
+    // (`nodes_seen`), laid over the folder by every surface. The folder index's summaries, which
+    // held that order alone (so `sessions` and `show` told different orders), are read again.
+    r#"
+    CREATE TABLE nodes_seen (
+        workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        nodes TEXT NOT NULL,
+        PRIMARY KEY (workspace_id, session_id)
+    );
+    DELETE FROM folder_index;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

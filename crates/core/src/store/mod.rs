@@ -9,7 +9,7 @@
 //! One file per table or concern, each a set of functions over a `&Connection` (a table's rows
 //! and their types): `workspaces`, `sessions`, `messages`, `runs`, `logs`, `spans`, `output`
 //! (output blocks), `output_usage` (`node_usage`), `search` (`search_text`), `trust`
-//! (`trusted_launches`), `index` (`folder_index`); then what reads several: `node_logs`,
+//! (`trusted_launches`), `index` (`folder_index`), `nodes_seen`; then what reads several: `node_logs`,
 //! `session_model`, `records` (export and import), `recovery`, `retention`. `connection` is the
 //! leaf under them all: opening, the lock, transactions and the one conversion of SQLite's errors
 //! into the studio's. The methods of [`Store`] below only lock the connection and call them;
@@ -21,6 +21,7 @@ mod logs;
 mod messages;
 mod migrations;
 mod node_logs;
+mod nodes_seen;
 mod output;
 mod output_usage;
 mod records;

@@ -321,6 +321,18 @@ pub(super) fn of_workspace(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Whether the studio ran session `id` (a run of it is in the store).
+pub(super) fn ran(conn: &Connection, workspace: &Workspace, id: &SessionId) -> QueryResult<bool> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT 1 FROM runs r JOIN sessions s ON s.key = r.session_key JOIN workspaces w ON w.id = s.workspace_id
+             WHERE w.root = ?1 AND s.session_id = ?2 LIMIT 1",
+        )?
+        .query_row(params![workspace.root().to_string_lossy(), id.as_str()], |_| Ok(()))
+        .optional()?
+        .is_some())
+}
+
 /// The last run of each session of a workspace (what a listing needs; not every run ever).
 pub(super) fn last_of_each_session(conn: &Connection, workspace: &Workspace) -> QueryResult<Vec<RunRecord>> {
     let sql = format!(

@@ -32,7 +32,7 @@ use super::connection::Store;
 use super::output_usage::{self, UsageByNode};
 use super::runs::{self, RunRecord};
 use super::spans::{self, Span, SpanKind};
-use super::{records, sessions};
+use super::{nodes_seen, records, sessions};
 use crate::sessions::cost::{NodeUsage, UsageTotal};
 use crate::sessions::session::{
     self, one_line, NodeSummary, Session, SessionNode, SessionSummary, Timestamp, Workspace,
@@ -45,6 +45,8 @@ use crate::vocabulary::id::SessionId;
 /// laid over it as the listing lays them (`with_recorded_runs`): `show`, `watch` and the listing
 /// agree.
 pub(super) fn as_recorded(store: &Store, workspace: &Workspace, summary: &mut SessionSummary) -> Result<(), Error> {
+    let seen = store.with_conn(|conn| nodes_seen::of_session(conn, workspace, &summary.id))?;
+    with_nodes_seen(summary, seen);
     let runs = store.with_conn(|conn| runs::of_workspace(conn, workspace, Some(&summary.id)))?;
     let last_runs: Vec<LastRun<'_>> = runs.iter().take(1).map(LastRun::from).collect();
     let (title, agent) = store.with_conn(|conn| sessions::names(conn, workspace, &summary.id))?;
@@ -92,6 +94,16 @@ pub(super) fn read_session(
         })
         .collect();
     Ok(session)
+}
+
+/// The nodes a live watch saw of a session the studio did not run (`nodes_seen`), laid over its
+/// folder's (`SessionSummary::keep_nodes_seen`): the order seen wins over the folder's times, and
+/// a node that wrote no folder keeps its place (its status `unknown`). Below the store's runs
+/// ([`with_recorded_runs`], laid after), above the folder.
+pub(super) fn with_nodes_seen(summary: &mut SessionSummary, seen: Option<Vec<NodeSummary>>) {
+    if let Some(seen) = seen {
+        summary.keep_nodes_seen(&seen);
+    }
 }
 
 /// The nodes a run ran, once each in the order they began, each with its usage if it has one.

@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::connection::{millis, timestamp, write_transaction, QueryResult};
-use super::{search, workspaces};
+use super::{nodes_seen, search, workspaces};
 use crate::sessions::session::{read_summary, SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
 use crate::vocabulary::error::Error;
@@ -205,6 +205,7 @@ pub(super) fn delete(
         "DELETE FROM folder_index WHERE workspace_id = (SELECT id FROM workspaces WHERE root = ?1) AND session_id = ?2",
         params![workspace.root().to_string_lossy(), id.as_str()],
     )?;
+    nodes_seen::forget(&tx, workspace, id)?;
     // The folder goes last: if moving it fails, the rows come back with the rollback.
     if let Some(folder) = folder {
         discard(&folder)?;

@@ -12,6 +12,7 @@ mod never_panics;
 mod private_files;
 mod room_sizes;
 mod runner;
+mod seen_live;
 mod session_folders;
 mod share;
 mod start_up;

@@ -1,4 +1,4 @@
-import { render, screen } from "@testing-library/svelte";
+import { cleanup, render, screen } from "@testing-library/svelte";
 import userEvent from "@testing-library/user-event";
 import { flushSync } from "svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -48,6 +48,22 @@ describe("the session view's header", () => {
     expect($("#session-stop")?.textContent).toBe("Stop");
     await userEvent.click($("#session-close")!);
     expect(context.close).toHaveBeenCalledOnce();
+  });
+
+  it("names the node a running session is at, and none once it ended", async () => {
+    backend.sessions = backend.sessions.map((session) =>
+      session.id === "folder-only" ? { ...session, status: "running", current_node: "scan" } : session,
+    );
+    await open("folder-only");
+    expect($(".sv-meta")?.textContent).toContain("▸ scan");
+    backend.sessions = backend.sessions.map((session) =>
+      session.id === "folder-only" ? { ...session, status: "error" } : session,
+    );
+    cleanup();
+    await open("folder-only");
+    expect($("#session-status")?.getAttribute("data-status")).toBe("error");
+    expect($(".sv-meta")?.textContent).not.toContain("▸");
+    expect($(".sv-meta")?.textContent).not.toContain("scan");
   });
 
   it("offers neither Continue nor Re-run for a session id the workspace does not know", async () => {

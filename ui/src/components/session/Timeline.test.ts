@@ -75,6 +75,24 @@ describe("the Timeline", () => {
     expect(container.querySelector(".not-known")?.textContent).toContain("records neither how a run ended");
   });
 
+  it("draws the note's commands as code, and the rest of it as text, never as HTML", () => {
+    const detail = {
+      nodes: [detailNode("plan", "unknown", null)],
+      not_known: `Run outside the studio: run it with \`zstudio run -- <command>\` or set \`${evil}\`.`,
+    } as unknown as Session;
+    const { container } = render(Timeline, { runs: [], spans: new Map(), now: T0, detail, failed: false });
+    const note = container.querySelector(".not-known")!;
+    expect([...note.querySelectorAll("code")].map((code) => code.textContent)).toEqual([
+      "zstudio run -- <command>",
+      evil,
+    ]);
+    expect(note.textContent).not.toContain("`");
+    expect(note.textContent?.trim()).toBe(
+      `Run outside the studio: run it with zstudio run -- <command> or set ${evil}.`,
+    );
+    expect(note.querySelector("img")).toBeNull();
+  });
+
   it("says the session is being read, or could not be", () => {
     expect(
       render(Timeline, { runs: [], spans: new Map(), now: T0, detail: null, failed: false }).container.textContent,

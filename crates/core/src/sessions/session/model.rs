@@ -271,6 +271,10 @@ pub struct SessionSummary {
     pub not_known: Option<String>,
 }
 
+/// What [`SessionSummary::not_known`] adds while some node's place is a guess.
+pub(crate) const ORDER_NOT_KNOWN: &str =
+    " Nor is the order of the nodes marked `?`: their folders were written in the same instant.";
+
 impl SessionSummary {
     /// Whether any node's place is a guess ([`NodeSummary::order_uncertain`]).
     pub fn order_uncertain(&self) -> bool {
@@ -285,15 +289,22 @@ impl SessionSummary {
     /// folder, current then) is kept in its place, its status `unknown` (nothing recorded how it
     /// ended). Nothing changes when the folder tells the order of every node it had before.
     pub fn keep_order_seen(&mut self, previous: &SessionSummary) {
-        let names_all = previous
-            .nodes
+        if previous.id == self.id {
+            self.keep_nodes_seen(&previous.nodes);
+        }
+    }
+
+    /// [`SessionSummary::keep_order_seen`], from this session's nodes as seen live (`seen`, in
+    /// the order seen: what the store keeps of a watch, say).
+    pub fn keep_nodes_seen(&mut self, seen_nodes: &[NodeSummary]) {
+        let names_all = seen_nodes
             .iter()
             .all(|seen| self.nodes.iter().any(|n| n.name == seen.name));
-        if previous.id != self.id || (names_all && !self.order_uncertain()) {
+        if names_all && !self.order_uncertain() {
             return;
         }
         let mut kept: Vec<NodeSummary> = Vec::with_capacity(self.nodes.len());
-        for seen in &previous.nodes {
+        for seen in seen_nodes {
             match self.nodes.iter().position(|n| n.name == seen.name) {
                 Some(at) => {
                     let mut node = self.nodes.remove(at);
@@ -315,6 +326,12 @@ impl SessionSummary {
         }
         kept.append(&mut self.nodes);
         self.nodes = kept;
+        if !self.order_uncertain() {
+            // Seen live, the order is known: the note no longer says it is not.
+            if let Some(note) = &mut self.not_known {
+                *note = note.replace(ORDER_NOT_KNOWN, "");
+            }
+        }
     }
 
     /// The usage total over its nodes, as they are now (after the store's nodes were laid over
@@ -478,6 +495,17 @@ mod tests {
                 ("execute", Success, false),
                 ("report", Success, false)
             ]
+        );
+
+        // The note said the order was not known; seen live, it is.
+        let mut read = summary_of(&[("execute", Success, true), ("plan", Success, true)]);
+        read.not_known = Some(format!(
+            "Run outside the studio.{ORDER_NOT_KNOWN} For the full story, …"
+        ));
+        read.keep_order_seen(&seen);
+        assert_eq!(
+            read.not_known.as_deref(),
+            Some("Run outside the studio. For the full story, …")
         );
 
         // `process` wrote no folder: seen as the current node, then gone from the folder's word.

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::model::{
     Detail, FileRef, Layout, Problem, Session, SessionInfo, SessionNode, SessionSummary, Timestamp, EVENTS_FILE,
-    NODES_DIR, RAW_STREAM_FILE, RESULT_FILE, SESSION_INFO_FILE, TITLE_PROMPT_FILES,
+    NODES_DIR, ORDER_NOT_KNOWN, RAW_STREAM_FILE, RESULT_FILE, SESSION_INFO_FILE, TITLE_PROMPT_FILES,
 };
 use super::reader::FolderReader;
 use super::status::{engine_still_there, infer_status, node_order_from_events, node_status, parse_status_word};
@@ -325,7 +325,7 @@ fn not_known(layout: Layout, files: &FolderFiles, status: Status, nodes: &[Sessi
         return None;
     }
     let order = if nodes.iter().any(|n| n.order_uncertain) {
-        " Nor is the order of the nodes marked `?`: their folders were written in the same instant."
+        ORDER_NOT_KNOWN
     } else {
         ""
     };
