@@ -34,12 +34,10 @@ pub fn default_cache_root() -> Option<PathBuf> {
 }
 
 /// The folder of `source` under `cache_root`: one per source and endpoint (the same bucket name
-/// on another endpoint is another bucket).
+/// on another endpoint is another bucket), the endpoint as the client uses it
+/// ([`Source::resolved_endpoint`]: given or from the variables, written either way).
 pub fn source_folder(cache_root: &Path, source: &Source) -> PathBuf {
-    let endpoint = source
-        .endpoint
-        .clone()
-        .unwrap_or_else(|| std::env::var("AWS_ENDPOINT_URL").unwrap_or_default());
+    let endpoint = source.resolved_endpoint().unwrap_or_default();
     let digest = sha2::Sha256::digest(format!("{source}\n{endpoint}"));
     let hash: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
     let scheme = source.to_string();
@@ -309,6 +307,17 @@ mod tests {
         assert_eq!(entry.present, [(10, 40), (90, 100)]);
         assert!(entry.covers(15, 40) && !entry.covers(30, 95));
         assert_eq!(entry.stored_bytes(), 40);
+    }
+
+    #[test]
+    fn one_bucket_is_one_folder_however_its_endpoint_is_written() {
+        let root = Path::new("/cache");
+        let at = |endpoint: &str| {
+            let source = Source::parse("s3://team-runs/ci").unwrap().with_endpoint(endpoint);
+            source_folder(root, &source)
+        };
+        assert_eq!(at("http://127.0.0.1:9000"), at("HTTP://127.0.0.1:9000/"));
+        assert_ne!(at("http://127.0.0.1:9000"), at("http://127.0.0.1:9001"));
     }
 
     #[test]
