@@ -532,3 +532,30 @@ fn a_warm_refresh_lists_inside_no_complete_session_and_writes_nothing() {
         .join("late.txt")
         .exists());
 }
+
+#[test]
+fn an_output_replaced_after_the_listing_is_refused_not_joined() {
+    let fixture = Fixture::new();
+    upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
+    upload_large_session(&fixture);
+    let mirror = fixture.mirror("ci");
+    mirror.refresh(SystemTime::now()).unwrap();
+    // The same key and size, other bytes: only the ETag tells.
+    fixture.moto.upload(
+        BUCKET,
+        false,
+        json!([{"multipart": "ci/1795952464999_big/node/raw_stream_output.txt", "part_bytes": 5 * 1024 * 1024, "parts": 2, "fill": "another output\n", "last": "THE END\n"}]),
+    );
+    let id = SessionId::parse("1795952464999_big").unwrap();
+    let error = mirror.fetch_session(&id, u64::MAX).unwrap_err().to_string();
+    assert!(
+        error.starts_with("s3://team-runs/ci: `1795952464999_big/node/raw_stream_output.txt`")
+            && error.contains("changed since it was listed"),
+        "{error}"
+    );
+    let error = mirror
+        .read_range(&id, "node/raw_stream_output.txt", 0..15)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("changed since it was listed"), "{error}");
+}

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 
 use crate::bucket::cache::{FileEntry, SourceManifest};
 use crate::bucket::mirror::{entry_of, first_range, Mirror, Plan, SMALL_FILE_BYTES};
-use crate::bucket::remote::RemoteObject;
+use crate::bucket::remote::{Read, RemoteObject};
 use crate::sessions::session::Timestamp;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -37,9 +37,13 @@ impl Mirror {
             range.end - range.start > SMALL_FILE_BYTES
         });
         for batch in in_memory.chunks(FETCH_BATCH) {
-            let reads: Vec<(String, Range<u64>)> = batch
+            let reads: Vec<Read> = batch
                 .iter()
-                .map(|(_, path, object)| (object.key.clone(), first_range(path, object.size)))
+                .map(|(_, path, object)| Read {
+                    key: object.key.clone(),
+                    range: first_range(path, object.size),
+                    etag: object.etag.clone(),
+                })
                 .collect();
             for ((index, path, object), read) in batch.iter().zip(self.remote.read_many(&reads)) {
                 let plan = &mut plans[*index];
@@ -90,22 +94,31 @@ impl Mirror {
         let target = self.folder.file_path(id, path);
         self.folder
             .write_filled(id, path, object.size, modified(object), |file| {
-                self.read_into(&object.key, std::slice::from_ref(&(0..object.size)), file, &target)
+                let whole = 0..object.size;
+                self.read_into(
+                    &object.key,
+                    object.etag.as_deref(),
+                    std::slice::from_ref(&whole),
+                    file,
+                    &target,
+                )
             })?;
         let mut entry = entry_of(object);
         entry.add(0, object.size);
         Ok(entry)
     }
 
-    /// Reads `ranges` of `key` into `file` (mirrored at `target`) at their offsets.
+    /// Reads `ranges` of `key` (of ETag `etag`) into `file` (mirrored at `target`) at their
+    /// offsets.
     fn read_into(
         &self,
         key: &str,
+        etag: Option<&str>,
         ranges: &[Range<u64>],
         file: &std::fs::File,
         target: &std::path::Path,
     ) -> Result<(), Error> {
-        let read = self.remote.read_into(key, ranges, |offset, bytes| {
+        let read = self.remote.read_into(key, etag, ranges, |offset, bytes| {
             file.write_all_at(bytes, offset).map_err(|e| Error::io_write(target, e))
         })?;
         self.fetched.fetch_add(read, Ordering::Relaxed);
@@ -123,13 +136,14 @@ impl Mirror {
     ) -> Result<(), Error> {
         let key = format!("{id}/{path}");
         let target = self.folder.file_path(id, path);
-        self.folder
-            .fill_in_place(id, path, |file| self.read_into(&key, missing, file, &target))?;
         let entry = manifest
             .sessions
             .get_mut(id)
             .and_then(|session| session.files.get_mut(path))
             .expect("the caller found the file in the manifest");
+        let etag = entry.etag.as_deref();
+        self.folder
+            .fill_in_place(id, path, |file| self.read_into(&key, etag, missing, file, &target))?;
         for range in missing {
             entry.add(range.start, range.end);
         }

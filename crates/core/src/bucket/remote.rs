@@ -22,6 +22,13 @@ pub struct RemoteObject {
     pub last_modified: Option<String>,
 }
 
+/// One read of [`Remote::read_many`]: `range` of `key`, when its ETag is still `etag`.
+pub struct Read {
+    pub key: String,
+    pub range: Range<u64>,
+    pub etag: Option<String>,
+}
+
 /// Most objects one listing takes: past it the listing fails naming the source, rather than
 /// holding an unbounded list in memory.
 pub const MAX_LISTED_OBJECTS: usize = 2_000_000;
@@ -164,18 +171,17 @@ impl Remote {
         )
     }
 
-    /// The bytes of `key` in `range` (the provider may give fewer at the object's end).
-    pub fn read_range(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>, Error> {
-        self.runtime.block_on(self.read(key, range))
-    }
-
     /// Several reads at once, each result in the order asked.
-    pub fn read_many(&self, reads: &[(String, Range<u64>)]) -> Vec<Result<Vec<u8>, Error>> {
+    pub fn read_many(&self, reads: &[Read]) -> Vec<Result<Vec<u8>, Error>> {
         self.runtime.block_on(async {
-            futures::stream::iter(reads.iter().map(|(key, range)| self.read(key, range.clone())))
-                .buffered(CONCURRENT_REQUESTS)
-                .collect()
-                .await
+            futures::stream::iter(
+                reads
+                    .iter()
+                    .map(|read| self.read(&read.key, read.range.clone(), read.etag.as_deref())),
+            )
+            .buffered(CONCURRENT_REQUESTS)
+            .collect()
+            .await
         })
     }
 
@@ -186,6 +192,7 @@ impl Remote {
     pub fn read_into(
         &self,
         key: &str,
+        etag: Option<&str>,
         ranges: &[Range<u64>],
         mut write: impl FnMut(u64, &[u8]) -> Result<(), Error>,
     ) -> Result<u64, Error> {
@@ -199,7 +206,7 @@ impl Remote {
             .collect();
         self.runtime.block_on(async {
             let mut reads = futures::stream::iter(pieces.into_iter().map(|piece| async move {
-                let bytes = self.read(key, piece.clone()).await?;
+                let bytes = self.read(key, piece.clone(), etag).await?;
                 Ok::<_, Error>((piece, bytes))
             }))
             .buffered(CONCURRENT_CHUNKS);
@@ -224,11 +231,17 @@ impl Remote {
         })
     }
 
-    async fn read(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>, Error> {
+    /// The bytes of `key` in `range`, when its ETag is still `etag` (when known): a piece of
+    /// another version of the object fails, naming the key, rather than joining the others.
+    async fn read(&self, key: &str, range: Range<u64>, etag: Option<&str>) -> Result<Vec<u8>, Error> {
         if range.is_empty() {
             return Ok(Vec::new());
         }
-        let buffer = self.timed(key, self.operator.read_with(key).range(range)).await?;
+        let mut request = self.operator.read_with(key).range(range);
+        if let Some(etag) = etag {
+            request = request.if_match(etag);
+        }
+        let buffer = self.timed(key, request).await?;
         Ok(buffer.to_vec())
     }
 
@@ -264,6 +277,9 @@ impl Remote {
                 format!("{what}: the bucket or prefix does not exist (identity: {identity}): {error}")
             }
             ErrorKind::NotFound => format!("{what}: the object is gone (changed since it was listed?): {error}"),
+            ErrorKind::ConditionNotMatch => {
+                format!("{what}: changed since it was listed (its ETag is not the one listed): {error}")
+            }
             _ => format!("{what}: {error} (identity: {identity})"),
         };
         self.source.error(key, reason)
