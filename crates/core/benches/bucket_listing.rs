@@ -6,7 +6,8 @@
 //!   folders read afresh (target: within 3x);
 //! - a warm re-listing (nothing changed: list the prefix, fetch nothing, list the mirror) against
 //!   the same local listing again (target: within 1.2x);
-//! - the tail of a 1 GiB output (a multipart upload) shown after fetching at most a few MB.
+//! - the tail of a 1 GiB output (a multipart upload) shown after fetching at most a few MB; then
+//!   the same output fetched whole, with the process's peak memory before and after.
 //!
 //! Both workspaces are listed as at a time [`RUNNING_QUIET_WINDOW`] from now: the local sessions
 //! are a day old, the mirrored ones carry their objects' times (uploaded seconds before), and a
@@ -94,6 +95,13 @@ fn main() {
     big_output_tail(&moto, big_mib);
 }
 
+/// The process's peak resident memory so far (`VmHWM` of `/proc/self/status`), in MiB.
+fn peak_memory_mib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() / 1024
+}
+
 fn ms(duration: std::time::Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
@@ -150,5 +158,18 @@ fn big_output_tail(moto: &Moto, mib: usize) {
         "tail of a {mib} MiB output: shown after {:.1} ms, {:.2} MB fetched (listing and the last 64 KiB page)",
         ms(started.elapsed()),
         mirror.fetched_bytes() as f64 / 1e6
+    );
+
+    // Fetched whole, as export, compare and import do: in pieces onto the disk.
+    let peak_before = peak_memory_mib();
+    let (before, started) = (mirror.fetched_bytes(), Instant::now());
+    let folder = mirror.fetch_session(&id, u64::MAX).unwrap();
+    let file = folder.join("node/raw_stream_output.txt");
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), size);
+    println!(
+        "the same output fetched whole (as for export): {:.1} s, {:.0} MB fetched, peak memory {peak_before} MiB before, {} MiB after",
+        started.elapsed().as_secs_f64(),
+        (mirror.fetched_bytes() - before) as f64 / 1e6,
+        peak_memory_mib()
     );
 }
