@@ -73,12 +73,16 @@ fn setup() -> Setup {
 }
 
 fn zstudio(setup: &Setup, args: &[&str]) -> Output {
-    zstudio_at(&setup.moto, setup.home.path(), args)
+    zstudio_at(&setup.moto, setup.home.path(), &[], args)
+}
+
+fn zstudio_with(setup: &Setup, vars: &[(&str, &str)], args: &[&str]) -> Output {
+    zstudio_at(&setup.moto, setup.home.path(), vars, args)
 }
 
 /// The real binary with the provider's standard variables pointing at `moto`, its cache and
 /// data folders in `home`.
-fn zstudio_at(moto: &Moto, home: &Path, args: &[&str]) -> Output {
+fn zstudio_at(moto: &Moto, home: &Path, vars: &[(&str, &str)], args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_zstudio"));
     command
         .args(args)
@@ -88,6 +92,7 @@ fn zstudio_at(moto: &Moto, home: &Path, args: &[&str]) -> Output {
         .env("XDG_CACHE_HOME", home.join("cache"))
         .env("HOME", home)
         .envs(moto.env())
+        .envs(vars.iter().copied())
         .stdin(Stdio::null());
     command.output().unwrap()
 }
@@ -295,7 +300,7 @@ fn commands_that_change_sessions_are_refused_with_a_source() {
 fn access_refused_and_a_session_mid_upload_are_said_on_stderr() {
     let refusing = Moto::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "0")]);
     let home = TempDir::new().unwrap();
-    let output = zstudio_at(&refusing, home.path(), &["--source", URL, "sessions", "--memory"]);
+    let output = zstudio_at(&refusing, home.path(), &[], &["--source", URL, "sessions", "--memory"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
@@ -316,4 +321,120 @@ fn access_refused_and_a_session_mid_upload_are_said_on_stderr() {
         "{stderr}"
     );
     assert_eq!(json_of(&output).as_array().unwrap().len(), 3);
+}
+
+/// The pipeline's session under `id` in `sessions`, its plan's raw stream 3 MiB of numbered
+/// lines (more than the listing fetches whole: it fetches that file's last 1 MiB only).
+fn large_output_session(sessions: &Path, id: &str) -> Vec<u8> {
+    let session = sessions.join(id);
+    copy_dir(
+        &captures()
+            .join(PIPELINE)
+            .join("cwd/.zibby/output/sessions")
+            .join(PIPELINE_ID),
+        &session,
+    );
+    let mut output = Vec::new();
+    let mut line = 0;
+    while output.len() < 3 << 20 {
+        output.extend_from_slice(format!("line {line} of a long output\n").as_bytes());
+        line += 1;
+    }
+    std::fs::write(session.join("plan/raw_stream_output.txt"), &output).unwrap();
+    output
+}
+
+#[test]
+fn a_large_cloud_output_is_exported_compared_and_imported_whole_never_as_zeros() {
+    let setup = setup();
+    let big_id = "1795953100000_big";
+    let upload = TempDir::new().unwrap();
+    let output = large_output_session(upload.path(), big_id);
+    setup.moto.upload(
+        BUCKET,
+        false,
+        json!([
+            {"copy_tree": upload.path().join(big_id), "prefix": format!("ci/{big_id}/")},
+            {"put": format!("ci/{big_id}/.upload-complete"), "text": ""},
+        ]),
+    );
+    let work = TempDir::new().unwrap();
+    let local_id = "1795953100001_here";
+    large_output_session(&work.path().join(".zibby/output/sessions"), local_id);
+    let root = work.path().to_str().unwrap();
+
+    let bundle = setup.home.path().join("big.zip");
+    let exported = zstudio(
+        &setup,
+        &[
+            "--source",
+            URL,
+            "export",
+            big_id,
+            "-o",
+            bundle.to_str().unwrap(),
+            "--memory",
+        ],
+    );
+    assert!(
+        exported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&exported.stderr)
+    );
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(&bundle).unwrap()).unwrap();
+    let name = (0..zip.len())
+        .map(|index| zip.by_index(index).unwrap().name().unwrap().into_owned())
+        .find(|name| name.ends_with("plan/raw_stream_output.txt"))
+        .unwrap();
+    let mut exported_output = Vec::new();
+    std::io::Read::read_to_end(&mut zip.by_name(&name).unwrap(), &mut exported_output).unwrap();
+    assert!(
+        exported_output == output,
+        "the bundle holds the output, not the sparse file's zeros"
+    );
+
+    let diff = zstudio(
+        &setup,
+        &[
+            "--source", URL, "-w", root, "diff", big_id, local_id, "--json", "--memory",
+        ],
+    );
+    assert_eq!(
+        diff.status.code(),
+        Some(0),
+        "the same run in the bucket and here: {}{}",
+        String::from_utf8_lossy(&diff.stdout),
+        String::from_utf8_lossy(&diff.stderr)
+    );
+
+    // The import copies the session once, from the mirror: nothing is staged in the temp folder
+    // (here one that cannot be written).
+    let db = setup.home.path().join("local.sqlite");
+    let imported = zstudio_with(
+        &setup,
+        &[("TMPDIR", "/nonexistent/zstudio-tmp")],
+        &[
+            "--source",
+            URL,
+            "-w",
+            root,
+            "--db",
+            db.to_str().unwrap(),
+            "import",
+            big_id,
+        ],
+    );
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    let copied = std::fs::read(
+        work.path()
+            .join(".zibby/output/sessions")
+            .join(big_id)
+            .join("plan/raw_stream_output.txt"),
+    )
+    .unwrap();
+    assert!(copied == output, "the imported output is whole");
 }

@@ -411,18 +411,151 @@ fn a_half_written_cache_file_is_never_taken_as_complete() {
     let (folder, id) = captured_session(CAPTURES[0]);
     let mirror = fixture.mirror("ci");
     mirror.refresh(SystemTime::now()).unwrap();
-    // A refresh cut between the file's rename and its manifest's: the file is there, half of it,
-    // and no manifest says it is complete.
-    let session = mirror.workspace_root().join(".zibby/output/sessions").join(&id);
+    let root = mirror.workspace_root();
+    drop(mirror);
+    // A refresh cut between the file's rename and the manifest's: the file is there, half of it,
+    // and the manifest does not list its session.
+    let session = root.join(".zibby/output/sessions").join(&id);
     std::fs::write(session.join(".session-info.json"), "{\"sessionTim").unwrap();
-    let manifest = mirror
-        .workspace_root()
-        .parent()
-        .unwrap()
-        .join("manifests")
-        .join(format!("{id}.json"));
-    std::fs::remove_file(manifest).unwrap();
+    let manifest_path = root.parent().unwrap().join("manifest.json");
+    let mut manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["sessions"].as_object_mut().unwrap().remove(&id).unwrap();
+    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let mirror = fixture.mirror("ci");
     let listing = mirror.refresh(SystemTime::now()).unwrap();
     assert!(listing.fetched_bytes > 0);
     assert_eq!(tree(&folder), tree(&session), "the session is fetched again, whole");
+}
+
+/// A session with a 10 MiB raw stream (two multipart parts) and a 5 MiB `raw_output.txt`, each
+/// starting with text the sparse file's zeros are not.
+fn upload_large_session(fixture: &Fixture) {
+    let mib = 1024 * 1024;
+    fixture.moto.upload(
+        BUCKET,
+        false,
+        json!([
+            {"put": "ci/1795952464999_big/.session-info.json", "text": "{\"sessionTimestamp\": 1795952464999}"},
+            {"multipart": "ci/1795952464999_big/node/raw_stream_output.txt", "part_bytes": 5 * mib, "parts": 2, "fill": "head of output\n", "last": "THE END\n"},
+            {"multipart": "ci/1795952464999_big/node/raw_output.txt", "part_bytes": 5 * mib, "parts": 1, "fill": "raw output line\n"},
+            {"put": "ci/1795952464999_big/.upload-complete", "text": ""},
+        ]),
+    );
+}
+
+fn assert_text(file: &Path, starts: &[u8], size: u64) {
+    let bytes = std::fs::read(file).unwrap();
+    assert_eq!(bytes.len() as u64, size, "{}", file.display());
+    assert!(
+        bytes.starts_with(starts),
+        "{}: starts {:?}",
+        file.display(),
+        &bytes[..16]
+    );
+    assert!(!bytes.contains(&0), "{}: no byte is an unfetched zero", file.display());
+}
+
+#[test]
+fn no_reader_of_the_mirror_gets_an_unfetched_range_as_data() {
+    let fixture = Fixture::new();
+    upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
+    upload_large_session(&fixture);
+    let mirror = fixture.mirror("ci");
+    let listing = mirror.refresh(SystemTime::now()).unwrap();
+    let mib = 1024 * 1024_u64;
+    let id = SessionId::parse("1795952464999_big").unwrap();
+    let session = mirror.session_path(&id);
+    // A large file the core may read from its start is fetched whole when listed, piece by
+    // piece; of the raw stream, read from its end only, the tail.
+    assert_text(&session.join("node/raw_output.txt"), b"raw output line\n", 5 * mib);
+    assert!(
+        listing.fetched_bytes < 7 * mib,
+        "the raw stream's tail only: {}",
+        listing.fetched_bytes
+    );
+    let raw_stream = session.join("node/raw_stream_output.txt");
+    assert!(
+        std::fs::read(&raw_stream).unwrap().starts_with(&[0; 16]),
+        "a hole, not yet data"
+    );
+
+    // What reads a session whole fetches it whole first, within its limit.
+    let error = mirror.fetch_session(&id, 10 * mib).unwrap_err().to_string();
+    assert!(
+        error.starts_with("s3://team-runs/ci: `1795952464999_big/`") && error.contains("more than the most asked for"),
+        "{error}"
+    );
+    let before = mirror.fetched_bytes();
+    assert_eq!(mirror.fetch_session(&id, 100 * mib).unwrap(), session);
+    assert_eq!(mirror.fetched_bytes() - before, 9 * mib, "only the ranges missing");
+    assert_text(&raw_stream, b"head of output\n", 10 * mib);
+    assert!(std::fs::read(&raw_stream).unwrap().ends_with(b"THE END\n"));
+    mirror.fetch_session(&id, 100 * mib).unwrap();
+    assert_eq!(
+        mirror.fetched_bytes() - before,
+        9 * mib,
+        "a whole session is not fetched again"
+    );
+
+    // The manifest says so after the mirror is opened again: nothing fetched, the file whole.
+    let reopened = fixture.mirror("ci");
+    assert_eq!(reopened.refresh(SystemTime::now()).unwrap().fetched_bytes, 0);
+    reopened.fetch_session(&id, 100 * mib).unwrap();
+    assert_eq!(reopened.fetched_bytes(), 0);
+}
+
+#[test]
+fn a_warm_refresh_lists_inside_no_complete_session_and_writes_nothing() {
+    use std::os::unix::fs::MetadataExt;
+    let fixture = Fixture::new();
+    let ids = upload_captures(&fixture.moto, "ci", &CAPTURES[..2], true);
+    let mirror = fixture.mirror("ci");
+    let first = mirror.refresh(SystemTime::now()).unwrap();
+    let manifest = mirror.workspace_root().parent().unwrap().join("manifest.json");
+    let written = std::fs::metadata(&manifest).unwrap().ino();
+    // A complete session is immutable: an object added to one afterwards is not looked for.
+    fixture.moto.upload(
+        BUCKET,
+        false,
+        json!([{"put": format!("ci/{}/late.txt", ids[0]), "text": "late"}]),
+    );
+    let warm = mirror.refresh(SystemTime::now()).unwrap();
+    assert_eq!(warm.fetched_bytes, 0);
+    assert_eq!(warm.sessions, first.sessions);
+    assert_eq!(
+        std::fs::metadata(&manifest).unwrap().ino(),
+        written,
+        "nothing changed: the manifest is not written again"
+    );
+    assert!(!mirror
+        .session_path(&SessionId::parse(&ids[0]).unwrap())
+        .join("late.txt")
+        .exists());
+}
+
+#[test]
+fn an_output_replaced_after_the_listing_is_refused_not_joined() {
+    let fixture = Fixture::new();
+    upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
+    upload_large_session(&fixture);
+    let mirror = fixture.mirror("ci");
+    mirror.refresh(SystemTime::now()).unwrap();
+    // The same key and size, other bytes: only the ETag tells.
+    fixture.moto.upload(
+        BUCKET,
+        false,
+        json!([{"multipart": "ci/1795952464999_big/node/raw_stream_output.txt", "part_bytes": 5 * 1024 * 1024, "parts": 2, "fill": "another output\n", "last": "THE END\n"}]),
+    );
+    let id = SessionId::parse("1795952464999_big").unwrap();
+    let error = mirror.fetch_session(&id, u64::MAX).unwrap_err().to_string();
+    assert!(
+        error.starts_with("s3://team-runs/ci: `1795952464999_big/node/raw_stream_output.txt`")
+            && error.contains("changed since it was listed"),
+        "{error}"
+    );
+    let error = mirror
+        .read_range(&id, "node/raw_stream_output.txt", 0..15)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("changed since it was listed"), "{error}");
 }

@@ -5,6 +5,10 @@
 //! looks an id up in the bucket, then in the local workspace (`--workspace`, else the current
 //! folder); `import ID` copies a cloud session into the local workspace and store. Every other
 //! command is refused by `Cli::check`: nothing is ever written to the bucket.
+//!
+//! `sessions` and `show` read a large output of the mirror only from its end, which the listing
+//! fetched; `export`, `diff` and `import` read sessions whole, so the cloud sessions they name
+//! are fetched whole first (`Mirror::fetch_session`: within the cache's limit, onto the disk).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -27,8 +31,17 @@ pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl 
     let mut local = globals.clone();
     local.source = SourceArgs::default();
     match command {
-        StudioCommand::Diff(args) => super::diff::diff_in(&args, &cloud, Some(&local), out),
+        StudioCommand::Diff(args) => {
+            for run in &args.runs {
+                fetch_whole(&mirror, run)?;
+            }
+            super::diff::diff_in(&args, &cloud, Some(&local), out)
+        }
         StudioCommand::Import(args) => import(&mirror, &args, &local, out).map(|()| ExitCode::SUCCESS),
+        StudioCommand::Export(args) => {
+            fetch_whole(&mirror, &args.session_id)?;
+            super::run(StudioCommand::Export(args), &cloud, out)
+        }
         command => super::run(command, &cloud, out),
     }
 }
@@ -68,14 +81,25 @@ fn open(source: &Source, args: &SourceArgs) -> anyhow::Result<Mirror> {
     Ok(mirror)
 }
 
-/// `import ID`: the cloud session fetched whole into a temp folder, then imported from there as a
-/// session folder into the local workspace and store.
+/// Fetches whole the cloud session `id` names, when it names one the bucket holds (else it is a
+/// local session or a run id, which the command looks up itself).
+fn fetch_whole(mirror: &Mirror, id: &str) -> anyhow::Result<()> {
+    if let Ok(id) = SessionId::parse(id) {
+        if mirror.holds(&id) {
+            mirror.fetch_session(&id, u64::MAX)?;
+        }
+    }
+    Ok(())
+}
+
+/// `import ID`: the cloud session fetched whole into the mirror (at most `--max-bytes`), then
+/// imported from the mirror's folder as a session folder into the local workspace and store:
+/// one copy, the import's.
 fn import(mirror: &Mirror, args: &ImportArgs, local: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let id = args.source.to_str().unwrap_or_default();
     let id = SessionId::parse(id)?;
-    let staging = tempfile::tempdir()?;
     let limit = args.max_bytes.unwrap_or(studio_core::share::DEFAULT_MAX_BYTES);
-    let folder = mirror.download_session(&id, staging.path(), limit)?;
+    let folder = mirror.fetch_session(&id, limit)?;
     let mut args = args.clone();
     args.source = folder;
     super::share::import(&args, local, out)

@@ -5,9 +5,12 @@
 //! ```text
 //! <cache>/zibby-studio/sources/<scheme>-<bucket>-<hash>/
 //!   workspace/.zibby/output/sessions/<id>/…   the sessions, laid out as a local workspace
-//!   manifests/<id>.json                       what of each session is there, and from which object
+//!   manifest.json                             what of each session is there, and from which object
 //!   tmp/                                      files being written (emptied when the mirror opens)
 //! ```
+//!
+//! One manifest for the source, read once when the mirror opens and written after the files it
+//! lists are in place: a warm listing reads one file, not one per session.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -34,12 +37,10 @@ pub fn default_cache_root() -> Option<PathBuf> {
 }
 
 /// The folder of `source` under `cache_root`: one per source and endpoint (the same bucket name
-/// on another endpoint is another bucket).
+/// on another endpoint is another bucket), the endpoint as the client uses it
+/// ([`Source::resolved_endpoint`]: given or from the variables, written either way).
 pub fn source_folder(cache_root: &Path, source: &Source) -> PathBuf {
-    let endpoint = source
-        .endpoint
-        .clone()
-        .unwrap_or_else(|| std::env::var("AWS_ENDPOINT_URL").unwrap_or_default());
+    let endpoint = source.resolved_endpoint().unwrap_or_default();
     let digest = sha2::Sha256::digest(format!("{source}\n{endpoint}"));
     let hash: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
     let scheme = source.to_string();
@@ -68,6 +69,25 @@ impl FileEntry {
         self.present.iter().any(|&(s, e)| s <= start && end <= e)
     }
 
+    /// The ranges of `start..end` not present, in order.
+    pub fn missing(&self, start: u64, end: u64) -> Vec<std::ops::Range<u64>> {
+        let mut missing = Vec::new();
+        let mut at = start;
+        for &(s, e) in &self.present {
+            if e <= at || s >= end {
+                continue;
+            }
+            if s > at {
+                missing.push(at..s);
+            }
+            at = at.max(e);
+        }
+        if at < end {
+            missing.push(at..end);
+        }
+        missing
+    }
+
     /// Records `[start, end)` as present, merged with what touches it.
     pub fn add(&mut self, start: u64, end: u64) {
         self.present.push((start, end));
@@ -84,7 +104,7 @@ impl FileEntry {
 }
 
 /// What of one session is in the mirror.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SessionManifest {
     /// Its upload was complete when fetched: it is never fetched again.
     pub complete: bool,
@@ -97,6 +117,18 @@ pub struct SessionManifest {
 impl SessionManifest {
     pub fn stored_bytes(&self) -> u64 {
         self.files.values().map(FileEntry::stored_bytes).sum()
+    }
+}
+
+/// What of each session of the source is in the mirror (`manifest.json`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SourceManifest {
+    pub sessions: BTreeMap<SessionId, SessionManifest>,
+}
+
+impl SourceManifest {
+    pub fn stored_bytes(&self) -> u64 {
+        self.sessions.values().map(SessionManifest::stored_bytes).sum()
     }
 }
 
@@ -115,7 +147,12 @@ impl CacheFolder {
         if tmp.exists() {
             std::fs::remove_dir_all(&tmp).map_err(|e| Error::io_write(&tmp, e))?;
         }
-        for dir in [folder.sessions_dir(), folder.manifests(), tmp] {
+        // The per-session manifests of an older mirror: its sessions are fetched again.
+        let old_manifests = folder.root.join("manifests");
+        if old_manifests.exists() {
+            std::fs::remove_dir_all(&old_manifests).map_err(|e| Error::io_write(&old_manifests, e))?;
+        }
+        for dir in [folder.sessions_dir(), tmp] {
             private::create_dir_all(&dir)?;
         }
         Ok(folder)
@@ -130,16 +167,12 @@ impl CacheFolder {
         self.workspace().join(".zibby").join("output").join("sessions")
     }
 
-    fn manifests(&self) -> PathBuf {
-        self.root.join("manifests")
+    fn manifest_path(&self) -> PathBuf {
+        self.root.join("manifest.json")
     }
 
     fn tmp(&self) -> PathBuf {
         self.root.join("tmp")
-    }
-
-    fn manifest_path(&self, id: &SessionId) -> PathBuf {
-        self.manifests().join(format!("{id}.json"))
     }
 
     /// Where `path` (checked by `keys::session_path`) of session `id` is mirrored.
@@ -147,35 +180,24 @@ impl CacheFolder {
         self.sessions_dir().join(id.as_str()).join(path)
     }
 
-    /// Every manifest of the mirror; one that does not read is left out (its session is fetched
-    /// again).
-    pub fn manifests_read(&self) -> Result<BTreeMap<SessionId, SessionManifest>, Error> {
-        let dir = self.manifests();
-        let mut found = BTreeMap::new();
-        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))? {
-            let entry = entry.map_err(|e| Error::io(&dir, e))?;
-            let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".json")) else {
-                continue;
-            };
-            let Ok(id) = SessionId::parse(id) else { continue };
-            if let Some(manifest) = self.manifest(&id) {
-                found.insert(id, manifest);
-            }
-        }
-        Ok(found)
+    /// The source's manifest; one missing or that does not read is empty (its sessions'
+    /// folders are then removed and fetched again).
+    pub fn read_manifest(&self) -> SourceManifest {
+        std::fs::read(self.manifest_path())
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
     }
 
-    /// The manifest of `id`, if it is there and reads.
-    pub fn manifest(&self, id: &SessionId) -> Option<SessionManifest> {
-        let bytes = std::fs::read(self.manifest_path(id)).ok()?;
-        serde_json::from_slice(&bytes).ok()
-    }
-
-    /// Writes `id`'s manifest (after the files it lists are in place).
-    pub fn write_manifest(&self, id: &SessionId, manifest: &SessionManifest) -> Result<(), Error> {
+    /// Writes the source's manifest (after the files it lists are in place and flushed).
+    pub fn write_manifest(&self, manifest: &SourceManifest) -> Result<(), Error> {
         let bytes = serde_json::to_vec(manifest).expect("a manifest serializes");
-        self.put(&self.manifest_path(id), |file| file.write_all(&bytes))
+        let target = self.manifest_path();
+        self.put(&target, |file| {
+            file.write_all(&bytes)
+                .and_then(|()| file.sync_data())
+                .map_err(|e| Error::io_write(&target, e))
+        })
     }
 
     /// Writes a whole file of session `id`, modified at `modified` (its object's time, which the
@@ -187,13 +209,16 @@ impl CacheFolder {
         bytes: &[u8],
         modified: Option<SystemTime>,
     ) -> Result<(), Error> {
-        self.put(&self.file_path(id, path), |file| {
-            file.write_all(bytes)?;
-            stamp(file, modified)
+        let target = self.file_path(id, path);
+        self.put(&target, |file| {
+            file.write_all(bytes)
+                .and_then(|()| stamp(file, modified))
+                .map_err(|e| Error::io_write(&target, e))
         })
     }
 
-    /// Writes a sparse file of `size` bytes holding `tail` at its end (the rest a hole).
+    /// Writes a sparse file of `size` bytes holding `tail` at its end (the rest a hole, which
+    /// the manifest records as missing).
     pub fn write_tail(
         &self,
         id: &SessionId,
@@ -202,25 +227,51 @@ impl CacheFolder {
         tail: &[u8],
         modified: Option<SystemTime>,
     ) -> Result<(), Error> {
-        self.put(&self.file_path(id, path), |file| {
-            file.set_len(size)?;
-            file.write_all_at(tail, size - tail.len() as u64)?;
-            stamp(file, modified)
+        let target = self.file_path(id, path);
+        self.put(&target, |file| {
+            file.set_len(size)
+                .and_then(|()| file.write_all_at(tail, size - tail.len() as u64))
+                .and_then(|()| stamp(file, modified))
+                .map_err(|e| Error::io_write(&target, e))
         })
     }
 
-    /// Writes `bytes` at `offset` of a mirrored sparse file, in place: the manifest records the
-    /// range only after this returns, so a write cut short is a range still missing.
-    pub fn write_at(&self, id: &SessionId, path: &str, offset: u64, bytes: &[u8]) -> Result<(), Error> {
+    /// Writes a whole file of `size` bytes that `fill` writes piece by piece (`write_all_at`):
+    /// in `tmp/` until `fill` returns, so the session folder never holds it part-written.
+    pub fn write_filled(
+        &self,
+        id: &SessionId,
+        path: &str,
+        size: u64,
+        modified: Option<SystemTime>,
+        fill: impl FnOnce(&std::fs::File) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let target = self.file_path(id, path);
+        self.put(&target, |file| {
+            file.set_len(size).map_err(|e| Error::io_write(&target, e))?;
+            fill(file)?;
+            stamp(file, modified).map_err(|e| Error::io_write(&target, e))
+        })
+    }
+
+    /// Lets `fill` write the missing ranges of a mirrored file in place, then syncs it: the
+    /// manifest records the ranges only after this returns, so a write cut short is a range
+    /// still missing. The file keeps its object's time (a page fetched is not the session
+    /// changing).
+    pub fn fill_in_place(
+        &self,
+        id: &SessionId,
+        path: &str,
+        fill: impl FnOnce(&std::fs::File) -> Result<(), Error>,
+    ) -> Result<(), Error> {
         let target = self.file_path(id, path);
         let file = std::fs::OpenOptions::new()
             .write(true)
             .open(&target)
             .map_err(|e| Error::io_write(&target, e))?;
-        // The file keeps its object's time: a page fetched is not the session changing.
         let modified = file.metadata().and_then(|m| m.modified()).ok();
-        file.write_all_at(bytes, offset)
-            .and_then(|()| stamp(&file, modified))
+        fill(&file)?;
+        stamp(&file, modified)
             .and_then(|()| file.sync_data())
             .map_err(|e| Error::io_write(&target, e))
     }
@@ -233,13 +284,8 @@ impl CacheFolder {
         nix::unistd::syncfs(&root).map_err(|e| Error::io_write(&self.root, e.into()))
     }
 
-    /// Removes session `id` from the mirror: its manifest first, then its folder.
+    /// Removes session `id`'s folder (its manifest entry is gone first: written without it).
     pub fn remove_session(&self, id: &SessionId) -> Result<(), Error> {
-        let manifest = self.manifest_path(id);
-        match std::fs::remove_file(&manifest) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(Error::io_write(&manifest, e)),
-            _ => {}
-        }
         let folder = self.sessions_dir().join(id.as_str());
         match std::fs::remove_dir_all(&folder) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io_write(&folder, e)),
@@ -256,19 +302,20 @@ impl CacheFolder {
         }
     }
 
-    /// `write` fills a new file in `tmp/`, which is then synced and renamed to `target`.
-    fn put(&self, target: &Path, write: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>) -> Result<(), Error> {
+    /// `write` fills a new file in `tmp/`, which is then renamed to `target` (synced by
+    /// [`flush`](Self::flush) before a manifest lists it).
+    fn put(&self, target: &Path, write: impl FnOnce(&mut std::fs::File) -> Result<(), Error>) -> Result<(), Error> {
         let parent = target.parent().expect("a mirrored file has a folder");
         private::create_dir_all(parent)?;
         let tmp = self.tmp().join(uuid::Uuid::now_v7().to_string());
         let mut file = private::create_new(&tmp)?;
         let written = write(&mut file);
         drop(file);
-        if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, target)) {
+        let renamed = written.and_then(|()| std::fs::rename(&tmp, target).map_err(|e| Error::io_write(target, e)));
+        if renamed.is_err() {
             let _ = std::fs::remove_file(&tmp);
-            return Err(Error::io_write(target, e));
         }
-        Ok(())
+        renamed
     }
 }
 
@@ -308,7 +355,21 @@ mod tests {
         entry.add(20, 40);
         assert_eq!(entry.present, [(10, 40), (90, 100)]);
         assert!(entry.covers(15, 40) && !entry.covers(30, 95));
+        assert_eq!(entry.missing(0, 100), [0..10, 40..90]);
+        assert_eq!(entry.missing(30, 95), vec![40..90]);
+        assert!(entry.missing(12, 38).is_empty());
         assert_eq!(entry.stored_bytes(), 40);
+    }
+
+    #[test]
+    fn one_bucket_is_one_folder_however_its_endpoint_is_written() {
+        let root = Path::new("/cache");
+        let at = |endpoint: &str| {
+            let source = Source::parse("s3://team-runs/ci").unwrap().with_endpoint(endpoint);
+            source_folder(root, &source)
+        };
+        assert_eq!(at("http://127.0.0.1:9000"), at("HTTP://127.0.0.1:9000/"));
+        assert_ne!(at("http://127.0.0.1:9000"), at("http://127.0.0.1:9001"));
     }
 
     #[test]

@@ -1,11 +1,25 @@
 //! A bucket prefix mirrored into the cache as a read-only workspace.
 //!
-//! [`Mirror::refresh`] lists the prefix (paged by the provider), groups the objects by session
-//! (the prefix's common prefixes, held to the local id rules), and fetches what changed: small
-//! files whole, large outputs' tails into sparse files ([`Mirror::read_range`] fetches the rest
-//! on demand). A file changed when its size, ETag or last-modified did; a session whose upload
-//! was complete when fetched is never fetched again. Sessions are kept newest first within the
-//! cache's bound; the ones past it are left out (and counted).
+//! [`Mirror::refresh`] lists the prefix, groups the objects by session (the prefix's common
+//! prefixes, held to the local id rules), and fetches what changed. The first listing lists every
+//! key of the prefix (1,000 a page on S3); later ones list only the common prefixes (one name a
+//! session), then inside the sessions the mirror does not hold complete (each on its own, several
+//! at once, or the whole prefix again when that takes fewer requests). A file changed when its
+//! size, ETag or last-modified did; a session whose upload was complete when fetched is never
+//! listed inside or fetched again. Sessions are kept newest first within the cache's bound; the
+//! ones past it are left out (and counted). One manifest for the source (`cache`) says what is
+//! there; a refresh that finds nothing changed writes nothing.
+//!
+//! **What a reader of the mirrored folder may read.** Every file in it is whole, except a node's
+//! `raw_stream_output.txt` larger than [`SMALL_FILE_BYTES`]: of that one only its last
+//! [`TAIL_BYTES`] are fetched, into a sparse file of the object's size (the manifest records
+//! which ranges are there). The core reads such a file, when listing or showing a session, only
+//! from its end, at most `cost::RAW_TAIL_BYTES` (asserted below to be within the tail). Readers
+//! of other ranges go through [`Mirror::read_range`] (an output's page: the missing part fetched
+//! first), and those that need the whole session (export, import, compare) call
+//! [`Mirror::fetch_session`] first, which fetches every missing range, piece by piece onto the
+//! disk. Other files larger than [`SMALL_FILE_BYTES`] are fetched whole when listed, piece by
+//! piece into `tmp/` and then renamed into place.
 //!
 //! **Upload evidence.** A session's upload is complete when it holds the uploader's marker
 //! object ([`UPLOAD_COMPLETE_MARKER`]), or when it holds `.session-info.json` and none of its
@@ -13,28 +27,35 @@
 //! is [`UploadState::Uploading`]: mirrored as far as it got, fetched again on the next refresh.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use crate::bucket::cache::{source_folder, CacheFolder, FileEntry, SessionManifest};
+use crate::bucket::cache::{source_folder, CacheFolder, FileEntry, SessionManifest, SourceManifest};
 use crate::bucket::keys::{session_path, UPLOAD_COMPLETE_MARKER};
 use crate::bucket::remote::{Remote, RemoteObject};
 use crate::bucket::source::Source;
-use crate::sessions::session::{Timestamp, SESSION_INFO_FILE};
+use crate::sessions::cost::RAW_TAIL_BYTES;
+use crate::sessions::session::{Timestamp, RAW_STREAM_FILE, SESSION_INFO_FILE};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
 /// Objects up to this size are fetched whole when their session is listed.
 pub const SMALL_FILE_BYTES: u64 = 1024 * 1024;
-/// How much of a larger object's end is fetched when its session is listed.
+/// How much of a larger raw stream's end is fetched when its session is listed.
 pub const TAIL_BYTES: u64 = 1024 * 1024;
+// The core reads a raw stream, when listing, from its end only: never past the tail fetched.
+const _: () = assert!(RAW_TAIL_BYTES <= TAIL_BYTES && TAIL_BYTES <= SMALL_FILE_BYTES);
 /// The cache's bound by default (`MirrorOptions::max_bytes`).
 pub const DEFAULT_MAX_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 /// Most objects one session may hold: past it the session is refused, naming it.
 pub const MAX_SESSION_OBJECTS: usize = 10_000;
-/// How many fetched files are held in memory at once before they are written.
-const FETCH_BATCH: usize = 64;
+/// Sessions listed inside at once, by one request each, when that is fewer rounds than listing
+/// the whole prefix again.
+const CONCURRENT_LISTINGS: usize = 32;
+/// Keys on one page of a listing (S3's).
+const KEYS_A_PAGE: usize = 1_000;
 
 /// How a mirror is kept.
 #[derive(Debug, Clone)]
@@ -91,16 +112,26 @@ pub struct Listing {
     pub fetched_bytes: u64,
 }
 
-/// One source's mirror: the client and the cache folder.
+/// One source's mirror: the client, the cache folder and its manifest.
 pub struct Mirror {
-    remote: Remote,
-    folder: CacheFolder,
-    options: MirrorOptions,
-    fetched: AtomicU64,
+    pub(super) remote: Remote,
+    pub(super) folder: CacheFolder,
+    pub(super) options: MirrorOptions,
+    pub(super) fetched: AtomicU64,
+    /// The source's manifest as last written (read once when the mirror opens).
+    pub(super) manifest: Mutex<SourceManifest>,
 }
 
 /// One session's objects, by path in the session.
-type SessionObjects = BTreeMap<String, RemoteObject>;
+pub(super) type SessionObjects = BTreeMap<String, RemoteObject>;
+
+/// What a listing found of one session.
+enum Found {
+    /// Complete in the mirror: not listed inside.
+    Complete,
+    /// Its objects, as listed now.
+    Objects(SessionObjects),
+}
 
 impl Mirror {
     /// The mirror of `source`, its folder made under `options.cache_root` if missing. Nothing is
@@ -108,11 +139,13 @@ impl Mirror {
     pub fn open(source: &Source, options: MirrorOptions) -> Result<Mirror, Error> {
         let remote = Remote::connect(source, options.timeout)?;
         let folder = CacheFolder::open(source_folder(&options.cache_root, source))?;
+        let manifest = Mutex::new(folder.read_manifest());
         Ok(Mirror {
             remote,
             folder,
             options,
             fetched: AtomicU64::new(0),
+            manifest,
         })
     }
 
@@ -120,9 +153,20 @@ impl Mirror {
         self.remote.source()
     }
 
-    /// The folder the core opens as the workspace of these sessions.
+    /// The folder the core opens as the workspace of these sessions (see the module's "What a
+    /// reader of the mirrored folder may read").
     pub fn workspace_root(&self) -> PathBuf {
         self.folder.workspace()
+    }
+
+    /// The folder of session `id` in the mirror.
+    pub fn session_path(&self, id: &SessionId) -> PathBuf {
+        self.folder.sessions_dir().join(id.as_str())
+    }
+
+    /// Whether session `id` is in the mirror (listed, within the cache's bound).
+    pub fn holds(&self, id: &SessionId) -> bool {
+        self.lock().sessions.contains_key(id)
     }
 
     /// All bytes fetched from the bucket by this mirror so far.
@@ -130,61 +174,128 @@ impl Mirror {
         self.fetched.load(Ordering::Relaxed)
     }
 
+    pub(super) fn lock(&self) -> MutexGuard<'_, SourceManifest> {
+        self.manifest.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// Lists the prefix and brings the mirror up to date (see the module's documentation): plans
     /// each session newest first within the bound, fetches what the plans want (across sessions,
-    /// several reads at once), then commits each session's manifest after its files.
+    /// several reads at once), then writes the manifest after the files, and removes the
+    /// folders it no longer lists.
     pub fn refresh(&self, now: SystemTime) -> Result<Listing, Error> {
         let before = self.fetched_bytes();
         let mut listing = Listing::default();
-        let grouped = self.group(self.remote.list_all()?, &mut listing.refused);
-        let mut manifests = self.folder.manifests_read()?;
-        let mut order: Vec<(&SessionId, &SessionObjects)> = grouped.iter().collect();
-        order.sort_by_cached_key(|(id, objects)| std::cmp::Reverse((newest(objects), (*id).clone())));
+        let mut manifest = self.lock();
+        let found = self.list(&manifest, &mut listing.refused)?;
+        let newest_of = |id: &SessionId, found: &Found| match found {
+            Found::Complete => manifest.sessions.get(id).and_then(|m| m.newest.clone()),
+            Found::Objects(objects) => newest(objects),
+        };
+        let mut order: Vec<(&SessionId, &Found)> = found.iter().collect();
+        order.sort_by_cached_key(|(id, found)| std::cmp::Reverse((newest_of(id, found), (*id).clone())));
+        let mut old = manifest.sessions.clone();
+        let mut next = SourceManifest::default();
         let mut budget = self.options.max_bytes;
         let mut plans = Vec::new();
-        for (id, objects) in order {
-            let old = manifests.remove(id);
-            let cost = match &old {
-                Some(manifest) if manifest.complete => manifest.stored_bytes(),
-                _ => planned_bytes(objects),
+        for (id, found) in order {
+            let old = old.remove(id);
+            let (cost, planned) = match (found, old) {
+                (_, Some(kept)) if kept.complete => (kept.stored_bytes(), Err(kept)),
+                (Found::Objects(objects), old) => {
+                    let state = upload_state(objects, now, self.options.settle);
+                    (
+                        planned_bytes(objects),
+                        Ok(plan(id, objects, old.unwrap_or_default(), state)),
+                    )
+                }
+                (Found::Complete, _) => unreachable!("a complete session is one the manifest holds complete"),
             };
             if cost > budget {
                 listing.left_out += 1;
                 continue;
             }
             budget -= cost;
-            plans.push(plan(id, objects, old, upload_state(objects, now, self.options.settle)));
+            match planned {
+                Ok(plan) => plans.push(plan),
+                Err(kept) => {
+                    listing.sessions.push(listed_from_manifest(id, &kept));
+                    next.sessions.insert(id.clone(), kept);
+                }
+            }
         }
-        self.fetch(&mut plans);
-        self.folder.flush()?;
-        let mut kept = BTreeSet::new();
+        let fetched = self.fetch(&mut plans);
+        if fetched {
+            self.folder.flush()?;
+        }
         for plan in plans {
-            let objects = &grouped[&plan.id];
             if let Some(error) = plan.failed {
                 listing.refused.push(error);
                 continue;
             }
-            if let Some(old) = &plan.old {
-                self.commit(&plan.id, objects, old, plan.manifest.as_ref())?;
-            }
-            kept.insert(plan.id.clone());
-            let files = objects
-                .iter()
-                .filter(|(path, _)| path.as_str() != UPLOAD_COMPLETE_MARKER);
-            let (count, bytes) = files.fold((0, 0), |(n, b), (_, o)| (n + 1, b + o.size));
-            listing.sessions.push(ListedSession {
-                id: plan.id,
-                state: plan.state,
-                objects: count,
-                bytes,
-            });
+            let objects = match &found[&plan.id] {
+                Found::Objects(objects) => objects,
+                Found::Complete => unreachable!("only listed sessions are planned"),
+            };
+            self.commit(&plan, objects, manifest.sessions.get(&plan.id))?;
+            listing.sessions.push(listed(&plan.id, plan.state, objects));
+            next.sessions.insert(plan.id, plan.manifest);
         }
-        for id in self.folder.manifests_read()?.keys().filter(|id| !kept.contains(*id)) {
-            self.folder.remove_session(id)?;
+        let newest = |id: &SessionId| next.sessions.get(id).and_then(|m| m.newest.clone());
+        listing
+            .sessions
+            .sort_by_cached_key(|s| std::cmp::Reverse((newest(&s.id), s.id.clone())));
+        if next.sessions != manifest.sessions {
+            self.folder.write_manifest(&next)?;
         }
-        self.remove_unlisted_folders(&kept)?;
+        *manifest = next;
+        self.remove_unlisted_folders(&manifest)?;
         listing.fetched_bytes = self.fetched_bytes() - before;
         Ok(listing)
+    }
+
+    /// The sessions of the prefix: the first time (nothing mirrored) one listing of every key;
+    /// then the common prefixes, and inside the sessions not complete in the mirror.
+    fn list(&self, known: &SourceManifest, refused: &mut Vec<Error>) -> Result<BTreeMap<SessionId, Found>, Error> {
+        let objects_of = |grouped: BTreeMap<SessionId, SessionObjects>| {
+            grouped
+                .into_iter()
+                .map(|(id, objects)| (id, Found::Objects(objects)))
+                .collect::<BTreeMap<_, _>>()
+        };
+        if known.sessions.is_empty() {
+            return Ok(objects_of(self.group(self.remote.list_all()?, refused)));
+        }
+        let mut found = BTreeMap::new();
+        let mut odd = Vec::new();
+        let mut to_list = Vec::new();
+        let folders = self.remote.list_folders()?;
+        let count = folders.len();
+        for name in folders {
+            match SessionId::parse(&name) {
+                Err(e) => odd.push(self.source().error(&format!("{name}/"), format!("refused: {e}"))),
+                Ok(id) if known.sessions.get(&id).is_some_and(|m| m.complete) => {
+                    found.insert(id, Found::Complete);
+                }
+                Ok(id) => to_list.push(id.to_string()),
+            }
+        }
+        // One request a session, CONCURRENT_LISTINGS at once, against one page a thousand keys
+        // one after the other (the sessions held counting their files, the others ten).
+        let known_objects: usize = known.sessions.values().map(|m| m.files.len() + 1).sum();
+        let objects = known_objects + (count.saturating_sub(known.sessions.len())) * 10;
+        if to_list.len().div_ceil(CONCURRENT_LISTINGS) > objects.div_ceil(KEYS_A_PAGE) {
+            for (id, objects) in self.group(self.remote.list_all()?, refused) {
+                found.entry(id).or_insert(Found::Objects(objects));
+            }
+            return Ok(found);
+        }
+        refused.append(&mut odd);
+        let mut listed = Vec::new();
+        for objects in self.remote.list_under(&to_list, MAX_SESSION_OBJECTS + 1) {
+            listed.extend(objects?);
+        }
+        found.extend(objects_of(self.group(listed, refused)));
+        Ok(found)
     }
 
     /// The objects by session; refused keys and over-full sessions said in `refused`.
@@ -215,85 +326,17 @@ impl Mirror {
         grouped
     }
 
-    /// Fetches what `plans` want, [`FETCH_BATCH`] files at a time, writing each into place and
-    /// into its plan's manifest; a plan whose read fails or whose object changed is marked failed.
-    fn fetch(&self, plans: &mut [Plan]) {
-        let wanted: Vec<(usize, String, RemoteObject)> = plans
-            .iter()
-            .enumerate()
-            .flat_map(|(index, plan)| {
-                plan.wanted
-                    .iter()
-                    .map(move |(path, object)| (index, path.clone(), object.clone()))
-            })
-            .collect();
-        for batch in wanted.chunks(FETCH_BATCH) {
-            let reads: Vec<(String, std::ops::Range<u64>)> = batch
-                .iter()
-                .map(|(_, _, object)| (object.key.clone(), first_range(object.size)))
-                .collect();
-            for ((index, path, object), read) in batch.iter().zip(self.remote.read_many(&reads)) {
-                let plan = &mut plans[*index];
-                if plan.failed.is_some() {
-                    continue;
-                }
-                match read.and_then(|bytes| self.store(&plan.id, path, object, &bytes)) {
-                    Ok(entry) => {
-                        if let Some(manifest) = plan.manifest.as_mut() {
-                            manifest.files.insert(path.clone(), entry);
-                        }
-                    }
-                    Err(error) => plan.failed = Some(error),
-                }
-            }
-        }
-    }
-
-    /// Writes the fetched `bytes` of `object` (all of it, or its tail into a sparse file).
-    fn store(&self, id: &SessionId, path: &str, object: &RemoteObject, bytes: &[u8]) -> Result<FileEntry, Error> {
-        let range = first_range(object.size);
-        if bytes.len() as u64 != range.end - range.start {
-            return Err(self.source().error(
-                &object.key,
-                format!(
-                    "changed while it was read: listed with {} bytes, read {} of the {} asked",
-                    object.size,
-                    bytes.len(),
-                    range.end - range.start
-                ),
-            ));
-        }
-        self.fetched.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-        let modified = object
-            .last_modified
-            .as_deref()
-            .and_then(Timestamp::parse_rfc3339)
-            .map(Timestamp::to_system_time);
-        if range.start == 0 {
-            self.folder.write_whole(id, path, bytes, modified)?;
-        } else {
-            self.folder.write_tail(id, path, object.size, bytes, modified)?;
-        }
-        let mut entry = entry_of(object);
-        entry.add(range.start, range.end);
-        Ok(entry)
-    }
-
     /// After its files: the mirrored files whose objects are gone removed, the folders' times
-    /// set, the manifest written.
-    fn commit(
-        &self,
-        id: &SessionId,
-        objects: &SessionObjects,
-        old: &SessionManifest,
-        manifest: Option<&SessionManifest>,
-    ) -> Result<(), Error> {
-        let Some(manifest) = manifest else { return Ok(()) };
-        for gone in old.files.keys().filter(|path| !manifest.files.contains_key(*path)) {
-            self.folder.remove_file(id, gone)?;
+    /// set.
+    fn commit(&self, plan: &Plan, objects: &SessionObjects, old: Option<&SessionManifest>) -> Result<(), Error> {
+        for gone in old
+            .into_iter()
+            .flat_map(|old| old.files.keys())
+            .filter(|path| !plan.manifest.files.contains_key(*path))
+        {
+            self.folder.remove_file(&plan.id, gone)?;
         }
-        self.stamp_folders(id, objects)?;
-        self.folder.write_manifest(id, manifest)
+        self.stamp_folders(&plan.id, objects)
     }
 
     /// Each node folder gets the time of its newest object: the core orders nodes by their
@@ -321,8 +364,9 @@ impl Mirror {
         Ok(())
     }
 
-    /// Session folders of the mirror that no manifest lists (a refresh cut short) are removed.
-    fn remove_unlisted_folders(&self, kept: &BTreeSet<SessionId>) -> Result<(), Error> {
+    /// Session folders of the mirror that `manifest` does not list (left out, gone from the
+    /// bucket, failed, or a refresh cut short) are removed.
+    pub(super) fn remove_unlisted_folders(&self, manifest: &SourceManifest) -> Result<(), Error> {
         let dir = self.folder.sessions_dir();
         for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))? {
             let entry = entry.map_err(|e| Error::io(&dir, e))?;
@@ -330,7 +374,7 @@ impl Mirror {
                 .file_name()
                 .to_str()
                 .and_then(|name| SessionId::parse(name).ok())
-                .is_some_and(|id| kept.contains(&id));
+                .is_some_and(|id| manifest.sessions.contains_key(&id));
             if !listed {
                 let path = entry.path();
                 std::fs::remove_dir_all(&path).map_err(|e| Error::io_write(&path, e))?;
@@ -338,132 +382,31 @@ impl Mirror {
         }
         Ok(())
     }
-
-    /// Bytes `range` of the mirrored file `path` of session `id` (an output's page): what the
-    /// mirror lacks is fetched by range, written in place and recorded, then the cache is held
-    /// to its bound (other sessions evicted, oldest first).
-    pub fn read_range(&self, id: &SessionId, path: &str, range: std::ops::Range<u64>) -> Result<Vec<u8>, Error> {
-        let key = format!("{id}/{path}");
-        let mut manifest = self
-            .folder
-            .manifest(id)
-            .ok_or_else(|| self.source().error(&key, "not in the mirror: list the sessions first"))?;
-        let entry = manifest
-            .files
-            .get_mut(path)
-            .ok_or_else(|| self.source().error(&key, "no such file in the mirrored session"))?;
-        let end = range.end.min(entry.size);
-        let start = range.start.min(end);
-        if !entry.covers(start, end) {
-            let bytes = self.remote.read_range(&key, start..end)?;
-            if bytes.len() as u64 != end - start {
-                return Err(self
-                    .source()
-                    .error(&key, "changed since it was listed: fewer bytes than asked"));
-            }
-            self.fetched.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-            self.folder.write_at(id, path, start, &bytes)?;
-            self.folder.flush()?;
-            entry.add(start, end);
-            self.folder.write_manifest(id, &manifest)?;
-            self.hold_bound(id)?;
-            return Ok(bytes);
-        }
-        let file = self.folder.file_path(id, path);
-        let mut bytes = vec![0; (end - start) as usize];
-        std::os::unix::fs::FileExt::read_exact_at(
-            &std::fs::File::open(&file).map_err(|e| Error::io(&file, e))?,
-            &mut bytes,
-            start,
-        )
-        .map_err(|e| Error::io(&file, e))?;
-        Ok(bytes)
-    }
-
-    /// Evicts whole sessions, oldest first and `current` last of all, until the mirror is
-    /// within its bound.
-    fn hold_bound(&self, current: &SessionId) -> Result<(), Error> {
-        let manifests = self.folder.manifests_read()?;
-        let mut total: u64 = manifests.values().map(SessionManifest::stored_bytes).sum();
-        let mut order: Vec<(&SessionId, &SessionManifest)> =
-            manifests.iter().filter(|(id, _)| *id != current).collect();
-        order.sort_by(|a, b| a.1.newest.cmp(&b.1.newest));
-        for (id, manifest) in order {
-            if total <= self.options.max_bytes {
-                break;
-            }
-            self.folder.remove_session(id)?;
-            total -= manifest.stored_bytes();
-        }
-        Ok(())
-    }
-
-    /// Fetches every file of session `id` whole into `into/<id>/` (a folder of the caller's,
-    /// for an import), refusing a session of more than `max_bytes`.
-    pub fn download_session(&self, id: &SessionId, into: &Path, max_bytes: u64) -> Result<PathBuf, Error> {
-        let manifest = self.folder.manifest(id).ok_or_else(|| {
-            self.source().error(
-                &format!("{id}/"),
-                "not in the bucket's listing (or left out of the cache)",
-            )
-        })?;
-        let total: u64 = manifest.files.values().map(|f| f.size).sum();
-        if total > max_bytes {
-            return Err(self.source().error(
-                &format!("{id}/"),
-                format!("holds {total} bytes, more than the {max_bytes} the import takes"),
-            ));
-        }
-        let target = into.join(id.as_str());
-        for (path, entry) in &manifest.files {
-            let bytes = if entry.covers(0, entry.size) {
-                let file = self.folder.file_path(id, path);
-                std::fs::read(&file).map_err(|e| Error::io(&file, e))?
-            } else {
-                let bytes = self.remote.read_range(&format!("{id}/{path}"), 0..entry.size)?;
-                self.fetched.fetch_add(bytes.len() as u64, Ordering::Relaxed);
-                bytes
-            };
-            let file = target.join(path);
-            crate::sessions::private::create_dir_all(file.parent().expect("a file has a folder"))?;
-            crate::sessions::private::write_file(&file, &bytes)?;
-        }
-        Ok(target)
-    }
 }
 
-/// What a refresh does for one session.
-struct Plan {
-    id: SessionId,
+/// What a refresh does for one session not complete in the mirror.
+pub(super) struct Plan {
+    pub(super) id: SessionId,
     state: UploadState,
-    /// What the mirror had (`None`: the session is complete there, nothing to do).
-    old: Option<SessionManifest>,
     /// The manifest being built: the unchanged files, then each one fetched.
-    manifest: Option<SessionManifest>,
+    pub(super) manifest: SessionManifest,
     /// The files to fetch, by path.
-    wanted: Vec<(String, RemoteObject)>,
-    failed: Option<Error>,
+    pub(super) wanted: Vec<(String, RemoteObject)>,
+    pub(super) failed: Option<Error>,
 }
 
-/// The plan of session `id`: nothing for a complete one, else its changed files.
-fn plan(id: &SessionId, objects: &SessionObjects, old: Option<SessionManifest>, state: UploadState) -> Plan {
-    let old = old.unwrap_or_default();
+/// The plan of session `id`: its changed files.
+fn plan(id: &SessionId, objects: &SessionObjects, old: SessionManifest, state: UploadState) -> Plan {
     let mut plan = Plan {
         id: id.clone(),
         state,
-        old: None,
-        manifest: None,
+        manifest: SessionManifest {
+            complete: state == UploadState::Complete,
+            newest: newest(objects),
+            files: BTreeMap::new(),
+        },
         wanted: Vec::new(),
         failed: None,
-    };
-    if old.complete {
-        plan.state = UploadState::Complete;
-        return plan;
-    }
-    let mut manifest = SessionManifest {
-        complete: state == UploadState::Complete,
-        newest: newest(objects),
-        files: BTreeMap::new(),
     };
     for (path, object) in objects
         .iter()
@@ -471,35 +414,61 @@ fn plan(id: &SessionId, objects: &SessionObjects, old: Option<SessionManifest>, 
     {
         match old.files.get(path) {
             Some(entry) if same_object(entry, object) => {
-                manifest.files.insert(path.clone(), entry.clone());
+                plan.manifest.files.insert(path.clone(), entry.clone());
             }
             _ => plan.wanted.push((path.clone(), object.clone())),
         }
     }
-    plan.old = Some(old);
-    plan.manifest = Some(manifest);
     plan
 }
 
-/// The range fetched when a file is listed: all of a small one, the tail of a large one.
-fn first_range(size: u64) -> std::ops::Range<u64> {
-    if size <= SMALL_FILE_BYTES {
-        0..size
-    } else {
+fn listed(id: &SessionId, state: UploadState, objects: &SessionObjects) -> ListedSession {
+    let files = objects
+        .iter()
+        .filter(|(path, _)| path.as_str() != UPLOAD_COMPLETE_MARKER);
+    let (count, bytes) = files.fold((0, 0), |(n, b), (_, o)| (n + 1, b + o.size));
+    ListedSession {
+        id: id.clone(),
+        state,
+        objects: count,
+        bytes,
+    }
+}
+
+fn listed_from_manifest(id: &SessionId, manifest: &SessionManifest) -> ListedSession {
+    ListedSession {
+        id: id.clone(),
+        state: UploadState::Complete,
+        objects: manifest.files.len(),
+        bytes: manifest.files.values().map(|f| f.size).sum(),
+    }
+}
+
+/// Whether only the tail of `path` is fetched when listed: a raw stream larger than
+/// [`SMALL_FILE_BYTES`] (see the module's "What a reader of the mirrored folder may read").
+pub(super) fn tail_only(path: &str, size: u64) -> bool {
+    size > SMALL_FILE_BYTES && path.rsplit('/').next() == Some(RAW_STREAM_FILE)
+}
+
+/// The range fetched when a file is listed: its tail for [`tail_only`] ones, else all of it.
+pub(super) fn first_range(path: &str, size: u64) -> std::ops::Range<u64> {
+    if tail_only(path, size) {
         size - TAIL_BYTES..size
+    } else {
+        0..size
     }
 }
 
 /// What fetching `objects` anew would store.
 fn planned_bytes(objects: &SessionObjects) -> u64 {
     objects
-        .values()
-        .map(|o| first_range(o.size))
+        .iter()
+        .map(|(path, o)| first_range(path, o.size))
         .map(|r| r.end - r.start)
         .sum()
 }
 
-fn entry_of(object: &RemoteObject) -> FileEntry {
+pub(super) fn entry_of(object: &RemoteObject) -> FileEntry {
     FileEntry {
         size: object.size,
         etag: object.etag.clone(),

@@ -8,9 +8,11 @@
 //!   request bounded in time; it never writes to the bucket.
 //! - [`keys`]: bucket keys read as session paths, held to the local id and name rules.
 //! - [`cache`]: the mirror's folder, its manifests, files written by temp file and rename.
-//! - [`mirror`]: listing, change detection, upload evidence, the cache's bound, ranged reads.
+//! - [`mirror`]: listing, change detection, upload evidence; `fetch`: what is fetched (small
+//!   files, a large output's tail, a page, a whole session) and the cache's bound.
 
 pub mod cache;
+mod fetch;
 pub mod keys;
 pub mod mirror;
 pub mod remote;

@@ -22,12 +22,24 @@ pub struct RemoteObject {
     pub last_modified: Option<String>,
 }
 
+/// One read of [`Remote::read_many`]: `range` of `key`, when its ETag is still `etag`.
+pub struct Read {
+    pub key: String,
+    pub range: Range<u64>,
+    pub etag: Option<String>,
+}
+
 /// Most objects one listing takes: past it the listing fails naming the source, rather than
 /// holding an unbounded list in memory.
 pub const MAX_LISTED_OBJECTS: usize = 2_000_000;
 
-/// How many reads run at once.
-const CONCURRENT_READS: usize = 16;
+/// How many requests (listings, reads of small files) run at once.
+const CONCURRENT_REQUESTS: usize = 32;
+
+/// A large object is read in pieces of this size…
+pub const CHUNK_BYTES: u64 = 4 * 1024 * 1024;
+/// …this many at once (memory: their product).
+const CONCURRENT_CHUNKS: usize = 8;
 
 /// The client of one source, with its runtime.
 pub struct Remote {
@@ -71,57 +83,165 @@ impl Remote {
     /// Every object under the prefix, page by page as the provider gives them (1,000 a page on
     /// S3); directories left out.
     pub fn list_all(&self) -> Result<Vec<RemoteObject>, Error> {
+        self.runtime.block_on(self.list("", MAX_LISTED_OBJECTS, false))
+    }
+
+    /// The names of the folders directly under the prefix (its common prefixes: one delimiter
+    /// listing, paged, 1,000 names a page on S3), without their trailing `/`. Objects directly
+    /// under the prefix are left out.
+    pub fn list_folders(&self) -> Result<Vec<String>, Error> {
         self.runtime.block_on(async {
-            let mut lister = self.timed("", self.operator.lister_with("/").recursive(true)).await?;
-            let mut objects = Vec::new();
-            loop {
-                let entry = match tokio::time::timeout(self.timeout, lister.try_next()).await {
-                    Err(_) => return Err(self.stalled("")),
-                    Ok(Err(e)) => return Err(self.failed("", "cannot list", &e)),
-                    Ok(Ok(None)) => break,
-                    Ok(Ok(Some(entry))) => entry,
-                };
-                let metadata = entry.metadata();
-                if !metadata.is_file() {
+            let mut lister = self.timed("", self.operator.lister_with("/")).await?;
+            let mut names = Vec::new();
+            while let Some(entry) = self.next_entry("", &mut lister).await? {
+                if !entry.metadata().is_dir() {
                     continue;
                 }
-                if objects.len() == MAX_LISTED_OBJECTS {
-                    return Err(self.source.error(
-                        "",
-                        format!("the prefix holds more than {MAX_LISTED_OBJECTS} objects: name a narrower prefix"),
-                    ));
+                let name = entry.path().trim_start_matches('/').trim_end_matches('/');
+                if name.is_empty() {
+                    continue;
                 }
-                objects.push(RemoteObject {
-                    key: entry.path().trim_start_matches('/').to_owned(),
-                    size: metadata.content_length(),
-                    etag: metadata.etag().map(str::to_owned),
-                    last_modified: metadata.last_modified().map(|t| t.to_string()),
-                });
+                if names.len() == MAX_LISTED_OBJECTS {
+                    return Err(self.too_many(""));
+                }
+                names.push(name.to_owned());
             }
-            Ok(objects)
+            Ok(names)
         })
     }
 
-    /// The bytes of `key` in `range` (the provider may give fewer at the object's end).
-    pub fn read_range(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>, Error> {
-        self.runtime.block_on(self.read(key, range))
-    }
-
-    /// Several reads at once, each result in the order asked.
-    pub fn read_many(&self, reads: &[(String, Range<u64>)]) -> Vec<Result<Vec<u8>, Error>> {
+    /// The objects under each of `folders` (each listed on its own, several at once), each
+    /// listing stopping at `max_objects` objects; each result in the order asked.
+    pub fn list_under(&self, folders: &[String], max_objects: usize) -> Vec<Result<Vec<RemoteObject>, Error>> {
         self.runtime.block_on(async {
-            futures::stream::iter(reads.iter().map(|(key, range)| self.read(key, range.clone())))
-                .buffered(CONCURRENT_READS)
+            futures::stream::iter(folders.iter().map(|folder| self.list(folder, max_objects, true)))
+                .buffered(CONCURRENT_REQUESTS)
                 .collect()
                 .await
         })
     }
 
-    async fn read(&self, key: &str, range: Range<u64>) -> Result<Vec<u8>, Error> {
+    /// The objects under `folder` (`""`: the prefix; else a folder name, listed as `folder/`),
+    /// at most `max_objects`: past them the listing stops when `stop_at_most`, else fails.
+    async fn list(&self, folder: &str, max_objects: usize, stop_at_most: bool) -> Result<Vec<RemoteObject>, Error> {
+        let path = if folder.is_empty() {
+            "/".to_owned()
+        } else {
+            format!("{folder}/")
+        };
+        let key = if folder.is_empty() { "" } else { path.as_str() };
+        let mut lister = self
+            .timed(key, self.operator.lister_with(&path).recursive(true))
+            .await?;
+        let mut objects = Vec::new();
+        while let Some(entry) = self.next_entry(key, &mut lister).await? {
+            let metadata = entry.metadata();
+            if !metadata.is_file() {
+                continue;
+            }
+            if objects.len() == max_objects {
+                if stop_at_most {
+                    break;
+                }
+                return Err(self.too_many(key));
+            }
+            objects.push(RemoteObject {
+                key: entry.path().trim_start_matches('/').to_owned(),
+                size: metadata.content_length(),
+                etag: metadata.etag().map(str::to_owned),
+                last_modified: metadata.last_modified().map(|t| t.to_string()),
+            });
+        }
+        Ok(objects)
+    }
+
+    async fn next_entry(&self, key: &str, lister: &mut opendal::Lister) -> Result<Option<opendal::Entry>, Error> {
+        match tokio::time::timeout(self.timeout, lister.try_next()).await {
+            Err(_) => Err(self.stalled(key)),
+            Ok(Err(e)) => Err(self.failed(key, "cannot list", &e)),
+            Ok(Ok(entry)) => Ok(entry),
+        }
+    }
+
+    fn too_many(&self, key: &str) -> Error {
+        let what = if key.is_empty() { "the prefix" } else { "the folder" };
+        self.source.error(
+            key,
+            format!("{what} holds more than {MAX_LISTED_OBJECTS} objects: name a narrower prefix"),
+        )
+    }
+
+    /// Several reads at once, each result in the order asked.
+    pub fn read_many(&self, reads: &[Read]) -> Vec<Result<Vec<u8>, Error>> {
+        self.runtime.block_on(async {
+            futures::stream::iter(
+                reads
+                    .iter()
+                    .map(|read| self.read(&read.key, read.range.clone(), read.etag.as_deref())),
+            )
+            .buffered(CONCURRENT_REQUESTS)
+            .collect()
+            .await
+        })
+    }
+
+    /// Reads `ranges` of `key` in pieces of at most [`CHUNK_BYTES`], several at once, handing
+    /// each piece to `write` with its offset, in order: memory holds a few pieces, never the
+    /// object. A piece shorter than asked (the object changed since it was listed) fails,
+    /// naming the key; so does an error of `write`.
+    pub fn read_into(
+        &self,
+        key: &str,
+        etag: Option<&str>,
+        ranges: &[Range<u64>],
+        mut write: impl FnMut(u64, &[u8]) -> Result<(), Error>,
+    ) -> Result<u64, Error> {
+        let pieces: Vec<Range<u64>> = ranges
+            .iter()
+            .flat_map(|range| {
+                (range.start..range.end)
+                    .step_by(CHUNK_BYTES as usize)
+                    .map(move |start| start..(start + CHUNK_BYTES).min(range.end))
+            })
+            .collect();
+        self.runtime.block_on(async {
+            let mut reads = futures::stream::iter(pieces.into_iter().map(|piece| async move {
+                let bytes = self.read(key, piece.clone(), etag).await?;
+                Ok::<_, Error>((piece, bytes))
+            }))
+            .buffered(CONCURRENT_CHUNKS);
+            let mut total = 0;
+            while let Some(read) = reads.next().await {
+                let (piece, bytes) = read?;
+                if bytes.len() as u64 != piece.end - piece.start {
+                    return Err(self.source.error(
+                        key,
+                        format!(
+                            "changed since it was listed: read {} of the {} bytes asked at {}",
+                            bytes.len(),
+                            piece.end - piece.start,
+                            piece.start
+                        ),
+                    ));
+                }
+                write(piece.start, &bytes)?;
+                total += bytes.len() as u64;
+            }
+            Ok(total)
+        })
+    }
+
+    /// The bytes of `key` in `range`, when its ETag is still `etag` (when known): a piece of
+    /// another version of the object fails, naming the key, rather than joining the others.
+    async fn read(&self, key: &str, range: Range<u64>, etag: Option<&str>) -> Result<Vec<u8>, Error> {
         if range.is_empty() {
             return Ok(Vec::new());
         }
-        let buffer = self.timed(key, self.operator.read_with(key).range(range)).await?;
+        let mut request = self.operator.read_with(key).range(range);
+        if let Some(etag) = etag {
+            request = request.if_match(etag);
+        }
+        let buffer = self.timed(key, request).await?;
         Ok(buffer.to_vec())
     }
 
@@ -157,6 +277,9 @@ impl Remote {
                 format!("{what}: the bucket or prefix does not exist (identity: {identity}): {error}")
             }
             ErrorKind::NotFound => format!("{what}: the object is gone (changed since it was listed?): {error}"),
+            ErrorKind::ConditionNotMatch => {
+                format!("{what}: changed since it was listed (its ETag is not the one listed): {error}")
+            }
             _ => format!("{what}: {error} (identity: {identity})"),
         };
         self.source.error(key, reason)

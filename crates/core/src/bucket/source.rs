@@ -101,6 +101,29 @@ impl Source {
         }
     }
 
+    /// The endpoint the client talks to when not the provider's public one: the one given, else
+    /// the provider's variables (S3: `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, and the older
+    /// `AWS_ENDPOINT` and `AWS_S3_ENDPOINT` that OpenDAL also reads; Azure:
+    /// `AZURE_STORAGE_ENDPOINT`), written one way (scheme and host in lower case, no trailing
+    /// `/`): the client and the cache's folder name take it from here, so one bucket is one
+    /// folder however its endpoint was said.
+    pub fn resolved_endpoint(&self) -> Option<String> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let endpoint = self.endpoint.clone().or_else(|| match self.provider {
+            Provider::S3 => [
+                "AWS_ENDPOINT_URL_S3",
+                "AWS_ENDPOINT_URL",
+                "AWS_ENDPOINT",
+                "AWS_S3_ENDPOINT",
+            ]
+            .into_iter()
+            .find_map(var),
+            Provider::Gcs => None,
+            Provider::Azure => var("AZURE_STORAGE_ENDPOINT"),
+        })?;
+        Some(normalized_endpoint(&endpoint))
+    }
+
     /// The identity the provider's chain will use, as far as the environment tells it, for the
     /// message of a refusal (never a secret: an access key id shows its last four characters).
     pub fn identity(&self) -> String {
@@ -112,13 +135,13 @@ impl Source {
         let root = format!("/{}", self.prefix);
         let built = match self.provider {
             Provider::S3 => {
-                let mut builder = opendal::services::S3::default().bucket(&self.bucket).root(&root);
-                if std::env::var_os("AWS_REGION").is_none() && std::env::var_os("AWS_DEFAULT_REGION").is_none() {
-                    // The SDKs' default when neither the variables nor the flag name one.
-                    builder = builder.region("us-east-1");
-                }
-                if let Some(endpoint) = &self.endpoint {
-                    builder = builder.endpoint(endpoint);
+                let region = s3_region(|name| std::env::var(name).ok().filter(|v| !v.is_empty()));
+                let mut builder = opendal::services::S3::default()
+                    .bucket(&self.bucket)
+                    .root(&root)
+                    .region(&region);
+                if let Some(endpoint) = self.resolved_endpoint() {
+                    builder = builder.endpoint(&endpoint);
                 }
                 if std::env::var("AWS_S3_ADDRESSING_STYLE").is_ok_and(|style| style == "virtual") {
                     builder = builder.enable_virtual_host_style();
@@ -158,6 +181,54 @@ impl Source {
         }
         opendal::Operator::new(builder)
     }
+}
+
+/// The region of an S3 source, in the SDKs' order: `AWS_REGION`, else `AWS_DEFAULT_REGION`, else
+/// the `region` of the profile (`AWS_PROFILE`, else `default`) in the shared config file
+/// (`AWS_CONFIG_FILE`, else `~/.aws/config`; read with rust-ini, as reqsign reads the profile's
+/// credentials: OpenDAL reads only the two variables), else `us-east-1`.
+fn s3_region(var: impl Fn(&str) -> Option<String>) -> String {
+    if let Some(region) = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")) {
+        return region;
+    }
+    let profile = var("AWS_PROFILE").unwrap_or_else(|| "default".to_owned());
+    let config = var("AWS_CONFIG_FILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| var("HOME").map(|home| std::path::Path::new(&home).join(".aws").join("config")));
+    config
+        .and_then(|file| profile_region(&file, &profile))
+        .unwrap_or_else(|| "us-east-1".to_owned())
+}
+
+/// The `region` of `profile` in the shared config file `file` (`[profile NAME]`; the default
+/// profile is `[default]` or `[profile default]`); `None` when the file or the entry is missing.
+fn profile_region(file: &std::path::Path, profile: &str) -> Option<String> {
+    let config = ini::Ini::load_from_file(file).ok()?;
+    let mut sections = vec![format!("profile {profile}")];
+    if profile == "default" {
+        sections.insert(0, "default".to_owned());
+    }
+    sections
+        .iter()
+        .find_map(|name| config.section(Some(name.as_str()))?.get("region"))
+        .map(str::trim)
+        .filter(|region| !region.is_empty())
+        .map(str::to_owned)
+}
+
+/// `endpoint` with its scheme and host in lower case and no trailing `/`.
+fn normalized_endpoint(endpoint: &str) -> String {
+    let endpoint = endpoint.trim().trim_end_matches('/');
+    let authority_end = endpoint
+        .find("://")
+        .map(|at| at + 3)
+        .and_then(|after| endpoint[after..].find('/').map(|slash| after + slash))
+        .unwrap_or(endpoint.len());
+    format!(
+        "{}{}",
+        endpoint[..authority_end].to_ascii_lowercase(),
+        &endpoint[authority_end..]
+    )
 }
 
 /// [`Source::identity`] over a lookup of variables (the tests pass their own).
@@ -242,6 +313,55 @@ mod tests {
             let error = Source::parse(url).unwrap_err().to_string();
             assert!(error.contains(url) && error.contains(says), "{url}: {error}");
         }
+    }
+
+    #[test]
+    fn the_region_comes_from_the_variables_else_the_profile_s_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("config");
+        std::fs::write(
+            &config,
+            "[default]\nregion = ap-south-1\n\n[profile dev]\nregion = eu-west-3\noutput = json\n",
+        )
+        .unwrap();
+        let config = config.to_str().unwrap().to_owned();
+        let with = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+            s3_region(move |name| pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+        };
+        assert_eq!(
+            with(&[("AWS_CONFIG_FILE", &config), ("AWS_PROFILE", "dev")]),
+            "eu-west-3"
+        );
+        assert_eq!(with(&[("AWS_CONFIG_FILE", &config)]), "ap-south-1");
+        assert_eq!(
+            with(&[
+                ("AWS_CONFIG_FILE", &config),
+                ("AWS_PROFILE", "dev"),
+                ("AWS_REGION", "us-west-2")
+            ]),
+            "us-west-2"
+        );
+        assert_eq!(
+            with(&[("AWS_CONFIG_FILE", &config), ("AWS_PROFILE", "none")]),
+            "us-east-1"
+        );
+        assert_eq!(with(&[("HOME", dir.path().to_str().unwrap())]), "us-east-1");
+    }
+
+    #[test]
+    fn an_endpoint_is_written_one_way() {
+        for said in [
+            "http://127.0.0.1:9000",
+            "http://127.0.0.1:9000/",
+            "HTTP://127.0.0.1:9000//",
+        ] {
+            assert_eq!(normalized_endpoint(said), "http://127.0.0.1:9000", "{said}");
+        }
+        assert_eq!(
+            normalized_endpoint("https://Minio.Example/Path/"),
+            "https://minio.example/Path"
+        );
     }
 
     #[test]
