@@ -1,0 +1,143 @@
+//! A workspace on another machine in the real window: a real OpenSSH server on 127.0.0.1
+//! (`test_servers::sshd`), reached with the real `ssh` through the test's own `ssh_config`
+//! (`--ssh-config`), the real `zstudio serve --stdio` on the other end (this machine, another
+//! folder and another HOME). Needs `cargo build -p zstudio -p zibby-test-agent`.
+
+use std::path::Path;
+
+use fantoccini::{Client, Locator};
+use test_servers::sshd::Sshd;
+
+use crate::harness::{click, eventually, screenshot, wait_for, zstudio, App, Workspace, FANOUT, PIPELINE};
+
+/// `ssh://studio-test/<path>`: the sshd's host alias and an absolute path there.
+fn target(sshd: &Sshd, path: &Path) -> String {
+    format!("ssh://{}{}", sshd.alias(), path.display())
+}
+
+async fn label(client: &Client) -> Result<String, String> {
+    let element = client
+        .find(Locator::Css("#workspace-remote"))
+        .await
+        .map_err(|e| format!("no remote label: {e}"))?;
+    element.text().await.map_err(|e| e.to_string())
+}
+
+async fn row_appears(client: &Client, session_id: &str) {
+    eventually(&format!("session {session_id} is listed"), || async {
+        client
+            .find(Locator::Css(&format!("tr[data-session-id='{session_id}']")))
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_remote_workspace_from_the_command_line_lists_its_sessions_live_with_the_host() {
+    zstudio();
+    let sshd = Sshd::start();
+    let here = Workspace::empty();
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let config = sshd.ssh_config().display().to_string();
+    let (alias, remote_path) = (sshd.alias().to_owned(), remote.path().to_path_buf());
+    App::run_on(
+        &here,
+        &target(&sshd, remote.path()),
+        &["--ssh-config", &config],
+        |client| async move {
+            let expected = format!("{alias}:{}", remote_path.display());
+            eventually("the workspace label names the host and the path", || async {
+                let seen = label(&client).await?;
+                (seen == expected).then_some(()).ok_or(seen)
+            })
+            .await;
+            row_appears(&client, PIPELINE.id).await;
+            screenshot(&client, "remote-workspace.png").await;
+
+            // A session's files come from the other machine, read through its server.
+            click(&client, &format!("tr[data-session-id='{}'] .session-id", PIPELINE.id)).await;
+            wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+            assert!(
+                client.find(Locator::Css("#session-reveal")).await.is_err(),
+                "no Reveal: the folder is not on this machine"
+            );
+            wait_for(&client, "#session-copy-remote-path").await;
+            click(&client, "[data-tab='files']").await;
+            click(&client, ".file-entry[data-path='plan/raw_stream_output.txt']").await;
+            eventually("the node's output is shown", || async {
+                let viewer = client
+                    .find(Locator::Css("#file-viewer"))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let text = viewer.text().await.map_err(|e| e.to_string())?;
+                text.contains("Write the code").then_some(()).ok_or(text)
+            })
+            .await;
+            screenshot(&client, "remote-session-files.png").await;
+
+            // A session written on the other machine shows up without a refresh.
+            remote.add_sessions(&[FANOUT]);
+            row_appears(&client, FANOUT.id).await;
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_form_opens_a_remote_workspace_and_says_why_one_cannot_be_opened() {
+    zstudio();
+    let sshd = Sshd::start();
+    let here = Workspace::with_sessions(&[FANOUT]);
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let config = sshd.ssh_config().display().to_string();
+    let here_path = here.path().display().to_string();
+    let (alias, remote_path) = (sshd.alias().to_owned(), remote.path().to_path_buf());
+    App::run_on(&here, &here_path, &["--ssh-config", &config], |client| async move {
+        row_appears(&client, FANOUT.id).await;
+        click(&client, "#workspace-switcher").await;
+        click(&client, "#workspace-open-remote").await;
+        let field = wait_for(&client, "#remote-target").await;
+        let missing = format!("{alias}:{}/missing", remote_path.display());
+        field.send_keys(&missing).await.expect("type the target");
+        click(&client, "#remote-open").await;
+        eventually("the form says the folder does not exist there", || async {
+            let form = client
+                .find(Locator::Css("[data-testid='remote-form']"))
+                .await
+                .map_err(|e| e.to_string())?;
+            let text = form.text().await.map_err(|e| e.to_string())?;
+            (text.contains(&alias) && text.contains("does not exist"))
+                .then_some(())
+                .ok_or(text)
+        })
+        .await;
+        screenshot(&client, "remote-form-error.png").await;
+
+        let field = wait_for(&client, "#remote-target").await;
+        field.clear().await.expect("clear the field");
+        let good = format!("{alias}:{}", remote_path.display());
+        field.send_keys(&good).await.expect("type the target");
+        click(&client, "#remote-open").await;
+        eventually("the remote workspace is open", || async {
+            let seen = label(&client).await?;
+            (seen == good).then_some(()).ok_or(seen)
+        })
+        .await;
+        row_appears(&client, PIPELINE.id).await;
+        assert!(
+            client
+                .find(Locator::Css(&format!("tr[data-session-id='{}']", FANOUT.id)))
+                .await
+                .is_err(),
+            "the local workspace's sessions are gone from the table"
+        );
+
+        // Open Recent remembers it with its host.
+        click(&client, "#workspace-switcher").await;
+        let recent = format!("ssh://{alias}{}", remote_path.display());
+        wait_for(&client, &format!(".recent-workspace[data-path='{recent}']")).await;
+    })
+    .await;
+}
