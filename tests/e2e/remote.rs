@@ -141,3 +141,73 @@ async fn the_form_opens_a_remote_workspace_and_says_why_one_cannot_be_opened() {
     })
     .await;
 }
+
+/// Trusts every agent of the workspace at `root` in the store of the sshd's logins (the remote
+/// studio server's: `$XDG_DATA_HOME/zibby-studio/studio.sqlite` there), as if the user had said
+/// yes once on that machine.
+fn trust_on_the_host(sshd: &Sshd, root: &Path) {
+    let db = sshd.home().join("data/zibby-studio/studio.sqlite");
+    std::fs::create_dir_all(db.parent().expect("a folder")).expect("create the remote data folder");
+    let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db)).expect("open the store");
+    let workspace = studio_core::Workspace::open(root).expect("open the workspace");
+    for agent in studio_core::agents::load(root).expect("read .zibby/studio.toml") {
+        let found = studio_core::agents::find(root, &agent.name, false).expect("the agent");
+        store
+            .trust_launch(&workspace, &found.launch.digest, std::time::SystemTime::now())
+            .expect("trust the agent");
+    }
+}
+
+#[tokio::test]
+async fn an_agent_started_in_a_remote_workspace_runs_there_live_and_stops_gracefully() {
+    zstudio();
+    let sshd = Sshd::start();
+    let here = Workspace::empty();
+    let remote = Workspace::with_test_agent(&["--nodes", "plan:1500,write:5000,report:1500", "--prompt", "{prompt}"]);
+    trust_on_the_host(&sshd, remote.path());
+    let config = sshd.ssh_config().display().to_string();
+    App::run_on(
+        &here,
+        &target(&sshd, remote.path()),
+        &["--ssh-config", &config],
+        |client| async move {
+            wait_for(&client, "#workspace-remote").await;
+            crate::harness::start_run(&client, "remote haiku").await;
+            // The run's events come from the other machine's server, as a local run's do.
+            wait_for(&client, ".live-run .node[data-node='plan'][data-status='success']").await;
+            screenshot(&client, "remote-live-run.png").await;
+            click(&client, ".live-run .stop").await;
+            let finished = wait_for(&client, ".live-run[data-status='cancelled']").await;
+            let mut seen = Vec::new();
+            for node in finished.find_all(Locator::Css(".node")).await.expect("the nodes") {
+                seen.push(node.attr("data-node").await.ok().flatten().unwrap_or_default());
+            }
+            assert_eq!(seen, ["plan", "write"], "a graceful stop lets the current node finish");
+            let session_id = finished
+                .find(Locator::Css(".live-session-id"))
+                .await
+                .expect("the run's session")
+                .text()
+                .await
+                .expect("its id");
+            // The session and its output are the other machine's, read through its server.
+            click(&client, &format!("tr[data-session-id='{session_id}'] .session-id")).await;
+            click(&client, "[data-tab='output']").await;
+            eventually("the run's output is read from the host", || async {
+                let lines = crate::texts(&client, "#output .output-line .line-text").await;
+                lines
+                    .iter()
+                    .any(|line| line.contains("remote haiku"))
+                    .then_some(())
+                    .ok_or(format!("{lines:?}"))
+            })
+            .await;
+            screenshot(&client, "remote-run-output.png").await;
+        },
+    )
+    .await;
+    assert!(
+        !here.path().join(".zibby/output/sessions").exists(),
+        "nothing was written to the local workspace"
+    );
+}
