@@ -6,7 +6,8 @@
 use std::path::Path;
 
 use fantoccini::{Client, Locator};
-use test_servers::sshd::Sshd;
+use test_servers::relay::Relay;
+use test_servers::sshd::{HostEntry, Sshd};
 
 use crate::harness::{click, eventually, screenshot, wait_for, zstudio, App, Workspace, FANOUT, PIPELINE};
 
@@ -210,4 +211,50 @@ async fn an_agent_started_in_a_remote_workspace_runs_there_live_and_stops_gracef
         !here.path().join(".zibby/output/sessions").exists(),
         "nothing was written to the local workspace"
     );
+}
+
+#[tokio::test]
+async fn a_lost_link_shows_once_on_the_workspace() {
+    zstudio();
+    let sshd = Sshd::start();
+    // Through a relay the test kills: the link drops as a network does.
+    let mut relay = Relay::start(sshd.port());
+    sshd.trust_port(relay.port());
+    let config = sshd.write_ssh_config(
+        "relay_config",
+        &[HostEntry {
+            port: relay.port(),
+            ..sshd.host_entry()
+        }],
+    );
+    let here = Workspace::empty();
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let config = config.display().to_string();
+    let alias = sshd.alias().to_owned();
+    App::run_on(
+        &here,
+        &target(&sshd, remote.path()),
+        &["--ssh-config", &config],
+        |client| async move {
+            row_appears(&client, PIPELINE.id).await;
+            assert!(client.find(Locator::Css("#remote-lost")).await.is_err());
+            relay.kill();
+            let lost = wait_for(&client, "#remote-lost").await;
+            let said = lost.text().await.expect("read the notice");
+            assert!(said.contains(&format!("The connection to {alias} was lost")), "{said}");
+            screenshot(&client, "remote-lost.png").await;
+            // A request now fails with why, and the notice stays the one state shown.
+            let listing = crate::harness::call_backend(&client, "sessionsList", vec![]).await;
+            assert_eq!(listing["error"]["code"], "remote_link", "{listing}");
+            assert_eq!(
+                client
+                    .find_all(Locator::Css("#remote-lost"))
+                    .await
+                    .expect("query")
+                    .len(),
+                1
+            );
+        },
+    )
+    .await;
 }
