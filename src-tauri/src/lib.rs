@@ -13,6 +13,7 @@
 //!   from the Rust types that cross IPC, with the command and event names; it fails when the
 //!   checked-in file is stale (`scripts/gen-ipc-types.sh` rewrites it).
 
+mod askpass;
 mod commands;
 mod consent;
 mod desktop;
@@ -46,6 +47,10 @@ const FIRST_LISTING_WAIT: std::time::Duration = std::time::Duration::from_secs(3
 
 pub fn run() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    // Started by ssh to ask the user something (a remote workspace's passphrase).
+    if let Some(prompt) = askpass::prompt(&args) {
+        askpass::answer(&prompt);
+    }
     let from_link = studio_args::desktop::link_in(&args).is_some();
     let (workspace, db, memory, session, remote, ssh_config) = match parse_args(args) {
         Ok(Invocation::Open {

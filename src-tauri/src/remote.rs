@@ -34,6 +34,9 @@ pub fn open_remote(app: &AppHandle, target: &str) -> Result<RemoteStatus, Comman
     let settings = app.state::<SshSettings>();
     let options = ConnectOptions {
         ssh_config: settings.ssh_config.clone(),
+        // ssh's questions (a key's passphrase, an unknown host key) come to this app's own
+        // dialog (`askpass`); without it ssh would run in batch mode.
+        askpass: std::env::current_exe().ok(),
         ..ConnectOptions::default()
     };
     let server = studio_core::app::find_program("ZIBBY_STUDIO_SERVER", "zstudio").ok_or_else(|| {
