@@ -115,6 +115,12 @@ ipc_commands! {
         studio.remote().map(|remote| remote.status())
     }
 
+    /// The remote workspace being connected to (`host:path` as given), while one is.
+    #[tauri::command]
+    pub fn workspace_connecting(settings: State<'_, crate::remote::SshSettings>) -> Option<String> {
+        settings.connecting()
+    }
+
     /// Asks for a folder with the system's folder picker and opens it; `None` when cancelled.
     #[tauri::command(async)]
     pub fn workspace_pick(app: AppHandle) -> Result<Option<WorkspaceInfo>, CommandError> {

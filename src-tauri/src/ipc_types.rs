@@ -316,6 +316,11 @@ fn declare_events(d: &mut Declarations) {
         crate::events::REMOTE_STATUS,
     )
     .constant(
+        "The Tauri event the shell says which remote workspace it is connecting to with (payload: its target, or null once done).",
+        "REMOTE_CONNECTING",
+        crate::remote::REMOTE_CONNECTING,
+    )
+    .constant(
         "The Tauri event the shell asks the window to show the Open Remote Workspace form with (no payload).",
         "REMOTE_OPEN_REQUESTED",
         crate::remote::REMOTE_OPEN_REQUESTED,

@@ -120,7 +120,7 @@ pub fn run() {
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_window_state::Builder::default().build())
         .manage(studio)
-        .manage(remote::SshSettings { ssh_config })
+        .manage(remote::SshSettings::new(ssh_config))
         .manage(share::RequestedSession::new(session))
         .setup(move |app| {
             let studio = app.state::<Studio>();

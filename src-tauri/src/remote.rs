@@ -3,6 +3,7 @@
 //! commands then go there (`forward`), and its news comes through `events::remote_sinks`.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use studio_core::app::elsewhere::RemoteStatus;
 use studio_core::remote::ssh::ConnectOptions;
@@ -15,11 +16,41 @@ use crate::{CommandError, Studio};
 /// The Tauri event the menu's "Open Remote Workspace…" asks the window to show its form with.
 pub const REMOTE_OPEN_REQUESTED: &str = "remote-open-requested";
 
+/// The Tauri event a remote workspace's connecting is sent as (its payload: the target being
+/// connected to, `null` once done either way).
+pub const REMOTE_CONNECTING: &str = "remote-connecting";
+
 /// How the app reaches remote workspaces: the ssh config file of `--ssh-config` (or
-/// `ZIBBY_STUDIO_SSH_CONFIG`), else ssh's own.
-#[derive(Debug, Clone, Default)]
+/// `ZIBBY_STUDIO_SSH_CONFIG`), else ssh's own; and the one it is connecting to now.
+#[derive(Debug, Default)]
 pub struct SshSettings {
     pub ssh_config: Option<PathBuf>,
+    pub connecting: Mutex<Option<String>>,
+}
+
+impl SshSettings {
+    pub fn new(ssh_config: Option<PathBuf>) -> SshSettings {
+        SshSettings {
+            ssh_config,
+            connecting: Mutex::new(None),
+        }
+    }
+
+    /// The target being connected to, if one is.
+    pub fn connecting(&self) -> Option<String> {
+        self.connecting.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Says (to the window too) which target is being connected to, or that none is.
+fn set_connecting(app: &AppHandle, target: Option<&str>) {
+    *app.state::<SshSettings>()
+        .connecting
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = target.map(str::to_owned);
+    if let Err(error) = app.emit(REMOTE_CONNECTING, target) {
+        tracing::warn!(%error, "cannot tell the window of the connection");
+    }
 }
 
 /// Whether a recent workspace (or a launch's) is one on another machine.
@@ -30,6 +61,13 @@ pub fn is_remote(root: &str) -> bool {
 /// Opens `target` (`HOST:PATH`, `ssh://HOST/PATH`) as the workspace and tells the window, as a
 /// local switch does. Blocks while ssh connects: call it off the main thread.
 pub fn open_remote(app: &AppHandle, target: &str) -> Result<RemoteStatus, CommandError> {
+    set_connecting(app, Some(target));
+    let opened = connect(app, target);
+    set_connecting(app, None);
+    opened
+}
+
+fn connect(app: &AppHandle, target: &str) -> Result<RemoteStatus, CommandError> {
     let target = parse_target(target)?;
     let settings = app.state::<SshSettings>();
     let options = ConnectOptions {

@@ -440,12 +440,17 @@ async fn a_remote_workspaces_key_passphrase_is_asked_in_the_apps_own_dialog() {
     let config = sshd.ssh_config().display().to_string();
     let target = format!("ssh://{}{}", sshd.alias(), remote.path().display());
     let expected = format!("{}:{}", sshd.alias(), remote.path().display());
+    let target_shown = target.clone();
     App::run_on(&here, &target, &["--ssh-config", &config], |client| async move {
         // ssh runs the app as its SSH_ASKPASS: a dialog of its own, not the window.
         assert!(
             within(Duration::from_secs(20), || x11::has_window(ASKPASS_TITLE)).await,
             "no askpass dialog came up"
         );
+        // Meanwhile the window says what it is connecting to, not that no workspace is open.
+        let connecting = wait_for(&client, "#remote-connecting").await;
+        let said = connecting.text().await.unwrap_or_default();
+        assert!(said.contains(&target_shown), "{said}");
         x11::focus(Some(ASKPASS_TITLE)).expect("focus the dialog");
         assert!(
             within(Duration::from_secs(5), || x11::has_focus(ASKPASS_TITLE)).await,

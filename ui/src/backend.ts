@@ -8,6 +8,7 @@ import {
   AGENTS_CHANGED,
   IMPORT_FAILED,
   QUIT_REQUESTED,
+  REMOTE_CONNECTING,
   REMOTE_OPEN_REQUESTED,
   REMOTE_STATUS,
   RUN_EVENT,
@@ -83,6 +84,10 @@ export interface Backend {
   workspaceOpenRemote(target: string): Promise<RemoteStatus>;
   /** The open workspace's host and path when it is on another machine; `null` for one here. */
   workspaceRemote(): Promise<RemoteStatus | null>;
+  /** The remote workspace being connected to (as given), while one is. */
+  workspaceConnecting(): Promise<string | null>;
+  /** Calls `handler` when connecting to a remote workspace begins (its target) and ends (`null`). */
+  onRemoteConnecting(handler: (target: string | null) => void): Promise<() => void>;
   /** Calls `handler` when the remote workspace's link was lost. */
   onRemoteStatus(handler: (status: RemoteStatus) => void): Promise<() => void>;
   /** Calls `handler` when the app menu's "Open Remote Workspace…" asks for the form. */
@@ -147,6 +152,7 @@ export {
   AGENTS_CHANGED,
   IMPORT_FAILED,
   QUIT_REQUESTED,
+  REMOTE_CONNECTING,
   REMOTE_OPEN_REQUESTED,
   REMOTE_STATUS,
   RUN_EVENT,
@@ -210,6 +216,8 @@ export const tauriBackend: Backend = {
   workspacePick: () => call("workspace_pick", {}),
   workspaceOpenRemote: (target) => call("workspace_open_remote", { target }),
   workspaceRemote: () => call("workspace_remote", {}),
+  workspaceConnecting: () => call("workspace_connecting", {}),
+  onRemoteConnecting: (handler) => listen<string | null>(REMOTE_CONNECTING, (event) => handler(event.payload)),
   onRemoteStatus: (handler) => listen<RemoteStatus>(REMOTE_STATUS, (event) => handler(event.payload)),
   onRemoteOpenRequested: (handler) => listen(REMOTE_OPEN_REQUESTED, () => handler()),
   copyText: (text) => navigator.clipboard.writeText(text),

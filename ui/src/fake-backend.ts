@@ -105,6 +105,10 @@ export interface FakeBackend extends Backend {
   /** The remote workspace open (`workspaceOpenRemote`), or a refusal to open one. */
   remote: RemoteStatus | null;
   remoteRefusal: CommandError | null;
+  /** The remote workspace being connected to. */
+  connecting: string | null;
+  /** The shell says connecting began (a target) or ended (`null`). */
+  remoteConnecting(target: string | null): void;
   /** The text "Copy remote path" put on the clipboard. */
   copied: string | null;
   /** The shell says the remote link was lost. */
@@ -152,6 +156,7 @@ export function fakeBackend(
   const importFailedListeners = new Set<(error: CommandError) => void>();
   const remoteListeners = new Set<(status: RemoteStatus) => void>();
   const remoteOpenListeners = new Set<() => void>();
+  const connectingListeners = new Set<(target: string | null) => void>();
   let nextRun = 1;
 
   function detailOf(sessionId: string): Session {
@@ -205,6 +210,11 @@ export function fakeBackend(
     picked: null,
     remote: null,
     remoteRefusal: null,
+    connecting: null,
+    remoteConnecting(target) {
+      backend.connecting = target;
+      deliver(connectingListeners, target);
+    },
     copied: null,
     remoteStatus(status) {
       backend.remote = status;
@@ -339,6 +349,13 @@ export function fakeBackend(
     },
     async workspaceRemote() {
       return backend.remote;
+    },
+    async workspaceConnecting() {
+      return backend.connecting;
+    },
+    async onRemoteConnecting(handler) {
+      connectingListeners.add(handler);
+      return () => connectingListeners.delete(handler);
     },
     async onRemoteStatus(handler) {
       remoteListeners.add(handler);

@@ -73,3 +73,13 @@ describe("a remote workspace", () => {
     expect(root.querySelector("#remote-lost")?.textContent).toContain("the studio server closed the link");
   });
 });
+
+describe("a launch's remote workspace", () => {
+  it("says it is connecting in place of the missing workspace, until it opens", async () => {
+    backend.connecting = "ssh://buildbox/srv/p";
+    await start();
+    expect(root.querySelector("#remote-connecting")?.textContent).toContain("Connecting to ssh://buildbox/srv/p");
+    backend.remoteConnecting(null);
+    expect(root.querySelector("#remote-connecting")).toBeNull();
+  });
+});

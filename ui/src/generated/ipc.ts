@@ -740,6 +740,7 @@ export type Commands = {
   workspace_open: { args: { path: string }; result: WorkspaceInfo | null };
   workspace_open_remote: { args: { target: string }; result: RemoteStatus };
   workspace_remote: { args: Record<string, never>; result: RemoteStatus | null };
+  workspace_connecting: { args: Record<string, never>; result: string | null };
   workspace_pick: { args: Record<string, never>; result: WorkspaceInfo | null };
   sessions_list: { args: Record<string, never>; result: SessionListing };
   session_get: { args: { session_id: string }; result: Session };
@@ -792,6 +793,9 @@ export const WORKSPACE_CHANGED = "workspace-changed";
 
 /** The Tauri event the shell sends when the remote workspace's link was lost (payload: `RemoteStatus`). */
 export const REMOTE_STATUS = "remote-status";
+
+/** The Tauri event the shell says which remote workspace it is connecting to with (payload: its target, or null once done). */
+export const REMOTE_CONNECTING = "remote-connecting";
 
 /** The Tauri event the shell asks the window to show the Open Remote Workspace form with (no payload). */
 export const REMOTE_OPEN_REQUESTED = "remote-open-requested";

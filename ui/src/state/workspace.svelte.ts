@@ -30,6 +30,8 @@ export class WorkspaceState {
   /** The open workspace's host and path when it is on another machine (`lost`: the link dropped). */
   remote = $state.raw<RemoteStatus | null>(null);
   remoteForm = $state.raw<RemoteForm | null>(null);
+  /** The remote workspace the app is connecting to (a launch's `ssh://…`), while it is. */
+  connecting = $state.raw<string | null>(null);
 
   readonly #backend: Backend;
   /** What the window does once another workspace is open (everything of the old one goes). */
