@@ -478,3 +478,43 @@ async fn a_remote_workspaces_key_passphrase_is_asked_in_the_apps_own_dialog() {
     })
     .await;
 }
+
+/// Export… in a remote workspace: the bundle is written on the host and streamed back to the
+/// file the save dialog was told here.
+#[tokio::test]
+async fn export_in_a_remote_workspace_brings_the_bundle_here() {
+    let _display = DISPLAY.lock().await;
+    harness::zstudio();
+    let sshd = test_servers::sshd::Sshd::start();
+    let here = Workspace::empty();
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let config = sshd.ssh_config().display().to_string();
+    let target = format!("ssh://{}{}", sshd.alias(), remote.path().display());
+    let written = here.data_home().join("from-the-host.zip");
+    let bundle = written.clone();
+    App::run_on(&here, &target, &["--ssh-config", &config], move |client| async move {
+        wait_for(&client, "#workspace-remote").await;
+        harness::click(&client, &format!("tr[data-session-id='{}'] .session-id", PIPELINE.id)).await;
+        wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+        choose_in_file_dialog("Export session", &written, || {
+            harness::click(&client, "#session-export")
+        })
+        .await;
+        let said = wait_for(&client, ".sv-exported")
+            .await
+            .text()
+            .await
+            .expect("read the notice");
+        assert_eq!(said, format!("Exported to {}", written.display()));
+    })
+    .await;
+    assert!(bundle.is_file(), "the bundle came back here");
+    let elsewhere = Workspace::empty();
+    let imported = harness::zstudio_in(
+        &elsewhere.db(),
+        elsewhere.path(),
+        &["import".as_ref(), bundle.as_os_str(), "--json".as_ref()],
+    );
+    let imported: serde_json::Value = serde_json::from_slice(&imported).expect("--json prints JSON");
+    assert_eq!(imported["session_id"], PIPELINE.id);
+}

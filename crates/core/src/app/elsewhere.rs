@@ -5,9 +5,12 @@
 //! commands to it by name, and what needs the workspace's folder on this machine is refused with
 //! [`Error::LocalOnly`].
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::share::Exported;
 use crate::vocabulary::error::Error;
 
 /// An open workspace on another machine.
@@ -16,6 +19,9 @@ pub trait Elsewhere: Send + Sync {
     /// their IPC names), from the other machine; `None` when `method` is not one it answers (the
     /// command then runs here).
     fn forward(&self, method: &str, params: Value) -> Option<Result<Value, Error>>;
+
+    /// Writes session `session_id` there as a bundle and brings it back to `out`, a file here.
+    fn export_session(&self, session_id: &str, include_config: bool, out: &Path) -> Result<Exported, Error>;
 
     /// Where it is and whether it is still reached.
     fn status(&self) -> RemoteStatus;

@@ -372,7 +372,11 @@ impl Studio {
     }
 
     /// Writes a session of the open workspace as a bundle at `path` ([`share::export_session`]).
+    /// In a remote workspace the bundle is written there and streamed back to `path`.
     pub fn export_session(&self, id: &SessionId, path: &Path, include_config: bool) -> Result<share::Exported, Error> {
+        if let Some(remote) = self.remote() {
+            return remote.export_session(id.as_str(), include_config, path);
+        }
         share::export_session(
             self.store()?,
             &self.workspace()?,

@@ -20,6 +20,7 @@ use crate::remote::protocol::{Notification, CHANGES_SUBSCRIBE};
 use crate::remote::ssh::{ConnectOptions, Connection, RemoteTarget, SshError};
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::ChangeSink;
+use crate::share::Exported;
 use crate::vocabulary::error::Error;
 
 /// How long closing waits for the server to exit after its input closed.
@@ -161,6 +162,13 @@ impl Elsewhere for RemoteWorkspace {
             return Some(Err(error));
         }
         Some(self.client.call(method, &params))
+    }
+
+    fn export_session(&self, session_id: &str, include_config: bool, out: &Path) -> Result<Exported, Error> {
+        if let Some(error) = self.status().lost_error() {
+            return Err(error);
+        }
+        self.client.export_session(session_id, include_config, out)
     }
 
     fn status(&self) -> RemoteStatus {
