@@ -241,9 +241,20 @@ fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) 
     }
     let args: Vec<OsString> = args.into_iter().skip(1).map(OsString::from).collect();
     let from_link = studio_args::desktop::link_in(&args).is_some();
-    let Ok(Invocation::Open { workspace, session, .. }) = parse_args(args) else {
+    let Ok(Invocation::Open {
+        workspace,
+        session,
+        remote: remote_target,
+        ..
+    }) = parse_args(args)
+    else {
         return;
     };
+    // `zibby-studio ssh://host/path` again: the running window opens it.
+    if let Some(target) = remote_target {
+        remote::open_remote_in_background(app, target);
+        return;
+    }
     if let Some(workspace) = workspace {
         let path = PathBuf::from(cwd).join(workspace);
         // A link is written by anyone: a folder the studio has not opened is asked about first.

@@ -24,6 +24,26 @@ async fn label(client: &Client) -> Result<String, String> {
     element.text().await.map_err(|e| e.to_string())
 }
 
+/// The `ssh` processes here started with the config file `config` (`-F`), by pid: the masters.
+fn ssh_processes(config: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("list /proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|byte| *byte == 0).collect();
+        let is_ssh = args.first().is_some_and(|program| program.ends_with(b"ssh"));
+        let is_master = args.contains(&b"-M".as_slice());
+        if is_ssh && is_master && args.contains(&config.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
 async fn row_appears(client: &Client, session_id: &str) {
     eventually(&format!("session {session_id} is listed"), || async {
         client
@@ -95,7 +115,9 @@ async fn the_form_opens_a_remote_workspace_and_says_why_one_cannot_be_opened() {
     let config = sshd.ssh_config().display().to_string();
     let here_path = here.path().display().to_string();
     let (alias, remote_path) = (sshd.alias().to_owned(), remote.path().to_path_buf());
-    App::run_on(&here, &here_path, &["--ssh-config", &config], |client| async move {
+    let config_path = config.clone();
+    let recent_here = here_path.clone();
+    App::run_on(&here, &recent_here, &["--ssh-config", &config], |client| async move {
         row_appears(&client, FANOUT.id).await;
         click(&client, "#workspace-switcher").await;
         click(&client, "#workspace-open-remote").await;
@@ -139,6 +161,17 @@ async fn the_form_opens_a_remote_workspace_and_says_why_one_cannot_be_opened() {
         click(&client, "#workspace-switcher").await;
         let recent = format!("ssh://{alias}{}", remote_path.display());
         wait_for(&client, &format!(".recent-workspace[data-path='{recent}']")).await;
+        assert_eq!(ssh_processes(&config_path).len(), 1, "one ssh master while it is open");
+
+        // Back to the local workspace: the link is closed, nothing of it is left running here.
+        click(&client, &format!(".recent-workspace[data-path='{here_path}']")).await;
+        row_appears(&client, FANOUT.id).await;
+        assert!(client.find(Locator::Css("#workspace-remote")).await.is_err());
+        eventually("the ssh master is gone", || async {
+            let left = ssh_processes(&config_path);
+            left.is_empty().then_some(()).ok_or(format!("{left:?}"))
+        })
+        .await;
     })
     .await;
 }
@@ -256,5 +289,45 @@ async fn a_lost_link_shows_once_on_the_workspace() {
             );
         },
     )
+    .await;
+}
+
+/// `zibby-studio ssh://host/path` while the app runs on the same store: the running window opens
+/// it (with the ssh config it was started with).
+#[tokio::test]
+async fn a_second_launch_hands_its_remote_workspace_to_the_running_window() {
+    zstudio();
+    let sshd = Sshd::start();
+    let here = Workspace::with_sessions(&[FANOUT]);
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let config = sshd.ssh_config().display().to_string();
+    let here_path = here.path().display().to_string();
+    let (db, data_home) = (here.db(), here.data_home().to_path_buf());
+    let target = target(&sshd, remote.path());
+    let expected = format!("{}:{}", sshd.alias(), remote.path().display());
+    App::run_on(&here, &here_path, &["--ssh-config", &config], |client| async move {
+        row_appears(&client, FANOUT.id).await;
+        let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_zibby-studio"))
+            .arg("--db")
+            .arg(&db)
+            .arg(&target)
+            .env("XDG_DATA_HOME", &data_home)
+            .env("XDG_CONFIG_HOME", data_home.join("config"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        let status = tokio::time::timeout(std::time::Duration::from_secs(60), status)
+            .await
+            .expect("the second launch exits within 60 s: it handed over")
+            .expect("launch the app again");
+        assert!(status.success(), "the second launch exits cleanly: {status}");
+        eventually("the running window opens the remote workspace", || async {
+            let seen = label(&client).await?;
+            (seen == expected).then_some(()).ok_or(seen)
+        })
+        .await;
+        row_appears(&client, PIPELINE.id).await;
+    })
     .await;
 }
