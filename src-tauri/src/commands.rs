@@ -13,6 +13,9 @@
 //! The bodies of the commands that need no window are the app service's
 //! (`studio_core::app::operations`): the studio server (`zstudio serve --stdio`) answers its
 //! methods of the same names with the same functions; `ipc_types` fails when the two lists differ.
+//! While the open workspace is on another machine, those commands are answered there: the macro
+//! puts one call before every body (`forward::remote_answer`), which sends the command by name
+//! with its arguments and reads the answer back as its result.
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -27,6 +30,7 @@ use studio_core::store::{LogLine, Message, OutputFind, OutputPage, RunRecord, Se
 use studio_core::{Session, SessionId};
 use tauri::{AppHandle, State};
 
+pub use studio_core::app::elsewhere::RemoteStatus;
 pub use studio_core::app::operations::WorkspaceInfo;
 
 use crate::{CommandError, Studio};
@@ -43,7 +47,14 @@ macro_rules! ipc_commands {
     )*) => {
         $(
             $(#[$($attribute)*])*
-            $visibility fn $name($($parameter: $type),*) $(-> $result)? $body
+            $visibility fn $name($($parameter: $type),*) $(-> $result)? {
+                let arguments: &[(&str, &dyn crate::forward::CommandArgument)] =
+                    &[$((stringify!($parameter), &$parameter)),*];
+                if let Some(answer) = crate::forward::remote_answer(stringify!($name), arguments) {
+                    return answer;
+                }
+                $body
+            }
         )*
 
         /// The shell's handler of the window's `invoke`s: the commands above.
@@ -88,6 +99,26 @@ ipc_commands! {
     #[tauri::command(async)]
     pub fn workspace_open(app: AppHandle, path: String) -> Result<Option<WorkspaceInfo>, CommandError> {
         crate::desktop::switch_workspace_asking(&app, &PathBuf::from(path))
+    }
+
+    /// Opens a workspace on another machine, `HOST:PATH` or `ssh://HOST/PATH`, over the system's
+    /// ssh (the window hears `workspace-changed`); errors name the host and what failed.
+    #[tauri::command(async)]
+    pub fn workspace_open_remote(app: AppHandle, target: String) -> Result<RemoteStatus, CommandError> {
+        crate::remote::open_remote(&app, &target)
+    }
+
+    /// The open workspace's host and path when it is on another machine, and whether its link was
+    /// lost; `None` for a workspace here.
+    #[tauri::command]
+    pub fn workspace_remote(studio: State<'_, Studio>) -> Option<RemoteStatus> {
+        studio.remote().map(|remote| remote.status())
+    }
+
+    /// The remote workspace being connected to (`host:path` as given), while one is.
+    #[tauri::command]
+    pub fn workspace_connecting(settings: State<'_, crate::remote::SshSettings>) -> Option<String> {
+        settings.connecting()
     }
 
     /// Asks for a folder with the system's folder picker and opens it; `None` when cancelled.
@@ -139,7 +170,8 @@ ipc_commands! {
         Ok(studio.session_file_read(&session_id, &path, offset, limit)?)
     }
 
-    /// Opens a session's folder in the file manager.
+    /// Opens a session's folder in the file manager (a workspace here only: the window offers
+    /// "Copy remote path" for one on another machine).
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn session_reveal(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
         crate::reveal(&studio.session_folder(&session_id)?)

@@ -56,7 +56,12 @@ pub fn may_quit<R: Runtime>(app: &AppHandle<R>) -> bool {
 }
 
 /// Opens `path` as the workspace and tells the window; the menu's recent list follows.
-pub fn switch_workspace<R: Runtime>(app: &AppHandle<R>, path: &Path) -> Result<WorkspaceInfo, CommandError> {
+pub fn switch_workspace(app: &AppHandle, path: &Path) -> Result<WorkspaceInfo, CommandError> {
+    if let Some(target) = path.to_str().filter(|root| crate::remote::is_remote(root)) {
+        crate::remote::open_remote(app, target)?;
+        return crate::forward::remote_answer("workspace_get", &[("studio", &app.state::<Studio>())])
+            .unwrap_or_else(|| Err(studio_core::Error::NoWorkspace.into()));
+    }
     let workspace = app.state::<Studio>().open_workspace(path)?;
     let info = WorkspaceInfo::from(&workspace);
     match app.emit(WORKSPACE_CHANGED, &info) {
@@ -92,10 +97,7 @@ pub const OPEN_FOLDER_TITLE: &str = "Open this folder as a workspace?";
 /// Opens `path` as the workspace, as [`switch_workspace`], when it is one the studio opened
 /// before; any other folder (a link's, a page's request) is asked natively first. `None`: the
 /// user said no, and nothing changed (the recent list neither).
-pub fn switch_workspace_asking<R: Runtime>(
-    app: &AppHandle<R>,
-    path: &Path,
-) -> Result<Option<WorkspaceInfo>, CommandError> {
+pub fn switch_workspace_asking(app: &AppHandle, path: &Path) -> Result<Option<WorkspaceInfo>, CommandError> {
     let recent = app.state::<Studio>().recent_workspaces()?;
     if !crate::consent::is_known_workspace(&recent, path)
         && !ask_natively(
@@ -152,8 +154,13 @@ fn has_render_node() -> bool {
 
 /// The window's title names the workspace: `<folder> - Zibby Studio` (ASCII: it is also the X window name).
 pub fn show_workspace_in_title<R: Runtime>(app: &AppHandle<R>, workspace: &studio_core::Workspace) {
+    set_title(app, &folder_name(workspace.root()));
+}
+
+/// The window's title: `<name> - Zibby Studio`.
+pub fn set_title<R: Runtime>(app: &AppHandle<R>, name: &str) {
     if let Some(window) = app.get_webview_window("main") {
-        let _ = window.set_title(&format!("{} - Zibby Studio", folder_name(workspace.root())));
+        let _ = window.set_title(&format!("{name} - Zibby Studio"));
     }
 }
 
@@ -174,7 +181,7 @@ pub fn pick_folder<R: Runtime>(app: &AppHandle<R>) -> Option<PathBuf> {
 }
 
 /// Asks for a folder and opens it, on a thread of its own (menu, first launch).
-pub fn pick_and_switch<R: Runtime>(app: &AppHandle<R>) {
+pub fn pick_and_switch(app: &AppHandle) {
     let app = app.clone();
     let spawned = std::thread::Builder::new().name("folder-picker".into()).spawn(move || {
         if let Some(path) = pick_folder(&app) {
@@ -233,6 +240,7 @@ pub fn make_log_dir_private(dir: &Path) -> std::io::Result<()> {
 
 /// Menu item ids.
 const OPEN_WORKSPACE: &str = "open-workspace";
+const OPEN_REMOTE: &str = "open-remote";
 const RECENT_PREFIX: &str = "recent:";
 const REVEAL_LOGS: &str = "reveal-logs";
 const IMPORT_SESSION: &str = "import-session";
@@ -244,7 +252,7 @@ const ZOOM_RESET: &str = "zoom-reset";
 
 /// The app menu: File (open workspace, recent workspaces, reveal the log folder, quit), View
 /// (reload, zoom), Help (about: version, store and log folder).
-pub fn install_menu<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
+pub fn install_menu(app: &AppHandle) -> tauri::Result<()> {
     let studio = app.state::<Studio>();
     let recent = studio.recent_workspaces().unwrap_or_default();
     let recent_items = recent
@@ -260,7 +268,8 @@ pub fn install_menu<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
             )
         })
         .collect::<tauri::Result<Vec<_>>>()?;
-    let recent_refs: Vec<&dyn tauri::menu::IsMenuItem<R>> = recent_items.iter().map(|item| item as _).collect();
+    let recent_refs: Vec<&dyn tauri::menu::IsMenuItem<tauri::Wry>> =
+        recent_items.iter().map(|item| item as _).collect();
     let recent_menu = Submenu::with_items(app, "Open Recent", !recent_refs.is_empty(), &recent_refs)?;
 
     let store = studio
@@ -283,6 +292,7 @@ pub fn install_menu<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
         true,
         &[
             &MenuItem::with_id(app, OPEN_WORKSPACE, "Open Workspace…", true, Some("CmdOrCtrl+O"))?,
+            &MenuItem::with_id(app, OPEN_REMOTE, "Open Remote Workspace…", true, None::<&str>)?,
             &recent_menu,
             &PredefinedMenuItem::separator(app)?,
             &MenuItem::with_id(app, IMPORT_SESSION, "Import Session…", true, Some("CmdOrCtrl+I"))?,
@@ -319,10 +329,16 @@ pub fn install_menu<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
 }
 
 /// What a menu item does.
-pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
+pub fn on_menu(app: &AppHandle, id: &str) {
     let window = app.get_webview_window("main");
     match id {
         OPEN_WORKSPACE => pick_and_switch(app),
+        // The window shows its form (host:path); its `workspace_open_remote` opens it.
+        OPEN_REMOTE => {
+            if let Err(error) = app.emit(crate::remote::REMOTE_OPEN_REQUESTED, ()) {
+                tracing::warn!(%error, "cannot ask the window for a remote workspace");
+            }
+        }
         IMPORT_SESSION => crate::share::pick_and_import(app),
         REVEAL_LOGS => {
             if let Some(dir) = log_dir() {
@@ -351,7 +367,9 @@ pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
             if let Some(index) = id.strip_prefix(RECENT_PREFIX).and_then(|i| i.parse::<usize>().ok()) {
                 let recent = app.state::<Studio>().recent_workspaces().unwrap_or_default();
                 if let Some(root) = recent.get(index) {
-                    if let Err(error) = switch_workspace(app, root) {
+                    if let Some(target) = root.to_str().filter(|root| crate::remote::is_remote(root)) {
+                        crate::remote::open_remote_in_background(app, target.to_owned());
+                    } else if let Err(error) = switch_workspace(app, root) {
                         tracing::warn!(code = error.code.as_str(), "{}", error.message);
                     }
                 }

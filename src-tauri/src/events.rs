@@ -1,5 +1,6 @@
 //! Events to the window: the supervisor's run events (`run-event`), and the watcher's session
-//! changes (`sessions-changed`) and agents file changes (`agents-changed`).
+//! changes (`sessions-changed`) and agents file changes (`agents-changed`); a remote workspace's
+//! the same way ([`remote_sinks`]), and its lost link (`remote-status`).
 
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
@@ -17,18 +18,84 @@ pub const RUN_EVENT: &str = "run-event";
 /// focused is also a desktop notification.
 pub fn forward(events: Receiver<RunEvent>, app: AppHandle) {
     for event in events.iter().filter(|event| !matches!(event, RunEvent::Output { .. })) {
-        if let Err(error) = app.emit(RUN_EVENT, &event) {
-            tracing::warn!(%error, run_id = event.run_id(), "cannot send a run event to the window");
+        send_run_event(&app, &event);
+    }
+}
+
+/// One run event (not an output line) to the window; a finished run also as a notification.
+fn send_run_event(app: &AppHandle, event: &RunEvent) {
+    if let Err(error) = app.emit(RUN_EVENT, event) {
+        tracing::warn!(%error, run_id = event.run_id(), "cannot send a run event to the window");
+    }
+    if let RunEvent::RunFinished {
+        session_id,
+        status,
+        elapsed_ms,
+        ..
+    } = event
+    {
+        notify_unless_focused(app, session_id, status.as_str(), *elapsed_ms);
+    }
+}
+
+/// The Tauri event a remote workspace's lost link is sent as (its payload: `RemoteStatus`).
+pub const REMOTE_STATUS: &str = "remote-status";
+
+/// Where a remote workspace's news goes: its session changes to [`sessions_changed`] (the local
+/// watcher's path), its runs' events as [`forward`] sends them, their output lines as counts
+/// ([`RUN_OUTPUT`], gathered as the local runs' are), its lost link as [`REMOTE_STATUS`].
+pub fn remote_sinks(app: &AppHandle) -> studio_core::remote::window::RemoteSinks {
+    let (printed, prints) = std::sync::mpsc::channel::<(String, String)>();
+    let notices = app.clone();
+    let gather = move || {
+        let mut sessions = std::collections::HashMap::new();
+        let mut totals: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+        while let Ok(first) = prints.recv() {
+            std::thread::sleep(SESSIONS_CHANGED_WINDOW);
+            let mut touched = std::collections::BTreeSet::new();
+            for (run_id, session_id) in std::iter::once(first).chain(prints.try_iter()) {
+                *totals.entry(run_id.clone()).or_default() += 1;
+                sessions.insert(run_id.clone(), session_id);
+                touched.insert(run_id);
+            }
+            for run_id in touched {
+                let payload = RunOutput {
+                    run_id: &run_id,
+                    session_id: sessions.get(&run_id).map_or("", String::as_str),
+                    lines: totals[&run_id],
+                };
+                if let Err(error) = notices.emit(RUN_OUTPUT, payload) {
+                    tracing::warn!(%error, "cannot send an output notice to the window");
+                }
+            }
         }
-        if let RunEvent::RunFinished {
-            session_id,
-            status,
-            elapsed_ms,
-            ..
-        } = &event
-        {
-            notify_unless_focused(&app, session_id, status.as_str(), *elapsed_ms);
-        }
+    };
+    if let Err(error) = std::thread::Builder::new().name("remote-output".into()).spawn(gather) {
+        tracing::warn!(%error, "cannot start the remote output thread: output is not followed live");
+    }
+    let sessions_of_runs = std::sync::Mutex::new(std::collections::HashMap::<String, String>::new());
+    let (runs, link) = (app.clone(), app.clone());
+    studio_core::remote::window::RemoteSinks {
+        changes: sessions_changed(app.clone()),
+        run_events: std::sync::Arc::new(move |event: RunEvent| {
+            let mut sessions = sessions_of_runs.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            match &event {
+                RunEvent::Output { run_id, .. } => {
+                    let session = sessions.get(run_id).cloned().unwrap_or_default();
+                    let _ = printed.send((run_id.clone(), session));
+                }
+                RunEvent::RunStarted { run_id, session_id, .. } => {
+                    sessions.insert(run_id.clone(), session_id.clone());
+                    send_run_event(&runs, &event);
+                }
+                _ => send_run_event(&runs, &event),
+            }
+        }),
+        link: std::sync::Arc::new(move |status| {
+            if let Err(error) = link.emit(REMOTE_STATUS, &status) {
+                tracing::warn!(%error, "cannot tell the window that the remote link was lost");
+            }
+        }),
     }
 }
 

@@ -94,9 +94,9 @@ impl<T: TS + 'static> Returned for Result<T, crate::CommandError> {
     }
 }
 
-impl Returned for Option<String> {
+impl<T: TS + 'static> Returned for Option<T> {
     fn ts(cfg: &Config) -> TsType {
-        TsType::of::<Option<String>>(cfg)
+        TsType::of::<Option<T>>(cfg)
     }
 }
 
@@ -211,6 +211,7 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         .add::<ErrorCode>(cfg)
         .add::<crate::CommandError>(cfg)
         .add::<crate::commands::WorkspaceInfo>(cfg)
+        .add::<crate::commands::RemoteStatus>(cfg)
         .add::<UsageFormat>(cfg)
         .add::<Tokens>(cfg)
         .add::<CostSource>(cfg)
@@ -308,6 +309,21 @@ fn declare_events(d: &mut Declarations) {
         "The Tauri event the shell sends when the workspace was switched (payload: `WorkspaceInfo`).",
         "WORKSPACE_CHANGED",
         crate::desktop::WORKSPACE_CHANGED,
+    )
+    .constant(
+        "The Tauri event the shell sends when the remote workspace's link was lost (payload: `RemoteStatus`).",
+        "REMOTE_STATUS",
+        crate::events::REMOTE_STATUS,
+    )
+    .constant(
+        "The Tauri event the shell says which remote workspace it is connecting to with (payload: its target, or null once done).",
+        "REMOTE_CONNECTING",
+        crate::remote::REMOTE_CONNECTING,
+    )
+    .constant(
+        "The Tauri event the shell asks the window to show the Open Remote Workspace form with (no payload).",
+        "REMOTE_OPEN_REQUESTED",
+        crate::remote::REMOTE_OPEN_REQUESTED,
     )
     .constant(
         "The Tauri event the shell sends when the app is closing with live runs (payload: `QuitRequested`).",

@@ -4,6 +4,8 @@
 //!   (`studio`), opens the window, and stops the live runs when the app exits.
 //! - `commands`: the IPC commands, each one call into the core.
 //! - `events`: the supervisor's run events, forwarded to the window.
+//! - `remote`, `forward`: a workspace on another machine (over ssh), and the one place the
+//!   commands are sent there by name.
 //! - `desktop`: the menu, quitting with live runs, the folder picker, the app's log file.
 //! - `share`: Export…, Import… and drops onto the window, and the session a launch asks for.
 //! - `error`: the one `{code, message}` error that crosses IPC.
@@ -11,13 +13,16 @@
 //!   from the Rust types that cross IPC, with the command and event names; it fails when the
 //!   checked-in file is stale (`scripts/gen-ipc-types.sh` rewrites it).
 
+mod askpass;
 mod commands;
 mod consent;
 mod desktop;
 mod error;
 mod events;
+mod forward;
 #[cfg(test)]
 mod ipc_types;
+mod remote;
 mod share;
 
 pub(crate) use desktop::{pick_folder, quit_now, reveal, switch_workspace};
@@ -42,14 +47,20 @@ const FIRST_LISTING_WAIT: std::time::Duration = std::time::Duration::from_secs(3
 
 pub fn run() {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+    // Started by ssh to ask the user something (a remote workspace's passphrase).
+    if let Some(prompt) = askpass::prompt(&args) {
+        askpass::answer(&prompt);
+    }
     let from_link = studio_args::desktop::link_in(&args).is_some();
-    let (workspace, db, memory, session) = match parse_args(args) {
+    let (workspace, db, memory, session, remote, ssh_config) = match parse_args(args) {
         Ok(Invocation::Open {
             workspace,
             db,
             memory,
             session,
-        }) => (workspace, db, memory, session),
+            remote,
+            ssh_config,
+        }) => (workspace, db, memory, session, remote, ssh_config),
         Ok(Invocation::Help) => {
             print!("{}", studio_args::desktop::help());
             return;
@@ -83,9 +94,11 @@ pub fn run() {
         (workspace, None)
     };
     let (studio, run_events) = Studio::open(workspace.as_deref(), store_location);
-    let needs_workspace = studio
-        .workspace()
-        .is_err_and(|error| error.code() == studio_core::ErrorCode::NoWorkspace);
+    // A remote workspace opens once the window is up (connecting takes a while).
+    let needs_workspace = remote.is_none()
+        && studio
+            .workspace()
+            .is_err_and(|error| error.code() == studio_core::ErrorCode::NoWorkspace);
     if !software_rendering.is_empty() {
         studio.hide_variables_from_agents(&software_rendering);
     }
@@ -107,6 +120,7 @@ pub fn run() {
         .plugin(tauri_plugin_notification::init())
         .plugin(tauri_plugin_window_state::Builder::default().build())
         .manage(studio)
+        .manage(remote::SshSettings::new(ssh_config))
         .manage(share::RequestedSession::new(session))
         .setup(move |app| {
             let studio = app.state::<Studio>();
@@ -143,6 +157,9 @@ pub fn run() {
                 desktop::show_workspace_in_title(app.handle(), &workspace);
             }
             desktop::install_menu(app.handle())?;
+            if let Some(target) = remote {
+                remote::open_remote_in_background(app.handle(), target);
+            }
             app.on_menu_event(|app, event| desktop::on_menu(app, event.id().as_ref()));
             if let Some(path) = link_workspace {
                 let handle = app.handle().clone();
@@ -224,9 +241,20 @@ fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) 
     }
     let args: Vec<OsString> = args.into_iter().skip(1).map(OsString::from).collect();
     let from_link = studio_args::desktop::link_in(&args).is_some();
-    let Ok(Invocation::Open { workspace, session, .. }) = parse_args(args) else {
+    let Ok(Invocation::Open {
+        workspace,
+        session,
+        remote: remote_target,
+        ..
+    }) = parse_args(args)
+    else {
         return;
     };
+    // `zibby-studio ssh://host/path` again: the running window opens it.
+    if let Some(target) = remote_target {
+        remote::open_remote_in_background(app, target);
+        return;
+    }
     if let Some(workspace) = workspace {
         let path = PathBuf::from(cwd).join(workspace);
         // A link is written by anyone: a folder the studio has not opened is asked about first.
@@ -345,6 +373,8 @@ mod tests {
             db: None,
             memory: false,
             session: None,
+            remote: None,
+            ssh_config: None,
         })
     }
 
@@ -356,7 +386,9 @@ mod tests {
                 workspace: None,
                 db: None,
                 memory: false,
-                session: None
+                session: None,
+                remote: None,
+                ssh_config: None,
             })
         );
         assert_eq!(parse(&["/some/project"]), open("/some/project"));
@@ -391,6 +423,8 @@ mod tests {
                 db: Some(PathBuf::from(db)),
                 memory: false,
                 session: None,
+                remote: None,
+                ssh_config: None,
             })
         };
         assert_eq!(
@@ -404,7 +438,9 @@ mod tests {
                 workspace: None,
                 db: None,
                 memory: true,
-                session: None
+                session: None,
+                remote: None,
+                ssh_config: None,
             })
         );
         assert!(parse(&["--db"]).unwrap_err().contains("`--db` needs a PATH"));
@@ -420,6 +456,8 @@ mod tests {
                 db: None,
                 memory: false,
                 session: Some("1796000000000_abcd".to_owned()),
+                remote: None,
+                ssh_config: None,
             })
         );
     }

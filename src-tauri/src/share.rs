@@ -29,7 +29,7 @@ pub struct SessionOpened {
 }
 
 /// Where an export went, for the window to say.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ExportedBundle {
     pub session_id: String,

@@ -1,5 +1,6 @@
 //! The system's file dialogs, end to end: Export… saves where GTK's save dialog is told, and
-//! File > Import… (Ctrl+I) imports what GTK's file dialog is told. WebDriver reaches neither the
+//! File > Import… (Ctrl+I) imports what GTK's file dialog is told; a remote workspace's key
+//! passphrase is asked in the app's own askpass dialog. WebDriver reaches neither the
 //! GTK menu bar nor the dialogs: the tests type on the keyboard as a user does, through XTEST
 //! (x11.rs).
 //!
@@ -423,4 +424,97 @@ async fn texts(client: &fantoccini::Client, css: &str) -> Vec<String> {
         texts.push(element.text().await.expect("read a text"));
     }
     texts
+}
+
+/// The title of the app's askpass dialog (`src-tauri/src/askpass.rs`).
+const ASKPASS_TITLE: &str = "Zibby Studio: ssh asks";
+
+#[tokio::test]
+async fn a_remote_workspaces_key_passphrase_is_asked_in_the_apps_own_dialog() {
+    let _display = DISPLAY.lock().await;
+    harness::zstudio();
+    let passphrase = "open sesame 27";
+    let sshd = test_servers::sshd::Sshd::start_with_key_passphrase(passphrase);
+    let here = Workspace::empty();
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let config = sshd.ssh_config().display().to_string();
+    let target = format!("ssh://{}{}", sshd.alias(), remote.path().display());
+    let expected = format!("{}:{}", sshd.alias(), remote.path().display());
+    let target_shown = target.clone();
+    App::run_on(&here, &target, &["--ssh-config", &config], |client| async move {
+        // ssh runs the app as its SSH_ASKPASS: a dialog of its own, not the window.
+        assert!(
+            within(Duration::from_secs(20), || x11::has_window(ASKPASS_TITLE)).await,
+            "no askpass dialog came up"
+        );
+        // Meanwhile the window says what it is connecting to, not that no workspace is open.
+        let connecting = wait_for(&client, "#remote-connecting").await;
+        let said = connecting.text().await.unwrap_or_default();
+        assert!(said.contains(&target_shown), "{said}");
+        x11::focus(Some(ASKPASS_TITLE)).expect("focus the dialog");
+        assert!(
+            within(Duration::from_secs(5), || x11::has_focus(ASKPASS_TITLE)).await,
+            "the askpass dialog did not take the keyboard focus"
+        );
+        // GTK fills the dialog once it is shown.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        x11::type_text(passphrase).expect("type the passphrase");
+        display_screenshot("remote-askpass.png");
+        x11::press("Return").expect("press Enter");
+        eventually(
+            "the remote workspace opens with the key the passphrase unlocked",
+            || async {
+                let label = client
+                    .find(fantoccini::Locator::Css("#workspace-remote"))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let seen = label.text().await.map_err(|e| e.to_string())?;
+                (seen == expected).then_some(()).ok_or(seen)
+            },
+        )
+        .await;
+        wait_for(&client, &format!("tr[data-session-id='{}']", PIPELINE.id)).await;
+        assert!(!x11::has_window(ASKPASS_TITLE), "the dialog is gone");
+    })
+    .await;
+}
+
+/// Export… in a remote workspace: the bundle is written on the host and streamed back to the
+/// file the save dialog was told here.
+#[tokio::test]
+async fn export_in_a_remote_workspace_brings_the_bundle_here() {
+    let _display = DISPLAY.lock().await;
+    harness::zstudio();
+    let sshd = test_servers::sshd::Sshd::start();
+    let here = Workspace::empty();
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let config = sshd.ssh_config().display().to_string();
+    let target = format!("ssh://{}{}", sshd.alias(), remote.path().display());
+    let written = here.data_home().join("from-the-host.zip");
+    let bundle = written.clone();
+    App::run_on(&here, &target, &["--ssh-config", &config], move |client| async move {
+        wait_for(&client, "#workspace-remote").await;
+        harness::click(&client, &format!("tr[data-session-id='{}'] .session-id", PIPELINE.id)).await;
+        wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+        choose_in_file_dialog("Export session", &written, || {
+            harness::click(&client, "#session-export")
+        })
+        .await;
+        let said = wait_for(&client, ".sv-exported")
+            .await
+            .text()
+            .await
+            .expect("read the notice");
+        assert_eq!(said, format!("Exported to {}", written.display()));
+    })
+    .await;
+    assert!(bundle.is_file(), "the bundle came back here");
+    let elsewhere = Workspace::empty();
+    let imported = harness::zstudio_in(
+        &elsewhere.db(),
+        elsewhere.path(),
+        &["import".as_ref(), bundle.as_os_str(), "--json".as_ref()],
+    );
+    let imported: serde_json::Value = serde_json::from_slice(&imported).expect("--json prints JSON");
+    assert_eq!(imported["session_id"], PIPELINE.id);
 }

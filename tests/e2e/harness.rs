@@ -450,6 +450,24 @@ impl App {
         App::run_in(workspace.path(), &workspace.db(), workspace.data_home(), env, &[], test).await;
     }
 
+    /// [`App::run`] with `target` as the app's WORKSPACE argument (a remote workspace's
+    /// `ssh://host/path`) and more arguments before it, on `workspace`'s store and data folder.
+    pub async fn run_on<F, Fut>(workspace: &Workspace, target: &str, args: &[&str], test: F)
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        App::run_in(
+            Path::new(target),
+            &workspace.db(),
+            workspace.data_home(),
+            &[],
+            args,
+            test,
+        )
+        .await;
+    }
+
     /// [`App::run`] on any path, one that may not exist.
     pub async fn run_at<F, Fut>(workspace: &Path, db: &Path, test: F)
     where

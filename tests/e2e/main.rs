@@ -21,6 +21,7 @@ mod harness;
 mod keyboard;
 mod layout;
 mod pins;
+mod remote;
 mod runs;
 mod session_view;
 mod share;

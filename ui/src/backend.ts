@@ -8,6 +8,9 @@ import {
   AGENTS_CHANGED,
   IMPORT_FAILED,
   QUIT_REQUESTED,
+  REMOTE_CONNECTING,
+  REMOTE_OPEN_REQUESTED,
+  REMOTE_STATUS,
   RUN_EVENT,
   RUN_OUTPUT,
   SESSION_OPENED,
@@ -43,6 +46,7 @@ import type {
   SessionListing,
   Span,
   StartedRun,
+  RemoteStatus,
   WatchNotice,
   WorkspaceInfo,
   StoppedBy,
@@ -76,6 +80,20 @@ export interface Backend {
   workspaceOpen(path: string): Promise<WorkspaceInfo | null>;
   /** The native folder picker, then opens the folder; `null` when cancelled. */
   workspacePick(): Promise<WorkspaceInfo | null>;
+  /** Opens a workspace on another machine (`host:path`, `ssh://host/path`) over ssh. */
+  workspaceOpenRemote(target: string): Promise<RemoteStatus>;
+  /** The open workspace's host and path when it is on another machine; `null` for one here. */
+  workspaceRemote(): Promise<RemoteStatus | null>;
+  /** The remote workspace being connected to (as given), while one is. */
+  workspaceConnecting(): Promise<string | null>;
+  /** Calls `handler` when connecting to a remote workspace begins (its target) and ends (`null`). */
+  onRemoteConnecting(handler: (target: string | null) => void): Promise<() => void>;
+  /** Calls `handler` when the remote workspace's link was lost. */
+  onRemoteStatus(handler: (status: RemoteStatus) => void): Promise<() => void>;
+  /** Calls `handler` when the app menu's "Open Remote Workspace…" asks for the form. */
+  onRemoteOpenRequested(handler: () => void): Promise<() => void>;
+  /** Puts `text` on the clipboard ("Copy remote path"). */
+  copyText(text: string): Promise<void>;
   sessionGet(sessionId: string): Promise<Session>;
   sessionMessages(sessionId: string): Promise<Message[]>;
   /** Oldest first. */
@@ -134,6 +152,9 @@ export {
   AGENTS_CHANGED,
   IMPORT_FAILED,
   QUIT_REQUESTED,
+  REMOTE_CONNECTING,
+  REMOTE_OPEN_REQUESTED,
+  REMOTE_STATUS,
   RUN_EVENT,
   RUN_OUTPUT,
   SESSION_OPENED,
@@ -193,6 +214,13 @@ export const tauriBackend: Backend = {
   workspacesRecent: () => call("workspaces_recent", {}),
   workspaceOpen: (path) => call("workspace_open", { path }),
   workspacePick: () => call("workspace_pick", {}),
+  workspaceOpenRemote: (target) => call("workspace_open_remote", { target }),
+  workspaceRemote: () => call("workspace_remote", {}),
+  workspaceConnecting: () => call("workspace_connecting", {}),
+  onRemoteConnecting: (handler) => listen<string | null>(REMOTE_CONNECTING, (event) => handler(event.payload)),
+  onRemoteStatus: (handler) => listen<RemoteStatus>(REMOTE_STATUS, (event) => handler(event.payload)),
+  onRemoteOpenRequested: (handler) => listen(REMOTE_OPEN_REQUESTED, () => handler()),
+  copyText: (text) => navigator.clipboard.writeText(text),
   sessionGet: (sessionId) => call("session_get", { session_id: sessionId }),
   sessionMessages: (sessionId) => call("session_messages", { session_id: sessionId }),
   sessionLogs: (sessionId) => call("session_logs", { session_id: sessionId }),

@@ -31,6 +31,7 @@ import type {
   SessionRow,
   Span,
   StartedRun,
+  RemoteStatus,
   WatchNotice,
   WorkspaceInfo,
   UsageTotal,
@@ -101,6 +102,19 @@ export interface FakeBackend extends Backend {
   recent: string[];
   /** What the folder picker answers. */
   picked: WorkspaceInfo | null;
+  /** The remote workspace open (`workspaceOpenRemote`), or a refusal to open one. */
+  remote: RemoteStatus | null;
+  remoteRefusal: CommandError | null;
+  /** The remote workspace being connected to. */
+  connecting: string | null;
+  /** The shell says connecting began (a target) or ended (`null`). */
+  remoteConnecting(target: string | null): void;
+  /** The text "Copy remote path" put on the clipboard. */
+  copied: string | null;
+  /** The shell says the remote link was lost. */
+  remoteStatus(status: RemoteStatus): void;
+  /** The app menu asks for the Open Remote Workspace form. */
+  remoteOpenRequested(): void;
   /** Session details by id; a session without one gets one made from its row. */
   details: Map<string, Session>;
   messages: Map<string, Message[]>;
@@ -140,6 +154,9 @@ export function fakeBackend(
   const agentsListeners = new Set<() => void>();
   const openedListeners = new Set<(opened: SessionOpened) => void>();
   const importFailedListeners = new Set<(error: CommandError) => void>();
+  const remoteListeners = new Set<(status: RemoteStatus) => void>();
+  const remoteOpenListeners = new Set<() => void>();
+  const connectingListeners = new Set<(target: string | null) => void>();
   let nextRun = 1;
 
   function detailOf(sessionId: string): Session {
@@ -191,6 +208,21 @@ export function fakeBackend(
     agents: init.agents ?? [],
     recent: [],
     picked: null,
+    remote: null,
+    remoteRefusal: null,
+    connecting: null,
+    remoteConnecting(target) {
+      backend.connecting = target;
+      deliver(connectingListeners, target);
+    },
+    copied: null,
+    remoteStatus(status) {
+      backend.remote = status;
+      deliver(remoteListeners, status);
+    },
+    remoteOpenRequested() {
+      deliver(remoteOpenListeners);
+    },
     details: new Map(),
     messages: new Map(),
     logs: new Map(),
@@ -305,6 +337,37 @@ export function fakeBackend(
       backend.calls.push("workspacePick()");
       if (backend.picked) backend.workspace = backend.picked;
       return backend.picked;
+    },
+    async workspaceOpenRemote(target) {
+      backend.calls.push(`workspaceOpenRemote(${target})`);
+      if (backend.remoteRefusal) throw backend.remoteRefusal;
+      const colon = target.indexOf(":");
+      const [host, path] = [target.slice(0, colon), target.slice(colon + 1)];
+      backend.remote = { host, path, target: `ssh://${host}${path}`, lost: null };
+      backend.workspace = { root: path, sessions_dir: `${path}/.zibby/output/sessions` };
+      return backend.remote;
+    },
+    async workspaceRemote() {
+      return backend.remote;
+    },
+    async workspaceConnecting() {
+      return backend.connecting;
+    },
+    async onRemoteConnecting(handler) {
+      connectingListeners.add(handler);
+      return () => connectingListeners.delete(handler);
+    },
+    async onRemoteStatus(handler) {
+      remoteListeners.add(handler);
+      return () => remoteListeners.delete(handler);
+    },
+    async onRemoteOpenRequested(handler) {
+      remoteOpenListeners.add(handler);
+      return () => remoteOpenListeners.delete(handler);
+    },
+    async copyText(text) {
+      backend.calls.push(`copyText(${text})`);
+      backend.copied = text;
     },
     async sessionGet(sessionId) {
       backend.calls.push(`sessionGet(${sessionId})`);

@@ -11,6 +11,7 @@ import { throttle } from "./schedule";
 import type {
   Agent,
   CommandError,
+  RemoteStatus,
   RunEvent,
   RunOutput,
   RunRecord,
@@ -35,6 +36,8 @@ export const SESSION_TABS: readonly { id: SessionTab; label: string }[] = [
 /** What an open session needs of the window. */
 export interface SessionViewContext {
   backend: Backend;
+  /** The open workspace's host and path when it is on another machine (Reveal becomes "Copy remote path"). */
+  remote(): RemoteStatus | null;
   /** The workspace's agents (read as they change). */
   agents(): readonly Agent[];
   /** Stops a run (graceful, or `force`); rejects with why it could not. */
@@ -342,6 +345,21 @@ export class SessionModel {
       },
       (error: unknown) => {
         this.actionError = { title: "The session could not be exported", error: toCommandError(error) };
+      },
+    );
+  }
+
+  /** The session folder's path on the remote workspace's host, once put on the clipboard. */
+  copiedPath: string | null = $state(null);
+
+  /** A remote session's folder path to the clipboard (no file manager reaches it). */
+  copyRemotePath(): void {
+    const path = this.row?.path ?? this.detail?.path;
+    if (!path) return;
+    this.backend.copyText(path).then(
+      () => (this.copiedPath = path),
+      (error: unknown) => {
+        this.actionError = { title: "The remote path could not be copied", error: toCommandError(error) };
       },
     );
   }

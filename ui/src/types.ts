@@ -53,6 +53,7 @@ export type {
   UsageFormat,
   UsageTotal,
   WatchNotice,
+  RemoteStatus,
   WorkspaceInfo,
   Launch,
   Level,

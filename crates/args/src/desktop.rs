@@ -1,4 +1,5 @@
-//! The desktop app's command line: `zibby-studio [--db PATH | --memory] [WORKSPACE]`.
+//! The desktop app's command line: `zibby-studio [--db PATH | --memory] [WORKSPACE]`, WORKSPACE a
+//! folder here or one on another machine (`ssh://host/path`, `host:path`).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -9,11 +10,13 @@ use clap::{CommandFactory, Parser};
 use crate::StoreArgs;
 
 /// The one-line usage, printed under an error.
-pub const USAGE: &str = "usage: zibby-studio [--db PATH | --memory] [--session ID] [WORKSPACE]";
+pub const USAGE: &str =
+    "usage: zibby-studio [--db PATH | --memory] [--session ID] [--ssh-config FILE] [WORKSPACE | HOST:PATH]";
 
 const ENVIRONMENT: &str = "\
 Environment:
   ZIBBY_STUDIO_DB  the store, when --db is not given
+  ZIBBY_STUDIO_SSH_CONFIG  the ssh config file, when --ssh-config is not given
   RUST_LOG         log filter, e.g. RUST_LOG=debug (default: info); the log goes to stderr and
                    to a file a day in $XDG_DATA_HOME/dev.zibby.studio/logs (Help > About shows
                    where; File > Reveal Log Folder opens it)";
@@ -24,14 +27,16 @@ Environment:
     name = "zibby-studio",
     about = "Zibby Studio: watch, start and stop Zibby agent runs on your own machine",
     version,
-    override_usage = "zibby-studio [--db PATH | --memory] [--session ID] [WORKSPACE]",
+    override_usage = "zibby-studio [--db PATH | --memory] [--session ID] [--ssh-config FILE] [WORKSPACE | HOST:PATH]",
     after_help = ENVIRONMENT,
     mut_arg("memory", |arg| arg.help("A throwaway store that lives as long as the app")),
 )]
 pub struct DesktopArgs {
     /// The project folder whose runs to show (sessions live in WORKSPACE/.zibby/output/sessions/)
     /// [default: the last one opened, else a folder picker asks]. A second launch hands its
-    /// WORKSPACE to the running window (one window per store)
+    /// WORKSPACE to the running window (one window per store). A workspace on another machine
+    /// is `ssh://[USER@]HOST[:PORT]/PATH` or `HOST:PATH` (HOST an alias of the ssh config),
+    /// reached with the system's ssh
     #[arg(value_name = "WORKSPACE")]
     pub workspace: Option<PathBuf>,
     #[command(flatten)]
@@ -40,6 +45,10 @@ pub struct DesktopArgs {
     /// brings the running window to it
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// The ssh config file ssh reads (`ssh -F`) to reach a remote workspace [default:
+    /// $ZIBBY_STUDIO_SSH_CONFIG, else ssh's own]
+    #[arg(long, value_name = "FILE", env = studio_core::remote::ssh::SSH_CONFIG_ENV)]
+    pub ssh_config: Option<PathBuf>,
     /// WebKitWebDriver starts the browser binary with this flag when it drives the app: ignored.
     #[arg(long, hide = true)]
     automation: bool,
@@ -55,6 +64,10 @@ pub enum Invocation {
         memory: bool,
         /// The session to open (`--session`).
         session: Option<String>,
+        /// A workspace on another machine (`ssh://host/path`, `host:path`), given as WORKSPACE.
+        remote: Option<String>,
+        /// `--ssh-config`: the ssh config file for a remote workspace.
+        ssh_config: Option<PathBuf>,
     },
     Help,
     Version,
@@ -134,6 +147,8 @@ pub fn parse_link(link: &str) -> Result<Invocation, String> {
         db: None,
         memory: false,
         session,
+        remote: None,
+        ssh_config: None,
     })
 }
 
@@ -150,19 +165,45 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation
             workspace,
             store,
             session,
+            ssh_config,
             ..
-        }) => Ok(Invocation::Open {
-            workspace,
-            db: store.db,
-            memory: store.memory,
-            session,
-        }),
+        }) => {
+            let remote = workspace
+                .as_ref()
+                .and_then(|path| path.to_str())
+                .filter(|text| is_remote(text))
+                .map(str::to_owned);
+            Ok(Invocation::Open {
+                workspace: workspace.filter(|_| remote.is_none()),
+                db: store.db,
+                memory: store.memory,
+                session,
+                remote,
+                ssh_config,
+            })
+        }
         Err(error) => match error.kind() {
             ErrorKind::DisplayHelp => Ok(Invocation::Help),
             ErrorKind::DisplayVersion => Ok(Invocation::Version),
             _ => Err(mistake(&error)),
         },
     }
+}
+
+/// Whether WORKSPACE names a workspace on another machine: `ssh://…`, or `HOST:PATH` (a `:` before
+/// any `/`) that is no path here (a local folder named `a:b` stays a folder).
+pub fn is_remote(workspace: &str) -> bool {
+    if workspace.starts_with("ssh://") {
+        return true;
+    }
+    let colon_first = match (workspace.find(':'), workspace.find('/')) {
+        // `scheme://…` of another scheme is no `HOST:PATH`.
+        (Some(colon), _) if workspace[colon..].starts_with("://") => false,
+        (Some(colon), Some(slash)) => colon < slash,
+        (Some(colon), None) => colon > 0,
+        (None, _) => false,
+    };
+    colon_first && !std::path::Path::new(workspace).exists()
 }
 
 /// The help `--help` prints.
@@ -200,6 +241,29 @@ mod tests {
     }
 
     #[test]
+    fn a_workspace_on_another_machine_is_told_from_a_folder() {
+        let remote = |args: &[&str]| match parse(args) {
+            Ok(Invocation::Open {
+                workspace,
+                remote,
+                ssh_config,
+                ..
+            }) => (workspace, remote, ssh_config),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            remote(&["ssh://box/srv/p"]),
+            (None, Some("ssh://box/srv/p".to_owned()), None)
+        );
+        assert_eq!(
+            remote(&["--ssh-config", "cfg", "box:~/p"]),
+            (None, Some("box:~/p".to_owned()), Some(PathBuf::from("cfg")))
+        );
+        assert_eq!(remote(&["/srv/a:b"]), (Some(PathBuf::from("/srv/a:b")), None, None));
+        assert_eq!(remote(&["proj"]), (Some(PathBuf::from("proj")), None, None));
+    }
+
+    #[test]
     fn the_definition_is_consistent() {
         DesktopArgs::command().debug_assert();
     }
@@ -227,6 +291,8 @@ mod tests {
                 db: None,
                 memory: false,
                 session: Some("1796000000000_abcd".to_owned()),
+                remote: None,
+                ssh_config: None,
             })
         );
         assert_eq!(
@@ -236,6 +302,8 @@ mod tests {
                 db: None,
                 memory: false,
                 session: Some("s1".to_owned()),
+                remote: None,
+                ssh_config: None,
             })
         );
         assert!(parse(&["zibby-studio://delete?session=s1"])
@@ -255,7 +323,8 @@ mod tests {
     fn the_help_names_the_workspace_the_store_and_the_environment() {
         let help = help();
         for text in [
-            "usage: zibby-studio [--db PATH | --memory] [--session ID] [WORKSPACE]",
+            "usage: zibby-studio [--db PATH | --memory] [--session ID] [--ssh-config FILE] [WORKSPACE | HOST:PATH]",
+            "ZIBBY_STUDIO_SSH_CONFIG",
             "[WORKSPACE]",
             "--db <PATH>",
             "A throwaway store that lives as long as the app",

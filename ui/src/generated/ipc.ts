@@ -20,7 +20,7 @@ export type SessionId = string;
  * the core, the CLI, the shell and the window (whose TypeScript union is generated from
  * it), the window's own codes included. New codes may come: match with a fallback arm.
  */
-export type ErrorCode = "invalid_session_id" | "invalid_node_name" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "bucket" | "invalid_request" | "protocol_mismatch" | "remote_link" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
+export type ErrorCode = "invalid_session_id" | "invalid_node_name" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "bucket" | "invalid_request" | "protocol_mismatch" | "remote_link" | "local_only" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
 
 /**
  * Every failed command rejects with this; the UI branches on `code`, never on `message`.
@@ -39,6 +39,27 @@ details?: unknown, };
  * The open workspace, as the window's header shows it.
  */
 export type WorkspaceInfo = { root: string, sessions_dir: string, };
+
+/**
+ * A remote workspace as the window shows it.
+ */
+export type RemoteStatus = { 
+/**
+ * The host as errors name it (`user@host:port`, what was given).
+ */
+host: string, 
+/**
+ * The workspace folder there, absolute.
+ */
+path: string, 
+/**
+ * `ssh://host/path`, which opens it again (Open Recent).
+ */
+target: string, 
+/**
+ * Why the link was lost, once it was: every command then fails with it.
+ */
+lost: string | null, };
 
 /**
  * Which machine-readable format a node's usage was read from (told by content).
@@ -717,6 +738,9 @@ export type Commands = {
   workspace_get: { args: Record<string, never>; result: WorkspaceInfo };
   workspaces_recent: { args: Record<string, never>; result: Array<string> };
   workspace_open: { args: { path: string }; result: WorkspaceInfo | null };
+  workspace_open_remote: { args: { target: string }; result: RemoteStatus };
+  workspace_remote: { args: Record<string, never>; result: RemoteStatus | null };
+  workspace_connecting: { args: Record<string, never>; result: string | null };
   workspace_pick: { args: Record<string, never>; result: WorkspaceInfo | null };
   sessions_list: { args: Record<string, never>; result: SessionListing };
   session_get: { args: { session_id: string }; result: Session };
@@ -766,6 +790,15 @@ export const WATCH_NOTICE = "watch-notice";
 
 /** The Tauri event the shell sends when the workspace was switched (payload: `WorkspaceInfo`). */
 export const WORKSPACE_CHANGED = "workspace-changed";
+
+/** The Tauri event the shell sends when the remote workspace's link was lost (payload: `RemoteStatus`). */
+export const REMOTE_STATUS = "remote-status";
+
+/** The Tauri event the shell says which remote workspace it is connecting to with (payload: its target, or null once done). */
+export const REMOTE_CONNECTING = "remote-connecting";
+
+/** The Tauri event the shell asks the window to show the Open Remote Workspace form with (no payload). */
+export const REMOTE_OPEN_REQUESTED = "remote-open-requested";
 
 /** The Tauri event the shell sends when the app is closing with live runs (payload: `QuitRequested`). */
 export const QUIT_REQUESTED = "quit-requested";

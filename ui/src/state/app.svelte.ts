@@ -93,6 +93,9 @@ export class AppState {
       this.backend.onRunOutput((event) => this.session?.onRunOutput(event)),
       this.backend.onWorkspaceChanged((workspace: WorkspaceInfo) => this.workspace.changed(workspace)),
       this.backend.onWatchNotice((notice) => (this.workspace.watchNotice = notice)),
+      this.backend.onRemoteStatus((status) => (this.workspace.remote = status)),
+      this.backend.onRemoteConnecting((target) => (this.workspace.connecting = target)),
+      this.backend.onRemoteOpenRequested(() => this.workspace.askRemote()),
       this.backend.onQuitRequested((request) => (this.dialogs.quitRequest = request)),
       this.backend.onAgentsChanged(() => void this.agents.reload()),
       this.backend.onSessionOpened((opened) => this.showSession(opened.session_id)),
@@ -140,12 +143,16 @@ export class AppState {
 
   async refresh(): Promise<void> {
     this.refreshing = true;
-    const [workspace, sessions, agents] = await Promise.all([
+    const [workspace, sessions, agents, remote, connecting] = await Promise.all([
       settle(this.backend.workspaceGet()),
       settle(this.backend.sessionsList()),
       settle(this.backend.agentsList()),
+      settle(this.backend.workspaceRemote()),
+      settle(this.backend.workspaceConnecting()),
     ]);
     this.workspace.info = workspace;
+    this.workspace.remote = remote.kind === "ok" ? remote.value : null;
+    this.workspace.connecting = connecting.kind === "ok" ? connecting.value : null;
     this.sessions.set(sessions);
     this.agents.set(agents);
     this.refreshing = false;
@@ -200,6 +207,7 @@ export class AppState {
         sessionId,
         {
           backend: this.backend,
+          remote: () => this.workspace.remote,
           agents: () => this.agents.list,
           stopRun: (runId, force) => this.runs.stop(runId, force),
           runStarted: (started) => this.runs.add(started),

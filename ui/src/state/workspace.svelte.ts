@@ -1,10 +1,20 @@
 // The open workspace: what the header shows, its menu of recent workspaces, and whether its
-// sessions are watched live or polled.
+// sessions are watched live or polled; for a workspace on another machine, its host and whether
+// its link was lost, and the form that opens one (`host:path`).
 
 import type { Backend } from "../backend";
 import { toCommandError } from "../errors";
 import { settle, type Loaded } from "../loaded";
-import type { CommandError, WatchNotice, WorkspaceInfo } from "../types";
+import type { CommandError, RemoteStatus, WatchNotice, WorkspaceInfo } from "../types";
+
+/** The Open Remote Workspace form. */
+export interface RemoteForm {
+  target: string;
+  /** Connecting (ssh, the server put on the host when missing). */
+  opening: boolean;
+  /** Why the last try failed (it names the host). */
+  error: CommandError | null;
+}
 
 export interface WorkspaceMenu {
   recent: Loaded<string[]>;
@@ -17,6 +27,11 @@ export class WorkspaceState {
   menu = $state.raw<WorkspaceMenu | null>(null);
   /** The sessions are polled rather than watched (the watch budget is used up). */
   watchNotice = $state.raw<WatchNotice | null>(null);
+  /** The open workspace's host and path when it is on another machine (`lost`: the link dropped). */
+  remote = $state.raw<RemoteStatus | null>(null);
+  remoteForm = $state.raw<RemoteForm | null>(null);
+  /** The remote workspace the app is connecting to (a launch's `ssh://…`), while it is. */
+  connecting = $state.raw<string | null>(null);
 
   readonly #backend: Backend;
   /** What the window does once another workspace is open (everything of the old one goes). */
@@ -32,6 +47,7 @@ export class WorkspaceState {
   /** The shell says the workspace changed: news unless it is the open one or this window's own switch. */
   changed(workspace: WorkspaceInfo): void {
     const open = this.info.kind === "ok" ? this.info.value.root : null;
+    if (this.remoteForm?.opening) return; // this window's own remote switch: it reloads when done
     if (workspace.root === this.#switchingTo || workspace.root === open) return;
     void this.#switched();
   }
@@ -82,6 +98,30 @@ export class WorkspaceState {
         await this.#switched();
       } catch (error) {
         this.#failed(error);
+      }
+    })();
+  }
+
+  /** Shows the Open Remote Workspace form (the app menu, the switcher's menu). */
+  askRemote(): void {
+    this.menu = null;
+    this.remoteForm = { target: this.remoteForm?.target ?? "", opening: false, error: null };
+  }
+
+  closeRemoteForm(): void {
+    if (!this.remoteForm?.opening) this.remoteForm = null;
+  }
+
+  /** Opens `target` (`host:path`) as the workspace; the form stays open with the error on failure. */
+  openRemote(target: string): void {
+    this.remoteForm = { target, opening: true, error: null };
+    void (async () => {
+      try {
+        await this.#backend.workspaceOpenRemote(target.trim());
+        this.remoteForm = null;
+        await this.#switched();
+      } catch (error) {
+        this.remoteForm = { target, opening: false, error: toCommandError(error) };
       }
     })();
   }

@@ -4,8 +4,11 @@
 //! supervisor and the watcher. A part that could not be opened is kept as its error, which every
 //! call that needs it returns, so the window shows why instead of the app panicking.
 //! [`operations`] holds the bodies of the window's commands that need no window, which the shell's
-//! commands and the studio server (`remote::server`) both call.
+//! commands and the studio server (`remote::server`) both call. The open workspace may be on
+//! another machine ([`elsewhere`]): the window's commands then go there by name
+//! ([`Studio::forward`]).
 
+pub mod elsewhere;
 pub mod first_listing;
 pub mod live;
 pub mod operations;
@@ -16,6 +19,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, SystemTime};
 
+use crate::app::elsewhere::{Elsewhere, RemoteStatus};
 use crate::app::first_listing::FirstListing;
 use crate::app::live::RunChanges;
 use crate::runs::runner::{Keeper, OutsideStop, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
@@ -57,6 +61,8 @@ pub struct Studio {
     run_changes: Mutex<Option<RunChanges>>,
     /// The window's first listing, read ahead while the window starts.
     first_listing: FirstListing,
+    /// The open workspace when it is on another machine (then `workspace` is the last local one).
+    remote: RwLock<Option<Arc<dyn Elsewhere>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -127,12 +133,20 @@ impl Studio {
             changes: Mutex::new(None),
             run_changes: Mutex::new(None),
             first_listing: FirstListing::default(),
+            remote: RwLock::new(None),
         };
         (studio, events)
     }
 
-    /// The open workspace.
+    /// The open workspace, when it is on this machine ([`Error::LocalOnly`] while the open one is
+    /// on another: what needs its folder here is refused).
     pub fn workspace(&self) -> Result<Workspace, Error> {
+        if let Some(remote) = self.remote() {
+            return Err(Error::LocalOnly {
+                host: remote.status().host,
+                what: "that".to_owned(),
+            });
+        }
         match &*self.workspace.read().unwrap_or_else(|poisoned| poisoned.into_inner()) {
             Ok(workspace) => Ok(workspace.clone()),
             Err(error) => Err(error.kept(None)),
@@ -164,6 +178,7 @@ impl Studio {
         self.store()?.workspace_opened(&workspace, SystemTime::now())?;
         share::sweep_stale_imports(&workspace);
         *self.workspace.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Ok(workspace.clone());
+        self.close_remote();
         tracing::info!(root = %workspace.root().display(), "workspace opened");
         // Cloned out first: `watch` takes the lock again.
         let changes = lock(&self.changes).clone();
@@ -171,6 +186,55 @@ impl Studio {
             self.watch(sink)?;
         }
         Ok(workspace)
+    }
+
+    /// Makes `remote` the open workspace (its commands go there, [`Studio::forward`]): the local
+    /// watcher stops, the one open before is let go, and its `ssh://` target becomes the most
+    /// recent workspace (Open Recent opens it again).
+    pub fn open_elsewhere(&self, remote: Arc<dyn Elsewhere>) -> Result<RemoteStatus, Error> {
+        let status = remote.status();
+        let recorded = Workspace::from_canonical_root(PathBuf::from(&status.target));
+        if let Err(error) = self.store()?.workspace_opened(&recorded, SystemTime::now()) {
+            tracing::warn!(%error, "cannot record the remote workspace as recent");
+        }
+        drop(lock(&self.watcher).take());
+        let previous = self
+            .remote
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .replace(remote);
+        if let Some(previous) = previous {
+            previous.close();
+        }
+        tracing::info!(host = %status.host, path = %status.path, "remote workspace opened");
+        Ok(status)
+    }
+
+    /// The open workspace when it is on another machine.
+    pub fn remote(&self) -> Option<Arc<dyn Elsewhere>> {
+        self.remote
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// The answer of the open remote workspace to the window's command `method` (its arguments
+    /// by their IPC names); `None` when the workspace is on this machine or the command is not
+    /// one the other machine answers.
+    pub fn forward(&self, method: &str, params: serde_json::Value) -> Option<Result<serde_json::Value, Error>> {
+        self.remote()?.forward(method, params)
+    }
+
+    /// Lets the remote workspace go, if one is open.
+    fn close_remote(&self) {
+        let previous = self
+            .remote
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(previous) = previous {
+            previous.close();
+        }
     }
 
     /// The workspaces the window opened, most recent first.
@@ -239,6 +303,7 @@ impl Studio {
     /// because Tauri never drops its managed state.
     pub fn shut_down(&self) {
         drop(lock(&self.watcher).take());
+        self.close_remote();
         let supervisor = lock(&self.supervisor).take();
         if let Some(supervisor) = supervisor {
             if self.keep_runs_on_exit.load(Ordering::SeqCst) {
@@ -307,7 +372,11 @@ impl Studio {
     }
 
     /// Writes a session of the open workspace as a bundle at `path` ([`share::export_session`]).
+    /// In a remote workspace the bundle is written there and streamed back to `path`.
     pub fn export_session(&self, id: &SessionId, path: &Path, include_config: bool) -> Result<share::Exported, Error> {
+        if let Some(remote) = self.remote() {
+            return remote.export_session(id.as_str(), include_config, path);
+        }
         share::export_session(
             self.store()?,
             &self.workspace()?,

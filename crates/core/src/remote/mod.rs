@@ -3,7 +3,8 @@
 //! operations, the window's IPC commands by name, served to one client), [`client`]
 //! ([`client::RemoteClient`]: a server's command started, its banner found, calls matched to
 //! replies) and [`ssh`] (a workspace on another machine: the target `host:path`, one ssh
-//! ControlMaster per host, commands through it, the server binary put on the host). The lane
+//! ControlMaster per host, commands through it, the server binary put on the host); [`window`]
+//! (the window's remote workspace: the app service's `Elsewhere` over a server on a host). The lane
 //! above `app`: it serves the app service and imports nothing above it.
 
 pub mod client;
@@ -12,3 +13,4 @@ pub mod methods;
 pub mod protocol;
 pub mod server;
 pub mod ssh;
+pub mod window;

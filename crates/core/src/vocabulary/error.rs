@@ -161,6 +161,10 @@ pub enum Error {
     /// something that is not the protocol, or it did not answer in time. `what` says which.
     #[error("{host}: {what}")]
     RemoteLink { host: String, what: String },
+    /// What only a local workspace has (its folder on this machine: reveal, import, export, the
+    /// agents file), asked of the window while its workspace is on another machine.
+    #[error("the open workspace is on {host}: {what} works only in a workspace on this machine")]
+    LocalOnly { host: String, what: String },
     #[error("cannot {} {path}: {source}", .op.verb())]
     Io {
         /// What failed: reading, writing, or starting something.
@@ -270,6 +274,7 @@ impl Error {
             Error::InvalidRequest { .. } => ErrorCode::InvalidRequest,
             Error::ProtocolMismatch { .. } => ErrorCode::ProtocolMismatch,
             Error::RemoteLink { .. } => ErrorCode::RemoteLink,
+            Error::LocalOnly { .. } => ErrorCode::LocalOnly,
             Error::Unavailable { code, .. } | Error::Remote { code, .. } => *code,
         }
     }
@@ -365,6 +370,8 @@ error_codes! {
     ProtocolMismatch = "protocol_mismatch",
     /// The link to a remote studio server failed (it closed, died, or did not answer in time).
     RemoteLink = "remote_link",
+    /// Asked of a remote workspace, but only a workspace on this machine has it.
+    LocalOnly = "local_only",
     /// The window's own (never made by Rust): a command that did not reach the shell, or whose
     /// rejection was not a `{code, message}`.
     Ipc = "ipc",

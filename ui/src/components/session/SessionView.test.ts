@@ -131,6 +131,16 @@ describe("the session view's header", () => {
     expect(context.askDelete).toHaveBeenCalledWith("s1");
   });
 
+  it("copies the remote path in place of Reveal in a remote workspace", async () => {
+    backend.remote = { host: "buildbox", path: "/srv/p", target: "ssh://buildbox/srv/p", lost: null };
+    const { model } = await open("s1");
+    expect($("#session-reveal")).toBeNull();
+    await userEvent.click($("#session-copy-remote-path")!);
+    await vi.waitFor(() => expect(model.copiedPath).toBe(model.row!.path));
+    expect(backend.copied).toBe(model.row!.path);
+    expect(backend.calls).not.toContain("sessionReveal(s1)");
+  });
+
   it("exports the session with the save dialog, says where, and says why not", async () => {
     await open("s1");
     // The dialog cancelled: nothing is said.

@@ -88,6 +88,7 @@ export function viewProps(model: SessionModel, context: TestContext) {
 export function testContext(backend: FakeBackend, now: () => number = () => Date.now()): TestContext {
   return {
     backend,
+    remote: () => backend.remote,
     agents: () => [{ name: "writer", run: ["w"] }],
     stopRun: vi.fn((runId: string, force: boolean) => backend.runStop(runId, force)),
     askDelete: vi.fn(),

@@ -1,0 +1,130 @@
+//! Remote workspaces in the window: opened from the menu's form, the command line or Open Recent
+//! (`ssh://host/path`), through the core's `remote::window::RemoteWorkspace`; the window's
+//! commands then go there (`forward`), and its news comes through `events::remote_sinks`.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use studio_core::app::elsewhere::RemoteStatus;
+use studio_core::remote::ssh::ConnectOptions;
+use studio_core::remote::window::{parse_target, RemoteWorkspace};
+use tauri::{AppHandle, Emitter, Manager};
+
+use crate::commands::WorkspaceInfo;
+use crate::{CommandError, Studio};
+
+/// The Tauri event the menu's "Open Remote Workspace…" asks the window to show its form with.
+pub const REMOTE_OPEN_REQUESTED: &str = "remote-open-requested";
+
+/// The Tauri event a remote workspace's connecting is sent as (its payload: the target being
+/// connected to, `null` once done either way).
+pub const REMOTE_CONNECTING: &str = "remote-connecting";
+
+/// How the app reaches remote workspaces: the ssh config file of `--ssh-config` (or
+/// `ZIBBY_STUDIO_SSH_CONFIG`), else ssh's own; and the one it is connecting to now.
+#[derive(Debug, Default)]
+pub struct SshSettings {
+    pub ssh_config: Option<PathBuf>,
+    pub connecting: Mutex<Option<String>>,
+}
+
+impl SshSettings {
+    pub fn new(ssh_config: Option<PathBuf>) -> SshSettings {
+        SshSettings {
+            ssh_config,
+            connecting: Mutex::new(None),
+        }
+    }
+
+    /// The target being connected to, if one is.
+    pub fn connecting(&self) -> Option<String> {
+        self.connecting.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// Says (to the window too) which target is being connected to, or that none is.
+fn set_connecting(app: &AppHandle, target: Option<&str>) {
+    *app.state::<SshSettings>()
+        .connecting
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = target.map(str::to_owned);
+    if let Err(error) = app.emit(REMOTE_CONNECTING, target) {
+        tracing::warn!(%error, "cannot tell the window of the connection");
+    }
+}
+
+/// Whether a recent workspace (or a launch's) is one on another machine.
+pub fn is_remote(root: &str) -> bool {
+    root.starts_with("ssh://")
+}
+
+/// Opens `target` (`HOST:PATH`, `ssh://HOST/PATH`) as the workspace and tells the window, as a
+/// local switch does. Blocks while ssh connects: call it off the main thread.
+pub fn open_remote(app: &AppHandle, target: &str) -> Result<RemoteStatus, CommandError> {
+    set_connecting(app, Some(target));
+    let opened = connect(app, target);
+    set_connecting(app, None);
+    opened
+}
+
+fn connect(app: &AppHandle, target: &str) -> Result<RemoteStatus, CommandError> {
+    let target = parse_target(target)?;
+    let settings = app.state::<SshSettings>();
+    let options = ConnectOptions {
+        ssh_config: settings.ssh_config.clone(),
+        // ssh's questions (a key's passphrase, an unknown host key) come to this app's own
+        // dialog (`askpass`); without it ssh would run in batch mode.
+        askpass: std::env::current_exe().ok(),
+        ..ConnectOptions::default()
+    };
+    let server = studio_core::app::find_program("ZIBBY_STUDIO_SERVER", "zstudio").ok_or_else(|| {
+        studio_core::Error::RemoteLink {
+            host: target.label(),
+            what: "no zstudio here to put on the host (set ZIBBY_STUDIO_SERVER, or install zstudio beside the app)"
+                .to_owned(),
+        }
+    })?;
+    let remote = RemoteWorkspace::open(&target, &options, &server, crate::events::remote_sinks(app))?;
+    let studio = app.state::<Studio>();
+    let status = studio.open_elsewhere(remote)?;
+    let info: Result<WorkspaceInfo, CommandError> =
+        crate::forward::remote_answer("workspace_get", &[("studio", &studio)])
+            .unwrap_or_else(|| Err(studio_core::Error::NoWorkspace.into()));
+    match info {
+        Ok(info) => {
+            if let Err(error) = app.emit(crate::desktop::WORKSPACE_CHANGED, &info) {
+                tracing::warn!(%error, "cannot tell the window of the workspace switch");
+            }
+        }
+        Err(error) => tracing::warn!(code = error.code.as_str(), "{}", error.message),
+    }
+    if let Err(error) = crate::desktop::install_menu(app) {
+        tracing::warn!(%error, "cannot update the menu");
+    }
+    crate::desktop::set_title(app, &format!("{}:{}", status.host, folder_name(&status.path)));
+    Ok(status)
+}
+
+/// Opens `target` on a thread of its own (the command line, Open Recent); a failure is said in
+/// the system's dialog, naming the host.
+pub fn open_remote_in_background(app: &AppHandle, target: String) {
+    let app = app.clone();
+    let spawned = std::thread::Builder::new().name("remote-open".into()).spawn(move || {
+        if let Err(error) = open_remote(&app, &target) {
+            tracing::warn!(code = error.code.as_str(), "{}", error.message);
+            use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
+            app.dialog()
+                .message(&error.message)
+                .title("The remote workspace could not be opened")
+                .kind(MessageDialogKind::Error)
+                .blocking_show();
+        }
+    });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot open the remote workspace");
+    }
+}
+
+fn folder_name(path: &str) -> &str {
+    path.trim_end_matches('/').rsplit('/').next().unwrap_or(path)
+}

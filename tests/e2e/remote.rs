@@ -1,0 +1,333 @@
+//! A workspace on another machine in the real window: a real OpenSSH server on 127.0.0.1
+//! (`test_servers::sshd`), reached with the real `ssh` through the test's own `ssh_config`
+//! (`--ssh-config`), the real `zstudio serve --stdio` on the other end (this machine, another
+//! folder and another HOME). Needs `cargo build -p zstudio -p zibby-test-agent`.
+
+use std::path::Path;
+
+use fantoccini::{Client, Locator};
+use test_servers::relay::Relay;
+use test_servers::sshd::{HostEntry, Sshd};
+
+use crate::harness::{click, eventually, screenshot, wait_for, zstudio, App, Workspace, FANOUT, PIPELINE};
+
+/// `ssh://studio-test/<path>`: the sshd's host alias and an absolute path there.
+fn target(sshd: &Sshd, path: &Path) -> String {
+    format!("ssh://{}{}", sshd.alias(), path.display())
+}
+
+async fn label(client: &Client) -> Result<String, String> {
+    let element = client
+        .find(Locator::Css("#workspace-remote"))
+        .await
+        .map_err(|e| format!("no remote label: {e}"))?;
+    element.text().await.map_err(|e| e.to_string())
+}
+
+/// The `ssh` processes here started with the config file `config` (`-F`), by pid: the masters.
+fn ssh_processes(config: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("list /proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|byte| *byte == 0).collect();
+        let is_ssh = args.first().is_some_and(|program| program.ends_with(b"ssh"));
+        let is_master = args.contains(&b"-M".as_slice());
+        if is_ssh && is_master && args.contains(&config.as_bytes()) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+async fn row_appears(client: &Client, session_id: &str) {
+    eventually(&format!("session {session_id} is listed"), || async {
+        client
+            .find(Locator::Css(&format!("tr[data-session-id='{session_id}']")))
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_remote_workspace_from_the_command_line_lists_its_sessions_live_with_the_host() {
+    zstudio();
+    let sshd = Sshd::start();
+    let here = Workspace::empty();
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let config = sshd.ssh_config().display().to_string();
+    let (alias, remote_path) = (sshd.alias().to_owned(), remote.path().to_path_buf());
+    App::run_on(
+        &here,
+        &target(&sshd, remote.path()),
+        &["--ssh-config", &config],
+        |client| async move {
+            let expected = format!("{alias}:{}", remote_path.display());
+            eventually("the workspace label names the host and the path", || async {
+                let seen = label(&client).await?;
+                (seen == expected).then_some(()).ok_or(seen)
+            })
+            .await;
+            row_appears(&client, PIPELINE.id).await;
+            screenshot(&client, "remote-workspace.png").await;
+
+            // A session's files come from the other machine, read through its server.
+            click(&client, &format!("tr[data-session-id='{}'] .session-id", PIPELINE.id)).await;
+            wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+            assert!(
+                client.find(Locator::Css("#session-reveal")).await.is_err(),
+                "no Reveal: the folder is not on this machine"
+            );
+            wait_for(&client, "#session-copy-remote-path").await;
+            click(&client, "[data-tab='files']").await;
+            click(&client, ".file-entry[data-path='plan/raw_stream_output.txt']").await;
+            eventually("the node's output is shown", || async {
+                let viewer = client
+                    .find(Locator::Css("#file-viewer"))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let text = viewer.text().await.map_err(|e| e.to_string())?;
+                text.contains("Write the code").then_some(()).ok_or(text)
+            })
+            .await;
+            screenshot(&client, "remote-session-files.png").await;
+
+            // A session written on the other machine shows up without a refresh.
+            remote.add_sessions(&[FANOUT]);
+            row_appears(&client, FANOUT.id).await;
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn the_form_opens_a_remote_workspace_and_says_why_one_cannot_be_opened() {
+    zstudio();
+    let sshd = Sshd::start();
+    let here = Workspace::with_sessions(&[FANOUT]);
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let config = sshd.ssh_config().display().to_string();
+    let here_path = here.path().display().to_string();
+    let (alias, remote_path) = (sshd.alias().to_owned(), remote.path().to_path_buf());
+    let config_path = config.clone();
+    let recent_here = here_path.clone();
+    App::run_on(&here, &recent_here, &["--ssh-config", &config], |client| async move {
+        row_appears(&client, FANOUT.id).await;
+        click(&client, "#workspace-switcher").await;
+        click(&client, "#workspace-open-remote").await;
+        let field = wait_for(&client, "#remote-target").await;
+        let missing = format!("{alias}:{}/missing", remote_path.display());
+        field.send_keys(&missing).await.expect("type the target");
+        click(&client, "#remote-open").await;
+        eventually("the form says the folder does not exist there", || async {
+            let form = client
+                .find(Locator::Css("[data-testid='remote-form']"))
+                .await
+                .map_err(|e| e.to_string())?;
+            let text = form.text().await.map_err(|e| e.to_string())?;
+            (text.contains(&alias) && text.contains("does not exist"))
+                .then_some(())
+                .ok_or(text)
+        })
+        .await;
+        screenshot(&client, "remote-form-error.png").await;
+
+        let field = wait_for(&client, "#remote-target").await;
+        field.clear().await.expect("clear the field");
+        let good = format!("{alias}:{}", remote_path.display());
+        field.send_keys(&good).await.expect("type the target");
+        click(&client, "#remote-open").await;
+        eventually("the remote workspace is open", || async {
+            let seen = label(&client).await?;
+            (seen == good).then_some(()).ok_or(seen)
+        })
+        .await;
+        row_appears(&client, PIPELINE.id).await;
+        assert!(
+            client
+                .find(Locator::Css(&format!("tr[data-session-id='{}']", FANOUT.id)))
+                .await
+                .is_err(),
+            "the local workspace's sessions are gone from the table"
+        );
+
+        // Open Recent remembers it with its host.
+        click(&client, "#workspace-switcher").await;
+        let recent = format!("ssh://{alias}{}", remote_path.display());
+        wait_for(&client, &format!(".recent-workspace[data-path='{recent}']")).await;
+        assert_eq!(ssh_processes(&config_path).len(), 1, "one ssh master while it is open");
+
+        // Back to the local workspace: the link is closed, nothing of it is left running here.
+        click(&client, &format!(".recent-workspace[data-path='{here_path}']")).await;
+        row_appears(&client, FANOUT.id).await;
+        assert!(client.find(Locator::Css("#workspace-remote")).await.is_err());
+        eventually("the ssh master is gone", || async {
+            let left = ssh_processes(&config_path);
+            left.is_empty().then_some(()).ok_or(format!("{left:?}"))
+        })
+        .await;
+    })
+    .await;
+}
+
+/// Trusts every agent of the workspace at `root` in the store of the sshd's logins (the remote
+/// studio server's: `$XDG_DATA_HOME/zibby-studio/studio.sqlite` there), as if the user had said
+/// yes once on that machine.
+fn trust_on_the_host(sshd: &Sshd, root: &Path) {
+    let db = sshd.home().join("data/zibby-studio/studio.sqlite");
+    std::fs::create_dir_all(db.parent().expect("a folder")).expect("create the remote data folder");
+    let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db)).expect("open the store");
+    let workspace = studio_core::Workspace::open(root).expect("open the workspace");
+    for agent in studio_core::agents::load(root).expect("read .zibby/studio.toml") {
+        let found = studio_core::agents::find(root, &agent.name, false).expect("the agent");
+        store
+            .trust_launch(&workspace, &found.launch.digest, std::time::SystemTime::now())
+            .expect("trust the agent");
+    }
+}
+
+#[tokio::test]
+async fn an_agent_started_in_a_remote_workspace_runs_there_live_and_stops_gracefully() {
+    zstudio();
+    let sshd = Sshd::start();
+    let here = Workspace::empty();
+    let remote = Workspace::with_test_agent(&["--nodes", "plan:1500,write:5000,report:1500", "--prompt", "{prompt}"]);
+    trust_on_the_host(&sshd, remote.path());
+    let config = sshd.ssh_config().display().to_string();
+    App::run_on(
+        &here,
+        &target(&sshd, remote.path()),
+        &["--ssh-config", &config],
+        |client| async move {
+            wait_for(&client, "#workspace-remote").await;
+            crate::harness::start_run(&client, "remote haiku").await;
+            // The run's events come from the other machine's server, as a local run's do.
+            wait_for(&client, ".live-run .node[data-node='plan'][data-status='success']").await;
+            screenshot(&client, "remote-live-run.png").await;
+            click(&client, ".live-run .stop").await;
+            let finished = wait_for(&client, ".live-run[data-status='cancelled']").await;
+            let mut seen = Vec::new();
+            for node in finished.find_all(Locator::Css(".node")).await.expect("the nodes") {
+                seen.push(node.attr("data-node").await.ok().flatten().unwrap_or_default());
+            }
+            assert_eq!(seen, ["plan", "write"], "a graceful stop lets the current node finish");
+            let session_id = finished
+                .find(Locator::Css(".live-session-id"))
+                .await
+                .expect("the run's session")
+                .text()
+                .await
+                .expect("its id");
+            // The session and its output are the other machine's, read through its server.
+            click(&client, &format!("tr[data-session-id='{session_id}'] .session-id")).await;
+            click(&client, "[data-tab='output']").await;
+            eventually("the run's output is read from the host", || async {
+                let lines = crate::texts(&client, "#output .output-line .line-text").await;
+                lines
+                    .iter()
+                    .any(|line| line.contains("remote haiku"))
+                    .then_some(())
+                    .ok_or(format!("{lines:?}"))
+            })
+            .await;
+            screenshot(&client, "remote-run-output.png").await;
+        },
+    )
+    .await;
+    assert!(
+        !here.path().join(".zibby/output/sessions").exists(),
+        "nothing was written to the local workspace"
+    );
+}
+
+#[tokio::test]
+async fn a_lost_link_shows_once_on_the_workspace() {
+    zstudio();
+    let sshd = Sshd::start();
+    // Through a relay the test kills: the link drops as a network does.
+    let mut relay = Relay::start(sshd.port());
+    sshd.trust_port(relay.port());
+    let config = sshd.write_ssh_config(
+        "relay_config",
+        &[HostEntry {
+            port: relay.port(),
+            ..sshd.host_entry()
+        }],
+    );
+    let here = Workspace::empty();
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let config = config.display().to_string();
+    let alias = sshd.alias().to_owned();
+    App::run_on(
+        &here,
+        &target(&sshd, remote.path()),
+        &["--ssh-config", &config],
+        |client| async move {
+            row_appears(&client, PIPELINE.id).await;
+            assert!(client.find(Locator::Css("#remote-lost")).await.is_err());
+            relay.kill();
+            let lost = wait_for(&client, "#remote-lost").await;
+            let said = lost.text().await.expect("read the notice");
+            assert!(said.contains(&format!("The connection to {alias} was lost")), "{said}");
+            screenshot(&client, "remote-lost.png").await;
+            // A request now fails with why, and the notice stays the one state shown.
+            let listing = crate::harness::call_backend(&client, "sessionsList", vec![]).await;
+            assert_eq!(listing["error"]["code"], "remote_link", "{listing}");
+            assert_eq!(
+                client
+                    .find_all(Locator::Css("#remote-lost"))
+                    .await
+                    .expect("query")
+                    .len(),
+                1
+            );
+        },
+    )
+    .await;
+}
+
+/// `zibby-studio ssh://host/path` while the app runs on the same store: the running window opens
+/// it (with the ssh config it was started with).
+#[tokio::test]
+async fn a_second_launch_hands_its_remote_workspace_to_the_running_window() {
+    zstudio();
+    let sshd = Sshd::start();
+    let here = Workspace::with_sessions(&[FANOUT]);
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let config = sshd.ssh_config().display().to_string();
+    let here_path = here.path().display().to_string();
+    let (db, data_home) = (here.db(), here.data_home().to_path_buf());
+    let target = target(&sshd, remote.path());
+    let expected = format!("{}:{}", sshd.alias(), remote.path().display());
+    App::run_on(&here, &here_path, &["--ssh-config", &config], |client| async move {
+        row_appears(&client, FANOUT.id).await;
+        let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_zibby-studio"))
+            .arg("--db")
+            .arg(&db)
+            .arg(&target)
+            .env("XDG_DATA_HOME", &data_home)
+            .env("XDG_CONFIG_HOME", data_home.join("config"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        let status = tokio::time::timeout(std::time::Duration::from_secs(60), status)
+            .await
+            .expect("the second launch exits within 60 s: it handed over")
+            .expect("launch the app again");
+        assert!(status.success(), "the second launch exits cleanly: {status}");
+        eventually("the running window opens the remote workspace", || async {
+            let seen = label(&client).await?;
+            (seen == expected).then_some(()).ok_or(seen)
+        })
+        .await;
+        row_appears(&client, PIPELINE.id).await;
+    })
+    .await;
+}

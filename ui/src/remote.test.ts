@@ -1,0 +1,85 @@
+// A workspace on another machine in the window, against the fake backend: the form that opens
+// one, the host in the workspace label, a lost link shown once on the workspace, and Reveal
+// replaced by "Copy remote path".
+
+import { flushSync } from "svelte";
+import { beforeEach, describe, expect, it } from "vitest";
+
+import { startApp } from "./app";
+import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
+import { row } from "./testdata";
+
+let backend: FakeBackend;
+let root: HTMLElement;
+
+beforeEach(() => {
+  document.body.replaceChildren();
+  root = document.createElement("div");
+  document.body.append(root);
+  backend = fakeBackend({ sessions: [row("a", { status: "success" })] });
+});
+
+async function start(): Promise<void> {
+  const app = startApp(root, backend);
+  await app.ready;
+  await app.refresh();
+}
+
+const settled = async () => {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+  flushSync();
+};
+
+function submit(target: string): void {
+  const input = root.ownerDocument.querySelector<HTMLInputElement>("#remote-target")!;
+  input.value = target;
+  input.dispatchEvent(new Event("input", { bubbles: true }));
+  flushSync();
+  root.ownerDocument.querySelector<HTMLButtonElement>("#remote-open")!.click();
+}
+
+describe("a remote workspace", () => {
+  it("opens from the menu's form and shows its host in the workspace label", async () => {
+    await start();
+    backend.remoteOpenRequested();
+    expect(document.querySelector("[data-testid='remote-form']")).not.toBeNull();
+    submit("buildbox:/srv/p");
+    await settled();
+    expect(backend.calls).toContain("workspaceOpenRemote(buildbox:/srv/p)");
+    expect(document.querySelector("[data-testid='remote-form']")).toBeNull();
+    expect(root.querySelector("#workspace-remote")?.textContent).toBe("buildbox:/srv/p");
+  });
+
+  it("keeps the form open with the error, which names the host", async () => {
+    await start();
+    backend.remoteRefusal = refusal("remote_link", "buildbox: not answering (Connection refused)");
+    backend.remoteOpenRequested();
+    submit("buildbox:/srv/p");
+    await settled();
+    expect(document.querySelector("[data-testid='remote-form']")?.textContent).toContain(
+      "buildbox: not answering (Connection refused)",
+    );
+    expect(root.querySelector("#workspace-remote")).toBeNull();
+  });
+
+  it("says once on the workspace that its link was lost", async () => {
+    await start();
+    backend.remoteOpenRequested();
+    submit("buildbox:/srv/p");
+    await settled();
+    expect(root.querySelector("#remote-lost")).toBeNull();
+    backend.remoteStatus({ ...backend.remote!, lost: "the studio server closed the link" });
+    expect(root.querySelector("#remote-lost")?.textContent).toContain("The connection to buildbox was lost");
+    expect(root.querySelector("#remote-lost")?.textContent).toContain("the studio server closed the link");
+  });
+});
+
+describe("a launch's remote workspace", () => {
+  it("says it is connecting in place of the missing workspace, until it opens", async () => {
+    backend.connecting = "ssh://buildbox/srv/p";
+    await start();
+    expect(root.querySelector("#remote-connecting")?.textContent).toContain("Connecting to ssh://buildbox/srv/p");
+    backend.remoteConnecting(null);
+    expect(root.querySelector("#remote-connecting")).toBeNull();
+  });
+});
