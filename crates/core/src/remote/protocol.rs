@@ -33,6 +33,11 @@ pub const HELLO: &str = "hello";
 /// Starts sending [`CHANGE`] notifications for the workspace's sessions (no parameters).
 pub const CHANGES_SUBSCRIBE: &str = "changes_subscribe";
 
+/// Settles the runs no studio process follows any more (a run that went on through its keeper
+/// after the server that started it exited, and ended since): their end and the rest of their
+/// output recorded from the keeper's files. No parameters.
+pub const RUNS_RECONCILE: &str = "runs_reconcile";
+
 /// Writes a session's bundle on the server (`remote::export::ExportOpen`), to read by chunks.
 pub const EXPORT_OPEN: &str = "export_open";
 

@@ -20,7 +20,8 @@ use crate::remote::export::Exports;
 use crate::remote::methods::{dispatch, read_params, result_value};
 use crate::remote::protocol::{
     line_of, notification_frame, read_line_bounded, reply_frame, Banner, Hello, LineRead, Request, WireError, CHANGE,
-    CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REQUEST_BYTES, PROTOCOL_VERSION, RUN_EVENT,
+    CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REQUEST_BYTES, PROTOCOL_VERSION,
+    RUNS_RECONCILE, RUN_EVENT,
 };
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::{Change, ChangeSink};
@@ -29,7 +30,14 @@ use crate::vocabulary::error::{Error, ErrorCode};
 use crate::vocabulary::visible::shown;
 
 /// The methods of the protocol itself, besides the IPC commands ([`crate::remote::methods::IPC_METHODS`]).
-pub const PROTOCOL_METHODS: &[&str] = &[HELLO, CHANGES_SUBSCRIBE, EXPORT_OPEN, EXPORT_READ, EXPORT_CLOSE];
+pub const PROTOCOL_METHODS: &[&str] = &[
+    HELLO,
+    CHANGES_SUBSCRIBE,
+    RUNS_RECONCILE,
+    EXPORT_OPEN,
+    EXPORT_READ,
+    EXPORT_CLOSE,
+];
 
 /// What the server says of itself, and how many requests it answers at once.
 #[derive(Debug, Clone)]
@@ -247,6 +255,11 @@ impl Shared {
             CHANGES_SUBSCRIBE => {
                 let NoParams {} = read_params(method, params)?;
                 self.subscribe_changes()?;
+                Ok(Value::Null)
+            }
+            RUNS_RECONCILE => {
+                let NoParams {} = read_params(method, params)?;
+                crate::runs::runner::reconcile(self.studio.store()?, std::time::SystemTime::now())?;
                 Ok(Value::Null)
             }
             EXPORT_OPEN => result_value(method, self.exports.open(&self.studio, read_params(method, params)?)),
