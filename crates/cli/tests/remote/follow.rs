@@ -406,3 +406,37 @@ fn a_remote_workspace_is_watched_as_a_local_one() {
     );
     drop(watching);
 }
+
+/// Ctrl-C ends the following here, never the run: it says how to follow it again, exits 130,
+/// and the run ends on the host as it would have.
+#[test]
+fn ctrl_c_leaves_a_remote_run_running() {
+    let host = Host::start();
+    let local = tempfile::tempdir().unwrap();
+    let remote = host.remote();
+    let config = host.sshd.ssh_config().to_str().unwrap().to_owned();
+    let mut following = Running::start(zstudio(
+        &[
+            "--remote",
+            &remote,
+            "--ssh-config",
+            &config,
+            "run",
+            "--agent",
+            "slow",
+            "--prompt",
+            "plan:2000,book:500",
+        ],
+        local.path(),
+    ));
+    following.until(|line| line.contains("plan: working (1/8)"));
+    let run_id = host.runs()[0]["id"].as_str().unwrap().to_owned();
+    let pid = following.child.id().to_string();
+    let signalled = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+    assert!(signalled.success());
+    let (_, status, stderr) = following.finish();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("the run goes on on studio-test"), "{stderr}");
+    assert!(stderr.contains(&format!("run --attach {run_id}")), "{stderr}");
+    assert_eq!(host.ended(&run_id)["status"], "success");
+}
