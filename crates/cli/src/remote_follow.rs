@@ -26,6 +26,10 @@ use crate::visible::Visible;
 /// How long a follow waits for an event before it reads what is new all the same.
 const TICK: Duration = Duration::from_millis(250);
 
+/// How long a follow waits when lines it was told of are not stored yet (the host records a
+/// run's output every 50 ms).
+const SOON: Duration = Duration::from_millis(20);
+
 /// How long `run --detach` waits for the run's start to print it.
 const START_WAIT: Duration = Duration::from_secs(10);
 
@@ -172,7 +176,8 @@ fn follow(
             )?;
             return Ok(ExitCode::from(INTERRUPTED));
         }
-        let event = match events.recv_timeout(TICK) {
+        let wait = if follower.behind() { SOON } else { TICK };
+        let event = match events.recv_timeout(wait) {
             Ok(event) => Some(event),
             Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => anyhow::bail!(

@@ -80,6 +80,12 @@ impl RunFollower {
         self.next_seq
     }
 
+    /// Whether the notifications told of lines not read yet (stored a moment after they are
+    /// told of): a reader asks again soon rather than at its next quiet moment.
+    pub fn behind(&self) -> bool {
+        self.heard_lines >= self.next_seq
+    }
+
     /// Whether the run's end was said.
     pub fn finished(&self) -> bool {
         self.finished
