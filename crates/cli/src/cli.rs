@@ -658,8 +658,6 @@ impl Cli {
             Some("--attach follows a run of a host: give --remote HOST:PATH with it".to_owned())
         } else if remote && run.is_some_and(|run| !run.command.is_empty()) {
             Some("with --remote, `run` takes --agent NAME (an agent of the host's workspace), not a command".to_owned())
-        } else if remote && run.is_some_and(|run| run.trust) {
-            Some("with --remote, --trust is not taken: trust the agent on the host (`zstudio run --agent NAME --trust` there)".to_owned())
         } else {
             None
         }

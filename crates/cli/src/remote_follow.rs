@@ -12,13 +12,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use studio_core::agents::ShownLaunch;
 use studio_core::remote::follow::RunFollower;
 use studio_core::remote::link::{LinkEvent, LinkState};
+use studio_core::remote::protocol::AGENT_TRUST;
 use studio_core::runner::{RunEvent, StartedRun};
 use studio_core::store::RunRecord;
+use studio_core::ErrorCode;
 
 use crate::cli::{Format, Globals, RunArgs};
-use crate::commands::run::{exit_code, RunPrinter};
+use crate::commands::run::{ask_trust, exit_code, RunPrinter};
 use crate::commands::watch::print_change;
 use crate::remote::Remote;
 use crate::visible::Visible;
@@ -86,17 +89,7 @@ pub fn run(remote: &Remote, args: &RunArgs, globals: &Globals, out: &mut impl Wr
         let follower = RunFollower::from_line(&run.id, &run.session_id, 1, true);
         return follow(remote, &events, follower, &started, format, out);
     }
-    let agent = args.agent.as_deref().expect("clap asks for --agent or --attach");
-    let started: StartedRun = match (&args.session, &args.node) {
-        (Some(session), Some(node)) => link.call(
-            "run_replay",
-            &json!({ "session_id": session, "node": node, "agent": agent }),
-        )?,
-        (session, _) => link.call(
-            "run_start",
-            &json!({ "agent": agent, "prompt": args.prompt.clone().unwrap_or_default(), "session_id": session }),
-        )?,
-    };
+    let started = start(remote, args)?;
     if args.detach {
         print_start(&events, &started, format, out)?;
         if format == Format::Human {
@@ -110,6 +103,42 @@ pub fn run(remote: &Remote, args: &RunArgs, globals: &Globals, out: &mut impl Wr
         return Ok(ExitCode::SUCCESS);
     }
     follow(remote, &events, RunFollower::new(&started), &started, format, out)
+}
+
+/// Starts the agent on the host (a replay with `--session` and `--node`); an agent the host's
+/// studio does not trust yet is shown and asked about first (or trusted by `--trust`), and
+/// trusted there.
+fn start(remote: &Remote, args: &RunArgs) -> anyhow::Result<StartedRun> {
+    let link = remote.link();
+    let agent = args.agent.as_deref().expect("clap asks for --agent or --attach");
+    let node = args.session.as_ref().and(args.node.as_ref());
+    let call = || -> Result<StartedRun, studio_core::Error> {
+        match (&args.session, node) {
+            (Some(session), Some(node)) => link.call(
+                "run_replay",
+                &json!({ "session_id": session, "node": node, "agent": agent }),
+            ),
+            (session, _) => link.call(
+                "run_start",
+                &json!({ "agent": agent, "prompt": args.prompt.clone().unwrap_or_default(), "session_id": session }),
+            ),
+        }
+    };
+    match call() {
+        Err(refused) if refused.code() == ErrorCode::AgentsUntrusted => {
+            let details = refused.details().unwrap_or_default();
+            let (Some(digest), Ok(shown)) = (
+                details["digest"].as_str(),
+                serde_json::from_value::<ShownLaunch>(details["shown"].clone()),
+            ) else {
+                return Err(refused.into());
+            };
+            ask_trust(&shown, args.trust, &refused, &format!(" on {}", link.host()))?;
+            link.call::<bool>(AGENT_TRUST, &json!({ "agent": agent, "node": node, "digest": digest }))?;
+            Ok(call()?)
+        }
+        started => Ok(started?),
+    }
 }
 
 /// The run `run_id` as the host records it.

@@ -295,29 +295,43 @@ fn trust_on_terminal(
     launch: &studio_core::agents::Launch,
     trust: bool,
 ) -> anyhow::Result<()> {
-    if !trust {
-        if !std::io::stdin().is_terminal() {
-            let refused = studio_core::Error::AgentsUntrusted {
-                launch: Box::new(launch.clone()),
-            };
-            anyhow::bail!("{refused}: pass --trust to run it (no terminal to ask on)");
-        }
-        // Every value is escaped and folded by the core (`launch.shown`): nothing the agents file
-        // says can draw a line of its own here.
-        let mut err = Visible::new(std::io::stderr().lock());
-        writeln!(
-            err,
-            "Agent `{}` of {} is not trusted yet. It would run:",
-            launch.shown.agent, launch.shown.agents_file
-        )?;
-        for (what, line) in launch.describe_lines() {
-            writeln!(err, "  {what:<9} {line}")?;
-        }
-        drop(err);
-        if !confirm("Trust this and run it?")? {
-            anyhow::bail!("not run: agent `{}` is not trusted", launch.agent);
-        }
-    }
+    let refused = studio_core::Error::AgentsUntrusted {
+        launch: Box::new(launch.clone()),
+    };
+    ask_trust(&launch.shown, trust, &refused, "")?;
     store.trust_launch(workspace, &launch.digest, SystemTime::now())?;
+    Ok(())
+}
+
+/// Whether the user trusts `shown` (of a workspace `place` names: "" here, " on HOST"): yes with
+/// `--trust`, else asked on the terminal after reading what it would run; an error (`refused`,
+/// with what to do) when not, or with no terminal to ask on.
+pub fn ask_trust(
+    shown: &studio_core::agents::ShownLaunch,
+    trust: bool,
+    refused: &dyn std::fmt::Display,
+    place: &str,
+) -> anyhow::Result<()> {
+    if trust {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!("{refused}: pass --trust to run it (no terminal to ask on)");
+    }
+    // Every value is escaped and folded by the core (`shown`): nothing the agents file says can
+    // draw a line of its own here.
+    let mut err = Visible::new(std::io::stderr().lock());
+    writeln!(
+        err,
+        "Agent `{}` of {}{place} is not trusted yet. It would run:",
+        shown.agent, shown.agents_file
+    )?;
+    for (what, line) in shown.describe_lines() {
+        writeln!(err, "  {what:<9} {line}")?;
+    }
+    drop(err);
+    if !confirm("Trust this and run it?")? {
+        anyhow::bail!("not run: agent `{}` is not trusted", shown.agent);
+    }
     Ok(())
 }

@@ -232,7 +232,7 @@ fn a_live_run_on_the_host_is_stopped_as_the_host_says() {
 #[test]
 fn remote_is_refused_where_it_cannot_work() {
     let local = tempfile::tempdir().unwrap();
-    let cases: [&[&str]; 8] = [
+    let cases: [&[&str]; 7] = [
         &["pins", "--remote", "box:/p"],
         &["sessions", "--remote", "box:/p", "-w", "/tmp"],
         &["sessions", "--remote", "box:/p", "--memory"],
@@ -240,7 +240,6 @@ fn remote_is_refused_where_it_cannot_work() {
         &["watch", "--reconnect-for", "5"],
         &["run", "--attach", "0190aaaa-0000-7000-8000-000000000000"],
         &["run", "--remote", "box:/p", "--", "sh", "-c", "true"],
-        &["run", "--remote", "box:/p", "--agent", "a", "--trust"],
     ];
     let words = [
         "does not work on a remote workspace",
@@ -250,7 +249,6 @@ fn remote_is_refused_where_it_cannot_work() {
         "--reconnect-for is an option of --remote",
         "--attach follows a run of a host",
         "`run` takes --agent NAME",
-        "trust the agent on the host",
     ];
     for (args, words) in cases.iter().zip(words) {
         let output = zstudio(args, local.path(), &[]);

@@ -440,3 +440,53 @@ fn ctrl_c_leaves_a_remote_run_running() {
     assert!(stderr.contains(&format!("run --attach {run_id}")), "{stderr}");
     assert_eq!(host.ended(&run_id)["status"], "success");
 }
+
+/// An agent the host's studio does not trust yet: refused without a terminal, saying what it
+/// would run; trusted on the host with `--trust`, and run; not asked about again.
+#[test]
+fn a_remote_agent_is_trusted_on_the_host_with_trust() {
+    let host = Host::start();
+    let agent = super::common::agent_binary();
+    let agents_file = host.workspace.join(".zibby/studio.toml");
+    let mut agents = std::fs::read_to_string(&agents_file).unwrap();
+    agents.push_str(&format!(
+        "[[agent]]\nname = \"fresh\"\nrun = [\"{agent}\", \"--nodes\", \"{{prompt}}\"]\n"
+    ));
+    std::fs::write(&agents_file, agents).unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let remote = host.remote();
+    let config = host.sshd.ssh_config().to_str().unwrap().to_owned();
+    let run = |trust: bool| {
+        let mut args = vec![
+            "--remote",
+            &remote,
+            "--ssh-config",
+            &config,
+            "run",
+            "--agent",
+            "fresh",
+            "--prompt",
+            "a:10",
+        ];
+        if trust {
+            args.push("--trust");
+        }
+        zstudio(&args, local.path()).output().unwrap()
+    };
+    let refused = run(false);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("studio-test") && stderr.contains("not trusted"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--trust") && stderr.contains(&agent), "{stderr}");
+    assert_eq!(host.runs()[0]["agent"], "stubborn", "nothing ran");
+
+    let trusted = run(true);
+    assert!(trusted.status.success(), "{}", String::from_utf8_lossy(&trusted.stderr));
+    let again = run(false);
+    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(host.runs()[0]["agent"], "fresh");
+    assert_eq!(host.runs()[1]["agent"], "fresh");
+}
