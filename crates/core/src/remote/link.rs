@@ -306,14 +306,23 @@ impl Keeper {
         }
     }
 
-    /// What ended a link: the master's words when it ended, else the client's.
+    /// What ended a link: the master's words when it ended (it may take a moment after the
+    /// server's stream closed), else the client's; each naming the host.
     fn why_down(&self, live: &Live) -> String {
-        if let Some(Err(error)) = live.connection.as_ref().map(Connection::check) {
-            return error.to_string();
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while let Some(connection) = &live.connection {
+            match connection.check() {
+                Err(error) => return error.to_string(),
+                Ok(()) if Instant::now() >= deadline => break,
+                Ok(()) => std::thread::sleep(Duration::from_millis(20)),
+            }
         }
-        live.client
-            .closed()
-            .unwrap_or_else(|| "the studio server's output ended".to_owned())
+        let closed = live.client.closed();
+        format!(
+            "{}: {}",
+            self.shared.host,
+            closed.as_deref().unwrap_or("the studio server's output ended")
+        )
     }
 
     /// Connects again, waiting longer each time; `None` when the link is closed or attempts

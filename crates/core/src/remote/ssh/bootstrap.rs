@@ -20,6 +20,7 @@ use sha2::{Digest, Sha256};
 
 use super::connection::Connection;
 use super::errors::{io, last_lines, SshError};
+use crate::vocabulary::visible::shown;
 
 /// Where builds are kept on the host, under the login's `$HOME`.
 pub const SERVER_DIR: &str = ".zibby-studio/server";
@@ -188,10 +189,10 @@ impl Connection {
                     "the host is {}, and this zstudio is built for {}: no zstudio {} build for {} is shipped \
                      (the static Linux builds are not part of this package yet), so the server cannot be \
                      uploaded; put zstudio {} built for the host at ~/{}/{}",
-                    self.remote_platform(),
+                    shown(self.remote_platform()),
                     build.platform,
                     build.version,
-                    self.remote_platform(),
+                    shown(self.remote_platform()),
                     build.version,
                     SERVER_DIR,
                     build.file_name()
