@@ -59,6 +59,7 @@ impl LinkOptions {
 
 /// Where a link is: what a window shows on the workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum LinkState {
     Connected,
@@ -392,5 +393,32 @@ impl Keeper {
 
     fn is_stopped(&self) -> bool {
         !matches!(self.stopped.try_recv(), Err(mpsc::TryRecvError::Empty))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_state_reads_as_the_window_shows_it() {
+        let reconnecting = LinkState::Reconnecting {
+            since_ms: 1_700_000_000_000,
+            reason: "box: the connection was lost".into(),
+            attempts: 2,
+        };
+        assert_eq!(
+            serde_json::to_value(&reconnecting).unwrap(),
+            serde_json::json!({
+                "state": "reconnecting",
+                "since_ms": 1_700_000_000_000u64,
+                "reason": "box: the connection was lost",
+                "attempts": 2
+            })
+        );
+        assert_eq!(
+            serde_json::to_value(LinkState::Connected).unwrap(),
+            serde_json::json!({ "state": "connected" })
+        );
     }
 }
