@@ -45,6 +45,8 @@ pub struct RunFollower {
     heard_lines: i64,
     /// The run's events not shown yet: each waits for the lines that came before it.
     held: VecDeque<Held>,
+    /// Since when a stored line waits for its notice.
+    ahead_since: Option<Instant>,
 }
 
 /// An event of the run, shown once the `after_lines` lines before it were.
@@ -72,6 +74,7 @@ impl RunFollower {
             finished: false,
             heard_lines: next_seq.max(1) - 1,
             held: VecDeque::new(),
+            ahead_since: None,
         }
     }
 
@@ -165,6 +168,9 @@ impl RunFollower {
                 if line.seq < self.next_seq {
                     continue;
                 }
+                if !self.wait_for_notice(line.seq) {
+                    return Ok(());
+                }
                 self.release(shown, false);
                 self.next_seq = line.seq + 1;
                 shown.push(RunEvent::Output {
@@ -178,6 +184,24 @@ impl RunFollower {
                 return Ok(());
             }
         }
+    }
+
+    /// Whether line `seq` may be shown now. While the server follows the run, a line is told of
+    /// before it is stored, and the run's other events in between come in order: a line stored
+    /// but not told of yet waits for its notice, so that an event before it is shown first. A
+    /// notice that never comes (a slow reader's notifications dropped) is waited for
+    /// [`HOLD_AT_MOST`]; after a reconnect nothing is waited for.
+    fn wait_for_notice(&mut self, seq: i64) -> bool {
+        if self.unfollowed || seq <= self.heard_lines {
+            self.ahead_since = None;
+            return true;
+        }
+        let since = *self.ahead_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < HOLD_AT_MOST {
+            return false;
+        }
+        self.heard_lines = seq;
+        true
     }
 
     /// The run's end as its record on the host says it, once it ended (settled first: a run

@@ -36,7 +36,8 @@ pub struct LinkOptions {
     pub first_retry: Duration,
     /// The longest wait between two attempts.
     pub max_retry: Duration,
-    /// How long attempts go on before the link is [`LinkState::Failed`]; `None`: for ever.
+    /// How long attempts go on before the link is [`LinkState::Failed`] (zero: none is made);
+    /// `None`: for ever.
     pub give_up_after: Option<Duration>,
     /// How often the ssh master is checked while no frame comes.
     pub check_every: Duration,
@@ -352,13 +353,6 @@ impl Keeper {
                 Err(RecvTimeoutError::Timeout) => {}
                 _ => return None,
             }
-            match connect(&self.shared.target, options).and_then(|live| self.resubscribe(live)) {
-                Ok(live) => {
-                    tracing::info!(host = %self.shared.host, attempts = state.1 + 1, "the remote link is back");
-                    return Some(Arc::new(live));
-                }
-                Err(error) => state = (error.to_string(), state.1 + 1),
-            }
             if options.give_up_after.is_some_and(|limit| started.elapsed() >= limit) {
                 self.say_state(LinkState::Failed {
                     reason: format!(
@@ -368,6 +362,13 @@ impl Keeper {
                     ),
                 });
                 return None;
+            }
+            match connect(&self.shared.target, options).and_then(|live| self.resubscribe(live)) {
+                Ok(live) => {
+                    tracing::info!(host = %self.shared.host, attempts = state.1 + 1, "the remote link is back");
+                    return Some(Arc::new(live));
+                }
+                Err(error) => state = (error.to_string(), state.1 + 1),
             }
             self.say_state(LinkState::Reconnecting {
                 since_ms,
