@@ -56,9 +56,12 @@ impl Remote {
         Ok(self.link.call(method, &params)?)
     }
 
-    /// The link to the server.
-    pub fn link(&self) -> &Link {
-        &self.link
+    /// The link and the target, for `watch` and `run`.
+    fn reached(&self) -> crate::remote_follow::Reached<'_> {
+        crate::remote_follow::Reached {
+            link: &self.link,
+            target: &self.target,
+        }
     }
 }
 
@@ -75,8 +78,8 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
         StudioCommand::Show(args) => show(&remote, args, globals, out),
         StudioCommand::Stop(args) => stop(&remote, args, globals, out),
         StudioCommand::Export(args) => export(&remote, args, globals, out),
-        StudioCommand::Watch => crate::remote_follow::watch(&remote, globals, out),
-        StudioCommand::Run(args) => return crate::remote_follow::run(&remote, args, globals, out),
+        StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
+        StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
         StudioCommand::Diff(args) => return diff(&remote, args, globals, out),
         _ => unreachable!("Cli::check refuses --remote for the other commands"),
     };

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use studio_core::agents::ShownLaunch;
 use studio_core::remote::follow::RunFollower;
-use studio_core::remote::link::{LinkEvent, LinkState};
+use studio_core::remote::link::{Link, LinkEvent, LinkState};
 use studio_core::remote::protocol::AGENT_TRUST;
 use studio_core::runner::{RunEvent, StartedRun};
 use studio_core::store::RunRecord;
@@ -23,8 +23,20 @@ use studio_core::ErrorCode;
 use crate::cli::{Format, Globals, RunArgs};
 use crate::commands::run::{ask_trust, exit_code, RunPrinter};
 use crate::commands::watch::print_change;
-use crate::remote::Remote;
 use crate::visible::Visible;
+
+/// A host's workspace as these commands reach it: its link, and `--remote` as given (for the
+/// commands they suggest).
+pub struct Reached<'a> {
+    pub link: &'a Link,
+    pub target: &'a str,
+}
+
+impl Reached<'_> {
+    fn link(&self) -> &Link {
+        self.link
+    }
+}
 
 /// How long a follow waits for an event before it reads what is new all the same.
 const TICK: Duration = Duration::from_millis(250);
@@ -41,7 +53,7 @@ const INTERRUPTED: u8 = 130;
 
 /// The host's changes, as `zstudio watch` prints a local workspace's, until interrupted or the
 /// link is given up.
-pub fn watch(remote: &Remote, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn watch(remote: &Reached<'_>, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let link = remote.link();
     let events = link.events().expect("the link's events are taken once");
     link.subscribe_changes()?;
@@ -65,7 +77,7 @@ pub fn watch(remote: &Remote, globals: &Globals, out: &mut impl Write) -> anyhow
 }
 
 /// `run --agent NAME` on the host (detached there), followed here; or `run --attach RUN_ID`.
-pub fn run(remote: &Remote, args: &RunArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+pub fn run(remote: &Reached<'_>, args: &RunArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     let format = globals.format();
     let link = remote.link();
     let events = link.events().expect("the link's events are taken once");
@@ -108,7 +120,7 @@ pub fn run(remote: &Remote, args: &RunArgs, globals: &Globals, out: &mut impl Wr
 /// Starts the agent on the host (a replay with `--session` and `--node`); an agent the host's
 /// studio does not trust yet is shown and asked about first (or trusted by `--trust`), and
 /// trusted there.
-fn start(remote: &Remote, args: &RunArgs) -> anyhow::Result<StartedRun> {
+fn start(remote: &Reached<'_>, args: &RunArgs) -> anyhow::Result<StartedRun> {
     let link = remote.link();
     let agent = args.agent.as_deref().expect("clap asks for --agent or --attach");
     let node = args.session.as_ref().and(args.node.as_ref());
@@ -142,7 +154,7 @@ fn start(remote: &Remote, args: &RunArgs) -> anyhow::Result<StartedRun> {
 }
 
 /// The run `run_id` as the host records it.
-fn run_record(remote: &Remote, run_id: &str) -> anyhow::Result<RunRecord> {
+fn run_record(remote: &Reached<'_>, run_id: &str) -> anyhow::Result<RunRecord> {
     let runs: Vec<RunRecord> = remote.link().call("runs_list", &json!({ "session_id": null }))?;
     runs.into_iter()
         .find(|run| run.id == run_id)
@@ -171,7 +183,7 @@ fn print_start(
 }
 
 /// What stops the run on the host and what follows it again.
-fn hints(remote: &Remote, run_id: &str) -> String {
+fn hints(remote: &Reached<'_>, run_id: &str) -> String {
     format!(
         "`zstudio --remote {target} stop {run_id}` stops it, `zstudio --remote {target} run --attach {run_id}` follows it again",
         target = remote.target
@@ -181,7 +193,7 @@ fn hints(remote: &Remote, run_id: &str) -> String {
 /// Prints the run's events until it ends (exiting with its outcome, as `run` does), Ctrl-C is
 /// pressed, or the link is given up; neither stops the run on the host.
 fn follow(
-    remote: &Remote,
+    remote: &Reached<'_>,
     events: &Receiver<LinkEvent>,
     mut follower: RunFollower,
     started: &StartedRun,
@@ -243,7 +255,7 @@ fn follow(
 
 /// Says on stderr that the link dropped (once), is back, or was given up (an error, with how to
 /// follow the run again when one is followed).
-fn say_state(remote: &Remote, state: &LinkState, run_id: Option<&str>) -> anyhow::Result<()> {
+fn say_state(remote: &Reached<'_>, state: &LinkState, run_id: Option<&str>) -> anyhow::Result<()> {
     let host = remote.link().host();
     let mut err = Visible::new(std::io::stderr().lock());
     match state {

@@ -4,7 +4,8 @@
 //! within the keep-alives' window when it stalls), connects again with backoff, subscribes to
 //! changes again when it was subscribed, and says so to its events' reader
 //! ([`LinkEvent::Reconnected`]) so that a follower reads on from the offset it holds
-//! ([`crate::remote::follow`]). Its [`LinkState`] is for a window or a terminal to show.
+//! (a run's follower: the `follow` module beside this one). Its [`LinkState`] is for a window
+//! or a terminal to show.
 //!
 //! A call is never retried on a new connection (a run started twice would be two runs): while
 //! the link is down, calls fail with `remote_link`, and the caller decides.
