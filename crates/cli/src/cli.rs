@@ -40,8 +40,8 @@ pub struct Globals {
     pub json: bool,
     /// A workspace on another machine, reached with the system's ssh: HOST:PATH (HOST an alias
     /// of the ssh config or USER@HOST[:PORT]; PATH absolute or ~/…) or ssh://[USER@]HOST[:PORT]/PATH.
-    /// Taken by sessions, show, stop and export (the host's own store is used), and by diff (A on
-    /// the host, B here)
+    /// Taken by sessions, show, watch, run (--agent), stop and export (the host's own store is
+    /// used), and by diff (A on the host, B here)
     #[arg(long, value_name = "HOST:PATH", global = true)]
     pub remote: Option<String>,
     /// An ssh config file for --remote, handed to ssh as `-F FILE`
@@ -53,6 +53,11 @@ pub struct Globals {
         hide_env_values = true
     )]
     pub ssh_config: Option<PathBuf>,
+    /// With --remote: how long `watch` and `run` try to connect again when the link drops,
+    /// before they give up (a run on the host goes on all the same); 0: never
+    /// [default: 300]
+    #[arg(long, value_name = "SECONDS", global = true)]
+    pub reconnect_for: Option<u64>,
     /// `--source URL`: a bucket prefix read as the workspace (the `cloud` command module).
     #[command(flatten)]
     pub source: SourceArgs,
@@ -225,8 +230,11 @@ pub struct DeleteArgs {
 #[derive(Args)]
 pub struct RunArgs {
     /// One of the agents in .zibby/studio.toml
-    #[arg(long, conflicts_with = "command", required_unless_present = "command")]
+    #[arg(long, conflicts_with = "command", required_unless_present_any = ["command", "attach"])]
     pub agent: Option<String>,
+    /// With --remote: follow again a run of the host (its id), from its first line
+    #[arg(long, value_name = "RUN_ID", conflicts_with_all = ["agent", "command", "detach", "session", "prompt"])]
+    pub attach: Option<String>,
     /// The prompt ({prompt} in the command, and $ZIBBY_STUDIO_PROMPT)
     #[arg(long)]
     pub prompt: Option<String>,
@@ -449,7 +457,7 @@ pub struct KeepArgs {
 }
 
 /// The commands that take `--remote` (the `remote` module runs them).
-pub const REMOTE_COMMANDS: &[&str] = &["sessions", "show", "stop", "export", "diff"];
+pub const REMOTE_COMMANDS: &[&str] = &["sessions", "show", "watch", "run", "stop", "export", "diff"];
 
 /// How many workspaces a command reads.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -572,7 +580,7 @@ impl Cli {
             let remote = REMOTE_COMMANDS.contains(&sub.get_name());
             let unused = |id: &str| match id {
                 "workspace" => takes.workspaces == Workspaces::None,
-                "remote" | "ssh_config" => !remote,
+                "remote" | "ssh_config" | "reconnect_for" => !remote,
                 "db" | "memory" => !takes.store,
                 "json" => !takes.json,
                 "bucket_source" | "cache_limit" | "clear_cache" => !READING.contains(&sub_name),
@@ -636,12 +644,35 @@ impl Cli {
         })
     }
 
+    /// Why an option of `--remote` alone is given without it; why `run` is given a command with
+    /// `--remote` (the host runs the agents of its workspace).
+    fn remote_only_refusal(&self) -> Option<String> {
+        let remote = self.globals.remote.is_some();
+        let run = match &self.command {
+            Command::Studio(StudioCommand::Run(run)) => Some(run),
+            _ => None,
+        };
+        if !remote && self.globals.reconnect_for.is_some() {
+            Some("--reconnect-for is an option of --remote: give --remote HOST:PATH with it".to_owned())
+        } else if !remote && run.is_some_and(|run| run.attach.is_some()) {
+            Some("--attach follows a run of a host: give --remote HOST:PATH with it".to_owned())
+        } else if remote && run.is_some_and(|run| !run.command.is_empty()) {
+            Some("with --remote, `run` takes --agent NAME (an agent of the host's workspace), not a command".to_owned())
+        } else {
+            None
+        }
+    }
+
     /// Refuses a global option the command has no use for, as clap refuses a mistake (exit 2).
     pub fn check(&self) -> Result<(), clap::Error> {
         let takes = self.command.takes();
         let name = self.command.name();
         let given = self.globals.workspace.len();
-        let refusal = if let Some(refused) = self.remote_refusal(name).or_else(|| self.source_refusal(name)) {
+        let refusal = if let Some(refused) = self
+            .remote_refusal(name)
+            .or_else(|| self.source_refusal(name))
+            .or_else(|| self.remote_only_refusal())
+        {
             Some(refused)
         } else if given > 0 && takes.workspaces == Workspaces::None {
             Some(format!(

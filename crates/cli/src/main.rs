@@ -21,6 +21,7 @@ mod commands;
 mod open;
 mod print;
 mod remote;
+mod remote_follow;
 mod visible;
 
 use std::io::Write;

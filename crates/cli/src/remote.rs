@@ -1,8 +1,9 @@
 //! `--remote HOST:PATH`: a command on a workspace of another machine. The host is reached with
 //! the system's `ssh` (`studio_core::remote::ssh`: one ControlMaster, the same `zstudio` build put
 //! on the host when missing), `zstudio serve --stdio --workspace PATH` is started there through
-//! it, and the command calls the server (`studio_core::remote::client`), printing what it gets
-//! with the same printers as for a local workspace.
+//! it (`studio_core::remote::link`: connected again when the link drops), and the command calls
+//! the server, printing what it gets with the same printers as for a local workspace. `watch`
+//! and `run` are in `remote_follow`.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -15,8 +16,8 @@ use serde_json::json;
 use studio_core::app::SessionListing;
 use studio_core::compare::compare;
 use studio_core::compare::sides::Source;
-use studio_core::remote::client::{ClientOptions, RemoteClient};
-use studio_core::remote::ssh::{ConnectOptions, Connection, RemoteTarget};
+use studio_core::remote::link::{Link, LinkOptions};
+use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::share::ImportOptions;
 use studio_core::store::StoreLocation;
 use studio_core::{Session, SessionId, Workspace};
@@ -24,58 +25,48 @@ use studio_core::{Session, SessionId, Workspace};
 use crate::cli::{DiffArgs, ExportArgs, Globals, ShowArgs, StopArgs, StudioCommand};
 use crate::print;
 
-/// A remote workspace's server, through its connection; both closed when dropped (the server
-/// first, then the ssh master).
+/// A remote workspace's server, through its link (connected again when it drops, for the
+/// commands that follow: `watch`, `run`); closed when dropped (the server first, then the ssh
+/// master).
 pub struct Remote {
-    client: Option<RemoteClient>,
-    connection: Option<Connection>,
+    link: Link,
+    /// `--remote` as given, for the commands this one suggests.
+    pub target: String,
 }
 
 impl Remote {
     /// Connects to `target` (`--remote`), makes sure the server is there, and starts it on the
     /// target's workspace.
     pub fn open(target: &str, globals: &Globals) -> anyhow::Result<Remote> {
-        let target = RemoteTarget::parse(target)?;
-        let options = ConnectOptions {
+        let parsed = RemoteTarget::parse(target)?;
+        let local = std::env::current_exe().context("the running zstudio's path")?;
+        let mut options = LinkOptions::new(local);
+        options.connect = ConnectOptions {
             ssh_config: globals.ssh_config.clone(),
             ..ConnectOptions::default()
         };
-        let connection = Connection::open(&target, &options)?;
-        let local = std::env::current_exe().context("the running zstudio's path")?;
-        let server = connection.ensure_server(&local)?;
-        let command = connection.command([
-            server.program.as_str(),
-            "serve",
-            "--stdio",
-            "--workspace",
-            connection.workspace_path(),
-        ])?;
-        let client = RemoteClient::connect(connection.host(), command, ClientOptions::default())?;
+        options.give_up_after = Some(Duration::from_secs(globals.reconnect_for.unwrap_or(RECONNECT_FOR)));
         Ok(Remote {
-            client: Some(client),
-            connection: Some(connection),
+            link: Link::open(&parsed, options)?,
+            target: target.to_owned(),
         })
     }
 
     fn call<T: DeserializeOwned>(&self, method: &str, params: serde_json::Value) -> anyhow::Result<T> {
-        Ok(self.client().call(method, &params)?)
+        Ok(self.link.call(method, &params)?)
     }
 
-    fn client(&self) -> &RemoteClient {
-        self.client.as_ref().expect("the client lives as long as the remote")
-    }
-}
-
-impl Drop for Remote {
-    fn drop(&mut self) {
-        if let Some(client) = self.client.take() {
-            let _ = client.close(Duration::from_secs(5));
-        }
-        if let Some(connection) = self.connection.take() {
-            let _ = connection.close();
+    /// The link and the target, for `watch` and `run`.
+    fn reached(&self) -> crate::remote_follow::Reached<'_> {
+        crate::remote_follow::Reached {
+            link: &self.link,
+            target: &self.target,
         }
     }
 }
+
+/// How long `watch` and `run` try to connect again by default (`--reconnect-for`).
+const RECONNECT_FOR: u64 = 300;
 
 /// Runs `command` on the workspace of `--remote` (one of `cli::REMOTE_COMMANDS`; `Cli::check`
 /// refused the others).
@@ -87,6 +78,8 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
         StudioCommand::Show(args) => show(&remote, args, globals, out),
         StudioCommand::Stop(args) => stop(&remote, args, globals, out),
         StudioCommand::Export(args) => export(&remote, args, globals, out),
+        StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
+        StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
         StudioCommand::Diff(args) => return diff(&remote, args, globals, out),
         _ => unreachable!("Cli::check refuses --remote for the other commands"),
     };
@@ -146,8 +139,8 @@ fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl 
         None => std::env::current_dir()?.join(format!("{id}.zip")),
     };
     let exported = remote
-        .client()
-        .export_session(&id.to_string(), args.include_config, &path)?;
+        .link
+        .with_client(|client| client.export_session(&id.to_string(), args.include_config, &path))?;
     print::emit(out, globals.format(), &exported, |out, exported| {
         print::exported(out, exported)
     })
@@ -165,7 +158,9 @@ fn diff(remote: &Remote, args: &DiffArgs, globals: &Globals, out: &mut impl Writ
     let now = SystemTime::now();
     let scratch = tempfile::Builder::new().prefix("zstudio-remote-diff-").tempdir()?;
     let (remote_bundle, local_bundle) = (scratch.path().join("a.zip"), scratch.path().join("b.zip"));
-    remote.client().export_session(&a.to_string(), false, &remote_bundle)?;
+    remote
+        .link
+        .with_client(|client| client.export_session(&a.to_string(), false, &remote_bundle))?;
     let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
     studio_core::share::export_session(&store, &workspace, &b, &local_bundle, false, now)?;
     let scratch_root = scratch.path().join("workspace");

@@ -6,13 +6,16 @@
 mod bootstrap;
 #[path = "remote/cli.rs"]
 mod cli;
-// The captures; the test agent is not used here.
-#[allow(dead_code)]
+// The captures and the test agent.
 mod common;
 #[path = "remote/connect.rs"]
 mod connect;
 #[path = "remote/faults.rs"]
 mod faults;
+#[path = "remote/follow.rs"]
+mod follow;
+#[path = "remote/reconnect.rs"]
+mod reconnect;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

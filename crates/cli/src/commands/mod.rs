@@ -10,7 +10,7 @@ pub mod keep;
 mod logs;
 mod parse;
 mod pins;
-mod run;
+pub mod run;
 mod runs;
 mod search;
 pub mod serve;
@@ -18,7 +18,7 @@ mod sessions;
 mod share;
 mod stop;
 mod tail;
-mod watch;
+pub mod watch;
 
 use std::io::Write;
 use std::process::ExitCode;

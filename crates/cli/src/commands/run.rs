@@ -186,15 +186,14 @@ impl Followed {
     }
 }
 
-/// Prints the run's events until it finishes; the exit status says how it ended. Its error is
-/// said once: not again at the end when it was the last line of its stderr.
+/// Prints the run's events until it finishes; the exit status says how it ended.
 fn follow(
     events: &Receiver<RunEvent>,
     started: &StartedRun,
     format: Format,
     out: &mut impl Write,
 ) -> anyhow::Result<Followed> {
-    let (mut printed_stdout, mut last_stderr) = (false, None::<String>);
+    let mut printer = RunPrinter::new(started, format);
     let ended = |exit| Followed {
         exit,
         never_started: false,
@@ -215,20 +214,7 @@ fn follow(
         if event.run_id() != started.run_id {
             continue;
         }
-        match &event {
-            RunEvent::Output { stream, line, .. } if *stream == studio_core::protocol::Stream::Stderr => {
-                last_stderr = Some(line.clone());
-            }
-            RunEvent::Output { .. } | RunEvent::NodeBegin { .. } => printed_stdout = true,
-            _ => {}
-        }
-        let mut shown = event.clone();
-        if let RunEvent::RunFinished { error, .. } = &mut shown {
-            if format == Format::Human && error.is_some() && *error == last_stderr {
-                *error = None;
-            }
-        }
-        print_event(out, format, &shown, started)?;
+        printer.print(out, &event)?;
         if let RunEvent::RunFinished {
             status,
             exit_code: code,
@@ -238,14 +224,53 @@ fn follow(
             out.flush()?;
             return Ok(Followed {
                 exit: exit_code(*status),
-                never_started: !printed_stdout && matches!(code, Some(126 | 127)),
+                never_started: !printer.printed_stdout && matches!(code, Some(126 | 127)),
             });
         }
     }
 }
 
+/// How `run` prints a run's events (of a local run, or of a host's): its error said once, not
+/// again at the end when it was the last line of its stderr.
+pub struct RunPrinter<'a> {
+    started: &'a StartedRun,
+    format: Format,
+    last_stderr: Option<String>,
+    /// A line on stdout or a node was printed.
+    pub printed_stdout: bool,
+}
+
+impl<'a> RunPrinter<'a> {
+    pub fn new(started: &'a StartedRun, format: Format) -> RunPrinter<'a> {
+        RunPrinter {
+            started,
+            format,
+            last_stderr: None,
+            printed_stdout: false,
+        }
+    }
+
+    /// Prints one event of the run.
+    pub fn print(&mut self, out: &mut impl Write, event: &RunEvent) -> anyhow::Result<()> {
+        match event {
+            RunEvent::Output { stream, line, .. } if *stream == studio_core::protocol::Stream::Stderr => {
+                self.last_stderr = Some(line.clone());
+            }
+            RunEvent::Output { .. } | RunEvent::NodeBegin { .. } => self.printed_stdout = true,
+            _ => {}
+        }
+        let mut shown = event.clone();
+        if let RunEvent::RunFinished { error, .. } = &mut shown {
+            if self.format == Format::Human && error.is_some() && *error == self.last_stderr {
+                *error = None;
+            }
+        }
+        print_event(out, self.format, &shown, self.started)
+    }
+}
+
 /// 0 success, 2 cancelled, 3 interrupted, 1 anything else.
-fn exit_code(status: studio_core::Status) -> ExitCode {
+pub fn exit_code(status: studio_core::Status) -> ExitCode {
     ExitCode::from(match status {
         studio_core::Status::Success => 0,
         studio_core::Status::Cancelled => 2,
@@ -254,7 +279,7 @@ fn exit_code(status: studio_core::Status) -> ExitCode {
     })
 }
 
-fn print_event(out: &mut impl Write, format: Format, event: &RunEvent, started: &StartedRun) -> anyhow::Result<()> {
+pub fn print_event(out: &mut impl Write, format: Format, event: &RunEvent, started: &StartedRun) -> anyhow::Result<()> {
     match format {
         Format::Json => print::write_json_line(out, event),
         Format::Human => print::run_event(out, event, started),
@@ -270,29 +295,43 @@ fn trust_on_terminal(
     launch: &studio_core::agents::Launch,
     trust: bool,
 ) -> anyhow::Result<()> {
-    if !trust {
-        if !std::io::stdin().is_terminal() {
-            let refused = studio_core::Error::AgentsUntrusted {
-                launch: Box::new(launch.clone()),
-            };
-            anyhow::bail!("{refused}: pass --trust to run it (no terminal to ask on)");
-        }
-        // Every value is escaped and folded by the core (`launch.shown`): nothing the agents file
-        // says can draw a line of its own here.
-        let mut err = Visible::new(std::io::stderr().lock());
-        writeln!(
-            err,
-            "Agent `{}` of {} is not trusted yet. It would run:",
-            launch.shown.agent, launch.shown.agents_file
-        )?;
-        for (what, line) in launch.describe_lines() {
-            writeln!(err, "  {what:<9} {line}")?;
-        }
-        drop(err);
-        if !confirm("Trust this and run it?")? {
-            anyhow::bail!("not run: agent `{}` is not trusted", launch.agent);
-        }
-    }
+    let refused = studio_core::Error::AgentsUntrusted {
+        launch: Box::new(launch.clone()),
+    };
+    ask_trust(&launch.shown, trust, &refused, "")?;
     store.trust_launch(workspace, &launch.digest, SystemTime::now())?;
+    Ok(())
+}
+
+/// Whether the user trusts `shown` (of a workspace `place` names: "" here, " on HOST"): yes with
+/// `--trust`, else asked on the terminal after reading what it would run; an error (`refused`,
+/// with what to do) when not, or with no terminal to ask on.
+pub fn ask_trust(
+    shown: &studio_core::agents::ShownLaunch,
+    trust: bool,
+    refused: &dyn std::fmt::Display,
+    place: &str,
+) -> anyhow::Result<()> {
+    if trust {
+        return Ok(());
+    }
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!("{refused}: pass --trust to run it (no terminal to ask on)");
+    }
+    // Every value is escaped and folded by the core (`shown`): nothing the agents file says can
+    // draw a line of its own here.
+    let mut err = Visible::new(std::io::stderr().lock());
+    writeln!(
+        err,
+        "Agent `{}` of {}{place} is not trusted yet. It would run:",
+        shown.agent, shown.agents_file
+    )?;
+    for (what, line) in shown.describe_lines() {
+        writeln!(err, "  {what:<9} {line}")?;
+    }
+    drop(err);
+    if !confirm("Trust this and run it?")? {
+        anyhow::bail!("not run: agent `{}` is not trusted", shown.agent);
+    }
     Ok(())
 }

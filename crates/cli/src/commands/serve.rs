@@ -10,6 +10,9 @@ use studio_core::remote::server::{serve as serve_stdio, ServeOptions};
 
 use crate::cli::{Globals, ServeArgs};
 
+/// The variable naming the run keeper's program (`studio_core::app::find_program`).
+const KEEPER_VARIABLE: &str = "ZIBBY_STUDIO_KEEPER";
+
 /// How many requests the server answers at once.
 const WORKERS: usize = 4;
 
@@ -18,6 +21,12 @@ pub fn serve(args: &ServeArgs, globals: &Globals) -> anyhow::Result<()> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
     };
+    // The runs it starts go through this very program as their keeper, so that they outlive
+    // it: on a host it is `~/.zibby-studio/server/zstudio-<version>-<build>`, with no `zstudio`
+    // beside it nor on the PATH to be found by name. Set before any thread starts.
+    if std::env::var_os(KEEPER_VARIABLE).is_none() {
+        std::env::set_var(KEEPER_VARIABLE, std::env::current_exe()?);
+    }
     // A workspace or a store that does not open is said to every request that needs it.
     let (studio, subscriptions) = Studio::open(Some(&root), globals.store.location());
     let options = ServeOptions {

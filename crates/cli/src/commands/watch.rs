@@ -33,11 +33,17 @@ pub fn watch(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
         {
             store.as_recorded(&Workspace::from_canonical_root(workspace.clone()), summary)?;
         }
-        match globals.format() {
-            Format::Json => print::write_json_line(out, &change)?,
-            Format::Human => print::change(out, &change, several)?,
-        }
-        out.flush()?;
+        print_change(out, globals.format(), &change, several)?;
     }
+    Ok(())
+}
+
+/// One change as `watch` prints it (of a local workspace or a host's), flushed.
+pub fn print_change(out: &mut impl Write, format: Format, change: &Change, several: bool) -> anyhow::Result<()> {
+    match format {
+        Format::Json => print::write_json_line(out, change)?,
+        Format::Human => print::change(out, change, several)?,
+    }
+    out.flush()?;
     Ok(())
 }

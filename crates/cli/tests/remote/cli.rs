@@ -232,17 +232,23 @@ fn a_live_run_on_the_host_is_stopped_as_the_host_says() {
 #[test]
 fn remote_is_refused_where_it_cannot_work() {
     let local = tempfile::tempdir().unwrap();
-    let cases: [&[&str]; 4] = [
+    let cases: [&[&str]; 7] = [
         &["pins", "--remote", "box:/p"],
         &["sessions", "--remote", "box:/p", "-w", "/tmp"],
         &["sessions", "--remote", "box:/p", "--memory"],
         &["sessions", "--remote", "box:project"],
+        &["watch", "--reconnect-for", "5"],
+        &["run", "--attach", "0190aaaa-0000-7000-8000-000000000000"],
+        &["run", "--remote", "box:/p", "--", "sh", "-c", "true"],
     ];
     let words = [
         "does not work on a remote workspace",
         "--workspace is not taken",
         "host's own store",
         "is relative",
+        "--reconnect-for is an option of --remote",
+        "--attach follows a run of a host",
+        "`run` takes --agent NAME",
     ];
     for (args, words) in cases.iter().zip(words) {
         let output = zstudio(args, local.path(), &[]);

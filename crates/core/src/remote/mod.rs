@@ -2,13 +2,17 @@
 //! notifications, bounded frames), [`server`] (`zstudio serve --stdio`: the app service's
 //! operations, the window's IPC commands by name, served to one client), [`client`]
 //! ([`client::RemoteClient`]: a server's command started, its banner found, calls matched to
-//! replies) and [`ssh`] (a workspace on another machine: the target `host:path`, one ssh
-//! ControlMaster per host, commands through it, the server binary put on the host); [`window`]
-//! (the window's remote workspace: the app service's `Elsewhere` over a server on a host). The lane
+//! replies), [`ssh`] (a workspace on another machine: the target `host:path`, one ssh
+//! ControlMaster per host, commands through it, the server binary put on the host), [`link`]
+//! ([`link::Link`]: a server connected again whenever its link drops, its state), [`follow`]
+//! (a run followed over a link, each output line once) and [`window`] (the window's remote
+//! workspace: the app service's `Elsewhere` over a server on a host). The lane
 //! above `app`: it serves the app service and imports nothing above it.
 
 pub mod client;
 pub mod export;
+pub mod follow;
+pub mod link;
 pub mod methods;
 pub mod protocol;
 pub mod server;

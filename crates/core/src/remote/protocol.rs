@@ -33,6 +33,18 @@ pub const HELLO: &str = "hello";
 /// Starts sending [`CHANGE`] notifications for the workspace's sessions (no parameters).
 pub const CHANGES_SUBSCRIBE: &str = "changes_subscribe";
 
+/// Settles the runs no studio process follows any more (a run that went on through its keeper
+/// after the server that started it exited, and ended since): their end and the rest of their
+/// output recorded from the keeper's files. No parameters.
+pub const RUNS_RECONCILE: &str = "runs_reconcile";
+
+/// Trusts the launch of an agent of the server's workspace that the user was shown (the
+/// `agents_untrusted` error's details) and accepted: `{agent, node?, digest}`, `digest` the
+/// launch's as shown. Answers `true` once it is trusted (it may have been already); when the
+/// launch is not the one shown any more (the agents file changed), `agents_untrusted` again with
+/// the launch as it is now, to show.
+pub const AGENT_TRUST: &str = "agent_trust";
+
 /// Writes a session's bundle on the server (`remote::export::ExportOpen`), to read by chunks.
 pub const EXPORT_OPEN: &str = "export_open";
 

@@ -19,8 +19,9 @@ use crate::app::Studio;
 use crate::remote::export::Exports;
 use crate::remote::methods::{dispatch, read_params, result_value};
 use crate::remote::protocol::{
-    line_of, notification_frame, read_line_bounded, reply_frame, Banner, Hello, LineRead, Request, WireError, CHANGE,
-    CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REQUEST_BYTES, PROTOCOL_VERSION, RUN_EVENT,
+    line_of, notification_frame, read_line_bounded, reply_frame, Banner, Hello, LineRead, Request, WireError,
+    AGENT_TRUST, CHANGE, CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REQUEST_BYTES,
+    PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
 };
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::{Change, ChangeSink};
@@ -29,7 +30,15 @@ use crate::vocabulary::error::{Error, ErrorCode};
 use crate::vocabulary::visible::shown;
 
 /// The methods of the protocol itself, besides the IPC commands ([`crate::remote::methods::IPC_METHODS`]).
-pub const PROTOCOL_METHODS: &[&str] = &[HELLO, CHANGES_SUBSCRIBE, EXPORT_OPEN, EXPORT_READ, EXPORT_CLOSE];
+pub const PROTOCOL_METHODS: &[&str] = &[
+    HELLO,
+    CHANGES_SUBSCRIBE,
+    RUNS_RECONCILE,
+    AGENT_TRUST,
+    EXPORT_OPEN,
+    EXPORT_READ,
+    EXPORT_CLOSE,
+];
 
 /// What the server says of itself, and how many requests it answers at once.
 #[derive(Debug, Clone)]
@@ -212,6 +221,29 @@ fn hello(params: Value, banner: &Banner) -> Result<Value, Error> {
     result_value(HELLO, Ok(banner))
 }
 
+/// `agent_trust`'s parameters.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentTrust {
+    agent: String,
+    #[serde(default)]
+    node: Option<String>,
+    digest: String,
+}
+
+/// Trusts the launch of `agent` (its replay of `node`) when it is the one the user was shown.
+fn agent_trust(studio: &Studio, trust: AgentTrust) -> Result<bool, Error> {
+    let (store, workspace) = (studio.store()?, studio.workspace()?);
+    match crate::app::agent_run_request(store, &workspace, &trust.agent, None, None, trust.node) {
+        Ok(_) => Ok(true),
+        Err(Error::AgentsUntrusted { launch }) if launch.digest == trust.digest => {
+            store.trust_launch(&workspace, &trust.digest, std::time::SystemTime::now())?;
+            Ok(true)
+        }
+        Err(error) => Err(error),
+    }
+}
+
 /// No parameters.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -249,6 +281,12 @@ impl Shared {
                 self.subscribe_changes()?;
                 Ok(Value::Null)
             }
+            RUNS_RECONCILE => {
+                let NoParams {} = read_params(method, params)?;
+                crate::runs::runner::reconcile(self.studio.store()?, std::time::SystemTime::now())?;
+                Ok(Value::Null)
+            }
+            AGENT_TRUST => result_value(method, agent_trust(&self.studio, read_params(method, params)?)),
             EXPORT_OPEN => result_value(method, self.exports.open(&self.studio, read_params(method, params)?)),
             EXPORT_READ => result_value(method, self.exports.read(&read_params(method, params)?)),
             EXPORT_CLOSE => result_value(method, self.exports.close(&read_params(method, params)?)),

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::vocabulary::error::Error;
-pub use crate::vocabulary::launch::{InheritEnv, Launch};
+pub use crate::vocabulary::launch::{InheritEnv, Launch, ShownLaunch};
 use crate::vocabulary::launch::{LaunchFile, LaunchParts};
 
 pub const AGENTS_FILE: &str = ".zibby/studio.toml";

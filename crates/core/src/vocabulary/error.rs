@@ -372,6 +372,22 @@ error_codes! {
     RemoteLink = "remote_link",
     /// Asked of a remote workspace, but only a workspace on this machine has it.
     LocalOnly = "local_only",
+    /// ssh reached nothing on the host: refused, timed out, a name that does not resolve.
+    SshNotAnswering = "ssh_not_answering",
+    /// The host refused the key (or its passphrase was wrong).
+    SshKeyRefused = "ssh_key_refused",
+    /// The host's key is not the one known_hosts recorded: refused.
+    SshHostKeyChanged = "ssh_host_key_changed",
+    /// The host's key is not in known_hosts and was not accepted.
+    SshHostKeyUnknown = "ssh_host_key_unknown",
+    /// The ssh link dropped, or stalled past its keep-alives.
+    SshLinkLost = "ssh_link_lost",
+    /// ssh failed otherwise, or `host:path` does not read as a remote workspace.
+    Ssh = "ssh",
+    /// The remote workspace's folder is missing, not a folder, or a link.
+    RemoteWorkspace = "remote_workspace",
+    /// The studio server could not be found on, or put on, the host.
+    RemoteBootstrap = "remote_bootstrap",
     /// The window's own (never made by Rust): a command that did not reach the shell, or whose
     /// rejection was not a `{code, message}`.
     Ipc = "ipc",

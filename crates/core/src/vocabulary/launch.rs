@@ -129,7 +129,7 @@ pub struct Launch {
 
 /// A [`Launch`] as a trust prompt shows it: nothing in it can draw a line, reorder text or hide
 /// a character, and no value is longer than a few lines.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct ShownLaunch {
     pub agent: String,
@@ -231,7 +231,14 @@ impl Launch {
 
     /// The lines a terminal prompt (and the error's message) shows: every value escaped.
     pub fn describe_lines(&self) -> Vec<(&'static str, String)> {
-        let s = &self.shown;
+        self.shown.describe_lines()
+    }
+}
+
+impl ShownLaunch {
+    /// What a trust prompt lists, a line each (`command`, `in`, `sets`, `inherits`, `covers`).
+    pub fn describe_lines(&self) -> Vec<(&'static str, String)> {
+        let s = self;
         let mut lines = vec![
             ("command", s.command_line.clone()),
             ("in", s.cwd.clone()),

@@ -13,13 +13,14 @@
 //! C library cannot run it gets the loader's own words.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::connection::Connection;
 use super::errors::{io, last_lines, SshError};
+use crate::vocabulary::visible::shown;
 
 /// Where builds are kept on the host, under the login's `$HOME`.
 pub const SERVER_DIR: &str = ".zibby-studio/server";
@@ -68,8 +69,25 @@ pub struct RemoteServer {
     pub removed: Vec<String>,
 }
 
-/// The first 16 hex digits of the SHA-256 of the file at `binary`.
+/// The first 16 hex digits of the SHA-256 of the file at `binary`: read once per path in a
+/// process (the running `zstudio` does not change under it), then remembered.
 pub fn build_id(binary: &Path) -> Result<String, SshError> {
+    static KNOWN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, String>>> =
+        std::sync::OnceLock::new();
+    let known = KNOWN.get_or_init(Default::default);
+    if let Some(id) = known.lock().unwrap_or_else(|p| p.into_inner()).get(binary) {
+        return Ok(id.clone());
+    }
+    let id = digest_of(binary)?;
+    known
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(binary.to_path_buf(), id.clone());
+    Ok(id)
+}
+
+/// [`build_id`], read from the file.
+fn digest_of(binary: &Path) -> Result<String, SshError> {
     let mut file = std::fs::File::open(binary).map_err(|source| io("read", binary, source))?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
@@ -171,10 +189,10 @@ impl Connection {
                     "the host is {}, and this zstudio is built for {}: no zstudio {} build for {} is shipped \
                      (the static Linux builds are not part of this package yet), so the server cannot be \
                      uploaded; put zstudio {} built for the host at ~/{}/{}",
-                    self.remote_platform(),
+                    shown(self.remote_platform()),
                     build.platform,
                     build.version,
-                    self.remote_platform(),
+                    shown(self.remote_platform()),
                     build.version,
                     SERVER_DIR,
                     build.file_name()
@@ -244,5 +262,17 @@ mod tests {
         assert_ne!(id, build_id(&b).unwrap());
         // SHA-256("one build"), its first 8 bytes.
         assert_eq!(id, "35b5c9836731bd31");
+    }
+
+    #[test]
+    fn a_build_id_is_read_once_per_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let binary = dir.path().join("zstudio");
+        std::fs::write(&binary, b"one build").unwrap();
+        let first = build_id(&binary).unwrap();
+        // Not read again: what the file says now is not looked at.
+        std::fs::write(&binary, b"another build").unwrap();
+        assert_eq!(build_id(&binary).unwrap(), first);
+        assert_ne!(digest_of(&binary).unwrap(), first);
     }
 }

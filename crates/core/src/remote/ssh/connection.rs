@@ -215,7 +215,7 @@ impl Connection {
                 host: self.host(),
                 detail: format!(
                     "`{}` exited with {code}: {}",
-                    remote_argv.join(" "),
+                    crate::vocabulary::visible::shown(&remote_argv.join(" ")),
                     last_lines(&stderr)
                 ),
             }),
@@ -345,7 +345,8 @@ else for sub in .zibby .zibby/output .zibby/output/sessions; do
         };
         Err(SshError::RemotePath {
             host: self.host(),
-            path: self.workspace_path.clone(),
+            // What the host's shell printed: shown escaped.
+            path: crate::vocabulary::visible::shown(&self.workspace_path),
             reason,
         })
     }

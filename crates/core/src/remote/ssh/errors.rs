@@ -3,6 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::vocabulary::error::{Error, ErrorCode};
+use crate::vocabulary::visible::push_visible;
+
 /// The most of ssh's stderr an error keeps (its last lines).
 pub const STDERR_KEPT: usize = 2048;
 
@@ -98,6 +101,22 @@ impl SshError {
         }
     }
 
+    /// The code IPC and `--json` carry for this error: one per way a connection fails, so the
+    /// window can tell a refused key from a lost link.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            SshError::NotAnswering { .. } => ErrorCode::SshNotAnswering,
+            SshError::KeyRefused { .. } => ErrorCode::SshKeyRefused,
+            SshError::HostKeyChanged { .. } => ErrorCode::SshHostKeyChanged,
+            SshError::HostKeyUnknown { .. } => ErrorCode::SshHostKeyUnknown,
+            SshError::LinkLost { .. } => ErrorCode::SshLinkLost,
+            SshError::BadTarget { .. } | SshError::Ssh { .. } => ErrorCode::Ssh,
+            SshError::RemotePath { .. } => ErrorCode::RemoteWorkspace,
+            SshError::Bootstrap { .. } | SshError::UnsupportedPlatform { .. } => ErrorCode::RemoteBootstrap,
+            SshError::Io { .. } => ErrorCode::Io,
+        }
+    }
+
     /// The host the error names, when it names one.
     pub fn host(&self) -> Option<&str> {
         match self {
@@ -115,9 +134,27 @@ impl SshError {
     }
 }
 
+/// An ssh error as the core's: its message, and [`SshError::code`].
+impl From<SshError> for Error {
+    fn from(error: SshError) -> Error {
+        Error::Unavailable {
+            code: error.code(),
+            message: error.to_string(),
+        }
+    }
+}
+
 /// The last [`STDERR_KEPT`] bytes of `text`, its warnings' decorations (`@@@` lines) left out,
-/// lines joined by `; `.
+/// lines joined by `; `, control characters escaped (`text` is what ssh and the remote shell
+/// printed: untrusted).
 pub fn last_lines(text: &str) -> String {
+    let mut visible = String::with_capacity(text.len().min(4 * STDERR_KEPT));
+    push_visible(&mut visible, &kept_lines(text), false);
+    visible
+}
+
+/// [`last_lines`] before escaping.
+fn kept_lines(text: &str) -> String {
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -163,6 +200,25 @@ mod tests {
             assert!(error.starts_with("box: "), "{error}");
             assert!(error.contains(words), "{stderr:?} -> {error}");
         }
+    }
+
+    #[test]
+    fn what_ssh_said_is_shown_with_its_control_characters_escaped() {
+        let error = SshError::from_ssh_stderr("box", "bad\x1b[2Jthing\u{202e}here");
+        let said = error.to_string();
+        assert!(!said.contains('\x1b') && !said.contains('\u{202e}'), "{said:?}");
+        assert!(said.contains("bad") && said.contains("thing"), "{said}");
+    }
+
+    #[test]
+    fn each_way_of_failing_has_its_own_code() {
+        let refused = SshError::from_ssh_stderr("box", "root@h: Permission denied (publickey).");
+        let lost = SshError::from_ssh_stderr("box", "Timeout, server h not responding.");
+        assert_eq!(refused.code(), ErrorCode::SshKeyRefused);
+        assert_eq!(lost.code(), ErrorCode::SshLinkLost);
+        let error = Error::from(lost);
+        assert_eq!(error.code(), ErrorCode::SshLinkLost);
+        assert!(error.to_string().starts_with("box: the connection was lost"), "{error}");
     }
 
     #[test]
