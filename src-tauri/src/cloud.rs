@@ -4,7 +4,7 @@
 //! poller, which the window's focus wakes).
 
 use studio_core::app::cloud::CloudWorkspace;
-use studio_core::bucket::{cache, Mirror, MirrorOptions, Source};
+use studio_core::bucket::{cache, MirrorOptions, Source};
 use tauri::{AppHandle, Emitter, Manager};
 
 use crate::commands::WorkspaceInfo;
@@ -27,8 +27,7 @@ pub fn open_cloud(app: &AppHandle, url: &str, endpoint: Option<String>) -> Resul
     }
     let root = cache::default_cache_root()
         .ok_or_else(|| source.error("", "no cache folder for the mirror: set XDG_CACHE_HOME or HOME"))?;
-    let mirror = Mirror::open(&source, MirrorOptions::new(root))?;
-    let cloud = CloudWorkspace::open(mirror, endpoint)?;
+    let cloud = CloudWorkspace::open(&source, MirrorOptions::new(root), endpoint)?;
     let studio = app.state::<Studio>();
     let workspace = studio.open_cloud(cloud)?;
     let info = WorkspaceInfo::from(&workspace);

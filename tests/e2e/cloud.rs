@@ -84,7 +84,13 @@ async fn a_bucket_prefix_opens_read_only_and_lists_a_session_uploaded_while_open
         ] {
             assert!(client.find(Locator::Css(absent)).await.is_err(), "{absent} is absent");
         }
-        wait_for(&client, "#session-pin").await;
+        // Pins are kept locally (the store's key is the mirror, one per source).
+        click(&client, "#session-pin").await;
+        eventually("the session is pinned", || async {
+            let pin = text_of(&client, "#session-pin").await?;
+            pin.contains("Pinned").then_some(()).ok_or(pin)
+        })
+        .await;
         click(&client, "[data-tab='files']").await;
         click(&client, ".file-entry[data-path='plan/raw_stream_output.txt']").await;
         eventually("the node's output is shown", || async {
@@ -109,6 +115,71 @@ async fn a_bucket_prefix_opens_read_only_and_lists_a_session_uploaded_while_open
             .expect("the upload");
         click(&client, "#session-close").await;
         row_appears(&client, FANOUT.id).await;
+
+        // Open Recent remembers it as its URL.
+        click(&client, "#workspace-switcher").await;
+        wait_for(&client, &format!(".recent-workspace[data-path='{expected_url}']")).await;
+    })
+    .await;
+    drop(moto);
+}
+
+#[tokio::test]
+async fn the_form_opens_a_bucket_prefix_at_an_endpoint_and_says_why_one_cannot_be_opened() {
+    let moto = Moto::start();
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::with_sessions(&[FANOUT]);
+    let cache = here.data_home().join("cache").display().to_string();
+    // The keys from the variables, the endpoint from the form.
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+        ("XDG_CACHE_HOME", cache.as_str()),
+    ];
+    let endpoint = moto.endpoint();
+    let here_path = here.path().display().to_string();
+    let recent_here = here_path.clone();
+    App::run_on_with_env(&here, &recent_here, &env, |client| async move {
+        row_appears(&client, FANOUT.id).await;
+        click(&client, "#workspace-switcher").await;
+        wait_for(&client, "#workspace-open-cloud").await;
+        click(&client, "#workspace-open-cloud").await;
+        let field = wait_for(&client, "#cloud-url").await;
+        field.send_keys("s3://no-such-bucket/ci").await.expect("type the URL");
+        let endpoint_field = wait_for(&client, "#cloud-endpoint").await;
+        endpoint_field.send_keys(&endpoint).await.expect("type the endpoint");
+        click(&client, "#cloud-open").await;
+        eventually("the form names the source it could not list", || async {
+            let form = text_of(&client, "[data-testid='cloud-form']").await?;
+            form.contains("s3://no-such-bucket/ci").then_some(()).ok_or(form)
+        })
+        .await;
+        screenshot(&client, "cloud-form-error.png").await;
+
+        let field = wait_for(&client, "#cloud-url").await;
+        field.clear().await.expect("clear the field");
+        field
+            .send_keys(&format!("s3://{BUCKET}/ci"))
+            .await
+            .expect("type the URL");
+        click(&client, "#cloud-open").await;
+        row_appears(&client, PIPELINE.id).await;
+        wait_for(&client, "#workspace-read-only").await;
+        assert!(
+            client
+                .find(Locator::Css(&format!("tr[data-session-id='{}']", FANOUT.id)))
+                .await
+                .is_err(),
+            "the local workspace's sessions are gone from the table"
+        );
+
+        // Back to the local workspace: writable again.
+        click(&client, "#workspace-switcher").await;
+        click(&client, &format!(".recent-workspace[data-path='{here_path}']")).await;
+        row_appears(&client, FANOUT.id).await;
+        assert!(client.find(Locator::Css("#workspace-read-only")).await.is_err());
+        wait_for(&client, "[data-testid='delete']").await;
     })
     .await;
     drop(moto);

@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bucket::{Mirror, Source};
+use crate::bucket::{Mirror, MirrorOptions, Source};
 use crate::sessions::session::RAW_STREAM_FILE;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -50,7 +50,8 @@ pub struct CloudStatus {
 
 /// An open cloud workspace: its mirror and the poller that keeps it current.
 pub struct CloudWorkspace {
-    mirror: Arc<Mirror>,
+    /// Taken out only when dropped (off any async runtime: the mirror owns one).
+    mirror: Option<Arc<Mirror>>,
     url: String,
     endpoint: Option<String>,
     error: Arc<Mutex<Option<String>>>,
@@ -59,10 +60,18 @@ pub struct CloudWorkspace {
 }
 
 impl CloudWorkspace {
-    /// Refreshes `mirror` once (an error there, such as access refused, is the caller's), then
-    /// starts its poller.
-    pub fn open(mirror: Mirror, endpoint: Option<String>) -> Result<Arc<CloudWorkspace>, Error> {
-        mirror.refresh(SystemTime::now())?;
+    /// Opens the mirror of `source` and refreshes it once (an error there, such as access
+    /// refused, is the caller's), then starts its poller.
+    pub fn open(
+        source: &Source,
+        options: MirrorOptions,
+        endpoint: Option<String>,
+    ) -> Result<Arc<CloudWorkspace>, Error> {
+        let mirror = off_runtime(|| {
+            let mirror = Mirror::open(source, options)?;
+            mirror.refresh(SystemTime::now())?;
+            Ok::<_, Error>(mirror)
+        })?;
         let mirror = Arc::new(mirror);
         let (wake, woken) = mpsc::channel::<()>();
         let error = Arc::new(Mutex::new(None));
@@ -83,20 +92,24 @@ impl CloudWorkspace {
             .map_err(|e| Error::io_spawn("the cloud workspace's poller", e))?;
         Ok(Arc::new(CloudWorkspace {
             url: mirror.source().to_string(),
-            mirror,
+            mirror: Some(mirror),
             endpoint,
             error,
             wake: Mutex::new(Some(wake)),
         }))
     }
 
+    fn mirror(&self) -> &Mirror {
+        self.mirror.as_ref().expect("the mirror is taken out only when dropped")
+    }
+
     /// The mirror's folder, opened as the workspace.
     pub fn workspace_root(&self) -> PathBuf {
-        self.mirror.workspace_root()
+        self.mirror().workspace_root()
     }
 
     pub fn source(&self) -> &Source {
-        self.mirror.source()
+        self.mirror().source()
     }
 
     pub fn status(&self) -> CloudStatus {
@@ -127,9 +140,9 @@ impl CloudWorkspace {
     pub fn ensure_range(&self, session_id: &str, path: &str, offset: u64, limit: usize) -> Result<(), Error> {
         let id = SessionId::parse(session_id)?;
         let is_raw_stream = std::path::Path::new(path).file_name() == Some(std::ffi::OsStr::new(RAW_STREAM_FILE));
-        if is_raw_stream && self.mirror.holds(&id) {
-            self.mirror
-                .read_range(&id, path, offset..offset.saturating_add(limit as u64))?;
+        if is_raw_stream && self.mirror().holds(&id) {
+            let range = offset..offset.saturating_add(limit as u64);
+            off_runtime(|| self.mirror().read_range(&id, path, range))?;
         }
         Ok(())
     }
@@ -138,4 +151,27 @@ impl CloudWorkspace {
     pub fn close(&self) {
         self.wake.lock().unwrap_or_else(|p| p.into_inner()).take();
     }
+}
+
+impl Drop for CloudWorkspace {
+    /// The mirror's runtime cannot be dropped on an async runtime's thread (the window's commands
+    /// switch workspaces there): the last handle of it goes on a thread of its own then.
+    fn drop(&mut self) {
+        self.close();
+        let mirror = self.mirror.take();
+        off_runtime(move || drop(mirror));
+    }
+}
+
+/// Runs `work` (which blocks on the mirror's own runtime) on a thread of its own when called on
+/// an async runtime's thread (the window's async commands run there: a runtime cannot be blocked
+/// on from inside another), else here.
+fn off_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return work();
+    }
+    std::thread::scope(|scope| match scope.spawn(work).join() {
+        Ok(done) => done,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
 }
