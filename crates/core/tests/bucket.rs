@@ -603,6 +603,21 @@ fn a_cloud_workspace_in_the_app_service_is_read_only_and_reads_unfetched_pages_f
     assert_eq!(page.text, "line of output\n", "{page:?}");
     assert!(!page.binary);
 
+    // Export reads the session whole: every range is fetched first, none exported as zeros.
+    let out = fixture.cache.path().join("big_1.zip");
+    studio
+        .export_session(&SessionId::parse("big_1").unwrap(), &out, false)
+        .unwrap();
+    let mirrored = studio
+        .cloud()
+        .unwrap()
+        .workspace_root()
+        .join(".zibby/output/sessions/big_1/node/raw_stream_output.txt");
+    assert!(
+        !std::fs::read(mirrored).unwrap().contains(&0),
+        "no range left unfetched"
+    );
+
     studio.pin_add("big_1").unwrap();
     let listing = studio.sessions(SystemTime::now()).unwrap();
     assert!(

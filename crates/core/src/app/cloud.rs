@@ -8,7 +8,8 @@
 //! the agents file, are refused by [`Studio::forward`](crate::app::Studio::forward) while one is
 //! open ([`READ_ONLY_REFUSED`]), naming the source. Pins are kept in the local store, keyed by
 //! the mirror's folder (one per source). A page of a large output not yet fetched is fetched
-//! before it is read ([`CloudWorkspace::ensure_range`]): never shown as the sparse file's zeros.
+//! before it is read ([`CloudWorkspace::ensure_range`]): never shown as the sparse file's zeros;
+//! a session exported or compared is fetched whole first ([`CloudWorkspace::fetch_whole`]).
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
@@ -143,6 +144,17 @@ impl CloudWorkspace {
         if is_raw_stream && self.mirror().holds(&id) {
             let range = offset..offset.saturating_add(limit as u64);
             off_runtime(|| self.mirror().read_range(&id, path, range))?;
+        }
+        Ok(())
+    }
+
+    /// Fetches whole the session `id` names when the bucket holds it (else it is a local session
+    /// or a run id, left to the caller): export and compare read sessions whole.
+    pub fn fetch_whole(&self, id: &str) -> Result<(), Error> {
+        if let Ok(id) = SessionId::parse(id) {
+            if self.mirror().holds(&id) {
+                off_runtime(|| self.mirror().fetch_session(&id, u64::MAX))?;
+            }
         }
         Ok(())
     }

@@ -423,6 +423,9 @@ impl Studio {
         if let Some(remote) = self.remote() {
             return remote.export_session(id.as_str(), include_config, path);
         }
+        if let Some(cloud) = self.cloud() {
+            cloud.fetch_whole(id.as_str())?;
+        }
         share::export_session(
             self.store()?,
             &self.workspace()?,
@@ -466,6 +469,10 @@ impl Studio {
     ) -> Result<crate::compare::RunDiff, Error> {
         use crate::compare::sides::Source;
         let (store, workspace) = (self.store()?, self.workspace()?);
+        if let Some(cloud) = self.cloud() {
+            cloud.fetch_whole(a)?;
+            cloud.fetch_whole(b)?;
+        }
         let (a, b) = (
             Source::resolve(store, &workspace, a)?,
             Source::resolve(store, &workspace, b)?,
