@@ -184,3 +184,46 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_and_says_why_one_cannot_b
     .await;
     drop(moto);
 }
+
+/// `zibby-studio s3://…` while the app runs on the same store: the running window opens it.
+#[tokio::test]
+async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
+    let moto = Moto::start();
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::with_sessions(&[FANOUT]);
+    let cache = here.data_home().join("cache").display().to_string();
+    let mut env: Vec<(&str, String)> = moto.env();
+    env.push(("XDG_CACHE_HOME", cache));
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let second_env = env.clone();
+    let here_path = here.path().display().to_string();
+    let (db, data_home) = (here.db(), here.data_home().to_path_buf());
+    let url = format!("s3://{BUCKET}/ci");
+    App::run_on_with_env(&here, &here_path, &env_refs, |client| async move {
+        row_appears(&client, FANOUT.id).await;
+        let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_zibby-studio"))
+            .arg("--db")
+            .arg(&db)
+            .arg(&url)
+            .env("XDG_DATA_HOME", &data_home)
+            .env("XDG_CONFIG_HOME", data_home.join("config"))
+            .envs(second_env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        let status = tokio::time::timeout(std::time::Duration::from_secs(60), status)
+            .await
+            .expect("the second launch exits within 60 s: it handed over")
+            .expect("launch the app again");
+        assert!(status.success(), "the second launch exits cleanly: {status}");
+        eventually("the running window opens the bucket prefix", || async {
+            let seen = text_of(&client, "#workspace-cloud").await?;
+            (seen == url).then_some(()).ok_or(seen)
+        })
+        .await;
+        row_appears(&client, PIPELINE.id).await;
+    })
+    .await;
+    drop(moto);
+}
