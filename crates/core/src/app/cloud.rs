@@ -5,7 +5,7 @@
 //! the mirror's folder reach the window as any workspace's changes do, through the watcher.
 //!
 //! Read-only: the window's commands that would start, stop, continue or delete a run, or write
-//! the agents file, are refused by [`Studio::forward`](crate::app::Studio::forward) while one is
+//! the agents file, are refused by the app service (`Studio::forward`) while one is
 //! open ([`READ_ONLY_REFUSED`]), naming the source. Pins are kept in the local store, keyed by
 //! the mirror's folder (one per source). A page of a large output not yet fetched is fetched
 //! before it is read ([`CloudWorkspace::ensure_range`]): never shown as the sparse file's zeros;
