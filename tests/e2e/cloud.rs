@@ -199,7 +199,8 @@ async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
     let here_path = here.path().display().to_string();
     let (db, data_home) = (here.db(), here.data_home().to_path_buf());
     let url = format!("s3://{BUCKET}/ci");
-    App::run_on_with_env(&here, &here_path, &env_refs, |client| async move {
+    let start_path = here_path.clone();
+    App::run_on_with_env(&here, &start_path, &env_refs, |client| async move {
         row_appears(&client, FANOUT.id).await;
         let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_zibby-studio"))
             .arg("--db")
@@ -222,6 +223,17 @@ async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
             (seen == url).then_some(()).ok_or(seen)
         })
         .await;
+        row_appears(&client, PIPELINE.id).await;
+
+        // Back to the folder, then to the bucket again from the menu's recent list: a URL opened
+        // before is known, so not asked about.
+        click(&client, "#workspace-switcher").await;
+        click(&client, &format!(".recent-workspace[data-path='{here_path}']")).await;
+        row_appears(&client, FANOUT.id).await;
+        assert!(client.find(Locator::Css("#workspace-read-only")).await.is_err());
+        click(&client, "#workspace-switcher").await;
+        click(&client, &format!(".recent-workspace[data-path='{url}']")).await;
+        wait_for(&client, "#workspace-read-only").await;
         row_appears(&client, PIPELINE.id).await;
     })
     .await;
