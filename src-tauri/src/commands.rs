@@ -30,6 +30,7 @@ use studio_core::store::{LogLine, Message, OutputFind, OutputPage, RunRecord, Se
 use studio_core::{Session, SessionId};
 use tauri::{AppHandle, State};
 
+pub use studio_core::app::cloud::CloudStatus;
 pub use studio_core::app::elsewhere::RemoteStatus;
 pub use studio_core::app::operations::WorkspaceInfo;
 
@@ -113,6 +114,19 @@ ipc_commands! {
     #[tauri::command]
     pub fn workspace_remote(studio: State<'_, Studio>) -> Option<RemoteStatus> {
         studio.remote().map(|remote| remote.status())
+    }
+
+    /// Opens a bucket prefix (`s3://bucket/prefix`, at `endpoint` when given) as the workspace,
+    /// read-only (the window hears `workspace-changed`); errors name the source.
+    #[tauri::command(async)]
+    pub fn workspace_open_cloud(app: AppHandle, url: String, endpoint: Option<String>) -> Result<WorkspaceInfo, CommandError> {
+        crate::cloud::open_cloud(&app, &url, endpoint)
+    }
+
+    /// The open workspace's bucket URL when it is a bucket prefix (read-only); `None` otherwise.
+    #[tauri::command]
+    pub fn workspace_cloud(studio: State<'_, Studio>) -> Option<CloudStatus> {
+        studio.cloud().map(|cloud| cloud.status())
     }
 
     /// The remote workspace being connected to (`host:path` as given), while one is.

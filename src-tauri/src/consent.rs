@@ -80,8 +80,12 @@ pub fn trust_question(shown: &ShownLaunch) -> String {
     text
 }
 
-/// Whether `path` is a workspace the studio opened before (one of `recent`, which are canonical).
+/// Whether `path` is a workspace the studio opened before (one of `recent`, which are canonical;
+/// a bucket URL as it was recorded).
 pub fn is_known_workspace(recent: &[PathBuf], path: &Path) -> bool {
+    if path.to_str().is_some_and(crate::cloud::is_cloud) {
+        return recent.iter().any(|known| known == path);
+    }
     std::fs::canonicalize(path).is_ok_and(|path| recent.contains(&path))
 }
 

@@ -62,6 +62,9 @@ pub fn switch_workspace(app: &AppHandle, path: &Path) -> Result<WorkspaceInfo, C
         return crate::forward::remote_answer("workspace_get", &[("studio", &app.state::<Studio>())])
             .unwrap_or_else(|| Err(studio_core::Error::NoWorkspace.into()));
     }
+    if let Some(url) = path.to_str().filter(|root| crate::cloud::is_cloud(root)) {
+        return crate::cloud::open_cloud(app, url, None);
+    }
     let workspace = app.state::<Studio>().open_workspace(path)?;
     let info = WorkspaceInfo::from(&workspace);
     match app.emit(WORKSPACE_CHANGED, &info) {
@@ -241,6 +244,7 @@ pub fn make_log_dir_private(dir: &Path) -> std::io::Result<()> {
 /// Menu item ids.
 const OPEN_WORKSPACE: &str = "open-workspace";
 const OPEN_REMOTE: &str = "open-remote";
+const OPEN_CLOUD: &str = "open-cloud";
 const RECENT_PREFIX: &str = "recent:";
 const REVEAL_LOGS: &str = "reveal-logs";
 const IMPORT_SESSION: &str = "import-session";
@@ -293,6 +297,7 @@ pub fn install_menu(app: &AppHandle) -> tauri::Result<()> {
         &[
             &MenuItem::with_id(app, OPEN_WORKSPACE, "Open Workspace…", true, Some("CmdOrCtrl+O"))?,
             &MenuItem::with_id(app, OPEN_REMOTE, "Open Remote Workspace…", true, None::<&str>)?,
+            &MenuItem::with_id(app, OPEN_CLOUD, "Open Cloud Workspace…", true, None::<&str>)?,
             &recent_menu,
             &PredefinedMenuItem::separator(app)?,
             &MenuItem::with_id(app, IMPORT_SESSION, "Import Session…", true, Some("CmdOrCtrl+I"))?,
@@ -339,6 +344,12 @@ pub fn on_menu(app: &AppHandle, id: &str) {
                 tracing::warn!(%error, "cannot ask the window for a remote workspace");
             }
         }
+        // The window shows its form (URL, endpoint); its `workspace_open_cloud` opens it.
+        OPEN_CLOUD => {
+            if let Err(error) = app.emit(crate::cloud::CLOUD_OPEN_REQUESTED, ()) {
+                tracing::warn!(%error, "cannot ask the window for a cloud workspace");
+            }
+        }
         IMPORT_SESSION => crate::share::pick_and_import(app),
         REVEAL_LOGS => {
             if let Some(dir) = log_dir() {
@@ -369,6 +380,8 @@ pub fn on_menu(app: &AppHandle, id: &str) {
                 if let Some(root) = recent.get(index) {
                     if let Some(target) = root.to_str().filter(|root| crate::remote::is_remote(root)) {
                         crate::remote::open_remote_in_background(app, target.to_owned());
+                    } else if let Some(url) = root.to_str().filter(|root| crate::cloud::is_cloud(root)) {
+                        crate::cloud::open_cloud_in_background(app, url.to_owned());
                     } else if let Err(error) = switch_workspace(app, root) {
                         tracing::warn!(code = error.code.as_str(), "{}", error.message);
                     }

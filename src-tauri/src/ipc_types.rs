@@ -212,6 +212,7 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         .add::<crate::CommandError>(cfg)
         .add::<crate::commands::WorkspaceInfo>(cfg)
         .add::<crate::commands::RemoteStatus>(cfg)
+        .add::<crate::commands::CloudStatus>(cfg)
         .add::<UsageFormat>(cfg)
         .add::<Tokens>(cfg)
         .add::<CostSource>(cfg)
@@ -324,6 +325,11 @@ fn declare_events(d: &mut Declarations) {
         "The Tauri event the shell asks the window to show the Open Remote Workspace form with (no payload).",
         "REMOTE_OPEN_REQUESTED",
         crate::remote::REMOTE_OPEN_REQUESTED,
+    )
+    .constant(
+        "The Tauri event the shell asks the window to show the Open Cloud Workspace form with (no payload).",
+        "CLOUD_OPEN_REQUESTED",
+        crate::cloud::CLOUD_OPEN_REQUESTED,
     )
     .constant(
         "The Tauri event the shell sends when the app is closing with live runs (payload: `QuitRequested`).",

@@ -14,6 +14,7 @@
 //!   checked-in file is stale (`scripts/gen-ipc-types.sh` rewrites it).
 
 mod askpass;
+mod cloud;
 mod commands;
 mod consent;
 mod desktop;
@@ -52,7 +53,7 @@ pub fn run() {
         askpass::answer(&prompt);
     }
     let from_link = studio_args::desktop::link_in(&args).is_some();
-    let (workspace, db, memory, session, remote, ssh_config) = match parse_args(args) {
+    let (workspace, db, memory, session, remote, ssh_config, cloud_url) = match parse_args(args) {
         Ok(Invocation::Open {
             workspace,
             db,
@@ -60,7 +61,8 @@ pub fn run() {
             session,
             remote,
             ssh_config,
-        }) => (workspace, db, memory, session, remote, ssh_config),
+            cloud,
+        }) => (workspace, db, memory, session, remote, ssh_config, cloud),
         Ok(Invocation::Help) => {
             print!("{}", studio_args::desktop::help());
             return;
@@ -96,6 +98,7 @@ pub fn run() {
     let (studio, run_events) = Studio::open(workspace.as_deref(), store_location);
     // A remote workspace opens once the window is up (connecting takes a while).
     let needs_workspace = remote.is_none()
+        && cloud_url.is_none()
         && studio
             .workspace()
             .is_err_and(|error| error.code() == studio_core::ErrorCode::NoWorkspace);
@@ -160,6 +163,9 @@ pub fn run() {
             if let Some(target) = remote {
                 remote::open_remote_in_background(app.handle(), target);
             }
+            if let Some(url) = cloud_url {
+                cloud::open_cloud_in_background(app.handle(), url);
+            }
             app.on_menu_event(|app, event| desktop::on_menu(app, event.id().as_ref()));
             if let Some(path) = link_workspace {
                 let handle = app.handle().clone();
@@ -184,6 +190,7 @@ pub fn run() {
             tauri::WindowEvent::DragDrop(tauri::DragDropEvent::Drop { paths, .. }) => {
                 share::import_dropped(window.app_handle(), paths.clone());
             }
+            tauri::WindowEvent::Focused(true) => cloud::on_focus(window.app_handle()),
             _ => {}
         })
         .invoke_handler(invoke_handler())
@@ -245,11 +252,17 @@ fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) 
         workspace,
         session,
         remote: remote_target,
+        cloud: cloud_url,
         ..
     }) = parse_args(args)
     else {
         return;
     };
+    // `zibby-studio s3://bucket/prefix` again: the running window opens it.
+    if let Some(url) = cloud_url {
+        cloud::open_cloud_in_background(app, url);
+        return;
+    }
     // `zibby-studio ssh://host/path` again: the running window opens it.
     if let Some(target) = remote_target {
         remote::open_remote_in_background(app, target);
@@ -375,6 +388,7 @@ mod tests {
             session: None,
             remote: None,
             ssh_config: None,
+            cloud: None,
         })
     }
 
@@ -389,6 +403,7 @@ mod tests {
                 session: None,
                 remote: None,
                 ssh_config: None,
+                cloud: None,
             })
         );
         assert_eq!(parse(&["/some/project"]), open("/some/project"));
@@ -425,6 +440,7 @@ mod tests {
                 session: None,
                 remote: None,
                 ssh_config: None,
+                cloud: None,
             })
         };
         assert_eq!(
@@ -441,6 +457,7 @@ mod tests {
                 session: None,
                 remote: None,
                 ssh_config: None,
+                cloud: None,
             })
         );
         assert!(parse(&["--db"]).unwrap_err().contains("`--db` needs a PATH"));
@@ -458,6 +475,7 @@ mod tests {
                 session: Some("1796000000000_abcd".to_owned()),
                 remote: None,
                 ssh_config: None,
+                cloud: None,
             })
         );
     }

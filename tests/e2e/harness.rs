@@ -468,6 +468,23 @@ impl App {
         .await;
     }
 
+    /// [`App::run_on`] with environment variables of the app's own (a bucket's endpoint and keys).
+    pub async fn run_on_with_env<F, Fut>(workspace: &Workspace, target: &str, env: &[(&str, &str)], test: F)
+    where
+        F: FnOnce(Client) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        App::run_in(
+            Path::new(target),
+            &workspace.db(),
+            workspace.data_home(),
+            env,
+            &[],
+            test,
+        )
+        .await;
+    }
+
     /// [`App::run`] on any path, one that may not exist.
     pub async fn run_at<F, Fut>(workspace: &Path, db: &Path, test: F)
     where

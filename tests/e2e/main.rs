@@ -13,6 +13,7 @@
 
 mod accessibility;
 mod bundles;
+mod cloud;
 mod compare;
 mod demo;
 mod desktop;

@@ -294,13 +294,15 @@ describe("the workspace switcher", () => {
     key("ArrowDown", menu);
     expect(document.activeElement?.id).toBe("workspace-open-remote");
     key("ArrowDown", menu);
+    expect(document.activeElement?.id).toBe("workspace-open-cloud");
+    key("ArrowDown", menu);
     expect(document.activeElement?.getAttribute("data-path")).toBe("/p");
     key("ArrowUp", menu);
-    expect(document.activeElement?.id).toBe("workspace-open-remote");
+    expect(document.activeElement?.id).toBe("workspace-open-cloud");
     key("Home", menu);
     expect(document.activeElement?.getAttribute("data-path")).toBe("/p");
     key("End", menu);
-    expect(document.activeElement?.id).toBe("workspace-open-remote");
+    expect(document.activeElement?.id).toBe("workspace-open-cloud");
     key("Escape", menu);
     flushSync();
     expect(root.querySelector(".workspace-menu")).toBeNull();

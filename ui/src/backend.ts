@@ -10,6 +10,7 @@ import {
   QUIT_REQUESTED,
   REMOTE_CONNECTING,
   REMOTE_OPEN_REQUESTED,
+  CLOUD_OPEN_REQUESTED,
   REMOTE_STATUS,
   RUN_EVENT,
   RUN_OUTPUT,
@@ -47,6 +48,7 @@ import type {
   Span,
   StartedRun,
   RemoteStatus,
+  CloudStatus,
   WatchNotice,
   WorkspaceInfo,
   StoppedBy,
@@ -84,6 +86,12 @@ export interface Backend {
   workspaceOpenRemote(target: string): Promise<RemoteStatus>;
   /** The open workspace's host and path when it is on another machine; `null` for one here. */
   workspaceRemote(): Promise<RemoteStatus | null>;
+  /** Opens a bucket prefix (`s3://bucket/prefix`, at `endpoint` when given) as the workspace, read-only. */
+  workspaceOpenCloud(url: string, endpoint: string | null): Promise<WorkspaceInfo>;
+  /** The open workspace's bucket URL when it is a bucket prefix (read-only); `null` otherwise. */
+  workspaceCloud(): Promise<CloudStatus | null>;
+  /** Calls `handler` when the app menu's "Open Cloud Workspace…" asks for the form. */
+  onCloudOpenRequested(handler: () => void): Promise<() => void>;
   /** The remote workspace being connected to (as given), while one is. */
   workspaceConnecting(): Promise<string | null>;
   /** Calls `handler` when connecting to a remote workspace begins (its target) and ends (`null`). */
@@ -216,6 +224,9 @@ export const tauriBackend: Backend = {
   workspacePick: () => call("workspace_pick", {}),
   workspaceOpenRemote: (target) => call("workspace_open_remote", { target }),
   workspaceRemote: () => call("workspace_remote", {}),
+  workspaceOpenCloud: (url, endpoint) => call("workspace_open_cloud", { url, endpoint }),
+  workspaceCloud: () => call("workspace_cloud", {}),
+  onCloudOpenRequested: (handler) => listen(CLOUD_OPEN_REQUESTED, () => handler()),
   workspaceConnecting: () => call("workspace_connecting", {}),
   onRemoteConnecting: (handler) => listen<string | null>(REMOTE_CONNECTING, (event) => handler(event.payload)),
   onRemoteStatus: (handler) => listen<RemoteStatus>(REMOTE_STATUS, (event) => handler(event.payload)),

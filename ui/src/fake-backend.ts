@@ -32,6 +32,7 @@ import type {
   Span,
   StartedRun,
   RemoteStatus,
+  CloudStatus,
   WatchNotice,
   WorkspaceInfo,
   UsageTotal,
@@ -105,6 +106,10 @@ export interface FakeBackend extends Backend {
   /** The remote workspace open (`workspaceOpenRemote`), or a refusal to open one. */
   remote: RemoteStatus | null;
   remoteRefusal: CommandError | null;
+  /** The cloud workspace open (`workspaceOpenCloud`): read-only. */
+  cloud: CloudStatus | null;
+  /** The app menu asks for the Open Cloud Workspace form. */
+  cloudOpenRequested(): void;
   /** The remote workspace being connected to. */
   connecting: string | null;
   /** The shell says connecting began (a target) or ended (`null`). */
@@ -156,6 +161,7 @@ export function fakeBackend(
   const importFailedListeners = new Set<(error: CommandError) => void>();
   const remoteListeners = new Set<(status: RemoteStatus) => void>();
   const remoteOpenListeners = new Set<() => void>();
+  const cloudOpenListeners = new Set<() => void>();
   const connectingListeners = new Set<(target: string | null) => void>();
   let nextRun = 1;
 
@@ -210,6 +216,10 @@ export function fakeBackend(
     picked: null,
     remote: null,
     remoteRefusal: null,
+    cloud: null,
+    cloudOpenRequested() {
+      deliver(cloudOpenListeners);
+    },
     connecting: null,
     remoteConnecting(target) {
       backend.connecting = target;
@@ -349,6 +359,22 @@ export function fakeBackend(
     },
     async workspaceRemote() {
       return backend.remote;
+    },
+    async workspaceOpenCloud(url, endpoint) {
+      backend.calls.push(`workspaceOpenCloud(${url}, ${endpoint})`);
+      backend.cloud = { url, endpoint, error: null };
+      backend.workspace = {
+        root: "/cache/mirror/workspace",
+        sessions_dir: "/cache/mirror/workspace/.zibby/output/sessions",
+      };
+      return backend.workspace;
+    },
+    async workspaceCloud() {
+      return backend.cloud;
+    },
+    async onCloudOpenRequested(handler) {
+      cloudOpenListeners.add(handler);
+      return () => cloudOpenListeners.delete(handler);
     },
     async workspaceConnecting() {
       return backend.connecting;

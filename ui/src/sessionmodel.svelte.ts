@@ -38,6 +38,8 @@ export interface SessionViewContext {
   backend: Backend;
   /** The open workspace's host and path when it is on another machine (Reveal becomes "Copy remote path"). */
   remote(): RemoteStatus | null;
+  /** The workspace is a bucket prefix: Re-run, Continue, Stop and Delete are absent. */
+  readOnly(): boolean;
   /** The workspace's agents (read as they change). */
   agents(): readonly Agent[];
   /** Stops a run (graceful, or `force`); rejects with why it could not. */

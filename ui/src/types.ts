@@ -54,6 +54,7 @@ export type {
   UsageTotal,
   WatchNotice,
   RemoteStatus,
+  CloudStatus,
   WorkspaceInfo,
   Launch,
   Level,

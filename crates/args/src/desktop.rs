@@ -11,7 +11,7 @@ use crate::StoreArgs;
 
 /// The one-line usage, printed under an error.
 pub const USAGE: &str =
-    "usage: zibby-studio [--db PATH | --memory] [--session ID] [--ssh-config FILE] [WORKSPACE | HOST:PATH]";
+    "usage: zibby-studio [--db PATH | --memory] [--session ID] [--ssh-config FILE] [WORKSPACE | HOST:PATH | s3://BUCKET/PREFIX]";
 
 const ENVIRONMENT: &str = "\
 Environment:
@@ -27,7 +27,7 @@ Environment:
     name = "zibby-studio",
     about = "Zibby Studio: watch, start and stop Zibby agent runs on your own machine",
     version,
-    override_usage = "zibby-studio [--db PATH | --memory] [--session ID] [--ssh-config FILE] [WORKSPACE | HOST:PATH]",
+    override_usage = "zibby-studio [--db PATH | --memory] [--session ID] [--ssh-config FILE] [WORKSPACE | HOST:PATH | s3://BUCKET/PREFIX]",
     after_help = ENVIRONMENT,
     mut_arg("memory", |arg| arg.help("A throwaway store that lives as long as the app")),
 )]
@@ -36,7 +36,9 @@ pub struct DesktopArgs {
     /// [default: the last one opened, else a folder picker asks]. A second launch hands its
     /// WORKSPACE to the running window (one window per store). A workspace on another machine
     /// is `ssh://[USER@]HOST[:PORT]/PATH` or `HOST:PATH` (HOST an alias of the ssh config),
-    /// reached with the system's ssh
+    /// reached with the system's ssh. A bucket prefix `s3://BUCKET/PREFIX` (or `gs://`, `az://`)
+    /// opens read-only (endpoint, region and keys from the provider's variables, e.g.
+    /// AWS_ENDPOINT_URL, AWS_REGION, AWS_PROFILE)
     #[arg(value_name = "WORKSPACE")]
     pub workspace: Option<PathBuf>,
     #[command(flatten)]
@@ -68,6 +70,9 @@ pub enum Invocation {
         remote: Option<String>,
         /// `--ssh-config`: the ssh config file for a remote workspace.
         ssh_config: Option<PathBuf>,
+        /// A bucket prefix (`s3://bucket/prefix`, `gs://…`, `az://…`) given as WORKSPACE: opened
+        /// read-only, through a mirror in the studio's cache.
+        cloud: Option<String>,
     },
     Help,
     Version,
@@ -149,6 +154,7 @@ pub fn parse_link(link: &str) -> Result<Invocation, String> {
         session,
         remote: None,
         ssh_config: None,
+        cloud: None,
     })
 }
 
@@ -168,18 +174,17 @@ pub fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Invocation
             ssh_config,
             ..
         }) => {
-            let remote = workspace
-                .as_ref()
-                .and_then(|path| path.to_str())
-                .filter(|text| is_remote(text))
-                .map(str::to_owned);
+            let text = workspace.as_ref().and_then(|path| path.to_str());
+            let remote = text.filter(|text| is_remote(text)).map(str::to_owned);
+            let cloud = text.filter(|text| is_cloud(text)).map(str::to_owned);
             Ok(Invocation::Open {
-                workspace: workspace.filter(|_| remote.is_none()),
+                workspace: workspace.filter(|_| remote.is_none() && cloud.is_none()),
                 db: store.db,
                 memory: store.memory,
                 session,
                 remote,
                 ssh_config,
+                cloud,
             })
         }
         Err(error) => match error.kind() {
@@ -204,6 +209,13 @@ pub fn is_remote(workspace: &str) -> bool {
         (None, _) => false,
     };
     colon_first && !std::path::Path::new(workspace).exists()
+}
+
+/// Whether WORKSPACE names a bucket prefix: `s3://`, `gs://` or `az://`.
+pub fn is_cloud(workspace: &str) -> bool {
+    ["s3://", "gs://", "az://"]
+        .iter()
+        .any(|scheme| workspace.starts_with(scheme))
 }
 
 /// The help `--help` prints.
@@ -264,6 +276,23 @@ mod tests {
     }
 
     #[test]
+    fn a_bucket_prefix_is_told_from_a_folder_and_a_host() {
+        let cloud = |args: &[&str]| match parse(args) {
+            Ok(Invocation::Open {
+                workspace,
+                remote,
+                cloud,
+                ..
+            }) => (workspace, remote, cloud),
+            other => panic!("{other:?}"),
+        };
+        for url in ["s3://bucket/ci/sessions", "gs://b", "az://container/p"] {
+            assert_eq!(cloud(&[url]), (None, None, Some(url.to_owned())), "{url}");
+        }
+        assert_eq!(cloud(&["s3"]), (Some(PathBuf::from("s3")), None, None));
+    }
+
+    #[test]
     fn the_definition_is_consistent() {
         DesktopArgs::command().debug_assert();
     }
@@ -293,6 +322,7 @@ mod tests {
                 session: Some("1796000000000_abcd".to_owned()),
                 remote: None,
                 ssh_config: None,
+                cloud: None,
             })
         );
         assert_eq!(
@@ -304,6 +334,7 @@ mod tests {
                 session: Some("s1".to_owned()),
                 remote: None,
                 ssh_config: None,
+                cloud: None,
             })
         );
         assert!(parse(&["zibby-studio://delete?session=s1"])
@@ -323,7 +354,7 @@ mod tests {
     fn the_help_names_the_workspace_the_store_and_the_environment() {
         let help = help();
         for text in [
-            "usage: zibby-studio [--db PATH | --memory] [--session ID] [--ssh-config FILE] [WORKSPACE | HOST:PATH]",
+            "usage: zibby-studio [--db PATH | --memory] [--session ID] [--ssh-config FILE] [WORKSPACE | HOST:PATH | s3://BUCKET/PREFIX]",
             "ZIBBY_STUDIO_SSH_CONFIG",
             "[WORKSPACE]",
             "--db <PATH>",

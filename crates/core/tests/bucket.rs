@@ -559,3 +559,72 @@ fn an_output_replaced_after_the_listing_is_refused_not_joined() {
         .to_string();
     assert!(error.contains("changed since it was listed"), "{error}");
 }
+
+/// The window's cloud workspace (`app::cloud`): its mirror opened as the app service's workspace,
+/// the commands that would write refused naming the source, a page of an output not yet fetched
+/// read from the bucket rather than as the sparse file's zeros, a pin kept locally.
+#[test]
+fn a_cloud_workspace_in_the_app_service_is_read_only_and_reads_unfetched_pages_from_the_bucket() {
+    use studio_core::app::cloud::{CloudWorkspace, READ_ONLY_REFUSED};
+    use studio_core::app::Studio;
+    use studio_core::store::StoreLocation;
+
+    let fixture = Fixture::new();
+    let mib = 1024 * 1024;
+    fixture.moto.upload(
+        BUCKET,
+        true,
+        json!([
+            {"put": "ci/big_1/.session-info.json", "text": "{\"sessionTimestamp\": 1795952464415}"},
+            {"multipart": "ci/big_1/node/raw_stream_output.txt", "part_bytes": 5 * mib, "parts": 2, "fill": "line of output\n", "last": "THE END\n"},
+            {"put": "ci/big_1/.upload-complete", "text": ""},
+        ]),
+    );
+    let cloud = CloudWorkspace::open(&fixture.source("ci"), fixture.options(), None).unwrap();
+    let (studio, _) = Studio::open(None, StoreLocation::resolve(None, true));
+    studio.open_cloud(cloud).unwrap();
+
+    for method in READ_ONLY_REFUSED {
+        let refused = studio.forward(method, json!({})).expect("refused here").unwrap_err();
+        let said = refused.to_string();
+        assert!(
+            said.contains("s3://team-runs/ci") && said.contains("read-only"),
+            "{said}"
+        );
+    }
+    assert!(
+        studio.forward("sessions_list", json!({})).is_none(),
+        "reading runs here"
+    );
+
+    let page = studio
+        .session_file_read("big_1", "node/raw_stream_output.txt", 0, 15)
+        .unwrap();
+    assert_eq!(page.text, "line of output\n", "{page:?}");
+    assert!(!page.binary);
+
+    // Export reads the session whole: every range is fetched first, none exported as zeros.
+    let out = fixture.cache.path().join("big_1.zip");
+    studio
+        .export_session(&SessionId::parse("big_1").unwrap(), &out, false)
+        .unwrap();
+    let mirrored = studio
+        .cloud()
+        .unwrap()
+        .workspace_root()
+        .join(".zibby/output/sessions/big_1/node/raw_stream_output.txt");
+    assert!(
+        !std::fs::read(mirrored).unwrap().contains(&0),
+        "no range left unfetched"
+    );
+
+    studio.pin_add("big_1").unwrap();
+    let listing = studio.sessions(SystemTime::now()).unwrap();
+    assert!(
+        listing
+            .sessions
+            .iter()
+            .any(|row| row.summary.id.as_str() == "big_1" && row.pinned),
+        "{listing:?}"
+    );
+}

@@ -62,6 +62,23 @@ target: string,
 lost: string | null, };
 
 /**
+ * A cloud workspace as the window shows it.
+ */
+export type CloudStatus = { 
+/**
+ * The source's URL (`s3://bucket/prefix`), which opens it again (Open Recent).
+ */
+url: string, 
+/**
+ * The endpoint given in the form, when one was.
+ */
+endpoint: string | null, 
+/**
+ * Why the last refresh failed, while it does.
+ */
+error: string | null, };
+
+/**
  * Which machine-readable format a node's usage was read from (told by content).
  */
 export type UsageFormat = "claude_code" | "codex" | "gemini_cli" | "cursor";
@@ -740,6 +757,8 @@ export type Commands = {
   workspace_open: { args: { path: string }; result: WorkspaceInfo | null };
   workspace_open_remote: { args: { target: string }; result: RemoteStatus };
   workspace_remote: { args: Record<string, never>; result: RemoteStatus | null };
+  workspace_open_cloud: { args: { url: string; endpoint: string | null }; result: WorkspaceInfo };
+  workspace_cloud: { args: Record<string, never>; result: CloudStatus | null };
   workspace_connecting: { args: Record<string, never>; result: string | null };
   workspace_pick: { args: Record<string, never>; result: WorkspaceInfo | null };
   sessions_list: { args: Record<string, never>; result: SessionListing };
@@ -799,6 +818,9 @@ export const REMOTE_CONNECTING = "remote-connecting";
 
 /** The Tauri event the shell asks the window to show the Open Remote Workspace form with (no payload). */
 export const REMOTE_OPEN_REQUESTED = "remote-open-requested";
+
+/** The Tauri event the shell asks the window to show the Open Cloud Workspace form with (no payload). */
+export const CLOUD_OPEN_REQUESTED = "cloud-open-requested";
 
 /** The Tauri event the shell sends when the app is closing with live runs (payload: `QuitRequested`). */
 export const QUIT_REQUESTED = "quit-requested";

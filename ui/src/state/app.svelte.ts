@@ -96,6 +96,7 @@ export class AppState {
       this.backend.onRemoteStatus((status) => (this.workspace.remote = status)),
       this.backend.onRemoteConnecting((target) => (this.workspace.connecting = target)),
       this.backend.onRemoteOpenRequested(() => this.workspace.askRemote()),
+      this.backend.onCloudOpenRequested(() => this.workspace.askCloud()),
       this.backend.onQuitRequested((request) => (this.dialogs.quitRequest = request)),
       this.backend.onAgentsChanged(() => void this.agents.reload()),
       this.backend.onSessionOpened((opened) => this.showSession(opened.session_id)),
@@ -143,16 +144,18 @@ export class AppState {
 
   async refresh(): Promise<void> {
     this.refreshing = true;
-    const [workspace, sessions, agents, remote, connecting] = await Promise.all([
+    const [workspace, sessions, agents, remote, connecting, cloud] = await Promise.all([
       settle(this.backend.workspaceGet()),
       settle(this.backend.sessionsList()),
       settle(this.backend.agentsList()),
       settle(this.backend.workspaceRemote()),
       settle(this.backend.workspaceConnecting()),
+      settle(this.backend.workspaceCloud()),
     ]);
     this.workspace.info = workspace;
     this.workspace.remote = remote.kind === "ok" ? remote.value : null;
     this.workspace.connecting = connecting.kind === "ok" ? connecting.value : null;
+    this.workspace.cloud = cloud.kind === "ok" ? cloud.value : null;
     this.sessions.set(sessions);
     this.agents.set(agents);
     this.refreshing = false;
@@ -208,6 +211,7 @@ export class AppState {
         {
           backend: this.backend,
           remote: () => this.workspace.remote,
+          readOnly: () => this.workspace.cloud !== null,
           agents: () => this.agents.list,
           stopRun: (runId, force) => this.runs.stop(runId, force),
           runStarted: (started) => this.runs.add(started),

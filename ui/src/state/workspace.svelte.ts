@@ -5,7 +5,7 @@
 import type { Backend } from "../backend";
 import { toCommandError } from "../errors";
 import { settle, type Loaded } from "../loaded";
-import type { CommandError, RemoteStatus, WatchNotice, WorkspaceInfo } from "../types";
+import type { CloudStatus, CommandError, RemoteStatus, WatchNotice, WorkspaceInfo } from "../types";
 
 /** The Open Remote Workspace form. */
 export interface RemoteForm {
@@ -13,6 +13,17 @@ export interface RemoteForm {
   /** Connecting (ssh, the server put on the host when missing). */
   opening: boolean;
   /** Why the last try failed (it names the host). */
+  error: CommandError | null;
+}
+
+/** The Open Cloud Workspace form. */
+export interface CloudForm {
+  url: string;
+  /** An S3-compatible store's URL; empty: the provider's variables (`AWS_ENDPOINT_URL`, …). */
+  endpoint: string;
+  /** Listing the prefix (the first refresh of the mirror). */
+  opening: boolean;
+  /** Why the last try failed (it names the source). */
   error: CommandError | null;
 }
 
@@ -30,6 +41,9 @@ export class WorkspaceState {
   /** The open workspace's host and path when it is on another machine (`lost`: the link dropped). */
   remote = $state.raw<RemoteStatus | null>(null);
   remoteForm = $state.raw<RemoteForm | null>(null);
+  /** The open workspace's bucket URL when it is a bucket prefix: read-only (no run, stop, delete). */
+  cloud = $state.raw<CloudStatus | null>(null);
+  cloudForm = $state.raw<CloudForm | null>(null);
   /** The remote workspace the app is connecting to (a launch's `ssh://…`), while it is. */
   connecting = $state.raw<string | null>(null);
 
@@ -47,7 +61,7 @@ export class WorkspaceState {
   /** The shell says the workspace changed: news unless it is the open one or this window's own switch. */
   changed(workspace: WorkspaceInfo): void {
     const open = this.info.kind === "ok" ? this.info.value.root : null;
-    if (this.remoteForm?.opening) return; // this window's own remote switch: it reloads when done
+    if (this.remoteForm?.opening || this.cloudForm?.opening) return; // this window's own switch: it reloads when done
     if (workspace.root === this.#switchingTo || workspace.root === open) return;
     void this.#switched();
   }
@@ -122,6 +136,35 @@ export class WorkspaceState {
         await this.#switched();
       } catch (error) {
         this.remoteForm = { target, opening: false, error: toCommandError(error) };
+      }
+    })();
+  }
+
+  /** Shows the Open Cloud Workspace form (the app menu, the switcher's menu). */
+  askCloud(): void {
+    this.menu = null;
+    this.cloudForm = {
+      url: this.cloudForm?.url ?? "",
+      endpoint: this.cloudForm?.endpoint ?? "",
+      opening: false,
+      error: null,
+    };
+  }
+
+  closeCloudForm(): void {
+    if (!this.cloudForm?.opening) this.cloudForm = null;
+  }
+
+  /** Opens bucket prefix `url` (at `endpoint` when given) read-only; the form stays open with the error on failure. */
+  openCloud(url: string, endpoint: string): void {
+    this.cloudForm = { url, endpoint, opening: true, error: null };
+    void (async () => {
+      try {
+        await this.#backend.workspaceOpenCloud(url.trim(), endpoint.trim() === "" ? null : endpoint.trim());
+        this.cloudForm = null;
+        await this.#switched();
+      } catch (error) {
+        this.cloudForm = { url, endpoint, opening: false, error: toCommandError(error) };
       }
     })();
   }

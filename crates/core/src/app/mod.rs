@@ -8,6 +8,7 @@
 //! another machine ([`elsewhere`]): the window's commands then go there by name
 //! ([`Studio::forward`]).
 
+pub mod cloud;
 pub mod elsewhere;
 pub mod first_listing;
 pub mod live;
@@ -19,6 +20,7 @@ use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, SystemTime};
 
+use crate::app::cloud::{CloudWorkspace, READ_ONLY_REFUSED};
 use crate::app::elsewhere::{Elsewhere, RemoteStatus};
 use crate::app::first_listing::FirstListing;
 use crate::app::live::RunChanges;
@@ -63,6 +65,8 @@ pub struct Studio {
     first_listing: FirstListing,
     /// The open workspace when it is on another machine (then `workspace` is the last local one).
     remote: RwLock<Option<Arc<dyn Elsewhere>>>,
+    /// The open workspace when it is a bucket prefix (then `workspace` is its mirror's folder).
+    cloud: RwLock<Option<Arc<CloudWorkspace>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -134,6 +138,7 @@ impl Studio {
             run_changes: Mutex::new(None),
             first_listing: FirstListing::default(),
             remote: RwLock::new(None),
+            cloud: RwLock::new(None),
         };
         (studio, events)
     }
@@ -176,9 +181,24 @@ impl Studio {
     pub fn open_workspace(&self, path: &Path) -> Result<Workspace, Error> {
         let workspace = Workspace::open(path)?;
         self.store()?.workspace_opened(&workspace, SystemTime::now())?;
+        self.switch_to(workspace, None)
+    }
+
+    /// Makes `cloud` the open workspace: its mirror's folder is opened as a local one (read-only,
+    /// [`READ_ONLY_REFUSED`]), and its URL becomes the most recent workspace (Open Recent opens
+    /// it again).
+    pub fn open_cloud(&self, cloud: Arc<CloudWorkspace>) -> Result<Workspace, Error> {
+        let workspace = Workspace::open(cloud.workspace_root())?;
+        let recorded = Workspace::from_canonical_root(PathBuf::from(cloud.status().url));
+        self.store()?.workspace_opened(&recorded, SystemTime::now())?;
+        self.switch_to(workspace, Some(cloud))
+    }
+
+    fn switch_to(&self, workspace: Workspace, cloud: Option<Arc<CloudWorkspace>>) -> Result<Workspace, Error> {
         share::sweep_stale_imports(&workspace);
         *self.workspace.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Ok(workspace.clone());
         self.close_remote();
+        self.set_cloud(cloud);
         tracing::info!(root = %workspace.root().display(), "workspace opened");
         // Cloned out first: `watch` takes the lock again.
         let changes = lock(&self.changes).clone();
@@ -186,6 +206,25 @@ impl Studio {
             self.watch(sink)?;
         }
         Ok(workspace)
+    }
+
+    /// The open workspace when it is a bucket prefix.
+    pub fn cloud(&self) -> Option<Arc<CloudWorkspace>> {
+        self.cloud
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Makes `cloud` the open cloud workspace (or none); the one before stops polling.
+    fn set_cloud(&self, cloud: Option<Arc<CloudWorkspace>>) {
+        let previous = std::mem::replace(
+            &mut *self.cloud.write().unwrap_or_else(|poisoned| poisoned.into_inner()),
+            cloud,
+        );
+        if let Some(previous) = previous {
+            previous.close();
+        }
     }
 
     /// Makes `remote` the open workspace (its commands go there, [`Studio::forward`]): the local
@@ -198,6 +237,7 @@ impl Studio {
             tracing::warn!(%error, "cannot record the remote workspace as recent");
         }
         drop(lock(&self.watcher).take());
+        self.set_cloud(None);
         let previous = self
             .remote
             .write()
@@ -220,8 +260,14 @@ impl Studio {
 
     /// The answer of the open remote workspace to the window's command `method` (its arguments
     /// by their IPC names); `None` when the workspace is on this machine or the command is not
-    /// one the other machine answers.
+    /// one the other machine answers. A cloud workspace's answer to a command that would write
+    /// ([`READ_ONLY_REFUSED`]) is its refusal, naming the source: the one read-only check.
     pub fn forward(&self, method: &str, params: serde_json::Value) -> Option<Result<serde_json::Value, Error>> {
+        if let Some(cloud) = self.cloud() {
+            if READ_ONLY_REFUSED.contains(&method) {
+                return Some(Err(cloud.read_only_error(method)));
+            }
+        }
         self.remote()?.forward(method, params)
     }
 
@@ -377,6 +423,9 @@ impl Studio {
         if let Some(remote) = self.remote() {
             return remote.export_session(id.as_str(), include_config, path);
         }
+        if let Some(cloud) = self.cloud() {
+            cloud.fetch_whole(id.as_str())?;
+        }
         share::export_session(
             self.store()?,
             &self.workspace()?,
@@ -420,6 +469,10 @@ impl Studio {
     ) -> Result<crate::compare::RunDiff, Error> {
         use crate::compare::sides::Source;
         let (store, workspace) = (self.store()?, self.workspace()?);
+        if let Some(cloud) = self.cloud() {
+            cloud.fetch_whole(a)?;
+            cloud.fetch_whole(b)?;
+        }
         let (a, b) = (
             Source::resolve(store, &workspace, a)?,
             Source::resolve(store, &workspace, b)?,

@@ -97,6 +97,9 @@ impl Studio {
         limit: usize,
     ) -> Result<FileChunk, Error> {
         let folder = self.session_folder(session_id)?;
+        if let Some(cloud) = self.cloud() {
+            cloud.ensure_range(session_id, path, offset, limit)?;
+        }
         crate::sessions::files::read(&folder, session_id, path, offset, limit)
     }
 

@@ -50,6 +50,16 @@ describe("the session view's header", () => {
     expect(context.close).toHaveBeenCalledOnce();
   });
 
+  it("offers no Re-run, Continue, Stop or Delete in a cloud workspace (read-only); Pin stays", async () => {
+    backend.cloud = { url: "s3://team/ci", endpoint: null, error: null };
+    await open("s1");
+    for (const id of ["#session-rerun", "#session-continue", "#session-stop", "#session-delete"]) {
+      expect($(id), id).toBeNull();
+    }
+    expect($("#session-pin")).not.toBeNull();
+    expect($("#session-export")).not.toBeNull();
+  });
+
   it("names the node a running session is at, and none once it ended", async () => {
     backend.sessions = backend.sessions.map((session) =>
       session.id === "folder-only" ? { ...session, status: "running", current_node: "scan" } : session,

@@ -89,6 +89,7 @@ export function testContext(backend: FakeBackend, now: () => number = () => Date
   return {
     backend,
     remote: () => backend.remote,
+    readOnly: () => backend.cloud !== null,
     agents: () => [{ name: "writer", run: ["w"] }],
     stopRun: vi.fn((runId: string, force: boolean) => backend.runStop(runId, force)),
     askDelete: vi.fn(),

@@ -1,0 +1,189 @@
+//! A bucket prefix open in the window as a read-only workspace ([`CloudWorkspace`]): its mirror
+//! (`bucket::Mirror`, a folder of the studio's cache, one per source) is opened as a local
+//! workspace, and a poller thread refreshes the mirror every [`POLL_INTERVAL`] and when asked
+//! ([`CloudWorkspace::refresh_soon`], the window gaining focus). The files a refresh writes into
+//! the mirror's folder reach the window as any workspace's changes do, through the watcher.
+//!
+//! Read-only: the window's commands that would start, stop, continue or delete a run, or write
+//! the agents file, are refused by the app service (`Studio::forward`) while one is
+//! open ([`READ_ONLY_REFUSED`]), naming the source. Pins are kept in the local store, keyed by
+//! the mirror's folder (one per source). A page of a large output not yet fetched is fetched
+//! before it is read ([`CloudWorkspace::ensure_range`]): never shown as the sparse file's zeros;
+//! a session exported or compared is fetched whole first ([`CloudWorkspace::fetch_whole`]).
+
+use std::path::PathBuf;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::bucket::{Mirror, MirrorOptions, Source};
+use crate::sessions::session::RAW_STREAM_FILE;
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
+
+/// How often the poller refreshes the mirror.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The window's commands a cloud workspace refuses (run, replay and continue are `run_start` and
+/// `run_replay`; stop; delete; the agents file).
+pub const READ_ONLY_REFUSED: &[&str] = &[
+    "run_start",
+    "run_replay",
+    "run_stop",
+    "session_stop_outside",
+    "session_delete",
+    "agent_save",
+];
+
+/// A cloud workspace as the window shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CloudStatus {
+    /// The source's URL (`s3://bucket/prefix`), which opens it again (Open Recent).
+    pub url: String,
+    /// The endpoint given in the form, when one was.
+    pub endpoint: Option<String>,
+    /// Why the last refresh failed, while it does.
+    pub error: Option<String>,
+}
+
+/// An open cloud workspace: its mirror and the poller that keeps it current.
+pub struct CloudWorkspace {
+    /// Taken out only when dropped (off any async runtime: the mirror owns one).
+    mirror: Option<Arc<Mirror>>,
+    url: String,
+    endpoint: Option<String>,
+    error: Arc<Mutex<Option<String>>>,
+    /// Wakes the poller (a refresh now); dropped, it ends the poller.
+    wake: Mutex<Option<Sender<()>>>,
+}
+
+impl CloudWorkspace {
+    /// Opens the mirror of `source` and refreshes it once (an error there, such as access
+    /// refused, is the caller's), then starts its poller.
+    pub fn open(
+        source: &Source,
+        options: MirrorOptions,
+        endpoint: Option<String>,
+    ) -> Result<Arc<CloudWorkspace>, Error> {
+        let mirror = off_runtime(|| {
+            let mirror = Mirror::open(source, options)?;
+            mirror.refresh(SystemTime::now())?;
+            Ok::<_, Error>(mirror)
+        })?;
+        let mirror = Arc::new(mirror);
+        let (wake, woken) = mpsc::channel::<()>();
+        let error = Arc::new(Mutex::new(None));
+        let (polled, said) = (Arc::clone(&mirror), Arc::clone(&error));
+        std::thread::Builder::new()
+            .name("cloud-poller".into())
+            .spawn(move || loop {
+                match woken.recv_timeout(POLL_INTERVAL) {
+                    Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+                let failed = polled.refresh(SystemTime::now()).err().map(|e| e.to_string());
+                if let Some(failure) = &failed {
+                    tracing::warn!(source = %polled.source(), "the cloud workspace's refresh failed: {failure}");
+                }
+                *said.lock().unwrap_or_else(|p| p.into_inner()) = failed;
+            })
+            .map_err(|e| Error::io_spawn("the cloud workspace's poller", e))?;
+        Ok(Arc::new(CloudWorkspace {
+            url: mirror.source().to_string(),
+            mirror: Some(mirror),
+            endpoint,
+            error,
+            wake: Mutex::new(Some(wake)),
+        }))
+    }
+
+    fn mirror(&self) -> &Mirror {
+        self.mirror.as_ref().expect("the mirror is taken out only when dropped")
+    }
+
+    /// The mirror's folder, opened as the workspace.
+    pub fn workspace_root(&self) -> PathBuf {
+        self.mirror().workspace_root()
+    }
+
+    pub fn source(&self) -> &Source {
+        self.mirror().source()
+    }
+
+    pub fn status(&self) -> CloudStatus {
+        CloudStatus {
+            url: self.url.clone(),
+            endpoint: self.endpoint.clone(),
+            error: self.error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        }
+    }
+
+    /// Asks the poller for a refresh now (the window gained focus).
+    pub fn refresh_soon(&self) {
+        if let Some(wake) = &*self.wake.lock().unwrap_or_else(|p| p.into_inner()) {
+            let _ = wake.send(());
+        }
+    }
+
+    /// The error a write command `method` gets: the source is read-only.
+    pub fn read_only_error(&self, method: &str) -> Error {
+        self.source().error(
+            "",
+            format!("a cloud workspace is read-only: `{method}` (run, stop, continue, delete) is refused"),
+        )
+    }
+
+    /// Makes bytes `offset..offset + limit` of `path` of session `session_id` present in the
+    /// mirror (fetched by range when missing): only a raw stream may be partly fetched.
+    pub fn ensure_range(&self, session_id: &str, path: &str, offset: u64, limit: usize) -> Result<(), Error> {
+        let id = SessionId::parse(session_id)?;
+        let is_raw_stream = std::path::Path::new(path).file_name() == Some(std::ffi::OsStr::new(RAW_STREAM_FILE));
+        if is_raw_stream && self.mirror().holds(&id) {
+            let range = offset..offset.saturating_add(limit as u64);
+            off_runtime(|| self.mirror().read_range(&id, path, range))?;
+        }
+        Ok(())
+    }
+
+    /// Fetches whole the session `id` names when the bucket holds it (else it is a local session
+    /// or a run id, left to the caller): export and compare read sessions whole.
+    pub fn fetch_whole(&self, id: &str) -> Result<(), Error> {
+        if let Ok(id) = SessionId::parse(id) {
+            if self.mirror().holds(&id) {
+                off_runtime(|| self.mirror().fetch_session(&id, u64::MAX))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops the poller.
+    pub fn close(&self) {
+        self.wake.lock().unwrap_or_else(|p| p.into_inner()).take();
+    }
+}
+
+impl Drop for CloudWorkspace {
+    /// The mirror's runtime cannot be dropped on an async runtime's thread (the window's commands
+    /// switch workspaces there): the last handle of it goes on a thread of its own then.
+    fn drop(&mut self) {
+        self.close();
+        let mirror = self.mirror.take();
+        off_runtime(move || drop(mirror));
+    }
+}
+
+/// Runs `work` (which blocks on the mirror's own runtime) on a thread of its own when called on
+/// an async runtime's thread (the window's async commands run there: a runtime cannot be blocked
+/// on from inside another), else here.
+fn off_runtime<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return work();
+    }
+    std::thread::scope(|scope| match scope.spawn(work).join() {
+        Ok(done) => done,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}

@@ -1,0 +1,69 @@
+//! Cloud workspaces in the window: a bucket prefix (`s3://bucket/prefix`) opened from the menu's
+//! form, the command line or Open Recent, read-only, through the core's
+//! `app::cloud::CloudWorkspace` (its mirror's folder opened as the workspace, kept current by a
+//! poller, which the window's focus wakes).
+
+use studio_core::app::cloud::CloudWorkspace;
+use studio_core::bucket::{cache, MirrorOptions, Source};
+use tauri::{AppHandle, Emitter, Manager};
+
+use crate::commands::WorkspaceInfo;
+use crate::{CommandError, Studio};
+
+/// The Tauri event the menu's "Open Cloud Workspace…" asks the window to show its form with.
+pub const CLOUD_OPEN_REQUESTED: &str = "cloud-open-requested";
+
+/// Whether a recent workspace (or a launch's) is a bucket prefix.
+pub use studio_args::desktop::is_cloud;
+
+/// Opens bucket prefix `url` (at `endpoint` when given, else the provider's variables') as the
+/// workspace, read-only, and tells the window as a local switch does. Lists the prefix first
+/// (an error, such as access refused, names the source): call it off the main thread.
+pub fn open_cloud(app: &AppHandle, url: &str, endpoint: Option<String>) -> Result<WorkspaceInfo, CommandError> {
+    let endpoint = endpoint.filter(|endpoint| !endpoint.trim().is_empty());
+    let mut source = Source::parse(url.trim())?;
+    if let Some(endpoint) = &endpoint {
+        source = source.with_endpoint(endpoint.trim());
+    }
+    let root = cache::default_cache_root()
+        .ok_or_else(|| source.error("", "no cache folder for the mirror: set XDG_CACHE_HOME or HOME"))?;
+    let cloud = CloudWorkspace::open(&source, MirrorOptions::new(root), endpoint)?;
+    let studio = app.state::<Studio>();
+    let workspace = studio.open_cloud(cloud)?;
+    let info = WorkspaceInfo::from(&workspace);
+    if let Err(error) = app.emit(crate::desktop::WORKSPACE_CHANGED, &info) {
+        tracing::warn!(%error, "cannot tell the window of the workspace switch");
+    }
+    if let Err(error) = crate::desktop::install_menu(app) {
+        tracing::warn!(%error, "cannot update the menu");
+    }
+    crate::desktop::set_title(app, &format!("{source} (read-only)"));
+    Ok(info)
+}
+
+/// Opens `url` on a thread of its own (the command line, Open Recent); a failure is said in the
+/// system's dialog, naming the source.
+pub fn open_cloud_in_background(app: &AppHandle, url: String) {
+    let app = app.clone();
+    let spawned = std::thread::Builder::new().name("cloud-open".into()).spawn(move || {
+        if let Err(error) = open_cloud(&app, &url, None) {
+            tracing::warn!(code = error.code.as_str(), "{}", error.message);
+            use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
+            app.dialog()
+                .message(&error.message)
+                .title("The cloud workspace could not be opened")
+                .kind(MessageDialogKind::Error)
+                .blocking_show();
+        }
+    });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot open the cloud workspace");
+    }
+}
+
+/// The window gained focus: the open cloud workspace is refreshed now.
+pub fn on_focus(app: &AppHandle) {
+    if let Some(cloud) = app.state::<Studio>().cloud() {
+        cloud.refresh_soon();
+    }
+}

@@ -1,0 +1,241 @@
+//! A bucket prefix as a read-only workspace in the real window: moto's S3 server on 127.0.0.1
+//! (`test_servers::moto`, `ZIBBY_MOTO_VENV`), real captured sessions uploaded to it, the app
+//! started on `s3://bucket/prefix` with the provider's standard variables pointing at it, the
+//! mirror in the test's own cache folder.
+
+use fantoccini::{Client, Locator};
+use serde_json::json;
+use test_servers::moto::Moto;
+
+use crate::harness::{click, eventually, screenshot, wait_for, App, CapturedSession, Workspace, FANOUT, PIPELINE};
+
+const BUCKET: &str = "team-runs";
+
+/// Uploads the captured `sessions` under `ci/` of the bucket, each with its upload marker.
+fn upload(moto: &Moto, sessions: &[CapturedSession], create: bool) {
+    let folder = Workspace::with_sessions(sessions);
+    let mut ops = Vec::new();
+    for session in sessions {
+        let path = folder.path().join(".zibby/output/sessions").join(session.id);
+        ops.push(json!({"copy_tree": path, "prefix": format!("ci/{}/", session.id)}));
+        ops.push(json!({"put": format!("ci/{}/.upload-complete", session.id), "text": ""}));
+    }
+    moto.upload(BUCKET, create, json!(ops));
+}
+
+async fn row_appears(client: &Client, session_id: &str) {
+    eventually(&format!("session {session_id} is listed"), || async {
+        client
+            .find(Locator::Css(&format!("tr[data-session-id='{session_id}']")))
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    })
+    .await;
+}
+
+async fn text_of(client: &Client, css: &str) -> Result<String, String> {
+    let element = client
+        .find(Locator::Css(css))
+        .await
+        .map_err(|e| format!("no {css}: {e}"))?;
+    element.text().await.map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn a_bucket_prefix_opens_read_only_and_lists_a_session_uploaded_while_open() {
+    let moto = Moto::start();
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::empty();
+    let cache = here.data_home().join("cache");
+    let mut env: Vec<(&str, String)> = moto.env();
+    env.push(("XDG_CACHE_HOME", cache.display().to_string()));
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let url = format!("s3://{BUCKET}/ci");
+    let moto = std::sync::Arc::new(moto);
+    let uploader = moto.clone();
+    let expected_url = url.clone();
+    App::run_on_with_env(&here, &url, &env_refs, |client| async move {
+        eventually("the label shows the bucket URL and read-only", || async {
+            let seen = text_of(&client, "#workspace-cloud").await?;
+            let badge = text_of(&client, "#workspace-read-only").await?;
+            (seen == expected_url && badge == "read-only")
+                .then_some(())
+                .ok_or(format!("{seen} {badge}"))
+        })
+        .await;
+        row_appears(&client, PIPELINE.id).await;
+        // Read-only: no Run bar, no Delete in the table.
+        assert!(client.find(Locator::Css("#run-button")).await.is_err(), "no Run");
+        assert!(
+            client.find(Locator::Css("[data-testid='delete']")).await.is_err(),
+            "no Delete in the table"
+        );
+        screenshot(&client, "cloud-workspace.png").await;
+
+        // A session's output is read from the mirror.
+        click(&client, &format!("tr[data-session-id='{}'] .session-id", PIPELINE.id)).await;
+        wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+        for absent in [
+            "#session-delete",
+            "#session-rerun",
+            "#session-continue",
+            "#session-stop",
+        ] {
+            assert!(client.find(Locator::Css(absent)).await.is_err(), "{absent} is absent");
+        }
+        // Pins are kept locally (the store's key is the mirror, one per source).
+        click(&client, "#session-pin").await;
+        eventually("the session is pinned", || async {
+            let pin = text_of(&client, "#session-pin").await?;
+            pin.contains("Pinned").then_some(()).ok_or(pin)
+        })
+        .await;
+        click(&client, "[data-tab='files']").await;
+        click(&client, ".file-entry[data-path='plan/raw_stream_output.txt']").await;
+        eventually("the node's output is shown", || async {
+            let text = text_of(&client, "#file-viewer").await?;
+            text.contains("Write the code").then_some(()).ok_or(text)
+        })
+        .await;
+        screenshot(&client, "cloud-session-files.png").await;
+
+        // The core refuses a write, naming the source, whatever the window shows.
+        let refused = crate::harness::call_backend(&client, "sessionDelete", vec![json!(PIPELINE.id)]).await;
+        let message = refused["error"]["message"].as_str().unwrap_or_default().to_owned();
+        assert!(
+            message.contains(&expected_url) && message.contains("read-only"),
+            "{refused}"
+        );
+
+        // A session uploaded while the window is open appears (the poller, then the watcher).
+        let (uploader, fanout) = (uploader.clone(), FANOUT);
+        tokio::task::spawn_blocking(move || upload(&uploader, &[fanout], false))
+            .await
+            .expect("the upload");
+        click(&client, "#session-close").await;
+        row_appears(&client, FANOUT.id).await;
+
+        // Open Recent remembers it as its URL.
+        click(&client, "#workspace-switcher").await;
+        wait_for(&client, &format!(".recent-workspace[data-path='{expected_url}']")).await;
+    })
+    .await;
+    drop(moto);
+}
+
+#[tokio::test]
+async fn the_form_opens_a_bucket_prefix_at_an_endpoint_and_says_why_one_cannot_be_opened() {
+    let moto = Moto::start();
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::with_sessions(&[FANOUT]);
+    let cache = here.data_home().join("cache").display().to_string();
+    // The keys from the variables, the endpoint from the form.
+    let env = [
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+        ("XDG_CACHE_HOME", cache.as_str()),
+    ];
+    let endpoint = moto.endpoint();
+    let here_path = here.path().display().to_string();
+    let recent_here = here_path.clone();
+    App::run_on_with_env(&here, &recent_here, &env, |client| async move {
+        row_appears(&client, FANOUT.id).await;
+        click(&client, "#workspace-switcher").await;
+        wait_for(&client, "#workspace-open-cloud").await;
+        click(&client, "#workspace-open-cloud").await;
+        let field = wait_for(&client, "#cloud-url").await;
+        field.send_keys("s3://no-such-bucket/ci").await.expect("type the URL");
+        let endpoint_field = wait_for(&client, "#cloud-endpoint").await;
+        endpoint_field.send_keys(&endpoint).await.expect("type the endpoint");
+        click(&client, "#cloud-open").await;
+        eventually("the form names the source it could not list", || async {
+            let form = text_of(&client, "[data-testid='cloud-form']").await?;
+            form.contains("s3://no-such-bucket/ci").then_some(()).ok_or(form)
+        })
+        .await;
+        screenshot(&client, "cloud-form-error.png").await;
+
+        let field = wait_for(&client, "#cloud-url").await;
+        field.clear().await.expect("clear the field");
+        field
+            .send_keys(&format!("s3://{BUCKET}/ci"))
+            .await
+            .expect("type the URL");
+        click(&client, "#cloud-open").await;
+        row_appears(&client, PIPELINE.id).await;
+        wait_for(&client, "#workspace-read-only").await;
+        assert!(
+            client
+                .find(Locator::Css(&format!("tr[data-session-id='{}']", FANOUT.id)))
+                .await
+                .is_err(),
+            "the local workspace's sessions are gone from the table"
+        );
+
+        // Back to the local workspace: writable again.
+        click(&client, "#workspace-switcher").await;
+        click(&client, &format!(".recent-workspace[data-path='{here_path}']")).await;
+        row_appears(&client, FANOUT.id).await;
+        assert!(client.find(Locator::Css("#workspace-read-only")).await.is_err());
+        wait_for(&client, "[data-testid='delete']").await;
+    })
+    .await;
+    drop(moto);
+}
+
+/// `zibby-studio s3://…` while the app runs on the same store: the running window opens it.
+#[tokio::test]
+async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
+    let moto = Moto::start();
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::with_sessions(&[FANOUT]);
+    let cache = here.data_home().join("cache").display().to_string();
+    let mut env: Vec<(&str, String)> = moto.env();
+    env.push(("XDG_CACHE_HOME", cache));
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let second_env = env.clone();
+    let here_path = here.path().display().to_string();
+    let (db, data_home) = (here.db(), here.data_home().to_path_buf());
+    let url = format!("s3://{BUCKET}/ci");
+    let start_path = here_path.clone();
+    App::run_on_with_env(&here, &start_path, &env_refs, |client| async move {
+        row_appears(&client, FANOUT.id).await;
+        let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_zibby-studio"))
+            .arg("--db")
+            .arg(&db)
+            .arg(&url)
+            .env("XDG_DATA_HOME", &data_home)
+            .env("XDG_CONFIG_HOME", data_home.join("config"))
+            .envs(second_env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        let status = tokio::time::timeout(std::time::Duration::from_secs(60), status)
+            .await
+            .expect("the second launch exits within 60 s: it handed over")
+            .expect("launch the app again");
+        assert!(status.success(), "the second launch exits cleanly: {status}");
+        eventually("the running window opens the bucket prefix", || async {
+            let seen = text_of(&client, "#workspace-cloud").await?;
+            (seen == url).then_some(()).ok_or(seen)
+        })
+        .await;
+        row_appears(&client, PIPELINE.id).await;
+
+        // Back to the folder, then to the bucket again from the menu's recent list: a URL opened
+        // before is known, so not asked about.
+        click(&client, "#workspace-switcher").await;
+        click(&client, &format!(".recent-workspace[data-path='{here_path}']")).await;
+        row_appears(&client, FANOUT.id).await;
+        assert!(client.find(Locator::Css("#workspace-read-only")).await.is_err());
+        click(&client, "#workspace-switcher").await;
+        click(&client, &format!(".recent-workspace[data-path='{url}']")).await;
+        wait_for(&client, "#workspace-read-only").await;
+        row_appears(&client, PIPELINE.id).await;
+    })
+    .await;
+    drop(moto);
+}
