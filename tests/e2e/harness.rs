@@ -457,11 +457,25 @@ impl App {
         F: FnOnce(Client) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
+        App::run_on_with_env(workspace, target, args, &[], test).await;
+    }
+
+    /// [`App::run_on`] with environment variables of the app's own.
+    pub async fn run_on_with_env<F, Fut>(
+        workspace: &Workspace,
+        target: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        test: F,
+    ) where
+        F: FnOnce(Client) -> Fut,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
         App::run_in(
             Path::new(target),
             &workspace.db(),
             workspace.data_home(),
-            &[],
+            env,
             args,
             test,
         )

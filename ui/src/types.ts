@@ -54,6 +54,7 @@ export type {
   UsageTotal,
   WatchNotice,
   RemoteStatus,
+  LinkState,
   WorkspaceInfo,
   Launch,
   Level,
