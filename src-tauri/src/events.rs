@@ -38,12 +38,14 @@ fn send_run_event(app: &AppHandle, event: &RunEvent) {
     }
 }
 
-/// The Tauri event a remote workspace's lost link is sent as (its payload: `RemoteStatus`).
+/// The Tauri event a remote workspace's link state is sent as when it changes (reconnecting,
+/// back, lost; its payload: `RemoteStatus`).
 pub const REMOTE_STATUS: &str = "remote-status";
 
 /// Where a remote workspace's news goes: its session changes to [`sessions_changed`] (the local
 /// watcher's path), its runs' events as [`forward`] sends them, their output lines as counts
-/// ([`RUN_OUTPUT`], gathered as the local runs' are), its lost link as [`REMOTE_STATUS`].
+/// ([`RUN_OUTPUT`], gathered as the local runs' are), its link's state as [`REMOTE_STATUS`], its
+/// link's return as [`SESSIONS_CHANGED`] (the listing is read again).
 pub fn remote_sinks(app: &AppHandle) -> studio_core::remote::window::RemoteSinks {
     let (printed, prints) = std::sync::mpsc::channel::<(String, String)>();
     let notices = app.clone();
@@ -74,7 +76,7 @@ pub fn remote_sinks(app: &AppHandle) -> studio_core::remote::window::RemoteSinks
         tracing::warn!(%error, "cannot start the remote output thread: output is not followed live");
     }
     let sessions_of_runs = std::sync::Mutex::new(std::collections::HashMap::<String, String>::new());
-    let (runs, link) = (app.clone(), app.clone());
+    let (runs, link, reconnected) = (app.clone(), app.clone(), app.clone());
     studio_core::remote::window::RemoteSinks {
         changes: sessions_changed(app.clone()),
         run_events: std::sync::Arc::new(move |event: RunEvent| {
@@ -93,7 +95,13 @@ pub fn remote_sinks(app: &AppHandle) -> studio_core::remote::window::RemoteSinks
         }),
         link: std::sync::Arc::new(move |status| {
             if let Err(error) = link.emit(REMOTE_STATUS, &status) {
-                tracing::warn!(%error, "cannot tell the window that the remote link was lost");
+                tracing::warn!(%error, "cannot tell the window of the remote link");
+            }
+        }),
+        // The window reads the listing again, as after the local watcher's changes.
+        reconnected: std::sync::Arc::new(move || {
+            if let Err(error) = reconnected.emit(SESSIONS_CHANGED, SessionsChanged { changes: 1 }) {
+                tracing::warn!(%error, "cannot tell the window that the remote link is back");
             }
         }),
     }

@@ -211,6 +211,7 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         .add::<ErrorCode>(cfg)
         .add::<crate::CommandError>(cfg)
         .add::<crate::commands::WorkspaceInfo>(cfg)
+        .add::<studio_core::remote::link::LinkState>(cfg)
         .add::<crate::commands::RemoteStatus>(cfg)
         .add::<crate::commands::CloudStatus>(cfg)
         .add::<UsageFormat>(cfg)
@@ -312,7 +313,7 @@ fn declare_events(d: &mut Declarations) {
         crate::desktop::WORKSPACE_CHANGED,
     )
     .constant(
-        "The Tauri event the shell sends when the remote workspace's link was lost (payload: `RemoteStatus`).",
+        "The Tauri event the shell sends when the remote workspace's link changes: reconnecting, back, lost (payload: `RemoteStatus`).",
         "REMOTE_STATUS",
         crate::events::REMOTE_STATUS,
     )

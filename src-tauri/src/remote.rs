@@ -4,8 +4,10 @@
 
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use studio_core::app::elsewhere::RemoteStatus;
+use studio_core::remote::link::LinkOptions;
 use studio_core::remote::ssh::ConnectOptions;
 use studio_core::remote::window::{parse_target, RemoteWorkspace};
 use tauri::{AppHandle, Emitter, Manager};
@@ -19,6 +21,26 @@ pub const REMOTE_OPEN_REQUESTED: &str = "remote-open-requested";
 /// The Tauri event a remote workspace's connecting is sent as (its payload: the target being
 /// connected to, `null` once done either way).
 pub const REMOTE_CONNECTING: &str = "remote-connecting";
+
+/// Seconds between ssh's keep-alives (`ServerAliveInterval`; three unanswered mean the link is
+/// down), when not ssh's default for the studio (15).
+pub const KEEPALIVE_ENV: &str = "ZIBBY_STUDIO_SSH_KEEPALIVE";
+
+/// Seconds a dropped link is retried before the workspace is marked lost; unset: for ever.
+pub const RECONNECT_FOR_ENV: &str = "ZIBBY_STUDIO_RECONNECT_FOR";
+
+/// A whole number of seconds from the environment variable `name` (a bad one is said and left
+/// out).
+fn seconds_of(name: &str) -> Option<u64> {
+    let text = std::env::var(name).ok()?;
+    match text.trim().parse::<u64>() {
+        Ok(seconds) => Some(seconds),
+        Err(error) => {
+            tracing::warn!(%error, "{name} is not a number of seconds: {text:?}; left out");
+            None
+        }
+    }
+}
 
 /// How the app reaches remote workspaces: the ssh config file of `--ssh-config` (or
 /// `ZIBBY_STUDIO_SSH_CONFIG`), else ssh's own; and the one it is connecting to now.
@@ -70,13 +92,6 @@ pub fn open_remote(app: &AppHandle, target: &str) -> Result<RemoteStatus, Comman
 fn connect(app: &AppHandle, target: &str) -> Result<RemoteStatus, CommandError> {
     let target = parse_target(target)?;
     let settings = app.state::<SshSettings>();
-    let options = ConnectOptions {
-        ssh_config: settings.ssh_config.clone(),
-        // ssh's questions (a key's passphrase, an unknown host key) come to this app's own
-        // dialog (`askpass`); without it ssh would run in batch mode.
-        askpass: std::env::current_exe().ok(),
-        ..ConnectOptions::default()
-    };
     let server = studio_core::app::find_program("ZIBBY_STUDIO_SERVER", "zstudio").ok_or_else(|| {
         studio_core::Error::RemoteLink {
             host: target.label(),
@@ -84,7 +99,20 @@ fn connect(app: &AppHandle, target: &str) -> Result<RemoteStatus, CommandError> 
                 .to_owned(),
         }
     })?;
-    let remote = RemoteWorkspace::open(&target, &options, &server, crate::events::remote_sinks(app))?;
+    let mut options = LinkOptions::new(server);
+    options.connect = ConnectOptions {
+        ssh_config: settings.ssh_config.clone(),
+        // ssh's questions (a key's passphrase, an unknown host key) come to this app's own
+        // dialog (`askpass`); without it ssh would run in batch mode.
+        askpass: std::env::current_exe().ok(),
+        ..ConnectOptions::default()
+    };
+    if let Some(seconds) = seconds_of(KEEPALIVE_ENV) {
+        options.connect.alive_interval = Duration::from_secs(seconds);
+    }
+    // The window reconnects for ever unless told otherwise (a laptop closed for the night).
+    options.give_up_after = seconds_of(RECONNECT_FOR_ENV).map(Duration::from_secs);
+    let remote = RemoteWorkspace::open(&target, options, crate::events::remote_sinks(app))?;
     let studio = app.state::<Studio>();
     let status = studio.open_elsewhere(remote)?;
     let info: Result<WorkspaceInfo, CommandError> =

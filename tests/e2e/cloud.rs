@@ -55,7 +55,7 @@ async fn a_bucket_prefix_opens_read_only_and_lists_a_session_uploaded_while_open
     let moto = std::sync::Arc::new(moto);
     let uploader = moto.clone();
     let expected_url = url.clone();
-    App::run_on_with_env(&here, &url, &env_refs, |client| async move {
+    App::run_on_with_env(&here, &url, &[], &env_refs, |client| async move {
         eventually("the label shows the bucket URL and read-only", || async {
             let seen = text_of(&client, "#workspace-cloud").await?;
             let badge = text_of(&client, "#workspace-read-only").await?;
@@ -140,7 +140,7 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_and_says_why_one_cannot_b
     let endpoint = moto.endpoint();
     let here_path = here.path().display().to_string();
     let recent_here = here_path.clone();
-    App::run_on_with_env(&here, &recent_here, &env, |client| async move {
+    App::run_on_with_env(&here, &recent_here, &[], &env, |client| async move {
         row_appears(&client, FANOUT.id).await;
         click(&client, "#workspace-switcher").await;
         wait_for(&client, "#workspace-open-cloud").await;
@@ -200,7 +200,7 @@ async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
     let (db, data_home) = (here.db(), here.data_home().to_path_buf());
     let url = format!("s3://{BUCKET}/ci");
     let start_path = here_path.clone();
-    App::run_on_with_env(&here, &start_path, &env_refs, |client| async move {
+    App::run_on_with_env(&here, &start_path, &[], &env_refs, |client| async move {
         row_appears(&client, FANOUT.id).await;
         let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_zibby-studio"))
             .arg("--db")

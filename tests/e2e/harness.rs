@@ -457,20 +457,18 @@ impl App {
         F: FnOnce(Client) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
-        App::run_in(
-            Path::new(target),
-            &workspace.db(),
-            workspace.data_home(),
-            &[],
-            args,
-            test,
-        )
-        .await;
+        App::run_on_with_env(workspace, target, args, &[], test).await;
     }
 
-    /// [`App::run_on`] with environment variables of the app's own (a bucket's endpoint and keys).
-    pub async fn run_on_with_env<F, Fut>(workspace: &Workspace, target: &str, env: &[(&str, &str)], test: F)
-    where
+    /// [`App::run_on`] with environment variables of the app's own (a link's keep-alives, a
+    /// bucket's endpoint and keys).
+    pub async fn run_on_with_env<F, Fut>(
+        workspace: &Workspace,
+        target: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        test: F,
+    ) where
         F: FnOnce(Client) -> Fut,
         Fut: std::future::Future<Output = ()> + Send + 'static,
     {
@@ -479,7 +477,7 @@ impl App {
             &workspace.db(),
             workspace.data_home(),
             env,
-            &[],
+            args,
             test,
         )
         .await;

@@ -246,12 +246,10 @@ async fn an_agent_started_in_a_remote_workspace_runs_there_live_and_stops_gracef
     );
 }
 
-#[tokio::test]
-async fn a_lost_link_shows_once_on_the_workspace() {
-    zstudio();
-    let sshd = Sshd::start();
-    // Through a relay the test kills: the link drops as a network does.
-    let mut relay = Relay::start(sshd.port());
+/// A relay (a test kills or freezes it) between ssh and `sshd`, and an ssh config that goes
+/// through it: the link drops or stalls as a network's does.
+fn through_relay(sshd: &Sshd) -> (Relay, String) {
+    let relay = Relay::start(sshd.port());
     sshd.trust_port(relay.port());
     let config = sshd.write_ssh_config(
         "relay_config",
@@ -260,14 +258,23 @@ async fn a_lost_link_shows_once_on_the_workspace() {
             ..sshd.host_entry()
         }],
     );
+    (relay, config.display().to_string())
+}
+
+#[tokio::test]
+async fn a_lost_link_shows_once_on_the_workspace() {
+    zstudio();
+    let sshd = Sshd::start();
+    let (mut relay, config) = through_relay(&sshd);
     let here = Workspace::empty();
     let remote = Workspace::with_sessions(&[PIPELINE]);
-    let config = config.display().to_string();
     let alias = sshd.alias().to_owned();
-    App::run_on(
+    App::run_on_with_env(
         &here,
         &target(&sshd, remote.path()),
         &["--ssh-config", &config],
+        // Given up 2 s after the link dropped (the app retries for ever by default).
+        &[("ZIBBY_STUDIO_RECONNECT_FOR", "2")],
         |client| async move {
             row_appears(&client, PIPELINE.id).await;
             assert!(client.find(Locator::Css("#remote-lost")).await.is_err());
@@ -275,6 +282,8 @@ async fn a_lost_link_shows_once_on_the_workspace() {
             let lost = wait_for(&client, "#remote-lost").await;
             let said = lost.text().await.expect("read the notice");
             assert!(said.contains(&format!("The connection to {alias} was lost")), "{said}");
+            assert!(said.contains("not connected again within"), "{said}");
+            assert!(client.find(Locator::Css("#remote-reconnecting")).await.is_err());
             screenshot(&client, "remote-lost.png").await;
             // A request now fails with why, and the notice stays the one state shown.
             let listing = crate::harness::call_backend(&client, "sessionsList", vec![]).await;
@@ -287,6 +296,52 @@ async fn a_lost_link_shows_once_on_the_workspace() {
                     .len(),
                 1
             );
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_stalled_link_reconnects_and_the_table_follows_the_host_again() {
+    zstudio();
+    let sshd = Sshd::start();
+    let (relay, config) = through_relay(&sshd);
+    let here = Workspace::empty();
+    let remote = Workspace::with_sessions(&[PIPELINE]);
+    let alias = sshd.alias().to_owned();
+    App::run_on_with_env(
+        &here,
+        &target(&sshd, remote.path()),
+        &["--ssh-config", &config],
+        // Keep-alives every second: a stalled link is noticed within a few seconds.
+        &[("ZIBBY_STUDIO_SSH_KEEPALIVE", "1")],
+        |client| async move {
+            row_appears(&client, PIPELINE.id).await;
+            relay.freeze();
+            let notice = wait_for(&client, "#remote-reconnecting").await;
+            let said = notice.text().await.expect("read the notice");
+            assert!(said.contains(&format!("Reconnecting to {alias}…")), "{said}");
+            screenshot(&client, "remote-reconnecting.png").await;
+            // Meanwhile a request fails at once with why, and the workspace is not lost.
+            let listing = crate::harness::call_backend(&client, "sessionsList", vec![]).await;
+            assert_eq!(listing["error"]["code"], "remote_link", "{listing}");
+            assert!(client.find(Locator::Css("#remote-lost")).await.is_err());
+            // The table still shows what it had.
+            row_appears(&client, PIPELINE.id).await;
+
+            relay.resume();
+            eventually("the link is back", || async {
+                match client.find(Locator::Css("#remote-reconnecting")).await {
+                    Ok(_) => Err("still reconnecting".to_owned()),
+                    Err(_) => Ok(()),
+                }
+            })
+            .await;
+            assert!(client.find(Locator::Css("#remote-lost")).await.is_err());
+            // Subscribed to changes again: a session written there now shows up without a reopen.
+            remote.add_sessions(&[FANOUT]);
+            row_appears(&client, FANOUT.id).await;
+            row_appears(&client, PIPELINE.id).await;
         },
     )
     .await;

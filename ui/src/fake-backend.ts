@@ -353,7 +353,7 @@ export function fakeBackend(
       if (backend.remoteRefusal) throw backend.remoteRefusal;
       const colon = target.indexOf(":");
       const [host, path] = [target.slice(0, colon), target.slice(colon + 1)];
-      backend.remote = { host, path, target: `ssh://${host}${path}`, lost: null };
+      backend.remote = { host, path, target: `ssh://${host}${path}`, link: { state: "connected" }, lost: null };
       backend.workspace = { root: path, sessions_dir: `${path}/.zibby/output/sessions` };
       return backend.remote;
     },

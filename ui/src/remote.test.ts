@@ -7,6 +7,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 
 import { startApp } from "./app";
 import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
+import type { LinkState } from "./types";
 import { row } from "./testdata";
 
 let backend: FakeBackend;
@@ -68,9 +69,33 @@ describe("a remote workspace", () => {
     submit("buildbox:/srv/p");
     await settled();
     expect(root.querySelector("#remote-lost")).toBeNull();
-    backend.remoteStatus({ ...backend.remote!, lost: "the studio server closed the link" });
+    const reason = "the studio server closed the link";
+    backend.remoteStatus({ ...backend.remote!, link: { state: "failed", reason }, lost: reason });
     expect(root.querySelector("#remote-lost")?.textContent).toContain("The connection to buildbox was lost");
     expect(root.querySelector("#remote-lost")?.textContent).toContain("the studio server closed the link");
+    expect(root.querySelector("#remote-reconnecting")).toBeNull();
+  });
+
+  it("says on the workspace that its link is reconnecting, until it is back", async () => {
+    await start();
+    backend.remoteOpenRequested();
+    submit("buildbox:/srv/p");
+    await settled();
+    const connected = backend.remote!;
+    const link: LinkState = {
+      state: "reconnecting",
+      since_ms: 0,
+      reason: "buildbox: the connection was lost",
+      attempts: 2,
+    };
+    backend.remoteStatus({ ...connected, link });
+    const notice = root.querySelector("#remote-reconnecting")?.textContent ?? "";
+    expect(notice).toContain("Reconnecting to buildbox…");
+    expect(notice).toContain("buildbox: the connection was lost");
+    expect(notice).toContain("2 attempts so far");
+    expect(root.querySelector("#remote-lost")).toBeNull();
+    backend.remoteStatus(connected);
+    expect(root.querySelector("#remote-reconnecting")).toBeNull();
   });
 });
 

@@ -55,6 +55,7 @@ export type {
   WatchNotice,
   RemoteStatus,
   CloudStatus,
+  LinkState,
   WorkspaceInfo,
   Launch,
   Level,

@@ -41,6 +41,11 @@ details?: unknown, };
 export type WorkspaceInfo = { root: string, sessions_dir: string, };
 
 /**
+ * Where a link is: what a window shows on the workspace.
+ */
+export type LinkState = { "state": "connected" } | { "state": "reconnecting", since_ms: number, reason: string, attempts: number, } | { "state": "failed", reason: string, };
+
+/**
  * A remote workspace as the window shows it.
  */
 export type RemoteStatus = { 
@@ -57,7 +62,12 @@ path: string,
  */
 target: string, 
 /**
- * Why the link was lost, once it was: every command then fails with it.
+ * Where its link is: connected, or reconnecting (commands fail with `remote_link`
+ * meanwhile, and the listing is read again once it is back).
+ */
+link: LinkState, 
+/**
+ * Why the link was lost, once it was given up (or closed): every command then fails with it.
  */
 lost: string | null, };
 
@@ -810,7 +820,7 @@ export const WATCH_NOTICE = "watch-notice";
 /** The Tauri event the shell sends when the workspace was switched (payload: `WorkspaceInfo`). */
 export const WORKSPACE_CHANGED = "workspace-changed";
 
-/** The Tauri event the shell sends when the remote workspace's link was lost (payload: `RemoteStatus`). */
+/** The Tauri event the shell sends when the remote workspace's link changes: reconnecting, back, lost (payload: `RemoteStatus`). */
 export const REMOTE_STATUS = "remote-status";
 
 /** The Tauri event the shell says which remote workspace it is connecting to with (payload: its target, or null once done). */

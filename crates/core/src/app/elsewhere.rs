@@ -1,7 +1,7 @@
 //! A workspace on another machine, as the app service holds it: [`Elsewhere`] is what the window's
 //! studio (`Studio`) asks of it, implemented by the remote lane
 //! (`remote::window::RemoteWorkspace`: a studio server reached over ssh), so this lane needs
-//! nothing of the link. While one is open, `Studio::forward` sends the window's
+//! nothing of the link but its state's shape (`LinkState`, shown). While one is open, `Studio::forward` sends the window's
 //! commands to it by name, and what needs the workspace's folder on this machine is refused with
 //! [`Error::LocalOnly`].
 
@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::remote::link::LinkState;
 use crate::share::Exported;
 use crate::vocabulary::error::Error;
 
@@ -40,7 +41,10 @@ pub struct RemoteStatus {
     pub path: String,
     /// `ssh://host/path`, which opens it again (Open Recent).
     pub target: String,
-    /// Why the link was lost, once it was: every command then fails with it.
+    /// Where its link is: connected, or reconnecting (commands fail with `remote_link`
+    /// meanwhile, and the listing is read again once it is back).
+    pub link: LinkState,
+    /// Why the link was lost, once it was given up (or closed): every command then fails with it.
     pub lost: Option<String>,
 }
 

@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::remote::client::{ClientOptions, RemoteClient};
 use crate::remote::protocol::{Notification, CHANGES_SUBSCRIBE};
@@ -60,7 +60,7 @@ impl LinkOptions {
 }
 
 /// Where a link is: what a window shows on the workspace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum LinkState {
@@ -127,6 +127,8 @@ fn connect(target: &RemoteTarget, options: &LinkOptions) -> Result<Live, Error> 
 /// What the link's thread and its callers share.
 struct Shared {
     host: String,
+    /// The workspace folder on the host, absolute (as the first connection resolved it).
+    workspace_path: String,
     target: RemoteTarget,
     options: LinkOptions,
     live: Mutex<Option<Arc<Live>>>,
@@ -155,6 +157,10 @@ impl Link {
         let notifications = live.client.notifications();
         let shared = Arc::new(Shared {
             host: live.client.host().to_owned(),
+            workspace_path: live
+                .connection
+                .as_ref()
+                .map_or_else(String::new, |connection| connection.workspace_path().to_owned()),
             target: target.clone(),
             options,
             live: Mutex::new(Some(live)),
@@ -183,6 +189,11 @@ impl Link {
     /// The host, as errors name it.
     pub fn host(&self) -> &str {
         &self.shared.host
+    }
+
+    /// The workspace folder on the host, absolute.
+    pub fn workspace_path(&self) -> &str {
+        &self.shared.workspace_path
     }
 
     /// Where the link is now.

@@ -1,30 +1,31 @@
 //! The window's remote workspace ([`RemoteWorkspace`]): a workspace on another machine opened
-//! over ssh as `zstudio --remote` opens one (one ControlMaster, the same server build put there
-//! when missing, `zstudio serve --stdio --workspace PATH` started through it), held by the app
-//! service as an [`Elsewhere`]. The window's commands that are server methods
-//! ([`IPC_METHODS`]) are answered by the server; its `change` and `run_event` notifications go to
-//! the sinks the window gave ([`RemoteSinks`]), the changes to the same sink as the local
-//! watcher's. When the link drops, the workspace is marked lost once (its [`RemoteStatus`]),
-//! the window is told, and every command fails with why.
+//! over ssh through a [`Link`] (the one connect sequence `zstudio --remote` uses too: one
+//! ControlMaster, the same server build put there when missing, `zstudio serve --stdio
+//! --workspace PATH` started through it, connected again when the link drops), held by the app
+//! service as an [`Elsewhere`]. The window's commands that are server methods ([`IPC_METHODS`])
+//! are answered by the server; its `change` and `run_event` notifications go to the sinks the
+//! window gave ([`RemoteSinks`]), the changes to the same sink as the local watcher's.
+//!
+//! When the link drops, the workspace's [`RemoteStatus`] says it is reconnecting (its `link`),
+//! the window is told, and commands fail with `remote_link` until it is back; then the window is
+//! told to read its listing again ([`RemoteSinks::reconnected`]). When the link is given up
+//! ([`LinkOptions::give_up_after`]), the workspace is marked lost once and every command then
+//! fails with why.
 
 use std::path::Path;
+use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::app::elsewhere::{Elsewhere, RemoteStatus};
-use crate::remote::client::{ClientOptions, RemoteClient};
+use crate::remote::link::{Link, LinkEvent, LinkOptions, LinkState};
 use crate::remote::methods::IPC_METHODS;
-use crate::remote::protocol::{Notification, CHANGES_SUBSCRIBE};
-use crate::remote::ssh::{ConnectOptions, Connection, RemoteTarget, SshError};
+use crate::remote::ssh::{RemoteTarget, SshError};
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::ChangeSink;
 use crate::share::Exported;
 use crate::vocabulary::error::Error;
-
-/// How long closing waits for the server to exit after its input closed.
-const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// Where a remote workspace's news goes.
 #[derive(Clone)]
@@ -33,8 +34,11 @@ pub struct RemoteSinks {
     pub changes: ChangeSink,
     /// The events of the runs its server started (`run_event`).
     pub run_events: Arc<dyn Fn(RunEvent) + Send + Sync>,
-    /// The link was lost: the status says why.
+    /// The link's state changed (reconnecting, back, lost): the status says where it is.
     pub link: Arc<dyn Fn(RemoteStatus) + Send + Sync>,
+    /// The link is back (a new server, subscribed to changes again): what changed meanwhile is
+    /// to be read again (the listing).
+    pub reconnected: Arc<dyn Fn() + Send + Sync>,
 }
 
 /// A workspace on another machine, reached through its studio server.
@@ -42,21 +46,13 @@ pub struct RemoteWorkspace {
     target: RemoteTarget,
     /// The workspace folder there, absolute.
     path: String,
-    client: RemoteClient,
-    connection: Mutex<Option<Connection>>,
+    /// `None` once closed; shared so that closing does not wait for a call under way.
+    link: Mutex<Option<Arc<Link>>>,
     lost: Mutex<Option<String>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// An ssh error as the app service's: it names the host and what failed.
-fn link_error(target: &RemoteTarget, error: SshError) -> Error {
-    let host = target.label();
-    let said = error.to_string();
-    let what = said.strip_prefix(&format!("{host}: ")).unwrap_or(&said).to_owned();
-    Error::RemoteLink { host, what }
 }
 
 /// `HOST:PATH` or `ssh://HOST/PATH` read as a remote workspace; a mistake names the text given.
@@ -74,55 +70,36 @@ pub fn parse_target(text: &str) -> Result<RemoteTarget, Error> {
 }
 
 impl RemoteWorkspace {
-    /// Connects to `target` (`options`: the ssh config, askpass), puts `server_binary` (this
-    /// machine's `zstudio`) there when that build is missing, starts the server on the workspace
-    /// and subscribes to its changes, which go with its run events to `sinks` from a thread of
-    /// its own. Errors name the host and what failed.
+    /// Connects to `target` through a [`Link`] (`options`: ssh's, the server build put there
+    /// when missing, how long reconnecting goes on), subscribes to its changes, which go with its
+    /// run events and its link's states to `sinks` from a thread of its own. Errors name the
+    /// host and what failed.
     pub fn open(
         target: &RemoteTarget,
-        options: &ConnectOptions,
-        server_binary: &Path,
+        options: LinkOptions,
         sinks: RemoteSinks,
     ) -> Result<Arc<RemoteWorkspace>, Error> {
-        let connection = Connection::open(target, options).map_err(|e| link_error(target, e))?;
-        let server = connection
-            .ensure_server(server_binary)
-            .map_err(|e| link_error(target, e))?;
-        let command = connection
-            .command([
-                server.program.as_str(),
-                "serve",
-                "--stdio",
-                "--workspace",
-                connection.workspace_path(),
-            ])
-            .map_err(|e| link_error(target, e))?;
-        let client = RemoteClient::connect(connection.host(), command, ClientOptions::default())?;
-        let notifications = client.notifications();
-        client.call::<()>(CHANGES_SUBSCRIBE, &json!({}))?;
+        let link = Link::open(target, options)?;
+        let events = link.events();
+        link.subscribe_changes()?;
         let workspace = Arc::new(RemoteWorkspace {
             target: target.clone(),
-            path: connection.workspace_path().to_owned(),
-            client,
-            connection: Mutex::new(Some(connection)),
+            path: link.workspace_path().to_owned(),
+            link: Mutex::new(Some(Arc::new(link))),
             lost: Mutex::new(None),
         });
-        if let Some(notifications) = notifications {
+        if let Some(events) = events {
             let weak = Arc::downgrade(&workspace);
             std::thread::Builder::new()
                 .name("remote-notices".into())
-                .spawn(move || pass_on(notifications, &sinks, &weak))
+                .spawn(move || pass_on(events, &sinks, &weak))
                 .map_err(|e| Error::io_spawn("the remote workspace's notice thread", e))?;
         }
         Ok(workspace)
     }
 
-    /// Marks the link lost, once: `None` when it already was.
-    fn mark_lost(&self) -> Option<RemoteStatus> {
-        let why = self
-            .client
-            .closed()
-            .unwrap_or_else(|| "the studio server closed the link".to_owned());
+    /// Marks the link lost for `why`, once: `None` when it already was (or was closed).
+    fn mark_lost(&self, why: String) -> Option<RemoteStatus> {
         let mut lost = lock(&self.lost);
         if lost.is_some() {
             return None;
@@ -131,23 +108,49 @@ impl RemoteWorkspace {
         drop(lost);
         Some(self.status())
     }
+
+    /// The link, unless the workspace is lost or closed (then the error says why).
+    fn link(&self) -> Result<Arc<Link>, Error> {
+        if let Some(error) = self.status().lost_error() {
+            return Err(error);
+        }
+        lock(&self.link).clone().ok_or_else(|| Error::RemoteLink {
+            host: self.target.label(),
+            what: "the remote workspace was closed".to_owned(),
+        })
+    }
 }
 
-/// Hands each notification to its sink until the link closes; then marks the workspace lost and
-/// says so (unless it was closed on purpose first).
-fn pass_on(
-    notifications: std::sync::mpsc::Receiver<Notification>,
-    sinks: &RemoteSinks,
-    workspace: &Weak<RemoteWorkspace>,
-) {
-    for notification in notifications {
-        if let Some(change) = notification.change() {
-            (sinks.changes)(change);
-        } else if let Some(event) = notification.run_event() {
-            (sinks.run_events)(event);
+/// Hands each of the link's events on until it ends: notifications to their sinks, its states to
+/// the window (a given-up link marks the workspace lost, once), its return as a reload. When the
+/// link ends otherwise, marks the workspace lost too (unless it was closed on purpose first).
+fn pass_on(events: Receiver<LinkEvent>, sinks: &RemoteSinks, workspace: &Weak<RemoteWorkspace>) {
+    for event in events {
+        match event {
+            LinkEvent::Notification(notification) => {
+                if let Some(change) = notification.change() {
+                    (sinks.changes)(change);
+                } else if let Some(event) = notification.run_event() {
+                    (sinks.run_events)(event);
+                }
+            }
+            LinkEvent::State(LinkState::Failed { reason }) => lose(sinks, workspace, reason),
+            LinkEvent::State(state) => {
+                let Some(workspace) = workspace.upgrade() else { return };
+                let status = workspace.status();
+                if status.lost.is_none() {
+                    tracing::info!(host = %status.host, ?state, "the remote workspace's link changed");
+                    (sinks.link)(status);
+                }
+            }
+            LinkEvent::Reconnected => (sinks.reconnected)(),
         }
     }
-    if let Some(status) = workspace.upgrade().and_then(|workspace| workspace.mark_lost()) {
+    lose(sinks, workspace, "the studio server closed the link".to_owned());
+}
+
+fn lose(sinks: &RemoteSinks, workspace: &Weak<RemoteWorkspace>, why: String) {
+    if let Some(status) = workspace.upgrade().and_then(|workspace| workspace.mark_lost(why)) {
         tracing::warn!(host = %status.host, lost = ?status.lost, "the remote workspace's link was lost");
         (sinks.link)(status);
     }
@@ -158,34 +161,36 @@ impl Elsewhere for RemoteWorkspace {
         if !IPC_METHODS.iter().any(|(name, _)| *name == method) {
             return None;
         }
-        if let Some(error) = self.status().lost_error() {
-            return Some(Err(error));
-        }
-        Some(self.client.call(method, &params))
+        Some(self.link().and_then(|link| link.call(method, &params)))
     }
 
     fn export_session(&self, session_id: &str, include_config: bool, out: &Path) -> Result<Exported, Error> {
-        if let Some(error) = self.status().lost_error() {
-            return Err(error);
-        }
-        self.client.export_session(session_id, include_config, out)
+        self.link()?
+            .with_client(|client| client.export_session(session_id, include_config, out))
     }
 
     fn status(&self) -> RemoteStatus {
+        let lost = lock(&self.lost).clone();
+        let link = match (&lost, lock(&self.link).as_ref()) {
+            (None, Some(link)) => link.state(),
+            (Some(reason), _) => LinkState::Failed { reason: reason.clone() },
+            (None, None) => LinkState::Failed {
+                reason: "the remote workspace was closed".to_owned(),
+            },
+        };
         RemoteStatus {
             host: self.target.label(),
             path: self.path.clone(),
             target: self.target.to_string(),
-            lost: lock(&self.lost).clone(),
+            link,
+            lost,
         }
     }
 
     fn close(&self) {
         // Closed on purpose: not news for the window.
         lock(&self.lost).get_or_insert_with(|| "the remote workspace was closed".to_owned());
-        let _ = self.client.close(CLOSE_WAIT);
-        if let Some(connection) = lock(&self.connection).take() {
-            let _ = connection.close();
-        }
+        // The server and the ssh master end here, or when a call under way returns.
+        drop(lock(&self.link).take());
     }
 }

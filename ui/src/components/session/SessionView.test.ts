@@ -142,7 +142,13 @@ describe("the session view's header", () => {
   });
 
   it("copies the remote path in place of Reveal in a remote workspace", async () => {
-    backend.remote = { host: "buildbox", path: "/srv/p", target: "ssh://buildbox/srv/p", lost: null };
+    backend.remote = {
+      host: "buildbox",
+      path: "/srv/p",
+      target: "ssh://buildbox/srv/p",
+      link: { state: "connected" },
+      lost: null,
+    };
     const { model } = await open("s1");
     expect($("#session-reveal")).toBeNull();
     await userEvent.click($("#session-copy-remote-path")!);
