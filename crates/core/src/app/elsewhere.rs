@@ -10,7 +10,6 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::remote::link::LinkState;
 use crate::share::Exported;
 use crate::vocabulary::error::Error;
 
@@ -56,4 +55,23 @@ impl RemoteStatus {
             what: what.clone(),
         })
     }
+}
+
+/// Where a link is: what a window shows on the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum LinkState {
+    Connected,
+    /// The link dropped at `since` (milliseconds since the Unix epoch) for `reason`; `attempts`
+    /// to connect again failed so far.
+    Reconnecting {
+        since_ms: u64,
+        reason: String,
+        attempts: u32,
+    },
+    /// Attempts stopped (`LinkOptions::give_up_after` in the remote lane), or the link was closed.
+    Failed {
+        reason: String,
+    },
 }

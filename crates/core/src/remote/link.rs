@@ -17,12 +17,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::remote::client::{ClientOptions, RemoteClient};
 use crate::remote::protocol::{Notification, CHANGES_SUBSCRIBE};
 use crate::remote::ssh::{ConnectOptions, Connection, RemoteTarget};
 use crate::vocabulary::error::{Error, ErrorCode};
+
+pub use crate::app::elsewhere::LinkState;
 
 /// How a [`Link`] connects and reconnects.
 #[derive(Debug, Clone)]
@@ -57,25 +59,6 @@ impl LinkOptions {
             check_every: Duration::from_secs(1),
         }
     }
-}
-
-/// Where a link is: what a window shows on the workspace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum LinkState {
-    Connected,
-    /// The link dropped at `since` (milliseconds since the Unix epoch) for `reason`; `attempts`
-    /// to connect again failed so far.
-    Reconnecting {
-        since_ms: u64,
-        reason: String,
-        attempts: u32,
-    },
-    /// Attempts stopped ([`LinkOptions::give_up_after`]), or the link was closed.
-    Failed {
-        reason: String,
-    },
 }
 
 /// What a link's reader is told, in order.
