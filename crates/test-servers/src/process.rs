@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{killpg, Signal};
+use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
 /// How long a server may take to answer on its port before the test fails.
@@ -111,26 +111,51 @@ impl ServerProcess {
     }
 
     /// Ends the server: SIGTERM (and SIGCONT, should it be frozen) to its group, SIGKILL past
-    /// the grace period, then reaped. Ending it twice does nothing more.
+    /// the grace period, then reaped; then SIGKILL to every process it had forked, found before
+    /// it was signalled (sshd's connection processes call `setsid`, so its group does not reach
+    /// them, and they would keep a client's ssh master alive). Ending it twice does nothing more.
     pub fn stop(&mut self) {
         if self.has_exited() {
             return;
         }
+        let forked = descendants(self.child.id());
         let group = Pid::from_raw(self.child.id() as i32);
         let _ = killpg(group, Signal::SIGTERM);
         let _ = killpg(group, Signal::SIGCONT);
         let deadline = Instant::now() + STOP_GRACE;
-        while Instant::now() < deadline {
-            if self.has_exited() {
-                // Its forked children (a connection's process) got the signal too.
-                let _ = killpg(group, Signal::SIGKILL);
-                return;
-            }
+        while Instant::now() < deadline && !self.has_exited() {
             std::thread::sleep(Duration::from_millis(10));
         }
         let _ = killpg(group, Signal::SIGKILL);
         let _ = self.child.wait();
+        for pid in forked {
+            let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
     }
+}
+
+/// Every process below `pid` (children, their children, …), from `/proc`'s parent links.
+fn descendants(pid: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let child: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so after the last `)`.
+            let parent = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+            Some((child, parent))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut next = 0;
+    while next < found.len() {
+        let parent = found[next];
+        found.extend(parents.iter().filter(|(_, p)| *p == parent).map(|(c, _)| *c));
+        next += 1;
+    }
+    found.split_off(1)
 }
 
 impl Drop for ServerProcess {
