@@ -69,6 +69,14 @@ pub struct Studio {
     cloud: RwLock<Option<Arc<CloudWorkspace>>>,
 }
 
+/// Puts `value` in `slot`, returning what it held (a poisoned lock is taken as it is).
+fn replace<T>(slot: &RwLock<T>, value: T) -> T {
+    std::mem::replace(
+        &mut *slot.write().unwrap_or_else(|poisoned| poisoned.into_inner()),
+        value,
+    )
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -197,7 +205,7 @@ impl Studio {
     fn switch_to(&self, workspace: Workspace, cloud: Option<Arc<CloudWorkspace>>) -> Result<Workspace, Error> {
         share::sweep_stale_imports(&workspace);
         *self.workspace.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Ok(workspace.clone());
-        self.close_remote();
+        self.set_remote(None);
         self.set_cloud(cloud);
         tracing::info!(root = %workspace.root().display(), "workspace opened");
         // Cloned out first: `watch` takes the lock again.
@@ -218,11 +226,7 @@ impl Studio {
 
     /// Makes `cloud` the open cloud workspace (or none); the one before stops polling.
     fn set_cloud(&self, cloud: Option<Arc<CloudWorkspace>>) {
-        let previous = std::mem::replace(
-            &mut *self.cloud.write().unwrap_or_else(|poisoned| poisoned.into_inner()),
-            cloud,
-        );
-        if let Some(previous) = previous {
+        if let Some(previous) = replace(&self.cloud, cloud) {
             previous.close();
         }
     }
@@ -238,14 +242,7 @@ impl Studio {
         }
         drop(lock(&self.watcher).take());
         self.set_cloud(None);
-        let previous = self
-            .remote
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .replace(remote);
-        if let Some(previous) = previous {
-            previous.close();
-        }
+        self.set_remote(Some(remote));
         tracing::info!(host = %status.host, path = %status.path, "remote workspace opened");
         Ok(status)
     }
@@ -271,14 +268,9 @@ impl Studio {
         self.remote()?.forward(method, params)
     }
 
-    /// Lets the remote workspace go, if one is open.
-    fn close_remote(&self) {
-        let previous = self
-            .remote
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .take();
-        if let Some(previous) = previous {
+    /// Makes `remote` the open remote workspace (or none); the one before is let go.
+    fn set_remote(&self, remote: Option<Arc<dyn Elsewhere>>) {
+        if let Some(previous) = replace(&self.remote, remote) {
             previous.close();
         }
     }
@@ -349,7 +341,7 @@ impl Studio {
     /// because Tauri never drops its managed state.
     pub fn shut_down(&self) {
         drop(lock(&self.watcher).take());
-        self.close_remote();
+        self.set_remote(None);
         let supervisor = lock(&self.supervisor).take();
         if let Some(supervisor) = supervisor {
             if self.keep_runs_on_exit.load(Ordering::SeqCst) {
