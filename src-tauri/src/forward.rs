@@ -37,8 +37,7 @@ impl CommandArgument for AppHandle {
     }
 }
 
-/// The arguments the window passes, as JSON. A command taking a new type of argument needs it
-/// here (and in `ipc_types`' `arguments!`).
+/// The arguments the window passes, as JSON (their types: `for_window_argument_types!`).
 macro_rules! passed {
     ($($argument:ty),* $(,)?) => {
         $(impl CommandArgument for $argument {
@@ -49,16 +48,7 @@ macro_rules! passed {
     };
 }
 
-passed!(
-    String,
-    Option<String>,
-    bool,
-    i64,
-    u64,
-    usize,
-    Option<usize>,
-    studio_core::agents::Agent
-);
+for_window_argument_types!(passed);
 
 /// What a command returns, made from a server's answer: a `Result`'s value read back as its own
 /// type. Commands that return no `Result` are never forwarded.

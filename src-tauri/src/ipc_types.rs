@@ -44,7 +44,7 @@ impl TsType {
 }
 
 /// A command's parameter: an argument the window passes (`Some`), or one Tauri fills in (`None`).
-/// A command taking a new type of argument needs it in `arguments!` below.
+/// The window's argument types are listed once, in `for_window_argument_types!` (lib.rs).
 pub(crate) trait Argument {
     fn ts(cfg: &Config) -> Option<TsType>;
 }
@@ -59,16 +59,7 @@ macro_rules! arguments {
     };
 }
 
-arguments!(
-    String,
-    Option<String>,
-    bool,
-    i64,
-    u64,
-    usize,
-    Option<usize>,
-    studio_core::agents::Agent
-);
+for_window_argument_types!(arguments);
 
 impl<T: Send + Sync + 'static> Argument for tauri::State<'_, T> {
     fn ts(_: &Config) -> Option<TsType> {

@@ -13,6 +13,25 @@
 //!   from the Rust types that cross IPC, with the command and event names; it fails when the
 //!   checked-in file is stale (`scripts/gen-ipc-types.sh` rewrites it).
 
+/// The types of the arguments the window passes to commands, one list handed to `$then` (a macro
+/// implementing a trait for each): `forward`'s `passed!` (their JSON for a remote workspace) and
+/// `ipc_types`' `arguments!` (their TypeScript). A command taking a new type of argument needs
+/// it here.
+macro_rules! for_window_argument_types {
+    ($then:ident) => {
+        $then!(
+            String,
+            Option<String>,
+            bool,
+            i64,
+            u64,
+            usize,
+            Option<usize>,
+            studio_core::agents::Agent
+        );
+    };
+}
+
 mod askpass;
 mod cloud;
 mod commands;
