@@ -8,7 +8,9 @@ use std::time::SystemTime;
 
 use studio_core::launch::ShownLaunch;
 use studio_core::store::Store;
-use studio_core::{Error, SessionId, Workspace};
+use studio_core::app::elsewhere::Elsewhere;
+use studio_core::remote::protocol::AGENT_TRUST;
+use studio_core::{Error, ErrorCode, SessionId, Workspace};
 
 /// The run the window wants to start, for which it asks the user to trust the agent's launch.
 pub struct WantedRun {
@@ -49,6 +51,44 @@ pub fn trust_after_asking(
             Ok(true)
         }
         Err(error) => Err(error),
+    }
+}
+
+/// [`trust_after_asking`] for a workspace on another machine: the host's studio server works the
+/// launch out from its own agents file (`agent_trust` with a digest that is no launch's answers
+/// with it), `ask` shows it, and only the user's yes trusts it there, in the host's store, by the
+/// digest the host gave (refused there when the file changed meanwhile). Nothing is recorded here.
+pub fn trust_on_host(remote: &dyn Elsewhere, wanted: WantedRun, ask: impl FnOnce(&ShownLaunch) -> bool) -> Result<bool, Error> {
+    let call = |digest: &str| -> Result<bool, Error> {
+        let params = serde_json::json!({
+            "agent": wanted.agent,
+            "node": wanted.node,
+            "prompt": wanted.prompt,
+            "session_id": wanted.session.as_ref().map(SessionId::as_str),
+            "digest": digest,
+        });
+        let answer = remote.forward(AGENT_TRUST, params).unwrap_or_else(|| {
+            Err(Error::InvalidRequest {
+                reason: format!("the remote workspace does not answer `{AGENT_TRUST}`"),
+            })
+        })?;
+        Ok(answer.as_bool() == Some(true))
+    };
+    match call("") {
+        Err(refused) if refused.code() == ErrorCode::AgentsUntrusted => {
+            let details = refused.details().unwrap_or_default();
+            let (Some(digest), Ok(shown)) = (
+                details["digest"].as_str(),
+                serde_json::from_value::<ShownLaunch>(details["shown"].clone()),
+            ) else {
+                return Err(refused);
+            };
+            if !ask(&shown) {
+                return Ok(false);
+            }
+            call(digest)
+        }
+        answered => answered,
     }
 }
 

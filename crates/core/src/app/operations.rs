@@ -133,6 +133,12 @@ impl Studio {
         agents::load(self.workspace()?.root())
     }
 
+    /// Adds `agent` to the workspace's `.zibby/studio.toml`, or replaces the one named
+    /// `previous_name`, and returns the agents as saved (`agent_save`; validated as any file's).
+    pub fn agent_save(&self, agent: Agent, previous_name: Option<&str>) -> Result<Vec<Agent>, Error> {
+        agents::save_one(self.workspace()?.root(), agent, previous_name)
+    }
+
     /// Runs an agent on a prompt, in a new session or in `session_id` (`run_start`).
     pub fn run_start(&self, agent: &str, prompt: String, session_id: Option<&str>) -> Result<StartedRun, Error> {
         self.run_agent(agent, Some(prompt), parse_optional(session_id)?, None)
