@@ -253,16 +253,18 @@ ipc_commands! {
             session: session_id.as_deref().map(SessionId::parse).transpose()?,
             node,
         };
+        let remote = studio.remote();
+        let host = remote.as_ref().map(|remote| remote.status().host);
         let ask = |shown: &studio_core::launch::ShownLaunch| {
             crate::desktop::ask_natively(
                 &app,
                 crate::consent::TRUST_TITLE,
-                &crate::consent::trust_question(shown),
+                &crate::consent::trust_question(shown, host.as_deref()),
                 "_Trust and run",
             )
         };
         // A workspace on another machine: its host works the launch out and records the trust.
-        if let Some(remote) = studio.remote() {
+        if let Some(remote) = remote {
             return Ok(crate::consent::trust_on_host(&*remote, wanted, ask)?);
         }
         let trusted = crate::consent::trust_after_asking(

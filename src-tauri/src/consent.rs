@@ -6,10 +6,10 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use studio_core::launch::ShownLaunch;
-use studio_core::store::Store;
 use studio_core::app::elsewhere::Elsewhere;
+use studio_core::launch::ShownLaunch;
 use studio_core::remote::protocol::AGENT_TRUST;
+use studio_core::store::Store;
 use studio_core::{Error, ErrorCode, SessionId, Workspace};
 
 /// The run the window wants to start, for which it asks the user to trust the agent's launch.
@@ -58,7 +58,11 @@ pub fn trust_after_asking(
 /// launch out from its own agents file (`agent_trust` with a digest that is no launch's answers
 /// with it), `ask` shows it, and only the user's yes trusts it there, in the host's store, by the
 /// digest the host gave (refused there when the file changed meanwhile). Nothing is recorded here.
-pub fn trust_on_host(remote: &dyn Elsewhere, wanted: WantedRun, ask: impl FnOnce(&ShownLaunch) -> bool) -> Result<bool, Error> {
+pub fn trust_on_host(
+    remote: &dyn Elsewhere,
+    wanted: WantedRun,
+    ask: impl FnOnce(&ShownLaunch) -> bool,
+) -> Result<bool, Error> {
     let call = |digest: &str| -> Result<bool, Error> {
         let params = serde_json::json!({
             "agent": wanted.agent,
@@ -92,11 +96,14 @@ pub fn trust_on_host(remote: &dyn Elsewhere, wanted: WantedRun, ask: impl FnOnce
     }
 }
 
-/// The native trust question's text: the command as it will run first, then the rest of what
-/// the core shows (every value already escaped and folded by it).
-pub fn trust_question(shown: &ShownLaunch) -> String {
+/// The native trust question's text: the command as it will run first (on `host`, a remote
+/// workspace's), then the rest of what the core shows (every value already escaped and folded by it).
+pub fn trust_question(shown: &ShownLaunch, host: Option<&str>) -> String {
+    let on_host = host
+        .map(|host| format!(" on {}", studio_core::visible::shown(host)))
+        .unwrap_or_default();
     let mut text = format!(
-        "Agent {} of this workspace would run:\n\n{}\n\nIn: {}\n",
+        "Agent {} of this workspace{on_host} would run:\n\n{}\n\nIn: {}\n",
         shown.agent, shown.command_line, shown.cwd
     );
     if shown.env.is_empty() {
@@ -206,7 +213,7 @@ mod tests {
         let (_dir, workspace) = workspace_with_agent(r#"["echo", "\u202e", "{prompt}"]"#);
         let mut question = String::new();
         trust_after_asking(&store, &workspace, wanted("x\ny"), SystemTime::now(), |shown| {
-            question = trust_question(shown);
+            question = trust_question(shown, None);
             false
         })
         .unwrap();

@@ -122,8 +122,8 @@ async fn an_untrusted_remote_agent_asks_then_runs_on_the_host_and_quitting_leave
         tokio::time::sleep(Duration::from_millis(500)).await;
         studio_core::runner::reconcile(&store, std::time::SystemTime::now()).expect("settle the host's runs");
     }
-    let here_store =
-        studio_core::store::Store::open(&studio_core::store::StoreLocation::File(here.db())).expect("open the app's store");
+    let here_store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(here.db()))
+        .expect("open the app's store");
     assert!(
         here_store.runs(&workspace, None).expect("the runs").is_empty(),
         "no run recorded here"

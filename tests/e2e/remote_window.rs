@@ -67,7 +67,10 @@ async fn a_remote_session_is_compared_with_a_session_here() {
         screenshot(&client, "remote-compare-local-form.png").await;
 
         let choose = choose_local(FANOUT.id);
-        client.execute(&choose, Vec::new()).await.expect("choose the local session");
+        client
+            .execute(&choose, Vec::new())
+            .await
+            .expect("choose the local session");
         click(&client, "#compare-local-start").await;
         wait_for(&client, "#compare-view #compare-count").await;
         let where_a = text_of(&client, "#compare-where-a").await.expect("where A is");
@@ -85,10 +88,17 @@ async fn a_remote_session_is_compared_with_a_session_here() {
 
         // The same session on both machines (the same id): it is the same run.
         click(&client, "#compare-close").await;
+        assert!(
+            client.find(Locator::Css(".compare-local-form")).await.is_err(),
+            "the form closed as the comparison opened"
+        );
         click(&client, "#session-compare-local").await;
         wait_for(&client, "#compare-local-session").await;
         let choose = choose_local(PIPELINE.id);
-        client.execute(&choose, Vec::new()).await.expect("choose the local session");
+        client
+            .execute(&choose, Vec::new())
+            .await
+            .expect("choose the local session");
         click(&client, "#compare-local-start").await;
         eventually("the same session on both machines is the same run", || async {
             let count = text_of(&client, "#compare-count").await?;
@@ -125,6 +135,9 @@ async fn add_agent_in_a_remote_workspace_writes_the_hosts_agents_file() {
     let remote = Workspace::empty();
     let config = sshd.ssh_config().display().to_string();
     let target = format!("ssh://{}{}", sshd.alias(), remote.path().display());
+    let alias = sshd.alias().to_owned();
+    let agents_file = remote.path().join(".zibby/studio.toml");
+    let not_yet = agents_file.clone();
     App::run_on(&here, &target, &["--ssh-config", &config], |client| async move {
         wait_for(&client, "#workspace-remote").await;
         click(&client, ".empty #agent-add").await;
@@ -133,12 +146,38 @@ async fn add_agent_in_a_remote_workspace_writes_the_hosts_agents_file() {
             .send_keys("remote-echo")
             .await
             .expect("type the name");
+        // A placeholder as the program: refused by the host's studio, as a local one refuses it.
         wait_for(&client, "#agent-run")
             .await
-            .send_keys("echo\n{prompt}")
+            .send_keys("{prompt}")
             .await
             .expect("type the command");
         click(&client, "#agent-save").await;
+        eventually("the host's refusal is shown in the form", || async {
+            let form = text_of(&client, "#agent-form").await?;
+            (form.contains(&alias) && form.contains("placeholder"))
+                .then_some(())
+                .ok_or(form)
+        })
+        .await;
+        assert!(!not_yet.exists(), "nothing written on the host");
+        client
+            .execute(
+                "const run = document.querySelector('#agent-run'); run.value = 'echo\\n{prompt}'; \
+                 run.dispatchEvent(new Event('input', { bubbles: true }));",
+                Vec::new(),
+            )
+            .await
+            .expect("write the command, one argument a line");
+        click(&client, "#agent-save").await;
+        eventually("the form is saved and closed", || async {
+            match client.find(Locator::Css("#agent-form")).await {
+                Ok(form) => Err(form.text().await.unwrap_or_default()),
+                Err(_) => Ok(()),
+            }
+        })
+        .await;
+        screenshot(&client, "remote-agent-added.png").await;
         eventually("the Run bar offers the host's new agent", || async {
             let offered = crate::texts(&client, "#run-agent option").await;
             offered
@@ -150,7 +189,7 @@ async fn add_agent_in_a_remote_workspace_writes_the_hosts_agents_file() {
         .await;
     })
     .await;
-    let written = std::fs::read_to_string(remote.path().join(".zibby/studio.toml")).expect("the host's agents file");
+    let written = std::fs::read_to_string(&agents_file).expect("the host's agents file");
     assert!(written.contains("remote-echo"), "{written}");
     assert!(
         !here.path().join(".zibby/studio.toml").exists(),

@@ -9,7 +9,6 @@
 use std::path::Path;
 use std::time::SystemTime;
 
-use crate::app::lock;
 use crate::compare::sides::Source;
 use crate::compare::{compare, Options, RunDiff};
 use crate::sessions::session::Workspace;
@@ -97,58 +96,4 @@ pub struct LocalSessions {
     /// The workspace folder here.
     pub root: String,
     pub sessions: Vec<crate::store::SessionRow>,
-}
-
-impl crate::app::Studio {
-    /// The last workspace on this machine the window had open (the one it holds while a remote
-    /// workspace is open), whatever is open now.
-    pub fn local_workspace(&self) -> Result<Workspace, Error> {
-        match &*self.workspace.read().unwrap_or_else(|poisoned| poisoned.into_inner()) {
-            Ok(workspace) => Ok(workspace.clone()),
-            Err(error) => Err(error.kept(None)),
-        }
-    }
-
-    /// The sessions of [`Studio::local_workspace`], newest first, to compare a remote session with.
-    pub fn local_sessions(&self, now: SystemTime) -> Result<LocalSessions, Error> {
-        let workspace = self.local_workspace()?;
-        let sessions = self
-            .store()?
-            .list_sessions_as(&workspace, now, crate::store::index::NodeDetail::TotalsOnly)?;
-        Ok(LocalSessions {
-            root: workspace.root().display().to_string(),
-            sessions,
-        })
-    }
-
-    /// Session `remote_id` of the open remote workspace compared with session `local_id` of
-    /// [`Studio::local_workspace`] ([`AcrossMachines`]); the sessions are brought together once
-    /// and kept for the next call on the same two (a node's "more"). Reads both whole: call it
-    /// off the main thread.
-    pub fn compare_across(&self, remote_id: &str, local_id: &str, options: &Options) -> Result<RunDiff, Error> {
-        let remote = self.remote().ok_or_else(|| Error::InvalidRequest {
-            reason: "comparing across machines needs a remote workspace open".to_owned(),
-        })?;
-        let kept = lock(&self.across)
-            .clone()
-            .filter(|kept| kept.is_of(remote_id, local_id));
-        let across = match kept {
-            Some(kept) => kept,
-            None => {
-                let (remote_session, local_session) = (SessionId::parse(remote_id)?, SessionId::parse(local_id)?);
-                let prepared = AcrossMachines::prepare(
-                    |bundle| remote.export_session(remote_id, false, bundle),
-                    &remote_session,
-                    self.store()?,
-                    &self.local_workspace()?,
-                    &local_session,
-                    SystemTime::now(),
-                )?;
-                let prepared = std::sync::Arc::new(prepared);
-                *lock(&self.across) = Some(prepared.clone());
-                prepared
-            }
-        };
-        across.compare(options)
-    }
 }
