@@ -478,6 +478,14 @@ mod tests {
             super::quit_question(&studio).is_none(),
             "a remote workspace open, no run here: quitting asks nothing"
         );
+        // Import… is refused there, saying why (nothing is uploaded).
+        let refused = studio.import(dir.path(), false).unwrap_err();
+        assert_eq!(refused.code(), studio_core::ErrorCode::LocalOnly);
+        let said = refused.to_string();
+        assert!(
+            said.contains("build-box") && said.contains("importing a bundle"),
+            "{said}"
+        );
 
         studio.open_workspace(dir.path()).unwrap();
         let started = studio.run_agent("sleeper", Some("p".to_owned()), None, None).unwrap();

@@ -386,6 +386,18 @@ describe("closing the app with live runs", () => {
     expect(backend.calls).toContain("appQuit(false)");
   });
 
+  it("says that the open remote workspace's runs go on there", async () => {
+    await start();
+    backend.quitRequested({ live_runs: 1, can_keep: true, remote_host: "buildbox" });
+    flushSync();
+    expect(root.querySelector("#quit-remote")?.textContent).toContain("Runs on buildbox are not affected");
+    (root.querySelector("#quit-cancel") as HTMLButtonElement).click();
+    flushSync();
+    backend.quitRequested({ live_runs: 1, can_keep: true, remote_host: null });
+    flushSync();
+    expect(root.querySelector("#quit-remote")).toBeNull();
+  });
+
   it("stays open on Cancel or Escape", async () => {
     await start();
     backend.quitRequested({ live_runs: 1, can_keep: true, remote_host: null });
