@@ -197,6 +197,77 @@ mod tests {
         assert!(again.unwrap());
     }
 
+    /// A host's studio server as `agent_trust` answers: the launch of its own agents file (in its
+    /// own store), `agents_untrusted` with it for any other digest; what it was asked, kept.
+    struct Host {
+        store: Store,
+        workspace: Workspace,
+        asked: std::sync::Mutex<Vec<serde_json::Value>>,
+    }
+
+    impl Elsewhere for Host {
+        fn forward(&self, method: &str, params: serde_json::Value) -> Option<Result<serde_json::Value, Error>> {
+            assert_eq!(method, AGENT_TRUST);
+            self.asked.lock().unwrap().push(params.clone());
+            let prompt = params["prompt"].as_str().map(str::to_owned);
+            let found = studio_core::app::agent_run_request(&self.store, &self.workspace, "helper", prompt, None, None);
+            Some(match found {
+                Ok(_) => Ok(serde_json::json!(true)),
+                Err(Error::AgentsUntrusted { launch }) if launch.digest == params["digest"] => self
+                    .store
+                    .trust_launch(&self.workspace, &launch.digest, SystemTime::now())
+                    .map(|()| serde_json::json!(true)),
+                Err(error) => Err(Error::Remote {
+                    host: "build-box".to_owned(),
+                    code: error.code(),
+                    message: error.to_string(),
+                    details: error.details(),
+                }),
+            })
+        }
+
+        fn export_session(&self, _: &str, _: bool, _: &Path) -> Result<studio_core::share::Exported, Error> {
+            unreachable!()
+        }
+
+        fn status(&self) -> studio_core::app::elsewhere::RemoteStatus {
+            unreachable!()
+        }
+
+        fn close(&self) {}
+    }
+
+    /// Issue 27, point 4: a remote workspace's agent is asked about with the launch its host
+    /// worked out (the prompt filled in), and trusted there only on the user's yes.
+    #[test]
+    fn a_remote_agent_is_asked_about_as_its_host_shows_it_and_trusted_there() {
+        let (_dir, workspace) = workspace_with_agent(r#"["sh", "agent.sh", "{prompt}"]"#);
+        let host = Host {
+            store: Store::open(&StoreLocation::memory()).unwrap(),
+            workspace,
+            asked: Default::default(),
+        };
+        let mut shown = None;
+        let said_no = trust_on_host(&host, wanted("Plan a trip"), |launch| {
+            shown = Some(launch.command_line.clone());
+            false
+        });
+        assert!(!said_no.unwrap());
+        assert_eq!(shown.as_deref(), Some(r#"["sh", "agent.sh", "Plan a trip"]"#));
+        assert!(
+            !runnable(&host.store, &host.workspace),
+            "a no records nothing on the host"
+        );
+        assert_eq!(host.asked.lock().unwrap().len(), 1, "a no asks the host nothing more");
+
+        assert!(trust_on_host(&host, wanted("Plan a trip"), |_| true).unwrap());
+        assert!(runnable(&host.store, &host.workspace), "a yes trusts it on the host");
+        let again = trust_on_host(&host, wanted("other"), |_| {
+            panic!("a trusted launch is not asked about again")
+        });
+        assert!(again.unwrap());
+    }
+
     #[test]
     fn an_unknown_agent_is_refused_without_asking() {
         let store = Store::open(&StoreLocation::memory()).unwrap();
