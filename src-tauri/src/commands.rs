@@ -20,7 +20,8 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use studio_core::agents::{self, Agent};
+use studio_core::agents::Agent;
+use studio_core::app::across::LocalSessions;
 use studio_core::app::SessionListing;
 use studio_core::compare::RunDiff;
 use studio_core::files::{FileChunk, FileEntry};
@@ -221,20 +222,22 @@ ipc_commands! {
     }
 
     /// Adds an agent to `.zibby/studio.toml`, or replaces the one named `previous_name`; returns the
-    /// agents as saved. What the page writes is not trusted: its first run asks, as any file's.
+    /// agents as saved (in a remote workspace, the host's file, written by its studio server). What
+    /// the page writes is not trusted: its first run asks, as any file's.
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn agent_save(
         studio: State<'_, Studio>,
         agent: Agent,
         previous_name: Option<String>,
     ) -> Result<Vec<Agent>, CommandError> {
-        Ok(agents::save_one(studio.workspace()?.root(), agent, previous_name.as_deref())?)
+        Ok(studio.agent_save(agent, previous_name.as_deref())?)
     }
 
     /// Asks the user, in the system's dialog, to trust the launch of the run the window wants to
     /// start (after it was refused as `agents_untrusted`): the shell works the launch out itself
     /// from the agents file (`node`: the replay of that node), shows it, and records trust only on
-    /// the user's yes. Returns whether the launch is trusted now.
+    /// the user's yes (in a remote workspace, the host's server works it out and records it in
+    /// the host's store). Returns whether the launch is trusted now.
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn agents_trust(
         app: AppHandle,
@@ -250,19 +253,26 @@ ipc_commands! {
             session: session_id.as_deref().map(SessionId::parse).transpose()?,
             node,
         };
+        let remote = studio.remote();
+        let host = remote.as_ref().map(|remote| remote.status().host);
+        let ask = |shown: &studio_core::launch::ShownLaunch| {
+            crate::desktop::ask_natively(
+                &app,
+                crate::consent::TRUST_TITLE,
+                &crate::consent::trust_question(shown, host.as_deref()),
+                "_Trust and run",
+            )
+        };
+        // A workspace on another machine: its host works the launch out and records the trust.
+        if let Some(remote) = remote {
+            return Ok(crate::consent::trust_on_host(&*remote, wanted, ask)?);
+        }
         let trusted = crate::consent::trust_after_asking(
             studio.store()?,
             &studio.workspace()?,
             wanted,
             SystemTime::now(),
-            |shown| {
-                crate::desktop::ask_natively(
-                    &app,
-                    crate::consent::TRUST_TITLE,
-                    &crate::consent::trust_question(shown),
-                    "_Trust and run",
-                )
-            },
+            ask,
         )?;
         Ok(trusted)
     }
@@ -358,6 +368,37 @@ ipc_commands! {
         skip_hunks: usize,
     ) -> Result<RunDiff, CommandError> {
         Ok(studio.runs_compare(&a, &b, node, occurrence, skip_hunks)?)
+    }
+
+    /// The sessions of the workspace on this machine the window had open before its remote one:
+    /// what a remote session can be compared with.
+    #[tauri::command(async)]
+    pub fn sessions_local(studio: State<'_, Studio>) -> Result<LocalSessions, CommandError> {
+        Ok(studio.local_sessions(SystemTime::now())?)
+    }
+
+    /// Session `a` of the open remote workspace compared with session `b` of the workspace here
+    /// (`sessions_local`), each its last run, as `runs_compare` compares two runs (`node`,
+    /// `occurrence`, `skip_hunks`: its "more"). Both are brought here as bundles, into a scratch
+    /// copy: neither workspace changes.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn runs_compare_across(
+        studio: State<'_, Studio>,
+        a: String,
+        b: String,
+        node: Option<String>,
+        occurrence: Option<usize>,
+        skip_hunks: usize,
+    ) -> Result<RunDiff, CommandError> {
+        let options = studio_core::compare::Options {
+            node,
+            occurrence,
+            limits: studio_core::compare::text::Limits {
+                skip_hunks,
+                ..Default::default()
+            },
+        };
+        Ok(studio.compare_across(&a, &b, &options)?)
     }
 
     /// What quitting does with the live runs: stop them, or leave them running; then quits.

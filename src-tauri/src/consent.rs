@@ -6,9 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use studio_core::app::elsewhere::Elsewhere;
 use studio_core::launch::ShownLaunch;
+use studio_core::remote::protocol::AGENT_TRUST;
 use studio_core::store::Store;
-use studio_core::{Error, SessionId, Workspace};
+use studio_core::{Error, ErrorCode, SessionId, Workspace};
 
 /// The run the window wants to start, for which it asks the user to trust the agent's launch.
 pub struct WantedRun {
@@ -52,11 +54,56 @@ pub fn trust_after_asking(
     }
 }
 
-/// The native trust question's text: the command as it will run first, then the rest of what
-/// the core shows (every value already escaped and folded by it).
-pub fn trust_question(shown: &ShownLaunch) -> String {
+/// [`trust_after_asking`] for a workspace on another machine: the host's studio server works the
+/// launch out from its own agents file (`agent_trust` with a digest that is no launch's answers
+/// with it), `ask` shows it, and only the user's yes trusts it there, in the host's store, by the
+/// digest the host gave (refused there when the file changed meanwhile). Nothing is recorded here.
+pub fn trust_on_host(
+    remote: &dyn Elsewhere,
+    wanted: WantedRun,
+    ask: impl FnOnce(&ShownLaunch) -> bool,
+) -> Result<bool, Error> {
+    let call = |digest: &str| -> Result<bool, Error> {
+        let params = serde_json::json!({
+            "agent": wanted.agent,
+            "node": wanted.node,
+            "prompt": wanted.prompt,
+            "session_id": wanted.session.as_ref().map(SessionId::as_str),
+            "digest": digest,
+        });
+        let answer = remote.forward(AGENT_TRUST, params).unwrap_or_else(|| {
+            Err(Error::InvalidRequest {
+                reason: format!("the remote workspace does not answer `{AGENT_TRUST}`"),
+            })
+        })?;
+        Ok(answer.as_bool() == Some(true))
+    };
+    match call("") {
+        Err(refused) if refused.code() == ErrorCode::AgentsUntrusted => {
+            let details = refused.details().unwrap_or_default();
+            let (Some(digest), Ok(shown)) = (
+                details["digest"].as_str(),
+                serde_json::from_value::<ShownLaunch>(details["shown"].clone()),
+            ) else {
+                return Err(refused);
+            };
+            if !ask(&shown) {
+                return Ok(false);
+            }
+            call(digest)
+        }
+        answered => answered,
+    }
+}
+
+/// The native trust question's text: the command as it will run first (on `host`, a remote
+/// workspace's), then the rest of what the core shows (every value already escaped and folded by it).
+pub fn trust_question(shown: &ShownLaunch, host: Option<&str>) -> String {
+    let on_host = host
+        .map(|host| format!(" on {}", studio_core::visible::shown(host)))
+        .unwrap_or_default();
     let mut text = format!(
-        "Agent {} of this workspace would run:\n\n{}\n\nIn: {}\n",
+        "Agent {} of this workspace{on_host} would run:\n\n{}\n\nIn: {}\n",
         shown.agent, shown.command_line, shown.cwd
     );
     if shown.env.is_empty() {
@@ -150,6 +197,77 @@ mod tests {
         assert!(again.unwrap());
     }
 
+    /// A host's studio server as `agent_trust` answers: the launch of its own agents file (in its
+    /// own store), `agents_untrusted` with it for any other digest; what it was asked, kept.
+    struct Host {
+        store: Store,
+        workspace: Workspace,
+        asked: std::sync::Mutex<Vec<serde_json::Value>>,
+    }
+
+    impl Elsewhere for Host {
+        fn forward(&self, method: &str, params: serde_json::Value) -> Option<Result<serde_json::Value, Error>> {
+            assert_eq!(method, AGENT_TRUST);
+            self.asked.lock().unwrap().push(params.clone());
+            let prompt = params["prompt"].as_str().map(str::to_owned);
+            let found = studio_core::app::agent_run_request(&self.store, &self.workspace, "helper", prompt, None, None);
+            Some(match found {
+                Ok(_) => Ok(serde_json::json!(true)),
+                Err(Error::AgentsUntrusted { launch }) if launch.digest == params["digest"] => self
+                    .store
+                    .trust_launch(&self.workspace, &launch.digest, SystemTime::now())
+                    .map(|()| serde_json::json!(true)),
+                Err(error) => Err(Error::Remote {
+                    host: "build-box".to_owned(),
+                    code: error.code(),
+                    message: error.to_string(),
+                    details: error.details(),
+                }),
+            })
+        }
+
+        fn export_session(&self, _: &str, _: bool, _: &Path) -> Result<studio_core::share::Exported, Error> {
+            unreachable!()
+        }
+
+        fn status(&self) -> studio_core::app::elsewhere::RemoteStatus {
+            unreachable!()
+        }
+
+        fn close(&self) {}
+    }
+
+    /// Issue 27, point 4: a remote workspace's agent is asked about with the launch its host
+    /// worked out (the prompt filled in), and trusted there only on the user's yes.
+    #[test]
+    fn a_remote_agent_is_asked_about_as_its_host_shows_it_and_trusted_there() {
+        let (_dir, workspace) = workspace_with_agent(r#"["sh", "agent.sh", "{prompt}"]"#);
+        let host = Host {
+            store: Store::open(&StoreLocation::memory()).unwrap(),
+            workspace,
+            asked: Default::default(),
+        };
+        let mut shown = None;
+        let said_no = trust_on_host(&host, wanted("Plan a trip"), |launch| {
+            shown = Some(launch.command_line.clone());
+            false
+        });
+        assert!(!said_no.unwrap());
+        assert_eq!(shown.as_deref(), Some(r#"["sh", "agent.sh", "Plan a trip"]"#));
+        assert!(
+            !runnable(&host.store, &host.workspace),
+            "a no records nothing on the host"
+        );
+        assert_eq!(host.asked.lock().unwrap().len(), 1, "a no asks the host nothing more");
+
+        assert!(trust_on_host(&host, wanted("Plan a trip"), |_| true).unwrap());
+        assert!(runnable(&host.store, &host.workspace), "a yes trusts it on the host");
+        let again = trust_on_host(&host, wanted("other"), |_| {
+            panic!("a trusted launch is not asked about again")
+        });
+        assert!(again.unwrap());
+    }
+
     #[test]
     fn an_unknown_agent_is_refused_without_asking() {
         let store = Store::open(&StoreLocation::memory()).unwrap();
@@ -166,7 +284,7 @@ mod tests {
         let (_dir, workspace) = workspace_with_agent(r#"["echo", "\u202e", "{prompt}"]"#);
         let mut question = String::new();
         trust_after_asking(&store, &workspace, wanted("x\ny"), SystemTime::now(), |shown| {
-            question = trust_question(shown);
+            question = trust_question(shown, None);
             false
         })
         .unwrap();

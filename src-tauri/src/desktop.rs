@@ -25,6 +25,20 @@ pub struct QuitRequested {
     pub live_runs: usize,
     /// Whether the runs can be left running (they go through the run keeper).
     pub can_keep: bool,
+    /// The host of the open remote workspace, if one is: its runs go on there whatever is chosen
+    /// (they are its server's, detached), so they are neither counted nor stopped.
+    pub remote_host: Option<String>,
+}
+
+/// What quitting asks: nothing without live runs here (a remote workspace's runs are its host's
+/// and go on there); else how many, whether they can be left running, and the remote host.
+pub fn quit_question(studio: &Studio) -> Option<QuitRequested> {
+    let live_runs = studio.live_runs();
+    (live_runs > 0).then(|| QuitRequested {
+        live_runs,
+        can_keep: studio.can_keep_runs(),
+        remote_host: studio.remote().map(|remote| remote.status().host),
+    })
 }
 
 /// Set once the user has said what to do with the live runs: closing then goes ahead.
@@ -39,18 +53,11 @@ pub fn quit_now<R: Runtime>(app: &AppHandle<R>) {
 /// Quitting (the window's close button, the menu): with live runs, the window first asks whether
 /// to stop them or leave them running. Returns whether quitting may go ahead now.
 pub fn may_quit<R: Runtime>(app: &AppHandle<R>) -> bool {
-    let studio = app.state::<Studio>();
-    let live_runs = studio.live_runs();
-    if live_runs == 0 || QUIT_DECIDED.load(Ordering::SeqCst) {
+    let question = quit_question(&app.state::<Studio>());
+    let Some(question) = question.filter(|_| !QUIT_DECIDED.load(Ordering::SeqCst)) else {
         return true;
-    }
-    let asked = app.emit(
-        QUIT_REQUESTED,
-        QuitRequested {
-            live_runs,
-            can_keep: studio.can_keep_runs(),
-        },
-    );
+    };
+    let asked = app.emit(QUIT_REQUESTED, question);
     // A window that cannot be asked must not keep the app from quitting: the runs are stopped.
     asked.is_err()
 }
@@ -411,6 +418,86 @@ impl Zoom {
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
+    use std::sync::Arc;
+
+    use studio_core::app::elsewhere::{Elsewhere, LinkState, RemoteStatus};
+
+    /// A remote workspace that answers nothing: where its runs are is its host's business.
+    struct Host;
+
+    impl Elsewhere for Host {
+        fn forward(&self, _: &str, _: serde_json::Value) -> Option<Result<serde_json::Value, studio_core::Error>> {
+            None
+        }
+
+        fn export_session(
+            &self,
+            _: &str,
+            _: bool,
+            _: &std::path::Path,
+        ) -> Result<studio_core::share::Exported, studio_core::Error> {
+            Err(studio_core::Error::NoWorkspace)
+        }
+
+        fn status(&self) -> RemoteStatus {
+            RemoteStatus {
+                host: "build-box".to_owned(),
+                path: "/srv/w".to_owned(),
+                target: "ssh://build-box/srv/w".to_owned(),
+                link: LinkState::Connected,
+                lost: None,
+            }
+        }
+
+        fn close(&self) {}
+    }
+
+    /// Issue 27, point 4: a remote workspace's runs are its host's (detached there): quitting
+    /// neither counts nor asks about them; runs here are still asked about, and the question
+    /// says the host's go on.
+    #[test]
+    fn quitting_asks_about_the_runs_here_only_and_says_the_hosts_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".zibby")).unwrap();
+        std::fs::write(
+            dir.path().join(".zibby/studio.toml"),
+            "[[agent]]\nname = \"sleeper\"\nrun = [\"sleep\", \"30\"]\n",
+        )
+        .unwrap();
+        let location = studio_core::store::StoreLocation::File(dir.path().join("studio.sqlite"));
+        let (studio, _events) = studio_core::app::Studio::open(Some(dir.path()), Ok(location));
+        let workspace = studio.workspace().unwrap();
+        let found = studio_core::agents::find(dir.path(), "sleeper", false).unwrap();
+        let store = studio.store().unwrap();
+        store
+            .trust_launch(&workspace, &found.launch.digest, std::time::SystemTime::now())
+            .unwrap();
+
+        studio.open_elsewhere(Arc::new(Host)).unwrap();
+        assert!(
+            super::quit_question(&studio).is_none(),
+            "a remote workspace open, no run here: quitting asks nothing"
+        );
+        // Import… is refused there, saying why (nothing is uploaded).
+        let refused = studio.import(dir.path(), false).unwrap_err();
+        assert_eq!(refused.code(), studio_core::ErrorCode::LocalOnly);
+        let said = refused.to_string();
+        assert!(
+            said.contains("build-box") && said.contains("importing a bundle"),
+            "{said}"
+        );
+
+        studio.open_workspace(dir.path()).unwrap();
+        let started = studio.run_agent("sleeper", Some("p".to_owned()), None, None).unwrap();
+        studio.open_elsewhere(Arc::new(Host)).unwrap();
+        let asked = super::quit_question(&studio).expect("a run here is asked about");
+        assert_eq!(asked.live_runs, 1);
+        assert_eq!(asked.remote_host.as_deref(), Some("build-box"));
+
+        studio.open_workspace(dir.path()).unwrap();
+        studio.stop(&started.run_id, true).unwrap();
+        studio.shut_down();
+    }
 
     /// Issue 26, point 8: the log was world-readable (0644 in 0755).
     #[test]

@@ -215,6 +215,7 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         .add::<SessionSummary>(cfg)
         .add::<SessionRow>(cfg)
         .add::<studio_core::app::SessionListing>(cfg)
+        .add::<studio_core::app::across::LocalSessions>(cfg)
         .add::<InheritEnv>(cfg)
         .add::<Agent>(cfg)
         .add::<LaunchFile>(cfg)

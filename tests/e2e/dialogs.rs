@@ -1,6 +1,7 @@
 //! The system's file dialogs, end to end: Export… saves where GTK's save dialog is told, and
 //! File > Import… (Ctrl+I) imports what GTK's file dialog is told; a remote workspace's key
-//! passphrase is asked in the app's own askpass dialog. WebDriver reaches neither the
+//! passphrase is asked in the app's own askpass dialog, and a remote agent's trust in the
+//! system's trust dialog (`remote_trust`). WebDriver reaches neither the
 //! GTK menu bar nor the dialogs: the tests type on the keyboard as a user does, through XTEST
 //! (x11.rs).
 //!
@@ -20,6 +21,7 @@
 mod bundles;
 #[allow(dead_code)]
 mod harness;
+mod remote_trust;
 #[allow(dead_code)]
 mod x11;
 

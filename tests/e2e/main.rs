@@ -23,6 +23,7 @@ mod keyboard;
 mod layout;
 mod pins;
 mod remote;
+mod remote_window;
 mod runs;
 mod session_view;
 mod share;

@@ -369,7 +369,7 @@ describe("a run from the Run bar", () => {
 describe("closing the app with live runs", () => {
   it("asks whether to stop them or leave them running, and answers the shell", async () => {
     await start();
-    backend.quitRequested({ live_runs: 2, can_keep: true });
+    backend.quitRequested({ live_runs: 2, can_keep: true, remote_host: null });
     flushSync();
     const dialog = root.querySelector("#quit-dialog")!;
     expect(dialog.textContent).toContain("2 runs are still running");
@@ -378,7 +378,7 @@ describe("closing the app with live runs", () => {
     expect(backend.calls).toContain("appQuit(true)");
     expect(root.querySelector("#quit-dialog")).toBeNull();
 
-    backend.quitRequested({ live_runs: 1, can_keep: false });
+    backend.quitRequested({ live_runs: 1, can_keep: false, remote_host: null });
     flushSync();
     expect(root.querySelector("#quit-keep")).toBeNull();
     (root.querySelector("#quit-stop") as HTMLButtonElement).click();
@@ -386,13 +386,25 @@ describe("closing the app with live runs", () => {
     expect(backend.calls).toContain("appQuit(false)");
   });
 
+  it("says that the open remote workspace's runs go on there", async () => {
+    await start();
+    backend.quitRequested({ live_runs: 1, can_keep: true, remote_host: "buildbox" });
+    flushSync();
+    expect(root.querySelector("#quit-remote")?.textContent).toContain("Runs on buildbox are not affected");
+    (root.querySelector("#quit-cancel") as HTMLButtonElement).click();
+    flushSync();
+    backend.quitRequested({ live_runs: 1, can_keep: true, remote_host: null });
+    flushSync();
+    expect(root.querySelector("#quit-remote")).toBeNull();
+  });
+
   it("stays open on Cancel or Escape", async () => {
     await start();
-    backend.quitRequested({ live_runs: 1, can_keep: true });
+    backend.quitRequested({ live_runs: 1, can_keep: true, remote_host: null });
     flushSync();
     key("Escape");
     expect(root.querySelector("#quit-dialog")).toBeNull();
-    backend.quitRequested({ live_runs: 1, can_keep: true });
+    backend.quitRequested({ live_runs: 1, can_keep: true, remote_host: null });
     flushSync();
     (root.querySelector("#quit-cancel") as HTMLButtonElement).click();
     flushSync();

@@ -36,6 +36,7 @@ import type {
   OutputPage,
   OutputQuery,
   QuitRequested,
+  LocalSessions,
   RunEvent,
   RunOutput,
   RunRecord,
@@ -145,6 +146,11 @@ export interface Backend {
   /** Two runs compared node by node (`a`, `b`: run or session ids); with `focus`, one node
    * execution's further hunks. */
   runsCompare(a: string, b: string, focus?: CompareFocus): Promise<RunDiff>;
+  /** The sessions of the workspace here the window had open before its remote one. */
+  sessionsLocal(): Promise<LocalSessions>;
+  /** Session `a` of the open remote workspace compared with session `b` of the workspace here
+   * (`sessionsLocal`), as `runsCompare` compares two runs. */
+  runsCompareAcross(a: string, b: string, focus?: CompareFocus): Promise<RunDiff>;
   /** Export…: the native save dialog, then the session written there as a bundle; `null` when cancelled. */
   sessionExport(sessionId: string): Promise<ExportedBundle | null>;
   /** The session the app's command line asked for (`zstudio open`), once; `null` after. */
@@ -269,6 +275,15 @@ export const tauriBackend: Backend = {
   appQuit: (keepRuns) => call("app_quit", { keep_runs: keepRuns }),
   runsCompare: (a, b, focus) =>
     call("runs_compare", {
+      a,
+      b,
+      node: focus?.node ?? null,
+      occurrence: focus?.occurrence ?? null,
+      skip_hunks: focus?.skipHunks ?? 0,
+    }),
+  sessionsLocal: () => call("sessions_local", {}),
+  runsCompareAcross: (a, b, focus) =>
+    call("runs_compare_across", {
       a,
       b,
       node: focus?.node ?? null,

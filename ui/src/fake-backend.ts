@@ -19,6 +19,7 @@ import type {
   Message,
   OutputLine,
   QuitRequested,
+  LocalSessions,
   RunEvent,
   RunOutput,
   RunDiff,
@@ -139,6 +140,8 @@ export interface FakeBackend extends Backend {
   calls: string[];
   /** What `runsCompare` answers (a refusal naming the ids by default). */
   compare: (a: string, b: string, focus?: CompareFocus) => RunDiff;
+  /** The workspace here and its sessions (`sessionsLocal`). */
+  local: LocalSessions;
 }
 
 /** Calls each listener with the event, then draws what changed (as after a task of the shell's). */
@@ -243,6 +246,7 @@ export function fakeBackend(
     files: new Map(),
     untrusted: null,
     nativeTrustAnswer: true,
+    local: { root: "/home/me/here", sessions: [] },
     agentsBroken: null,
     exportTo: null,
     requested: null,
@@ -559,6 +563,16 @@ export function fakeBackend(
     async runsCompare(a, b, focus) {
       backend.calls.push(
         `runsCompare(${a}, ${b}${focus ? `, ${focus.node}#${focus.occurrence} from ${focus.skipHunks}` : ""})`,
+      );
+      return backend.compare(a, b, focus);
+    },
+    async sessionsLocal() {
+      backend.calls.push("sessionsLocal()");
+      return backend.local;
+    },
+    async runsCompareAcross(a, b, focus) {
+      backend.calls.push(
+        `runsCompareAcross(${a}, ${b}${focus ? `, ${focus.node}#${focus.occurrence} from ${focus.skipHunks}` : ""})`,
       );
       return backend.compare(a, b, focus);
     },

@@ -11,6 +11,7 @@ import { throttle } from "./schedule";
 import type {
   Agent,
   CommandError,
+  LocalSessions,
   RemoteStatus,
   RunEvent,
   RunOutput,
@@ -21,6 +22,9 @@ import type {
   StartedRun,
   Status,
 } from "./types";
+
+/** The forms under a session's header: Re-run node, Continue, Compare with a local session. */
+export type SessionForm = "rerun" | "continue" | "compare-local";
 
 export type SessionTab = "timeline" | "output" | "nodes" | "logs" | "conversation" | "files";
 
@@ -105,7 +109,10 @@ export class SessionModel {
   actionError: ActionError | null = $state.raw(null);
   /** A graceful stop was asked of the session's outside run (see `outside`). */
   outsideStopAsked = $state(false);
-  openForm: "rerun" | "continue" | null = $state(null);
+  openForm: SessionForm | null = $state(null);
+  /** The sessions of the workspace here, for "Compare with local…" (a remote workspace's). */
+  local = $state.raw<LocalSessions | null>(null);
+  localError = $state.raw<CommandError | null>(null);
   busy = $state(false);
   /** The clock, ms since the epoch: set on every read, and ticking only while a run is live. */
   now = $state(0);
@@ -308,9 +315,21 @@ export class SessionModel {
 
   // ---- the header's actions ----
 
-  toggleForm(form: "rerun" | "continue"): void {
+  toggleForm(form: SessionForm): void {
     this.openForm = this.openForm === form ? null : form;
     this.actionError = null;
+    if (this.openForm === "compare-local") void this.loadLocal();
+  }
+
+  /** Reads the sessions of the workspace here (what a remote session is compared with). */
+  async loadLocal(): Promise<void> {
+    this.localError = null;
+    try {
+      this.local = await this.backend.sessionsLocal();
+    } catch (error) {
+      this.local = null;
+      this.localError = toCommandError(error);
+    }
   }
 
   closeForm(): void {

@@ -60,6 +60,7 @@ export type {
   Launch,
   Level,
   QuitRequested,
+  LocalSessions,
   RunOutput,
   Session,
   Stream,
@@ -75,6 +76,13 @@ export interface RunStartRequest {
   prompt: string;
   /** Continue this session; a new one otherwise. */
   session_id?: string;
+}
+
+/** A comparison across machines: A a session of the open remote workspace (on `host`), B one of
+ * the workspace here at `root` (`runs_compare_across`). */
+export interface CompareAcross {
+  host: string;
+  root: string;
 }
 
 /** One node execution of a comparison, from a hunk on ("more"; `runs_compare`'s focus). */

@@ -13,14 +13,11 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use serde::de::DeserializeOwned;
 use serde_json::json;
+use studio_core::app::across::AcrossMachines;
 use studio_core::app::SessionListing;
-use studio_core::compare::compare;
-use studio_core::compare::sides::Source;
 use studio_core::remote::link::{Link, LinkOptions};
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
-use studio_core::share::ImportOptions;
-use studio_core::store::StoreLocation;
-use studio_core::{Session, SessionId, Workspace};
+use studio_core::{Session, SessionId};
 
 use crate::cli::{DiffArgs, ExportArgs, Globals, ShowArgs, StopArgs, StudioCommand};
 use crate::print;
@@ -147,40 +144,26 @@ fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl 
 }
 
 /// `zstudio diff A B --remote HOST:PATH`: A a session of the host, B a session of the local
-/// workspace, each their last run. Both are exported as bundles and imported into a scratch
-/// workspace and an in-memory store (deleted after), where they are compared as two recorded runs:
-/// nothing of the local workspace or store is changed.
+/// workspace, each their last run, brought together and compared as the window compares across
+/// machines ([`AcrossMachines`]): nothing of the local workspace or store is changed.
 fn diff(remote: &Remote, args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     let [a, b] = &args.runs[..] else {
         anyhow::bail!("with --remote, give A (a session of the host) and B (a session here); --log is not taken");
     };
     let (a, b) = (SessionId::parse(a)?, SessionId::parse(b)?);
-    let now = SystemTime::now();
-    let scratch = tempfile::Builder::new().prefix("zstudio-remote-diff-").tempdir()?;
-    let (remote_bundle, local_bundle) = (scratch.path().join("a.zip"), scratch.path().join("b.zip"));
-    remote
-        .link
-        .with_client(|client| client.export_session(&a.to_string(), false, &remote_bundle))?;
     let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    studio_core::share::export_session(&store, &workspace, &b, &local_bundle, false, now)?;
-    let scratch_root = scratch.path().join("workspace");
-    std::fs::create_dir_all(&scratch_root)?;
-    let scratch_workspace = Workspace::open(&scratch_root)?;
-    let scratch_store = crate::open::open_store(&StoreLocation::memory())?;
-    // The same session on both machines has the same id: each side gets a new one here.
-    let options = ImportOptions {
-        as_new: true,
-        ..ImportOptions::default()
-    };
-    let side = |bundle: &std::path::Path| -> anyhow::Result<Source> {
-        let imported = studio_core::share::import(&scratch_store, &scratch_workspace, bundle, &options, now)?;
-        Ok(Source::resolve(
-            &scratch_store,
-            &scratch_workspace,
-            &imported.session_id.to_string(),
-        )?)
-    };
-    let (a, b) = (side(&remote_bundle)?, side(&local_bundle)?);
-    let compared = compare(Some(&scratch_store), &a, &b, &crate::commands::diff::options(args))?;
+    let across = AcrossMachines::prepare(
+        |bundle| {
+            remote
+                .link
+                .with_client(|client| client.export_session(a.as_str(), false, bundle))
+        },
+        &a,
+        &store,
+        &workspace,
+        &b,
+        SystemTime::now(),
+    )?;
+    let compared = across.compare(&crate::commands::diff::options(args))?;
     crate::commands::diff::finish(&compared, args, globals, out)
 }

@@ -296,6 +296,16 @@ export type SessionListing = { sessions: Array<SessionRow>,
 usage: UsageTotal | null, };
 
 /**
+ * The sessions of the workspace here that the open remote workspace's sessions can be compared
+ * with: the last local workspace the window had open.
+ */
+export type LocalSessions = { 
+/**
+ * The workspace folder here.
+ */
+root: string, sessions: Array<SessionRow>, };
+
+/**
  * Which of the studio's own environment an agent gets (`inherit_env` in `.zibby/studio.toml`).
  * Either way, the studio's own variables (`ZIBBY_STUDIO_*`, and those the app sets for its
  * window) are never passed on, and the variables the agent sets are.
@@ -626,7 +636,12 @@ export type QuitRequested = { live_runs: number,
 /**
  * Whether the runs can be left running (they go through the run keeper).
  */
-can_keep: boolean, };
+can_keep: boolean, 
+/**
+ * The host of the open remote workspace, if one is: its runs go on there whatever is chosen
+ * (they are its server's, detached), so they are neither counted nor stopped.
+ */
+remote_host: string | null, };
 
 /**
  * A session for the window to show.
@@ -794,6 +809,8 @@ export type Commands = {
   run_output: { args: { run_id: string; from_seq: number; limit: number; node: string | null; stream: string | null }; result: OutputPage };
   run_output_find: { args: { run_id: string; from_seq: number; backward: boolean; query: string }; result: OutputFind };
   runs_compare: { args: { a: string; b: string; node: string | null; occurrence: number | null; skip_hunks: number }; result: RunDiff };
+  sessions_local: { args: Record<string, never>; result: LocalSessions };
+  runs_compare_across: { args: { a: string; b: string; node: string | null; occurrence: number | null; skip_hunks: number }; result: RunDiff };
   app_quit: { args: { keep_runs: boolean }; result: void };
   session_export: { args: { session_id: string }; result: ExportedBundle | null };
   session_requested: { args: Record<string, never>; result: string | null };

@@ -13,7 +13,7 @@ import { isLive } from "../runs";
 import { DELETE_LIVE_TITLE } from "../sessions";
 import { SessionModel, type SessionTab } from "../sessionmodel.svelte";
 import { askingToTrust } from "../trust";
-import type { Agent, CommandError, RunEvent, SearchHit, WorkspaceInfo } from "../types";
+import type { Agent, CommandError, CompareAcross, RunEvent, SearchHit, WorkspaceInfo } from "../types";
 import { AgentsState } from "./agents.svelte";
 import { DialogsState, type QuitAnswer } from "./dialogs.svelte";
 import { RunsState } from "./runs.svelte";
@@ -51,7 +51,7 @@ export class AppState {
   session = $state.raw<SessionModel | null>(null);
   /** The two runs the compare view compares (run or session ids), while it is open; it stands
    * where the session is. */
-  compare = $state.raw<{ a: string; b: string } | null>(null);
+  compare = $state.raw<{ a: string; b: string; across: CompareAcross | null } | null>(null);
   /** Refresh is reading the workspace, its sessions and its agents again. */
   refreshing = $state(false);
   /** Why the last import from the menu or a drop failed. */
@@ -244,9 +244,10 @@ export class AppState {
     this.#syncElapsedTicker();
   }
 
-  /** Opens the compare view on two runs (run or session ids), where the session view is. */
-  openCompare(a: string, b: string): void {
-    this.compare = { a, b };
+  /** Opens the compare view on two runs (run or session ids), where the session view is;
+   * `across`: A is a session of the remote workspace, B one of the workspace here. */
+  openCompare(a: string, b: string, across: CompareAcross | null = null): void {
+    this.compare = { a, b, across };
   }
 
   closeCompare(): void {

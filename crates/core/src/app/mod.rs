@@ -8,6 +8,7 @@
 //! another machine ([`elsewhere`]): the window's commands then go there by name
 //! ([`Studio::forward`]).
 
+pub mod across;
 pub mod cloud;
 pub mod elsewhere;
 pub mod first_listing;
@@ -67,6 +68,8 @@ pub struct Studio {
     remote: RwLock<Option<Arc<dyn Elsewhere>>>,
     /// The open workspace when it is a bucket prefix (then `workspace` is its mirror's folder).
     cloud: RwLock<Option<Arc<CloudWorkspace>>>,
+    /// The last remote session and local one compared (`across`), kept for its "more".
+    across: Mutex<Option<Arc<across::AcrossMachines>>>,
 }
 
 /// Puts `value` in `slot`, returning what it held (a poisoned lock is taken as it is).
@@ -77,7 +80,7 @@ fn replace<T>(slot: &RwLock<T>, value: T) -> T {
     )
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
@@ -147,6 +150,7 @@ impl Studio {
             first_listing: FirstListing::default(),
             remote: RwLock::new(None),
             cloud: RwLock::new(None),
+            across: Mutex::new(None),
         };
         (studio, events)
     }
@@ -270,6 +274,7 @@ impl Studio {
 
     /// Makes `remote` the open remote workspace (or none); the one before is let go.
     fn set_remote(&self, remote: Option<Arc<dyn Elsewhere>>) {
+        drop(lock(&self.across).take());
         if let Some(previous) = replace(&self.remote, remote) {
             previous.close();
         }
@@ -430,7 +435,16 @@ impl Studio {
 
     /// Imports a bundle, a session folder or a captured log into the open workspace
     /// ([`share::import`]).
+    /// Refused in a remote workspace, naming the host: the studio does not upload what is
+    /// imported (`zstudio import` on the host imports it there).
     pub fn import(&self, source: &Path, as_new: bool) -> Result<share::ImportedSession, Error> {
+        if let Some(remote) = self.remote() {
+            return Err(Error::LocalOnly {
+                host: remote.status().host,
+                what: "importing a bundle, a session folder or a log (it is not uploaded: run `zstudio import` on the host)"
+                    .to_owned(),
+            });
+        }
         let options = share::ImportOptions {
             as_new,
             ..share::ImportOptions::default()

@@ -8,7 +8,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::app::{SessionListing, Studio};
+use crate::app::across::{AcrossMachines, LocalSessions};
+use crate::app::{lock, SessionListing, Studio};
 use crate::compare::text::Limits;
 use crate::compare::{Options as CompareOptions, RunDiff};
 use crate::runs::runner::{OutsideStop, StartedRun};
@@ -16,6 +17,7 @@ use crate::runs::stop::Stopping;
 use crate::sessions::agents::{self, Agent};
 use crate::sessions::files::{FileChunk, FileEntry};
 use crate::sessions::session::{Session, Workspace};
+use crate::store::index::NodeDetail;
 use crate::store::{LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, Span};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -133,6 +135,12 @@ impl Studio {
         agents::load(self.workspace()?.root())
     }
 
+    /// Adds `agent` to the workspace's `.zibby/studio.toml`, or replaces the one named
+    /// `previous_name`, and returns the agents as saved (`agent_save`; validated as any file's).
+    pub fn agent_save(&self, agent: Agent, previous_name: Option<&str>) -> Result<Vec<Agent>, Error> {
+        agents::save_one(self.workspace()?.root(), agent, previous_name)
+    }
+
     /// Runs an agent on a prompt, in a new session or in `session_id` (`run_start`).
     pub fn run_start(&self, agent: &str, prompt: String, session_id: Option<&str>) -> Result<StartedRun, Error> {
         self.run_agent(agent, Some(prompt), parse_optional(session_id)?, None)
@@ -209,5 +217,59 @@ impl Studio {
     /// Stops a live run, gracefully or by force (`run_stop`).
     pub fn run_stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
         self.stop(run_id, force)
+    }
+}
+
+impl Studio {
+    /// The last workspace on this machine the window had open (the one it holds while a remote
+    /// workspace is open), whatever is open now.
+    pub fn local_workspace(&self) -> Result<Workspace, Error> {
+        match &*self.workspace.read().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+            Ok(workspace) => Ok(workspace.clone()),
+            Err(error) => Err(error.kept(None)),
+        }
+    }
+
+    /// The sessions of [`Studio::local_workspace`], newest first, to compare a remote session with.
+    pub fn local_sessions(&self, now: SystemTime) -> Result<LocalSessions, Error> {
+        let workspace = self.local_workspace()?;
+        let sessions = self
+            .store()?
+            .list_sessions_as(&workspace, now, NodeDetail::TotalsOnly)?;
+        Ok(LocalSessions {
+            root: workspace.root().display().to_string(),
+            sessions,
+        })
+    }
+
+    /// Session `remote_id` of the open remote workspace compared with session `local_id` of
+    /// [`Studio::local_workspace`] ([`AcrossMachines`]); the sessions are brought together once
+    /// and kept for the next call on the same two (a node's "more"). Reads both whole: call it
+    /// off the main thread.
+    pub fn compare_across(&self, remote_id: &str, local_id: &str, options: &CompareOptions) -> Result<RunDiff, Error> {
+        let remote = self.remote().ok_or_else(|| Error::InvalidRequest {
+            reason: "comparing across machines needs a remote workspace open".to_owned(),
+        })?;
+        let kept = lock(&self.across)
+            .clone()
+            .filter(|kept| kept.is_of(remote_id, local_id));
+        let across = match kept {
+            Some(kept) => kept,
+            None => {
+                let (remote_session, local_session) = (SessionId::parse(remote_id)?, SessionId::parse(local_id)?);
+                let prepared = AcrossMachines::prepare(
+                    |bundle| remote.export_session(remote_id, false, bundle),
+                    &remote_session,
+                    self.store()?,
+                    &self.local_workspace()?,
+                    &local_session,
+                    SystemTime::now(),
+                )?;
+                let prepared = std::sync::Arc::new(prepared);
+                *lock(&self.across) = Some(prepared.clone());
+                prepared
+            }
+        };
+        across.compare(options)
     }
 }

@@ -27,6 +27,10 @@ pub(crate) fn result_value(method: &str, result: Result<impl Serialize, Error>) 
     })
 }
 
+/// The protocol's methods (besides [`IPC_METHODS`]) the window calls by name through its remote
+/// workspace (`app::elsewhere::Elsewhere::forward`): trusting an agent there after asking.
+pub const WINDOW_PROTOCOL_METHODS: &[&str] = &[crate::remote::protocol::AGENT_TRUST];
+
 /// Defines [`IPC_METHODS`] and [`dispatch`] from one list: each method's parameters (by the IPC
 /// command's argument names) and the app service's call.
 macro_rules! ipc_methods {
@@ -68,6 +72,8 @@ ipc_methods! { studio;
     pin_remove(session_id: String) => studio.pin_remove(&session_id);
     search(query: String, limit: usize) => studio.search(&query, limit);
     agents_list() => studio.agents_list();
+    agent_save(agent: crate::sessions::agents::Agent, previous_name: Option<String>) =>
+        studio.agent_save(agent, previous_name.as_deref());
     run_start(agent: String, prompt: String, session_id: Option<String>) =>
         studio.run_start(&agent, prompt, session_id.as_deref());
     run_replay(session_id: String, node: String, agent: String) => studio.run_replay(&session_id, node, &agent);

@@ -39,8 +39,9 @@ pub const CHANGES_SUBSCRIBE: &str = "changes_subscribe";
 pub const RUNS_RECONCILE: &str = "runs_reconcile";
 
 /// Trusts the launch of an agent of the server's workspace that the user was shown (the
-/// `agents_untrusted` error's details) and accepted: `{agent, node?, digest}`, `digest` the
-/// launch's as shown. Answers `true` once it is trusted (it may have been already); when the
+/// `agents_untrusted` error's details) and accepted: `{agent, node?, digest, prompt?,
+/// session_id?}`, `digest` the launch's as shown (the prompt and session only fill the launch
+/// shown in). A digest that is no launch's (`""`) asks for the launch to show. Answers `true` once it is trusted (it may have been already); when the
 /// launch is not the one shown any more (the agents file changed), `agents_untrusted` again with
 /// the launch as it is now, to show.
 pub const AGENT_TRUST: &str = "agent_trust";

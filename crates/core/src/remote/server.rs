@@ -27,6 +27,7 @@ use crate::runs::runner::RunEvent;
 use crate::sessions::change::{Change, ChangeSink};
 use crate::sessions::session::Workspace;
 use crate::vocabulary::error::{Error, ErrorCode};
+use crate::vocabulary::id::SessionId;
 use crate::vocabulary::visible::shown;
 
 /// The methods of the protocol itself, besides the IPC commands ([`crate::remote::methods::IPC_METHODS`]).
@@ -229,12 +230,18 @@ struct AgentTrust {
     #[serde(default)]
     node: Option<String>,
     digest: String,
+    /// The run's prompt and session, so that the launch shown is the command as it will run.
+    #[serde(default)]
+    prompt: Option<String>,
+    #[serde(default)]
+    session_id: Option<String>,
 }
 
 /// Trusts the launch of `agent` (its replay of `node`) when it is the one the user was shown.
 fn agent_trust(studio: &Studio, trust: AgentTrust) -> Result<bool, Error> {
     let (store, workspace) = (studio.store()?, studio.workspace()?);
-    match crate::app::agent_run_request(store, &workspace, &trust.agent, None, None, trust.node) {
+    let session = trust.session_id.as_deref().map(SessionId::parse).transpose()?;
+    match crate::app::agent_run_request(store, &workspace, &trust.agent, trust.prompt, session, trust.node) {
         Ok(_) => Ok(true),
         Err(Error::AgentsUntrusted { launch }) if launch.digest == trust.digest => {
             store.trust_launch(&workspace, &trust.digest, std::time::SystemTime::now())?;

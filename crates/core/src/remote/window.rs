@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::app::elsewhere::{Elsewhere, RemoteStatus};
 use crate::remote::link::{Link, LinkEvent, LinkOptions, LinkState};
-use crate::remote::methods::IPC_METHODS;
+use crate::remote::methods::{IPC_METHODS, WINDOW_PROTOCOL_METHODS};
 use crate::remote::ssh::{RemoteTarget, SshError};
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::ChangeSink;
@@ -158,7 +158,7 @@ fn lose(sinks: &RemoteSinks, workspace: &Weak<RemoteWorkspace>, why: String) {
 
 impl Elsewhere for RemoteWorkspace {
     fn forward(&self, method: &str, params: Value) -> Option<Result<Value, Error>> {
-        if !IPC_METHODS.iter().any(|(name, _)| *name == method) {
+        if !IPC_METHODS.iter().any(|(name, _)| *name == method) && !WINDOW_PROTOCOL_METHODS.contains(&method) {
             return None;
         }
         Some(self.link().and_then(|link| link.call(method, &params)))

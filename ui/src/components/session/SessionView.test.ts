@@ -157,6 +157,26 @@ describe("the session view's header", () => {
     expect(backend.calls).not.toContain("sessionReveal(s1)");
   });
 
+  it("compares a remote session with a session here, chosen in its form", async () => {
+    backend.remote = {
+      host: "buildbox",
+      path: "/srv/p",
+      target: "ssh://buildbox/srv/p",
+      link: { state: "connected" },
+      lost: null,
+    };
+    backend.local = { root: "/home/me/here", sessions: [row("l1"), row("l2", { title: "local try" })] };
+    const { context } = await open("s1");
+    await userEvent.click($("#session-compare-local")!);
+    await vi.waitFor(() => expect($("#compare-local-session")).not.toBeNull());
+    expect($(".compare-local-form")?.textContent).toContain("/home/me/here");
+    const select = $<HTMLSelectElement>("#compare-local-session")!;
+    expect([...select.options].map((option) => option.textContent)).toEqual(["l1", "l2 · local try"]);
+    await userEvent.selectOptions(select, "l2");
+    await userEvent.click($("#compare-local-start")!);
+    expect(context.compareRuns).toHaveBeenCalledWith("s1", "l2", { host: "buildbox", root: "/home/me/here" });
+  });
+
   it("exports the session with the save dialog, says where, and says why not", async () => {
     await open("s1");
     // The dialog cancelled: nothing is said.
