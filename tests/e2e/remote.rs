@@ -401,11 +401,23 @@ async fn live_run(client: &Client) -> (String, String) {
 
 #[tokio::test]
 async fn a_run_that_ends_while_the_link_is_down_shows_every_line_once_on_reconnect() {
+    resume_after_a_killed_link("remote-resume-7c1d", true).await;
+}
+
+#[tokio::test]
+async fn a_run_still_going_when_the_link_is_back_shows_every_line_once_when_it_ends() {
+    resume_after_a_killed_link("remote-resume-52b0", false).await;
+}
+
+/// A run in a remote workspace, its output open in the window, whose link is killed mid-run and
+/// comes back (the relay started again on its port) after the run ended on the host
+/// (`ends_while_down`) or at once, while it still runs there: the window then shows the run's
+/// end and exactly the lines the host's store has, each once, in order.
+async fn resume_after_a_killed_link(prompt: &'static str, ends_while_down: bool) {
     zstudio();
     let sshd = Sshd::start();
     let (mut relay, config) = through_relay(&sshd);
     let here = Workspace::empty();
-    let prompt = "remote-resume-7c1d";
     let remote = Workspace::with_test_agent(&[
         "--nodes",
         "plan:2500,write:6000,report:1500",
@@ -437,14 +449,16 @@ async fn a_run_that_ends_while_the_link_is_down_shows_every_line_once_on_reconne
             .await;
 
             // The link dies (its TCP connection closes): the studio server there ends, the run
-            // goes on through its keeper and ends while nothing follows it.
+            // goes on through its keeper, recorded by no one.
             relay.kill();
             wait_for(&client, "#remote-reconnecting").await;
-            eventually("the run's processes on the host ended", || async {
-                let left = processes_with(prompt);
-                left.is_empty().then_some(()).ok_or(format!("{left:?}"))
-            })
-            .await;
+            if ends_while_down {
+                eventually("the run's processes on the host ended", || async {
+                    let left = processes_with(prompt);
+                    left.is_empty().then_some(()).ok_or(format!("{left:?}"))
+                })
+                .await;
+            }
             let shown_while_down = shown_output(&client).await;
             screenshot(&client, "remote-resume-down.png").await;
 
@@ -456,6 +470,10 @@ async fn a_run_that_ends_while_the_link_is_down_shows_every_line_once_on_reconne
                 }
             })
             .await;
+            eprintln!(
+                "the link is back; the run's processes on the host: {:?}",
+                processes_with(prompt)
+            );
             // The run's end, read from its record on the host: in the strip, then its notice.
             wait_for(
                 &client,
