@@ -470,10 +470,10 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     backend
       .runOutput(runId, { fromSeq: 1, limit: 1 })
       .then((page) => {
-        if (asked === source && page.total > source.count()) {
-          source.grew(page.total);
-          render();
-        }
+        if (asked !== source) return;
+        if (page.total > source.count()) source.grew(page.total);
+        // Drawn again either way: lines whose fetch failed (a link down) are fetched again.
+        render();
       })
       .catch((error: unknown) => options.onError?.(error))
       .finally(() => {

@@ -143,6 +143,21 @@ describe("a remote workspace's link back", () => {
     expect(shownSeqs()).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
   });
 
+  it("forgets what failed to be read while the link was down", async () => {
+    await openOutput();
+    const connected = backend.remote!;
+    backend.remoteStatus({ ...connected, link: down });
+    const runOutput = backend.runOutput;
+    backend.runOutput = () => Promise.reject(refusal("remote_link", "buildbox: the link is down, connecting again"));
+    backend.emitOutput({ run_id: "r1", session_id: "a", lines: 14 });
+    await vi.waitFor(() => expect(root.querySelector("#session-view")?.textContent).toContain("the link is down"));
+    backend.runOutput = runOutput;
+    backend.output.set("r1", outputLines(14));
+    backend.remoteStatus(connected);
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(14));
+    expect(root.querySelector("#session-view")?.textContent).not.toContain("the link is down");
+  });
+
   it("reads a run's last lines when its end is told", async () => {
     await openOutput();
     backend.output.set("r1", outputLines(20));
