@@ -9,7 +9,9 @@ use fantoccini::{Client, Locator};
 use test_servers::relay::Relay;
 use test_servers::sshd::{HostEntry, Sshd};
 
-use crate::harness::{click, eventually, screenshot, wait_for, zstudio, App, Workspace, FANOUT, PIPELINE};
+use crate::harness::{
+    call_backend, click, eventually, screenshot, start_run, wait_for, zstudio, App, Workspace, FANOUT, PIPELINE,
+};
 
 /// `ssh://studio-test/<path>`: the sshd's host alias and an absolute path there.
 fn target(sshd: &Sshd, path: &Path) -> String {
@@ -180,7 +182,7 @@ async fn the_form_opens_a_remote_workspace_and_says_why_one_cannot_be_opened() {
 /// studio server's: `$XDG_DATA_HOME/zibby-studio/studio.sqlite` there), as if the user had said
 /// yes once on that machine.
 fn trust_on_the_host(sshd: &Sshd, root: &Path) {
-    let db = sshd.home().join("data/zibby-studio/studio.sqlite");
+    let db = host_db(sshd);
     std::fs::create_dir_all(db.parent().expect("a folder")).expect("create the remote data folder");
     let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db)).expect("open the store");
     let workspace = studio_core::Workspace::open(root).expect("open the workspace");
@@ -342,6 +344,214 @@ async fn a_stalled_link_reconnects_and_the_table_follows_the_host_again() {
             remote.add_sessions(&[FANOUT]);
             row_appears(&client, FANOUT.id).await;
             row_appears(&client, PIPELINE.id).await;
+        },
+    )
+    .await;
+}
+
+/// The processes on this machine (the host's, the same machine) whose command line holds
+/// `needle` (a run's unique prompt: its agent and its keeper), by pid.
+fn processes_with(needle: &str) -> Vec<u32> {
+    let own = std::process::id();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("list /proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let holds = cmdline.windows(needle.len()).any(|window| window == needle.as_bytes());
+        if holds && pid != own {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// The output lines the window's output view draws, in order: `(seq, text)`.
+async fn shown_output(client: &Client) -> Vec<(i64, String)> {
+    let script = "return Array.from(document.querySelectorAll('#output .output-line')).map((line) => \
+                  [Number(line.getAttribute('data-seq')), line.querySelector('.line-text').textContent]);";
+    let shown = client.execute(script, vec![]).await.expect("read the output lines");
+    serde_json::from_value(shown).expect("pairs of seq and text")
+}
+
+/// The host's store (the studio server's there, `$XDG_DATA_HOME` of the sshd's logins).
+fn host_db(sshd: &Sshd) -> std::path::PathBuf {
+    sshd.home().join("data/zibby-studio/studio.sqlite")
+}
+
+/// The run's output lines as the host's store `db` recorded them: `(seq, text)`.
+fn host_output(db: &Path, run_id: &str) -> Vec<(i64, String)> {
+    let db = db.to_path_buf();
+    let store =
+        studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db)).expect("the host's store");
+    let lines = store.output_page(run_id, 1, 100_000).expect("the run's output");
+    lines.into_iter().map(|line| (line.seq, line.text)).collect()
+}
+
+/// The run's id and session, from the Live runs strip once it shows the run.
+async fn live_run(client: &Client) -> (String, String) {
+    let live = wait_for(client, ".live-run[data-run-id]").await;
+    let run_id = live.attr("data-run-id").await.expect("read").expect("a run id");
+    let session = live.find(Locator::Css(".live-session-id")).await.expect("its session");
+    (run_id, session.text().await.expect("its id"))
+}
+
+#[tokio::test]
+async fn a_run_that_ends_while_the_link_is_down_shows_every_line_once_on_reconnect() {
+    resume_after_a_killed_link("remote-resume-7c1d", true).await;
+}
+
+#[tokio::test]
+async fn a_run_still_going_when_the_link_is_back_shows_every_line_once_when_it_ends() {
+    resume_after_a_killed_link("remote-resume-52b0", false).await;
+}
+
+/// A run in a remote workspace, its output open in the window, whose link is killed mid-run and
+/// comes back (the relay started again on its port) after the run ended on the host
+/// (`ends_while_down`) or at once, while it still runs there: the window then shows the run's
+/// end and exactly the lines the host's store has, each once, in order.
+async fn resume_after_a_killed_link(prompt: &'static str, ends_while_down: bool) {
+    zstudio();
+    let sshd = Sshd::start();
+    let (mut relay, config) = through_relay(&sshd);
+    let here = Workspace::empty();
+    let remote = Workspace::with_test_agent(&[
+        "--nodes",
+        "plan:2500,write:6000,report:1500",
+        "--lines",
+        "4",
+        "--prompt",
+        "{prompt}",
+    ]);
+    trust_on_the_host(&sshd, remote.path());
+    let db = host_db(&sshd);
+    App::run_on_with_env(
+        &here,
+        &target(&sshd, remote.path()),
+        &["--ssh-config", &config],
+        &[("ZIBBY_STUDIO_SSH_KEEPALIVE", "1")],
+        |client| async move {
+            wait_for(&client, "#workspace-remote").await;
+            start_run(&client, prompt).await;
+            let (run_id, session_id) = live_run(&client).await;
+            // The run's output open and following it, as lines come.
+            row_appears(&client, &session_id).await;
+            click(&client, &format!("tr[data-session-id='{session_id}'] .session-id")).await;
+            click(&client, "[data-tab='output']").await;
+            wait_for(&client, ".live-run .node[data-node='plan'][data-status='success']").await;
+            eventually("the output view shows the run's first lines", || async {
+                let shown = shown_output(&client).await;
+                (!shown.is_empty()).then_some(()).ok_or(format!("{shown:?}"))
+            })
+            .await;
+
+            // The link dies (its TCP connection closes): the studio server there ends, the run
+            // goes on through its keeper, recorded by no one.
+            relay.kill();
+            wait_for(&client, "#remote-reconnecting").await;
+            if ends_while_down {
+                eventually("the run's processes on the host ended", || async {
+                    let left = processes_with(prompt);
+                    left.is_empty().then_some(()).ok_or(format!("{left:?}"))
+                })
+                .await;
+            }
+            let shown_while_down = shown_output(&client).await;
+            screenshot(&client, "remote-resume-down.png").await;
+
+            relay.restart();
+            eventually("the link is back", || async {
+                match client.find(Locator::Css("#remote-reconnecting")).await {
+                    Ok(_) => Err("still reconnecting".to_owned()),
+                    Err(_) => Ok(()),
+                }
+            })
+            .await;
+            eprintln!(
+                "the link is back; the run's processes on the host: {:?}",
+                processes_with(prompt)
+            );
+            // The run's end, read from its record on the host: in the strip, then its notice.
+            wait_for(
+                &client,
+                &format!(
+                    ".live-run[data-run-id='{run_id}'][data-status='success'], \
+                     .toast[data-run-id='{run_id}'][data-status='success']"
+                ),
+            )
+            .await;
+            let host = host_output(&db, &run_id);
+            assert!(
+                shown_while_down.len() < host.len(),
+                "lines were written while the link was down ({} shown of {})",
+                shown_while_down.len(),
+                host.len()
+            );
+            assert!(host.iter().any(|(_, text)| text.contains("RESULT")), "{host:?}");
+            eventually("the window shows every line of the run once, in order", || async {
+                let shown = shown_output(&client).await;
+                (shown == host)
+                    .then_some(())
+                    .ok_or(format!("{shown:?}\nthe host has {host:?}"))
+            })
+            .await;
+            let session_view = wait_for(&client, "#session-view")
+                .await
+                .text()
+                .await
+                .expect("read the view");
+            assert!(
+                !session_view.contains("the link is down"),
+                "what failed while the link was down is not said any more: {session_view}"
+            );
+            screenshot(&client, "remote-resume-caught-up.png").await;
+            let runs = call_backend(&client, "runsList", vec![serde_json::json!(session_id)]).await;
+            assert_eq!(runs["ok"][0]["status"], "success", "{runs}");
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn force_stop_ends_a_remote_agent_that_ignores_stop_and_leaves_nothing_running() {
+    zstudio();
+    let sshd = Sshd::start();
+    let here = Workspace::empty();
+    let prompt = "remote-force-9e2a";
+    let remote = Workspace::with_test_agent(&["--nodes", "plan:60000", "--ignore-stop", "--prompt", "{prompt}"]);
+    trust_on_the_host(&sshd, remote.path());
+    let config = sshd.ssh_config().display().to_string();
+    App::run_on(
+        &here,
+        &target(&sshd, remote.path()),
+        &["--ssh-config", &config],
+        |client| async move {
+            wait_for(&client, "#workspace-remote").await;
+            start_run(&client, prompt).await;
+            wait_for(&client, ".live-run .node[data-node='plan'][data-status='running']").await;
+            let (_, session_id) = live_run(&client).await;
+            assert!(!processes_with(prompt).is_empty(), "the agent runs on the host");
+            // Stop asks gracefully (the stop files there): this agent never looks.
+            click(&client, ".live-run .stop").await;
+            wait_for(&client, ".live-run .force-stop").await;
+            assert!(
+                !processes_with(prompt).is_empty(),
+                "a graceful stop leaves the node running"
+            );
+            click(&client, ".live-run .force-stop").await;
+            wait_for(&client, ".live-run[data-status='cancelled']").await;
+            screenshot(&client, "remote-force-stopped.png").await;
+            let runs = call_backend(&client, "runsList", vec![serde_json::json!(session_id)]).await;
+            assert_eq!(runs["ok"][0]["status"], "cancelled", "{runs}");
+            assert_eq!(runs["ok"][0]["stopped_by"], "forced", "signals ended it: {runs}");
+            eventually("no process of the run is left on the host", || async {
+                let left = processes_with(prompt);
+                left.is_empty().then_some(()).ok_or(format!("{left:?}"))
+            })
+            .await;
         },
     )
     .await;

@@ -251,6 +251,44 @@ describe("output notices", () => {
   });
 });
 
+describe("catching up with no notice", () => {
+  it("reads on from the lines it holds: each line once, in order", async () => {
+    await open(lines(30));
+    // Lines written while no notice could come (a remote link down): the store has them.
+    backend.output.set("r1", lines(60));
+    backend.calls.length = 0;
+    view.catchUp();
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(60));
+    expect(shownSeqs()).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
+    const fetched = backend.calls.filter((call) => call.startsWith("runOutput(r1") && !call.endsWith(", 1, 1)"));
+    expect(fetched.length).toBeGreaterThan(0);
+    for (const call of fetched) expect(call).toMatch(/^runOutput\(r1, (3[1-9]|[45]\d),/);
+  });
+
+  it("asks again when more was written while it asked", async () => {
+    await open(lines(10));
+    backend.output.set("r1", lines(20));
+    view.catchUp();
+    backend.output.set("r1", lines(25));
+    view.catchUp(); // while the first answer is on its way
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(25));
+  });
+
+  it("filtered, reads the matching lines after the last one read", async () => {
+    await open(lines(40, (seq) => ({ stream: seq % 10 === 0 ? "stderr" : "stdout" })));
+    const stream = view.element.querySelector("#output-stream") as HTMLSelectElement;
+    stream.value = "stderr";
+    stream.dispatchEvent(new Event("change"));
+    await vi.waitFor(() => expect(shownSeqs()).toEqual([10, 20, 30, 40]));
+    backend.output.set(
+      "r1",
+      lines(80, (seq) => ({ stream: seq % 10 === 0 ? "stderr" : "stdout" })),
+    );
+    view.catchUp();
+    await vi.waitFor(() => expect(shownSeqs()).toEqual([10, 20, 30, 40, 50, 60, 70, 80]));
+  });
+});
+
 describe("colours over several lines", () => {
   it("scrolled by a reader, fetches whole pages, carrying colours from the page's first line", async () => {
     await open(lines(2_000, (seq) => (seq === 510 ? { text: `${ESC}[32mgreen from here` } : {})));

@@ -27,6 +27,10 @@ export interface OutputView {
   element: HTMLElement;
   /** The run has `total` lines now (the `run-output` event). */
   grew(total: number): void;
+  /** Reads on from the lines it holds, as no notice says how many there are (a remote
+   * workspace's link is back, the run ended): the run's line count is asked again and what is
+   * new is fetched by line number, so no line is missed and none is shown twice. */
+  catchUp(): void;
   /** Scrolls to the line with this seq and marks it (a search hit). */
   showLine(seq: number): Promise<void>;
   /** Whether the view follows the tail. */
@@ -116,6 +120,8 @@ export function createOutputView(options: OutputViewOptions): OutputView {
   let started = false;
   /** The run's line count is being asked. */
   let probing = false;
+  /** It is to be asked again once that answer came (something may have been written since). */
+  let probeAgain = false;
 
   const viewport = () => scroller.clientHeight || FALLBACK_VIEWPORT;
 
@@ -450,19 +456,48 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     }
     // The notice counts the lines this app saw printed; the store may hold more (a run followed
     // since midway, lines skipped in a flood): ask it.
-    if (probing) return;
+    probe();
+  }
+
+  /** Asks the store how many lines the run has, and draws the ones beyond those known. */
+  function probe(): void {
+    if (probing) {
+      probeAgain = true;
+      return;
+    }
     probing = true;
     const asked = source;
     backend
       .runOutput(runId, { fromSeq: 1, limit: 1 })
-      .then((probe) => {
-        if (asked === source && probe.total > source.count()) {
-          source.grew(probe.total);
-          render();
-        }
+      .then((page) => {
+        if (asked !== source) return;
+        if (page.total > source.count()) source.grew(page.total);
+        // Drawn again either way: lines whose fetch failed (a link down) are fetched again.
+        render();
       })
       .catch((error: unknown) => options.onError?.(error))
-      .finally(() => (probing = false));
+      .finally(() => {
+        probing = false;
+        if (probeAgain) {
+          probeAgain = false;
+          probe();
+        }
+      });
+  }
+
+  /** Reads on from what the view holds: unfiltered, the run's count again (the lines are fetched
+   * by number); filtered, the matching lines from the line after the last one read. */
+  function catchUp(): void {
+    if (source instanceof ScannedSource) {
+      const asked = source;
+      asked.grew(0);
+      asked.more().then(
+        (grew) => grew && asked === source && render(),
+        (error: unknown) => options.onError?.(error),
+      );
+      return;
+    }
+    probe();
   }
 
   void start().catch((error: unknown) => options.onError?.(error));
@@ -471,6 +506,9 @@ export function createOutputView(options: OutputViewOptions): OutputView {
     element,
     grew(total) {
       if (started) grow(total);
+    },
+    catchUp() {
+      if (started) catchUp();
     },
     async showLine(seq) {
       if (filter.node !== null || filter.stream !== null) {

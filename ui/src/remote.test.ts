@@ -3,12 +3,12 @@
 // replaced by "Copy remote path".
 
 import { flushSync } from "svelte";
-import { beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it, vi } from "vitest";
 
 import { startApp } from "./app";
 import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
-import type { LinkState } from "./types";
-import { row } from "./testdata";
+import type { LinkState, OutputLine, RunEvent } from "./types";
+import { row, runRecord } from "./testdata";
 
 let backend: FakeBackend;
 let root: HTMLElement;
@@ -96,6 +96,84 @@ describe("a remote workspace", () => {
     expect(root.querySelector("#remote-lost")).toBeNull();
     backend.remoteStatus(connected);
     expect(root.querySelector("#remote-reconnecting")).toBeNull();
+  });
+});
+
+function outputLines(count: number): OutputLine[] {
+  return Array.from({ length: count }, (_, i) => ({
+    seq: i + 1,
+    stream: "stdout" as const,
+    at_ms: i,
+    node: "work",
+    text: `line ${i + 1}`,
+  }));
+}
+
+const shownSeqs = () =>
+  [...document.querySelectorAll("#output .output-line")].map((line) => Number(line.getAttribute("data-seq")));
+
+async function openOutput(): Promise<void> {
+  backend.runs = [runRecord("r1", "a", { status: "running" })];
+  backend.output.set("r1", outputLines(12));
+  await start();
+  backend.remoteOpenRequested();
+  submit("buildbox:/srv/p");
+  await settled();
+  (root.querySelector("tr[data-session-id='a'] .session-id") as HTMLElement).click();
+  flushSync();
+  await vi.waitFor(() => expect(root.querySelector("[data-tab='output']")).not.toBeNull());
+  (root.querySelector("[data-tab='output']") as HTMLElement).click();
+  flushSync();
+  await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(12));
+}
+
+describe("a remote workspace's link back", () => {
+  const down: LinkState = { state: "reconnecting", since_ms: 0, reason: "buildbox: lost", attempts: 1 };
+
+  it("reads the open output on from the lines it holds: each line once, in order", async () => {
+    await openOutput();
+    const connected = backend.remote!;
+    backend.remoteStatus({ ...connected, link: down });
+    // Written on the host while the link was down: no notice told of them.
+    backend.output.set("r1", outputLines(30));
+    await settled();
+    expect(shownSeqs().at(-1)).toBe(12);
+    backend.remoteStatus(connected);
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(30));
+    expect(shownSeqs()).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+  });
+
+  it("forgets what failed to be read while the link was down", async () => {
+    await openOutput();
+    const connected = backend.remote!;
+    backend.remoteStatus({ ...connected, link: down });
+    const runOutput = backend.runOutput;
+    backend.runOutput = () => Promise.reject(refusal("remote_link", "buildbox: the link is down, connecting again"));
+    backend.emitOutput({ run_id: "r1", session_id: "a", lines: 14 });
+    await vi.waitFor(() => expect(root.querySelector("#session-view")?.textContent).toContain("the link is down"));
+    backend.runOutput = runOutput;
+    backend.output.set("r1", outputLines(14));
+    backend.remoteStatus(connected);
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(14));
+    expect(root.querySelector("#session-view")?.textContent).not.toContain("the link is down");
+  });
+
+  it("reads a run's last lines when its end is told", async () => {
+    await openOutput();
+    backend.output.set("r1", outputLines(20));
+    const finished: RunEvent = {
+      type: "run_finished",
+      run_id: "r1",
+      session_id: "a",
+      status: "success",
+      exit_code: 0,
+      elapsed_ms: 5,
+      stopped_by: null,
+      error: null,
+    };
+    backend.emit(finished);
+    await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(20));
+    expect(shownSeqs()).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
 });
 

@@ -86,6 +86,9 @@ export interface ActionError {
 export interface OutputsHandle {
   /** A run printed: `true` when it is the run shown. */
   grew(runId: string, lines: number): boolean;
+  /** The output shown (of run `runId`, or whichever when `null`) reads on from the lines it
+   * holds: what was written while no notice could say so is fetched, nothing twice. */
+  catchUp(runId: string | null): void;
 }
 
 export class SessionModel {
@@ -239,6 +242,9 @@ export class SessionModel {
     if (event.type === "run_finished") {
       if (this.liveRunId === event.run_id) this.setLive(null, event.status);
       this.stopState = null;
+      // Its last lines may have had no notice (a remote run that ended while no server followed
+      // it is recorded whole as it is told of).
+      this.outputs?.catchUp(event.run_id);
       this.refreshSpans();
       this.reloadSoon();
     }
@@ -248,6 +254,15 @@ export class SessionModel {
     if (event.session_id !== this.sessionId) return;
     const shown = this.outputs?.grew(event.run_id, event.lines) ?? false;
     if (!shown && !this.runs.some((run) => run.id === event.run_id)) this.reloadSoon();
+  }
+
+  /** The remote workspace's link is back: what was written meanwhile is read, from what the
+   * view holds (the output by line number, the session and its runs again). */
+  resume(): void {
+    // A read that failed while the link was down is read again now: its error goes.
+    if (this.actionError?.error.code === "remote_link") this.actionError = null;
+    this.outputs?.catchUp(null);
+    this.reloadSoon();
   }
 
   /** Once a second from the app: only a live run's clock moves (idle means idle). */

@@ -13,30 +13,32 @@ use crate::process::{free_port, require_program, ServerProcess};
 pub struct Relay {
     process: ServerProcess,
     port: u16,
-    _dir: TempDir,
+    target_port: u16,
+    dir: TempDir,
 }
 
 impl Relay {
     /// Starts a relay listening on a free port of 127.0.0.1 and forwarding each connection to
     /// `target_port` on 127.0.0.1.
     pub fn start(target_port: u16) -> Relay {
-        let socat = require_program("/usr/bin/socat", "socat");
         let dir = tempfile::Builder::new()
             .prefix("relay-")
             .tempdir()
             .expect("temporary folder");
         let port = free_port();
-        let mut command = Command::new(socat);
-        command
-            .arg(format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork"))
-            .arg(format!("TCP:127.0.0.1:{target_port}"));
-        let mut process = ServerProcess::spawn("socat", command, &dir.path().join("socat.log"));
-        process.wait_for_port(port);
+        let process = listen(port, target_port, dir.path());
         Relay {
             process,
             port,
-            _dir: dir,
+            target_port,
+            dir,
         }
+    }
+
+    /// Starts a killed relay again on the same port (the link can come back).
+    pub fn restart(&mut self) {
+        self.process.stop();
+        self.process = listen(self.port, self.target_port, self.dir.path());
     }
 
     /// The port the relay listens on, on 127.0.0.1.
@@ -65,4 +67,16 @@ impl Relay {
         self.process.signal(Signal::SIGKILL);
         self.process.stop();
     }
+}
+
+/// socat listening on `port` of 127.0.0.1, forwarding each connection to `target_port` there.
+fn listen(port: u16, target_port: u16, dir: &std::path::Path) -> ServerProcess {
+    let socat = require_program("/usr/bin/socat", "socat");
+    let mut command = Command::new(socat);
+    command
+        .arg(format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork"))
+        .arg(format!("TCP:127.0.0.1:{target_port}"));
+    let mut process = ServerProcess::spawn("socat", command, &dir.join("socat.log"));
+    process.wait_for_port(port);
+    process
 }

@@ -13,7 +13,7 @@ import { isLive } from "../runs";
 import { DELETE_LIVE_TITLE } from "../sessions";
 import { SessionModel, type SessionTab } from "../sessionmodel.svelte";
 import { askingToTrust } from "../trust";
-import type { Agent, CommandError, CompareAcross, RunEvent, SearchHit, WorkspaceInfo } from "../types";
+import type { Agent, CommandError, CompareAcross, RemoteStatus, RunEvent, SearchHit, WorkspaceInfo } from "../types";
 import { AgentsState } from "./agents.svelte";
 import { DialogsState, type QuitAnswer } from "./dialogs.svelte";
 import { RunsState } from "./runs.svelte";
@@ -93,7 +93,7 @@ export class AppState {
       this.backend.onRunOutput((event) => this.session?.onRunOutput(event)),
       this.backend.onWorkspaceChanged((workspace: WorkspaceInfo) => this.workspace.changed(workspace)),
       this.backend.onWatchNotice((notice) => (this.workspace.watchNotice = notice)),
-      this.backend.onRemoteStatus((status) => (this.workspace.remote = status)),
+      this.backend.onRemoteStatus((status) => this.onRemoteStatus(status)),
       this.backend.onRemoteConnecting((target) => (this.workspace.connecting = target)),
       this.backend.onRemoteOpenRequested(() => this.workspace.askRemote()),
       this.backend.onCloudOpenRequested(() => this.workspace.askCloud()),
@@ -170,6 +170,14 @@ export class AppState {
     if (this.#firstFrameMarked || typeof requestAnimationFrame !== "function") return;
     this.#firstFrameMarked = true;
     requestAnimationFrame(() => setTimeout(() => performance.mark("workspace-shown")));
+  }
+
+  /** The remote workspace's link changed; back after reconnecting, the open session reads on
+   * from what it holds (the shell has the listing read again). */
+  onRemoteStatus(status: RemoteStatus): void {
+    const was = this.workspace.remote?.link.state;
+    this.workspace.remote = status;
+    if (was === "reconnecting" && status.link.state === "connected") this.session?.resume();
   }
 
   onSessionsChanged(): void {

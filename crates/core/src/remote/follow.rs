@@ -29,7 +29,7 @@ const PAGE_LINES: usize = 5_000;
 const HOLD_AT_MOST: Duration = Duration::from_secs(2);
 
 /// How often the record of a run its server does not follow is read.
-const RECORD_EVERY: Duration = Duration::from_millis(500);
+pub const RECORD_EVERY: Duration = Duration::from_millis(500);
 
 /// A run of a remote workspace, followed from the line it holds.
 pub struct RunFollower {
@@ -204,18 +204,24 @@ impl RunFollower {
         true
     }
 
-    /// The run's end as its record on the host says it, once it ended (settled first: a run
-    /// that went on through its keeper is recorded when a studio looks).
+    /// The run's end as its record on the host says it, once it ended ([`run_end`]).
     fn ended(&self, link: &Link) -> Result<Option<RunEvent>, Error> {
-        link.call::<()>(RUNS_RECONCILE, &json!({}))?;
-        let runs: Vec<RunRecord> = link.call("runs_list", &json!({ "session_id": self.session_id }))?;
-        let Some(run) = runs.into_iter().find(|run| run.id == self.run_id) else {
-            return Err(Error::RunNotFound {
-                id: self.run_id.clone(),
-            });
-        };
-        Ok((run.status != Status::Running).then(|| finished_event(run)))
+        run_end(link, &self.run_id, &self.session_id)
     }
+}
+
+/// The end of run `run_id` of session `session_id` as its record on the host says it, once it
+/// ended (`None` while it runs); settled first (`runs_reconcile`): a run that went on through its
+/// keeper while no server followed it is recorded, its output lines too, when a studio looks.
+/// The one reading of a run's end that no server tells of (a follower's, the window's after a
+/// reconnect).
+pub fn run_end(link: &Link, run_id: &str, session_id: &str) -> Result<Option<RunEvent>, Error> {
+    link.call::<()>(RUNS_RECONCILE, &json!({}))?;
+    let runs: Vec<RunRecord> = link.call("runs_list", &json!({ "session_id": session_id }))?;
+    let Some(run) = runs.into_iter().find(|run| run.id == run_id) else {
+        return Err(Error::RunNotFound { id: run_id.to_owned() });
+    };
+    Ok((run.status != Status::Running).then(|| finished_event(run)))
 }
 
 /// The end of a run as its record says it.

@@ -11,14 +11,24 @@
 //! told to read its listing again ([`RemoteSinks::reconnected`]). When the link is given up
 //! ([`LinkOptions::give_up_after`]), the workspace is marked lost once and every command then
 //! fails with why.
+//!
+//! Resuming after a reconnect: the window reads each followed output on from the lines it holds
+//! (its pages by line number, `run_output`; the UI's `outputsource.ts` owns that). What no
+//! server tells any more is each run's end: the new server did not start the runs under way
+//! (they went on through their keepers), so the end of every run the old one started and did
+//! not see end is read from its record ([`run_end`], every [`RECORD_EVERY`] until it ended) and
+//! told to the window as the run's `run_finished`, once.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::mpsc::Receiver;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::app::elsewhere::{Elsewhere, RemoteStatus};
+use crate::remote::follow::{run_end, RECORD_EVERY};
 use crate::remote::link::{Link, LinkEvent, LinkOptions, LinkState};
 use crate::remote::methods::{IPC_METHODS, WINDOW_PROTOCOL_METHODS};
 use crate::remote::ssh::{RemoteTarget, SshError};
@@ -122,31 +132,132 @@ impl RemoteWorkspace {
 }
 
 /// Hands each of the link's events on until it ends: notifications to their sinks, its states to
-/// the window (a given-up link marks the workspace lost, once), its return as a reload. When the
-/// link ends otherwise, marks the workspace lost too (unless it was closed on purpose first).
+/// the window (a given-up link marks the workspace lost, once), its return as a reload; and the
+/// ends of the runs no server tells of any more ([`Unended`]). When the link ends otherwise, marks
+/// the workspace lost too (unless it was closed on purpose first).
 fn pass_on(events: Receiver<LinkEvent>, sinks: &RemoteSinks, workspace: &Weak<RemoteWorkspace>) {
-    for event in events {
+    let mut unended = Unended::default();
+    loop {
+        let event = match unended.wait() {
+            None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            Some(wait) => events.recv_timeout(wait),
+        };
         match event {
-            LinkEvent::Notification(notification) => {
-                if let Some(change) = notification.change() {
-                    (sinks.changes)(change);
-                } else if let Some(event) = notification.run_event() {
-                    (sinks.run_events)(event);
+            Ok(event) => {
+                if !hand_on(event, sinks, workspace, &mut unended) {
+                    return;
                 }
             }
-            LinkEvent::State(LinkState::Failed { reason }) => lose(sinks, workspace, reason),
-            LinkEvent::State(state) => {
-                let Some(workspace) = workspace.upgrade() else { return };
-                let status = workspace.status();
-                if status.lost.is_none() {
-                    tracing::info!(host = %status.host, ?state, "the remote workspace's link changed");
-                    (sinks.link)(status);
-                }
-            }
-            LinkEvent::Reconnected => (sinks.reconnected)(),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
         }
+        unended.read_ends(sinks, workspace);
     }
     lose(sinks, workspace, "the studio server closed the link".to_owned());
+}
+
+/// One event of the link to the window; `false` once the workspace is gone.
+fn hand_on(event: LinkEvent, sinks: &RemoteSinks, workspace: &Weak<RemoteWorkspace>, unended: &mut Unended) -> bool {
+    match event {
+        LinkEvent::Notification(notification) => {
+            if let Some(change) = notification.change() {
+                (sinks.changes)(change);
+            } else if let Some(event) = notification.run_event() {
+                unended.told(&event);
+                (sinks.run_events)(event);
+            }
+        }
+        LinkEvent::State(LinkState::Failed { reason }) => lose(sinks, workspace, reason),
+        LinkEvent::State(state) => {
+            let Some(workspace) = workspace.upgrade() else {
+                return false;
+            };
+            let status = workspace.status();
+            if status.lost.is_none() {
+                tracing::info!(host = %status.host, ?state, "the remote workspace's link changed");
+                (sinks.link)(status);
+            }
+        }
+        LinkEvent::Reconnected => {
+            unended.reconnected();
+            (sinks.reconnected)();
+        }
+    }
+    true
+}
+
+/// The runs the workspace's server told of starting and not of ending: their sessions by run id,
+/// and whether the server connected now does not follow them (connected again since).
+#[derive(Default)]
+struct Unended {
+    runs: HashMap<String, (String, bool)>,
+    read_at: Option<Instant>,
+}
+
+impl Unended {
+    fn told(&mut self, event: &RunEvent) {
+        match event {
+            RunEvent::RunStarted { run_id, session_id, .. } => {
+                self.runs.insert(run_id.clone(), (session_id.clone(), false));
+            }
+            RunEvent::RunFinished { run_id, .. } => {
+                self.runs.remove(run_id);
+            }
+            _ => {}
+        }
+    }
+
+    /// A new server: none of the runs is followed by it.
+    fn reconnected(&mut self) {
+        for (_, unfollowed) in self.runs.values_mut() {
+            *unfollowed = true;
+        }
+        self.read_at = None;
+    }
+
+    /// How long the next event is waited for: `None` (for ever) unless an end is to be read.
+    fn wait(&self) -> Option<Duration> {
+        if !self.runs.values().any(|(_, unfollowed)| *unfollowed) {
+            return None;
+        }
+        Some(
+            self.read_at
+                .map_or(Duration::ZERO, |at| RECORD_EVERY.saturating_sub(at.elapsed())),
+        )
+    }
+
+    /// Reads the records of the runs not followed, when due: each that ended is told as its
+    /// `run_finished` and forgotten. A dropped link reads them again once back.
+    fn read_ends(&mut self, sinks: &RemoteSinks, workspace: &Weak<RemoteWorkspace>) {
+        if self.wait().is_none_or(|wait| !wait.is_zero()) {
+            return;
+        }
+        self.read_at = Some(Instant::now());
+        let Some(link) = workspace.upgrade().and_then(|workspace| workspace.link().ok()) else {
+            return;
+        };
+        let unfollowed: Vec<(String, String)> = self
+            .runs
+            .iter()
+            .filter(|(_, (_, unfollowed))| *unfollowed)
+            .map(|(run_id, (session_id, _))| (run_id.clone(), session_id.clone()))
+            .collect();
+        for (run_id, session_id) in unfollowed {
+            match run_end(&link, &run_id, &session_id) {
+                Ok(None) => {}
+                Ok(Some(end)) => {
+                    tracing::info!(host = %link.host(), %run_id, "a run ended while no server followed it");
+                    self.runs.remove(&run_id);
+                    (sinks.run_events)(end);
+                }
+                Err(error) if link.dropped(&error) => return,
+                Err(error) => {
+                    tracing::warn!(%run_id, %error, "cannot read the end of a remote run: not followed any more");
+                    self.runs.remove(&run_id);
+                }
+            }
+        }
+    }
 }
 
 fn lose(sinks: &RemoteSinks, workspace: &Weak<RemoteWorkspace>, why: String) {
