@@ -124,17 +124,32 @@ async fn a_bucket_prefix_opens_read_only_and_lists_a_session_uploaded_while_open
     drop(moto);
 }
 
+/// The shared credentials and config files of a profile `moto-reader` holding moto's test keys
+/// (no default profile): a client reaches moto only with that profile.
+fn profile_files(folder: &std::path::Path) -> (String, String) {
+    let (credentials, config) = (folder.join("aws-credentials"), folder.join("aws-config"));
+    std::fs::write(
+        &credentials,
+        "[moto-reader]\naws_access_key_id = testing\naws_secret_access_key = testing\n",
+    )
+    .unwrap();
+    std::fs::write(&config, "[profile moto-reader]\nregion = us-east-1\n").unwrap();
+    (credentials.display().to_string(), config.display().to_string())
+}
+
 #[tokio::test]
-async fn the_form_opens_a_bucket_prefix_at_an_endpoint_and_says_why_one_cannot_be_opened() {
+async fn the_form_opens_a_bucket_prefix_at_an_endpoint_with_a_profile_and_open_recent_keeps_both() {
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::with_sessions(&[FANOUT]);
     let cache = here.data_home().join("cache").display().to_string();
-    // The keys from the variables, the endpoint from the form.
+    let (credentials, config) = profile_files(here.data_home());
+    // No keys, no endpoint, no region in the variables: the keys come from the form's profile,
+    // the endpoint from its endpoint field.
     let env = [
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-        ("AWS_REGION", "us-east-1"),
+        ("AWS_SHARED_CREDENTIALS_FILE", credentials.as_str()),
+        ("AWS_CONFIG_FILE", config.as_str()),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
         ("XDG_CACHE_HOME", cache.as_str()),
     ];
     let endpoint = moto.endpoint();
@@ -149,6 +164,8 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_and_says_why_one_cannot_b
         field.send_keys("s3://no-such-bucket/ci").await.expect("type the URL");
         let endpoint_field = wait_for(&client, "#cloud-endpoint").await;
         endpoint_field.send_keys(&endpoint).await.expect("type the endpoint");
+        let profile_field = wait_for(&client, "#cloud-profile").await;
+        profile_field.send_keys("moto-reader").await.expect("type the profile");
         click(&client, "#cloud-open").await;
         eventually("the form names the source it could not list", || async {
             let form = text_of(&client, "[data-testid='cloud-form']").await?;
@@ -180,6 +197,21 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_and_says_why_one_cannot_b
         row_appears(&client, FANOUT.id).await;
         assert!(client.find(Locator::Css("#workspace-read-only")).await.is_err());
         wait_for(&client, "[data-testid='delete']").await;
+
+        // Open Recent opens the bucket again at the endpoint, with the profile, that the form
+        // gave: neither is in the variables.
+        click(&client, "#workspace-switcher").await;
+        let recent = format!(".recent-workspace[data-path^='s3://{BUCKET}/ci?']");
+        let said = text_of(&client, &recent)
+            .await
+            .expect("the bucket is a recent workspace");
+        assert!(
+            said.contains("profile moto-reader") && said.contains(&endpoint),
+            "{said}"
+        );
+        click(&client, &recent).await;
+        wait_for(&client, "#workspace-read-only").await;
+        row_appears(&client, PIPELINE.id).await;
     })
     .await;
     drop(moto);

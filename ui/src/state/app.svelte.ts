@@ -97,6 +97,7 @@ export class AppState {
       this.backend.onRemoteConnecting((target) => (this.workspace.connecting = target)),
       this.backend.onRemoteOpenRequested(() => this.workspace.askRemote()),
       this.backend.onCloudOpenRequested(() => this.workspace.askCloud()),
+      this.backend.onCloudStatus((status) => this.workspace.cloudStatus(status)),
       this.backend.onQuitRequested((request) => (this.dialogs.quitRequest = request)),
       this.backend.onAgentsChanged(() => void this.agents.reload()),
       this.backend.onSessionOpened((opened) => this.showSession(opened.session_id)),

@@ -21,6 +21,8 @@ export interface CloudForm {
   url: string;
   /** An S3-compatible store's URL; empty: the provider's variables (`AWS_ENDPOINT_URL`, …). */
   endpoint: string;
+  /** A profile of the credential chain (`AWS_PROFILE`'s files, SSO); empty: the chain's own. */
+  profile: string;
   /** Listing the prefix (the first refresh of the mirror). */
   opening: boolean;
   /** Why the last try failed (it names the source). */
@@ -48,6 +50,11 @@ export class WorkspaceState {
   connecting = $state.raw<string | null>(null);
 
   readonly #backend: Backend;
+  /** The shell says the cloud workspace's refresh failed or works again: kept while that workspace is open. */
+  cloudStatus(status: CloudStatus): void {
+    if (this.cloud?.target === status.target) this.cloud = status;
+  }
+
   /** What the window does once another workspace is open (everything of the old one goes). */
   readonly #switched: () => Promise<void>;
   /** The workspace this window is opening (its `workspace-changed` echo needs no second reload). */
@@ -146,6 +153,7 @@ export class WorkspaceState {
     this.cloudForm = {
       url: this.cloudForm?.url ?? "",
       endpoint: this.cloudForm?.endpoint ?? "",
+      profile: this.cloudForm?.profile ?? "",
       opening: false,
       error: null,
     };
@@ -155,16 +163,17 @@ export class WorkspaceState {
     if (!this.cloudForm?.opening) this.cloudForm = null;
   }
 
-  /** Opens bucket prefix `url` (at `endpoint` when given) read-only; the form stays open with the error on failure. */
-  openCloud(url: string, endpoint: string): void {
-    this.cloudForm = { url, endpoint, opening: true, error: null };
+  /** Opens bucket prefix `url` (at `endpoint`, with `profile`, when given) read-only; the form stays open with the error on failure. */
+  openCloud(url: string, endpoint: string, profile: string): void {
+    this.cloudForm = { url, endpoint, profile, opening: true, error: null };
+    const given = (field: string) => (field.trim() === "" ? null : field.trim());
     void (async () => {
       try {
-        await this.#backend.workspaceOpenCloud(url.trim(), endpoint.trim() === "" ? null : endpoint.trim());
+        await this.#backend.workspaceOpenCloud(url.trim(), given(endpoint), given(profile));
         this.cloudForm = null;
         await this.#switched();
       } catch (error) {
-        this.cloudForm = { url, endpoint, opening: false, error: toCommandError(error) };
+        this.cloudForm = { url, endpoint, profile, opening: false, error: toCommandError(error) };
       }
     })();
   }
