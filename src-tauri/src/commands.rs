@@ -131,7 +131,7 @@ ipc_commands! {
 
     /// Copies a session of the open cloud workspace into the local workspace opened last (else
     /// one asked for; `None`: cancelled) and its store.
-    #[tauri::command(async)]
+    #[tauri::command(async, rename_all = "snake_case")]
     pub fn cloud_session_import(app: AppHandle, session_id: String) -> Result<Option<CloudImported>, CommandError> {
         crate::cloud::import_session(&app, &session_id)
     }

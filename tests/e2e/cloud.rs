@@ -271,3 +271,119 @@ async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
     .await;
     drop(moto);
 }
+
+/// Waits up to `seconds` (longer than the page timeout: a stalled server is given up on after
+/// the mirror's own timeout) until `check` is `Ok`.
+async fn within<F, Fut>(seconds: u64, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        match check().await {
+            Ok(()) => return,
+            Err(last) if std::time::Instant::now() >= deadline => {
+                panic!("{what}: not so within {seconds} s; last seen: {last}")
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
+        }
+    }
+}
+
+/// The server stalls while the window is open: the workspace says its refresh fails, naming the
+/// source, and shows the sessions as last fetched; once the server answers again, the notice goes.
+#[tokio::test]
+async fn a_stalled_server_is_said_on_the_workspace_until_a_refresh_works_again() {
+    let moto = std::sync::Arc::new(Moto::start());
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::empty();
+    let cache = here.data_home().join("cache");
+    let mut env: Vec<(&str, String)> = moto.env();
+    env.push(("XDG_CACHE_HOME", cache.display().to_string()));
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let url = format!("s3://{BUCKET}/ci");
+    let (server, expected_url) = (moto.clone(), url.clone());
+    App::run_on_with_env(&here, &url, &[], &env_refs, |client| async move {
+        row_appears(&client, PIPELINE.id).await;
+        assert!(client.find(Locator::Css("#cloud-refresh-failed")).await.is_err());
+        server.freeze();
+        // The poller's next refresh gets no answer: given up on after the mirror's timeout.
+        within(120, "the notice names the source", || async {
+            let notice = text_of(&client, "#cloud-refresh-failed").await?;
+            (notice.contains(&expected_url) && notice.contains("no answer"))
+                .then_some(())
+                .ok_or(notice)
+        })
+        .await;
+        wait_for(&client, &format!("tr[data-session-id='{}']", PIPELINE.id)).await;
+        screenshot(&client, "cloud-refresh-failed.png").await;
+        server.resume();
+        within(120, "the notice goes once a refresh works", || async {
+            match client.find(Locator::Css("#cloud-refresh-failed")).await {
+                Ok(_) => Err("still shown".to_owned()),
+                Err(_) => Ok(()),
+            }
+        })
+        .await;
+    })
+    .await;
+    moto.resume();
+}
+
+/// "Import to local workspace" on a cloud session: copied into the local workspace opened last
+/// and its store; that workspace lists it as its own.
+#[tokio::test]
+async fn a_cloud_session_is_imported_into_the_local_workspace_opened_last() {
+    let moto = Moto::start();
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::with_sessions(&[FANOUT]);
+    let cache = here.data_home().join("cache").display().to_string();
+    let mut env: Vec<(&str, String)> = moto.env();
+    env.push(("XDG_CACHE_HOME", cache));
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let here_path = here.path().display().to_string();
+    let start_path = here_path.clone();
+    let imported_folder = here.path().join(".zibby/output/sessions").join(PIPELINE.id);
+    App::run_on_with_env(&here, &start_path, &[], &env_refs, |client| async move {
+        row_appears(&client, FANOUT.id).await;
+        click(&client, "#workspace-switcher").await;
+        click(&client, "#workspace-open-cloud").await;
+        let field = wait_for(&client, "#cloud-url").await;
+        field
+            .send_keys(&format!("s3://{BUCKET}/ci"))
+            .await
+            .expect("type the URL");
+        click(&client, "#cloud-open").await;
+        wait_for(&client, "#workspace-read-only").await;
+        row_appears(&client, PIPELINE.id).await;
+        click(&client, &format!("tr[data-session-id='{}'] .session-id", PIPELINE.id)).await;
+        wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+        click(&client, "#session-import-cloud").await;
+        eventually("the window says where the session went", || async {
+            let said = match text_of(&client, "#session-imported").await {
+                Ok(said) => said,
+                Err(_) => return Err(text_of(&client, "#session-view").await.unwrap_or_default()),
+            };
+            (said.contains(&here_path) && said.contains(PIPELINE.id))
+                .then_some(())
+                .ok_or(said)
+        })
+        .await;
+        screenshot(&client, "cloud-session-imported.png").await;
+        assert!(
+            imported_folder.join("plan/raw_stream_output.txt").is_file(),
+            "the session's folder is in the local workspace"
+        );
+
+        // The local workspace lists it as its own: writable, with Delete.
+        click(&client, "#session-close").await;
+        click(&client, "#workspace-switcher").await;
+        click(&client, &format!(".recent-workspace[data-path='{here_path}']")).await;
+        row_appears(&client, FANOUT.id).await;
+        row_appears(&client, PIPELINE.id).await;
+        assert!(client.find(Locator::Css("#workspace-read-only")).await.is_err());
+    })
+    .await;
+    drop(moto);
+}
