@@ -202,13 +202,13 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_with_a_profile_and_open_r
         // gave: neither is in the variables.
         click(&client, "#workspace-switcher").await;
         let recent = format!(".recent-workspace[data-path^='s3://{BUCKET}/ci?']");
-        let said = text_of(&client, &recent)
-            .await
-            .expect("the bucket is a recent workspace");
-        assert!(
-            said.contains("profile moto-reader") && said.contains(&endpoint),
-            "{said}"
-        );
+        eventually("the recent bucket says its endpoint and profile", || async {
+            let said = text_of(&client, &recent).await?;
+            (said.contains("profile moto-reader") && said.contains(&endpoint))
+                .then_some(())
+                .ok_or(said)
+        })
+        .await;
         click(&client, &recent).await;
         wait_for(&client, "#workspace-read-only").await;
         row_appears(&client, PIPELINE.id).await;

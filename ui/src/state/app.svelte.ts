@@ -82,6 +82,7 @@ export class AppState {
     this.workspace = new WorkspaceState(this.backend, () => this.workspaceSwitched());
     this.agents = new AgentsState(this.backend, (launch) => this.dialogs.askTrust(launch));
     this.sessions = new SessionsState(backend, clock, () => this.#sessionChanged());
+    this.sessions.paused = () => this.workspace.switching;
     this.runs = new RunsState(
       backend,
       () => clock().getTime(),
