@@ -26,8 +26,6 @@ use crate::store::Store;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
-use super::Studio;
-
 /// How often the poller refreshes the mirror.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -213,7 +211,7 @@ impl Drop for CloudWorkspace {
     }
 }
 
-/// A cloud session copied into a local workspace ([`Studio::cloud_import`]).
+/// A cloud session copied into a local workspace (`Studio::cloud_import`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CloudImported {
@@ -221,31 +219,6 @@ pub struct CloudImported {
     pub session_id: String,
     /// The local workspace's folder it went into.
     pub workspace: String,
-}
-
-impl Studio {
-    /// The local workspace a cloud session is imported into: the one opened last (the first
-    /// folder of the recent list, a bucket or another host's being no folder here).
-    pub fn last_local_workspace(&self) -> Result<Option<Workspace>, Error> {
-        Ok(self
-            .recent_workspaces()?
-            .into_iter()
-            .filter(|root| root.is_absolute() && root.is_dir())
-            .find_map(|root| Workspace::open(&root).ok()))
-    }
-
-    /// Imports session `session_id` of the open cloud workspace into the local workspace `local`
-    /// and the store ([`CloudWorkspace::import_into`]).
-    pub fn cloud_import(&self, session_id: &str, local: &Workspace) -> Result<CloudImported, Error> {
-        let cloud = self.cloud().ok_or_else(|| Error::InvalidRequest {
-            reason: "no cloud workspace is open: only a bucket's session is imported".to_owned(),
-        })?;
-        let imported = cloud.import_into(self.store()?, local, session_id)?;
-        Ok(CloudImported {
-            session_id: imported.session_id.to_string(),
-            workspace: local.root().display().to_string(),
-        })
-    }
 }
 
 /// Runs `work` (which blocks on the mirror's own runtime) on a thread of its own when called on
