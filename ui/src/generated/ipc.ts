@@ -98,7 +98,7 @@ target: string,
 error: string | null, };
 
 /**
- * A cloud session copied into a local workspace ([`Studio::cloud_import`]).
+ * A cloud session copied into a local workspace (`Studio::cloud_import`).
  */
 export type CloudImported = { 
 /**
