@@ -278,6 +278,9 @@ fn commands_that_change_sessions_are_refused_with_a_source() {
             stderr.contains("does not take --source") && stderr.contains("read-only"),
             "{stderr}"
         );
+        if args[2] == "logs" || args[2] == "search" {
+            assert!(stderr.contains("what the studio recorded"), "{stderr}");
+        }
     }
     // The cache options mean nothing without a bucket: refused, not ignored.
     for args in [
