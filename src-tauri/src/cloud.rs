@@ -1,9 +1,11 @@
 //! Cloud workspaces in the window: a bucket prefix (`s3://bucket/prefix`) opened from the menu's
 //! form, the command line or Open Recent, read-only, through the core's
 //! `app::cloud::CloudWorkspace` (its mirror's folder opened as the workspace, kept current by a
-//! poller, which the window's focus wakes).
+//! poller, which the window's focus wakes). A change of its status (a refresh failed, or works
+//! again) reaches the window as [`CLOUD_STATUS`]; a cloud session is copied into a local
+//! workspace by [`import_session`].
 
-use studio_core::app::cloud::CloudWorkspace;
+use studio_core::app::cloud::{CloudImported, CloudWorkspace};
 use studio_core::bucket::{cache, MirrorOptions, Source};
 use tauri::{AppHandle, Emitter, Manager};
 
@@ -13,21 +15,40 @@ use crate::{CommandError, Studio};
 /// The Tauri event the menu's "Open Cloud Workspace…" asks the window to show its form with.
 pub const CLOUD_OPEN_REQUESTED: &str = "cloud-open-requested";
 
+/// The Tauri event the shell tells the window of a change of the cloud workspace's status with:
+/// a refresh failed (`error` says why, naming the source), or one worked again (`error` null).
+pub const CLOUD_STATUS: &str = "cloud-status";
+
 /// Whether a recent workspace (or a launch's) is a bucket prefix.
 pub use studio_args::desktop::is_cloud;
 
-/// Opens bucket prefix `url` (at `endpoint` when given, else the provider's variables') as the
+/// Opens bucket prefix `url` (which may carry `?endpoint=…&profile=…`, as Open Recent keeps it;
+/// at `endpoint` and with `profile` when given, else the provider's variables') as the
 /// workspace, read-only, and tells the window as a local switch does. Lists the prefix first
 /// (an error, such as access refused, names the source): call it off the main thread.
-pub fn open_cloud(app: &AppHandle, url: &str, endpoint: Option<String>) -> Result<WorkspaceInfo, CommandError> {
-    let endpoint = endpoint.filter(|endpoint| !endpoint.trim().is_empty());
+pub fn open_cloud(
+    app: &AppHandle,
+    url: &str,
+    endpoint: Option<String>,
+    profile: Option<String>,
+) -> Result<WorkspaceInfo, CommandError> {
+    let given = |field: Option<String>| field.map(|f| f.trim().to_owned()).filter(|f| !f.is_empty());
     let mut source = Source::parse(url.trim())?;
-    if let Some(endpoint) = &endpoint {
-        source = source.with_endpoint(endpoint.trim());
+    if let Some(endpoint) = given(endpoint) {
+        source = source.with_endpoint(endpoint);
+    }
+    if let Some(profile) = given(profile) {
+        source = source.with_profile(&profile)?;
     }
     let root = cache::default_cache_root()
         .ok_or_else(|| source.error("", "no cache folder for the mirror: set XDG_CACHE_HOME or HOME"))?;
-    let cloud = CloudWorkspace::open(&source, MirrorOptions::new(root), endpoint)?;
+    let told = app.clone();
+    let on_status = Box::new(move |status| {
+        if let Err(error) = told.emit(CLOUD_STATUS, &status) {
+            tracing::warn!(%error, "cannot tell the window of the cloud workspace's status");
+        }
+    });
+    let cloud = CloudWorkspace::open(&source, MirrorOptions::new(root), on_status)?;
     let studio = app.state::<Studio>();
     let workspace = studio.open_cloud(cloud)?;
     let info = WorkspaceInfo::from(&workspace);
@@ -46,7 +67,7 @@ pub fn open_cloud(app: &AppHandle, url: &str, endpoint: Option<String>) -> Resul
 pub fn open_cloud_in_background(app: &AppHandle, url: String) {
     let app = app.clone();
     let spawned = std::thread::Builder::new().name("cloud-open".into()).spawn(move || {
-        if let Err(error) = open_cloud(&app, &url, None) {
+        if let Err(error) = open_cloud(&app, &url, None, None) {
             tracing::warn!(code = error.code.as_str(), "{}", error.message);
             use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
             app.dialog()
@@ -66,4 +87,18 @@ pub fn on_focus(app: &AppHandle) {
     if let Some(cloud) = app.state::<Studio>().cloud() {
         cloud.refresh_soon();
     }
+}
+
+/// Copies session `session_id` of the open cloud workspace into the local workspace opened last,
+/// else one asked for with the folder picker (`None`: cancelled), and into the store.
+pub fn import_session(app: &AppHandle, session_id: &str) -> Result<Option<CloudImported>, CommandError> {
+    let studio = app.state::<Studio>();
+    let local = match studio.last_local_workspace()? {
+        Some(local) => local,
+        None => match crate::desktop::pick_folder(app) {
+            Some(path) => studio_core::Workspace::open(&path)?,
+            None => return Ok(None),
+        },
+    };
+    Ok(Some(studio.cloud_import(session_id, &local)?))
 }

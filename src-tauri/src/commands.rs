@@ -31,7 +31,7 @@ use studio_core::store::{LogLine, Message, OutputFind, OutputPage, RunRecord, Se
 use studio_core::{Session, SessionId};
 use tauri::{AppHandle, State};
 
-pub use studio_core::app::cloud::CloudStatus;
+pub use studio_core::app::cloud::{CloudImported, CloudStatus};
 pub use studio_core::app::elsewhere::RemoteStatus;
 pub use studio_core::app::operations::WorkspaceInfo;
 
@@ -117,11 +117,24 @@ ipc_commands! {
         studio.remote().map(|remote| remote.status())
     }
 
-    /// Opens a bucket prefix (`s3://bucket/prefix`, at `endpoint` when given) as the workspace,
-    /// read-only (the window hears `workspace-changed`); errors name the source.
+    /// Opens a bucket prefix (`s3://bucket/prefix`, at `endpoint` and with the credential
+    /// chain's `profile` when given) as the workspace, read-only (the window hears
+    /// `workspace-changed`); errors name the source.
     #[tauri::command(async)]
-    pub fn workspace_open_cloud(app: AppHandle, url: String, endpoint: Option<String>) -> Result<WorkspaceInfo, CommandError> {
-        crate::cloud::open_cloud(&app, &url, endpoint)
+    pub fn workspace_open_cloud(
+        app: AppHandle,
+        url: String,
+        endpoint: Option<String>,
+        profile: Option<String>,
+    ) -> Result<WorkspaceInfo, CommandError> {
+        crate::cloud::open_cloud(&app, &url, endpoint, profile)
+    }
+
+    /// Copies a session of the open cloud workspace into the local workspace opened last (else
+    /// one asked for; `None`: cancelled) and its store.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn cloud_session_import(app: AppHandle, session_id: String) -> Result<Option<CloudImported>, CommandError> {
+        crate::cloud::import_session(&app, &session_id)
     }
 
     /// The open workspace's bucket URL when it is a bucket prefix (read-only); `None` otherwise.

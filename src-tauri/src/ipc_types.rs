@@ -205,6 +205,7 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         .add::<studio_core::remote::link::LinkState>(cfg)
         .add::<crate::commands::RemoteStatus>(cfg)
         .add::<crate::commands::CloudStatus>(cfg)
+        .add::<crate::commands::CloudImported>(cfg)
         .add::<UsageFormat>(cfg)
         .add::<Tokens>(cfg)
         .add::<CostSource>(cfg)
@@ -323,6 +324,11 @@ fn declare_events(d: &mut Declarations) {
         "The Tauri event the shell asks the window to show the Open Cloud Workspace form with (no payload).",
         "CLOUD_OPEN_REQUESTED",
         crate::cloud::CLOUD_OPEN_REQUESTED,
+    )
+    .constant(
+        "The Tauri event the shell sends when the cloud workspace's refresh fails or works again (payload: `CloudStatus`).",
+        "CLOUD_STATUS",
+        crate::cloud::CLOUD_STATUS,
     )
     .constant(
         "The Tauri event the shell sends when the app is closing with live runs (payload: `QuitRequested`).",

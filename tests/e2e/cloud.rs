@@ -124,17 +124,32 @@ async fn a_bucket_prefix_opens_read_only_and_lists_a_session_uploaded_while_open
     drop(moto);
 }
 
+/// The shared credentials and config files of a profile `moto-reader` holding moto's test keys
+/// (no default profile): a client reaches moto only with that profile.
+fn profile_files(folder: &std::path::Path) -> (String, String) {
+    let (credentials, config) = (folder.join("aws-credentials"), folder.join("aws-config"));
+    std::fs::write(
+        &credentials,
+        "[moto-reader]\naws_access_key_id = testing\naws_secret_access_key = testing\n",
+    )
+    .unwrap();
+    std::fs::write(&config, "[profile moto-reader]\nregion = us-east-1\n").unwrap();
+    (credentials.display().to_string(), config.display().to_string())
+}
+
 #[tokio::test]
-async fn the_form_opens_a_bucket_prefix_at_an_endpoint_and_says_why_one_cannot_be_opened() {
+async fn the_form_opens_a_bucket_prefix_at_an_endpoint_with_a_profile_and_open_recent_keeps_both() {
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::with_sessions(&[FANOUT]);
     let cache = here.data_home().join("cache").display().to_string();
-    // The keys from the variables, the endpoint from the form.
+    let (credentials, config) = profile_files(here.data_home());
+    // No keys, no endpoint, no region in the variables: the keys come from the form's profile,
+    // the endpoint from its endpoint field.
     let env = [
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-        ("AWS_REGION", "us-east-1"),
+        ("AWS_SHARED_CREDENTIALS_FILE", credentials.as_str()),
+        ("AWS_CONFIG_FILE", config.as_str()),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
         ("XDG_CACHE_HOME", cache.as_str()),
     ];
     let endpoint = moto.endpoint();
@@ -149,6 +164,8 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_and_says_why_one_cannot_b
         field.send_keys("s3://no-such-bucket/ci").await.expect("type the URL");
         let endpoint_field = wait_for(&client, "#cloud-endpoint").await;
         endpoint_field.send_keys(&endpoint).await.expect("type the endpoint");
+        let profile_field = wait_for(&client, "#cloud-profile").await;
+        profile_field.send_keys("moto-reader").await.expect("type the profile");
         click(&client, "#cloud-open").await;
         eventually("the form names the source it could not list", || async {
             let form = text_of(&client, "[data-testid='cloud-form']").await?;
@@ -180,6 +197,21 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_and_says_why_one_cannot_b
         row_appears(&client, FANOUT.id).await;
         assert!(client.find(Locator::Css("#workspace-read-only")).await.is_err());
         wait_for(&client, "[data-testid='delete']").await;
+
+        // Open Recent opens the bucket again at the endpoint, with the profile, that the form
+        // gave: neither is in the variables.
+        click(&client, "#workspace-switcher").await;
+        let recent = format!(".recent-workspace[data-path^='s3://{BUCKET}/ci?']");
+        eventually("the recent bucket says its endpoint and profile", || async {
+            let said = text_of(&client, &recent).await?;
+            (said.contains("profile moto-reader") && said.contains(&endpoint))
+                .then_some(())
+                .ok_or(said)
+        })
+        .await;
+        click(&client, &recent).await;
+        wait_for(&client, "#workspace-read-only").await;
+        row_appears(&client, PIPELINE.id).await;
     })
     .await;
     drop(moto);
@@ -235,6 +267,122 @@ async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
         click(&client, &format!(".recent-workspace[data-path='{url}']")).await;
         wait_for(&client, "#workspace-read-only").await;
         row_appears(&client, PIPELINE.id).await;
+    })
+    .await;
+    drop(moto);
+}
+
+/// Waits up to `seconds` (longer than the page timeout: a stalled server is given up on after
+/// the mirror's own timeout) until `check` is `Ok`.
+async fn within<F, Fut>(seconds: u64, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    loop {
+        match check().await {
+            Ok(()) => return,
+            Err(last) if std::time::Instant::now() >= deadline => {
+                panic!("{what}: not so within {seconds} s; last seen: {last}")
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(250)).await,
+        }
+    }
+}
+
+/// The server stalls while the window is open: the workspace says its refresh fails, naming the
+/// source, and shows the sessions as last fetched; once the server answers again, the notice goes.
+#[tokio::test]
+async fn a_stalled_server_is_said_on_the_workspace_until_a_refresh_works_again() {
+    let moto = std::sync::Arc::new(Moto::start());
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::empty();
+    let cache = here.data_home().join("cache");
+    let mut env: Vec<(&str, String)> = moto.env();
+    env.push(("XDG_CACHE_HOME", cache.display().to_string()));
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let url = format!("s3://{BUCKET}/ci");
+    let (server, expected_url) = (moto.clone(), url.clone());
+    App::run_on_with_env(&here, &url, &[], &env_refs, |client| async move {
+        row_appears(&client, PIPELINE.id).await;
+        assert!(client.find(Locator::Css("#cloud-refresh-failed")).await.is_err());
+        server.freeze();
+        // The poller's next refresh gets no answer: given up on after the mirror's timeout.
+        within(120, "the notice names the source", || async {
+            let notice = text_of(&client, "#cloud-refresh-failed").await?;
+            (notice.contains(&expected_url) && notice.contains("no answer"))
+                .then_some(())
+                .ok_or(notice)
+        })
+        .await;
+        wait_for(&client, &format!("tr[data-session-id='{}']", PIPELINE.id)).await;
+        screenshot(&client, "cloud-refresh-failed.png").await;
+        server.resume();
+        within(120, "the notice goes once a refresh works", || async {
+            match client.find(Locator::Css("#cloud-refresh-failed")).await {
+                Ok(_) => Err("still shown".to_owned()),
+                Err(_) => Ok(()),
+            }
+        })
+        .await;
+    })
+    .await;
+    moto.resume();
+}
+
+/// "Import to local workspace" on a cloud session: copied into the local workspace opened last
+/// and its store; that workspace lists it as its own.
+#[tokio::test]
+async fn a_cloud_session_is_imported_into_the_local_workspace_opened_last() {
+    let moto = Moto::start();
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::with_sessions(&[FANOUT]);
+    let cache = here.data_home().join("cache").display().to_string();
+    let mut env: Vec<(&str, String)> = moto.env();
+    env.push(("XDG_CACHE_HOME", cache));
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let here_path = here.path().display().to_string();
+    let start_path = here_path.clone();
+    let imported_folder = here.path().join(".zibby/output/sessions").join(PIPELINE.id);
+    App::run_on_with_env(&here, &start_path, &[], &env_refs, |client| async move {
+        row_appears(&client, FANOUT.id).await;
+        click(&client, "#workspace-switcher").await;
+        click(&client, "#workspace-open-cloud").await;
+        let field = wait_for(&client, "#cloud-url").await;
+        field
+            .send_keys(&format!("s3://{BUCKET}/ci"))
+            .await
+            .expect("type the URL");
+        click(&client, "#cloud-open").await;
+        wait_for(&client, "#workspace-read-only").await;
+        row_appears(&client, PIPELINE.id).await;
+        click(&client, &format!("tr[data-session-id='{}'] .session-id", PIPELINE.id)).await;
+        wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+        click(&client, "#session-import-cloud").await;
+        eventually("the window says where the session went", || async {
+            let said = match text_of(&client, "#session-imported").await {
+                Ok(said) => said,
+                Err(_) => return Err(text_of(&client, "#session-view").await.unwrap_or_default()),
+            };
+            (said.contains(&here_path) && said.contains(PIPELINE.id))
+                .then_some(())
+                .ok_or(said)
+        })
+        .await;
+        screenshot(&client, "cloud-session-imported.png").await;
+        assert!(
+            imported_folder.join("plan/raw_stream_output.txt").is_file(),
+            "the session's folder is in the local workspace"
+        );
+
+        // The local workspace lists it as its own: writable, with Delete.
+        click(&client, "#session-close").await;
+        click(&client, "#workspace-switcher").await;
+        click(&client, &format!(".recent-workspace[data-path='{here_path}']")).await;
+        row_appears(&client, FANOUT.id).await;
+        row_appears(&client, PIPELINE.id).await;
+        assert!(client.find(Locator::Css("#workspace-read-only")).await.is_err());
     })
     .await;
     drop(moto);

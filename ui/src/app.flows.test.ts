@@ -5,6 +5,7 @@ import { flushSync } from "svelte";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
 import { startApp } from "./app";
+import { SESSIONS_CHANGED_DELAY_MS } from "./state/app.svelte";
 import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
 import { DELETE_LIVE_TITLE } from "./sessions";
 import { row, runRecord } from "./testdata";
@@ -255,6 +256,38 @@ describe("the workspace switcher", () => {
     flushSync();
     await vi.waitFor(() => expect(root.querySelector(".workspace-path")?.textContent).toBe("/picked"));
     expect(root.querySelector(".empty")).not.toBeNull();
+  });
+
+  it("never lays the next workspace's sessions under the cloud workspace's read-only badge while switching", async () => {
+    backend.recent = ["/local"];
+    backend.cloud = { url: "s3://team/ci", endpoint: null, profile: null, target: "s3://team/ci", error: null };
+    backend.sessions = [row("cloudy")];
+    await start();
+    expect(root.querySelector("#workspace-read-only")).not.toBeNull();
+    let finish: () => void = () => {};
+    const open = backend.workspaceOpen.bind(backend);
+    backend.workspaceOpen = async (path) => {
+      const info = await open(path);
+      // The shell is on the local workspace; its watcher says a session changed before the window read it.
+      backend.cloud = null;
+      backend.sessions = [row("local")];
+      backend.sessionsChanged();
+      await new Promise<void>((resolve) => (finish = resolve));
+      return info;
+    };
+    (root.querySelector("#workspace-switcher") as HTMLButtonElement).click();
+    flushSync();
+    await vi.waitFor(() => expect(root.querySelectorAll(".recent-workspace")).toHaveLength(1));
+    (root.querySelector(".recent-workspace[data-path='/local']") as HTMLButtonElement).click();
+    flushSync();
+    await vi.waitFor(() => expect(backend.calls).toContain("workspaceOpen(/local)"));
+    await new Promise((resolve) => setTimeout(resolve, SESSIONS_CHANGED_DELAY_MS + 100));
+    // The old workspace whole until the new one is read whole.
+    expect(ids()).toEqual(["cloudy"]);
+    expect(root.querySelector("#workspace-read-only")).not.toBeNull();
+    finish();
+    await vi.waitFor(() => expect(ids()).toEqual(["local"]));
+    expect(root.querySelector("#workspace-read-only")).toBeNull();
   });
 
   it("reloads once when its own switch is echoed by workspace-changed", async () => {

@@ -11,6 +11,7 @@ import {
   REMOTE_CONNECTING,
   REMOTE_OPEN_REQUESTED,
   CLOUD_OPEN_REQUESTED,
+  CLOUD_STATUS,
   REMOTE_STATUS,
   RUN_EVENT,
   RUN_OUTPUT,
@@ -49,6 +50,7 @@ import type {
   Span,
   StartedRun,
   RemoteStatus,
+  CloudImported,
   CloudStatus,
   WatchNotice,
   WorkspaceInfo,
@@ -87,8 +89,14 @@ export interface Backend {
   workspaceOpenRemote(target: string): Promise<RemoteStatus>;
   /** The open workspace's host and path when it is on another machine; `null` for one here. */
   workspaceRemote(): Promise<RemoteStatus | null>;
-  /** Opens a bucket prefix (`s3://bucket/prefix`, at `endpoint` when given) as the workspace, read-only. */
-  workspaceOpenCloud(url: string, endpoint: string | null): Promise<WorkspaceInfo>;
+  /** Opens a bucket prefix (`s3://bucket/prefix`, at `endpoint` and with the credential chain's
+   * `profile` when given) as the workspace, read-only. */
+  workspaceOpenCloud(url: string, endpoint: string | null, profile: string | null): Promise<WorkspaceInfo>;
+  /** Copies a session of the open cloud workspace into the local workspace opened last (else one
+   * the folder picker asks for; `null`: cancelled) and its store. */
+  cloudSessionImport(sessionId: string): Promise<CloudImported | null>;
+  /** Calls `handler` when the cloud workspace's refresh fails (`error`) or works again. */
+  onCloudStatus(handler: (status: CloudStatus) => void): Promise<() => void>;
   /** The open workspace's bucket URL when it is a bucket prefix (read-only); `null` otherwise. */
   workspaceCloud(): Promise<CloudStatus | null>;
   /** Calls `handler` when the app menu's "Open Cloud Workspace…" asks for the form. */
@@ -175,6 +183,7 @@ export {
   SESSIONS_CHANGED,
   WATCH_NOTICE,
   WORKSPACE_CHANGED,
+  CLOUD_STATUS,
 } from "./generated/ipc";
 
 /** A rejected command, as a `CommandError` (IPC failures get the code `ipc`). */
@@ -230,7 +239,9 @@ export const tauriBackend: Backend = {
   workspacePick: () => call("workspace_pick", {}),
   workspaceOpenRemote: (target) => call("workspace_open_remote", { target }),
   workspaceRemote: () => call("workspace_remote", {}),
-  workspaceOpenCloud: (url, endpoint) => call("workspace_open_cloud", { url, endpoint }),
+  workspaceOpenCloud: (url, endpoint, profile) => call("workspace_open_cloud", { url, endpoint, profile }),
+  cloudSessionImport: (sessionId) => call("cloud_session_import", { session_id: sessionId }),
+  onCloudStatus: (handler) => listen<CloudStatus>(CLOUD_STATUS, (event) => handler(event.payload)),
   workspaceCloud: () => call("workspace_cloud", {}),
   onCloudOpenRequested: (handler) => listen(CLOUD_OPEN_REQUESTED, () => handler()),
   workspaceConnecting: () => call("workspace_connecting", {}),

@@ -33,6 +33,7 @@ import type {
   Span,
   StartedRun,
   RemoteStatus,
+  CloudImported,
   CloudStatus,
   WatchNotice,
   WorkspaceInfo,
@@ -111,6 +112,11 @@ export interface FakeBackend extends Backend {
   cloud: CloudStatus | null;
   /** The app menu asks for the Open Cloud Workspace form. */
   cloudOpenRequested(): void;
+  /** The shell says the cloud workspace's refresh failed (`error`) or works again. */
+  cloudStatus(status: CloudStatus): void;
+  /** What `cloudSessionImport` answers (`null`: the picker was cancelled), or its refusal. */
+  cloudImported: CloudImported | null;
+  cloudImportRefusal: CommandError | null;
   /** The remote workspace being connected to. */
   connecting: string | null;
   /** The shell says connecting began (a target) or ended (`null`). */
@@ -163,6 +169,7 @@ export function fakeBackend(
   const openedListeners = new Set<(opened: SessionOpened) => void>();
   const importFailedListeners = new Set<(error: CommandError) => void>();
   const remoteListeners = new Set<(status: RemoteStatus) => void>();
+  const cloudStatusListeners = new Set<(status: CloudStatus) => void>();
   const remoteOpenListeners = new Set<() => void>();
   const cloudOpenListeners = new Set<() => void>();
   const connectingListeners = new Set<(target: string | null) => void>();
@@ -223,6 +230,12 @@ export function fakeBackend(
     cloudOpenRequested() {
       deliver(cloudOpenListeners);
     },
+    cloudStatus(status) {
+      backend.cloud = status;
+      deliver(cloudStatusListeners, status);
+    },
+    cloudImported: null,
+    cloudImportRefusal: null,
     connecting: null,
     remoteConnecting(target) {
       backend.connecting = target;
@@ -364,9 +377,9 @@ export function fakeBackend(
     async workspaceRemote() {
       return backend.remote;
     },
-    async workspaceOpenCloud(url, endpoint) {
-      backend.calls.push(`workspaceOpenCloud(${url}, ${endpoint})`);
-      backend.cloud = { url, endpoint, error: null };
+    async workspaceOpenCloud(url, endpoint, profile) {
+      backend.calls.push(`workspaceOpenCloud(${url}, ${endpoint}, ${profile})`);
+      backend.cloud = { url, endpoint, profile, target: url, error: null };
       backend.workspace = {
         root: "/cache/mirror/workspace",
         sessions_dir: "/cache/mirror/workspace/.zibby/output/sessions",
@@ -375,6 +388,15 @@ export function fakeBackend(
     },
     async workspaceCloud() {
       return backend.cloud;
+    },
+    async cloudSessionImport(sessionId) {
+      backend.calls.push(`cloudSessionImport(${sessionId})`);
+      if (backend.cloudImportRefusal) throw backend.cloudImportRefusal;
+      return backend.cloudImported;
+    },
+    async onCloudStatus(handler) {
+      cloudStatusListeners.add(handler);
+      return () => cloudStatusListeners.delete(handler);
     },
     async onCloudOpenRequested(handler) {
       cloudOpenListeners.add(handler);

@@ -10,6 +10,7 @@ import { elapsedLabel } from "./format";
 import { throttle } from "./schedule";
 import type {
   Agent,
+  CloudImported,
   CommandError,
   LocalSessions,
   RemoteStatus,
@@ -381,6 +382,27 @@ export class SessionModel {
       },
       (error: unknown) => {
         this.actionError = { title: "The session could not be exported", error: toCommandError(error) };
+      },
+    );
+  }
+
+  /** Where "Import to local workspace" copied this cloud session, once it did. */
+  importedTo: CloudImported | null = $state(null);
+  importing = $state(false);
+
+  /** Copies this session of the cloud workspace into the local workspace opened last (else one
+   * the folder picker asks for) and its store. */
+  importToLocal(): void {
+    this.actionError = null;
+    this.importing = true;
+    this.backend.cloudSessionImport(this.sessionId).then(
+      (imported) => {
+        this.importing = false;
+        if (imported !== null) this.importedTo = imported;
+      },
+      (error: unknown) => {
+        this.importing = false;
+        this.actionError = { title: "The session could not be imported", error: toCommandError(error) };
       },
     );
   }

@@ -55,6 +55,7 @@ export type {
   WatchNotice,
   RemoteStatus,
   CloudStatus,
+  CloudImported,
   LinkState,
   WorkspaceInfo,
   Launch,

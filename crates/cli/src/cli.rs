@@ -636,6 +636,11 @@ impl Cli {
                 "--cache-limit and --clear-cache are options of a bucket: give --source URL with them".to_owned()
             });
         }
+        if name == "logs" || name == "search" {
+            return Some(format!(
+                "`zstudio {name}` does not take --source: it reads what the studio recorded (the output, messages and logs of the runs it ran), which a bucket's sessions are not (read-only); `zstudio --source URL show ID` reads a session's files"
+            ));
+        }
         (!READING.contains(&name)).then(|| {
             format!(
                 "`zstudio {name}` does not take --source: a bucket's sessions are read with {} (read-only); `zstudio --source URL import ID` copies one into the local workspace",

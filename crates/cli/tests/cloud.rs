@@ -278,6 +278,9 @@ fn commands_that_change_sessions_are_refused_with_a_source() {
             stderr.contains("does not take --source") && stderr.contains("read-only"),
             "{stderr}"
         );
+        if args[2] == "logs" || args[2] == "search" {
+            assert!(stderr.contains("what the studio recorded"), "{stderr}");
+        }
     }
     // The cache options mean nothing without a bucket: refused, not ignored.
     for args in [
@@ -437,4 +440,45 @@ fn a_large_cloud_output_is_exported_compared_and_imported_whole_never_as_zeros()
     )
     .unwrap();
     assert!(copied == output, "the imported output is whole");
+}
+
+/// `--source 's3://…?profile=NAME'`: the credential chain's profile gives the keys (the shared
+/// files' `[NAME]`), none in the variables; without it, the chain has none and says so.
+#[test]
+fn a_profile_in_the_url_gives_the_credential_chain_its_keys() {
+    let setup = setup();
+    let home = setup.home.path();
+    let (credentials, config) = (home.join("aws-credentials"), home.join("aws-config"));
+    std::fs::write(
+        &credentials,
+        "[moto-reader]\naws_access_key_id = testing\naws_secret_access_key = testing\n",
+    )
+    .unwrap();
+    std::fs::write(&config, "[profile moto-reader]\nregion = us-east-1\n").unwrap();
+    let run = |url: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_zstudio"));
+        command
+            .args(["--source", url, "sessions", "--json", "--memory"])
+            .env_remove("ZIBBY_STUDIO_DB")
+            .env_remove("AWS_PROFILE")
+            .env_remove("AWS_ACCESS_KEY_ID")
+            .env_remove("AWS_SECRET_ACCESS_KEY")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env("AWS_ENDPOINT_URL", setup.moto.endpoint())
+            .env("AWS_SHARED_CREDENTIALS_FILE", &credentials)
+            .env("AWS_CONFIG_FILE", &config)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_CACHE_HOME", home.join("cache"))
+            .env("HOME", home)
+            .stdin(Stdio::null());
+        command.output().unwrap()
+    };
+    let refused = run(URL);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(URL), "{stderr}");
+
+    let listed = json_of(&run(&format!("{URL}?profile=moto-reader")));
+    assert_eq!(listed.as_array().map(Vec::len), Some(2), "{listed}");
 }

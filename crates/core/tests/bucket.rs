@@ -580,7 +580,7 @@ fn a_cloud_workspace_in_the_app_service_is_read_only_and_reads_unfetched_pages_f
             {"put": "ci/big_1/.upload-complete", "text": ""},
         ]),
     );
-    let cloud = CloudWorkspace::open(&fixture.source("ci"), fixture.options(), None).unwrap();
+    let cloud = CloudWorkspace::open(&fixture.source("ci"), fixture.options(), Box::new(|_| {})).unwrap();
     let (studio, _) = Studio::open(None, StoreLocation::resolve(None, true));
     studio.open_cloud(cloud).unwrap();
 

@@ -76,7 +76,7 @@ lost: string | null, };
  */
 export type CloudStatus = { 
 /**
- * The source's URL (`s3://bucket/prefix`), which opens it again (Open Recent).
+ * The source's URL (`s3://bucket/prefix`), which names it.
  */
 url: string, 
 /**
@@ -84,9 +84,31 @@ url: string,
  */
 endpoint: string | null, 
 /**
- * Why the last refresh failed, while it does.
+ * The credential chain's profile given in the form, when one was (a name, no secret).
+ */
+profile: string | null, 
+/**
+ * What opens it again (Open Recent): the URL with the endpoint and profile given
+ * (`s3://bucket/prefix?endpoint=…&profile=…`).
+ */
+target: string, 
+/**
+ * Why the last refresh failed, while it does (the source named); `None` once one succeeds.
  */
 error: string | null, };
+
+/**
+ * A cloud session copied into a local workspace (`Studio::cloud_import`).
+ */
+export type CloudImported = { 
+/**
+ * The session's id in the local workspace (the bucket's).
+ */
+session_id: string, 
+/**
+ * The local workspace's folder it went into.
+ */
+workspace: string, };
 
 /**
  * Which machine-readable format a node's usage was read from (told by content).
@@ -782,7 +804,8 @@ export type Commands = {
   workspace_open: { args: { path: string }; result: WorkspaceInfo | null };
   workspace_open_remote: { args: { target: string }; result: RemoteStatus };
   workspace_remote: { args: Record<string, never>; result: RemoteStatus | null };
-  workspace_open_cloud: { args: { url: string; endpoint: string | null }; result: WorkspaceInfo };
+  workspace_open_cloud: { args: { url: string; endpoint: string | null; profile: string | null }; result: WorkspaceInfo };
+  cloud_session_import: { args: { session_id: string }; result: CloudImported | null };
   workspace_cloud: { args: Record<string, never>; result: CloudStatus | null };
   workspace_connecting: { args: Record<string, never>; result: string | null };
   workspace_pick: { args: Record<string, never>; result: WorkspaceInfo | null };
@@ -848,6 +871,9 @@ export const REMOTE_OPEN_REQUESTED = "remote-open-requested";
 
 /** The Tauri event the shell asks the window to show the Open Cloud Workspace form with (no payload). */
 export const CLOUD_OPEN_REQUESTED = "cloud-open-requested";
+
+/** The Tauri event the shell sends when the cloud workspace's refresh fails or works again (payload: `CloudStatus`). */
+export const CLOUD_STATUS = "cloud-status";
 
 /** The Tauri event the shell sends when the app is closing with live runs (payload: `QuitRequested`). */
 export const QUIT_REQUESTED = "quit-requested";

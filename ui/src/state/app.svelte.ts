@@ -82,6 +82,7 @@ export class AppState {
     this.workspace = new WorkspaceState(this.backend, () => this.workspaceSwitched());
     this.agents = new AgentsState(this.backend, (launch) => this.dialogs.askTrust(launch));
     this.sessions = new SessionsState(backend, clock, () => this.#sessionChanged());
+    this.sessions.paused = () => this.workspace.switching;
     this.runs = new RunsState(
       backend,
       () => clock().getTime(),
@@ -97,6 +98,7 @@ export class AppState {
       this.backend.onRemoteConnecting((target) => (this.workspace.connecting = target)),
       this.backend.onRemoteOpenRequested(() => this.workspace.askRemote()),
       this.backend.onCloudOpenRequested(() => this.workspace.askCloud()),
+      this.backend.onCloudStatus((status) => this.workspace.cloudStatus(status)),
       this.backend.onQuitRequested((request) => (this.dialogs.quitRequest = request)),
       this.backend.onAgentsChanged(() => void this.agents.reload()),
       this.backend.onSessionOpened((opened) => this.showSession(opened.session_id)),

@@ -64,9 +64,19 @@ export class SessionsState {
     this.#changed();
   }
 
-  /** The listing again: after a pin, and as runs start, go from node to node, and end. */
+  /** Whether a workspace switch is under way (its own refresh reads the listing). */
+  paused: () => boolean = () => false;
+  /** Counts the workspaces shown: a listing read for one is not laid under the next. */
+  #epoch = 0;
+
+  /** The listing again: after a pin, and as runs start, go from node to node, and end. Not while the
+   * workspace is being switched, and a listing read when a switch began is dropped: it could be
+   * either workspace's, and the switch reads the new one's with its state. */
   async reload(): Promise<void> {
+    if (this.paused()) return;
+    const epoch = this.#epoch;
     const listing = await settle(this.#backend().sessionsList());
+    if (epoch !== this.#epoch || this.paused()) return;
     // A failed reload keeps the rows on screen rather than replacing them with an error.
     if (listing.kind === "ok" || this.listing.kind !== "ok") {
       this.set(listing);
@@ -76,6 +86,7 @@ export class SessionsState {
 
   /** Another workspace: nothing of the last one's table stays. */
   reset(): void {
+    this.#epoch += 1;
     this.listing = { kind: "loading" };
     this.pinError = null;
     this.deleteError = null;

@@ -21,6 +21,8 @@ export interface CloudForm {
   url: string;
   /** An S3-compatible store's URL; empty: the provider's variables (`AWS_ENDPOINT_URL`, …). */
   endpoint: string;
+  /** A profile of the credential chain (`AWS_PROFILE`'s files, SSO); empty: the chain's own. */
+  profile: string;
   /** Listing the prefix (the first refresh of the mirror). */
   opening: boolean;
   /** Why the last try failed (it names the source). */
@@ -48,8 +50,15 @@ export class WorkspaceState {
   connecting = $state.raw<string | null>(null);
 
   readonly #backend: Backend;
+  /** The shell says the cloud workspace's refresh failed or works again: kept while that workspace is open. */
+  cloudStatus(status: CloudStatus): void {
+    if (this.cloud?.target === status.target) this.cloud = status;
+  }
+
   /** What the window does once another workspace is open (everything of the old one goes). */
   readonly #switched: () => Promise<void>;
+  /** How many of those are under way. */
+  #settling = 0;
   /** The workspace this window is opening (its `workspace-changed` echo needs no second reload). */
   #switchingTo: string | null = null;
 
@@ -63,7 +72,29 @@ export class WorkspaceState {
     const open = this.info.kind === "ok" ? this.info.value.root : null;
     if (this.remoteForm?.opening || this.cloudForm?.opening) return; // this window's own switch: it reloads when done
     if (workspace.root === this.#switchingTo || workspace.root === open) return;
-    void this.#switched();
+    void this.#settle();
+  }
+
+  /** A switch is under way: the shell may be on the new workspace while the window still shows the old
+   * one, so a listing read now could be laid under the old one's state (its read-only badge, its
+   * host). The switch reads the new workspace's listing itself. */
+  get switching(): boolean {
+    return (
+      this.#switchingTo !== null ||
+      this.#settling > 0 ||
+      (this.cloudForm?.opening ?? false) ||
+      (this.remoteForm?.opening ?? false)
+    );
+  }
+
+  /** Everything of the new workspace is read again. */
+  async #settle(): Promise<void> {
+    this.#settling += 1;
+    try {
+      await this.#switched();
+    } finally {
+      this.#settling -= 1;
+    }
   }
 
   /** The switch is over (the new workspace is read). */
@@ -97,8 +128,9 @@ export class WorkspaceState {
           this.#switchingTo = null; // the user said no to the folder: nothing changes
           return;
         }
-        await this.#switched();
+        await this.#settle();
       } catch (error) {
+        this.#switchingTo = null;
         this.#failed(error);
       }
     })();
@@ -109,7 +141,7 @@ export class WorkspaceState {
       try {
         const picked = await this.#backend.workspacePick();
         if (picked === null) return; // cancelled: the menu stays as it was
-        await this.#switched();
+        await this.#settle();
       } catch (error) {
         this.#failed(error);
       }
@@ -133,7 +165,7 @@ export class WorkspaceState {
       try {
         await this.#backend.workspaceOpenRemote(target.trim());
         this.remoteForm = null;
-        await this.#switched();
+        await this.#settle();
       } catch (error) {
         this.remoteForm = { target, opening: false, error: toCommandError(error) };
       }
@@ -146,6 +178,7 @@ export class WorkspaceState {
     this.cloudForm = {
       url: this.cloudForm?.url ?? "",
       endpoint: this.cloudForm?.endpoint ?? "",
+      profile: this.cloudForm?.profile ?? "",
       opening: false,
       error: null,
     };
@@ -155,16 +188,17 @@ export class WorkspaceState {
     if (!this.cloudForm?.opening) this.cloudForm = null;
   }
 
-  /** Opens bucket prefix `url` (at `endpoint` when given) read-only; the form stays open with the error on failure. */
-  openCloud(url: string, endpoint: string): void {
-    this.cloudForm = { url, endpoint, opening: true, error: null };
+  /** Opens bucket prefix `url` (at `endpoint`, with `profile`, when given) read-only; the form stays open with the error on failure. */
+  openCloud(url: string, endpoint: string, profile: string): void {
+    this.cloudForm = { url, endpoint, profile, opening: true, error: null };
+    const given = (field: string) => (field.trim() === "" ? null : field.trim());
     void (async () => {
       try {
-        await this.#backend.workspaceOpenCloud(url.trim(), endpoint.trim() === "" ? null : endpoint.trim());
+        await this.#backend.workspaceOpenCloud(url.trim(), given(endpoint), given(profile));
         this.cloudForm = null;
-        await this.#switched();
+        await this.#settle();
       } catch (error) {
-        this.cloudForm = { url, endpoint, opening: false, error: toCommandError(error) };
+        this.cloudForm = { url, endpoint, profile, opening: false, error: toCommandError(error) };
       }
     })();
   }

@@ -19,7 +19,10 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::bucket::{Mirror, MirrorOptions, Source};
+use crate::sessions::session::Workspace;
 use crate::sessions::session::RAW_STREAM_FILE;
+use crate::share::{self, ImportedSession};
+use crate::store::Store;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
@@ -41,20 +44,29 @@ pub const READ_ONLY_REFUSED: &[&str] = &[
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct CloudStatus {
-    /// The source's URL (`s3://bucket/prefix`), which opens it again (Open Recent).
+    /// The source's URL (`s3://bucket/prefix`), which names it.
     pub url: String,
     /// The endpoint given in the form, when one was.
     pub endpoint: Option<String>,
-    /// Why the last refresh failed, while it does.
+    /// The credential chain's profile given in the form, when one was (a name, no secret).
+    pub profile: Option<String>,
+    /// What opens it again (Open Recent): the URL with the endpoint and profile given
+    /// (`s3://bucket/prefix?endpoint=…&profile=…`).
+    pub target: String,
+    /// Why the last refresh failed, while it does (the source named); `None` once one succeeds.
     pub error: Option<String>,
 }
+
+/// Told each time a cloud workspace's status changes (a refresh failed, or succeeded after one
+/// failed), from the poller's thread.
+pub type StatusSink = Box<dyn Fn(CloudStatus) + Send + 'static>;
 
 /// An open cloud workspace: its mirror and the poller that keeps it current.
 pub struct CloudWorkspace {
     /// Taken out only when dropped (off any async runtime: the mirror owns one).
     mirror: Option<Arc<Mirror>>,
-    url: String,
-    endpoint: Option<String>,
+    /// The status but for its error (the source as given).
+    named: CloudStatus,
     error: Arc<Mutex<Option<String>>>,
     /// Wakes the poller (a refresh now); dropped, it ends the poller.
     wake: Mutex<Option<Sender<()>>>,
@@ -62,21 +74,25 @@ pub struct CloudWorkspace {
 
 impl CloudWorkspace {
     /// Opens the mirror of `source` and refreshes it once (an error there, such as access
-    /// refused, is the caller's), then starts its poller.
-    pub fn open(
-        source: &Source,
-        options: MirrorOptions,
-        endpoint: Option<String>,
-    ) -> Result<Arc<CloudWorkspace>, Error> {
+    /// refused, is the caller's), then starts its poller, which tells `on_status` each time
+    /// the status changes (a refresh failed, or succeeded again).
+    pub fn open(source: &Source, options: MirrorOptions, on_status: StatusSink) -> Result<Arc<CloudWorkspace>, Error> {
         let mirror = off_runtime(|| {
             let mirror = Mirror::open(source, options)?;
             mirror.refresh(SystemTime::now())?;
             Ok::<_, Error>(mirror)
         })?;
         let mirror = Arc::new(mirror);
+        let named = CloudStatus {
+            url: source.to_string(),
+            endpoint: source.endpoint.clone(),
+            profile: source.profile.clone(),
+            target: source.target(),
+            error: None,
+        };
         let (wake, woken) = mpsc::channel::<()>();
         let error = Arc::new(Mutex::new(None));
-        let (polled, said) = (Arc::clone(&mirror), Arc::clone(&error));
+        let (polled, said, told) = (Arc::clone(&mirror), Arc::clone(&error), named.clone());
         std::thread::Builder::new()
             .name("cloud-poller".into())
             .spawn(move || loop {
@@ -88,13 +104,18 @@ impl CloudWorkspace {
                 if let Some(failure) = &failed {
                     tracing::warn!(source = %polled.source(), "the cloud workspace's refresh failed: {failure}");
                 }
-                *said.lock().unwrap_or_else(|p| p.into_inner()) = failed;
+                let before = std::mem::replace(&mut *said.lock().unwrap_or_else(|p| p.into_inner()), failed.clone());
+                if before != failed {
+                    on_status(CloudStatus {
+                        error: failed,
+                        ..told.clone()
+                    });
+                }
             })
             .map_err(|e| Error::io_spawn("the cloud workspace's poller", e))?;
         Ok(Arc::new(CloudWorkspace {
-            url: mirror.source().to_string(),
             mirror: Some(mirror),
-            endpoint,
+            named,
             error,
             wake: Mutex::new(Some(wake)),
         }))
@@ -115,9 +136,8 @@ impl CloudWorkspace {
 
     pub fn status(&self) -> CloudStatus {
         CloudStatus {
-            url: self.url.clone(),
-            endpoint: self.endpoint.clone(),
             error: self.error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            ..self.named.clone()
         }
     }
 
@@ -159,6 +179,22 @@ impl CloudWorkspace {
         Ok(())
     }
 
+    /// Copies session `id` of the bucket into the local workspace `local` and its store, as
+    /// `zstudio --source URL import ID` does: fetched whole into the mirror (at most
+    /// [`share::DEFAULT_MAX_BYTES`]), then imported from the mirror's folder (one copy, the
+    /// import's; its id kept, refused when the workspace has a session of that id).
+    pub fn import_into(&self, store: &Store, local: &Workspace, id: &str) -> Result<ImportedSession, Error> {
+        let id = SessionId::parse(id)?;
+        let folder = off_runtime(|| self.mirror().fetch_session(&id, share::DEFAULT_MAX_BYTES))?;
+        share::import(
+            store,
+            local,
+            &folder,
+            &share::ImportOptions::default(),
+            SystemTime::now(),
+        )
+    }
+
     /// Stops the poller.
     pub fn close(&self) {
         self.wake.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -173,6 +209,16 @@ impl Drop for CloudWorkspace {
         let mirror = self.mirror.take();
         off_runtime(move || drop(mirror));
     }
+}
+
+/// A cloud session copied into a local workspace (`Studio::cloud_import`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct CloudImported {
+    /// The session's id in the local workspace (the bucket's).
+    pub session_id: String,
+    /// The local workspace's folder it went into.
+    pub workspace: String,
 }
 
 /// Runs `work` (which blocks on the mirror's own runtime) on a thread of its own when called on

@@ -201,7 +201,7 @@ impl Studio {
     /// it again).
     pub fn open_cloud(&self, cloud: Arc<CloudWorkspace>) -> Result<Workspace, Error> {
         let workspace = Workspace::open(cloud.workspace_root())?;
-        let recorded = Workspace::from_canonical_root(PathBuf::from(cloud.status().url));
+        let recorded = Workspace::from_canonical_root(PathBuf::from(cloud.status().target));
         self.store()?.workspace_opened(&recorded, SystemTime::now())?;
         self.switch_to(workspace, Some(cloud))
     }

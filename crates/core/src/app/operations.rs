@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use crate::app::across::{AcrossMachines, LocalSessions};
+use crate::app::cloud::CloudImported;
 use crate::app::{lock, SessionListing, Studio};
 use crate::compare::text::Limits;
 use crate::compare::{Options as CompareOptions, RunDiff};
@@ -271,5 +272,32 @@ impl Studio {
             }
         };
         across.compare(options)
+    }
+}
+
+// ---- a cloud workspace's session imported ----
+
+impl Studio {
+    /// The local workspace a cloud session is imported into: the one opened last (the first
+    /// folder of the recent list, a bucket or another host's being no folder here).
+    pub fn last_local_workspace(&self) -> Result<Option<Workspace>, Error> {
+        Ok(self
+            .recent_workspaces()?
+            .into_iter()
+            .filter(|root| root.is_absolute() && root.is_dir())
+            .find_map(|root| Workspace::open(&root).ok()))
+    }
+
+    /// Imports session `session_id` of the open cloud workspace into the local workspace `local`
+    /// and the store ([`crate::app::cloud::CloudWorkspace::import_into`]).
+    pub fn cloud_import(&self, session_id: &str, local: &Workspace) -> Result<CloudImported, Error> {
+        let cloud = self.cloud().ok_or_else(|| Error::InvalidRequest {
+            reason: "no cloud workspace is open: only a bucket's session is imported".to_owned(),
+        })?;
+        let imported = cloud.import_into(self.store()?, local, session_id)?;
+        Ok(CloudImported {
+            session_id: imported.session_id.to_string(),
+            workspace: local.root().display().to_string(),
+        })
     }
 }

@@ -38,17 +38,37 @@ pub struct Source {
     /// The endpoint when given (the window's "Endpoint" field); else the provider's variables
     /// (`AWS_ENDPOINT_URL`, …) or its public endpoint.
     pub endpoint: Option<String>,
+    /// The profile of the provider's credential chain when given (the window's "Profile" field,
+    /// `?profile=NAME`); else `AWS_PROFILE`, else the chain's default. S3 only. A name, no secret.
+    pub profile: Option<String>,
 }
 
 impl Source {
-    /// Reads `url`: `s3://`, `gs://` or `az://`, a bucket name, an optional prefix. A prefix with
-    /// an empty, `.` or `..` segment is refused, naming the URL.
+    /// Reads `url`: `s3://`, `gs://` or `az://`, a bucket name, an optional prefix, and optional
+    /// `?endpoint=URL&profile=NAME` (form-encoded, as [`Source::target`] writes them). A prefix
+    /// with an empty, `.` or `..` segment is refused, naming the URL.
     pub fn parse(url: &str) -> Result<Source, Error> {
         let refuse = |reason: &str| Error::Bucket {
             source_url: url.escape_debug().to_string(),
             key: String::new(),
             reason: reason.to_owned(),
         };
+        let (url, query) = url.split_once('?').unwrap_or((url, ""));
+        let (mut endpoint, mut profile) = (None, None);
+        for (name, value) in form_urlencoded::parse(query.as_bytes()) {
+            let value = value.trim().to_owned();
+            match &*name {
+                "endpoint" if !value.is_empty() => endpoint = Some(value),
+                "profile" if !value.is_empty() => profile = Some(value),
+                "endpoint" | "profile" => {}
+                other => {
+                    return Err(refuse(&format!(
+                        "unknown option `{}`: a bucket URL takes ?endpoint=URL&profile=NAME",
+                        other.escape_debug()
+                    )))
+                }
+            }
+        }
         let (scheme, rest) = url.split_once("://").ok_or_else(|| {
             refuse("not a bucket URL: give s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or az://CONTAINER/PREFIX")
         })?;
@@ -78,18 +98,76 @@ impl Source {
                 }
             }
         }
-        Ok(Source {
+        let source = Source {
             provider,
             bucket: bucket.to_owned(),
             prefix: prefix.to_owned(),
-            endpoint: None,
-        })
+            endpoint,
+            profile: None,
+        };
+        match profile {
+            Some(profile) => source.with_profile(&profile),
+            None => Ok(source),
+        }
     }
 
     /// This source at `endpoint` (an S3-compatible store's URL, path-style addressing).
     pub fn with_endpoint(mut self, endpoint: impl Into<String>) -> Source {
         self.endpoint = Some(endpoint.into());
         self
+    }
+
+    /// This source read with `profile` of the provider's credential chain (S3: a profile of the
+    /// shared config and credentials files, with its SSO or credential process). A name of
+    /// letters, digits and `-_.@+` is taken; another is refused, naming the source.
+    pub fn with_profile(mut self, profile: &str) -> Result<Source, Error> {
+        let profile = profile.trim();
+        let name_ok = !profile.is_empty()
+            && profile.len() <= 128
+            && profile
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.@+".contains(c));
+        if !name_ok {
+            return Err(self.error(
+                "",
+                format!(
+                    "the profile `{}` is not a profile name (letters, digits, -_.@+)",
+                    profile.escape_debug()
+                ),
+            ));
+        }
+        if self.provider != Provider::S3 {
+            return Err(self.error("", "a profile is taken for s3:// sources only"));
+        }
+        self.profile = Some(profile.to_owned());
+        Ok(self)
+    }
+
+    /// What opens this source again (Open Recent): its URL, with the endpoint and profile given
+    /// as `?endpoint=URL&profile=NAME` ([`Source::parse`] reads them back).
+    pub fn target(&self) -> String {
+        let mut options = form_urlencoded::Serializer::new(String::new());
+        if let Some(endpoint) = &self.endpoint {
+            options.append_pair("endpoint", endpoint);
+        }
+        if let Some(profile) = &self.profile {
+            options.append_pair("profile", profile);
+        }
+        match options.finish() {
+            query if query.is_empty() => self.to_string(),
+            query => format!("{self}?{query}"),
+        }
+    }
+
+    /// A variable of the environment, as the client reads it: `AWS_PROFILE` is this source's
+    /// profile when one was given.
+    fn var(&self, name: &str) -> Option<String> {
+        if name == "AWS_PROFILE" {
+            if let Some(profile) = &self.profile {
+                return Some(profile.clone());
+            }
+        }
+        std::env::var(name).ok().filter(|v| !v.is_empty())
     }
 
     /// The error for `key` (relative to the prefix; empty for the source itself).
@@ -127,7 +205,7 @@ impl Source {
     /// The identity the provider's chain will use, as far as the environment tells it, for the
     /// message of a refusal (never a secret: an access key id shows its last four characters).
     pub fn identity(&self) -> String {
-        identity_from(self.provider, |name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+        identity_from(self.provider, |name| self.var(name))
     }
 
     /// The provider's client for this source, with its standard credential chain.
@@ -135,11 +213,14 @@ impl Source {
         let root = format!("/{}", self.prefix);
         let built = match self.provider {
             Provider::S3 => {
-                let region = s3_region(|name| std::env::var(name).ok().filter(|v| !v.is_empty()));
+                let region = s3_region(|name| self.var(name));
                 let mut builder = opendal::services::S3::default()
                     .bucket(&self.bucket)
                     .root(&root)
                     .region(&region);
+                if let Some(profile) = &self.profile {
+                    builder = builder.profile(profile);
+                }
                 if let Some(endpoint) = self.resolved_endpoint() {
                     builder = builder.endpoint(&endpoint);
                 }
@@ -299,6 +380,37 @@ mod tests {
         assert_eq!(s3.to_string(), "s3://team-runs/ci/main");
         assert_eq!(Source::parse("gs://b").unwrap().prefix, "");
         assert_eq!(Source::parse("az://c/p").unwrap().provider, Provider::Azure);
+    }
+
+    #[test]
+    fn the_endpoint_and_profile_go_with_the_url_and_come_back() {
+        let source = Source::parse("s3://team-runs/ci")
+            .unwrap()
+            .with_endpoint("http://127.0.0.1:9000/x?y=1&z")
+            .with_profile("ci-reader")
+            .unwrap();
+        let target = source.target();
+        assert!(target.starts_with("s3://team-runs/ci?endpoint="), "{target}");
+        assert_eq!(Source::parse(&target).unwrap(), source);
+        assert_eq!(
+            source.to_string(),
+            "s3://team-runs/ci",
+            "errors and labels name the URL alone"
+        );
+        assert_eq!(Source::parse("s3://b/p").unwrap().target(), "s3://b/p");
+        assert_eq!(
+            Source::parse("s3://b/p?profile=dev").unwrap().profile.as_deref(),
+            Some("dev")
+        );
+        assert!(source.identity().contains("profile `ci-reader`") || std::env::var("AWS_ACCESS_KEY_ID").is_ok());
+        for (url, says) in [
+            ("s3://b/p?region=x", "unknown option `region`"),
+            ("s3://b/p?profile=a%20b", "not a profile name"),
+            ("gs://b/p?profile=dev", "s3:// sources only"),
+        ] {
+            let error = Source::parse(url).unwrap_err().to_string();
+            assert!(error.contains(says), "{url}: {error}");
+        }
     }
 
     #[test]

@@ -51,7 +51,7 @@ describe("the session view's header", () => {
   });
 
   it("offers no Re-run, Continue, Stop or Delete in a cloud workspace (read-only); Pin stays", async () => {
-    backend.cloud = { url: "s3://team/ci", endpoint: null, error: null };
+    backend.cloud = { url: "s3://team/ci", endpoint: null, profile: null, target: "s3://team/ci", error: null };
     await open("s1");
     for (const id of ["#session-rerun", "#session-continue", "#session-stop", "#session-delete"]) {
       expect($(id), id).toBeNull();
