@@ -147,7 +147,7 @@ describe("a remote workspace's link back", () => {
     await openOutput();
     const connected = backend.remote!;
     backend.remoteStatus({ ...connected, link: down });
-    const runOutput = backend.runOutput;
+    const runOutput = backend.runOutput.bind(backend);
     backend.runOutput = () => Promise.reject(refusal("remote_link", "buildbox: the link is down, connecting again"));
     backend.emitOutput({ run_id: "r1", session_id: "a", lines: 14 });
     await vi.waitFor(() => expect(root.querySelector("#session-view")?.textContent).toContain("the link is down"));
