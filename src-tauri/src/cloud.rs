@@ -64,10 +64,15 @@ pub fn open_cloud(
 
 /// Opens `url` on a thread of its own (the command line, Open Recent); a failure is said in the
 /// system's dialog, naming the source.
-pub fn open_cloud_in_background(app: &AppHandle, url: String) {
+/// Once it is open, the window shows session `then_show` of it (`--session`, `zstudio open`).
+pub fn open_cloud_in_background(app: &AppHandle, url: String, then_show: Option<String>) {
     let app = app.clone();
     let spawned = std::thread::Builder::new().name("cloud-open".into()).spawn(move || {
-        if let Err(error) = open_cloud(&app, &url, None, None) {
+        let opened = open_cloud(&app, &url, None, None);
+        if let (Ok(_), Some(session)) = (&opened, then_show) {
+            crate::share::RequestedSession::show_once_opened(&app, session);
+        }
+        if let Err(error) = opened {
             tracing::warn!(code = error.code.as_str(), "{}", error.message);
             use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
             app.dialog()

@@ -386,9 +386,9 @@ pub fn on_menu(app: &AppHandle, id: &str) {
                 let recent = app.state::<Studio>().recent_workspaces().unwrap_or_default();
                 if let Some(root) = recent.get(index) {
                     if let Some(target) = root.to_str().filter(|root| crate::remote::is_remote(root)) {
-                        crate::remote::open_remote_in_background(app, target.to_owned());
+                        crate::remote::open_remote_in_background(app, target.to_owned(), None);
                     } else if let Some(url) = root.to_str().filter(|root| crate::cloud::is_cloud(root)) {
-                        crate::cloud::open_cloud_in_background(app, url.to_owned());
+                        crate::cloud::open_cloud_in_background(app, url.to_owned(), None);
                     } else if let Err(error) = switch_workspace(app, root) {
                         tracing::warn!(code = error.code.as_str(), "{}", error.message);
                     }

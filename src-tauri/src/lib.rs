@@ -143,7 +143,10 @@ pub fn run() {
         .plugin(tauri_plugin_window_state::Builder::default().build())
         .manage(studio)
         .manage(remote::SshSettings::new(ssh_config))
-        .manage(share::RequestedSession::new(session))
+        // A remote or cloud workspace opens in the background: its session is shown once it is open.
+        .manage(share::RequestedSession::new(
+            session.clone().filter(|_| remote.is_none() && cloud_url.is_none()),
+        ))
         .setup(move |app| {
             let studio = app.state::<Studio>();
             // The window's first listing is read while the web view starts.
@@ -180,10 +183,10 @@ pub fn run() {
             }
             desktop::install_menu(app.handle())?;
             if let Some(target) = remote {
-                remote::open_remote_in_background(app.handle(), target);
+                remote::open_remote_in_background(app.handle(), target, session.clone());
             }
             if let Some(url) = cloud_url {
-                cloud::open_cloud_in_background(app.handle(), url);
+                cloud::open_cloud_in_background(app.handle(), url, session.clone());
             }
             app.on_menu_event(|app, event| desktop::on_menu(app, event.id().as_ref()));
             if let Some(path) = link_workspace {
@@ -279,12 +282,12 @@ fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) 
     };
     // `zibby-studio s3://bucket/prefix` again: the running window opens it.
     if let Some(url) = cloud_url {
-        cloud::open_cloud_in_background(app, url);
+        cloud::open_cloud_in_background(app, url, session);
         return;
     }
     // `zibby-studio ssh://host/path` again: the running window opens it.
     if let Some(target) = remote_target {
-        remote::open_remote_in_background(app, target);
+        remote::open_remote_in_background(app, target, session);
         return;
     }
     if let Some(workspace) = workspace {

@@ -135,10 +135,15 @@ fn connect(app: &AppHandle, target: &str) -> Result<RemoteStatus, CommandError> 
 
 /// Opens `target` on a thread of its own (the command line, Open Recent); a failure is said in
 /// the system's dialog, naming the host.
-pub fn open_remote_in_background(app: &AppHandle, target: String) {
+/// Once it is open, the window shows session `then_show` of it (`--session`, `zstudio open`).
+pub fn open_remote_in_background(app: &AppHandle, target: String, then_show: Option<String>) {
     let app = app.clone();
     let spawned = std::thread::Builder::new().name("remote-open".into()).spawn(move || {
-        if let Err(error) = open_remote(&app, &target) {
+        let opened = open_remote(&app, &target);
+        if let (Ok(_), Some(session)) = (&opened, then_show) {
+            crate::share::RequestedSession::show_once_opened(&app, session);
+        }
+        if let Err(error) = opened {
             tracing::warn!(code = error.code.as_str(), "{}", error.message);
             use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
             app.dialog()

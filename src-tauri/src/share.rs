@@ -45,6 +45,15 @@ impl RequestedSession {
         RequestedSession(Mutex::new(session))
     }
 
+    /// Asks the window to show `session_id` of a workspace opened in the background (a remote or
+    /// cloud workspace given with `--session`): kept for a window that asks later
+    /// (`session_requested`), and told to one already listening.
+    pub fn show_once_opened<R: Runtime>(app: &AppHandle<R>, session_id: String) {
+        let requested = app.state::<RequestedSession>();
+        *requested.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(session_id.clone());
+        show_session(app, &session_id);
+    }
+
     pub fn take(&self) -> Option<String> {
         self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
     }

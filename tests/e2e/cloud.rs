@@ -217,7 +217,8 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_with_a_profile_and_open_r
     drop(moto);
 }
 
-/// `zibby-studio s3://…` while the app runs on the same store: the running window opens it.
+/// `zibby-studio --session ID s3://…` while the app runs on the same store: the running window
+/// opens the bucket, then that session of it.
 #[tokio::test]
 async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
     let moto = Moto::start();
@@ -237,6 +238,7 @@ async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
         let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_zibby-studio"))
             .arg("--db")
             .arg(&db)
+            .args(["--session", PIPELINE.id])
             .arg(&url)
             .env("XDG_DATA_HOME", &data_home)
             .env("XDG_CONFIG_HOME", data_home.join("config"))
@@ -256,6 +258,9 @@ async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
         })
         .await;
         row_appears(&client, PIPELINE.id).await;
+        // `--session` (what `zstudio --source URL open ID` starts): that session of the bucket.
+        let view = format!("#session-view[data-session-id='{}']", PIPELINE.id);
+        wait_for(&client, &view).await;
 
         // Back to the folder, then to the bucket again from the menu's recent list: a URL opened
         // before is known, so not asked about.

@@ -557,10 +557,11 @@ async fn force_stop_ends_a_remote_agent_that_ignores_stop_and_leaves_nothing_run
     .await;
 }
 
-/// `zibby-studio ssh://host/path` while the app runs on the same store: the running window opens
-/// it (with the ssh config it was started with).
+/// `zibby-studio --session ID ssh://host/path` (what `zstudio --remote HOST:PATH open ID` starts)
+/// while the app runs on the same store: the running window opens the remote workspace (with the
+/// ssh config it was started with), then that session of it.
 #[tokio::test]
-async fn a_second_launch_hands_its_remote_workspace_to_the_running_window() {
+async fn a_second_launch_hands_its_remote_workspace_and_session_to_the_running_window() {
     zstudio();
     let sshd = Sshd::start();
     let here = Workspace::with_sessions(&[FANOUT]);
@@ -575,6 +576,7 @@ async fn a_second_launch_hands_its_remote_workspace_to_the_running_window() {
         let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_zibby-studio"))
             .arg("--db")
             .arg(&db)
+            .args(["--session", PIPELINE.id])
             .arg(&target)
             .env("XDG_DATA_HOME", &data_home)
             .env("XDG_CONFIG_HOME", data_home.join("config"))
@@ -593,6 +595,11 @@ async fn a_second_launch_hands_its_remote_workspace_to_the_running_window() {
         })
         .await;
         row_appears(&client, PIPELINE.id).await;
+        let view = format!("#session-view[data-session-id='{}']", PIPELINE.id);
+        eventually("the window shows the session the launch asked for", || async {
+            client.find(Locator::Css(&view)).await.map(drop).map_err(|e| e.to_string())
+        })
+        .await;
     })
     .await;
 }

@@ -80,7 +80,7 @@ pub struct SourceArgs {
 }
 
 /// The commands that read a bucket source.
-pub const READING: [&str; 5] = ["sessions", "show", "diff", "export", "import"];
+pub const READING: [&str; 6] = ["sessions", "show", "diff", "export", "import", "open"];
 
 /// How a command prints what it found.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -457,7 +457,7 @@ pub struct KeepArgs {
 }
 
 /// The commands that take `--remote` (the `remote` module runs them).
-pub const REMOTE_COMMANDS: &[&str] = &["sessions", "show", "watch", "run", "stop", "export", "diff"];
+pub const REMOTE_COMMANDS: &[&str] = &["sessions", "show", "watch", "run", "stop", "export", "diff", "open"];
 
 /// How many workspaces a command reads.
 #[derive(Clone, Copy, PartialEq, Eq)]

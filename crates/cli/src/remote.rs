@@ -19,7 +19,7 @@ use studio_core::remote::link::{Link, LinkOptions};
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::{Session, SessionId};
 
-use crate::cli::{DiffArgs, ExportArgs, Globals, ShowArgs, StopArgs, StudioCommand};
+use crate::cli::{DiffArgs, ExportArgs, Globals, SessionArg, ShowArgs, StopArgs, StudioCommand};
 use crate::print;
 
 /// A remote workspace's server, through its link (connected again when it drops, for the
@@ -78,6 +78,7 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
         StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
         StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
         StudioCommand::Diff(args) => return diff(&remote, args, globals, out),
+        StudioCommand::Open(args) => open(&remote, args, globals, out),
         _ => unreachable!("Cli::check refuses --remote for the other commands"),
     };
     done.map(|()| ExitCode::SUCCESS)
@@ -114,6 +115,14 @@ fn show(remote: &Remote, args: &ShowArgs, globals: &Globals, out: &mut impl Writ
             Ok(())
         }
     }
+}
+
+/// The app started on a session of the host (`zibby-studio --session ID HOST:PATH`, the
+/// running window taking it over), once the host has said the session is there.
+fn open(remote: &Remote, args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let id = SessionId::parse(&args.session_id)?;
+    let _: Session = remote.call("session_get", json!({ "session_id": id.to_string() }))?;
+    crate::commands::share::launch_app(&id, std::ffi::OsStr::new(&remote.target), globals, out)
 }
 
 /// A graceful (or `--force`d) stop of a run the host's studio supervises, asked of its server;

@@ -42,6 +42,13 @@ pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl 
             fetch_whole(&mirror, &args.session_id)?;
             super::run(StudioCommand::Export(args), &cloud, out)
         }
+        // The app opens the bucket itself (read-only), not the mirror's folder.
+        StudioCommand::Open(args) => {
+            let id = SessionId::parse(&args.session_id)?;
+            let workspace = cloud.open_workspace()?;
+            crate::open::require_session(&cloud.open_store()?, &workspace, &id)?;
+            super::share::launch_app(&id, std::ffi::OsStr::new(url), &local, out).map(|()| ExitCode::SUCCESS)
+        }
         command => super::run(command, &cloud, out),
     }
 }

@@ -15,7 +15,7 @@ mod runs;
 mod search;
 pub mod serve;
 mod sessions;
-mod share;
+pub(crate) mod share;
 mod stop;
 mod tail;
 pub mod watch;

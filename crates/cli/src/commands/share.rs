@@ -45,7 +45,8 @@ pub fn import(args: &ImportArgs, globals: &Globals, out: &mut impl Write) -> any
 #[derive(serde::Serialize)]
 struct Opened {
     session_id: String,
-    workspace: std::path::PathBuf,
+    /// The workspace as the app was given it: a folder, `HOST:PATH` or a bucket URL.
+    workspace: String,
     app: std::path::PathBuf,
 }
 
@@ -56,6 +57,17 @@ pub fn open(args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyho
     let id = SessionId::parse(&args.session_id)?;
     let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
     crate::open::require_session(&store, &workspace, &id)?;
+    launch_app(&id, workspace.root().as_os_str(), globals, out)
+}
+
+/// Starts the app on session `id` of `workspace` (a folder, `HOST:PATH` of `--remote` or a
+/// bucket URL of `--source`, as the app takes them), with the store and ssh config of `globals`.
+pub fn launch_app(
+    id: &SessionId,
+    workspace: &std::ffi::OsStr,
+    globals: &Globals,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     if globals.store.memory {
         anyhow::bail!("`zstudio open` shows the session in the app's store: --memory is a store of its own");
     }
@@ -64,7 +76,10 @@ pub fn open(args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyho
     if let Some(db) = &globals.store.db {
         command.arg("--db").arg(db);
     }
-    command.arg("--session").arg(id.as_str()).arg(workspace.root());
+    if let Some(config) = globals.ssh_config.as_ref().filter(|_| globals.remote.is_some()) {
+        command.arg("--ssh-config").arg(config);
+    }
+    command.arg("--session").arg(id.as_str()).arg(workspace);
     use std::os::unix::process::CommandExt;
     command
         .stdin(std::process::Stdio::null())
@@ -77,7 +92,7 @@ pub fn open(args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyho
         .map_err(|e| anyhow::anyhow!("cannot start {}: {e}", app.display()))?;
     let opened = Opened {
         session_id: id.to_string(),
-        workspace: workspace.root().to_owned(),
+        workspace: workspace.to_string_lossy().into_owned(),
         app,
     };
     print::emit(out, globals.format(), &opened, |out, opened| {

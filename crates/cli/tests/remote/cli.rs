@@ -315,3 +315,63 @@ fn a_session_on_the_host_is_compared_with_one_here() {
     let listed_after = json_of(&zstudio(&["sessions", "-w", lws, "--json"], local.path(), &[]));
     assert_eq!(listed_before, listed_after);
 }
+
+/// `zstudio --remote HOST:PATH open ID`: the host is asked whether the session is there, then the
+/// app is started on it as `zibby-studio --ssh-config FILE --session ID HOST:PATH` (the window's
+/// side, a running window taking that over, is the e2e test
+/// `remote::a_second_launch_hands_its_remote_workspace_and_session_to_the_running_window`). The app
+/// is faked here by a script that writes down how it was started.
+#[test]
+fn open_starts_the_app_on_the_hosts_session() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let host_data = sshd.home().join("data");
+    let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
+    let imported = json_of(&zstudio(
+        &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
+        &host_data,
+        &[],
+    ));
+    let id = imported["session_id"].as_str().unwrap().to_owned();
+    let told = local.path().join("told.txt");
+    let app = local.path().join("zibby-studio");
+    std::fs::write(
+        &app,
+        format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {0}.tmp && mv {0}.tmp {0}\n", told.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&app, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+
+    let remote = format!("{}:{ws}", sshd.alias());
+    let config = sshd.ssh_config().to_str().unwrap();
+    let opened = json_of(&zstudio(
+        &["--remote", &remote, "--ssh-config", config, "open", &id, "--json"],
+        local.path(),
+        &[("ZIBBY_STUDIO_APP", &app)],
+    ));
+    assert_eq!(opened["session_id"], id.as_str());
+    assert_eq!(opened["workspace"], remote.as_str());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !told.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let args = std::fs::read_to_string(&told).expect("the app was started");
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        ["--ssh-config", config, "--session", id.as_str(), remote.as_str()],
+    );
+
+    // A session the host does not have: said, naming it; no app started.
+    std::fs::remove_file(&told).unwrap();
+    let unknown = zstudio(
+        &["--remote", &remote, "--ssh-config", config, "open", "1795952527924_none"],
+        local.path(),
+        &[("ZIBBY_STUDIO_APP", &app)],
+    );
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("1795952527924_none"));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(!told.exists(), "no app is started for a session the host does not have");
+}
