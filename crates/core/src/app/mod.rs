@@ -64,12 +64,29 @@ pub struct Studio {
     run_changes: Mutex<Option<RunChanges>>,
     /// The window's first listing, read ahead while the window starts.
     first_listing: FirstListing,
-    /// The open workspace when it is on another machine (then `workspace` is the last local one).
-    remote: RwLock<Option<Arc<dyn Elsewhere>>>,
-    /// The open workspace when it is a bucket prefix (then `workspace` is its mirror's folder).
-    cloud: RwLock<Option<Arc<CloudWorkspace>>>,
+    /// The open workspace when it is not a folder of this machine.
+    not_local: RwLock<Option<NotLocal>>,
     /// The last remote session and local one compared (`across`), kept for its "more".
     across: Mutex<Option<Arc<across::AcrossMachines>>>,
+}
+
+/// An open workspace that is not a folder of this machine.
+#[derive(Clone)]
+enum NotLocal {
+    /// On another machine (then `Studio::workspace` is the last local one).
+    Remote(Arc<dyn Elsewhere>),
+    /// A bucket prefix (then `Studio::workspace` is its mirror's folder).
+    Cloud(Arc<CloudWorkspace>),
+}
+
+impl NotLocal {
+    /// Lets it go: a remote link is closed, a cloud poller stops.
+    fn close(&self) {
+        match self {
+            NotLocal::Remote(remote) => remote.close(),
+            NotLocal::Cloud(cloud) => cloud.close(),
+        }
+    }
 }
 
 /// Puts `value` in `slot`, returning what it held (a poisoned lock is taken as it is).
@@ -148,8 +165,7 @@ impl Studio {
             changes: Mutex::new(None),
             run_changes: Mutex::new(None),
             first_listing: FirstListing::default(),
-            remote: RwLock::new(None),
-            cloud: RwLock::new(None),
+            not_local: RwLock::new(None),
             across: Mutex::new(None),
         };
         (studio, events)
@@ -209,8 +225,7 @@ impl Studio {
     fn switch_to(&self, workspace: Workspace, cloud: Option<Arc<CloudWorkspace>>) -> Result<Workspace, Error> {
         share::sweep_stale_imports(&workspace);
         *self.workspace.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Ok(workspace.clone());
-        self.set_remote(None);
-        self.set_cloud(cloud);
+        self.set_not_local(cloud.map(NotLocal::Cloud));
         tracing::info!(root = %workspace.root().display(), "workspace opened");
         // Cloned out first: `watch` takes the lock again.
         let changes = lock(&self.changes).clone();
@@ -220,17 +235,26 @@ impl Studio {
         Ok(workspace)
     }
 
-    /// The open workspace when it is a bucket prefix.
-    pub fn cloud(&self) -> Option<Arc<CloudWorkspace>> {
-        self.cloud
+    fn not_local(&self) -> Option<NotLocal> {
+        self.not_local
             .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
     }
 
-    /// Makes `cloud` the open cloud workspace (or none); the one before stops polling.
-    fn set_cloud(&self, cloud: Option<Arc<CloudWorkspace>>) {
-        if let Some(previous) = replace(&self.cloud, cloud) {
+    /// The open workspace when it is a bucket prefix.
+    pub fn cloud(&self) -> Option<Arc<CloudWorkspace>> {
+        match self.not_local()? {
+            NotLocal::Cloud(cloud) => Some(cloud),
+            NotLocal::Remote(_) => None,
+        }
+    }
+
+    /// Makes `not_local` the open workspace that is not a folder here (or none): the one before
+    /// is let go, with the remote session compared last.
+    fn set_not_local(&self, not_local: Option<NotLocal>) {
+        drop(lock(&self.across).take());
+        if let Some(previous) = replace(&self.not_local, not_local) {
             previous.close();
         }
     }
@@ -245,18 +269,17 @@ impl Studio {
             tracing::warn!(%error, "cannot record the remote workspace as recent");
         }
         drop(lock(&self.watcher).take());
-        self.set_cloud(None);
-        self.set_remote(Some(remote));
+        self.set_not_local(Some(NotLocal::Remote(remote)));
         tracing::info!(host = %status.host, path = %status.path, "remote workspace opened");
         Ok(status)
     }
 
     /// The open workspace when it is on another machine.
     pub fn remote(&self) -> Option<Arc<dyn Elsewhere>> {
-        self.remote
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+        match self.not_local()? {
+            NotLocal::Remote(remote) => Some(remote),
+            NotLocal::Cloud(_) => None,
+        }
     }
 
     /// The answer of the open remote workspace to the window's command `method` (its arguments
@@ -264,19 +287,11 @@ impl Studio {
     /// one the other machine answers. A cloud workspace's answer to a command that would write
     /// ([`READ_ONLY_REFUSED`]) is its refusal, naming the source: the one read-only check.
     pub fn forward(&self, method: &str, params: serde_json::Value) -> Option<Result<serde_json::Value, Error>> {
-        if let Some(cloud) = self.cloud() {
-            if READ_ONLY_REFUSED.contains(&method) {
-                return Some(Err(cloud.read_only_error(method)));
-            }
-        }
-        self.remote()?.forward(method, params)
-    }
-
-    /// Makes `remote` the open remote workspace (or none); the one before is let go.
-    fn set_remote(&self, remote: Option<Arc<dyn Elsewhere>>) {
-        drop(lock(&self.across).take());
-        if let Some(previous) = replace(&self.remote, remote) {
-            previous.close();
+        match self.not_local()? {
+            NotLocal::Cloud(cloud) => READ_ONLY_REFUSED
+                .contains(&method)
+                .then(|| Err(cloud.read_only_error(method))),
+            NotLocal::Remote(remote) => remote.forward(method, params),
         }
     }
 
@@ -346,7 +361,7 @@ impl Studio {
     /// because Tauri never drops its managed state.
     pub fn shut_down(&self) {
         drop(lock(&self.watcher).take());
-        self.set_remote(None);
+        self.set_not_local(None);
         let supervisor = lock(&self.supervisor).take();
         if let Some(supervisor) = supervisor {
             if self.keep_runs_on_exit.load(Ordering::SeqCst) {
