@@ -19,9 +19,9 @@ use crate::app::Studio;
 use crate::remote::export::Exports;
 use crate::remote::methods::{dispatch, read_params, result_value};
 use crate::remote::protocol::{
-    line_of, notification_frame, read_line_bounded, reply_frame, Banner, Hello, LineRead, Request, WireError,
-    AGENT_TRUST, CHANGE, CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REQUEST_BYTES,
-    PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
+    line_of, notification_frame, null_result, read_line_bounded, reply_frame, Banner, Hello, LineRead, RawResult,
+    Request, WireError, AGENT_TRUST, CHANGE, CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO,
+    MAX_REQUEST_BYTES, PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
 };
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::{Change, ChangeSink};
@@ -209,7 +209,7 @@ fn parse_request(line: &[u8]) -> Result<Request, (Option<u64>, String)> {
 }
 
 /// `hello`: the client's version checked against the server's; answered with the banner.
-fn hello(params: Value, banner: &Banner) -> Result<Value, Error> {
+fn hello(params: Value, banner: &Banner) -> Result<RawResult, Error> {
     let hello: Hello = read_params(HELLO, params)?;
     if hello.protocol_version != PROTOCOL_VERSION {
         return Err(Error::ProtocolMismatch {
@@ -250,7 +250,7 @@ fn agent_trust(studio: &Studio, trust: AgentTrust) -> Result<bool, Error> {
 struct NoParams {}
 
 impl Shared {
-    fn reply(&self, id: Option<u64>, outcome: Result<Value, Error>) {
+    fn reply(&self, id: Option<u64>, outcome: Result<RawResult, Error>) {
         self.send(reply_frame(id, outcome.map_err(|error| WireError::from(&error))));
     }
 
@@ -274,17 +274,17 @@ impl Shared {
         self.reply(Some(id), outcome);
     }
 
-    fn call(self: &Arc<Shared>, method: &str, params: Value) -> Result<Value, Error> {
+    fn call(self: &Arc<Shared>, method: &str, params: Value) -> Result<RawResult, Error> {
         match method {
             CHANGES_SUBSCRIBE => {
                 let NoParams {} = read_params(method, params)?;
                 self.subscribe_changes()?;
-                Ok(Value::Null)
+                Ok(null_result())
             }
             RUNS_RECONCILE => {
                 let NoParams {} = read_params(method, params)?;
                 crate::runs::runner::reconcile(self.studio.store()?, std::time::SystemTime::now())?;
-                Ok(Value::Null)
+                Ok(null_result())
             }
             AGENT_TRUST => result_value(method, agent_trust(&self.studio, read_params(method, params)?)),
             EXPORT_OPEN => result_value(method, self.exports.open(&self.studio, read_params(method, params)?)),
