@@ -74,8 +74,7 @@ pub struct RemoteClient {
 /// link closed once it did.
 struct Link {
     host: String,
-    /// Each waiting call's answer: its result's JSON text, read by the caller as its type.
-    pending: Mutex<HashMap<u64, Sender<Result<Vec<u8>, Error>>>>,
+    pending: Mutex<HashMap<u64, Sender<Answer>>>,
     closed: Mutex<Option<String>>,
     stderr: Arc<Mutex<Vec<u8>>>,
     /// What came before the banner (bounded by the client's `max_junk_bytes`).
@@ -83,6 +82,9 @@ struct Link {
     /// How many bytes of frames came from the server (newlines included).
     received: AtomicU64,
 }
+
+/// A call's answer: its result's JSON text (read by the caller as its type), or its error.
+type Answer = Result<Vec<u8>, Error>;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
