@@ -31,7 +31,9 @@ pub const MAX_REPLY_BYTES: usize = 64 << 20;
 /// [`Banner`] (a mismatch is answered `protocol_mismatch` and the server exits).
 pub const HELLO: &str = "hello";
 
-/// Starts sending [`CHANGE`] notifications for the workspace's sessions (no parameters).
+/// Starts sending [`CHANGE`] notifications for the workspace's sessions (no parameters). It is
+/// answered before the server's watcher is up (seconds on a large workspace); a change made
+/// meanwhile is sent once it is, as what differs from the last listing.
 pub const CHANGES_SUBSCRIBE: &str = "changes_subscribe";
 
 /// Settles the runs no studio process follows any more (a run that went on through its keeper

@@ -62,6 +62,8 @@ struct Shared {
     studio: Arc<Studio>,
     frames: Sender<Outgoing>,
     exports: Exports,
+    /// The thread starting the watcher of the last `changes_subscribe`, until it is joined.
+    watch_start: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// Serves one client until its input ends: prints the banner, then answers every request. Returns
@@ -93,6 +95,7 @@ pub fn serve(
         studio,
         frames: frames.clone(),
         exports: Exports::default(),
+        watch_start: Mutex::new(None),
     });
     let (jobs, queue) = mpsc::channel::<Request>();
     let queue = Arc::new(Mutex::new(queue));
@@ -112,6 +115,9 @@ pub fn serve(
     drop(jobs);
     for worker in workers {
         let _ = worker.join();
+    }
+    if let Some(started) = lock(&shared.watch_start).take() {
+        let _ = started.join();
     }
     // A dropped link never stops a run: the runs go on through the keeper.
     shared.studio.keep_runs_on_exit(true);
@@ -321,6 +327,26 @@ impl Shared {
                 .unwrap_or_else(|p| p.into_inner())
                 .send(Outgoing::Frame(frame));
         });
-        self.studio.watch(sink)
+        // What fails at once is answered so; the watcher itself starts behind the answer: on a
+        // workspace of 10,000 sessions it takes seconds, which a reconnecting client would wait
+        // for before it lists again. Nothing is missed meanwhile: its first look reports what
+        // differs from the folder index as the last listing left it.
+        self.studio.workspace()?;
+        self.studio.store()?;
+        let studio = self.studio.clone();
+        let started = spawn("serve-watch-start", move || {
+            if let Err(error) = studio.watch(sink) {
+                tracing::warn!(%error, "the workspace's sessions cannot be watched");
+            }
+        })?;
+        let earlier = lock(&self.watch_start).replace(started);
+        if let Some(earlier) = earlier {
+            let _ = earlier.join();
+        }
+        Ok(())
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
