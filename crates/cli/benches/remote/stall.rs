@@ -74,6 +74,8 @@ fn one_stall(sshd: &Sshd, workspace: &Path, alive: Option<(Duration, u32)>, n: u
     }
     let link = open_link(sshd, workspace, connect);
     let events = link.events().unwrap();
+    // Listed first, as a window opens a workspace: the folder index the host's watcher starts from.
+    let _: SessionListing = link.call("sessions_list", &json!({})).unwrap();
     let subscribing = Instant::now();
     link.subscribe_changes().unwrap();
     let subscribed = subscribing.elapsed();
