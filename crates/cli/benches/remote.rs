@@ -1,29 +1,46 @@
 //! A remote workspace over the loopback sshd (`test_servers::sshd`), against the same folder
 //! opened locally, in the same run (docs/benchmarks.md, "A remote workspace over ssh"):
 //!
-//! - the listing of `BENCH_SESSIONS` sessions (10,000 by default), warm (best of 5, after a
-//!   first one), through `Link::call("sessions_list")` (the server's `Studio::sessions_list`,
+//! - the listing of `BENCH_SESSIONS` sessions (10,000 by default), warm (best of 10, in turns with
+//!   the local and piped listings, after a first one), through `Link::call("sessions_list")` (the server's `Studio::sessions_list`,
 //!   its JSON over ssh, read back as a `SessionListing`) against `Studio::sessions_list` here;
-//!   and one round trip (`workspace_get`, best of 20);
+//!   what it is made of: the same call to a server on pipes (no ssh), the listing's JSON written
+//!   and read back here (typed, and through a `Value` tree), the same bytes carried by ssh
+//!   (`cat`); and one round trip (`workspace_get`, best of 20);
 //! - a line printed by an agent reaching the other end: the agent prints each line written to a
 //!   FIFO; from its writing to the line's `run_event` notification here (what a window hears
-//!   live) and to the `RunFollower` reading it from the host's store, against the local
-//!   supervisor's `Output` event (median of 10 lines).
+//!   live), through ssh and through pipes, and to the `RunFollower` reading it from the host's
+//!   store, against the local supervisor's `Output` event (median of 10 lines); and a line's
+//!   echo through ssh (`cat` on the host) against one through a local `cat`;
+//! - reconnecting after a 10 s stall (`stall`): the relay before the sshd frozen 10 s while a
+//!   session is created on the host, then resumed; from its resuming to the new session heard
+//!   (a `change`) and listed;
+//! - a 1 GB remote output's tail (`tail`, `BENCH_TAIL_MB`, 0 to skip): the window's two calls
+//!   (its total, then its last page), their time and the bytes they carried.
 //!
-//! `cargo bench -p zstudio --bench remote` (`--profile dev` for a debug build).
+//! `cargo bench -p zstudio --bench remote` (`--profile dev` for a debug build). `BENCH_ZSTUDIO`
+//! names another `zstudio` build to serve from (a before/after comparison in one run).
 
 #[path = "../../core/benches/common/mod.rs"]
 mod common;
+#[path = "remote/stall.rs"]
+mod stall;
+#[path = "remote/tail.rs"]
+mod tail;
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
 use studio_core::app::{SessionListing, Studio};
+use studio_core::remote::client::{ClientOptions, RemoteClient};
 use studio_core::remote::follow::RunFollower;
 use studio_core::remote::link::{Link, LinkEvent, LinkOptions};
-use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
+use studio_core::remote::protocol::Notification;
+use studio_core::remote::ssh::{ConnectOptions, Connection, RemoteTarget};
 use studio_core::runner::{RunEvent, StartedRun};
 use studio_core::store::StoreLocation;
 use test_servers::sshd::Sshd;
@@ -35,13 +52,21 @@ const LINES: usize = 10;
 /// with `$1` 0: the run that trusts it).
 const AGENT: &str = r#"[ "$1" = 0 ] && exit 0; while IFS= read -r line; do echo "$line"; done < "$2""#;
 
+/// The `zstudio` served from: `BENCH_ZSTUDIO`, else this build's.
+pub fn zstudio() -> PathBuf {
+    std::env::var_os("BENCH_ZSTUDIO").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_zstudio")), PathBuf::from)
+}
+
 fn main() {
     // Local runs go through the run keeper too, as the host's do (`zstudio serve` sets it).
-    std::env::set_var("ZIBBY_STUDIO_KEEPER", env!("CARGO_BIN_EXE_zstudio"));
+    std::env::set_var("ZIBBY_STUDIO_KEEPER", zstudio());
     let count: usize = std::env::var("BENCH_SESSIONS")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(10_000);
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let wanted = |part: &str| only.is_empty() || only.split(',').any(|p| p == part);
+    eprintln!("serving from {}", zstudio().display());
     let sshd = Sshd::start();
     let workspace = sshd.home().join("ws");
     std::fs::create_dir_all(workspace.join(".zibby/output/sessions")).unwrap();
@@ -50,7 +75,7 @@ fn main() {
     eprintln!("{count} sessions generated in {:?}", started.elapsed());
     let triggers = tempfile::tempdir().unwrap();
     let fifo = triggers.path().join("lines");
-    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success(), "mkfifo");
     std::fs::write(
         workspace.join(".zibby/studio.toml"),
@@ -67,25 +92,51 @@ fn main() {
     let location = StoreLocation::resolve(Some(local_store.path().join("studio.sqlite")), false).unwrap();
     let (studio, subscriptions) = Studio::open(Some(&workspace), Ok(location));
     let local_events = subscriptions.expect("a store").0;
-    let link = open_link(&sshd, &workspace);
+    let link = open_link(&sshd, &workspace, ConnectOptions::default());
     let remote_events = link.events().unwrap();
+    let piped = serve_on_pipes(&sshd, &workspace);
+    let connection = Connection::open(&target(&sshd, &workspace), &connect_options(&sshd)).unwrap();
 
-    listing(&studio, &link, count);
-    let local = local_lines(&studio, &local_events, &fifo);
-    let (heard, followed) = remote_lines(&link, &remote_events, &fifo);
-    println!(
-        "line reaching: local event {} ms; remote run_event {} ms ({:.2}x); remote follower {} ms ({:.2}x)",
-        ms(local),
-        ms(heard),
-        heard.as_secs_f64() / local.as_secs_f64(),
-        ms(followed),
-        followed.as_secs_f64() / local.as_secs_f64()
-    );
+    if wanted("listing") {
+        listing(&studio, &link, &piped, &connection, count);
+    }
+    if wanted("lines") {
+        let local = local_lines(&studio, &local_events, &fifo);
+        let piped_line = piped_lines(&piped, &fifo);
+        let over_ssh = serve_over_ssh(&connection, &workspace);
+        let ssh_line = piped_lines(&over_ssh, &fifo);
+        drop(over_ssh);
+        let (heard, followed) = remote_lines(&link, &remote_events, &fifo);
+        let (ssh_echo, cat_echo) = echoes(&connection);
+        println!(
+            "line reaching: local event {} ms; remote run_event {} ms ({:.2}x); through pipes (no ssh) {} ms \
+             ({:.2}x); through ssh without the Link's thread {} ms; remote follower {} ms ({:.2}x); an echo through ssh (`cat` on the host) {} ms, \
+             through a local `cat` {} ms",
+            ms(local),
+            ms(heard),
+            heard.as_secs_f64() / local.as_secs_f64(),
+            ms(piped_line),
+            piped_line.as_secs_f64() / local.as_secs_f64(),
+            ms(ssh_line),
+            ms(followed),
+            followed.as_secs_f64() / local.as_secs_f64(),
+            ms(ssh_echo),
+            ms(cat_echo),
+        );
+    }
+    drop(piped);
+    if wanted("stall") {
+        stall::stall(&sshd, &workspace);
+    }
+    if wanted("tail") {
+        tail::tail(&sshd, &workspace, &link);
+    }
     studio.shut_down();
     link.close();
+    let _ = connection.close();
 }
 
-fn ms(duration: Duration) -> String {
+pub fn ms(duration: Duration) -> String {
     format!("{:.2}", duration.as_secs_f64() * 1000.0)
 }
 
@@ -94,29 +145,64 @@ fn toml_string(text: &str) -> String {
     serde_json::to_string(text).unwrap()
 }
 
+/// `zstudio` as the host runs it: its data (its store) in the host's folder.
+pub fn on_host(sshd: &Sshd) -> Command {
+    let mut command = Command::new(zstudio());
+    command
+        .env("XDG_DATA_HOME", sshd.home().join("data"))
+        .env_remove("ZIBBY_STUDIO_DB");
+    command
+}
+
 /// The agent trusted on the host, as its user would (`run --trust` there once, no line asked).
 fn trust_on_host(sshd: &Sshd, workspace: &Path) {
-    let ran = std::process::Command::new(env!("CARGO_BIN_EXE_zstudio"))
+    let ran = on_host(sshd)
         .args(["run", "--agent", "trigger", "--trust", "--prompt", "0", "-w"])
         .arg(workspace)
-        .env("XDG_DATA_HOME", sshd.home().join("data"))
-        .env_remove("ZIBBY_STUDIO_DB")
         .output()
         .unwrap();
     assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
 }
 
-fn open_link(sshd: &Sshd, workspace: &Path) -> Link {
-    let target = RemoteTarget::parse(&format!("{}:{}", sshd.alias(), workspace.display())).unwrap();
-    let mut options = LinkOptions::new(PathBuf::from(env!("CARGO_BIN_EXE_zstudio")));
-    options.connect = ConnectOptions {
-        ssh_config: Some(sshd.ssh_config().to_path_buf()),
-        ..ConnectOptions::default()
-    };
-    Link::open(&target, options).unwrap()
+pub fn target(sshd: &Sshd, workspace: &Path) -> RemoteTarget {
+    RemoteTarget::parse(&format!("{}:{}", sshd.alias(), workspace.display())).unwrap()
 }
 
-fn listing(studio: &Studio, link: &Link, count: usize) {
+fn connect_options(sshd: &Sshd) -> ConnectOptions {
+    ConnectOptions {
+        ssh_config: Some(sshd.ssh_config().to_path_buf()),
+        ..ConnectOptions::default()
+    }
+}
+
+/// A link to the host; `connect`'s `ssh_config` is the sshd's when it names none.
+pub fn open_link(sshd: &Sshd, workspace: &Path, mut connect: ConnectOptions) -> Link {
+    let mut options = LinkOptions::new(zstudio());
+    if connect.ssh_config.is_none() {
+        connect.ssh_config = Some(sshd.ssh_config().to_path_buf());
+    }
+    options.connect = connect;
+    Link::open(&target(sshd, workspace), options).unwrap()
+}
+
+/// The host's server on pipes: `zstudio serve --stdio` here, on the host's workspace and store.
+fn serve_on_pipes(sshd: &Sshd, workspace: &Path) -> RemoteClient {
+    let mut command = on_host(sshd);
+    command.args(["serve", "--stdio", "-w"]).arg(workspace);
+    RemoteClient::connect("pipes", command, ClientOptions::default()).unwrap()
+}
+
+/// The host's server through ssh, its client read directly (no `Link` and its thread).
+fn serve_over_ssh(connection: &Connection, workspace: &Path) -> RemoteClient {
+    let server = zstudio().display().to_string();
+    let workspace = workspace.display().to_string();
+    let command = connection
+        .command([server.as_str(), "serve", "--stdio", "-w", workspace.as_str()])
+        .unwrap();
+    RemoteClient::connect("ssh", command, ClientOptions::default()).unwrap()
+}
+
+fn listing(studio: &Studio, link: &Link, piped: &RemoteClient, connection: &Connection, count: usize) {
     let started = Instant::now();
     let first = studio.sessions_list().unwrap();
     let local_first = started.elapsed();
@@ -124,7 +210,6 @@ fn listing(studio: &Studio, link: &Link, count: usize) {
         first.sessions.len() > count,
         "the generated sessions and the trusting run's"
     );
-    let (local, _) = common::best_of(5, || studio.sessions_list().unwrap());
     let started = Instant::now();
     let first: SessionListing = link.call("sessions_list", &json!({})).unwrap();
     let remote_first = started.elapsed();
@@ -132,18 +217,35 @@ fn listing(studio: &Studio, link: &Link, count: usize) {
         first.sessions.len() > count,
         "the generated sessions and the trusting run's"
     );
-    let (remote, _) = common::best_of(5, || link.call::<SessionListing>("sessions_list", &json!({})).unwrap());
+    let _: SessionListing = piped.call("sessions_list", &json!({})).unwrap();
+    // Best of 10 each, taken in turns: the machine's load weighs on the three alike.
+    let (mut local, mut remote, mut pipes) = (Duration::MAX, Duration::MAX, Duration::MAX);
+    for _ in 0..10 {
+        local = local.min(common::best_of(1, || studio.sessions_list().unwrap()).0);
+        remote = remote.min(common::best_of(1, || link.call::<SessionListing>("sessions_list", &json!({})).unwrap()).0);
+        pipes = pipes.min(common::best_of(1, || piped.call::<SessionListing>("sessions_list", &json!({})).unwrap()).0);
+    }
     // What the protocol itself costs here: the listing written as JSON and read back.
     let (json, _) = common::best_of(5, || {
         let bytes = serde_json::to_vec(&first).unwrap();
         serde_json::from_slice::<SessionListing>(&bytes).unwrap()
     });
-    let size = serde_json::to_vec(&first).unwrap().len();
+    // The same through a `Value` tree at each end (as frames were read and written before).
+    let (tree, _) = common::best_of(5, || {
+        let bytes = serde_json::to_vec(&serde_json::to_value(&first).unwrap()).unwrap();
+        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        serde_json::from_value::<SessionListing>(value).unwrap()
+    });
+    let bytes = serde_json::to_vec(&first).unwrap();
+    let carried = ssh_carries(connection, &bytes);
     let (round_trip, _) = common::best_of(20, || link.call::<Value>("workspace_get", &json!({})).unwrap());
+    let (pipes_trip, _) = common::best_of(20, || piped.call::<Value>("workspace_get", &json!({})).unwrap());
     println!(
         "listing {count} sessions: local first {} ms, warm {} ms; remote first {} ms, warm {} ms; \
          round trip {} ms; warm ratio {:.2}x, (remote - round trip) / local {:.2}x; \
-         the listing as JSON ({} bytes) written and read back here: {} ms",
+         through pipes (no ssh) warm {} ms ({:.2}x; round trip {} ms); \
+         the listing as JSON ({} bytes) written and read back here: {} ms typed, {} ms through a Value tree; \
+         the same bytes carried by ssh (`cat` on the host, less a `true`): {} ms",
         ms(local_first),
         ms(local),
         ms(remote_first),
@@ -151,9 +253,71 @@ fn listing(studio: &Studio, link: &Link, count: usize) {
         ms(round_trip),
         remote.as_secs_f64() / local.as_secs_f64(),
         (remote.saturating_sub(round_trip)).as_secs_f64() / local.as_secs_f64(),
-        size,
-        ms(json)
+        ms(pipes),
+        pipes.as_secs_f64() / local.as_secs_f64(),
+        ms(pipes_trip),
+        bytes.len(),
+        ms(json),
+        ms(tree),
+        ms(carried),
     );
+}
+
+/// How long ssh takes to carry `bytes` from the host: `cat` of a file of them through the
+/// master (best of 5), less a `true` through it (best of 5).
+fn ssh_carries(connection: &Connection, bytes: &[u8]) -> Duration {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), bytes).unwrap();
+    let path = file.path().display().to_string();
+    let run = |argv: &[&str]| {
+        let out = connection
+            .command(argv)
+            .unwrap()
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        out.stdout.len()
+    };
+    let (cat, size) = common::best_of(5, || run(&["cat", &path]));
+    assert_eq!(size, bytes.len());
+    let (nothing, _) = common::best_of(5, || run(&["true"]));
+    cat.saturating_sub(nothing)
+}
+
+/// A line's echo, median of 20: through ssh (`cat` on the host, through the master), and through
+/// a local `cat`.
+fn echoes(connection: &Connection) -> (Duration, Duration) {
+    let through_ssh = connection.command(["cat"]).unwrap();
+    (echo(through_ssh), echo(Command::new("cat")))
+}
+
+fn echo(mut command: Command) -> Duration {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let mut output = BufReader::new(child.stdout.take().unwrap());
+    let mut times = Vec::new();
+    let mut line = String::new();
+    for i in 0..21 {
+        let at = Instant::now();
+        writeln!(input, "line {i}").unwrap();
+        input.flush().unwrap();
+        line.clear();
+        output.read_line(&mut line).unwrap();
+        assert_eq!(line.trim(), format!("line {i}"));
+        if i > 0 {
+            times.push(at.elapsed());
+        }
+    }
+    drop(input);
+    let _ = child.wait();
+    median(times)
 }
 
 /// The FIFO the agent reads, open for writing (once the agent opened it).
@@ -163,7 +327,6 @@ fn feed(fifo: &Path) -> std::fs::File {
 
 /// Writes line `i` to the agent; when it was written.
 fn send(feed: &mut std::fs::File, i: usize) -> Instant {
-    use std::io::Write;
     let at = Instant::now();
     writeln!(feed, "line {i}").unwrap();
     at
@@ -211,21 +374,60 @@ fn start_local(studio: &Studio) -> StartedRun {
     }
 }
 
-/// Each line's `run_event` notification here, and the follower reading it, from its writing.
-fn remote_lines(link: &Link, events: &Receiver<LinkEvent>, fifo: &Path) -> (Duration, Duration) {
-    let started: StartedRun = link
-        .call(
-            "run_start",
-            &json!({ "agent": "trigger", "prompt": LINES.to_string(), "session_id": null }),
-        )
-        .unwrap();
-    let mut follower = RunFollower::new(&started);
+fn run_start_params() -> Value {
+    json!({ "agent": "trigger", "prompt": LINES.to_string(), "session_id": null })
+}
+
+/// Each line's `run_event` notification from a server on pipes, from its writing.
+fn piped_lines(piped: &RemoteClient, fifo: &Path) -> Duration {
+    let notifications: Receiver<Notification> = piped.notifications().unwrap();
+    let _: StartedRun = piped.call("run_start", &run_start_params()).unwrap();
     let mut lines = feed(fifo);
-    let (mut heard, mut followed) = (Vec::new(), Vec::new());
+    let mut times = Vec::new();
+    for i in 1..=LINES {
+        let at = send(&mut lines, i);
+        loop {
+            let notification = notifications.recv_timeout(Duration::from_secs(30)).unwrap();
+            if let Some(RunEvent::Output { line, .. }) = notification.run_event() {
+                if line.trim() == format!("line {i}") {
+                    times.push(at.elapsed());
+                    break;
+                }
+            }
+        }
+    }
+    median(times)
+}
+
+/// Each line's `run_event` notification here (as the window hears it: nothing else done between
+/// two events), then, for as many lines more, the follower reading each from the host's store
+/// (as `zstudio --remote run` prints it), from its writing.
+fn remote_lines(link: &Link, events: &Receiver<LinkEvent>, fifo: &Path) -> (Duration, Duration) {
+    let started: StartedRun = link.call("run_start", &run_start_params()).unwrap();
+    let mut lines = feed(fifo);
+    let mut heard = Vec::new();
     for i in 1..=LINES {
         let want = format!("line {i}");
         let at = send(&mut lines, i);
-        let mut was_heard = false;
+        loop {
+            match events.recv_timeout(Duration::from_secs(30)).unwrap() {
+                LinkEvent::Notification(notification) => {
+                    if let Some(RunEvent::Output { line, .. }) = notification.run_event() {
+                        if line.trim() == want {
+                            heard.push(at.elapsed());
+                            break;
+                        }
+                    }
+                }
+                event => panic!("{event:?}"),
+            }
+        }
+    }
+    let mut follower = RunFollower::new(&started);
+    let mut followed = Vec::new();
+    for i in LINES + 1..=2 * LINES {
+        let want = format!("line {i}");
+        let at = send(&mut lines, i);
         loop {
             // As `zstudio --remote run` waits (`remote_follow`).
             let wait = Duration::from_millis(if follower.behind() { 20 } else { 250 });
@@ -234,14 +436,6 @@ fn remote_lines(link: &Link, events: &Receiver<LinkEvent>, fifo: &Path) -> (Dura
                 Err(RecvTimeoutError::Timeout) => None,
                 Err(RecvTimeoutError::Disconnected) => panic!("the link ended"),
             };
-            if let Some(LinkEvent::Notification(notification)) = &event {
-                if let Some(RunEvent::Output { line, .. }) = notification.run_event() {
-                    if !was_heard && line.trim() == want {
-                        heard.push(at.elapsed());
-                        was_heard = true;
-                    }
-                }
-            }
             let shown = follower.on(link, event.as_ref()).unwrap();
             let read = shown
                 .iter()

@@ -393,6 +393,40 @@ fn output_is_read_by_pages_from_an_offset_never_whole() {
     assert!(total > 40100, "the output has {total} lines");
 }
 
+/// A finished session `id` in `place`'s workspace, as an engine writes one.
+fn engine_session(place: &Place, id: &str) {
+    let dir = place.workspace().join(".zibby/output/sessions").join(id);
+    std::fs::create_dir_all(dir.join("plan")).unwrap();
+    std::fs::write(dir.join("plan/raw_stream_output.txt"), "plan output\n").unwrap();
+    let info = format!(
+        r#"{{"sessionPath":"{}","sessionTimestamp":1799000000000,"currentNode":"plan","createdAt":"2026-12-02T12:00:00.000Z","config":{{}}}}"#,
+        dir.display()
+    );
+    std::fs::write(dir.join(".session-info.json"), info).unwrap();
+}
+
+#[test]
+fn a_session_made_as_changes_subscribe_is_answered_is_heard() {
+    let place = Place::create();
+    for i in 0..200 {
+        engine_session(&place, &format!("1798000000000_{i:04}"));
+    }
+    let mut server = Server::start(&place);
+    server.greet();
+    // Listed first, as a window does: the folder index the watcher starts from.
+    server.request(1, "sessions_list", json!({}));
+    assert_eq!(server.reply()["result"]["sessions"].as_array().map(Vec::len), Some(200));
+    server.request(2, "changes_subscribe", json!({}));
+    assert_eq!(server.reply()["result"], Value::Null);
+    // At once: the server's watcher may not be up yet (it starts behind the answer).
+    engine_session(&place, "1799000000000_0001");
+    let added = eventually(Duration::from_secs(20), "the new session's change", || {
+        let next = server.next_frame();
+        (next["method"] == "change" && next["params"]["session_id"] == "1799000000000_0001").then_some(next)
+    });
+    assert_eq!(added["params"]["type"], "session_added", "{added}");
+}
+
 #[test]
 fn a_run_started_through_the_server_is_heard_and_outlives_it() {
     let place = Place::create();

@@ -193,6 +193,36 @@ sleep 30"#,
 }
 
 #[test]
+fn a_reply_over_the_frame_bound_closes_the_link_naming_the_bound() {
+    let place = Place::create();
+    // Greets, answers a first call with 1 MiB, the next with one byte more than a frame may hold.
+    let shell = script(
+        &place,
+        "huge.sh",
+        r#"for last; do :; done
+printf '{"zstudio": "x", "protocol_version": 1, "nonce": "%s"}\n' "$last"
+read hello
+printf '{"id": 1, "result": {"zstudio": "x", "protocol_version": 1, "nonce": ""}}\n'
+read first
+printf '{"id": 2, "result": "'; head -c 1048576 /dev/zero | tr '\0' x; printf '"}\n'
+read second
+printf '{"id": 3, "result": "'; head -c 67108864 /dev/zero | tr '\0' x; printf '"}\n'
+read rest"#,
+    );
+    let client = connect_through(&place, Command::new(shell), ClientOptions::default()).unwrap();
+    let under: String = client.call("workspace_get", &json!({})).unwrap();
+    assert_eq!(under.len(), 1 << 20);
+    let error = client.call::<Value>("workspace_get", &json!({})).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::RemoteLink);
+    assert!(
+        error
+            .to_string()
+            .starts_with("buildbox: the studio server sent a frame larger than 67108864 bytes"),
+        "{error}"
+    );
+}
+
+#[test]
 fn a_server_that_dies_fails_the_calls_saying_so() {
     let place = Place::create();
     let pid_file = place.dir.path().join("server.pid");

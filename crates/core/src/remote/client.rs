@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::remote::export::{ExportChunk, ExportClose, ExportOpen, ExportOpened, ExportRead, MAX_EXPORT_CHUNK};
 use crate::remote::protocol::{
@@ -53,6 +52,9 @@ impl Default for ClientOptions {
 /// The most of the server's stderr kept for error messages (its last bytes).
 const STDERR_TAIL_BYTES: usize = 4096;
 
+/// How many bytes of the server's output are read at once.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
 /// How long dropping a client waits for its server to exit after its input closed.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 
@@ -72,12 +74,17 @@ pub struct RemoteClient {
 /// link closed once it did.
 struct Link {
     host: String,
-    pending: Mutex<HashMap<u64, Sender<Result<Value, Error>>>>,
+    pending: Mutex<HashMap<u64, Sender<Answer>>>,
     closed: Mutex<Option<String>>,
     stderr: Arc<Mutex<Vec<u8>>>,
     /// What came before the banner (bounded by the client's `max_junk_bytes`).
     junk: Mutex<Vec<u8>>,
+    /// How many bytes of frames came from the server (newlines included).
+    received: AtomicU64,
 }
+
+/// A call's answer: its result's JSON text (read by the caller as its type), or its error.
+type Answer = Result<Vec<u8>, Error>;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -115,6 +122,7 @@ impl RemoteClient {
             closed: Mutex::new(None),
             stderr,
             junk: Mutex::new(Vec::new()),
+            received: AtomicU64::new(0),
         });
         let (notify, notifications) = mpsc::sync_channel(options.notification_buffer);
         let (banner_found, banner) = mpsc::channel();
@@ -234,7 +242,7 @@ impl RemoteClient {
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => return Err(self.link.closed_error(self)),
         }?;
-        serde_json::from_value(result)
+        serde_json::from_slice(&result)
             .map_err(|e| self.link_error(format!("the answer to `{method}` does not read: {e}")))
     }
 
@@ -321,6 +329,11 @@ impl RemoteClient {
     /// closes when the link does.
     pub fn notifications(&self) -> Option<Receiver<Notification>> {
         lock(&self.notifications).take()
+    }
+
+    /// How many bytes of frames the server sent so far (what a call carried, measured).
+    pub fn bytes_received(&self) -> u64 {
+        self.link.received.load(Ordering::Relaxed)
     }
 
     /// Why the link closed, once it did (the server exited, the connection dropped).
@@ -431,7 +444,8 @@ struct Reader {
 
 impl Reader {
     fn run(self, stdout: ChildStdout) {
-        let mut input = BufReader::new(stdout);
+        // A pipe holds 64 KiB: read it whole at each wakeup.
+        let mut input = BufReader::with_capacity(READ_BUFFER_BYTES, stdout);
         let why = match self.find_banner(&mut input) {
             Ok(banner) => {
                 let _ = self.banner_found.send(Ok(banner));
@@ -489,6 +503,7 @@ impl Reader {
                 }
                 Err(e) => return format!("cannot read from the studio server: {e}"),
             }
+            self.link.received.fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
             match parse_server_frame(&line) {
                 Ok(ServerFrame::Reply { id, outcome }) => {
                     if let Some(answer) = lock(&self.link.pending).remove(&id) {

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::app::Studio;
+use crate::remote::protocol::RawResult;
 use crate::vocabulary::error::Error;
 
 /// The parameters of `method`, read from its frame's `params` (an object; `null` for none).
@@ -20,9 +21,9 @@ pub(crate) fn read_params<P: DeserializeOwned>(method: &str, params: Value) -> R
     })
 }
 
-/// A method's result as its reply carries it.
-pub(crate) fn result_value(method: &str, result: Result<impl Serialize, Error>) -> Result<Value, Error> {
-    serde_json::to_value(result?).map_err(|e| Error::InvalidRequest {
+/// A method's result as its reply carries it: its JSON text, written straight from the type.
+pub(crate) fn result_value(method: &str, result: Result<impl Serialize, Error>) -> Result<RawResult, Error> {
+    serde_json::value::to_raw_value(&result?).map_err(|e| Error::InvalidRequest {
         reason: format!("the result of `{method}` does not serialise: {e}"),
     })
 }
@@ -40,7 +41,7 @@ macro_rules! ipc_methods {
 
         /// Calls `method` of the app service with `params`; `None` when it is none of
         /// [`IPC_METHODS`].
-        pub fn dispatch($studio: &Studio, method: &str, params: Value) -> Option<Result<Value, Error>> {
+        pub fn dispatch($studio: &Studio, method: &str, params: Value) -> Option<Result<RawResult, Error>> {
             Some(match method {
                 $(stringify!($name) => {
                     #[derive(Deserialize)]

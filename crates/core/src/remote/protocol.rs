@@ -9,7 +9,8 @@
 
 use std::io::{self, BufRead};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::runs::runner::RunEvent;
@@ -30,7 +31,9 @@ pub const MAX_REPLY_BYTES: usize = 64 << 20;
 /// [`Banner`] (a mismatch is answered `protocol_mismatch` and the server exits).
 pub const HELLO: &str = "hello";
 
-/// Starts sending [`CHANGE`] notifications for the workspace's sessions (no parameters).
+/// Starts sending [`CHANGE`] notifications for the workspace's sessions (no parameters). It is
+/// answered before the server's watcher is up (seconds on a large workspace); a change made
+/// meanwhile is sent once it is, as what differs from the last listing.
 pub const CHANGES_SUBSCRIBE: &str = "changes_subscribe";
 
 /// Settles the runs no studio process follows any more (a run that went on through its keeper
@@ -146,19 +149,56 @@ impl Notification {
     }
 }
 
-/// The reply to request `id`: its result or its error.
-pub fn reply_frame(id: Option<u64>, outcome: Result<Value, WireError>) -> Vec<u8> {
-    let frame = match outcome {
-        Ok(result) => serde_json::json!({"id": id, "result": result}),
-        Err(error) => serde_json::json!({"id": id, "error": error}),
-    };
-    line_of(&frame)
+/// A method's result as its reply carries it: its JSON text, written once (never a
+/// [`Value`] tree between the type and the bytes).
+pub type RawResult = Box<RawValue>;
+
+/// `null`, the result of a method that answers nothing.
+pub fn null_result() -> RawResult {
+    RawValue::from_string("null".to_owned()).expect("null is JSON")
+}
+
+/// An error reply as it is written.
+#[derive(Serialize)]
+struct ErrorOut<'a> {
+    id: Option<u64>,
+    error: &'a WireError,
+}
+
+/// The reply to request `id`: its result or its error. A result is written as
+/// `{"id":N,"result":…}` exactly, its text copied in once (what [`parse_server_frame`] reads
+/// without a first pass over it).
+pub fn reply_frame(id: Option<u64>, outcome: Result<RawResult, WireError>) -> Vec<u8> {
+    match outcome {
+        Ok(result) => {
+            let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
+            let text = result.get().as_bytes();
+            let mut line = Vec::with_capacity(text.len() + id.len() + 16);
+            line.extend_from_slice(REPLY_START);
+            line.extend_from_slice(id.as_bytes());
+            line.extend_from_slice(REPLY_RESULT);
+            line.extend_from_slice(text);
+            line.extend_from_slice(b"}\n");
+            line
+        }
+        Err(error) => line_of(&ErrorOut { id, error: &error }),
+    }
+}
+
+/// How a reply with a result starts: then its id, [`REPLY_RESULT`], the result and `}`.
+const REPLY_START: &[u8] = br#"{"id":"#;
+const REPLY_RESULT: &[u8] = br#","result":"#;
+
+/// A notification frame as it is written.
+#[derive(Serialize)]
+struct NotificationOut<'a, P> {
+    method: &'a str,
+    params: &'a P,
 }
 
 /// A notification frame.
 pub fn notification_frame(method: &str, params: &impl Serialize) -> Vec<u8> {
-    let params = serde_json::to_value(params).unwrap_or(Value::Null);
-    line_of(&serde_json::json!({"method": method, "params": params}))
+    line_of(&NotificationOut { method, params })
 }
 
 /// `value` as one line of JSON, newline-terminated (serde_json escapes every newline within).
@@ -173,22 +213,62 @@ pub fn line_of(value: &impl Serialize) -> Vec<u8> {
 pub enum ServerFrame {
     Reply {
         id: u64,
-        outcome: Result<Value, WireError>,
+        /// The result's JSON text, for the caller to read as the type it expects (reading it
+        /// checks it: it is not read before).
+        outcome: Result<Vec<u8>, WireError>,
     },
     Notification(Notification),
     /// An error answered to a frame the server could not read (no id to match).
     Unmatched(WireError),
 }
 
-/// Reads a server's line: a reply (an `id` and a `result` or an `error`) or a notification.
+/// A server's frame as it is read: its result left as text, not parsed into a tree.
+#[derive(Deserialize)]
+struct FrameIn<'a> {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present")]
+    error: Option<Value>,
+    #[serde(default)]
+    method: Option<Value>,
+    #[serde(default)]
+    params: Option<Value>,
+}
+
+/// A field that is there, `null` included (`Option`'s own reading takes `null` for absent).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(field: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(field).map(Some)
+}
+
+/// A reply with a result as [`reply_frame`] writes it: its id and its result's text, found
+/// without reading the text (a line of any other shape is read field by field).
+fn written_reply(line: &[u8]) -> Option<(u64, &[u8])> {
+    let rest = line.strip_prefix(REPLY_START)?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    let id = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    let result = rest[digits..].strip_prefix(REPLY_RESULT)?.strip_suffix(b"}")?;
+    Some((id, result))
+}
+
+/// Reads a server's line: a reply (an `id` and a `result` or an `error`) or a notification. A
+/// reply's result is left as text for its caller to read as its type: reading it checks it whole
+/// (a result followed by more fields, say, does not read).
 pub fn parse_server_frame(line: &[u8]) -> Result<ServerFrame, String> {
-    let mut value: serde_json::Map<String, Value> =
+    if let Some((id, result)) = written_reply(line) {
+        return Ok(ServerFrame::Reply {
+            id,
+            outcome: Ok(result.to_vec()),
+        });
+    }
+    let frame: FrameIn<'_> =
         serde_json::from_slice(line).map_err(|e| format!("a line that is not a JSON object ({e})"))?;
-    let id = value.remove("id").unwrap_or(Value::Null);
-    if let Some(error) = value.remove("error") {
+    let id = frame.id.as_ref().and_then(Value::as_u64);
+    if let Some(error) = frame.error {
         let error: WireError =
             serde_json::from_value(error).map_err(|e| format!("an error frame that does not read ({e})"))?;
-        return Ok(match id.as_u64() {
+        return Ok(match id {
             Some(id) => ServerFrame::Reply {
                 id,
                 outcome: Err(error),
@@ -196,13 +276,13 @@ pub fn parse_server_frame(line: &[u8]) -> Result<ServerFrame, String> {
             None => ServerFrame::Unmatched(error),
         });
     }
-    if let (Some(id), Some(result)) = (id.as_u64(), value.remove("result")) {
+    if let (Some(id), Some(result)) = (id, frame.result) {
         return Ok(ServerFrame::Reply {
             id,
-            outcome: Ok(result),
+            outcome: Ok(result.get().as_bytes().to_vec()),
         });
     }
-    match (value.remove("method"), value.remove("params")) {
+    match (frame.method, frame.params) {
         (Some(Value::String(method)), params) => Ok(ServerFrame::Notification(Notification {
             method,
             params: params.unwrap_or(Value::Null),
@@ -279,13 +359,7 @@ mod tests {
     fn frames_read_as_replies_notifications_or_unmatched_errors() {
         let reply = parse_server_frame(br#"{"id": 3, "result": null}"#).unwrap();
         assert!(
-            matches!(
-                reply,
-                ServerFrame::Reply {
-                    id: 3,
-                    outcome: Ok(Value::Null)
-                }
-            ),
+            matches!(reply, ServerFrame::Reply { id: 3, outcome: Ok(ref raw) } if raw == b"null"),
             "{reply:?}"
         );
         let failed = parse_server_frame(br#"{"id": 4, "error": {"code": "io", "message": "m"}}"#).unwrap();
@@ -302,6 +376,66 @@ mod tests {
         );
         assert!(parse_server_frame(b"[1]").is_err());
         assert!(parse_server_frame(br#"{"id": 1}"#).is_err());
+    }
+
+    #[test]
+    fn a_reply_carries_its_result_as_written_and_null_is_a_result() {
+        let result = serde_json::value::to_raw_value(&serde_json::json!({"rows": [1, 2], "name": "a\nb"})).unwrap();
+        let frame = reply_frame(Some(7), Ok(result.clone()));
+        assert_eq!(frame.last(), Some(&b'\n'), "one line");
+        assert_eq!(frame.iter().filter(|b| **b == b'\n').count(), 1, "one line");
+        let read = parse_server_frame(&frame[..frame.len() - 1]).unwrap();
+        assert!(
+            matches!(read, ServerFrame::Reply { id: 7, outcome: Ok(ref raw) } if raw == result.get().as_bytes()),
+            "{read:?}"
+        );
+        let nothing = reply_frame(Some(8), Ok(null_result()));
+        let read = parse_server_frame(&nothing[..nothing.len() - 1]).unwrap();
+        assert!(
+            matches!(read, ServerFrame::Reply { id: 8, outcome: Ok(ref raw) } if raw == b"null"),
+            "{read:?}"
+        );
+        let failed = reply_frame(None, Err(WireError::from(&Error::RunNotLive { id: "r".into() })));
+        let read = parse_server_frame(&failed[..failed.len() - 1]).unwrap();
+        assert!(
+            matches!(read, ServerFrame::Unmatched(ref e) if e.code == "run_not_live"),
+            "{read:?}"
+        );
+    }
+
+    #[test]
+    fn a_result_that_is_not_json_is_refused_by_the_frame_or_by_its_reading() {
+        // Another shape than the server's own: read field by field.
+        assert!(parse_server_frame(br#"{"id": 1, "result": [1, }"#).is_err());
+        assert!(parse_server_frame(br#"{"id": 1, "result": "unterminated}"#).is_err());
+        assert!(parse_server_frame(b"{\"id\": 1, \"result\": \"\xff\"}").is_err());
+        // The server's own shape: the text is handed on, and reading it as any type fails.
+        for line in [
+            &br#"{"id":1,"result":[1, }"#[..],
+            br#"{"id":1,"result":1,"error":{"code":"io","message":"m"}}"#,
+            b"{\"id\":1,\"result\":\"\xff\"}",
+        ] {
+            match parse_server_frame(line) {
+                Ok(ServerFrame::Reply { outcome: Ok(text), .. }) => {
+                    assert!(serde_json::from_slice::<Value>(&text).is_err(), "{line:?}");
+                }
+                other => assert!(other.is_err(), "{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_notification_frame_reads_back_as_its_event() {
+        let change = Change::SessionRemoved {
+            workspace: "/w".into(),
+            session_id: crate::SessionId::parse("1_a").unwrap(),
+        };
+        let frame = notification_frame(CHANGE, &change);
+        let read = parse_server_frame(&frame[..frame.len() - 1]).unwrap();
+        let ServerFrame::Notification(notification) = read else {
+            panic!("{read:?}")
+        };
+        assert_eq!(notification.change(), Some(change));
     }
 
     #[test]

@@ -19,9 +19,9 @@ use crate::app::Studio;
 use crate::remote::export::Exports;
 use crate::remote::methods::{dispatch, read_params, result_value};
 use crate::remote::protocol::{
-    line_of, notification_frame, read_line_bounded, reply_frame, Banner, Hello, LineRead, Request, WireError,
-    AGENT_TRUST, CHANGE, CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REQUEST_BYTES,
-    PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
+    line_of, notification_frame, null_result, read_line_bounded, reply_frame, Banner, Hello, LineRead, RawResult,
+    Request, WireError, AGENT_TRUST, CHANGE, CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO,
+    MAX_REQUEST_BYTES, PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
 };
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::{Change, ChangeSink};
@@ -63,6 +63,8 @@ struct Shared {
     studio: Arc<Studio>,
     frames: Sender<Outgoing>,
     exports: Exports,
+    /// The thread starting the watcher of the last `changes_subscribe`, until it is joined.
+    watch_start: Mutex<Option<JoinHandle<()>>>,
 }
 
 /// Serves one client until its input ends: prints the banner, then answers every request. Returns
@@ -94,6 +96,7 @@ pub fn serve(
         studio,
         frames: frames.clone(),
         exports: Exports::default(),
+        watch_start: Mutex::new(None),
     });
     let (jobs, queue) = mpsc::channel::<Request>();
     let queue = Arc::new(Mutex::new(queue));
@@ -113,6 +116,9 @@ pub fn serve(
     drop(jobs);
     for worker in workers {
         let _ = worker.join();
+    }
+    if let Some(started) = lock(&shared.watch_start).take() {
+        let _ = started.join();
     }
     // A dropped link never stops a run: the runs go on through the keeper.
     shared.studio.keep_runs_on_exit(true);
@@ -210,7 +216,7 @@ fn parse_request(line: &[u8]) -> Result<Request, (Option<u64>, String)> {
 }
 
 /// `hello`: the client's version checked against the server's; answered with the banner.
-fn hello(params: Value, banner: &Banner) -> Result<Value, Error> {
+fn hello(params: Value, banner: &Banner) -> Result<RawResult, Error> {
     let hello: Hello = read_params(HELLO, params)?;
     if hello.protocol_version != PROTOCOL_VERSION {
         return Err(Error::ProtocolMismatch {
@@ -257,7 +263,7 @@ fn agent_trust(studio: &Studio, trust: AgentTrust) -> Result<bool, Error> {
 struct NoParams {}
 
 impl Shared {
-    fn reply(&self, id: Option<u64>, outcome: Result<Value, Error>) {
+    fn reply(&self, id: Option<u64>, outcome: Result<RawResult, Error>) {
         self.send(reply_frame(id, outcome.map_err(|error| WireError::from(&error))));
     }
 
@@ -281,17 +287,17 @@ impl Shared {
         self.reply(Some(id), outcome);
     }
 
-    fn call(self: &Arc<Shared>, method: &str, params: Value) -> Result<Value, Error> {
+    fn call(self: &Arc<Shared>, method: &str, params: Value) -> Result<RawResult, Error> {
         match method {
             CHANGES_SUBSCRIBE => {
                 let NoParams {} = read_params(method, params)?;
                 self.subscribe_changes()?;
-                Ok(Value::Null)
+                Ok(null_result())
             }
             RUNS_RECONCILE => {
                 let NoParams {} = read_params(method, params)?;
                 crate::runs::runner::reconcile(self.studio.store()?, std::time::SystemTime::now())?;
-                Ok(Value::Null)
+                Ok(null_result())
             }
             AGENT_TRUST => result_value(method, agent_trust(&self.studio, read_params(method, params)?)),
             EXPORT_OPEN => result_value(method, self.exports.open(&self.studio, read_params(method, params)?)),
@@ -328,6 +334,26 @@ impl Shared {
                 .unwrap_or_else(|p| p.into_inner())
                 .send(Outgoing::Frame(frame));
         });
-        self.studio.watch(sink)
+        // What fails at once is answered so; the watcher itself starts behind the answer: on a
+        // workspace of 10,000 sessions it takes seconds, which a reconnecting client would wait
+        // for before it lists again. Nothing is missed meanwhile: its first look reports what
+        // differs from the folder index as the last listing left it.
+        self.studio.workspace()?;
+        self.studio.store()?;
+        let studio = self.studio.clone();
+        let started = spawn("serve-watch-start", move || {
+            if let Err(error) = studio.watch(sink) {
+                tracing::warn!(%error, "the workspace's sessions cannot be watched");
+            }
+        })?;
+        let earlier = lock(&self.watch_start).replace(started);
+        if let Some(earlier) = earlier {
+            let _ = earlier.join();
+        }
+        Ok(())
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
