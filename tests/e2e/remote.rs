@@ -597,7 +597,11 @@ async fn a_second_launch_hands_its_remote_workspace_and_session_to_the_running_w
         row_appears(&client, PIPELINE.id).await;
         let view = format!("#session-view[data-session-id='{}']", PIPELINE.id);
         eventually("the window shows the session the launch asked for", || async {
-            client.find(Locator::Css(&view)).await.map(drop).map_err(|e| e.to_string())
+            client
+                .find(Locator::Css(&view))
+                .await
+                .map(drop)
+                .map_err(|e| e.to_string())
         })
         .await;
     })

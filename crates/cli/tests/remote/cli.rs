@@ -339,7 +339,10 @@ fn open_starts_the_app_on_the_hosts_session() {
     let app = local.path().join("zibby-studio");
     std::fs::write(
         &app,
-        format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {0}.tmp && mv {0}.tmp {0}\n", told.display()),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > {0}.tmp && mv {0}.tmp {0}\n",
+            told.display()
+        ),
     )
     .unwrap();
     std::fs::set_permissions(&app, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -366,7 +369,14 @@ fn open_starts_the_app_on_the_hosts_session() {
     // A session the host does not have: said, naming it; no app started.
     std::fs::remove_file(&told).unwrap();
     let unknown = zstudio(
-        &["--remote", &remote, "--ssh-config", config, "open", "1795952527924_none"],
+        &[
+            "--remote",
+            &remote,
+            "--ssh-config",
+            config,
+            "open",
+            "1795952527924_none",
+        ],
         local.path(),
         &[("ZIBBY_STUDIO_APP", &app)],
     );
