@@ -40,7 +40,7 @@ pub struct Globals {
     pub json: bool,
     /// A workspace on another machine, reached with the system's ssh: HOST:PATH (HOST an alias
     /// of the ssh config or USER@HOST[:PORT]; PATH absolute or ~/…) or ssh://[USER@]HOST[:PORT]/PATH.
-    /// Taken by sessions, show, watch, run (--agent), stop and export (the host's own store is
+    /// Taken by sessions, show, watch, run (--agent), stop, export and open (the host's own store is
     /// used), and by diff (A on the host, B here)
     #[arg(long, value_name = "HOST:PATH", global = true)]
     pub remote: Option<String>,
