@@ -10,7 +10,7 @@
 //! it (`runs_reconcile`). The events of nodes that began or ended while the link was down are
 //! not said again (their output lines are).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -204,24 +204,43 @@ impl RunFollower {
         true
     }
 
-    /// The run's end as its record on the host says it, once it ended ([`run_end`]).
+    /// The run's end as its record on the host says it, once it ended ([`run_ends`]).
     fn ended(&self, link: &Link) -> Result<Option<RunEvent>, Error> {
-        run_end(link, &self.run_id, &self.session_id)
+        run_ends(link, [(self.run_id.as_str(), self.session_id.as_str())])?
+            .remove(&self.run_id)
+            .ok_or_else(|| Error::RunNotFound {
+                id: self.run_id.clone(),
+            })
     }
 }
 
-/// The end of run `run_id` of session `session_id` as its record on the host says it, once it
-/// ended (`None` while it runs); settled first (`runs_reconcile`): a run that went on through its
-/// keeper while no server followed it is recorded, its output lines too, when a studio looks.
-/// The one reading of a run's end that no server tells of (a follower's, the window's after a
-/// reconnect).
-pub fn run_end(link: &Link, run_id: &str, session_id: &str) -> Result<Option<RunEvent>, Error> {
+/// The ends of `runs` (each a run id and its session's id) as their records on the host say
+/// them, by run id: `None` while a run goes on; a run the host has no record of is left out.
+/// Settled first, once (`runs_reconcile`): a run that went on through its keeper while no server
+/// followed it is recorded, its output lines too, when a studio looks; then one `runs_list` per
+/// session. The one reading of a run's end that no server tells of (a follower's, the window's
+/// after a reconnect).
+pub fn run_ends<'a>(
+    link: &Link,
+    runs: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<HashMap<String, Option<RunEvent>>, Error> {
+    let mut by_session: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (run_id, session_id) in runs {
+        by_session.entry(session_id).or_default().push(run_id);
+    }
+    let mut ends = HashMap::new();
+    if by_session.is_empty() {
+        return Ok(ends);
+    }
     link.call::<()>(RUNS_RECONCILE, &json!({}))?;
-    let runs: Vec<RunRecord> = link.call("runs_list", &json!({ "session_id": session_id }))?;
-    let Some(run) = runs.into_iter().find(|run| run.id == run_id) else {
-        return Err(Error::RunNotFound { id: run_id.to_owned() });
-    };
-    Ok((run.status != Status::Running).then(|| finished_event(run)))
+    for (session_id, run_ids) in by_session {
+        let records: Vec<RunRecord> = link.call("runs_list", &json!({ "session_id": session_id }))?;
+        for run in records.into_iter().filter(|run| run_ids.contains(&run.id.as_str())) {
+            let ended = run.status != Status::Running;
+            ends.insert(run.id.clone(), ended.then(|| finished_event(run)));
+        }
+    }
+    Ok(ends)
 }
 
 /// The end of a run as its record says it.

@@ -13,10 +13,10 @@
 //! fails with why.
 //!
 //! Resuming after a reconnect: the window reads each followed output on from the lines it holds
-//! (its pages by line number, `run_output`; the UI's `outputsource.ts` owns that). What no
+//! (its pages by line number, `run_output`; the UI's `output.ts` owns that). What no
 //! server tells any more is each run's end: the new server did not start the runs under way
 //! (they went on through their keepers), so the end of every run the old one started and did
-//! not see end is read from its record ([`run_end`], every [`RECORD_EVERY`] until it ended) and
+//! not see end is read from its record ([`run_ends`], every [`RECORD_EVERY`] until it ended) and
 //! told to the window as the run's `run_finished`, once.
 
 use std::collections::HashMap;
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::app::elsewhere::{Elsewhere, RemoteStatus};
-use crate::remote::follow::{run_end, RECORD_EVERY};
+use crate::remote::follow::{run_ends, RECORD_EVERY};
 use crate::remote::link::{Link, LinkEvent, LinkOptions, LinkState};
 use crate::remote::methods::{IPC_METHODS, WINDOW_PROTOCOL_METHODS};
 use crate::remote::ssh::{RemoteTarget, SshError};
@@ -242,17 +242,27 @@ impl Unended {
             .filter(|(_, (_, unfollowed))| *unfollowed)
             .map(|(run_id, (session_id, _))| (run_id.clone(), session_id.clone()))
             .collect();
-        for (run_id, session_id) in unfollowed {
-            match run_end(&link, &run_id, &session_id) {
-                Ok(None) => {}
-                Ok(Some(end)) => {
+        let mut ends = match run_ends(
+            &link,
+            unfollowed.iter().map(|(run, session)| (run.as_str(), session.as_str())),
+        ) {
+            Ok(ends) => ends,
+            Err(error) if link.dropped(&error) => return,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the ends of remote runs: not followed any more");
+                HashMap::new()
+            }
+        };
+        for (run_id, _) in unfollowed {
+            match ends.remove(&run_id) {
+                Some(None) => {}
+                Some(Some(end)) => {
                     tracing::info!(host = %link.host(), %run_id, "a run ended while no server followed it");
                     self.runs.remove(&run_id);
                     (sinks.run_events)(end);
                 }
-                Err(error) if link.dropped(&error) => return,
-                Err(error) => {
-                    tracing::warn!(%run_id, %error, "cannot read the end of a remote run: not followed any more");
+                None => {
+                    tracing::warn!(%run_id, "no record of a remote run's end: not followed any more");
                     self.runs.remove(&run_id);
                 }
             }
