@@ -28,6 +28,18 @@ fn json_of(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
+/// A session on the host, in its workspace `ws` and its store (in `host_data`): a captured run
+/// imported there. Its id.
+fn session_on_host(ws: &str, host_data: &Path) -> String {
+    let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
+    let imported = json_of(&zstudio(
+        &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
+        host_data,
+        &[],
+    ));
+    imported["session_id"].as_str().unwrap().to_owned()
+}
+
 /// The processes whose command line names `needle` (an ssh left running would).
 fn processes_naming(needle: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -49,14 +61,7 @@ fn sessions_and_show_of_a_remote_workspace_are_the_hosts_own() {
     let ws = workspace.to_str().unwrap();
     let local = tempfile::tempdir().unwrap();
     let host_data = sshd.home().join("data");
-    // A session on the host, in its workspace and its store.
-    let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
-    let imported = json_of(&zstudio(
-        &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
-        &host_data,
-        &[],
-    ));
-    let id = imported["session_id"].as_str().unwrap().to_owned();
+    let id = session_on_host(ws, &host_data);
     let on_host = json_of(&zstudio(&["sessions", "-w", ws, "--json"], &host_data, &[]));
 
     let remote = format!("{}:{ws}", sshd.alias());
@@ -111,14 +116,7 @@ fn a_remote_session_is_exported_to_a_local_bundle() {
     let workspace = remote_workspace(&sshd, "ws");
     let ws = workspace.to_str().unwrap();
     let local = tempfile::tempdir().unwrap();
-    let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
-    let host_data = sshd.home().join("data");
-    let imported = json_of(&zstudio(
-        &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
-        &host_data,
-        &[],
-    ));
-    let id = imported["session_id"].as_str().unwrap().to_owned();
+    let id = session_on_host(ws, &sshd.home().join("data"));
     let remote = format!("{}:{ws}", sshd.alias());
     let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
     let bundle = local.path().join("bundle.zip");
@@ -327,14 +325,7 @@ fn open_starts_the_app_on_the_hosts_session() {
     let workspace = remote_workspace(&sshd, "ws");
     let ws = workspace.to_str().unwrap();
     let local = tempfile::tempdir().unwrap();
-    let host_data = sshd.home().join("data");
-    let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
-    let imported = json_of(&zstudio(
-        &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
-        &host_data,
-        &[],
-    ));
-    let id = imported["session_id"].as_str().unwrap().to_owned();
+    let id = session_on_host(ws, &sshd.home().join("data"));
     let told = local.path().join("told.txt");
     let app = local.path().join("zibby-studio");
     std::fs::write(
