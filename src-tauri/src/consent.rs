@@ -80,17 +80,13 @@ pub fn trust_on_host(
     };
     match call("") {
         Err(refused) if refused.code() == ErrorCode::AgentsUntrusted => {
-            let details = refused.details().unwrap_or_default();
-            let (Some(digest), Ok(shown)) = (
-                details["digest"].as_str(),
-                serde_json::from_value::<ShownLaunch>(details["shown"].clone()),
-            ) else {
+            let Some((digest, shown)) = refused.untrusted_launch() else {
                 return Err(refused);
             };
             if !ask(&shown) {
                 return Ok(false);
             }
-            call(digest)
+            call(&digest)
         }
         answered => answered,
     }

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use studio_core::agents::ShownLaunch;
 use studio_core::remote::follow::RunFollower;
 use studio_core::remote::link::{Link, LinkEvent, LinkState};
 use studio_core::remote::protocol::AGENT_TRUST;
@@ -138,11 +137,7 @@ fn start(remote: &Reached<'_>, args: &RunArgs) -> anyhow::Result<StartedRun> {
     };
     match call() {
         Err(refused) if refused.code() == ErrorCode::AgentsUntrusted => {
-            let details = refused.details().unwrap_or_default();
-            let (Some(digest), Ok(shown)) = (
-                details["digest"].as_str(),
-                serde_json::from_value::<ShownLaunch>(details["shown"].clone()),
-            ) else {
+            let Some((digest, shown)) = refused.untrusted_launch() else {
                 return Err(refused.into());
             };
             ask_trust(&shown, args.trust, &refused, &format!(" on {}", link.host()))?;

@@ -288,6 +288,18 @@ impl Error {
             _ => None,
         }
     }
+
+    /// The launch an `agents_untrusted` refusal asks about, here or on another machine (read back
+    /// from the details it carried): its digest, to trust it by, and what to show the user first.
+    /// `None` for any other error, or details that do not read.
+    pub fn untrusted_launch(&self) -> Option<(String, crate::vocabulary::launch::ShownLaunch)> {
+        if self.code() != ErrorCode::AgentsUntrusted {
+            return None;
+        }
+        let details = self.details()?;
+        let shown = serde_json::from_value(details["shown"].clone()).ok()?;
+        Some((details["digest"].as_str()?.to_owned(), shown))
+    }
 }
 
 /// Declares [`ErrorCode`] with each code's word, spelled once (serde, TypeScript and `as_str` use it).
