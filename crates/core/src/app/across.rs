@@ -4,7 +4,9 @@
 //! remote one by its host's server and streamed back), imported as new sessions into a scratch
 //! workspace and an in-memory store, and compared there as two recorded runs: nothing of either
 //! workspace or store is changed. The scratch is kept while the comparison is (the window's
-//! "more" asks it again), and removed with it.
+//! "more" asks it again), and removed with it; it is named by its process
+//! ([`crate::vocabulary::owned`]), so that the scratch of a studio that was killed is removed by
+//! the next one ([`sweep_stale_scratch`]: at each comparison and when the studio starts).
 
 use std::path::Path;
 use std::time::SystemTime;
@@ -16,6 +18,16 @@ use crate::share::{self, Exported, ImportOptions};
 use crate::store::{Store, StoreLocation};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
+use crate::vocabulary::owned::{owned_name, sweep_orphans};
+
+/// What the name of every comparison's scratch folder (in the temporary folder) starts with.
+const SCRATCH_PREFIX: &str = "zibby-studio-compare-";
+
+/// Removes the scratch folders of comparisons whose studio process is gone (killed before it
+/// could remove them); returns those removed.
+pub fn sweep_stale_scratch() -> Vec<std::path::PathBuf> {
+    sweep_orphans(&std::env::temp_dir(), SCRATCH_PREFIX)
+}
 
 /// A remote session and a local one, brought together to compare.
 pub struct AcrossMachines {
@@ -41,8 +53,10 @@ impl AcrossMachines {
         local_id: &SessionId,
         now: SystemTime,
     ) -> Result<AcrossMachines, Error> {
+        sweep_stale_scratch();
         let scratch = tempfile::Builder::new()
-            .prefix("zibby-studio-compare-")
+            .prefix(&owned_name(SCRATCH_PREFIX))
+            .rand_bytes(0)
             .tempdir()
             .map_err(|e| Error::io_write(std::env::temp_dir(), e))?;
         let (remote_bundle, local_bundle) = (scratch.path().join("a.zip"), scratch.path().join("b.zip"));

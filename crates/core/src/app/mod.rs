@@ -132,6 +132,7 @@ impl Studio {
             (Err(error), _) => tracing::warn!(code = error.code().as_str(), "{error}"),
             _ => {}
         }
+        across::sweep_stale_scratch();
         let keeper = location.as_ref().and_then(find_keeper);
         let supervisor = match &store {
             Ok(store) => {

@@ -3,11 +3,13 @@
 //! ids, checked before they touch a path; [`launch`]: what running an agent would do, as trust
 //! sees it; [`process`]: who a process is (start time, boot) and whether it still is;
 //! [`containment`]: a run's processes held together (its cgroup, its mark), to be ended together;
-//! [`visible`]: untrusted text shown with its hidden characters as escapes.
+//! [`visible`]: untrusted text shown with its hidden characters as escapes; [`owned`]: scratch
+//! folders named by their process, removed once it is gone.
 
 pub mod containment;
 pub mod error;
 pub mod id;
 pub mod launch;
+pub mod owned;
 pub mod process;
 pub mod visible;

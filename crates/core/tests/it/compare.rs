@@ -411,3 +411,42 @@ fn a_line_the_reader_held_back_is_shown_with_its_own_text() {
     let plan = runs.nodes.iter().find(|n| n.name == "plan").unwrap();
     assert_eq!(lines(&plan.output), expected, "two recorded runs");
 }
+
+/// A cross-machine comparison's scratch (two bundles and their imports, in the temporary
+/// folder) left by a studio that was killed is removed when a studio starts; a live studio's
+/// scratch, and a folder whose owner cannot be told, stay.
+#[test]
+fn the_scratch_of_a_comparison_whose_studio_was_killed_is_removed_at_start() {
+    let temp = std::env::temp_dir();
+    let me = studio_core::process::ProcessIdentity::of(std::process::id()).unwrap();
+    let boot: String = me.boot_id.chars().filter(char::is_ascii_hexdigit).take(8).collect();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let killed = studio_core::process::ProcessIdentity::of(child.id()).unwrap();
+    child.wait().unwrap();
+    let unique = uuid::Uuid::now_v7().simple();
+    let stale = temp.join(format!(
+        "zibby-studio-compare-{boot}-{}-{}-{unique}a",
+        killed.pid, killed.start_time
+    ));
+    let live = temp.join(format!(
+        "zibby-studio-compare-{boot}-{}-{}-{unique}b",
+        me.pid, me.start_time
+    ));
+    let unowned = temp.join(format!("zibby-studio-compare-{unique}c"));
+    for folder in [&stale, &live, &unowned] {
+        std::fs::create_dir_all(folder.join("workspace")).unwrap();
+        std::fs::write(folder.join("a.zip"), b"PK").unwrap();
+    }
+
+    let store_dir = tempfile::tempdir().unwrap();
+    let (studio, _) =
+        studio_core::app::Studio::open(None, Ok(StoreLocation::File(store_dir.path().join("studio.sqlite"))));
+    studio.shut_down();
+
+    assert!(!stale.exists(), "a killed studio's scratch is removed");
+    assert!(live.exists(), "a live studio's scratch stays");
+    assert!(unowned.exists(), "a folder whose owner cannot be told stays");
+    for folder in [&live, &unowned] {
+        std::fs::remove_dir_all(folder).unwrap();
+    }
+}

@@ -4,10 +4,9 @@
 //!
 //! An import that is killed part-way (SIGKILL, a power cut) cannot remove its folder. Each folder
 //! is therefore named by the process that builds it, `.import-<boot>-<pid>-<start time>-<uuid>`
-//! (the boot's first 8 characters, the process's start time in clock ticks since boot:
-//! [`ProcessIdentity`]), and [`sweep_stale_imports`] removes those whose process is gone, at
-//! every import and when the studio opens a workspace. A live import's folder is never swept:
-//! its process is still the one its name says. A folder named otherwise (an older studio's
+//! ([`crate::vocabulary::owned`]), and [`sweep_stale_imports`] removes those whose process is
+//! gone, at every import and when the studio opens a workspace. A live import's folder is never
+//! swept: its process is still the one its name says. A folder named otherwise (an older studio's
 //! `.import-<uuid>`) is left alone.
 
 use std::fs::File;
@@ -20,12 +19,10 @@ use crate::sessions::session::Workspace;
 use crate::store::Store;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
-use crate::vocabulary::process::{boot_id, ProcessIdentity};
+use crate::vocabulary::owned::{owned_name, sweep_orphans};
 
 /// What every staging folder's name starts with.
 const STAGING_PREFIX: &str = ".import-";
-/// How much of the boot id a staging folder's name holds.
-const BOOT_PREFIX_LEN: usize = 8;
 
 /// The folder a session is built in before it is moved into place; removed unless it was.
 /// The folders it made on the way (`.zibby`, `output`, `sessions` of a workspace that had none)
@@ -56,8 +53,8 @@ impl Staging {
             path: workspace.sessions_dir(),
         })?;
         let parent = sessions.parent().unwrap_or(&sessions);
-        sweep_in(parent);
-        let dir = parent.join(staging_name(ProcessIdentity::of(std::process::id())));
+        sweep_orphans(parent, STAGING_PREFIX);
+        let dir = parent.join(owned_name(STAGING_PREFIX));
         let staging = Staging {
             dir,
             sessions: sessions.clone(),
@@ -112,79 +109,17 @@ impl Drop for Staging {
     }
 }
 
-/// The name of a staging folder built by `owner` (this process): `.import-<boot>-<pid>-<start
-/// time>-<uuid>`, or `.import-<uuid>` when the process cannot be told (no `/proc`), which is
-/// never swept.
-fn staging_name(owner: Option<ProcessIdentity>) -> String {
-    let unique = uuid::Uuid::now_v7().simple();
-    match owner {
-        Some(owner) => format!(
-            "{STAGING_PREFIX}{}-{}-{}-{unique}",
-            boot_prefix(&owner.boot_id),
-            owner.pid,
-            owner.start_time
-        ),
-        None => format!("{STAGING_PREFIX}{unique}"),
-    }
-}
-
-fn boot_prefix(boot: &str) -> String {
-    boot.chars()
-        .filter(char::is_ascii_hexdigit)
-        .take(BOOT_PREFIX_LEN)
-        .collect()
-}
-
-/// Whether the process that a staging folder's name says built it is gone (`None`: the name
-/// says no process, so whether it is gone cannot be told).
-fn owner_gone(name: &str) -> Option<bool> {
-    let rest = name.strip_prefix(STAGING_PREFIX)?;
-    let mut parts = rest.splitn(4, '-');
-    let (boot, pid, start_time) = (parts.next()?, parts.next()?, parts.next()?);
-    parts.next()?;
-    let pid: u32 = pid.parse().ok()?;
-    let start_time: u64 = start_time.parse().ok()?;
-    if boot.len() != BOOT_PREFIX_LEN {
-        return None;
-    }
-    // Another boot: every process of it is gone.
-    if boot_prefix(boot_id()?) != boot {
-        return Some(true);
-    }
-    Some(ProcessIdentity::of(pid).is_none_or(|now| now.start_time != start_time))
-}
-
 /// Removes the staging folders of `workspace` whose import was killed part-way (their process is
 /// gone); returns the folders removed. Never follows a link: `.zibby` or `output` that is one
 /// sweeps nothing, and a staging name that is a link or a file is left alone.
 pub fn sweep_stale_imports(workspace: &Workspace) -> Vec<PathBuf> {
     match workspace.sessions_folder() {
-        Ok(Some(sessions)) => sessions.parent().map(sweep_in).unwrap_or_default(),
+        Ok(Some(sessions)) => sessions
+            .parent()
+            .map(|parent| sweep_orphans(parent, STAGING_PREFIX))
+            .unwrap_or_default(),
         _ => Vec::new(),
     }
-}
-
-fn sweep_in(parent: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return Vec::new();
-    };
-    let mut swept = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if owner_gone(name) != Some(true) || !entry.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let path = entry.path();
-        match std::fs::remove_dir_all(&path) {
-            Ok(()) => {
-                tracing::info!(path = %path.display(), "removed the staging folder of an import that was killed");
-                swept.push(path);
-            }
-            Err(error) => tracing::warn!(path = %path.display(), %error, "cannot remove a stale staging folder"),
-        }
-    }
-    swept
 }
 
 /// A new folder, 0700 (its parent exists).
