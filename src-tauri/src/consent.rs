@@ -226,6 +226,10 @@ mod tests {
             unreachable!()
         }
 
+        fn import_file(&self, _: &Path, _: bool) -> Result<studio_core::share::ImportedSession, Error> {
+            unreachable!()
+        }
+
         fn status(&self) -> studio_core::app::elsewhere::RemoteStatus {
             unreachable!()
         }

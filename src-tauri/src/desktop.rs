@@ -422,7 +422,8 @@ mod tests {
 
     use studio_core::app::elsewhere::{Elsewhere, LinkState, RemoteStatus};
 
-    /// A remote workspace that answers nothing: where its runs are is its host's business.
+    /// A remote workspace that answers nothing (an import sent there: `NoWorkspace`): where its
+    /// runs are is its host's business.
     struct Host;
 
     impl Elsewhere for Host {
@@ -436,6 +437,14 @@ mod tests {
             _: bool,
             _: &std::path::Path,
         ) -> Result<studio_core::share::Exported, studio_core::Error> {
+            Err(studio_core::Error::NoWorkspace)
+        }
+
+        fn import_file(
+            &self,
+            _: &std::path::Path,
+            _: bool,
+        ) -> Result<studio_core::share::ImportedSession, studio_core::Error> {
             Err(studio_core::Error::NoWorkspace)
         }
 
@@ -478,14 +487,9 @@ mod tests {
             super::quit_question(&studio).is_none(),
             "a remote workspace open, no run here: quitting asks nothing"
         );
-        // Import… is refused there, saying why (nothing is uploaded).
-        let refused = studio.import(dir.path(), false).unwrap_err();
-        assert_eq!(refused.code(), studio_core::ErrorCode::LocalOnly);
-        let said = refused.to_string();
-        assert!(
-            said.contains("build-box") && said.contains("importing a bundle"),
-            "{said}"
-        );
+        // Import… goes to the host (whose fake answers `NoWorkspace`), never into the folder here.
+        let sent = studio.import(dir.path(), false).unwrap_err();
+        assert_eq!(sent.code(), studio_core::ErrorCode::NoWorkspace);
 
         studio.open_workspace(dir.path()).unwrap();
         let started = studio.run_agent("sleeper", Some("p".to_owned()), None, None).unwrap();

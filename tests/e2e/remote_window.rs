@@ -196,3 +196,43 @@ async fn add_agent_in_a_remote_workspace_writes_the_hosts_agents_file() {
         "nothing was written here"
     );
 }
+
+/// Issue 27, point 6: a bundle dropped onto the window of a remote workspace (File > Import… goes
+/// the same way) is uploaded to the host, imported there into its workspace and store, and opens
+/// as imported; nothing is imported here. (Before: refused with `local_only`.)
+#[tokio::test]
+async fn a_bundle_dropped_onto_a_remote_workspace_is_imported_on_the_host() {
+    zstudio();
+    let sshd = Sshd::start();
+    let (_elsewhere, bundle) = crate::bundles::pipeline_bundle();
+    let here = Workspace::empty();
+    let remote = Workspace::with_sessions(&[FANOUT]);
+    let config = sshd.ssh_config().display().to_string();
+    let target = format!("ssh://{}{}", sshd.alias(), remote.path().display());
+    // The window's title names the remote folder (`host:folder - Zibby Studio`).
+    let title = format!(
+        ":{} - Zibby Studio",
+        remote.path().file_name().expect("a named folder").to_string_lossy()
+    );
+    App::run_on(&here, &target, &["--ssh-config", &config], |client| async move {
+        wait_for(&client, "#workspace-remote").await;
+        wait_for(&client, &format!("tr[data-session-id='{}']", FANOUT.id)).await;
+        crate::drag::drop_files(&title, &[&bundle])
+            .unwrap_or_else(|e| panic!("drop {} onto the window: {e}", bundle.display()));
+        crate::bundles::shows_imported(&client, PIPELINE.id, "pipeline.zip").await;
+        screenshot(&client, "remote-bundle-dropped.png").await;
+    })
+    .await;
+    let sessions = |root: &std::path::Path| root.join(".zibby/output/sessions");
+    assert!(
+        sessions(remote.path())
+            .join(PIPELINE.id)
+            .join(".session-info.json")
+            .is_file(),
+        "imported into the host's workspace"
+    );
+    assert!(
+        !sessions(here.path()).join(PIPELINE.id).exists(),
+        "nothing imported here"
+    );
+}

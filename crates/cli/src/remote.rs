@@ -15,11 +15,12 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use studio_core::app::across::AcrossMachines;
 use studio_core::app::SessionListing;
+use studio_core::remote::import::{import_file, RemoteImport};
 use studio_core::remote::link::{Link, LinkOptions};
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::{Session, SessionId};
 
-use crate::cli::{DiffArgs, ExportArgs, Globals, SessionArg, ShowArgs, StopArgs, StudioCommand};
+use crate::cli::{DiffArgs, ExportArgs, Globals, ImportArgs, SessionArg, ShowArgs, StopArgs, StudioCommand};
 use crate::print;
 
 /// A remote workspace's server, through its link (connected again when it drops, for the
@@ -75,6 +76,7 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
         StudioCommand::Show(args) => show(&remote, args, globals, out),
         StudioCommand::Stop(args) => stop(&remote, args, globals, out),
         StudioCommand::Export(args) => export(&remote, args, globals, out),
+        StudioCommand::Import(args) => import(&remote, args, globals, out),
         StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
         StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
         StudioCommand::Diff(args) => return diff(&remote, args, globals, out),
@@ -149,6 +151,23 @@ fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl 
         .with_client(|client| client.export_session(&id.to_string(), args.include_config, &path))?;
     print::emit(out, globals.format(), &exported, |out, exported| {
         print::exported(out, exported)
+    })
+}
+
+/// A bundle or a captured log here, uploaded and imported into the host's workspace and store, as
+/// `zstudio import` there would (a session folder is refused: a bundle of it is uploaded).
+fn import(remote: &Remote, args: &ImportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let request = RemoteImport {
+        as_new: args.as_new,
+        stderr: args.stderr.clone(),
+        exit_code: args.exit_code,
+        max_bytes: args.max_bytes,
+    };
+    let imported = remote
+        .link
+        .with_client(|client| import_file(client, &args.source, &request))?;
+    print::emit(out, globals.format(), &imported, |out, imported| {
+        print::imported(out, imported)
     })
 }
 

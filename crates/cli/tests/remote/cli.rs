@@ -137,6 +137,133 @@ fn a_remote_session_is_exported_to_a_local_bundle() {
     assert!(std::fs::read(&bundle).unwrap().starts_with(b"PK"), "not a zip archive");
 }
 
+/// Issue 27, point 6: `import --remote` uploads a bundle or a captured log (with its stderr and
+/// exit status) from here and imports it into the host's workspace and store, as `zstudio import`
+/// there would; a folder is refused with a sentence, and nothing is imported here or left in the
+/// host's temporary folder.
+#[test]
+fn a_bundle_and_a_log_here_are_imported_into_the_hosts_workspace() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let (local, host_data) = (tempfile::tempdir().unwrap(), sshd.home().join("data"));
+    let remote = format!("{}:{ws}", sshd.alias());
+    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    // A bundle made here from a captured run imported into a local workspace.
+    let here = local.path().join("here");
+    std::fs::create_dir_all(&here).unwrap();
+    let capture = super::common::captures().join("head-bb10e85-02-pipeline-markers");
+    let local_id = json_of(&zstudio(
+        &[
+            "import",
+            capture.join("stdout.txt").to_str().unwrap(),
+            "-w",
+            here.to_str().unwrap(),
+            "--json",
+        ],
+        local.path(),
+        &[],
+    ))["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let bundle = local.path().join("pipeline.zip");
+    let export = [
+        "export",
+        &local_id,
+        "-o",
+        bundle.to_str().unwrap(),
+        "-w",
+        here.to_str().unwrap(),
+    ];
+    assert!(zstudio(&export, local.path(), &[]).status.success());
+
+    let imported = json_of(&zstudio(
+        &["import", bundle.to_str().unwrap(), "--remote", &remote, "--json"],
+        local.path(),
+        &env,
+    ));
+    assert_eq!(imported["session_id"], local_id.as_str());
+    assert_eq!(imported["kind"], "bundle");
+    let on_host = json_of(&zstudio(&["show", &local_id, "-w", ws, "--json"], &host_data, &[]));
+    // It records where it came from here, not the server's upload.
+    assert_eq!(on_host["imported"]["from"], bundle.to_str().unwrap(), "{on_host}");
+
+    // A captured log with its stderr and exit status: the host's import reads all three.
+    let log = super::common::captures().join("head-bb10e85-01-hello-world-markers");
+    let stderr = local.path().join("stderr.txt");
+    std::fs::write(&stderr, "the agent's stderr\n").unwrap();
+    let imported = json_of(&zstudio(
+        &[
+            "import",
+            log.join("stdout.txt").to_str().unwrap(),
+            "--stderr",
+            stderr.to_str().unwrap(),
+            "--exit-code",
+            "3",
+            "--remote",
+            &remote,
+            "--json",
+        ],
+        local.path(),
+        &env,
+    ));
+    assert_eq!(imported["kind"], "log");
+    let log_id = imported["session_id"].as_str().unwrap();
+    let runs = json_of(&zstudio(&["runs", "-w", ws, "--json"], &host_data, &[]));
+    let run = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|run| run["session_id"] == log_id)
+        .unwrap_or_else(|| panic!("the log's run on the host: {runs}"));
+    assert_eq!(run["exit_code"], 3, "{run}");
+
+    // A folder is not uploaded: the sentence says what to do.
+    let folder = zstudio(
+        &["import", here.to_str().unwrap(), "--remote", &remote],
+        local.path(),
+        &env,
+    );
+    assert!(!folder.status.success());
+    let said = String::from_utf8_lossy(&folder.stderr);
+    assert!(said.contains("export it as a bundle"), "{said}");
+
+    assert_eq!(
+        json_of(&zstudio(
+            &["sessions", "-w", here.to_str().unwrap(), "--json"],
+            local.path(),
+            &[]
+        ))
+        .as_array()
+        .unwrap()
+        .len(),
+        1,
+        "nothing imported here"
+    );
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("zstudio-serve-")
+                && walkdir_has(path, "pipeline.zip")
+        })
+        .collect();
+    assert!(left.is_empty(), "uploads left on the host: {left:?}");
+}
+
+/// Whether `name` is a file somewhere below `folder`.
+fn walkdir_has(folder: &Path, name: &str) -> bool {
+    std::fs::read_dir(folder).into_iter().flatten().flatten().any(|entry| {
+        let path = entry.path();
+        path.file_name().is_some_and(|n| n == name) || (path.is_dir() && walkdir_has(&path, name))
+    })
+}
+
 #[test]
 fn remote_errors_name_the_host_and_what_failed() {
     let sshd = Sshd::start();

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::share::Exported;
+use crate::share::{Exported, ImportedSession};
 use crate::vocabulary::error::Error;
 
 /// An open workspace on another machine.
@@ -22,6 +22,10 @@ pub trait Elsewhere: Send + Sync {
 
     /// Writes session `session_id` there as a bundle and brings it back to `out`, a file here.
     fn export_session(&self, session_id: &str, include_config: bool, out: &Path) -> Result<Exported, Error>;
+
+    /// Uploads `file` (a bundle or a captured log here) and imports it there, as a session of
+    /// its workspace and store.
+    fn import_file(&self, file: &Path, as_new: bool) -> Result<ImportedSession, Error>;
 
     /// Where it is and whether it is still reached.
     fn status(&self) -> RemoteStatus;

@@ -450,16 +450,11 @@ impl Studio {
     }
 
     /// Imports a bundle, a session folder or a captured log into the open workspace
-    /// ([`share::import`]).
-    /// Refused in a remote workspace, naming the host: the studio does not upload what is
-    /// imported (`zstudio import` on the host imports it there).
+    /// ([`share::import`]). In a remote workspace a bundle or a log is uploaded and imported
+    /// there (a folder is refused: a bundle of it is uploaded).
     pub fn import(&self, source: &Path, as_new: bool) -> Result<share::ImportedSession, Error> {
         if let Some(remote) = self.remote() {
-            return Err(Error::LocalOnly {
-                host: remote.status().host,
-                what: "importing a bundle, a session folder or a log (it is not uploaded: run `zstudio import` on the host)"
-                    .to_owned(),
-            });
+            return remote.import_file(source, as_new);
         }
         let options = share::ImportOptions {
             as_new,

@@ -12,6 +12,7 @@ use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use crate::app::Studio;
+use crate::remote::scratch::ServerFolder;
 use crate::share::Exported;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -75,7 +76,7 @@ pub struct ExportClose {
 /// The bundles written for the client, in a private folder removed when the server ends.
 #[derive(Default)]
 pub struct Exports {
-    folder: Mutex<Option<PathBuf>>,
+    folder: ServerFolder,
     open: Mutex<HashMap<String, PathBuf>>,
 }
 
@@ -84,7 +85,7 @@ impl Exports {
     pub fn open(&self, studio: &Studio, params: ExportOpen) -> Result<ExportOpened, Error> {
         let id = SessionId::parse(&params.session_id)?;
         let export_id = uuid::Uuid::now_v7().simple().to_string();
-        let path = self.folder()?.join(format!("{export_id}.zip"));
+        let path = self.folder.path()?.join(format!("{export_id}.zip"));
         let exported = studio.export_session(&id, &path, params.include_config)?;
         let size = std::fs::metadata(&exported.path)
             .map_err(|e| Error::io(&exported.path, e))?
@@ -139,28 +140,8 @@ impl Exports {
             })
     }
 
-    /// The private folder (0700, in the system's temp folder), made on first use.
-    fn folder(&self) -> Result<PathBuf, Error> {
-        let mut folder = self.folder.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(path) = &*folder {
-            return Ok(path.clone());
-        }
-        let path = std::env::temp_dir().join(format!(
-            "zstudio-serve-exports-{}-{}",
-            std::process::id(),
-            uuid::Uuid::now_v7().simple()
-        ));
-        crate::sessions::private::create_dir_all(&path)?;
-        *folder = Some(path.clone());
-        Ok(path)
-    }
-
     /// Removes every bundle left (the server ends).
     pub fn remove_all(&self) {
-        if let Some(path) = self.folder.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            if let Err(error) = std::fs::remove_dir_all(&path) {
-                tracing::warn!(%error, path = %path.display(), "cannot remove the exports folder");
-            }
-        }
+        self.folder.remove_all();
     }
 }

@@ -6,15 +6,19 @@
 //! ControlMaster per host, commands through it, the server binary put on the host), [`link`]
 //! ([`link::Link`]: a server connected again whenever its link drops, its state), [`follow`]
 //! (a run followed over a link, each output line once) and [`window`] (the window's remote
-//! workspace: the app service's `Elsewhere` over a server on a host). The lane
+//! workspace: the app service's `Elsewhere` over a server on a host); [`export`] and [`import`]
+//! carry bundles down and files up in chunks, through a private folder of the server's
+//! ([`scratch`]). The lane
 //! above `app`: it serves the app service and imports nothing above it.
 
 pub mod client;
 pub mod export;
 pub mod follow;
+pub mod import;
 pub mod link;
 pub mod methods;
 pub mod protocol;
+pub mod scratch;
 pub mod server;
 pub mod ssh;
 pub mod window;

@@ -58,6 +58,18 @@ pub const EXPORT_READ: &str = "export_read";
 /// Lets an open export go: the server removes its bundle.
 pub const EXPORT_CLOSE: &str = "export_close";
 
+/// Makes an upload on the server for a file to import (`remote::import::ImportOpen`).
+pub const IMPORT_OPEN: &str = "import_open";
+
+/// A chunk of an upload (`remote::import::ImportWrite`), base64, at the offset it has reached.
+pub const IMPORT_WRITE: &str = "import_write";
+
+/// Imports a whole upload into the server's workspace and store (`remote::import::ImportCommit`).
+pub const IMPORT_COMMIT: &str = "import_commit";
+
+/// Lets an upload go: the server removes it.
+pub const IMPORT_CLOSE: &str = "import_close";
+
 /// The notification of a change of the workspace's sessions: its params are a `Change`, as one
 /// line of `zstudio watch --json`.
 pub const CHANGE: &str = "change";

@@ -4,7 +4,8 @@
 //! A reader (the caller's thread) reads frames; a few workers answer them, so a long call
 //! (a compare, a listing) blocks neither the others nor the notifications; one writer thread
 //! writes every frame whole. The server ends at the end of its input: the runs it started go on
-//! through the keeper (the studio is told to keep them), and the bundles it exported are removed.
+//! through the keeper (the studio is told to keep them), and the bundles it exported and the files
+//! uploaded to it are removed (those a killed server left are removed by the next one).
 
 use std::io::{BufRead, Write};
 use std::panic::AssertUnwindSafe;
@@ -17,11 +18,13 @@ use serde_json::Value;
 
 use crate::app::Studio;
 use crate::remote::export::Exports;
+use crate::remote::import::Uploads;
 use crate::remote::methods::{dispatch, read_params, result_value};
 use crate::remote::protocol::{
     line_of, notification_frame, null_result, read_line_bounded, reply_frame, Banner, Hello, LineRead, RawResult,
     Request, WireError, AGENT_TRUST, CHANGE, CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO,
-    MAX_REQUEST_BYTES, PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
+    IMPORT_CLOSE, IMPORT_COMMIT, IMPORT_OPEN, IMPORT_WRITE, MAX_REQUEST_BYTES, PROTOCOL_VERSION, RUNS_RECONCILE,
+    RUN_EVENT,
 };
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::{Change, ChangeSink};
@@ -39,6 +42,10 @@ pub const PROTOCOL_METHODS: &[&str] = &[
     EXPORT_OPEN,
     EXPORT_READ,
     EXPORT_CLOSE,
+    IMPORT_OPEN,
+    IMPORT_WRITE,
+    IMPORT_COMMIT,
+    IMPORT_CLOSE,
 ];
 
 /// What the server says of itself, and how many requests it answers at once.
@@ -63,6 +70,7 @@ struct Shared {
     studio: Arc<Studio>,
     frames: Sender<Outgoing>,
     exports: Exports,
+    uploads: Uploads,
     /// The thread starting the watcher of the last `changes_subscribe`, until it is joined.
     watch_start: Mutex<Option<JoinHandle<()>>>,
 }
@@ -76,6 +84,7 @@ pub fn serve(
     output: impl Write + Send + 'static,
     options: &ServeOptions,
 ) -> Result<(), Error> {
+    crate::remote::scratch::sweep_stale();
     let (frames, outgoing) = mpsc::channel();
     let writer = spawn("serve-writer", move || write_frames(output, &outgoing))?;
     let banner = Banner {
@@ -96,6 +105,7 @@ pub fn serve(
         studio,
         frames: frames.clone(),
         exports: Exports::default(),
+        uploads: Uploads::default(),
         watch_start: Mutex::new(None),
     });
     let (jobs, queue) = mpsc::channel::<Request>();
@@ -124,6 +134,7 @@ pub fn serve(
     shared.studio.keep_runs_on_exit(true);
     shared.studio.shut_down();
     shared.exports.remove_all();
+    shared.uploads.remove_all();
     let _ = frames.send(Outgoing::End);
     let _ = writer.join();
     served
@@ -303,6 +314,10 @@ impl Shared {
             EXPORT_OPEN => result_value(method, self.exports.open(&self.studio, read_params(method, params)?)),
             EXPORT_READ => result_value(method, self.exports.read(&read_params(method, params)?)),
             EXPORT_CLOSE => result_value(method, self.exports.close(&read_params(method, params)?)),
+            IMPORT_OPEN => result_value(method, self.uploads.open(read_params(method, params)?)),
+            IMPORT_WRITE => result_value(method, self.uploads.write(&read_params(method, params)?)),
+            IMPORT_COMMIT => result_value(method, self.uploads.commit(&self.studio, &read_params(method, params)?)),
+            IMPORT_CLOSE => result_value(method, self.uploads.close(&read_params(method, params)?)),
             _ => dispatch(&self.studio, method, params).unwrap_or_else(|| {
                 Err(Error::InvalidRequest {
                     reason: format!("no method `{}`", shown(method)),

@@ -29,12 +29,13 @@ use serde_json::Value;
 
 use crate::app::elsewhere::{Elsewhere, RemoteStatus};
 use crate::remote::follow::{run_ends, RECORD_EVERY};
+use crate::remote::import::{import_file, RemoteImport};
 use crate::remote::link::{Link, LinkEvent, LinkOptions, LinkState};
 use crate::remote::methods::{IPC_METHODS, WINDOW_PROTOCOL_METHODS};
 use crate::remote::ssh::{RemoteTarget, SshError};
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::ChangeSink;
-use crate::share::Exported;
+use crate::share::{Exported, ImportedSession};
 use crate::vocabulary::error::Error;
 
 /// Where a remote workspace's news goes.
@@ -288,6 +289,14 @@ impl Elsewhere for RemoteWorkspace {
     fn export_session(&self, session_id: &str, include_config: bool, out: &Path) -> Result<Exported, Error> {
         self.link()?
             .with_client(|client| client.export_session(session_id, include_config, out))
+    }
+
+    fn import_file(&self, file: &Path, as_new: bool) -> Result<ImportedSession, Error> {
+        let request = RemoteImport {
+            as_new,
+            ..RemoteImport::default()
+        };
+        self.link()?.with_client(|client| import_file(client, file, &request))
     }
 
     fn status(&self) -> RemoteStatus {

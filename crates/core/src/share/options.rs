@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -77,10 +77,20 @@ pub struct ImportOptions {
     /// For a captured log: the run's exit status (shell-style).
     pub exit_code: Option<i32>,
     pub limits: ImportLimits,
+    /// What the session records it was imported from (`imported.from`) when not the path read:
+    /// a file uploaded to a studio server records the path it had on the client's machine.
+    pub from: Option<PathBuf>,
+}
+
+impl ImportOptions {
+    /// What the session records it was imported from.
+    pub(super) fn recorded_from<'a>(&'a self, source: &'a Path) -> &'a Path {
+        self.from.as_deref().unwrap_or(source)
+    }
 }
 
 /// What an import was of.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ImportKind {
     Bundle,
@@ -89,7 +99,7 @@ pub enum ImportKind {
 }
 
 /// The session an import made.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ImportedSession {
     pub session_id: SessionId,
     pub kind: ImportKind,

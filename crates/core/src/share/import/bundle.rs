@@ -54,7 +54,7 @@ pub(super) fn import_bundle(
     let root_modified = keep_folder_times(&manifest, &root, limits);
     let record = read_session_record(&mut archive, source, &listed)?;
     let (id, path) = commit_import(store, &staging, root_modified, || {
-        let mut import = store.import_begin(workspace, &id, &record, source, now)?;
+        let mut import = store.import_begin(workspace, &id, &record, options.recorded_from(source), now)?;
         read_rows(&mut archive, source, &listed, RECORD_RUNS, |row: RunRow| {
             import.run(&row)
         })?;

@@ -82,7 +82,13 @@ pub(super) fn import_folder(
     }
     let (id, path) = commit_import(store, &staging, root_modified, || {
         store
-            .import_begin(workspace, &id, &SessionRecord::default(), source, now)?
+            .import_begin(
+                workspace,
+                &id,
+                &SessionRecord::default(),
+                options.recorded_from(source),
+                now,
+            )?
             .finish()?;
         Ok(id)
     })?;

@@ -50,7 +50,13 @@ pub(super) fn import_log(
     let provisional = new_session_id();
     let (session_id, path) = commit_import(store, &staging, Some(now), || {
         store
-            .import_begin(workspace, &provisional, &SessionRecord::default(), source, now)?
+            .import_begin(
+                workspace,
+                &provisional,
+                &SessionRecord::default(),
+                options.recorded_from(source),
+                now,
+            )?
             .finish()?;
         let run_id = store.run_insert(
             workspace,
@@ -70,7 +76,10 @@ pub(super) fn import_log(
             &run_id,
             Level::Info,
             "run.imported",
-            &format!("imported from the captured log {}", source.display()),
+            &format!(
+                "imported from the captured log {}",
+                options.recorded_from(source).display()
+            ),
             serde_json::json!({ "status": timeline.status, "exit_code": timeline.exit_code }),
             now,
         )?;
