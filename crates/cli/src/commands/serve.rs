@@ -27,6 +27,8 @@ pub fn serve(args: &ServeArgs, globals: &Globals) -> anyhow::Result<()> {
     if std::env::var_os(KEEPER_VARIABLE).is_none() {
         std::env::set_var(KEEPER_VARIABLE, std::env::current_exe()?);
     }
+    // Its agents inherit the environment ssh gave it: trust prompts say so.
+    studio_core::launch::Environment::serving_on_a_host();
     // A workspace or a store that does not open is said to every request that needs it.
     let (studio, subscriptions) = Studio::open(Some(&root), globals.store.location());
     let options = ServeOptions {

@@ -482,6 +482,8 @@ fn a_remote_agent_is_trusted_on_the_host_with_trust() {
         "{stderr}"
     );
     assert!(stderr.contains("--trust") && stderr.contains(&agent), "{stderr}");
+    // The agent would inherit the host server's environment, not this shell's.
+    assert!(stderr.contains("studio server on this host"), "{stderr}");
     assert_eq!(host.runs()[0]["agent"], "stubborn", "nothing ran");
 
     let trusted = run(true);

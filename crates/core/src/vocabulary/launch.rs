@@ -40,18 +40,61 @@ impl InheritEnv {
             }
     }
 
-    /// In words, for a prompt.
+    /// In words, for a prompt, as this process's agents get it ([`Environment::of_this_process`]).
     pub fn describe(&self) -> String {
-        match self {
-            InheritEnv::All => "all of the studio's environment (your shell's: tokens and cloud keys too), \
+        self.describe_in(Environment::of_this_process())
+    }
+
+    /// In words, for a prompt, when the studio that starts the agent has `environment`.
+    pub fn describe_in(&self, environment: Environment) -> String {
+        match (self, environment) {
+            (InheritEnv::All, Environment::Studio) => {
+                "all of the studio's environment (your shell's: tokens and cloud keys too), \
                  but the studio's own ZIBBY_STUDIO_* variables"
-                .to_owned(),
-            InheritEnv::Only(names) if names.is_empty() => "none of the studio's environment".to_owned(),
-            InheritEnv::Only(names) => format!(
+                    .to_owned()
+            }
+            (InheritEnv::All, Environment::HostServer) => {
+                "all of the environment of the studio server on this host (what ssh gives a command there, \
+                 not your interactive shell's: tokens and cloud keys it sets too), but the studio's own \
+                 ZIBBY_STUDIO_* variables"
+                    .to_owned()
+            }
+            (InheritEnv::Only(names), _) if names.is_empty() => "none of the studio's environment".to_owned(),
+            (InheritEnv::Only(names), _) => format!(
                 "only {} of the studio's environment",
                 names.iter().map(|n| shown(n)).collect::<Vec<_>>().join(", ")
             ),
         }
+    }
+}
+
+/// Whose environment the studio that starts an agent has: a studio the user started (the app,
+/// `zstudio`: their shell's), or a studio server on a host (`zstudio serve --stdio`, started by
+/// ssh for a remote workspace: what ssh gives a command there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Environment {
+    Studio,
+    HostServer,
+}
+
+/// Set once by a process that serves a remote workspace (`zstudio serve`).
+static HOST_SERVER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+impl Environment {
+    /// This process's: [`Environment::HostServer`] once [`Environment::serving_on_a_host`] was
+    /// called.
+    pub fn of_this_process() -> Environment {
+        if HOST_SERVER.load(std::sync::atomic::Ordering::Relaxed) {
+            Environment::HostServer
+        } else {
+            Environment::Studio
+        }
+    }
+
+    /// Says that this process is a studio server on a host (`zstudio serve`): the agents it
+    /// starts inherit the environment ssh gave it, and prompts say so.
+    pub fn serving_on_a_host() {
+        HOST_SERVER.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -318,5 +361,18 @@ mod tests {
         assert!(only.passes("PATH"));
         assert!(!only.passes("HOME"));
         assert!(!only.passes("ZIBBY_STUDIO_KEEPER"));
+    }
+
+    /// What a remote workspace's trust prompt says the agent inherits: the host server's
+    /// environment, not the user's shell (issue 27: the window showed "your shell's").
+    #[test]
+    fn an_agent_of_a_host_server_is_said_to_inherit_the_servers_environment() {
+        let here = InheritEnv::All.describe_in(Environment::Studio);
+        let there = InheritEnv::All.describe_in(Environment::HostServer);
+        assert!(here.contains("your shell's"), "{here}");
+        assert!(
+            there.contains("studio server on this host") && !there.contains("your shell's:"),
+            "{there}"
+        );
     }
 }
