@@ -81,5 +81,25 @@ if ! "$moto_venv/bin/moto_server" --help >/dev/null 2>&1 \
   "$moto_venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"
 fi
 
+# The Azure and Cloud Storage emulators of the az:// and gs:// tests (crates/test-servers,
+# `emulators`), versions pinned: gcp-storage-emulator and Azure's Python client (the tests'
+# uploader) in the same venv, Azurite's blob service from npm into .venv/azurite (or
+# $ZIBBY_AZURITE_DIR). Each is started by the tests on 127.0.0.1, never as a service.
+GCS_EMULATOR_VERSION=2026.7.19
+AZURE_BLOB_VERSION=12.31.1
+AZURITE_VERSION=3.37.0
+if [ "$("$moto_venv/bin/python" -c 'import importlib.metadata as m; print(m.version("gcp-storage-emulator"), m.version("azure-storage-blob"))' 2>/dev/null)" \
+     != "$GCS_EMULATOR_VERSION $AZURE_BLOB_VERSION" ]; then
+  say "emulators: installing gcp-storage-emulator==$GCS_EMULATOR_VERSION, azure-storage-blob==$AZURE_BLOB_VERSION into $moto_venv"
+  "$moto_venv/bin/pip" install -q --disable-pip-version-check \
+    "gcp-storage-emulator==$GCS_EMULATOR_VERSION" "azure-storage-blob==$AZURE_BLOB_VERSION"
+fi
+azurite_dir="${ZIBBY_AZURITE_DIR:-$PWD/.venv/azurite}"
+if [ "$(node -p "require('$azurite_dir/node_modules/azurite/package.json').version" 2>/dev/null)" != "$AZURITE_VERSION" ]; then
+  say "emulators: installing azurite@$AZURITE_VERSION into $azurite_dir"
+  mkdir -p "$azurite_dir"
+  npm install --prefix "$azurite_dir" --no-audit --no-fund --loglevel=error "azurite@$AZURITE_VERSION"
+fi
+
 say "ui: npm ci && npm run build"
 (cd ui && npm ci --no-audit --no-fund --loglevel=error && npm run build)

@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{json, Value};
 use tempfile::TempDir;
+use test_servers::emulators::{Emulator, Kind};
 use test_servers::moto::Moto;
 
 /// The shared captures of real engine runs, as copied into the repo.
@@ -47,6 +48,18 @@ fn copy_dir(from: &Path, to: &Path) {
 /// local workspace holds the same.
 fn setup() -> Setup {
     let moto = Moto::start();
+    let (local, ops) = bucket_sessions();
+    moto.upload(BUCKET, true, json!(ops));
+    Setup {
+        moto,
+        home: TempDir::new().unwrap(),
+        local,
+    }
+}
+
+/// A local workspace holding the bucket's sessions, and the uploads that put them under `ci/`,
+/// each complete.
+fn bucket_sessions() -> (TempDir, Vec<Value>) {
     let local = TempDir::new().unwrap();
     let sessions = local.path().join(".zibby/output/sessions");
     for capture in [PIPELINE, FANOUT] {
@@ -64,25 +77,20 @@ fn setup() -> Setup {
         ops.push(json!({"copy_tree": session.path(), "prefix": format!("ci/{id}/")}));
         ops.push(json!({"put": format!("ci/{id}/.upload-complete"), "text": ""}));
     }
-    moto.upload(BUCKET, true, json!(ops));
-    Setup {
-        moto,
-        home: TempDir::new().unwrap(),
-        local,
-    }
+    (local, ops)
 }
 
 fn zstudio(setup: &Setup, args: &[&str]) -> Output {
-    zstudio_at(&setup.moto, setup.home.path(), &[], args)
+    zstudio_at(&setup.moto.env(), setup.home.path(), &[], args)
 }
 
 fn zstudio_with(setup: &Setup, vars: &[(&str, &str)], args: &[&str]) -> Output {
-    zstudio_at(&setup.moto, setup.home.path(), vars, args)
+    zstudio_at(&setup.moto.env(), setup.home.path(), vars, args)
 }
 
-/// The real binary with the provider's standard variables pointing at `moto`, its cache and
-/// data folders in `home`.
-fn zstudio_at(moto: &Moto, home: &Path, vars: &[(&str, &str)], args: &[&str]) -> Output {
+/// The real binary with the provider's standard variables `server` (pointing at a test server),
+/// its cache and data folders in `home`.
+fn zstudio_at(server: &[(&str, String)], home: &Path, vars: &[(&str, &str)], args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_zstudio"));
     command
         .args(args)
@@ -91,7 +99,7 @@ fn zstudio_at(moto: &Moto, home: &Path, vars: &[(&str, &str)], args: &[&str]) ->
         .env("XDG_DATA_HOME", home.join("data"))
         .env("XDG_CACHE_HOME", home.join("cache"))
         .env("HOME", home)
-        .envs(moto.env())
+        .envs(server.iter().map(|(name, value)| (*name, value)))
         .envs(vars.iter().copied())
         .stdin(Stdio::null());
     command.output().unwrap()
@@ -303,7 +311,12 @@ fn commands_that_change_sessions_are_refused_with_a_source() {
 fn access_refused_and_a_session_mid_upload_are_said_on_stderr() {
     let refusing = Moto::start_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", "0")]);
     let home = TempDir::new().unwrap();
-    let output = zstudio_at(&refusing, home.path(), &[], &["--source", URL, "sessions", "--memory"]);
+    let output = zstudio_at(
+        &refusing.env(),
+        home.path(),
+        &[],
+        &["--source", URL, "sessions", "--memory"],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(
@@ -481,4 +494,70 @@ fn a_profile_in_the_url_gives_the_credential_chain_its_keys() {
 
     let listed = json_of(&run(&format!("{URL}?profile=moto-reader")));
     assert_eq!(listed.as_array().map(Vec::len), Some(2), "{listed}");
+}
+
+/// `az://` and `gs://` through the same library as `s3://`, against each provider's emulator
+/// (Azurite's blob service; gcp-storage-emulator) pointed at by the provider's own variable
+/// (`AZURE_STORAGE_CONNECTION_STRING`; `STORAGE_EMULATOR_HOST`, as Google's libraries read it): the
+/// same sessions as the local folders, with their statuses and usage, one shown and exported.
+/// A wrong Azure key is refused, naming the identity used.
+#[test]
+fn azure_and_cloud_storage_prefixes_are_read_as_s3_ones_are() {
+    let (local, ops) = bucket_sessions();
+    let home = TempDir::new().unwrap();
+    let local_root = local.path().to_str().unwrap();
+    let here = json_of(&zstudio_at(
+        &[],
+        home.path(),
+        &[],
+        &["-w", local_root, "sessions", "--json", "--memory"],
+    ));
+    for (kind, url) in [
+        (Kind::Azurite, "az://team-runs/ci"),
+        (Kind::CloudStorage, "gs://team-runs/ci"),
+    ] {
+        let emulator = Emulator::start(kind);
+        emulator.upload(BUCKET, json!(ops));
+        let run = |args: &[&str]| zstudio_at(&emulator.env(), home.path(), &[], args);
+        let listed_there = json_of(&run(&["--source", url, "sessions", "--json", "--memory"]));
+        assert_eq!(listed(&listed_there), listed(&here), "{url}: {}", emulator.log());
+        let shown = json_of(&run(&["--source", url, "show", PIPELINE_ID, "--json", "--memory"]));
+        assert_eq!(shown["nodes"].as_array().map(Vec::len), Some(3), "{url}: {shown}");
+        let bundle = home.path().join(format!("{}.zip", &url[..2]));
+        let export = [
+            "--source",
+            url,
+            "export",
+            PIPELINE_ID,
+            "-o",
+            bundle.to_str().unwrap(),
+            "--memory",
+        ];
+        let exported = run(&export);
+        assert!(
+            exported.status.success(),
+            "{url}: {}",
+            String::from_utf8_lossy(&exported.stderr)
+        );
+        assert!(
+            std::fs::read(&bundle).unwrap().starts_with(b"PK"),
+            "{url}: a zip archive"
+        );
+
+        if kind == Kind::Azurite {
+            let wrong = emulator.connection_string("d3Jvbmcga2V5");
+            let refused = zstudio_at(
+                &[("AZURE_STORAGE_CONNECTION_STRING", wrong)],
+                home.path(),
+                &[],
+                &["--source", url, "sessions", "--clear-cache", "--memory"],
+            );
+            let stderr = String::from_utf8_lossy(&refused.stderr);
+            assert_eq!(refused.status.code(), Some(1), "{stderr}");
+            assert!(
+                stderr.contains(url) && stderr.contains("AZURE_STORAGE_CONNECTION_STRING"),
+                "{stderr}"
+            );
+        }
+    }
 }

@@ -5,6 +5,7 @@
 //!
 //! A list of modules, one per server.
 
+pub mod emulators;
 pub mod moto;
 pub mod process;
 pub mod relay;

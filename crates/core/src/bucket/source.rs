@@ -196,7 +196,7 @@ impl Source {
             ]
             .into_iter()
             .find_map(var),
-            Provider::Gcs => None,
+            Provider::Gcs => var(GCS_EMULATOR).map(|host| emulator_endpoint(&host)),
             Provider::Azure => var("AZURE_STORAGE_ENDPOINT"),
         })?;
         Some(normalized_endpoint(&endpoint))
@@ -231,8 +231,12 @@ impl Source {
             }
             Provider::Gcs => {
                 let mut builder = opendal::services::Gcs::default().bucket(&self.bucket).root(&root);
-                if let Some(endpoint) = &self.endpoint {
-                    builder = builder.endpoint(endpoint);
+                if self.var(GCS_EMULATOR).is_some() {
+                    // As Google's own client libraries do: an emulator takes no credentials.
+                    builder = builder.skip_signature().disable_vm_metadata().disable_config_load();
+                }
+                if let Some(endpoint) = self.resolved_endpoint() {
+                    builder = builder.endpoint(&endpoint);
                 }
                 opendal::Operator::new(builder)
             }
@@ -297,6 +301,19 @@ fn profile_region(file: &std::path::Path, profile: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Google's client libraries' variable naming a Cloud Storage emulator (`host:port`, or a URL),
+/// reached without credentials: fake-gcs-server, gcp-storage-emulator, a local test server.
+const GCS_EMULATOR: &str = "STORAGE_EMULATOR_HOST";
+
+/// An emulator's host as a URL: `http://` unless it says its scheme.
+fn emulator_endpoint(host: &str) -> String {
+    if host.contains("://") {
+        host.to_owned()
+    } else {
+        format!("http://{host}")
+    }
+}
+
 /// `endpoint` with its scheme and host in lower case and no trailing `/`.
 fn normalized_endpoint(endpoint: &str) -> String {
     let endpoint = endpoint.trim().trim_end_matches('/');
@@ -336,9 +353,10 @@ fn identity_from(provider: Provider, var: impl Fn(&str) -> Option<String>) -> St
                 "the default chain: profile `default` of ~/.aws/config and ~/.aws/credentials, then container and instance credentials".to_owned()
             }
         }
-        Provider::Gcs => match var("GOOGLE_APPLICATION_CREDENTIALS") {
-            Some(path) => format!("the service account file of GOOGLE_APPLICATION_CREDENTIALS ({path})"),
-            None => {
+        Provider::Gcs => match (var(GCS_EMULATOR), var("GOOGLE_APPLICATION_CREDENTIALS")) {
+            (Some(host), _) => format!("no credentials: the emulator of STORAGE_EMULATOR_HOST ({host})"),
+            (None, Some(path)) => format!("the service account file of GOOGLE_APPLICATION_CREDENTIALS ({path})"),
+            (None, None) => {
                 "Application Default Credentials (gcloud auth application-default login, or the VM's service account)"
                     .to_owned()
             }
