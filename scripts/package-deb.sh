@@ -27,8 +27,11 @@ step "Tauri CLI (tests/package: npm ci)"
 tauri="$repo/tests/package/node_modules/.bin/tauri"
 "$tauri" --version
 
-step "zstudio (cargo build --release -p zstudio)"
-cargo build --release --locked -p zstudio
+# zstudio is linked statically (static-pie, the C library inside), so that the same file is the
+# server a remote workspace uploads to any x86_64 Linux host, whatever its C library (issue 27);
+# only the binary's own link takes the flag, so its crates are the app's release build's.
+step "zstudio, static (cargo rustc --release -p zstudio -- -C target-feature=+crt-static)"
+cargo rustc --release --locked -p zstudio --bin zstudio -- -C target-feature=+crt-static
 
 step "app and .deb (tauri build --bundles deb)"
 # `tauri build` builds the root package in release with tauri/custom-protocol, then bundles.

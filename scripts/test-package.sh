@@ -55,6 +55,15 @@ for program in zibby-studio zstudio; do
   [ "$said" = "$program $version" ] || fail "/usr/bin/$program --version says '$said', not '$program $version'"
 done
 
+step "zstudio is static (the server a remote workspace uploads to any x86_64 Linux host)"
+linked=$(ldd /usr/bin/zstudio 2>&1 || true)
+grep -Eq 'statically linked|not a dynamic executable' <<<"$linked" ||
+  fail "/usr/bin/zstudio is linked dynamically: $linked"
+built=$(env -i /usr/bin/zstudio build-info) || fail "/usr/bin/zstudio build-info failed in an empty environment"
+echo "$built"
+grep -q '"platform":"Linux x86_64"' <<<"$built" || grep -q '"platform":"Linux aarch64"' <<<"$built" ||
+  fail "/usr/bin/zstudio build-info: $built"
+
 step "desktop entry and icons"
 desktop=$(dpkg -L zibby-studio | grep '^/usr/share/applications/.*\.desktop$' || true)
 [ "$(printf '%s\n' "$desktop" | grep -c .)" = 1 ] || fail "want one desktop entry, found: '${desktop}'"

@@ -7,10 +7,11 @@
 //! of the binary file itself. It needs nothing at build time, and two binaries with the same id
 //! are the same bytes (`zstudio build-info` prints it, for the check of a `zstudio` on the PATH).
 //!
-//! The binary uploaded is the local one, built for this machine's platform (a glibc build): a
-//! host of another OS or architecture gets an error saying no build for it is shipped (the static
-//! musl builds for x86_64 and aarch64 Linux are not built by this package yet), and a host whose
-//! C library cannot run it gets the loader's own words.
+//! The binary uploaded is the local one, built for this machine's platform. The package's
+//! `zstudio` is linked statically (static-pie, glibc inside: `scripts/package-deb.sh`), so it runs
+//! on any Linux host of the same architecture; a `zstudio` of `cargo build` is dynamic, and a host
+//! whose C library cannot run it gets the loader's own words. A host of another OS or
+//! architecture gets an error saying no build for it is shipped (no aarch64 build is made).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -187,8 +188,8 @@ impl Connection {
                 host: self.host(),
                 detail: format!(
                     "the host is {}, and this zstudio is built for {}: no zstudio {} build for {} is shipped \
-                     (the static Linux builds are not part of this package yet), so the server cannot be \
-                     uploaded; put zstudio {} built for the host at ~/{}/{}",
+                     (the package ships one static Linux build, for its own architecture), so the server \
+                     cannot be uploaded; put zstudio {} built for the host at ~/{}/{}",
                     shown(self.remote_platform()),
                     build.platform,
                     build.version,
