@@ -98,24 +98,41 @@ pub fn read_times(run_dir: &Path) -> KeptTimes {
         return times;
     };
     for line in String::from_utf8_lossy(&bytes).lines() {
-        let fields: Vec<&str> = line.split(' ').collect();
-        match fields.as_slice() {
-            ["start", ms] => {
-                times.start = ms
-                    .parse()
-                    .ok()
-                    .map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms));
-            }
-            ["exit", ms] => times.exit_ms = ms.parse().ok(),
-            [name, end, ms] if [STDOUT_FILE, STDERR_FILE].contains(name) => {
-                if let (Ok(end), Ok(ms)) = (end.parse(), ms.parse()) {
-                    times.chunks.push(((*name).to_owned(), end, ms));
-                }
-            }
-            _ => {}
+        match TimesLine::parse(line) {
+            Some(TimesLine::Start(start)) => times.start = Some(start),
+            Some(TimesLine::Exit(ms)) => times.exit_ms = Some(ms),
+            Some(TimesLine::Chunk(name, end, ms)) => times.chunks.push((name.to_owned(), end, ms)),
+            None => {}
         }
     }
     times
+}
+
+/// One line of a `times` file (see [`KeptTimes`]); the stream's file name is `STDOUT_FILE` or
+/// `STDERR_FILE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimesLine<'a> {
+    Start(std::time::SystemTime),
+    Chunk(&'a str, u64, u64),
+    Exit(u64),
+}
+
+impl<'a> TimesLine<'a> {
+    /// The line read, `None` when it is none of them.
+    pub fn parse(line: &'a str) -> Option<TimesLine<'a>> {
+        let fields: Vec<&str> = line.split(' ').collect();
+        match fields.as_slice() {
+            ["start", ms] => ms
+                .parse()
+                .ok()
+                .map(|ms| TimesLine::Start(std::time::UNIX_EPOCH + Duration::from_millis(ms))),
+            ["exit", ms] => ms.parse().ok().map(TimesLine::Exit),
+            [name, end, ms] if [STDOUT_FILE, STDERR_FILE].contains(name) => {
+                Some(TimesLine::Chunk(name, end.parse().ok()?, ms.parse().ok()?))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The keeper's `times` file, written by both copies and the keeper (a line at a time).

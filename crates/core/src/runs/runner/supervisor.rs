@@ -92,6 +92,16 @@ impl Supervisor {
         start_following(&self.shared, run, live, child)
     }
 
+    /// Adopts the kept runs still going that no live studio process owns any more (their studio
+    /// died, or left them running and quit), of the workspace with root `root` (every
+    /// workspace's with `None`): each is claimed in the store (one process alone adopts it), the
+    /// lines the store lacks are recorded from its keeper's files, and it is followed from there
+    /// as a run started here (its lines recorded and published as they come, its stop, its end).
+    /// Returns the ids of the runs adopted. See `adopted`.
+    pub fn adopt(&self, root: Option<&std::path::Path>) -> Result<Vec<String>, Error> {
+        super::adopted::adopt_runs(&self.shared, root)
+    }
+
     /// Stops a live run: the stop files now (the current node finishes first); with `force`, or
     /// when a graceful stop was already asked for, SIGTERM to its process group now.
     pub fn stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
