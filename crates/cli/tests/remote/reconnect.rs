@@ -153,3 +153,79 @@ fn a_link_given_up_says_why_and_calls_fail_as_remote_link() {
     assert_eq!(error.code(), studio_core::ErrorCode::RemoteLink);
     assert!(error.to_string().contains("the link failed"), "{error}");
 }
+
+/// Issue 27: a run still going when a dropped link is back is followed live again. The server
+/// that started it ended with the link; the new one adopts it (the keeper's files read on from
+/// what the host's store has), so the lines the agent prints after the reconnect are read while
+/// the run goes on, not only once it ended, each once.
+#[test]
+fn a_run_still_going_when_a_dropped_link_is_back_is_followed_live_again() {
+    let host = Host::start();
+    let mut relay = Relay::start(host.sshd.port());
+    let (link, _client) = link_through(&host, &relay, Duration::from_secs(60));
+    let events = link.events().unwrap();
+    let started: StartedRun = link
+        .call(
+            "run_start",
+            &json!({ "agent": "slow", "prompt": "plan:2000,book:6000", "session_id": null }),
+        )
+        .unwrap();
+    let running_on_the_host = || {
+        let runs: Result<Vec<studio_core::store::RunRecord>, _> =
+            link.call("runs_list", &json!({ "session_id": started.session_id }));
+        runs.is_ok_and(|runs| {
+            runs.iter()
+                .any(|run| run.id == started.run_id && run.status == Status::Running)
+        })
+    };
+    let mut follower = RunFollower::new(&started);
+    let (mut lines, mut live_after_reconnect) = (Vec::new(), Vec::new());
+    let (mut killed, mut reconnected) = (false, false);
+    let finished = 'follow: loop {
+        let event = match events.recv_timeout(Duration::from_millis(250)) {
+            Ok(event) => Some(event),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => panic!("the link ended"),
+        };
+        if let Some(LinkEvent::Reconnected) = &event {
+            reconnected = true;
+        }
+        let shown = match follower.on(&link, event.as_ref()) {
+            Ok(shown) => shown,
+            Err(error) if link.dropped(&error) => continue,
+            Err(error) => panic!("{error}"),
+        };
+        for event in shown {
+            match event {
+                RunEvent::Output { line, .. } => {
+                    if !killed && line.contains("plan: working (2/8)") {
+                        // The link dies (its server on the host ends with it) and can come back.
+                        relay.kill();
+                        relay.restart();
+                        killed = true;
+                    }
+                    if reconnected && line.contains("book: working") && running_on_the_host() {
+                        live_after_reconnect.push(line.clone());
+                    }
+                    lines.push(line);
+                }
+                RunEvent::RunFinished { status, .. } => break 'follow status,
+                _ => {}
+            }
+        }
+    };
+    assert!(reconnected, "{lines:#?}");
+    assert_eq!(finished, Status::Success, "{lines:#?}");
+    assert!(
+        !live_after_reconnect.is_empty(),
+        "no line printed after the reconnect was read while the run went on: {lines:#?}"
+    );
+    for node in ["plan", "book"] {
+        for i in 1..=8 {
+            let line = format!("{node}: working ({i}/8)");
+            let count = lines.iter().filter(|l| l.contains(&line)).count();
+            assert_eq!(count, 1, "{line} in {lines:#?}");
+        }
+    }
+    link.close();
+}
