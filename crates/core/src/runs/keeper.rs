@@ -29,6 +29,11 @@
 //! SIGPIPE), says once on the run's stderr which file is incomplete, and exits with the agent's
 //! status even when it cannot record it.
 //!
+//! When the studio that followed a run is gone, another studio process can take the run over
+//! while it goes on (`runner::Supervisor::adopt`): it reads these files from what the store
+//! already has and follows them as they grow (their `times` file says in which order the two
+//! streams came), then records the end from `exit`.
+//!
 //! Known gaps: without a cgroup, a process that leaves the run's group and clears its
 //! environment escapes once its keeper is gone; a detached run's keeper killed while no studio
 //! follows it takes its agent along at once, and the agent's own children when a studio process
