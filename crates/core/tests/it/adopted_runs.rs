@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use studio_core::protocol::Stream;
 use studio_core::runner::RunEvent;
+use studio_core::stop::Stopping;
 use studio_core::store::{SpanKind, Store};
 use studio_core::Status;
 
@@ -38,38 +39,7 @@ fn a_run_whose_studio_was_killed_is_adopted_and_its_lines_come_live_each_once() 
     let expected = stored_lines(&store, &whole.run_id);
     assert!(expected.len() > 10, "{expected:?}");
 
-    // Studio process A (`zstudio run`) starts the same run through its keeper, on the same store…
-    let agent = agent_binary();
-    let mut a = Command::new(keeper_binary())
-        .args(["run", "--json", "-w"])
-        .arg(b.workspace.root())
-        .arg("--")
-        .arg(&agent)
-        .args(AGENT_ARGS)
-        .env("ZIBBY_STUDIO_DB", &b.db)
-        .env("XDG_DATA_HOME", b.dir.path().join("data"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let run_id = loop {
-        let runs = store.runs(&b.workspace, None).unwrap();
-        if let Some(run) = runs.into_iter().find(|run| run.id != whole.run_id) {
-            break run.id;
-        }
-        assert!(Instant::now() < deadline, "studio A never started its run");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    // …and is killed once it recorded a few lines.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while store.output_line_count(&run_id).unwrap() < 3 {
-        assert!(Instant::now() < deadline, "studio A never recorded a line");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    a.kill().unwrap();
-    a.wait().unwrap();
+    let run_id = started_by_a_killed_studio(&b, &AGENT_ARGS, &whole.run_id);
     let recorded_by_a = store.output_line_count(&run_id).unwrap();
     assert_eq!(store.run(&run_id).unwrap().status, Status::Running);
 
@@ -137,4 +107,75 @@ fn eventually_stored(store: &Store, run_id: &str, line: &str) {
         assert!(Instant::now() < deadline, "`{line}` was heard, never stored");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// The id of a run of the test agent with `args` that studio process A (`zstudio run`) started
+/// through its keeper, on the bench's store, and was killed (SIGKILL) once it recorded a few
+/// lines; `other` is a run of the workspace already there.
+fn started_by_a_killed_studio(b: &harness::Bench, args: &[&str], other: &str) -> String {
+    let store = b.supervisor.store();
+    let agent = agent_binary();
+    let mut a = Command::new(keeper_binary())
+        .args(["run", "--json", "-w"])
+        .arg(b.workspace.root())
+        .arg("--")
+        .arg(&agent)
+        .args(args)
+        .env("ZIBBY_STUDIO_DB", &b.db)
+        .env("XDG_DATA_HOME", b.dir.path().join("data"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let run_id = loop {
+        let runs = store.runs(&b.workspace, None).unwrap();
+        if let Some(run) = runs.into_iter().find(|run| run.id != other) {
+            break run.id;
+        }
+        assert!(Instant::now() < deadline, "studio A never started its run");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    while store.output_line_count(&run_id).unwrap() < 3 {
+        assert!(Instant::now() < deadline, "studio A never recorded a line");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    a.kill().unwrap();
+    a.wait().unwrap();
+    run_id
+}
+
+/// Once adopted, the adopter owns the run: its Stop (the stop files, the node finishes first)
+/// ends it, recorded `cancelled` once; the store's owner is this process.
+#[test]
+fn an_adopted_run_is_stopped_by_its_adopter() {
+    let b = harness::bench("studio.sqlite", true);
+    let store = b.supervisor.store().clone();
+    let run_id = started_by_a_killed_studio(&b, &["--nodes", "plan:1500,write:30000"], "");
+    assert_eq!(b.supervisor.adopt(None).unwrap(), vec![run_id.clone()]);
+    assert_eq!(
+        store.run(&run_id).unwrap().owner_pid,
+        Some(i64::from(std::process::id())),
+        "owned here"
+    );
+    assert_eq!(b.supervisor.live_runs(), vec![run_id.clone()]);
+    assert_eq!(b.supervisor.stop(&run_id, false).unwrap(), Stopping::Graceful);
+    let end = wait_for(
+        &b.events,
+        |event| matches!(event, RunEvent::RunFinished { run_id: id, .. } if *id == run_id),
+    );
+    assert!(
+        matches!(
+            end,
+            RunEvent::RunFinished {
+                status: Status::Cancelled,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    let run = store.run(&run_id).unwrap();
+    assert_eq!(run.status, Status::Cancelled, "{run:?}");
+    assert!(b.supervisor.live_runs().is_empty());
 }
