@@ -16,7 +16,7 @@ use std::sync::mpsc::{self, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::captured::{record_unfollowed_nodes, Unrecorded};
+use super::captured::{record_unfollowed_nodes, Unrecorded, UnrecordedLines};
 use super::follow::{Message, Resumed};
 use super::followed::FollowedRun;
 use super::kept_tail::KeptTail;
@@ -156,13 +156,12 @@ fn catch_up(store: &Store, run_id: &str, tail: &mut KeptTail) -> Result<Option<R
     if tail.start.is_none() {
         return Ok(None);
     }
-    unrecorded.writer.flush()?;
-    if unrecorded.seen.0 < unrecorded.stored().0 || unrecorded.seen.1 < unrecorded.stored().1 {
-        tracing::warn!(run_id, seen = ?unrecorded.seen, stored = ?unrecorded.stored(), "the store has more lines than the keeper's files");
+    let Unrecorded { reader, mut lines } = unrecorded;
+    lines.writer.flush()?;
+    if lines.seen.0 < lines.stored.0 || lines.seen.1 < lines.stored.1 {
+        tracing::warn!(run_id, seen = ?lines.seen, stored = ?lines.stored, "the store has more lines than the keeper's files");
     }
-    let Unrecorded {
-        reader, fold, usage, ..
-    } = unrecorded;
+    let UnrecordedLines { fold, usage, .. } = lines;
     let timeline = fold.timeline(None);
     let node_spans = record_unfollowed_nodes(store, run_id, &fold, &timeline, SystemTime::now(), tail.start)?;
     let run_span = store

@@ -143,13 +143,18 @@ pub fn record_captured_output(
 /// its lines recorded after those of each stream the store has already (the lines a studio that
 /// followed the run for a while recorded are not recorded twice), with what its nodes used.
 pub(super) struct Unrecorded<'s> {
-    pub(super) writer: OutputWriter<'s>,
     pub(super) reader: StreamReader,
+    pub(super) lines: UnrecordedLines<'s>,
+}
+
+/// What [`Unrecorded`] does with each line the reader reads.
+pub(super) struct UnrecordedLines<'s> {
+    pub(super) writer: OutputWriter<'s>,
     pub(super) fold: TimelineFold,
     pub(super) usage: OutputUsageReader,
     run_id: String,
     /// The stdout and stderr lines the store had.
-    stored: (i64, i64),
+    pub(super) stored: (i64, i64),
     /// The stdout and stderr lines read so far.
     pub(super) seen: (i64, i64),
 }
@@ -157,85 +162,58 @@ pub(super) struct Unrecorded<'s> {
 impl<'s> Unrecorded<'s> {
     pub(super) fn new(store: &'s Store, run_id: &str) -> Result<Unrecorded<'s>, Error> {
         Ok(Unrecorded {
-            stored: store.output_line_counts(run_id)?,
-            writer: store.output_writer(run_id)?,
             reader: StreamReader::new(),
-            fold: TimelineFold::new(),
-            usage: OutputUsageReader::new(),
-            run_id: run_id.to_owned(),
-            seen: (0, 0),
+            lines: UnrecordedLines {
+                stored: store.output_line_counts(run_id)?,
+                writer: store.output_writer(run_id)?,
+                fold: TimelineFold::new(),
+                usage: OutputUsageReader::new(),
+                run_id: run_id.to_owned(),
+                seen: (0, 0),
+            },
         })
-    }
-
-    /// The stdout and stderr lines the store had.
-    pub(super) fn stored(&self) -> (i64, i64) {
-        self.stored
     }
 
     /// Reads a piece of a stream's output, seen `at_ms` after the run's start.
     pub(super) fn push(&mut self, stream: Stream, bytes: &[u8], at_ms: u64) {
-        let Unrecorded {
-            writer,
-            reader,
-            fold,
-            usage,
-            run_id,
-            stored,
-            seen,
-        } = self;
-        reader.push(stream, bytes, at_ms, &mut |event| {
-            record_line(event, fold, usage, writer, run_id, *stored, seen)
-        });
+        self.reader
+            .push(stream, bytes, at_ms, &mut |event| self.lines.take(event));
     }
 
     /// The output's end, `last_ms` after the run's start: a last line without its newline.
     pub(super) fn finish(&mut self, last_ms: u64) {
-        let Unrecorded {
-            writer,
-            reader,
-            fold,
-            usage,
-            run_id,
-            stored,
-            seen,
-        } = self;
-        reader.finish(last_ms, &mut |event| {
-            record_line(event, fold, usage, writer, run_id, *stored, seen)
-        });
+        self.reader.finish(last_ms, &mut |event| self.lines.take(event));
     }
 }
 
-/// One event of the output: folded, and recorded when it is a line beyond those `stored`.
-fn record_line(
-    event: crate::protocol::Event<'_>,
-    fold: &mut TimelineFold,
-    usage: &mut OutputUsageReader,
-    writer: &mut OutputWriter<'_>,
-    run_id: &str,
-    stored: (i64, i64),
-    seen: &mut (i64, i64),
-) {
-    fold.apply(&event);
-    if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
-        return;
-    }
-    if event.stream == Stream::Stdout {
-        usage.line(fold.current_node(), &event.text);
-    }
-    // Lines the studio recorded before it let the run go are not recorded twice.
-    let (count, stored) = match event.stream {
-        Stream::Stdout => (&mut seen.0, stored.0),
-        Stream::Stderr => (&mut seen.1, stored.1),
-    };
-    *count += 1;
-    if *count > stored {
-        let node = fold.current_node().map(str::to_owned);
-        if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
-            tracing::error!(run_id, %error, "cannot record output");
+impl UnrecordedLines<'_> {
+    /// One event of the output: folded, and recorded when it is a line beyond those stored.
+    fn take(&mut self, event: crate::protocol::Event<'_>) {
+        self.fold.apply(&event);
+        if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
+            return;
         }
-        // Inside a caller's transaction (an import: all or nothing), written blocks are not kept
-        // to be written again: memory stays bounded however long the log.
-        writer.batch_committed();
+        if event.stream == Stream::Stdout {
+            self.usage.line(self.fold.current_node(), &event.text);
+        }
+        // Lines the studio recorded before it let the run go are not recorded twice.
+        let (count, stored) = match event.stream {
+            Stream::Stdout => (&mut self.seen.0, self.stored.0),
+            Stream::Stderr => (&mut self.seen.1, self.stored.1),
+        };
+        *count += 1;
+        if *count > stored {
+            let node = self.fold.current_node().map(str::to_owned);
+            if let Err(error) = self
+                .writer
+                .append(event.stream, event.at_ms, node.as_deref(), &event.text)
+            {
+                tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+            }
+            // Inside a caller's transaction (an import: all or nothing), written blocks are not
+            // kept to be written again: memory stays bounded however long the log.
+            self.writer.batch_committed();
+        }
     }
 }
 
@@ -253,8 +231,8 @@ fn record_output(
     let mut unrecorded = Unrecorded::new(store, run_id)?;
     let last_ms = feed(&mut |stream, bytes, at_ms| unrecorded.push(stream, bytes, at_ms))?;
     unrecorded.finish(last_ms);
-    unrecorded.writer.flush()?;
-    let Unrecorded { fold, usage, .. } = unrecorded;
+    unrecorded.lines.writer.flush()?;
+    let UnrecordedLines { fold, usage, .. } = unrecorded.lines;
     store.record_output_usage(run_id, &usage.finish())?;
     // No exit status, and the output does not say it ended: nothing follows it any more, so it
     // is not running, and how it ended is unknown.
