@@ -394,6 +394,11 @@ impl FollowedRun {
             if self.live.detached.load(Ordering::SeqCst) {
                 // Left running: what was read is recorded; the rest is the keeper's to keep.
                 let _ = recorder.writer.flush();
+                // Only now does nobody own it: a studio that adopts it counts the lines stored
+                // (none is recorded by both).
+                if let Err(error) = store.run_detach(&self.run_id) {
+                    tracing::error!(run_id = %self.run_id, %error, "cannot record a detached run");
+                }
                 // The keeper is still this process's child: reaped when it ends, never left a
                 // zombie that holds its identity (a stop would take it for the live run).
                 if let Some((Some(mut child), _)) = exit {

@@ -110,7 +110,9 @@ impl Supervisor {
 
     /// Leaves every live run running without this studio: they must go through a keeper (runs
     /// started directly end with their pipes and are stopped instead). The store marks them
-    /// detached; a later studio shows their true state (`reconcile`) and can stop them.
+    /// detached once their threads recorded what they read (at the latest when the supervisor is
+    /// dropped); a later studio shows their true state (`reconcile`), can stop them, and adopts
+    /// them ([`Supervisor::adopt`]).
     pub fn detach(&self) -> Vec<String> {
         let live: Vec<(String, Arc<LiveRun>)> = self.shared.live.lock().expect("live lock").drain().collect();
         let mut detached = Vec::new();
@@ -119,10 +121,8 @@ impl Supervisor {
                 self.shared.live.lock().expect("live lock").insert(run_id, run);
                 continue;
             }
+            // Its thread records what it read, then lets it go in the store (see `follow`).
             run.detached.store(true, Ordering::SeqCst);
-            if let Err(error) = self.shared.store.run_detach(&run_id) {
-                tracing::error!(%run_id, %error, "cannot record a detached run");
-            }
             detached.push(run_id);
         }
         detached
