@@ -163,3 +163,65 @@ pub(super) fn read_to(
     }
     Ok(done)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn append(path: &Path, bytes: &[u8]) {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        file.write_all(bytes).unwrap();
+    }
+
+    /// What the files held, as `(stream, text, ms)` pieces handed on.
+    fn read(tail: &mut KeptTail, rest: bool) -> Vec<(Stream, String, u64)> {
+        let mut pieces = Vec::new();
+        let mut push =
+            |stream, bytes: &[u8], ms| pieces.push((stream, String::from_utf8_lossy(bytes).into_owned(), ms));
+        if rest {
+            tail.read_rest(&mut push).unwrap();
+        } else {
+            tail.read_new(&mut push).unwrap();
+        }
+        pieces
+    }
+
+    #[test]
+    fn a_growing_keeper_folder_is_read_in_the_order_its_times_say_each_byte_once() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let (out, err, times) = (
+            dir.path().join(STDOUT_FILE),
+            dir.path().join(STDERR_FILE),
+            dir.path().join(TIMES_FILE),
+        );
+        let mut tail = KeptTail::new(dir.path());
+        assert!(read(&mut tail, false).is_empty(), "nothing there yet");
+        append(&out, b"one\n");
+        append(&err, b"warn\n");
+        // A line of the times file being written is read once it is whole.
+        append(&times, b"start 1000\nstdout 4 10\nstderr 5 12\nstdout 8 2");
+        assert_eq!(
+            read(&mut tail, false),
+            [
+                (Stream::Stdout, "one\n".into(), 10),
+                (Stream::Stderr, "warn\n".into(), 12)
+            ]
+        );
+        assert_eq!(
+            tail.start,
+            Some(std::time::UNIX_EPOCH + std::time::Duration::from_millis(1000))
+        );
+        append(&out, b"two\nthr");
+        append(&times, b"0\n");
+        assert_eq!(read(&mut tail, false), [(Stream::Stdout, "two\n".into(), 20)]);
+        // Past the times file (the keeper ended): the rest, at the agent's end.
+        append(&times, b"exit 30\n");
+        assert_eq!(read(&mut tail, true), [(Stream::Stdout, "thr".into(), 30)]);
+        assert!(read(&mut tail, true).is_empty(), "each byte once");
+    }
+}
