@@ -47,7 +47,11 @@ pub const REMOTE_STATUS: &str = "remote-status";
 /// ([`RUN_OUTPUT`], gathered as the local runs' are), its link's state as [`REMOTE_STATUS`], its
 /// link's return as [`SESSIONS_CHANGED`] (the listing is read again).
 pub fn remote_sinks(app: &AppHandle) -> studio_core::remote::window::RemoteSinks {
-    let (printed, prints) = std::sync::mpsc::channel::<(String, String)>();
+    // A run's line printed (its id and session's), or `None`: the link is back, the counts
+    // start again (the lines told of from now on are not all the run has; the window then asks
+    // the store how many it holds).
+    let (printed, prints) = std::sync::mpsc::channel::<Option<(String, String)>>();
+    let printed_again = printed.clone();
     let notices = app.clone();
     let gather = move || {
         let mut sessions = std::collections::HashMap::new();
@@ -55,7 +59,12 @@ pub fn remote_sinks(app: &AppHandle) -> studio_core::remote::window::RemoteSinks
         while let Ok(first) = prints.recv() {
             std::thread::sleep(SESSIONS_CHANGED_WINDOW);
             let mut touched = std::collections::BTreeSet::new();
-            for (run_id, session_id) in std::iter::once(first).chain(prints.try_iter()) {
+            for told in std::iter::once(first).chain(prints.try_iter()) {
+                let Some((run_id, session_id)) = told else {
+                    totals.clear();
+                    touched.clear();
+                    continue;
+                };
                 *totals.entry(run_id.clone()).or_default() += 1;
                 sessions.insert(run_id.clone(), session_id);
                 touched.insert(run_id);
@@ -84,7 +93,7 @@ pub fn remote_sinks(app: &AppHandle) -> studio_core::remote::window::RemoteSinks
             match &event {
                 RunEvent::Output { run_id, .. } => {
                     let session = sessions.get(run_id).cloned().unwrap_or_default();
-                    let _ = printed.send((run_id.clone(), session));
+                    let _ = printed.send(Some((run_id.clone(), session)));
                 }
                 RunEvent::RunStarted { run_id, session_id, .. } => {
                     sessions.insert(run_id.clone(), session_id.clone());
@@ -100,6 +109,7 @@ pub fn remote_sinks(app: &AppHandle) -> studio_core::remote::window::RemoteSinks
         }),
         // The window reads the listing again, as after the local watcher's changes.
         reconnected: std::sync::Arc::new(move || {
+            let _ = printed_again.send(None);
             if let Err(error) = reconnected.emit(SESSIONS_CHANGED, SessionsChanged { changes: 1 }) {
                 tracing::warn!(%error, "cannot tell the window that the remote link is back");
             }

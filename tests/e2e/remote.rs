@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use fantoccini::{Client, Locator};
+use studio_core::Status;
 use test_servers::relay::Relay;
 use test_servers::sshd::{HostEntry, Sshd};
 
@@ -391,6 +392,13 @@ fn host_output(db: &Path, run_id: &str) -> Vec<(i64, String)> {
     lines.into_iter().map(|line| (line.seq, line.text)).collect()
 }
 
+/// The run's status as the host's store `db` records it.
+fn host_status(db: &Path, run_id: &str) -> Status {
+    let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(db.to_path_buf()))
+        .expect("the host's store");
+    store.run(run_id).expect("the run").status
+}
+
 /// The run's id and session, from the Live runs strip once it shows the run.
 async fn live_run(client: &Client) -> (String, String) {
     let live = wait_for(client, ".live-run[data-run-id]").await;
@@ -405,13 +413,14 @@ async fn a_run_that_ends_while_the_link_is_down_shows_every_line_once_on_reconne
 }
 
 #[tokio::test]
-async fn a_run_still_going_when_the_link_is_back_shows_every_line_once_when_it_ends() {
+async fn a_run_still_going_when_the_link_is_back_shows_its_lines_live_and_every_line_once() {
     resume_after_a_killed_link("remote-resume-52b0", false).await;
 }
 
 /// A run in a remote workspace, its output open in the window, whose link is killed mid-run and
 /// comes back (the relay started again on its port) after the run ended on the host
-/// (`ends_while_down`) or at once, while it still runs there: the window then shows the run's
+/// (`ends_while_down`) or at once, while it still runs there (then the lines it prints after the
+/// reconnect show while it goes on: the new server adopted it): the window then shows the run's
 /// end and exactly the lines the host's store has, each once, in order.
 async fn resume_after_a_killed_link(prompt: &'static str, ends_while_down: bool) {
     zstudio();
@@ -420,7 +429,7 @@ async fn resume_after_a_killed_link(prompt: &'static str, ends_while_down: bool)
     let here = Workspace::empty();
     let remote = Workspace::with_test_agent(&[
         "--nodes",
-        "plan:2500,write:6000,report:1500",
+        "plan:2500,write:8000,report:1500",
         "--lines",
         "4",
         "--prompt",
@@ -474,6 +483,24 @@ async fn resume_after_a_killed_link(prompt: &'static str, ends_while_down: bool)
                 "the link is back; the run's processes on the host: {:?}",
                 processes_with(prompt)
             );
+            if !ends_while_down {
+                // Issue 27: the new server follows the run on (it adopts it): lines the agent
+                // prints now show while it still runs there, not only once it ended. Read before
+                // the host's record is: what the window shows was there while the run went on.
+                let host_when_back = host_output(&db, &run_id).len();
+                eventually("lines printed after the reconnect show while the run goes on", || async {
+                    let shown = shown_output(&client).await;
+                    let status = host_status(&db, &run_id);
+                    (status == Status::Running && shown.len() > host_when_back && shown_while_down.len() < shown.len())
+                        .then_some(())
+                        .ok_or(format!(
+                            "{} lines shown, {host_when_back} on the host when the link was back; the run is {status:?}",
+                            shown.len()
+                        ))
+                })
+                .await;
+                screenshot(&client, "remote-resume-live-again.png").await;
+            }
             // The run's end, read from its record on the host: in the strip, then its notice.
             wait_for(
                 &client,

@@ -231,6 +231,12 @@ fn quitting_can_leave_live_runs_running_for_the_next_launch() {
     let (next, _) = Studio::open(Some(workspace.path()), Ok(StoreLocation::File(workspace.db())));
     let run = next.store().unwrap().run(&started.run_id).unwrap();
     assert_eq!(run.status, Status::Running, "left running: {run:?}");
+    // The next launch adopts it: it follows its output live, and owns it.
+    assert_eq!(
+        next.supervisor().unwrap().live_runs(),
+        vec![started.run_id.clone()],
+        "adopted"
+    );
     let pid = started.pid.expect("the agent started") as i32;
     assert!(
         std::path::Path::new(&format!("/proc/{pid}")).exists(),

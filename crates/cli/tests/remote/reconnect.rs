@@ -3,7 +3,7 @@
 //! from the line it holds: every line of the run once, none twice.
 
 use std::path::PathBuf;
-use std::sync::mpsc::RecvTimeoutError;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
 use serde_json::json;
@@ -40,6 +40,48 @@ fn link_through(host: &Host, relay: &Relay, give_up: Duration) -> (Link, Client)
     (link, client)
 }
 
+/// What a follow to the end sees: each event of the link, and each output line shown.
+enum Seen<'a> {
+    Link(&'a LinkEvent),
+    Line(&'a str),
+}
+
+/// Follows a run with `follower` to its end, telling `seen` of each event of the link (before the
+/// follower reads on) and each output line shown; its status and lines.
+fn follow_to_the_end(
+    link: &Link,
+    events: &Receiver<LinkEvent>,
+    mut follower: RunFollower,
+    mut seen: impl FnMut(Seen<'_>),
+) -> (Status, Vec<String>) {
+    let mut lines = Vec::new();
+    loop {
+        let event = match events.recv_timeout(Duration::from_millis(250)) {
+            Ok(event) => Some(event),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => panic!("the link ended: {lines:#?}"),
+        };
+        if let Some(event) = &event {
+            seen(Seen::Link(event));
+        }
+        let shown = match follower.on(link, event.as_ref()) {
+            Ok(shown) => shown,
+            Err(error) if link.dropped(&error) => continue,
+            Err(error) => panic!("{error}"),
+        };
+        for event in shown {
+            match event {
+                RunEvent::Output { line, .. } => {
+                    seen(Seen::Line(&line));
+                    lines.push(line);
+                }
+                RunEvent::RunFinished { status, .. } => return (status, lines),
+                _ => {}
+            }
+        }
+    }
+}
+
 #[test]
 fn a_stalled_link_comes_back_and_no_output_line_is_lost_or_doubled() {
     let host = Host::start();
@@ -53,47 +95,25 @@ fn a_stalled_link_comes_back_and_no_output_line_is_lost_or_doubled() {
             &json!({ "agent": "slow", "prompt": "plan:4000,book:3000", "session_id": null }),
         )
         .unwrap();
-    let mut follower = RunFollower::new(&started);
-    let (mut lines, mut states) = (Vec::new(), Vec::new());
+    let mut states = Vec::new();
     let (mut frozen, mut resumed, mut reconnected) = (false, false, false);
-    let finished = 'follow: loop {
-        let event = match events.recv_timeout(Duration::from_millis(250)) {
-            Ok(event) => Some(event),
-            Err(RecvTimeoutError::Timeout) => None,
-            Err(RecvTimeoutError::Disconnected) => panic!("the link ended: {states:?}"),
-        };
-        match &event {
-            Some(LinkEvent::State(state)) => {
-                states.push(state.clone());
-                assert!(!matches!(state, LinkState::Failed { .. }), "{states:?}");
-                // Noticed by the keep-alives: the link comes back.
-                if frozen && !resumed && matches!(state, LinkState::Reconnecting { .. }) {
-                    relay.resume();
-                    resumed = true;
-                }
-            }
-            Some(LinkEvent::Reconnected) => reconnected = true,
-            _ => {}
-        }
-        let shown = match follower.on(&link, event.as_ref()) {
-            Ok(shown) => shown,
-            Err(error) if link.dropped(&error) => continue,
-            Err(error) => panic!("{error}"),
-        };
-        for event in shown {
-            match event {
-                RunEvent::Output { line, .. } => {
-                    if !frozen && line.contains("plan: working (2/8)") {
-                        relay.freeze();
-                        frozen = true;
-                    }
-                    lines.push(line);
-                }
-                RunEvent::RunFinished { status, .. } => break 'follow status,
-                _ => {}
+    let (finished, lines) = follow_to_the_end(&link, &events, RunFollower::new(&started), |seen| match seen {
+        Seen::Link(LinkEvent::State(state)) => {
+            states.push(state.clone());
+            assert!(!matches!(state, LinkState::Failed { .. }), "{states:?}");
+            // Noticed by the keep-alives: the link comes back.
+            if frozen && !resumed && matches!(state, LinkState::Reconnecting { .. }) {
+                relay.resume();
+                resumed = true;
             }
         }
-    };
+        Seen::Link(LinkEvent::Reconnected) => reconnected = true,
+        Seen::Line(line) if !frozen && line.contains("plan: working (2/8)") => {
+            relay.freeze();
+            frozen = true;
+        }
+        _ => {}
+    });
     assert!(reconnected, "{states:?}");
     assert_eq!(states.last(), Some(&LinkState::Connected), "{states:?}");
     assert_eq!(finished, Status::Success, "{lines:#?}");
@@ -152,4 +172,61 @@ fn a_link_given_up_says_why_and_calls_fail_as_remote_link() {
     let error = link.call::<serde_json::Value>("sessions_list", &json!({})).unwrap_err();
     assert_eq!(error.code(), studio_core::ErrorCode::RemoteLink);
     assert!(error.to_string().contains("the link failed"), "{error}");
+}
+
+/// Issue 27: a run still going when a dropped link is back is followed live again. The server
+/// that started it ended with the link; the new one adopts it (the keeper's files read on from
+/// what the host's store has), so the lines the agent prints after the reconnect are read while
+/// the run goes on, not only once it ended, each once.
+#[test]
+fn a_run_still_going_when_a_dropped_link_is_back_is_followed_live_again() {
+    let host = Host::start();
+    let mut relay = Relay::start(host.sshd.port());
+    let (link, _client) = link_through(&host, &relay, Duration::from_secs(60));
+    let events = link.events().unwrap();
+    let started: StartedRun = link
+        .call(
+            "run_start",
+            &json!({ "agent": "slow", "prompt": "plan:2000,book:6000", "session_id": null }),
+        )
+        .unwrap();
+    let running_on_the_host = || {
+        let runs: Result<Vec<studio_core::store::RunRecord>, _> =
+            link.call("runs_list", &json!({ "session_id": started.session_id }));
+        runs.is_ok_and(|runs| {
+            runs.iter()
+                .any(|run| run.id == started.run_id && run.status == Status::Running)
+        })
+    };
+    let mut live_after_reconnect = Vec::new();
+    let (mut killed, mut reconnected) = (false, false);
+    let (finished, lines) = follow_to_the_end(&link, &events, RunFollower::new(&started), |seen| match seen {
+        Seen::Link(LinkEvent::Reconnected) => reconnected = true,
+        Seen::Line(line) => {
+            if !killed && line.contains("plan: working (2/8)") {
+                // The link dies (its server on the host ends with it) and can come back.
+                relay.kill();
+                relay.restart();
+                killed = true;
+            }
+            if reconnected && line.contains("book: working") && running_on_the_host() {
+                live_after_reconnect.push(line.to_owned());
+            }
+        }
+        _ => {}
+    });
+    assert!(reconnected, "{lines:#?}");
+    assert_eq!(finished, Status::Success, "{lines:#?}");
+    assert!(
+        !live_after_reconnect.is_empty(),
+        "no line printed after the reconnect was read while the run went on: {lines:#?}"
+    );
+    for node in ["plan", "book"] {
+        for i in 1..=8 {
+            let line = format!("{node}: working ({i}/8)");
+            let count = lines.iter().filter(|l| l.contains(&line)).count();
+            assert_eq!(count, 1, "{line} in {lines:#?}");
+        }
+    }
+    link.close();
 }

@@ -169,7 +169,25 @@ impl Studio {
             not_local: RwLock::new(None),
             across: Mutex::new(None),
         };
+        // Runs left going by a studio process that is gone are followed here from now on.
+        match studio.adopt_runs() {
+            Ok(adopted) if !adopted.is_empty() => tracing::info!(runs = ?adopted, "runs no studio followed adopted"),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "cannot adopt the runs no studio follows"),
+        }
         (studio, events)
+    }
+
+    /// Adopts the kept runs of the open workspace that are still going and that no live studio
+    /// process follows ([`Supervisor::adopt`]): their lines are recorded and announced as they
+    /// come, and quitting leaves them running or stops them as it does the runs started here.
+    /// Only when runs can be kept (a studio that cannot leave a run running does not take one).
+    pub fn adopt_runs(&self) -> Result<Vec<String>, Error> {
+        if !self.can_keep_runs {
+            return Ok(Vec::new());
+        }
+        let workspace = self.workspace()?;
+        self.supervisor()?.adopt(Some(workspace.root()))
     }
 
     /// The open workspace, when it is on this machine ([`Error::LocalOnly`] while the open one is

@@ -4,11 +4,13 @@
 //! Output lines are read from the host's store by their number (`run_output` from the `seq`
 //! held), never taken from the notifications: a notification of output only says there is more
 //! to read (and counts the lines an event of a node is to be shown after). So a line missed while the link was down is read on reconnect, and none is read
-//! twice. The run's other events (nodes, a stop, its end) come as notifications while the server
-//! that started the run follows it; after a reconnect the new server does not follow it (the
-//! run went on through the keeper), so its end is read from its record, once the host settled
-//! it (`runs_reconcile`). The events of nodes that began or ended while the link was down are
-//! not said again (their output lines are).
+//! twice. The run's other events (nodes, a stop, its end) come as notifications while a server
+//! follows it: the one that started it, and after a reconnect the new one, which adopts it (it
+//! went on through its keeper) at its start or at the `runs_reconcile` this follower asks for
+//! every [`RECORD_EVERY`]; its lines are then recorded live on the host again. Its end is said
+//! once, from the new server's notification or from its record, whichever comes first. The events
+//! of nodes that began or ended while the link was down are not said again (their output lines
+//! are).
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -37,7 +39,8 @@ pub struct RunFollower {
     session_id: String,
     /// The number of the next output line to read (1-based).
     next_seq: i64,
-    /// The server connected now did not start the run: its end is read from its record.
+    /// The server connected now did not start the run: its end is read from its record too (it
+    /// tells it once it adopted the run).
     unfollowed: bool,
     record_read: Option<Instant>,
     finished: bool,
@@ -216,10 +219,11 @@ impl RunFollower {
 
 /// The ends of `runs` (each a run id and its session's id) as their records on the host say
 /// them, by run id: `None` while a run goes on; a run the host has no record of is left out.
-/// Settled first, once (`runs_reconcile`): a run that went on through its keeper while no server
-/// followed it is recorded, its output lines too, when a studio looks; then one `runs_list` per
-/// session. The one reading of a run's end that no server tells of (a follower's, the window's
-/// after a reconnect).
+/// Settled first, once (`runs_reconcile`): a run still going that no server follows is adopted by
+/// the one connected now (then told of as it goes), one that ended through its keeper while no
+/// server followed it is recorded, its output lines too; then one `runs_list` per session. The
+/// one reading of a run's end besides the notifications (a follower's, the window's after a
+/// reconnect).
 pub fn run_ends<'a>(
     link: &Link,
     runs: impl IntoIterator<Item = (&'a str, &'a str)>,

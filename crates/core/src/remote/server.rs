@@ -4,8 +4,12 @@
 //! A reader (the caller's thread) reads frames; a few workers answer them, so a long call
 //! (a compare, a listing) blocks neither the others nor the notifications; one writer thread
 //! writes every frame whole. The server ends at the end of its input: the runs it started go on
-//! through the keeper (the studio is told to keep them), and the bundles it exported and the files
-//! uploaded to it are removed (those a killed server left are removed by the next one).
+//! through the keeper (the studio is told to keep them), and the bundles it exported and the
+//! files uploaded to it are removed (those a killed server left are removed by the next one).
+//! It adopts the runs of its workspace still going that no live studio process follows (those a
+//! server before it left when its link dropped) when it starts and at each `runs_reconcile`
+//! (the old server may let go of them only after the new one started): their events are then
+//! its `run_event` notifications, as for the runs it started ([`crate::app::Studio::adopt_runs`]).
 
 use std::io::{BufRead, Write};
 use std::panic::AssertUnwindSafe;
@@ -307,6 +311,11 @@ impl Shared {
             }
             RUNS_RECONCILE => {
                 let NoParams {} = read_params(method, params)?;
+                // A run the server before this one left (a dropped link) is followed here, once
+                // that server let it go: its lines reach the client live again.
+                if let Err(error) = self.studio.adopt_runs() {
+                    tracing::warn!(%error, "cannot adopt the runs no studio follows");
+                }
                 crate::runs::runner::reconcile(self.studio.store()?, std::time::SystemTime::now())?;
                 Ok(null_result())
             }

@@ -13,13 +13,15 @@
 //! fails with why.
 //!
 //! Resuming after a reconnect: the window reads each followed output on from the lines it holds
-//! (its pages by line number, `run_output`; the UI's `output.ts` owns that). What no
-//! server tells any more is each run's end: the new server did not start the runs under way
-//! (they went on through their keepers), so the end of every run the old one started and did
-//! not see end is read from its record ([`run_ends`], every [`RECORD_EVERY`] until it ended) and
-//! told to the window as the run's `run_finished`, once.
+//! (its pages by line number, `run_output`; the UI's `output.ts` owns that). The new server did
+//! not start the runs under way (they went on through their keepers): it adopts them, at its
+//! start or at the `runs_reconcile` of [`run_ends`], and then tells of their lines, nodes and end
+//! as `run_event`s again. The end of every run the old one started and did not see end is also
+//! read from its record ([`run_ends`], every [`RECORD_EVERY`] until it ended: a run that ended
+//! while the link was down is told of by no server) and told to the window as the run's
+//! `run_finished`, once: the first of the notification and the record.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -164,8 +166,9 @@ fn hand_on(event: LinkEvent, sinks: &RemoteSinks, workspace: &Weak<RemoteWorkspa
             if let Some(change) = notification.change() {
                 (sinks.changes)(change);
             } else if let Some(event) = notification.run_event() {
-                unended.told(&event);
-                (sinks.run_events)(event);
+                if unended.told(&event) {
+                    (sinks.run_events)(event);
+                }
             }
         }
         LinkEvent::State(LinkState::Failed { reason }) => lose(sinks, workspace, reason),
@@ -189,23 +192,30 @@ fn hand_on(event: LinkEvent, sinks: &RemoteSinks, workspace: &Weak<RemoteWorkspa
 
 /// The runs the workspace's server told of starting and not of ending: their sessions by run id,
 /// and whether the server connected now does not follow them (connected again since).
+/// Also the runs whose end was read from their record: the server that adopted one may tell it
+/// a moment later, which is not said twice.
 #[derive(Default)]
 struct Unended {
     runs: HashMap<String, (String, bool)>,
     read_at: Option<Instant>,
+    ended_from_record: HashSet<String>,
 }
 
 impl Unended {
-    fn told(&mut self, event: &RunEvent) {
+    /// Takes note of an event the server told of; `false` when it is not to be said (the end of
+    /// a run said already from its record).
+    fn told(&mut self, event: &RunEvent) -> bool {
         match event {
             RunEvent::RunStarted { run_id, session_id, .. } => {
                 self.runs.insert(run_id.clone(), (session_id.clone(), false));
             }
             RunEvent::RunFinished { run_id, .. } => {
                 self.runs.remove(run_id);
+                return !self.ended_from_record.remove(run_id);
             }
             _ => {}
         }
+        true
     }
 
     /// A new server: none of the runs is followed by it.
@@ -260,6 +270,7 @@ impl Unended {
                 Some(Some(end)) => {
                     tracing::info!(host = %link.host(), %run_id, "a run ended while no server followed it");
                     self.runs.remove(&run_id);
+                    self.ended_from_record.insert(run_id);
                     (sinks.run_events)(end);
                 }
                 None => {

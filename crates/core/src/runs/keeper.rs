@@ -29,6 +29,11 @@
 //! SIGPIPE), says once on the run's stderr which file is incomplete, and exits with the agent's
 //! status even when it cannot record it.
 //!
+//! When the studio that followed a run is gone, another studio process can take the run over
+//! while it goes on (`runner::Supervisor::adopt`): it reads these files from what the store
+//! already has and follows them as they grow (their `times` file says in which order the two
+//! streams came), then records the end from `exit`.
+//!
 //! Known gaps: without a cgroup, a process that leaves the run's group and clears its
 //! environment escapes once its keeper is gone; a detached run's keeper killed while no studio
 //! follows it takes its agent along at once, and the agent's own children when a studio process
@@ -98,24 +103,41 @@ pub fn read_times(run_dir: &Path) -> KeptTimes {
         return times;
     };
     for line in String::from_utf8_lossy(&bytes).lines() {
-        let fields: Vec<&str> = line.split(' ').collect();
-        match fields.as_slice() {
-            ["start", ms] => {
-                times.start = ms
-                    .parse()
-                    .ok()
-                    .map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms));
-            }
-            ["exit", ms] => times.exit_ms = ms.parse().ok(),
-            [name, end, ms] if [STDOUT_FILE, STDERR_FILE].contains(name) => {
-                if let (Ok(end), Ok(ms)) = (end.parse(), ms.parse()) {
-                    times.chunks.push(((*name).to_owned(), end, ms));
-                }
-            }
-            _ => {}
+        match TimesLine::parse(line) {
+            Some(TimesLine::Start(start)) => times.start = Some(start),
+            Some(TimesLine::Exit(ms)) => times.exit_ms = Some(ms),
+            Some(TimesLine::Chunk(name, end, ms)) => times.chunks.push((name.to_owned(), end, ms)),
+            None => {}
         }
     }
     times
+}
+
+/// One line of a `times` file (see [`KeptTimes`]); the stream's file name is `STDOUT_FILE` or
+/// `STDERR_FILE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimesLine<'a> {
+    Start(std::time::SystemTime),
+    Chunk(&'a str, u64, u64),
+    Exit(u64),
+}
+
+impl<'a> TimesLine<'a> {
+    /// The line read, `None` when it is none of them.
+    pub fn parse(line: &'a str) -> Option<TimesLine<'a>> {
+        let fields: Vec<&str> = line.split(' ').collect();
+        match fields.as_slice() {
+            ["start", ms] => ms
+                .parse()
+                .ok()
+                .map(|ms| TimesLine::Start(std::time::UNIX_EPOCH + Duration::from_millis(ms))),
+            ["exit", ms] => ms.parse().ok().map(TimesLine::Exit),
+            [name, end, ms] if [STDOUT_FILE, STDERR_FILE].contains(name) => {
+                Some(TimesLine::Chunk(name, end.parse().ok()?, ms.parse().ok()?))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The keeper's `times` file, written by both copies and the keeper (a line at a time).

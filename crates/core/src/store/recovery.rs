@@ -54,14 +54,22 @@ pub(super) fn recover(
         let group_alive = run.pgid.is_some_and(|g| is_group_alive(g as u32))
             && run.leader.as_ref().is_some_and(ProcessIdentity::is_current);
         let id = SessionId::parse(&run.session_id)?;
+        // Only while the owner is still the one read: a process that claimed the run meanwhile
+        // (to adopt it or settle it) keeps it.
         let status = if group_alive {
-            conn.execute(
-                "UPDATE runs SET owner_pid = NULL, owner_start_time = NULL WHERE id = ?1",
-                [&run.run_id],
+            let let_go = conn.execute(
+                "UPDATE runs SET owner_pid = NULL, owner_start_time = NULL WHERE id = ?1 AND owner_pid IS ?2",
+                params![run.run_id, run.owner.pid],
             )?;
+            if let_go == 0 {
+                continue;
+            }
             Status::Running
         } else {
-            settle(conn, &run, &id, now)?
+            match settle(conn, &run, &id, now)? {
+                Some(status) => status,
+                None => continue,
+            }
         };
         recovered.push(Recovered {
             run_id: run.run_id,
@@ -102,8 +110,9 @@ fn running(conn: &Connection) -> QueryResult<Vec<Orphan>> {
 }
 
 /// Ends a run whose processes are gone: `cancelled` when someone asked it to stop, else
-/// `interrupted`, with its open spans and a log line saying so.
-fn settle(conn: &Connection, run: &Orphan, id: &SessionId, now: SystemTime) -> QueryResult<Status> {
+/// `interrupted`, with its open spans and a log line saying so. `None`: another process claimed
+/// it meanwhile (it settles it).
+fn settle(conn: &Connection, run: &Orphan, id: &SessionId, now: SystemTime) -> QueryResult<Option<Status>> {
     let workspace = Workspace::from_canonical_root(PathBuf::from(&run.root));
     let (status, event, message) = match &run.stop_requested {
         Some(_) => (
@@ -117,14 +126,17 @@ fn settle(conn: &Connection, run: &Orphan, id: &SessionId, now: SystemTime) -> Q
             "The studio process that supervised this run ended, and the run's processes are gone.",
         ),
     };
-    conn.execute(
+    let settled = conn.execute(
         "UPDATE runs SET status = ?3, ended_at = ?2, pid = NULL, pgid = NULL, pgid_start_time = NULL,
                  owner_pid = NULL, owner_start_time = NULL,
                  stopped_by = stop_requested,
                  error = CASE WHEN ?3 = 'interrupted' THEN 'the studio that ran it stopped, and so did its processes' END
-                 WHERE id = ?1",
-        params![run.run_id, millis(now), status.as_str()],
+                 WHERE id = ?1 AND status = 'running' AND owner_pid IS ?4",
+        params![run.run_id, millis(now), status.as_str(), run.owner.pid],
     )?;
+    if settled == 0 {
+        return Ok(None);
+    }
     conn.execute(
         "UPDATE spans SET status = ?3, ended_at = ?2 WHERE run_id = ?1 AND ended_at IS NULL",
         params![run.run_id, millis(now), status.as_str()],
@@ -143,5 +155,5 @@ fn settle(conn: &Connection, run: &Orphan, id: &SessionId, now: SystemTime) -> Q
             at: now,
         },
     )?;
-    Ok(status)
+    Ok(Some(status))
 }

@@ -1,5 +1,6 @@
 //! studio-core's integration tests: real captures of the engine, real folders.
 
+mod adopted_runs;
 mod captures;
 mod compare;
 mod detached_runs;

@@ -3,19 +3,19 @@
 //! log imported (`share`).
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use super::kept_tail::{read_to, KeptTail};
 use super::live_run::end_leftovers;
 use super::run_files::messages_file;
 use crate::protocol::{EventKind, Stream, StreamReader};
-use crate::runs::keeper::{KeptExit, KeptTimes};
+use crate::runs::keeper::KeptExit;
 use crate::runs::stop::Stopping;
 use crate::sessions::cost::OutputUsageReader;
 use crate::sessions::session::Workspace;
 use crate::status::Status;
-use crate::store::{Level, Recovered, RunOutcome, RunRecord, SpanKind, Store};
+use crate::store::{Level, OutputWriter, Recovered, RunOutcome, RunRecord, SpanKind, Store};
 use crate::timeline::{Exit, RunEnd, RunTimeline, StoppedBy, TimelineFold};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -83,7 +83,8 @@ fn finish_from_keeper_files(
             .and_then(|m| m.modified())
             .unwrap_or(now),
     };
-    let feed = |push: &mut dyn FnMut(Stream, &[u8], u64)| feed_kept_files(dir, &times, push);
+    let mut tail = KeptTail::new(dir);
+    let feed = |push: &mut dyn FnMut(Stream, &[u8], u64)| tail.read_rest(push);
     let timeline = record_output(store, &run.id, feed, Some(end), ended_at, times.start)?;
     let stopped_by = timeline.stopped_by.map(StoppedBy::as_str);
     let started_at = std::time::UNIX_EPOCH + Duration::from_millis(run.started_at.0);
@@ -138,57 +139,82 @@ pub fn record_captured_output(
     record_output(store, run_id, feed, end, ended_at, None)
 }
 
-/// Reads up to `limit` bytes of `file` (to its end at most), handing them on piece by piece.
-fn read_to(file: &mut std::fs::File, path: &Path, limit: u64, push: &mut dyn FnMut(&[u8])) -> Result<u64, Error> {
-    let mut buffer = vec![0u8; 256 * 1024];
-    let mut done = 0u64;
-    while done < limit {
-        let want = usize::try_from((limit - done).min(buffer.len() as u64)).unwrap_or(buffer.len());
-        let n = file.read(&mut buffer[..want]).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        done += n as u64;
-        push(&buffer[..n]);
-    }
-    Ok(done)
+/// A run's output read through the protocol reader and the fold as the studio reads a live run,
+/// its lines recorded after those of each stream the store has already (the lines a studio that
+/// followed the run for a while recorded are not recorded twice), with what its nodes used.
+pub(super) struct Unrecorded<'s> {
+    pub(super) reader: StreamReader,
+    pub(super) lines: UnrecordedLines<'s>,
 }
 
-/// A kept run's output files, each piece with the time its keeper saw it ([`KeptTimes`]: the
-/// two streams in the order they came); what the times file does not cover comes last, at the
-/// last time known. Returns that time.
-fn feed_kept_files(dir: &Path, times: &KeptTimes, push: &mut dyn FnMut(Stream, &[u8], u64)) -> Result<u64, Error> {
-    let mut files = Vec::new();
-    for (stream, name) in [
-        (Stream::Stdout, crate::runs::keeper::STDOUT_FILE),
-        (Stream::Stderr, crate::runs::keeper::STDERR_FILE),
-    ] {
-        let path = dir.join(name);
-        match crate::sessions::untrusted::open_regular(&path) {
-            Ok((file, _)) => files.push((stream, name, path, Some(file), 0u64)),
-            Err(e) if crate::sessions::untrusted::is_not_found(&e) => files.push((stream, name, path, None, 0)),
-            Err(e) => return Err(e),
-        }
+/// What [`Unrecorded`] does with each line the reader reads.
+pub(super) struct UnrecordedLines<'s> {
+    pub(super) writer: OutputWriter<'s>,
+    pub(super) fold: TimelineFold,
+    pub(super) usage: OutputUsageReader,
+    run_id: String,
+    /// The stdout and stderr lines the store had.
+    pub(super) stored: (i64, i64),
+    /// The stdout and stderr lines read so far.
+    pub(super) seen: (i64, i64),
+}
+
+impl<'s> Unrecorded<'s> {
+    pub(super) fn new(store: &'s Store, run_id: &str) -> Result<Unrecorded<'s>, Error> {
+        Ok(Unrecorded {
+            reader: StreamReader::new(),
+            lines: UnrecordedLines {
+                stored: store.output_line_counts(run_id)?,
+                writer: store.output_writer(run_id)?,
+                fold: TimelineFold::new(),
+                usage: OutputUsageReader::new(),
+                run_id: run_id.to_owned(),
+                seen: (0, 0),
+            },
+        })
     }
-    let mut last_ms = 0;
-    for (name, end, ms) in &times.chunks {
-        let Some((stream, _, path, Some(file), done)) = files.iter_mut().find(|f| f.1 == name) else {
-            continue;
+
+    /// Reads a piece of a stream's output, seen `at_ms` after the run's start.
+    pub(super) fn push(&mut self, stream: Stream, bytes: &[u8], at_ms: u64) {
+        self.reader
+            .push(stream, bytes, at_ms, &mut |event| self.lines.take(event));
+    }
+
+    /// The output's end, `last_ms` after the run's start: a last line without its newline.
+    pub(super) fn finish(&mut self, last_ms: u64) {
+        self.reader.finish(last_ms, &mut |event| self.lines.take(event));
+    }
+}
+
+impl UnrecordedLines<'_> {
+    /// One event of the output: folded, and recorded when it is a line beyond those stored.
+    fn take(&mut self, event: crate::protocol::Event<'_>) {
+        self.fold.apply(&event);
+        if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
+            return;
+        }
+        if event.stream == Stream::Stdout {
+            self.usage.line(self.fold.current_node(), &event.text);
+        }
+        // Lines the studio recorded before it let the run go are not recorded twice.
+        let (count, stored) = match event.stream {
+            Stream::Stdout => (&mut self.seen.0, self.stored.0),
+            Stream::Stderr => (&mut self.seen.1, self.stored.1),
         };
-        last_ms = *ms;
-        if *end > *done {
-            let stream = *stream;
-            *done += read_to(file, path, *end - *done, &mut |bytes| push(stream, bytes, *ms))?;
+        *count += 1;
+        if *count > stored {
+            let node = self.fold.current_node().map(str::to_owned);
+            if let Err(error) = self
+                .writer
+                .append(event.stream, event.at_ms, node.as_deref(), &event.text)
+            {
+                tracing::error!(run_id = %self.run_id, %error, "cannot record output");
+            }
+            // Inside a caller's transaction (an import: all or nothing), written blocks are not
+            // kept to be written again: memory stays bounded however long the log.
+            self.writer.batch_committed();
         }
     }
-    let last_ms = times.exit_ms.unwrap_or(last_ms).max(last_ms);
-    for (stream, _, path, file, _) in &mut files {
-        if let Some(file) = file {
-            let stream = *stream;
-            read_to(file, path, u64::MAX, &mut |bytes| push(stream, bytes, last_ms))?;
-        }
-    }
-    Ok(last_ms)
 }
 
 /// What [`record_captured_output`] does, over the output `feed` hands on (each piece with its
@@ -202,42 +228,11 @@ fn record_output(
     ended_at: SystemTime,
     base: Option<SystemTime>,
 ) -> Result<RunTimeline, Error> {
-    let (stored_out, stored_err) = store.output_line_counts(run_id)?;
-    let mut fold = TimelineFold::new();
-    let mut reader = StreamReader::new();
-    let mut seen = (0i64, 0i64);
-    let mut usage = OutputUsageReader::new();
-    {
-        let mut writer = store.output_writer(run_id)?;
-        let mut on_event = |event: crate::protocol::Event<'_>, fold: &mut TimelineFold| {
-            fold.apply(&event);
-            if matches!(event.kind, EventKind::NodeBegin { .. } | EventKind::NodeEnd { .. }) {
-                return;
-            }
-            if event.stream == Stream::Stdout {
-                usage.line(fold.current_node(), &event.text);
-            }
-            // Lines the studio recorded before it let the run go are not recorded twice.
-            let (count, stored) = match event.stream {
-                Stream::Stdout => (&mut seen.0, stored_out),
-                Stream::Stderr => (&mut seen.1, stored_err),
-            };
-            *count += 1;
-            if *count > stored {
-                let node = fold.current_node().map(str::to_owned);
-                if let Err(error) = writer.append(event.stream, event.at_ms, node.as_deref(), &event.text) {
-                    tracing::error!(run_id, %error, "cannot record output");
-                }
-                // Inside a caller's transaction (an import: all or nothing), written blocks are
-                // not kept to be written again: memory stays bounded however long the log.
-                writer.batch_committed();
-            }
-        };
-        let last_ms =
-            feed(&mut |stream, bytes, at_ms| reader.push(stream, bytes, at_ms, &mut |e| on_event(e, &mut fold)))?;
-        reader.finish(last_ms, &mut |e| on_event(e, &mut fold));
-        writer.flush()?;
-    }
+    let mut unrecorded = Unrecorded::new(store, run_id)?;
+    let last_ms = feed(&mut |stream, bytes, at_ms| unrecorded.push(stream, bytes, at_ms))?;
+    unrecorded.finish(last_ms);
+    unrecorded.lines.writer.flush()?;
+    let UnrecordedLines { fold, usage, .. } = unrecorded.lines;
     store.record_output_usage(run_id, &usage.finish())?;
     // No exit status, and the output does not say it ended: nothing follows it any more, so it
     // is not running, and how it ended is unknown.
@@ -272,15 +267,17 @@ pub(super) fn kept_indices(fold: &TimelineFold) -> Vec<usize> {
 /// are the timeline's first nodes, in order; those still open are ended with their status, and
 /// the nodes after are added. A node the studio did not see begin or end is given its own time
 /// when the output's times count from a known `base` (a keeper's `times` file), else `at`, the
-/// agent's end.
-fn record_unfollowed_nodes(
+/// agent's end. Also for a run a studio adopts, before it follows it (`adopted`): its
+/// timeline so far leaves the nodes still running open. Returns the span of each node, by its
+/// index in the fold.
+pub(super) fn record_unfollowed_nodes(
     store: &Store,
     run_id: &str,
     fold: &TimelineFold,
     timeline: &RunTimeline,
     at: SystemTime,
     base: Option<SystemTime>,
-) -> Result<(), Error> {
+) -> Result<HashMap<usize, i64>, Error> {
     let when = |ms: Option<u64>| match (base, ms) {
         (Some(base), Some(ms)) => (base + std::time::Duration::from_millis(ms)).min(at),
         _ => at,
@@ -317,7 +314,12 @@ fn record_unfollowed_nodes(
             }
         }
         Ok(())
-    })?
+    })??;
+    Ok(kept
+        .into_iter()
+        .zip(node_spans)
+        .map(|(index, (span, _))| (index, span))
+        .collect())
 }
 
 /// A run's last log line (its event, level and message): cancelled, failed, interrupted or

@@ -35,11 +35,36 @@ const OUTPUT_RETRIES: usize = 20;
 /// After the agent exited, how long to wait for processes it left holding its pipes.
 const PIPE_DRAIN: Duration = Duration::from_secs(2);
 
-/// What the run's thread hears from the threads around its child.
-enum Message {
+/// What the run's thread hears from the threads around its child (or, for a run adopted, from
+/// the thread that reads its keeper's files).
+pub(super) enum Message {
     Chunk(Stream, Vec<u8>, u64),
-    /// The process ended (not reaped yet: `wait` on it returns at once).
-    Exited(Child),
+    /// The process ended (not reaped yet: `wait` on it returns at once); `None`: a run adopted,
+    /// whose keeper is not this process's child, ended.
+    Exited(Option<Child>),
+}
+
+/// Where a run adopted from a studio process that is gone is followed on from
+/// (`adopted`): its output read so far, and the spans its nodes have in the store.
+pub(super) struct Resumed {
+    pub(super) reader: StreamReader,
+    pub(super) fold: TimelineFold,
+    pub(super) usage: OutputUsageReader,
+    pub(super) run_span: Option<i64>,
+    pub(super) node_spans: HashMap<usize, i64>,
+}
+
+impl Resumed {
+    /// A run followed from its first byte.
+    fn first_byte() -> Resumed {
+        Resumed {
+            reader: StreamReader::new(),
+            fold: TimelineFold::new(),
+            usage: OutputUsageReader::new(),
+            run_span: None,
+            node_spans: HashMap::new(),
+        }
+    }
 }
 
 /// Starts following the spawned `child` of `run`: its pipe readers, the thread that waits for
@@ -70,7 +95,7 @@ pub(super) fn start_following(
     };
     let thread = std::thread::Builder::new()
         .name(format!("run-{pid}"))
-        .spawn(move || followed.follow(receiver))
+        .spawn(move || followed.follow(receiver, None))
         .map_err(|e| Error::io_spawn("thread", e))?;
     shared.threads.lock().expect("threads lock").push(thread);
     Ok(answer)
@@ -117,7 +142,7 @@ fn spawn_waiter(child: Child, sender: SyncSender<Message>) -> Result<(), Error> 
             if let Err(error) = ended {
                 tracing::warn!(pid, %error, "cannot wait for a run's process without reaping it");
             }
-            if let Err(mpsc::SendError(Message::Exited(mut child))) = sender.send(Message::Exited(child)) {
+            if let Err(mpsc::SendError(Message::Exited(Some(mut child)))) = sender.send(Message::Exited(Some(child))) {
                 // Nobody follows the run any more (it was left running): reap it here.
                 let _ = child.wait();
             }
@@ -133,7 +158,7 @@ fn reap_when_it_ends(receiver: mpsc::Receiver<Message>) {
         .name("run-left-running".into())
         .spawn(move || {
             for message in receiver {
-                if let Message::Exited(mut child) = message {
+                if let Message::Exited(Some(mut child)) = message {
                     let _ = child.wait();
                 }
             }
@@ -321,15 +346,20 @@ impl FollowedRun {
         });
     }
 
-    /// The run's thread: from its first byte to its end.
-    fn follow(self, receiver: mpsc::Receiver<Message>) {
+    /// The run's thread: from its first byte (or where `resumed` says) to its end.
+    pub(super) fn follow(self, receiver: mpsc::Receiver<Message>, resumed: Option<Resumed>) {
         let store = self.shared.store.clone();
-        let Some(mut recorder) = self.recorder(&store) else {
+        let Resumed {
+            mut reader,
+            mut fold,
+            usage,
+            run_span,
+            node_spans,
+        } = resumed.unwrap_or_else(Resumed::first_byte);
+        let Some(mut recorder) = self.recorder(&store, run_span, node_spans, usage) else {
             return;
         };
-        let mut reader = StreamReader::new();
-        let mut fold = TimelineFold::new();
-        let mut exit: Option<(Child, Instant)> = None;
+        let mut exit: Option<(Option<Child>, Instant)> = None;
         let mut last_flush = Instant::now();
         let mut last_stop_check = Instant::now();
         let mut stop_heard: Option<bool> = None;
@@ -364,9 +394,14 @@ impl FollowedRun {
             if self.live.detached.load(Ordering::SeqCst) {
                 // Left running: what was read is recorded; the rest is the keeper's to keep.
                 let _ = recorder.writer.flush();
+                // Only now does nobody own it: a studio that adopts it counts the lines stored
+                // (none is recorded by both).
+                if let Err(error) = store.run_detach(&self.run_id) {
+                    tracing::error!(run_id = %self.run_id, %error, "cannot record a detached run");
+                }
                 // The keeper is still this process's child: reaped when it ends, never left a
                 // zombie that holds its identity (a stop would take it for the live run).
-                if let Some((mut child, _)) = exit {
+                if let Some((Some(mut child), _)) = exit {
                     let _ = child.wait();
                 }
                 reap_when_it_ends(receiver);
@@ -401,13 +436,20 @@ impl FollowedRun {
         } = recorder;
         self.record_the_rest(&store, writer, usage);
         // Reaped only now, after any signal to what was left of its group.
-        let status = exit.and_then(|(mut child, _)| child.wait().ok());
+        let status = exit.and_then(|(child, _)| child?.wait().ok());
         self.finish(fold, status, elapsed_ms, run_span, &node_spans);
     }
 
-    /// The recorder of the run's output, and the run's span opened; `None` (traced) when its output
+    /// The recorder of the run's output, and the run's span opened unless it has one (a run
+    /// adopted, with its nodes' spans and what they used so far); `None` (traced) when its output
     /// cannot be recorded at all.
-    fn recorder<'s>(&self, store: &'s Store) -> Option<Recorder<'s>> {
+    fn recorder<'s>(
+        &self,
+        store: &'s Store,
+        run_span: Option<i64>,
+        node_spans: HashMap<usize, i64>,
+        usage: OutputUsageReader,
+    ) -> Option<Recorder<'s>> {
         let writer = match store.output_writer(&self.run_id) {
             Ok(writer) => writer,
             Err(error) => {
@@ -415,16 +457,18 @@ impl FollowedRun {
                 return None;
             }
         };
-        let run_span = store
-            .span_start(&self.run_id, None, "run", "run", 0, self.started_at)
-            .ok();
+        let run_span = run_span.or_else(|| {
+            store
+                .span_start(&self.run_id, None, "run", "run", 0, self.started_at)
+                .ok()
+        });
         Some(Recorder {
             store,
             run_id: self.run_id.clone(),
             writer,
             run_span,
-            node_spans: HashMap::new(),
-            usage: OutputUsageReader::new(),
+            node_spans,
+            usage,
         })
     }
 

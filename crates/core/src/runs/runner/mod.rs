@@ -28,18 +28,24 @@
 //!   files alone; it is never forced.
 //! - `captured`: a run's captured output recorded as if followed ([`record_captured_output`]):
 //!   for a run that went on while no studio followed it ([`reconcile`]) and for an imported log.
+//! - `adopted`: a kept run still going that no live studio process owns (its studio died, or
+//!   left it running) taken over ([`Supervisor::adopt`]): claimed in the store, the lines the
+//!   store lacks recorded from its keeper's files, then followed as a run started here, its
+//!   keeper's files read as they grow (`kept_tail`) in place of pipes.
 //!
 //! What they share: `request` (what to run, and what starting it answers), `events` (what
 //! subscribers hear), `live_run` (a run's processes and its stop), `shared` (the supervisor's
 //! state and its subscribers), `followed` (a run its thread follows), `run_files` (the stop files
 //! and the conversation file).
 
+mod adopted;
 mod captured;
 mod elsewhere;
 mod events;
 mod finish;
 mod follow;
 mod followed;
+mod kept_tail;
 mod live_run;
 mod outside;
 mod request;

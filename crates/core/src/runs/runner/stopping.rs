@@ -39,6 +39,13 @@ pub(super) fn ask_to_stop(shared: &Shared, run_id: &str, force: bool) -> Result<
     if !stop.is_requested() {
         live.tell_keeper();
     }
+    // Recorded in the store too: a kept run this studio leaves running (or that another adopts)
+    // is settled as stopped, not as interrupted, by whoever sees its end.
+    if live.keeper_dir.is_some() {
+        if let Err(error) = shared.store.run_request_stop(run_id, how) {
+            tracing::warn!(%run_id, %error, "cannot record a stop in the store");
+        }
+    }
     *stop = next;
     if signal.is_some() {
         live.signal(Signal::SIGTERM);

@@ -92,6 +92,16 @@ impl Supervisor {
         start_following(&self.shared, run, live, child)
     }
 
+    /// Adopts the kept runs still going that no live studio process owns any more (their studio
+    /// died, or left them running and quit), of the workspace with root `root` (every
+    /// workspace's with `None`): each is claimed in the store (one process alone adopts it), the
+    /// lines the store lacks are recorded from its keeper's files, and it is followed from there
+    /// as a run started here (its lines recorded and published as they come, its stop, its end).
+    /// Returns the ids of the runs adopted. See `adopted`.
+    pub fn adopt(&self, root: Option<&std::path::Path>) -> Result<Vec<String>, Error> {
+        super::adopted::adopt_runs(&self.shared, root)
+    }
+
     /// Stops a live run: the stop files now (the current node finishes first); with `force`, or
     /// when a graceful stop was already asked for, SIGTERM to its process group now.
     pub fn stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
@@ -100,7 +110,9 @@ impl Supervisor {
 
     /// Leaves every live run running without this studio: they must go through a keeper (runs
     /// started directly end with their pipes and are stopped instead). The store marks them
-    /// detached; a later studio shows their true state (`reconcile`) and can stop them.
+    /// detached once their threads recorded what they read (at the latest when the supervisor is
+    /// dropped); a later studio shows their true state (`reconcile`), can stop them, and adopts
+    /// them ([`Supervisor::adopt`]).
     pub fn detach(&self) -> Vec<String> {
         let live: Vec<(String, Arc<LiveRun>)> = self.shared.live.lock().expect("live lock").drain().collect();
         let mut detached = Vec::new();
@@ -109,10 +121,8 @@ impl Supervisor {
                 self.shared.live.lock().expect("live lock").insert(run_id, run);
                 continue;
             }
+            // Its thread records what it read, then lets it go in the store (see `follow`).
             run.detached.store(true, Ordering::SeqCst);
-            if let Err(error) = self.shared.store.run_detach(&run_id) {
-                tracing::error!(%run_id, %error, "cannot record a detached run");
-            }
             detached.push(run_id);
         }
         detached

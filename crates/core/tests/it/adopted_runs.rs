@@ -1,0 +1,181 @@
+//! Runs adopted (`Supervisor::adopt`): a kept run whose studio process was killed is followed on
+//! by another studio process, live, from the lines the store already has, to its end.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use studio_core::protocol::Stream;
+use studio_core::runner::RunEvent;
+use studio_core::stop::Stopping;
+use studio_core::store::{SpanKind, Store};
+use studio_core::Status;
+
+use crate::harness::{self, agent_binary, keeper_binary, request, wait_for};
+
+const AGENT_ARGS: [&str; 4] = ["--nodes", "plan:1500,write:3000,report:1500", "--lines", "6"];
+
+/// A run's stored lines, in order: their stream and text (its session's id said as `SESSION`).
+fn stored_lines(store: &Store, run_id: &str) -> Vec<(Stream, String)> {
+    let session = store.run(run_id).unwrap().session_id;
+    store
+        .output_page(run_id, 1, 100_000)
+        .unwrap()
+        .into_iter()
+        .map(|line| (line.stream, line.text.replace(&session, "SESSION")))
+        .collect()
+}
+
+#[test]
+fn a_run_whose_studio_was_killed_is_adopted_and_its_lines_come_live_each_once() {
+    let b = harness::bench("studio.sqlite", true);
+    let store = b.supervisor.store().clone();
+
+    // What the run records when one studio follows it from its start to its end.
+    let whole = b.supervisor.start(request(&b, &AGENT_ARGS)).unwrap();
+    wait_for(
+        &b.events,
+        |event| matches!(event, RunEvent::RunFinished { run_id, .. } if *run_id == whole.run_id),
+    );
+    let expected = stored_lines(&store, &whole.run_id);
+    assert!(expected.len() > 10, "{expected:?}");
+
+    let run_id = started_by_a_killed_studio(&b, &AGENT_ARGS, &whole.run_id);
+    let recorded_by_a = store.output_line_count(&run_id).unwrap();
+    assert_eq!(store.run(&run_id).unwrap().status, Status::Running);
+
+    // Studio process B (this one) adopts it, once.
+    assert_eq!(
+        b.supervisor.adopt(Some(b.workspace.root())).unwrap(),
+        vec![run_id.clone()]
+    );
+    assert_eq!(b.supervisor.adopt(None).unwrap(), Vec::<String>::new(), "adopted once");
+
+    // A line the agent prints after that is heard, and stored, while the run still goes on.
+    let heard = wait_for(
+        &b.events,
+        |event| matches!(event, RunEvent::Output { run_id: id, .. } if *id == run_id),
+    );
+    let RunEvent::Output { line, .. } = heard else {
+        unreachable!()
+    };
+    eventually_stored(&store, &run_id, &line);
+    let run = store.run(&run_id).unwrap();
+    assert_eq!(run.status, Status::Running, "heard only at the run's end: {line}");
+
+    // It ends once, with every line exactly once, in order.
+    let mut ends = 0;
+    loop {
+        let event = b.events.recv_timeout(Duration::from_secs(30)).expect("the run's end");
+        if let RunEvent::RunFinished { run_id: id, status, .. } = &event {
+            if *id == run_id {
+                ends += 1;
+                assert_eq!(*status, Status::Success, "{event:?}");
+                break;
+            }
+        }
+    }
+    let stored = stored_lines(&store, &run_id);
+    assert!(stored.len() as i64 > recorded_by_a, "{stored:?}");
+    assert_eq!(stored, expected, "every line once, in order");
+    let run = store.run(&run_id).unwrap();
+    assert_eq!((run.status, run.exit_code), (Status::Success, Some(0)));
+    let nodes = |run_id: &str| -> Vec<(String, Option<Status>)> {
+        store
+            .spans(run_id)
+            .unwrap()
+            .into_iter()
+            .filter(|span| span.kind == SpanKind::Node)
+            .map(|span| (span.name, span.ended_at.map(|_| span.status)))
+            .collect()
+    };
+    assert_eq!(nodes(&run_id), nodes(&whole.run_id), "each node once, ended");
+    // Nothing more is said of it.
+    while let Ok(event) = b.events.recv_timeout(Duration::from_millis(500)) {
+        assert!(
+            !matches!(&event, RunEvent::RunFinished { run_id: id, .. } if *id == run_id),
+            "its end said twice"
+        );
+    }
+    assert_eq!(ends, 1);
+}
+
+/// Waits until `line` is among the run's stored lines.
+fn eventually_stored(store: &Store, run_id: &str, line: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let line = line.replace(&store.run(run_id).unwrap().session_id, "SESSION");
+    while !stored_lines(store, run_id).iter().any(|(_, text)| *text == line) {
+        assert!(Instant::now() < deadline, "`{line}` was heard, never stored");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The id of a run of the test agent with `args` that studio process A (`zstudio run`) started
+/// through its keeper, on the bench's store, and was killed (SIGKILL) once it recorded a few
+/// lines; `other` is a run of the workspace already there.
+fn started_by_a_killed_studio(b: &harness::Bench, args: &[&str], other: &str) -> String {
+    let store = b.supervisor.store();
+    let agent = agent_binary();
+    let mut a = Command::new(keeper_binary())
+        .args(["run", "--json", "-w"])
+        .arg(b.workspace.root())
+        .arg("--")
+        .arg(&agent)
+        .args(args)
+        .env("ZIBBY_STUDIO_DB", &b.db)
+        .env("XDG_DATA_HOME", b.dir.path().join("data"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let run_id = loop {
+        let runs = store.runs(&b.workspace, None).unwrap();
+        if let Some(run) = runs.into_iter().find(|run| run.id != other) {
+            break run.id;
+        }
+        assert!(Instant::now() < deadline, "studio A never started its run");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    while store.output_line_count(&run_id).unwrap() < 3 {
+        assert!(Instant::now() < deadline, "studio A never recorded a line");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    a.kill().unwrap();
+    a.wait().unwrap();
+    run_id
+}
+
+/// Once adopted, the adopter owns the run: its Stop (the stop files, the node finishes first)
+/// ends it, recorded `cancelled` once; the store's owner is this process.
+#[test]
+fn an_adopted_run_is_stopped_by_its_adopter() {
+    let b = harness::bench("studio.sqlite", true);
+    let store = b.supervisor.store().clone();
+    let run_id = started_by_a_killed_studio(&b, &["--nodes", "plan:1500,write:30000"], "");
+    assert_eq!(b.supervisor.adopt(None).unwrap(), vec![run_id.clone()]);
+    assert_eq!(
+        store.run(&run_id).unwrap().owner_pid,
+        Some(i64::from(std::process::id())),
+        "owned here"
+    );
+    assert_eq!(b.supervisor.live_runs(), vec![run_id.clone()]);
+    assert_eq!(b.supervisor.stop(&run_id, false).unwrap(), Stopping::Graceful);
+    let end = wait_for(
+        &b.events,
+        |event| matches!(event, RunEvent::RunFinished { run_id: id, .. } if *id == run_id),
+    );
+    assert!(
+        matches!(
+            end,
+            RunEvent::RunFinished {
+                status: Status::Cancelled,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    let run = store.run(&run_id).unwrap();
+    assert_eq!(run.status, Status::Cancelled, "{run:?}");
+    assert!(b.supervisor.live_runs().is_empty());
+}
