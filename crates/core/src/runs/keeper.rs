@@ -60,7 +60,7 @@ use serde::{Deserialize, Serialize};
 pub const STDOUT_FILE: &str = "stdout";
 pub const STDERR_FILE: &str = "stderr";
 pub const EXIT_FILE: &str = "exit";
-/// When the keeper saw each piece of output and the agent's end (see [`KeptTimes`]).
+/// When the keeper saw each piece of output and the agent's end (see [`read_start_and_exit`]).
 pub const TIMES_FILE: &str = "times";
 /// The run's cgroup, when the keeper made one (its path, one line).
 pub const CGROUP_FILE: &str = "cgroup";
@@ -86,34 +86,50 @@ pub fn recorded_cgroup(run_dir: &Path, run_id: &str) -> Option<crate::vocabulary
 }
 
 /// When the keeper saw things, so that a run no studio followed keeps its timing: its `times`
-/// file, one line each: `start UNIX_MS` (the keeper's start), `stdout END MS` / `stderr END MS`
-/// (the stream's file held END bytes at MS milliseconds after the start) and `exit MS`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct KeptTimes {
-    pub start: Option<std::time::SystemTime>,
-    /// `(stream file name, end offset, ms)`, in the order the keeper saw them.
-    pub chunks: Vec<(String, u64, u64)>,
-    pub exit_ms: Option<u64>,
-}
-
-/// Reads the `times` file of a run folder (empty when there is none: an older keeper's).
-pub fn read_times(run_dir: &Path) -> KeptTimes {
-    let mut times = KeptTimes::default();
-    let Ok(bytes) = crate::sessions::untrusted::read_bounded(&run_dir.join(TIMES_FILE), 256 << 20) else {
-        return times;
+/// file, one line each: `start UNIX_MS` (the keeper's start, its first line), `stdout END MS` /
+/// `stderr END MS` (the stream's file held END bytes at MS milliseconds after the start) and
+/// `exit MS` (its last line, once the agent ended). Read as it grows by the runner's `kept_tail`.
+///
+/// The keeper's start and the agent's end (ms after the start) as the `times` file of a run
+/// folder says them: its first line, and the last `exit` line of its last 64 KiB (the copies may
+/// add a few lines after it while they drain the pipes), so that a file of millions of lines is
+/// not read for two numbers. `None` for what it does not say (an older keeper's has no file;
+/// an `exit` buried under more than 64 KiB of drained chunks is not found: the caller then
+/// takes the `exit` file's time, written at most 2 s later).
+pub fn read_start_and_exit(run_dir: &Path) -> (Option<std::time::SystemTime>, Option<u64>) {
+    use std::io::{Read, Seek, SeekFrom};
+    /// More than the `start` line takes (`start ` and 20 digits).
+    const HEAD: u64 = 64;
+    /// Where the `exit` line is looked for, from the end.
+    const TAIL: u64 = 64 * 1024;
+    let Ok((mut file, size)) = crate::sessions::untrusted::open_regular(&run_dir.join(TIMES_FILE)) else {
+        return (None, None);
     };
-    for line in String::from_utf8_lossy(&bytes).lines() {
-        match TimesLine::parse(line) {
-            Some(TimesLine::Start(start)) => times.start = Some(start),
-            Some(TimesLine::Exit(ms)) => times.exit_ms = Some(ms),
-            Some(TimesLine::Chunk(name, end, ms)) => times.chunks.push((name.to_owned(), end, ms)),
-            None => {}
-        }
-    }
-    times
+    let mut edge = |from: u64, length: u64| -> String {
+        let mut bytes = Vec::new();
+        let _ = file
+            .seek(SeekFrom::Start(from))
+            .and_then(|_| (&mut file).take(length).read_to_end(&mut bytes));
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let head = edge(0, HEAD);
+    let start = head
+        .lines()
+        .next()
+        .and_then(TimesLine::parse)
+        .and_then(|line| match line {
+            TimesLine::Start(start) => Some(start),
+            _ => None,
+        });
+    let tail = edge(size.saturating_sub(TAIL), TAIL);
+    let exit_ms = tail.lines().rev().find_map(|line| match TimesLine::parse(line) {
+        Some(TimesLine::Exit(ms)) => Some(ms),
+        _ => None,
+    });
+    (start, exit_ms)
 }
 
-/// One line of a `times` file (see [`KeptTimes`]); the stream's file name is `STDOUT_FILE` or
+/// One line of a `times` file (see [`read_start_and_exit`]); the stream's file name is `STDOUT_FILE` or
 /// `STDERR_FILE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TimesLine<'a> {
@@ -399,5 +415,32 @@ fn copy(mut from: impl Read, mut file: std::fs::File, name: &str, mut live: impl
             // The studio went away: the file alone carries the output from here.
             live_open = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The start is the first line, the end the last `exit` line, also when the copies wrote
+    /// after it and when the file is far longer than what is read of it.
+    #[test]
+    fn the_start_and_the_agents_end_are_read_from_the_times_files_edges() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let mut text = String::from("start 1000\n");
+        for ms in 0..200_000u64 {
+            text.push_str(&format!("stdout {} {ms}\n", ms * 10));
+        }
+        text.push_str("exit 200000\nstdout 2000010 200001\nstderr 7 200002\n");
+        std::fs::write(dir.path().join(TIMES_FILE), text).unwrap();
+        assert_eq!(
+            read_start_and_exit(dir.path()),
+            (Some(std::time::UNIX_EPOCH + Duration::from_millis(1000)), Some(200_000))
+        );
+        // A run still going: no end yet; no file: nothing known.
+        std::fs::write(dir.path().join(TIMES_FILE), "start 5\nstdout 3 1\n").unwrap();
+        assert_eq!(read_start_and_exit(dir.path()).1, None);
+        std::fs::remove_file(dir.path().join(TIMES_FILE)).unwrap();
+        assert_eq!(read_start_and_exit(dir.path()), (None, None));
     }
 }

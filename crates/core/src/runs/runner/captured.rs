@@ -74,10 +74,10 @@ fn finish_from_keeper_files(
         exit,
         signalled_by_studio: run.stop_requested == Some(Stopping::Forced),
     };
-    let times = crate::runs::keeper::read_times(dir);
+    let (start, exit_ms) = crate::runs::keeper::read_start_and_exit(dir);
     // When the agent ended, as its keeper saw it (else when it wrote `exit`), not when the run
     // was settled.
-    let ended_at = match (times.start, times.exit_ms) {
+    let ended_at = match (start, exit_ms) {
         (Some(start), Some(ms)) => start + Duration::from_millis(ms),
         _ => std::fs::metadata(dir.join(crate::runs::keeper::EXIT_FILE))
             .and_then(|m| m.modified())
@@ -85,7 +85,7 @@ fn finish_from_keeper_files(
     };
     let mut tail = KeptTail::new(dir);
     let feed = |push: &mut dyn FnMut(Stream, &[u8], u64)| tail.read_rest(push);
-    let timeline = record_output(store, &run.id, feed, Some(end), ended_at, times.start)?;
+    let timeline = record_output(store, &run.id, feed, Some(end), ended_at, start)?;
     let stopped_by = timeline.stopped_by.map(StoppedBy::as_str);
     let started_at = std::time::UNIX_EPOCH + Duration::from_millis(run.started_at.0);
     let elapsed_ms = ended_at.duration_since(started_at).map_or(0, |d| d.as_millis() as u64);
