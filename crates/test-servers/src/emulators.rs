@@ -5,9 +5,8 @@
 //! folder, killed by its pid when dropped. Uploads go through the moto venv's Python
 //! (`blob_upload.py`: azure-storage-blob for Azurite, the JSON upload API for Cloud Storage).
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::process::{free_port, ServerProcess};
 
@@ -138,25 +137,12 @@ impl Emulator {
                 "kind": "gcs", "endpoint": self.endpoint(), "container": container, "ops": ops,
             }),
         };
-        let python = crate::moto::venv().join("bin/python");
-        let mut child = Command::new(&python)
-            .args(["-c", UPLOADER])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(spec.to_string().as_bytes())
-            .expect("the upload's spec written");
-        let output = child.wait_with_output().expect("the uploader's end");
-        assert!(
-            output.status.success(),
-            "the upload to {container} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
+        crate::process::run_python(
+            &crate::moto::venv().join("bin/python"),
+            UPLOADER,
+            &spec,
+            &[],
+            &format!("the upload to {container}"),
         );
     }
 }

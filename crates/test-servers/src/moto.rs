@@ -2,9 +2,8 @@
 //! installs into `.venv/moto`, or `$ZIBBY_MOTO_VENV`), on 127.0.0.1 at a free port, killed by
 //! its pid when [`Moto`] is dropped. Uploads go through the same venv's boto3 ([`Moto::upload`]).
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use nix::sys::signal::Signal;
 
@@ -101,27 +100,12 @@ impl Moto {
     /// first when `create`; panics with its error output when it fails.
     pub fn upload(&self, bucket: &str, create: bool, ops: serde_json::Value) {
         let spec = serde_json::json!({"endpoint": self.endpoint(), "bucket": bucket, "create": create, "ops": ops});
-        let python = self.venv.join("bin/python");
-        let mut child = Command::new(&python)
-            .args(["-c", UPLOADER])
-            .env("AWS_ACCESS_KEY_ID", "testing")
-            .env("AWS_SECRET_ACCESS_KEY", "testing")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
-        child
-            .stdin
-            .take()
-            .expect("piped")
-            .write_all(spec.to_string().as_bytes())
-            .expect("the upload's spec written");
-        let output = child.wait_with_output().expect("the uploader's end");
-        assert!(
-            output.status.success(),
-            "the upload to {bucket} failed: {}",
-            String::from_utf8_lossy(&output.stderr)
+        crate::process::run_python(
+            &self.venv.join("bin/python"),
+            UPLOADER,
+            &spec,
+            &[("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")],
+            &format!("the upload to {bucket}"),
         );
     }
 }

@@ -163,3 +163,29 @@ impl Drop for ServerProcess {
         self.stop();
     }
 }
+
+/// Runs the Python `script` with `python`, `spec` as JSON on its stdin (an uploader's), with
+/// `env`; panics with its error output, naming `what`, when it fails.
+pub fn run_python(python: &Path, script: &str, spec: &serde_json::Value, env: &[(&str, &str)], what: &str) {
+    use std::io::Write;
+    let mut child = Command::new(python)
+        .args(["-c", script])
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", python.display()));
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(spec.to_string().as_bytes())
+        .expect("the spec written");
+    let output = child.wait_with_output().expect("the script's end");
+    assert!(
+        output.status.success(),
+        "{what} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
