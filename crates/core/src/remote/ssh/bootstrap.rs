@@ -8,8 +8,8 @@
 //! are the same bytes (`zstudio build-info` prints it, for the check of a `zstudio` on the PATH).
 //!
 //! The binary uploaded is the local one, built for this machine's platform. The package's
-//! `zstudio` is linked statically (static-pie, glibc inside: `scripts/package-deb.sh`), so it runs
-//! on any Linux host of the same architecture; a `zstudio` of `cargo build` is dynamic, and a host
+//! `zstudio` is linked statically (static-pie, glibc inside: `scripts/package-deb.sh`), so it needs
+//! no C library on a Linux host of the same architecture (not tried on another distribution); a `zstudio` of `cargo build` is dynamic, and a host
 //! whose C library cannot run it gets the loader's own words. A host of another OS or
 //! architecture gets an error saying no build for it is shipped (no aarch64 build is made).
 
