@@ -510,6 +510,25 @@ async fn resume_after_a_killed_link(prompt: &'static str, ends_while_down: bool)
                 ),
             )
             .await;
+            // Its nodes as the host recorded them, those that began and ended while the link
+            // was down among them (no event told of them): read again at the reconnect and
+            // at the end. The strip holds an ended run a few seconds (ENDED_LINGER_MS).
+            if ends_while_down {
+                let strip = format!(".live-run[data-run-id='{run_id}'] .node");
+                eventually("the strip shows the nodes the run went through while the link was down", || async {
+                    let mut nodes = Vec::new();
+                    for node in client.find_all(Locator::Css(&strip)).await.map_err(|e| e.to_string())? {
+                        let name = node.attr("data-node").await.map_err(|e| e.to_string())?;
+                        let status = node.attr("data-status").await.map_err(|e| e.to_string())?;
+                        nodes.push(format!("{}:{}", name.unwrap_or_default(), status.unwrap_or_default()));
+                    }
+                    (nodes == ["plan:success", "write:success", "report:success"])
+                        .then_some(())
+                        .ok_or(format!("{nodes:?}"))
+                })
+                .await;
+                screenshot(&client, "remote-resume-nodes-read-again.png").await;
+            }
             let host = host_output(&db, &run_id);
             assert!(
                 shown_while_down.len() < host.len(),

@@ -1,7 +1,15 @@
 import { describe, expect, it } from "vitest";
 
-import { addStartedRun, applyRunEvent, dismissRun, runElapsedMs, stopRequested, type LiveRun } from "./runs";
-import type { RunEvent } from "./types";
+import {
+  addStartedRun,
+  applyRunEvent,
+  dismissRun,
+  nodesFromSpans,
+  runElapsedMs,
+  stopRequested,
+  type LiveRun,
+} from "./runs";
+import type { RunEvent, Span } from "./types";
 
 function replay(events: RunEvent[], start: LiveRun[] = []): LiveRun[] {
   return events.reduce((runs, event) => applyRunEvent(runs, event, 1_000), start);
@@ -93,5 +101,70 @@ describe("applyRunEvent", () => {
     const [run] = replay([started]);
     expect(runElapsedMs(run!, 8_500)).toBe(7_500);
     expect(dismissRun([run!], "r")).toEqual([]);
+  });
+});
+
+describe("nodesFromSpans", () => {
+  const span = (
+    id: number,
+    name: string,
+    status: Span["status"],
+    ended: boolean,
+    kind: Span["kind"] = "node",
+  ): Span => ({
+    id,
+    parent_id: null,
+    run_id: "r",
+    name,
+    kind,
+    depth: 0,
+    started_at: "2026-12-03T06:00:00Z",
+    ended_at: ended ? "2026-12-03T06:00:01Z" : null,
+    status,
+  });
+
+  it("replaces what the events told by what the record holds: nodes missed while the link was down", () => {
+    // The strip saw `plan` end and `write` begin; then the link dropped.
+    const before = replay([
+      started,
+      { type: "node_begin", run_id: "r", node: "plan", depth: 0, t_ms: 1 },
+      { type: "node_end", run_id: "r", node: "plan", status: "success", t_ms: 2 },
+      { type: "node_begin", run_id: "r", node: "write", depth: 0, t_ms: 3 },
+    ]);
+    const spans = [
+      span(3, "report", "running", false),
+      span(1, "plan", "success", true),
+      span(0, "run", "running", false, "run"),
+      span(2, "write", "success", true),
+    ];
+    const [run] = nodesFromSpans(before, "r", spans);
+    expect(run!.nodes).toEqual([
+      { name: "plan", status: "success" },
+      { name: "write", status: "success" },
+      { name: "report", status: "running" },
+    ]);
+    expect(run!.currentNode).toBe("report");
+  });
+
+  it("ends a node the record leaves running with a run that ended, and changes nothing twice", () => {
+    const ended = replay([
+      started,
+      {
+        type: "run_finished",
+        run_id: "r",
+        session_id: "s",
+        status: "error",
+        exit_code: 1,
+        elapsed_ms: 5,
+        stopped_by: null,
+        error: null,
+      },
+    ]);
+    const spans = [span(1, "plan", "running", false)];
+    const once = nodesFromSpans(ended, "r", spans);
+    expect(once[0]!.nodes).toEqual([{ name: "plan", status: "error" }]);
+    expect(once[0]!.currentNode).toBeNull();
+    expect(nodesFromSpans(once, "r", spans)).toBe(once);
+    expect(nodesFromSpans(once, "other", spans)).toBe(once);
   });
 });

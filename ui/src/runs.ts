@@ -1,7 +1,7 @@
 // The runs this window started, as their events arrive: pure functions from the old list to the
 // new one (no DOM, no clock: the caller passes `now`, in milliseconds).
 
-import type { CommandError, RunEvent, Status, StoppedBy } from "./types";
+import type { CommandError, RunEvent, Span, Status, StoppedBy } from "./types";
 
 export interface LiveNode {
   name: string;
@@ -113,6 +113,24 @@ export function applyRunEvent(runs: readonly LiveRun[], event: RunEvent, now: nu
         },
       }));
   }
+}
+
+/** A run's nodes as its recorded spans tell them (the node spans, in the order they began): what
+ * the strip shows once events may have been missed (a remote workspace's link was down while the
+ * run went on). A node still running in the record ends with the run, when the run has ended. */
+export function nodesFromSpans(runs: readonly LiveRun[], runId: string, spans: readonly Span[]): LiveRun[] {
+  // Spans are recorded as they begin: their ids are in that order.
+  const began = spans.filter((span) => span.run_id === runId && span.kind === "node").sort((a, b) => a.id - b.id);
+  return update(runs, runId, (run) => {
+    const nodes: LiveNode[] = began.map((span) => ({
+      name: span.name,
+      status: span.ended_at === null && run.end ? run.end.status : span.status,
+    }));
+    const same =
+      nodes.length === run.nodes.length &&
+      nodes.every((node, i) => node.name === run.nodes[i]!.name && node.status === run.nodes[i]!.status);
+    return same ? run : { ...run, nodes, currentNode: run.end ? null : lastRunning(nodes) };
+  });
 }
 
 /** After Stop or Force stop was pressed: the button changes at once, before the event comes back. */

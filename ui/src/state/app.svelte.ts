@@ -175,11 +175,15 @@ export class AppState {
   }
 
   /** The remote workspace's link changed; back after reconnecting, the open session reads on
-   * from what it holds (the shell has the listing read again). */
+   * from what it holds and the live runs' nodes are read again (the shell has the listing read
+   * again). */
   onRemoteStatus(status: RemoteStatus): void {
     const was = this.workspace.remote?.link.state;
     this.workspace.remote = status;
-    if (was === "reconnecting" && status.link.state === "connected") this.session?.resume();
+    if (was === "reconnecting" && status.link.state === "connected") {
+      this.runs.resume();
+      this.session?.resume();
+    }
   }
 
   onSessionsChanged(): void {

@@ -3,7 +3,16 @@
 
 import type { Backend } from "../backend";
 import { toCommandError } from "../errors";
-import { addStartedRun, applyRunEvent, dismissRun, isLive, stopRefused, stopRequested, type LiveRun } from "../runs";
+import {
+  addStartedRun,
+  applyRunEvent,
+  dismissRun,
+  isLive,
+  nodesFromSpans,
+  stopRefused,
+  stopRequested,
+  type LiveRun,
+} from "../runs";
 import type { CommandError, RunEvent, StartedRun, Status, StoppedBy } from "../types";
 
 /** How long an ended run stays in the Live runs strip (its control disabled in place). */
@@ -52,6 +61,9 @@ export class RunsState {
   /** Ended runs whose time is up but wait for the pointer to leave the strip. */
   readonly #due = new Set<string>();
   #nextToast = 1;
+  /** Runs that were live while a remote workspace's link was down: their node events meanwhile
+   * were told to no one, so their nodes are read from the record again when they end. */
+  readonly #missedEvents = new Set<string>();
 
   constructor(backend: () => Backend, clock: () => number, changed: () => void) {
     this.#backend = backend;
@@ -124,6 +136,7 @@ export class RunsState {
         break;
       case "run_finished": {
         this.announce(`Run of session ${event.session_id} ended: ${event.status}`);
+        if (this.#missedEvents.delete(event.run_id)) void this.#readNodes(event.run_id);
         const run = this.find(event.run_id);
         const known = before.some((candidate) => candidate.runId === event.run_id && isLive(candidate));
         if (run && known) this.#ended(run);
@@ -132,6 +145,26 @@ export class RunsState {
       default:
         break;
     }
+  }
+
+  /** A remote workspace's link is back: the node events of its runs while it was down reached no
+   * one, so each live run's nodes are read from the host's record (now, and again at its end,
+   * which may come from the record alone). */
+  resume(): void {
+    for (const run of this.list.filter(isLive)) {
+      this.#missedEvents.add(run.runId);
+      void this.#readNodes(run.runId);
+    }
+  }
+
+  async #readNodes(runId: string): Promise<void> {
+    let spans;
+    try {
+      spans = await this.#backend().runSpans(runId);
+    } catch {
+      return; // the events go on telling the nodes; the next end reads them again
+    }
+    this.#set(nodesFromSpans(this.list, runId, spans));
   }
 
   /** An ended run stays a few seconds in the strip (its Stop disabled in place), then leaves it
