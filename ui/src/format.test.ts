@@ -39,6 +39,8 @@ describe("elapsedLabel", () => {
     expect(elapsedLabel(7_900)).toBe("0:07");
     expect(elapsedLabel(12 * 60_000 + 34_000)).toBe("12:34");
     expect(elapsedLabel(3_723_000)).toBe("1:02:03");
+    expect(elapsedLabel(23 * 3_600_000 + 59 * 60_000 + 59_000)).toBe("23:59:59");
+    expect(elapsedLabel(81 * 3_600_000 + 50 * 60_000)).toBe("3 d 09:50:00");
   });
 });
 

@@ -45,12 +45,16 @@ export function statusMark(status: Status): string {
   return STATUS_MARK[status] ?? "?";
 }
 
-/** A duration as a clock: "0:07", "12:34", "1:02:03". */
+/** A duration as a clock: "0:07", "12:34", "1:02:03", "3 d 09:50:00". */
 export function elapsedLabel(ms: number): string {
   const total = Math.max(0, Math.floor(ms / SECOND));
   const seconds = String(total % 60).padStart(2, "0");
   const minutes = Math.floor(total / 60) % 60;
-  const hours = Math.floor(total / 3600);
+  const hours = Math.floor(total / 3600) % 24;
+  const days = Math.floor(total / 86_400);
+  // Past a day (an imported session whose files changed over days), the days are counted apart:
+  // "3 d 09:50:00", not "81:50:00".
+  if (days > 0) return `${days} d ${String(hours).padStart(2, "0")}:${String(minutes).padStart(2, "0")}:${seconds}`;
   return hours > 0 ? `${hours}:${String(minutes).padStart(2, "0")}:${seconds}` : `${minutes}:${seconds}`;
 }
 
