@@ -21,7 +21,7 @@
 //! while the link was down is told of by no server) and told to the window as the run's
 //! `run_finished`, once: the first of the notification and the record.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -192,14 +192,19 @@ fn hand_on(event: LinkEvent, sinks: &RemoteSinks, workspace: &Weak<RemoteWorkspa
 
 /// The runs the workspace's server told of starting and not of ending: their sessions by run id,
 /// and whether the server connected now does not follow them (connected again since).
-/// Also the runs whose end was read from their record: the server that adopted one may tell it
-/// a moment later, which is not said twice.
+/// Also the runs whose end was read from their record, and when: the server that adopted one may
+/// tell it a moment later, which is not said twice; one whose end no server tells within
+/// [`ENDED_FROM_RECORD_KEPT`] is forgotten.
 #[derive(Default)]
 struct Unended {
     runs: HashMap<String, (String, bool)>,
     read_at: Option<Instant>,
-    ended_from_record: HashSet<String>,
+    ended_from_record: HashMap<String, Instant>,
 }
+
+/// How long the end of a run read from its record waits for a server's `run_finished` of the
+/// same run (said once: the first of the two).
+const ENDED_FROM_RECORD_KEPT: Duration = Duration::from_secs(300);
 
 impl Unended {
     /// Takes note of an event the server told of; `false` when it is not to be said (the end of
@@ -211,7 +216,9 @@ impl Unended {
             }
             RunEvent::RunFinished { run_id, .. } => {
                 self.runs.remove(run_id);
-                return !self.ended_from_record.remove(run_id);
+                self.ended_from_record
+                    .retain(|_, read| read.elapsed() < ENDED_FROM_RECORD_KEPT);
+                return self.ended_from_record.remove(run_id).is_none();
             }
             _ => {}
         }
@@ -270,7 +277,7 @@ impl Unended {
                 Some(Some(end)) => {
                     tracing::info!(host = %link.host(), %run_id, "a run ended while no server followed it");
                     self.runs.remove(&run_id);
-                    self.ended_from_record.insert(run_id);
+                    self.ended_from_record.insert(run_id, Instant::now());
                     (sinks.run_events)(end);
                 }
                 None => {
@@ -333,5 +340,39 @@ impl Elsewhere for RemoteWorkspace {
         lock(&self.lost).get_or_insert_with(|| "the remote workspace was closed".to_owned());
         // The server and the ssh master end here, or when a call under way returns.
         drop(lock(&self.link).take());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::Status;
+
+    fn finished(run_id: &str) -> RunEvent {
+        RunEvent::RunFinished {
+            run_id: run_id.to_owned(),
+            session_id: "s".to_owned(),
+            status: Status::Success,
+            exit_code: Some(0),
+            elapsed_ms: 1,
+            stopped_by: None,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn an_end_read_from_the_record_is_said_once_and_then_forgotten() {
+        let mut unended = Unended::default();
+        unended.ended_from_record.insert("told".to_owned(), Instant::now());
+        let long_ago = Instant::now()
+            .checked_sub(ENDED_FROM_RECORD_KEPT + Duration::from_secs(1))
+            .expect("the clock is past the kept time");
+        unended.ended_from_record.insert("never-told".to_owned(), long_ago);
+        // The adopting server tells the end read from the record already: not said again.
+        assert!(!unended.told(&finished("told")));
+        // Any other end is said, and what no server told in time is forgotten.
+        assert!(unended.told(&finished("other")));
+        assert!(unended.ended_from_record.is_empty(), "{:?}", unended.ended_from_record);
+        assert!(unended.told(&finished("told")), "said once, then a new end is said");
     }
 }
