@@ -106,11 +106,13 @@ impl Remote {
         let starts = std::iter::once(None).chain(bounds.iter().map(Some));
         let ends = bounds.iter().map(Some).chain(std::iter::once(None));
         let ranges: Vec<(Option<&String>, Option<&String>)> = starts.zip(ends).collect();
+        // Counted across the ranges: all of them together hold at most MAX_LISTED_OBJECTS names.
+        let counted = std::sync::atomic::AtomicUsize::new(0);
         let listed: Vec<Result<Vec<String>, Error>> = self.runtime.block_on(async {
             futures::stream::iter(
                 ranges
                     .iter()
-                    .map(|(after, until)| self.list_folder_range(*after, *until)),
+                    .map(|(after, until)| self.list_folder_range(*after, *until, &counted)),
             )
             .buffered(CONCURRENT_REQUESTS)
             .collect()
@@ -119,16 +121,18 @@ impl Remote {
         let mut names = Vec::new();
         for range in listed {
             names.extend(range?);
-            if names.len() > MAX_LISTED_OBJECTS {
-                return Err(self.too_many(""));
-            }
         }
         Ok(names)
     }
 
     /// The folder names listed after `after` (a folder's `name/`; from the first when `None`)
-    /// up to `until` included (to the last when `None`).
-    async fn list_folder_range(&self, after: Option<&String>, until: Option<&String>) -> Result<Vec<String>, Error> {
+    /// up to `until` included (to the last when `None`), each name counted in `counted`.
+    async fn list_folder_range(
+        &self,
+        after: Option<&String>,
+        until: Option<&String>,
+        counted: &std::sync::atomic::AtomicUsize,
+    ) -> Result<Vec<String>, Error> {
         let mut request = self.operator.lister_with("/");
         if let Some(after) = after {
             // Every key of a folder after `name/` in byte order is past `name0` ('0' follows '/'),
@@ -149,7 +153,7 @@ impl Remote {
             if name.is_empty() {
                 continue;
             }
-            if names.len() == MAX_LISTED_OBJECTS {
+            if counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == MAX_LISTED_OBJECTS {
                 return Err(self.too_many(""));
             }
             names.push(name.to_owned());
