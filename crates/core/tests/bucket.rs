@@ -290,6 +290,98 @@ fn thousands_of_sessions_are_listed_across_pages() {
     assert_eq!(listing.sessions.len(), 1_500, "more than one page of 1,000 keys");
 }
 
+/// More sessions than a page: a warm refresh asks the pages of the prefix's folders at once,
+/// each starting after one of the previous listing's ids (`start-after`), and finds the sessions
+/// added anywhere: before the first id, just before and just after a split, past the last.
+#[test]
+fn a_warm_refresh_asks_the_pages_at_once_and_finds_sessions_added_between_them() {
+    let fixture = Fixture::new();
+    let info = |id: &str| json!([format!("many/{id}/.session-info.json"), "{}"]);
+    let ids: Vec<String> = (0..2_100).map(|n| format!("1795952{n:06}_s")).collect();
+    fixture.moto.upload(
+        BUCKET,
+        true,
+        json!([{"bulk": ids.iter().map(|id| info(id)).collect::<Vec<_>>()}]),
+    );
+    let mut options = fixture.options();
+    options.settle = Duration::ZERO; // each session complete: the warm refresh lists no session inside
+    let mirror = Mirror::open(&fixture.source("many"), options).unwrap();
+    assert_eq!(mirror.refresh(SystemTime::now()).unwrap().sessions.len(), 2_100);
+    // 2,100 ids: three ranges of 700, cut after the 700th and the 1,400th (`…000699_s`, `…001399_s`).
+    let added = [
+        "1795951999999_s",   // before the first
+        "1795952000699_r",   // just before the first split
+        "1795952000699_s-x", // `…_s-x/` sorts before `…_s/`: still the first range
+        "1795952000699_s0",  // just after the first split
+        "1795952001000_t",   // inside the second range
+        "1795952001399_s0",  // just after the second split
+        "1795952099999_s",   // past the last
+    ];
+    fixture.moto.upload(
+        BUCKET,
+        false,
+        json!([{"bulk": added.iter().map(|id| info(id)).collect::<Vec<_>>()}]),
+    );
+    let warm = mirror.refresh(SystemTime::now()).unwrap();
+    assert!(warm.refused.is_empty(), "{:?}", warm.refused);
+    let mut expected: Vec<String> = ids
+        .iter()
+        .cloned()
+        .chain(added.iter().map(|id| id.to_string()))
+        .collect();
+    expected.sort();
+    assert_eq!(self::ids(&warm), expected);
+    assert!(warm.changed);
+    let log = fixture.moto.log();
+    for split in ["1795952000699_s0", "1795952001399_s0"] {
+        assert!(
+            log.contains(&format!("start-after=many/{split} ")),
+            "a page asked from the split after `{split}`:\n{}",
+            &log[log.len().saturating_sub(3_000)..]
+        );
+    }
+}
+
+/// A re-listing reads the mirror while the bucket is asked; when the refresh changed the mirror,
+/// what was read meanwhile is read again, and when it changed nothing, it is not.
+#[test]
+fn a_reading_made_during_a_refresh_is_made_again_when_the_refresh_changed_the_mirror() {
+    let fixture = Fixture::new();
+    upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
+    let mirror = fixture.mirror("ci");
+    mirror.refresh(SystemTime::now()).unwrap();
+    let workspace = Workspace::open(mirror.workspace_root()).unwrap();
+    let reads = std::sync::atomic::AtomicUsize::new(0);
+    let read = || {
+        reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        workspace.list_sessions(SystemTime::now()).unwrap().len()
+    };
+    let (warm, listed) = mirror.refresh_reading(SystemTime::now(), read).unwrap();
+    assert!(!warm.changed, "nothing changed");
+    assert_eq!(
+        (listed, reads.swap(0, std::sync::atomic::Ordering::SeqCst)),
+        (1, 1),
+        "read once"
+    );
+
+    upload_captures(&fixture.moto, "ci", &CAPTURES[1..2], false);
+    let (changed, listed) = mirror.refresh_reading(SystemTime::now(), read).unwrap();
+    assert!(changed.changed && changed.fetched_bytes > 0);
+    assert_eq!(
+        (listed, reads.load(std::sync::atomic::Ordering::SeqCst)),
+        (2, 2),
+        "read again after the refresh"
+    );
+
+    // The same when the refresh removes a session (the cache's bound now holds none of them).
+    let mut options = fixture.options();
+    options.max_bytes = 0;
+    let bounded = Mirror::open(&fixture.source("ci"), options).unwrap();
+    let (emptied, listed) = bounded.refresh_reading(SystemTime::now(), read).unwrap();
+    assert!(emptied.changed && emptied.left_out == 2);
+    assert_eq!(listed, 0, "the folders removed are not listed");
+}
+
 #[test]
 fn keys_with_dot_dot_and_odd_segments_are_refused_naming_the_source_and_key() {
     let fixture = Fixture::new();
@@ -521,6 +613,7 @@ fn a_warm_refresh_lists_inside_no_complete_session_and_writes_nothing() {
     );
     let warm = mirror.refresh(SystemTime::now()).unwrap();
     assert_eq!(warm.fetched_bytes, 0);
+    assert!(!warm.changed, "nothing changed: the mirror's folder is not touched");
     assert_eq!(warm.sessions, first.sessions);
     assert_eq!(
         std::fs::metadata(&manifest).unwrap().ino(),

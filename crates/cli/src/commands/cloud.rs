@@ -14,7 +14,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
-use studio_core::bucket::{cache, Mirror, MirrorOptions, Source, UploadState};
+use studio_core::bucket::{cache, Listing, Mirror, MirrorOptions, Source, UploadState};
 use studio_core::SessionId;
 
 use crate::cli::{Globals, ImportArgs, SourceArgs, StudioCommand, READING};
@@ -30,6 +30,11 @@ pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl 
     cloud.source = SourceArgs::default();
     let mut local = globals.clone();
     local.source = SourceArgs::default();
+    if matches!(command, StudioCommand::Sessions) {
+        return list_sessions(&mirror, &cloud, out).map(|()| ExitCode::SUCCESS);
+    }
+    let listing = mirror.refresh(SystemTime::now())?;
+    say(&source, &listing)?;
     match command {
         StudioCommand::Diff(args) => {
             for run in &args.runs {
@@ -53,8 +58,17 @@ pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl 
     }
 }
 
-/// The mirror of `source`, brought up to date; what it refused and the sessions still being
-/// uploaded said on standard error.
+/// `sessions`: the mirror's folder listed (through the store, as any workspace's) while the
+/// bucket is asked, and again only when the refresh changed the folder.
+fn list_sessions(mirror: &Mirror, cloud: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let now = SystemTime::now();
+    let (store, workspace) = (cloud.open_store()?, cloud.open_workspace()?);
+    let (listing, sessions) = mirror.refresh_reading(now, || store.list_sessions(&workspace, now))?;
+    say(mirror.source(), &listing)?;
+    super::sessions::print_listing(cloud, &sessions?, now, out)
+}
+
+/// The mirror of `source` (its cache cleared first when asked), not yet refreshed.
 fn open(source: &Source, args: &SourceArgs) -> anyhow::Result<Mirror> {
     let root = cache::default_cache_root()
         .ok_or_else(|| anyhow::anyhow!("no cache folder for {source}: set XDG_CACHE_HOME or HOME"))?;
@@ -65,8 +79,12 @@ fn open(source: &Source, args: &SourceArgs) -> anyhow::Result<Mirror> {
     if let Some(limit) = args.cache_limit {
         options.max_bytes = limit;
     }
-    let mirror = Mirror::open(source, options)?;
-    let listing = mirror.refresh(SystemTime::now())?;
+    Ok(Mirror::open(source, options)?)
+}
+
+/// What a refresh refused, the sessions still being uploaded and those left out, said on
+/// standard error.
+fn say(source: &Source, listing: &Listing) -> anyhow::Result<()> {
     let mut err = crate::visible::Visible::new(std::io::stderr().lock());
     for refused in &listing.refused {
         writeln!(err, "zstudio: {refused}")?;
@@ -85,7 +103,7 @@ fn open(source: &Source, args: &SourceArgs) -> anyhow::Result<Mirror> {
             listing.left_out
         )?;
     }
-    Ok(mirror)
+    Ok(())
 }
 
 /// Fetches whole the cloud session `id` names, when it names one the bucket holds (else it is a

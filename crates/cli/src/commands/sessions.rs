@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::SystemTime;
 
-use studio_core::store::{SpanKind, Store};
+use studio_core::store::{SessionRow, SpanKind, Store};
 use studio_core::{SessionId, Workspace};
 
 use crate::cli::{Globals, ShowArgs};
@@ -14,7 +14,17 @@ use crate::print;
 pub fn list(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     let sessions = globals.open_store()?.list_sessions(&globals.open_workspace()?, now)?;
-    print::emit(out, globals.format(), &sessions, |out, sessions| {
+    print_listing(globals, &sessions, now, out)
+}
+
+/// The listing as `sessions` prints it (a table and the total cost, or JSON).
+pub fn print_listing(
+    globals: &Globals,
+    sessions: &[SessionRow],
+    now: SystemTime,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    print::emit(out, globals.format(), sessions, |out, sessions| {
         print::sessions(out, sessions, now)?;
         if let Some(total) = studio_core::store::index::usage_of_sessions(sessions) {
             writeln!(out, "\ncost of all sessions: {}, {}", total.label, total.tokens_label)?;

@@ -240,7 +240,8 @@ impl Mirror {
             total -= bytes;
         }
         self.folder.write_manifest(manifest)?;
-        self.remove_unlisted_folders(manifest)
+        self.remove_unlisted_folders(manifest)?;
+        Ok(())
     }
 }
 

@@ -3,12 +3,13 @@
 //! [`Mirror::refresh`] lists the prefix, groups the objects by session (the prefix's common
 //! prefixes, held to the local id rules), and fetches what changed. The first listing lists every
 //! key of the prefix (1,000 a page on S3); later ones list only the common prefixes (one name a
-//! session), then inside the sessions the mirror does not hold complete (each on its own, several
+//! session; their pages asked at once, cut at the previous listing's ids), then inside the sessions the mirror does not hold complete (each on its own, several
 //! at once, or the whole prefix again when that takes fewer requests). A file changed when its
 //! size, ETag or last-modified did; a session whose upload was complete when fetched is never
 //! listed inside or fetched again. Sessions are kept newest first within the cache's bound; the
 //! ones past it are left out (and counted). One manifest for the source (`cache`) says what is
-//! there; a refresh that finds nothing changed writes nothing.
+//! there; a refresh that finds nothing changed writes nothing. [`Mirror::refresh_reading`] reads
+//! the mirror's folder while the bucket is asked, and again only when the refresh changed it.
 //!
 //! **What a reader of the mirrored folder may read.** Every file in it is whole, except a node's
 //! `raw_stream_output.txt` larger than [`SMALL_FILE_BYTES`]: of that one only its last
@@ -110,6 +111,9 @@ pub struct Listing {
     pub left_out: usize,
     /// Bytes this refresh fetched.
     pub fetched_bytes: u64,
+    /// Whether this refresh changed the mirror's folder (wrote, removed or re-timed a file or a
+    /// folder): a reading of the folder made during it may be out of date.
+    pub changed: bool,
 }
 
 /// One source's mirror: the client, the cache folder and its manifest.
@@ -227,6 +231,7 @@ impl Mirror {
         if fetched {
             self.folder.flush()?;
         }
+        listing.changed = fetched;
         for plan in plans {
             if let Some(error) = plan.failed {
                 listing.refused.push(error);
@@ -236,7 +241,7 @@ impl Mirror {
                 Found::Objects(objects) => objects,
                 Found::Complete => unreachable!("only listed sessions are planned"),
             };
-            self.commit(&plan, objects, manifest.sessions.get(&plan.id))?;
+            listing.changed |= self.commit(&plan, objects, manifest.sessions.get(&plan.id))?;
             listing.sessions.push(listed(&plan.id, plan.state, objects));
             next.sessions.insert(plan.id, plan.manifest);
         }
@@ -248,9 +253,33 @@ impl Mirror {
             self.folder.write_manifest(&next)?;
         }
         *manifest = next;
-        self.remove_unlisted_folders(&manifest)?;
+        listing.changed |= self.remove_unlisted_folders(&manifest)?;
         listing.fetched_bytes = self.fetched_bytes() - before;
         Ok(listing)
+    }
+
+    /// [`refresh`](Self::refresh) while `read` reads the mirror's folder (as the core lists it)
+    /// on another thread: a re-listing takes the longer of the bucket's answer and the folder's
+    /// reading, not both. When the refresh changed the folder (`Listing::changed`), `read` reads
+    /// it again after, so what it returns is always the folder as refreshed. A failed refresh is
+    /// the error, once `read` is done.
+    pub fn refresh_reading<T: Send>(
+        &self,
+        now: SystemTime,
+        read: impl Fn() -> T + Sync,
+    ) -> Result<(Listing, T), Error> {
+        let (listing, during) = std::thread::scope(|scope| {
+            let reading = scope.spawn(&read);
+            let listing = self.refresh(now);
+            let during = match reading.join() {
+                Ok(read) => read,
+                Err(panic) => std::panic::resume_unwind(panic),
+            };
+            (listing, during)
+        });
+        let listing = listing?;
+        let read = if listing.changed { read() } else { during };
+        Ok((listing, read))
     }
 
     /// The sessions of the prefix: the first time (nothing mirrored) one listing of every key;
@@ -268,7 +297,7 @@ impl Mirror {
         let mut found = BTreeMap::new();
         let mut odd = Vec::new();
         let mut to_list = Vec::new();
-        let folders = self.remote.list_folders()?;
+        let folders = self.remote.list_folders(&page_splits(known))?;
         let count = folders.len();
         for name in folders {
             match SessionId::parse(&name) {
@@ -327,22 +356,24 @@ impl Mirror {
     }
 
     /// After its files: the mirrored files whose objects are gone removed, the folders' times
-    /// set.
-    fn commit(&self, plan: &Plan, objects: &SessionObjects, old: Option<&SessionManifest>) -> Result<(), Error> {
+    /// set. Whether that changed the session's folder.
+    fn commit(&self, plan: &Plan, objects: &SessionObjects, old: Option<&SessionManifest>) -> Result<bool, Error> {
+        let mut changed = false;
         for gone in old
             .into_iter()
             .flat_map(|old| old.files.keys())
             .filter(|path| !plan.manifest.files.contains_key(*path))
         {
             self.folder.remove_file(&plan.id, gone)?;
+            changed = true;
         }
-        self.stamp_folders(&plan.id, objects)
+        Ok(self.stamp_folders(&plan.id, objects)? || changed)
     }
 
     /// Each node folder gets the time of its newest object: the core orders nodes by their
     /// folders' times when no events.json says the order (objects uploaded in one second keep
-    /// the order of the listing).
-    fn stamp_folders(&self, id: &SessionId, objects: &SessionObjects) -> Result<(), Error> {
+    /// the order of the listing). Whether a folder's time changed.
+    fn stamp_folders(&self, id: &SessionId, objects: &SessionObjects) -> Result<bool, Error> {
         let mut newest_by_folder: BTreeMap<&str, &str> = BTreeMap::new();
         for (path, object) in objects {
             if let (Some((folder, _)), Some(stamp)) = (path.split_once('/'), object.last_modified.as_deref()) {
@@ -350,23 +381,27 @@ impl Mirror {
                 *newest = (*newest).max(stamp);
             }
         }
+        let mut changed = false;
         for (folder, stamp) in newest_by_folder {
             let dir = self.folder.file_path(id, folder);
-            let Some(time) = Timestamp::parse_rfc3339(stamp) else {
+            let Some(time) = Timestamp::parse_rfc3339(stamp).map(Timestamp::to_system_time) else {
                 continue;
             };
-            if let Ok(handle) = std::fs::File::open(&dir) {
-                handle
-                    .set_modified(time.to_system_time())
-                    .map_err(|e| Error::io_write(&dir, e))?;
+            let Ok(handle) = std::fs::File::open(&dir) else {
+                continue;
+            };
+            if handle.metadata().and_then(|m| m.modified()).ok() != Some(time) {
+                handle.set_modified(time).map_err(|e| Error::io_write(&dir, e))?;
+                changed = true;
             }
         }
-        Ok(())
+        Ok(changed)
     }
 
     /// Session folders of the mirror that `manifest` does not list (left out, gone from the
-    /// bucket, failed, or a refresh cut short) are removed.
-    pub(super) fn remove_unlisted_folders(&self, manifest: &SourceManifest) -> Result<(), Error> {
+    /// bucket, failed, or a refresh cut short) are removed. Whether there was one.
+    pub(super) fn remove_unlisted_folders(&self, manifest: &SourceManifest) -> Result<bool, Error> {
+        let mut removed = false;
         let dir = self.folder.sessions_dir();
         for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))? {
             let entry = entry.map_err(|e| Error::io(&dir, e))?;
@@ -378,9 +413,10 @@ impl Mirror {
             if !listed {
                 let path = entry.path();
                 std::fs::remove_dir_all(&path).map_err(|e| Error::io_write(&path, e))?;
+                removed = true;
             }
         }
-        Ok(())
+        Ok(removed)
     }
 }
 
@@ -420,6 +456,23 @@ fn plan(id: &SessionId, objects: &SessionObjects, old: SessionManifest, state: U
         }
     }
     plan
+}
+
+/// Where to cut the listing of the prefix's folders so that its pages are asked at once: the
+/// sessions `known` in byte order (as the provider lists them, `id/`), cut into ranges of at most
+/// a page each, every range but the last ending at a known id. One page (or none known): no cut.
+fn page_splits(known: &SourceManifest) -> Vec<String> {
+    let mut names: Vec<String> = known.sessions.keys().map(|id| format!("{id}/")).collect();
+    names.sort_unstable();
+    let ranges = names.len().div_ceil(KEYS_A_PAGE).max(1);
+    let per_range = names.len().div_ceil(ranges).max(1);
+    names
+        .iter()
+        .skip(per_range - 1)
+        .step_by(per_range)
+        .take(ranges - 1)
+        .map(|name| name.trim_end_matches('/').to_owned())
+        .collect()
 }
 
 fn listed(id: &SessionId, state: UploadState, objects: &SessionObjects) -> ListedSession {

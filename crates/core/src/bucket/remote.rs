@@ -86,28 +86,79 @@ impl Remote {
         self.runtime.block_on(self.list("", MAX_LISTED_OBJECTS, false))
     }
 
-    /// The names of the folders directly under the prefix (its common prefixes: one delimiter
-    /// listing, paged, 1,000 names a page on S3), without their trailing `/`. Objects directly
-    /// under the prefix are left out.
-    pub fn list_folders(&self) -> Result<Vec<String>, Error> {
-        self.runtime.block_on(async {
-            let mut lister = self.timed("", self.operator.lister_with("/")).await?;
-            let mut names = Vec::new();
-            while let Some(entry) = self.next_entry("", &mut lister).await? {
-                if !entry.metadata().is_dir() {
-                    continue;
-                }
-                let name = entry.path().trim_start_matches('/').trim_end_matches('/');
-                if name.is_empty() {
-                    continue;
-                }
-                if names.len() == MAX_LISTED_OBJECTS {
-                    return Err(self.too_many(""));
-                }
-                names.push(name.to_owned());
+    /// The names of the folders directly under the prefix (its common prefixes: a delimiter
+    /// listing, paged, 1,000 names a page on S3), without their trailing `/`, in the provider's
+    /// (byte) order. Objects directly under the prefix are left out.
+    ///
+    /// `splits` (folder names, such as every thousandth of the previous listing) cut the listing
+    /// into ranges listed at once, each its own listing starting after its split (`start-after`)
+    /// and stopping past the next: pages that would come one after the other are asked together.
+    /// Where the provider has no `start-after` (Azure), one listing page after page.
+    pub fn list_folders(&self, splits: &[String]) -> Result<Vec<String>, Error> {
+        let can_split = self.operator.info().capability().list_with_start_after;
+        let mut bounds: Vec<String> = if can_split {
+            splits.iter().map(|name| format!("{name}/")).collect()
+        } else {
+            Vec::new()
+        };
+        bounds.sort_unstable();
+        bounds.dedup();
+        let starts = std::iter::once(None).chain(bounds.iter().map(Some));
+        let ends = bounds.iter().map(Some).chain(std::iter::once(None));
+        let ranges: Vec<(Option<&String>, Option<&String>)> = starts.zip(ends).collect();
+        // Counted across the ranges: all of them together hold at most MAX_LISTED_OBJECTS names.
+        let counted = std::sync::atomic::AtomicUsize::new(0);
+        let listed: Vec<Result<Vec<String>, Error>> = self.runtime.block_on(async {
+            futures::stream::iter(
+                ranges
+                    .iter()
+                    .map(|(after, until)| self.list_folder_range(*after, *until, &counted)),
+            )
+            .buffered(CONCURRENT_REQUESTS)
+            .collect()
+            .await
+        });
+        let mut names = Vec::new();
+        for range in listed {
+            names.extend(range?);
+        }
+        Ok(names)
+    }
+
+    /// The folder names listed after `after` (a folder's `name/`; from the first when `None`)
+    /// up to `until` included (to the last when `None`), each name counted in `counted`.
+    async fn list_folder_range(
+        &self,
+        after: Option<&String>,
+        until: Option<&String>,
+        counted: &std::sync::atomic::AtomicUsize,
+    ) -> Result<Vec<String>, Error> {
+        let mut request = self.operator.lister_with("/");
+        if let Some(after) = after {
+            // Every key of a folder after `name/` in byte order is past `name0` ('0' follows '/'),
+            // and every key of `name/` itself and of the folders before it is not.
+            request = request.start_after(&format!("{}0", after.trim_end_matches('/')));
+        }
+        let mut lister = self.timed("", request).await?;
+        let mut names = Vec::new();
+        while let Some(entry) = self.next_entry("", &mut lister).await? {
+            if !entry.metadata().is_dir() {
+                continue;
             }
-            Ok(names)
-        })
+            let path = entry.path().trim_start_matches('/');
+            if until.is_some_and(|until| path > until.as_str()) {
+                break;
+            }
+            let name = path.trim_end_matches('/');
+            if name.is_empty() {
+                continue;
+            }
+            if counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == MAX_LISTED_OBJECTS {
+                return Err(self.too_many(""));
+            }
+            names.push(name.to_owned());
+        }
+        Ok(names)
     }
 
     /// The objects under each of `folders` (each listed on its own, several at once), each
