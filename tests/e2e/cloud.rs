@@ -392,3 +392,54 @@ async fn a_cloud_session_is_imported_into_the_local_workspace_opened_last() {
     .await;
     drop(moto);
 }
+
+/// What a bucket's session printed is found by the window's search box (a `file` hit: the
+/// mirror's node output file), and the hit opens that session's Files tab at the file.
+#[tokio::test]
+async fn the_search_box_finds_what_a_bucket_session_printed_and_opens_its_file() {
+    let moto = Moto::start();
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::empty();
+    let cache = here.data_home().join("cache");
+    let mut env: Vec<(&str, String)> = moto.env();
+    env.push(("XDG_CACHE_HOME", cache.display().to_string()));
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let url = format!("s3://{BUCKET}/ci");
+    App::run_on_with_env(&here, &url, &[], &env_refs, |client| async move {
+        row_appears(&client, PIPELINE.id).await;
+        let search = wait_for(&client, "#search").await;
+        search.send_keys("run the tests").await.expect("type the query");
+        let hit = format!(".search-hit[data-session-id='{}'][data-kind='file']", PIPELINE.id);
+        wait_for(&client, &hit).await;
+        eventually("one hit, the plan's output file", || async {
+            let hits = client
+                .find_all(Locator::Css(".search-hit"))
+                .await
+                .map_err(|e| e.to_string())?;
+            let place = text_of(&client, &format!("{hit} .search-node")).await?;
+            (hits.len() == 1 && place == "plan/raw_stream_output.txt")
+                .then_some(())
+                .ok_or(format!("{} hits, {place}", hits.len()))
+        })
+        .await;
+        screenshot(&client, "cloud-search-file-hit.png").await;
+
+        click(&client, &hit).await;
+        wait_for(&client, &format!("#session-view[data-session-id='{}']", PIPELINE.id)).await;
+        eventually("the Files tab shows the file the hit is in", || async {
+            let viewer = client
+                .find(Locator::Css("#file-viewer"))
+                .await
+                .map_err(|e| e.to_string())?;
+            let path = viewer.attr("data-path").await.map_err(|e| e.to_string())?;
+            let text = viewer.text().await.map_err(|e| e.to_string())?;
+            (path.as_deref() == Some("plan/raw_stream_output.txt") && text.contains("Run the tests"))
+                .then_some(())
+                .ok_or(format!("{path:?}: {text}"))
+        })
+        .await;
+        screenshot(&client, "cloud-search-file-opened.png").await;
+    })
+    .await;
+    drop(moto);
+}

@@ -145,6 +145,38 @@ describe("search", () => {
     );
     await vi.waitFor(() => expect(root.querySelector(".output-line.marked")?.getAttribute("data-seq")).toBe("2500"));
   });
+
+  it("shows what a session folder's node printed by its file, and opens the Files tab at that file", async () => {
+    vi.useFakeTimers({ shouldAdvanceTime: true });
+    backend.files.set(
+      "a",
+      new Map([
+        ["plan/raw_stream_output.txt", '{"type":"start"}\nthe quokkaphant crossed\n'],
+        ["result.json", "{}"],
+      ]),
+    );
+    await start();
+    const search = root.querySelector("#search") as HTMLInputElement;
+    search.value = "quokkaphant";
+    search.dispatchEvent(new Event("input", { bubbles: true }));
+    await vi.advanceTimersByTimeAsync(250);
+    await vi.waitFor(() => expect(root.querySelectorAll(".search-hit")).toHaveLength(1));
+    const hit = root.querySelector<HTMLElement>(".search-hit[data-session-id='a'][data-kind='file']")!;
+    expect(hit.querySelector(".search-kind")?.textContent).toBe("file");
+    expect(hit.querySelector(".search-node")?.textContent).toBe("plan/raw_stream_output.txt");
+    expect(hit.querySelector(".search-line")?.textContent).toBe("line 2");
+
+    hit.click();
+    flushSync();
+    await vi.waitFor(() =>
+      expect(root.querySelector("#session-view[data-session-id='a'] #file-viewer")?.getAttribute("data-path")).toBe(
+        "plan/raw_stream_output.txt",
+      ),
+    );
+    await vi.waitFor(() =>
+      expect(root.querySelector("#file-viewer")?.textContent).toContain("the quokkaphant crossed"),
+    );
+  });
 });
 
 describe("keys", () => {

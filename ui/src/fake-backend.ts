@@ -535,6 +535,17 @@ export function fakeBackend(
           }
         }
       }
+      // What session folders' nodes printed: a `file` hit a line, as the store gives them.
+      for (const [sessionId, files] of backend.files) {
+        for (const [path, file] of files) {
+          if (typeof file !== "string") continue;
+          file.split("\n").forEach((text, index) => {
+            if (!text.toLowerCase().includes(needle)) return;
+            const node = path.split("/").at(-2) ?? null;
+            hits.push({ kind: "file", session_id: sessionId, run_id: null, node, line: index + 1, text, path });
+          });
+        }
+      }
       return hits.slice(0, limit);
     },
     async runReplay(sessionId, node, agent) {

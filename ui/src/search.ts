@@ -19,6 +19,7 @@ export const KIND_LABEL: Partial<Record<string, string>> = {
   message: "message",
   log: "log",
   node: "node",
+  file: "file",
 };
 
 /** What the list of hits says above them. */

@@ -80,7 +80,7 @@ pub struct SourceArgs {
 }
 
 /// The commands that read a bucket source.
-pub const READING: [&str; 6] = ["sessions", "show", "diff", "export", "import", "open"];
+pub const READING: [&str; 8] = ["sessions", "show", "logs", "search", "diff", "export", "import", "open"];
 
 /// How a command prints what it found.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -134,7 +134,8 @@ pub enum StudioCommand {
     Runs(RunsArgs),
     /// Print a session's log (run.started, node.begin, run.cancelled, ...)
     Logs(SessionArg),
-    /// Search run output, messages, node names and logs of a workspace
+    /// Search run output, messages, node names and logs of a workspace, and what its session
+    /// folders' nodes printed
     Search(SearchArgs),
     /// Delete a session: its records in the store, and its folder (moved to the trash)
     Delete(DeleteArgs),
@@ -629,19 +630,14 @@ impl Cli {
     }
 
     /// Why `--source` (or a cache option) is not taken here: a bucket is read by [`READING`]
-    /// alone (the full-text index behind `logs` and `search` covers what the studio recorded,
-    /// which a bucket's sessions are not), and the cache options need a `--source`.
+    /// alone (`search` finds what its sessions' nodes printed, in the mirror's files), and the
+    /// cache options need a `--source`.
     fn source_refusal(&self, name: &str) -> Option<String> {
         let source = &self.globals.source;
         if source.source.is_none() {
             return (source.cache_limit.is_some() || source.clear_cache).then(|| {
                 "--cache-limit and --clear-cache are options of a bucket: give --source URL with them".to_owned()
             });
-        }
-        if name == "logs" || name == "search" {
-            return Some(format!(
-                "`zstudio {name}` does not take --source: it reads what the studio recorded (the output, messages and logs of the runs it ran), which a bucket's sessions are not (read-only); `zstudio --source URL show ID` reads a session's files"
-            ));
         }
         (!READING.contains(&name)).then(|| {
             format!(

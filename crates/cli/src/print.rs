@@ -249,9 +249,10 @@ pub fn logs(out: &mut impl Write, logs: &[LogLine]) -> anyhow::Result<()> {
 
 pub fn search_hits(out: &mut impl Write, hits: &[SearchHit]) -> anyhow::Result<()> {
     for hit in hits {
-        let place = match (&hit.run_id, &hit.node) {
-            (Some(run), Some(node)) => format!("run {run} node {node}"),
-            (Some(run), None) => format!("run {run}"),
+        let place = match (&hit.run_id, &hit.node, &hit.path) {
+            (_, _, Some(file)) => file.clone(),
+            (Some(run), Some(node), None) => format!("run {run} node {node}"),
+            (Some(run), None, None) => format!("run {run}"),
             _ => String::new(),
         };
         writeln!(

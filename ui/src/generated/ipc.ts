@@ -635,18 +635,23 @@ binary: boolean, };
 
 /**
  * What a search hit is: the kind of row of the index it leads back to (that row's FTS rowid is
- * `source id * 4 + kind`). The lookups below select the same words.
+ * `source id * 8 + kind`). The lookups below select the same words.
  */
-export type SearchHitKind = "output" | "message" | "log" | "node";
+export type SearchHitKind = "output" | "message" | "log" | "node" | "file";
 
 /**
  * One place a search matched.
  */
 export type SearchHit = { kind: SearchHitKind, session_id: string, run_id: string | null, node: string | null, 
 /**
- * The output line number, message number or log id.
+ * The output line number, message number or log id; for a file, the line number in it
+ * (counted from the start of its last MiB when it is larger, the part indexed).
  */
-line: number, text: string, };
+line: number, text: string, 
+/**
+ * A `file` hit's file, relative to the session folder (`plan/raw_stream_output.txt`).
+ */
+path?: string, };
 
 export type RunOutput = { run_id: string, session_id: string, lines: number, };
 

@@ -35,6 +35,7 @@ const TAB_OF_HIT: Partial<Record<string, SessionTab>> = {
   message: "conversation",
   log: "logs",
   node: "nodes",
+  file: "files",
 };
 
 export class AppState {
@@ -271,6 +272,7 @@ export class AppState {
   openHit(hit: SearchHit): void {
     const session = this.openSessionView(hit.session_id, TAB_OF_HIT[hit.kind]);
     if (hit.kind === "output" && hit.run_id) session.showOutputLine(hit.run_id, hit.line);
+    if (hit.kind === "file" && hit.path) session.openFile = hit.path;
   }
 
   // ---- runs ----

@@ -1,7 +1,8 @@
 //! `--source URL`: a bucket prefix (`s3://`, `gs://`, `az://`) read as the workspace, read-only.
 //!
 //! The prefix is mirrored into the cache (`studio_core::bucket::Mirror`), then the command runs
-//! on the mirror as on any workspace: `sessions`, `show`, `export`; `diff`
+//! on the mirror as on any workspace: `sessions`, `show`, `logs`, `search` (which indexes the
+//! mirror's node output files: `store::folder_text`), `export`; `diff`
 //! looks an id up in the bucket, then in the local workspace (`--workspace`, else the current
 //! folder); `import ID` copies a cloud session into the local workspace and store. Every other
 //! command is refused by `Cli::check`: nothing is ever written to the bucket.
@@ -21,7 +22,7 @@ use crate::cli::{Globals, ImportArgs, SourceArgs, StudioCommand, READING};
 
 /// Runs `command` on the bucket prefix `url`.
 pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    // `Cli::check` refused every other command (and `logs` and `search`) before this.
+    // `Cli::check` refused every other command before this.
     debug_assert!(READING.contains(&command.name()));
     let source = Source::parse(url)?;
     let mirror = open(&source, &globals.source)?;

@@ -192,6 +192,43 @@ const MIGRATIONS: &[&str] = &[
     );
     DELETE FROM folder_index;
     "#,
+    // 12: the text of session folders' node output files is searched too (`folder_text`): a
+    // fifth kind of hit, so the search index's rowids become `source id * 8 + kind` (they were
+    // `* 4`). The index is contentless: it is made again from the rows it indexed; what was not
+    // indexed yet still waits for `search::index_pending`. `folder_text` is what each session
+    // folder's text was indexed from, `folder_files` each file indexed (the FTS row of kind 4).
+    r#"
+    DROP TABLE search_text;
+    CREATE VIRTUAL TABLE search_text USING fts5 (
+        text,
+        content = '',
+        contentless_delete = 1,
+        tokenize = 'unicode61 remove_diacritics 2'
+    );
+    INSERT INTO search_text (rowid, text) SELECT id * 8 + 0, text FROM output_blocks WHERE indexed = 1;
+    INSERT INTO search_text (rowid, text) SELECT id * 8 + 1, text FROM messages;
+    INSERT INTO search_text (rowid, text) SELECT id * 8 + 2, event || ' ' || message FROM logs WHERE indexed = 1;
+    INSERT INTO search_text (rowid, text) SELECT id * 8 + 3, name FROM spans WHERE indexed = 1;
+    CREATE TABLE folder_text (
+        workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        print TEXT NOT NULL,
+        PRIMARY KEY (workspace_id, session_id)
+    );
+    CREATE TABLE folder_files (
+        id INTEGER PRIMARY KEY,
+        workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        -- Relative to the session folder, `/`-separated.
+        path TEXT NOT NULL,
+        node TEXT NOT NULL,
+        bytes INTEGER NOT NULL,
+        modified TEXT NOT NULL,
+        -- Where the text indexed begins (past the first line cut, for a file's tail).
+        first_byte INTEGER NOT NULL,
+        UNIQUE (workspace_id, session_id, path)
+    );
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -250,6 +287,28 @@ mod tests {
             conn.execute_batch("PRAGMA foreign_key_check; PRAGMA integrity_check;")
                 .unwrap();
         }
+    }
+
+    #[test]
+    fn the_search_index_is_made_again_with_room_for_eight_kinds() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate_to(&mut conn, 11).unwrap();
+        conn.execute_batch(
+            "INSERT INTO workspaces (id, root) VALUES (1, '/w');
+             INSERT INTO sessions (key, workspace_id, session_id, created_at, updated_at) VALUES (1, 1, 's', 0, 0);
+             INSERT INTO messages (id, session_key, seq, role, text, created_at) VALUES (5, 1, 1, 'user', 'hello ocelot', 0);
+             INSERT INTO search_text (rowid, text) VALUES (5 * 4 + 1, 'hello ocelot');",
+        )
+        .unwrap();
+        migrate(&mut conn).unwrap();
+        let rowids: Vec<i64> = conn
+            .prepare("SELECT rowid FROM search_text WHERE search_text MATCH 'ocelot'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(rowids, [5 * 8 + 1]);
     }
 
     #[test]

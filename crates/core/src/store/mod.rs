@@ -9,13 +9,15 @@
 //! One file per table or concern, each a set of functions over a `&Connection` (a table's rows
 //! and their types): `workspaces`, `sessions`, `messages`, `runs`, `logs`, `spans`, `output`
 //! (output blocks), `output_usage` (`node_usage`), `search` (`search_text`), `trust`
-//! (`trusted_launches`), `index` (`folder_index`), `nodes_seen`; then what reads several: `node_logs`,
+//! (`trusted_launches`), `index` (`folder_index`), `folder_text` (`folder_text`, `folder_files`:
+//! session folders' output files in the search index), `nodes_seen`; then what reads several: `node_logs`,
 //! `session_model`, `records` (export and import), `recovery`, `retention`. `connection` is the
 //! leaf under them all: opening, the lock, transactions and the one conversion of SQLite's errors
 //! into the studio's. The methods of [`Store`] below only lock the connection and call them;
 //! no file of the store imports this one.
 
 mod connection;
+mod folder_text;
 pub mod index;
 mod logs;
 mod messages;
@@ -433,11 +435,20 @@ impl Store {
 
 // ---- search ----
 impl Store {
-    /// Full-text search over run output, messages, node names and logs of a workspace.
-    /// Output not yet indexed is indexed first, so every line ever stored can be found.
+    /// Full-text search over run output, messages, node names and logs of a workspace, and its
+    /// session folders' node output files (what runs the studio did not start printed).
+    /// Output not yet indexed is indexed first, and the session folders that changed since the
+    /// last search (`folder_text`), so every line ever stored or written can be found.
     pub fn search(&self, workspace: &Workspace, query: &str, limit: usize) -> Result<Vec<SearchHit>, Error> {
         while self.index_pending(64)? > 0 {}
+        self.index_folder_text(workspace)?;
         self.with_conn(|conn| search::search(conn, workspace, query, limit))
+    }
+
+    /// Brings the search index of the workspace's session folders' output files up to date (what
+    /// [`Store::search`] does first); returns how many folders were indexed again.
+    pub fn index_folder_text(&self, workspace: &Workspace) -> Result<usize, Error> {
+        folder_text::index_workspace(self, workspace)
     }
 
     /// Adds up to `max_blocks` output blocks (and up to 64 times as many log lines) to the search

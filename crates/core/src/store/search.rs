@@ -1,17 +1,19 @@
 //! Full-text search (SQLite FTS5) over run output, messages, logs and node names.
 //!
-//! One contentless FTS table; each row's rowid is `source id * 4 + kind`, so the text is stored
-//! once (in its own table) and a hit leads back to its row.
+//! One contentless FTS table; each row's rowid is `source id * 8 + kind` ([`rowid`]), so the text
+//! is stored once (in its own table, or for a `file`, in the session folder's file) and a hit leads
+//! back to its row. The text of session folders' node output files is indexed at search time
+//! (`folder_text`).
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::connection::{write_transaction, QueryResult};
-use super::output;
+use super::{folder_text, output};
 use crate::sessions::session::Workspace;
 
 /// What a search hit is: the kind of row of the index it leads back to (that row's FTS rowid is
-/// `source id * 4 + kind`). The lookups below select the same words.
+/// `source id * 8 + kind`). The lookups below select the same words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
@@ -20,6 +22,17 @@ pub enum SearchHitKind {
     Message = 1,
     Log = 2,
     Node = 3,
+    /// A node's output file in a session folder (`folder_text`): what a run the studio did not
+    /// start (a terminal, CI, a bucket) printed.
+    File = 4,
+}
+
+/// Kinds per source id in the FTS rowids: room for 8 (5 used).
+pub(super) const KINDS: i64 = 8;
+
+/// The FTS rowid of a source row of a kind.
+pub(super) fn rowid(kind: Kind, source_id: i64) -> i64 {
+    source_id * KINDS + kind as i64
 }
 
 pub(super) use SearchHitKind as Kind;
@@ -31,6 +44,7 @@ impl SearchHitKind {
             SearchHitKind::Message => "message",
             SearchHitKind::Log => "log",
             SearchHitKind::Node => "node",
+            SearchHitKind::File => "file",
         }
     }
 }
@@ -55,6 +69,7 @@ impl rusqlite::types::FromSql for SearchHitKind {
             "message" => Ok(SearchHitKind::Message),
             "log" => Ok(SearchHitKind::Log),
             "node" => Ok(SearchHitKind::Node),
+            "file" => Ok(SearchHitKind::File),
             other => Err(rusqlite::types::FromSqlError::Other(
                 format!("unknown search hit kind `{other}`").into(),
             )),
@@ -65,7 +80,7 @@ impl rusqlite::types::FromSql for SearchHitKind {
 /// Indexes the text of one source row.
 pub(super) fn index(conn: &Connection, kind: Kind, source_id: i64, text: &str) -> rusqlite::Result<()> {
     conn.prepare_cached("INSERT INTO search_text (rowid, text) VALUES (?1, ?2)")?
-        .execute(params![source_id * 4 + kind as i64, text])?;
+        .execute(params![rowid(kind, source_id), text])?;
     Ok(())
 }
 
@@ -73,10 +88,10 @@ pub(super) fn index(conn: &Connection, kind: Kind, source_id: i64, text: &str) -
 pub(super) fn unindex_session(tx: &Connection, session_key: i64) -> rusqlite::Result<()> {
     tx.execute(
         "DELETE FROM search_text WHERE rowid IN (
-            SELECT b.id * 4 + 0 FROM output_blocks b JOIN runs r ON r.key = b.run_key WHERE r.session_key = ?1
-            UNION ALL SELECT id * 4 + 1 FROM messages WHERE session_key = ?1
-            UNION ALL SELECT id * 4 + 2 FROM logs WHERE session_key = ?1
-            UNION ALL SELECT s.id * 4 + 3 FROM spans s JOIN runs r ON r.id = s.run_id WHERE r.session_key = ?1)",
+            SELECT b.id * 8 + 0 FROM output_blocks b JOIN runs r ON r.key = b.run_key WHERE r.session_key = ?1
+            UNION ALL SELECT id * 8 + 1 FROM messages WHERE session_key = ?1
+            UNION ALL SELECT id * 8 + 2 FROM logs WHERE session_key = ?1
+            UNION ALL SELECT s.id * 8 + 3 FROM spans s JOIN runs r ON r.id = s.run_id WHERE r.session_key = ?1)",
         [session_key],
     )?;
     Ok(())
@@ -133,9 +148,14 @@ pub struct SearchHit {
     pub session_id: String,
     pub run_id: Option<String>,
     pub node: Option<String>,
-    /// The output line number, message number or log id.
+    /// The output line number, message number or log id; for a file, the line number in it
+    /// (counted from the start of its last MiB when it is larger, the part indexed).
     pub line: i64,
     pub text: String,
+    /// A `file` hit's file, relative to the session folder (`plan/raw_stream_output.txt`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub path: Option<String>,
 }
 
 /// Words of the query, each quoted (so `"`, `*`, `-` and `:` are text, not syntax) and matched as
@@ -185,6 +205,9 @@ pub(super) fn search(
         "SELECT 'node', s.session_id, sp.run_id, sp.name, sp.id, sp.name FROM spans sp
            JOIN runs r ON r.id = sp.run_id JOIN sessions s ON s.key = r.session_key
            WHERE sp.id = ?1 AND s.workspace_id = ?2",
+        // A file hit is the file's text from where it was indexed (its path, until read below).
+        "SELECT 'file', f.session_id, NULL, f.node, f.first_byte, f.path FROM folder_files f
+           WHERE f.id = ?1 AND f.workspace_id = ?2",
     ]
     .iter()
     .map(|sql| conn.prepare_cached(sql))
@@ -196,8 +219,11 @@ pub(super) fn search(
             break;
         };
         let rowid: i64 = row.get(0)?;
-        let hit = lookups[(rowid % 4) as usize]
-            .query_row(params![rowid / 4, workspace_key], |r| {
+        let Some(lookup) = lookups.get_mut((rowid % KINDS) as usize) else {
+            continue;
+        };
+        let hit = lookup
+            .query_row(params![rowid / KINDS, workspace_key], |r| {
                 Ok(SearchHit {
                     kind: r.get(0)?,
                     session_id: r.get(1)?,
@@ -206,10 +232,15 @@ pub(super) fn search(
                     node: r.get(3)?,
                     line: r.get(4)?,
                     text: r.get(5)?,
+                    path: None,
                 })
             })
             .optional()?;
         let Some(hit) = hit else { continue };
+        if hit.kind == SearchHitKind::File {
+            file_hits(workspace, hit, &terms, limit - hits.len(), &mut hits);
+            continue;
+        }
         if hit.kind != SearchHitKind::Output {
             hits.push(hit);
             continue;
@@ -231,10 +262,69 @@ pub(super) fn search(
                 node: line.node.clone(),
                 line: line.seq,
                 text: line.text.clone(),
+                path: None,
             });
         }
     }
     Ok(hits)
+}
+
+/// The hits of one indexed file (`hit` as looked up: its path in `text`, where its indexed text
+/// begins in `line`): its lines that hold every word, last first, at most `room`. A file whose
+/// text no longer matches (it changed since; the next search indexes it again) gives none; when
+/// no single line holds every word, its first line holding one stands for it.
+fn file_hits(workspace: &Workspace, hit: SearchHit, terms: &[String], room: usize, hits: &mut Vec<SearchHit>) {
+    let path = hit.text;
+    let Some(text) = folder_text::indexed_text(workspace, &hit.session_id, &path, hit.line as u64) else {
+        return;
+    };
+    let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(at, line)| (at + 1, line)).collect();
+    let mut matching: Vec<&(usize, &str)> = lines.iter().filter(|(_, line)| line_matches(line, terms)).collect();
+    if matching.is_empty() {
+        let any = |line: &str| terms.iter().any(|term| line_matches(line, std::slice::from_ref(term)));
+        matching = lines.iter().filter(|(_, line)| any(line)).take(1).collect();
+    }
+    for (number, line) in matching.into_iter().rev().take(room) {
+        hits.push(SearchHit {
+            kind: SearchHitKind::File,
+            session_id: hit.session_id.clone(),
+            run_id: None,
+            node: hit.node.clone(),
+            line: *number as i64,
+            text: excerpt(line, terms, EXCERPT_CHARS),
+            path: Some(path.clone()),
+        });
+    }
+}
+
+/// A file hit's text is at most this many characters of its line, around the first match.
+const EXCERPT_CHARS: usize = 240;
+
+/// At most `max` characters of `line`, from a little before the first term found (with `…`
+/// where it is cut).
+fn excerpt(line: &str, terms: &[String], max: usize) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= max {
+        return line.to_owned();
+    }
+    let folded = fold(line);
+    // `fold` keeps one character for one (lower case may add some: then the start is a guess).
+    let at = terms
+        .iter()
+        .filter_map(|term| folded.find(term.as_str()))
+        .min()
+        .map_or(0, |byte| folded[..byte].chars().count());
+    let start = at.saturating_sub(max / 4).min(chars.len() - max);
+    let end = start + max;
+    let mut text = String::new();
+    if start > 0 {
+        text.push('…');
+    }
+    text.extend(&chars[start..end]);
+    if end < chars.len() {
+        text.push('…');
+    }
+    text
 }
 
 /// Whether a line holds every term as the start of a word, the way the index compares text:
@@ -273,6 +363,16 @@ fn fold(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_line_is_cut_around_its_first_match() {
+        let line = format!("{}needle{}", "a ".repeat(500), " b".repeat(500));
+        let cut = excerpt(&line, &["needle".to_owned()], 40);
+        assert!(cut.starts_with('…') && cut.ends_with('…'), "{cut}");
+        assert!(cut.contains("needle"), "{cut}");
+        assert_eq!(cut.chars().count(), 42);
+        assert_eq!(excerpt("short needle", &["needle".to_owned()], 40), "short needle");
+    }
 
     #[test]
     fn query_words_are_quoted_prefixes() {

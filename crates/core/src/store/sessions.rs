@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::connection::{millis, timestamp, write_transaction, QueryResult};
-use super::{nodes_seen, search, workspaces};
+use super::{folder_text, nodes_seen, search, workspaces};
 use crate::sessions::session::{read_summary, SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
 use crate::vocabulary::error::Error;
@@ -206,6 +206,7 @@ pub(super) fn delete(
         params![workspace.root().to_string_lossy(), id.as_str()],
     )?;
     nodes_seen::forget(&tx, workspace, id)?;
+    folder_text::forget_session(&tx, workspace, id.as_str())?;
     // The folder goes last: if moving it fails, the rows come back with the rollback.
     if let Some(folder) = folder {
         discard(&folder)?;

@@ -8,6 +8,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::connection::{millis, parse_status, timestamp, write_transaction, QueryResult};
+use super::search;
 use crate::sessions::session::{Timestamp, Workspace};
 use crate::status::Status;
 
@@ -118,7 +119,10 @@ pub(super) fn forget(conn: &Connection, span_id: i64) -> QueryResult<()> {
         .query_row("SELECT indexed FROM spans WHERE id = ?1", [span_id], |r| r.get(0))
         .optional()?;
     if indexed == Some(true) {
-        tx.execute("DELETE FROM search_text WHERE rowid = ?1 * 4 + 3", [span_id])?;
+        tx.execute(
+            "DELETE FROM search_text WHERE rowid = ?1",
+            [search::rowid(search::Kind::Node, span_id)],
+        )?;
     }
     tx.execute("DELETE FROM spans WHERE id = ?1", [span_id])?;
     Ok(tx.commit()?)

@@ -4,6 +4,7 @@ mod adopted_runs;
 mod captures;
 mod compare;
 mod detached_runs;
+mod folder_search;
 mod harness;
 mod hostile_processes;
 mod hostile_workspace;

@@ -1,0 +1,363 @@
+//! The text of session folders' node output files in the search index (hits of kind `file`):
+//! what a run the studio did not start (a terminal, CI, a bucket's mirror) printed, which the
+//! store has no record of.
+//!
+//! Indexed at search time ([`index_workspace`]), not when listing: a launch or a listing reads no
+//! output file. Each session folder has a print ([`print_of`]: the times and sizes of the folder,
+//! its `nodes/`, and each node's output files) kept in `folder_text`; a folder whose print did not
+//! change is not read again, and of one that did only the files whose size or time changed are
+//! read (`folder_files`, one row per file, whose FTS rowid is `id * 8 + 4`). Of a file only its
+//! last [`TEXT_BYTES`] are indexed (a bucket mirror holds no more of a large output: `bucket`),
+//! from the first whole line; a file holding NUL bytes is not text and is left out. Folders are
+//! written in transactions of at most [`BATCH_SESSIONS`] sessions and [`BATCH_BYTES`] of text, so
+//! memory stays bounded whatever the workspace holds.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::connection::{write_transaction, QueryResult, Store};
+use super::search::{self, Kind};
+use super::workspaces;
+use crate::sessions::session::{self, Workspace, RAW_STREAM_FILE};
+use crate::vocabulary::error::Error;
+
+/// Of each output file, at most its last this many bytes are indexed (and read for a hit).
+pub const TEXT_BYTES: u64 = 1024 * 1024;
+/// Sessions written to the index in one transaction at most.
+pub const BATCH_SESSIONS: usize = 128;
+/// Text read before it is written to the index at most (one session's files may go past it).
+const BATCH_BYTES: u64 = 64 * 1024 * 1024;
+/// A node's output files, as the engine (`<node>/raw_stream_output.txt`) and the documented
+/// layout (`nodes/<node>/raw_output.txt`) write them.
+const OUTPUT_FILES: [&str; 2] = [RAW_STREAM_FILE, "raw_output.txt"];
+/// The documented layout's folder of node folders.
+const NODES_DIR: &str = "nodes";
+/// Node folders looked at in one session folder at most (each `nodes/` too).
+const MAX_NODE_FOLDERS: usize = 10_000;
+
+/// One output file of a session folder, as its print saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct OutputFile {
+    /// Relative to the session folder, `/`-separated.
+    path: String,
+    node: String,
+    bytes: u64,
+    modified: String,
+}
+
+/// A session folder whose print changed since it was indexed (or that never was).
+struct Changed {
+    session_id: String,
+    folder: PathBuf,
+    print: String,
+    files: Vec<OutputFile>,
+}
+
+/// What was read of a changed file: where the text indexed begins, and the text (`None` when
+/// the file is not text).
+struct ReadText {
+    first_byte: u64,
+    text: Option<String>,
+}
+
+/// Brings the index of `workspace`'s session folders' output files up to date: the folders that
+/// changed since they were indexed are read (only their files that changed), the sessions gone
+/// are dropped. Returns how many sessions were indexed again.
+pub(super) fn index_workspace(store: &Store, workspace: &Workspace) -> Result<usize, Error> {
+    let (workspace_key, mut known) = store.with_conn(|conn| {
+        let key = workspaces::key(conn, workspace)?;
+        let mut statement = conn.prepare_cached("SELECT session_id, print FROM folder_text WHERE workspace_id = ?1")?;
+        let known: HashMap<String, String> = statement
+            .query_map([key], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        Ok((key, known))
+    })?;
+    let folders = session::session_folders(workspace)?;
+    let looked = session::in_parallel(&folders, |(folder, id)| {
+        let previous = known.get(id.as_str());
+        Ok(print_of(folder).and_then(|(print, files)| {
+            (previous != Some(&print)).then(|| Changed {
+                session_id: id.as_str().to_owned(),
+                folder: folder.clone(),
+                print,
+                files,
+            })
+        }))
+    })?;
+    for (_, id) in &folders {
+        known.remove(id.as_str());
+    }
+    let gone: Vec<String> = known.into_keys().collect();
+    let changed: Vec<Changed> = looked.into_iter().flatten().collect();
+    let count = changed.len();
+    for batch in batches(changed) {
+        let read = session::in_parallel(&batch, |changed| Ok(read_changed(store, workspace_key, changed)))?;
+        store.with_conn(|conn| {
+            let tx = write_transaction(conn)?;
+            for (changed, texts) in batch.iter().zip(read) {
+                write_session(&tx, workspace_key, changed, texts?)?;
+            }
+            Ok(tx.commit()?)
+        })?;
+    }
+    if !gone.is_empty() {
+        store.with_conn(|conn| {
+            let tx = write_transaction(conn)?;
+            for session_id in &gone {
+                forget(&tx, workspace_key, session_id)?;
+            }
+            Ok(tx.commit()?)
+        })?;
+    }
+    Ok(count)
+}
+
+/// The changed folders in groups of at most [`BATCH_SESSIONS`] whose text read is at most
+/// [`BATCH_BYTES`] (a folder over it alone).
+fn batches(changed: Vec<Changed>) -> Vec<Vec<Changed>> {
+    let mut batches: Vec<Vec<Changed>> = Vec::new();
+    let mut bytes = 0;
+    for folder in changed {
+        let size: u64 = folder.files.iter().map(|f| f.bytes.min(TEXT_BYTES)).sum();
+        match batches.last_mut() {
+            Some(batch) if batch.len() < BATCH_SESSIONS && bytes + size <= BATCH_BYTES => {
+                bytes += size;
+                batch.push(folder);
+            }
+            _ => {
+                bytes = size;
+                batches.push(vec![folder]);
+            }
+        }
+    }
+    batches
+}
+
+/// The files of a changed folder that changed since they were indexed, read.
+fn read_changed(store: &Store, workspace_key: i64, changed: &Changed) -> Result<HashMap<String, ReadText>, Error> {
+    let indexed: HashMap<String, (u64, String)> = store.with_conn(|conn| {
+        let mut statement = conn.prepare_cached(
+            "SELECT path, bytes, modified FROM folder_files WHERE workspace_id = ?1 AND session_id = ?2",
+        )?;
+        let rows = statement.query_map(params![workspace_key, changed.session_id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                (r.get::<_, i64>(1)? as u64, r.get::<_, String>(2)?),
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    })?;
+    let mut read = HashMap::new();
+    for file in &changed.files {
+        if indexed.get(&file.path) == Some(&(file.bytes, file.modified.clone())) {
+            continue;
+        }
+        let (first_byte, text) = match read_tail(&changed.folder.join(&file.path), file.bytes) {
+            Some((first_byte, text)) => (first_byte, text),
+            // Gone or replaced by a link since the print: the next search looks again.
+            None => continue,
+        };
+        read.insert(file.path.clone(), ReadText { first_byte, text });
+    }
+    Ok(read)
+}
+
+/// Writes one changed folder: its files gone or read again leave the index, those read enter it,
+/// and its print is kept.
+fn write_session(
+    tx: &Connection,
+    workspace_key: i64,
+    changed: &Changed,
+    mut read: HashMap<String, ReadText>,
+) -> QueryResult<()> {
+    let mut existing =
+        tx.prepare_cached("SELECT id, path FROM folder_files WHERE workspace_id = ?1 AND session_id = ?2")?;
+    let rows: Vec<(i64, String)> = existing
+        .query_map(params![workspace_key, changed.session_id], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    for (id, path) in rows {
+        let still = changed.files.iter().any(|file| file.path == path);
+        if !still || read.contains_key(&path) {
+            drop_file(tx, id)?;
+        }
+    }
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO folder_files (workspace_id, session_id, path, node, bytes, modified, first_byte)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for file in &changed.files {
+        let Some(text) = read.remove(&file.path) else { continue };
+        insert.execute(params![
+            workspace_key,
+            changed.session_id,
+            file.path,
+            file.node,
+            file.bytes as i64,
+            file.modified,
+            text.first_byte as i64
+        ])?;
+        if let Some(text) = text.text {
+            search::index(tx, Kind::File, tx.last_insert_rowid(), &text)?;
+        }
+    }
+    tx.prepare_cached(
+        "INSERT INTO folder_text (workspace_id, session_id, print) VALUES (?1, ?2, ?3)
+         ON CONFLICT (workspace_id, session_id) DO UPDATE SET print = ?3",
+    )?
+    .execute(params![workspace_key, changed.session_id, changed.print])?;
+    Ok(())
+}
+
+/// Drops one file from the index (its FTS row too; a file that was not text has none, and
+/// deleting an absent row is nothing).
+fn drop_file(tx: &Connection, id: i64) -> QueryResult<()> {
+    tx.prepare_cached("DELETE FROM search_text WHERE rowid = ?1")?
+        .execute([search::rowid(Kind::File, id)])?;
+    tx.prepare_cached("DELETE FROM folder_files WHERE id = ?1")?
+        .execute([id])?;
+    Ok(())
+}
+
+/// Drops a session folder's files from the index (its folder is gone, or deleted).
+pub(super) fn forget(tx: &Connection, workspace_key: i64, session_id: &str) -> QueryResult<()> {
+    let ids: Vec<i64> = tx
+        .prepare_cached("SELECT id FROM folder_files WHERE workspace_id = ?1 AND session_id = ?2")?
+        .query_map(params![workspace_key, session_id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    for id in ids {
+        drop_file(tx, id)?;
+    }
+    tx.prepare_cached("DELETE FROM folder_text WHERE workspace_id = ?1 AND session_id = ?2")?
+        .execute(params![workspace_key, session_id])?;
+    Ok(())
+}
+
+/// The print of a session folder and its node output files: the times and sizes of the folder,
+/// its `nodes/`, and each output file of each node folder (`<node>/` and `nodes/<node>/`). Links
+/// are neither followed nor indexed (a session folder's files are untrusted). `None` when the
+/// folder is gone.
+fn print_of(folder: &Path) -> Option<(String, Vec<OutputFile>)> {
+    let stamp = |m: &fs::Metadata| format!("{}.{}:{}", m.mtime(), m.mtime_nsec(), m.len());
+    let dir = fs::symlink_metadata(folder).ok()?;
+    if !dir.is_dir() {
+        return Some(("link".to_owned(), Vec::new()));
+    }
+    let mut print = stamp(&dir);
+    let mut nodes = node_folders(folder, false);
+    if let Ok(meta) = fs::symlink_metadata(folder.join(NODES_DIR)) {
+        print.push('|');
+        print.push_str(&stamp(&meta));
+        if meta.is_dir() {
+            nodes.extend(node_folders(&folder.join(NODES_DIR), true));
+        }
+    }
+    let mut files = Vec::new();
+    for (node, prefix) in nodes {
+        for name in OUTPUT_FILES {
+            let path = format!("{prefix}{node}/{name}");
+            let Ok(meta) = fs::symlink_metadata(folder.join(&path)) else {
+                continue;
+            };
+            if !meta.is_file() {
+                continue;
+            }
+            let modified = format!("{}.{}", meta.mtime(), meta.mtime_nsec());
+            print.push_str(&format!("|{path}:{modified}:{}", meta.len()));
+            files.push(OutputFile {
+                path,
+                node: node.clone(),
+                bytes: meta.len(),
+                modified,
+            });
+        }
+    }
+    Some((print, files))
+}
+
+/// The node folders of `dir` (not links, not hidden, not `nodes/`), by name, with the prefix of
+/// their paths in the session folder (`nodes/` for those of `nodes/`).
+fn node_folders(dir: &Path, in_nodes_dir: bool) -> Vec<(String, &'static str)> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let prefix = if in_nodes_dir { "nodes/" } else { "" };
+    let mut names: Vec<(String, &'static str)> = entries
+        .take(MAX_NODE_FOLDERS)
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| !name.starts_with('.') && (in_nodes_dir || name != NODES_DIR))
+        .map(|name| (name, prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The last [`TEXT_BYTES`] of a file of `bytes` bytes, from its first whole line when cut:
+/// where that text begins, and the text (`None` when it holds a NUL byte: not text, or a bucket
+/// mirror's range not fetched). `None` when it cannot be read as a regular file (a link is not
+/// followed).
+fn read_tail(path: &Path, bytes: u64) -> Option<(u64, Option<String>)> {
+    let start = bytes.saturating_sub(TEXT_BYTES);
+    let buffer = read_range(path, start, TEXT_BYTES)?;
+    let skip = if start == 0 {
+        0
+    } else {
+        memchr::memchr(b'\n', &buffer).map_or(buffer.len(), |at| at + 1)
+    };
+    let text = &buffer[skip..];
+    let first_byte = start + skip as u64;
+    if memchr::memchr(0, text).is_some() {
+        return Some((first_byte, None));
+    }
+    Some((first_byte, Some(String::from_utf8_lossy(text).into_owned())))
+}
+
+/// At most `limit` bytes of a regular file from `offset`, never through a link.
+fn read_range(path: &Path, offset: u64, limit: u64) -> Option<Vec<u8>> {
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    file.seek(SeekFrom::Start(offset)).ok()?;
+    let mut buffer = Vec::new();
+    file.take(limit).read_to_end(&mut buffer).ok()?;
+    Some(buffer)
+}
+
+/// The text of an indexed file, for a hit: from where it was indexed, at most [`TEXT_BYTES`]
+/// (`None` when it is gone or not text any more).
+pub(super) fn indexed_text(workspace: &Workspace, session_id: &str, path: &str, first_byte: u64) -> Option<String> {
+    let folder = workspace.sessions_folder().ok()??.join(session_id);
+    let buffer = read_range(&folder.join(path), first_byte, TEXT_BYTES)?;
+    if memchr::memchr(0, &buffer).is_some() {
+        return None;
+    }
+    Some(String::from_utf8_lossy(&buffer).into_owned())
+}
+
+/// Drops what the index holds of one session folder (it is being deleted).
+pub(super) fn forget_session(conn: &Connection, workspace: &Workspace, session_id: &str) -> QueryResult<()> {
+    let key: Option<i64> = conn
+        .query_row(
+            "SELECT id FROM workspaces WHERE root = ?1",
+            [workspace.root().to_string_lossy()],
+            |r| r.get(0),
+        )
+        .optional()?;
+    match key {
+        Some(key) => forget(conn, key, session_id),
+        None => Ok(()),
+    }
+}
