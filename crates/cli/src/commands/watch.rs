@@ -19,7 +19,7 @@ pub fn watch(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
         let _ = changes.send(change);
     });
     let store = Arc::new(globals.open_store()?);
-    let sink = studio_core::store::index::keeping_current(store.clone(), sink);
+    let sink = studio_core::store::index::keeping_current(store.clone(), &[], sink);
     // A run's end recorded in the store, by any process, is a change of its session.
     let options = WatcherOptions {
         store: Some(store.clone()),

@@ -333,7 +333,7 @@ impl Studio {
             tracing::warn!(%error, "cannot read the folder index: every session folder is read again");
             Default::default()
         });
-        let sink = crate::store::index::keeping_current(store.clone(), sink);
+        let sink = crate::store::index::keeping_current(store.clone(), &[&workspace], sink);
         // A run's end recorded in the store, by any process, is a change of its session.
         let options = WatcherOptions {
             store: Some(store),

@@ -145,6 +145,9 @@ pub struct Store {
     /// reentrant so that a method holding it can call another.
     conn: ReentrantMutex<Connection>,
     location: StoreLocation,
+    /// The workspaces watched in this process, and whether their folders' text changed since it
+    /// was last indexed (`folder_text`).
+    pub(super) watched: super::watched::Watched,
 }
 
 fn is_busy(error: &rusqlite::Error) -> bool {
@@ -170,6 +173,7 @@ impl Store {
                         .map(|conn| Store {
                             conn: ReentrantMutex::new(conn),
                             location: location.clone(),
+                            watched: Default::default(),
                         })
                         .map_err(|e| e.at(location))
                 }

@@ -11,23 +11,27 @@
 //! from the first whole line; a file holding NUL bytes is not text and is left out. Folders are
 //! written in transactions of at most [`BATCH_SESSIONS`] sessions and [`BATCH_BYTES`] of text, so
 //! memory stays bounded whatever the workspace holds.
+//!
+//! A workspace watched in this process (the window's, a studio server's: `index::keeping_current`
+//! tells [`Watched`](super::watched::Watched) of it and of each change the watcher sees) is not walked again while no change
+//! was seen since its last walk, for [`WALKED_AT_MOST_EVERY`](super::watched::WALKED_AT_MOST_EVERY): a search then costs the query
+//! alone. The listing's folder index trusts the same watcher. Where nothing watches (the CLI),
+//! every search walks the folders.
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::connection::{write_transaction, QueryResult, Store};
+use super::file_text::{read_tail, TEXT_BYTES};
 use super::search::{self, Kind};
 use super::workspaces;
 use crate::sessions::session::{self, Workspace, RAW_STREAM_FILE};
 use crate::vocabulary::error::Error;
 
-/// Of each output file, at most its last this many bytes are indexed (and read for a hit).
-pub const TEXT_BYTES: u64 = 1024 * 1024;
 /// Sessions written to the index in one transaction at most.
 pub const BATCH_SESSIONS: usize = 128;
 /// Text read before it is written to the index at most (one session's files may go past it).
@@ -69,6 +73,11 @@ struct ReadText {
 /// changed since they were indexed are read (only their files that changed), the sessions gone
 /// are dropped. Returns how many sessions were indexed again.
 pub(super) fn index_workspace(store: &Store, workspace: &Workspace) -> Result<usize, Error> {
+    let started = std::time::Instant::now();
+    let walked_at = match store.watched.to_walk(workspace.root()) {
+        Ok(()) => return Ok(0),
+        Err(at) => at,
+    };
     let (workspace_key, mut known) = store.with_conn(|conn| {
         let key = workspaces::key(conn, workspace)?;
         let mut statement = conn.prepare_cached("SELECT session_id, print FROM folder_text WHERE workspace_id = ?1")?;
@@ -113,6 +122,9 @@ pub(super) fn index_workspace(store: &Store, workspace: &Workspace) -> Result<us
             }
             Ok(tx.commit()?)
         })?;
+    }
+    if let Some(at) = walked_at {
+        store.watched.walked(workspace.root(), at, started);
     }
     Ok(count)
 }
@@ -298,53 +310,6 @@ fn node_folders(dir: &Path, in_nodes_dir: bool) -> Vec<(String, &'static str)> {
         .collect();
     names.sort();
     names
-}
-
-/// The last [`TEXT_BYTES`] of a file of `bytes` bytes, from its first whole line when cut:
-/// where that text begins, and the text (`None` when it holds a NUL byte: not text, or a bucket
-/// mirror's range not fetched). `None` when it cannot be read as a regular file (a link is not
-/// followed).
-fn read_tail(path: &Path, bytes: u64) -> Option<(u64, Option<String>)> {
-    let start = bytes.saturating_sub(TEXT_BYTES);
-    let buffer = read_range(path, start, TEXT_BYTES)?;
-    let skip = if start == 0 {
-        0
-    } else {
-        memchr::memchr(b'\n', &buffer).map_or(buffer.len(), |at| at + 1)
-    };
-    let text = &buffer[skip..];
-    let first_byte = start + skip as u64;
-    if memchr::memchr(0, text).is_some() {
-        return Some((first_byte, None));
-    }
-    Some((first_byte, Some(String::from_utf8_lossy(text).into_owned())))
-}
-
-/// At most `limit` bytes of a regular file from `offset`, never through a link.
-fn read_range(path: &Path, offset: u64, limit: u64) -> Option<Vec<u8>> {
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    file.seek(SeekFrom::Start(offset)).ok()?;
-    let mut buffer = Vec::new();
-    file.take(limit).read_to_end(&mut buffer).ok()?;
-    Some(buffer)
-}
-
-/// The text of an indexed file, for a hit: from where it was indexed, at most [`TEXT_BYTES`]
-/// (`None` when it is gone or not text any more).
-pub(super) fn indexed_text(workspace: &Workspace, session_id: &str, path: &str, first_byte: u64) -> Option<String> {
-    let folder = workspace.sessions_folder().ok()??.join(session_id);
-    let buffer = read_range(&folder.join(path), first_byte, TEXT_BYTES)?;
-    if memchr::memchr(0, &buffer).is_some() {
-        return None;
-    }
-    Some(String::from_utf8_lossy(&buffer).into_owned())
 }
 
 /// Drops what the index holds of one session folder (it is being deleted).

@@ -364,8 +364,14 @@ pub fn record_change(store: &Store, change: &Change) -> Result<(), Error> {
 }
 
 /// A change sink that keeps the index current, then passes each change on to `next`.
-pub fn keeping_current(store: std::sync::Arc<Store>, next: ChangeSink) -> ChangeSink {
+/// The store takes the workspaces as watched from here on (`folder_text`: searches walk their
+/// folders again only after a change).
+pub fn keeping_current(store: std::sync::Arc<Store>, workspaces: &[&Workspace], next: ChangeSink) -> ChangeSink {
+    for workspace in workspaces {
+        store.watched.started(workspace.root());
+    }
     std::sync::Arc::new(move |change| {
+        store.watched.changed(change.workspace());
         if let Err(error) = record_change(&store, &change) {
             tracing::warn!(%error, "the folder index missed a change; the next listing reads that folder again");
         }

@@ -17,6 +17,7 @@
 //! no file of the store imports this one.
 
 mod connection;
+mod file_text;
 mod folder_text;
 pub mod index;
 mod logs;
@@ -35,6 +36,7 @@ mod session_model;
 mod sessions;
 mod spans;
 mod trust;
+mod watched;
 mod workspaces;
 
 use std::collections::HashMap;

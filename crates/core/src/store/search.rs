@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::connection::{write_transaction, QueryResult};
-use super::{folder_text, output};
+use super::{file_text, output};
 use crate::sessions::session::Workspace;
 
 /// What a search hit is: the kind of row of the index it leads back to (that row's FTS rowid is
@@ -275,7 +275,7 @@ pub(super) fn search(
 /// no single line holds every word, its first line holding one stands for it.
 fn file_hits(workspace: &Workspace, hit: SearchHit, terms: &[String], room: usize, hits: &mut Vec<SearchHit>) {
     let path = hit.text;
-    let Some(text) = folder_text::indexed_text(workspace, &hit.session_id, &path, hit.line as u64) else {
+    let Some(text) = file_text::indexed_text(workspace, &hit.session_id, &path, hit.line as u64) else {
         return;
     };
     let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(at, line)| (at + 1, line)).collect();

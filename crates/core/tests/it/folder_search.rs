@@ -192,3 +192,66 @@ fn links_and_binary_files_are_not_indexed() {
     assert!(store.search(&s.workspace, "secretword", 10).unwrap().is_empty());
     assert!(store.search(&s.workspace, "binaryword", 10).unwrap().is_empty());
 }
+
+/// In a watched workspace (the window's), a search walks the session folders again only after
+/// the watcher told a change: what a terminal run appends is found once the real watcher saw it,
+/// and with no change told (the watcher stopped) the folders are not walked again.
+#[test]
+fn a_watched_workspace_is_walked_again_only_after_a_change() {
+    use std::sync::{mpsc, Arc};
+    use std::time::{Duration, Instant};
+    use studio_core::change::{Change, ChangeSink};
+    use studio_core::store::index::keeping_current;
+    use studio_core::watcher::{Watcher, WatcherOptions};
+
+    let s = setup();
+    let store = Arc::new(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
+    let folder = terminal_session(&s.workspace, "1795952700000_term", "plan", "first wombatrix line\n");
+    let (sender, received) = mpsc::channel();
+    let told: ChangeSink = Arc::new(move |change| {
+        let _ = sender.send(change);
+    });
+    let sink = keeping_current(store.clone(), &[&s.workspace], told);
+    let watcher = Watcher::start(vec![s.workspace.clone()], sink.clone(), WatcherOptions::default()).unwrap();
+    assert_eq!(store.search(&s.workspace, "wombatrix", 10).unwrap().len(), 1);
+
+    // Appended while watched: the watcher tells it, the next search walks and finds it.
+    let output = folder.join("plan/raw_stream_output.txt");
+    let append = |line: &str| {
+        use std::io::Write;
+        let mut file = fs::OpenOptions::new().append(true).open(&output).unwrap();
+        writeln!(file, "{line}").unwrap();
+    };
+    append("second numbatrix line");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let change = received
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .expect("the watcher tells the appended line");
+        if matches!(change, Change::OutputAppended { .. }) {
+            break;
+        }
+    }
+    assert_eq!(store.search(&s.workspace, "numbatrix", 10).unwrap().len(), 1);
+
+    // No watcher any more, no change told: the folders are not walked again (the CLI, which
+    // watches nothing, walks them at every search).
+    drop(watcher);
+    append("third dingorex line");
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        store.search(&s.workspace, "dingorex", 10).unwrap().len(),
+        0,
+        "walked again though no change was told"
+    );
+    // A change told: walked again.
+    sink(Change::WatchPolling {
+        workspace: s.workspace.root().to_owned(),
+        reason: "test".to_owned(),
+    });
+    assert_eq!(store.search(&s.workspace, "dingorex", 10).unwrap().len(), 1);
+    // A store that watches nothing (the CLI's) walks at every search.
+    append("fourth quollumba line");
+    let cli = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    assert_eq!(cli.search(&s.workspace, "quollumba", 10).unwrap().len(), 1);
+}

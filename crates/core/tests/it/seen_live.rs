@@ -47,7 +47,7 @@ fn the_nodes_a_watch_saw_read_the_same_in_sessions_and_show_after_it() {
     };
     let watcher = Watcher::start(
         vec![Workspace::open(&root).unwrap()],
-        keeping_current(store.clone(), sink),
+        keeping_current(store.clone(), &[], sink),
         options,
     )
     .unwrap();

@@ -968,7 +968,7 @@ fn the_watcher_keeps_the_index_current() {
     let store = std::sync::Arc::new(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
     let watcher = Watcher::start(
         vec![s.workspace.clone()],
-        studio_core::store::index::keeping_current(store.clone(), std::sync::Arc::new(|_| {})),
+        studio_core::store::index::keeping_current(store.clone(), &[], std::sync::Arc::new(|_| {})),
         WatcherOptions::default(),
     )
     .unwrap();
