@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::app::Studio;
-use crate::remote::server::{ReplyOut, Written};
+use crate::remote::reply::{ReplyOut, Written};
 use crate::vocabulary::error::Error;
 
 /// The parameters of `method`, read from its frame's `params` (an object; `null` for none).

@@ -18,6 +18,7 @@ pub mod import;
 pub mod link;
 pub mod methods;
 pub mod protocol;
+pub mod reply;
 pub mod scratch;
 pub mod server;
 pub mod ssh;

@@ -1,12 +1,16 @@
 //! The `sessions` table: what the studio knows of a session beyond its folder (its key for the
 //! other tables, pin, title, agent, where it was imported from), and deleting a session whole.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt;
 use std::path::Path;
 use std::time::SystemTime;
 
 use rusqlite::{params, Connection, OptionalExtension};
-use serde::Serialize;
+use serde::de::value::{CowStrDeserializer, MapAccessDeserializer};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
 
 use super::connection::{millis, timestamp, write_transaction, QueryResult};
 use super::{nodes_seen, search, workspaces};
@@ -17,8 +21,8 @@ use crate::vocabulary::id::SessionId;
 
 /// A session as the studio lists it: what its folder says, and what the studio knows of it (its
 /// `agent` and `title` are the summary's, named by `session_model::name_session`). Written as
-/// one object, the summary's fields and its own; read back by [`row_reading`] (a remote
-/// workspace's listing).
+/// one object, the summary's fields and its own; read back without a flattened field's tree of
+/// values (`RowVisitor`: a remote workspace's listing).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionRow {
@@ -32,120 +36,105 @@ pub struct SessionRow {
     pub live_run: Option<String>,
 }
 
-/// Reading a [`SessionRow`] without `#[serde(flatten)]`'s detour: a flattened field is read by
-/// first copying each row's every field into serde's own tree of values (10,000 rows' worth in
-/// a remote listing, most of the time it took to read). The row's own fields are taken out of
-/// its object as they come; every other field goes straight to the summary's own reading (so
-/// what it requires, defaults and ignores is the summary's).
-mod row_reading {
-    use std::borrow::Cow;
-    use std::fmt;
+// Reading a [`SessionRow`] without `#[serde(flatten)]`'s detour: a flattened field is read by
+// first copying each row's every field into serde's own tree of values (10,000 rows' worth in
+// a remote listing, most of the time it took to read). The row's own fields are taken out of
+// its object as they come; every other field goes straight to the summary's own reading (so
+// what it requires, defaults and ignores is the summary's).
+impl<'de> Deserialize<'de> for SessionRow {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SessionRow, D::Error> {
+        deserializer.deserialize_map(RowVisitor)
+    }
+}
 
-    use serde::de::value::CowStrDeserializer;
-    use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
-    use serde::Deserialize;
+/// The row's own fields, as they were met.
+#[derive(Default)]
+struct RowOwnFields {
+    pinned: Option<bool>,
+    pinned_at: Option<Option<Timestamp>>,
+    messages: Option<i64>,
+    live_run: Option<Option<String>>,
+}
 
-    use super::SessionRow;
-    use crate::sessions::session::{SessionSummary, Timestamp};
+struct RowVisitor;
 
-    impl<'de> Deserialize<'de> for SessionRow {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SessionRow, D::Error> {
-            deserializer.deserialize_map(RowVisitor)
-        }
+impl<'de> Visitor<'de> for RowVisitor {
+    type Value = SessionRow;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a session row (an object)")
     }
 
-    /// The row's own fields, as they were met.
-    #[derive(Default)]
-    struct Own {
-        pinned: Option<bool>,
-        pinned_at: Option<Option<Timestamp>>,
-        messages: Option<i64>,
-        live_run: Option<Option<String>>,
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<SessionRow, A::Error> {
+        let mut own = RowOwnFields::default();
+        let summary = SessionSummary::deserialize(MapAccessDeserializer::new(SummaryFields { map, own: &mut own }))?;
+        Ok(SessionRow {
+            summary,
+            pinned: own.pinned.ok_or_else(|| de::Error::missing_field("pinned"))?,
+            pinned_at: own.pinned_at.flatten(),
+            messages: own.messages.ok_or_else(|| de::Error::missing_field("messages"))?,
+            live_run: own.live_run.flatten(),
+        })
     }
+}
 
-    struct RowVisitor;
+/// The row's object as the summary reads it: without the row's own fields, which are read
+/// into `own` on the way.
+struct SummaryFields<'a, A> {
+    map: A,
+    own: &'a mut RowOwnFields,
+}
 
-    impl<'de> Visitor<'de> for RowVisitor {
-        type Value = SessionRow;
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for SummaryFields<'_, A> {
+    type Error = A::Error;
 
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a session row (an object)")
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<SessionRow, A::Error> {
-            let mut own = Own::default();
-            let summary = SessionSummary::deserialize(de::value::MapAccessDeserializer::new(SummaryFields {
-                map,
-                own: &mut own,
-            }))?;
-            Ok(SessionRow {
-                summary,
-                pinned: own.pinned.ok_or_else(|| de::Error::missing_field("pinned"))?,
-                pinned_at: own.pinned_at.flatten(),
-                messages: own.messages.ok_or_else(|| de::Error::missing_field("messages"))?,
-                live_run: own.live_run.flatten(),
-            })
-        }
-    }
-
-    /// The row's object as the summary reads it: without the row's own fields, which are read
-    /// into `own` on the way.
-    struct SummaryFields<'a, A> {
-        map: A,
-        own: &'a mut Own,
-    }
-
-    impl<'de, A: MapAccess<'de>> MapAccess<'de> for SummaryFields<'_, A> {
-        type Error = A::Error;
-
-        fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
-            while let Some(key) = self.map.next_key::<Key<'de>>()? {
-                let own = &mut *self.own;
-                match key.0.as_ref() {
-                    "pinned" => own.pinned = Some(self.map.next_value()?),
-                    "pinned_at" => own.pinned_at = Some(self.map.next_value()?),
-                    "messages" => own.messages = Some(self.map.next_value()?),
-                    "live_run" => own.live_run = Some(self.map.next_value()?),
-                    _ => return seed.deserialize(CowStrDeserializer::new(key.0)).map(Some),
-                }
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        while let Some(key) = self.map.next_key::<FieldName<'de>>()? {
+            let own = &mut *self.own;
+            match key.0.as_ref() {
+                "pinned" => own.pinned = Some(self.map.next_value()?),
+                "pinned_at" => own.pinned_at = Some(self.map.next_value()?),
+                "messages" => own.messages = Some(self.map.next_value()?),
+                "live_run" => own.live_run = Some(self.map.next_value()?),
+                _ => return seed.deserialize(CowStrDeserializer::new(key.0)).map(Some),
             }
-            Ok(None)
         }
-
-        fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
-            self.map.next_value_seed(seed)
-        }
+        Ok(None)
     }
 
-    /// A field's name, borrowed from the input when it can be.
-    struct Key<'de>(Cow<'de, str>);
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
 
-    impl<'de> Deserialize<'de> for Key<'de> {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Key<'de>, D::Error> {
-            deserializer.deserialize_str(KeyVisitor)
-        }
+/// A field's name, borrowed from the input when it can be.
+struct FieldName<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for FieldName<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<FieldName<'de>, D::Error> {
+        deserializer.deserialize_str(FieldNameVisitor)
+    }
+}
+
+struct FieldNameVisitor;
+
+impl<'de> Visitor<'de> for FieldNameVisitor {
+    type Value = FieldName<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
     }
 
-    struct KeyVisitor;
+    fn visit_borrowed_str<E: de::Error>(self, name: &'de str) -> Result<FieldName<'de>, E> {
+        Ok(FieldName(Cow::Borrowed(name)))
+    }
 
-    impl<'de> Visitor<'de> for KeyVisitor {
-        type Value = Key<'de>;
+    fn visit_str<E: de::Error>(self, name: &str) -> Result<FieldName<'de>, E> {
+        Ok(FieldName(Cow::Owned(name.to_owned())))
+    }
 
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a field name")
-        }
-
-        fn visit_borrowed_str<E: de::Error>(self, name: &'de str) -> Result<Key<'de>, E> {
-            Ok(Key(Cow::Borrowed(name)))
-        }
-
-        fn visit_str<E: de::Error>(self, name: &str) -> Result<Key<'de>, E> {
-            Ok(Key(Cow::Owned(name.to_owned())))
-        }
-
-        fn visit_string<E: de::Error>(self, name: String) -> Result<Key<'de>, E> {
-            Ok(Key(Cow::Owned(name)))
-        }
+    fn visit_string<E: de::Error>(self, name: String) -> Result<FieldName<'de>, E> {
+        Ok(FieldName(Cow::Owned(name)))
     }
 }
 
