@@ -5,7 +5,8 @@
 //!   the local and piped listings, after a first one), through `Link::call("sessions_list")` (the server's `Studio::sessions_list`,
 //!   its JSON over ssh, read back as a `SessionListing`) against `Studio::sessions_list` here;
 //!   what it is made of: the same call to a server on pipes (no ssh), the listing's JSON written
-//!   and read back here (typed, and through a `Value` tree), the same bytes carried by ssh
+//!   and read back here (typed, and through a `Value` tree; read from its whole text and as it
+//!   comes, its rows read with and without a flattened summary), the same bytes carried by ssh
 //!   (`cat`); and one round trip (`workspace_get`, best of 20);
 //! - a line printed by an agent reaching the other end: the agent prints each line written to a
 //!   FIFO; from its writing to the line's `run_event` notification here (what a window hears
@@ -237,6 +238,20 @@ fn listing(studio: &Studio, link: &Link, piped: &RemoteClient, connection: &Conn
         serde_json::from_value::<SessionListing>(value).unwrap()
     });
     let bytes = serde_json::to_vec(&first).unwrap();
+    // The same bytes read typed as they come (`from_reader` over a buffered pipe's worth at a
+    // time), against from the whole text: what reading a reply as it arrives would cost.
+    let (parsed, _) = common::best_of(5, || serde_json::from_slice::<SessionListing>(&bytes).unwrap());
+    // The rows read as they were before, the summary a flattened field (serde's tree of each
+    // row's values first), in turns with the rows' own reading.
+    let (mut rows, mut flattened) = (Duration::MAX, Duration::MAX);
+    for _ in 0..5 {
+        rows = rows.min(common::best_of(1, || serde_json::from_slice::<SessionListing>(&bytes).unwrap()).0);
+        flattened = flattened.min(common::best_of(1, || serde_json::from_slice::<FlattenedListing>(&bytes).unwrap()).0);
+    }
+    let (streamed, _) = common::best_of(5, || {
+        let input = std::io::BufReader::with_capacity(64 * 1024, bytes.as_slice());
+        serde_json::from_reader::<_, SessionListing>(input).unwrap()
+    });
     let carried = ssh_carries(connection, &bytes);
     let (round_trip, _) = common::best_of(20, || link.call::<Value>("workspace_get", &json!({})).unwrap());
     let (pipes_trip, _) = common::best_of(20, || piped.call::<Value>("workspace_get", &json!({})).unwrap());
@@ -244,7 +259,9 @@ fn listing(studio: &Studio, link: &Link, piped: &RemoteClient, connection: &Conn
         "listing {count} sessions: local first {} ms, warm {} ms; remote first {} ms, warm {} ms; \
          round trip {} ms; warm ratio {:.2}x, (remote - round trip) / local {:.2}x; \
          through pipes (no ssh) warm {} ms ({:.2}x; round trip {} ms); \
-         the listing as JSON ({} bytes) written and read back here: {} ms typed, {} ms through a Value tree; \
+         the listing as JSON ({} bytes) written and read back here: {} ms typed, {} ms through a Value tree, \
+         read typed from the whole text {} ms, as it comes (`from_reader`) {} ms; its rows read {} ms, \
+         through a flattened summary (as before) {} ms; \
          the same bytes carried by ssh (`cat` on the host, less a `true`): {} ms",
         ms(local_first),
         ms(local),
@@ -259,8 +276,31 @@ fn listing(studio: &Studio, link: &Link, piped: &RemoteClient, connection: &Conn
         bytes.len(),
         ms(json),
         ms(tree),
+        ms(parsed),
+        ms(streamed),
+        ms(rows),
+        ms(flattened),
         ms(carried),
     );
+}
+
+/// A listing read as its rows were before: the summary a flattened field.
+#[derive(serde::Deserialize)]
+#[allow(dead_code)] // read, not used
+struct FlattenedListing {
+    sessions: Vec<FlattenedRow>,
+    usage: Option<Value>,
+}
+
+#[derive(serde::Deserialize)]
+#[allow(dead_code)]
+struct FlattenedRow {
+    #[serde(flatten)]
+    summary: studio_core::SessionSummary,
+    pinned: bool,
+    pinned_at: Option<String>,
+    messages: i64,
+    live_run: Option<String>,
 }
 
 /// How long ssh takes to carry `bytes` from the host: `cat` of a file of them through the

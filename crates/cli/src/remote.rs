@@ -50,7 +50,7 @@ impl Remote {
         })
     }
 
-    fn call<T: DeserializeOwned>(&self, method: &str, params: serde_json::Value) -> anyhow::Result<T> {
+    fn call<T: DeserializeOwned + Send + 'static>(&self, method: &str, params: serde_json::Value) -> anyhow::Result<T> {
         Ok(self.link.call(method, &params)?)
     }
 

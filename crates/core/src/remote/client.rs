@@ -74,7 +74,7 @@ pub struct RemoteClient {
 /// link closed once it did.
 struct Link {
     host: String,
-    pending: Mutex<HashMap<u64, Sender<Answer>>>,
+    pending: Mutex<HashMap<u64, Waiting>>,
     closed: Mutex<Option<String>>,
     stderr: Arc<Mutex<Vec<u8>>>,
     /// What came before the banner (bounded by the client's `max_junk_bytes`).
@@ -83,8 +83,10 @@ struct Link {
     received: AtomicU64,
 }
 
-/// A call's answer: its result's JSON text (read by the caller as its type), or its error.
-type Answer = Result<Vec<u8>, Error>;
+/// A call waiting for its reply, called on the reader thread with its result's JSON text as the
+/// line holds it (read there as the caller's type: no copy of the text, and the caller wakes to
+/// its value), or with its error.
+type Waiting = Box<dyn FnOnce(Result<&[u8], Error>) + Send>;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -204,12 +206,16 @@ impl RemoteClient {
 
     /// Calls `method` with `params` (an object of the method's arguments by name) and reads its
     /// result as `T`, waiting at most the client's call timeout.
-    pub fn call<T: DeserializeOwned>(&self, method: &str, params: &impl Serialize) -> Result<T, Error> {
+    pub fn call<T: DeserializeOwned + Send + 'static>(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+    ) -> Result<T, Error> {
         self.call_with_timeout(method, params, self.call_timeout)
     }
 
     /// [`RemoteClient::call`], waiting at most `timeout`.
-    pub fn call_with_timeout<T: DeserializeOwned>(
+    pub fn call_with_timeout<T: DeserializeOwned + Send + 'static>(
         &self,
         method: &str,
         params: &impl Serialize,
@@ -220,7 +226,15 @@ impl RemoteClient {
         })?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (answer, answered) = mpsc::channel();
-        lock(&self.link.pending).insert(id, answer);
+        let (link, name) = (self.link.clone(), method.to_owned());
+        let waiting: Waiting = Box::new(move |outcome| {
+            let read = outcome.and_then(|text| {
+                serde_json::from_slice::<T>(text)
+                    .map_err(|e| link.error(format!("the answer to `{name}` does not read: {e}")))
+            });
+            let _ = answer.send(read);
+        });
+        lock(&self.link.pending).insert(id, waiting);
         if lock(&self.link.closed).is_some() {
             lock(&self.link.pending).remove(&id);
             return Err(self.link.closed_error(self));
@@ -234,16 +248,14 @@ impl RemoteClient {
             lock(&self.link.pending).remove(&id);
             return Err(error);
         }
-        let result = match answered.recv_timeout(timeout) {
+        match answered.recv_timeout(timeout) {
             Ok(result) => result,
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 lock(&self.link.pending).remove(&id);
-                return Err(self.link_error(format!("no answer to `{method}` within {} s", timeout.as_secs_f64())));
+                Err(self.link_error(format!("no answer to `{method}` within {} s", timeout.as_secs_f64())))
             }
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(self.link.closed_error(self)),
-        }?;
-        serde_json::from_slice(&result)
-            .map_err(|e| self.link_error(format!("the answer to `{method}` does not read: {e}")))
+            Err(mpsc::RecvTimeoutError::Disconnected) => Err(self.link.closed_error(self)),
+        }
     }
 
     fn send(&self, frame: &[u8]) -> Result<(), Error> {
@@ -373,10 +385,7 @@ impl RemoteClient {
     }
 
     fn link_error(&self, what: String) -> Error {
-        Error::RemoteLink {
-            host: self.host.clone(),
-            what: format!("{what}{}", self.link.stderr_said()),
-        }
+        self.link.error(what)
     }
 
     /// How the server process ended, if it did.
@@ -400,6 +409,14 @@ impl Drop for RemoteClient {
 }
 
 impl Link {
+    /// A `remote_link` error saying `what`, with the server's last stderr lines.
+    fn error(&self, what: String) -> Error {
+        Error::RemoteLink {
+            host: self.host.clone(),
+            what: format!("{what}{}", self.stderr_said()),
+        }
+    }
+
     /// The error of a call on a closed link: why it closed, how the server exited, its stderr.
     fn closed_error(&self, client: &RemoteClient) -> Error {
         let why = lock(&self.closed)
@@ -426,10 +443,9 @@ impl Link {
     /// Marks the link closed (`why`) and fails every waiting call.
     fn close(&self, why: String) {
         lock(&self.closed).get_or_insert(why);
+        // Each waiting call's answer is dropped unsent: the caller hears that the link closed.
         let waiting: Vec<_> = lock(&self.pending).drain().collect();
-        for (_, answer) in waiting {
-            drop(answer);
-        }
+        drop(waiting);
     }
 }
 
@@ -506,8 +522,9 @@ impl Reader {
             self.link.received.fetch_add(line.len() as u64 + 1, Ordering::Relaxed);
             match parse_server_frame(&line) {
                 Ok(ServerFrame::Reply { id, outcome }) => {
-                    if let Some(answer) = lock(&self.link.pending).remove(&id) {
-                        let _ = answer.send(outcome.map_err(|e: WireError| e.into_error(&self.link.host)));
+                    let waiting = lock(&self.link.pending).remove(&id);
+                    if let Some(waiting) = waiting {
+                        waiting(outcome.map_err(|e: WireError| e.into_error(&self.link.host)));
                     }
                 }
                 Ok(ServerFrame::Notification(notification)) => {

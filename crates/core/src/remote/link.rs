@@ -191,7 +191,11 @@ impl Link {
 
     /// Calls `method` of the server connected now; while the link is down, a `remote_link`
     /// error saying so (never queued or retried).
-    pub fn call<T: DeserializeOwned>(&self, method: &str, params: &impl Serialize) -> Result<T, Error> {
+    pub fn call<T: DeserializeOwned + Send + 'static>(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+    ) -> Result<T, Error> {
         self.client()?.client.call(method, params)
     }
 

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::app::Studio;
-use crate::remote::protocol::RawResult;
+use crate::remote::reply::{ReplyOut, Written};
 use crate::vocabulary::error::Error;
 
 /// The parameters of `method`, read from its frame's `params` (an object; `null` for none).
@@ -21,10 +21,15 @@ pub(crate) fn read_params<P: DeserializeOwned>(method: &str, params: Value) -> R
     })
 }
 
-/// A method's result as its reply carries it: its JSON text, written straight from the type.
-pub(crate) fn result_value(method: &str, result: Result<impl Serialize, Error>) -> Result<RawResult, Error> {
-    serde_json::value::to_raw_value(&result?).map_err(|e| Error::InvalidRequest {
-        reason: format!("the result of `{method}` does not serialise: {e}"),
+/// A method's result written as its reply: its JSON text straight from the type to the client
+/// (see [`ReplyOut`]).
+pub(crate) fn write_result(
+    method: &str,
+    result: Result<impl Serialize, Error>,
+    out: &mut ReplyOut<'_>,
+) -> Result<Written, Error> {
+    out.write_result(&result?).map_err(|e| Error::InvalidRequest {
+        reason: format!("the result of `{method}` cannot be written: {e}"),
     })
 }
 
@@ -39,9 +44,14 @@ macro_rules! ipc_methods {
         /// Each method's name and parameter names: the window's IPC commands' own.
         pub const IPC_METHODS: &[(&str, &[&str])] = &[$((stringify!($name), &[$(stringify!($param)),*])),*];
 
-        /// Calls `method` of the app service with `params`; `None` when it is none of
-        /// [`IPC_METHODS`].
-        pub fn dispatch($studio: &Studio, method: &str, params: Value) -> Option<Result<RawResult, Error>> {
+        /// Calls `method` of the app service with `params`, its result written to `out`; `None`
+        /// when it is none of [`IPC_METHODS`].
+        pub(crate) fn dispatch(
+            $studio: &Studio,
+            method: &str,
+            params: Value,
+            out: &mut ReplyOut<'_>,
+        ) -> Option<Result<Written, Error>> {
             Some(match method {
                 $(stringify!($name) => {
                     #[derive(Deserialize)]
@@ -49,7 +59,7 @@ macro_rules! ipc_methods {
                     #[allow(non_camel_case_types)]
                     struct $name { $($param: $type),* }
                     match read_params::<$name>(method, params) {
-                        Ok($name { $($param),* }) => result_value(method, $call),
+                        Ok($name { $($param),* }) => write_result(method, $call, out),
                         Err(error) => Err(error),
                     }
                 })*

@@ -1,6 +1,7 @@
 //! The studio over a link: [`protocol`] (JSON lines: the banner, requests, replies,
 //! notifications, bounded frames), [`server`] (`zstudio serve --stdio`: the app service's
-//! operations, the window's IPC commands by name, served to one client), [`client`]
+//! operations, the window's IPC commands by name, served to one client; [`reply`]: its replies
+//! written as their results are serialised), [`client`]
 //! ([`client::RemoteClient`]: a server's command started, its banner found, calls matched to
 //! replies), [`ssh`] (a workspace on another machine: the target `host:path`, one ssh
 //! ControlMaster per host, commands through it, the server binary put on the host), [`link`]
@@ -18,6 +19,7 @@ pub mod import;
 pub mod link;
 pub mod methods;
 pub mod protocol;
+pub mod reply;
 pub mod scratch;
 pub mod server;
 pub mod ssh;

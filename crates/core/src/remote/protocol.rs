@@ -161,15 +161,6 @@ impl Notification {
     }
 }
 
-/// A method's result as its reply carries it: its JSON text, written once (never a
-/// [`Value`] tree between the type and the bytes).
-pub type RawResult = Box<RawValue>;
-
-/// `null`, the result of a method that answers nothing.
-pub fn null_result() -> RawResult {
-    RawValue::from_string("null".to_owned()).expect("null is JSON")
-}
-
 /// An error reply as it is written.
 #[derive(Serialize)]
 struct ErrorOut<'a> {
@@ -177,25 +168,22 @@ struct ErrorOut<'a> {
     error: &'a WireError,
 }
 
-/// The reply to request `id`: its result or its error. A result is written as
-/// `{"id":N,"result":…}` exactly, its text copied in once (what [`parse_server_frame`] reads
-/// without a first pass over it).
-pub fn reply_frame(id: Option<u64>, outcome: Result<RawResult, WireError>) -> Vec<u8> {
-    match outcome {
-        Ok(result) => {
-            let id = id.map_or_else(|| "null".to_owned(), |id| id.to_string());
-            let text = result.get().as_bytes();
-            let mut line = Vec::with_capacity(text.len() + id.len() + 16);
-            line.extend_from_slice(REPLY_START);
-            line.extend_from_slice(id.as_bytes());
-            line.extend_from_slice(REPLY_RESULT);
-            line.extend_from_slice(text);
-            line.extend_from_slice(b"}\n");
-            line
-        }
-        Err(error) => line_of(&ErrorOut { id, error: &error }),
-    }
+/// The reply to request `id` (`None`: a frame without one) that is an error.
+pub fn error_frame(id: Option<u64>, error: &WireError) -> Vec<u8> {
+    line_of(&ErrorOut { id, error })
 }
+
+/// Starts the reply to request `id` in `frame`: `{"id":N,"result":`, for the result's JSON text
+/// to follow, then [`REPLY_END`]. A reply with a result is written in exactly this shape (what
+/// [`parse_server_frame`] reads without a first pass over the result).
+pub fn start_reply(id: u64, frame: &mut Vec<u8>) {
+    frame.extend_from_slice(REPLY_START);
+    frame.extend_from_slice(id.to_string().as_bytes());
+    frame.extend_from_slice(REPLY_RESULT);
+}
+
+/// What ends a reply whose result was written after [`start_reply`].
+pub const REPLY_END: &[u8] = b"}\n";
 
 /// How a reply with a result starts: then its id, [`REPLY_RESULT`], the result and `}`.
 const REPLY_START: &[u8] = br#"{"id":"#;
@@ -220,14 +208,14 @@ pub fn line_of(value: &impl Serialize) -> Vec<u8> {
     line
 }
 
-/// A frame from the server, as the client reads it.
+/// A frame from the server, as the client reads it (a reply's result borrowed from its line).
 #[derive(Debug)]
-pub enum ServerFrame {
+pub enum ServerFrame<'a> {
     Reply {
         id: u64,
         /// The result's JSON text, for the caller to read as the type it expects (reading it
         /// checks it: it is not read before).
-        outcome: Result<Vec<u8>, WireError>,
+        outcome: Result<&'a [u8], WireError>,
     },
     Notification(Notification),
     /// An error answered to a frame the server could not read (no id to match).
@@ -254,7 +242,7 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(field: D) -> Result<O
     T::deserialize(field).map(Some)
 }
 
-/// A reply with a result as [`reply_frame`] writes it: its id and its result's text, found
+/// A reply with a result as the server writes it ([`start_reply`]): its id and its result's text, found
 /// without reading the text (a line of any other shape is read field by field).
 fn written_reply(line: &[u8]) -> Option<(u64, &[u8])> {
     let rest = line.strip_prefix(REPLY_START)?;
@@ -267,11 +255,11 @@ fn written_reply(line: &[u8]) -> Option<(u64, &[u8])> {
 /// Reads a server's line: a reply (an `id` and a `result` or an `error`) or a notification. A
 /// reply's result is left as text for its caller to read as its type: reading it checks it whole
 /// (a result followed by more fields, say, does not read).
-pub fn parse_server_frame(line: &[u8]) -> Result<ServerFrame, String> {
+pub fn parse_server_frame(line: &[u8]) -> Result<ServerFrame<'_>, String> {
     if let Some((id, result)) = written_reply(line) {
         return Ok(ServerFrame::Reply {
             id,
-            outcome: Ok(result.to_vec()),
+            outcome: Ok(result),
         });
     }
     let frame: FrameIn<'_> =
@@ -291,7 +279,7 @@ pub fn parse_server_frame(line: &[u8]) -> Result<ServerFrame, String> {
     if let (Some(id), Some(result)) = (id, frame.result) {
         return Ok(ServerFrame::Reply {
             id,
-            outcome: Ok(result.get().as_bytes().to_vec()),
+            outcome: Ok(result.get().as_bytes()),
         });
     }
     match (frame.method, frame.params) {
@@ -371,7 +359,7 @@ mod tests {
     fn frames_read_as_replies_notifications_or_unmatched_errors() {
         let reply = parse_server_frame(br#"{"id": 3, "result": null}"#).unwrap();
         assert!(
-            matches!(reply, ServerFrame::Reply { id: 3, outcome: Ok(ref raw) } if raw == b"null"),
+            matches!(reply, ServerFrame::Reply { id: 3, outcome: Ok(raw) } if raw == b"null"),
             "{reply:?}"
         );
         let failed = parse_server_frame(br#"{"id": 4, "error": {"code": "io", "message": "m"}}"#).unwrap();
@@ -390,24 +378,38 @@ mod tests {
         assert!(parse_server_frame(br#"{"id": 1}"#).is_err());
     }
 
+    /// A reply as the server writes it: its head, the result's text, its end.
+    fn whole_reply(id: u64, result: &impl Serialize) -> Vec<u8> {
+        let mut frame = Vec::new();
+        start_reply(id, &mut frame);
+        serde_json::to_writer(&mut frame, result).unwrap();
+        frame.extend_from_slice(REPLY_END);
+        frame
+    }
+
     #[test]
     fn a_reply_carries_its_result_as_written_and_null_is_a_result() {
-        let result = serde_json::value::to_raw_value(&serde_json::json!({"rows": [1, 2], "name": "a\nb"})).unwrap();
-        let frame = reply_frame(Some(7), Ok(result.clone()));
+        let result = serde_json::json!({"rows": [1, 2], "name": "a\nb"});
+        let frame = whole_reply(7, &result);
         assert_eq!(frame.last(), Some(&b'\n'), "one line");
         assert_eq!(frame.iter().filter(|b| **b == b'\n').count(), 1, "one line");
+        assert!(frame.starts_with(br#"{"id":7,"result":{"#), "{frame:?}");
         let read = parse_server_frame(&frame[..frame.len() - 1]).unwrap();
-        assert!(
-            matches!(read, ServerFrame::Reply { id: 7, outcome: Ok(ref raw) } if raw == result.get().as_bytes()),
-            "{read:?}"
-        );
-        let nothing = reply_frame(Some(8), Ok(null_result()));
+        let ServerFrame::Reply {
+            id: 7,
+            outcome: Ok(raw),
+        } = read
+        else {
+            panic!("{read:?}")
+        };
+        assert_eq!(serde_json::from_slice::<Value>(raw).unwrap(), result);
+        let nothing = whole_reply(8, &());
         let read = parse_server_frame(&nothing[..nothing.len() - 1]).unwrap();
         assert!(
-            matches!(read, ServerFrame::Reply { id: 8, outcome: Ok(ref raw) } if raw == b"null"),
+            matches!(read, ServerFrame::Reply { id: 8, outcome: Ok(raw) } if raw == b"null"),
             "{read:?}"
         );
-        let failed = reply_frame(None, Err(WireError::from(&Error::RunNotLive { id: "r".into() })));
+        let failed = error_frame(None, &WireError::from(&Error::RunNotLive { id: "r".into() }));
         let read = parse_server_frame(&failed[..failed.len() - 1]).unwrap();
         assert!(
             matches!(read, ServerFrame::Unmatched(ref e) if e.code == "run_not_live"),
@@ -429,7 +431,7 @@ mod tests {
         ] {
             match parse_server_frame(line) {
                 Ok(ServerFrame::Reply { outcome: Ok(text), .. }) => {
-                    assert!(serde_json::from_slice::<Value>(&text).is_err(), "{line:?}");
+                    assert!(serde_json::from_slice::<Value>(text).is_err(), "{line:?}");
                 }
                 other => assert!(other.is_err(), "{other:?}"),
             }

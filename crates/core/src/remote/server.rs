@@ -23,13 +23,13 @@ use serde_json::Value;
 use crate::app::Studio;
 use crate::remote::export::Exports;
 use crate::remote::import::Uploads;
-use crate::remote::methods::{dispatch, read_params, result_value};
+use crate::remote::methods::{dispatch, read_params, write_result};
 use crate::remote::protocol::{
-    line_of, notification_frame, null_result, read_line_bounded, reply_frame, Banner, Hello, LineRead, RawResult,
-    Request, WireError, AGENT_TRUST, CHANGE, CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO,
-    IMPORT_CLOSE, IMPORT_COMMIT, IMPORT_OPEN, IMPORT_WRITE, MAX_REQUEST_BYTES, PROTOCOL_VERSION, RUNS_RECONCILE,
-    RUN_EVENT,
+    error_frame, line_of, notification_frame, read_line_bounded, Banner, Hello, LineRead, Request, WireError,
+    AGENT_TRUST, CHANGE, CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, IMPORT_CLOSE, IMPORT_COMMIT,
+    IMPORT_OPEN, IMPORT_WRITE, MAX_REQUEST_BYTES, PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
 };
+use crate::remote::reply::{write_frames, Outgoing, ReplyOut, Written};
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::{Change, ChangeSink};
 use crate::sessions::session::Workspace;
@@ -61,12 +61,6 @@ pub struct ServeOptions {
     pub nonce: String,
     /// How many requests are answered at once.
     pub workers: usize,
-}
-
-/// What the writer thread is given: a frame to write, or the end.
-enum Outgoing {
-    Frame(Vec<u8>),
-    End,
 }
 
 /// What the workers share.
@@ -151,26 +145,6 @@ fn spawn(name: &str, work: impl FnOnce() + Send + 'static) -> Result<JoinHandle<
         .map_err(|e| Error::io_spawn(name, e))
 }
 
-/// Writes each frame whole, flushing when none waits; stops at the end or when the output closes.
-fn write_frames(mut output: impl Write, outgoing: &Receiver<Outgoing>) {
-    let mut next = outgoing.recv();
-    while let Ok(Outgoing::Frame(frame)) = next {
-        if output.write_all(&frame).is_err() {
-            return;
-        }
-        next = match outgoing.try_recv() {
-            Ok(more) => Ok(more),
-            Err(_) => {
-                if output.flush().is_err() {
-                    return;
-                }
-                outgoing.recv()
-            }
-        };
-    }
-    let _ = output.flush();
-}
-
 /// Reads requests until the input ends: `hello` first (answered here, in order), then every
 /// other request handed to the workers. A frame that does not read is answered with
 /// `invalid_request` (its id when it has one).
@@ -197,18 +171,18 @@ fn read_requests(
         let request = match request {
             Ok(request) => request,
             Err((id, reason)) => {
-                shared.reply(id, Err(Error::InvalidRequest { reason }));
+                shared.reply_error(id, &Error::InvalidRequest { reason });
                 continue;
             }
         };
         if request.method == HELLO {
-            match hello(request.params, banner) {
-                Ok(result) => {
-                    shared.reply(Some(request.id), Ok(result));
+            match hello(request.params) {
+                Ok(()) => {
+                    shared.reply(request.id, |out| write_result(HELLO, Ok(banner), out));
                     greeted = true;
                 }
                 Err(error) => {
-                    shared.send(reply_frame(Some(request.id), Err(WireError::from(&error))));
+                    shared.reply_error(Some(request.id), &error);
                     if error.code() == ErrorCode::ProtocolMismatch {
                         return Err(error);
                     }
@@ -216,7 +190,7 @@ fn read_requests(
             }
         } else if !greeted {
             let reason = format!("`{}` before `hello`: say hello first", shown(&request.method));
-            shared.reply(Some(request.id), Err(Error::InvalidRequest { reason }));
+            shared.reply_error(Some(request.id), &Error::InvalidRequest { reason });
         } else if jobs.send(request).is_err() {
             return Ok(());
         }
@@ -230,8 +204,8 @@ fn parse_request(line: &[u8]) -> Result<Request, (Option<u64>, String)> {
     serde_json::from_value(value).map_err(|e| (id, format!("not a request {{id, method, params}} ({e})")))
 }
 
-/// `hello`: the client's version checked against the server's; answered with the banner.
-fn hello(params: Value, banner: &Banner) -> Result<RawResult, Error> {
+/// `hello`: the client's version checked against the server's (then answered with the banner).
+fn hello(params: Value) -> Result<(), Error> {
     let hello: Hello = read_params(HELLO, params)?;
     if hello.protocol_version != PROTOCOL_VERSION {
         return Err(Error::ProtocolMismatch {
@@ -240,7 +214,7 @@ fn hello(params: Value, banner: &Banner) -> Result<RawResult, Error> {
             server: PROTOCOL_VERSION,
         });
     }
-    result_value(HELLO, Ok(banner))
+    Ok(())
 }
 
 /// `agent_trust`'s parameters.
@@ -278,18 +252,25 @@ fn agent_trust(studio: &Studio, trust: AgentTrust) -> Result<bool, Error> {
 struct NoParams {}
 
 impl Shared {
-    fn reply(&self, id: Option<u64>, outcome: Result<RawResult, Error>) {
-        self.send(reply_frame(id, outcome.map_err(|error| WireError::from(&error))));
+    /// Answers request `id` with what `write` writes, or with its error.
+    fn reply(&self, id: u64, write: impl FnOnce(&mut ReplyOut<'_>) -> Result<Written, Error>) {
+        let mut out = ReplyOut::new(id, &self.frames);
+        if let Err(error) = write(&mut out) {
+            self.reply_error(Some(id), &error);
+        }
     }
 
-    fn send(&self, frame: Vec<u8>) {
-        let _ = self.frames.send(Outgoing::Frame(frame));
+    fn reply_error(&self, id: Option<u64>, error: &Error) {
+        let _ = self
+            .frames
+            .send(Outgoing::Frame(error_frame(id, &WireError::from(error))));
     }
 
     /// Answers one request; a method that panics is answered as an internal error.
     fn answer(self: &Arc<Shared>, request: Request) {
         let Request { id, method, params } = request;
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.call(&method, params)));
+        let mut out = ReplyOut::new(id, &self.frames);
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.call(&method, params, &mut out)));
         let outcome = outcome.unwrap_or_else(|_| {
             Err(Error::Unavailable {
                 code: ErrorCode::Internal,
@@ -299,15 +280,22 @@ impl Shared {
                 ),
             })
         });
-        self.reply(Some(id), outcome);
+        if let Err(error) = outcome {
+            if out.started() {
+                // Part of the reply left: its line ends broken (the client refuses it).
+                tracing::warn!(%error, method = %shown(&method), "a reply failed as it was written");
+            }
+            drop(out);
+            self.reply_error(Some(id), &error);
+        }
     }
 
-    fn call(self: &Arc<Shared>, method: &str, params: Value) -> Result<RawResult, Error> {
+    fn call(self: &Arc<Shared>, method: &str, params: Value, out: &mut ReplyOut<'_>) -> Result<Written, Error> {
         match method {
             CHANGES_SUBSCRIBE => {
                 let NoParams {} = read_params(method, params)?;
                 self.subscribe_changes()?;
-                Ok(null_result())
+                write_result(method, Ok(()), out)
             }
             RUNS_RECONCILE => {
                 let NoParams {} = read_params(method, params)?;
@@ -317,17 +305,25 @@ impl Shared {
                     tracing::warn!(%error, "cannot adopt the runs no studio follows");
                 }
                 crate::runs::runner::reconcile(self.studio.store()?, std::time::SystemTime::now())?;
-                Ok(null_result())
+                write_result(method, Ok(()), out)
             }
-            AGENT_TRUST => result_value(method, agent_trust(&self.studio, read_params(method, params)?)),
-            EXPORT_OPEN => result_value(method, self.exports.open(&self.studio, read_params(method, params)?)),
-            EXPORT_READ => result_value(method, self.exports.read(&read_params(method, params)?)),
-            EXPORT_CLOSE => result_value(method, self.exports.close(&read_params(method, params)?)),
-            IMPORT_OPEN => result_value(method, self.uploads.open(read_params(method, params)?)),
-            IMPORT_WRITE => result_value(method, self.uploads.write(&read_params(method, params)?)),
-            IMPORT_COMMIT => result_value(method, self.uploads.commit(&self.studio, &read_params(method, params)?)),
-            IMPORT_CLOSE => result_value(method, self.uploads.close(&read_params(method, params)?)),
-            _ => dispatch(&self.studio, method, params).unwrap_or_else(|| {
+            AGENT_TRUST => write_result(method, agent_trust(&self.studio, read_params(method, params)?), out),
+            EXPORT_OPEN => write_result(
+                method,
+                self.exports.open(&self.studio, read_params(method, params)?),
+                out,
+            ),
+            EXPORT_READ => write_result(method, self.exports.read(&read_params(method, params)?), out),
+            EXPORT_CLOSE => write_result(method, self.exports.close(&read_params(method, params)?), out),
+            IMPORT_OPEN => write_result(method, self.uploads.open(read_params(method, params)?), out),
+            IMPORT_WRITE => write_result(method, self.uploads.write(&read_params(method, params)?), out),
+            IMPORT_COMMIT => write_result(
+                method,
+                self.uploads.commit(&self.studio, &read_params(method, params)?),
+                out,
+            ),
+            IMPORT_CLOSE => write_result(method, self.uploads.close(&read_params(method, params)?), out),
+            _ => dispatch(&self.studio, method, params, out).unwrap_or_else(|| {
                 Err(Error::InvalidRequest {
                     reason: format!("no method `{}`", shown(method)),
                 })

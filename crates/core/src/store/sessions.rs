@@ -1,12 +1,16 @@
 //! The `sessions` table: what the studio knows of a session beyond its folder (its key for the
 //! other tables, pin, title, agent, where it was imported from), and deleting a session whole.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
+use std::fmt;
 use std::path::Path;
 use std::time::SystemTime;
 
 use rusqlite::{params, Connection, OptionalExtension};
-use serde::Serialize;
+use serde::de::value::{CowStrDeserializer, MapAccessDeserializer};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
+use serde::{Deserialize, Serialize};
 
 use super::connection::{millis, timestamp, write_transaction, QueryResult};
 use super::{folder_text, nodes_seen, search, workspaces};
@@ -16,8 +20,10 @@ use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
 /// A session as the studio lists it: what its folder says, and what the studio knows of it (its
-/// `agent` and `title` are the summary's, named by `session_model::name_session`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+/// `agent` and `title` are the summary's, named by `session_model::name_session`). Written as
+/// one object, the summary's fields and its own; read back without a flattened field's tree of
+/// values (`RowVisitor`: a remote workspace's listing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct SessionRow {
     #[serde(flatten)]
@@ -28,6 +34,108 @@ pub struct SessionRow {
     pub messages: i64,
     /// The id of its run that is live now (started by this or another studio process).
     pub live_run: Option<String>,
+}
+
+// Reading a [`SessionRow`] without `#[serde(flatten)]`'s detour: a flattened field is read by
+// first copying each row's every field into serde's own tree of values (10,000 rows' worth in
+// a remote listing, most of the time it took to read). The row's own fields are taken out of
+// its object as they come; every other field goes straight to the summary's own reading (so
+// what it requires, defaults and ignores is the summary's).
+impl<'de> Deserialize<'de> for SessionRow {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SessionRow, D::Error> {
+        deserializer.deserialize_map(RowVisitor)
+    }
+}
+
+/// The row's own fields, as they were met.
+#[derive(Default)]
+struct RowOwnFields {
+    pinned: Option<bool>,
+    pinned_at: Option<Option<Timestamp>>,
+    messages: Option<i64>,
+    live_run: Option<Option<String>>,
+}
+
+struct RowVisitor;
+
+impl<'de> Visitor<'de> for RowVisitor {
+    type Value = SessionRow;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a session row (an object)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<SessionRow, A::Error> {
+        let mut own = RowOwnFields::default();
+        let summary = SessionSummary::deserialize(MapAccessDeserializer::new(SummaryFields { map, own: &mut own }))?;
+        Ok(SessionRow {
+            summary,
+            pinned: own.pinned.ok_or_else(|| de::Error::missing_field("pinned"))?,
+            pinned_at: own.pinned_at.flatten(),
+            messages: own.messages.ok_or_else(|| de::Error::missing_field("messages"))?,
+            live_run: own.live_run.flatten(),
+        })
+    }
+}
+
+/// The row's object as the summary reads it: without the row's own fields, which are read
+/// into `own` on the way.
+struct SummaryFields<'a, A> {
+    map: A,
+    own: &'a mut RowOwnFields,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for SummaryFields<'_, A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        while let Some(key) = self.map.next_key::<FieldName<'de>>()? {
+            let own = &mut *self.own;
+            match key.0.as_ref() {
+                "pinned" => own.pinned = Some(self.map.next_value()?),
+                "pinned_at" => own.pinned_at = Some(self.map.next_value()?),
+                "messages" => own.messages = Some(self.map.next_value()?),
+                "live_run" => own.live_run = Some(self.map.next_value()?),
+                _ => return seed.deserialize(CowStrDeserializer::new(key.0)).map(Some),
+            }
+        }
+        Ok(None)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
+
+/// A field's name, borrowed from the input when it can be.
+struct FieldName<'de>(Cow<'de, str>);
+
+impl<'de> Deserialize<'de> for FieldName<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<FieldName<'de>, D::Error> {
+        deserializer.deserialize_str(FieldNameVisitor)
+    }
+}
+
+struct FieldNameVisitor;
+
+impl<'de> Visitor<'de> for FieldNameVisitor {
+    type Value = FieldName<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a field name")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, name: &'de str) -> Result<FieldName<'de>, E> {
+        Ok(FieldName(Cow::Borrowed(name)))
+    }
+
+    fn visit_str<E: de::Error>(self, name: &str) -> Result<FieldName<'de>, E> {
+        Ok(FieldName(Cow::Owned(name.to_owned())))
+    }
+
+    fn visit_string<E: de::Error>(self, name: String) -> Result<FieldName<'de>, E> {
+        Ok(FieldName(Cow::Owned(name)))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -212,4 +320,142 @@ pub(super) fn delete(
         discard(&folder)?;
     }
     Ok(tx.commit()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// How a row was read before: the summary as a flattened field.
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Flattened {
+        #[serde(flatten)]
+        summary: SessionSummary,
+        pinned: bool,
+        pinned_at: Option<Timestamp>,
+        messages: i64,
+        live_run: Option<String>,
+    }
+
+    fn summary_fields() -> serde_json::Map<String, Value> {
+        let summary = json!({
+            "id": "1795000000000_0001",
+            "path": "/w/.zibby/output/sessions/1795000000000_0001",
+            "agent": "plan \"quoted\"",
+            "title": "a title",
+            "status": "success",
+            "current_node": null,
+            "created_at": "2026-11-29T12:00:00.000Z",
+            "updated_at": "2026-11-29T12:00:01.000Z",
+            "nodes": [],
+            "problems": [],
+            "usage": null
+        });
+        summary.as_object().unwrap().clone()
+    }
+
+    /// `row` as text, its fields in the order given.
+    fn text(fields: &[(&str, Value)]) -> String {
+        let fields: Vec<String> = fields
+            .iter()
+            .map(|(name, value)| format!("{}:{value}", json!(name)))
+            .collect();
+        format!("{{{}}}", fields.join(","))
+    }
+
+    fn both(text: &str) -> (Result<SessionRow, String>, Result<Flattened, String>) {
+        (
+            serde_json::from_str::<SessionRow>(text).map_err(|e| e.to_string()),
+            serde_json::from_str::<Flattened>(text).map_err(|e| e.to_string()),
+        )
+    }
+
+    #[test]
+    fn a_row_reads_as_its_flattened_reading_did_its_fields_in_any_order() {
+        let own = [
+            ("pinned", json!(true)),
+            ("pinned_at", json!("2026-11-30T08:00:00.000Z")),
+            ("messages", json!(3)),
+            ("live_run", json!("run-1")),
+        ];
+        let summary: Vec<(&str, Value)> = summary_fields()
+            .into_iter()
+            .map(|(k, v)| (&*Box::leak(k.into_boxed_str()), v))
+            .collect();
+        let mut orders = vec![
+            summary.iter().chain(&own).cloned().collect::<Vec<_>>(),
+            own.iter().chain(&summary).cloned().collect(),
+        ];
+        // The row's fields among the summary's, and an unknown field (ignored by both).
+        let mut mixed = summary.clone();
+        for (at, field) in own.iter().enumerate() {
+            mixed.insert(at * 3 + 1, field.clone());
+        }
+        mixed.push(("from_a_newer_server", json!({"x": [1]})));
+        orders.push(mixed);
+        // The row's optional fields absent, or null.
+        orders.push(
+            summary
+                .iter()
+                .cloned()
+                .chain([own[0].clone(), own[2].clone()])
+                .collect(),
+        );
+        orders.push(
+            summary
+                .iter()
+                .cloned()
+                .chain([
+                    own[0].clone(),
+                    ("pinned_at", Value::Null),
+                    own[2].clone(),
+                    ("live_run", Value::Null),
+                ])
+                .collect(),
+        );
+        for fields in &orders {
+            let text = text(fields);
+            let (row, flattened) = both(&text);
+            let (row, flattened) = (row.unwrap(), flattened.unwrap());
+            assert_eq!(
+                (&row.summary, row.pinned, row.pinned_at, row.messages, &row.live_run),
+                (
+                    &flattened.summary,
+                    flattened.pinned,
+                    flattened.pinned_at,
+                    flattened.messages,
+                    &flattened.live_run
+                ),
+                "{text}"
+            );
+            // Written back and read again, the same row.
+            let again: SessionRow = serde_json::from_slice(&serde_json::to_vec(&row).unwrap()).unwrap();
+            assert_eq!(again, row);
+        }
+    }
+
+    #[test]
+    fn a_row_missing_a_field_it_requires_is_refused_naming_it() {
+        let summary: Vec<(&str, Value)> = summary_fields()
+            .into_iter()
+            .map(|(k, v)| (&*Box::leak(k.into_boxed_str()), v))
+            .collect();
+        let own = [("pinned", json!(false)), ("messages", json!(0))];
+        for missing in ["pinned", "messages", "status", "updated_at"] {
+            let fields: Vec<(&str, Value)> = summary
+                .iter()
+                .chain(&own)
+                .filter(|(name, _)| *name != missing)
+                .cloned()
+                .collect();
+            let (row, flattened) = both(&text(&fields));
+            let error = row.unwrap_err();
+            assert!(error.contains(&format!("missing field `{missing}`")), "{error}");
+            assert!(flattened.is_err());
+        }
+        let (row, _) = both(r#"{"pinned": "yes"}"#);
+        assert!(row.unwrap_err().contains("invalid type"));
+        assert!(serde_json::from_str::<SessionRow>("[1]").is_err());
+    }
 }
