@@ -23,6 +23,14 @@ fn upload(moto: &Moto, sessions: &[CapturedSession], create: bool) {
     moto.upload(BUCKET, create, json!(ops));
 }
 
+/// The window's environment for a bucket on `moto`: its variables (endpoint, keys, region) and
+/// a cache folder of `here`'s own.
+fn bucket_env(moto: &Moto, here: &Workspace) -> Vec<(&'static str, String)> {
+    let mut env = moto.env();
+    env.push(("XDG_CACHE_HOME", here.data_home().join("cache").display().to_string()));
+    env
+}
+
 async fn row_appears(client: &Client, session_id: &str) {
     eventually(&format!("session {session_id} is listed"), || async {
         client
@@ -47,9 +55,7 @@ async fn a_bucket_prefix_opens_read_only_and_lists_a_session_uploaded_while_open
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::empty();
-    let cache = here.data_home().join("cache");
-    let mut env: Vec<(&str, String)> = moto.env();
-    env.push(("XDG_CACHE_HOME", cache.display().to_string()));
+    let env = bucket_env(&moto, &here);
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let url = format!("s3://{BUCKET}/ci");
     let moto = std::sync::Arc::new(moto);
@@ -224,9 +230,7 @@ async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::with_sessions(&[FANOUT]);
-    let cache = here.data_home().join("cache").display().to_string();
-    let mut env: Vec<(&str, String)> = moto.env();
-    env.push(("XDG_CACHE_HOME", cache));
+    let env = bucket_env(&moto, &here);
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let second_env = env.clone();
     let here_path = here.path().display().to_string();
@@ -303,9 +307,7 @@ async fn a_stalled_server_is_said_on_the_workspace_until_a_refresh_works_again()
     let moto = std::sync::Arc::new(Moto::start());
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::empty();
-    let cache = here.data_home().join("cache");
-    let mut env: Vec<(&str, String)> = moto.env();
-    env.push(("XDG_CACHE_HOME", cache.display().to_string()));
+    let env = bucket_env(&moto, &here);
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let url = format!("s3://{BUCKET}/ci");
     let (server, expected_url) = (moto.clone(), url.clone());
@@ -343,9 +345,7 @@ async fn a_cloud_session_is_imported_into_the_local_workspace_opened_last() {
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::with_sessions(&[FANOUT]);
-    let cache = here.data_home().join("cache").display().to_string();
-    let mut env: Vec<(&str, String)> = moto.env();
-    env.push(("XDG_CACHE_HOME", cache));
+    let env = bucket_env(&moto, &here);
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let here_path = here.path().display().to_string();
     let start_path = here_path.clone();
@@ -400,9 +400,7 @@ async fn the_search_box_finds_what_a_bucket_session_printed_and_opens_its_file()
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::empty();
-    let cache = here.data_home().join("cache");
-    let mut env: Vec<(&str, String)> = moto.env();
-    env.push(("XDG_CACHE_HOME", cache.display().to_string()));
+    let env = bucket_env(&moto, &here);
     let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let url = format!("s3://{BUCKET}/ci");
     App::run_on_with_env(&here, &url, &[], &env_refs, |client| async move {
