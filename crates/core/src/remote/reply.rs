@@ -1,6 +1,6 @@
 //! A studio server's replies as they are written (`zstudio serve --stdio`, the `server` module
 //! beside this one): one writer thread writes every frame whole, and a long reply by pieces as
-//! its result is serialised ([`ReplyOut`]), nothing written between them.
+//! its result is serialised (`ReplyOut`), nothing written between them.
 
 use std::io::{self, Write};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
