@@ -274,7 +274,9 @@ not_known?: string, };
 
 /**
  * A session as the studio lists it: what its folder says, and what the studio knows of it (its
- * `agent` and `title` are the summary's, named by `session_model::name_session`).
+ * `agent` and `title` are the summary's, named by `session_model::name_session`). Written as
+ * one object, the summary's fields and its own; read back without a flattened field's tree of
+ * values (`RowVisitor`: a remote workspace's listing).
  */
 export type SessionRow = { pinned: boolean, pinned_at: Timestamp | null, 
 /**
