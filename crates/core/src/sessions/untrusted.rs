@@ -102,26 +102,34 @@ pub fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, Error> {
 
 /// At most the first `max` bytes of a regular file (see [`open_regular`]).
 pub fn read_prefix(path: &Path, max: u64) -> Result<Vec<u8>, Error> {
+    read_range(path, 0, max)
+}
+
+/// At most `max` bytes of a regular file from `offset` (see [`open_regular`]).
+pub fn read_range(path: &Path, offset: u64, max: u64) -> Result<Vec<u8>, Error> {
     let (file, _) = open_regular(path)?;
-    let mut content = Vec::new();
-    file.take(max)
-        .read_to_end(&mut content)
-        .map_err(|e| Error::io(path, e))?;
-    Ok(content)
+    read_from(path, file, offset, max)
 }
 
 /// At most the last `max` bytes of a regular file (see [`open_regular`]), and whether they are
 /// the whole file (else the first of them is somewhere inside a line).
 pub fn read_suffix(path: &Path, max: u64) -> Result<(Vec<u8>, bool), Error> {
-    use std::io::{Seek, SeekFrom};
-    let (mut file, bytes) = open_regular(path)?;
+    let (file, bytes) = open_regular(path)?;
     let start = bytes.saturating_sub(max);
-    file.seek(SeekFrom::Start(start)).map_err(|e| Error::io(path, e))?;
-    let mut content = Vec::with_capacity((bytes - start) as usize);
+    Ok((read_from(path, file, start, max)?, start == 0))
+}
+
+/// At most `max` bytes of `file` (opened from `path`) from `offset`.
+fn read_from(path: &Path, mut file: File, offset: u64, max: u64) -> Result<Vec<u8>, Error> {
+    use std::io::{Seek, SeekFrom};
+    if offset > 0 {
+        file.seek(SeekFrom::Start(offset)).map_err(|e| Error::io(path, e))?;
+    }
+    let mut content = Vec::new();
     file.take(max)
         .read_to_end(&mut content)
         .map_err(|e| Error::io(path, e))?;
-    Ok((content, start == 0))
+    Ok(content)
 }
 
 /// Whether an error is "there is no such file" (it went away, or never was).

@@ -2,12 +2,10 @@
 //! reads it back for a hit (`search`): its last [`TEXT_BYTES`], from its first whole line, never
 //! through a link, `None` for what is not text.
 
-use std::fs;
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::sessions::session::Workspace;
+use crate::sessions::untrusted;
 
 /// Of each output file, at most its last this many bytes are indexed (and read for a hit).
 pub const TEXT_BYTES: u64 = 1024 * 1024;
@@ -18,7 +16,7 @@ pub const TEXT_BYTES: u64 = 1024 * 1024;
 /// followed).
 pub(super) fn read_tail(path: &Path, bytes: u64) -> Option<(u64, Option<String>)> {
     let start = bytes.saturating_sub(TEXT_BYTES);
-    let buffer = read_range(path, start, TEXT_BYTES)?;
+    let buffer = untrusted::read_range(path, start, TEXT_BYTES).ok()?;
     let skip = if start == 0 {
         0
     } else {
@@ -32,27 +30,11 @@ pub(super) fn read_tail(path: &Path, bytes: u64) -> Option<(u64, Option<String>)
     Some((first_byte, Some(String::from_utf8_lossy(text).into_owned())))
 }
 
-/// At most `limit` bytes of a regular file from `offset`, never through a link.
-fn read_range(path: &Path, offset: u64, limit: u64) -> Option<Vec<u8>> {
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    file.seek(SeekFrom::Start(offset)).ok()?;
-    let mut buffer = Vec::new();
-    file.take(limit).read_to_end(&mut buffer).ok()?;
-    Some(buffer)
-}
-
 /// The text of an indexed file, for a hit: from where it was indexed, at most [`TEXT_BYTES`]
 /// (`None` when it is gone or not text any more).
 pub(super) fn indexed_text(workspace: &Workspace, session_id: &str, path: &str, first_byte: u64) -> Option<String> {
     let folder = workspace.sessions_folder().ok()??.join(session_id);
-    let buffer = read_range(&folder.join(path), first_byte, TEXT_BYTES)?;
+    let buffer = untrusted::read_range(&folder.join(path), first_byte, TEXT_BYTES).ok()?;
     if memchr::memchr(0, &buffer).is_some() {
         return None;
     }
