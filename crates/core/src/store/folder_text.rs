@@ -23,13 +23,13 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection};
 
 use super::connection::{write_transaction, QueryResult, Store};
 use super::file_text::{read_tail, TEXT_BYTES};
 use super::search::{self, Kind};
 use super::workspaces;
-use crate::sessions::session::{self, Workspace, RAW_STREAM_FILE};
+use crate::sessions::session::{self, node_folders, Workspace, NODES_DIR, RAW_OUTPUT_FILE, RAW_STREAM_FILE};
 use crate::vocabulary::error::Error;
 
 /// Sessions written to the index in one transaction at most.
@@ -38,11 +38,7 @@ pub const BATCH_SESSIONS: usize = 128;
 const BATCH_BYTES: u64 = 64 * 1024 * 1024;
 /// A node's output files, as the engine (`<node>/raw_stream_output.txt`) and the documented
 /// layout (`nodes/<node>/raw_output.txt`) write them.
-const OUTPUT_FILES: [&str; 2] = [RAW_STREAM_FILE, "raw_output.txt"];
-/// The documented layout's folder of node folders.
-const NODES_DIR: &str = "nodes";
-/// Node folders looked at in one session folder at most (each `nodes/` too).
-const MAX_NODE_FOLDERS: usize = 10_000;
+const OUTPUT_FILES: [&str; 2] = [RAW_STREAM_FILE, RAW_OUTPUT_FILE];
 
 /// One output file of a session folder, as its print saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,18 +258,14 @@ fn print_of(folder: &Path) -> Option<(String, Vec<OutputFile>)> {
         return Some(("link".to_owned(), Vec::new()));
     }
     let mut print = stamp(&dir);
-    let mut nodes = node_folders(folder, false);
     if let Ok(meta) = fs::symlink_metadata(folder.join(NODES_DIR)) {
         print.push('|');
         print.push_str(&stamp(&meta));
-        if meta.is_dir() {
-            nodes.extend(node_folders(&folder.join(NODES_DIR), true));
-        }
     }
     let mut files = Vec::new();
-    for (node, prefix) in nodes {
+    for node in node_folders(folder) {
         for name in OUTPUT_FILES {
-            let path = format!("{prefix}{node}/{name}");
+            let path = format!("{}/{name}", node.relative_path());
             let Ok(meta) = fs::symlink_metadata(folder.join(&path)) else {
                 continue;
             };
@@ -284,7 +276,7 @@ fn print_of(folder: &Path) -> Option<(String, Vec<OutputFile>)> {
             print.push_str(&format!("|{path}:{modified}:{}", meta.len()));
             files.push(OutputFile {
                 path,
-                node: node.clone(),
+                node: node.name.clone(),
                 bytes: meta.len(),
                 modified,
             });
@@ -293,35 +285,9 @@ fn print_of(folder: &Path) -> Option<(String, Vec<OutputFile>)> {
     Some((print, files))
 }
 
-/// The node folders of `dir` (not links, not hidden, not `nodes/`), by name, with the prefix of
-/// their paths in the session folder (`nodes/` for those of `nodes/`).
-fn node_folders(dir: &Path, in_nodes_dir: bool) -> Vec<(String, &'static str)> {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let prefix = if in_nodes_dir { "nodes/" } else { "" };
-    let mut names: Vec<(String, &'static str)> = entries
-        .take(MAX_NODE_FOLDERS)
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|name| !name.starts_with('.') && (in_nodes_dir || name != NODES_DIR))
-        .map(|name| (name, prefix))
-        .collect();
-    names.sort();
-    names
-}
-
 /// Drops what the index holds of one session folder (it is being deleted).
 pub(super) fn forget_session(conn: &Connection, workspace: &Workspace, session_id: &str) -> QueryResult<()> {
-    let key: Option<i64> = conn
-        .query_row(
-            "SELECT id FROM workspaces WHERE root = ?1",
-            [workspace.root().to_string_lossy()],
-            |r| r.get(0),
-        )
-        .optional()?;
-    match key {
+    match workspaces::known_key(conn, workspace)? {
         Some(key) => forget(conn, key, session_id),
         None => Ok(()),
     }

@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use super::connection::{write_transaction, QueryResult};
-use super::{file_text, output};
+use super::{file_text, output, workspaces};
 use crate::sessions::session::Workspace;
 
 /// What a search hit is: the kind of row of the index it leads back to (that row's FTS rowid is
@@ -180,14 +180,7 @@ pub(super) fn search(
     let Some(fts) = fts_query(query) else {
         return Ok(Vec::new());
     };
-    let Some(workspace_key) = conn
-        .query_row(
-            "SELECT id FROM workspaces WHERE root = ?1",
-            [workspace.root().to_string_lossy()],
-            |r| r.get::<_, i64>(0),
-        )
-        .optional()?
-    else {
+    let Some(workspace_key) = workspaces::known_key(conn, workspace)? else {
         return Ok(Vec::new());
     };
     let mut matches =

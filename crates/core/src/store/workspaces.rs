@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::connection::{millis, QueryResult};
 use crate::sessions::session::Workspace;
@@ -17,6 +17,14 @@ pub(crate) fn key(conn: &Connection, workspace: &Workspace) -> QueryResult<i64> 
     Ok(conn
         .prepare_cached("SELECT id FROM workspaces WHERE root = ?1")?
         .query_row([&root], |r| r.get(0))?)
+}
+
+/// The key of a workspace the store has known, `None` for one it never saw (nothing created).
+pub(super) fn known_key(conn: &Connection, workspace: &Workspace) -> QueryResult<Option<i64>> {
+    Ok(conn
+        .prepare_cached("SELECT id FROM workspaces WHERE root = ?1")?
+        .query_row([workspace.root().to_string_lossy()], |r| r.get(0))
+        .optional()?)
 }
 
 /// Records that the window opened `workspace` now (it becomes the most recent).

@@ -189,8 +189,16 @@ fn links_and_binary_files_are_not_indexed() {
     let binary = terminal_session(&s.workspace, "1795952700006_bin0", "plan", "");
     fs::write(binary.join("plan/raw_stream_output.txt"), b"binaryword\0\x01\x02\n").unwrap();
 
+    // A link standing in for the documented layout's `nodes/`: nothing through it.
+    let elsewhere = s.workspace.root().join("elsewhere");
+    fs::create_dir_all(elsewhere.join("review")).unwrap();
+    fs::write(elsewhere.join("review/raw_output.txt"), "linkedword beyond the session\n").unwrap();
+    let linked = terminal_session(&s.workspace, "1795952700007_lnkd", "plan", "plain\n");
+    std::os::unix::fs::symlink(&elsewhere, linked.join("nodes")).unwrap();
+
     assert!(store.search(&s.workspace, "secretword", 10).unwrap().is_empty());
     assert!(store.search(&s.workspace, "binaryword", 10).unwrap().is_empty());
+    assert!(store.search(&s.workspace, "linkedword", 10).unwrap().is_empty());
 }
 
 /// In a watched workspace (the window's), a search walks the session folders again only after

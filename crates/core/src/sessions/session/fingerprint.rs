@@ -62,7 +62,36 @@ const RAW_PART: &str = "|raw:";
 
 /// A session's node folders, as the fingerprint names them (`e<name>` or `d<name>`).
 fn node_folders_for_print(folder: &Path) -> Vec<String> {
-    let dirs = |dir: &Path, kind: char| -> Vec<String> {
+    node_folders(folder)
+        .into_iter()
+        .map(|node| format!("{}{}", if node.in_nodes_dir { 'd' } else { 'e' }, node.name))
+        .collect()
+}
+
+/// A node folder of a session folder: `<folder>/<name>/` (the engine's layout) or
+/// `<folder>/nodes/<name>/` (the documented one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeFolder {
+    pub name: String,
+    pub in_nodes_dir: bool,
+}
+
+impl NodeFolder {
+    /// Its path relative to the session folder, `/`-separated, without a trailing `/`.
+    pub fn relative_path(&self) -> String {
+        if self.in_nodes_dir {
+            format!("{NODES_DIR}/{}", self.name)
+        } else {
+            self.name.clone()
+        }
+    }
+}
+
+/// The node folders of a session folder: its folders, then those of its `nodes/`, each by name
+/// (not links, not hidden, not `nodes/` itself, nothing through a link; at most
+/// `MAX_FOLDER_ENTRIES` entries read of each folder).
+pub fn node_folders(folder: &Path) -> Vec<NodeFolder> {
+    let dirs = |dir: &Path, in_nodes_dir: bool| -> Vec<NodeFolder> {
         let Ok(entries) = fs::read_dir(dir) else {
             return Vec::new();
         };
@@ -71,13 +100,19 @@ fn node_folders_for_print(folder: &Path) -> Vec<String> {
             .flatten()
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|name| !name.starts_with('.') && (kind == 'd' || name != NODES_DIR))
-            .map(|name| format!("{kind}{name}"))
+            .filter(|name| !name.starts_with('.') && (in_nodes_dir || name != NODES_DIR))
             .collect();
         names.sort();
         names
+            .into_iter()
+            .map(|name| NodeFolder { name, in_nodes_dir })
+            .collect()
     };
-    let mut nodes = dirs(folder, 'e');
-    nodes.extend(dirs(&folder.join(NODES_DIR), 'd'));
+    let mut nodes = dirs(folder, false);
+    let nodes_dir = folder.join(NODES_DIR);
+    // Never through a link standing in for `nodes/` (a session folder's files are untrusted).
+    if fs::symlink_metadata(&nodes_dir).is_ok_and(|m| m.is_dir()) {
+        nodes.extend(dirs(&nodes_dir, true));
+    }
     nodes
 }

@@ -27,9 +27,9 @@ pub const RESULT_FILE: &str = "result.json";
 pub const EVENTS_FILE: &str = "events.json";
 pub const RAW_STREAM_FILE: &str = "raw_stream_output.txt";
 /// The documented layout's folder of node folders.
-pub(super) const NODES_DIR: &str = "nodes";
+pub const NODES_DIR: &str = "nodes";
 pub(super) const PROMPT_FILE: &str = "prompt.txt";
-pub(super) const RAW_OUTPUT_FILE: &str = "raw_output.txt";
+pub const RAW_OUTPUT_FILE: &str = "raw_output.txt";
 
 /// A moment, as milliseconds since the Unix epoch; written (and sent to the window) as RFC 3339
 /// UTC text.
