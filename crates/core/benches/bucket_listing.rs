@@ -31,13 +31,11 @@ mod common;
 use common::{best_of, generate_sessions};
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    if common::names_only() {
         return;
     }
-    let env_count =
-        |name: &str, default: usize| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
-    let count = env_count("BENCH_SESSIONS", 10_000);
-    let big_mib = env_count("BENCH_BIG_MIB", 1024);
+    let count = common::size_from_env("BENCH_SESSIONS", 10_000usize);
+    let big_mib = common::size_from_env("BENCH_BIG_MIB", 1024usize);
     let moto = Moto::start();
     for (name, value) in moto.env() {
         std::env::set_var(name, value);

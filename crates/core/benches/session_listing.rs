@@ -40,13 +40,10 @@ fn plain_stream(node: &str, id: &str) -> String {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    if common::names_only() {
         return;
     }
-    let count: usize = std::env::var("BENCH_SESSIONS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
+    let count: usize = common::size_from_env("BENCH_SESSIONS", 10_000);
     let dir = tempfile::tempdir().unwrap();
     generate_sessions(dir.path(), count);
     let sessions_dir = dir.path().join(".zibby/output/sessions");

@@ -16,17 +16,11 @@ use studio_core::{SessionId, Workspace};
 const RARE_WORD: &str = "zanzibarquux";
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    if common::names_only() {
         return;
     }
-    let lines: u64 = std::env::var("BENCH_LINES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000_000);
-    let sessions: usize = std::env::var("BENCH_SESSIONS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
+    let lines: u64 = common::size_from_env("BENCH_LINES", 10_000_000);
+    let sessions: usize = common::size_from_env("BENCH_SESSIONS", 10_000);
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("studio.sqlite");
     let store = Store::open(&StoreLocation::File(db.clone())).unwrap();

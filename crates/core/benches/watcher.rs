@@ -19,17 +19,11 @@ use studio_core::watcher::{Change, Watcher, WatcherOptions};
 use studio_core::Workspace;
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    if common::names_only() {
         return;
     }
-    let file_mb: u64 = std::env::var("BENCH_FILE_MB")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1024);
-    let sessions: usize = std::env::var("BENCH_SESSIONS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
+    let file_mb: u64 = common::size_from_env("BENCH_FILE_MB", 1024);
+    let sessions: usize = common::size_from_env("BENCH_SESSIONS", 10_000);
     many_sessions(sessions);
     latency(
         "sparse appends (one line every 150 ms)",

@@ -4,6 +4,18 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// Whether the harness only asked for the benchmarks' names (`cargo test --benches` runs each
+/// bench with `--list`): nothing is to run.
+pub fn names_only() -> bool {
+    std::env::args().any(|a| a == "--list")
+}
+
+/// A size of a bench from its environment variable `name` (`BENCH_SESSIONS=1000`), else
+/// `default`.
+pub fn size_from_env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
 /// Engine-layout sessions: `.session-info.json` and three node folders with their raw output.
 pub fn generate_sessions(root: &Path, count: usize) {
     generate_sessions_with(root, count, |node, id| format!("{node} output of {id}\n"));
