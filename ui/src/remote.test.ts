@@ -7,8 +7,8 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 
 import { startApp } from "./app";
 import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
-import type { LinkState, OutputLine, RunEvent, Span } from "./types";
-import { row, runRecord } from "./testdata";
+import type { LinkState, OutputLine } from "./types";
+import { row, runFinished, runRecord, span } from "./testdata";
 
 let backend: FakeBackend;
 let root: HTMLElement;
@@ -161,16 +161,7 @@ describe("a remote workspace's link back", () => {
   it("reads a run's last lines when its end is told", async () => {
     await openOutput();
     backend.output.set("r1", outputLines(20));
-    const finished: RunEvent = {
-      type: "run_finished",
-      run_id: "r1",
-      session_id: "a",
-      status: "success",
-      exit_code: 0,
-      elapsed_ms: 5,
-      stopped_by: null,
-      error: null,
-    };
+    const finished = runFinished("r1", "a");
     backend.emit(finished);
     await vi.waitFor(() => expect(shownSeqs().at(-1)).toBe(20));
     expect(shownSeqs()).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
@@ -179,17 +170,6 @@ describe("a remote workspace's link back", () => {
 
 describe("a remote workspace's live runs when the link is back", () => {
   const down: LinkState = { state: "reconnecting", since_ms: 0, reason: "buildbox: lost", attempts: 1 };
-  const spanOf = (id: number, name: string, status: Span["status"], ended: boolean): Span => ({
-    id,
-    parent_id: null,
-    run_id: "r1",
-    name,
-    kind: "node",
-    depth: 0,
-    started_at: "2026-12-03T06:00:00Z",
-    ended_at: ended ? "2026-12-03T06:00:01Z" : null,
-    status,
-  });
   const stripNodes = () =>
     [...document.querySelectorAll(".live-run[data-run-id='r1'] .node")].map(
       (node) => `${node.getAttribute("data-node")}:${node.getAttribute("data-status")}`,
@@ -207,27 +187,14 @@ describe("a remote workspace's live runs when the link is back", () => {
     const connected = backend.remote!;
     backend.remoteStatus({ ...connected, link: down });
     // On the host meanwhile: `plan` ended, `write` began. No event told of it.
-    backend.spans.set("r1", [spanOf(1, "plan", "success", true), spanOf(2, "write", "running", false)]);
+    backend.spans.set("r1", [span(2, "plan", 0, 1), span(3, "write", 1, null)]);
     backend.remoteStatus(connected);
     await vi.waitFor(() => expect(stripNodes()).toEqual(["plan:success", "write:running"]));
     expect(root.querySelector(".live-run[data-run-id='r1'] .live-current-node")?.textContent).toContain("write");
     // `write` ended and `report` ran before the next server followed the run: its end is told
     // from the record alone.
-    backend.spans.set("r1", [
-      spanOf(1, "plan", "success", true),
-      spanOf(2, "write", "success", true),
-      spanOf(3, "report", "success", true),
-    ]);
-    backend.emit({
-      type: "run_finished",
-      run_id: "r1",
-      session_id: "a",
-      status: "success",
-      exit_code: 0,
-      elapsed_ms: 5,
-      stopped_by: null,
-      error: null,
-    });
+    backend.spans.set("r1", [span(2, "plan", 0, 1), span(3, "write", 1, 2), span(4, "report", 2, 3)]);
+    backend.emit(runFinished("r1", "a"));
     await vi.waitFor(() => expect(stripNodes()).toEqual(["plan:success", "write:success", "report:success"]));
   });
 });

@@ -9,7 +9,8 @@ import {
   stopRequested,
   type LiveRun,
 } from "./runs";
-import type { RunEvent, Span } from "./types";
+import { runFinished, span } from "./testdata";
+import type { RunEvent } from "./types";
 
 function replay(events: RunEvent[], start: LiveRun[] = []): LiveRun[] {
   return events.reduce((runs, event) => applyRunEvent(runs, event, 1_000), start);
@@ -105,23 +106,7 @@ describe("applyRunEvent", () => {
 });
 
 describe("nodesFromSpans", () => {
-  const span = (
-    id: number,
-    name: string,
-    status: Span["status"],
-    ended: boolean,
-    kind: Span["kind"] = "node",
-  ): Span => ({
-    id,
-    parent_id: null,
-    run_id: "r",
-    name,
-    kind,
-    depth: 0,
-    started_at: "2026-12-03T06:00:00Z",
-    ended_at: ended ? "2026-12-03T06:00:01Z" : null,
-    status,
-  });
+  const ofRun = { run_id: "r" };
 
   it("replaces what the events told by what the record holds: nodes missed while the link was down", () => {
     // The strip saw `plan` end and `write` begin; then the link dropped.
@@ -132,10 +117,10 @@ describe("nodesFromSpans", () => {
       { type: "node_begin", run_id: "r", node: "write", depth: 0, t_ms: 3 },
     ]);
     const spans = [
-      span(3, "report", "running", false),
-      span(1, "plan", "success", true),
-      span(0, "run", "running", false, "run"),
-      span(2, "write", "success", true),
+      span(4, "report", 2, null, ofRun),
+      span(2, "plan", 0, 1, ofRun),
+      span(1, "run", 0, null, ofRun),
+      span(3, "write", 1, 2, ofRun),
     ];
     const [run] = nodesFromSpans(before, "r", spans);
     expect(run!.nodes).toEqual([
@@ -147,20 +132,8 @@ describe("nodesFromSpans", () => {
   });
 
   it("ends a node the record leaves running with a run that ended, and changes nothing twice", () => {
-    const ended = replay([
-      started,
-      {
-        type: "run_finished",
-        run_id: "r",
-        session_id: "s",
-        status: "error",
-        exit_code: 1,
-        elapsed_ms: 5,
-        stopped_by: null,
-        error: null,
-      },
-    ]);
-    const spans = [span(1, "plan", "running", false)];
+    const ended = replay([started, runFinished("r", "s", { status: "error", exit_code: 1 })]);
+    const spans = [span(2, "plan", 0, null, ofRun)];
     const once = nodesFromSpans(ended, "r", spans);
     expect(once[0]!.nodes).toEqual([{ name: "plan", status: "error" }]);
     expect(once[0]!.currentNode).toBeNull();

@@ -1,6 +1,6 @@
 // Builders for the tests: rows, runs and details with sensible defaults.
 
-import type { RunRecord, SessionRow, Span } from "./types";
+import type { RunEvent, RunRecord, SessionRow, Span } from "./types";
 
 export function row(id: string, overrides: Partial<SessionRow> = {}): SessionRow {
   return {
@@ -65,6 +65,25 @@ export function span(id: number, name: string, from: number, to: number | null, 
     started_at: at(from),
     ended_at: to === null ? null : at(to),
     status: to === null ? "running" : "success",
+    ...overrides,
+  };
+}
+
+/** The `run_finished` event of run `runId` of session `sessionId`: a success unless overridden. */
+export function runFinished(
+  runId: string,
+  sessionId: string,
+  overrides: Partial<Extract<RunEvent, { type: "run_finished" }>> = {},
+): RunEvent {
+  return {
+    type: "run_finished",
+    run_id: runId,
+    session_id: sessionId,
+    status: "success",
+    exit_code: 0,
+    elapsed_ms: 5,
+    stopped_by: null,
+    error: null,
     ...overrides,
   };
 }

@@ -192,7 +192,11 @@ fn links_and_binary_files_are_not_indexed() {
     // A link standing in for the documented layout's `nodes/`: nothing through it.
     let elsewhere = s.workspace.root().join("elsewhere");
     fs::create_dir_all(elsewhere.join("review")).unwrap();
-    fs::write(elsewhere.join("review/raw_output.txt"), "linkedword beyond the session\n").unwrap();
+    fs::write(
+        elsewhere.join("review/raw_output.txt"),
+        "linkedword beyond the session\n",
+    )
+    .unwrap();
     let linked = terminal_session(&s.workspace, "1795952700007_lnkd", "plan", "plain\n");
     std::os::unix::fs::symlink(&elsewhere, linked.join("nodes")).unwrap();
 
