@@ -4,27 +4,10 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::harness::store_setup;
 use rusqlite::Connection;
 use studio_core::store::{SearchHitKind, Store, StoreLocation};
 use studio_core::{SessionId, Workspace};
-use tempfile::TempDir;
-
-struct Setup {
-    _dir: TempDir,
-    db: PathBuf,
-    workspace: Workspace,
-}
-
-fn setup() -> Setup {
-    let dir = TempDir::new().unwrap();
-    let root = dir.path().join("project");
-    fs::create_dir_all(root.join(".zibby/output/sessions")).unwrap();
-    Setup {
-        db: dir.path().join("data/studio.sqlite"),
-        workspace: Workspace::open(&root).unwrap(),
-        _dir: dir,
-    }
-}
 
 /// A session folder as a terminal run of the engine leaves it (ended), with `text` as the output
 /// of its node `node` (`<node>/raw_stream_output.txt`).
@@ -49,7 +32,7 @@ fn count(db: &Path, sql: &str) -> i64 {
 
 #[test]
 fn a_terminal_runs_node_output_is_found_and_names_its_file() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     terminal_session(
         &s.workspace,
@@ -110,7 +93,7 @@ fn a_terminal_runs_node_output_is_found_and_names_its_file() {
 
 #[test]
 fn a_changed_file_is_read_again_and_a_removed_sessions_hits_go() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let folder = terminal_session(&s.workspace, "1795952700002_chng", "fetch", "first wombatine\n");
     terminal_session(&s.workspace, "1795952700003_keep", "fetch", "kept wombatine\n");
@@ -160,7 +143,7 @@ fn a_changed_file_is_read_again_and_a_removed_sessions_hits_go() {
 
 #[test]
 fn of_a_file_over_a_mebibyte_only_its_tail_is_indexed() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let filler = "a line of filler output that says nothing at all\n".repeat(50_000);
     assert!(filler.len() > 2 * 1024 * 1024);
@@ -179,7 +162,7 @@ fn of_a_file_over_a_mebibyte_only_its_tail_is_indexed() {
 
 #[test]
 fn links_and_binary_files_are_not_indexed() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let outside = s.workspace.root().join("secret.txt");
     fs::write(&outside, "secretword outside the session\n").unwrap();
@@ -216,7 +199,7 @@ fn a_watched_workspace_is_walked_again_only_after_a_change() {
     use studio_core::store::index::keeping_current;
     use studio_core::watcher::{Watcher, WatcherOptions};
 
-    let s = setup();
+    let s = store_setup();
     let store = Arc::new(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
     let folder = terminal_session(&s.workspace, "1795952700000_term", "plan", "first wombatrix line\n");
     let (sender, received) = mpsc::channel();

@@ -162,6 +162,25 @@ pub fn wait_for(
     }
 }
 
+/// An empty workspace (`project/`, its sessions folder made) and where a store file beside it
+/// goes (`data/studio.sqlite`, not made).
+pub struct StoreSetup {
+    pub _dir: tempfile::TempDir,
+    pub db: PathBuf,
+    pub workspace: studio_core::Workspace,
+}
+
+pub fn store_setup() -> StoreSetup {
+    let dir = tempfile::TempDir::new().unwrap();
+    let root = dir.path().join("project");
+    std::fs::create_dir_all(root.join(".zibby/output/sessions")).unwrap();
+    StoreSetup {
+        db: dir.path().join("data/studio.sqlite"),
+        workspace: studio_core::Workspace::open(&root).unwrap(),
+        _dir: dir,
+    }
+}
+
 /// An empty workspace (its sessions folder made) with a store file of its own.
 pub fn empty_workspace_with_store() -> (tempfile::TempDir, studio_core::Workspace, studio_core::store::Store) {
     let root = tempfile::TempDir::new().unwrap();

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
+use crate::harness::store_setup;
 use rusqlite::Connection;
 use studio_core::protocol::Stream;
 use studio_core::store::retention::{plan, Rule};
@@ -14,24 +15,6 @@ use studio_core::store::{
     Level, NewRun, OutputFilter, OutputFind, RunOutcome, Store, StoreLocation, FIND_BUDGET_LINES, SCHEMA_VERSION,
 };
 use studio_core::{Error, SessionId, Status, Workspace};
-use tempfile::TempDir;
-
-struct Setup {
-    _dir: TempDir,
-    db: PathBuf,
-    workspace: Workspace,
-}
-
-fn setup() -> Setup {
-    let dir = TempDir::new().unwrap();
-    let root = dir.path().join("project");
-    std::fs::create_dir_all(root.join(".zibby/output/sessions")).unwrap();
-    Setup {
-        db: dir.path().join("data/studio.sqlite"),
-        workspace: Workspace::open(&root).unwrap(),
-        _dir: dir,
-    }
-}
 
 fn id(text: &str) -> SessionId {
     SessionId::parse(text).unwrap()
@@ -89,7 +72,7 @@ fn count(db: &Path, sql: &str) -> i64 {
 
 #[test]
 fn a_new_file_is_created_migrated_and_in_wal_mode() {
-    let s = setup();
+    let s = store_setup();
     drop(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
     let conn = Connection::open(&s.db).unwrap();
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
@@ -102,7 +85,7 @@ fn a_new_file_is_created_migrated_and_in_wal_mode() {
 
 #[test]
 fn a_store_from_a_newer_studio_is_a_clear_error_and_is_left_alone() {
-    let s = setup();
+    let s = store_setup();
     drop(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
     Connection::open(&s.db)
         .unwrap()
@@ -119,7 +102,7 @@ fn a_store_from_a_newer_studio_is_a_clear_error_and_is_left_alone() {
 
 #[test]
 fn pins_survive_a_restart_and_a_folder_recreated_on_disk() {
-    let s = setup();
+    let s = store_setup();
     make_folder(&s.workspace, "1795952600000_aaaa");
     make_folder(&s.workspace, "1795952600000_bbbb");
     {
@@ -158,7 +141,7 @@ fn pins_survive_a_restart_and_a_folder_recreated_on_disk() {
 #[test]
 fn an_in_memory_store_is_shared_by_its_connections_and_gone_after() {
     let location = StoreLocation::memory();
-    let s = setup();
+    let s = store_setup();
     let first = Store::open(&location).unwrap();
     first
         .pin(&s.workspace, &id("1795952600000_mem1"), SystemTime::now())
@@ -176,7 +159,7 @@ fn an_in_memory_store_is_shared_by_its_connections_and_gone_after() {
 
 #[test]
 fn runs_record_their_output_messages_logs_and_spans() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let session = id("1795952600000_run1");
     store
@@ -240,7 +223,7 @@ fn runs_record_their_output_messages_logs_and_spans() {
 
 #[test]
 fn output_pages_filter_by_node_and_stream_and_say_where_to_go_on() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::memory()).unwrap();
     let session = id("1795952600000_pag1");
     let run = start_run(&store, &s.workspace, &session, "page");
@@ -290,7 +273,7 @@ fn output_pages_filter_by_node_and_stream_and_say_where_to_go_on() {
 
 #[test]
 fn a_filtered_page_over_a_huge_output_returns_early_and_says_where_to_go_on() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::memory()).unwrap();
     let session = id("1795952600000_big1");
     let run = start_run(&store, &s.workspace, &session, "big");
@@ -323,7 +306,7 @@ fn a_filtered_page_over_a_huge_output_returns_early_and_says_where_to_go_on() {
 
 #[test]
 fn find_in_output_reads_forward_or_back_ignoring_case_and_escapes_and_goes_on_past_its_budget() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::memory()).unwrap();
     let session = id("1795952600000_fnd1");
     let run = start_run(&store, &s.workspace, &session, "find");
@@ -424,7 +407,7 @@ fn find_in_output_reads_forward_or_back_ignoring_case_and_escapes_and_goes_on_pa
 
 #[test]
 fn a_listed_session_counts_its_messages_and_names_its_live_run() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let session = id("1795952600000_liv1");
     make_folder(&s.workspace, session.as_str());
@@ -445,9 +428,9 @@ fn a_listed_session_counts_its_messages_and_names_its_live_run() {
 
 #[test]
 fn recent_workspaces_are_the_opened_ones_most_recent_first() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
-    let other_dir = TempDir::new().unwrap();
+    let other_dir = tempfile::TempDir::new().unwrap();
     let other = Workspace::open(other_dir.path()).unwrap();
     let t0 = SystemTime::now();
     assert!(store.recent_workspaces(10).unwrap().is_empty());
@@ -479,7 +462,7 @@ fn uuid_version(id: &str) -> u32 {
 
 #[test]
 fn delete_removes_every_row_of_the_session_and_moves_its_folder() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let doomed = id("1795952600000_del1");
     let kept = id("1795952600000_keep");
@@ -571,7 +554,7 @@ fn delete_removes_every_row_of_the_session_and_moves_its_folder() {
 
 #[test]
 fn a_session_with_a_live_run_cannot_be_deleted() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let session = id("1795952600000_live");
     let folder = make_folder(&s.workspace, session.as_str());
@@ -589,7 +572,7 @@ fn a_session_with_a_live_run_cannot_be_deleted() {
 /// is refused as a studio run's is while its folder reads `running`, and its folder is untouched.
 #[test]
 fn a_session_running_outside_the_studio_cannot_be_deleted() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let mut terminal = Command::new(crate::harness::agent_binary())
         .args(["run", "--nodes", "plan:100,write:60000"])
@@ -627,7 +610,7 @@ fn a_session_running_outside_the_studio_cannot_be_deleted() {
 
 #[test]
 fn search_finds_words_of_any_language_and_names_where() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let session = id("1795952600000_srch");
     store
@@ -688,7 +671,7 @@ fn search_finds_words_of_any_language_and_names_where() {
 
 #[test]
 fn recovery_interrupts_runs_whose_processes_are_gone_and_detaches_live_ones() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     // A real process group that outlives "the studio": a sleep in its own group.
     let mut sleeper = Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
@@ -733,7 +716,7 @@ fn recovery_interrupts_runs_whose_processes_are_gone_and_detaches_live_ones() {
 
 #[test]
 fn a_writer_killed_mid_output_loses_nothing_it_committed() {
-    let s = setup();
+    let s = store_setup();
     drop(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
     let writer = example_binary("store_writer");
     let mut child = Command::new(&writer)
@@ -793,7 +776,7 @@ fn example_binary(name: &str) -> PathBuf {
 
 #[test]
 fn two_processes_write_the_same_file_at_once() {
-    let s = setup();
+    let s = store_setup();
     drop(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
     let writer = example_binary("store_writer");
     // Two writer processes on one file (as the app and a `zstudio run` are), each committing
@@ -838,7 +821,7 @@ fn two_processes_write_the_same_file_at_once() {
 
 #[test]
 fn search_finds_one_word_in_a_hundred_megabytes_of_output() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let session = id("1795952600000_big1");
     let run = start_run(&store, &s.workspace, &session, "go");
@@ -871,7 +854,7 @@ fn search_finds_one_word_in_a_hundred_megabytes_of_output() {
 
 #[test]
 fn retention_keeps_pinned_sessions_and_says_what_it_would_delete() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let now = SystemTime::now();
     for (i, age_days) in [0u64, 2, 5, 10, 40].iter().enumerate() {
@@ -900,7 +883,7 @@ fn retention_keeps_pinned_sessions_and_says_what_it_would_delete() {
 
 #[test]
 fn the_index_rereads_only_changed_folders() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let folder = make_folder(&s.workspace, "1795952600000_idx1");
     let old = SystemTime::now() - Duration::from_secs(3600);
@@ -940,7 +923,7 @@ fn the_index_rereads_only_changed_folders() {
 #[test]
 fn a_new_store_opened_by_many_at_once_is_migrated_once_without_errors() {
     for _ in 0..5 {
-        let s = setup();
+        let s = store_setup();
         let location = StoreLocation::File(s.db.clone());
         let barrier = std::sync::Barrier::new(8);
         std::thread::scope(|scope| {
@@ -964,7 +947,7 @@ fn a_new_store_opened_by_many_at_once_is_migrated_once_without_errors() {
 #[test]
 fn the_watcher_keeps_the_index_current() {
     use studio_core::watcher::{Watcher, WatcherOptions};
-    let s = setup();
+    let s = store_setup();
     let store = std::sync::Arc::new(Store::open(&StoreLocation::File(s.db.clone())).unwrap());
     let watcher = Watcher::start(
         vec![s.workspace.clone()],
@@ -1001,7 +984,7 @@ fn the_watcher_keeps_the_index_current() {
 
 #[test]
 fn a_listed_session_takes_the_status_of_its_last_run_not_an_earlier_one() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let session = id("1795952600000_last");
     make_folder(&s.workspace, session.as_str());
@@ -1026,7 +1009,7 @@ fn a_listed_session_takes_the_status_of_its_last_run_not_an_earlier_one() {
 
 #[test]
 fn a_run_left_to_settle_is_claimed_by_one_process_alone() {
-    let s = setup();
+    let s = store_setup();
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let run = start_run(&store, &s.workspace, &id("1777678254943_clm1"), "go");
     store.run_detach(&run).unwrap();
