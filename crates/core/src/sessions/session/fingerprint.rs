@@ -91,7 +91,9 @@ impl NodeFolder {
 /// (not links, not hidden, not `nodes/` itself, nothing through a link; at most
 /// `MAX_FOLDER_ENTRIES` entries read of each folder).
 pub fn node_folders(folder: &Path) -> Vec<NodeFolder> {
-    let dirs = |dir: &Path, in_nodes_dir: bool| -> Vec<NodeFolder> {
+    // Each entry's type as the folder lists it (a link is not a folder): `nodes/` is read only
+    // when it is a folder, at no cost of its own.
+    let dirs = |dir: &Path| -> Vec<String> {
         let Ok(entries) = fs::read_dir(dir) else {
             return Vec::new();
         };
@@ -100,19 +102,26 @@ pub fn node_folders(folder: &Path) -> Vec<NodeFolder> {
             .flatten()
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|name| !name.starts_with('.') && (in_nodes_dir || name != NODES_DIR))
+            .filter(|name| !name.starts_with('.'))
             .collect();
         names.sort();
         names
-            .into_iter()
-            .map(|name| NodeFolder { name, in_nodes_dir })
-            .collect()
     };
-    let mut nodes = dirs(folder, false);
-    let nodes_dir = folder.join(NODES_DIR);
-    // Never through a link standing in for `nodes/` (a session folder's files are untrusted).
-    if fs::symlink_metadata(&nodes_dir).is_ok_and(|m| m.is_dir()) {
-        nodes.extend(dirs(&nodes_dir, true));
+    let top = dirs(folder);
+    let has_nodes_dir = top.iter().any(|name| name == NODES_DIR);
+    let mut nodes: Vec<NodeFolder> = top
+        .into_iter()
+        .filter(|name| name != NODES_DIR)
+        .map(|name| NodeFolder {
+            name,
+            in_nodes_dir: false,
+        })
+        .collect();
+    if has_nodes_dir {
+        nodes.extend(dirs(&folder.join(NODES_DIR)).into_iter().map(|name| NodeFolder {
+            name,
+            in_nodes_dir: true,
+        }));
     }
     nodes
 }
