@@ -179,3 +179,83 @@ fn an_adopted_run_is_stopped_by_its_adopter() {
     assert_eq!(run.status, Status::Cancelled, "{run:?}");
     assert!(b.supervisor.live_runs().is_empty());
 }
+
+/// An adopted run its adopter leaves running again (a remote workspace's server whose link
+/// dropped) goes on unowned, still `running` in the store: never recorded as ended while its
+/// agent runs, whether it is let go at once (before its files are read) or while followed.
+#[test]
+fn an_adopted_run_left_running_again_stays_running() {
+    let b = harness::bench("studio.sqlite", true);
+    let store = b.supervisor.store().clone();
+    let run_id = started_by_a_killed_studio(&b, &["--nodes", "plan:60000"], "");
+    for round in 0..6 {
+        assert_eq!(b.supervisor.adopt(None).unwrap(), vec![run_id.clone()], "round {round}");
+        std::thread::sleep(Duration::from_millis(round * 60));
+        assert_eq!(b.supervisor.detach(), vec![run_id.clone()]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let run = loop {
+            let run = store.run(&run_id).unwrap();
+            if run.owner_pid.is_none() || run.status != Status::Running {
+                break run;
+            }
+            assert!(Instant::now() < deadline, "never let go: {run:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(run.status, Status::Running, "round {round}: {run:?}");
+    }
+    // Adopted once more and stopped by force: `cancelled`, by force.
+    assert_eq!(b.supervisor.adopt(None).unwrap(), vec![run_id.clone()]);
+    assert_eq!(b.supervisor.stop(&run_id, true).unwrap(), Stopping::Forced);
+    let end = wait_for(
+        &b.events,
+        |event| matches!(event, RunEvent::RunFinished { run_id: id, .. } if *id == run_id),
+    );
+    assert!(
+        matches!(
+            end,
+            RunEvent::RunFinished {
+                status: Status::Cancelled,
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    assert_eq!(store.run(&run_id).unwrap().stopped_by, Some(Stopping::Forced));
+}
+
+/// An adopted run asked to stop whose keeper is then killed (so nothing records how its agent
+/// ended) is `cancelled`, stopped gracefully, as recovery settles such a run: not `interrupted`.
+#[test]
+fn an_adopted_run_asked_to_stop_whose_keeper_is_killed_is_cancelled() {
+    let b = harness::bench("studio.sqlite", true);
+    let store = b.supervisor.store().clone();
+    let run_id = started_by_a_killed_studio(&b, &["--nodes", "plan:60000"], "");
+    assert_eq!(b.supervisor.adopt(None).unwrap(), vec![run_id.clone()]);
+    assert_eq!(b.supervisor.stop(&run_id, false).unwrap(), Stopping::Graceful);
+    let keeper = store.run(&run_id).unwrap().process_identity.expect("its keeper");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(keeper.pid).unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let end = wait_for(
+        &b.events,
+        |event| matches!(event, RunEvent::RunFinished { run_id: id, .. } if *id == run_id),
+    );
+    assert!(
+        matches!(
+            end,
+            RunEvent::RunFinished {
+                status: Status::Cancelled,
+                stopped_by: Some(Stopping::Graceful),
+                ..
+            }
+        ),
+        "{end:?}"
+    );
+    let run = store.run(&run_id).unwrap();
+    assert_eq!(
+        (run.status, run.stopped_by),
+        (Status::Cancelled, Some(Stopping::Graceful))
+    );
+}

@@ -31,10 +31,9 @@ impl FollowedRun {
         remove_stop_files(&self.live.session_path);
         let _ = std::fs::remove_file(&self.messages_file);
         let stop = std::mem::take(&mut *self.live.stop.lock().expect("stop lock"));
-        // A forced stop asked for by another studio process (`zstudio stop --force`) is recorded.
-        let forced_elsewhere = store
-            .run(&self.run_id)
-            .is_ok_and(|r| r.stop_requested == Some(Stopping::Forced));
+        // A stop asked for by another studio process (`zstudio stop`) is recorded.
+        let asked_elsewhere = store.run(&self.run_id).ok().and_then(|r| r.stop_requested);
+        let forced_elsewhere = asked_elsewhere == Some(Stopping::Forced);
         let exit = self.how_it_exited(status);
         if let Some(dir) = &self.live.keeper_dir {
             let _ = std::fs::remove_dir_all(dir);
@@ -43,34 +42,42 @@ impl FollowedRun {
             exit,
             signalled_by_studio: stop.signalled() || forced_elsewhere,
         }));
-        // The studio lost the process (no exit status): interrupted.
-        let run_status = if exit.is_none() {
-            Status::Interrupted
+        // The studio lost the process (no exit status; an adopted run's keeper killed before it
+        // wrote the agent's): cancelled when a stop was asked for, as recovery settles such a
+        // run, else interrupted.
+        let stopped_unseen = if exit.is_some() {
+            None
+        } else if stop.signalled() || forced_elsewhere {
+            Some(StoppedBy::Forced)
+        } else if stop.is_requested() {
+            Some(StoppedBy::Graceful)
         } else {
-            timeline.status
+            asked_elsewhere
         };
+        let run_status = match (exit, stopped_unseen) {
+            (Some(_), _) => timeline.status,
+            (None, Some(_)) => Status::Cancelled,
+            (None, None) => Status::Interrupted,
+        };
+        let stopped_by = timeline.stopped_by.or(stopped_unseen);
         self.end_open_nodes(&fold, &timeline, node_spans, elapsed_ms);
         if let Some(span) = run_span {
             let _ = store.span_end(span, run_status, SystemTime::now());
         }
-        let stopped_by = timeline.stopped_by.map(|s| match s {
-            StoppedBy::Graceful => "graceful",
-            StoppedBy::Forced => "forced",
-        });
         let recorded = store.run_finish(
             &self.run_id,
             &RunOutcome {
                 status: run_status,
                 exit_code: timeline.exit_code,
                 error: timeline.error.as_deref(),
-                stopped_by,
+                stopped_by: stopped_by.map(StoppedBy::as_str),
                 ended_at: SystemTime::now(),
             },
         );
         if let Err(error) = recorded {
             tracing::error!(run_id = %self.run_id, %error, "cannot record the end of a run");
         }
-        self.log_end(run_status, &timeline, stopped_by, elapsed_ms);
+        self.log_end(run_status, &timeline, stopped_by.map(StoppedBy::as_str), elapsed_ms);
         self.shared.live.lock().expect("live lock").remove(&self.run_id);
         self.shared.publish(RunEvent::RunFinished {
             run_id: self.run_id.clone(),
@@ -78,7 +85,7 @@ impl FollowedRun {
             status: run_status,
             exit_code: timeline.exit_code,
             elapsed_ms,
-            stopped_by: timeline.stopped_by,
+            stopped_by,
             error: timeline.error,
         });
     }

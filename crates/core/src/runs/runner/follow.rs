@@ -382,7 +382,10 @@ impl FollowedRun {
                     exit = Some((child, Instant::now()));
                 }
                 Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
+                // An adopted run's file reader stops when the run is left running: that is not
+                // its end (the check below lets it go).
+                Err(RecvTimeoutError::Disconnected) if !self.live.detached.load(Ordering::SeqCst) => break,
+                Err(RecvTimeoutError::Disconnected) => {}
             }
             if last_flush.elapsed() >= TICK {
                 if let Err(error) = recorder.writer.flush() {
