@@ -4,6 +4,13 @@
 //! ([`CloudWorkspace::refresh_soon`], the window gaining focus). The files a refresh writes into
 //! the mirror's folder reach the window as any workspace's changes do, through the watcher.
 //!
+//! **A warm mirror opens at once** (stale while revalidating): when the mirror holds the listing
+//! of an earlier refresh, the workspace opens on it without asking the bucket, and the poller
+//! refreshes it at once; meanwhile the status says the listing is being checked
+//! ([`CloudStatus::checking`]), and a refresh that fails (offline, access refused) is the
+//! status's error, not the open's. A cold mirror (never listed) is refreshed before the open
+//! returns, and its failure is the open's.
+//!
 //! Read-only: the window's commands that would start, stop, continue or delete a run, or write
 //! the agents file, are refused by the app service (`Studio::forward`) while one is
 //! open ([`READ_ONLY_REFUSED`]), naming the source. Pins are kept in the local store, keyed by
@@ -12,6 +19,7 @@
 //! a session exported or compared is fetched whole first ([`CloudWorkspace::fetch_whole`]).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -55,32 +63,54 @@ pub struct CloudStatus {
     pub target: String,
     /// Why the last refresh failed, while it does (the source named); `None` once one succeeds.
     pub error: Option<String>,
+    /// The listing shown is the mirror's as fetched before this open (a warm mirror), and the
+    /// first refresh since is under way: what it changes arrives as any change does.
+    pub checking: bool,
+    /// Grows with each status told, of any cloud workspace of this process: of two statuses of
+    /// one target (a reply and an event sent at about the same time), the higher is the newer.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub revision: u64,
 }
 
-/// Told each time a cloud workspace's status changes (a refresh failed, or succeeded after one
-/// failed), from the poller's thread.
+/// The revision of the next status (`CloudStatus::revision`).
+static NEXT_REVISION: AtomicU64 = AtomicU64::new(1);
+
+/// Where a refresh of the poller left the status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Refreshed {
+    error: Option<String>,
+    checking: bool,
+    revision: u64,
+}
+
+/// Told each time a cloud workspace's status changes (the first refresh of a warm open is done, a
+/// refresh failed, or one succeeded after one failed), from the poller's thread.
 pub type StatusSink = Box<dyn Fn(CloudStatus) + Send + 'static>;
 
 /// An open cloud workspace: its mirror and the poller that keeps it current.
 pub struct CloudWorkspace {
     /// Taken out only when dropped (off any async runtime: the mirror owns one).
     mirror: Option<Arc<Mirror>>,
-    /// The status but for its error (the source as given).
+    /// The status but for what the refreshes change (the source as given).
     named: CloudStatus,
-    error: Arc<Mutex<Option<String>>>,
+    refreshed: Arc<Mutex<Refreshed>>,
     /// Wakes the poller (a refresh now); dropped, it ends the poller.
     wake: Mutex<Option<Sender<()>>>,
 }
 
 impl CloudWorkspace {
-    /// Opens the mirror of `source` and refreshes it once (an error there, such as access
-    /// refused, is the caller's), then starts its poller, which tells `on_status` each time
-    /// the status changes (a refresh failed, or succeeded again).
+    /// Opens the mirror of `source` and starts its poller, which tells `on_status` each time the
+    /// status changes. A warm mirror (one that holds an earlier listing) is opened as it is and
+    /// refreshed at once by the poller (a failure then is the status's error); a cold one is
+    /// refreshed once first, and an error there, such as access refused, is the caller's.
     pub fn open(source: &Source, options: MirrorOptions, on_status: StatusSink) -> Result<Arc<CloudWorkspace>, Error> {
-        let mirror = off_runtime(|| {
+        let (mirror, warm) = off_runtime(|| {
             let mirror = Mirror::open(source, options)?;
-            mirror.refresh(SystemTime::now())?;
-            Ok::<_, Error>(mirror)
+            let warm = mirror.holds_listing()?;
+            if !warm {
+                mirror.refresh(SystemTime::now())?;
+            }
+            Ok::<_, Error>((mirror, warm))
         })?;
         let mirror = Arc::new(mirror);
         let named = CloudStatus {
@@ -89,10 +119,20 @@ impl CloudWorkspace {
             profile: source.profile.clone(),
             target: source.target(),
             error: None,
+            checking: false,
+            revision: 0,
         };
         let (wake, woken) = mpsc::channel::<()>();
-        let error = Arc::new(Mutex::new(None));
-        let (polled, said, told) = (Arc::clone(&mirror), Arc::clone(&error), named.clone());
+        if warm {
+            // The poller's first refresh is now, not a POLL_INTERVAL away.
+            let _ = wake.send(());
+        }
+        let refreshed = Arc::new(Mutex::new(Refreshed {
+            error: None,
+            checking: warm,
+            revision: NEXT_REVISION.fetch_add(1, Ordering::Relaxed),
+        }));
+        let (polled, said, told) = (Arc::clone(&mirror), Arc::clone(&refreshed), named.clone());
         std::thread::Builder::new()
             .name("cloud-poller".into())
             .spawn(move || loop {
@@ -104,19 +144,25 @@ impl CloudWorkspace {
                 if let Some(failure) = &failed {
                     tracing::warn!(source = %polled.source(), "the cloud workspace's refresh failed: {failure}");
                 }
-                let before = std::mem::replace(&mut *said.lock().unwrap_or_else(|p| p.into_inner()), failed.clone());
-                if before != failed {
-                    on_status(CloudStatus {
+                let status = {
+                    let mut said = said.lock().unwrap_or_else(|p| p.into_inner());
+                    if said.error == failed && !said.checking {
+                        continue;
+                    }
+                    *said = Refreshed {
                         error: failed,
-                        ..told.clone()
-                    });
-                }
+                        checking: false,
+                        revision: NEXT_REVISION.fetch_add(1, Ordering::Relaxed),
+                    };
+                    said.status_of(&told)
+                };
+                on_status(status);
             })
             .map_err(|e| Error::io_spawn("the cloud workspace's poller", e))?;
         Ok(Arc::new(CloudWorkspace {
             mirror: Some(mirror),
             named,
-            error,
+            refreshed,
             wake: Mutex::new(Some(wake)),
         }))
     }
@@ -135,10 +181,10 @@ impl CloudWorkspace {
     }
 
     pub fn status(&self) -> CloudStatus {
-        CloudStatus {
-            error: self.error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-            ..self.named.clone()
-        }
+        self.refreshed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .status_of(&self.named)
     }
 
     /// Asks the poller for a refresh now (the window gained focus).
@@ -208,6 +254,17 @@ impl Drop for CloudWorkspace {
         self.close();
         let mirror = self.mirror.take();
         off_runtime(move || drop(mirror));
+    }
+}
+
+impl Refreshed {
+    fn status_of(&self, named: &CloudStatus) -> CloudStatus {
+        CloudStatus {
+            error: self.error.clone(),
+            checking: self.checking,
+            revision: self.revision,
+            ..named.clone()
+        }
     }
 }
 
