@@ -20,7 +20,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -123,10 +123,6 @@ impl CloudWorkspace {
             revision: 0,
         };
         let (wake, woken) = mpsc::channel::<()>();
-        if warm {
-            // The poller's first refresh is now, not a POLL_INTERVAL away.
-            let _ = wake.send(());
-        }
         let refreshed = Arc::new(Mutex::new(Refreshed {
             error: None,
             checking: warm,
@@ -135,28 +131,40 @@ impl CloudWorkspace {
         let (polled, said, told) = (Arc::clone(&mirror), Arc::clone(&refreshed), named.clone());
         std::thread::Builder::new()
             .name("cloud-poller".into())
-            .spawn(move || loop {
-                match woken.recv_timeout(POLL_INTERVAL) {
-                    Ok(()) | Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => return,
-                }
-                let failed = polled.refresh(SystemTime::now()).err().map(|e| e.to_string());
-                if let Some(failure) = &failed {
-                    tracing::warn!(source = %polled.source(), "the cloud workspace's refresh failed: {failure}");
-                }
-                let status = {
-                    let mut said = said.lock().unwrap_or_else(|p| p.into_inner());
-                    if said.error == failed && !said.checking {
-                        continue;
+            .spawn(move || {
+                // A warm open's check is now, not a POLL_INTERVAL away.
+                let mut asked = warm;
+                loop {
+                    if !asked {
+                        match woken.recv_timeout(POLL_INTERVAL) {
+                            Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                            Err(RecvTimeoutError::Disconnected) => return,
+                        }
                     }
-                    *said = Refreshed {
-                        error: failed,
-                        checking: false,
-                        revision: NEXT_REVISION.fetch_add(1, Ordering::Relaxed),
+                    let failed = polled.refresh(SystemTime::now()).err().map(|e| e.to_string());
+                    if let Some(failure) = &failed {
+                        tracing::warn!(source = %polled.source(), "the cloud workspace's refresh failed: {failure}");
+                    }
+                    // Closed meanwhile: its status is told no more (the same source may be open
+                    // again, its own status newer).
+                    let Some(asked_meanwhile) = asked_during(&woken) else {
+                        return;
                     };
-                    said.status_of(&told)
-                };
-                on_status(status);
+                    asked = asked_meanwhile;
+                    let status = {
+                        let mut said = said.lock().unwrap_or_else(|p| p.into_inner());
+                        if said.error == failed && !said.checking {
+                            continue;
+                        }
+                        *said = Refreshed {
+                            error: failed,
+                            checking: false,
+                            revision: NEXT_REVISION.fetch_add(1, Ordering::Relaxed),
+                        };
+                        said.status_of(&told)
+                    };
+                    on_status(status);
+                }
             })
             .map_err(|e| Error::io_spawn("the cloud workspace's poller", e))?;
         Ok(Arc::new(CloudWorkspace {
@@ -276,6 +284,19 @@ pub struct CloudImported {
     pub session_id: String,
     /// The local workspace's folder it went into.
     pub workspace: String,
+}
+
+/// Whether a refresh was asked for (`wake`) while the poller was refreshing, every such ask taken;
+/// `None` once the workspace is closed.
+fn asked_during(woken: &mpsc::Receiver<()>) -> Option<bool> {
+    let mut asked = false;
+    loop {
+        match woken.try_recv() {
+            Ok(()) => asked = true,
+            Err(TryRecvError::Empty) => return Some(asked),
+            Err(TryRecvError::Disconnected) => return None,
+        }
+    }
 }
 
 /// Runs `work` (which blocks on the mirror's own runtime) on a thread of its own when called on
