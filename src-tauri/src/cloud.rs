@@ -16,7 +16,8 @@ use crate::{CommandError, Studio};
 pub const CLOUD_OPEN_REQUESTED: &str = "cloud-open-requested";
 
 /// The Tauri event the shell tells the window of a change of the cloud workspace's status with:
-/// a refresh failed (`error` says why, naming the source), or one worked again (`error` null).
+/// the first refresh of a warm open is done (`checking` false), a refresh failed (`error` says
+/// why, naming the source), or one worked again (`error` null).
 pub const CLOUD_STATUS: &str = "cloud-status";
 
 /// Whether a recent workspace (or a launch's) is a bucket prefix.
@@ -24,8 +25,10 @@ pub use studio_args::desktop::is_cloud;
 
 /// Opens bucket prefix `url` (which may carry `?endpoint=…&profile=…`, as Open Recent keeps it;
 /// at `endpoint` and with `profile` when given, else the provider's variables') as the
-/// workspace, read-only, and tells the window as a local switch does. Lists the prefix first
-/// (an error, such as access refused, names the source): call it off the main thread.
+/// workspace, read-only, and tells the window as a local switch does. A mirror fetched before
+/// opens as it is, checked by the poller at once (`CloudStatus::checking`, then its `error` if
+/// the bucket cannot be reached); a cold one lists the prefix first (an error, such as access
+/// refused, names the source): call it off the main thread.
 pub fn open_cloud(
     app: &AppHandle,
     url: &str,

@@ -326,7 +326,7 @@ fn declare_events(d: &mut Declarations) {
         crate::cloud::CLOUD_OPEN_REQUESTED,
     )
     .constant(
-        "The Tauri event the shell sends when the cloud workspace's refresh fails or works again (payload: `CloudStatus`).",
+        "The Tauri event the shell sends when the cloud workspace's status changes: a warm open's check is done, a refresh fails or works again (payload: `CloudStatus`).",
         "CLOUD_STATUS",
         crate::cloud::CLOUD_STATUS,
     )

@@ -338,6 +338,71 @@ async fn a_stalled_server_is_said_on_the_workspace_until_a_refresh_works_again()
     moto.resume();
 }
 
+/// A bucket opened before opens from its mirror at once, even with the server frozen: the
+/// sessions as last fetched, "checking…" beside the label while the poller asks the bucket; once
+/// that refresh gives up, the notice names the source, and it goes once the server answers.
+#[tokio::test]
+async fn a_bucket_opened_before_opens_at_once_from_its_mirror_while_the_server_stalls() {
+    let moto = std::sync::Arc::new(Moto::start());
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::with_sessions(&[FANOUT]);
+    let env = bucket_env(&moto, &here);
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let here_path = here.path().display().to_string();
+    let start_path = here_path.clone();
+    let url = format!("s3://{BUCKET}/ci");
+    let server = moto.clone();
+    App::run_on_with_env(&here, &start_path, &[], &env_refs, |client| async move {
+        row_appears(&client, FANOUT.id).await;
+        // The first opening lists the bucket (a cold mirror), and is then current.
+        click(&client, "#workspace-switcher").await;
+        click(&client, "#workspace-open-cloud").await;
+        let field = wait_for(&client, "#cloud-url").await;
+        field.send_keys(&url).await.expect("type the URL");
+        click(&client, "#cloud-open").await;
+        wait_for(&client, "#workspace-read-only").await;
+        row_appears(&client, PIPELINE.id).await;
+        assert!(client.find(Locator::Css("#workspace-cloud-checking")).await.is_err());
+
+        click(&client, "#workspace-switcher").await;
+        click(&client, &format!(".recent-workspace[data-path='{here_path}']")).await;
+        row_appears(&client, FANOUT.id).await;
+        server.freeze();
+        click(&client, "#workspace-switcher").await;
+        click(&client, &format!(".recent-workspace[data-path='{url}']")).await;
+        // Open at once on the mirror, though the server answers nothing (a refresh gives up after
+        // the mirror's 30 s timeout).
+        wait_for(&client, "#workspace-read-only").await;
+        row_appears(&client, PIPELINE.id).await;
+        eventually("the label says the listing is being checked", || async {
+            text_of(&client, "#workspace-cloud-checking")
+                .await
+                .and_then(|said| (said == "checking…").then_some(()).ok_or(said))
+        })
+        .await;
+        screenshot(&client, "cloud-checking.png").await;
+        within(120, "the notice names the source once the check gives up", || async {
+            let notice = text_of(&client, "#cloud-refresh-failed").await?;
+            (notice.contains(&url) && notice.contains("no answer"))
+                .then_some(())
+                .ok_or(notice)
+        })
+        .await;
+        assert!(client.find(Locator::Css("#workspace-cloud-checking")).await.is_err());
+        wait_for(&client, &format!("tr[data-session-id='{}']", PIPELINE.id)).await;
+        server.resume();
+        within(120, "the notice goes once a refresh works", || async {
+            match client.find(Locator::Css("#cloud-refresh-failed")).await {
+                Ok(_) => Err("still shown".to_owned()),
+                Err(_) => Ok(()),
+            }
+        })
+        .await;
+    })
+    .await;
+    moto.resume();
+}
+
 /// "Import to local workspace" on a cloud session: copied into the local workspace opened last
 /// and its store; that workspace lists it as its own.
 #[tokio::test]

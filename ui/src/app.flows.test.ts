@@ -8,7 +8,7 @@ import { startApp } from "./app";
 import { SESSIONS_CHANGED_DELAY_MS } from "./state/app.svelte";
 import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
 import { DELETE_LIVE_TITLE } from "./sessions";
-import { row, runRecord } from "./testdata";
+import { cloudStatus, row, runRecord } from "./testdata";
 import type { Launch } from "./types";
 
 let backend: FakeBackend;
@@ -290,9 +290,38 @@ describe("the workspace switcher", () => {
     expect(root.querySelector(".empty")).not.toBeNull();
   });
 
+  it("says a cloud workspace opened on what was fetched before is being checked, then why it is not current", async () => {
+    backend.cloud = cloudStatus("s3://team/ci", { checking: true, revision: 1 });
+    await start();
+    expect(root.querySelector("#workspace-cloud-checking")?.textContent).toBe("checking…");
+    expect(root.querySelector("#cloud-refresh-failed")).toBeNull();
+    backend.cloudStatus(cloudStatus("s3://team/ci", { revision: 2, error: "s3://team/ci: no answer within 30 s" }));
+    flushSync();
+    expect(root.querySelector("#workspace-cloud-checking")).toBeNull();
+    expect(root.querySelector("#cloud-refresh-failed")?.textContent).toContain("s3://team/ci: no answer within 30 s");
+    // An older status (sent before) does not undo it.
+    backend.cloudStatus(cloudStatus("s3://team/ci", { checking: true, revision: 1 }));
+    flushSync();
+    expect(root.querySelector("#workspace-cloud-checking")).toBeNull();
+  });
+
+  it("keeps the status the shell sent while the window read the workspace over the older one read", async () => {
+    backend.cloud = cloudStatus("s3://team/ci", { checking: true, revision: 1 });
+    const read = backend.workspaceCloud.bind(backend);
+    backend.workspaceCloud = async () => {
+      const before = await read();
+      // The check ends between the shell's reply and the window's use of it.
+      backend.cloudStatus(cloudStatus("s3://team/ci", { revision: 2 }));
+      return before;
+    };
+    await start();
+    expect(root.querySelector("#workspace-read-only")).not.toBeNull();
+    expect(root.querySelector("#workspace-cloud-checking")).toBeNull();
+  });
+
   it("never lays the next workspace's sessions under the cloud workspace's read-only badge while switching", async () => {
     backend.recent = ["/local"];
-    backend.cloud = { url: "s3://team/ci", endpoint: null, profile: null, target: "s3://team/ci", error: null };
+    backend.cloud = cloudStatus("s3://team/ci");
     backend.sessions = [row("cloudy")];
     await start();
     expect(root.querySelector("#workspace-read-only")).not.toBeNull();

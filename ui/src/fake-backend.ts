@@ -112,7 +112,7 @@ export interface FakeBackend extends Backend {
   cloud: CloudStatus | null;
   /** The app menu asks for the Open Cloud Workspace form. */
   cloudOpenRequested(): void;
-  /** The shell says the cloud workspace's refresh failed (`error`) or works again. */
+  /** The shell says the cloud workspace's status changed (its check done, a refresh failed or works again). */
   cloudStatus(status: CloudStatus): void;
   /** What `cloudSessionImport` answers (`null`: the picker was cancelled), or its refusal. */
   cloudImported: CloudImported | null;
@@ -379,7 +379,7 @@ export function fakeBackend(
     },
     async workspaceOpenCloud(url, endpoint, profile) {
       backend.calls.push(`workspaceOpenCloud(${url}, ${endpoint}, ${profile})`);
-      backend.cloud = { url, endpoint, profile, target: url, error: null };
+      backend.cloud = { url, endpoint, profile, target: url, error: null, checking: false, revision: 1 };
       backend.workspace = {
         root: "/cache/mirror/workspace",
         sessions_dir: "/cache/mirror/workspace/.zibby/output/sessions",

@@ -1,6 +1,6 @@
 // Builders for the tests: rows, runs and details with sensible defaults.
 
-import type { RunEvent, RunRecord, SessionRow, Span } from "./types";
+import type { CloudStatus, RunEvent, RunRecord, SessionRow, Span } from "./types";
 
 export function row(id: string, overrides: Partial<SessionRow> = {}): SessionRow {
   return {
@@ -21,6 +21,11 @@ export function row(id: string, overrides: Partial<SessionRow> = {}): SessionRow
     usage: null,
     ...overrides,
   };
+}
+
+/** An open cloud workspace's status: current, no error. */
+export function cloudStatus(url: string, overrides: Partial<CloudStatus> = {}): CloudStatus {
+  return { url, endpoint: null, profile: null, target: url, error: null, checking: false, revision: 1, ...overrides };
 }
 
 export function runRecord(id: string, sessionId: string, overrides: Partial<RunRecord> = {}): RunRecord {

@@ -721,3 +721,104 @@ fn a_cloud_workspace_in_the_app_service_is_read_only_and_reads_unfetched_pages_f
         "{listing:?}"
     );
 }
+
+/// The ids of the sessions the mirror's folder lists, as the window lists them.
+fn listed_ids(root: &Path) -> Vec<String> {
+    let mut ids: Vec<String> = Workspace::open(root)
+        .unwrap()
+        .list_sessions(SystemTime::now())
+        .unwrap()
+        .iter()
+        .map(|s| s.id.to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// Opens the cloud workspace of `source`, its statuses sent to the channel returned.
+fn open_cloud(
+    source: &Source,
+    options: MirrorOptions,
+) -> Result<
+    (
+        std::sync::Arc<studio_core::app::cloud::CloudWorkspace>,
+        std::sync::mpsc::Receiver<studio_core::app::cloud::CloudStatus>,
+    ),
+    studio_core::Error,
+> {
+    let (told, statuses) = std::sync::mpsc::channel();
+    let on_status = Box::new(move |status| {
+        let _ = told.send(status);
+    });
+    studio_core::app::cloud::CloudWorkspace::open(source, options, on_status).map(|cloud| (cloud, statuses))
+}
+
+/// A warm mirror opens without asking the bucket: with the server frozen the open returns, on
+/// the sessions fetched before, saying they are being checked; once the server answers, the poller's
+/// refresh (asked at once, not a poll later) brings the session uploaded meanwhile, and the
+/// status says it is done.
+#[test]
+fn a_warm_cloud_workspace_opens_from_its_mirror_and_is_checked_at_once() {
+    let fixture = Fixture::new();
+    let before = upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
+    let (cloud, _) = open_cloud(&fixture.source("ci"), fixture.options()).unwrap();
+    assert!(!cloud.status().checking, "a cold open is refreshed first");
+    let root = cloud.workspace_root();
+    drop(cloud);
+    let mut after = before.clone();
+    after.extend(upload_captures(&fixture.moto, "ci", &CAPTURES[1..2], false));
+    after.sort();
+
+    fixture.moto.freeze();
+    let (cloud, statuses) = open_cloud(&fixture.source("ci"), fixture.options()).unwrap();
+    let status = cloud.status();
+    assert!(status.checking && status.error.is_none(), "{status:?}");
+    assert_eq!(listed_ids(&root), before, "the mirror as last fetched");
+    fixture.moto.resume();
+
+    let checked = statuses
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the check is told");
+    assert!(!checked.checking && checked.error.is_none(), "{checked:?}");
+    assert!(checked.revision > status.revision, "{status:?} then {checked:?}");
+    assert_eq!(cloud.status(), checked);
+    assert_eq!(listed_ids(&root), after, "the session uploaded meanwhile is fetched");
+}
+
+/// Opened warm while the bucket cannot be reached, a cloud workspace shows the sessions fetched
+/// before, and its status says why they are not current, naming the source; a cold one (nothing
+/// fetched yet) still fails to open, naming the source.
+#[test]
+fn a_warm_cloud_workspace_opened_offline_shows_what_was_fetched_and_says_why() {
+    let fixture = Fixture::new();
+    let mut expected = upload_captures(&fixture.moto, "ci", &CAPTURES, true);
+    expected.sort();
+    let (source, options) = (fixture.source("ci"), fixture.options());
+    let (cloud, _) = open_cloud(&source, options.clone()).unwrap();
+    let root = cloud.workspace_root();
+    drop(cloud);
+    drop(fixture.moto);
+
+    let (cloud, statuses) = open_cloud(&source, options.clone()).unwrap();
+    let failed = statuses
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the failure is told");
+    let error = failed.error.clone().expect("the refresh failed");
+    assert!(error.starts_with("s3://team-runs/ci: "), "{error}");
+    assert!(!failed.checking, "{failed:?}");
+    assert_eq!(cloud.status(), failed);
+    assert_eq!(listed_ids(&root), expected, "the mirror as last fetched");
+
+    let cold = tempfile::tempdir().unwrap();
+    let error = open_cloud(
+        &source,
+        MirrorOptions {
+            cache_root: cold.path().to_owned(),
+            ..options
+        },
+    )
+    .err()
+    .expect("a cold mirror cannot open offline")
+    .to_string();
+    assert!(error.starts_with("s3://team-runs/ci: "), "{error}");
+}

@@ -95,7 +95,17 @@ target: string,
 /**
  * Why the last refresh failed, while it does (the source named); `None` once one succeeds.
  */
-error: string | null, };
+error: string | null, 
+/**
+ * The listing shown is the mirror's as fetched before this open (a warm mirror), and the
+ * first refresh since is under way: what it changes arrives as any change does.
+ */
+checking: boolean, 
+/**
+ * Grows with each status told, of any cloud workspace of this process: of two statuses of
+ * one target (a reply and an event sent at about the same time), the higher is the newer.
+ */
+revision: number, };
 
 /**
  * A cloud session copied into a local workspace (`Studio::cloud_import`).
@@ -879,7 +889,7 @@ export const REMOTE_OPEN_REQUESTED = "remote-open-requested";
 /** The Tauri event the shell asks the window to show the Open Cloud Workspace form with (no payload). */
 export const CLOUD_OPEN_REQUESTED = "cloud-open-requested";
 
-/** The Tauri event the shell sends when the cloud workspace's refresh fails or works again (payload: `CloudStatus`). */
+/** The Tauri event the shell sends when the cloud workspace's status changes: a warm open's check is done, a refresh fails or works again (payload: `CloudStatus`). */
 export const CLOUD_STATUS = "cloud-status";
 
 /** The Tauri event the shell sends when the app is closing with live runs (payload: `QuitRequested`). */

@@ -158,7 +158,7 @@ export class AppState {
     this.workspace.info = workspace;
     this.workspace.remote = remote.kind === "ok" ? remote.value : null;
     this.workspace.connecting = connecting.kind === "ok" ? connecting.value : null;
-    this.workspace.cloud = cloud.kind === "ok" ? cloud.value : null;
+    this.workspace.setCloud(cloud.kind === "ok" ? cloud.value : null);
     this.sessions.set(sessions);
     this.agents.set(agents);
     this.refreshing = false;

@@ -23,7 +23,7 @@ export interface CloudForm {
   endpoint: string;
   /** A profile of the credential chain (`AWS_PROFILE`'s files, SSO); empty: the chain's own. */
   profile: string;
-  /** Listing the prefix (the first refresh of the mirror). */
+  /** Opening: a mirror fetched before opens at once; one never fetched lists the prefix first. */
   opening: boolean;
   /** Why the last try failed (it names the source). */
   error: CommandError | null;
@@ -50,9 +50,21 @@ export class WorkspaceState {
   connecting = $state.raw<string | null>(null);
 
   readonly #backend: Backend;
-  /** The shell says the cloud workspace's refresh failed or works again: kept while that workspace is open. */
+  /** The last status the shell sent (any workspace's): a reload's reply may be older than it. */
+  #toldCloud: CloudStatus | null = null;
+
+  /** The shell says the cloud workspace's status changed (its check done, a refresh failed or works
+   * again): kept while that workspace is open, unless what is shown is newer. */
   cloudStatus(status: CloudStatus): void {
-    if (this.cloud?.target === status.target) this.cloud = status;
+    this.#toldCloud = status;
+    if (this.cloud?.target === status.target && status.revision > this.cloud.revision) this.cloud = status;
+  }
+
+  /** The cloud workspace as a reload read it (`null`: none open), or the status the shell sent of
+   * it since, when that is newer (sent while the reload was under way). */
+  setCloud(read: CloudStatus | null): void {
+    const told = this.#toldCloud;
+    this.cloud = read && told?.target === read.target && told.revision > read.revision ? told : read;
   }
 
   /** What the window does once another workspace is open (everything of the old one goes). */

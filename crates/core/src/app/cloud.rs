@@ -4,6 +4,13 @@
 //! ([`CloudWorkspace::refresh_soon`], the window gaining focus). The files a refresh writes into
 //! the mirror's folder reach the window as any workspace's changes do, through the watcher.
 //!
+//! **A warm mirror opens at once** (stale while revalidating): when the mirror holds the listing
+//! of an earlier refresh, the workspace opens on it without asking the bucket, and the poller
+//! refreshes it at once; meanwhile the status says the listing is being checked
+//! ([`CloudStatus::checking`]), and a refresh that fails (offline, access refused) is the
+//! status's error, not the open's. A cold mirror (never listed) is refreshed before the open
+//! returns, and its failure is the open's.
+//!
 //! Read-only: the window's commands that would start, stop, continue or delete a run, or write
 //! the agents file, are refused by the app service (`Studio::forward`) while one is
 //! open ([`READ_ONLY_REFUSED`]), naming the source. Pins are kept in the local store, keyed by
@@ -12,7 +19,8 @@
 //! a session exported or compared is fetched whole first ([`CloudWorkspace::fetch_whole`]).
 
 use std::path::PathBuf;
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -55,32 +63,54 @@ pub struct CloudStatus {
     pub target: String,
     /// Why the last refresh failed, while it does (the source named); `None` once one succeeds.
     pub error: Option<String>,
+    /// The listing shown is the mirror's as fetched before this open (a warm mirror), and the
+    /// first refresh since is under way: what it changes arrives as any change does.
+    pub checking: bool,
+    /// Grows with each status told, of any cloud workspace of this process: of two statuses of
+    /// one target (a reply and an event sent at about the same time), the higher is the newer.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub revision: u64,
 }
 
-/// Told each time a cloud workspace's status changes (a refresh failed, or succeeded after one
-/// failed), from the poller's thread.
+/// The revision of the next status (`CloudStatus::revision`).
+static NEXT_REVISION: AtomicU64 = AtomicU64::new(1);
+
+/// Where a refresh of the poller left the status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Refreshed {
+    error: Option<String>,
+    checking: bool,
+    revision: u64,
+}
+
+/// Told each time a cloud workspace's status changes (the first refresh of a warm open is done, a
+/// refresh failed, or one succeeded after one failed), from the poller's thread.
 pub type StatusSink = Box<dyn Fn(CloudStatus) + Send + 'static>;
 
 /// An open cloud workspace: its mirror and the poller that keeps it current.
 pub struct CloudWorkspace {
     /// Taken out only when dropped (off any async runtime: the mirror owns one).
     mirror: Option<Arc<Mirror>>,
-    /// The status but for its error (the source as given).
+    /// The status but for what the refreshes change (the source as given).
     named: CloudStatus,
-    error: Arc<Mutex<Option<String>>>,
+    refreshed: Arc<Mutex<Refreshed>>,
     /// Wakes the poller (a refresh now); dropped, it ends the poller.
     wake: Mutex<Option<Sender<()>>>,
 }
 
 impl CloudWorkspace {
-    /// Opens the mirror of `source` and refreshes it once (an error there, such as access
-    /// refused, is the caller's), then starts its poller, which tells `on_status` each time
-    /// the status changes (a refresh failed, or succeeded again).
+    /// Opens the mirror of `source` and starts its poller, which tells `on_status` each time the
+    /// status changes. A warm mirror (one that holds an earlier listing) is opened as it is and
+    /// refreshed at once by the poller (a failure then is the status's error); a cold one is
+    /// refreshed once first, and an error there, such as access refused, is the caller's.
     pub fn open(source: &Source, options: MirrorOptions, on_status: StatusSink) -> Result<Arc<CloudWorkspace>, Error> {
-        let mirror = off_runtime(|| {
+        let (mirror, warm) = off_runtime(|| {
             let mirror = Mirror::open(source, options)?;
-            mirror.refresh(SystemTime::now())?;
-            Ok::<_, Error>(mirror)
+            let warm = mirror.holds_listing()?;
+            if !warm {
+                mirror.refresh(SystemTime::now())?;
+            }
+            Ok::<_, Error>((mirror, warm))
         })?;
         let mirror = Arc::new(mirror);
         let named = CloudStatus {
@@ -89,34 +119,58 @@ impl CloudWorkspace {
             profile: source.profile.clone(),
             target: source.target(),
             error: None,
+            checking: false,
+            revision: 0,
         };
         let (wake, woken) = mpsc::channel::<()>();
-        let error = Arc::new(Mutex::new(None));
-        let (polled, said, told) = (Arc::clone(&mirror), Arc::clone(&error), named.clone());
+        let refreshed = Arc::new(Mutex::new(Refreshed {
+            error: None,
+            checking: warm,
+            revision: NEXT_REVISION.fetch_add(1, Ordering::Relaxed),
+        }));
+        let (polled, said, told) = (Arc::clone(&mirror), Arc::clone(&refreshed), named.clone());
         std::thread::Builder::new()
             .name("cloud-poller".into())
-            .spawn(move || loop {
-                match woken.recv_timeout(POLL_INTERVAL) {
-                    Ok(()) | Err(RecvTimeoutError::Timeout) => {}
-                    Err(RecvTimeoutError::Disconnected) => return,
-                }
-                let failed = polled.refresh(SystemTime::now()).err().map(|e| e.to_string());
-                if let Some(failure) = &failed {
-                    tracing::warn!(source = %polled.source(), "the cloud workspace's refresh failed: {failure}");
-                }
-                let before = std::mem::replace(&mut *said.lock().unwrap_or_else(|p| p.into_inner()), failed.clone());
-                if before != failed {
-                    on_status(CloudStatus {
-                        error: failed,
-                        ..told.clone()
-                    });
+            .spawn(move || {
+                // A warm open's check is now, not a POLL_INTERVAL away.
+                let mut asked = warm;
+                loop {
+                    if !asked {
+                        match woken.recv_timeout(POLL_INTERVAL) {
+                            Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                            Err(RecvTimeoutError::Disconnected) => return,
+                        }
+                    }
+                    let failed = polled.refresh(SystemTime::now()).err().map(|e| e.to_string());
+                    if let Some(failure) = &failed {
+                        tracing::warn!(source = %polled.source(), "the cloud workspace's refresh failed: {failure}");
+                    }
+                    // Closed meanwhile: its status is told no more (the same source may be open
+                    // again, its own status newer).
+                    let Some(asked_meanwhile) = asked_during(&woken) else {
+                        return;
+                    };
+                    asked = asked_meanwhile;
+                    let status = {
+                        let mut said = said.lock().unwrap_or_else(|p| p.into_inner());
+                        if said.error == failed && !said.checking {
+                            continue;
+                        }
+                        *said = Refreshed {
+                            error: failed,
+                            checking: false,
+                            revision: NEXT_REVISION.fetch_add(1, Ordering::Relaxed),
+                        };
+                        said.status_of(&told)
+                    };
+                    on_status(status);
                 }
             })
             .map_err(|e| Error::io_spawn("the cloud workspace's poller", e))?;
         Ok(Arc::new(CloudWorkspace {
             mirror: Some(mirror),
             named,
-            error,
+            refreshed,
             wake: Mutex::new(Some(wake)),
         }))
     }
@@ -135,10 +189,10 @@ impl CloudWorkspace {
     }
 
     pub fn status(&self) -> CloudStatus {
-        CloudStatus {
-            error: self.error.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-            ..self.named.clone()
-        }
+        self.refreshed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .status_of(&self.named)
     }
 
     /// Asks the poller for a refresh now (the window gained focus).
@@ -211,6 +265,17 @@ impl Drop for CloudWorkspace {
     }
 }
 
+impl Refreshed {
+    fn status_of(&self, named: &CloudStatus) -> CloudStatus {
+        CloudStatus {
+            error: self.error.clone(),
+            checking: self.checking,
+            revision: self.revision,
+            ..named.clone()
+        }
+    }
+}
+
 /// A cloud session copied into a local workspace (`Studio::cloud_import`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
@@ -219,6 +284,19 @@ pub struct CloudImported {
     pub session_id: String,
     /// The local workspace's folder it went into.
     pub workspace: String,
+}
+
+/// Whether a refresh was asked for (`wake`) while the poller was refreshing, every such ask taken;
+/// `None` once the workspace is closed.
+fn asked_during(woken: &mpsc::Receiver<()>) -> Option<bool> {
+    let mut asked = false;
+    loop {
+        match woken.try_recv() {
+            Ok(()) => asked = true,
+            Err(TryRecvError::Empty) => return Some(asked),
+            Err(TryRecvError::Disconnected) => return None,
+        }
+    }
 }
 
 /// Runs `work` (which blocks on the mirror's own runtime) on a thread of its own when called on

@@ -173,6 +173,19 @@ impl Mirror {
         self.lock().sessions.contains_key(id)
     }
 
+    /// Whether the mirror holds the listing of an earlier refresh (its manifest lists sessions),
+    /// which can then be shown before the bucket is asked: the folders a refresh cut short left
+    /// beside it (sessions it does not list) are removed first, so that the folder is the listing
+    /// as last written. A mirror that never listed a session is cold: `false`.
+    pub fn holds_listing(&self) -> Result<bool, Error> {
+        let manifest = self.lock();
+        if manifest.sessions.is_empty() {
+            return Ok(false);
+        }
+        self.remove_unlisted_folders(&manifest)?;
+        Ok(true)
+    }
+
     /// All bytes fetched from the bucket by this mirror so far.
     pub fn fetched_bytes(&self) -> u64 {
         self.fetched.load(Ordering::Relaxed)

@@ -7,7 +7,7 @@ import type { FakeBackend } from "../../fake-backend";
 import { STOPPING_LABEL } from "../../sessions";
 import { OUTSIDE_STOP_ASKED, OUTSIDE_STOP_TITLE, SESSION_TABS } from "../../sessionmodel.svelte";
 import { DELETE_LIVE_TITLE } from "../../sessions";
-import { row, runRecord } from "../../testdata";
+import { cloudStatus, row, runRecord } from "../../testdata";
 import SessionView from "./SessionView.svelte";
 import { EVIL, refusal, sessionBackend, sessionModel, span, viewProps } from "./testing";
 
@@ -51,7 +51,7 @@ describe("the session view's header", () => {
   });
 
   it("offers no Re-run, Continue, Stop or Delete in a cloud workspace (read-only); Pin stays", async () => {
-    backend.cloud = { url: "s3://team/ci", endpoint: null, profile: null, target: "s3://team/ci", error: null };
+    backend.cloud = cloudStatus("s3://team/ci");
     await open("s1");
     for (const id of ["#session-rerun", "#session-continue", "#session-stop", "#session-delete"]) {
       expect($(id), id).toBeNull();
