@@ -300,6 +300,30 @@ where
     }
 }
 
+/// The notice above the table says the server at `url` gave no answer (a refresh given up after
+/// the mirror's timeout), and the sessions are still shown as last fetched.
+async fn no_answer_is_said(client: &Client, url: &str) {
+    within(120, "the notice names the source", || async {
+        let notice = text_of(client, "#cloud-refresh-failed").await?;
+        (notice.contains(url) && notice.contains("no answer"))
+            .then_some(())
+            .ok_or(notice)
+    })
+    .await;
+    wait_for(client, &format!("tr[data-session-id='{}']", PIPELINE.id)).await;
+}
+
+/// The refresh-failed notice goes (a refresh worked again).
+async fn the_notice_goes(client: &Client) {
+    within(120, "the notice goes once a refresh works", || async {
+        match client.find(Locator::Css("#cloud-refresh-failed")).await {
+            Ok(_) => Err("still shown".to_owned()),
+            Err(_) => Ok(()),
+        }
+    })
+    .await;
+}
+
 /// The server stalls while the window is open: the workspace says its refresh fails, naming the
 /// source, and shows the sessions as last fetched; once the server answers again, the notice goes.
 #[tokio::test]
@@ -316,23 +340,10 @@ async fn a_stalled_server_is_said_on_the_workspace_until_a_refresh_works_again()
         assert!(client.find(Locator::Css("#cloud-refresh-failed")).await.is_err());
         server.freeze();
         // The poller's next refresh gets no answer: given up on after the mirror's timeout.
-        within(120, "the notice names the source", || async {
-            let notice = text_of(&client, "#cloud-refresh-failed").await?;
-            (notice.contains(&expected_url) && notice.contains("no answer"))
-                .then_some(())
-                .ok_or(notice)
-        })
-        .await;
-        wait_for(&client, &format!("tr[data-session-id='{}']", PIPELINE.id)).await;
+        no_answer_is_said(&client, &expected_url).await;
         screenshot(&client, "cloud-refresh-failed.png").await;
         server.resume();
-        within(120, "the notice goes once a refresh works", || async {
-            match client.find(Locator::Css("#cloud-refresh-failed")).await {
-                Ok(_) => Err("still shown".to_owned()),
-                Err(_) => Ok(()),
-            }
-        })
-        .await;
+        the_notice_goes(&client).await;
     })
     .await;
     moto.resume();
@@ -381,23 +392,10 @@ async fn a_bucket_opened_before_opens_at_once_from_its_mirror_while_the_server_s
         })
         .await;
         screenshot(&client, "cloud-checking.png").await;
-        within(120, "the notice names the source once the check gives up", || async {
-            let notice = text_of(&client, "#cloud-refresh-failed").await?;
-            (notice.contains(&url) && notice.contains("no answer"))
-                .then_some(())
-                .ok_or(notice)
-        })
-        .await;
+        no_answer_is_said(&client, &url).await;
         assert!(client.find(Locator::Css("#workspace-cloud-checking")).await.is_err());
-        wait_for(&client, &format!("tr[data-session-id='{}']", PIPELINE.id)).await;
         server.resume();
-        within(120, "the notice goes once a refresh works", || async {
-            match client.find(Locator::Css("#cloud-refresh-failed")).await {
-                Ok(_) => Err("still shown".to_owned()),
-                Err(_) => Ok(()),
-            }
-        })
-        .await;
+        the_notice_goes(&client).await;
     })
     .await;
     moto.resume();

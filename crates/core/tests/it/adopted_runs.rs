@@ -99,6 +99,18 @@ fn a_run_whose_studio_was_killed_is_adopted_and_its_lines_come_live_each_once() 
     assert_eq!(ends, 1);
 }
 
+/// How run `run_id` ended, as its end was announced: its status and how it was stopped.
+fn ended(b: &harness::Bench, run_id: &str) -> (Status, Option<Stopping>) {
+    let end = wait_for(
+        &b.events,
+        |event| matches!(event, RunEvent::RunFinished { run_id: id, .. } if *id == run_id),
+    );
+    let RunEvent::RunFinished { status, stopped_by, .. } = end else {
+        unreachable!()
+    };
+    (status, stopped_by)
+}
+
 /// Waits until `line` is among the run's stored lines.
 fn eventually_stored(store: &Store, run_id: &str, line: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -161,20 +173,7 @@ fn an_adopted_run_is_stopped_by_its_adopter() {
     );
     assert_eq!(b.supervisor.live_runs(), vec![run_id.clone()]);
     assert_eq!(b.supervisor.stop(&run_id, false).unwrap(), Stopping::Graceful);
-    let end = wait_for(
-        &b.events,
-        |event| matches!(event, RunEvent::RunFinished { run_id: id, .. } if *id == run_id),
-    );
-    assert!(
-        matches!(
-            end,
-            RunEvent::RunFinished {
-                status: Status::Cancelled,
-                ..
-            }
-        ),
-        "{end:?}"
-    );
+    assert_eq!(ended(&b, &run_id).0, Status::Cancelled);
     let run = store.run(&run_id).unwrap();
     assert_eq!(run.status, Status::Cancelled, "{run:?}");
     assert!(b.supervisor.live_runs().is_empty());
@@ -206,20 +205,7 @@ fn an_adopted_run_left_running_again_stays_running() {
     // Adopted once more and stopped by force: `cancelled`, by force.
     assert_eq!(b.supervisor.adopt(None).unwrap(), vec![run_id.clone()]);
     assert_eq!(b.supervisor.stop(&run_id, true).unwrap(), Stopping::Forced);
-    let end = wait_for(
-        &b.events,
-        |event| matches!(event, RunEvent::RunFinished { run_id: id, .. } if *id == run_id),
-    );
-    assert!(
-        matches!(
-            end,
-            RunEvent::RunFinished {
-                status: Status::Cancelled,
-                ..
-            }
-        ),
-        "{end:?}"
-    );
+    assert_eq!(ended(&b, &run_id).0, Status::Cancelled);
     assert_eq!(store.run(&run_id).unwrap().stopped_by, Some(Stopping::Forced));
 }
 
@@ -238,21 +224,7 @@ fn an_adopted_run_asked_to_stop_whose_keeper_is_killed_is_cancelled() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    let end = wait_for(
-        &b.events,
-        |event| matches!(event, RunEvent::RunFinished { run_id: id, .. } if *id == run_id),
-    );
-    assert!(
-        matches!(
-            end,
-            RunEvent::RunFinished {
-                status: Status::Cancelled,
-                stopped_by: Some(Stopping::Graceful),
-                ..
-            }
-        ),
-        "{end:?}"
-    );
+    assert_eq!(ended(&b, &run_id), (Status::Cancelled, Some(Stopping::Graceful)));
     let run = store.run(&run_id).unwrap();
     assert_eq!(
         (run.status, run.stopped_by),
