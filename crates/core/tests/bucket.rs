@@ -754,11 +754,11 @@ fn open_cloud(
 }
 
 /// A warm mirror opens without asking the bucket: with the server frozen the open returns, on
-/// the sessions fetched before, saying they are being checked; once the server answers, the poller's
-/// refresh (asked at once, not a poll later) brings the session uploaded meanwhile, and the
-/// status says it is done.
+/// the sessions fetched before, saying they are being checked; once they are listed, the poller's
+/// refresh (asked then, not a poll later) brings the session uploaded meanwhile, and the status
+/// says it is done.
 #[test]
-fn a_warm_cloud_workspace_opens_from_its_mirror_and_is_checked_at_once() {
+fn a_warm_cloud_workspace_opens_from_its_mirror_and_is_checked_once_listed() {
     let fixture = Fixture::new();
     let before = upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
     let (cloud, _) = open_cloud(&fixture.source("ci"), fixture.options()).unwrap();
@@ -775,6 +775,10 @@ fn a_warm_cloud_workspace_opens_from_its_mirror_and_is_checked_at_once() {
     assert!(status.checking && status.error.is_none(), "{status:?}");
     assert_eq!(listed_ids(&root), before, "the mirror as last fetched");
     fixture.moto.resume();
+    // The check waits for the mirror's listing (the window's first), not beside it.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(cloud.status().checking, "checked before the listing was said done");
+    cloud.listed();
 
     let checked = statuses
         .recv_timeout(Duration::from_secs(30))
@@ -800,6 +804,7 @@ fn a_warm_cloud_workspace_opened_offline_shows_what_was_fetched_and_says_why() {
     drop(fixture.moto);
 
     let (cloud, statuses) = open_cloud(&source, options.clone()).unwrap();
+    cloud.listed();
     let failed = statuses
         .recv_timeout(Duration::from_secs(60))
         .expect("the failure is told");

@@ -414,6 +414,9 @@ impl Studio {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "sessions listed"
         );
+        if let Some(cloud) = self.cloud() {
+            cloud.listed();
+        }
         Ok(SessionListing { sessions: rows, usage })
     }
 
