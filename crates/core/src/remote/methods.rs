@@ -71,7 +71,8 @@ macro_rules! ipc_methods {
 
 ipc_methods! { studio;
     workspace_get() => studio.workspace_info();
-    sessions_list() => studio.sessions_list();
+    // Carried as a table: the only result whose form differs from the IPC command's.
+    sessions_list() => studio.sessions_list().map(crate::remote::table::WireListing);
     session_get(session_id: String) => studio.session_get(&session_id);
     session_messages(session_id: String) => studio.session_messages(&session_id);
     session_logs(session_id: String) => studio.session_logs(&session_id);
