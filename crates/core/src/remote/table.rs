@@ -18,18 +18,20 @@
 //! form reads into: a `SessionListing`, or a `serde_json::Value` of the same objects (the
 //! window's remote workspace hands that on).
 
-use std::borrow::{Borrow, Cow};
-use std::cell::RefCell;
+use std::borrow::Cow;
 use std::fmt;
+use std::io::{self, Write};
+use std::ops::Range;
 
 use serde::de::value::{BorrowedStrDeserializer, MapAccessDeserializer, StrDeserializer};
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::ser::{self, Impossible, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
+use serde::ser::{self, Impossible, SerializeMap, SerializeStruct, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::app::SessionListing;
 use crate::remote::protocol::SESSIONS_LIST;
+use crate::remote::reply::{Answer, ReplyOut, Written};
 
 /// The most columns a table has (its rows' masks are 64 bits).
 pub const MAX_COLUMNS: usize = 64;
@@ -37,19 +39,26 @@ pub const MAX_COLUMNS: usize = 64;
 /// The field of the listing's object that is written as a table.
 const TABLE_FIELD: &str = "sessions";
 
-/// A [`SessionListing`] (or a reference to one) as `sessions_list` answers it over the protocol:
-/// its sessions as a table.
-pub struct WireListing<L = SessionListing>(pub L);
+/// A [`SessionListing`] as `sessions_list` answers it over the protocol: its sessions as a table
+/// ([`write_listing`]).
+pub struct WireListing(pub SessionListing);
 
-impl<L: Borrow<SessionListing>> Serialize for WireListing<L> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // Every field of the listing, so that one added there is not left out here.
-        let SessionListing { sessions, usage } = self.0.borrow();
-        let mut listing = serializer.serialize_struct("SessionListing", 2)?;
-        listing.serialize_field(TABLE_FIELD, &Table(sessions))?;
-        listing.serialize_field("usage", usage)?;
-        listing.end()
+impl Answer for WireListing {
+    fn write_to(&self, out: &mut ReplyOut<'_>) -> Result<Written, serde_json::Error> {
+        out.write_result_text(|out| write_listing(&self.0, out))
     }
+}
+
+/// Writes `listing` as `sessions_list` answers it over the protocol: its sessions as a table
+/// (see the module's doc).
+pub fn write_listing(listing: &SessionListing, out: &mut impl Write) -> io::Result<()> {
+    // Every field of the listing, so that one added there is not left out here.
+    let SessionListing { sessions, usage } = listing;
+    write!(out, "{{\"{TABLE_FIELD}\":")?;
+    write_table(sessions, out)?;
+    out.write_all(b",\"usage\":")?;
+    serde_json::to_writer(&mut *out, usage)?;
+    out.write_all(b"}")
 }
 
 /// Reads the result of `method` from its text as `T`: `sessions_list`'s as the table
@@ -77,91 +86,70 @@ fn read_with_table<T: DeserializeOwned>(text: &[u8]) -> Result<T, serde_json::Er
 
 // --- Writing ------------------------------------------------------------------------------
 
-/// A list of rows written as a table (see the module's doc).
-struct Table<'a, T>(&'a [T]);
-
-impl<T: Serialize> Serialize for Table<'_, T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let columns = RefCell::new(Vec::new());
-        let mut table = serializer.serialize_struct("Table", 2)?;
-        table.serialize_field(
-            "rows",
-            &Rows {
-                rows: self.0,
-                columns: &columns,
-            },
-        )?;
-        table.serialize_field("columns", &*columns.borrow())?;
-        table.end()
+/// Writes `rows` as a table (see the module's doc): each row serialised field by field, each
+/// value's JSON text compared with the row before's in its column.
+fn write_table<T: Serialize>(rows: &[T], out: &mut impl Write) -> io::Result<()> {
+    let mut columns = Vec::new();
+    let (mut now, mut before) = (RowText::default(), RowText::default());
+    let mut key = Vec::new();
+    out.write_all(b"{\"rows\":[")?;
+    for (r, row) in rows.iter().enumerate() {
+        now.clear();
+        row.serialize(RowFields {
+            columns: &mut columns,
+            row: &mut now,
+            key: &mut key,
+            column: None,
+        })?;
+        let (mut fresh, mut same) = (0u64, 0u64);
+        for i in 0..columns.len() {
+            match (now.value(i), before.value(i)) {
+                (Some(value), Some(earlier)) if value == earlier => same |= 1 << i,
+                (Some(_), _) => fresh |= 1 << i,
+                (None, _) => {}
+            }
+        }
+        if r > 0 {
+            out.write_all(b",")?;
+        }
+        write!(out, "[{fresh},{same}")?;
+        for i in 0..columns.len() {
+            if fresh & (1 << i) != 0 {
+                out.write_all(b",")?;
+                out.write_all(now.value(i).unwrap_or_default())?;
+            }
+        }
+        out.write_all(b"]")?;
+        std::mem::swap(&mut now, &mut before);
     }
-}
-
-/// The rows of a table, each as `[fresh, same, value…]`; the columns learnt on the way.
-struct Rows<'a, T> {
-    rows: &'a [T],
-    columns: &'a RefCell<Vec<Column>>,
+    out.write_all(b"],\"columns\":")?;
+    let names: Vec<&str> = columns.iter().map(|c: &Column| c.name.as_str()).collect();
+    serde_json::to_writer(&mut *out, &names)?;
+    out.write_all(b"}")
 }
 
 /// A column: its field's name, and the name as JSON (how a row's serialiser gives it).
-#[derive(Serialize)]
-#[serde(transparent)]
 struct Column {
     name: String,
-    #[serde(skip)]
     json: Vec<u8>,
 }
 
-impl<T: Serialize> Serialize for Rows<'_, T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut columns = self.columns.borrow_mut();
-        let mut rows = serializer.serialize_seq(Some(self.rows.len()))?;
-        let mut before: Vec<Option<Box<RawValue>>> = Vec::new();
-        let mut now: Vec<Option<Box<RawValue>>> = Vec::new();
-        let mut key = Vec::new();
-        for row in self.rows {
-            now.clear();
-            row.serialize(RowFields {
-                columns: &mut columns,
-                values: &mut now,
-                key: &mut key,
-                column: None,
-            })
-            .map_err(ser::Error::custom)?;
-            now.resize_with(columns.len(), || None);
-            let (mut fresh, mut same, mut values) = (0u64, 0u64, Vec::new());
-            for (i, value) in now.iter().enumerate() {
-                match (value, before.get(i).and_then(Option::as_ref)) {
-                    (Some(value), Some(earlier)) if value.get() == earlier.get() => same |= 1 << i,
-                    (Some(value), _) => {
-                        fresh |= 1 << i;
-                        values.push(&**value);
-                    }
-                    (None, _) => {}
-                }
-            }
-            rows.serialize_element(&RowOut { fresh, same, values })?;
-            std::mem::swap(&mut before, &mut now);
-        }
-        rows.end()
+/// One row's values as JSON text, each column's span of it (`None`: absent from the row).
+#[derive(Default)]
+struct RowText {
+    text: Vec<u8>,
+    spans: Vec<Option<Range<usize>>>,
+}
+
+impl RowText {
+    fn clear(&mut self) {
+        self.text.clear();
+        self.spans.clear();
     }
-}
 
-/// A row as written: its masks, then its fresh values.
-struct RowOut<'a> {
-    fresh: u64,
-    same: u64,
-    values: Vec<&'a RawValue>,
-}
-
-impl Serialize for RowOut<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut row = serializer.serialize_seq(Some(2 + self.values.len()))?;
-        row.serialize_element(&self.fresh)?;
-        row.serialize_element(&self.same)?;
-        for value in &self.values {
-            row.serialize_element(value)?;
-        }
-        row.end()
+    fn value(&self, column: usize) -> Option<&[u8]> {
+        let span = self.spans.get(column)?.clone()?;
+        Some(&self.text[span])
     }
 }
 
@@ -169,7 +157,7 @@ impl Serialize for RowOut<'_> {
 /// (a column added for a name not seen before).
 struct RowFields<'a> {
     columns: &'a mut Vec<Column>,
-    values: &'a mut Vec<Option<Box<RawValue>>>,
+    row: &'a mut RowText,
     /// The field name being written, as JSON.
     key: &'a mut Vec<u8>,
     /// The column of the field whose value comes next.
@@ -186,7 +174,7 @@ impl RowFields<'_> {
         self.key.clear();
         serde_json::to_writer(&mut *self.key, key)?;
         // Rows of one type name their fields in the same order: the next column first.
-        let next = self.values.len();
+        let next = self.row.spans.len();
         let found = match self.columns.get(next) {
             Some(column) if column.json == *self.key => Some(next),
             _ => self.columns.iter().position(|c| c.json == *self.key),
@@ -208,10 +196,10 @@ impl RowFields<'_> {
                 self.columns.len() - 1
             }
         };
-        if self.values.len() <= column {
-            self.values.resize_with(column + 1, || None);
+        if self.row.spans.len() <= column {
+            self.row.spans.resize(column + 1, None);
         }
-        if self.values[column].is_some() {
+        if self.row.spans[column].is_some() {
             return Err(ser::Error::custom(format!(
                 "a row of a table has the field `{}` twice",
                 self.columns[column].name
@@ -223,7 +211,9 @@ impl RowFields<'_> {
 
     fn value(&mut self, value: &(impl Serialize + ?Sized)) -> Result<(), serde_json::Error> {
         let column = self.column.take().expect("a value follows its key");
-        self.values[column] = Some(serde_json::value::to_raw_value(value)?);
+        let start = self.row.text.len();
+        serde_json::to_writer(&mut self.row.text, value)?;
+        self.row.spans[column] = Some(start..self.row.text.len());
         Ok(())
     }
 }
@@ -694,7 +684,14 @@ mod tests {
     }
 
     fn wire(listing: SessionListing) -> Vec<u8> {
-        serde_json::to_vec(&WireListing(listing)).unwrap()
+        let mut text = Vec::new();
+        write_listing(&listing, &mut text).unwrap();
+        text
+    }
+
+    fn table<T: Serialize>(rows: &[T]) -> io::Result<Vec<u8>> {
+        let mut text = Vec::new();
+        write_table(rows, &mut text).map(|()| text)
     }
 
     #[test]
@@ -822,24 +819,30 @@ mod tests {
         assert!(read_result::<SessionListing>(SESSIONS_LIST, &objects).is_err());
     }
 
-    /// A row whose type writes a field twice, or is no object.
+    /// Rows whose type writes a field twice, or that are no objects; rows of other shapes.
     #[test]
-    fn rows_that_are_no_table_s_are_refused_as_they_are_written() {
+    fn rows_are_written_in_their_columns_or_refused() {
         #[derive(Serialize)]
         struct Twice {
             a: u8,
             #[serde(rename = "a")]
             b: u8,
         }
-        let twice = serde_json::to_vec(&Table(&[Twice { a: 1, b: 2 }]));
+        let twice = table(&[Twice { a: 1, b: 2 }]);
         assert!(twice.unwrap_err().to_string().contains("the field `a` twice"));
-        let scalar = serde_json::to_vec(&Table(&[1u8]));
+        let scalar = table(&[1u8]);
         assert!(scalar.unwrap_err().to_string().contains("not an object"));
         let wide: Vec<std::collections::BTreeMap<String, u8>> =
             vec![(0..65).map(|i| (format!("c{i:02}"), 0)).collect()];
-        assert!(serde_json::to_vec(&Table(&wide))
-            .unwrap_err()
-            .to_string()
-            .contains("more than 64"));
+        assert!(table(&wide).unwrap_err().to_string().contains("more than 64"));
+        // Fields in another order, new ones on the way, some absent: each in its column.
+        let rows = vec![
+            json!({"b": 1, "a": "x"}),
+            json!({"a": "x", "c": null, "b": 2}),
+            json!({"c": null}),
+        ];
+        let text = [&b"{\"sessions\":"[..], &table(&rows).unwrap(), b"}"].concat();
+        let read: std::collections::BTreeMap<String, Vec<Value>> = read_with_table(&text).unwrap();
+        assert_eq!(read["sessions"], rows);
     }
 }
