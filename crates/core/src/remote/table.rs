@@ -12,7 +12,7 @@
 //! columns whose values follow, in column order; `same` those whose value is row `r - 1`'s; a
 //! column in neither is absent from the row (a field its type skips, as `not_known` when
 //! nothing is missing). The columns come after the rows: the writer learns them as it
-//! serialises the rows (the row's type names its fields, [`WireListing`] never does), at most
+//! serialises the rows (the row's type names its fields, [`write_listing`] never does), at most
 //! 64 ([`MAX_COLUMNS`]). Each row is read back by the row's own `Deserialize`, given its fields
 //! by name as from an object ([`read_result`]), so the listing reads into any type the object
 //! form reads into: a `SessionListing`, or a `serde_json::Value` of the same objects (the
