@@ -3,11 +3,13 @@
 //!
 //! - the listing of `BENCH_SESSIONS` sessions (10,000 by default), warm (best of 10, in turns with
 //!   the local and piped listings, after a first one), through `Link::call("sessions_list")` (the server's `Studio::sessions_list`,
-//!   its JSON over ssh, read back as a `SessionListing`) against `Studio::sessions_list` here;
-//!   what it is made of: the same call to a server on pipes (no ssh), the listing's JSON written
-//!   and read back here (typed, and through a `Value` tree; read from its whole text and as it
-//!   comes, its rows read with and without a flattened summary), the same bytes carried by ssh
-//!   (`cat`); and one round trip (`workspace_get`, best of 20);
+//!   its JSON over ssh, a table since protocol 2, read back as a `SessionListing`) against
+//!   `Studio::sessions_list` here; what it is made of: the same call to a server on pipes (no
+//!   ssh), the listing's objects as JSON written and read back here (typed, and through a `Value`
+//!   tree; read from its whole text and as it comes, its rows read with and without a flattened
+//!   summary), the same bytes carried by ssh (`cat`); the listing as the protocol carries it (a
+//!   table, `remote::table`: the reply's bytes, written and read back against the objects,
+//!   carried by ssh); and one round trip (`workspace_get`, best of 20);
 //! - a line printed by an agent reaching the other end: the agent prints each line written to a
 //!   FIFO; from its writing to the line's `run_event` notification here (what a window hears
 //!   live), through ssh and through pipes, and to the `RunFollower` reading it from the host's
@@ -20,7 +22,9 @@
 //!   (its total, then its last page), their time and the bytes they carried.
 //!
 //! `cargo bench -p zstudio --bench remote` (`--profile dev` for a debug build). `BENCH_ZSTUDIO`
-//! names another `zstudio` build to serve from (a before/after comparison in one run).
+//! names another `zstudio` build to serve from (a before/after comparison in one run); it must
+//! speak this build's protocol version (an older server is compared through its own build of
+//! this bench, run with `BENCH_ZSTUDIO` naming its `zstudio`).
 
 #[path = "../../core/benches/common/mod.rs"]
 mod common;
@@ -42,6 +46,7 @@ use studio_core::remote::follow::RunFollower;
 use studio_core::remote::link::{Link, LinkEvent, LinkOptions};
 use studio_core::remote::protocol::Notification;
 use studio_core::remote::ssh::{ConnectOptions, Connection, RemoteTarget};
+use studio_core::remote::table::{read_result, write_listing};
 use studio_core::runner::{RunEvent, StartedRun};
 use studio_core::store::StoreLocation;
 use test_servers::sshd::Sshd;
@@ -253,6 +258,29 @@ fn listing(studio: &Studio, link: &Link, piped: &RemoteClient, connection: &Conn
         serde_json::from_reader::<_, SessionListing>(input).unwrap()
     });
     let carried = ssh_carries(connection, &bytes);
+    // The listing as the protocol carries it (a table, `remote::table`): its bytes as one reply
+    // brought them, the same written and read back here, against the objects' (the window's
+    // form, what the protocol carried before), and carried by ssh.
+    let before = piped.bytes_received();
+    let _: SessionListing = piped.call("sessions_list", &json!({})).unwrap();
+    let reply_bytes = piped.bytes_received() - before;
+    let as_table = || {
+        let mut text = Vec::new();
+        write_listing(&first, &mut text).unwrap();
+        text
+    };
+    let table = as_table();
+    let (mut table_written, mut table_read) = (Duration::MAX, Duration::MAX);
+    let (mut objects_written, mut objects_read) = (Duration::MAX, Duration::MAX);
+    for _ in 0..5 {
+        table_written = table_written.min(common::best_of(1, as_table).0);
+        objects_written = objects_written.min(common::best_of(1, || serde_json::to_vec(&first).unwrap()).0);
+        table_read =
+            table_read.min(common::best_of(1, || read_result::<SessionListing>("sessions_list", &table).unwrap()).0);
+        objects_read =
+            objects_read.min(common::best_of(1, || serde_json::from_slice::<SessionListing>(&bytes).unwrap()).0);
+    }
+    let table_carried = ssh_carries(connection, &table);
     let (round_trip, _) = common::best_of(20, || link.call::<Value>("workspace_get", &json!({})).unwrap());
     let (pipes_trip, _) = common::best_of(20, || piped.call::<Value>("workspace_get", &json!({})).unwrap());
     println!(
@@ -280,6 +308,20 @@ fn listing(studio: &Studio, link: &Link, piped: &RemoteClient, connection: &Conn
         ms(streamed),
         ms(rows),
         ms(flattened),
+        ms(carried),
+    );
+    println!(
+        "the listing on the wire: a reply of {reply_bytes} bytes; as a table {} bytes against {} as objects \
+         ({:.1}x fewer); written {} ms against {} ms, read typed {} ms against {} ms; \
+         carried by ssh (`cat`, less a `true`) {} ms against {} ms",
+        table.len(),
+        bytes.len(),
+        bytes.len() as f64 / table.len() as f64,
+        ms(table_written),
+        ms(objects_written),
+        ms(table_read),
+        ms(objects_read),
+        ms(table_carried),
         ms(carried),
     );
 }

@@ -161,10 +161,10 @@ impl Server {
     /// The banner, then `hello` answered.
     pub fn greet(&mut self) -> Value {
         let banner = self.next_frame();
-        self.request(0, "hello", json!({"protocol_version": 1}));
+        self.request(0, "hello", json!({"protocol_version": 2}));
         let hello = self.reply();
         assert_eq!(hello["id"], 0, "{hello}");
-        assert_eq!(hello["result"]["protocol_version"], 1, "{hello}");
+        assert_eq!(hello["result"]["protocol_version"], 2, "{hello}");
         banner
     }
 
@@ -212,7 +212,7 @@ fn the_banner_comes_first_and_replies_carry_their_request_ids() {
     let mut server = Server::start(&place);
     let banner = server.greet();
     assert_eq!(banner["nonce"], "test-nonce");
-    assert_eq!(banner["protocol_version"], 1);
+    assert_eq!(banner["protocol_version"], 2);
     assert_eq!(banner["zstudio"], env!("CARGO_PKG_VERSION"));
     // Several requests at once, written in one go: each reply names its request.
     server.send(&format!(
@@ -230,7 +230,13 @@ fn the_banner_comes_first_and_replies_carry_their_request_ids() {
         "{}",
         replies[0]
     );
-    assert_eq!(replies[1]["result"]["sessions"], json!([]), "{}", replies[1]);
+    // The listing is carried as a table (`remote::table`): no rows, no columns.
+    assert_eq!(
+        replies[1]["result"]["sessions"],
+        json!({"rows": [], "columns": []}),
+        "{}",
+        replies[1]
+    );
     assert_eq!(replies[2]["result"], json!([]), "{}", replies[2]);
     let status = server.end_input(Duration::from_secs(20));
     assert_eq!(status.code(), Some(0));
@@ -283,8 +289,8 @@ fn a_bad_frame_is_answered_with_an_error_and_the_server_goes_on() {
     assert_eq!(early["id"], 1);
     assert_eq!(early["error"]["code"], "invalid_request", "{early}");
     assert!(early["error"]["message"].as_str().unwrap().contains("hello"), "{early}");
-    server.request(2, "hello", json!({"protocol_version": 1}));
-    assert_eq!(server.reply()["result"]["protocol_version"], 1);
+    server.request(2, "hello", json!({"protocol_version": 2}));
+    assert_eq!(server.reply()["result"]["protocol_version"], 2);
     for (line, says) in [
         ("this is not json\n".to_owned(), "not JSON"),
         ("[1, 2]\n".to_owned(), "not a request"),
@@ -324,16 +330,22 @@ fn a_bad_frame_is_answered_with_an_error_and_the_server_goes_on() {
 #[test]
 fn a_client_of_another_protocol_version_is_refused_and_the_server_exits() {
     let place = Place::create();
-    let mut server = Server::start(&place);
-    server.next_frame();
-    server.request(1, "hello", json!({"protocol_version": 999}));
-    let refused = server.reply();
-    assert_eq!(refused["error"]["code"], "protocol_mismatch", "{refused}");
-    let message = refused["error"]["message"].as_str().unwrap();
-    assert!(message.contains("999") && message.contains("version 1"), "{message}");
-    // It exits on its own, its input still open.
-    let status = wait_exit(&mut server.child, Duration::from_secs(20));
-    assert_eq!(status.code(), Some(1));
+    // 1: a client of the build before the listing was carried as a table.
+    for version in [999, 1] {
+        let mut server = Server::start(&place);
+        server.next_frame();
+        server.request(1, "hello", json!({ "protocol_version": version }));
+        let refused = server.reply();
+        assert_eq!(refused["error"]["code"], "protocol_mismatch", "{refused}");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&version.to_string()) && message.contains("version 2"),
+            "{message}"
+        );
+        // It exits on its own, its input still open.
+        let status = wait_exit(&mut server.child, Duration::from_secs(20));
+        assert_eq!(status.code(), Some(1));
+    }
 }
 
 /// The test agent's run (`agent_args`), through `zstudio run` on `place`, to its end (a failed
@@ -415,7 +427,12 @@ fn a_session_made_as_changes_subscribe_is_answered_is_heard() {
     server.greet();
     // Listed first, as a window does: the folder index the watcher starts from.
     server.request(1, "sessions_list", json!({}));
-    assert_eq!(server.reply()["result"]["sessions"].as_array().map(Vec::len), Some(200));
+    let listing = server.reply();
+    assert_eq!(
+        listing["result"]["sessions"]["rows"].as_array().map(Vec::len),
+        Some(200),
+        "{listing}"
+    );
     server.request(2, "changes_subscribe", json!({}));
     assert_eq!(server.reply()["result"], Value::Null);
     // At once: the server's watcher may not be up yet (it starts behind the answer).

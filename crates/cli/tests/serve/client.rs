@@ -88,7 +88,7 @@ fn the_banner_is_found_after_what_a_remote_shell_prints_first() {
         "shell.sh",
         r#"echo "Welcome to buildbox"
 printf '\033[31mYou have mail\033[0m\n'
-echo '{"zstudio": "0.0.0", "protocol_version": 1, "nonce": "not-this-clients"}'
+echo '{"zstudio": "0.0.0", "protocol_version": 2, "nonce": "not-this-clients"}'
 exec "$ZSTUDIO" "$@""#,
     );
     let client = connect_through(&place, Command::new(shell), ClientOptions::default()).unwrap();
@@ -166,7 +166,7 @@ sleep 30"#,
     assert_eq!(error.code(), ErrorCode::ProtocolMismatch);
     let message = error.to_string();
     assert!(
-        message.starts_with("buildbox:") && message.contains("999") && message.contains("speaks 1"),
+        message.starts_with("buildbox:") && message.contains("999") && message.contains("speaks 2"),
         "{message}"
     );
 }
@@ -179,9 +179,9 @@ fn a_call_unanswered_in_time_fails_naming_the_method() {
         &place,
         "mute.sh",
         r#"for last; do :; done
-printf '{"zstudio": "x", "protocol_version": 1, "nonce": "%s"}\n' "$last"
+printf '{"zstudio": "x", "protocol_version": 2, "nonce": "%s"}\n' "$last"
 read hello
-printf '{"id": 1, "result": {"zstudio": "x", "protocol_version": 1, "nonce": ""}}\n'
+printf '{"id": 1, "result": {"zstudio": "x", "protocol_version": 2, "nonce": ""}}\n'
 sleep 30"#,
     );
     let client = connect_through(&place, Command::new(shell), ClientOptions::default()).unwrap();
@@ -200,9 +200,9 @@ fn a_reply_over_the_frame_bound_closes_the_link_naming_the_bound() {
         &place,
         "huge.sh",
         r#"for last; do :; done
-printf '{"zstudio": "x", "protocol_version": 1, "nonce": "%s"}\n' "$last"
+printf '{"zstudio": "x", "protocol_version": 2, "nonce": "%s"}\n' "$last"
 read hello
-printf '{"id": 1, "result": {"zstudio": "x", "protocol_version": 1, "nonce": ""}}\n'
+printf '{"id": 1, "result": {"zstudio": "x", "protocol_version": 2, "nonce": ""}}\n'
 read first
 printf '{"id": 2, "result": "'; head -c 1048576 /dev/zero | tr '\0' x; printf '"}\n'
 read second

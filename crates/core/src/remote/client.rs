@@ -21,6 +21,7 @@ use crate::remote::protocol::{
     line_of, parse_server_frame, read_line_bounded, Banner, Hello, LineRead, Notification, Request, ServerFrame,
     WireError, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REPLY_BYTES, PROTOCOL_VERSION,
 };
+use crate::remote::table::read_result;
 use crate::share::Exported;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::visible::shown;
@@ -228,10 +229,7 @@ impl RemoteClient {
         let (answer, answered) = mpsc::channel();
         let (link, name) = (self.link.clone(), method.to_owned());
         let waiting: Waiting = Box::new(move |outcome| {
-            let read = outcome.and_then(|text| {
-                serde_json::from_slice::<T>(text)
-                    .map_err(|e| link.error(format!("the answer to `{name}` does not read: {e}")))
-            });
+            let read = outcome.and_then(|text| read_result::<T>(&name, text).map_err(|what| link.error(what)));
             let _ = answer.send(read);
         });
         lock(&self.link.pending).insert(id, waiting);

@@ -3,11 +3,11 @@
 //! (`app::operations`). A shell test compares [`IPC_METHODS`] with the shell's `ipc_commands!`.
 
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::app::Studio;
-use crate::remote::reply::{ReplyOut, Written};
+use crate::remote::reply::{Answer, ReplyOut, Written};
 use crate::vocabulary::error::Error;
 
 /// The parameters of `method`, read from its frame's `params` (an object; `null` for none).
@@ -25,10 +25,10 @@ pub(crate) fn read_params<P: DeserializeOwned>(method: &str, params: Value) -> R
 /// (see [`ReplyOut`]).
 pub(crate) fn write_result(
     method: &str,
-    result: Result<impl Serialize, Error>,
+    result: Result<impl Answer, Error>,
     out: &mut ReplyOut<'_>,
 ) -> Result<Written, Error> {
-    out.write_result(&result?).map_err(|e| Error::InvalidRequest {
+    result?.write_to(out).map_err(|e| Error::InvalidRequest {
         reason: format!("the result of `{method}` cannot be written: {e}"),
     })
 }
@@ -71,7 +71,8 @@ macro_rules! ipc_methods {
 
 ipc_methods! { studio;
     workspace_get() => studio.workspace_info();
-    sessions_list() => studio.sessions_list();
+    // Carried as a table: the only result whose form differs from the IPC command's.
+    sessions_list() => studio.sessions_list().map(crate::remote::table::WireListing);
     session_get(session_id: String) => studio.session_get(&session_id);
     session_messages(session_id: String) => studio.session_messages(&session_id);
     session_logs(session_id: String) => studio.session_logs(&session_id);

@@ -1,7 +1,8 @@
 //! The studio over a link: [`protocol`] (JSON lines: the banner, requests, replies,
 //! notifications, bounded frames), [`server`] (`zstudio serve --stdio`: the app service's
 //! operations, the window's IPC commands by name, served to one client; [`reply`]: its replies
-//! written as their results are serialised), [`client`]
+//! written as their results are serialised; [`table`]: the session listing's compact form on the
+//! wire), [`client`]
 //! ([`client::RemoteClient`]: a server's command started, its banner found, calls matched to
 //! replies), [`ssh`] (a workspace on another machine: the target `host:path`, one ssh
 //! ControlMaster per host, commands through it, the server binary put on the host), [`link`]
@@ -23,4 +24,5 @@ pub mod reply;
 pub mod scratch;
 pub mod server;
 pub mod ssh;
+pub mod table;
 pub mod window;

@@ -18,7 +18,12 @@ use crate::sessions::change::Change;
 use crate::vocabulary::error::{Error, ErrorCode};
 
 /// The protocol's version: both ends must speak the same (the client's `hello` says its own).
-pub const PROTOCOL_VERSION: u32 = 1;
+/// 2: `sessions_list` answers its listing as a table (`remote::table`).
+pub const PROTOCOL_VERSION: u32 = 2;
+
+/// The window's `sessions_list`, whose result is carried as a table (`remote::table`), not as
+/// the listing's objects.
+pub const SESSIONS_LIST: &str = "sessions_list";
 
 /// The most bytes a request line may hold (a request names a method and a few arguments).
 pub const MAX_REQUEST_BYTES: usize = 1 << 20;

@@ -50,6 +50,17 @@ pub(crate) struct ReplyOut<'a> {
 /// What a method answers when its result was written to its [`ReplyOut`].
 pub(crate) struct Written(());
 
+/// A method's result as its reply writes it: through serde, or as its own JSON text.
+pub(crate) trait Answer {
+    fn write_to(&self, out: &mut ReplyOut<'_>) -> Result<Written, serde_json::Error>;
+}
+
+impl<T: Serialize> Answer for T {
+    fn write_to(&self, out: &mut ReplyOut<'_>) -> Result<Written, serde_json::Error> {
+        out.write_result(self)
+    }
+}
+
 impl<'a> ReplyOut<'a> {
     pub(crate) fn new(id: u64, frames: &'a Sender<Outgoing>) -> ReplyOut<'a> {
         let mut buffer = Vec::with_capacity(4096);
@@ -64,9 +75,18 @@ impl<'a> ReplyOut<'a> {
 
     /// Writes `result` as the reply's, and ends the reply.
     pub(crate) fn write_result(&mut self, result: &impl Serialize) -> Result<Written, serde_json::Error> {
+        self.write_result_text(|out| serde_json::to_writer(out, result).map_err(io::Error::from))
+    }
+
+    /// Writes the result's JSON text as `write` writes it (a result written without serde's
+    /// help: the listing as a table), and ends the reply.
+    pub(crate) fn write_result_text(
+        &mut self,
+        write: impl FnOnce(&mut Self) -> io::Result<()>,
+    ) -> Result<Written, serde_json::Error> {
         assert!(!self.written, "a reply has one result");
         self.written = true;
-        serde_json::to_writer(&mut *self, result)?;
+        write(self).map_err(serde_json::Error::io)?;
         self.buffer.extend_from_slice(REPLY_END);
         let last = std::mem::take(&mut self.buffer);
         let sent = match self.pieces.take() {
