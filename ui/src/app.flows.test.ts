@@ -305,6 +305,18 @@ describe("the workspace switcher", () => {
     expect(root.querySelector("#workspace-cloud-checking")).toBeNull();
   });
 
+  it("reads a cold cloud workspace's listing again once its first check is done (rows being fetched go)", async () => {
+    backend.cloud = cloudStatus("s3://team/ci", { checking: true, revision: 1 });
+    backend.sessions = [row("fetched"), row("left-out", { fetching: true })];
+    await start();
+    expect(ids()).toEqual(["fetched", "left-out"]);
+    const listed = backend.calls.filter((call) => call === "sessionsList()").length;
+    backend.sessions = [row("fetched")];
+    backend.cloudStatus(cloudStatus("s3://team/ci", { revision: 2 }));
+    await vi.waitFor(() => expect(ids()).toEqual(["fetched"]));
+    expect(backend.calls.filter((call) => call === "sessionsList()").length).toBe(listed + 1);
+  });
+
   it("keeps the status the shell sent while the window read the workspace over the older one read", async () => {
     backend.cloud = cloudStatus("s3://team/ci", { checking: true, revision: 1 });
     const read = backend.workspaceCloud.bind(backend);

@@ -658,7 +658,7 @@ fn an_output_replaced_after_the_listing_is_refused_not_joined() {
 /// read from the bucket rather than as the sparse file's zeros, a pin kept locally.
 #[test]
 fn a_cloud_workspace_in_the_app_service_is_read_only_and_reads_unfetched_pages_from_the_bucket() {
-    use studio_core::app::cloud::{CloudWorkspace, READ_ONLY_REFUSED};
+    use studio_core::app::cloud::READ_ONLY_REFUSED;
     use studio_core::app::Studio;
     use studio_core::store::StoreLocation;
 
@@ -673,9 +673,11 @@ fn a_cloud_workspace_in_the_app_service_is_read_only_and_reads_unfetched_pages_f
             {"put": "ci/big_1/.upload-complete", "text": ""},
         ]),
     );
-    let cloud = CloudWorkspace::open(&fixture.source("ci"), fixture.options(), Box::new(|_| {})).unwrap();
+    let (cloud, statuses) = open_cloud(&fixture.source("ci"), fixture.options()).unwrap();
     let (studio, _) = Studio::open(None, StoreLocation::resolve(None, true));
     studio.open_cloud(cloud).unwrap();
+    studio.sessions(SystemTime::now()).unwrap();
+    filled(&statuses);
 
     for method in READ_ONLY_REFUSED {
         let refused = studio.forward(method, json!({})).expect("refused here").unwrap_err();
@@ -753,6 +755,62 @@ fn open_cloud(
     studio_core::app::cloud::CloudWorkspace::open(source, options, on_status).map(|cloud| (cloud, statuses))
 }
 
+/// Waits for the first check of a cloud workspace opened (after `listed`) to be told done.
+fn filled(statuses: &std::sync::mpsc::Receiver<studio_core::app::cloud::CloudStatus>) {
+    let status = statuses
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the first check is told");
+    assert!(!status.checking && status.error.is_none(), "{status:?}");
+}
+
+/// A cold mirror opens on the prefix's ids alone: every session is a row at once, those not
+/// fetched yet saying so (with the server frozen, none is but the one opened first, which is
+/// fetched when opened); the first check, asked once the rows are listed, fetches the others,
+/// and the rows then are the sessions' own, none of them twice.
+#[test]
+fn a_cold_cloud_workspace_lists_its_ids_at_once_and_fetches_them_after() {
+    use studio_core::app::Studio;
+    use studio_core::store::StoreLocation;
+    use studio_core::Status;
+
+    let fixture = Fixture::new();
+    let mut expected = upload_captures(&fixture.moto, "ci", &CAPTURES, true);
+    expected.sort();
+    assert!(expected.len() >= 2, "{expected:?}");
+    let (cloud, statuses) = open_cloud(&fixture.source("ci"), fixture.options()).unwrap();
+    assert!(cloud.status().checking, "{:?}", cloud.status());
+    let (studio, _) = Studio::open(None, StoreLocation::resolve(None, true));
+    studio.open_cloud(cloud).unwrap();
+    let first = &expected[0];
+    let opened = studio.session_get(first).unwrap();
+    assert!(opened.id.as_str() == first && !opened.nodes.is_empty(), "{opened:?}");
+
+    fixture.moto.freeze();
+    let rows = studio.sessions(SystemTime::now()).unwrap().sessions;
+    let mut ids: Vec<String> = rows.iter().map(|row| row.summary.id.to_string()).collect();
+    ids.sort();
+    assert_eq!(ids, expected, "every session a row, once");
+    for row in &rows {
+        let said = row.summary.not_known.as_deref().unwrap_or_default();
+        if row.summary.id.as_str() == first {
+            assert!(!row.fetching && !row.summary.nodes.is_empty(), "{row:?}");
+        } else {
+            assert!(row.fetching && row.summary.status == Status::Unknown, "{row:?}");
+            assert!(said.starts_with("Being fetched from s3://team-runs/ci"), "{said}");
+        }
+    }
+    fixture.moto.resume();
+
+    filled(&statuses);
+    let rows = studio.sessions(SystemTime::now()).unwrap().sessions;
+    let mut ids: Vec<String> = rows.iter().map(|row| row.summary.id.to_string()).collect();
+    ids.sort();
+    assert_eq!(ids, expected, "the same sessions, fetched");
+    for row in &rows {
+        assert!(!row.fetching && !row.summary.nodes.is_empty(), "{row:?}");
+    }
+}
+
 /// A warm mirror opens without asking the bucket: with the server frozen the open returns, on
 /// the sessions fetched before, saying they are being checked; once they are listed, the poller's
 /// refresh (asked then, not a poll later) brings the session uploaded meanwhile, and the status
@@ -761,8 +819,9 @@ fn open_cloud(
 fn a_warm_cloud_workspace_opens_from_its_mirror_and_is_checked_once_listed() {
     let fixture = Fixture::new();
     let before = upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
-    let (cloud, _) = open_cloud(&fixture.source("ci"), fixture.options()).unwrap();
-    assert!(!cloud.status().checking, "a cold open is refreshed first");
+    let (cloud, statuses) = open_cloud(&fixture.source("ci"), fixture.options()).unwrap();
+    cloud.listed();
+    filled(&statuses);
     let root = cloud.workspace_root();
     drop(cloud);
     let mut after = before.clone();
@@ -798,7 +857,9 @@ fn a_warm_cloud_workspace_opened_offline_shows_what_was_fetched_and_says_why() {
     let mut expected = upload_captures(&fixture.moto, "ci", &CAPTURES, true);
     expected.sort();
     let (source, options) = (fixture.source("ci"), fixture.options());
-    let (cloud, _) = open_cloud(&source, options.clone()).unwrap();
+    let (cloud, statuses) = open_cloud(&source, options.clone()).unwrap();
+    cloud.listed();
+    filled(&statuses);
     let root = cloud.workspace_root();
     drop(cloud);
     drop(fixture.moto);

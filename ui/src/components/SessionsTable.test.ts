@@ -83,6 +83,18 @@ describe("the sessions table", () => {
     expect(container.querySelector(".problems")?.textContent).toBe("⚠ 1 problem");
   });
 
+  it("says a cloud session whose files are not fetched yet is being fetched, not its unknown status", () => {
+    const said = "Being fetched from s3://team-runs/ci: its details show once its files are in.";
+    const { container } = table([
+      session({ fetching: true, status: "unknown", nodes: [], current_node: null, not_known: said }),
+    ]);
+    const badge = container.querySelector("tr[data-session-id] td.status .badge");
+    expect(badge?.getAttribute("data-status")).toBe("fetching");
+    expect(badge?.textContent).toBe("fetching…");
+    expect(badge?.getAttribute("title")).toBe(said);
+    expect(container.querySelector("td.progress")?.textContent).toBe("—");
+  });
+
   it("has a star per row that says whether the session is pinned, and asks to toggle it", () => {
     const { container, onpin } = table([session({ id: "a", pinned: true }), session({ id: "b" })]);
     const stars = [...container.querySelectorAll("[data-testid='pin']")];

@@ -97,8 +97,9 @@ target: string,
  */
 error: string | null, 
 /**
- * The listing shown is the mirror's as fetched before this open (a warm mirror), and the
- * first refresh since is under way: what it changes arrives as any change does.
+ * The first refresh since this open is under way: the listing shown is the mirror's as
+ * fetched before (a warm mirror) or the prefix's ids with nothing fetched yet (a cold one);
+ * what it changes arrives as any change does.
  */
 checking: boolean, 
 /**
@@ -296,7 +297,12 @@ messages: number,
 /**
  * The id of its run that is live now (started by this or another studio process).
  */
-live_run: string | null, id: SessionId, path: string, 
+live_run: string | null, 
+/**
+ * Listed by a cloud workspace before its files are fetched: the id alone, its details to
+ * come (`app::cloud::CloudWorkspace::fetching`). Absent when false.
+ */
+fetching?: boolean, id: SessionId, path: string, 
 /**
  * The workflow or agent it ran: the store's word for a session the studio ran, else the
  * folder's (see the module doc); none when neither says.

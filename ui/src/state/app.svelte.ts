@@ -13,7 +13,16 @@ import { isLive } from "../runs";
 import { DELETE_LIVE_TITLE } from "../sessions";
 import { SessionModel, type SessionTab } from "../sessionmodel.svelte";
 import { askingToTrust } from "../trust";
-import type { Agent, CommandError, CompareAcross, RemoteStatus, RunEvent, SearchHit, WorkspaceInfo } from "../types";
+import type {
+  Agent,
+  CloudStatus,
+  CommandError,
+  CompareAcross,
+  RemoteStatus,
+  RunEvent,
+  SearchHit,
+  WorkspaceInfo,
+} from "../types";
 import { AgentsState } from "./agents.svelte";
 import { DialogsState, type QuitAnswer } from "./dialogs.svelte";
 import { RunsState } from "./runs.svelte";
@@ -99,7 +108,7 @@ export class AppState {
       this.backend.onRemoteConnecting((target) => (this.workspace.connecting = target)),
       this.backend.onRemoteOpenRequested(() => this.workspace.askRemote()),
       this.backend.onCloudOpenRequested(() => this.workspace.askCloud()),
-      this.backend.onCloudStatus((status) => this.workspace.cloudStatus(status)),
+      this.backend.onCloudStatus((status) => this.onCloudStatus(status)),
       this.backend.onQuitRequested((request) => (this.dialogs.quitRequest = request)),
       this.backend.onAgentsChanged(() => void this.agents.reload()),
       this.backend.onSessionOpened((opened) => this.showSession(opened.session_id)),
@@ -185,6 +194,14 @@ export class AppState {
       this.runs.resume();
       this.session?.resume();
     }
+  }
+
+  /** A cloud workspace's status: once its first check is done the listing is read again (a cold
+   * open's rows still being fetched, past the cache's bound, then go). */
+  onCloudStatus(status: CloudStatus): void {
+    const wasChecking = this.workspace.cloud?.checking === true;
+    this.workspace.cloudStatus(status);
+    if (wasChecking && this.workspace.cloud?.checking === false) this.onSessionsChanged();
   }
 
   onSessionsChanged(): void {

@@ -8,8 +8,12 @@
 //! of an earlier refresh, the workspace opens on it without asking the bucket, and the poller
 //! refreshes it once the window has listed it ([`CloudWorkspace::listed`]); meanwhile the status says the listing is being checked
 //! ([`CloudStatus::checking`]), and a refresh that fails (offline, access refused) is the
-//! status's error, not the open's. A cold mirror (never listed) is refreshed before the open
-//! returns, and its failure is the open's.
+//! status's error, not the open's. A cold mirror (never listed) opens on the ids
+//! alone: the prefix's folders are listed (a request a thousand sessions) before the open returns,
+//! and a failure there, such as access refused, is the open's; the sessions not fetched yet are
+//! listed as rows that say so ([`CloudWorkspace::fetching`]), and the first refresh, started as
+//! for a warm mirror once the window has listed them, fetches them newest first
+//! (`Mirror::refresh`, a chunk at a time), each arriving as any change does.
 //!
 //! Read-only: the window's commands that would start, stop, continue or delete a run, or write
 //! the agents file, are refused by the app service (`Studio::forward`) while one is
@@ -63,8 +67,9 @@ pub struct CloudStatus {
     pub target: String,
     /// Why the last refresh failed, while it does (the source named); `None` once one succeeds.
     pub error: Option<String>,
-    /// The listing shown is the mirror's as fetched before this open (a warm mirror), and the
-    /// first refresh since is under way: what it changes arrives as any change does.
+    /// The first refresh since this open is under way: the listing shown is the mirror's as
+    /// fetched before (a warm mirror) or the prefix's ids with nothing fetched yet (a cold one);
+    /// what it changes arrives as any change does.
     pub checking: bool,
     /// Grows with each status told, of any cloud workspace of this process: of two statuses of
     /// one target (a reply and an event sent at about the same time), the higher is the newer.
@@ -83,7 +88,7 @@ struct Refreshed {
     revision: u64,
 }
 
-/// Told each time a cloud workspace's status changes (the first refresh of a warm open is done, a
+/// Told each time a cloud workspace's status changes (the first refresh of an open is done, a
 /// refresh failed, or one succeeded after one failed), from the poller's thread.
 pub type StatusSink = Box<dyn Fn(CloudStatus) + Send + 'static>;
 
@@ -96,23 +101,27 @@ pub struct CloudWorkspace {
     refreshed: Arc<Mutex<Refreshed>>,
     /// Wakes the poller (a refresh now); dropped, it ends the poller.
     wake: Mutex<Option<Sender<()>>>,
-    /// A warm open's first check waits for the window's first listing ([`CloudWorkspace::listed`]).
+    /// The first check waits for the window's first listing ([`CloudWorkspace::listed`]).
     first_check_waits: AtomicBool,
+    /// A cold open's ids not fetched yet, in the prefix's order; emptied by the first refresh
+    /// that succeeds.
+    fetching: Arc<Mutex<Vec<SessionId>>>,
 }
 
 impl CloudWorkspace {
     /// Opens the mirror of `source` and starts its poller, which tells `on_status` each time the
-    /// status changes. A warm mirror (one that holds an earlier listing) is opened as it is and
-    /// refreshed at once by the poller (a failure then is the status's error); a cold one is
-    /// refreshed once first, and an error there, such as access refused, is the caller's.
+    /// status changes. A warm mirror (one that holds an earlier listing) is opened as it is; of a
+    /// cold one the prefix's ids are listed first, and an error there, such as access refused,
+    /// is the caller's. Either is refreshed by the poller once listed ([`CloudWorkspace::listed`]),
+    /// a failure then the status's error.
     pub fn open(source: &Source, options: MirrorOptions, on_status: StatusSink) -> Result<Arc<CloudWorkspace>, Error> {
-        let (mirror, warm) = off_runtime(|| {
+        let (mirror, fetching) = off_runtime(|| {
             let mirror = Mirror::open(source, options)?;
-            let warm = mirror.holds_listing()?;
-            if !warm {
-                mirror.refresh(SystemTime::now())?;
-            }
-            Ok::<_, Error>((mirror, warm))
+            let fetching = match mirror.holds_listing()? {
+                true => Vec::new(),
+                false => mirror.list_ids()?.0,
+            };
+            Ok::<_, Error>((mirror, fetching))
         })?;
         let mirror = Arc::new(mirror);
         let named = CloudStatus {
@@ -127,14 +136,16 @@ impl CloudWorkspace {
         let (wake, woken) = mpsc::channel::<()>();
         let refreshed = Arc::new(Mutex::new(Refreshed {
             error: None,
-            checking: warm,
+            checking: true,
             revision: NEXT_REVISION.fetch_add(1, Ordering::Relaxed),
         }));
+        let fetching = Arc::new(Mutex::new(fetching));
         let (polled, said, told) = (Arc::clone(&mirror), Arc::clone(&refreshed), named.clone());
+        let not_fetched = Arc::clone(&fetching);
         std::thread::Builder::new()
             .name("cloud-poller".into())
             .spawn(move || {
-                // A warm open's check is asked when the window has listed the mirror
+                // The first check is asked when the window has listed the mirror
                 // (`CloudWorkspace::listed`), at the latest a POLL_INTERVAL away.
                 let mut asked = false;
                 loop {
@@ -145,8 +156,11 @@ impl CloudWorkspace {
                         }
                     }
                     let failed = polled.refresh(SystemTime::now()).err().map(|e| e.to_string());
-                    if let Some(failure) = &failed {
-                        tracing::warn!(source = %polled.source(), "the cloud workspace's refresh failed: {failure}");
+                    match &failed {
+                        Some(failure) => {
+                            tracing::warn!(source = %polled.source(), "the cloud workspace's refresh failed: {failure}")
+                        }
+                        None => lock(&not_fetched).clear(),
                     }
                     // Closed meanwhile: its status is told no more (the same source may be open
                     // again, its own status newer).
@@ -175,7 +189,8 @@ impl CloudWorkspace {
             named,
             refreshed,
             wake: Mutex::new(Some(wake)),
-            first_check_waits: AtomicBool::new(warm),
+            first_check_waits: AtomicBool::new(true),
+            fetching,
         }))
     }
 
@@ -199,7 +214,26 @@ impl CloudWorkspace {
             .status_of(&self.named)
     }
 
-    /// The mirror's sessions were listed: a warm open's first check starts now, once the rows are
+    /// The ids of a cold open's sessions that are not in `listed` (the mirror's listing), while
+    /// its first refresh has not fetched them: the window shows them as rows being fetched.
+    pub fn fetching(&self, listed: &std::collections::HashSet<&str>) -> Vec<SessionId> {
+        lock(&self.fetching)
+            .iter()
+            .filter(|id| !listed.contains(id.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Fetches session `id` now when it is a cold open's row not fetched yet (opened before the
+    /// first refresh came to it; `Mirror::fetch_now`), else does nothing.
+    pub fn fetch_if_listed_only(&self, id: &SessionId) -> Result<(), Error> {
+        if lock(&self.fetching).contains(id) && !self.mirror().holds(id) {
+            off_runtime(|| self.mirror().fetch_now(id, SystemTime::now()))?;
+        }
+        Ok(())
+    }
+
+    /// The mirror's sessions were listed: the first check starts now, once the rows are
     /// in hand rather than beside their listing (on two cores the check's requests and the
     /// bucket's answers slowed the listing by a third at 1,000 sessions).
     pub fn listed(&self) {
@@ -310,6 +344,10 @@ fn asked_during(woken: &mpsc::Receiver<()>) -> Option<bool> {
             Err(TryRecvError::Disconnected) => return None,
         }
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Runs `work` (which blocks on the mirror's own runtime) on a thread of its own when called on

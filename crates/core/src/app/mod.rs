@@ -15,6 +15,7 @@ pub mod first_listing;
 pub mod live;
 pub mod operations;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
@@ -30,8 +31,9 @@ use crate::runs::stop::Stopping;
 use crate::sessions::agents::{self, Agent};
 use crate::sessions::change::ChangeSink;
 use crate::sessions::cost::UsageTotal;
-use crate::sessions::session::Workspace;
+use crate::sessions::session::{SessionSummary, Timestamp, Workspace};
 use crate::share;
+use crate::status::Status;
 use crate::store::index::NodeDetail;
 use crate::store::{RunRecord, SessionRow, Store, StoreLocation};
 use crate::vocabulary::error::Error;
@@ -405,6 +407,9 @@ impl Studio {
         let mut rows = self.first_listing.serve(&workspace.root().to_path_buf(), || {
             self.store()?.list_sessions_as(&workspace, now, NodeDetail::TotalsOnly)
         })?;
+        if let Some(cloud) = self.cloud() {
+            rows.extend(self.fetching_rows(&cloud, &workspace, &rows)?);
+        }
         let usage = crate::store::index::usage_of_sessions(&rows);
         for row in &mut rows {
             row.summary.nodes.iter_mut().for_each(|node| node.usage = None);
@@ -418,6 +423,59 @@ impl Studio {
             cloud.listed();
         }
         Ok(SessionListing { sessions: rows, usage })
+    }
+
+    /// The rows of a cold cloud workspace's sessions that `listed` does not hold yet: the id, the
+    /// time an engine id carries, its pin, and `fetching`; status `unknown` until its files land.
+    fn fetching_rows(
+        &self,
+        cloud: &CloudWorkspace,
+        workspace: &Workspace,
+        listed: &[SessionRow],
+    ) -> Result<Vec<SessionRow>, Error> {
+        let held: std::collections::HashSet<&str> = listed.iter().map(|row| row.summary.id.as_str()).collect();
+        let ids = cloud.fetching(&held);
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pins: HashMap<String, Timestamp> = self
+            .store()?
+            .pins(workspace)?
+            .into_iter()
+            .map(|pin| (pin.session_id, pin.pinned_at))
+            .collect();
+        let not_known = format!(
+            "Being fetched from {}: its details show once its files are in.",
+            cloud.source()
+        );
+        Ok(ids
+            .into_iter()
+            .map(|id| {
+                let created_at = id.unix_ms().map(Timestamp);
+                let pinned_at = pins.get(id.as_str()).copied();
+                SessionRow {
+                    summary: SessionSummary {
+                        path: workspace.session_path(&id),
+                        id,
+                        agent: None,
+                        title: None,
+                        status: Status::Unknown,
+                        current_node: None,
+                        created_at,
+                        updated_at: created_at.unwrap_or(Timestamp(0)),
+                        nodes: Vec::new(),
+                        problems: Vec::new(),
+                        usage: None,
+                        not_known: Some(not_known.clone()),
+                    },
+                    pinned: pinned_at.is_some(),
+                    pinned_at,
+                    messages: 0,
+                    live_run: None,
+                    fetching: true,
+                }
+            })
+            .collect())
     }
 
     /// Reads the open workspace's sessions for the window's first [`Studio::sessions`] call, as

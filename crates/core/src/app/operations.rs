@@ -59,7 +59,17 @@ impl Studio {
 
     /// A session's folder in the open workspace, once its id is valid and the folder exists.
     pub fn session_folder(&self, session_id: &str) -> Result<PathBuf, Error> {
-        self.workspace()?.session_folder(&SessionId::parse(session_id)?)
+        self.workspace()?.session_folder(&self.fetched_id(session_id)?)
+    }
+
+    /// `session_id` parsed; in a cold cloud workspace, the session fetched first when its row
+    /// is the id alone (`CloudWorkspace::fetch_if_listed_only`): it is read once opened.
+    fn fetched_id(&self, session_id: &str) -> Result<SessionId, Error> {
+        let id = SessionId::parse(session_id)?;
+        if let Some(cloud) = self.cloud() {
+            cloud.fetch_if_listed_only(&id)?;
+        }
+        Ok(id)
     }
 
     /// The sessions of the workspace, pinned first (`sessions_list`).
@@ -70,7 +80,7 @@ impl Studio {
     /// One session folder read in full, without `.session-info.json`'s config: it may hold
     /// secrets (`session_get`).
     pub fn session_get(&self, session_id: &str) -> Result<Session, Error> {
-        let id = SessionId::parse(session_id)?;
+        let id = self.fetched_id(session_id)?;
         Ok(self
             .store()?
             .read_session(&self.workspace()?, &id, SystemTime::now())?
@@ -79,11 +89,11 @@ impl Studio {
 
     pub fn session_messages(&self, session_id: &str) -> Result<Vec<Message>, Error> {
         self.store()?
-            .messages(&self.workspace()?, &SessionId::parse(session_id)?)
+            .messages(&self.workspace()?, &self.fetched_id(session_id)?)
     }
 
     pub fn session_logs(&self, session_id: &str) -> Result<Vec<LogLine>, Error> {
-        self.store()?.logs(&self.workspace()?, &SessionId::parse(session_id)?)
+        self.store()?.logs(&self.workspace()?, &self.fetched_id(session_id)?)
     }
 
     /// The files of a session folder, by path.

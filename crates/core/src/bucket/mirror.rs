@@ -57,6 +57,8 @@ pub const MAX_SESSION_OBJECTS: usize = 10_000;
 const CONCURRENT_LISTINGS: usize = 32;
 /// Keys on one page of a listing (S3's).
 const KEYS_A_PAGE: usize = 1_000;
+/// Sessions a first refresh ([`Mirror::first_refresh`]) fetches and records before it lets readers in.
+pub const FILL_CHUNK: usize = 200;
 
 /// How a mirror is kept.
 #[derive(Debug, Clone)]
@@ -124,6 +126,8 @@ pub struct Mirror {
     pub(super) fetched: AtomicU64,
     /// The source's manifest as last written (read once when the mirror opens).
     pub(super) manifest: Mutex<SourceManifest>,
+    /// Held by a refresh: one at a time.
+    pub(super) refreshing: Mutex<()>,
 }
 
 /// One session's objects, by path in the session.
@@ -150,6 +154,7 @@ impl Mirror {
             options,
             fetched: AtomicU64::new(0),
             manifest,
+            refreshing: Mutex::new(()),
         })
     }
 
@@ -200,6 +205,10 @@ impl Mirror {
     /// several reads at once), then writes the manifest after the files, and removes the
     /// folders it no longer lists.
     pub fn refresh(&self, now: SystemTime) -> Result<Listing, Error> {
+        let _one_at_a_time = self.refreshing.lock().unwrap_or_else(|p| p.into_inner());
+        if self.lock().sessions.is_empty() {
+            return self.first_refresh(now);
+        }
         let before = self.fetched_bytes();
         let mut listing = Listing::default();
         let mut manifest = self.lock();
@@ -269,6 +278,122 @@ impl Mirror {
         listing.changed |= self.remove_unlisted_folders(&manifest)?;
         listing.fetched_bytes = self.fetched_bytes() - before;
         Ok(listing)
+    }
+
+    /// The first refresh of a mirror that holds nothing (see [`refresh`](Self::refresh)): every
+    /// key of the prefix listed, then the sessions fetched newest first, [`FILL_CHUNK`] at a
+    /// time, each chunk's files in place before it goes into the manifest, which is written after
+    /// each chunk. The manifest is locked for one chunk at a time, not the whole fill: a reader of
+    /// the mirror (an output's page, an export) waits for one chunk, not for every session; a
+    /// fill cut short leaves the sessions of its finished chunks as a listing the next open shows.
+    fn first_refresh(&self, now: SystemTime) -> Result<Listing, Error> {
+        let before = self.fetched_bytes();
+        let mut listing = Listing::default();
+        let found = self.group(self.remote.list_all()?, &mut listing.refused);
+        let mut order: Vec<(&SessionId, &SessionObjects)> = found.iter().collect();
+        order.sort_by_cached_key(|(id, objects)| std::cmp::Reverse((newest(objects), (*id).clone())));
+        let mut budget = self.options.max_bytes;
+        let mut plans = Vec::new();
+        for (id, objects) in order {
+            let cost = planned_bytes(objects);
+            if cost > budget {
+                listing.left_out += 1;
+                continue;
+            }
+            budget -= cost;
+            let state = upload_state(objects, now, self.options.settle);
+            plans.push(plan(id, objects, SessionManifest::default(), state));
+        }
+        for chunk in plans.chunks_mut(FILL_CHUNK) {
+            let mut manifest = self.lock();
+            // Fetched meanwhile on its own (`fetch_now`): kept as it is.
+            let fetched_now: BTreeSet<SessionId> = chunk
+                .iter_mut()
+                .filter(|plan| manifest.sessions.contains_key(&plan.id))
+                .map(|plan| {
+                    plan.wanted.clear();
+                    plan.id.clone()
+                })
+                .collect();
+            if self.fetch(chunk) {
+                self.folder.flush()?;
+                listing.changed = true;
+            }
+            for plan in chunk.iter_mut() {
+                if let Some(error) = plan.failed.take() {
+                    listing.refused.push(error);
+                    continue;
+                }
+                let objects = &found[&plan.id];
+                if fetched_now.contains(&plan.id) {
+                    listing.sessions.push(listed(&plan.id, plan.state, objects));
+                    continue;
+                }
+                listing.changed |= self.commit(plan, objects, None)?;
+                listing.sessions.push(listed(&plan.id, plan.state, objects));
+                manifest
+                    .sessions
+                    .insert(plan.id.clone(), std::mem::take(&mut plan.manifest));
+            }
+            self.folder.write_manifest(&manifest)?;
+        }
+        let manifest = self.lock();
+        listing.changed |= self.remove_unlisted_folders(&manifest)?;
+        listing.fetched_bytes = self.fetched_bytes() - before;
+        Ok(listing)
+    }
+
+    /// Fetches session `id` now, as a refresh would, when the mirror does not hold it yet (a cold
+    /// workspace's session opened before the first refresh came to it): its objects listed, its
+    /// small files and a large output's tail fetched, recorded in the manifest (which a first
+    /// refresh then keeps as it is). Waits for the chunk of a first refresh under way. Its folder.
+    pub fn fetch_now(&self, id: &SessionId, now: SystemTime) -> Result<PathBuf, Error> {
+        let mut manifest = self.lock();
+        if manifest.sessions.contains_key(id) {
+            return Ok(self.session_path(id));
+        }
+        let mut refused = Vec::new();
+        let mut objects = Vec::new();
+        for listed in self.remote.list_under(&[id.to_string()], MAX_SESSION_OBJECTS + 1) {
+            objects.extend(listed?);
+        }
+        let grouped = self.group(objects, &mut refused);
+        if let Some(error) = refused.into_iter().next() {
+            return Err(error);
+        }
+        let Some(objects) = grouped.get(id) else {
+            return Err(self
+                .source()
+                .error(&format!("{id}/"), "not in the bucket: removed since it was listed"));
+        };
+        let state = upload_state(objects, now, self.options.settle);
+        let mut plans = [plan(id, objects, SessionManifest::default(), state)];
+        if self.fetch(&mut plans) {
+            self.folder.flush()?;
+        }
+        let [mut fetched] = plans;
+        if let Some(error) = fetched.failed.take() {
+            return Err(error);
+        }
+        self.commit(&fetched, objects, None)?;
+        manifest.sessions.insert(id.clone(), fetched.manifest);
+        self.folder.write_manifest(&manifest)?;
+        Ok(self.session_path(id))
+    }
+
+    /// The ids of the prefix's sessions (its folders, one name a session: a page of a thousand
+    /// ids a request), in the provider's order, and the names refused as ids. Nothing is fetched
+    /// or written: what a cold workspace shows before its first refresh has fetched anything.
+    pub fn list_ids(&self) -> Result<(Vec<SessionId>, Vec<Error>), Error> {
+        let mut ids = Vec::new();
+        let mut refused = Vec::new();
+        for name in self.remote.list_folders(&[])? {
+            match SessionId::parse(&name) {
+                Ok(id) => ids.push(id),
+                Err(e) => refused.push(self.source().error(&format!("{name}/"), format!("refused: {e}"))),
+            }
+        }
+        Ok((ids, refused))
     }
 
     /// [`refresh`](Self::refresh) while `read` reads the mirror's folder (as the core lists it)

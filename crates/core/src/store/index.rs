@@ -89,6 +89,7 @@ pub(super) fn listing(
                 pinned_at: pinned_at.map(timestamp),
                 messages,
                 live_run,
+                fetching: false,
             }
         })
         .collect();

@@ -34,6 +34,11 @@ pub struct SessionRow {
     pub messages: i64,
     /// The id of its run that is live now (started by this or another studio process).
     pub live_run: Option<String>,
+    /// Listed by a cloud workspace before its files are fetched: the id alone, its details to
+    /// come (`app::cloud::CloudWorkspace::fetching`). Absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(feature = "ts", ts(as = "Option<bool>", optional))]
+    pub fetching: bool,
 }
 
 // Reading a [`SessionRow`] without `#[serde(flatten)]`'s detour: a flattened field is read by
@@ -54,6 +59,7 @@ struct RowOwnFields {
     pinned_at: Option<Option<Timestamp>>,
     messages: Option<i64>,
     live_run: Option<Option<String>>,
+    fetching: Option<bool>,
 }
 
 struct RowVisitor;
@@ -74,6 +80,7 @@ impl<'de> Visitor<'de> for RowVisitor {
             pinned_at: own.pinned_at.flatten(),
             messages: own.messages.ok_or_else(|| de::Error::missing_field("messages"))?,
             live_run: own.live_run.flatten(),
+            fetching: own.fetching.unwrap_or(false),
         })
     }
 }
@@ -96,6 +103,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for SummaryFields<'_, A> {
                 "pinned_at" => own.pinned_at = Some(self.map.next_value()?),
                 "messages" => own.messages = Some(self.map.next_value()?),
                 "live_run" => own.live_run = Some(self.map.next_value()?),
+                "fetching" => own.fetching = Some(self.map.next_value()?),
                 _ => return seed.deserialize(CowStrDeserializer::new(key.0)).map(Some),
             }
         }
