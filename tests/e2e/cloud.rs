@@ -31,10 +31,14 @@ fn bucket_env(moto: &Moto, here: &Workspace) -> Vec<(&'static str, String)> {
     env
 }
 
+/// Session `session_id` is listed with its details: fetched, not a cold bucket's row of the id
+/// alone (`fetching…`).
 async fn row_appears(client: &Client, session_id: &str) {
     eventually(&format!("session {session_id} is listed"), || async {
         client
-            .find(Locator::Css(&format!("tr[data-session-id='{session_id}']")))
+            .find(Locator::Css(&format!(
+                "tr[data-session-id='{session_id}'] td.status .badge:not([data-status='fetching'])"
+            )))
             .await
             .map(drop)
             .map_err(|e| e.to_string())
@@ -365,7 +369,7 @@ async fn a_bucket_opened_before_opens_at_once_from_its_mirror_while_the_server_s
     let server = moto.clone();
     App::run_on_with_env(&here, &start_path, &[], &env_refs, |client| async move {
         row_appears(&client, FANOUT.id).await;
-        // The first opening lists the bucket (a cold mirror), and is then current.
+        // The first opening lists the bucket (a cold mirror), fetches it, and is then current.
         click(&client, "#workspace-switcher").await;
         click(&client, "#workspace-open-cloud").await;
         let field = wait_for(&client, "#cloud-url").await;
@@ -373,7 +377,13 @@ async fn a_bucket_opened_before_opens_at_once_from_its_mirror_while_the_server_s
         click(&client, "#cloud-open").await;
         wait_for(&client, "#workspace-read-only").await;
         row_appears(&client, PIPELINE.id).await;
-        assert!(client.find(Locator::Css("#workspace-cloud-checking")).await.is_err());
+        within(30, "the first check is done", || async {
+            match client.find(Locator::Css("#workspace-cloud-checking")).await {
+                Ok(_) => Err("still checking".to_owned()),
+                Err(_) => Ok(()),
+            }
+        })
+        .await;
 
         click(&client, "#workspace-switcher").await;
         click(&client, &format!(".recent-workspace[data-path='{here_path}']")).await;
@@ -503,4 +513,86 @@ async fn the_search_box_finds_what_a_bucket_session_printed_and_opens_its_file()
     })
     .await;
     drop(moto);
+}
+
+/// Scrolls the sessions table to its end (the rows still being fetched are listed last).
+async fn scroll_to_the_end(client: &Client) {
+    client
+        .execute(
+            "document.querySelector('.table-wrap').scrollTop = 1e9; return null;",
+            vec![],
+        )
+        .await
+        .expect("scroll the table");
+}
+
+/// A bucket never opened before shows every session at once: with the server frozen as soon as
+/// the workspace is open (its ids listed, a thousand sessions not fetched in that time), the rows
+/// not fetched say "fetching…" rather than a status; once the server answers, the first check
+/// fetches them all and no row says it any more.
+#[tokio::test]
+async fn a_bucket_never_opened_lists_every_session_at_once_then_fetches_them() {
+    let moto = std::sync::Arc::new(Moto::start());
+    let count = 1_000;
+    let generated = Workspace::with_generated_sessions(count);
+    let sessions_dir = generated.path().join(".zibby/output/sessions");
+    let mut objects = Vec::new();
+    for i in 0..count {
+        let id = crate::harness::generated_session_id(i);
+        for file in [".session-info.json", "result.json"] {
+            let text = std::fs::read_to_string(sessions_dir.join(&id).join(file)).expect("a generated file");
+            objects.push(json!([format!("ci/{id}/{file}"), text]));
+        }
+        objects.push(json!([format!("ci/{id}/.upload-complete"), ""]));
+    }
+    moto.upload(BUCKET, true, json!([{ "bulk": objects }]));
+    let here = Workspace::empty();
+    let env = bucket_env(&moto, &here);
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let url = format!("s3://{BUCKET}/ci");
+    let server = moto.clone();
+    App::run_on_with_env(&here, &url, &[], &env_refs, |client| async move {
+        wait_for(&client, "#workspace-read-only").await;
+        server.freeze();
+        eventually("a row says its session is being fetched", || async {
+            scroll_to_the_end(&client).await;
+            text_of(&client, "tr[data-session-id] [data-status='fetching']")
+                .await
+                .and_then(|said| (said.to_lowercase() == "fetching…").then_some(()).ok_or(said))
+        })
+        .await;
+        let label = text_of(&client, ".sessions-head .count").await.unwrap_or_default();
+        assert!(label.contains("1,000"), "every session a row: {label}");
+        screenshot(&client, "cloud-fetching.png").await;
+        server.resume();
+        within(
+            180,
+            "every session is fetched, the last rows read as their folders say",
+            || async {
+                scroll_to_the_end(&client).await;
+                let mut said = Vec::new();
+                for badge in client
+                    .find_all(Locator::Css("tr[data-session-id] td.status .badge"))
+                    .await
+                    .map_err(|e| e.to_string())?
+                {
+                    said.push(
+                        badge
+                            .attr("data-status")
+                            .await
+                            .map_err(|e| e.to_string())?
+                            .unwrap_or_default(),
+                    );
+                }
+                (!said.is_empty() && said.iter().all(|status| status == "success"))
+                    .then_some(())
+                    .ok_or(format!("{said:?}"))
+            },
+        )
+        .await;
+        let label = text_of(&client, ".sessions-head .count").await.unwrap_or_default();
+        assert!(label.contains("1,000"), "the same sessions, none twice: {label}");
+    })
+    .await;
+    moto.resume();
 }
