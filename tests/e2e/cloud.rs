@@ -515,17 +515,6 @@ async fn the_search_box_finds_what_a_bucket_session_printed_and_opens_its_file()
     drop(moto);
 }
 
-/// Scrolls the sessions table to its end (the rows still being fetched are listed last).
-async fn scroll_to_the_end(client: &Client) {
-    client
-        .execute(
-            "document.querySelector('.table-wrap').scrollTop = 1e9; return null;",
-            vec![],
-        )
-        .await
-        .expect("scroll the table");
-}
-
 /// A bucket never opened before shows every session at once: with the server frozen as soon as
 /// the workspace is open (its ids listed, a thousand sessions not fetched in that time), the rows
 /// not fetched say "fetching…" rather than a status; once the server answers, the first check
@@ -555,7 +544,7 @@ async fn a_bucket_never_opened_lists_every_session_at_once_then_fetches_them() {
         wait_for(&client, "#workspace-read-only").await;
         server.freeze();
         eventually("a row says its session is being fetched", || async {
-            scroll_to_the_end(&client).await;
+            crate::harness::scroll_table_to_the_end(&client).await;
             text_of(&client, "tr[data-session-id] [data-status='fetching']")
                 .await
                 .and_then(|said| (said.to_lowercase() == "fetching…").then_some(()).ok_or(said))
@@ -569,7 +558,7 @@ async fn a_bucket_never_opened_lists_every_session_at_once_then_fetches_them() {
             180,
             "every session is fetched, the last rows read as their folders say",
             || async {
-                scroll_to_the_end(&client).await;
+                crate::harness::scroll_table_to_the_end(&client).await;
                 let mut said = Vec::new();
                 for badge in client
                     .find_all(Locator::Css("tr[data-session-id] td.status .badge"))

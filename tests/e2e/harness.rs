@@ -765,3 +765,14 @@ fn free_port() -> u16 {
         .map(|address| address.port())
         .expect("bind a free local port")
 }
+
+/// Scrolls the sessions table to its last row (its rows are drawn only in view and a margin).
+pub async fn scroll_table_to_the_end(client: &Client) {
+    client
+        .execute(
+            "document.querySelector('.table-wrap').scrollTop = 1e9; return null;",
+            vec![],
+        )
+        .await
+        .expect("scroll the table");
+}

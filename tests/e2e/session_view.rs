@@ -303,13 +303,7 @@ async fn ten_thousand_sessions_open_and_scroll() {
         eprintln!("count label: {count}");
 
         let scrolled = Instant::now();
-        client
-            .execute(
-                "document.querySelector('.table-wrap').scrollTop = 1e9; return null;",
-                vec![],
-            )
-            .await
-            .expect("scroll the table");
+        crate::harness::scroll_table_to_the_end(&client).await;
         eventually("the oldest session is drawn at the bottom", || async {
             let ids = read(&client, "tr[data-session-id] .session-id").await?;
             ids.iter()

@@ -57,8 +57,8 @@ pub const MAX_SESSION_OBJECTS: usize = 10_000;
 const CONCURRENT_LISTINGS: usize = 32;
 /// Keys on one page of a listing (S3's).
 const KEYS_A_PAGE: usize = 1_000;
-/// Sessions a first refresh ([`Mirror::first_refresh`]) fetches and records before it lets readers in.
-pub const FILL_CHUNK: usize = 200;
+/// Sessions a first refresh (`Mirror::first_refresh`) fetches and records before it lets readers in.
+const FILL_CHUNK: usize = 200;
 
 /// How a mirror is kept.
 #[derive(Debug, Clone)]
