@@ -2,10 +2,12 @@
 //! free port on 127.0.0.1, a wait until the port answers, and the server process itself, ended by
 //! its pid when dropped.
 
+use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, killpg, Signal};
@@ -29,10 +31,20 @@ pub fn require_program(path: &str, package: &str) -> PathBuf {
     program
 }
 
-/// A port on 127.0.0.1 that nothing listened on a moment ago (the kernel's choice).
+/// A port on 127.0.0.1 that nothing listened on a moment ago (the kernel's choice), never one
+/// this process handed out before.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local address").port()
+    // Never the same port twice in one process: the system may hand a port just released to the
+    // next asker, and of two servers started at once on it the second fails to bind while its
+    // wait finds the first one answering (a test then talks to another test's server).
+    static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+    loop {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind 127.0.0.1:0");
+        let port = listener.local_addr().expect("local address").port();
+        if HANDED_OUT.lock().unwrap_or_else(|p| p.into_inner()).insert(port) {
+            return port;
+        }
+    }
 }
 
 /// A process of a server, in a process group of its own (so that a signal reaches the children it
