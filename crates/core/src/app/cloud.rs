@@ -30,6 +30,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
+use super::lock;
 use crate::bucket::{Mirror, MirrorOptions, Source};
 use crate::sessions::session::Workspace;
 use crate::sessions::session::RAW_STREAM_FILE;
@@ -119,7 +120,7 @@ impl CloudWorkspace {
             let mirror = Mirror::open(source, options)?;
             let fetching = match mirror.holds_listing()? {
                 true => Vec::new(),
-                false => mirror.list_ids()?.0,
+                false => mirror.list_ids()?,
             };
             Ok::<_, Error>((mirror, fetching))
         })?;
@@ -169,7 +170,7 @@ impl CloudWorkspace {
                     };
                     asked = asked_meanwhile;
                     let status = {
-                        let mut said = said.lock().unwrap_or_else(|p| p.into_inner());
+                        let mut said = lock(&said);
                         if said.error == failed && !said.checking {
                             continue;
                         }
@@ -208,10 +209,7 @@ impl CloudWorkspace {
     }
 
     pub fn status(&self) -> CloudStatus {
-        self.refreshed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .status_of(&self.named)
+        lock(&self.refreshed).status_of(&self.named)
     }
 
     /// The ids of a cold open's sessions that are not in `listed` (the mirror's listing), while
@@ -227,7 +225,7 @@ impl CloudWorkspace {
     /// Fetches session `id` now when it is a cold open's row not fetched yet (opened before the
     /// first refresh came to it; `Mirror::fetch_now`), else does nothing.
     pub fn fetch_if_listed_only(&self, id: &SessionId) -> Result<(), Error> {
-        if lock(&self.fetching).contains(id) && !self.mirror().holds(id) {
+        if lock(&self.fetching).contains(id) {
             off_runtime(|| self.mirror().fetch_now(id, SystemTime::now()))?;
         }
         Ok(())
@@ -244,7 +242,7 @@ impl CloudWorkspace {
 
     /// Asks the poller for a refresh now (the window gained focus).
     pub fn refresh_soon(&self) {
-        if let Some(wake) = &*self.wake.lock().unwrap_or_else(|p| p.into_inner()) {
+        if let Some(wake) = &*lock(&self.wake) {
             let _ = wake.send(());
         }
     }
@@ -298,7 +296,7 @@ impl CloudWorkspace {
 
     /// Stops the poller.
     pub fn close(&self) {
-        self.wake.lock().unwrap_or_else(|p| p.into_inner()).take();
+        lock(&self.wake).take();
     }
 }
 
@@ -344,10 +342,6 @@ fn asked_during(woken: &mpsc::Receiver<()>) -> Option<bool> {
             Err(TryRecvError::Disconnected) => return None,
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Runs `work` (which blocks on the mirror's own runtime) on a thread of its own when called on

@@ -410,9 +410,11 @@ impl Studio {
         if let Some(cloud) = self.cloud() {
             // Listed after the fetched ones, newest first, the pinned among the pinned.
             let mut fetching = self.fetching_rows(&cloud, &workspace, &rows)?;
-            fetching.sort_by_key(|row| std::cmp::Reverse((row.summary.updated_at, row.summary.id.clone())));
-            rows.extend(fetching);
-            rows.sort_by_key(|row| std::cmp::Reverse(row.pinned_at));
+            if !fetching.is_empty() {
+                fetching.sort_by_key(|row| std::cmp::Reverse((row.summary.updated_at, row.summary.id.clone())));
+                rows.extend(fetching);
+                rows.sort_by_key(|row| std::cmp::Reverse(row.pinned_at));
+            }
         }
         let usage = crate::store::index::usage_of_sessions(&rows);
         for row in &mut rows {

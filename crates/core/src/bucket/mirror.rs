@@ -382,18 +382,12 @@ impl Mirror {
     }
 
     /// The ids of the prefix's sessions (its folders, one name a session: a page of a thousand
-    /// ids a request), in the provider's order, and the names refused as ids. Nothing is fetched
-    /// or written: what a cold workspace shows before its first refresh has fetched anything.
-    pub fn list_ids(&self) -> Result<(Vec<SessionId>, Vec<Error>), Error> {
-        let mut ids = Vec::new();
-        let mut refused = Vec::new();
-        for name in self.remote.list_folders(&[])? {
-            match SessionId::parse(&name) {
-                Ok(id) => ids.push(id),
-                Err(e) => refused.push(self.source().error(&format!("{name}/"), format!("refused: {e}"))),
-            }
-        }
-        Ok((ids, refused))
+    /// ids a request), in the provider's order; a name that is not an id is left out (the first
+    /// refresh says it refused). Nothing is fetched or written: what a cold workspace shows before
+    /// its first refresh has fetched anything.
+    pub fn list_ids(&self) -> Result<Vec<SessionId>, Error> {
+        let names = self.remote.list_folders(&[])?;
+        Ok(names.iter().filter_map(|name| SessionId::parse(name).ok()).collect())
     }
 
     /// [`refresh`](Self::refresh) while `read` reads the mirror's folder (as the core lists it)
