@@ -30,7 +30,6 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use super::lock;
 use crate::bucket::{Mirror, MirrorOptions, Source};
 use crate::sessions::session::Workspace;
 use crate::sessions::session::RAW_STREAM_FILE;
@@ -342,6 +341,12 @@ fn asked_during(woken: &mpsc::Receiver<()>) -> Option<bool> {
             Err(TryRecvError::Disconnected) => return None,
         }
     }
+}
+
+/// The value behind `mutex`, a poisoned one too (a panic elsewhere leaves the data usable here).
+/// Not `app::lock`: `app` uses this module, and a use back would be an import cycle.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Runs `work` (which blocks on the mirror's own runtime) on a thread of its own when called on
