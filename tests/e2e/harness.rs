@@ -3,7 +3,7 @@
 
 use std::fs::{self, File, FileTimes};
 use std::io::Read;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
@@ -682,8 +682,11 @@ impl Driver {
             "WebKitWebDriver was not found on PATH; tauri-driver needs it. On Debian/Ubuntu:\n  \
              apt-get install webkit2gtk-driver"
         );
-        let port = free_port();
-        let native_port = free_port();
+        // The ports of the servers the tests start (sshd, relays, moto) come from the same hand:
+        // a port handed out twice let WebKitWebDriver fail to bind while another test's relay
+        // answered on it, and tauri-driver forwarded the session there (seen in CI).
+        let port = test_servers::process::free_port();
+        let native_port = test_servers::process::free_port();
         let log_dir = tempfile::tempdir().expect("create a temp folder for the driver log");
         let log_path = log_dir.path().join("driver.log");
         let log = File::create(&log_path).expect("create the driver log");
@@ -757,13 +760,6 @@ impl Drop for Driver {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("bind a free local port")
 }
 
 /// Scrolls the sessions table to its last row (its rows are drawn only in view and a margin).
