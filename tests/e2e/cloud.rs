@@ -31,6 +31,18 @@ fn bucket_env(moto: &Moto, here: &Workspace) -> Vec<(&'static str, String)> {
     env
 }
 
+/// Runs `test` against the window opened on `target` (a bucket's URL or a local folder) with
+/// `here`'s store and the bucket's environment (`bucket_env`).
+async fn run_with_bucket<F, Fut>(moto: &Moto, here: &Workspace, target: &str, test: F)
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let env = bucket_env(moto, here);
+    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    App::run_on_with_env(here, target, &[], &env_refs, test).await;
+}
+
 /// Session `session_id` is listed with its details: fetched, not a cold bucket's row of the id
 /// alone (`fetching…`).
 async fn row_appears(client: &Client, session_id: &str) {
@@ -59,13 +71,11 @@ async fn a_bucket_prefix_opens_read_only_and_lists_a_session_uploaded_while_open
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::empty();
-    let env = bucket_env(&moto, &here);
-    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let url = format!("s3://{BUCKET}/ci");
     let moto = std::sync::Arc::new(moto);
     let uploader = moto.clone();
     let expected_url = url.clone();
-    App::run_on_with_env(&here, &url, &[], &env_refs, |client| async move {
+    run_with_bucket(&moto, &here, &url, |client| async move {
         eventually("the label shows the bucket URL and read-only", || async {
             let seen = text_of(&client, "#workspace-cloud").await?;
             let badge = text_of(&client, "#workspace-read-only").await?;
@@ -234,14 +244,12 @@ async fn a_second_launch_hands_its_bucket_prefix_to_the_running_window() {
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::with_sessions(&[FANOUT]);
-    let env = bucket_env(&moto, &here);
-    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let second_env = env.clone();
+    let second_env = bucket_env(&moto, &here);
     let here_path = here.path().display().to_string();
     let (db, data_home) = (here.db(), here.data_home().to_path_buf());
     let url = format!("s3://{BUCKET}/ci");
     let start_path = here_path.clone();
-    App::run_on_with_env(&here, &start_path, &[], &env_refs, |client| async move {
+    run_with_bucket(&moto, &here, &start_path, |client| async move {
         row_appears(&client, FANOUT.id).await;
         let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_zibby-studio"))
             .arg("--db")
@@ -335,11 +343,9 @@ async fn a_stalled_server_is_said_on_the_workspace_until_a_refresh_works_again()
     let moto = std::sync::Arc::new(Moto::start());
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::empty();
-    let env = bucket_env(&moto, &here);
-    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let url = format!("s3://{BUCKET}/ci");
     let (server, expected_url) = (moto.clone(), url.clone());
-    App::run_on_with_env(&here, &url, &[], &env_refs, |client| async move {
+    run_with_bucket(&moto, &here, &url, |client| async move {
         row_appears(&client, PIPELINE.id).await;
         assert!(client.find(Locator::Css("#cloud-refresh-failed")).await.is_err());
         server.freeze();
@@ -361,13 +367,11 @@ async fn a_bucket_opened_before_opens_at_once_from_its_mirror_while_the_server_s
     let moto = std::sync::Arc::new(Moto::start());
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::with_sessions(&[FANOUT]);
-    let env = bucket_env(&moto, &here);
-    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let here_path = here.path().display().to_string();
     let start_path = here_path.clone();
     let url = format!("s3://{BUCKET}/ci");
     let server = moto.clone();
-    App::run_on_with_env(&here, &start_path, &[], &env_refs, |client| async move {
+    run_with_bucket(&moto, &here, &start_path, |client| async move {
         row_appears(&client, FANOUT.id).await;
         // The first opening lists the bucket (a cold mirror), fetches it, and is then current.
         click(&client, "#workspace-switcher").await;
@@ -418,12 +422,10 @@ async fn a_cloud_session_is_imported_into_the_local_workspace_opened_last() {
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::with_sessions(&[FANOUT]);
-    let env = bucket_env(&moto, &here);
-    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let here_path = here.path().display().to_string();
     let start_path = here_path.clone();
     let imported_folder = here.path().join(".zibby/output/sessions").join(PIPELINE.id);
-    App::run_on_with_env(&here, &start_path, &[], &env_refs, |client| async move {
+    run_with_bucket(&moto, &here, &start_path, |client| async move {
         row_appears(&client, FANOUT.id).await;
         click(&client, "#workspace-switcher").await;
         click(&client, "#workspace-open-cloud").await;
@@ -473,10 +475,8 @@ async fn the_search_box_finds_what_a_bucket_session_printed_and_opens_its_file()
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::empty();
-    let env = bucket_env(&moto, &here);
-    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let url = format!("s3://{BUCKET}/ci");
-    App::run_on_with_env(&here, &url, &[], &env_refs, |client| async move {
+    run_with_bucket(&moto, &here, &url, |client| async move {
         row_appears(&client, PIPELINE.id).await;
         let search = wait_for(&client, "#search").await;
         search.send_keys("run the tests").await.expect("type the query");
@@ -536,11 +536,9 @@ async fn a_bucket_never_opened_lists_every_session_at_once_then_fetches_them() {
     }
     moto.upload(BUCKET, true, json!([{ "bulk": objects }]));
     let here = Workspace::empty();
-    let env = bucket_env(&moto, &here);
-    let env_refs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let url = format!("s3://{BUCKET}/ci");
     let server = moto.clone();
-    App::run_on_with_env(&here, &url, &[], &env_refs, |client| async move {
+    run_with_bucket(&moto, &here, &url, |client| async move {
         wait_for(&client, "#workspace-read-only").await;
         server.freeze();
         eventually("a row says its session is being fetched", || async {
