@@ -69,25 +69,7 @@ pub fn open_cloud(
 /// system's dialog, naming the source.
 /// Once it is open, the window shows session `then_show` of it (`--session`, `zstudio open`).
 pub fn open_cloud_in_background(app: &AppHandle, url: String, then_show: Option<String>) {
-    let app = app.clone();
-    let spawned = std::thread::Builder::new().name("cloud-open".into()).spawn(move || {
-        let opened = open_cloud(&app, &url, None, None);
-        if let (Ok(_), Some(session)) = (&opened, then_show) {
-            crate::share::RequestedSession::show_once_opened(&app, session);
-        }
-        if let Err(error) = opened {
-            tracing::warn!(code = error.code.as_str(), "{}", error.message);
-            use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
-            app.dialog()
-                .message(&error.message)
-                .title("The cloud workspace could not be opened")
-                .kind(MessageDialogKind::Error)
-                .blocking_show();
-        }
-    });
-    if let Err(error) = spawned {
-        tracing::warn!(%error, "cannot open the cloud workspace");
-    }
+    crate::desktop::open_in_background(app, "cloud", then_show, move |app| open_cloud(app, &url, None, None));
 }
 
 /// The window gained focus: the open cloud workspace is refreshed now.

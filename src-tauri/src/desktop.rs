@@ -85,6 +85,39 @@ pub fn switch_workspace(app: &AppHandle, path: &Path) -> Result<WorkspaceInfo, C
     Ok(info)
 }
 
+/// Opens a workspace that is not a local folder (`what`: "cloud", "remote") with `open` on a
+/// thread of its own (the command line, Open Recent); a failure is said in the system's dialog,
+/// its message naming the source or host. Once it is open, the window shows session `then_show`
+/// of it (`--session`, `zstudio open`).
+pub fn open_in_background<T>(
+    app: &AppHandle,
+    what: &'static str,
+    then_show: Option<String>,
+    open: impl FnOnce(&AppHandle) -> Result<T, CommandError> + Send + 'static,
+) {
+    let app = app.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("{what}-open"))
+        .spawn(move || match open(&app) {
+            Ok(_) => {
+                if let Some(session) = then_show {
+                    crate::share::RequestedSession::show_once_opened(&app, session);
+                }
+            }
+            Err(error) => {
+                tracing::warn!(code = error.code.as_str(), "{}", error.message);
+                app.dialog()
+                    .message(&error.message)
+                    .title(format!("The {what} workspace could not be opened"))
+                    .kind(tauri_plugin_dialog::MessageDialogKind::Error)
+                    .blocking_show();
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot open the {what} workspace");
+    }
+}
+
 /// Asks the user a yes-or-no question in the system's own dialog (GTK's), which the web page can
 /// neither draw nor answer: `true` only when `ok` was pressed (closing the dialog says no). Blocks
 /// until answered: call it off the main thread.

@@ -137,25 +137,7 @@ fn connect(app: &AppHandle, target: &str) -> Result<RemoteStatus, CommandError> 
 /// the system's dialog, naming the host.
 /// Once it is open, the window shows session `then_show` of it (`--session`, `zstudio open`).
 pub fn open_remote_in_background(app: &AppHandle, target: String, then_show: Option<String>) {
-    let app = app.clone();
-    let spawned = std::thread::Builder::new().name("remote-open".into()).spawn(move || {
-        let opened = open_remote(&app, &target);
-        if let (Ok(_), Some(session)) = (&opened, then_show) {
-            crate::share::RequestedSession::show_once_opened(&app, session);
-        }
-        if let Err(error) = opened {
-            tracing::warn!(code = error.code.as_str(), "{}", error.message);
-            use tauri_plugin_dialog::{DialogExt, MessageDialogKind};
-            app.dialog()
-                .message(&error.message)
-                .title("The remote workspace could not be opened")
-                .kind(MessageDialogKind::Error)
-                .blocking_show();
-        }
-    });
-    if let Err(error) = spawned {
-        tracing::warn!(%error, "cannot open the remote workspace");
-    }
+    crate::desktop::open_in_background(app, "remote", then_show, move |app| open_remote(app, &target));
 }
 
 fn folder_name(path: &str) -> &str {
