@@ -786,12 +786,17 @@ fn a_cold_cloud_workspace_lists_its_ids_at_once_and_fetches_them_after() {
     assert!(opened.id.as_str() == first && !opened.nodes.is_empty(), "{opened:?}");
 
     fixture.moto.freeze();
+    // A row still being fetched can be pinned (the pin is the local store's): it is listed first.
+    let pinned = &expected[expected.len() - 1];
+    studio.pin_add(pinned).unwrap();
     let rows = studio.sessions(SystemTime::now()).unwrap().sessions;
     let mut ids: Vec<String> = rows.iter().map(|row| row.summary.id.to_string()).collect();
     ids.sort();
     assert_eq!(ids, expected, "every session a row, once");
+    assert_eq!(rows[0].summary.id.as_str(), pinned, "the pinned row first: {rows:?}");
     for row in &rows {
         let said = row.summary.not_known.as_deref().unwrap_or_default();
+        assert_eq!(row.pinned, row.summary.id.as_str() == pinned, "{row:?}");
         if row.summary.id.as_str() == first {
             assert!(!row.fetching && !row.summary.nodes.is_empty(), "{row:?}");
         } else {
@@ -808,7 +813,9 @@ fn a_cold_cloud_workspace_lists_its_ids_at_once_and_fetches_them_after() {
     assert_eq!(ids, expected, "the same sessions, fetched");
     for row in &rows {
         assert!(!row.fetching && !row.summary.nodes.is_empty(), "{row:?}");
+        assert_eq!(row.pinned, row.summary.id.as_str() == pinned, "the pin kept: {row:?}");
     }
+    assert_eq!(rows[0].summary.id.as_str(), pinned, "still first: {rows:?}");
 }
 
 /// A warm mirror opens without asking the bucket: with the server frozen the open returns, on
