@@ -818,6 +818,71 @@ fn a_cold_cloud_workspace_lists_its_ids_at_once_and_fetches_them_after() {
     assert_eq!(rows[0].summary.id.as_str(), pinned, "still first: {rows:?}");
 }
 
+/// A first fill cut short (the workspace closed when one session was fetched on its own, a
+/// part-written folder left beside it) opens again cold: every id a row, the fetched session as
+/// it is, the others (the part-written one among them, its folder removed) being fetched; once
+/// the fill ends, the mirror opens warm, without the bucket.
+#[test]
+fn a_first_fill_cut_short_opens_again_on_the_ids_beside_what_it_fetched() {
+    use studio_core::app::Studio;
+    use studio_core::store::StoreLocation;
+
+    let fixture = Fixture::new();
+    let mut expected = upload_captures(&fixture.moto, "ci", &CAPTURES, true);
+    expected.sort();
+    let (source, options) = (fixture.source("ci"), fixture.options());
+    let (first, part_written, exported) = (&expected[0], &expected[1], &expected[2]);
+    let (cloud, _) = open_cloud(&source, options.clone()).unwrap();
+    let sessions_dir = cloud.workspace_root().join(".zibby/output/sessions");
+    let (studio, _) = Studio::open(None, StoreLocation::resolve(None, true));
+    studio.open_cloud(cloud).unwrap();
+    studio.session_get(first).unwrap();
+    // Exported before the fill came to it: fetched on its own, whole.
+    let bundle = tempfile::tempdir().unwrap();
+    let exported_id = SessionId::parse(exported).unwrap();
+    studio
+        .export_session(&exported_id, &bundle.path().join("s.zip"), false)
+        .unwrap();
+    drop(studio);
+    std::fs::create_dir_all(sessions_dir.join(part_written)).unwrap();
+    std::fs::write(sessions_dir.join(part_written).join(".session-info.json"), "{\"sess").unwrap();
+
+    let rows_of = |studio: &Studio| {
+        let mut rows = studio.sessions(SystemTime::now()).unwrap().sessions;
+        rows.sort_by(|a, b| a.summary.id.cmp(&b.summary.id));
+        rows
+    };
+    let (cloud, statuses) = open_cloud(&source, options.clone()).unwrap();
+    assert!(cloud.status().checking, "{:?}", cloud.status());
+    let (studio, _) = Studio::open(None, StoreLocation::resolve(None, true));
+    studio.open_cloud(cloud).unwrap();
+    fixture.moto.freeze();
+    let rows = rows_of(&studio);
+    let ids: Vec<&str> = rows.iter().map(|row| row.summary.id.as_str()).collect();
+    assert_eq!(ids, expected, "every session a row, once");
+    for row in &rows {
+        let fetched = [first, exported].contains(&&row.summary.id.to_string());
+        assert_eq!(row.fetching, !fetched, "{row:?}");
+        assert_eq!(row.summary.nodes.is_empty(), !fetched, "{row:?}");
+    }
+    assert!(
+        !sessions_dir.join(part_written).exists(),
+        "the part-written folder is removed"
+    );
+    fixture.moto.resume();
+    filled(&statuses);
+    for row in rows_of(&studio) {
+        assert!(!row.fetching && !row.summary.nodes.is_empty(), "{row:?}");
+    }
+    drop(studio);
+
+    fixture.moto.freeze();
+    let (cloud, _) = open_cloud(&source, options).unwrap();
+    assert!(cloud.status().checking, "opened warm, the bucket not asked");
+    assert_eq!(listed_ids(&cloud.workspace_root()), expected, "the mirror, filled");
+    fixture.moto.resume();
+}
+
 /// A warm mirror opens without asking the bucket: with the server frozen the open returns, on
 /// the sessions fetched before, saying they are being checked; once they are listed, the poller's
 /// refresh (asked then, not a poll later) brings the session uploaded meanwhile, and the status

@@ -8,12 +8,13 @@
 //! of an earlier refresh, the workspace opens on it without asking the bucket, and the poller
 //! refreshes it once the window has listed it ([`CloudWorkspace::listed`]); meanwhile the status says the listing is being checked
 //! ([`CloudStatus::checking`]), and a refresh that fails (offline, access refused) is the
-//! status's error, not the open's. A cold mirror (never listed) opens on the ids
-//! alone: the prefix's folders are listed (a request a thousand sessions) before the open returns,
+//! status's error, not the open's. A cold mirror (its first fill never ran to its end) opens on
+//! the ids: the prefix's folders are listed (a request a thousand sessions) before the open returns,
 //! and a failure there, such as access refused, is the open's; the sessions not fetched yet are
-//! listed as rows that say so ([`CloudWorkspace::fetching`]), and the first refresh, started as
-//! for a warm mirror once the window has listed them, fetches them newest first
-//! (`Mirror::refresh`, a chunk at a time), each arriving as any change does.
+//! listed as rows that say so ([`CloudWorkspace::fetching`]), beside those a fill cut short
+//! fetched, and the first refresh, started as for a warm mirror once the window has listed them,
+//! fetches them newest first (`Mirror::refresh`, a chunk at a time), each arriving as any change
+//! does. Closed during that fill, the workspace stops it after its chunk.
 //!
 //! Read-only: the window's commands that would start, stop, continue or delete a run, or write
 //! the agents file, are refused by the app service (`Studio::forward`) while one is
@@ -119,7 +120,13 @@ impl CloudWorkspace {
             let mirror = Mirror::open(source, options)?;
             let fetching = match mirror.holds_listing()? {
                 true => Vec::new(),
-                false => mirror.list_ids()?,
+                false => match mirror.list_ids() {
+                    Ok(ids) => ids,
+                    // A first fill cut short, and the bucket out of reach: the sessions it
+                    // fetched, as a warm mirror's are shown (the poller's refresh says why).
+                    Err(_) if mirror.holds_any() => Vec::new(),
+                    Err(error) => return Err(error),
+                },
             };
             Ok::<_, Error>((mirror, fetching))
         })?;
@@ -270,6 +277,7 @@ impl CloudWorkspace {
     /// or a run id, left to the caller): export and compare read sessions whole.
     pub fn fetch_whole(&self, id: &str) -> Result<(), Error> {
         if let Ok(id) = SessionId::parse(id) {
+            self.fetch_if_listed_only(&id)?;
             if self.mirror().holds(&id) {
                 off_runtime(|| self.mirror().fetch_session(&id, u64::MAX))?;
             }
@@ -283,6 +291,7 @@ impl CloudWorkspace {
     /// import's; its id kept, refused when the workspace has a session of that id).
     pub fn import_into(&self, store: &Store, local: &Workspace, id: &str) -> Result<ImportedSession, Error> {
         let id = SessionId::parse(id)?;
+        self.fetch_if_listed_only(&id)?;
         let folder = off_runtime(|| self.mirror().fetch_session(&id, share::DEFAULT_MAX_BYTES))?;
         share::import(
             store,
@@ -293,9 +302,12 @@ impl CloudWorkspace {
         )
     }
 
-    /// Stops the poller.
+    /// Stops the poller (a first fill under way after its chunk).
     pub fn close(&self) {
         lock(&self.wake).take();
+        if let Some(mirror) = &self.mirror {
+            mirror.stop();
+        }
     }
 }
 

@@ -124,6 +124,12 @@ impl SessionManifest {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SourceManifest {
     pub sessions: BTreeMap<SessionId, SessionManifest>,
+    /// A first fill of the mirror ran to its end: every session of the prefix was fetched once
+    /// (or left out by the bound). Until then the mirror holds only part of a listing, and the
+    /// sessions it does not hold yet are shown as being fetched (absent in manifests written
+    /// before it was kept: filled again once, which keeps what they hold).
+    #[serde(default)]
+    pub filled: bool,
 }
 
 impl SourceManifest {

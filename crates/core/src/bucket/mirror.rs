@@ -29,7 +29,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -128,6 +128,8 @@ pub struct Mirror {
     pub(super) manifest: Mutex<SourceManifest>,
     /// Held by a refresh: one at a time.
     pub(super) refreshing: Mutex<()>,
+    /// Set by [`Mirror::stop`]: a first fill ends after its chunk.
+    stopping: AtomicBool,
 }
 
 /// One session's objects, by path in the session.
@@ -155,6 +157,7 @@ impl Mirror {
             fetched: AtomicU64::new(0),
             manifest,
             refreshing: Mutex::new(()),
+            stopping: AtomicBool::new(false),
         })
     }
 
@@ -178,17 +181,27 @@ impl Mirror {
         self.lock().sessions.contains_key(id)
     }
 
-    /// Whether the mirror holds the listing of an earlier refresh (its manifest lists sessions),
-    /// which can then be shown before the bucket is asked: the folders a refresh cut short left
-    /// beside it (sessions it does not list) are removed first, so that the folder is the listing
-    /// as last written. A mirror that never listed a session is cold: `false`.
+    /// Whether the mirror holds the whole listing of an earlier refresh (a first fill ran to its
+    /// end), which can then be shown before the bucket is asked. Either way the folders a refresh
+    /// cut short left beside the manifest (sessions it does not list, perhaps part-written) are
+    /// removed first, so that the folder is what the manifest says. A mirror whose first fill
+    /// did not end (never started, or cut short: [`holds_any`](Self::holds_any) may still be
+    /// true) is cold: `false`.
     pub fn holds_listing(&self) -> Result<bool, Error> {
         let manifest = self.lock();
-        if manifest.sessions.is_empty() {
-            return Ok(false);
-        }
         self.remove_unlisted_folders(&manifest)?;
-        Ok(true)
+        Ok(manifest.filled)
+    }
+
+    /// Whether the mirror holds any session (fetched by a fill cut short, or on its own).
+    pub fn holds_any(&self) -> bool {
+        !self.lock().sessions.is_empty()
+    }
+
+    /// Asks a first fill under way to stop after its chunk (the workspace was closed): it then
+    /// fails, saying so, and leaves the chunks it finished.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
     }
 
     /// All bytes fetched from the bucket by this mirror so far.
@@ -206,7 +219,7 @@ impl Mirror {
     /// folders it no longer lists.
     pub fn refresh(&self, now: SystemTime) -> Result<Listing, Error> {
         let _one_at_a_time = self.refreshing.lock().unwrap_or_else(|p| p.into_inner());
-        if self.lock().sessions.is_empty() {
+        if !self.lock().filled {
             return self.first_refresh(now);
         }
         let before = self.fetched_bytes();
@@ -220,7 +233,10 @@ impl Mirror {
         let mut order: Vec<(&SessionId, &Found)> = found.iter().collect();
         order.sort_by_cached_key(|(id, found)| std::cmp::Reverse((newest_of(id, found), (*id).clone())));
         let mut old = manifest.sessions.clone();
-        let mut next = SourceManifest::default();
+        let mut next = SourceManifest {
+            filled: true,
+            ..SourceManifest::default()
+        };
         let mut budget = self.options.max_bytes;
         let mut plans = Vec::new();
         for (id, found) in order {
@@ -280,12 +296,15 @@ impl Mirror {
         Ok(listing)
     }
 
-    /// The first refresh of a mirror that holds nothing (see [`refresh`](Self::refresh)): every
+    /// The refreshes of a mirror until one fills it (see [`refresh`](Self::refresh)): every
     /// key of the prefix listed, then the sessions fetched newest first, [`FILL_CHUNK`] at a
     /// time, each chunk's files in place before it goes into the manifest, which is written after
     /// each chunk. The manifest is locked for one chunk at a time, not the whole fill: a reader of
-    /// the mirror (an output's page, an export) waits for one chunk, not for every session; a
-    /// fill cut short leaves the sessions of its finished chunks as a listing the next open shows.
+    /// the mirror (an output's page, an export) waits for one chunk, not for every session. A
+    /// session the mirror holds already (fetched on its own, or by a fill cut short) is kept as
+    /// it is; one it holds that the prefix no longer does is dropped at the end, when the
+    /// manifest is marked filled. A fill cut short (an error, [`stop`](Self::stop)) leaves its
+    /// finished chunks, and the next refresh fills on.
     fn first_refresh(&self, now: SystemTime) -> Result<Listing, Error> {
         let before = self.fetched_bytes();
         let mut listing = Listing::default();
@@ -305,6 +324,11 @@ impl Mirror {
             plans.push(plan(id, objects, SessionManifest::default(), state));
         }
         for chunk in plans.chunks_mut(FILL_CHUNK) {
+            if self.stopping.load(Ordering::SeqCst) {
+                return Err(self
+                    .source()
+                    .error("", "the first fetch was stopped: the workspace was closed"));
+            }
             let mut manifest = self.lock();
             // Fetched meanwhile on its own (`fetch_now`): kept as it is.
             let fetched_now: BTreeSet<SessionId> = chunk
@@ -337,7 +361,10 @@ impl Mirror {
             }
             self.folder.write_manifest(&manifest)?;
         }
-        let manifest = self.lock();
+        let mut manifest = self.lock();
+        manifest.sessions.retain(|id, _| found.contains_key(id));
+        manifest.filled = true;
+        self.folder.write_manifest(&manifest)?;
         listing.changed |= self.remove_unlisted_folders(&manifest)?;
         listing.fetched_bytes = self.fetched_bytes() - before;
         Ok(listing)
