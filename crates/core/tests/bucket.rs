@@ -883,6 +883,38 @@ fn a_first_fill_cut_short_opens_again_on_the_ids_beside_what_it_fetched() {
     fixture.moto.resume();
 }
 
+/// Two writers of one source's mirror (the window and `zstudio --source` on one bucket; here two
+/// mirrors in one process, opened before either fetched anything): what one fetched the other
+/// takes as fetched, neither fetching it again nor removing it.
+#[test]
+fn two_mirrors_of_one_source_take_what_the_other_fetched() {
+    let fixture = Fixture::new();
+    let mut first = upload_captures(&fixture.moto, "ci", &CAPTURES[..3], true);
+    first.sort();
+    let (source, options) = (fixture.source("ci"), fixture.options());
+    let window = Mirror::open(&source, options.clone()).unwrap();
+    let terminal = Mirror::open(&source, options).unwrap();
+    let filled = window.refresh(SystemTime::now()).unwrap();
+    assert!(filled.fetched_bytes > 0, "{filled:?}");
+    let again = terminal.refresh(SystemTime::now()).unwrap();
+    assert_eq!(again.fetched_bytes, 0, "fetched again: {again:?}");
+    assert_eq!(again.sessions.len(), first.len(), "{again:?}");
+
+    let mut all = first.clone();
+    all.extend(upload_captures(&fixture.moto, "ci", &CAPTURES[3..], false));
+    all.sort();
+    let newer = terminal.refresh(SystemTime::now()).unwrap();
+    assert!(newer.fetched_bytes > 0, "{newer:?}");
+    let seen = window.refresh(SystemTime::now()).unwrap();
+    assert_eq!(seen.fetched_bytes, 0, "fetched again: {seen:?}");
+    assert_eq!(seen.sessions.len(), all.len(), "{seen:?}");
+    assert_eq!(
+        listed_ids(&window.workspace_root()),
+        all,
+        "nothing the other fetched removed"
+    );
+}
+
 /// A warm mirror opens without asking the bucket: with the server frozen the open returns, on
 /// the sessions fetched before, saying they are being checked; once they are listed, the poller's
 /// refresh (asked then, not a poll later) brings the session uploaded meanwhile, and the status

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
@@ -139,16 +140,40 @@ impl SourceManifest {
 }
 
 /// The folders of one source's mirror.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct CacheFolder {
     pub root: PathBuf,
+    /// The manifest file as this folder last read or wrote it.
+    known: Mutex<Option<ManifestStamp>>,
+}
+
+/// Which manifest file is in place: each write renames a new one into place (a new inode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ManifestStamp {
+    inode: u64,
+    len: u64,
+    modified: (i64, i64),
+}
+
+/// The right to write one source's mirror: an exclusive lock (`flock`) on its `.lock` file, held
+/// by one writer at a time, across processes (the window and `zstudio --source` on one bucket)
+/// and across mirrors of one process (a workspace opened again while the poller of the one
+/// closed ends its chunk). Released when dropped.
+#[derive(Debug)]
+pub struct Writing {
+    _lock: std::fs::File,
 }
 
 impl CacheFolder {
     /// The source's folder, made if missing, its `tmp/` emptied (what a stopped write left there
-    /// was never complete).
+    /// was never complete) once no other writer is at work in it.
     pub fn open(root: PathBuf) -> Result<CacheFolder, Error> {
-        let folder = CacheFolder { root };
+        let folder = CacheFolder {
+            root,
+            known: Mutex::new(None),
+        };
+        private::create_dir_all(&folder.root)?;
+        let _writing = folder.writing()?;
         let tmp = folder.tmp();
         if tmp.exists() {
             std::fs::remove_dir_all(&tmp).map_err(|e| Error::io_write(&tmp, e))?;
@@ -186,13 +211,36 @@ impl CacheFolder {
         self.sessions_dir().join(id.as_str()).join(path)
     }
 
+    /// Waits for the right to write the mirror ([`Writing`]): another writer's refresh, or its
+    /// chunk of a first fill, ends first.
+    pub fn writing(&self) -> Result<Writing, Error> {
+        let path = self.root.join(".lock");
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| Error::io_write(&path, e))?;
+        file.lock().map_err(|e| Error::io_write(&path, e))?;
+        Ok(Writing { _lock: file })
+    }
+
     /// The source's manifest; one missing or that does not read is empty (its sessions'
     /// folders are then removed and fetched again).
     pub fn read_manifest(&self) -> SourceManifest {
+        *self.known.lock().unwrap_or_else(|p| p.into_inner()) = self.manifest_stamp();
         std::fs::read(self.manifest_path())
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default()
+    }
+
+    /// The manifest written by another writer since this folder last read or wrote it, when one
+    /// was (call it holding [`Writing`]).
+    pub fn manifest_written_elsewhere(&self) -> Option<SourceManifest> {
+        let now = self.manifest_stamp();
+        let known = *self.known.lock().unwrap_or_else(|p| p.into_inner());
+        (now != known).then(|| self.read_manifest())
     }
 
     /// Writes the source's manifest (after the files it lists are in place and flushed).
@@ -203,6 +251,18 @@ impl CacheFolder {
             file.write_all(&bytes)
                 .and_then(|()| file.sync_data())
                 .map_err(|e| Error::io_write(&target, e))
+        })?;
+        *self.known.lock().unwrap_or_else(|p| p.into_inner()) = self.manifest_stamp();
+        Ok(())
+    }
+
+    fn manifest_stamp(&self) -> Option<ManifestStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(self.manifest_path()).ok()?;
+        Some(ManifestStamp {
+            inode: meta.ino(),
+            len: meta.len(),
+            modified: (meta.mtime(), meta.mtime_nsec()),
         })
     }
 

@@ -155,7 +155,7 @@ impl Mirror {
     /// held to its bound (other sessions evicted, oldest first).
     pub fn read_range(&self, id: &SessionId, path: &str, range: Range<u64>) -> Result<Vec<u8>, Error> {
         let key = format!("{id}/{path}");
-        let mut manifest = self.lock();
+        let mut manifest = self.lock()?;
         let entry = manifest
             .sessions
             .get(id)
@@ -184,7 +184,7 @@ impl Mirror {
     /// for a session of more than `max_bytes` or than the cache's bound. The session's folder.
     /// Export, import and compare read a session whole: they call this first.
     pub fn fetch_session(&self, id: &SessionId, max_bytes: u64) -> Result<PathBuf, Error> {
-        let mut manifest = self.lock();
+        let mut manifest = self.lock()?;
         let folder_key = format!("{id}/");
         let session = manifest.sessions.get(id).ok_or_else(|| {
             self.source()

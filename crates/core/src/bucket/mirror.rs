@@ -22,6 +22,12 @@
 //! disk. Other files larger than [`SMALL_FILE_BYTES`] are fetched whole when listed, piece by
 //! piece into `tmp/` and then renamed into place.
 //!
+//! **Writers.** Every change to a mirror's folder is made holding its writer lock
+//! (`cache::Writing`, an `flock` of the folder's `.lock`): one writer at a time, whether the
+//! other is another process (the window and `zstudio --source` on one bucket) or another mirror
+//! of this one. Taking it, a mirror reads the manifest again when another writer wrote it
+//! since, so it never fetches again, nor removes, what the other fetched.
+//!
 //! **Upload evidence.** A session's upload is complete when it holds the uploader's marker
 //! object ([`UPLOAD_COMPLETE_MARKER`]), or when it holds `.session-info.json` and none of its
 //! objects changed for [`MirrorOptions::settle`] (uploaders that write no marker). Otherwise it
@@ -33,7 +39,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use crate::bucket::cache::{source_folder, CacheFolder, FileEntry, SessionManifest, SourceManifest};
+use crate::bucket::cache::{source_folder, CacheFolder, FileEntry, SessionManifest, SourceManifest, Writing};
 use crate::bucket::keys::{session_path, UPLOAD_COMPLETE_MARKER};
 use crate::bucket::remote::{Remote, RemoteObject};
 use crate::bucket::source::Source;
@@ -132,6 +138,25 @@ pub struct Mirror {
     stopping: AtomicBool,
 }
 
+/// The manifest of a [`Mirror`], locked in this process and its folder's writer lock held.
+pub(super) struct Locked<'a> {
+    manifest: MutexGuard<'a, SourceManifest>,
+    _writing: Writing,
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = SourceManifest;
+    fn deref(&self) -> &SourceManifest {
+        &self.manifest
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut SourceManifest {
+        &mut self.manifest
+    }
+}
+
 /// One session's objects, by path in the session.
 pub(super) type SessionObjects = BTreeMap<String, RemoteObject>;
 
@@ -178,7 +203,7 @@ impl Mirror {
 
     /// Whether session `id` is in the mirror (listed, within the cache's bound).
     pub fn holds(&self, id: &SessionId) -> bool {
-        self.lock().sessions.contains_key(id)
+        self.lock().is_ok_and(|manifest| manifest.sessions.contains_key(id))
     }
 
     /// Whether the mirror holds the whole listing of an earlier refresh (a first fill ran to its
@@ -188,14 +213,14 @@ impl Mirror {
     /// did not end (never started, or cut short: [`holds_any`](Self::holds_any) may still be
     /// true) is cold: `false`.
     pub fn holds_listing(&self) -> Result<bool, Error> {
-        let manifest = self.lock();
+        let manifest = self.lock()?;
         self.remove_unlisted_folders(&manifest)?;
         Ok(manifest.filled)
     }
 
     /// Whether the mirror holds any session (fetched by a fill cut short, or on its own).
     pub fn holds_any(&self) -> bool {
-        !self.lock().sessions.is_empty()
+        self.lock().is_ok_and(|manifest| !manifest.sessions.is_empty())
     }
 
     /// Asks a first fill under way to stop after its chunk (the workspace was closed): it then
@@ -209,8 +234,19 @@ impl Mirror {
         self.fetched.load(Ordering::Relaxed)
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, SourceManifest> {
-        self.manifest.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// The manifest, to read or change, with the right to write the mirror ([`Writing`]): as
+    /// another writer (a process, or a mirror of this one, on the same folder) last wrote it, when
+    /// one did. Fails only when the lock file cannot be opened or locked (then nothing is written).
+    pub(super) fn lock(&self) -> Result<Locked<'_>, Error> {
+        let mut manifest = self.manifest.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let writing = self.folder.writing()?;
+        if let Some(newer) = self.folder.manifest_written_elsewhere() {
+            *manifest = newer;
+        }
+        Ok(Locked {
+            manifest,
+            _writing: writing,
+        })
     }
 
     /// Lists the prefix and brings the mirror up to date (see the module's documentation): plans
@@ -219,12 +255,12 @@ impl Mirror {
     /// folders it no longer lists.
     pub fn refresh(&self, now: SystemTime) -> Result<Listing, Error> {
         let _one_at_a_time = self.refreshing.lock().unwrap_or_else(|p| p.into_inner());
-        if !self.lock().filled {
+        if !self.lock()?.filled {
             return self.first_refresh(now);
         }
         let before = self.fetched_bytes();
         let mut listing = Listing::default();
-        let mut manifest = self.lock();
+        let mut manifest = self.lock()?;
         let found = self.list(&manifest, &mut listing.refused)?;
         let newest_of = |id: &SessionId, found: &Found| match found {
             Found::Complete => manifest.sessions.get(id).and_then(|m| m.newest.clone()),
@@ -329,7 +365,7 @@ impl Mirror {
                     .source()
                     .error("", "the first fetch was stopped: the workspace was closed"));
             }
-            let mut manifest = self.lock();
+            let mut manifest = self.lock()?;
             // Fetched meanwhile on its own (`fetch_now`): kept as it is.
             let fetched_now: BTreeSet<SessionId> = chunk
                 .iter_mut()
@@ -361,7 +397,7 @@ impl Mirror {
             }
             self.folder.write_manifest(&manifest)?;
         }
-        let mut manifest = self.lock();
+        let mut manifest = self.lock()?;
         manifest.sessions.retain(|id, _| found.contains_key(id));
         manifest.filled = true;
         self.folder.write_manifest(&manifest)?;
@@ -375,7 +411,7 @@ impl Mirror {
     /// small files and a large output's tail fetched, recorded in the manifest (which a first
     /// refresh then keeps as it is). Waits for the chunk of a first refresh under way. Its folder.
     pub fn fetch_now(&self, id: &SessionId, now: SystemTime) -> Result<PathBuf, Error> {
-        let mut manifest = self.lock();
+        let mut manifest = self.lock()?;
         if manifest.sessions.contains_key(id) {
             return Ok(self.session_path(id));
         }
