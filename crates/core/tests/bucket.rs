@@ -415,6 +415,25 @@ fn keys_with_dot_dot_and_odd_segments_are_refused_naming_the_source_and_key() {
     );
 }
 
+/// A session fetched on its own (`Mirror::fetch_now`: opened before a cold workspace's first
+/// refresh came to it) leaves out its refused keys, as a refresh does, instead of failing whole.
+#[test]
+fn a_session_fetched_on_its_own_leaves_out_its_refused_keys() {
+    let fixture = Fixture::new();
+    let ids = upload_captures(&fixture.moto, "ci", &CAPTURES[..1], true);
+    let id = SessionId::parse(&ids[0]).unwrap();
+    fixture.moto.upload(
+        BUCKET,
+        false,
+        json!([{"put": format!("ci/{id}/nodes/../../../escaped.txt"), "text": "outside"}]),
+    );
+    let mirror = fixture.mirror("ci");
+    let folder = mirror.fetch_now(&id, SystemTime::now()).unwrap();
+    assert!(folder.join(".session-info.json").is_file(), "{folder:?}");
+    let escaped = walk_names(fixture.cache.path());
+    assert!(!escaped.iter().any(|n| n.contains("escaped")), "{escaped:?}");
+}
+
 fn walk_names(root: &Path) -> Vec<String> {
     let mut names = Vec::new();
     let mut stack = vec![root.to_owned()];

@@ -31,7 +31,7 @@ pub fn session_path(source: &Source, key: &str) -> Result<Option<(SessionId, Str
         if let Some(reason) = folder_name_problem(segment) {
             return Err(source.error(
                 key,
-                format!("refused: the segment `{}` {reason}", segment.escape_debug()),
+                format!("refused: its segment `{}`: {reason}", segment.escape_debug()),
             ));
         }
     }

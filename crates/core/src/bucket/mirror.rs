@@ -65,6 +65,9 @@ const CONCURRENT_LISTINGS: usize = 32;
 const KEYS_A_PAGE: usize = 1_000;
 /// Sessions a first refresh (`Mirror::first_refresh`) fetches and records before it lets readers in.
 const FILL_CHUNK: usize = 200;
+/// Bytes planned for one chunk of a first refresh, past which it ends sooner (unless it holds
+/// one session only): a chunk of large sessions does not keep readers out for long either.
+const FILL_CHUNK_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How a mirror is kept.
 #[derive(Debug, Clone)]
@@ -334,7 +337,7 @@ impl Mirror {
 
     /// The refreshes of a mirror until one fills it (see [`refresh`](Self::refresh)): every
     /// key of the prefix listed, then the sessions fetched newest first, [`FILL_CHUNK`] at a
-    /// time, each chunk's files in place before it goes into the manifest, which is written after
+    /// time (fewer past [`FILL_CHUNK_BYTES`]), each chunk's files in place before it goes into the manifest, which is written after
     /// each chunk. The manifest is locked for one chunk at a time, not the whole fill: a reader of
     /// the mirror (an output's page, an export) waits for one chunk, not for every session. A
     /// session the mirror holds already (fetched on its own, or by a fill cut short) is kept as
@@ -348,7 +351,7 @@ impl Mirror {
         let mut order: Vec<(&SessionId, &SessionObjects)> = found.iter().collect();
         order.sort_by_cached_key(|(id, objects)| std::cmp::Reverse((newest(objects), (*id).clone())));
         let mut budget = self.options.max_bytes;
-        let mut plans = Vec::new();
+        let (mut plans, mut costs) = (Vec::new(), Vec::new());
         for (id, objects) in order {
             let cost = planned_bytes(objects);
             if cost > budget {
@@ -358,8 +361,14 @@ impl Mirror {
             budget -= cost;
             let state = upload_state(objects, now, self.options.settle);
             plans.push(plan(id, objects, SessionManifest::default(), state));
+            costs.push(cost);
         }
-        for chunk in plans.chunks_mut(FILL_CHUNK) {
+        let mut rest: &mut [Plan] = &mut plans;
+        let mut rest_costs: &[u64] = &costs;
+        while !rest.is_empty() {
+            let len = chunk_len(rest_costs);
+            let (chunk, after) = std::mem::take(&mut rest).split_at_mut(len);
+            (rest, rest_costs) = (after, &rest_costs[len..]);
             if self.stopping.load(Ordering::SeqCst) {
                 return Err(self
                     .source()
@@ -421,14 +430,17 @@ impl Mirror {
             objects.extend(listed?);
         }
         let grouped = self.group(objects, &mut refused);
-        if let Some(error) = refused.into_iter().next() {
-            return Err(error);
-        }
         let Some(objects) = grouped.get(id) else {
-            return Err(self
-                .source()
-                .error(&format!("{id}/"), "not in the bucket: removed since it was listed"));
+            // The session refused whole (too many objects), or gone.
+            return Err(refused.into_iter().next().unwrap_or_else(|| {
+                self.source()
+                    .error(&format!("{id}/"), "not in the bucket: removed since it was listed")
+            }));
         };
+        // Its keys refused (`..`, odd segments) are left out, as a refresh leaves them (and says so).
+        for error in refused {
+            tracing::warn!("{error}");
+        }
         let state = upload_state(objects, now, self.options.settle);
         let mut plans = [plan(id, objects, SessionManifest::default(), state)];
         if self.fetch(&mut plans) {
@@ -708,6 +720,19 @@ pub(super) fn first_range(path: &str, size: u64) -> std::ops::Range<u64> {
 }
 
 /// What fetching `objects` anew would store.
+/// How many of the next sessions (their planned bytes `costs`, in order) make a chunk of a first
+/// refresh: at most [`FILL_CHUNK`], and past [`FILL_CHUNK_BYTES`] no more than one session.
+fn chunk_len(costs: &[u64]) -> usize {
+    let mut bytes = 0u64;
+    for (taken, cost) in costs.iter().take(FILL_CHUNK).enumerate() {
+        bytes = bytes.saturating_add(*cost);
+        if taken > 0 && bytes > FILL_CHUNK_BYTES {
+            return taken;
+        }
+    }
+    costs.len().min(FILL_CHUNK)
+}
+
 fn planned_bytes(objects: &SessionObjects) -> u64 {
     objects
         .iter()
@@ -748,5 +773,20 @@ fn upload_state(objects: &SessionObjects, now: SystemTime, settle: Duration) -> 
         UploadState::Complete
     } else {
         UploadState::Uploading
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fill_chunk_ends_at_its_count_or_past_its_bytes() {
+        let mib = 1024 * 1024;
+        assert_eq!(chunk_len(&[1; 500]), FILL_CHUNK);
+        assert_eq!(chunk_len(&[1; 3]), 3);
+        assert_eq!(chunk_len(&[40 * mib, 20 * mib, 10 * mib, 1]), 2);
+        assert_eq!(chunk_len(&[100 * mib, 1, 1]), 1, "one session alone, however large");
+        assert_eq!(chunk_len(&[u64::MAX, u64::MAX]), 1);
     }
 }
