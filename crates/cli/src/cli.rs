@@ -71,8 +71,9 @@ pub struct SourceArgs {
     /// provider's own variables and files (AWS_PROFILE, AWS_REGION, AWS_ENDPOINT_URL, ...)
     #[arg(long = "source", id = "bucket_source", value_name = "URL", global = true)]
     pub source: Option<String>,
-    /// With --source: the most its cache folder holds (bytes, or with K, M, G, T); 2G by default
-    #[arg(long, value_name = "SIZE", global = true, value_parser = parse_size)]
+    /// With --source: the most its cache folder holds (bytes, or with K, M, G, T); the limit set
+    /// in the window's Open Cloud Workspace form, else 2G
+    #[arg(long, value_name = "SIZE", global = true, value_parser = studio_args::parse_size)]
     pub cache_limit: Option<u64>,
     /// With --source: empty its cache folder first (the bucket is not touched)
     #[arg(long, global = true)]
@@ -424,29 +425,8 @@ pub struct ImportArgs {
     pub exit_code: Option<i32>,
     /// The most the import may write, all together (bytes, or with K, M, G, T: binary units);
     /// 1G by default
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = studio_args::parse_size)]
     pub max_bytes: Option<u64>,
-}
-
-/// A size: bytes, or a number with K, M, G or T (KiB, MiB, GiB, TiB; `KiB`, `KB` read the same).
-pub(crate) fn parse_size(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let digits = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
-    let (number, unit) = text.split_at(digits);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size: a number of bytes, or with K, M, G or T"))?;
-    let shift = match unit.trim().trim_end_matches(['B', 'b']).trim_end_matches(['i', 'I']) {
-        "" => 0,
-        "K" | "k" => 10,
-        "M" | "m" => 20,
-        "G" | "g" => 30,
-        "T" | "t" => 40,
-        _ => return Err(format!("`{text}` is not a size: its unit is not K, M, G or T")),
-    };
-    number
-        .checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{text}` is too large"))
 }
 
 #[derive(Args)]
