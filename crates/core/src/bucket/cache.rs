@@ -37,6 +37,41 @@ pub fn default_cache_root() -> Option<PathBuf> {
         .map(|cache| cache.join("zibby-studio").join("sources"))
 }
 
+/// The cache's settings (`settings.json` in its root), kept across mirrors and runs.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Settings {
+    /// The most each source's folder holds, as set in the window's Open Cloud Workspace form.
+    max_bytes: Option<u64>,
+}
+
+fn settings_path(cache_root: &Path) -> PathBuf {
+    cache_root.join("settings.json")
+}
+
+/// The limit of each source's folder a user set ([`save_limit`]), when one was and it reads;
+/// else `None` (the default, `mirror::DEFAULT_MAX_BYTES`).
+pub fn saved_limit(cache_root: &Path) -> Option<u64> {
+    let bytes = std::fs::read(settings_path(cache_root)).ok()?;
+    serde_json::from_slice::<Settings>(&bytes).ok()?.max_bytes
+}
+
+/// Keeps `max_bytes` as the limit of each source's folder ([`saved_limit`]): what mirrors opened
+/// after use (`MirrorOptions::new`), in the window and in `zstudio --source` alike.
+pub fn save_limit(cache_root: &Path, max_bytes: u64) -> Result<(), Error> {
+    private::create_dir_all(cache_root)?;
+    let settings = Settings {
+        max_bytes: Some(max_bytes),
+    };
+    let bytes = serde_json::to_vec_pretty(&settings).expect("settings serialize");
+    let tmp = cache_root.join(format!(".settings-{}.json", uuid::Uuid::now_v7()));
+    private::create_new_file(&tmp, &bytes)?;
+    let target = settings_path(cache_root);
+    std::fs::rename(&tmp, &target).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io_write(&target, e)
+    })
+}
+
 /// The folder of `source` under `cache_root`: one per source and endpoint (the same bucket name
 /// on another endpoint is another bucket), the endpoint as the client uses it
 /// ([`Source::resolved_endpoint`]: given or from the variables, written either way).
@@ -392,17 +427,37 @@ fn stamp(file: &std::fs::File, modified: Option<SystemTime>) -> std::io::Result<
     }
 }
 
-/// Removes the mirror of `source` under `cache_root`, or every mirror when `source` is `None`;
-/// the bucket is not touched.
+/// Removes the mirror of `source` under `cache_root` (once no writer is at work in it), or every
+/// mirror when `source` is `None` (the settings kept); the bucket is not touched.
 pub fn clear(cache_root: &Path, source: Option<&Source>) -> Result<(), Error> {
-    let target = match source {
-        Some(source) => source_folder(cache_root, source),
-        None => cache_root.to_owned(),
+    let targets = match source {
+        Some(source) => vec![source_folder(cache_root, source)],
+        None => match std::fs::read_dir(cache_root) {
+            Ok(entries) => entries
+                .filter_map(Result::ok)
+                .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|entry| entry.path())
+                .collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(Error::io(cache_root, e)),
+        },
     };
-    match std::fs::remove_dir_all(&target) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io_write(&target, e)),
-        _ => Ok(()),
+    for target in targets {
+        if !target.is_dir() {
+            continue;
+        }
+        let folder = CacheFolder {
+            root: target.clone(),
+            known: Mutex::new(None),
+        };
+        let _writing = folder.writing()?;
+        if let Err(e) = std::fs::remove_dir_all(&target) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                return Err(Error::io_write(&target, e));
+            }
+        }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -436,6 +491,21 @@ mod tests {
         };
         assert_eq!(at("http://127.0.0.1:9000"), at("HTTP://127.0.0.1:9000/"));
         assert_ne!(at("http://127.0.0.1:9000"), at("http://127.0.0.1:9001"));
+    }
+
+    #[test]
+    fn a_saved_limit_is_every_mirrors_and_outlives_clearing_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("sources");
+        assert_eq!(saved_limit(&root), None);
+        save_limit(&root, 5 << 20).unwrap();
+        assert_eq!(saved_limit(&root), Some(5 << 20));
+        let options = crate::bucket::MirrorOptions::new(root.clone());
+        assert_eq!(options.max_bytes, 5 << 20);
+        CacheFolder::open(root.join("s3-a-1")).unwrap();
+        clear(&root, None).unwrap();
+        assert!(!root.join("s3-a-1").exists());
+        assert_eq!(saved_limit(&root), Some(5 << 20));
     }
 
     #[test]

@@ -83,10 +83,12 @@ pub struct MirrorOptions {
 }
 
 impl MirrorOptions {
+    /// The options of a mirror under `cache_root`: its limit the one saved there
+    /// (`cache::save_limit`), else [`DEFAULT_MAX_BYTES`].
     pub fn new(cache_root: PathBuf) -> MirrorOptions {
         MirrorOptions {
+            max_bytes: crate::bucket::cache::saved_limit(&cache_root).unwrap_or(DEFAULT_MAX_BYTES),
             cache_root,
-            max_bytes: DEFAULT_MAX_BYTES,
             timeout: Duration::from_secs(30),
             settle: Duration::from_secs(300),
         }
