@@ -29,11 +29,21 @@ pub use studio_args::desktop::is_cloud;
 /// opens as it is, checked by the poller at once (`CloudStatus::checking`, then its `error` if
 /// the bucket cannot be reached); a cold one lists the prefix first (an error, such as access
 /// refused, names the source): call it off the main thread.
+/// What the Open Cloud Workspace form asks of the cache as it opens a bucket: a new limit for
+/// every source's folder (kept: `cache::save_limit`, as a size such as `500M` or `2G`), and this
+/// source's folder emptied first (everything fetched again).
+#[derive(Debug, Default)]
+pub struct CacheChoice {
+    pub limit: Option<String>,
+    pub clear: bool,
+}
+
 pub fn open_cloud(
     app: &AppHandle,
     url: &str,
     endpoint: Option<String>,
     profile: Option<String>,
+    choice: CacheChoice,
 ) -> Result<WorkspaceInfo, CommandError> {
     let given = |field: Option<String>| field.map(|f| f.trim().to_owned()).filter(|f| !f.is_empty());
     let mut source = Source::parse(url.trim())?;
@@ -45,6 +55,23 @@ pub fn open_cloud(
     }
     let root = cache::default_cache_root()
         .ok_or_else(|| source.error("", "no cache folder for the mirror: set XDG_CACHE_HOME or HOME"))?;
+    if let Some(limit) = given(choice.limit) {
+        let bytes =
+            studio_args::parse_size(&limit).map_err(|why| source.error("", format!("the cache limit: {why}")))?;
+        cache::save_limit(&root, bytes)?;
+    }
+    if choice.clear {
+        let folder = cache::source_folder(&root, &source);
+        let studio = app.state::<Studio>();
+        // The open workspace's poller ends its chunk first (the clear waits for its lock).
+        if let Some(open) = studio
+            .cloud()
+            .filter(|open| cache::source_folder(&root, open.source()) == folder)
+        {
+            open.close();
+        }
+        cache::clear(&root, Some(&source))?;
+    }
     let told = app.clone();
     let on_status = Box::new(move |status| {
         if let Err(error) = told.emit(CLOUD_STATUS, &status) {
@@ -69,7 +96,9 @@ pub fn open_cloud(
 /// system's dialog, naming the source.
 /// Once it is open, the window shows session `then_show` of it (`--session`, `zstudio open`).
 pub fn open_cloud_in_background(app: &AppHandle, url: String, then_show: Option<String>) {
-    crate::desktop::open_in_background(app, "cloud", then_show, move |app| open_cloud(app, &url, None, None));
+    crate::desktop::open_in_background(app, "cloud", then_show, move |app| {
+        open_cloud(app, &url, None, None, CacheChoice::default())
+    });
 }
 
 /// The window gained focus: the open cloud workspace is refreshed now.

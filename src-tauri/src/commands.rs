@@ -119,15 +119,32 @@ ipc_commands! {
 
     /// Opens a bucket prefix (`s3://bucket/prefix`, at `endpoint` and with the credential
     /// chain's `profile` when given) as the workspace, read-only (the window hears
-    /// `workspace-changed`); errors name the source.
-    #[tauri::command(async)]
+    /// `workspace-changed`); errors name the source. `cache_limit` (a size: `500M`, `2G`), when
+    /// given, becomes every source's limit; `clear_cache` empties this source's folder first.
+    #[tauri::command(async, rename_all = "snake_case")]
     pub fn workspace_open_cloud(
         app: AppHandle,
         url: String,
         endpoint: Option<String>,
         profile: Option<String>,
+        cache_limit: Option<String>,
+        clear_cache: bool,
     ) -> Result<WorkspaceInfo, CommandError> {
-        crate::cloud::open_cloud(&app, &url, endpoint, profile)
+        let choice = crate::cloud::CacheChoice {
+            limit: cache_limit,
+            clear: clear_cache,
+        };
+        crate::cloud::open_cloud(&app, &url, endpoint, profile, choice)
+    }
+
+    /// The limit of each bucket's mirror in the cache, as a size (`2G`): the one set in the
+    /// Open Cloud Workspace form, else the default. (`_app`: the command list's macro wants a
+    /// parameter.)
+    #[tauri::command]
+    pub fn cloud_cache_limit(_app: AppHandle) -> Result<String, CommandError> {
+        use studio_core::bucket::{cache, mirror::DEFAULT_MAX_BYTES};
+        let saved = cache::default_cache_root().and_then(|root| cache::saved_limit(&root));
+        Ok(studio_args::format_size(saved.unwrap_or(DEFAULT_MAX_BYTES)))
     }
 
     /// Copies a session of the open cloud workspace into the local workspace opened last (else

@@ -70,7 +70,7 @@ pub fn switch_workspace(app: &AppHandle, path: &Path) -> Result<WorkspaceInfo, C
             .unwrap_or_else(|| Err(studio_core::Error::NoWorkspace.into()));
     }
     if let Some(url) = path.to_str().filter(|root| crate::cloud::is_cloud(root)) {
-        return crate::cloud::open_cloud(app, url, None, None);
+        return crate::cloud::open_cloud(app, url, None, None, Default::default());
     }
     let workspace = app.state::<Studio>().open_workspace(path)?;
     let info = WorkspaceInfo::from(&workspace);

@@ -237,6 +237,81 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_with_a_profile_and_open_r
     drop(moto);
 }
 
+/// The form's cache limit is kept (every bucket's, in the cache's `settings.json`) and shown as
+/// the limit now the next time; "Empty this bucket's cache first" fetches the open bucket again:
+/// what its folder held that the bucket does not is gone, its session fetched anew.
+#[tokio::test]
+async fn the_form_sets_the_cache_limit_and_empties_the_open_buckets_cache() {
+    let moto = Moto::start();
+    upload(&moto, &[PIPELINE], true);
+    let here = Workspace::empty();
+    let url = format!("s3://{BUCKET}/ci");
+    let sources = here.data_home().join("cache/zibby-studio/sources");
+    let typed_url = url.clone();
+    run_with_bucket(&moto, &here, &url, |client| async move {
+        row_appears(&client, PIPELINE.id).await;
+        let mirror = std::fs::read_dir(&sources)
+            .expect("the cache's sources")
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .find(|path| {
+                path.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("s3-team-runs-"))
+            })
+            .expect("the bucket's folder in the cache");
+        let session = mirror.join("workspace/.zibby/output/sessions").join(PIPELINE.id);
+        let stray = session.join("stray.txt");
+        std::fs::write(&stray, "not the bucket's").expect("write into the mirror");
+
+        let open_form = || async {
+            click(&client, "#workspace-switcher").await;
+            wait_for(&client, "#workspace-open-cloud").await;
+            click(&client, "#workspace-open-cloud").await;
+        };
+        let placeholder = |expected: &'static str| {
+            let client = client.clone();
+            async move {
+                eventually(&format!("the limit field says {expected}"), || async {
+                    let field = wait_for(&client, "#cloud-cache-limit").await;
+                    let said = field.attr("placeholder").await.map_err(|e| e.to_string())?;
+                    (said.as_deref() == Some(expected))
+                        .then_some(())
+                        .ok_or(format!("{said:?}"))
+                })
+                .await;
+            }
+        };
+        open_form().await;
+        placeholder("2G now").await;
+        let field = wait_for(&client, "#cloud-url").await;
+        field.clear().await.expect("clear the field");
+        field.send_keys(&typed_url).await.expect("type the URL");
+        let limit = wait_for(&client, "#cloud-cache-limit").await;
+        limit.send_keys("500M").await.expect("type the limit");
+        click(&client, "#cloud-clear-cache").await;
+        screenshot(&client, "cloud-form-cache.png").await;
+        click(&client, "#cloud-open").await;
+
+        eventually(
+            "the bucket's folder was emptied and its session fetched again",
+            || async {
+                (!stray.exists() && session.join(".session-info.json").is_file())
+                    .then_some(())
+                    .ok_or(format!("{stray:?} still there, or the session not fetched again"))
+            },
+        )
+        .await;
+        row_appears(&client, PIPELINE.id).await;
+        wait_for(&client, "#workspace-read-only").await;
+        let settings = std::fs::read_to_string(sources.join("settings.json")).expect("the cache's settings");
+        assert!(settings.contains(&(500u64 << 20).to_string()), "{settings}");
+
+        open_form().await;
+        placeholder("500M now").await;
+    })
+    .await;
+}
+
 /// `zibby-studio --session ID s3://…` while the app runs on the same store: the running window
 /// opens the bucket, then that session of it.
 #[tokio::test]

@@ -90,8 +90,17 @@ export interface Backend {
   /** The open workspace's host and path when it is on another machine; `null` for one here. */
   workspaceRemote(): Promise<RemoteStatus | null>;
   /** Opens a bucket prefix (`s3://bucket/prefix`, at `endpoint` and with the credential chain's
-   * `profile` when given) as the workspace, read-only. */
-  workspaceOpenCloud(url: string, endpoint: string | null, profile: string | null): Promise<WorkspaceInfo>;
+   * `profile` when given) as the workspace, read-only; `cacheLimit` (a size, `2G`) when given
+   * becomes every bucket's limit, and `clearCache` empties this bucket's cache first. */
+  workspaceOpenCloud(
+    url: string,
+    endpoint: string | null,
+    profile: string | null,
+    cacheLimit: string | null,
+    clearCache: boolean,
+  ): Promise<WorkspaceInfo>;
+  /** The limit of each bucket's cache, as a size (`2G`). */
+  cloudCacheLimit(): Promise<string>;
   /** Copies a session of the open cloud workspace into the local workspace opened last (else one
    * the folder picker asks for; `null`: cancelled) and its store. */
   cloudSessionImport(sessionId: string): Promise<CloudImported | null>;
@@ -239,7 +248,9 @@ export const tauriBackend: Backend = {
   workspacePick: () => call("workspace_pick", {}),
   workspaceOpenRemote: (target) => call("workspace_open_remote", { target }),
   workspaceRemote: () => call("workspace_remote", {}),
-  workspaceOpenCloud: (url, endpoint, profile) => call("workspace_open_cloud", { url, endpoint, profile }),
+  workspaceOpenCloud: (url, endpoint, profile, cacheLimit, clearCache) =>
+    call("workspace_open_cloud", { url, endpoint, profile, cache_limit: cacheLimit, clear_cache: clearCache }),
+  cloudCacheLimit: () => call("cloud_cache_limit", {}),
   cloudSessionImport: (sessionId) => call("cloud_session_import", { session_id: sessionId }),
   onCloudStatus: (handler) => listen<CloudStatus>(CLOUD_STATUS, (event) => handler(event.payload)),
   workspaceCloud: () => call("workspace_cloud", {}),

@@ -377,8 +377,8 @@ export function fakeBackend(
     async workspaceRemote() {
       return backend.remote;
     },
-    async workspaceOpenCloud(url, endpoint, profile) {
-      backend.calls.push(`workspaceOpenCloud(${url}, ${endpoint}, ${profile})`);
+    async workspaceOpenCloud(url, endpoint, profile, cacheLimit, clearCache) {
+      backend.calls.push(`workspaceOpenCloud(${url}, ${endpoint}, ${profile}, ${cacheLimit}, ${clearCache})`);
       backend.cloud = { url, endpoint, profile, target: url, error: null, checking: false, revision: 1 };
       backend.workspace = {
         root: "/cache/mirror/workspace",
@@ -388,6 +388,9 @@ export function fakeBackend(
     },
     async workspaceCloud() {
       return backend.cloud;
+    },
+    async cloudCacheLimit() {
+      return "2G";
     },
     async cloudSessionImport(sessionId) {
       backend.calls.push(`cloudSessionImport(${sessionId})`);

@@ -827,7 +827,8 @@ export type Commands = {
   workspace_open: { args: { path: string }; result: WorkspaceInfo | null };
   workspace_open_remote: { args: { target: string }; result: RemoteStatus };
   workspace_remote: { args: Record<string, never>; result: RemoteStatus | null };
-  workspace_open_cloud: { args: { url: string; endpoint: string | null; profile: string | null }; result: WorkspaceInfo };
+  workspace_open_cloud: { args: { url: string; endpoint: string | null; profile: string | null; cache_limit: string | null; clear_cache: boolean }; result: WorkspaceInfo };
+  cloud_cache_limit: { args: Record<string, never>; result: string };
   cloud_session_import: { args: { session_id: string }; result: CloudImported | null };
   workspace_cloud: { args: Record<string, never>; result: CloudStatus | null };
   workspace_connecting: { args: Record<string, never>; result: string | null };

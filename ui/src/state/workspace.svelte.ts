@@ -23,6 +23,12 @@ export interface CloudForm {
   endpoint: string;
   /** A profile of the credential chain (`AWS_PROFILE`'s files, SSO); empty: the chain's own. */
   profile: string;
+  /** A new limit for every bucket's cache (a size: `500M`, `2G`); empty: unchanged. */
+  cacheLimit: string;
+  /** Empty this bucket's cache first: everything is fetched again. */
+  clearCache: boolean;
+  /** The limit now (`2G`), once read: what an empty `cacheLimit` keeps. */
+  limitNow: string | null;
   /** Opening: a mirror fetched before opens at once; one never fetched lists the prefix first. */
   opening: boolean;
   /** Why the last try failed (it names the source). */
@@ -187,30 +193,54 @@ export class WorkspaceState {
   /** Shows the Open Cloud Workspace form (the app menu, the switcher's menu). */
   askCloud(): void {
     this.menu = null;
+    // What was typed before, else the bucket open now (to empty its cache, say).
+    const before = this.cloudForm ?? {
+      url: this.cloud?.url ?? "",
+      endpoint: this.cloud?.endpoint ?? "",
+      profile: this.cloud?.profile ?? "",
+    };
     this.cloudForm = {
-      url: this.cloudForm?.url ?? "",
-      endpoint: this.cloudForm?.endpoint ?? "",
-      profile: this.cloudForm?.profile ?? "",
+      url: before.url,
+      endpoint: before.endpoint,
+      profile: before.profile,
+      cacheLimit: "",
+      clearCache: false,
+      limitNow: null,
       opening: false,
       error: null,
     };
+    void this.#backend.cloudCacheLimit().then(
+      (limitNow) => {
+        if (this.cloudForm) this.cloudForm = { ...this.cloudForm, limitNow };
+      },
+      () => {},
+    );
   }
 
   closeCloudForm(): void {
     if (!this.cloudForm?.opening) this.cloudForm = null;
   }
 
-  /** Opens bucket prefix `url` (at `endpoint`, with `profile`, when given) read-only; the form stays open with the error on failure. */
-  openCloud(url: string, endpoint: string, profile: string): void {
-    this.cloudForm = { url, endpoint, profile, opening: true, error: null };
+  /** Opens the form's bucket prefix (at its endpoint, with its profile, when given) read-only, its
+   * cache limit set and its cache emptied first when asked; the form stays open with the error on
+   * failure. */
+  openCloud(asked: Pick<CloudForm, "url" | "endpoint" | "profile" | "cacheLimit" | "clearCache">): void {
+    const form = { limitNow: this.cloudForm?.limitNow ?? null, ...asked, error: null };
+    this.cloudForm = { ...form, opening: true };
     const given = (field: string) => (field.trim() === "" ? null : field.trim());
     void (async () => {
       try {
-        await this.#backend.workspaceOpenCloud(url.trim(), given(endpoint), given(profile));
+        await this.#backend.workspaceOpenCloud(
+          asked.url.trim(),
+          given(asked.endpoint),
+          given(asked.profile),
+          given(asked.cacheLimit),
+          asked.clearCache,
+        );
         this.cloudForm = null;
         await this.#settle();
       } catch (error) {
-        this.cloudForm = { url, endpoint, profile, opening: false, error: toCommandError(error) };
+        this.cloudForm = { ...form, opening: false, error: toCommandError(error) };
       }
     })();
   }
