@@ -192,7 +192,10 @@ async fn the_table_the_session_view_its_tabs_and_the_dialogs_have_no_axe_violati
             click(&client, "#workspace-switcher").await;
             wait_for(&client, ".recent-workspace").await;
             check(&client, theme, "workspace menu", &mut found).await;
-            click(&client, "#workspace-switcher").await;
+            click(&client, "#workspace-open-cloud").await;
+            wait_for(&client, "#cloud-clear-cache").await;
+            check(&client, theme, "cloud form", &mut found).await;
+            click(&client, "[data-testid='cancel-cloud']").await;
 
             click(&client, ".live-run .stop").await;
             wait_for(&client, ".live-run .force-stop").await;
