@@ -684,3 +684,60 @@ describe("comparing runs", () => {
     expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("b");
   });
 });
+
+/** What was typed into the field `selector`, as a browser tells it. */
+function type(selector: string, value: string): void {
+  const input = document.querySelector<HTMLInputElement>(selector)!;
+  input.value = value;
+  input.dispatchEvent(new Event("input", { bubbles: true }));
+  flushSync();
+}
+
+/** Lets the pending promises run, then draws. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 10; i++) await Promise.resolve();
+  flushSync();
+}
+
+async function openCloudForm(): Promise<void> {
+  await start();
+  backend.cloudOpenRequested();
+  await settle();
+}
+
+describe("the Open Cloud Workspace form", () => {
+  it("shows the cache's limit now, and sends a new one and emptying the cache with the URL", async () => {
+    await openCloudForm();
+    const limit = document.querySelector<HTMLInputElement>("#cloud-cache-limit")!;
+    expect(limit.placeholder).toBe("2G now");
+    expect(limit.value).toBe("");
+    type("#cloud-url", "s3://team/ci");
+    type("#cloud-cache-limit", "500M");
+    const clear = document.querySelector<HTMLInputElement>("#cloud-clear-cache")!;
+    clear.click();
+    flushSync();
+    document.querySelector<HTMLButtonElement>("#cloud-open")!.click();
+    await settle();
+    expect(backend.calls).toContain("workspaceOpenCloud(s3://team/ci, null, null, 500M, true)");
+    expect(document.querySelector("[data-testid='cloud-form']")).toBeNull();
+  });
+
+  it("starts from the bucket open now, its endpoint and profile", async () => {
+    backend.cloud = cloudStatus("s3://team/ci", { endpoint: "http://127.0.0.1:9000", profile: "reader" });
+    await openCloudForm();
+    const value = (selector: string) => document.querySelector<HTMLInputElement>(selector)!.value;
+    expect([value("#cloud-url"), value("#cloud-endpoint"), value("#cloud-profile")]).toEqual([
+      "s3://team/ci",
+      "http://127.0.0.1:9000",
+      "reader",
+    ]);
+  });
+
+  it("leaves the limit and the cache as they are when neither is asked", async () => {
+    await openCloudForm();
+    type("#cloud-url", "s3://team/ci");
+    document.querySelector<HTMLButtonElement>("#cloud-open")!.click();
+    await settle();
+    expect(backend.calls).toContain("workspaceOpenCloud(s3://team/ci, null, null, null, false)");
+  });
+});
