@@ -23,12 +23,6 @@ pub const CLOUD_STATUS: &str = "cloud-status";
 /// Whether a recent workspace (or a launch's) is a bucket prefix.
 pub use studio_args::desktop::is_cloud;
 
-/// Opens bucket prefix `url` (which may carry `?endpoint=…&profile=…`, as Open Recent keeps it;
-/// at `endpoint` and with `profile` when given, else the provider's variables') as the
-/// workspace, read-only, and tells the window as a local switch does. A mirror fetched before
-/// opens as it is, checked by the poller at once (`CloudStatus::checking`, then its `error` if
-/// the bucket cannot be reached); a cold one lists the prefix first (an error, such as access
-/// refused, names the source): call it off the main thread.
 /// What the Open Cloud Workspace form asks of the cache as it opens a bucket: a new limit for
 /// every source's folder (kept: `cache::save_limit`, as a size such as `500M` or `2G`), and this
 /// source's folder emptied first (everything fetched again).
@@ -38,6 +32,12 @@ pub struct CacheChoice {
     pub clear: bool,
 }
 
+/// Opens bucket prefix `url` (which may carry `?endpoint=…&profile=…`, as Open Recent keeps it;
+/// at `endpoint` and with `profile` when given, else the provider's variables') as the
+/// workspace, read-only, and tells the window as a local switch does. A mirror fetched before
+/// opens as it is, checked by the poller at once (`CloudStatus::checking`, then its `error` if
+/// the bucket cannot be reached); a cold one lists the prefix first (an error, such as access
+/// refused, names the source): call it off the main thread.
 pub fn open_cloud(
     app: &AppHandle,
     url: &str,

@@ -70,10 +70,12 @@ macro_rules! ipc_commands {
             use crate::ipc_types::{Argument, Returned};
             vec![$(crate::ipc_types::Signature {
                 name: stringify!($name),
-                arguments: [$((stringify!($parameter), <$type as Argument>::ts(cfg))),*]
-                    .into_iter()
-                    .filter_map(|(name, ts)| Some((name, ts?)))
-                    .collect(),
+                arguments: {
+                    // Typed, so that a command of no parameters is an empty list.
+                    let arguments: Vec<(&str, Option<crate::ipc_types::TsType>)> =
+                        vec![$((stringify!($parameter), <$type as Argument>::ts(cfg))),*];
+                    arguments.into_iter().filter_map(|(name, ts)| Some((name, ts?))).collect()
+                },
                 result: <ipc_commands!(@result $($result)?) as Returned>::ts(cfg),
             }),*]
         }
@@ -138,13 +140,12 @@ ipc_commands! {
     }
 
     /// The limit of each bucket's mirror in the cache, as a size (`2G`): the one set in the
-    /// Open Cloud Workspace form, else the default. (`_app`: the command list's macro wants a
-    /// parameter.)
+    /// Open Cloud Workspace form, else the default.
     #[tauri::command]
-    pub fn cloud_cache_limit(_app: AppHandle) -> Result<String, CommandError> {
+    pub fn cloud_cache_limit() -> Result<String, CommandError> {
         use studio_core::bucket::{cache, mirror::DEFAULT_MAX_BYTES};
-        let saved = cache::default_cache_root().and_then(|root| cache::saved_limit(&root));
-        Ok(studio_args::format_size(saved.unwrap_or(DEFAULT_MAX_BYTES)))
+        let limit = cache::default_cache_root().map_or(DEFAULT_MAX_BYTES, |root| cache::limit(&root));
+        Ok(studio_args::format_size(limit))
     }
 
     /// Copies a session of the open cloud workspace into the local workspace opened last (else

@@ -48,14 +48,17 @@ fn settings_path(cache_root: &Path) -> PathBuf {
     cache_root.join("settings.json")
 }
 
-/// The limit of each source's folder a user set ([`save_limit`]), when one was and it reads;
-/// else `None` (the default, `mirror::DEFAULT_MAX_BYTES`).
-pub fn saved_limit(cache_root: &Path) -> Option<u64> {
-    let bytes = std::fs::read(settings_path(cache_root)).ok()?;
-    serde_json::from_slice::<Settings>(&bytes).ok()?.max_bytes
+/// The limit of each source's folder under `cache_root`: the one a user set ([`save_limit`]),
+/// else `mirror::DEFAULT_MAX_BYTES`.
+pub fn limit(cache_root: &Path) -> u64 {
+    std::fs::read(settings_path(cache_root))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Settings>(&bytes).ok())
+        .and_then(|settings| settings.max_bytes)
+        .unwrap_or(crate::bucket::mirror::DEFAULT_MAX_BYTES)
 }
 
-/// Keeps `max_bytes` as the limit of each source's folder ([`saved_limit`]): what mirrors opened
+/// Keeps `max_bytes` as the limit of each source's folder ([`limit`]): what mirrors opened
 /// after use (`MirrorOptions::new`), in the window and in `zstudio --source` alike.
 pub fn save_limit(cache_root: &Path, max_bytes: u64) -> Result<(), Error> {
     private::create_dir_all(cache_root)?;
@@ -63,13 +66,7 @@ pub fn save_limit(cache_root: &Path, max_bytes: u64) -> Result<(), Error> {
         max_bytes: Some(max_bytes),
     };
     let bytes = serde_json::to_vec_pretty(&settings).expect("settings serialize");
-    let tmp = cache_root.join(format!(".settings-{}.json", uuid::Uuid::now_v7()));
-    private::create_new_file(&tmp, &bytes)?;
-    let target = settings_path(cache_root);
-    std::fs::rename(&tmp, &target).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io_write(&target, e)
-    })
+    private::replace_file(&settings_path(cache_root), &bytes)
 }
 
 /// The folder of `source` under `cache_root`: one per source and endpoint (the same bucket name
@@ -203,10 +200,7 @@ impl CacheFolder {
     /// The source's folder, made if missing, its `tmp/` emptied (what a stopped write left there
     /// was never complete) once no other writer is at work in it.
     pub fn open(root: PathBuf) -> Result<CacheFolder, Error> {
-        let folder = CacheFolder {
-            root,
-            known: Mutex::new(None),
-        };
+        let folder = CacheFolder::at(root);
         private::create_dir_all(&folder.root)?;
         let _writing = folder.writing()?;
         let tmp = folder.tmp();
@@ -244,6 +238,14 @@ impl CacheFolder {
     /// Where `path` (checked by `keys::session_path`) of session `id` is mirrored.
     pub fn file_path(&self, id: &SessionId, path: &str) -> PathBuf {
         self.sessions_dir().join(id.as_str()).join(path)
+    }
+
+    /// The folder at `root`, as it is (nothing made or emptied).
+    fn at(root: PathBuf) -> CacheFolder {
+        CacheFolder {
+            root,
+            known: Mutex::new(None),
+        }
     }
 
     /// Waits for the right to write the mirror ([`Writing`]): another writer's refresh, or its
@@ -446,11 +448,7 @@ pub fn clear(cache_root: &Path, source: Option<&Source>) -> Result<(), Error> {
         if !target.is_dir() {
             continue;
         }
-        let folder = CacheFolder {
-            root: target.clone(),
-            known: Mutex::new(None),
-        };
-        let _writing = folder.writing()?;
+        let _writing = CacheFolder::at(target.clone()).writing()?;
         if let Err(e) = std::fs::remove_dir_all(&target) {
             if e.kind() != std::io::ErrorKind::NotFound {
                 return Err(Error::io_write(&target, e));
@@ -497,15 +495,15 @@ mod tests {
     fn a_saved_limit_is_every_mirrors_and_outlives_clearing_them() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("sources");
-        assert_eq!(saved_limit(&root), None);
+        assert_eq!(limit(&root), crate::bucket::mirror::DEFAULT_MAX_BYTES);
         save_limit(&root, 5 << 20).unwrap();
-        assert_eq!(saved_limit(&root), Some(5 << 20));
+        assert_eq!(limit(&root), 5 << 20);
         let options = crate::bucket::MirrorOptions::new(root.clone());
         assert_eq!(options.max_bytes, 5 << 20);
         CacheFolder::open(root.join("s3-a-1")).unwrap();
         clear(&root, None).unwrap();
         assert!(!root.join("s3-a-1").exists());
-        assert_eq!(saved_limit(&root), Some(5 << 20));
+        assert_eq!(limit(&root), 5 << 20);
     }
 
     #[test]

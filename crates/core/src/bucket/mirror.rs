@@ -63,7 +63,7 @@ pub const MAX_SESSION_OBJECTS: usize = 10_000;
 const CONCURRENT_LISTINGS: usize = 32;
 /// Keys on one page of a listing (S3's).
 const KEYS_A_PAGE: usize = 1_000;
-/// Sessions a first refresh (`Mirror::first_refresh`) fetches and records before it lets readers in.
+/// Sessions a first fill (`Mirror::fill_all`) fetches and records before it lets readers in.
 const FILL_CHUNK: usize = 200;
 /// Bytes planned for one chunk of a first refresh, past which it ends sooner (unless it holds
 /// one session only): a chunk of large sessions does not keep readers out for long either.
@@ -84,10 +84,10 @@ pub struct MirrorOptions {
 
 impl MirrorOptions {
     /// The options of a mirror under `cache_root`: its limit the one saved there
-    /// (`cache::save_limit`), else [`DEFAULT_MAX_BYTES`].
+    /// (`cache::limit`, else [`DEFAULT_MAX_BYTES`]).
     pub fn new(cache_root: PathBuf) -> MirrorOptions {
         MirrorOptions {
-            max_bytes: crate::bucket::cache::saved_limit(&cache_root).unwrap_or(DEFAULT_MAX_BYTES),
+            max_bytes: crate::bucket::cache::limit(&cache_root),
             cache_root,
             timeout: Duration::from_secs(30),
             settle: Duration::from_secs(300),
@@ -260,12 +260,13 @@ impl Mirror {
     /// folders it no longer lists.
     pub fn refresh(&self, now: SystemTime) -> Result<Listing, Error> {
         let _one_at_a_time = self.refreshing.lock().unwrap_or_else(|p| p.into_inner());
-        if !self.lock()?.filled {
-            return self.first_refresh(now);
+        let mut manifest = self.lock()?;
+        if !manifest.filled {
+            drop(manifest);
+            return self.fill_all(now);
         }
         let before = self.fetched_bytes();
         let mut listing = Listing::default();
-        let mut manifest = self.lock()?;
         let found = self.list(&manifest, &mut listing.refused)?;
         let newest_of = |id: &SessionId, found: &Found| match found {
             Found::Complete => manifest.sessions.get(id).and_then(|m| m.newest.clone()),
@@ -346,7 +347,7 @@ impl Mirror {
     /// it is; one it holds that the prefix no longer does is dropped at the end, when the
     /// manifest is marked filled. A fill cut short (an error, [`stop`](Self::stop)) leaves its
     /// finished chunks, and the next refresh fills on.
-    fn first_refresh(&self, now: SystemTime) -> Result<Listing, Error> {
+    fn fill_all(&self, now: SystemTime) -> Result<Listing, Error> {
         let before = self.fetched_bytes();
         let mut listing = Listing::default();
         let found = self.group(self.remote.list_all()?, &mut listing.refused);
@@ -721,7 +722,6 @@ pub(super) fn first_range(path: &str, size: u64) -> std::ops::Range<u64> {
     }
 }
 
-/// What fetching `objects` anew would store.
 /// How many of the next sessions (their planned bytes `costs`, in order) make a chunk of a first
 /// refresh: at most [`FILL_CHUNK`], and past [`FILL_CHUNK_BYTES`] no more than one session.
 fn chunk_len(costs: &[u64]) -> usize {
@@ -735,6 +735,7 @@ fn chunk_len(costs: &[u64]) -> usize {
     costs.len().min(FILL_CHUNK)
 }
 
+/// What fetching `objects` anew would store.
 fn planned_bytes(objects: &SessionObjects) -> u64 {
     objects
         .iter()

@@ -481,13 +481,7 @@ pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
             folder
         }
     };
-    // A new file of a name nobody can plant a link at in advance, never opened through a link.
-    let temporary = folder.join(format!(".studio.toml.{}.tmp", uuid::Uuid::now_v7().simple()));
-    crate::sessions::private::create_new_file(&temporary, text.as_bytes())?;
-    std::fs::rename(&temporary, &path).map_err(|e| {
-        let _ = std::fs::remove_file(&temporary);
-        Error::io_write(&path, e)
-    })
+    crate::sessions::private::replace_file(&folder.join("studio.toml"), text.as_bytes())
 }
 
 /// Adds `agent` to `.zibby/studio.toml`, or replaces the one named `previous_name`, and returns

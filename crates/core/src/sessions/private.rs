@@ -52,6 +52,20 @@ pub fn create_new_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     create_new(path)?.write_all(bytes).map_err(|e| Error::io_write(path, e))
 }
 
+/// Replaces `target` with a file (0600) holding `bytes`: written as a new file of a name nobody
+/// can plant a link at in advance (`.NAME.UUID.tmp` beside it, never opened through a link), then
+/// renamed over `target` (which replaces a link itself, not what it points to). A reader sees the
+/// old file or the new one, never part of one.
+pub fn replace_file(target: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let name = target.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let temporary = target.with_file_name(format!(".{name}.{}.tmp", uuid::Uuid::now_v7().simple()));
+    create_new_file(&temporary, bytes)?;
+    std::fs::rename(&temporary, target).map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        Error::io_write(target, e)
+    })
+}
+
 /// A new file (0600) to write, open; fails if anything (a symbolic link too) is there.
 pub fn create_new(path: &Path) -> Result<std::fs::File, Error> {
     std::fs::OpenOptions::new()
