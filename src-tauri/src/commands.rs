@@ -143,7 +143,7 @@ ipc_commands! {
     /// Open Cloud Workspace form, else the default.
     #[tauri::command]
     pub fn cloud_cache_limit() -> Result<String, CommandError> {
-        use studio_core::bucket::{cache, mirror::DEFAULT_MAX_BYTES};
+        use studio_core::bucket::cache::{self, DEFAULT_MAX_BYTES};
         let limit = cache::default_cache_root().map_or(DEFAULT_MAX_BYTES, |root| cache::limit(&root));
         Ok(studio_args::format_size(limit))
     }

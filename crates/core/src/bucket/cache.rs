@@ -37,6 +37,9 @@ pub fn default_cache_root() -> Option<PathBuf> {
         .map(|cache| cache.join("zibby-studio").join("sources"))
 }
 
+/// The cache's bound by default (`MirrorOptions::max_bytes`).
+pub const DEFAULT_MAX_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
 /// The cache's settings (`settings.json` in its root), kept across mirrors and runs.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Settings {
@@ -49,13 +52,13 @@ fn settings_path(cache_root: &Path) -> PathBuf {
 }
 
 /// The limit of each source's folder under `cache_root`: the one a user set ([`save_limit`]),
-/// else `mirror::DEFAULT_MAX_BYTES`.
+/// else [`DEFAULT_MAX_BYTES`].
 pub fn limit(cache_root: &Path) -> u64 {
     std::fs::read(settings_path(cache_root))
         .ok()
         .and_then(|bytes| serde_json::from_slice::<Settings>(&bytes).ok())
         .and_then(|settings| settings.max_bytes)
-        .unwrap_or(crate::bucket::mirror::DEFAULT_MAX_BYTES)
+        .unwrap_or(DEFAULT_MAX_BYTES)
 }
 
 /// Keeps `max_bytes` as the limit of each source's folder ([`limit`]): what mirrors opened
@@ -495,7 +498,7 @@ mod tests {
     fn a_saved_limit_is_every_mirrors_and_outlives_clearing_them() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("sources");
-        assert_eq!(limit(&root), crate::bucket::mirror::DEFAULT_MAX_BYTES);
+        assert_eq!(limit(&root), DEFAULT_MAX_BYTES);
         save_limit(&root, 5 << 20).unwrap();
         assert_eq!(limit(&root), 5 << 20);
         let options = crate::bucket::MirrorOptions::new(root.clone());

@@ -54,8 +54,6 @@ pub const SMALL_FILE_BYTES: u64 = 1024 * 1024;
 pub const TAIL_BYTES: u64 = 1024 * 1024;
 // The core reads a raw stream, when listing, from its end only: never past the tail fetched.
 const _: () = assert!(RAW_TAIL_BYTES <= TAIL_BYTES && TAIL_BYTES <= SMALL_FILE_BYTES);
-/// The cache's bound by default (`MirrorOptions::max_bytes`).
-pub const DEFAULT_MAX_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 /// Most objects one session may hold: past it the session is refused, naming it.
 pub const MAX_SESSION_OBJECTS: usize = 10_000;
 /// Sessions listed inside at once, by one request each, when that is fewer rounds than listing
@@ -84,7 +82,7 @@ pub struct MirrorOptions {
 
 impl MirrorOptions {
     /// The options of a mirror under `cache_root`: its limit the one saved there
-    /// (`cache::limit`, else [`DEFAULT_MAX_BYTES`]).
+    /// (`cache::limit`, else `cache::DEFAULT_MAX_BYTES`).
     pub fn new(cache_root: PathBuf) -> MirrorOptions {
         MirrorOptions {
             max_bytes: crate::bucket::cache::limit(&cache_root),
