@@ -51,6 +51,42 @@ fn dropping_a_connection_ends_its_master() {
 }
 
 #[test]
+fn opening_a_connection_sweeps_what_studios_that_are_gone_left_in_the_socket_folder() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let client = Client::new(sshd.ssh_config());
+    let dir = client.options.runtime_dir.clone().unwrap();
+    // Above any pid_max (2^22): a process that cannot exist.
+    let gone = 4_194_305;
+    let file = |name: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, "Connection to 127.0.0.1 closed by remote host.\n").unwrap();
+        path
+    };
+    let gone_log = file(&format!("{gone}-0.log"));
+    let stale_socket = dir.join(format!("{gone}-1.sock"));
+    drop(std::os::unix::net::UnixListener::bind(&stale_socket).unwrap());
+    let answering_socket = dir.join(format!("{gone}-2.sock"));
+    let _answering = std::os::unix::net::UnixListener::bind(&answering_socket).unwrap();
+    let living_log = file(&format!("{}-900.log", std::process::id()));
+    let others = [
+        file("notes.txt"),
+        file(&format!("{gone}-x.log")),
+        file(&format!("{gone}-3.txt")),
+    ];
+
+    let connection = Connection::open(&target(&sshd, &workspace), &client.options).unwrap();
+    assert!(!gone_log.exists(), "the log of a studio that is gone is left");
+    assert!(!stale_socket.exists(), "a socket no master answers is left");
+    assert!(answering_socket.exists(), "a socket still answered was removed");
+    assert!(living_log.exists(), "the log of a living process was removed");
+    for other in &others {
+        assert!(other.exists(), "{} is not the studio's, yet removed", other.display());
+    }
+    connection.close().unwrap();
+}
+
+#[test]
 fn a_workspace_in_the_remote_home_is_found_there() {
     let sshd = Sshd::start();
     let workspace = remote_workspace(&sshd, "in-home");

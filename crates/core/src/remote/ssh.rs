@@ -2,7 +2,8 @@
 //! (aliases, ProxyJump, IdentityFile, certificates), agent and known_hosts work as in a terminal.
 //!
 //! [`Connection::open`] starts one ControlMaster for the host (its socket in a private 0700
-//! folder, [`runtime_dir`]), with keep-alives (`ServerAliveInterval` × `ServerAliveCountMax`, 15 s
+//! folder, [`runtime_dir`], where each open first removes the logs and dead sockets of studios
+//! that were killed before they closed their links), with keep-alives (`ServerAliveInterval` × `ServerAliveCountMax`, 15 s
 //! × 3 by default: a dead link is noticed within 45 s, and at once when the socket closes) and a
 //! `ConnectTimeout`. Host keys are checked strictly: a config that says
 //! `StrictHostKeyChecking no` or `accept-new` is overridden (to `ask` with an askpass program, to

@@ -68,6 +68,7 @@ impl Connection {
             Some(dir) => private_dir(dir)?,
             None => runtime_dir()?,
         };
+        sweep_leftovers(&dir);
         let name = unique_name();
         let control_path = dir.join(format!("{name}.sock"));
         let log_path = dir.join(format!("{name}.log"));
@@ -463,6 +464,41 @@ fn private_dir(dir: &Path) -> Result<PathBuf, SshError> {
 }
 
 /// A short name for a connection's files, unique in this process and among processes.
+/// Removes from `dir` what studios that are gone left there (killed before they closed their
+/// links): the logs named `<pid>-<n>.log` ([`unique_name`]) whose process is gone, and such
+/// processes' control sockets that no master answers any more. Anything else is left alone,
+/// and so is a file whose process id is taken again by another process (it goes with that one).
+fn sweep_leftovers(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some((pid, kind)) = leftover_of(&path) else {
+            continue;
+        };
+        if crate::vocabulary::process::process_alive(pid) {
+            continue;
+        }
+        let stale = match kind {
+            "log" => true,
+            _ => std::os::unix::net::UnixStream::connect(&path).is_err(),
+        };
+        if stale {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// The process id and kind (`log`, `sock`) of a file named as [`unique_name`] names them.
+fn leftover_of(path: &Path) -> Option<(u32, &str)> {
+    let name = path.file_name()?.to_str()?;
+    let (stem, kind) = name.rsplit_once('.')?;
+    let (pid, n) = stem.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (matches!(kind, "log" | "sock") && digits(pid) && digits(n)).then_some((pid.parse().ok()?, kind))
+}
+
 fn unique_name() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
