@@ -290,6 +290,49 @@ fn thousands_of_sessions_are_listed_across_pages() {
     assert_eq!(listing.sessions.len(), 1_500, "more than one page of 1,000 keys");
 }
 
+/// A warm refresh's ranges end on a split, each the size of a page (2,000 ids: two ranges of
+/// 1,000): each is one request, the range's last name ending it, not a second page asked to find
+/// a name past it.
+#[test]
+fn a_warm_refresh_asks_one_page_a_range_when_its_ranges_are_pages() {
+    let fixture = Fixture::new();
+    let info = |id: &str| json!([format!("paged/{id}/.session-info.json"), "{}"]);
+    let ids: Vec<String> = (0..2_000).map(|n| format!("1795952{n:06}_s")).collect();
+    fixture.moto.upload(
+        BUCKET,
+        true,
+        json!([{"bulk": ids.iter().map(|id| info(id)).collect::<Vec<_>>()}]),
+    );
+    let mut options = fixture.options();
+    options.settle = Duration::ZERO; // each session complete: the warm refresh lists no session inside
+    let mirror = Mirror::open(&fixture.source("paged"), options).unwrap();
+    assert_eq!(mirror.refresh(SystemTime::now()).unwrap().sessions.len(), 2_000);
+    let folder_listings = || {
+        fixture
+            .moto
+            .log()
+            .lines()
+            .filter(|line| line.contains("list-type=2") && line.contains("delimiter="))
+            .count()
+    };
+    let before = folder_listings();
+    let warm = mirror.refresh(SystemTime::now()).unwrap();
+    assert_eq!(self::ids(&warm), ids);
+    assert!(!warm.changed);
+    assert_eq!(
+        folder_listings() - before,
+        2,
+        "one request a range:\n{}",
+        fixture
+            .moto
+            .log()
+            .lines()
+            .filter(|l| l.contains("delimiter="))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
 /// More sessions than a page: a warm refresh asks the pages of the prefix's folders at once,
 /// each starting after one of the previous listing's ids (`start-after`), and finds the sessions
 /// added anywhere: before the first id, just before and just after a split, past the last.

@@ -157,6 +157,12 @@ impl Remote {
                 return Err(self.too_many(""));
             }
             names.push(name.to_owned());
+            // The range's last name: the next range starts after it. Stopping here, not at the
+            // first name past it, saves asking for a page when the range ends a page (as it does
+            // when the splits are every thousandth name of the previous listing).
+            if until.is_some_and(|until| path == until.as_str()) {
+                break;
+            }
         }
         Ok(names)
     }
