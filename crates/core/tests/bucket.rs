@@ -945,6 +945,54 @@ fn a_first_fill_cut_short_opens_again_on_the_ids_beside_what_it_fetched() {
     fixture.moto.resume();
 }
 
+/// Closed during its first fill, a cloud workspace stops it (`Mirror::stop`) once the chunk
+/// under way is in place: the poller ends without a status, the mirror holds whole sessions of
+/// that chunk alone (200 of 250), and the next open fills on from them.
+#[test]
+fn a_cloud_workspace_closed_during_its_first_fill_stops_after_the_chunk_under_way() {
+    let fixture = Fixture::new();
+    let ids: Vec<String> = (0..250).map(|n| format!("1795952{n:06}_s")).collect();
+    let objects: Vec<_> = ids
+        .iter()
+        .flat_map(|id| {
+            [
+                json!([format!("closed/{id}/.session-info.json"), "{}"]),
+                json!([format!("closed/{id}/.upload-complete"), ""]),
+            ]
+        })
+        .collect();
+    fixture.moto.upload(BUCKET, true, json!([{"bulk": objects}]));
+    let (source, options) = (fixture.source("closed"), fixture.options());
+    let (cloud, statuses) = open_cloud(&source, options.clone()).unwrap();
+    let root = cloud.workspace_root();
+    let sessions_dir = root.join(".zibby/output/sessions");
+    let folders = || std::fs::read_dir(&sessions_dir).map_or(0, |dir| dir.count());
+    cloud.listed();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while folders() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first fill fetched nothing in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(cloud);
+    match statuses.recv_timeout(Duration::from_secs(60)) {
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {}
+        other => panic!("the poller goes on after the close, or tells a status: {other:?}"),
+    }
+    let held = listed_ids(&root);
+    assert_eq!(held.len(), 200, "one chunk of sessions, whole");
+    assert_eq!(folders(), 200, "nothing but that chunk's folders");
+    // Newest first: the chunk is the 200 highest ids.
+    assert_eq!(held, ids[50..]);
+
+    let (cloud, statuses) = open_cloud(&source, options).unwrap();
+    cloud.listed();
+    filled(&statuses);
+    assert_eq!(listed_ids(&root), ids, "the next open fills on");
+}
+
 /// Two writers of one source's mirror (the window and `zstudio --source` on one bucket; here two
 /// mirrors in one process, opened before either fetched anything): what one fetched the other
 /// takes as fetched, neither fetching it again nor removing it.
