@@ -5,7 +5,9 @@
 //!   `CloudWorkspace::open` (the prefix's ids listed) and `Studio::sessions` (a row for each id,
 //!   being fetched) until the rows are in hand, against `Workspace::list_sessions` of the local
 //!   folders read afresh (target: within 3x); then until its first check has fetched every
-//!   session's small files and the mirror is listed (the details complete);
+//!   session's small files and the mirror is listed (the details complete); beside them, the
+//!   same pages of ids through the studio's client alone, and through a bare HTTP client (what
+//!   the server takes for them, whoever asks);
 //! - a warm re-listing (nothing changed: list the prefix, fetch nothing, list the mirror) against
 //!   the same local listing again (target: within 1.2x);
 //! - a warm reopen, as the window opens a bucket it opened before: `CloudWorkspace::open` on the
@@ -62,11 +64,14 @@ fn main() {
     let source = Source::parse("s3://bench/runs").unwrap();
     let options = MirrorOptions::new(cache.path().to_owned());
     // The prefix's folders alone, with a fresh client: what the rows wait for in the bucket.
-    let (ids_only, ids) = best_of(1, || {
+    let (ids_only, ids) = best_of(3, || {
         let remote = Remote::connect(&source, options.timeout).unwrap();
         remote.list_folders(&[]).unwrap().len()
     });
     assert_eq!(ids, count);
+    // The same pages through a bare HTTP client: what the server takes for them, whoever asks.
+    let (pages_alone, listed) = best_of(3, || server_pages_alone(&moto.endpoint(), "bench", "runs/"));
+    assert_eq!(listed, count);
     // As the window opens a bucket it never opened: the rows (ids alone) first, then the check.
     let (told, statuses) = std::sync::mpsc::channel::<CloudStatus>();
     let on_status = Box::new(move |status| drop(told.send(status)));
@@ -191,10 +196,57 @@ fn main() {
         ids_only.as_secs_f64() / local_fresh.as_secs_f64()
     );
     println!(
+        "  the server's pages alone (the same delimiter listing, {} requests by a bare HTTP client, unsigned): {:.1} ms ({:.2}x the local read afresh)",
+        count.div_ceil(1000),
+        ms(pages_alone),
+        pages_alone.as_secs_f64() / local_fresh.as_secs_f64()
+    );
+    println!(
         "of the details, the first check after the rows (the bucket's requests, the mirror's writes) {:.1} ms",
         ms(first_refresh)
     );
     big_output_tail(&moto, big_mib);
+}
+
+/// The folder names under `prefix` of `bucket` (its common prefixes), page after page as
+/// ListObjectsV2 gives them, asked by the plainest client there is: one HTTP/1.0 request a page on
+/// its own connection, the answer's names counted and its continuation token read with string
+/// search. What listing the ids costs on the server's side, whatever the client.
+fn server_pages_alone(endpoint: &str, bucket: &str, prefix: &str) -> usize {
+    use std::io::{Read, Write};
+    let address = endpoint.trim_start_matches("http://");
+    let between = |text: &str, open: &str, close: &str| {
+        let start = text.find(open)? + open.len();
+        Some(text[start..start + text[start..].find(close)?].to_owned())
+    };
+    let encode = |text: &str| {
+        text.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    let (mut names, mut token) = (0, None::<String>);
+    loop {
+        let mut query = format!("list-type=2&delimiter=%2F&prefix={}", encode(prefix));
+        if let Some(token) = &token {
+            query.push_str(&format!("&continuation-token={}", encode(token)));
+        }
+        let mut stream = std::net::TcpStream::connect(address).unwrap();
+        write!(stream, "GET /{bucket}?{query} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.") && answer[9..].starts_with("200"),
+            "{answer}"
+        );
+        names += answer.matches("<CommonPrefixes>").count();
+        token = between(&answer, "<NextContinuationToken>", "</NextContinuationToken>");
+        if token.is_none() {
+            return names;
+        }
+    }
 }
 
 /// The process's peak resident memory so far (`VmHWM` of `/proc/self/status`), in MiB.
