@@ -290,23 +290,30 @@ fn thousands_of_sessions_are_listed_across_pages() {
     assert_eq!(listing.sessions.len(), 1_500, "more than one page of 1,000 keys");
 }
 
+/// `count` generated ids in order, each uploaded under `prefix` as a session of one file, and a
+/// mirror of them filled (`settle` zero: each session complete, so that a warm refresh lists no
+/// session inside).
+fn filled_mirror_of_generated(fixture: &Fixture, prefix: &str, count: usize) -> (Mirror, Vec<String>) {
+    let ids: Vec<String> = (0..count).map(|n| format!("1795952{n:06}_s")).collect();
+    let infos: Vec<_> = ids
+        .iter()
+        .map(|id| json!([format!("{prefix}/{id}/.session-info.json"), "{}"]))
+        .collect();
+    fixture.moto.upload(BUCKET, true, json!([{"bulk": infos}]));
+    let mut options = fixture.options();
+    options.settle = Duration::ZERO;
+    let mirror = Mirror::open(&fixture.source(prefix), options).unwrap();
+    assert_eq!(mirror.refresh(SystemTime::now()).unwrap().sessions.len(), count);
+    (mirror, ids)
+}
+
 /// A warm refresh's ranges end on a split, each the size of a page (2,000 ids: two ranges of
 /// 1,000): each is one request, the range's last name ending it, not a second page asked to find
 /// a name past it.
 #[test]
 fn a_warm_refresh_asks_one_page_a_range_when_its_ranges_are_pages() {
     let fixture = Fixture::new();
-    let info = |id: &str| json!([format!("paged/{id}/.session-info.json"), "{}"]);
-    let ids: Vec<String> = (0..2_000).map(|n| format!("1795952{n:06}_s")).collect();
-    fixture.moto.upload(
-        BUCKET,
-        true,
-        json!([{"bulk": ids.iter().map(|id| info(id)).collect::<Vec<_>>()}]),
-    );
-    let mut options = fixture.options();
-    options.settle = Duration::ZERO; // each session complete: the warm refresh lists no session inside
-    let mirror = Mirror::open(&fixture.source("paged"), options).unwrap();
-    assert_eq!(mirror.refresh(SystemTime::now()).unwrap().sessions.len(), 2_000);
+    let (mirror, ids) = filled_mirror_of_generated(&fixture, "paged", 2_000);
     let folder_listings = || {
         fixture
             .moto
@@ -339,17 +346,8 @@ fn a_warm_refresh_asks_one_page_a_range_when_its_ranges_are_pages() {
 #[test]
 fn a_warm_refresh_asks_the_pages_at_once_and_finds_sessions_added_between_them() {
     let fixture = Fixture::new();
+    let (mirror, ids) = filled_mirror_of_generated(&fixture, "many", 2_100);
     let info = |id: &str| json!([format!("many/{id}/.session-info.json"), "{}"]);
-    let ids: Vec<String> = (0..2_100).map(|n| format!("1795952{n:06}_s")).collect();
-    fixture.moto.upload(
-        BUCKET,
-        true,
-        json!([{"bulk": ids.iter().map(|id| info(id)).collect::<Vec<_>>()}]),
-    );
-    let mut options = fixture.options();
-    options.settle = Duration::ZERO; // each session complete: the warm refresh lists no session inside
-    let mirror = Mirror::open(&fixture.source("many"), options).unwrap();
-    assert_eq!(mirror.refresh(SystemTime::now()).unwrap().sessions.len(), 2_100);
     // 2,100 ids: three ranges of 700, cut after the 700th and the 1,400th (`…000699_s`, `…001399_s`).
     let added = [
         "1795951999999_s",   // before the first
