@@ -219,20 +219,17 @@ fn server_pages_alone(endpoint: &str, bucket: &str, prefix: &str) -> usize {
         let start = text.find(open)? + open.len();
         Some(text[start..start + text[start..].find(close)?].to_owned())
     };
-    let encode = |text: &str| {
-        text.bytes()
-            .map(|b| match b {
-                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-                _ => format!("%{b:02X}"),
-            })
-            .collect::<String>()
-    };
     let (mut names, mut token) = (0, None::<String>);
     loop {
-        let mut query = format!("list-type=2&delimiter=%2F&prefix={}", encode(prefix));
+        let mut query = form_urlencoded::Serializer::new(String::new());
+        query
+            .append_pair("list-type", "2")
+            .append_pair("delimiter", "/")
+            .append_pair("prefix", prefix);
         if let Some(token) = &token {
-            query.push_str(&format!("&continuation-token={}", encode(token)));
+            query.append_pair("continuation-token", token);
         }
+        let query = query.finish();
         let mut stream = std::net::TcpStream::connect(address).unwrap();
         write!(stream, "GET /{bucket}?{query} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
         let mut answer = String::new();

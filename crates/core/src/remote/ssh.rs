@@ -3,9 +3,9 @@
 //!
 //! [`Connection::open`] starts one ControlMaster for the host (its socket in a private 0700
 //! folder, [`runtime_dir`], where each open first removes the logs and dead sockets of studios
-//! that were killed before they closed their links), with keep-alives (`ServerAliveInterval` × `ServerAliveCountMax`, 15 s
-//! × 3 by default: a dead link is noticed within 45 s, and at once when the socket closes) and a
-//! `ConnectTimeout`. Host keys are checked strictly: a config that says
+//! that were killed before they closed their links), with keep-alives (`ServerAliveInterval` ×
+//! `ServerAliveCountMax`, 15 s × 3 by default: a dead link is noticed within 45 s, and at once
+//! when the socket closes) and a `ConnectTimeout`. Host keys are checked strictly: a config that says
 //! `StrictHostKeyChecking no` or `accept-new` is overridden (to `ask` with an askpass program, to
 //! `yes` without). ssh runs in a process group of its own, so a Ctrl-C meant for the studio never
 //! reaches it; its prompts (a key's passphrase, an unknown host key) go through `SSH_ASKPASS` with

@@ -463,7 +463,6 @@ fn private_dir(dir: &Path) -> Result<PathBuf, SshError> {
     }
 }
 
-/// A short name for a connection's files, unique in this process and among processes.
 /// Removes from `dir` what studios that are gone left there (killed before they closed their
 /// links): the logs named `<pid>-<n>.log` ([`unique_name`]) whose process is gone, and such
 /// processes' control sockets that no master answers any more. Anything else is left alone,
@@ -480,10 +479,8 @@ fn sweep_leftovers(dir: &Path) {
         if crate::vocabulary::process::process_alive(pid) {
             continue;
         }
-        let stale = match kind {
-            "log" => true,
-            _ => std::os::unix::net::UnixStream::connect(&path).is_err(),
-        };
+        // A socket is a master's still when one answers on it (its studio killed, it lives on).
+        let stale = kind == "log" || std::os::unix::net::UnixStream::connect(&path).is_err();
         if stale {
             let _ = std::fs::remove_file(&path);
         }
@@ -499,6 +496,7 @@ fn leftover_of(path: &Path) -> Option<(u32, &str)> {
     (matches!(kind, "log" | "sock") && digits(pid) && digits(n)).then_some((pid.parse().ok()?, kind))
 }
 
+/// A short name for a connection's files, unique in this process and among processes.
 fn unique_name() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
