@@ -4,8 +4,10 @@
 //! - [`StoreArgs`]: `--db PATH | --memory`, where the studio's store is. `zstudio` takes them as
 //!   global options of every command; the app as its own.
 //! - [`desktop`]: the app's whole command line, `zibby-studio [--db PATH | --memory] [WORKSPACE]`.
+//! - [`target`]: a workspace's root told apart: a folder here, on another machine, a bucket.
 
 pub mod desktop;
+pub mod target;
 
 use std::path::PathBuf;
 
