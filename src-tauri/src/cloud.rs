@@ -1,15 +1,15 @@
 //! Cloud workspaces in the window: a bucket prefix (`s3://bucket/prefix`) opened from the menu's
-//! form, the command line or Open Recent, read-only, through the core's
+//! form, the command line or Open Recent (`desktop::open_target`), read-only, through the core's
 //! `app::cloud::CloudWorkspace` (its mirror's folder opened as the workspace, kept current by a
 //! poller, which the window's focus wakes). A change of its status (a refresh failed, or works
 //! again) reaches the window as [`CLOUD_STATUS`]; a cloud session is copied into a local
 //! workspace by [`import_session`].
 
 use studio_core::app::cloud::{CloudImported, CloudWorkspace};
+use studio_core::app::operations::WorkspaceInfo;
 use studio_core::bucket::{cache, MirrorOptions, Source};
 use tauri::{AppHandle, Emitter, Manager};
 
-use crate::commands::WorkspaceInfo;
 use crate::{CommandError, Studio};
 
 /// The Tauri event the menu's "Open Cloud Workspace…" asks the window to show its form with.
@@ -19,9 +19,6 @@ pub const CLOUD_OPEN_REQUESTED: &str = "cloud-open-requested";
 /// the first refresh of a warm open is done (`checking` false), a refresh failed (`error` says
 /// why, naming the source), or one worked again (`error` null).
 pub const CLOUD_STATUS: &str = "cloud-status";
-
-/// Whether a recent workspace (or a launch's) is a bucket prefix.
-pub use studio_args::desktop::is_cloud;
 
 /// What the Open Cloud Workspace form asks of the cache as it opens a bucket: a new limit for
 /// every source's folder (kept: `cache::save_limit`, as a size such as `500M` or `2G`), and this
@@ -82,23 +79,8 @@ pub fn open_cloud(
     let studio = app.state::<Studio>();
     let workspace = studio.open_cloud(cloud)?;
     let info = WorkspaceInfo::from(&workspace);
-    if let Err(error) = app.emit(crate::desktop::WORKSPACE_CHANGED, &info) {
-        tracing::warn!(%error, "cannot tell the window of the workspace switch");
-    }
-    if let Err(error) = crate::desktop::install_menu(app) {
-        tracing::warn!(%error, "cannot update the menu");
-    }
-    crate::desktop::set_title(app, &format!("{source} (read-only)"));
+    crate::window::show_workspace(app, Some(&info), &format!("{source} (read-only)"));
     Ok(info)
-}
-
-/// Opens `url` on a thread of its own (the command line, Open Recent); a failure is said in the
-/// system's dialog, naming the source.
-/// Once it is open, the window shows session `then_show` of it (`--session`, `zstudio open`).
-pub fn open_cloud_in_background(app: &AppHandle, url: String, then_show: Option<String>) {
-    crate::desktop::open_in_background(app, "cloud", then_show, move |app| {
-        open_cloud(app, &url, None, None, CacheChoice::default())
-    });
 }
 
 /// The window gained focus: the open cloud workspace is refreshed now.
@@ -114,7 +96,7 @@ pub fn import_session(app: &AppHandle, session_id: &str) -> Result<Option<CloudI
     let studio = app.state::<Studio>();
     let local = match studio.last_local_workspace()? {
         Some(local) => local,
-        None => match crate::desktop::pick_folder(app) {
+        None => match crate::window::pick_folder(app) {
             Some(path) => studio_core::Workspace::open(&path)?,
             None => return Ok(None),
         },

@@ -31,14 +31,14 @@ use studio_core::store::{LogLine, Message, OutputFind, OutputPage, RunRecord, Se
 use studio_core::{Session, SessionId};
 use tauri::{AppHandle, State};
 
-pub use studio_core::app::cloud::{CloudImported, CloudStatus};
-pub use studio_core::app::elsewhere::RemoteStatus;
-pub use studio_core::app::operations::WorkspaceInfo;
+use studio_core::app::cloud::{CloudImported, CloudStatus};
+use studio_core::app::elsewhere::RemoteStatus;
+use studio_core::app::operations::WorkspaceInfo;
 
 use crate::{CommandError, Studio};
 
 /// Defines the IPC commands as written, and from their signatures [`invoke_handler`] and (for
-/// `ipc_types`) `signatures`: each command's name, arguments (its parameters but the ones Tauri
+/// `ipc_types`, as `ipc_signature`'s) `signatures`: each command's name, arguments (its parameters but the ones Tauri
 /// fills in itself, `State` and `AppHandle`) and result.
 macro_rules! ipc_commands {
     (@result) => { () };
@@ -66,13 +66,13 @@ macro_rules! ipc_commands {
 
         /// Each command's name, arguments and result, in TypeScript (`ui/src/generated/ipc.ts`).
         #[cfg(test)]
-        pub(crate) fn signatures(cfg: &ts_rs::Config) -> Vec<crate::ipc_types::Signature> {
-            use crate::ipc_types::{Argument, Returned};
-            vec![$(crate::ipc_types::Signature {
+        pub(crate) fn signatures(cfg: &ts_rs::Config) -> Vec<crate::ipc_signature::Signature> {
+            use crate::ipc_signature::{Argument, Returned};
+            vec![$(crate::ipc_signature::Signature {
                 name: stringify!($name),
                 arguments: {
                     // Typed, so that a command of no parameters is an empty list.
-                    let arguments: Vec<(&str, Option<crate::ipc_types::TsType>)> =
+                    let arguments: Vec<(&str, Option<crate::ipc_signature::TsType>)> =
                         vec![$((stringify!($parameter), <$type as Argument>::ts(cfg))),*];
                     arguments.into_iter().filter_map(|(name, ts)| Some((name, ts?))).collect()
                 },
@@ -170,8 +170,8 @@ ipc_commands! {
     /// Asks for a folder with the system's folder picker and opens it; `None` when cancelled.
     #[tauri::command(async)]
     pub fn workspace_pick(app: AppHandle) -> Result<Option<WorkspaceInfo>, CommandError> {
-        match crate::pick_folder(&app) {
-            Some(path) => crate::switch_workspace(&app, &path).map(Some),
+        match crate::window::pick_folder(&app) {
+            Some(path) => crate::desktop::switch_workspace(&app, &path).map(Some),
             None => Ok(None),
         }
     }
@@ -220,7 +220,7 @@ ipc_commands! {
     /// "Copy remote path" for one on another machine).
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn session_reveal(studio: State<'_, Studio>, session_id: String) -> Result<(), CommandError> {
-        crate::reveal(&studio.session_folder(&session_id)?)
+        crate::desktop::reveal(&studio.session_folder(&session_id)?)
     }
 
     /// Deletes a session: the store's records of it, and its folder (to the system trash). Refused
@@ -287,7 +287,7 @@ ipc_commands! {
         let remote = studio.remote();
         let host = remote.as_ref().map(|remote| remote.status().host);
         let ask = |shown: &studio_core::launch::ShownLaunch| {
-            crate::desktop::ask_natively(
+            crate::window::ask_natively(
                 &app,
                 crate::consent::TRUST_TITLE,
                 &crate::consent::trust_question(shown, host.as_deref()),
@@ -436,7 +436,7 @@ ipc_commands! {
     #[tauri::command(rename_all = "snake_case")]
     pub fn app_quit(app: AppHandle, studio: State<'_, Studio>, keep_runs: bool) {
         studio.keep_runs_on_exit(keep_runs);
-        crate::quit_now(&app);
+        crate::desktop::quit_now(&app);
     }
 
     /// Export…: the system's save dialog, then the session written there as a bundle; `None` when

@@ -1,11 +1,12 @@
 //! What only the user may decide, and the web page may only ask for: trusting an agent's launch
 //! and opening a folder the studio has not opened before. The shell asks in the system's own
-//! dialog ([`crate::desktop::ask_natively`]), which the page can neither draw nor answer, about
+//! dialog ([`crate::window::ask_natively`]), which the page can neither draw nor answer, about
 //! what the shell works out itself: a page that sends a digest or a path asserts nothing.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use studio_args::target::WorkspaceTarget;
 use studio_core::app::elsewhere::Elsewhere;
 use studio_core::launch::ShownLaunch;
 use studio_core::remote::protocol::AGENT_TRUST;
@@ -126,10 +127,13 @@ pub fn trust_question(shown: &ShownLaunch, host: Option<&str>) -> String {
 /// Whether `path` is a workspace the studio opened before (one of `recent`, which are canonical;
 /// a bucket URL as it was recorded).
 pub fn is_known_workspace(recent: &[PathBuf], path: &Path) -> bool {
-    if path.to_str().is_some_and(crate::cloud::is_cloud) {
-        return recent.iter().any(|known| known == path);
+    match WorkspaceTarget::parse(path) {
+        WorkspaceTarget::Cloud(_) => recent.iter().any(|known| known == path),
+        // A root on another machine is no folder here: it is asked about, as it was.
+        WorkspaceTarget::Local(_) | WorkspaceTarget::Remote(_) => {
+            std::fs::canonicalize(path).is_ok_and(|path| recent.contains(&path))
+        }
     }
-    std::fs::canonicalize(path).is_ok_and(|path| recent.contains(&path))
 }
 
 #[cfg(test)]

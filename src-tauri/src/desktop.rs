@@ -1,19 +1,21 @@
-//! The desktop around the window: the app menu, quitting with live runs, the folder picker,
-//! switching workspaces, revealing folders, and the app's own log file.
+//! The desktop around the window: quitting with live runs, opening workspaces (a folder here,
+//! one on another machine, a bucket prefix: [`open_target`], [`switch_workspace`]), what the
+//! menu's items do, and revealing folders. The title, the menu itself and the system's dialogs are
+//! `window`'s.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tauri::menu::{AboutMetadataBuilder, Menu, MenuItem, PredefinedMenuItem, Submenu};
+use studio_args::target::WorkspaceTarget;
+use studio_core::app::operations::WorkspaceInfo;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 use tauri_plugin_dialog::DialogExt;
 
-use crate::commands::WorkspaceInfo;
+use crate::window::{
+    ask_natively, pick_folder, IMPORT_SESSION, OPEN_CLOUD, OPEN_REMOTE, OPEN_WORKSPACE, QUIT, RECENT_PREFIX, RELOAD,
+    REVEAL_LOGS, ZOOM_IN, ZOOM_OUT, ZOOM_RESET,
+};
 use crate::{CommandError, Studio};
-
-/// The Tauri event a workspace switch is sent as (menu, second launch, folder picker); its
-/// payload: the new [`WorkspaceInfo`].
-pub const WORKSPACE_CHANGED: &str = "workspace-changed";
 
 /// The Tauri event that asks the window what to do with live runs before quitting; its payload:
 /// [`QuitRequested`]. The window answers with the `app_quit` command.
@@ -62,34 +64,54 @@ pub fn may_quit<R: Runtime>(app: &AppHandle<R>) -> bool {
     asked.is_err()
 }
 
-/// Opens `path` as the workspace and tells the window; the menu's recent list follows.
+/// Opens `path` as the workspace and tells the window; the menu's recent list follows. A root
+/// the studio recorded for a workspace on another machine or a bucket prefix opens that
+/// ([`WorkspaceTarget::parse`]); blocks meanwhile.
 pub fn switch_workspace(app: &AppHandle, path: &Path) -> Result<WorkspaceInfo, CommandError> {
-    if let Some(target) = path.to_str().filter(|root| crate::remote::is_remote(root)) {
-        crate::remote::open_remote(app, target)?;
-        return crate::forward::remote_answer("workspace_get", &[("studio", &app.state::<Studio>())])
-            .unwrap_or_else(|| Err(studio_core::Error::NoWorkspace.into()));
+    match WorkspaceTarget::parse(path) {
+        WorkspaceTarget::Remote(target) => {
+            crate::remote::open_remote(app, &target)?;
+            crate::forward::remote_answer("workspace_get", &[("studio", &app.state::<Studio>())])
+                .unwrap_or_else(|| Err(studio_core::Error::NoWorkspace.into()))
+        }
+        WorkspaceTarget::Cloud(url) => crate::cloud::open_cloud(app, &url, None, None, Default::default()),
+        WorkspaceTarget::Local(path) => {
+            let workspace = app.state::<Studio>().open_workspace(&path)?;
+            let info = WorkspaceInfo::from(&workspace);
+            crate::window::show_workspace(app, Some(&info), &crate::window::folder_name(workspace.root()));
+            Ok(info)
+        }
     }
-    if let Some(url) = path.to_str().filter(|root| crate::cloud::is_cloud(root)) {
-        return crate::cloud::open_cloud(app, url, None, None, Default::default());
+}
+
+/// Opens `target` (the command line, a second launch, Open Recent). A workspace on another
+/// machine or a bucket prefix opens on a thread of its own (connecting, a first listing take a
+/// while): a failure is said in the system's dialog, its message naming the host or source, and
+/// once it is open the window shows session `then_show` of it (`--session`, `zstudio open`). A
+/// folder here opens now, as [`switch_workspace`] opens it (a failure is logged).
+pub fn open_target(app: &AppHandle, target: WorkspaceTarget, then_show: Option<String>) {
+    match target {
+        WorkspaceTarget::Local(path) => match switch_workspace(app, &path) {
+            Ok(_) => {
+                if let Some(session) = then_show {
+                    crate::share::show_session(app, &session);
+                }
+            }
+            Err(error) => tracing::warn!(code = error.code.as_str(), "{}", error.message),
+        },
+        WorkspaceTarget::Remote(target) => open_in_background(app, "remote", then_show, move |app| {
+            crate::remote::open_remote(app, &target)
+        }),
+        WorkspaceTarget::Cloud(url) => open_in_background(app, "cloud", then_show, move |app| {
+            crate::cloud::open_cloud(app, &url, None, None, Default::default())
+        }),
     }
-    let workspace = app.state::<Studio>().open_workspace(path)?;
-    let info = WorkspaceInfo::from(&workspace);
-    match app.emit(WORKSPACE_CHANGED, &info) {
-        Ok(()) => tracing::info!(root = info.root, "the window switches workspace"),
-        Err(error) => tracing::warn!(%error, "cannot tell the window of the workspace switch"),
-    }
-    if let Err(error) = install_menu(app) {
-        tracing::warn!(%error, "cannot update the menu");
-    }
-    show_workspace_in_title(app, &workspace);
-    Ok(info)
 }
 
 /// Opens a workspace that is not a local folder (`what`: "cloud", "remote") with `open` on a
-/// thread of its own (the command line, Open Recent); a failure is said in the system's dialog,
-/// its message naming the source or host. Once it is open, the window shows session `then_show`
-/// of it (`--session`, `zstudio open`).
-pub fn open_in_background<T>(
+/// thread of its own; a failure is said in the system's dialog, its message naming the source or
+/// host. Once it is open, the window shows session `then_show` of it.
+fn open_in_background<T>(
     app: &AppHandle,
     what: &'static str,
     then_show: Option<String>,
@@ -116,22 +138,6 @@ pub fn open_in_background<T>(
     if let Err(error) = spawned {
         tracing::warn!(%error, "cannot open the {what} workspace");
     }
-}
-
-/// Asks the user a yes-or-no question in the system's own dialog (GTK's), which the web page can
-/// neither draw nor answer: `true` only when `ok` was pressed (closing the dialog says no). Blocks
-/// until answered: call it off the main thread.
-pub fn ask_natively<R: Runtime>(app: &AppHandle<R>, title: &str, message: &str, ok: &str) -> bool {
-    use tauri_plugin_dialog::{MessageDialogButtons, MessageDialogKind};
-    app.dialog()
-        .message(message)
-        .title(title)
-        .kind(MessageDialogKind::Warning)
-        .buttons(MessageDialogButtons::OkCancelCustom(
-            ok.to_owned(),
-            "_Cancel".to_owned(),
-        ))
-        .blocking_show()
 }
 
 /// The title of the question before a folder opens as a workspace.
@@ -195,34 +201,6 @@ fn has_render_node() -> bool {
     })
 }
 
-/// The window's title names the workspace: `<folder> - Zibby Studio` (ASCII: it is also the X window name).
-pub fn show_workspace_in_title<R: Runtime>(app: &AppHandle<R>, workspace: &studio_core::Workspace) {
-    set_title(app, &folder_name(workspace.root()));
-}
-
-/// The window's title: `<name> - Zibby Studio`.
-pub fn set_title<R: Runtime>(app: &AppHandle<R>, name: &str) {
-    if let Some(window) = app.get_webview_window("main") {
-        let _ = window.set_title(&format!("{name} - Zibby Studio"));
-    }
-}
-
-fn folder_name(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |name| name.to_string_lossy().into_owned(),
-    )
-}
-
-/// The system's folder picker; `None` when cancelled. Blocks: call it off the main thread.
-pub fn pick_folder<R: Runtime>(app: &AppHandle<R>) -> Option<PathBuf> {
-    app.dialog()
-        .file()
-        .set_title("Open a project folder")
-        .blocking_pick_folder()
-        .and_then(|path| path.into_path().ok())
-}
-
 /// Asks for a folder and opens it, on a thread of its own (menu, first launch).
 pub fn pick_and_switch(app: &AppHandle) {
     let app = app.clone();
@@ -256,123 +234,6 @@ pub fn reveal(folder: &Path) -> Result<(), CommandError> {
         })
 }
 
-/// Where the app writes its log: the platform log folder (`$XDG_DATA_HOME/dev.zibby.studio/logs`,
-/// as Tauri's `app_log_dir`).
-pub fn log_dir() -> Option<PathBuf> {
-    let data_home = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .filter(|path| path.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/share")))?;
-    Some(data_home.join("dev.zibby.studio").join("logs"))
-}
-
-/// Makes the log folder private, before any file is written there: the folder `0700` (made so,
-/// or changed to it), the files already there `0600`. A log holds paths, session ids and errors;
-/// new files the appender makes later sit in the private folder.
-pub fn make_log_dir_private(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    for entry in std::fs::read_dir(dir)?.flatten() {
-        if entry.file_type().is_ok_and(|kind| kind.is_file()) {
-            std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o600))?;
-        }
-    }
-    Ok(())
-}
-
-/// Menu item ids.
-const OPEN_WORKSPACE: &str = "open-workspace";
-const OPEN_REMOTE: &str = "open-remote";
-const OPEN_CLOUD: &str = "open-cloud";
-const RECENT_PREFIX: &str = "recent:";
-const REVEAL_LOGS: &str = "reveal-logs";
-const IMPORT_SESSION: &str = "import-session";
-const QUIT: &str = "quit";
-const RELOAD: &str = "reload";
-const ZOOM_IN: &str = "zoom-in";
-const ZOOM_OUT: &str = "zoom-out";
-const ZOOM_RESET: &str = "zoom-reset";
-
-/// The app menu: File (open workspace, recent workspaces, reveal the log folder, quit), View
-/// (reload, zoom), Help (about: version, store and log folder).
-pub fn install_menu(app: &AppHandle) -> tauri::Result<()> {
-    let studio = app.state::<Studio>();
-    let recent = studio.recent_workspaces().unwrap_or_default();
-    let recent_items = recent
-        .iter()
-        .enumerate()
-        .map(|(index, root)| {
-            MenuItem::with_id(
-                app,
-                format!("{RECENT_PREFIX}{index}"),
-                root.display().to_string(),
-                true,
-                None::<&str>,
-            )
-        })
-        .collect::<tauri::Result<Vec<_>>>()?;
-    let recent_refs: Vec<&dyn tauri::menu::IsMenuItem<tauri::Wry>> =
-        recent_items.iter().map(|item| item as _).collect();
-    let recent_menu = Submenu::with_items(app, "Open Recent", !recent_refs.is_empty(), &recent_refs)?;
-
-    let store = studio
-        .store()
-        .map(|store| store.location().describe())
-        .unwrap_or_else(|error| error.to_string());
-    let logs = log_dir().map_or_else(|| "none".to_owned(), |dir| dir.display().to_string());
-    let about = AboutMetadataBuilder::new()
-        .name(Some("Zibby Studio"))
-        .version(Some(env!("CARGO_PKG_VERSION")))
-        .comments(Some(format!(
-            "Watch, start and stop Zibby agent runs.\nStore: {store}\nLogs: {logs}"
-        )))
-        .license(Some("MIT"))
-        .build();
-
-    let file = Submenu::with_items(
-        app,
-        "File",
-        true,
-        &[
-            &MenuItem::with_id(app, OPEN_WORKSPACE, "Open Workspace…", true, Some("CmdOrCtrl+O"))?,
-            &MenuItem::with_id(app, OPEN_REMOTE, "Open Remote Workspace…", true, None::<&str>)?,
-            &MenuItem::with_id(app, OPEN_CLOUD, "Open Cloud Workspace…", true, None::<&str>)?,
-            &recent_menu,
-            &PredefinedMenuItem::separator(app)?,
-            &MenuItem::with_id(app, IMPORT_SESSION, "Import Session…", true, Some("CmdOrCtrl+I"))?,
-            &PredefinedMenuItem::separator(app)?,
-            &MenuItem::with_id(app, REVEAL_LOGS, "Reveal Log Folder", true, None::<&str>)?,
-            &PredefinedMenuItem::separator(app)?,
-            &MenuItem::with_id(app, QUIT, "Quit", true, Some("CmdOrCtrl+Q"))?,
-        ],
-    )?;
-    let view = Submenu::with_items(
-        app,
-        "View",
-        true,
-        &[
-            &MenuItem::with_id(app, RELOAD, "Reload", true, Some("CmdOrCtrl+R"))?,
-            &PredefinedMenuItem::separator(app)?,
-            &MenuItem::with_id(app, ZOOM_IN, "Zoom In", true, Some("CmdOrCtrl+="))?,
-            &MenuItem::with_id(app, ZOOM_OUT, "Zoom Out", true, Some("CmdOrCtrl+-"))?,
-            &MenuItem::with_id(app, ZOOM_RESET, "Actual Size", true, Some("CmdOrCtrl+0"))?,
-        ],
-    )?;
-    let help = Submenu::with_items(
-        app,
-        "Help",
-        true,
-        &[&PredefinedMenuItem::about(
-            app,
-            Some("About Zibby Studio"),
-            Some(about),
-        )?],
-    )?;
-    app.set_menu(Menu::with_items(app, &[&file, &view, &help])?)?;
-    Ok(())
-}
-
 /// What a menu item does.
 pub fn on_menu(app: &AppHandle, id: &str) {
     let window = app.get_webview_window("main");
@@ -392,7 +253,7 @@ pub fn on_menu(app: &AppHandle, id: &str) {
         }
         IMPORT_SESSION => crate::share::pick_and_import(app),
         REVEAL_LOGS => {
-            if let Some(dir) = log_dir() {
+            if let Some(dir) = crate::logs::log_dir() {
                 if let Err(error) = reveal(&dir) {
                     tracing::warn!("{}", error.message);
                 }
@@ -418,13 +279,7 @@ pub fn on_menu(app: &AppHandle, id: &str) {
             if let Some(index) = id.strip_prefix(RECENT_PREFIX).and_then(|i| i.parse::<usize>().ok()) {
                 let recent = app.state::<Studio>().recent_workspaces().unwrap_or_default();
                 if let Some(root) = recent.get(index) {
-                    if let Some(target) = root.to_str().filter(|root| crate::remote::is_remote(root)) {
-                        crate::remote::open_remote_in_background(app, target.to_owned(), None);
-                    } else if let Some(url) = root.to_str().filter(|root| crate::cloud::is_cloud(root)) {
-                        crate::cloud::open_cloud_in_background(app, url.to_owned(), None);
-                    } else if let Err(error) = switch_workspace(app, root) {
-                        tracing::warn!(code = error.code.as_str(), "{}", error.message);
-                    }
+                    open_target(app, WorkspaceTarget::parse(root), None);
                 }
             }
         }
@@ -450,7 +305,6 @@ impl Zoom {
 
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::PermissionsExt;
     use std::sync::Arc;
 
     use studio_core::app::elsewhere::{Elsewhere, LinkState, RemoteStatus};
@@ -534,25 +388,5 @@ mod tests {
         studio.open_workspace(dir.path()).unwrap();
         studio.stop(&started.run_id, true).unwrap();
         studio.shut_down();
-    }
-
-    /// Issue 26, point 8: the log was world-readable (0644 in 0755).
-    #[test]
-    fn the_log_folder_and_its_files_are_private() {
-        let home = tempfile::tempdir().unwrap();
-        let dir = home.path().join("dev.zibby.studio/logs");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let old = dir.join("zibby-studio.2026-01-01.log");
-        std::fs::write(&old, "zibby-studio://open?workspace=/home/me\n").unwrap();
-        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
-        super::make_log_dir_private(&dir).unwrap();
-        let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode(&dir), 0o700);
-        assert_eq!(mode(&old), 0o600);
-
-        let fresh = home.path().join("fresh/logs");
-        super::make_log_dir_private(&fresh).unwrap();
-        assert_eq!(mode(&fresh), 0o700);
     }
 }

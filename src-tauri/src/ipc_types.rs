@@ -7,7 +7,12 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use studio_core::app::cloud::{CloudImported, CloudStatus};
+use studio_core::app::elsewhere::RemoteStatus;
+use studio_core::app::operations::WorkspaceInfo;
 use ts_rs::{Config, TS};
+
+use crate::ipc_signature::Signature;
 
 /// Where the generated file lives, from the repository root.
 const GENERATED: &str = "ui/src/generated/ipc.ts";
@@ -16,86 +21,6 @@ const HEADER: &str = "\
 // Generated from the Rust types that cross IPC (src-tauri/src/ipc_types.rs): do not edit.
 // Regenerate with `scripts/gen-ipc-types.sh`; a unit test of the shell fails while this is stale.
 ";
-
-/// One command as the window invokes it: its arguments by name and what it resolves to, in
-/// TypeScript (`commands::signatures`).
-pub(crate) struct Signature {
-    pub name: &'static str,
-    pub arguments: Vec<(&'static str, TsType)>,
-    pub result: TsType,
-}
-
-/// A type as TypeScript names it, and the declared types that name refers to.
-pub(crate) struct TsType {
-    name: String,
-    uses: Vec<String>,
-}
-
-impl TsType {
-    fn of<T: TS + ?Sized + 'static>(cfg: &Config) -> TsType {
-        TsType {
-            name: T::name(cfg),
-            uses: T::dependencies(cfg)
-                .into_iter()
-                .map(|dependency| dependency.ts_name)
-                .collect(),
-        }
-    }
-}
-
-/// A command's parameter: an argument the window passes (`Some`), or one Tauri fills in (`None`).
-/// The window's argument types are listed once, in `for_window_argument_types!` (lib.rs).
-pub(crate) trait Argument {
-    fn ts(cfg: &Config) -> Option<TsType>;
-}
-
-macro_rules! arguments {
-    ($($argument:ty),* $(,)?) => {
-        $(impl Argument for $argument {
-            fn ts(cfg: &Config) -> Option<TsType> {
-                Some(TsType::of::<$argument>(cfg))
-            }
-        })*
-    };
-}
-
-for_window_argument_types!(arguments);
-
-impl<T: Send + Sync + 'static> Argument for tauri::State<'_, T> {
-    fn ts(_: &Config) -> Option<TsType> {
-        None
-    }
-}
-
-impl Argument for tauri::AppHandle {
-    fn ts(_: &Config) -> Option<TsType> {
-        None
-    }
-}
-
-/// What a command resolves to: a `Result`'s value (its error is always a `CommandError`), or
-/// what it returns.
-pub(crate) trait Returned {
-    fn ts(cfg: &Config) -> TsType;
-}
-
-impl<T: TS + 'static> Returned for Result<T, crate::CommandError> {
-    fn ts(cfg: &Config) -> TsType {
-        TsType::of::<T>(cfg)
-    }
-}
-
-impl<T: TS + 'static> Returned for Option<T> {
-    fn ts(cfg: &Config) -> TsType {
-        TsType::of::<Option<T>>(cfg)
-    }
-}
-
-impl Returned for () {
-    fn ts(cfg: &Config) -> TsType {
-        TsType::of::<()>(cfg)
-    }
-}
 
 /// The declarations, in the order written, and the names of the types they declare.
 #[derive(Default)]
@@ -201,11 +126,11 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         .add::<SessionId>(cfg)
         .add::<ErrorCode>(cfg)
         .add::<crate::CommandError>(cfg)
-        .add::<crate::commands::WorkspaceInfo>(cfg)
+        .add::<WorkspaceInfo>(cfg)
         .add::<studio_core::remote::link::LinkState>(cfg)
-        .add::<crate::commands::RemoteStatus>(cfg)
-        .add::<crate::commands::CloudStatus>(cfg)
-        .add::<crate::commands::CloudImported>(cfg)
+        .add::<RemoteStatus>(cfg)
+        .add::<CloudStatus>(cfg)
+        .add::<CloudImported>(cfg)
         .add::<UsageFormat>(cfg)
         .add::<Tokens>(cfg)
         .add::<CostSource>(cfg)
@@ -303,7 +228,7 @@ fn declare_events(d: &mut Declarations) {
     .constant(
         "The Tauri event the shell sends when the workspace was switched (payload: `WorkspaceInfo`).",
         "WORKSPACE_CHANGED",
-        crate::desktop::WORKSPACE_CHANGED,
+        crate::window::WORKSPACE_CHANGED,
     )
     .constant(
         "The Tauri event the shell sends when the remote workspace's link changes: reconnecting, back, lost (payload: `RemoteStatus`).",

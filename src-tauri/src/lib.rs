@@ -5,17 +5,21 @@
 //! - `commands`: the IPC commands, each one call into the core.
 //! - `events`: the supervisor's run events, forwarded to the window.
 //! - `remote`, `forward`: a workspace on another machine (over ssh), and the one place the
-//!   commands are sent there by name.
-//! - `desktop`: the menu, quitting with live runs, the folder picker, the app's log file.
+//!   commands are sent there by name; `cloud`: a bucket prefix, read-only.
+//! - `desktop`: quitting with live runs, opening a workspace by its target (a folder here, on
+//!   another machine, a bucket prefix: `studio_args::target::WorkspaceTarget`), the menu's actions.
+//! - `window` (a leaf): the window's title, the app menu, `workspace-changed`, the system's
+//!   dialogs; `logs` (a leaf): the app's own log file.
 //! - `share`: Export…, Import… and drops onto the window, and the session a launch asks for.
 //! - `error`: the one `{code, message}` error that crosses IPC.
-//! - `ipc_types` (a test): the window's TypeScript types (`ui/src/generated/ipc.ts`), generated
+//! - `ipc_types` (a test), with `ipc_signature` (the commands' signatures `commands` writes, a
+//!   leaf): the window's TypeScript types (`ui/src/generated/ipc.ts`), generated
 //!   from the Rust types that cross IPC, with the command and event names; it fails when the
 //!   checked-in file is stale (`scripts/gen-ipc-types.sh` rewrites it).
 
 /// The types of the arguments the window passes to commands, one list handed to `$then` (a macro
 /// implementing a trait for each): `forward`'s `passed!` (their JSON for a remote workspace) and
-/// `ipc_types`' `arguments!` (their TypeScript). A command taking a new type of argument needs
+/// `ipc_signature`'s `arguments!` (their TypeScript). A command taking a new type of argument needs
 /// it here.
 macro_rules! for_window_argument_types {
     ($then:ident) => {
@@ -41,15 +45,18 @@ mod error;
 mod events;
 mod forward;
 #[cfg(test)]
+mod ipc_signature;
+#[cfg(test)]
 mod ipc_types;
+mod logs;
 mod remote;
 mod share;
-
-pub(crate) use desktop::{pick_folder, quit_now, reveal, switch_workspace};
+mod window;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use studio_args::target::WorkspaceTarget;
 use studio_core::store::StoreLocation;
 use tauri::Manager;
 
@@ -72,7 +79,7 @@ pub fn run() {
         askpass::answer(&prompt);
     }
     let from_link = studio_args::desktop::link_in(&args).is_some();
-    let (workspace, db, memory, session, remote, ssh_config, cloud_url) = match parse_args(args) {
+    let (workspace, db, memory, session, elsewhere, ssh_config) = match parse_args(args) {
         Ok(Invocation::Open {
             workspace,
             db,
@@ -81,7 +88,14 @@ pub fn run() {
             remote,
             ssh_config,
             cloud,
-        }) => (workspace, db, memory, session, remote, ssh_config, cloud),
+        }) => (
+            workspace,
+            db,
+            memory,
+            session,
+            elsewhere_given(remote, cloud),
+            ssh_config,
+        ),
         Ok(Invocation::Help) => {
             print!("{}", studio_args::desktop::help());
             return;
@@ -97,7 +111,7 @@ pub fn run() {
     };
     // Before any thread starts.
     let software_rendering = desktop::choose_rendering();
-    init_tracing();
+    logs::init();
     if !software_rendering.is_empty() {
         tracing::info!(variables = ?software_rendering, "no GPU render node: the window paints on the CPU");
     }
@@ -116,8 +130,7 @@ pub fn run() {
     };
     let (studio, run_events) = Studio::open(workspace.as_deref(), store_location);
     // A remote workspace opens once the window is up (connecting takes a while).
-    let needs_workspace = remote.is_none()
-        && cloud_url.is_none()
+    let needs_workspace = elsewhere.is_none()
         && studio
             .workspace()
             .is_err_and(|error| error.code() == studio_core::ErrorCode::NoWorkspace);
@@ -145,7 +158,7 @@ pub fn run() {
         .manage(remote::SshSettings::new(ssh_config))
         // A remote or cloud workspace opens in the background: its session is shown once it is open.
         .manage(share::RequestedSession::new(
-            session.clone().filter(|_| remote.is_none() && cloud_url.is_none()),
+            session.clone().filter(|_| elsewhere.is_none()),
         ))
         .setup(move |app| {
             let studio = app.state::<Studio>();
@@ -179,14 +192,11 @@ pub fn run() {
                 }
             }
             if let Ok(workspace) = studio.workspace() {
-                desktop::show_workspace_in_title(app.handle(), &workspace);
+                window::show_workspace_in_title(app.handle(), &workspace);
             }
-            desktop::install_menu(app.handle())?;
-            if let Some(target) = remote {
-                remote::open_remote_in_background(app.handle(), target, session.clone());
-            }
-            if let Some(url) = cloud_url {
-                cloud::open_cloud_in_background(app.handle(), url, session.clone());
+            window::install_menu(app.handle())?;
+            if let Some(target) = elsewhere {
+                desktop::open_target(app.handle(), target, session.clone());
             }
             app.on_menu_event(|app, event| desktop::on_menu(app, event.id().as_ref()));
             if let Some(path) = link_workspace {
@@ -236,6 +246,14 @@ pub fn run() {
     });
 }
 
+/// The workspace on another machine or the bucket prefix the command line gave, if it gave one
+/// (`studio_args::desktop::parse_args` told them from a folder).
+fn elsewhere_given(remote: Option<String>, cloud: Option<String>) -> Option<WorkspaceTarget> {
+    remote
+        .map(WorkspaceTarget::Remote)
+        .or(cloud.map(WorkspaceTarget::Cloud))
+}
+
 /// One window per store: the D-Bus name a second launch on the same store finds the first by.
 fn single_instance_id(location: &StoreLocation) -> String {
     // FNV-1a: stable across runs and builds, unlike std's hasher.
@@ -273,21 +291,16 @@ fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) 
     let Ok(Invocation::Open {
         workspace,
         session,
-        remote: remote_target,
-        cloud: cloud_url,
+        remote,
+        cloud,
         ..
     }) = parse_args(args)
     else {
         return;
     };
-    // `zibby-studio s3://bucket/prefix` again: the running window opens it.
-    if let Some(url) = cloud_url {
-        cloud::open_cloud_in_background(app, url, session);
-        return;
-    }
-    // `zibby-studio ssh://host/path` again: the running window opens it.
-    if let Some(target) = remote_target {
-        remote::open_remote_in_background(app, target, session);
+    // `zibby-studio ssh://host/path` or `s3://bucket/prefix` again: the running window opens it.
+    if let Some(target) = elsewhere_given(remote, cloud) {
+        desktop::open_target(app, target, session);
         return;
     }
     if let Some(workspace) = workspace {
@@ -296,7 +309,7 @@ fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) 
         let switched = if from_link {
             desktop::switch_workspace_asking(app, &path).map(|info| info.is_some())
         } else {
-            switch_workspace(app, &path).map(|_| true)
+            desktop::switch_workspace(app, &path).map(|_| true)
         };
         match switched {
             Ok(true) => {}
@@ -351,47 +364,6 @@ fn check_display() -> Result<(), &'static str> {
         );
     }
     Ok(())
-}
-
-/// The log goes to stderr and to a file a day (the last 7 kept) in the platform log folder,
-/// filtered by `RUST_LOG` (default: info).
-fn init_tracing() {
-    use std::io::IsTerminal;
-    use tracing_subscriber::layer::SubscriberExt;
-    use tracing_subscriber::util::SubscriberInitExt;
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let stderr = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal());
-    let file = desktop::log_dir().and_then(|dir| {
-        // Made first: the appender prunes old files by reading the folder. Private: see there.
-        if let Err(error) = desktop::make_log_dir_private(&dir) {
-            eprintln!("zibby-studio: no log file in {}: {error}", dir.display());
-            return None;
-        }
-        tracing_appender::rolling::Builder::new()
-            .rotation(tracing_appender::rolling::Rotation::DAILY)
-            .filename_prefix("zibby-studio")
-            .filename_suffix("log")
-            .max_log_files(7)
-            .build(&dir)
-            .inspect_err(|error| eprintln!("zibby-studio: no log file in {}: {error}", dir.display()))
-            .ok()
-            // The appender made today's file with the umask's mode: the user's alone too. (A
-            // file a later day's rotation makes is in the private folder.)
-            .inspect(|_| {
-                if let Err(error) = desktop::make_log_dir_private(&dir) {
-                    eprintln!("zibby-studio: the log files in {} stay as made: {error}", dir.display());
-                }
-            })
-    });
-    let file = file.map(|appender| tracing_subscriber::fmt::layer().with_writer(appender).with_ansi(false));
-    tracing_subscriber::registry()
-        .with(filter)
-        .with(stderr)
-        .with(file)
-        .init();
 }
 
 #[cfg(test)]

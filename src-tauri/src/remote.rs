@@ -1,5 +1,5 @@
 //! Remote workspaces in the window: opened from the menu's form, the command line or Open Recent
-//! (`ssh://host/path`), through the core's `remote::window::RemoteWorkspace`; the window's
+//! (`ssh://host/path`; `desktop::open_target`), through the core's `remote::window::RemoteWorkspace`; the window's
 //! commands then go there (`forward`), and its news comes through `events::remote_sinks`.
 
 use std::path::PathBuf;
@@ -7,12 +7,12 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use studio_core::app::elsewhere::RemoteStatus;
+use studio_core::app::operations::WorkspaceInfo;
 use studio_core::remote::link::LinkOptions;
 use studio_core::remote::ssh::ConnectOptions;
 use studio_core::remote::window::{parse_target, RemoteWorkspace};
 use tauri::{AppHandle, Emitter, Manager};
 
-use crate::commands::WorkspaceInfo;
 use crate::{CommandError, Studio};
 
 /// The Tauri event the menu's "Open Remote Workspace…" asks the window to show its form with.
@@ -75,11 +75,6 @@ fn set_connecting(app: &AppHandle, target: Option<&str>) {
     }
 }
 
-/// Whether a recent workspace (or a launch's) is one on another machine.
-pub fn is_remote(root: &str) -> bool {
-    root.starts_with("ssh://")
-}
-
 /// Opens `target` (`HOST:PATH`, `ssh://HOST/PATH`) as the workspace and tells the window, as a
 /// local switch does. Blocks while ssh connects: call it off the main thread.
 pub fn open_remote(app: &AppHandle, target: &str) -> Result<RemoteStatus, CommandError> {
@@ -118,26 +113,16 @@ fn connect(app: &AppHandle, target: &str) -> Result<RemoteStatus, CommandError> 
     let info: Result<WorkspaceInfo, CommandError> =
         crate::forward::remote_answer("workspace_get", &[("studio", &studio)])
             .unwrap_or_else(|| Err(studio_core::Error::NoWorkspace.into()));
-    match info {
-        Ok(info) => {
-            if let Err(error) = app.emit(crate::desktop::WORKSPACE_CHANGED, &info) {
-                tracing::warn!(%error, "cannot tell the window of the workspace switch");
-            }
+    let info = match info {
+        Ok(info) => Some(info),
+        Err(error) => {
+            tracing::warn!(code = error.code.as_str(), "{}", error.message);
+            None
         }
-        Err(error) => tracing::warn!(code = error.code.as_str(), "{}", error.message),
-    }
-    if let Err(error) = crate::desktop::install_menu(app) {
-        tracing::warn!(%error, "cannot update the menu");
-    }
-    crate::desktop::set_title(app, &format!("{}:{}", status.host, folder_name(&status.path)));
+    };
+    let name = format!("{}:{}", status.host, folder_name(&status.path));
+    crate::window::show_workspace(app, info.as_ref(), &name);
     Ok(status)
-}
-
-/// Opens `target` on a thread of its own (the command line, Open Recent); a failure is said in
-/// the system's dialog, naming the host.
-/// Once it is open, the window shows session `then_show` of it (`--session`, `zstudio open`).
-pub fn open_remote_in_background(app: &AppHandle, target: String, then_show: Option<String>) {
-    crate::desktop::open_in_background(app, "remote", then_show, move |app| open_remote(app, &target));
 }
 
 fn folder_name(path: &str) -> &str {
