@@ -1,5 +1,6 @@
-//! No import cycles (issue 13): between the files of each crate under `crates/` and between the
-//! UI's modules (value imports; `import type` and tests left out). A Rust file's imports are what a
+//! No import cycles (issue 13): between the files of each Rust crate of the workspace (the root
+//! `Cargo.toml`'s package, the desktop shell, and its members; issue 42) and between the UI's
+//! modules (value imports; `import type` and tests left out). A Rust file's imports are what a
 //! reader follows from it, anywhere in the file but its unit tests, doc links included (see
 //! [`rust_graph`]): `crate::` paths, `super::` paths (an item of the parent module, `use
 //! super::Store`, is an edge to the parent's file), a parent's own `child::f` paths, and the crate
@@ -273,23 +274,65 @@ fn normalise(path: &Path) -> String {
     parts.join("/")
 }
 
+/// The source folders of every Rust crate of the workspace (the root `Cargo.toml`), relative to
+/// `root`: the root package's (the desktop shell's `src-tauri/src`, its library and its binary)
+/// and each member's: the folders of the crate roots its `Cargo.toml` names (`[lib]`, `[[bin]]`)
+/// and its `src/`.
+fn workspace_sources(root: &Path) -> Vec<String> {
+    let manifest = |dir: &Path| -> toml::Table {
+        let path = dir.join("Cargo.toml");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        text.parse().unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+    let workspace = manifest(root);
+    let members = workspace["workspace"]["members"]
+        .as_array()
+        .expect("[workspace] members");
+    let mut crates = vec![String::new()];
+    crates.extend(members.iter().map(|member| member.as_str().unwrap().to_owned()));
+    let mut sources = BTreeSet::new();
+    for dir in crates {
+        let package = manifest(&root.join(&dir));
+        let targets = package
+            .get("lib")
+            .into_iter()
+            .chain(package.get("bin").and_then(toml::Value::as_array).into_iter().flatten());
+        let mut roots: Vec<String> = targets
+            .filter_map(|target| target.get("path")?.as_str().map(str::to_owned))
+            .collect();
+        // Cargo's default crate roots, `src/lib.rs` and `src/main.rs`.
+        if roots.is_empty() || root.join(&dir).join("src").is_dir() {
+            roots.push("src/lib.rs".to_owned());
+        }
+        for crate_root in roots {
+            let folder = Path::new(&dir).join(crate_root).parent().unwrap().to_owned();
+            assert!(
+                root.join(&folder).is_dir(),
+                "{}: no such folder (the crate {dir:?})",
+                folder.display()
+            );
+            sources.insert(folder.to_str().unwrap().to_owned());
+        }
+    }
+    sources.into_iter().collect()
+}
+
 #[test]
 fn no_crate_has_an_import_cycle_between_its_files() {
     let root = project_root();
+    let sources = workspace_sources(&root);
+    for expected in ["src-tauri/src", "crates/core/src", "crates/cli/src", "tests/agent/src"] {
+        assert!(
+            sources.iter().any(|src| src == expected),
+            "{expected} is not among the crates scanned: {sources:?}"
+        );
+    }
     let mut found = Vec::new();
-    let mut crates = 0;
-    for entry in std::fs::read_dir(root.join("crates")).unwrap() {
-        let entry = entry.unwrap();
-        let src = entry.path().join("src");
-        if src.is_dir() {
-            crates += 1;
-            for cycle in cycles(&rust_graph(&src)) {
-                let name = entry.file_name().into_string().unwrap();
-                found.push(format!("crates/{name}/src: {}", cycle.join(" <-> ")));
-            }
+    for src in &sources {
+        for cycle in cycles(&rust_graph(&root.join(src))) {
+            found.push(format!("{src}: {}", cycle.join(" <-> ")));
         }
     }
-    assert!(crates >= 3, "the crates were not found under {}", root.display());
     assert!(found.is_empty(), "import cycles:\n{}", found.join("\n"));
 }
 
