@@ -37,4 +37,4 @@ pub use export::{export_session, Exported};
 pub use format::{Folder, Manifest, Member, BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION};
 pub use import::{import, sweep_stale_imports};
 pub use options::{ImportKind, ImportLimits, ImportOptions, ImportedSession, DEFAULT_MAX_BYTES};
-pub use redact::{RedactedSecret, Redaction, REDACTED};
+pub use redact::{redact_secrets, RedactedSecret, Redaction, REDACTED};

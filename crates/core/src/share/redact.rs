@@ -90,6 +90,13 @@ fn shaped_patterns() -> &'static (Regex, Regex, Regex, Regex) {
     })
 }
 
+/// `text` with its secrets replaced by [`REDACTED`] as an export replaces them in free text (the
+/// home folder left as it is): for what shows a session's text to another program (`zstudio
+/// mcp`).
+pub fn redact_secrets(text: &str) -> String {
+    Redactor::new(None).text("text", text)
+}
+
 impl Redactor {
     /// `home`: the folder to write as `~` (`$HOME`).
     pub(super) fn new(home: Option<std::path::PathBuf>) -> Redactor {

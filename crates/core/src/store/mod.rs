@@ -329,6 +329,11 @@ impl Store {
         self.with_conn(|conn| output::line_count(conn, run_id))
     }
 
+    /// How many bytes a run's stored output is, each line with its newline.
+    pub fn output_byte_count(&self, run_id: &str) -> Result<u64, Error> {
+        self.with_conn(|conn| output::byte_count(conn, run_id))
+    }
+
     /// Keeps what a run's nodes printed that they used (in place of what was kept for the run).
     pub fn record_output_usage(&self, run_id: &str, usage: &UsageByNode) -> Result<(), Error> {
         output_usage::record_for_run(self, run_id, usage)

@@ -553,6 +553,18 @@ pub(super) fn line_count(conn: &Connection, run_id: &str) -> QueryResult<i64> {
     stored_lines(conn, run_key)
 }
 
+/// How many bytes of UTF-8 a run's stored output is, each line with its newline (a block's
+/// lines are joined by one): what its lines joined make, without reading them.
+pub(super) fn byte_count(conn: &Connection, run_id: &str) -> QueryResult<u64> {
+    let run_key = run_key(conn, run_id)?;
+    let bytes: i64 = conn.query_row(
+        "SELECT COALESCE(SUM(LENGTH(CAST(text AS BLOB)) + 1), 0) FROM output_blocks WHERE run_key = ?1",
+        [run_key],
+        |r| r.get(0),
+    )?;
+    Ok(u64::try_from(bytes).unwrap_or_default())
+}
+
 fn stored_lines(conn: &Connection, run_key: i64) -> QueryResult<i64> {
     Ok(conn.query_row(
         "SELECT COALESCE(MAX(first_seq + line_count - 1), 0) FROM output_blocks WHERE run_key = ?1",
