@@ -170,6 +170,16 @@ pub enum StudioCommand {
     /// Bring the studio's window to the front on a session, starting the app if it is not
     /// running (the app: $ZIBBY_STUDIO_APP, else the zibby-studio beside zstudio, else on the PATH)
     Open(SessionArg),
+    /// Serve the workspace to a coding agent as an MCP server on standard input and output
+    /// (sessions, output, logs, search, comparisons; see docs/cli.md), until standard input ends
+    Mcp(McpArgs),
+}
+
+#[derive(Args)]
+pub struct McpArgs {
+    /// Also offer the tools that start, re-run and stop runs (of agents already trusted here)
+    #[arg(long)]
+    pub allow_runs: bool,
 }
 
 #[derive(Args)]
@@ -501,6 +511,7 @@ impl StudioCommand {
             StudioCommand::Import(_) => "import",
             StudioCommand::Open(_) => "open",
             StudioCommand::Serve(_) => "serve",
+            StudioCommand::Mcp(_) => "mcp",
         }
     }
 
@@ -509,8 +520,8 @@ impl StudioCommand {
     }
 
     /// Every command reads one workspace and the store and prints JSON with `--json`, but
-    /// `parse` (standard input only), `watch` (several workspaces) and `serve` (its frames are
-    /// JSON already).
+    /// `parse` (standard input only), `watch` (several workspaces), `serve` and `mcp` (their
+    /// frames are JSON already).
     fn takes_named(name: &str) -> Takes {
         match name {
             "parse" => Takes {
@@ -523,7 +534,7 @@ impl StudioCommand {
                 store: true,
                 json: true,
             },
-            "serve" => Takes {
+            "serve" | "mcp" => Takes {
                 workspaces: Workspaces::One,
                 store: true,
                 json: false,

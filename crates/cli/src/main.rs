@@ -9,6 +9,7 @@
 //! - `print`: all that is printed on standard output, human and JSON.
 //! - `visible`: control characters of untrusted text shown as escapes.
 //! - `ask`: questions on the terminal.
+//! - `mcp`: `zstudio mcp`, the studio as an MCP server (its SDK in `mcp::sdk` alone).
 //! - `remote`: a command on a remote workspace (`--remote HOST:PATH`), through its server.
 
 // Standard output goes through `print` and the `visible` writer (untrusted text shown as
@@ -18,6 +19,7 @@
 mod ask;
 mod cli;
 mod commands;
+mod mcp;
 mod open;
 mod print;
 mod remote;
@@ -40,6 +42,13 @@ fn main() -> ExitCode {
         // The server writes its frames from a thread of its own: standard output stays unlocked.
         Command::Studio(cli::StudioCommand::Serve(args)) => {
             return match commands::serve::serve(&args, &cli.globals) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(error) => report(&error, ExitCode::FAILURE),
+            }
+        }
+        // The MCP server speaks on standard output itself.
+        Command::Studio(cli::StudioCommand::Mcp(args)) => {
+            return match mcp::mcp(&args, &cli.globals) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => report(&error, ExitCode::FAILURE),
             }

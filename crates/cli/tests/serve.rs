@@ -6,6 +6,9 @@
 mod client;
 #[allow(dead_code)]
 mod common;
+// `zstudio mcp`, driven by the MCP SDK's client.
+#[path = "serve/mcp.rs"]
+mod mcp;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;

@@ -51,8 +51,9 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Export(args) => share::export(&args, globals, out),
         StudioCommand::Import(args) => share::import(&args, globals, out),
         StudioCommand::Open(args) => share::open(&args, globals, out),
-        // `main` runs it before it locks standard output.
+        // `main` runs these two before it locks standard output.
         StudioCommand::Serve(args) => serve::serve(&args, globals),
+        StudioCommand::Mcp(args) => crate::mcp::mcp(&args, globals),
         StudioCommand::Run(args) => return run::run(&args, globals, out),
         StudioCommand::Diff(args) => return diff::diff(&args, globals, out),
     };

@@ -1,0 +1,218 @@
+//! `read_output`: a run's output a page at a time, each page at most [`PAGE_BYTES`] of text, so
+//! that a client reads a 1 GB output without ever holding more than a page.
+//!
+//! A line is shown whole ([`shown_text`]: secrets redacted, hidden characters escaped) with its
+//! newline, then cut into pages: the cursor is where the next page begins, in the run's shown
+//! lines (`<run id>:<line>:<byte offset in the shown line>`), so pages joined are the shown
+//! output exactly. A cursor names its run: given with another, it is refused.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use studio_core::app::Studio;
+use studio_core::Status;
+
+use super::answer::{Answer, Failure, ToolError};
+use super::lookup::{require_node, require_run};
+use super::shown::shown_text;
+
+/// The most text one page holds, in bytes of UTF-8.
+pub const PAGE_BYTES: usize = 16 * 1024;
+
+/// How many lines one read of the store asks for.
+const LINES_PER_READ: usize = 512;
+
+/// How many reads of the store one page makes at most (a filter that passes few lines of a large
+/// output returns an emptier page and a cursor, instead of reading the whole output at once).
+const READS_PER_PAGE: usize = 8;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OutputArgs {
+    /// A run id, or a session id (its last run).
+    id: String,
+    /// Only the lines printed while this node ran.
+    node: Option<String>,
+    /// Only this stream.
+    stream: Option<StreamArg>,
+    /// The next_cursor of the page before (with the same id, node and stream).
+    cursor: Option<String>,
+}
+
+#[derive(Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum StreamArg {
+    Stdout,
+    Stderr,
+}
+
+impl StreamArg {
+    fn name(self) -> &'static str {
+        match self {
+            StreamArg::Stdout => "stdout",
+            StreamArg::Stderr => "stderr",
+        }
+    }
+}
+
+/// Where a page begins.
+#[derive(Debug, PartialEq, Eq)]
+struct Cursor {
+    seq: i64,
+    offset: usize,
+}
+
+fn cursor_text(run_id: &str, cursor: &Cursor) -> String {
+    format!("{run_id}:{}:{}", cursor.seq, cursor.offset)
+}
+
+/// The cursor `text` names, when it is one of run `run_id`.
+fn cursor_of(text: &str, run_id: &str) -> Result<Cursor, ToolError> {
+    let bad = || {
+        ToolError::new(
+            "invalid_request",
+            "cursor is not a read_output cursor: pass next_cursor back as it came",
+        )
+    };
+    let mut parts = text.rsplitn(3, ':');
+    let (offset, seq, run) = (parts.next(), parts.next(), parts.next());
+    let (Some(offset), Some(seq), Some(run)) = (offset, seq, run) else {
+        return Err(bad());
+    };
+    if run != run_id {
+        return Err(ToolError::new(
+            "invalid_request",
+            format!("cursor is of another run: this page is of run {run_id}"),
+        ));
+    }
+    let (Ok(seq), Ok(offset)) = (seq.parse::<i64>(), offset.parse::<usize>()) else {
+        return Err(bad());
+    };
+    if seq < 1 {
+        return Err(bad());
+    }
+    Ok(Cursor { seq, offset })
+}
+
+/// The largest index at most `index` that is a character boundary of `text`.
+fn floor_boundary(text: &str, mut index: usize) -> usize {
+    index = index.min(text.len());
+    while !text.is_char_boundary(index) {
+        index -= 1;
+    }
+    index
+}
+
+pub fn read(studio: &Studio, args: OutputArgs) -> Result<Answer, Failure> {
+    let run = require_run(studio, &args.id)?;
+    if let Some(node) = &args.node {
+        require_node(studio, &run.id, node)?;
+    }
+    let mut at = match args.cursor.as_deref() {
+        Some(text) => cursor_of(text, &run.id)?,
+        None => Cursor { seq: 1, offset: 0 },
+    };
+    let stream = args.stream.map(StreamArg::name);
+    let mut text = String::new();
+    let mut more = false;
+    let mut first_line = true;
+    'reads: for _ in 0..READS_PER_PAGE {
+        let page = studio.run_output(&run.id, at.seq, LINES_PER_READ, args.node.clone(), stream)?;
+        for line in &page.lines {
+            let mut shown = shown_text(&line.text);
+            shown.push('\n');
+            let from = if line.seq == at.seq { at.offset } else { 0 };
+            if first_line && from > shown.len() {
+                return Err(ToolError::invalid(
+                    "cursor points past the end of its line: pass next_cursor back as it came",
+                )
+                .into());
+            }
+            first_line = false;
+            let rest = &shown[from..];
+            let room = PAGE_BYTES - text.len();
+            if rest.len() <= room {
+                text.push_str(rest);
+                at = Cursor {
+                    seq: line.seq + 1,
+                    offset: 0,
+                };
+            } else {
+                let cut = floor_boundary(rest, room);
+                text.push_str(&rest[..cut]);
+                at = Cursor {
+                    seq: line.seq,
+                    offset: from + cut,
+                };
+                more = true;
+                break 'reads;
+            }
+        }
+        match page.next_seq {
+            Some(next) => {
+                // Past the lines the filter passed over too.
+                if at.offset == 0 {
+                    at.seq = at.seq.max(next);
+                }
+                more = true;
+                if text.len() == PAGE_BYTES {
+                    break;
+                }
+            }
+            None => {
+                more = false;
+                break;
+            }
+        }
+    }
+    let live = run.status == Status::Running;
+    let store = studio.store()?;
+    let total_bytes = store.output_byte_count(&run.id)?;
+    let total_lines = store.output_line_count(&run.id)?;
+    // A live run's output grows: its end is where its next lines will be.
+    let next_cursor = (more || live).then(|| cursor_text(&run.id, &at));
+    let summary = format!(
+        "run {} ({}): {} bytes of {} in all, {}",
+        run.id,
+        run.status,
+        text.len(),
+        total_bytes,
+        if more { "more to read" } else { "the end" }
+    );
+    Ok(Answer {
+        structured: json!({
+            "run_id": run.id,
+            "session_id": run.session_id,
+            "status": run.status,
+            "text": text,
+            "next_cursor": next_cursor,
+            "total_lines": total_lines,
+            "total_bytes": total_bytes,
+        }),
+        text: format!("{summary}\n{text}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_names_its_run_and_says_where_it_is() {
+        let cursor = Cursor { seq: 42, offset: 7 };
+        let text = cursor_text("0193-run", &cursor);
+        assert_eq!(cursor_of(&text, "0193-run").ok(), Some(cursor));
+        let other = cursor_of(&text, "another").err().unwrap();
+        assert!(other.message.contains("another run"), "{}", other.message);
+        for bad in ["", "x", "0193-run:a:0", "0193-run:0:0", "0193-run:1:-1"] {
+            assert!(cursor_of(bad, "0193-run").is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_cut_falls_on_a_character_boundary() {
+        assert_eq!(floor_boundary("aé", 2), 1);
+        assert_eq!(floor_boundary("aé", 3), 3);
+        assert_eq!(floor_boundary("ab", 9), 2);
+    }
+}
