@@ -19,8 +19,11 @@ use super::shown::shown_text;
 /// The most text one page holds, in bytes of UTF-8.
 pub const PAGE_BYTES: usize = 16 * 1024;
 
-/// How many lines one read of the store asks for.
+/// How many lines one read of the store asks for at most; the first asks for
+/// [`FIRST_READ_LINES`], the next for as many as the room left takes at the lines' length so far
+/// (a line may be 1 MiB: a page never holds many such in memory).
 const LINES_PER_READ: usize = 512;
+const FIRST_READ_LINES: usize = 8;
 
 /// How many reads of the store one page makes at most (a filter that passes few lines of a large
 /// output returns an emptier page and a cursor, instead of reading the whole output at once).
@@ -116,8 +119,10 @@ pub fn read(studio: &Studio, args: OutputArgs) -> Result<Answer, Failure> {
     let mut text = String::new();
     let mut more = false;
     let mut first_line = true;
+    let mut want = FIRST_READ_LINES;
     'reads: for _ in 0..READS_PER_PAGE {
-        let page = studio.run_output(&run.id, at.seq, LINES_PER_READ, args.node.clone(), stream)?;
+        let page = studio.run_output(&run.id, at.seq, want, args.node.clone(), stream)?;
+        let read_bytes: usize = page.lines.iter().map(|line| line.text.len() + 1).sum();
         for line in &page.lines {
             let mut shown = shown_text(&line.text);
             shown.push('\n');
@@ -148,6 +153,10 @@ pub fn read(studio: &Studio, args: OutputArgs) -> Result<Answer, Failure> {
                 break 'reads;
             }
         }
+        want = match read_bytes.checked_div(page.lines.len()) {
+            Some(average) => ((PAGE_BYTES - text.len().min(PAGE_BYTES)) / average.max(1) + 1).min(LINES_PER_READ),
+            None => LINES_PER_READ,
+        };
         match page.next_seq {
             Some(next) => {
                 // Past the lines the filter passed over too.

@@ -31,7 +31,7 @@ const READ_TOOLS: [&str; 8] = [
 ];
 
 /// A place filled once for the tests that only read: the agent `trip` trusted and run, an agent
-/// `stranger` never trusted, a run of about 1 MB of output (`large`), a run whose output is
+/// `stranger` never trusted, a run of about 2 MB of output, one line of it 1 MB (`large`), a run whose output is
 /// [`INJECTION`] (`evil`).
 struct Filled {
     place: Place,
@@ -49,7 +49,18 @@ fn filled() -> &'static Filled {
         place.trusted_agent(10);
         add_stranger(&place);
         let agent = agent_binary();
-        let large = run_command(&place, &[&agent, "--nodes", "flood:10,after:10", "--flood-mb", "1"]);
+        let large = run_command(
+            &place,
+            &[
+                &agent,
+                "--nodes",
+                "flood:10,after:10",
+                "--flood-mb",
+                "1",
+                "--long-line-mb",
+                "1",
+            ],
+        );
         let events = json_lines(&large);
         let large_run = events[0]["run_id"].as_str().unwrap().to_owned();
         let large_lines = events
@@ -321,6 +332,10 @@ async fn output_is_read_in_pages_of_at_most_16_kib_that_join_to_the_output() {
         assert!(pages < 1_000, "the pages never end");
     }
     let expected: String = filled.large_lines.iter().map(|l| format!("{l}\n")).collect();
+    assert!(
+        filled.large_lines.iter().any(|l| l.len() > 3 * 16 * 1024),
+        "a line over pages"
+    );
     assert!(expected.len() > 1_000_000, "{}", expected.len());
     assert!(pages >= expected.len() / (16 * 1024), "{pages} pages");
     assert_eq!(joined.len(), expected.len());
@@ -522,5 +537,87 @@ async fn a_thousand_malformed_calls_are_each_answered_and_the_server_goes_on() {
     assert_eq!(message, "timeout_seconds is 61: at most 60");
     let (code, _) = refusal(&client, "get_session", json!({"id": "../../etc"})).await;
     assert_eq!(code, "invalid_session_id");
+    client.cancel().await.unwrap();
+}
+
+/// The versions current clients ask for over `initialize` are answered with themselves; one the
+/// SDK does not know, with the newest it speaks over `initialize`.
+#[test]
+fn the_protocol_versions_of_current_clients_are_spoken() {
+    use std::io::{BufRead, BufReader, Write};
+    let place = Place::create();
+    for (asked, answered) in [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2099-01-01", "2025-11-25"),
+    ] {
+        let mut child = place
+            .zstudio()
+            .arg("mcp")
+            .arg("-w")
+            .arg(place.workspace())
+            .arg("--db")
+            .arg(place.db())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let initialize = json!({
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": asked,
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        });
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(stdin, "{initialize}").unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let reply: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{line}: {e}"));
+        assert_eq!(reply["result"]["protocolVersion"], answered, "{reply}");
+        assert_eq!(reply["result"]["serverInfo"]["name"], "zibby-studio");
+        // Its input ends: it exits.
+        drop(stdin);
+        assert!(super::wait_exit(&mut child, std::time::Duration::from_secs(30)).success());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_run_stopped_through_its_session_ends_cancelled() {
+    let place = Place::create();
+    place.trusted_agent(1_500);
+    let client = connect(&place, true).await;
+    let started = answer(&client, "start_run", json!({"agent": "trip", "prompt": "slow"})).await;
+    let session = started["session_id"].clone();
+    let stopping = answer(&client, "stop_run", json!({"id": session})).await;
+    assert_eq!(stopping["run_id"], started["run_id"]);
+    assert_eq!(stopping["stopping"], "graceful");
+    let ended = answer(
+        &client,
+        "wait_run",
+        json!({"id": started["run_id"], "timeout_seconds": 60}),
+    )
+    .await;
+    assert_eq!(
+        (&ended["status"], &ended["ended"]),
+        (&json!("cancelled"), &json!(true)),
+        "{ended}"
+    );
+    let session = answer(&client, "get_session", json!({"id": session})).await;
+    let nodes: Vec<&str> = session["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert!(!nodes.contains(&"book"), "the node after the stop ran: {nodes:?}");
     client.cancel().await.unwrap();
 }
