@@ -602,14 +602,6 @@ pub fn agent_run_request(
     session: Option<SessionId>,
     node: Option<String>,
 ) -> Result<RunRequest, Error> {
-    if let Some(node) = &node {
-        if let Some(reason) = agents::node_name_problem(node) {
-            return Err(Error::InvalidNodeName {
-                name: crate::vocabulary::visible::shown(node),
-                reason,
-            });
-        }
-    }
     let session_path = session
         .as_ref()
         .map(|id| workspace.session_path(id).display().to_string());
@@ -619,6 +611,11 @@ pub fn agent_run_request(
         session_path: session_path.as_deref().unwrap_or_default(),
         node: node.as_deref().unwrap_or_default(),
     };
+    // Before the trust question: a value from session data that could be read as code is refused
+    // whatever the command does with it.
+    if let Some(problem) = this_run.problem() {
+        return Err(problem);
+    }
     let found = agents::find_for(workspace.root(), agent, node.is_some(), &this_run)?;
     store.require_trusted(workspace, found.launch)?;
     let Agent {

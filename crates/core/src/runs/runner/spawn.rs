@@ -88,7 +88,7 @@ impl PreparedRun {
                 session_path: &path_text,
                 node: request.node.as_deref().unwrap_or(""),
             },
-        );
+        )?;
         let started_at = SystemTime::now();
         let earlier_messages = store.messages(workspace, &session_id)?;
         let run_id = record_run(store, request, &session_id, &command, started_at)?;
