@@ -142,6 +142,15 @@ pub fn parse_link(link: &str) -> Result<Invocation, String> {
     let (mut workspace, mut session) = (None, None);
     for (key, value) in url.query_pairs() {
         match key.as_ref() {
+            // A bucket's endpoint and profile decide where the user's cloud credentials are sent:
+            // a link (any web page can open one) never names them (issue 40).
+            "workspace" if is_cloud(&value) && value.contains('?') => {
+                return Err(format!(
+                    "a link cannot name a bucket's endpoint or profile (they decide where your cloud \
+                     credentials are sent): open {} from File > Open Cloud Workspace…",
+                    value.split('?').next().unwrap_or_default()
+                ))
+            }
             "workspace" => workspace = Some(PathBuf::from(value.into_owned())),
             "session" => session = Some(value.into_owned()),
             other => return Err(format!("`{link}`: unknown part `{other}` (workspace, session)")),
@@ -343,6 +352,20 @@ mod tests {
         assert!(parse(&["zibby-studio://open?command=rm"])
             .unwrap_err()
             .contains("unknown part `command`"));
+        // Issue 40: a link that names a bucket's endpoint or profile is refused, not opened
+        // without them; the bucket alone opens as any workspace of a link does.
+        for link in [
+            "zibby-studio://open?workspace=gs%3A%2F%2Fb%2Fp%3Fendpoint%3Dhttp%3A%2F%2Fattacker.example",
+            "zibby-studio://open?workspace=s3%3A%2F%2Fb%2Fp%3Fprofile%3Dprod",
+        ] {
+            let error = parse(&[link]).unwrap_err();
+            assert!(error.contains("cannot name a bucket's endpoint"), "{error}");
+            assert!(!error.contains("attacker") && !error.contains("prod"), "{error}");
+        }
+        assert!(matches!(
+            parse(&["zibby-studio://open?workspace=s3%3A%2F%2Fb%2Fp"]),
+            Ok(Invocation::Open { workspace: Some(w), .. }) if w == std::path::Path::new("s3://b/p")
+        ));
         // A folder of that name, with other arguments, is a workspace as before.
         assert!(matches!(
             parse(&["--db", "s.sqlite", "zibby-studio://open"]),

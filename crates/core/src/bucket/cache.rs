@@ -77,7 +77,12 @@ pub fn save_limit(cache_root: &Path, max_bytes: u64) -> Result<(), Error> {
 /// ([`Source::resolved_endpoint`]: given or from the variables, written either way).
 pub fn source_folder(cache_root: &Path, source: &Source) -> PathBuf {
     let endpoint = source.resolved_endpoint().unwrap_or_default();
-    let digest = sha2::Sha256::digest(format!("{source}\n{endpoint}"));
+    // Two accounts or profiles never share a mirror (issue 40); the default chain's folder keeps
+    // the name it had.
+    let digest = match source.account() {
+        Some(account) => sha2::Sha256::digest(format!("{source}\n{endpoint}\n{account}")),
+        None => sha2::Sha256::digest(format!("{source}\n{endpoint}")),
+    };
     let hash: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
     let scheme = source.to_string();
     let scheme = scheme.split("://").next().unwrap_or("bucket");
@@ -492,6 +497,16 @@ mod tests {
         };
         assert_eq!(at("http://127.0.0.1:9000"), at("HTTP://127.0.0.1:9000/"));
         assert_ne!(at("http://127.0.0.1:9000"), at("http://127.0.0.1:9001"));
+        // Issue 40: one profile's private sessions never show under another's.
+        let as_profile = |profile: &str| {
+            let source = Source::parse("s3://team-runs/ci")
+                .unwrap()
+                .with_profile(profile)
+                .unwrap();
+            source_folder(root, &source)
+        };
+        assert_ne!(as_profile("alice"), as_profile("bob"));
+        assert_eq!(as_profile("alice"), as_profile("alice"));
     }
 
     #[test]

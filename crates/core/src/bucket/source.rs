@@ -48,17 +48,24 @@ impl Source {
     /// `?endpoint=URL&profile=NAME` (form-encoded, as [`Source::target`] writes them). A prefix
     /// with an empty, `.` or `..` segment is refused, naming the URL.
     pub fn parse(url: &str) -> Result<Source, Error> {
+        let (url, query) = url.split_once('?').unwrap_or((url, ""));
+        // Named without its options: an endpoint refused for its user name and password is
+        // never printed.
         let refuse = |reason: &str| Error::Bucket {
             source_url: url.escape_debug().to_string(),
             key: String::new(),
             reason: reason.to_owned(),
         };
-        let (url, query) = url.split_once('?').unwrap_or((url, ""));
         let (mut endpoint, mut profile) = (None, None);
         for (name, value) in form_urlencoded::parse(query.as_bytes()) {
             let value = value.trim().to_owned();
             match &*name {
-                "endpoint" if !value.is_empty() => endpoint = Some(value),
+                "endpoint" if !value.is_empty() => {
+                    if let Some(problem) = endpoint_problem(&value) {
+                        return Err(refuse(&format!("the endpoint is refused: {problem}")));
+                    }
+                    endpoint = Some(value)
+                }
                 "profile" if !value.is_empty() => profile = Some(value),
                 "endpoint" | "profile" => {}
                 other => {
@@ -208,8 +215,47 @@ impl Source {
         identity_from(self.provider, |name| self.var(name))
     }
 
-    /// The provider's client for this source, with its standard credential chain.
+    /// Whose bucket this is, as far as the environment tells, for the cache's folder name: two
+    /// accounts or profiles may see different objects under one URL, so they never share a mirror
+    /// (S3: the profile and the access key id; GCS: the credentials file; Azure: the account).
+    /// `None` for the default chain. Never shown: it goes into a digest.
+    pub fn account(&self) -> Option<String> {
+        let parts: Vec<String> = match self.provider {
+            Provider::S3 => ["AWS_PROFILE", "AWS_ACCESS_KEY_ID"]
+                .into_iter()
+                .filter_map(|name| self.var(name).map(|value| format!("{name}={value}")))
+                .collect(),
+            Provider::Gcs => self
+                .var("GOOGLE_APPLICATION_CREDENTIALS")
+                .map(|path| format!("GOOGLE_APPLICATION_CREDENTIALS={path}"))
+                .into_iter()
+                .collect(),
+            Provider::Azure => self
+                .var("AZURE_STORAGE_CONNECTION_STRING")
+                .and_then(|connection| {
+                    connection
+                        .split(';')
+                        .find_map(|part| part.trim().strip_prefix("AccountName="))
+                        .map(str::to_owned)
+                })
+                .or_else(|| {
+                    self.var("AZURE_STORAGE_ACCOUNT_NAME")
+                        .or_else(|| self.var("AZURE_STORAGE_ACCOUNT"))
+                })
+                .map(|account| format!("account={account}"))
+                .into_iter()
+                .collect(),
+        };
+        (!parts.is_empty()).then(|| parts.join("\n"))
+    }
+
+    /// The provider's client for this source, with its standard credential chain. An endpoint
+    /// given with the source (its URL's `?endpoint=`, the window's field) is held to
+    /// [`endpoint_problem`]'s rules here, where every client is made.
     pub(super) fn operator(&self) -> Result<opendal::Operator, Error> {
+        if let Some(problem) = self.endpoint.as_deref().and_then(endpoint_problem) {
+            return Err(self.error("", format!("the endpoint is refused: {problem}")));
+        }
         let root = format!("/{}", self.prefix);
         let built = match self.provider {
             Provider::S3 => {
@@ -312,6 +358,47 @@ fn emulator_endpoint(host: &str) -> String {
     } else {
         format!("http://{host}")
     }
+}
+
+/// Why an endpoint given with a source (its URL's `?endpoint=`, the window's field) cannot be
+/// where the provider's credentials are sent, or `None`: it is an `https://` URL, or `http://` to
+/// this machine's loopback (a local test server, an emulator), with no user name or password in
+/// it (credentials come from the provider's chain; a URL's would be printed in errors). The
+/// provider's own variables (`AWS_ENDPOINT_URL`, ...) are the user's settings and are not held to
+/// this.
+pub fn endpoint_problem(endpoint: &str) -> Option<&'static str> {
+    let Some((scheme, rest)) = endpoint.trim().split_once("://") else {
+        return Some("it is not a URL: give https://HOST[:PORT]");
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Some(
+            "it holds a user name or password; the provider's credential chain gives the \
+             credentials, never the URL",
+        );
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    if host.is_empty() {
+        return Some("it names no host");
+    }
+    match scheme.to_ascii_lowercase().as_str() {
+        "https" => None,
+        "http" if is_loopback(host) => None,
+        "http" => Some(
+            "plain http:// would send the provider's credentials unencrypted; it is taken only to \
+             this machine (127.0.0.1, ::1, localhost): use https://, or AWS_ENDPOINT_URL for a \
+             store of your own",
+        ),
+        _ => Some("only https:// (or http:// to this machine) is taken"),
+    }
+}
+
+/// Whether `host` is this machine's loopback: `localhost`, 127.0.0.0/8 or `::1`.
+fn is_loopback(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `endpoint` with its scheme and host in lower case and no trailing `/`.
@@ -477,6 +564,50 @@ mod tests {
             "us-east-1"
         );
         assert_eq!(with(&[("HOME", dir.path().to_str().unwrap())]), "us-east-1");
+    }
+
+    /// Issue 40: a bucket URL (a link's, a pasted one's) could send the provider's credentials to
+    /// any host, in the clear, and printed a user name and password given in it.
+    #[test]
+    fn an_endpoint_is_https_or_loopback_and_carries_no_credentials() {
+        for good in [
+            "https://minio.example:9000",
+            "http://127.0.0.1:9000",
+            "http://127.8.0.1:9000/x",
+            "http://localhost:4443",
+            "http://[::1]:10000/devstoreaccount1",
+        ] {
+            assert_eq!(endpoint_problem(good), None, "{good}");
+            let url = format!(
+                "s3://b/p?endpoint={}",
+                form_urlencoded::byte_serialize(good.as_bytes()).collect::<String>()
+            );
+            assert_eq!(Source::parse(&url).unwrap().endpoint.as_deref(), Some(good));
+        }
+        for (bad, says) in [
+            ("http://attacker.example", "unencrypted"),
+            ("http://10.0.0.5:9000", "unencrypted"),
+            ("http://127.0.0.1.attacker.example", "unencrypted"),
+            ("ftp://127.0.0.1", "only https://"),
+            ("attacker.example", "not a URL"),
+            ("https://user:hunter2@minio.example", "user name or password"),
+            ("http://user:hunter2@127.0.0.1:9000", "user name or password"),
+        ] {
+            let url = format!(
+                "gs://b/p?endpoint={}",
+                form_urlencoded::byte_serialize(bad.as_bytes()).collect::<String>()
+            );
+            let error = Source::parse(&url).unwrap_err().to_string();
+            assert!(error.contains(says), "{bad}: {error}");
+            assert!(
+                !error.contains("hunter2") && !error.contains("attacker"),
+                "{bad}: {error}"
+            );
+            // However it was given, no client is made for it.
+            let given = Source::parse("gs://b/p").unwrap().with_endpoint(bad);
+            let error = given.operator().unwrap_err().to_string();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
     }
 
     #[test]
