@@ -79,6 +79,17 @@ impl Connection {
             .args(["-M", "-N", "-S"])
             .arg(&control_path)
             .args(["-o", "ControlPersist=no"])
+            // None of the user's forwardings (`ForwardAgent`, `RemoteForward`, ... of the config)
+            // ride on the studio's link: the host could use the user's key agent or reach this
+            // machine through them (issue 40). The command line's value wins over the config's.
+            .args([
+                "-o",
+                "ClearAllForwardings=yes",
+                "-o",
+                "ForwardAgent=no",
+                "-o",
+                "ForwardX11=no",
+            ])
             .args([
                 "-o",
                 &format!("ConnectTimeout={}", options.connect_timeout.as_secs().max(1)),

@@ -150,10 +150,15 @@ fn check_name(name: &str, what: &str) -> Result<(), String> {
     if name.starts_with('-') {
         return Err(format!("the {what} `{name}` starts with `-`"));
     }
-    if name
-        .chars()
-        .any(|c| c.is_whitespace() || matches!(c, '/' | '@' | '\'' | '"' | '`' | '$' | '\\'))
-    {
+    if name.chars().any(|c| {
+        // Shell metacharacters too: OpenSSH refuses them in a host name, but older clients
+        // with `%h` in a ProxyCommand handed them to a shell (issue 40).
+        c.is_whitespace()
+            || matches!(
+                c,
+                '/' | '@' | '\'' | '"' | '`' | '$' | '\\' | ';' | '|' | '&' | '(' | ')' | '<' | '>'
+            )
+    }) {
         return Err(format!("the {what} `{name}` holds a character a {what} cannot have"));
     }
     Ok(())
@@ -218,6 +223,12 @@ mod tests {
             ("ssh://box:99999/p", "not a port"),
             ("box:0:/p", "not a port"),
             ("b ox:/p", "cannot have"),
+            ("box;touch:/p", "cannot have"),
+            ("a|b:/p", "cannot have"),
+            ("a&b:/p", "cannot have"),
+            ("a(b):/p", "cannot have"),
+            ("a<b:/p", "cannot have"),
+            ("a>b:/p", "cannot have"),
             ("box:/p\n", "control character"),
         ];
         for (text, reason) in cases {
