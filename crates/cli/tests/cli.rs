@@ -1277,6 +1277,102 @@ fn watch_reports_sessions_and_the_agents_file_as_they_appear_change_and_go() {
     watch.wait().unwrap();
 }
 
+/// Issue 41, point 1: a run started outside the studio ends when it ends, whatever else works in
+/// its workspace. A `zstudio watch` and a shell (with its `sleep`) started there just before the
+/// run, and the `zstudio` asking from inside the workspace, all started near the session id's time
+/// and kept the ended run `running` for about two minutes, and `stop` then left both stop files in
+/// the finished folder for good.
+#[test]
+fn an_outside_run_ends_when_it_ends_whatever_else_works_in_its_workspace() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let in_workspace = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_zstudio"))
+            .args(args)
+            .current_dir(workspace.path())
+            .env_remove("ZIBBY_STUDIO_DB")
+            .env("XDG_DATA_HOME", data_home())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(["watch", "--json", "-w", root])
+        .current_dir(workspace.path())
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("XDG_DATA_HOME", data_home())
+        .stdout(Stdio::piped())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (sender, changes) = std::sync::mpsc::channel::<Value>();
+    let stdout = watch.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut shell = Command::new("sh")
+        .args(["-c", "sleep 120"])
+        .current_dir(workspace.path())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+
+    let ran = Command::new(agent_binary())
+        .args(["--nodes", "plan:100,write:100"])
+        .current_dir(workspace.path())
+        .env("ZIBBY_EMIT_GRAPH_MARKERS", "1")
+        .output()
+        .unwrap();
+    assert!(ran.status.success());
+    let ended_at = std::time::Instant::now();
+
+    let listed = json_of(&in_workspace(&["sessions", "--json", "-w", root]));
+    let session = listed[0]["id"].as_str().unwrap().to_owned();
+    assert_ne!(
+        listed[0]["status"], "running",
+        "asked from inside the workspace right after the end: {listed:#}"
+    );
+    let shown = json_of(&in_workspace(&["show", &session, "--json", "-w", root]));
+    assert_ne!(shown["status"], "running", "{shown:#}");
+    // The open watch hears the end too (it said `running` while the run went on).
+    let mut watched = None;
+    while ended_at.elapsed() < std::time::Duration::from_secs(10) {
+        match changes.recv_timeout(std::time::Duration::from_millis(200)) {
+            Ok(change) if change["session_id"] == session.as_str() && change["summary"].is_object() => {
+                watched = Some(change["summary"]["status"].clone());
+                if change["summary"]["status"] != "running" {
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        watched.as_ref().is_some_and(|status| status != "running"),
+        "the watch's last word on {session}: {watched:?}"
+    );
+
+    // A stop of the ended run is refused, and no stop file is left in its folder.
+    let stopped = in_workspace(&["stop", &session, "--json", "-w", root]);
+    let said = String::from_utf8_lossy(&stopped.stderr).into_owned() + &String::from_utf8_lossy(&stopped.stdout);
+    assert!(!stopped.status.success(), "{said}");
+    assert!(said.contains("has no run going"), "{said}");
+    let folder = workspace.path().join(".zibby/output/sessions").join(&session);
+    for name in [".zibby-stop", ".zibby-studio-stop"] {
+        assert!(!folder.join(name).exists(), "{name} left in the ended run's folder");
+    }
+    for process in [&mut watch, &mut shell] {
+        process.kill().unwrap();
+        process.wait().unwrap();
+    }
+}
+
 #[test]
 fn tail_prints_the_last_lines_of_a_session() {
     let workspace = fixture_workspace();

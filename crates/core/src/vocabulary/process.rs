@@ -112,12 +112,38 @@ fn boot_time_ms() -> Option<u64> {
     Some(seconds * 1000)
 }
 
+/// The programs a run of the engine can be: the JavaScript runtimes the engine (an npm package)
+/// runs on, and the project's test agent, which stands in for the engine in the studio's tests.
+/// A shell, `sleep`, an editor working in the workspace are never a run (issue 41).
+const ENGINE_PROGRAMS: &[&str] = &["node", "nodejs", "bun", "deno", "zibby-test-agent"];
+
+/// The studio's own programs: a `zstudio watch` or the window reading a session is never its run.
+const STUDIO_PROGRAMS: &[&str] = &["zstudio", "zibby-studio"];
+
+/// The file name of the program process `pid` runs (`/proc/<pid>/exe`), when it can be read.
+fn program_of(process: &std::path::Path) -> Option<String> {
+    let exe = std::fs::read_link(process.join("exe")).ok()?;
+    // A program replaced on disk while it runs reads `node (deleted)`.
+    let name = exe.file_name()?.to_str()?;
+    Some(name.trim_end_matches(" (deleted)").to_owned())
+}
+
+/// Whether `program` can be a run of the engine (see [`ENGINE_PROGRAMS`]): `node`, `nodejs`, a
+/// versioned `node20`, ...
+fn can_be_engine(program: &str) -> bool {
+    ENGINE_PROGRAMS
+        .iter()
+        .any(|engine| program == *engine || (*engine == "node" && program.starts_with("node")))
+}
+
 /// Whether a run's process may still be there, as `/proc` says (`None` when it cannot tell): a
-/// live process (not a zombie) that works in `workspace` (its working folder is it or below it)
-/// and started between `from_ms` and `to_ms` (milliseconds since the epoch, to about a second),
-/// or one that has a file of `session` open. How a run the studio did not start is told to be
-/// going on: the engine runs in its workspace, makes its session as it starts, and keeps a node's
-/// output file open while the node runs. Another user's processes are not looked at.
+/// live process (not a zombie) of a program that can be the engine ([`ENGINE_PROGRAMS`]) that
+/// works in `workspace` (its working folder is it or below it) and started between `from_ms` and
+/// `to_ms` (milliseconds since the epoch, to about a second), or one that has a file of `session`
+/// open. How a run the studio did not start is told to be going on: the engine runs in its
+/// workspace, makes its session as it starts, and keeps a node's output file open while the node
+/// runs. The studio's own processes (this one, a `zstudio watch`, the window: [`STUDIO_PROGRAMS`])
+/// never count, nor does another user's process.
 pub fn run_process_present(
     workspace: &std::path::Path,
     session: &std::path::Path,
@@ -126,24 +152,34 @@ pub fn run_process_present(
 ) -> Option<bool> {
     let boot = boot_time_ms()?;
     let entries = std::fs::read_dir("/proc").ok()?;
+    let me = std::process::id();
     let mut others = Vec::new();
     for entry in entries.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
             continue;
         };
+        if pid == me {
+            continue;
+        }
         let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else {
             continue;
         };
         let Some(stat) = stat(pid).filter(|s| !s.zombie) else {
             continue;
         };
+        let Some(program) = program_of(&entry.path()) else {
+            continue;
+        };
+        if STUDIO_PROGRAMS.contains(&program.as_str()) {
+            continue;
+        }
         let started = boot + stat.start_time * 1000 / TICKS_PER_SECOND;
-        if cwd.starts_with(workspace) && (from_ms..=to_ms).contains(&started) {
+        if can_be_engine(&program) && cwd.starts_with(workspace) && (from_ms..=to_ms).contains(&started) {
             return Some(true);
         }
         others.push(entry.path());
     }
-    // Slower, and only when the above did not tell: the open files of every process.
+    // Slower, and only when the above did not tell: the open files of every other process.
     let has_open = |process: &std::path::PathBuf| {
         std::fs::read_dir(process.join("fd")).is_ok_and(|fds| {
             fds.flatten()

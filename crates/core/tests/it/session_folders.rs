@@ -526,12 +526,20 @@ fn a_fresh_session_is_running_while_a_process_holds_its_files_and_ended_after() 
     let session = dir.path().join(".zibby/output/sessions").join(id.as_str());
     fs::create_dir_all(session.join("plan")).unwrap();
     fs::write(session.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
-    // This test's process started long before the id's time and works elsewhere: only the open
-    // file says the run is there.
-    let held = fs::File::create(session.join("plan/raw_stream_output.txt")).unwrap();
+    // A process that started long before the id's time and works elsewhere (`sleep`, no engine):
+    // only the file it holds open says the run is there. The process asking is never the run
+    // (issue 41), so the file is held by a child.
+    let output = session.join("plan/raw_stream_output.txt");
+    fs::File::create(&output).unwrap();
+    let mut holder = std::process::Command::new("sleep")
+        .arg("60")
+        .stdin(fs::File::open(&output).unwrap())
+        .spawn()
+        .unwrap();
     let status = || workspace.read_session(&id, SystemTime::now()).unwrap().status;
     assert_eq!(status(), Status::Running);
-    drop(held);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
     assert_eq!(status(), Status::Unknown, "no process of it is left");
 }
 
