@@ -10,10 +10,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use studio_core::app::Studio;
+use studio_core::store::RunRecord;
 use studio_core::Status;
 
 use super::answer::{Answer, Failure, ToolError};
-use super::lookup::{require_node, require_run};
+use super::lookup::{require_node, resolve_run, session_id, shown_name};
 use super::shown::shown_text;
 
 /// The most text one page holds, in bytes of UTF-8.
@@ -107,7 +108,14 @@ fn floor_boundary(text: &str, mut index: usize) -> usize {
 }
 
 pub fn read(studio: &Studio, args: OutputArgs) -> Result<Answer, Failure> {
-    let run = require_run(studio, &args.id)?;
+    match resolve_run(studio, &args.id)? {
+        Some(run) => read_run(studio, run, args),
+        None => read_folder(studio, args),
+    }
+}
+
+/// A page of a run's output as the store recorded it.
+fn read_run(studio: &Studio, run: RunRecord, args: OutputArgs) -> Result<Answer, Failure> {
     if let Some(node) = &args.node {
         require_node(studio, &run.id, node)?;
     }
@@ -196,6 +204,115 @@ pub fn read(studio: &Studio, args: OutputArgs) -> Result<Answer, Failure> {
             "text": text,
             "next_cursor": next_cursor,
             "total_lines": total_lines,
+            "total_bytes": total_bytes,
+        }),
+        text: format!("{summary}\n{text}"),
+    })
+}
+
+/// A page of the output files of a session the studio did not run (a terminal's, CI's, a
+/// bucket's): its `raw_stream_output.txt`, else its nodes' (or `node`'s) in order, read from its
+/// folder. The cursor is `<session id>:<file>:<byte offset>`; a page ends at a line's end where
+/// it can, so that a secret is redacted whole.
+fn read_folder(studio: &Studio, args: OutputArgs) -> Result<Answer, Failure> {
+    let id = session_id(&args.id)?;
+    if args.stream.is_some() {
+        return Err(ToolError::invalid(format!(
+            "session {id} was not run by the studio: its folder's output files keep no streams apart (leave stream out)"
+        ))
+        .into());
+    }
+    let session = studio.session_get(id.as_str())?;
+    let path = |file: &studio_core::session::FileRef| (file.path.display().to_string(), file.bytes);
+    let files: Vec<(String, u64)> = match (&args.node, &session.raw_stream_output) {
+        (Some(node), _) => {
+            let Some(found) = session.nodes.iter().find(|n| &n.name == node) else {
+                return Err(ToolError::new(
+                    "invalid_node_name",
+                    format!("session {id} has no node `{}`", shown_name(node)),
+                )
+                .into());
+            };
+            found.artifacts.raw_stream.iter().map(path).collect()
+        }
+        (None, Some(file)) => vec![path(file)],
+        (None, None) => session
+            .nodes
+            .iter()
+            .filter_map(|n| n.artifacts.raw_stream.as_ref())
+            .map(path)
+            .collect(),
+    };
+    let mut at = match args.cursor.as_deref() {
+        Some(text) => cursor_of(text, id.as_str())?,
+        None => Cursor { seq: 1, offset: 0 },
+    };
+    if at.seq as usize > files.len() + 1 {
+        return Err(
+            ToolError::invalid("cursor points past the session's files: pass next_cursor back as it came").into(),
+        );
+    }
+    let total_bytes: u64 = files.iter().map(|(_, bytes)| bytes).sum();
+    let mut text = String::new();
+    let mut limit = PAGE_BYTES / 2;
+    while let Some((file, _)) = files.get(at.seq as usize - 1) {
+        let room = PAGE_BYTES - text.len();
+        let chunk = studio.session_file_read(id.as_str(), file, at.offset as u64, limit.min(room / 2).max(4))?;
+        let read = chunk.next_offset.unwrap_or(chunk.bytes_total) - chunk.offset;
+        // Bytes that are not UTF-8 read as U+FFFD: such a chunk is taken whole or not at all.
+        let exact = !chunk.binary && chunk.text.len() as u64 == read;
+        let mut raw = chunk.text.as_str();
+        if exact && chunk.next_offset.is_some() {
+            // A line's end where there is one: a secret is redacted whole.
+            if let Some(end) = raw.rfind('\n') {
+                raw = &raw[..=end];
+            }
+        }
+        let mut shown = shown_text(raw);
+        while shown.len() > room && exact && !raw.is_empty() {
+            raw = &raw[..floor_boundary(raw, raw.len() / 2)];
+            shown = shown_text(raw);
+        }
+        if shown.len() > room {
+            if text.is_empty() && limit > 4 {
+                limit /= 4;
+                continue;
+            }
+            break;
+        }
+        text.push_str(&shown);
+        let whole = !exact || raw.len() == chunk.text.len();
+        match (whole, chunk.next_offset) {
+            (true, None) => {
+                at = Cursor {
+                    seq: at.seq + 1,
+                    offset: 0,
+                }
+            }
+            (true, Some(next)) => at.offset = next as usize,
+            (false, _) => at.offset += raw.len(),
+        }
+        if text.len() == PAGE_BYTES {
+            break;
+        }
+    }
+    let more = (at.seq as usize) <= files.len();
+    let live = session.status == Status::Running;
+    let next_cursor = (more || live).then(|| cursor_text(id.as_str(), &at));
+    let summary = format!(
+        "session {id} ({}), its folder's output files: {} bytes, {}",
+        session.status,
+        text.len(),
+        if more { "more to read" } else { "the end" }
+    );
+    Ok(Answer {
+        structured: json!({
+            "run_id": null,
+            "session_id": id,
+            "status": session.status,
+            "files": files.len(),
+            "text": text,
+            "next_cursor": next_cursor,
             "total_bytes": total_bytes,
         }),
         text: format!("{summary}\n{text}"),

@@ -106,7 +106,7 @@ impl Catalogue {
             spec::<OutputArgs>(
                 "read_output",
                 "Read a run's output",
-                "A run's output a page at a time (at most 16 KiB of text a page), optionally one node's or one stream's lines: give a run id, or a session id for its last run. Pass next_cursor back as cursor for the next page; total_lines and total_bytes are the whole output's. Control characters are shown as escapes.",
+                "A run's output a page at a time (at most 16 KiB of text a page), optionally one node's or one stream's lines: give a run id, or a session id for its last run (a session the studio did not run: its folder's output files). Pass next_cursor back as cursor for the next page; total_lines and total_bytes are the whole output's. Control characters are shown as escapes.",
                 READS,
             ),
             spec::<SearchArgs>(
