@@ -127,17 +127,77 @@ fn open(remote: &Remote, args: &SessionArg, globals: &Globals, out: &mut impl Wr
     crate::commands::share::launch_app(&id, std::ffi::OsStr::new(&remote.target), globals, out)
 }
 
-/// A graceful (or `--force`d) stop of a run the host's studio supervises, asked of its server;
-/// the run stops on the host whatever becomes of this connection.
+/// `zstudio stop ID` on the host: a run id or a session id, as a local stop takes them (one
+/// [`aim`](crate::commands::stop::aim) for both), asked of its server; waits for the run to end,
+/// asking again (forced there) once `--grace` is over, and prints its record as a local stop does.
+/// The run stops on the host whatever becomes of this connection.
 fn stop(remote: &Remote, args: &StopArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    // The host says how it stops (a second stop of a stopping run is forced there).
-    let stopping: studio_core::stop::Stopping =
-        remote.call("run_stop", json!({ "run_id": args.id, "force": args.force }))?;
-    print::emit(out, globals.format(), &stopping, |out, stopping| {
-        let forced = *stopping == studio_core::stop::Stopping::Forced;
-        writeln!(out, "{}", print::stopping_words(forced, true))?;
-        Ok(())
-    })
+    use crate::commands::stop::{aim, refuse_forcing_outside, Runs, Target};
+    use studio_core::stop::{StopProgress, Stopping};
+    let run = match aim(&args.id, remote)? {
+        Target::Recorded(run) => run,
+        Target::Outside(session) => {
+            refuse_forcing_outside(args, &session)?;
+            let asked: studio_core::runner::OutsideStop =
+                remote.call("session_stop_outside", json!({ "session_id": session.as_str() }))?;
+            return print::emit(out, globals.format(), &asked, print::outside_stop);
+        }
+    };
+    let ask = |force: bool| -> anyhow::Result<Stopping> {
+        remote.call("run_stop", json!({ "run_id": run.id, "force": force }))
+    };
+    let how = ask(args.force)?;
+    eprintln!(
+        "{} (on {})",
+        print::stop_progress_words(StopProgress::Asked(how)),
+        remote.target
+    );
+    let session = SessionId::parse(&run.session_id)?;
+    let grace_over = std::time::Instant::now() + Duration::from_secs(args.grace);
+    let mut forced = how == Stopping::Forced;
+    let mut give_up = None;
+    let ended = loop {
+        let now = remote
+            .runs_of(&session)?
+            .into_iter()
+            .find(|r| r.id == run.id)
+            .ok_or_else(|| studio_core::Error::RunNotFound { id: run.id.clone() })?;
+        if now.status != studio_core::Status::Running || give_up.is_some_and(|at| std::time::Instant::now() >= at) {
+            break now;
+        }
+        if !forced && std::time::Instant::now() >= grace_over {
+            forced = ask(true)? == Stopping::Forced;
+            eprintln!(
+                "{} (on {})",
+                print::stop_progress_words(StopProgress::Asked(Stopping::Forced)),
+                remote.target
+            );
+        }
+        if forced && give_up.is_none() {
+            // SIGKILL follows SIGTERM 5 s after on the host; its end is recorded then.
+            give_up = Some(std::time::Instant::now() + Duration::from_secs(15));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    print::emit(out, globals.format(), &ended, print::stopped)
+}
+
+impl crate::commands::stop::Runs for Remote {
+    fn run(&self, id: &str) -> anyhow::Result<studio_core::store::RunRecord> {
+        let runs: Vec<studio_core::store::RunRecord> = self.call("runs_list", json!({ "session_id": null }))?;
+        runs.into_iter()
+            .find(|r| r.id == id)
+            .ok_or_else(|| studio_core::Error::RunNotFound { id: id.to_owned() }.into())
+    }
+
+    fn runs_of(&self, session: &SessionId) -> anyhow::Result<Vec<studio_core::store::RunRecord>> {
+        self.call("runs_list", json!({ "session_id": session.as_str() }))
+    }
+
+    fn folder_status(&self, session: &SessionId) -> anyhow::Result<Option<studio_core::Status>> {
+        let found: Session = self.call("session_get", json!({ "session_id": session.as_str() }))?;
+        Ok(Some(found.status))
+    }
 }
 
 fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {

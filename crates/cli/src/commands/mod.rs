@@ -16,7 +16,7 @@ mod search;
 pub mod serve;
 mod sessions;
 pub(crate) mod share;
-mod stop;
+pub(crate) mod stop;
 mod tail;
 pub mod watch;
 

@@ -296,62 +296,127 @@ fn remote_errors_name_the_host_and_what_failed() {
     assert!(stderr.contains("0190aaaa-0000-7000-8000-000000000000"), "{stderr}");
 }
 
-/// A run on the host, stopped from here: gracefully (the agent ignores it), then by force; what
-/// is printed is the host's reply, and the run ends on the host as cancelled.
+/// A run on the host, stopped from here as a local stop stops one (issue 41, point 2): by its run
+/// id or by its session id, gracefully (the agent ignores it), then by force once `--grace` is
+/// over, waiting for its end and printing the host's record of it, as `zstudio stop` prints a
+/// local one; a run the host's studio did not start, by its session id, asked to stop by its stop
+/// files; an ended session refused, naming it.
 #[test]
-fn a_live_run_on_the_host_is_stopped_as_the_host_says() {
+fn a_run_on_the_host_is_stopped_by_its_run_or_session_id_as_a_local_one() {
     let sshd = Sshd::start();
     let workspace = remote_workspace(&sshd, "ws");
     let ws = workspace.to_str().unwrap();
     let local = tempfile::tempdir().unwrap();
     let host_data = sshd.home().join("data");
     let agent = super::common::agent_binary();
-    let started = zstudio(
-        &[
-            "run",
-            "--detach",
-            "-w",
-            ws,
-            "--",
-            &agent,
-            "--nodes",
-            "plan:60000",
-            "--ignore-stop",
-        ],
-        &host_data,
-        &[],
-    );
-    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
-    let runs = json_of(&zstudio(&["runs", "-w", ws, "--json"], &host_data, &[]));
-    let run_id = runs[0]["id"].as_str().unwrap().to_owned();
+    let start_stubborn = || {
+        let started = zstudio(
+            &[
+                "run",
+                "--detach",
+                "-w",
+                ws,
+                "--",
+                &agent,
+                "--nodes",
+                "plan:60000",
+                "--ignore-stop",
+            ],
+            &host_data,
+            &[],
+        );
+        assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+        let runs = json_of(&zstudio(&["runs", "-w", ws, "--json"], &host_data, &[]));
+        (
+            runs[0]["id"].as_str().unwrap().to_owned(),
+            runs[0]["session_id"].as_str().unwrap().to_owned(),
+        )
+    };
     let remote = format!("{}:{ws}", sshd.alias());
     let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
-    let stop = |force: bool| {
-        let mut args = vec!["--remote", remote.as_str(), "stop", run_id.as_str()];
-        if force {
-            args.push("--force");
+    let stop = |id: &str, json: bool| {
+        let mut args = vec!["--remote", remote.as_str(), "stop", id, "--grace", "1"];
+        if json {
+            args.push("--json");
         }
-        let output = zstudio(&args, local.path(), &env);
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        zstudio(&args, local.path(), &env)
     };
-    let first = stop(false);
-    assert!(
-        first.starts_with("stopping: the current node finishes first"),
-        "{first}"
+
+    // By its run id: graceful, then forced once the grace is over; the record printed.
+    let (run_id, session) = start_stubborn();
+    let output = stop(&run_id, false);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
     );
-    let second = stop(true);
-    assert!(second.starts_with("force stopping"), "{second}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let runs = json_of(&zstudio(&["runs", "-w", ws, "--json"], &host_data, &[]));
-        if runs[0]["status"] != "running" {
-            assert_eq!(runs[0]["status"], "cancelled", "{runs}");
-            break;
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("stopping: the current node finishes first"), "{stderr}");
+    assert!(stderr.contains("force stopping"), "{stderr}");
+    assert_eq!(
+        stdout,
+        format!("run {run_id} of session {session}: cancelled (forced)\n")
+    );
+
+    // By its session id, in JSON: the host's record of the run, as `runs --json` has it.
+    let (run_id, session) = start_stubborn();
+    let stopped = json_of(&stop(&session, true));
+    let runs = json_of(&zstudio(&["runs", "-w", ws, "--json"], &host_data, &[]));
+    let recorded = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == run_id.as_str())
+        .unwrap();
+    assert_eq!(stopped["id"], run_id.as_str(), "{stopped}");
+    assert_eq!(stopped["status"], "cancelled", "{stopped}");
+    assert_eq!(stopped["stopped_by"], recorded["stopped_by"], "{stopped} {recorded}");
+    assert_eq!(stopped["session_id"], session.as_str());
+
+    // A run the host's studio did not start (the agent from a terminal there), by its session id.
+    let mut terminal = Command::new(&agent)
+        .args(["--nodes", "first:1500,second:1500,third:1500"])
+        .current_dir(&workspace)
+        .env("ZIBBY_EMIT_GRAPH_MARKERS", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sessions = workspace.join(".zibby/output/sessions");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let outside = loop {
+        let found = std::fs::read_dir(&sessions)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|id| *id != session && !runs.as_array().unwrap().iter().any(|r| r["session_id"] == id.as_str()));
+        if let Some(id) = found {
+            break id;
         }
-        assert!(std::time::Instant::now() < deadline, "the run ended on the host");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+        assert!(std::time::Instant::now() < deadline, "the terminal run made no session");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let output = stop(&outside, false);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        stdout.contains(&format!(
+            "session {outside}: asked its run to stop before its next node"
+        )),
+        "{stdout}"
+    );
+    let mut printed = String::new();
+    std::io::Read::read_to_string(terminal.stdout.as_mut().unwrap(), &mut printed).unwrap();
+    terminal.wait().unwrap();
+    assert!(!printed.contains("third"), "no node after the stop starts: {printed}");
+
+    // An ended session: refused as a local stop refuses it.
+    let output = stop(&session, true);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("run_not_live") || stderr.contains("is not running"),
+        "{stderr}"
+    );
 }
 
 #[test]
