@@ -6,10 +6,24 @@ use std::path::{Path, PathBuf};
 /// Both names every engine era knows between them (PROTOCOL.md §3).
 pub const STOP_FILES: [&str; 2] = [".zibby-studio-stop", ".zibby-stop"];
 
-/// Removes both stop files from a session folder, if they are there.
+/// Removes both stop files from a session folder, if they are there, leaving the folder's own
+/// modification time as it was: the studio's own cleanup, however late after the run's end, is
+/// never taken for someone writing there since (which would hand the session to its folder and
+/// lose the run's record: issue 41).
 pub(super) fn remove_stop_files(session_path: &Path) {
+    let folder = std::fs::symlink_metadata(session_path).ok().filter(|m| m.is_dir());
+    let mut removed = false;
     for name in STOP_FILES {
-        let _ = std::fs::remove_file(session_path.join(name));
+        removed |= std::fs::remove_file(session_path.join(name)).is_ok();
+    }
+    let Some(modified) = folder.and_then(|m| m.modified().ok()).filter(|_| removed) else {
+        return;
+    };
+    // A folder replaced by a link meanwhile is left alone.
+    if std::fs::symlink_metadata(session_path).is_ok_and(|m| m.is_dir()) {
+        if let Ok(dir) = std::fs::File::open(session_path) {
+            let _ = dir.set_times(std::fs::FileTimes::new().set_modified(modified));
+        }
     }
 }
 
@@ -21,4 +35,28 @@ pub(super) const MESSAGES_FILE: &str = "messages.json";
 /// The conversation file of a run without a keeper.
 pub(super) fn messages_file(run_id: &str) -> PathBuf {
     std::env::temp_dir().join(format!("zibby-studio-{run_id}-messages.json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn removing_the_stop_files_leaves_the_folders_time_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in STOP_FILES {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        let an_hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::open(dir.path())
+            .unwrap()
+            .set_times(std::fs::FileTimes::new().set_modified(an_hour_ago))
+            .unwrap();
+        remove_stop_files(dir.path());
+        for name in STOP_FILES {
+            assert!(!dir.path().join(name).exists(), "{name}");
+        }
+        let modified = std::fs::metadata(dir.path()).unwrap().modified().unwrap();
+        assert_eq!(modified, an_hour_ago);
+    }
 }
