@@ -438,6 +438,19 @@ async fn a_trusted_agent_runs_and_is_waited_for_and_a_stranger_is_refused() {
     let session = answer(&client, "get_session", json!({"id": started["session_id"]})).await;
     assert_eq!(session["status"], "success");
     assert_eq!(session["runs"][0]["id"], run.as_str());
+    // Recorded as started through MCP; the run that trusted the agent was not.
+    assert_eq!(ended["origin"], "mcp");
+    assert_eq!(session["runs"][0]["origin"], "mcp");
+    let first = answer(&client, "list_sessions", json!({})).await;
+    let first = first["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] != started["session_id"])
+        .unwrap()["id"]
+        .clone();
+    let first = answer(&client, "get_session", json!({"id": first})).await;
+    assert_eq!(first["runs"][0]["origin"], Value::Null);
     let nodes: Vec<&str> = session["nodes"]
         .as_array()
         .unwrap()

@@ -233,6 +233,11 @@ const MIGRATIONS: &[&str] = &[
         UNIQUE (workspace_id, session_id, path)
     );
     "#,
+    // 13: where a run was asked for, when not by the studio's own faces: `mcp` for a run a coding
+    // agent started through `zstudio mcp` (`runs::set_origin`). Null for the others.
+    r#"
+    ALTER TABLE runs ADD COLUMN origin TEXT;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

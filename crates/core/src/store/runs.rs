@@ -170,6 +170,23 @@ pub(super) fn set_keeper_dir(conn: &Connection, run_id: &str, dir: &Path) -> Que
     Ok(())
 }
 
+/// Records where a run was asked for (`mcp`: through `zstudio mcp`); the runs of the studio's own
+/// faces have none.
+pub(super) fn set_origin(conn: &Connection, run_id: &str, origin: &str) -> QueryResult<()> {
+    let changed = conn.execute("UPDATE runs SET origin = ?2 WHERE id = ?1", params![run_id, origin])?;
+    if changed == 0 {
+        return Err(Error::RunNotFound { id: run_id.to_owned() }.into());
+    }
+    Ok(())
+}
+
+/// Where a run was asked for ([`set_origin`]), if it says.
+pub(super) fn origin(conn: &Connection, run_id: &str) -> QueryResult<Option<String>> {
+    conn.query_row("SELECT origin FROM runs WHERE id = ?1", [run_id], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() }.into())
+}
+
 /// Claims a run no live studio process owns for this process; `false` when another got there
 /// first.
 pub(super) fn claim(conn: &Connection, run_id: &str, owner: Option<i64>) -> QueryResult<bool> {

@@ -139,6 +139,23 @@ fn pins_survive_a_restart_and_a_folder_recreated_on_disk() {
 }
 
 #[test]
+fn a_runs_origin_is_kept_and_an_unknown_run_has_none_to_set() {
+    let s = store_setup();
+    make_folder(&s.workspace, "1795952600000_orig");
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    let run = start_run(&store, &s.workspace, &id("1795952600000_orig"), "p");
+    assert_eq!(store.run_origin(&run).unwrap(), None);
+    store.run_set_origin(&run, "mcp").unwrap();
+    drop(store);
+    let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
+    assert_eq!(store.run_origin(&run).unwrap().as_deref(), Some("mcp"));
+    assert!(matches!(
+        store.run_set_origin("no-such-run", "mcp"),
+        Err(studio_core::Error::RunNotFound { .. })
+    ));
+}
+
+#[test]
 fn an_in_memory_store_is_shared_by_its_connections_and_gone_after() {
     let location = StoreLocation::memory();
     let s = store_setup();
