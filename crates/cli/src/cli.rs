@@ -81,7 +81,9 @@ pub struct SourceArgs {
 }
 
 /// The commands that read a bucket source.
-pub const READING: [&str; 8] = ["sessions", "show", "logs", "search", "diff", "export", "import", "open"];
+pub const READING: [&str; 9] = [
+    "sessions", "show", "logs", "search", "diff", "export", "import", "open", "mcp",
+];
 
 /// How a command prints what it found.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -630,6 +632,9 @@ impl Cli {
                 "--cache-limit and --clear-cache are options of a bucket: give --source URL with them".to_owned()
             });
         }
+        if let Command::Studio(StudioCommand::Mcp(McpArgs { allow_runs: true })) = &self.command {
+            return Some("a bucket is read-only: `zstudio mcp --source URL` does not take --allow-runs".to_owned());
+        }
         (!READING.contains(&name)).then(|| {
             format!(
                 "`zstudio {name}` does not take --source: a bucket's sessions are read with {} (read-only); `zstudio --source URL import ID` copies one into the local workspace",
@@ -785,6 +790,11 @@ mod tests {
         }
         assert_eq!(check(&["--remote", "h:/w", "sessions"]), Ok(()));
         assert_eq!(check(&["--source", "s3://b/p", "sessions"]), Ok(()));
+        assert_eq!(check(&["--source", "s3://b/p", "mcp"]), Ok(()));
+        let error = check(&["mcp", "--allow-runs", "--source", "s3://b/p"]).unwrap_err();
+        assert!(error.contains("does not take --allow-runs"), "{error}");
+        let error = check(&["mcp", "--remote", "h:/w"]).unwrap_err();
+        assert!(error.contains("does not work on a remote workspace"), "{error}");
     }
 
     #[test]

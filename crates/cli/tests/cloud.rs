@@ -2,6 +2,10 @@
 //! captured sessions uploaded with boto3, then listed, shown, priced, compared with a
 //! local run and imported, by the real binary with the provider's standard variables.
 
+// `zstudio mcp --source URL`, driven by the MCP SDK's client.
+#[path = "cloud/mcp.rs"]
+mod mcp;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

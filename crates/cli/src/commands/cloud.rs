@@ -5,7 +5,8 @@
 //! mirror's node output files: `store::folder_text`), `export`; `diff`
 //! looks an id up in the bucket, then in the local workspace (`--workspace`, else the current
 //! folder); `import ID` copies a cloud session into the local workspace and store. Every other
-//! command is refused by `Cli::check`: nothing is ever written to the bucket.
+//! command is refused by `Cli::check`: nothing is ever written to the bucket. (`mcp` opens the
+//! bucket itself, as the window does: `crate::mcp`.)
 //!
 //! `sessions` and `show` read a large output of the mirror only from its end, which the listing
 //! fetched; `export`, `diff` and `import` read sessions whole, so the cloud sessions they name

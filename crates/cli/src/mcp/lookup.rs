@@ -21,7 +21,7 @@ pub fn resolve_run(studio: &Studio, id: &str) -> Result<Option<RunRecord>, Failu
     if let Some(last) = store.runs(&workspace, Some(&session))?.into_iter().next() {
         return Ok(Some(last));
     }
-    if store.session_exists(&workspace, &session)? {
+    if session_known(studio, &session)? {
         Ok(None)
     } else {
         Err(ToolError::new(
@@ -81,4 +81,11 @@ pub fn session_id(id: &str) -> Result<SessionId, ToolError> {
 /// most 160 characters.
 pub fn shown_name(name: &str) -> String {
     studio_core::visible::shown(name)
+}
+
+/// Whether the store or the folder knows session `id` (in a bucket's workspace, a session listed
+/// and not fetched yet is fetched: its folder is then there).
+pub fn session_known(studio: &Studio, id: &SessionId) -> Result<bool, Failure> {
+    let (store, workspace) = (studio.store()?, studio.workspace()?);
+    Ok(store.session_exists(&workspace, id)? || studio.session_folder(id.as_str()).is_ok())
 }

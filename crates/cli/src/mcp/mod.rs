@@ -18,15 +18,18 @@ mod tools;
 
 use std::sync::Arc;
 
+use studio_core::app::cloud::CloudWorkspace;
 use studio_core::app::Studio;
+use studio_core::bucket::{cache, MirrorOptions, Source};
 
-use crate::cli::{Globals, McpArgs};
+use crate::cli::{Globals, McpArgs, SourceArgs};
 
 /// The variable naming the run keeper's program (`studio_core::app::find_program`).
 const KEEPER_VARIABLE: &str = "ZIBBY_STUDIO_KEEPER";
 
-/// Serves the workspace and the store the global options name (opened as `zstudio serve` opens
-/// them) until the client closes standard input; the runs it started go on.
+/// Serves the workspace (or with `--source` the bucket prefix) and the store the global options
+/// name (opened as `zstudio serve` and the window open them) until the client closes standard
+/// input; the runs it started go on.
 pub fn mcp(args: &McpArgs, globals: &Globals) -> anyhow::Result<()> {
     let root = match globals.workspace.first() {
         Some(dir) => dir.clone(),
@@ -37,7 +40,18 @@ pub fn mcp(args: &McpArgs, globals: &Globals) -> anyhow::Result<()> {
     if args.allow_runs && std::env::var_os(KEEPER_VARIABLE).is_none() {
         std::env::set_var(KEEPER_VARIABLE, std::env::current_exe()?);
     }
-    let (studio, _subscriptions) = Studio::open(Some(&root), globals.store.location());
+    let studio = match &globals.source.source {
+        None => Studio::open(Some(&root), globals.store.location()).0,
+        // A bucket prefix: its mirror's folder, opened as the window opens a cloud workspace
+        // (read-only; listed sessions fetched as they are asked for).
+        Some(url) => {
+            let cloud = open_cloud(url, &globals.source)?;
+            let (studio, _) = Studio::open(Some(&cloud.workspace_root()), globals.store.location());
+            studio.store()?;
+            studio.open_cloud(cloud)?;
+            studio
+        }
+    };
     // A workspace or a store that does not open is said at once, not to every call.
     studio.workspace()?;
     studio.store()?;
@@ -47,4 +61,19 @@ pub fn mcp(args: &McpArgs, globals: &Globals) -> anyhow::Result<()> {
     studio.keep_runs_on_exit(true);
     studio.shut_down();
     served
+}
+
+/// The cloud workspace of `--source URL` (its cache cleared first when asked), listed.
+fn open_cloud(url: &str, args: &SourceArgs) -> anyhow::Result<Arc<CloudWorkspace>> {
+    let source = Source::parse(url)?;
+    let root = cache::default_cache_root()
+        .ok_or_else(|| anyhow::anyhow!("no cache folder for {source}: set XDG_CACHE_HOME or HOME"))?;
+    if args.clear_cache {
+        cache::clear(&root, Some(&source))?;
+    }
+    let mut options = MirrorOptions::new(root);
+    if let Some(limit) = args.cache_limit {
+        options.max_bytes = limit;
+    }
+    Ok(CloudWorkspace::open(&source, options, Box::new(|_| {}))?)
 }

@@ -223,7 +223,11 @@ fn read_folder(studio: &Studio, args: OutputArgs) -> Result<Answer, Failure> {
         .into());
     }
     let session = studio.session_get(id.as_str())?;
-    let path = |file: &studio_core::session::FileRef| (file.path.display().to_string(), file.bytes);
+    // Relative to the session folder: a bucket's workspace fetches the file by that name.
+    let path = |file: &studio_core::session::FileRef| {
+        let relative = file.path.strip_prefix(&session.path).unwrap_or(&file.path);
+        (relative.display().to_string(), file.bytes)
+    };
     let files: Vec<(String, u64)> = match (&args.node, &session.raw_stream_output) {
         (Some(node), _) => {
             let Some(found) = session.nodes.iter().find(|n| &n.name == node) else {

@@ -536,13 +536,12 @@ impl Catalogue {
 
     /// An error unless the store or the folder knows the session.
     fn require_session(&self, id: &SessionId) -> Result<(), Failure> {
-        let (store, workspace) = (self.studio.store()?, self.studio.workspace()?);
-        if store.session_exists(&workspace, id)? {
+        if super::lookup::session_known(&self.studio, id)? {
             Ok(())
         } else {
             Err(Error::SessionNotFound {
                 id: id.to_string(),
-                sessions_dir: workspace.sessions_dir(),
+                sessions_dir: self.studio.workspace()?.sessions_dir(),
             }
             .into())
         }

@@ -1,0 +1,114 @@
+//! `zstudio mcp --source s3://…`: a bucket prefix on moto served to a coding agent, read-only,
+//! driven by the MCP SDK's own client.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+
+use super::{json_of, setup, zstudio, Setup, PIPELINE_ID, URL};
+
+type Client = RunningService<RoleClient, ()>;
+
+/// `zstudio mcp --source URL ARGS` with the bucket's variables and the setup's folders.
+fn command(setup: &Setup, args: &[&str]) -> tokio::process::Command {
+    command_in(setup, setup.home.path(), args)
+}
+
+/// [`command`] with its cache and data folders in `home`.
+fn command_in(setup: &Setup, home: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_zstudio"));
+    command
+        .args(["mcp", "--source", URL])
+        .args(args)
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env_remove("AWS_PROFILE")
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("HOME", home)
+        .envs(setup.moto.env());
+    command
+}
+
+async fn answer(client: &Client, tool: &str, arguments: Value) -> Value {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments are an object")
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    assert_eq!(result.is_error, Some(false), "{tool}: {:?}", result.content);
+    result.structured_content.expect("a structured result")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bucket_prefix_is_served_read_only() {
+    let setup = setup();
+    let cli = json_of(&zstudio(&setup, &["sessions", "--json", "--source", URL]));
+    let seen = |rows: &Value| -> BTreeSet<(String, String)> {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["id"].as_str().unwrap().to_owned(),
+                    r["status"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+
+    let client = ().serve(TokioChildProcess::new(command(&setup, &[])).unwrap()).await.unwrap();
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools
+        .iter()
+        .all(|t| t.annotations.as_ref().unwrap().read_only_hint == Some(true)));
+    let listed = answer(&client, "list_sessions", json!({})).await;
+    assert_eq!(seen(&listed["sessions"]), seen(&cli));
+    assert!(seen(&cli).len() >= 2, "{cli}");
+    let session = answer(&client, "get_session", json!({"id": PIPELINE_ID})).await;
+    let nodes: Vec<&str> = session["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    assert!(nodes.contains(&"plan"), "{nodes:?}");
+    // Its output, from the mirror's files: no run of it was recorded here.
+    let page = answer(&client, "read_output", json!({"id": PIPELINE_ID, "node": "plan"})).await;
+    assert_eq!(page["run_id"], Value::Null);
+    assert!(!page["text"].as_str().unwrap().is_empty(), "{page}");
+    client.cancel().await.unwrap();
+
+    // A cold cache: the prefix's sessions listed by id, each fetched as it is asked for.
+    let cold = tempfile::TempDir::new().unwrap();
+    let client = ().serve(TokioChildProcess::new(command_in(&setup, cold.path(), &[])).unwrap()).await.unwrap();
+    let listed = answer(&client, "list_sessions", json!({})).await;
+    let ids = |rows: &Value| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect::<BTreeSet<_>>()
+    };
+    assert_eq!(ids(&listed["sessions"]), ids(&cli));
+    let session = answer(&client, "get_session", json!({"id": PIPELINE_ID})).await;
+    assert!(!session["nodes"].as_array().unwrap().is_empty(), "{session}");
+    let page = answer(&client, "read_output", json!({"id": PIPELINE_ID})).await;
+    assert!(!page["text"].as_str().unwrap().is_empty(), "{page}");
+    client.cancel().await.unwrap();
+
+    // Nothing is ever run from a bucket.
+    let refused = command(&setup, &["--allow-runs"]).output().await.unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("does not take --allow-runs"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
