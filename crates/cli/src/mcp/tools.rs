@@ -22,7 +22,7 @@ use studio_core::{Error, SessionId, Status};
 use super::answer::{internal, Answer, Failure, ToolError};
 use super::lookup::{no_dots, session_id, shown_name};
 use super::output::{self, OutputArgs};
-use super::shown::shown_value;
+use super::shown::{shown_text, shown_value};
 
 /// What the server tells a client about itself as it connects.
 pub const INSTRUCTIONS: &str = "Zibby Studio: the sessions, runs and nodes of one Zibby workspace. \
@@ -213,13 +213,15 @@ impl Catalogue {
             }
             _ => return Err(Failure::NoSuchTool(format!("no tool `{}`", shown_name(name)))),
         }?;
-        // read_output shows each line itself, before it cuts them into pages.
-        if name == "read_output" {
-            return Ok(answer);
-        }
+        // read_output shows each line itself, before it cuts them into pages; every short text is
+        // shown whole, whatever it quotes.
+        let structured = match name {
+            "read_output" => answer.structured,
+            _ => shown_value(answer.structured),
+        };
         Ok(Answer {
-            structured: shown_value(answer.structured),
-            text: answer.text,
+            structured,
+            text: shown_text(&answer.text),
         })
     }
 
@@ -284,7 +286,7 @@ impl Catalogue {
                 row["status"].as_str().unwrap_or_default(),
                 row["nodes_done"],
                 row["nodes_total"],
-                shown_line(row["title"].as_str().unwrap_or("-")),
+                row["title"].as_str().unwrap_or("-"),
             ));
         }
         Ok(Answer {
@@ -319,12 +321,12 @@ impl Catalogue {
         let nodes: Vec<String> = session
             .nodes
             .iter()
-            .map(|node| format!("{} {}", node.status, shown_line(&node.name)))
+            .map(|node| format!("{} {}", node.status, node.name))
             .collect();
         let text = format!(
             "session {} ({}): {}, {} nodes, {} runs recorded\n{}",
             session.id,
-            shown_line(session.title.as_deref().unwrap_or("-")),
+            session.title.as_deref().unwrap_or("-"),
             session.status,
             session.nodes.len(),
             runs.len(),
@@ -363,7 +365,7 @@ impl Catalogue {
             .join("\n");
         Ok(Answer {
             structured: json!({"logs": logs}),
-            text: format!("{} log lines\n{}", logs.len(), shown_line(&text)),
+            text: format!("{} log lines\n{}", logs.len(), text),
         })
     }
 
@@ -421,7 +423,7 @@ impl Catalogue {
             .map(|a| {
                 format!(
                     "{} ({})",
-                    shown_line(a["name"].as_str().unwrap_or_default()),
+                    a["name"].as_str().unwrap_or_default(),
                     if a["trusted"] == true { "trusted" } else { "not trusted" }
                 )
             })
@@ -574,13 +576,6 @@ fn started_answer(started: &studio_core::runner::StartedRun) -> Answer {
 /// The arguments of a call, read as `T`: an error naming the field that is missing or wrong.
 fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, ToolError> {
     serde_json::from_value(arguments).map_err(|error| ToolError::invalid(format!("bad arguments: {error}")))
-}
-
-/// Session text for the short text of a result: secrets redacted, hidden characters escaped.
-fn shown_line(text: &str) -> String {
-    let mut shown = String::new();
-    studio_core::visible::push_visible(&mut shown, &studio_core::share::redact_secrets(text), true);
-    shown
 }
 
 /// A status, as the listing names it.

@@ -51,6 +51,7 @@ fn filled() -> &'static Filled {
         let agent = agent_binary();
         let large = run_command(
             &place,
+            &[],
             &[
                 &agent,
                 "--nodes",
@@ -69,7 +70,12 @@ fn filled() -> &'static Filled {
             .map(|e| e["line"].as_str().unwrap().to_owned())
             .collect();
         let say = format!("evil={INJECTION}");
-        let evil = json_lines(&run_command(&place, &[&agent, "--nodes", "evil:10", "--say", &say]));
+        // Its prompt, which titles the session, tries too.
+        let evil = json_lines(&run_command(
+            &place,
+            &["--prompt", INJECTION],
+            &[&agent, "--nodes", "evil:10", "--say", &say],
+        ));
         Filled {
             place,
             large_run,
@@ -95,14 +101,15 @@ fn add_stranger(place: &Place) {
     std::fs::write(file, text).unwrap();
 }
 
-/// `zstudio run --json -w WS --db DB -- COMMAND...`, succeeded.
-fn run_command(place: &Place, command: &[&str]) -> Output {
+/// `zstudio run --json -w WS --db DB OPTIONS -- COMMAND...`, succeeded.
+fn run_command(place: &Place, options: &[&str], command: &[&str]) -> Output {
     let output = place
         .zstudio()
         .args(["run", "--json", "-w"])
         .arg(place.workspace())
         .arg("--db")
         .arg(place.db())
+        .args(options)
         .arg("--")
         .args(command)
         .stdin(Stdio::null())
@@ -251,7 +258,6 @@ async fn list_sessions_is_the_listing_of_zstudio_sessions() {
             row["id"].clone(),
             row["status"].clone(),
             row["agent"].clone(),
-            row["title"].clone(),
             row["updated_at"].clone(),
             row["pinned"].clone(),
             row["usage"].clone(),
@@ -265,6 +271,20 @@ async fn list_sessions_is_the_listing_of_zstudio_sessions() {
         cli.iter().map(fields).collect::<Vec<_>>()
     );
     assert_eq!(listed["next_cursor"], Value::Null);
+    // A title is the same, but the injected one: there, what the CLI prints as it is (in JSON)
+    // comes as inert text, its secret redacted.
+    let hidden =
+        |c: char| c.is_control() || ('\u{200b}'..='\u{200f}').contains(&c) || ('\u{202a}'..='\u{202e}').contains(&c);
+    for (row, cli) in rows.iter().zip(&cli) {
+        match cli["title"].as_str() {
+            Some(title) if title.contains("sk-") || title.chars().any(hidden) => {
+                let shown = row["title"].as_str().unwrap();
+                assert!(shown.contains("[redacted]") && shown.contains("\\u200b"), "{shown}");
+                assert!(!shown.chars().any(hidden), "{shown:?}");
+            }
+            _ => assert_eq!(row["title"], cli["title"]),
+        }
+    }
     for (row, cli) in rows.iter().zip(&cli) {
         let done = cli["nodes"]
             .as_array()
@@ -395,6 +415,23 @@ async fn injected_output_comes_back_inert_and_never_in_descriptions() {
     for value in [&page, &session, &hits] {
         every_string(value, &mut strings);
     }
+    // The short texts too.
+    for (tool, arguments) in [
+        ("read_output", json!({"id": filled.evil_session})),
+        ("get_session", json!({"id": filled.evil_session})),
+        ("search", json!({"text": "ignore previous instructions"})),
+        ("get_logs", json!({"id": filled.evil_session})),
+        ("compare_runs", json!({"a": filled.evil_run, "b": filled.large_run})),
+    ] {
+        let result = call(&client, tool, arguments).await;
+        assert_eq!(result.is_error, Some(false), "{tool}");
+        every_string(result.structured_content.as_ref().unwrap(), &mut strings);
+        strings.extend(result.content.iter().map(|c| c.as_text().expect("text").text.clone()));
+    }
+    assert!(
+        strings.iter().any(|s| s.contains("ignore previous instructions")),
+        "the text came back"
+    );
     for text in &strings {
         assert!(
             !text
