@@ -130,7 +130,13 @@ type Client = RunningService<RoleClient, ()>;
 
 /// `zstudio mcp` on `place` (with `--allow-runs` when asked), connected.
 async fn connect(place: &Place, allow_runs: bool) -> Client {
+    connect_with(place, allow_runs, &[]).await
+}
+
+/// [`connect`] with these variables set for the server.
+async fn connect_with(place: &Place, allow_runs: bool, vars: &[(&str, &str)]) -> Client {
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_zstudio"));
+    command.envs(vars.iter().copied());
     command
         .arg("mcp")
         .arg("-w")
@@ -647,6 +653,12 @@ async fn a_slow_run_stopped_through_its_session_ends_cancelled() {
     let client = connect(&place, true).await;
     let started = answer(&client, "start_run", json!({"agent": "trip", "prompt": "slow"})).await;
     let session = started["session_id"].clone();
+    // A server started by an agent of that very run does not stop it (its parent).
+    let run = started["run_id"].as_str().unwrap();
+    let inside = connect_with(&place, true, &[("ZIBBY_STUDIO_RUN_ID", run)]).await;
+    let (_, message) = refusal(&inside, "stop_run", json!({"id": session})).await;
+    assert!(message.contains("does not stop itself"), "{message}");
+    inside.cancel().await.unwrap();
     let stopping = answer(&client, "stop_run", json!({"id": session})).await;
     assert_eq!(stopping["run_id"], started["run_id"]);
     assert_eq!(stopping["stopping"], "graceful");
