@@ -47,6 +47,26 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         .map_err(|e| Error::io_write(path, e))
 }
 
+/// Does `change` to the folder `dir` (files written or removed in it), leaving the folder's own
+/// modification time as it was: the studio's own bookkeeping in a session folder (its stop files
+/// removed, its run record written), however late after the run's end, is never taken for
+/// someone writing there since (issue 41). A folder replaced by a link meanwhile is left alone.
+pub fn keeping_folder_time<T>(dir: &Path, change: impl FnOnce() -> T) -> T {
+    let before = std::fs::symlink_metadata(dir)
+        .ok()
+        .filter(|m| m.is_dir())
+        .and_then(|m| m.modified().ok());
+    let done = change();
+    if let Some(modified) = before {
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            if let Ok(folder) = std::fs::File::open(dir) {
+                let _ = folder.set_times(std::fs::FileTimes::new().set_modified(modified));
+            }
+        }
+    }
+    done
+}
+
 /// Creates a new file (0600) holding `bytes`; fails if anything (a symbolic link too) is there.
 pub fn create_new_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     create_new(path)?.write_all(bytes).map_err(|e| Error::io_write(path, e))

@@ -11,20 +11,11 @@ pub const STOP_FILES: [&str; 2] = [".zibby-studio-stop", ".zibby-stop"];
 /// never taken for someone writing there since (which would hand the session to its folder and
 /// lose the run's record: issue 41).
 pub(super) fn remove_stop_files(session_path: &Path) {
-    let folder = std::fs::symlink_metadata(session_path).ok().filter(|m| m.is_dir());
-    let mut removed = false;
-    for name in STOP_FILES {
-        removed |= std::fs::remove_file(session_path.join(name)).is_ok();
-    }
-    let Some(modified) = folder.and_then(|m| m.modified().ok()).filter(|_| removed) else {
-        return;
-    };
-    // A folder replaced by a link meanwhile is left alone.
-    if std::fs::symlink_metadata(session_path).is_ok_and(|m| m.is_dir()) {
-        if let Ok(dir) = std::fs::File::open(session_path) {
-            let _ = dir.set_times(std::fs::FileTimes::new().set_modified(modified));
+    crate::sessions::private::keeping_folder_time(session_path, || {
+        for name in STOP_FILES {
+            let _ = std::fs::remove_file(session_path.join(name));
         }
-    }
+    });
 }
 
 /// The conversation so far, for the agent (`$ZIBBY_STUDIO_MESSAGES`), 0600: in the keeper's run
