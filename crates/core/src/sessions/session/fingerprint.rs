@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::model::{EVENTS_FILE, NODES_DIR, RAW_STREAM_FILE, RESULT_FILE, SESSION_INFO_FILE};
 use super::reader::MAX_FOLDER_ENTRIES;
+use super::run_record::RUN_RECORD_FILE;
 
 /// The fingerprint of a session folder: changes whenever its summary may have. Creating or
 /// removing a file changes the folder's own time, so `result.json`, `events.json` and `nodes/`
@@ -22,9 +23,10 @@ pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
     let mut print = format!("{}.{}", dir.mtime(), dir.mtime_nsec());
     let same_folder = previous.is_some_and(|p| p.split('|').next() == Some(print.as_str()));
     let mut seen = previous.map(|p| p.split('|').skip(1));
-    for name in [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, "nodes"] {
+    // The studio's run record is written leaving the folder's time as it was: always looked at.
+    for name in [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, "nodes", RUN_RECORD_FILE] {
         let was_absent = seen.as_mut().and_then(Iterator::next) == Some("-");
-        let part = if same_folder && was_absent && name != SESSION_INFO_FILE {
+        let part = if same_folder && was_absent && ![SESSION_INFO_FILE, RUN_RECORD_FILE].contains(&name) {
             "-".to_owned()
         } else {
             fs::symlink_metadata(folder.join(name)).map_or_else(|_| "-".to_owned(), |m| stamp(&m))

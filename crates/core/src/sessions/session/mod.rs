@@ -26,12 +26,14 @@
 //! listed), `read` (one folder read, in named steps), `reader` (the folder's files read as
 //! untrusted ground, problems collected), `status` (a session's and its nodes' status from the
 //! files alone), `title` (what a folder says a session is called), `fingerprint` (what the
-//! watcher compares).
+//! watcher compares), `run_record` (the studio's record of a run it started, written into the
+//! folder when the run ends and read back wherever the folder is copied: [`RUN_RECORD_FILE`]).
 
 mod fingerprint;
 mod model;
 mod read;
 mod reader;
+mod run_record;
 mod status;
 mod title;
 mod workspace;
@@ -43,5 +45,9 @@ pub use model::{
     RUNNING_QUIET_WINDOW, SESSIONS_DIR, SESSION_INFO_FILE, TITLE_CHARS, TITLE_PROMPT_FILES,
 };
 pub use read::{read_session_folder, read_summary};
+pub use run_record::{
+    read as read_run_record, write as write_run_record, FolderAtEnd, RecordedNode, RunRecordFile, MAX_RECORD_BYTES,
+    MAX_RECORD_NODES, RUN_RECORD_FILE, RUN_RECORD_FORMAT, RUN_RECORD_VERSION,
+};
 pub use title::one_line;
 pub use workspace::{in_parallel, session_folders, sort_most_recent_first, Workspace};

@@ -13,6 +13,7 @@ use super::model::{
     NODES_DIR, ORDER_NOT_KNOWN, RAW_STREAM_FILE, RESULT_FILE, SESSION_INFO_FILE, TITLE_PROMPT_FILES,
 };
 use super::reader::FolderReader;
+use super::run_record::{self, RunRecordFile, RUN_RECORD_FILE};
 use super::status::{engine_still_there, infer_status, node_order_from_events, node_status, parse_status_word};
 use super::title::{name_in, one_line};
 use crate::sessions::cost::{self, UsageTotal};
@@ -57,7 +58,8 @@ pub fn read_summary(path: &Path, id: &SessionId, now: SystemTime) -> Option<Sess
 /// symbolic link in its place (never followed).
 ///
 /// The steps: the folder itself (`open_folder`), its entries (`FolderListing::read`), its
-/// files (`FolderFiles::read`), the session's status, its nodes in order (`nodes_in_order`),
+/// files (`FolderFiles::read`), the studio's record of its last run there (`run_record`), the
+/// session's status, its nodes in order (`nodes_in_order`, then the record's: `lay_record_nodes`),
 /// what it is called (`title_of`), and each node's status, files and usage (`fill_nodes`).
 pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: SystemTime) -> Result<Session, Error> {
     let not_found = || Error::SessionNotFound {
@@ -74,6 +76,7 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
     reader.touch(Some(&folder));
     let layout = listing.layout();
     let files = FolderFiles::read(&mut reader, &listing, detail);
+    let (names, record) = studio_record(&mut reader, path, &files);
 
     let updated_at = Timestamp::from_system_time(reader.updated_at.unwrap_or(UNIX_EPOCH));
     let created_at = id
@@ -85,6 +88,13 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
     if let (None, Some(said)) = (&files.result, files.info_status) {
         status = said;
     }
+    if let Some(record) = record
+        .as_ref()
+        .filter(|_| matches!(status, Status::Running | Status::Unknown))
+    {
+        // The files cannot tell; the studio's record of the run can.
+        status = record.status;
+    }
     if status == Status::Running && !engine_still_there(path, &id) {
         // Written lately, but the process that ran it is gone: it ended, how is not recorded.
         status = Status::Unknown;
@@ -92,6 +102,10 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
 
     let event_order = node_order_from_events(&files.events);
     let mut nodes = nodes_in_order(&event_order, &mut listing.node_dirs, current_node.as_deref());
+    let ran = record.as_ref().map(RunRecordFile::nodes_once).unwrap_or_default();
+    if record.is_some() {
+        lay_record_nodes(&mut nodes, &ran);
+    }
     let failed = if files.result.is_none() && layout == Layout::Documented {
         failed_nodes(&mut reader, &listing.node_dirs)
     } else {
@@ -101,12 +115,14 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         // It ended, and a node's own result says it failed.
         status = Status::Error;
     }
-    let agent = files
-        .info_name
-        .clone()
+    let agent = names
+        .0
+        .or_else(|| files.info_name.clone())
         .or_else(|| files.result.as_ref().and_then(name_in))
         .or_else(|| files.events.iter().find_map(name_in));
-    let title = title_of(&mut reader, files.result.as_ref(), layout, &nodes, &listing.node_dirs);
+    let title = names
+        .1
+        .or_else(|| title_of(&mut reader, files.result.as_ref(), layout, &nodes, &listing.node_dirs));
     let session = SessionState {
         status,
         current_node: current_node.as_deref(),
@@ -116,8 +132,12 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
     for node in nodes.iter_mut().filter(|n| failed.contains(&n.name)) {
         node.status = Status::Error;
     }
+    if let Some(record) = &record {
+        record_statuses(&mut nodes, &ran, record.status);
+    }
     let usage = UsageTotal::of(nodes.iter().map(|n| n.usage.as_ref()));
-    let not_known = not_known(layout, &files, status, &nodes);
+    // The studio ran it: what the engine does not say, its record does.
+    let not_known = not_known(layout, &files, status, &nodes).filter(|_| record.is_none());
 
     Ok(Session {
         id,
@@ -139,6 +159,80 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         imported: None,
         not_known,
     })
+}
+
+/// What the studio's record of a run says the session is called (`agent`, `title`), and the
+/// record itself while the folder is still as that run left it (else a run outside the studio
+/// wrote there since, and the folder tells). A record that cannot be used is a problem naming
+/// it; its time is never the session's.
+fn studio_record(
+    reader: &mut FolderReader,
+    path: &Path,
+    files: &FolderFiles,
+) -> ((Option<String>, Option<String>), Option<RunRecordFile>) {
+    let record = match run_record::read(path) {
+        Ok(record) => record,
+        Err(reason) => {
+            // A link in its place is said once (the listing says it).
+            if !reader.problems.iter().any(|p| p.file == RUN_RECORD_FILE) {
+                reader.problem(&path.join(RUN_RECORD_FILE), reason);
+            }
+            None
+        }
+    };
+    let names = record
+        .as_ref()
+        .map(|r| (r.agent.clone(), r.title.clone()))
+        .unwrap_or_default();
+    (names, record.filter(|r| r.still_the_folders(files.info.as_ref())))
+}
+
+/// The run's nodes (`ran`, once each in the order they began) laid over the folder's, as the
+/// store lays its spans (`session_model`): in the run's order, certain; a node that wrote no
+/// folder is there too; the folder's other nodes (of earlier runs) each after the node before it
+/// in the folder's order that the run ran (or first), still a guess only among themselves.
+fn lay_record_nodes(nodes: &mut Vec<SessionNode>, ran: &[(&str, Status)]) {
+    let mut ran_nodes: Vec<SessionNode> = ran.iter().map(|(name, _)| SessionNode::without_folder(name)).collect();
+    let mut before_any: Vec<SessionNode> = Vec::new();
+    let mut after: HashMap<String, Vec<SessionNode>> = HashMap::new();
+    let mut previous: Option<String> = None;
+    for node in nodes.drain(..) {
+        if let Some(slot) = ran_nodes.iter_mut().find(|r| r.name == node.name) {
+            previous = Some(node.name.clone());
+            *slot = SessionNode {
+                order_uncertain: false,
+                ..node
+            };
+        } else {
+            match &previous {
+                Some(name) => after.entry(name.clone()).or_default().push(node),
+                None => before_any.push(node),
+            }
+        }
+    }
+    nodes.append(&mut before_any);
+    for node in ran_nodes {
+        let name = node.name.clone();
+        nodes.push(node);
+        nodes.append(&mut after.remove(&name).unwrap_or_default());
+    }
+    if nodes.iter().filter(|n| n.order_uncertain).count() < 2 {
+        for node in nodes.iter_mut() {
+            node.order_uncertain = false;
+        }
+    }
+}
+
+/// Each node the run ran takes its recorded status; a node of the folder left `running` ended
+/// with the run.
+fn record_statuses(nodes: &mut [SessionNode], ran: &[(&str, Status)], run_status: Status) {
+    for node in nodes.iter_mut() {
+        match ran.iter().find(|(name, _)| *name == node.name) {
+            Some((_, status)) => node.status = *status,
+            None if node.status == Status::Running => node.status = run_status,
+            None => {}
+        }
+    }
 }
 
 /// The folder's own metadata: a symbolic link or a file in its place is refused.

@@ -17,7 +17,7 @@ use crate::sessions::untrusted;
 use crate::vocabulary::error::Error;
 
 /// Files larger than this are listed but not parsed in place (they are paged elsewhere).
-const MAX_PARSED_FILE_BYTES: u64 = 8 * 1024 * 1024;
+pub(super) const MAX_PARSED_FILE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// A folder of a session is read up to this many entries (a session has a few dozen).
 pub(super) const MAX_FOLDER_ENTRIES: usize = 10_000;

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use super::staging::{commit_import, create_private_dir, refuse_existing, set_modified, Staging};
 use crate::runs::runner::new_session_id;
 use crate::sessions::private;
-use crate::sessions::session::Workspace;
+use crate::sessions::session::{Workspace, RUN_RECORD_FILE};
 use crate::sessions::untrusted;
 use crate::share::format::SESSION_INFO;
 use crate::share::options::{ImportKind, ImportLimits, ImportOptions, ImportedSession};
@@ -19,8 +19,15 @@ use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
 /// The files one of which every session folder holds at its top (docs: PROTOCOL.md, "The session
-/// folder"; the engine writes `.session-info.json` before every node).
-const SESSION_FILES: [&str; 4] = [SESSION_INFO, "result.json", "events.json", "raw_stream_output.txt"];
+/// folder"; the engine writes `.session-info.json` before every node; the studio its record of a
+/// run it started, read as untrusted as the rest once imported).
+const SESSION_FILES: [&str; 5] = [
+    SESSION_INFO,
+    "result.json",
+    "events.json",
+    "raw_stream_output.txt",
+    RUN_RECORD_FILE,
+];
 
 pub(super) fn import_folder(
     store: &Store,
