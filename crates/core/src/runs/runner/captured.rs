@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use super::kept_tail::{read_to, KeptTail};
 use super::live_run::end_leftovers;
 use super::run_files::messages_file;
+use super::run_record::record_run_in_folder;
 use crate::protocol::{EventKind, Stream, StreamReader};
 use crate::runs::keeper::KeptExit;
 use crate::runs::stop::Stopping;
@@ -56,6 +57,7 @@ pub fn reconcile(store: &Store, now: SystemTime) -> Result<Vec<Recovered>, Error
         if run.status != Status::Running {
             let keeper_dir = store.run(&run.run_id).ok().and_then(|r| r.keeper_dir);
             end_leftovers(&run.run_id, keeper_dir.as_deref());
+            record_run_in_folder(store, &run.run_id);
         }
     }
     recovered.extend(dead);
@@ -108,6 +110,7 @@ fn finish_from_keeper_files(
         ended_at,
     )?;
     let _ = std::fs::remove_dir_all(dir);
+    record_run_in_folder(store, &run.id);
     Ok(timeline.status)
 }
 

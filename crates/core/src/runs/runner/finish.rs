@@ -1,6 +1,7 @@
 //! The end of a run its thread followed: how its agent exited (from its keeper when it has one),
 //! its status from that and its output, the nodes it left open ended, the end recorded, logged and
-//! announced, and its files (stop files, conversation, keeper folder) removed.
+//! announced, its record written into its session folder (`run_record`), and its files (stop
+//! files, conversation, keeper folder) removed.
 
 use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt;
@@ -11,6 +12,7 @@ use super::captured::{end_log, exit_of, kept_indices};
 use super::events::RunEvent;
 use super::followed::FollowedRun;
 use super::run_files::remove_stop_files;
+use super::run_record::record_run_in_folder;
 use crate::runs::stop::Stopping;
 use crate::status::Status;
 use crate::store::RunOutcome;
@@ -74,8 +76,9 @@ impl FollowedRun {
                 ended_at: SystemTime::now(),
             },
         );
-        if let Err(error) = recorded {
-            tracing::error!(run_id = %self.run_id, %error, "cannot record the end of a run");
+        match recorded {
+            Ok(()) => record_run_in_folder(store, &self.run_id),
+            Err(error) => tracing::error!(run_id = %self.run_id, %error, "cannot record the end of a run"),
         }
         self.log_end(run_status, &timeline, stopped_by.map(StoppedBy::as_str), elapsed_ms);
         self.shared.live.lock().expect("live lock").remove(&self.run_id);

@@ -22,6 +22,8 @@
 //!   [`crate::runs::keeper`]).
 //! - `finish`: the end of a followed run: its status from its exit and output, the nodes it left
 //!   open ended, its end recorded and announced.
+//! - `run_record`: the studio's record of an ended run written into its session folder, from the
+//!   store, by every path that settles a run (so a copy of the folder reads as the original).
 //! - `elsewhere`: stopping runs another studio process follows ([`stop_elsewhere`],
 //!   [`stop_elsewhere_and_wait`]), through what the store knows of them.
 //! - `outside`: a graceful stop of a run the studio did not start ([`stop_outside`]): its stop
@@ -50,6 +52,7 @@ mod live_run;
 mod outside;
 mod request;
 mod run_files;
+mod run_record;
 mod shared;
 mod spawn;
 mod stopping;

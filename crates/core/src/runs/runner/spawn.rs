@@ -214,6 +214,7 @@ impl PreparedRun {
             serde_json::json!({ "command": self.command }),
             ended_at,
         )?;
+        super::run_record::record_run_in_folder(store, &self.run_id);
         shared.publish(RunEvent::RunStarted {
             run_id: self.run_id.clone(),
             session_id: self.session_id.to_string(),
