@@ -13,6 +13,7 @@ mod live;
 mod never_panics;
 mod private_files;
 mod room_sizes;
+mod run_records;
 mod runner;
 mod seen_live;
 mod session_folders;
