@@ -1,8 +1,8 @@
 //! The studio's record of a run written into its session folder once the run's end is recorded
 //! (`sessions::session`'s `run_record` owns the file: its shape, its writer and its reader): from
 //! what the store holds of the run, by every path that settles one (a followed or adopted run's
-//! end, a run that could not start, a kept run finished from its keeper's files, a run recovered
-//! after its studio died).
+//! end, a kept run finished from its keeper's files, a run recovered after its studio died). A
+//! run that ran no node and left its folder empty (a command that could not start) gets none.
 
 use crate::sessions::session::{
     one_line, write_run_record, FolderAtEnd, RecordedNode, RunRecordFile, Workspace, MAX_RECORD_NODES,
@@ -45,7 +45,12 @@ fn write_record(store: &Store, run_id: &str) -> Result<(), Error> {
             started_at: span.started_at,
             ended_at: span.ended_at,
         })
-        .collect();
+        .collect::<Vec<_>>();
+    if nodes.is_empty() && folder_is_empty(&path) {
+        // Nothing ran and nothing was written (a command that could not start): nothing to
+        // describe, and the empty folder may go (`zstudio run` removes it).
+        return Ok(());
+    }
     let record = RunRecordFile {
         format: RUN_RECORD_FORMAT.to_owned(),
         version: RUN_RECORD_VERSION,
@@ -61,4 +66,9 @@ fn write_record(store: &Store, run_id: &str) -> Result<(), Error> {
         folder_at_end: FolderAtEnd::read(&path),
     };
     write_run_record(&path, &record)
+}
+
+/// Whether the session folder has nothing in it (or is not there).
+fn folder_is_empty(path: &std::path::Path) -> bool {
+    std::fs::read_dir(path).map_or(true, |mut entries| entries.next().is_none())
 }
