@@ -326,3 +326,28 @@ fn the_studios_own_write_never_reads_as_the_folder_written_after_the_run() {
         0o600
     );
 }
+
+/// A run left running (`zstudio run --detach`) and settled later from its keeper's files
+/// (`reconcile`) gets its record too, and its copy reads as the original.
+#[test]
+fn a_detached_run_settled_later_writes_its_record_too() {
+    let b = harness::bench("studio.sqlite", true);
+    let run = start(&b, &["--nodes", "first:200,second:200"]);
+    wait_for(
+        &b.events,
+        |e| matches!(e, RunEvent::RunStarted { run_id, .. } if *run_id == run.run_id),
+    );
+    assert_eq!(b.supervisor.detach(), vec![run.run_id.clone()]);
+    let store = b.supervisor.store();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while store.run(&run.run_id).unwrap().status == Status::Running {
+        assert!(std::time::Instant::now() < deadline, "the detached run never ended");
+        studio_core::runner::reconcile(store, SystemTime::now()).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let record = read_run_record(&run.session_path).unwrap().expect("a record");
+    assert_eq!((record.status, record.nodes.len()), (Status::Success, 2));
+    let original = listed(store, &b.workspace, &run.session_id);
+    let copy = copy_elsewhere(&run.session_path, &run.session_id);
+    assert_eq!(listed(&copy.store, &copy.workspace, &run.session_id), original);
+}
