@@ -149,6 +149,24 @@ fn a_copy_of_a_studio_runs_folder_reads_as_the_original() {
     assert!(imported.path.join(RUN_RECORD_FILE).is_file());
     assert_eq!(listed(&store, &workspace, &run.session_id), original, "imported");
 
+    // Exported as a bundle and imported elsewhere: the record travels in it.
+    let bundle = target.path().join("session.zip");
+    let exported = studio_core::share::export_session(
+        b.supervisor.store(),
+        &b.workspace,
+        &id,
+        &bundle,
+        false,
+        SystemTime::now(),
+    );
+    exported.unwrap();
+    let other = tempfile::TempDir::new().unwrap();
+    let workspace = Workspace::open(other.path()).unwrap();
+    let store = Store::open(&StoreLocation::File(other.path().join("s.sqlite"))).unwrap();
+    let imported = studio_core::share::import(&store, &workspace, &bundle, &Default::default(), SystemTime::now());
+    assert!(imported.unwrap().path.join(RUN_RECORD_FILE).is_file());
+    assert_eq!(listed(&store, &workspace, &run.session_id), original, "from a bundle");
+
     // A run outside the studio continues the session (the engine rewrites `.session-info.json`
     // before its node): the folder tells again, the names stay the session's.
     std::fs::write(

@@ -589,6 +589,38 @@ mod tests {
     }
 
     #[test]
+    fn the_records_nodes_come_in_its_order_and_the_folders_others_keep_their_place() {
+        // The folder: `old` (an earlier run's), then the run's `boom`, then `late`, all in one tick.
+        let mut dirs = vec![dir("old", 8, Some(8)), dir("boom", 8, Some(8)), dir("late", 8, Some(8))];
+        let mut nodes = nodes_in_order(&[], &mut dirs, None);
+        assert!(nodes.iter().all(|n| n.order_uncertain));
+        let ran = [("prep", Status::Success), ("boom", Status::Error)];
+        lay_record_nodes(&mut nodes, &ran);
+        record_statuses(&mut nodes, &ran, Status::Error);
+        let laid: Vec<_> = nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.status, n.path.is_some()))
+            .collect();
+        assert_eq!(
+            laid,
+            [
+                ("old", Status::Unknown, true),
+                ("prep", Status::Success, false),
+                ("boom", Status::Error, true),
+                ("late", Status::Unknown, true)
+            ]
+        );
+        // The run's nodes are certain; the two others, of one tick, still guess between them.
+        let marks: Vec<bool> = nodes.iter().map(|n| n.order_uncertain).collect();
+        assert_eq!(marks, [true, false, false, true]);
+        // One other node alone guesses nothing.
+        let mut dirs = vec![dir("old", 8, Some(8)), dir("boom", 8, Some(8))];
+        let mut nodes = nodes_in_order(&[], &mut dirs, None);
+        lay_record_nodes(&mut nodes, &ran);
+        assert!(nodes.iter().all(|n| !n.order_uncertain));
+    }
+
+    #[test]
     fn events_order_nodes_whatever_their_folders_times() {
         let events = [
             ("plan".to_owned(), Status::Success),
