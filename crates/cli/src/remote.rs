@@ -70,6 +70,11 @@ const RECONNECT_FOR: u64 = 300;
 /// refused the others).
 pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     let target = globals.remote.as_deref().expect("--remote was given");
+    // A command ended by a signal never drops its connection: its ssh master (a process group of
+    // its own) would outlive it, an idle login on the host. `run` follows with Ctrl-C as its own
+    // (the run goes on on the host; the master is closed as the command returns).
+    let takes_ctrl_c = matches!(command, StudioCommand::Run(_));
+    studio_core::remote::ssh::end_masters_on_signals(!takes_ctrl_c).context("cannot watch for signals")?;
     let remote = Remote::open(target, globals)?;
     let done = match command {
         StudioCommand::Sessions => sessions(&remote, globals, out),

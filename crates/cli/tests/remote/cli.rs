@@ -568,3 +568,59 @@ fn open_starts_the_app_on_the_hosts_session() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(!told.exists(), "no app is started for a session the host does not have");
 }
+
+/// Issue 40, point 6: a `watch` on a remote workspace ended by Ctrl-C, SIGTERM or SIGHUP leaves
+/// no ssh behind (its master has a process group of its own, so the signal never reached it, and
+/// it stayed with parent 1, an idle login on the host); the command ends by the signal as before.
+#[test]
+fn a_remote_watch_ended_by_a_signal_leaves_no_ssh_behind() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    session_on_host(ws, &sshd.home().join("data"));
+    let config = sshd.ssh_config().to_str().unwrap();
+    let remote = format!("{}:{ws}", sshd.alias());
+    for (signal, number) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
+        let mut watch = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+            .args(["--remote", &remote, "watch", "--json"])
+            .env_remove("ZIBBY_STUDIO_DB")
+            .env("ZIBBY_STUDIO_SSH_CONFIG", config)
+            .env("XDG_DATA_HOME", local.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Connected: its server is started on the host through the master.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !processes_naming(config).iter().any(|p| p.contains("serve")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "SIG{signal}: the watch never connected"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let sent = Command::new("kill")
+            .args(["-s", signal, &watch.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = watch.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(number),
+            "ended by SIG{signal}, as without a connection: {status:?}"
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !processes_naming(config).is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        assert!(
+            processes_naming(config).is_empty(),
+            "left running after SIG{signal}: {:?}",
+            processes_naming(config)
+        );
+    }
+}

@@ -25,7 +25,7 @@ mod errors;
 mod target;
 
 pub use bootstrap::{build_id, local_platform, BuildInfo, RemoteServer, SERVER_DIR};
-pub use connection::{runtime_dir, ConnectOptions, Connection};
+pub use connection::{end_masters_on_signals, end_open_masters, runtime_dir, ConnectOptions, Connection};
 pub use errors::{last_lines, SshError, STDERR_KEPT};
 pub use target::RemoteTarget;
 

@@ -119,6 +119,13 @@ impl Connection {
         let master = command
             .spawn()
             .map_err(|source| io("start", &options.ssh_program, source))?;
+        if let Some(process) = crate::vocabulary::process::ProcessIdentity::of(master.id()) {
+            open_masters().push(OpenMaster {
+                process,
+                control_path: control_path.clone(),
+                log_path: log_path.clone(),
+            });
+        }
         let mut connection = Connection {
             target: target.clone(),
             options: options.clone(),
@@ -265,6 +272,7 @@ impl Connection {
     }
 
     fn shut_down(&mut self) -> Result<(), SshError> {
+        open_masters().retain(|open| open.control_path != self.control_path);
         let Some(mut master) = self.master.lock().take() else {
             self.remove_files();
             return Ok(());
@@ -379,6 +387,55 @@ else for sub in .zibby .zibby/output .zibby/output/sessions; do
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
             .unwrap_or_default()
     }
+}
+
+/// A master this process started and has not closed yet.
+struct OpenMaster {
+    process: crate::vocabulary::process::ProcessIdentity,
+    control_path: PathBuf,
+    log_path: PathBuf,
+}
+
+/// The masters of this process that are not closed yet (a master has a process group of its
+/// own, so the terminal's Ctrl-C never reaches it).
+fn open_masters() -> std::sync::MutexGuard<'static, Vec<OpenMaster>> {
+    static OPEN: std::sync::Mutex<Vec<OpenMaster>> = std::sync::Mutex::new(Vec::new());
+    OPEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Ends every master this process started and has not closed (SIGTERM, each only while it is
+/// the process that was started) and removes their sockets and logs: for a process told to end
+/// by a signal, whose connections are never dropped (a `zstudio --remote … watch` ended by
+/// Ctrl-C, SIGTERM or SIGHUP left its master running, an idle login on the host).
+pub fn end_open_masters() {
+    for master in std::mem::take(&mut *open_masters()) {
+        crate::vocabulary::process::signal_process(&master.process, nix::sys::signal::Signal::SIGTERM);
+        let _ = std::fs::remove_file(&master.control_path);
+        let _ = std::fs::remove_file(&master.log_path);
+    }
+}
+
+/// From now on, SIGTERM and SIGHUP (and SIGINT, with `interrupt`: a command that takes Ctrl-C
+/// as its own passes `false`) end this process as they would (their default action), but with
+/// its open masters ended first ([`end_open_masters`]). For a command-line process; the app
+/// closes its connections on quit itself.
+pub fn end_masters_on_signals(interrupt: bool) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let signals: &[i32] = if interrupt {
+        &[SIGINT, SIGTERM, SIGHUP]
+    } else {
+        &[SIGTERM, SIGHUP]
+    };
+    let mut received = signal_hook::iterator::Signals::new(signals)?;
+    std::thread::Builder::new()
+        .name("ssh-masters-on-signal".into())
+        .spawn(move || {
+            if let Some(signal) = received.forever().next() {
+                end_open_masters();
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+            }
+        })?;
+    Ok(())
 }
 
 impl Drop for Connection {
