@@ -1,0 +1,34 @@
+# Sourced by .ci/run and scripts/run-tests.sh: `step NAME COMMAND...` runs one step, says its name
+# first, and records how long it took; when the script ends (done or failed) a table of every step
+# and its duration is printed, so where the time goes is in every log (issue 42).
+STEP_NAMES=()
+STEP_SECONDS=()
+STEP_RESULTS=()
+STEPS_STARTED=$SECONDS
+
+step() {
+  local name=$1
+  shift
+  printf '\033[1m==> %s\033[0m\n' "$name"
+  local start=$SECONDS rc=0
+  "$@" || rc=$?
+  STEP_NAMES+=("$name")
+  STEP_SECONDS+=($((SECONDS - start)))
+  STEP_RESULTS+=("$([ "$rc" -eq 0 ] && echo ok || echo "exit $rc")")
+  return "$rc"
+}
+
+steps_summary() {
+  local rc=$?
+  [ ${#STEP_NAMES[@]} -gt 0 ] || return "$rc"
+  printf '\n\033[1m%s: where the time went\033[0m\n' "${STEPS_TITLE:-steps}"
+  printf '%-72s %9s  %s\n' "step" "min:sec" "result"
+  local i
+  for i in "${!STEP_NAMES[@]}"; do
+    printf '%-72s %6d:%02d  %s\n' "${STEP_NAMES[$i]}" $((STEP_SECONDS[i] / 60)) $((STEP_SECONDS[i] % 60)) "${STEP_RESULTS[$i]}"
+  done
+  local total=$((SECONDS - STEPS_STARTED))
+  printf '%-72s %6d:%02d\n' "all" $((total / 60)) $((total % 60))
+  return "$rc"
+}
+trap steps_summary EXIT
