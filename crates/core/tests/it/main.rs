@@ -1,6 +1,7 @@
 //! studio-core's integration tests: real captures of the engine, real folders.
 
 mod adopted_runs;
+mod architecture_doc;
 mod captures;
 mod compare;
 mod detached_runs;
