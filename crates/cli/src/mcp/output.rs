@@ -6,6 +6,9 @@
 //! lines (`<run id>:<line>:<byte offset in the shown line>`), so pages joined are the shown
 //! output exactly. A cursor names its run: given with another, it is refused.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
@@ -107,15 +110,43 @@ fn floor_boundary(text: &str, mut index: usize) -> usize {
     index
 }
 
-pub fn read(studio: &Studio, args: OutputArgs) -> Result<Answer, Failure> {
+/// The whole output's size of the ended runs read (lines, bytes), counted once: an ended run's
+/// output no longer changes, and counting a 1 GB output's blocks at each page would cost more
+/// than the page.
+#[derive(Default)]
+pub struct Totals(Mutex<HashMap<String, (i64, u64)>>);
+
+/// How many runs' totals are kept at most.
+const TOTALS_KEPT: usize = 1_000;
+
+impl Totals {
+    fn of(&self, studio: &Studio, run: &RunRecord) -> Result<(i64, u64), Failure> {
+        let kept = self.0.lock().unwrap_or_else(|p| p.into_inner()).get(&run.id).copied();
+        if let Some(totals) = kept {
+            return Ok(totals);
+        }
+        let store = studio.store()?;
+        let totals = (store.output_line_count(&run.id)?, store.output_byte_count(&run.id)?);
+        if run.status != Status::Running {
+            let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            if kept.len() >= TOTALS_KEPT {
+                kept.clear();
+            }
+            kept.insert(run.id.clone(), totals);
+        }
+        Ok(totals)
+    }
+}
+
+pub fn read(studio: &Studio, totals: &Totals, args: OutputArgs) -> Result<Answer, Failure> {
     match resolve_run(studio, &args.id)? {
-        Some(run) => read_run(studio, run, args),
+        Some(run) => read_run(studio, totals, run, args),
         None => read_folder(studio, args),
     }
 }
 
 /// A page of a run's output as the store recorded it.
-fn read_run(studio: &Studio, run: RunRecord, args: OutputArgs) -> Result<Answer, Failure> {
+fn read_run(studio: &Studio, totals: &Totals, run: RunRecord, args: OutputArgs) -> Result<Answer, Failure> {
     if let Some(node) = &args.node {
         require_node(studio, &run.id, node)?;
     }
@@ -183,9 +214,7 @@ fn read_run(studio: &Studio, run: RunRecord, args: OutputArgs) -> Result<Answer,
         }
     }
     let live = run.status == Status::Running;
-    let store = studio.store()?;
-    let total_bytes = store.output_byte_count(&run.id)?;
-    let total_lines = store.output_line_count(&run.id)?;
+    let (total_lines, total_bytes) = totals.of(studio, &run)?;
     // A live run's output grows: its end is where its next lines will be.
     let next_cursor = (more || live).then(|| cursor_text(&run.id, &at));
     let summary = format!(

@@ -71,6 +71,8 @@ pub struct Catalogue {
     studio: Arc<Studio>,
     allow_runs: bool,
     specs: Vec<ToolSpec>,
+    /// The sizes of the ended runs' outputs read.
+    totals: output::Totals,
 }
 
 fn schema_of<T: JsonSchema>() -> Map<String, Value> {
@@ -183,6 +185,7 @@ impl Catalogue {
             studio,
             allow_runs,
             specs,
+            totals: output::Totals::default(),
         }
     }
 
@@ -195,7 +198,7 @@ impl Catalogue {
         let answer = match name {
             "list_sessions" => self.list_sessions(parse(arguments)?),
             "get_session" => self.get_session(parse(arguments)?),
-            "read_output" => output::read(&self.studio, parse(arguments)?),
+            "read_output" => output::read(&self.studio, &self.totals, parse(arguments)?),
             "search" => self.search(parse(arguments)?),
             "get_logs" => self.get_logs(parse(arguments)?),
             "compare_runs" => self.compare_runs(parse(arguments)?),

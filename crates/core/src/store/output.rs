@@ -554,11 +554,12 @@ pub(super) fn line_count(conn: &Connection, run_id: &str) -> QueryResult<i64> {
 }
 
 /// How many bytes of UTF-8 a run's stored output is, each line with its newline (a block's
-/// lines are joined by one): what its lines joined make, without reading them.
+/// lines are joined by one): what its lines joined make, without reading them (`octet_length`
+/// reads a text's size from its record's header, never its pages).
 pub(super) fn byte_count(conn: &Connection, run_id: &str) -> QueryResult<u64> {
     let run_key = run_key(conn, run_id)?;
     let bytes: i64 = conn.query_row(
-        "SELECT COALESCE(SUM(LENGTH(CAST(text AS BLOB)) + 1), 0) FROM output_blocks WHERE run_key = ?1",
+        "SELECT COALESCE(SUM(octet_length(text) + 1), 0) FROM output_blocks WHERE run_key = ?1",
         [run_key],
         |r| r.get(0),
     )?;
