@@ -41,3 +41,46 @@ fn the_server_is_uploaded_once_and_older_builds_are_removed() {
     assert!(!server.uploaded, "the second connection uploaded again");
     assert_eq!(server.program, installed.to_str().unwrap());
 }
+
+/// Issue 40, point 5: the server on the host was reused by its file name alone. A program planted
+/// under the build's name (another user in a shared group, with umask 002) is never run: it is
+/// replaced by an upload, and `~/.zibby-studio` and its `server` folder are made the login's
+/// alone.
+#[test]
+fn a_program_planted_under_the_servers_name_is_replaced_never_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let zstudio = std::path::Path::new(env!("CARGO_BIN_EXE_zstudio"));
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let client = Client::new(sshd.ssh_config());
+    let server_dir = sshd.home().join(SERVER_DIR);
+    std::fs::create_dir_all(&server_dir).unwrap();
+    let build = BuildInfo::of_binary(zstudio).unwrap();
+    let planted = server_dir.join(build.file_name());
+    let pwned = sshd.home().join("PWNED");
+    std::fs::write(&planted, format!("#!/bin/sh\ntouch '{}'\n", pwned.display())).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for folder in [sshd.home().join(".zibby-studio"), server_dir.clone()] {
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o775)).unwrap();
+    }
+
+    let connection = Connection::open(&target(&sshd, &workspace), &client.options).unwrap();
+    let server = connection.ensure_server(zstudio).unwrap();
+    assert!(server.uploaded, "the planted program was taken for the server");
+    assert_eq!(std::fs::read(&planted).unwrap(), std::fs::read(zstudio).unwrap());
+    let said = connection.run(&[&server.program, "build-info"], None, 4096).unwrap();
+    assert_eq!(serde_json::from_slice::<BuildInfo>(&said).unwrap(), build);
+    assert!(!pwned.exists(), "the planted program ran");
+    for folder in [sshd.home().join(".zibby-studio"), server_dir.clone()] {
+        let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{}", folder.display());
+    }
+
+    // The real build, in folders written by no one else, is found the next time.
+    let again = connection.ensure_server(zstudio).unwrap();
+    assert!(!again.uploaded);
+    // A folder others can write again: the build is not taken from it, but put there anew.
+    std::fs::set_permissions(&server_dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    assert!(connection.ensure_server(zstudio).unwrap().uploaded);
+    connection.close().unwrap();
+}

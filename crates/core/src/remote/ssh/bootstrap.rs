@@ -5,7 +5,10 @@
 //!
 //! A build is named by its version and its **build id**: the first 16 hex digits of the SHA-256
 //! of the binary file itself. It needs nothing at build time, and two binaries with the same id
-//! are the same bytes (`zstudio build-info` prints it, for the check of a `zstudio` on the PATH).
+//! are the same bytes (`zstudio build-info` prints it). A server on the host is run only once its
+//! SHA-256 is the build's, read on the host without running it, and it (with its folders, for an
+//! uploaded one) is the login's own and written by no one else: a program planted under the
+//! build's name is replaced, never run.
 //!
 //! The binary uploaded is the local one, built for this machine's platform. The package's
 //! `zstudio` is linked statically (static-pie, glibc inside: `scripts/package-deb.sh`), so it needs
@@ -25,9 +28,6 @@ use crate::vocabulary::visible::shown;
 
 /// Where builds are kept on the host, under the login's `$HOME`.
 pub const SERVER_DIR: &str = ".zibby-studio/server";
-
-/// The most the check of a remote `zstudio build-info` reads back.
-const BUILD_INFO_MAX: u64 = 4096;
 
 /// A `zstudio` build: what `zstudio build-info` prints (one JSON line).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -120,16 +120,38 @@ fn same_platform(a: &str, b: &str) -> bool {
     normal(a) == normal(b)
 }
 
+/// What both scripts below share: `safe PATH` (the login's own, written by no one else: not
+/// group- or other-writable), `sum PATH` (the first 16 hex digits of its SHA-256, with coreutils'
+/// `sha256sum` or Perl's `shasum`; empty when the host has neither).
+const SCRIPT_HELPERS: &str = r#"safe() { [ -O "$1" ] && [ -z "$(find "$1" -prune \( -perm -020 -o -perm -002 \) -print)" ]; }
+sum() { (sha256sum "$1" 2>/dev/null || shasum -a 256 "$1" 2>/dev/null) | cut -c1-16; }
+"#;
+
 /// Looks for the build in [`SERVER_DIR`] and on the PATH: `installed PATH`, `path PATH` or `none`.
+/// A file of the build's name is taken only when it, its folder and `~/.zibby-studio` are the
+/// login's own and written by no one else, and its SHA-256 is the build's (`$2`): another program
+/// planted under that name is never run (it is replaced by an upload). A `zstudio` on the PATH
+/// is taken when its SHA-256 is the build's, read without running it, and no one but its owner
+/// (the login or root) can write it.
 const FIND_SCRIPT: &str = r#"d=$HOME/.zibby-studio/server
-if [ -x "$d/$1" ]; then printf 'installed %s\n' "$d/$1"; exit 0; fi
-if p=$(command -v zstudio 2>/dev/null); then printf 'path %s\n' "$p"; else echo none; fi"#;
+f="$d/$1"
+if [ -f "$f" ] && [ ! -L "$f" ] && [ -x "$f" ] && safe "$HOME/.zibby-studio" && safe "$d" && safe "$f" \
+   && [ "$(sum "$f")" = "$2" ]; then printf 'installed %s\n' "$f"; exit 0; fi
+if p=$(command -v zstudio 2>/dev/null) && [ -z "$(find "$p" -prune \( -perm -020 -o -perm -002 \) -print)" ] \
+   && [ "$(sum "$p")" = "$2" ]; then printf 'path %s\n' "$p"; else echo none; fi"#;
 
 /// Writes stdin to a temporary file of [`SERVER_DIR`], checks its size (`$2`) and that it runs,
-/// renames it to `$1`, then removes the other builds (`removed PATH` each).
+/// renames it to `$1`, then removes the other builds (`removed PATH` each). `~/.zibby-studio` and
+/// its `server` folder are made the login's alone (0700) first; one that is someone else's is
+/// refused (exit 5).
 const UPLOAD_SCRIPT: &str = r#"set -e
 d=$HOME/.zibby-studio/server
-mkdir -p "$d"; chmod 700 "$d"
+umask 077
+mkdir -p "$d"
+for f in "$HOME/.zibby-studio" "$d"; do
+  if [ -L "$f" ] || [ ! -O "$f" ]; then echo "$f is not this login's own folder: the server is not put there" >&2; exit 5; fi
+  chmod 700 "$f"
+done
 t=$(mktemp "$d/.upload.XXXXXX")
 trap 'rm -f "$t"' EXIT
 cat > "$t"
@@ -146,12 +168,13 @@ done"#;
 
 impl Connection {
     /// The same build as `local_binary` (the running `zstudio`) on the host: in [`SERVER_DIR`],
-    /// else a `zstudio` on the PATH whose `build-info` matches, else uploaded (when the host's
+    /// else a `zstudio` on the PATH whose SHA-256 is the build's, else uploaded (when the host's
     /// platform is the binary's). Errors name the host and what is missing.
     pub fn ensure_server(&self, local_binary: &Path) -> Result<RemoteServer, SshError> {
         let build = BuildInfo::of_binary(local_binary)?;
         let name = build.file_name();
-        let found = self.run(&["sh", "-c", FIND_SCRIPT, "sh", &name], None, 64 * 1024)?;
+        let script = format!("{SCRIPT_HELPERS}{FIND_SCRIPT}");
+        let found = self.run(&["sh", "-c", &script, "sh", &name, &build.build], None, 64 * 1024)?;
         let found = String::from_utf8_lossy(&found);
         let last = found.lines().last().unwrap_or("").to_string();
         if let Some(program) = last.strip_prefix("installed ") {
@@ -163,23 +186,14 @@ impl Connection {
             });
         }
         if let Some(program) = last.strip_prefix("path ") {
-            if self.build_on_path(program).as_ref() == Some(&build) {
-                return Ok(RemoteServer {
-                    program: program.to_string(),
-                    build,
-                    uploaded: false,
-                    removed: vec![],
-                });
-            }
+            return Ok(RemoteServer {
+                program: program.to_string(),
+                build,
+                uploaded: false,
+                removed: vec![],
+            });
         }
         self.upload(local_binary, build)
-    }
-
-    /// The build of the `zstudio` at `program` on the host, when it answers `build-info`.
-    fn build_on_path(&self, program: &str) -> Option<BuildInfo> {
-        let output = self.run(&[program, "build-info"], None, BUILD_INFO_MAX).ok()?;
-        let text = String::from_utf8_lossy(&output);
-        text.lines().rev().find_map(|line| serde_json::from_str(line).ok())
     }
 
     fn upload(&self, local_binary: &Path, build: BuildInfo) -> Result<RemoteServer, SshError> {
