@@ -270,6 +270,50 @@ fn a_remote_session_is_exported_into_a_local_bundle() {
     assert_eq!(error.code(), ErrorCode::InvalidRequest);
 }
 
+/// Issue 40, point 4: a hostile host declared a bundle of a few bytes and then sent export chunks
+/// for ever (1.87 GB written, the partial file left when killed). The copy stops at the declared
+/// size, writes nothing past it, leaves no partial file, and sweeps one a killed export left.
+#[test]
+fn an_export_longer_than_it_was_declared_is_cut_off_and_leaves_nothing() {
+    let place = Place::create();
+    // Greets, opens an export declared as 10 bytes, then answers every read with 768 KiB.
+    let shell = script(
+        &place,
+        "endless-export.sh",
+        r#"for last; do :; done
+printf '{"zstudio": "x", "protocol_version": 2, "nonce": "%s"}\n' "$last"
+read hello
+printf '{"id": 1, "result": {"zstudio": "x", "protocol_version": 2, "nonce": ""}}\n'
+chunk=$(head -c 786432 /dev/zero | base64 -w0)
+reads=0
+while read line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id": *\([0-9]*\).*/\1/p')
+  case "$line" in
+    *export_open*) printf '{"id": %s, "result": {"export_id": "e", "size": 10, "exported": {"session_id": "s", "path": "/x.zip", "members": 1, "bytes": 10, "config_included": false, "redaction": {"home_as_tilde": false, "looked_at": [], "secrets": []}}}}\n' "$id" ;;
+    *export_read*) reads=$((reads + 1)); printf '{"id": %s, "result": {"data": "%s", "eof": false}}\n' "$id" "$chunk"
+      if [ "$reads" -gt 50 ]; then echo "read on and on" >&2; exit 1; fi ;;
+    *) printf '{"id": %s, "result": null}\n' "$id" ;;
+  esac
+done"#,
+    );
+    let client = connect_through(&place, Command::new(shell), ClientOptions::default()).unwrap();
+    let folder = place.dir.path().join("exports");
+    std::fs::create_dir_all(&folder).unwrap();
+    // What an export killed part-way by a process now gone left behind.
+    let left = folder.join(".bundle.zip.partial-999999999-0123456789abcdef");
+    std::fs::write(&left, "half a bundle").unwrap();
+    let out = folder.join("bundle.zip");
+    let error = client.export_session("s", false, &out).unwrap_err();
+    assert_eq!(error.code(), ErrorCode::RemoteLink, "{error}");
+    assert!(error.to_string().contains("longer than the 10 bytes"), "{error}");
+    let names: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert!(names.is_empty(), "nothing is left: {names:?}");
+}
+
 /// Each method's result reads back as the core's own type, and says what the core says here.
 #[test]
 fn every_result_reads_back_as_the_cores_type() {

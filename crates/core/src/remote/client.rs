@@ -291,12 +291,29 @@ impl RemoteClient {
         Ok(exported)
     }
 
+    /// Copies the export the server opened into `out`, through a partial file beside it (named
+    /// by this process, and swept by the next export once that process is gone). A server that
+    /// declares more than an import takes ([`crate::share::DEFAULT_MAX_BYTES`]), or sends more
+    /// than it declared, is refused before more is written: a hostile host cannot fill the disk.
     fn copy_export(&self, opened: &ExportOpened, out: &Path) -> Result<Exported, Error> {
+        let most = crate::share::DEFAULT_MAX_BYTES;
+        if opened.size > most {
+            return Err(self.link_error(format!(
+                "the export of `{}` was declared as {} bytes, more than the {most} an import takes",
+                shown(&opened.exported.session_id),
+                opened.size
+            )));
+        }
         let name = out
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let partial = out.with_file_name(format!(".{name}.partial-{}", uuid::Uuid::now_v7().simple()));
+        sweep_partials(out, &name);
+        let partial = out.with_file_name(format!(
+            ".{name}.partial-{}-{}",
+            std::process::id(),
+            uuid::Uuid::now_v7().simple()
+        ));
         let written = (|| {
             let mut file = crate::sessions::private::create_new(&partial)?;
             let mut offset = 0u64;
@@ -308,6 +325,13 @@ impl RemoteClient {
                 };
                 let chunk: ExportChunk = self.call(EXPORT_READ, &read)?;
                 let bytes = chunk.bytes().map_err(|what| self.link_error(what))?;
+                if bytes.len() > MAX_EXPORT_CHUNK || offset + bytes.len() as u64 > opened.size {
+                    return Err(self.link_error(format!(
+                        "the export of `{}` came back longer than the {} bytes it was declared as",
+                        shown(&opened.exported.session_id),
+                        opened.size
+                    )));
+                }
                 file.write_all(&bytes).map_err(|e| Error::io_write(&partial, e))?;
                 offset += bytes.len() as u64;
                 if chunk.eof || bytes.is_empty() {
@@ -569,5 +593,33 @@ fn keep_tail(mut pipe: impl Read + Send + 'static, tail: Arc<Mutex<Vec<u8>>>) {
     });
     if let Err(error) = spawned {
         tracing::warn!(%error, "cannot keep the studio server's stderr");
+    }
+}
+
+/// Removes the partial copies of exports to `out` (`.NAME.partial-PID-…`) whose process is gone:
+/// an export killed part-way leaves one.
+fn sweep_partials(out: &Path, name: &str) {
+    let Some(folder) = out.parent() else { return };
+    let prefix = format!(".{name}.partial-");
+    let Ok(entries) = std::fs::read_dir(if folder.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folder
+    }) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !crate::vocabulary::process::process_alive(pid) && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
