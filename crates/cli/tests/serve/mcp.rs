@@ -649,7 +649,8 @@ fn the_protocol_versions_of_current_clients_are_spoken() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slow_run_stopped_through_its_session_ends_cancelled() {
     let place = Place::create();
-    place.trusted_agent(1_500);
+    // A first node long enough for the stop to be asked while it runs, however loaded the machine.
+    place.trusted_agent(4_000);
     let client = connect(&place, true).await;
     let started = answer(&client, "start_run", json!({"agent": "trip", "prompt": "slow"})).await;
     let session = started["session_id"].clone();
