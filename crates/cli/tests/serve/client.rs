@@ -314,6 +314,37 @@ done"#,
     assert!(names.is_empty(), "nothing is left: {names:?}");
 }
 
+/// Issue 40, point 4: a hostile host's notifications grew a client that never read them by
+/// 1.25 GB. None is queued before the notifications are taken, and one over
+/// `MAX_NOTIFICATION_BYTES` is dropped.
+#[test]
+fn notifications_are_queued_only_once_taken_and_each_is_bounded() {
+    let place = Place::create();
+    let shell = script(
+        &place,
+        "noisy.sh",
+        r#"for last; do :; done
+printf '{"zstudio": "x", "protocol_version": 2, "nonce": "%s"}\n' "$last"
+read hello
+printf '{"id": 1, "result": {"zstudio": "x", "protocol_version": 2, "nonce": ""}}\n'
+read first
+printf '{"method": "change", "params": {"n": "before"}}\n'
+printf '{"id": 2, "result": "ok"}\n'
+read second
+printf '{"method": "change", "params": {"n": "'; head -c 300000 /dev/zero | tr '\0' x; printf '"}}\n'
+printf '{"method": "change", "params": {"n": "after"}}\n'
+printf '{"id": 3, "result": "ok"}\n'
+read rest"#,
+    );
+    let client = connect_through(&place, Command::new(shell), ClientOptions::default()).unwrap();
+    let _: String = client.call("workspace_get", &json!({})).unwrap();
+    let notifications = client.notifications().expect("taken once");
+    let _: String = client.call("workspace_get", &json!({})).unwrap();
+    let first = notifications.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(first.params["n"], "after", "{first:?}");
+    assert!(notifications.try_recv().is_err(), "nothing else was queued");
+}
+
 /// Each method's result reads back as the core's own type, and says what the core says here.
 #[test]
 fn every_result_reads_back_as_the_cores_type() {

@@ -82,7 +82,15 @@ struct Link {
     junk: Mutex<Vec<u8>>,
     /// How many bytes of frames came from the server (newlines included).
     received: AtomicU64,
+    /// Whether the notifications were taken ([`RemoteClient::notifications`]): none is queued
+    /// before, so a command that never reads them holds none.
+    subscribed: std::sync::atomic::AtomicBool,
 }
+
+/// The largest notification handed on: a larger one is dropped (logged). The server's are a
+/// change of a session or a run's event, a few KiB; a hostile host's could be up to a frame's
+/// 64 MiB each, thousands of them queued.
+pub const MAX_NOTIFICATION_BYTES: usize = 256 * 1024;
 
 /// A call waiting for its reply, called on the reader thread with its result's JSON text as the
 /// line holds it (read there as the caller's type: no copy of the text, and the caller wakes to
@@ -126,6 +134,7 @@ impl RemoteClient {
             stderr,
             junk: Mutex::new(Vec::new()),
             received: AtomicU64::new(0),
+            subscribed: std::sync::atomic::AtomicBool::new(false),
         });
         let (notify, notifications) = mpsc::sync_channel(options.notification_buffer);
         let (banner_found, banner) = mpsc::channel();
@@ -362,7 +371,11 @@ impl RemoteClient {
     /// [`crate::remote::protocol::RUN_EVENT`]), once: `None` when taken before. The channel
     /// closes when the link does.
     pub fn notifications(&self) -> Option<Receiver<Notification>> {
-        lock(&self.notifications).take()
+        let taken = lock(&self.notifications).take();
+        if taken.is_some() {
+            self.link.subscribed.store(true, Ordering::SeqCst);
+        }
+        taken
     }
 
     /// How many bytes of frames the server sent so far (what a call carried, measured).
@@ -550,8 +563,16 @@ impl Reader {
                     }
                 }
                 Ok(ServerFrame::Notification(notification)) => {
-                    // A reader that falls behind loses notifications, never replies.
-                    let _ = self.notify.try_send(notification);
+                    if line.len() > MAX_NOTIFICATION_BYTES {
+                        tracing::warn!(
+                            host = %self.link.host,
+                            bytes = line.len(),
+                            "a notification over {MAX_NOTIFICATION_BYTES} bytes was dropped"
+                        );
+                    } else if self.link.subscribed.load(Ordering::SeqCst) {
+                        // A reader that falls behind loses notifications, never replies.
+                        let _ = self.notify.try_send(notification);
+                    }
                 }
                 Ok(ServerFrame::Unmatched(error)) => {
                     tracing::warn!(host = %self.link.host, code = %error.code, "{}", error.message);

@@ -11,7 +11,7 @@
 //! the link is down, calls fail with `remote_link`, and the caller decides.
 
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -117,7 +117,14 @@ struct Shared {
     live: Mutex<Option<Arc<Live>>>,
     state: Mutex<LinkState>,
     subscribed: Mutex<bool>,
+    /// Whether the events were taken ([`Link::events`]): before, the server's notifications are
+    /// dropped, never queued for no one (a hostile host's flood grew a command that never
+    /// reads them by 1.25 GB).
+    events_taken: std::sync::atomic::AtomicBool,
 }
+
+/// How many events wait unread before newer notifications are dropped.
+const EVENTS_BUFFER: usize = 4096;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -149,8 +156,9 @@ impl Link {
             live: Mutex::new(Some(live)),
             state: Mutex::new(LinkState::Connected),
             subscribed: Mutex::new(false),
+            events_taken: std::sync::atomic::AtomicBool::new(false),
         });
-        let (events, received) = mpsc::channel();
+        let (events, received) = mpsc::sync_channel(EVENTS_BUFFER);
         let (stop, stopped) = mpsc::channel();
         let keeper = Keeper {
             shared: shared.clone(),
@@ -186,7 +194,13 @@ impl Link {
 
     /// The link's events, once (`None` when taken before); the channel closes with the link.
     pub fn events(&self) -> Option<Receiver<LinkEvent>> {
-        lock(&self.events).take()
+        let taken = lock(&self.events).take();
+        if taken.is_some() {
+            self.shared
+                .events_taken
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        taken
     }
 
     /// Calls `method` of the server connected now; while the link is down, a `remote_link`
@@ -260,7 +274,7 @@ impl Drop for Link {
 /// again.
 struct Keeper {
     shared: Arc<Shared>,
-    events: Sender<LinkEvent>,
+    events: SyncSender<LinkEvent>,
     stopped: Receiver<()>,
 }
 
@@ -273,11 +287,21 @@ impl Keeper {
             notifications = live.client.notifications();
             *lock(&self.shared.live) = Some(live);
             self.say_state(LinkState::Connected);
-            let _ = self.events.send(LinkEvent::Reconnected);
+            self.tell(LinkEvent::Reconnected);
         }
     }
 
     /// Hands notifications on until the link ends (why) or the link is closed (`None`).
+    /// Tells the events' reader of a change of the link (waiting for room while there is one;
+    /// dropped when no one reads the events and they are full).
+    fn tell(&self, event: LinkEvent) {
+        if self.shared.events_taken.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = self.events.send(event);
+        } else {
+            let _ = self.events.try_send(event);
+        }
+    }
+
     fn pass_on(&self, notifications: Option<Receiver<Notification>>) -> Option<String> {
         // Not held: closing the link drops the server, which ends its notifications at once.
         let live = Arc::downgrade(lock(&self.shared.live).as_ref()?);
@@ -287,7 +311,10 @@ impl Keeper {
         loop {
             match notifications.recv_timeout(self.shared.options.check_every) {
                 Ok(notification) => {
-                    let _ = self.events.send(LinkEvent::Notification(notification));
+                    // Dropped when no one reads the events, or when their reader is far behind.
+                    if self.shared.events_taken.load(std::sync::atomic::Ordering::SeqCst) {
+                        let _ = self.events.try_send(LinkEvent::Notification(notification));
+                    }
                     continue;
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -388,7 +415,7 @@ impl Keeper {
 
     fn say_state(&self, state: LinkState) {
         *lock(&self.shared.state) = state.clone();
-        let _ = self.events.send(LinkEvent::State(state));
+        self.tell(LinkEvent::State(state));
     }
 
     fn is_stopped(&self) -> bool {
