@@ -137,12 +137,12 @@ fn can_be_engine(program: &str) -> bool {
 }
 
 /// Whether a run's process may still be there, as `/proc` says (`None` when it cannot tell): a
-/// live process (not a zombie) of a program that can be the engine ([`ENGINE_PROGRAMS`]) that
+/// live process (not a zombie) of a program that can be the engine (`ENGINE_PROGRAMS`) that
 /// works in `workspace` (its working folder is it or below it) and started between `from_ms` and
 /// `to_ms` (milliseconds since the epoch, to about a second), or one that has a file of `session`
 /// open. How a run the studio did not start is told to be going on: the engine runs in its
 /// workspace, makes its session as it starts, and keeps a node's output file open while the node
-/// runs. The studio's own processes (this one, a `zstudio watch`, the window: [`STUDIO_PROGRAMS`])
+/// runs. The studio's own processes (this one, a `zstudio watch`, the window: `STUDIO_PROGRAMS`)
 /// never count, nor does another user's process.
 pub fn run_process_present(
     workspace: &std::path::Path,
