@@ -81,6 +81,17 @@ if ! "$moto_venv/bin/moto_server" --help >/dev/null 2>&1 \
   "$moto_venv/bin/pip" install -q --disable-pip-version-check "moto[server]==$MOTO_VERSION"
 fi
 
+# The official Python MCP client the `zstudio mcp` tests drive it with (crates/cli/tests/mcp_client,
+# run by crates/cli/tests/serve/mcp_python.rs): the SDK `mcp` in a virtual environment of its own, at
+# .venv/mcp (or $ZIBBY_MCP_VENV), version pinned.
+MCP_VERSION=2.3.0
+mcp_venv="${ZIBBY_MCP_VENV:-$PWD/.venv/mcp}"
+if [ "$("$mcp_venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != "$MCP_VERSION" ]; then
+  say "mcp: installing mcp==$MCP_VERSION into $mcp_venv"
+  python3 -m venv "$mcp_venv"
+  "$mcp_venv/bin/pip" install -q --disable-pip-version-check "mcp==$MCP_VERSION"
+fi
+
 # The Azure and Cloud Storage emulators of the az:// and gs:// tests (crates/test-servers,
 # `emulators`), versions pinned: gcp-storage-emulator and Azure's Python client (the tests'
 # uploader) in the same venv, Azurite's blob service from npm into .venv/azurite (or
