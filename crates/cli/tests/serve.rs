@@ -9,6 +9,9 @@ mod common;
 // `zstudio mcp`, driven by the MCP SDK's client.
 #[path = "serve/mcp.rs"]
 mod mcp;
+// `zstudio mcp`, driven by the official Python SDK's client (`.venv/mcp`, scripts/setup.sh).
+#[path = "serve/mcp_python.rs"]
+mod mcp_python;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
