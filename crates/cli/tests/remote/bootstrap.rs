@@ -84,3 +84,26 @@ fn a_program_planted_under_the_servers_name_is_replaced_never_run() {
     assert!(connection.ensure_server(zstudio).unwrap().uploaded);
     connection.close().unwrap();
 }
+
+/// Issue 41, point 8: an upload that failed printed the 613-character upload script. It says
+/// what failed and what to do, and names the script as `<script>`.
+#[test]
+fn an_upload_that_fails_says_why_in_a_line_not_the_script() {
+    let zstudio = std::path::Path::new(env!("CARGO_BIN_EXE_zstudio"));
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let client = Client::new(sshd.ssh_config());
+    // `~/.zibby-studio` a file: the server's folder cannot be made there.
+    std::fs::write(sshd.home().join(".zibby-studio"), "not a folder").unwrap();
+    let connection = Connection::open(&target(&sshd, &workspace), &client.options).unwrap();
+    let error = connection.ensure_server(zstudio).unwrap_err().to_string();
+    assert!(error.contains("could not be uploaded"), "{error}");
+    assert!(error.contains("on the host's PATH"), "says what to do: {error}");
+    assert!(error.contains("<script>"), "{error}");
+    assert!(
+        !error.contains("mktemp") && !error.contains("chmod"),
+        "the script was printed: {error}"
+    );
+    assert!(error.len() < 600, "{} characters: {error}", error.len());
+    connection.close().unwrap();
+}

@@ -225,7 +225,12 @@ impl Connection {
             .map_err(|error| match error {
                 SshError::Ssh { host, detail } => SshError::Bootstrap {
                     host,
-                    what: "the server could not be uploaded".into(),
+                    what: format!(
+                        "the server could not be uploaded to ~/{SERVER_DIR} (is the home folder there \
+                         writable, and ~/.zibby-studio a folder of this login's?), or put zstudio {} \
+                         of the same build ({}) on the host's PATH",
+                        build.version, build.build
+                    ),
                     detail,
                 },
                 other => other,

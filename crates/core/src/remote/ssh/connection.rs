@@ -234,7 +234,7 @@ impl Connection {
                 host: self.host(),
                 detail: format!(
                     "`{}` exited with {code}: {}",
-                    crate::vocabulary::visible::shown(&remote_argv.join(" ")),
+                    command_line(remote_argv),
                     last_lines(&stderr)
                 ),
             }),
@@ -387,6 +387,22 @@ else for sub in .zibby .zibby/output .zibby/output/sessions; do
             .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
             .unwrap_or_default()
     }
+}
+
+/// A remote command as an error names it: a script (`sh -c` code: several lines, or long) is
+/// `<script>`, not its text.
+fn command_line(remote_argv: &[&str]) -> String {
+    let words: Vec<&str> = remote_argv
+        .iter()
+        .map(|arg| {
+            if arg.contains('\n') || arg.len() > 120 {
+                "<script>"
+            } else {
+                arg
+            }
+        })
+        .collect();
+    crate::vocabulary::visible::shown(&words.join(" "))
 }
 
 /// A master this process started and has not closed yet.
