@@ -65,8 +65,57 @@ fn main() -> ExitCode {
     };
     match commands::run(command, &cli.globals, &mut out) {
         Ok(code) => code,
+        Err(error) if cli.globals.format() == cli::Format::Json => {
+            drop(out);
+            report_json(&error, trouble)
+        }
         Err(error) => report(&error, trouble),
     }
+}
+
+/// An error of the command line's own making that has a code of the core's list (the trust
+/// refused without a terminal to ask on: `agents_untrusted`).
+#[derive(Debug)]
+pub(crate) struct CodedError {
+    pub code: studio_core::ErrorCode,
+    pub message: String,
+}
+
+impl std::fmt::Display for CodedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CodedError {}
+
+/// With `--json`, the error as one JSON line on stderr, `{"error": {"code", "message"}}`: the
+/// code of the core's error list (docs/cli.md), `invalid_request` for a mistake of the command
+/// line itself.
+fn report_json(error: &anyhow::Error, trouble: ExitCode) -> ExitCode {
+    if error
+        .downcast_ref::<std::io::Error>()
+        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    {
+        return ExitCode::SUCCESS;
+    }
+    let code = error
+        .chain()
+        .find_map(|cause| {
+            cause
+                .downcast_ref::<studio_core::Error>()
+                .map(studio_core::Error::code)
+                .or_else(|| {
+                    cause
+                        .downcast_ref::<studio_core::remote::ssh::SshError>()
+                        .map(studio_core::remote::ssh::SshError::code)
+                })
+                .or_else(|| cause.downcast_ref::<CodedError>().map(|coded| coded.code))
+        })
+        .unwrap_or(studio_core::ErrorCode::InvalidRequest);
+    let line = serde_json::json!({ "error": { "code": code, "message": message(error) } });
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    trouble
 }
 
 /// One line on stderr, exit `trouble` (1, but 2 for `diff`); a closed pipe (`zstudio sessions | head`) is not an error worth a

@@ -715,8 +715,11 @@ fn agents_of_the_workspace_run_and_replay_by_name() {
         &["run", "--json", "--agent", "trip", "--prompt", "Kyoto", "-w", root],
         None,
     );
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert_eq!(refused.status.code(), Some(1));
+    // With --json, the error is its code and its message (issue 41, point 8).
+    let said: Value = serde_json::from_slice(&refused.stderr).unwrap();
+    assert_eq!(said["error"]["code"], "agents_untrusted", "{said}");
+    let stderr = said["error"]["message"].as_str().unwrap().to_owned();
     assert!(
         stderr.contains("is not trusted yet") && stderr.contains("--trust"),
         "{stderr}"

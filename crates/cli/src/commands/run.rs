@@ -316,7 +316,11 @@ pub fn ask_trust(
         return Ok(());
     }
     if !std::io::stdin().is_terminal() {
-        anyhow::bail!("{refused}: pass --trust to run it (no terminal to ask on)");
+        return Err(crate::CodedError {
+            code: studio_core::ErrorCode::AgentsUntrusted,
+            message: format!("{refused}: pass --trust to run it (no terminal to ask on)"),
+        }
+        .into());
     }
     // Every value is escaped and folded by the core (`shown`): nothing the agents file says can
     // draw a line of its own here.

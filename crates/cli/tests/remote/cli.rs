@@ -272,10 +272,14 @@ fn remote_errors_name_the_host_and_what_failed() {
     let missing = format!("{}:/nowhere/at/all", sshd.alias());
     let output = zstudio(&["sessions", "--json", "--remote", &missing], local.path(), &env);
     assert_eq!(output.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    // Issue 41, point 8: with --json, the error is its code and its message, one JSON line.
+    let said: Value = serde_json::from_slice(&output.stderr)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)));
+    assert_eq!(said["error"]["code"], "remote_workspace", "{said}");
+    let message = said["error"]["message"].as_str().unwrap();
     assert!(
-        stderr.contains("studio-test: the workspace /nowhere/at/all does not exist"),
-        "{stderr}"
+        message.contains("studio-test: the workspace /nowhere/at/all does not exist"),
+        "{message}"
     );
 
     let workspace = remote_workspace(&sshd, "ws");
