@@ -388,7 +388,22 @@ fn access_refused_and_a_session_mid_upload_are_said_on_stderr() {
         stderr.contains("session `1795953000000_half` is still being uploaded (1 objects so far)"),
         "{stderr}"
     );
-    assert_eq!(json_of(&output).as_array().unwrap().len(), 3);
+    let listed = json_of(&output);
+    assert_eq!(listed.as_array().unwrap().len(), 3);
+    // Issue 41, point 8: said by `show` of that session, not of another one.
+    let other = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .find(|id| *id != "1795953000000_half")
+        .unwrap()
+        .to_owned();
+    for (id, says) in [(other.as_str(), false), ("1795953000000_half", true)] {
+        let output = zstudio(&setup, &["--source", URL, "show", id, "--memory"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.contains("still being uploaded"), says, "show {id}: {stderr}");
+    }
 }
 
 /// The pipeline's session under `id` in `sessions`, its plan's raw stream 3 MiB of numbered

@@ -36,7 +36,7 @@ pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl 
         return list_sessions(&mirror, &cloud, out).map(|()| ExitCode::SUCCESS);
     }
     let listing = mirror.refresh(SystemTime::now())?;
-    say(&source, &listing)?;
+    say(&source, &listing, named_sessions(&command).as_deref())?;
     match command {
         StudioCommand::Diff(args) => {
             for run in &args.runs {
@@ -66,7 +66,7 @@ fn list_sessions(mirror: &Mirror, cloud: &Globals, out: &mut impl Write) -> anyh
     let now = SystemTime::now();
     let (store, workspace) = (cloud.open_store()?, cloud.open_workspace()?);
     let (listing, sessions) = mirror.refresh_reading(now, || store.list_sessions(&workspace, now))?;
-    say(mirror.source(), &listing)?;
+    say(mirror.source(), &listing, None)?;
     super::sessions::print_listing(cloud, &sessions?, now, out)
 }
 
@@ -84,14 +84,32 @@ fn open(source: &Source, args: &SourceArgs) -> anyhow::Result<Mirror> {
     Ok(Mirror::open(source, options)?)
 }
 
-/// What a refresh refused, the sessions still being uploaded and those left out, said on
-/// standard error.
-fn say(source: &Source, listing: &Listing) -> anyhow::Result<()> {
+/// The sessions a command names (`show ID`, `diff A B`, ...); `None` for one about them all
+/// (`search`).
+fn named_sessions(command: &StudioCommand) -> Option<Vec<String>> {
+    match command {
+        StudioCommand::Show(args) => Some(vec![args.session_id.clone()]),
+        StudioCommand::Logs(args) | StudioCommand::Open(args) => Some(vec![args.session_id.clone()]),
+        StudioCommand::Export(args) => Some(vec![args.session_id.clone()]),
+        StudioCommand::Import(args) => Some(vec![args.source.to_string_lossy().into_owned()]),
+        StudioCommand::Diff(args) => Some(args.runs.clone()),
+        _ => None,
+    }
+}
+
+/// What a refresh refused, the sessions still being uploaded (of those `about`, when the command
+/// names its sessions) and those left out, said on standard error.
+fn say(source: &Source, listing: &Listing, about: Option<&[String]>) -> anyhow::Result<()> {
     let mut err = crate::visible::Visible::new(std::io::stderr().lock());
     for refused in &listing.refused {
         writeln!(err, "zstudio: {refused}")?;
     }
-    for session in listing.sessions.iter().filter(|s| s.state == UploadState::Uploading) {
+    let named = |id: &SessionId| about.is_none_or(|ids| ids.iter().any(|named| named == id.as_str()));
+    for session in listing
+        .sessions
+        .iter()
+        .filter(|s| s.state == UploadState::Uploading && named(&s.id))
+    {
         writeln!(
             err,
             "zstudio: {source}: session `{}` is still being uploaded ({} objects so far): shown as far as it got",
