@@ -29,7 +29,7 @@ pub struct Cli {
 #[derive(Args, Clone)]
 pub struct Globals {
     /// The project folder whose sessions are under .zibby/output/sessions/ [default: current
-    /// folder]; `watch` takes it repeated, for several
+    /// folder]
     #[arg(long, short = 'w', value_name = "DIR", global = true)]
     pub workspace: Vec<PathBuf>,
     #[command(flatten)]
@@ -151,13 +151,17 @@ pub enum StudioCommand {
     /// Delete old sessions by a retention rule (pinned sessions are always kept)
     Prune(PruneArgs),
     /// Print the changes of the sessions of one or more workspaces as they happen, until
-    /// interrupted: sessions added, updated and removed, and new output lines
+    /// interrupted: sessions added, updated and removed, and new output lines (give -w DIR once
+    /// for each workspace)
     Watch,
     /// Print the last lines of a session's output (its raw_stream_output.txt, else its nodes'
     /// in order), and with --follow the lines that come after
     Tail(TailArgs),
     /// Compare two runs node by node: A and B are session ids (their last run) or run ids, or
     /// give two captured logs with --log FILE --log FILE
+    #[command(
+        override_usage = "zstudio diff [OPTIONS] <A> <B>\n       zstudio diff [OPTIONS] --log <FILE> --log <FILE>"
+    )]
     Diff(DiffArgs),
     /// Write a session as one .zip bundle to share: its folder, and what the studio recorded of
     /// it (runs, output, spans, logs, messages); .session-info.json's config is left out
@@ -382,8 +386,9 @@ pub struct TailArgs {
 
 #[derive(Args)]
 pub struct DiffArgs {
-    /// The two runs: session ids (a session means its last run) or run ids
-    #[arg(num_args = 2, value_names = ["A", "B"], required_unless_present = "log", conflicts_with = "log")]
+    /// The two runs: session ids (a session means its last run) or run ids (the usage line and
+    /// the command's text name them; clap's own line read `[A] [B]...`)
+    #[arg(num_args = 2, value_names = ["A", "B"], required_unless_present = "log", conflicts_with = "log", hide = true)]
     pub runs: Vec<String>,
     /// A captured log (its stdout), read as `zstudio parse` reads it; give it twice
     #[arg(long, value_name = "FILE", num_args = 1, action = clap::ArgAction::Append)]
