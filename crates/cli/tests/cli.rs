@@ -1299,26 +1299,8 @@ fn an_outside_run_ends_when_it_ends_whatever_else_works_in_its_workspace() {
             .output()
             .unwrap()
     };
-    let mut watch = Command::new(env!("CARGO_BIN_EXE_zstudio"))
-        .args(["watch", "--json", "-w", root])
-        .current_dir(workspace.path())
-        .env_remove("ZIBBY_STUDIO_DB")
-        .env("XDG_DATA_HOME", data_home())
-        .stdout(Stdio::piped())
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (sender, changes) = std::sync::mpsc::channel::<Value>();
-    let stdout = watch.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if sender.send(serde_json::from_str(&line).unwrap()).is_err() {
-                break;
-            }
-        }
-    });
+    // Started from inside the workspace, as one would in a terminal there.
+    let (mut watch, changes) = spawn_watch_in(root, workspace.path());
     let mut shell = Command::new("sh")
         .args(["-c", "sleep 120"])
         .current_dir(workspace.path())
@@ -1741,9 +1723,15 @@ fn every_surface_tells_the_same_story_of_a_run_now_and_an_hour_later() {
 
 /// `zstudio watch --json` of `root`, and its changes as they are printed.
 fn spawn_watch(root: &str) -> (std::process::Child, std::sync::mpsc::Receiver<Value>) {
+    spawn_watch_in(root, Path::new("."))
+}
+
+/// [`spawn_watch`], the watch's working folder `cwd`.
+fn spawn_watch_in(root: &str, cwd: &Path) -> (std::process::Child, std::sync::mpsc::Receiver<Value>) {
     use std::io::BufRead;
     let mut watch = Command::new(env!("CARGO_BIN_EXE_zstudio"))
         .args(["watch", "--json", "-w", root])
+        .current_dir(cwd)
         .env_remove("ZIBBY_STUDIO_DB")
         .env("XDG_DATA_HOME", data_home())
         .stdout(Stdio::piped())
