@@ -517,6 +517,13 @@ pub fn exported(out: &mut impl Write, exported: &studio_core::share::Exported) -
             ""
         }
     )?;
+    // What a bundle carries as it is (issue 40, point 9): whoever gets it reads it.
+    writeln!(
+        out,
+        "included as they are: the prompts, what the agent printed and wrote (its output, messages \
+         and the session's files, any token in them too); redaction covers only what the studio \
+         recorded of how it ran (commands, errors, log lines, .session-info.json)"
+    )?;
     Ok(())
 }
 

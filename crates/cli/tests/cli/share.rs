@@ -497,6 +497,11 @@ fn export_redacts_a_token_on_the_command_line_and_the_home_folder() {
     );
     let said = String::from_utf8_lossy(&exported.stdout);
     assert!(said.contains("the home folder written as ~"), "{said}");
+    // Issue 40, point 9: what the bundle carries as it is, said every time.
+    assert!(
+        said.contains("included as they are: the prompts, what the agent printed and wrote"),
+        "{said}"
+    );
     let text = recorded_members(&bundle);
     assert!(!text.contains(token), "the token is redacted:\n{text}");
     assert!(text.contains("GITHUB_TOKEN=[redacted]"), "{text}");
