@@ -185,6 +185,30 @@ fn a_session_uploaded_after_the_first_listing_appears_on_refresh() {
     assert_eq!(workspace.list_sessions(SystemTime::now()).unwrap().len(), 2);
 }
 
+/// Issue 41, point 4: every bucket session read `updated_at` = the time it was fetched (one value
+/// for all, "just now" in the window, the list not newest first). It is the time its newest
+/// object was uploaded.
+#[test]
+fn a_bucket_sessions_time_is_when_it_was_uploaded_not_fetched() {
+    let fixture = Fixture::new();
+    upload_captures(&fixture.moto, "ci", &CAPTURES[..2], true);
+    let uploaded = SystemTime::now();
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    let mirror = fixture.mirror("ci");
+    mirror.refresh(SystemTime::now()).unwrap();
+    let workspace = Workspace::open(mirror.workspace_root()).unwrap();
+    let sessions = workspace.list_sessions(SystemTime::now()).unwrap();
+    assert_eq!(sessions.len(), 2);
+    for summary in sessions {
+        assert!(
+            summary.updated_at.to_system_time() <= uploaded,
+            "{}: updated at {:?}, uploaded by {uploaded:?}",
+            summary.id,
+            summary.updated_at
+        );
+    }
+}
+
 #[test]
 fn a_large_output_is_read_tail_first_then_by_range() {
     let fixture = Fixture::new();

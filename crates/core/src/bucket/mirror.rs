@@ -580,7 +580,9 @@ impl Mirror {
 
     /// Each node folder gets the time of its newest object: the core orders nodes by their
     /// folders' times when no events.json says the order (objects uploaded in one second keep
-    /// the order of the listing). Whether a folder's time changed.
+    /// the order of the listing). The session folder gets its newest object's time too: a
+    /// session's `updated_at` is when it was last uploaded, not when it was fetched (issue 41).
+    /// Whether a folder's time changed.
     fn stamp_folders(&self, id: &SessionId, objects: &SessionObjects) -> Result<bool, Error> {
         let mut newest_by_folder: BTreeMap<&str, &str> = BTreeMap::new();
         for (path, object) in objects {
@@ -588,6 +590,11 @@ impl Mirror {
                 let newest = newest_by_folder.entry(folder).or_insert(stamp);
                 *newest = (*newest).max(stamp);
             }
+        }
+        let session_newest = newest(objects);
+        if let Some(stamp) = session_newest.as_deref() {
+            // The session folder itself (stamping a folder inside it leaves its time as it is).
+            newest_by_folder.insert("", stamp);
         }
         let mut changed = false;
         for (folder, stamp) in newest_by_folder {
