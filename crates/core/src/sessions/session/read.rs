@@ -76,7 +76,11 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
     reader.touch(Some(&folder));
     let layout = listing.layout();
     let files = FolderFiles::read(&mut reader, &listing, detail);
-    let (names, record) = studio_record(&mut reader, path, &files);
+    let (names, record) = if listing.has_run_record {
+        studio_record(&mut reader, path, &files)
+    } else {
+        Default::default()
+    };
 
     let updated_at = Timestamp::from_system_time(reader.updated_at.unwrap_or(UNIX_EPOCH));
     let created_at = id
@@ -252,6 +256,9 @@ struct FolderListing {
     files: HashMap<String, FileRef>,
     node_dirs: Vec<NodeDir>,
     nodes_dir: Option<PathBuf>,
+    /// Whether an entry is named as the studio's run record (of any kind: `run_record::read`
+    /// says what is wrong with one that is not a file). Without one, it is never looked for.
+    has_run_record: bool,
 }
 
 impl FolderListing {
@@ -266,6 +273,7 @@ impl FolderListing {
             files: HashMap::new(),
             node_dirs: Vec::new(),
             nodes_dir: None,
+            has_run_record: entries.iter().any(|(name, _)| name == RUN_RECORD_FILE),
         };
         for (name, file_type) in &entries {
             let child = path.join(name);
