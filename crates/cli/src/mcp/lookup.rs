@@ -54,7 +54,7 @@ pub fn require_node(studio: &Studio, run_id: &str, node: &str) -> Result<(), Fai
     } else {
         Err(ToolError::new(
             "invalid_node_name",
-            format!("run {run_id} has no node `{}`", shown_name(node)),
+            format!("run {run_id} has no node `{}`", studio_core::visible::shown(node)),
         )
         .into())
     }
@@ -75,12 +75,6 @@ pub fn no_dots(id: &str, field: &str) -> Result<(), ToolError> {
 pub fn session_id(id: &str) -> Result<SessionId, ToolError> {
     no_dots(id, "id")?;
     Ok(SessionId::parse(id)?)
-}
-
-/// A name from the call or a session, on one line with its hidden characters escaped and at
-/// most 160 characters.
-pub fn shown_name(name: &str) -> String {
-    studio_core::visible::shown(name)
 }
 
 /// Whether the store or the folder knows session `id` (in a bucket's workspace, a session listed

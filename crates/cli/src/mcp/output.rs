@@ -17,7 +17,7 @@ use studio_core::store::RunRecord;
 use studio_core::Status;
 
 use super::answer::{Answer, Failure, ToolError};
-use super::lookup::{require_node, resolve_run, session_id, shown_name};
+use super::lookup::{require_node, resolve_run, session_id};
 use super::shown::shown_text;
 
 /// The most text one page holds, in bytes of UTF-8.
@@ -262,7 +262,7 @@ fn read_folder(studio: &Studio, args: OutputArgs) -> Result<Answer, Failure> {
             let Some(found) = session.nodes.iter().find(|n| &n.name == node) else {
                 return Err(ToolError::new(
                     "invalid_node_name",
-                    format!("session {id} has no node `{}`", shown_name(node)),
+                    format!("session {id} has no node `{}`", studio_core::visible::shown(node)),
                 )
                 .into());
             };

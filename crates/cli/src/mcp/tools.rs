@@ -16,11 +16,10 @@ use serde_json::{json, Map, Value};
 use studio_core::app::Studio;
 use studio_core::compare::text::Limits;
 use studio_core::session::Timestamp;
-use studio_core::store::RunRecord;
 use studio_core::{Error, SessionId, Status};
 
 use super::answer::{internal, Answer, Failure, ToolError};
-use super::lookup::{no_dots, session_id, shown_name};
+use super::lookup::{no_dots, require_node, require_run, resolve_run, session_id};
 use super::output::{self, OutputArgs};
 use super::shown::{shown_text, shown_value};
 
@@ -214,7 +213,12 @@ impl Catalogue {
                     "no tool `{name}`: the server was started without --allow-runs"
                 )))
             }
-            _ => return Err(Failure::NoSuchTool(format!("no tool `{}`", shown_name(name)))),
+            _ => {
+                return Err(Failure::NoSuchTool(format!(
+                    "no tool `{}`",
+                    studio_core::visible::shown(name)
+                )))
+            }
         }?;
         // read_output shows each line itself, before it cuts them into pages; every short text is
         // shown whole, whatever it quotes.
@@ -387,8 +391,8 @@ impl Catalogue {
         };
         if let Some(node) = &options.node {
             for id in [&args.a, &args.b] {
-                if let Some(run) = self.resolve_run(id).ok().flatten() {
-                    self.require_node(&run.id, node)?;
+                if let Some(run) = resolve_run(&self.studio, id).ok().flatten() {
+                    require_node(&self.studio, &run.id, node)?;
                 }
             }
         }
@@ -443,7 +447,7 @@ impl Catalogue {
         if seconds > MAX_WAIT_SECONDS {
             return Err(ToolError::invalid(format!("timeout_seconds is {seconds}: at most {MAX_WAIT_SECONDS}")).into());
         }
-        let run = self.require_run(&args.id)?;
+        let run = require_run(&self.studio, &args.id)?;
         let deadline = Instant::now() + Duration::from_secs(seconds);
         let store = self.studio.store()?;
         let mut record = run;
@@ -493,7 +497,7 @@ impl Catalogue {
         if !session.nodes.iter().any(|node| node.name == args.node) {
             return Err(ToolError::new(
                 "invalid_node_name",
-                format!("session {id} has no node `{}`", shown_name(&args.node)),
+                format!("session {id} has no node `{}`", studio_core::visible::shown(&args.node)),
             )
             .into());
         }
@@ -511,7 +515,7 @@ impl Catalogue {
     }
 
     fn stop_run(&self, args: StopArgs) -> Result<Answer, Failure> {
-        let run = self.require_run(&args.id)?;
+        let run = require_run(&self.studio, &args.id)?;
         if run.status != Status::Running {
             return Err(ToolError::new(
                 "run_not_live",
@@ -550,22 +554,6 @@ impl Catalogue {
             }
             .into())
         }
-    }
-
-    /// The run `id` names: a run of this workspace by its id, or a session's last run; `None`
-    /// for a session without a recorded run.
-    pub fn resolve_run(&self, id: &str) -> Result<Option<RunRecord>, Failure> {
-        super::lookup::resolve_run(&self.studio, id)
-    }
-
-    /// [`Catalogue::resolve_run`], a session without a run being an error.
-    fn require_run(&self, id: &str) -> Result<RunRecord, Failure> {
-        super::lookup::require_run(&self.studio, id)
-    }
-
-    /// An error unless run `run_id` has a node named `node`.
-    fn require_node(&self, run_id: &str, node: &str) -> Result<(), Failure> {
-        super::lookup::require_node(&self.studio, run_id, node)
     }
 }
 
