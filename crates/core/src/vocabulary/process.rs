@@ -167,24 +167,23 @@ pub fn run_process_present(
         let Some(stat) = stat(pid).filter(|s| !s.zombie) else {
             continue;
         };
-        let Some(program) = program_of(&entry.path()) else {
-            continue;
-        };
-        if STUDIO_PROGRAMS.contains(&program.as_str()) {
-            continue;
-        }
         let started = boot + stat.start_time * 1000 / TICKS_PER_SECOND;
-        if can_be_engine(&program) && cwd.starts_with(workspace) && (from_ms..=to_ms).contains(&started) {
+        // Its program is read only for a process that could be the run by its folder and time.
+        if cwd.starts_with(workspace)
+            && (from_ms..=to_ms).contains(&started)
+            && program_of(&entry.path()).is_some_and(|program| can_be_engine(&program))
+        {
             return Some(true);
         }
         others.push(entry.path());
     }
-    // Slower, and only when the above did not tell: the open files of every other process.
+    // Slower, and only when the above did not tell: the open files of every other process that
+    // is none of the studio's own.
     let has_open = |process: &std::path::PathBuf| {
         std::fs::read_dir(process.join("fd")).is_ok_and(|fds| {
             fds.flatten()
                 .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.starts_with(session)))
-        })
+        }) && program_of(process).is_some_and(|program| !STUDIO_PROGRAMS.contains(&program.as_str()))
     };
     Some(others.iter().any(has_open))
 }
