@@ -6,16 +6,21 @@ use std::io::Write;
 use std::time::{Duration, SystemTime};
 
 use studio_core::store::{RunRecord, Store};
-use studio_core::{SessionId, Status};
+use studio_core::{SessionId, Status, Workspace};
 
 use crate::cli::{Globals, StopArgs};
 use crate::print;
 
 pub fn stop(args: &StopArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let store = globals.open_store()?;
-    let run = match aim(&args.id, &Here { store: &store, globals })? {
+    let here = Here {
+        store: &store,
+        globals,
+        workspace: std::cell::OnceCell::new(),
+    };
+    let run = match aim(&args.id, &here)? {
         Target::Recorded(run) => run,
-        Target::Outside(session) => return stop_outside(args, globals, &session, out),
+        Target::Outside(session) => return stop_outside(args, globals, here.workspace()?, &session, out),
     };
     let session_path = studio_core::app::session_path_of(&run)?;
     let ended = studio_core::runner::stop_elsewhere_and_wait(
@@ -31,10 +36,15 @@ pub fn stop(args: &StopArgs, globals: &Globals, out: &mut impl Write) -> anyhow:
 
 /// A run the studio did not start: a graceful stop only, and no waiting for a process it does
 /// not know.
-fn stop_outside(args: &StopArgs, globals: &Globals, session: &SessionId, out: &mut impl Write) -> anyhow::Result<()> {
+fn stop_outside(
+    args: &StopArgs,
+    globals: &Globals,
+    workspace: &Workspace,
+    session: &SessionId,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     refuse_forcing_outside(args, session)?;
-    let workspace = globals.open_workspace()?;
-    let asked = studio_core::runner::stop_outside(&workspace, session, SystemTime::now())?;
+    let asked = studio_core::runner::stop_outside(workspace, session, SystemTime::now())?;
     print::emit(out, globals.format(), &asked, print::outside_stop)
 }
 
@@ -74,6 +84,17 @@ pub(crate) trait Runs {
 struct Here<'a> {
     store: &'a Store,
     globals: &'a Globals,
+    /// Opened once, when a session id is looked up (a run id needs no workspace).
+    workspace: std::cell::OnceCell<Workspace>,
+}
+
+impl Here<'_> {
+    fn workspace(&self) -> anyhow::Result<&Workspace> {
+        if self.workspace.get().is_none() {
+            let _ = self.workspace.set(self.globals.open_workspace()?);
+        }
+        Ok(self.workspace.get().expect("opened above"))
+    }
 }
 
 impl Runs for Here<'_> {
@@ -82,11 +103,11 @@ impl Runs for Here<'_> {
     }
 
     fn runs_of(&self, session: &SessionId) -> anyhow::Result<Vec<RunRecord>> {
-        Ok(self.store.runs(&self.globals.open_workspace()?, Some(session))?)
+        Ok(self.store.runs(self.workspace()?, Some(session))?)
     }
 
     fn folder_status(&self, session: &SessionId) -> anyhow::Result<Option<Status>> {
-        let path = self.globals.open_workspace()?.session_folder(session)?;
+        let path = self.workspace()?.session_folder(session)?;
         Ok(studio_core::session::read_summary(&path, session, SystemTime::now()).map(|s| s.status))
     }
 }
