@@ -57,4 +57,4 @@ for args in "${invocations[@]}"; do
   # shellcheck disable=SC2086 # the arguments are words
   cargo test --locked $args -- "${skips[@]}"
 done
-printf '\033[1m==> fast loop done in %d s (left out: %s)\033[0m\n' $((SECONDS - start)) "${LEFT_OUT[*]}"
+printf '\033[1m==> fast loop done in %d s (left out: %s)\033[0m\n' $((SECONDS - start)) "${LEFT_OUT[*]} ${LEFT_OUT_TESTS[*]}"
