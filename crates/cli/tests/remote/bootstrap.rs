@@ -5,18 +5,44 @@ use test_servers::sshd::Sshd;
 
 use super::{remote_workspace, target, Client};
 
+/// The loopback sshd, a workspace on it and the client's options.
+struct Host {
+    sshd: Sshd,
+    workspace: std::path::PathBuf,
+    client: Client,
+}
+
+impl Host {
+    fn start() -> Host {
+        let sshd = Sshd::start();
+        let workspace = remote_workspace(&sshd, "ws");
+        let client = Client::new(sshd.ssh_config());
+        Host {
+            sshd,
+            workspace,
+            client,
+        }
+    }
+}
+
+fn connect(sshd: &Sshd, workspace: &std::path::Path, client: &Client) -> Connection {
+    Connection::open(&target(sshd, workspace), &client.options).unwrap()
+}
+
 #[test]
 fn the_server_is_uploaded_once_and_older_builds_are_removed() {
     let zstudio = std::path::Path::new(env!("CARGO_BIN_EXE_zstudio"));
-    let sshd = Sshd::start();
-    let workspace = remote_workspace(&sshd, "ws");
-    let client = Client::new(sshd.ssh_config());
+    let Host {
+        sshd,
+        workspace,
+        client,
+    } = Host::start();
     let server_dir = sshd.home().join(SERVER_DIR);
     std::fs::create_dir_all(&server_dir).unwrap();
     let older = server_dir.join("zstudio-0.0.1-0123456789abcdef");
     std::fs::write(&older, "an older build").unwrap();
 
-    let connection = Connection::open(&target(&sshd, &workspace), &client.options).unwrap();
+    let connection = connect(&sshd, &workspace, &client);
     let server = connection.ensure_server(zstudio).unwrap();
     let build = BuildInfo::of_binary(zstudio).unwrap();
     let installed = server_dir.join(build.file_name());
@@ -36,7 +62,7 @@ fn the_server_is_uploaded_once_and_older_builds_are_removed() {
     assert_eq!(remote, build);
     connection.close().unwrap();
 
-    let again = Connection::open(&target(&sshd, &workspace), &client.options).unwrap();
+    let again = connect(&sshd, &workspace, &client);
     let server = again.ensure_server(zstudio).unwrap();
     assert!(!server.uploaded, "the second connection uploaded again");
     assert_eq!(server.program, installed.to_str().unwrap());
@@ -50,9 +76,11 @@ fn the_server_is_uploaded_once_and_older_builds_are_removed() {
 fn a_program_planted_under_the_servers_name_is_replaced_never_run() {
     use std::os::unix::fs::PermissionsExt;
     let zstudio = std::path::Path::new(env!("CARGO_BIN_EXE_zstudio"));
-    let sshd = Sshd::start();
-    let workspace = remote_workspace(&sshd, "ws");
-    let client = Client::new(sshd.ssh_config());
+    let Host {
+        sshd,
+        workspace,
+        client,
+    } = Host::start();
     let server_dir = sshd.home().join(SERVER_DIR);
     std::fs::create_dir_all(&server_dir).unwrap();
     let build = BuildInfo::of_binary(zstudio).unwrap();
@@ -64,7 +92,7 @@ fn a_program_planted_under_the_servers_name_is_replaced_never_run() {
         std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o775)).unwrap();
     }
 
-    let connection = Connection::open(&target(&sshd, &workspace), &client.options).unwrap();
+    let connection = connect(&sshd, &workspace, &client);
     let server = connection.ensure_server(zstudio).unwrap();
     assert!(server.uploaded, "the planted program was taken for the server");
     assert_eq!(std::fs::read(&planted).unwrap(), std::fs::read(zstudio).unwrap());
@@ -90,12 +118,14 @@ fn a_program_planted_under_the_servers_name_is_replaced_never_run() {
 #[test]
 fn an_upload_that_fails_says_why_in_a_line_not_the_script() {
     let zstudio = std::path::Path::new(env!("CARGO_BIN_EXE_zstudio"));
-    let sshd = Sshd::start();
-    let workspace = remote_workspace(&sshd, "ws");
-    let client = Client::new(sshd.ssh_config());
+    let Host {
+        sshd,
+        workspace,
+        client,
+    } = Host::start();
     // `~/.zibby-studio` a file: the server's folder cannot be made there.
     std::fs::write(sshd.home().join(".zibby-studio"), "not a folder").unwrap();
-    let connection = Connection::open(&target(&sshd, &workspace), &client.options).unwrap();
+    let connection = connect(&sshd, &workspace, &client);
     let error = connection.ensure_server(zstudio).unwrap_err().to_string();
     assert!(error.contains("could not be uploaded"), "{error}");
     assert!(error.contains("on the host's PATH"), "says what to do: {error}");
