@@ -49,7 +49,18 @@ impl Place {
         self.dir.path().join("store.sqlite")
     }
 
-    /// `zstudio ARGS -w WORKSPACE --db DB`, its data folder in the place (the keeper's folders).
+    /// `zstudio NAME -w WORKSPACE --db DB` (more arguments to add), as [`Place::zstudio`].
+    pub fn command(&self, name: &str) -> Command {
+        let mut command = self.zstudio();
+        command
+            .args([name, "-w"])
+            .arg(self.workspace())
+            .arg("--db")
+            .arg(self.db());
+        command
+    }
+
+    /// `zstudio`, its data folder in the place (the keeper's folders).
     pub fn zstudio(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_zstudio"));
         command
@@ -358,11 +369,8 @@ fn a_client_of_another_protocol_version_is_refused_and_the_server_exits() {
 /// run too): its run id.
 fn run_locally(place: &Place, agent_args: &[&str]) -> String {
     let output = place
-        .zstudio()
-        .args(["run", "--json", "-w"])
-        .arg(place.workspace())
-        .arg("--db")
-        .arg(place.db())
+        .command("run")
+        .arg("--json")
         .arg("--")
         .arg(agent_binary())
         .args(agent_args)
@@ -509,14 +517,7 @@ fn a_run_started_through_the_server_is_heard_and_outlives_it() {
     let status = server.end_input(Duration::from_secs(20));
     assert_eq!(status.code(), Some(0));
     let runs = || {
-        let listed = place
-            .zstudio()
-            .args(["runs", "--json", "-w"])
-            .arg(place.workspace())
-            .arg("--db")
-            .arg(place.db())
-            .output()
-            .unwrap();
+        let listed = place.command("runs").arg("--json").output().unwrap();
         let runs: Value = serde_json::from_slice(&listed.stdout).unwrap();
         runs.as_array()
             .unwrap()

@@ -104,11 +104,8 @@ pub(super) fn add_stranger(place: &Place) {
 /// `zstudio run --json -w WS --db DB OPTIONS -- COMMAND...`, succeeded.
 pub(super) fn run_command(place: &Place, options: &[&str], command: &[&str]) -> Output {
     let output = place
-        .zstudio()
-        .args(["run", "--json", "-w"])
-        .arg(place.workspace())
-        .arg("--db")
-        .arg(place.db())
+        .command("run")
+        .arg("--json")
         .args(options)
         .arg("--")
         .args(command)
@@ -248,14 +245,7 @@ async fn the_write_tools_are_listed_only_with_allow_runs() {
 async fn list_sessions_is_the_listing_of_zstudio_sessions() {
     let filled = filled();
     let place = &filled.place;
-    let cli = place
-        .zstudio()
-        .args(["sessions", "--json", "-w"])
-        .arg(place.workspace())
-        .arg("--db")
-        .arg(place.db())
-        .output()
-        .unwrap();
+    let cli = place.command("sessions").arg("--json").output().unwrap();
     assert!(cli.status.success(), "{}", String::from_utf8_lossy(&cli.stderr));
     let cli: Vec<Value> = serde_json::from_slice(&cli.stdout).unwrap();
     assert!(cli.len() >= 3, "{cli:?}");
@@ -502,14 +492,7 @@ async fn a_trusted_agent_runs_and_is_waited_for_and_a_stranger_is_refused() {
         .collect();
     assert_eq!(nodes, ["plan", "book"]);
     // The window's and the CLI's listing of runs has it.
-    let runs = place
-        .zstudio()
-        .args(["runs", "--json", "-w"])
-        .arg(place.workspace())
-        .arg("--db")
-        .arg(place.db())
-        .output()
-        .unwrap();
+    let runs = place.command("runs").arg("--json").output().unwrap();
     let runs: Vec<Value> = serde_json::from_slice(&runs.stdout).unwrap();
     assert!(
         runs.iter().any(|r| r["id"] == run.as_str() && r["status"] == "success"),

@@ -60,16 +60,7 @@ fn sdk_python() -> PathBuf {
 
 /// `zstudio COMMAND -w WS --db DB ARGS`, succeeded: its standard output.
 fn zstudio(place: &Place, command: &str, args: &[&str]) -> Vec<u8> {
-    let output = place
-        .zstudio()
-        .args([command, "-w"])
-        .arg(place.workspace())
-        .arg("--db")
-        .arg(place.db())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let output = place.command(command).args(args).stdin(Stdio::null()).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     output.stdout
 }
