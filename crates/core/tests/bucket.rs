@@ -1111,3 +1111,138 @@ fn a_warm_cloud_workspace_opened_offline_shows_what_was_fetched_and_says_why() {
     .to_string();
     assert!(error.starts_with("s3://team-runs/ci: "), "{error}");
 }
+
+/// A server on 127.0.0.1 that answers every request with `head` and then, for a GET, `body`
+/// until the client stops reading; it counts the body bytes it got out and the connections.
+struct HostileServer {
+    endpoint: String,
+    sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    connections: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl HostileServer {
+    fn start(head: String, body: &'static [u8], chunked: bool) -> HostileServer {
+        use std::io::{BufRead, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let connections = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (counted, seen) = (sent.clone(), connections.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                seen.fetch_add(1, Ordering::SeqCst);
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                let mut request_line = String::new();
+                let _ = reader.read_line(&mut request_line);
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                if stream.write_all(head.as_bytes()).is_err() || !request_line.starts_with("GET") || body.is_empty() {
+                    continue;
+                }
+                let chunk_head = format!("{:x}\r\n", body.len());
+                loop {
+                    let written = if chunked {
+                        stream
+                            .write_all(chunk_head.as_bytes())
+                            .and_then(|()| stream.write_all(body))
+                            .and_then(|()| stream.write_all(b"\r\n"))
+                    } else {
+                        stream.write_all(body)
+                    };
+                    if written.is_err() {
+                        break;
+                    }
+                    counted.fetch_add(body.len() as u64, Ordering::SeqCst);
+                }
+            }
+        });
+        HostileServer {
+            endpoint,
+            sent,
+            connections,
+        }
+    }
+
+    fn remote(&self) -> studio_core::bucket::remote::Remote {
+        credentials();
+        let source = Source::parse(&format!("s3://{BUCKET}/ci"))
+            .unwrap()
+            .with_endpoint(&self.endpoint);
+        studio_core::bucket::remote::Remote::connect(&source, Duration::from_secs(20)).unwrap()
+    }
+
+    fn read_100_bytes(&self) -> String {
+        let read = studio_core::bucket::remote::Read {
+            key: "1700000000000_abc/raw_stream.log".to_owned(),
+            range: 0..100,
+            etag: None,
+        };
+        let mut results = self.remote().read_many(&[read]);
+        results.remove(0).unwrap_err().to_string()
+    }
+
+    fn sent(&self) -> u64 {
+        self.sent.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+static MEBIBYTE: [u8; 1 << 20] = [b'x'; 1 << 20];
+
+/// What a 100-byte read may cost at most, whatever the server sends: the sockets' buffers.
+const FEW_BUFFERS: u64 = 64 << 20;
+
+#[test]
+fn a_ranged_read_refuses_a_declared_body_larger_than_asked_before_reading_it() {
+    let head = "HTTP/1.1 206 Partial Content\r\nContent-Length: 268435456\r\n\
+                Content-Range: bytes 0-268435455/268435456\r\n\r\n";
+    let server = HostileServer::start(head.to_owned(), &MEBIBYTE, false);
+    let error = server.read_100_bytes();
+    assert!(
+        error.starts_with("s3://team-runs/ci: `1700000000000_abc/raw_stream.log`: cannot read: ")
+            && error.contains("the server sent 268435456 bytes or more for a read of 100"),
+        "{error}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(server.sent() < FEW_BUFFERS, "the client read {} bytes", server.sent());
+}
+
+/// S3's reader refuses a body of no declared length itself; the transport's cut at the range's
+/// end stands behind it for the other providers.
+#[test]
+fn a_ranged_read_of_an_undeclared_endless_body_is_refused_without_reading_it() {
+    let head = "HTTP/1.1 206 Partial Content\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let server = HostileServer::start(head.to_owned(), &MEBIBYTE, true);
+    let error = server.read_100_bytes();
+    assert!(
+        error.starts_with("s3://team-runs/ci: `1700000000000_abc/raw_stream.log`: cannot read: "),
+        "{error}"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(server.sent() < FEW_BUFFERS, "the client read {} bytes", server.sent());
+}
+
+#[test]
+fn a_redirect_is_refused_and_nothing_reaches_where_it_points() {
+    let elsewhere = HostileServer::start("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_owned(), b"", false);
+    let head = format!(
+        "HTTP/1.1 307 Temporary Redirect\r\nLocation: {}/team-runs/ci/x?X-Amz-Signature=s\r\n\
+         Content-Length: 0\r\n\r\n",
+        elsewhere.endpoint
+    );
+    let server = HostileServer::start(head, b"", false);
+    let error = server.read_100_bytes();
+    assert!(
+        error.contains(&format!(
+            "redirecting to {}: redirects are not followed",
+            elsewhere.endpoint
+        )) && !error.contains("X-Amz-Signature"),
+        "{error}"
+    );
+    let listing = server.remote().list_all().unwrap_err().to_string();
+    assert!(listing.contains("redirects are not followed"), "{listing}");
+    assert_eq!(elsewhere.connections.load(std::sync::atomic::Ordering::SeqCst), 0);
+}

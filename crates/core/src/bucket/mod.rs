@@ -17,6 +17,7 @@ pub mod keys;
 pub mod mirror;
 pub mod remote;
 pub mod source;
+mod transport;
 
 pub use mirror::{Listing, Mirror, MirrorOptions, UploadState};
 pub use source::Source;

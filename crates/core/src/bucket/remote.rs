@@ -54,11 +54,12 @@ impl Remote {
     /// `timeout`.
     pub fn connect(source: &Source, timeout: Duration) -> Result<Remote, Error> {
         // reqwest is built without a crypto provider of its own (aws-lc's C build is left out):
-        // ring is the process's. Installed once; a second call finds it there.
+        // ring is the process's. Installed once, with the lane's transport (`bucket::transport`:
+        // no redirects, ranged reads bounded); a second call finds them there.
         static HTTP: std::sync::Once = std::sync::Once::new();
         HTTP.call_once(|| {
             let _ = rustls::crypto::ring::default_provider().install_default();
-            opendal_http_transport_reqwest::install_default();
+            super::transport::install();
         });
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
