@@ -19,13 +19,42 @@ step() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 step "icons (python3 icons/make_icon.py)"
 python3 icons/make_icon.py
 
-step "UI (ui/: npm ci && npm run build)"
-(cd ui && npm ci --no-audit --no-fund && npm run build)
+# Run on its own, it builds the UI; after scripts/setup.sh in the same run (the test command,
+# CI: ZIBBY_STUDIO_SETUP_DONE=1), the UI setup.sh built is the one packaged (built once a run).
+if [ "${ZIBBY_STUDIO_SETUP_DONE:-}" = 1 ] && [ -f ui/dist/index.html ]; then
+  step "UI: ui/dist as scripts/setup.sh built it in this run"
+else
+  step "UI (ui/: npm ci && npm run build)"
+  (cd ui && npm ci --no-audit --no-fund && npm run build)
+fi
 
 step "Tauri CLI (tests/package: npm ci)"
 (cd tests/package && npm ci --no-audit --no-fund)
 tauri="$repo/tests/package/node_modules/.bin/tauri"
 "$tauri" --version
+
+# The two release builds below share every crate they have in common (issue 42): the
+# workspace-hack crate (cargo hakari, .config/hakari.toml) gives each crate one feature set, so
+# the app's build finds zstudio's crates Fresh. Checked first, from cargo's own resolution (no
+# build): a crate the two would build with other features means a dependency's features diverged.
+step "one feature set for zstudio and the app (cargo tree)"
+features() { cargo tree --locked -e normal,build --prefix none -f '{p} {f}' "$@" | sed 's/ (\*)$//' | sort -u; }
+python3 - <(features -p zstudio) <(features -p zibby-studio --features tauri/custom-protocol) <<'PY'
+import collections, sys
+def read(path):
+    found = collections.defaultdict(set)
+    for line in open(path):
+        name, version, *features = line.split()
+        found[f"{name} {version}"].add(" ".join(features))
+    return found
+zstudio, app = read(sys.argv[1]), read(sys.argv[2])
+diverged = sorted(p for p in zstudio.keys() & app.keys() if zstudio[p] != app[p])
+if diverged:
+    sys.exit("error: zstudio and the app would build these with other features: " + ", ".join(diverged)
+             + ".\nRun `cargo hakari generate && cargo hakari manage-deps` (cargo install --locked"
+             + " cargo-hakari) and commit what it changes.")
+print(f"{len(zstudio.keys() & app.keys())} crates shared, each with one feature set")
+PY
 
 # zstudio is linked statically (static-pie, the C library inside), so that the same file is the
 # server a remote workspace uploads to any x86_64 Linux host, whatever its C library (issue 27);
