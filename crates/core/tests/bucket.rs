@@ -1112,58 +1112,71 @@ fn a_warm_cloud_workspace_opened_offline_shows_what_was_fetched_and_says_why() {
     assert!(error.starts_with("s3://team-runs/ci: "), "{error}");
 }
 
-/// A server on 127.0.0.1 that answers every request with `head` and then, for a GET, `body`
-/// until the client stops reading; it counts the body bytes it got out and the connections.
+/// One answer of a [`HostileServer`].
+#[derive(Clone)]
+enum Answer {
+    /// This head and body, then the next request on the same connection.
+    Once(String, &'static [u8]),
+    /// This head, then (to a GET) 1 MiB after 1 MiB, chunked or not, until the client stops
+    /// reading.
+    Endless(String, bool),
+}
+
+/// A server on 127.0.0.1 answering its requests in turn with `answers` (the last one again
+/// once they run out); it counts the requests and the bytes of endless bodies it got out.
 struct HostileServer {
     endpoint: String,
     sent: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    connections: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    requests: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl HostileServer {
-    fn start(head: String, body: &'static [u8], chunked: bool) -> HostileServer {
+    fn start(answers: Vec<Answer>) -> HostileServer {
         use std::io::{BufRead, Write};
         use std::sync::atomic::Ordering;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let endpoint = format!("http://{}", listener.local_addr().unwrap());
         let sent = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let connections = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let (counted, seen) = (sent.clone(), connections.clone());
+        let requests = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (counted, asked) = (sent.clone(), requests.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { return };
-                seen.fetch_add(1, Ordering::SeqCst);
                 let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
-                let mut request_line = String::new();
-                let _ = reader.read_line(&mut request_line);
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    line.clear();
-                }
-                if stream.write_all(head.as_bytes()).is_err() || !request_line.starts_with("GET") || body.is_empty() {
-                    continue;
-                }
-                let chunk_head = format!("{:x}\r\n", body.len());
                 loop {
-                    let written = if chunked {
-                        stream
-                            .write_all(chunk_head.as_bytes())
-                            .and_then(|()| stream.write_all(body))
-                            .and_then(|()| stream.write_all(b"\r\n"))
-                    } else {
-                        stream.write_all(body)
-                    };
-                    if written.is_err() {
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).map_or(true, |n| n == 0) {
                         break;
                     }
-                    counted.fetch_add(body.len() as u64, Ordering::SeqCst);
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                        line.clear();
+                    }
+                    let turn = asked.fetch_add(1, Ordering::SeqCst) as usize;
+                    match answers[turn.min(answers.len() - 1)].clone() {
+                        Answer::Once(head, body) => {
+                            if stream
+                                .write_all(head.as_bytes())
+                                .and_then(|()| stream.write_all(body))
+                                .is_err()
+                            {
+                                break;
+                            }
+                        }
+                        Answer::Endless(head, chunked) => {
+                            if stream.write_all(head.as_bytes()).is_ok() && request_line.starts_with("GET") {
+                                endless(&mut stream, chunked, &counted);
+                            }
+                            break;
+                        }
+                    }
                 }
             }
         });
         HostileServer {
             endpoint,
             sent,
-            connections,
+            requests,
         }
     }
 
@@ -1175,18 +1188,37 @@ impl HostileServer {
         studio_core::bucket::remote::Remote::connect(&source, Duration::from_secs(20)).unwrap()
     }
 
-    fn read_100_bytes(&self) -> String {
+    fn read_100_bytes(&self) -> Result<Vec<u8>, String> {
         let read = studio_core::bucket::remote::Read {
             key: "1700000000000_abc/raw_stream.log".to_owned(),
             range: 0..100,
             etag: None,
         };
         let mut results = self.remote().read_many(&[read]);
-        results.remove(0).unwrap_err().to_string()
+        results.remove(0).map_err(|e| e.to_string())
     }
 
     fn sent(&self) -> u64 {
         self.sent.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+fn endless(stream: &mut std::net::TcpStream, chunked: bool, counted: &std::sync::atomic::AtomicU64) {
+    use std::io::Write;
+    let chunk_head = format!("{:x}\r\n", MEBIBYTE.len());
+    loop {
+        let written = if chunked {
+            stream
+                .write_all(chunk_head.as_bytes())
+                .and_then(|()| stream.write_all(&MEBIBYTE))
+                .and_then(|()| stream.write_all(b"\r\n"))
+        } else {
+            stream.write_all(&MEBIBYTE)
+        };
+        if written.is_err() {
+            return;
+        }
+        counted.fetch_add(MEBIBYTE.len() as u64, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -1199,8 +1231,8 @@ const FEW_BUFFERS: u64 = 64 << 20;
 fn a_ranged_read_refuses_a_declared_body_larger_than_asked_before_reading_it() {
     let head = "HTTP/1.1 206 Partial Content\r\nContent-Length: 268435456\r\n\
                 Content-Range: bytes 0-268435455/268435456\r\n\r\n";
-    let server = HostileServer::start(head.to_owned(), &MEBIBYTE, false);
-    let error = server.read_100_bytes();
+    let server = HostileServer::start(vec![Answer::Endless(head.to_owned(), false)]);
+    let error = server.read_100_bytes().unwrap_err();
     assert!(
         error.starts_with("s3://team-runs/ci: `1700000000000_abc/raw_stream.log`: cannot read: ")
             && error.contains("the server sent 268435456 bytes or more for a read of 100"),
@@ -1215,8 +1247,8 @@ fn a_ranged_read_refuses_a_declared_body_larger_than_asked_before_reading_it() {
 #[test]
 fn a_ranged_read_of_an_undeclared_endless_body_is_refused_without_reading_it() {
     let head = "HTTP/1.1 206 Partial Content\r\nTransfer-Encoding: chunked\r\n\r\n";
-    let server = HostileServer::start(head.to_owned(), &MEBIBYTE, true);
-    let error = server.read_100_bytes();
+    let server = HostileServer::start(vec![Answer::Endless(head.to_owned(), true)]);
+    let error = server.read_100_bytes().unwrap_err();
     assert!(
         error.starts_with("s3://team-runs/ci: `1700000000000_abc/raw_stream.log`: cannot read: "),
         "{error}"
@@ -1227,14 +1259,17 @@ fn a_ranged_read_of_an_undeclared_endless_body_is_refused_without_reading_it() {
 
 #[test]
 fn a_redirect_is_refused_and_nothing_reaches_where_it_points() {
-    let elsewhere = HostileServer::start("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_owned(), b"", false);
+    let elsewhere = HostileServer::start(vec![Answer::Once(
+        "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_owned(),
+        b"",
+    )]);
     let head = format!(
         "HTTP/1.1 307 Temporary Redirect\r\nLocation: {}/team-runs/ci/x?X-Amz-Signature=s\r\n\
          Content-Length: 0\r\n\r\n",
         elsewhere.endpoint
     );
-    let server = HostileServer::start(head, b"", false);
-    let error = server.read_100_bytes();
+    let server = HostileServer::start(vec![Answer::Once(head, b"")]);
+    let error = server.read_100_bytes().unwrap_err();
     assert!(
         error.contains(&format!(
             "redirecting to {}: redirects are not followed",
@@ -1244,5 +1279,29 @@ fn a_redirect_is_refused_and_nothing_reaches_where_it_points() {
     );
     let listing = server.remote().list_all().unwrap_err().to_string();
     assert!(listing.contains("redirects are not followed"), "{listing}");
-    assert_eq!(elsewhere.connections.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(elsewhere.requests.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+#[test]
+fn a_read_answered_503_slow_down_is_tried_again_and_succeeds() {
+    let slow_down = "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\nContent-Length: 110\r\n\r\n";
+    let body: &'static [u8] = b"<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>";
+    let ok = "HTTP/1.1 206 Partial Content\r\nContent-Length: 100\r\nContent-Range: bytes 0-99/1000\r\n\r\n";
+    let server = HostileServer::start(vec![
+        Answer::Once(slow_down.to_owned(), body),
+        Answer::Once(slow_down.to_owned(), body),
+        Answer::Once(ok.to_owned(), &MEBIBYTE[..100]),
+    ]);
+    assert_eq!(server.read_100_bytes().unwrap(), vec![b'x'; 100]);
+    assert_eq!(server.requests.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
+
+#[test]
+fn an_error_with_an_endless_body_is_refused_at_a_mebibyte() {
+    let head = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 268435456\r\n\r\n";
+    let server = HostileServer::start(vec![Answer::Endless(head.to_owned(), false)]);
+    let error = server.read_100_bytes().unwrap_err();
+    assert!(error.contains("the server sent 268435456 bytes or more for a read of 1048576"), "{error}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(server.sent() < FEW_BUFFERS, "the client read {} bytes", server.sent());
 }

@@ -288,7 +288,9 @@ impl Source {
             }
             Provider::Azure => self.azure_operator(&root),
         };
-        built.map_err(|e| self.error("", format!("cannot set up the client: {e}")))
+        built
+            .map(|operator| operator.layer(retries()))
+            .map_err(|e| self.error("", format!("cannot set up the client: {e}")))
     }
 
     fn azure_operator(&self, root: &str) -> opendal::Result<opendal::Operator> {
@@ -312,6 +314,18 @@ impl Source {
         }
         opendal::Operator::new(builder)
     }
+}
+
+/// What a provider asks to be tried again, by its own rules (OpenDAL's services mark them: S3's
+/// 503 `SlowDown`, `ServiceUnavailable`, 500, 429, a dropped connection...), tried again up to
+/// four times, 200 ms to 5 s apart with jitter; each request's time bound (`Remote`'s timeout)
+/// holds over its tries.
+fn retries() -> opendal::layers::RetryLayer {
+    opendal::layers::RetryLayer::new()
+        .with_max_times(4)
+        .with_min_delay(std::time::Duration::from_millis(200))
+        .with_max_delay(std::time::Duration::from_secs(5))
+        .with_jitter()
 }
 
 /// The region of an S3 source, in the SDKs' order: `AWS_REGION`, else `AWS_DEFAULT_REGION`, else

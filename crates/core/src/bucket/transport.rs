@@ -6,11 +6,15 @@
 //!   answers for itself or the request fails, naming where it pointed.
 //! - **A ranged read gets at most the bytes it asked for.** A `Content-Length` larger than the
 //!   range is refused before the body is read, and a body without one is cut, with an error, at
-//!   the first byte past the range: a 100-byte read never buffers a server's 3 GiB.
+//!   the first byte past the range: a 100-byte read never buffers a server's 3 GiB. An error's
+//!   body, which the provider's client reads whole, is held to 1 MiB the same way.
 
 use futures::StreamExt;
 use opendal::{Buffer, Error, ErrorKind, HttpBody, HttpTransport, HttpTransporter};
 use opendal_http_transport_reqwest::ReqwestTransport;
+
+/// The most an error's body may hold (S3's XML errors are a few hundred bytes).
+const ERROR_BYTES: u64 = 1 << 20;
 
 /// Installs [`BucketTransport`] as OpenDAL's default for this process (once; later calls keep
 /// the first).
@@ -45,7 +49,14 @@ impl HttpTransport for BucketTransport {
         if response.status().is_redirection() {
             return Err(Error::new(ErrorKind::Unexpected, redirect_refused(&response)));
         }
-        let Some(asked) = asked else {
+        // What a body may hold: a ranged read's range; an error's text (parsed whole by the
+        // provider's client) at most ERROR_BYTES.
+        let limit = if response.status().is_success() {
+            asked
+        } else {
+            Some(ERROR_BYTES)
+        };
+        let Some(asked) = limit else {
             return Ok(response);
         };
         let declared = response
