@@ -2156,6 +2156,74 @@ fn diff_of_two_live_runs_shows_added_removed_changed_and_same_nodes() {
     fails_saying(&["diff", "-w", root, &a, "../x"], "../x");
 }
 
+/// Issue 41.3: a recorded run and a session folder (a bucket's, a terminal run's) are compared
+/// like with like, each from its folder's raw streams, not the folder's raw stream against the
+/// stdout the store recorded.
+#[test]
+fn diff_of_a_recorded_run_and_a_copy_of_its_folder_finds_them_the_same() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let db = workspace.path().join("studio.sqlite");
+    let dbs = db.to_str().unwrap();
+    let agent = agent_binary();
+    let output = zstudio(
+        &[
+            "run",
+            "--json",
+            "--db",
+            dbs,
+            "-w",
+            root,
+            "--",
+            &agent,
+            "--nodes",
+            "plan:10,code:10,check:10",
+        ],
+        None,
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let recorded = json_lines(&output)[0]["session_id"].as_str().unwrap().to_owned();
+    // The same folder under another id, as a bucket or a terminal run gives it: no run recorded.
+    let sessions = workspace.path().join(".zibby/output/sessions");
+    let copy = "1700000000000_copied";
+    copy_dir(&sessions.join(&recorded), &sessions.join(copy));
+
+    let diff = diff_json(&["--db", dbs, "-w", root, copy, &recorded]);
+    assert_eq!(
+        diffed_nodes(&diff),
+        [
+            "plan#0 same success success",
+            "code#0 same success success",
+            "check#0 same success success"
+        ],
+        "{diff:#}"
+    );
+    assert_eq!(diff["output"]["changed"], false, "{diff:#}");
+    assert!(
+        diff["a"]["run_id"].is_null() && diff["b"]["run_id"].is_string(),
+        "{diff:#}"
+    );
+    // Two recorded runs are still compared by what the store recorded.
+    let again = zstudio(
+        &[
+            "run",
+            "--json",
+            "--db",
+            dbs,
+            "-w",
+            root,
+            "--",
+            &agent,
+            "--nodes",
+            "plan:10,code:10,check:10",
+        ],
+        None,
+    );
+    let second = json_lines(&again)[0]["session_id"].as_str().unwrap().to_owned();
+    let stored = diff_json(&["--db", dbs, "-w", root, &recorded, &second]);
+    assert_eq!(diffed_nodes(&stored).len(), 3, "{stored:#}");
+}
+
 /// The usage fixtures (tests/fixtures/usage: the agents' formats, by hand from their docs).
 fn usage_fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

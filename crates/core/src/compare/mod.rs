@@ -128,7 +128,11 @@ const MAX_PROMPT_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Compares two runs (see the module doc). `store` is needed for recorded runs.
 pub fn compare(store: Option<&Store>, a: &Source, b: &Source, options: &Options) -> Result<RunDiff, Error> {
-    let (a, b) = both(|| Side::open(store, a), || Side::open(store, b));
+    let is_folder = |source: &Source| matches!(source, Source::Folder { .. });
+    let (a, b) = both(
+        || Side::open(store, a, is_folder(b)),
+        || Side::open(store, b, is_folder(a)),
+    );
     let (a, b) = (a?, b?);
     let pairs: Vec<Pair> = align(&a.executions, &b.executions)
         .into_iter()

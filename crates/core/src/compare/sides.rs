@@ -11,6 +11,10 @@
 //! - A folder's nodes are those the session folder has (`sessions::session`), each with its
 //!   `raw_stream_output.txt`; the session's own `raw_stream_output.txt` is its output outside any
 //!   node.
+//! - Like is compared with like: a recorded run compared with a folder (a bucket's, a terminal
+//!   run's) is read as its own session folder, whose output is the agent's raw stream as the
+//!   folder's is, rather than the stdout the store recorded; from the store still when its folder
+//!   is gone or a later run of the session wrote it.
 //!
 //! Lines that only draw the timeline (markers, `┌ node`, `└ done 1.5s`) and the `◆ Session <id>`
 //! line are not output: every run has its own durations and id, and the nodes already say them.
@@ -227,16 +231,43 @@ const CHUNK_BYTES: usize = 256 * 1024;
 const READ_ALONE_LINES: usize = 2_000;
 
 impl Side {
-    /// Opens a side and hashes its lines: one pass over its output.
-    pub fn open(store: Option<&Store>, source: &Source) -> Result<Side, Error> {
+    /// Opens a side and hashes its lines: one pass over its output. `against_a_folder`: the other
+    /// side is a session folder, whose output is the agent's raw stream; a recorded run is then
+    /// read from its own folder too (like with like), when the folder is still its run's.
+    pub fn open(store: Option<&Store>, source: &Source, against_a_folder: bool) -> Result<Side, Error> {
         match source {
             Source::Log(log) => Side::open_log(log),
             Source::Run { run } => {
                 let store = store.ok_or_else(|| Error::RunNotFound { id: run.id.clone() })?;
-                Side::open_run(store, run)
+                match against_a_folder {
+                    true => Side::open_run_as_folder(store, run),
+                    false => Side::open_run(store, run),
+                }
             }
             Source::Folder { workspace, id } => Side::open_folder(workspace, id),
         }
+    }
+
+    /// A recorded run read as its session folder (its nodes and their raw streams), with what
+    /// the store knows of its end; from the store as usual when its folder is gone or has been
+    /// written by a later run of the session.
+    fn open_run_as_folder(store: &Store, run: &RunRecord) -> Result<Side, Error> {
+        let workspace = Workspace::from_canonical_root(run.workspace.clone());
+        let Ok(id) = SessionId::parse(&run.session_id) else {
+            return Side::open_run(store, run);
+        };
+        let latest = store
+            .runs(&workspace, Some(&id))?
+            .first()
+            .is_some_and(|last| last.id == run.id);
+        if !latest || workspace.session_folder(&id).is_err() {
+            return Side::open_run(store, run);
+        }
+        let mut side = Side::open_folder(&workspace, &id)?;
+        side.summary.run_id = Some(run.id.clone());
+        side.summary.status = run.status;
+        side.summary.elapsed_ms = run.ended_at.map(|end| end.0.saturating_sub(run.started_at.0));
+        Ok(side)
     }
 
     fn open_log(log: &CapturedLog) -> Result<Side, Error> {
