@@ -57,10 +57,13 @@ describe("durationLabel", () => {
 });
 
 describe("bytesLabel", () => {
-  it("uses binary units with one decimal", () => {
+  it("uses binary units, whole when whole, else to a tenth", () => {
     expect(bytesLabel(12)).toBe("12 B");
-    expect(bytesLabel(3_482)).toBe("3.4 KB");
-    expect(bytesLabel(1_073_741_824)).toBe("1.0 GB");
+    expect(bytesLabel(3_482)).toBe("3.4 KiB");
+    expect(bytesLabel(2 * 1_048_576)).toBe("2 MiB");
+    expect(bytesLabel(1536 * 1024)).toBe("1.5 MiB");
+    expect(bytesLabel(2 * 1_048_576 - 1)).toBe("2 MiB");
+    expect(bytesLabel(1_073_741_824)).toBe("1 GiB");
   });
 });
 

@@ -68,17 +68,22 @@ export function durationLabel(ms: number): string {
   return `${Math.floor(ms / HOUR)} h ${String(Math.floor((ms % HOUR) / MINUTE)).padStart(2, "0")} min`;
 }
 
-/** "12 B", "3.4 KB", "1.2 MB", "2.0 GB". */
+/**
+ * A byte count as every surface shows it (the core's `size::human_bytes`): in the largest binary
+ * unit it reaches, whole when it is ("2 MiB"), else to a tenth ("1.5 MiB"); "12 B" under 1 KiB.
+ */
 export function bytesLabel(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  const units = ["KB", "MB", "GB", "TB"];
-  let value = bytes / 1024;
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let value = bytes;
   let unit = 0;
   while (value >= 1024 && unit < units.length - 1) {
     value /= 1024;
     unit += 1;
   }
-  return `${value.toFixed(1)} ${units[unit]}`;
+  const tenths = Math.round(value * 10) / 10;
+  return unit === 0 || Number.isInteger(tenths)
+    ? `${tenths.toFixed(0)} ${units[unit]}`
+    : `${tenths.toFixed(1)} ${units[unit]}`;
 }
 
 /** A part of a text with inline code spans: code (drawn as `<code>`) or plain text. */

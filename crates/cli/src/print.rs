@@ -9,6 +9,7 @@ use serde::Serialize;
 use studio_core::cost::{CostSource, NodeUsage};
 use studio_core::runner::{RunEvent, StartedRun};
 use studio_core::session::Timestamp;
+use studio_core::size::human_bytes;
 use studio_core::store::retention::Doomed;
 use studio_core::store::{LogLine, Pin, RunRecord, SearchHit, SessionRow};
 use studio_core::timeline::RunTimeline;
@@ -111,7 +112,7 @@ pub fn session(
             ("raw_stream", &node.artifacts.raw_stream),
         ]
         .iter()
-        .filter_map(|(name, file)| file.as_ref().map(|f| format!("{name} {}", bytes(f.bytes))))
+        .filter_map(|(name, file)| file.as_ref().map(|f| format!("{name} {}", human_bytes(f.bytes))))
         .collect();
         let usage = node.usage.as_ref().map(node_usage).unwrap_or_default();
         let duration = took
@@ -148,7 +149,7 @@ pub fn session(
         }
     }
     if let Some(raw) = &session.raw_stream_output {
-        writeln!(out, "output    {} ({})", raw.path.display(), bytes(raw.bytes))?;
+        writeln!(out, "output    {} ({})", raw.path.display(), human_bytes(raw.bytes))?;
     }
     if !session.events.is_empty() {
         writeln!(out, "events    {}", session.events.len())?;
@@ -466,14 +467,6 @@ fn shorten(text: &str, max: usize) -> String {
         text.to_owned()
     } else {
         format!("{}…", text.chars().take(max - 1).collect::<String>())
-    }
-}
-
-fn bytes(n: u64) -> String {
-    match n {
-        0..1024 => format!("{n} B"),
-        1024..1_048_576 => format!("{:.1} KiB", n as f64 / 1024.0),
-        _ => format!("{:.1} MiB", n as f64 / 1_048_576.0),
     }
 }
 

@@ -45,26 +45,10 @@ impl ImportLimits {
             what: format!(
                 "it would write more than {} ({} bytes), the most an import writes; raise the limit \
                  with `zstudio import --max-bytes` if you trust it",
-                human_bytes(self.max_bytes),
+                crate::vocabulary::size::human_bytes(self.max_bytes),
                 self.max_bytes
             ),
         }
-    }
-}
-
-/// `bytes` in the largest binary unit that holds it whole or to a tenth (`1 GiB`, `1.5 MiB`).
-fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 || value.fract() == 0.0 {
-        format!("{value:.0} {}", UNITS[unit])
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
     }
 }
 

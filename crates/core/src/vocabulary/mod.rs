@@ -3,8 +3,9 @@
 //! ids, checked before they touch a path; [`launch`]: what running an agent would do, as trust
 //! sees it; [`process`]: who a process is (start time, boot) and whether it still is;
 //! [`containment`]: a run's processes held together (its cgroup, its mark), to be ended together;
-//! [`visible`]: untrusted text shown with its hidden characters as escapes; [`owned`]: scratch
-//! folders named by their process, removed once it is gone.
+//! [`visible`]: untrusted text shown with its hidden characters as escapes; [`size`]: a byte
+//! count as every surface shows it; [`owned`]: scratch folders named by their process, removed
+//! once it is gone.
 
 pub mod containment;
 pub mod error;
@@ -12,4 +13,5 @@ pub mod id;
 pub mod launch;
 pub mod owned;
 pub mod process;
+pub mod size;
 pub mod visible;
