@@ -22,21 +22,24 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
 use serde::Serialize;
 
 use crate::protocol::{Event, EventKind, Stream, StreamReader};
-use crate::sessions::cost::{NodeUsage, OutputUsageReader, UsageTotal};
+use crate::sessions::cost::{NodeUsage, UsageTotal};
 use crate::sessions::session::{NodeArtifacts, Workspace};
 use crate::sessions::untrusted;
 use crate::status::Status;
-use crate::store::{RunRecord, SpanKind, Store};
-use crate::timeline::{Applied, Exit, RunEnd, TimelineFold};
+use crate::store::{RunRecord, Store};
+use crate::timeline::TimelineFold;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
 use super::text::line_hash;
+
+mod folder;
+mod log;
+mod run;
 
 /// A side's run: `session_id` and `run_id` are null for a log (and `run_id` for a folder).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -248,224 +251,6 @@ impl Side {
         }
     }
 
-    /// A recorded run read as its session folder (its nodes and their raw streams), with what
-    /// the store knows of its end; from the store as usual when its folder is gone or has been
-    /// written by a later run of the session.
-    fn open_run_as_folder(store: &Store, run: &RunRecord) -> Result<Side, Error> {
-        let workspace = Workspace::from_canonical_root(run.workspace.clone());
-        let Ok(id) = SessionId::parse(&run.session_id) else {
-            return Side::open_run(store, run);
-        };
-        let latest = store
-            .runs(&workspace, Some(&id))?
-            .first()
-            .is_some_and(|last| last.id == run.id);
-        if !latest || workspace.session_folder(&id).is_err() {
-            return Side::open_run(store, run);
-        }
-        let mut side = Side::open_folder(&workspace, &id)?;
-        side.summary.run_id = Some(run.id.clone());
-        side.summary.status = run.status;
-        side.summary.elapsed_ms = run.ended_at.map(|end| end.0.saturating_sub(run.started_at.0));
-        Ok(side)
-    }
-
-    fn open_log(log: &CapturedLog) -> Result<Side, Error> {
-        let path = log.stdout.as_path();
-        let mut hashes = Hashes::default();
-        let mut printed = OutputUsageReader::<usize>::new();
-        let mut fold = stream_log(path, &mut |target, at, text| {
-            hashes.push(target, at, text);
-            let execution = match target {
-                Target::Execution(index) => Some(index),
-                Target::Outside => None,
-            };
-            printed.line(execution.as_ref(), text);
-            true
-        })?;
-        let mut printed = printed.finish();
-        // Its stderr tells how it failed (compared are the stdout's lines).
-        if let Some(stderr) = &log.stderr {
-            let (mut file, _) = untrusted::open_regular(stderr)?;
-            let mut reader = StreamReader::new();
-            let mut buffer = vec![0u8; CHUNK_BYTES];
-            loop {
-                let n = match file.read(&mut buffer) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(Error::io(stderr, e)),
-                };
-                reader.push(Stream::Stderr, &buffer[..n], 0, &mut |e| {
-                    fold.apply(&e);
-                });
-            }
-            reader.finish(0, &mut |e| {
-                fold.apply(&e);
-            });
-        }
-        let end = log.exit_code.map(|status| RunEnd {
-            exit: Exit::from_shell_status(status),
-            signalled_by_studio: false,
-        });
-        let timeline = fold.captured_timeline(end);
-        let mut kept = timeline.nodes.iter();
-        let mut executions = Vec::new();
-        for index in 0.. {
-            let Some(node) = fold.node(index) else { break };
-            let discarded = node.is_discarded();
-            // The timeline's nodes are the kept ones, with the statuses the run's end gave them.
-            let status = if discarded {
-                node.status
-            } else {
-                kept.next().map_or(node.status, |kept| kept.status)
-            };
-            executions.push(Execution {
-                name: node.name.clone(),
-                status,
-                started_ms: None,
-                elapsed_ms: node.took.as_deref().and_then(took_ms),
-                discarded,
-                usage: None,
-            });
-        }
-        // A node's usage is the last one its executions printed.
-        let mut by_name: HashMap<String, NodeUsage> = HashMap::new();
-        for (index, execution) in executions.iter().enumerate() {
-            if let Some(usage) = printed.remove(&index) {
-                by_name.insert(execution.name.clone(), usage);
-            }
-        }
-        let usage = with_usage(&mut executions, |name| by_name.remove(name));
-        Ok(Side {
-            summary: RunSummary {
-                session_id: None,
-                run_id: None,
-                status: timeline.status,
-                elapsed_ms: None,
-                usage,
-            },
-            executions,
-            artifacts: HashMap::new(),
-            has_files: false,
-            hashes,
-            lines: Lines::Log(path.to_owned()),
-        })
-    }
-
-    fn open_run(store: &Store, run: &RunRecord) -> Result<Side, Error> {
-        let ended_as = (run.status != Status::Running).then_some(run.status);
-        let executions: Vec<Execution> = store
-            .spans(&run.id)?
-            .into_iter()
-            .filter(|span| span.kind == SpanKind::Node)
-            .map(|span| Execution {
-                name: span.name,
-                status: match (span.status, ended_as) {
-                    (Status::Running, Some(run_status)) => run_status,
-                    (status, _) => status,
-                },
-                started_ms: Some(span.started_at.0.saturating_sub(run.started_at.0)),
-                elapsed_ms: span.ended_at.map(|end| end.0.saturating_sub(span.started_at.0)),
-                discarded: false,
-                usage: None,
-            })
-            .collect();
-        let workspace = Workspace::from_canonical_root(run.workspace.clone());
-        // The session's runs, newest first: this one and those after it say what its nodes used
-        // (a later run overwrote what it ran again), and whether its folder is this run's.
-        let session_runs = SessionId::parse(&run.session_id)
-            .and_then(|id| store.runs(&workspace, Some(&id)))
-            .unwrap_or_default();
-        let position = session_runs.iter().position(|other| other.id == run.id);
-        let latest = position == Some(0);
-        let mut nodes_usage: HashMap<String, NodeUsage> = match position {
-            Some(at) => store
-                .runs_nodes_usage(&workspace, &session_runs[..=at], SystemTime::now())?
-                .pop()
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(|(name, usage)| Some((name, usage?)))
-                .collect(),
-            None => HashMap::new(),
-        };
-        let mut executions = executions;
-        let usage = with_usage(&mut executions, |name| nodes_usage.remove(name));
-        let folder = latest
-            .then(|| SessionId::parse(&run.session_id).and_then(|id| workspace.read_session(&id, SystemTime::now())));
-        // A run whose folder is gone still has its output.
-        let (artifacts, has_files) = match folder {
-            Some(Ok(session)) => (artifacts_by_name(session.nodes), true),
-            _ => (HashMap::new(), false),
-        };
-        let mut side = Side {
-            summary: RunSummary {
-                session_id: Some(run.session_id.clone()),
-                run_id: Some(run.id.clone()),
-                status: run.status,
-                elapsed_ms: run.ended_at.map(|end| end.0.saturating_sub(run.started_at.0)),
-                usage,
-            },
-            executions,
-            artifacts,
-            has_files,
-            hashes: Hashes::default(),
-            lines: Lines::Stored { run_id: run.id.clone() },
-        };
-        let mut hashes = Hashes::default();
-        side.each_line(Some(store), &mut |target, at, text| {
-            hashes.push(target, at, text);
-            true
-        })?;
-        side.hashes = hashes;
-        Ok(side)
-    }
-
-    fn open_folder(workspace: &Workspace, id: &SessionId) -> Result<Side, Error> {
-        let session = workspace.read_session(id, SystemTime::now())?;
-        let executions = session
-            .nodes
-            .iter()
-            .map(|node| Execution {
-                name: node.name.clone(),
-                status: node.status,
-                started_ms: None,
-                elapsed_ms: None,
-                discarded: false,
-                usage: node.usage.clone(),
-            })
-            .collect();
-        let nodes = session
-            .nodes
-            .iter()
-            .map(|node| node.artifacts.raw_stream.as_ref().map(|f| f.path.clone()))
-            .collect();
-        let mut side = Side {
-            summary: RunSummary {
-                session_id: Some(id.to_string()),
-                run_id: None,
-                status: session.status,
-                elapsed_ms: None,
-                usage: session.usage.clone(),
-            },
-            executions,
-            artifacts: artifacts_by_name(session.nodes),
-            has_files: true,
-            hashes: Hashes::default(),
-            lines: Lines::Files {
-                nodes,
-                whole: session.raw_stream_output.map(|f| f.path),
-            },
-        };
-        let mut hashes = Hashes::default();
-        side.each_line(None, &mut |target, at, text| {
-            hashes.push(target, at, text);
-            true
-        })?;
-        side.hashes = hashes;
-        Ok(side)
-    }
-
     /// The text of the `wanted` lines (0-based, sorted, per target). A few lines are read alone,
     /// where the first read found them; many (past `READ_ALONE_LINES`) by reading the output
     /// again, which stops once it has them all.
@@ -559,94 +344,6 @@ impl Side {
             }
         }
     }
-
-    /// A run's stored lines, folded again to tell which execution printed each (see the module
-    /// doc); a run whose lines draw no timeline falls back on the node name the store kept, its
-    /// occurrence counted by the times the output entered that node.
-    fn stream_stored(
-        &self,
-        store: &Store,
-        run_id: &str,
-        line: &mut dyn FnMut(Target, u64, &str) -> bool,
-    ) -> Result<(), Error> {
-        let mut by_occurrence: HashMap<(&str, usize), usize> = HashMap::new();
-        let mut counted: HashMap<&str, usize> = HashMap::new();
-        for (index, execution) in self.executions.iter().enumerate() {
-            let count = counted.entry(&execution.name).or_insert(0);
-            by_occurrence.insert((&execution.name, *count), index);
-            *count += 1;
-        }
-        let mut fold = TimelineFold::new();
-        let mut reader = StreamReader::new();
-        // The refold's executions, as indexes into `self.executions`.
-        let mut refolded: Vec<Option<usize>> = Vec::new();
-        let mut refold_occurrences: HashMap<String, usize> = HashMap::new();
-        // Without a timeline: the node the last line was in, and how often each was entered.
-        let mut by_name: (Option<String>, HashMap<String, usize>) = (None, HashMap::new());
-        let mut go_on = true;
-        let mut bytes = Vec::new();
-        store.output_each_line(run_id, &mut |stored| {
-            let (seq, node) = (stored.seq, stored.node);
-            bytes.clear();
-            bytes.extend_from_slice(stored.text.as_bytes());
-            bytes.push(b'\n');
-            // The line's number goes in as its time: an event the reader held back a line (a
-            // marker broken across lines) keeps its own line's.
-            reader.push(stored.stream, &bytes, seq as u64, &mut |event| {
-                if !go_on {
-                    return;
-                }
-                if let Applied::NodeBegan(index) = fold.apply(&event) {
-                    let name = fold.node(index).map(|n| n.name.clone()).unwrap_or_default();
-                    let occurrence = refold_occurrences.entry(name.clone()).or_insert(0);
-                    if refolded.len() <= index {
-                        refolded.resize(index + 1, None);
-                    }
-                    refolded[index] = by_occurrence.get(&(name.as_str(), *occurrence)).copied();
-                    *occurrence += 1;
-                }
-                if !is_output(&event) {
-                    return;
-                }
-                let target = if refolded.is_empty() {
-                    by_stored_name(&mut by_name, node, &by_occurrence, &counted)
-                } else {
-                    fold.current_execution()
-                        .and_then(|i| refolded.get(i).copied().flatten())
-                        .map_or(Target::Outside, Target::Execution)
-                };
-                go_on = line(target, event.at_ms, &event.text);
-            });
-            go_on
-        })?;
-        Ok(())
-    }
-}
-
-/// The execution a stored line belongs to by the node name the store kept: the output entering
-/// a node again is its next execution (a run whose lines draw no timeline).
-fn by_stored_name(
-    state: &mut (Option<String>, HashMap<String, usize>),
-    node: Option<&str>,
-    by_occurrence: &HashMap<(&str, usize), usize>,
-    counted: &HashMap<&str, usize>,
-) -> Target {
-    let Some(node) = node else {
-        state.0 = None;
-        return Target::Outside;
-    };
-    if state.0.as_deref() != Some(node) {
-        *state.1.entry(node.to_owned()).or_insert(0) += 1;
-        state.0 = Some(node.to_owned());
-    }
-    let entered = state.1.get(node).copied().unwrap_or(1);
-    let last = counted.get(node).copied().unwrap_or(0);
-    if last == 0 {
-        return Target::Outside;
-    }
-    by_occurrence
-        .get(&(node, entered.min(last) - 1))
-        .map_or(Target::Outside, |&i| Target::Execution(i))
 }
 
 /// A line that is output (not the timeline's drawing, not the session line).
@@ -763,31 +460,4 @@ fn line_in_file(path: &Path, at: u64, untrusted_file: bool) -> Result<String, Er
         text.get_or_insert_with(|| e.text.into_owned());
     });
     Ok(text.unwrap_or_default())
-}
-
-/// The engine's duration text (`2ms`, `1.5s`, `1m 3s`) in milliseconds.
-fn took_ms(took: &str) -> Option<u64> {
-    let took = took.trim();
-    if let Some(ms) = took.strip_suffix("ms") {
-        return ms.trim().parse::<f64>().ok().map(|ms| ms.round() as u64);
-    }
-    if let Some(seconds) = took.strip_suffix('s').filter(|s| !s.contains(' ')) {
-        if let Ok(seconds) = seconds.trim().parse::<f64>() {
-            return Some((seconds * 1000.0).round() as u64);
-        }
-    }
-    humantime::parse_duration(took).ok().map(|d| d.as_millis() as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::took_ms;
-
-    #[test]
-    fn the_engines_durations_read_as_milliseconds() {
-        assert_eq!(took_ms("2ms"), Some(2));
-        assert_eq!(took_ms("1.5s"), Some(1500));
-        assert_eq!(took_ms("1m 3s"), Some(63_000));
-        assert_eq!(took_ms("soon"), None);
-    }
 }
