@@ -102,15 +102,16 @@ pub struct TextDiff {
     pub more: bool,
 }
 
-/// A line as compared: escapes stripped (a colour change is no change), and the `│ ` prefixes
-/// the engine puts before every line printed inside a node (their count is the nesting, which a
-/// retry changes: the same line one attempt deeper is the same line).
+/// A line as compared: escapes stripped (a colour change is no change), the `│ ` prefixes the
+/// engine puts before every line printed inside a node (their count is the nesting, which a
+/// retry changes: the same line one attempt deeper is the same line), and the whitespace at its
+/// end (Node's caret line under a minified source line is a thousand spaces or more).
 pub fn comparable(text: &str) -> Cow<'_, str> {
     if memchr::memchr(0x1b, text.as_bytes()).is_none() {
-        return Cow::Borrowed(usage::without_bars(text));
+        return Cow::Borrowed(usage::without_bars(text).trim_end());
     }
     let plain = crate::protocol::strip_ansi(text.as_bytes());
-    Cow::Owned(usage::without_bars(&String::from_utf8_lossy(&plain)).to_owned())
+    Cow::Owned(usage::without_bars(&String::from_utf8_lossy(&plain)).trim_end().to_owned())
 }
 
 /// A line's hash, as compared ([`comparable`]): foldhash's, the same for every comparison.
@@ -329,6 +330,15 @@ pub fn diff_texts(a: &str, b: &str, limits: &Limits) -> TextDiff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_whitespace_at_a_lines_end_is_not_compared_nor_shown() {
+        let caret_line = " ".repeat(1_025);
+        assert_eq!(shown_line(&caret_line, 2_000), "");
+        assert_eq!(line_hash("done  \t"), line_hash("done"));
+        assert_eq!(shown_line("\x1b[32m│ done\x1b[0m   ", 2_000), "done");
+        assert_ne!(line_hash("  done"), line_hash("done"), "leading whitespace is the line's");
+    }
 
     fn ops(diff: &TextDiff) -> Vec<String> {
         diff.hunks
