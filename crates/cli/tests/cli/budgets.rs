@@ -224,3 +224,31 @@ fn max_cost_overrides_the_agents_budget_for_one_run_and_a_bad_one_is_refused() {
     assert_eq!(refused.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--max-cost"));
 }
+
+/// A run the studio did not start, seen in the workspace (listed once), counts toward the day.
+#[test]
+fn a_run_the_studio_did_not_start_but_saw_counts_toward_the_day() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    write_agents(workspace.path(), "claude-code", "", "[budget]\ndaily_usd = 0.0001");
+    // Started from a terminal, not by the studio: its nodes print Claude Code's usage.
+    let outside = std::process::Command::new(agent_binary())
+        .args([
+            "--nodes",
+            "plan:10",
+            "--usage",
+            "plan=claude-code",
+            "--prompt",
+            "elsewhere",
+        ])
+        .current_dir(workspace.path())
+        .output()
+        .unwrap();
+    assert!(outside.status.success(), "{}", String::from_utf8_lossy(&outside.stderr));
+    let listed = zstudio(&["sessions", "--json", "-w", root], None);
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    // The first run the studio starts here: the day's spend is the session it saw.
+    let refused = run_spender(root, &["--trust"]);
+    let said: Value = serde_json::from_slice(&refused.stderr).unwrap();
+    assert_eq!(said["error"]["code"], "budget_exceeded", "{said}");
+}

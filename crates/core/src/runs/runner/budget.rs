@@ -1,10 +1,11 @@
 //! A run's budget enforced ([`crate::sessions::budget`]): before it starts, the workspace's
-//! spend today against its daily budget (refused with [`Error::BudgetExceeded`], unless asked to
+//! spend today ([`workspace_spend_since`]) against its daily budget (refused with [`Error::BudgetExceeded`], unless asked to
 //! go past it, which its log says); while it runs, its nodes' usage as they report it, at 80 %
 //! of a limit `budget.warning`, at 100 % `budget.reached` and a graceful stop asked as Stop asks
 //! it (the current node finishes, no later one starts; escalated past the agent's grace), usage
 //! that cannot be priced `budget.unpriced`; each once, each heard by the run's subscribers too.
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
@@ -35,16 +36,27 @@ fn start_of_today() -> SystemTime {
     midnight.map_or_else(|| SystemTime::now() - Duration::from_secs(24 * 3600), SystemTime::from)
 }
 
-/// What the workspace's runs that started since `since` cost (their priced cost: the Cost
-/// column's), continued sessions included.
+/// What the workspace spent since `since`: its runs that started since (their priced cost: the
+/// Cost column's), continued sessions included; and the sessions the studio did not start that it
+/// has seen (its folder index) last updated since, each its whole priced cost.
 pub fn workspace_spend_since(store: &Store, workspace: &Workspace, since: SystemTime) -> Result<f64, Error> {
-    let mut runs: Vec<_> = store
-        .runs(workspace, None)?
+    let runs = store.runs(workspace, None)?;
+    let started_here: HashSet<String> = runs.iter().map(|run| run.session_id.clone()).collect();
+    let mut today: Vec<_> = runs
         .into_iter()
         .filter(|run| run.started_at.to_system_time() >= since)
         .collect();
-    store.with_runs_usage(workspace, &mut runs, SystemTime::now())?;
-    let totals: Vec<(usize, Option<&UsageTotal>)> = runs.iter().map(|run| (0, run.usage.as_ref())).collect();
+    store.with_runs_usage(workspace, &mut today, SystemTime::now())?;
+    let seen = crate::store::index::indexed_folders(store, workspace)?;
+    let outside = seen
+        .values()
+        .map(|folder| &folder.summary)
+        .filter(|summary| !started_here.contains(summary.id.as_str()) && summary.updated_at.to_system_time() >= since);
+    let totals = today
+        .iter()
+        .map(|run| run.usage.as_ref())
+        .chain(outside.map(|summary| summary.usage.as_ref()))
+        .map(|total| (0, total));
     Ok(UsageTotal::sum(totals).and_then(|total| total.cost_usd).unwrap_or(0.0))
 }
 
