@@ -98,6 +98,11 @@ export function applyRunEvent(runs: readonly LiveRun[], event: RunEvent, now: nu
         const stop = event.forced || run.stop === "forced" ? "forced" : "graceful";
         return stop === run.stop ? run : { ...run, stop };
       });
+    case "budget_warning":
+    case "budget_reached":
+    case "budget_unpriced":
+      // In the run's log (`budget.*`); the strip shows no badge yet.
+      return runs as LiveRun[];
     case "run_finished":
       return update(runs, event.run_id, (run) => ({
         ...run,
