@@ -252,3 +252,40 @@ fn a_run_the_studio_did_not_start_but_saw_counts_toward_the_day() {
     let said: Value = serde_json::from_slice(&refused.stderr).unwrap();
     assert_eq!(said["error"]["code"], "budget_exceeded", "{said}");
 }
+
+/// An agent that never looks at the stop files: the budget's stop escalates past the grace, as
+/// Stop's does, and the run is still said to be stopped by its budget.
+#[test]
+fn a_budget_stop_the_agent_ignores_escalates_past_the_grace() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let agent = agent_binary();
+    std::fs::create_dir_all(workspace.path().join(".zibby")).unwrap();
+    std::fs::write(
+        workspace.path().join(".zibby/studio.toml"),
+        format!(
+            "[[agent]]\nname = \"spender\"\nrun = [\"{agent}\", \"--nodes\", \"plan:100,research:20000\", \
+             \"--usage\", \"plan=claude-code\", \"--ignore-stop\"]\nmax_cost_usd = 0.000001\n"
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let output = run_spender(root, &["--trust", "--grace", "1"]);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(15),
+        "not the 20 s node"
+    );
+    let events = json_lines(&output);
+    let finished = of_type(&events, "run_finished")[0];
+    assert_eq!(finished["status"], "cancelled");
+    assert_eq!(finished["stopped_by"], "budget");
+    let session = events[0]["session_id"].as_str().unwrap();
+    let logged = log_events(root, session);
+    assert!(logged.contains(&"run.signalled".to_owned()), "{logged:?}");
+}
