@@ -407,15 +407,13 @@ pub fn run_event(out: &mut impl Write, event: &RunEvent, started: &StartedRun) -
         RunEvent::Stopping { forced, elsewhere, .. } => {
             writeln!(out, "          {}", stopping_words(*forced, *elsewhere))?
         }
-        RunEvent::BudgetWarning { spend, .. } => writeln!(
-            out,
-            "          budget: {} spent, 80 % of the run's budget",
-            spend.describe()
-        )?,
+        RunEvent::BudgetWarning { spend, .. } => {
+            writeln!(out, "          budget: {} spent, 80 % of the run's budget", spend.label)?
+        }
         RunEvent::BudgetReached { spend, .. } => writeln!(
             out,
             "          budget reached: {} spent; stopping after the current node",
-            spend.describe()
+            spend.label
         )?,
         RunEvent::BudgetUnpriced {
             nodes_priced,

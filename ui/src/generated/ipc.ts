@@ -498,7 +498,11 @@ cost_usd: number | null, tokens: number, max_cost_usd: number | null, max_tokens
 /**
  * The limit this is about: `max_cost_usd` or `max_tokens`.
  */
-limit: string, };
+limit: string, 
+/**
+ * What every surface shows of it: `$0.41 of $0.50`, `41,000 of 50,000 tokens`.
+ */
+label: string, };
 
 /**
  * A run as the store records it.

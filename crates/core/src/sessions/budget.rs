@@ -43,12 +43,14 @@ pub struct BudgetSpend {
     pub max_tokens: Option<u64>,
     /// The limit this is about: `max_cost_usd` or `max_tokens`.
     pub limit: String,
+    /// What every surface shows of it: `$0.41 of $0.50`, `41,000 of 50,000 tokens`.
+    pub label: String,
 }
 
 impl Eq for BudgetSpend {}
 
 impl BudgetSpend {
-    /// `$0.41 of $0.50` or `41,000 of 50,000 tokens`.
+    /// `$0.41 of $0.50` or `41,000 of 50,000 tokens` (its `label`).
     pub fn describe(&self) -> String {
         match (self.limit.as_str(), self.max_tokens) {
             ("max_tokens", Some(max)) => format!(
@@ -130,13 +132,15 @@ impl BudgetWatch {
             (None, Some(tokens)) => (tokens, "max_tokens"),
             (None, None) => return news,
         };
-        let spend = BudgetSpend {
+        let mut spend = BudgetSpend {
             cost_usd: total.cost_usd,
             tokens,
             max_cost_usd: self.budget.max_cost_usd,
             max_tokens: self.budget.max_tokens,
             limit: limit.to_owned(),
+            label: String::new(),
         };
+        spend.label = spend.describe();
         if share >= WARNING_SHARE && !self.warned {
             self.warned = true;
             news.push(BudgetNews::Warning(spend.clone()));
