@@ -48,7 +48,7 @@ pub fn trust_after_asking(
             if !ask(&launch.shown) {
                 return Ok(false);
             }
-            store.trust_launch(workspace, &launch.digest, now)?;
+            store.trust_launch(workspace, &launch, now)?;
             Ok(true)
         }
         Err(error) => Err(error),
@@ -215,7 +215,7 @@ mod tests {
                 Ok(_) => Ok(serde_json::json!(true)),
                 Err(Error::AgentsUntrusted { launch }) if launch.digest == params["digest"] => self
                     .store
-                    .trust_launch(&self.workspace, &launch.digest, SystemTime::now())
+                    .trust_launch(&self.workspace, &launch, SystemTime::now())
                     .map(|()| serde_json::json!(true)),
                 Err(error) => Err(Error::Remote {
                     host: "build-box".to_owned(),

@@ -366,7 +366,7 @@ mod tests {
         let found = studio_core::agents::find(dir.path(), "sleeper", false).unwrap();
         let store = studio.store().unwrap();
         store
-            .trust_launch(&workspace, &found.launch.digest, std::time::SystemTime::now())
+            .trust_launch(&workspace, &found.launch, std::time::SystemTime::now())
             .unwrap();
 
         studio.open_elsewhere(Arc::new(Host)).unwrap();

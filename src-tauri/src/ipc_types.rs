@@ -106,9 +106,10 @@ fn render() -> String {
 /// The types the window receives and sends, each declared once (the compare view's apart).
 fn declare_types(d: &mut Declarations, cfg: &Config) {
     use studio_core::agents::{Agent, Launch};
+    use studio_core::budget::BudgetSpend;
     use studio_core::cost::{CostSource, NodeUsage, UsageTotal};
     use studio_core::files::{FileChunk, FileEntry};
-    use studio_core::launch::{InheritEnv, LaunchFile, ShownLaunch};
+    use studio_core::launch::{Budget, InheritEnv, LaunchFile, ShownLaunch};
     use studio_core::protocol::Stream;
     use studio_core::runner::{OutsideStop, RunEvent, StartedRun};
     use studio_core::session::{
@@ -145,11 +146,13 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         .add::<InheritEnv>(cfg)
         .add::<Agent>(cfg)
         .add::<LaunchFile>(cfg)
+        .add::<Budget>(cfg)
         .add::<ShownLaunch>(cfg)
         .add::<Launch>(cfg)
         .add::<StartedRun>(cfg)
         .add::<OutsideStop>(cfg)
         .add::<StoppedBy>(cfg)
+        .add::<BudgetSpend>(cfg)
         .add::<RunRecord>(cfg)
         .add::<RunEvent>(cfg)
         .add::<FileRef>(cfg)

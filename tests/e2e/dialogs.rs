@@ -213,9 +213,7 @@ fn runs_and_trust(db: &std::path::Path, root: &std::path::Path) -> (usize, bool)
     let found = studio_core::agents::find(root, "test-agent", false).expect("the agent");
     (
         store.runs(&opened, None).expect("the runs").len(),
-        store
-            .launch_trusted(&opened, &found.launch.digest)
-            .expect("read the trust"),
+        store.launch_trusted(&opened, &found.launch).expect("read the trust"),
     )
 }
 

@@ -228,7 +228,7 @@ impl Workspace {
             for replay in [false, true].into_iter().filter(|r| !r || agent.replay.is_some()) {
                 let found = studio_core::agents::find(self.path(), &agent.name, replay).expect("the agent");
                 store
-                    .trust_launch(&workspace, &found.launch.digest, SystemTime::now())
+                    .trust_launch(&workspace, &found.launch, SystemTime::now())
                     .expect("trust the agent");
             }
         }

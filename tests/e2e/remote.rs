@@ -190,7 +190,7 @@ fn trust_on_the_host(sshd: &Sshd, root: &Path) {
     for agent in studio_core::agents::load(root).expect("read .zibby/studio.toml") {
         let found = studio_core::agents::find(root, &agent.name, false).expect("the agent");
         store
-            .trust_launch(&workspace, &found.launch.digest, std::time::SystemTime::now())
+            .trust_launch(&workspace, &found.launch, std::time::SystemTime::now())
             .expect("trust the agent");
     }
 }

@@ -24,9 +24,7 @@ fn host_store(sshd: &Sshd) -> studio_core::store::Store {
 fn trust_and_runs(store: &studio_core::store::Store, root: &Path) -> (bool, Vec<studio_core::Status>) {
     let workspace = studio_core::Workspace::open(root).expect("open the workspace");
     let found = studio_core::agents::find(root, "test-agent", false).expect("the agent");
-    let trusted = store
-        .launch_trusted(&workspace, &found.launch.digest)
-        .expect("read the trust");
+    let trusted = store.launch_trusted(&workspace, &found.launch).expect("read the trust");
     let mut runs = store.runs(&workspace, None).expect("the runs");
     runs.reverse();
     (trusted, runs.into_iter().map(|run| run.status).collect())
@@ -131,7 +129,7 @@ async fn an_untrusted_remote_agent_asks_then_runs_on_the_host_and_quitting_leave
     let found = studio_core::agents::find(remote.path(), "test-agent", false).expect("the agent");
     assert!(
         !here_store
-            .launch_trusted(&workspace, &found.launch.digest)
+            .launch_trusted(&workspace, &found.launch)
             .expect("read the trust"),
         "no trust recorded here"
     );

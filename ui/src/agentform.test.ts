@@ -32,6 +32,19 @@ describe("agentFromFields", () => {
     });
   });
 
+  it("keeps what the form does not show of the agent it edits: its budget and inherit_env", () => {
+    const editing = { name: "writer", run: ["x"], inherit_env: ["PATH"], max_cost_usd: 0.5, max_tokens: 1000 };
+    expect(agentFromFields(fields, editing)).toEqual({
+      agent: {
+        name: "writer",
+        run: ["zibby", "agent run", "{prompt}"],
+        inherit_env: ["PATH"],
+        max_cost_usd: 0.5,
+        max_tokens: 1000,
+      },
+    });
+  });
+
   it("says what is missing or wrong", () => {
     expect(agentFromFields({ ...fields, name: " " })).toEqual({ problem: "The agent needs a name." });
     expect(agentFromFields({ ...fields, name: "my agent" })).toEqual({ problem: "The name cannot contain spaces." });

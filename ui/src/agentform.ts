@@ -38,8 +38,12 @@ export function envLines(text: string): { env: Record<string, string>; bad: numb
   return { env, bad };
 }
 
-/** The agent the fields describe, or what is wrong with them. */
-export function agentFromFields(fields: AgentFields): { agent: Agent } | { problem: string } {
+/** The agent the fields describe, or what is wrong with them; what the form does not show of the
+ * agent it edits (`editing`: its `inherit_env` and budget) is kept as it was. */
+export function agentFromFields(
+  fields: AgentFields,
+  editing: Agent | null = null,
+): { agent: Agent } | { problem: string } {
   const name = fields.name.trim();
   if (name === "") return { problem: "The agent needs a name." };
   if (/\s/.test(name)) return { problem: "The name cannot contain spaces." };
@@ -56,6 +60,9 @@ export function agentFromFields(fields: AgentFields): { agent: Agent } | { probl
   if (replay.length > 0) agent.replay = replay;
   if (fields.cwd.trim() !== "") agent.cwd = fields.cwd.trim();
   if (Object.keys(env).length > 0) agent.env = env;
+  if (editing?.inherit_env !== undefined) agent.inherit_env = editing.inherit_env;
+  if (editing?.max_cost_usd !== undefined) agent.max_cost_usd = editing.max_cost_usd;
+  if (editing?.max_tokens !== undefined) agent.max_tokens = editing.max_tokens;
   return { agent };
 }
 

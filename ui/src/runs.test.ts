@@ -33,6 +33,33 @@ describe("applyRunEvent", () => {
     expect(run!.currentNode).toBe("plan");
   });
 
+  it("shows what the run's budget said last, a budget reached never taken back by a warning", () => {
+    const spend = {
+      cost_usd: 0.45,
+      tokens: 100,
+      max_cost_usd: 0.5,
+      max_tokens: null,
+      limit: "max_cost_usd",
+      label: "$0.45 of $0.50",
+    };
+    const [warned] = replay([started, { type: "budget_warning", run_id: "r", spend }]);
+    expect(warned!.budget).toEqual({ state: "warning", label: "budget: $0.45 of $0.50 spent (80 %)" });
+    const [reached] = replay([
+      started,
+      { type: "budget_reached", run_id: "r", spend: { ...spend, label: "$0.51 of $0.50" } },
+      { type: "budget_warning", run_id: "r", spend },
+    ]);
+    expect(reached!.budget).toEqual({
+      state: "reached",
+      label: "budget reached: $0.51 of $0.50; stopping after this node",
+    });
+    const [unpriced] = replay([
+      started,
+      { type: "budget_unpriced", run_id: "r", nodes_priced: 1, nodes_with_usage: 3 },
+    ]);
+    expect(unpriced!.budget?.label).toBe("budget not enforced: 1 of 3 nodes priced");
+  });
+
   it("takes back a node_begin that was a title, not a node", () => {
     const [run] = replay([
       started,

@@ -19,6 +19,13 @@ export interface RunEnd {
   error: string | null;
 }
 
+/** What the run's budget said last: at 80 % (`warning`), spent (`reached`: it stops after the
+ * current node), or not enforced in dollars (`unpriced`); the words are the core's. */
+export interface BudgetBadge {
+  state: "warning" | "reached" | "unpriced";
+  label: string;
+}
+
 export interface LiveRun {
   runId: string;
   sessionId: string;
@@ -30,11 +37,22 @@ export interface LiveRun {
   stop: StopState;
   /** Why the last Stop or Force stop was refused. */
   stopError: CommandError | null;
+  budget: BudgetBadge | null;
   end: RunEnd | null;
 }
 
 function newRun(runId: string, sessionId: string, now: number): LiveRun {
-  return { runId, sessionId, startedAt: now, nodes: [], currentNode: null, stop: "none", stopError: null, end: null };
+  return {
+    runId,
+    sessionId,
+    startedAt: now,
+    nodes: [],
+    currentNode: null,
+    stop: "none",
+    stopError: null,
+    budget: null,
+    end: null,
+  };
 }
 
 /** The list with one run changed; the same list when nothing changed, so the page is not redrawn
@@ -98,6 +116,30 @@ export function applyRunEvent(runs: readonly LiveRun[], event: RunEvent, now: nu
         const stop = event.forced || run.stop === "forced" ? "forced" : "graceful";
         return stop === run.stop ? run : { ...run, stop };
       });
+    case "budget_warning":
+      return update(runs, event.run_id, (run) =>
+        // A budget reached stays said: a warning heard late does not take it back.
+        run.budget?.state === "reached"
+          ? run
+          : { ...run, budget: { state: "warning", label: `budget: ${event.spend.label} spent (80 %)` } },
+      );
+    case "budget_reached":
+      return update(runs, event.run_id, (run) => ({
+        ...run,
+        budget: { state: "reached", label: `budget reached: ${event.spend.label}; stopping after this node` },
+      }));
+    case "budget_unpriced":
+      return update(runs, event.run_id, (run) =>
+        run.budget
+          ? run
+          : {
+              ...run,
+              budget: {
+                state: "unpriced",
+                label: `budget not enforced: ${event.nodes_priced} of ${event.nodes_with_usage} nodes priced`,
+              },
+            },
+      );
     case "run_finished":
       return update(runs, event.run_id, (run) => ({
         ...run,

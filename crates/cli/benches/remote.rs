@@ -448,7 +448,7 @@ fn start_local(studio: &Studio) -> StartedRun {
             studio
                 .store()
                 .unwrap()
-                .trust_launch(&workspace, &launch.digest, SystemTime::now())
+                .trust_launch(&workspace, &launch, SystemTime::now())
                 .unwrap();
             start().unwrap()
         }

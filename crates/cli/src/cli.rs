@@ -273,6 +273,17 @@ pub struct RunArgs {
     /// the file's content is trusted from then on
     #[arg(long, requires = "agent")]
     pub trust: bool,
+    /// Stop this run at its next node once its priced cost reaches USD (instead of the agent's
+    /// max_cost_usd)
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Stop this run at its next node once its nodes used N tokens (instead of the agent's
+    /// max_tokens)
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u64>,
+    /// Start even when the workspace spent its daily budget today (the run's log says so)
+    #[arg(long)]
+    pub over_budget: bool,
     /// The command to run instead of an agent (after --)
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,

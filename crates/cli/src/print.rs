@@ -408,6 +408,22 @@ pub fn run_event(out: &mut impl Write, event: &RunEvent, started: &StartedRun) -
         RunEvent::Stopping { forced, elsewhere, .. } => {
             writeln!(out, "          {}", stopping_words(*forced, *elsewhere))?
         }
+        RunEvent::BudgetWarning { spend, .. } => {
+            writeln!(out, "          budget: {} spent, 80 % of the run's budget", spend.label)?
+        }
+        RunEvent::BudgetReached { spend, .. } => writeln!(
+            out,
+            "          budget reached: {} spent; stopping after the current node",
+            spend.label
+        )?,
+        RunEvent::BudgetUnpriced {
+            nodes_priced,
+            nodes_with_usage,
+            ..
+        } => writeln!(
+            out,
+            "          budget not enforced in dollars: {nodes_priced} of {nodes_with_usage} nodes priced"
+        )?,
         RunEvent::RunFinished {
             status,
             exit_code,

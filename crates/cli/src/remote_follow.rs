@@ -100,6 +100,12 @@ pub fn run(remote: &Reached<'_>, args: &RunArgs, globals: &Globals, out: &mut im
         let follower = RunFollower::from_line(&run.id, &run.session_id, 1, true);
         return follow(remote, &events, follower, &started, format, out);
     }
+    if args.max_cost.is_some() || args.max_tokens.is_some() || args.over_budget {
+        anyhow::bail!(
+            "--max-cost, --max-tokens and --over-budget do not reach a host yet: its studio holds the run to \
+             the budgets of its .zibby/studio.toml"
+        );
+    }
     let started = start(remote, args)?;
     if args.detach {
         print_start(&events, &started, format, out)?;

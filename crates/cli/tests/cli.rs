@@ -4,6 +4,9 @@ mod common;
 // `zstudio export` and `zstudio import` (tests/cli/share.rs).
 #[path = "cli/share.rs"]
 mod share;
+// Budgets: a run stopped by its own, the day's that refuses the next (tests/cli/budgets.rs).
+#[path = "cli/budgets.rs"]
+mod budgets;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

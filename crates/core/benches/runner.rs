@@ -38,6 +38,8 @@ fn request(workspace: &Workspace, args: &[&str]) -> RunRequest {
         prompt: None,
         node: None,
         grace: DEFAULT_GRACE,
+        budget: Default::default(),
+        over_budget: false,
     }
 }
 

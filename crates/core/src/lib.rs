@@ -60,7 +60,7 @@ pub mod watch;
 // Each module keeps its short path (`studio_core::runner`, …) for the CLI, the shell and tests.
 pub use app::live;
 pub use runs::{keeper, runner, stop};
-pub use sessions::{agents, change, cost, files, private, session, tail, untrusted};
+pub use sessions::{agents, budget, change, cost, files, private, session, tail, untrusted};
 pub use vocabulary::{containment, error, id, launch, process, size, visible};
 pub use watch::watcher;
 

@@ -1301,7 +1301,10 @@ fn an_error_with_an_endless_body_is_refused_at_a_mebibyte() {
     let head = "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 268435456\r\n\r\n";
     let server = HostileServer::start(vec![Answer::Endless(head.to_owned(), false)]);
     let error = server.read_100_bytes().unwrap_err();
-    assert!(error.contains("the server sent 268435456 bytes or more for a read of 1048576"), "{error}");
+    assert!(
+        error.contains("the server sent 268435456 bytes or more for a read of 1048576"),
+        "{error}"
+    );
     std::thread::sleep(Duration::from_millis(200));
     assert!(server.sent() < FEW_BUFFERS, "the client read {} bytes", server.sent());
 }

@@ -80,7 +80,8 @@ pub struct RunEnd {
     pub signalled_by_studio: bool,
 }
 
-/// How a cancelled run was stopped (the store keeps the same words: `graceful`, `forced`).
+/// How a cancelled run was stopped (the store keeps the same words: `graceful`, `forced`,
+/// `budget`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]
@@ -89,6 +90,9 @@ pub enum StoppedBy {
     Graceful,
     /// The studio sent signals to the process group.
     Forced,
+    /// The run reached its budget: the studio asked a graceful stop (escalated as any stop past
+    /// the agent's grace). Only the studio knows it: never read from a run's output.
+    Budget,
 }
 
 impl StoppedBy {
@@ -97,6 +101,7 @@ impl StoppedBy {
         match self {
             StoppedBy::Graceful => "graceful",
             StoppedBy::Forced => "forced",
+            StoppedBy::Budget => "budget",
         }
     }
 
@@ -105,6 +110,7 @@ impl StoppedBy {
         match text {
             "graceful" => Some(StoppedBy::Graceful),
             "forced" => Some(StoppedBy::Forced),
+            "budget" => Some(StoppedBy::Budget),
             _ => None,
         }
     }

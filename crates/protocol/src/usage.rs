@@ -141,7 +141,7 @@ pub fn read_raw_stream(text: &str, from_start: bool) -> Option<ReportedUsage> {
 
 /// The words without which no format's usage reads: a result event (Claude Code, Gemini CLI's
 /// `stream-json`, Cursor), Codex's events, Gemini CLI's `json` statistics.
-const USAGE_WORDS: [&str; 4] = ["\"result\"", "turn.completed", "token_count", "\"stats\""];
+pub const USAGE_WORDS: [&str; 4] = ["\"result\"", "turn.completed", "token_count", "\"stats\""];
 
 /// Reads the usage in a node's output as the engine printed it on stdout, between its markers:
 /// the `│ ` prefixes are taken off and lines the engine wrapped at [`WRAP_COLUMNS`] are joined

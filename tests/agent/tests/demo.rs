@@ -303,7 +303,7 @@ fn the_demo_agent_runs_live_in_the_studio_and_stops_gracefully() {
     studio
         .store()
         .unwrap()
-        .trust_launch(&workspace, &launch.digest, SystemTime::now())
+        .trust_launch(&workspace, &launch, SystemTime::now())
         .unwrap();
 
     let started = studio

@@ -19,6 +19,7 @@ function liveRun(overrides: Partial<LiveRun> = {}): LiveRun {
     currentNode: "write",
     stop: "none",
     stopError: null,
+    budget: null,
     end: null,
     ...overrides,
   };
@@ -43,6 +44,15 @@ describe("the Live runs strip", () => {
   it("is not there without runs", () => {
     const { container } = strip([]);
     expect(container.querySelector(".live-runs")).toBeNull();
+  });
+
+  it("shows what the run's budget said, as text, and nothing without a budget", () => {
+    const label = "budget reached: $0.51 of $0.50; stopping after this node";
+    const { container } = strip([liveRun({ budget: { state: "reached", label } }), liveRun({ runId: "r2" })]);
+    const badge = container.querySelector(".live-run[data-run-id='r1'] .budget-badge");
+    expect(badge?.getAttribute("data-budget")).toBe("reached");
+    expect(badge?.textContent).toBe(label);
+    expect(container.querySelector(".live-run[data-run-id='r2'] .budget-badge")).toBeNull();
   });
 
   it("shows each run's session, current node, node badges and elapsed time, in a list of items", () => {

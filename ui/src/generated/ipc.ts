@@ -20,7 +20,7 @@ export type SessionId = string;
  * the core, the CLI, the shell and the window (whose TypeScript union is generated from
  * it), the window's own codes included. New codes may come: match with a fallback arm.
  */
-export type ErrorCode = "invalid_session_id" | "invalid_node_name" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "bucket" | "invalid_request" | "protocol_mismatch" | "remote_link" | "local_only" | "ssh_not_answering" | "ssh_key_refused" | "ssh_host_key_changed" | "ssh_host_key_unknown" | "ssh_link_lost" | "ssh" | "remote_workspace" | "remote_bootstrap" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
+export type ErrorCode = "invalid_session_id" | "invalid_node_name" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "bucket" | "invalid_request" | "protocol_mismatch" | "remote_link" | "local_only" | "budget_exceeded" | "ssh_not_answering" | "ssh_key_refused" | "ssh_host_key_changed" | "ssh_host_key_unknown" | "ssh_link_lost" | "ssh" | "remote_workspace" | "remote_bootstrap" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
 
 /**
  * Every failed command rejects with this; the UI branches on `code`, never on `message`.
@@ -357,7 +357,15 @@ export type Agent = { name: string, run: Array<string>, replay?: Array<string>, 
  * Which of the studio's environment it gets: all of it (when absent), or only the listed
  * variables; never the studio's own.
  */
-inherit_env?: InheritEnv, };
+inherit_env?: InheritEnv, 
+/**
+ * A run stops at its next node once its priced cost reaches this many US dollars.
+ */
+max_cost_usd?: number, 
+/**
+ * A run stops at its next node once its nodes used this many tokens.
+ */
+max_tokens?: number, };
 
 /**
  * A file inside the workspace that the command names (a script, a config): trust covers its
@@ -372,6 +380,24 @@ path: string, bytes: number,
  * The SHA-256 of its content.
  */
 sha256: string, };
+
+/**
+ * What a run may spend (`.zibby/studio.toml`: an agent's `max_cost_usd` and `max_tokens`, the
+ * workspace's `[budget] daily_usd`); `None`: no limit.
+ */
+export type Budget = { 
+/**
+ * At most this many US dollars per run (its priced cost).
+ */
+max_cost_usd: number | null, 
+/**
+ * At most this many tokens per run.
+ */
+max_tokens: number | null, 
+/**
+ * At most this many US dollars a local calendar day, over the workspace's runs.
+ */
+daily_usd: number | null, };
 
 /**
  * A [`Launch`] as a trust prompt shows it: nothing in it can draw a line, reorder text or hide
@@ -422,9 +448,18 @@ workspace_identity: string,
  */
 files: Array<LaunchFile>, 
 /**
- * The SHA-256 of all of the above: what trusting it records.
+ * What a run of it may spend: trusted as a ceiling (the module's docs).
+ */
+budget: Budget, 
+/**
+ * The SHA-256 of all of the above: what the user is shown and says yes to.
  */
 digest: string, 
+/**
+ * The SHA-256 of all of the above but the budget: what trust is kept by, with the budget
+ * trusted beside it.
+ */
+trust_key: string, 
 /**
  * What a prompt shows: every value escaped and folded ([`crate::vocabulary::visible::shown`]),
  * the command as it will run for this run's prompt, session and node.
@@ -446,9 +481,28 @@ export type OutsideStop = { session_id: string,
 stop_files: Array<string>, };
 
 /**
- * How a cancelled run was stopped (the store keeps the same words: `graceful`, `forced`).
+ * How a cancelled run was stopped (the store keeps the same words: `graceful`, `forced`,
+ * `budget`).
  */
-export type StoppedBy = "graceful" | "forced";
+export type StoppedBy = "graceful" | "forced" | "budget";
+
+/**
+ * Where a run stands against its budget, as the run's log and its events say it.
+ */
+export type BudgetSpend = { 
+/**
+ * The priced cost of its nodes so far (a lower bound when some are not priced); `None`
+ * when none is priced.
+ */
+cost_usd: number | null, tokens: number, max_cost_usd: number | null, max_tokens: number | null, 
+/**
+ * The limit this is about: `max_cost_usd` or `max_tokens`.
+ */
+limit: string, 
+/**
+ * What every surface shows of it: `$0.41 of $0.50`, `41,000 of 50,000 tokens`.
+ */
+label: string, };
 
 /**
  * A run as the store records it.
@@ -483,7 +537,7 @@ export type RunEvent = { "type": "run_started", run_id: string, session_id: stri
  * Asked by another process (`zstudio stop`, another studio's window), which does the
  * stopping.
  */
-elsewhere: boolean, } | { "type": "run_finished", run_id: string, session_id: string, status: Status, exit_code: number | null, elapsed_ms: number, stopped_by: StoppedBy | null, error: string | null, };
+elsewhere: boolean, } | { "type": "budget_warning", run_id: string, spend: BudgetSpend, } | { "type": "budget_reached", run_id: string, spend: BudgetSpend, } | { "type": "budget_unpriced", run_id: string, nodes_priced: number, nodes_with_usage: number, } | { "type": "run_finished", run_id: string, session_id: string, status: Status, exit_code: number | null, elapsed_ms: number, stopped_by: StoppedBy | null, error: string | null, };
 
 /**
  * A file that exists, with its size; its contents are read on demand.

@@ -11,6 +11,7 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use studio_core::agents::Budget;
 use studio_core::runner::{Keeper, RunEvent, RunRequest, StartedRun, Supervisor};
 use studio_core::stop::Stopping;
 use studio_core::store::{Store, StoreLocation};
@@ -90,6 +91,32 @@ fn open(args: &RunArgs, globals: &Globals) -> anyhow::Result<Opened> {
 /// The run request: an agent of `.zibby/studio.toml` as the window runs it, once trusted (asked
 /// on the terminal, or `--trust`), or the command given.
 fn resolve(args: &RunArgs, opened: &Opened) -> anyhow::Result<RunRequest> {
+    let request = resolve_target(args, opened)?;
+    let budget = budget_of_this_run(args, request.budget)?;
+    Ok(RunRequest {
+        budget,
+        over_budget: args.over_budget,
+        ..request
+    })
+}
+
+/// The budget of this run: the agent's (the workspace's daily one for a command), each of its
+/// limits replaced by `--max-cost` and `--max-tokens` when given.
+fn budget_of_this_run(args: &RunArgs, agents: Budget) -> anyhow::Result<Budget> {
+    if let Some(problem) = args.max_cost.and_then(studio_core::budget::usd_problem) {
+        anyhow::bail!("--max-cost: {problem}");
+    }
+    if args.max_tokens == Some(0) {
+        anyhow::bail!("--max-tokens: a budget of tokens is above 0");
+    }
+    Ok(Budget {
+        max_cost_usd: args.max_cost.or(agents.max_cost_usd),
+        max_tokens: args.max_tokens.or(agents.max_tokens),
+        daily_usd: agents.daily_usd,
+    })
+}
+
+fn resolve_target(args: &RunArgs, opened: &Opened) -> anyhow::Result<RunRequest> {
     let session = args.session.as_deref().map(SessionId::parse).transpose()?;
     let grace = Duration::from_secs(args.grace);
     Ok(match args.target() {
@@ -124,6 +151,11 @@ fn resolve(args: &RunArgs, opened: &Opened) -> anyhow::Result<RunRequest> {
             prompt: args.prompt.clone(),
             node: args.node.clone(),
             grace,
+            budget: Budget {
+                daily_usd: studio_core::agents::daily_usd(opened.workspace.root())?,
+                ..Budget::default()
+            },
+            over_budget: false,
         },
     })
 }
@@ -166,7 +198,9 @@ fn stop_on_ctrl_c(supervisor: &Arc<Supervisor>, run_id: &str) -> anyhow::Result<
     let supervisor = supervisor.clone();
     let run_id = run_id.to_owned();
     ctrlc::set_handler(move || match supervisor.stop(&run_id, false) {
-        Ok(Stopping::Graceful) => eprintln!("\n{} (Ctrl-C again to force)", print::stopping_words(false, false)),
+        Ok(Stopping::Graceful | Stopping::Budget) => {
+            eprintln!("\n{} (Ctrl-C again to force)", print::stopping_words(false, false))
+        }
         Ok(Stopping::Forced) => eprintln!("\n{}", print::stopping_words(true, false)),
         Err(error) => eprintln!("\n{error}"),
     })?;
@@ -299,7 +333,7 @@ fn trust_on_terminal(
         launch: Box::new(launch.clone()),
     };
     ask_trust(&launch.shown, trust, &refused, "")?;
-    store.trust_launch(workspace, &launch.digest, SystemTime::now())?;
+    store.trust_launch(workspace, launch, SystemTime::now())?;
     Ok(())
 }
 

@@ -417,7 +417,7 @@ impl Catalogue {
         let mut agents = Vec::new();
         for agent in self.studio.agents_list()? {
             let launch = studio_core::agents::find(workspace.root(), &agent.name, false)?.launch;
-            let trusted = store.launch_trusted(&workspace, &launch.digest)?;
+            let trusted = store.launch_trusted(&workspace, &launch)?;
             agents.push(json!({
                 "name": agent.name,
                 "trusted": trusted,

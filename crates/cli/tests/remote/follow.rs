@@ -497,3 +497,48 @@ fn a_remote_agent_is_trusted_on_the_host_with_trust() {
     assert_eq!(host.runs()[0]["agent"], "fresh");
     assert_eq!(host.runs()[1]["agent"], "fresh");
 }
+
+/// Issue 44, point 4: the host's studio holds a remote run to its agent's budget (its runner
+/// enforces it), and the client hears it: `budget_reached`, then the run stopped by its budget.
+#[test]
+fn the_hosts_studio_stops_a_remote_run_past_its_budget() {
+    let host = Host::start();
+    let agent = super::common::agent_binary();
+    let agents_file = host.workspace.join(".zibby/studio.toml");
+    let mut agents = std::fs::read_to_string(&agents_file).unwrap();
+    agents.push_str(&format!(
+        "[[agent]]\nname = \"spender\"\nrun = [\"{agent}\", \"--nodes\", \"plan:300,write:300\", \
+         \"--usage\", \"plan=claude-code,write=claude-code\"]\nmax_cost_usd = 0.000001\n"
+    ));
+    std::fs::write(&agents_file, agents).unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let remote = host.remote();
+    let config = host.sshd.ssh_config().to_str().unwrap().to_owned();
+    let args = [
+        "--remote",
+        &remote,
+        "--ssh-config",
+        &config,
+        "run",
+        "--json",
+        "--agent",
+        "spender",
+        "--trust",
+    ];
+    let output = zstudio(&args, local.path()).output().unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(events.iter().any(|e| e["type"] == "budget_reached"), "{events:?}");
+    let finished = events.iter().find(|e| e["type"] == "run_finished").unwrap();
+    assert_eq!(finished["stopped_by"], "budget");
+    let begun: Vec<_> = events.iter().filter(|e| e["type"] == "node_begin").collect();
+    assert_eq!(begun.len(), 1, "write never started: {begun:?}");
+}

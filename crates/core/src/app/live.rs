@@ -170,6 +170,8 @@ impl Translator {
             }
             // The window lists the run's nodes from the store again, where it is forgotten too.
             RunEvent::NodeDiscarded { .. } => return,
+            // In the run's log (`budget.*`), which the window reads; no change of its own yet.
+            RunEvent::BudgetWarning { .. } | RunEvent::BudgetReached { .. } | RunEvent::BudgetUnpriced { .. } => return,
             RunEvent::Output { .. } => unreachable!("output is gathered above"),
         };
         (self.sink)(change);

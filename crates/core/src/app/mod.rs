@@ -617,6 +617,7 @@ pub fn agent_run_request(
         return Err(problem);
     }
     let found = agents::find_for(workspace.root(), agent, node.is_some(), &this_run)?;
+    let budget = found.launch.budget;
     store.require_trusted(workspace, found.launch)?;
     let Agent {
         name,
@@ -636,6 +637,8 @@ pub fn agent_run_request(
         prompt,
         node,
         grace: DEFAULT_GRACE,
+        budget,
+        over_budget: false,
     })
 }
 

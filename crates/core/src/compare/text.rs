@@ -111,7 +111,11 @@ pub fn comparable(text: &str) -> Cow<'_, str> {
         return Cow::Borrowed(usage::without_bars(text).trim_end());
     }
     let plain = crate::protocol::strip_ansi(text.as_bytes());
-    Cow::Owned(usage::without_bars(&String::from_utf8_lossy(&plain)).trim_end().to_owned())
+    Cow::Owned(
+        usage::without_bars(&String::from_utf8_lossy(&plain))
+            .trim_end()
+            .to_owned(),
+    )
 }
 
 /// A line's hash, as compared ([`comparable`]): foldhash's, the same for every comparison.
@@ -337,7 +341,11 @@ mod tests {
         assert_eq!(shown_line(&caret_line, 2_000), "");
         assert_eq!(line_hash("done  \t"), line_hash("done"));
         assert_eq!(shown_line("\x1b[32m│ done\x1b[0m   ", 2_000), "done");
-        assert_ne!(line_hash("  done"), line_hash("done"), "leading whitespace is the line's");
+        assert_ne!(
+            line_hash("  done"),
+            line_hash("done"),
+            "leading whitespace is the line's"
+        );
     }
 
     fn ops(diff: &TextDiff) -> Vec<String> {

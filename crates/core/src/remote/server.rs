@@ -239,7 +239,7 @@ fn agent_trust(studio: &Studio, trust: AgentTrust) -> Result<bool, Error> {
     match crate::app::agent_run_request(store, &workspace, &trust.agent, trust.prompt, session, trust.node) {
         Ok(_) => Ok(true),
         Err(Error::AgentsUntrusted { launch }) if launch.digest == trust.digest => {
-            store.trust_launch(&workspace, &trust.digest, std::time::SystemTime::now())?;
+            store.trust_launch(&workspace, &launch, std::time::SystemTime::now())?;
             Ok(true)
         }
         Err(error) => Err(error),

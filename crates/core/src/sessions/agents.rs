@@ -8,7 +8,14 @@
 //! cwd = "."                       # optional, relative to the workspace
 //! env = { MODEL = "small" }       # optional
 //! inherit_env = ["PATH", "HOME"]  # optional: "all" (the default) or only these
+//! max_cost_usd = 0.50             # optional: a run stops at its next node past this cost
+//! max_tokens = 200000             # optional: or past this many tokens
+//!
+//! [budget]
+//! daily_usd = 20.0                # optional: no run starts once the workspace spent this today
 //! ```
+//!
+//! Budgets are read and enforced by [`crate::sessions::budget`].
 //!
 //! Commands are argument lists, never shell strings. Placeholders: `{prompt}`, `{session_id}`,
 //! `{session_path}`, `{node}`, filled in one pass ([`expand`]: a value that holds `{session_id}`
@@ -27,13 +34,13 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::vocabulary::error::Error;
-pub use crate::vocabulary::launch::{InheritEnv, Launch, ShownLaunch};
+pub use crate::vocabulary::launch::{Budget, InheritEnv, Launch, ShownLaunch};
 use crate::vocabulary::launch::{LaunchFile, LaunchParts};
 
 pub const AGENTS_FILE: &str = ".zibby/studio.toml";
 pub const PLACEHOLDERS: [&str; 4] = ["{prompt}", "{session_id}", "{session_path}", "{node}"];
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 pub struct Agent {
     pub name: String,
@@ -51,13 +58,35 @@ pub struct Agent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ts", ts(optional))]
     pub inherit_env: Option<InheritEnv>,
+    /// A run stops at its next node once its priced cost reaches this many US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional))]
+    pub max_cost_usd: Option<f64>,
+    /// A run stops at its next node once its nodes used this many tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ts", ts(optional, type = "number"))]
+    pub max_tokens: Option<u64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+// Its budget is a finite number (the file refuses others): equality is total.
+impl Eq for Agent {}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AgentsFile {
     #[serde(default, rename = "agent")]
     agents: Vec<Agent>,
+    /// The workspace's own budget (`[budget]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    budget: Option<WorkspaceBudget>,
+}
+
+/// `[budget]` of the agents file: what the workspace may spend.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WorkspaceBudget {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    daily_usd: Option<f64>,
 }
 
 /// What fills a command's placeholders.
@@ -150,13 +179,23 @@ fn line_of(text: &str, offset: usize) -> usize {
 /// The file is read only as a regular file (never through a link) of at most
 /// [`MAX_AGENTS_FILE_BYTES`].
 pub fn load(workspace_root: &Path) -> Result<Vec<Agent>, Error> {
+    Ok(load_file(workspace_root)?.agents)
+}
+
+/// The workspace's daily budget (`[budget] daily_usd`), if its agents file sets one.
+pub fn daily_usd(workspace_root: &Path) -> Result<Option<f64>, Error> {
+    Ok(load_file(workspace_root)?.budget.and_then(|budget| budget.daily_usd))
+}
+
+/// [`load`], the whole file.
+fn load_file(workspace_root: &Path) -> Result<AgentsFile, Error> {
     let path = workspace_root.join(AGENTS_FILE);
     if crate::sessions::untrusted::confined_folder(workspace_root, &[".zibby"])?.is_none() {
-        return Ok(Vec::new());
+        return Ok(AgentsFile::default());
     }
     let bytes = match crate::sessions::untrusted::read_bounded(&path, MAX_AGENTS_FILE_BYTES) {
         Ok(bytes) => bytes,
-        Err(e) if crate::sessions::untrusted::is_not_found(&e) => return Ok(Vec::new()),
+        Err(e) if crate::sessions::untrusted::is_not_found(&e) => return Ok(AgentsFile::default()),
         Err(e) => return Err(e),
     };
     let text = String::from_utf8(bytes).map_err(|e| Error::AgentsFile {
@@ -165,7 +204,7 @@ pub fn load(workspace_root: &Path) -> Result<Vec<Agent>, Error> {
         field: "-".to_owned(),
         message: "not valid UTF-8".to_owned(),
     })?;
-    parse(&path, &text)
+    parse_file(&path, &text)
 }
 
 /// An agent of the workspace's agents file, with the command a run or a replay uses and what
@@ -186,7 +225,10 @@ pub fn find(workspace_root: &Path, name: &str, replay: bool) -> Result<Found, Er
 /// ones that are empty stay placeholders).
 pub fn find_for(workspace_root: &Path, name: &str, replay: bool, this_run: &Placeholders<'_>) -> Result<Found, Error> {
     let path = workspace_root.join(AGENTS_FILE);
-    let agent = load(workspace_root)?
+    let file = load_file(workspace_root)?;
+    let daily_usd = file.budget.and_then(|budget| budget.daily_usd);
+    let agent = file
+        .agents
         .into_iter()
         .find(|candidate| candidate.name == name)
         .ok_or_else(|| Error::AgentNotFound {
@@ -216,6 +258,11 @@ pub fn find_for(workspace_root: &Path, name: &str, replay: bool, this_run: &Plac
         inherit_env: agent.inherit_env.clone().unwrap_or_default(),
         agents_file: workspace_root.join(AGENTS_FILE),
         workspace_identity: workspace_identity(workspace_root)?,
+        budget: Budget {
+            max_cost_usd: agent.max_cost_usd,
+            max_tokens: agent.max_tokens,
+            daily_usd,
+        },
     });
     Ok(Found { agent, command, launch })
 }
@@ -369,6 +416,10 @@ fn lexically_inside(root: &Path, path: &Path) -> Option<PathBuf> {
 pub const MAX_AGENTS_FILE_BYTES: u64 = 1024 * 1024;
 
 pub fn parse(path: &Path, text: &str) -> Result<Vec<Agent>, Error> {
+    Ok(parse_file(path, text)?.agents)
+}
+
+fn parse_file(path: &Path, text: &str) -> Result<AgentsFile, Error> {
     let invalid = |line: usize, field: &str, message: String| Error::AgentsFile {
         path: path.to_owned(),
         line,
@@ -444,8 +495,21 @@ pub fn parse(path: &Path, text: &str) -> Result<Vec<Agent>, Error> {
                 ));
             }
         }
+        if let Some((field, problem)) = crate::sessions::budget::agent_problem(agent.max_cost_usd, agent.max_tokens) {
+            return Err(invalid(at(field), field, format!("`{}`: {problem}", agent.name)));
+        }
     }
-    Ok(file.agents)
+    if let Some(problem) = file
+        .budget
+        .and_then(|budget| crate::sessions::budget::usd_problem(budget.daily_usd?))
+    {
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with("daily_usd"))
+            .map_or(1, |n| n + 1);
+        return Err(invalid(line, "daily_usd", problem));
+    }
+    Ok(file)
 }
 
 /// Programs that run the string after `-c` (shells) or `-e` and its kin (interpreters) as code.
@@ -594,10 +658,13 @@ fn unknown_placeholder(arg: &str) -> Option<&str> {
 }
 
 /// Writes the agents back to `.zibby/studio.toml` (the app's agent form).
+/// The file's `[budget]` is kept as it is (a file that cannot be read, a link say, has none to
+/// keep: it is replaced).
 pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
     let path = workspace_root.join(AGENTS_FILE);
     let text = toml::to_string_pretty(&AgentsFile {
         agents: agents.to_vec(),
+        budget: load_file(workspace_root).ok().and_then(|file| file.budget),
     })
     .expect("agents serialise to TOML");
     parse(&path, &text)?;
@@ -649,6 +716,8 @@ mod tests {
             cwd: None,
             env: BTreeMap::new(),
             inherit_env: None,
+            max_cost_usd: None,
+            max_tokens: None,
         };
         let names = |agents: Vec<Agent>| agents.into_iter().map(|a| a.name).collect::<Vec<_>>();
         assert_eq!(names(save_one(dir.path(), agent("a"), None).unwrap()), ["a"]);

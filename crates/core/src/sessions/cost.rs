@@ -305,6 +305,11 @@ pub fn node_output_usage<'a>(lines: impl IntoIterator<Item = &'a str>) -> Option
 /// last attempt's only. Memory: one stretch's tail, and one usage per node.
 /// Keyed by node name (`String`, the store's) or by anything else a caller tells nodes apart
 /// by (a comparison's execution index).
+///
+/// While a stretch goes on, its usage is read as soon as it is printed ([`so_far`](Self::so_far),
+/// for a budget): from a line holding a word of a usage format, the lines from there are read
+/// when one ends (a narrow line, or one that ends a JSON object; a few tries at most, until a
+/// narrow line), at most [`RAW_TAIL_BYTES`] of them.
 #[derive(Debug)]
 pub struct OutputUsageReader<K = String> {
     node: Option<K>,
@@ -312,7 +317,17 @@ pub struct OutputUsageReader<K = String> {
     /// twice that (one buffer, reused: a line costs a copy, never an allocation).
     stretch: String,
     found: HashMap<K, NodeUsage>,
+    /// Where in `stretch` the line with a usage format's word began, and how many tries were
+    /// made to read it since.
+    pending: Option<(usize, u8)>,
+    /// The going stretch's usage as read so far.
+    current: Option<NodeUsage>,
+    /// Counts the changes of what [`so_far`](Self::so_far) gives.
+    revision: u64,
 }
+
+/// Tries at reading a pending usage line before a narrow line comes.
+const MAX_EARLY_TRIES: u8 = 8;
 
 impl<K: Eq + Hash> Default for OutputUsageReader<K> {
     fn default() -> Self {
@@ -320,6 +335,9 @@ impl<K: Eq + Hash> Default for OutputUsageReader<K> {
             node: None,
             stretch: String::new(),
             found: HashMap::new(),
+            pending: None,
+            current: None,
+            revision: 0,
         }
     }
 }
@@ -342,22 +360,70 @@ impl<K: Eq + Hash> OutputUsageReader<K> {
         if self.node.is_none() {
             return;
         }
+        let line_start = self.stretch.len();
         self.stretch.push_str(text);
         self.stretch.push('\n');
         if self.stretch.len() > 2 * RAW_TAIL_BYTES as usize {
             let keep_from = tail_start(&self.stretch);
             self.stretch.drain(..keep_from);
+            self.pending = None;
+        }
+        self.read_early(line_start.min(self.stretch.len()), text);
+    }
+
+    /// The going stretch's usage read as soon as a line that may end it came (see the type).
+    fn read_early(&mut self, line_start: usize, text: &str) {
+        if self.pending.is_none() && usage::USAGE_WORDS.iter().any(|word| text.contains(word)) {
+            self.pending = Some((line_start, 0));
+        }
+        let Some((from, tries)) = self.pending else { return };
+        let narrow = text.len() < usage::WRAP_COLUMNS;
+        if self.stretch.len() - from > RAW_TAIL_BYTES as usize {
+            self.pending = None;
+            return;
+        }
+        if !narrow && (tries >= MAX_EARLY_TRIES || !text.trim_end().ends_with('}')) {
+            return;
+        }
+        self.pending = if narrow { None } else { Some((from, tries + 1)) };
+        if let Some(usage) = node_output_usage(self.stretch[from..].lines()) {
+            if self.current.as_ref() != Some(&usage) {
+                self.current = Some(usage);
+                self.revision += 1;
+            }
+            self.pending = None;
         }
     }
 
     fn end_stretch(&mut self) {
+        self.pending = None;
+        if self.current.take().is_some() {
+            self.revision += 1;
+        }
         let Some(node) = self.node.take() else { return };
         let tail = &self.stretch[tail_start(&self.stretch)..];
         if let Some(mut usage) = node_output_usage(tail.lines()) {
             usage.last_attempt_only |= self.found.contains_key(&node);
             self.found.insert(node, usage);
+            self.revision += 1;
         }
         self.stretch.clear();
+    }
+
+    /// The usage of each node so far: what its last stretch said, the going stretch's as read
+    /// so far in place of its node's.
+    pub fn so_far(&self) -> impl Iterator<Item = &NodeUsage> {
+        let current_node = self.current.as_ref().and(self.node.as_ref());
+        self.found
+            .iter()
+            .filter(move |(node, _)| Some(*node) != current_node)
+            .map(|(_, usage)| usage)
+            .chain(self.current.as_ref())
+    }
+
+    /// Changes each time what [`so_far`](Self::so_far) gives may have changed.
+    pub fn revision(&self) -> u64 {
+        self.revision
     }
 
     /// The usage found per node.

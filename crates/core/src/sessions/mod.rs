@@ -4,9 +4,11 @@
 //! workspace), their summaries and fingerprints; [`cost`]: what a node's work used and cost, and
 //! totals over nodes; [`files`]: a session's files, listed and paged;
 //! [`tail`]: growing files, a piece at a time; [`agents`]: the agents of `.zibby/studio.toml`;
+//! [`budget`]: what a run and a workspace may spend, watched as a run goes;
 //! [`change`]: what changed in a workspace's sessions, as every consumer reads it.
 
 pub mod agents;
+pub mod budget;
 pub mod change;
 pub mod cost;
 pub mod files;

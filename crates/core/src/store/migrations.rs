@@ -238,6 +238,14 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN origin TEXT;
     "#,
+    // 14: the budget trusted with a launch (`Launch::trust_key` in `digest` from now on: the same
+    // text as the digests kept before), its ceiling: NULL is no limit, which any budget keeps
+    // within, so what was trusted before stays trusted.
+    r#"
+    ALTER TABLE trusted_launches ADD COLUMN max_cost_usd REAL;
+    ALTER TABLE trusted_launches ADD COLUMN max_tokens INTEGER;
+    ALTER TABLE trusted_launches ADD COLUMN daily_usd REAL;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

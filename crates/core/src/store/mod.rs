@@ -478,15 +478,16 @@ impl Store {
 
 // ---- trusted launches ----
 impl Store {
-    /// Whether the user trusted this launch of an agent (by [`crate::sessions::agents::Launch::digest`]) in
-    /// the workspace.
-    pub fn launch_trusted(&self, workspace: &Workspace, digest: &str) -> Result<bool, Error> {
-        self.with_conn(|conn| trust::trusted(conn, workspace, digest))
+    /// Whether the user trusted this launch of an agent in the workspace (by
+    /// [`Launch::trust_key`], with a budget it keeps within).
+    pub fn launch_trusted(&self, workspace: &Workspace, launch: &Launch) -> Result<bool, Error> {
+        self.with_conn(|conn| trust::trusted(conn, workspace, launch))
     }
 
-    /// Records that the user trusts this launch of an agent in the workspace.
-    pub fn trust_launch(&self, workspace: &Workspace, digest: &str, now: SystemTime) -> Result<(), Error> {
-        self.with_conn(|conn| trust::trust(conn, workspace, digest, now))
+    /// Records that the user trusts this launch of an agent in the workspace, its budget as the
+    /// ceiling from now on.
+    pub fn trust_launch(&self, workspace: &Workspace, launch: &Launch, now: SystemTime) -> Result<(), Error> {
+        self.with_conn(|conn| trust::trust(conn, workspace, launch, now))
     }
 
     /// `Ok` when `launch` is trusted, else [`Error::AgentsUntrusted`] with what it would run, for

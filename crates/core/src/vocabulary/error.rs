@@ -165,6 +165,12 @@ pub enum Error {
     /// agents file), asked of the window while its workspace is on another machine.
     #[error("the open workspace is on {host}: {what} works only in a workspace on this machine")]
     LocalOnly { host: String, what: String },
+    /// A run refused: the workspace's spend today is at or past its daily budget.
+    #[error(
+        "the workspace spent {spent} today ({day}), at or past its daily budget of {limit} \
+         ([budget] daily_usd in .zibby/studio.toml): start the run with --over-budget to go past it"
+    )]
+    BudgetExceeded { spent: String, limit: String, day: String },
     #[error("cannot {} {path}: {source}", .op.verb())]
     Io {
         /// What failed: reading, writing, or starting something.
@@ -275,6 +281,7 @@ impl Error {
             Error::ProtocolMismatch { .. } => ErrorCode::ProtocolMismatch,
             Error::RemoteLink { .. } => ErrorCode::RemoteLink,
             Error::LocalOnly { .. } => ErrorCode::LocalOnly,
+            Error::BudgetExceeded { .. } => ErrorCode::BudgetExceeded,
             Error::Unavailable { code, .. } | Error::Remote { code, .. } => *code,
         }
     }
@@ -384,6 +391,8 @@ error_codes! {
     RemoteLink = "remote_link",
     /// Asked of a remote workspace, but only a workspace on this machine has it.
     LocalOnly = "local_only",
+    /// The workspace's spend today is at or past its daily budget: no run starts unless asked.
+    BudgetExceeded = "budget_exceeded",
     /// ssh reached nothing on the host: refused, timed out, a name that does not resolve.
     SshNotAnswering = "ssh_not_answering",
     /// The host refused the key (or its passphrase was wrong).

@@ -9,6 +9,12 @@
 //! workspace that the command names (a script edited since is asked about again). It is not bound
 //! to what those files run in turn (a module a script imports), nor to programs outside the
 //! workspace (`node`, `zibby` on the PATH).
+//!
+//! A launch's [`Budget`] is part of it only where it would loosen something: trust is kept by
+//! [`Launch::trust_key`] (everything but the budget) with the budget trusted beside it, and a
+//! budget [`Budget::within`] that one (lowered, or added) asks nothing; raised or removed, it is
+//! asked about again. [`Launch::digest`] covers the budget too: what the user saw is what is
+//! trusted.
 
 use std::path::PathBuf;
 
@@ -134,6 +140,73 @@ impl From<InheritEnv> for InheritEnvText {
     }
 }
 
+/// What a run may spend (`.zibby/studio.toml`: an agent's `max_cost_usd` and `max_tokens`, the
+/// workspace's `[budget] daily_usd`); `None`: no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct Budget {
+    /// At most this many US dollars per run (its priced cost).
+    pub max_cost_usd: Option<f64>,
+    /// At most this many tokens per run.
+    #[cfg_attr(feature = "ts", ts(type = "number | null"))]
+    pub max_tokens: Option<u64>,
+    /// At most this many US dollars a local calendar day, over the workspace's runs.
+    pub daily_usd: Option<f64>,
+}
+
+// Budgets are finite numbers (the agents file refuses others): equality is total.
+impl Eq for Budget {}
+
+impl Budget {
+    /// Whether every limit of this budget is at most `trusted`'s: none is raised, and none that
+    /// `trusted` has is removed (a limit `trusted` lacks may be added).
+    pub fn within(&self, trusted: &Budget) -> bool {
+        fn limit_within<T: PartialOrd>(now: Option<T>, trusted: Option<T>) -> bool {
+            match (now, trusted) {
+                (_, None) => true,
+                (Some(now), Some(trusted)) => now <= trusted,
+                (None, Some(_)) => false,
+            }
+        }
+        limit_within(self.max_cost_usd, trusted.max_cost_usd)
+            && limit_within(self.max_tokens, trusted.max_tokens)
+            && limit_within(self.daily_usd, trusted.daily_usd)
+    }
+
+    /// Whether it has any limit.
+    pub fn is_set(&self) -> bool {
+        self.max_cost_usd.is_some() || self.max_tokens.is_some() || self.daily_usd.is_some()
+    }
+
+    /// Its limits in words (`at most $0.50 a run, 20,000 tokens a run, $20.00 a day`), `None`
+    /// when it has none.
+    pub fn describe(&self) -> Option<String> {
+        let mut limits = Vec::new();
+        if let Some(usd) = self.max_cost_usd {
+            limits.push(format!("{} a run", dollars(usd)));
+        }
+        if let Some(tokens) = self.max_tokens {
+            limits.push(format!(
+                "{} tokens a run",
+                crate::vocabulary::visible::thousands(tokens)
+            ));
+        }
+        if let Some(usd) = self.daily_usd {
+            limits.push(format!("{} a day", dollars(usd)));
+        }
+        (!limits.is_empty()).then(|| format!("at most {}", limits.join(", ")))
+    }
+}
+
+/// Dollars as a budget is written: cents, or four decimals below a cent.
+fn dollars(usd: f64) -> String {
+    if usd >= 0.01 {
+        format!("${usd:.2}")
+    } else {
+        format!("${usd:.4}")
+    }
+}
+
 /// A file inside the workspace that the command names (a script, a config): trust covers its
 /// content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -163,8 +236,13 @@ pub struct Launch {
     pub workspace_identity: String,
     /// The files of the workspace the command names, with their content's digest.
     pub files: Vec<LaunchFile>,
-    /// The SHA-256 of all of the above: what trusting it records.
+    /// What a run of it may spend: trusted as a ceiling (the module's docs).
+    pub budget: Budget,
+    /// The SHA-256 of all of the above: what the user is shown and says yes to.
     pub digest: String,
+    /// The SHA-256 of all of the above but the budget: what trust is kept by, with the budget
+    /// trusted beside it.
+    pub trust_key: String,
     /// What a prompt shows: every value escaped and folded ([`crate::vocabulary::visible::shown`]),
     /// the command as it will run for this run's prompt, session and node.
     pub shown: ShownLaunch,
@@ -203,11 +281,20 @@ pub struct LaunchParts {
     pub agents_file: PathBuf,
     pub workspace_identity: String,
     pub files: Vec<LaunchFile>,
+    pub budget: Budget,
+}
+
+/// The SHA-256 of a JSON value's text, in hex.
+fn sha256_hex(value: &serde_json::Value) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(value.to_string().as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 impl Launch {
     pub fn new(parts: LaunchParts) -> Launch {
-        use sha2::Digest;
         let LaunchParts {
             agent,
             argv,
@@ -218,8 +305,9 @@ impl Launch {
             agents_file,
             workspace_identity,
             files,
+            budget,
         } = parts;
-        let exact = serde_json::json!({
+        let mut exact = serde_json::json!({
             "agent": agent,
             "argv": argv,
             "cwd": cwd,
@@ -228,10 +316,11 @@ impl Launch {
             "workspace": workspace_identity,
             "files": files,
         });
-        let digest = sha2::Sha256::digest(exact.to_string().as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        // Without the budget: the digest trust was kept by before budgets, so trust given then
+        // holds.
+        let trust_key = sha256_hex(&exact);
+        exact["budget"] = serde_json::json!(budget);
+        let digest = sha256_hex(&exact);
         let mut covers = vec![
             "this command, its folder and the variables it sets".to_owned(),
             format!(
@@ -247,6 +336,11 @@ impl Launch {
                 &file.sha256[..12]
             )
         }));
+        if let Some(limits) = budget.describe() {
+            covers.push(format!(
+                "its budget, {limits}: lowering it asks nothing, raising or removing it asks again"
+            ));
+        }
         let command: Vec<String> = argv_for_this_run.iter().map(|arg| quoted(arg)).collect();
         let shown_launch = ShownLaunch {
             agent: shown(&agent),
@@ -267,7 +361,9 @@ impl Launch {
             agents_file,
             workspace_identity,
             files,
+            budget,
             digest,
+            trust_key,
             shown: shown_launch,
         }
     }
@@ -319,6 +415,7 @@ mod tests {
                 bytes: 10,
                 sha256: "ab".repeat(32),
             }],
+            budget: Budget::default(),
         }
     }
 
@@ -350,6 +447,39 @@ mod tests {
             Launch::new(other_run).digest,
             base,
             "what is shown for this run is not trusted"
+        );
+    }
+
+    #[test]
+    fn a_budget_is_shown_and_digested_but_trust_is_kept_without_it() {
+        let base = Launch::new(parts("small"));
+        let mut capped = parts("small");
+        capped.budget.max_cost_usd = Some(0.5);
+        let capped = Launch::new(capped);
+        assert_ne!(capped.digest, base.digest, "what is shown covers the budget");
+        assert_eq!(capped.trust_key, base.trust_key);
+        assert!(
+            capped.shown.covers.iter().any(|c| c.contains("$0.50 a run")),
+            "{:?}",
+            capped.shown.covers
+        );
+    }
+
+    #[test]
+    fn a_budget_is_within_another_when_it_loosens_nothing() {
+        let budget = |cost: Option<f64>, tokens: Option<u64>| Budget {
+            max_cost_usd: cost,
+            max_tokens: tokens,
+            daily_usd: None,
+        };
+        let trusted = budget(Some(0.5), None);
+        assert!(budget(Some(0.25), None).within(&trusted), "lowered");
+        assert!(budget(Some(0.5), Some(1000)).within(&trusted), "a limit added");
+        assert!(!budget(Some(0.75), None).within(&trusted), "raised");
+        assert!(!budget(None, None).within(&trusted), "removed");
+        assert!(
+            budget(Some(9.0), Some(9)).within(&Budget::default()),
+            "none trusted: any is within"
         );
     }
 

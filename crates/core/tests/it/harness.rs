@@ -144,6 +144,8 @@ pub fn request(bench: &Bench, args: &[&str]) -> studio_core::runner::RunRequest 
         prompt: None,
         node: None,
         grace: studio_core::runner::DEFAULT_GRACE,
+        budget: Default::default(),
+        over_budget: false,
     }
 }
 

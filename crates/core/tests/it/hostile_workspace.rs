@@ -288,9 +288,7 @@ fn an_agent_runs_only_as_the_user_trusted_it_per_workspace_command_folder_and_en
         "what would run is said whole, values too: {message}"
     );
 
-    store
-        .trust_launch(&workspace, &launch.digest, SystemTime::now())
-        .unwrap();
+    store.trust_launch(&workspace, launch, SystemTime::now()).unwrap();
     store.require_trusted(&workspace, found.launch.clone()).unwrap();
     // What was not shown is not trusted: the replay command, another agent.
     let replay = agents::find(workspace.root(), "helper", true).unwrap();
@@ -324,6 +322,8 @@ fn an_agent_runs_only_as_the_user_trusted_it_per_workspace_command_folder_and_en
         cwd: None,
         env: Default::default(),
         inherit_env: None,
+        max_cost_usd: None,
+        max_tokens: None,
     };
     agents::save_one(workspace.root(), mine, None).unwrap();
     for replay in [false, true] {

@@ -48,6 +48,8 @@ fn a_run_reaches_the_change_stream_node_by_node_with_its_output_coalesced() {
             prompt: None,
             node: None,
             grace: DEFAULT_GRACE,
+            budget: Default::default(),
+            over_budget: false,
         })
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);

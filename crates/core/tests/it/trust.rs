@@ -141,9 +141,7 @@ fn a_node_name_from_session_data_runs_as_one_argument_and_never_as_code() {
         "the prompt shows the command as it will run for this node: {:?}",
         launch.shown.command
     );
-    store
-        .trust_launch(&b.workspace, &launch.digest, SystemTime::now())
-        .unwrap();
+    store.trust_launch(&b.workspace, &launch, SystemTime::now()).unwrap();
     let started = b.supervisor.start(request("plan").unwrap()).unwrap();
     let finished = wait_for(
         &b.events,
@@ -213,9 +211,7 @@ fn session_data_never_becomes_code_through_a_wrapper() {
         let Err(studio_core::Error::AgentsUntrusted { launch }) = asked else {
             panic!("asked first")
         };
-        store
-            .trust_launch(&b.workspace, &launch.digest, SystemTime::now())
-            .unwrap();
+        store.trust_launch(&b.workspace, &launch, SystemTime::now()).unwrap();
     }
     let started = b.supervisor.start(replay(&good_id, "plan").unwrap()).unwrap();
     wait_for(
@@ -264,9 +260,7 @@ fn trust_covers_the_script_the_command_names_and_the_workspace_folder_itself() {
         "the prompt says the script is covered: {:?}",
         launch.shown.covers
     );
-    store
-        .trust_launch(&workspace, &launch.digest, SystemTime::now())
-        .unwrap();
+    store.trust_launch(&workspace, &launch, SystemTime::now()).unwrap();
     let trusted = |workspace: &Workspace| {
         let found = agents::find(workspace.root(), "a", false).unwrap();
         store.require_trusted(workspace, found.launch).is_ok()
@@ -319,9 +313,7 @@ fn trust_covers_a_script_through_a_link_a_parent_path_or_shell_code() {
             "plain.sh"
         };
         assert_eq!(covered, [Path::new(expected)], "{agent}");
-        store
-            .trust_launch(&workspace, &launch.digest, SystemTime::now())
-            .unwrap();
+        store.trust_launch(&workspace, &launch, SystemTime::now()).unwrap();
         assert!(trusted(agent), "{agent}");
     }
     // A run rewrites its redirection's target: that file is not covered, so trust holds.
@@ -347,4 +339,86 @@ fn trust_covers_a_script_through_a_link_a_parent_path_or_shell_code() {
         error.contains("agent.sh") && error.contains("outside the workspace"),
         "{error}"
     );
+}
+
+/// Issue 44, point 1: a budget is part of the launch only where it would loosen nothing:
+/// lowering or adding one asks nothing, raising or removing one asks again; what was trusted
+/// before budgets stays trusted.
+#[test]
+fn raising_or_removing_a_budget_asks_again_lowering_or_adding_one_does_not() {
+    let (root, workspace, store) = empty_workspace_with_store();
+    let agents_with = |budget: &str, daily: &str| {
+        write_agents(
+            root.path(),
+            &format!("[[agent]]\nname = \"a\"\nrun = [\"true\"]\n{budget}\n{daily}"),
+        )
+    };
+    let trusted = || {
+        let found = agents::find(workspace.root(), "a", false).unwrap();
+        store.require_trusted(&workspace, found.launch).is_ok()
+    };
+    agents_with("", "");
+    let launch = untrusted(&store, &workspace, "a");
+    store.trust_launch(&workspace, &launch, SystemTime::now()).unwrap();
+    assert!(trusted());
+    agents_with("max_cost_usd = 0.50", "");
+    assert!(trusted(), "a budget added asks nothing");
+    let capped = launch_now(&workspace);
+    assert!(
+        capped.shown.covers.iter().any(|c| c.contains("$0.50 a run")),
+        "the prompt names the budget: {:?}",
+        capped.shown.covers
+    );
+    store.trust_launch(&workspace, &capped, SystemTime::now()).unwrap();
+    agents_with("max_cost_usd = 0.25", "");
+    assert!(trusted(), "a budget lowered asks nothing");
+    agents_with("max_cost_usd = 0.75", "");
+    assert!(!trusted(), "a budget raised asks again");
+    agents_with("", "");
+    assert!(!trusted(), "a budget removed asks again");
+    agents_with("max_cost_usd = 0.50\nmax_tokens = 1000", "[budget]\ndaily_usd = 5.0");
+    assert!(trusted(), "limits added to the one trusted ask nothing");
+    store
+        .trust_launch(&workspace, &launch_now(&workspace), SystemTime::now())
+        .unwrap();
+    agents_with("max_cost_usd = 0.50\nmax_tokens = 1000", "[budget]\ndaily_usd = 50.0");
+    assert!(!trusted(), "the daily budget raised asks again");
+    agents_with("max_cost_usd = 0.50\nmax_tokens = 2000", "[budget]\ndaily_usd = 5.0");
+    assert!(!trusted(), "max_tokens raised asks again");
+    agents_with("max_cost_usd = 0.50\nmax_tokens = 10", "[budget]\ndaily_usd = 1.0");
+    assert!(trusted());
+}
+
+/// The launch of agent `a` as it is now, trusted or not.
+fn launch_now(workspace: &Workspace) -> agents::Launch {
+    agents::find(workspace.root(), "a", false).unwrap().launch
+}
+
+/// A budget that is no sane number is refused as the file is read, naming its line and field.
+#[test]
+fn a_budget_that_is_no_sane_number_is_refused_naming_its_field() {
+    for (text, field, line) in [
+        (
+            "[[agent]]\nname = \"a\"\nrun = [\"x\"]\nmax_cost_usd = -1.0\n",
+            "max_cost_usd",
+            4,
+        ),
+        (
+            "[[agent]]\nname = \"a\"\nrun = [\"x\"]\nmax_tokens = 0\n",
+            "max_tokens",
+            4,
+        ),
+        (
+            "[[agent]]\nname = \"a\"\nrun = [\"x\"]\n\n[budget]\ndaily_usd = inf\n",
+            "daily_usd",
+            6,
+        ),
+        ("[budget]\nweekly_usd = 3.0\n", "weekly_usd", 2),
+    ] {
+        let error = agents::parse(Path::new("/w/.zibby/studio.toml"), text).unwrap_err();
+        let studio_core::Error::AgentsFile { line: l, field: f, .. } = &error else {
+            panic!("{error}")
+        };
+        assert_eq!((f.as_str(), *l), (field, line), "{text}: {error}");
+    }
 }

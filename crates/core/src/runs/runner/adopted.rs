@@ -138,7 +138,9 @@ fn follow_adopted(shared: &Arc<Shared>, run: RunRecord, dir: PathBuf, leader: Pr
                 let_go(&followed.shared, &followed.run_id);
                 return;
             }
-            followed.follow(receiver, Some(resumed));
+            // Its budget is not known here (the studio that started it held it): not enforced.
+            let budget = crate::sessions::budget::BudgetWatch::new(Default::default());
+            followed.follow(receiver, Some(resumed), budget);
         })
         .map_err(|e| Error::io_spawn("thread", e))?;
     shared.threads.lock().expect("threads lock").push(thread);

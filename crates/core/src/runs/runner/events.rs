@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::protocol::Stream;
+use crate::sessions::budget::BudgetSpend;
 use crate::status::Status;
 use crate::timeline::StoppedBy;
 
@@ -47,6 +48,19 @@ pub enum RunEvent {
         /// stopping.
         elsewhere: bool,
     },
+    /// 80 % of the run's budget is spent (`budget.warning` in its log).
+    BudgetWarning { run_id: String, spend: BudgetSpend },
+    /// The run's budget is spent: a graceful stop was asked (`budget.reached`).
+    BudgetReached { run_id: String, spend: BudgetSpend },
+    /// Some of its nodes reported usage that cannot be priced: its budget in dollars does not
+    /// hold them (`budget.unpriced`).
+    BudgetUnpriced {
+        run_id: String,
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        nodes_priced: usize,
+        #[cfg_attr(feature = "ts", ts(type = "number"))]
+        nodes_with_usage: usize,
+    },
     RunFinished {
         run_id: String,
         session_id: String,
@@ -67,6 +81,9 @@ impl RunEvent {
             | RunEvent::NodeEnd { run_id, .. }
             | RunEvent::Output { run_id, .. }
             | RunEvent::Stopping { run_id, .. }
+            | RunEvent::BudgetWarning { run_id, .. }
+            | RunEvent::BudgetReached { run_id, .. }
+            | RunEvent::BudgetUnpriced { run_id, .. }
             | RunEvent::RunFinished { run_id, .. } => run_id,
         }
     }

@@ -62,6 +62,11 @@ impl FollowedRun {
             (None, None) => Status::Interrupted,
         };
         let stopped_by = timeline.stopped_by.or(stopped_unseen);
+        // The budget asked the stop (a graceful one, escalated past the grace as any).
+        let stopped_by = match stopped_by {
+            Some(_) if self.live.stopped_by_budget.load(std::sync::atomic::Ordering::SeqCst) => Some(StoppedBy::Budget),
+            other => other,
+        };
         self.end_open_nodes(&fold, &timeline, node_spans, elapsed_ms);
         if let Some(span) = run_span {
             let _ = store.span_end(span, run_status, SystemTime::now());

@@ -19,11 +19,13 @@ use super::request::StartedRun;
 use super::shared::Shared;
 use super::spawn::PreparedRun;
 use crate::protocol::{EventKind, Stream, StreamReader};
+use crate::sessions::budget::BudgetWatch;
 use crate::sessions::cost::OutputUsageReader;
 use crate::status::Status;
 use crate::store::{Level, OutputWriter, Store};
 use crate::timeline::{Applied, TimelineFold};
 use crate::vocabulary::error::Error;
+use crate::vocabulary::launch::Budget;
 
 /// How often a run's thread looks at its stop state, and the longest output waits for the store.
 const TICK: Duration = Duration::from_millis(50);
@@ -74,6 +76,7 @@ pub(super) fn start_following(
     run: PreparedRun,
     live: Arc<LiveRun>,
     mut child: Child,
+    budget: Budget,
 ) -> Result<StartedRun, Error> {
     let pid = child.id();
     let (sender, receiver) = mpsc::sync_channel::<Message>(256);
@@ -95,7 +98,7 @@ pub(super) fn start_following(
     };
     let thread = std::thread::Builder::new()
         .name(format!("run-{pid}"))
-        .spawn(move || followed.follow(receiver, None))
+        .spawn(move || followed.follow(receiver, None, BudgetWatch::new(budget)))
         .map_err(|e| Error::io_spawn("thread", e))?;
     shared.threads.lock().expect("threads lock").push(thread);
     Ok(answer)
@@ -347,7 +350,7 @@ impl FollowedRun {
     }
 
     /// The run's thread: from its first byte (or where `resumed` says) to its end.
-    pub(super) fn follow(self, receiver: mpsc::Receiver<Message>, resumed: Option<Resumed>) {
+    pub(super) fn follow(self, receiver: mpsc::Receiver<Message>, resumed: Option<Resumed>, mut budget: BudgetWatch) {
         let store = self.shared.store.clone();
         let Resumed {
             mut reader,
@@ -365,6 +368,7 @@ impl FollowedRun {
         let mut stop_heard: Option<bool> = None;
         let mut steps: Vec<Step> = Vec::new();
         let mut heard: Vec<RunEvent> = Vec::new();
+        let mut usage_seen = recorder.usage.revision();
 
         loop {
             match receiver.recv_timeout(TICK) {
@@ -376,6 +380,7 @@ impl FollowedRun {
                     // Subscribers first: recording can wait a moment, the window should not.
                     self.shared.publish_all(heard.drain(..));
                     recorder.record(steps.drain(..));
+                    self.watch_budget(&mut budget, &recorder.usage, &mut usage_seen);
                 }
                 Ok(Message::Exited(child)) => {
                     self.after_keeper_died();

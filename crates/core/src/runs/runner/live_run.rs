@@ -26,6 +26,8 @@ pub(super) struct LiveRun {
     pub(super) stop: Mutex<StopState>,
     /// Left running: the run's thread stops following it and records nothing more.
     pub(super) detached: AtomicBool,
+    /// Its budget asked its stop: it ends stopped by the budget.
+    pub(super) stopped_by_budget: AtomicBool,
     /// The run keeper's folder, when the run goes through one.
     pub(super) keeper_dir: Option<PathBuf>,
 }
@@ -48,6 +50,7 @@ impl LiveRun {
             grace,
             stop: Mutex::new(StopState::default()),
             detached: AtomicBool::new(false),
+            stopped_by_budget: AtomicBool::new(false),
             keeper_dir,
         }
     }

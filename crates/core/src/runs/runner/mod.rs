@@ -20,6 +20,8 @@
 //!   the process the run started ([`crate::vocabulary::process::ProcessIdentity`]). A kept run's
 //!   keeper is told of a stop (SIGUSR1) and ends what the agent leaves behind (see
 //!   [`crate::runs::keeper`]).
+//! - `budget`: a run held to its budget: refused before it starts past the workspace's daily
+//!   budget (unless asked), stopped gracefully at its next node past its own, warned at 80 %.
 //! - `finish`: the end of a followed run: its status from its exit and output, the nodes it left
 //!   open ended, its end recorded and announced.
 //! - `run_record`: the studio's record of an ended run written into its session folder, from the
@@ -41,6 +43,7 @@
 //! and the conversation file).
 
 mod adopted;
+mod budget;
 mod captured;
 mod elsewhere;
 mod events;
@@ -58,6 +61,7 @@ mod spawn;
 mod stopping;
 mod supervisor;
 
+pub use budget::workspace_spend_since;
 pub use captured::{reconcile, record_captured_output};
 pub use elsewhere::{stop_elsewhere, stop_elsewhere_and_wait};
 pub use events::RunEvent;

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::sessions::session::Workspace;
 use crate::vocabulary::id::SessionId;
-use crate::vocabulary::launch::InheritEnv;
+use crate::vocabulary::launch::{Budget, InheritEnv};
 
 /// How long a graceful stop waits before signals, unless the run asks for another.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
@@ -31,6 +31,11 @@ pub struct RunRequest {
     pub node: Option<String>,
     /// How long a graceful stop waits before signals.
     pub grace: Duration,
+    /// What the run may spend (its nodes' priced cost, their tokens: stopped at the next node
+    /// past either), and what the workspace may spend today (checked before it starts).
+    pub budget: Budget,
+    /// Start it even when the workspace's spend today is past its daily budget (said in its log).
+    pub over_budget: bool,
 }
 
 /// A run that was started (or that could not start: then it has already finished, as `error`).

@@ -83,13 +83,17 @@ impl Supervisor {
     /// Starts a run. A command that cannot start is not an error here: it is a run that ended
     /// at once with status `error` and a message saying why.
     pub fn start(&self, request: RunRequest) -> Result<StartedRun, Error> {
+        let over_budget = super::budget::check_daily_budget(&self.shared, &request)?;
         let run = PreparedRun::prepare(&self.shared, &request)?;
+        if let Some(over) = &over_budget {
+            super::budget::log_over_budget(&self.shared.store, &run.run_id, over);
+        }
         let child = match run.child_command(&self.shared, &request).spawn() {
             Ok(child) => child,
             Err(why) => return run.record_failure(&self.shared, &request.workspace, why),
         };
         let live = run.record_start(&self.shared, &request.workspace, child.id(), request.grace);
-        start_following(&self.shared, run, live, child)
+        start_following(&self.shared, run, live, child, request.budget)
     }
 
     /// Adopts the kept runs still going that no live studio process owns any more (their studio
