@@ -4,11 +4,13 @@
 //! sees it; [`process`]: who a process is (start time, boot) and whether it still is;
 //! [`containment`]: a run's processes held together (its cgroup, its mark), to be ended together;
 //! [`visible`]: untrusted text shown with its hidden characters as escapes; [`owned`]: scratch
-//! folders named by their process, removed once it is gone.
+//! folders named by their process, removed once it is gone; [`label`]: tags, notes and saved
+//! views' names, checked before the store keeps them.
 
 pub mod containment;
 pub mod error;
 pub mod id;
+pub mod label;
 pub mod launch;
 pub mod owned;
 pub mod process;
