@@ -10,7 +10,10 @@ use std::path::PathBuf;
 use clap::error::ErrorKind;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use studio_args::StoreArgs;
+use studio_core::label::Tag;
 use studio_core::store::retention::Rule;
+use studio_core::store::Filters;
+use studio_core::Status;
 
 #[derive(Parser)]
 #[command(
@@ -81,8 +84,8 @@ pub struct SourceArgs {
 }
 
 /// The commands that read a bucket source.
-pub const READING: [&str; 9] = [
-    "sessions", "show", "logs", "search", "diff", "export", "import", "open", "mcp",
+pub const READING: [&str; 13] = [
+    "sessions", "show", "logs", "search", "diff", "export", "import", "open", "mcp", "tag", "untag", "note", "view",
 ];
 
 /// How a command prints what it found.
@@ -121,8 +124,9 @@ pub enum Command {
 /// The commands a person runs: they print through [`crate::visible::Visible`].
 #[derive(Subcommand)]
 pub enum StudioCommand {
-    /// List the sessions of a workspace: pinned first, then most recently updated
-    Sessions,
+    /// List the sessions of a workspace: pinned first, then most recently updated; --status,
+    /// --agent, --tag, --pinned and --search narrow the list (each must hold), or --view NAME
+    Sessions(SessionsArgs),
     /// Show one session in full
     Show(ShowArgs),
     /// Read a captured run's stdout (a CI log, say) and print its timeline
@@ -133,6 +137,17 @@ pub enum StudioCommand {
     Unpin(SessionArg),
     /// List the pinned sessions
     Pins,
+    /// Add tags to a session (a tag: at most 64 characters, no control or bidi characters, no
+    /// whitespace at its ends; a session holds at most 32)
+    Tag(TagArgs),
+    /// Remove tags from a session
+    Untag(TagArgs),
+    /// Print a session's note, or set it: TEXT, or - to read it from standard input ("" removes
+    /// it; a note holds at most 64 KiB). Search finds the words of notes
+    Note(NoteArgs),
+    /// Saved views: the sessions' filters kept under a name, per workspace (`zstudio sessions
+    /// --view NAME` lists through one)
+    View(ViewArgs),
     /// List the runs the studio started, newest first
     Runs(RunsArgs),
     /// Print a session's log (run.started, node.begin, run.cancelled, ...)
@@ -191,6 +206,95 @@ pub struct McpArgs {
 #[derive(Args)]
 pub struct SessionArg {
     pub session_id: String,
+}
+
+#[derive(Args)]
+pub struct SessionsArgs {
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// List through a saved view: its filters (`zstudio view list`); not with the filters above
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["status", "agent", "tags", "pinned", "search"])]
+    pub view: Option<String>,
+}
+
+/// The filters of the sessions table: what `sessions` lists, what a saved view keeps.
+#[derive(Args, Default)]
+pub struct FilterArgs {
+    /// Only the sessions of this status: running, success, error, cancelled, interrupted, unknown
+    #[arg(long, value_name = "STATUS", value_parser = parse_status)]
+    pub status: Option<Status>,
+    /// Only the sessions of this agent
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Only the sessions holding this tag; give it again for several (each must be held)
+    #[arg(long = "tag", id = "tags", value_name = "NAME", value_parser = parse_tag)]
+    pub tags: Vec<Tag>,
+    /// Only the pinned sessions
+    #[arg(long)]
+    pub pinned: bool,
+    /// Only the sessions a search for TEXT finds (as `zstudio search TEXT`, among its first 5000
+    /// hits)
+    #[arg(long, value_name = "TEXT")]
+    pub search: Option<String>,
+}
+
+impl FilterArgs {
+    pub fn filters(&self) -> Filters {
+        Filters {
+            status: self.status,
+            agent: self.agent.clone(),
+            tags: self.tags.clone(),
+            pinned: self.pinned,
+            search: self.search.clone(),
+        }
+    }
+}
+
+fn parse_status(word: &str) -> Result<Status, String> {
+    serde_json::from_value(serde_json::Value::String(word.to_owned()))
+        .map_err(|_| "a status is one of running, success, error, cancelled, interrupted, unknown".to_owned())
+}
+
+fn parse_tag(tag: &str) -> Result<Tag, String> {
+    Tag::parse(tag).map_err(|e| e.to_string())
+}
+
+#[derive(Args)]
+pub struct TagArgs {
+    pub session_id: String,
+    /// The tags
+    #[arg(required = true, value_name = "NAME", value_parser = parse_tag)]
+    pub tags: Vec<Tag>,
+}
+
+#[derive(Args)]
+pub struct NoteArgs {
+    pub session_id: String,
+    /// The note's text; - reads it from standard input; "" removes the note. Without it, the
+    /// note is printed
+    #[arg(value_name = "TEXT", allow_hyphen_values = true)]
+    pub text: Option<String>,
+}
+
+#[derive(Args)]
+pub struct ViewArgs {
+    #[command(subcommand)]
+    pub action: ViewAction,
+}
+
+#[derive(Subcommand)]
+pub enum ViewAction {
+    /// Save the filters given under NAME (a view of that name is replaced)
+    Save {
+        /// The view's name (a tag's rules)
+        name: String,
+        #[command(flatten)]
+        filters: FilterArgs,
+    },
+    /// List the saved views of the workspace
+    List,
+    /// Delete a saved view
+    Delete { name: String },
 }
 
 #[derive(Args)]
@@ -498,12 +602,16 @@ impl Command {
 impl StudioCommand {
     pub(crate) fn name(&self) -> &'static str {
         match self {
-            StudioCommand::Sessions => "sessions",
+            StudioCommand::Sessions(_) => "sessions",
             StudioCommand::Show(_) => "show",
             StudioCommand::Parse(_) => "parse",
             StudioCommand::Pin(_) => "pin",
             StudioCommand::Unpin(_) => "unpin",
             StudioCommand::Pins => "pins",
+            StudioCommand::Tag(_) => "tag",
+            StudioCommand::Untag(_) => "untag",
+            StudioCommand::Note(_) => "note",
+            StudioCommand::View(_) => "view",
             StudioCommand::Runs(_) => "runs",
             StudioCommand::Logs(_) => "logs",
             StudioCommand::Search(_) => "search",

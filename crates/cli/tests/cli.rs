@@ -4,6 +4,9 @@ mod common;
 // `zstudio export` and `zstudio import` (tests/cli/share.rs).
 #[path = "cli/share.rs"]
 mod share;
+// `zstudio tag`, `untag`, `note`, `view` and the filters of `sessions` (tests/cli/tags.rs).
+#[path = "cli/tags.rs"]
+mod tags;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -32,7 +32,6 @@ use crate::remote::protocol::{
 use crate::remote::reply::{write_frames, Outgoing, ReplyOut, Written};
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::{Change, ChangeSink};
-use crate::sessions::session::Workspace;
 use crate::vocabulary::error::{Error, ErrorCode};
 use crate::vocabulary::id::SessionId;
 use crate::vocabulary::visible::shown;
@@ -337,13 +336,9 @@ impl Shared {
         let studio: Weak<Studio> = Arc::downgrade(&self.studio);
         let frames = Mutex::new(self.frames.clone());
         let sink: ChangeSink = Arc::new(move |mut change: Change| {
-            if let (
-                Some(studio),
-                Change::SessionAdded { workspace, summary, .. } | Change::SessionUpdated { workspace, summary, .. },
-            ) = (studio.upgrade(), &mut change)
-            {
+            if let Some(studio) = studio.upgrade() {
                 if let Ok(store) = studio.store() {
-                    if let Err(error) = store.as_recorded(&Workspace::from_canonical_root(workspace.clone()), summary) {
+                    if let Err(error) = store.as_recorded_change(&mut change) {
                         tracing::warn!(%error, "a changed session read without the store's records");
                     }
                 }

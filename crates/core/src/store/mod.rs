@@ -252,6 +252,30 @@ impl Store {
         session_model::as_recorded(self, workspace, summary)
     }
 
+    /// A watcher's change of a session as every surface shows it: its summary
+    /// [`Store::as_recorded`], with its tags. Any other change is left as it is.
+    pub fn as_recorded_change(&self, change: &mut crate::sessions::change::Change) -> Result<(), Error> {
+        use crate::sessions::change::Change;
+        if let Change::SessionAdded {
+            workspace,
+            session_id,
+            summary,
+            tags,
+        }
+        | Change::SessionUpdated {
+            workspace,
+            session_id,
+            summary,
+            tags,
+        } = change
+        {
+            let workspace = Workspace::from_canonical_root(workspace.clone());
+            self.as_recorded(&workspace, summary)?;
+            *tags = self.tags(&workspace, session_id)?;
+        }
+        Ok(())
+    }
+
     /// One session in full: its folder, with what the store knows laid over it as the listing
     /// lays it (`session_model`).
     pub fn read_session(&self, workspace: &Workspace, id: &SessionId, now: SystemTime) -> Result<Session, Error> {
