@@ -10,10 +10,9 @@ use std::path::PathBuf;
 use clap::error::ErrorKind;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use studio_args::StoreArgs;
-use studio_core::label::Tag;
 use studio_core::store::retention::Rule;
-use studio_core::store::Filters;
-use studio_core::Status;
+
+pub use crate::filter_args::{FilterArgs, NoteArgs, TagArgs, ViewAction, ViewArgs};
 
 #[derive(Parser)]
 #[command(
@@ -163,7 +162,8 @@ pub enum StudioCommand {
     /// Stop a run that another studio process (the app, a `zstudio run`) supervises, or ask a run
     /// started outside the studio (a terminal) to stop before its next node
     Stop(StopArgs),
-    /// Delete old sessions by a retention rule (pinned sessions are always kept)
+    /// Delete old sessions by a retention rule (pinned sessions are always kept, tagged and
+    /// annotated ones unless --include-tagged)
     Prune(PruneArgs),
     /// Print the changes of the sessions of one or more workspaces as they happen, until
     /// interrupted: sessions added, updated and removed, and new output lines (give -w DIR once
@@ -215,86 +215,6 @@ pub struct SessionsArgs {
     /// List through a saved view: its filters (`zstudio view list`); not with the filters above
     #[arg(long, value_name = "NAME", conflicts_with_all = ["status", "agent", "tags", "pinned", "search"])]
     pub view: Option<String>,
-}
-
-/// The filters of the sessions table: what `sessions` lists, what a saved view keeps.
-#[derive(Args, Default)]
-pub struct FilterArgs {
-    /// Only the sessions of this status: running, success, error, cancelled, interrupted, unknown
-    #[arg(long, value_name = "STATUS", value_parser = parse_status)]
-    pub status: Option<Status>,
-    /// Only the sessions of this agent
-    #[arg(long, value_name = "NAME")]
-    pub agent: Option<String>,
-    /// Only the sessions holding this tag; give it again for several (each must be held)
-    #[arg(long = "tag", id = "tags", value_name = "NAME", value_parser = parse_tag)]
-    pub tags: Vec<Tag>,
-    /// Only the pinned sessions
-    #[arg(long)]
-    pub pinned: bool,
-    /// Only the sessions a search for TEXT finds (as `zstudio search TEXT`, among its first 5000
-    /// hits)
-    #[arg(long, value_name = "TEXT")]
-    pub search: Option<String>,
-}
-
-impl FilterArgs {
-    pub fn filters(&self) -> Filters {
-        Filters {
-            status: self.status,
-            agent: self.agent.clone(),
-            tags: self.tags.clone(),
-            pinned: self.pinned,
-            search: self.search.clone(),
-        }
-    }
-}
-
-fn parse_status(word: &str) -> Result<Status, String> {
-    serde_json::from_value(serde_json::Value::String(word.to_owned()))
-        .map_err(|_| "a status is one of running, success, error, cancelled, interrupted, unknown".to_owned())
-}
-
-fn parse_tag(tag: &str) -> Result<Tag, String> {
-    Tag::parse(tag).map_err(|e| e.to_string())
-}
-
-#[derive(Args)]
-pub struct TagArgs {
-    pub session_id: String,
-    /// The tags
-    #[arg(required = true, value_name = "NAME", value_parser = parse_tag)]
-    pub tags: Vec<Tag>,
-}
-
-#[derive(Args)]
-pub struct NoteArgs {
-    pub session_id: String,
-    /// The note's text; - reads it from standard input; "" removes the note. Without it, the
-    /// note is printed
-    #[arg(value_name = "TEXT", allow_hyphen_values = true)]
-    pub text: Option<String>,
-}
-
-#[derive(Args)]
-pub struct ViewArgs {
-    #[command(subcommand)]
-    pub action: ViewAction,
-}
-
-#[derive(Subcommand)]
-pub enum ViewAction {
-    /// Save the filters given under NAME (a view of that name is replaced)
-    Save {
-        /// The view's name (a tag's rules)
-        name: String,
-        #[command(flatten)]
-        filters: FilterArgs,
-    },
-    /// List the saved views of the workspace
-    List,
-    /// Delete a saved view
-    Delete { name: String },
 }
 
 #[derive(Args)]
@@ -422,6 +342,10 @@ pub struct PruneArgs {
     /// Only report what would be deleted
     #[arg(long)]
     pub dry_run: bool,
+    /// Delete tagged and annotated sessions (a tag or a note) the rule reaches too; pinned ones
+    /// are always kept
+    #[arg(long)]
+    pub include_tagged: bool,
     /// Do not ask for confirmation
     #[arg(long)]
     pub yes: bool,

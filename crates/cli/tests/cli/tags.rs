@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use super::{fixture_workspace, json_of, spawn_watch, text_of, zstudio};
+use super::{fixture_workspace, json_of, spawn_watch, text_of, walk, zstudio};
 
 const FAILED: &str = "1795952522957_vij4";
 const FANOUT: &str = "1795952527924_osmf";
@@ -319,4 +319,77 @@ fn watch_json_carries_each_sessions_tags() {
     watch.wait().unwrap();
     assert_eq!(seen[FAILED], json!(["watched"]));
     assert_eq!(seen[FANOUT], json!([]));
+}
+
+#[test]
+fn prune_keeps_tagged_and_annotated_sessions_unless_asked_and_says_how_many() {
+    let place = Place::new();
+    let sessions = place.workspace.path().join(".zibby/output/sessions");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(30 * 86_400);
+    for id in [FAILED, FANOUT] {
+        for entry in walk(&sessions.join(id)) {
+            std::fs::File::open(&entry).unwrap().set_modified(old).unwrap();
+        }
+    }
+    place.text(&["note", FANOUT, "keep: the fan-out that raced"]);
+    let dry = place.run(&["prune", "--keep-days", "7", "--dry-run", "--json"], None);
+    let doomed = json_of(&dry);
+    let ids: Vec<&str> = doomed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [FAILED], "the annotated one is kept");
+    let said = String::from_utf8_lossy(&dry.stderr);
+    assert!(
+        said.contains("kept 0 pinned and 1 tagged or annotated session(s)") && said.contains("--include-tagged"),
+        "{said}"
+    );
+
+    place.text(&["tag", FAILED, "evidence"]);
+    let report = place.run(&["prune", "--keep-days", "7", "--yes"], None);
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    assert!(String::from_utf8_lossy(&report.stderr).contains("kept 0 pinned and 2 tagged or annotated"));
+    assert!(
+        sessions.join(FAILED).is_dir() && sessions.join(FANOUT).is_dir(),
+        "nothing deleted"
+    );
+
+    // Asked: the tagged and annotated go; a pinned one stays whatever is asked.
+    place.text(&["pin", FANOUT]);
+    let report = place.run(&["prune", "--keep-days", "7", "--include-tagged", "--yes"], None);
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    assert!(
+        String::from_utf8_lossy(&report.stderr).contains("kept 1 pinned and 0 tagged"),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    assert!(!sessions.join(FAILED).exists());
+    assert!(sessions.join(FANOUT).is_dir());
+}
+
+#[test]
+fn a_bundle_carries_tags_and_note_to_another_workspace() {
+    let from = Place::new();
+    from.text(&["tag", FAILED, "flaky", "shared"]);
+    from.text(&["note", FAILED, "look at the narwhal node"]);
+    let bundle = from.data.path().join("failed.zip");
+    from.json(&["export", FAILED, "-o", bundle.to_str().unwrap()]);
+
+    let to = Place {
+        workspace: TempDir::new().unwrap(),
+        data: TempDir::new().unwrap(),
+    };
+    std::fs::create_dir_all(to.workspace.path().join(".zibby/output/sessions")).unwrap();
+    to.json(&["import", bundle.to_str().unwrap()]);
+    let shown = to.json(&["show", FAILED]);
+    assert_eq!(shown["tags"], json!(["flaky", "shared"]));
+    assert_eq!(shown["note"], "look at the narwhal node");
+    assert_eq!(to.listed(&["--tag", "shared"]), [FAILED]);
+    let hits = to.json(&["search", "narwhal"]);
+    assert_eq!(
+        (&hits[0]["kind"], &hits[0]["session_id"]),
+        (&json!("note"), &json!(FAILED))
+    );
 }
