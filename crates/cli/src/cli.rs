@@ -42,8 +42,9 @@ pub struct Globals {
     pub json: bool,
     /// A workspace on another machine, reached with the system's ssh: HOST:PATH (HOST an alias
     /// of the ssh config or USER@HOST[:PORT]; PATH absolute or ~/…) or ssh://[USER@]HOST[:PORT]/PATH.
-    /// Taken by sessions, show, watch, run (--agent), stop, export, import (a file here, uploaded)
-    /// and open (the host's own store is used), and by diff (A on the host, B here)
+    /// Taken by sessions, show, watch, run (--agent), stop, export, import (a file here, uploaded),
+    /// open, tag, untag and note (the host's own store is used), and by diff (A on the host, B
+    /// here)
     #[arg(long, value_name = "HOST:PATH", global = true)]
     pub remote: Option<String>,
     /// An ssh config file for --remote, handed to ssh as `-F FILE`
@@ -484,7 +485,7 @@ pub struct KeepArgs {
 
 /// The commands that take `--remote` (the `remote` module runs them).
 pub const REMOTE_COMMANDS: &[&str] = &[
-    "sessions", "show", "watch", "run", "stop", "export", "import", "diff", "open",
+    "sessions", "show", "watch", "run", "stop", "export", "import", "diff", "open", "tag", "untag", "note",
 ];
 
 /// How many workspaces a command reads.

@@ -21,7 +21,7 @@ use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::{Session, SessionId};
 
 use crate::cli::{
-    DiffArgs, ExportArgs, Globals, ImportArgs, SessionArg, SessionsArgs, ShowArgs, StopArgs, StudioCommand,
+    DiffArgs, ExportArgs, Globals, ImportArgs, NoteArgs, SessionArg, SessionsArgs, ShowArgs, StopArgs, StudioCommand,
 };
 use crate::print;
 
@@ -88,6 +88,17 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
         StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
         StudioCommand::Diff(args) => return diff(&remote, args, globals, out),
         StudioCommand::Open(args) => open(&remote, args, globals, out),
+        StudioCommand::Tag(args) | StudioCommand::Untag(args) => {
+            let id = SessionId::parse(&args.session_id)?;
+            let method = if matches!(command, StudioCommand::Tag(_)) {
+                "tags_add"
+            } else {
+                "tags_remove"
+            };
+            let tags: Vec<String> = remote.call(method, json!({ "session_id": id, "tags": args.tags }))?;
+            crate::commands::tags::tagged(out, globals.format(), &id, &tags)
+        }
+        StudioCommand::Note(args) => note(&remote, args, globals, out),
         _ => unreachable!("Cli::check refuses --remote for the other commands"),
     };
     done.map(|()| ExitCode::SUCCESS)
@@ -133,6 +144,20 @@ fn show(remote: &Remote, args: &ShowArgs, globals: &Globals, out: &mut impl Writ
             Ok(())
         }
     }
+}
+
+/// A note of a session of the host, printed or set as `zstudio note` does here (the host's
+/// store keeps it).
+fn note(remote: &Remote, args: &NoteArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    use crate::commands::tags;
+    let id = SessionId::parse(&args.session_id)?;
+    let Some(text) = tags::note_given(args, &id)? else {
+        let note: Option<String> = remote.call("note_get", json!({ "session_id": id }))?;
+        return tags::print_note(out, globals.format(), &id, note.as_deref());
+    };
+    let note = (!text.is_empty()).then_some(text.as_str());
+    let () = remote.call("note_set", json!({ "session_id": id, "note": note }))?;
+    tags::noted(out, globals.format(), &id, note)
 }
 
 /// The app started on a session of the host (`zibby-studio --session ID HOST:PATH`, the

@@ -17,7 +17,7 @@ pub mod serve;
 mod sessions;
 pub(crate) mod share;
 pub(crate) mod stop;
-mod tags;
+pub(crate) mod tags;
 mod tail;
 pub mod watch;
 

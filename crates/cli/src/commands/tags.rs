@@ -34,7 +34,7 @@ pub fn untag(args: &TagArgs, globals: &Globals, out: &mut impl Write) -> anyhow:
 }
 
 /// `tags of <id>: a, b` (or `<id> has no tags`), or with `--json` `{"session_id", "tags"}`.
-fn tagged(out: &mut impl Write, format: Format, id: &SessionId, tags: &[String]) -> anyhow::Result<()> {
+pub(crate) fn tagged(out: &mut impl Write, format: Format, id: &SessionId, tags: &[String]) -> anyhow::Result<()> {
     match format {
         Format::Json => print::write_json(out, &json!({ "session_id": id, "tags": tags })),
         Format::Human if tags.is_empty() => Ok(writeln!(out, "{id} has no tags")?),
@@ -50,27 +50,45 @@ pub fn note(args: &NoteArgs, globals: &Globals, out: &mut impl Write) -> anyhow:
         SessionId::parse(&args.session_id)?,
     );
     crate::open::require_session(&store, &workspace, &id)?;
-    let format = globals.format();
-    let Some(text) = &args.text else {
-        let note = store.note(&workspace, &id)?;
-        return match format {
-            Format::Json => print::write_json(out, &json!({ "session_id": id, "note": note })),
-            Format::Human => match note {
-                Some(note) => Ok(writeln!(out, "{note}")?),
-                None => Ok(writeln!(out, "{id} has no note")?),
-            },
-        };
-    };
-    let text = match text.as_str() {
-        "-" => read_note(std::io::stdin().lock(), &id)?,
-        text => text.to_owned(),
+    let Some(text) = note_given(args, &id)? else {
+        return print_note(out, globals.format(), &id, store.note(&workspace, &id)?.as_deref());
     };
     let note = (!text.is_empty()).then_some(text.as_str());
     store.set_note(&workspace, &id, note, SystemTime::now())?;
+    noted(out, globals.format(), &id, note)
+}
+
+/// The note `note ID TEXT` sets (`-`: read from standard input), `None` when it only asks.
+pub(crate) fn note_given(args: &NoteArgs, id: &SessionId) -> anyhow::Result<Option<String>> {
+    Ok(match args.text.as_deref() {
+        None => None,
+        Some("-") => Some(read_note(std::io::stdin().lock(), id)?),
+        Some(text) => Some(text.to_owned()),
+    })
+}
+
+/// A session's note as `note ID` prints it.
+pub(crate) fn print_note(
+    out: &mut impl Write,
+    format: Format,
+    id: &SessionId,
+    note: Option<&str>,
+) -> anyhow::Result<()> {
     match format {
         Format::Json => print::write_json(out, &json!({ "session_id": id, "note": note })),
-        Format::Human if note.is_none() => Ok(writeln!(out, "removed the note of {id}")?),
-        Format::Human => Ok(writeln!(out, "saved the note of {id} ({} bytes)", text.len())?),
+        Format::Human => match note {
+            Some(note) => Ok(writeln!(out, "{note}")?),
+            None => Ok(writeln!(out, "{id} has no note")?),
+        },
+    }
+}
+
+/// What `note ID TEXT` says once the note is set (`None`: removed).
+pub(crate) fn noted(out: &mut impl Write, format: Format, id: &SessionId, note: Option<&str>) -> anyhow::Result<()> {
+    match (format, note) {
+        (Format::Json, _) => print::write_json(out, &json!({ "session_id": id, "note": note })),
+        (Format::Human, None) => Ok(writeln!(out, "removed the note of {id}")?),
+        (Format::Human, Some(note)) => Ok(writeln!(out, "saved the note of {id} ({} bytes)", note.len())?),
     }
 }
 
