@@ -90,6 +90,7 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
     result: null,
     events: [],
     raw_stream_output: { path: "raw_stream_output.txt", bytes: 120 },
+    tags: [],
     problems: [],
     nodes: [detailNode("scan", "error", null)],
   });
@@ -233,6 +234,7 @@ export function demoBackend(options: DemoOptions = {}, now = Date.now()): FakeBa
     result: null,
     events: [],
     raw_stream_output: null,
+    tags: [],
     problems: [],
     nodes: [
       {

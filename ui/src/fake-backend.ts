@@ -196,6 +196,7 @@ export function fakeBackend(
       events: [],
       raw_stream_output: null,
       problems: row.problems,
+      tags: row.tags,
     };
   }
 

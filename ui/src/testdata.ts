@@ -18,6 +18,8 @@ export function row(id: string, overrides: Partial<SessionRow> = {}): SessionRow
     agent: null,
     messages: 0,
     live_run: null,
+    tags: [],
+    has_note: false,
     usage: null,
     ...overrides,
   };

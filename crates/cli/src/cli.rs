@@ -12,6 +12,8 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 use studio_args::StoreArgs;
 use studio_core::store::retention::Rule;
 
+pub use crate::filter_args::{FilterArgs, NoteArgs, TagArgs, ViewAction, ViewArgs};
+
 #[derive(Parser)]
 #[command(
     name = "zstudio",
@@ -40,8 +42,9 @@ pub struct Globals {
     pub json: bool,
     /// A workspace on another machine, reached with the system's ssh: HOST:PATH (HOST an alias
     /// of the ssh config or USER@HOST[:PORT]; PATH absolute or ~/…) or ssh://[USER@]HOST[:PORT]/PATH.
-    /// Taken by sessions, show, watch, run (--agent), stop, export, import (a file here, uploaded)
-    /// and open (the host's own store is used), and by diff (A on the host, B here)
+    /// Taken by sessions, show, watch, run (--agent), stop, export, import (a file here, uploaded),
+    /// open, tag, untag and note (the host's own store is used), and by diff (A on the host, B
+    /// here)
     #[arg(long, value_name = "HOST:PATH", global = true)]
     pub remote: Option<String>,
     /// An ssh config file for --remote, handed to ssh as `-F FILE`
@@ -81,8 +84,8 @@ pub struct SourceArgs {
 }
 
 /// The commands that read a bucket source.
-pub const READING: [&str; 9] = [
-    "sessions", "show", "logs", "search", "diff", "export", "import", "open", "mcp",
+pub const READING: [&str; 13] = [
+    "sessions", "show", "logs", "search", "diff", "export", "import", "open", "mcp", "tag", "untag", "note", "view",
 ];
 
 /// How a command prints what it found.
@@ -121,8 +124,9 @@ pub enum Command {
 /// The commands a person runs: they print through [`crate::visible::Visible`].
 #[derive(Subcommand)]
 pub enum StudioCommand {
-    /// List the sessions of a workspace: pinned first, then most recently updated
-    Sessions,
+    /// List the sessions of a workspace: pinned first, then most recently updated; --status,
+    /// --agent, --tag, --pinned and --search narrow the list (each must hold), or --view NAME
+    Sessions(SessionsArgs),
     /// Show one session in full
     Show(ShowArgs),
     /// Read a captured run's stdout (a CI log, say) and print its timeline
@@ -133,6 +137,17 @@ pub enum StudioCommand {
     Unpin(SessionArg),
     /// List the pinned sessions
     Pins,
+    /// Add tags to a session (a tag: at most 64 characters, no control or bidi characters, no
+    /// whitespace at its ends; a session holds at most 32)
+    Tag(TagArgs),
+    /// Remove tags from a session
+    Untag(TagArgs),
+    /// Print a session's note, or set it: TEXT, or - to read it from standard input ("" removes
+    /// it; a note holds at most 64 KiB). Search finds the words of notes
+    Note(NoteArgs),
+    /// Saved views: the sessions' filters kept under a name, per workspace (`zstudio sessions
+    /// --view NAME` lists through one)
+    View(ViewArgs),
     /// List the runs the studio started, newest first
     Runs(RunsArgs),
     /// Print a session's log (run.started, node.begin, run.cancelled, ...)
@@ -148,7 +163,8 @@ pub enum StudioCommand {
     /// Stop a run that another studio process (the app, a `zstudio run`) supervises, or ask a run
     /// started outside the studio (a terminal) to stop before its next node
     Stop(StopArgs),
-    /// Delete old sessions by a retention rule (pinned sessions are always kept)
+    /// Delete old sessions by a retention rule (pinned sessions are always kept, tagged and
+    /// annotated ones unless --include-tagged)
     Prune(PruneArgs),
     /// Print the changes of the sessions of one or more workspaces as they happen, until
     /// interrupted: sessions added, updated and removed, and new output lines (give -w DIR once
@@ -191,6 +207,15 @@ pub struct McpArgs {
 #[derive(Args)]
 pub struct SessionArg {
     pub session_id: String,
+}
+
+#[derive(Args)]
+pub struct SessionsArgs {
+    #[command(flatten)]
+    pub filters: FilterArgs,
+    /// List through a saved view: its filters (`zstudio view list`); not with the filters above
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["status", "agent", "tags", "pinned", "search"])]
+    pub view: Option<String>,
 }
 
 #[derive(Args)]
@@ -329,6 +354,10 @@ pub struct PruneArgs {
     /// Only report what would be deleted
     #[arg(long)]
     pub dry_run: bool,
+    /// Delete tagged and annotated sessions (a tag or a note) the rule reaches too; pinned ones
+    /// are always kept
+    #[arg(long)]
+    pub include_tagged: bool,
     /// Do not ask for confirmation
     #[arg(long)]
     pub yes: bool,
@@ -467,7 +496,7 @@ pub struct KeepArgs {
 
 /// The commands that take `--remote` (the `remote` module runs them).
 pub const REMOTE_COMMANDS: &[&str] = &[
-    "sessions", "show", "watch", "run", "stop", "export", "import", "diff", "open",
+    "sessions", "show", "watch", "run", "stop", "export", "import", "diff", "open", "tag", "untag", "note",
 ];
 
 /// How many workspaces a command reads.
@@ -509,12 +538,16 @@ impl Command {
 impl StudioCommand {
     pub(crate) fn name(&self) -> &'static str {
         match self {
-            StudioCommand::Sessions => "sessions",
+            StudioCommand::Sessions(_) => "sessions",
             StudioCommand::Show(_) => "show",
             StudioCommand::Parse(_) => "parse",
             StudioCommand::Pin(_) => "pin",
             StudioCommand::Unpin(_) => "unpin",
             StudioCommand::Pins => "pins",
+            StudioCommand::Tag(_) => "tag",
+            StudioCommand::Untag(_) => "untag",
+            StudioCommand::Note(_) => "note",
+            StudioCommand::View(_) => "view",
             StudioCommand::Runs(_) => "runs",
             StudioCommand::Logs(_) => "logs",
             StudioCommand::Search(_) => "search",

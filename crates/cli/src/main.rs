@@ -19,6 +19,7 @@
 mod ask;
 mod cli;
 mod commands;
+mod filter_args;
 mod mcp;
 mod open;
 mod print;

@@ -77,6 +77,9 @@ pub fn sessions(out: &mut impl Write, sessions: &[SessionRow], now: SystemTime) 
             shorten(session.title.as_deref().unwrap_or("-"), 32),
             ago(session.updated_at, now)
         )?;
+        if !row.tags.is_empty() {
+            writeln!(out, "  {:<11} tags: {}", "", row.tags.join(", "))?;
+        }
     }
     Ok(())
 }
@@ -91,6 +94,14 @@ pub fn session(
     writeln!(out, "session   {}", session.id)?;
     writeln!(out, "title     {}", session.title.as_deref().unwrap_or("-"))?;
     writeln!(out, "agent     {}", session.agent.as_deref().unwrap_or("-"))?;
+    if !session.tags.is_empty() {
+        writeln!(out, "tags      {}", session.tags.join(", "))?;
+    }
+    if let Some(note) = &session.note {
+        for (at, line) in note.lines().enumerate() {
+            writeln!(out, "{}{line}", if at == 0 { "note      " } else { "          " })?;
+        }
+    }
     writeln!(out, "path      {}", session.path.display())?;
     writeln!(out, "status    {}", session.status)?;
     writeln!(out, "current   {}", session.current_node.as_deref().unwrap_or("-"))?;

@@ -20,7 +20,9 @@ use studio_core::remote::link::{Link, LinkOptions};
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::{Session, SessionId};
 
-use crate::cli::{DiffArgs, ExportArgs, Globals, ImportArgs, SessionArg, ShowArgs, StopArgs, StudioCommand};
+use crate::cli::{
+    DiffArgs, ExportArgs, Globals, ImportArgs, NoteArgs, SessionArg, SessionsArgs, ShowArgs, StopArgs, StudioCommand,
+};
 use crate::print;
 
 /// A remote workspace's server, through its link (connected again when it drops, for the
@@ -77,7 +79,7 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
     studio_core::remote::ssh::end_masters_on_signals(!takes_ctrl_c).context("cannot watch for signals")?;
     let remote = Remote::open(target, globals)?;
     let done = match command {
-        StudioCommand::Sessions => sessions(&remote, globals, out),
+        StudioCommand::Sessions(args) => sessions(&remote, args, globals, out),
         StudioCommand::Show(args) => show(&remote, args, globals, out),
         StudioCommand::Stop(args) => stop(&remote, args, globals, out),
         StudioCommand::Export(args) => export(&remote, args, globals, out),
@@ -86,15 +88,35 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
         StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
         StudioCommand::Diff(args) => return diff(&remote, args, globals, out),
         StudioCommand::Open(args) => open(&remote, args, globals, out),
+        StudioCommand::Tag(args) | StudioCommand::Untag(args) => {
+            let id = SessionId::parse(&args.session_id)?;
+            let method = if matches!(command, StudioCommand::Tag(_)) {
+                "tags_add"
+            } else {
+                "tags_remove"
+            };
+            let tags: Vec<String> = remote.call(method, json!({ "session_id": id, "tags": args.tags }))?;
+            crate::commands::tags::tagged(out, globals.format(), &id, &tags)
+        }
+        StudioCommand::Note(args) => note(&remote, args, globals, out),
         _ => unreachable!("Cli::check refuses --remote for the other commands"),
     };
     done.map(|()| ExitCode::SUCCESS)
 }
 
-/// The host's sessions, printed as `zstudio sessions` prints a local workspace's.
-fn sessions(remote: &Remote, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+/// The host's sessions, printed as `zstudio sessions` prints a local workspace's, narrowed by
+/// the filters given (but a search text and a saved view, which are the host's store's).
+fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    if args.view.is_some() || args.filters.search.is_some() {
+        anyhow::bail!("with --remote, `sessions` takes --status, --agent, --tag and --pinned, not --view or --search");
+    }
     let now = SystemTime::now();
-    let listing: SessionListing = remote.call("sessions_list", json!({}))?;
+    let mut listing: SessionListing = remote.call("sessions_list", json!({}))?;
+    let filters = args.filters.filters();
+    if filters != studio_core::store::Filters::default() {
+        listing.sessions.retain(|row| filters.keeps(row));
+        listing.usage = studio_core::store::index::usage_of_sessions(&listing.sessions);
+    }
     print::emit(out, globals.format(), &listing.sessions, |out, sessions| {
         print::sessions(out, sessions, now)?;
         if let Some(total) = &listing.usage {
@@ -122,6 +144,20 @@ fn show(remote: &Remote, args: &ShowArgs, globals: &Globals, out: &mut impl Writ
             Ok(())
         }
     }
+}
+
+/// A note of a session of the host, printed or set as `zstudio note` does here (the host's
+/// store keeps it).
+fn note(remote: &Remote, args: &NoteArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    use crate::commands::tags;
+    let id = SessionId::parse(&args.session_id)?;
+    let Some(text) = tags::note_given(args, &id)? else {
+        let note: Option<String> = remote.call("note_get", json!({ "session_id": id }))?;
+        return tags::print_note(out, globals.format(), &id, note.as_deref());
+    };
+    let note = (!text.is_empty()).then_some(text.as_str());
+    let () = remote.call("note_set", json!({ "session_id": id, "note": note }))?;
+    tags::noted(out, globals.format(), &id, note)
 }
 
 /// The app started on a session of the host (`zibby-studio --session ID HOST:PATH`, the

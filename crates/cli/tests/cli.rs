@@ -7,6 +7,9 @@ mod share;
 // Budgets: a run stopped by its own, the day's that refuses the next (tests/cli/budgets.rs).
 #[path = "cli/budgets.rs"]
 mod budgets;
+// `zstudio tag`, `untag`, `note`, `view` and the filters of `sessions` (tests/cli/tags.rs).
+#[path = "cli/tags.rs"]
+mod tags;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -628,3 +628,58 @@ fn azure_and_cloud_storage_prefixes_are_read_as_s3_ones_are() {
         }
     }
 }
+
+/// Tags, notes and views of a bucket's sessions are kept in the local store (the bucket is never
+/// written), keyed by the bucket's mirror and the session id: listed, filtered, shown, searched.
+#[test]
+fn a_bucket_sessions_tags_and_notes_are_kept_in_the_local_store() {
+    let setup = setup();
+    let tagged = json_of(&zstudio(
+        &setup,
+        &["--source", URL, "tag", PIPELINE_ID, "nightly", "--json"],
+    ));
+    assert_eq!(tagged, json!({"session_id": PIPELINE_ID, "tags": ["nightly"]}));
+    json_of(&zstudio(
+        &setup,
+        &["--source", URL, "note", PIPELINE_ID, "the wombat build", "--json"],
+    ));
+    let listed = json_of(&zstudio(
+        &setup,
+        &["--source", URL, "sessions", "--tag", "nightly", "--json"],
+    ));
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [PIPELINE_ID]);
+    assert_eq!(listed[0]["tags"], json!(["nightly"]));
+    assert_eq!(listed[0]["has_note"], true);
+    let shown = json_of(&zstudio(&setup, &["--source", URL, "show", PIPELINE_ID, "--json"]));
+    assert_eq!(
+        (&shown["tags"], &shown["note"]),
+        (&json!(["nightly"]), &json!("the wombat build"))
+    );
+    let hits = json_of(&zstudio(&setup, &["--source", URL, "search", "wombat", "--json"]));
+    assert_eq!(
+        (&hits[0]["kind"], &hits[0]["session_id"]),
+        (&json!("note"), &json!(PIPELINE_ID))
+    );
+    json_of(&zstudio(
+        &setup,
+        &["--source", URL, "view", "save", "nightly", "--tag", "nightly", "--json"],
+    ));
+    let through = json_of(&zstudio(
+        &setup,
+        &["--source", URL, "sessions", "--view", "nightly", "--json"],
+    ));
+    assert_eq!(through.as_array().unwrap().len(), 1);
+    // The local workspace holding the same sessions is another workspace: none of them.
+    let local = setup.local.path().to_str().unwrap();
+    let here = json_of(&zstudio(
+        &setup,
+        &["sessions", "-w", local, "--tag", "nightly", "--json"],
+    ));
+    assert_eq!(here, json!([]));
+}

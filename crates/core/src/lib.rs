@@ -61,7 +61,7 @@ pub mod watch;
 pub use app::live;
 pub use runs::{keeper, runner, stop};
 pub use sessions::{agents, budget, change, cost, files, private, session, tail, untrusted};
-pub use vocabulary::{containment, error, id, launch, process, size, visible};
+pub use vocabulary::{containment, error, id, label, launch, process, size, visible};
 pub use watch::watcher;
 
 pub use studio_protocol::{protocol, status, timeline, usage};

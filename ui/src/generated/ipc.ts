@@ -20,7 +20,7 @@ export type SessionId = string;
  * the core, the CLI, the shell and the window (whose TypeScript union is generated from
  * it), the window's own codes included. New codes may come: match with a fallback arm.
  */
-export type ErrorCode = "invalid_session_id" | "invalid_node_name" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "bucket" | "invalid_request" | "protocol_mismatch" | "remote_link" | "local_only" | "budget_exceeded" | "ssh_not_answering" | "ssh_key_refused" | "ssh_host_key_changed" | "ssh_host_key_unknown" | "ssh_link_lost" | "ssh" | "remote_workspace" | "remote_bootstrap" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
+export type ErrorCode = "invalid_session_id" | "invalid_node_name" | "workspace_not_found" | "not_a_folder" | "session_not_found" | "io" | "store" | "store_too_new" | "no_data_folder" | "run_not_found" | "session_live" | "trash" | "agents_file" | "agent_not_found" | "agent_exists" | "run_not_live" | "outside_session" | "symlink_refused" | "not_a_regular_file" | "file_too_large" | "agents_untrusted" | "no_replay_command" | "no_workspace" | "shutting_down" | "invalid_stream" | "invalid_query" | "reveal" | "import_entry_refused" | "import_too_large" | "bundle_version_unknown" | "bundle_checksum_mismatch" | "bundle_invalid" | "session_exists" | "not_importable" | "bucket" | "invalid_request" | "protocol_mismatch" | "remote_link" | "local_only" | "budget_exceeded" | "invalid_tag" | "too_many_tags" | "note_too_large" | "invalid_view_name" | "view_not_found" | "ssh_not_answering" | "ssh_key_refused" | "ssh_host_key_changed" | "ssh_host_key_unknown" | "ssh_link_lost" | "ssh" | "remote_workspace" | "remote_bootstrap" | "ipc" | "internal" | "invalid_agent" | "watch_polling";
 
 /**
  * Every failed command rejects with this; the UI branches on `code`, never on `message`.
@@ -298,6 +298,14 @@ messages: number,
  * The id of its run that is live now (started by this or another studio process).
  */
 live_run: string | null, 
+/**
+ * Its tags, in the order they were added (`zstudio tag`).
+ */
+tags: Array<string>, 
+/**
+ * Whether it has a note (`zstudio note`; `show` gives its text).
+ */
+has_note: boolean, 
 /**
  * Listed by a cloud workspace before its files are fetched: the id alone, its details to
  * come (`app::cloud::CloudWorkspace::fetching`). Absent when false.
@@ -612,6 +620,14 @@ usage?: UsageTotal | null,
  */
 imported?: Imported | null, 
 /**
+ * Its tags, in the order added (the store's; none from a folder alone).
+ */
+tags: Array<string>, 
+/**
+ * Its note (the store's; none from a folder alone).
+ */
+note?: string | null, 
+/**
  * What the studio cannot know of this session and how to get the full story, in one
  * sentence for a user: a run it did not start, whose engine left no record of how it ended
  * (see docs/cli.md, "Where each fact comes from"). Absent when nothing is missing that a
@@ -709,7 +725,7 @@ binary: boolean, };
  * What a search hit is: the kind of row of the index it leads back to (that row's FTS rowid is
  * `source id * 8 + kind`). The lookups below select the same words.
  */
-export type SearchHitKind = "output" | "message" | "log" | "node" | "file";
+export type SearchHitKind = "output" | "message" | "log" | "node" | "file" | "note" | "tag";
 
 /**
  * One place a search matched.

@@ -19,7 +19,7 @@ use std::time::SystemTime;
 use studio_core::bucket::{cache, Listing, Mirror, MirrorOptions, Source, UploadState};
 use studio_core::SessionId;
 
-use crate::cli::{Globals, ImportArgs, SourceArgs, StudioCommand, READING};
+use crate::cli::{Globals, ImportArgs, SessionsArgs, SourceArgs, StudioCommand, READING};
 
 /// Runs `command` on the bucket prefix `url`.
 pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl Write) -> anyhow::Result<ExitCode> {
@@ -32,8 +32,8 @@ pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl 
     cloud.source = SourceArgs::default();
     let mut local = globals.clone();
     local.source = SourceArgs::default();
-    if matches!(command, StudioCommand::Sessions) {
-        return list_sessions(&mirror, &cloud, out).map(|()| ExitCode::SUCCESS);
+    if let StudioCommand::Sessions(args) = &command {
+        return list_sessions(&mirror, args, &cloud, out).map(|()| ExitCode::SUCCESS);
     }
     let listing = mirror.refresh(SystemTime::now())?;
     say(&source, &listing, named_sessions(&command).as_deref())?;
@@ -62,12 +62,13 @@ pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl 
 
 /// `sessions`: the mirror's folder listed (through the store, as any workspace's) while the
 /// bucket is asked, and again only when the refresh changed the folder.
-fn list_sessions(mirror: &Mirror, cloud: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+fn list_sessions(mirror: &Mirror, args: &SessionsArgs, cloud: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     let (store, workspace) = (cloud.open_store()?, cloud.open_workspace()?);
     let (listing, sessions) = mirror.refresh_reading(now, || store.list_sessions(&workspace, now))?;
     say(mirror.source(), &listing, None)?;
-    super::sessions::print_listing(cloud, &sessions?, now, out)
+    let sessions = super::sessions::filtered(&store, &workspace, args, sessions?)?;
+    super::sessions::print_listing(cloud, &sessions, now, out)
 }
 
 /// The mirror of `source` (its cache cleared first when asked), not yet refreshed.

@@ -41,10 +41,24 @@ pub fn prune(args: &PruneArgs, globals: &Globals, out: &mut impl Write) -> anyho
     let now = SystemTime::now();
     let (workspace, store) = (globals.open_workspace()?, globals.open_store()?);
     let listed = store.list_sessions_as(&workspace, now, studio_core::store::index::NodeDetail::TotalsOnly)?;
-    let doomed = retention::plan(&listed, args.rule.0, now);
+    let plan = retention::plan(&listed, args.rule.0, now, args.include_tagged);
+    let doomed = plan.doomed;
     print::emit(out, globals.format(), &doomed, |out, doomed| {
         print::doomed(out, doomed, now)
     })?;
+    // Said on standard error, beside what is deleted: `--json` stays the list of the doomed.
+    if plan.kept_pinned + plan.kept_tagged > 0 {
+        eprintln!(
+            "kept {} pinned and {} tagged or annotated session(s) the rule reached{}",
+            plan.kept_pinned,
+            plan.kept_tagged,
+            if plan.kept_tagged > 0 {
+                " (--include-tagged deletes the tagged and annotated ones)"
+            } else {
+                ""
+            }
+        );
+    }
     if args.dry_run || doomed.is_empty() {
         return Ok(());
     }

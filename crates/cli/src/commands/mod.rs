@@ -17,6 +17,7 @@ pub mod serve;
 mod sessions;
 pub(crate) mod share;
 pub(crate) mod stop;
+pub(crate) mod tags;
 mod tail;
 pub mod watch;
 
@@ -34,12 +35,16 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         return cloud::run(command, globals, url, out);
     }
     let done = match command {
-        StudioCommand::Sessions => sessions::list(globals, out),
+        StudioCommand::Sessions(args) => sessions::list(&args, globals, out),
         StudioCommand::Show(args) => sessions::show(&args, globals, out),
         StudioCommand::Parse(args) => parse::parse(&args, globals, out),
         StudioCommand::Pin(args) => pins::pin(&args, globals, out),
         StudioCommand::Unpin(args) => pins::unpin(&args, globals, out),
         StudioCommand::Pins => pins::list(globals, out),
+        StudioCommand::Tag(args) => tags::tag(&args, globals, out),
+        StudioCommand::Untag(args) => tags::untag(&args, globals, out),
+        StudioCommand::Note(args) => tags::note(&args, globals, out),
+        StudioCommand::View(args) => tags::view(&args, globals, out),
         StudioCommand::Runs(args) => runs::list(&args, globals, out),
         StudioCommand::Logs(args) => logs::logs(&args, globals, out),
         StudioCommand::Search(args) => search::search(&args, globals, out),

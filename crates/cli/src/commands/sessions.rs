@@ -5,16 +5,35 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::SystemTime;
 
-use studio_core::store::{SessionRow, SpanKind, Store};
+use studio_core::store::{Filters, SessionRow, SpanKind, Store};
 use studio_core::{SessionId, Workspace};
 
-use crate::cli::{Globals, ShowArgs};
+use crate::cli::{Globals, SessionsArgs, ShowArgs};
 use crate::print;
 
-pub fn list(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn list(args: &SessionsArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
-    let sessions = globals.open_store()?.list_sessions(&globals.open_workspace()?, now)?;
+    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+    let sessions = store.list_sessions(&workspace, now)?;
+    let sessions = filtered(&store, &workspace, args, sessions)?;
     print_listing(globals, &sessions, now, out)
+}
+
+/// The rows the filters of `sessions` keep: a saved view's (`--view`), else those given.
+pub fn filtered(
+    store: &Store,
+    workspace: &Workspace,
+    args: &SessionsArgs,
+    sessions: Vec<SessionRow>,
+) -> anyhow::Result<Vec<SessionRow>> {
+    let filters = match &args.view {
+        Some(name) => store.view(workspace, name)?.filters,
+        None => args.filters.filters(),
+    };
+    if filters == Filters::default() {
+        return Ok(sessions);
+    }
+    Ok(store.filter_sessions(workspace, sessions, &filters)?)
 }
 
 /// The listing as `sessions` prints it (a table and the total cost, or JSON).

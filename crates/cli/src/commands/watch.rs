@@ -6,7 +6,6 @@ use std::io::Write;
 use std::sync::Arc;
 
 use studio_core::watcher::{Change, ChangeSink, Watcher, WatcherOptions};
-use studio_core::Workspace;
 
 use crate::cli::{Format, Globals};
 use crate::print;
@@ -27,12 +26,8 @@ pub fn watch(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     };
     let _watcher = Watcher::start(workspaces, sink, options)?;
     for mut change in received {
-        // A session the studio ran reads as `sessions` and `show` read it.
-        if let Change::SessionAdded { workspace, summary, .. } | Change::SessionUpdated { workspace, summary, .. } =
-            &mut change
-        {
-            store.as_recorded(&Workspace::from_canonical_root(workspace.clone()), summary)?;
-        }
+        // A session the studio ran reads as `sessions` and `show` read it, with its tags.
+        store.as_recorded_change(&mut change)?;
         print_change(out, globals.format(), &change, several)?;
     }
     Ok(())

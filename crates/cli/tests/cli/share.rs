@@ -183,7 +183,7 @@ fn a_session_exported_and_imported_elsewhere_answers_every_command_the_same() {
         !text.contains("sk-zibby-secret-4242"),
         "the config is left out by default"
     );
-    assert!(text.contains("\"format_version\": 1"), "the manifest says its version");
+    assert!(text.contains("\"format_version\": 2"), "the manifest says its version");
 
     let imported = to.json(&["import", bundle.to_str().unwrap()]);
     assert_eq!(imported["session_id"], session.as_str());

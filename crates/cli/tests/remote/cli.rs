@@ -628,3 +628,60 @@ fn a_remote_watch_ended_by_a_signal_leaves_no_ssh_behind() {
         );
     }
 }
+
+/// Tags and notes of a host's session are kept in the host's store, as its pins are: set from
+/// here, read there, listed and filtered here; a bad tag is refused here, before any link.
+#[test]
+fn tags_and_notes_of_a_remote_session_are_kept_in_the_hosts_store() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let host_data = sshd.home().join("data");
+    let id = session_on_host(ws, &host_data);
+    let remote = format!("{}:{ws}", sshd.alias());
+    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    let here = |args: &[&str]| {
+        let mut all = vec!["--remote", remote.as_str()];
+        all.extend(args);
+        all.push("--json");
+        json_of(&zstudio(&all, local.path(), &env))
+    };
+    assert_eq!(
+        here(&["tag", &id, "remote", "flaky"]),
+        serde_json::json!({"session_id": id, "tags": ["remote", "flaky"]})
+    );
+    assert_eq!(here(&["untag", &id, "flaky"])["tags"], serde_json::json!(["remote"]));
+    here(&["note", &id, "the axolotl host run"]);
+    assert_eq!(here(&["note", &id])["note"], "the axolotl host run");
+    // The host's own store holds them.
+    let on_host = json_of(&zstudio(&["show", &id, "-w", ws, "--json"], &host_data, &[]));
+    assert_eq!(on_host["tags"], serde_json::json!(["remote"]));
+    assert_eq!(on_host["note"], "the axolotl host run");
+    let hits = json_of(&zstudio(&["search", "axolotl", "-w", ws, "--json"], &host_data, &[]));
+    assert_eq!(hits[0]["kind"], "note");
+    // Listed and filtered here.
+    let listed = here(&["sessions", "--tag", "remote"]);
+    assert_eq!(listed[0]["id"], id.as_str());
+    assert_eq!(listed[0]["tags"], serde_json::json!(["remote"]));
+    assert_eq!(listed[0]["has_note"], true);
+    assert_eq!(here(&["sessions", "--tag", "absent"]), serde_json::json!([]));
+    assert_eq!(here(&["show", &id])["tags"], serde_json::json!(["remote"]));
+    // Removed from here.
+    here(&["note", &id, ""]);
+    assert_eq!(here(&["note", &id])["note"], serde_json::Value::Null);
+    // Refused: a bad tag as the command line is read, a session the host does not have by it.
+    let output = zstudio(&["--remote", &remote, "tag", &id, "bad\u{7}"], local.path(), &env);
+    assert_eq!(output.status.code(), Some(2));
+    let output = zstudio(
+        &["--remote", &remote, "tag", "1795952522957_nope", "x"],
+        local.path(),
+        &env,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.contains("1795952522957_nope") && said.contains(sshd.alias()),
+        "{said}"
+    );
+}

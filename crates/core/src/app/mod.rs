@@ -450,6 +450,7 @@ impl Studio {
             .into_iter()
             .map(|pin| (pin.session_id, pin.pinned_at))
             .collect();
+        let mut tags = self.store()?.tags_of_workspace(workspace)?;
         let not_known = format!(
             "Being fetched from {}: its details show once its files are in.",
             cloud.source()
@@ -458,6 +459,7 @@ impl Studio {
             .into_iter()
             .map(|id| {
                 let created_at = id.unix_ms().map(Timestamp);
+                let id_text = id.to_string();
                 let pinned_at = pins.get(id.as_str()).copied();
                 SessionRow {
                     summary: SessionSummary {
@@ -478,6 +480,8 @@ impl Studio {
                     pinned_at,
                     messages: 0,
                     live_run: None,
+                    tags: tags.remove(id_text.as_str()).unwrap_or_default(),
+                    has_note: false,
                     fetching: true,
                 }
             })

@@ -22,6 +22,7 @@ use crate::store::index::NodeDetail;
 use crate::store::{LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, Span};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
+use crate::vocabulary::label::Tag;
 
 /// The most lines one output page holds.
 pub const MAX_PAGE_LINES: usize = 5_000;
@@ -132,6 +133,44 @@ impl Studio {
 
     pub fn pin_remove(&self, session_id: &str) -> Result<(), Error> {
         self.store()?.unpin(&self.workspace()?, &SessionId::parse(session_id)?)
+    }
+
+    /// Adds tags to a session the workspace has; answers its tags after.
+    pub fn tags_add(&self, session_id: &str, tags: &[Tag]) -> Result<Vec<String>, Error> {
+        let (store, workspace, id) = (self.store()?, self.workspace()?, SessionId::parse(session_id)?);
+        self.require_session(&workspace, &id)?;
+        store.tag(&workspace, &id, tags, SystemTime::now())
+    }
+
+    /// Removes tags from a session; answers its tags after.
+    pub fn tags_remove(&self, session_id: &str, tags: &[Tag]) -> Result<Vec<String>, Error> {
+        self.store()?
+            .untag(&self.workspace()?, &SessionId::parse(session_id)?, tags)
+    }
+
+    /// A session's note, if it has one.
+    pub fn note_get(&self, session_id: &str) -> Result<Option<String>, Error> {
+        let (workspace, id) = (self.workspace()?, SessionId::parse(session_id)?);
+        self.require_session(&workspace, &id)?;
+        self.store()?.note(&workspace, &id)
+    }
+
+    /// Sets a session's note (`None` or empty removes it).
+    pub fn note_set(&self, session_id: &str, note: Option<&str>) -> Result<(), Error> {
+        let (workspace, id) = (self.workspace()?, SessionId::parse(session_id)?);
+        self.require_session(&workspace, &id)?;
+        self.store()?.set_note(&workspace, &id, note, SystemTime::now())
+    }
+
+    /// `session_not_found` for a session neither the store nor a folder knows.
+    fn require_session(&self, workspace: &Workspace, id: &SessionId) -> Result<(), Error> {
+        if self.store()?.session_exists(workspace, id)? {
+            return Ok(());
+        }
+        Err(Error::SessionNotFound {
+            id: id.to_string(),
+            sessions_dir: workspace.sessions_dir(),
+        })
     }
 
     /// Full-text search over the workspace's run output, messages, node names and logs, at most

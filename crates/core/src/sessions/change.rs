@@ -30,12 +30,19 @@ pub enum Change {
         workspace: PathBuf,
         session_id: SessionId,
         summary: SessionSummary,
+        /// Its tags: the store's, laid over by what reads the store (`Store::as_recorded_change`:
+        /// `zstudio watch`, a studio server); none from the watcher alone.
+        #[serde(default)]
+        tags: Vec<String>,
     },
     /// A session's summary changed (status, current node, nodes, update time, problems).
     SessionUpdated {
         workspace: PathBuf,
         session_id: SessionId,
         summary: SessionSummary,
+        /// Its tags, as [`Change::SessionAdded`]'s.
+        #[serde(default)]
+        tags: Vec<String>,
     },
     /// A session folder is gone (deleted, moved away, or its sessions folder was).
     SessionRemoved { workspace: PathBuf, session_id: SessionId },

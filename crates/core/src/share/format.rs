@@ -10,8 +10,11 @@ use super::redact::Redaction;
 
 /// What `format` in a bundle's `manifest.json` says.
 pub const BUNDLE_FORMAT: &str = "zibby-studio-session";
-/// The bundle format version this studio writes and reads.
-pub const BUNDLE_FORMAT_VERSION: u32 = 1;
+/// The bundle format version this studio writes, and the newest it reads. 2: the session's
+/// record (`records/session.json`) may carry its `tags` and `note`.
+pub const BUNDLE_FORMAT_VERSION: u32 = 2;
+/// The oldest bundle format version this studio reads (1: without tags and note).
+pub const OLDEST_BUNDLE_FORMAT_VERSION: u32 = 1;
 
 pub(super) const MANIFEST: &str = "manifest.json";
 pub(super) const SESSION_DIR: &str = "session";

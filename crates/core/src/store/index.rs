@@ -18,7 +18,7 @@ use rusqlite::{params, Connection};
 
 use super::connection::{timestamp, write_transaction, QueryResult, Store};
 use super::sessions::SessionRow;
-use super::{nodes_seen, output_usage, runs, session_model, sessions, spans, workspaces};
+use super::{nodes_seen, output_usage, runs, session_model, sessions, spans, tags, workspaces};
 use crate::sessions::change::{Change, ChangeSink};
 use crate::sessions::cost::{NodeUsage, UsageTotal};
 use crate::sessions::session::{self, SessionSummary, Workspace};
@@ -77,10 +77,12 @@ pub(super) fn listing(
         .map(|run| (run.session_id.as_str(), run.id.as_str()))
         .collect();
     let mut facts = store.with_conn(|conn| sessions::facts(conn, workspace))?;
+    let mut tags = store.with_conn(|conn| tags::of_workspace(conn, workspace))?;
     let mut rows: Vec<SessionRow> = sessions
         .into_iter()
         .map(|mut summary| {
-            let (pinned_at, title, agent, messages) = facts.remove(summary.id.as_str()).unwrap_or_default();
+            let (pinned_at, title, agent, messages, has_note) = facts.remove(summary.id.as_str()).unwrap_or_default();
+            let tags = tags.remove(summary.id.as_str()).unwrap_or_default();
             session_model::name_session(&mut summary, title, agent);
             let live_run = live_runs.get(summary.id.as_str()).map(|id| (*id).to_owned());
             SessionRow {
@@ -89,6 +91,8 @@ pub(super) fn listing(
                 pinned_at: pinned_at.map(timestamp),
                 messages,
                 live_run,
+                tags,
+                has_note,
                 fetching: false,
             }
         })

@@ -238,7 +238,29 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN origin TEXT;
     "#,
-    // 14: the budget trusted with a launch (`Launch::trust_key` in `digest` from now on: the same
+    // 14: what a user gives sessions (issue 44): tags (`session_tags`, keyed by the session row as
+    // a pin is), one note per session (`sessions.note`, in the search index as kind 5, rowid
+    // `session key * 8 + 5`), and saved views: the table's filters under a name, per workspace
+    // (`filters` is `views::Filters` as JSON).
+    r#"
+    CREATE TABLE session_tags (
+        session_key INTEGER NOT NULL REFERENCES sessions(key) ON DELETE CASCADE,
+        tag TEXT NOT NULL,
+        tagged_at INTEGER NOT NULL,
+        PRIMARY KEY (session_key, tag)
+    );
+    CREATE INDEX session_tags_by_tag ON session_tags (tag);
+    ALTER TABLE sessions ADD COLUMN note TEXT;
+    ALTER TABLE sessions ADD COLUMN noted_at INTEGER;
+    CREATE TABLE saved_views (
+        workspace_id INTEGER NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        filters TEXT NOT NULL,
+        saved_at INTEGER NOT NULL,
+        PRIMARY KEY (workspace_id, name)
+    );
+    "#,
+    // 15: the budget trusted with a launch (`Launch::trust_key` in `digest` from now on: the same
     // text as the digests kept before), its ceiling: NULL is no limit, which any budget keeps
     // within, so what was trusted before stays trusted.
     r#"

@@ -10,7 +10,8 @@
 //! and their types): `workspaces`, `sessions`, `messages`, `runs`, `logs`, `spans`, `output`
 //! (output blocks), `output_usage` (`node_usage`), `search` (`search_text`), `trust`
 //! (`trusted_launches`), `index` (`folder_index`), `folder_text` (`folder_text`, `folder_files`:
-//! session folders' output files in the search index), `nodes_seen`; then what reads several: `node_logs`,
+//! session folders' output files in the search index), `nodes_seen`, `tags` (`session_tags` and
+//! notes), `views` (`saved_views`); then what reads several: `node_logs`,
 //! `session_model`, `records` (export and import), `recovery`, `retention`. `connection` is the
 //! leaf under them all: opening, the lock, transactions and the one conversion of SQLite's errors
 //! into the studio's. The methods of [`Store`] below only lock the connection and call them;
@@ -35,7 +36,9 @@ mod search;
 mod session_model;
 mod sessions;
 mod spans;
+mod tags;
 mod trust;
+pub mod views;
 mod watched;
 mod workspaces;
 
@@ -49,6 +52,7 @@ use crate::status::Status;
 use crate::timeline::StoppedBy;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
+use crate::vocabulary::label::Tag;
 
 pub use connection::{Store, StoreLocation};
 pub use logs::{Level, LogLine};
@@ -65,6 +69,7 @@ pub use search::{SearchHit, SearchHitKind};
 pub use session_model::RunNodesUsage;
 pub use sessions::{Pin, SessionRow};
 pub use spans::{Span, SpanKind};
+pub use views::{Filters, SavedView};
 
 // ---- workspaces ----
 impl Store {
@@ -92,6 +97,103 @@ impl Store {
     /// Pinned sessions of a workspace, most recently pinned first.
     pub fn pins(&self, workspace: &Workspace) -> Result<Vec<Pin>, Error> {
         self.with_conn(|conn| sessions::pins(conn, workspace))
+    }
+
+    /// Adds `tags` to a session (checked by [`Tag::parse`]); refused, nothing added, past
+    /// `label::MAX_TAGS_PER_SESSION`. Returns its tags after, in the order added.
+    pub fn tag(
+        &self,
+        workspace: &Workspace,
+        id: &SessionId,
+        tags: &[Tag],
+        now: SystemTime,
+    ) -> Result<Vec<String>, Error> {
+        self.with_conn(|conn| tags::add(conn, workspace, id, tags, now))
+    }
+
+    /// Removes `tags` from a session. Returns its tags after.
+    pub fn untag(&self, workspace: &Workspace, id: &SessionId, tags: &[Tag]) -> Result<Vec<String>, Error> {
+        self.with_conn(|conn| tags::remove(conn, workspace, id, tags))
+    }
+
+    /// A session's tags, in the order added.
+    pub fn tags(&self, workspace: &Workspace, id: &SessionId) -> Result<Vec<String>, Error> {
+        self.with_conn(|conn| tags::of_session(conn, workspace, id))
+    }
+
+    /// The tags of every tagged session of a workspace, by session id.
+    pub fn tags_of_workspace(&self, workspace: &Workspace) -> Result<HashMap<String, Vec<String>>, Error> {
+        self.with_conn(|conn| tags::of_workspace(conn, workspace))
+    }
+
+    /// Sets a session's note (`None` or empty removes it); refused over `label::MAX_NOTE_BYTES`.
+    pub fn set_note(
+        &self,
+        workspace: &Workspace,
+        id: &SessionId,
+        note: Option<&str>,
+        now: SystemTime,
+    ) -> Result<(), Error> {
+        self.with_conn(|conn| tags::set_note(conn, workspace, id, note, now))
+    }
+
+    /// A session's note, if it has one.
+    pub fn note(&self, workspace: &Workspace, id: &SessionId) -> Result<Option<String>, Error> {
+        self.with_conn(|conn| tags::note(conn, workspace, id))
+    }
+
+    /// Saves the table's `filters` under `name` in the workspace (replacing a view of that name).
+    pub fn view_save(
+        &self,
+        workspace: &Workspace,
+        name: &str,
+        filters: &Filters,
+        now: SystemTime,
+    ) -> Result<(), Error> {
+        self.with_conn(|conn| views::save(conn, workspace, name, filters, now))
+    }
+
+    /// The saved views of a workspace, by name.
+    pub fn views(&self, workspace: &Workspace) -> Result<Vec<SavedView>, Error> {
+        self.with_conn(|conn| views::list(conn, workspace))
+    }
+
+    /// The saved view `name` of a workspace (`view_not_found` when there is none).
+    pub fn view(&self, workspace: &Workspace, name: &str) -> Result<SavedView, Error> {
+        self.with_conn(|conn| views::get(conn, workspace, name))
+    }
+
+    /// Deletes the saved view `name` (`view_not_found` when there is none).
+    pub fn view_delete(&self, workspace: &Workspace, name: &str) -> Result<(), Error> {
+        self.with_conn(|conn| views::delete(conn, workspace, name))
+    }
+
+    /// The rows of a listing that pass `filters`, in their order; the search text keeps the
+    /// sessions among the first `views::SEARCH_HITS` hits of [`Store::search`].
+    pub fn filter_sessions(
+        &self,
+        workspace: &Workspace,
+        rows: Vec<SessionRow>,
+        filters: &Filters,
+    ) -> Result<Vec<SessionRow>, Error> {
+        let found: Option<std::collections::HashSet<String>> = match filters.search.as_deref() {
+            Some(text) => Some(
+                self.search(workspace, text, views::SEARCH_HITS)?
+                    .into_iter()
+                    .map(|hit| hit.session_id)
+                    .collect(),
+            ),
+            None => None,
+        };
+        Ok(rows
+            .into_iter()
+            .filter(|row| filters.keeps(row))
+            .filter(|row| {
+                found
+                    .as_ref()
+                    .is_none_or(|found| found.contains(row.summary.id.as_str()))
+            })
+            .collect())
     }
 
     /// What the store calls a session: the beginning of its first prompt (`title`) and the agent
@@ -148,6 +250,30 @@ impl Store {
     /// laid over it as the listing lays them: `show`, `watch` and the listing agree.
     pub fn as_recorded(&self, workspace: &Workspace, summary: &mut SessionSummary) -> Result<(), Error> {
         session_model::as_recorded(self, workspace, summary)
+    }
+
+    /// A watcher's change of a session as every surface shows it: its summary
+    /// [`Store::as_recorded`], with its tags. Any other change is left as it is.
+    pub fn as_recorded_change(&self, change: &mut crate::sessions::change::Change) -> Result<(), Error> {
+        use crate::sessions::change::Change;
+        if let Change::SessionAdded {
+            workspace,
+            session_id,
+            summary,
+            tags,
+        }
+        | Change::SessionUpdated {
+            workspace,
+            session_id,
+            summary,
+            tags,
+        } = change
+        {
+            let workspace = Workspace::from_canonical_root(workspace.clone());
+            self.as_recorded(&workspace, summary)?;
+            *tags = self.tags(&workspace, session_id)?;
+        }
+        Ok(())
     }
 
     /// One session in full: its folder, with what the store knows laid over it as the listing

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::connection::{millis, timestamp, QueryError, QueryResult, Store};
 use super::logs::{self, Level};
 use super::output::{self, OutputWriter};
-use super::{messages, output_usage, runs, search, sessions, spans, workspaces};
+use super::{messages, output_usage, runs, search, sessions, spans, tags, workspaces};
 use crate::protocol::Stream;
 use crate::sessions::cost::OutputUsageReader;
 pub use crate::sessions::session::Imported;
@@ -25,6 +25,7 @@ use crate::sessions::session::Workspace;
 use crate::status::Status;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
+use crate::vocabulary::label::Tag;
 
 /// The session's own row: `records/session.json`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -34,6 +35,12 @@ pub struct SessionRecord {
     pub title: Option<String>,
     pub created_at_ms: Option<u64>,
     pub updated_at_ms: Option<u64>,
+    /// Its tags, in the order added (format version 2; absent when none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<Tag>,
+    /// Its note (format version 2; absent when none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// One run: a line of `records/runs.jsonl`.
@@ -128,9 +135,20 @@ pub(super) fn export(conn: &Connection, workspace: &Workspace, id: &SessionId) -
                 title: r.get(1)?,
                 created_at_ms: r.get::<_, Option<i64>>(2)?.map(|ms| ms.max(0) as u64),
                 updated_at_ms: r.get::<_, Option<i64>>(3)?.map(|ms| ms.max(0) as u64),
+                tags: Vec::new(),
+                note: None,
             })
         },
     )?;
+    // Tags the store holds were checked as they were kept; one that no longer reads is left out.
+    let session = SessionRecord {
+        tags: tags::of_session(conn, workspace, id)?
+            .iter()
+            .filter_map(|tag| Tag::parse(tag).ok())
+            .collect(),
+        note: tags::note(conn, workspace, id)?,
+        ..session
+    };
     // Oldest first, as they ran.
     let mut runs: Vec<RunRow> = runs::of_workspace(conn, workspace, Some(id))?
         .into_iter()
@@ -284,7 +302,23 @@ pub(super) fn import_begin<'s>(
                 now_ms
             ],
         )?;
-        Ok(conn.last_insert_rowid())
+        let session_key = conn.last_insert_rowid();
+        for (at, tag) in record.tags.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO session_tags (session_key, tag, tagged_at) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (session_key, tag) DO NOTHING",
+                params![session_key, tag.as_str(), now_ms + at as i64],
+            )?;
+        }
+        if let Some(note) = record.note.as_deref().filter(|note| !note.is_empty()) {
+            crate::vocabulary::label::check_note(id.as_str(), note)?;
+            conn.execute(
+                "UPDATE sessions SET note = ?2, noted_at = ?3 WHERE key = ?1",
+                params![session_key, note, now_ms],
+            )?;
+            search::index(conn, search::Kind::Note, session_key, note)?;
+        }
+        Ok(session_key)
     })?;
     Ok(SessionImport {
         store,

@@ -1,9 +1,10 @@
-//! Full-text search (SQLite FTS5) over run output, messages, logs and node names.
+//! Full-text search (SQLite FTS5) over run output, messages, logs, node names and notes.
 //!
 //! One contentless FTS table; each row's rowid is `source id * 8 + kind` ([`rowid`]), so the text
 //! is stored once (in its own table, or for a `file`, in the session folder's file) and a hit leads
 //! back to its row. The text of session folders' node output files is indexed at search time
-//! (`folder_text`).
+//! (`folder_text`). A word `tag:NAME` of a query is no text to find: it keeps the hits of sessions
+//! tagged NAME; a query of such words alone finds the sessions tagged so (kind `tag`).
 
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
@@ -25,9 +26,13 @@ pub enum SearchHitKind {
     /// A node's output file in a session folder (`folder_text`): what a run the studio did not
     /// start (a terminal, CI, a bucket) printed.
     File = 4,
+    /// A session's note (`tags`): its source id is the session's key.
+    Note = 5,
+    /// A session holding the tags a query of `tag:NAME` words alone asks for: no row of the index.
+    Tag = 6,
 }
 
-/// Kinds per source id in the FTS rowids: room for 8 (5 used).
+/// Kinds per source id in the FTS rowids: room for 8 (6 used).
 pub(super) const KINDS: i64 = 8;
 
 /// The FTS rowid of a source row of a kind.
@@ -45,6 +50,8 @@ impl SearchHitKind {
             SearchHitKind::Log => "log",
             SearchHitKind::Node => "node",
             SearchHitKind::File => "file",
+            SearchHitKind::Note => "note",
+            SearchHitKind::Tag => "tag",
         }
     }
 }
@@ -70,6 +77,8 @@ impl rusqlite::types::FromSql for SearchHitKind {
             "log" => Ok(SearchHitKind::Log),
             "node" => Ok(SearchHitKind::Node),
             "file" => Ok(SearchHitKind::File),
+            "note" => Ok(SearchHitKind::Note),
+            "tag" => Ok(SearchHitKind::Tag),
             other => Err(rusqlite::types::FromSqlError::Other(
                 format!("unknown search hit kind `{other}`").into(),
             )),
@@ -91,9 +100,17 @@ pub(super) fn unindex_session(tx: &Connection, session_key: i64) -> rusqlite::Re
             SELECT b.id * 8 + 0 FROM output_blocks b JOIN runs r ON r.key = b.run_key WHERE r.session_key = ?1
             UNION ALL SELECT id * 8 + 1 FROM messages WHERE session_key = ?1
             UNION ALL SELECT id * 8 + 2 FROM logs WHERE session_key = ?1
-            UNION ALL SELECT s.id * 8 + 3 FROM spans s JOIN runs r ON r.id = s.run_id WHERE r.session_key = ?1)",
+            UNION ALL SELECT s.id * 8 + 3 FROM spans s JOIN runs r ON r.id = s.run_id WHERE r.session_key = ?1
+            UNION ALL SELECT key * 8 + 5 FROM sessions WHERE key = ?1 AND note IS NOT NULL)",
         [session_key],
     )?;
+    Ok(())
+}
+
+/// Removes a session's note from the index (before it changes).
+pub(super) fn unindex_note(tx: &Connection, session_key: i64) -> rusqlite::Result<()> {
+    tx.prepare_cached("DELETE FROM search_text WHERE rowid = ?1")?
+        .execute([rowid(Kind::Note, session_key)])?;
     Ok(())
 }
 
@@ -158,6 +175,53 @@ pub struct SearchHit {
     pub path: Option<String>,
 }
 
+/// The tags a query's `tag:NAME` words ask for, and its other words (the text to find).
+fn split_tags(query: &str) -> (Vec<&str>, String) {
+    let (tags, words): (Vec<&str>, Vec<&str>) = query.split_whitespace().partition(|word| word.starts_with("tag:"));
+    let tags = tags.into_iter().map(|word| &word["tag:".len()..]).collect();
+    (tags, words.join(" "))
+}
+
+/// The sessions of a workspace holding every one of `tags` (and the tags each holds), most
+/// recently tagged first.
+fn tagged_sessions(conn: &Connection, workspace_key: i64, tags: &[&str]) -> QueryResult<Vec<(String, String)>> {
+    let mut wanted: Vec<&str> = tags.to_vec();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let mut statement = conn.prepare_cached(
+        "SELECT s.session_id, group_concat(t.tag, ' ') FROM sessions s JOIN session_tags t ON t.session_key = s.key
+             WHERE s.workspace_id = ?1 GROUP BY s.key
+             HAVING sum(t.tag IN (SELECT value FROM json_each(?2))) = ?3
+             ORDER BY max(t.tagged_at) DESC, s.session_id",
+    )?;
+    let rows = statement.query_map(
+        params![
+            workspace_key,
+            serde_json::to_string(&wanted).unwrap_or_default(),
+            wanted.len() as i64
+        ],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A query of `tag:NAME` words alone: one hit for each session `tagged`, its tags as its text.
+fn tag_hits(tagged: Vec<(String, String)>, limit: usize) -> Vec<SearchHit> {
+    tagged
+        .into_iter()
+        .take(limit)
+        .map(|(session_id, held)| SearchHit {
+            kind: SearchHitKind::Tag,
+            session_id,
+            run_id: None,
+            node: None,
+            line: 0,
+            text: held,
+            path: None,
+        })
+        .collect()
+}
+
 /// Words of the query, each quoted (so `"`, `*`, `-` and `:` are text, not syntax) and matched as
 /// a prefix; all must occur.
 fn fts_query(query: &str) -> Option<String> {
@@ -177,12 +241,20 @@ pub(super) fn search(
     query: &str,
     limit: usize,
 ) -> QueryResult<Vec<SearchHit>> {
-    let Some(fts) = fts_query(query) else {
-        return Ok(Vec::new());
-    };
+    let (tags, words) = split_tags(query);
     let Some(workspace_key) = workspaces::known_key(conn, workspace)? else {
         return Ok(Vec::new());
     };
+    let tagged = if tags.is_empty() {
+        None
+    } else {
+        Some(tagged_sessions(conn, workspace_key, &tags)?)
+    };
+    let Some(fts) = fts_query(&words) else {
+        return Ok(tag_hits(tagged.unwrap_or_default(), limit));
+    };
+    let allowed: Option<std::collections::HashSet<String>> =
+        tagged.map(|tagged| tagged.into_iter().map(|(id, _)| id).collect());
     let mut matches =
         conn.prepare_cached("SELECT rowid FROM search_text WHERE search_text MATCH ?1 ORDER BY rowid DESC")?;
     let mut rows = matches.query([fts])?;
@@ -201,11 +273,13 @@ pub(super) fn search(
         // A file hit is the file's text from where it was indexed (its path, until read below).
         "SELECT 'file', f.session_id, NULL, f.node, f.first_byte, f.path FROM folder_files f
            WHERE f.id = ?1 AND f.workspace_id = ?2",
+        "SELECT 'note', s.session_id, NULL, NULL, 0, s.note FROM sessions s
+           WHERE s.key = ?1 AND s.workspace_id = ?2 AND s.note IS NOT NULL",
     ]
     .iter()
     .map(|sql| conn.prepare_cached(sql))
     .collect::<Result<Vec<_>, _>>()?;
-    let terms: Vec<String> = query.split_whitespace().map(fold).collect();
+    let terms: Vec<String> = words.split_whitespace().map(fold).collect();
     let mut hits = Vec::new();
     while hits.len() < limit {
         let Some(row) = rows.next()? else {
@@ -230,6 +304,16 @@ pub(super) fn search(
             })
             .optional()?;
         let Some(hit) = hit else { continue };
+        if allowed
+            .as_ref()
+            .is_some_and(|allowed| !allowed.contains(&hit.session_id))
+        {
+            continue;
+        }
+        if hit.kind == SearchHitKind::Note {
+            hits.push(note_hit(hit, &terms));
+            continue;
+        }
         if hit.kind == SearchHitKind::File {
             file_hits(workspace, hit, &terms, limit - hits.len(), &mut hits);
             continue;
@@ -287,6 +371,22 @@ fn file_hits(workspace: &Workspace, hit: SearchHit, terms: &[String], room: usiz
             text: excerpt(line, terms, EXCERPT_CHARS),
             path: Some(path.clone()),
         });
+    }
+}
+
+/// A note's hit: its first line holding every word (else its first line), cut around the match,
+/// with its line number.
+fn note_hit(hit: SearchHit, terms: &[String]) -> SearchHit {
+    let mut lines = hit.text.lines().enumerate();
+    let (at, line) = lines
+        .clone()
+        .find(|(_, line)| line_matches(line, terms))
+        .or_else(|| lines.next())
+        .unwrap_or((0, ""));
+    SearchHit {
+        line: at as i64 + 1,
+        text: excerpt(line, terms, EXCERPT_CHARS),
+        ..hit
     }
 }
 

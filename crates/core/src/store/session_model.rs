@@ -32,7 +32,7 @@ use super::connection::Store;
 use super::output_usage::{self, UsageByNode};
 use super::runs::{self, RunRecord};
 use super::spans::{self, Span, SpanKind};
-use super::{nodes_seen, records, sessions};
+use super::{nodes_seen, records, sessions, tags};
 use crate::sessions::cost::{NodeUsage, UsageTotal};
 use crate::sessions::session::{
     self, one_line, NodeSummary, Session, SessionNode, SessionSummary, Timestamp, Workspace,
@@ -77,6 +77,8 @@ pub(super) fn read_session(
     session.title = summary.title.clone();
     session.usage = summary.usage;
     session.imported = store.with_conn(|conn| records::imported(conn, workspace, id))?;
+    session.tags = store.with_conn(|conn| tags::of_session(conn, workspace, id))?;
+    session.note = store.with_conn(|conn| tags::note(conn, workspace, id))?;
     session.not_known = summary.not_known.clone();
     let mut by_name: HashMap<String, SessionNode> =
         session.nodes.drain(..).map(|node| (node.name.clone(), node)).collect();

@@ -1,5 +1,5 @@
 //! The `sessions` table: what the studio knows of a session beyond its folder (its key for the
-//! other tables, pin, title, agent, where it was imported from), and deleting a session whole.
+//! other tables, pin, title, agent, where it was imported from, note), and deleting a session whole.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -34,6 +34,10 @@ pub struct SessionRow {
     pub messages: i64,
     /// The id of its run that is live now (started by this or another studio process).
     pub live_run: Option<String>,
+    /// Its tags, in the order they were added (`zstudio tag`).
+    pub tags: Vec<String>,
+    /// Whether it has a note (`zstudio note`; `show` gives its text).
+    pub has_note: bool,
     /// Listed by a cloud workspace before its files are fetched: the id alone, its details to
     /// come (`app::cloud::CloudWorkspace::fetching`). Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -59,6 +63,8 @@ struct RowOwnFields {
     pinned_at: Option<Option<Timestamp>>,
     messages: Option<i64>,
     live_run: Option<Option<String>>,
+    tags: Option<Vec<String>>,
+    has_note: Option<bool>,
     fetching: Option<bool>,
 }
 
@@ -80,6 +86,9 @@ impl<'de> Visitor<'de> for RowVisitor {
             pinned_at: own.pinned_at.flatten(),
             messages: own.messages.ok_or_else(|| de::Error::missing_field("messages"))?,
             live_run: own.live_run.flatten(),
+            // A host from before tags lists none.
+            tags: own.tags.unwrap_or_default(),
+            has_note: own.has_note.unwrap_or(false),
             fetching: own.fetching.unwrap_or(false),
         })
     }
@@ -103,6 +112,8 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for SummaryFields<'_, A> {
                 "pinned_at" => own.pinned_at = Some(self.map.next_value()?),
                 "messages" => own.messages = Some(self.map.next_value()?),
                 "live_run" => own.live_run = Some(self.map.next_value()?),
+                "tags" => own.tags = Some(self.map.next_value()?),
+                "has_note" => own.has_note = Some(self.map.next_value()?),
                 "fetching" => own.fetching = Some(self.map.next_value()?),
                 _ => return seed.deserialize(CowStrDeserializer::new(key.0)).map(Some),
             }
@@ -153,8 +164,8 @@ pub struct Pin {
 }
 
 /// What the store knows of a session for its row: pinned time, title (the beginning of its first
-/// prompt), agent, message count.
-pub(super) type SessionFacts = (Option<i64>, Option<String>, Option<String>, i64);
+/// prompt), agent, message count, whether it has a note.
+pub(super) type SessionFacts = (Option<i64>, Option<String>, Option<String>, i64, bool);
 
 /// The key of a session row, created on first use.
 pub(crate) fn key(conn: &Connection, workspace: &Workspace, id: &SessionId, now: SystemTime) -> QueryResult<i64> {
@@ -216,11 +227,14 @@ pub(super) fn pins(conn: &Connection, workspace: &Workspace) -> QueryResult<Vec<
 pub(super) fn facts(conn: &Connection, workspace: &Workspace) -> QueryResult<HashMap<String, SessionFacts>> {
     let mut statement = conn.prepare_cached(
         "SELECT s.session_id, s.pinned_at, s.title, s.agent,
-                        (SELECT count(*) FROM messages m WHERE m.session_key = s.key)
+                        (SELECT count(*) FROM messages m WHERE m.session_key = s.key), s.note IS NOT NULL
                  FROM sessions s JOIN workspaces w ON w.id = s.workspace_id WHERE w.root = ?1",
     )?;
     let rows = statement.query_map([workspace.root().to_string_lossy()], |r| {
-        Ok((r.get::<_, String>(0)?, (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))
+        Ok((
+            r.get::<_, String>(0)?,
+            (r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?),
+        ))
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }

@@ -171,6 +171,18 @@ pub enum Error {
          ([budget] daily_usd in .zibby/studio.toml): start the run with --over-budget to go past it"
     )]
     BudgetExceeded { spent: String, limit: String, day: String },
+    /// A tag that breaks a rule of `label` (length, control or bidi characters, whitespace at
+    /// its ends); the tag is shown with its hidden characters as escapes.
+    #[error("invalid tag {tag:?}: {rule}")]
+    InvalidTag { tag: String, rule: &'static str },
+    #[error("session `{id}` would have {count} tags: a session holds at most {limit}")]
+    TooManyTags { id: String, count: usize, limit: usize },
+    #[error("the note of session `{id}` is {bytes} bytes: a note holds at most {limit} bytes")]
+    NoteTooLarge { id: String, bytes: usize, limit: usize },
+    #[error("invalid view name {name:?}: {rule}")]
+    InvalidViewName { name: String, rule: &'static str },
+    #[error("no saved view `{name}` in this workspace (`zstudio view list` lists them)")]
+    ViewNotFound { name: String },
     #[error("cannot {} {path}: {source}", .op.verb())]
     Io {
         /// What failed: reading, writing, or starting something.
@@ -282,6 +294,11 @@ impl Error {
             Error::RemoteLink { .. } => ErrorCode::RemoteLink,
             Error::LocalOnly { .. } => ErrorCode::LocalOnly,
             Error::BudgetExceeded { .. } => ErrorCode::BudgetExceeded,
+            Error::InvalidTag { .. } => ErrorCode::InvalidTag,
+            Error::TooManyTags { .. } => ErrorCode::TooManyTags,
+            Error::NoteTooLarge { .. } => ErrorCode::NoteTooLarge,
+            Error::InvalidViewName { .. } => ErrorCode::InvalidViewName,
+            Error::ViewNotFound { .. } => ErrorCode::ViewNotFound,
             Error::Unavailable { code, .. } | Error::Remote { code, .. } => *code,
         }
     }
@@ -393,6 +410,16 @@ error_codes! {
     LocalOnly = "local_only",
     /// The workspace's spend today is at or past its daily budget: no run starts unless asked.
     BudgetExceeded = "budget_exceeded",
+    /// A tag breaks a rule (length, hidden characters, whitespace at its ends).
+    InvalidTag = "invalid_tag",
+    /// A session would hold more tags than it takes.
+    TooManyTags = "too_many_tags",
+    /// A note is larger than a note takes.
+    NoteTooLarge = "note_too_large",
+    /// A saved view's name breaks a rule (those of a tag).
+    InvalidViewName = "invalid_view_name",
+    /// No saved view of that name in the workspace.
+    ViewNotFound = "view_not_found",
     /// ssh reached nothing on the host: refused, timed out, a name that does not resolve.
     SshNotAnswering = "ssh_not_answering",
     /// The host refused the key (or its passphrase was wrong).

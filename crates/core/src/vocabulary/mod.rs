@@ -5,11 +5,13 @@
 //! [`containment`]: a run's processes held together (its cgroup, its mark), to be ended together;
 //! [`visible`]: untrusted text shown with its hidden characters as escapes; [`size`]: a byte
 //! count as every surface shows it; [`owned`]: scratch folders named by their process, removed
-//! once it is gone.
+//! once it is gone; [`label`]: tags, notes and saved views' names, checked before the store keeps
+//! them.
 
 pub mod containment;
 pub mod error;
 pub mod id;
+pub mod label;
 pub mod launch;
 pub mod owned;
 pub mod process;

@@ -21,6 +21,7 @@ mod session_folders;
 mod share;
 mod start_up;
 mod store;
+mod tags;
 mod trust;
 mod usage;
 mod watcher;

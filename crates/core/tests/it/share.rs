@@ -393,7 +393,7 @@ fn lie_about_size(zip: &[u8], name: &[u8], size: u32) -> Vec<u8> {
 fn a_manifest_of_an_unknown_version_is_refused() {
     let bench = Bench::new();
     let mut bundle = Bundle::valid();
-    bundle.format_version = 2.into();
+    bundle.format_version = 3.into();
     let result = bench.import(&bench.bundle(&bundle.zip()), ImportLimits::default());
     assert_refused(&bench, result, "bundle_version_unknown", "manifest.json");
 }
@@ -849,4 +849,58 @@ fn export_redacts_tokens_and_writes_the_home_folder_as_tilde() {
     )
     .unwrap();
     assert_eq!(imported.session_id.as_str(), ID);
+}
+
+/// Format version 2: the session's record carries its tags and note; a version-1 bundle (none)
+/// imports as before; tags and a note past their rules are refused naming the rule.
+#[test]
+fn a_bundles_tags_and_note_are_imported_and_held_to_their_rules() {
+    let with_record = |record: &str| {
+        let mut bundle = Bundle::valid();
+        bundle.format_version = 2.into();
+        bundle.files.retain(|(name, _)| name != "records/session.json");
+        bundle
+            .files
+            .push(("records/session.json".to_owned(), record.as_bytes().to_vec()));
+        bundle
+    };
+    let bench = Bench::new();
+    let bundle = with_record(r#"{"tags": ["flaky", "ci"], "note": "seen twice\nthe gecko step"}"#);
+    bench
+        .import(&bench.bundle(&bundle.zip()), ImportLimits::default())
+        .unwrap();
+    let id = studio_core::SessionId::parse(ID).unwrap();
+    assert_eq!(bench.store.tags(&bench.workspace, &id).unwrap(), ["flaky", "ci"]);
+    assert_eq!(
+        bench.store.note(&bench.workspace, &id).unwrap().as_deref(),
+        Some("seen twice\nthe gecko step")
+    );
+    let hits = bench.store.search(&bench.workspace, "gecko", 10).unwrap();
+    assert_eq!((hits.len(), hits[0].kind), (1, studio_core::store::SearchHitKind::Note));
+
+    // Version 1: no tags, no note, imported as before.
+    let bench = Bench::new();
+    bench
+        .import(&bench.bundle(&Bundle::valid().zip()), ImportLimits::default())
+        .unwrap();
+    assert!(bench.store.tags(&bench.workspace, &id).unwrap().is_empty());
+
+    for (record, says) in [
+        (r#"{"tags": ["bad\u0007bell"]}"#.to_owned(), "control character"),
+        (r#"{"tags": [" padded"]}"#.to_owned(), "whitespace"),
+        (
+            serde_json::json!({"tags": (0..33).map(|n| format!("t{n}")).collect::<Vec<_>>()}).to_string(),
+            "at most 32",
+        ),
+        (
+            serde_json::json!({"note": "n".repeat(64 * 1024 + 1)}).to_string(),
+            "at most 65536 bytes",
+        ),
+    ] {
+        let bench = Bench::new();
+        let result = bench.import(&bench.bundle(&with_record(&record).zip()), ImportLimits::default());
+        let error = result.as_ref().map(drop).expect_err(says).to_string();
+        assert!(error.contains(says), "{error}");
+        assert_refused(&bench, result, "bundle_invalid", "records/session.json");
+    }
 }

@@ -883,19 +883,41 @@ fn retention_keeps_pinned_sessions_and_says_what_it_would_delete() {
     }
     store.pin(&s.workspace, &id("1795952600000_age4"), now).unwrap();
     let sessions = store.list_sessions(&s.workspace, now).unwrap();
-    let ids = |rule| {
-        plan(&sessions, rule, now)
+    let ids = |rule, include_tagged| {
+        plan(&sessions, rule, now, include_tagged)
+            .doomed
             .into_iter()
             .map(|d| d.session_id)
             .collect::<Vec<_>>()
     };
     assert_eq!(
-        ids(Rule::KeepDays(7)),
+        ids(Rule::KeepDays(7), false),
         ["1795952600000_age3"],
         "the 40-day-old one is pinned"
     );
-    assert_eq!(ids(Rule::KeepLast(2)), ["1795952600000_age2", "1795952600000_age3"]);
-    assert!(ids(Rule::KeepLast(10)).is_empty());
+    assert_eq!(
+        ids(Rule::KeepLast(2), false),
+        ["1795952600000_age2", "1795952600000_age3"]
+    );
+    assert!(ids(Rule::KeepLast(10), false).is_empty());
+    // A tag or a note keeps a session too, unless asked; a pin, always.
+    let tag = [studio_core::label::Tag::parse("keep me").unwrap()];
+    store.tag(&s.workspace, &id("1795952600000_age2"), &tag, now).unwrap();
+    store
+        .set_note(&s.workspace, &id("1795952600000_age3"), Some("why it failed"), now)
+        .unwrap();
+    let sessions = store.list_sessions(&s.workspace, now).unwrap();
+    let kept = plan(&sessions, Rule::KeepLast(1), now, false);
+    let doomed: Vec<&str> = kept.doomed.iter().map(|d| d.session_id.as_str()).collect();
+    assert_eq!(doomed, ["1795952600000_age1"]);
+    assert_eq!((kept.kept_pinned, kept.kept_tagged), (1, 2));
+    let all = plan(&sessions, Rule::KeepLast(1), now, true);
+    let doomed: Vec<&str> = all.doomed.iter().map(|d| d.session_id.as_str()).collect();
+    assert_eq!(
+        doomed,
+        ["1795952600000_age1", "1795952600000_age2", "1795952600000_age3"]
+    );
+    assert_eq!((all.kept_pinned, all.kept_tagged), (1, 0));
 }
 
 #[test]

@@ -220,6 +220,13 @@ pub struct Session {
     /// it; `None` for a session of this workspace's own runs, and from a folder alone.
     #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub imported: Option<Imported>,
+    /// Its tags, in the order added (the store's; none from a folder alone).
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// Its note (the store's; none from a folder alone).
+    #[serde(default)]
+    #[cfg_attr(feature = "ts", ts(optional = nullable))]
+    pub note: Option<String>,
     /// What the studio cannot know of this session and how to get the full story, in one
     /// sentence for a user: a run it did not start, whose engine left no record of how it ended
     /// (see docs/cli.md, "Where each fact comes from"). Absent when nothing is missing that a

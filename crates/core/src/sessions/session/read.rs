@@ -161,6 +161,8 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
         problems: reader.problems,
         usage,
         imported: None,
+        tags: Vec::new(),
+        note: None,
         not_known,
     })
 }

@@ -17,8 +17,8 @@ use crate::sessions::session::{Timestamp, Workspace};
 use crate::sessions::untrusted;
 use crate::share::format::{
     Folder, Hashing, Manifest, Member, BUNDLE_FORMAT, BUNDLE_FORMAT_VERSION, MANIFEST, MAX_MANIFEST_BYTES,
-    MAX_RECORD_LINE_BYTES, RECORDS, RECORD_LOGS, RECORD_MESSAGES, RECORD_OUTPUT, RECORD_RUNS, RECORD_SESSION,
-    RECORD_SPANS, SESSION_DIR,
+    MAX_RECORD_LINE_BYTES, OLDEST_BUNDLE_FORMAT_VERSION, RECORDS, RECORD_LOGS, RECORD_MESSAGES, RECORD_OUTPUT,
+    RECORD_RUNS, RECORD_SESSION, RECORD_SPANS, SESSION_DIR,
 };
 use crate::share::options::{ImportKind, ImportLimits, ImportOptions, ImportedSession};
 use crate::share::paths::path_problem;
@@ -406,7 +406,18 @@ fn keep_folder_times(manifest: &Manifest, root: &Path, limits: ImportLimits) -> 
 fn read_session_record(archive: &mut Archive, source: &Path, listed: &Listed<'_>) -> Result<SessionRecord, Error> {
     let mut reader = RecordReader::open(archive, source, listed, RECORD_SESSION)?;
     let text = reader.rest()?;
-    let record = serde_json::from_slice(&text).map_err(|e| invalid(source, RECORD_SESSION, e.to_string()))?;
+    let record: SessionRecord =
+        serde_json::from_slice(&text).map_err(|e| invalid(source, RECORD_SESSION, e.to_string()))?;
+    // Its tags were read as tags (each refused naming its rule); their count and the note here.
+    let id = "the bundle's session";
+    crate::vocabulary::label::check_tag_count(id, record.tags.len())
+        .and_then(|()| {
+            record
+                .note
+                .as_deref()
+                .map_or(Ok(()), |note| crate::vocabulary::label::check_note(id, note))
+        })
+        .map_err(|e| invalid(source, RECORD_SESSION, e.to_string()))?;
     reader.finish()?;
     Ok(record)
 }
@@ -459,7 +470,8 @@ fn read_manifest(archive: &mut Archive, source: &Path) -> Result<Manifest, Error
         return Err(invalid(format!("its `format` is not `{BUNDLE_FORMAT}`")));
     }
     let version = value.get("format_version").cloned().unwrap_or_default();
-    if version.as_u64() != Some(u64::from(BUNDLE_FORMAT_VERSION)) {
+    let known = u64::from(OLDEST_BUNDLE_FORMAT_VERSION)..=u64::from(BUNDLE_FORMAT_VERSION);
+    if !version.as_u64().is_some_and(|version| known.contains(&version)) {
         return Err(Error::BundleVersionUnknown {
             source_path: source.into(),
             entry: MANIFEST.to_owned(),

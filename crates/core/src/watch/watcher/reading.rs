@@ -192,6 +192,7 @@ impl WatchLoop {
                     workspace: root.clone(),
                     session_id: id.clone(),
                     summary: summary.clone(),
+                    tags: Vec::new(),
                 });
                 entry.insert(KnownSession {
                     summary,
@@ -209,6 +210,7 @@ impl WatchLoop {
                         workspace: root.clone(),
                         session_id: id.clone(),
                         summary: summary.clone(),
+                        tags: Vec::new(),
                     });
                     known.summary = summary;
                 }
