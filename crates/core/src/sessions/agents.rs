@@ -53,11 +53,14 @@ pub struct Agent {
     pub inherit_env: Option<InheritEnv>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AgentsFile {
     #[serde(default, rename = "agent")]
     agents: Vec<Agent>,
+    /// Where traces go (`share::otlp`, which reads the table itself); kept as it is on save.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    otlp: Option<toml::Value>,
 }
 
 /// What fills a command's placeholders.
@@ -596,8 +599,14 @@ fn unknown_placeholder(arg: &str) -> Option<&str> {
 /// Writes the agents back to `.zibby/studio.toml` (the app's agent form).
 pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
     let path = workspace_root.join(AGENTS_FILE);
+    // The file's other tables (`[otlp]`) are kept as they are.
+    let otlp = crate::sessions::untrusted::read_bounded(&path, MAX_AGENTS_FILE_BYTES)
+        .ok()
+        .and_then(|bytes| toml::from_str::<AgentsFile>(&String::from_utf8_lossy(&bytes)).ok())
+        .and_then(|file| file.otlp);
     let text = toml::to_string_pretty(&AgentsFile {
         agents: agents.to_vec(),
+        otlp,
     })
     .expect("agents serialise to TOML");
     parse(&path, &text)?;
