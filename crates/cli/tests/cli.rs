@@ -4,6 +4,9 @@ mod common;
 // `zstudio export` and `zstudio import` (tests/cli/share.rs).
 #[path = "cli/share.rs"]
 mod share;
+// `zstudio export --otlp` and `zstudio otlp push` (tests/cli/otlp.rs).
+#[path = "cli/otlp.rs"]
+mod otlp;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
