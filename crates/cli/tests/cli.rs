@@ -7,6 +7,8 @@ mod share;
 // `zstudio export --otlp` and `zstudio otlp push` (tests/cli/otlp.rs).
 #[path = "cli/otlp.rs"]
 mod otlp;
+#[path = "cli/otlp_phoenix.rs"]
+mod otlp_phoenix;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -97,7 +97,7 @@ impl TracedRun {
             .collect()
     }
 
-    fn export(&self, name: &str) -> (Value, TracesData) {
+    pub fn export(&self, name: &str) -> (Value, TracesData) {
         let file = self.dir.path().join(name);
         let (root, db) = (self.root(), self.db());
         let said = json_of(&zstudio(

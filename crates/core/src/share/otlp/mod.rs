@@ -179,7 +179,7 @@ fn log_event(log: &LogRow, options: TraceOptions, redactor: &mut Redactor) -> Lo
     let fields = match &log.fields {
         serde_json::Value::Object(map) => map
             .iter()
-            .filter(|(key, _)| options.include_output || key.as_str() != "command")
+            .filter(|(key, value)| !value.is_null() && (options.include_output || key.as_str() != "command"))
             .map(|(key, value)| {
                 let value = match value {
                     serde_json::Value::String(s) => s.clone(),
