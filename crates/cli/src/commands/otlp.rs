@@ -6,8 +6,9 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
-use studio_core::share::otlp::{self, Endpoint, TraceOptions};
-use studio_core::SessionId;
+use studio_core::runner::Supervisor;
+use studio_core::share::otlp::{self, Endpoint, LiveExport, LiveOptions, TraceOptions};
+use studio_core::{SessionId, Workspace};
 
 use crate::cli::{Globals, OtlpArgs, OtlpCommand, OtlpPushArgs};
 use crate::print;
@@ -144,4 +145,27 @@ fn push(args: &OtlpPushArgs, globals: &Globals, out: &mut impl Write) -> anyhow:
         )?;
         Ok(())
     })
+}
+
+/// How long a run's end waits for its last spans to be sent, at most.
+const LIVE_FINISH_WAIT: Duration = Duration::from_secs(5);
+
+/// The live export of the runs `supervisor` follows, when an OTLP endpoint is set (the
+/// variables, or the workspace's `[otlp]` table): subscribed before a run starts.
+pub fn live(supervisor: &Supervisor, workspace: &Workspace) -> anyhow::Result<Option<(Endpoint, LiveExport)>> {
+    let Some(endpoint) = Endpoint::resolve(|name| std::env::var(name).ok(), workspace.root())? else {
+        return Ok(None);
+    };
+    let export = LiveExport::start(endpoint.clone(), supervisor.subscribe(), LiveOptions::default());
+    Ok(Some((endpoint, export)))
+}
+
+/// Waits a bounded time for the live export's last spans; says in one line on stderr how many
+/// were lost, when any were.
+pub fn finish_live(live: Option<(Endpoint, LiveExport)>) {
+    if let Some((endpoint, export)) = live {
+        if let Some(line) = export.finish(LIVE_FINISH_WAIT).lost_line(&endpoint) {
+            eprintln!("zstudio: {line}");
+        }
+    }
 }

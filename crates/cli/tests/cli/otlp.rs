@@ -12,6 +12,7 @@ use serde_json::Value;
 use tempfile::TempDir;
 
 use super::{agent_binary, json_lines, json_of, zstudio};
+use std::time::Instant;
 
 /// A workspace, its store, and one failed run of the test agent in it.
 pub struct TracedRun {
@@ -19,6 +20,10 @@ pub struct TracedRun {
     pub session: String,
     /// The run's stdout lines, as `zstudio run --json` reported them.
     pub stdout: String,
+    /// What `zstudio run` wrote on stderr.
+    pub stderr: String,
+    /// The run's own time, as its `run_finished` said.
+    pub elapsed_ms: u64,
 }
 
 impl TracedRun {
@@ -33,16 +38,23 @@ impl TracedRun {
     /// `plan` runs `search` and `read` in an inner graph; `write` fails; `plan` and `write`
     /// print their usage (Claude Code's and Codex's formats).
     pub fn new() -> TracedRun {
+        TracedRun::with_env(&[])
+    }
+
+    /// [`TracedRun::new`], `zstudio run` given `env` (an OTLP endpoint: exported live).
+    pub fn with_env(env: &[(&str, &str)]) -> TracedRun {
         let dir = TempDir::new().unwrap();
         std::fs::create_dir_all(dir.path().join("ws")).unwrap();
         let mut run = TracedRun {
             dir,
             session: String::new(),
             stdout: String::new(),
+            stderr: String::new(),
+            elapsed_ms: 0,
         };
         let (root, db, agent) = (run.root(), run.db(), agent_binary());
-        let output = zstudio(
-            &[
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_zstudio"))
+            .args([
                 "run",
                 "--json",
                 "-w",
@@ -57,9 +69,17 @@ impl TracedRun {
                 "plan=claude-code,write=codex",
                 "--fail",
                 "write",
-            ],
-            None,
-        );
+            ])
+            .env_remove("ZIBBY_STUDIO_DB")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .env("XDG_DATA_HOME", super::data_home())
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        run.stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        run.elapsed_ms = json_lines(&output).last().unwrap()["elapsed_ms"].as_u64().unwrap();
         assert_eq!(
             output.status.code(),
             Some(1),
@@ -305,4 +325,23 @@ fn export_otlp_of_a_session_the_studio_did_not_run_reads_its_folder_with_stable_
     assert!(spans[1..].iter().all(|s| s.parent_span_id == spans[0].span_id));
     assert_eq!(attributes(&spans[0])["zibby.session.id"], run.session);
     assert_eq!(export(), spans, "the same spans, ids included, every time");
+}
+
+/// A dead endpoint (a port nothing listens on) does not hold the run up: it ends as it would,
+/// `zstudio run` waits a bounded time for the retries and says in one line what was lost.
+#[test]
+fn a_dead_endpoint_neither_delays_the_run_nor_loses_spans_unsaid() {
+    let dead = format!("http://127.0.0.1:{}", test_servers::process::free_port());
+    let began = Instant::now();
+    let run = TracedRun::with_env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", &dead)]);
+    let took = began.elapsed();
+    assert!(run.elapsed_ms < 2_000, "the run itself took {} ms", run.elapsed_ms);
+    assert!(
+        took.as_secs() < 8,
+        "zstudio run took {took:?}: its wait for the export is bounded"
+    );
+    let lost: Vec<&str> = run.stderr.lines().filter(|l| l.contains("spans lost")).collect();
+    assert_eq!(lost.len(), 1, "one line says what was lost: {}", run.stderr);
+    assert!(lost[0].contains("5 spans lost (0 sent)"), "{}", lost[0]);
+    assert!(lost[0].contains("Connection refused"), "{}", lost[0]);
 }

@@ -2,14 +2,19 @@
 //! the timeline nests them, the GenAI semantic conventions where they apply and the studio's own
 //! attributes under `zibby.` (docs/cli.md, "Runs as OpenTelemetry traces").
 
+use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::span::{Event, SpanKind};
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
-use opentelemetry_proto::tonic::trace::v1::{Span, Status as SpanStatus, TracesData};
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status as SpanStatus, TracesData};
 
 use super::ids;
 use crate::sessions::cost::{CostSource, NodeUsage};
 use crate::status::Status;
+
+/// The OpenTelemetry service the spans come from.
+pub const SERVICE_NAME: &str = "zibby-studio";
 
 /// What a run's trace is made of, as read from the store and the session folder.
 #[derive(Debug, Clone, Default)]
@@ -124,13 +129,29 @@ fn span_status(status: Option<Status>, message: Option<&str>) -> Option<SpanStat
 /// The run's spans: its root span first, then its node executions in the order they began.
 /// A span still open ends at `now_ms`.
 pub fn run_spans(run: &RunTrace, now_ms: u64) -> Vec<Span> {
-    let trace_id = ids::trace_id(&run.key).to_vec();
-    let root_id = ids::run_span_id(&run.key).to_vec();
-    let run_end = run.ended_at_ms.unwrap_or(now_ms).max(run.started_at_ms);
+    let root = root_span(run, now_ms);
+    let run_end = root.end_time_unix_nano / 1_000_000;
+    let mut occurrences: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
     let mut spans = Vec::with_capacity(run.nodes.len() + 1);
-    spans.push(Span {
-        trace_id: trace_id.clone(),
-        span_id: root_id.clone(),
+    for node in &run.nodes {
+        let occurrence = occurrences.entry(node.name.as_str()).or_insert(0);
+        *occurrence += 1;
+        let parent = match node.parent {
+            Some(p) => spans.get(p).map(|s: &Span| s.span_id.clone()),
+            None => None,
+        };
+        spans.push(node_span(run, node, *occurrence, parent, run_end));
+    }
+    spans.insert(0, root);
+    spans
+}
+
+/// The run's own span: the root of its trace.
+pub fn root_span(run: &RunTrace, now_ms: u64) -> Span {
+    let run_end = run.ended_at_ms.unwrap_or(now_ms).max(run.started_at_ms);
+    Span {
+        trace_id: ids::trace_id(&run.key).to_vec(),
+        span_id: ids::run_span_id(&run.key).to_vec(),
         name: match &run.agent {
             Some(agent) => format!("invoke_agent {agent}"),
             None => "invoke_agent".to_owned(),
@@ -142,37 +163,35 @@ pub fn run_spans(run: &RunTrace, now_ms: u64) -> Vec<Span> {
         events: run.logs.iter().map(log_event).collect(),
         status: span_status(run.status, run.error.as_deref()),
         ..Span::default()
-    });
-    let mut occurrences: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
-    let mut span_ids: Vec<Vec<u8>> = Vec::with_capacity(run.nodes.len());
-    for node in &run.nodes {
-        let occurrence = occurrences.entry(node.name.as_str()).or_insert(0);
-        *occurrence += 1;
-        let span_id = ids::node_span_id(&run.key, &node.name, *occurrence).to_vec();
-        let parent = node
-            .parent
-            .and_then(|p| span_ids.get(p).cloned())
-            .unwrap_or_else(|| root_id.clone());
-        let end = node.ended_at_ms.unwrap_or(run_end).max(node.started_at_ms);
-        let message = match (&run.error, node.status) {
-            (Some(error), Status::Error) => format!("node {} failed: {error}", node.name),
-            _ => format!("node {} failed", node.name),
-        };
-        spans.push(Span {
-            trace_id: trace_id.clone(),
-            span_id: span_id.clone(),
-            parent_span_id: parent,
-            name: format!("invoke_agent {}", node.name),
-            kind: SpanKind::Internal as i32,
-            start_time_unix_nano: nanos(node.started_at_ms),
-            end_time_unix_nano: nanos(end),
-            attributes: node_attributes(run, node, *occurrence),
-            status: span_status(Some(node.status), Some(&message)),
-            ..Span::default()
-        });
-        span_ids.push(span_id);
     }
-    spans
+}
+
+/// The span of the `occurrence`-th execution of `node` in `run`, inside `parent` (another
+/// execution's span id; `None`: the run's span); still open, it ends at `run_end_ms`.
+pub fn node_span(
+    run: &RunTrace,
+    node: &NodeExecution,
+    occurrence: u32,
+    parent: Option<Vec<u8>>,
+    run_end_ms: u64,
+) -> Span {
+    let end = node.ended_at_ms.unwrap_or(run_end_ms).max(node.started_at_ms);
+    let message = match (&run.error, node.status) {
+        (Some(error), Status::Error) => format!("node {} failed: {error}", node.name),
+        _ => format!("node {} failed", node.name),
+    };
+    Span {
+        trace_id: ids::trace_id(&run.key).to_vec(),
+        span_id: ids::node_span_id(&run.key, &node.name, occurrence).to_vec(),
+        parent_span_id: parent.unwrap_or_else(|| ids::run_span_id(&run.key).to_vec()),
+        name: format!("invoke_agent {}", node.name),
+        kind: SpanKind::Internal as i32,
+        start_time_unix_nano: nanos(node.started_at_ms),
+        end_time_unix_nano: nanos(end),
+        attributes: node_attributes(run, node, occurrence),
+        status: span_status(Some(node.status), Some(&message)),
+        ..Span::default()
+    }
 }
 
 fn run_attributes(run: &RunTrace) -> Vec<KeyValue> {
@@ -279,4 +298,27 @@ pub fn counts(traces: &TracesData) -> (usize, usize) {
         .collect();
     let traces: std::collections::HashSet<&Vec<u8>> = spans.iter().map(|s| &s.trace_id).collect();
     (traces.len(), spans.len())
+}
+
+/// Spans as one OTLP message: the studio as the resource (`service.name`), its spans in one
+/// scope.
+pub fn traces_of_spans(spans: Vec<Span>) -> TracesData {
+    TracesData {
+        resource_spans: vec![ResourceSpans {
+            resource: Some(Resource {
+                attributes: vec![text("service.name", SERVICE_NAME)],
+                ..Resource::default()
+            }),
+            scope_spans: vec![ScopeSpans {
+                scope: Some(InstrumentationScope {
+                    name: SERVICE_NAME.to_owned(),
+                    version: env!("CARGO_PKG_VERSION").to_owned(),
+                    ..InstrumentationScope::default()
+                }),
+                spans,
+                schema_url: String::new(),
+            }],
+            schema_url: String::new(),
+        }],
+    }
 }

@@ -11,18 +11,20 @@
 //! redacts them.
 
 mod ids;
+mod live;
 mod map;
 mod push;
 
 use std::collections::HashMap;
 use std::time::SystemTime;
 
-use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
-use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, TracesData};
+use opentelemetry_proto::tonic::trace::v1::TracesData;
 
 pub use ids::{node_span_id, run_span_id, trace_id};
-pub use map::{counts, run_spans, LogEvent, NodeExecution, RunTrace};
+pub use live::{LiveExport, LiveOptions, LiveSummary};
+pub use map::{
+    counts, node_span, root_span, run_spans, traces_of_spans, LogEvent, NodeExecution, RunTrace, SERVICE_NAME,
+};
 pub use push::{push, Endpoint, Protocol, Pushed};
 
 use super::redact::Redactor;
@@ -35,9 +37,6 @@ use crate::vocabulary::id::SessionId;
 /// At most this much of a node's prompt and of its output goes into a span, with
 /// `--include-output`.
 pub const OUTPUT_BYTES: u64 = 4096;
-
-/// The OpenTelemetry service the spans come from.
-pub const SERVICE_NAME: &str = "zibby-studio";
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TraceOptions {
@@ -248,34 +247,7 @@ fn folder_trace(session: &Session, title: Option<String>, options: TraceOptions,
 /// Traces as one OTLP message: the studio as the resource, its spans in one scope.
 pub fn traces_data(runs: &[RunTrace], now: SystemTime) -> TracesData {
     let now_ms = Timestamp::from_system_time(now).0;
-    let spans = runs.iter().flat_map(|run| run_spans(run, now_ms)).collect();
-    let service = opentelemetry_proto::tonic::common::v1::KeyValue {
-        key: "service.name".to_owned(),
-        value: Some(opentelemetry_proto::tonic::common::v1::AnyValue {
-            value: Some(opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue(
-                SERVICE_NAME.to_owned(),
-            )),
-        }),
-        ..Default::default()
-    };
-    TracesData {
-        resource_spans: vec![ResourceSpans {
-            resource: Some(Resource {
-                attributes: vec![service],
-                ..Resource::default()
-            }),
-            scope_spans: vec![ScopeSpans {
-                scope: Some(InstrumentationScope {
-                    name: SERVICE_NAME.to_owned(),
-                    version: env!("CARGO_PKG_VERSION").to_owned(),
-                    ..InstrumentationScope::default()
-                }),
-                spans,
-                schema_url: String::new(),
-            }],
-            schema_url: String::new(),
-        }],
-    }
+    map::traces_of_spans(runs.iter().flat_map(|run| run_spans(run, now_ms)).collect())
 }
 
 /// Session `id`'s traces in one OTLP message.
