@@ -326,3 +326,149 @@ fn send_spans(endpoint: &Endpoint, queued: &Receiver<Span>, options: LiveOptions
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::share::otlp::push::Protocol;
+
+    fn events(run_id: &str) -> Vec<RunEvent> {
+        let begin = |node: &str, depth, t_ms| RunEvent::NodeBegin {
+            run_id: run_id.into(),
+            node: node.into(),
+            depth,
+            t_ms,
+        };
+        let end = |node: &str, status, t_ms| RunEvent::NodeEnd {
+            run_id: run_id.into(),
+            node: node.into(),
+            status,
+            t_ms,
+        };
+        vec![
+            RunEvent::RunStarted {
+                run_id: run_id.into(),
+                session_id: "s".into(),
+                pid: None,
+            },
+            begin("plan", 0, 1),
+            begin("search", 1, 2),
+            end("search", Status::Success, 3),
+            begin("search", 1, 4),
+            end("search", Status::Success, 5),
+            end("plan", Status::Success, 6),
+            begin("write", 0, 7),
+            end("write", Status::Error, 8),
+            RunEvent::RunFinished {
+                run_id: run_id.into(),
+                session_id: "s".into(),
+                status: Status::Error,
+                exit_code: Some(1),
+                elapsed_ms: 9,
+                stopped_by: None,
+                error: Some("boom".into()),
+            },
+        ]
+    }
+
+    /// The spans sent live are those an export of the same run makes: the same ids, the same
+    /// parents.
+    #[test]
+    fn live_spans_have_the_ids_and_parents_an_export_gives_them() {
+        let sent = std::cell::RefCell::new(Vec::new());
+        let mut runs = HashMap::new();
+        for event in events("r1") {
+            follow_event(&mut runs, event, &|span| sent.borrow_mut().push(span));
+        }
+        let live: Vec<(Vec<u8>, Vec<u8>, i32)> = sent
+            .into_inner()
+            .into_iter()
+            .map(|s| (s.span_id, s.parent_span_id, s.status.map_or(0, |st| st.code)))
+            .collect();
+        let node = |name: &str, parent| NodeExecution {
+            name: name.into(),
+            parent,
+            depth: 0,
+            status: if name == "write" {
+                Status::Error
+            } else {
+                Status::Success
+            },
+            started_at_ms: 0,
+            ended_at_ms: Some(1),
+            usage: None,
+            prompt: None,
+            output: None,
+        };
+        let exported = crate::share::otlp::map::run_spans(
+            &RunTrace {
+                key: "r1".into(),
+                status: Some(Status::Error),
+                nodes: vec![
+                    node("plan", None),
+                    node("search", Some(0)),
+                    node("search", Some(0)),
+                    node("write", None),
+                ],
+                ..RunTrace::default()
+            },
+            0,
+        );
+        let mut exported: Vec<(Vec<u8>, Vec<u8>, i32)> = exported
+            .into_iter()
+            .map(|s| (s.span_id, s.parent_span_id, s.status.map_or(0, |st| st.code)))
+            .collect();
+        let mut live = live;
+        // Live, a span is sent when it ends (inner ones first, the run's last); sorted alike.
+        live.sort();
+        exported.sort();
+        assert_eq!(live, exported);
+    }
+
+    /// An endpoint that takes the connection and never answers: feeding the events never waits,
+    /// the queue holds at most its capacity, and what was not sent is counted lost.
+    #[test]
+    fn a_stalled_endpoint_never_holds_up_the_events_and_loses_what_it_did_not_take() {
+        let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = Endpoint {
+            url: format!("http://{}/v1/traces", stalled.local_addr().unwrap()),
+            protocol: Protocol::HttpProtobuf,
+            headers: Vec::new(),
+            from: "test".into(),
+        };
+        let options = LiveOptions {
+            capacity: 3,
+            batch: 1,
+            attempts: 1,
+            backoff: Duration::from_millis(1),
+            timeout: Duration::from_millis(300),
+        };
+        let (events_in, events_out) = mpsc::sync_channel(1024);
+        let export = LiveExport::start(endpoint, events_out, options);
+        let fed = Instant::now();
+        for run in 0..10 {
+            for event in events(&format!("r{run}")) {
+                events_in.send(event).unwrap();
+            }
+        }
+        assert!(
+            fed.elapsed() < Duration::from_millis(100),
+            "feeding took {:?}",
+            fed.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        let finished = Instant::now();
+        let summary = export.finish(Duration::from_millis(500));
+        assert!(
+            finished.elapsed() < Duration::from_secs(2),
+            "finish waited {:?}",
+            finished.elapsed()
+        );
+        assert_eq!(summary.sent, 0);
+        assert_eq!(
+            summary.lost,
+            10 * 5,
+            "every span of the 10 runs is lost, and said: {summary:?}"
+        );
+    }
+}
