@@ -81,8 +81,8 @@ pub struct SourceArgs {
 }
 
 /// The commands that read a bucket source.
-pub const READING: [&str; 9] = [
-    "sessions", "show", "logs", "search", "diff", "export", "import", "open", "mcp",
+pub const READING: [&str; 10] = [
+    "sessions", "show", "logs", "search", "diff", "export", "import", "open", "mcp", "otlp",
 ];
 
 /// How a command prints what it found.
