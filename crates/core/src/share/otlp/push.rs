@@ -209,12 +209,16 @@ pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Resu
         message: format!("OTLP endpoint {} ({}): {what}", endpoint.url, endpoint.from),
     };
     let (body, content_type) = encode(traces, endpoint.protocol);
-    let client = reqwest::blocking::Client::builder()
-        .timeout(timeout)
-        .build()
-        .map_err(|e| failed(e.to_string()))?;
+    // One client for the process: building one loads the platform's certificates, which cost
+    // far more than a request (a live export sends a batch every few node ends).
+    static CLIENT: std::sync::OnceLock<Result<reqwest::blocking::Client, String>> = std::sync::OnceLock::new();
+    let client = CLIENT
+        .get_or_init(|| reqwest::blocking::Client::builder().build().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| failed(e.clone()))?;
     let mut request = client
         .post(&endpoint.url)
+        .timeout(timeout)
         .header("content-type", content_type)
         .body(body);
     for (key, value) in &endpoint.headers {
