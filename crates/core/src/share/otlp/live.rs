@@ -294,11 +294,16 @@ fn follow_event(runs: &mut HashMap<String, Followed>, event: RunEvent, enqueue: 
     }
 }
 
+/// How long a batch waits for more spans once it has one.
+const LINGER: Duration = Duration::from_millis(100);
+
 fn send_spans(endpoint: &Endpoint, queued: &Receiver<Span>, options: LiveOptions, counts: &Counts) {
     while let Ok(first) = queued.recv() {
+        // A batch fills for at most LINGER: fewer, larger requests when nodes end fast.
         let mut batch = vec![first];
+        let deadline = Instant::now() + LINGER;
         while batch.len() < options.batch {
-            match queued.try_recv() {
+            match queued.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(span) => batch.push(span),
                 Err(_) => break,
             }
