@@ -38,8 +38,11 @@ tauri="$repo/tests/package/node_modules/.bin/tauri"
 # the app's build finds zstudio's crates Fresh. Checked first, from cargo's own resolution (no
 # build): a crate the two would build with other features means a dependency's features diverged.
 step "one feature set for zstudio and the app (cargo tree)"
-features() { cargo tree --locked -e normal,build --prefix none -f '{p} {f}' "$@" | sed 's/ (\*)$//' | sort -u; }
-python3 - <(features -p zstudio) <(features -p zibby-studio --features tauri/custom-protocol) <<'PY'
+trees=$(mktemp -d)
+features() { cargo tree --locked -e normal,build --prefix none -f '{p} {f}' "$@" >"$trees/raw" && sed 's/ (\*)$//' "$trees/raw" | sort -u; }
+features -p zstudio >"$trees/zstudio"
+features -p zibby-studio --features tauri/custom-protocol >"$trees/app"
+python3 - "$trees/zstudio" "$trees/app" <<'PY'
 import collections, sys
 def read(path):
     found = collections.defaultdict(set)
@@ -53,8 +56,11 @@ if diverged:
     sys.exit("error: zstudio and the app would build these with other features: " + ", ".join(diverged)
              + ".\nRun `cargo hakari generate && cargo hakari manage-deps` (cargo install --locked"
              + " cargo-hakari) and commit what it changes.")
+if not zstudio or not app:
+    sys.exit("error: cargo tree listed no crates")
 print(f"{len(zstudio.keys() & app.keys())} crates shared, each with one feature set")
 PY
+rm -rf "$trees"
 
 # zstudio is linked statically (static-pie, the C library inside), so that the same file is the
 # server a remote workspace uploads to any x86_64 Linux host, whatever its C library (issue 27);

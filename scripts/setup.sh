@@ -92,6 +92,17 @@ if [ "$("$mcp_venv/bin/python" -c 'import importlib.metadata as m; print(m.versi
   "$mcp_venv/bin/pip" install -q --disable-pip-version-check "mcp==$MCP_VERSION"
 fi
 
+# The OpenTelemetry backend of the trace tests (crates/test-servers, `phoenix`; crates/cli/tests/cli/
+# otlp_phoenix.rs): Arize Phoenix in a virtual environment of its own, at .venv/phoenix (or
+# $ZIBBY_PHOENIX_VENV), version pinned. About 2 minutes and 860 MB.
+PHOENIX_VERSION=20.26.1
+phoenix_venv="${ZIBBY_PHOENIX_VENV:-$PWD/.venv/phoenix}"
+if [ "$("$phoenix_venv/bin/python" -c 'import importlib.metadata as m; print(m.version("arize-phoenix"))' 2>/dev/null)" != "$PHOENIX_VERSION" ]; then
+  say "phoenix: installing arize-phoenix==$PHOENIX_VERSION into $phoenix_venv"
+  python3 -m venv "$phoenix_venv"
+  "$phoenix_venv/bin/pip" install -q --disable-pip-version-check "arize-phoenix==$PHOENIX_VERSION"
+fi
+
 # The Azure and Cloud Storage emulators of the az:// and gs:// tests (crates/test-servers,
 # `emulators`), versions pinned: gcp-storage-emulator and Azure's Python client (the tests'
 # uploader) in the same venv, Azurite's blob service from npm into .venv/azurite (or

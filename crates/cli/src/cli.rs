@@ -84,8 +84,9 @@ pub struct SourceArgs {
 }
 
 /// The commands that read a bucket source.
-pub const READING: [&str; 13] = [
-    "sessions", "show", "logs", "search", "diff", "export", "import", "open", "mcp", "tag", "untag", "note", "view",
+pub const READING: [&str; 14] = [
+    "sessions", "show", "logs", "search", "diff", "export", "import", "open", "mcp", "otlp", "tag", "untag", "note",
+    "view",
 ];
 
 /// How a command prints what it found.
@@ -195,6 +196,8 @@ pub enum StudioCommand {
     /// Serve the workspace to a coding agent as an MCP server on standard input and output
     /// (sessions, output, logs, search, comparisons; see docs/cli.md), until standard input ends
     Mcp(McpArgs),
+    /// Runs as OpenTelemetry traces, sent to a collector (see docs/cli.md)
+    Otlp(OtlpArgs),
 }
 
 #[derive(Args)]
@@ -462,6 +465,45 @@ pub struct ExportArgs {
     /// Keep .session-info.json's `config` (it may hold secrets)
     #[arg(long)]
     pub include_config: bool,
+    /// Write the session's runs as OpenTelemetry traces to FILE instead of a bundle (OTLP/JSON,
+    /// as a collector's file receiver reads it)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["output", "include_config"])]
+    pub otlp: Option<PathBuf>,
+    /// With --otlp: put each node's prompt and output in its span (their first 4 KiB, secrets
+    /// redacted)
+    #[arg(long, requires = "otlp")]
+    pub include_output: bool,
+}
+
+#[derive(Args)]
+pub struct OtlpArgs {
+    #[command(subcommand)]
+    pub command: OtlpCommand,
+}
+
+#[derive(clap::Subcommand)]
+pub enum OtlpCommand {
+    /// Send sessions' runs as traces to the OTLP endpoint that OTEL_EXPORTER_OTLP_ENDPOINT (or
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, with OTEL_EXPORTER_OTLP_HEADERS and
+    /// OTEL_EXPORTER_OTLP_PROTOCOL: http/protobuf or http/json) or the workspace's `[otlp]
+    /// endpoint` in .zibby/studio.toml names. Sent again, a run keeps its trace and span ids
+    Push(OtlpPushArgs),
+}
+
+#[derive(Args)]
+pub struct OtlpPushArgs {
+    /// The sessions to send
+    #[arg(value_name = "ID", required_unless_present = "since", conflicts_with = "since")]
+    pub session_ids: Vec<String>,
+    /// Send every session updated within this long (`2h`, `3d`, `30m`)
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub since: Option<std::time::Duration>,
+    /// Put each node's prompt and output in its span (their first 4 KiB, secrets redacted)
+    #[arg(long)]
+    pub include_output: bool,
+    /// Give up on a request after this many seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    pub timeout: u64,
 }
 
 #[derive(Args, Clone)]
@@ -563,6 +605,7 @@ impl StudioCommand {
             StudioCommand::Open(_) => "open",
             StudioCommand::Serve(_) => "serve",
             StudioCommand::Mcp(_) => "mcp",
+            StudioCommand::Otlp(_) => "otlp",
         }
     }
 

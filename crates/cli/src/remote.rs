@@ -242,6 +242,11 @@ impl crate::commands::stop::Runs for Remote {
 }
 
 fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    if args.otlp.is_some() {
+        anyhow::bail!(
+            "`zstudio export --otlp` reads the store here: run it on the host (`zstudio export ID --otlp FILE` there)"
+        );
+    }
     let id = SessionId::parse(&args.session_id)?;
     let path = match &args.output {
         Some(path) => path.clone(),

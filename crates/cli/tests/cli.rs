@@ -10,6 +10,11 @@ mod budgets;
 // `zstudio tag`, `untag`, `note`, `view` and the filters of `sessions` (tests/cli/tags.rs).
 #[path = "cli/tags.rs"]
 mod tags;
+// `zstudio export --otlp` and `zstudio otlp push` (tests/cli/otlp.rs).
+#[path = "cli/otlp.rs"]
+mod otlp;
+#[path = "cli/otlp_phoenix.rs"]
+mod otlp_phoenix;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

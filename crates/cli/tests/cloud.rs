@@ -683,3 +683,49 @@ fn a_bucket_sessions_tags_and_notes_are_kept_in_the_local_store() {
     ));
     assert_eq!(here, json!([]));
 }
+
+/// A bucket's session (a CI run) is exported as OpenTelemetry traces as the same folder here
+/// is: the same ids, parents, names and attributes (its times are its files', which a download
+/// sets anew); its priced node carries its cost.
+#[test]
+fn a_bucket_session_exports_the_trace_its_folder_here_does() {
+    use opentelemetry_proto::tonic::trace::v1::TracesData;
+    let setup = setup();
+    let local_root = setup.local.path().to_str().unwrap();
+    let export = |place: &[&str], file: &str| {
+        let path = setup.home.path().join(file);
+        let mut args = place.to_vec();
+        args.extend([
+            "export",
+            PIPELINE_ID,
+            "--otlp",
+            path.to_str().unwrap(),
+            "--json",
+            "--memory",
+        ]);
+        json_of(&zstudio(&setup, &args));
+        let traces: TracesData = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        traces.resource_spans[0].scope_spans[0]
+            .spans
+            .iter()
+            .map(|s| {
+                (
+                    s.span_id.clone(),
+                    s.parent_span_id.clone(),
+                    s.name.clone(),
+                    serde_json::to_string(&s.attributes).unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let cloud = export(&["--source", URL], "cloud.json");
+    let local = export(&["-w", local_root], "local.json");
+    assert!(cloud.len() > 2, "a root and the pipeline's nodes: {cloud:?}");
+    assert_eq!(cloud, local);
+    assert!(
+        cloud
+            .iter()
+            .any(|(_, _, name, attributes)| name == "invoke_agent plan" && attributes.contains("zibby.cost_usd")),
+        "{cloud:?}"
+    );
+}

@@ -292,7 +292,8 @@ fn help_of_zstudio_and_of_each_command() {
     exact!("help", help(&["--help"]));
     for command in [
         "sessions", "show", "parse", "pin", "unpin", "pins", "runs", "logs", "search", "delete", "run", "stop",
-        "prune", "watch", "tail", "keep", "diff", "export", "import", "open", "mcp", "tag", "untag", "note", "view",
+        "prune", "watch", "tail", "keep", "diff", "export", "import", "open", "mcp", "otlp", "tag", "untag", "note",
+        "view",
     ] {
         exact!(format!("help_{command}"), help(&[command, "--help"]));
     }

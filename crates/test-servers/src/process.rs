@@ -179,8 +179,9 @@ impl Drop for ServerProcess {
 }
 
 /// Runs the Python `script` with `python`, `spec` as JSON on its stdin (an uploader's), with
-/// `env`; panics with its error output, naming `what`, when it fails.
-pub fn run_python(python: &Path, script: &str, spec: &serde_json::Value, env: &[(&str, &str)], what: &str) {
+/// `env`, and returns what it printed; panics with its error output, naming `what`, when it
+/// fails.
+pub fn run_python(python: &Path, script: &str, spec: &serde_json::Value, env: &[(&str, &str)], what: &str) -> String {
     use std::io::Write;
     let mut child = Command::new(python)
         .args(["-c", script])
@@ -202,4 +203,5 @@ pub fn run_python(python: &Path, script: &str, spec: &serde_json::Value, env: &[
         "{what} failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }

@@ -8,6 +8,7 @@ mod delete;
 pub mod diff;
 pub mod keep;
 mod logs;
+mod otlp;
 mod parse;
 mod pins;
 pub mod run;
@@ -56,6 +57,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Export(args) => share::export(&args, globals, out),
         StudioCommand::Import(args) => share::import(&args, globals, out),
         StudioCommand::Open(args) => share::open(&args, globals, out),
+        StudioCommand::Otlp(args) => otlp::otlp(&args, globals, out),
         // `main` runs these two before it locks standard output.
         StudioCommand::Serve(args) => serve::serve(&args, globals),
         StudioCommand::Mcp(args) => crate::mcp::mcp(&args, globals),

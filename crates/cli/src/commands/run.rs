@@ -28,6 +28,7 @@ pub fn run(args: &RunArgs, globals: &Globals, out: &mut impl Write) -> anyhow::R
     let opened = open(args, globals)?;
     let request = resolve(args, &opened)?;
     let (supervisor, events) = supervise(&opened)?;
+    let live = super::otlp::live(&supervisor, &opened.workspace)?;
     let started = supervisor.start(request)?;
     if args.detach {
         leave_running(&supervisor, &events, &started, format, out)?;
@@ -36,6 +37,7 @@ pub fn run(args: &RunArgs, globals: &Globals, out: &mut impl Write) -> anyhow::R
     stop_on_ctrl_c(&supervisor, &started.run_id)?;
     let new_session = args.session.is_none();
     let followed = follow(&events, &started, format, out)?;
+    super::otlp::finish_live(live);
     if new_session && followed.could_not_start() {
         forget_unstarted(&opened, &started);
         if format == Format::Human {

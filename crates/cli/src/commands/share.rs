@@ -12,6 +12,9 @@ use crate::cli::{ExportArgs, Globals, ImportArgs, SessionArg};
 use crate::print;
 
 pub fn export(args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    if let Some(file) = &args.otlp {
+        return super::otlp::export(&args.session_id, file, args.include_output, globals, out);
+    }
     let id = SessionId::parse(&args.session_id)?;
     let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
     let path = match &args.output {

@@ -79,6 +79,9 @@ struct AgentsFile {
     /// The workspace's own budget (`[budget]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     budget: Option<WorkspaceBudget>,
+    /// Where traces go (`share::otlp`, which reads the table itself); kept as it is on save.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    otlp: Option<toml::Value>,
 }
 
 /// `[budget]` of the agents file: what the workspace may spend.
@@ -657,14 +660,16 @@ fn unknown_placeholder(arg: &str) -> Option<&str> {
     None
 }
 
-/// Writes the agents back to `.zibby/studio.toml` (the app's agent form).
-/// The file's `[budget]` is kept as it is (a file that cannot be read, a link say, has none to
-/// keep: it is replaced).
+/// Writes the agents back to `.zibby/studio.toml` (the app's agent form). The file's other
+/// tables (`[budget]`, `[otlp]`) are kept as they are (a file that cannot be read, a link say,
+/// has none to keep: it is replaced).
 pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
     let path = workspace_root.join(AGENTS_FILE);
+    let kept = load_file(workspace_root).unwrap_or_default();
     let text = toml::to_string_pretty(&AgentsFile {
         agents: agents.to_vec(),
-        budget: load_file(workspace_root).ok().and_then(|file| file.budget),
+        budget: kept.budget,
+        otlp: kept.otlp,
     })
     .expect("agents serialise to TOML");
     parse(&path, &text)?;

@@ -30,6 +30,7 @@ mod export;
 mod format;
 mod import;
 mod options;
+pub mod otlp;
 mod paths;
 mod redact;
 

@@ -1,0 +1,171 @@
+//! `zstudio export ID --otlp FILE` and `zstudio otlp push`: a session's runs as OpenTelemetry
+//! traces (`studio_core::share::otlp`), written as OTLP/JSON or sent to a collector.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+use studio_core::runner::Supervisor;
+use studio_core::share::otlp::{self, Endpoint, LiveExport, LiveOptions, TraceOptions};
+use studio_core::{SessionId, Workspace};
+
+use crate::cli::{Globals, OtlpArgs, OtlpCommand, OtlpPushArgs};
+use crate::print;
+
+/// What `export --otlp` wrote, or what `otlp push` sent of one session.
+#[derive(Serialize)]
+struct Traced {
+    session_id: String,
+    traces: usize,
+    spans: usize,
+}
+
+#[derive(Serialize)]
+struct Written {
+    #[serde(flatten)]
+    traced: Traced,
+    path: std::path::PathBuf,
+}
+
+pub fn export(
+    session_id: &str,
+    file: &Path,
+    include_output: bool,
+    globals: &Globals,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let id = SessionId::parse(session_id)?;
+    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+    let options = TraceOptions { include_output };
+    let traces = otlp::session_traces(&store, &workspace, &id, options, SystemTime::now())?;
+    let mut json = otlp::to_json(&traces);
+    json.push('\n');
+    std::fs::write(file, json).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
+    let (trace_count, spans) = otlp::counts(&traces);
+    let written = Written {
+        traced: Traced {
+            session_id: id.to_string(),
+            traces: trace_count,
+            spans,
+        },
+        path: file.to_owned(),
+    };
+    print::emit(out, globals.format(), &written, |out, w| {
+        writeln!(
+            out,
+            "wrote session {} to {} as OTLP/JSON ({} traces, {} spans)",
+            w.traced.session_id,
+            w.path.display(),
+            w.traced.traces,
+            w.traced.spans
+        )?;
+        Ok(())
+    })
+}
+
+pub fn otlp(args: &OtlpArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    match &args.command {
+        OtlpCommand::Push(push) => self::push(push, globals, out),
+    }
+}
+
+#[derive(Serialize)]
+struct PushReport {
+    endpoint: String,
+    protocol: &'static str,
+    sessions: Vec<Traced>,
+    rejected_spans: i64,
+}
+
+fn push(args: &OtlpPushArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+    let endpoint = Endpoint::resolve(|name| std::env::var(name).ok(), workspace.root())?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "no OTLP endpoint: set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), or \
+             `[otlp] endpoint = \"URL\"` in the workspace's .zibby/studio.toml"
+        )
+    })?;
+    let now = SystemTime::now();
+    let ids: Vec<SessionId> = match args.since {
+        Some(since) => {
+            let from = studio_core::session::Timestamp::from_system_time(now - since);
+            store
+                .list_sessions(&workspace, now)?
+                .into_iter()
+                .filter(|row| row.summary.updated_at >= from)
+                .map(|row| row.summary.id)
+                .collect()
+        }
+        None => args
+            .session_ids
+            .iter()
+            .map(|id| SessionId::parse(id))
+            .collect::<Result<_, _>>()?,
+    };
+    let options = TraceOptions {
+        include_output: args.include_output,
+    };
+    let mut report = PushReport {
+        endpoint: endpoint.url.clone(),
+        protocol: endpoint.protocol.as_str(),
+        sessions: Vec::new(),
+        rejected_spans: 0,
+    };
+    // One request per session: a request stays the size of one session's runs.
+    for id in &ids {
+        let traces = otlp::session_traces(&store, &workspace, id, options, now)?;
+        let pushed = otlp::push(&endpoint, &traces, Duration::from_secs(args.timeout))?;
+        report.rejected_spans += pushed.rejected_spans;
+        report.sessions.push(Traced {
+            session_id: id.to_string(),
+            traces: pushed.traces,
+            spans: pushed.spans,
+        });
+    }
+    print::emit(out, globals.format(), &report, |out, report| {
+        for session in &report.sessions {
+            writeln!(
+                out,
+                "sent session {} ({} traces, {} spans)",
+                session.session_id, session.traces, session.spans
+            )?;
+        }
+        writeln!(
+            out,
+            "to {} ({}): {} sessions{}",
+            report.endpoint,
+            report.protocol,
+            report.sessions.len(),
+            if report.rejected_spans > 0 {
+                format!("; the collector rejected {} spans", report.rejected_spans)
+            } else {
+                String::new()
+            }
+        )?;
+        Ok(())
+    })
+}
+
+/// How long a run's end waits for its last spans to be sent, at most.
+const LIVE_FINISH_WAIT: Duration = Duration::from_secs(5);
+
+/// The live export of the runs `supervisor` follows, when an OTLP endpoint is set (the
+/// variables, or the workspace's `[otlp]` table): subscribed before a run starts.
+pub fn live(supervisor: &Supervisor, workspace: &Workspace) -> anyhow::Result<Option<(Endpoint, LiveExport)>> {
+    let Some(endpoint) = Endpoint::resolve(|name| std::env::var(name).ok(), workspace.root())? else {
+        return Ok(None);
+    };
+    let export = LiveExport::start(endpoint.clone(), supervisor.subscribe(), LiveOptions::default());
+    Ok(Some((endpoint, export)))
+}
+
+/// Waits a bounded time for the live export's last spans; says in one line on stderr how many
+/// were lost, when any were.
+pub fn finish_live(live: Option<(Endpoint, LiveExport)>) {
+    if let Some((endpoint, export)) = live {
+        if let Some(line) = export.finish(LIVE_FINISH_WAIT).lost_line(&endpoint) {
+            eprintln!("zstudio: {line}");
+        }
+    }
+}

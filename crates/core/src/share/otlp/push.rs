@@ -1,0 +1,363 @@
+//! Where traces go and how they are sent: the OpenTelemetry exporter's standard variables, else
+//! the workspace's `[otlp]` table in `.zibby/studio.toml`; OTLP over HTTP, as protobuf
+//! (`http/protobuf`, the default) or JSON (`http/json`).
+//!
+//! ```toml
+//! [otlp]
+//! endpoint = "http://localhost:4318"   # the collector's base; traces go to /v1/traces
+//! protocol = "http/json"               # optional
+//! headers = { authorization = "Bearer …" }  # optional
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::trace::v1::TracesData;
+use prost::Message;
+use serde::{Deserialize, Serialize};
+
+use crate::sessions::agents::{AGENTS_FILE, MAX_AGENTS_FILE_BYTES};
+use crate::sessions::untrusted;
+use crate::vocabulary::error::{Error, ErrorCode};
+
+/// How spans are encoded on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Protocol {
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+    #[serde(rename = "http/json")]
+    HttpJson,
+}
+
+impl Protocol {
+    fn parse(text: &str, from: &str) -> Result<Protocol, Error> {
+        match text.trim() {
+            "http/protobuf" => Ok(Protocol::HttpProtobuf),
+            "http/json" => Ok(Protocol::HttpJson),
+            other => Err(Error::InvalidRequest {
+                reason: format!("{from}: protocol `{other}` is not one the studio sends: http/protobuf or http/json"),
+            }),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::HttpProtobuf => "http/protobuf",
+            Protocol::HttpJson => "http/json",
+        }
+    }
+}
+
+/// A collector's traces endpoint, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// The full URL spans are POSTed to (`…/v1/traces`).
+    pub url: String,
+    pub protocol: Protocol,
+    pub headers: Vec<(String, String)>,
+    /// Where it was found: a variable's name or the file.
+    pub from: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct StudioFile {
+    otlp: Option<OtlpTable>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OtlpTable {
+    endpoint: String,
+    protocol: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+}
+
+/// `base` with `/v1/traces` appended, as the exporter's base endpoint variable is read.
+fn traces_url(base: &str) -> String {
+    format!("{}/v1/traces", base.trim_end_matches('/'))
+}
+
+fn check_url(url: &str, from: &str) -> Result<(), Error> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(Error::InvalidRequest {
+            reason: format!("{from}: `{url}` is not an http:// or https:// URL"),
+        })
+    }
+}
+
+/// `k1=v1,k2=v2`, values percent-decoded (the exporter's header list).
+fn parse_headers(text: &str, from: &str) -> Result<Vec<(String, String)>, Error> {
+    text.split(',')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').ok_or_else(|| Error::InvalidRequest {
+                reason: format!("{from}: `{}` is not KEY=VALUE", pair.trim()),
+            })?;
+            let value = percent_encoding::percent_decode_str(value.trim()).decode_utf8_lossy();
+            Ok((key.trim().to_owned(), value.into_owned()))
+        })
+        .collect()
+}
+
+impl Endpoint {
+    /// The endpoint the variables (read through `var`) name, else the workspace's `[otlp]`
+    /// table; `None` when neither names one.
+    pub fn resolve(var: impl Fn(&str) -> Option<String>, workspace_root: &Path) -> Result<Option<Endpoint>, Error> {
+        let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+        let from_env = if let Some(url) = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+            Some((url.trim().to_owned(), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        } else {
+            var("OTEL_EXPORTER_OTLP_ENDPOINT").map(|base| (traces_url(base.trim()), "OTEL_EXPORTER_OTLP_ENDPOINT"))
+        };
+        if let Some((url, from)) = from_env {
+            check_url(&url, from)?;
+            let protocol = match ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"]
+                .into_iter()
+                .find_map(|name| var(name).map(|v| (v, name)))
+            {
+                Some((text, name)) => Protocol::parse(&text, name)?,
+                None => Protocol::HttpProtobuf,
+            };
+            let mut headers = Vec::new();
+            for name in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"] {
+                if let Some(text) = var(name) {
+                    headers.extend(parse_headers(&text, name)?);
+                }
+            }
+            return Ok(Some(Endpoint {
+                url,
+                protocol,
+                headers,
+                from: from.to_owned(),
+            }));
+        }
+        Endpoint::from_studio_file(workspace_root)
+    }
+
+    /// The `[otlp]` table of the workspace's `.zibby/studio.toml` (read as the agents are: a
+    /// regular file, bounded).
+    fn from_studio_file(workspace_root: &Path) -> Result<Option<Endpoint>, Error> {
+        if untrusted::confined_folder(workspace_root, &[".zibby"])?.is_none() {
+            return Ok(None);
+        }
+        let path = workspace_root.join(AGENTS_FILE);
+        let bytes = match untrusted::read_bounded(&path, MAX_AGENTS_FILE_BYTES) {
+            Ok(bytes) => bytes,
+            Err(e) if untrusted::is_not_found(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let from = path.display().to_string();
+        let file: StudioFile = toml::from_str(&String::from_utf8_lossy(&bytes)).map_err(|e| Error::InvalidRequest {
+            reason: format!("{from}: [otlp]: {}", e.message()),
+        })?;
+        let Some(table) = file.otlp else { return Ok(None) };
+        let url = traces_url(table.endpoint.trim());
+        check_url(&url, &from)?;
+        let protocol = match &table.protocol {
+            Some(text) => Protocol::parse(text, &from)?,
+            None => Protocol::HttpProtobuf,
+        };
+        Ok(Some(Endpoint {
+            url,
+            protocol,
+            headers: table.headers.into_iter().collect(),
+            from,
+        }))
+    }
+}
+
+/// What a push sent.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pushed {
+    pub url: String,
+    pub protocol: &'static str,
+    pub traces: usize,
+    pub spans: usize,
+    /// What the collector said it rejected (OTLP's partial success), when it said.
+    pub rejected_spans: i64,
+}
+
+/// The body of an export request in the endpoint's encoding, and its content type.
+pub fn encode(traces: &TracesData, protocol: Protocol) -> (Vec<u8>, &'static str) {
+    let request = ExportTraceServiceRequest {
+        resource_spans: traces.resource_spans.clone(),
+    };
+    match protocol {
+        Protocol::HttpProtobuf => (request.encode_to_vec(), "application/x-protobuf"),
+        Protocol::HttpJson => (
+            serde_json::to_vec(&request).expect("OTLP messages serialize"),
+            "application/json",
+        ),
+    }
+}
+
+/// Sends `traces` to `endpoint` in one request that gives up after `timeout`. Spans sent again
+/// keep their ids (the backend decides what a duplicate is).
+pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Result<Pushed, Error> {
+    static TLS: std::sync::Once = std::sync::Once::new();
+    TLS.call_once(|| {
+        // reqwest is built without a crypto provider of its own: ring is the process's.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    let failed = |what: String| Error::Unavailable {
+        code: ErrorCode::Io,
+        message: format!("OTLP endpoint {} ({}): {what}", endpoint.url, endpoint.from),
+    };
+    let (body, content_type) = encode(traces, endpoint.protocol);
+    // One client for the process: building one loads the platform's certificates, which cost
+    // far more than a request (a live export sends a batch every few node ends).
+    static CLIENT: std::sync::OnceLock<Result<reqwest::blocking::Client, String>> = std::sync::OnceLock::new();
+    let client = CLIENT
+        .get_or_init(|| reqwest::blocking::Client::builder().build().map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| failed(e.clone()))?;
+    let mut request = client
+        .post(&endpoint.url)
+        .timeout(timeout)
+        .header("content-type", content_type)
+        .body(body);
+    for (key, value) in &endpoint.headers {
+        request = request.header(key.as_str(), value.as_str());
+    }
+    let response = request.send().map_err(|e| failed(error_chain(&e)))?;
+    let status = response.status();
+    let reply = response.bytes().map_err(|e| failed(error_chain(&e)))?;
+    if !status.is_success() {
+        let said = String::from_utf8_lossy(&reply[..reply.len().min(300)]).into_owned();
+        return Err(failed(format!("HTTP {status}: {}", said.trim())));
+    }
+    let (traces_count, spans) = super::map::counts(traces);
+    Ok(Pushed {
+        url: endpoint.url.clone(),
+        protocol: endpoint.protocol.as_str(),
+        traces: traces_count,
+        spans,
+        rejected_spans: rejected_spans(&reply, endpoint.protocol),
+    })
+}
+
+/// The partial success a collector may answer with.
+fn rejected_spans(reply: &[u8], protocol: Protocol) -> i64 {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse;
+    let response = match protocol {
+        Protocol::HttpProtobuf => ExportTraceServiceResponse::decode(reply).ok(),
+        Protocol::HttpJson => serde_json::from_slice::<ExportTraceServiceResponse>(reply).ok(),
+    };
+    response.and_then(|r| r.partial_success).map_or(0, |p| p.rejected_spans)
+}
+
+/// An error and its causes, one sentence (reqwest's own says only "error sending request").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn the_variables_name_the_endpoint_as_the_exporter_reads_them() {
+        let root = tempfile::tempdir().unwrap();
+        let base = Endpoint::resolve(env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318/")]), root.path())
+            .unwrap()
+            .unwrap();
+        assert_eq!(base.url, "http://c:4318/v1/traces");
+        assert_eq!(base.protocol, Protocol::HttpProtobuf);
+        let vars = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://ignored:1"),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://c/custom"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b, x=1"),
+        ];
+        let traces = Endpoint::resolve(env(&vars), root.path()).unwrap().unwrap();
+        assert_eq!(traces.url, "https://c/custom");
+        assert_eq!(traces.protocol, Protocol::HttpJson);
+        assert_eq!(
+            traces.headers,
+            vec![
+                ("api-key".to_owned(), "a b".to_owned()),
+                ("x".to_owned(), "1".to_owned())
+            ]
+        );
+        let grpc = Endpoint::resolve(
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c"),
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+            ]),
+            root.path(),
+        )
+        .unwrap_err();
+        assert!(
+            grpc.to_string()
+                .contains("OTEL_EXPORTER_OTLP_PROTOCOL: protocol `grpc`"),
+            "{grpc}"
+        );
+    }
+
+    #[test]
+    fn the_workspace_file_names_one_when_no_variable_does() {
+        let root = tempfile::tempdir().unwrap();
+        assert_eq!(Endpoint::resolve(env(&[]), root.path()).unwrap(), None);
+        std::fs::create_dir(root.path().join(".zibby")).unwrap();
+        let file = root.path().join(AGENTS_FILE);
+        std::fs::write(
+            &file,
+            "[otlp]\nendpoint = \"http://p:6006\"\nprotocol = \"http/json\"\n",
+        )
+        .unwrap();
+        let found = Endpoint::resolve(env(&[]), root.path()).unwrap().unwrap();
+        assert_eq!(
+            (found.url.as_str(), found.protocol),
+            ("http://p:6006/v1/traces", Protocol::HttpJson)
+        );
+        std::fs::write(&file, "[otlp]\nendpoint = \"p:6006\"\n").unwrap();
+        let refused = Endpoint::resolve(env(&[]), root.path()).unwrap_err().to_string();
+        assert!(
+            refused.contains("`p:6006/v1/traces` is not an http:// or https:// URL"),
+            "{refused}"
+        );
+    }
+
+    /// The agents file takes the `[otlp]` table, and the app's agent form keeps it on save.
+    #[test]
+    fn the_agents_file_reads_and_keeps_the_otlp_table() {
+        use crate::sessions::agents;
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir(root.path().join(".zibby")).unwrap();
+        std::fs::write(
+            root.path().join(AGENTS_FILE),
+            "[[agent]]\nname = \"a\"\nrun = [\"true\"]\n\n[otlp]\nendpoint = \"http://p:6006\"\n",
+        )
+        .unwrap();
+        assert_eq!(agents::load(root.path()).unwrap().len(), 1);
+        let added = agents::Agent {
+            name: "b".into(),
+            run: vec!["true".into()],
+            replay: None,
+            cwd: None,
+            env: Default::default(),
+            inherit_env: None,
+            max_cost_usd: None,
+            max_tokens: None,
+        };
+        assert_eq!(agents::save_one(root.path(), added, None).unwrap().len(), 2);
+        let kept = Endpoint::resolve(env(&[]), root.path()).unwrap().unwrap();
+        assert_eq!(kept.url, "http://p:6006/v1/traces");
+    }
+}
