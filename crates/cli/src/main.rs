@@ -22,6 +22,7 @@ mod commands;
 mod filter_args;
 mod mcp;
 mod open;
+mod otlp_args;
 mod print;
 mod remote;
 mod remote_follow;
