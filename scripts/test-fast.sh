@@ -18,6 +18,7 @@ LEFT_OUT=(
 # package:test-binary:test-name, tests left out of a binary that runs (`cargo test -- --skip`).
 LEFT_OUT_TESTS=(
   "zstudio:serve:mcp_python" # the official Python MCP client, in .venv/mcp (scripts/setup.sh)
+  "zstudio:cli:otlp_phoenix" # Arize Phoenix's server, in .venv/phoenix (scripts/setup.sh)
 )
 # Also left out: the app's end-to-end tests (a window under Xvfb; the root package is no default
 # member) and the doc tests (each example compiled on its own: slow); `cargo test --workspace` in
