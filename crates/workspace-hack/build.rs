@@ -1,2 +1,0 @@
-// A build script is required for cargo to consider build dependencies.
-fn main() {}
