@@ -2167,6 +2167,18 @@ fn diff_of_two_live_runs_shows_added_removed_changed_and_same_nodes() {
     fails_saying(&["diff", "-w", root, &a, "../x"], "../x");
 }
 
+/// `zstudio run --json` of the test agent with `nodes` in `root`, recorded in `db`, which must
+/// succeed; the session's id.
+fn run_test_agent(db: &str, root: &str, nodes: &str) -> String {
+    let agent = agent_binary();
+    let output = zstudio(
+        &["run", "--json", "--db", db, "-w", root, "--", &agent, "--nodes", nodes],
+        None,
+    );
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    json_lines(&output)[0]["session_id"].as_str().unwrap().to_owned()
+}
+
 /// Issue 41.3: a recorded run and a session folder (a bucket's, a terminal run's) are compared
 /// like with like, each from its folder's raw streams, not the folder's raw stream against the
 /// stdout the store recorded.
@@ -2176,24 +2188,7 @@ fn diff_of_a_recorded_run_and_a_copy_of_its_folder_finds_them_the_same() {
     let root = workspace.path().to_str().unwrap();
     let db = workspace.path().join("studio.sqlite");
     let dbs = db.to_str().unwrap();
-    let agent = agent_binary();
-    let output = zstudio(
-        &[
-            "run",
-            "--json",
-            "--db",
-            dbs,
-            "-w",
-            root,
-            "--",
-            &agent,
-            "--nodes",
-            "plan:10,code:10,check:10",
-        ],
-        None,
-    );
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let recorded = json_lines(&output)[0]["session_id"].as_str().unwrap().to_owned();
+    let recorded = run_test_agent(dbs, root, "plan:10,code:10,check:10");
     // The same folder under another id, as a bucket or a terminal run gives it: no run recorded.
     let sessions = workspace.path().join(".zibby/output/sessions");
     let copy = "1700000000000_copied";
@@ -2215,22 +2210,7 @@ fn diff_of_a_recorded_run_and_a_copy_of_its_folder_finds_them_the_same() {
         "{diff:#}"
     );
     // Two recorded runs are still compared by what the store recorded.
-    let again = zstudio(
-        &[
-            "run",
-            "--json",
-            "--db",
-            dbs,
-            "-w",
-            root,
-            "--",
-            &agent,
-            "--nodes",
-            "plan:10,code:10,check:10",
-        ],
-        None,
-    );
-    let second = json_lines(&again)[0]["session_id"].as_str().unwrap().to_owned();
+    let second = run_test_agent(dbs, root, "plan:10,code:10,check:10");
     let stored = diff_json(&["--db", dbs, "-w", root, &recorded, &second]);
     assert_eq!(diffed_nodes(&stored).len(), 3, "{stored:#}");
 }
@@ -2248,25 +2228,8 @@ fn sessions_show_and_runs_carry_each_nodes_usage_and_honest_totals() {
     let root = workspace.path().to_str().unwrap();
     let db = workspace.path().join("studio.sqlite");
     let dbs = db.to_str().unwrap();
-    let agent = agent_binary();
     // A real run of the test agent; then its nodes' raw streams hold what agents print.
-    let output = zstudio(
-        &[
-            "run",
-            "--json",
-            "--db",
-            dbs,
-            "-w",
-            root,
-            "--",
-            &agent,
-            "--nodes",
-            "plan:10,code:10,check:10",
-        ],
-        None,
-    );
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let session = json_lines(&output)[0]["session_id"].as_str().unwrap().to_owned();
+    let session = run_test_agent(dbs, root, "plan:10,code:10,check:10");
     let folder = workspace.path().join(".zibby/output/sessions").join(&session);
     for (node, raw) in [
         ("plan", "claude-code-stream-json.jsonl"),
