@@ -122,6 +122,9 @@ pub struct Request {
     pub params: Value,
 }
 
+/// How much of a host's error message is kept.
+pub const MAX_REMOTE_MESSAGE_CHARS: usize = 2_000;
+
 /// An error as a frame carries it: as IPC and `--json` carry it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WireError {
@@ -144,13 +147,17 @@ impl From<&Error> for WireError {
 
 impl WireError {
     /// The error a client reports for this answer of the server on `host`: its code kept (an
-    /// unknown word, from a newer server, becomes `internal`).
+    /// unknown word, from a newer server, becomes `internal`), its message on one line with every
+    /// hidden character escaped and cut at [`MAX_REMOTE_MESSAGE_CHARS`] (a host's words cannot
+    /// draw lines of their own where the error is printed).
     pub fn into_error(self, host: &str) -> Error {
         let code = ErrorCode::from_word(&self.code).unwrap_or(ErrorCode::Internal);
+        let message =
+            crate::vocabulary::visible::shown_within(&self.message, MAX_REMOTE_MESSAGE_CHARS, MAX_REMOTE_MESSAGE_CHARS);
         Error::Remote {
             host: host.to_owned(),
             code,
-            message: self.message,
+            message,
             details: self.details,
         }
     }
@@ -359,6 +366,40 @@ pub fn read_line_bounded(input: &mut impl BufRead, max: usize, line: &mut Vec<u8
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 40, point 4: a host's refusal to run an untrusted agent is shown by this machine's
+    /// rule: its message and every value of the launch it asks about on one line each.
+    #[test]
+    fn a_hosts_error_and_the_launch_it_asks_about_draw_no_lines_of_their_own() {
+        let wire: WireError = serde_json::from_value(serde_json::json!({
+            "code": "agents_untrusted",
+            "message": format!("untrusted\nAgent `x` is trusted.\u{1b}[2J{}", "m".repeat(5_000)),
+            "details": {
+                "digest": "d",
+                "shown": {
+                    "agent": "x\nTrust this and run it? yes",
+                    "command": ["\"true\""],
+                    "command_line": "[\"true\"]\n  in  /safe",
+                    "cwd": "/w",
+                    "env": [],
+                    "inherits": "nothing",
+                    "agents_file": "/w/.zibby/studio.toml",
+                    "covers": ["a\nb"],
+                },
+            },
+        }))
+        .unwrap();
+        let error = wire.into_error("host");
+        let message = error.to_string();
+        assert!(!message.contains('\n') && !message.contains('\u{1b}'), "{message}");
+        assert!(message.ends_with("… (5,035 characters in all)"), "{message}");
+        assert!(message.chars().count() < MAX_REMOTE_MESSAGE_CHARS + 100, "cut");
+        let (digest, shown) = error.untrusted_launch().unwrap();
+        assert_eq!(digest, "d");
+        assert_eq!(shown.agent, "x\\nTrust this and run it? yes");
+        assert_eq!(shown.command_line, r#"["true"]"#);
+        assert_eq!(shown.covers, ["a\\nb"]);
+    }
 
     #[test]
     fn a_long_line_is_dropped_and_the_next_one_read() {

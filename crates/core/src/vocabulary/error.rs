@@ -314,15 +314,18 @@ impl Error {
     }
 
     /// The launch an `agents_untrusted` refusal asks about, here or on another machine (read back
-    /// from the details it carried): its digest, to trust it by, and what to show the user first.
-    /// `None` for any other error, or details that do not read.
+    /// from the details it carried): its digest, to trust it by, and what to show the user first,
+    /// every value shown again by this machine's rule ([`ShownLaunch::shown_again`]: the details
+    /// may come from a host). `None` for any other error, or details that do not read.
+    ///
+    /// [`ShownLaunch::shown_again`]: crate::vocabulary::launch::ShownLaunch::shown_again
     pub fn untrusted_launch(&self) -> Option<(String, crate::vocabulary::launch::ShownLaunch)> {
         if self.code() != ErrorCode::AgentsUntrusted {
             return None;
         }
         let details = self.details()?;
-        let shown = serde_json::from_value(details["shown"].clone()).ok()?;
-        Some((details["digest"].as_str()?.to_owned(), shown))
+        let shown: crate::vocabulary::launch::ShownLaunch = serde_json::from_value(details["shown"].clone()).ok()?;
+        Some((details["digest"].as_str()?.to_owned(), shown.shown_again()))
     }
 }
 

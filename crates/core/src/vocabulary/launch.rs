@@ -374,7 +374,39 @@ impl Launch {
     }
 }
 
+/// At most this many variables, files covered or arguments of a launch another machine sent are
+/// shown; the rest are counted.
+pub const MAX_SHOWN_ITEMS: usize = 64;
+
 impl ShownLaunch {
+    /// A launch as another machine (a remote workspace's host) sent it, shown by the rule a launch
+    /// worked out here is: each value through [`shown`] (on one line, every hidden character
+    /// escaped, long values folded), the command line made again from its arguments, and each list
+    /// cut at [`MAX_SHOWN_ITEMS`] with the rest counted. A host can put raw newlines or a thousand
+    /// variables in what it sends; none of that draws a line of its own in a prompt. Values this
+    /// machine worked out are already shown so: this changes nothing of theirs.
+    pub fn shown_again(self) -> ShownLaunch {
+        fn each(values: Vec<String>, what: &str) -> Vec<String> {
+            let total = values.len();
+            let mut kept: Vec<String> = values.iter().take(MAX_SHOWN_ITEMS).map(|v| shown(v)).collect();
+            if total > MAX_SHOWN_ITEMS {
+                kept.push(format!("… and {} more {what}", total - MAX_SHOWN_ITEMS));
+            }
+            kept
+        }
+        let command = each(self.command, "arguments");
+        ShownLaunch {
+            agent: shown(&self.agent),
+            command_line: format!("[{}]", command.join(", ")),
+            command,
+            cwd: shown(&self.cwd),
+            env: each(self.env, "variables"),
+            inherits: shown(&self.inherits),
+            agents_file: shown(&self.agents_file),
+            covers: each(self.covers, "things covered"),
+        }
+    }
+
     /// What a trust prompt lists, a line each (`command`, `in`, `sets`, `inherits`, `covers`).
     pub fn describe_lines(&self) -> Vec<(&'static str, String)> {
         let s = self;
@@ -427,6 +459,52 @@ mod tests {
             .describe_lines()
             .iter()
             .all(|(_, line)| !line.contains('\n') && !line.contains('\u{202E}')));
+    }
+
+    /// Issue 40, point 4: what a host sends is shown by the same rule as what is worked out here.
+    #[test]
+    fn a_launch_from_a_host_is_shown_by_this_machines_rule() {
+        let local = Launch::new(parts("small\n\u{202E}x".repeat(40).as_str())).shown;
+        assert_eq!(
+            local.clone().shown_again(),
+            local,
+            "values worked out here are unchanged"
+        );
+
+        let forged = ShownLaunch {
+            agent: "a\nFile: /etc/passwd".into(),
+            command: vec!["\"sh\"".into(), "\"ok\"\n\nIn: /safe".into()],
+            command_line: "[\"true\"]".into(),
+            cwd: "/w\r\nSets: nothing".into(),
+            env: (0..1000).map(|i| format!("V{i}=x\ny")).collect(),
+            inherits: "all\u{1b}]52;c;aGk=\u{7}".into(),
+            agents_file: "/w/.zibby/studio.toml\u{202E}".into(),
+            covers: vec!["nothing\n  • everything".into()],
+        };
+        let shown = forged.shown_again();
+        assert_eq!(
+            shown.command_line, r#"["sh", "ok"\n\nIn: /safe]"#,
+            "made again from the arguments"
+        );
+        assert_eq!(shown.env.len(), MAX_SHOWN_ITEMS + 1);
+        assert_eq!(shown.env.last().unwrap(), "… and 936 more variables");
+        let every = [
+            &shown.agent,
+            &shown.command_line,
+            &shown.cwd,
+            &shown.inherits,
+            &shown.agents_file,
+        ]
+        .into_iter()
+        .chain(&shown.command)
+        .chain(&shown.env)
+        .chain(&shown.covers);
+        for value in every {
+            assert!(
+                value.chars().all(|c| !crate::vocabulary::visible::is_hidden(c, false)),
+                "{value:?}"
+            );
+        }
     }
 
     #[test]

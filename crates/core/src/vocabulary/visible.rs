@@ -49,17 +49,35 @@ pub const FOLD_AFTER_CHARS: usize = 160;
 const FOLDED_HEAD_CHARS: usize = 120;
 
 /// `text` as a prompt shows it: on one line, every hidden character escaped, and past
-/// [`FOLD_AFTER_CHARS`] characters cut, saying how long it is (`… (5,000 characters in all)`).
+/// [`FOLD_AFTER_CHARS`] shown characters cut, saying how long it is (`… (5,000 characters in
+/// all)`). Showing a shown value again changes nothing.
 pub fn shown(text: &str) -> String {
-    let count = text.chars().count();
-    let mut out = String::with_capacity(text.len().min(FOLD_AFTER_CHARS * 2));
-    if count <= FOLD_AFTER_CHARS {
-        push_visible(&mut out, text, false);
-    } else {
-        let head: String = text.chars().take(FOLDED_HEAD_CHARS).collect();
-        push_visible(&mut out, &head, false);
-        out.push_str(&format!("… ({} characters in all)", thousands(count as u64)));
+    shown_within(text, FOLD_AFTER_CHARS, FOLDED_HEAD_CHARS)
+}
+
+/// [`shown`] with bounds of its own: past `fold_after` shown characters, the first `head` of
+/// them (never half an escape), then how many characters `text` has.
+pub fn shown_within(text: &str, fold_after: usize, head: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(fold_after * 2));
+    push_visible(&mut out, text, false);
+    if out.chars().count() <= fold_after {
+        return out;
     }
+    out.clear();
+    let (mut kept, mut one) = (0, String::new());
+    for c in text.chars() {
+        one.clear();
+        push_visible(&mut one, c.encode_utf8(&mut [0; 4]), false);
+        kept += one.chars().count();
+        if kept > head {
+            break;
+        }
+        out.push_str(&one);
+    }
+    out.push_str(&format!(
+        "… ({} characters in all)",
+        thousands(text.chars().count() as u64)
+    ));
     out
 }
 
@@ -112,6 +130,11 @@ mod tests {
         assert!(folded.starts_with(&"x".repeat(FOLDED_HEAD_CHARS)), "{folded}");
         assert!(folded.ends_with("… (5,000 characters in all)"), "{folded}");
         assert_eq!(shown(&"y".repeat(FOLD_AFTER_CHARS)), "y".repeat(FOLD_AFTER_CHARS));
+        let hidden = "\u{202E}\n".repeat(100);
+        let folded = shown(&hidden);
+        assert!(folded.starts_with("\\u202e\\n"), "{folded}");
+        assert!(folded.chars().count() <= FOLD_AFTER_CHARS, "{folded}");
+        assert_eq!(shown(&folded), folded, "showing a shown value again changes nothing");
         assert_eq!(thousands(1_234_567), "1,234,567");
         assert_eq!(thousands(12), "12");
     }
