@@ -629,6 +629,74 @@ fn a_remote_watch_ended_by_a_signal_leaves_no_ssh_behind() {
     }
 }
 
+/// Issue 40, point 4: an export from a host ended part-way by a signal leaves no partial file
+/// (it was left until the next export there swept it); the command ends by the signal as before.
+#[test]
+fn an_export_from_a_host_ended_by_a_signal_leaves_no_partial_file() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let id = session_on_host(ws, &sshd.home().join("data"));
+    // 48 MiB that do not compress: the copy, a MiB a call, takes seconds.
+    let mut noise = vec![0u8; 48 << 20];
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    for byte in noise.iter_mut() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        *byte = state as u8;
+    }
+    std::fs::write(
+        workspace.join(".zibby/output/sessions").join(&id).join("noise.bin"),
+        noise,
+    )
+    .unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let folder = local.path().join("exports");
+    std::fs::create_dir(&folder).unwrap();
+    let bundle = folder.join("bundle.zip");
+    let mut export = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(["--remote", &format!("{}:{ws}", sshd.alias()), "export", &id, "-o"])
+        .arg(&bundle)
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())
+        .env("XDG_DATA_HOME", local.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let names = || -> Vec<String> {
+        std::fs::read_dir(&folder)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !names().iter().any(|n| n.starts_with(".bundle.zip.partial-")) {
+        assert!(
+            std::time::Instant::now() < deadline && export.try_wait().unwrap().is_none(),
+            "the copy never began: {:?}",
+            names()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let sent = Command::new("kill")
+        .args(["-TERM", &export.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = export.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(15),
+        "{status:?}"
+    );
+    assert_eq!(names(), Vec::<String>::new(), "nothing is left");
+}
+
 /// Tags and notes of a host's session are kept in the host's store, as its pins are: set from
 /// here, read there, listed and filtered here; a bad tag is refused here, before any link.
 #[test]

@@ -313,18 +313,8 @@ impl RemoteClient {
                 opened.size
             )));
         }
-        let name = out
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        sweep_partials(out, &name);
-        let partial = out.with_file_name(format!(
-            ".{name}.partial-{}-{}",
-            std::process::id(),
-            uuid::Uuid::now_v7().simple()
-        ));
+        let mut partial = crate::sessions::private::PartialFile::beside(out)?;
         let written = (|| {
-            let mut file = crate::sessions::private::create_new(&partial)?;
             let mut offset = 0u64;
             loop {
                 let read = ExportRead {
@@ -341,7 +331,8 @@ impl RemoteClient {
                         opened.size
                     )));
                 }
-                file.write_all(&bytes).map_err(|e| Error::io_write(&partial, e))?;
+                let at = partial.path().to_owned();
+                partial.file().write_all(&bytes).map_err(|e| Error::io_write(&at, e))?;
                 offset += bytes.len() as u64;
                 if chunk.eof || bytes.is_empty() {
                     break;
@@ -354,13 +345,10 @@ impl RemoteClient {
                     opened.size
                 )));
             }
-            file.sync_all().map_err(|e| Error::io_write(&partial, e))?;
-            std::fs::rename(&partial, out).map_err(|e| Error::io_write(out, e))
+            Ok(())
         })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&partial);
-        }
         written?;
+        partial.finish()?;
         Ok(Exported {
             path: out.to_path_buf(),
             ..opened.exported.clone()
@@ -614,33 +602,5 @@ fn keep_tail(mut pipe: impl Read + Send + 'static, tail: Arc<Mutex<Vec<u8>>>) {
     });
     if let Err(error) = spawned {
         tracing::warn!(%error, "cannot keep the studio server's stderr");
-    }
-}
-
-/// Removes the partial copies of exports to `out` (`.NAME.partial-PID-…`) whose process is gone:
-/// an export killed part-way leaves one.
-fn sweep_partials(out: &Path, name: &str) {
-    let Some(folder) = out.parent() else { return };
-    let prefix = format!(".{name}.partial-");
-    let Ok(entries) = std::fs::read_dir(if folder.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        folder
-    }) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let file_name = entry.file_name();
-        let Some(pid) = file_name
-            .to_str()
-            .and_then(|n| n.strip_prefix(&prefix))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !crate::vocabulary::process::process_alive(pid) && entry.file_type().is_ok_and(|t| t.is_file()) {
-            let _ = std::fs::remove_file(entry.path());
-        }
     }
 }

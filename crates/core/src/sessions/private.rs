@@ -67,6 +67,120 @@ pub fn keeping_folder_time<T>(dir: &Path, change: impl FnOnce() -> T) -> T {
     done
 }
 
+/// A file written under another name beside its place (`.NAME.partial-PID-UUID`, private, new)
+/// and renamed into place once whole ([`PartialFile::finish`]): a reader never sees half of it.
+/// Dropped unfinished (an error, a refusal), it is removed; while it is written, its path is
+/// known to [`remove_partials_in_progress`], which a command-line process calls when a signal
+/// ends it; and one a process now gone left behind (killed outright) is swept by the next
+/// [`PartialFile::beside`] of the same place.
+pub struct PartialFile {
+    path: std::path::PathBuf,
+    out: std::path::PathBuf,
+    file: Option<File>,
+}
+
+fn partials_in_progress() -> std::sync::MutexGuard<'static, Vec<std::path::PathBuf>> {
+    static IN_PROGRESS: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+    IN_PROGRESS.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Removes every [`PartialFile`] this process is writing: for a process a signal ends (its
+/// writes then go to a file no longer there).
+pub fn remove_partials_in_progress() {
+    for path in partials_in_progress().drain(..) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+impl PartialFile {
+    /// A new partial file for `out`, once what a process now gone left for it is swept.
+    pub fn beside(out: &Path) -> Result<PartialFile, Error> {
+        let name = out
+            .file_name()
+            .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
+        let prefix = format!(".{name}.partial-");
+        sweep_partials(out.parent().unwrap_or(Path::new("")), &prefix);
+        let path = out.with_file_name(format!(
+            "{prefix}{}-{}",
+            std::process::id(),
+            uuid::Uuid::now_v7().simple()
+        ));
+        let file = create_new(&path)?;
+        partials_in_progress().push(path.clone());
+        Ok(PartialFile {
+            path,
+            out: out.to_owned(),
+            file: Some(file),
+        })
+    }
+
+    /// Where it is written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The file to write, until [`PartialFile::finish`] or [`PartialFile::take_file`].
+    pub fn file(&mut self) -> &mut File {
+        self.file.as_mut().expect("the partial file is open until finished")
+    }
+
+    /// The open file, for a writer that owns it (closed by the time [`PartialFile::finish`] is
+    /// called).
+    pub fn take_file(&mut self) -> File {
+        self.file.take().expect("the partial file is taken once")
+    }
+
+    /// Flushes it to disk (when still held here) and renames it into place.
+    pub fn finish(mut self) -> Result<(), Error> {
+        if let Some(file) = self.file.take() {
+            file.sync_all().map_err(|e| Error::io_write(&self.path, e))?;
+        }
+        std::fs::rename(&self.path, &self.out).map_err(|e| Error::io_write(&self.out, e))?;
+        self.forget();
+        Ok(())
+    }
+
+    fn forget(&self) {
+        partials_in_progress().retain(|p| *p != self.path);
+    }
+}
+
+impl Drop for PartialFile {
+    fn drop(&mut self) {
+        if partials_in_progress().contains(&self.path) {
+            self.file.take();
+            let _ = std::fs::remove_file(&self.path);
+            self.forget();
+        }
+    }
+}
+
+/// Removes the files of `folder` named `PREFIX<pid>-…` whose process is gone.
+fn sweep_partials(folder: &Path, prefix: &str) {
+    let folder = if folder.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        folder
+    };
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !crate::vocabulary::process::process_alive(pid) && entry.file_type().is_ok_and(|t| t.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Creates a new file (0600) holding `bytes`; fails if anything (a symbolic link too) is there.
 pub fn create_new_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     create_new(path)?.write_all(bytes).map_err(|e| Error::io_write(path, e))

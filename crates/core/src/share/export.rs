@@ -78,12 +78,10 @@ pub fn export_session(
             run_id: live.id.clone(),
         });
     }
-    let name = out
-        .file_name()
-        .map_or_else(|| "bundle.zip".into(), |n| n.to_string_lossy().into_owned());
-    let partial = out.with_file_name(format!(".{name}.partial-{}", uuid::Uuid::now_v7().simple()));
-    let file = private::create_new(&partial)?;
-    let written = (|| {
+    let mut partial_file = private::PartialFile::beside(out)?;
+    let partial = partial_file.path().to_owned();
+    let file = partial_file.take_file();
+    let written = (|| -> Result<_, Error> {
         let mut bundle = BundleWriter {
             zip: zip::ZipWriter::new(std::io::BufWriter::new(file)),
             path: partial.clone(),
@@ -133,15 +131,9 @@ pub fn export_session(
             redaction: manifest.redaction.clone().unwrap_or_default(),
         })
     })();
-    let renamed = written.and_then(|exported| {
-        std::fs::rename(&partial, out)
-            .map_err(|e| Error::io_write(out, e))
-            .map(|()| exported)
-    });
-    if renamed.is_err() {
-        let _ = std::fs::remove_file(&partial);
-    }
-    renamed
+    let exported = written?;
+    partial_file.finish()?;
+    Ok(exported)
 }
 
 struct BundleWriter<W: Write + std::io::Seek> {

@@ -433,8 +433,11 @@ pub fn end_open_masters() {
 
 /// From now on, SIGTERM and SIGHUP (and SIGINT, with `interrupt`: a command that takes Ctrl-C
 /// as its own passes `false`) end this process as they would (their default action), but with
-/// its open masters ended first ([`end_open_masters`]). For a command-line process; the app
-/// closes its connections on quit itself.
+/// its open masters ended first ([`end_open_masters`]) and the files it was writing through a
+/// partial file removed ([`remove_partials_in_progress`]: an export from a host, ended part-way).
+/// For a command-line process; the app closes its connections on quit itself.
+///
+/// [`remove_partials_in_progress`]: crate::sessions::private::remove_partials_in_progress
 pub fn end_masters_on_signals(interrupt: bool) -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let signals: &[i32] = if interrupt {
@@ -447,6 +450,7 @@ pub fn end_masters_on_signals(interrupt: bool) -> std::io::Result<()> {
         .name("ssh-masters-on-signal".into())
         .spawn(move || {
             if let Some(signal) = received.forever().next() {
+                crate::sessions::private::remove_partials_in_progress();
                 end_open_masters();
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
             }
