@@ -62,6 +62,17 @@ pub struct Globals {
     /// [default: 300]
     #[arg(long, value_name = "SECONDS", global = true)]
     pub reconnect_for: Option<u64>,
+    /// With --remote: keep the ssh connection this long after the command, for the next one
+    /// to the same host to use (a command ended by a signal ends it at once); 0: close it with
+    /// the command [default: 60]
+    #[arg(
+        long,
+        value_name = "SECONDS",
+        global = true,
+        env = "ZIBBY_STUDIO_KEEP_CONNECTION",
+        hide_env_values = true
+    )]
+    pub keep_connection: Option<u64>,
     /// `--source URL`: a bucket prefix read as the workspace (the `cloud` command module).
     #[command(flatten)]
     pub source: SourceArgs,
@@ -638,7 +649,7 @@ impl Cli {
             let remote = REMOTE_COMMANDS.contains(&sub.get_name());
             let unused = |id: &str| match id {
                 "workspace" => takes.workspaces == Workspaces::None,
-                "remote" | "ssh_config" | "reconnect_for" => !remote,
+                "remote" | "ssh_config" | "reconnect_for" | "keep_connection" => !remote,
                 "db" | "memory" => !takes.store,
                 "json" => !takes.json,
                 "bucket_source" | "cache_limit" | "clear_cache" => !READING.contains(&sub_name),

@@ -43,6 +43,9 @@ impl Remote {
         let mut options = LinkOptions::new(local);
         options.connect = ConnectOptions {
             ssh_config: globals.ssh_config.clone(),
+            keep_for: Some(globals.keep_connection.unwrap_or(KEEP_CONNECTION))
+                .filter(|&seconds| seconds > 0)
+                .map(Duration::from_secs),
             ..ConnectOptions::default()
         };
         options.give_up_after = Some(Duration::from_secs(globals.reconnect_for.unwrap_or(RECONNECT_FOR)));
@@ -67,6 +70,8 @@ impl Remote {
 
 /// How long `watch` and `run` try to connect again by default (`--reconnect-for`).
 const RECONNECT_FOR: u64 = 300;
+/// How long the ssh connection is kept after a command by default (`--keep-connection`).
+const KEEP_CONNECTION: u64 = 60;
 
 /// Runs `command` on the workspace of `--remote` (one of `cli::REMOTE_COMMANDS`; `Cli::check`
 /// refused the others).

@@ -113,6 +113,52 @@ fn a_program_planted_under_the_servers_name_is_replaced_never_run() {
     connection.close().unwrap();
 }
 
+/// Issue 41, point 7: the server's SHA-256 is read on the host once, not at each command: a later
+/// connection finds it by the identity this machine saw (`verified-*` in the runtime folder). A
+/// file changed in place since (same inode, same size, its change time moved) is read again,
+/// found wrong and replaced; never run.
+#[test]
+fn a_verified_server_is_not_read_again_unless_it_changed() {
+    use std::os::unix::fs::PermissionsExt;
+    let zstudio = std::path::Path::new(env!("CARGO_BIN_EXE_zstudio"));
+    let Host {
+        sshd,
+        workspace,
+        client,
+    } = Host::start();
+    let connection = connect(&sshd, &workspace, &client);
+    let installed = connection.ensure_server(zstudio).unwrap();
+    connection.close().unwrap();
+    let kept: Vec<_> = std::fs::read_dir(client.options.runtime_dir.as_ref().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("verified-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "the server's identity is kept");
+    let again = connect(&sshd, &workspace, &client);
+    assert!(!again.ensure_server(zstudio).unwrap().uploaded);
+
+    // The same file, same size, its bytes changed in place: its change time moved.
+    let program = std::path::PathBuf::from(&installed.program);
+    let mut bytes = std::fs::read(&program).unwrap();
+    let pwned = sshd.home().join("PWNED");
+    let script = format!("#!/bin/sh\ntouch '{}'\n", pwned.display());
+    bytes[..script.len()].copy_from_slice(script.as_bytes());
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&program)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
+        .unwrap();
+    assert_eq!(std::fs::metadata(&program).unwrap().permissions().mode() & 0o777, 0o700);
+    let replaced = again.ensure_server(zstudio).unwrap();
+    assert!(replaced.uploaded, "a changed server was taken by its old identity");
+    assert_eq!(std::fs::read(&program).unwrap(), std::fs::read(zstudio).unwrap());
+    again.run(&[&replaced.program, "--version"], None, 4096).unwrap();
+    assert!(!pwned.exists(), "the changed program ran");
+    again.close().unwrap();
+}
+
 /// Issue 41, point 8: an upload that failed printed the 613-character upload script. It says
 /// what failed and what to do, and names the script as `<script>`.
 #[test]

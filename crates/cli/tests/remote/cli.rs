@@ -67,7 +67,16 @@ fn sessions_and_show_of_a_remote_workspace_are_the_hosts_own() {
     let remote = format!("{}:{ws}", sshd.alias());
     let config = sshd.ssh_config().to_str().unwrap();
     let listed = json_of(&zstudio(
-        &["--remote", &remote, "--ssh-config", config, "sessions", "--json"],
+        &[
+            "--remote",
+            &remote,
+            "--ssh-config",
+            config,
+            "--keep-connection",
+            "3",
+            "sessions",
+            "--json",
+        ],
         local.path(),
         &[],
     ));
@@ -75,7 +84,10 @@ fn sessions_and_show_of_a_remote_workspace_are_the_hosts_own() {
     assert_eq!(listed[0]["id"], id.as_str());
 
     // The config given by the environment instead.
-    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    let env = [
+        ("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config()),
+        ("ZIBBY_STUDIO_KEEP_CONNECTION", Path::new("3")),
+    ];
     let shown = json_of(&zstudio(
         &["show", &id, "--remote", &remote, "--json"],
         local.path(),
@@ -103,6 +115,15 @@ fn sessions_and_show_of_a_remote_workspace_are_the_hosts_own() {
     let page = String::from_utf8_lossy(&page.stdout);
     assert!(page.starts_with(&format!("session   {id}\n")), "{page}");
 
+    // Issue 41, point 7: the four commands used one connection, kept 3 s after the last
+    // (--keep-connection), then ended by ssh itself: nothing left behind.
+    let masters = processes_naming(config);
+    assert_eq!(masters.len(), 1, "one kept master: {masters:?}");
+    assert!(masters[0].contains("ControlPersist=3s"), "{masters:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while !processes_naming(config).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     assert!(
         processes_naming(config).is_empty(),
         "left running: {:?}",

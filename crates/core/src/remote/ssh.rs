@@ -14,7 +14,9 @@
 //!
 //! [`Connection::command`] runs a command on the host through the master, each argument quoted
 //! for the remote shell (a POSIX shell: sh, bash, zsh, dash). [`Connection::close`] (or drop)
-//! runs `ssh -O exit` and reaps the master: nothing is left running here.
+//! runs `ssh -O exit` and reaps the master: nothing is left running here. With
+//! [`ConnectOptions::keep_for`] (the CLI's `--keep-connection`), the master is kept that long
+//! after its last use instead, for the next process to use (`kept`).
 //!
 //! [`Connection::ensure_server`] (in `bootstrap`) finds or uploads the same `zstudio` build on the
 //! host.
@@ -22,6 +24,7 @@
 mod bootstrap;
 mod connection;
 mod errors;
+mod kept;
 mod target;
 
 pub use bootstrap::{build_id, local_platform, BuildInfo, RemoteServer, SERVER_DIR};

@@ -71,7 +71,9 @@ pub struct RemoteServer {
 }
 
 /// The first 16 hex digits of the SHA-256 of the file at `binary`: read once per path in a
-/// process (the running `zstudio` does not change under it), then remembered.
+/// process (the running `zstudio` does not change under it), then remembered; and between
+/// processes, by the file's identity ([`Verified`]: a `zstudio --remote` command does not read
+/// its own 30 MB again each time).
 pub fn build_id(binary: &Path) -> Result<String, SshError> {
     static KNOWN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, String>>> =
         std::sync::OnceLock::new();
@@ -79,12 +81,90 @@ pub fn build_id(binary: &Path) -> Result<String, SshError> {
     if let Some(id) = known.lock().unwrap_or_else(|p| p.into_inner()).get(binary) {
         return Ok(id.clone());
     }
-    let id = digest_of(binary)?;
+    let identity = std::fs::metadata(binary).ok().map(|m| file_identity(&m));
+    let verified = identity
+        .as_ref()
+        .and_then(|_| Verified::open(None, &format!("build {}", binary.display())));
+    let id = match (&identity, &verified) {
+        (Some(identity), Some(verified)) => match verified.read().and_then(|line| {
+            let (seen, id) = line.split_once(' ')?;
+            (seen == identity).then(|| id.to_owned())
+        }) {
+            Some(id) => id,
+            None => {
+                let id = digest_of(binary)?;
+                verified.write(&format!("{identity} {id}"));
+                id
+            }
+        },
+        _ => digest_of(binary)?,
+    };
     known
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert(binary.to_path_buf(), id.clone());
     Ok(id)
+}
+
+/// What identifies a file's content as long as it is the same file, unchanged: its device, inode,
+/// size, modification time and change time (which no one but the kernel sets: any write,
+/// rename or mode change moves it), the times in nanoseconds.
+fn file_identity(metadata: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let (m, c) = (
+        metadata.mtime() as i128 * 1_000_000_000 + metadata.mtime_nsec() as i128,
+        metadata.ctime() as i128 * 1_000_000_000 + metadata.ctime_nsec() as i128,
+    );
+    format!("{}:{}:{}:{m}:{c}", metadata.dev(), metadata.ino(), metadata.size())
+}
+
+/// A line this machine verified and keeps for the next process: a file of the private
+/// [`runtime_dir`](super::runtime_dir) named by the SHA-256 of what it is about (a local binary's
+/// build id by the binary's identity; the identity of a host's server once its SHA-256 was
+/// checked there). Nothing is kept where that folder cannot be used.
+pub(super) struct Verified {
+    path: PathBuf,
+}
+
+impl Verified {
+    /// The line about `about`, kept in `dir` (default: the runtime folder).
+    pub(super) fn open(dir: Option<&Path>, about: &str) -> Option<Verified> {
+        let dir = match dir {
+            Some(dir) => dir.to_owned(),
+            None => super::runtime_dir().ok()?,
+        };
+        let digest = Sha256::digest(about.as_bytes());
+        let name: String = digest[..8].iter().map(|byte| format!("{byte:02x}")).collect();
+        Some(Verified {
+            path: dir.join(format!("verified-{name}")),
+        })
+    }
+
+    pub(super) fn read(&self) -> Option<String> {
+        let text = std::fs::read_to_string(&self.path).ok()?;
+        Some(text.trim().to_owned()).filter(|line| !line.is_empty() && line.len() < 1024)
+    }
+
+    pub(super) fn write(&self, line: &str) {
+        let _ = crate::sessions::private::replace_file(&self.path, line.as_bytes());
+    }
+
+    /// Keeps the `identity ID` a script printed with `installed PATH` (`seen`: what was kept
+    /// already); forgets what was kept when it printed none.
+    fn keep_identity(&self, said: &str, seen: &str) {
+        let installed = said.lines().any(|line| line.starts_with("installed "));
+        let identity = said
+            .lines()
+            .find_map(|line| line.strip_prefix("identity "))
+            .filter(|id| installed && !id.is_empty());
+        match identity {
+            Some(identity) if identity != seen => self.write(identity),
+            Some(_) => {}
+            None => {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+    }
 }
 
 /// [`build_id`], read from the file.
@@ -130,13 +210,18 @@ sum() { (sha256sum "$1" 2>/dev/null || shasum -a 256 "$1" 2>/dev/null) | cut -c1
 /// Looks for the build in [`SERVER_DIR`] and on the PATH: `installed PATH`, `path PATH` or `none`.
 /// A file of the build's name is taken only when it, its folder and `~/.zibby-studio` are the
 /// login's own and written by no one else, and its SHA-256 is the build's (`$2`): another program
-/// planted under that name is never run (it is replaced by an upload). A `zstudio` on the PATH
-/// is taken when its SHA-256 is the build's, read without running it, and no one but its owner
-/// (the login or root) can write it.
+/// planted under that name is never run (it is replaced by an upload). Its SHA-256 is not read
+/// again when the file's identity (`stat -c %d:%i:%s:%.9Y:%.9Z`: device, inode, size,
+/// modification and change times) is `$3`, the one this machine saw when it last checked it (`identity ID`
+/// is printed before `installed`). A `zstudio` on the PATH is taken when its SHA-256 is the
+/// build's, read without running it, and no one but its owner (the login or root) can write it.
 const FIND_SCRIPT: &str = r#"d=$HOME/.zibby-studio/server
 f="$d/$1"
-if [ -f "$f" ] && [ ! -L "$f" ] && [ -x "$f" ] && safe "$HOME/.zibby-studio" && safe "$d" && safe "$f" \
-   && [ "$(sum "$f")" = "$2" ]; then printf 'installed %s\n' "$f"; exit 0; fi
+if [ -f "$f" ] && [ ! -L "$f" ] && [ -x "$f" ] && safe "$HOME/.zibby-studio" && safe "$d" && safe "$f"; then
+  id=$(stat -c %d:%i:%s:%.9Y:%.9Z "$f" 2>/dev/null)
+  if { [ -n "$3" ] && [ "$id" = "$3" ]; } || [ "$(sum "$f")" = "$2" ]; then
+    printf 'identity %s\ninstalled %s\n' "$id" "$f"; exit 0; fi
+fi
 if p=$(command -v zstudio 2>/dev/null) && [ -z "$(find "$p" -prune \( -perm -020 -o -perm -002 \) -print)" ] \
    && [ "$(sum "$p")" = "$2" ]; then printf 'path %s\n' "$p"; else echo none; fi"#;
 
@@ -161,7 +246,7 @@ chmod 700 "$t"
 if ! out=$("$t" --version 2>&1); then echo "the uploaded zstudio does not run there: $out" >&2; exit 4; fi
 mv -f "$t" "$d/$1"
 trap - EXIT
-printf 'installed %s\n' "$d/$1"
+printf 'identity %s\ninstalled %s\n' "$(stat -c %d:%i:%s:%.9Y:%.9Z "$d/$1" 2>/dev/null)" "$d/$1"
 for f in "$d"/zstudio-*; do
   if [ "$f" != "$d/$1" ] && [ -f "$f" ]; then rm -f "$f"; printf 'removed %s\n' "$f"; fi
 done"#;
@@ -174,9 +259,19 @@ impl Connection {
         let build = BuildInfo::of_binary(local_binary)?;
         let name = build.file_name();
         let script = format!("{SCRIPT_HELPERS}{FIND_SCRIPT}");
-        let found = self.run(&["sh", "-c", &script, "sh", &name, &build.build], None, 64 * 1024)?;
+        // What this machine saw of the server there when it last read its SHA-256.
+        let verified = self.verified(&format!("server {name}"));
+        let seen = verified.as_ref().and_then(Verified::read).unwrap_or_default();
+        let found = self.run(
+            &["sh", "-c", &script, "sh", &name, &build.build, &seen],
+            None,
+            64 * 1024,
+        )?;
         let found = String::from_utf8_lossy(&found);
         let last = found.lines().last().unwrap_or("").to_string();
+        if let Some(verified) = &verified {
+            verified.keep_identity(&found, &seen);
+        }
         if let Some(program) = last.strip_prefix("installed ") {
             return Ok(RemoteServer {
                 program: program.to_string(),
@@ -236,6 +331,9 @@ impl Connection {
                 other => other,
             })?;
         let text = String::from_utf8_lossy(&output);
+        if let Some(verified) = self.verified(&format!("server {name}")) {
+            verified.keep_identity(&text, "");
+        }
         let program = text
             .lines()
             .find_map(|line| line.strip_prefix("installed "))

@@ -30,6 +30,10 @@ pub struct ConnectOptions {
     pub login_timeout: Duration,
     /// The folder of the control sockets (default: [`runtime_dir`]).
     pub runtime_dir: Option<PathBuf>,
+    /// Keep the master for this long after its last use (`ControlPersist`), for the next
+    /// process that connects to the same host with the same options to use (`zstudio
+    /// --keep-connection`); `None`: the master ends when the connection closes.
+    pub keep_for: Option<Duration>,
 }
 
 impl Default for ConnectOptions {
@@ -43,8 +47,23 @@ impl Default for ConnectOptions {
             alive_count_max: 3,
             login_timeout: Duration::from_secs(120),
             runtime_dir: None,
+            keep_for: None,
         }
     }
+}
+
+/// How a connection holds its master.
+pub(super) enum Master {
+    /// Started by this connection, ended when it closes.
+    Own(Child),
+    /// Kept for [`ConnectOptions::keep_for`] after its last use: started by this process or an
+    /// earlier one (`super::kept`), ended by ssh once idle that long, or at once when a signal
+    /// ends this process.
+    Kept { pid: u32 },
+    /// A kept master this connection no longer uses (closed here, left for the next process).
+    Left,
+    /// Closed, or found ended.
+    Gone,
 }
 
 /// One ControlMaster to a host, and the workspace folder there.
@@ -54,7 +73,7 @@ pub struct Connection {
     control_path: PathBuf,
     log_path: PathBuf,
     /// The master, until it ends or is closed (behind a lock: any holder may check the link).
-    master: parking_lot::Mutex<Option<Child>>,
+    master: parking_lot::Mutex<Master>,
     workspace_path: String,
     remote_home: String,
     remote_platform: String,
@@ -69,69 +88,34 @@ impl Connection {
             None => runtime_dir()?,
         };
         sweep_leftovers(&dir);
+        if let Some(keep_for) = options.keep_for {
+            return super::kept::open(target, options, &dir, keep_for);
+        }
         let name = unique_name();
         let control_path = dir.join(format!("{name}.sock"));
         let log_path = dir.join(format!("{name}.log"));
-        let strict = strict_host_key_option(target, options)?;
         let log = std::fs::File::create(&log_path).map_err(|source| io("create", &log_path, source))?;
-        let mut command = ssh_base(target, options);
-        command
-            .args(["-M", "-N", "-S"])
-            .arg(&control_path)
-            .args(["-o", "ControlPersist=no"])
-            // None of the user's forwardings (`ForwardAgent`, `RemoteForward`, ... of the config)
-            // ride on the studio's link: the host could use the user's key agent or reach this
-            // machine through them (issue 40). The command line's value wins over the config's.
-            .args([
-                "-o",
-                "ClearAllForwardings=yes",
-                "-o",
-                "ForwardAgent=no",
-                "-o",
-                "ForwardX11=no",
-            ])
-            .args([
-                "-o",
-                &format!("ConnectTimeout={}", options.connect_timeout.as_secs().max(1)),
-            ])
-            .args([
-                "-o",
-                &format!("ServerAliveInterval={}", options.alive_interval.as_secs().max(1)),
-            ])
-            .args(["-o", &format!("ServerAliveCountMax={}", options.alive_count_max.max(1))]);
-        if let Some(strict) = strict {
-            command.args(["-o", &format!("StrictHostKeyChecking={strict}")]);
-        }
-        match &options.askpass {
-            Some(program) => {
-                command.env("SSH_ASKPASS", program).env("SSH_ASKPASS_REQUIRE", "force");
-            }
-            None => {
-                command.args(["-o", "BatchMode=yes"]);
-            }
-        }
-        command
-            .arg("--")
-            .arg(&target.host)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log);
-        let master = command
+        let master = master_command(target, options, &control_path, "no", false, log)?
             .spawn()
             .map_err(|source| io("start", &options.ssh_program, source))?;
-        if let Some(process) = crate::vocabulary::process::ProcessIdentity::of(master.id()) {
-            open_masters().push(OpenMaster {
-                process,
-                control_path: control_path.clone(),
-                log_path: log_path.clone(),
-            });
-        }
+        register_master(master.id(), &control_path, &log_path);
+        Connection::ready(target, options, control_path, log_path, Master::Own(master))
+    }
+
+    /// The connection of a master that is up or starting: once it is ready, the host probed.
+    pub(super) fn ready(
+        target: &RemoteTarget,
+        options: &ConnectOptions,
+        control_path: PathBuf,
+        log_path: PathBuf,
+        master: Master,
+    ) -> Result<Connection, SshError> {
         let mut connection = Connection {
             target: target.clone(),
             options: options.clone(),
             control_path,
             log_path,
-            master: parking_lot::Mutex::new(Some(master)),
+            master: parking_lot::Mutex::new(master),
             workspace_path: String::new(),
             remote_home: String::new(),
             remote_platform: String::new(),
@@ -140,10 +124,91 @@ impl Connection {
         connection.probe()?;
         Ok(connection)
     }
+}
 
+/// The master's command: `ssh -M -N -S CONTROL_PATH` with `ControlPersist=persist` (forked to the
+/// background once logged in with `background`: `-f`), no forwardings, the timeouts and
+/// keep-alives of `options`, host keys checked strictly, its stderr to `log`.
+pub(super) fn master_command(
+    target: &RemoteTarget,
+    options: &ConnectOptions,
+    control_path: &Path,
+    persist: &str,
+    background: bool,
+    log: std::fs::File,
+) -> Result<Command, SshError> {
+    let strict = strict_host_key_option(target, options)?;
+    let mut command = ssh_base(target, options);
+    command
+        .args(["-M", "-N", "-S"])
+        .arg(control_path)
+        .args(["-o", &format!("ControlPersist={persist}")])
+        // None of the user's forwardings (`ForwardAgent`, `RemoteForward`, ... of the config)
+        // ride on the studio's link: the host could use the user's key agent or reach this
+        // machine through them (issue 40). The command line's value wins over the config's.
+        .args([
+            "-o",
+            "ClearAllForwardings=yes",
+            "-o",
+            "ForwardAgent=no",
+            "-o",
+            "ForwardX11=no",
+        ])
+        .args([
+            "-o",
+            &format!("ConnectTimeout={}", options.connect_timeout.as_secs().max(1)),
+        ])
+        .args([
+            "-o",
+            &format!("ServerAliveInterval={}", options.alive_interval.as_secs().max(1)),
+        ])
+        .args(["-o", &format!("ServerAliveCountMax={}", options.alive_count_max.max(1))]);
+    if let Some(strict) = strict {
+        command.args(["-o", &format!("StrictHostKeyChecking={strict}")]);
+    }
+    match &options.askpass {
+        Some(program) => {
+            command.env("SSH_ASKPASS", program).env("SSH_ASKPASS_REQUIRE", "force");
+        }
+        None => {
+            command.args(["-o", "BatchMode=yes"]);
+        }
+    }
+    if background {
+        command.arg("-f");
+    }
+    command
+        .arg("--")
+        .arg(&target.host)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    Ok(command)
+}
+
+/// Remembers master `pid` (of `control_path`, logging to `log_path`) as this process's until it
+/// is closed: a signal ending this process ends it ([`end_open_masters`]).
+pub(super) fn register_master(pid: u32, control_path: &Path, log_path: &Path) {
+    if let Some(process) = crate::vocabulary::process::ProcessIdentity::of(pid) {
+        open_masters().push(OpenMaster {
+            process,
+            control_path: control_path.to_owned(),
+            log_path: log_path.to_owned(),
+        });
+    }
+}
+
+impl Connection {
     /// The target this connection reaches.
     pub fn target(&self) -> &RemoteTarget {
         &self.target
+    }
+
+    /// What this machine keeps about `about` on this host, reached this way, between processes
+    /// (a server's verified identity), in the connection's runtime folder.
+    pub(super) fn verified(&self, about: &str) -> Option<super::bootstrap::Verified> {
+        let host = super::kept::kept_name(&self.target, &self.options);
+        super::bootstrap::Verified::open(self.options.runtime_dir.as_deref(), &format!("{host} {about}"))
     }
 
     /// The host as errors name it.
@@ -173,7 +238,11 @@ impl Connection {
 
     /// The master's process id, while it runs.
     pub fn master_pid(&self) -> Option<u32> {
-        self.master.lock().as_ref().map(Child::id)
+        match &*self.master.lock() {
+            Master::Own(child) => Some(child.id()),
+            Master::Kept { pid } => Some(*pid),
+            Master::Left | Master::Gone => None,
+        }
     }
 
     /// A command that runs `remote_argv` on the host through the master: each argument quoted for
@@ -245,16 +314,21 @@ impl Connection {
     /// unanswered), the error it ended with.
     pub fn check(&self) -> Result<(), SshError> {
         let mut guard = self.master.lock();
-        let Some(master) = guard.as_mut() else {
-            return Err(SshError::LinkLost {
-                host: self.host(),
-                detail: "the connection was closed".into(),
-            });
+        let ended = match &mut *guard {
+            Master::Left | Master::Gone => {
+                return Err(SshError::LinkLost {
+                    host: self.host(),
+                    detail: "the connection was closed".into(),
+                })
+            }
+            Master::Own(master) => !matches!(master.try_wait(), Ok(None)),
+            // A kept master (not this process's child) lives while its socket answers.
+            Master::Kept { .. } => std::os::unix::net::UnixStream::connect(&self.control_path).is_err(),
         };
-        match master.try_wait() {
-            Ok(None) => Ok(()),
-            Ok(Some(_)) | Err(_) => {
-                *guard = None;
+        match ended {
+            false => Ok(()),
+            true => {
+                *guard = Master::Gone;
                 drop(guard);
                 let stderr = self.master_stderr();
                 Err(match SshError::from_ssh_stderr(&self.host(), &stderr) {
@@ -273,10 +347,20 @@ impl Connection {
 
     fn shut_down(&mut self) -> Result<(), SshError> {
         open_masters().retain(|open| open.control_path != self.control_path);
-        let Some(mut master) = self.master.lock().take() else {
-            self.remove_files();
-            return Ok(());
+        let mut held = self.master.lock();
+        let mut master = match std::mem::replace(&mut *held, Master::Gone) {
+            Master::Own(master) => master,
+            // Left for the next command: ssh ends it once idle for `keep_for`.
+            Master::Kept { .. } | Master::Left => {
+                *held = Master::Left;
+                return Ok(());
+            }
+            Master::Gone => {
+                self.remove_files();
+                return Ok(());
+            }
         };
+        drop(held);
         if matches!(master.try_wait(), Ok(None)) {
             let mut exit = ssh_base(&self.target, &self.options);
             exit.arg("-S")
@@ -466,7 +550,7 @@ impl Drop for Connection {
 
 /// `ssh` with the options every call shares: `-F` when given, the user and port when the target
 /// names them, and a process group of its own.
-fn ssh_base(target: &RemoteTarget, options: &ConnectOptions) -> Command {
+pub(super) fn ssh_base(target: &RemoteTarget, options: &ConnectOptions) -> Command {
     use std::os::unix::process::CommandExt;
     let mut command = Command::new(&options.ssh_program);
     if let Some(config) = &options.ssh_config {

@@ -1,0 +1,133 @@
+//! A sequence of `zstudio --remote … sessions --json` commands over the loopback sshd
+//! (`test_servers::sshd`), against `zstudio sessions --json` on the same folder here, in the same
+//! run (docs/benchmarks.md, "Remote commands in a row"; issue 41, point 7):
+//!
+//! - local: `zstudio sessions --json` as a process, the store current;
+//! - `--keep-connection 0`: every command pays ssh's handshake (the behaviour before);
+//! - kept (`--keep-connection 60`, the default): the first command of a sequence, and the second;
+//! - one round trip: `ssh -S <kept socket> host true` through the kept master.
+//!
+//! Each figure is the median of `BENCH_ROUNDS` (default 9), the kinds taken in turns.
+//! `cargo bench -p zstudio --bench remote_commands` (`BENCH_SESSIONS`, default 1,000).
+
+#[path = "../../core/benches/common/mod.rs"]
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use test_servers::sshd::Sshd;
+
+fn zstudio(args: &[&str], data: &Path, config: &Path, keep: &str) -> Duration {
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(args)
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("ZIBBY_STUDIO_SSH_CONFIG", config)
+        .env("ZIBBY_STUDIO_KEEP_CONNECTION", keep)
+        .env("XDG_DATA_HOME", data)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.stdout.len() > 100, "a listing");
+    took
+}
+
+/// Ends every kept master of `config` (`-O exit`): the next command starts one.
+fn end_kept_masters(runtime: &Path, config: &Path, alias: &str) {
+    for entry in std::fs::read_dir(runtime).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("kept-") && name.ends_with(".sock") {
+            let _ = Command::new("ssh")
+                .arg("-F")
+                .arg(config)
+                .arg("-S")
+                .arg(entry.path())
+                .args(["-O", "exit", alias])
+                .stderr(Stdio::null())
+                .status();
+        }
+    }
+    std::thread::sleep(Duration::from_millis(100));
+}
+
+fn median(mut times: Vec<Duration>) -> f64 {
+    times.sort();
+    times[times.len() / 2].as_secs_f64() * 1000.0
+}
+
+fn main() {
+    if common::names_only() {
+        return;
+    }
+    let sessions: usize = common::size_from_env("BENCH_SESSIONS", 1_000);
+    let rounds: usize = common::size_from_env("BENCH_ROUNDS", 9);
+    let sshd = Sshd::start();
+    let workspace = sshd.home().join("ws");
+    common::generate_sessions(&workspace, sessions);
+    let ws = workspace.to_str().unwrap();
+    let remote = format!("{}:{ws}", sshd.alias());
+    let config = sshd.ssh_config();
+    let local_data = tempfile::tempdir().unwrap();
+    let host_data = sshd.home().join("data");
+    let runtime = studio_core::remote::ssh::runtime_dir().unwrap();
+    let local_args = ["sessions", "-w", ws, "--json"];
+    let remote_args = ["--remote", remote.as_str(), "sessions", "--json"];
+    // The stores made current, the server uploaded, once.
+    zstudio(&local_args, &host_data, config, "0");
+    zstudio(&remote_args, local_data.path(), config, "0");
+    let (mut local, mut closed, mut first, mut second, mut trip) = (vec![], vec![], vec![], vec![], vec![]);
+    for _ in 0..rounds {
+        local.push(zstudio(&local_args, &host_data, config, "0"));
+        closed.push(zstudio(&remote_args, local_data.path(), config, "0"));
+        end_kept_masters(&runtime, config, sshd.alias());
+        first.push(zstudio(&remote_args, local_data.path(), config, "60"));
+        second.push(zstudio(&remote_args, local_data.path(), config, "60"));
+        let socket = std::fs::read_dir(&runtime)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "sock") && p.to_string_lossy().contains("kept-"))
+            .expect("a kept master");
+        let started = Instant::now();
+        let status = Command::new("ssh")
+            .arg("-F")
+            .arg(config)
+            .arg("-S")
+            .arg(&socket)
+            .args(["-o", "ControlMaster=no", sshd.alias(), "true"])
+            .status()
+            .unwrap();
+        trip.push(started.elapsed());
+        assert!(status.success());
+    }
+    end_kept_masters(&runtime, config, sshd.alias());
+    let (local, closed, first, second, trip) = (
+        median(local),
+        median(closed),
+        median(first),
+        median(second),
+        median(trip),
+    );
+    println!("load {}", std::fs::read_to_string("/proc/loadavg").unwrap().trim());
+    println!("{sessions} sessions, median of {rounds}:");
+    println!("  local `sessions --json`:                    {local:.0} ms");
+    println!(
+        "  --remote, --keep-connection 0 (each):       {closed:.0} ms ({:.2}x local)",
+        closed / local
+    );
+    println!("  --remote, kept: first command:              {first:.0} ms");
+    println!(
+        "  --remote, kept: second command:             {second:.0} ms ({:.2}x local)",
+        second / local
+    );
+    println!("  one round trip (ssh `true` through it):     {trip:.0} ms");
+    println!(
+        "  target 1.5x local + one round trip:         {:.0} ms ({})",
+        1.5 * local + trip,
+        if second <= 1.5 * local + trip { "met" } else { "not met" }
+    );
+}
