@@ -4,6 +4,12 @@
 # bundle wants (drawn by icons/make_icon.py), and the headless CLI /usr/bin/zstudio beside it.
 #
 #   scripts/package-deb.sh          # prints the path and size of the .deb on its last line
+#   scripts/package-deb.sh --debug  # the same package from debug builds (target/debug/bundle)
+#
+# --debug is what the test command (scripts/run-tests.sh) packages and installs: it reuses what
+# the tests built (about 2 min here, where the two release builds take about 14), and tests the
+# package itself (its files, its install, the installed app driven, its removal) as the release
+# one would be. A package to give to people is built without it.
 #
 # Needs what scripts/setup.sh installs (Rust, Node/npm, the WebKitGTK dev packages). The Tauri CLI
 # comes from npm (tests/package/package.json, pinned in its package-lock.json). Release builds go
@@ -12,6 +18,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
+profile=release
+case "${1:-}" in
+  "") ;;
+  --debug) profile=debug ;;
+  *) echo "usage: scripts/package-deb.sh [--debug]" >&2; exit 2 ;;
+esac
+release=() # cargo's and tauri's flag for the profile
+[ "$profile" = release ] && release=(--release)
+debug=()
+[ "$profile" = debug ] && debug=(--debug)
 export CARGO_TARGET_DIR="$repo/target"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 step() { printf '\033[1m==> %s\033[0m\n' "$*"; }
@@ -65,18 +81,20 @@ rm -rf "$trees"
 # zstudio is linked statically (static-pie, the C library inside), so that the same file is the
 # server a remote workspace uploads to any x86_64 Linux host, whatever its C library (issue 27);
 # only the binary's own link takes the flag, so its crates are the app's release build's.
-step "zstudio, static (cargo rustc --release -p zstudio -- -C target-feature=+crt-static)"
-cargo rustc --release --locked -p zstudio --bin zstudio -- -C target-feature=+crt-static
+step "zstudio, static (cargo rustc ${release[*]} -p zstudio -- -C target-feature=+crt-static)"
+cargo rustc "${release[@]}" --locked -p zstudio --bin zstudio -- -C target-feature=+crt-static
 
-step "app and .deb (tauri build --bundles deb)"
-# `tauri build` builds the root package in release with tauri/custom-protocol, then bundles.
-# The root package is not a default member of the workspace, hence `-p zibby-studio`.
-"$tauri" build --bundles deb -- --locked -p zibby-studio
+step "app and .deb (tauri build ${debug[*]} --bundles deb)"
+# `tauri build` builds the root package with tauri/custom-protocol (its UI inside), then bundles.
+# The root package is not a default member of the workspace, hence `-p zibby-studio`. The
+# package's zstudio is the one just built, of the same profile.
+files="{\"bundle\":{\"linux\":{\"deb\":{\"files\":{\"/usr/bin/zstudio\":\"target/$profile/zstudio\"}}}}}"
+"$tauri" build "${debug[@]}" --bundles deb --config "$files" -- --locked -p zibby-studio
 
 version=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' tauri.conf.json)
 arch=$(dpkg --print-architecture)
-bundled="$CARGO_TARGET_DIR/release/bundle/deb/Zibby Studio_${version}_${arch}.deb" # productName_...
-deb="$CARGO_TARGET_DIR/release/bundle/deb/zibby-studio_${version}_${arch}.deb" # Debian's usual name
+bundled="$CARGO_TARGET_DIR/$profile/bundle/deb/Zibby Studio_${version}_${arch}.deb" # productName_...
+deb="$CARGO_TARGET_DIR/$profile/bundle/deb/zibby-studio_${version}_${arch}.deb" # Debian's usual name
 mv -f "$bundled" "$deb"
 contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for want in usr/bin/zibby-studio usr/bin/zstudio usr/share/icons/hicolor/32x32/apps/zibby-studio.png; do
