@@ -517,17 +517,22 @@ struct NodeDir {
     path: PathBuf,
     modified: SystemTime,
     /// When the folder was made (statx's birth time), where the file system keeps it: it tells
-    /// nodes apart whose folders were last written in the same instant.
+    /// nodes apart whose folders were last written in the same instant. Not for a folder made
+    /// after its last write: a copy (an import, a bucket's mirror) that set its time back made
+    /// it, so its birth says the copy's order, not the run's (issue 41, point 4).
     created: Option<SystemTime>,
 }
 
 impl NodeDir {
     fn new(name: String, path: PathBuf, stat: Option<&fs::Metadata>) -> NodeDir {
+        let modified = stat.and_then(|m| m.modified().ok()).unwrap_or(UNIX_EPOCH);
         NodeDir {
             name,
             path,
-            modified: stat.and_then(|m| m.modified().ok()).unwrap_or(UNIX_EPOCH),
-            created: stat.and_then(|m| m.created().ok()),
+            modified,
+            created: stat
+                .and_then(|m| m.created().ok())
+                .filter(|created| *created <= modified),
         }
     }
 }
@@ -596,6 +601,40 @@ mod tests {
         let mut dirs = vec![dir("fetch", 4, None)];
         let nodes = nodes_in_order(&[], &mut dirs, Some("process"));
         assert_eq!(order(&nodes), [("fetch", false), ("process", false)]);
+    }
+
+    /// Issue 41, point 4: a copy (an import, a bucket's mirror) makes the node folders in its own
+    /// order (by name) and sets their times back to the run's: two folders the run wrote in one
+    /// tick are uncertain in the copy too, not ordered by the copy's making.
+    #[test]
+    fn a_copys_making_never_orders_nodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let then = UNIX_EPOCH + Duration::from_millis(1_790_000_000_008);
+        // Made apart (a copy fetching each node's files in turn), their times set back to one.
+        for name in ["execute", "plan"] {
+            let folder = dir.path().join(name);
+            fs::create_dir(&folder).unwrap();
+            fs::File::open(&folder).unwrap().set_modified(then).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut dirs: Vec<NodeDir> = ["plan", "execute"]
+            .into_iter()
+            .map(|name| {
+                let path = dir.path().join(name);
+                let stat = fs::metadata(&path).unwrap();
+                NodeDir::new(name.to_owned(), path, Some(&stat))
+            })
+            .collect();
+        let nodes = nodes_in_order(&[], &mut dirs, None);
+        assert!(nodes.iter().all(|n| n.order_uncertain), "{:?}", order(&nodes));
+
+        // Folders written after they were made (as a run writes them) keep their birth times.
+        let folder = dir.path().join("fetch");
+        fs::create_dir(&folder).unwrap();
+        fs::write(folder.join("out.txt"), "x").unwrap();
+        let stat = fs::metadata(&folder).unwrap();
+        let fetch = NodeDir::new("fetch".into(), folder, Some(&stat));
+        assert_eq!(fetch.created.is_some(), stat.created().is_ok());
     }
 
     #[test]
