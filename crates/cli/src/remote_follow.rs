@@ -61,6 +61,19 @@ pub fn watch(remote: &Reached<'_>, globals: &Globals, out: &mut impl Write) -> a
         "zstudio: watching {}",
         remote.target
     )?;
+    // What a local watch's first scan says: every session there now, as added (once subscribed,
+    // so that none made meanwhile is missed; one may then be said twice, added then updated).
+    let listing: studio_core::app::SessionListing = link.call("sessions_list", &serde_json::json!({}))?;
+    let workspace = std::path::PathBuf::from(link.workspace_path());
+    for row in listing.sessions {
+        let change = studio_core::watcher::Change::SessionAdded {
+            workspace: workspace.clone(),
+            session_id: row.summary.id.clone(),
+            summary: row.summary,
+            tags: row.tags,
+        };
+        print_change(out, globals.format(), &change, false)?;
+    }
     for event in events {
         match event {
             LinkEvent::Notification(notification) => {

@@ -383,6 +383,11 @@ fn a_remote_workspace_is_watched_as_a_local_one() {
     let host = Host::start();
     let local = tempfile::tempdir().unwrap();
     let remote = host.remote();
+    // A session there before the watch: said first, as a local watch's first scan says it.
+    let capture = super::common::captures().join("head-bb10e85-02-pipeline-markers/stdout.txt");
+    let before = host.here(&["import", capture.to_str().unwrap(), "-w", host.ws(), "--json"]);
+    let before: Value = serde_json::from_slice(&before.stdout).unwrap();
+    let before = before["session_id"].as_str().unwrap().to_owned();
     let config = host.sshd.ssh_config().to_str().unwrap().to_owned();
     let mut watching = Running::start(zstudio(
         &["--remote", &remote, "--ssh-config", &config, "watch", "--json"],
@@ -394,6 +399,10 @@ fn a_remote_workspace_is_watched_as_a_local_one() {
         .read_line(&mut said)
         .unwrap();
     assert!(said.starts_with(&format!("zstudio: watching {remote}")), "{said}");
+    let first: Value = serde_json::from_str(&watching.line().expect("the watch ended")).unwrap();
+    assert_eq!(first["type"], "session_added", "{first}");
+    assert_eq!(first["session_id"], before.as_str(), "{first}");
+    assert_eq!(first["workspace"], host.ws(), "{first}");
     let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
     let output = host.here(&["import", capture.to_str().unwrap(), "-w", host.ws(), "--json"]);
     let output: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -409,6 +418,7 @@ fn a_remote_workspace_is_watched_as_a_local_one() {
         ["session_added", "session_updated"].contains(&added["type"].as_str().unwrap()),
         "{added}"
     );
+    assert_eq!(added["workspace"], first["workspace"], "one workspace path for both");
     drop(watching);
 }
 
