@@ -28,12 +28,16 @@ pub struct SessionOpened {
     pub session_id: String,
 }
 
-/// Where an export went, for the window to say.
+/// Where an export went and what it redacted, for the window to say.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct ExportedBundle {
     pub session_id: String,
     pub path: String,
+    /// How many secrets were replaced by `[redacted]` in what the studio recorded of how the
+    /// session ran (its commands, errors, log lines, `.session-info.json`); what the agent
+    /// printed and wrote is in the bundle as it is.
+    pub secrets_redacted: u64,
 }
 
 /// The session the command line asked for (`--session`), until the window takes it.
@@ -77,6 +81,7 @@ pub fn export_with_dialog<R: Runtime>(
     let Some(path) = chosen else { return Ok(None) };
     let exported = app.state::<Studio>().export_session(&id, &path, false)?;
     Ok(Some(ExportedBundle {
+        secrets_redacted: exported.redaction.secrets.iter().map(|s| s.count).sum(),
         session_id: exported.session_id,
         path: exported.path.display().to_string(),
     }))

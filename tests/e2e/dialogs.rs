@@ -164,6 +164,20 @@ async fn export_asks_where_with_the_native_save_dialog_and_writes_there() {
             .await
             .expect("read the notice");
         assert_eq!(said, format!("Exported to {}", written.display()));
+        // Issue 40, point 9: what went in as it is, and what was redacted.
+        let note = wait_for(&client, "#session-exported-note")
+            .await
+            .text()
+            .await
+            .expect("read the note");
+        assert!(
+            note.starts_with("Included as they are: the prompts and what the agent printed"),
+            "{note}"
+        );
+        assert!(
+            note.contains("secrets in its commands, errors and log lines") || note.contains("1 secret in"),
+            "{note}"
+        );
         assert!(written.is_file(), "the bundle is where the dialog was told");
     })
     .await;

@@ -255,6 +255,27 @@ describe("keys", () => {
   });
 });
 
+describe("Export…", () => {
+  it("says before and after what goes in as it is and what was redacted", async () => {
+    backend.exportTo = "/home/me/b.zip";
+    backend.exportRedacts = 2;
+    await start();
+    key("ArrowDown");
+    key("ArrowDown");
+    key("Enter");
+    await vi.waitFor(() => expect(root.querySelector("#session-export")).not.toBeNull());
+    const button = root.querySelector<HTMLButtonElement>("#session-export")!;
+    const described = button.getAttribute("aria-describedby")!;
+    expect(document.getElementById(described)?.textContent).toContain("go in as they are, any token in them too");
+    expect(root.querySelector("#session-exported-note")).toBeNull();
+    button.click();
+    await vi.waitFor(() => expect(root.querySelector(".sv-exported")?.textContent).toBe("Exported to /home/me/b.zip"));
+    const note = root.querySelector("#session-exported-note")?.textContent ?? "";
+    expect(note).toContain("Included as they are: the prompts and what the agent printed and wrote");
+    expect(note).toContain("Redacted: 2 secrets in its commands, errors and log lines");
+  });
+});
+
 describe("the workspace switcher", () => {
   it("lists the recent workspaces and opens one, reloading everything", async () => {
     backend.recent = ["/p", "/other"];

@@ -93,6 +93,8 @@ export interface FakeBackend extends Backend {
   importFailed(error: CommandError): void;
   /** Where the save dialog of Export… answers (`null`: cancelled). */
   exportTo: string | null;
+  /** How many secrets an export says it redacted. */
+  exportRedacts: number;
   /** The session the command line asked for, until taken. */
   requested: string | null;
   /** While set, `agentsList` is refused with it (a broken `.zibby/studio.toml`). */
@@ -263,6 +265,7 @@ export function fakeBackend(
     local: { root: "/home/me/here", sessions: [] },
     agentsBroken: null,
     exportTo: null,
+    exportRedacts: 0,
     requested: null,
     calls: [],
     compare: (a, b) => {
@@ -619,7 +622,9 @@ export function fakeBackend(
     async sessionExport(sessionId) {
       backend.calls.push(`sessionExport(${sessionId})`);
       detailOf(sessionId);
-      return backend.exportTo === null ? null : { session_id: sessionId, path: backend.exportTo };
+      return backend.exportTo === null
+        ? null
+        : { session_id: sessionId, path: backend.exportTo, secrets_redacted: backend.exportRedacts };
     },
     async sessionRequested() {
       const requested = backend.requested;

@@ -12,6 +12,7 @@ import type {
   Agent,
   CloudImported,
   CommandError,
+  ExportedBundle,
   LocalSessions,
   RemoteStatus,
   RunEvent,
@@ -23,6 +24,17 @@ import type {
   StartedRun,
   Status,
 } from "./types";
+
+/** What Export… puts in a bundle as it is and what it redacts, said before (its tooltip) and after
+ * (under "Exported to …"): whoever gets a bundle reads it (issue 40, point 9). */
+export const EXPORT_INCLUDES =
+  "Save this session as one .zip bundle to share. Its prompts and what the agent printed and wrote go in as they are, any token in them too; its commands, errors and log lines have their secrets redacted, and its config is left out.";
+
+/** What the window says under "Exported to …". */
+export function exportedNote(secretsRedacted: number): string {
+  const secrets = secretsRedacted === 1 ? "1 secret" : `${secretsRedacted} secrets`;
+  return `Included as they are: the prompts and what the agent printed and wrote, any token in them too. Redacted: ${secrets} in its commands, errors and log lines; its config left out.`;
+}
 
 /** The forms under a session's header: Re-run node, Continue, Compare with a local session. */
 export type SessionForm = "rerun" | "continue" | "compare-local";
@@ -370,15 +382,15 @@ export class SessionModel {
     return this.startRun("The node could not be re-run", () => this.backend.runReplay(this.sessionId, node, agent));
   }
 
-  /** Where Export… last wrote the session (`null` until it did). */
-  exportedTo: string | null = $state(null);
+  /** Where Export… last wrote the session and what it redacted (`null` until it did). */
+  exported: ExportedBundle | null = $state(null);
 
   /** Export…: the native save dialog (the shell's), then the bundle written there. */
   exportBundle(): void {
     this.actionError = null;
     this.backend.sessionExport(this.sessionId).then(
       (exported) => {
-        if (exported !== null) this.exportedTo = exported.path;
+        if (exported !== null) this.exported = exported;
       },
       (error: unknown) => {
         this.actionError = { title: "The session could not be exported", error: toCommandError(error) };

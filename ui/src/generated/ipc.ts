@@ -764,9 +764,15 @@ remote_host: string | null, };
 export type SessionOpened = { session_id: string, };
 
 /**
- * Where an export went, for the window to say.
+ * Where an export went and what it redacted, for the window to say.
  */
-export type ExportedBundle = { session_id: string, path: string, };
+export type ExportedBundle = { session_id: string, path: string, 
+/**
+ * How many secrets were replaced by `[redacted]` in what the studio recorded of how the
+ * session ran (its commands, errors, log lines, `.session-info.json`); what the agent
+ * printed and wrote is in the bundle as it is.
+ */
+secrets_redacted: number, };
 
 /**
  * What one line of a hunk is: the same on both sides, only in A, only in B.
