@@ -16,7 +16,7 @@
 //! for the remote shell (a POSIX shell: sh, bash, zsh, dash). [`Connection::close`] (or drop)
 //! runs `ssh -O exit` and reaps the master: nothing is left running here. With
 //! [`ConnectOptions::keep_for`] (the CLI's `--keep-connection`), the master is kept that long
-//! after its last use instead, for the next process to use (`kept`).
+//! after its last use instead, for the next process to use (`connection`'s kept masters).
 //!
 //! [`Connection::ensure_server`] (in `bootstrap`) finds or uploads the same `zstudio` build on the
 //! host.
@@ -24,12 +24,13 @@
 mod bootstrap;
 mod connection;
 mod errors;
-mod kept;
+mod sockets;
 mod target;
 
 pub use bootstrap::{build_id, local_platform, BuildInfo, RemoteServer, SERVER_DIR};
-pub use connection::{end_masters_on_signals, end_open_masters, runtime_dir, ConnectOptions, Connection};
+pub use connection::{end_masters_on_signals, end_open_masters, ConnectOptions, Connection};
 pub use errors::{last_lines, SshError, STDERR_KEPT};
+pub use sockets::runtime_dir;
 pub use target::RemoteTarget;
 
 /// The environment variable naming an ssh config file for `-F` (as `--ssh-config` does).

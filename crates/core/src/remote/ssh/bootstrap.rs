@@ -119,7 +119,7 @@ fn file_identity(metadata: &std::fs::Metadata) -> String {
 }
 
 /// A line this machine verified and keeps for the next process: a file of the private
-/// [`runtime_dir`](super::runtime_dir) named by the SHA-256 of what it is about (a local binary's
+/// [`runtime_dir`](super::sockets::runtime_dir) named by the SHA-256 of what it is about (a local binary's
 /// build id by the binary's identity; the identity of a host's server once its SHA-256 was
 /// checked there). Nothing is kept where that folder cannot be used.
 pub(super) struct Verified {
@@ -131,7 +131,7 @@ impl Verified {
     pub(super) fn open(dir: Option<&Path>, about: &str) -> Option<Verified> {
         let dir = match dir {
             Some(dir) => dir.to_owned(),
-            None => super::runtime_dir().ok()?,
+            None => super::sockets::runtime_dir().ok()?,
         };
         let digest = Sha256::digest(about.as_bytes());
         let name: String = digest[..8].iter().map(|byte| format!("{byte:02x}")).collect();
@@ -252,6 +252,13 @@ for f in "$d"/zstudio-*; do
 done"#;
 
 impl Connection {
+    /// What this machine keeps about `about` on this host, reached this way, between processes
+    /// (a server's verified identity), in the connection's runtime folder.
+    fn verified(&self, about: &str) -> Option<Verified> {
+        let host = super::connection::kept_name(self.target(), self.options());
+        Verified::open(self.options().runtime_dir.as_deref(), &format!("{host} {about}"))
+    }
+
     /// The same build as `local_binary` (the running `zstudio`) on the host: in [`SERVER_DIR`],
     /// else a `zstudio` on the PATH whose SHA-256 is the build's, else uploaded (when the host's
     /// platform is the binary's). Errors name the host and what is missing.

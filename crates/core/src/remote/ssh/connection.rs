@@ -4,10 +4,12 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use sha2::{Digest, Sha256};
+
 use super::errors::{io, last_lines, SshError};
+use super::sockets::{private_dir, runtime_dir, sweep_leftovers, unique_name};
 use super::target::RemoteTarget;
 
 /// How a connection is made; [`Default`] is what the studio uses.
@@ -57,7 +59,7 @@ pub(super) enum Master {
     /// Started by this connection, ended when it closes.
     Own(Child),
     /// Kept for [`ConnectOptions::keep_for`] after its last use: started by this process or an
-    /// earlier one (`super::kept`), ended by ssh once idle that long, or at once when a signal
+    /// earlier one (the kept masters, at the end of this file), ended by ssh once idle that long, or at once when a signal
     /// ends this process.
     Kept { pid: u32 },
     /// A kept master this connection no longer uses (closed here, left for the next process).
@@ -89,7 +91,7 @@ impl Connection {
         };
         sweep_leftovers(&dir);
         if let Some(keep_for) = options.keep_for {
-            return super::kept::open(target, options, &dir, keep_for);
+            return open_kept(target, options, &dir, keep_for);
         }
         let name = unique_name();
         let control_path = dir.join(format!("{name}.sock"));
@@ -199,16 +201,14 @@ pub(super) fn register_master(pid: u32, control_path: &Path, log_path: &Path) {
 }
 
 impl Connection {
+    /// How it was made.
+    pub(super) fn options(&self) -> &ConnectOptions {
+        &self.options
+    }
+
     /// The target this connection reaches.
     pub fn target(&self) -> &RemoteTarget {
         &self.target
-    }
-
-    /// What this machine keeps about `about` on this host, reached this way, between processes
-    /// (a server's verified identity), in the connection's runtime folder.
-    pub(super) fn verified(&self, about: &str) -> Option<super::bootstrap::Verified> {
-        let host = super::kept::kept_name(&self.target, &self.options);
-        super::bootstrap::Verified::open(self.options.runtime_dir.as_deref(), &format!("{host} {about}"))
     }
 
     /// The host as errors name it.
@@ -594,90 +594,137 @@ fn strict_host_key_option(target: &RemoteTarget, options: &ConnectOptions) -> Re
     })
 }
 
-/// The private folder of the control sockets: `$XDG_RUNTIME_DIR/zstudio-ssh`, else
-/// `/tmp/zstudio-ssh-UID`; made 0700, and refused when it is a link or another user's.
-pub fn runtime_dir() -> Result<PathBuf, SshError> {
-    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
-        Some(runtime) => PathBuf::from(runtime).join("zstudio-ssh"),
-        None => std::env::temp_dir().join(format!("zstudio-ssh-{}", nix::unistd::getuid())),
-    };
-    private_dir(&dir)
-}
-
-/// `dir`, made 0700 (when missing, or open to others); an error when it is a link or not ours.
-fn private_dir(dir: &Path) -> Result<PathBuf, SshError> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
-    if let Err(source) = std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        if source.kind() != std::io::ErrorKind::AlreadyExists {
-            return Err(io("create", dir, source));
-        }
-    }
-    let meta = std::fs::symlink_metadata(dir).map_err(|source| io("read", dir, source))?;
-    let unsafe_reason = if !meta.is_dir() {
-        Some("is not a folder (or is a link)")
-    } else if meta.uid() != nix::unistd::getuid().as_raw() {
-        Some("belongs to another user")
-    } else if meta.permissions().mode() & 0o077 != 0 {
-        // Ours and a folder: closed to others before a socket goes in.
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
-            .map_err(|source| io("make private", dir, source))?;
-        None
-    } else {
-        None
-    };
-    match unsafe_reason {
-        Some(reason) => Err(io(
-            "use",
-            dir,
-            std::io::Error::new(std::io::ErrorKind::PermissionDenied, reason.to_string()),
-        )),
-        None => Ok(dir.to_path_buf()),
-    }
-}
-
-/// Removes from `dir` what studios that are gone left there (killed before they closed their
-/// links): the logs named `<pid>-<n>.log` ([`unique_name`]) whose process is gone, and such
-/// processes' control sockets that no master answers any more. Anything else is left alone,
-/// and so is a file whose process id is taken again by another process (it goes with that one).
-fn sweep_leftovers(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let Some((pid, kind)) = leftover_of(&path) else {
-            continue;
-        };
-        if crate::vocabulary::process::process_alive(pid) {
-            continue;
-        }
-        // A socket is a master's still when one answers on it (its studio killed, it lives on).
-        let stale = kind == "log" || std::os::unix::net::UnixStream::connect(&path).is_err();
-        if stale {
-            let _ = std::fs::remove_file(&path);
-        }
-    }
-}
-
-/// The process id and kind (`log`, `sock`) of a file named as [`unique_name`] names them.
-fn leftover_of(path: &Path) -> Option<(u32, &str)> {
-    let name = path.file_name()?.to_str()?;
-    let (stem, kind) = name.rsplit_once('.')?;
-    let (pid, n) = stem.split_once('-')?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (matches!(kind, "log" | "sock") && digits(pid) && digits(n)).then_some((pid.parse().ok()?, kind))
-}
-
-/// A short name for a connection's files, unique in this process and among processes.
-fn unique_name() -> String {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
-}
-
 /// At most `limit` bytes of `reader` (the rest read and dropped, so the writer never blocks).
 fn read_bounded(mut reader: impl Read, limit: u64) -> Vec<u8> {
     let mut kept = Vec::new();
     let _ = (&mut reader).take(limit).read_to_end(&mut kept);
     let _ = std::io::copy(&mut reader, &mut std::io::sink());
     kept
+}
+
+// A master kept between processes (`zstudio --keep-connection`, 60 s by default): a sequence of
+// `zstudio --remote …` commands pays ssh's handshake once, not once a command.
+//
+// Its control socket is named by what it reaches and how (`kept-<digest>.sock` in the private
+// runtime folder (`sockets::runtime_dir`): the host, user, port, ssh program, config file and askpass
+// program), so only a process that would connect the same way uses it. The first process starts
+// it with `ssh -f -M -N -o ControlPersist=SECS`: ssh forks it to the background once logged in,
+// and ends it itself once no command has used it for SECS; each later process checks it answers
+// (`ssh -O check`, which says its pid) and uses it, or starts a new one where it does not. A file
+// lock on that folder makes two processes starting at once share one master. A process ended
+// by a signal ends the kept master too ([`end_open_masters`]): what is
+// left behind is left only by a command that ended normally, and only for SECS.
+
+/// Opens a connection through the kept master of `target` in `dir`, started when none answers.
+fn open_kept(
+    target: &RemoteTarget,
+    options: &ConnectOptions,
+    dir: &Path,
+    keep_for: Duration,
+) -> Result<Connection, SshError> {
+    let name = kept_name(target, options);
+    let control_path = dir.join(format!("{name}.sock"));
+    let log_path = dir.join(format!("{name}.log"));
+    // The folder itself is the lock (nothing left behind): two processes never start two.
+    let lock = std::fs::File::open(dir).map_err(|source| io("open", dir, source))?;
+    lock.lock().map_err(|source| io("lock", dir, source))?;
+    let pid = match answering_master(target, options, &control_path) {
+        Some(pid) => pid,
+        None => start(target, options, &control_path, &log_path, keep_for)?,
+    };
+    drop(lock);
+    register_master(pid, &control_path, &log_path);
+    Connection::ready(target, options, control_path, log_path, Master::Kept { pid })
+}
+
+/// Starts the kept master and waits until ssh put it in the background (logged in): its pid.
+fn start(
+    target: &RemoteTarget,
+    options: &ConnectOptions,
+    control_path: &Path,
+    log_path: &Path,
+    keep_for: Duration,
+) -> Result<u32, SshError> {
+    let _ = std::fs::remove_file(control_path);
+    let log = std::fs::File::create(log_path).map_err(|source| io("create", log_path, source))?;
+    let persist = format!("{}s", keep_for.as_secs().max(1));
+    // `-f`: ssh forks once logged in, and this first process exits.
+    let mut first = master_command(target, options, control_path, &persist, true, log)?
+        .spawn()
+        .map_err(|source| io("start", &options.ssh_program, source))?;
+    let limit = options.connect_timeout + options.login_timeout;
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = first
+            .try_wait()
+            .map_err(|source| io("wait for", &options.ssh_program, source))?
+        {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = first.kill();
+            let _ = first.wait();
+            return Err(SshError::NotAnswering {
+                host: target.label(),
+                detail: format!("no login within {}s", limit.as_secs()),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let said = || String::from_utf8_lossy(&std::fs::read(log_path).unwrap_or_default()).into_owned();
+    if !status.success() {
+        return Err(SshError::from_ssh_stderr(&target.label(), &said()));
+    }
+    answering_master(target, options, control_path).ok_or_else(|| SshError::Ssh {
+        host: target.label(),
+        detail: format!("the kept connection does not answer once started: {}", said().trim()),
+    })
+}
+
+/// The pid of the master answering on `control_path` (`ssh -O check` says `Master running
+/// (pid=N)`), if one does.
+fn answering_master(target: &RemoteTarget, options: &ConnectOptions, control_path: &Path) -> Option<u32> {
+    if !control_path.exists() {
+        return None;
+    }
+    let mut check = ssh_base(target, options);
+    check
+        .arg("-S")
+        .arg(control_path)
+        .args(["-O", "check", "--"])
+        .arg(&target.host);
+    let output = check.stdin(Stdio::null()).stdout(Stdio::null()).output().ok()?;
+    if !output.status.success() {
+        let _ = std::fs::remove_file(control_path);
+        return None;
+    }
+    let said = String::from_utf8_lossy(&output.stderr);
+    said.split("pid=").nth(1)?.split(')').next()?.trim().parse().ok()
+}
+
+/// `kept-<16 hex digits>`: the SHA-256 of everything that decides where and how ssh connects.
+pub(super) fn kept_name(target: &RemoteTarget, options: &ConnectOptions) -> String {
+    let mut digest = Sha256::new();
+    let parts = [
+        target.host.clone(),
+        target.user.clone().unwrap_or_default(),
+        target.port.map(|p| p.to_string()).unwrap_or_default(),
+        options.ssh_program.display().to_string(),
+        options
+            .ssh_config
+            .as_ref()
+            .map(|c| c.display().to_string())
+            .unwrap_or_default(),
+        options
+            .askpass
+            .as_ref()
+            .map(|a| a.display().to_string())
+            .unwrap_or_default(),
+    ];
+    for part in parts {
+        digest.update(part.as_bytes());
+        digest.update([0]);
+    }
+    let hex: String = digest.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+    format!("kept-{hex}")
 }

@@ -1,0 +1,87 @@
+//! The private folder of the control sockets ([`runtime_dir`]) and what studios that are gone
+//! left in it.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::errors::{io, SshError};
+
+/// The private folder of the control sockets: `$XDG_RUNTIME_DIR/zstudio-ssh`, else
+/// `/tmp/zstudio-ssh-UID`; made 0700, and refused when it is a link or another user's.
+pub fn runtime_dir() -> Result<PathBuf, SshError> {
+    let dir = match std::env::var_os("XDG_RUNTIME_DIR").filter(|d| !d.is_empty()) {
+        Some(runtime) => PathBuf::from(runtime).join("zstudio-ssh"),
+        None => std::env::temp_dir().join(format!("zstudio-ssh-{}", nix::unistd::getuid())),
+    };
+    private_dir(&dir)
+}
+
+/// `dir`, made 0700 (when missing, or open to others); an error when it is a link or not ours.
+pub(super) fn private_dir(dir: &Path) -> Result<PathBuf, SshError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    if let Err(source) = std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        if source.kind() != std::io::ErrorKind::AlreadyExists {
+            return Err(io("create", dir, source));
+        }
+    }
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| io("read", dir, source))?;
+    let unsafe_reason = if !meta.is_dir() {
+        Some("is not a folder (or is a link)")
+    } else if meta.uid() != nix::unistd::getuid().as_raw() {
+        Some("belongs to another user")
+    } else if meta.permissions().mode() & 0o077 != 0 {
+        // Ours and a folder: closed to others before a socket goes in.
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|source| io("make private", dir, source))?;
+        None
+    } else {
+        None
+    };
+    match unsafe_reason {
+        Some(reason) => Err(io(
+            "use",
+            dir,
+            std::io::Error::new(std::io::ErrorKind::PermissionDenied, reason.to_string()),
+        )),
+        None => Ok(dir.to_path_buf()),
+    }
+}
+
+/// Removes from `dir` what studios that are gone left there (killed before they closed their
+/// links): the logs named `<pid>-<n>.log` ([`unique_name`]) whose process is gone, and such
+/// processes' control sockets that no master answers any more. Anything else is left alone,
+/// and so is a file whose process id is taken again by another process (it goes with that one).
+pub(super) fn sweep_leftovers(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some((pid, kind)) = leftover_of(&path) else {
+            continue;
+        };
+        if crate::vocabulary::process::process_alive(pid) {
+            continue;
+        }
+        // A socket is a master's still when one answers on it (its studio killed, it lives on).
+        let stale = kind == "log" || std::os::unix::net::UnixStream::connect(&path).is_err();
+        if stale {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// The process id and kind (`log`, `sock`) of a file named as [`unique_name`] names them.
+fn leftover_of(path: &Path) -> Option<(u32, &str)> {
+    let name = path.file_name()?.to_str()?;
+    let (stem, kind) = name.rsplit_once('.')?;
+    let (pid, n) = stem.split_once('-')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (matches!(kind, "log" | "sock") && digits(pid) && digits(n)).then_some((pid.parse().ok()?, kind))
+}
+
+/// A short name for a connection's files, unique in this process and among processes.
+pub(super) fn unique_name() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!("{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+}
