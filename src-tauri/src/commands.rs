@@ -240,6 +240,35 @@ ipc_commands! {
         Ok(studio.pin_remove(&session_id)?)
     }
 
+    /// Adds tags to a session (each held to the tag rules, `invalid_tag` naming the first that is
+    /// not); answers its tags after.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn tags_add(studio: State<'_, Studio>, session_id: String, tags: Vec<String>) -> Result<Vec<String>, CommandError> {
+        Ok(studio.tags_add(&session_id, &parse_tags(&tags)?)?)
+    }
+
+    /// Removes tags from a session; answers its tags after.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn tags_remove(
+        studio: State<'_, Studio>,
+        session_id: String,
+        tags: Vec<String>,
+    ) -> Result<Vec<String>, CommandError> {
+        Ok(studio.tags_remove(&session_id, &parse_tags(&tags)?)?)
+    }
+
+    /// A session's note, if it has one.
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn note_get(studio: State<'_, Studio>, session_id: String) -> Result<Option<String>, CommandError> {
+        Ok(studio.note_get(&session_id)?)
+    }
+
+    /// Sets a session's note (null or empty removes it; at most 64 KiB).
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn note_set(studio: State<'_, Studio>, session_id: String, note: Option<String>) -> Result<(), CommandError> {
+        Ok(studio.note_set(&session_id, note.as_deref())?)
+    }
+
     /// Full-text search over the workspace's run output, messages, node names and logs.
     #[tauri::command(async)]
     pub fn search(studio: State<'_, Studio>, query: String, limit: usize) -> Result<Vec<SearchHit>, CommandError> {
@@ -454,4 +483,13 @@ ipc_commands! {
     pub fn session_requested(requested: State<'_, crate::share::RequestedSession>) -> Option<String> {
         requested.take()
     }
+}
+
+/// Tags as the window typed them, each held to the tag rules (`invalid_tag` names the first that
+/// is not one).
+fn parse_tags(tags: &[String]) -> Result<Vec<studio_core::label::Tag>, CommandError> {
+    Ok(tags
+        .iter()
+        .map(|tag| studio_core::label::Tag::parse(tag))
+        .collect::<Result<_, _>>()?)
 }

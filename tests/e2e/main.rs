@@ -20,6 +20,7 @@ mod desktop;
 mod drag;
 mod harness;
 mod keyboard;
+mod labels;
 mod layout;
 mod pins;
 mod remote;

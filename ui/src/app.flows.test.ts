@@ -276,6 +276,45 @@ describe("Export…", () => {
   });
 });
 
+describe("tags and notes", () => {
+  it("are added, removed and saved from the session's header, as text, and kept by the backend", async () => {
+    backend.notes = { a: "<b>kept</b> for later" };
+    await start();
+    key("ArrowDown");
+    key("ArrowDown");
+    key("Enter");
+    await vi.waitFor(() => expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("a"));
+    await vi.waitFor(() =>
+      expect(root.querySelector("#session-note .sv-note-text")?.textContent).toBe("<b>kept</b> for later"),
+    );
+    expect(root.querySelector("#session-note b")).toBeNull();
+    const input = root.querySelector<HTMLInputElement>("#session-tag-input")!;
+    input.value = "flaky, nightly , flaky";
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    key("Enter", input);
+    const chips = () =>
+      [...root.querySelectorAll("#session-tags .tag-chip")].map((chip) => chip.getAttribute("data-tag"));
+    await vi.waitFor(() => expect(chips()).toEqual(["flaky", "nightly"]));
+    expect(backend.calls).toContain("tagsAdd(a, flaky, nightly)");
+    expect(input.value).toBe("");
+    root.querySelector<HTMLButtonElement>("[aria-label='Remove the tag flaky']")!.click();
+    await vi.waitFor(() => expect(chips()).toEqual(["nightly"]));
+    expect(backend.sessions.find((row) => row.id === "a")?.tags).toEqual(["nightly"]);
+
+    root.querySelector<HTMLButtonElement>("#session-note-edit")!.click();
+    flushSync();
+    const note = root.querySelector<HTMLTextAreaElement>("#session-note-input")!;
+    expect(note.value).toBe("<b>kept</b> for later");
+    note.value = "retry with a smaller model";
+    note.dispatchEvent(new Event("input", { bubbles: true }));
+    root.querySelector<HTMLButtonElement>("#session-note-save")!.click();
+    await vi.waitFor(() =>
+      expect(root.querySelector("#session-note .sv-note-text")?.textContent).toBe("retry with a smaller model"),
+    );
+    expect(backend.notes.a).toBe("retry with a smaller model");
+  });
+});
+
 describe("the workspace switcher", () => {
   it("lists the recent workspaces and opens one, reloading everything", async () => {
     backend.recent = ["/p", "/other"];

@@ -67,6 +67,14 @@ export interface Backend {
   sessionsList(): Promise<SessionListing>;
   pinAdd(sessionId: string): Promise<void>;
   pinRemove(sessionId: string): Promise<void>;
+  /** Adds tags to a session (each held to the tag rules); its tags after. */
+  tagsAdd(sessionId: string, tags: string[]): Promise<string[]>;
+  /** Removes tags from a session; its tags after. */
+  tagsRemove(sessionId: string, tags: string[]): Promise<string[]>;
+  /** A session's note (`null`: none). */
+  noteGet(sessionId: string): Promise<string | null>;
+  /** Sets a session's note (`null` or "" removes it). */
+  noteSet(sessionId: string, note: string | null): Promise<void>;
   agentsList(): Promise<Agent[]>;
   runStart(request: RunStartRequest): Promise<StartedRun>;
   /** Resolves with how it stops: `graceful` (the current node finishes first), or `forced` (also a second stop). */
@@ -236,6 +244,10 @@ export const tauriBackend: Backend = {
   sessionsList: () => call("sessions_list", {}),
   pinAdd: (sessionId) => call("pin_add", { session_id: sessionId }),
   pinRemove: (sessionId) => call("pin_remove", { session_id: sessionId }),
+  tagsAdd: (sessionId, tags) => call("tags_add", { session_id: sessionId, tags }),
+  tagsRemove: (sessionId, tags) => call("tags_remove", { session_id: sessionId, tags }),
+  noteGet: (sessionId) => call("note_get", { session_id: sessionId }),
+  noteSet: (sessionId, note) => call("note_set", { session_id: sessionId, note }),
   agentsList: () => call("agents_list", {}),
   runStart: (request) =>
     call("run_start", { agent: request.agent, prompt: request.prompt, session_id: request.session_id ?? null }),

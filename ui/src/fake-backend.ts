@@ -95,6 +95,8 @@ export interface FakeBackend extends Backend {
   exportTo: string | null;
   /** How many secrets an export says it redacted. */
   exportRedacts: number;
+  /** The sessions' notes, by id. */
+  notes: Record<string, string>;
   /** The session the command line asked for, until taken. */
   requested: string | null;
   /** While set, `agentsList` is refused with it (a broken `.zibby/studio.toml`). */
@@ -176,6 +178,17 @@ export function fakeBackend(
   const cloudOpenListeners = new Set<() => void>();
   const connectingListeners = new Set<(target: string | null) => void>();
   let nextRun = 1;
+
+  /** A session's tags made over by `change`; its tags after. */
+  function retag(sessionId: string, change: (had: string[]) => string[]): string[] {
+    let after: string[] = [];
+    backend.sessions = backend.sessions.map((row) => {
+      if (row.id !== sessionId) return row;
+      after = change(row.tags);
+      return { ...row, tags: after };
+    });
+    return after;
+  }
 
   function detailOf(sessionId: string): Session {
     const detail = backend.details.get(sessionId);
@@ -266,6 +279,7 @@ export function fakeBackend(
     agentsBroken: null,
     exportTo: null,
     exportRedacts: 0,
+    notes: {},
     requested: null,
     calls: [],
     compare: (a, b) => {
@@ -321,6 +335,23 @@ export function fakeBackend(
       backend.sessions = backend.sessions.map((row) =>
         row.id === sessionId ? { ...row, pinned: false, pinned_at: null } : row,
       );
+    },
+    async tagsAdd(sessionId, tags) {
+      backend.calls.push(`tagsAdd(${sessionId}, ${tags.join(", ")})`);
+      return retag(sessionId, (had) => [...had, ...tags.filter((tag) => !had.includes(tag))]);
+    },
+    async tagsRemove(sessionId, tags) {
+      backend.calls.push(`tagsRemove(${sessionId}, ${tags.join(", ")})`);
+      return retag(sessionId, (had) => had.filter((tag) => !tags.includes(tag)));
+    },
+    async noteGet(sessionId) {
+      return backend.notes[sessionId] ?? null;
+    },
+    async noteSet(sessionId, note) {
+      backend.calls.push(`noteSet(${sessionId})`);
+      if (note) backend.notes[sessionId] = note;
+      else delete backend.notes[sessionId];
+      backend.sessions = backend.sessions.map((row) => (row.id === sessionId ? { ...row, has_note: !!note } : row));
     },
     async agentsList() {
       backend.calls.push("agentsList()");

@@ -219,6 +219,64 @@ export class SessionModel {
     this.refreshSpans = throttle(() => void this.loadSpans(), SPANS_EVERY_MS);
     this.showTab(tab);
     void this.reload();
+    void this.loadNote();
+  }
+
+  // ---- tags and its note (the store's, here or on the host) ----
+
+  /** Its tags, as the store keeps them. */
+  readonly tags: readonly string[] = $derived(this.row?.tags ?? []);
+  /** Its note (`null`: none). */
+  note: string | null = $state(null);
+  /** Whether its note is being edited. */
+  editingNote = $state(false);
+
+  private async loadNote(): Promise<void> {
+    try {
+      this.note = await this.backend.noteGet(this.sessionId);
+    } catch {
+      // A session the store does not know has no note: nothing to say.
+      this.note = null;
+    }
+  }
+
+  /** Adds the tags `typed` names (several at once, comma-separated); whether it did. */
+  async addTags(typed: string): Promise<boolean> {
+    const words = typed.split(",").map((tag) => tag.trim());
+    const tags = words.filter((tag, at) => tag !== "" && words.indexOf(tag) === at);
+    if (tags.length === 0) return false;
+    return this.retag("The tags could not be added", () => this.backend.tagsAdd(this.sessionId, tags));
+  }
+
+  async removeTag(tag: string): Promise<boolean> {
+    return this.retag("The tag could not be removed", () => this.backend.tagsRemove(this.sessionId, [tag]));
+  }
+
+  private async retag(title: string, change: () => Promise<string[]>): Promise<boolean> {
+    this.actionError = null;
+    try {
+      const tags = await change();
+      if (this.row) this.row = { ...this.row, tags };
+      return true;
+    } catch (error) {
+      this.actionError = { title, error: toCommandError(error) };
+      return false;
+    }
+  }
+
+  /** Saves `text` as its note ("" removes it); whether it did. */
+  async saveNote(text: string): Promise<boolean> {
+    this.actionError = null;
+    const note = text.trim() === "" ? null : text;
+    try {
+      await this.backend.noteSet(this.sessionId, note);
+      this.note = note;
+      this.editingNote = false;
+      return true;
+    } catch (error) {
+      this.actionError = { title: "The note could not be saved", error: toCommandError(error) };
+      return false;
+    }
   }
 
   // ---- what the app tells it ----

@@ -919,6 +919,10 @@ export type Commands = {
   session_delete: { args: { session_id: string }; result: void };
   pin_add: { args: { session_id: string }; result: void };
   pin_remove: { args: { session_id: string }; result: void };
+  tags_add: { args: { session_id: string; tags: Array<string> }; result: Array<string> };
+  tags_remove: { args: { session_id: string; tags: Array<string> }; result: Array<string> };
+  note_get: { args: { session_id: string }; result: string | null };
+  note_set: { args: { session_id: string; note: string | null }; result: void };
   search: { args: { query: string; limit: number }; result: Array<SearchHit> };
   agents_list: { args: Record<string, never>; result: Array<Agent> };
   agent_save: { args: { agent: Agent; previous_name: string | null }; result: Array<Agent> };

@@ -82,6 +82,13 @@ ipc_methods! { studio;
     session_delete(session_id: String) => studio.session_delete(&session_id);
     pin_add(session_id: String) => studio.pin_add(&session_id);
     pin_remove(session_id: String) => studio.pin_remove(&session_id);
+    // Each tag read is checked (`vocabulary::label`); answers the session's tags after.
+    tags_add(session_id: String, tags: Vec<crate::vocabulary::label::Tag>) => studio.tags_add(&session_id, &tags);
+    tags_remove(session_id: String, tags: Vec<crate::vocabulary::label::Tag>) =>
+        studio.tags_remove(&session_id, &tags);
+    note_get(session_id: String) => studio.note_get(&session_id);
+    // null or "" removes it; at most 64 KiB.
+    note_set(session_id: String, note: Option<String>) => studio.note_set(&session_id, note.as_deref());
     search(query: String, limit: usize) => studio.search(&query, limit);
     agents_list() => studio.agents_list();
     agent_save(agent: crate::sessions::agents::Agent, previous_name: Option<String>) =>

@@ -54,19 +54,6 @@ pub const RUNS_RECONCILE: &str = "runs_reconcile";
 /// the launch as it is now, to show.
 pub const AGENT_TRUST: &str = "agent_trust";
 
-/// Adds tags to a session of the server's workspace (its store keeps them, as it keeps pins):
-/// `{session_id, tags}`, each tag held to the rules of `label`; answers the session's tags after.
-pub const TAGS_ADD: &str = "tags_add";
-
-/// Removes tags from a session: `{session_id, tags}`; answers the session's tags after.
-pub const TAGS_REMOVE: &str = "tags_remove";
-
-/// A session's note: `{session_id}`; answers it, or null.
-pub const NOTE_GET: &str = "note_get";
-
-/// Sets a session's note: `{session_id, note}` (null or "" removes it; at most 64 KiB).
-pub const NOTE_SET: &str = "note_set";
-
 /// Writes a session's bundle on the server (`remote::export::ExportOpen`), to read by chunks.
 pub const EXPORT_OPEN: &str = "export_open";
 

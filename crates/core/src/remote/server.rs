@@ -27,8 +27,7 @@ use crate::remote::methods::{dispatch, read_params, write_result};
 use crate::remote::protocol::{
     error_frame, line_of, notification_frame, read_line_bounded, Banner, Hello, LineRead, Request, WireError,
     AGENT_TRUST, CHANGE, CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, IMPORT_CLOSE, IMPORT_COMMIT,
-    IMPORT_OPEN, IMPORT_WRITE, MAX_REQUEST_BYTES, NOTE_GET, NOTE_SET, PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
-    TAGS_ADD, TAGS_REMOVE,
+    IMPORT_OPEN, IMPORT_WRITE, MAX_REQUEST_BYTES, PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
 };
 use crate::remote::reply::{write_frames, Outgoing, ReplyOut, Written};
 use crate::runs::runner::RunEvent;
@@ -36,27 +35,6 @@ use crate::sessions::change::{Change, ChangeSink};
 use crate::vocabulary::error::{Error, ErrorCode};
 use crate::vocabulary::id::SessionId;
 use crate::vocabulary::visible::shown;
-
-/// The parameters of [`TAGS_ADD`] and [`TAGS_REMOVE`]: each tag read is checked (`label`).
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TagsParams {
-    session_id: String,
-    tags: Vec<crate::vocabulary::label::Tag>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoteGetParams {
-    session_id: String,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NoteSetParams {
-    session_id: String,
-    note: Option<String>,
-}
 
 /// The methods of the protocol itself, besides the IPC commands ([`crate::remote::methods::IPC_METHODS`]).
 pub const PROTOCOL_METHODS: &[&str] = &[
@@ -71,10 +49,6 @@ pub const PROTOCOL_METHODS: &[&str] = &[
     IMPORT_WRITE,
     IMPORT_COMMIT,
     IMPORT_CLOSE,
-    TAGS_ADD,
-    TAGS_REMOVE,
-    NOTE_GET,
-    NOTE_SET,
 ];
 
 /// What the server says of itself, and how many requests it answers at once.
@@ -333,22 +307,6 @@ impl Shared {
                 write_result(method, Ok(()), out)
             }
             AGENT_TRUST => write_result(method, agent_trust(&self.studio, read_params(method, params)?), out),
-            TAGS_ADD => {
-                let TagsParams { session_id, tags } = read_params(method, params)?;
-                write_result(method, self.studio.tags_add(&session_id, &tags), out)
-            }
-            TAGS_REMOVE => {
-                let TagsParams { session_id, tags } = read_params(method, params)?;
-                write_result(method, self.studio.tags_remove(&session_id, &tags), out)
-            }
-            NOTE_GET => {
-                let NoteGetParams { session_id } = read_params(method, params)?;
-                write_result(method, self.studio.note_get(&session_id), out)
-            }
-            NOTE_SET => {
-                let NoteSetParams { session_id, note } = read_params(method, params)?;
-                write_result(method, self.studio.note_set(&session_id, note.as_deref()), out)
-            }
             EXPORT_OPEN => write_result(
                 method,
                 self.exports.open(&self.studio, read_params(method, params)?),
