@@ -15,6 +15,9 @@ mod tags;
 mod otlp;
 #[path = "cli/otlp_phoenix.rs"]
 mod otlp_phoenix;
+// `zstudio sessions --limit` from the store's catalogue (tests/cli/catalogue.rs).
+#[path = "cli/catalogue.rs"]
+mod catalogue;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
