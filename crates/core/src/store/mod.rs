@@ -274,6 +274,16 @@ impl Store {
         catalogue::stream(self, workspace, now, detail, chunk, emit)
     }
 
+    /// The whole catalogue of `workspace` as the store last saw its folders, no folder read
+    /// ([`catalogue`]): what a watcher seeded with the folder index reconciles.
+    pub fn sessions_as_recorded(
+        &self,
+        workspace: &Workspace,
+        detail: index::NodeDetail,
+    ) -> Result<Vec<SessionRow>, Error> {
+        catalogue::as_recorded(self, workspace, detail)
+    }
+
     /// How many sessions the catalogue holds for `workspace`, as the last page or listing left it.
     pub fn catalogue_len(&self, workspace: &Workspace) -> Result<usize, Error> {
         catalogue::len(self, workspace)
