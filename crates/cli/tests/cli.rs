@@ -18,6 +18,9 @@ mod otlp_phoenix;
 // `zstudio sessions --limit` from the store's catalogue (tests/cli/catalogue.rs).
 #[path = "cli/catalogue.rs"]
 mod catalogue;
+// Each session folder's reads counted by inotify, as the core's start-up test counts them.
+#[path = "../../core/tests/it/folder_reads.rs"]
+mod folder_reads;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -7,13 +7,17 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use notify::event::{AccessKind, EventKind};
-use notify::{RecursiveMode, Watcher as _};
 use serde_json::Value;
 use tempfile::TempDir;
+
+use crate::folder_reads::Reads;
+
+/// The folders of `folders` read since the last count, by name, with how often.
+fn read_since(reads: &Reads, folders: &[PathBuf]) -> BTreeMap<String, usize> {
+    reads.take(folders).into_iter().filter(|(_, n)| *n > 0).collect()
+}
 
 /// Long enough for the sessions folder's own time to be trusted as the catalogue's names stamp
 /// (the store's `STAMP_SETTLED`, two seconds).
@@ -172,64 +176,18 @@ fn limit_is_the_first_rows_of_the_listing_after_folders_changed_behind_the_store
     assert!(!ids(&full).contains(&session_id(3)));
 }
 
-/// Counts the opens of each session's `.session-info.json`, as inotify reports them.
-struct Reads {
-    watcher: notify::RecommendedWatcher,
-    opens: Arc<Mutex<BTreeMap<PathBuf, usize>>>,
-    lost: Arc<Mutex<bool>>,
-}
-
-impl Reads {
-    fn of(folders: &[PathBuf]) -> Reads {
-        let opens: Arc<Mutex<BTreeMap<PathBuf, usize>>> = Arc::default();
-        let lost: Arc<Mutex<bool>> = Arc::default();
-        let (counted, lost_events) = (opens.clone(), lost.clone());
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
-            Ok(event) if event.need_rescan() => *lost_events.lock().unwrap() = true,
-            Ok(event) if matches!(event.kind, EventKind::Access(AccessKind::Open(_))) => {
-                for path in event.paths {
-                    if path.file_name().is_some_and(|name| name == ".session-info.json") {
-                        *counted.lock().unwrap().entry(path).or_default() += 1;
-                    }
-                }
-            }
-            Ok(_) => {}
-            Err(_) => *lost_events.lock().unwrap() = true,
-        })
-        .unwrap();
-        for folder in folders {
-            watcher.watch(folder, RecursiveMode::NonRecursive).unwrap();
-        }
-        Reads { watcher, opens, lost }
-    }
-
-    /// The folders read since the last call, with how often (inotify's queue drained first).
-    fn take(&self) -> BTreeMap<String, usize> {
-        std::thread::sleep(Duration::from_millis(500));
-        assert!(
-            !*self.lost.lock().unwrap(),
-            "inotify lost events: the reads cannot be counted"
-        );
-        let _ = &self.watcher;
-        std::mem::take(&mut *self.opens.lock().unwrap())
-            .into_iter()
-            .map(|(path, count)| {
-                let folder = path.parent().unwrap().file_name().unwrap();
-                (folder.to_string_lossy().into_owned(), count)
-            })
-            .collect()
-    }
-}
-
 #[test]
 fn limit_on_a_current_store_opens_no_folder_outside_the_page() {
     let workspace = Workspace::with_sessions(200);
     let folders: Vec<PathBuf> = (0..200).map(|i| workspace.sessions().join(session_id(i))).collect();
-    let reads = Reads::of(&folders);
+    let mut reads = Reads::new();
+    for folder in &folders {
+        reads.watch(folder);
+    }
 
     // A new store reads every folder once: the count sees reads.
     assert_eq!(workspace.listing(&[]).len(), 200);
-    let first = reads.take();
+    let first = read_since(&reads, &folders);
     assert_eq!(first.len(), 200, "{first:?}");
     assert!(first.values().all(|&n| n == 1), "{first:?}");
 
@@ -237,12 +195,16 @@ fn limit_on_a_current_store_opens_no_folder_outside_the_page() {
     let page = workspace.listing(&["--limit", "50"]);
     let in_page: Vec<String> = ids(&page);
     assert_eq!(in_page, ids(&workspace.read_afresh()[..50]));
-    let _ = reads.take(); // the fresh store's own reads
+    let _ = read_since(&reads, &folders); // the fresh store's own reads
 
     // The store is current: the page is the catalogue's, no folder opened at all.
     let again = workspace.listing(&["--limit", "50"]);
     assert_eq!(ids(&again), in_page);
-    assert_eq!(reads.take(), BTreeMap::new(), "nothing read on a current store");
+    assert_eq!(
+        read_since(&reads, &folders),
+        BTreeMap::new(),
+        "nothing read on a current store"
+    );
 
     // One row of the page changed in place (its file rewritten, the folder's time as it was):
     // that folder is read again, and no folder outside the page.
@@ -252,10 +214,10 @@ fn limit_on_a_current_store_opens_no_folder_outside_the_page() {
     // full listing.
     let outside = workspace.sessions().join(session_id(5));
     std::fs::write(outside.join(".session-info.json"), r#"{"currentNode":"plan","y":2}"#).unwrap();
-    let _ = reads.take(); // the writes' own opens
+    let _ = read_since(&reads, &folders); // the writes' own opens
     let after = workspace.listing(&["--limit", "50"]);
     assert_eq!(ids(&after).len(), 50);
-    let read = reads.take();
+    let read = read_since(&reads, &folders);
     assert_eq!(read.keys().collect::<Vec<_>>(), [&in_page[10]], "{read:?}");
     assert!(
         read.keys().all(|id| in_page.contains(id)),
@@ -263,6 +225,6 @@ fn limit_on_a_current_store_opens_no_folder_outside_the_page() {
     );
 
     assert_eq!(workspace.listing(&[]).len(), 200);
-    let full = reads.take();
+    let full = read_since(&reads, &folders);
     assert_eq!(full.keys().collect::<Vec<_>>(), [&session_id(5)], "{full:?}");
 }

@@ -5,16 +5,15 @@
 //! opens of its `.session-info.json` (inotify), which reading a summary opens and a fingerprint
 //! never does.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, SystemTime};
 
-use notify::event::{AccessKind, EventKind};
-use notify::{RecursiveMode, Watcher as _};
 use studio_core::app::Studio;
 use studio_core::store::StoreLocation;
 use studio_core::watcher::{Change, ChangeSink};
+
+use super::folder_reads::Reads;
 
 const SESSIONS: u64 = 300;
 
@@ -29,56 +28,6 @@ fn add_session(sessions: &Path, i: u64) -> PathBuf {
     std::fs::write(folder.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
     std::fs::write(folder.join("result.json"), r#"{"success":true}"#).unwrap();
     folder
-}
-
-/// Counts the opens of each session's `.session-info.json`, as inotify reports them.
-struct Reads {
-    watcher: notify::RecommendedWatcher,
-    opens: Arc<Mutex<BTreeMap<PathBuf, usize>>>,
-    lost: Arc<Mutex<bool>>,
-}
-
-impl Reads {
-    fn new() -> Reads {
-        let opens: Arc<Mutex<BTreeMap<PathBuf, usize>>> = Arc::default();
-        let lost: Arc<Mutex<bool>> = Arc::default();
-        let (counted, lost_events) = (opens.clone(), lost.clone());
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
-            Ok(event) if event.need_rescan() => *lost_events.lock().unwrap() = true,
-            Ok(event) if matches!(event.kind, EventKind::Access(AccessKind::Open(_))) => {
-                for path in event.paths {
-                    if path.file_name().is_some_and(|name| name == ".session-info.json") {
-                        *counted.lock().unwrap().entry(path).or_default() += 1;
-                    }
-                }
-            }
-            Ok(_) => {}
-            Err(_) => *lost_events.lock().unwrap() = true,
-        })
-        .unwrap();
-        Reads { watcher, opens, lost }
-    }
-
-    fn watch(&mut self, folder: &Path) {
-        self.watcher.watch(folder, RecursiveMode::NonRecursive).unwrap();
-    }
-
-    /// How often each of `folders` was read since the last call (inotify's queue drained first).
-    fn take(&self, folders: &[PathBuf]) -> BTreeMap<String, usize> {
-        std::thread::sleep(Duration::from_millis(500));
-        assert!(
-            !*self.lost.lock().unwrap(),
-            "inotify lost events: the reads cannot be counted"
-        );
-        let mut opens = self.opens.lock().unwrap();
-        folders
-            .iter()
-            .map(|folder| {
-                let name = folder.file_name().unwrap().to_string_lossy().into_owned();
-                (name, opens.remove(&folder.join(".session-info.json")).unwrap_or(0))
-            })
-            .collect()
-    }
 }
 
 /// One launch of the app on `root`; `meanwhile` runs between the first listing and the start of
