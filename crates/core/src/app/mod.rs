@@ -501,14 +501,15 @@ impl Studio {
     }
 
     /// The window's first listing. On a next launch (the store's catalogue holds the workspace),
-    /// the catalogue as the store last saw the folders, no folder read: the watcher, started
+    /// the catalogue as the store last saw the folders, no folder read but the running
+    /// sessions': the watcher, started
     /// from the same folder index, reads what differs behind it and tells the window
     /// ([`Studio::watch`]). On a first launch (or a cloud workspace, whose rows being fetched
     /// are not in it), every folder read.
     fn first_rows(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
         let store = self.store()?;
         if self.cloud().is_none() {
-            let recorded = store.sessions_as_recorded(workspace, NodeDetail::TotalsOnly)?;
+            let recorded = store.sessions_as_recorded(workspace, now, NodeDetail::TotalsOnly)?;
             if !recorded.is_empty() {
                 return Ok(recorded);
             }

@@ -113,15 +113,21 @@ pub(super) fn stream(
 }
 
 /// The whole catalogue of `workspace` as the store last saw its folders, in the listing's order,
-/// no folder opened or looked at: the window's first screen on a next launch, which the watcher,
-/// seeded with the same index (`index::indexed_folders`), reconciles behind it (it reports each
-/// folder that differs). A row whose summary cannot be read back is left out (the watcher reads
-/// its folder and reports it). Empty when the store never listed the workspace.
-pub(super) fn as_recorded(store: &Store, workspace: &Workspace, detail: NodeDetail) -> Result<Vec<SessionRow>, Error> {
-    let entries = store.with_conn(|conn| {
-        let key = workspaces::key(conn, workspace)?;
-        entries_in_order(conn, key, 0, i64::MAX as usize)
-    })?;
+/// no folder opened or looked at but the `running` sessions' (read again: their status depends on
+/// the clock): the window's first screen on a next launch, which the watcher, seeded with the
+/// same index (`index::indexed_folders`), reconciles behind it (it reports each folder that
+/// differs). A row whose summary cannot be read back is left out (the watcher reads its folder
+/// and reports it). Empty when the store never listed the workspace.
+pub(super) fn as_recorded(
+    store: &Store,
+    workspace: &Workspace,
+    now: SystemTime,
+    detail: NodeDetail,
+) -> Result<Vec<SessionRow>, Error> {
+    let key = store.with_conn(|conn| workspaces::key(conn, workspace))?;
+    let running = store.with_conn(|conn| running_entries(conn, key))?;
+    check(store, workspace, key, running, now)?;
+    let entries = store.with_conn(|conn| entries_in_order(conn, key, 0, i64::MAX as usize))?;
     let summaries = entries
         .iter()
         .filter_map(|(_, _, cached)| index::from_cache(cached))

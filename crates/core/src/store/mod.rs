@@ -274,14 +274,16 @@ impl Store {
         catalogue::stream(self, workspace, now, detail, chunk, emit)
     }
 
-    /// The whole catalogue of `workspace` as the store last saw its folders, no folder read
-    /// ([`catalogue`]): what a watcher seeded with the folder index reconciles.
+    /// The whole catalogue of `workspace` as the store last saw its folders, no folder read but
+    /// the running sessions' ([`catalogue`]): what a watcher seeded with the folder index
+    /// reconciles.
     pub fn sessions_as_recorded(
         &self,
         workspace: &Workspace,
+        now: SystemTime,
         detail: index::NodeDetail,
     ) -> Result<Vec<SessionRow>, Error> {
-        catalogue::as_recorded(self, workspace, detail)
+        catalogue::as_recorded(self, workspace, now, detail)
     }
 
     /// How many sessions the catalogue holds for `workspace`, as the last page or listing left it.
