@@ -231,6 +231,10 @@ pub struct SessionsArgs {
     /// List through a saved view: its filters (`zstudio view list`); not with the filters above
     #[arg(long, value_name = "NAME", conflicts_with_all = ["status", "agent", "tags", "pinned", "search"])]
     pub view: Option<String>,
+    /// Only the first N sessions of the listing (pinned, then newest first), read from the
+    /// store's catalogue: the other folders are not read (docs/cli.md, "The catalogue")
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: Option<u32>,
 }
 
 #[derive(Args)]

@@ -38,6 +38,14 @@ pub fn write_json(out: &mut impl Write, value: &(impl Serialize + ?Sized)) -> an
     Ok(())
 }
 
+/// `value` pretty-printed as [`write_json`] prints it, each line after the first indented by
+/// `indent`: an element of an array written a piece at a time, as the whole array would be.
+pub fn write_json_indented(out: &mut Vec<u8>, value: &impl Serialize, indent: &str) {
+    let text = serde_json::to_string_pretty(value).expect("rows serialise");
+    // Pretty JSON has no newline but between its tokens (a string's own are escaped).
+    out.extend_from_slice(text.replace('\n', &format!("\n{indent}")).as_bytes());
+}
+
 /// One JSON object on a line of its own (what streams: run events, changes, output lines).
 pub fn write_json_line(out: &mut impl Write, value: &(impl Serialize + ?Sized)) -> anyhow::Result<()> {
     serde_json::to_writer(&mut *out, value)?;

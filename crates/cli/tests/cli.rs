@@ -15,6 +15,12 @@ mod tags;
 mod otlp;
 #[path = "cli/otlp_phoenix.rs"]
 mod otlp_phoenix;
+// `zstudio sessions --limit` from the store's catalogue (tests/cli/catalogue.rs).
+#[path = "cli/catalogue.rs"]
+mod catalogue;
+// Each session folder's reads counted by inotify, as the core's start-up test counts them.
+#[path = "../../core/tests/it/folder_reads.rs"]
+mod folder_reads;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -5,35 +5,92 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::SystemTime;
 
+use studio_core::store::index::NodeDetail;
 use studio_core::store::{Filters, SessionRow, SpanKind, Store};
 use studio_core::{SessionId, Workspace};
 
-use crate::cli::{Globals, SessionsArgs, ShowArgs};
+use crate::cli::{Format, Globals, SessionsArgs, ShowArgs};
 use crate::print;
 
 pub fn list(args: &SessionsArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    let sessions = store.list_sessions(&workspace, now)?;
+    if filters_of(&store, &workspace, args)? == Filters::default() {
+        if let Some(limit) = args.limit {
+            // The first screen's read: the catalogue's page, the folders outside it not read.
+            let page = store.sessions_page(&workspace, now, NodeDetail::WithUsage, 0, limit as usize)?;
+            return print_listing(globals, &page.rows, now, out);
+        }
+        if globals.format() == Format::Json {
+            return stream_json(&store, &workspace, now, out);
+        }
+    }
+    let mut sessions = Vec::new();
+    store.stream_sessions(&workspace, now, NodeDetail::WithUsage, STREAM_CHUNK, |rows| {
+        sessions.extend(rows);
+        Ok(())
+    })?;
     let sessions = filtered(&store, &workspace, args, sessions)?;
     print_listing(globals, &sessions, now, out)
 }
 
-/// The rows the filters of `sessions` keep: a saved view's (`--view`), else those given.
+/// How many rows `sessions --json` checks against their folders and writes at a time.
+const STREAM_CHUNK: usize = 256;
+
+/// `sessions --json` without filters: the listing's JSON array (as [`print::write_json`] writes
+/// it) written a chunk of rows at a time, as the store checks them against their folders.
+fn stream_json(store: &Store, workspace: &Workspace, now: SystemTime, out: &mut impl Write) -> anyhow::Result<()> {
+    let mut written = 0usize;
+    let mut failed: Option<anyhow::Error> = None;
+    out.write_all(b"[")?;
+    store
+        .stream_sessions(workspace, now, NodeDetail::WithUsage, STREAM_CHUNK, |rows| {
+            let mut text = Vec::new();
+            for row in &rows {
+                text.extend_from_slice(if written == 0 { b"\n  " } else { b",\n  " });
+                print::write_json_indented(&mut text, row, "  ");
+                written += 1;
+            }
+            if let Err(error) = out.write_all(&text).and_then(|()| out.flush()) {
+                // Stops the listing; the write's own error is what is reported (a closed pipe is
+                // not worth a message).
+                let stopped = studio_core::Error::io_write("standard output", std::io::Error::from(error.kind()));
+                failed = Some(error.into());
+                return Err(stopped);
+            }
+            Ok(())
+        })
+        .map_err(|error| failed.take().unwrap_or_else(|| error.into()))?;
+    out.write_all(if written == 0 { b"]\n" } else { b"\n]\n" })?;
+    Ok(())
+}
+
+/// The filters `sessions` was given: a saved view's (`--view`), else those given.
+fn filters_of(store: &Store, workspace: &Workspace, args: &SessionsArgs) -> anyhow::Result<Filters> {
+    Ok(match &args.view {
+        Some(name) => store.view(workspace, name)?.filters,
+        None => args.filters.filters(),
+    })
+}
+
+/// The rows the filters of `sessions` keep: a saved view's (`--view`), else those given; the
+/// first `--limit` of them.
 pub fn filtered(
     store: &Store,
     workspace: &Workspace,
     args: &SessionsArgs,
     sessions: Vec<SessionRow>,
 ) -> anyhow::Result<Vec<SessionRow>> {
-    let filters = match &args.view {
-        Some(name) => store.view(workspace, name)?.filters,
-        None => args.filters.filters(),
+    let filters = filters_of(store, workspace, args)?;
+    let mut kept = if filters == Filters::default() {
+        sessions
+    } else {
+        store.filter_sessions(workspace, sessions, &filters)?
     };
-    if filters == Filters::default() {
-        return Ok(sessions);
+    if let Some(limit) = args.limit {
+        kept.truncate(limit as usize);
     }
-    Ok(store.filter_sessions(workspace, sessions, &filters)?)
+    Ok(kept)
 }
 
 /// The listing as `sessions` prints it (a table and the total cost, or JSON).

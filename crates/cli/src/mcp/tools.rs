@@ -252,37 +252,34 @@ impl Catalogue {
                 .and_then(|n| n.parse::<usize>().ok())
                 .ok_or_else(|| ToolError::invalid("cursor is not a list_sessions cursor"))?,
         };
-        let listing = self.studio.sessions_list()?;
-        let rows: Vec<Value> = listing
-            .sessions
-            .iter()
-            .filter(|row| args.status.is_none_or(|status| row.summary.status == status.into()))
-            .filter(|row| {
-                args.agent
-                    .as_deref()
-                    .is_none_or(|agent| row.summary.agent.as_deref() == Some(agent))
-            })
-            .filter(|row| args.pinned.is_none_or(|pinned| row.pinned == pinned))
-            .filter(|row| since.is_none_or(|since| row.summary.updated_at >= since))
-            .map(|row| {
-                let (done, total) = row.summary.nodes_progress();
-                json!({
-                    "id": row.summary.id,
-                    "title": row.summary.title,
-                    "agent": row.summary.agent,
-                    "status": row.summary.status,
-                    "current_node": row.summary.current_node,
-                    "nodes_done": done,
-                    "nodes_total": total,
-                    "usage": row.summary.usage,
-                    "pinned": row.pinned,
-                    "live_run": row.live_run,
-                    "updated_at": row.summary.updated_at,
-                })
-            })
-            .collect();
-        let matched = rows.len();
-        let page: Vec<Value> = rows.into_iter().skip(start).take(limit).collect();
+        let unfiltered = args.status.is_none() && args.agent.is_none() && args.pinned.is_none() && since.is_none();
+        // Unfiltered, the page is the catalogue's: the folders outside it are not read.
+        let catalogued = if unfiltered {
+            self.studio.sessions_page(start, limit)?
+        } else {
+            None
+        };
+        let (page, matched) = match catalogued {
+            Some((page, held)) => (page.rows.iter().map(session_entry).collect::<Vec<Value>>(), held),
+            None => {
+                let listing = self.studio.sessions_list()?;
+                let rows: Vec<Value> = listing
+                    .sessions
+                    .iter()
+                    .filter(|row| args.status.is_none_or(|status| row.summary.status == status.into()))
+                    .filter(|row| {
+                        args.agent
+                            .as_deref()
+                            .is_none_or(|agent| row.summary.agent.as_deref() == Some(agent))
+                    })
+                    .filter(|row| args.pinned.is_none_or(|pinned| row.pinned == pinned))
+                    .filter(|row| since.is_none_or(|since| row.summary.updated_at >= since))
+                    .map(session_entry)
+                    .collect();
+                let matched = rows.len();
+                (rows.into_iter().skip(start).take(limit).collect(), matched)
+            }
+        };
         let next = start + page.len();
         let next_cursor = (next < matched).then(|| format!("sessions:{next}"));
         let mut text = format!("{} of {matched} sessions from {start}", page.len());
@@ -680,4 +677,22 @@ struct StopArgs {
     id: String,
     /// Signal the run's processes at once instead of after the node under way.
     force: Option<bool>,
+}
+
+/// A session as a `list_sessions` page gives it.
+fn session_entry(row: &studio_core::store::SessionRow) -> Value {
+    let (done, total) = row.summary.nodes_progress();
+    json!({
+        "id": row.summary.id,
+        "title": row.summary.title,
+        "agent": row.summary.agent,
+        "status": row.summary.status,
+        "current_node": row.summary.current_node,
+        "nodes_done": done,
+        "nodes_total": total,
+        "usage": row.summary.usage,
+        "pinned": row.pinned,
+        "live_run": row.live_run,
+        "updated_at": row.summary.updated_at,
+    })
 }

@@ -3,7 +3,9 @@
 //! call takes what was read instead of reading again. Only that first call: every later one
 //! reads anew. The watcher, started once the first listing is served, starts from the folder
 //! index that listing left (each folder is read once at start-up) and tells the window only of
-//! what changed in between.
+//! what changed in between. On a next launch the first listing is the store's catalogue as it
+//! last saw the folders (`Studio::first_rows`: no folder read), which the watcher, seeded with
+//! the same index, reconciles behind the first screen.
 
 use std::path::PathBuf;
 use std::sync::{Condvar, Mutex};

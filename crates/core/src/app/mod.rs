@@ -404,9 +404,9 @@ impl Studio {
     pub fn sessions(&self, now: SystemTime) -> Result<SessionListing, Error> {
         let started = std::time::Instant::now();
         let workspace = self.workspace()?;
-        let mut rows = self.first_listing.serve(&workspace.root().to_path_buf(), || {
-            self.store()?.list_sessions_as(&workspace, now, NodeDetail::TotalsOnly)
-        })?;
+        let mut rows = self
+            .first_listing
+            .serve(&workspace.root().to_path_buf(), || self.first_rows(&workspace, now))?;
         if let Some(cloud) = self.cloud() {
             // Listed after the fetched ones, newest first, the pinned among the pinned.
             let mut fetching = self.fetching_rows(&cloud, &workspace, &rows)?;
@@ -495,10 +495,26 @@ impl Studio {
         let Ok(workspace) = self.workspace() else { return };
         let started = std::time::Instant::now();
         self.first_listing.read_ahead(workspace.root().to_path_buf(), || {
-            self.store()?
-                .list_sessions_as(&workspace, SystemTime::now(), NodeDetail::TotalsOnly)
+            self.first_rows(&workspace, SystemTime::now())
         });
         tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "sessions read ahead");
+    }
+
+    /// The window's first listing. On a next launch (the store's catalogue holds the workspace),
+    /// the catalogue as the store last saw the folders, no folder read but the running
+    /// sessions': the watcher, started
+    /// from the same folder index, reads what differs behind it and tells the window
+    /// ([`Studio::watch`]). On a first launch (or a cloud workspace, whose rows being fetched
+    /// are not in it), every folder read.
+    fn first_rows(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
+        let store = self.store()?;
+        if self.cloud().is_none() {
+            let recorded = store.sessions_as_recorded(workspace, now, NodeDetail::TotalsOnly)?;
+            if !recorded.is_empty() {
+                return Ok(recorded);
+            }
+        }
+        store.list_sessions_as(workspace, now, NodeDetail::TotalsOnly)
     }
 
     /// Waits until the window's first listing was served, at most `timeout`: watching starts

@@ -18,6 +18,7 @@ use crate::runs::stop::Stopping;
 use crate::sessions::agents::{self, Agent};
 use crate::sessions::files::{FileChunk, FileEntry};
 use crate::sessions::session::{Session, Workspace};
+use crate::store::catalogue::CataloguePage;
 use crate::store::index::NodeDetail;
 use crate::store::{LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, Span};
 use crate::vocabulary::error::Error;
@@ -76,6 +77,19 @@ impl Studio {
     /// The sessions of the workspace, pinned first (`sessions_list`).
     pub fn sessions_list(&self) -> Result<SessionListing, Error> {
         self.sessions(SystemTime::now())
+    }
+
+    /// A page of the sessions, in `sessions_list`'s order, from the store's catalogue (the
+    /// folders outside the page not read: `store::catalogue`), with how many sessions the
+    /// catalogue holds; `None` for a cloud workspace, whose rows being fetched are not in it
+    /// (`sessions_list` lists those).
+    pub fn sessions_page(&self, offset: usize, limit: usize) -> Result<Option<(CataloguePage, usize)>, Error> {
+        if self.cloud().is_some() {
+            return Ok(None);
+        }
+        let (store, workspace) = (self.store()?, self.workspace()?);
+        let page = store.sessions_page(&workspace, SystemTime::now(), NodeDetail::TotalsOnly, offset, limit)?;
+        Ok(Some((page, store.catalogue_len(&workspace)?)))
     }
 
     /// One session folder read in full, without `.session-info.json`'s config: it may hold

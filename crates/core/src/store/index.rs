@@ -12,6 +12,7 @@
 //! table) does not parse three times the bytes it shows: a session's own total is in its summary.
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::time::SystemTime;
 
 use rusqlite::{params, Connection};
@@ -47,59 +48,114 @@ pub(super) fn listing(
     now: SystemTime,
     detail: NodeDetail,
 ) -> Result<Vec<SessionRow>, Error> {
-    let runs = store.with_conn(|conn| runs::last_of_each_session(conn, workspace))?;
-    let printed = store.with_conn(|conn| output_usage::of_sessions(conn, workspace, None))?;
-    let laid_over: HashSet<&str> = runs
-        .iter()
-        .map(|run| run.session_id.as_str())
-        .chain(printed.keys().map(String::as_str))
-        .collect();
+    let mut overlay = Overlay::load(store, workspace)?;
+    let laid_over = overlay.laid_over();
     let node_usage = match detail {
         NodeDetail::WithUsage => NodeUsageOf::Every,
         NodeDetail::TotalsOnly => NodeUsageOf::These(&laid_over),
     };
-    let mut sessions = list(store, workspace, now, node_usage)?;
-    let mut seen = store.with_conn(|conn| nodes_seen::of_workspace(conn, workspace))?;
-    for summary in &mut sessions {
-        session_model::with_nodes_seen(summary, seen.remove(summary.id.as_str()));
-    }
-    let last_runs: Vec<session_model::LastRun<'_>> = runs.iter().map(session_model::LastRun::from).collect();
-    let mut spans = store.with_conn(|conn| spans::last_runs_nodes(conn, workspace))?;
-    session_model::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
-        spans.remove(run_id).unwrap_or_default()
-    });
-    for summary in &mut sessions {
-        session_model::with_printed_usage(summary, printed.get(summary.id.as_str()));
-    }
-    let live_runs: HashMap<&str, &str> = runs
-        .iter()
-        .filter(|run| run.status == Status::Running)
-        .map(|run| (run.session_id.as_str(), run.id.as_str()))
-        .collect();
-    let mut facts = store.with_conn(|conn| sessions::facts(conn, workspace))?;
-    let mut tags = store.with_conn(|conn| tags::of_workspace(conn, workspace))?;
-    let mut rows: Vec<SessionRow> = sessions
-        .into_iter()
-        .map(|mut summary| {
-            let (pinned_at, title, agent, messages, has_note) = facts.remove(summary.id.as_str()).unwrap_or_default();
-            let tags = tags.remove(summary.id.as_str()).unwrap_or_default();
-            session_model::name_session(&mut summary, title, agent);
-            let live_run = live_runs.get(summary.id.as_str()).map(|id| (*id).to_owned());
-            SessionRow {
-                summary,
-                pinned: pinned_at.is_some(),
-                pinned_at: pinned_at.map(timestamp),
-                messages,
-                live_run,
-                tags,
-                has_note,
-                fetching: false,
-            }
-        })
-        .collect();
+    let sessions = list(store, workspace, now, node_usage)?;
+    let mut rows = overlay.rows(sessions, detail);
     // A stable sort keeps the most-recent-first order within each group.
     rows.sort_by_key(|row| std::cmp::Reverse(row.pinned_at));
     Ok(rows)
+}
+
+/// What the store lays over a workspace's folders (its runs, the usage its runs' nodes printed,
+/// the nodes a watch saw, pins, names, tags), read once for a listing and taken from session by
+/// session as its rows are made (a listing in pages reads it once, not once a page).
+pub(crate) struct Overlay {
+    /// Each session's last run, by session id.
+    last_runs: HashMap<String, runs::RunRecord>,
+    printed: HashMap<String, output_usage::UsageByNode>,
+    seen: HashMap<String, Vec<crate::sessions::session::NodeSummary>>,
+    /// The last runs' node spans, by run id.
+    spans: HashMap<String, Vec<spans::Span>>,
+    facts: HashMap<String, sessions::SessionFacts>,
+    tags: HashMap<String, Vec<String>>,
+}
+
+impl Overlay {
+    pub(crate) fn load(store: &Store, workspace: &Workspace) -> Result<Overlay, Error> {
+        store.with_conn(|conn| {
+            let mut last_runs = HashMap::new();
+            // Newest first: the first run seen per session is its last.
+            for run in runs::last_of_each_session(conn, workspace)? {
+                last_runs.entry(run.session_id.clone()).or_insert(run);
+            }
+            Ok(Overlay {
+                last_runs,
+                printed: output_usage::of_sessions(conn, workspace, None)?,
+                seen: nodes_seen::of_workspace(conn, workspace)?,
+                spans: spans::last_runs_nodes(conn, workspace)?,
+                facts: sessions::facts(conn, workspace)?,
+                tags: tags::of_workspace(conn, workspace)?,
+            })
+        })
+    }
+
+    /// The sessions whose nodes' usage the store's word is laid over (a session the studio ran,
+    /// or whose nodes printed their usage on stdout): a listing of totals reads theirs.
+    pub(crate) fn laid_over(&self) -> HashSet<&str> {
+        self.last_runs
+            .keys()
+            .chain(self.printed.keys())
+            .map(String::as_str)
+            .collect()
+    }
+
+    /// The rows of `sessions`, in their order, with what the store knows of each laid over
+    /// (each session's part of the overlay is taken: a session is made a row once). With
+    /// [`NodeDetail::TotalsOnly`], the nodes of a session the store's word is not laid over lose
+    /// their usage objects (its total stays).
+    pub(crate) fn rows(&mut self, mut sessions: Vec<SessionSummary>, detail: NodeDetail) -> Vec<SessionRow> {
+        for summary in &mut sessions {
+            let laid_over =
+                self.last_runs.contains_key(summary.id.as_str()) || self.printed.contains_key(summary.id.as_str());
+            if detail == NodeDetail::TotalsOnly && !laid_over {
+                for node in &mut summary.nodes {
+                    node.usage = None;
+                }
+            }
+            session_model::with_nodes_seen(summary, self.seen.remove(summary.id.as_str()));
+        }
+        let last_runs: Vec<session_model::LastRun<'_>> = sessions
+            .iter()
+            .filter_map(|summary| self.last_runs.get(summary.id.as_str()))
+            .map(session_model::LastRun::from)
+            .collect();
+        let spans = &mut self.spans;
+        session_model::with_recorded_runs(sessions.iter_mut(), &last_runs, |run_id| {
+            spans.remove(run_id).unwrap_or_default()
+        });
+        for summary in &mut sessions {
+            session_model::with_printed_usage(summary, self.printed.get(summary.id.as_str()));
+        }
+        sessions
+            .into_iter()
+            .map(|mut summary| {
+                let id = summary.id.as_str();
+                let (pinned_at, title, agent, messages, has_note) = self.facts.remove(id).unwrap_or_default();
+                let tags = self.tags.remove(id).unwrap_or_default();
+                let live_run = self
+                    .last_runs
+                    .get(id)
+                    .filter(|run| run.status == Status::Running)
+                    .map(|run| run.id.clone());
+                session_model::name_session(&mut summary, title, agent);
+                SessionRow {
+                    summary,
+                    pinned: pinned_at.is_some(),
+                    pinned_at: pinned_at.map(timestamp),
+                    messages,
+                    live_run,
+                    tags,
+                    has_note,
+                    fetching: false,
+                }
+            })
+            .collect()
+    }
 }
 
 /// What the sessions listed cost in all: the total over every node of every one of them
@@ -113,11 +169,11 @@ pub fn usage_of_sessions(rows: &[SessionRow]) -> Option<UsageTotal> {
     )
 }
 
-struct Cached {
-    fingerprint: String,
-    summary: String,
+pub(super) struct Cached {
+    pub(super) fingerprint: String,
+    pub(super) summary: String,
     /// Its nodes' usage objects, a slot per node; `None` when no node has usage.
-    node_usage: Option<String>,
+    pub(super) node_usage: Option<String>,
 }
 
 /// A summary as the index keeps it: without its nodes' usage, and that apart (a slot per node,
@@ -138,7 +194,7 @@ fn cached_columns(summary: &SessionSummary) -> (String, Option<String>) {
 
 /// A cached summary, with its nodes' usage when the index read it (see [`list`]); `None` when
 /// the cache cannot be read (the folder is read again).
-fn from_cache(entry: &Cached) -> Option<SessionSummary> {
+pub(super) fn from_cache(entry: &Cached) -> Option<SessionSummary> {
     let mut summary = serde_json::from_str::<SessionSummary>(&entry.summary).ok()?;
     if let Some(json) = &entry.node_usage {
         let usage: Vec<Option<NodeUsage>> = serde_json::from_str(json).ok()?;
@@ -174,75 +230,148 @@ pub(crate) fn list(
         Ok((workspace_key, cached))
     })?;
 
+    let names_stamp = names_stamp(workspace)?;
     let folders = session::session_folders(workspace)?;
-    let results = session::in_parallel(&folders, |(path, id)| -> Result<Option<Listed>, Error> {
-        let cached_entry = cached.get(id.as_str());
-        let Some(print) = session::fingerprint(path, cached_entry.map(|c| c.fingerprint.as_str())) else {
-            return Ok(None); // deleted since the folder was listed
-        };
-        if let Some(entry) = cached_entry {
-            if entry.fingerprint == print {
-                if let Some(summary) = from_cache(entry) {
-                    if summary.status != Status::Running {
-                        return Ok(Some(Listed { summary, fresh: None }));
-                    }
-                }
-            }
-        }
-        // A changed folder may have new nodes, whose raw streams the fingerprint made from the
-        // previous one did not look at: the one stored is made afresh.
-        let print = match cached_entry {
-            Some(_) => match session::fingerprint(path, None) {
-                Some(print) => print,
-                None => return Ok(None),
-            },
-            None => print,
-        };
-        Ok(session::read_summary(path, id, now).map(|summary| Listed {
-            summary,
-            fresh: Some(print),
-        }))
+    let results = session::in_parallel(&folders, |(path, id)| {
+        read_through(path, id, cached.get(id.as_str()), now)
     })?;
 
     let mut sessions = Vec::with_capacity(results.len());
     store.with_conn(|conn| {
         let tx = write_transaction(conn)?;
-        {
-            let mut upsert = tx.prepare_cached(
-                "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary, node_usage)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT (workspace_id, session_id) DO UPDATE SET fingerprint = ?3, summary = ?4, node_usage = ?5",
-            )?;
-            for listed in results.into_iter().flatten() {
-                if let Some(print) = &listed.fresh {
-                    let (json, node_usage) = cached_columns(&listed.summary);
-                    upsert.execute(params![
-                        workspace_key,
-                        listed.summary.id.as_str(),
-                        print,
-                        json,
-                        node_usage
-                    ])?;
-                }
-                cached.remove(listed.summary.id.as_str());
-                sessions.push(listed.summary);
+        for listed in results.into_iter().flatten() {
+            if let Some(print) = &listed.fresh {
+                store_summary(&tx, workspace_key, &listed.summary, print)?;
             }
-            let mut forget =
-                tx.prepare_cached("DELETE FROM folder_index WHERE workspace_id = ?1 AND session_id = ?2")?;
-            for gone in cached.keys() {
-                forget.execute(params![workspace_key, gone])?;
-            }
+            cached.remove(listed.summary.id.as_str());
+            sessions.push(listed.summary);
         }
+        for gone in cached.keys() {
+            forget_row(&tx, workspace_key, gone)?;
+        }
+        // Every name was compared with the index: the sessions folder's time says so from here on.
+        record_names_stamp(&tx, workspace_key, names_stamp.as_ref())?;
         Ok(tx.commit()?)
     })?;
     session::sort_most_recent_first(&mut sessions);
     Ok(sessions)
 }
 
-struct Listed {
-    summary: SessionSummary,
+/// A session folder's summary through its index entry (`cached`): the entry's while the
+/// folder's fingerprint holds and it was not `running` (whose status depends on the clock), else
+/// read afresh with the fingerprint to store. `None` when the folder went or cannot be read.
+pub(super) fn read_through(
+    path: &Path,
+    id: &SessionId,
+    cached: Option<&Cached>,
+    now: SystemTime,
+) -> Result<Option<Listed>, Error> {
+    let Some(print) = session::fingerprint(path, cached.map(|c| c.fingerprint.as_str())) else {
+        return Ok(None); // deleted since the folder was listed
+    };
+    if let Some(entry) = cached {
+        if entry.fingerprint == print {
+            if let Some(summary) = from_cache(entry) {
+                if summary.status != Status::Running {
+                    return Ok(Some(Listed { summary, fresh: None }));
+                }
+            }
+        }
+    }
+    // A changed folder may have new nodes, whose raw streams the fingerprint made from the
+    // previous one did not look at: the one stored is made afresh.
+    let print = match cached {
+        Some(_) => match session::fingerprint(path, None) {
+            Some(print) => print,
+            None => return Ok(None),
+        },
+        None => print,
+    };
+    Ok(session::read_summary(path, id, now).map(|summary| Listed {
+        summary,
+        fresh: Some(print),
+    }))
+}
+
+/// Stores a summary read afresh in the index, with its place in the listing (its `updated_at`)
+/// and whether it is `running` (read again by every listing, `catalogue`).
+pub(super) fn store_summary(
+    conn: &Connection,
+    workspace_key: i64,
+    summary: &SessionSummary,
+    print: &str,
+) -> QueryResult<()> {
+    let (json, node_usage) = cached_columns(summary);
+    conn.prepare_cached(
+        "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary, node_usage, updated_at, running)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (workspace_id, session_id)
+         DO UPDATE SET fingerprint = ?3, summary = ?4, node_usage = ?5, updated_at = ?6, running = ?7",
+    )?
+    .execute(params![
+        workspace_key,
+        summary.id.as_str(),
+        print,
+        json,
+        node_usage,
+        summary.updated_at.0 as i64,
+        summary.status == Status::Running
+    ])?;
+    Ok(())
+}
+
+/// Drops one session's row (a trigger forgets the workspace's names stamp with it: see
+/// [`names_stamp`]).
+pub(super) fn forget_row(conn: &Connection, workspace_key: i64, id: &str) -> QueryResult<()> {
+    conn.prepare_cached("DELETE FROM folder_index WHERE workspace_id = ?1 AND session_id = ?2")?
+        .execute(params![workspace_key, id])?;
+    Ok(())
+}
+
+/// How much older than now the sessions folder's own time must be for the names stamp to be
+/// trusted: a folder made within the same tick of the file system's clock as the last one would
+/// leave the time as it was (ext4's clock ticks are milliseconds; two seconds cover any).
+const STAMP_SETTLED: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The sessions folder's own identity and modification time (`<inode>:<seconds>.<nanoseconds>`),
+/// taken before its names are read: a folder made or removed in it changes the time, so while
+/// the stamp recorded with the index ([`record_names_stamp`]) is the folder's, no name was added
+/// or removed since the index last compared every name. `None` when there is no sessions folder
+/// or its time is too recent to tell a later change by ([`STAMP_SETTLED`]).
+pub(super) fn names_stamp(workspace: &Workspace) -> Result<Option<String>, Error> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(dir) = workspace.sessions_folder()? else {
+        return Ok(None);
+    };
+    let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+        return Ok(None);
+    };
+    let settled = meta
+        .modified()
+        .ok()
+        .and_then(|modified| SystemTime::now().duration_since(modified).ok())
+        .is_some_and(|age| age >= STAMP_SETTLED);
+    Ok(settled.then(|| format!("{}:{}.{}", meta.ino(), meta.mtime(), meta.mtime_nsec())))
+}
+
+/// Records that every name of the sessions folder was compared with the index when its stamp was
+/// `stamp` (none: nothing is recorded, the next page reads the names again).
+pub(super) fn record_names_stamp(conn: &Connection, workspace_key: i64, stamp: Option<&String>) -> QueryResult<()> {
+    match stamp {
+        Some(stamp) => conn
+            .prepare_cached("INSERT OR REPLACE INTO folder_names (workspace_id, stamp) VALUES (?1, ?2)")?
+            .execute(params![workspace_key, stamp])?,
+        None => conn
+            .prepare_cached("DELETE FROM folder_names WHERE workspace_id = ?1")?
+            .execute(params![workspace_key])?,
+    };
+    Ok(())
+}
+
+pub(super) struct Listed {
+    pub(super) summary: SessionSummary,
     /// The fingerprint to store, when the summary was read afresh.
-    fresh: Option<String>,
+    pub(super) fresh: Option<String>,
 }
 
 /// A session folder as the folder index last saw it: its fingerprint, and the summary read then
@@ -310,11 +439,7 @@ fn cached_rows(
 pub fn forget(store: &Store, workspace: &Workspace, id: &SessionId) -> Result<(), Error> {
     store.with_conn(|conn| {
         let key = workspaces::key(conn, workspace)?;
-        conn.execute(
-            "DELETE FROM folder_index WHERE workspace_id = ?1 AND session_id = ?2",
-            params![key, id.as_str()],
-        )?;
-        Ok(())
+        forget_row(conn, key, id.as_str())
     })
 }
 
@@ -355,16 +480,9 @@ pub fn record_change(store: &Store, change: &Change) -> Result<(), Error> {
     let Some(print) = session::fingerprint(&summary.path, None) else {
         return forget(store, &workspace, id);
     };
-    let (json, node_usage) = cached_columns(summary);
     store.with_conn(|conn| {
         let key = workspaces::key(conn, &workspace)?;
-        conn.execute(
-            "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary, node_usage)
-             VALUES (?1, ?2, ?3, ?4, ?5)
-             ON CONFLICT (workspace_id, session_id) DO UPDATE SET fingerprint = ?3, summary = ?4, node_usage = ?5",
-            params![key, id.as_str(), print, json, node_usage],
-        )?;
-        Ok(())
+        store_summary(conn, key, summary, &print)
     })
 }
 

@@ -268,6 +268,26 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE trusted_launches ADD COLUMN max_tokens INTEGER;
     ALTER TABLE trusted_launches ADD COLUMN daily_usd REAL;
     "#,
+    // 16: the folder index as a catalogue (`catalogue`): each row's place in the listing (its
+    // summary's `updated_at`, ms) and whether it was `running` when read, indexed, so that a page
+    // of the listing is read in the listing's order without the rows after it; `folder_names`,
+    // the sessions folder's own time when its names were last all compared with the index (a
+    // trigger forgets it when a row goes, so a row dropped for any reason sends the next page to
+    // the names again). The index's rows, stored before they had a place, are read again once.
+    r#"
+    ALTER TABLE folder_index ADD COLUMN updated_at INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE folder_index ADD COLUMN running INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX folder_index_by_recency ON folder_index (workspace_id, updated_at DESC, session_id DESC);
+    CREATE INDEX folder_index_running ON folder_index (workspace_id) WHERE running = 1;
+    CREATE TABLE folder_names (
+        workspace_id INTEGER PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
+        stamp TEXT NOT NULL
+    );
+    CREATE TRIGGER folder_index_forgets_names AFTER DELETE ON folder_index BEGIN
+        DELETE FROM folder_names WHERE workspace_id = OLD.workspace_id;
+    END;
+    DELETE FROM folder_index;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

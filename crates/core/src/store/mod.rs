@@ -9,7 +9,7 @@
 //! One file per table or concern, each a set of functions over a `&Connection` (a table's rows
 //! and their types): `workspaces`, `sessions`, `messages`, `runs`, `logs`, `spans`, `output`
 //! (output blocks), `output_usage` (`node_usage`), `search` (`search_text`), `trust`
-//! (`trusted_launches`), `index` (`folder_index`), `folder_text` (`folder_text`, `folder_files`:
+//! (`trusted_launches`), `index` (`folder_index`), `catalogue` (`folder_index` as pages of the listing, `folder_names`), `folder_text` (`folder_text`, `folder_files`:
 //! session folders' output files in the search index), `nodes_seen`, `tags` (`session_tags` and
 //! notes), `views` (`saved_views`); then what reads several: `node_logs`,
 //! `session_model`, `records` (export and import), `recovery`, `retention`. `connection` is the
@@ -17,6 +17,7 @@
 //! into the studio's. The methods of [`Store`] below only lock the connection and call them;
 //! no file of the store imports this one.
 
+pub mod catalogue;
 mod connection;
 mod file_text;
 mod folder_text;
@@ -244,6 +245,50 @@ impl Store {
         detail: index::NodeDetail,
     ) -> Result<Vec<SessionRow>, Error> {
         index::listing(self, workspace, now, detail)
+    }
+
+    /// A page of the listing ([`Store::list_sessions`]'s order) from the folder index, `limit`
+    /// rows from `offset`, without reading the folders outside it: see [`catalogue`] for what is
+    /// checked against the folders first.
+    pub fn sessions_page(
+        &self,
+        workspace: &Workspace,
+        now: SystemTime,
+        detail: index::NodeDetail,
+        offset: usize,
+        limit: usize,
+    ) -> Result<catalogue::CataloguePage, Error> {
+        catalogue::page(self, workspace, now, detail, offset, limit)
+    }
+
+    /// The whole listing, given to `emit` `chunk` rows at a time as they are checked against
+    /// their folders ([`catalogue`]): the first rows are out before the last folder is read.
+    pub fn stream_sessions(
+        &self,
+        workspace: &Workspace,
+        now: SystemTime,
+        detail: index::NodeDetail,
+        chunk: usize,
+        emit: impl FnMut(Vec<SessionRow>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        catalogue::stream(self, workspace, now, detail, chunk, emit)
+    }
+
+    /// The whole catalogue of `workspace` as the store last saw its folders, no folder read but
+    /// the running sessions' ([`catalogue`]): what a watcher seeded with the folder index
+    /// reconciles.
+    pub fn sessions_as_recorded(
+        &self,
+        workspace: &Workspace,
+        now: SystemTime,
+        detail: index::NodeDetail,
+    ) -> Result<Vec<SessionRow>, Error> {
+        catalogue::as_recorded(self, workspace, now, detail)
+    }
+
+    /// How many sessions the catalogue holds for `workspace`, as the last page or listing left it.
+    pub fn catalogue_len(&self, workspace: &Workspace) -> Result<usize, Error> {
+        catalogue::len(self, workspace)
     }
 
     /// One session's summary as every surface shows it: its folder's, with its last recorded run

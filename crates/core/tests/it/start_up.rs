@@ -5,16 +5,15 @@
 //! opens of its `.session-info.json` (inotify), which reading a summary opens and a fingerprint
 //! never does.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, SystemTime};
 
-use notify::event::{AccessKind, EventKind};
-use notify::{RecursiveMode, Watcher as _};
 use studio_core::app::Studio;
 use studio_core::store::StoreLocation;
 use studio_core::watcher::{Change, ChangeSink};
+
+use super::folder_reads::Reads;
 
 const SESSIONS: u64 = 300;
 
@@ -29,56 +28,6 @@ fn add_session(sessions: &Path, i: u64) -> PathBuf {
     std::fs::write(folder.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
     std::fs::write(folder.join("result.json"), r#"{"success":true}"#).unwrap();
     folder
-}
-
-/// Counts the opens of each session's `.session-info.json`, as inotify reports them.
-struct Reads {
-    watcher: notify::RecommendedWatcher,
-    opens: Arc<Mutex<BTreeMap<PathBuf, usize>>>,
-    lost: Arc<Mutex<bool>>,
-}
-
-impl Reads {
-    fn new() -> Reads {
-        let opens: Arc<Mutex<BTreeMap<PathBuf, usize>>> = Arc::default();
-        let lost: Arc<Mutex<bool>> = Arc::default();
-        let (counted, lost_events) = (opens.clone(), lost.clone());
-        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| match event {
-            Ok(event) if event.need_rescan() => *lost_events.lock().unwrap() = true,
-            Ok(event) if matches!(event.kind, EventKind::Access(AccessKind::Open(_))) => {
-                for path in event.paths {
-                    if path.file_name().is_some_and(|name| name == ".session-info.json") {
-                        *counted.lock().unwrap().entry(path).or_default() += 1;
-                    }
-                }
-            }
-            Ok(_) => {}
-            Err(_) => *lost_events.lock().unwrap() = true,
-        })
-        .unwrap();
-        Reads { watcher, opens, lost }
-    }
-
-    fn watch(&mut self, folder: &Path) {
-        self.watcher.watch(folder, RecursiveMode::NonRecursive).unwrap();
-    }
-
-    /// How often each of `folders` was read since the last call (inotify's queue drained first).
-    fn take(&self, folders: &[PathBuf]) -> BTreeMap<String, usize> {
-        std::thread::sleep(Duration::from_millis(500));
-        assert!(
-            !*self.lost.lock().unwrap(),
-            "inotify lost events: the reads cannot be counted"
-        );
-        let mut opens = self.opens.lock().unwrap();
-        folders
-            .iter()
-            .map(|folder| {
-                let name = folder.file_name().unwrap().to_string_lossy().into_owned();
-                (name, opens.remove(&folder.join(".session-info.json")).unwrap_or(0))
-            })
-            .collect()
-    }
 }
 
 /// One launch of the app on `root`; `meanwhile` runs between the first listing and the start of
@@ -158,4 +107,68 @@ fn start_up_reads_each_session_folder_once() {
         [&1],
         "the session added meanwhile, read once"
     );
+}
+
+/// Issue 46: a next launch's first screen is the store's catalogue as it last saw the folders,
+/// before any folder is read; what changed behind the store's back (a folder changed, one
+/// removed, one added while no studio ran) is read by the watcher behind it and told, and the
+/// window's listing after that shows the folders as they are.
+#[test]
+fn a_next_launch_shows_the_catalogue_first_and_tells_what_changed_behind_it() {
+    let root = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let db = db.path().join("studio.db");
+    let sessions = root.path().join(".zibby/output/sessions");
+    let mut reads = Reads::new();
+    let folders: Vec<PathBuf> = (0..50).map(|i| add_session(&sessions, i)).collect();
+    for folder in &folders {
+        reads.watch(folder);
+    }
+    let (_, first, _) = launch(root.path(), &db, || {});
+    assert_eq!(first, 50);
+    reads.take(&folders);
+
+    // While no studio runs: one session failed since, one removed, one added.
+    std::fs::write(folders[10].join("result.json"), r#"{"success":false}"#).unwrap();
+    std::fs::remove_dir_all(&folders[20]).unwrap();
+    let added = add_session(&sessions, 50);
+
+    let (studio, _) = Studio::open(Some(root.path()), Ok(StoreLocation::File(db.clone())));
+    studio.read_sessions_ahead();
+    let shown = studio.sessions(SystemTime::now()).unwrap().sessions;
+    let counted = reads.take(&folders);
+    assert!(
+        counted.values().all(|&n| n == 0),
+        "no folder read for the first screen: {counted:?}"
+    );
+    let status_of = |rows: &[studio_core::store::SessionRow], id: &str| {
+        rows.iter()
+            .find(|row| row.summary.id.as_str() == id)
+            .map(|row| row.summary.status)
+    };
+    assert_eq!(shown.len(), 50, "the catalogue as recorded");
+    assert_eq!(status_of(&shown, &session_id(10)), Some(studio_core::Status::Success));
+    assert!(status_of(&shown, &session_id(50)).is_none());
+
+    let (told, heard) = mpsc::channel();
+    let sink: ChangeSink = Arc::new(move |change| {
+        if matches!(
+            change,
+            Change::SessionAdded { .. } | Change::SessionUpdated { .. } | Change::SessionRemoved { .. }
+        ) {
+            let _ = told.send(());
+        }
+    });
+    studio.watch(sink).unwrap();
+    assert_eq!(
+        heard.try_iter().count(),
+        3,
+        "the changed, the removed and the added one"
+    );
+    let after = studio.sessions(SystemTime::now()).unwrap().sessions;
+    assert_eq!(after.len(), 50);
+    assert_eq!(status_of(&after, &session_id(10)), Some(studio_core::Status::Error));
+    assert!(status_of(&after, &session_id(20)).is_none());
+    assert!(added.is_dir() && status_of(&after, &session_id(50)).is_some());
+    studio.shut_down();
 }

@@ -1,0 +1,322 @@
+//! The catalogue: a workspace's listing read from the folder index (`index`) a page at a time, in
+//! the listing's own order (pinned sessions first, most recently pinned first, then most recently
+//! updated first, the later id first), through the index `folder_index_by_recency`: a page of 50
+//! costs 50 rows, whatever the history.
+//!
+//! # How fresh a page is
+//!
+//! The index is kept current by every full listing and, while a studio watches, by its watcher
+//! (`index::keeping_current`). Behind it, before a page is cut:
+//!
+//! - **Folders added or removed** are found by the sessions folder's own time (one `stat`): a
+//!   folder made or removed in it changes that time. While it is the one recorded when every name
+//!   was last compared with the index (`index::names_stamp`), no name came or went; else one
+//!   `readdir` of the names (no `stat` of the folders) is compared with the index, new folders
+//!   are read and placed, removed ones dropped.
+//! - **`running` sessions**, wherever they are in the listing, are read again (their status
+//!   depends on the clock, and a live session moves up as it writes): a few, not the history.
+//! - **The page's own rows** are checked by their fingerprints (the `stat`s of what a summary is
+//!   read from, `session::fingerprint`); a changed folder is read again, and when that moved it
+//!   the page is cut again (at most [`RECUTS`] times).
+//!
+//! What a page does not see: a session outside the page, recorded as ended, whose files changed
+//! in place while no studio watched (an engine resuming an old session with no studio open). It
+//! keeps its recorded place until a full listing (`zstudio sessions` without `--limit`, the
+//! window's reconciling behind its first screen) or the watcher reads it.
+//!
+//! [`stream`] is the full listing a chunk at a time: every name compared, every row's
+//! fingerprint checked, in the order the catalogue had when it began (a row read again because
+//! it changed is given as it is now, in that place; the next listing places it by its new time).
+
+use std::collections::HashSet;
+use std::time::SystemTime;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::connection::{write_transaction, QueryResult, Store};
+use super::index::{self, Cached, NodeDetail, Overlay};
+use super::sessions::SessionRow;
+use super::workspaces;
+use crate::sessions::session::{self, SessionSummary, Workspace};
+use crate::vocabulary::error::Error;
+use crate::vocabulary::id::SessionId;
+
+/// How many times a page is cut again when reading its changed rows moved them.
+const RECUTS: usize = 3;
+
+/// A page of a workspace's listing, read from the catalogue.
+#[derive(Debug)]
+pub struct CataloguePage {
+    pub rows: Vec<SessionRow>,
+    /// Where the next page begins (an offset into the listing); `None` after the last row.
+    pub next: Option<usize>,
+}
+
+/// An index row as a page reads it: its session id, its place (`updated_at`), its entry.
+type Entry = (String, i64, Cached);
+
+/// The page of `workspace`'s listing from `offset`, at most `limit` rows (see the module doc for
+/// what is checked against the folders first).
+pub(super) fn page(
+    store: &Store,
+    workspace: &Workspace,
+    now: SystemTime,
+    detail: NodeDetail,
+    offset: usize,
+    limit: usize,
+) -> Result<CataloguePage, Error> {
+    let key = store.with_conn(|conn| workspaces::key(conn, workspace))?;
+    reconcile_names(store, workspace, key, now, false)?;
+    let running = store.with_conn(|conn| running_entries(conn, key))?;
+    check(store, workspace, key, running, now)?;
+    let mut overlay = Overlay::load(store, workspace)?;
+    let want = limit.saturating_add(1);
+    let mut summaries = Vec::new();
+    for _ in 0..RECUTS {
+        let entries = store.with_conn(|conn| entries_in_order(conn, key, offset, want))?;
+        let (checked, moved) = check(store, workspace, key, entries, now)?;
+        summaries = checked;
+        if !moved {
+            break;
+        }
+    }
+    let next = (summaries.len() > limit).then_some(offset + limit);
+    summaries.truncate(limit);
+    Ok(CataloguePage {
+        rows: overlay.rows(summaries, detail),
+        next,
+    })
+}
+
+/// The whole listing of `workspace`, given to `emit` `chunk` rows at a time in the listing's
+/// order: every name compared with the index first (one `readdir`), then each chunk's folders
+/// checked by their fingerprints and read again where they changed, as it is given. The first
+/// rows are out before the last folder is looked at.
+pub(super) fn stream(
+    store: &Store,
+    workspace: &Workspace,
+    now: SystemTime,
+    detail: NodeDetail,
+    chunk: usize,
+    mut emit: impl FnMut(Vec<SessionRow>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let key = store.with_conn(|conn| workspaces::key(conn, workspace))?;
+    reconcile_names(store, workspace, key, now, true)?;
+    let order = store.with_conn(|conn| ids_in_order(conn, key))?;
+    let mut overlay = Overlay::load(store, workspace)?;
+    for ids in order.chunks(chunk.max(1)) {
+        let entries = store.with_conn(|conn| entries_by_id(conn, key, ids))?;
+        let (summaries, _) = check(store, workspace, key, entries, now)?;
+        emit(overlay.rows(summaries, detail))?;
+    }
+    Ok(())
+}
+
+/// The whole catalogue of `workspace` as the store last saw its folders, in the listing's order,
+/// no folder opened or looked at but the `running` sessions' (read again: their status depends on
+/// the clock): the window's first screen on a next launch, which the watcher, seeded with the
+/// same index (`index::indexed_folders`), reconciles behind it (it reports each folder that
+/// differs). A row whose summary cannot be read back is left out (the watcher reads its folder
+/// and reports it). Empty when the store never listed the workspace.
+pub(super) fn as_recorded(
+    store: &Store,
+    workspace: &Workspace,
+    now: SystemTime,
+    detail: NodeDetail,
+) -> Result<Vec<SessionRow>, Error> {
+    let key = store.with_conn(|conn| workspaces::key(conn, workspace))?;
+    let running = store.with_conn(|conn| running_entries(conn, key))?;
+    check(store, workspace, key, running, now)?;
+    let entries = store.with_conn(|conn| entries_in_order(conn, key, 0, i64::MAX as usize))?;
+    let summaries = entries
+        .iter()
+        .filter_map(|(_, _, cached)| index::from_cache(cached))
+        .collect();
+    Ok(Overlay::load(store, workspace)?.rows(summaries, detail))
+}
+
+/// How many sessions the catalogue holds for `workspace` (as the last page or listing left it).
+pub(super) fn len(store: &Store, workspace: &Workspace) -> Result<usize, Error> {
+    store.with_conn(|conn| {
+        let key = workspaces::key(conn, workspace)?;
+        let count: i64 = conn
+            .prepare_cached("SELECT count(*) FROM folder_index WHERE workspace_id = ?1")?
+            .query_row([key], |r| r.get(0))?;
+        Ok(count as usize)
+    })
+}
+
+/// Compares the sessions folder's names with the index unless its stamp says none came or went
+/// since they last were (`force`: compares them anyway): new folders are read and stored, the
+/// rows of folders gone dropped.
+fn reconcile_names(store: &Store, workspace: &Workspace, key: i64, now: SystemTime, force: bool) -> Result<(), Error> {
+    let stamp = index::names_stamp(workspace)?;
+    if !force && stamp.is_some() {
+        let recorded: Option<String> = store.with_conn(|conn| {
+            Ok(conn
+                .prepare_cached("SELECT stamp FROM folder_names WHERE workspace_id = ?1")?
+                .query_row([key], |r| r.get(0))
+                .optional()?)
+        })?;
+        if recorded == stamp {
+            return Ok(());
+        }
+    }
+    let folders = session::session_folders(workspace)?;
+    let known: HashSet<String> = store.with_conn(|conn| {
+        let mut statement = conn.prepare_cached("SELECT session_id FROM folder_index WHERE workspace_id = ?1")?;
+        let ids = statement.query_map([key], |r| r.get::<_, String>(0))?;
+        Ok(ids.collect::<Result<_, _>>()?)
+    })?;
+    let names: HashSet<&str> = folders.iter().map(|(_, id)| id.as_str()).collect();
+    let new: Vec<_> = folders.iter().filter(|(_, id)| !known.contains(id.as_str())).collect();
+    let read = session::in_parallel(&new, |(path, id)| index::read_through(path, id, None, now))?;
+    store.with_conn(|conn| {
+        let tx = write_transaction(conn)?;
+        for listed in read.into_iter().flatten() {
+            if let Some(print) = &listed.fresh {
+                index::store_summary(&tx, key, &listed.summary, print)?;
+            }
+        }
+        for gone in known.iter().filter(|id| !names.contains(id.as_str())) {
+            index::forget_row(&tx, key, gone)?;
+        }
+        index::record_names_stamp(&tx, key, stamp.as_ref())?;
+        Ok(tx.commit()?)
+    })
+}
+
+/// The summaries of `entries`, in their order, each checked against its folder
+/// (`index::read_through`): read again and stored where it changed or is `running`, its row
+/// dropped where its folder went. Also whether that moved any of them in the listing.
+fn check(
+    store: &Store,
+    workspace: &Workspace,
+    key: i64,
+    entries: Vec<Entry>,
+    now: SystemTime,
+) -> Result<(Vec<SessionSummary>, bool), Error> {
+    let entries: Vec<(SessionId, i64, Cached)> = entries
+        .into_iter()
+        .filter_map(|(id, updated_at, cached)| Some((SessionId::parse(&id).ok()?, updated_at, cached)))
+        .collect();
+    let read = session::in_parallel(&entries, |(id, _, cached)| {
+        index::read_through(&workspace.session_path(id), id, Some(cached), now)
+    })?;
+    let mut moved = false;
+    let mut summaries = Vec::with_capacity(read.len());
+    store.with_conn(|conn| {
+        let tx = write_transaction(conn)?;
+        for ((id, updated_at, _), listed) in entries.iter().zip(read) {
+            let Some(listed) = listed else {
+                index::forget_row(&tx, key, id.as_str())?;
+                moved = true;
+                continue;
+            };
+            if let Some(print) = &listed.fresh {
+                index::store_summary(&tx, key, &listed.summary, print)?;
+                moved |= listed.summary.updated_at.0 as i64 != *updated_at;
+            }
+            summaries.push(listed.summary);
+        }
+        Ok(tx.commit()?)
+    })?;
+    Ok((summaries, moved))
+}
+
+/// The columns an [`Entry`] is read from, `f` the folder index.
+const ENTRY: &str = "f.session_id, f.updated_at, f.fingerprint, f.summary, f.node_usage";
+
+fn entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<Entry> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        Cached {
+            fingerprint: r.get(2)?,
+            summary: r.get(3)?,
+            node_usage: r.get(4)?,
+        },
+    ))
+}
+
+/// The listing's pinned part (`columns` of each row): most recently pinned first, then as the
+/// rest. Pins are few: read whole.
+fn pinned<T>(
+    conn: &Connection,
+    key: i64,
+    columns: &str,
+    row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> QueryResult<Vec<T>> {
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {columns} FROM folder_index f
+             JOIN sessions s ON s.workspace_id = f.workspace_id AND s.session_id = f.session_id
+         WHERE f.workspace_id = ?1 AND s.pinned_at IS NOT NULL
+         ORDER BY s.pinned_at DESC, f.updated_at DESC, f.session_id DESC"
+    ))?;
+    let rows = statement.query_map([key], row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The listing's unpinned part from `offset`, at most `limit` rows (`-1`: all), most recently
+/// updated first, through the index `folder_index_by_recency`.
+fn unpinned<T>(
+    conn: &Connection,
+    key: i64,
+    columns: &str,
+    (offset, limit): (i64, i64),
+    row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> QueryResult<Vec<T>> {
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {columns} FROM folder_index f
+         WHERE f.workspace_id = ?1 AND NOT EXISTS (
+             SELECT 1 FROM sessions s
+             WHERE s.workspace_id = ?1 AND s.session_id = f.session_id AND s.pinned_at IS NOT NULL)
+         ORDER BY f.updated_at DESC, f.session_id DESC LIMIT ?2 OFFSET ?3"
+    ))?;
+    let rows = statement.query_map(params![key, limit, offset], row)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The index's rows from `offset` in the listing's order, at most `limit`.
+fn entries_in_order(conn: &Connection, key: i64, offset: usize, limit: usize) -> QueryResult<Vec<Entry>> {
+    let pinned = pinned(conn, key, ENTRY, entry)?;
+    let pins = pinned.len();
+    let mut rows: Vec<Entry> = pinned.into_iter().skip(offset).take(limit).collect();
+    let wanted = limit - rows.len();
+    if wanted > 0 {
+        let from = offset.saturating_sub(pins);
+        rows.extend(unpinned(conn, key, ENTRY, (from as i64, wanted as i64), entry)?);
+    }
+    Ok(rows)
+}
+
+/// Every session id of the index, in the listing's order.
+fn ids_in_order(conn: &Connection, key: i64) -> QueryResult<Vec<String>> {
+    let id = |r: &rusqlite::Row<'_>| r.get::<_, String>(0);
+    let mut ids = pinned(conn, key, "f.session_id", id)?;
+    ids.extend(unpinned(conn, key, "f.session_id", (0, -1), id)?);
+    Ok(ids)
+}
+
+/// The index's rows of `ids`, in their order (an id no longer there is left out).
+fn entries_by_id(conn: &Connection, key: i64, ids: &[String]) -> QueryResult<Vec<Entry>> {
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {ENTRY} FROM folder_index f WHERE f.workspace_id = ?1 AND f.session_id = ?2"
+    ))?;
+    let mut rows = Vec::with_capacity(ids.len());
+    for id in ids {
+        if let Some(row) = statement.query_row(params![key, id], entry).optional()? {
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// The rows recorded `running` (read again by every page: see the module doc).
+fn running_entries(conn: &Connection, key: i64) -> QueryResult<Vec<Entry>> {
+    let mut statement = conn.prepare_cached(&format!(
+        "SELECT {ENTRY} FROM folder_index f WHERE f.workspace_id = ?1 AND f.running = 1"
+    ))?;
+    let rows = statement.query_map([key], entry)?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
