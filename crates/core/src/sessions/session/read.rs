@@ -393,7 +393,7 @@ fn nodes_in_order(
         let ordered =
             event_order.iter().any(|(name, _)| *name == node.name) || Some(node.name.as_str()) == current_last;
         let first = node_dirs.iter().find(|dir| dir.name == node.name);
-        first.filter(|_| !ordered).map(|dir| (dir.modified, dir.created))
+        first.filter(|_| !ordered).map(|dir| (dir.modified, dir.created_by_run()))
     };
     let times: Vec<_> = nodes.iter().map(placed_by_folder).collect();
     for (node, time) in nodes.iter_mut().zip(&times) {
@@ -517,9 +517,8 @@ struct NodeDir {
     path: PathBuf,
     modified: SystemTime,
     /// When the folder was made (statx's birth time), where the file system keeps it: it tells
-    /// nodes apart whose folders were last written in the same instant. Not for a folder made
-    /// after its last write: a copy (an import, a bucket's mirror) that set its time back made
-    /// it, so its birth says the copy's order, not the run's (issue 41, point 4).
+    /// nodes apart whose folders were last written in the same instant (see
+    /// [`NodeDir::created_by_run`] for when it says nothing of the run).
     created: Option<SystemTime>,
 }
 
@@ -530,10 +529,16 @@ impl NodeDir {
             name,
             path,
             modified,
-            created: stat
-                .and_then(|m| m.created().ok())
-                .filter(|created| *created <= modified),
+            created: stat.and_then(|m| m.created().ok()),
         }
+    }
+
+    /// Its birth time when the run made it. Not for a folder made after its last write: a copy
+    /// (an import, a bucket's mirror) that set its time back made it, so its birth says the
+    /// copy's order, not the run's (issue 41, point 4): such nodes still sort by it (a copy
+    /// makes them in one order each time) but are marked uncertain.
+    fn created_by_run(&self) -> Option<SystemTime> {
+        self.created.filter(|created| *created <= self.modified)
     }
 }
 
@@ -627,6 +632,11 @@ mod tests {
             .collect();
         let nodes = nodes_in_order(&[], &mut dirs, None);
         assert!(nodes.iter().all(|n| n.order_uncertain), "{:?}", order(&nodes));
+        assert_eq!(
+            order(&nodes),
+            [("execute", true), ("plan", true)],
+            "still in the one order the copy made them in"
+        );
 
         // Folders written after they were made (as a run writes them) keep their birth times.
         let folder = dir.path().join("fetch");
@@ -634,7 +644,7 @@ mod tests {
         fs::write(folder.join("out.txt"), "x").unwrap();
         let stat = fs::metadata(&folder).unwrap();
         let fetch = NodeDir::new("fetch".into(), folder, Some(&stat));
-        assert_eq!(fetch.created.is_some(), stat.created().is_ok());
+        assert_eq!(fetch.created_by_run().is_some(), stat.created().is_ok());
     }
 
     #[test]
