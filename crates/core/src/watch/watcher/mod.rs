@@ -46,6 +46,7 @@ mod layout;
 mod options;
 mod reading;
 mod state;
+mod sweep;
 mod watches;
 
 use std::collections::{HashMap, HashSet};
@@ -142,6 +143,8 @@ impl Watcher {
             next_poll: Instant::now() + options.poll_interval,
             next_quiet_check: Instant::now() + options.quiet_check_interval,
             running: HashSet::new(),
+            watched: HashMap::new(),
+            next_sweep: Instant::now(),
             session_watch_count: 0,
             options,
         };
@@ -174,7 +177,7 @@ mod tests {
     use std::os::unix::fs::symlink;
     use std::path::Path;
     use std::sync::Arc;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     /// The tests that count watches run one at a time (no other test of this binary watches).
     static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -311,5 +314,142 @@ mod tests {
             _ => None,
         });
         assert_eq!(seen, Some(vec!["polled".to_owned()]));
+    }
+
+    /// An ended session of a month ago: `.session-info.json`, `result.json` and a node folder, every
+    /// time a month old.
+    fn ended_session(sessions: &Path, id: &str) -> std::path::PathBuf {
+        let dir = sessions.join(id);
+        std::fs::create_dir_all(dir.join("plan")).unwrap();
+        std::fs::write(dir.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
+        std::fs::write(dir.join("result.json"), r#"{"success":true}"#).unwrap();
+        let month_ago = std::time::SystemTime::now() - Duration::from_secs(30 * 86_400);
+        for path in [dir.join(".session-info.json"), dir.join("result.json"), dir.join("plan"), dir.clone()] {
+            std::fs::File::open(&path).unwrap().set_modified(month_ago).unwrap();
+        }
+        dir
+    }
+
+    /// The inotify watches a watcher adds over `ended` sessions ended a month ago and one live.
+    fn watches_held_over(ended: usize) -> usize {
+        let root = tempfile::tempdir().unwrap();
+        let sessions = root.path().join(".zibby/output/sessions");
+        for i in 0..ended {
+            ended_session(&sessions, &format!("{}_old{i}", 1_777_000_000_000u64 + i as u64));
+        }
+        std::fs::create_dir_all(sessions.join("1777678254943_live/nodes/step")).unwrap();
+        let before = inotify_watches();
+        let (watcher, _received) = watch(root.path(), WatcherOptions::default());
+        let held = inotify_watches() - before;
+        drop(watcher);
+        held
+    }
+
+    #[test]
+    fn ended_sessions_hold_no_watches_only_the_sessions_folder_and_live_ones_do() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // The sessions folder, the live session's folder, nodes/ and nodes/step/, and `.zibby/`
+        // for the agents file: five, however many sessions ended.
+        assert_eq!(watches_held_over(3), 5);
+        assert_eq!(watches_held_over(300), 5);
+    }
+
+    /// The changes received until `until` says stop, or `within` has passed.
+    fn receive_until(received: &mpsc::Receiver<Change>, within: Duration, mut until: impl FnMut(&Change) -> bool) -> bool {
+        let deadline = Instant::now() + within;
+        while let Ok(change) = received.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            if until(&change) {
+                return true;
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn a_change_to_an_ended_session_is_seen_by_the_sweep_and_it_is_watched_again() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let root = tempfile::tempdir().unwrap();
+        let sessions = root.path().join(".zibby/output/sessions");
+        let rewritten = ended_session(&sessions, "1777000000000_rewritten");
+        let grown = ended_session(&sessions, "1777000001000_grown");
+        for i in 0..20 {
+            ended_session(&sessions, &format!("{}_other{i}", 1_777_000_002_000u64 + i));
+        }
+        let bound = Duration::from_millis(500);
+        let options = WatcherOptions {
+            sweep_bound: bound,
+            ..WatcherOptions::default()
+        };
+        let before = inotify_watches();
+        let (_watcher, received) = watch(root.path(), options);
+        assert_eq!(inotify_watches() - before, 2, "the sessions folder and `.zibby/`");
+
+        // A file of its fingerprint rewritten in place (no file created: the folder's time stays).
+        std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(rewritten.join("result.json"))
+            .and_then(|mut file| std::io::Write::write_all(&mut file, br#"{"success":false}"#))
+            .unwrap();
+        let seen = receive_until(&received, bound * 8, |change| {
+            matches!(change, Change::SessionUpdated { summary, .. }
+                if summary.id.as_str() == "1777000000000_rewritten" && summary.status == crate::status::Status::Error)
+        });
+        assert!(seen, "the rewritten result seen by the sweep");
+
+        // A file added to a node folder: the session is read and watched again.
+        std::fs::write(grown.join("plan/raw_stream_output.txt"), "first\n").unwrap();
+        let watched_again = (0..80).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            // The sessions folder, `.zibby/`, and each changed session's folder and plan/.
+            inotify_watches() - before == 6
+        });
+        assert!(watched_again, "{} watches", inotify_watches() - before);
+        // Its output's new lines are sent as they come, not at the next sweep.
+        let mut lines = Vec::new();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(grown.join("plan/raw_stream_output.txt"))
+            .and_then(|mut file| std::io::Write::write_all(&mut file, b"second\n"))
+            .unwrap();
+        receive_until(&received, Duration::from_secs(5), |change| {
+            if let Change::OutputAppended { lines: new, .. } = change {
+                lines.extend(new.iter().cloned());
+            }
+            !lines.is_empty()
+        });
+        assert_eq!(lines, ["second"]);
+    }
+
+    #[test]
+    fn a_new_session_is_seen_at_once_and_a_quiet_one_released_to_the_sweep() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let root = tempfile::tempdir().unwrap();
+        let sessions = root.path().join(".zibby/output/sessions");
+        ended_session(&sessions, "1777000000000_old");
+        let options = WatcherOptions {
+            recent: Duration::from_secs(1),
+            sweep_bound: Duration::from_millis(500),
+            ..WatcherOptions::default()
+        };
+        let before = inotify_watches();
+        let (_watcher, received) = watch(root.path(), options);
+        std::fs::create_dir_all(sessions.join("1777678254943_new/plan")).unwrap();
+        let added = receive_until(&received, Duration::from_secs(1), |change| {
+            matches!(change, Change::SessionAdded { session_id, .. } if session_id.as_str() == "1777678254943_new")
+        });
+        assert!(added, "a new session seen within a second");
+        // Watched while it is recent (its folder and plan/), released once quiet for `recent`.
+        assert_eq!(inotify_watches() - before, 4);
+        let released = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            inotify_watches() - before == 2
+        });
+        assert!(released, "{} watches", inotify_watches() - before);
+        std::fs::remove_dir_all(sessions.join("1777678254943_new")).unwrap();
+        let removed = receive_until(&received, Duration::from_secs(1), |change| {
+            matches!(change, Change::SessionRemoved { session_id, .. } if session_id.as_str() == "1777678254943_new")
+        });
+        assert!(removed, "a removed session seen within a second");
     }
 }
