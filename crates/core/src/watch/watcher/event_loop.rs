@@ -21,7 +21,7 @@ impl WatchLoop {
             self.rescan(index, true);
             self.mark_recent_watched(index);
         }
-        self.next_sweep = Instant::now() + self.options.sweep_bound / 60;
+        self.next_sweep = Instant::now() + self.sweep_step().0;
         for index in 0..self.workspaces.len() {
             self.point_watch(index);
             // Only the sessions live or changed recently get watches of their own (`sweep`).

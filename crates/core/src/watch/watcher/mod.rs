@@ -378,6 +378,7 @@ mod tests {
         let bound = Duration::from_millis(500);
         let options = WatcherOptions {
             sweep_bound: bound,
+            sweep_rate: 10_000,
             ..WatcherOptions::default()
         };
         let before = inotify_watches();

@@ -35,6 +35,11 @@ pub struct WatcherOptions {
     /// per this bound, the looks spread evenly over it: a change to it is seen within the bound.
     /// Default: 60 s.
     pub sweep_bound: Duration,
+    /// The most swept sessions looked at per second, so that the sweep's cost stays flat however
+    /// many sessions there are: past `sweep_bound × sweep_rate` swept sessions, the bound is
+    /// their count / `sweep_rate` seconds instead. Default: 50 a second (the bound stays 60 s up
+    /// to 3,000 swept sessions and is 2,000 s at 100,000; see docs/benchmarks.md, "Watching").
+    pub sweep_rate: u32,
     /// The most inotify watches this watcher adds (they are the user's, shared with every other
     /// program): past it, a workspace is polled ([`Change::WatchPolling`]). Default: half of
     /// `fs.inotify.max_user_watches`.
@@ -64,6 +69,7 @@ impl Default for WatcherOptions {
             quiet_check_interval: Duration::from_secs(2),
             recent: Duration::from_secs(600),
             sweep_bound: Duration::from_secs(60),
+            sweep_rate: 50,
             max_watches: default_max_watches(),
             clock: Arc::new(SystemTime::now),
             store: None,
@@ -80,6 +86,7 @@ impl std::fmt::Debug for WatcherOptions {
             .field("quiet_check_interval", &self.quiet_check_interval)
             .field("recent", &self.recent)
             .field("sweep_bound", &self.sweep_bound)
+            .field("sweep_rate", &self.sweep_rate)
             .field("max_watches", &self.max_watches)
             .field("store", &self.store.as_ref().map(|s| s.location().describe()))
             .finish_non_exhaustive()

@@ -6,8 +6,10 @@
 //! a change. Once it is neither, its watches and tails are released and it is *swept*: its
 //! fingerprint (metadata alone: the folder's own time and what the folder index's fingerprint
 //! stats) is taken again once per [`WatcherOptions::sweep_bound`], a slice of the sessions at each
-//! step so that the looks are spread evenly over the bound. A swept session whose fingerprint
-//! changed is read and reported like any other, and watched again.
+//! step so that the looks are spread evenly over the bound, and never more than
+//! [`WatcherOptions::sweep_rate`] sessions a second (past that many, the bound grows with the
+//! sessions, and the sweep's cost does not). A swept session whose fingerprint changed is read
+//! and reported like any other, and watched again.
 
 use std::collections::HashSet;
 use std::ops::Bound;
@@ -99,12 +101,14 @@ impl WatchLoop {
         self.unwatch_session(index, id);
     }
 
-    /// How long between two steps of the sweep, and how many steps make a bound.
-    fn sweep_step(&self) -> (Duration, u32) {
+    /// How long between two steps of the sweep, how many steps make a bound, and the most
+    /// sessions a step looks at ([`WatcherOptions::sweep_rate`]).
+    pub(super) fn sweep_step(&self) -> (Duration, u32, usize) {
         let bound = self.options.sweep_bound.max(SHORTEST_SWEEP_STEP);
         let step = (bound / SWEEP_STEPS).max(SHORTEST_SWEEP_STEP);
         let steps = (bound.as_nanos() / step.as_nanos()).clamp(1, u128::from(SWEEP_STEPS)) as u32;
-        (step, steps)
+        let most = (f64::from(self.options.sweep_rate) * step.as_secs_f64()).ceil().max(1.0) as usize;
+        (step, steps, most)
     }
 
     /// When the sweep's next step is due: only while some session is known.
@@ -122,13 +126,13 @@ impl WatchLoop {
         if self.sweep_due_at().is_none_or(|at| now < at) {
             return;
         }
-        let (step, steps) = self.sweep_step();
+        let (step, steps, most) = self.sweep_step();
         self.next_sweep = now + step;
         self.release_quiet_sessions(now);
         for index in 0..self.workspaces.len() {
             // A polled workspace's sessions are all looked at by the poll.
             if !self.workspaces[index].polling {
-                self.sweep_slice(index, steps, now);
+                self.sweep_slice(index, steps, most, now);
             }
         }
     }
@@ -155,9 +159,9 @@ impl WatchLoop {
         }
     }
 
-    /// Looks at the next `1/steps` of a workspace's sessions (going on where the last step
-    /// stopped): each swept one whose fingerprint changed is marked to be read.
-    fn sweep_slice(&mut self, index: usize, steps: u32, now: Instant) {
+    /// Looks at the next `1/steps` of a workspace's sessions, at most `most` (going on where the
+    /// last step stopped): each swept one whose fingerprint changed is marked to be read.
+    fn sweep_slice(&mut self, index: usize, steps: u32, most: usize, now: Instant) {
         let watched: HashSet<&SessionId> = self
             .watched
             .keys()
@@ -165,7 +169,7 @@ impl WatchLoop {
             .map(|(_, id)| id)
             .collect();
         let workspace = &mut self.workspaces[index];
-        let count = workspace.sessions.len().div_ceil(steps as usize);
+        let count = workspace.sessions.len().div_ceil(steps as usize).min(most);
         let after = match &workspace.sweep_cursor {
             Some(id) => Bound::Excluded(id),
             None => Bound::Unbounded,
