@@ -4,17 +4,37 @@
 //! - Built on `notify` (inotify on Linux) with its own debouncing per session: the debouncer
 //!   crates drop notify's "rescan" signal (an inotify queue overflow has no path), and a missed
 //!   overflow would silently miss changes; here it triggers a full rescan.
-//! - Each workspace's `<root>/.zibby/output/sessions/` is watched, and below it only what the
-//!   session layout has: each session folder, its node folders and `nodes/<node>/` (at most three
-//!   levels; a session's deeper folders are not watched), never through a symbolic link (a link in
-//!   a session folder to `/usr` costs nothing). While the sessions folder does not exist, or a
-//!   link stands in its way, the deepest real folder on the way is watched until it appears; when
-//!   it is deleted or replaced, the watch moves back there, and every session it held is reported
-//!   removed.
-//! - When a watch cannot be added (the inotify watch limit, `fs.inotify.max_user_watches`), the
-//!   workspace falls back to a poll every [`WatcherOptions::poll_interval`], logged with
-//!   `tracing::warn`, and every watch it had is released. Idle, with inotify working, the watcher
-//!   thread blocks and uses no CPU.
+//! - **Watching costs what changes, not what exists** (issue 46). Each workspace's
+//!   `<root>/.zibby/output/sessions/` is always watched: a session created, removed or renamed is
+//!   seen at once. Below it, a session gets watches of its own only while it is *live or changed
+//!   recently*: `running`, or changed within [`WatcherOptions::recent`] (10 minutes; at start, by
+//!   its files' newest time; after, by the last time the watcher read it after a change). Those
+//!   watches are what the session layout has: its folder, its node folders and `nodes/<node>/` (at
+//!   most three levels; a session's deeper folders are not watched), never through a symbolic link
+//!   (a link in a session folder to `/usr` costs nothing). A watched session neither running nor
+//!   changed for [`WatcherOptions::recent`] is quiet again: its watches and its followed files'
+//!   tails are released.
+//! - Every other session (ended, old) is **swept** (`sweep`): its fingerprint (the folder's own
+//!   time and what the folder index's fingerprint stats: `.session-info.json`, `result.json`,
+//!   `events.json`, `nodes/`, the run record, each node's `raw_stream_output.txt`; metadata
+//!   alone, nothing opened) is taken again once per [`WatcherOptions::sweep_bound`] (60 s), a slice
+//!   at each step (one a second) so that it never costs a burst, and never more than
+//!   [`WatcherOptions::sweep_rate`] sessions a second (50): past 3,000 swept sessions the bound is
+//!   their count / 50 seconds (2,000 s at 100,000) and the cost stays flat. A change the sweep
+//!   finds is read and reported like any other; the session is watched again, its followed files
+//!   tailed from their end (what was appended while it was swept is in its summary; what is
+//!   appended from then on is sent as lines). So at 100,000 ended sessions the watcher holds the
+//!   sessions folder's watch, `.zibby/`'s and the live sessions', and starts without adding and
+//!   releasing tens of thousands of watches.
+//! - While the sessions folder does not exist, or a link stands in its way, the deepest real
+//!   folder on the way is watched until it appears; when it is deleted or replaced, the watch
+//!   moves back there, and every session it held is reported removed.
+//! - When a watch cannot be added (the inotify watch limit, `fs.inotify.max_user_watches`, or
+//!   inotify unusable), the workspace falls back to a poll of every session every
+//!   [`WatcherOptions::poll_interval`], logged with `tracing::warn`, and every watch it had is
+//!   released. With only live and recent sessions watched, the budget (half the limit) is reached
+//!   only by thousands of sessions changing at once. Idle, with inotify working, the watcher
+//!   thread wakes once per sweep step while it knows any session, and otherwise blocks.
 //! - Every session folder present at start is reported once as [`Change::SessionAdded`] (an initial
 //!   scan): the caller needs no listing of its own. A caller that has one (the folder index, as
 //!   the window's first listing left it) gives it as a [`Seed`] ([`Watcher::start_seeded`]): the
@@ -37,8 +57,9 @@
 //! Its files, by what they do: `options` ([`WatcherOptions`]), `layout` (which folders of a
 //! session are watched and which files followed), `state` (the watching thread's state),
 //! `event_loop` (the thread's loop: events, deadlines, polling), `watches` (the inotify watches
-//! and the fallback to polling), `reading` (the initial scan, from a seed or not, rescans and each session's read),
-//! `agents_file` (the agents file's own watch).
+//! and the fallback to polling), `sweep` (which sessions are watched, their release once quiet,
+//! and the sweep of the others), `reading` (the initial scan, from a seed or not, rescans and each
+//! session's read), `agents_file` (the agents file's own watch).
 
 mod agents_file;
 mod event_loop;
@@ -324,7 +345,12 @@ mod tests {
         std::fs::write(dir.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
         std::fs::write(dir.join("result.json"), r#"{"success":true}"#).unwrap();
         let month_ago = std::time::SystemTime::now() - Duration::from_secs(30 * 86_400);
-        for path in [dir.join(".session-info.json"), dir.join("result.json"), dir.join("plan"), dir.clone()] {
+        for path in [
+            dir.join(".session-info.json"),
+            dir.join("result.json"),
+            dir.join("plan"),
+            dir.clone(),
+        ] {
             std::fs::File::open(&path).unwrap().set_modified(month_ago).unwrap();
         }
         dir
@@ -355,7 +381,11 @@ mod tests {
     }
 
     /// The changes received until `until` says stop, or `within` has passed.
-    fn receive_until(received: &mpsc::Receiver<Change>, within: Duration, mut until: impl FnMut(&Change) -> bool) -> bool {
+    fn receive_until(
+        received: &mpsc::Receiver<Change>,
+        within: Duration,
+        mut until: impl FnMut(&Change) -> bool,
+    ) -> bool {
         let deadline = Instant::now() + within;
         while let Ok(change) = received.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             if until(&change) {
@@ -436,9 +466,11 @@ mod tests {
         let before = inotify_watches();
         let (_watcher, received) = watch(root.path(), options);
         std::fs::create_dir_all(sessions.join("1777678254943_new/plan")).unwrap();
-        let added = receive_until(&received, Duration::from_secs(1), |change| {
-            matches!(change, Change::SessionAdded { session_id, .. } if session_id.as_str() == "1777678254943_new")
-        });
+        let added = receive_until(
+            &received,
+            Duration::from_secs(1),
+            |change| matches!(change, Change::SessionAdded { session_id, .. } if session_id.as_str() == "1777678254943_new"),
+        );
         assert!(added, "a new session seen within a second");
         // Watched while it is recent (its folder and plan/), released once quiet for `recent`.
         assert_eq!(inotify_watches() - before, 4);
@@ -448,9 +480,11 @@ mod tests {
         });
         assert!(released, "{} watches", inotify_watches() - before);
         std::fs::remove_dir_all(sessions.join("1777678254943_new")).unwrap();
-        let removed = receive_until(&received, Duration::from_secs(1), |change| {
-            matches!(change, Change::SessionRemoved { session_id, .. } if session_id.as_str() == "1777678254943_new")
-        });
+        let removed = receive_until(
+            &received,
+            Duration::from_secs(1),
+            |change| matches!(change, Change::SessionRemoved { session_id, .. } if session_id.as_str() == "1777678254943_new"),
+        );
         assert!(removed, "a removed session seen within a second");
     }
 }

@@ -107,7 +107,9 @@ impl WatchLoop {
         let bound = self.options.sweep_bound.max(SHORTEST_SWEEP_STEP);
         let step = (bound / SWEEP_STEPS).max(SHORTEST_SWEEP_STEP);
         let steps = (bound.as_nanos() / step.as_nanos()).clamp(1, u128::from(SWEEP_STEPS)) as u32;
-        let most = (f64::from(self.options.sweep_rate) * step.as_secs_f64()).ceil().max(1.0) as usize;
+        let most = (f64::from(self.options.sweep_rate) * step.as_secs_f64())
+            .ceil()
+            .max(1.0) as usize;
         (step, steps, most)
     }
 
@@ -187,7 +189,13 @@ impl WatchLoop {
             }
         }
         // The end of the sessions reached: the next step starts again from the first.
-        let at_end = last.is_none_or(|id| workspace.sessions.range((Bound::Excluded(id), Bound::Unbounded)).next().is_none());
+        let at_end = last.is_none_or(|id| {
+            workspace
+                .sessions
+                .range((Bound::Excluded(id), Bound::Unbounded))
+                .next()
+                .is_none()
+        });
         workspace.sweep_cursor = if at_end { None } else { last.cloned() };
         for id in changed {
             mark_pending(&mut self.pending, (index, id), None, now);
