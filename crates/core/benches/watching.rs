@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use studio_core::session::{fingerprint, read_summary, session_folders};
 use studio_core::store::index::IndexedFolder;
-use studio_core::watcher::{Change, Seed, Watcher, WatcherOptions};
+use studio_core::watcher::{inotify_watches_held as inotify_watches, Change, Seed, Watcher, WatcherOptions};
 use studio_core::Workspace;
 
 fn main() {
@@ -178,15 +178,5 @@ fn cpu_ns() -> u64 {
         .flatten()
         .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
         .filter_map(|s| s.split_whitespace().next().and_then(|n| n.parse::<u64>().ok()))
-        .sum()
-}
-
-/// The inotify watches this process holds, as the kernel counts them.
-fn inotify_watches() -> usize {
-    std::fs::read_dir("/proc/self/fdinfo")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
-        .map(|info| info.lines().filter(|l| l.starts_with("inotify wd:")).count())
         .sum()
 }
