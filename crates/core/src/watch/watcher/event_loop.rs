@@ -1,5 +1,6 @@
 //! The watching thread's loop: it waits for the next event or deadline, takes every event
-//! waiting, then does what is due (reconciling, polling, the store's runs, quiet sessions, reads).
+//! waiting, then does what is due (reconciling, polling, the store's runs, quiet sessions, the
+//! sweep, reads).
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::Instant;
@@ -18,15 +19,18 @@ impl WatchLoop {
         // changed between a read and the watch is found after by metadata alone.
         for index in 0..self.workspaces.len() {
             self.rescan(index, true);
+            self.mark_recent_watched(index);
         }
+        self.next_sweep = Instant::now() + self.sweep_step().0;
         for index in 0..self.workspaces.len() {
             self.point_watch(index);
-            let known: Vec<SessionId> = self.workspaces[index].sessions.keys().cloned().collect();
-            for id in known {
+            // Only the sessions live or changed recently get watches of their own (`sweep`).
+            let watched: Vec<SessionId> = self.watched_ids(index).into_iter().cloned().collect();
+            for id in watched {
                 self.watch_session(index, &id);
             }
             self.rescan(index, false);
-            self.mark_stale_sessions(index);
+            self.mark_stale_sessions(index, false);
             self.point_agents_watch(index);
             // What changed before the watch was in place is reported (what is there is not news).
             let workspace = &mut self.workspaces[index];
@@ -72,6 +76,7 @@ impl WatchLoop {
                 self.check_quiet_sessions();
                 self.next_quiet_check = Instant::now() + self.options.quiet_check_interval;
             }
+            self.check_sweep();
             self.read_due_sessions();
         }
     }
@@ -82,7 +87,8 @@ impl WatchLoop {
             || self.workspaces.iter().any(|w| w.polling || w.agents.polled)
     }
 
-    /// When the loop must wake without an event: a pending session's turn, or the next poll.
+    /// When the loop must wake without an event: a pending session's turn, the next poll, quiet
+    /// check, agents file's or store's look, or step of the sweep.
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         let settle = self.options.window / 4;
         let pending = self.pending.iter().map(|(key, pending)| {
@@ -96,7 +102,14 @@ impl WatchLoop {
             .iter()
             .filter_map(|w| w.agents.due_since.map(|since| since + self.options.window));
         let runs = self.recorded_runs_due_at();
-        pending.chain(poll).chain(quiet).chain(agents).chain(runs).min()
+        let sweep = self.sweep_due_at();
+        pending
+            .chain(poll)
+            .chain(quiet)
+            .chain(agents)
+            .chain(runs)
+            .chain(sweep)
+            .min()
     }
 
     /// When the store's runs are to be looked at: a window after the last look, once a store file
@@ -214,11 +227,12 @@ impl WatchLoop {
         }
     }
 
-    /// After lost events: every session whose files say it may have changed is read again.
+    /// After lost events: every watched session whose files say it may have changed is read
+    /// again (the swept ones are looked at by the sweep).
     pub(super) fn rescan_everything(&mut self) {
         for index in 0..self.workspaces.len() {
             self.workspaces[index].reconcile_due = true;
-            self.mark_stale_sessions(index);
+            self.mark_stale_sessions(index, false);
         }
     }
 
@@ -237,7 +251,7 @@ impl WatchLoop {
                 continue;
             }
             self.reconcile(index, false);
-            self.mark_stale_sessions(index);
+            self.mark_stale_sessions(index, true);
         }
     }
 }

@@ -4,17 +4,37 @@
 //! - Built on `notify` (inotify on Linux) with its own debouncing per session: the debouncer
 //!   crates drop notify's "rescan" signal (an inotify queue overflow has no path), and a missed
 //!   overflow would silently miss changes; here it triggers a full rescan.
-//! - Each workspace's `<root>/.zibby/output/sessions/` is watched, and below it only what the
-//!   session layout has: each session folder, its node folders and `nodes/<node>/` (at most three
-//!   levels; a session's deeper folders are not watched), never through a symbolic link (a link in
-//!   a session folder to `/usr` costs nothing). While the sessions folder does not exist, or a
-//!   link stands in its way, the deepest real folder on the way is watched until it appears; when
-//!   it is deleted or replaced, the watch moves back there, and every session it held is reported
-//!   removed.
-//! - When a watch cannot be added (the inotify watch limit, `fs.inotify.max_user_watches`), the
-//!   workspace falls back to a poll every [`WatcherOptions::poll_interval`], logged with
-//!   `tracing::warn`, and every watch it had is released. Idle, with inotify working, the watcher
-//!   thread blocks and uses no CPU.
+//! - **Watching costs what changes, not what exists** (issue 46). Each workspace's
+//!   `<root>/.zibby/output/sessions/` is always watched: a session created, removed or renamed is
+//!   seen at once. Below it, a session gets watches of its own only while it is *live or changed
+//!   recently*: `running`, or changed within [`WatcherOptions::recent`] (10 minutes; at start, by
+//!   its files' newest time; after, by the last time the watcher read it after a change). Those
+//!   watches are what the session layout has: its folder, its node folders and `nodes/<node>/` (at
+//!   most three levels; a session's deeper folders are not watched), never through a symbolic link
+//!   (a link in a session folder to `/usr` costs nothing). A watched session neither running nor
+//!   changed for [`WatcherOptions::recent`] is quiet again: its watches and its followed files'
+//!   tails are released.
+//! - Every other session (ended, old) is **swept** (`sweep`): its fingerprint (the folder's own
+//!   time and what the folder index's fingerprint stats: `.session-info.json`, `result.json`,
+//!   `events.json`, `nodes/`, the run record, each node's `raw_stream_output.txt`; metadata
+//!   alone, nothing opened) is taken again once per [`WatcherOptions::sweep_bound`] (60 s), a slice
+//!   at each step (one a second) so that it never costs a burst, and never more than
+//!   [`WatcherOptions::sweep_rate`] sessions a second (50): past 3,000 swept sessions the bound is
+//!   their count / 50 seconds (2,000 s at 100,000) and the cost stays flat. A change the sweep
+//!   finds is read and reported like any other; the session is watched again, its followed files
+//!   tailed from their end (what was appended while it was swept is in its summary; what is
+//!   appended from then on is sent as lines). So at 100,000 ended sessions the watcher holds the
+//!   sessions folder's watch, `.zibby/`'s and the live sessions', and starts without adding and
+//!   releasing tens of thousands of watches.
+//! - While the sessions folder does not exist, or a link stands in its way, the deepest real
+//!   folder on the way is watched until it appears; when it is deleted or replaced, the watch
+//!   moves back there, and every session it held is reported removed.
+//! - When a watch cannot be added (the inotify watch limit, `fs.inotify.max_user_watches`, or
+//!   inotify unusable), the workspace falls back to a poll of every session every
+//!   [`WatcherOptions::poll_interval`], logged with `tracing::warn`, and every watch it had is
+//!   released. With only live and recent sessions watched, the budget (half the limit) is reached
+//!   only by thousands of sessions changing at once. Idle, with inotify working, the watcher
+//!   thread wakes once per sweep step while it knows any session, and otherwise blocks.
 //! - Every session folder present at start is reported once as [`Change::SessionAdded`] (an initial
 //!   scan): the caller needs no listing of its own. A caller that has one (the folder index, as
 //!   the window's first listing left it) gives it as a [`Seed`] ([`Watcher::start_seeded`]): the
@@ -37,8 +57,9 @@
 //! Its files, by what they do: `options` ([`WatcherOptions`]), `layout` (which folders of a
 //! session are watched and which files followed), `state` (the watching thread's state),
 //! `event_loop` (the thread's loop: events, deadlines, polling), `watches` (the inotify watches
-//! and the fallback to polling), `reading` (the initial scan, from a seed or not, rescans and each session's read),
-//! `agents_file` (the agents file's own watch).
+//! and the fallback to polling), `sweep` (which sessions are watched, their release once quiet,
+//! and the sweep of the others), `reading` (the initial scan, from a seed or not, rescans and each
+//! session's read), `agents_file` (the agents file's own watch).
 
 mod agents_file;
 mod event_loop;
@@ -46,6 +67,7 @@ mod layout;
 mod options;
 mod reading;
 mod state;
+mod sweep;
 mod watches;
 
 use std::collections::{HashMap, HashSet};
@@ -59,6 +81,7 @@ pub use self::layout::{output_files, FOLLOWED_FILES};
 pub use self::options::{Clock, Seed, WatcherOptions};
 pub use self::reading::MAX_APPENDED_BYTES;
 use self::state::{Message, WatchLoop, WatchedWorkspace};
+pub use self::watches::inotify_watches_held;
 pub use crate::sessions::change::{Change, ChangeSink};
 use crate::sessions::session::Workspace;
 use crate::vocabulary::error::Error;
@@ -142,6 +165,8 @@ impl Watcher {
             next_poll: Instant::now() + options.poll_interval,
             next_quiet_check: Instant::now() + options.quiet_check_interval,
             running: HashSet::new(),
+            watched: HashMap::new(),
+            next_sweep: Instant::now(),
             session_watch_count: 0,
             options,
         };
@@ -174,7 +199,7 @@ mod tests {
     use std::os::unix::fs::symlink;
     use std::path::Path;
     use std::sync::Arc;
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     /// The tests that count watches run one at a time (no other test of this binary watches).
     static COUNTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -189,14 +214,9 @@ mod tests {
         (Watcher::start(vec![workspace], sink, options).unwrap(), received)
     }
 
-    /// The inotify watches this process holds, as the kernel counts them (`/proc/self/fdinfo`).
+    /// The inotify watches this process holds, as the kernel counts them.
     fn inotify_watches() -> usize {
-        std::fs::read_dir("/proc/self/fdinfo")
-            .unwrap()
-            .flatten()
-            .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
-            .map(|info| info.lines().filter(|l| l.starts_with("inotify wd:")).count())
-            .sum()
+        inotify_watches_held()
     }
 
     #[test]
@@ -311,5 +331,154 @@ mod tests {
             _ => None,
         });
         assert_eq!(seen, Some(vec!["polled".to_owned()]));
+    }
+
+    /// An ended session of a month ago: `.session-info.json`, `result.json` and a node folder, every
+    /// time a month old.
+    fn ended_session(sessions: &Path, id: &str) -> std::path::PathBuf {
+        let dir = sessions.join(id);
+        std::fs::create_dir_all(dir.join("plan")).unwrap();
+        std::fs::write(dir.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
+        std::fs::write(dir.join("result.json"), r#"{"success":true}"#).unwrap();
+        let month_ago = std::time::SystemTime::now() - Duration::from_secs(30 * 86_400);
+        for path in [
+            dir.join(".session-info.json"),
+            dir.join("result.json"),
+            dir.join("plan"),
+            dir.clone(),
+        ] {
+            std::fs::File::open(&path).unwrap().set_modified(month_ago).unwrap();
+        }
+        dir
+    }
+
+    /// The inotify watches a watcher adds over `ended` sessions ended a month ago and one live.
+    fn watches_held_over(ended: usize) -> usize {
+        let root = tempfile::tempdir().unwrap();
+        let sessions = root.path().join(".zibby/output/sessions");
+        for i in 0..ended {
+            ended_session(&sessions, &format!("{}_old{i}", 1_777_000_000_000u64 + i as u64));
+        }
+        std::fs::create_dir_all(sessions.join("1777678254943_live/nodes/step")).unwrap();
+        let before = inotify_watches();
+        let (watcher, _received) = watch(root.path(), WatcherOptions::default());
+        let held = inotify_watches() - before;
+        drop(watcher);
+        held
+    }
+
+    #[test]
+    fn ended_sessions_hold_no_watches_only_the_sessions_folder_and_live_ones_do() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // The sessions folder, the live session's folder, nodes/ and nodes/step/, and `.zibby/`
+        // for the agents file: five, however many sessions ended.
+        assert_eq!(watches_held_over(3), 5);
+        assert_eq!(watches_held_over(300), 5);
+    }
+
+    /// The changes received until `until` says stop, or `within` has passed.
+    fn receive_until(
+        received: &mpsc::Receiver<Change>,
+        within: Duration,
+        mut until: impl FnMut(&Change) -> bool,
+    ) -> bool {
+        let deadline = Instant::now() + within;
+        while let Ok(change) = received.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            if until(&change) {
+                return true;
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn a_change_to_an_ended_session_is_seen_by_the_sweep_and_it_is_watched_again() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let root = tempfile::tempdir().unwrap();
+        let sessions = root.path().join(".zibby/output/sessions");
+        let rewritten = ended_session(&sessions, "1777000000000_rewritten");
+        let grown = ended_session(&sessions, "1777000001000_grown");
+        for i in 0..20 {
+            ended_session(&sessions, &format!("{}_other{i}", 1_777_000_002_000u64 + i));
+        }
+        let bound = Duration::from_millis(500);
+        let options = WatcherOptions {
+            sweep_bound: bound,
+            sweep_rate: 10_000,
+            ..WatcherOptions::default()
+        };
+        let before = inotify_watches();
+        let (_watcher, received) = watch(root.path(), options);
+        assert_eq!(inotify_watches() - before, 2, "the sessions folder and `.zibby/`");
+
+        // A file of its fingerprint rewritten in place (no file created: the folder's time stays).
+        std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(rewritten.join("result.json"))
+            .and_then(|mut file| std::io::Write::write_all(&mut file, br#"{"success":false}"#))
+            .unwrap();
+        let seen = receive_until(&received, bound * 8, |change| {
+            matches!(change, Change::SessionUpdated { summary, .. }
+                if summary.id.as_str() == "1777000000000_rewritten" && summary.status == crate::status::Status::Error)
+        });
+        assert!(seen, "the rewritten result seen by the sweep");
+
+        // A file added to a node folder: the session is read and watched again.
+        std::fs::write(grown.join("plan/raw_stream_output.txt"), "first\n").unwrap();
+        let watched_again = (0..80).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            // The sessions folder, `.zibby/`, and each changed session's folder and plan/.
+            inotify_watches() - before == 6
+        });
+        assert!(watched_again, "{} watches", inotify_watches() - before);
+        // Its output's new lines are sent as they come, not at the next sweep.
+        let mut lines = Vec::new();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(grown.join("plan/raw_stream_output.txt"))
+            .and_then(|mut file| std::io::Write::write_all(&mut file, b"second\n"))
+            .unwrap();
+        receive_until(&received, Duration::from_secs(5), |change| {
+            if let Change::OutputAppended { lines: new, .. } = change {
+                lines.extend(new.iter().cloned());
+            }
+            !lines.is_empty()
+        });
+        assert_eq!(lines, ["second"]);
+    }
+
+    #[test]
+    fn a_new_session_is_seen_at_once_and_a_quiet_one_released_to_the_sweep() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let root = tempfile::tempdir().unwrap();
+        let sessions = root.path().join(".zibby/output/sessions");
+        ended_session(&sessions, "1777000000000_old");
+        let options = WatcherOptions {
+            recent: Duration::from_secs(1),
+            sweep_bound: Duration::from_millis(500),
+            ..WatcherOptions::default()
+        };
+        let before = inotify_watches();
+        let (_watcher, received) = watch(root.path(), options);
+        // Whether the new session is reported added (or removed) within a second.
+        let seen_within_a_second = |added: bool| {
+            receive_until(&received, Duration::from_secs(1), |change| match change {
+                Change::SessionAdded { session_id, .. } if added => session_id.as_str() == "1777678254943_new",
+                Change::SessionRemoved { session_id, .. } if !added => session_id.as_str() == "1777678254943_new",
+                _ => false,
+            })
+        };
+        std::fs::create_dir_all(sessions.join("1777678254943_new/plan")).unwrap();
+        assert!(seen_within_a_second(true), "a new session seen within a second");
+        // Watched while it is recent (its folder and plan/), released once quiet for `recent`.
+        assert_eq!(inotify_watches() - before, 4);
+        let released = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(50));
+            inotify_watches() - before == 2
+        });
+        assert!(released, "{} watches", inotify_watches() - before);
+        std::fs::remove_dir_all(sessions.join("1777678254943_new")).unwrap();
+        assert!(seen_within_a_second(false), "a removed session seen within a second");
     }
 }

@@ -1,5 +1,6 @@
-//! How the watcher watches: its coalescing window, its fallback to polling, its budget
-//! of inotify watches, its clock and the store whose runs it reports.
+//! How the watcher watches: its coalescing window, which sessions get watches of their own and how
+//! often the others are swept, its fallback to polling, its budget of inotify watches, its clock
+//! and the store whose runs it reports.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,6 +28,18 @@ pub struct WatcherOptions {
     /// While a session is `running`, how often the watcher checks whether it went quiet for
     /// [`RUNNING_QUIET_WINDOW`] (its status then changes with no file changing).
     pub quiet_check_interval: Duration,
+    /// A session keeps watches of its own (its folder and node folders) while it is running or
+    /// changed within this long; past it, it is swept instead. Default: 10 minutes.
+    pub recent: Duration,
+    /// Every session without watches of its own is looked at by metadata (its fingerprint) once
+    /// per this bound, the looks spread evenly over it: a change to it is seen within the bound.
+    /// Default: 60 s.
+    pub sweep_bound: Duration,
+    /// The most swept sessions looked at per second, so that the sweep's cost stays flat however
+    /// many sessions there are: past `sweep_bound × sweep_rate` swept sessions, the bound is
+    /// their count / `sweep_rate` seconds instead. Default: 50 a second (the bound stays 60 s up
+    /// to 3,000 swept sessions and is 2,000 s at 100,000; see docs/benchmarks.md, "Watching").
+    pub sweep_rate: u32,
     /// The most inotify watches this watcher adds (they are the user's, shared with every other
     /// program): past it, a workspace is polled ([`Change::WatchPolling`]). Default: half of
     /// `fs.inotify.max_user_watches`.
@@ -54,6 +67,9 @@ impl Default for WatcherOptions {
             poll_interval: Duration::from_secs(1),
             poll_only: false,
             quiet_check_interval: Duration::from_secs(2),
+            recent: Duration::from_secs(600),
+            sweep_bound: Duration::from_secs(60),
+            sweep_rate: 50,
             max_watches: default_max_watches(),
             clock: Arc::new(SystemTime::now),
             store: None,
@@ -68,6 +84,9 @@ impl std::fmt::Debug for WatcherOptions {
             .field("poll_interval", &self.poll_interval)
             .field("poll_only", &self.poll_only)
             .field("quiet_check_interval", &self.quiet_check_interval)
+            .field("recent", &self.recent)
+            .field("sweep_bound", &self.sweep_bound)
+            .field("sweep_rate", &self.sweep_rate)
             .field("max_watches", &self.max_watches)
             .field("store", &self.store.as_ref().map(|s| s.location().describe()))
             .finish_non_exhaustive()

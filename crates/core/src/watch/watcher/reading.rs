@@ -22,11 +22,16 @@ impl WatchLoop {
     /// (reading every session would open files, and each open is an inotify event): a changed
     /// fingerprint (as the folder index uses), a followed file that changed, or a running session
     /// (its node folders are not in the fingerprint), whose output files are looked for anew.
-    pub(super) fn mark_stale_sessions(&mut self, index: usize) {
+    /// Only the watched sessions, unless `every` (the swept ones are the sweep's).
+    pub(super) fn mark_stale_sessions(&mut self, index: usize, every: bool) {
         let now = Instant::now();
         let workspace = &self.workspaces[index];
+        let watched = self.watched_ids(index);
         let mut stale = Vec::new();
         for (id, known) in &workspace.sessions {
+            if !every && !watched.contains(id) {
+                continue;
+            }
             let dir = workspace.sessions_dir.join(id.as_str());
             let mut files: Vec<PathBuf> = known
                 .tails
@@ -97,12 +102,12 @@ impl WatchLoop {
             let print = fingerprint(&dir, Some(&seeded.fingerprint));
             let unchanged =
                 print.as_deref() == Some(seeded.fingerprint.as_str()) && seeded.summary.status != Status::Running;
-            // Known as the seed says, its output followed from its end (what is there is not
-            // news): a read after this reports only how the session differs from the seed.
+            // Known as the seed says (its output followed once it is watched): a read after this
+            // reports only how the session differs from the seed.
             let known = KnownSession {
                 summary: seeded.summary,
                 fingerprint: print.filter(|_| unchanged),
-                tails: tails_from_end(&dir),
+                tails: HashMap::new(),
             };
             workspace.sessions.insert(id.clone(), known);
             if unchanged {
@@ -155,7 +160,7 @@ impl WatchLoop {
         let is_folder = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
         // Watched before it is read: what changes after the read is seen.
         if is_folder && !initial {
-            self.watch_session(index, id);
+            self.keep_watched(index, id);
         }
         // Nothing is followed through a link standing in for a session folder.
         let files = if is_folder { files } else { BTreeSet::new() };
@@ -165,7 +170,7 @@ impl WatchLoop {
         let print = fingerprint(&dir, workspace.sessions.get(id).and_then(|k| k.fingerprint.as_deref()));
         // A folder that cannot be read is a session naming its problem, as in a listing.
         let Some(summary) = read_summary(&dir, id, clock_now) else {
-            self.unwatch_session(index, id);
+            self.forget_watched(index, id);
             let workspace = &mut self.workspaces[index];
             self.running.remove(&(index, id.clone()));
             if workspace.sessions.remove(id).is_some() {
@@ -183,11 +188,10 @@ impl WatchLoop {
         }
         let store_changed = self.store_changed.remove(&(index, id.clone()));
         let known = match workspace.sessions.entry(id.clone()) {
-            std::collections::hash_map::Entry::Vacant(entry) => {
-                // Lines already in the files of a session found by the initial scan are not news;
-                // every other file is followed from its start. (Before the change is sent: what
-                // is appended after the caller sees it must not be skipped.)
-                let tails = if initial { tails_from_end(&dir) } else { HashMap::new() };
+            std::collections::btree_map::Entry::Vacant(entry) => {
+                // A session found by the initial scan follows its files once it is watched, from
+                // their end (lines already there are not news: `sweep`); every other's files are
+                // followed from their start.
                 (self.sink)(Change::SessionAdded {
                     workspace: root.clone(),
                     session_id: id.clone(),
@@ -197,10 +201,10 @@ impl WatchLoop {
                 entry.insert(KnownSession {
                     summary,
                     fingerprint: None,
-                    tails,
+                    tails: HashMap::new(),
                 })
             }
-            std::collections::hash_map::Entry::Occupied(entry) => {
+            std::collections::btree_map::Entry::Occupied(entry) => {
                 let known = entry.into_mut();
                 // What the folder cannot order (or no longer names), the order seen live tells.
                 let mut summary = summary;
@@ -263,7 +267,7 @@ impl WatchLoop {
 }
 
 /// The session's followed files, each followed from its end (what they have is not news).
-fn tails_from_end(session_dir: &Path) -> HashMap<PathBuf, FileTail> {
+pub(super) fn tails_from_end(session_dir: &Path) -> HashMap<PathBuf, FileTail> {
     let mut tails = HashMap::new();
     for file in output_files(session_dir) {
         match FileTail::from_end(&file) {

@@ -1,7 +1,7 @@
 //! The watching thread's state: the workspaces watched, the sessions known in each, what is due
 //! to be read again, and the messages the thread receives.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -29,12 +29,16 @@ pub(super) struct WatchedWorkspace {
     /// What is watched now: the sessions folder (recursively) or its nearest existing ancestor,
     /// with its `(device, inode)`.
     pub(super) watched: Option<(PathBuf, Option<(u64, u64)>)>,
-    /// The folders watched below the sessions folder, by session (see [`session_watch_dirs`]).
+    /// The folders watched below the sessions folder, by session (see [`session_watch_dirs`]): only
+    /// the sessions of [`WatchLoop::watched`].
     pub(super) session_watches: HashMap<SessionId, Vec<PathBuf>>,
     /// inotify could not cover this workspace: it is polled.
     pub(super) polling: bool,
     pub(super) reconcile_due: bool,
-    pub(super) sessions: HashMap<SessionId, KnownSession>,
+    /// Every session known, in the order of their ids (the order the sweep walks them in).
+    pub(super) sessions: BTreeMap<SessionId, KnownSession>,
+    /// The last session the sweep looked at: the next step goes on after it (none: from the first).
+    pub(super) sweep_cursor: Option<SessionId>,
     pub(super) agents: AgentsWatch,
     /// What the caller knew of the sessions when watching started ([`Seed`]): taken by
     /// the initial scan.
@@ -51,7 +55,8 @@ impl WatchedWorkspace {
             session_watches: HashMap::new(),
             polling: false,
             reconcile_due: true,
-            sessions: HashMap::new(),
+            sessions: BTreeMap::new(),
+            sweep_cursor: None,
             seed,
         }
     }
@@ -115,6 +120,8 @@ pub(super) fn agents_file_state(file: &Path) -> String {
 pub(super) struct KnownSession {
     pub(super) summary: SessionSummary,
     pub(super) fingerprint: Option<String>,
+    /// Its followed files: only while it is watched ([`WatchLoop::watched`]); a swept session
+    /// follows none.
     pub(super) tails: HashMap<PathBuf, FileTail>,
 }
 
@@ -139,6 +146,11 @@ pub(super) struct WatchLoop {
     pub(super) next_quiet_check: Instant,
     /// The sessions last read as `running`.
     pub(super) running: HashSet<SessionKey>,
+    /// The sessions with watches of their own (running, or changed within
+    /// [`WatcherOptions::recent`]), with when each was last seen to change; every other is swept.
+    pub(super) watched: HashMap<SessionKey, Instant>,
+    /// When the next step of the sweep (and the release of sessions gone quiet) is due.
+    pub(super) next_sweep: Instant,
     /// How many watches below sessions folders are in place, for [`WatcherOptions::max_watches`].
     pub(super) session_watch_count: usize,
     /// The store's runs, when the watcher was given a store.

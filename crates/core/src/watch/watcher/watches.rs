@@ -138,3 +138,15 @@ impl WatchLoop {
         });
     }
 }
+
+/// The inotify watches this process holds, as the kernel counts them (`/proc/self/fdinfo`: every
+/// inotify instance's watches): what the tests and the `watching` bench count.
+pub fn inotify_watches_held() -> usize {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fdinfo") else {
+        return 0;
+    };
+    fds.flatten()
+        .filter_map(|entry| std::fs::read_to_string(entry.path()).ok())
+        .map(|info| info.lines().filter(|l| l.starts_with("inotify wd:")).count())
+        .sum()
+}

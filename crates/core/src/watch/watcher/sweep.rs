@@ -1,0 +1,204 @@
+//! Which sessions have watches of their own, and the sweep that looks at every other one.
+//!
+//! A session is *watched* (its folder and node folders, as `layout` says, and its followed files
+//! tailed) while it is `running` or changed within [`WatcherOptions::recent`]: at start, by its
+//! files' newest time (its summary's `updated_at`); after, by when the watcher last read it after
+//! a change. Once it is neither, its watches and tails are released and it is *swept*: its
+//! fingerprint (metadata alone: the folder's own time and what the folder index's fingerprint
+//! stats) is taken again once per [`WatcherOptions::sweep_bound`], a slice of the sessions at each
+//! step so that the looks are spread evenly over the bound, and never more than
+//! [`WatcherOptions::sweep_rate`] sessions a second (past that many, the bound grows with the
+//! sessions, and the sweep's cost does not). A swept session whose fingerprint changed is read
+//! and reported like any other, and watched again.
+
+use std::collections::HashSet;
+use std::ops::Bound;
+use std::time::{Duration, Instant};
+
+#[cfg(doc)]
+use super::options::WatcherOptions;
+use super::reading::tails_from_end;
+use super::state::{mark_pending, SessionKey, WatchLoop};
+use crate::sessions::session::{fingerprint, SessionSummary, Timestamp};
+use crate::status::Status;
+use crate::vocabulary::id::SessionId;
+
+/// The sweep takes this many steps per bound (fewer when a step would come sooner than
+/// [`SHORTEST_SWEEP_STEP`]): at the default bound, one step a second.
+const SWEEP_STEPS: u32 = 60;
+
+/// The shortest time between two steps of the sweep.
+const SHORTEST_SWEEP_STEP: Duration = Duration::from_millis(50);
+
+impl WatchLoop {
+    /// How long it has been, by the watcher's clock, since a session read as `summary` last
+    /// changed (its files' newest time), when it is not `running`: `None` for a running one.
+    fn quiet_for(&self, summary: &SessionSummary) -> Option<Duration> {
+        if summary.status == Status::Running {
+            return None;
+        }
+        let now = Timestamp::from_system_time((self.options.clock)());
+        Some(Duration::from_millis(now.0.saturating_sub(summary.updated_at.0)))
+    }
+
+    /// Whether a session read as `summary` at start gets watches of its own: running, or changed
+    /// within [`WatcherOptions::recent`].
+    pub(super) fn is_recent(&self, summary: &SessionSummary) -> bool {
+        self.quiet_for(summary).is_none_or(|quiet| quiet < self.options.recent)
+    }
+
+    /// After the initial scan, before anything is watched: the sessions of a workspace that are
+    /// running or changed recently are the watched ones, each as if it had been seen to change
+    /// when its files last did, and their followed files are tailed from their end (what is there
+    /// is not news).
+    pub(super) fn mark_recent_watched(&mut self, index: usize) {
+        let now = Instant::now();
+        let recent: Vec<(SessionKey, Instant)> = self.workspaces[index]
+            .sessions
+            .iter()
+            .filter(|(_, known)| self.is_recent(&known.summary))
+            .map(|(id, known)| {
+                let quiet = self.quiet_for(&known.summary).unwrap_or_default();
+                ((index, id.clone()), now.checked_sub(quiet).unwrap_or(now))
+            })
+            .collect();
+        let workspace = &mut self.workspaces[index];
+        for ((_, id), _) in &recent {
+            if let Some(known) = workspace.sessions.get_mut(id) {
+                known.tails = tails_from_end(&workspace.sessions_dir.join(id.as_str()));
+            }
+        }
+        self.watched.extend(recent);
+    }
+
+    /// A session read after a change: watched from now on. One that was swept has its followed
+    /// files tailed from their end first (what they hold is in its summary; what is appended from
+    /// now on is sent), then its folders watched.
+    pub(super) fn keep_watched(&mut self, index: usize, id: &SessionId) {
+        let key = (index, id.clone());
+        if self.watched.insert(key, Instant::now()).is_none() {
+            let workspace = &mut self.workspaces[index];
+            let dir = workspace.sessions_dir.join(id.as_str());
+            if let Some(known) = workspace.sessions.get_mut(id) {
+                known.tails = tails_from_end(&dir);
+            }
+        }
+        self.watch_session(index, id);
+    }
+
+    /// The ids of a workspace's watched sessions.
+    pub(super) fn watched_ids(&self, index: usize) -> HashSet<&SessionId> {
+        self.watched
+            .keys()
+            .filter(|(of, _)| *of == index)
+            .map(|(_, id)| id)
+            .collect()
+    }
+
+    /// A session gone: neither watched nor swept.
+    pub(super) fn forget_watched(&mut self, index: usize, id: &SessionId) {
+        self.watched.remove(&(index, id.clone()));
+        self.unwatch_session(index, id);
+    }
+
+    /// How long between two steps of the sweep, how many steps make a bound, and the most
+    /// sessions a step looks at ([`WatcherOptions::sweep_rate`]).
+    pub(super) fn sweep_step(&self) -> (Duration, u32, usize) {
+        let bound = self.options.sweep_bound.max(SHORTEST_SWEEP_STEP);
+        let step = (bound / SWEEP_STEPS).max(SHORTEST_SWEEP_STEP);
+        let steps = (bound.as_nanos() / step.as_nanos()).clamp(1, u128::from(SWEEP_STEPS)) as u32;
+        let most = (f64::from(self.options.sweep_rate) * step.as_secs_f64())
+            .ceil()
+            .max(1.0) as usize;
+        (step, steps, most)
+    }
+
+    /// When the sweep's next step is due: only while some session is known.
+    pub(super) fn sweep_due_at(&self) -> Option<Instant> {
+        self.workspaces
+            .iter()
+            .any(|w| !w.sessions.is_empty())
+            .then_some(self.next_sweep)
+    }
+
+    /// A step of the sweep, when due: the watched sessions gone quiet are released, and a slice of
+    /// each workspace's swept sessions looked at (those whose fingerprint changed are read).
+    pub(super) fn check_sweep(&mut self) {
+        let now = Instant::now();
+        if self.sweep_due_at().is_none_or(|at| now < at) {
+            return;
+        }
+        let (step, steps, most) = self.sweep_step();
+        self.next_sweep = now + step;
+        self.release_quiet_sessions(now);
+        for index in 0..self.workspaces.len() {
+            // A polled workspace's sessions are all looked at by the poll.
+            if !self.workspaces[index].polling {
+                self.sweep_slice(index, steps, most, now);
+            }
+        }
+    }
+
+    /// The watched sessions neither running nor changed within [`WatcherOptions::recent`] (nor
+    /// due to be read) lose their watches and tails: they are swept from now on.
+    fn release_quiet_sessions(&mut self, now: Instant) {
+        let recent = self.options.recent;
+        let quiet: Vec<SessionKey> = self
+            .watched
+            .iter()
+            .filter(|(key, changed)| {
+                now.saturating_duration_since(**changed) >= recent
+                    && !self.running.contains(*key)
+                    && !self.pending.contains_key(*key)
+            })
+            .map(|(key, _)| key.clone())
+            .collect();
+        for (index, id) in quiet {
+            self.forget_watched(index, &id);
+            if let Some(known) = self.workspaces[index].sessions.get_mut(&id) {
+                known.tails = Default::default();
+            }
+        }
+    }
+
+    /// Looks at the next `1/steps` of a workspace's sessions, at most `most` (going on where the
+    /// last step stopped): each swept one whose fingerprint changed is marked to be read.
+    fn sweep_slice(&mut self, index: usize, steps: u32, most: usize, now: Instant) {
+        let watched: HashSet<&SessionId> = self
+            .watched
+            .keys()
+            .filter(|(of, _)| *of == index)
+            .map(|(_, id)| id)
+            .collect();
+        let workspace = &mut self.workspaces[index];
+        let count = workspace.sessions.len().div_ceil(steps as usize).min(most);
+        let after = match &workspace.sweep_cursor {
+            Some(id) => Bound::Excluded(id),
+            None => Bound::Unbounded,
+        };
+        let mut changed = Vec::new();
+        let mut last = None;
+        for (id, known) in workspace.sessions.range((after, Bound::Unbounded)).take(count) {
+            last = Some(id);
+            if watched.contains(id) {
+                continue;
+            }
+            let dir = workspace.sessions_dir.join(id.as_str());
+            if fingerprint(&dir, known.fingerprint.as_deref()) != known.fingerprint {
+                changed.push(id.clone());
+            }
+        }
+        // The end of the sessions reached: the next step starts again from the first.
+        let at_end = last.is_none_or(|id| {
+            workspace
+                .sessions
+                .range((Bound::Excluded(id), Bound::Unbounded))
+                .next()
+                .is_none()
+        });
+        workspace.sweep_cursor = if at_end { None } else { last.cloned() };
+        for id in changed {
+            mark_pending(&mut self.pending, (index, id), None, now);
+        }
+    }
+}
