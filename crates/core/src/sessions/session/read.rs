@@ -393,7 +393,9 @@ fn nodes_in_order(
         let ordered =
             event_order.iter().any(|(name, _)| *name == node.name) || Some(node.name.as_str()) == current_last;
         let first = node_dirs.iter().find(|dir| dir.name == node.name);
-        first.filter(|_| !ordered).map(|dir| (dir.modified, dir.created_by_run()))
+        first
+            .filter(|_| !ordered)
+            .map(|dir| (dir.modified, dir.created_by_run()))
     };
     let times: Vec<_> = nodes.iter().map(placed_by_folder).collect();
     for (node, time) in nodes.iter_mut().zip(&times) {
