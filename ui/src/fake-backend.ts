@@ -380,7 +380,19 @@ export function fakeBackend(
     },
     async workspaceOpenCloud(url, endpoint, profile, cacheLimit, clearCache) {
       backend.calls.push(`workspaceOpenCloud(${url}, ${endpoint}, ${profile}, ${cacheLimit}, ${clearCache})`);
-      backend.cloud = { url, endpoint, profile, target: url, error: null, checking: false, revision: 1 };
+      backend.cloud = {
+        url,
+        endpoint,
+        profile,
+        target: url,
+        error: null,
+        checking: false,
+        listing: false,
+        listed: 0,
+        fetched: 0,
+        to_fetch: 0,
+        revision: 1,
+      };
       backend.workspace = {
         root: "/cache/mirror/workspace",
         sessions_dir: "/cache/mirror/workspace/.zibby/output/sessions",
