@@ -124,7 +124,7 @@ pub struct CloudWorkspace {
     wake: Mutex<Option<Sender<()>>>,
     /// The first check waits for the window's first listing ([`CloudWorkspace::listed`]) after
     /// the ids' last page.
-    first_check_waits: Arc<AtomicBool>,
+    first_check_waits: AtomicBool,
     /// A cold open's ids not fetched yet, in the prefix's order; emptied by the first refresh
     /// that succeeds.
     fetching: Arc<Mutex<Vec<SessionId>>>,
@@ -172,9 +172,8 @@ impl CloudWorkspace {
             on_status,
             woken,
             fetching: Arc::new(Mutex::new(Vec::new())),
-            first_check_waits: Arc::new(AtomicBool::new(true)),
         };
-        let (fetching, first_check_waits) = (Arc::clone(&poller.fetching), Arc::clone(&poller.first_check_waits));
+        let fetching = Arc::clone(&poller.fetching);
         let (first_page, first_page_in) = mpsc::sync_channel::<Result<(), Error>>(1);
         std::thread::Builder::new()
             .name("cloud-poller".into())
@@ -197,7 +196,7 @@ impl CloudWorkspace {
             named,
             refreshed,
             wake: Mutex::new(Some(wake)),
-            first_check_waits,
+            first_check_waits: AtomicBool::new(true),
             fetching,
         }))
     }
@@ -240,8 +239,12 @@ impl CloudWorkspace {
 
     /// The mirror's sessions were listed: the first check starts now, once the rows are
     /// in hand rather than beside their listing (on two cores the check's requests and the
-    /// bucket's answers slowed the listing by a third at 1,000 sessions).
+    /// bucket's answers slowed the listing by a third at 1,000 sessions). While a cold open's ids
+    /// are still being listed, it waits for the listing after the last page's.
     pub fn listed(&self) {
+        if lock(&self.refreshed).listing {
+            return;
+        }
         if self.first_check_waits.swap(false, Ordering::SeqCst) {
             self.refresh_soon();
         }
@@ -348,7 +351,6 @@ struct Poller {
     /// Wakes the poller; disconnected once the workspace is closed.
     woken: mpsc::Receiver<()>,
     fetching: Arc<Mutex<Vec<SessionId>>>,
-    first_check_waits: Arc<AtomicBool>,
 }
 
 impl Poller {
@@ -356,14 +358,15 @@ impl Poller {
     /// hand, or the listing failed before it), then refreshes when woken or every
     /// [`POLL_INTERVAL`], until the workspace is closed.
     fn run(self, first_page: Option<mpsc::SyncSender<Result<(), Error>>>) {
+        // The first check is asked when the window has listed the mirror (`CloudWorkspace::listed`,
+        // after a cold open's last page), at the latest a POLL_INTERVAL away.
+        let mut asked = false;
         if let Some(first_page) = first_page {
-            if self.list_ids(first_page).is_break() {
-                return;
+            match self.list_ids(first_page) {
+                ControlFlow::Break(()) => return,
+                ControlFlow::Continue(asked_meanwhile) => asked = asked_meanwhile,
             }
         }
-        // The first check is asked when the window has listed the mirror
-        // (`CloudWorkspace::listed`), at the latest a POLL_INTERVAL away.
-        let mut asked = false;
         loop {
             if !asked {
                 match self.woken.recv_timeout(POLL_INTERVAL) {
@@ -403,11 +406,11 @@ impl Poller {
 
     /// A cold open's ids, a page at a time into `fetching`: the first page's told to the open
     /// through `first_page`, each later one's to the window (`listed`), then the end of the
-    /// listing (`listing` false; its failure the status's error, after the first page). The first
-    /// check waits again for the window's listing after that. Break: the workspace was closed.
-    fn list_ids(&self, first_page: mpsc::SyncSender<Result<(), Error>>) -> ControlFlow<()> {
+    /// listing (`listing` false; its failure the status's error, after the first page). Whether a
+    /// refresh was asked meanwhile (the window gained focus); Break: the workspace was closed.
+    fn list_ids(&self, first_page: mpsc::SyncSender<Result<(), Error>>) -> ControlFlow<(), bool> {
         let mut first_page = Some(first_page);
-        let mut closed = false;
+        let (mut closed, mut asked) = (false, false);
         let listed = self.mirror.list_ids_by_page(|ids| {
             let listed = {
                 let mut fetching = lock(&self.fetching);
@@ -421,7 +424,10 @@ impl Poller {
                 }
                 None => self.tell(|said| said.listed = listed),
             }
-            closed = matches!(self.woken.try_recv(), Err(TryRecvError::Disconnected));
+            match asked_during(&self.woken) {
+                None => closed = true,
+                Some(asked_now) => asked |= asked_now,
+            }
             if closed {
                 ControlFlow::Break(())
             } else {
@@ -438,17 +444,20 @@ impl Poller {
                 lock(&self.said).error = Some(error.to_string());
             }
         }
-        // The window lists the last pages' rows once told; the check waits for that listing.
-        self.first_check_waits.store(true, Ordering::SeqCst);
-        if closed || asked_during(&self.woken).is_none() {
+        let Some(asked_now) = asked_during(&self.woken).filter(|_| !closed) else {
             return ControlFlow::Break(());
-        }
+        };
+        // The window lists the last pages' rows once told; the check waits for that listing.
         self.tell(|said| said.listing = false);
-        ControlFlow::Continue(())
+        ControlFlow::Continue(asked || asked_now)
     }
 
-    /// Changes the status by `change` and tells it, with the next revision.
+    /// Changes the status by `change` and tells it, with the next revision; told no more once
+    /// the workspace is closed (the same source may be open again, its own status newer).
     fn tell(&self, change: impl FnOnce(&mut Refreshed)) {
+        if self.mirror.stopped() {
+            return;
+        }
         let status = {
             let mut said = lock(&self.said);
             change(&mut said);

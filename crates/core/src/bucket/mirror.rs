@@ -229,6 +229,11 @@ impl Mirror {
         self.stopping.store(true, Ordering::SeqCst);
     }
 
+    /// Whether [`stop`](Self::stop) was asked (the workspace was closed).
+    pub fn stopped(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
     /// All bytes fetched from the bucket by this mirror so far.
     pub fn fetched_bytes(&self) -> u64 {
         self.fetched.load(Ordering::Relaxed)
