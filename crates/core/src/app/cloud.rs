@@ -411,7 +411,7 @@ impl Poller {
     fn list_ids(&self, first_page: mpsc::SyncSender<Result<(), Error>>) -> ControlFlow<(), bool> {
         let mut first_page = Some(first_page);
         let (mut closed, mut asked) = (false, false);
-        let listed = self.mirror.list_ids_by_page(|ids| {
+        let listed = self.mirror.list_ids_by_page(|ids, last| {
             let listed = {
                 let mut fetching = lock(&self.fetching);
                 fetching.extend(ids);
@@ -419,10 +419,12 @@ impl Poller {
             };
             match first_page.take() {
                 Some(first_page) => {
-                    lock(&self.said).listed = listed;
+                    let mut said = lock(&self.said);
+                    (said.listed, said.listing) = (listed, !last);
+                    drop(said);
                     let _ = first_page.send(Ok(()));
                 }
-                None => self.tell(|said| said.listed = listed),
+                None => self.tell(|said| (said.listed, said.listing) = (listed, !last)),
             }
             match asked_during(&self.woken) {
                 None => closed = true,
@@ -441,14 +443,16 @@ impl Poller {
             (Ok(()), None) => {}
             (Err(error), None) => {
                 tracing::warn!(source = %self.mirror.source(), "the cloud workspace's listing failed: {error}");
-                lock(&self.said).error = Some(error.to_string());
+                self.tell(|said| (said.error, said.listing) = (Some(error.to_string()), false));
             }
         }
         let Some(asked_now) = asked_during(&self.woken).filter(|_| !closed) else {
             return ControlFlow::Break(());
         };
-        // The window lists the last pages' rows once told; the check waits for that listing.
-        self.tell(|said| said.listing = false);
+        // The window lists the last page's rows once told; the check waits for that listing.
+        if lock(&self.said).listing {
+            self.tell(|said| said.listing = false);
+        }
         ControlFlow::Continue(asked || asked_now)
     }
 

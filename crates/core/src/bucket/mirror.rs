@@ -386,12 +386,13 @@ impl Mirror {
 
     /// The ids of the prefix's sessions (its folders, one name a session), handed to `page` a page
     /// of the provider's listing at a time (a thousand on S3) as each is answered, before the next
-    /// is awaited, in the provider's order; a name that is not an id is left out (the first
-    /// refresh says it refused). `page` returning [`ControlFlow::Break`] ends the listing. Nothing
-    /// is fetched or written: what a cold workspace shows before its first refresh.
-    pub fn list_ids_by_page(&self, mut page: impl FnMut(Vec<SessionId>) -> ControlFlow<()>) -> Result<(), Error> {
-        self.remote.list_folders_by_page(|names| {
-            page(names.iter().filter_map(|name| SessionId::parse(name).ok()).collect())
+    /// is awaited, in the provider's order, with whether the listing is done; a name that is not
+    /// an id is left out (the first refresh says it refused). `page` returning
+    /// [`ControlFlow::Break`] ends the listing. Nothing is fetched or written: what a cold
+    /// workspace shows before its first refresh.
+    pub fn list_ids_by_page(&self, mut page: impl FnMut(Vec<SessionId>, bool) -> ControlFlow<()>) -> Result<(), Error> {
+        self.remote.list_folders_by_page(|names, last| {
+            page(names.iter().filter_map(|name| SessionId::parse(name).ok()).collect(), last)
         })
     }
 

@@ -113,7 +113,7 @@ impl Remote {
             futures::stream::iter(
                 ranges
                     .iter()
-                    .map(|(after, until)| self.list_folder_range(*after, *until, &counted, |_| ControlFlow::Continue(()))),
+                    .map(|(after, until)| self.list_folder_range(*after, *until, &counted, |_, _| ControlFlow::Continue(()))),
             )
             .buffered(CONCURRENT_REQUESTS)
             .collect()
@@ -129,10 +129,11 @@ impl Remote {
     /// The names of the folders directly under the prefix, as [`list_folders`](Self::list_folders)
     /// gives them without splits, handed to `page` as the provider answers: the names of one
     /// answer (1,000 on S3) before the next page is awaited, so that they can be shown while it
-    /// is asked. `page` returning [`ControlFlow::Break`] ends the listing there.
-    pub fn list_folders_by_page(&self, mut page: impl FnMut(Vec<String>) -> ControlFlow<()>) -> Result<(), Error> {
+    /// is asked; with it, whether the listing is done. `page` returning [`ControlFlow::Break`]
+    /// ends the listing there.
+    pub fn list_folders_by_page(&self, mut page: impl FnMut(Vec<String>, bool) -> ControlFlow<()>) -> Result<(), Error> {
         let counted = std::sync::atomic::AtomicUsize::new(0);
-        let hand_on = |names: &mut Vec<String>| page(std::mem::take(names));
+        let hand_on = |names: &mut Vec<String>, last| page(std::mem::take(names), last);
         self.runtime
             .block_on(self.list_folder_range(None, None, &counted, hand_on))
             .map(drop)
@@ -141,13 +142,14 @@ impl Remote {
     /// The folder names listed after `after` (a folder's `name/`; from the first when `None`)
     /// up to `until` included (to the last when `None`), each name counted in `counted`. The names
     /// so far are given to `page_read` each time the provider's answer in hand is all read (the
-    /// next one not there yet) and at the end; those it leaves in the vector are returned.
+    /// next one not there yet), and at the end saying so; those it leaves in the vector are
+    /// returned.
     async fn list_folder_range(
         &self,
         after: Option<&String>,
         until: Option<&String>,
         counted: &std::sync::atomic::AtomicUsize,
-        mut page_read: impl FnMut(&mut Vec<String>) -> ControlFlow<()>,
+        mut page_read: impl FnMut(&mut Vec<String>, bool) -> ControlFlow<()>,
     ) -> Result<Vec<String>, Error> {
         let mut request = self.operator.lister_with("/");
         if let Some(after) = after {
@@ -161,7 +163,7 @@ impl Remote {
             // An entry of the answer in hand is there at once; the next page's is not.
             let entry = match lister.try_next().now_or_never() {
                 Some(entry) => entry.map_err(|e| self.failed("", "cannot list", &e))?,
-                None if !names.is_empty() && page_read(&mut names).is_break() => return Ok(names),
+                None if !names.is_empty() && page_read(&mut names, false).is_break() => return Ok(names),
                 None => self.next_entry("", &mut lister).await?,
             };
             let Some(entry) = entry else { break };
@@ -188,7 +190,7 @@ impl Remote {
             }
         }
         if !names.is_empty() {
-            let _ = page_read(&mut names);
+            let _ = page_read(&mut names, true);
         }
         Ok(names)
     }
