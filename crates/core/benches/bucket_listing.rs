@@ -94,7 +94,10 @@ fn main() {
         let rows = studio.sessions(later()).unwrap().sessions;
         let first_rows = started.elapsed();
         assert_eq!(rows.len(), count.min(1000), "the first page's rows");
-        assert!(rows.iter().all(|row| row.fetching), "nothing fetched before the rows are shown");
+        assert!(
+            rows.iter().all(|row| row.fetching),
+            "nothing fetched before the rows are shown"
+        );
         let rows = loop {
             let status = statuses.recv().unwrap();
             let rows = studio.sessions(later()).unwrap().sessions;

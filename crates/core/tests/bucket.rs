@@ -1352,7 +1352,9 @@ impl HoldingProxy {
                     let mut pending = Vec::new();
                     let mut buffer = [0u8; 16 * 1024];
                     loop {
-                        let Ok(read @ 1..) = client.read(&mut buffer) else { return };
+                        let Ok(read @ 1..) = client.read(&mut buffer) else {
+                            return;
+                        };
                         pending.extend_from_slice(&buffer[..read]);
                         while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
                             let request: Vec<u8> = pending.drain(..end + 4).collect();
@@ -1444,12 +1446,17 @@ fn a_cold_bucket_shows_its_first_page_of_rows_before_the_next_page_is_answered()
 
     proxy.release();
     let done = loop {
-        let status = statuses.recv_timeout(Duration::from_secs(30)).expect("the listing's end is told");
+        let status = statuses
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the listing's end is told");
         if !status.listing {
             break status;
         }
     };
-    assert!(done.listed == 1_500 && done.error.is_none() && done.checking, "{done:?}");
+    assert!(
+        done.listed == 1_500 && done.error.is_none() && done.checking,
+        "{done:?}"
+    );
     let rows = studio.sessions(SystemTime::now()).unwrap().sessions;
     let mut shown: Vec<String> = rows.iter().map(|row| row.summary.id.to_string()).collect();
     shown.sort();

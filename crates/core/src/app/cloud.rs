@@ -180,9 +180,9 @@ impl CloudWorkspace {
             .spawn(move || poller.run(cold.then_some(first_page)))
             .map_err(|e| Error::io_spawn("the cloud workspace's poller", e))?;
         if cold {
-            let first = first_page_in.recv().unwrap_or_else(|_| {
-                Err(source.error("", "the cloud workspace's poller ended before the first page"))
-            });
+            let first = first_page_in
+                .recv()
+                .unwrap_or_else(|_| Err(source.error("", "the cloud workspace's poller ended before the first page")));
             match first {
                 Ok(()) => {}
                 // A first fill cut short, and the bucket out of reach: the sessions it fetched,

@@ -40,8 +40,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use crate::bucket::fill::FillProgress;
 use crate::bucket::cache::{source_folder, CacheFolder, FileEntry, SessionManifest, SourceManifest, Writing};
+use crate::bucket::fill::FillProgress;
 use crate::bucket::keys::{session_path, UPLOAD_COMPLETE_MARKER};
 use crate::bucket::remote::{Remote, RemoteObject};
 use crate::bucket::source::Source;
@@ -392,7 +392,10 @@ impl Mirror {
     /// workspace shows before its first refresh.
     pub fn list_ids_by_page(&self, mut page: impl FnMut(Vec<SessionId>, bool) -> ControlFlow<()>) -> Result<(), Error> {
         self.remote.list_folders_by_page(|names, last| {
-            page(names.iter().filter_map(|name| SessionId::parse(name).ok()).collect(), last)
+            page(
+                names.iter().filter_map(|name| SessionId::parse(name).ok()).collect(),
+                last,
+            )
         })
     }
 
@@ -466,7 +469,11 @@ impl Mirror {
     }
 
     /// The objects by session; refused keys and over-full sessions said in `refused`.
-    pub(super) fn group(&self, objects: Vec<RemoteObject>, refused: &mut Vec<Error>) -> BTreeMap<SessionId, SessionObjects> {
+    pub(super) fn group(
+        &self,
+        objects: Vec<RemoteObject>,
+        refused: &mut Vec<Error>,
+    ) -> BTreeMap<SessionId, SessionObjects> {
         let mut grouped: BTreeMap<SessionId, SessionObjects> = BTreeMap::new();
         let mut over_full = BTreeSet::new();
         for object in objects {
@@ -495,7 +502,12 @@ impl Mirror {
 
     /// After its files: the mirrored files whose objects are gone removed, the folders' times
     /// set. Whether that changed the session's folder.
-    pub(super) fn commit(&self, plan: &Plan, objects: &SessionObjects, old: Option<&SessionManifest>) -> Result<bool, Error> {
+    pub(super) fn commit(
+        &self,
+        plan: &Plan,
+        objects: &SessionObjects,
+        old: Option<&SessionManifest>,
+    ) -> Result<bool, Error> {
         let mut changed = false;
         for gone in old
             .into_iter()

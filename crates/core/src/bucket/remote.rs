@@ -110,11 +110,9 @@ impl Remote {
         // Counted across the ranges: all of them together hold at most MAX_LISTED_OBJECTS names.
         let counted = std::sync::atomic::AtomicUsize::new(0);
         let listed: Vec<Result<Vec<String>, Error>> = self.runtime.block_on(async {
-            futures::stream::iter(
-                ranges
-                    .iter()
-                    .map(|(after, until)| self.list_folder_range(*after, *until, &counted, |_, _| ControlFlow::Continue(()))),
-            )
+            futures::stream::iter(ranges.iter().map(|(after, until)| {
+                self.list_folder_range(*after, *until, &counted, |_, _| ControlFlow::Continue(()))
+            }))
             .buffered(CONCURRENT_REQUESTS)
             .collect()
             .await
@@ -131,7 +129,10 @@ impl Remote {
     /// answer (1,000 on S3) before the next page is awaited, so that they can be shown while it
     /// is asked; with it, whether the listing is done. `page` returning [`ControlFlow::Break`]
     /// ends the listing there.
-    pub fn list_folders_by_page(&self, mut page: impl FnMut(Vec<String>, bool) -> ControlFlow<()>) -> Result<(), Error> {
+    pub fn list_folders_by_page(
+        &self,
+        mut page: impl FnMut(Vec<String>, bool) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
         let counted = std::sync::atomic::AtomicUsize::new(0);
         let hand_on = |names: &mut Vec<String>, last| page(std::mem::take(names), last);
         self.runtime
