@@ -7,7 +7,9 @@ use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 use crate::bucket::cache::SessionManifest;
-use crate::bucket::mirror::{listed, newest, plan, planned_bytes, upload_state, Listing, Mirror, Plan, SessionObjects};
+use crate::bucket::mirror::{
+    listed, newest, plan, planned_bytes, upload_state, FillProgress, Listing, Mirror, Plan, SessionObjects,
+};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
@@ -16,14 +18,6 @@ const FILL_CHUNK: usize = 200;
 /// Bytes planned for one chunk of a first refresh, past which it ends sooner (unless it holds
 /// one session only): a chunk of large sessions does not keep readers out for long either.
 const FILL_CHUNK_BYTES: u64 = 64 * 1024 * 1024;
-
-/// How far a first fill is: of the sessions it fetches (those within the cache's bound), how
-/// many are in the mirror.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FillProgress {
-    pub fetched: usize,
-    pub planned: usize,
-}
 
 impl Mirror {
     /// The refreshes of a mirror until one fills it (see [`Mirror::refresh`]): every

@@ -41,7 +41,6 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use crate::bucket::cache::{source_folder, CacheFolder, FileEntry, SessionManifest, SourceManifest, Writing};
-use crate::bucket::fill::FillProgress;
 use crate::bucket::keys::{session_path, UPLOAD_COMPLETE_MARKER};
 use crate::bucket::remote::{Remote, RemoteObject};
 use crate::bucket::source::Source;
@@ -122,6 +121,14 @@ pub struct Listing {
     /// Whether this refresh changed the mirror's folder (wrote, removed or re-timed a file or a
     /// folder): a reading of the folder made during it may be out of date.
     pub changed: bool,
+}
+
+/// How far a first fill is: of the sessions it fetches (those within the cache's bound), how
+/// many are in the mirror.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FillProgress {
+    pub fetched: usize,
+    pub planned: usize,
 }
 
 /// One source's mirror: the client, the cache folder and its manifest.

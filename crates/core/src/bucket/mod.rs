@@ -21,6 +21,5 @@ pub mod remote;
 pub mod source;
 mod transport;
 
-pub use fill::FillProgress;
-pub use mirror::{Listing, Mirror, MirrorOptions, UploadState};
+pub use mirror::{FillProgress, Listing, Mirror, MirrorOptions, UploadState};
 pub use source::Source;
