@@ -377,6 +377,28 @@ describe("the workspace switcher", () => {
     expect(backend.calls.filter((call) => call === "sessionsList()").length).toBe(listed + 1);
   });
 
+  it("shows a cold bucket's rows page by page as each page is told, then the details' progress", async () => {
+    backend.cloud = cloudStatus("s3://team/ci", { checking: true, listing: true, listed: 1, revision: 1 });
+    backend.sessions = [row("first-page", { fetching: true })];
+    await start();
+    expect(ids()).toEqual(["first-page"]);
+    expect(root.querySelector("#workspace-cloud-checking")?.textContent).toBe("listing… 1 sessions");
+    backend.sessions = [row("first-page", { fetching: true }), row("second-page", { fetching: true })];
+    backend.cloudStatus(cloudStatus("s3://team/ci", { checking: true, listing: true, listed: 2, revision: 2 }));
+    await vi.waitFor(() => expect(ids()).toEqual(["first-page", "second-page"]));
+    const listed = backend.calls.filter((call) => call === "sessionsList()").length;
+    // The last page told (nothing more listed): read again once more, then the fetch's progress.
+    backend.cloudStatus(cloudStatus("s3://team/ci", { checking: true, listed: 2, revision: 3 }));
+    await vi.waitFor(() => expect(backend.calls.filter((call) => call === "sessionsList()").length).toBe(listed + 1));
+    expect(root.querySelector("#workspace-cloud-checking")?.textContent).toBe("checking…");
+    backend.cloudStatus(
+      cloudStatus("s3://team/ci", { checking: true, listed: 2, fetched: 1, to_fetch: 2, revision: 4 }),
+    );
+    flushSync();
+    expect(root.querySelector("#workspace-cloud-checking")?.textContent).toBe("fetching 1 of 2…");
+    expect(backend.calls.filter((call) => call === "sessionsList()").length).toBe(listed + 1);
+  });
+
   it("keeps the status the shell sent while the window read the workspace over the older one read", async () => {
     backend.cloud = cloudStatus("s3://team/ci", { checking: true, revision: 1 });
     const read = backend.workspaceCloud.bind(backend);

@@ -7,6 +7,7 @@
 import { flushSync } from "svelte";
 
 import { stripAnsi } from "./ansi";
+import { cloudStatus } from "./testdata";
 import type { Backend } from "./backend";
 import type {
   Agent,
@@ -414,7 +415,7 @@ export function fakeBackend(
     },
     async workspaceOpenCloud(url, endpoint, profile, cacheLimit, clearCache) {
       backend.calls.push(`workspaceOpenCloud(${url}, ${endpoint}, ${profile}, ${cacheLimit}, ${clearCache})`);
-      backend.cloud = { url, endpoint, profile, target: url, error: null, checking: false, revision: 1 };
+      backend.cloud = cloudStatus(url, { endpoint, profile });
       backend.workspace = {
         root: "/cache/mirror/workspace",
         sessions_dir: "/cache/mirror/workspace/.zibby/output/sessions",

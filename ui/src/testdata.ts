@@ -27,7 +27,20 @@ export function row(id: string, overrides: Partial<SessionRow> = {}): SessionRow
 
 /** An open cloud workspace's status: current, no error. */
 export function cloudStatus(url: string, overrides: Partial<CloudStatus> = {}): CloudStatus {
-  return { url, endpoint: null, profile: null, target: url, error: null, checking: false, revision: 1, ...overrides };
+  return {
+    url,
+    endpoint: null,
+    profile: null,
+    target: url,
+    error: null,
+    checking: false,
+    listing: false,
+    listed: 0,
+    fetched: 0,
+    to_fetch: 0,
+    revision: 1,
+    ...overrides,
+  };
 }
 
 export function runRecord(id: string, sessionId: string, overrides: Partial<RunRecord> = {}): RunRecord {

@@ -1,13 +1,16 @@
 //! A bucket prefix of generated sessions on moto's S3 server (127.0.0.1, `test_servers::moto`)
 //! against the same sessions as local folders, in the same run (issue 28):
 //!
-//! - the first listing of a cold bucket (an empty cache) as the window makes it:
-//!   `CloudWorkspace::open` (the prefix's ids listed) and `Studio::sessions` (a row for each id,
-//!   being fetched) until the rows are in hand, against `Workspace::list_sessions` of the local
-//!   folders read afresh (target: within 3x); then until its first check has fetched every
-//!   session's small files and the mirror is listed (the details complete); beside them, the
-//!   same pages of ids through the studio's client alone, and through a bare HTTP client (what
-//!   the server takes for them, whoever asks);
+//! - the first listing of a cold bucket (an empty cache) as the window makes it (issue 46):
+//!   `CloudWorkspace::open` (which returns with the first page of the prefix's ids) and
+//!   `Studio::sessions` (a row for each id, being fetched) until the first page's rows are in
+//!   hand, then listed again as each next page is told (the statuses told during a listing taken
+//!   as one, as the window's reload takes a burst) until every page's are, against the same
+//!   pages asked by a bare HTTP client in the same turn (target: every row within 1.1x of the
+//!   bare pages; the first rows after the first page), best of 3 turns on fresh caches; then,
+//!   on the last, until its first check has fetched every session's small files and the mirror
+//!   is listed (the details complete); beside them the same pages through the studio's client
+//!   alone, and the local folders read afresh (`Workspace::list_sessions`);
 //! - a warm re-listing (nothing changed: list the prefix, fetch nothing, list the mirror) against
 //!   the same local listing again (target: within 1.2x);
 //! - a warm reopen, as the window opens a bucket it opened before: `CloudWorkspace::open` on the
@@ -60,40 +63,84 @@ fn main() {
     let (local_fresh, listed) = best_of(3, || local.list_sessions(later()).unwrap().len());
     assert_eq!(listed, count);
 
-    let cache = tempfile::tempdir().unwrap();
     let source = Source::parse("s3://bench/runs").unwrap();
-    let options = MirrorOptions::new(cache.path().to_owned());
+    let options = MirrorOptions::new(std::env::temp_dir());
     // The prefix's folders alone, with a fresh client: what the rows wait for in the bucket.
     let (ids_only, ids) = best_of(3, || {
         let remote = Remote::connect(&source, options.timeout).unwrap();
         remote.list_folders(&[]).unwrap().len()
     });
     assert_eq!(ids, count);
-    // The same pages through a bare HTTP client: what the server takes for them, whoever asks.
-    let (pages_alone, listed) = best_of(3, || server_pages_alone(&moto.endpoint(), "bench", "runs/"));
-    assert_eq!(listed, count);
-    // As the window opens a bucket it never opened: the rows (ids alone) first, then the check.
-    let (told, statuses) = std::sync::mpsc::channel::<CloudStatus>();
-    let on_status = Box::new(move |status| drop(told.send(status)));
-    let started = Instant::now();
-    let cold = CloudWorkspace::open(&source, options.clone(), on_status).unwrap();
-    let (studio, _) = Studio::open(None, StoreLocation::resolve(None, true));
-    studio.open_cloud(cold).unwrap();
-    let rows = studio.sessions(later()).unwrap().sessions;
-    let first_paint = started.elapsed();
-    assert_eq!(rows.len(), count);
-    assert!(
-        rows.iter().all(|row| row.fetching),
-        "nothing fetched before the rows are shown"
-    );
-    let checked = statuses.recv().unwrap();
-    assert!(!checked.checking && checked.error.is_none(), "{checked:?}");
-    let first_refresh = started.elapsed() - first_paint;
-    studio.shut_down();
+    // As the window opens a bucket it never opened, three times in turn with the same pages asked
+    // by a bare HTTP client (what the server takes for them, whoever asks): the first page's rows,
+    // then every page's (the window listing again as each page is told), each its best of 3. The
+    // last open goes on to its first check, which fetches every session (the details).
+    let mut best = [std::time::Duration::MAX; 5];
+    let mut last = None;
+    for trial in 0..3 {
+        let (pages, bare_first, listed) = {
+            let started = Instant::now();
+            let (listed, first) = server_pages_alone(&moto.endpoint(), "bench", "runs/");
+            (started.elapsed(), first, listed)
+        };
+        assert_eq!(listed, count);
+        let cache = tempfile::tempdir().unwrap();
+        let options = MirrorOptions::new(cache.path().to_owned());
+        let (told, statuses) = std::sync::mpsc::channel::<CloudStatus>();
+        let on_status = Box::new(move |status| drop(told.send(status)));
+        let started = Instant::now();
+        let cold = CloudWorkspace::open(&source, options.clone(), on_status).unwrap();
+        let (studio, _) = Studio::open(None, StoreLocation::resolve(None, true));
+        studio.open_cloud(cold).unwrap();
+        let rows = studio.sessions(later()).unwrap().sessions;
+        let first_rows = started.elapsed();
+        assert_eq!(rows.len(), count.min(1000), "the first page's rows");
+        assert!(
+            rows.iter().all(|row| row.fetching),
+            "nothing fetched before the rows are shown"
+        );
+        let mut all_told = std::time::Duration::ZERO;
+        let rows = loop {
+            // As the window's reload does (one a burst): the statuses told meanwhile taken as one.
+            let mut status = statuses.recv().unwrap();
+            while let Ok(newer) = statuses.try_recv() {
+                status = newer;
+            }
+            if !status.listing {
+                all_told = started.elapsed();
+            }
+            let rows = studio.sessions(later()).unwrap().sessions;
+            if !status.listing {
+                assert!(status.error.is_none(), "{status:?}");
+                break rows;
+            }
+        };
+        let all_rows = started.elapsed();
+        assert_eq!(rows.len(), count);
+        for (best, new) in best.iter_mut().zip([first_rows, all_rows, bare_first, pages, all_told]) {
+            *best = (*best).min(new);
+        }
+        if trial < 2 {
+            studio.shut_down();
+            continue;
+        }
+        let checked = loop {
+            let status = statuses.recv().unwrap();
+            if !status.checking {
+                break status;
+            }
+        };
+        assert!(checked.error.is_none(), "{checked:?}");
+        let first_refresh = started.elapsed() - all_rows;
+        studio.shut_down();
+        last = Some((cache, options, first_refresh, started.elapsed()));
+    }
+    let [first_rows, all_rows, bare_first, pages_alone, all_told] = best;
+    let (_cache, options, first_refresh, cold_details) = last.unwrap();
     let mirror = Mirror::open(&source, options.clone()).unwrap();
     let cloud = Workspace::open(mirror.workspace_root()).unwrap();
     assert_eq!(cloud.list_sessions(later()).unwrap().len(), count);
-    let cloud_first = started.elapsed();
+    let cloud_first = cold_details;
 
     // Taken in turns, best of 5 each, so that the load weighs on every figure alike.
     let list_cloud = || cloud.list_sessions(later()).unwrap().len();
@@ -153,11 +200,29 @@ fn main() {
     let [local_warm, mirror_alone, refresh_alone, one_then_other, at_once, warm_reopen, reopen_open] = best;
 
     println!("sessions: {count} ({} objects with the markers)", count * 5);
+    let pages = count.div_ceil(1000);
     println!(
-        "first listing, the rows (CloudWorkspace::open on an empty cache, then Studio::sessions: the ids, each being fetched): cloud {:.1} ms, local read afresh {:.1} ms: {:.2}x (target 3x)",
-        ms(first_paint),
+        "cold bucket, the first page's rows (CloudWorkspace::open on an empty cache, then Studio::sessions): {:.1} ms; the bare client's first page {:.1} ms: {:.2}x",
+        ms(first_rows),
+        ms(bare_first),
+        first_rows.as_secs_f64() / bare_first.as_secs_f64()
+    );
+    println!(
+        "cold bucket, every page's rows (listed again as each page is told): {:.1} ms; the bare client's {pages} pages {:.1} ms: {:.2}x (target 1.1x)",
+        ms(all_rows),
+        ms(pages_alone),
+        all_rows.as_secs_f64() / pages_alone.as_secs_f64()
+    );
+    println!(
+        "  of which the last page told (every id listed, before the window's last listing): {:.1} ms ({:.2}x the bare pages)",
+        ms(all_told),
+        all_told.as_secs_f64() / pages_alone.as_secs_f64()
+    );
+    println!(
+        "  the same rows against the local folders read afresh ({:.1} ms): first {:.2}x, all {:.2}x",
         ms(local_fresh),
-        first_paint.as_secs_f64() / local_fresh.as_secs_f64()
+        first_rows.as_secs_f64() / local_fresh.as_secs_f64(),
+        all_rows.as_secs_f64() / local_fresh.as_secs_f64()
     );
     println!(
         "first listing, the details complete (the first check fetched every session, then the mirror listed): {:.1} ms: {:.2}x",
@@ -196,12 +261,6 @@ fn main() {
         ids_only.as_secs_f64() / local_fresh.as_secs_f64()
     );
     println!(
-        "  the server's pages alone (the same delimiter listing, {} requests by a bare HTTP client, unsigned): {:.1} ms ({:.2}x the local read afresh)",
-        count.div_ceil(1000),
-        ms(pages_alone),
-        pages_alone.as_secs_f64() / local_fresh.as_secs_f64()
-    );
-    println!(
         "of the details, the first check after the rows (the bucket's requests, the mirror's writes) {:.1} ms",
         ms(first_refresh)
     );
@@ -211,8 +270,11 @@ fn main() {
 /// The folder names under `prefix` of `bucket` (its common prefixes), page after page as
 /// ListObjectsV2 gives them, asked by the plainest client there is: one HTTP/1.0 request a page on
 /// its own connection, the answer's names counted and its continuation token read with string
-/// search. What listing the ids costs on the server's side, whatever the client.
-fn server_pages_alone(endpoint: &str, bucket: &str, prefix: &str) -> usize {
+/// search. What listing the ids costs on the server's side, whatever the client. The names, and
+/// how long the first page took.
+fn server_pages_alone(endpoint: &str, bucket: &str, prefix: &str) -> (usize, std::time::Duration) {
+    let started = Instant::now();
+    let mut first_page = None;
     use std::io::{Read, Write};
     let address = endpoint.trim_start_matches("http://");
     let between = |text: &str, open: &str, close: &str| {
@@ -239,9 +301,10 @@ fn server_pages_alone(endpoint: &str, bucket: &str, prefix: &str) -> usize {
             "{answer}"
         );
         names += answer.matches("<CommonPrefixes>").count();
+        first_page.get_or_insert_with(|| started.elapsed());
         token = between(&answer, "<NextContinuationToken>", "</NextContinuationToken>");
         if token.is_none() {
-            return names;
+            return (names, first_page.unwrap_or_default());
         }
     }
 }

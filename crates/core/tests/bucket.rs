@@ -829,10 +829,16 @@ fn open_cloud(
 }
 
 /// Waits for the first check of a cloud workspace opened (after `listed`) to be told done.
+/// The statuses told before it (a cold open's last page of ids, the fill's progress) are passed.
 fn filled(statuses: &std::sync::mpsc::Receiver<studio_core::app::cloud::CloudStatus>) {
-    let status = statuses
-        .recv_timeout(Duration::from_secs(60))
-        .expect("the first check is told");
+    let status = loop {
+        let status = statuses
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the first check is told");
+        if !status.checking || status.error.is_some() {
+            break status;
+        }
+    };
     assert!(!status.checking && status.error.is_none(), "{status:?}");
 }
 
@@ -988,9 +994,13 @@ fn a_cloud_workspace_closed_during_its_first_fill_stops_after_the_chunk_under_wa
         std::thread::sleep(Duration::from_millis(2));
     }
     drop(cloud);
-    match statuses.recv_timeout(Duration::from_secs(60)) {
-        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {}
-        other => panic!("the poller goes on after the close, or tells a status: {other:?}"),
+    loop {
+        match statuses.recv_timeout(Duration::from_secs(60)) {
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            // Told before the close: the ids' last page, the fill's progress.
+            Ok(status) if status.checking && status.error.is_none() => continue,
+            other => panic!("the poller goes on after the close, or tells a status: {other:?}"),
+        }
     }
     // One chunk, whole, newest first: the 200 highest ids, and no other folder.
     assert_eq!(listed_ids(&root), ids[50..]);
@@ -1307,4 +1317,149 @@ fn an_error_with_an_endless_body_is_refused_at_a_mebibyte() {
     );
     std::thread::sleep(Duration::from_millis(200));
     assert!(server.sent() < FEW_BUFFERS, "the client read {} bytes", server.sent());
+}
+
+/// A loopback proxy in front of moto that records each request's first line and holds every
+/// listing request carrying a continuation token (a page after the first) until released: what
+/// the client asks, and in what order against what it has shown, seen from outside it (held 20 s
+/// at most: a client that waits for that page before showing anything is then seen to). Requests
+/// are taken as the client sends them, headers without a body (it only lists and reads).
+struct HoldingProxy {
+    endpoint: String,
+    /// The request lines in the order they came, each with whether it was held.
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(String, bool)>>>,
+    released: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl HoldingProxy {
+    fn start(upstream: &str) -> HoldingProxy {
+        use std::io::{Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = format!("http://{}", listener.local_addr().unwrap());
+        let upstream = upstream.trim_start_matches("http://").to_owned();
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let released = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (seen_by, released_by) = (seen.clone(), released.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(mut client) = client else { return };
+                let mut server = std::net::TcpStream::connect(&upstream).unwrap();
+                let (mut answers, mut to_client) = (server.try_clone().unwrap(), client.try_clone().unwrap());
+                std::thread::spawn(move || drop(std::io::copy(&mut answers, &mut to_client)));
+                let (seen, released) = (seen_by.clone(), released_by.clone());
+                std::thread::spawn(move || {
+                    let mut pending = Vec::new();
+                    let mut buffer = [0u8; 16 * 1024];
+                    loop {
+                        let Ok(read @ 1..) = client.read(&mut buffer) else {
+                            return;
+                        };
+                        pending.extend_from_slice(&buffer[..read]);
+                        while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                            let request: Vec<u8> = pending.drain(..end + 4).collect();
+                            let text = String::from_utf8_lossy(&request);
+                            let line = text.lines().next().unwrap_or_default().to_owned();
+                            let held = line.contains("continuation-token=");
+                            seen.lock().unwrap().push((line, held));
+                            let held_since = std::time::Instant::now();
+                            while held
+                                && !released.load(Ordering::SeqCst)
+                                && held_since.elapsed() < Duration::from_secs(20)
+                            {
+                                std::thread::sleep(Duration::from_millis(5));
+                            }
+                            if server.write_all(&request).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        HoldingProxy {
+            endpoint,
+            seen,
+            released,
+        }
+    }
+
+    /// The request lines seen so far, each with whether it was held.
+    fn seen(&self) -> Vec<(String, bool)> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Waits (at most 30 s) until a request is being held, and returns the lines seen by then.
+    fn wait_until_held(&self) -> Vec<(String, bool)> {
+        let started = std::time::Instant::now();
+        loop {
+            let seen = self.seen();
+            if seen.iter().any(|(_, held)| *held) {
+                return seen;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "nothing held: {seen:#?}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn release(&self) {
+        self.released.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Issue 46: a cold bucket of more than one page shows the first page's rows while the second
+/// page is asked: the open returns with them, the window's listing holds them, and the request
+/// for the next page is then held by a proxy in front of the server (so it cannot have been
+/// answered); released, the next page's ids are told to the window and listed too.
+#[test]
+fn a_cold_bucket_shows_its_first_page_of_rows_before_the_next_page_is_answered() {
+    use studio_core::app::Studio;
+    use studio_core::store::StoreLocation;
+
+    let fixture = Fixture::new();
+    let mut ids: Vec<String> = (0..1_500).map(|n| format!("1795952{n:06}_s")).collect();
+    let infos: Vec<_> = ids
+        .iter()
+        .map(|id| json!([format!("pages/{id}/.session-info.json"), "{}"]))
+        .collect();
+    fixture.moto.upload(BUCKET, true, json!([{"bulk": infos}]));
+    ids.sort();
+    let proxy = HoldingProxy::start(&fixture.moto.endpoint());
+    let source = Source::parse(&format!("s3://{BUCKET}/pages"))
+        .unwrap()
+        .with_endpoint(&proxy.endpoint);
+    let (cloud, statuses) = open_cloud(&source, fixture.options()).unwrap();
+    let status = cloud.status();
+    assert!(status.listing && status.listed == 1_000, "{status:?}");
+    let (studio, _) = Studio::open(None, StoreLocation::resolve(None, true));
+    studio.open_cloud(cloud).unwrap();
+    let rows = studio.sessions(SystemTime::now()).unwrap().sessions;
+    let seen = proxy.wait_until_held();
+    let mut shown: Vec<String> = rows.iter().map(|row| row.summary.id.to_string()).collect();
+    shown.sort();
+    assert_eq!(shown, ids[..1_000], "the first page's rows");
+    assert!(rows.iter().all(|row| row.fetching), "nothing fetched yet");
+    let listings: Vec<&(String, bool)> = seen.iter().filter(|(line, _)| line.contains("list-type=2")).collect();
+    assert_eq!(listings.len(), 2, "the first page, then the second asked: {seen:#?}");
+    assert!(!listings[0].1 && listings[1].1, "{seen:#?}");
+    assert_eq!(seen.len(), 2, "nothing else asked: {seen:#?}");
+
+    proxy.release();
+    let done = loop {
+        let status = statuses
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the listing's end is told");
+        if !status.listing {
+            break status;
+        }
+    };
+    assert!(
+        done.listed == 1_500 && done.error.is_none() && done.checking,
+        "{done:?}"
+    );
+    let rows = studio.sessions(SystemTime::now()).unwrap().sessions;
+    let mut shown: Vec<String> = rows.iter().map(|row| row.summary.id.to_string()).collect();
+    shown.sort();
+    assert_eq!(shown, ids, "every page's rows, once");
+    studio.shut_down();
 }

@@ -103,6 +103,20 @@ error: string | null,
  */
 checking: boolean, 
 /**
+ * A cold open's ids are still being listed, a page at a time: the rows shown are those of
+ * the pages answered so far, and a status is told as each next page is (`listed` grown).
+ */
+listing: boolean, 
+/**
+ * How many ids a cold open has listed so far (each a row, being fetched until its files are in).
+ */
+listed: number, 
+/**
+ * A cold mirror's first fetch under way: how many of the `to_fetch` sessions it fetches
+ * are in (told after each chunk); both 0 when none is.
+ */
+fetched: number, to_fetch: number, 
+/**
  * Grows with each status told, of any cloud workspace of this process: of two statuses of
  * one target (a reply and an event sent at about the same time), the higher is the newer.
  */

@@ -196,12 +196,17 @@ export class AppState {
     }
   }
 
-  /** A cloud workspace's status: once its first check is done the listing is read again (a cold
-   * open's rows still being fetched, past the cache's bound, then go). */
+  /** A cloud workspace's status: the listing is read again when a cold open's next page of ids is
+   * in (`listed` grew, or the listing ended) and once its first check is done (a cold open's rows
+   * still being fetched, past the cache's bound, then go). */
   onCloudStatus(status: CloudStatus): void {
-    const wasChecking = this.workspace.cloud?.checking === true;
+    const before = this.workspace.cloud;
     this.workspace.cloudStatus(status);
-    if (wasChecking && this.workspace.cloud?.checking === false) this.onSessionsChanged();
+    const now = this.workspace.cloud;
+    if (before === null || now === null || now === before) return;
+    const checked = before.checking && !now.checking;
+    const morePages = now.listed > before.listed || (before.listing && !now.listing);
+    if (checked || morePages) this.onSessionsChanged();
   }
 
   onSessionsChanged(): void {

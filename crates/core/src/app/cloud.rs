@@ -6,15 +6,18 @@
 //!
 //! **A warm mirror opens at once** (stale while revalidating): when the mirror holds the listing
 //! of an earlier refresh, the workspace opens on it without asking the bucket, and the poller
-//! refreshes it once the window has listed it ([`CloudWorkspace::listed`]); meanwhile the status says the listing is being checked
-//! ([`CloudStatus::checking`]), and a refresh that fails (offline, access refused) is the
+//! refreshes it once the window has listed it ([`CloudWorkspace::listed`]); meanwhile the status
+//! says the listing is being checked ([`CloudStatus::checking`]), and a refresh that fails (offline, access refused) is the
 //! status's error, not the open's. A cold mirror (its first fill never ran to its end) opens on
-//! the ids: the prefix's folders are listed (a request a thousand sessions) before the open returns,
-//! and a failure there, such as access refused, is the open's; the sessions not fetched yet are
-//! listed as rows that say so ([`CloudWorkspace::fetching`]), beside those a fill cut short
-//! fetched, and the first refresh, started as for a warm mirror once the window has listed them,
-//! fetches them newest first (`Mirror::refresh`, a chunk at a time), each arriving as any change
-//! does. Closed during that fill, the workspace stops it after its chunk.
+//! the ids, page by page: the poller lists the prefix's folders (a request a thousand sessions)
+//! and the open returns once the first page is in hand (a failure before it, such as access
+//! refused, is the open's); each later page's ids are told as it is answered
+//! ([`CloudStatus::listing`], `listed`), the window listing them again. The sessions not fetched
+//! yet are listed as rows that say so ([`CloudWorkspace::fetching`]), beside those a fill cut
+//! short fetched, and the first refresh, started as for a warm mirror once the window has listed
+//! the last page's, fetches them newest first (`Mirror::refresh`, a chunk at a time, its progress
+//! told: [`CloudStatus::fetched`]), each arriving as any change does. Closed during that fill,
+//! the workspace stops it after its chunk.
 //!
 //! Read-only: the window's commands that would start, stop, continue or delete a run, or write
 //! the agents file, are refused by the app service (`Studio::forward`) while one is
@@ -23,6 +26,7 @@
 //! before it is read ([`CloudWorkspace::ensure_range`]): never shown as the sparse file's zeros;
 //! a session exported or compared is fetched whole first ([`CloudWorkspace::fetch_whole`]).
 
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender, TryRecvError};
@@ -31,7 +35,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bucket::{Mirror, MirrorOptions, Source};
+use crate::bucket::{FillProgress, Mirror, MirrorOptions, Source};
 use crate::sessions::session::Workspace;
 use crate::sessions::session::RAW_STREAM_FILE;
 use crate::share::{self, ImportedSession};
@@ -72,6 +76,18 @@ pub struct CloudStatus {
     /// fetched before (a warm mirror) or the prefix's ids with nothing fetched yet (a cold one);
     /// what it changes arrives as any change does.
     pub checking: bool,
+    /// A cold open's ids are still being listed, a page at a time: the rows shown are those of
+    /// the pages answered so far, and a status is told as each next page is (`listed` grown).
+    pub listing: bool,
+    /// How many ids a cold open has listed so far (each a row, being fetched until its files are in).
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub listed: u64,
+    /// A cold mirror's first fetch under way: how many of the `to_fetch` sessions it fetches
+    /// are in (told after each chunk); both 0 when none is.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub fetched: u64,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub to_fetch: u64,
     /// Grows with each status told, of any cloud workspace of this process: of two statuses of
     /// one target (a reply and an event sent at about the same time), the higher is the newer.
     #[cfg_attr(feature = "ts", ts(type = "number"))]
@@ -81,11 +97,15 @@ pub struct CloudStatus {
 /// The revision of the next status (`CloudStatus::revision`).
 static NEXT_REVISION: AtomicU64 = AtomicU64::new(1);
 
-/// Where a refresh of the poller left the status.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where the poller left the status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Refreshed {
     error: Option<String>,
     checking: bool,
+    listing: bool,
+    listed: u64,
+    fetched: u64,
+    to_fetch: u64,
     revision: u64,
 }
 
@@ -102,7 +122,8 @@ pub struct CloudWorkspace {
     refreshed: Arc<Mutex<Refreshed>>,
     /// Wakes the poller (a refresh now); dropped, it ends the poller.
     wake: Mutex<Option<Sender<()>>>,
-    /// The first check waits for the window's first listing ([`CloudWorkspace::listed`]).
+    /// The first check waits for the window's first listing ([`CloudWorkspace::listed`]) after
+    /// the ids' last page.
     first_check_waits: AtomicBool,
     /// A cold open's ids not fetched yet, in the prefix's order; emptied by the first refresh
     /// that succeeds.
@@ -112,23 +133,16 @@ pub struct CloudWorkspace {
 impl CloudWorkspace {
     /// Opens the mirror of `source` and starts its poller, which tells `on_status` each time the
     /// status changes. A warm mirror (one that holds an earlier listing) is opened as it is; of a
-    /// cold one the prefix's ids are listed first, and an error there, such as access refused,
-    /// is the caller's. Either is refreshed by the poller once listed ([`CloudWorkspace::listed`]),
-    /// a failure then the status's error.
+    /// cold one the poller lists the prefix's ids a page at a time, and the open returns with the
+    /// first page's (an error there, such as access refused, is the caller's), each later page's
+    /// told as it is answered (`CloudStatus::listing`, `listed`). Either is refreshed by the
+    /// poller once listed ([`CloudWorkspace::listed`]; a cold one once its last page is), a
+    /// failure then the status's error.
     pub fn open(source: &Source, options: MirrorOptions, on_status: StatusSink) -> Result<Arc<CloudWorkspace>, Error> {
-        let (mirror, fetching) = off_runtime(|| {
+        let (mirror, cold) = off_runtime(|| {
             let mirror = Mirror::open(source, options)?;
-            let fetching = match mirror.holds_listing()? {
-                true => Vec::new(),
-                false => match mirror.list_ids() {
-                    Ok(ids) => ids,
-                    // A first fill cut short, and the bucket out of reach: the sessions it
-                    // fetched, as a warm mirror's are shown (the poller's refresh says why).
-                    Err(_) if mirror.holds_any() => Vec::new(),
-                    Err(error) => return Err(error),
-                },
-            };
-            Ok::<_, Error>((mirror, fetching))
+            let cold = !mirror.holds_listing()?;
+            Ok::<_, Error>((mirror, cold))
         })?;
         let mirror = Arc::new(mirror);
         let named = CloudStatus {
@@ -138,59 +152,45 @@ impl CloudWorkspace {
             target: source.target(),
             error: None,
             checking: false,
+            listing: false,
+            listed: 0,
+            fetched: 0,
+            to_fetch: 0,
             revision: 0,
         };
         let (wake, woken) = mpsc::channel::<()>();
         let refreshed = Arc::new(Mutex::new(Refreshed {
-            error: None,
             checking: true,
+            listing: cold,
             revision: NEXT_REVISION.fetch_add(1, Ordering::Relaxed),
+            ..Refreshed::default()
         }));
-        let fetching = Arc::new(Mutex::new(fetching));
-        let (polled, said, told) = (Arc::clone(&mirror), Arc::clone(&refreshed), named.clone());
-        let not_fetched = Arc::clone(&fetching);
+        let poller = Poller {
+            mirror: Arc::clone(&mirror),
+            said: Arc::clone(&refreshed),
+            told: named.clone(),
+            on_status,
+            woken,
+            fetching: Arc::new(Mutex::new(Vec::new())),
+        };
+        let fetching = Arc::clone(&poller.fetching);
+        let (first_page, first_page_in) = mpsc::sync_channel::<Result<(), Error>>(1);
         std::thread::Builder::new()
             .name("cloud-poller".into())
-            .spawn(move || {
-                // The first check is asked when the window has listed the mirror
-                // (`CloudWorkspace::listed`), at the latest a POLL_INTERVAL away.
-                let mut asked = false;
-                loop {
-                    if !asked {
-                        match woken.recv_timeout(POLL_INTERVAL) {
-                            Ok(()) | Err(RecvTimeoutError::Timeout) => {}
-                            Err(RecvTimeoutError::Disconnected) => return,
-                        }
-                    }
-                    let failed = polled.refresh(SystemTime::now()).err().map(|e| e.to_string());
-                    match &failed {
-                        Some(failure) => {
-                            tracing::warn!(source = %polled.source(), "the cloud workspace's refresh failed: {failure}")
-                        }
-                        None => lock(&not_fetched).clear(),
-                    }
-                    // Closed meanwhile: its status is told no more (the same source may be open
-                    // again, its own status newer).
-                    let Some(asked_meanwhile) = asked_during(&woken) else {
-                        return;
-                    };
-                    asked = asked_meanwhile;
-                    let status = {
-                        let mut said = lock(&said);
-                        if said.error == failed && !said.checking {
-                            continue;
-                        }
-                        *said = Refreshed {
-                            error: failed,
-                            checking: false,
-                            revision: NEXT_REVISION.fetch_add(1, Ordering::Relaxed),
-                        };
-                        said.status_of(&told)
-                    };
-                    on_status(status);
-                }
-            })
+            .spawn(move || poller.run(cold.then_some(first_page)))
             .map_err(|e| Error::io_spawn("the cloud workspace's poller", e))?;
+        if cold {
+            let first = first_page_in
+                .recv()
+                .unwrap_or_else(|_| Err(source.error("", "the cloud workspace's poller ended before the first page")));
+            match first {
+                Ok(()) => {}
+                // A first fill cut short, and the bucket out of reach: the sessions it fetched,
+                // as a warm mirror's are shown (the poller's refresh says why).
+                Err(_) if mirror.holds_any() => {}
+                Err(error) => return Err(error),
+            }
+        }
         Ok(Arc::new(CloudWorkspace {
             mirror: Some(mirror),
             named,
@@ -239,8 +239,12 @@ impl CloudWorkspace {
 
     /// The mirror's sessions were listed: the first check starts now, once the rows are
     /// in hand rather than beside their listing (on two cores the check's requests and the
-    /// bucket's answers slowed the listing by a third at 1,000 sessions).
+    /// bucket's answers slowed the listing by a third at 1,000 sessions). While a cold open's ids
+    /// are still being listed, it waits for the listing after the last page's.
     pub fn listed(&self) {
+        if lock(&self.refreshed).listing {
+            return;
+        }
         if self.first_check_waits.swap(false, Ordering::SeqCst) {
             self.refresh_soon();
         }
@@ -326,9 +330,145 @@ impl Refreshed {
         CloudStatus {
             error: self.error.clone(),
             checking: self.checking,
+            listing: self.listing,
+            listed: self.listed,
+            fetched: self.fetched,
+            to_fetch: self.to_fetch,
             revision: self.revision,
             ..named.clone()
         }
+    }
+}
+
+/// The poller's thread: a cold open's ids page by page, then the refreshes (see the module's
+/// documentation).
+struct Poller {
+    mirror: Arc<Mirror>,
+    said: Arc<Mutex<Refreshed>>,
+    /// The status but for what the poller changes.
+    told: CloudStatus,
+    on_status: StatusSink,
+    /// Wakes the poller; disconnected once the workspace is closed.
+    woken: mpsc::Receiver<()>,
+    fetching: Arc<Mutex<Vec<SessionId>>>,
+}
+
+impl Poller {
+    /// Lists a cold open's ids when `first_page` is given (told there once their first page is in
+    /// hand, or the listing failed before it), then refreshes when woken or every
+    /// [`POLL_INTERVAL`], until the workspace is closed.
+    fn run(self, first_page: Option<mpsc::SyncSender<Result<(), Error>>>) {
+        // The first check is asked when the window has listed the mirror (`CloudWorkspace::listed`,
+        // after a cold open's last page), at the latest a POLL_INTERVAL away.
+        let mut asked = false;
+        if let Some(first_page) = first_page {
+            match self.list_ids(first_page) {
+                ControlFlow::Break(()) => return,
+                ControlFlow::Continue(asked_meanwhile) => asked = asked_meanwhile,
+            }
+        }
+        loop {
+            if !asked {
+                match self.woken.recv_timeout(POLL_INTERVAL) {
+                    Ok(()) | Err(RecvTimeoutError::Timeout) => {}
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+            let mut told_progress = |progress: FillProgress| {
+                self.tell(|said| (said.fetched, said.to_fetch) = (progress.fetched as u64, progress.planned as u64))
+            };
+            let refreshed = self.mirror.refresh_telling(SystemTime::now(), &mut told_progress);
+            let failed = refreshed.err().map(|e| e.to_string());
+            match &failed {
+                Some(failure) => {
+                    tracing::warn!(source = %self.mirror.source(), "the cloud workspace's refresh failed: {failure}")
+                }
+                None => lock(&self.fetching).clear(),
+            }
+            // Closed meanwhile: its status is told no more (the same source may be open
+            // again, its own status newer).
+            let Some(asked_meanwhile) = asked_during(&self.woken) else {
+                return;
+            };
+            asked = asked_meanwhile;
+            let unchanged = {
+                let said = lock(&self.said);
+                said.error == failed && !said.checking && said.to_fetch == 0
+            };
+            if !unchanged {
+                self.tell(|said| {
+                    (said.error, said.checking) = (failed, false);
+                    (said.fetched, said.to_fetch) = (0, 0);
+                });
+            }
+        }
+    }
+
+    /// A cold open's ids, a page at a time into `fetching`: the first page's told to the open
+    /// through `first_page`, each later one's to the window (`listed`), then the end of the
+    /// listing (`listing` false; its failure the status's error, after the first page). Whether a
+    /// refresh was asked meanwhile (the window gained focus); Break: the workspace was closed.
+    fn list_ids(&self, first_page: mpsc::SyncSender<Result<(), Error>>) -> ControlFlow<(), bool> {
+        let mut first_page = Some(first_page);
+        let (mut closed, mut asked) = (false, false);
+        let listed = self.mirror.list_ids_by_page(|ids, last| {
+            let listed = {
+                let mut fetching = lock(&self.fetching);
+                fetching.extend(ids);
+                fetching.len() as u64
+            };
+            match first_page.take() {
+                Some(first_page) => {
+                    let mut said = lock(&self.said);
+                    (said.listed, said.listing) = (listed, !last);
+                    drop(said);
+                    let _ = first_page.send(Ok(()));
+                }
+                None => self.tell(|said| (said.listed, said.listing) = (listed, !last)),
+            }
+            match asked_during(&self.woken) {
+                None => closed = true,
+                Some(asked_now) => asked |= asked_now,
+            }
+            if closed {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        match (listed, first_page.take()) {
+            (Ok(()), Some(first_page)) => drop(first_page.send(Ok(()))),
+            // The open says it, or opens on what a fill cut short fetched (its refresh says why).
+            (Err(error), Some(first_page)) => drop(first_page.send(Err(error))),
+            (Ok(()), None) => {}
+            (Err(error), None) => {
+                tracing::warn!(source = %self.mirror.source(), "the cloud workspace's listing failed: {error}");
+                self.tell(|said| (said.error, said.listing) = (Some(error.to_string()), false));
+            }
+        }
+        let Some(asked_now) = asked_during(&self.woken).filter(|_| !closed) else {
+            return ControlFlow::Break(());
+        };
+        // The window lists the last page's rows once told; the check waits for that listing.
+        if lock(&self.said).listing {
+            self.tell(|said| said.listing = false);
+        }
+        ControlFlow::Continue(asked || asked_now)
+    }
+
+    /// Changes the status by `change` and tells it, with the next revision; told no more once
+    /// the workspace is closed (the same source may be open again, its own status newer).
+    fn tell(&self, change: impl FnOnce(&mut Refreshed)) {
+        if self.mirror.stopped() {
+            return;
+        }
+        let status = {
+            let mut said = lock(&self.said);
+            change(&mut said);
+            said.revision = NEXT_REVISION.fetch_add(1, Ordering::Relaxed);
+            said.status_of(&self.told)
+        };
+        (self.on_status)(status);
     }
 }
 

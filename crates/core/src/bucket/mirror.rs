@@ -34,6 +34,7 @@
 //! is [`UploadState::Uploading`]: mirrored as far as it got, fetched again on the next refresh.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -61,11 +62,6 @@ pub const MAX_SESSION_OBJECTS: usize = 10_000;
 const CONCURRENT_LISTINGS: usize = 32;
 /// Keys on one page of a listing (S3's).
 const KEYS_A_PAGE: usize = 1_000;
-/// Sessions a first fill (`Mirror::fill_all`) fetches and records before it lets readers in.
-const FILL_CHUNK: usize = 200;
-/// Bytes planned for one chunk of a first refresh, past which it ends sooner (unless it holds
-/// one session only): a chunk of large sessions does not keep readers out for long either.
-const FILL_CHUNK_BYTES: u64 = 64 * 1024 * 1024;
 
 /// How a mirror is kept.
 #[derive(Debug, Clone)]
@@ -127,6 +123,14 @@ pub struct Listing {
     pub changed: bool,
 }
 
+/// How far a first fill is: of the sessions it fetches (those within the cache's bound), how
+/// many are in the mirror.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FillProgress {
+    pub fetched: usize,
+    pub planned: usize,
+}
+
 /// One source's mirror: the client, the cache folder and its manifest.
 pub struct Mirror {
     pub(super) remote: Remote,
@@ -138,7 +142,7 @@ pub struct Mirror {
     /// Held by a refresh: one at a time.
     pub(super) refreshing: Mutex<()>,
     /// Set by [`Mirror::stop`]: a first fill ends after its chunk.
-    stopping: AtomicBool,
+    pub(super) stopping: AtomicBool,
 }
 
 /// The manifest of a [`Mirror`], locked in this process and its folder's writer lock held.
@@ -232,6 +236,11 @@ impl Mirror {
         self.stopping.store(true, Ordering::SeqCst);
     }
 
+    /// Whether [`stop`](Self::stop) was asked (the workspace was closed).
+    pub fn stopped(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
+
     /// All bytes fetched from the bucket by this mirror so far.
     pub fn fetched_bytes(&self) -> u64 {
         self.fetched.load(Ordering::Relaxed)
@@ -257,11 +266,16 @@ impl Mirror {
     /// several reads at once), then writes the manifest after the files, and removes the
     /// folders it no longer lists.
     pub fn refresh(&self, now: SystemTime) -> Result<Listing, Error> {
+        self.refresh_telling(now, &mut |_| {})
+    }
+
+    /// [`refresh`](Self::refresh), telling `told` how far a first fill is after each chunk.
+    pub fn refresh_telling(&self, now: SystemTime, told: &mut dyn FnMut(FillProgress)) -> Result<Listing, Error> {
         let _one_at_a_time = self.refreshing.lock().unwrap_or_else(|p| p.into_inner());
         let mut manifest = self.lock()?;
         if !manifest.filled {
             drop(manifest);
-            return self.fill_all(now);
+            return self.fill_all(now, told);
         }
         let before = self.fetched_bytes();
         let mut listing = Listing::default();
@@ -336,86 +350,6 @@ impl Mirror {
         Ok(listing)
     }
 
-    /// The refreshes of a mirror until one fills it (see [`refresh`](Self::refresh)): every
-    /// key of the prefix listed, then the sessions fetched newest first, [`FILL_CHUNK`] at a
-    /// time (fewer past [`FILL_CHUNK_BYTES`]), each chunk's files in place before it goes into the manifest, which is written after
-    /// each chunk. The manifest is locked for one chunk at a time, not the whole fill: a reader of
-    /// the mirror (an output's page, an export) waits for one chunk, not for every session. A
-    /// session the mirror holds already (fetched on its own, or by a fill cut short) is kept as
-    /// it is; one it holds that the prefix no longer does is dropped at the end, when the
-    /// manifest is marked filled. A fill cut short (an error, [`stop`](Self::stop)) leaves its
-    /// finished chunks, and the next refresh fills on.
-    fn fill_all(&self, now: SystemTime) -> Result<Listing, Error> {
-        let before = self.fetched_bytes();
-        let mut listing = Listing::default();
-        let found = self.group(self.remote.list_all()?, &mut listing.refused);
-        let mut order: Vec<(&SessionId, &SessionObjects)> = found.iter().collect();
-        order.sort_by_cached_key(|(id, objects)| std::cmp::Reverse((newest(objects), (*id).clone())));
-        let mut budget = self.options.max_bytes;
-        let (mut plans, mut costs) = (Vec::new(), Vec::new());
-        for (id, objects) in order {
-            let cost = planned_bytes(objects);
-            if cost > budget {
-                listing.left_out += 1;
-                continue;
-            }
-            budget -= cost;
-            let state = upload_state(objects, now, self.options.settle);
-            plans.push(plan(id, objects, SessionManifest::default(), state));
-            costs.push(cost);
-        }
-        let mut rest: &mut [Plan] = &mut plans;
-        let mut rest_costs: &[u64] = &costs;
-        while !rest.is_empty() {
-            let len = chunk_len(rest_costs);
-            let (chunk, after) = std::mem::take(&mut rest).split_at_mut(len);
-            (rest, rest_costs) = (after, &rest_costs[len..]);
-            if self.stopping.load(Ordering::SeqCst) {
-                return Err(self
-                    .source()
-                    .error("", "the first fetch was stopped: the workspace was closed"));
-            }
-            let mut manifest = self.lock()?;
-            // Fetched meanwhile on its own (`fetch_now`): kept as it is.
-            let fetched_now: BTreeSet<SessionId> = chunk
-                .iter_mut()
-                .filter(|plan| manifest.sessions.contains_key(&plan.id))
-                .map(|plan| {
-                    plan.wanted.clear();
-                    plan.id.clone()
-                })
-                .collect();
-            if self.fetch(chunk) {
-                self.folder.flush()?;
-                listing.changed = true;
-            }
-            for plan in chunk.iter_mut() {
-                if let Some(error) = plan.failed.take() {
-                    listing.refused.push(error);
-                    continue;
-                }
-                let objects = &found[&plan.id];
-                if fetched_now.contains(&plan.id) {
-                    listing.sessions.push(listed(&plan.id, plan.state, objects));
-                    continue;
-                }
-                listing.changed |= self.commit(plan, objects, None)?;
-                listing.sessions.push(listed(&plan.id, plan.state, objects));
-                manifest
-                    .sessions
-                    .insert(plan.id.clone(), std::mem::take(&mut plan.manifest));
-            }
-            self.folder.write_manifest(&manifest)?;
-        }
-        let mut manifest = self.lock()?;
-        manifest.sessions.retain(|id, _| found.contains_key(id));
-        manifest.filled = true;
-        self.folder.write_manifest(&manifest)?;
-        listing.changed |= self.remove_unlisted_folders(&manifest)?;
-        listing.fetched_bytes = self.fetched_bytes() - before;
-        Ok(listing)
-    }
-
     /// Fetches session `id` now, as a refresh would, when the mirror does not hold it yet (a cold
     /// workspace's session opened before the first refresh came to it): its objects listed, its
     /// small files and a large output's tail fetched, recorded in the manifest (which a first
@@ -457,13 +391,19 @@ impl Mirror {
         Ok(self.session_path(id))
     }
 
-    /// The ids of the prefix's sessions (its folders, one name a session: a page of a thousand
-    /// ids a request), in the provider's order; a name that is not an id is left out (the first
-    /// refresh says it refused). Nothing is fetched or written: what a cold workspace shows before
-    /// its first refresh has fetched anything.
-    pub fn list_ids(&self) -> Result<Vec<SessionId>, Error> {
-        let names = self.remote.list_folders(&[])?;
-        Ok(names.iter().filter_map(|name| SessionId::parse(name).ok()).collect())
+    /// The ids of the prefix's sessions (its folders, one name a session), handed to `page` a page
+    /// of the provider's listing at a time (a thousand on S3) as each is answered, before the next
+    /// is awaited, in the provider's order, with whether the listing is done; a name that is not
+    /// an id is left out (the first refresh says it refused). `page` returning
+    /// [`ControlFlow::Break`] ends the listing. Nothing is fetched or written: what a cold
+    /// workspace shows before its first refresh.
+    pub fn list_ids_by_page(&self, mut page: impl FnMut(Vec<SessionId>, bool) -> ControlFlow<()>) -> Result<(), Error> {
+        self.remote.list_folders_by_page(|names, last| {
+            page(
+                names.iter().filter_map(|name| SessionId::parse(name).ok()).collect(),
+                last,
+            )
+        })
     }
 
     /// [`refresh`](Self::refresh) while `read` reads the mirror's folder (as the core lists it)
@@ -536,7 +476,11 @@ impl Mirror {
     }
 
     /// The objects by session; refused keys and over-full sessions said in `refused`.
-    fn group(&self, objects: Vec<RemoteObject>, refused: &mut Vec<Error>) -> BTreeMap<SessionId, SessionObjects> {
+    pub(super) fn group(
+        &self,
+        objects: Vec<RemoteObject>,
+        refused: &mut Vec<Error>,
+    ) -> BTreeMap<SessionId, SessionObjects> {
         let mut grouped: BTreeMap<SessionId, SessionObjects> = BTreeMap::new();
         let mut over_full = BTreeSet::new();
         for object in objects {
@@ -565,7 +509,12 @@ impl Mirror {
 
     /// After its files: the mirrored files whose objects are gone removed, the folders' times
     /// set. Whether that changed the session's folder.
-    fn commit(&self, plan: &Plan, objects: &SessionObjects, old: Option<&SessionManifest>) -> Result<bool, Error> {
+    pub(super) fn commit(
+        &self,
+        plan: &Plan,
+        objects: &SessionObjects,
+        old: Option<&SessionManifest>,
+    ) -> Result<bool, Error> {
         let mut changed = false;
         for gone in old
             .into_iter()
@@ -638,7 +587,7 @@ impl Mirror {
 /// What a refresh does for one session not complete in the mirror.
 pub(super) struct Plan {
     pub(super) id: SessionId,
-    state: UploadState,
+    pub(super) state: UploadState,
     /// The manifest being built: the unchanged files, then each one fetched.
     pub(super) manifest: SessionManifest,
     /// The files to fetch, by path.
@@ -647,7 +596,7 @@ pub(super) struct Plan {
 }
 
 /// The plan of session `id`: its changed files.
-fn plan(id: &SessionId, objects: &SessionObjects, old: SessionManifest, state: UploadState) -> Plan {
+pub(super) fn plan(id: &SessionId, objects: &SessionObjects, old: SessionManifest, state: UploadState) -> Plan {
     let mut plan = Plan {
         id: id.clone(),
         state,
@@ -690,7 +639,7 @@ fn page_splits(known: &SourceManifest) -> Vec<String> {
         .collect()
 }
 
-fn listed(id: &SessionId, state: UploadState, objects: &SessionObjects) -> ListedSession {
+pub(super) fn listed(id: &SessionId, state: UploadState, objects: &SessionObjects) -> ListedSession {
     let files = objects
         .iter()
         .filter(|(path, _)| path.as_str() != UPLOAD_COMPLETE_MARKER);
@@ -727,21 +676,8 @@ pub(super) fn first_range(path: &str, size: u64) -> std::ops::Range<u64> {
     }
 }
 
-/// How many of the next sessions (their planned bytes `costs`, in order) make a chunk of a first
-/// refresh: at most [`FILL_CHUNK`], and past [`FILL_CHUNK_BYTES`] no more than one session.
-fn chunk_len(costs: &[u64]) -> usize {
-    let mut bytes = 0u64;
-    for (taken, cost) in costs.iter().take(FILL_CHUNK).enumerate() {
-        bytes = bytes.saturating_add(*cost);
-        if taken > 0 && bytes > FILL_CHUNK_BYTES {
-            return taken;
-        }
-    }
-    costs.len().min(FILL_CHUNK)
-}
-
 /// What fetching `objects` anew would store.
-fn planned_bytes(objects: &SessionObjects) -> u64 {
+pub(super) fn planned_bytes(objects: &SessionObjects) -> u64 {
     objects
         .iter()
         .map(|(path, o)| first_range(path, o.size))
@@ -765,12 +701,12 @@ fn same_object(entry: &FileEntry, object: &RemoteObject) -> bool {
 }
 
 /// The newest last-modified of `objects` (RFC 3339 in UTC, so the text orders as the time).
-fn newest(objects: &SessionObjects) -> Option<String> {
+pub(super) fn newest(objects: &SessionObjects) -> Option<String> {
     objects.values().filter_map(|o| o.last_modified.clone()).max()
 }
 
 /// The module's "Upload evidence".
-fn upload_state(objects: &SessionObjects, now: SystemTime, settle: Duration) -> UploadState {
+pub(super) fn upload_state(objects: &SessionObjects, now: SystemTime, settle: Duration) -> UploadState {
     if objects.contains_key(UPLOAD_COMPLETE_MARKER) {
         return UploadState::Complete;
     }
@@ -781,20 +717,5 @@ fn upload_state(objects: &SessionObjects, now: SystemTime, settle: Duration) -> 
         UploadState::Complete
     } else {
         UploadState::Uploading
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_fill_chunk_ends_at_its_count_or_past_its_bytes() {
-        let mib = 1024 * 1024;
-        assert_eq!(chunk_len(&[1; 500]), FILL_CHUNK);
-        assert_eq!(chunk_len(&[1; 3]), 3);
-        assert_eq!(chunk_len(&[40 * mib, 20 * mib, 10 * mib, 1]), 2);
-        assert_eq!(chunk_len(&[100 * mib, 1, 1]), 1, "one session alone, however large");
-        assert_eq!(chunk_len(&[u64::MAX, u64::MAX]), 1);
     }
 }

@@ -9,15 +9,17 @@
 //! - [`keys`]: bucket keys read as session paths, held to the local id and name rules.
 //! - [`cache`]: the mirror's folder, its manifests, files written by temp file and rename.
 //! - [`mirror`]: listing, change detection, upload evidence; `fetch`: what is fetched (small
-//!   files, a large output's tail, a page, a whole session) and the cache's bound.
+//!   files, a large output's tail, a page, a whole session) and the cache's bound; `fill`: a
+//!   first fill, a chunk at a time, its progress told.
 
 pub mod cache;
 mod fetch;
+mod fill;
 pub mod keys;
 pub mod mirror;
 pub mod remote;
 pub mod source;
 mod transport;
 
-pub use mirror::{Listing, Mirror, MirrorOptions, UploadState};
+pub use mirror::{FillProgress, Listing, Mirror, MirrorOptions, UploadState};
 pub use source::Source;

@@ -2,10 +2,10 @@
 //! these blocking functions. Every request has a bounded time; nothing here writes to the bucket
 //! (the client is only ever asked to list, stat and read).
 
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::time::Duration;
 
-use futures::{StreamExt, TryStreamExt};
+use futures::{FutureExt, StreamExt, TryStreamExt};
 
 use crate::bucket::source::Source;
 use crate::vocabulary::error::Error;
@@ -110,11 +110,9 @@ impl Remote {
         // Counted across the ranges: all of them together hold at most MAX_LISTED_OBJECTS names.
         let counted = std::sync::atomic::AtomicUsize::new(0);
         let listed: Vec<Result<Vec<String>, Error>> = self.runtime.block_on(async {
-            futures::stream::iter(
-                ranges
-                    .iter()
-                    .map(|(after, until)| self.list_folder_range(*after, *until, &counted)),
-            )
+            futures::stream::iter(ranges.iter().map(|(after, until)| {
+                self.list_folder_range(*after, *until, &counted, |_, _| ControlFlow::Continue(()))
+            }))
             .buffered(CONCURRENT_REQUESTS)
             .collect()
             .await
@@ -126,13 +124,33 @@ impl Remote {
         Ok(names)
     }
 
+    /// The names of the folders directly under the prefix, as [`list_folders`](Self::list_folders)
+    /// gives them without splits, handed to `page` as the provider answers: the names of one
+    /// answer (1,000 on S3) before the next page is awaited, so that they can be shown while it
+    /// is asked; with it, whether the listing is done. `page` returning [`ControlFlow::Break`]
+    /// ends the listing there.
+    pub fn list_folders_by_page(
+        &self,
+        mut page: impl FnMut(Vec<String>, bool) -> ControlFlow<()>,
+    ) -> Result<(), Error> {
+        let counted = std::sync::atomic::AtomicUsize::new(0);
+        let hand_on = |names: &mut Vec<String>, last| page(std::mem::take(names), last);
+        self.runtime
+            .block_on(self.list_folder_range(None, None, &counted, hand_on))
+            .map(drop)
+    }
+
     /// The folder names listed after `after` (a folder's `name/`; from the first when `None`)
-    /// up to `until` included (to the last when `None`), each name counted in `counted`.
+    /// up to `until` included (to the last when `None`), each name counted in `counted`. The names
+    /// so far are given to `page_read` each time the provider's answer in hand is all read (the
+    /// next one not there yet), and at the end saying so; those it leaves in the vector are
+    /// returned.
     async fn list_folder_range(
         &self,
         after: Option<&String>,
         until: Option<&String>,
         counted: &std::sync::atomic::AtomicUsize,
+        mut page_read: impl FnMut(&mut Vec<String>, bool) -> ControlFlow<()>,
     ) -> Result<Vec<String>, Error> {
         let mut request = self.operator.lister_with("/");
         if let Some(after) = after {
@@ -142,7 +160,14 @@ impl Remote {
         }
         let mut lister = self.timed("", request).await?;
         let mut names = Vec::new();
-        while let Some(entry) = self.next_entry("", &mut lister).await? {
+        loop {
+            // An entry of the answer in hand is there at once; the next page's is not.
+            let entry = match lister.try_next().now_or_never() {
+                Some(entry) => entry.map_err(|e| self.failed("", "cannot list", &e))?,
+                None if !names.is_empty() && page_read(&mut names, false).is_break() => return Ok(names),
+                None => self.next_entry("", &mut lister).await?,
+            };
+            let Some(entry) = entry else { break };
             if !entry.metadata().is_dir() {
                 continue;
             }
@@ -164,6 +189,9 @@ impl Remote {
             if until.is_some_and(|until| path == until.as_str()) {
                 break;
             }
+        }
+        if !names.is_empty() {
+            let _ = page_read(&mut names, true);
         }
         Ok(names)
     }
