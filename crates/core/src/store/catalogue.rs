@@ -17,14 +17,14 @@
 //!   depends on the clock, and a live session moves up as it writes): a few, not the history.
 //! - **The page's own rows** are checked by their fingerprints (the `stat`s of what a summary is
 //!   read from, `session::fingerprint`); a changed folder is read again, and when that moved it
-//!   the page is cut again (at most [`RECUTS`] times).
+//!   the page is cut again (at most 3 times, `RECUTS`).
 //!
 //! What a page does not see: a session outside the page, recorded as ended, whose files changed
 //! in place while no studio watched (an engine resuming an old session with no studio open). It
 //! keeps its recorded place until a full listing (`zstudio sessions` without `--limit`, the
 //! window's reconciling behind its first screen) or the watcher reads it.
 //!
-//! [`stream`] is the full listing a chunk at a time: every name compared, every row's
+//! `stream` is the full listing a chunk at a time: every name compared, every row's
 //! fingerprint checked, in the order the catalogue had when it began (a row read again because
 //! it changed is given as it is now, in that place; the next listing places it by its new time).
 

@@ -72,7 +72,7 @@ pub struct RemoteServer {
 
 /// The first 16 hex digits of the SHA-256 of the file at `binary`: read once per path in a
 /// process (the running `zstudio` does not change under it), then remembered; and between
-/// processes, by the file's identity ([`Verified`]: a `zstudio --remote` command does not read
+/// processes, by the file's identity (kept in the runtime folder: a `zstudio --remote` command does not read
 /// its own 30 MB again each time).
 pub fn build_id(binary: &Path) -> Result<String, SshError> {
     static KNOWN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, String>>> =
