@@ -279,6 +279,7 @@ describe("Export…", () => {
 describe("tags and notes", () => {
   it("are added, removed and saved from the session's header, as text, and kept by the backend", async () => {
     backend.notes = { a: "<b>kept</b> for later" };
+    backend.sessions = backend.sessions.map((row) => (row.id === "a" ? { ...row, has_note: true } : row));
     await start();
     key("ArrowDown");
     key("ArrowDown");

@@ -346,6 +346,7 @@ export function fakeBackend(
       return retag(sessionId, (had) => had.filter((tag) => !tags.includes(tag)));
     },
     async noteGet(sessionId) {
+      backend.calls.push(`noteGet(${sessionId})`);
       return backend.notes[sessionId] ?? null;
     },
     async noteSet(sessionId, note) {

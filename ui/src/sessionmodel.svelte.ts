@@ -219,7 +219,8 @@ export class SessionModel {
     this.refreshSpans = throttle(() => void this.loadSpans(), SPANS_EVERY_MS);
     this.showTab(tab);
     void this.reload();
-    void this.loadNote();
+    // The listing says whether it has a note: asked for only then (a round trip to a host).
+    if (row === null || row.has_note) void this.loadNote();
   }
 
   // ---- tags and its note (the store's, here or on the host) ----

@@ -15,22 +15,20 @@ use crate::print;
 pub fn list(args: &SessionsArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    if filters_of(&store, &workspace, args)? == Filters::default() {
+    let filters = filters_of(&store, &workspace, args)?;
+    if filters == Filters::default() {
         if let Some(limit) = args.limit {
             // The first screen's read: the catalogue's page, the folders outside it not read.
             let page = store.sessions_page(&workspace, now, NodeDetail::WithUsage, 0, limit as usize)?;
-            return print_listing(globals, &page.rows, now, out);
+            return print_listing(globals, &page, now, out);
         }
         if globals.format() == Format::Json {
             return stream_json(&store, &workspace, now, out);
         }
     }
-    let mut sessions = Vec::new();
-    store.stream_sessions(&workspace, now, NodeDetail::WithUsage, STREAM_CHUNK, |rows| {
-        sessions.extend(rows);
-        Ok(())
-    })?;
-    let sessions = filtered(&store, &workspace, args, sessions)?;
+    // Printed whole (a table, or filtered): the listing in its order, every folder checked.
+    let sessions = store.list_sessions(&workspace, now)?;
+    let sessions = kept(&store, &workspace, &filters, args.limit, sessions)?;
     print_listing(globals, &sessions, now, out)
 }
 
@@ -81,13 +79,29 @@ pub fn filtered(
     args: &SessionsArgs,
     sessions: Vec<SessionRow>,
 ) -> anyhow::Result<Vec<SessionRow>> {
-    let filters = filters_of(store, workspace, args)?;
-    let mut kept = if filters == Filters::default() {
+    kept(
+        store,
+        workspace,
+        &filters_of(store, workspace, args)?,
+        args.limit,
+        sessions,
+    )
+}
+
+/// The rows `filters` keep, the first `limit` of them.
+fn kept(
+    store: &Store,
+    workspace: &Workspace,
+    filters: &Filters,
+    limit: Option<u32>,
+    sessions: Vec<SessionRow>,
+) -> anyhow::Result<Vec<SessionRow>> {
+    let mut kept = if *filters == Filters::default() {
         sessions
     } else {
-        store.filter_sessions(workspace, sessions, &filters)?
+        store.filter_sessions(workspace, sessions, filters)?
     };
-    if let Some(limit) = args.limit {
+    if let Some(limit) = limit {
         kept.truncate(limit as usize);
     }
     Ok(kept)

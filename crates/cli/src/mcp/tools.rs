@@ -260,7 +260,7 @@ impl Catalogue {
             None
         };
         let (page, matched) = match catalogued {
-            Some((page, held)) => (page.rows.iter().map(session_entry).collect::<Vec<Value>>(), held),
+            Some((page, held)) => (page.iter().map(session_entry).collect::<Vec<Value>>(), held),
             None => {
                 let listing = self.studio.sessions_list()?;
                 let rows: Vec<Value> = listing

@@ -113,10 +113,11 @@ fn a_program_planted_under_the_servers_name_is_replaced_never_run() {
     connection.close().unwrap();
 }
 
-/// Issue 41, point 7: the server's SHA-256 is read on the host once, not at each command: a later
-/// connection finds it by the identity this machine saw (`verified-*` in the runtime folder). A
-/// file changed in place since (same inode, same size, its change time moved) is read again,
-/// found wrong and replaced; never run.
+/// Issue 41, point 7: the server's identity on the host is kept here once it was checked
+/// (`verified-*` in the runtime folder), for the next connection to check instead of its SHA-256
+/// (what that saves is the `remote_commands` bench's, not this test's). What this test holds: a
+/// file changed in place since (same inode, same size, its change time moved) is not taken by
+/// the kept identity: it is read again, found wrong and replaced; never run.
 #[test]
 fn a_verified_server_is_not_read_again_unless_it_changed() {
     use std::os::unix::fs::PermissionsExt;

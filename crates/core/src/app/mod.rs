@@ -406,7 +406,17 @@ impl Studio {
         let workspace = self.workspace()?;
         let mut rows = self
             .first_listing
-            .serve(&workspace.root().to_path_buf(), || self.first_rows(&workspace, now))?;
+            // The catalogue as recorded where a watcher keeps it current (the window, once
+            // watching: its changes are in the index before it is told to list again) and for
+            // the read-ahead first screen (the watcher, starting, reads what differs behind it);
+            // any other listing (MCP, a studio with no watcher) reads the folders.
+            .serve(&workspace.root().to_path_buf(), || {
+                if lock(&self.watcher).is_some() {
+                    self.first_rows(&workspace, now)
+                } else {
+                    self.store()?.list_sessions_as(&workspace, now, NodeDetail::TotalsOnly)
+                }
+            })?;
         if let Some(cloud) = self.cloud() {
             // Listed after the fetched ones, newest first, the pinned among the pinned.
             let mut fetching = self.fetching_rows(&cloud, &workspace, &rows)?;
@@ -500,7 +510,8 @@ impl Studio {
         tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "sessions read ahead");
     }
 
-    /// The window's first listing. On a next launch (the store's catalogue holds the workspace),
+    /// The window's listing: its first, read ahead ([`Studio::read_sessions_ahead`]), and each
+    /// while its watcher runs. On a next launch (the store's catalogue holds the workspace),
     /// the catalogue as the store last saw the folders, no folder read but the running
     /// sessions': the watcher, started
     /// from the same folder index, reads what differs behind it and tells the window

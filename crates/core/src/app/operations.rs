@@ -18,7 +18,6 @@ use crate::runs::stop::Stopping;
 use crate::sessions::agents::{self, Agent};
 use crate::sessions::files::{FileChunk, FileEntry};
 use crate::sessions::session::{Session, Workspace};
-use crate::store::catalogue::CataloguePage;
 use crate::store::index::NodeDetail;
 use crate::store::{LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, Span};
 use crate::vocabulary::error::Error;
@@ -83,7 +82,11 @@ impl Studio {
     /// folders outside the page not read: `store::catalogue`), with how many sessions the
     /// catalogue holds; `None` for a cloud workspace, whose rows being fetched are not in it
     /// (`sessions_list` lists those).
-    pub fn sessions_page(&self, offset: usize, limit: usize) -> Result<Option<(CataloguePage, usize)>, Error> {
+    pub fn sessions_page(
+        &self,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Option<(Vec<crate::store::SessionRow>, usize)>, Error> {
         if self.cloud().is_some() {
             return Ok(None);
         }

@@ -1,7 +1,9 @@
 //! The catalogue: a workspace's listing read from the folder index (`index`) a page at a time, in
 //! the listing's own order (pinned sessions first, most recently pinned first, then most recently
 //! updated first, the later id first), through the index `folder_index_by_recency`: a page of 50
-//! costs 50 rows, whatever the history.
+//! reads and checks 50 index rows and their folders, whatever the history. What the store lays
+//! over them (runs, pins, tags, printed usage: `index::Overlay`) is still read for the whole
+//! workspace on each page: it grows with the studio's own records, not with the folders.
 //!
 //! # How fresh a page is
 //!
@@ -44,14 +46,6 @@ use crate::vocabulary::id::SessionId;
 /// How many times a page is cut again when reading its changed rows moved them.
 const RECUTS: usize = 3;
 
-/// A page of a workspace's listing, read from the catalogue.
-#[derive(Debug)]
-pub struct CataloguePage {
-    pub rows: Vec<SessionRow>,
-    /// Where the next page begins (an offset into the listing); `None` after the last row.
-    pub next: Option<usize>,
-}
-
 /// An index row as a page reads it: its session id, its place (`updated_at`), its entry.
 type Entry = (String, i64, Cached);
 
@@ -64,28 +58,22 @@ pub(super) fn page(
     detail: NodeDetail,
     offset: usize,
     limit: usize,
-) -> Result<CataloguePage, Error> {
+) -> Result<Vec<SessionRow>, Error> {
     let key = store.with_conn(|conn| workspaces::key(conn, workspace))?;
     reconcile_names(store, workspace, key, now, false)?;
     let running = store.with_conn(|conn| running_entries(conn, key))?;
     check(store, workspace, key, running, now)?;
     let mut overlay = Overlay::load(store, workspace)?;
-    let want = limit.saturating_add(1);
     let mut summaries = Vec::new();
     for _ in 0..RECUTS {
-        let entries = store.with_conn(|conn| entries_in_order(conn, key, offset, want))?;
+        let entries = store.with_conn(|conn| entries_in_order(conn, key, offset, limit))?;
         let (checked, moved) = check(store, workspace, key, entries, now)?;
         summaries = checked;
         if !moved {
             break;
         }
     }
-    let next = (summaries.len() > limit).then_some(offset + limit);
-    summaries.truncate(limit);
-    Ok(CataloguePage {
-        rows: overlay.rows(summaries, detail),
-        next,
-    })
+    Ok(overlay.rows(summaries, detail))
 }
 
 /// The whole listing of `workspace`, given to `emit` `chunk` rows at a time in the listing's

@@ -257,7 +257,7 @@ impl Store {
         detail: index::NodeDetail,
         offset: usize,
         limit: usize,
-    ) -> Result<catalogue::CataloguePage, Error> {
+    ) -> Result<Vec<SessionRow>, Error> {
         catalogue::page(self, workspace, now, detail, offset, limit)
     }
 

@@ -30,6 +30,21 @@ fn add_session(sessions: &Path, i: u64) -> PathBuf {
     folder
 }
 
+/// Starts watching as the window does: one message on the receiver per session change.
+fn watch_session_changes(studio: &Studio) -> mpsc::Receiver<()> {
+    let (told, heard) = mpsc::channel();
+    let sink: ChangeSink = Arc::new(move |change| {
+        if matches!(
+            change,
+            Change::SessionAdded { .. } | Change::SessionUpdated { .. } | Change::SessionRemoved { .. }
+        ) {
+            let _ = told.send(());
+        }
+    });
+    studio.watch(sink).unwrap();
+    heard
+}
+
 /// One launch of the app on `root`; `meanwhile` runs between the first listing and the start of
 /// watching. Returns how many session changes the window was told of, and how many sessions its
 /// listings showed (the first, then the last).
@@ -41,16 +56,7 @@ fn launch(root: &Path, db: &Path, meanwhile: impl FnOnce()) -> (usize, usize, us
     assert!(studio.wait_first_listing(Duration::ZERO));
     meanwhile();
     // The window's sink: a session change makes it list again.
-    let (told, heard) = mpsc::channel();
-    let sink: ChangeSink = Arc::new(move |change| {
-        if matches!(
-            change,
-            Change::SessionAdded { .. } | Change::SessionUpdated { .. } | Change::SessionRemoved { .. }
-        ) {
-            let _ = told.send(());
-        }
-    });
-    studio.watch(sink).unwrap();
+    let heard = watch_session_changes(&studio);
     // What the watcher's start tells is sent before `watch` returns.
     let changes = heard.try_iter().count();
     let last = if changes > 0 {
@@ -150,16 +156,7 @@ fn a_next_launch_shows_the_catalogue_first_and_tells_what_changed_behind_it() {
     assert_eq!(status_of(&shown, &session_id(10)), Some(studio_core::Status::Success));
     assert!(status_of(&shown, &session_id(50)).is_none());
 
-    let (told, heard) = mpsc::channel();
-    let sink: ChangeSink = Arc::new(move |change| {
-        if matches!(
-            change,
-            Change::SessionAdded { .. } | Change::SessionUpdated { .. } | Change::SessionRemoved { .. }
-        ) {
-            let _ = told.send(());
-        }
-    });
-    studio.watch(sink).unwrap();
+    let heard = watch_session_changes(&studio);
     assert_eq!(
         heard.try_iter().count(),
         3,
@@ -171,4 +168,36 @@ fn a_next_launch_shows_the_catalogue_first_and_tells_what_changed_behind_it() {
     assert!(status_of(&after, &session_id(20)).is_none());
     assert!(added.is_dir() && status_of(&after, &session_id(50)).is_some());
     studio.shut_down();
+}
+
+/// Only the window's first screen (the read-ahead) is the catalogue as recorded: every listing
+/// after it (the window's next, MCP's, any without a watcher running) reads the folders, so
+/// what changed behind the store's back is there without a watcher to tell it.
+#[test]
+fn only_the_first_screen_is_the_catalogue_as_recorded() {
+    let root = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let db = db.path().join("studio.db");
+    let sessions = root.path().join(".zibby/output/sessions");
+    let folders: Vec<PathBuf> = (0..5).map(|i| add_session(&sessions, i)).collect();
+    let (_, first, _) = launch(root.path(), &db, || {});
+    assert_eq!(first, 5);
+    std::fs::remove_dir_all(&folders[2]).unwrap();
+    add_session(&sessions, 5);
+
+    let (studio, _) = Studio::open(Some(root.path()), Ok(StoreLocation::File(db.clone())));
+    studio.read_sessions_ahead();
+    let ids = |rows: Vec<studio_core::store::SessionRow>| {
+        let mut ids: Vec<String> = rows.into_iter().map(|row| row.summary.id.to_string()).collect();
+        ids.sort();
+        ids
+    };
+    let recorded = ids(studio.sessions(SystemTime::now()).unwrap().sessions);
+    assert_eq!(recorded, (0..5).map(session_id).collect::<Vec<_>>(), "as recorded");
+    let next = ids(studio.sessions(SystemTime::now()).unwrap().sessions);
+    assert_eq!(
+        next,
+        [0, 1, 3, 4, 5].map(session_id).to_vec(),
+        "the folders as they are"
+    );
 }
