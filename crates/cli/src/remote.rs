@@ -41,13 +41,7 @@ impl Remote {
         let parsed = RemoteTarget::parse(target)?;
         let local = std::env::current_exe().context("the running zstudio's path")?;
         let mut options = LinkOptions::new(local);
-        options.connect = ConnectOptions {
-            ssh_config: globals.ssh_config.clone(),
-            keep_for: Some(globals.keep_connection.unwrap_or(KEEP_CONNECTION))
-                .filter(|&seconds| seconds > 0)
-                .map(Duration::from_secs),
-            ..ConnectOptions::default()
-        };
+        options.connect = connect_options(globals);
         options.give_up_after = Some(Duration::from_secs(globals.reconnect_for.unwrap_or(RECONNECT_FOR)));
         Ok(Remote {
             link: Link::open(&parsed, options)?,
@@ -65,6 +59,18 @@ impl Remote {
             link: &self.link,
             target: &self.target,
         }
+    }
+}
+
+/// How the host of `--remote` is reached: `--ssh-config`, and the connection kept for
+/// `--keep-connection` seconds after the command (60 by default; 0 closes it at once).
+pub fn connect_options(globals: &Globals) -> ConnectOptions {
+    ConnectOptions {
+        ssh_config: globals.ssh_config.clone(),
+        keep_for: Some(globals.keep_connection.unwrap_or(KEEP_CONNECTION))
+            .filter(|&seconds| seconds > 0)
+            .map(Duration::from_secs),
+        ..ConnectOptions::default()
     }
 }
 

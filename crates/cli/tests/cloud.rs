@@ -5,6 +5,9 @@
 // `zstudio mcp --source URL`, driven by the MCP SDK's client.
 #[path = "cloud/mcp.rs"]
 mod mcp;
+// The official Python MCP SDK's client, running `mcp_client/drive.py`.
+#[path = "mcp_client/python.rs"]
+mod mcp_python_client;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -14,6 +14,11 @@ mod connect;
 mod faults;
 #[path = "remote/follow.rs"]
 mod follow;
+#[path = "remote/mcp.rs"]
+mod mcp;
+// The official Python MCP SDK's client, running `mcp_client/drive.py`.
+#[path = "mcp_client/python.rs"]
+mod mcp_python_client;
 #[path = "remote/reconnect.rs"]
 mod reconnect;
 

@@ -12,6 +12,8 @@ mod mcp;
 // `zstudio mcp`, driven by the official Python SDK's client (`.venv/mcp`, scripts/setup.sh).
 #[path = "serve/mcp_python.rs"]
 mod mcp_python;
+#[path = "mcp_client/python.rs"]
+mod mcp_python_client;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;

@@ -8,8 +8,11 @@
 //! - `output`: `read_output`'s pages and cursors.
 //! - `shown`: a session's text made inert for another model's context.
 //! - `sdk`: the MCP SDK (`rmcp`), and nothing else knows it.
+//! - `host`: `--remote HOST:PATH`, the host's own server with this process's standard input
+//!   and output.
 
 mod answer;
+mod host;
 mod lookup;
 mod output;
 mod sdk;
@@ -27,10 +30,14 @@ use crate::cli::{Globals, McpArgs, SourceArgs};
 /// The variable naming the run keeper's program (`studio_core::app::find_program`).
 const KEEPER_VARIABLE: &str = "ZIBBY_STUDIO_KEEPER";
 
-/// Serves the workspace (or with `--source` the bucket prefix) and the store the global options
-/// name (opened as `zstudio serve` and the window open them) until the client closes standard
-/// input; the runs it started go on.
+/// Serves the workspace (with `--source` the bucket prefix, with `--remote` the host's
+/// workspace through its own server) and the store the global options name (opened as
+/// `zstudio serve` and the window open them) until the client closes standard input; the runs
+/// it started go on.
 pub fn mcp(args: &McpArgs, globals: &Globals) -> anyhow::Result<()> {
+    if let Some(target) = &globals.remote {
+        return host::serve_host(target, args, globals);
+    }
     let root = match globals.workspace.first() {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,

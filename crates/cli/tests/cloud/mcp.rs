@@ -112,3 +112,36 @@ async fn a_bucket_prefix_is_served_read_only() {
         String::from_utf8_lossy(&refused.stderr)
     );
 }
+
+/// The official Python SDK's client (`mcp_client/drive.py`) on the same bucket prefix: the read
+/// tools alone, the listing of `zstudio sessions --json --source`, a node's output from the
+/// mirror's files in pages.
+#[test]
+fn the_official_python_client_reads_a_bucket_prefix() {
+    let setup = setup();
+    let sessions = json_of(&zstudio(&setup, &["sessions", "--json", "--source", URL]));
+    let home = setup.home.path();
+    let mut env = json!({
+        "XDG_DATA_HOME": home.join("data"),
+        "XDG_CACHE_HOME": home.join("cache"),
+        "HOME": home,
+    });
+    for (name, value) in setup.moto.env() {
+        env[name] = json!(value);
+    }
+    let expected = home.join("expected.json");
+    std::fs::write(
+        &expected,
+        json!({
+            "argv": [env!("CARGO_BIN_EXE_zstudio"), "mcp", "--source", URL],
+            "env": env,
+            "runs": false,
+            "sessions": sessions,
+            "output_of": {"id": PIPELINE_ID, "node": "plan"},
+            "output_holds": "I'll read the spec first.",
+        })
+        .to_string(),
+    )
+    .unwrap();
+    crate::mcp_python_client::drive(&["--elsewhere".into(), "--expected".into(), expected.into()]);
+}

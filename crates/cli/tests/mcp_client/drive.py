@@ -8,11 +8,19 @@ writes what it expects to a JSON file:
         --workspace W --db D --data-home H \
         --slow-workspace W2 --slow-db D2 --slow-data-home H2
 
+or, for a host's workspace (`--remote`) or a bucket (`--source`), by crates/cli/tests/remote/mcp.rs
+and crates/cli/tests/cloud/mcp.rs:
+
+    python drive.py --elsewhere --expected FILE
+
 The expected file holds `sessions` (what `zstudio sessions --json` printed for W and D),
 `large_run` and `large_output` (a run's id and its whole output), `evil_session` and `evil_run`
 (the injection fixture's). W's agent `trip` is trusted and `stranger` is not; W2's `trip` is
 trusted and slow. Every check that fails prints what was expected and what came, and the script
-exits 1; 0 when all passed.
+exits 1; 0 when all passed. With `--elsewhere` the expected file also holds the server's `argv`
+and `env`, whether it takes `--allow-runs` (`runs`), and either a run's whole output (`large_run`,
+`large_output`) or the `read_output` arguments of a session's folder (`output_of`) and a text its
+pages hold (`output_holds`).
 """
 
 from __future__ import annotations
@@ -75,19 +83,21 @@ def step(text: str) -> None:
 
 
 class Place:
-    def __init__(self, zstudio: str, workspace: str, db: str, data_home: str) -> None:
-        self.zstudio = zstudio
-        self.workspace = workspace
-        self.db = db
-        self.data_home = data_home
+    """How the server is started: its command line (without `--allow-runs`) and variables."""
 
-    def parameters(self, allow_runs: bool) -> StdioServerParameters:
-        args = ["mcp", "--workspace", self.workspace, "--db", self.db]
-        if allow_runs:
-            args.append("--allow-runs")
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.argv = argv
+        self.env = env
+
+    @classmethod
+    def local(cls, zstudio: str, workspace: str, db: str, data_home: str) -> Place:
         # The client passes the server only a safe few of its own variables; the keeper's folders
         # are the place's.
-        return StdioServerParameters(command=self.zstudio, args=args, env={"XDG_DATA_HOME": self.data_home})
+        return cls([zstudio, "mcp", "--workspace", workspace, "--db", db], {"XDG_DATA_HOME": data_home})
+
+    def parameters(self, allow_runs: bool) -> StdioServerParameters:
+        args = self.argv[1:] + (["--allow-runs"] if allow_runs else [])
+        return StdioServerParameters(command=self.argv[0], args=args, env=self.env)
 
 
 @asynccontextmanager
@@ -176,9 +186,16 @@ async def write_tools_absent_without_allow_runs(place: Place) -> None:
         check(names == expected, f"tools with --allow-runs: {names}, expected {expected}")
 
 
+async def read_tools_alone(place: Place) -> None:
+    step("a read-only server lists the read tools alone")
+    async with connect(place, allow_runs=False) as session:
+        names = await tool_names(session)
+        check(names == READ_TOOLS, f"tools: {names}, expected {READ_TOOLS}")
+
+
 async def list_sessions_is_the_cli_listing(session: ClientSession, cli: list[dict[str, Any]]) -> None:
     step(f"list_sessions equals `zstudio sessions --json` ({len(cli)} sessions)")
-    check(len(cli) >= 3, f"the fixture has {len(cli)} sessions")
+    check(len(cli) >= 2, f"the fixture has {len(cli)} sessions")
     expected = [(row["id"], row["status"]) for row in cli]
     listed = await answer(session, "list_sessions", {"limit": 200})
     got = [(row["id"], row["status"]) for row in listed["sessions"]]
@@ -200,27 +217,27 @@ async def list_sessions_is_the_cli_listing(session: ClientSession, cli: list[dic
     check(paged == expected, f"list_sessions a page at a time gave {paged}, expected {expected}")
 
 
-async def output_is_paged(session: ClientSession, run: str, output: str) -> None:
-    step(f"read_output pages of at most {PAGE_BYTES} bytes join to the output ({len(output.encode())} bytes)")
-    joined: list[str] = []
+async def pages_of(session: ClientSession, arguments: dict[str, Any]) -> tuple[list[str], Any]:
+    """Every page `read_output` gives for `arguments`, each checked to be at most a page, and the
+    last page's `total_bytes`."""
+    pages: list[str] = []
     cursor = None
-    pages = 0
-    total = None
     while True:
-        arguments: dict[str, Any] = {"id": run}
-        if cursor is not None:
-            arguments["cursor"] = cursor
-        page = await answer(session, "read_output", arguments)
+        page = await answer(session, "read_output", {**arguments, **({"cursor": cursor} if cursor else {})})
         text = page["text"]
         size = len(text.encode("utf-8"))
-        check(size <= PAGE_BYTES, f"page {pages} holds {size} bytes, more than {PAGE_BYTES}")
-        joined.append(text)
-        total = page.get("total_bytes")
-        pages += 1
+        check(size <= PAGE_BYTES, f"page {len(pages)} holds {size} bytes, more than {PAGE_BYTES}")
+        pages.append(text)
         cursor = page.get("next_cursor")
         if cursor is None:
-            break
-        check(pages < 10_000, "the pages never end")
+            return pages, page.get("total_bytes")
+        check(len(pages) < 10_000, "the pages never end")
+
+
+async def output_is_paged(session: ClientSession, run: str, output: str) -> None:
+    step(f"read_output pages of at most {PAGE_BYTES} bytes join to the output ({len(output.encode())} bytes)")
+    joined, total = await pages_of(session, {"id": run})
+    pages = len(joined)
     expected_bytes = len(output.encode("utf-8"))
     check(pages >= expected_bytes // PAGE_BYTES, f"{pages} pages for {expected_bytes} bytes")
     whole = "".join(joined)
@@ -231,6 +248,13 @@ async def output_is_paged(session: ClientSession, run: str, output: str) -> None
             f"at character {at}: {whole[at:at + 60]!r} against {output[at:at + 60]!r}"
         )
     check(total == expected_bytes, f"total_bytes is {total}, the output {expected_bytes}")
+
+
+async def folder_output_is_paged(session: ClientSession, arguments: dict[str, Any], holds: str) -> None:
+    step(f"read_output of {arguments} in pages of at most {PAGE_BYTES} bytes, holding {holds!r}")
+    pages, _ = await pages_of(session, arguments)
+    whole = "".join(pages)
+    check(holds in whole, f"the {len(pages)} pages ({len(whole)} characters) do not hold {holds!r}")
 
 
 async def injection_is_inert(session: ClientSession, evil_session: str, evil_run: str, other_run: str) -> None:
@@ -353,8 +377,11 @@ async def slow_run_stopped_ends_cancelled(place: Place) -> None:
 async def drive(arguments: argparse.Namespace) -> None:
     with open(arguments.expected, encoding="utf-8") as file:
         expected = json.load(file)
-    place = Place(arguments.zstudio, arguments.workspace, arguments.db, arguments.data_home)
-    slow = Place(arguments.zstudio, arguments.slow_workspace, arguments.slow_db, arguments.slow_data_home)
+    if arguments.elsewhere:
+        await drive_elsewhere(expected)
+        return
+    place = Place.local(arguments.zstudio, arguments.workspace, arguments.db, arguments.data_home)
+    slow = Place.local(arguments.zstudio, arguments.slow_workspace, arguments.slow_db, arguments.slow_data_home)
     with anyio.fail_after(DEADLINE_SECONDS):
         await write_tools_absent_without_allow_runs(place)
         async with connect(place, allow_runs=False) as session:
@@ -366,15 +393,38 @@ async def drive(arguments: argparse.Namespace) -> None:
         await slow_run_stopped_ends_cancelled(slow)
 
 
+async def drive_elsewhere(expected: dict[str, Any]) -> None:
+    """A workspace of a host (`--remote`) or a bucket (`--source`): the server as `argv` and `env`
+    start it; its listing, an output in pages, and runs when `runs` says the server takes
+    `--allow-runs`."""
+    place = Place(expected["argv"], expected["env"])
+    with anyio.fail_after(DEADLINE_SECONDS):
+        if expected["runs"]:
+            await write_tools_absent_without_allow_runs(place)
+        else:
+            await read_tools_alone(place)
+        async with connect(place, allow_runs=False) as session:
+            await list_sessions_is_the_cli_listing(session, expected["sessions"])
+            if "large_output" in expected:
+                await output_is_paged(session, expected["large_run"], expected["large_output"])
+            else:
+                await folder_output_is_paged(session, expected["output_of"], expected["output_holds"])
+        if expected["runs"]:
+            await runs_start_wait_and_refuse(place)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--zstudio", required=True)
+    parser.add_argument("--zstudio")
     parser.add_argument("--expected", required=True)
+    parser.add_argument("--elsewhere", action="store_true", help="the expected file names the server to start")
     for prefix in ("", "slow-"):
-        parser.add_argument(f"--{prefix}workspace", required=True)
-        parser.add_argument(f"--{prefix}db", required=True)
-        parser.add_argument(f"--{prefix}data-home", required=True)
+        parser.add_argument(f"--{prefix}workspace")
+        parser.add_argument(f"--{prefix}db")
+        parser.add_argument(f"--{prefix}data-home")
     arguments = parser.parse_args()
+    if not arguments.elsewhere and None in (arguments.zstudio, arguments.workspace, arguments.slow_workspace):
+        parser.error("--zstudio, --workspace and --slow-workspace (and their --db, --data-home) are needed")
     began = time.monotonic()
     try:
         anyio.run(drive, arguments)

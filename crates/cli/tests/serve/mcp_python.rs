@@ -1,62 +1,16 @@
-//! `zstudio mcp` driven by the official Python MCP SDK's client (`mcp` from PyPI, pinned and
-//! installed by `scripts/setup.sh` into `.venv/mcp`, or `$ZIBBY_MCP_VENV`): the script
-//! `crates/cli/tests/mcp_client/drive.py` on workspaces filled here by the test agent, as
-//! `mcp.rs` fills them. A missing environment fails the test: it is never skipped.
+//! `zstudio mcp` driven by the official Python MCP SDK's client (`mcp_client/python.rs`): the
+//! script `crates/cli/tests/mcp_client/drive.py` on workspaces filled here by the test agent, as
+//! `mcp.rs` fills them.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::ffi::OsString;
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
 use super::mcp::{add_stranger, json_lines, run_command, INJECTION};
 use super::Place;
 use crate::common::agent_binary;
-
-/// How long the script may take, past its own deadline (300 s).
-const SCRIPT_WAIT: Duration = Duration::from_secs(360);
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The venv's python, its `mcp` the version `scripts/setup.sh` pins; panics naming the script
-/// otherwise.
-fn sdk_python() -> PathBuf {
-    let venv = std::env::var_os("ZIBBY_MCP_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".venv/mcp"));
-    let python = venv.join("bin/python");
-    assert!(
-        python.is_file(),
-        "{} is missing: run scripts/setup.sh (it installs the Python MCP SDK `mcp` into .venv/mcp), or set ZIBBY_MCP_VENV",
-        python.display()
-    );
-    let setup = std::fs::read_to_string(repo_root().join("scripts/setup.sh")).unwrap();
-    let pinned = setup
-        .lines()
-        .find_map(|line| line.strip_prefix("MCP_VERSION="))
-        .expect("scripts/setup.sh pins MCP_VERSION");
-    let installed = Command::new(&python)
-        .args(["-c", "import importlib.metadata as m; print(m.version('mcp'))"])
-        .output()
-        .unwrap();
-    let version = String::from_utf8_lossy(&installed.stdout).trim().to_owned();
-    assert!(
-        installed.status.success() && version == pinned,
-        "the Python MCP SDK in {} is {:?}, not mcp {pinned}: run scripts/setup.sh{}",
-        venv.display(),
-        version,
-        if installed.status.success() {
-            String::new()
-        } else {
-            let stderr = String::from_utf8_lossy(&installed.stderr);
-            format!(" ({})", stderr.trim().lines().last().unwrap_or_default())
-        }
-    );
-    python
-}
+use crate::mcp_python_client::drive;
 
 /// `zstudio COMMAND -w WS --db DB ARGS`, succeeded: its standard output.
 fn zstudio(place: &Place, command: &str, args: &[&str]) -> Vec<u8> {
@@ -80,7 +34,6 @@ fn place_args(place: &Place, prefix: &str) -> Vec<String> {
 
 #[test]
 fn the_official_python_client_drives_zstudio_mcp() {
-    let python = sdk_python();
     // A place whose agent is slow enough to be stopped mid-run, however loaded the machine: its
     // trusting first run (two nodes of 4 s) goes on while the other place fills.
     let slow = std::thread::spawn(|| {
@@ -134,45 +87,13 @@ fn the_official_python_client_drives_zstudio_mcp() {
     .unwrap();
     let slow = slow.join().unwrap();
 
-    let began = Instant::now();
-    let mut child = Command::new(&python)
-        .arg(repo_root().join("crates/cli/tests/mcp_client/drive.py"))
-        .arg("--zstudio")
-        .arg(env!("CARGO_BIN_EXE_zstudio"))
-        .arg("--expected")
-        .arg(&expected)
-        .args(place_args(&place, ""))
-        .args(place_args(&slow, "slow-"))
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env_remove("ZIBBY_STUDIO_DB")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break Some(status);
-        }
-        if began.elapsed() > SCRIPT_WAIT {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
-    let shown = format!("--- stdout\n{stdout}--- stderr\n{stderr}");
-    let status = status.unwrap_or_else(|| panic!("drive.py did not end within {SCRIPT_WAIT:?}\n{shown}"));
-    assert!(status.success(), "drive.py failed ({status})\n{shown}");
-    assert!(stdout.contains("ok: all checks passed"), "{shown}");
+    let mut args: Vec<OsString> = vec![
+        "--zstudio".into(),
+        env!("CARGO_BIN_EXE_zstudio").into(),
+        "--expected".into(),
+        expected.into(),
+    ];
+    args.extend(place_args(&place, "").into_iter().map(OsString::from));
+    args.extend(place_args(&slow, "slow-").into_iter().map(OsString::from));
+    drive(&args);
 }

@@ -1,0 +1,245 @@
+//! `zstudio --remote HOST:PATH mcp`: a coding agent on this machine asking a host's workspace,
+//! through the real `ssh` to the loopback sshd, driven by the MCP SDK's own client (`rmcp`).
+//! The host's own server answers: its sessions, its store, its trusted agents.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::RunningService;
+use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{json, Value};
+use test_servers::sshd::Sshd;
+
+use super::remote_workspace;
+
+type Client = RunningService<RoleClient, ()>;
+
+/// `zstudio ARGS` run on the host's side (its workspace, its store in `host_data`).
+fn on_host(args: &[&str], host_data: &Path) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_zstudio"))
+        .args(args)
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("XDG_DATA_HOME", host_data)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    output
+}
+
+/// A host workspace: `trip` (the test agent, two short nodes) trusted and run there, `stranger`
+/// never trusted, and a run of about 1 MB of output. That run's id and its output.
+fn fill_host(ws: &str, host_data: &Path) -> (String, String) {
+    let agent = super::common::agent_binary();
+    std::fs::write(
+        Path::new(ws).join(".zibby/studio.toml"),
+        format!(
+            "[[agent]]\nname = \"trip\"\nrun = [\"{agent}\", \"--nodes\", \"plan:10,book:10\"]\n\n\
+             [[agent]]\nname = \"stranger\"\nrun = [\"{agent}\", \"--nodes\", \"x:10\"]\n"
+        ),
+    )
+    .unwrap();
+    on_host(
+        &[
+            "run", "--agent", "trip", "--prompt", "first", "--trust", "--json", "-w", ws,
+        ],
+        host_data,
+    );
+    let large = on_host(
+        &[
+            "run",
+            "--json",
+            "-w",
+            ws,
+            "--",
+            &agent,
+            "--nodes",
+            "flood:10",
+            "--flood-mb",
+            "1",
+        ],
+        host_data,
+    );
+    let events: Vec<Value> = String::from_utf8_lossy(&large.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let output: String = events
+        .iter()
+        .filter(|e| e["type"] == "output")
+        .map(|e| format!("{}\n", e["line"].as_str().unwrap()))
+        .collect();
+    (events[0]["run_id"].as_str().unwrap().to_owned(), output)
+}
+
+/// `zstudio --remote ALIAS:WS mcp` from here, its local data in `local`, connected.
+async fn connect(sshd: &Sshd, ws: &str, local: &Path, allow_runs: bool) -> Client {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_zstudio"));
+    command
+        .arg("--remote")
+        .arg(format!("{}:{ws}", sshd.alias()))
+        .arg("--ssh-config")
+        .arg(sshd.ssh_config())
+        .args(["--keep-connection", "0", "mcp"])
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env_remove("ZIBBY_STUDIO_SSH_CONFIG")
+        .env("XDG_DATA_HOME", local);
+    if allow_runs {
+        command.arg("--allow-runs");
+    }
+    ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap()
+}
+
+async fn answer(client: &Client, tool: &str, arguments: Value) -> Value {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments are an object")
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    assert_eq!(result.is_error, Some(false), "{tool}: {:?}", result.content);
+    result.structured_content.expect("a structured result")
+}
+
+/// The processes whose command line names `needle`.
+fn processes_naming(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|line| String::from_utf8_lossy(&line).contains(needle))
+        })
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosts_workspace_is_served_to_a_coding_agent_here() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let host_data = sshd.home().join("data");
+    let local = tempfile::tempdir().unwrap();
+    let (large_run, large_output) = fill_host(ws, &host_data);
+    let on_host_listing: Value =
+        serde_json::from_slice(&on_host(&["sessions", "-w", ws, "--json"], &host_data).stdout).unwrap();
+    let ids_and_status = |rows: &Value| -> Vec<(Value, Value)> {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["id"].clone(), r["status"].clone()))
+            .collect()
+    };
+
+    // Read-only: the read tools alone; the host's listing; a large output in pages of ≤ 16 KiB.
+    let client = connect(&sshd, ws, local.path(), false).await;
+    let tools: Vec<String> = client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert!(!tools.iter().any(|t| t == "start_run"), "{tools:?}");
+    assert!(tools.iter().any(|t| t == "read_output"), "{tools:?}");
+    let listed = answer(&client, "list_sessions", json!({"limit": 200})).await;
+    assert_eq!(ids_and_status(&listed["sessions"]), ids_and_status(&on_host_listing));
+    assert_eq!(ids_and_status(&on_host_listing).len(), 2);
+    let mut joined = String::new();
+    let mut cursor = Value::Null;
+    loop {
+        let mut arguments = json!({"id": large_run});
+        if !cursor.is_null() {
+            arguments["cursor"] = cursor.clone();
+        }
+        let page = answer(&client, "read_output", arguments).await;
+        let text = page["text"].as_str().unwrap();
+        assert!(text.len() <= 16 * 1024, "a page of {} bytes", text.len());
+        joined.push_str(text);
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert_eq!(joined.len(), large_output.len());
+    assert!(joined == large_output, "the pages join to the host's output");
+    client.cancel().await.unwrap();
+
+    // With --allow-runs: the host's trusted agent runs there, recorded as started through MCP;
+    // the host's untrusted agent is refused.
+    let client = connect(&sshd, ws, local.path(), true).await;
+    let started = answer(&client, "start_run", json!({"agent": "trip", "prompt": "Kyoto"})).await;
+    let run = started["run_id"].as_str().unwrap().to_owned();
+    let ended = answer(&client, "wait_run", json!({"id": run, "timeout_seconds": 60})).await;
+    assert_eq!(
+        (&ended["status"], &ended["origin"]),
+        (&json!("success"), &json!("mcp")),
+        "{ended}"
+    );
+    let Value::Object(arguments) = json!({"agent": "stranger", "prompt": "x"}) else {
+        unreachable!()
+    };
+    let refused = client
+        .call_tool(CallToolRequestParams::new("start_run").with_arguments(arguments))
+        .await
+        .unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert_eq!(refused.structured_content.unwrap()["error"]["code"], "agents_untrusted");
+    client.cancel().await.unwrap();
+    let runs: Value = serde_json::from_slice(&on_host(&["runs", "-w", ws, "--json"], &host_data).stdout).unwrap();
+    let recorded = runs.as_array().unwrap().iter().find(|r| r["id"] == run.as_str());
+    assert_eq!(recorded.map(|r| &r["status"]), Some(&json!("success")), "{runs}");
+    // Nothing in this machine's store: the host's studio ran it.
+    assert!(!local.path().join("zibby-studio/studio.sqlite").exists());
+
+    // The client gone, no ssh is left (the connection was kept 0 s).
+    let config = sshd.ssh_config().to_str().unwrap().to_owned();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    while processes_naming(&config) > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(processes_naming(&config), 0, "an ssh left running");
+}
+
+/// The official Python SDK's client (`mcp_client/drive.py`) on the same kind of host workspace:
+/// the read tools alone without `--allow-runs`, the host's listing, an output joined from its
+/// pages, a trusted agent started and waited for, an untrusted one refused.
+#[test]
+fn the_official_python_client_reads_and_runs_on_a_host() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let host_data = sshd.home().join("data");
+    let local = tempfile::tempdir().unwrap();
+    let (large_run, large_output) = fill_host(ws, &host_data);
+    let sessions: Value =
+        serde_json::from_slice(&on_host(&["sessions", "-w", ws, "--json"], &host_data).stdout).unwrap();
+    let expected = local.path().join("expected.json");
+    let argv = json!([
+        env!("CARGO_BIN_EXE_zstudio"),
+        "--remote",
+        format!("{}:{ws}", sshd.alias()),
+        "--ssh-config",
+        sshd.ssh_config(),
+        "--keep-connection",
+        "0",
+        "mcp",
+    ]);
+    std::fs::write(
+        &expected,
+        json!({
+            "argv": argv,
+            "env": {"XDG_DATA_HOME": local.path()},
+            "runs": true,
+            "sessions": sessions,
+            "large_run": large_run,
+            "large_output": large_output,
+        })
+        .to_string(),
+    )
+    .unwrap();
+    crate::mcp_python_client::drive(&["--elsewhere".into(), "--expected".into(), expected.into()]);
+}
