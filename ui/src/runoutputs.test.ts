@@ -61,6 +61,8 @@ describe("the runs of the Output tab", () => {
   it("labels a run by what it was, its status and when", () => {
     expect(runLabel(newer, true)).toMatch(/^replay of write · running · .+ \(latest\)$/);
     expect(runLabel(older, false)).toMatch(/^success · /);
+    expect(runLabel(older, false)).not.toContain("via");
+    expect(runLabel({ ...newest, origin: "mcp" }, true)).toMatch(/^success · .+ · via MCP \(latest\)$/);
   });
 });
 

@@ -12,9 +12,13 @@ function shortTime(iso: string): string {
   });
 }
 
+/** Who asked for a run when not the studio's own faces (`mcp`: a coding agent through `zstudio mcp`). */
+const ORIGINS: Record<string, string> = { mcp: "via MCP" };
+
 export function runLabel(run: RunRecord, newest: boolean): string {
   const replay = run.replayed_node ? `replay of ${run.replayed_node} · ` : "";
-  return `${replay}${run.status} · ${shortTime(run.started_at)}${newest ? " (latest)" : ""}`;
+  const origin = run.origin ? ` · ${ORIGINS[run.origin] ?? `via ${run.origin}`}` : "";
+  return `${replay}${run.status} · ${shortTime(run.started_at)}${origin}${newest ? " (latest)" : ""}`;
 }
 
 /**

@@ -62,6 +62,7 @@ export function runRecord(id: string, sessionId: string, overrides: Partial<RunR
     stop_requested: null,
     keeper_dir: null,
     replayed_node: null,
+    origin: null,
     usage: null,
     ...overrides,
   };

@@ -219,8 +219,8 @@ pub fn runs(out: &mut impl Write, runs: &[RunRecord], now: SystemTime) -> anyhow
     }
     writeln!(
         out,
-        "{:<18} {:<36}  {:<20}  {:<9}  {:<9}  {:<11}  COMMAND",
-        "STATUS", "RUN", "SESSION", "STARTED", "ELAPSED", "COST"
+        "{:<18} {:<36}  {:<20}  {:<9}  {:<9}  {:<11}  {:<6}  COMMAND",
+        "STATUS", "RUN", "SESSION", "STARTED", "ELAPSED", "COST", "ORIGIN"
     )?;
     for run in runs {
         let status = if run.detached {
@@ -235,13 +235,14 @@ pub fn runs(out: &mut impl Write, runs: &[RunRecord], now: SystemTime) -> anyhow
             .map_or(0, |d| d.as_millis() as u64);
         writeln!(
             out,
-            "{:<18} {:<36}  {:<20}  {:<9}  {:<9}  {:<11}  {}",
+            "{:<18} {:<36}  {:<20}  {:<9}  {:<9}  {:<11}  {:<6}  {}",
             status,
             run.id,
             run.session_id,
             ago(run.started_at, now),
             seconds(elapsed),
             run.usage.as_ref().map_or_else(|| "–".to_owned(), |u| u.label.clone()),
+            run.origin.as_deref().unwrap_or("–"),
             run.command.join(" ")
         )?;
     }

@@ -16,6 +16,16 @@ pub enum Status {
 }
 
 impl Status {
+    /// Every status, in the order above.
+    pub const ALL: [Status; 6] = [
+        Status::Running,
+        Status::Success,
+        Status::Error,
+        Status::Cancelled,
+        Status::Interrupted,
+        Status::Unknown,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Running => "running",

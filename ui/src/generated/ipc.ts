@@ -547,6 +547,12 @@ stop_requested: StoppedBy | null,
  */
 keeper_dir: string | null, replayed_node: string | null, 
 /**
+ * Where the run was asked for when not by the studio's own faces: `mcp` for a run started
+ * or re-run through `zstudio mcp` ([`set_origin`]); none for the window's, `zstudio run`'s
+ * and `serve`'s.
+ */
+origin: string | null, 
+/**
  * What its nodes used, where asked for (`Store::with_runs_usage`; see `session_model`).
  */
 usage?: UsageTotal | null, };

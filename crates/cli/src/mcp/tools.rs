@@ -266,7 +266,7 @@ impl Catalogue {
                 let rows: Vec<Value> = listing
                     .sessions
                     .iter()
-                    .filter(|row| args.status.is_none_or(|status| row.summary.status == status.into()))
+                    .filter(|row| args.status.is_none_or(|status| row.summary.status == status))
                     .filter(|row| {
                         args.agent
                             .as_deref()
@@ -313,14 +313,7 @@ impl Catalogue {
                     json!("(more than 16 KiB: read result.json of the session folder)"),
                 );
             }
-            let store = self.studio.store()?;
-            let mut listed = Vec::with_capacity(runs.len());
-            for run in &runs {
-                let mut value = serde_json::to_value(run).map_err(internal)?;
-                value["origin"] = json!(store.run_origin(&run.id)?);
-                listed.push(value);
-            }
-            object.insert("runs".to_owned(), Value::Array(listed));
+            object.insert("runs".to_owned(), serde_json::to_value(&runs).map_err(internal)?);
         }
         let nodes: Vec<String> = session
             .nodes
@@ -470,7 +463,7 @@ impl Catalogue {
                 "error": record.error,
                 "stopped_by": record.stopped_by,
                 "ended_at": record.ended_at,
-                "origin": store.run_origin(&record.id)?,
+                "origin": record.origin,
             }),
             text,
         })
@@ -566,36 +559,20 @@ fn parse<T: DeserializeOwned>(arguments: Value) -> Result<T, ToolError> {
     serde_json::from_value(arguments).map_err(|error| ToolError::invalid(format!("bad arguments: {error}")))
 }
 
-/// A status, as the listing names it.
-#[derive(Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-enum StatusArg {
-    Running,
-    Success,
-    Error,
-    Cancelled,
-    Interrupted,
-    Unknown,
-}
-
-impl From<StatusArg> for Status {
-    fn from(status: StatusArg) -> Status {
-        match status {
-            StatusArg::Running => Status::Running,
-            StatusArg::Success => Status::Success,
-            StatusArg::Error => Status::Error,
-            StatusArg::Cancelled => Status::Cancelled,
-            StatusArg::Interrupted => Status::Interrupted,
-            StatusArg::Unknown => Status::Unknown,
-        }
-    }
+/// An optional status argument's schema: one of the studio's statuses, by name, or null.
+fn status_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut names: Vec<Value> = Status::ALL.iter().map(|status| json!(status.as_str())).collect();
+    names.push(Value::Null);
+    schemars::json_schema!({ "type": ["string", "null"], "enum": names })
 }
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ListSessionsArgs {
     /// Only the sessions of this status.
-    status: Option<StatusArg>,
+    #[serde(default)]
+    #[schemars(schema_with = "status_schema")]
+    status: Option<Status>,
     /// Only the sessions of this agent.
     agent: Option<String>,
     /// Only the pinned sessions (true) or the others (false).

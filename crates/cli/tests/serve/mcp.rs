@@ -495,7 +495,8 @@ async fn a_trusted_agent_runs_and_is_waited_for_and_a_stranger_is_refused() {
     let runs = place.command("runs").arg("--json").output().unwrap();
     let runs: Vec<Value> = serde_json::from_slice(&runs.stdout).unwrap();
     assert!(
-        runs.iter().any(|r| r["id"] == run.as_str() && r["status"] == "success"),
+        runs.iter()
+            .any(|r| r["id"] == run.as_str() && r["status"] == "success" && r["origin"] == "mcp"),
         "{runs:?}"
     );
 

@@ -371,11 +371,6 @@ impl Store {
         self.with_conn(|conn| runs::set_origin(conn, run_id, origin))
     }
 
-    /// Where a run was asked for ([`Store::run_set_origin`]), if it says.
-    pub fn run_origin(&self, run_id: &str) -> Result<Option<String>, Error> {
-        self.with_conn(|conn| runs::origin(conn, run_id))
-    }
-
     /// The studio lets a live run go on without it: nobody owns it until a studio takes it back.
     /// Claims a run no live studio process owns (`owner` as it was read: none, or a dead one) for
     /// this process, so that one process alone settles it; `false` when another got there first.

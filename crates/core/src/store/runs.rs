@@ -52,6 +52,10 @@ pub struct RunRecord {
     /// The run keeper's folder, for a run that can outlive its studio.
     pub keeper_dir: Option<PathBuf>,
     pub replayed_node: Option<String>,
+    /// Where the run was asked for when not by the studio's own faces: `mcp` for a run started
+    /// or re-run through `zstudio mcp` ([`set_origin`]); none for the window's, `zstudio run`'s
+    /// and `serve`'s.
+    pub origin: Option<String>,
     /// What its nodes used, where asked for (`Store::with_runs_usage`; see `session_model`).
     #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub usage: Option<crate::sessions::cost::UsageTotal>,
@@ -180,13 +184,6 @@ pub(super) fn set_origin(conn: &Connection, run_id: &str, origin: &str) -> Query
     Ok(())
 }
 
-/// Where a run was asked for ([`set_origin`]), if it says.
-pub(super) fn origin(conn: &Connection, run_id: &str) -> QueryResult<Option<String>> {
-    conn.query_row("SELECT origin FROM runs WHERE id = ?1", [run_id], |r| r.get(0))
-        .optional()?
-        .ok_or_else(|| Error::RunNotFound { id: run_id.to_owned() }.into())
-}
-
 /// Claims a run no live studio process owns for this process; `false` when another got there
 /// first.
 pub(super) fn claim(conn: &Connection, run_id: &str, owner: Option<i64>) -> QueryResult<bool> {
@@ -289,7 +286,7 @@ pub(super) fn running_or_newer(conn: &Connection, after_key: i64) -> QueryResult
 /// What [`from_row`] reads, from `runs r`, `sessions s` and `workspaces w`.
 const COLUMNS: &str = "r.id, s.session_id, r.agent, r.command, r.pid, r.pgid, r.status, r.started_at,
         r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid, r.stop_requested, w.root,
-        r.keeper_dir, r.pgid_start_time, r.boot_id, r.owner_start_time";
+        r.keeper_dir, r.pgid_start_time, r.boot_id, r.owner_start_time, r.origin";
 
 fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let command: String = row.get(3)?;
@@ -316,6 +313,7 @@ fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         workspace: PathBuf::from(row.get::<_, String>(15)?),
         keeper_dir: row.get::<_, Option<String>>(16)?.map(PathBuf::from),
         replayed_node: row.get(12)?,
+        origin: row.get(20)?,
         usage: None,
     })
 }

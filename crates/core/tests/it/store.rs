@@ -144,11 +144,11 @@ fn a_runs_origin_is_kept_and_an_unknown_run_has_none_to_set() {
     make_folder(&s.workspace, "1795952600000_orig");
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
     let run = start_run(&store, &s.workspace, &id("1795952600000_orig"), "p");
-    assert_eq!(store.run_origin(&run).unwrap(), None);
+    assert_eq!(store.run(&run).unwrap().origin, None);
     store.run_set_origin(&run, "mcp").unwrap();
     drop(store);
     let store = Store::open(&StoreLocation::File(s.db.clone())).unwrap();
-    assert_eq!(store.run_origin(&run).unwrap().as_deref(), Some("mcp"));
+    assert_eq!(store.run(&run).unwrap().origin.as_deref(), Some("mcp"));
     assert!(matches!(
         store.run_set_origin("no-such-run", "mcp"),
         Err(studio_core::Error::RunNotFound { .. })
