@@ -19,6 +19,9 @@ mod mcp;
 // The official Python MCP SDK's client, running `mcp_client/drive.py`.
 #[path = "mcp_client/python.rs"]
 mod mcp_python_client;
+// The injection fixture.
+#[path = "mcp_client/injection.rs"]
+mod mcp_injection;
 #[path = "remote/reconnect.rs"]
 mod reconnect;
 

@@ -14,6 +14,9 @@ mod mcp;
 mod mcp_python;
 #[path = "mcp_client/python.rs"]
 mod mcp_python_client;
+// The injection fixture.
+#[path = "mcp_client/injection.rs"]
+mod mcp_injection;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;

@@ -20,7 +20,8 @@ trusted and slow. Every check that fails prints what was expected and what came,
 exits 1; 0 when all passed. With `--elsewhere` the expected file also holds the server's `argv`
 and `env`, whether it takes `--allow-runs` (`runs`), and either a run's whole output (`large_run`,
 `large_output`) or the `read_output` arguments of a session's folder (`output_of`) and a text its
-pages hold (`output_holds`).
+pages hold (`output_holds`); with `evil_session` and `evil_run` the injection fixture and the
+malformed calls are checked too, and with `slow_argv` (a workspace whose `trip` is slow) a stop.
 """
 
 from __future__ import annotations
@@ -395,8 +396,7 @@ async def drive(arguments: argparse.Namespace) -> None:
 
 async def drive_elsewhere(expected: dict[str, Any]) -> None:
     """A workspace of a host (`--remote`) or a bucket (`--source`): the server as `argv` and `env`
-    start it; its listing, an output in pages, and runs when `runs` says the server takes
-    `--allow-runs`."""
+    start it; the checks the expected file has what they need for (the module's docstring)."""
     place = Place(expected["argv"], expected["env"])
     with anyio.fail_after(DEADLINE_SECONDS):
         if expected["runs"]:
@@ -409,8 +409,13 @@ async def drive_elsewhere(expected: dict[str, Any]) -> None:
                 await output_is_paged(session, expected["large_run"], expected["large_output"])
             else:
                 await folder_output_is_paged(session, expected["output_of"], expected["output_holds"])
+            if "evil_session" in expected:
+                await injection_is_inert(session, expected["evil_session"], expected["evil_run"], expected["large_run"])
+                await malformed_calls_are_answered(session, expected["large_run"], expected["evil_run"])
         if expected["runs"]:
             await runs_start_wait_and_refuse(place)
+        if "slow_argv" in expected:
+            await slow_run_stopped_ends_cancelled(Place(expected["slow_argv"], expected["env"]))
 
 
 def main() -> int:

@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use test_servers::sshd::Sshd;
 
 use super::remote_workspace;
+use crate::mcp_injection::INJECTION;
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -29,14 +30,14 @@ fn on_host(args: &[&str], host_data: &Path) -> Output {
     output
 }
 
-/// A host workspace: `trip` (the test agent, two short nodes) trusted and run there, `stranger`
-/// never trusted, and a run of about 1 MB of output. That run's id and its output.
-fn fill_host(ws: &str, host_data: &Path) -> (String, String) {
+/// A host workspace: `trip` (the test agent, two nodes of `millis` ms) trusted and run there,
+/// `stranger` never trusted, and a run of about 1 MB of output. That run's id and its output.
+fn fill_host(ws: &str, host_data: &Path, millis: u64) -> (String, String) {
     let agent = super::common::agent_binary();
     std::fs::write(
         Path::new(ws).join(".zibby/studio.toml"),
         format!(
-            "[[agent]]\nname = \"trip\"\nrun = [\"{agent}\", \"--nodes\", \"plan:10,book:10\"]\n\n\
+            "[[agent]]\nname = \"trip\"\nrun = [\"{agent}\", \"--nodes\", \"plan:{millis},book:{millis}\"]\n\n\
              [[agent]]\nname = \"stranger\"\nrun = [\"{agent}\", \"--nodes\", \"x:10\"]\n"
         ),
     )
@@ -123,7 +124,7 @@ async fn a_hosts_workspace_is_served_to_a_coding_agent_here() {
     let ws = workspace.to_str().unwrap();
     let host_data = sshd.home().join("data");
     let local = tempfile::tempdir().unwrap();
-    let (large_run, large_output) = fill_host(ws, &host_data);
+    let (large_run, large_output) = fill_host(ws, &host_data, 10);
     let on_host_listing: Value =
         serde_json::from_slice(&on_host(&["sessions", "-w", ws, "--json"], &host_data).stdout).unwrap();
     let ids_and_status = |rows: &Value| -> Vec<(Value, Value)> {
@@ -204,9 +205,10 @@ async fn a_hosts_workspace_is_served_to_a_coding_agent_here() {
     assert_eq!(processes_naming(&config), 0, "an ssh left running");
 }
 
-/// The official Python SDK's client (`mcp_client/drive.py`) on the same kind of host workspace:
-/// the read tools alone without `--allow-runs`, the host's listing, an output joined from its
-/// pages, a trusted agent started and waited for, an untrusted one refused.
+/// The official Python SDK's client (`mcp_client/drive.py`) on host workspaces, through the same
+/// checks as on a local one: the read tools alone without `--allow-runs`, the host's listing, an
+/// output joined from its pages, the injection fixture inert, 1,000 malformed calls answered, a
+/// trusted agent started and waited for, an untrusted one refused, a slow run stopped.
 #[test]
 fn the_official_python_client_reads_and_runs_on_a_host() {
     let sshd = Sshd::start();
@@ -214,29 +216,47 @@ fn the_official_python_client_reads_and_runs_on_a_host() {
     let ws = workspace.to_str().unwrap();
     let host_data = sshd.home().join("data");
     let local = tempfile::tempdir().unwrap();
-    let (large_run, large_output) = fill_host(ws, &host_data);
+    let (large_run, large_output) = fill_host(ws, &host_data, 10);
+    // The injection fixture, as the local test has it.
+    let agent = super::common::agent_binary();
+    let say = format!("evil={INJECTION}");
+    let evil = on_host(
+        &[
+            "run", "--json", "--prompt", INJECTION, "-w", ws, "--", &agent, "--nodes", "evil:10", "--say", &say,
+        ],
+        &host_data,
+    );
+    let evil: Value = serde_json::from_str(String::from_utf8_lossy(&evil.stdout).lines().next().unwrap()).unwrap();
+    // A second workspace whose `trip` is slow enough to be stopped mid-run.
+    let slow = remote_workspace(&sshd, "slow");
+    fill_host(slow.to_str().unwrap(), &host_data, 4_000);
     let sessions: Value =
         serde_json::from_slice(&on_host(&["sessions", "-w", ws, "--json"], &host_data).stdout).unwrap();
     let expected = local.path().join("expected.json");
-    let argv = json!([
-        env!("CARGO_BIN_EXE_zstudio"),
-        "--remote",
-        format!("{}:{ws}", sshd.alias()),
-        "--ssh-config",
-        sshd.ssh_config(),
-        "--keep-connection",
-        "0",
-        "mcp",
-    ]);
+    let argv = |workspace: &Path| {
+        json!([
+            env!("CARGO_BIN_EXE_zstudio"),
+            "--remote",
+            format!("{}:{}", sshd.alias(), workspace.display()),
+            "--ssh-config",
+            sshd.ssh_config(),
+            "--keep-connection",
+            "0",
+            "mcp",
+        ])
+    };
     std::fs::write(
         &expected,
         json!({
-            "argv": argv,
+            "argv": argv(&workspace),
+            "slow_argv": argv(&slow),
             "env": {"XDG_DATA_HOME": local.path()},
             "runs": true,
             "sessions": sessions,
             "large_run": large_run,
             "large_output": large_output,
+            "evil_session": evil["session_id"],
+            "evil_run": evil["run_id"],
         })
         .to_string(),
     )
