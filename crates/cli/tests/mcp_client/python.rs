@@ -28,11 +28,11 @@ fn sdk_python() -> PathBuf {
         "{} is missing: run scripts/setup.sh (it installs the Python MCP SDK `mcp` into .venv/mcp), or set ZIBBY_MCP_VENV",
         python.display()
     );
-    let setup = std::fs::read_to_string(repo_root().join("scripts/setup.sh")).unwrap();
+    let setup = std::fs::read_to_string(repo_root().join("scripts/setup-servers.sh")).unwrap();
     let pinned = setup
         .lines()
         .find_map(|line| line.strip_prefix("MCP_VERSION="))
-        .expect("scripts/setup.sh pins MCP_VERSION");
+        .expect("scripts/setup-servers.sh pins MCP_VERSION");
     let installed = Command::new(&python)
         .args(["-c", "import importlib.metadata as m; print(m.version('mcp'))"])
         .output()
