@@ -257,6 +257,7 @@ fn a_run_the_studio_did_not_start_but_saw_counts_toward_the_day() {
 /// Stop's does, and the run is still said to be stopped by its budget.
 #[test]
 fn a_budget_stop_the_agent_ignores_escalates_past_the_grace() {
+    // `research` reaches the budget as it begins (its usage first), then ignores the stop.
     let workspace = TempDir::new().unwrap();
     let root = workspace.path().to_str().unwrap();
     let agent = agent_binary();
@@ -265,7 +266,7 @@ fn a_budget_stop_the_agent_ignores_escalates_past_the_grace() {
         workspace.path().join(".zibby/studio.toml"),
         format!(
             "[[agent]]\nname = \"spender\"\nrun = [\"{agent}\", \"--nodes\", \"plan:100,research:20000\", \
-             \"--usage\", \"plan=claude-code\", \"--ignore-stop\"]\nmax_cost_usd = 0.000001\n"
+             \"--lines\", \"0\", \"--usage\", \"research=claude-code\", \"--ignore-stop\"]\nmax_cost_usd = 0.000001\n"
         ),
     )
     .unwrap();
@@ -288,4 +289,54 @@ fn a_budget_stop_the_agent_ignores_escalates_past_the_grace() {
     let session = events[0]["session_id"].as_str().unwrap();
     let logged = log_events(root, session);
     assert!(logged.contains(&"run.signalled".to_owned()), "{logged:?}");
+}
+
+/// A node whose usage reaches the budget and that ends at once races the stop file: the next node
+/// may begin before the studio wrote it (the engine looks before each node). That node is then
+/// stopped at once, forced (`budget.overrun`), never let run to its end; no later node begins.
+#[test]
+fn a_node_that_races_the_budgets_stop_is_stopped_at_once() {
+    let workspace = TempDir::new().unwrap();
+    let root = workspace.path().to_str().unwrap();
+    let agent = agent_binary();
+    std::fs::create_dir_all(workspace.path().join(".zibby")).unwrap();
+    // `plan` prints its usage and ends at once; any usage is past one token.
+    std::fs::write(
+        workspace.path().join(".zibby/studio.toml"),
+        format!(
+            "[[agent]]\nname = \"racer\"\nrun = [\"{agent}\", \"--nodes\", \"plan:0,research:20000,write:0\", \
+             \"--usage\", \"plan=claude-code\"]\nmax_tokens = 1\n"
+        ),
+    )
+    .unwrap();
+    let output = zstudio(&["run", "--json", "--agent", "racer", "--trust", "-w", root], None);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "cancelled: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events = json_lines(&output);
+    let begun: Vec<&str> = of_type(&events, "node_begin")
+        .iter()
+        .map(|e| e["node"].as_str().unwrap())
+        .collect();
+    assert!(!begun.contains(&"write"), "{begun:?}");
+    let ended = of_type(&events, "node_end");
+    assert!(
+        !ended
+            .iter()
+            .any(|e| e["node"] == "research" && e["status"] == "success"),
+        "research began past the budget and ran to its end: {ended:?}"
+    );
+    let finished = of_type(&events, "run_finished")[0];
+    assert_eq!(
+        (&finished["status"], &finished["stopped_by"]),
+        (&Value::from("cancelled"), &Value::from("budget"))
+    );
+    // When research began, the log says so.
+    let session = events[0]["session_id"].as_str().unwrap();
+    if begun.contains(&"research") {
+        assert!(log_events(root, session).contains(&"budget.overrun".to_owned()));
+    }
 }

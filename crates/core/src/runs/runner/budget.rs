@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
 use super::events::RunEvent;
+use super::follow::NodesBegan;
 use super::followed::FollowedRun;
 use super::request::RunRequest;
 use super::shared::Shared;
@@ -112,6 +113,30 @@ impl FollowedRun {
         };
         for news in watch.observe(&total) {
             self.tell_budget_news(news);
+        }
+    }
+
+    /// A node that began after the usage that reached the budget (after that line in the same
+    /// chunk, or in any later chunk) raced the stop file: the engine looked for it before the
+    /// studio wrote it. It is stopped at once, forced, rather than let run to its end: no node
+    /// past the budget spends on (`budget.overrun` says which). Once per run (`stopped`).
+    pub(super) fn stop_late_nodes(&self, reached_before: bool, began: &NodesBegan, stopped: &mut bool) {
+        if *stopped || !self.live.stopped_by_budget.load(Ordering::SeqCst) {
+            return;
+        }
+        let late = if reached_before { &began.all } else { &began.after_usage };
+        let Some(first) = late.first() else {
+            return;
+        };
+        *stopped = true;
+        self.log(
+            Level::Warn,
+            "budget.overrun",
+            &format!("node {first} began before the budget's stop was seen: stopping the run now"),
+            serde_json::json!({ "nodes": late }),
+        );
+        if let Err(error) = ask_to_stop(&self.shared, &self.run_id, true) {
+            tracing::error!(run_id = %self.run_id, %error, "cannot stop a run past its budget");
         }
     }
 

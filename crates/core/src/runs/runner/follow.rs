@@ -206,11 +206,21 @@ struct Recorder<'s> {
     node_spans: HashMap<usize, i64>,
     /// What the nodes print that they used, kept at the run's end.
     usage: OutputUsageReader,
+    /// The nodes the last chunk began, for the budget ([`FollowedRun::stop_late_nodes`]).
+    began: NodesBegan,
+}
+
+/// The nodes one chunk of output began: all of them, and those after its last line of usage.
+#[derive(Default)]
+pub(super) struct NodesBegan {
+    pub(super) all: Vec<String>,
+    pub(super) after_usage: Vec<String>,
 }
 
 impl Recorder<'_> {
     /// Records the steps of one chunk of output in one transaction.
     fn record(&mut self, steps: impl Iterator<Item = Step>) {
+        self.began = NodesBegan::default();
         let recorded = self.store.batch(|| {
             for step in steps {
                 self.record_step(step);
@@ -244,6 +254,8 @@ impl Recorder<'_> {
                 if let Ok(span) = store.span_start(&self.run_id, parent, &node, "node", depth, SystemTime::now()) {
                     self.node_spans.insert(index, span);
                 }
+                self.began.all.push(node.clone());
+                self.began.after_usage.push(node);
             }
             Step::NodeEnded { index, status } => {
                 if let Some(span) = self.node_spans.get(&index) {
@@ -257,7 +269,11 @@ impl Recorder<'_> {
                 text,
             } => {
                 if stream == Stream::Stdout {
+                    let revision = self.usage.revision();
                     self.usage.line(node.as_deref(), &text);
+                    if self.usage.revision() != revision {
+                        self.began.after_usage.clear();
+                    }
                 }
                 if let Err(error) = self.writer.append(stream, at_ms, node.as_deref(), &text) {
                     tracing::error!(run_id = %self.run_id, %error, "cannot record output");
@@ -369,6 +385,7 @@ impl FollowedRun {
         let mut steps: Vec<Step> = Vec::new();
         let mut heard: Vec<RunEvent> = Vec::new();
         let mut usage_seen = recorder.usage.revision();
+        let mut late_stopped = false;
 
         loop {
             match receiver.recv_timeout(TICK) {
@@ -380,7 +397,9 @@ impl FollowedRun {
                     // Subscribers first: recording can wait a moment, the window should not.
                     self.shared.publish_all(heard.drain(..));
                     recorder.record(steps.drain(..));
+                    let reached_before = self.live.stopped_by_budget.load(Ordering::SeqCst);
                     self.watch_budget(&mut budget, &recorder.usage, &mut usage_seen);
+                    self.stop_late_nodes(reached_before, &recorder.began, &mut late_stopped);
                 }
                 Ok(Message::Exited(child)) => {
                     self.after_keeper_died();
@@ -477,6 +496,7 @@ impl FollowedRun {
             run_span,
             node_spans,
             usage,
+            began: NodesBegan::default(),
         })
     }
 
