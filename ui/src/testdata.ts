@@ -63,6 +63,7 @@ export function runRecord(id: string, sessionId: string, overrides: Partial<RunR
     keeper_dir: null,
     replayed_node: null,
     origin: null,
+    budget: null,
     usage: null,
     ...overrides,
   };

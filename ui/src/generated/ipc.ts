@@ -553,6 +553,10 @@ keeper_dir: string | null, replayed_node: string | null,
  */
 origin: string | null, 
 /**
+ * The limits it was started with (`max_cost_usd`, `max_tokens`), when it had any.
+ */
+budget: Budget | null, 
+/**
  * What its nodes used, where asked for (`Store::with_runs_usage`; see `session_model`).
  */
 usage?: UsageTotal | null, };

@@ -101,6 +101,24 @@ impl BudgetWatch {
         }
     }
 
+    /// A watch of a run followed on by another studio process, told already what its log
+    /// holds (`told`: the run's log events: `budget.warning`, `budget.reached`,
+    /// `budget.unpriced`), so nothing is said twice.
+    pub fn resumed(budget: Budget, told: &[String]) -> BudgetWatch {
+        let said = |event: &str| told.iter().any(|told| told == event);
+        BudgetWatch {
+            budget,
+            warned: said("budget.warning"),
+            reached: said("budget.reached"),
+            unpriced_said: said("budget.unpriced"),
+        }
+    }
+
+    /// Whether the limit was reached (a stop was asked for it).
+    pub fn reached(&self) -> bool {
+        self.reached
+    }
+
     /// Whether it has a limit to watch.
     pub fn has_limit(&self) -> bool {
         self.budget.max_cost_usd.is_some() || self.budget.max_tokens.is_some()

@@ -288,6 +288,11 @@ const MIGRATIONS: &[&str] = &[
     END;
     DELETE FROM folder_index;
     "#,
+    // 17: the limits a run was started with (`runs.budget`: JSON of its `max_cost_usd` and
+    // `max_tokens`; NULL for none), so that a studio that adopts a kept run holds it to them.
+    r#"
+    ALTER TABLE runs ADD COLUMN budget TEXT;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;

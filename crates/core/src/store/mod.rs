@@ -366,6 +366,11 @@ impl Store {
         self.with_conn(|conn| runs::set_keeper_dir(conn, run_id, dir))
     }
 
+    /// Records the limits a run was started with, for a studio that adopts it.
+    pub fn run_set_budget(&self, run_id: &str, budget: &crate::vocabulary::launch::Budget) -> Result<(), Error> {
+        self.with_conn(|conn| runs::set_budget(conn, run_id, budget))
+    }
+
     /// Records where a run was asked for, when not by the studio's own faces (`mcp`).
     pub fn run_set_origin(&self, run_id: &str, origin: &str) -> Result<(), Error> {
         self.with_conn(|conn| runs::set_origin(conn, run_id, origin))

@@ -14,6 +14,7 @@ use crate::status::Status;
 use crate::timeline::StoppedBy;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
+use crate::vocabulary::launch::Budget;
 use crate::vocabulary::process::{self, ProcessIdentity};
 
 /// A run as the store records it.
@@ -56,6 +57,8 @@ pub struct RunRecord {
     /// or re-run through `zstudio mcp` ([`set_origin`]); none for the window's, `zstudio run`'s
     /// and `serve`'s.
     pub origin: Option<String>,
+    /// The limits it was started with (`max_cost_usd`, `max_tokens`), when it had any.
+    pub budget: Option<Budget>,
     /// What its nodes used, where asked for (`Store::with_runs_usage`; see `session_model`).
     #[cfg_attr(feature = "ts", ts(optional = nullable))]
     pub usage: Option<crate::sessions::cost::UsageTotal>,
@@ -184,6 +187,21 @@ pub(super) fn set_origin(conn: &Connection, run_id: &str, origin: &str) -> Query
     Ok(())
 }
 
+/// Records the limits a run was started with (its `max_cost_usd` and `max_tokens`: the daily
+/// one was checked before it started), for a studio that adopts it; none recorded when it has
+/// neither.
+pub(super) fn set_budget(conn: &Connection, run_id: &str, budget: &Budget) -> QueryResult<()> {
+    if budget.max_cost_usd.is_none() && budget.max_tokens.is_none() {
+        return Ok(());
+    }
+    let limits = serde_json::json!({ "max_cost_usd": budget.max_cost_usd, "max_tokens": budget.max_tokens });
+    conn.execute(
+        "UPDATE runs SET budget = ?2 WHERE id = ?1",
+        params![run_id, limits.to_string()],
+    )?;
+    Ok(())
+}
+
 /// Claims a run no live studio process owns for this process; `false` when another got there
 /// first.
 pub(super) fn claim(conn: &Connection, run_id: &str, owner: Option<i64>) -> QueryResult<bool> {
@@ -286,7 +304,7 @@ pub(super) fn running_or_newer(conn: &Connection, after_key: i64) -> QueryResult
 /// What [`from_row`] reads, from `runs r`, `sessions s` and `workspaces w`.
 const COLUMNS: &str = "r.id, s.session_id, r.agent, r.command, r.pid, r.pgid, r.status, r.started_at,
         r.ended_at, r.exit_code, r.error, r.stopped_by, r.replayed_node, r.owner_pid, r.stop_requested, w.root,
-        r.keeper_dir, r.pgid_start_time, r.boot_id, r.owner_start_time, r.origin";
+        r.keeper_dir, r.pgid_start_time, r.boot_id, r.owner_start_time, r.origin, r.budget";
 
 fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
     let command: String = row.get(3)?;
@@ -314,6 +332,9 @@ fn from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
         keeper_dir: row.get::<_, Option<String>>(16)?.map(PathBuf::from),
         replayed_node: row.get(12)?,
         origin: row.get(20)?,
+        budget: row
+            .get::<_, Option<String>>(21)?
+            .and_then(|text| serde_json::from_str(&text).ok()),
         usage: None,
     })
 }

@@ -125,11 +125,17 @@ fn eventually_stored(store: &Store, run_id: &str, line: &str) {
 /// through its keeper, on the bench's store, and was killed (SIGKILL) once it recorded a few
 /// lines; `other` is a run of the workspace already there.
 fn started_by_a_killed_studio(b: &harness::Bench, args: &[&str], other: &str) -> String {
+    started_by_a_killed_studio_with(b, &[], args, other)
+}
+
+/// [`started_by_a_killed_studio`] with `options` given to `zstudio run` (`--max-tokens N`).
+fn started_by_a_killed_studio_with(b: &harness::Bench, options: &[&str], args: &[&str], other: &str) -> String {
     let store = b.supervisor.store();
     let agent = agent_binary();
     let mut a = Command::new(keeper_binary())
         .args(["run", "--json", "-w"])
         .arg(b.workspace.root())
+        .args(options)
         .arg("--")
         .arg(&agent)
         .args(args)
@@ -230,4 +236,51 @@ fn an_adopted_run_asked_to_stop_whose_keeper_is_killed_is_cancelled() {
         (run.status, run.stopped_by),
         (Status::Cancelled, Some(Stopping::Graceful))
     );
+}
+
+/// A run started with a budget whose studio died before the budget was reached is held to it by
+/// its adopter: the node whose usage reaches it finishes, no later node starts, and the run ends
+/// `cancelled`, stopped by its budget.
+#[test]
+fn an_adopted_run_is_held_to_the_budget_it_was_started_with() {
+    let b = harness::bench("studio.sqlite", true);
+    let store = b.supervisor.store().clone();
+    let run_id = started_by_a_killed_studio_with(
+        &b,
+        &["--max-tokens", "1"],
+        &[
+            "--nodes",
+            "plan:1500,write:1500,report:1500",
+            "--lines",
+            "0",
+            "--usage",
+            "write=claude-code",
+        ],
+        "",
+    );
+    let budget = store.run(&run_id).unwrap().budget.expect("the run's budget is kept");
+    assert_eq!((budget.max_tokens, budget.max_cost_usd), (Some(1), None));
+    assert_eq!(b.supervisor.adopt(None).unwrap(), vec![run_id.clone()]);
+    assert_eq!(ended(&b, &run_id).0, Status::Cancelled);
+    let run = store.run(&run_id).unwrap();
+    assert_eq!(
+        run.stopped_by,
+        Some(studio_core::timeline::StoppedBy::Budget),
+        "{run:?}"
+    );
+    let spans = store.spans(&run_id).unwrap();
+    let nodes: Vec<&str> = spans
+        .iter()
+        .filter(|span| span.kind == SpanKind::Node)
+        .map(|span| span.name.as_str())
+        .collect();
+    assert_eq!(nodes, ["plan", "write"], "no node starts past the budget");
+    let session = studio_core::SessionId::parse(&run.session_id).unwrap();
+    let events: Vec<String> = store
+        .logs(&b.workspace, &session)
+        .unwrap()
+        .into_iter()
+        .map(|line| line.event)
+        .collect();
+    assert!(events.contains(&"budget.reached".to_owned()), "{events:?}");
 }

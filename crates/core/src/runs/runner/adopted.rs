@@ -81,7 +81,9 @@ fn let_go(shared: &Shared, run_id: &str) {
 /// the store lacks, then follows it live.
 fn follow_adopted(shared: &Arc<Shared>, run: RunRecord, dir: PathBuf, leader: ProcessIdentity) -> Result<(), Error> {
     let session_id = SessionId::parse(&run.session_id)?;
-    let session_path = Workspace::from_canonical_root(run.workspace.clone()).session_path(&session_id);
+    let workspace = Workspace::from_canonical_root(run.workspace.clone());
+    let session_path = workspace.session_path(&session_id);
+    let budget = run.budget.unwrap_or_default();
     let live = Arc::new(LiveRun::new(
         &run.id,
         session_path,
@@ -138,8 +140,8 @@ fn follow_adopted(shared: &Arc<Shared>, run: RunRecord, dir: PathBuf, leader: Pr
                 let_go(&followed.shared, &followed.run_id);
                 return;
             }
-            // Its budget is not known here (the studio that started it held it): not enforced.
-            let budget = crate::sessions::budget::BudgetWatch::new(Default::default());
+            // Held to the limits it was started with, from what its log says was told already.
+            let budget = followed.resume_budget(budget, &workspace);
             followed.follow(receiver, Some(resumed), budget);
         })
         .map_err(|e| Error::io_spawn("thread", e))?;

@@ -20,6 +20,7 @@ use crate::sessions::cost::{dollars, OutputUsageReader, UsageTotal};
 use crate::sessions::session::Workspace;
 use crate::store::{Level, Store};
 use crate::vocabulary::error::Error;
+use crate::vocabulary::launch::Budget;
 
 /// What the workspace spent today, past its daily budget, when a run started anyway.
 pub(super) struct OverBudget {
@@ -101,6 +102,27 @@ pub(super) fn log_over_budget(store: &Store, run_id: &str, over: &OverBudget) {
 }
 
 impl FollowedRun {
+    /// The watch of an adopted run: the limits it was started with, and what its log says was
+    /// told already (a run whose budget was reached ends stopped by it, whoever settles it).
+    pub(super) fn resume_budget(&self, budget: Budget, workspace: &Workspace) -> BudgetWatch {
+        let told: Vec<String> = match self.shared.store.logs(workspace, &self.session_id) {
+            Ok(logs) => logs
+                .into_iter()
+                .filter(|line| line.run_id.as_deref() == Some(self.run_id.as_str()))
+                .map(|line| line.event)
+                .collect(),
+            Err(error) => {
+                tracing::warn!(run_id = %self.run_id, %error, "cannot read an adopted run's log");
+                Vec::new()
+            }
+        };
+        let watch = BudgetWatch::resumed(budget, &told);
+        if watch.reached() {
+            self.live.stopped_by_budget.store(true, Ordering::SeqCst);
+        }
+        watch
+    }
+
     /// Holds the run to its budget with what its nodes reported so far (`seen`: the usage
     /// reader's revision last looked at).
     pub(super) fn watch_budget(&self, watch: &mut BudgetWatch, usage: &OutputUsageReader, seen: &mut u64) {

@@ -346,6 +346,7 @@ fn record_run(
             started_at,
         },
     )?;
+    store.run_set_budget(&run_id, &request.budget)?;
     if let Some(prompt) = request.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
         store.message_append(&request.workspace, session_id, "user", prompt, started_at)?;
     }
