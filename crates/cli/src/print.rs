@@ -61,28 +61,35 @@ pub fn sessions(out: &mut impl Write, sessions: &[SessionRow], now: SystemTime) 
         )?;
         return Ok(());
     }
+    let title = title_width(terminal_columns());
     writeln!(
         out,
-        "  {:<11} {:<28} {:<16} {:<20} {:<12} {:<11} {:<32} UPDATED",
-        "STATUS", "SESSION", "AGENT", "CURRENT NODE", "NODES", "COST", "TITLE"
+        "  {:<11} {:<28} {:<16} {:<20} {:<12} {:<11} {} UPDATED",
+        "STATUS",
+        "SESSION",
+        "AGENT",
+        "CURRENT NODE",
+        "NODES",
+        "COST",
+        cell("TITLE", title)
     )?;
     for row in sessions {
         let session = &row.summary;
         let (ended, begun) = session.nodes_progress();
         writeln!(
             out,
-            "{} {:<11} {:<28} {:<16} {:<20} {:<12} {:<11} {:<32} {}",
+            "{} {:<11} {:<28} {} {} {:<12} {:<11} {} {}",
             if row.pinned { "*" } else { " " },
             session.status,
             session.id,
-            shorten(session.agent.as_deref().unwrap_or("-"), 16),
-            shorten(session.current_node.as_deref().unwrap_or("-"), 20),
+            cell(session.agent.as_deref().unwrap_or("-"), 16),
+            cell(session.current_node.as_deref().unwrap_or("-"), 20),
             format!("{ended}/{begun}"),
             session
                 .usage
                 .as_ref()
                 .map_or_else(|| "–".to_owned(), |u| u.short_label.clone()),
-            shorten(session.title.as_deref().unwrap_or("-"), 32),
+            cell(session.title.as_deref().unwrap_or("-"), title),
             ago(session.updated_at, now)
         )?;
         if !row.tags.is_empty() {
@@ -498,12 +505,45 @@ fn node_usage(usage: &NodeUsage) -> String {
     format!("  · {tokens} · {}{source}{models}{last}", usage.cost_label)
 }
 
+/// `text` in at most `max` columns of a terminal (wide characters take two, combining ones
+/// none), cut with `…` when longer.
 fn shorten(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        text.to_owned()
-    } else {
-        format!("{}…", text.chars().take(max - 1).collect::<String>())
+    use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+    if text.width() <= max {
+        return text.to_owned();
     }
+    let mut kept = String::new();
+    let mut width = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if width + w > max.saturating_sub(1) {
+            break;
+        }
+        kept.push(c);
+        width += w;
+    }
+    kept.push('…');
+    kept
+}
+
+/// A table cell: `text` cut to `width` columns ([`shorten`]) and padded to them with spaces.
+fn cell(text: &str, width: usize) -> String {
+    let shown = shorten(text, width);
+    let padding = width.saturating_sub(unicode_width::UnicodeWidthStr::width(shown.as_str()));
+    format!("{shown}{}", " ".repeat(padding))
+}
+
+/// The columns of the terminal standard output is, if it is one.
+fn terminal_columns() -> Option<usize> {
+    terminal_size::terminal_size_of(std::io::stdout()).map(|(width, _)| usize::from(width.0))
+}
+
+/// How wide the sessions table's TITLE column is: 32 columns, or in a terminal what its width
+/// leaves after the other columns (at least 16, at most 80).
+fn title_width(columns: Option<usize>) -> usize {
+    // The columns before TITLE and after it ("  5m ago"), with their separating spaces.
+    const OTHERS: usize = 2 + 12 + 29 + 17 + 21 + 13 + 12 + 9;
+    columns.map_or(32, |columns| columns.saturating_sub(OTHERS).clamp(16, 80))
 }
 
 fn ago(time: Timestamp, now: SystemTime) -> String {
@@ -569,4 +609,32 @@ pub fn imported(out: &mut impl Write, imported: &studio_core::share::ImportedSes
         imported.path.display()
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cell, shorten, title_width};
+    use unicode_width::UnicodeWidthStr;
+
+    #[test]
+    fn cells_are_measured_in_terminal_columns() {
+        // Eight wide characters take 16 columns: padded to 20, the next column lines up.
+        let title = "日本語のタイトル";
+        assert_eq!(cell(title, 20).width(), 20);
+        assert_eq!(cell(title, 20), format!("{title}    "));
+        // Cut to 9 columns: four wide characters and the ellipsis.
+        assert_eq!(shorten(title, 9), "日本語の…");
+        assert_eq!(cell(title, 9).width(), 9);
+        // Combining marks take none.
+        assert_eq!(cell("e\u{301}", 3), "e\u{301}  ");
+        assert_eq!(cell("plan", 6), "plan  ");
+    }
+
+    #[test]
+    fn the_title_column_takes_what_the_terminal_leaves() {
+        assert_eq!(title_width(None), 32);
+        assert_eq!(title_width(Some(80)), 16);
+        assert_eq!(title_width(Some(160)), 160 - 115);
+        assert_eq!(title_width(Some(400)), 80);
+    }
 }
