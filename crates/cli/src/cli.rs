@@ -870,7 +870,13 @@ mod tests {
         assert_eq!(check(&["--source", "s3://b/p", "mcp"]), Ok(()));
         let error = check(&["mcp", "--allow-runs", "--source", "s3://b/p"]).unwrap_err();
         assert!(error.contains("does not take --allow-runs"), "{error}");
-        let error = check(&["mcp", "--remote", "h:/w"]).unwrap_err();
+        // `mcp` serves a host's workspace through the host's own server and store.
+        assert_eq!(check(&["mcp", "--remote", "h:/w", "--allow-runs"]), Ok(()));
+        let error = check(&["mcp", "--remote", "h:/w", "--source", "s3://b/p"]).unwrap_err();
+        assert!(error.contains("each name the workspace"), "{error}");
+        let error = check(&["mcp", "--remote", "h:/w", "--db", "x.sqlite"]).unwrap_err();
+        assert!(error.contains("uses the host's own store"), "{error}");
+        let error = check(&["logs", "x", "--remote", "h:/w"]).unwrap_err();
         assert!(error.contains("does not work on a remote workspace"), "{error}");
     }
 
