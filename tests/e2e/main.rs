@@ -169,7 +169,7 @@ async fn an_empty_workspace_says_how_to_get_sessions() {
         let text = empty.text().await.unwrap();
         assert!(text.contains("No sessions yet"), "the empty state says so: {text}");
         assert!(
-            text.contains("Run an agent with ZIBBY_EMIT_GRAPH_MARKERS=1 in this folder"),
+            text.contains("Run an agent with ZIBBY_WORKFLOW_GRAPH_LOG_MARKERS=1 in this folder"),
             "the empty state says how to get sessions: {text}"
         );
         assert!(text.contains("fill-demo"), "the empty state offers the demo: {text}");

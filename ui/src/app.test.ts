@@ -88,7 +88,7 @@ describe("the window", () => {
     await start(fakeBackend()).refresh();
     expect(root.querySelector("table")).toBeNull();
     const text = root.querySelector(".empty")?.textContent ?? "";
-    expect(text).toContain("Run an agent with ZIBBY_EMIT_GRAPH_MARKERS=1 in this folder");
+    expect(text).toContain("Run an agent with ZIBBY_WORKFLOW_GRAPH_LOG_MARKERS=1 in this folder");
     expect(text).toContain("cargo run -p zibby-test-agent -- fill-demo /p");
   });
 

@@ -438,8 +438,9 @@ fn not_known(layout: Layout, files: &FolderFiles, status: Status, nodes: &[Sessi
     Some(format!(
         "Run outside the studio: its engine records neither how a run ended nor the nodes that \
          write no folder, so the status can read `unknown` and nodes can be missing.{order} For \
-         the full story, run it with `zstudio run -- <command>` (or set ZIBBY_EMIT_GRAPH_MARKERS=1 \
-         and import its output with `zstudio import`)."
+         the full story, run it with `zstudio run -- <command>` (or set \
+         ZIBBY_WORKFLOW_GRAPH_LOG_MARKERS=1, which engines of every era honour, and import its \
+         output with `zstudio import`)."
     ))
 }
 
