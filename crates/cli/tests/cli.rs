@@ -2401,8 +2401,23 @@ fn stop_asks_a_run_the_studio_did_not_start_to_stop_after_its_current_node() {
 
     // Its process is gone: the session says it ended at once (not two minutes later), and there
     // is nothing left to stop.
+    let folder = sessions.join(&session);
+    assert!(
+        folder.join(".zibby-studio-stop").exists(),
+        "the engine removed only the name it knows (as the current engine does)"
+    );
     let listed = json_of(&zstudio(&["sessions", "--json", "-w", root], None));
     assert_eq!(listed[0]["status"], "unknown", "{listed}");
+    // Issue 41: no stop file of the studio's is left in the ended run's folder (it would end
+    // the next run of an engine that knows that name at once); the listing that saw the end
+    // removed it, keeping the folder's time.
+    for name in [".zibby-stop", ".zibby-studio-stop"] {
+        assert!(!folder.join(name).exists(), "{name} left in the ended run's folder");
+    }
+    // One someone else wrote stays.
+    std::fs::write(folder.join(".zibby-stop"), "mine\n").unwrap();
+    json_of(&zstudio(&["sessions", "--json", "-w", root], None));
+    assert!(folder.join(".zibby-stop").exists(), "a stop file of someone else's is not removed");
     let over = zstudio(&["stop", &session, "-w", root], None);
     assert!(!over.status.success());
     assert!(

@@ -63,8 +63,11 @@ impl LiveRun {
         let mut first_error = None;
         let mut written = false;
         for name in STOP_FILES {
-            match crate::sessions::private::create_new_in(&self.session_path, name, b"stop requested by Zibby Studio\n")
-            {
+            match crate::sessions::private::create_new_in(
+                &self.session_path,
+                name,
+                crate::sessions::session::STOP_FILE_TEXT,
+            ) {
                 Ok(_) => written = true,
                 Err(error) => {
                     first_error.get_or_insert(error);

@@ -3,8 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// Both names every engine era knows between them (PROTOCOL.md §3).
-pub const STOP_FILES: [&str; 2] = [".zibby-studio-stop", ".zibby-stop"];
+pub use crate::sessions::session::STOP_FILES;
 
 /// Removes both stop files from a session folder, if they are there, leaving the folder's own
 /// modification time as it was: the studio's own cleanup, however late after the run's end, is

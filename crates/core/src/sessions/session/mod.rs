@@ -42,7 +42,7 @@ pub use fingerprint::{fingerprint, node_folders, NodeFolder};
 pub use model::{
     Detail, FileRef, Imported, Layout, NodeArtifacts, NodeSummary, Problem, Session, SessionInfo, SessionNode,
     SessionSummary, Timestamp, EVENTS_FILE, NODES_DIR, RAW_OUTPUT_FILE, RAW_STREAM_FILE, RESULT_FILE,
-    RUNNING_QUIET_WINDOW, SESSIONS_DIR, SESSION_INFO_FILE, TITLE_CHARS, TITLE_PROMPT_FILES,
+    RUNNING_QUIET_WINDOW, SESSIONS_DIR, SESSION_INFO_FILE, STOP_FILES, STOP_FILE_TEXT, TITLE_CHARS, TITLE_PROMPT_FILES,
 };
 pub use read::{read_session_folder, read_summary};
 pub use run_record::{

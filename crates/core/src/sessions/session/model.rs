@@ -28,6 +28,10 @@ pub const EVENTS_FILE: &str = "events.json";
 pub const RAW_STREAM_FILE: &str = "raw_stream_output.txt";
 /// The documented layout's folder of node folders.
 pub const NODES_DIR: &str = "nodes";
+/// The stop files: both names every engine era knows between them (PROTOCOL.md §3).
+pub const STOP_FILES: [&str; 2] = [".zibby-studio-stop", ".zibby-stop"];
+/// What the studio writes in a stop file: how one of its own is told from another's.
+pub const STOP_FILE_TEXT: &[u8] = b"stop requested by Zibby Studio\n";
 pub(super) const PROMPT_FILE: &str = "prompt.txt";
 pub const RAW_OUTPUT_FILE: &str = "raw_output.txt";
 

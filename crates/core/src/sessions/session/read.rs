@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::model::{
     Detail, FileRef, Layout, Problem, Session, SessionInfo, SessionNode, SessionSummary, Timestamp, EVENTS_FILE,
-    NODES_DIR, ORDER_NOT_KNOWN, RAW_STREAM_FILE, RESULT_FILE, SESSION_INFO_FILE, TITLE_PROMPT_FILES,
+    NODES_DIR, ORDER_NOT_KNOWN, RAW_STREAM_FILE, RESULT_FILE, SESSION_INFO_FILE, STOP_FILES, STOP_FILE_TEXT,
+    TITLE_PROMPT_FILES,
 };
 use super::reader::FolderReader;
 use super::run_record::{self, RunRecordFile, RUN_RECORD_FILE};
@@ -52,6 +53,26 @@ pub fn read_summary(path: &Path, id: &SessionId, now: SystemTime) -> Option<Sess
             })
         }
     }
+}
+
+/// The studio's own stop files left in the folder of a run that ended: each era's engine removes
+/// only the name it knows, and one of a run the studio did not start is nobody else's to remove
+/// (issue 41: never a stop file left in a finished folder, where it would end the next run of an
+/// engine that knows that name at once). A stop file someone else wrote stays. The folder keeps
+/// its time: this is no change of the session.
+fn remove_left_stop_files(path: &Path, stop_files: &[PathBuf]) {
+    let ours: Vec<&PathBuf> = stop_files
+        .iter()
+        .filter(|file| std::fs::read(file).is_ok_and(|text| text == STOP_FILE_TEXT))
+        .collect();
+    if ours.is_empty() {
+        return;
+    }
+    crate::sessions::private::keeping_folder_time(path, || {
+        for file in ours {
+            let _ = std::fs::remove_file(file);
+        }
+    });
 }
 
 /// Reads one session folder. Only a folder that cannot be listed at all is an error, and so is a
@@ -102,6 +123,11 @@ pub fn read_session_folder(path: &Path, id: SessionId, detail: Detail, now: Syst
     if status == Status::Running && !engine_still_there(path, &id) {
         // Written lately, but the process that ran it is gone: it ended, how is not recorded.
         status = Status::Unknown;
+    }
+    // A stop file of a run whose engine is gone (a long quiet node still has its engine there:
+    // its stop stays).
+    if !listing.stop_files.is_empty() && status != Status::Running && !engine_still_there(path, &id) {
+        remove_left_stop_files(path, &listing.stop_files);
     }
 
     let event_order = node_order_from_events(&files.events);
@@ -261,6 +287,8 @@ struct FolderListing {
     /// Whether an entry is named as the studio's run record (of any kind: `run_record::read`
     /// says what is wrong with one that is not a file). Without one, it is never looked for.
     has_run_record: bool,
+    /// The stop files there ([`STOP_FILES`]: regular files only).
+    stop_files: Vec<PathBuf>,
 }
 
 impl FolderListing {
@@ -276,6 +304,11 @@ impl FolderListing {
             node_dirs: Vec::new(),
             nodes_dir: None,
             has_run_record: entries.iter().any(|(name, _)| name == RUN_RECORD_FILE),
+            stop_files: entries
+                .iter()
+                .filter(|(name, file_type)| file_type.is_file() && STOP_FILES.contains(&name.as_str()))
+                .map(|(name, _)| path.join(name))
+                .collect(),
         };
         for (name, file_type) in &entries {
             let child = path.join(name);
