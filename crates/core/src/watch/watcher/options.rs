@@ -26,7 +26,9 @@ pub struct WatcherOptions {
     /// Poll every workspace instead of using inotify (network filesystems; tests of the fallback).
     pub poll_only: bool,
     /// While a session is `running`, how often the watcher checks whether it went quiet for
-    /// [`RUNNING_QUIET_WINDOW`] (its status then changes with no file changing).
+    /// [`RUNNING_QUIET_WINDOW`] or its engine's process is gone (its status then changes with no
+    /// file changing). Default: 500 ms, so a run that ended outside the studio reads ended on
+    /// every surface within a second (issue 41); each check reads the running sessions again.
     pub quiet_check_interval: Duration,
     /// A session keeps watches of its own (its folder and node folders) while it is running or
     /// changed within this long; past it, it is swept instead. Default: 10 minutes.
@@ -66,7 +68,7 @@ impl Default for WatcherOptions {
             window: Duration::from_millis(100),
             poll_interval: Duration::from_secs(1),
             poll_only: false,
-            quiet_check_interval: Duration::from_secs(2),
+            quiet_check_interval: Duration::from_millis(500),
             recent: Duration::from_secs(600),
             sweep_bound: Duration::from_secs(60),
             sweep_rate: 50,
