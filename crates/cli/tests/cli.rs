@@ -2417,7 +2417,10 @@ fn stop_asks_a_run_the_studio_did_not_start_to_stop_after_its_current_node() {
     // One someone else wrote stays.
     std::fs::write(folder.join(".zibby-stop"), "mine\n").unwrap();
     json_of(&zstudio(&["sessions", "--json", "-w", root], None));
-    assert!(folder.join(".zibby-stop").exists(), "a stop file of someone else's is not removed");
+    assert!(
+        folder.join(".zibby-stop").exists(),
+        "a stop file of someone else's is not removed"
+    );
     let over = zstudio(&["stop", &session, "-w", root], None);
     assert!(!over.status.success());
     assert!(

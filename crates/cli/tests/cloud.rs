@@ -8,6 +8,9 @@ mod mcp;
 // The official Python MCP SDK's client, running `mcp_client/drive.py`.
 #[path = "mcp_client/python.rs"]
 mod mcp_python_client;
+// The MCP SDK's own client.
+#[path = "mcp_client/rust.rs"]
+mod mcp_rust_client;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

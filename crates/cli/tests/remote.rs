@@ -19,6 +19,9 @@ mod mcp;
 // The official Python MCP SDK's client, running `mcp_client/drive.py`.
 #[path = "mcp_client/python.rs"]
 mod mcp_python_client;
+// The MCP SDK's own client.
+#[path = "mcp_client/rust.rs"]
+mod mcp_rust_client;
 // The injection fixture.
 #[path = "mcp_client/injection.rs"]
 mod mcp_injection;

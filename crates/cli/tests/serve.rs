@@ -14,6 +14,9 @@ mod mcp;
 mod mcp_python;
 #[path = "mcp_client/python.rs"]
 mod mcp_python_client;
+// The MCP SDK's own client.
+#[path = "mcp_client/rust.rs"]
+mod mcp_rust_client;
 // The injection fixture.
 #[path = "mcp_client/injection.rs"]
 mod mcp_injection;

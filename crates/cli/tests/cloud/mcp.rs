@@ -4,15 +4,12 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
 use super::{json_of, setup, zstudio, Setup, PIPELINE_ID, URL};
-
-type Client = RunningService<RoleClient, ()>;
+use crate::mcp_rust_client::{answer, read_all_pages, refusal};
 
 /// `zstudio mcp --source URL ARGS` with the bucket's variables and the setup's folders.
 fn command(setup: &Setup, args: &[&str]) -> tokio::process::Command {
@@ -32,18 +29,6 @@ fn command_in(setup: &Setup, home: &Path, args: &[&str]) -> tokio::process::Comm
         .env("HOME", home)
         .envs(setup.moto.env());
     command
-}
-
-async fn answer(client: &Client, tool: &str, arguments: Value) -> Value {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments are an object")
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
-        .await
-        .unwrap_or_else(|e| panic!("{tool}: {e}"));
-    assert_eq!(result.is_error, Some(false), "{tool}: {:?}", result.content);
-    result.structured_content.expect("a structured result")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,8 +84,14 @@ async fn a_bucket_prefix_is_served_read_only() {
     assert_eq!(ids(&listed["sessions"]), ids(&cli));
     let session = answer(&client, "get_session", json!({"id": PIPELINE_ID})).await;
     assert!(!session["nodes"].as_array().unwrap().is_empty(), "{session}");
-    let page = answer(&client, "read_output", json!({"id": PIPELINE_ID})).await;
-    assert!(!page["text"].as_str().unwrap().is_empty(), "{page}");
+    // The whole session's output, every page of it, from the files fetched as they were asked.
+    let (text, _, total_bytes) = read_all_pages(&client, json!({"id": PIPELINE_ID})).await;
+    assert!(text.contains("I'll read the spec first."), "{text}");
+    assert!(total_bytes.as_u64().unwrap() > 0, "{total_bytes}");
+    // A session the prefix does not hold is refused, naming it.
+    let (code, message) = refusal(&client, "get_session", json!({"id": "1795952464415_none"})).await;
+    assert_eq!(code, "session_not_found", "{message}");
+    assert!(message.contains("1795952464415_none"), "{message}");
     client.cancel().await.unwrap();
 
     // Nothing is ever run from a bucket.

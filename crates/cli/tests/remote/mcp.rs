@@ -5,17 +5,14 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use test_servers::sshd::Sshd;
 
 use super::remote_workspace;
 use crate::mcp_injection::INJECTION;
-
-type Client = RunningService<RoleClient, ()>;
+use crate::mcp_rust_client::{answer, read_all_pages, refusal, Client};
 
 /// `zstudio ARGS` run on the host's side (its workspace, its store in `host_data`).
 fn on_host(args: &[&str], host_data: &Path) -> Output {
@@ -93,18 +90,6 @@ async fn connect(sshd: &Sshd, ws: &str, local: &Path, allow_runs: bool) -> Clien
     ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap()
 }
 
-async fn answer(client: &Client, tool: &str, arguments: Value) -> Value {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments are an object")
-    };
-    let result = client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
-        .await
-        .unwrap_or_else(|e| panic!("{tool}: {e}"));
-    assert_eq!(result.is_error, Some(false), "{tool}: {:?}", result.content);
-    result.structured_content.expect("a structured result")
-}
-
 /// The processes whose command line names `needle`.
 fn processes_naming(needle: &str) -> usize {
     std::fs::read_dir("/proc")
@@ -149,22 +134,7 @@ async fn a_hosts_workspace_is_served_to_a_coding_agent_here() {
     let listed = answer(&client, "list_sessions", json!({"limit": 200})).await;
     assert_eq!(ids_and_status(&listed["sessions"]), ids_and_status(&on_host_listing));
     assert_eq!(ids_and_status(&on_host_listing).len(), 2);
-    let mut joined = String::new();
-    let mut cursor = Value::Null;
-    loop {
-        let mut arguments = json!({"id": large_run});
-        if !cursor.is_null() {
-            arguments["cursor"] = cursor.clone();
-        }
-        let page = answer(&client, "read_output", arguments).await;
-        let text = page["text"].as_str().unwrap();
-        assert!(text.len() <= 16 * 1024, "a page of {} bytes", text.len());
-        joined.push_str(text);
-        cursor = page["next_cursor"].clone();
-        if cursor.is_null() {
-            break;
-        }
-    }
+    let (joined, _, _) = read_all_pages(&client, json!({"id": large_run})).await;
     assert_eq!(joined.len(), large_output.len());
     assert!(joined == large_output, "the pages join to the host's output");
     client.cancel().await.unwrap();
@@ -180,15 +150,8 @@ async fn a_hosts_workspace_is_served_to_a_coding_agent_here() {
         (&json!("success"), &json!("mcp")),
         "{ended}"
     );
-    let Value::Object(arguments) = json!({"agent": "stranger", "prompt": "x"}) else {
-        unreachable!()
-    };
-    let refused = client
-        .call_tool(CallToolRequestParams::new("start_run").with_arguments(arguments))
-        .await
-        .unwrap();
-    assert_eq!(refused.is_error, Some(true));
-    assert_eq!(refused.structured_content.unwrap()["error"]["code"], "agents_untrusted");
+    let (code, _) = refusal(&client, "start_run", json!({"agent": "stranger", "prompt": "x"})).await;
+    assert_eq!(code, "agents_untrusted");
     client.cancel().await.unwrap();
     let runs: Value = serde_json::from_slice(&on_host(&["runs", "-w", ws, "--json"], &host_data).stdout).unwrap();
     let recorded = runs.as_array().unwrap().iter().find(|r| r["id"] == run.as_str());

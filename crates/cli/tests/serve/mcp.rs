@@ -5,14 +5,14 @@
 use std::process::{Output, Stdio};
 use std::sync::OnceLock;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
+use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::ServiceExt;
 use serde_json::{json, Map, Value};
 
 use super::Place;
 use crate::common::agent_binary;
+use crate::mcp_rust_client::{answer, call, read_all_pages, refusal, Client};
 
 pub(super) use crate::mcp_injection::INJECTION;
 
@@ -120,8 +120,6 @@ pub(super) fn json_lines(output: &Output) -> Vec<Value> {
         .collect()
 }
 
-type Client = RunningService<RoleClient, ()>;
-
 /// `zstudio mcp` on `place` (with `--allow-runs` when asked), connected.
 async fn connect(place: &Place, allow_runs: bool) -> Client {
     connect_with(place, allow_runs, &[]).await
@@ -144,40 +142,6 @@ async fn connect_with(place: &Place, allow_runs: bool, vars: &[(&str, &str)]) ->
     }
     let transport = TokioChildProcess::new(command).unwrap();
     ().serve(transport).await.unwrap()
-}
-
-/// A call answered (as a result, an error result included).
-async fn call(client: &Client, tool: &str, arguments: Value) -> CallToolResult {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments are an object")
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
-        .await
-        .unwrap_or_else(|e| panic!("{tool}: {e}"))
-}
-
-/// The structured result of a call that succeeded.
-async fn answer(client: &Client, tool: &str, arguments: Value) -> Value {
-    let result = call(client, tool, arguments).await;
-    assert_eq!(result.is_error, Some(false), "{tool}: {:?}", result.content);
-    result.structured_content.expect("a structured result")
-}
-
-/// The error code and message of a call that failed as a tool error.
-async fn refusal(client: &Client, tool: &str, arguments: Value) -> (String, String) {
-    let result = call(client, tool, arguments).await;
-    assert_eq!(
-        result.is_error,
-        Some(true),
-        "{tool} was not refused: {:?}",
-        result.structured_content
-    );
-    let error = &result.structured_content.expect("a structured error")["error"];
-    (
-        error["code"].as_str().unwrap().to_owned(),
-        error["message"].as_str().unwrap().to_owned(),
-    )
 }
 
 fn every_string(value: &Value, out: &mut Vec<String>) {
@@ -323,27 +287,7 @@ async fn list_sessions_is_the_listing_of_zstudio_sessions() {
 async fn output_is_read_in_pages_of_at_most_16_kib_that_join_to_the_output() {
     let filled = filled();
     let client = connect(&filled.place, false).await;
-    let mut joined = String::new();
-    let mut cursor = Value::Null;
-    let mut pages = 0;
-    let mut total_bytes;
-    loop {
-        let mut arguments = json!({"id": filled.large_run});
-        if !cursor.is_null() {
-            arguments["cursor"] = cursor.clone();
-        }
-        let page = answer(&client, "read_output", arguments).await;
-        let text = page["text"].as_str().unwrap();
-        assert!(text.len() <= 16 * 1024, "a page of {} bytes", text.len());
-        joined.push_str(text);
-        total_bytes = page["total_bytes"].clone();
-        pages += 1;
-        cursor = page["next_cursor"].clone();
-        if cursor.is_null() {
-            break;
-        }
-        assert!(pages < 1_000, "the pages never end");
-    }
+    let (joined, pages, total_bytes) = read_all_pages(&client, json!({"id": filled.large_run})).await;
     let expected: String = filled.large_lines.iter().map(|l| format!("{l}\n")).collect();
     assert!(
         filled.large_lines.iter().any(|l| l.len() > 3 * 16 * 1024),
