@@ -44,6 +44,25 @@ fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
 
+/// The events `zstudio run --json` printed for a run that ended cancelled (exit 2).
+fn cancelled(output: &std::process::Output) -> Vec<Value> {
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "cancelled: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    json_lines(output)
+}
+
+/// The nodes the run began, in order.
+fn nodes_begun(events: &[Value]) -> Vec<&str> {
+    of_type(events, "node_begin")
+        .iter()
+        .map(|e| e["node"].as_str().unwrap())
+        .collect()
+}
+
 /// The events of the session's log, in order.
 fn log_events(root: &str, session: &str) -> Vec<String> {
     let output = zstudio(&["logs", session, "--json", "-w", root], None);
@@ -92,17 +111,8 @@ fn a_run_past_its_budget_stops_after_the_node_that_crossed_it_and_trust_asks_onl
     write_agents(workspace.path(), "claude-code", &format!("max_cost_usd = {limit}"), "");
 
     let output = run_spender(root, &["--trust"]);
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "cancelled: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let events = json_lines(&output);
-    let begun: Vec<&str> = of_type(&events, "node_begin")
-        .iter()
-        .map(|e| e["node"].as_str().unwrap())
-        .collect();
+    let events = cancelled(&output);
+    let begun = nodes_begun(&events);
     assert_eq!(begun, ["plan", "research"], "no node starts past the budget");
     let ended = of_type(&events, "node_end");
     assert!(
@@ -310,17 +320,8 @@ fn a_node_that_races_the_budgets_stop_is_stopped_at_once() {
     )
     .unwrap();
     let output = zstudio(&["run", "--json", "--agent", "racer", "--trust", "-w", root], None);
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "cancelled: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let events = json_lines(&output);
-    let begun: Vec<&str> = of_type(&events, "node_begin")
-        .iter()
-        .map(|e| e["node"].as_str().unwrap())
-        .collect();
+    let events = cancelled(&output);
+    let begun = nodes_begun(&events);
     assert!(!begun.contains(&"write"), "{begun:?}");
     let ended = of_type(&events, "node_end");
     assert!(
