@@ -27,7 +27,7 @@ use studio_core::compare::RunDiff;
 use studio_core::files::{FileChunk, FileEntry};
 use studio_core::runner::{OutsideStop, StartedRun};
 use studio_core::stop::Stopping;
-use studio_core::store::{LogLine, Message, OutputFind, OutputPage, RunRecord, SearchHit, Span};
+use studio_core::store::{Filters, LogLine, Message, OutputFind, OutputPage, RunRecord, SavedView, SearchHit, Span};
 use studio_core::{Session, SessionId};
 use tauri::{AppHandle, State};
 
@@ -267,6 +267,25 @@ ipc_commands! {
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn note_set(studio: State<'_, Studio>, session_id: String, note: Option<String>) -> Result<(), CommandError> {
         Ok(studio.note_set(&session_id, note.as_deref())?)
+    }
+
+    /// The workspace's saved views (the table's filters under a name), by name.
+    #[tauri::command(async)]
+    pub fn views_list(studio: State<'_, Studio>) -> Result<Vec<SavedView>, CommandError> {
+        Ok(studio.views_list()?)
+    }
+
+    /// Saves the table's filters under `name` (replacing a view of that name; `invalid_view_name`
+    /// names the rule a name breaks); answers the views after.
+    #[tauri::command(async)]
+    pub fn view_save(studio: State<'_, Studio>, name: String, filters: Filters) -> Result<Vec<SavedView>, CommandError> {
+        Ok(studio.view_save(&name, &filters)?)
+    }
+
+    /// Deletes the saved view `name`; answers the views after.
+    #[tauri::command(async)]
+    pub fn view_delete(studio: State<'_, Studio>, name: String) -> Result<Vec<SavedView>, CommandError> {
+        Ok(studio.view_delete(&name)?)
     }
 
     /// Full-text search over the workspace's run output, messages, node names and logs.

@@ -32,7 +32,8 @@ macro_rules! for_window_argument_types {
             usize,
             Option<usize>,
             Vec<String>,
-            studio_core::agents::Agent
+            studio_core::agents::Agent,
+            studio_core::store::Filters
         );
     };
 }

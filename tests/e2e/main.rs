@@ -29,6 +29,7 @@ mod runs;
 mod session_view;
 mod share;
 mod usage;
+mod views;
 // Shared with the notifications binary, which uses the rest of it.
 #[allow(dead_code)]
 mod x11;

@@ -4,6 +4,7 @@
 
 export type {
   Agent,
+  Filters as ViewFilters,
   Change,
   DiffLine,
   Hunk,
@@ -35,6 +36,7 @@ export type {
   Problem,
   RunEvent,
   RunRecord,
+  SavedView,
   SearchHit,
   SearchHitKind,
   SessionInfo,

@@ -19,7 +19,9 @@ use crate::sessions::agents::{self, Agent};
 use crate::sessions::files::{FileChunk, FileEntry};
 use crate::sessions::session::{Session, Workspace};
 use crate::store::index::NodeDetail;
-use crate::store::{LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, Span};
+use crate::store::{
+    Filters, LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SavedView, SearchHit, Span,
+};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 use crate::vocabulary::label::Tag;
@@ -177,6 +179,27 @@ impl Studio {
         let (workspace, id) = (self.workspace()?, SessionId::parse(session_id)?);
         self.require_session(&workspace, &id)?;
         self.store()?.set_note(&workspace, &id, note, SystemTime::now())
+    }
+
+    /// The workspace's saved views (the table's filters under a name), by name: the same ones
+    /// `zstudio view` lists.
+    pub fn views_list(&self) -> Result<Vec<SavedView>, Error> {
+        self.store()?.views(&self.workspace()?)
+    }
+
+    /// Saves the table's `filters` under `name` (a view of that name is replaced); answers the
+    /// views after.
+    pub fn view_save(&self, name: &str, filters: &Filters) -> Result<Vec<SavedView>, Error> {
+        let (store, workspace) = (self.store()?, self.workspace()?);
+        store.view_save(&workspace, name, filters, SystemTime::now())?;
+        store.views(&workspace)
+    }
+
+    /// Deletes the saved view `name` (`view_not_found` when there is none); answers the views after.
+    pub fn view_delete(&self, name: &str) -> Result<Vec<SavedView>, Error> {
+        let (store, workspace) = (self.store()?, self.workspace()?);
+        store.view_delete(&workspace, name)?;
+        store.views(&workspace)
     }
 
     /// `session_not_found` for a session neither the store nor a folder knows.

@@ -89,6 +89,10 @@ ipc_methods! { studio;
     note_get(session_id: String) => studio.note_get(&session_id);
     // null or "" removes it; at most 64 KiB.
     note_set(session_id: String, note: Option<String>) => studio.note_set(&session_id, note.as_deref());
+    // The saved views of the sessions table; each answers the views after.
+    views_list() => studio.views_list();
+    view_save(name: String, filters: crate::store::Filters) => studio.view_save(&name, &filters);
+    view_delete(name: String) => studio.view_delete(&name);
     search(query: String, limit: usize) => studio.search(&query, limit);
     agents_list() => studio.agents_list();
     agent_save(agent: crate::sessions::agents::Agent, previous_name: Option<String>) =>
