@@ -357,15 +357,16 @@ ipc_commands! {
     }
 
     /// Runs an agent of `.zibby/studio.toml` on a prompt, in a new session or in `session_id`
-    /// (continuing its conversation).
+    /// (continuing its conversation); `max_cost_usd` is this run's budget instead of the agent's.
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn run_start(
         studio: State<'_, Studio>,
         agent: String,
         prompt: String,
         session_id: Option<String>,
+        max_cost_usd: Option<f64>,
     ) -> Result<StartedRun, CommandError> {
-        Ok(studio.run_start(&agent, prompt, session_id.as_deref())?)
+        Ok(studio.run_start(&agent, prompt, session_id.as_deref(), max_cost_usd)?)
     }
 
     /// Runs one node of a session again, with the agent's replay command.

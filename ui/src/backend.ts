@@ -261,7 +261,12 @@ export const tauriBackend: Backend = {
   viewDelete: (name) => call("view_delete", { name }),
   agentsList: () => call("agents_list", {}),
   runStart: (request) =>
-    call("run_start", { agent: request.agent, prompt: request.prompt, session_id: request.session_id ?? null }),
+    call("run_start", {
+      agent: request.agent,
+      prompt: request.prompt,
+      session_id: request.session_id ?? null,
+      max_cost_usd: request.max_cost_usd ?? null,
+    }),
   runStop: (runId, force) => call("run_stop", { run_id: runId, force }),
   sessionStopOutside: (sessionId) => call("session_stop_outside", { session_id: sessionId }),
   runsList: (sessionId) => call("runs_list", { session_id: sessionId ?? null }),

@@ -389,7 +389,9 @@ export function fakeBackend(
       backend.calls.push(
         request.session_id
           ? `runStart(${request.agent}, ${request.prompt}, ${request.session_id})`
-          : `runStart(${request.agent}, ${request.prompt})`,
+          : request.max_cost_usd !== undefined
+            ? `runStart(${request.agent}, ${request.prompt}, max $${request.max_cost_usd})`
+            : `runStart(${request.agent}, ${request.prompt})`,
       );
       refuseUntrusted();
       return started(request.session_id ?? null);

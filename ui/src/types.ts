@@ -79,6 +79,8 @@ export interface RunStartRequest {
   prompt: string;
   /** Continue this session; a new one otherwise. */
   session_id?: string;
+  /** This run's budget in US dollars, instead of the agent's `max_cost_usd`. */
+  max_cost_usd?: number;
 }
 
 /** A comparison across machines: A a session of the open remote workspace (on `host`), B one of

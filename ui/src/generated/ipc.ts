@@ -974,7 +974,7 @@ export type Commands = {
   agents_list: { args: Record<string, never>; result: Array<Agent> };
   agent_save: { args: { agent: Agent; previous_name: string | null }; result: Array<Agent> };
   agents_trust: { args: { agent: string; prompt: string | null; session_id: string | null; node: string | null }; result: boolean };
-  run_start: { args: { agent: string; prompt: string; session_id: string | null }; result: StartedRun };
+  run_start: { args: { agent: string; prompt: string; session_id: string | null; max_cost_usd: number | null }; result: StartedRun };
   run_replay: { args: { session_id: string; node: string; agent: string }; result: StartedRun };
   run_stop: { args: { run_id: string; force: boolean }; result: StoppedBy };
   session_stop_outside: { args: { session_id: string }; result: OutsideStop };

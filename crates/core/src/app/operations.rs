@@ -231,9 +231,32 @@ impl Studio {
         agents::save_one(self.workspace()?.root(), agent, previous_name)
     }
 
-    /// Runs an agent on a prompt, in a new session or in `session_id` (`run_start`).
-    pub fn run_start(&self, agent: &str, prompt: String, session_id: Option<&str>) -> Result<StartedRun, Error> {
-        self.run_agent(agent, Some(prompt), parse_optional(session_id)?, None)
+    /// Runs an agent on a prompt, in a new session or in `session_id` (`run_start`); with
+    /// `max_cost_usd`, that run's budget in dollars instead of the agent's (as `zstudio run
+    /// --max-cost`: for this run only).
+    pub fn run_start(
+        &self,
+        agent: &str,
+        prompt: String,
+        session_id: Option<&str>,
+        max_cost_usd: Option<f64>,
+    ) -> Result<StartedRun, Error> {
+        if let Some(problem) = max_cost_usd.and_then(crate::sessions::budget::usd_problem) {
+            return Err(Error::InvalidRequest {
+                reason: format!("the run's budget: {problem}"),
+            });
+        }
+        let (store, workspace) = (self.store()?, self.workspace()?);
+        let mut request = crate::app::agent_run_request(
+            store,
+            &workspace,
+            agent,
+            Some(prompt),
+            parse_optional(session_id)?,
+            None,
+        )?;
+        request.budget.max_cost_usd = max_cost_usd.or(request.budget.max_cost_usd);
+        self.supervisor()?.start(request)
     }
 
     /// Runs one node of a session again, with the agent's replay command (`run_replay`).

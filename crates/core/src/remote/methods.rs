@@ -97,8 +97,8 @@ ipc_methods! { studio;
     agents_list() => studio.agents_list();
     agent_save(agent: crate::sessions::agents::Agent, previous_name: Option<String>) =>
         studio.agent_save(agent, previous_name.as_deref());
-    run_start(agent: String, prompt: String, session_id: Option<String>) =>
-        studio.run_start(&agent, prompt, session_id.as_deref());
+    run_start(agent: String, prompt: String, session_id: Option<String>, max_cost_usd: Option<f64>) =>
+        studio.run_start(&agent, prompt, session_id.as_deref(), max_cost_usd);
     run_replay(session_id: String, node: String, agent: String) => studio.run_replay(&session_id, node, &agent);
     run_stop(run_id: String, force: bool) => studio.run_stop(&run_id, force);
     session_stop_outside(session_id: String) => studio.session_stop_outside(&session_id);
