@@ -20,18 +20,9 @@ fn spender(args: &[String]) -> Workspace {
 
 /// Runs the agent on the prompt with `budget` typed in the Run bar's budget field.
 async fn run_with_budget(client: &Client, budget: &str) {
-    wait_for(client, "#run-agent option").await;
-    wait_for(client, "#run-max-cost")
-        .await
-        .send_keys(budget)
-        .await
-        .expect("type the budget");
-    wait_for(client, "#run-prompt")
-        .await
-        .send_keys(PROMPT)
-        .await
-        .expect("type the prompt");
-    click(client, "#run-button").await;
+    let field = wait_for(client, "#run-max-cost").await;
+    field.send_keys(budget).await.expect("type the budget");
+    crate::harness::start_run(client, PROMPT).await;
 }
 
 /// The nodes the Live runs strip shows for `run` (an element of it).
