@@ -8,7 +8,7 @@ use std::ffi::OsStr;
 use fantoccini::{key::Key, Client};
 
 use crate::harness::{click, eventually, screenshot, wait_for, zstudio_in, App, Workspace};
-use crate::{text_contents, FANOUT, PIPELINE};
+use crate::{FANOUT, PIPELINE};
 
 /// The ids of the table's rows, sorted (read in one go: a filter redraws them).
 async fn rows(client: &Client) -> Vec<String> {
@@ -34,6 +34,16 @@ async fn rows_are(client: &Client, what: &str, expected: &[&str]) {
     .await;
 }
 
+/// The text of every element `css` finds, read in one go (a listing may redraw the table).
+async fn contents(client: &Client, css: &str) -> Vec<String> {
+    let script = "return [...document.querySelectorAll(arguments[0])].map((element) => element.textContent)";
+    let read = client
+        .execute(script, vec![serde_json::json!(css)])
+        .await
+        .expect("read the page");
+    serde_json::from_value(read).expect("texts")
+}
+
 /// The saved views `zstudio view list --json` lists: each one's name and filters.
 fn views_listed(workspace: &Workspace) -> serde_json::Value {
     let args = ["view", "list", "--json"].map(OsStr::new);
@@ -48,7 +58,7 @@ async fn the_table_filters_by_tag_and_views_are_saved_applied_and_deleted() {
     App::run(&workspace, |client| async move {
         let chips = format!("tr[data-session-id='{}'] .row-tags .tag-chip", PIPELINE.id);
         eventually("the tags are chips in the row, as text", || async {
-            let shown = text_contents(&client, &chips).await;
+            let shown = contents(&client, &chips).await;
             if shown == ["nightly", "<i>raw</i>"] {
                 Ok(())
             } else {
@@ -90,7 +100,7 @@ async fn the_table_filters_by_tag_and_views_are_saved_applied_and_deleted() {
         rows_are(&client, "the view's tag filter", &[PIPELINE.id]).await;
         click(&client, "[aria-label='Delete the view nightly runs']").await;
         eventually("the view is gone from the sidebar", || async {
-            let left = text_contents(&client, ".saved-view").await;
+            let left = contents(&client, ".saved-view").await;
             if left.is_empty() {
                 Ok(())
             } else {
