@@ -822,7 +822,7 @@ async fn screenshots() {
                       .map((cell) => cell.textContent);";
         let costs = client.execute(script, Vec::new()).await.map_err(|e| e.to_string())?;
         let costs: Vec<String> = serde_json::from_value(costs).map_err(|e| e.to_string())?;
-        (costs.len() == 6 && costs.iter().all(|c| c.contains('$')))
+        (costs.len() == 7 && costs.iter().all(|c| c.contains('$')))
             .then_some(())
             .ok_or(format!("{costs:?}"))
     })

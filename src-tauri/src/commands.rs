@@ -27,7 +27,7 @@ use studio_core::compare::RunDiff;
 use studio_core::files::{FileChunk, FileEntry};
 use studio_core::runner::{OutsideStop, StartedRun};
 use studio_core::stop::Stopping;
-use studio_core::store::{LogLine, Message, OutputFind, OutputPage, RunRecord, SearchHit, Span};
+use studio_core::store::{Filters, LogLine, Message, OutputFind, OutputPage, RunRecord, SavedView, SearchHit, Span};
 use studio_core::{Session, SessionId};
 use tauri::{AppHandle, State};
 
@@ -269,6 +269,25 @@ ipc_commands! {
         Ok(studio.note_set(&session_id, note.as_deref())?)
     }
 
+    /// The workspace's saved views (the table's filters under a name), by name.
+    #[tauri::command(async)]
+    pub fn views_list(studio: State<'_, Studio>) -> Result<Vec<SavedView>, CommandError> {
+        Ok(studio.views_list()?)
+    }
+
+    /// Saves the table's filters under `name` (replacing a view of that name; `invalid_view_name`
+    /// names the rule a name breaks); answers the views after.
+    #[tauri::command(async)]
+    pub fn view_save(studio: State<'_, Studio>, name: String, filters: Filters) -> Result<Vec<SavedView>, CommandError> {
+        Ok(studio.view_save(&name, &filters)?)
+    }
+
+    /// Deletes the saved view `name`; answers the views after.
+    #[tauri::command(async)]
+    pub fn view_delete(studio: State<'_, Studio>, name: String) -> Result<Vec<SavedView>, CommandError> {
+        Ok(studio.view_delete(&name)?)
+    }
+
     /// Full-text search over the workspace's run output, messages, node names and logs.
     #[tauri::command(async)]
     pub fn search(studio: State<'_, Studio>, query: String, limit: usize) -> Result<Vec<SearchHit>, CommandError> {
@@ -338,15 +357,16 @@ ipc_commands! {
     }
 
     /// Runs an agent of `.zibby/studio.toml` on a prompt, in a new session or in `session_id`
-    /// (continuing its conversation).
+    /// (continuing its conversation); `max_cost_usd` is this run's budget instead of the agent's.
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn run_start(
         studio: State<'_, Studio>,
         agent: String,
         prompt: String,
         session_id: Option<String>,
+        max_cost_usd: Option<f64>,
     ) -> Result<StartedRun, CommandError> {
-        Ok(studio.run_start(&agent, prompt, session_id.as_deref())?)
+        Ok(studio.run_start(&agent, prompt, session_id.as_deref(), max_cost_usd)?)
     }
 
     /// Runs one node of a session again, with the agent's replay command.

@@ -14,27 +14,61 @@ use tauri::{AppHandle, Emitter};
 pub const RUN_EVENT: &str = "run-event";
 
 /// Sends each event to the window until the supervisor is gone. Output lines stay in the store:
-/// the window asks for them when it shows them. A run that finishes while the window is not
-/// focused is also a desktop notification.
+/// the window asks for them when it shows them. A run that finishes, or whose budget is 80 %
+/// spent, while the window is not focused is also a desktop notification.
 pub fn forward(events: Receiver<RunEvent>, app: AppHandle) {
+    let mut sessions = RunSessions::new();
     for event in events.iter().filter(|event| !matches!(event, RunEvent::Output { .. })) {
-        send_run_event(&app, &event);
+        send_run_event(&app, &event, &mut sessions);
     }
 }
 
-/// One run event (not an output line) to the window; a finished run also as a notification.
-fn send_run_event(app: &AppHandle, event: &RunEvent) {
+/// The session of each run heard starting, by run id: what a notification names.
+type RunSessions = std::collections::HashMap<String, String>;
+
+/// One run event (not an output line) to the window; a finished run and a budget's warning also
+/// as a notification.
+fn send_run_event(app: &AppHandle, event: &RunEvent, sessions: &mut RunSessions) {
     if let Err(error) = app.emit(RUN_EVENT, event) {
         tracing::warn!(%error, run_id = event.run_id(), "cannot send a run event to the window");
     }
-    if let RunEvent::RunFinished {
-        session_id,
-        status,
-        elapsed_ms,
-        ..
-    } = event
-    {
-        notify_unless_focused(app, session_id, status.as_str(), *elapsed_ms);
+    match event {
+        RunEvent::RunStarted { run_id, session_id, .. } => {
+            sessions.insert(run_id.clone(), session_id.clone());
+        }
+        RunEvent::BudgetWarning { run_id, spend } => {
+            let run = sessions
+                .get(run_id)
+                .map_or_else(|| format!("Run {run_id}"), |session| format!("Session {session}"));
+            notify_unless_focused(
+                app,
+                "Budget 80 % spent",
+                &format!(
+                    "{run}: {} spent; it stops after the node that reaches the limit",
+                    spend.label
+                ),
+            );
+        }
+        RunEvent::RunFinished {
+            run_id,
+            session_id,
+            status,
+            elapsed_ms,
+            stopped_by,
+            ..
+        } => {
+            sessions.remove(run_id);
+            let why = match stopped_by {
+                Some(studio_core::timeline::StoppedBy::Budget) => ": stopped by its budget",
+                _ => "",
+            };
+            notify_unless_focused(
+                app,
+                &format!("Run {}", status.as_str()),
+                &format!("Session {session_id}, after {:.1} s{why}", *elapsed_ms as f64 / 1000.0),
+            );
+        }
+        _ => {}
     }
 }
 
@@ -95,11 +129,7 @@ pub fn remote_sinks(app: &AppHandle) -> studio_core::remote::window::RemoteSinks
                     let session = sessions.get(run_id).cloned().unwrap_or_default();
                     let _ = printed.send(Some((run_id.clone(), session)));
                 }
-                RunEvent::RunStarted { run_id, session_id, .. } => {
-                    sessions.insert(run_id.clone(), session_id.clone());
-                    send_run_event(&runs, &event);
-                }
-                _ => send_run_event(&runs, &event),
+                _ => send_run_event(&runs, &event, &mut sessions),
             }
         }),
         link: std::sync::Arc::new(move |status| {
@@ -117,7 +147,8 @@ pub fn remote_sinks(app: &AppHandle) -> studio_core::remote::window::RemoteSinks
     }
 }
 
-fn notify_unless_focused(app: &AppHandle, session_id: &str, status: &str, elapsed_ms: u64) {
+/// A desktop notification, unless the window has the focus (it shows the same already).
+fn notify_unless_focused(app: &AppHandle, title: &str, body: &str) {
     use tauri::Manager;
     use tauri_plugin_notification::NotificationExt;
     let focused = app
@@ -127,16 +158,7 @@ fn notify_unless_focused(app: &AppHandle, session_id: &str, status: &str, elapse
     if focused {
         return;
     }
-    let shown = app
-        .notification()
-        .builder()
-        .title(format!("Run {status}"))
-        .body(format!(
-            "Session {session_id}, after {:.1} s",
-            elapsed_ms as f64 / 1000.0
-        ))
-        .show();
-    if let Err(error) = shown {
+    if let Err(error) = app.notification().builder().title(title).body(body).show() {
         tracing::debug!(%error, "no desktop notification");
     }
 }

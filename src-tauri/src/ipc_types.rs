@@ -116,8 +116,8 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         FileRef, Imported, Layout, NodeArtifacts, NodeSummary, Problem, SessionInfo, SessionNode, Timestamp,
     };
     use studio_core::store::{
-        Level, LogLine, Message, OutputFind, OutputLine, OutputPage, RunRecord, SearchHit, SearchHitKind, SessionRow,
-        Span, SpanKind,
+        Filters, Level, LogLine, Message, OutputFind, OutputLine, OutputPage, RunRecord, SavedView, SearchHit,
+        SearchHitKind, SessionRow, Span, SpanKind,
     };
     use studio_core::timeline::StoppedBy;
     use studio_core::usage::{Tokens, UsageFormat};
@@ -141,6 +141,8 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         .add::<Problem>(cfg)
         .add::<SessionSummary>(cfg)
         .add::<SessionRow>(cfg)
+        .add::<Filters>(cfg)
+        .add::<SavedView>(cfg)
         .add::<studio_core::app::SessionListing>(cfg)
         .add::<studio_core::app::across::LocalSessions>(cfg)
         .add::<InheritEnv>(cfg)

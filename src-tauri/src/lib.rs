@@ -31,8 +31,10 @@ macro_rules! for_window_argument_types {
             u64,
             usize,
             Option<usize>,
+            Option<f64>,
             Vec<String>,
-            studio_core::agents::Agent
+            studio_core::agents::Agent,
+            studio_core::store::Filters
         );
     };
 }

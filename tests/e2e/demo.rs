@@ -1,8 +1,9 @@
 //! The demo a new user opens first (issue 30), in the real window: a workspace filled by
 //! `zibby-test-agent fill-demo` as `scripts/open-studio.sh` fills it (the studio's `zstudio` runs
 //! the agent `demo` into the store the app then opens), where every column and view has something
-//! real in it: agents, messages and costs in the table, a pin, search, a compare view with a
-//! changed node, and a run started from the window with a cost badge.
+//! real in it: agents, messages and costs in the table, a pin, tags and a note, a run stopped by
+//! its budget, search, a compare view with a changed node, and a run started from the window with
+//! a cost badge.
 
 use fantoccini::Client;
 use serde_json::Value;
@@ -70,16 +71,16 @@ async fn the_demo_shows_agents_messages_costs_a_pin_search_and_a_changed_node() 
     );
     App::run(&workspace, move |client| async move {
         wait_for(&client, "tr[data-session-id]").await;
-        let rows = eventually("the demo's six sessions, their agent, messages and cost", || async {
+        let rows = eventually("the demo's seven sessions, their agent, messages and cost", || async {
             let rows = rows(&client).await?;
-            let ready = rows.len() == 6 && rows.iter().all(|row| !row.cost.is_empty());
+            let ready = rows.len() == 7 && rows.iter().all(|row| !row.cost.is_empty());
             ready.then_some(rows).ok_or_else(|| "not yet".to_owned())
         })
         .await;
 
         // The studio's runs: named by their agent, their prompts counted, what they used priced.
         let (ran, outside): (Vec<&Row>, Vec<&Row>) = rows.iter().partition(|row| row.agent == "demo");
-        assert_eq!(ran.len(), 5, "{rows:#?}");
+        assert_eq!(ran.len(), 6, "{rows:#?}");
         for row in &ran {
             assert!(
                 row.messages.parse::<u32>().is_ok_and(|n| n >= 1),
@@ -106,6 +107,29 @@ async fn the_demo_shows_agents_messages_costs_a_pin_search_and_a_changed_node() 
         let total = text_contents(&client, "#sessions-cost").await.join("");
         assert!(total.starts_with("≥ $") && total.ends_with(" in all"), "{total}");
         screenshot(&client, "demo-sessions.png").await;
+
+        // Tagged and annotated: the failed release notes, its tags chips in its row and a filter.
+        let failed = rows
+            .iter()
+            .find(|row| row.title == "Draft release notes for v2.1")
+            .unwrap_or_else(|| panic!("the release notes: {rows:#?}"));
+        let chips = format!("tr[data-session-id='{}'] .row-tags .tag-chip", failed.id);
+        assert_eq!(text_contents(&client, &chips).await, ["release-2.1", "needs-review"]);
+        wait_for(&client, "#filter-tag").await;
+        let offered = crate::attributes(&client, "#filter-tag option", "value").await;
+        assert_eq!(offered, ["", "needs-review", "release-2.1"]);
+        // Stopped by its budget: cancelled after its second node.
+        let capped = rows
+            .iter()
+            .find(|row| row.title == "Compare three hosting providers for the docs site")
+            .unwrap_or_else(|| panic!("the run stopped by its budget: {rows:#?}"));
+        let status = format!("tr[data-session-id='{}'] [data-status]", capped.id);
+        assert_eq!(crate::attributes(&client, &status, "data-status").await, ["cancelled"]);
+        click(&client, &format!("tr[data-session-id='{}'] .session-id", failed.id)).await;
+        let note = wait_for(&client, "#session-note .sv-note-text").await;
+        assert!(note.text().await.unwrap().contains("issue #412"), "the note");
+        screenshot(&client, "demo-tagged.png").await;
+        click(&client, "#session-close").await;
 
         // Search finds words in the long output of the link check.
         let links = rows

@@ -772,3 +772,41 @@ pub async fn scroll_table_to_the_end(client: &Client) {
         .await
         .expect("scroll the table");
 }
+
+/// The test agent's arguments for a run of three nodes, `plan`, `research` and `write`, lasting
+/// the milliseconds given, each printing Claude Code's usage (so each node is priced).
+pub fn spender_args(plan_ms: u64, research_ms: u64, write_ms: u64) -> Vec<String> {
+    vec![
+        "--nodes".to_owned(),
+        format!("plan:{plan_ms},research:{research_ms},write:{write_ms}"),
+        "--usage".to_owned(),
+        "plan=claude-code,research=claude-code,write=claude-code".to_owned(),
+    ]
+}
+
+/// What each node of a run of the test agent with `args` costs on `prompt` (the test agent's
+/// figures are steady), learnt by running it with `zstudio run` in a workspace of its own.
+pub fn node_costs(args: &[String], prompt: &str) -> Vec<(String, f64)> {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let learning = Workspace::with_test_agent(&args);
+    let run = ["run", "--json", "--agent", "test-agent", "--prompt", prompt].map(std::ffi::OsStr::new);
+    let printed = zstudio_in(&learning.db(), learning.path(), &run);
+    let first = String::from_utf8_lossy(&printed).lines().next().map(str::to_owned);
+    let started: serde_json::Value = serde_json::from_str(&first.unwrap_or_default()).expect("run --json's first line");
+    let session = started["session_id"].as_str().expect("the run's session").to_owned();
+    let show = ["show", session.as_str(), "--json"].map(std::ffi::OsStr::new);
+    let shown: serde_json::Value =
+        serde_json::from_slice(&zstudio_in(&learning.db(), learning.path(), &show)).expect("show --json");
+    shown["nodes"]
+        .as_array()
+        .expect("the session's nodes")
+        .iter()
+        .map(|node| {
+            let cost = node["usage"]["cost_usd"].as_f64();
+            (
+                node["name"].as_str().unwrap_or_default().to_owned(),
+                cost.expect("a priced node"),
+            )
+        })
+        .collect()
+}

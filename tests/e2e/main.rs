@@ -12,6 +12,7 @@
 //! Screenshots of what the tests saw land in `e2e-screenshots/` (gitignored).
 
 mod accessibility;
+mod budget;
 mod bundles;
 mod cloud;
 mod compare;
@@ -29,6 +30,7 @@ mod runs;
 mod session_view;
 mod share;
 mod usage;
+mod views;
 // Shared with the notifications binary, which uses the rest of it.
 #[allow(dead_code)]
 mod x11;

@@ -24,6 +24,7 @@ use harness::{eventually, wait_for, App, Workspace};
 /// focused is not.
 #[tokio::test]
 async fn a_run_that_finishes_while_the_window_is_not_focused_is_a_notification() {
+    let _one_window = ONE_WINDOW.lock().await;
     let _daemon = NotificationDaemon::start();
     let workspace = Workspace::with_test_agent(&["--nodes", "plan:1500", "--prompt", "{prompt}"]);
     let folder = workspace.path().file_name().unwrap().to_string_lossy().into_owned();
@@ -72,6 +73,83 @@ async fn a_run_that_finishes_while_the_window_is_not_focused_is_a_notification()
         "no notification for the run that ended while the window was focused: {shown:?}"
     );
 }
+
+/// A run whose agent's `max_cost_usd` (in `.zibby/studio.toml`) is below what its nodes cost:
+/// the Live runs strip shows the warning at 80 %, the run stops after the node that reaches the
+/// limit and ends `cancelled`, "stopped by its budget"; the window being away, both the warning
+/// and the end are desktop notifications, read back from the daemon.
+#[tokio::test]
+async fn a_budget_warns_on_the_strip_and_the_desktop_and_stops_the_run() {
+    let _one_window = ONE_WINDOW.lock().await;
+    let _daemon = NotificationDaemon::start();
+    const PROMPT: &str = "Plan a trip to Kyoto";
+    let args = harness::spender_args(2500, 4000, 300);
+    let costs = harness::node_costs(&args, PROMPT);
+    // The first node spends 85 % of it, the second crosses it.
+    let limit = costs[0].1 / 0.85;
+    assert!(costs[0].1 + costs[1].1 > limit, "{costs:?}");
+    let agent = harness::test_agent().display().to_string();
+    let run: Vec<&str> = std::iter::once(agent.as_str())
+        .chain(args.iter().map(String::as_str))
+        .collect();
+    let workspace = Workspace::with_untrusted_agent("spender", &run);
+    let toml = workspace.path().join(".zibby/studio.toml");
+    let agents = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{agents}max_cost_usd = {limit}\n")).unwrap();
+    workspace.trust_agents_file();
+    let folder = workspace.path().file_name().unwrap().to_string_lossy().into_owned();
+    App::run(&workspace, |client| async move {
+        x11::focus(Some(&folder)).expect("focus the window");
+        harness::start_run(&client, PROMPT).await;
+        x11::focus(None).expect("take the focus from every window");
+        let badge = wait_for(&client, ".live-run .budget-badge[data-budget='warning']").await;
+        let said = badge.text().await.unwrap();
+        assert!(
+            said.starts_with("budget: $") && said.ends_with("spent (80 %)"),
+            "{said}"
+        );
+        harness::screenshot(&client, "budget-warning.png").await;
+        let ended = wait_for(&client, ".live-run[data-status='cancelled']").await;
+        let end = ended
+            .find(fantoccini::Locator::Css(".live-current-node"))
+            .await
+            .unwrap();
+        assert_eq!(end.text().await.unwrap(), "stopped by its budget");
+        let nodes = ended.find_all(fantoccini::Locator::Css(".node")).await.unwrap();
+        let mut names = Vec::new();
+        for node in nodes {
+            names.push(node.attr("data-node").await.unwrap().unwrap_or_default());
+        }
+        assert_eq!(names, ["plan", "research"], "write never started");
+        harness::screenshot(&client, "budget-stopped.png").await;
+    })
+    .await;
+    let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(workspace.db())).unwrap();
+    let runs = store
+        .runs(&studio_core::Workspace::open(workspace.path()).unwrap(), None)
+        .unwrap();
+    let session = runs[0].session_id.to_string();
+    let shown = eventually("the daemon shows the budget's warning and the run's end", || async {
+        let shown = notifications()?;
+        let warned = shown.iter().any(|(summary, body)| {
+            summary == "Budget 80 % spent"
+                && body.starts_with(&format!("Session {session}: $"))
+                && body.contains(" spent; it stops after the node that reaches the limit")
+        });
+        let ended = shown.iter().any(|(summary, body)| {
+            summary == "Run cancelled"
+                && body.starts_with(&format!("Session {session}, after "))
+                && body.ends_with(": stopped by its budget")
+        });
+        (warned && ended).then_some(shown.clone()).ok_or(format!("{shown:?}"))
+    })
+    .await;
+    let about_the_run = shown.iter().filter(|(_, body)| body.contains(session.as_str())).count();
+    assert_eq!(about_the_run, 2, "one warning, one end: {shown:?}");
+}
+
+/// The tests of this binary, one at a time: no other window may come or go while one runs.
+static ONE_WINDOW: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// dunst, a notification daemon, on the session bus and the X display of the tests.
 struct NotificationDaemon {

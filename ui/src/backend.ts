@@ -26,6 +26,7 @@ import type {
   CommandName,
   Commands,
   CompareFocus,
+  ViewFilters,
   ErrorCode,
   ExportedBundle,
   FileChunk,
@@ -42,6 +43,7 @@ import type {
   RunOutput,
   RunRecord,
   RunStartRequest,
+  SavedView,
   RunDiff,
   SearchHit,
   Session,
@@ -75,6 +77,12 @@ export interface Backend {
   noteGet(sessionId: string): Promise<string | null>;
   /** Sets a session's note (`null` or "" removes it). */
   noteSet(sessionId: string, note: string | null): Promise<void>;
+  /** The workspace's saved views (the table's filters under a name), by name. */
+  viewsList(): Promise<SavedView[]>;
+  /** Saves filters under a name (replacing a view of that name); the views after. */
+  viewSave(name: string, filters: ViewFilters): Promise<SavedView[]>;
+  /** Deletes a saved view; the views after. */
+  viewDelete(name: string): Promise<SavedView[]>;
   agentsList(): Promise<Agent[]>;
   runStart(request: RunStartRequest): Promise<StartedRun>;
   /** Resolves with how it stops: `graceful` (the current node finishes first), or `forced` (also a second stop). */
@@ -248,9 +256,17 @@ export const tauriBackend: Backend = {
   tagsRemove: (sessionId, tags) => call("tags_remove", { session_id: sessionId, tags }),
   noteGet: (sessionId) => call("note_get", { session_id: sessionId }),
   noteSet: (sessionId, note) => call("note_set", { session_id: sessionId, note }),
+  viewsList: () => call("views_list", {}),
+  viewSave: (name, filters) => call("view_save", { name, filters }),
+  viewDelete: (name) => call("view_delete", { name }),
   agentsList: () => call("agents_list", {}),
   runStart: (request) =>
-    call("run_start", { agent: request.agent, prompt: request.prompt, session_id: request.session_id ?? null }),
+    call("run_start", {
+      agent: request.agent,
+      prompt: request.prompt,
+      session_id: request.session_id ?? null,
+      max_cost_usd: request.max_cost_usd ?? null,
+    }),
   runStop: (runId, force) => call("run_stop", { run_id: runId, force }),
   sessionStopOutside: (sessionId) => call("session_stop_outside", { session_id: sessionId }),
   runsList: (sessionId) => call("runs_list", { session_id: sessionId ?? null }),

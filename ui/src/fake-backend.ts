@@ -25,6 +25,7 @@ import type {
   RunOutput,
   RunDiff,
   RunRecord,
+  SavedView,
   SearchHit,
   NodeArtifacts,
   Session,
@@ -98,6 +99,8 @@ export interface FakeBackend extends Backend {
   exportRedacts: number;
   /** The sessions' notes, by id. */
   notes: Record<string, string>;
+  /** The workspace's saved views, by name. */
+  views: SavedView[];
   /** The session the command line asked for, until taken. */
   requested: string | null;
   /** While set, `agentsList` is refused with it (a broken `.zibby/studio.toml`). */
@@ -281,6 +284,7 @@ export function fakeBackend(
     exportTo: null,
     exportRedacts: 0,
     notes: {},
+    views: [],
     requested: null,
     calls: [],
     compare: (a, b) => {
@@ -355,6 +359,27 @@ export function fakeBackend(
       else delete backend.notes[sessionId];
       backend.sessions = backend.sessions.map((row) => (row.id === sessionId ? { ...row, has_note: !!note } : row));
     },
+    async viewsList() {
+      backend.calls.push("viewsList()");
+      return backend.views;
+    },
+    async viewSave(name, filters) {
+      backend.calls.push(`viewSave(${name})`);
+      if (name.trim() !== name || name === "")
+        throw refusal("invalid_view_name", `the view name ${JSON.stringify(name)} is empty or has spaces at its ends`);
+      const others = backend.views.filter((view) => view.name !== name);
+      backend.views = [...others, { name, filters, saved_at: new Date(0).toISOString() }].sort((a, b) =>
+        a.name < b.name ? -1 : 1,
+      );
+      return backend.views;
+    },
+    async viewDelete(name) {
+      backend.calls.push(`viewDelete(${name})`);
+      if (!backend.views.some((view) => view.name === name))
+        throw refusal("view_not_found", `no saved view named ${JSON.stringify(name)}`);
+      backend.views = backend.views.filter((view) => view.name !== name);
+      return backend.views;
+    },
     async agentsList() {
       backend.calls.push("agentsList()");
       if (backend.agentsBroken) throw backend.agentsBroken;
@@ -364,7 +389,9 @@ export function fakeBackend(
       backend.calls.push(
         request.session_id
           ? `runStart(${request.agent}, ${request.prompt}, ${request.session_id})`
-          : `runStart(${request.agent}, ${request.prompt})`,
+          : request.max_cost_usd !== undefined
+            ? `runStart(${request.agent}, ${request.prompt}, max $${request.max_cost_usd})`
+            : `runStart(${request.agent}, ${request.prompt})`,
       );
       refuseUntrusted();
       return started(request.session_id ?? null);

@@ -58,6 +58,22 @@ describe("applyRunEvent", () => {
       { type: "budget_unpriced", run_id: "r", nodes_priced: 1, nodes_with_usage: 3 },
     ]);
     expect(unpriced!.budget?.label).toBe("budget not enforced: 1 of 3 nodes priced");
+    // Once the run ended, a budget reached says so without "stopping".
+    const [ended] = replay([
+      started,
+      { type: "budget_reached", run_id: "r", spend: { ...spend, label: "$0.51 of $0.50" } },
+      {
+        type: "run_finished",
+        run_id: "r",
+        session_id: "s",
+        status: "cancelled",
+        exit_code: null,
+        elapsed_ms: 10,
+        stopped_by: "budget",
+        error: null,
+      },
+    ]);
+    expect(ended!.budget).toEqual({ state: "reached", label: "budget reached: $0.51 of $0.50" });
   });
 
   it("takes back a node_begin that was a title, not a node", () => {

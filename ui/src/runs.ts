@@ -26,6 +26,9 @@ export interface BudgetBadge {
   label: string;
 }
 
+/** What a reached budget's badge adds while the run goes on; the run ended, it says no more. */
+const STOPPING_AFTER_NODE = "; stopping after this node";
+
 export interface LiveRun {
   runId: string;
   sessionId: string;
@@ -126,7 +129,7 @@ export function applyRunEvent(runs: readonly LiveRun[], event: RunEvent, now: nu
     case "budget_reached":
       return update(runs, event.run_id, (run) => ({
         ...run,
-        budget: { state: "reached", label: `budget reached: ${event.spend.label}; stopping after this node` },
+        budget: { state: "reached", label: `budget reached: ${event.spend.label}${STOPPING_AFTER_NODE}` },
       }));
     case "budget_unpriced":
       return update(runs, event.run_id, (run) =>
@@ -146,6 +149,10 @@ export function applyRunEvent(runs: readonly LiveRun[], event: RunEvent, now: nu
         // A node the run ended in the middle of ends with the run.
         nodes: run.nodes.map((node) => (node.status === "running" ? { ...node, status: event.status } : node)),
         currentNode: null,
+        budget:
+          run.budget?.state === "reached"
+            ? { ...run.budget, label: run.budget.label.replace(STOPPING_AFTER_NODE, "") }
+            : run.budget,
         end: {
           status: event.status,
           elapsedMs: event.elapsed_ms,

@@ -4,6 +4,7 @@
 
 export type {
   Agent,
+  Filters as ViewFilters,
   Change,
   DiffLine,
   Hunk,
@@ -35,6 +36,7 @@ export type {
   Problem,
   RunEvent,
   RunRecord,
+  SavedView,
   SearchHit,
   SearchHitKind,
   SessionInfo,
@@ -77,6 +79,8 @@ export interface RunStartRequest {
   prompt: string;
   /** Continue this session; a new one otherwise. */
   session_id?: string;
+  /** This run's budget in US dollars, instead of the agent's `max_cost_usd`. */
+  max_cost_usd?: number;
 }
 
 /** A comparison across machines: A a session of the open remote workspace (on `host`), B one of

@@ -441,7 +441,7 @@ fn local_lines(studio: &Studio, events: &Receiver<RunEvent>, fifo: &Path) -> Dur
 
 /// The local run: the agent trusted here first, as the window asks.
 fn start_local(studio: &Studio) -> StartedRun {
-    let start = || studio.run_start("trigger", LINES.to_string(), None);
+    let start = || studio.run_start("trigger", LINES.to_string(), None, None);
     match start() {
         Err(studio_core::Error::AgentsUntrusted { launch }) => {
             let workspace = studio.workspace().unwrap();

@@ -231,6 +231,54 @@ pub fn eventually<T>(within: Duration, what: &str, mut check: impl FnMut() -> Op
     }
 }
 
+/// The saved views a remote workspace's window saves, lists and deletes are the host's store's,
+/// the same as its `zstudio view`'s; a run's own budget (the Run bar's) is held to a budget's rule.
+#[test]
+fn views_and_a_runs_budget_are_the_hosts() {
+    let place = Place::create();
+    place.trusted_agent(100);
+    let mut server = Server::start(&place);
+    server.greet();
+    let filters = json!({"status": "error", "tags": ["nightly"]});
+    server.request(1, "view_save", json!({"name": "nightly failures", "filters": filters}));
+    let saved = server.reply();
+    assert_eq!(saved["result"][0]["name"], "nightly failures", "{saved}");
+    let listed = place.command("view").args(["list", "--json"]).output().unwrap();
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed[0]["filters"], filters, "zstudio view lists it: {listed}");
+    server.request(2, "view_save", json!({"name": " padded", "filters": {}}));
+    assert_eq!(server.reply()["error"]["code"], "invalid_view_name");
+    server.request(
+        3,
+        "view_save",
+        json!({"name": "bad tag", "filters": {"tags": ["a\u{202e}b"]}}),
+    );
+    let refused = server.reply();
+    assert!(
+        refused["error"]["message"].as_str().is_some_and(|m| m.contains("tag")),
+        "{refused}"
+    );
+    server.request(4, "view_delete", json!({"name": "nightly failures"}));
+    assert_eq!(server.reply()["result"], json!([]));
+    server.request(5, "views_list", json!({}));
+    assert_eq!(server.reply()["result"], json!([]));
+    server.request(
+        6,
+        "run_start",
+        json!({"agent": "trip", "prompt": "p", "session_id": null, "max_cost_usd": -1.0}),
+    );
+    let refused = server.reply();
+    assert_eq!(refused["error"]["code"], "invalid_request", "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("a budget is a number of US dollars")),
+        "{refused}"
+    );
+    let status = server.end_input(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(0));
+}
+
 #[test]
 fn the_banner_comes_first_and_replies_carry_their_request_ids() {
     let place = Place::create();

@@ -4,8 +4,9 @@
 //!
 //! The sessions are made the honest way: the studio's own `zstudio` runs the agent `demo` (so the
 //! store knows each run's agent, prompts, output and what its nodes used), continues one session
-//! with a second prompt, stops one run and pins one session; one run is started outside the
-//! studio, as from a terminal. Nothing writes the store but `zstudio`.
+//! with a second prompt, stops one run, lets a budget stop another, pins one session and tags and
+//! annotates another; one run is started outside the studio, as from a terminal. Nothing writes
+//! the store but `zstudio`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -116,6 +117,35 @@ const STOPPED_RUN: (&str, &[&str]) = (
 /// The stopped run is stopped once this node began.
 const STOP_DURING: &str = "translate";
 
+/// The run its budget stops (`zstudio run --max-cost`, as the Run bar's "Max $"): every node priced
+/// (Claude Code's usage), the budget between what the first node and the first two cost.
+const BUDGET_PROMPT: &str = "Compare three hosting providers for the docs site";
+const BUDGET_RUN: &[&str] = &[
+    "--nodes",
+    "gather:120,compare:150,recommend:120",
+    "--usage",
+    "gather=claude-code,compare=claude-code,recommend=claude-code",
+];
+
+/// The budget of [`BUDGET_RUN`]: the first node spends 85 % of it (`budget.warning`), the second
+/// crosses it (`budget.reached`: the run stops after it, the third never begins). The test agent's
+/// figures depend only on the node and the prompt, so they are known before the run.
+fn stopping_budget() -> f64 {
+    let cost = |node: &str| {
+        let printed = crate::usage::stream(crate::usage::Format::ClaudeCode, node, BUDGET_PROMPT, 0);
+        let result: serde_json::Value =
+            serde_json::from_str(printed.last().map_or("", String::as_str)).unwrap_or_default();
+        result["total_cost_usd"].as_f64().unwrap_or_default()
+    };
+    let (first, second) = (cost("gather"), cost("compare"));
+    (first / 0.85).min(first + second / 2.0)
+}
+
+/// The session tagged and annotated: the failed release notes, tagged for the release and a review,
+/// with a note of what to do before running it again.
+const TAGS: &[&str] = &["release-2.1", "needs-review"];
+const NOTE: &str = "The draft cites issue #412, which does not exist: check the changelog before running it again.";
+
 /// The run with a long output (a link check of a few hundred pages) that search finds words in.
 const LINKS_PROMPT: &str = "Check the docs for broken links";
 const LINKS: &[&str] = &[
@@ -216,10 +246,28 @@ pub fn main(args: &[String]) -> Result<u8, String> {
     for (prompt, options) in FINISHED_RUNS {
         let run = studio.run(prompt, None, options)?;
         println!("{}  {}: {prompt}", run.session_id, run.said());
+        if run.status == "error" {
+            let tag: Vec<&str> = ["tag", run.session_id.as_str()].iter().chain(TAGS).copied().collect();
+            studio.zstudio(&tag)?;
+            studio.zstudio(&["note", &run.session_id, NOTE])?;
+            println!("{}  tagged {} and annotated", run.session_id, TAGS.join(", "));
+        }
     }
     let (prompt, options) = STOPPED_RUN;
     let stopped = studio.run_stopped_during(prompt, options, STOP_DURING)?;
     println!("{}  {}: {prompt}", stopped.session_id, stopped.said());
+    let budget = format!("{:.6}", stopping_budget());
+    let capped = studio.run_with(BUDGET_PROMPT, &["--max-cost", &budget], BUDGET_RUN)?;
+    if capped.status != "cancelled" {
+        return Err(format!(
+            "the run with a budget of ${budget} was not stopped by it: {}",
+            capped.said()
+        ));
+    }
+    println!(
+        "{}  stopped by its budget (${budget}): {BUDGET_PROMPT}",
+        capped.session_id
+    );
     let links = studio.run(
         LINKS_PROMPT,
         None,
@@ -357,10 +405,16 @@ impl Zstudio {
     /// Runs the agent `demo` on `prompt` (in `session`, continuing it) with these options, to its
     /// end; trusted, since this is the user's own demo.
     fn run(&self, prompt: &str, session: Option<&str>, options: &[&str]) -> Result<Finished, String> {
-        let mut args = vec!["run", "--agent", "demo", "--trust", "--prompt", prompt];
-        if let Some(session) = session {
-            args.extend(["--session", session]);
+        match session {
+            Some(session) => self.run_with(prompt, &["--session", session], options),
+            None => self.run_with(prompt, &[], options),
         }
+    }
+
+    /// [`Zstudio::run`] in a new session, with more of `zstudio run`'s options (`--max-cost`).
+    fn run_with(&self, prompt: &str, more: &[&str], options: &[&str]) -> Result<Finished, String> {
+        let mut args = vec!["run", "--agent", "demo", "--trust", "--prompt", prompt];
+        args.extend_from_slice(more);
         // 0 success, 1 error, 2 cancelled: each a way for a demo run to end.
         let events = self.json_lines(&args, options, &[0, 1, 2])?;
         finished(prompt, events.iter())

@@ -240,7 +240,7 @@ fn the_demo_fills_a_workspace_with_sessions_of_every_outcome() {
         .unwrap()
         .list_sessions(SystemTime::now())
         .unwrap();
-    assert_eq!(sessions.len(), 6);
+    assert_eq!(sessions.len(), 7);
     let statuses: std::collections::HashSet<_> = sessions.iter().map(|s| s.status).collect();
     for status in [Status::Success, Status::Error, Status::Cancelled] {
         assert!(statuses.contains(&status), "{status} among {statuses:?}");

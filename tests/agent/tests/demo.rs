@@ -79,9 +79,9 @@ fn fill_demo_is_idempotent_sessions_when_empty_the_agents_file_when_absent() {
     assert!(said.contains("the agent `demo`"), "{said}");
     let workspace = Workspace::open(&root).unwrap();
     let sessions = workspace.list_sessions(SystemTime::now()).unwrap().len();
-    assert_eq!(sessions, 6);
+    assert_eq!(sessions, 7);
     let runs = zstudio_json(&root, &db, &["runs"]).as_array().unwrap().len();
-    assert_eq!(runs, 6, "five sessions the studio ran, one of them twice");
+    assert_eq!(runs, 7, "six sessions the studio ran, one of them twice");
     let agents = agents::load(&root).unwrap();
     assert_eq!(agents.len(), 1);
     assert_eq!(agents[0].name, "demo");
@@ -127,11 +127,11 @@ fn the_demo_is_made_by_the_studio_with_something_in_every_column() {
     eprintln!("fill-demo took {:?}", started.elapsed());
     let listing = zstudio_json(&root, &db, &["sessions"]);
     let sessions = listing.as_array().unwrap();
-    assert_eq!(sessions.len(), 6);
+    assert_eq!(sessions.len(), 7);
 
     // The studio's runs: named by their agent, their prompt a message, what they used priced.
     let ran: Vec<&Value> = sessions.iter().filter(|s| s["agent"] == "demo").collect();
-    assert_eq!(ran.len(), 5, "{sessions:#?}");
+    assert_eq!(ran.len(), 6, "{sessions:#?}");
     for session in &ran {
         assert!(session["messages"].as_i64().unwrap() >= 1, "{session:#}");
         assert!(session["usage"]["cost_usd"].as_f64().unwrap() > 0.0, "{session:#}");
@@ -219,6 +219,34 @@ fn the_demo_is_made_by_the_studio_with_something_in_every_column() {
     let failed_runs = zstudio_json(&root, &db, &["runs", "--session", failed["id"].as_str().unwrap()]);
     let error = failed_runs[0]["error"].as_str().unwrap();
     assert!(error.contains("issue #412, which does not exist"), "{error}");
+    // Tagged and annotated: what to do before running it again.
+    assert_eq!(failed["tags"], serde_json::json!(["release-2.1", "needs-review"]));
+    assert_eq!(failed["has_note"], true);
+    let listed = zstudio_json(&root, &db, &["sessions", "--tag", "needs-review"]);
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed:#}");
+    // Stopped by its budget: after the node that crossed it, the next never began.
+    let capped = titled(sessions, "Compare three hosting providers");
+    assert_eq!(capped["status"], "cancelled");
+    let capped_id = capped["id"].as_str().unwrap();
+    let capped_runs = zstudio_json(&root, &db, &["runs", "--session", capped_id]);
+    assert_eq!(capped_runs[0]["stopped_by"], "budget");
+    let capped_nodes: Vec<&Value> = capped["nodes"].as_array().unwrap().iter().map(|n| &n["name"]).collect();
+    assert_eq!(capped_nodes, ["gather", "compare"], "recommend never began");
+    let logged = zstudio_json(&root, &db, &["logs", capped_id]);
+    let events: Vec<&str> = logged
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|line| line["event"].as_str())
+        .collect();
+    let at = |event: &str| {
+        events
+            .iter()
+            .position(|e| *e == event)
+            .unwrap_or_else(|| panic!("{event}: {events:?}"))
+    };
+    assert!(at("budget.warning") < at("budget.reached"), "{events:?}");
+
     let stopped = titled(sessions, "Translate the onboarding guide");
     assert_eq!(stopped["status"], "cancelled");
     let stopped_runs = zstudio_json(&root, &db, &["runs", "--session", stopped["id"].as_str().unwrap()]);

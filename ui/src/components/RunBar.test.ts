@@ -4,12 +4,14 @@ import { describe, expect, it, vi } from "vitest";
 
 import RunBar from "./RunBar.svelte";
 
-const agents = [
+const agents: { name: string; run: string[]; max_cost_usd?: number }[] = [
   { name: "writer", run: ["w"] },
-  { name: "planner", run: ["p"] },
+  { name: "planner", run: ["p"], max_cost_usd: 0.5 },
 ];
 
-function bar(props: Partial<{ agents: typeof agents; onrun: (a: string, p: string) => Promise<boolean> }> = {}) {
+function bar(
+  props: Partial<{ agents: typeof agents; onrun: (a: string, p: string, max: number | null) => Promise<boolean> }> = {},
+) {
   const onrun = vi.fn(props.onrun ?? (() => Promise.resolve(true)));
   const onedit = vi.fn();
   const result = render(RunBar, { agents: props.agents ?? agents, onrun, onedit });
@@ -17,6 +19,29 @@ function bar(props: Partial<{ agents: typeof agents; onrun: (a: string, p: strin
 }
 
 describe("the Run bar", () => {
+  it("runs with a budget of its own for one run, refuses one that is not a budget, shows the agent's", async () => {
+    const user = userEvent.setup();
+    const { container, onrun } = bar();
+    const budget = container.querySelector("#run-max-cost") as HTMLInputElement;
+    expect(budget.placeholder).toBe("none");
+    await user.selectOptions(container.querySelector("#run-agent")!, "planner");
+    expect(budget.placeholder).toBe("0.5");
+    const prompt = container.querySelector("#run-prompt") as HTMLTextAreaElement;
+    await user.type(budget, "-1");
+    await user.type(prompt, "go{Enter}");
+    expect(onrun).not.toHaveBeenCalled();
+    expect(container.querySelector("#run-budget-problem")?.textContent).toContain("above 0");
+    expect(document.activeElement).toBe(budget);
+    await user.clear(budget);
+    await user.type(budget, "$0.25{Enter}");
+    expect(onrun).toHaveBeenLastCalledWith("planner", "go", 0.25);
+    expect(container.querySelector("#run-budget-problem")).toBeNull();
+    // For that run only: the next one has the agent's.
+    expect(budget.value).toBe("");
+    await user.type(prompt, "again{Enter}");
+    expect(onrun).toHaveBeenLastCalledWith("planner", "again", null);
+  });
+
   it("offers to add an agent when the workspace has none", async () => {
     const { container, onedit } = bar({ agents: [] });
     expect((container.querySelector("#run-bar .run-row") as HTMLElement).hidden).toBe(true);
@@ -37,7 +62,7 @@ describe("the Run bar", () => {
     await user.type(prompt, "plan{Shift>}{Enter}{/Shift}the release");
     expect(onrun).not.toHaveBeenCalled();
     await user.type(prompt, "{Enter}");
-    expect(onrun).toHaveBeenCalledWith("planner", "plan\nthe release");
+    expect(onrun).toHaveBeenCalledWith("planner", "plan\nthe release", null);
     await vi.waitFor(() => expect(prompt.value).toBe(""));
   });
 
@@ -48,7 +73,7 @@ describe("the Run bar", () => {
     expect(onrun).not.toHaveBeenCalled();
     const prompt = container.querySelector("#run-prompt") as HTMLTextAreaElement;
     await user.type(prompt, "go{Enter}");
-    expect(onrun).toHaveBeenCalledWith("writer", "go");
+    expect(onrun).toHaveBeenCalledWith("writer", "go", null);
     expect(prompt.value).toBe("go");
   });
 

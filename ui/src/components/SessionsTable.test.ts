@@ -42,6 +42,18 @@ const describedBy = (element: Element | null) =>
     .join("");
 
 describe("the sessions table", () => {
+  it("shows a row's tags as text chips, three and a count, all in the tooltip", () => {
+    const tags = ["bug", "<img src=x onerror=alert(1)>", "slow", "flaky"];
+    const { container } = table([session({ tags }), session({ id: "1795952464416_3prc", tags: [] })]);
+    const [tagged, plain] = [...container.querySelectorAll("tr[data-session-id]")];
+    const chips = [...tagged!.querySelectorAll(".row-tags .tag-chip")].map((chip) => chip.textContent);
+    expect(chips).toEqual(["bug", "<img src=x onerror=alert(1)>", "slow"]);
+    expect(tagged!.querySelector("img")).toBeNull();
+    expect(tagged!.querySelector(".more-tags")?.textContent).toBe("+1");
+    expect(tagged!.querySelector(".row-tags")?.getAttribute("title")).toBe(`Tags: ${tags.join(", ")}`);
+    expect(plain!.querySelector(".row-tags")).toBeNull();
+  });
+
   it("has one row per session, keyed by id, with the columns filled in", () => {
     const { container } = table([session()]);
     const rows = container.querySelectorAll("tr[data-session-id]");

@@ -348,6 +348,36 @@ usage?: UsageTotal | null,
 not_known?: string, };
 
 /**
+ * Which sessions a listing keeps: each filter set narrows it (all must hold).
+ */
+export type Filters = { 
+/**
+ * Only the sessions of this status.
+ */
+status?: Status, 
+/**
+ * Only the sessions of this agent (as the listing names it).
+ */
+agent?: string, 
+/**
+ * Only the sessions holding every one of these tags.
+ */
+tags?: Array<string>, 
+/**
+ * Only the pinned sessions.
+ */
+pinned?: boolean, 
+/**
+ * Only the sessions a search for this text finds (among its first [`SEARCH_HITS`] hits).
+ */
+search?: string, };
+
+/**
+ * A saved view: its name, its filters, when it was saved.
+ */
+export type SavedView = { name: string, filters: Filters, saved_at: Timestamp, };
+
+/**
  * The supervisor, held for one command.
  * The sessions of a workspace as the window lists them ([`Studio::sessions`]).
  */
@@ -947,11 +977,14 @@ export type Commands = {
   tags_remove: { args: { session_id: string; tags: Array<string> }; result: Array<string> };
   note_get: { args: { session_id: string }; result: string | null };
   note_set: { args: { session_id: string; note: string | null }; result: void };
+  views_list: { args: Record<string, never>; result: Array<SavedView> };
+  view_save: { args: { name: string; filters: Filters }; result: Array<SavedView> };
+  view_delete: { args: { name: string }; result: Array<SavedView> };
   search: { args: { query: string; limit: number }; result: Array<SearchHit> };
   agents_list: { args: Record<string, never>; result: Array<Agent> };
   agent_save: { args: { agent: Agent; previous_name: string | null }; result: Array<Agent> };
   agents_trust: { args: { agent: string; prompt: string | null; session_id: string | null; node: string | null }; result: boolean };
-  run_start: { args: { agent: string; prompt: string; session_id: string | null }; result: StartedRun };
+  run_start: { args: { agent: string; prompt: string; session_id: string | null; max_cost_usd: number | null }; result: StartedRun };
   run_replay: { args: { session_id: string; node: string; agent: string }; result: StartedRun };
   run_stop: { args: { run_id: string; force: boolean }; result: StoppedBy };
   session_stop_outside: { args: { session_id: string }; result: OutsideStop };

@@ -327,8 +327,8 @@ export class AppState {
     if (event.type !== "stopping") void this.sessions.reload();
   }
 
-  async runStart(agent: string, prompt: string): Promise<boolean> {
-    const started = await this.runs.start(agent, prompt);
+  async runStart(agent: string, prompt: string, maxCostUsd: number | null = null): Promise<boolean> {
+    const started = await this.runs.start(agent, prompt, maxCostUsd);
     if (started === null) return false;
     // The new session opens live, on its output.
     this.openSessionView(started.session_id, "output");

@@ -32,6 +32,7 @@ export interface Toast {
 export function endText(run: LiveRun): string {
   const end = run.end;
   if (!end) return "";
+  if (end.status === "cancelled" && end.stoppedBy === "budget") return "stopped by its budget";
   if (end.status === "cancelled" && end.stoppedBy) return `stopped (${end.stoppedBy})`;
   if (end.exitCode !== null && end.exitCode !== 0) return `exited with ${end.exitCode}`;
   if (end.status === "error") return "failed";
@@ -101,12 +102,14 @@ export class RunsState {
     this.#set(addStartedRun(this.list, started.run_id, started.session_id, this.#clock()));
   }
 
-  /** Starts a run from the Run bar: what started, or `null` (`error` says why). */
-  async start(agent: string, prompt: string): Promise<StartedRun | null> {
+  /** Starts a run from the Run bar (with `maxCostUsd`, its own budget): what started, or `null`
+   * (`error` says why). */
+  async start(agent: string, prompt: string, maxCostUsd: number | null = null): Promise<StartedRun | null> {
     this.starting = true;
     this.error = null;
     try {
-      const started = await this.#backend().runStart({ agent, prompt });
+      const request = maxCostUsd === null ? { agent, prompt } : { agent, prompt, max_cost_usd: maxCostUsd };
+      const started = await this.#backend().runStart(request);
       this.starting = false;
       this.add(started);
       return started;

@@ -476,7 +476,7 @@ impl Catalogue {
         }
         let started = self
             .studio
-            .run_start(&args.agent, args.prompt, args.session.as_deref())?;
+            .run_start(&args.agent, args.prompt, args.session.as_deref(), None)?;
         self.studio.store()?.run_set_origin(&started.run_id, ORIGIN)?;
         Ok(started_answer(&started))
     }

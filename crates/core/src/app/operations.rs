@@ -19,7 +19,9 @@ use crate::sessions::agents::{self, Agent};
 use crate::sessions::files::{FileChunk, FileEntry};
 use crate::sessions::session::{Session, Workspace};
 use crate::store::index::NodeDetail;
-use crate::store::{LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SearchHit, Span};
+use crate::store::{
+    Filters, LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SavedView, SearchHit, Span,
+};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 use crate::vocabulary::label::Tag;
@@ -179,6 +181,27 @@ impl Studio {
         self.store()?.set_note(&workspace, &id, note, SystemTime::now())
     }
 
+    /// The workspace's saved views (the table's filters under a name), by name: the same ones
+    /// `zstudio view` lists.
+    pub fn views_list(&self) -> Result<Vec<SavedView>, Error> {
+        self.store()?.views(&self.workspace()?)
+    }
+
+    /// Saves the table's `filters` under `name` (a view of that name is replaced); answers the
+    /// views after.
+    pub fn view_save(&self, name: &str, filters: &Filters) -> Result<Vec<SavedView>, Error> {
+        let (store, workspace) = (self.store()?, self.workspace()?);
+        store.view_save(&workspace, name, filters, SystemTime::now())?;
+        store.views(&workspace)
+    }
+
+    /// Deletes the saved view `name` (`view_not_found` when there is none); answers the views after.
+    pub fn view_delete(&self, name: &str) -> Result<Vec<SavedView>, Error> {
+        let (store, workspace) = (self.store()?, self.workspace()?);
+        store.view_delete(&workspace, name)?;
+        store.views(&workspace)
+    }
+
     /// `session_not_found` for a session neither the store nor a folder knows.
     fn require_session(&self, workspace: &Workspace, id: &SessionId) -> Result<(), Error> {
         if self.store()?.session_exists(workspace, id)? {
@@ -208,9 +231,32 @@ impl Studio {
         agents::save_one(self.workspace()?.root(), agent, previous_name)
     }
 
-    /// Runs an agent on a prompt, in a new session or in `session_id` (`run_start`).
-    pub fn run_start(&self, agent: &str, prompt: String, session_id: Option<&str>) -> Result<StartedRun, Error> {
-        self.run_agent(agent, Some(prompt), parse_optional(session_id)?, None)
+    /// Runs an agent on a prompt, in a new session or in `session_id` (`run_start`); with
+    /// `max_cost_usd`, that run's budget in dollars instead of the agent's (as `zstudio run
+    /// --max-cost`: for this run only).
+    pub fn run_start(
+        &self,
+        agent: &str,
+        prompt: String,
+        session_id: Option<&str>,
+        max_cost_usd: Option<f64>,
+    ) -> Result<StartedRun, Error> {
+        if let Some(problem) = max_cost_usd.and_then(crate::sessions::budget::usd_problem) {
+            return Err(Error::InvalidRequest {
+                reason: format!("the run's budget: {problem}"),
+            });
+        }
+        let (store, workspace) = (self.store()?, self.workspace()?);
+        let mut request = crate::app::agent_run_request(
+            store,
+            &workspace,
+            agent,
+            Some(prompt),
+            parse_optional(session_id)?,
+            None,
+        )?;
+        request.budget.max_cost_usd = max_cost_usd.or(request.budget.max_cost_usd);
+        self.supervisor()?.start(request)
     }
 
     /// Runs one node of a session again, with the agent's replay command (`run_replay`).

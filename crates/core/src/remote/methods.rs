@@ -89,12 +89,16 @@ ipc_methods! { studio;
     note_get(session_id: String) => studio.note_get(&session_id);
     // null or "" removes it; at most 64 KiB.
     note_set(session_id: String, note: Option<String>) => studio.note_set(&session_id, note.as_deref());
+    // The saved views of the sessions table; each answers the views after.
+    views_list() => studio.views_list();
+    view_save(name: String, filters: crate::store::Filters) => studio.view_save(&name, &filters);
+    view_delete(name: String) => studio.view_delete(&name);
     search(query: String, limit: usize) => studio.search(&query, limit);
     agents_list() => studio.agents_list();
     agent_save(agent: crate::sessions::agents::Agent, previous_name: Option<String>) =>
         studio.agent_save(agent, previous_name.as_deref());
-    run_start(agent: String, prompt: String, session_id: Option<String>) =>
-        studio.run_start(&agent, prompt, session_id.as_deref());
+    run_start(agent: String, prompt: String, session_id: Option<String>, max_cost_usd: Option<f64>) =>
+        studio.run_start(&agent, prompt, session_id.as_deref(), max_cost_usd);
     run_replay(session_id: String, node: String, agent: String) => studio.run_replay(&session_id, node, &agent);
     run_stop(run_id: String, force: bool) => studio.run_stop(&run_id, force);
     session_stop_outside(session_id: String) => studio.session_stop_outside(&session_id);
