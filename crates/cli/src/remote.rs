@@ -22,6 +22,7 @@ use studio_core::{Session, SessionId};
 
 use crate::cli::{
     DiffArgs, ExportArgs, Globals, ImportArgs, NoteArgs, SessionArg, SessionsArgs, ShowArgs, StopArgs, StudioCommand,
+    ViewAction,
 };
 use crate::print;
 
@@ -110,23 +111,59 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
             crate::commands::tags::tagged(out, globals.format(), &id, &tags)
         }
         StudioCommand::Note(args) => note(&remote, args, globals, out),
+        StudioCommand::View(args) => {
+            let views: Vec<studio_core::store::SavedView> = match &args.action {
+                ViewAction::Save { name, filters } => {
+                    remote.call("view_save", json!({ "name": name, "filters": filters.filters() }))?
+                }
+                ViewAction::Delete { name } => remote.call("view_delete", json!({ "name": name }))?,
+                ViewAction::List => remote.call("views_list", json!({}))?,
+            };
+            crate::commands::tags::viewed(out, globals.format(), &args.action, &views)
+        }
         _ => unreachable!("Cli::check refuses --remote for the other commands"),
     };
     done.map(|()| ExitCode::SUCCESS)
 }
 
 /// The host's sessions, printed as `zstudio sessions` prints a local workspace's, narrowed by
-/// the filters given (but a search text and a saved view, which are the host's store's).
+/// the filters given or by a saved view of the host's (`--view`), a search text through the
+/// host's index, as a local listing narrows them.
 fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    if args.view.is_some() || args.filters.search.is_some() {
-        anyhow::bail!("with --remote, `sessions` takes --status, --agent, --tag and --pinned, not --view or --search");
-    }
     let now = SystemTime::now();
+    let filters = match &args.view {
+        Some(name) => {
+            let views: Vec<studio_core::store::SavedView> = remote.call("views_list", json!({}))?;
+            views
+                .into_iter()
+                .find(|view| view.name == *name)
+                .map(|view| view.filters)
+                .ok_or_else(|| anyhow::anyhow!("{}: no saved view named {name:?}", remote.target))?
+        }
+        None => args.filters.filters(),
+    };
     let mut listing: SessionListing = remote.call("sessions_list", json!({}))?;
-    let filters = args.filters.filters();
     if filters != studio_core::store::Filters::default() {
-        listing.sessions.retain(|row| filters.keeps(row));
+        let found: Option<std::collections::HashSet<String>> = match &filters.search {
+            Some(text) => {
+                let hits: Vec<studio_core::store::SearchHit> = remote.call(
+                    "search",
+                    json!({ "query": text, "limit": studio_core::store::SEARCH_HITS }),
+                )?;
+                Some(hits.into_iter().map(|hit| hit.session_id).collect())
+            }
+            None => None,
+        };
+        listing.sessions.retain(|row| {
+            filters.keeps(row)
+                && found
+                    .as_ref()
+                    .is_none_or(|found| found.contains(row.summary.id.as_str()))
+        });
         listing.usage = studio_core::store::index::usage_of_sessions(&listing.sessions);
+    }
+    if let Some(limit) = args.limit {
+        listing.sessions.truncate(limit as usize);
     }
     print::emit(out, globals.format(), &listing.sessions, |out, sessions| {
         print::sessions(out, sessions, now)?;

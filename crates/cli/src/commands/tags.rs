@@ -109,35 +109,44 @@ fn read_note(input: impl Read, id: &SessionId) -> anyhow::Result<String> {
 
 pub fn view(args: &ViewArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let (workspace, store) = (globals.open_workspace()?, globals.open_store()?);
-    let format = globals.format();
     match &args.action {
         ViewAction::Save { name, filters } => {
-            let filters = filters.filters();
-            store.view_save(&workspace, name, &filters, SystemTime::now())?;
+            store.view_save(&workspace, name, &filters.filters(), SystemTime::now())?
+        }
+        ViewAction::Delete { name } => store.view_delete(&workspace, name)?,
+        ViewAction::List => {}
+    }
+    viewed(out, globals.format(), &args.action, &store.views(&workspace)?)
+}
+
+/// What `view` prints once its action is done, `views` the workspace's views after it (here, or
+/// on the host of `--remote`).
+pub fn viewed(out: &mut impl Write, format: Format, action: &ViewAction, views: &[SavedView]) -> anyhow::Result<()> {
+    match action {
+        ViewAction::Save { name, .. } => {
+            let filters = views
+                .iter()
+                .find(|view| view.name == *name)
+                .map(|view| view.filters.clone())
+                .ok_or_else(|| anyhow::anyhow!("the view {name:?} was not saved"))?;
             match format {
                 Format::Json => print::write_json(out, &json!({ "name": name, "filters": filters })),
                 Format::Human => Ok(writeln!(out, "saved view {name}: {}", describe(&filters))?),
             }
         }
-        ViewAction::List => {
-            let views = store.views(&workspace)?;
-            print::emit(out, format, &views, |out, views: &Vec<SavedView>| {
-                if views.is_empty() {
-                    writeln!(out, "No saved views: `zstudio view save NAME --tag T …` saves one.")?;
-                }
-                for view in views {
-                    writeln!(out, "{}  {}", view.name, describe(&view.filters))?;
-                }
-                Ok(())
-            })
-        }
-        ViewAction::Delete { name } => {
-            store.view_delete(&workspace, name)?;
-            match format {
-                Format::Json => print::write_json(out, &json!({ "name": name, "deleted": true })),
-                Format::Human => Ok(writeln!(out, "deleted view {name}")?),
+        ViewAction::List => print::emit(out, format, &views.to_vec(), |out, views: &Vec<SavedView>| {
+            if views.is_empty() {
+                writeln!(out, "No saved views: `zstudio view save NAME --tag T …` saves one.")?;
             }
-        }
+            for view in views {
+                writeln!(out, "{}  {}", view.name, describe(&view.filters))?;
+            }
+            Ok(())
+        }),
+        ViewAction::Delete { name } => match format {
+            Format::Json => print::write_json(out, &json!({ "name": name, "deleted": true })),
+            Format::Human => Ok(writeln!(out, "deleted view {name}")?),
+        },
     }
 }
 

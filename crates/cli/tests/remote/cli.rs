@@ -756,6 +756,46 @@ fn tags_and_notes_of_a_remote_session_are_kept_in_the_hosts_store() {
     assert_eq!(listed[0]["has_note"], true);
     assert_eq!(here(&["sessions", "--tag", "absent"]), serde_json::json!([]));
     assert_eq!(here(&["show", &id])["tags"], serde_json::json!(["remote"]));
+    // Saved views are the host's too: saved, listed and applied from here, a search through the
+    // host's index; the host's own `view list` and `sessions --view` say the same.
+    assert_eq!(
+        here(&["view", "save", "mine", "--tag", "remote"]),
+        serde_json::json!({"name": "mine", "filters": {"tags": ["remote"]}})
+    );
+    here(&["view", "save", "axolotls", "--search", "axolotl"]);
+    let views = here(&["view", "list"]);
+    let host_views = json_of(&zstudio(&["view", "list", "-w", ws, "--json"], &host_data, &[]));
+    assert_eq!(views, host_views);
+    assert_eq!(views.as_array().unwrap().len(), 2, "{views}");
+    for view in ["mine", "axolotls"] {
+        let applied = here(&["sessions", "--view", view]);
+        assert_eq!(applied[0]["id"], id.as_str(), "{view}: {applied}");
+        let on_host = json_of(&zstudio(
+            &["sessions", "--view", view, "-w", ws, "--json"],
+            &host_data,
+            &[],
+        ));
+        assert_eq!(
+            applied.as_array().unwrap().len(),
+            on_host.as_array().unwrap().len(),
+            "{view}"
+        );
+    }
+    assert_eq!(
+        here(&["sessions", "--search", "no such words anywhere"]),
+        serde_json::json!([])
+    );
+    assert_eq!(
+        here(&["view", "delete", "axolotls"]),
+        serde_json::json!({"name": "axolotls", "deleted": true})
+    );
+    let missing = zstudio(
+        &["--remote", &remote, "sessions", "--view", "axolotls"],
+        local.path(),
+        &env,
+    );
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no saved view named"));
     // Removed from here.
     here(&["note", &id, ""]);
     assert_eq!(here(&["note", &id])["note"], serde_json::Value::Null);

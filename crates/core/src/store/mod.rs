@@ -70,7 +70,7 @@ pub use search::{SearchHit, SearchHitKind};
 pub use session_model::RunNodesUsage;
 pub use sessions::{Pin, SessionRow};
 pub use spans::{Span, SpanKind};
-pub use views::{Filters, SavedView};
+pub use views::{Filters, SavedView, SEARCH_HITS};
 
 // ---- workspaces ----
 impl Store {
