@@ -152,19 +152,24 @@ const LIVE_FINISH_WAIT: Duration = Duration::from_secs(5);
 
 /// The live export of the runs `supervisor` follows, when an OTLP endpoint is set (the
 /// variables, or the workspace's `[otlp]` table): subscribed before a run starts.
-pub fn live(supervisor: &Supervisor, workspace: &Workspace) -> anyhow::Result<Option<(Endpoint, LiveExport)>> {
+pub fn live(supervisor: &Supervisor, workspace: &Workspace) -> anyhow::Result<Option<LiveExport>> {
     let Some(endpoint) = Endpoint::resolve(|name| std::env::var(name).ok(), workspace.root())? else {
         return Ok(None);
     };
-    let export = LiveExport::start(endpoint.clone(), supervisor.subscribe(), LiveOptions::default());
-    Ok(Some((endpoint, export)))
+    let endpoint = std::sync::Arc::new(endpoint);
+    let mut export = LiveExport::start(LiveOptions::default());
+    export.follow_runs(
+        supervisor.subscribe_to_nodes(),
+        Box::new(move |_| Some(endpoint.clone())),
+    );
+    Ok(Some(export))
 }
 
 /// Waits a bounded time for the live export's last spans; says in one line on stderr how many
 /// were lost, when any were.
-pub fn finish_live(live: Option<(Endpoint, LiveExport)>) {
-    if let Some((endpoint, export)) = live {
-        if let Some(line) = export.finish(LIVE_FINISH_WAIT).lost_line(&endpoint) {
+pub fn finish_live(live: Option<LiveExport>) {
+    if let Some(export) = live {
+        if let Some(line) = export.finish(LIVE_FINISH_WAIT).lost_line() {
             eprintln!("zstudio: {line}");
         }
     }

@@ -324,6 +324,9 @@ pub struct OutputUsageReader<K = String> {
     current: Option<NodeUsage>,
     /// Counts the changes of what [`so_far`](Self::so_far) gives.
     revision: u64,
+    /// The executions going (begun, not ended), each with what its stretches said so far
+    /// (a node's lines before and after an inner node's are two stretches).
+    executions: HashMap<K, Option<NodeUsage>>,
 }
 
 /// Tries at reading a pending usage line before a narrow line comes.
@@ -338,6 +341,7 @@ impl<K: Eq + Hash> Default for OutputUsageReader<K> {
             pending: None,
             current: None,
             revision: 0,
+            executions: HashMap::new(),
         }
     }
 }
@@ -395,19 +399,46 @@ impl<K: Eq + Hash> OutputUsageReader<K> {
         }
     }
 
-    fn end_stretch(&mut self) {
+    /// Ends the going stretch; what it said its node used, when it said.
+    fn end_stretch(&mut self) -> Option<&NodeUsage> {
         self.pending = None;
         if self.current.take().is_some() {
             self.revision += 1;
         }
-        let Some(node) = self.node.take() else { return };
+        let node = self.node.take()?;
         let tail = &self.stretch[tail_start(&self.stretch)..];
-        if let Some(mut usage) = node_output_usage(tail.lines()) {
-            usage.last_attempt_only |= self.found.contains_key(&node);
-            self.found.insert(node, usage);
-            self.revision += 1;
-        }
+        let said = node_output_usage(tail.lines());
         self.stretch.clear();
+        let mut usage = said?;
+        usage.last_attempt_only |= self.found.contains_key(&node);
+        self.revision += 1;
+        if let Some(going) = self.executions.get_mut(&node) {
+            *going = Some(usage.clone());
+        }
+        Some(self.found.entry(node).insert_entry(usage).into_mut())
+    }
+
+    /// An execution of node `node` began: [`end_node`](Self::end_node) says what it used.
+    pub fn begin_node<Q>(&mut self, node: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ToOwned<Owned = K> + ?Sized,
+    {
+        self.executions.insert(node.to_owned(), None);
+    }
+
+    /// The execution of node `node` begun last ended (its last line came): what its lines said
+    /// it used, when they said (a live span carries it); the next line starts a stretch of its
+    /// own.
+    pub fn end_node<Q>(&mut self, node: &Q) -> Option<NodeUsage>
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
+        if self.node.as_ref().map(Borrow::borrow) == Some(node) {
+            self.end_stretch();
+        }
+        self.executions.remove(node).flatten()
     }
 
     /// The usage of each node so far: what its last stretch said, the going stretch's as read

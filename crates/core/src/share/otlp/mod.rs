@@ -14,6 +14,7 @@ mod ids;
 mod live;
 mod map;
 mod push;
+mod watched;
 
 use std::collections::HashMap;
 use std::time::SystemTime;
@@ -21,11 +22,13 @@ use std::time::SystemTime;
 use opentelemetry_proto::tonic::trace::v1::TracesData;
 
 pub use ids::{node_span_id, run_span_id, trace_id};
-pub use live::{LiveExport, LiveOptions, LiveSummary};
+pub use live::{LiveExport, LiveOptions, LiveSummary, Route};
 pub use map::{
-    counts, node_span, root_span, run_spans, traces_of_spans, LogEvent, NodeExecution, RunTrace, SERVICE_NAME,
+    counts, node_span, root_span, run_spans, traces_of_spans, LogEvent, NodeExecution, RunTrace, SpanPlace,
+    SERVICE_NAME,
 };
 pub use push::{push, Endpoint, Protocol, Pushed};
+pub use watched::WatchedExport;
 
 use super::redact::Redactor;
 use crate::sessions::cost::NodeUsage;
@@ -242,6 +245,21 @@ fn folder_trace(session: &Session, title: Option<String>, options: TraceOptions,
         nodes,
         logs: Vec::new(),
     }
+}
+
+/// The route of a studio that runs agents in any workspace (the window's): each run goes to the
+/// endpoint its workspace names (the variables, else its `[otlp]` table), read as it starts.
+pub fn route_by_workspace(store: std::sync::Arc<Store>) -> Route {
+    Box::new(move |run_id| {
+        let run = store.run(run_id).ok()?;
+        match Endpoint::resolve(|name| std::env::var(name).ok(), &run.workspace) {
+            Ok(endpoint) => endpoint.map(std::sync::Arc::new),
+            Err(error) => {
+                tracing::warn!(%run_id, %error, "the run is not sent as a trace");
+                None
+            }
+        }
+    })
 }
 
 /// Traces as one OTLP message: the studio as the resource, its spans in one scope.
