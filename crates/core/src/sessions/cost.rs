@@ -615,6 +615,34 @@ mod tests {
         assert!(!price_table_version().is_empty());
     }
 
+    /// What a live span carries: the usage of the execution that ended, read from its own
+    /// stretches (a parent's result before its inner node's lines counts), none for an execution
+    /// that printed none (not an earlier execution's).
+    #[test]
+    fn an_ended_execution_says_what_its_own_lines_said_it_used() {
+        let result = include_str!("../../../../tests/fixtures/usage/claude-code-json.json").trim();
+        let printed = format!("│ {result}");
+        let mut reader = OutputUsageReader::<String>::new();
+        reader.begin_node("parent");
+        reader.line(Some("parent"), &printed);
+        reader.begin_node("child");
+        reader.line(Some("child"), "│ │ working");
+        assert_eq!(reader.end_node("child"), None, "the child printed no usage");
+        reader.line(Some("parent"), "│ └ done");
+        let parent = reader
+            .end_node("parent")
+            .expect("the parent's result, before its child");
+        assert_eq!(parent.cost_usd, Some(0.0123));
+        reader.begin_node("parent");
+        reader.line(Some("parent"), "│ run again, quietly");
+        assert_eq!(reader.end_node("parent"), None, "not the first execution's usage");
+        assert_eq!(
+            reader.finish()["parent"].cost_usd,
+            Some(0.0123),
+            "the run's record keeps it"
+        );
+    }
+
     #[test]
     fn output_usage_is_read_per_node_stretch_and_a_second_result_is_a_retry() {
         let result = include_str!("../../../../tests/fixtures/usage/claude-code-json.json").trim();
