@@ -523,7 +523,7 @@ pub struct KeepArgs {
 
 /// The commands that take `--remote` (the `remote` module runs them).
 pub const REMOTE_COMMANDS: &[&str] = &[
-    "sessions", "show", "watch", "run", "stop", "export", "import", "diff", "open", "tag", "untag", "note",
+    "sessions", "show", "watch", "run", "stop", "export", "import", "diff", "open", "tag", "untag", "note", "otlp",
 ];
 
 /// How many workspaces a command reads.

@@ -19,7 +19,8 @@ mod watched;
 use std::collections::HashMap;
 use std::time::SystemTime;
 
-use opentelemetry_proto::tonic::trace::v1::TracesData;
+/// The OTLP message a session's traces are (the `opentelemetry-proto` crate's).
+pub use opentelemetry_proto::tonic::trace::v1::TracesData;
 
 pub use ids::{node_span_id, run_span_id, trace_id};
 pub use live::{LiveExport, LiveOptions, LiveSummary, Route};
