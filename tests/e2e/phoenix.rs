@@ -47,11 +47,14 @@ impl Drop for Driver {
 
 /// WebKitGTK's own browser, next to the library the app uses.
 fn minibrowser() -> String {
-    ["/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser", "/usr/lib/webkit2gtk-4.1/MiniBrowser"]
-        .into_iter()
-        .find(|path| std::path::Path::new(path).is_file())
-        .expect("WebKitGTK's MiniBrowser (the package libwebkit2gtk-4.1-0)")
-        .to_owned()
+    [
+        "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser",
+        "/usr/lib/webkit2gtk-4.1/MiniBrowser",
+    ]
+    .into_iter()
+    .find(|path| std::path::Path::new(path).is_file())
+    .expect("WebKitGTK's MiniBrowser (the package libwebkit2gtk-4.1-0)")
+    .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -103,9 +106,15 @@ async fn the_demo_in_phoenixs_own_ui() {
         "zstudio export --otlp",
     );
     let exported: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    let spans = exported["resourceSpans"][0]["scopeSpans"][0]["spans"].as_array().unwrap().clone();
+    let spans = exported["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        .as_array()
+        .unwrap()
+        .clone();
     let trace_id = spans.last().unwrap()["traceId"].as_str().unwrap().to_lowercase();
-    let nodes: Vec<String> = spans[1..].iter().map(|s| s["name"].as_str().unwrap().to_owned()).collect();
+    let nodes: Vec<String> = spans[1..]
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect();
     let with_model = spans
         .iter()
         .find(|s| {
@@ -149,7 +158,10 @@ async fn the_demo_in_phoenixs_own_ui() {
             .await
             .map_err(|e| e.to_string())?;
         let missing: Vec<&String> = nodes.iter().filter(|n| !text.contains(n.as_str())).collect();
-        missing.is_empty().then_some(()).ok_or_else(|| format!("missing {missing:?}"))
+        missing
+            .is_empty()
+            .then_some(())
+            .ok_or_else(|| format!("missing {missing:?}"))
     })
     .await;
     // The node that names its model, picked: its attributes are what the studio sent.
