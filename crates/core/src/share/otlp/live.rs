@@ -24,6 +24,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use super::map::{node_span, root_span, NodeExecution, RunTrace, SpanPlace};
 use super::push::{push, Endpoint};
 use crate::runs::runner::RunEvent;
+use crate::sessions::cost::NodeUsage;
 use crate::sessions::session::Timestamp;
 use crate::status::Status;
 
@@ -213,6 +214,64 @@ struct Followed {
     open: Vec<(NodeExecution, SpanPlace)>,
 }
 
+impl Followed {
+    /// An execution of `node` began, `t_ms` into the run: its span's place is decided now.
+    fn node_began(&mut self, run_id: &str, node: String, depth: usize, t_ms: u64) {
+        let attempt = match self.occurrences.get_mut(&node) {
+            Some(count) => {
+                *count += 1;
+                *count
+            }
+            None => {
+                self.occurrences.insert(node.clone(), 1);
+                1
+            }
+        };
+        let parent = match self.open.last() {
+            Some((_, place)) => place.span_id.clone(),
+            None => self.root_span_id.clone(),
+        };
+        let place = SpanPlace::of_node(run_id, &node, attempt, self.trace_id.clone(), parent);
+        let execution = NodeExecution {
+            name: node,
+            parent: None,
+            depth: depth as i64,
+            status: Status::Running,
+            started_at_ms: self.trace.started_at_ms + t_ms,
+            ended_at_ms: None,
+            usage: None,
+            prompt: None,
+            output: None,
+        };
+        self.open.push((execution, place));
+    }
+
+    /// The last execution of `node` begun ended, `t_ms` into the run: its span is sent, and
+    /// before it those of the executions inside it that never ended (they end with it).
+    fn node_ended(
+        &mut self,
+        node: &str,
+        status: Status,
+        t_ms: u64,
+        mut usage: Option<NodeUsage>,
+        send: &impl Fn(Queued),
+    ) {
+        let Some(at) = self.open.iter().rposition(|(n, _)| n.name == node) else {
+            return;
+        };
+        let end = self.trace.started_at_ms + t_ms;
+        while self.open.len() > at {
+            let (mut execution, place) = self.open.pop().expect("open");
+            execution.ended_at_ms = Some(end);
+            if self.open.len() == at {
+                execution.status = status;
+                execution.usage = usage.take();
+            }
+            send((self.endpoint.clone(), node_span(&self.trace, &execution, place, end)));
+        }
+    }
+}
+
 fn now_ms() -> u64 {
     Timestamp::from_system_time(SystemTime::now()).0
 }
@@ -277,34 +336,9 @@ fn follow_event(
             depth,
             t_ms,
         } => {
-            let Some(run) = runs.get_mut(&run_id) else { return };
-            let attempt = match run.occurrences.get_mut(&node) {
-                Some(count) => {
-                    *count += 1;
-                    *count
-                }
-                None => {
-                    run.occurrences.insert(node.clone(), 1);
-                    1
-                }
-            };
-            let parent = match run.open.last() {
-                Some((_, place)) => place.span_id.clone(),
-                None => run.root_span_id.clone(),
-            };
-            let place = SpanPlace::of_node(&run_id, &node, attempt, run.trace_id.clone(), parent);
-            let execution = NodeExecution {
-                name: node,
-                parent: None,
-                depth: depth as i64,
-                status: Status::Running,
-                started_at_ms: run.trace.started_at_ms + t_ms,
-                ended_at_ms: None,
-                usage: None,
-                prompt: None,
-                output: None,
-            };
-            run.open.push((execution, place));
+            if let Some(run) = runs.get_mut(&run_id) {
+                run.node_began(&run_id, node, depth, t_ms);
+            }
         }
         RunEvent::NodeDiscarded { run_id, node } => {
             let Some(run) = runs.get_mut(&run_id) else { return };
@@ -322,21 +356,8 @@ fn follow_event(
             t_ms,
             usage,
         } => {
-            let Some(run) = runs.get_mut(&run_id) else { return };
-            let Some(at) = run.open.iter().rposition(|(n, _)| n.name == node) else {
-                return;
-            };
-            let end = run.trace.started_at_ms + t_ms;
-            // Inner executions that never ended end with it.
-            let mut usage = usage;
-            while run.open.len() > at {
-                let (mut execution, place) = run.open.pop().expect("open");
-                execution.ended_at_ms = Some(end);
-                if run.open.len() == at {
-                    execution.status = status;
-                    execution.usage = usage.take().map(|u| *u);
-                }
-                send((run.endpoint.clone(), node_span(&run.trace, &execution, place, end)));
+            if let Some(run) = runs.get_mut(&run_id) {
+                run.node_ended(&node, status, t_ms, usage.map(|u| *u), send);
             }
         }
         RunEvent::RunFinished {

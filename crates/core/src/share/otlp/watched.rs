@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use super::live::LiveExport;
 use super::push::Endpoint;
-use super::TraceOptions;
+use super::runs::{session_runs, TraceOptions};
 use crate::sessions::change::Change;
 use crate::sessions::session::{SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
@@ -92,7 +92,7 @@ impl WatchedExport {
             return;
         }
         let now = SystemTime::now();
-        let traces = match super::session_runs(&self.store, watched, session_id, TraceOptions::default(), now) {
+        let traces = match session_runs(&self.store, watched, session_id, TraceOptions::default(), now) {
             Ok(traces) => traces,
             Err(error) => {
                 tracing::warn!(%session_id, %error, "cannot read a watched session for its live trace");
@@ -101,7 +101,7 @@ impl WatchedExport {
         };
         // A session the studio did not run is one trace: its folder's.
         let Some(trace) = traces.first() else { return };
-        let spans = super::run_spans(trace, Timestamp::from_system_time(now).0);
+        let spans = super::map::run_spans(trace, Timestamp::from_system_time(now).0);
         let mut spans = spans.into_iter();
         let root = spans.next();
         for (node, span) in trace.nodes.iter().zip(spans) {
