@@ -6,12 +6,12 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use studio_core::app::Studio;
-use studio_core::runner::{RunEvent, RunRequest};
+use studio_core::runner::RunEvent;
 use studio_core::share::otlp;
 use studio_core::store::StoreLocation;
 use test_servers::phoenix::Phoenix;
 
-use crate::harness::agent_binary;
+use crate::harness;
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -33,31 +33,11 @@ fn the_windows_runs_go_live_to_their_workspaces_endpoint() {
         Ok(StoreLocation::File(db.path().join("studio.sqlite"))),
     );
     let (events, _notices) = events.expect("the supervisor's subscriptions");
-    let command = vec![
-        agent_binary().to_string_lossy().into_owned(),
-        "--nodes".into(),
-        "plan:30,>search:20,write:30".into(),
-        "--usage".into(),
-        "plan=claude-code".into(),
-    ];
-    let run = studio
-        .supervisor()
-        .unwrap()
-        .start(RunRequest {
-            workspace: studio.workspace().unwrap(),
-            agent: None,
-            command,
-            cwd: None,
-            env: Vec::new(),
-            inherit_env: Default::default(),
-            session: None,
-            prompt: None,
-            node: None,
-            grace: studio_core::runner::DEFAULT_GRACE,
-            budget: Default::default(),
-            over_budget: false,
-        })
-        .unwrap();
+    let request = harness::request_in(
+        &studio.workspace().unwrap(),
+        &["--nodes", "plan:30,>search:20,write:30", "--usage", "plan=claude-code"],
+    );
+    let run = studio.supervisor().unwrap().start(request).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let event = events.recv_timeout(deadline - Instant::now()).expect("the run ends");
