@@ -13,7 +13,7 @@ use super::live::LiveExport;
 use super::push::Endpoint;
 use super::runs::{session_runs, TraceOptions};
 use crate::sessions::change::Change;
-use crate::sessions::session::{SessionSummary, Timestamp, Workspace};
+use crate::sessions::session::{Timestamp, Workspace};
 use crate::status::Status;
 use crate::store::Store;
 use crate::vocabulary::id::SessionId;
@@ -21,7 +21,7 @@ use crate::vocabulary::id::SessionId;
 /// What was sent of one session.
 #[derive(Default)]
 struct Seen {
-    /// Nothing more to send: the studio ran it, or it ended (before it was first seen, or since).
+    /// Nothing more to send: the studio runs it.
     done: bool,
     /// Its nodes that had ended when last looked at.
     nodes_ended: usize,
@@ -72,16 +72,23 @@ impl WatchedExport {
         let Some((watched, Some(endpoint))) = self.workspaces.iter().find(|(w, _)| w.root() == workspace) else {
             return;
         };
+        let ended = summary.status != Status::Running;
         let key = (workspace.clone(), session_id.to_string());
+        // Only the sessions going are kept: one that ended (before it was first seen, or since)
+        // is forgotten, and an update of it after is an ended session first seen (not sent).
         let seen = match self.sessions.get_mut(&key) {
+            Some(seen) if seen.done && ended => {
+                self.sessions.remove(&key);
+                return;
+            }
             Some(seen) => seen,
-            None => self.sessions.entry(key).or_insert(first_sight(summary)),
+            None if ended => return,
+            None => self.sessions.entry(key.clone()).or_default(),
         };
         if seen.done {
             return;
         }
         let nodes_ended = summary.nodes.iter().filter(|n| n.status != Status::Running).count();
-        let ended = summary.status != Status::Running;
         if nodes_ended <= seen.nodes_ended && !ended {
             return;
         }
@@ -113,17 +120,8 @@ impl WatchedExport {
             if let Some(root) = root {
                 export.send(endpoint, root);
             }
-            seen.done = true;
+            self.sessions.remove(&key);
         }
-    }
-}
-
-/// A session as first seen: done when it had ended already.
-fn first_sight(summary: &SessionSummary) -> Seen {
-    Seen {
-        done: summary.status != Status::Running,
-        nodes_ended: 0,
-        sent: HashSet::new(),
     }
 }
 
