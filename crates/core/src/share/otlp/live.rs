@@ -14,7 +14,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -285,13 +285,26 @@ fn read_events(
 ) {
     let mut runs: HashMap<String, Followed> = HashMap::new();
     let send = |queued: Queued| enqueue(queue, counts, queued);
+    // Paused once when nothing waits, before waiting: a flood's events gather meanwhile, and the
+    // thread is not woken for each one (a wake-up costs more than the event).
+    let mut paused = false;
     loop {
-        let event = match events.recv_timeout(Duration::from_millis(50)) {
+        let event = match events.try_recv() {
             Ok(event) => event,
-            Err(RecvTimeoutError::Timeout) if stop.load(Ordering::SeqCst) => return,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => return,
+            Err(TryRecvError::Disconnected) => return,
+            Err(TryRecvError::Empty) if !paused => {
+                paused = true;
+                std::thread::sleep(GATHER);
+                continue;
+            }
+            Err(TryRecvError::Empty) => match events.recv_timeout(Duration::from_millis(50)) {
+                Ok(event) => event,
+                Err(RecvTimeoutError::Timeout) if stop.load(Ordering::SeqCst) => return,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return,
+            },
         };
+        paused = false;
         if let RunEvent::RunStarted { run_id, .. } = &event {
             let Some(endpoint) = route(run_id) else { continue };
             follow_event(&mut runs, event, Some(endpoint), &send);
@@ -392,8 +405,11 @@ fn follow_event(
     }
 }
 
-/// How long a batch waits for more spans once it has one.
-const LINGER: Duration = Duration::from_millis(100);
+/// How long a batch not full waits for more spans once it has one.
+const LINGER: Duration = Duration::from_millis(50);
+
+/// How long the reader pauses when no event waits, before it waits for one.
+const GATHER: Duration = Duration::from_millis(10);
 
 /// How often at most a loss that goes on is said in the log.
 const LOSS_LINE_EVERY: Duration = Duration::from_secs(60);
@@ -401,14 +417,14 @@ const LOSS_LINE_EVERY: Duration = Duration::from_secs(60);
 fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) {
     let mut loss_said: Option<(Instant, u64)> = None;
     while let Ok(first) = queued.recv() {
-        // A batch fills for at most LINGER: fewer, larger requests when nodes end fast.
+        // What waits goes at once; a batch not full gathers for LINGER more (fewer, larger
+        // requests when nodes end fast), asleep: a span put on the queue meanwhile wakes nobody.
         let mut batch = vec![first];
-        let deadline = Instant::now() + LINGER;
-        while batch.len() < options.batch {
-            match queued.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(span) => batch.push(span),
-                Err(_) => break,
-            }
+        batch.extend(queued.try_iter().take(options.batch - 1));
+        if batch.len() < options.batch {
+            std::thread::sleep(LINGER);
+            let room = options.batch - batch.len();
+            batch.extend(queued.try_iter().take(room));
         }
         for (endpoint, spans) in by_endpoint(batch) {
             send_batch(&endpoint, spans, options, counts);
