@@ -19,6 +19,7 @@ LEFT_OUT=(
 LEFT_OUT_TESTS=(
   "zstudio:serve:mcp_python" # the official Python MCP client, in .venv/mcp (scripts/setup.sh)
   "zstudio:cli:otlp_phoenix" # Arize Phoenix's server, in .venv/phoenix (scripts/setup.sh)
+  "studio-core:it:otlp_window" # the same Phoenix
 )
 # Also left out: the app's end-to-end tests (a window under Xvfb; the root package is no default
 # member) and the doc tests (each example compiled on its own: slow); `cargo test --workspace` in

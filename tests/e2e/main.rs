@@ -23,6 +23,7 @@ mod harness;
 mod keyboard;
 mod labels;
 mod layout;
+mod phoenix;
 mod pins;
 mod remote;
 mod remote_window;

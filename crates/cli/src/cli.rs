@@ -44,8 +44,8 @@ pub struct Globals {
     /// A workspace on another machine, reached with the system's ssh: HOST:PATH (HOST an alias
     /// of the ssh config or USER@HOST[:PORT]; PATH absolute or ~/…) or ssh://[USER@]HOST[:PORT]/PATH.
     /// Taken by sessions, show, watch, run (--agent), stop, export, import (a file here, uploaded),
-    /// open, tag, untag, note, view and mcp (the host's own store is used), and by diff (A on
-    /// the host, B here)
+    /// open, tag, untag, note, view and mcp (the host's own store is used), by diff (A on the
+    /// host, B here) and by otlp push (the host reads the traces, this machine sends them)
     #[arg(long, value_name = "HOST:PATH", global = true)]
     pub remote: Option<String>,
     /// An ssh config file for --remote, handed to ssh as `-F FILE`
@@ -524,7 +524,7 @@ pub struct KeepArgs {
 /// The commands that take `--remote` (the `remote` module runs them).
 pub const REMOTE_COMMANDS: &[&str] = &[
     "sessions", "show", "watch", "run", "stop", "export", "import", "diff", "open", "tag", "untag", "note", "view",
-    "mcp",
+    "mcp", "otlp",
 ];
 
 /// How many workspaces a command reads.

@@ -75,6 +75,28 @@ pub fn connect_options(globals: &Globals) -> ConnectOptions {
     }
 }
 
+/// A host's sessions' traces, read by its studio server (`otlp_traces`).
+impl crate::commands::otlp::TraceSource for Remote {
+    fn traces(
+        &self,
+        id: &SessionId,
+        options: studio_core::share::otlp::TraceOptions,
+    ) -> anyhow::Result<studio_core::share::otlp::TracesData> {
+        let params = json!({ "session_id": id, "include_output": options.include_output });
+        self.call(studio_core::remote::protocol::OTLP_TRACES, params)
+    }
+
+    fn updated_since(&self, from: studio_core::session::Timestamp) -> anyhow::Result<Vec<SessionId>> {
+        let listing: SessionListing = self.call("sessions_list", json!({}))?;
+        Ok(listing
+            .sessions
+            .into_iter()
+            .filter(|row| row.summary.updated_at >= from)
+            .map(|row| row.summary.id)
+            .collect())
+    }
+}
+
 /// How long `watch` and `run` try to connect again by default (`--reconnect-for`).
 const RECONNECT_FOR: u64 = 300;
 /// How long the ssh connection is kept after a command by default (`--keep-connection`).
@@ -120,6 +142,11 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
                 ViewAction::List => remote.call("views_list", json!({}))?,
             };
             crate::commands::tags::viewed(out, globals.format(), &args.action, &views)
+        }
+        // The host's server reads the traces; sent from here, where the variables (or the
+        // `[otlp]` table of the folder this runs in) name the collector.
+        StudioCommand::Otlp(args) => {
+            crate::commands::otlp::otlp_from(&remote, &std::env::current_dir()?, args, globals, out)
         }
         _ => unreachable!("Cli::check refuses --remote for the other commands"),
     };
@@ -290,10 +317,8 @@ impl crate::commands::stop::Runs for Remote {
 }
 
 fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    if args.otlp.is_some() {
-        anyhow::bail!(
-            "`zstudio export --otlp` reads the store here: run it on the host (`zstudio export ID --otlp FILE` there)"
-        );
+    if let Some(file) = &args.otlp {
+        return crate::commands::otlp::export_from(remote, &args.session_id, file, args.include_output, globals, out);
     }
     let id = SessionId::parse(&args.session_id)?;
     let path = match &args.output {

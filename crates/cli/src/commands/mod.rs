@@ -8,7 +8,7 @@ mod delete;
 pub mod diff;
 pub mod keep;
 mod logs;
-mod otlp;
+pub(crate) mod otlp;
 mod parse;
 mod pins;
 pub mod run;

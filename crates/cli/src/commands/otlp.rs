@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 use studio_core::runner::Supervisor;
-use studio_core::share::otlp::{self, Endpoint, LiveExport, LiveOptions, TraceOptions};
+use studio_core::share::otlp::{self, Endpoint, LiveExport, LiveOptions, TraceOptions, TracesData};
 use studio_core::{SessionId, Workspace};
 
 use crate::cli::{Globals, OtlpArgs, OtlpCommand, OtlpPushArgs};
@@ -28,6 +28,49 @@ struct Written {
     path: std::path::PathBuf,
 }
 
+/// Where a session's traces are read: this machine's store and folders, or a host's
+/// (`--remote`: its studio server reads them, this process writes or sends them).
+pub trait TraceSource {
+    fn traces(&self, id: &SessionId, options: TraceOptions) -> anyhow::Result<TracesData>;
+    /// The sessions updated since `from`.
+    fn updated_since(&self, from: studio_core::session::Timestamp) -> anyhow::Result<Vec<SessionId>>;
+}
+
+/// The workspace and store here.
+struct Local {
+    store: studio_core::store::Store,
+    workspace: Workspace,
+}
+
+impl TraceSource for Local {
+    fn traces(&self, id: &SessionId, options: TraceOptions) -> anyhow::Result<TracesData> {
+        Ok(otlp::session_traces(
+            &self.store,
+            &self.workspace,
+            id,
+            options,
+            SystemTime::now(),
+        )?)
+    }
+
+    fn updated_since(&self, from: studio_core::session::Timestamp) -> anyhow::Result<Vec<SessionId>> {
+        Ok(self
+            .store
+            .list_sessions(&self.workspace, SystemTime::now())?
+            .into_iter()
+            .filter(|row| row.summary.updated_at >= from)
+            .map(|row| row.summary.id)
+            .collect())
+    }
+}
+
+fn local(globals: &Globals) -> anyhow::Result<Local> {
+    Ok(Local {
+        store: globals.open_store()?,
+        workspace: globals.open_workspace()?,
+    })
+}
+
 pub fn export(
     session_id: &str,
     file: &Path,
@@ -35,10 +78,20 @@ pub fn export(
     globals: &Globals,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
+    export_from(&local(globals)?, session_id, file, include_output, globals, out)
+}
+
+/// `export --otlp`: session `session_id`'s traces from `source`, written as OTLP/JSON to `file`.
+pub fn export_from(
+    source: &dyn TraceSource,
+    session_id: &str,
+    file: &Path,
+    include_output: bool,
+    globals: &Globals,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     let id = SessionId::parse(session_id)?;
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    let options = TraceOptions { include_output };
-    let traces = otlp::session_traces(&store, &workspace, &id, options, SystemTime::now())?;
+    let traces = source.traces(&id, TraceOptions { include_output })?;
     let mut json = otlp::to_json(&traces);
     json.push('\n');
     std::fs::write(file, json).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", file.display()))?;
@@ -65,8 +118,22 @@ pub fn export(
 }
 
 pub fn otlp(args: &OtlpArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let source = local(globals)?;
+    let root = source.workspace.root().to_owned();
+    otlp_from(&source, &root, args, globals, out)
+}
+
+/// `zstudio otlp`: its sessions' traces from `source`, sent to the endpoint the variables name,
+/// else the `[otlp]` table of the workspace at `root`.
+pub fn otlp_from(
+    source: &dyn TraceSource,
+    root: &Path,
+    args: &OtlpArgs,
+    globals: &Globals,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     match &args.command {
-        OtlpCommand::Push(push) => self::push(push, globals, out),
+        OtlpCommand::Push(push) => self::push(source, root, push, globals, out),
     }
 }
 
@@ -78,25 +145,23 @@ struct PushReport {
     rejected_spans: i64,
 }
 
-fn push(args: &OtlpPushArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    let endpoint = Endpoint::resolve(|name| std::env::var(name).ok(), workspace.root())?.ok_or_else(|| {
+fn push(
+    source: &dyn TraceSource,
+    root: &Path,
+    args: &OtlpPushArgs,
+    globals: &Globals,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let endpoint = Endpoint::resolve(|name| std::env::var(name).ok(), root)?.ok_or_else(|| {
         anyhow::anyhow!(
             "no OTLP endpoint: set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), or \
              `[otlp] endpoint = \"URL\"` in the workspace's .zibby/studio.toml"
         )
     })?;
-    let now = SystemTime::now();
     let ids: Vec<SessionId> = match args.since {
-        Some(since) => {
-            let from = studio_core::session::Timestamp::from_system_time(now - since);
-            store
-                .list_sessions(&workspace, now)?
-                .into_iter()
-                .filter(|row| row.summary.updated_at >= from)
-                .map(|row| row.summary.id)
-                .collect()
-        }
+        Some(since) => source.updated_since(studio_core::session::Timestamp::from_system_time(
+            SystemTime::now() - since,
+        ))?,
         None => args
             .session_ids
             .iter()
@@ -114,7 +179,7 @@ fn push(args: &OtlpPushArgs, globals: &Globals, out: &mut impl Write) -> anyhow:
     };
     // One request per session: a request stays the size of one session's runs.
     for id in &ids {
-        let traces = otlp::session_traces(&store, &workspace, id, options, now)?;
+        let traces = source.traces(id, options)?;
         let pushed = otlp::push(&endpoint, &traces, Duration::from_secs(args.timeout))?;
         report.rejected_spans += pushed.rejected_spans;
         report.sessions.push(Traced {
@@ -152,19 +217,24 @@ const LIVE_FINISH_WAIT: Duration = Duration::from_secs(5);
 
 /// The live export of the runs `supervisor` follows, when an OTLP endpoint is set (the
 /// variables, or the workspace's `[otlp]` table): subscribed before a run starts.
-pub fn live(supervisor: &Supervisor, workspace: &Workspace) -> anyhow::Result<Option<(Endpoint, LiveExport)>> {
+pub fn live(supervisor: &Supervisor, workspace: &Workspace) -> anyhow::Result<Option<LiveExport>> {
     let Some(endpoint) = Endpoint::resolve(|name| std::env::var(name).ok(), workspace.root())? else {
         return Ok(None);
     };
-    let export = LiveExport::start(endpoint.clone(), supervisor.subscribe(), LiveOptions::default());
-    Ok(Some((endpoint, export)))
+    let endpoint = std::sync::Arc::new(endpoint);
+    let mut export = LiveExport::start(LiveOptions::default());
+    export.follow_runs(
+        supervisor.subscribe_to_nodes(),
+        Box::new(move |_| Some(endpoint.clone())),
+    );
+    Ok(Some(export))
 }
 
 /// Waits a bounded time for the live export's last spans; says in one line on stderr how many
 /// were lost, when any were.
-pub fn finish_live(live: Option<(Endpoint, LiveExport)>) {
-    if let Some((endpoint, export)) = live {
-        if let Some(line) = export.finish(LIVE_FINISH_WAIT).lost_line(&endpoint) {
+pub fn finish_live(live: Option<LiveExport>) {
+    if let Some(export) = live {
+        if let Some(line) = export.finish(LIVE_FINISH_WAIT).lost_line() {
             eprintln!("zstudio: {line}");
         }
     }

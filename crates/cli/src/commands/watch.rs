@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use studio_core::share::otlp;
 use studio_core::watcher::{Change, ChangeSink, Watcher, WatcherOptions};
 
 use crate::cli::{Format, Globals};
@@ -24,13 +25,34 @@ pub fn watch(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
         store: Some(store.clone()),
         ..WatcherOptions::default()
     };
+    let mut traces = live_traces(&store, &workspaces)?;
     let _watcher = Watcher::start(workspaces, sink, options)?;
     for mut change in received {
         // A session the studio ran reads as `sessions` and `show` read it, with its tags.
         store.as_recorded_change(&mut change)?;
+        if let Some((watched, export)) = &mut traces {
+            watched.change(&change, export);
+        }
         print_change(out, globals.format(), &change, several)?;
     }
     Ok(())
+}
+
+/// The live trace export of the sessions the studio did not start, when a workspace has an
+/// OTLP endpoint (the variables, or its `[otlp]` table).
+fn live_traces(
+    store: &Arc<studio_core::store::Store>,
+    workspaces: &[studio_core::Workspace],
+) -> anyhow::Result<Option<(otlp::WatchedExport, otlp::LiveExport)>> {
+    let mut routed = Vec::new();
+    for workspace in workspaces {
+        let endpoint = otlp::Endpoint::resolve(|name| std::env::var(name).ok(), workspace.root())?;
+        routed.push((workspace.clone(), endpoint.map(Arc::new)));
+    }
+    let watched = otlp::WatchedExport::new(store.clone(), routed);
+    Ok(watched
+        .exports_anything()
+        .then(|| (watched, otlp::LiveExport::start(otlp::LiveOptions::default()))))
 }
 
 /// One change as `watch` prints it (of a local workspace or a host's), flushed.

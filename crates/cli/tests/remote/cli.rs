@@ -158,6 +158,82 @@ fn a_remote_session_is_exported_to_a_local_bundle() {
     assert!(std::fs::read(&bundle).unwrap().starts_with(b"PK"), "not a zip archive");
 }
 
+/// Issue 45, point 4: a host's session as OpenTelemetry traces, read by the host's studio from
+/// its store and folder and written or sent from here: `export --otlp --remote` writes the spans
+/// (and ids) an export on the host writes, and `otlp push --remote` sends them to the collector
+/// this machine's variables name (a real Phoenix on 127.0.0.1), where they are read back.
+#[test]
+fn a_remote_sessions_traces_are_read_there_and_written_or_sent_from_here() {
+    use opentelemetry_proto::tonic::trace::v1::TracesData;
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let host_data = sshd.home().join("data");
+    let id = session_on_host(ws, &host_data);
+    let remote = format!("{}:{ws}", sshd.alias());
+    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    let read = |file: &Path| -> TracesData { serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap() };
+    let here = local.path().join("here.json");
+    let written = json_of(&zstudio(
+        &[
+            "export",
+            &id,
+            "--otlp",
+            here.to_str().unwrap(),
+            "--remote",
+            &remote,
+            "--json",
+        ],
+        local.path(),
+        &env,
+    ));
+    let there = local.path().join("there.json");
+    json_of(&zstudio(
+        &["export", &id, "--otlp", there.to_str().unwrap(), "-w", ws, "--json"],
+        &host_data,
+        &[],
+    ));
+    let (here, there) = (read(&here), read(&there));
+    let spans = |t: &TracesData| -> Vec<_> {
+        t.resource_spans
+            .iter()
+            .flat_map(|r| &r.scope_spans)
+            .flat_map(|s| s.spans.clone())
+            .collect()
+    };
+    assert!(spans(&here).len() > 1, "{written}");
+    assert_eq!(spans(&here), spans(&there), "the spans an export on the host writes");
+    assert_eq!(written["spans"], spans(&here).len());
+
+    let phoenix = test_servers::phoenix::Phoenix::start();
+    let pushed = zstudio(
+        &["otlp", "push", &id, "--remote", &remote, "--json"],
+        local.path(),
+        &env,
+    );
+    assert!(!pushed.status.success(), "no endpoint here yet: refused");
+    let endpoint = phoenix.endpoint();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_zstudio"));
+    let pushed = command
+        .args(["otlp", "push", &id, "--remote", &remote, "--json"])
+        .env_remove("ZIBBY_STUDIO_DB")
+        .env("XDG_DATA_HOME", local.path())
+        .env("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = json_of(&pushed);
+    assert_eq!(said["sessions"][0]["spans"], spans(&here).len(), "{said}");
+    let trace: String = spans(&here)[0].trace_id.iter().map(|b| format!("{b:02x}")).collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while phoenix.spans(&trace).len() < spans(&here).len() {
+        assert!(std::time::Instant::now() < deadline, "Phoenix: {}", phoenix.log());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 /// Issue 27, point 6: `import --remote` uploads a bundle or a captured log (with its stderr and
 /// exit status) from here and imports it into the host's workspace and store, as `zstudio import`
 /// there would; a folder is refused with a sentence, and nothing is imported here or left in the

@@ -33,6 +33,7 @@ use crate::sessions::change::ChangeSink;
 use crate::sessions::cost::UsageTotal;
 use crate::sessions::session::{SessionSummary, Timestamp, Workspace};
 use crate::share;
+use crate::share::otlp::{self, LiveExport, LiveOptions};
 use crate::status::Status;
 use crate::store::index::NodeDetail;
 use crate::store::{RunRecord, SessionRow, Store, StoreLocation};
@@ -46,6 +47,9 @@ pub const RECENT_WORKSPACES: usize = 10;
 /// How often at most the window hears that a run printed more (the lines stay in the store).
 const OUTPUT_NOTICE_WINDOW: Duration = Duration::from_millis(100);
 
+/// How long quitting waits at most for the runs' last spans to be sent.
+const TRACES_FINISH_WAIT: Duration = Duration::from_secs(2);
+
 /// Two subscriptions to the supervisor's events: the window's run events, its output notices.
 pub type RunSubscriptions = (Receiver<RunEvent>, Receiver<RunEvent>);
 
@@ -54,6 +58,8 @@ pub struct Studio {
     store: Result<Arc<Store>, Error>,
     /// Taken out when the app exits: dropping it stops the live runs.
     supervisor: Mutex<Option<Supervisor>>,
+    /// The runs' live trace export, finished when the app exits.
+    traces: Mutex<Option<LiveExport>>,
     /// Runs go through the run keeper (`zstudio keep`), so quitting can leave them running.
     can_keep_runs: bool,
     /// What quitting does with live runs: stop them (the default) or leave them running.
@@ -158,10 +164,17 @@ impl Studio {
             }
         };
         let events = supervisor.as_ref().map(|s| (s.subscribe(), s.subscribe()));
+        // Each run sent live as a trace where its workspace says (docs/cli.md).
+        let traces = supervisor.as_ref().zip(store.as_ref().ok()).map(|(supervisor, store)| {
+            let mut export = LiveExport::start(LiveOptions::default());
+            export.follow_runs(supervisor.subscribe_to_nodes(), otlp::route_by_workspace(store.clone()));
+            export
+        });
         let studio = Studio {
             workspace: RwLock::new(workspace),
             store,
             supervisor: Mutex::new(supervisor),
+            traces: Mutex::new(traces),
             can_keep_runs: keeper.is_some(),
             keep_runs_on_exit: AtomicBool::new(false),
             watcher: Mutex::new(None),
@@ -393,6 +406,10 @@ impl Studio {
             tracing::info!(live, "stopping the supervisor");
             drop(supervisor);
             tracing::info!("supervisor stopped");
+        }
+        if let Some(traces) = lock(&self.traces).take() {
+            // Its lost spans, if any, said in the log.
+            traces.finish(TRACES_FINISH_WAIT);
         }
         drop(lock(&self.run_changes).take());
     }

@@ -275,6 +275,18 @@ impl Studio {
         self.store()?.runs(&self.workspace()?, session.as_ref())
     }
 
+    /// A session's runs as OpenTelemetry traces (`share::otlp`), read from the store and its
+    /// folder here, for a client to write or send (`otlp_traces` of the studio server).
+    pub fn otlp_traces(
+        &self,
+        session_id: &str,
+        include_output: bool,
+    ) -> Result<opentelemetry_proto::tonic::trace::v1::TracesData, Error> {
+        let id = SessionId::parse(session_id)?;
+        let options = crate::share::otlp::TraceOptions { include_output };
+        crate::share::otlp::session_traces(self.store()?, &self.workspace()?, &id, options, SystemTime::now())
+    }
+
     /// The trace of a run: one span for the run, one per node execution.
     pub fn run_spans(&self, run_id: &str) -> Result<Vec<Span>, Error> {
         self.store()?.spans(run_id)

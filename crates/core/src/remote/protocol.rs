@@ -75,6 +75,11 @@ pub const IMPORT_COMMIT: &str = "import_commit";
 /// Lets an upload go: the server removes it.
 pub const IMPORT_CLOSE: &str = "import_close";
 
+/// A session's runs as OpenTelemetry traces, read by the server from its store and folders
+/// (`{session_id, include_output}`): the client writes them (`export --otlp`) or sends them to
+/// its own collector (`otlp push`).
+pub const OTLP_TRACES: &str = "otlp_traces";
+
 /// The notification of a change of the workspace's sessions: its params are a `Change`, as one
 /// line of `zstudio watch --json`.
 pub const CHANGE: &str = "change";

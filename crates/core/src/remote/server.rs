@@ -27,7 +27,7 @@ use crate::remote::methods::{dispatch, read_params, write_result};
 use crate::remote::protocol::{
     error_frame, line_of, notification_frame, read_line_bounded, Banner, Hello, LineRead, Request, WireError,
     AGENT_TRUST, CHANGE, CHANGES_SUBSCRIBE, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, IMPORT_CLOSE, IMPORT_COMMIT,
-    IMPORT_OPEN, IMPORT_WRITE, MAX_REQUEST_BYTES, PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
+    IMPORT_OPEN, IMPORT_WRITE, MAX_REQUEST_BYTES, OTLP_TRACES, PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
 };
 use crate::remote::reply::{write_frames, Outgoing, ReplyOut, Written};
 use crate::runs::runner::RunEvent;
@@ -49,6 +49,7 @@ pub const PROTOCOL_METHODS: &[&str] = &[
     IMPORT_WRITE,
     IMPORT_COMMIT,
     IMPORT_CLOSE,
+    OTLP_TRACES,
 ];
 
 /// What the server says of itself, and how many requests it answers at once.
@@ -250,6 +251,15 @@ fn agent_trust(studio: &Studio, trust: AgentTrust) -> Result<bool, Error> {
 #[serde(deny_unknown_fields)]
 struct NoParams {}
 
+/// [`OTLP_TRACES`]'s parameters.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OtlpTraces {
+    session_id: String,
+    #[serde(default)]
+    include_output: bool,
+}
+
 impl Shared {
     /// Answers request `id` with what `write` writes, or with its error.
     fn reply(&self, id: u64, write: impl FnOnce(&mut ReplyOut<'_>) -> Result<Written, Error>) {
@@ -322,6 +332,13 @@ impl Shared {
                 out,
             ),
             IMPORT_CLOSE => write_result(method, self.uploads.close(&read_params(method, params)?), out),
+            OTLP_TRACES => {
+                let OtlpTraces {
+                    session_id,
+                    include_output,
+                } = read_params(method, params)?;
+                write_result(method, self.studio.otlp_traces(&session_id, include_output), out)
+            }
             _ => dispatch(&self.studio, method, params, out).unwrap_or_else(|| {
                 Err(Error::InvalidRequest {
                     reason: format!("no method `{}`", shown(method)),

@@ -324,6 +324,9 @@ pub struct OutputUsageReader<K = String> {
     current: Option<NodeUsage>,
     /// Counts the changes of what [`so_far`](Self::so_far) gives.
     revision: u64,
+    /// The executions going (begun, not ended), each with what its stretches said so far
+    /// (a node's lines before and after an inner node's are two stretches).
+    executions: HashMap<K, Option<NodeUsage>>,
 }
 
 /// Tries at reading a pending usage line before a narrow line comes.
@@ -338,6 +341,7 @@ impl<K: Eq + Hash> Default for OutputUsageReader<K> {
             pending: None,
             current: None,
             revision: 0,
+            executions: HashMap::new(),
         }
     }
 }
@@ -395,19 +399,46 @@ impl<K: Eq + Hash> OutputUsageReader<K> {
         }
     }
 
-    fn end_stretch(&mut self) {
+    /// Ends the going stretch; what it said its node used, when it said.
+    fn end_stretch(&mut self) -> Option<&NodeUsage> {
         self.pending = None;
         if self.current.take().is_some() {
             self.revision += 1;
         }
-        let Some(node) = self.node.take() else { return };
+        let node = self.node.take()?;
         let tail = &self.stretch[tail_start(&self.stretch)..];
-        if let Some(mut usage) = node_output_usage(tail.lines()) {
-            usage.last_attempt_only |= self.found.contains_key(&node);
-            self.found.insert(node, usage);
-            self.revision += 1;
-        }
+        let said = node_output_usage(tail.lines());
         self.stretch.clear();
+        let mut usage = said?;
+        usage.last_attempt_only |= self.found.contains_key(&node);
+        self.revision += 1;
+        if let Some(going) = self.executions.get_mut(&node) {
+            *going = Some(usage.clone());
+        }
+        Some(self.found.entry(node).insert_entry(usage).into_mut())
+    }
+
+    /// An execution of node `node` began: [`end_node`](Self::end_node) says what it used.
+    pub fn begin_node<Q>(&mut self, node: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ToOwned<Owned = K> + ?Sized,
+    {
+        self.executions.insert(node.to_owned(), None);
+    }
+
+    /// The execution of node `node` begun last ended (its last line came): what its lines said
+    /// it used, when they said (a live span carries it); the next line starts a stretch of its
+    /// own.
+    pub fn end_node<Q>(&mut self, node: &Q) -> Option<NodeUsage>
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
+        if self.node.as_ref().map(Borrow::borrow) == Some(node) {
+            self.end_stretch();
+        }
+        self.executions.remove(node).flatten()
     }
 
     /// The usage of each node so far: what its last stretch said, the going stretch's as read
@@ -582,6 +613,34 @@ mod tests {
         assert!(prices_of("models/gemini-2.5-pro").is_some());
         assert!(prices_of("my-local-llama").is_none());
         assert!(!price_table_version().is_empty());
+    }
+
+    /// What a live span carries: the usage of the execution that ended, read from its own
+    /// stretches (a parent's result before its inner node's lines counts), none for an execution
+    /// that printed none (not an earlier execution's).
+    #[test]
+    fn an_ended_execution_says_what_its_own_lines_said_it_used() {
+        let result = include_str!("../../../../tests/fixtures/usage/claude-code-json.json").trim();
+        let printed = format!("│ {result}");
+        let mut reader = OutputUsageReader::<String>::new();
+        reader.begin_node("parent");
+        reader.line(Some("parent"), &printed);
+        reader.begin_node("child");
+        reader.line(Some("child"), "│ │ working");
+        assert_eq!(reader.end_node("child"), None, "the child printed no usage");
+        reader.line(Some("parent"), "│ └ done");
+        let parent = reader
+            .end_node("parent")
+            .expect("the parent's result, before its child");
+        assert_eq!(parent.cost_usd, Some(0.0123));
+        reader.begin_node("parent");
+        reader.line(Some("parent"), "│ run again, quietly");
+        assert_eq!(reader.end_node("parent"), None, "not the first execution's usage");
+        assert_eq!(
+            reader.finish()["parent"].cost_usd,
+            Some(0.0123),
+            "the run's record keeps it"
+        );
     }
 
     #[test]

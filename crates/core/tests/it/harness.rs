@@ -131,10 +131,15 @@ pub fn bench(store_file: &str, kept: bool) -> Bench {
 
 /// A run of the test agent with `args` in the bench's workspace, in a new session.
 pub fn request(bench: &Bench, args: &[&str]) -> studio_core::runner::RunRequest {
+    request_in(&bench.workspace, args)
+}
+
+/// A run of the test agent with `args` in `workspace`.
+pub fn request_in(workspace: &studio_core::Workspace, args: &[&str]) -> studio_core::runner::RunRequest {
     let mut command = vec![agent_binary().to_string_lossy().into_owned()];
     command.extend(args.iter().map(|a| a.to_string()));
     studio_core::runner::RunRequest {
-        workspace: bench.workspace.clone(),
+        workspace: workspace.clone(),
         agent: None,
         command,
         cwd: None,

@@ -13,6 +13,7 @@ mod hostile_workspace;
 mod import_cycles;
 mod live;
 mod never_panics;
+mod otlp_window;
 mod private_files;
 mod room_sizes;
 mod run_records;

@@ -78,6 +78,45 @@ fn output_lines(events: &[RunEvent]) -> Vec<String> {
         .collect()
 }
 
+/// A subscription to the nodes alone (the live trace export's) hears no output line, and hears
+/// each node's end with the usage its lines printed (Claude Code's and Codex's formats), the
+/// inner graph's node without any; the other subscriber still hears every line.
+#[test]
+fn a_subscription_to_the_nodes_hears_no_line_and_each_nodes_usage_as_it_ends() {
+    let b = bench();
+    let nodes = b.supervisor.subscribe_to_nodes();
+    let run = b
+        .supervisor
+        .start(request(
+            &b,
+            &[
+                "--nodes",
+                "plan:30,>search:20,write:30",
+                "--usage",
+                "plan=claude-code,write=codex",
+            ],
+        ))
+        .unwrap();
+    let everything = events_until_finished(&b.events, &run.run_id, Duration::from_secs(30));
+    let heard = events_until_finished(&nodes, &run.run_id, Duration::from_secs(5));
+    assert!(!output_lines(&everything).is_empty());
+    assert!(output_lines(&heard).is_empty(), "no line for the nodes' subscriber");
+    let usage: Vec<(&str, Option<&studio_core::cost::NodeUsage>)> = heard
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::NodeEnd { node, usage, .. } => Some((node.as_str(), usage.as_deref())),
+            _ => None,
+        })
+        .collect();
+    let names: Vec<&str> = usage.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, ["search", "plan", "write"]);
+    assert_eq!(usage[0].1, None, "search printed no usage");
+    let plan = usage[1].1.expect("plan's usage");
+    assert!(plan.models[0].starts_with("claude"), "{plan:?}");
+    let write = usage[2].1.expect("write's usage (Codex names no model)");
+    assert!(write.tokens.as_ref().unwrap().output > 0, "{write:?}");
+}
+
 #[test]
 fn a_run_reports_its_nodes_live_and_is_recorded() {
     let b = bench();

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::protocol::Stream;
 use crate::sessions::budget::BudgetSpend;
+use crate::sessions::cost::NodeUsage;
 use crate::status::Status;
 use crate::timeline::StoppedBy;
 
@@ -28,6 +29,11 @@ pub enum RunEvent {
         node: String,
         status: Status,
         t_ms: u64,
+        /// What the node's lines said it used, when they said (read from the run's output as it
+        /// came: the live OTLP export's spans carry it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[cfg_attr(feature = "ts", ts(skip))]
+        usage: Option<Box<NodeUsage>>,
     },
     /// A `┌ title` line before the stream's first marker began a node, and the marker showed it
     /// was none: the `node_begin` it was heard as is taken back.

@@ -133,6 +133,7 @@ impl FollowedRun {
                 node: node.name.clone(),
                 status: node.status,
                 t_ms: elapsed_ms,
+                usage: None,
             });
         }
     }

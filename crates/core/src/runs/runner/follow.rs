@@ -186,6 +186,9 @@ enum Step {
         index: usize,
         status: Status,
     },
+    /// A line just folded told a node's usage (the budget's nodes begun after it count from
+    /// here: [`NodesBegan::after_usage`]).
+    UsageRead,
     /// An output line, and the node it belongs to.
     Line {
         stream: Stream,
@@ -257,6 +260,7 @@ impl Recorder<'_> {
                 self.began.all.push(node.clone());
                 self.began.after_usage.push(node);
             }
+            Step::UsageRead => self.began.after_usage.clear(),
             Step::NodeEnded { index, status } => {
                 if let Some(span) = self.node_spans.get(&index) {
                     let _ = store.span_end(*span, status, SystemTime::now());
@@ -268,18 +272,20 @@ impl Recorder<'_> {
                 node,
                 text,
             } => {
-                if stream == Stream::Stdout {
-                    let revision = self.usage.revision();
-                    self.usage.line(node.as_deref(), &text);
-                    if self.usage.revision() != revision {
-                        self.began.after_usage.clear();
-                    }
-                }
                 if let Err(error) = self.writer.append(stream, at_ms, node.as_deref(), &text) {
                     tracing::error!(run_id = %self.run_id, %error, "cannot record output");
                 }
             }
         }
+    }
+}
+
+/// Reads a line of `node`'s into the run's usage, and marks in `steps` that it told usage.
+fn read_usage(usage: &mut OutputUsageReader, node: Option<&str>, text: &str, steps: &mut Vec<Step>) {
+    let revision = usage.revision();
+    usage.line(node, text);
+    if usage.revision() != revision {
+        steps.push(Step::UsageRead);
     }
 }
 
@@ -291,7 +297,7 @@ impl FollowedRun {
     fn fold_line(
         &self,
         event: crate::protocol::Event<'_>,
-        fold: &mut TimelineFold,
+        (fold, usage): (&mut TimelineFold, &mut OutputUsageReader),
         publishing: bool,
         steps: &mut Vec<Step>,
         heard: &mut Vec<RunEvent>,
@@ -318,6 +324,7 @@ impl FollowedRun {
                     depth,
                     t_ms: event.at_ms,
                 });
+                usage.begin_node(node.as_str());
                 let parent = fold.parent_of(index);
                 steps.push(Step::NodeBegan {
                     index,
@@ -330,11 +337,17 @@ impl FollowedRun {
                 let (node, status) = fold
                     .node(index)
                     .map_or((String::new(), Status::Unknown), |n| (n.name.clone(), n.status));
+                // Its `└` line (when it ended on one) is its last: read before its usage.
+                if !matches!(event.kind, EventKind::NodeEnd { .. }) && event.stream == Stream::Stdout {
+                    read_usage(usage, Some(node.as_str()), &event.text, steps);
+                }
+                let said = usage.end_node(node.as_str()).map(Box::new);
                 heard.push(RunEvent::NodeEnd {
                     run_id: self.run_id.clone(),
                     node,
                     status,
                     t_ms: event.at_ms,
+                    usage: said,
                 });
                 steps.push(Step::NodeEnded { index, status });
             }
@@ -346,7 +359,13 @@ impl FollowedRun {
         // A line belongs to the node open when it came; a `└` line that ended one, to that one.
         let node = match applied {
             Applied::NodeEnded(index) => fold.node(index).map(|n| n.name.clone()),
-            _ => fold.current_node().map(str::to_owned),
+            _ => {
+                let node = fold.current_node().map(str::to_owned);
+                if event.stream == Stream::Stdout {
+                    read_usage(usage, node.as_deref(), &event.text, steps);
+                }
+                node
+            }
         };
         let text = event.text.into_owned();
         if publishing {
@@ -390,9 +409,15 @@ impl FollowedRun {
         loop {
             match receiver.recv_timeout(TICK) {
                 Ok(Message::Chunk(stream, bytes, at)) => {
-                    let publishing = self.shared.has_subscribers();
+                    let publishing = self.shared.wants_output();
                     reader.push(stream, &bytes, at, &mut |event| {
-                        self.fold_line(event, &mut fold, publishing, &mut steps, &mut heard)
+                        self.fold_line(
+                            event,
+                            (&mut fold, &mut recorder.usage),
+                            publishing,
+                            &mut steps,
+                            &mut heard,
+                        )
                     });
                     // Subscribers first: recording can wait a moment, the window should not.
                     self.shared.publish_all(heard.drain(..));
@@ -450,7 +475,7 @@ impl FollowedRun {
         self.hear_stop_from_elsewhere(&mut stop_heard);
         let elapsed_ms = self.started.elapsed().as_millis() as u64;
         reader.finish(elapsed_ms, &mut |event| {
-            self.fold_line(event, &mut fold, true, &mut steps, &mut heard)
+            self.fold_line(event, (&mut fold, &mut recorder.usage), true, &mut steps, &mut heard)
         });
         self.shared.publish_all(heard.drain(..));
         recorder.record(steps.drain(..));

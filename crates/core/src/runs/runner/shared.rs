@@ -52,8 +52,13 @@ impl Shared {
         shared
     }
 
-    pub(super) fn has_subscribers(&self) -> bool {
-        !self.subscribers.lock().expect("subscribers lock").is_empty()
+    /// Whether a subscriber hears output lines (else they are not made into events).
+    pub(super) fn wants_output(&self) -> bool {
+        self.subscribers
+            .lock()
+            .expect("subscribers lock")
+            .iter()
+            .any(|subscriber| subscriber.output)
     }
 
     pub(super) fn publish(&self, event: RunEvent) {
@@ -70,9 +75,10 @@ impl Shared {
         let mut gone = vec![false; subscribers.len()];
         for event in events {
             let mut event = Some(event);
+            let is_output = matches!(event, Some(RunEvent::Output { .. }));
             let last = subscribers.len() - 1;
             for (i, subscriber) in subscribers.iter().enumerate() {
-                if gone[i] {
+                if gone[i] || (is_output && !subscriber.output) {
                     continue;
                 }
                 let sent = if i == last { event.take() } else { event.clone() };
@@ -108,6 +114,8 @@ pub(super) struct Subscriber {
     pub(super) sender: SyncSender<RunEvent>,
     /// Waits rather than drops when the subscriber is behind (`Supervisor::subscribe_lossless`).
     pub(super) lossless: bool,
+    /// Hears output lines (`Supervisor::subscribe_to_nodes` does not).
+    pub(super) output: bool,
 }
 
 /// A wake-up call that is kept until it is heard (a nudge while nobody waits is not lost).

@@ -55,23 +55,33 @@ impl Supervisor {
     /// Every event of every run from now on. A subscriber that falls more than 65,536 events
     /// behind loses events (the store loses none): a window never slows a run.
     pub fn subscribe(&self) -> mpsc::Receiver<RunEvent> {
-        self.subscribe_with(false)
+        self.subscribe_with(false, true)
+    }
+
+    /// [`Supervisor::subscribe`] without the output lines: the runs' starts, nodes, stops,
+    /// budget news and ends (a live trace export needs no line, and copies none).
+    pub fn subscribe_to_nodes(&self) -> mpsc::Receiver<RunEvent> {
+        self.subscribe_with(false, false)
     }
 
     /// Every event of every run from now on, none lost: when the subscriber falls behind, its
     /// runs wait for it (and their agents' writes with them), as a pipe to a slow reader does.
     /// For a terminal or a `--json` stream, whose reader must see every line.
     pub fn subscribe_lossless(&self) -> mpsc::Receiver<RunEvent> {
-        self.subscribe_with(true)
+        self.subscribe_with(true, true)
     }
 
-    fn subscribe_with(&self, lossless: bool) -> mpsc::Receiver<RunEvent> {
+    fn subscribe_with(&self, lossless: bool, output: bool) -> mpsc::Receiver<RunEvent> {
         let (sender, receiver) = mpsc::sync_channel(EVENT_BUFFER);
         self.shared
             .subscribers
             .lock()
             .expect("subscribers lock")
-            .push(Subscriber { sender, lossless });
+            .push(Subscriber {
+                sender,
+                lossless,
+                output,
+            });
         receiver
     }
 

@@ -126,6 +126,29 @@ fn span_status(status: Option<Status>, message: Option<&str>) -> Option<SpanStat
     })
 }
 
+/// Where a node execution's span sits: its trace, its own id, its parent's, and which execution
+/// of its name it is (1-based).
+#[derive(Debug, Clone)]
+pub struct SpanPlace {
+    pub trace_id: Vec<u8>,
+    pub span_id: Vec<u8>,
+    pub parent_span_id: Vec<u8>,
+    pub attempt: u32,
+}
+
+impl SpanPlace {
+    /// The `attempt`-th execution of node `name` in the run keyed `key`, in `trace_id`, inside
+    /// `parent_span_id` (the run's span, or another execution's).
+    pub fn of_node(key: &str, name: &str, attempt: u32, trace_id: Vec<u8>, parent_span_id: Vec<u8>) -> SpanPlace {
+        SpanPlace {
+            trace_id,
+            span_id: ids::node_span_id(key, name, attempt).to_vec(),
+            parent_span_id,
+            attempt,
+        }
+    }
+}
+
 /// The run's spans: its root span first, then its node executions in the order they began.
 /// A span still open ends at `now_ms`.
 pub fn run_spans(run: &RunTrace, now_ms: u64) -> Vec<Span> {
@@ -140,7 +163,14 @@ pub fn run_spans(run: &RunTrace, now_ms: u64) -> Vec<Span> {
             Some(p) => spans.get(p).map(|s: &Span| s.span_id.clone()),
             None => None,
         };
-        spans.push(node_span(run, node, *occurrence, parent, run_end));
+        let place = SpanPlace::of_node(
+            &run.key,
+            &node.name,
+            *occurrence,
+            root.trace_id.clone(),
+            parent.unwrap_or_else(|| root.span_id.clone()),
+        );
+        spans.push(node_span(run, node, place, run_end));
     }
     spans.insert(0, root);
     spans
@@ -166,30 +196,25 @@ pub fn root_span(run: &RunTrace, now_ms: u64) -> Span {
     }
 }
 
-/// The span of the `occurrence`-th execution of `node` in `run`, inside `parent` (another
-/// execution's span id; `None`: the run's span); still open, it ends at `run_end_ms`.
-pub fn node_span(
-    run: &RunTrace,
-    node: &NodeExecution,
-    occurrence: u32,
-    parent: Option<Vec<u8>>,
-    run_end_ms: u64,
-) -> Span {
+/// The span of an execution of `node` in `run`, at `place`; still open, it ends at `run_end_ms`.
+pub fn node_span(run: &RunTrace, node: &NodeExecution, place: SpanPlace, run_end_ms: u64) -> Span {
     let end = node.ended_at_ms.unwrap_or(run_end_ms).max(node.started_at_ms);
+    // Only a failed node's span says a message.
     let message = match (&run.error, node.status) {
-        (Some(error), Status::Error) => format!("node {} failed: {error}", node.name),
-        _ => format!("node {} failed", node.name),
+        (Some(error), Status::Error) => Some(format!("node {} failed: {error}", node.name)),
+        (None, Status::Error) => Some(format!("node {} failed", node.name)),
+        _ => None,
     };
     Span {
-        trace_id: ids::trace_id(&run.key).to_vec(),
-        span_id: ids::node_span_id(&run.key, &node.name, occurrence).to_vec(),
-        parent_span_id: parent.unwrap_or_else(|| ids::run_span_id(&run.key).to_vec()),
+        trace_id: place.trace_id,
+        span_id: place.span_id,
+        parent_span_id: place.parent_span_id,
         name: format!("invoke_agent {}", node.name),
         kind: SpanKind::Internal as i32,
         start_time_unix_nano: nanos(node.started_at_ms),
         end_time_unix_nano: nanos(end),
-        attributes: node_attributes(run, node, occurrence),
-        status: span_status(Some(node.status), Some(&message)),
+        attributes: node_attributes(run, node, place.attempt),
+        status: span_status(Some(node.status), message.as_deref()),
         ..Span::default()
     }
 }
