@@ -74,7 +74,11 @@ async fn the_demo_shows_agents_messages_costs_a_pin_search_and_a_changed_node() 
         let rows = eventually("the demo's seven sessions, their agent, messages and cost", || async {
             let rows = rows(&client).await?;
             let ready = rows.len() == 7 && rows.iter().all(|row| !row.cost.is_empty());
-            ready.then_some(rows).ok_or_else(|| "not yet".to_owned())
+            if ready {
+                Ok(rows)
+            } else {
+                Err(format!("{} rows: {rows:?}", rows.len()))
+            }
         })
         .await;
 
