@@ -47,7 +47,7 @@ describe("the window", () => {
     backend.sessions = [row("run-1", { status: "running" })];
     click("#refresh");
     await vi.waitFor(() => expect(root.querySelector("tr[data-session-id='run-1']")).not.toBeNull());
-    expect(backend.calls.filter((call) => call === "sessionsList()")).toHaveLength(2);
+    expect(backend.calls.filter((call) => call.startsWith("sessionsPage(0,"))).toHaveLength(2);
   });
 
   it("lists the sessions again after a burst of session changes, once", async () => {
@@ -55,7 +55,7 @@ describe("the window", () => {
     const app = start(backend);
     await app.refresh();
     await app.ready;
-    const lists = () => backend.calls.filter((call) => call === "sessionsList()").length;
+    const lists = () => backend.calls.filter((call) => call.startsWith("sessionsPage(0,")).length;
     const before = lists();
     backend.sessions = [row("from-a-terminal", { status: "running" })];
     backend.sessionsChanged();
@@ -68,7 +68,7 @@ describe("the window", () => {
 
   it("turns a rejected command into an error box with its code", async () => {
     const backend = fakeBackend();
-    backend.sessionsList = () => Promise.reject(refusal("io", "cannot read"));
+    backend.sessionsPage = () => Promise.reject(refusal("io", "cannot read"));
     await start(backend).refresh();
     expect(root.querySelector(".error")?.getAttribute("data-error-code")).toBe("io");
   });
@@ -77,7 +77,7 @@ describe("the window", () => {
     const backend = fakeBackend();
     const error = refusal("workspace_not_found", "workspace not found: /nope");
     backend.workspaceGet = () => Promise.reject(error);
-    backend.sessionsList = () => Promise.reject(error);
+    backend.sessionsPage = () => Promise.reject(error);
     await start(backend).refresh();
     expect(root.querySelectorAll(".sessions-body .error")).toHaveLength(1);
     expect(root.querySelector(".error-title")?.textContent).toContain("workspace could not be opened");
@@ -136,12 +136,12 @@ describe("sessions the shell asks to show", () => {
     expect(await backend.sessionRequested()).toBeNull();
     // Imported from the menu or a drop: the listing is read again and the session shown.
     backend.sessions.push(row("s-imported"));
-    const listed = backend.calls.filter((call) => call === "sessionsList()").length;
+    const listed = backend.calls.filter((call) => call.startsWith("sessionsPage(0,")).length;
     backend.sessionOpened("s-imported");
     flushSync();
     expect(root.querySelector("#session-view")?.getAttribute("data-session-id")).toBe("s-imported");
     await vi.waitFor(() =>
-      expect(backend.calls.filter((call) => call === "sessionsList()").length).toBeGreaterThan(listed),
+      expect(backend.calls.filter((call) => call.startsWith("sessionsPage(0,")).length).toBeGreaterThan(listed),
     );
   });
 

@@ -41,6 +41,7 @@ export type {
   SessionNode,
   SessionOpened,
   SessionListing,
+  SessionsPage,
   SessionRow,
   SessionSummary,
   Span,

@@ -11,27 +11,27 @@ use std::path::PathBuf;
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use crate::store::SessionRow;
 use crate::vocabulary::error::Error;
 
-enum State {
+enum State<T> {
     /// Nobody read ahead.
     NotRead,
     /// Being read ahead, for this workspace.
     Reading(PathBuf),
     /// Read ahead for this workspace, not served yet.
-    Read(PathBuf, Result<Vec<SessionRow>, Error>),
+    Read(PathBuf, Result<T, Error>),
     /// The first listing was served (read ahead or not): every listing reads anew.
     Served,
 }
 
-pub struct FirstListing {
-    state: Mutex<State>,
+/// The first listing (`T`: what the window's first call is answered with) of a workspace.
+pub struct FirstListing<T> {
+    state: Mutex<State<T>>,
     changed: Condvar,
 }
 
-impl Default for FirstListing {
-    fn default() -> FirstListing {
+impl<T> Default for FirstListing<T> {
+    fn default() -> FirstListing<T> {
         FirstListing {
             state: Mutex::new(State::NotRead),
             changed: Condvar::new(),
@@ -39,13 +39,13 @@ impl Default for FirstListing {
     }
 }
 
-impl FirstListing {
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+impl<T> FirstListing<T> {
+    fn state(&self) -> std::sync::MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Reads the first listing of `root` ahead with `read`, unless it was served already.
-    pub fn read_ahead(&self, root: PathBuf, read: impl FnOnce() -> Result<Vec<SessionRow>, Error>) {
+    pub fn read_ahead(&self, root: PathBuf, read: impl FnOnce() -> Result<T, Error>) {
         {
             let mut state = self.state();
             if !matches!(*state, State::NotRead) {
@@ -63,11 +63,7 @@ impl FirstListing {
 
     /// The listing of `root`, for the caller to serve: the one read ahead if it is `root`'s (waited
     /// for while it is being read), else `read`'s. Every call after the first reads anew.
-    pub fn serve(
-        &self,
-        root: &PathBuf,
-        read: impl FnOnce() -> Result<Vec<SessionRow>, Error>,
-    ) -> Result<Vec<SessionRow>, Error> {
+    pub fn serve(&self, root: &PathBuf, read: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
         let mut state = self.state();
         while matches!(&*state, State::Reading(reading) if reading == root) {
             state = self
@@ -98,6 +94,7 @@ impl FirstListing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::SessionRow;
     use std::sync::Arc;
 
     fn rows(n: usize) -> Result<Vec<SessionRow>, Error> {
@@ -106,7 +103,7 @@ mod tests {
 
     #[test]
     fn the_first_listing_is_the_one_read_ahead_and_the_next_ones_read_anew() {
-        let listing = FirstListing::default();
+        let listing = FirstListing::<Vec<SessionRow>>::default();
         let root = PathBuf::from("/w");
         listing.read_ahead(root.clone(), || Ok(Vec::with_capacity(7)));
         let first = listing.serve(&root, || panic!("the first listing was read ahead"));
@@ -124,7 +121,7 @@ mod tests {
 
     #[test]
     fn a_listing_asked_while_read_ahead_waits_for_it_and_another_workspace_reads_its_own() {
-        let listing = Arc::new(FirstListing::default());
+        let listing = Arc::new(FirstListing::<Vec<SessionRow>>::default());
         let root = PathBuf::from("/w");
         let (started_tx, started) = std::sync::mpsc::channel();
         let reading = {
@@ -144,7 +141,7 @@ mod tests {
         assert_eq!(served.unwrap().capacity(), 3);
         reading.join().unwrap();
 
-        let other = FirstListing::default();
+        let other = FirstListing::<Vec<SessionRow>>::default();
         other.read_ahead(PathBuf::from("/a"), || Ok(Vec::with_capacity(5)));
         let served = other.serve(&PathBuf::from("/b"), || rows(1)).unwrap();
         assert_eq!(served.capacity(), 1, "read for its own workspace");

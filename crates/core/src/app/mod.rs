@@ -65,7 +65,7 @@ pub struct Studio {
     /// Turns the runs' output into notices for the window.
     run_changes: Mutex<Option<RunChanges>>,
     /// The window's first listing, read ahead while the window starts.
-    first_listing: FirstListing,
+    first_listing: FirstListing<SessionsPage>,
     /// The open workspace when it is not a folder of this machine.
     not_local: RwLock<Option<NotLocal>>,
     /// The last remote session and local one compared (`across`), kept for its "more".
@@ -404,19 +404,15 @@ impl Studio {
     pub fn sessions(&self, now: SystemTime) -> Result<SessionListing, Error> {
         let started = std::time::Instant::now();
         let workspace = self.workspace()?;
-        let mut rows = self
-            .first_listing
-            // The catalogue as recorded where a watcher keeps it current (the window, once
-            // watching: its changes are in the index before it is told to list again) and for
-            // the read-ahead first screen (the watcher, starting, reads what differs behind it);
-            // any other listing (MCP, a studio with no watcher) reads the folders.
-            .serve(&workspace.root().to_path_buf(), || {
-                if lock(&self.watcher).is_some() {
-                    self.first_rows(&workspace, now)
-                } else {
-                    self.store()?.list_sessions_as(&workspace, now, NodeDetail::TotalsOnly)
-                }
-            })?;
+        // The catalogue as recorded where a watcher keeps it current (the window, once watching:
+        // its changes are in the index before it is told to list again); any other listing (MCP,
+        // a studio with no watcher) reads the folders.
+        let mut rows = if lock(&self.watcher).is_some() && self.cloud().is_none() {
+            self.first_rows(&workspace, now, (0, i64::MAX as usize))?.sessions
+        } else {
+            self.store()?
+                .list_sessions_as(&workspace, now, NodeDetail::TotalsOnly)?
+        };
         if let Some(cloud) = self.cloud() {
             // Listed after the fetched ones, newest first, the pinned among the pinned.
             let mut fetching = self.fetching_rows(&cloud, &workspace, &rows)?;
@@ -498,34 +494,85 @@ impl Studio {
             .collect())
     }
 
-    /// Reads the open workspace's sessions for the window's first [`Studio::sessions`] call, as
-    /// the window starts (see [`first_listing`]). Blocks while it reads: call it off the main
-    /// thread.
+    /// Reads the open workspace's first page of sessions ([`FIRST_PAGE`] rows) for the window's
+    /// first [`Studio::sessions_page`] call, as the window starts (see [`first_listing`]).
+    /// Blocks while it reads: call it off the main thread.
     pub fn read_sessions_ahead(&self) {
         let Ok(workspace) = self.workspace() else { return };
         let started = std::time::Instant::now();
         self.first_listing.read_ahead(workspace.root().to_path_buf(), || {
-            self.first_rows(&workspace, SystemTime::now())
+            self.first_rows(&workspace, SystemTime::now(), (0, FIRST_PAGE))
         });
         tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "sessions read ahead");
     }
 
-    /// The window's listing: its first, read ahead ([`Studio::read_sessions_ahead`]), and each
-    /// while its watcher runs. On a next launch (the store's catalogue holds the workspace),
-    /// the catalogue as the store last saw the folders, no folder read but the running
-    /// sessions': the watcher, started
-    /// from the same folder index, reads what differs behind it and tells the window
-    /// ([`Studio::watch`]). On a first launch (or a cloud workspace, whose rows being fetched
-    /// are not in it), every folder read.
-    fn first_rows(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
-        let store = self.store()?;
-        if self.cloud().is_none() {
-            let recorded = store.sessions_as_recorded(workspace, now, NodeDetail::TotalsOnly)?;
-            if !recorded.is_empty() {
-                return Ok(recorded);
-            }
+    /// A page of the window's table, `limit` rows from `offset` (at most [`MAX_PAGE`]), in the
+    /// listing's order, with how many sessions there are. Its first page is the one read ahead
+    /// ([`Studio::read_sessions_ahead`]); while a watcher runs, each is the catalogue as recorded
+    /// (the watcher reconciles it and tells the window); with no watcher (a studio server, before
+    /// watching started), the catalogue's page checked against its folders (`store::catalogue`).
+    /// A cloud workspace's rows being fetched are not in the catalogue: its full listing, cut.
+    pub(crate) fn window_page(&self, offset: usize, limit: usize) -> Result<SessionsPage, Error> {
+        let (workspace, limit, now) = (self.workspace()?, limit.min(MAX_PAGE), SystemTime::now());
+        if self.cloud().is_some() {
+            let listing = self.sessions(now)?;
+            let total = listing.sessions.len();
+            let sessions = listing.sessions.into_iter().skip(offset).take(limit).collect();
+            return Ok(SessionsPage {
+                sessions,
+                offset,
+                total,
+                checking: Vec::new(),
+            });
         }
-        store.list_sessions_as(workspace, now, NodeDetail::TotalsOnly)
+        let page = |(offset, limit)| {
+            if lock(&self.watcher).is_some() {
+                return self.first_rows(&workspace, now, (offset, limit));
+            }
+            let store = self.store()?;
+            let sessions = store.sessions_page(&workspace, now, NodeDetail::TotalsOnly, offset, limit)?;
+            Ok(SessionsPage {
+                sessions,
+                offset,
+                total: store.catalogue_len(&workspace)?,
+                checking: Vec::new(),
+            })
+        };
+        if offset == 0 && limit <= FIRST_PAGE {
+            let mut first = self
+                .first_listing
+                .serve(&workspace.root().to_path_buf(), || page((0, FIRST_PAGE)))?;
+            first.sessions.truncate(limit);
+            return Ok(first);
+        }
+        page((offset, limit))
+    }
+
+    /// The window's rows from `offset`, at most `limit`: its first page, read ahead, and each
+    /// while its watcher runs. On a next launch (the store's catalogue holds the workspace), the
+    /// catalogue as the store last saw the folders, no file read but the running sessions', the
+    /// rows whose folder differs marked `checking`: the watcher, started from the same folder
+    /// index, reads what differs behind it and tells the window ([`Studio::watch`]). On a first
+    /// launch, every folder read (the catalogue made), then its page.
+    fn first_rows(
+        &self,
+        workspace: &Workspace,
+        now: SystemTime,
+        (offset, limit): (usize, usize),
+    ) -> Result<SessionsPage, Error> {
+        let store = self.store()?;
+        if store.catalogue_len(workspace)? == 0 {
+            store.list_sessions_as(workspace, now, NodeDetail::TotalsOnly)?;
+        }
+        // A page's folders are looked at for its "checking" marks; the whole listing's are not.
+        let look = limit <= MAX_PAGE;
+        let page = store.sessions_as_recorded(workspace, now, NodeDetail::TotalsOnly, (offset, limit), look)?;
+        Ok(SessionsPage {
+            sessions: page.rows,
+            offset,
+            total: store.catalogue_len(workspace)?,
+            checking: page.checking,
+        })
     }
 
     /// Waits until the window's first listing was served, at most `timeout`: watching starts
@@ -739,6 +786,29 @@ pub struct SessionListing {
     pub sessions: Vec<SessionRow>,
     /// What they cost in all (`store::index::usage_of_sessions`); null when no node has usage.
     pub usage: Option<UsageTotal>,
+}
+
+/// The rows of the window's first page, read ahead as the window starts.
+pub const FIRST_PAGE: usize = 200;
+
+/// The most rows one page of the window's table holds.
+pub const MAX_PAGE: usize = 5_000;
+
+/// A page of the sessions as the window's table asks for them ([`Studio::sessions_page`]):
+/// `sessions` are the listing's rows from `offset`, in its order (pinned first, then most
+/// recently updated).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct SessionsPage {
+    pub sessions: Vec<SessionRow>,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub offset: usize,
+    /// How many sessions the listing holds in all.
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub total: usize,
+    /// The ids of the page's rows shown as the store last saw them while their folder, which
+    /// differs, is read again (the window marks them "checking").
+    pub checking: Vec<String>,
 }
 
 pub struct SupervisorGuard<'a>(MutexGuard<'a, Option<Supervisor>>);

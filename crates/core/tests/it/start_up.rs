@@ -45,6 +45,11 @@ fn watch_session_changes(studio: &Studio) -> mpsc::Receiver<()> {
     heard
 }
 
+/// The window's first screen: its first page of sessions (read ahead).
+fn first_screen(studio: &Studio) -> studio_core::app::SessionsPage {
+    studio.sessions_page(0, studio_core::app::FIRST_PAGE).unwrap()
+}
+
 /// One launch of the app on `root`; `meanwhile` runs between the first listing and the start of
 /// watching. Returns how many session changes the window was told of, and how many sessions its
 /// listings showed (the first, then the last).
@@ -52,7 +57,7 @@ fn launch(root: &Path, db: &Path, meanwhile: impl FnOnce()) -> (usize, usize, us
     let (studio, _) = Studio::open(Some(root), Ok(StoreLocation::File(db.to_owned())));
     // The read-ahead (its own thread in the app), then the window's first listing.
     studio.read_sessions_ahead();
-    let first = studio.sessions(SystemTime::now()).unwrap().sessions.len();
+    let first = first_screen(&studio).total;
     assert!(studio.wait_first_listing(Duration::ZERO));
     meanwhile();
     // The window's sink: a session change makes it list again.
@@ -141,7 +146,8 @@ fn a_next_launch_shows_the_catalogue_first_and_tells_what_changed_behind_it() {
 
     let (studio, _) = Studio::open(Some(root.path()), Ok(StoreLocation::File(db.clone())));
     studio.read_sessions_ahead();
-    let shown = studio.sessions(SystemTime::now()).unwrap().sessions;
+    let screen = first_screen(&studio);
+    let shown = screen.sessions;
     let counted = reads.take(&folders);
     assert!(
         counted.values().all(|&n| n == 0),
@@ -155,6 +161,13 @@ fn a_next_launch_shows_the_catalogue_first_and_tells_what_changed_behind_it() {
     assert_eq!(shown.len(), 50, "the catalogue as recorded");
     assert_eq!(status_of(&shown, &session_id(10)), Some(studio_core::Status::Success));
     assert!(status_of(&shown, &session_id(50)).is_none());
+    let mut checking = screen.checking.clone();
+    checking.sort();
+    assert_eq!(
+        checking,
+        [session_id(10), session_id(20)],
+        "the rows whose folder differs from the catalogue, and only those, are being checked"
+    );
 
     let heard = watch_session_changes(&studio);
     assert_eq!(
@@ -162,6 +175,9 @@ fn a_next_launch_shows_the_catalogue_first_and_tells_what_changed_behind_it() {
         3,
         "the changed, the removed and the added one"
     );
+    let page = first_screen(&studio);
+    assert!(page.checking.is_empty(), "reconciled: {:?}", page.checking);
+    assert_eq!((page.sessions.len(), page.total), (50, 50));
     let after = studio.sessions(SystemTime::now()).unwrap().sessions;
     assert_eq!(after.len(), 50);
     assert_eq!(status_of(&after, &session_id(10)), Some(studio_core::Status::Error));
@@ -192,7 +208,7 @@ fn only_the_first_screen_is_the_catalogue_as_recorded() {
         ids.sort();
         ids
     };
-    let recorded = ids(studio.sessions(SystemTime::now()).unwrap().sessions);
+    let recorded = ids(first_screen(&studio).sessions);
     assert_eq!(recorded, (0..5).map(session_id).collect::<Vec<_>>(), "as recorded");
     let next = ids(studio.sessions(SystemTime::now()).unwrap().sessions);
     assert_eq!(
