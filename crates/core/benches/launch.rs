@@ -82,7 +82,7 @@ fn rss_kb() -> u64 {
 fn launch(root: &Path, db: &Path, count: usize) -> Launch {
     let (started, cpu) = (Instant::now(), cpu_time());
     let (studio, _) = Studio::open(Some(root), Ok(StoreLocation::File(db.to_owned())));
-    studio.read_sessions_ahead();
+    studio.read_sessions_ahead(|| {});
     first_screen(&studio, count);
     let first_screen_at = started.elapsed();
     assert!(studio.wait_first_listing(Duration::ZERO));

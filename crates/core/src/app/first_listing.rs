@@ -1,4 +1,4 @@
-//! The window's first listing, read ahead: the app starts reading the workspace's sessions as it
+//! The window's first listing, read ahead (and the types of its pages, `app::pages`): the app starts reading the workspace's sessions as it
 //! opens, while the web view starts (about half a second), and the window's first `sessions`
 //! call takes what was read instead of reading again. Only that first call: every later one
 //! reads anew. The watcher, started once the first listing is served, starts from the folder
@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
+use crate::store::SessionRow;
 use crate::vocabulary::error::Error;
 
 enum State<T> {
@@ -46,17 +47,27 @@ impl<T> FirstListing<T> {
 
     /// Reads the first listing of `root` ahead with `read`, unless it was served already.
     pub fn read_ahead(&self, root: PathBuf, read: impl FnOnce() -> Result<T, Error>) {
-        {
-            let mut state = self.state();
-            if !matches!(*state, State::NotRead) {
-                return;
-            }
-            *state = State::Reading(root.clone());
+        if self.begin(root.clone()) {
+            self.finish(&root, read());
         }
-        let rows = read();
+    }
+
+    /// Starts reading the first listing of `root` ahead, unless it was served already (false):
+    /// a `serve` for `root` waits for its [`FirstListing::finish`] from now on.
+    pub fn begin(&self, root: PathBuf) -> bool {
         let mut state = self.state();
-        if matches!(&*state, State::Reading(reading) if *reading == root) {
-            *state = State::Read(root, rows);
+        if !matches!(*state, State::NotRead) {
+            return false;
+        }
+        *state = State::Reading(root);
+        true
+    }
+
+    /// The first listing of `root` read ahead (after [`FirstListing::begin`]).
+    pub fn finish(&self, root: &PathBuf, rows: Result<T, Error>) {
+        let mut state = self.state();
+        if matches!(&*state, State::Reading(reading) if reading == root) {
+            *state = State::Read(root.clone(), rows);
         }
         self.changed.notify_all();
     }
@@ -91,10 +102,68 @@ impl<T> FirstListing<T> {
     }
 }
 
+/// The rows of the window's first page, read ahead as the window starts.
+pub const FIRST_PAGE: usize = 200;
+
+/// The most rows one page of the window's table holds.
+pub const MAX_PAGE: usize = 5_000;
+
+/// How many folders a first launch reads between two notices to the window.
+pub(crate) const FILL_CHUNK: usize = 5_000;
+
+/// A page of the sessions as the window's table asks for them ([`Studio::sessions_page`]):
+/// `sessions` are the listing's rows from `offset`, in its order (pinned first, then most
+/// recently updated).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
+pub struct SessionsPage {
+    pub sessions: Vec<SessionRow>,
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub offset: usize,
+    /// How many sessions the listing holds in all (on a first launch, the folders found, some
+    /// still being read).
+    #[cfg_attr(feature = "ts", ts(type = "number"))]
+    pub total: usize,
+    /// The ids of the page's rows shown as the store last saw them while their folder, which
+    /// differs, is read again (the window marks them "checking").
+    pub checking: Vec<String>,
+}
+
+/// A first launch's catalogue being made: how many folders it will hold, while it is.
+#[derive(Default)]
+pub(crate) struct Filling {
+    total: Mutex<Option<usize>>,
+    done: Condvar,
+}
+
+impl Filling {
+    fn held(&self) -> std::sync::MutexGuard<'_, Option<usize>> {
+        self.total.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub(crate) fn set(&self, total: Option<usize>) {
+        *self.held() = total;
+        self.done.notify_all();
+    }
+
+    pub(crate) fn total(&self) -> Option<usize> {
+        *self.held()
+    }
+
+    /// Waits until no catalogue is being made.
+    pub(crate) fn wait_done(&self) {
+        let total = self.held();
+        drop(
+            self.done
+                .wait_while(total, |total| total.is_some())
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::SessionRow;
     use std::sync::Arc;
 
     fn rows(n: usize) -> Result<Vec<SessionRow>, Error> {

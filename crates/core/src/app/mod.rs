@@ -14,6 +14,7 @@ pub mod elsewhere;
 pub mod first_listing;
 pub mod live;
 pub mod operations;
+pub mod pages;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use std::time::{Duration, SystemTime};
 use crate::app::cloud::{CloudWorkspace, READ_ONLY_REFUSED};
 use crate::app::elsewhere::{Elsewhere, RemoteStatus};
 use crate::app::first_listing::FirstListing;
+pub use crate::app::first_listing::{SessionsPage, FIRST_PAGE, MAX_PAGE};
 use crate::app::live::RunChanges;
 use crate::runs::runner::{Keeper, OutsideStop, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
 use crate::runs::stop::Stopping;
@@ -66,6 +68,8 @@ pub struct Studio {
     run_changes: Mutex<Option<RunChanges>>,
     /// The window's first listing, read ahead while the window starts.
     first_listing: FirstListing<SessionsPage>,
+    /// The catalogue being made by a first launch's read-ahead (`pages`).
+    filling: first_listing::Filling,
     /// The open workspace when it is not a folder of this machine.
     not_local: RwLock<Option<NotLocal>>,
     /// The last remote session and local one compared (`across`), kept for its "more".
@@ -168,6 +172,7 @@ impl Studio {
             changes: Mutex::new(None),
             run_changes: Mutex::new(None),
             first_listing: FirstListing::default(),
+            filling: first_listing::Filling::default(),
             not_local: RwLock::new(None),
             across: Mutex::new(None),
         };
@@ -327,6 +332,8 @@ impl Studio {
     /// the index has it is not read again nor passed on; one added, changed or removed since is,
     /// so that the window lists again only when something changed while watching started.
     pub fn watch(&self, sink: ChangeSink) -> Result<(), Error> {
+        // A first launch's catalogue is made whole first (`pages`): the watcher starts from it.
+        self.filling.wait_done();
         *lock(&self.changes) = Some(sink.clone());
         // The previous watcher stops first: one watcher per window.
         drop(lock(&self.watcher).take());
@@ -492,93 +499,6 @@ impl Studio {
                 }
             })
             .collect())
-    }
-
-    /// Reads the open workspace's first page of sessions ([`FIRST_PAGE`] rows) for the window's
-    /// first [`Studio::sessions_page`] call, as the window starts (see [`first_listing`]).
-    /// Blocks while it reads: call it off the main thread.
-    pub fn read_sessions_ahead(&self) {
-        let Ok(workspace) = self.workspace() else { return };
-        let started = std::time::Instant::now();
-        self.first_listing.read_ahead(workspace.root().to_path_buf(), || {
-            self.first_rows(&workspace, SystemTime::now(), (0, FIRST_PAGE))
-        });
-        tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "sessions read ahead");
-    }
-
-    /// A page of the window's table, `limit` rows from `offset` (at most [`MAX_PAGE`]), in the
-    /// listing's order, with how many sessions there are. Its first page is the one read ahead
-    /// ([`Studio::read_sessions_ahead`]); while a watcher runs, each is the catalogue as recorded
-    /// (the watcher reconciles it and tells the window); with no watcher (a studio server, before
-    /// watching started), the catalogue's page checked against its folders (`store::catalogue`).
-    /// A cloud workspace's rows being fetched are not in the catalogue: its full listing, cut.
-    pub(crate) fn window_page(&self, offset: usize, limit: usize) -> Result<SessionsPage, Error> {
-        let (workspace, limit, now) = (self.workspace()?, limit.min(MAX_PAGE), SystemTime::now());
-        if self.cloud().is_some() {
-            let listing = self.sessions(now)?;
-            let total = listing.sessions.len();
-            let sessions = listing.sessions.into_iter().skip(offset).take(limit).collect();
-            return Ok(SessionsPage {
-                sessions,
-                offset,
-                total,
-                checking: Vec::new(),
-            });
-        }
-        let page = |(offset, limit)| {
-            if lock(&self.watcher).is_some() {
-                return self.first_rows(&workspace, now, (offset, limit));
-            }
-            let store = self.store()?;
-            let sessions = store.sessions_page(&workspace, now, NodeDetail::TotalsOnly, offset, limit)?;
-            Ok(SessionsPage {
-                sessions,
-                offset,
-                total: store.catalogue_len(&workspace)?,
-                checking: Vec::new(),
-            })
-        };
-        if offset == 0 && limit <= FIRST_PAGE {
-            let mut first = self
-                .first_listing
-                .serve(&workspace.root().to_path_buf(), || page((0, FIRST_PAGE)))?;
-            first.sessions.truncate(limit);
-            return Ok(first);
-        }
-        page((offset, limit))
-    }
-
-    /// The window's rows from `offset`, at most `limit`: its first page, read ahead, and each
-    /// while its watcher runs. On a next launch (the store's catalogue holds the workspace), the
-    /// catalogue as the store last saw the folders, no file read but the running sessions', the
-    /// rows whose folder differs marked `checking`: the watcher, started from the same folder
-    /// index, reads what differs behind it and tells the window ([`Studio::watch`]). On a first
-    /// launch, every folder read (the catalogue made), then its page.
-    fn first_rows(
-        &self,
-        workspace: &Workspace,
-        now: SystemTime,
-        (offset, limit): (usize, usize),
-    ) -> Result<SessionsPage, Error> {
-        let store = self.store()?;
-        if store.catalogue_len(workspace)? == 0 {
-            store.list_sessions_as(workspace, now, NodeDetail::TotalsOnly)?;
-        }
-        // A page's folders are looked at for its "checking" marks; the whole listing's are not.
-        let look = limit <= MAX_PAGE;
-        let page = store.sessions_as_recorded(workspace, now, NodeDetail::TotalsOnly, (offset, limit), look)?;
-        Ok(SessionsPage {
-            sessions: page.rows,
-            offset,
-            total: store.catalogue_len(workspace)?,
-            checking: page.checking,
-        })
-    }
-
-    /// Waits until the window's first listing was served, at most `timeout`: watching starts
-    /// after it, so that it does not slow the first listing down.
-    pub fn wait_first_listing(&self, timeout: Duration) -> bool {
-        self.first_listing.wait_served(timeout)
     }
 
     /// Runs `agent` of the workspace's `.zibby/studio.toml` (see [`agent_run_request`]).
@@ -786,29 +706,6 @@ pub struct SessionListing {
     pub sessions: Vec<SessionRow>,
     /// What they cost in all (`store::index::usage_of_sessions`); null when no node has usage.
     pub usage: Option<UsageTotal>,
-}
-
-/// The rows of the window's first page, read ahead as the window starts.
-pub const FIRST_PAGE: usize = 200;
-
-/// The most rows one page of the window's table holds.
-pub const MAX_PAGE: usize = 5_000;
-
-/// A page of the sessions as the window's table asks for them ([`Studio::sessions_page`]):
-/// `sessions` are the listing's rows from `offset`, in its order (pinned first, then most
-/// recently updated).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "ts", derive(ts_rs::TS))]
-pub struct SessionsPage {
-    pub sessions: Vec<SessionRow>,
-    #[cfg_attr(feature = "ts", ts(type = "number"))]
-    pub offset: usize,
-    /// How many sessions the listing holds in all.
-    #[cfg_attr(feature = "ts", ts(type = "number"))]
-    pub total: usize,
-    /// The ids of the page's rows shown as the store last saw them while their folder, which
-    /// differs, is read again (the window marks them "checking").
-    pub checking: Vec<String>,
 }
 
 pub struct SupervisorGuard<'a>(MutexGuard<'a, Option<Supervisor>>);

@@ -205,6 +205,43 @@ pub(super) fn usage(store: &Store, workspace: &Workspace) -> Result<Option<Usage
     })))
 }
 
+/// A first launch's catalogue of `workspace` (the index holds none of its folders), made newest
+/// first: the sessions folder's names (one `readdir`, its stamp taken before), by id, the newest
+/// first (an id begins with its creation time); `first` folders read and stored, then `chunk` at
+/// a time, `each` told after each with how many folders there are; the names stamp recorded at
+/// the end (every name was compared).
+pub(super) fn fill(
+    store: &Store,
+    workspace: &Workspace,
+    now: SystemTime,
+    (first, chunk): (usize, usize),
+    mut each: impl FnMut(usize),
+) -> Result<(), Error> {
+    let key = store.with_conn(|conn| workspaces::key(conn, workspace))?;
+    let stamp = index::names_stamp(workspace)?;
+    let mut folders = session::session_folders(workspace)?;
+    folders.sort_by(|a, b| b.1.as_str().cmp(a.1.as_str()));
+    let mut from = 0;
+    while from < folders.len() || from == 0 {
+        let to = folders.len().min(from + if from == 0 { first } else { chunk.max(1) });
+        let read = session::in_parallel(&folders[from..to], |(path, id)| {
+            index::read_through(path, id, None, now)
+        })?;
+        store.with_conn(|conn| {
+            let tx = write_transaction(conn)?;
+            for listed in read.into_iter().flatten() {
+                if let Some(print) = &listed.fresh {
+                    index::store_summary(&tx, key, &listed.summary, print)?;
+                }
+            }
+            Ok(tx.commit()?)
+        })?;
+        each(folders.len());
+        from = to.max(1);
+    }
+    store.with_conn(|conn| index::record_names_stamp(conn, key, stamp.as_ref()))
+}
+
 /// How many sessions the catalogue holds for `workspace` (as the last page or listing left it).
 pub(super) fn len(store: &Store, workspace: &Workspace) -> Result<usize, Error> {
     store.with_conn(|conn| {

@@ -288,6 +288,18 @@ impl Store {
         catalogue::recorded_page(self, workspace, now, detail, (offset, limit), look)
     }
 
+    /// A first launch's catalogue of `workspace`, made newest first, `first` folders then `chunk`
+    /// at a time, `each` told after each with how many there are ([`catalogue`]).
+    pub fn fill_catalogue(
+        &self,
+        workspace: &Workspace,
+        now: SystemTime,
+        sizes: (usize, usize),
+        each: impl FnMut(usize),
+    ) -> Result<(), Error> {
+        catalogue::fill(self, workspace, now, sizes, each)
+    }
+
     /// What the catalogue's sessions of `workspace` cost in all, without making their rows.
     pub fn catalogue_usage(&self, workspace: &Workspace) -> Result<Option<crate::sessions::cost::UsageTotal>, Error> {
         catalogue::usage(self, workspace)
