@@ -364,7 +364,8 @@ usage: UsageTotal | null, };
  */
 export type SessionsPage = { sessions: Array<SessionRow>, offset: number, 
 /**
- * How many sessions the listing holds in all.
+ * How many sessions the listing holds in all (on a first launch, the folders found, some
+ * still being read).
  */
 total: number, 
 /**

@@ -14,6 +14,11 @@ import { SEARCH_LIMIT, type SearchResults } from "../search";
 import { type CostSort, nextCostSort, sortByCost } from "../usage";
 import type { CommandError, SessionListing, SessionRow, SessionsPage, UsageTotal } from "../types";
 
+/** What every session costs is read again at most this often while sessions change (it sums the
+ * whole workspace's: about 2 s of the core's time at 100,000 sessions), and when their count
+ * changes. */
+export const USAGE_EVERY_MS = 30_000;
+
 /** The rows of the first page and of each page after it. */
 export const PAGE_ROWS = 200;
 /** The most rows one call reads (the core's own bound, `app::MAX_PAGE`). */
@@ -121,8 +126,15 @@ export class SessionsState {
     this.#changed();
   }
 
-  /** What all the sessions cost, read apart from the rows (it is the whole workspace's). */
-  async readUsage(): Promise<void> {
+  /** When `usage` was last asked for, and for how many sessions. */
+  #usageAsked = { at: -Infinity, total: -1 };
+
+  /** What all the sessions cost, read apart from the rows (it is the whole workspace's): at most
+   * every USAGE_EVERY_MS while the count stays the same, unless `now`. */
+  async readUsage(now = true): Promise<void> {
+    const at = this.#clock().getTime();
+    if (!now && this.total === this.#usageAsked.total && at - this.#usageAsked.at < USAGE_EVERY_MS) return;
+    this.#usageAsked = { at, total: this.total };
     const epoch = this.#epoch;
     const usage = await settle(this.#backend().sessionsCost());
     if (epoch === this.#epoch && usage.kind === "ok") this.usage = usage.value;
@@ -162,7 +174,7 @@ export class SessionsState {
       if (stale() || keeps(page)) return;
       this.whole = false;
       this.setPage(page);
-      void this.readUsage();
+      void this.readUsage(false);
     }
     this.now = this.#clock();
   }
@@ -193,6 +205,7 @@ export class SessionsState {
     this.total = 0;
     this.checking = new Set();
     this.whole = false;
+    this.#usageAsked = { at: -Infinity, total: -1 };
     this.pinError = null;
     this.deleteError = null;
     this.selected = null;

@@ -63,6 +63,11 @@ impl<T> FirstListing<T> {
         true
     }
 
+    /// Whether the first listing was begun (read ahead, being read, or served).
+    pub fn begun(&self) -> bool {
+        !matches!(*self.state(), State::NotRead)
+    }
+
     /// The first listing of `root` read ahead (after [`FirstListing::begin`]).
     pub fn finish(&self, root: &PathBuf, rows: Result<T, Error>) {
         let mut state = self.state();

@@ -32,8 +32,8 @@ impl Studio {
         let first_launch = self.cloud().is_none()
             && self
                 .store()
-                .and_then(|store| store.catalogue_len(&workspace))
-                .is_ok_and(|held| held == 0);
+                .and_then(|store| store.catalogue_holds(&workspace))
+                .is_ok_and(|holds| !holds);
         if first_launch && self.first_listing.begin(root.clone()) {
             self.fill_catalogue(&workspace, root, told);
         } else {
@@ -129,7 +129,7 @@ impl Studio {
         (offset, limit): (usize, usize),
     ) -> Result<SessionsPage, Error> {
         let store = self.store()?;
-        if store.catalogue_len(workspace)? == 0 {
+        if !store.catalogue_holds(workspace)? {
             store.list_sessions_as(workspace, now, NodeDetail::TotalsOnly)?;
         }
         self.recorded_page(workspace, (offset, limit), store.catalogue_len(workspace)?)
@@ -157,6 +157,12 @@ impl Studio {
             total,
             checking: page.checking,
         })
+    }
+
+    /// Whether the read-ahead (or the window's first page) has begun: a page asked for from
+    /// then on waits for the read-ahead rather than reading on its own.
+    pub fn read_ahead_begun(&self) -> bool {
+        self.first_listing.begun()
     }
 
     /// Waits until the window's first listing was served, at most `timeout`: watching starts

@@ -242,6 +242,16 @@ pub(super) fn fill(
     store.with_conn(|conn| index::record_names_stamp(conn, key, stamp.as_ref()))
 }
 
+/// Whether the catalogue holds any session of `workspace` (else a listing reads every folder).
+pub(super) fn holds(store: &Store, workspace: &Workspace) -> Result<bool, Error> {
+    store.with_conn(|conn| {
+        let key = workspaces::key(conn, workspace)?;
+        Ok(conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM folder_index WHERE workspace_id = ?1)")?
+            .query_row([key], |r| r.get(0))?)
+    })
+}
+
 /// How many sessions the catalogue holds for `workspace` (as the last page or listing left it).
 pub(super) fn len(store: &Store, workspace: &Workspace) -> Result<usize, Error> {
     store.with_conn(|conn| {

@@ -305,6 +305,11 @@ impl Store {
         catalogue::usage(self, workspace)
     }
 
+    /// Whether the catalogue holds any session of `workspace`.
+    pub fn catalogue_holds(&self, workspace: &Workspace) -> Result<bool, Error> {
+        catalogue::holds(self, workspace)
+    }
+
     /// How many sessions the catalogue holds for `workspace`, as the last page or listing left it.
     pub fn catalogue_len(&self, workspace: &Workspace) -> Result<usize, Error> {
         catalogue::len(self, workspace)
