@@ -1,6 +1,7 @@
-//! The window's first listing, read ahead (and the types of its pages, `app::pages`): the app starts reading the workspace's sessions as it
-//! opens, while the web view starts (about half a second), and the window's first `sessions`
-//! call takes what was read instead of reading again. Only that first call: every later one
+//! The window's first listing, read ahead (and the types of its pages, `app::pages`): the app
+//! starts reading the workspace's sessions as it opens, while the web view starts (about half a
+//! second), and the window's first `sessions_page` call takes what was read instead of reading
+//! again. Only that first call: every later one
 //! reads anew. The watcher, started once the first listing is served, starts from the folder
 //! index that listing left (each folder is read once at start-up) and tells the window only of
 //! what changed in between. On a next launch the first listing is the store's catalogue as it
