@@ -144,7 +144,7 @@ pub(super) fn recorded_page(
     Ok(RecordedPage { rows, checking })
 }
 
-/// A page of the catalogue as recorded ([`recorded_page`]).
+/// A page of the catalogue as recorded (`recorded_page`).
 pub struct RecordedPage {
     pub rows: Vec<SessionRow>,
     /// The ids of its rows whose folder differs from the catalogue (being checked).

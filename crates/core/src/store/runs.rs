@@ -54,7 +54,7 @@ pub struct RunRecord {
     pub keeper_dir: Option<PathBuf>,
     pub replayed_node: Option<String>,
     /// Where the run was asked for when not by the studio's own faces: `mcp` for a run started
-    /// or re-run through `zstudio mcp` ([`set_origin`]); none for the window's, `zstudio run`'s
+    /// or re-run through `zstudio mcp` (`Store::run_set_origin`); none for the window's, `zstudio run`'s
     /// and `serve`'s.
     pub origin: Option<String>,
     /// The limits it was started with (`max_cost_usd`, `max_tokens`), when it had any.
