@@ -11,6 +11,9 @@ mod mcp_python_client;
 // The MCP SDK's own client.
 #[path = "mcp_client/rust.rs"]
 mod mcp_rust_client;
+// The injection fixture.
+#[path = "mcp_client/injection.rs"]
+mod mcp_injection;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -9,6 +9,7 @@ use rmcp::ServiceExt;
 use serde_json::{json, Value};
 
 use super::{json_of, setup, zstudio, Setup, PIPELINE_ID, URL};
+use crate::mcp_injection::INJECTION;
 use crate::mcp_rust_client::{answer, read_all_pages, refusal};
 
 /// `zstudio mcp --source URL ARGS` with the bucket's variables and the setup's folders.
@@ -105,11 +106,35 @@ async fn a_bucket_prefix_is_served_read_only() {
 }
 
 /// The official Python SDK's client (`mcp_client/drive.py`) on the same bucket prefix: the read
-/// tools alone, the listing of `zstudio sessions --json --source`, a node's output from the
-/// mirror's files in pages.
+/// tools alone, the listing of `zstudio sessions --json --source`, a CI run's output from the
+/// mirror's files in pages joined equal to it, the injection fixture inert and 1,000 malformed
+/// calls answered.
 #[test]
 fn the_official_python_client_reads_a_bucket_prefix() {
     let setup = setup();
+    // Beside the captures: a session whose output is the injection fixture, and one of about
+    // 200 KB of output (pages), each a CI run's folder uploaded whole.
+    let extra = tempfile::TempDir::new().unwrap();
+    let folder = |id: &str, node: &str, output: &str| {
+        let session = extra.path().join(id);
+        std::fs::create_dir_all(session.join(node)).unwrap();
+        let info = json!({"sessionPath": format!("/ci/.zibby/output/sessions/{id}"),
+            "sessionTimestamp": id.split('_').next().unwrap().parse::<u64>().unwrap(),
+            "currentNode": node, "createdAt": "2026-11-29T11:41:04.432Z", "config": {}});
+        std::fs::write(session.join(".session-info.json"), info.to_string()).unwrap();
+        std::fs::write(session.join(node).join("raw_stream_output.txt"), output).unwrap();
+        [
+            json!({"copy_tree": session, "prefix": format!("ci/{id}/")}),
+            json!({"put": format!("ci/{id}/.upload-complete"), "text": ""}),
+        ]
+    };
+    let (evil, large) = ("1795952600000_evil", "1795952600001_larg");
+    let large_output: String = (0..4_000)
+        .map(|i| format!("flood line {i} of the CI run's output\n"))
+        .collect();
+    let mut ops = folder(evil, "say", &format!("evil={INJECTION}\n")).to_vec();
+    ops.extend(folder(large, "flood", &large_output));
+    setup.moto.upload(super::BUCKET, false, json!(ops));
     let sessions = json_of(&zstudio(&setup, &["sessions", "--json", "--source", URL]));
     let home = setup.home.path();
     let mut env = json!({
@@ -128,8 +153,10 @@ fn the_official_python_client_reads_a_bucket_prefix() {
             "env": env,
             "runs": false,
             "sessions": sessions,
-            "output_of": {"id": PIPELINE_ID, "node": "plan"},
-            "output_holds": "I'll read the spec first.",
+            "large_run": large,
+            "large_output": large_output,
+            "evil_session": evil,
+            "evil_run": evil,
         })
         .to_string(),
     )
