@@ -117,7 +117,7 @@ pub const MAX_PAGE: usize = 5_000;
 /// How many folders a first launch reads between two notices to the window.
 pub(crate) const FILL_CHUNK: usize = 5_000;
 
-/// A page of the sessions as the window's table asks for them ([`crate::app::Studio::sessions_page`]):
+/// A page of the sessions as the window's table asks for them (`Studio::sessions_page`):
 /// `sessions` are the listing's rows from `offset`, in its order (pinned first, then most
 /// recently updated).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
