@@ -43,7 +43,6 @@ export type {
   SessionNode,
   SessionOpened,
   SessionListing,
-  SessionsPage,
   SessionRow,
   SessionSummary,
   Span,
