@@ -578,7 +578,7 @@ stop_requested: StoppedBy | null,
 keeper_dir: string | null, replayed_node: string | null, 
 /**
  * Where the run was asked for when not by the studio's own faces: `mcp` for a run started
- * or re-run through `zstudio mcp` ([`set_origin`]); none for the window's, `zstudio run`'s
+ * or re-run through `zstudio mcp` (`Store::run_set_origin`); none for the window's, `zstudio run`'s
  * and `serve`'s.
  */
 origin: string | null, 
