@@ -18,6 +18,34 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// The provider's name as its users know it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::S3 => "Amazon S3",
+            Provider::Gcs => "Google Cloud Storage",
+            Provider::Azure => "Azure Blob Storage",
+        }
+    }
+
+    /// What of the user's credentials each request to the endpoint carries.
+    pub fn credentials_sent(self) -> &'static str {
+        match self {
+            Provider::S3 => "your AWS credentials (requests signed with your access key, with your session token)",
+            Provider::Gcs => "your Google Cloud credentials (an OAuth bearer token)",
+            Provider::Azure => "your Azure credentials (a SAS token, or requests signed with your account key)",
+        }
+    }
+
+    /// The domains of the provider's own endpoints: an endpoint under one of them is the
+    /// provider's, any other is someone else's server.
+    fn own_domains(self) -> &'static [&'static str] {
+        match self {
+            Provider::S3 => &["amazonaws.com", "amazonaws.com.cn"],
+            Provider::Gcs => &["googleapis.com"],
+            Provider::Azure => &["core.windows.net", "core.chinacloudapi.cn", "core.usgovcloudapi.net"],
+        }
+    }
+
     fn scheme(self) -> &'static str {
         match self {
             Provider::S3 => "s3",
@@ -116,6 +144,21 @@ impl Source {
             Some(profile) => source.with_profile(&profile),
             None => Ok(source),
         }
+    }
+
+    /// The endpoint given with this source (its URL's `?endpoint=`, the window's field) when it is
+    /// not one of the provider's own: the server the user's credentials would be sent to, which
+    /// the window names in its question before opening (`None`: no endpoint given, or the
+    /// provider's own).
+    pub fn foreign_endpoint(&self) -> Option<&str> {
+        let endpoint = self.endpoint.as_deref()?;
+        let host = endpoint_host(endpoint).unwrap_or_default().to_ascii_lowercase();
+        let own = self
+            .provider
+            .own_domains()
+            .iter()
+            .any(|domain| host == *domain || host.ends_with(&format!(".{domain}")));
+        (!own).then_some(endpoint)
     }
 
     /// This source at `endpoint` (an S3-compatible store's URL, path-style addressing).
@@ -384,17 +427,13 @@ pub fn endpoint_problem(endpoint: &str) -> Option<&'static str> {
     let Some((scheme, rest)) = endpoint.trim().split_once("://") else {
         return Some("it is not a URL: give https://HOST[:PORT]");
     };
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    if authority.contains('@') {
+    if rest.split(['/', '?', '#']).next().unwrap_or_default().contains('@') {
         return Some(
             "it holds a user name or password; the provider's credential chain gives the \
              credentials, never the URL",
         );
     }
-    let host = match authority.strip_prefix('[') {
-        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
-        None => authority.split(':').next().unwrap_or_default(),
-    };
+    let host = endpoint_host(endpoint).unwrap_or_default();
     if host.is_empty() {
         return Some("it names no host");
     }
@@ -408,6 +447,17 @@ pub fn endpoint_problem(endpoint: &str) -> Option<&'static str> {
         ),
         _ => Some("only https:// (or http:// to this machine) is taken"),
     }
+}
+
+/// The host an endpoint URL names (`None`: not a URL), without its port, user or brackets.
+fn endpoint_host(endpoint: &str) -> Option<&str> {
+    let (_, rest) = endpoint.trim().split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority = authority.rsplit('@').next().unwrap_or_default();
+    Some(match authority.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    })
 }
 
 /// Whether `host` is this machine's loopback: `localhost`, 127.0.0.0/8 or `::1`.
@@ -622,6 +672,32 @@ mod tests {
             let error = given.operator().unwrap_err().to_string();
             assert!(error.contains(says), "{bad}: {error}");
         }
+    }
+
+    /// Issue 40, point 2: an endpoint that is not the provider's own is named before the user's
+    /// credentials go there; the provider's own (any region) is not.
+    #[test]
+    fn an_endpoint_not_the_providers_own_is_foreign() {
+        let at = |url: &str, endpoint: &str| Source::parse(url).unwrap().with_endpoint(endpoint);
+        for (url, own) in [
+            ("s3://b/p", "https://s3.eu-west-1.amazonaws.com"),
+            ("s3://b/p", "https://S3.cn-north-1.Amazonaws.com.cn/"),
+            ("gs://b/p", "https://storage.googleapis.com"),
+            ("az://c/p", "https://acct.blob.core.windows.net"),
+        ] {
+            assert_eq!(at(url, own).foreign_endpoint(), None, "{url} at {own}");
+        }
+        for (url, foreign) in [
+            ("s3://b/p", "https://minio.example:9000"),
+            ("s3://b/p", "https://amazonaws.com.attacker.example"),
+            ("s3://b/p", "https://notamazonaws.com"),
+            ("gs://b/p", "http://127.0.0.1:4443"),
+            ("gs://b/p", "https://s3.amazonaws.com"),
+            ("az://c/p", "http://[::1]:10000/devstoreaccount1"),
+        ] {
+            assert_eq!(at(url, foreign).foreign_endpoint(), Some(foreign), "{url} at {foreign}");
+        }
+        assert_eq!(Source::parse("s3://b/p").unwrap().foreign_endpoint(), None);
     }
 
     #[test]
