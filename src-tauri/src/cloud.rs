@@ -29,19 +29,10 @@ pub struct CacheChoice {
     pub clear: bool,
 }
 
-/// Opens bucket prefix `url` (which may carry `?endpoint=…&profile=…`, as Open Recent keeps it;
-/// at `endpoint` and with `profile` when given, else the provider's variables') as the
-/// workspace, read-only, and tells the window as a local switch does. A mirror fetched before
-/// opens as it is, checked by the poller at once (`CloudStatus::checking`, then its `error` if
-/// the bucket cannot be reached); a cold one lists the prefix first (an error, such as access
-/// refused, names the source): call it off the main thread.
-pub fn open_cloud(
-    app: &AppHandle,
-    url: &str,
-    endpoint: Option<String>,
-    profile: Option<String>,
-    choice: CacheChoice,
-) -> Result<WorkspaceInfo, CommandError> {
+/// Bucket prefix `url` (which may carry `?endpoint=…&profile=…`, as Open Recent keeps it) at
+/// `endpoint` and with `profile` when given (the Open Cloud Workspace form's fields, blank ones
+/// not given); else the provider's variables'.
+pub fn source_of(url: &str, endpoint: Option<String>, profile: Option<String>) -> Result<Source, CommandError> {
     let given = |field: Option<String>| field.map(|f| f.trim().to_owned()).filter(|f| !f.is_empty());
     let mut source = Source::parse(url.trim())?;
     if let Some(endpoint) = given(endpoint) {
@@ -50,6 +41,16 @@ pub fn open_cloud(
     if let Some(profile) = given(profile) {
         source = source.with_profile(&profile)?;
     }
+    Ok(source)
+}
+
+/// Opens bucket prefix `source` as the workspace, read-only, and tells the window as a local
+/// switch does. A mirror fetched before opens as it is, checked by the poller at once
+/// (`CloudStatus::checking`, then its `error` if the bucket cannot be reached); a cold one lists
+/// the prefix first (an error, such as access refused, names the source): call it off the main
+/// thread.
+pub fn open_cloud(app: &AppHandle, source: Source, choice: CacheChoice) -> Result<WorkspaceInfo, CommandError> {
+    let given = |field: Option<String>| field.map(|f| f.trim().to_owned()).filter(|f| !f.is_empty());
     let root = cache::default_cache_root()
         .ok_or_else(|| source.error("", "no cache folder for the mirror: set XDG_CACHE_HOME or HOME"))?;
     if let Some(limit) = given(choice.limit) {

@@ -35,6 +35,7 @@ use studio_core::app::cloud::{CloudImported, CloudStatus};
 use studio_core::app::elsewhere::RemoteStatus;
 use studio_core::app::operations::WorkspaceInfo;
 
+use crate::opening::Opening;
 use crate::{CommandError, Studio};
 
 /// Defines the IPC commands as written, and from their signatures [`invoke_handler`] and (for
@@ -106,10 +107,15 @@ ipc_commands! {
     }
 
     /// Opens a workspace on another machine, `HOST:PATH` or `ssh://HOST/PATH`, over the system's
-    /// ssh (the window hears `workspace-changed`); errors name the host and what failed.
+    /// ssh (the window hears `workspace-changed`) once the user allowed it (one not in Open Recent
+    /// is asked about natively; `None`: they said no); errors name the host and what failed.
     #[tauri::command(async)]
-    pub fn workspace_open_remote(app: AppHandle, target: String) -> Result<RemoteStatus, CommandError> {
-        crate::remote::open_remote(&app, &target)
+    pub fn workspace_open_remote(app: AppHandle, target: String) -> Result<Option<RemoteStatus>, CommandError> {
+        let opening = Opening::Host(studio_core::remote::window::parse_target(target.trim())?);
+        if !crate::desktop::allowed_to_open(&app, &opening)? {
+            return Ok(None);
+        }
+        crate::remote::open_remote(&app, target.trim()).map(Some)
     }
 
     /// The open workspace's host and path when it is on another machine, and whether its link was
@@ -121,8 +127,10 @@ ipc_commands! {
 
     /// Opens a bucket prefix (`s3://bucket/prefix`, at `endpoint` and with the credential
     /// chain's `profile` when given) as the workspace, read-only (the window hears
-    /// `workspace-changed`); errors name the source. `cache_limit` (a size: `500M`, `2G`), when
-    /// given, becomes every source's limit; `clear_cache` empties this source's folder first.
+    /// `workspace-changed`), once the user allowed it (one not in Open Recent is asked about
+    /// natively, naming the endpoint its credentials would go to; `None`: they said no); errors
+    /// name the source. `cache_limit` (a size: `500M`, `2G`), when given, becomes every source's
+    /// limit; `clear_cache` empties this source's folder first.
     #[tauri::command(async, rename_all = "snake_case")]
     pub fn workspace_open_cloud(
         app: AppHandle,
@@ -131,12 +139,16 @@ ipc_commands! {
         profile: Option<String>,
         cache_limit: Option<String>,
         clear_cache: bool,
-    ) -> Result<WorkspaceInfo, CommandError> {
+    ) -> Result<Option<WorkspaceInfo>, CommandError> {
+        let source = crate::cloud::source_of(&url, endpoint, profile)?;
+        if !crate::desktop::allowed_to_open(&app, &Opening::Bucket(source.clone()))? {
+            return Ok(None);
+        }
         let choice = crate::cloud::CacheChoice {
             limit: cache_limit,
             clear: clear_cache,
         };
-        crate::cloud::open_cloud(&app, &url, endpoint, profile, choice)
+        crate::cloud::open_cloud(&app, source, choice).map(Some)
     }
 
     /// The limit of each bucket's mirror in the cache, as a size (`2G`): the one set in the

@@ -1,12 +1,10 @@
 //! What only the user may decide, and the web page may only ask for: trusting an agent's launch
-//! and opening a folder the studio has not opened before. The shell asks in the system's own
-//! dialog ([`crate::window::ask_natively`]), which the page can neither draw nor answer, about
+//! (opening a workspace the studio has not opened before is `opening`'s). The shell asks in the
+//! system's own dialog ([`crate::window::ask_natively`]), which the page can neither draw nor answer, about
 //! what the shell works out itself: a page that sends a digest or a path asserts nothing.
 
-use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use studio_args::target::WorkspaceTarget;
 use studio_core::app::elsewhere::Elsewhere;
 use studio_core::launch::ShownLaunch;
 use studio_core::remote::protocol::AGENT_TRUST;
@@ -124,21 +122,10 @@ pub fn trust_question(shown: &ShownLaunch, host: Option<&str>) -> String {
     text
 }
 
-/// Whether `path` is a workspace the studio opened before (one of `recent`, which are canonical;
-/// a bucket URL as it was recorded).
-pub fn is_known_workspace(recent: &[PathBuf], path: &Path) -> bool {
-    match WorkspaceTarget::parse(path) {
-        WorkspaceTarget::Cloud(_) => recent.iter().any(|known| known == path),
-        // A root on another machine is no folder here: it is asked about, as it was.
-        WorkspaceTarget::Local(_) | WorkspaceTarget::Remote(_) => {
-            std::fs::canonicalize(path).is_ok_and(|path| recent.contains(&path))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
+    use std::path::Path;
 
     use studio_core::store::StoreLocation;
 
@@ -296,15 +283,5 @@ mod tests {
         assert!(command_line.starts_with(r#"["echo", "#), "{question}");
         assert!(!question.contains('\u{202e}'), "escaped: {question}");
         assert!(question.contains("Trust covers:"), "{question}");
-    }
-
-    #[test]
-    fn a_folder_is_known_by_its_canonical_path() {
-        let dir = tempfile::tempdir().unwrap();
-        let canonical = std::fs::canonicalize(dir.path()).unwrap();
-        let recent = vec![canonical.clone()];
-        assert!(is_known_workspace(&recent, &canonical.join(".")));
-        assert!(!is_known_workspace(&recent, Path::new("/etc")));
-        assert!(!is_known_workspace(&recent, &canonical.join("missing")));
     }
 }

@@ -11,6 +11,7 @@ use studio_core::app::operations::WorkspaceInfo;
 use tauri::{AppHandle, Emitter, Manager, Runtime};
 use tauri_plugin_dialog::DialogExt;
 
+use crate::opening::Opening;
 use crate::window::{
     ask_natively, pick_folder, IMPORT_SESSION, OPEN_CLOUD, OPEN_REMOTE, OPEN_WORKSPACE, QUIT, RECENT_PREFIX, RELOAD,
     REVEAL_LOGS, ZOOM_IN, ZOOM_OUT, ZOOM_RESET,
@@ -74,7 +75,9 @@ pub fn switch_workspace(app: &AppHandle, path: &Path) -> Result<WorkspaceInfo, C
             crate::forward::remote_answer("workspace_get", &[("studio", &app.state::<Studio>())])
                 .unwrap_or_else(|| Err(studio_core::Error::NoWorkspace.into()))
         }
-        WorkspaceTarget::Cloud(url) => crate::cloud::open_cloud(app, &url, None, None, Default::default()),
+        WorkspaceTarget::Cloud(url) => {
+            crate::cloud::open_cloud(app, studio_core::bucket::Source::parse(&url)?, Default::default())
+        }
         WorkspaceTarget::Local(path) => {
             let workspace = app.state::<Studio>().open_workspace(&path)?;
             let info = WorkspaceInfo::from(&workspace);
@@ -103,7 +106,7 @@ pub fn open_target(app: &AppHandle, target: WorkspaceTarget, then_show: Option<S
             crate::remote::open_remote(app, &target)
         }),
         WorkspaceTarget::Cloud(url) => open_in_background(app, "cloud", then_show, move |app| {
-            crate::cloud::open_cloud(app, &url, None, None, Default::default())
+            crate::cloud::open_cloud(app, studio_core::bucket::Source::parse(&url)?, Default::default())
         }),
     }
 }
@@ -140,27 +143,27 @@ fn open_in_background<T>(
     }
 }
 
-/// The title of the question before a folder opens as a workspace.
-pub const OPEN_FOLDER_TITLE: &str = "Open this folder as a workspace?";
+/// Whether the user allows `opening`: at once when the studio opened it before (Open Recent
+/// has it), else the answer to the native question worded for what it opens (a folder, a host, a
+/// bucket and where its credentials go). A link's and the page's workspaces come through here.
+pub fn allowed_to_open(app: &AppHandle, opening: &Opening) -> Result<bool, CommandError> {
+    if opening.is_known(&app.state::<Studio>().recent_workspaces()?) {
+        return Ok(true);
+    }
+    let question = opening.question();
+    let allowed = ask_natively(app, question.title, &question.text, "_Open");
+    if !allowed {
+        tracing::info!("a workspace not opened before was not opened: the user said no");
+    }
+    Ok(allowed)
+}
 
-/// Opens `path` as the workspace, as [`switch_workspace`], when it is one the studio opened
-/// before; any other folder (a link's, a page's request) is asked natively first. `None`: the
-/// user said no, and nothing changed (the recent list neither).
+/// Opens `path` (a folder, or a host's or a bucket's root as Open Recent records them) as the
+/// workspace, as [`switch_workspace`] does, once [`allowed_to_open`]. `None`: the user said no,
+/// and nothing changed (the recent list neither).
 pub fn switch_workspace_asking(app: &AppHandle, path: &Path) -> Result<Option<WorkspaceInfo>, CommandError> {
-    let recent = app.state::<Studio>().recent_workspaces()?;
-    if !crate::consent::is_known_workspace(&recent, path)
-        && !ask_natively(
-            app,
-            OPEN_FOLDER_TITLE,
-            &format!(
-                "{}\n\nThe studio will list its sessions, and its .zibby/studio.toml may declare agents \
-                 (each asks before it first runs).",
-                studio_core::visible::shown(&path.display().to_string())
-            ),
-            "_Open",
-        )
-    {
-        tracing::info!("a folder not opened before was not opened: the user said no");
+    let opening = Opening::read(WorkspaceTarget::parse(path))?;
+    if !allowed_to_open(app, &opening)? {
         return Ok(None);
     }
     switch_workspace(app, path).map(Some)

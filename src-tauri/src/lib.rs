@@ -52,6 +52,7 @@ mod ipc_signature;
 #[cfg(test)]
 mod ipc_types;
 mod logs;
+mod opening;
 mod remote;
 mod share;
 mod window;
@@ -307,7 +308,11 @@ fn follow_second_launch(app: &tauri::AppHandle, args: Vec<String>, cwd: String) 
         return;
     }
     if let Some(workspace) = workspace {
-        let path = PathBuf::from(cwd).join(workspace);
+        let path = match WorkspaceTarget::parse(&workspace) {
+            WorkspaceTarget::Local(folder) => PathBuf::from(cwd).join(folder),
+            // A host's or a bucket's root, as a link names them.
+            WorkspaceTarget::Remote(_) | WorkspaceTarget::Cloud(_) => workspace,
+        };
         // A link is written by anyone: a folder the studio has not opened is asked about first.
         let switched = if from_link {
             desktop::switch_workspace_asking(app, &path).map(|info| info.is_some())

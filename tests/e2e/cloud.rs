@@ -7,21 +7,8 @@ use fantoccini::{Client, Locator};
 use serde_json::json;
 use test_servers::moto::Moto;
 
-use crate::harness::{click, eventually, screenshot, wait_for, App, CapturedSession, Workspace, FANOUT, PIPELINE};
-
-const BUCKET: &str = "team-runs";
-
-/// Uploads the captured `sessions` under `ci/` of the bucket, each with its upload marker.
-fn upload(moto: &Moto, sessions: &[CapturedSession], create: bool) {
-    let folder = Workspace::with_sessions(sessions);
-    let mut ops = Vec::new();
-    for session in sessions {
-        let path = folder.path().join(".zibby/output/sessions").join(session.id);
-        ops.push(json!({"copy_tree": path, "prefix": format!("ci/{}/", session.id)}));
-        ops.push(json!({"put": format!("ci/{}/.upload-complete", session.id), "text": ""}));
-    }
-    moto.upload(BUCKET, create, json!(ops));
-}
+use crate::buckets::{profile_files, upload, BUCKET};
+use crate::harness::{click, eventually, screenshot, wait_for, App, Workspace, FANOUT, PIPELINE};
 
 /// The window's environment for a bucket on `moto`: its variables (endpoint, keys, region) and
 /// a cache folder of `here`'s own.
@@ -144,19 +131,6 @@ async fn a_bucket_prefix_opens_read_only_and_lists_a_session_uploaded_while_open
     drop(moto);
 }
 
-/// The shared credentials and config files of a profile `moto-reader` holding moto's test keys
-/// (no default profile): a client reaches moto only with that profile.
-fn profile_files(folder: &std::path::Path) -> (String, String) {
-    let (credentials, config) = (folder.join("aws-credentials"), folder.join("aws-config"));
-    std::fs::write(
-        &credentials,
-        "[moto-reader]\naws_access_key_id = testing\naws_secret_access_key = testing\n",
-    )
-    .unwrap();
-    std::fs::write(&config, "[profile moto-reader]\nregion = us-east-1\n").unwrap();
-    (credentials.display().to_string(), config.display().to_string())
-}
-
 #[tokio::test]
 async fn the_form_opens_a_bucket_prefix_at_an_endpoint_with_a_profile_and_open_recent_keeps_both() {
     let moto = Moto::start();
@@ -173,6 +147,18 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_with_a_profile_and_open_r
         ("XDG_CACHE_HOME", cache.as_str()),
     ];
     let endpoint = moto.endpoint();
+    // Opened before: the form opens them without the system's question (the dialogs binary's
+    // `opening` answers it for a bucket at an endpoint, then checks Open Recent keeps both).
+    let at_endpoint = |url: &str| {
+        studio_core::bucket::Source::parse(url)
+            .and_then(|source| source.with_endpoint(endpoint.clone()).with_profile("moto-reader"))
+            .expect("a bucket URL")
+            .target()
+    };
+    here.opened_before(&[
+        at_endpoint("s3://no-such-bucket/ci"),
+        at_endpoint(&format!("s3://{BUCKET}/ci")),
+    ]);
     let here_path = here.path().display().to_string();
     let recent_here = here_path.clone();
     App::run_on_with_env(&here, &recent_here, &[], &env, |client| async move {
@@ -445,6 +431,7 @@ async fn a_bucket_opened_before_opens_at_once_from_its_mirror_while_the_server_s
     let here_path = here.path().display().to_string();
     let start_path = here_path.clone();
     let url = format!("s3://{BUCKET}/ci");
+    here.opened_before(&[&url]);
     let server = moto.clone();
     run_with_bucket(&moto, &here, &start_path, |client| async move {
         row_appears(&client, FANOUT.id).await;
@@ -497,6 +484,7 @@ async fn a_cloud_session_is_imported_into_the_local_workspace_opened_last() {
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::with_sessions(&[FANOUT]);
+    here.opened_before(&[format!("s3://{BUCKET}/ci")]);
     let here_path = here.path().display().to_string();
     let start_path = here_path.clone();
     let imported_folder = here.path().join(".zibby/output/sessions").join(PIPELINE.id);

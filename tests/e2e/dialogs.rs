@@ -1,9 +1,9 @@
 //! The system's file dialogs, end to end: Export… saves where GTK's save dialog is told, and
 //! File > Import… (Ctrl+I) imports what GTK's file dialog is told; a remote workspace's key
-//! passphrase is asked in the app's own askpass dialog, and a remote agent's trust in the
-//! system's trust dialog (`remote_trust`). WebDriver reaches neither the
-//! GTK menu bar nor the dialogs: the tests type on the keyboard as a user does, through XTEST
-//! (x11.rs).
+//! passphrase is asked in the app's own askpass dialog, a remote agent's trust in the system's
+//! trust dialog (`remote_trust`), and a folder, a host or a bucket not opened before in the
+//! system's question (`opening`). WebDriver reaches neither the GTK menu bar nor the dialogs: the
+//! tests type on the keyboard as a user does, through XTEST (x11.rs).
 //!
 //! A binary of its own, its tests one at a time: the keyboard goes to the window with the X focus,
 //! and without a window manager a window that opens takes the focus (GTK focuses a window it
@@ -17,10 +17,12 @@
 //! ```
 
 // The harness serves every end-to-end binary; this one uses part of it.
+mod buckets;
 #[allow(dead_code)]
 mod bundles;
 #[allow(dead_code)]
 mod harness;
+mod opening;
 mod remote_trust;
 #[allow(dead_code)]
 mod x11;
@@ -30,6 +32,9 @@ use std::time::Duration;
 
 use bundles::{pipeline_bundle, shows_imported};
 use harness::{eventually, wait_for, App, Workspace, FANOUT, PIPELINE};
+
+/// The title of the shell's question before a folder not opened before opens.
+const OPEN_FOLDER_TITLE: &str = "Open this folder as a workspace?";
 
 /// The display, one test at a time: each test's window is the only one, and so keeps the focus.
 static DISPLAY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -44,6 +49,36 @@ async fn within(timeout: Duration, mut check: impl FnMut() -> bool) -> bool {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     true
+}
+
+/// Presses `chord` (a button's mnemonic, `Alt_L+o`) in the system's dialog titled `title`, as a
+/// user does: once the dialog is up and holds the keyboard focus, with a screenshot of the display
+/// (`screenshot`) just before; made again, up to three times, when the keys went astray. Returns
+/// once the dialog is gone; panics, saying where the keys went, when it stays.
+async fn answer_natively(title: &str, chord: &str, screenshot: &str) {
+    assert!(
+        within(Duration::from_secs(15), || x11::has_window(title)).await,
+        "no dialog {title:?} came up"
+    );
+    let mut astray = Vec::new();
+    for _ in 0..3 {
+        if let Err(why) = x11::focus(Some(title)) {
+            astray.push(why);
+            continue;
+        }
+        if !within(Duration::from_secs(5), || x11::has_focus(title)).await {
+            astray.push("the dialog did not take the keyboard focus".to_owned());
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        display_screenshot(screenshot);
+        x11::press(chord).unwrap_or_else(|e| panic!("press {chord}: {e}"));
+        if within(Duration::from_secs(5), || !x11::has_window(title)).await {
+            return;
+        }
+        astray.push(format!("the dialog is still up after {chord}"));
+    }
+    panic!("the dialog {title:?} was not answered: {astray:?}");
 }
 
 /// Types `path` into the system's file dialog titled `title` (GTK's), as a user does, and
@@ -306,26 +341,8 @@ async fn answering_yes_in_the_system_dialog_trusts_and_the_run_starts() {
             "the shell asks the user in the system's dialog"
         );
         assert_eq!(check(), (0, false), "nothing before the user's yes");
-        let mut astray = Vec::new();
-        for _ in 0..3 {
-            if let Err(why) = x11::focus(Some(TRUST_TITLE)) {
-                astray.push(why);
-                continue;
-            }
-            if !within(Duration::from_secs(5), || x11::has_focus(TRUST_TITLE)).await {
-                astray.push("the dialog did not take the keyboard focus".to_owned());
-                continue;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            display_screenshot("trust-native.png");
-            // The button "_Trust and run": its mnemonic.
-            x11::press("Alt_L+t").expect("press Alt+T");
-            if within(Duration::from_secs(5), || !x11::has_window(TRUST_TITLE)).await {
-                break;
-            }
-            astray.push("the dialog is still up after Alt+T".to_owned());
-        }
-        assert!(!x11::has_window(TRUST_TITLE), "the dialog was answered: {astray:?}");
+        // The button "_Trust and run": its mnemonic.
+        answer_natively(TRUST_TITLE, "Alt_L+t", "trust-native.png").await;
         wait_for(&client, ".live-run[data-status='success']").await;
         assert_eq!(check(), (1, true), "trusted, and the run ran");
 
@@ -384,11 +401,11 @@ async fn a_link_to_a_folder_not_opened_before_asks_first() {
         };
         assert!(open_link().success(), "the link's launch hands over and exits");
         assert!(
-            within(Duration::from_secs(15), || x11::has_window("Open this folder")).await,
+            within(Duration::from_secs(15), || x11::has_window(OPEN_FOLDER_TITLE)).await,
             "the shell asks before opening the link's folder"
         );
         display_screenshot("link-unknown-folder.png");
-        x11::ask_to_close("Open this folder").expect("close the dialog");
+        x11::ask_to_close(OPEN_FOLDER_TITLE).expect("close the dialog");
         tokio::time::sleep(Duration::from_secs(1)).await;
         let shown = texts(&client, ".workspace-path").await;
         assert_eq!(shown, [first_root], "the window stays where it was");
@@ -398,23 +415,7 @@ async fn a_link_to_a_folder_not_opened_before_asks_first() {
         );
 
         assert!(open_link().success());
-        assert!(within(Duration::from_secs(15), || x11::has_window("Open this folder")).await);
-        let mut astray = Vec::new();
-        for _ in 0..3 {
-            if x11::focus(Some("Open this folder")).is_err()
-                || !within(Duration::from_secs(5), || x11::has_focus("Open this folder")).await
-            {
-                astray.push("no focus");
-                continue;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            x11::press("Alt_L+o").expect("press Alt+O");
-            if within(Duration::from_secs(5), || !x11::has_window("Open this folder")).await {
-                break;
-            }
-            astray.push("still up after Alt+O");
-        }
-        assert!(!x11::has_window("Open this folder"), "answered: {astray:?}");
+        answer_natively(OPEN_FOLDER_TITLE, "Alt_L+o", "link-unknown-folder-open.png").await;
         eventually("the window shows the link's folder", || async {
             let shown = texts(&client, ".workspace-path").await;
             (shown == [stranger_root.display().to_string()])

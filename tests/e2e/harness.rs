@@ -234,6 +234,20 @@ impl Workspace {
         }
     }
 
+    /// Records `roots` in the app's store as workspaces the window opened before (Open Recent's:
+    /// a host's `ssh://…`, a bucket's URL with its endpoint and profile): the window's forms then
+    /// open them without the system's question (which the dialogs binary answers).
+    pub fn opened_before<S: AsRef<str>>(&self, roots: &[S]) {
+        let store = studio_core::store::Store::open(&studio_core::store::StoreLocation::File(self.db()))
+            .expect("open the app's store");
+        for root in roots {
+            let recorded = studio_core::Workspace::from_canonical_root(PathBuf::from(root.as_ref()));
+            store
+                .workspace_opened(&recorded, SystemTime::now())
+                .expect("record a workspace opened before");
+        }
+    }
+
     /// The store the app is opened with (`--db`), outside the workspace.
     pub fn db(&self) -> PathBuf {
         self.store_dir.path().join("studio.sqlite")

@@ -12,6 +12,7 @@
 //! Screenshots of what the tests saw land in `e2e-screenshots/` (gitignored).
 
 mod accessibility;
+mod buckets;
 mod budget;
 mod bundles;
 mod cloud;

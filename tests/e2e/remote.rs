@@ -118,6 +118,10 @@ async fn the_form_opens_a_remote_workspace_and_says_why_one_cannot_be_opened() {
     let config = sshd.ssh_config().display().to_string();
     let here_path = here.path().display().to_string();
     let (alias, remote_path) = (sshd.alias().to_owned(), remote.path().to_path_buf());
+    // Opened before: the form opens them without the system's question (asked in the dialogs
+    // binary's `opening`).
+    let recorded = format!("ssh://{alias}{}", remote_path.display());
+    here.opened_before(&[format!("{recorded}/missing"), recorded]);
     let config_path = config.clone();
     let recent_here = here_path.clone();
     App::run_on(&here, &recent_here, &["--ssh-config", &config], |client| async move {

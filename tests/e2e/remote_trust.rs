@@ -10,7 +10,7 @@ use std::time::Duration;
 use test_servers::sshd::Sshd;
 
 use crate::harness::{self, eventually, wait_for, App, Workspace};
-use crate::{display_screenshot, within, x11, DISPLAY, TRUST_TITLE};
+use crate::{within, x11, DISPLAY, TRUST_TITLE};
 
 /// The store of the sshd's logins (the remote studio server's), opened as `zstudio` opens it:
 /// the runs no studio process follows any more settled first.
@@ -63,26 +63,8 @@ async fn an_untrusted_remote_agent_asks_then_runs_on_the_host_and_quitting_leave
             (false, vec![]),
             "nothing before the user's yes"
         );
-        let mut astray = Vec::new();
-        for _ in 0..3 {
-            if let Err(why) = x11::focus(Some(TRUST_TITLE)) {
-                astray.push(why);
-                continue;
-            }
-            if !within(Duration::from_secs(5), || x11::has_focus(TRUST_TITLE)).await {
-                astray.push("the dialog did not take the keyboard focus".to_owned());
-                continue;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            display_screenshot("remote-trust-native.png");
-            // The button "_Trust and run": its mnemonic.
-            x11::press("Alt_L+t").expect("press Alt+T");
-            if within(Duration::from_secs(5), || !x11::has_window(TRUST_TITLE)).await {
-                break;
-            }
-            astray.push("the dialog is still up after Alt+T".to_owned());
-        }
-        assert!(!x11::has_window(TRUST_TITLE), "the dialog was answered: {astray:?}");
+        // The button "_Trust and run": its mnemonic.
+        crate::answer_natively(TRUST_TITLE, "Alt_L+t", "remote-trust-native.png").await;
         wait_for(&client, ".live-run[data-status='success']").await;
         eventually("the host's store has the trust and the run", || async {
             let seen = trust_and_runs(&host, &root);

@@ -10,7 +10,8 @@ use test_servers::sshd::Sshd;
 use crate::harness::{click, eventually, screenshot, wait_for, zstudio, App, Workspace, FANOUT, PIPELINE};
 
 /// Opens `host:path` from the workspace switcher's form, as a user does, and waits until it is
-/// the open workspace: the window had the local workspace open before.
+/// the open workspace: the window had the local workspace open before, and this one (else the
+/// shell asks first: `Workspace::opened_before`).
 async fn open_remote_from_the_form(client: &Client, target: &str) {
     click(client, "#workspace-switcher").await;
     click(client, "#workspace-open-remote").await;
@@ -47,6 +48,8 @@ async fn a_remote_session_is_compared_with_a_session_here() {
     let config = sshd.ssh_config().display().to_string();
     let here_path = here.path().display().to_string();
     let target = format!("{}:{}", sshd.alias(), remote.path().display());
+    // Opened before: the form opens it without the system's question.
+    here.opened_before(&[format!("ssh://{}{}", sshd.alias(), remote.path().display())]);
     let alias = sshd.alias().to_owned();
     App::run_with_args(&here, &["--ssh-config", &config], |client| async move {
         wait_for(&client, &format!("tr[data-session-id='{}']", FANOUT.id)).await;

@@ -825,4 +825,18 @@ describe("the Open Cloud Workspace form", () => {
     await settle();
     expect(backend.calls).toContain("workspaceOpenCloud(s3://team/ci, null, null, null, false)");
   });
+
+  it("stays as it was, nothing opened, when the user says no to the shell's question", async () => {
+    backend.declinesOpening = true;
+    await openCloudForm();
+    type("#cloud-url", "s3://team/ci");
+    type("#cloud-endpoint", "https://minio.example");
+    document.querySelector<HTMLButtonElement>("#cloud-open")!.click();
+    await settle();
+    expect(backend.calls).toContain("workspaceOpenCloud(s3://team/ci, https://minio.example, null, null, false)");
+    expect(document.querySelector("[data-testid='cloud-form']")).not.toBeNull();
+    expect(document.querySelector<HTMLInputElement>("#cloud-endpoint")!.value).toBe("https://minio.example");
+    expect(document.querySelector<HTMLButtonElement>("#cloud-open")!.disabled).toBe(false);
+    expect(document.querySelector("#workspace-read-only")).toBeNull();
+  });
 });

@@ -101,20 +101,23 @@ export interface Backend {
   workspaceOpen(path: string): Promise<WorkspaceInfo | null>;
   /** The native folder picker, then opens the folder; `null` when cancelled. */
   workspacePick(): Promise<WorkspaceInfo | null>;
-  /** Opens a workspace on another machine (`host:path`, `ssh://host/path`) over ssh. */
-  workspaceOpenRemote(target: string): Promise<RemoteStatus>;
+  /** Opens a workspace on another machine (`host:path`, `ssh://host/path`) over ssh, once the user
+   * said yes in the shell's own dialog to a host not opened before; `null` when they said no. */
+  workspaceOpenRemote(target: string): Promise<RemoteStatus | null>;
   /** The open workspace's host and path when it is on another machine; `null` for one here. */
   workspaceRemote(): Promise<RemoteStatus | null>;
   /** Opens a bucket prefix (`s3://bucket/prefix`, at `endpoint` and with the credential chain's
    * `profile` when given) as the workspace, read-only; `cacheLimit` (a size, `2G`) when given
-   * becomes every bucket's limit, and `clearCache` empties this bucket's cache first. */
+   * becomes every bucket's limit, and `clearCache` empties this bucket's cache first. A bucket (or
+   * an endpoint) not opened before is asked about in the shell's own dialog: `null` when the user
+   * said no. */
   workspaceOpenCloud(
     url: string,
     endpoint: string | null,
     profile: string | null,
     cacheLimit: string | null,
     clearCache: boolean,
-  ): Promise<WorkspaceInfo>;
+  ): Promise<WorkspaceInfo | null>;
   /** The limit of each bucket's cache, as a size (`2G`). */
   cloudCacheLimit(): Promise<string>;
   /** Copies a session of the open cloud workspace into the local workspace opened last (else one

@@ -116,6 +116,8 @@ export interface FakeBackend extends Backend {
   /** The remote workspace open (`workspaceOpenRemote`), or a refusal to open one. */
   remote: RemoteStatus | null;
   remoteRefusal: CommandError | null;
+  /** The user says no to the shell's question before a host or a bucket opens. */
+  declinesOpening: boolean;
   /** The cloud workspace open (`workspaceOpenCloud`): read-only. */
   cloud: CloudStatus | null;
   /** The app menu asks for the Open Cloud Workspace form. */
@@ -246,6 +248,7 @@ export function fakeBackend(
     picked: null,
     remote: null,
     remoteRefusal: null,
+    declinesOpening: false,
     cloud: null,
     cloudOpenRequested() {
       deliver(cloudOpenListeners);
@@ -432,6 +435,7 @@ export function fakeBackend(
     async workspaceOpenRemote(target) {
       backend.calls.push(`workspaceOpenRemote(${target})`);
       if (backend.remoteRefusal) throw backend.remoteRefusal;
+      if (backend.declinesOpening) return null;
       const colon = target.indexOf(":");
       const [host, path] = [target.slice(0, colon), target.slice(colon + 1)];
       backend.remote = { host, path, target: `ssh://${host}${path}`, link: { state: "connected" }, lost: null };
@@ -443,6 +447,7 @@ export function fakeBackend(
     },
     async workspaceOpenCloud(url, endpoint, profile, cacheLimit, clearCache) {
       backend.calls.push(`workspaceOpenCloud(${url}, ${endpoint}, ${profile}, ${cacheLimit}, ${clearCache})`);
+      if (backend.declinesOpening) return null;
       backend.cloud = cloudStatus(url, { endpoint, profile });
       backend.workspace = {
         root: "/cache/mirror/workspace",

@@ -63,6 +63,18 @@ describe("a remote workspace", () => {
     expect(root.querySelector("#workspace-remote")).toBeNull();
   });
 
+  it("keeps the form as it was, nothing opened, when the user says no to the shell's question", async () => {
+    await start();
+    backend.declinesOpening = true;
+    backend.remoteOpenRequested();
+    submit("buildbox:/srv/p");
+    await settled();
+    expect(backend.calls).toContain("workspaceOpenRemote(buildbox:/srv/p)");
+    expect(document.querySelector<HTMLInputElement>("#remote-target")?.value).toBe("buildbox:/srv/p");
+    expect(document.querySelector<HTMLButtonElement>("#remote-open")?.disabled).toBe(false);
+    expect(root.querySelector("#workspace-remote")).toBeNull();
+  });
+
   it("says once on the workspace that its link was lost", async () => {
     await start();
     backend.remoteOpenRequested();

@@ -955,9 +955,9 @@ export type Commands = {
   workspace_get: { args: Record<string, never>; result: WorkspaceInfo };
   workspaces_recent: { args: Record<string, never>; result: Array<string> };
   workspace_open: { args: { path: string }; result: WorkspaceInfo | null };
-  workspace_open_remote: { args: { target: string }; result: RemoteStatus };
+  workspace_open_remote: { args: { target: string }; result: RemoteStatus | null };
   workspace_remote: { args: Record<string, never>; result: RemoteStatus | null };
-  workspace_open_cloud: { args: { url: string; endpoint: string | null; profile: string | null; cache_limit: string | null; clear_cache: boolean }; result: WorkspaceInfo };
+  workspace_open_cloud: { args: { url: string; endpoint: string | null; profile: string | null; cache_limit: string | null; clear_cache: boolean }; result: WorkspaceInfo | null };
   cloud_cache_limit: { args: Record<string, never>; result: string };
   cloud_session_import: { args: { session_id: string }; result: CloudImported | null };
   workspace_cloud: { args: Record<string, never>; result: CloudStatus | null };

@@ -176,12 +176,17 @@ export class WorkspaceState {
     if (!this.remoteForm?.opening) this.remoteForm = null;
   }
 
-  /** Opens `target` (`host:path`) as the workspace; the form stays open with the error on failure. */
+  /** Opens `target` (`host:path`) as the workspace; the form stays open with the error on failure,
+   * and as it was when the user said no to the shell's question (a host not opened before). */
   openRemote(target: string): void {
     this.remoteForm = { target, opening: true, error: null };
     void (async () => {
       try {
-        await this.#backend.workspaceOpenRemote(target.trim());
+        const opened = await this.#backend.workspaceOpenRemote(target.trim());
+        if (opened === null) {
+          this.remoteForm = { target, opening: false, error: null };
+          return;
+        }
         this.remoteForm = null;
         await this.#settle();
       } catch (error) {
@@ -223,20 +228,25 @@ export class WorkspaceState {
 
   /** Opens the form's bucket prefix (at its endpoint, with its profile, when given) read-only, its
    * cache limit set and its cache emptied first when asked; the form stays open with the error on
-   * failure. */
+   * failure, and as it was when the user said no to the shell's question (a bucket, or an
+   * endpoint, not opened before). */
   openCloud(asked: Pick<CloudForm, "url" | "endpoint" | "profile" | "cacheLimit" | "clearCache">): void {
     const form = { limitNow: this.cloudForm?.limitNow ?? null, ...asked, error: null };
     this.cloudForm = { ...form, opening: true };
     const given = (field: string) => (field.trim() === "" ? null : field.trim());
     void (async () => {
       try {
-        await this.#backend.workspaceOpenCloud(
+        const opened = await this.#backend.workspaceOpenCloud(
           asked.url.trim(),
           given(asked.endpoint),
           given(asked.profile),
           given(asked.cacheLimit),
           asked.clearCache,
         );
+        if (opened === null) {
+          this.cloudForm = { ...form, opening: false };
+          return;
+        }
         this.cloudForm = null;
         await this.#settle();
       } catch (error) {
