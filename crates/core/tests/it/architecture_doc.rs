@@ -5,7 +5,9 @@
 //! naming both.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::harness::project_root;
 
 /// Every `.rs` file under `dir`, as the module it is (its stem; `mod.rs` as its folder's name),
 /// less the crate roots (`lib.rs`, `main.rs`), which are the crate and no module of it.
@@ -51,12 +53,8 @@ fn table_rows<'a>(doc: &'a str, heading: &str) -> Vec<Vec<&'a str>> {
         .collect()
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn architecture_doc() -> String {
-    std::fs::read_to_string(repo_root().join("docs/architecture.md")).unwrap()
+    std::fs::read_to_string(project_root().join("docs/architecture.md")).unwrap()
 }
 
 /// What the doc lists and the code has apart, one line each, `place` naming where.
@@ -82,9 +80,9 @@ fn the_architecture_doc_names_the_modules_of_each_lane() {
             .unwrap_or_else(|| panic!("the lane `{}` names its folder", cells[0]));
         // A lane of the core by its folder there; another crate's by its path from the root.
         let dir = if folder.starts_with("crates/") {
-            repo_root().join(&folder)
+            project_root().join(&folder)
         } else {
-            repo_root().join("crates/core/src").join(&folder)
+            project_root().join("crates/core/src").join(&folder)
         };
         assert!(dir.is_dir(), "{folder} (the lanes table) is a folder");
         // The lane's own `mod.rs` is the lane, named in the first cell, and may be in the second.
@@ -116,7 +114,7 @@ fn the_architecture_doc_names_the_shells_modules() {
         .iter()
         .flat_map(|cells| names_in(cells[0]))
         .collect();
-    let present = modules_in(&repo_root().join("src-tauri/src"));
+    let present = modules_in(&project_root().join("src-tauri/src"));
     assert!(present.len() > 10, "src-tauri/src's modules were found: {present:?}");
     let wrong = differences("src-tauri/src", &listed, &present);
     assert!(

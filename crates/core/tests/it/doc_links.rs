@@ -4,11 +4,9 @@
 //! heading of it when it names one (`docs/protocol.md#5-the-session-folder`).
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use crate::harness::project_root;
 
 /// The lines of a Markdown file outside its fenced code blocks, with their numbers.
 fn prose_lines(text: &str) -> Vec<(usize, &str)> {
@@ -68,7 +66,7 @@ fn link_targets(line: &str) -> Vec<&str> {
 }
 
 fn markdown_docs() -> Vec<PathBuf> {
-    let root = repo_root();
+    let root = project_root();
     let mut docs = vec![
         root.join("README.md"),
         root.join("CONTRIBUTING.md"),
@@ -98,7 +96,7 @@ fn every_relative_link_of_the_docs_names_what_is_there() {
     let mut checked = 0;
     for doc in &docs {
         let text = std::fs::read_to_string(doc).unwrap();
-        let name = doc.strip_prefix(repo_root()).unwrap().display().to_string();
+        let name = doc.strip_prefix(project_root()).unwrap().display().to_string();
         for (number, line) in prose_lines(&text) {
             for target in link_targets(line) {
                 if target.contains("://") || target.starts_with("mailto:") {
