@@ -51,8 +51,10 @@ for package in meta["packages"]:
     print(" ".join(args))
 ' "${LEFT_OUT[@]}")
 
-# The core's store tests run its example writer as a process of its own.
+# Built first, as the processes the tests start: the core's example writer (its store tests), the
+# test agent and `zstudio` (the run keeper), which the core's tests find beside their binary.
 cargo build --locked -p studio-core --examples
+cargo build --locked -p zibby-test-agent -p zstudio --bins
 start=$SECONDS
 for args in "${invocations[@]}"; do
   printf '\033[1m==> cargo test %s\033[0m\n' "$args"

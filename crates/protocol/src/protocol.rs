@@ -1,4 +1,4 @@
-//! The streaming reader of a run's stdout and stderr (PROTOCOL.md §2).
+//! The streaming reader of a run's stdout and stderr (docs/protocol.md §2).
 //!
 //! Bytes go in, in chunks of any size; typed [`Event`]s come out, one per line, each stamped with
 //! the arrival time the caller gives. The reader never panics and never stalls: invalid UTF-8 is

@@ -1,4 +1,4 @@
-//! The fold of a run's [`Event`]s into its timeline and status (PROTOCOL.md §2 and §4).
+//! The fold of a run's [`Event`]s into its timeline and status (docs/protocol.md §2 and §4).
 //!
 //! Nodes come from the markers when the stream has any (they win), else from the human timeline
 //! the engine always prints: `┌ name` opens a node, `└ done …` / `└ failed …` closes the
@@ -8,7 +8,7 @@
 //! markers nor the timeline tell them apart). Without markers, a failing node's doubled
 //! `└ failed` (at the same nesting) confirms the failure instead of closing its parent. Two cases
 //! stay ambiguous without
-//! markers (PROTOCOL.md §2): a name long enough to wrap its `┌` line, and a process killed between
+//! markers (docs/protocol.md §2): a name long enough to wrap its `┌` line, and a process killed between
 //! a node's marker and its `┌` line.
 
 use serde::Serialize;
@@ -436,7 +436,7 @@ impl TimelineFold {
     }
 }
 
-/// PROTOCOL.md §4: the run status from what the studio saw.
+/// docs/protocol.md §4: the run status from what the studio saw.
 fn run_status(stopped_line: bool, end: Option<RunEnd>) -> (Status, Option<StoppedBy>) {
     match end {
         // A captured stream with no exit: it ended only if it says it stopped.

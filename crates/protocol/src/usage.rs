@@ -24,7 +24,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// The engine wraps a node's lines at this many columns (`\n│ ` inserted; PROTOCOL.md §2).
+/// The engine wraps a node's lines at this many columns (`\n│ ` inserted; docs/protocol.md §2).
 pub const WRAP_COLUMNS: usize = 120;
 
 /// A JSON line rejoined from wrapped pieces is at most this long (a result event is small).

@@ -1,6 +1,6 @@
 //! zibby-test-agent: a stand-in for a Zibby agent run, for tests and the demo.
 //!
-//! It behaves like the engine as PROTOCOL.md describes it: the session folder from the
+//! It behaves like the engine as docs/protocol.md describes it: the session folder from the
 //! environment (pinned) or its own, the human timeline and (when gated on) the node markers on
 //! stdout, `.session-info.json` rewritten before every node, `<node>/raw_stream_output.txt` after
 //! each successful node, both stop files honoured between nodes, and the engine's doubled

@@ -639,7 +639,7 @@ export type SessionInfo = { session_path: string | null, session_timestamp: numb
 created_at: string | null, };
 
 /**
- * Which of the two folder layouts of PROTOCOL.md §5 a session uses.
+ * Which of the two folder layouts of docs/protocol.md §5 a session uses.
  */
 export type Layout = "engine" | "documented";
 

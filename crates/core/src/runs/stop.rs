@@ -3,7 +3,7 @@
 //! follows (`stop_elsewhere_and_wait`), both in the runner, escalate alike.
 //!
 //! A stop writes the stop files first: the current node finishes, then the engine stops
-//! (PROTOCOL.md §3). Past the grace period, or at once when forced, the run's processes get
+//! (docs/protocol.md §3). Past the grace period, or at once when forced, the run's processes get
 //! SIGTERM; [`KILL_AFTER`] later, SIGKILL. When the run's leader exits while stopping, what is
 //! left of it gets SIGKILL at once: no process of a stopped run survives it.
 //!

@@ -233,7 +233,7 @@ impl<'a> From<&'a RunRecord> for LastRun<'a> {
 /// run's (the agent's last writes and the studio's end record race).
 const WRITTEN_WITH_THE_RUN_MS: u64 = 2_000;
 
-/// Files do not mark the end of a run (PROTOCOL.md §5), and nodes that write no folder (custom
+/// Files do not mark the end of a run (docs/protocol.md §5), and nodes that write no folder (custom
 /// code nodes, the engine's commonest kind) are not in them at all. For a session the studio ran,
 /// the store knows better, and its word wins over the folder's (docs/cli.md, "Where each fact
 /// comes from"), as long as nothing wrote the folder after the studio's last run of it ended:

@@ -1,4 +1,4 @@
-//! Session ids, validated before they ever touch a path (PROTOCOL.md §1).
+//! Session ids, validated before they ever touch a path (docs/protocol.md §1).
 
 use serde::{Deserialize, Serialize};
 

@@ -340,7 +340,7 @@ fn every_capture_without_its_marker_lines_gives_the_same_nodes() {
         let plain = read_capture(&without_markers(&stdout), &stderr, Some(end_of(name)));
         let mut expected = describe(&with);
         if name == "head-bb10e85-90-slow-sigterm" {
-            // PROTOCOL.md §2's ambiguous case: killed between `process`'s marker and its `┌` line,
+            // docs/protocol.md §2's ambiguous case: killed between `process`'s marker and its `┌` line,
             // so without markers nothing says `process` began.
             assert_eq!(expected.pop().as_deref(), Some("process:interrupted:0x1"));
         }

@@ -2,9 +2,14 @@
 
 use std::path::PathBuf;
 
+/// The repository's root folder (the workspace's, above `crates/core`).
+pub fn project_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
 /// The repository's copy of the shared engine captures (`tests/fixtures/zibby-captures`).
 pub fn captures_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/zibby-captures")
+    project_root().join("tests/fixtures/zibby-captures")
 }
 
 pub fn capture(name: &str) -> PathBuf {

@@ -5,6 +5,7 @@ mod architecture_doc;
 mod captures;
 mod compare;
 mod detached_runs;
+mod doc_links;
 mod folder_reads;
 mod folder_search;
 mod harness;

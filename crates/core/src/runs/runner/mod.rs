@@ -1,4 +1,4 @@
-//! Runs the studio starts (PROTOCOL.md §1, §3, §4 as behaviour), one file per thing that happens
+//! Runs the studio starts (docs/protocol.md §1, §3, §4 as behaviour), one file per thing that happens
 //! to a run:
 //!
 //! - `supervisor`: the [`Supervisor`], which owns the live runs. Its `start` is the steps of

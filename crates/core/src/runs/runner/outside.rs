@@ -1,6 +1,6 @@
 //! Stopping a run the studio did not start (one started from a terminal, CI, another tool): the
 //! engine checks the stop files in its session folder before each node, whoever started it
-//! (PROTOCOL.md §3), so a graceful stop is the stop files alone. The studio knows none of its
+//! (docs/protocol.md §3), so a graceful stop is the stop files alone. The studio knows none of its
 //! processes: it cannot force it, and never signals anything.
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! The files a run has beside its agent: the stop files in its session folder (PROTOCOL.md §3),
+//! The files a run has beside its agent: the stop files in its session folder (docs/protocol.md §3),
 //! and the conversation so far, which the agent reads (`$ZIBBY_STUDIO_MESSAGES`).
 
 use std::path::{Path, PathBuf};

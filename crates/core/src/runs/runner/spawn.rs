@@ -1,7 +1,7 @@
 //! A run made ready and its child spawned: the first steps of `Supervisor::start`. The session
 //! folder (a new session's made), the command with its placeholders filled, the run's rows in the
 //! store, the conversation so far written for the agent; then the child in its own process group
-//! with the protocol's environment (PROTOCOL.md §1). A command that cannot start is not an error
+//! with the protocol's environment (docs/protocol.md §1). A command that cannot start is not an error
 //! here: it is recorded as a run that ended at once with status `error` and a message saying why.
 
 use std::os::unix::process::CommandExt;
@@ -27,7 +27,7 @@ use crate::vocabulary::id::SessionId;
 use crate::vocabulary::launch::InheritEnv;
 use crate::vocabulary::process::ProcessIdentity;
 
-/// CI variables that would replace the session id with a constant (PROTOCOL.md §1).
+/// CI variables that would replace the session id with a constant (docs/protocol.md §1).
 const CI_ID_VARIABLES: [&str; 4] = ["CI_JOB_ID", "GITHUB_RUN_ID", "CIRCLE_WORKFLOW_ID", "BUILD_ID"];
 
 fn millis_since_epoch() -> u64 {
@@ -138,7 +138,7 @@ impl PreparedRun {
         ChildCommand { program, cwd, command }
     }
 
-    /// The protocol's variables (PROTOCOL.md §1) and the request's own; of the studio's
+    /// The protocol's variables (docs/protocol.md §1) and the request's own; of the studio's
     /// environment, what the request inherits, never the studio's own variables (`ZIBBY_STUDIO_*`,
     /// and the `hidden` ones the app set for its window), nor the CI variables that would replace
     /// the session id.

@@ -67,7 +67,7 @@ impl FollowedRun {
             return;
         }
         if !exited {
-            // A nested graph may consume a stop file while the outer run goes on (PROTOCOL.md §3).
+            // A nested graph may consume a stop file while the outer run goes on (docs/protocol.md §3).
             self.live.rewrite_stop_files();
             // What the run has started, for the signal at its exit (they may have left its tree).
             self.live.note_processes();

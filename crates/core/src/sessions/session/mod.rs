@@ -1,4 +1,4 @@
-//! Session folders (PROTOCOL.md §5): one folder read into a typed [`Session`], and the listing of a
+//! Session folders (docs/protocol.md §5): one folder read into a typed [`Session`], and the listing of a
 //! workspace's sessions.
 //!
 //! Every file but the folder itself is optional and may be malformed or half-written: a bad file

@@ -28,7 +28,7 @@ pub const EVENTS_FILE: &str = "events.json";
 pub const RAW_STREAM_FILE: &str = "raw_stream_output.txt";
 /// The documented layout's folder of node folders.
 pub const NODES_DIR: &str = "nodes";
-/// The stop files: both names every engine era knows between them (PROTOCOL.md §3).
+/// The stop files: both names every engine era knows between them (docs/protocol.md §3).
 pub const STOP_FILES: [&str; 2] = [".zibby-studio-stop", ".zibby-stop"];
 /// What the studio writes in a stop file: how one of its own is told from another's.
 pub const STOP_FILE_TEXT: &[u8] = b"stop requested by Zibby Studio\n";
@@ -74,7 +74,7 @@ impl<'de> Deserialize<'de> for Timestamp {
     }
 }
 
-/// Which of the two folder layouts of PROTOCOL.md §5 a session uses.
+/// Which of the two folder layouts of docs/protocol.md §5 a session uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "ts", derive(ts_rs::TS))]
 #[serde(rename_all = "lowercase")]

@@ -1,4 +1,4 @@
-//! A session's status and its nodes' from the folder alone (PROTOCOL.md §5: nothing marks the
+//! A session's status and its nodes' from the folder alone (docs/protocol.md §5: nothing marks the
 //! end of a run): the result file, events, quiet time, and whether the engine's process is there.
 
 use std::path::Path;
@@ -57,7 +57,7 @@ pub(super) fn engine_still_there(session_path: &Path, id: &SessionId) -> bool {
     crate::vocabulary::process::run_process_present(workspace, session_path, from, to).unwrap_or(true)
 }
 
-/// The status of a session from its files alone (PROTOCOL.md §5: nothing marks the end of a run).
+/// The status of a session from its files alone (docs/protocol.md §5: nothing marks the end of a run).
 pub(super) fn infer_status(result: Option<&Value>, updated_at: Timestamp, now: SystemTime) -> Status {
     if let Some(result) = result {
         let flag = |key: &str| result.get(key).and_then(Value::as_bool);

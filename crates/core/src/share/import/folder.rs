@@ -18,7 +18,7 @@ use crate::store::{SessionRecord, Store};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
-/// The files one of which every session folder holds at its top (docs: PROTOCOL.md, "The session
+/// The files one of which every session folder holds at its top (docs: docs/protocol.md, "The session
 /// folder"; the engine writes `.session-info.json` before every node; the studio its record of a
 /// run it started, read as untrusted as the rest once imported).
 const SESSION_FILES: [&str; 5] = [
