@@ -569,6 +569,38 @@ fn the_cache_stays_within_its_bound() {
     );
 }
 
+/// Issue 42, point 6: the bound keeps the sessions used most recently, not the ones uploaded
+/// last. With a bound one byte short of every session, a refresh leaves one out: the least
+/// recently uploaded. Once that one is opened (recorded in the cache, read by the next process's
+/// mirror), the next refresh fetches it again and leaves out another instead. (Before, the
+/// session uploaded first was left out whatever was opened.)
+#[test]
+fn the_cache_keeps_the_sessions_opened_most_recently() {
+    let fixture = Fixture::new();
+    let uploaded = upload_captures(&fixture.moto, "ci", &CAPTURES, true);
+    let full = fixture.mirror("ci").refresh(SystemTime::now()).unwrap().fetched_bytes;
+    let mut options = fixture.options();
+    options.max_bytes = full - 1;
+    let left_out = |listing: &studio_core::bucket::Listing| -> Vec<String> {
+        let kept = ids(listing);
+        uploaded.iter().filter(|id| !kept.contains(id)).cloned().collect()
+    };
+    let bounded = Mirror::open(&fixture.source("ci"), options.clone()).unwrap();
+    let first = bounded.refresh(SystemTime::now()).unwrap();
+    let [least_recent] = left_out(&first).try_into().expect("one session left out");
+    let least_recent = SessionId::parse(&least_recent).unwrap();
+    assert!(!bounded.session_path(&least_recent).exists());
+
+    bounded.record_opened(&least_recent, SystemTime::now());
+    drop(bounded);
+    let next = Mirror::open(&fixture.source("ci"), options).unwrap();
+    let listing = next.refresh(SystemTime::now()).unwrap();
+    let [other] = left_out(&listing).try_into().expect("one session left out");
+    assert_ne!(other, least_recent.as_str(), "the session opened is kept");
+    assert!(next.session_path(&least_recent).join(".session-info.json").is_file());
+    assert!(!next.session_path(&SessionId::parse(&other).unwrap()).exists());
+}
+
 #[test]
 fn a_half_written_cache_file_is_never_taken_as_complete() {
     let fixture = Fixture::new();

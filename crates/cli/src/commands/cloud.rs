@@ -35,8 +35,13 @@ pub fn run(command: StudioCommand, globals: &Globals, url: &str, out: &mut impl 
     if let StudioCommand::Sessions(args) = &command {
         return list_sessions(&mirror, args, &cloud, out).map(|()| ExitCode::SUCCESS);
     }
+    let named = named_sessions(&command);
+    // The sessions a command names are opened: the refresh's bound keeps them first.
+    for id in named.iter().flatten().filter_map(|id| SessionId::parse(id).ok()) {
+        mirror.record_opened(&id, SystemTime::now());
+    }
     let listing = mirror.refresh(SystemTime::now())?;
-    say(&source, &listing, named_sessions(&command).as_deref())?;
+    say(&source, &listing, named.as_deref())?;
     match command {
         StudioCommand::Diff(args) => {
             for run in &args.runs {

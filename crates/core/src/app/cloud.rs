@@ -228,9 +228,12 @@ impl CloudWorkspace {
             .collect()
     }
 
-    /// Fetches session `id` now when it is a cold open's row not fetched yet (opened before the
-    /// first refresh came to it; `Mirror::fetch_now`), else does nothing.
-    pub fn fetch_if_listed_only(&self, id: &SessionId) -> Result<(), Error> {
+    /// Session `id` is being opened (read, shown, exported, compared, imported): recorded as
+    /// such (the cache's bound keeps the sessions used most recently: `Mirror::record_opened`),
+    /// and fetched now when it is a cold open's row not fetched yet (opened before the first
+    /// refresh came to it; `Mirror::fetch_now`).
+    pub fn open_session(&self, id: &SessionId) -> Result<(), Error> {
+        self.mirror().record_opened(id, SystemTime::now());
         if lock(&self.fetching).contains(id) {
             off_runtime(|| self.mirror().fetch_now(id, SystemTime::now()))?;
         }
@@ -281,7 +284,7 @@ impl CloudWorkspace {
     /// or a run id, left to the caller): export and compare read sessions whole.
     pub fn fetch_whole(&self, id: &str) -> Result<(), Error> {
         if let Ok(id) = SessionId::parse(id) {
-            self.fetch_if_listed_only(&id)?;
+            self.open_session(&id)?;
             if self.mirror().holds(&id) {
                 off_runtime(|| self.mirror().fetch_session(&id, u64::MAX))?;
             }
@@ -295,7 +298,7 @@ impl CloudWorkspace {
     /// import's; its id kept, refused when the workspace has a session of that id).
     pub fn import_into(&self, store: &Store, local: &Workspace, id: &str) -> Result<ImportedSession, Error> {
         let id = SessionId::parse(id)?;
-        self.fetch_if_listed_only(&id)?;
+        self.open_session(&id)?;
         let folder = off_runtime(|| self.mirror().fetch_session(&id, share::DEFAULT_MAX_BYTES))?;
         share::import(
             store,

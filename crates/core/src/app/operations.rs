@@ -65,12 +65,12 @@ impl Studio {
         self.workspace()?.session_folder(&self.fetched_id(session_id)?)
     }
 
-    /// `session_id` parsed; in a cold cloud workspace, the session fetched first when its row
-    /// is the id alone (`CloudWorkspace::fetch_if_listed_only`): it is read once opened.
+    /// `session_id` parsed; in a cloud workspace, the session recorded as opened, and fetched
+    /// first when its row is a cold open's id alone (`CloudWorkspace::open_session`).
     fn fetched_id(&self, session_id: &str) -> Result<SessionId, Error> {
         let id = SessionId::parse(session_id)?;
         if let Some(cloud) = self.cloud() {
-            cloud.fetch_if_listed_only(&id)?;
+            cloud.open_session(&id)?;
         }
         Ok(id)
     }

@@ -24,6 +24,7 @@ use sha2::Digest;
 
 use crate::bucket::source::Source;
 use crate::sessions::private;
+use crate::sessions::session::Timestamp;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
@@ -179,6 +180,24 @@ impl SourceManifest {
     }
 }
 
+/// When each session of a source was last opened (read, shown, exported, compared), in
+/// milliseconds since the epoch, by id: `opened.json` beside the manifest. A hint for the cache's
+/// bound, which keeps the sessions used most recently (`bucket::recency`): two writers at once may
+/// lose one's newest entry, which costs at most an eviction in the wrong order.
+pub type OpenedTimes = BTreeMap<SessionId, u64>;
+
+/// Session `id`'s last use (`bucket::recency`), in milliseconds since the epoch: its last opening in `opened`, or
+/// its newest object's time `newest` (RFC 3339) when that is later; 0 when neither is known.
+pub fn last_used(opened: &OpenedTimes, id: &SessionId, newest: Option<&str>) -> u64 {
+    let uploaded = newest.and_then(Timestamp::parse_rfc3339).map_or(0, |time| time.0);
+    opened.get(id).copied().unwrap_or(0).max(uploaded)
+}
+
+const OPENED_FILE: &str = "opened.json";
+
+/// The most `opened.json` is read at: about 100,000 sessions' times.
+pub const MAX_OPENED_FILE_BYTES: u64 = 4 << 20;
+
 /// The folders of one source's mirror.
 #[derive(Debug)]
 pub struct CacheFolder {
@@ -299,6 +318,27 @@ impl CacheFolder {
         })?;
         *self.known.lock().unwrap_or_else(|p| p.into_inner()) = self.manifest_stamp();
         Ok(())
+    }
+
+    /// When each session was last opened ([`OpenedTimes`], `opened.json`); a file missing, larger
+    /// than [`MAX_OPENED_FILE_BYTES`] or that does not read is empty.
+    pub fn read_opened(&self) -> OpenedTimes {
+        let path = self.root.join(OPENED_FILE);
+        std::fs::metadata(&path)
+            .ok()
+            .filter(|meta| meta.len() <= MAX_OPENED_FILE_BYTES)
+            .and_then(|_| std::fs::read(&path).ok())
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default()
+    }
+
+    /// Writes when each session was last opened (by temp file and rename).
+    pub fn write_opened(&self, opened: &OpenedTimes) -> Result<(), Error> {
+        let bytes = serde_json::to_vec(opened).expect("opening times serialize");
+        let target = self.root.join(OPENED_FILE);
+        self.put(&target, |file| {
+            file.write_all(&bytes).map_err(|e| Error::io_write(&target, e))
+        })
     }
 
     fn manifest_stamp(&self) -> Option<ManifestStamp> {
@@ -531,5 +571,24 @@ mod tests {
         std::fs::write(folder.tmp().join("half"), "half a file").unwrap();
         let folder = CacheFolder::open(folder.root.clone()).unwrap();
         assert_eq!(std::fs::read_dir(folder.tmp()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_session_was_last_used_when_opened_or_uploaded_whichever_is_later() {
+        let id = |text: &str| SessionId::parse(text).unwrap();
+        let opened: OpenedTimes = [(id("1795952464999_a"), 2_000_000_000_000)].into();
+        let uploaded = "2026-12-01T10:00:00Z";
+        let uploaded_ms = Timestamp::parse_rfc3339(uploaded).unwrap().0;
+        assert_eq!(
+            last_used(&opened, &id("1795952464999_a"), Some(uploaded)),
+            2_000_000_000_000
+        );
+        assert_eq!(last_used(&opened, &id("1795952464999_b"), Some(uploaded)), uploaded_ms);
+        assert_eq!(last_used(&opened, &id("1795952464999_b"), None), 0);
+        let long_ago: OpenedTimes = [(id("1795952464999_a"), 1)].into();
+        assert_eq!(
+            last_used(&long_ago, &id("1795952464999_a"), Some(uploaded)),
+            uploaded_ms
+        );
     }
 }

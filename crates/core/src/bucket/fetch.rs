@@ -8,12 +8,13 @@ use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
-use crate::bucket::cache::{FileEntry, SourceManifest};
+use crate::bucket::cache::{last_used, FileEntry, SourceManifest};
 use crate::bucket::mirror::{entry_of, first_range, Mirror, Plan, SMALL_FILE_BYTES};
 use crate::bucket::remote::{Read, RemoteObject};
 use crate::sessions::session::Timestamp;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
+use std::time::SystemTime;
 
 /// How many fetched small files are held in memory at once before they are written.
 const FETCH_BATCH: usize = 64;
@@ -152,8 +153,10 @@ impl Mirror {
 
     /// Bytes `range` of the mirrored file `path` of session `id` (an output's page): what the
     /// mirror lacks of it is fetched by range, written in place and recorded, then the cache is
-    /// held to its bound (other sessions evicted, oldest first).
+    /// held to its bound (other sessions evicted, least recently used first). The session counts
+    /// as opened.
     pub fn read_range(&self, id: &SessionId, path: &str, range: Range<u64>) -> Result<Vec<u8>, Error> {
+        self.record_opened(id, SystemTime::now());
         let key = format!("{id}/{path}");
         let mut manifest = self.lock()?;
         let entry = manifest
@@ -182,8 +185,10 @@ impl Mirror {
     /// Fetches what the mirror lacks of session `id` (the ranges of its large outputs not yet
     /// read), piece by piece onto the disk, so that every file of its folder is whole; refused
     /// for a session of more than `max_bytes` or than the cache's bound. The session's folder.
-    /// Export, import and compare read a session whole: they call this first.
+    /// Export, import and compare read a session whole: they call this first. The session counts
+    /// as opened.
     pub fn fetch_session(&self, id: &SessionId, max_bytes: u64) -> Result<PathBuf, Error> {
+        self.record_opened(id, SystemTime::now());
         let mut manifest = self.lock()?;
         let folder_key = format!("{id}/");
         let session = manifest.sessions.get(id).ok_or_else(|| {
@@ -218,20 +223,25 @@ impl Mirror {
         Ok(self.session_path(id))
     }
 
-    /// Evicts whole sessions, oldest first and `current` never, until the mirror is within its
-    /// bound: the manifest written without them, then their folders removed.
+    /// Evicts whole sessions, least recently used first (`recency`) and `current` never, until
+    /// the mirror is within its bound: the manifest written without them, then their folders
+    /// removed.
     fn hold_bound(&self, manifest: &mut SourceManifest, current: &SessionId) -> Result<(), Error> {
         let mut total = manifest.stored_bytes();
         if total <= self.options.max_bytes {
             return Ok(());
         }
-        let mut order: Vec<(SessionId, Option<String>, u64)> = manifest
+        let opened = self.opened_times();
+        let mut order: Vec<(SessionId, u64, u64)> = manifest
             .sessions
             .iter()
             .filter(|(id, _)| *id != current)
-            .map(|(id, session)| (id.clone(), session.newest.clone(), session.stored_bytes()))
+            .map(|(id, session)| {
+                let used = last_used(&opened, id, session.newest.as_deref());
+                (id.clone(), used, session.stored_bytes())
+            })
             .collect();
-        order.sort_by(|a, b| a.1.cmp(&b.1));
+        order.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
         for (id, _, bytes) in order {
             if total <= self.options.max_bytes {
                 break;

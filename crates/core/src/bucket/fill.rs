@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
-use crate::bucket::cache::SessionManifest;
+use crate::bucket::cache::{last_used, SessionManifest};
 use crate::bucket::mirror::{
     listed, newest, plan, planned_bytes, upload_state, FillProgress, Listing, Mirror, Plan, SessionObjects,
 };
@@ -34,7 +34,10 @@ impl Mirror {
         let mut listing = Listing::default();
         let found = self.group(self.remote.list_all()?, &mut listing.refused);
         let mut order: Vec<(&SessionId, &SessionObjects)> = found.iter().collect();
-        order.sort_by_cached_key(|(id, objects)| std::cmp::Reverse((newest(objects), (*id).clone())));
+        let opened = self.opened_times();
+        order.sort_by_cached_key(|(id, objects)| {
+            std::cmp::Reverse((last_used(&opened, id, newest(objects).as_deref()), (*id).clone()))
+        });
         let mut budget = self.options.max_bytes;
         let (mut plans, mut costs) = (Vec::new(), Vec::new());
         for (id, objects) in order {

@@ -6,8 +6,8 @@
 //! session; their pages asked at once, cut at the previous listing's ids), then inside the sessions the mirror does not hold complete (each on its own, several
 //! at once, or the whole prefix again when that takes fewer requests). A file changed when its
 //! size, ETag or last-modified did; a session whose upload was complete when fetched is never
-//! listed inside or fetched again. Sessions are kept newest first within the cache's bound; the
-//! ones past it are left out (and counted). One manifest for the source (`cache`) says what is
+//! listed inside or fetched again. Sessions are kept most recently used first (opened, else
+//! uploaded: `recency`) within the cache's bound; the ones past it are left out (and counted). One manifest for the source (`cache`) says what is
 //! there; a refresh that finds nothing changed writes nothing. [`Mirror::refresh_reading`] reads
 //! the mirror's folder while the bucket is asked, and again only when the refresh changed it.
 //!
@@ -40,7 +40,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use crate::bucket::cache::{source_folder, CacheFolder, FileEntry, SessionManifest, SourceManifest, Writing};
+use crate::bucket::cache::last_used;
+use crate::bucket::cache::{
+    source_folder, CacheFolder, FileEntry, OpenedTimes, SessionManifest, SourceManifest, Writing,
+};
 use crate::bucket::keys::{session_path, UPLOAD_COMPLETE_MARKER};
 use crate::bucket::remote::{Remote, RemoteObject};
 use crate::bucket::source::Source;
@@ -143,6 +146,9 @@ pub struct Mirror {
     pub(super) refreshing: Mutex<()>,
     /// Set by [`Mirror::stop`]: a first fill ends after its chunk.
     pub(super) stopping: AtomicBool,
+    /// When each session was last opened (`recency`), as read when the mirror opened and since
+    /// recorded.
+    pub(super) opened: Mutex<OpenedTimes>,
 }
 
 /// The manifest of a [`Mirror`], locked in this process and its folder's writer lock held.
@@ -182,6 +188,7 @@ impl Mirror {
         let remote = Remote::connect(source, options.timeout)?;
         let folder = CacheFolder::open(source_folder(&options.cache_root, source))?;
         let manifest = Mutex::new(folder.read_manifest());
+        let opened = Mutex::new(folder.read_opened());
         Ok(Mirror {
             remote,
             folder,
@@ -190,6 +197,7 @@ impl Mirror {
             manifest,
             refreshing: Mutex::new(()),
             stopping: AtomicBool::new(false),
+            opened,
         })
     }
 
@@ -262,7 +270,7 @@ impl Mirror {
     }
 
     /// Lists the prefix and brings the mirror up to date (see the module's documentation): plans
-    /// each session newest first within the bound, fetches what the plans want (across sessions,
+    /// each session most recently used first within the bound, fetches what the plans want (across sessions,
     /// several reads at once), then writes the manifest after the files, and removes the
     /// folders it no longer lists.
     pub fn refresh(&self, now: SystemTime) -> Result<Listing, Error> {
@@ -284,8 +292,12 @@ impl Mirror {
             Found::Complete => manifest.sessions.get(id).and_then(|m| m.newest.clone()),
             Found::Objects(objects) => newest(objects),
         };
+        let opened = self.opened_times();
         let mut order: Vec<(&SessionId, &Found)> = found.iter().collect();
-        order.sort_by_cached_key(|(id, found)| std::cmp::Reverse((newest_of(id, found), (*id).clone())));
+        order.sort_by_cached_key(|(id, found)| {
+            let used = last_used(&opened, id, newest_of(id, found).as_deref());
+            std::cmp::Reverse((used, (*id).clone()))
+        });
         let mut old = manifest.sessions.clone();
         let mut next = SourceManifest {
             filled: true,

@@ -10,13 +10,15 @@
 //! - [`cache`]: the mirror's folder, its manifests, files written by temp file and rename.
 //! - [`mirror`]: listing, change detection, upload evidence; `fetch`: what is fetched (small
 //!   files, a large output's tail, a page, a whole session) and the cache's bound; `fill`: a
-//!   first fill, a chunk at a time, its progress told.
+//!   first fill, a chunk at a time, its progress told; `recency`: which sessions the bound keeps
+//!   (the ones opened or uploaded most recently).
 
 pub mod cache;
 mod fetch;
 mod fill;
 pub mod keys;
 pub mod mirror;
+mod recency;
 pub mod remote;
 pub mod source;
 mod transport;
