@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 use crate::bucket::cache::{last_used, FileEntry, SourceManifest};
-use crate::bucket::mirror::{entry_of, first_range, Mirror, Plan, SMALL_FILE_BYTES};
+use crate::bucket::mirror::Mirror;
+use crate::bucket::plan::{entry_of, first_range, Plan, SMALL_FILE_BYTES};
 use crate::bucket::remote::{Read, RemoteObject};
 use crate::sessions::session::Timestamp;
 use crate::vocabulary::error::Error;

@@ -7,9 +7,8 @@ use std::sync::atomic::Ordering;
 use std::time::SystemTime;
 
 use crate::bucket::cache::{last_used, SessionManifest};
-use crate::bucket::mirror::{
-    listed, newest, plan, planned_bytes, upload_state, FillProgress, Listing, Mirror, Plan, SessionObjects,
-};
+use crate::bucket::mirror::{listed, FillProgress, Listing, Mirror};
+use crate::bucket::plan::{newest, plan, planned_bytes, upload_state, Plan, SessionObjects};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 

@@ -33,38 +33,31 @@
 //! objects changed for [`MirrorOptions::settle`] (uploaders that write no marker). Otherwise it
 //! is [`UploadState::Uploading`]: mirrored as far as it got, fetched again on the next refresh.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::ops::ControlFlow;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
-use crate::bucket::cache::last_used;
 use crate::bucket::cache::{
-    source_folder, CacheFolder, FileEntry, OpenedTimes, SessionManifest, SourceManifest, Writing,
+    last_used, source_folder, CacheFolder, OpenedTimes, SessionManifest, SourceManifest, Writing,
 };
-use crate::bucket::keys::{session_path, UPLOAD_COMPLETE_MARKER};
-use crate::bucket::remote::{Remote, RemoteObject};
+use crate::bucket::keys::UPLOAD_COMPLETE_MARKER;
+use crate::bucket::plan::{newest, plan, planned_bytes, upload_state, Plan, SessionObjects};
+pub use crate::bucket::plan::{UploadState, SMALL_FILE_BYTES, TAIL_BYTES};
+use crate::bucket::remote::Remote;
 use crate::bucket::source::Source;
-use crate::sessions::cost::RAW_TAIL_BYTES;
-use crate::sessions::session::{Timestamp, RAW_STREAM_FILE, SESSION_INFO_FILE};
+use crate::sessions::session::Timestamp;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
 
-/// Objects up to this size are fetched whole when their session is listed.
-pub const SMALL_FILE_BYTES: u64 = 1024 * 1024;
-/// How much of a larger raw stream's end is fetched when its session is listed.
-pub const TAIL_BYTES: u64 = 1024 * 1024;
-// The core reads a raw stream, when listing, from its end only: never past the tail fetched.
-const _: () = assert!(RAW_TAIL_BYTES <= TAIL_BYTES && TAIL_BYTES <= SMALL_FILE_BYTES);
 /// Most objects one session may hold: past it the session is refused, naming it.
 pub const MAX_SESSION_OBJECTS: usize = 10_000;
 /// Sessions listed inside at once, by one request each, when that is fewer rounds than listing
 /// the whole prefix again.
-const CONCURRENT_LISTINGS: usize = 32;
+pub(super) const CONCURRENT_LISTINGS: usize = 32;
 /// Keys on one page of a listing (S3's).
-const KEYS_A_PAGE: usize = 1_000;
+pub(super) const KEYS_A_PAGE: usize = 1_000;
 
 /// How a mirror is kept.
 #[derive(Debug, Clone)]
@@ -90,14 +83,6 @@ impl MirrorOptions {
             settle: Duration::from_secs(300),
         }
     }
-}
-
-/// Whether a session's upload is done (see the module's "Upload evidence").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UploadState {
-    Complete,
-    Uploading,
 }
 
 /// One session of the listing.
@@ -170,11 +155,8 @@ impl std::ops::DerefMut for Locked<'_> {
     }
 }
 
-/// One session's objects, by path in the session.
-pub(super) type SessionObjects = BTreeMap<String, RemoteObject>;
-
 /// What a listing found of one session.
-enum Found {
+pub(super) enum Found {
     /// Complete in the mirror: not listed inside.
     Complete,
     /// Its objects, as listed now.
@@ -403,21 +385,6 @@ impl Mirror {
         Ok(self.session_path(id))
     }
 
-    /// The ids of the prefix's sessions (its folders, one name a session), handed to `page` a page
-    /// of the provider's listing at a time (a thousand on S3) as each is answered, before the next
-    /// is awaited, in the provider's order, with whether the listing is done; a name that is not
-    /// an id is left out (the first refresh says it refused). `page` returning
-    /// [`ControlFlow::Break`] ends the listing. Nothing is fetched or written: what a cold
-    /// workspace shows before its first refresh.
-    pub fn list_ids_by_page(&self, mut page: impl FnMut(Vec<SessionId>, bool) -> ControlFlow<()>) -> Result<(), Error> {
-        self.remote.list_folders_by_page(|names, last| {
-            page(
-                names.iter().filter_map(|name| SessionId::parse(name).ok()).collect(),
-                last,
-            )
-        })
-    }
-
     /// [`refresh`](Self::refresh) while `read` reads the mirror's folder (as the core lists it)
     /// on another thread: a re-listing takes the longer of the bucket's answer and the folder's
     /// reading, not both. When the refresh changed the folder (`Listing::changed`), `read` reads
@@ -440,83 +407,6 @@ impl Mirror {
         let listing = listing?;
         let read = if listing.changed { read() } else { during };
         Ok((listing, read))
-    }
-
-    /// The sessions of the prefix: the first time (nothing mirrored) one listing of every key;
-    /// then the common prefixes, and inside the sessions not complete in the mirror.
-    fn list(&self, known: &SourceManifest, refused: &mut Vec<Error>) -> Result<BTreeMap<SessionId, Found>, Error> {
-        let objects_of = |grouped: BTreeMap<SessionId, SessionObjects>| {
-            grouped
-                .into_iter()
-                .map(|(id, objects)| (id, Found::Objects(objects)))
-                .collect::<BTreeMap<_, _>>()
-        };
-        if known.sessions.is_empty() {
-            return Ok(objects_of(self.group(self.remote.list_all()?, refused)));
-        }
-        let mut found = BTreeMap::new();
-        let mut odd = Vec::new();
-        let mut to_list = Vec::new();
-        let folders = self.remote.list_folders(&page_splits(known))?;
-        let count = folders.len();
-        for name in folders {
-            match SessionId::parse(&name) {
-                Err(e) => odd.push(self.source().error(&format!("{name}/"), format!("refused: {e}"))),
-                Ok(id) if known.sessions.get(&id).is_some_and(|m| m.complete) => {
-                    found.insert(id, Found::Complete);
-                }
-                Ok(id) => to_list.push(id.to_string()),
-            }
-        }
-        // One request a session, CONCURRENT_LISTINGS at once, against one page a thousand keys
-        // one after the other (the sessions held counting their files, the others ten).
-        let known_objects: usize = known.sessions.values().map(|m| m.files.len() + 1).sum();
-        let objects = known_objects + (count.saturating_sub(known.sessions.len())) * 10;
-        if to_list.len().div_ceil(CONCURRENT_LISTINGS) > objects.div_ceil(KEYS_A_PAGE) {
-            for (id, objects) in self.group(self.remote.list_all()?, refused) {
-                found.entry(id).or_insert(Found::Objects(objects));
-            }
-            return Ok(found);
-        }
-        refused.append(&mut odd);
-        let mut listed = Vec::new();
-        for objects in self.remote.list_under(&to_list, MAX_SESSION_OBJECTS + 1) {
-            listed.extend(objects?);
-        }
-        found.extend(objects_of(self.group(listed, refused)));
-        Ok(found)
-    }
-
-    /// The objects by session; refused keys and over-full sessions said in `refused`.
-    pub(super) fn group(
-        &self,
-        objects: Vec<RemoteObject>,
-        refused: &mut Vec<Error>,
-    ) -> BTreeMap<SessionId, SessionObjects> {
-        let mut grouped: BTreeMap<SessionId, SessionObjects> = BTreeMap::new();
-        let mut over_full = BTreeSet::new();
-        for object in objects {
-            match session_path(self.source(), &object.key) {
-                Err(error) => refused.push(error),
-                Ok(None) => {}
-                Ok(Some((id, path))) => {
-                    let session = grouped.entry(id.clone()).or_default();
-                    if session.len() == MAX_SESSION_OBJECTS {
-                        over_full.insert(id);
-                    } else {
-                        session.insert(path, object);
-                    }
-                }
-            }
-        }
-        for id in over_full {
-            grouped.remove(&id);
-            refused.push(self.source().error(
-                &format!("{id}/"),
-                format!("refused: the session holds more than {MAX_SESSION_OBJECTS} objects"),
-            ));
-        }
-        grouped
     }
 
     /// After its files: the mirrored files whose objects are gone removed, the folders' times
@@ -596,61 +486,6 @@ impl Mirror {
     }
 }
 
-/// What a refresh does for one session not complete in the mirror.
-pub(super) struct Plan {
-    pub(super) id: SessionId,
-    pub(super) state: UploadState,
-    /// The manifest being built: the unchanged files, then each one fetched.
-    pub(super) manifest: SessionManifest,
-    /// The files to fetch, by path.
-    pub(super) wanted: Vec<(String, RemoteObject)>,
-    pub(super) failed: Option<Error>,
-}
-
-/// The plan of session `id`: its changed files.
-pub(super) fn plan(id: &SessionId, objects: &SessionObjects, old: SessionManifest, state: UploadState) -> Plan {
-    let mut plan = Plan {
-        id: id.clone(),
-        state,
-        manifest: SessionManifest {
-            complete: state == UploadState::Complete,
-            newest: newest(objects),
-            files: BTreeMap::new(),
-        },
-        wanted: Vec::new(),
-        failed: None,
-    };
-    for (path, object) in objects
-        .iter()
-        .filter(|(path, _)| path.as_str() != UPLOAD_COMPLETE_MARKER)
-    {
-        match old.files.get(path) {
-            Some(entry) if same_object(entry, object) => {
-                plan.manifest.files.insert(path.clone(), entry.clone());
-            }
-            _ => plan.wanted.push((path.clone(), object.clone())),
-        }
-    }
-    plan
-}
-
-/// Where to cut the listing of the prefix's folders so that its pages are asked at once: the
-/// sessions `known` in byte order (as the provider lists them, `id/`), cut into ranges of at most
-/// a page each, every range but the last ending at a known id. One page (or none known): no cut.
-fn page_splits(known: &SourceManifest) -> Vec<String> {
-    let mut names: Vec<String> = known.sessions.keys().map(|id| format!("{id}/")).collect();
-    names.sort_unstable();
-    let ranges = names.len().div_ceil(KEYS_A_PAGE).max(1);
-    let per_range = names.len().div_ceil(ranges).max(1);
-    names
-        .iter()
-        .skip(per_range - 1)
-        .step_by(per_range)
-        .take(ranges - 1)
-        .map(|name| name.trim_end_matches('/').to_owned())
-        .collect()
-}
-
 pub(super) fn listed(id: &SessionId, state: UploadState, objects: &SessionObjects) -> ListedSession {
     let files = objects
         .iter()
@@ -670,64 +505,5 @@ fn listed_from_manifest(id: &SessionId, manifest: &SessionManifest) -> ListedSes
         state: UploadState::Complete,
         objects: manifest.files.len(),
         bytes: manifest.files.values().map(|f| f.size).sum(),
-    }
-}
-
-/// Whether only the tail of `path` is fetched when listed: a raw stream larger than
-/// [`SMALL_FILE_BYTES`] (see the module's "What a reader of the mirrored folder may read").
-pub(super) fn tail_only(path: &str, size: u64) -> bool {
-    size > SMALL_FILE_BYTES && path.rsplit('/').next() == Some(RAW_STREAM_FILE)
-}
-
-/// The range fetched when a file is listed: its tail for [`tail_only`] ones, else all of it.
-pub(super) fn first_range(path: &str, size: u64) -> std::ops::Range<u64> {
-    if tail_only(path, size) {
-        size - TAIL_BYTES..size
-    } else {
-        0..size
-    }
-}
-
-/// What fetching `objects` anew would store.
-pub(super) fn planned_bytes(objects: &SessionObjects) -> u64 {
-    objects
-        .iter()
-        .map(|(path, o)| first_range(path, o.size))
-        .map(|r| r.end - r.start)
-        .sum()
-}
-
-pub(super) fn entry_of(object: &RemoteObject) -> FileEntry {
-    FileEntry {
-        size: object.size,
-        etag: object.etag.clone(),
-        last_modified: object.last_modified.clone(),
-        present: Vec::new(),
-    }
-}
-
-/// Whether the mirrored `entry` came from `object` as listed now: key (the map's), size, ETag and
-/// last-modified all the same.
-fn same_object(entry: &FileEntry, object: &RemoteObject) -> bool {
-    entry.size == object.size && entry.etag == object.etag && entry.last_modified == object.last_modified
-}
-
-/// The newest last-modified of `objects` (RFC 3339 in UTC, so the text orders as the time).
-pub(super) fn newest(objects: &SessionObjects) -> Option<String> {
-    objects.values().filter_map(|o| o.last_modified.clone()).max()
-}
-
-/// The module's "Upload evidence".
-pub(super) fn upload_state(objects: &SessionObjects, now: SystemTime, settle: Duration) -> UploadState {
-    if objects.contains_key(UPLOAD_COMPLETE_MARKER) {
-        return UploadState::Complete;
-    }
-    let settled = newest(objects)
-        .and_then(|stamp| Timestamp::parse_rfc3339(&stamp))
-        .is_some_and(|stamp| stamp.to_system_time() + settle <= now);
-    if objects.contains_key(SESSION_INFO_FILE) && settled {
-        UploadState::Complete
-    } else {
-        UploadState::Uploading
     }
 }

@@ -8,7 +8,9 @@
 //!   request bounded in time; it never writes to the bucket.
 //! - [`keys`]: bucket keys read as session paths, held to the local id and name rules.
 //! - [`cache`]: the mirror's folder, its manifests, files written by temp file and rename.
-//! - [`mirror`]: listing, change detection, upload evidence; `fetch`: what is fetched (small
+//! - [`mirror`]: a refresh, change detection, the writer lock; `listing`: the prefix listed (every
+//!   key, the sessions' folders, inside the ones not complete) and grouped by session; `plan`:
+//!   what is fetched of one session and whether its upload is done; `fetch`: the fetching (small
 //!   files, a large output's tail, a page, a whole session) and the cache's bound; `fill`: a
 //!   first fill, a chunk at a time, its progress told; `recency`: which sessions the bound keeps
 //!   (the ones opened or uploaded most recently).
@@ -17,7 +19,9 @@ pub mod cache;
 mod fetch;
 mod fill;
 pub mod keys;
+mod listing;
 pub mod mirror;
+mod plan;
 mod recency;
 pub mod remote;
 pub mod source;
