@@ -34,6 +34,7 @@ use tauri::{AppHandle, State};
 use studio_core::app::cloud::{CloudImported, CloudStatus};
 use studio_core::app::elsewhere::RemoteStatus;
 use studio_core::app::operations::WorkspaceInfo;
+use studio_core::share::otlp::TraceSetting;
 
 use crate::opening::Opening;
 use crate::{CommandError, Studio};
@@ -322,6 +323,48 @@ ipc_commands! {
         previous_name: Option<String>,
     ) -> Result<Vec<Agent>, CommandError> {
         Ok(studio.agent_save(agent, previous_name.as_deref())?)
+    }
+
+    /// Where the open workspace's runs are sent as traces: the exporter's variables, which win,
+    /// else the workspace's `[otlp]` table (in a remote workspace, the host's).
+    #[tauri::command(async)]
+    pub fn traces_setting(studio: State<'_, Studio>) -> Result<TraceSetting, CommandError> {
+        Ok(studio.traces_setting()?)
+    }
+
+    /// Writes the workspace's `[otlp]` table: `endpoint` (a collector's base URL) and `protocol`,
+    /// or none (blank: runs are no longer sent). A new endpoint is asked about in the system's
+    /// dialog first, naming it and what is sent (`None`: the user said no, nothing written).
+    /// Refused in a cloud workspace (read-only) and in a remote one (its host's file is its own).
+    #[tauri::command(async, rename_all = "snake_case")]
+    pub fn traces_setting_save(
+        app: AppHandle,
+        studio: State<'_, Studio>,
+        endpoint: Option<String>,
+        protocol: Option<String>,
+    ) -> Result<Option<TraceSetting>, CommandError> {
+        if let Some(remote) = studio.remote() {
+            return Err(studio_core::Error::LocalOnly {
+                host: remote.status().host,
+                what: "the Traces setting (set [otlp] in the host's .zibby/studio.toml)".to_owned(),
+            }
+            .into());
+        }
+        let endpoint = endpoint.map(|endpoint| endpoint.trim().to_owned()).filter(|e| !e.is_empty());
+        if let Some(endpoint) = &endpoint {
+            let new = studio.traces_setting()?.endpoint.as_deref() != Some(endpoint.as_str());
+            if new
+                && !crate::window::ask_natively(
+                    &app,
+                    crate::consent::TRACES_TITLE,
+                    &crate::consent::traces_question(endpoint),
+                    "_Send traces",
+                )
+            {
+                return Ok(None);
+            }
+        }
+        Ok(Some(studio.traces_setting_save(endpoint.as_deref(), protocol.as_deref())?))
     }
 
     /// Asks the user, in the system's dialog, to trust the launch of the run the window wants to

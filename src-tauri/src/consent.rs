@@ -122,6 +122,22 @@ pub fn trust_question(shown: &ShownLaunch, host: Option<&str>) -> String {
     text
 }
 
+/// The title of the native question before the window sends the workspace's runs somewhere.
+pub const TRACES_TITLE: &str = "Send this workspace's runs as traces?";
+
+/// The native question's text before runs are sent to the collector at `endpoint` (a base URL,
+/// as the user typed it: shown escaped), saying what each run sends.
+pub fn traces_question(endpoint: &str) -> String {
+    format!(
+        "To: {}\n\nEvery run of this workspace will be sent there as it goes, as OpenTelemetry spans: \
+         the session and run ids, the agent, each node's name, times and status, the model, tokens \
+         and cost, how the run ended, and the prompt's first line (redacted). What the agent printed \
+         is not sent.\n\nSaved in .zibby/studio.toml as [otlp]; the OTEL_EXPORTER_OTLP_* variables, \
+         when set, win over it.",
+        studio_core::visible::shown(endpoint)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;

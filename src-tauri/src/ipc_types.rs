@@ -143,6 +143,7 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         .add::<SessionRow>(cfg)
         .add::<Filters>(cfg)
         .add::<SavedView>(cfg)
+        .add::<studio_core::share::otlp::TraceSetting>(cfg)
         .add::<studio_core::app::SessionListing>(cfg)
         .add::<studio_core::app::across::LocalSessions>(cfg)
         .add::<InheritEnv>(cfg)

@@ -1,8 +1,8 @@
 //! The system's file dialogs, end to end: Export… saves where GTK's save dialog is told, and
 //! File > Import… (Ctrl+I) imports what GTK's file dialog is told; a remote workspace's key
 //! passphrase is asked in the app's own askpass dialog, a remote agent's trust in the system's
-//! trust dialog (`remote_trust`), and a folder, a host or a bucket not opened before in the
-//! system's question (`opening`). WebDriver reaches neither the GTK menu bar nor the dialogs: the
+//! trust dialog (`remote_trust`), a folder, a host or a bucket not opened before in the
+//! system's question (`opening`), and a new traces endpoint (`traces`). WebDriver reaches neither the GTK menu bar nor the dialogs: the
 //! tests type on the keyboard as a user does, through XTEST (x11.rs).
 //!
 //! A binary of its own, its tests one at a time: the keyboard goes to the window with the X focus,
@@ -24,6 +24,7 @@ mod bundles;
 mod harness;
 mod opening;
 mod remote_trust;
+mod traces;
 #[allow(dead_code)]
 mod x11;
 

@@ -840,3 +840,55 @@ describe("the Open Cloud Workspace form", () => {
     expect(document.querySelector("#workspace-read-only")).toBeNull();
   });
 });
+
+describe("the Traces setting", () => {
+  async function openTraces(): Promise<void> {
+    await start();
+    document.querySelector<HTMLButtonElement>("#traces-open")!.click();
+    await settle();
+  }
+
+  it("says runs are not sent, then saves the endpoint and protocol typed", async () => {
+    await openTraces();
+    expect(document.querySelector("#traces-now")?.textContent).toContain("Runs are not sent as traces.");
+    type("#traces-endpoint", " http://localhost:6006 ");
+    const protocol = document.querySelector<HTMLSelectElement>("#traces-protocol")!;
+    protocol.value = "http/json";
+    protocol.dispatchEvent(new Event("change", { bubbles: true }));
+    flushSync();
+    document.querySelector<HTMLButtonElement>("#traces-save")!.click();
+    await settle();
+    expect(backend.calls).toContain("tracesSettingSave(http://localhost:6006, http/json)");
+    expect(document.querySelector("[data-testid='traces-form']")).toBeNull();
+
+    document.querySelector<HTMLButtonElement>("#traces-open")!.click();
+    await settle();
+    expect(document.querySelector("#traces-now")?.textContent).toContain("http://localhost:6006/v1/traces");
+    expect(document.querySelector<HTMLInputElement>("#traces-endpoint")!.value).toBe("http://localhost:6006");
+    document.querySelector<HTMLButtonElement>("#traces-stop")!.click();
+    await settle();
+    expect(backend.calls).toContain("tracesSettingSave(null, null)");
+  });
+
+  it("stays as it was when the user says no to the shell's question", async () => {
+    backend.declinesOpening = true;
+    await openTraces();
+    type("#traces-endpoint", "https://collector.example");
+    document.querySelector<HTMLButtonElement>("#traces-save")!.click();
+    await settle();
+    expect(document.querySelector("[data-testid='traces-form']")).not.toBeNull();
+    expect(document.querySelector<HTMLInputElement>("#traces-endpoint")!.value).toBe("https://collector.example");
+    expect(document.querySelector("#traces-now")?.textContent).toContain("Runs are not sent as traces.");
+  });
+
+  it("says when a variable wins over what is saved", async () => {
+    backend.traces = {
+      sending_to: "http://env:4318/v1/traces",
+      from: "OTEL_EXPORTER_OTLP_ENDPOINT",
+      endpoint: "http://file:4318",
+      protocol: null,
+    };
+    await openTraces();
+    expect(document.querySelector("#traces-variable-wins")?.textContent).toContain("OTEL_EXPORTER_OTLP_ENDPOINT");
+  });
+});

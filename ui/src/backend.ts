@@ -44,6 +44,7 @@ import type {
   RunRecord,
   RunStartRequest,
   SavedView,
+  TraceSetting,
   RunDiff,
   SearchHit,
   Session,
@@ -159,6 +160,11 @@ export interface Backend {
   runReplay(sessionId: string, node: string, agent: string): Promise<StartedRun>;
   /** Adds or replaces (`previousName`) an agent of `.zibby/studio.toml`; resolves to all the agents. */
   agentSave(agent: Agent, previousName: string | null): Promise<Agent[]>;
+  /** Where the workspace's runs are sent as traces: the exporter's variables, else its `[otlp]`. */
+  tracesSetting(): Promise<TraceSetting>;
+  /** Writes the workspace's `[otlp]` endpoint and protocol (`null` endpoint: runs no longer sent). A
+   * new endpoint is asked about in the shell's own dialog first: `null` when the user said no. */
+  tracesSettingSave(endpoint: string | null, protocol: string | null): Promise<TraceSetting | null>;
   /** Asks the shell to trust the launch of this run, refused as `agents_untrusted`: the shell
    * works the launch out itself and asks the user in the system's dialog; resolves to whether the
    * launch is trusted now (false: the user said no there). */
@@ -317,6 +323,8 @@ export const tauriBackend: Backend = {
   search: (query, limit) => call("search", { query, limit }),
   runReplay: (sessionId, node, agent) => call("run_replay", { session_id: sessionId, node, agent }),
   agentSave: (agent, previousName) => call("agent_save", { agent, previous_name: previousName }),
+  tracesSetting: () => call("traces_setting", {}),
+  tracesSettingSave: (endpoint, protocol) => call("traces_setting_save", { endpoint, protocol }),
   agentsTrust: (run) => call("agents_trust", run),
   onRunEvent: (handler) => listen<RunEvent>(RUN_EVENT, (event) => handler(event.payload)),
   onSessionsChanged: (handler) => listen(SESSIONS_CHANGED, () => handler()),

@@ -40,6 +40,7 @@ import type {
   WatchNotice,
   WorkspaceInfo,
   UsageTotal,
+  TraceSetting,
 } from "./types";
 
 /** A node of a session's detail; its artifacts none but those given. */
@@ -110,6 +111,9 @@ export interface FakeBackend extends Backend {
   /** What the core says all sessions cost (`SessionListing.usage`). */
   sessionsUsage: UsageTotal | null;
   agents: Agent[];
+  /** The workspace's Traces setting (`tracesSetting`); `tracesSettingSave` writes it unless
+   * `declinesOpening` (the user says no to the shell's question). */
+  traces: TraceSetting;
   recent: string[];
   /** What the folder picker answers. */
   picked: WorkspaceInfo | null;
@@ -244,6 +248,7 @@ export function fakeBackend(
     sessions: init.sessions ?? [],
     sessionsUsage: init.sessionsUsage ?? null,
     agents: init.agents ?? [],
+    traces: { sending_to: null, from: null, endpoint: null, protocol: null },
     recent: [],
     picked: null,
     remote: null,
@@ -630,6 +635,16 @@ export function fakeBackend(
       if (!backend.nativeTrustAnswer) return false;
       if (backend.untrusted?.agent === run.agent) backend.untrusted = null;
       return true;
+    },
+    async tracesSetting() {
+      return backend.traces;
+    },
+    async tracesSettingSave(endpoint, protocol) {
+      backend.calls.push(`tracesSettingSave(${endpoint}, ${protocol})`);
+      if (endpoint !== null && backend.declinesOpening) return null;
+      const url = endpoint === null ? null : `${endpoint.replace(/\/+$/, "")}/v1/traces`;
+      backend.traces = { sending_to: url, from: url && "/w/.zibby/studio.toml", endpoint, protocol };
+      return backend.traces;
     },
     async agentSave(agent, previousName) {
       backend.calls.push(`agentSave(${agent.name}, ${previousName})`);

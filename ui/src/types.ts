@@ -37,6 +37,7 @@ export type {
   RunEvent,
   RunRecord,
   SavedView,
+  TraceSetting,
   SearchHit,
   SearchHitKind,
   SessionInfo,

@@ -378,6 +378,29 @@ search?: string, };
 export type SavedView = { name: string, filters: Filters, saved_at: Timestamp, };
 
 /**
+ * Where a workspace's runs go as traces, as the window's Traces setting shows it.
+ */
+export type TraceSetting = { 
+/**
+ * The URL every run's spans are sent to now (`…/v1/traces`); `None`: runs are not sent.
+ */
+sending_to: string | null, 
+/**
+ * Where that comes from: a variable's name (`OTEL_EXPORTER_OTLP_ENDPOINT`, …, which wins over
+ * the file) or the workspace's `.zibby/studio.toml`.
+ */
+from: string | null, 
+/**
+ * The `[otlp]` table's `endpoint` as written (a collector's base: traces go to
+ * `/v1/traces` under it); `None`: the workspace names none.
+ */
+endpoint: string | null, 
+/**
+ * The table's `protocol` (`http/protobuf`, the default, or `http/json`).
+ */
+protocol: string | null, };
+
+/**
  * The supervisor, held for one command.
  * The sessions of a workspace as the window lists them ([`Studio::sessions`]).
  */
@@ -983,6 +1006,8 @@ export type Commands = {
   search: { args: { query: string; limit: number }; result: Array<SearchHit> };
   agents_list: { args: Record<string, never>; result: Array<Agent> };
   agent_save: { args: { agent: Agent; previous_name: string | null }; result: Array<Agent> };
+  traces_setting: { args: Record<string, never>; result: TraceSetting };
+  traces_setting_save: { args: { endpoint: string | null; protocol: string | null }; result: TraceSetting | null };
   agents_trust: { args: { agent: string; prompt: string | null; session_id: string | null; node: string | null }; result: boolean };
   run_start: { args: { agent: string; prompt: string; session_id: string | null; max_cost_usd: number | null }; result: StartedRun };
   run_replay: { args: { session_id: string; node: string; agent: string }; result: StartedRun };

@@ -1,15 +1,22 @@
 // The window's modal dialogs, one at a time: quitting with live runs, trusting an agents file,
-// the agent form, and confirming a delete.
+// the agent form, the Traces setting, and confirming a delete.
 
 import type { Backend } from "../backend";
 import { toCommandError } from "../errors";
-import type { Agent, CommandError, Launch, QuitRequested } from "../types";
+import type { Agent, CommandError, Launch, QuitRequested, TraceSetting } from "../types";
 
 export type QuitAnswer = "stop" | "keep" | "cancel";
 
 export interface AgentFormState {
   /** The agent being edited; `null`: a new one. */
   editing: Agent | null;
+  saving: boolean;
+  error: CommandError | null;
+}
+
+export interface TracesFormState {
+  /** The setting as the shell read it; `null` while it is read. */
+  setting: TraceSetting | null;
   saving: boolean;
   error: CommandError | null;
 }
@@ -25,9 +32,14 @@ export class DialogsState {
   agentForm = $state.raw<AgentFormState | null>(null);
   quitRequest = $state.raw<QuitRequested | null>(null);
   trustRequest = $state.raw<TrustRequest | null>(null);
+  tracesForm = $state.raw<TracesFormState | null>(null);
   /** While one is open, only Escape reaches the window's keys. */
   open = $derived(
-    this.confirmDelete !== null || this.agentForm !== null || this.quitRequest !== null || this.trustRequest !== null,
+    this.confirmDelete !== null ||
+      this.agentForm !== null ||
+      this.quitRequest !== null ||
+      this.trustRequest !== null ||
+      this.tracesForm !== null,
   );
 
   readonly #backend: () => Backend;
@@ -81,6 +93,43 @@ export class DialogsState {
       );
   }
 
+  /** Shows the Traces setting: where the workspace's runs are sent as traces. */
+  openTraces(): void {
+    this.tracesForm = { setting: null, saving: false, error: null };
+    this.#backend()
+      .tracesSetting()
+      .then(
+        (setting) => {
+          if (this.tracesForm) this.tracesForm = { ...this.tracesForm, setting };
+        },
+        (error: unknown) => {
+          if (this.tracesForm) this.tracesForm = { ...this.tracesForm, error: toCommandError(error) };
+        },
+      );
+  }
+
+  closeTraces(): void {
+    if (!this.tracesForm?.saving) this.tracesForm = null;
+  }
+
+  /** Saves the workspace's traces endpoint (`null`: runs no longer sent); the form closes once it
+   * is saved, and stays as it was when the user said no to the shell's question. */
+  saveTraces(endpoint: string | null, protocol: string | null): void {
+    if (!this.tracesForm) return;
+    const before = this.tracesForm;
+    this.tracesForm = { ...before, saving: true, error: null };
+    this.#backend()
+      .tracesSettingSave(endpoint, protocol)
+      .then(
+        (saved) => {
+          this.tracesForm = saved === null ? { ...before, saving: false } : null;
+        },
+        (error: unknown) => {
+          if (this.tracesForm) this.tracesForm = { ...before, saving: false, error: toCommandError(error) };
+        },
+      );
+  }
+
   /** Answers the quit question; `failed` gets why quitting was refused. */
   answerQuit(choice: QuitAnswer, failed: (error: CommandError) => void): void {
     this.quitRequest = null;
@@ -95,6 +144,7 @@ export class DialogsState {
     if (this.trustRequest !== null) this.trustRequest.answer(false);
     else if (this.confirmDelete !== null) this.confirmDelete = null;
     else if (this.agentForm) this.agentForm = null;
+    else if (this.tracesForm) this.closeTraces();
     else return false;
     return true;
   }

@@ -55,6 +55,7 @@ pub const READ_ONLY_REFUSED: &[&str] = &[
     "session_stop_outside",
     "session_delete",
     "agent_save",
+    "traces_setting_save",
 ];
 
 /// A cloud workspace as the window shows it.

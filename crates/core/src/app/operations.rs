@@ -18,6 +18,7 @@ use crate::runs::stop::Stopping;
 use crate::sessions::agents::{self, Agent};
 use crate::sessions::files::{FileChunk, FileEntry};
 use crate::sessions::session::{Session, Workspace};
+use crate::share::otlp::{self, TraceSetting};
 use crate::store::index::NodeDetail;
 use crate::store::{
     Filters, LogLine, Message, OutputFilter, OutputFind, OutputPage, RunRecord, SavedView, SearchHit, Span,
@@ -229,6 +230,20 @@ impl Studio {
     /// `previous_name`, and returns the agents as saved (`agent_save`; validated as any file's).
     pub fn agent_save(&self, agent: Agent, previous_name: Option<&str>) -> Result<Vec<Agent>, Error> {
         agents::save_one(self.workspace()?.root(), agent, previous_name)
+    }
+
+    /// Where the open workspace's runs are sent as traces (the window's Traces setting): the
+    /// exporter's variables of this process, which win, else the workspace's `[otlp]` table.
+    pub fn traces_setting(&self) -> Result<TraceSetting, Error> {
+        otlp::trace_setting(|name| std::env::var(name).ok(), self.workspace()?.root())
+    }
+
+    /// Writes the open workspace's `[otlp]` table (`endpoint` blank or `None`: removed; the
+    /// agents, the budget and the table's headers kept) and answers the setting after. Runs
+    /// started from then on are sent there.
+    pub fn traces_setting_save(&self, endpoint: Option<&str>, protocol: Option<&str>) -> Result<TraceSetting, Error> {
+        otlp::save_trace_setting(self.workspace()?.root(), endpoint, protocol)?;
+        self.traces_setting()
     }
 
     /// Runs an agent on a prompt, in a new session or in `session_id` (`run_start`); with

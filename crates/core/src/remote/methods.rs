@@ -95,6 +95,8 @@ ipc_methods! { studio;
     view_delete(name: String) => studio.view_delete(&name);
     search(query: String, limit: usize) => studio.search(&query, limit);
     agents_list() => studio.agents_list();
+    // Where the host sends its runs as traces (saving it is the shell's, after asking: local only).
+    traces_setting() => studio.traces_setting();
     agent_save(agent: crate::sessions::agents::Agent, previous_name: Option<String>) =>
         studio.agent_save(agent, previous_name.as_deref());
     run_start(agent: String, prompt: String, session_id: Option<String>, max_cost_usd: Option<f64>) =>

@@ -664,14 +664,27 @@ fn unknown_placeholder(arg: &str) -> Option<&str> {
 /// tables (`[budget]`, `[otlp]`) are kept as they are (a file that cannot be read, a link say,
 /// has none to keep: it is replaced).
 pub fn save(workspace_root: &Path, agents: &[Agent]) -> Result<(), Error> {
-    let path = workspace_root.join(AGENTS_FILE);
     let kept = load_file(workspace_root).unwrap_or_default();
-    let text = toml::to_string_pretty(&AgentsFile {
-        agents: agents.to_vec(),
-        budget: kept.budget,
-        otlp: kept.otlp,
-    })
-    .expect("agents serialise to TOML");
+    write_file(
+        workspace_root,
+        &AgentsFile {
+            agents: agents.to_vec(),
+            ..kept
+        },
+    )
+}
+
+/// Writes `otlp` as the `[otlp]` table of `.zibby/studio.toml` (`None`: the table removed), the
+/// agents and the budget kept (the window's Traces setting; `share::otlp` reads and checks the
+/// table). A file whose agents do not read is refused, naming it, and left as it is.
+pub fn save_otlp(workspace_root: &Path, otlp: Option<toml::Value>) -> Result<(), Error> {
+    let kept = load_file(workspace_root)?;
+    write_file(workspace_root, &AgentsFile { otlp, ..kept })
+}
+
+fn write_file(workspace_root: &Path, file: &AgentsFile) -> Result<(), Error> {
+    let path = workspace_root.join(AGENTS_FILE);
+    let text = toml::to_string_pretty(file).expect("agents serialise to TOML");
     parse(&path, &text)?;
     // Never written through a link: `.zibby` is checked, and the file is replaced by a rename
     // (which replaces a link itself, not what it points to).

@@ -3,13 +3,14 @@
 //! the OpenTelemetry project's own messages (`opentelemetry-proto`), written as OTLP/JSON
 //! ([`to_json`]) or sent to a collector (`push`), read from the store and the session's folder
 //! (`runs`); sent live as runs go (`live`, and `watched` for the sessions the studio did not
-//! start).
+//! start); the window's Traces setting reads and writes where (`setting`).
 
 mod ids;
 mod live;
 mod map;
 mod push;
 mod runs;
+mod setting;
 mod watched;
 
 use std::time::SystemTime;
@@ -25,6 +26,7 @@ pub use map::{
 };
 pub use push::{push, Endpoint, Protocol, Pushed};
 pub use runs::{session_runs, TraceOptions, OUTPUT_BYTES};
+pub use setting::{save_trace_setting, trace_setting, TraceSetting};
 pub use watched::WatchedExport;
 
 use crate::sessions::session::{Timestamp, Workspace};

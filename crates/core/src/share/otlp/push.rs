@@ -31,7 +31,7 @@ pub enum Protocol {
 }
 
 impl Protocol {
-    fn parse(text: &str, from: &str) -> Result<Protocol, Error> {
+    pub(super) fn parse(text: &str, from: &str) -> Result<Protocol, Error> {
         match text.trim() {
             "http/protobuf" => Ok(Protocol::HttpProtobuf),
             "http/json" => Ok(Protocol::HttpJson),
@@ -67,19 +67,19 @@ struct StudioFile {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct OtlpTable {
-    endpoint: String,
-    protocol: Option<String>,
+pub(super) struct OtlpTable {
+    pub(super) endpoint: String,
+    pub(super) protocol: Option<String>,
     #[serde(default)]
-    headers: BTreeMap<String, String>,
+    pub(super) headers: BTreeMap<String, String>,
 }
 
 /// `base` with `/v1/traces` appended, as the exporter's base endpoint variable is read.
-fn traces_url(base: &str) -> String {
+pub(super) fn traces_url(base: &str) -> String {
     format!("{}/v1/traces", base.trim_end_matches('/'))
 }
 
-fn check_url(url: &str, from: &str) -> Result<(), Error> {
+pub(super) fn check_url(url: &str, from: &str) -> Result<(), Error> {
     if url.starts_with("http://") || url.starts_with("https://") {
         Ok(())
     } else {
@@ -141,20 +141,10 @@ impl Endpoint {
     /// The `[otlp]` table of the workspace's `.zibby/studio.toml` (read as the agents are: a
     /// regular file, bounded).
     fn from_studio_file(workspace_root: &Path) -> Result<Option<Endpoint>, Error> {
-        if untrusted::confined_folder(workspace_root, &[".zibby"])?.is_none() {
+        let from = workspace_root.join(AGENTS_FILE).display().to_string();
+        let Some(table) = studio_table(workspace_root)? else {
             return Ok(None);
-        }
-        let path = workspace_root.join(AGENTS_FILE);
-        let bytes = match untrusted::read_bounded(&path, MAX_AGENTS_FILE_BYTES) {
-            Ok(bytes) => bytes,
-            Err(e) if untrusted::is_not_found(&e) => return Ok(None),
-            Err(e) => return Err(e),
         };
-        let from = path.display().to_string();
-        let file: StudioFile = toml::from_str(&String::from_utf8_lossy(&bytes)).map_err(|e| Error::InvalidRequest {
-            reason: format!("{from}: [otlp]: {}", e.message()),
-        })?;
-        let Some(table) = file.otlp else { return Ok(None) };
         let url = traces_url(table.endpoint.trim());
         check_url(&url, &from)?;
         let protocol = match &table.protocol {
@@ -168,6 +158,24 @@ impl Endpoint {
             from,
         }))
     }
+}
+
+/// The `[otlp]` table of the workspace's `.zibby/studio.toml` as written (read as the agents
+/// are: a regular file, bounded); `None` when it has none.
+pub(super) fn studio_table(workspace_root: &Path) -> Result<Option<OtlpTable>, Error> {
+    if untrusted::confined_folder(workspace_root, &[".zibby"])?.is_none() {
+        return Ok(None);
+    }
+    let path = workspace_root.join(AGENTS_FILE);
+    let bytes = match untrusted::read_bounded(&path, MAX_AGENTS_FILE_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) if untrusted::is_not_found(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let file: StudioFile = toml::from_str(&String::from_utf8_lossy(&bytes)).map_err(|e| Error::InvalidRequest {
+        reason: format!("{}: [otlp]: {}", path.display(), e.message()),
+    })?;
+    Ok(file.otlp)
 }
 
 /// What a push sent.
