@@ -23,7 +23,7 @@ pub fn upload(moto: &Moto, sessions: &[CapturedSession], create: bool) {
 
 /// The shared credentials and config files of a profile `moto-reader` holding moto's test keys
 /// (no default profile): a client reaches moto only with that profile.
-pub fn profile_files(folder: &std::path::Path) -> (String, String) {
+fn profile_files(folder: &std::path::Path) -> (String, String) {
     let (credentials, config) = (folder.join("aws-credentials"), folder.join("aws-config"));
     std::fs::write(
         &credentials,
@@ -32,4 +32,17 @@ pub fn profile_files(folder: &std::path::Path) -> (String, String) {
     .unwrap();
     std::fs::write(&config, "[profile moto-reader]\nregion = us-east-1\n").unwrap();
     (credentials.display().to_string(), config.display().to_string())
+}
+
+/// The window's environment for a bucket read with the profile `moto-reader` ([`profile_files`],
+/// written in `here`'s data folder) and no keys, endpoint or region in the variables (the form's
+/// profile and endpoint give them), its cache in `here`'s data folder.
+pub fn profile_env(here: &Workspace) -> Vec<(&'static str, String)> {
+    let (credentials, config) = profile_files(here.data_home());
+    vec![
+        ("AWS_SHARED_CREDENTIALS_FILE", credentials),
+        ("AWS_CONFIG_FILE", config),
+        ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ("XDG_CACHE_HOME", here.data_home().join("cache").display().to_string()),
+    ]
 }

@@ -7,7 +7,7 @@ use fantoccini::{Client, Locator};
 use serde_json::json;
 use test_servers::moto::Moto;
 
-use crate::buckets::{profile_files, upload, BUCKET};
+use crate::buckets::{profile_env, upload, BUCKET};
 use crate::harness::{click, eventually, screenshot, wait_for, App, Workspace, FANOUT, PIPELINE};
 
 /// The window's environment for a bucket on `moto`: its variables (endpoint, keys, region) and
@@ -136,16 +136,10 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_with_a_profile_and_open_r
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::with_sessions(&[FANOUT]);
-    let cache = here.data_home().join("cache").display().to_string();
-    let (credentials, config) = profile_files(here.data_home());
     // No keys, no endpoint, no region in the variables: the keys come from the form's profile,
     // the endpoint from its endpoint field.
-    let env = [
-        ("AWS_SHARED_CREDENTIALS_FILE", credentials.as_str()),
-        ("AWS_CONFIG_FILE", config.as_str()),
-        ("AWS_EC2_METADATA_DISABLED", "true"),
-        ("XDG_CACHE_HOME", cache.as_str()),
-    ];
+    let env = profile_env(&here);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let endpoint = moto.endpoint();
     // Opened before: the form opens them without the system's question (the dialogs binary's
     // `opening` answers it for a bucket at an endpoint, then checks Open Recent keeps both).

@@ -388,18 +388,7 @@ async fn a_link_to_a_folder_not_opened_before_asks_first() {
     };
     App::run(&first, move |client| async move {
         wait_for(&client, "tr[data-session-id]").await;
-        let open_link = || {
-            std::process::Command::new(harness::app_binary())
-                .arg(&link)
-                .env("ZIBBY_STUDIO_DB", &db)
-                .env("XDG_DATA_HOME", &data_home)
-                .env("XDG_CONFIG_HOME", data_home.join("config"))
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .expect("open the link")
-        };
+        let open_link = || launch_link(&link, &db, &data_home);
         assert!(open_link().success(), "the link's launch hands over and exits");
         assert!(
             within(Duration::from_secs(15), || x11::has_window(OPEN_FOLDER_TITLE)).await,
@@ -427,6 +416,21 @@ async fn a_link_to_a_folder_not_opened_before_asks_first() {
         assert!(recent().contains(&stranger_root));
     })
     .await;
+}
+
+/// Launches the app with `link` on the store `db` and data folder `data_home` (as the desktop
+/// opens a `zibby-studio://` link): it hands the link to the running window and exits.
+fn launch_link(link: &str, db: &std::path::Path, data_home: &std::path::Path) -> std::process::ExitStatus {
+    Command::new(harness::app_binary())
+        .arg(link)
+        .env("ZIBBY_STUDIO_DB", db)
+        .env("XDG_DATA_HOME", data_home)
+        .env("XDG_CONFIG_HOME", data_home.join("config"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("open the link")
 }
 
 /// The texts of the elements `css` finds.

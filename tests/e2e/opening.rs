@@ -15,9 +15,9 @@ use std::time::Duration;
 use fantoccini::Client;
 use test_servers::moto::Moto;
 
-use crate::buckets::{profile_files, upload, BUCKET};
-use crate::harness::{self, click, eventually, wait_for, App, Workspace, FANOUT, PIPELINE};
-use crate::{answer_natively, display_screenshot, texts, within, x11, DISPLAY, OPEN_FOLDER_TITLE};
+use crate::buckets::{profile_env, upload, BUCKET};
+use crate::harness::{click, eventually, wait_for, App, Workspace, FANOUT, PIPELINE};
+use crate::{answer_natively, display_screenshot, launch_link, texts, within, x11, DISPLAY, OPEN_FOLDER_TITLE};
 
 const OPEN_HOST_TITLE: &str = "Open a workspace on this host?";
 const OPEN_BUCKET_TITLE: &str = "Open this bucket as a workspace?";
@@ -145,16 +145,7 @@ async fn a_link_to_a_host_or_a_bucket_asks_worded_for_what_it_opens() {
         ] {
             let mut link = url::Url::parse("zibby-studio://open").unwrap();
             link.query_pairs_mut().append_pair("workspace", workspace);
-            let launched = std::process::Command::new(harness::app_binary())
-                .arg(link.as_str())
-                .env("ZIBBY_STUDIO_DB", &db)
-                .env("XDG_DATA_HOME", &data_home)
-                .env("XDG_CONFIG_HOME", data_home.join("config"))
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .expect("open the link");
+            let launched = launch_link(link.as_str(), &db, &data_home);
             assert!(launched.success(), "the link's launch hands over and exits");
             assert!(
                 within(Duration::from_secs(15), || x11::has_window(title)).await,
@@ -179,16 +170,10 @@ async fn the_form_opens_a_bucket_at_an_endpoint_after_the_users_yes_and_open_rec
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::with_sessions(&[FANOUT]);
-    let cache = here.data_home().join("cache").display().to_string();
-    let (credentials, config) = profile_files(here.data_home());
     // No keys, no endpoint in the variables: the keys come from the form's profile, the endpoint
     // from its field.
-    let env = [
-        ("AWS_SHARED_CREDENTIALS_FILE", credentials.as_str()),
-        ("AWS_CONFIG_FILE", config.as_str()),
-        ("AWS_EC2_METADATA_DISABLED", "true"),
-        ("XDG_CACHE_HOME", cache.as_str()),
-    ];
+    let env = profile_env(&here);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let endpoint = moto.endpoint();
     App::run_with_env(&here, &env, |client| async move {
         wait_for(&client, &format!("tr[data-session-id='{}']", FANOUT.id)).await;
