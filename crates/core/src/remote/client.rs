@@ -770,3 +770,38 @@ fn keep_tail(mut pipe: impl Read + Send + 'static, tail: Arc<Mutex<Vec<u8>>>) {
         tracing::warn!(%error, "cannot keep the studio server's stderr");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &[u8]) -> Result<Prelude, String> {
+        read_prelude(&mut &text[..], "n1", 64, &Mutex::new(Vec::new()))
+    }
+
+    #[test]
+    fn a_prelude_is_read_after_a_shells_junk() {
+        let prelude =
+            read(b"Welcome\nzstudio-prelude n0\nzstudio-prelude n1\nhome /h\nzstudio-prelude-end n1 serve\n{}\n")
+                .unwrap();
+        assert_eq!(prelude.lines, ["home /h"]);
+        assert!(prelude.server_follows);
+        let stopped = read(b"zstudio-prelude n1\nzstudio-prelude-end n1 stop\n").unwrap();
+        assert!(stopped.lines.is_empty() && !stopped.server_follows);
+    }
+
+    #[test]
+    fn a_prelude_past_its_bounds_or_unfinished_is_refused() {
+        let junk = read(&[b'x'; 100]).unwrap_err();
+        assert!(junk.starts_with("more than 64 bytes came before"), "{junk}");
+        let many = format!("zstudio-prelude n1\n{}", "a b\n".repeat(MAX_PRELUDE_LINES + 1));
+        assert!(read(many.as_bytes()).unwrap_err().contains("more than 16 lines"));
+        let long = format!("zstudio-prelude n1\nhome {}\n", "x".repeat(MAX_PRELUDE_LINE_BYTES));
+        assert!(read(long.as_bytes()).unwrap_err().contains("longer than"));
+        let verdict = read(b"zstudio-prelude n1\nzstudio-prelude-end n1 run\n").unwrap_err();
+        assert!(verdict.contains("not `serve` or `stop`"), "{verdict}");
+        let cut = read(b"zstudio-prelude n1\nhome /h\n").unwrap_err();
+        assert!(cut.contains("ended after 1 lines"), "{cut}");
+        assert!(read(b"home /h\n").unwrap_err().starts_with("the link closed before"));
+    }
+}
