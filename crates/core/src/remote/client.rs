@@ -105,12 +105,51 @@ impl RemoteClient {
     /// Starts `command` with `--nonce <nonce>` appended (so it must end with the server's
     /// invocation, `… zstudio serve --stdio`), waits for its banner, and says `hello`. `host`
     /// names the other end in every error.
-    pub fn connect(
+    pub fn connect(host: impl Into<String>, command: Command, options: ClientOptions) -> Result<RemoteClient, Error> {
+        let (client, banner) = RemoteClient::start(host.into(), command, &options, None)?;
+        client.greet(&banner, Instant::now() + options.banner_timeout, options.banner_timeout)
+    }
+
+    /// [`RemoteClient::connect`] for a start script that says a [`Prelude`] before it starts the
+    /// server (its nonce the one appended, `--nonce <nonce>`, which it hands on to the server):
+    /// the prelude, and the client when the script said the server follows (`serve`).
+    pub fn connect_after_prelude(
         host: impl Into<String>,
-        mut command: Command,
+        command: Command,
         options: ClientOptions,
-    ) -> Result<RemoteClient, Error> {
-        let host = host.into();
+    ) -> Result<(Prelude, Option<RemoteClient>), Error> {
+        let deadline = Instant::now() + options.banner_timeout;
+        let (said, told) = mpsc::channel();
+        let (client, banner) = RemoteClient::start(host.into(), command, &options, Some(said))?;
+        let prelude = match told.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            Ok(Ok(prelude)) => prelude,
+            Ok(Err(what)) => return Err(client.failed(client.link_error(what))),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let junk = quoted_junk(&lock(&client.link.junk));
+                let what = format!(
+                    "the start script said nothing within {} s{junk}",
+                    options.banner_timeout.as_secs()
+                );
+                return Err(client.failed(client.link_error(what)));
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(client.failed(client.link.closed_error(&client))),
+        };
+        if !prelude.server_follows {
+            // The script ends by itself: dropping the client waits for it.
+            return Ok((prelude, None));
+        }
+        Ok((prelude, Some(client.greet(&banner, deadline, options.banner_timeout)?)))
+    }
+
+    /// Starts `command` and its reader (a prelude read first when `prelude` is given): the
+    /// client, and where its banner comes.
+    #[allow(clippy::type_complexity)]
+    fn start(
+        host: String,
+        mut command: Command,
+        options: &ClientOptions,
+        prelude: Option<Sender<Result<Prelude, String>>>,
+    ) -> Result<(RemoteClient, Receiver<Result<Banner, String>>), Error> {
         let nonce = uuid::Uuid::now_v7().simple().to_string();
         command
             .arg("--nonce")
@@ -142,15 +181,11 @@ impl RemoteClient {
             link: link.clone(),
             nonce,
             max_junk: options.max_junk_bytes,
+            prelude_found: prelude,
             banner_found,
             notify,
         };
-        let stdout = stdout.expect("stdout is piped");
-        std::thread::Builder::new()
-            .name("remote-reader".into())
-            .spawn(move || reader.run(stdout))
-            .map_err(|e| Error::io_spawn("the remote client's reader thread", e))?;
-        let mut client = RemoteClient {
+        let client = RemoteClient {
             host,
             banner: Banner {
                 zstudio: String::new(),
@@ -164,20 +199,48 @@ impl RemoteClient {
             call_timeout: options.call_timeout,
             notifications: Mutex::new(Some(notifications)),
         };
-        let greeted = client.wait_banner(&banner, options.banner_timeout).and_then(|banner| {
-            client.banner = banner;
-            client.hello()
-        });
-        if let Err(error) = greeted {
-            client.kill();
-            return Err(error);
+        let stdout = stdout.expect("stdout is piped");
+        let spawned = std::thread::Builder::new()
+            .name("remote-reader".into())
+            .spawn(move || reader.run(stdout));
+        if let Err(e) = spawned {
+            return Err(client.failed(Error::io_spawn("the remote client's reader thread", e)));
         }
-        Ok(client)
+        Ok((client, banner))
+    }
+
+    /// Waits for the banner (until `deadline`, `timeout` after the start) and says `hello`; the
+    /// server is ended when either fails.
+    fn greet(
+        mut self,
+        banner: &Receiver<Result<Banner, String>>,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<RemoteClient, Error> {
+        let greeted = self.wait_banner(banner, deadline, timeout).and_then(|banner| {
+            self.banner = banner;
+            self.hello()
+        });
+        match greeted {
+            Ok(()) => Ok(self),
+            Err(error) => Err(self.failed(error)),
+        }
+    }
+
+    /// `error`, once the server's process is ended (it failed to start or to greet).
+    fn failed(&self, error: Error) -> Error {
+        self.kill();
+        error
     }
 
     /// Waits for the reader to find the banner; then checks its version.
-    fn wait_banner(&self, found: &Receiver<Result<Banner, String>>, timeout: Duration) -> Result<Banner, Error> {
-        let banner = match found.recv_timeout(timeout) {
+    fn wait_banner(
+        &self,
+        found: &Receiver<Result<Banner, String>>,
+        deadline: Instant,
+        timeout: Duration,
+    ) -> Result<Banner, Error> {
+        let banner = match found.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(Ok(banner)) => banner,
             Ok(Err(what)) => return Err(self.link_error(what)),
             Err(mpsc::RecvTimeoutError::Timeout) => {
@@ -385,7 +448,9 @@ impl RemoteClient {
         loop {
             match child.try_wait() {
                 Ok(Some(status)) => return Ok(status),
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                // A server exits within milliseconds of its input closing: looked at often (a
+                // `--remote` command ends as soon as its server has).
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
                 Ok(None) => {
                     let _ = child.kill();
                     let _ = child.wait();
@@ -477,14 +542,29 @@ struct Reader {
     link: Arc<Link>,
     nonce: String,
     max_junk: usize,
+    /// Where the start script's prelude goes, when one comes before the banner.
+    prelude_found: Option<Sender<Result<Prelude, String>>>,
     banner_found: Sender<Result<Banner, String>>,
     notify: SyncSender<Notification>,
 }
 
 impl Reader {
-    fn run(self, stdout: ChildStdout) {
+    fn run(mut self, stdout: ChildStdout) {
         // A pipe holds 64 KiB: read it whole at each wakeup.
         let mut input = BufReader::with_capacity(READ_BUFFER_BYTES, stdout);
+        if let Some(found) = self.prelude_found.take() {
+            let prelude = read_prelude(&mut input, &self.nonce, self.max_junk, &self.link.junk);
+            let why = match &prelude {
+                Ok(prelude) if prelude.server_follows => None,
+                Ok(_) => Some("the start script ended before the studio server".to_owned()),
+                Err(what) => Some(what.clone()),
+            };
+            let _ = found.send(prelude);
+            if let Some(why) = why {
+                self.link.close(why);
+                return;
+            }
+        }
         let why = match self.find_banner(&mut input) {
             Ok(banner) => {
                 let _ = self.banner_found.send(Ok(banner));
@@ -500,34 +580,17 @@ impl Reader {
 
     /// Skips every line before the banner with this client's nonce: at most `max_junk` bytes.
     fn find_banner(&self, input: &mut impl BufRead) -> Result<Banner, String> {
-        let mut line = Vec::new();
-        loop {
-            let read = read_line_bounded(input, self.max_junk + 1, &mut line)
-                .map_err(|e| format!("cannot read from the studio server: {e}"))?;
-            let mut junk = lock(&self.link.junk);
-            if read == LineRead::End {
-                return Err(format!(
-                    "the link closed before the studio server's banner{}",
-                    quoted_junk(&junk)
-                ));
-            }
-            if read == LineRead::Line {
-                if let Ok(banner) = serde_json::from_slice::<Banner>(&line) {
-                    if banner.nonce == self.nonce {
-                        return Ok(banner);
-                    }
-                }
-            }
-            junk.extend_from_slice(&line);
-            junk.push(b'\n');
-            if junk.len() > self.max_junk {
-                return Err(format!(
-                    "more than {} bytes came before the studio server's banner{}",
-                    self.max_junk,
-                    quoted_junk(&junk)
-                ));
-            }
-        }
+        skip_junk_until(
+            input,
+            self.max_junk,
+            &self.link.junk,
+            "the studio server's banner",
+            |line| {
+                serde_json::from_slice::<Banner>(line)
+                    .ok()
+                    .filter(|banner| banner.nonce == self.nonce)
+            },
+        )
     }
 
     /// Reads replies and notifications until the link closes; returns why it closed.
@@ -574,6 +637,109 @@ impl Reader {
     }
 }
 
+/// Skips lines (kept in `junk`, at most `max_junk` bytes in all) until one that `wanted` takes:
+/// what a remote shell prints before `what`.
+fn skip_junk_until<T>(
+    input: &mut impl BufRead,
+    max_junk: usize,
+    junk: &Mutex<Vec<u8>>,
+    what: &str,
+    mut wanted: impl FnMut(&[u8]) -> Option<T>,
+) -> Result<T, String> {
+    let mut line = Vec::new();
+    loop {
+        let read = read_line_bounded(input, max_junk + 1, &mut line)
+            .map_err(|e| format!("cannot read from the studio server: {e}"))?;
+        let mut junk = lock(junk);
+        if read == LineRead::End {
+            return Err(format!("the link closed before {what}{}", quoted_junk(&junk)));
+        }
+        if read == LineRead::Line {
+            if let Some(found) = wanted(&line) {
+                return Ok(found);
+            }
+        }
+        junk.extend_from_slice(&line);
+        junk.push(b'\n');
+        if junk.len() > max_junk {
+            return Err(format!(
+                "more than {max_junk} bytes came before {what}{}",
+                quoted_junk(&junk)
+            ));
+        }
+    }
+}
+
+/// What a start script says before the studio server it starts
+/// ([`RemoteClient::connect_after_prelude`]): its lines between `zstudio-prelude NONCE` and
+/// `zstudio-prelude-end NONCE serve` (the server's banner follows) or `… stop` (the script ends).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prelude {
+    /// Its lines, at most [`MAX_PRELUDE_LINES`] of at most [`MAX_PRELUDE_LINE_BYTES`] each (not
+    /// UTF-8: read lossily, for the caller to parse).
+    pub lines: Vec<String>,
+    /// Whether the server's banner follows.
+    pub server_follows: bool,
+}
+
+/// The most lines a prelude has.
+pub const MAX_PRELUDE_LINES: usize = 16;
+/// The longest line of a prelude (a path, with its key).
+pub const MAX_PRELUDE_LINE_BYTES: usize = 8 * 1024;
+
+/// Reads a start script's prelude for `nonce`: the lines before its first line are skipped as a
+/// remote shell's (at most `max_junk` bytes, kept in `junk`); its own lines are bounded in number
+/// and length, and it ends with `serve` or `stop`, or it is refused with what was wrong.
+pub fn read_prelude(
+    input: &mut impl BufRead,
+    nonce: &str,
+    max_junk: usize,
+    junk: &Mutex<Vec<u8>>,
+) -> Result<Prelude, String> {
+    let first = format!("zstudio-prelude {nonce}");
+    let last = format!("zstudio-prelude-end {nonce} ");
+    skip_junk_until(input, max_junk, junk, "the start script's first line", |line| {
+        (line == first.as_bytes()).then_some(())
+    })?;
+    let mut lines = Vec::new();
+    let mut line = Vec::new();
+    loop {
+        let read = read_line_bounded(input, MAX_PRELUDE_LINE_BYTES, &mut line)
+            .map_err(|e| format!("cannot read from the start script: {e}"))?;
+        match read {
+            LineRead::Line => {}
+            LineRead::End => {
+                return Err(format!(
+                    "the start script ended after {} lines, unfinished",
+                    lines.len()
+                ))
+            }
+            LineRead::TooLong => {
+                return Err(format!(
+                    "the start script said a line longer than {MAX_PRELUDE_LINE_BYTES} bytes"
+                ))
+            }
+        }
+        if let Some(verdict) = line.strip_prefix(last.as_bytes()) {
+            let server_follows = match verdict {
+                b"serve" => true,
+                b"stop" => false,
+                other => {
+                    return Err(format!(
+                        "the start script ended with `{}`, not `serve` or `stop`",
+                        shown(&String::from_utf8_lossy(other))
+                    ))
+                }
+            };
+            return Ok(Prelude { lines, server_follows });
+        }
+        if lines.len() == MAX_PRELUDE_LINES {
+            return Err(format!("the start script said more than {MAX_PRELUDE_LINES} lines"));
+        }
+        lines.push(String::from_utf8_lossy(&line).into_owned());
+    }
+}
+
 /// What came before the banner, quoted with its hidden characters as escapes (its last 300
 /// bytes at most).
 fn quoted_junk(junk: &[u8]) -> String {
@@ -602,5 +768,40 @@ fn keep_tail(mut pipe: impl Read + Send + 'static, tail: Arc<Mutex<Vec<u8>>>) {
     });
     if let Err(error) = spawned {
         tracing::warn!(%error, "cannot keep the studio server's stderr");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &[u8]) -> Result<Prelude, String> {
+        read_prelude(&mut &text[..], "n1", 64, &Mutex::new(Vec::new()))
+    }
+
+    #[test]
+    fn a_prelude_is_read_after_a_shells_junk() {
+        let prelude =
+            read(b"Welcome\nzstudio-prelude n0\nzstudio-prelude n1\nhome /h\nzstudio-prelude-end n1 serve\n{}\n")
+                .unwrap();
+        assert_eq!(prelude.lines, ["home /h"]);
+        assert!(prelude.server_follows);
+        let stopped = read(b"zstudio-prelude n1\nzstudio-prelude-end n1 stop\n").unwrap();
+        assert!(stopped.lines.is_empty() && !stopped.server_follows);
+    }
+
+    #[test]
+    fn a_prelude_past_its_bounds_or_unfinished_is_refused() {
+        let junk = read(&[b'x'; 100]).unwrap_err();
+        assert!(junk.starts_with("more than 64 bytes came before"), "{junk}");
+        let many = format!("zstudio-prelude n1\n{}", "a b\n".repeat(MAX_PRELUDE_LINES + 1));
+        assert!(read(many.as_bytes()).unwrap_err().contains("more than 16 lines"));
+        let long = format!("zstudio-prelude n1\nhome {}\n", "x".repeat(MAX_PRELUDE_LINE_BYTES));
+        assert!(read(long.as_bytes()).unwrap_err().contains("longer than"));
+        let verdict = read(b"zstudio-prelude n1\nzstudio-prelude-end n1 run\n").unwrap_err();
+        assert!(verdict.contains("not `serve` or `stop`"), "{verdict}");
+        let cut = read(b"zstudio-prelude n1\nhome /h\n").unwrap_err();
+        assert!(cut.contains("ended after 1 lines"), "{cut}");
+        assert!(read(b"home /h\n").unwrap_err().starts_with("the link closed before"));
     }
 }

@@ -88,19 +88,12 @@ impl Drop for Live {
     }
 }
 
-/// Connects to `target`'s host, puts the server there when missing and starts it on the
-/// target's workspace: one server and its connection.
+/// Connects to `target`'s host and starts the server on the target's workspace (one command
+/// through the master: the host probed, the server found and started; put there first when
+/// missing): one server and its connection.
 fn connect(target: &RemoteTarget, options: &LinkOptions) -> Result<Live, Error> {
-    let connection = Connection::open(target, &options.connect)?;
-    let server = connection.ensure_server(&options.server_binary)?;
-    let command = connection.command([
-        server.program.as_str(),
-        "serve",
-        "--stdio",
-        "--workspace",
-        connection.workspace_path(),
-    ])?;
-    let client = RemoteClient::connect(connection.host(), command, options.client.clone())?;
+    let mut connection = Connection::attach(target, &options.connect)?;
+    let client = connection.start_server(&options.server_binary, &options.client)?;
     Ok(Live {
         client,
         connection: Some(connection),

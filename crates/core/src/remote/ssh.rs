@@ -16,15 +16,19 @@
 //! for the remote shell (a POSIX shell: sh, bash, zsh, dash). [`Connection::close`] (or drop)
 //! runs `ssh -O exit` and reaps the master: nothing is left running here. With
 //! [`ConnectOptions::keep_for`] (the CLI's `--keep-connection`), the master is kept that long
-//! after its last use instead, for the next process to use (`connection`'s kept masters).
+//! after its last use instead, for the next process to use (`kept`).
 //!
 //! [`Connection::ensure_server`] (in `bootstrap`) finds or uploads the same `zstudio` build on the
-//! host.
+//! host; [`Connection::start_server`] (in `start`) probes the host, checks the server there and
+//! starts it in one command through the master (after [`Connection::attach`], which connects
+//! without probing), what the host says before the server's banner read strictly.
 
 mod bootstrap;
 mod connection;
 mod errors;
+mod kept;
 mod sockets;
+mod start;
 mod target;
 
 pub use bootstrap::{build_id, local_platform, BuildInfo, RemoteServer, SERVER_DIR};

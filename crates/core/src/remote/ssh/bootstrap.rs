@@ -151,7 +151,7 @@ impl Verified {
 
     /// Keeps the `identity ID` a script printed with `installed PATH` (`seen`: what was kept
     /// already); forgets what was kept when it printed none.
-    fn keep_identity(&self, said: &str, seen: &str) {
+    pub(super) fn keep_identity(&self, said: &str, seen: &str) {
         let installed = said.lines().any(|line| line.starts_with("installed "));
         let identity = said
             .lines()
@@ -200,30 +200,36 @@ fn same_platform(a: &str, b: &str) -> bool {
     normal(a) == normal(b)
 }
 
-/// What both scripts below share: `safe PATH` (the login's own, written by no one else: not
-/// group- or other-writable), `sum PATH` (the first 16 hex digits of its SHA-256, with coreutils'
+/// What the scripts share: `safe PATH…` (each the login's own, written by no one else: not
+/// group- or other-writable; one `find` for all), `sum PATH` (the first 16 hex digits of its SHA-256, with coreutils'
 /// `sha256sum` or Perl's `shasum`; empty when the host has neither).
-const SCRIPT_HELPERS: &str = r#"safe() { [ -O "$1" ] && [ -z "$(find "$1" -prune \( -perm -020 -o -perm -002 \) -print)" ]; }
+pub(super) const SCRIPT_HELPERS: &str = r#"safe() { for s in "$@"; do [ -O "$s" ] || return 1; done; [ -z "$(find "$@" -prune \( -perm -020 -o -perm -002 \) -print)" ]; }
 sum() { (sha256sum "$1" 2>/dev/null || shasum -a 256 "$1" 2>/dev/null) | cut -c1-16; }
 "#;
 
-/// Looks for the build in [`SERVER_DIR`] and on the PATH: `installed PATH`, `path PATH` or `none`.
-/// A file of the build's name is taken only when it, its folder and `~/.zibby-studio` are the
-/// login's own and written by no one else, and its SHA-256 is the build's (`$2`): another program
+/// `find_server NAME BUILD SEEN`: looks for the build in [`SERVER_DIR`] and on the PATH, prints
+/// `installed PATH`, `path PATH` or `none`, and sets `server` to what it found. A file of the
+/// build's name (`NAME`) is taken only when it, its folder and `~/.zibby-studio` are the login's
+/// own and written by no one else, and its SHA-256 is the build's (`BUILD`): another program
 /// planted under that name is never run (it is replaced by an upload). Its SHA-256 is not read
 /// again when the file's identity (`stat -c %d:%i:%s:%.9Y:%.9Z`: device, inode, size,
-/// modification and change times) is `$3`, the one this machine saw when it last checked it (`identity ID`
-/// is printed before `installed`). A `zstudio` on the PATH is taken when its SHA-256 is the
-/// build's, read without running it, and no one but its owner (the login or root) can write it.
-const FIND_SCRIPT: &str = r#"d=$HOME/.zibby-studio/server
-f="$d/$1"
-if [ -f "$f" ] && [ ! -L "$f" ] && [ -x "$f" ] && safe "$HOME/.zibby-studio" && safe "$d" && safe "$f"; then
-  id=$(stat -c %d:%i:%s:%.9Y:%.9Z "$f" 2>/dev/null)
-  if { [ -n "$3" ] && [ "$id" = "$3" ]; } || [ "$(sum "$f")" = "$2" ]; then
-    printf 'identity %s\ninstalled %s\n' "$id" "$f"; exit 0; fi
-fi
-if p=$(command -v zstudio 2>/dev/null) && [ -z "$(find "$p" -prune \( -perm -020 -o -perm -002 \) -print)" ] \
-   && [ "$(sum "$p")" = "$2" ]; then printf 'path %s\n' "$p"; else echo none; fi"#;
+/// modification and change times) is `SEEN`, the one this machine saw when it last checked it
+/// (`identity ID` is printed before `installed`). A `zstudio` on the PATH is taken when its
+/// SHA-256 is the build's, read without running it, and no one but its owner (the login or root)
+/// can write it.
+pub(super) const FIND_FUNCTION: &str = r#"find_server() {
+  server=
+  d=$HOME/.zibby-studio/server
+  f="$d/$1"
+  if [ -f "$f" ] && [ ! -L "$f" ] && [ -x "$f" ] && safe "$HOME/.zibby-studio" "$d" "$f"; then
+    id=$(stat -c %d:%i:%s:%.9Y:%.9Z "$f" 2>/dev/null)
+    if { [ -n "$3" ] && [ "$id" = "$3" ]; } || [ "$(sum "$f")" = "$2" ]; then
+      printf 'identity %s\ninstalled %s\n' "$id" "$f"; server=$f; return 0; fi
+  fi
+  if p=$(command -v zstudio 2>/dev/null) && [ -z "$(find "$p" -prune \( -perm -020 -o -perm -002 \) -print)" ] \
+     && [ "$(sum "$p")" = "$2" ]; then printf 'path %s\n' "$p"; server=$p; else echo none; fi
+}
+"#;
 
 /// Writes stdin to a temporary file of [`SERVER_DIR`], checks its size (`$2`) and that it runs,
 /// renames it to `$1`, then removes the other builds (`removed PATH` each). `~/.zibby-studio` and
@@ -254,8 +260,8 @@ done"#;
 impl Connection {
     /// What this machine keeps about `about` on this host, reached this way, between processes
     /// (a server's verified identity), in the connection's runtime folder.
-    fn verified(&self, about: &str) -> Option<Verified> {
-        let host = super::connection::kept_name(self.target(), self.options());
+    pub(super) fn verified(&self, about: &str) -> Option<Verified> {
+        let host = super::kept::kept_name(self.target(), self.options());
         Verified::open(self.options().runtime_dir.as_deref(), &format!("{host} {about}"))
     }
 
@@ -265,7 +271,7 @@ impl Connection {
     pub fn ensure_server(&self, local_binary: &Path) -> Result<RemoteServer, SshError> {
         let build = BuildInfo::of_binary(local_binary)?;
         let name = build.file_name();
-        let script = format!("{SCRIPT_HELPERS}{FIND_SCRIPT}");
+        let script = format!("{SCRIPT_HELPERS}{FIND_FUNCTION}find_server \"$1\" \"$2\" \"$3\"");
         // What this machine saw of the server there when it last read its SHA-256.
         let verified = self.verified(&format!("server {name}"));
         let seen = verified.as_ref().and_then(Verified::read).unwrap_or_default();
@@ -298,7 +304,7 @@ impl Connection {
         self.upload(local_binary, build)
     }
 
-    fn upload(&self, local_binary: &Path, build: BuildInfo) -> Result<RemoteServer, SshError> {
+    pub(super) fn upload(&self, local_binary: &Path, build: BuildInfo) -> Result<RemoteServer, SshError> {
         if !same_platform(self.remote_platform(), &build.platform) {
             return Err(SshError::UnsupportedPlatform {
                 host: self.host(),

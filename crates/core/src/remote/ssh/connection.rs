@@ -6,10 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
-
 use super::errors::{io, last_lines, SshError};
-use super::sockets::{private_dir, runtime_dir, sweep_leftovers, unique_name};
+use super::sockets::unique_name;
 use super::target::RemoteTarget;
 
 /// How a connection is made; [`Default`] is what the studio uses.
@@ -59,7 +57,7 @@ pub(super) enum Master {
     /// Started by this connection, ended when it closes.
     Own(Child),
     /// Kept for [`ConnectOptions::keep_for`] after its last use: started by this process or an
-    /// earlier one (the kept masters, at the end of this file), ended by ssh once idle that long, or at once when a signal
+    /// earlier one (the `kept` module), ended by ssh once idle that long, or at once when a signal
     /// ends this process.
     Kept { pid: u32 },
     /// A kept master this connection no longer uses (closed here, left for the next process).
@@ -85,14 +83,17 @@ impl Connection {
     /// Connects to `target`'s host (one ControlMaster), checks its workspace folder and learns the
     /// host's home and platform. Errors name the host and say what failed.
     pub fn open(target: &RemoteTarget, options: &ConnectOptions) -> Result<Connection, SshError> {
-        let dir = match &options.runtime_dir {
-            Some(dir) => private_dir(dir)?,
-            None => runtime_dir()?,
-        };
-        sweep_leftovers(&dir);
-        if let Some(keep_for) = options.keep_for {
-            return open_kept(target, options, &dir, keep_for);
-        }
+        let mut connection = Connection::attach(target, options)?;
+        connection.probe()?;
+        Ok(connection)
+    }
+
+    /// Starts a master of this connection's own (ended when it closes), in `dir`.
+    pub(super) fn open_own(
+        target: &RemoteTarget,
+        options: &ConnectOptions,
+        dir: &Path,
+    ) -> Result<Connection, SshError> {
         let name = unique_name();
         let control_path = dir.join(format!("{name}.sock"));
         let log_path = dir.join(format!("{name}.log"));
@@ -104,7 +105,7 @@ impl Connection {
         Connection::ready(target, options, control_path, log_path, Master::Own(master))
     }
 
-    /// The connection of a master that is up or starting: once it is ready, the host probed.
+    /// The connection of a master that is up or starting, once it is ready.
     pub(super) fn ready(
         target: &RemoteTarget,
         options: &ConnectOptions,
@@ -112,7 +113,7 @@ impl Connection {
         log_path: PathBuf,
         master: Master,
     ) -> Result<Connection, SshError> {
-        let mut connection = Connection {
+        let connection = Connection {
             target: target.clone(),
             options: options.clone(),
             control_path,
@@ -123,7 +124,6 @@ impl Connection {
             remote_platform: String::new(),
         };
         connection.wait_until_ready()?;
-        connection.probe()?;
         Ok(connection)
     }
 }
@@ -224,6 +224,14 @@ impl Connection {
     /// The remote login's `$HOME`.
     pub fn remote_home(&self) -> &str {
         &self.remote_home
+    }
+
+    /// Keeps what the host said of itself (its probe): its `$HOME`, `uname -sm`, and the
+    /// workspace folder as an absolute path.
+    pub(super) fn set_host_facts(&mut self, home: &str, platform: &str, workspace: &str) {
+        home.clone_into(&mut self.remote_home);
+        platform.clone_into(&mut self.remote_platform);
+        workspace.clone_into(&mut self.workspace_path);
     }
 
     /// The host's `uname -sm` (`Linux x86_64`).
@@ -414,47 +422,6 @@ impl Connection {
         }
     }
 
-    /// One command through the master: the remote `$HOME`, `uname -sm`, and the workspace
-    /// folder's state (missing, not a folder, a link, its `.zibby` folders links).
-    fn probe(&mut self) -> Result<(), SshError> {
-        const SCRIPT: &str = r#"printf '%s\n' "$HOME"; uname -sm
-case "$1" in "~") ws=$HOME ;; "~/"*) ws=$HOME/${1#"~/"} ;; *) ws=$1 ;; esac
-printf '%s\n' "$ws"
-if [ ! -e "$ws" ] && [ ! -L "$ws" ]; then echo missing
-elif [ -L "$ws" ]; then echo link
-elif [ ! -d "$ws" ]; then echo not-a-folder
-else for sub in .zibby .zibby/output .zibby/output/sessions; do
-  if [ -L "$ws/$sub" ]; then echo "link-inside $sub"; exit 0; fi; done; echo ok; fi"#;
-        let output = self.run(&["sh", "-c", SCRIPT, "sh", &self.target.path], None, 64 * 1024)?;
-        let text = String::from_utf8_lossy(&output);
-        let lines: Vec<&str> = text.lines().collect();
-        let [home, platform, workspace, state] = lines[lines.len().saturating_sub(4)..] else {
-            return Err(SshError::Ssh {
-                host: self.host(),
-                detail: format!("unexpected probe output: {text:?}"),
-            });
-        };
-        self.remote_home = home.to_string();
-        self.remote_platform = platform.to_string();
-        self.workspace_path = workspace.to_string();
-        let reason = match state {
-            "ok" => return Ok(()),
-            "missing" => "does not exist".to_string(),
-            "link" => "is a symbolic link: give the folder it points to".to_string(),
-            "not-a-folder" => "is not a folder".to_string(),
-            other => match other.strip_prefix("link-inside ") {
-                Some(sub) => format!("has {sub} as a symbolic link, which could lead out of the workspace"),
-                None => format!("could not be checked ({other})"),
-            },
-        };
-        Err(SshError::RemotePath {
-            host: self.host(),
-            // What the host's shell printed: shown escaped.
-            path: crate::vocabulary::visible::shown(&self.workspace_path),
-            reason,
-        })
-    }
-
     /// The error of a command that failed in ssh itself: the master's own words when it ended.
     fn link_error(&self, stderr: &str) -> SshError {
         // The master may take a moment to exit after the link dropped.
@@ -512,6 +479,7 @@ pub fn end_open_masters() {
         crate::vocabulary::process::signal_process(&master.process, nix::sys::signal::Signal::SIGTERM);
         let _ = std::fs::remove_file(&master.control_path);
         let _ = std::fs::remove_file(&master.log_path);
+        let _ = std::fs::remove_file(super::sockets::pid_file(&master.control_path));
     }
 }
 
@@ -600,131 +568,4 @@ fn read_bounded(mut reader: impl Read, limit: u64) -> Vec<u8> {
     let _ = (&mut reader).take(limit).read_to_end(&mut kept);
     let _ = std::io::copy(&mut reader, &mut std::io::sink());
     kept
-}
-
-// A master kept between processes (`zstudio --keep-connection`, 60 s by default): a sequence of
-// `zstudio --remote …` commands pays ssh's handshake once, not once a command.
-//
-// Its control socket is named by what it reaches and how (`kept-<digest>.sock` in the private
-// runtime folder (`sockets::runtime_dir`): the host, user, port, ssh program, config file and askpass
-// program), so only a process that would connect the same way uses it. The first process starts
-// it with `ssh -f -M -N -o ControlPersist=SECS`: ssh forks it to the background once logged in,
-// and ends it itself once no command has used it for SECS; each later process checks it answers
-// (`ssh -O check`, which says its pid) and uses it, or starts a new one where it does not. A file
-// lock on that folder makes two processes starting at once share one master. A process ended
-// by a signal ends the kept master too ([`end_open_masters`]): what is
-// left behind is left only by a command that ended normally, and only for SECS.
-
-/// Opens a connection through the kept master of `target` in `dir`, started when none answers.
-fn open_kept(
-    target: &RemoteTarget,
-    options: &ConnectOptions,
-    dir: &Path,
-    keep_for: Duration,
-) -> Result<Connection, SshError> {
-    let name = kept_name(target, options);
-    let control_path = dir.join(format!("{name}.sock"));
-    let log_path = dir.join(format!("{name}.log"));
-    // The folder itself is the lock (nothing left behind): two processes never start two.
-    let lock = std::fs::File::open(dir).map_err(|source| io("open", dir, source))?;
-    lock.lock().map_err(|source| io("lock", dir, source))?;
-    let pid = match answering_master(target, options, &control_path) {
-        Some(pid) => pid,
-        None => start(target, options, &control_path, &log_path, keep_for)?,
-    };
-    drop(lock);
-    register_master(pid, &control_path, &log_path);
-    Connection::ready(target, options, control_path, log_path, Master::Kept { pid })
-}
-
-/// Starts the kept master and waits until ssh put it in the background (logged in): its pid.
-fn start(
-    target: &RemoteTarget,
-    options: &ConnectOptions,
-    control_path: &Path,
-    log_path: &Path,
-    keep_for: Duration,
-) -> Result<u32, SshError> {
-    let _ = std::fs::remove_file(control_path);
-    let log = std::fs::File::create(log_path).map_err(|source| io("create", log_path, source))?;
-    let persist = format!("{}s", keep_for.as_secs().max(1));
-    // `-f`: ssh forks once logged in, and this first process exits.
-    let mut first = master_command(target, options, control_path, &persist, true, log)?
-        .spawn()
-        .map_err(|source| io("start", &options.ssh_program, source))?;
-    let limit = options.connect_timeout + options.login_timeout;
-    let deadline = Instant::now() + limit;
-    let status = loop {
-        if let Some(status) = first
-            .try_wait()
-            .map_err(|source| io("wait for", &options.ssh_program, source))?
-        {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = first.kill();
-            let _ = first.wait();
-            return Err(SshError::NotAnswering {
-                host: target.label(),
-                detail: format!("no login within {}s", limit.as_secs()),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let said = || String::from_utf8_lossy(&std::fs::read(log_path).unwrap_or_default()).into_owned();
-    if !status.success() {
-        return Err(SshError::from_ssh_stderr(&target.label(), &said()));
-    }
-    answering_master(target, options, control_path).ok_or_else(|| SshError::Ssh {
-        host: target.label(),
-        detail: format!("the kept connection does not answer once started: {}", said().trim()),
-    })
-}
-
-/// The pid of the master answering on `control_path` (`ssh -O check` says `Master running
-/// (pid=N)`), if one does.
-fn answering_master(target: &RemoteTarget, options: &ConnectOptions, control_path: &Path) -> Option<u32> {
-    if !control_path.exists() {
-        return None;
-    }
-    let mut check = ssh_base(target, options);
-    check
-        .arg("-S")
-        .arg(control_path)
-        .args(["-O", "check", "--"])
-        .arg(&target.host);
-    let output = check.stdin(Stdio::null()).stdout(Stdio::null()).output().ok()?;
-    if !output.status.success() {
-        let _ = std::fs::remove_file(control_path);
-        return None;
-    }
-    let said = String::from_utf8_lossy(&output.stderr);
-    said.split("pid=").nth(1)?.split(')').next()?.trim().parse().ok()
-}
-
-/// `kept-<16 hex digits>`: the SHA-256 of everything that decides where and how ssh connects.
-pub(super) fn kept_name(target: &RemoteTarget, options: &ConnectOptions) -> String {
-    let mut digest = Sha256::new();
-    let parts = [
-        target.host.clone(),
-        target.user.clone().unwrap_or_default(),
-        target.port.map(|p| p.to_string()).unwrap_or_default(),
-        options.ssh_program.display().to_string(),
-        options
-            .ssh_config
-            .as_ref()
-            .map(|c| c.display().to_string())
-            .unwrap_or_default(),
-        options
-            .askpass
-            .as_ref()
-            .map(|a| a.display().to_string())
-            .unwrap_or_default(),
-    ];
-    for part in parts {
-        digest.update(part.as_bytes());
-        digest.update([0]);
-    }
-    let hex: String = digest.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
-    format!("kept-{hex}")
 }

@@ -80,6 +80,11 @@ fn leftover_of(path: &Path) -> Option<(u32, &str)> {
     (matches!(kind, "log" | "sock") && digits(pid) && digits(n)).then_some((pid.parse().ok()?, kind))
 }
 
+/// The file beside a kept master's socket that names its process (`kept`).
+pub(super) fn pid_file(control_path: &Path) -> PathBuf {
+    control_path.with_extension("pid")
+}
+
 /// A short name for a connection's files, unique in this process and among processes.
 pub(super) fn unique_name() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(0);

@@ -176,8 +176,9 @@ impl LiveExport {
         let deadline = Instant::now() + wait;
         let threads = std::mem::take(&mut self.readers).into_iter().chain(self.sender.take());
         for handle in threads {
+            // Looked at often: a studio's shutdown (a `--remote` command's server) waits here.
             while !handle.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(10));
+                std::thread::sleep(Duration::from_millis(1));
             }
             if handle.is_finished() {
                 let _ = handle.join();
