@@ -74,6 +74,24 @@ fn opening_a_connection_sweeps_what_studios_that_are_gone_left_in_the_socket_fol
         file(&format!("{gone}-x.log")),
         file(&format!("{gone}-3.txt")),
     ];
+    // A kept master's files: gone with its socket (after a while), kept while it answers.
+    let aged = |path: &std::path::Path, days: u64| {
+        let then = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 24 * 3600);
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(then)
+            .unwrap();
+    };
+    let ended_master = [file("kept-00000000000000aa.log"), file("kept-00000000000000aa.pid")];
+    let just_started = file("kept-00000000000000bb.log");
+    let living_master = file("kept-00000000000000cc.log");
+    let _living_socket = std::os::unix::net::UnixListener::bind(dir.join("kept-00000000000000cc.sock")).unwrap();
+    let (old_verified, new_verified) = (file("verified-00000000000000dd"), file("verified-00000000000000ee"));
+    for path in ended_master.iter().chain([&living_master, &old_verified]) {
+        aged(path, 40);
+    }
 
     let connection = Connection::open(&target(&sshd, &workspace), &client.options).unwrap();
     assert!(!gone_log.exists(), "the log of a studio that is gone is left");
@@ -83,6 +101,16 @@ fn opening_a_connection_sweeps_what_studios_that_are_gone_left_in_the_socket_fol
     for other in &others {
         assert!(other.exists(), "{} is not the studio's, yet removed", other.display());
     }
+    for ended in &ended_master {
+        assert!(!ended.exists(), "{} of a master that ended is left", ended.display());
+    }
+    assert!(just_started.exists(), "the log of a master starting was removed");
+    assert!(
+        living_master.exists(),
+        "the log of a kept master still answering was removed"
+    );
+    assert!(!old_verified.exists(), "a verified line unwritten for 40 days is left");
+    assert!(new_verified.exists(), "a fresh verified line was removed");
     connection.close().unwrap();
 }
 

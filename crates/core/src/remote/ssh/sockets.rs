@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use super::errors::{io, SshError};
 
@@ -47,16 +48,49 @@ pub(super) fn private_dir(dir: &Path) -> Result<PathBuf, SshError> {
     }
 }
 
+/// How long a kept master's log and pid file stay after its socket is gone (a master starting
+/// writes its log before its socket exists).
+const KEPT_FILES_OUTLIVE: Duration = Duration::from_secs(10 * 60);
+
+/// How long a verified line (`bootstrap::Verified`) is kept unwritten: one older is verified
+/// again when next asked (a SHA-256 read), and the folder does not grow with every host and
+/// build ever reached.
+const VERIFIED_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// Removes from `dir` what studios that are gone left there (killed before they closed their
 /// links): the logs named `<pid>-<n>.log` ([`unique_name`]) whose process is gone, and such
-/// processes' control sockets that no master answers any more. Anything else is left alone,
+/// processes' control sockets that no master answers any more; a kept master's log and pid file
+/// (`kept-<digest>.log`, `.pid`) once its socket is gone, after [`KEPT_FILES_OUTLIVE`]; verified
+/// lines (`verified-<digest>`) not written for [`VERIFIED_KEPT`]. Anything else is left alone,
 /// and so is a file whose process id is taken again by another process (it goes with that one).
 pub(super) fn sweep_leftovers(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
+    let older_than = |path: &Path, age: Duration| {
+        std::fs::symlink_metadata(path)
+            .and_then(|meta| meta.modified())
+            .is_ok_and(|modified| modified.elapsed().is_ok_and(|elapsed| elapsed > age))
+    };
     for entry in entries.flatten() {
         let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_str().unwrap_or_default();
+        if let Some(stem) = name
+            .strip_prefix("kept-")
+            .and_then(|rest| rest.strip_suffix(".log").or(rest.strip_suffix(".pid")))
+        {
+            if !dir.join(format!("kept-{stem}.sock")).exists() && older_than(&path, KEPT_FILES_OUTLIVE) {
+                let _ = std::fs::remove_file(&path);
+            }
+            continue;
+        }
+        if name.starts_with("verified-") {
+            if older_than(&path, VERIFIED_KEPT) {
+                let _ = std::fs::remove_file(&path);
+            }
+            continue;
+        }
         let Some((pid, kind)) = leftover_of(&path) else {
             continue;
         };
