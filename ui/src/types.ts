@@ -43,6 +43,7 @@ export type {
   SessionNode,
   SessionOpened,
   SessionListing,
+  SessionsPage,
   SessionRow,
   SessionSummary,
   Span,
