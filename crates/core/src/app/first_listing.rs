@@ -97,6 +97,13 @@ impl<T> FirstListing<T> {
         }
     }
 
+    /// The first listing was served otherwise (a listing read ahead would not do): every listing
+    /// reads anew from now on.
+    pub fn served(&self) {
+        *self.state() = State::Served;
+        self.changed.notify_all();
+    }
+
     /// Waits until the first listing was served, at most `timeout`; true if it was.
     pub fn wait_served(&self, timeout: Duration) -> bool {
         let state = self.state();

@@ -76,10 +76,13 @@ impl Studio {
     /// catalogue), each is the catalogue as recorded (the watcher reconciles it and tells the
     /// window); with no watcher (a studio server, before watching started), the catalogue's page
     /// checked against its folders (`store::catalogue`). A cloud workspace's rows being fetched
-    /// are not in the catalogue: its full listing, cut.
+    /// are not in the catalogue: its full listing, cut (the first listing served, not read ahead).
     pub(crate) fn window_page(&self, offset: usize, limit: usize) -> Result<SessionsPage, Error> {
         let (workspace, limit, now) = (self.workspace()?, limit.min(MAX_PAGE), SystemTime::now());
         if self.cloud().is_some() {
+            // The window's first listing all the same: watching starts after it, and only the
+            // watcher tells the window of the rows the poller fetches behind it.
+            self.first_listing.served();
             let listing = self.sessions(now)?;
             let total = listing.sessions.len();
             let sessions = listing.sessions.into_iter().skip(offset).take(limit).collect();
