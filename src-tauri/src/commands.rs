@@ -22,8 +22,9 @@ use std::time::SystemTime;
 
 use studio_core::agents::Agent;
 use studio_core::app::across::LocalSessions;
-use studio_core::app::SessionListing;
+use studio_core::app::{SessionListing, SessionsPage};
 use studio_core::compare::RunDiff;
+use studio_core::cost::UsageTotal;
 use studio_core::files::{FileChunk, FileEntry};
 use studio_core::runner::{OutsideStop, StartedRun};
 use studio_core::stop::Stopping;
@@ -193,6 +194,19 @@ ipc_commands! {
     #[tauri::command(async)]
     pub fn sessions_list(studio: State<'_, Studio>) -> Result<SessionListing, CommandError> {
         Ok(studio.sessions_list()?)
+    }
+
+    /// A page of the sessions table, `limit` rows from `offset` in `sessions_list`'s order, with
+    /// how many there are and which of its rows are being checked against their folders.
+    #[tauri::command(async)]
+    pub fn sessions_page(studio: State<'_, Studio>, offset: usize, limit: usize) -> Result<SessionsPage, CommandError> {
+        Ok(studio.sessions_page(offset, limit)?)
+    }
+
+    /// What all the workspace's sessions cost (`sessions_list`'s `usage`), without listing them.
+    #[tauri::command(async)]
+    pub fn sessions_usage(studio: State<'_, Studio>) -> Result<Option<UsageTotal>, CommandError> {
+        Ok(studio.sessions_usage()?)
     }
 
     /// One session folder read in full (without `.session-info.json`'s config: it may hold secrets).

@@ -225,6 +225,16 @@ pub(crate) struct SessionsChanged {
     changes: usize,
 }
 
+/// Tells the window that more of a first launch's sessions were read (it reads its rows again):
+/// [`SESSIONS_CHANGED`], as a change would.
+pub fn sessions_read(app: AppHandle) -> impl Fn() {
+    move || {
+        if let Err(error) = app.emit(SESSIONS_CHANGED, SessionsChanged { changes: 0 }) {
+            tracing::warn!(%error, "cannot tell the window that more sessions were read");
+        }
+    }
+}
+
 /// The Tauri event a change of the workspace's `.zibby/studio.toml` (created, written, replaced
 /// by a rename, removed) is sent as, with no payload: the window lists the agents again. The
 /// watcher gathers a burst of writes into one (at most one per its window, 100 ms).

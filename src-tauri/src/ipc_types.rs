@@ -145,6 +145,7 @@ fn declare_types(d: &mut Declarations, cfg: &Config) {
         .add::<SavedView>(cfg)
         .add::<studio_core::share::otlp::TraceSetting>(cfg)
         .add::<studio_core::app::SessionListing>(cfg)
+        .add::<studio_core::app::SessionsPage>(cfg)
         .add::<studio_core::app::across::LocalSessions>(cfg)
         .add::<InheritEnv>(cfg)
         .add::<Agent>(cfg)

@@ -168,9 +168,10 @@ pub fn run() {
             let studio = app.state::<Studio>();
             // The window's first listing is read while the web view starts.
             let handle = app.handle().clone();
-            std::thread::Builder::new()
-                .name("read-ahead".into())
-                .spawn(move || handle.state::<Studio>().read_sessions_ahead())?;
+            std::thread::Builder::new().name("read-ahead".into()).spawn(move || {
+                let told = events::sessions_read(handle.clone());
+                handle.state::<Studio>().read_sessions_ahead(told)
+            })?;
             // Sessions from anywhere (a terminal, CI, a download) show up as they happen. Watching
             // starts off the main thread, once the window has its first listing (or after
             // FIRST_LISTING_WAIT): with 10,000 sessions it takes a second or more of CPU, which

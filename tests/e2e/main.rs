@@ -20,6 +20,7 @@ mod compare;
 mod demo;
 mod desktop;
 mod drag;
+mod first_screen;
 mod harness;
 mod keyboard;
 mod labels;

@@ -302,14 +302,22 @@ async fn ten_thousand_sessions_open_and_scroll() {
             .join(" ");
         eprintln!("count label: {count}");
 
+        // The table holds a page at a time: each time its end is reached, the next page comes.
         let scrolled = Instant::now();
-        crate::harness::scroll_table_to_the_end(&client).await;
+        let oldest_row = format!("tr[data-session-id='{oldest}']");
         eventually("the oldest session is drawn at the bottom", || async {
-            let ids = read(&client, "tr[data-session-id] .session-id").await?;
-            ids.iter()
-                .any(|id| id.contains(&oldest))
+            crate::harness::scroll_table_to_the_end(&client).await;
+            let held = client
+                .execute(
+                    "return [!!document.querySelector(arguments[0]), \
+                     document.querySelector('table.sessions').getAttribute('aria-rowcount')];",
+                    vec![json!(oldest_row)],
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            (held[0] == true)
                 .then_some(())
-                .ok_or(format!("{} rows", ids.len()))
+                .ok_or(format!("not drawn; the grid's rows: {}", held[1]))
         })
         .await;
         eprintln!(

@@ -50,7 +50,9 @@ import type {
   Session,
   SessionOpened,
   SessionListing,
+  SessionsPage,
   Span,
+  UsageTotal,
   StartedRun,
   RemoteStatus,
   CloudImported,
@@ -68,6 +70,11 @@ export interface Backend {
   workspaceGet(): Promise<WorkspaceInfo>;
   /** Pinned first (most recently pinned first), then most recently updated first. */
   sessionsList(): Promise<SessionListing>;
+  /** `limit` rows of `sessionsList`'s order from `offset`, with how many there are in all and
+   * which of them are being checked against their folders. */
+  sessionsPage(offset: number, limit: number): Promise<SessionsPage>;
+  /** What all the sessions cost (`sessionsList`'s `usage`), without listing them. */
+  sessionsCost(): Promise<UsageTotal | null>;
   pinAdd(sessionId: string): Promise<void>;
   pinRemove(sessionId: string): Promise<void>;
   /** Adds tags to a session (each held to the tag rules); its tags after. */
@@ -259,6 +266,8 @@ async function call<K extends CommandName>(command: K, args: Commands[K]["args"]
 export const tauriBackend: Backend = {
   workspaceGet: () => call("workspace_get", {}),
   sessionsList: () => call("sessions_list", {}),
+  sessionsPage: (offset, limit) => call("sessions_page", { offset, limit }),
+  sessionsCost: () => call("sessions_usage", {}),
   pinAdd: (sessionId) => call("pin_add", { session_id: sessionId }),
   pinRemove: (sessionId) => call("pin_remove", { session_id: sessionId }),
   tagsAdd: (sessionId, tags) => call("tags_add", { session_id: sessionId, tags }),

@@ -110,6 +110,8 @@ export interface FakeBackend extends Backend {
   sessions: SessionRow[];
   /** What the core says all sessions cost (`SessionListing.usage`). */
   sessionsUsage: UsageTotal | null;
+  /** The sessions a page says are being checked against their folders (`SessionsPage.checking`). */
+  checking: string[];
   agents: Agent[];
   /** The workspace's Traces setting (`tracesSetting`); `tracesSettingSave` writes it unless
    * `declinesOpening` (the user says no to the shell's question). */
@@ -243,10 +245,16 @@ export function fakeBackend(
     return run;
   }
 
+  /** The listing's order: pinned first, then as held. */
+  const listed = (): SessionRow[] => {
+    const rows = backend.sessions.map((row) => ({ ...row }));
+    return [...rows.filter((row) => row.pinned), ...rows.filter((row) => !row.pinned)];
+  };
   const backend: FakeBackend = {
     workspace: init.workspace ?? { root: "/p", sessions_dir: "/p/.zibby/output/sessions" },
     sessions: init.sessions ?? [],
     sessionsUsage: init.sessionsUsage ?? null,
+    checking: [],
     agents: init.agents ?? [],
     traces: { sending_to: null, from: null, endpoint: null, protocol: null },
     recent: [],
@@ -331,11 +339,18 @@ export function fakeBackend(
     },
     async sessionsList() {
       backend.calls.push("sessionsList()");
-      const rows = backend.sessions.map((row) => ({ ...row }));
-      return {
-        sessions: [...rows.filter((row) => row.pinned), ...rows.filter((row) => !row.pinned)],
-        usage: backend.sessionsUsage,
-      };
+      return { sessions: listed(), usage: backend.sessionsUsage };
+    },
+    async sessionsPage(offset, limit) {
+      backend.calls.push(`sessionsPage(${offset}, ${limit})`);
+      const rows = listed();
+      const sessions = rows.slice(offset, offset + limit);
+      const checking = sessions.filter((row) => backend.checking.includes(row.id)).map((row) => row.id);
+      return { sessions, offset, total: rows.length, checking };
+    },
+    async sessionsCost() {
+      backend.calls.push("sessionsCost()");
+      return backend.sessionsUsage;
     },
     async pinAdd(sessionId) {
       backend.calls.push(`pinAdd(${sessionId})`);

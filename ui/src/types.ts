@@ -44,6 +44,7 @@ export type {
   SessionNode,
   SessionOpened,
   SessionListing,
+  SessionsPage,
   SessionRow,
   SessionSummary,
   Span,

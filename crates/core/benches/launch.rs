@@ -1,10 +1,12 @@
-//! The app's start-up without its window (issue 25, item 8): what `src-tauri/src/lib.rs` does
-//! between the process's start and a settled app, on a workspace of N sessions. The store opened,
-//! the first listing read ahead and served (the window's first table), watching started once it
-//! was served, and the window's second listing when it is told to list again. Timed from
-//! `Studio::open` to the first listing, and to the settled app (watching, the second listing
-//! done); with the process's CPU time over the whole launch. A first launch on a new store (every
-//! folder read), then a next launch on the same store (the folder index current).
+//! The app's start-up without its window (issue 25, item 8; issue 46): what `src-tauri/src/lib.rs`
+//! does between the process's start and a settled app, on a workspace of N sessions. The store
+//! opened, the first page read ahead and served (the window's first screen: `sessions_page`, as
+//! JSON, what the shell sends), what every session costs (`sessions_usage`, asked behind it),
+//! watching started once the first page was served, and the window's page read again when it is
+//! told of a change. Timed from `Studio::open` to the first screen, to the total cost, and to the
+//! settled app (watching, the page read again); with the process's CPU time over the whole
+//! launch and its resident memory at the end. A first launch on a new store (every folder read),
+//! then a next launch on the same store (the folder index current).
 //!
 //! The sessions are the app bench's generated ones (`tests/e2e/harness.rs`): a folder, a `plan/`
 //! node folder, `.session-info.json` and `result.json`, finished. Generated once per workspace
@@ -12,14 +14,16 @@
 //! measured alternately on the same folders (see docs/benchmarks.md).
 //!
 //! `cargo bench -p studio-core --bench launch` (`BENCH_SESSIONS`, default 10,000;
-//! `BENCH_ROUNDS`, default 3).
+//! `BENCH_ROUNDS`, default 3). `BENCH_LAUNCH_STORE=<file>`: the store kept there, and each round
+//! a next launch on it (a first launch makes it when it is missing): one process a next launch,
+//! from its start, its resident memory its own.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
-use studio_core::app::Studio;
+use studio_core::app::{Studio, FIRST_PAGE};
 use studio_core::store::StoreLocation;
 use studio_core::watcher::{Change, ChangeSink};
 
@@ -54,20 +58,52 @@ fn cpu_time() -> Duration {
 }
 
 struct Launch {
-    first_listing: Duration,
+    first_screen: Duration,
+    /// The read-ahead done: on a first launch, every folder read into the catalogue.
+    all_rows: Duration,
+    usage: Duration,
     settled: Duration,
     cpu: Duration,
     listings: usize,
 }
 
+/// The window's first screen: its first page, as the JSON the shell sends.
+fn first_screen(studio: &Studio, count: usize) -> usize {
+    let page = studio.sessions_page(0, FIRST_PAGE).unwrap();
+    assert_eq!((page.sessions.len(), page.total), (count.min(FIRST_PAGE), count));
+    serde_json::to_vec(&page).unwrap().len()
+}
+
+/// This process's resident memory (kB), from /proc.
+fn rss_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
 fn launch(root: &Path, db: &Path, count: usize) -> Launch {
     let (started, cpu) = (Instant::now(), cpu_time());
     let (studio, _) = Studio::open(Some(root), Ok(StoreLocation::File(db.to_owned())));
-    studio.read_sessions_ahead();
-    let listed = studio.sessions(SystemTime::now()).unwrap().sessions.len();
-    assert_eq!(listed, count);
-    let first_listing = started.elapsed();
+    let studio = Arc::new(studio);
+    // Its own thread, as in the app: a first launch goes on reading behind the first page.
+    let reading = {
+        let studio = studio.clone();
+        std::thread::spawn(move || {
+            studio.read_sessions_ahead(|| {});
+            started.elapsed()
+        })
+    };
+    // The window asks once the web view started (about half a second in the app): after the
+    // read-ahead began.
+    while !studio.read_ahead_begun() {
+        std::thread::yield_now();
+    }
+    first_screen(&studio, count);
+    let first_screen_at = started.elapsed();
     assert!(studio.wait_first_listing(Duration::ZERO));
+    let all_rows = reading.join().unwrap();
+    studio.sessions_usage().unwrap();
+    let usage = started.elapsed();
     let told = Arc::new(AtomicUsize::new(0));
     let sink: ChangeSink = {
         let told = told.clone();
@@ -83,14 +119,16 @@ fn launch(root: &Path, db: &Path, count: usize) -> Launch {
     studio.watch(sink).unwrap();
     let mut listings = 1;
     if SHELL_ALWAYS_LISTS_AGAIN || told.load(Ordering::SeqCst) > 0 {
-        assert_eq!(studio.sessions(SystemTime::now()).unwrap().sessions.len(), count);
+        first_screen(&studio, count);
         listings += 1;
     }
     let settled = started.elapsed();
     let cpu = cpu_time() - cpu;
     studio.shut_down();
     Launch {
-        first_listing,
+        first_screen: first_screen_at,
+        all_rows,
+        usage,
         settled,
         cpu,
         listings,
@@ -109,17 +147,25 @@ fn main() {
     let generating = Instant::now();
     generate(root, count);
     eprintln!("{count} sessions ready in {:.1} s", generating.elapsed().as_secs_f64());
+    let kept_store = std::env::var_os("BENCH_LAUNCH_STORE").map(std::path::PathBuf::from);
     for _ in 0..rounds {
         let store = tempfile::tempdir().unwrap();
-        let db = store.path().join("studio.db");
-        for which in ["first launch", "next launch"] {
+        let (db, launches) = match &kept_store {
+            Some(db) if db.exists() => (db.clone(), &["next launch"][..]),
+            Some(db) => (db.clone(), &["first launch"][..]),
+            None => (store.path().join("studio.db"), &["first launch", "next launch"][..]),
+        };
+        for which in launches {
             let launch = launch(root, &db, count as usize);
             println!(
-                "launch, {count} sessions, {which}: first listing {} ms, settled {} ms, CPU {} ms, {} listing(s)",
-                launch.first_listing.as_millis(),
+                "launch, {count} sessions, {which}: first screen {:.1} ms, all rows {} ms, total cost {:.1} ms, settled {} ms, CPU {} ms, {} page read(s), RSS {} MB",
+                launch.first_screen.as_secs_f64() * 1000.0,
+                launch.all_rows.as_millis(),
+                launch.usage.as_secs_f64() * 1000.0,
                 launch.settled.as_millis(),
                 launch.cpu.as_millis(),
-                launch.listings
+                launch.listings,
+                rss_kb() / 1024
             );
         }
     }

@@ -929,6 +929,55 @@ fn a_cold_cloud_workspace_lists_its_ids_at_once_and_fetches_them_after() {
     assert_eq!(rows[0].summary.id.as_str(), pinned, "still first: {rows:?}");
 }
 
+/// The app launched on a bucket URL: no workspace while the window starts, then the cold bucket
+/// opened. The window's first page serves its first listing, so watching starts at once rather
+/// than after the shell's wait (`wait_first_listing`): the sessions the first check fetches reach
+/// the window as changes the watcher tells. (Watching started seconds late, after fetches it then
+/// took as already listed, left their rows "fetching…" in the window.)
+#[test]
+fn a_cold_bucket_opened_at_launch_is_watched_once_its_first_page_is_served() {
+    use studio_core::app::{Studio, FIRST_PAGE};
+    use studio_core::store::StoreLocation;
+    use studio_core::watcher::{Change, ChangeSink};
+
+    let fixture = Fixture::new();
+    let expected = upload_captures(&fixture.moto, "ci", &CAPTURES, true);
+    let (studio, _) = Studio::open(None, StoreLocation::resolve(None, true));
+    // The shell's read-ahead, with no workspace open yet.
+    studio.read_sessions_ahead(|| {});
+    let (cloud, statuses) = open_cloud(&fixture.source("ci"), fixture.options()).unwrap();
+    studio.open_cloud(cloud).unwrap();
+    // The first check, which the first page asks for, waits until watching started.
+    fixture.moto.freeze();
+    let page = studio.sessions_page(0, FIRST_PAGE).unwrap();
+    assert_eq!(page.total, expected.len(), "{page:?}");
+    assert!(page.sessions.iter().all(|row| row.fetching), "{page:?}");
+    assert!(
+        studio.wait_first_listing(Duration::ZERO),
+        "the first page served the window's first listing: watching need not wait"
+    );
+    let (told, heard) = std::sync::mpsc::channel();
+    let sink: ChangeSink = std::sync::Arc::new(move |change| {
+        if let Change::SessionAdded { session_id, .. } | Change::SessionUpdated { session_id, .. } = change {
+            let _ = told.send(session_id.to_string());
+        }
+    });
+    studio.watch(sink).unwrap();
+    fixture.moto.resume();
+    filled(&statuses);
+    let mut seen: Vec<String> = Vec::new();
+    while seen.len() < expected.len() {
+        match heard.recv_timeout(Duration::from_secs(20)) {
+            Ok(id) if !seen.contains(&id) => seen.push(id),
+            Ok(_) => {}
+            Err(_) => panic!("the watcher told of {seen:?}, not every one of {expected:?}"),
+        }
+    }
+    let page = studio.sessions_page(0, FIRST_PAGE).unwrap();
+    assert!(page.sessions.iter().all(|row| !row.fetching), "{page:?}");
+    studio.shut_down();
+}
+
 /// A first fill cut short (the workspace closed when one session was fetched on its own, a
 /// part-written folder left beside it) opens again cold: every id a row, the fetched session as
 /// it is, the others (the part-written one among them, its folder removed) being fetched; once

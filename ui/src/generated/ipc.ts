@@ -411,6 +411,23 @@ export type SessionListing = { sessions: Array<SessionRow>,
 usage: UsageTotal | null, };
 
 /**
+ * A page of the sessions as the window's table asks for them ([`Studio::sessions_page`]):
+ * `sessions` are the listing's rows from `offset`, in its order (pinned first, then most
+ * recently updated).
+ */
+export type SessionsPage = { sessions: Array<SessionRow>, offset: number, 
+/**
+ * How many sessions the listing holds in all (on a first launch, the folders found, some
+ * still being read).
+ */
+total: number, 
+/**
+ * The ids of the page's rows shown as the store last saw them while their folder, which
+ * differs, is read again (the window marks them "checking").
+ */
+checking: Array<string>, };
+
+/**
  * The sessions of the workspace here that the open remote workspace's sessions can be compared
  * with: the last local workspace the window had open.
  */
@@ -987,6 +1004,8 @@ export type Commands = {
   workspace_connecting: { args: Record<string, never>; result: string | null };
   workspace_pick: { args: Record<string, never>; result: WorkspaceInfo | null };
   sessions_list: { args: Record<string, never>; result: SessionListing };
+  sessions_page: { args: { offset: number; limit: number }; result: SessionsPage };
+  sessions_usage: { args: Record<string, never>; result: UsageTotal | null };
   session_get: { args: { session_id: string }; result: Session };
   session_messages: { args: { session_id: string }; result: Array<Message> };
   session_logs: { args: { session_id: string }; result: Array<LogLine> };

@@ -26,7 +26,7 @@ import type {
 import { AgentsState } from "./agents.svelte";
 import { DialogsState, type QuitAnswer } from "./dialogs.svelte";
 import { RunsState } from "./runs.svelte";
-import { SessionsState } from "./sessions.svelte";
+import { PAGE_ROWS, SessionsState } from "./sessions.svelte";
 import { WorkspaceState } from "./workspace.svelte";
 
 export { ENDED_LINGER_MS, TOAST_MS } from "./runs.svelte";
@@ -158,7 +158,8 @@ export class AppState {
     this.refreshing = true;
     const [workspace, sessions, agents, remote, connecting, cloud] = await Promise.all([
       settle(this.backend.workspaceGet()),
-      settle(this.backend.sessionsList()),
+      // The first screen: one page of the listing (the next ones as the table is scrolled).
+      settle(this.backend.sessionsPage(0, PAGE_ROWS)),
       settle(this.backend.agentsList()),
       settle(this.backend.workspaceRemote()),
       settle(this.backend.workspaceConnecting()),
@@ -168,11 +169,13 @@ export class AppState {
     this.workspace.remote = remote.kind === "ok" ? remote.value : null;
     this.workspace.connecting = connecting.kind === "ok" ? connecting.value : null;
     this.workspace.setCloud(cloud.kind === "ok" ? cloud.value : null);
-    this.sessions.set(sessions);
+    this.sessions.setPage(sessions);
     this.agents.set(agents);
     this.refreshing = false;
     this.sessions.now = this.clock();
     this.markFirstFrame();
+    // What they cost in all, behind the first screen.
+    void this.sessions.readUsage();
   }
 
   /** The first frame that shows the workspace (its sessions, or what to do without any) is marked

@@ -1,17 +1,62 @@
 // The workspace's sessions as the table shows them: the listing, its filters, order and search,
 // which one is selected and which are marked to compare, and pins and deletes.
+//
+// The listing is read a page at a time (`sessionsPage`): the first screen is one page, the next
+// pages come as the table is scrolled to the end of the rows held, and a change reads the rows
+// held again (new sessions come in at the top, changed ones change in place). The filters and the
+// order by cost cover every session: while one is set, the whole listing is held (`sessionsList`).
 
 import type { Backend } from "../backend";
 import { toCommandError } from "../errors";
-import { filterSessions, NO_FILTERS, type SessionFilters } from "../filters";
+import { filterSessions, isFiltered, NO_FILTERS, type SessionFilters } from "../filters";
 import { settle, type Loaded } from "../loaded";
 import { SEARCH_LIMIT, type SearchResults } from "../search";
 import { type CostSort, nextCostSort, sortByCost } from "../usage";
-import type { CommandError, SessionListing, SessionRow, UsageTotal } from "../types";
+import type { CommandError, SessionListing, SessionRow, SessionsPage, UsageTotal } from "../types";
+
+/** What every session costs is read again at most this often while sessions change (it sums the
+ * whole workspace's: about 2 s of the core's time at 100,000 sessions), and when their count
+ * changes. */
+export const USAGE_EVERY_MS = 30_000;
+
+/** The rows of the first page and of each page after it. */
+export const PAGE_ROWS = 200;
+/** The most rows one call reads (the core's own bound, `app::MAX_PAGE`). */
+export const MOST_PAGE_ROWS = 5_000;
+
+/** The rows held read again: `count` of them from the first, a page of at most MOST_PAGE_ROWS at
+ * a time (one call for a screen or a few pages). */
+async function readRows(backend: Backend, count: number): Promise<SessionsPage> {
+  const first = await backend.sessionsPage(0, Math.min(count, MOST_PAGE_ROWS));
+  const sessions = [...first.sessions];
+  const checking = [...first.checking];
+  let total = first.total;
+  while (sessions.length < Math.min(count, total)) {
+    const next = await backend.sessionsPage(sessions.length, Math.min(count - sessions.length, MOST_PAGE_ROWS));
+    if (next.sessions.length === 0) break;
+    sessions.push(...withoutHeld(next.sessions, sessions));
+    checking.push(...next.checking);
+    total = next.total;
+  }
+  return { sessions, offset: 0, total, checking };
+}
+
+/** The rows of `page` not among `held` (a row moved up between two pages is held once). */
+function withoutHeld(page: readonly SessionRow[], held: readonly SessionRow[]): SessionRow[] {
+  const ids = new Set(held.map((row) => row.id));
+  return page.filter((row) => !ids.has(row.id));
+}
 
 export class SessionsState {
-  /** Pinned first, as the backend orders them. */
+  /** Pinned first, as the backend orders them: the listing's first rows, as many as were read
+   * (every row while `whole`). */
   listing = $state.raw<Loaded<SessionRow[]>>({ kind: "loading" });
+  /** How many sessions the workspace has in all. */
+  total = $state(0);
+  /** The rows shown as the store last saw them while their folders, which differ, are read again. */
+  checking = $state.raw<ReadonlySet<string>>(new Set());
+  /** The whole listing is held (a filter or the order by cost was set): every row read. */
+  whole = $state(false);
   /** What all the workspace's sessions cost, as the core totals and words it (the last listing's). */
   usage = $state.raw<UsageTotal | null>(null);
   /** The moment relative times are drawn for. */
@@ -32,6 +77,8 @@ export class SessionsState {
   visible = $derived(
     this.listing.kind === "ok" ? sortByCost(filterSessions(this.listing.value, this.filters), this.costSort) : [],
   );
+  /** How many sessions the table stands for: all of them, or those through the filters. */
+  count = $derived(isFiltered(this.filters) ? this.visible.length : this.total);
 
   readonly #backend: () => Backend;
   readonly #clock: () => Date;
@@ -54,33 +101,100 @@ export class SessionsState {
     return this.rows().find((row) => row.id === sessionId) ?? null;
   }
 
+  /** The whole listing (a filter or the order by cost asked for it). */
   set(listing: Loaded<SessionListing>): void {
     if (listing.kind === "ok") {
       this.listing = { kind: "ok", value: listing.value.sessions };
       this.usage = listing.value.usage;
+      this.total = listing.value.sessions.length;
+      this.checking = new Set();
     } else {
       this.listing = listing;
     }
     this.#changed();
   }
 
+  /** The rows held, from the first (the first screen, or the rows held read again). */
+  setPage(page: Loaded<SessionsPage>): void {
+    if (page.kind === "ok") {
+      this.listing = { kind: "ok", value: page.value.sessions };
+      this.total = page.value.total;
+      this.checking = new Set(page.value.checking);
+    } else {
+      this.listing = page;
+    }
+    this.#changed();
+  }
+
+  /** When `usage` was last asked for, and for how many sessions. */
+  #usageAsked = { at: -Infinity, total: -1 };
+
+  /** What all the sessions cost, read apart from the rows (it is the whole workspace's): at most
+   * every USAGE_EVERY_MS while the count stays the same, unless `now`. */
+  async readUsage(now = true): Promise<void> {
+    const at = this.#clock().getTime();
+    if (!now && this.total === this.#usageAsked.total && at - this.#usageAsked.at < USAGE_EVERY_MS) return;
+    this.#usageAsked = { at, total: this.total };
+    const epoch = this.#epoch;
+    const usage = await settle(this.#backend().sessionsCost());
+    if (epoch === this.#epoch && usage.kind === "ok") this.usage = usage.value;
+  }
+
+  /** Whether the whole listing is needed: a filter or the order by cost covers every session. */
+  get #wholeWanted(): boolean {
+    return isFiltered(this.filters) || this.costSort !== "none";
+  }
+
   /** Whether a workspace switch is under way (its own refresh reads the listing). */
   paused: () => boolean = () => false;
   /** Counts the workspaces shown: a listing read for one is not laid under the next. */
   #epoch = 0;
+  /** A next page is being read. */
+  #readingMore = false;
 
-  /** The listing again: after a pin, and as runs start, go from node to node, and end. Not while the
-   * workspace is being switched, and a listing read when a switch began is dropped: it could be
-   * either workspace's, and the switch reads the new one's with its state. */
+  /** The listing again: after a pin, and as runs start, go from node to node, and end (the rows
+   * held, or the whole listing while it is wanted). Not while the workspace is being switched,
+   * and a listing read when a switch began is dropped: it could be either workspace's, and the
+   * switch reads the new one's with its state. */
   async reload(): Promise<void> {
     if (this.paused()) return;
     const epoch = this.#epoch;
-    const listing = await settle(this.#backend().sessionsList());
-    if (epoch !== this.#epoch || this.paused()) return;
+    const stale = () => epoch !== this.#epoch || this.paused();
     // A failed reload keeps the rows on screen rather than replacing them with an error.
-    if (listing.kind === "ok" || this.listing.kind !== "ok") {
+    const keeps = (read: Loaded<unknown>) => read.kind !== "ok" && this.listing.kind === "ok";
+    if (this.#wholeWanted) {
+      const listing = await settle(this.#backend().sessionsList());
+      if (stale() || keeps(listing)) return;
+      this.whole = true;
       this.set(listing);
-      this.now = this.#clock();
+    } else {
+      // Back from the whole listing, the first page; else as many rows as are held.
+      const held = this.whole ? PAGE_ROWS : Math.max(PAGE_ROWS, this.rows().length);
+      const page = await settle(readRows(this.#backend(), held));
+      if (stale() || keeps(page)) return;
+      this.whole = false;
+      this.setPage(page);
+      void this.readUsage(false);
+    }
+    this.now = this.#clock();
+  }
+
+  /** The table was scrolled to the end of the rows held: the next page, when there is one. */
+  async more(): Promise<void> {
+    if (this.whole || this.#readingMore || this.listing.kind !== "ok" || this.paused()) return;
+    const held = this.listing.value;
+    if (held.length >= this.total) return;
+    this.#readingMore = true;
+    const epoch = this.#epoch;
+    try {
+      const page = await settle(this.#backend().sessionsPage(held.length, PAGE_ROWS));
+      if (epoch !== this.#epoch || page.kind !== "ok" || this.listing.kind !== "ok" || this.whole) return;
+      const rows = this.listing.value;
+      this.listing = { kind: "ok", value: [...rows, ...withoutHeld(page.value.sessions, rows)] };
+      this.total = page.value.total;
+      if (page.value.checking.length > 0) this.checking = new Set([...this.checking, ...page.value.checking]);
+    } finally {
+      this.#readingMore = false;
     }
   }
 
@@ -88,6 +202,10 @@ export class SessionsState {
   reset(): void {
     this.#epoch += 1;
     this.listing = { kind: "loading" };
+    this.total = 0;
+    this.checking = new Set();
+    this.whole = false;
+    this.#usageAsked = { at: -Infinity, total: -1 };
     this.pinError = null;
     this.deleteError = null;
     this.selected = null;
@@ -131,10 +249,18 @@ export class SessionsState {
   /** The Cost column's header was pressed: the next order. */
   toggleCostSort(): void {
     this.costSort = nextCostSort(this.costSort);
+    this.#wholeOrPages();
   }
 
   setFilters(filters: SessionFilters): void {
     this.filters = filters;
+    this.#wholeOrPages();
+  }
+
+  /** A filter or the order changed: the whole listing is read once one covers every session, and
+   * the rows held go back to pages once none does. */
+  #wholeOrPages(): void {
+    if (this.listing.kind === "ok" && this.whole !== this.#wholeWanted) void this.reload();
   }
 
   /** The query changed (already debounced); "" clears the results. */

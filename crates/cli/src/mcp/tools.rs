@@ -255,7 +255,7 @@ impl Catalogue {
         let unfiltered = args.status.is_none() && args.agent.is_none() && args.pinned.is_none() && since.is_none();
         // Unfiltered, the page is the catalogue's: the folders outside it are not read.
         let catalogued = if unfiltered {
-            self.studio.sessions_page(start, limit)?
+            self.studio.catalogue_page(start, limit)?
         } else {
             None
         };

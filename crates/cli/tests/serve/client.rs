@@ -6,7 +6,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use studio_core::app::{SessionListing, Studio};
+use studio_core::app::{SessionListing, SessionsPage, Studio};
 use studio_core::remote::client::{ClientOptions, RemoteClient};
 use studio_core::store::StoreLocation;
 use studio_core::ErrorCode;
@@ -52,6 +52,28 @@ fn the_client_lists_what_the_core_lists() {
         serde_json::to_value(&local).unwrap(),
         "the same listing, field for field"
     );
+}
+
+/// The window of a remote workspace asks for its table a page at a time: each page is the
+/// listing's rows there, in its order, with how many there are, and the total cost the listing's.
+#[test]
+fn the_client_pages_what_the_core_lists() {
+    let place = Place::create();
+    for _ in 0..3 {
+        run_locally(&place, &["--nodes", "plan:1"]);
+    }
+    let client = connect(&place);
+    let (studio, _) = Studio::open(Some(&place.workspace()), Ok(StoreLocation::File(place.db())));
+    let local = studio.sessions_list().unwrap();
+    let ids =
+        |rows: &[studio_core::store::SessionRow]| rows.iter().map(|r| r.summary.id.to_string()).collect::<Vec<_>>();
+    let first: SessionsPage = client.call("sessions_page", &json!({"offset": 0, "limit": 2})).unwrap();
+    let rest: SessionsPage = client.call("sessions_page", &json!({"offset": 2, "limit": 2})).unwrap();
+    assert_eq!((first.total, rest.total, rest.offset), (3, 3, 2));
+    let paged = [ids(&first.sessions), ids(&rest.sessions)].concat();
+    assert_eq!(paged, ids(&local.sessions), "the listing's rows, in its order");
+    let usage: Option<studio_core::cost::UsageTotal> = client.call("sessions_usage", &json!({})).unwrap();
+    assert_eq!(usage, local.usage);
 }
 
 #[test]

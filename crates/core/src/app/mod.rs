@@ -14,6 +14,7 @@ pub mod elsewhere;
 pub mod first_listing;
 pub mod live;
 pub mod operations;
+pub mod pages;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -25,6 +26,7 @@ use std::time::{Duration, SystemTime};
 use crate::app::cloud::{CloudWorkspace, READ_ONLY_REFUSED};
 use crate::app::elsewhere::{Elsewhere, RemoteStatus};
 use crate::app::first_listing::FirstListing;
+pub use crate::app::first_listing::{SessionsPage, FIRST_PAGE, MAX_PAGE};
 use crate::app::live::RunChanges;
 use crate::runs::runner::{Keeper, OutsideStop, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
 use crate::runs::stop::Stopping;
@@ -71,7 +73,9 @@ pub struct Studio {
     /// Turns the runs' output into notices for the window.
     run_changes: Mutex<Option<RunChanges>>,
     /// The window's first listing, read ahead while the window starts.
-    first_listing: FirstListing,
+    first_listing: FirstListing<SessionsPage>,
+    /// The catalogue being made by a first launch's read-ahead (`pages`).
+    filling: first_listing::Filling,
     /// The open workspace when it is not a folder of this machine.
     not_local: RwLock<Option<NotLocal>>,
     /// The last remote session and local one compared (`across`), kept for its "more".
@@ -181,6 +185,7 @@ impl Studio {
             changes: Mutex::new(None),
             run_changes: Mutex::new(None),
             first_listing: FirstListing::default(),
+            filling: first_listing::Filling::default(),
             not_local: RwLock::new(None),
             across: Mutex::new(None),
         };
@@ -340,6 +345,8 @@ impl Studio {
     /// the index has it is not read again nor passed on; one added, changed or removed since is,
     /// so that the window lists again only when something changed while watching started.
     pub fn watch(&self, sink: ChangeSink) -> Result<(), Error> {
+        // A first launch's catalogue is made whole first (`pages`): the watcher starts from it.
+        self.filling.wait_done();
         *lock(&self.changes) = Some(sink.clone());
         // The previous watcher stops first: one watcher per window.
         drop(lock(&self.watcher).take());
@@ -421,19 +428,15 @@ impl Studio {
     pub fn sessions(&self, now: SystemTime) -> Result<SessionListing, Error> {
         let started = std::time::Instant::now();
         let workspace = self.workspace()?;
-        let mut rows = self
-            .first_listing
-            // The catalogue as recorded where a watcher keeps it current (the window, once
-            // watching: its changes are in the index before it is told to list again) and for
-            // the read-ahead first screen (the watcher, starting, reads what differs behind it);
-            // any other listing (MCP, a studio with no watcher) reads the folders.
-            .serve(&workspace.root().to_path_buf(), || {
-                if lock(&self.watcher).is_some() {
-                    self.first_rows(&workspace, now)
-                } else {
-                    self.store()?.list_sessions_as(&workspace, now, NodeDetail::TotalsOnly)
-                }
-            })?;
+        // The catalogue as recorded where a watcher keeps it current (the window, once watching:
+        // its changes are in the index before it is told to list again); any other listing (MCP,
+        // a studio with no watcher) reads the folders.
+        let mut rows = if lock(&self.watcher).is_some() && self.cloud().is_none() {
+            self.first_rows(&workspace, now, (0, i64::MAX as usize))?.sessions
+        } else {
+            self.store()?
+                .list_sessions_as(&workspace, now, NodeDetail::TotalsOnly)?
+        };
         if let Some(cloud) = self.cloud() {
             // Listed after the fetched ones, newest first, the pinned among the pinned.
             let mut fetching = self.fetching_rows(&cloud, &workspace, &rows)?;
@@ -513,42 +516,6 @@ impl Studio {
                 }
             })
             .collect())
-    }
-
-    /// Reads the open workspace's sessions for the window's first [`Studio::sessions`] call, as
-    /// the window starts (see [`first_listing`]). Blocks while it reads: call it off the main
-    /// thread.
-    pub fn read_sessions_ahead(&self) {
-        let Ok(workspace) = self.workspace() else { return };
-        let started = std::time::Instant::now();
-        self.first_listing.read_ahead(workspace.root().to_path_buf(), || {
-            self.first_rows(&workspace, SystemTime::now())
-        });
-        tracing::debug!(elapsed_ms = started.elapsed().as_millis() as u64, "sessions read ahead");
-    }
-
-    /// The window's listing: its first, read ahead ([`Studio::read_sessions_ahead`]), and each
-    /// while its watcher runs. On a next launch (the store's catalogue holds the workspace),
-    /// the catalogue as the store last saw the folders, no folder read but the running
-    /// sessions': the watcher, started
-    /// from the same folder index, reads what differs behind it and tells the window
-    /// ([`Studio::watch`]). On a first launch (or a cloud workspace, whose rows being fetched
-    /// are not in it), every folder read.
-    fn first_rows(&self, workspace: &Workspace, now: SystemTime) -> Result<Vec<SessionRow>, Error> {
-        let store = self.store()?;
-        if self.cloud().is_none() {
-            let recorded = store.sessions_as_recorded(workspace, now, NodeDetail::TotalsOnly)?;
-            if !recorded.is_empty() {
-                return Ok(recorded);
-            }
-        }
-        store.list_sessions_as(workspace, now, NodeDetail::TotalsOnly)
-    }
-
-    /// Waits until the window's first listing was served, at most `timeout`: watching starts
-    /// after it, so that it does not slow the first listing down.
-    pub fn wait_first_listing(&self, timeout: Duration) -> bool {
-        self.first_listing.wait_served(timeout)
     }
 
     /// Runs `agent` of the workspace's `.zibby/studio.toml` (see [`agent_run_request`]).

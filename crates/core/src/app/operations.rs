@@ -10,12 +10,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::app::across::{AcrossMachines, LocalSessions};
 use crate::app::cloud::CloudImported;
-use crate::app::{lock, SessionListing, Studio};
+use crate::app::{lock, SessionListing, SessionsPage, Studio};
 use crate::compare::text::Limits;
 use crate::compare::{Options as CompareOptions, RunDiff};
 use crate::runs::runner::{OutsideStop, StartedRun};
 use crate::runs::stop::Stopping;
 use crate::sessions::agents::{self, Agent};
+use crate::sessions::cost::UsageTotal;
 use crate::sessions::files::{FileChunk, FileEntry};
 use crate::sessions::session::{Session, Workspace};
 use crate::share::otlp::{self, TraceSetting};
@@ -81,11 +82,28 @@ impl Studio {
         self.sessions(SystemTime::now())
     }
 
+    /// A page of the window's table, `limit` rows from `offset` in `sessions_list`'s order, with
+    /// how many sessions there are (`sessions_page`; see `Studio::window_page`).
+    pub fn sessions_page(&self, offset: usize, limit: usize) -> Result<SessionsPage, Error> {
+        self.window_page(offset, limit)
+    }
+
+    /// What all the workspace's sessions cost, as `sessions_list`'s `usage` says it
+    /// (`sessions_usage`): from the catalogue without making every row, once it holds the
+    /// workspace; a cloud workspace's from its listing.
+    pub fn sessions_usage(&self) -> Result<Option<UsageTotal>, Error> {
+        let (store, workspace) = (self.store()?, self.workspace()?);
+        if self.cloud().is_some() || store.catalogue_len(&workspace)? == 0 {
+            return Ok(self.sessions(SystemTime::now())?.usage);
+        }
+        store.catalogue_usage(&workspace)
+    }
+
     /// A page of the sessions, in `sessions_list`'s order, from the store's catalogue (the
     /// folders outside the page not read: `store::catalogue`), with how many sessions the
     /// catalogue holds; `None` for a cloud workspace, whose rows being fetched are not in it
     /// (`sessions_list` lists those).
-    pub fn sessions_page(
+    pub fn catalogue_page(
         &self,
         offset: usize,
         limit: usize,

@@ -73,6 +73,9 @@ ipc_methods! { studio;
     workspace_get() => studio.workspace_info();
     // Carried as a table: the only result whose form differs from the IPC command's.
     sessions_list() => studio.sessions_list().map(crate::remote::table::WireListing);
+    // The window's table a page at a time, and its sessions' cost apart.
+    sessions_page(offset: usize, limit: usize) => studio.sessions_page(offset, limit);
+    sessions_usage() => studio.sessions_usage();
     session_get(session_id: String) => studio.session_get(&session_id);
     session_messages(session_id: String) => studio.session_messages(&session_id);
     session_logs(session_id: String) => studio.session_logs(&session_id);

@@ -19,6 +19,8 @@ use crate::vocabulary::error::{Error, ErrorCode};
 
 /// The protocol's version: both ends must speak the same (the client's `hello` says its own).
 /// 2: `sessions_list` answers its listing as a table (`remote::table`).
+/// (`sessions_page` and `sessions_usage` came after it: methods added, nothing changed, and a
+/// remote workspace's server is the window's own build.)
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The window's `sessions_list`, whose result is carried as a table (`remote::table`), not as

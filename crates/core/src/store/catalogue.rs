@@ -30,7 +30,7 @@
 //! fingerprint checked, in the order the catalogue had when it began (a row read again because
 //! it changed is given as it is now, in that place; the next listing places it by its new time).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::SystemTime;
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -39,6 +39,7 @@ use super::connection::{write_transaction, QueryResult, Store};
 use super::index::{self, Cached, NodeDetail, Overlay};
 use super::sessions::SessionRow;
 use super::workspaces;
+use crate::sessions::cost::UsageTotal;
 use crate::sessions::session::{self, SessionSummary, Workspace};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -100,27 +101,155 @@ pub(super) fn stream(
     Ok(())
 }
 
-/// The whole catalogue of `workspace` as the store last saw its folders, in the listing's order,
-/// no folder opened or looked at but the `running` sessions' (read again: their status depends on
-/// the clock): the window's first screen on a next launch, which the watcher, seeded with the
-/// same index (`index::indexed_folders`), reconciles behind it (it reports each folder that
-/// differs). A row whose summary cannot be read back is left out (the watcher reads its folder
-/// and reports it). Empty when the store never listed the workspace.
-pub(super) fn as_recorded(
+/// A page of the catalogue of `workspace` as the store last saw its folders, in the listing's
+/// order, from `offset`, at most `limit` rows: no folder read but the `running` sessions' (read
+/// again: their status depends on the clock). The window's pages while a watcher reconciles the
+/// index behind them (the watcher, seeded with the same index, `index::indexed_folders`, reads
+/// each folder that differs and reports it). Each row's folder is looked at (its fingerprint's
+/// `stat`s, no file opened; not when `look` is false): the ids of the rows whose folder differs
+/// from the catalogue (or went) are given apart, `checking`, until the watcher read them. A row whose summary cannot be read
+/// back is left out (the watcher reads its folder and reports it). Empty when the store never
+/// listed the workspace.
+pub(super) fn recorded_page(
     store: &Store,
     workspace: &Workspace,
     now: SystemTime,
     detail: NodeDetail,
-) -> Result<Vec<SessionRow>, Error> {
+    (offset, limit): (usize, usize),
+    look: bool,
+) -> Result<RecordedPage, Error> {
     let key = store.with_conn(|conn| workspaces::key(conn, workspace))?;
     let running = store.with_conn(|conn| running_entries(conn, key))?;
     check(store, workspace, key, running, now)?;
-    let entries = store.with_conn(|conn| entries_in_order(conn, key, 0, i64::MAX as usize))?;
+    let entries = store.with_conn(|conn| entries_in_order(conn, key, offset, limit))?;
+    let differs = session::in_parallel(&entries, |(id, _, cached)| {
+        let Ok(id) = SessionId::parse(id) else { return Ok(false) };
+        if !look {
+            return Ok(false);
+        }
+        let print = session::fingerprint(&workspace.session_path(&id), Some(&cached.fingerprint));
+        Ok(print.as_deref() != Some(cached.fingerprint.as_str()))
+    })?;
+    let checking = entries
+        .iter()
+        .zip(differs)
+        .filter(|(_, differs)| *differs)
+        .map(|((id, _, _), _)| id.clone())
+        .collect();
     let summaries = entries
         .iter()
         .filter_map(|(_, _, cached)| index::from_cache(cached))
         .collect();
-    Ok(Overlay::load(store, workspace)?.rows(summaries, detail))
+    let rows = Overlay::load(store, workspace)?.rows(summaries, detail);
+    Ok(RecordedPage { rows, checking })
+}
+
+/// A page of the catalogue as recorded (`recorded_page`).
+pub struct RecordedPage {
+    pub rows: Vec<SessionRow>,
+    /// The ids of its rows whose folder differs from the catalogue (being checked).
+    pub checking: Vec<String>,
+}
+
+/// What all of `workspace`'s sessions in the catalogue cost (`index::usage_of_sessions` over
+/// them), without making their rows: each session's own total and node count are taken from its
+/// summary by the database (no summary parsed here), but for the sessions the store's word is
+/// laid over (a session the studio ran, or whose nodes printed their usage), whose rows are made
+/// as the listing makes them.
+pub(super) fn usage(store: &Store, workspace: &Workspace) -> Result<Option<UsageTotal>, Error> {
+    let mut overlay = Overlay::load(store, workspace)?;
+    let laid_over: HashSet<String> = overlay.laid_over().into_iter().map(str::to_owned).collect();
+    // In the listing's order, so that the sum is the listing's to the last bit.
+    let (totals, laid_over_entries) = store.with_conn(|conn| {
+        let key = workspaces::key(conn, workspace)?;
+        let mut statement = conn.prepare_cached(
+            "SELECT f.session_id, json_array_length(f.summary, '$.nodes'), json_extract(f.summary, '$.usage')
+             FROM folder_index f
+                 LEFT JOIN sessions s ON s.workspace_id = f.workspace_id AND s.session_id = f.session_id
+             WHERE f.workspace_id = ?1
+             ORDER BY s.pinned_at IS NULL, s.pinned_at DESC, f.updated_at DESC, f.session_id DESC",
+        )?;
+        let rows = statement.query_map([key], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<i64>>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })?;
+        let mut totals = Vec::new();
+        let mut ids = Vec::new();
+        for row in rows {
+            let (id, nodes, usage) = row?;
+            if laid_over.contains(&id) {
+                ids.push(id.clone());
+                totals.push((id, None));
+            } else {
+                let usage = usage.and_then(|json| serde_json::from_str::<UsageTotal>(&json).ok());
+                totals.push((id, Some((nodes.unwrap_or(0) as usize, usage))));
+            }
+        }
+        Ok((totals, entries_by_id(conn, key, &ids)?))
+    })?;
+    let summaries = laid_over_entries
+        .iter()
+        .filter_map(|(_, _, cached)| index::from_cache(cached))
+        .collect();
+    let made: HashMap<String, (usize, Option<UsageTotal>)> = overlay
+        .rows(summaries, NodeDetail::TotalsOnly)
+        .into_iter()
+        .map(|row| (row.summary.id.to_string(), (row.summary.nodes.len(), row.summary.usage)))
+        .collect();
+    Ok(UsageTotal::sum(totals.iter().filter_map(|(id, read)| {
+        let (nodes, usage) = read.as_ref().or_else(|| made.get(id))?;
+        Some((*nodes, usage.as_ref()))
+    })))
+}
+
+/// A first launch's catalogue of `workspace` (the index holds none of its folders), made newest
+/// first: the sessions folder's names (one `readdir`, its stamp taken before), by id, the newest
+/// first (an id begins with its creation time); `first` folders read and stored, then `chunk` at
+/// a time, `each` told after each with how many folders there are; the names stamp recorded at
+/// the end (every name was compared).
+pub(super) fn fill(
+    store: &Store,
+    workspace: &Workspace,
+    now: SystemTime,
+    (first, chunk): (usize, usize),
+    mut each: impl FnMut(usize),
+) -> Result<(), Error> {
+    let key = store.with_conn(|conn| workspaces::key(conn, workspace))?;
+    let stamp = index::names_stamp(workspace)?;
+    let mut folders = session::session_folders(workspace)?;
+    folders.sort_by(|a, b| b.1.as_str().cmp(a.1.as_str()));
+    let mut from = 0;
+    while from < folders.len() || from == 0 {
+        let to = folders.len().min(from + if from == 0 { first } else { chunk.max(1) });
+        let read = session::in_parallel(&folders[from..to], |(path, id)| {
+            index::read_through(path, id, None, now)
+        })?;
+        store.with_conn(|conn| {
+            let tx = write_transaction(conn)?;
+            for listed in read.into_iter().flatten() {
+                if let Some(print) = &listed.fresh {
+                    index::store_summary(&tx, key, &listed.summary, print)?;
+                }
+            }
+            Ok(tx.commit()?)
+        })?;
+        each(folders.len());
+        from = to.max(1);
+    }
+    store.with_conn(|conn| index::record_names_stamp(conn, key, stamp.as_ref()))
+}
+
+/// Whether the catalogue holds any session of `workspace` (else a listing reads every folder).
+pub(super) fn holds(store: &Store, workspace: &Workspace) -> Result<bool, Error> {
+    store.with_conn(|conn| {
+        let key = workspaces::key(conn, workspace)?;
+        Ok(conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM folder_index WHERE workspace_id = ?1)")?
+            .query_row([key], |r| r.get(0))?)
+    })
 }
 
 /// How many sessions the catalogue holds for `workspace` (as the last page or listing left it).

@@ -274,16 +274,40 @@ impl Store {
         catalogue::stream(self, workspace, now, detail, chunk, emit)
     }
 
-    /// The whole catalogue of `workspace` as the store last saw its folders, no folder read but
-    /// the running sessions' ([`catalogue`]): what a watcher seeded with the folder index
-    /// reconciles.
+    /// A page of the catalogue of `workspace` as the store last saw its folders, no file read but
+    /// the running sessions' ([`catalogue`]), with the ids of its rows whose folder differs
+    /// (`look`: else none is looked at): what a watcher seeded with the folder index reconciles.
     pub fn sessions_as_recorded(
         &self,
         workspace: &Workspace,
         now: SystemTime,
         detail: index::NodeDetail,
-    ) -> Result<Vec<SessionRow>, Error> {
-        catalogue::as_recorded(self, workspace, now, detail)
+        (offset, limit): (usize, usize),
+        look: bool,
+    ) -> Result<catalogue::RecordedPage, Error> {
+        catalogue::recorded_page(self, workspace, now, detail, (offset, limit), look)
+    }
+
+    /// A first launch's catalogue of `workspace`, made newest first, `first` folders then `chunk`
+    /// at a time, `each` told after each with how many there are ([`catalogue`]).
+    pub fn fill_catalogue(
+        &self,
+        workspace: &Workspace,
+        now: SystemTime,
+        sizes: (usize, usize),
+        each: impl FnMut(usize),
+    ) -> Result<(), Error> {
+        catalogue::fill(self, workspace, now, sizes, each)
+    }
+
+    /// What the catalogue's sessions of `workspace` cost in all, without making their rows.
+    pub fn catalogue_usage(&self, workspace: &Workspace) -> Result<Option<crate::sessions::cost::UsageTotal>, Error> {
+        catalogue::usage(self, workspace)
+    }
+
+    /// Whether the catalogue holds any session of `workspace`.
+    pub fn catalogue_holds(&self, workspace: &Workspace) -> Result<bool, Error> {
+        catalogue::holds(self, workspace)
     }
 
     /// How many sessions the catalogue holds for `workspace`, as the last page or listing left it.

@@ -45,14 +45,19 @@ fn watch_session_changes(studio: &Studio) -> mpsc::Receiver<()> {
     heard
 }
 
+/// The window's first screen: its first page of sessions (read ahead).
+fn first_screen(studio: &Studio) -> studio_core::app::SessionsPage {
+    studio.sessions_page(0, studio_core::app::FIRST_PAGE).unwrap()
+}
+
 /// One launch of the app on `root`; `meanwhile` runs between the first listing and the start of
 /// watching. Returns how many session changes the window was told of, and how many sessions its
 /// listings showed (the first, then the last).
 fn launch(root: &Path, db: &Path, meanwhile: impl FnOnce()) -> (usize, usize, usize) {
     let (studio, _) = Studio::open(Some(root), Ok(StoreLocation::File(db.to_owned())));
     // The read-ahead (its own thread in the app), then the window's first listing.
-    studio.read_sessions_ahead();
-    let first = studio.sessions(SystemTime::now()).unwrap().sessions.len();
+    studio.read_sessions_ahead(|| {});
+    let first = first_screen(&studio).total;
     assert!(studio.wait_first_listing(Duration::ZERO));
     meanwhile();
     // The window's sink: a session change makes it list again.
@@ -140,8 +145,9 @@ fn a_next_launch_shows_the_catalogue_first_and_tells_what_changed_behind_it() {
     let added = add_session(&sessions, 50);
 
     let (studio, _) = Studio::open(Some(root.path()), Ok(StoreLocation::File(db.clone())));
-    studio.read_sessions_ahead();
-    let shown = studio.sessions(SystemTime::now()).unwrap().sessions;
+    studio.read_sessions_ahead(|| {});
+    let screen = first_screen(&studio);
+    let shown = screen.sessions;
     let counted = reads.take(&folders);
     assert!(
         counted.values().all(|&n| n == 0),
@@ -155,6 +161,13 @@ fn a_next_launch_shows_the_catalogue_first_and_tells_what_changed_behind_it() {
     assert_eq!(shown.len(), 50, "the catalogue as recorded");
     assert_eq!(status_of(&shown, &session_id(10)), Some(studio_core::Status::Success));
     assert!(status_of(&shown, &session_id(50)).is_none());
+    let mut checking = screen.checking.clone();
+    checking.sort();
+    assert_eq!(
+        checking,
+        [session_id(10), session_id(20)],
+        "the rows whose folder differs from the catalogue, and only those, are being checked"
+    );
 
     let heard = watch_session_changes(&studio);
     assert_eq!(
@@ -162,6 +175,9 @@ fn a_next_launch_shows_the_catalogue_first_and_tells_what_changed_behind_it() {
         3,
         "the changed, the removed and the added one"
     );
+    let page = first_screen(&studio);
+    assert!(page.checking.is_empty(), "reconciled: {:?}", page.checking);
+    assert_eq!((page.sessions.len(), page.total), (50, 50));
     let after = studio.sessions(SystemTime::now()).unwrap().sessions;
     assert_eq!(after.len(), 50);
     assert_eq!(status_of(&after, &session_id(10)), Some(studio_core::Status::Error));
@@ -186,13 +202,13 @@ fn only_the_first_screen_is_the_catalogue_as_recorded() {
     add_session(&sessions, 5);
 
     let (studio, _) = Studio::open(Some(root.path()), Ok(StoreLocation::File(db.clone())));
-    studio.read_sessions_ahead();
+    studio.read_sessions_ahead(|| {});
     let ids = |rows: Vec<studio_core::store::SessionRow>| {
         let mut ids: Vec<String> = rows.into_iter().map(|row| row.summary.id.to_string()).collect();
         ids.sort();
         ids
     };
-    let recorded = ids(studio.sessions(SystemTime::now()).unwrap().sessions);
+    let recorded = ids(first_screen(&studio).sessions);
     assert_eq!(recorded, (0..5).map(session_id).collect::<Vec<_>>(), "as recorded");
     let next = ids(studio.sessions(SystemTime::now()).unwrap().sessions);
     assert_eq!(
@@ -200,4 +216,78 @@ fn only_the_first_screen_is_the_catalogue_as_recorded() {
         [0, 1, 3, 4, 5].map(session_id).to_vec(),
         "the folders as they are"
     );
+}
+
+/// Issue 46: a first launch on a new store shows its rows page by page as they are read, newest
+/// first. The read-ahead is held after its first page (its notice to the window blocks): the
+/// window's first page is the newest sessions, the count is every folder found, only that page's
+/// folders were read, and the next page is not there yet; let go, the rest is read and listed.
+#[test]
+fn a_first_launch_shows_the_newest_page_before_the_rest_is_read() {
+    const COUNT: u64 = 450;
+    let page = studio_core::app::FIRST_PAGE;
+    let root = tempfile::tempdir().unwrap();
+    let db = tempfile::tempdir().unwrap();
+    let sessions = root.path().join(".zibby/output/sessions");
+    let mut reads = Reads::new();
+    let folders: Vec<PathBuf> = (0..COUNT).map(|i| add_session(&sessions, i)).collect();
+    for folder in &folders {
+        reads.watch(folder);
+    }
+    let (studio, _) = Studio::open(Some(root.path()), Ok(StoreLocation::File(db.path().join("studio.db"))));
+    let studio = Arc::new(studio);
+    assert_eq!(
+        reads.take(&folders).values().filter(|&&n| n > 0).count(),
+        0,
+        "read by open"
+    );
+    let (told, heard) = mpsc::channel::<()>();
+    let (go, gone_on) = mpsc::channel::<()>();
+    let gone_on = std::sync::Mutex::new(gone_on);
+    let reading = {
+        let studio = studio.clone();
+        std::thread::spawn(move || {
+            studio.read_sessions_ahead(move || {
+                told.send(()).unwrap();
+                let _ = gone_on.lock().unwrap().recv();
+            })
+        })
+    };
+    heard
+        .recv_timeout(Duration::from_secs(30))
+        .expect("told after the first page");
+    let first = first_screen(&studio);
+    let newest: Vec<String> = (COUNT - page as u64..COUNT).rev().map(session_id).collect();
+    let shown: Vec<String> = first.sessions.iter().map(|row| row.summary.id.to_string()).collect();
+    assert_eq!(shown, newest, "the newest sessions first");
+    assert_eq!(first.total, COUNT as usize, "every folder found is counted");
+    let counted = reads.take(&folders);
+    assert_eq!(
+        counted.values().filter(|&&n| n > 0).count(),
+        page,
+        "only the first page's folders were read"
+    );
+    let next = studio.sessions_page(page, page).unwrap();
+    assert!(
+        next.sessions.is_empty(),
+        "the next page is not read yet: {}",
+        next.sessions.len()
+    );
+
+    // Let go: the rest is read (a notice per chunk and one at the end), then listed.
+    drop(go);
+    reading.join().unwrap();
+    let rest = studio.sessions_page(page, COUNT as usize).unwrap();
+    assert_eq!(rest.sessions.len(), COUNT as usize - page);
+    assert_eq!(
+        rest.sessions[0].summary.id.to_string(),
+        session_id(COUNT - page as u64 - 1)
+    );
+    let counted = reads.take(&folders);
+    assert_eq!(
+        counted.values().filter(|&&n| n == 1).count(),
+        COUNT as usize - page,
+        "the rest read once each"
+    );
+    studio.shut_down();
 }

@@ -450,6 +450,8 @@ fn a_listing_of_totals_only_gives_the_totals_the_full_listing_gives() {
         assert!(full.iter().all(|(_, usage)| usage.is_some()), "{round}: {full:?}");
         assert_eq!(only, full, "{round}");
         assert_eq!(only_all, full_all, "{round}");
+        // The window's total, from the catalogue without making the rows, is the listing's.
+        assert_eq!(store.catalogue_usage(&workspace).unwrap(), full_all, "{round}");
         let all = full_all.unwrap();
         assert_eq!((all.nodes, all.nodes_with_usage), (5, 3), "{round}");
         let nodes_with_usage = |rows: &[studio_core::store::SessionRow], id: &str| {
