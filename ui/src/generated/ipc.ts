@@ -411,7 +411,7 @@ export type SessionListing = { sessions: Array<SessionRow>,
 usage: UsageTotal | null, };
 
 /**
- * A page of the sessions as the window's table asks for them ([`Studio::sessions_page`]):
+ * A page of the sessions as the window's table asks for them (`Studio::sessions_page`):
  * `sessions` are the listing's rows from `offset`, in its order (pinned first, then most
  * recently updated).
  */
