@@ -28,7 +28,7 @@ pub struct ConnectOptions {
     pub alive_count_max: u32,
     /// How long the login may take once the host answered (a passphrase typed, say).
     pub login_timeout: Duration,
-    /// The folder of the control sockets (default: [`runtime_dir`]).
+    /// The folder of the control sockets (default: [`runtime_dir`](super::sockets::runtime_dir)).
     pub runtime_dir: Option<PathBuf>,
     /// Keep the master for this long after its last use (`ControlPersist`), for the next
     /// process that connects to the same host with the same options to use (`zstudio
