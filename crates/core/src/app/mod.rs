@@ -4,9 +4,12 @@
 //! supervisor and the watcher. A part that could not be opened is kept as its error, which every
 //! call that needs it returns, so the window shows why instead of the app panicking.
 //! [`operations`] holds the bodies of the window's commands that need no window, which the shell's
-//! commands and the studio server (`remote::server`) both call. The open workspace may be on
-//! another machine ([`elsewhere`]): the window's commands then go there by name
-//! ([`Studio::forward`]).
+//! commands and the studio server (`remote::server`) both call. `Studio`'s own methods are kept by
+//! what they do: this file opens it, lists the sessions, watches, exports, imports and compares;
+//! `workspaces` switches the open workspace; `runs` starts, stops and adopts runs and says what
+//! quitting does with them; `pages` serves the window's table a page at a time. The open
+//! workspace may be on another machine ([`elsewhere`]): the window's commands then go there by
+//! name ([`Studio::forward`]).
 
 pub mod across;
 pub mod cloud;
@@ -15,20 +18,22 @@ pub mod first_listing;
 pub mod live;
 pub mod operations;
 pub mod pages;
+mod runs;
+mod workspaces;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, SystemTime};
 
-use crate::app::cloud::{CloudWorkspace, READ_ONLY_REFUSED};
-use crate::app::elsewhere::{Elsewhere, RemoteStatus};
+use crate::app::cloud::CloudWorkspace;
+use crate::app::elsewhere::Elsewhere;
 use crate::app::first_listing::FirstListing;
 pub use crate::app::first_listing::{SessionsPage, FIRST_PAGE, MAX_PAGE};
 use crate::app::live::RunChanges;
-use crate::runs::runner::{Keeper, OutsideStop, RunEvent, RunRequest, StartedRun, Supervisor, DEFAULT_GRACE};
+use crate::runs::runner::{Keeper, RunEvent, RunRequest, Supervisor, DEFAULT_GRACE};
 use crate::runs::stop::Stopping;
 use crate::sessions::agents::{self, Agent};
 use crate::sessions::change::ChangeSink;
@@ -198,18 +203,6 @@ impl Studio {
         (studio, events)
     }
 
-    /// Adopts the kept runs of the open workspace that are still going and that no live studio
-    /// process follows ([`Supervisor::adopt`]): their lines are recorded and announced as they
-    /// come, and quitting leaves them running or stops them as it does the runs started here.
-    /// Only when runs can be kept (a studio that cannot leave a run running does not take one).
-    pub fn adopt_runs(&self) -> Result<Vec<String>, Error> {
-        if !self.can_keep_runs {
-            return Ok(Vec::new());
-        }
-        let workspace = self.workspace()?;
-        self.supervisor()?.adopt(Some(workspace.root()))
-    }
-
     /// The open workspace, when it is on this machine ([`Error::LocalOnly`] while the open one is
     /// on another: what needs its folder here is refused).
     pub fn workspace(&self) -> Result<Workspace, Error> {
@@ -241,102 +234,6 @@ impl Studio {
             return Err(Error::ShuttingDown);
         }
         Ok(SupervisorGuard(guard))
-    }
-
-    /// Opens another workspace: the window, the watcher and the recent list move to it. Runs of
-    /// the previous one go on.
-    pub fn open_workspace(&self, path: &Path) -> Result<Workspace, Error> {
-        let workspace = Workspace::open(path)?;
-        self.store()?.workspace_opened(&workspace, SystemTime::now())?;
-        self.switch_to(workspace, None)
-    }
-
-    /// Makes `cloud` the open workspace: its mirror's folder is opened as a local one (read-only,
-    /// [`READ_ONLY_REFUSED`]), and its URL becomes the most recent workspace (Open Recent opens
-    /// it again).
-    pub fn open_cloud(&self, cloud: Arc<CloudWorkspace>) -> Result<Workspace, Error> {
-        let workspace = Workspace::open(cloud.workspace_root())?;
-        let recorded = Workspace::from_canonical_root(PathBuf::from(cloud.status().target));
-        self.store()?.workspace_opened(&recorded, SystemTime::now())?;
-        self.switch_to(workspace, Some(cloud))
-    }
-
-    fn switch_to(&self, workspace: Workspace, cloud: Option<Arc<CloudWorkspace>>) -> Result<Workspace, Error> {
-        share::sweep_stale_imports(&workspace);
-        *self.workspace.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = Ok(workspace.clone());
-        self.set_not_local(cloud.map(NotLocal::Cloud));
-        tracing::info!(root = %workspace.root().display(), "workspace opened");
-        // Cloned out first: `watch` takes the lock again.
-        let changes = lock(&self.changes).clone();
-        if let Some(sink) = changes {
-            self.watch(sink)?;
-        }
-        Ok(workspace)
-    }
-
-    fn not_local(&self) -> Option<NotLocal> {
-        self.not_local
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
-    }
-
-    /// The open workspace when it is a bucket prefix.
-    pub fn cloud(&self) -> Option<Arc<CloudWorkspace>> {
-        match self.not_local()? {
-            NotLocal::Cloud(cloud) => Some(cloud),
-            NotLocal::Remote(_) => None,
-        }
-    }
-
-    /// Makes `not_local` the open workspace that is not a folder here (or none): the one before
-    /// is let go, with the remote session compared last.
-    fn set_not_local(&self, not_local: Option<NotLocal>) {
-        drop(lock(&self.across).take());
-        if let Some(previous) = replace(&self.not_local, not_local) {
-            previous.close();
-        }
-    }
-
-    /// Makes `remote` the open workspace (its commands go there, [`Studio::forward`]): the local
-    /// watcher stops, the one open before is let go, and its `ssh://` target becomes the most
-    /// recent workspace (Open Recent opens it again).
-    pub fn open_elsewhere(&self, remote: Arc<dyn Elsewhere>) -> Result<RemoteStatus, Error> {
-        let status = remote.status();
-        let recorded = Workspace::from_canonical_root(PathBuf::from(&status.target));
-        if let Err(error) = self.store()?.workspace_opened(&recorded, SystemTime::now()) {
-            tracing::warn!(%error, "cannot record the remote workspace as recent");
-        }
-        drop(lock(&self.watcher).take());
-        self.set_not_local(Some(NotLocal::Remote(remote)));
-        tracing::info!(host = %status.host, path = %status.path, "remote workspace opened");
-        Ok(status)
-    }
-
-    /// The open workspace when it is on another machine.
-    pub fn remote(&self) -> Option<Arc<dyn Elsewhere>> {
-        match self.not_local()? {
-            NotLocal::Remote(remote) => Some(remote),
-            NotLocal::Cloud(_) => None,
-        }
-    }
-
-    /// The answer of the open remote workspace to the window's command `method` (its arguments
-    /// by their IPC names); `None` when the workspace is on this machine or the command is not
-    /// one the other machine answers. A cloud workspace's answer to a command that would write
-    /// ([`READ_ONLY_REFUSED`]) is its refusal, naming the source: the one read-only check.
-    pub fn forward(&self, method: &str, params: serde_json::Value) -> Option<Result<serde_json::Value, Error>> {
-        match self.not_local()? {
-            NotLocal::Cloud(cloud) => READ_ONLY_REFUSED
-                .contains(&method)
-                .then(|| Err(cloud.read_only_error(method))),
-            NotLocal::Remote(remote) => remote.forward(method, params),
-        }
-    }
-
-    /// The workspaces the window opened, most recent first.
-    pub fn recent_workspaces(&self) -> Result<Vec<PathBuf>, Error> {
-        self.store()?.recent_workspaces(RECENT_WORKSPACES)
     }
 
     /// Starts watching the open workspace's session folders: every change goes to `sink`, and
@@ -371,54 +268,6 @@ impl Studio {
         let store = self.shared_store()?;
         *lock(&self.run_changes) = Some(RunChanges::start(events, store, sink, OUTPUT_NOTICE_WINDOW));
         Ok(())
-    }
-
-    /// The runs live in this app now.
-    pub fn live_runs(&self) -> usize {
-        lock(&self.supervisor).as_ref().map_or(0, |s| s.live_runs().len())
-    }
-
-    /// The agents started from now on do not get these variables (set by the app for its window).
-    pub fn hide_variables_from_agents(&self, names: &[&str]) {
-        if let Some(supervisor) = lock(&self.supervisor).as_ref() {
-            supervisor.hide_variables(names);
-        }
-    }
-
-    /// Whether quitting can leave the live runs running (they go through the run keeper).
-    pub fn can_keep_runs(&self) -> bool {
-        self.can_keep_runs
-    }
-
-    /// Decides what quitting does with the live runs: leave them running (`true`, when they go
-    /// through the keeper) or stop them.
-    pub fn keep_runs_on_exit(&self, keep: bool) {
-        self.keep_runs_on_exit
-            .store(keep && self.can_keep_runs, Ordering::SeqCst);
-    }
-
-    /// Stops watching, then leaves the live runs running (when so decided) or stops them
-    /// (gracefully; past their grace, by force) and waits for them: the app calls it as it exits,
-    /// because Tauri never drops its managed state.
-    pub fn shut_down(&self) {
-        drop(lock(&self.watcher).take());
-        self.set_not_local(None);
-        let supervisor = lock(&self.supervisor).take();
-        if let Some(supervisor) = supervisor {
-            if self.keep_runs_on_exit.load(Ordering::SeqCst) {
-                let detached = supervisor.detach();
-                tracing::info!(runs = ?detached, "left running");
-            }
-            let live = supervisor.live_runs().len();
-            tracing::info!(live, "stopping the supervisor");
-            drop(supervisor);
-            tracing::info!("supervisor stopped");
-        }
-        if let Some(traces) = lock(&self.traces).take() {
-            // Its lost spans, if any, said in the log.
-            traces.finish(TRACES_FINISH_WAIT);
-        }
-        drop(lock(&self.run_changes).take());
     }
 
     /// The sessions of the workspace, pinned first, and what they cost in all. Each carries its
@@ -518,18 +367,6 @@ impl Studio {
             .collect())
     }
 
-    /// Runs `agent` of the workspace's `.zibby/studio.toml` (see [`agent_run_request`]).
-    pub fn run_agent(
-        &self,
-        agent: &str,
-        prompt: Option<String>,
-        session: Option<SessionId>,
-        node: Option<String>,
-    ) -> Result<StartedRun, Error> {
-        let request = agent_run_request(self.store()?, &self.workspace()?, agent, prompt, session, node)?;
-        self.supervisor()?.start(request)
-    }
-
     /// Writes a session of the open workspace as a bundle at `path` ([`share::export_session`]).
     /// In a remote workspace the bundle is written there and streamed back to `path`.
     pub fn export_session(&self, id: &SessionId, path: &Path, include_config: bool) -> Result<share::Exported, Error> {
@@ -561,18 +398,6 @@ impl Studio {
             ..share::ImportOptions::default()
         };
         share::import(self.store()?, &self.workspace()?, source, &options, SystemTime::now())
-    }
-
-    /// Stops a live run, this window's or another studio process's (see [`stop`]).
-    /// Asks the run of a session the studio did not start to stop before its next node (its stop
-    /// files; never forced: the studio knows none of its processes). Offered while the session
-    /// has no live run in the store and its folder says a run is going.
-    pub fn stop_outside(&self, id: &SessionId) -> Result<OutsideStop, Error> {
-        crate::runs::runner::stop_outside(&self.workspace()?, id, SystemTime::now())
-    }
-
-    pub fn stop(&self, run_id: &str, force: bool) -> Result<Stopping, Error> {
-        stop(&*self.supervisor()?, self.store()?, run_id, force)
     }
 
     /// Compares two runs of the open workspace, node by node: `a` and `b` are run ids or session
