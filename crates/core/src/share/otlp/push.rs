@@ -107,6 +107,26 @@ impl Endpoint {
     /// The endpoint the variables (read through `var`) name, else the workspace's `[otlp]`
     /// table; `None` when neither names one.
     pub fn resolve(var: impl Fn(&str) -> Option<String>, workspace_root: &Path) -> Result<Option<Endpoint>, Error> {
+        Endpoint::chosen(var, || studio_table(workspace_root), workspace_root)
+    }
+
+    /// The endpoint the variables name, else the one of `table` (the workspace's `[otlp]`,
+    /// read only when no variable names one).
+    pub(super) fn chosen(
+        var: impl Fn(&str) -> Option<String>,
+        table: impl FnOnce() -> Result<Option<OtlpTable>, Error>,
+        workspace_root: &Path,
+    ) -> Result<Option<Endpoint>, Error> {
+        match Endpoint::from_variables(var)? {
+            Some(endpoint) => Ok(Some(endpoint)),
+            None => table()?
+                .map(|table| Endpoint::from_table(table, workspace_root))
+                .transpose(),
+        }
+    }
+
+    /// The endpoint the exporter's variables (read through `var`) name, if they name one.
+    fn from_variables(var: impl Fn(&str) -> Option<String>) -> Result<Option<Endpoint>, Error> {
         let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         let from_env = if let Some(url) = var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
             Some((url.trim().to_owned(), "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
@@ -135,28 +155,24 @@ impl Endpoint {
                 from: from.to_owned(),
             }));
         }
-        Endpoint::from_studio_file(workspace_root)
+        Ok(None)
     }
 
-    /// The `[otlp]` table of the workspace's `.zibby/studio.toml` (read as the agents are: a
-    /// regular file, bounded).
-    fn from_studio_file(workspace_root: &Path) -> Result<Option<Endpoint>, Error> {
+    /// The endpoint of the workspace's `[otlp]` table (as [`studio_table`] read it).
+    fn from_table(table: OtlpTable, workspace_root: &Path) -> Result<Endpoint, Error> {
         let from = workspace_root.join(AGENTS_FILE).display().to_string();
-        let Some(table) = studio_table(workspace_root)? else {
-            return Ok(None);
-        };
         let url = traces_url(table.endpoint.trim());
         check_url(&url, &from)?;
         let protocol = match &table.protocol {
             Some(text) => Protocol::parse(text, &from)?,
             None => Protocol::HttpProtobuf,
         };
-        Ok(Some(Endpoint {
+        Ok(Endpoint {
             url,
             protocol,
             headers: table.headers.into_iter().collect(),
             from,
-        }))
+        })
     }
 }
 

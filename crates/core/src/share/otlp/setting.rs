@@ -29,13 +29,18 @@ pub struct TraceSetting {
 
 /// The Traces setting of the workspace at `workspace_root`, the variables read through `var`.
 pub fn trace_setting(var: impl Fn(&str) -> Option<String>, workspace_root: &Path) -> Result<TraceSetting, Error> {
+    // The file read once: what the setting shows of it, and where runs go when no variable wins.
     let table = studio_table(workspace_root)?;
-    let sending = Endpoint::resolve(var, workspace_root)?;
+    let (endpoint, protocol) = match &table {
+        Some(table) => (Some(table.endpoint.clone()), table.protocol.clone()),
+        None => (None, None),
+    };
+    let sending = Endpoint::chosen(var, || Ok(table), workspace_root)?;
     Ok(TraceSetting {
         sending_to: sending.as_ref().map(|endpoint| endpoint.url.clone()),
         from: sending.map(|endpoint| endpoint.from),
-        endpoint: table.as_ref().map(|table| table.endpoint.clone()),
-        protocol: table.and_then(|table| table.protocol),
+        endpoint,
+        protocol,
     })
 }
 
