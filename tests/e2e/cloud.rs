@@ -132,7 +132,7 @@ async fn a_bucket_prefix_opens_read_only_and_lists_a_session_uploaded_while_open
 }
 
 #[tokio::test]
-async fn the_form_opens_a_bucket_prefix_at_an_endpoint_with_a_profile_and_open_recent_keeps_both() {
+async fn the_form_opens_a_bucket_prefix_at_an_endpoint_with_a_profile_and_open_recent_opens_it_again() {
     let moto = Moto::start();
     upload(&moto, &[PIPELINE], true);
     let here = Workspace::with_sessions(&[FANOUT]);
@@ -199,16 +199,10 @@ async fn the_form_opens_a_bucket_prefix_at_an_endpoint_with_a_profile_and_open_r
         wait_for(&client, "[data-testid='delete']").await;
 
         // Open Recent opens the bucket again at the endpoint, with the profile, that the form
-        // gave: neither is in the variables.
+        // gave: neither is in the variables. (That Open Recent records both from the form is the
+        // dialogs binary's `opening`: here they were recorded before, so that no question comes.)
         click(&client, "#workspace-switcher").await;
         let recent = format!(".recent-workspace[data-path^='s3://{BUCKET}/ci?']");
-        eventually("the recent bucket says its endpoint and profile", || async {
-            let said = text_of(&client, &recent).await?;
-            (said.contains("profile moto-reader") && said.contains(&endpoint))
-                .then_some(())
-                .ok_or(said)
-        })
-        .await;
         click(&client, &recent).await;
         wait_for(&client, "#workspace-read-only").await;
         row_appears(&client, PIPELINE.id).await;

@@ -30,6 +30,14 @@ use tempfile::TempDir;
 
 use common::{agent_binary, captures};
 
+/// A workspace whose `.zibby/studio.toml` is `agents_toml`.
+fn workspace_with_agents(agents_toml: &str) -> TempDir {
+    let workspace = TempDir::new().unwrap();
+    std::fs::create_dir_all(workspace.path().join(".zibby")).unwrap();
+    std::fs::write(workspace.path().join(".zibby/studio.toml"), agents_toml).unwrap();
+    workspace
+}
+
 /// One data folder for every command of this test binary: its store and its trash. Tests keep
 /// apart by using workspaces of their own.
 fn data_home() -> &'static Path {
@@ -715,18 +723,12 @@ fn run_prints_one_json_object_per_event_and_exits_with_the_outcome() {
 
 #[test]
 fn agents_of_the_workspace_run_and_replay_by_name() {
-    let workspace = TempDir::new().unwrap();
-    let root = workspace.path().to_str().unwrap();
     let agent = agent_binary();
-    std::fs::create_dir_all(workspace.path().join(".zibby")).unwrap();
-    std::fs::write(
-        workspace.path().join(".zibby/studio.toml"),
-        format!(
-            "[[agent]]\nname = \"trip\"\nrun = [\"{agent}\", \"--nodes\", \"plan:10,book:10\"]\n\
-             replay = [\"{agent}\", \"--nodes\", \"{{node}}:10\"]\n"
-        ),
-    )
-    .unwrap();
+    let workspace = workspace_with_agents(&format!(
+        "[[agent]]\nname = \"trip\"\nrun = [\"{agent}\", \"--nodes\", \"plan:10,book:10\"]\n\
+         replay = [\"{agent}\", \"--nodes\", \"{{node}}:10\"]\n"
+    ));
+    let root = workspace.path().to_str().unwrap();
     // A file nobody trusted yet: refused without a terminal, saying what it would run.
     let refused = zstudio(
         &["run", "--json", "--agent", "trip", "--prompt", "Kyoto", "-w", root],
@@ -1083,20 +1085,14 @@ fn a_relative_store_is_resolved_once_and_the_keeper_never_writes_through_the_wor
 /// default) passes the studio's environment but its own variables; a list passes only those.
 #[test]
 fn an_agent_inherits_what_its_file_says_and_never_the_studios_own_variables() {
-    let workspace = TempDir::new().unwrap();
-    let root = workspace.path().to_str().unwrap();
     let agent = agent_binary();
-    std::fs::create_dir_all(workspace.path().join(".zibby")).unwrap();
     let print = "\"--print-env\", \"CLOUD_TOKEN\", \"--print-env\", \"ZIBBY_STUDIO_SECRET\", \"--print-env\", \"HOME\"";
-    std::fs::write(
-        workspace.path().join(".zibby/studio.toml"),
-        format!(
-            "[[agent]]\nname = \"all\"\nrun = [\"{agent}\", \"--nodes\", \"a:10\", {print}]\n\n\
-             [[agent]]\nname = \"some\"\nrun = [\"{agent}\", \"--nodes\", \"a:10\", {print}]\n\
-             inherit_env = [\"CLOUD_TOKEN\", \"ZIBBY_STUDIO_SECRET\"]\n"
-        ),
-    )
-    .unwrap();
+    let workspace = workspace_with_agents(&format!(
+        "[[agent]]\nname = \"all\"\nrun = [\"{agent}\", \"--nodes\", \"a:10\", {print}]\n\n\
+         [[agent]]\nname = \"some\"\nrun = [\"{agent}\", \"--nodes\", \"a:10\", {print}]\n\
+         inherit_env = [\"CLOUD_TOKEN\", \"ZIBBY_STUDIO_SECRET\"]\n"
+    ));
+    let root = workspace.path().to_str().unwrap();
     let run = |name: &str| {
         let output = Command::new(env!("CARGO_BIN_EXE_zstudio"))
             .args(["run", "--agent", name, "--trust", "-w", root])

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use super::{agent_binary, json_lines, zstudio};
+use super::{agent_binary, json_lines, workspace_with_agents, zstudio};
 
 /// The agent `spender` of a workspace: three nodes, each printing `usage` (`claude-code`,
 /// `codex`); `budget` lines added to it, `workspace_budget` at the end of the file.
@@ -268,18 +268,12 @@ fn a_run_the_studio_did_not_start_but_saw_counts_toward_the_day() {
 #[test]
 fn a_budget_stop_the_agent_ignores_escalates_past_the_grace() {
     // `research` reaches the budget as it begins (its usage first), then ignores the stop.
-    let workspace = TempDir::new().unwrap();
-    let root = workspace.path().to_str().unwrap();
     let agent = agent_binary();
-    std::fs::create_dir_all(workspace.path().join(".zibby")).unwrap();
-    std::fs::write(
-        workspace.path().join(".zibby/studio.toml"),
-        format!(
-            "[[agent]]\nname = \"spender\"\nrun = [\"{agent}\", \"--nodes\", \"plan:100,research:20000\", \
-             \"--lines\", \"0\", \"--usage\", \"research=claude-code\", \"--ignore-stop\"]\nmax_cost_usd = 0.000001\n"
-        ),
-    )
-    .unwrap();
+    let workspace = workspace_with_agents(&format!(
+        "[[agent]]\nname = \"spender\"\nrun = [\"{agent}\", \"--nodes\", \"plan:100,research:20000\", \
+         \"--lines\", \"0\", \"--usage\", \"research=claude-code\", \"--ignore-stop\"]\nmax_cost_usd = 0.000001\n"
+    ));
+    let root = workspace.path().to_str().unwrap();
     let started = std::time::Instant::now();
     let output = run_spender(root, &["--trust", "--grace", "1"]);
     assert_eq!(
@@ -306,19 +300,13 @@ fn a_budget_stop_the_agent_ignores_escalates_past_the_grace() {
 /// stopped at once, forced (`budget.overrun`), never let run to its end; no later node begins.
 #[test]
 fn a_node_that_races_the_budgets_stop_is_stopped_at_once() {
-    let workspace = TempDir::new().unwrap();
-    let root = workspace.path().to_str().unwrap();
     let agent = agent_binary();
-    std::fs::create_dir_all(workspace.path().join(".zibby")).unwrap();
     // `plan` prints its usage and ends at once; any usage is past one token.
-    std::fs::write(
-        workspace.path().join(".zibby/studio.toml"),
-        format!(
-            "[[agent]]\nname = \"racer\"\nrun = [\"{agent}\", \"--nodes\", \"plan:0,research:20000,write:0\", \
-             \"--usage\", \"plan=claude-code\"]\nmax_tokens = 1\n"
-        ),
-    )
-    .unwrap();
+    let workspace = workspace_with_agents(&format!(
+        "[[agent]]\nname = \"racer\"\nrun = [\"{agent}\", \"--nodes\", \"plan:0,research:20000,write:0\", \
+         \"--usage\", \"plan=claude-code\"]\nmax_tokens = 1\n"
+    ));
+    let root = workspace.path().to_str().unwrap();
     let output = zstudio(&["run", "--json", "--agent", "racer", "--trust", "-w", root], None);
     let events = cancelled(&output);
     let begun = nodes_begun(&events);
