@@ -8,16 +8,14 @@ import { startApp } from "./app";
 import { SESSIONS_CHANGED_DELAY_MS } from "./state/app.svelte";
 import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
 import { DELETE_LIVE_TITLE } from "./sessions";
-import { cloudStatus, row, runRecord } from "./testdata";
+import { cloudStatus, freshRoot, row, runRecord } from "./testdata";
 import type { Launch } from "./types";
 
 let backend: FakeBackend;
 let root: HTMLElement;
 
 beforeEach(() => {
-  document.body.replaceChildren();
-  root = document.createElement("div");
-  document.body.append(root);
+  root = freshRoot();
   backend = fakeBackend({
     agents: [{ name: "writer", run: ["w"] }],
     sessions: [

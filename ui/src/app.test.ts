@@ -9,7 +9,7 @@ import { startApp, type StartedApp } from "./app";
 import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
 import { ENDED_LINGER_MS } from "./state/app.svelte";
 import { PAGE_ROWS } from "./state/sessions.svelte";
-import { row } from "./testdata";
+import { freshRoot, row } from "./testdata";
 import type { UsageTotal } from "./types";
 
 let root: HTMLElement;
@@ -17,9 +17,7 @@ let started: StartedApp[] = [];
 
 beforeEach(() => {
   vi.useFakeTimers({ shouldAdvanceTime: true });
-  document.body.replaceChildren();
-  root = document.createElement("div");
-  document.body.append(root);
+  root = freshRoot();
 });
 afterEach(() => {
   for (const app of started) app.destroy();

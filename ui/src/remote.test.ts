@@ -8,15 +8,13 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 import { startApp } from "./app";
 import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
 import type { LinkState, OutputLine } from "./types";
-import { row, runFinished, runRecord, span } from "./testdata";
+import { freshRoot, row, runFinished, runRecord, span } from "./testdata";
 
 let backend: FakeBackend;
 let root: HTMLElement;
 
 beforeEach(() => {
-  document.body.replaceChildren();
-  root = document.createElement("div");
-  document.body.append(root);
+  root = freshRoot();
   backend = fakeBackend({ sessions: [row("a", { status: "success" })] });
 });
 

@@ -109,3 +109,11 @@ export function runFinished(
     ...overrides,
   };
 }
+
+/** An empty page with one element for the app to start in. */
+export function freshRoot(): HTMLElement {
+  document.body.replaceChildren();
+  const root = document.createElement("div");
+  document.body.append(root);
+  return root;
+}

@@ -7,15 +7,13 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 
 import { startApp } from "./app";
 import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
-import { row } from "./testdata";
+import { freshRoot, row } from "./testdata";
 
 let backend: FakeBackend;
 let root: HTMLElement;
 
 beforeEach(() => {
-  document.body.replaceChildren();
-  root = document.createElement("div");
-  document.body.append(root);
+  root = freshRoot();
   backend = fakeBackend({
     agents: [{ name: "writer", run: ["w"] }],
     sessions: [
