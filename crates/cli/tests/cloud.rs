@@ -727,9 +727,13 @@ fn a_bucket_session_exports_the_trace_its_folder_here_does() {
             })
             .collect::<Vec<_>>()
     };
-    let cloud = export(&["--source", URL], "cloud.json");
-    let local = export(&["-w", local_root], "local.json");
+    let mut cloud = export(&["--source", URL], "cloud.json");
+    let mut local = export(&["-w", local_root], "local.json");
     assert!(cloud.len() > 2, "a root and the pipeline's nodes: {cloud:?}");
+    // The same spans; their order follows the folder's node order, which a copy whose objects
+    // were uploaded within one second does not keep (docs/cli.md: the order is not certain).
+    cloud.sort();
+    local.sort();
     assert_eq!(cloud, local);
     assert!(
         cloud
