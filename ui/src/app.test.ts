@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { startApp, type StartedApp } from "./app";
 import { fakeBackend, refusal, type FakeBackend } from "./fake-backend";
 import { ENDED_LINGER_MS } from "./state/app.svelte";
-import { PAGE_ROWS } from "./state/sessions.svelte";
+import { MOST_HELD_ROWS, PAGE_ROWS } from "./state/sessions.svelte";
 import { freshRoot, row } from "./testdata";
 import type { UsageTotal } from "./types";
 
@@ -413,10 +413,11 @@ describe("dialogs", () => {
   });
 });
 
-// The sessions table a page at a time (issue 46): the first screen is one page, the next ones come
-// as the table is scrolled to the end of the rows held, a change reads the rows held again (new
-// sessions at the top, changed ones in place), a filter or the order by cost reads the whole
-// listing, and rows being checked against their folders are marked.
+// The sessions table a page at a time (issue 46): the first screen is one page, the table stands
+// for every session, the next rows come as the table is scrolled to them (a jump reads the rows
+// jumped to, not every row before them), a change reads the rows held again (new sessions at the
+// top, changed ones in place), a filter or the order by cost reads the whole listing, and rows
+// being checked against their folders are marked.
 
 /** `count` sessions, the newest first, every third by agent `writer`, the others by `reader`. */
 function sessions(count: number) {
@@ -475,6 +476,79 @@ describe("the sessions table in pages", () => {
     scrollToEnd(app);
     await vi.advanceTimersByTimeAsync(50);
     expect(pageCalls(backend)).toHaveLength(3);
+  });
+
+  it("stands for every session: a jump to the end reads the last rows, not the rows between", async () => {
+    const backend = fakeBackend({ sessions: sessions(450) });
+    const app = await startPaged(backend);
+    const table = root.querySelector("table.sessions") as HTMLElement;
+    expect(table.getAttribute("aria-rowcount")).toBe("451");
+    const spacers = root.querySelectorAll<HTMLElement>("tr.spacer td");
+    const drawnHeight = root.querySelectorAll("tr.session-row").length * 46;
+    const height = [...spacers].reduce((sum, td) => sum + parseFloat(td.style.height || "0"), drawnHeight);
+    expect(height).toBe(450 * 46);
+    wrap().scrollTop = 450 * 46;
+    wrap().dispatchEvent(new Event("scroll"));
+    flushSync();
+    await vi.waitFor(() => expect(root.querySelector("tr[data-session-id='s00001']")).not.toBeNull());
+    expect(pageCalls(backend)).toEqual([`sessionsPage(0, ${PAGE_ROWS})`, `sessionsPage(250, ${PAGE_ROWS})`]);
+    expect(app.state.sessions.offset).toBe(250);
+    expect(app.state.sessions.rows()).toHaveLength(PAGE_ROWS);
+    expect(root.querySelector("tr[data-session-id='s00001']")?.getAttribute("aria-rowindex")).toBe("451");
+    // Back up past the first row held: the rows before it are read and joined to them.
+    wrap().scrollTop = 240 * 46;
+    wrap().dispatchEvent(new Event("scroll"));
+    flushSync();
+    await vi.waitFor(() => expect(app.state.sessions.offset).toBe(50));
+    expect(pageCalls(backend).at(-1)).toBe(`sessionsPage(50, ${PAGE_ROWS})`);
+    expect(app.state.sessions.rows()).toHaveLength(400);
+    expect(root.querySelector("tr[data-session-id='s00210']")?.getAttribute("aria-rowindex")).toBe("242");
+    expect(root.querySelector("tr.placeholder")).toBeNull();
+  });
+
+  it("draws the rows not yet read as placeholders while they are read", async () => {
+    const backend = fakeBackend({ sessions: sessions(450) });
+    const app = await startPaged(backend);
+    let release = () => {};
+    const page = backend.sessionsPage.bind(backend);
+    backend.sessionsPage = (offset, limit) =>
+      new Promise((resolve) => {
+        release = () => resolve(page(offset, limit));
+      });
+    wrap().scrollTop = 300 * 46;
+    wrap().dispatchEvent(new Event("scroll"));
+    flushSync();
+    expect(root.querySelectorAll("tr.placeholder").length).toBeGreaterThan(0);
+    expect(root.querySelector("tr.placeholder")?.textContent).toContain("Reading");
+    release();
+    await vi.waitFor(() => expect(root.querySelector("tr.placeholder")).toBeNull());
+    expect(root.querySelector("tr[data-session-id='s00150']")).not.toBeNull();
+    expect(app.state.sessions.rows().length).toBeLessThanOrEqual(2 * PAGE_ROWS);
+  });
+
+  it("holds at most MOST_HELD_ROWS rows however far it is scrolled", async () => {
+    const total = MOST_HELD_ROWS + 3 * PAGE_ROWS;
+    const backend = fakeBackend({ sessions: sessions(total) });
+    const app = await startPaged(backend);
+    let most = 0;
+    for (let step = 0; step < 20 && !root.querySelector("tr[data-session-id='s00001']"); step += 1) {
+      const held = app.state.sessions;
+      wrap().scrollTop = 46 * (held.offset + held.rows().length);
+      wrap().dispatchEvent(new Event("scroll"));
+      flushSync();
+      await vi.waitFor(() =>
+        expect(app.state.sessions.offset + app.state.sessions.rows().length).toBeGreaterThan(
+          held.offset + held.rows().length - 1,
+        ),
+      );
+      await vi.advanceTimersByTimeAsync(10);
+      most = Math.max(most, app.state.sessions.rows().length);
+    }
+    expect(root.querySelector("tr[data-session-id='s00001']")).not.toBeNull();
+    expect(most).toBe(MOST_HELD_ROWS);
+    expect(app.state.sessions.offset).toBe(total - MOST_HELD_ROWS);
+    const held = app.state.sessions.rows().map((r) => r.id);
+    expect(new Set(held).size).toBe(held.length);
   });
 
   it("reads the rows held again on a change: a new session at the top, a changed one in place", async () => {

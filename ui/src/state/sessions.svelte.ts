@@ -1,10 +1,13 @@
 // The workspace's sessions as the table shows them: the listing, its filters, order and search,
 // which one is selected and which are marked to compare, and pins and deletes.
 //
-// The listing is read a page at a time (`sessionsPage`): the first screen is one page, the next
-// pages come as the table is scrolled to the end of the rows held, and a change reads the rows
-// held again (new sessions come in at the top, changed ones change in place). The filters and the
-// order by cost cover every session: while one is set, the whole listing is held (`sessionsList`).
+// The listing is read a page at a time (`sessionsPage`): the first screen is one page, and the
+// table stands for every session (its scroll height is the total's), so the rows it draws are read
+// as they come into view: next to the rows held when they join them, in their place when the table
+// jumps far (a drag of its scroll bar), never more than MOST_HELD_ROWS at once. A change reads the
+// rows held again (new sessions come in at the top, changed ones change in place). The filters and
+// the order by cost cover every session: while one is set, the whole listing is held
+// (`sessionsList`).
 
 import type { Backend } from "../backend";
 import { toCommandError } from "../errors";
@@ -23,22 +26,50 @@ export const USAGE_EVERY_MS = 30_000;
 export const PAGE_ROWS = 200;
 /** The most rows one call reads (the core's own bound, `app::MAX_PAGE`). */
 export const MOST_PAGE_ROWS = 5_000;
+/** The most rows held while paging: scrolling on past them lets go of the farthest. The web view
+ * holds what is near the view, not the whole history. */
+export const MOST_HELD_ROWS = 2_000;
 
-/** The rows held read again: `count` of them from the first, a page of at most MOST_PAGE_ROWS at
- * a time (one call for a screen or a few pages). */
-async function readRows(backend: Backend, count: number): Promise<SessionsPage> {
-  const first = await backend.sessionsPage(0, Math.min(count, MOST_PAGE_ROWS));
+/** The rows held read again: `count` of them from row `start`, a page of at most MOST_PAGE_ROWS at
+ * a time (one call for a screen or a few pages). When sessions went and `start` is past the end
+ * now, the last `count` rows. */
+async function readRows(backend: Backend, start: number, count: number): Promise<SessionsPage> {
+  const first = await backend.sessionsPage(start, Math.min(count, MOST_PAGE_ROWS));
+  if (first.sessions.length === 0 && start > 0) return readRows(backend, Math.max(0, first.total - count), count);
   const sessions = [...first.sessions];
   const checking = [...first.checking];
   let total = first.total;
-  while (sessions.length < Math.min(count, total)) {
-    const next = await backend.sessionsPage(sessions.length, Math.min(count - sessions.length, MOST_PAGE_ROWS));
+  while (sessions.length < Math.min(count, total - start)) {
+    const next = await backend.sessionsPage(start + sessions.length, Math.min(count - sessions.length, MOST_PAGE_ROWS));
     if (next.sessions.length === 0) break;
     sessions.push(...withoutHeld(next.sessions, sessions));
     checking.push(...next.checking);
     total = next.total;
   }
-  return { sessions, offset: 0, total, checking };
+  return { sessions, offset: start, total, checking };
+}
+
+/** Which rows to read so that rows `first` to `end` are held, and how they join the `held` rows
+ * from row `offset`: after or before them when they touch, else instead of them. */
+export function rowsToRead(
+  held: { offset: number; length: number },
+  first: number,
+  end: number,
+  total: number,
+): { start: number; length: number; join: "after" | "before" | "instead" } | null {
+  end = Math.min(end, total);
+  const heldEnd = held.offset + held.length;
+  if (end <= first || (first >= held.offset && end <= heldEnd)) return null;
+  if (first >= held.offset && first <= heldEnd)
+    return { start: heldEnd, length: Math.min(MOST_PAGE_ROWS, Math.max(PAGE_ROWS, end - heldEnd)), join: "after" };
+  if (end >= held.offset && end <= heldEnd) {
+    const start = Math.max(0, Math.min(first, held.offset - PAGE_ROWS));
+    return { start, length: held.offset - start, join: "before" };
+  }
+  // A jump: a page around the rows asked for, in place of the rows held.
+  const middle = Math.floor((first + end) / 2);
+  const start = Math.min(first, Math.max(0, Math.min(middle - PAGE_ROWS / 2, total - PAGE_ROWS)));
+  return { start, length: Math.min(MOST_PAGE_ROWS, Math.max(PAGE_ROWS, end - start)), join: "instead" };
 }
 
 /** The rows of `page` not among `held` (a row moved up between two pages is held once). */
@@ -48,9 +79,11 @@ function withoutHeld(page: readonly SessionRow[], held: readonly SessionRow[]): 
 }
 
 export class SessionsState {
-  /** Pinned first, as the backend orders them: the listing's first rows, as many as were read
+  /** Pinned first, as the backend orders them: the rows held, from row `offset` of the listing
    * (every row while `whole`). */
   listing = $state.raw<Loaded<SessionRow[]>>({ kind: "loading" });
+  /** Where the rows held begin in the whole listing (0 while `whole`). */
+  offset = $state(0);
   /** How many sessions the workspace has in all. */
   total = $state(0);
   /** The rows shown as the store last saw them while their folders, which differ, are read again. */
@@ -78,7 +111,9 @@ export class SessionsState {
     this.listing.kind === "ok" ? sortByCost(filterSessions(this.listing.value, this.filters), this.costSort) : [],
   );
   /** How many sessions the table stands for: all of them, or those through the filters. */
-  count = $derived(isFiltered(this.filters) ? this.visible.length : this.total);
+  count = $derived(
+    isFiltered(this.filters) ? this.visible.length : Math.max(this.total, this.offset + this.visible.length),
+  );
 
   readonly #backend: () => Backend;
   readonly #clock: () => Date;
@@ -105,6 +140,7 @@ export class SessionsState {
   set(listing: Loaded<SessionListing>): void {
     if (listing.kind === "ok") {
       this.listing = { kind: "ok", value: listing.value.sessions };
+      this.offset = 0;
       this.usage = listing.value.usage;
       this.total = listing.value.sessions.length;
       this.checking = new Set();
@@ -114,10 +150,11 @@ export class SessionsState {
     this.#changed();
   }
 
-  /** The rows held, from the first (the first screen, or the rows held read again). */
+  /** The rows held (the first screen, or the rows held read again). */
   setPage(page: Loaded<SessionsPage>): void {
     if (page.kind === "ok") {
       this.listing = { kind: "ok", value: page.value.sessions };
+      this.offset = page.value.offset;
       this.total = page.value.total;
       this.checking = new Set(page.value.checking);
     } else {
@@ -149,8 +186,8 @@ export class SessionsState {
   paused: () => boolean = () => false;
   /** Counts the workspaces shown: a listing read for one is not laid under the next. */
   #epoch = 0;
-  /** A next page is being read. */
-  #readingMore = false;
+  /** Rows the table came to are being read. */
+  #readingRows = false;
 
   /** The listing again: after a pin, and as runs start, go from node to node, and end (the rows
    * held, or the whole listing while it is wanted). Not while the workspace is being switched,
@@ -168,9 +205,9 @@ export class SessionsState {
       this.whole = true;
       this.set(listing);
     } else {
-      // Back from the whole listing, the first page; else as many rows as are held.
+      // Back from the whole listing, the first page; else the rows held, where they are.
       const held = this.whole ? PAGE_ROWS : Math.max(PAGE_ROWS, this.rows().length);
-      const page = await settle(readRows(this.#backend(), held));
+      const page = await settle(readRows(this.#backend(), this.whole ? 0 : this.offset, held));
       if (stale() || keeps(page)) return;
       this.whole = false;
       this.setPage(page);
@@ -179,22 +216,48 @@ export class SessionsState {
     this.now = this.#clock();
   }
 
-  /** The table was scrolled to the end of the rows held: the next page, when there is one. */
-  async more(): Promise<void> {
-    if (this.whole || this.#readingMore || this.listing.kind !== "ok" || this.paused()) return;
+  /** The table draws rows `first` to `end` of the listing: those not held are read (joined to the
+   * rows held, or in their place after a jump), and the farthest let go past MOST_HELD_ROWS. */
+  async reach(first: number, end: number): Promise<void> {
+    if (this.whole || this.#readingRows || this.listing.kind !== "ok" || this.paused()) return;
     const held = this.listing.value;
-    if (held.length >= this.total) return;
-    this.#readingMore = true;
+    const read = rowsToRead({ offset: this.offset, length: held.length }, first, end, this.total);
+    if (read === null) return;
+    this.#readingRows = true;
     const epoch = this.#epoch;
     try {
-      const page = await settle(this.#backend().sessionsPage(held.length, PAGE_ROWS));
+      const page = await settle(this.#backend().sessionsPage(read.start, read.length));
       if (epoch !== this.#epoch || page.kind !== "ok" || this.listing.kind !== "ok" || this.whole) return;
       const rows = this.listing.value;
-      this.listing = { kind: "ok", value: [...rows, ...withoutHeld(page.value.sessions, rows)] };
+      const came = page.value.sessions;
+      let offset = this.offset;
+      let joined: SessionRow[];
+      if (read.join === "after") {
+        joined = [...rows, ...withoutHeld(came, rows)];
+      } else if (read.join === "before") {
+        const before = withoutHeld(came, rows);
+        joined = [...before, ...rows];
+        offset = Math.max(0, offset - before.length);
+      } else {
+        joined = [...came];
+        offset = read.start;
+      }
+      // Past the bound, the rows farthest from those just read go.
+      const excess = joined.length - MOST_HELD_ROWS;
+      if (excess > 0 && read.join === "after") {
+        joined = joined.slice(excess);
+        offset += excess;
+      } else if (excess > 0) {
+        joined = joined.slice(0, MOST_HELD_ROWS);
+      }
+      this.listing = { kind: "ok", value: joined };
+      this.offset = offset;
       this.total = page.value.total;
-      if (page.value.checking.length > 0) this.checking = new Set([...this.checking, ...page.value.checking]);
+      const held = new Set(joined.map((row) => row.id));
+      const checking = [...(read.join === "instead" ? [] : this.checking), ...page.value.checking];
+      this.checking = new Set(checking.filter((id) => held.has(id)));
     } finally {
-      this.#readingMore = false;
+      this.#readingRows = false;
     }
   }
 
@@ -202,6 +265,7 @@ export class SessionsState {
   reset(): void {
     this.#epoch += 1;
     this.listing = { kind: "loading" };
+    this.offset = 0;
     this.total = 0;
     this.checking = new Set();
     this.whole = false;
