@@ -17,10 +17,12 @@ if grep -q '"test"' ui/package.json; then
     bash -c 'cd ui && npm run lint && npm run format:check && npm test'
 fi
 
-# xvfb-run gives the end-to-end tests a display, dbus-run-session a session bus (a second launch
-# finds the running app through it); they fail, never skip, without either.
-step "cargo test --workspace (the app end-to-end under Xvfb)" \
-  xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- cargo test --workspace --locked --timings
+# Every test binary built first (cargo's timings kept), then run in two lanes at once: the app's
+# end-to-end tests beside the other crates' (scripts/test-lanes.sh says why). xvfb-run gives the
+# end-to-end tests a display, dbus-run-session a session bus (a second launch finds the running app
+# through it); they fail, never skip, without either.
+step "cargo test --workspace --no-run (build every test)" cargo test --workspace --locked --no-run --timings
+step "cargo test --workspace (the app end-to-end under Xvfb, beside the rest)" bash scripts/test-lanes.sh
 
 # Built from the debug builds the tests made (scripts/package-deb.sh says why): about 2 min, where
 # the package's two release builds took about 14.

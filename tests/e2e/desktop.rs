@@ -204,7 +204,10 @@ async fn quitting_with_a_live_run_asks_and_can_leave_it_running() {
 /// "Stop runs and quit": the live run is stopped before the app is gone, and recorded so.
 #[tokio::test]
 async fn quitting_with_a_live_run_can_stop_it_first() {
-    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:1500,report:1500", "--prompt", "{prompt}"]);
+    // `write` long enough that closing the window, its question and the answer come before it
+    // ends on a loaded machine (the run ended `success` first when it was 1.5 s); a graceful stop
+    // lands when it ends.
+    let workspace = Workspace::with_test_agent(&["--nodes", "plan:300,write:6000,report:6000", "--prompt", "{prompt}"]);
     let db = workspace.db();
     let folder = workspace.path().file_name().unwrap().to_string_lossy().into_owned();
     App::run(&workspace, |client| async move {

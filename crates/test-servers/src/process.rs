@@ -14,9 +14,10 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
 /// How long a server may take to answer on its port before the test fails: moto (Python) and
-/// the emulators (Node, Go) took over 15 s to start at a load of 5 on two cores; a server that
-/// exits is seen at once, whatever this is.
-pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// the emulators (Node, Go) took over 15 s to start at a load of 5 on two cores, and Arize Phoenix
+/// (its database migrations first) over 60 s at a load of 14; a server that exits is seen at once,
+/// whatever this is.
+pub const START_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long a server may take to exit after SIGTERM before it gets SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(3);
