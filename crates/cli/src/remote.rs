@@ -14,11 +14,11 @@ use anyhow::Context;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 use studio_core::app::across::AcrossMachines;
-use studio_core::app::SessionListing;
 use studio_core::remote::import::{import_file, RemoteImport};
 use studio_core::remote::link::{Link, LinkOptions};
+use studio_core::remote::methods::Methods;
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
-use studio_core::{Session, SessionId};
+use studio_core::SessionId;
 
 use crate::cli::{
     DiffArgs, ExportArgs, Globals, ImportArgs, NoteArgs, SessionArg, SessionsArgs, ShowArgs, StopArgs, StudioCommand,
@@ -87,7 +87,7 @@ impl crate::commands::otlp::TraceSource for Remote {
     }
 
     fn updated_since(&self, from: studio_core::session::Timestamp) -> anyhow::Result<Vec<SessionId>> {
-        let listing: SessionListing = self.call("sessions_list", json!({}))?;
+        let listing = self.link.sessions_list()?;
         Ok(listing
             .sessions
             .into_iter()
@@ -124,22 +124,20 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
         StudioCommand::Open(args) => open(&remote, args, globals, out),
         StudioCommand::Tag(args) | StudioCommand::Untag(args) => {
             let id = SessionId::parse(&args.session_id)?;
-            let method = if matches!(command, StudioCommand::Tag(_)) {
-                "tags_add"
+            let (session, tags) = (id.to_string(), args.tags.clone());
+            let tags = if matches!(command, StudioCommand::Tag(_)) {
+                remote.link.tags_add(session, tags)?
             } else {
-                "tags_remove"
+                remote.link.tags_remove(session, tags)?
             };
-            let tags: Vec<String> = remote.call(method, json!({ "session_id": id, "tags": args.tags }))?;
             crate::commands::tags::tagged(out, globals.format(), &id, &tags)
         }
         StudioCommand::Note(args) => note(&remote, args, globals, out),
         StudioCommand::View(args) => {
             let views: Vec<studio_core::store::SavedView> = match &args.action {
-                ViewAction::Save { name, filters } => {
-                    remote.call("view_save", json!({ "name": name, "filters": filters.filters() }))?
-                }
-                ViewAction::Delete { name } => remote.call("view_delete", json!({ "name": name }))?,
-                ViewAction::List => remote.call("views_list", json!({}))?,
+                ViewAction::Save { name, filters } => remote.link.view_save(name.clone(), filters.filters())?,
+                ViewAction::Delete { name } => remote.link.view_delete(name.clone())?,
+                ViewAction::List => remote.link.views_list()?,
             };
             crate::commands::tags::viewed(out, globals.format(), &args.action, &views)
         }
@@ -160,7 +158,7 @@ fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut i
     let now = SystemTime::now();
     let filters = match &args.view {
         Some(name) => {
-            let views: Vec<studio_core::store::SavedView> = remote.call("views_list", json!({}))?;
+            let views = remote.link.views_list()?;
             views
                 .into_iter()
                 .find(|view| view.name == *name)
@@ -169,14 +167,11 @@ fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut i
         }
         None => args.filters.filters(),
     };
-    let mut listing: SessionListing = remote.call("sessions_list", json!({}))?;
+    let mut listing = remote.link.sessions_list()?;
     if filters != studio_core::store::Filters::default() {
         let found: Option<std::collections::HashSet<String>> = match &filters.search {
             Some(text) => {
-                let hits: Vec<studio_core::store::SearchHit> = remote.call(
-                    "search",
-                    json!({ "query": text, "limit": studio_core::store::SEARCH_HITS }),
-                )?;
+                let hits = remote.link.search(text.clone(), studio_core::store::SEARCH_HITS)?;
                 Some(hits.into_iter().map(|hit| hit.session_id).collect())
             }
             None => None,
@@ -208,7 +203,7 @@ fn show(remote: &Remote, args: &ShowArgs, globals: &Globals, out: &mut impl Writ
         anyhow::bail!("--with-config is not taken with --remote: the server never sends a session's config");
     }
     let id = SessionId::parse(&args.session_id)?;
-    let session: Session = remote.call("session_get", json!({ "session_id": id.to_string() }))?;
+    let session = remote.link.session_get(id.to_string())?;
     match globals.format() {
         crate::cli::Format::Json => print::write_json(out, &session),
         crate::cli::Format::Human => {
@@ -227,19 +222,19 @@ fn note(remote: &Remote, args: &NoteArgs, globals: &Globals, out: &mut impl Writ
     use crate::commands::tags;
     let id = SessionId::parse(&args.session_id)?;
     let Some(text) = tags::note_given(args, &id)? else {
-        let note: Option<String> = remote.call("note_get", json!({ "session_id": id }))?;
+        let note = remote.link.note_get(id.to_string())?;
         return tags::print_note(out, globals.format(), &id, note.as_deref());
     };
-    let note = (!text.is_empty()).then_some(text.as_str());
-    let () = remote.call("note_set", json!({ "session_id": id, "note": note }))?;
-    tags::noted(out, globals.format(), &id, note)
+    let note = (!text.is_empty()).then_some(text);
+    remote.link.note_set(id.to_string(), note.clone())?;
+    tags::noted(out, globals.format(), &id, note.as_deref())
 }
 
 /// The app started on a session of the host (`zibby-studio --session ID HOST:PATH`, the
 /// running window taking it over), once the host has said the session is there.
 fn open(remote: &Remote, args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let id = SessionId::parse(&args.session_id)?;
-    let _: Session = remote.call("session_get", json!({ "session_id": id.to_string() }))?;
+    remote.link.session_get(id.to_string())?;
     crate::commands::share::launch_app(&id, std::ffi::OsStr::new(&remote.target), globals, out)
 }
 
@@ -254,14 +249,11 @@ fn stop(remote: &Remote, args: &StopArgs, globals: &Globals, out: &mut impl Writ
         Target::Recorded(run) => run,
         Target::Outside(session) => {
             refuse_forcing_outside(args, &session)?;
-            let asked: studio_core::runner::OutsideStop =
-                remote.call("session_stop_outside", json!({ "session_id": session.as_str() }))?;
+            let asked = remote.link.session_stop_outside(session.to_string())?;
             return print::emit(out, globals.format(), &asked, print::outside_stop);
         }
     };
-    let ask = |force: bool| -> anyhow::Result<Stopping> {
-        remote.call("run_stop", json!({ "run_id": run.id, "force": force }))
-    };
+    let ask = |force: bool| -> anyhow::Result<Stopping> { Ok(remote.link.run_stop(run.id.clone(), force)?) };
     let how = ask(args.force)?;
     eprintln!(
         "{} (on {})",
@@ -300,18 +292,18 @@ fn stop(remote: &Remote, args: &StopArgs, globals: &Globals, out: &mut impl Writ
 
 impl crate::commands::stop::Runs for Remote {
     fn run(&self, id: &str) -> anyhow::Result<studio_core::store::RunRecord> {
-        let runs: Vec<studio_core::store::RunRecord> = self.call("runs_list", json!({ "session_id": null }))?;
+        let runs = self.link.runs_list(None)?;
         runs.into_iter()
             .find(|r| r.id == id)
             .ok_or_else(|| studio_core::Error::RunNotFound { id: id.to_owned() }.into())
     }
 
     fn runs_of(&self, session: &SessionId) -> anyhow::Result<Vec<studio_core::store::RunRecord>> {
-        self.call("runs_list", json!({ "session_id": session.as_str() }))
+        Ok(self.link.runs_list(Some(session.to_string()))?)
     }
 
     fn folder_status(&self, session: &SessionId) -> anyhow::Result<Option<studio_core::Status>> {
-        let found: Session = self.call("session_get", json!({ "session_id": session.as_str() }))?;
+        let found = self.link.session_get(session.to_string())?;
         Ok(Some(found.status))
     }
 }

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use studio_core::remote::follow::RunFollower;
 use studio_core::remote::link::{Link, LinkEvent, LinkState};
+use studio_core::remote::methods::Methods;
 use studio_core::remote::protocol::AGENT_TRUST;
 use studio_core::runner::{RunEvent, StartedRun};
 use studio_core::store::RunRecord;
@@ -63,7 +64,7 @@ pub fn watch(remote: &Reached<'_>, globals: &Globals, out: &mut impl Write) -> a
     )?;
     // What a local watch's first scan says: every session there now, as added (once subscribed,
     // so that none made meanwhile is missed; one may then be said twice, added then updated).
-    let listing: studio_core::app::SessionListing = link.call("sessions_list", &serde_json::json!({}))?;
+    let listing = link.sessions_list()?;
     let workspace = std::path::PathBuf::from(link.workspace_path());
     for row in listing.sessions {
         let change = studio_core::watcher::Change::SessionAdded {
@@ -144,13 +145,13 @@ fn start(remote: &Reached<'_>, args: &RunArgs) -> anyhow::Result<StartedRun> {
     let node = args.session.as_ref().and(args.node.as_ref());
     let call = || -> Result<StartedRun, studio_core::Error> {
         match (&args.session, node) {
-            (Some(session), Some(node)) => link.call(
-                "run_replay",
-                &json!({ "session_id": session, "node": node, "agent": agent }),
-            ),
-            (session, _) => link.call(
-                "run_start",
-                &json!({ "agent": agent, "prompt": args.prompt.clone().unwrap_or_default(), "session_id": session }),
+            (Some(session), Some(node)) => link.run_replay(session.clone(), node.clone(), agent.to_owned()),
+            // The budget flags were refused before this (the host's studio.toml holds its runs).
+            (session, _) => link.run_start(
+                agent.to_owned(),
+                args.prompt.clone().unwrap_or_default(),
+                session.clone(),
+                None,
             ),
         }
     };
@@ -169,7 +170,7 @@ fn start(remote: &Reached<'_>, args: &RunArgs) -> anyhow::Result<StartedRun> {
 
 /// The run `run_id` as the host records it.
 fn run_record(remote: &Reached<'_>, run_id: &str) -> anyhow::Result<RunRecord> {
-    let runs: Vec<RunRecord> = remote.link().call("runs_list", &json!({ "session_id": null }))?;
+    let runs = remote.link().runs_list(None)?;
     runs.into_iter()
         .find(|run| run.id == run_id)
         .ok_or_else(|| anyhow::anyhow!("{}: no run `{run_id}` in the host's store", remote.link().host()))

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::remote::link::{Link, LinkEvent};
+use crate::remote::methods::Methods;
 use crate::remote::protocol::RUNS_RECONCILE;
 use crate::runs::runner::{RunEvent, StartedRun};
 use crate::status::Status;
@@ -238,7 +239,7 @@ pub fn run_ends<'a>(
     }
     link.call::<()>(RUNS_RECONCILE, &json!({}))?;
     for (session_id, run_ids) in by_session {
-        let records: Vec<RunRecord> = link.call("runs_list", &json!({ "session_id": session_id }))?;
+        let records = link.runs_list(Some(session_id.to_owned()))?;
         for run in records.into_iter().filter(|run| run_ids.contains(&run.id.as_str())) {
             let ended = run.status != Status::Running;
             ends.insert(run.id.clone(), ended.then(|| finished_event(run)));

@@ -37,10 +37,14 @@ pub(crate) fn write_result(
 /// workspace (`app::elsewhere::Elsewhere::forward`): trusting an agent there after asking.
 pub const WINDOW_PROTOCOL_METHODS: &[&str] = &[crate::remote::protocol::AGENT_TRUST];
 
-/// Defines [`IPC_METHODS`] and [`dispatch`] from one list: each method's parameters (by the IPC
-/// command's argument names) and the app service's call.
+/// Defines [`IPC_METHODS`], [`dispatch`] and [`Methods`] from one list: each method's parameters
+/// (by the IPC command's argument names), its result's type, and the app service's call (its
+/// result as that type: checked by the compiler), with the form it is carried in when it is not
+/// the type's own (`[carried as WRAPPER]`).
 macro_rules! ipc_methods {
-    ($studio:ident; $($name:ident($($param:ident: $type:ty),*) => $call:expr;)*) => {
+    ($studio:ident; $(
+        $name:ident($($param:ident: $type:ty),*) -> $result:ty $([carried as $wire:path])? => $call:expr;
+    )*) => {
         /// Each method's name and parameter names: the window's IPC commands' own.
         pub const IPC_METHODS: &[(&str, &[&str])] = &[$((stringify!($name), &[$(stringify!($param)),*])),*];
 
@@ -59,60 +63,100 @@ macro_rules! ipc_methods {
                     #[allow(non_camel_case_types)]
                     struct $name { $($param: $type),* }
                     match read_params::<$name>(method, params) {
-                        Ok($name { $($param),* }) => write_result(method, $call, out),
+                        Ok($name { $($param),* }) => {
+                            let result: Result<$result, Error> = $call;
+                            $(let result = result.map($wire);)?
+                            write_result(method, result, out)
+                        }
                         Err(error) => Err(error),
                     }
                 })*
                 _ => return None,
             })
         }
+
+        /// The studio server's methods as a client calls them: each by its name, its parameters
+        /// typed and sent by their names, its result read as the type the server's call answers.
+        /// One list with the server's [`dispatch`] and the window's commands (`IPC_METHODS`).
+        pub trait Methods {
+            /// Calls `method` with `params` (an object of the parameters by name).
+            fn call_method<T: DeserializeOwned + Send + 'static>(&self, method: &str, params: Value) -> Result<T, Error>;
+
+            $(
+                #[doc = concat!("The server's `", stringify!($name), "`.")]
+                fn $name(&self, $($param: $type),*) -> Result<$result, Error> {
+                    self.call_method(stringify!($name), serde_json::json!({ $(stringify!($param): $param),* }))
+                }
+            )*
+        }
     };
 }
 
+use crate::app::operations::WorkspaceInfo;
+use crate::app::{SessionListing, SessionsPage};
+use crate::compare::RunDiff;
+use crate::runs::runner::{OutsideStop, StartedRun};
+use crate::runs::stop::Stopping;
+use crate::sessions::agents::Agent;
+use crate::sessions::cost::UsageTotal;
+use crate::sessions::files::{FileChunk, FileEntry};
+use crate::sessions::session::Session;
+use crate::share::otlp::TraceSetting;
+use crate::store::{Filters, LogLine, Message, OutputFind, OutputPage, RunRecord, SavedView, SearchHit, Span};
+use crate::vocabulary::label::Tag;
+
 ipc_methods! { studio;
-    workspace_get() => studio.workspace_info();
+    workspace_get() -> WorkspaceInfo => studio.workspace_info();
     // Carried as a table: the only result whose form differs from the IPC command's.
-    sessions_list() => studio.sessions_list().map(crate::remote::table::WireListing);
+    sessions_list() -> SessionListing [carried as crate::remote::table::WireListing] => studio.sessions_list();
     // The window's table a page at a time, and its sessions' cost apart.
-    sessions_page(offset: usize, limit: usize) => studio.sessions_page(offset, limit);
-    sessions_usage() => studio.sessions_usage();
-    session_get(session_id: String) => studio.session_get(&session_id);
-    session_messages(session_id: String) => studio.session_messages(&session_id);
-    session_logs(session_id: String) => studio.session_logs(&session_id);
-    session_files(session_id: String) => studio.session_files(&session_id);
-    session_file_read(session_id: String, path: String, offset: u64, limit: usize) =>
+    sessions_page(offset: usize, limit: usize) -> SessionsPage => studio.sessions_page(offset, limit);
+    sessions_usage() -> Option<UsageTotal> => studio.sessions_usage();
+    session_get(session_id: String) -> Session => studio.session_get(&session_id);
+    session_messages(session_id: String) -> Vec<Message> => studio.session_messages(&session_id);
+    session_logs(session_id: String) -> Vec<LogLine> => studio.session_logs(&session_id);
+    session_files(session_id: String) -> Vec<FileEntry> => studio.session_files(&session_id);
+    session_file_read(session_id: String, path: String, offset: u64, limit: usize) -> FileChunk =>
         studio.session_file_read(&session_id, &path, offset, limit);
-    session_delete(session_id: String) => studio.session_delete(&session_id);
-    pin_add(session_id: String) => studio.pin_add(&session_id);
-    pin_remove(session_id: String) => studio.pin_remove(&session_id);
+    session_delete(session_id: String) -> () => studio.session_delete(&session_id);
+    pin_add(session_id: String) -> () => studio.pin_add(&session_id);
+    pin_remove(session_id: String) -> () => studio.pin_remove(&session_id);
     // Each tag read is checked (`vocabulary::label`); answers the session's tags after.
-    tags_add(session_id: String, tags: Vec<crate::vocabulary::label::Tag>) => studio.tags_add(&session_id, &tags);
-    tags_remove(session_id: String, tags: Vec<crate::vocabulary::label::Tag>) =>
-        studio.tags_remove(&session_id, &tags);
-    note_get(session_id: String) => studio.note_get(&session_id);
+    tags_add(session_id: String, tags: Vec<Tag>) -> Vec<String> => studio.tags_add(&session_id, &tags);
+    tags_remove(session_id: String, tags: Vec<Tag>) -> Vec<String> => studio.tags_remove(&session_id, &tags);
+    note_get(session_id: String) -> Option<String> => studio.note_get(&session_id);
     // null or "" removes it; at most 64 KiB.
-    note_set(session_id: String, note: Option<String>) => studio.note_set(&session_id, note.as_deref());
+    note_set(session_id: String, note: Option<String>) -> () => studio.note_set(&session_id, note.as_deref());
     // The saved views of the sessions table; each answers the views after.
-    views_list() => studio.views_list();
-    view_save(name: String, filters: crate::store::Filters) => studio.view_save(&name, &filters);
-    view_delete(name: String) => studio.view_delete(&name);
-    search(query: String, limit: usize) => studio.search(&query, limit);
-    agents_list() => studio.agents_list();
+    views_list() -> Vec<SavedView> => studio.views_list();
+    view_save(name: String, filters: Filters) -> Vec<SavedView> => studio.view_save(&name, &filters);
+    view_delete(name: String) -> Vec<SavedView> => studio.view_delete(&name);
+    search(query: String, limit: usize) -> Vec<SearchHit> => studio.search(&query, limit);
+    agents_list() -> Vec<Agent> => studio.agents_list();
     // Where the host sends its runs as traces (saving it is the shell's, after asking: local only).
-    traces_setting() => studio.traces_setting();
-    agent_save(agent: crate::sessions::agents::Agent, previous_name: Option<String>) =>
+    traces_setting() -> TraceSetting => studio.traces_setting();
+    agent_save(agent: Agent, previous_name: Option<String>) -> Vec<Agent> =>
         studio.agent_save(agent, previous_name.as_deref());
-    run_start(agent: String, prompt: String, session_id: Option<String>, max_cost_usd: Option<f64>) =>
+    run_start(agent: String, prompt: String, session_id: Option<String>, max_cost_usd: Option<f64>) -> StartedRun =>
         studio.run_start(&agent, prompt, session_id.as_deref(), max_cost_usd);
-    run_replay(session_id: String, node: String, agent: String) => studio.run_replay(&session_id, node, &agent);
-    run_stop(run_id: String, force: bool) => studio.run_stop(&run_id, force);
-    session_stop_outside(session_id: String) => studio.session_stop_outside(&session_id);
-    runs_list(session_id: Option<String>) => studio.runs_list(session_id.as_deref());
-    run_spans(run_id: String) => studio.run_spans(&run_id);
-    run_output(run_id: String, from_seq: i64, limit: usize, node: Option<String>, stream: Option<String>) =>
+    run_replay(session_id: String, node: String, agent: String) -> StartedRun =>
+        studio.run_replay(&session_id, node, &agent);
+    run_stop(run_id: String, force: bool) -> Stopping => studio.run_stop(&run_id, force);
+    session_stop_outside(session_id: String) -> OutsideStop => studio.session_stop_outside(&session_id);
+    runs_list(session_id: Option<String>) -> Vec<RunRecord> => studio.runs_list(session_id.as_deref());
+    run_spans(run_id: String) -> Vec<Span> => studio.run_spans(&run_id);
+    run_output(run_id: String, from_seq: i64, limit: usize, node: Option<String>, stream: Option<String>) -> OutputPage =>
         studio.run_output(&run_id, from_seq, limit, node, stream.as_deref());
-    run_output_find(run_id: String, from_seq: i64, backward: bool, query: String) =>
+    run_output_find(run_id: String, from_seq: i64, backward: bool, query: String) -> OutputFind =>
         studio.run_output_find(&run_id, from_seq, backward, &query);
-    runs_compare(a: String, b: String, node: Option<String>, occurrence: Option<usize>, skip_hunks: usize) =>
+    runs_compare(a: String, b: String, node: Option<String>, occurrence: Option<usize>, skip_hunks: usize) -> RunDiff =>
         studio.runs_compare(&a, &b, node, occurrence, skip_hunks);
+}
+
+/// A remote workspace's link calls them (connected again when it dropped, as
+/// [`Link::call`](crate::remote::link::Link::call)).
+impl Methods for crate::remote::link::Link {
+    fn call_method<T: DeserializeOwned + Send + 'static>(&self, method: &str, params: Value) -> Result<T, Error> {
+        self.call(method, &params)
+    }
 }
