@@ -1,0 +1,147 @@
+//! The workspace's kept server (`remote::kept_server`) reached through the kept master, nothing
+//! started on the host: [`Connection::reach_kept_server`] forwards a local socket of this
+//! process's to the kept server's (`ssh -O forward -L LOCAL:REMOTE` through the master: a
+//! channel of the login's sshd, no session, no command), connects, then cancels the forward and
+//! removes its file (the connection goes on; nothing is left when the command ends).
+//!
+//! Where the kept server is comes from the command that started it: its start script said the
+//! host's home and the workspace's path, kept beside the kept master
+//! (`kept-<digest>.ws-<digest of the workspace as given and the build>`), and its socket is named
+//! by the build this machine verified there ([`kept_server::socket_path`]). Where none answers,
+//! the start script runs as without it, and the record says so: the host's sshd may refuse to
+//! forward (`AllowTcpForwarding no`, `DisableForwarding`; ssh's master does not say why), so for
+//! [`RETRY_FORWARD`] the commands run the start script, whose server relays to the kept one.
+
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use sha2::{Digest, Sha256};
+
+use super::connection::{ssh_base, Connection};
+use super::sockets::unique_name;
+use crate::remote::client::{ClientOptions, RemoteClient};
+use crate::remote::kept_server;
+
+/// The record's last line after a forward that reached no server: `refused <unix seconds>`.
+const REFUSED: &str = "refused";
+
+/// How long after a forward that reached no server the commands run the start script instead.
+const RETRY_FORWARD: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Whether `text` (a record) says a forward reached no server less than [`RETRY_FORWARD`] ago.
+fn refused_lately(text: &str) -> bool {
+    let since = |seconds: u64| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .is_ok_and(|now| now.as_secs().saturating_sub(seconds) < RETRY_FORWARD.as_secs())
+    };
+    text.lines()
+        .nth(3)
+        .and_then(|line| line.strip_prefix(REFUSED))
+        .and_then(|at| at.trim().parse().ok())
+        .is_some_and(since)
+}
+
+impl Connection {
+    /// The record of the workspace's kept server of `build`, beside a kept master (none for a
+    /// master of this connection's own).
+    fn kept_server_record(&self, build: &str) -> Option<PathBuf> {
+        let stem = self.control_path().file_stem()?.to_str()?;
+        if !stem.starts_with("kept-") {
+            return None;
+        }
+        let mut digest = Sha256::new();
+        digest.update(self.target().path.as_bytes());
+        digest.update([0]);
+        digest.update(build.as_bytes());
+        let hex: String = digest.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect();
+        Some(self.control_path().with_file_name(format!("{stem}.ws-{hex}")))
+    }
+
+    /// Keeps where the workspace's kept server of `build` is (what the start script said), for
+    /// the next command through the kept master; a record saying the forward was refused stays.
+    pub(super) fn remember_kept_server(&self, build: &str) {
+        let Some(record) = self.kept_server_record(build) else {
+            return;
+        };
+        if std::fs::read_to_string(&record).is_ok_and(|text| refused_lately(&text)) {
+            return;
+        }
+        let line = format!(
+            "{}\n{}\n{}\n",
+            self.remote_home(),
+            self.remote_platform(),
+            self.workspace_path()
+        );
+        let _ = crate::sessions::private::replace_file(&record, line.as_bytes());
+    }
+
+    /// A client of the workspace's kept server of `build`, reached through the kept master
+    /// without starting anything on the host; `None` where there is none to reach (the caller
+    /// runs the start script).
+    pub fn reach_kept_server(&mut self, build: &str, client: &ClientOptions) -> Option<RemoteClient> {
+        let record = self.kept_server_record(build)?;
+        let text = std::fs::read_to_string(&record).ok()?;
+        if refused_lately(&text) {
+            return None;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let [home, platform, workspace, ..] = lines[..] else {
+            return None;
+        };
+        let remote = kept_server::socket_path(home, build, workspace);
+        let local = self.control_path().with_file_name(format!("{}.fwd", unique_name()));
+        if remote.contains(':') || local.to_string_lossy().contains(':') {
+            return None;
+        }
+        let spec = format!("{}:{remote}", local.display());
+        let forwarded = self
+            .control("forward", &spec)
+            .and_then(|mut forward| forward.wait().ok());
+        if !forwarded.is_some_and(|status| status.success()) {
+            let _ = std::fs::remove_file(&local);
+            let _ = std::fs::remove_file(&record);
+            return None;
+        }
+        let stream = UnixStream::connect(&local);
+        // Cancelled while the client greets: the connection made goes on.
+        let cancel = self.control("cancel", &spec);
+        let reached = stream
+            .ok()
+            .and_then(|stream| kept_server::connect(self.host(), stream, client.clone()).ok());
+        if let Some(mut cancel) = cancel {
+            let _ = cancel.wait();
+        }
+        let _ = std::fs::remove_file(&local);
+        match reached {
+            Some(reached) => {
+                let (home, platform, workspace) = (home.to_owned(), platform.to_owned(), workspace.to_owned());
+                self.set_host_facts(&home, &platform, &workspace);
+                Some(reached)
+            }
+            None => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |now| now.as_secs());
+                let marked = format!("{home}\n{platform}\n{workspace}\n{REFUSED} {now}\n");
+                let _ = crate::sessions::private::replace_file(&record, marked.as_bytes());
+                None
+            }
+        }
+    }
+
+    /// `ssh -O what -L spec` through the master, started.
+    fn control(&self, what: &str, spec: &str) -> Option<std::process::Child> {
+        let mut command = ssh_base(self.target(), self.options());
+        command
+            .arg("-S")
+            .arg(self.control_path())
+            .args(["-O", what, "-L", spec, "--"])
+            .arg(&self.target().host)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        command.spawn().ok()
+    }
+}
