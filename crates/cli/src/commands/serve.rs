@@ -44,7 +44,7 @@ pub fn serve(args: &ServeArgs, globals: &Globals) -> anyhow::Result<()> {
         if args.kept_build.as_deref() != Some(build.as_str()) {
             anyhow::bail!("this server is build {build}, not the one its socket names");
         }
-        let (studio, _) = Studio::open_as(Some(&root), globals.store.location(), false);
+        let (studio, _) = Studio::open(Some(&root), globals.store.location());
         kept_server::serve_kept(Arc::new(studio), socket, Duration::from_secs(idle), &options)?;
         return Ok(());
     }

@@ -71,8 +71,6 @@ pub struct Studio {
     can_keep_runs: bool,
     /// What quitting does with live runs: stop them (the default) or leave them running.
     keep_runs_on_exit: AtomicBool,
-    /// Whether runs no studio follows are followed here ([`Studio::adopt_runs`]).
-    adopts: bool,
     /// Watches the open workspace's session folders.
     watcher: Mutex<Option<Watcher>>,
     /// Where the watcher's changes go (kept to watch the next workspace the same way).
@@ -126,17 +124,6 @@ impl Studio {
     /// two subscriptions to the supervisor's events, taken before any run: one for the window's
     /// run events, one for its output notices.
     pub fn open(workspace: Option<&Path>, store: Result<StoreLocation, Error>) -> (Studio, Option<RunSubscriptions>) {
-        Studio::open_as(workspace, store, true)
-    }
-
-    /// [`Studio::open`], adopting no run with `adopts` false (a server kept between commands,
-    /// `remote::kept_server`: the runs it did not start stay with the processes that follow them,
-    /// as between two commands without it).
-    pub fn open_as(
-        workspace: Option<&Path>,
-        store: Result<StoreLocation, Error>,
-        adopts: bool,
-    ) -> (Studio, Option<RunSubscriptions>) {
         let location = store.as_ref().ok().cloned();
         let store = match store {
             Ok(location) => Store::open(&location).map(Arc::new).map_err(|error| {
@@ -198,7 +185,6 @@ impl Studio {
             supervisor: Mutex::new(supervisor),
             traces: Mutex::new(traces),
             can_keep_runs: keeper.is_some(),
-            adopts,
             keep_runs_on_exit: AtomicBool::new(false),
             watcher: Mutex::new(None),
             changes: Mutex::new(None),

@@ -41,7 +41,7 @@ impl Studio {
     /// come, and quitting leaves them running or stops them as it does the runs started here.
     /// Only when runs can be kept (a studio that cannot leave a run running does not take one).
     pub fn adopt_runs(&self) -> Result<Vec<String>, Error> {
-        if !self.can_keep_runs || !self.adopts {
+        if !self.can_keep_runs {
             return Ok(Vec::new());
         }
         let workspace = self.workspace()?;

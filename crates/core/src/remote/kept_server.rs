@@ -4,9 +4,10 @@
 //! relays the client's frames to it; the kept server (`zstudio serve --listen SOCKET --keep-for
 //! SECS`, [`serve_kept`]) serves each client that connects as `serve --stdio` serves its one, over
 //! the one studio it opened (its store, workspace and listing warm), until no client has come for
-//! SECS: then it removes its socket and ends (the runs it started going on through the keeper).
-//! It adopts no run (`Studio::open_as`): a run stays with the process that follows it, as
-//! between two commands without it.
+//! SECS: then it removes its socket and ends (the runs it follows going on through the keeper).
+//! As a server started for each client would, it follows the runs of its workspace no studio
+//! process follows, looked for as each client comes (a `stop` through it sees the run's end
+//! recorded); once it ends, the next server does.
 //!
 //! Its socket ([`socket_path`]) is in `~/.zibby-studio/run` (0700, the login's own: refused when
 //! it is a link or another user's), named by the build the start script verified and the
@@ -304,6 +305,10 @@ fn serve_client(stream: UnixStream, studio: Arc<Studio>, mut options: ServeOptio
             ),
         })?;
     options.nonce = nonce.to_owned();
+    // As a server started for this client would: the runs no studio follows (left going since).
+    if let Err(error) = studio.adopt_runs() {
+        tracing::warn!(%error, "cannot adopt the runs no studio follows");
+    }
     input
         .get_ref()
         .set_read_timeout(None)
