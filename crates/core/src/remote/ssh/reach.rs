@@ -6,7 +6,9 @@
 //!
 //! Where the kept server is comes from the command that started it: its start script said the
 //! host's home and the workspace's path, kept beside the kept master
-//! (`kept-<digest>.ws-<digest of the workspace as given and the build>`), and its socket is named
+//! (`kept-<digest>.ws-<digest of the workspace as given and the build>`, read only through the
+//! master it was written through: a new master's first command runs the start script, which
+//! finds the kept server or starts one), and its socket is named
 //! by the build this machine verified there ([`kept_server::socket_path`]). Where none answers,
 //! the start script runs as without it, and the record says so: the host's sshd may refuse to
 //! forward (`AllowTcpForwarding no`, `DisableForwarding`; ssh's master does not say why), so for
@@ -37,7 +39,7 @@ fn refused_lately(text: &str) -> bool {
             .is_ok_and(|now| now.as_secs().saturating_sub(seconds) < RETRY_FORWARD.as_secs())
     };
     text.lines()
-        .nth(3)
+        .nth(4)
         .and_then(|line| line.strip_prefix(REFUSED))
         .and_then(|at| at.trim().parse().ok())
         .is_some_and(since)
@@ -59,17 +61,25 @@ impl Connection {
         Some(self.control_path().with_file_name(format!("{stem}.ws-{hex}")))
     }
 
+    /// The record's first line: the kept master it was written through (`master PID`); a record
+    /// of an earlier master is not read (its kept server may have ended with it).
+    fn master_line(&self) -> String {
+        format!("master {}", self.master_pid().unwrap_or_default())
+    }
+
     /// Keeps where the workspace's kept server of `build` is (what the start script said), for
     /// the next command through the kept master; a record saying the forward was refused stays.
     pub(super) fn remember_kept_server(&self, build: &str) {
         let Some(record) = self.kept_server_record(build) else {
             return;
         };
-        if std::fs::read_to_string(&record).is_ok_and(|text| refused_lately(&text)) {
+        let master = self.master_line();
+        let current = |text: &str| text.lines().next() == Some(master.as_str());
+        if std::fs::read_to_string(&record).is_ok_and(|text| current(&text) && refused_lately(&text)) {
             return;
         }
         let line = format!(
-            "{}\n{}\n{}\n",
+            "{master}\n{}\n{}\n{}\n",
             self.remote_home(),
             self.remote_platform(),
             self.workspace_path()
@@ -83,13 +93,13 @@ impl Connection {
     pub fn reach_kept_server(&mut self, build: &str, client: &ClientOptions) -> Option<RemoteClient> {
         let record = self.kept_server_record(build)?;
         let text = std::fs::read_to_string(&record).ok()?;
-        if refused_lately(&text) {
-            return None;
-        }
         let lines: Vec<&str> = text.lines().collect();
-        let [home, platform, workspace, ..] = lines[..] else {
+        let [master, home, platform, workspace, ..] = lines[..] else {
             return None;
         };
+        if master != self.master_line() || refused_lately(&text) {
+            return None;
+        }
         let remote = kept_server::socket_path(home, build, workspace);
         let local = self.control_path().with_file_name(format!("{}.fwd", unique_name()));
         if remote.contains(':') || local.to_string_lossy().contains(':') {
@@ -124,7 +134,7 @@ impl Connection {
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |now| now.as_secs());
-                let marked = format!("{home}\n{platform}\n{workspace}\n{REFUSED} {now}\n");
+                let marked = format!("{master}\n{home}\n{platform}\n{workspace}\n{REFUSED} {now}\n");
                 let _ = crate::sessions::private::replace_file(&record, marked.as_bytes());
                 None
             }
