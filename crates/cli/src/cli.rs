@@ -242,21 +242,14 @@ pub struct ServeArgs {
     /// Speak on standard input and output
     #[arg(long, required_unless_present = "listen")]
     pub stdio: bool,
-    /// Keep a server for the next commands on this workspace until none came for SECONDS
-    /// (`--remote`'s start script: this one relays to it)
+    /// Relay to the workspace's kept server (started when missing), kept SECONDS once idle
     #[arg(long, value_name = "SECONDS", hide = true, requires = "kept_build")]
     pub keep_for: Option<u64>,
-    /// The build the start script verified, naming the kept server's socket
+    /// The build the start script verified: it names the kept server's socket
     #[arg(long, value_name = "BUILD", hide = true)]
     pub kept_build: Option<String>,
-    /// Be the kept server, on this socket (started by `--keep-for`)
-    #[arg(
-        long,
-        value_name = "SOCKET",
-        hide = true,
-        conflicts_with = "stdio",
-        requires = "keep_for"
-    )]
+    /// Be the kept server, on this socket
+    #[arg(long, value_name = "SOCKET", hide = true, requires = "keep_for")]
     pub listen: Option<std::path::PathBuf>,
     /// Said back in the banner, so the client knows its banner among what came before it
     #[arg(long, value_name = "TEXT", default_value = "")]

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use studio_core::app::Studio;
 use studio_core::remote::kept_server;
+use studio_core::remote::protocol::{is_build_id, kept_socket_path};
 use studio_core::remote::server::{serve as serve_stdio, ServeOptions};
 
 use crate::cli::{Globals, ServeArgs};
@@ -68,11 +69,11 @@ pub fn serve(args: &ServeArgs, globals: &Globals) -> anyhow::Result<()> {
 fn relay(args: &ServeArgs, root: &std::path::Path) -> Option<Result<(), studio_core::Error>> {
     let (idle, build) = (args.keep_for?, args.kept_build.as_deref()?);
     let home = std::env::var("HOME").ok().filter(|home| home.starts_with('/'))?;
-    if !kept_server::is_build_id(build) || idle == 0 {
+    if !is_build_id(build) || idle == 0 {
         return None;
     }
     let workspace = root.to_str()?;
-    let socket = std::path::PathBuf::from(kept_server::socket_path(&home, build, workspace));
+    let socket = std::path::PathBuf::from(kept_socket_path(&home, build, workspace));
     let mut start = std::process::Command::new(std::env::current_exe().ok()?);
     start
         .args([

@@ -9,7 +9,7 @@
 //! process follows, looked for as each client comes (a `stop` through it sees the run's end
 //! recorded); once it ends, the next server does.
 //!
-//! Its socket ([`socket_path`]) is in `~/.zibby-studio/run` (0700, the login's own: refused when
+//! Its socket ([`kept_socket_path`](crate::remote::protocol::kept_socket_path)) is in `~/.zibby-studio/run` (0700, the login's own: refused when
 //! it is a link or another user's), named by the build the start script verified and the
 //! workspace: a later command of the same build reaches it through its kept ssh master (a
 //! forwarded socket, `ssh::Connection::reach_kept_server`) without starting anything on the host.
@@ -23,37 +23,16 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
-
 use crate::app::Studio;
-use crate::remote::client::{ClientOptions, RemoteClient};
+use crate::remote::protocol::ATTACH;
 use crate::remote::server::{serve_one, ServeOptions};
 use crate::vocabulary::error::Error;
-
-/// The first line a client of a kept server says: `zstudio-attach NONCE`.
-pub const ATTACH: &str = "zstudio-attach";
-
-/// Where the kept servers' sockets are, under the login's `$HOME`.
-pub const RUN_DIR: &str = ".zibby-studio/run";
 
 /// How long a kept server may take to answer once started.
 const START_WAIT: Duration = Duration::from_secs(10);
 
 /// The longest first line a client may say.
 const MAX_ATTACH_BYTES: u64 = 256;
-
-/// The socket of the kept server of build `build` (its 16 hex digits) on `workspace` (absolute),
-/// under `home`: `HOME/.zibby-studio/run/BUILD-<16 hex digits of the workspace's SHA-256>.sock`.
-pub fn socket_path(home: &str, build: &str, workspace: &str) -> String {
-    let digest = Sha256::digest(workspace.as_bytes());
-    let hex: String = digest[..8].iter().map(|byte| format!("{byte:02x}")).collect();
-    format!("{}/{RUN_DIR}/{build}-{hex}.sock", home.trim_end_matches('/'))
-}
-
-/// Whether `build` can name a socket: 16 lowercase hex digits, as `ssh::build_id` says them.
-pub fn is_build_id(build: &str) -> bool {
-    build.len() == 16 && build.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
 
 fn error(what: &'static str, path: &Path, source: std::io::Error) -> Error {
     Error::from(crate::remote::ssh::SshError::Io {
@@ -142,42 +121,6 @@ fn relay(stream: UnixStream, nonce: &str) -> Result<(), Error> {
     // The client's input may go on after the server ended (it ends the relay).
     drop(input);
     copied.map_err(|e| Error::io("the kept server's output", e))
-}
-
-/// A client of the kept server on `socket` (reached through ssh: `host` names it in errors).
-pub fn connect(host: impl Into<String>, socket: UnixStream, options: ClientOptions) -> Result<RemoteClient, Error> {
-    let (client, banner) = RemoteClient::start(host.into(), Err(socket), &options, None)?;
-    client.greet(&banner, Instant::now() + options.banner_timeout, options.banner_timeout)
-}
-
-/// A kept server's socket as the client's input: dropped, it says the input ended.
-pub struct SocketInput(UnixStream);
-
-impl Write for SocketInput {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.write(bytes)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
-    }
-}
-
-impl SocketInput {
-    /// Says [`ATTACH`] and `nonce` on a kept server's `socket`: the client's input and output.
-    #[allow(clippy::type_complexity)]
-    pub fn attach(
-        mut socket: UnixStream,
-        nonce: &str,
-    ) -> std::io::Result<(Box<dyn Write + Send>, Box<dyn Read + Send>)> {
-        writeln!(socket, "{ATTACH} {nonce}")?;
-        Ok((Box::new(SocketInput(socket.try_clone()?)), Box::new(socket)))
-    }
-}
-
-impl Drop for SocketInput {
-    fn drop(&mut self) {
-        let _ = self.0.shutdown(std::net::Shutdown::Write);
-    }
 }
 
 /// Copies `from` to `to` until it ends, each read flushed at once (a frame is never held back
@@ -314,23 +257,4 @@ fn serve_client(stream: UnixStream, studio: Arc<Studio>, mut options: ServeOptio
         .set_read_timeout(None)
         .map_err(|e| Error::io("a kept server's client", e))?;
     serve_one(studio, None, input, output, &options)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_kept_servers_socket_is_named_by_its_build_and_workspace() {
-        let path = socket_path("/home/me/", "0123456789abcdef", "/home/me/ws");
-        assert!(
-            path.starts_with("/home/me/.zibby-studio/run/0123456789abcdef-"),
-            "{path}"
-        );
-        assert!(path.ends_with(".sock"));
-        assert_ne!(path, socket_path("/home/me", "0123456789abcdef", "/home/me/other"));
-        assert!(is_build_id("0123456789abcdef"));
-        assert!(!is_build_id("../../etc/passwd"));
-        assert!(!is_build_id("0123456789ABCDEF"));
-    }
 }

@@ -91,7 +91,7 @@ pub fn serve(
 }
 
 /// [`serve`] without ending the studio: one of the clients of a kept server
-/// ([`crate::remote::kept_server`]), whose studio serves the next.
+/// (`remote::kept_server`), whose studio serves the next.
 pub fn serve_one(
     studio: Arc<Studio>,
     run_events: Option<Receiver<RunEvent>>,

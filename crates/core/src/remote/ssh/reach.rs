@@ -9,7 +9,7 @@
 //! (`kept-<digest>.ws-<digest of the workspace as given and the build>`, read only through the
 //! master it was written through: a new master's first command runs the start script, which
 //! finds the kept server or starts one), and its socket is named
-//! by the build this machine verified there ([`kept_server::socket_path`]). Where none answers,
+//! by the build this machine verified there ([`kept_socket_path`]). Where none answers,
 //! the start script runs as without it, and the record says so: the host's sshd may refuse to
 //! forward (`AllowTcpForwarding no`, `DisableForwarding`; ssh's master does not say why), so for
 //! [`RETRY_FORWARD`] the commands run the start script, whose server relays to the kept one.
@@ -23,7 +23,7 @@ use sha2::{Digest, Sha256};
 use super::connection::{ssh_base, Connection};
 use super::sockets::unique_name;
 use crate::remote::client::{ClientOptions, RemoteClient};
-use crate::remote::kept_server;
+use crate::remote::protocol::kept_socket_path;
 
 /// The record's last line after a forward that reached no server: `refused <unix seconds>`.
 const REFUSED: &str = "refused";
@@ -100,7 +100,7 @@ impl Connection {
         if master != self.master_line() || refused_lately(&text) {
             return None;
         }
-        let remote = kept_server::socket_path(home, build, workspace);
+        let remote = kept_socket_path(home, build, workspace);
         let local = self.control_path().with_file_name(format!("{}.fwd", unique_name()));
         if remote.contains(':') || local.to_string_lossy().contains(':') {
             return None;
@@ -119,7 +119,7 @@ impl Connection {
         let cancel = self.control("cancel", &spec);
         let reached = stream
             .ok()
-            .and_then(|stream| kept_server::connect(self.host(), stream, client.clone()).ok());
+            .and_then(|stream| connect(self.host(), stream, client.clone()).ok());
         if let Some(mut cancel) = cancel {
             let _ = cancel.wait();
         }
@@ -154,4 +154,18 @@ impl Connection {
             .stderr(Stdio::null());
         command.spawn().ok()
     }
+}
+
+/// A client of the kept server on `socket` (reached through ssh: `host` names it in errors).
+fn connect(
+    host: impl Into<String>,
+    socket: UnixStream,
+    options: ClientOptions,
+) -> Result<RemoteClient, crate::vocabulary::error::Error> {
+    let (client, banner) = RemoteClient::start(host.into(), Err(socket), &options, None)?;
+    client.greet(
+        &banner,
+        std::time::Instant::now() + options.banner_timeout,
+        options.banner_timeout,
+    )
 }
