@@ -66,29 +66,56 @@ fn files_ending(dir: &Path, kinds: &[&str]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// A sequence of commands on a host's workspace holding one session, `ssh` counted, the
+/// connection kept 10 s.
+struct Sequence {
+    sshd: Sshd,
+    ws: String,
+    id: String,
+    local: tempfile::TempDir,
+    ssh: CountedSsh,
+}
+
+impl Sequence {
+    fn on(sshd: Sshd) -> Sequence {
+        let ws = remote_workspace(&sshd, "ws").to_str().unwrap().to_owned();
+        let id = session_on_host(&ws, &sshd.home().join("data"));
+        Sequence {
+            sshd,
+            ws,
+            id,
+            local: tempfile::tempdir().unwrap(),
+            ssh: CountedSsh::new(),
+        }
+    }
+
+    /// `zstudio ARGS --remote HOST:WS --json`, its output read.
+    fn json(&self, args: &[&str]) -> serde_json::Value {
+        let remote = format!("{}:{}", self.sshd.alias(), self.ws);
+        let env = [
+            ("ZIBBY_STUDIO_SSH_CONFIG", self.sshd.ssh_config()),
+            ("ZIBBY_STUDIO_KEEP_CONNECTION", Path::new("10")),
+            ("PATH", Path::new(&self.ssh.path)),
+        ];
+        let args: Vec<&str> = args.iter().copied().chain(["--remote", &remote, "--json"]).collect();
+        json_of(&zstudio(&args, self.local.path(), &env))
+    }
+}
+
 /// The second command of a sequence starts nothing on the host: no session in sshd's log, the
 /// same kept server (its pid), no start script; two `ssh -O` of the master here (the forward and
 /// its cancel); and it prints what the first printed.
 #[test]
 fn the_second_command_starts_nothing_on_the_host() {
-    let sshd = Sshd::start_forwarding();
-    let workspace = remote_workspace(&sshd, "ws");
-    let ws = workspace.to_str().unwrap();
-    let local = tempfile::tempdir().unwrap();
-    let id = session_on_host(ws, &sshd.home().join("data"));
-    let ssh = CountedSsh::new();
-    let env = [
-        ("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config()),
-        ("ZIBBY_STUDIO_KEEP_CONNECTION", Path::new("10")),
-        ("PATH", Path::new(&ssh.path)),
-    ];
-    let remote = format!("{}:{ws}", sshd.alias());
-    let first = json_of(&zstudio(
-        &["sessions", "--remote", &remote, "--json"],
-        local.path(),
-        &env,
-    ));
-    assert_eq!(first[0]["id"], id.as_str());
+    let sequence = Sequence::on(Sshd::start_forwarding());
+    let (sshd, ws, id, ssh) = (
+        &sequence.sshd,
+        sequence.ws.as_str(),
+        sequence.id.as_str(),
+        &sequence.ssh,
+    );
+    let first = sequence.json(&["sessions"]);
+    assert_eq!(first[0]["id"], id);
     let ran = ssh.take();
     assert!(
         ran.iter().any(|run| run.contains(" -M ")),
@@ -96,27 +123,19 @@ fn the_second_command_starts_nothing_on_the_host() {
     );
     let kept = kept_servers(ws);
     assert_eq!(kept.len(), 1, "one kept server: {kept:?}");
-    let sessions_before = host_sessions(&sshd);
+    let sessions_before = host_sessions(sshd);
 
-    let second = json_of(&zstudio(
-        &["sessions", "--remote", &remote, "--json"],
-        local.path(),
-        &env,
-    ));
+    let second = sequence.json(&["sessions"]);
     assert_eq!(second, first);
     let ran = ssh.take();
     assert_eq!(ran.len(), 2, "the forward and its cancel: {ran:?}");
     assert!(ran[0].contains("-O forward") && ran[1].contains("-O cancel"), "{ran:?}");
-    let shown = json_of(&zstudio(
-        &["show", &id, "--remote", &remote, "--json"],
-        local.path(),
-        &env,
-    ));
-    assert_eq!(shown["id"], id.as_str());
+    let shown = sequence.json(&["show", id]);
+    assert_eq!(shown["id"], id);
     assert!(ssh.take().iter().all(|run| run.contains(" -O ")));
     // sshd logs a session as it starts it: a moment for one that would have been started.
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(host_sessions(&sshd), sessions_before, "{}", sshd.log());
+    assert_eq!(host_sessions(sshd), sessions_before, "{}", sshd.log());
     assert_eq!(kept_servers(ws), kept, "the same kept server");
 }
 
@@ -125,55 +144,41 @@ fn the_second_command_starts_nothing_on_the_host() {
 /// through that master no longer try the forward: one ssh command, one session on the host.
 #[test]
 fn a_host_refusing_the_forward_is_served_by_its_kept_server_through_the_start_script() {
-    let sshd = Sshd::start();
-    let workspace = remote_workspace(&sshd, "ws");
-    let ws = workspace.to_str().unwrap();
-    let local = tempfile::tempdir().unwrap();
-    let id = session_on_host(ws, &sshd.home().join("data"));
-    let ssh = CountedSsh::new();
-    let env = [
-        ("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config()),
-        ("ZIBBY_STUDIO_KEEP_CONNECTION", Path::new("10")),
-        ("PATH", Path::new(&ssh.path)),
-    ];
-    let remote = format!("{}:{ws}", sshd.alias());
-    let first = json_of(&zstudio(
-        &["sessions", "--remote", &remote, "--json"],
-        local.path(),
-        &env,
-    ));
+    let sequence = Sequence::on(Sshd::start());
+    let (sshd, ws, id, ssh) = (
+        &sequence.sshd,
+        sequence.ws.as_str(),
+        sequence.id.as_str(),
+        &sequence.ssh,
+    );
+    let first = sequence.json(&["sessions"]);
     let kept = kept_servers(ws);
     assert_eq!(kept.len(), 1, "one kept server: {kept:?}");
-    let second = json_of(&zstudio(
-        &["sessions", "--remote", &remote, "--json"],
-        local.path(),
-        &env,
-    ));
-    assert_eq!(second, first);
+    assert_eq!(sequence.json(&["sessions"]), first);
     ssh.take();
-    let sessions_before = host_sessions(&sshd);
+    let sessions_before = host_sessions(sshd);
     let started = Instant::now();
-    let third = json_of(&zstudio(
-        &["show", &id, "--remote", &remote, "--json"],
-        local.path(),
-        &env,
-    ));
-    assert_eq!(third["id"], id.as_str());
+    assert_eq!(sequence.json(&["show", id])["id"], id);
     let ran = ssh.take();
     assert_eq!(ran.len(), 1, "one ssh command: {ran:?}");
     assert!(
         ran[0].contains("serve --stdio") && ran[0].contains("--keep-for"),
         "{ran:?}"
     );
-    while host_sessions(&sshd) < sessions_before + 1 && started.elapsed() < Duration::from_secs(5) {
+    while host_sessions(sshd) < sessions_before + 1 && started.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(host_sessions(&sshd), sessions_before + 1, "{}", sshd.log());
+    assert_eq!(host_sessions(sshd), sessions_before + 1, "{}", sshd.log());
     assert_eq!(kept_servers(ws), kept, "the same kept server");
 
     // What the start script says of the host is said as before (another workspace: no record).
     let missing = format!("{}:{ws}/nowhere", sshd.alias());
-    let output = zstudio(&["sessions", "--remote", &missing, "--json"], local.path(), &env);
+    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    let output = zstudio(
+        &["sessions", "--remote", &missing, "--json"],
+        sequence.local.path(),
+        &env,
+    );
     let said = String::from_utf8_lossy(&output.stderr);
     assert!(
         said.contains("remote_workspace") && said.contains("does not exist"),
