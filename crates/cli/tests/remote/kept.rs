@@ -89,6 +89,20 @@ impl Sequence {
         }
     }
 
+    /// The sequence on `sshd`, its first command run (`sessions`): what it printed, and the one
+    /// kept server it left.
+    fn started(sshd: Sshd) -> (Sequence, serde_json::Value, Vec<String>) {
+        let sequence = Sequence::on(sshd);
+        let first = sequence.json(&["sessions"]);
+        let kept = kept_servers(&sequence.ws);
+        assert_eq!(kept.len(), 1, "one kept server: {kept:?}");
+        (sequence, first, kept)
+    }
+
+    fn parts(&self) -> (&Sshd, &str, &str, &CountedSsh) {
+        (&self.sshd, &self.ws, &self.id, &self.ssh)
+    }
+
     /// `zstudio ARGS --remote HOST:WS --json`, its output read.
     fn json(&self, args: &[&str]) -> serde_json::Value {
         let remote = format!("{}:{}", self.sshd.alias(), self.ws);
@@ -107,22 +121,14 @@ impl Sequence {
 /// its cancel); and it prints what the first printed.
 #[test]
 fn the_second_command_starts_nothing_on_the_host() {
-    let sequence = Sequence::on(Sshd::start_forwarding());
-    let (sshd, ws, id, ssh) = (
-        &sequence.sshd,
-        sequence.ws.as_str(),
-        sequence.id.as_str(),
-        &sequence.ssh,
-    );
-    let first = sequence.json(&["sessions"]);
+    let (sequence, first, kept) = Sequence::started(Sshd::start_forwarding());
+    let (sshd, ws, id, ssh) = sequence.parts();
     assert_eq!(first[0]["id"], id);
     let ran = ssh.take();
     assert!(
         ran.iter().any(|run| run.contains(" -M ")),
         "the first starts the master: {ran:?}"
     );
-    let kept = kept_servers(ws);
-    assert_eq!(kept.len(), 1, "one kept server: {kept:?}");
     let sessions_before = host_sessions(sshd);
 
     let second = sequence.json(&["sessions"]);
@@ -144,16 +150,8 @@ fn the_second_command_starts_nothing_on_the_host() {
 /// through that master no longer try the forward: one ssh command, one session on the host.
 #[test]
 fn a_host_refusing_the_forward_is_served_by_its_kept_server_through_the_start_script() {
-    let sequence = Sequence::on(Sshd::start());
-    let (sshd, ws, id, ssh) = (
-        &sequence.sshd,
-        sequence.ws.as_str(),
-        sequence.id.as_str(),
-        &sequence.ssh,
-    );
-    let first = sequence.json(&["sessions"]);
-    let kept = kept_servers(ws);
-    assert_eq!(kept.len(), 1, "one kept server: {kept:?}");
+    let (sequence, first, kept) = Sequence::started(Sshd::start());
+    let (sshd, ws, id, ssh) = sequence.parts();
     assert_eq!(sequence.json(&["sessions"]), first);
     ssh.take();
     let sessions_before = host_sessions(sshd);
