@@ -10,7 +10,8 @@
 //!   `Sshd::start`);
 //! - one round trip: `ssh -S <kept socket> host true` through the kept master.
 //!
-//! Before each first command the kept masters and the kept servers are ended.
+//! Before each first command the kept masters and the kept servers are ended. The commands use a
+//! runtime folder of their own (`XDG_RUNTIME_DIR`).
 //!
 //! Each figure is the median of `BENCH_ROUNDS` (default 9), the kinds taken in turns.
 //! `cargo bench -p zstudio --bench remote_commands` (`BENCH_SESSIONS`, default 1,000).
@@ -79,6 +80,10 @@ fn main() {
     if common::names_only() {
         return;
     }
+    // A runtime folder of its own, as a user's holds a few files (the machine's shared one holds
+    // what every test run left, which each command's sweep reads).
+    let runtime_home = tempfile::tempdir().unwrap();
+    std::env::set_var("XDG_RUNTIME_DIR", runtime_home.path());
     let sessions: usize = common::size_from_env("BENCH_SESSIONS", 1_000);
     let rounds: usize = common::size_from_env("BENCH_ROUNDS", 9);
     let sshd = Sshd::start_forwarding();

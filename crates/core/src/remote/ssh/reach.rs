@@ -1,8 +1,9 @@
 //! The workspace's kept server (`remote::kept_server`) reached through the kept master, nothing
 //! started on the host: [`Connection::reach_kept_server`] forwards a local socket of this
-//! process's to the kept server's (`ssh -O forward -L LOCAL:REMOTE` through the master: a
-//! channel of the login's sshd, no session, no command), connects, then cancels the forward and
-//! removes its file (the connection goes on; nothing is left when the command ends).
+//! process's to the kept server's (what `ssh -O forward -L LOCAL:REMOTE` asks, said to the master
+//! on its control socket here: a channel of the login's sshd, no session, no command), connects,
+//! then cancels the forward and removes its file (the connection goes on; nothing is left when
+//! the command ends).
 //!
 //! Where the kept server is comes from the command that started it: its start script said the
 //! host's home and the workspace's path, kept beside the kept master
@@ -14,13 +15,14 @@
 //! forward (`AllowTcpForwarding no`, `DisableForwarding`; ssh's master does not say why), so for
 //! [`RETRY_FORWARD`] the commands run the start script, whose server relays to the kept one.
 
+use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::path::PathBuf;
-use std::process::Stdio;
 
 use sha2::{Digest, Sha256};
 
-use super::connection::{ssh_base, Connection};
+use super::connection::Connection;
 use super::sockets::unique_name;
 use crate::remote::client::{ClientOptions, RemoteClient};
 use crate::remote::protocol::kept_socket_path;
@@ -105,23 +107,23 @@ impl Connection {
         if remote.contains(':') || local.to_string_lossy().contains(':') {
             return None;
         }
-        let spec = format!("{}:{remote}", local.display());
-        let forwarded = self
-            .control("forward", &spec)
-            .and_then(|mut forward| forward.wait().ok());
-        if !forwarded.is_some_and(|status| status.success()) {
+        let local_path = local.to_string_lossy().into_owned();
+        let mut mux = Mux::open(self.control_path()).ok();
+        let forwarded = mux
+            .as_mut()
+            .is_some_and(|mux| mux.forward(MUX_C_OPEN_FWD, &local_path, &remote).is_ok());
+        if !forwarded {
             let _ = std::fs::remove_file(&local);
             let _ = std::fs::remove_file(&record);
             return None;
         }
-        let stream = UnixStream::connect(&local);
-        // Cancelled while the client greets: the connection made goes on.
-        let cancel = self.control("cancel", &spec);
-        let reached = stream
+        let reached = UnixStream::connect(&local)
             .ok()
             .and_then(|stream| connect(self.host(), stream, client.clone()).ok());
-        if let Some(mut cancel) = cancel {
-            let _ = cancel.wait();
+        // Cancelled once the server greeted (the master took the connection: one still waiting
+        // to be taken would be dropped with the listener); the connection made goes on.
+        if let Some(mux) = mux.as_mut() {
+            let _ = mux.forward(MUX_C_CLOSE_FWD, &local_path, &remote);
         }
         let _ = std::fs::remove_file(&local);
         match reached {
@@ -140,20 +142,6 @@ impl Connection {
             }
         }
     }
-
-    /// `ssh -O what -L spec` through the master, started.
-    fn control(&self, what: &str, spec: &str) -> Option<std::process::Child> {
-        let mut command = ssh_base(self.target(), self.options());
-        command
-            .arg("-S")
-            .arg(self.control_path())
-            .args(["-O", what, "-L", spec, "--"])
-            .arg(&self.target().host)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        command.spawn().ok()
-    }
 }
 
 /// A client of the kept server on `socket` (reached through ssh: `host` names it in errors).
@@ -168,4 +156,77 @@ fn connect(
         std::time::Instant::now() + options.banner_timeout,
         options.banner_timeout,
     )
+}
+
+/// `MUX_MSG_HELLO`, `MUX_C_OPEN_FWD`, `MUX_C_CLOSE_FWD`, `MUX_S_OK` of OpenSSH's control
+/// protocol (its `PROTOCOL.mux`), version 4.
+const MUX_MSG_HELLO: u32 = 0x0000_0001;
+const MUX_C_OPEN_FWD: u32 = 0x1000_0006;
+const MUX_C_CLOSE_FWD: u32 = 0x1000_0007;
+const MUX_S_OK: u32 = 0x8000_0001;
+/// A local forward (`-L`); a port of -2: the host is a Unix socket's path.
+const MUX_FWD_LOCAL: u32 = 1;
+const PORT_STREAMLOCAL: u32 = 0xffff_fffe;
+
+/// A client of the master's control socket, speaking its protocol: the forward of `-O forward
+/// -L` opened and closed in this process, no `ssh` started (each costs milliseconds).
+struct Mux {
+    socket: UnixStream,
+    next_id: u32,
+}
+
+impl Mux {
+    /// Connected to the master on `control`, the hellos said.
+    fn open(control: &Path) -> std::io::Result<Mux> {
+        let socket = UnixStream::connect(control)?;
+        socket.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
+        let mut mux = Mux { socket, next_id: 1 };
+        mux.send(&[MUX_MSG_HELLO.to_be_bytes(), 4u32.to_be_bytes()].concat())?;
+        let hello = mux.receive()?;
+        if hello.get(..4) != Some(&MUX_MSG_HELLO.to_be_bytes()[..]) {
+            return Err(std::io::Error::other("the master did not say hello"));
+        }
+        Ok(mux)
+    }
+
+    /// Opens (`MUX_C_OPEN_FWD`) or closes (`MUX_C_CLOSE_FWD`) the forward of the socket `local`
+    /// here to the socket `remote` on the host; an error unless the master said it is done.
+    fn forward(&mut self, request: u32, local: &str, remote: &str) -> std::io::Result<()> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut message = Vec::new();
+        for word in [request, id, MUX_FWD_LOCAL] {
+            message.extend(word.to_be_bytes());
+        }
+        for path in [local, remote] {
+            message.extend((path.len() as u32).to_be_bytes());
+            message.extend(path.as_bytes());
+            message.extend(PORT_STREAMLOCAL.to_be_bytes());
+        }
+        self.send(&message)?;
+        let reply = self.receive()?;
+        let ok = [MUX_S_OK.to_be_bytes(), id.to_be_bytes()].concat();
+        match reply.get(..8) == Some(&ok[..]) {
+            true => Ok(()),
+            false => Err(std::io::Error::other("the master refused the forward")),
+        }
+    }
+
+    fn send(&mut self, payload: &[u8]) -> std::io::Result<()> {
+        self.socket.write_all(&(payload.len() as u32).to_be_bytes())?;
+        self.socket.write_all(payload)
+    }
+
+    /// One message of the master (at most 64 KiB).
+    fn receive(&mut self) -> std::io::Result<Vec<u8>> {
+        let mut length = [0; 4];
+        self.socket.read_exact(&mut length)?;
+        let length = u32::from_be_bytes(length) as usize;
+        if length > 64 * 1024 {
+            return Err(std::io::Error::other("a message of the master too long"));
+        }
+        let mut message = vec![0; length];
+        self.socket.read_exact(&mut message)?;
+        Ok(message)
+    }
 }
