@@ -8,6 +8,8 @@
 //!   (through the workspace's kept server: reached by a forward of the kept master on a host that
 //!   forwards, `Sshd::start_forwarding`; through the start script's relay on one that refuses,
 //!   `Sshd::start`);
+//!   and the second without it (`ZIBBY_STUDIO_KEEP_SERVER=0`: a server started by the command's
+//!   start script, as before);
 //! - one round trip: `ssh -S <kept socket> host true` through the kept master.
 //!
 //! Before each first command the kept masters and the kept servers are ended. The commands use a
@@ -26,9 +28,15 @@ use std::time::{Duration, Instant};
 use test_servers::sshd::Sshd;
 
 fn zstudio(args: &[&str], data: &Path, config: &Path, keep: &str) -> Duration {
+    zstudio_with(args, data, config, keep, "1")
+}
+
+/// [`zstudio`] with `ZIBBY_STUDIO_KEEP_SERVER` (`0`: a server started for each command).
+fn zstudio_with(args: &[&str], data: &Path, config: &Path, keep: &str, keep_server: &str) -> Duration {
     let started = Instant::now();
     let output = Command::new(env!("CARGO_BIN_EXE_zstudio"))
         .args(args)
+        .env("ZIBBY_STUDIO_KEEP_SERVER", keep_server)
         .env_remove("ZIBBY_STUDIO_DB")
         .env("ZIBBY_STUDIO_SSH_CONFIG", config)
         .env("ZIBBY_STUDIO_KEEP_CONNECTION", keep)
@@ -107,7 +115,7 @@ fn main() {
     zstudio(&remote_args, local_data.path(), config, "0");
     zstudio(&refusing_args, local_data.path(), refusing.ssh_config(), "0");
     let (mut local, mut closed, mut first, mut second, mut trip) = (vec![], vec![], vec![], vec![], vec![]);
-    let mut relayed = vec![];
+    let (mut relayed, mut unkept) = (vec![], vec![]);
     for _ in 0..rounds {
         local.push(zstudio(&local_args, &host_data, config, "0"));
         closed.push(zstudio(&remote_args, local_data.path(), config, "0"));
@@ -115,6 +123,8 @@ fn main() {
         end_kept_servers(&sshd.home());
         first.push(zstudio(&remote_args, local_data.path(), config, "60"));
         second.push(zstudio(&remote_args, local_data.path(), config, "60"));
+        // Before the kept server: the connection kept, a server started by the command.
+        unkept.push(zstudio_with(&remote_args, local_data.path(), config, "60", "0"));
         // A host refusing the forward: the command after the one that learnt it.
         zstudio(&refusing_args, local_data.path(), refusing.ssh_config(), "60");
         zstudio(&refusing_args, local_data.path(), refusing.ssh_config(), "60");
@@ -141,13 +151,14 @@ fn main() {
     end_kept_masters(&runtime, refusing.ssh_config(), refusing.alias());
     end_kept_servers(&sshd.home());
     end_kept_servers(&refusing.home());
-    let (local, closed, first, second, trip, relayed) = (
+    let (local, closed, first, second, trip, relayed, unkept) = (
         median(local),
         median(closed),
         median(first),
         median(second),
         median(trip),
         median(relayed),
+        median(unkept),
     );
     println!("load {}", std::fs::read_to_string("/proc/loadavg").unwrap().trim());
     println!("{sessions} sessions, median of {rounds}:");
@@ -160,6 +171,10 @@ fn main() {
     println!(
         "  --remote, kept: second command:             {second:.0} ms ({:.2}x local)",
         second / local
+    );
+    println!(
+        "  the same, no kept server (before):          {unkept:.0} ms ({:.2}x local)",
+        unkept / local
     );
     println!(
         "  the same, a host refusing the forward:      {relayed:.0} ms ({:.2}x local)",

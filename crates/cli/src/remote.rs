@@ -45,7 +45,9 @@ impl Remote {
         let mut options = LinkOptions::new(local);
         options.connect = connect_options(globals);
         options.give_up_after = Some(Duration::from_secs(globals.reconnect_for.unwrap_or(RECONNECT_FOR)));
-        options.kept_server = options.connect.keep_for.filter(|_| kept);
+        // `ZIBBY_STUDIO_KEEP_SERVER=0`: the connection kept, a server started for each command.
+        let server_kept = kept && std::env::var_os(KEEP_SERVER_ENV).is_none_or(|value| value != "0");
+        options.kept_server = options.connect.keep_for.filter(|_| server_kept);
         Ok(Remote {
             link: Link::open(&parsed, options)?,
             target: target.to_owned(),
@@ -101,6 +103,9 @@ impl crate::commands::otlp::TraceSource for Remote {
 
 /// How long `watch` and `run` try to connect again by default (`--reconnect-for`).
 const RECONNECT_FOR: u64 = 300;
+/// The variable that, set to `0`, keeps no server on the host between commands (the connection
+/// is kept all the same).
+const KEEP_SERVER_ENV: &str = "ZIBBY_STUDIO_KEEP_SERVER";
 /// How long the ssh connection is kept after a command by default (`--keep-connection`).
 const KEEP_CONNECTION: u64 = 60;
 
