@@ -28,8 +28,9 @@ use crate::remote::protocol::ATTACH;
 use crate::remote::server::{serve_one, ServeOptions};
 use crate::vocabulary::error::Error;
 
-/// How long a kept server may take to answer once started.
-const START_WAIT: Duration = Duration::from_secs(10);
+/// How long a kept server may take to answer once started (within the client's 10 s for the
+/// banner: past it, this process serves its client itself).
+const START_WAIT: Duration = Duration::from_secs(5);
 
 /// The longest first line a client may say.
 const MAX_ATTACH_BYTES: u64 = 256;
