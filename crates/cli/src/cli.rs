@@ -62,9 +62,9 @@ pub struct Globals {
     /// [default: 300]
     #[arg(long, value_name = "SECONDS", global = true)]
     pub reconnect_for: Option<u64>,
-    /// With --remote: keep the ssh connection this long after the command, for the next one
-    /// to the same host to use (a command ended by a signal ends it at once); 0: close it with
-    /// the command [default: 60]
+    /// With --remote: keep the ssh connection this long after the command, and the workspace's
+    /// server on the host (but for watch, run and mcp), for the next one to use (a command ended
+    /// by a signal ends the connection at once); 0: close them with the command [default: 60]
     #[arg(
         long,
         value_name = "SECONDS",
