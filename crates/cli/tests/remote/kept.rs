@@ -141,6 +141,18 @@ fn the_second_command_starts_nothing_on_the_host() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(host_sessions(sshd), sessions_before, "{}", sshd.log());
     assert_eq!(kept_servers(ws), kept, "the same kept server");
+
+    // A session the host got meanwhile is listed by the kept server, as by a new one.
+    let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
+    let args = ["import", capture.to_str().unwrap(), "-w", ws, "--as-new", "--json"];
+    let imported = json_of(&zstudio(&args, &sshd.home().join("data"), &[]));
+    let newer = imported["session_id"].as_str().unwrap();
+    let third = sequence.json(&["sessions"]);
+    assert_eq!(third.as_array().unwrap().len(), first.as_array().unwrap().len() + 1);
+    assert!(
+        third.as_array().unwrap().iter().any(|row| row["id"] == newer),
+        "{third}"
+    );
 }
 
 /// Where the host's sshd refuses to forward (`AllowTcpForwarding no`), the next command runs the
