@@ -62,9 +62,9 @@ pub struct Globals {
     /// [default: 300]
     #[arg(long, value_name = "SECONDS", global = true)]
     pub reconnect_for: Option<u64>,
-    /// With --remote: keep the ssh connection this long after the command, for the next one
-    /// to the same host to use (a command ended by a signal ends it at once); 0: close it with
-    /// the command [default: 60]
+    /// With --remote: keep the ssh connection this long after the command, and the workspace's
+    /// server on the host (but for watch, run and mcp), for the next one to use (a command ended
+    /// by a signal ends the connection at once); 0: close them with the command [default: 60]
     #[arg(
         long,
         value_name = "SECONDS",
@@ -239,9 +239,18 @@ pub struct SessionsArgs {
 
 #[derive(Args)]
 pub struct ServeArgs {
-    /// Speak on standard input and output (the only transport)
-    #[arg(long, required = true)]
+    /// Speak on standard input and output
+    #[arg(long, required_unless_present = "listen")]
     pub stdio: bool,
+    /// Relay to the workspace's kept server (started when missing), kept SECONDS once idle
+    #[arg(long, value_name = "SECONDS", hide = true, requires = "kept_build")]
+    pub keep_for: Option<u64>,
+    /// The build the start script verified: it names the kept server's socket
+    #[arg(long, value_name = "BUILD", hide = true)]
+    pub kept_build: Option<String>,
+    /// Be the kept server, on this socket
+    #[arg(long, value_name = "SOCKET", hide = true, requires = "keep_for")]
+    pub listen: Option<std::path::PathBuf>,
     /// Said back in the banner, so the client knows its banner among what came before it
     #[arg(long, value_name = "TEXT", default_value = "")]
     pub nonce: String,

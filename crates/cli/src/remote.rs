@@ -37,13 +37,17 @@ pub struct Remote {
 
 impl Remote {
     /// Connects to `target` (`--remote`), makes sure the server is there, and starts it on the
-    /// target's workspace.
-    pub fn open(target: &str, globals: &Globals) -> anyhow::Result<Remote> {
+    /// target's workspace; with `kept`, the workspace's kept server, kept as long as the
+    /// connection (`--keep-connection`) for the next command.
+    pub fn open(target: &str, globals: &Globals, kept: bool) -> anyhow::Result<Remote> {
         let parsed = RemoteTarget::parse(target)?;
         let local = std::env::current_exe().context("the running zstudio's path")?;
         let mut options = LinkOptions::new(local);
         options.connect = connect_options(globals);
         options.give_up_after = Some(Duration::from_secs(globals.reconnect_for.unwrap_or(RECONNECT_FOR)));
+        // `ZIBBY_STUDIO_KEEP_SERVER=0`: the connection kept, a server started for each command.
+        let server_kept = kept && std::env::var_os(KEEP_SERVER_ENV).is_none_or(|value| value != "0");
+        options.kept_server = options.connect.keep_for.filter(|_| server_kept);
         Ok(Remote {
             link: Link::open(&parsed, options)?,
             target: target.to_owned(),
@@ -99,6 +103,9 @@ impl crate::commands::otlp::TraceSource for Remote {
 
 /// How long `watch` and `run` try to connect again by default (`--reconnect-for`).
 const RECONNECT_FOR: u64 = 300;
+/// The variable that, set to `0`, keeps no server on the host between commands (the connection
+/// is kept all the same).
+const KEEP_SERVER_ENV: &str = "ZIBBY_STUDIO_KEEP_SERVER";
 /// How long the ssh connection is kept after a command by default (`--keep-connection`).
 const KEEP_CONNECTION: u64 = 60;
 
@@ -111,7 +118,9 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
     // (the run goes on on the host; the master is closed as the command returns).
     let takes_ctrl_c = matches!(command, StudioCommand::Run(_));
     studio_core::remote::ssh::end_masters_on_signals(!takes_ctrl_c).context("cannot watch for signals")?;
-    let remote = Remote::open(target, globals)?;
+    // `watch` and `run` follow their runs' events: a server of their own, as before.
+    let follows = matches!(command, StudioCommand::Run(_) | StudioCommand::Watch);
+    let remote = Remote::open(target, globals, !follows)?;
     let done = match command {
         StudioCommand::Sessions(args) => sessions(&remote, args, globals, out),
         StudioCommand::Show(args) => show(&remote, args, globals, out),

@@ -14,6 +14,8 @@ mod connect;
 mod faults;
 #[path = "remote/follow.rs"]
 mod follow;
+#[path = "remote/kept.rs"]
+mod kept;
 #[path = "remote/mcp.rs"]
 mod mcp;
 // The official Python MCP SDK's client, running `mcp_client/drive.py`.

@@ -42,15 +42,21 @@ pub struct Sshd {
 impl Sshd {
     /// Starts an sshd whose client key has no passphrase.
     pub fn start() -> Sshd {
-        Self::start_inner(None)
+        Self::start_inner(None, false)
+    }
+
+    /// Starts an sshd that opens a client's local forwardings (`AllowTcpForwarding local`: TCP
+    /// and Unix sockets), as a host without that restriction does; [`Sshd::start`]'s refuses them.
+    pub fn start_forwarding() -> Sshd {
+        Self::start_inner(None, true)
     }
 
     /// Starts an sshd whose client key is protected by `passphrase` (for the askpass path).
     pub fn start_with_key_passphrase(passphrase: &str) -> Sshd {
-        Self::start_inner(Some(passphrase))
+        Self::start_inner(Some(passphrase), false)
     }
 
-    fn start_inner(passphrase: Option<&str>) -> Sshd {
+    fn start_inner(passphrase: Option<&str>, forwarding: bool) -> Sshd {
         let sshd = require_program("/usr/sbin/sshd", "openssh-server");
         require_program("/usr/bin/ssh-keygen", "openssh-client");
         require_program("/usr/bin/ssh", "openssh-client");
@@ -70,7 +76,7 @@ impl Sshd {
             let port = free_port();
             let known = format!("[127.0.0.1]:{port} {host_key}");
             std::fs::write(root.join("known_hosts"), known).expect("known_hosts");
-            std::fs::write(root.join("sshd_config"), sshd_config(root, port)).expect("sshd_config");
+            std::fs::write(root.join("sshd_config"), sshd_config(root, port, forwarding)).expect("sshd_config");
             let mut command = Command::new(&sshd);
             command.arg("-D").arg("-e").arg("-f").arg(root.join("sshd_config"));
             let mut process = ServerProcess::spawn("sshd", command, &root.join("sshd.log"));
@@ -208,20 +214,22 @@ fn host_entry_text(entry: &HostEntry) -> String {
     text
 }
 
-/// sshd's own config: loopback only, its own keys and files, public keys only.
-fn sshd_config(root: &Path, port: u16) -> String {
+/// sshd's own config: loopback only, its own keys and files, public keys only; local forwardings
+/// opened with `forwarding`.
+fn sshd_config(root: &Path, port: u16, forwarding: bool) -> String {
     let home = root.join("home");
     format!(
         "ListenAddress 127.0.0.1\nPort {port}\nHostKey {host_key}\nAuthorizedKeysFile {authorized}\n\
          PidFile {pid}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n\
          KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\n\
-         AllowTcpForwarding no\nX11Forwarding no\nPrintMotd no\nLogLevel VERBOSE\n\
+         AllowTcpForwarding {forwarding}\nX11Forwarding no\nPrintMotd no\nLogLevel VERBOSE\n\
          SetEnv HOME={home} XDG_DATA_HOME={data}\n",
         host_key = root.join("host_key").display(),
         authorized = root.join("authorized_keys").display(),
         pid = root.join("sshd.pid").display(),
         home = home.display(),
         data = home.join("data").display(),
+        forwarding = if forwarding { "local" } else { "no" },
     )
 }
 

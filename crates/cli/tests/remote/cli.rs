@@ -10,7 +10,7 @@ use test_servers::sshd::Sshd;
 use super::remote_workspace;
 
 /// `zstudio ARGS` with `env`, its local store in `data` (never the host's).
-fn zstudio(args: &[&str], data: &Path, env: &[(&str, &Path)]) -> Output {
+pub(super) fn zstudio(args: &[&str], data: &Path, env: &[(&str, &Path)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_zstudio"));
     command
         .args(args)
@@ -23,14 +23,14 @@ fn zstudio(args: &[&str], data: &Path, env: &[(&str, &Path)]) -> Output {
     command.output().unwrap()
 }
 
-fn json_of(output: &Output) -> Value {
+pub(super) fn json_of(output: &Output) -> Value {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
 /// A session on the host, in its workspace `ws` and its store (in `host_data`): a captured run
 /// imported there. Its id.
-fn session_on_host(ws: &str, host_data: &Path) -> String {
+pub(super) fn session_on_host(ws: &str, host_data: &Path) -> String {
     let capture = super::common::captures().join("head-bb10e85-01-hello-world-markers/stdout.txt");
     let imported = json_of(&zstudio(
         &["import", capture.to_str().unwrap(), "-w", ws, "--json"],
@@ -41,7 +41,7 @@ fn session_on_host(ws: &str, host_data: &Path) -> String {
 }
 
 /// The processes whose command line names `needle` (an ssh left running would).
-fn processes_naming(needle: &str) -> Vec<String> {
+pub(super) fn processes_naming(needle: &str) -> Vec<String> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         if let Ok(line) = std::fs::read(entry.path().join("cmdline")) {
@@ -128,88 +128,6 @@ fn sessions_and_show_of_a_remote_workspace_are_the_hosts_own() {
         processes_naming(config).is_empty(),
         "left running: {:?}",
         processes_naming(config)
-    );
-}
-
-/// Issue 41, point 7: the second command of a sequence pays one command through the kept master
-/// before its call, not four (`ssh -O check`, the probe, the server's check, the server): an `ssh`
-/// on the PATH that writes down each of its runs counts one, and the host's sshd one session.
-/// What the first command said of the host (its workspace's error) is said by the second too.
-#[test]
-fn the_second_command_of_a_sequence_runs_one_ssh_command() {
-    let sshd = Sshd::start();
-    let workspace = remote_workspace(&sshd, "ws");
-    let ws = workspace.to_str().unwrap();
-    let local = tempfile::tempdir().unwrap();
-    let id = session_on_host(ws, &sshd.home().join("data"));
-    let wrappers = tempfile::tempdir().unwrap();
-    let runs = wrappers.path().join("runs.txt");
-    let ssh = wrappers.path().join("ssh");
-    std::fs::write(
-        &ssh,
-        format!(
-            // One line a run (the start script's lines joined).
-            "#!/bin/sh\n{{ printf '%s' \"$*\" | tr '\\n' ' '; echo; }} >> '{}'\nexec /usr/bin/ssh \"$@\"\n",
-            runs.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&ssh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        wrappers.path().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let env = [
-        ("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config()),
-        ("ZIBBY_STUDIO_KEEP_CONNECTION", Path::new("5")),
-        ("PATH", Path::new(&path)),
-    ];
-    let remote = format!("{}:{ws}", sshd.alias());
-    let sessions = || sshd.log().matches("Starting session: command").count();
-    let first = json_of(&zstudio(
-        &["sessions", "--remote", &remote, "--json"],
-        local.path(),
-        &env,
-    ));
-    assert_eq!(first[0]["id"], id.as_str());
-    let ran = std::fs::read_to_string(&runs).unwrap();
-    assert!(
-        ran.lines().any(|line| line.contains(" -M ")),
-        "the first starts the master: {ran}"
-    );
-    std::fs::remove_file(&runs).unwrap();
-    let (sessions_before, started) = (sessions(), std::time::Instant::now());
-
-    let second = json_of(&zstudio(
-        &["show", &id, "--remote", &remote, "--json"],
-        local.path(),
-        &env,
-    ));
-    assert_eq!(second["id"], id.as_str());
-    let ran = std::fs::read_to_string(&runs).unwrap();
-    assert_eq!(ran.lines().count(), 1, "one ssh command: {ran}");
-    assert!(
-        ran.contains("ControlMaster=no") && ran.contains("serve --stdio"),
-        "{ran}"
-    );
-    // sshd may log a session a moment after it started it.
-    while sessions() < sessions_before + 1 && started.elapsed() < std::time::Duration::from_secs(5) {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert_eq!(
-        sessions(),
-        sessions_before + 1,
-        "one session on the host: {}",
-        sshd.log()
-    );
-
-    let missing = format!("{}:{ws}/nowhere", sshd.alias());
-    let output = zstudio(&["sessions", "--remote", &missing, "--json"], local.path(), &env);
-    let said = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        said.contains("remote_workspace") && said.contains("does not exist"),
-        "{said}"
     );
 }
 

@@ -6,8 +6,9 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -19,7 +20,7 @@ use serde::Serialize;
 use crate::remote::export::{ExportChunk, ExportClose, ExportOpen, ExportOpened, ExportRead, MAX_EXPORT_CHUNK};
 use crate::remote::protocol::{
     line_of, parse_server_frame, read_line_bounded, Banner, Hello, LineRead, Notification, Request, ServerFrame,
-    WireError, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REPLY_BYTES, PROTOCOL_VERSION,
+    SocketInput, WireError, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REPLY_BYTES, PROTOCOL_VERSION,
 };
 use crate::remote::table::read_result;
 use crate::share::Exported;
@@ -59,12 +60,14 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// How long dropping a client waits for its server to exit after its input closed.
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 
-/// A connection to a studio server (`zstudio serve --stdio`) over a child process's pipes.
+/// A connection to a studio server (`zstudio serve --stdio`) over a child process's pipes, or to
+/// a kept server over its socket (`remote::kept_server`).
 pub struct RemoteClient {
     host: String,
     banner: Banner,
-    child: Mutex<Child>,
-    stdin: Mutex<Option<ChildStdin>>,
+    /// The server's process (none for a kept server's socket).
+    child: Mutex<Option<Child>>,
+    stdin: Mutex<Option<Box<dyn Write + Send>>>,
     link: Arc<Link>,
     next_id: AtomicU64,
     call_timeout: Duration,
@@ -106,7 +109,7 @@ impl RemoteClient {
     /// invocation, `… zstudio serve --stdio`), waits for its banner, and says `hello`. `host`
     /// names the other end in every error.
     pub fn connect(host: impl Into<String>, command: Command, options: ClientOptions) -> Result<RemoteClient, Error> {
-        let (client, banner) = RemoteClient::start(host.into(), command, &options, None)?;
+        let (client, banner) = RemoteClient::start(host.into(), Ok(command), &options, None)?;
         client.greet(&banner, Instant::now() + options.banner_timeout, options.banner_timeout)
     }
 
@@ -120,7 +123,7 @@ impl RemoteClient {
     ) -> Result<(Prelude, Option<RemoteClient>), Error> {
         let deadline = Instant::now() + options.banner_timeout;
         let (said, told) = mpsc::channel();
-        let (client, banner) = RemoteClient::start(host.into(), command, &options, Some(said))?;
+        let (client, banner) = RemoteClient::start(host.into(), Ok(command), &options, Some(said))?;
         let prelude = match told.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(Ok(prelude)) => prelude,
             Ok(Err(what)) => return Err(client.failed(client.link_error(what))),
@@ -141,31 +144,42 @@ impl RemoteClient {
         Ok((prelude, Some(client.greet(&banner, deadline, options.banner_timeout)?)))
     }
 
-    /// Starts `command` and its reader (a prelude read first when `prelude` is given): the
-    /// client, and where its banner comes.
+    /// Starts `command` (or says the nonce on a kept server's socket) and its reader (a prelude
+    /// read first when `prelude` is given): the client, and where its banner comes.
     #[allow(clippy::type_complexity)]
-    fn start(
+    pub(super) fn start(
         host: String,
-        mut command: Command,
+        server: Result<Command, UnixStream>,
         options: &ClientOptions,
         prelude: Option<Sender<Result<Prelude, String>>>,
     ) -> Result<(RemoteClient, Receiver<Result<Banner, String>>), Error> {
         let nonce = uuid::Uuid::now_v7().simple().to_string();
-        command
-            .arg("--nonce")
-            .arg(&nonce)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = command.spawn().map_err(|e| Error::RemoteLink {
-            host: host.clone(),
-            what: format!("cannot start {}: {e}", shown(&command.get_program().to_string_lossy())),
-        })?;
         let stderr = Arc::new(Mutex::new(Vec::new()));
-        if let Some(pipe) = child.stderr.take() {
-            keep_tail(pipe, stderr.clone());
-        }
-        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        let (child, stdin, stdout): (_, Box<dyn Write + Send>, Box<dyn Read + Send>) = match server {
+            Ok(mut command) => {
+                command
+                    .arg("--nonce")
+                    .arg(&nonce)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped());
+                let mut child = command.stderr(Stdio::piped()).spawn().map_err(|e| Error::RemoteLink {
+                    host: host.clone(),
+                    what: format!("cannot start {}: {e}", shown(&command.get_program().to_string_lossy())),
+                })?;
+                if let Some(pipe) = child.stderr.take() {
+                    keep_tail(pipe, stderr.clone());
+                }
+                let (stdin, stdout) = (child.stdin.take().expect("piped"), child.stdout.take().expect("piped"));
+                (Some(child), Box::new(stdin), Box::new(stdout))
+            }
+            Err(socket) => {
+                let (input, output) = SocketInput::attach(socket, &nonce).map_err(|e| Error::RemoteLink {
+                    host: host.clone(),
+                    what: format!("cannot reach the kept studio server: {e}"),
+                })?;
+                (None, input, output)
+            }
+        };
         let link = Arc::new(Link {
             host: host.clone(),
             pending: Mutex::new(HashMap::new()),
@@ -193,13 +207,12 @@ impl RemoteClient {
                 nonce: String::new(),
             },
             child: Mutex::new(child),
-            stdin: Mutex::new(stdin),
+            stdin: Mutex::new(Some(stdin)),
             link,
             next_id: AtomicU64::new(1),
             call_timeout: options.call_timeout,
             notifications: Mutex::new(Some(notifications)),
         };
-        let stdout = stdout.expect("stdout is piped");
         let spawned = std::thread::Builder::new()
             .name("remote-reader".into())
             .spawn(move || reader.run(stdout));
@@ -211,7 +224,7 @@ impl RemoteClient {
 
     /// Waits for the banner (until `deadline`, `timeout` after the start) and says `hello`; the
     /// server is ended when either fails.
-    fn greet(
+    pub(super) fn greet(
         mut self,
         banner: &Receiver<Result<Banner, String>>,
         deadline: Instant,
@@ -444,6 +457,10 @@ impl RemoteClient {
     pub fn close(&self, timeout: Duration) -> Result<ExitStatus, Error> {
         drop(lock(&self.stdin).take());
         let mut child = lock(&self.child);
+        let Some(child) = child.as_mut() else {
+            // A kept server's socket: closed with its input (the server goes on).
+            return Ok(ExitStatus::default());
+        };
         let deadline = Instant::now() + timeout;
         loop {
             match child.try_wait() {
@@ -467,9 +484,10 @@ impl RemoteClient {
     /// Ends the server process now (it failed to greet).
     fn kill(&self) {
         drop(lock(&self.stdin).take());
-        let mut child = lock(&self.child);
-        let _ = child.kill();
-        let _ = child.wait();
+        if let Some(child) = lock(&self.child).as_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 
     fn link_error(&self, what: String) -> Error {
@@ -479,6 +497,9 @@ impl RemoteClient {
     /// How the server process ended, if it did.
     fn exit_said(&self) -> String {
         let mut child = lock(&self.child);
+        let Some(child) = child.as_mut() else {
+            return String::new();
+        };
         let deadline = Instant::now() + Duration::from_millis(500);
         loop {
             match child.try_wait() {
@@ -549,7 +570,7 @@ struct Reader {
 }
 
 impl Reader {
-    fn run(mut self, stdout: ChildStdout) {
+    fn run(mut self, stdout: Box<dyn Read + Send>) {
         // A pipe holds 64 KiB: read it whole at each wakeup.
         let mut input = BufReader::with_capacity(READ_BUFFER_BYTES, stdout);
         if let Some(found) = self.prelude_found.take() {

@@ -44,6 +44,10 @@ pub struct LinkOptions {
     pub give_up_after: Option<Duration>,
     /// How often the ssh master is checked while no frame comes.
     pub check_every: Duration,
+    /// Serve through the workspace's kept server, kept that long after each command
+    /// (`remote::kept_server`: reached through the kept master when it waits there); `None`: a
+    /// server of the link's own, ended with it (`watch` and `run`, which follow their runs' events).
+    pub kept_server: Option<Duration>,
 }
 
 impl LinkOptions {
@@ -57,6 +61,7 @@ impl LinkOptions {
             max_retry: Duration::from_secs(10),
             give_up_after: None,
             check_every: Duration::from_secs(1),
+            kept_server: None,
         }
     }
 }
@@ -93,7 +98,16 @@ impl Drop for Live {
 /// missing): one server and its connection.
 fn connect(target: &RemoteTarget, options: &LinkOptions) -> Result<Live, Error> {
     let mut connection = Connection::attach(target, &options.connect)?;
-    let client = connection.start_server(&options.server_binary, &options.client)?;
+    if options.kept_server.is_some() {
+        let build = crate::remote::ssh::BuildInfo::of_binary(&options.server_binary)?;
+        if let Some(client) = connection.reach_kept_server(&build.build, &options.client) {
+            return Ok(Live {
+                client,
+                connection: Some(connection),
+            });
+        }
+    }
+    let client = connection.start_server(&options.server_binary, &options.client, options.kept_server)?;
     Ok(Live {
         client,
         connection: Some(connection),

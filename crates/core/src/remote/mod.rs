@@ -17,6 +17,7 @@ pub mod client;
 pub mod export;
 pub mod follow;
 pub mod import;
+pub mod kept_server;
 pub mod link;
 pub mod methods;
 pub mod protocol;

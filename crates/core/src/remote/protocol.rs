@@ -7,11 +7,13 @@
 //! happens: [`CHANGE`] (a `watch --json` line) and [`RUN_EVENT`] (a `run --json` line). A frame
 //! is at most [`MAX_REQUEST_BYTES`] one way and [`MAX_REPLY_BYTES`] the other.
 
-use std::io::{self, BufRead};
+use std::io::{self, BufRead, Read, Write};
+use std::os::unix::net::UnixStream;
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::Change;
@@ -357,6 +359,58 @@ pub fn read_line_bounded(input: &mut impl BufRead, max: usize, line: &mut Vec<u8
     }
 }
 
+// A workspace's server kept on the host between commands (`remote::kept_server`): where it
+// listens, and what its client says first.
+
+/// The first line a client of a kept server says: `zstudio-attach NONCE`.
+pub const ATTACH: &str = "zstudio-attach";
+
+/// Where the kept servers' sockets are, under the login's `$HOME`.
+pub const KEPT_RUN_DIR: &str = ".zibby-studio/run";
+
+/// The socket of the kept server of build `build` (its 16 hex digits) on `workspace` (absolute),
+/// under `home`: `HOME/.zibby-studio/run/BUILD-<16 hex digits of the workspace's SHA-256>.sock`.
+pub fn kept_socket_path(home: &str, build: &str, workspace: &str) -> String {
+    let digest = Sha256::digest(workspace.as_bytes());
+    let hex: String = digest[..8].iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("{}/{KEPT_RUN_DIR}/{build}-{hex}.sock", home.trim_end_matches('/'))
+}
+
+/// Whether `build` can name a socket: 16 lowercase hex digits, as `ssh::build_id` says them.
+pub fn is_build_id(build: &str) -> bool {
+    build.len() == 16 && build.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// A kept server's socket as the client's input: dropped, it says the input ended.
+pub struct SocketInput(UnixStream);
+
+impl Write for SocketInput {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.write(bytes)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl SocketInput {
+    /// Says [`ATTACH`] and `nonce` on a kept server's `socket`: the client's input and output.
+    #[allow(clippy::type_complexity)]
+    pub fn attach(
+        mut socket: UnixStream,
+        nonce: &str,
+    ) -> std::io::Result<(Box<dyn Write + Send>, Box<dyn Read + Send>)> {
+        writeln!(socket, "{ATTACH} {nonce}")?;
+        Ok((Box::new(SocketInput(socket.try_clone()?)), Box::new(socket)))
+    }
+}
+
+impl Drop for SocketInput {
+    fn drop(&mut self) {
+        let _ = self.0.shutdown(std::net::Shutdown::Write);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -517,5 +571,19 @@ mod tests {
             details: None,
         };
         assert_eq!(unknown.into_error("h").code(), ErrorCode::Internal);
+    }
+
+    #[test]
+    fn a_kept_servers_socket_is_named_by_its_build_and_workspace() {
+        let path = kept_socket_path("/home/me/", "0123456789abcdef", "/home/me/ws");
+        assert!(
+            path.starts_with("/home/me/.zibby-studio/run/0123456789abcdef-"),
+            "{path}"
+        );
+        assert!(path.ends_with(".sock"));
+        assert_ne!(path, kept_socket_path("/home/me", "0123456789abcdef", "/home/me/other"));
+        assert!(is_build_id("0123456789abcdef"));
+        assert!(!is_build_id("../../etc/passwd"));
+        assert!(!is_build_id("0123456789ABCDEF"));
     }
 }

@@ -73,9 +73,26 @@ struct Shared {
     watch_start: Mutex<Option<JoinHandle<()>>>,
 }
 
-/// Serves one client until its input ends: prints the banner, then answers every request. Returns
-/// an error when the client's protocol version is not the server's (after answering it so).
+/// Serves one client until its input ends: prints the banner, then answers every request; then
+/// ends the studio (its runs left going through the keeper). Returns an error when the client's
+/// protocol version is not the server's (after answering it so).
 pub fn serve(
+    studio: Arc<Studio>,
+    run_events: Option<Receiver<RunEvent>>,
+    input: impl BufRead,
+    output: impl Write + Send + 'static,
+    options: &ServeOptions,
+) -> Result<(), Error> {
+    let served = serve_one(studio.clone(), run_events, input, output, options);
+    // A dropped link never stops a run: the runs go on through the keeper.
+    studio.keep_runs_on_exit(true);
+    studio.shut_down();
+    served
+}
+
+/// [`serve`] without ending the studio: one of the clients of a kept server
+/// (`remote::kept_server`), whose studio serves the next.
+pub fn serve_one(
     studio: Arc<Studio>,
     run_events: Option<Receiver<RunEvent>>,
     mut input: impl BufRead,
@@ -128,9 +145,6 @@ pub fn serve(
     if let Some(started) = lock(&shared.watch_start).take() {
         let _ = started.join();
     }
-    // A dropped link never stops a run: the runs go on through the keeper.
-    shared.studio.keep_runs_on_exit(true);
-    shared.studio.shut_down();
     shared.exports.remove_all();
     shared.uploads.remove_all();
     let _ = frames.send(Outgoing::End);

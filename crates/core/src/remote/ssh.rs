@@ -21,12 +21,15 @@
 //! [`Connection::ensure_server`] (in `bootstrap`) finds or uploads the same `zstudio` build on the
 //! host; [`Connection::start_server`] (in `start`) probes the host, checks the server there and
 //! starts it in one command through the master (after [`Connection::attach`], which connects
-//! without probing), what the host says before the server's banner read strictly.
+//! without probing), what the host says before the server's banner read strictly; with a kept
+//! master, the workspace's kept server is reached through it instead when it waits there
+//! ([`Connection::reach_kept_server`], in `reach`).
 
 mod bootstrap;
 mod connection;
 mod errors;
 mod kept;
+mod reach;
 mod sockets;
 mod start;
 mod target;
@@ -34,7 +37,7 @@ mod target;
 pub use bootstrap::{build_id, local_platform, BuildInfo, RemoteServer, SERVER_DIR};
 pub use connection::{end_masters_on_signals, end_open_masters, ConnectOptions, Connection};
 pub use errors::{last_lines, SshError, STDERR_KEPT};
-pub use sockets::runtime_dir;
+pub use sockets::{private_dir, runtime_dir};
 pub use target::RemoteTarget;
 
 /// The environment variable naming an ssh config file for `-F` (as `--ssh-config` does).

@@ -18,7 +18,7 @@ pub fn runtime_dir() -> Result<PathBuf, SshError> {
 }
 
 /// `dir`, made 0700 (when missing, or open to others); an error when it is a link or not ours.
-pub(super) fn private_dir(dir: &Path) -> Result<PathBuf, SshError> {
+pub fn private_dir(dir: &Path) -> Result<PathBuf, SshError> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     if let Err(source) = std::fs::DirBuilder::new().mode(0o700).create(dir) {
         if source.kind() != std::io::ErrorKind::AlreadyExists {
@@ -60,7 +60,7 @@ const VERIFIED_KEPT: Duration = Duration::from_secs(30 * 24 * 3600);
 /// Removes from `dir` what studios that are gone left there (killed before they closed their
 /// links): the logs named `<pid>-<n>.log` ([`unique_name`]) whose process is gone, and such
 /// processes' control sockets that no master answers any more; a kept master's log and pid file
-/// (`kept-<digest>.log`, `.pid`) once its socket is gone, after [`KEPT_FILES_OUTLIVE`]; verified
+/// (`kept-<digest>.log`, `.pid`, `.ws-<digest>`) once its socket is gone, after [`KEPT_FILES_OUTLIVE`]; verified
 /// lines (`verified-<digest>`) not written for [`VERIFIED_KEPT`]. Anything else is left alone,
 /// and so is a file whose process id is taken again by another process (it goes with that one).
 pub(super) fn sweep_leftovers(dir: &Path) {
@@ -76,9 +76,11 @@ pub(super) fn sweep_leftovers(dir: &Path) {
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_str().unwrap_or_default();
-        if let Some(stem) = name
+        // A kept master's log, pid file and kept servers' records (`reach`).
+        if let Some((stem, _)) = name
             .strip_prefix("kept-")
-            .and_then(|rest| rest.strip_suffix(".log").or(rest.strip_suffix(".pid")))
+            .and_then(|rest| rest.split_once('.'))
+            .filter(|(_, kind)| matches!(*kind, "log" | "pid") || kind.starts_with("ws-"))
         {
             if !dir.join(format!("kept-{stem}.sock")).exists() && older_than(&path, KEPT_FILES_OUTLIVE) {
                 let _ = std::fs::remove_file(&path);
@@ -105,13 +107,13 @@ pub(super) fn sweep_leftovers(dir: &Path) {
     }
 }
 
-/// The process id and kind (`log`, `sock`) of a file named as [`unique_name`] names them.
+/// The process id and kind (`log`, `sock`, `fwd`: a forwarded socket, `reach`) of a file named as [`unique_name`] names them.
 fn leftover_of(path: &Path) -> Option<(u32, &str)> {
     let name = path.file_name()?.to_str()?;
     let (stem, kind) = name.rsplit_once('.')?;
     let (pid, n) = stem.split_once('-')?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (matches!(kind, "log" | "sock") && digits(pid) && digits(n)).then_some((pid.parse().ok()?, kind))
+    (matches!(kind, "log" | "sock" | "fwd") && digits(pid) && digits(n)).then_some((pid.parse().ok()?, kind))
 }
 
 /// The file beside a kept master's socket that names its process (`kept`).

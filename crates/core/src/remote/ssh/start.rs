@@ -24,12 +24,13 @@ use crate::vocabulary::error::Error;
 
 /// After [`SCRIPT_HELPERS`] and [`FIND_FUNCTION`]: `$1` the workspace as given (`~` for the
 /// remote home), `$2` the build's file name (empty: the host probed only), `$3` its build id,
-/// `$4` the identity of the server file last seen, then `--nonce NONCE` (handed on to the
-/// server). The prelude: `home`, `platform`, `workspace`, `state` (`ok`, `missing`, `link`,
+/// `$4` the identity of the server file last seen, `$5` how long a kept server waits for the next
+/// command in seconds (empty: none is kept), then `--nonce NONCE` (handed on to the server). The prelude: `home`, `platform`, `workspace`, `state` (`ok`, `missing`, `link`,
 /// `not-a-folder`, `link-inside SUB`), then what `find_server` said when the workspace is right
 /// and a build is named; `serve` and the server `exec`ed when it found one, else `stop`.
-const START_BODY: &str = r#"ws=$1 name=$2 build=$3 seen=$4
-shift 4
+const START_BODY: &str = r#"ws=$1 name=$2 build=$3 seen=$4 keep=$5
+shift 5
+case $keep in *[!0-9]*) keep= ;; esac
 if [ "$1" != --nonce ] || [ -z "$2" ]; then echo 'the start script takes --nonce NONCE' >&2; exit 2; fi
 n=$2
 printf 'zstudio-prelude %s\n' "$n"
@@ -47,6 +48,7 @@ server=
 if [ "$state" = ok ] && [ -n "$name" ]; then find_server "$name" "$build" "$seen"; fi
 if [ -n "$server" ]; then
   printf 'zstudio-prelude-end %s serve\n' "$n"
+  if [ -n "$keep" ]; then exec "$server" serve --stdio --workspace "$ws" --keep-for "$keep" --kept-build "$build" "$@"; fi
   exec "$server" serve --stdio --workspace "$ws" "$@"
 fi
 printf 'zstudio-prelude-end %s stop\n' "$n""#;
@@ -138,7 +140,7 @@ impl Connection {
         let nonce = uuid::Uuid::now_v7().simple().to_string();
         let script = start_script();
         let path = self.target().path.clone();
-        let argv = ["sh", "-c", &script, "sh", &path, "", "", "", "--nonce", &nonce];
+        let argv = ["sh", "-c", &script, "sh", &path, "", "", "", "", "--nonce", &nonce];
         let output = self.run(&argv, None, 64 * 1024)?;
         let junk = std::sync::Mutex::new(Vec::new());
         let host = read_prelude(&mut &output[..], &nonce, 64 * 1024, &junk)
@@ -149,9 +151,17 @@ impl Connection {
 
     /// Starts the server of `local_binary`'s build (the running `zstudio`) on the host, on the
     /// target's workspace: probed, found and started in one command through the master; uploaded
-    /// first when the host has no such build (then started by a second command). Errors name the
-    /// host and what is wrong (the workspace, the upload, the link).
-    pub fn start_server(&mut self, local_binary: &Path, client: &ClientOptions) -> Result<RemoteClient, Error> {
+    /// first when the host has no such build (then started by a second command). With `keep`, the
+    /// server is the workspace's kept server (`remote::kept_server`), which waits that long for
+    /// the next command, reached through the kept master when it can be
+    /// ([`Connection::reach_kept_server`]). Errors name the host and what is wrong (the
+    /// workspace, the upload, the link).
+    pub fn start_server(
+        &mut self,
+        local_binary: &Path,
+        client: &ClientOptions,
+        keep: Option<std::time::Duration>,
+    ) -> Result<RemoteClient, Error> {
         let build = BuildInfo::of_binary(local_binary)?;
         let name = build.file_name();
         // What this machine saw of the server there when it last read its SHA-256.
@@ -159,7 +169,9 @@ impl Connection {
         let seen = verified.as_ref().and_then(Verified::read).unwrap_or_default();
         let script = start_script();
         let path = self.target().path.clone();
-        let command = self.command(["sh", "-c", &script, "sh", &path, &name, &build.build, &seen])?;
+        let keep_secs = keep.map(|keep| keep.as_secs().max(1).to_string()).unwrap_or_default();
+        let argv = ["sh", "-c", &script, "sh", &path, &name, &build.build, &seen, &keep_secs];
+        let command = self.command(argv)?;
         let (prelude, started) = RemoteClient::connect_after_prelude(self.host(), command, client.clone())
             // The master's own words when it is what failed.
             .map_err(|error| self.check().map_or_else(Error::from, |()| error))?;
@@ -169,17 +181,27 @@ impl Connection {
             verified.keep_identity(&prelude.lines.join("\n"), &seen);
         }
         if let Some(started) = started {
+            if keep.is_some() {
+                self.remember_kept_server(&build.build);
+            }
             return Ok(started);
         }
         let server = self.upload(local_binary, build)?;
-        let command = self.command([
+        let mut argv = vec![
             server.program.as_str(),
             "serve",
             "--stdio",
             "--workspace",
             self.workspace_path(),
-        ])?;
-        RemoteClient::connect(self.host(), command, client.clone())
+        ];
+        if keep.is_some() {
+            argv.extend(["--keep-for", &keep_secs, "--kept-build", &server.build.build]);
+        }
+        let started = RemoteClient::connect(self.host(), self.command(argv)?, client.clone())?;
+        if keep.is_some() {
+            self.remember_kept_server(&server.build.build);
+        }
+        Ok(started)
     }
 
     /// The error of a start script whose words do not read.
