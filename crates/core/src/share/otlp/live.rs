@@ -4,25 +4,30 @@
 //!
 //! A run never waits for it: a thread reads the supervisor's events from a lossy subscription
 //! without output lines (`Supervisor::subscribe_to_nodes`: a subscriber that falls behind loses
-//! events, the run does not slow) and turns them into spans put on a bounded queue without
-//! waiting (a full queue drops the span and counts it); another sends what the queue holds in
-//! batches, a failed batch retried with backoff and then dropped and counted. Spans made
-//! elsewhere (`zstudio watch`'s, of sessions the studio did not start) go on the same queue
+//! events, the run does not slow) and puts on a queue, without waiting, what each ended node
+//! execution's span is made of (its ids, times and the few numbers and names it says: no
+//! attribute built yet). The queue is bounded by the memory it holds, not by a count: a flood of
+//! node ends (tens of thousands a second) is kept whole until that bound, past which a span is
+//! dropped and counted. Another thread takes what waits in batches, makes the batch's spans in
+//! the same messages batch after batch (their strings and lists reused) and sends them, a failed
+//! batch retried with backoff and then dropped and counted. Spans made elsewhere
+//! (`zstudio watch`'s, of sessions the studio did not start) go on the same queue
 //! ([`LiveExport::send`]). Each run goes to the endpoint its workspace names (a route given at
 //! the start). Losses are said in one log line at most once a minute while they go on, and in
 //! [`LiveExport::finish`]'s summary, which waits a bounded time for what is left.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use opentelemetry_proto::tonic::trace::v1::Span;
+use opentelemetry_proto::tonic::trace::v1::{Span, TracesData};
+use prost::Message;
 
-use super::map::{node_span, root_span, NodeExecution, RunTrace, SpanPlace};
-use super::push::{push, Endpoint};
+use super::map::{fill_node_span, root_span, NodeExecution, RunTrace, SpanPlace};
+use super::push::{encode, post, Endpoint};
 use crate::runs::runner::RunEvent;
 use crate::sessions::cost::NodeUsage;
 use crate::sessions::session::Timestamp;
@@ -31,8 +36,9 @@ use crate::status::Status;
 /// How the live export queues and retries.
 #[derive(Debug, Clone, Copy)]
 pub struct LiveOptions {
-    /// Spans waiting to be sent, at most.
-    pub capacity: usize,
+    /// What the spans waiting to be sent may hold in memory, at most, in bytes (as queued: a
+    /// node execution's few hundred bytes, before its span is made).
+    pub queue_bytes: usize,
     /// Spans in one request, at most.
     pub batch: usize,
     /// Tries per batch, the first included.
@@ -46,7 +52,8 @@ pub struct LiveOptions {
 impl Default for LiveOptions {
     fn default() -> Self {
         LiveOptions {
-            capacity: 4096,
+            // 200,000 node executions of a few hundred bytes each.
+            queue_bytes: 64 << 20,
             batch: 512,
             attempts: 4,
             backoff: Duration::from_millis(250),
@@ -92,6 +99,8 @@ struct Counts {
     sent: AtomicU64,
     /// Taken off the queue and given up on: every try failed.
     refused: AtomicU64,
+    /// The bytes the queue holds now (as [`Queued::bytes`] weighs them).
+    held: AtomicUsize,
     last_error: Mutex<Option<String>>,
 }
 
@@ -113,8 +122,82 @@ impl Counts {
     }
 }
 
-/// A span and where it goes.
-type Queued = (Arc<Endpoint>, Span);
+/// A span to send: a node execution's, made when it is sent, or one made already.
+enum Pending {
+    Node {
+        /// The run as known when the node ended (its session, its error if it had ended).
+        run: Arc<RunTrace>,
+        execution: NodeExecution,
+        place: SpanPlace,
+    },
+    Span(Box<Span>),
+}
+
+impl Pending {
+    /// The span, written over `slot` (its allocations reused) or moved into it.
+    fn write_into(self, slot: &mut Span) {
+        match self {
+            Pending::Node { run, execution, place } => {
+                let end = execution.ended_at_ms.unwrap_or(execution.started_at_ms);
+                fill_node_span(slot, &run, &execution, &place, end);
+            }
+            Pending::Span(span) => *slot = *span,
+        }
+    }
+
+    /// About what it holds in memory: itself, its name, its usage, a made span's encoding.
+    fn bytes(&self) -> usize {
+        let own = std::mem::size_of::<Queued>();
+        own + match self {
+            Pending::Node { execution, .. } => {
+                let usage = execution.usage.as_ref().map_or(0, |usage| {
+                    let labels = usage.cost_label.len() + usage.tokens_label.len();
+                    let models: usize = usage.models.iter().map(|m| m.len() + 24).sum();
+                    std::mem::size_of::<NodeUsage>() + labels + models
+                });
+                execution.name.len() + usage
+            }
+            Pending::Span(span) => std::mem::size_of::<Span>() + 2 * span.encoded_len(),
+        }
+    }
+}
+
+/// A span to send and where it goes, weighed as it was queued.
+struct Queued {
+    endpoint: Arc<Endpoint>,
+    pending: Pending,
+    bytes: usize,
+}
+
+/// The queue's sending end: puts spans on it without waiting, dropped and counted past its bound.
+#[derive(Clone)]
+struct Queue {
+    sender: Sender<Queued>,
+    counts: Arc<Counts>,
+    limit: usize,
+}
+
+impl Queue {
+    fn put(&self, endpoint: Arc<Endpoint>, pending: Pending) {
+        let bytes = pending.bytes();
+        let held = self.counts.held.fetch_add(bytes, Ordering::SeqCst) + bytes;
+        let queued = held <= self.limit
+            && self
+                .sender
+                .send(Queued {
+                    endpoint,
+                    pending,
+                    bytes,
+                })
+                .is_ok();
+        if queued {
+            self.counts.queued.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.counts.held.fetch_sub(bytes, Ordering::SeqCst);
+            self.counts.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
 
 /// Which endpoint a run's spans go to (`None`: the run is not exported), by its run id.
 pub type Route = Box<dyn Fn(&str) -> Option<Arc<Endpoint>> + Send>;
@@ -123,7 +206,7 @@ pub type Route = Box<dyn Fn(&str) -> Option<Arc<Endpoint>> + Send>;
 pub struct LiveExport {
     stop: Arc<AtomicBool>,
     counts: Arc<Counts>,
-    queue: Option<SyncSender<Queued>>,
+    queue: Option<Queue>,
     readers: Vec<JoinHandle<()>>,
     sender: Option<JoinHandle<()>>,
 }
@@ -132,7 +215,12 @@ impl LiveExport {
     /// A queue of spans and the thread that sends them; nothing is followed yet.
     pub fn start(options: LiveOptions) -> LiveExport {
         let counts = Arc::new(Counts::default());
-        let (queue, queued) = mpsc::sync_channel::<Queued>(options.capacity);
+        let (sender, queued) = mpsc::channel::<Queued>();
+        let queue = Queue {
+            sender,
+            counts: counts.clone(),
+            limit: options.queue_bytes,
+        };
         let sender = {
             let counts = counts.clone();
             std::thread::Builder::new()
@@ -153,10 +241,10 @@ impl LiveExport {
     /// `route` says.
     pub fn follow_runs(&mut self, events: Receiver<RunEvent>, route: Route) {
         let Some(queue) = self.queue.clone() else { return };
-        let (stop, counts) = (self.stop.clone(), self.counts.clone());
+        let stop = self.stop.clone();
         let reader = std::thread::Builder::new()
             .name("otlp-live-reader".into())
-            .spawn(move || read_events(&events, &route, &queue, &stop, &counts))
+            .spawn(move || read_events(&events, &route, &queue, &stop))
             .expect("a thread for the live export");
         self.readers.push(reader);
     }
@@ -164,7 +252,7 @@ impl LiveExport {
     /// Puts `span` on the queue for `endpoint`, without waiting (a full queue loses it, counted).
     pub fn send(&self, endpoint: &Arc<Endpoint>, span: Span) {
         if let Some(queue) = &self.queue {
-            enqueue(queue, &self.counts, (endpoint.clone(), span));
+            queue.put(endpoint.clone(), Pending::Span(Box::new(span)));
         }
     }
 
@@ -192,23 +280,13 @@ impl LiveExport {
     }
 }
 
-fn enqueue(queue: &SyncSender<Queued>, counts: &Counts, queued: Queued) {
-    match queue.try_send(queued) {
-        Ok(()) => {
-            counts.queued.fetch_add(1, Ordering::SeqCst);
-        }
-        Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-            counts.dropped.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
 /// One run as the reader follows it.
 struct Followed {
-    trace: RunTrace,
+    /// Shared with its node executions waiting on the queue.
+    trace: Arc<RunTrace>,
     endpoint: Arc<Endpoint>,
-    trace_id: Vec<u8>,
-    root_span_id: Vec<u8>,
+    trace_id: [u8; 16],
+    root_span_id: [u8; 8],
     started: Instant,
     occurrences: HashMap<String, u32>,
     /// Open executions, outermost first, each where its span sits.
@@ -229,10 +307,10 @@ impl Followed {
             }
         };
         let parent = match self.open.last() {
-            Some((_, place)) => place.span_id.clone(),
-            None => self.root_span_id.clone(),
+            Some((_, place)) => place.span_id,
+            None => self.root_span_id,
         };
-        let place = SpanPlace::of_node(run_id, &node, attempt, self.trace_id.clone(), parent);
+        let place = SpanPlace::of_node(run_id, &node, attempt, self.trace_id, parent);
         let execution = NodeExecution {
             name: node,
             parent: None,
@@ -255,7 +333,7 @@ impl Followed {
         status: Status,
         t_ms: u64,
         mut usage: Option<NodeUsage>,
-        send: &impl Fn(Queued),
+        send: &impl Fn(Arc<Endpoint>, Pending),
     ) {
         let Some(at) = self.open.iter().rposition(|(n, _)| n.name == node) else {
             return;
@@ -268,7 +346,8 @@ impl Followed {
                 execution.status = status;
                 execution.usage = usage.take();
             }
-            send((self.endpoint.clone(), node_span(&self.trace, &execution, place, end)));
+            let run = self.trace.clone();
+            send(self.endpoint.clone(), Pending::Node { run, execution, place });
         }
     }
 }
@@ -277,15 +356,9 @@ fn now_ms() -> u64 {
     Timestamp::from_system_time(SystemTime::now()).0
 }
 
-fn read_events(
-    events: &Receiver<RunEvent>,
-    route: &Route,
-    queue: &SyncSender<Queued>,
-    stop: &AtomicBool,
-    counts: &Counts,
-) {
+fn read_events(events: &Receiver<RunEvent>, route: &Route, queue: &Queue, stop: &AtomicBool) {
     let mut runs: HashMap<String, Followed> = HashMap::new();
-    let send = |queued: Queued| enqueue(queue, counts, queued);
+    let send = |endpoint: Arc<Endpoint>, pending: Pending| queue.put(endpoint, pending);
     // Paused once when nothing waits, before waiting: a flood's events gather meanwhile, and the
     // thread is not woken for each one (a wake-up costs more than the event).
     let mut paused = false;
@@ -321,22 +394,22 @@ fn follow_event(
     runs: &mut HashMap<String, Followed>,
     event: RunEvent,
     endpoint: Option<Arc<Endpoint>>,
-    send: &impl Fn(Queued),
+    send: &impl Fn(Arc<Endpoint>, Pending),
 ) {
     match event {
         RunEvent::RunStarted { run_id, session_id, .. } => {
             let Some(endpoint) = endpoint else { return };
-            let trace = RunTrace {
+            let trace = Arc::new(RunTrace {
                 key: run_id.clone(),
                 session_id,
                 run_id: Some(run_id.clone()),
                 started_at_ms: now_ms(),
                 ..RunTrace::default()
-            };
+            });
             let followed = Followed {
                 endpoint,
-                trace_id: super::ids::trace_id(&run_id).to_vec(),
-                root_span_id: super::ids::run_span_id(&run_id).to_vec(),
+                trace_id: super::ids::trace_id(&run_id),
+                root_span_id: super::ids::run_span_id(&run_id),
                 trace,
                 started: Instant::now(),
                 occurrences: HashMap::new(),
@@ -385,17 +458,27 @@ fn follow_event(
         } => {
             let Some(mut run) = runs.remove(&run_id) else { return };
             let end = run.trace.started_at_ms + elapsed_ms.max(run.started.elapsed().as_millis() as u64);
-            run.trace.status = Some(status);
-            run.trace.exit_code = exit_code.map(i64::from);
-            run.trace.stopped_by = stopped_by.map(|s| s.as_str().to_owned());
-            run.trace.error = error.as_deref().map(crate::share::redact_secrets);
-            run.trace.ended_at_ms = Some(end);
+            let trace = Arc::make_mut(&mut run.trace);
+            trace.status = Some(status);
+            trace.exit_code = exit_code.map(i64::from);
+            trace.stopped_by = stopped_by.map(|s| s.as_str().to_owned());
+            trace.error = error.as_deref().map(crate::share::redact_secrets);
+            trace.ended_at_ms = Some(end);
             while let Some((mut execution, place)) = run.open.pop() {
                 execution.ended_at_ms = Some(end);
                 execution.status = status;
-                send((run.endpoint.clone(), node_span(&run.trace, &execution, place, end)));
+                let trace = run.trace.clone();
+                send(
+                    run.endpoint.clone(),
+                    Pending::Node {
+                        run: trace,
+                        execution,
+                        place,
+                    },
+                );
             }
-            send((run.endpoint.clone(), root_span(&run.trace, end)));
+            let root = Box::new(root_span(&run.trace, end));
+            send(run.endpoint.clone(), Pending::Span(root));
         }
         // Live spans carry no log events (`otlp push` sends the run's logs, budget.* included).
         RunEvent::Output { .. }
@@ -417,6 +500,7 @@ const LOSS_LINE_EVERY: Duration = Duration::from_secs(60);
 
 fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) {
     let mut loss_said: Option<(Instant, u64)> = None;
+    let mut messages = Messages::default();
     while let Ok(first) = queued.recv() {
         // What waits goes at once; a batch not full gathers for LINGER more (fewer, larger
         // requests when nodes end fast), asleep: a span put on the queue meanwhile wakes nobody.
@@ -427,8 +511,12 @@ fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) 
             let room = options.batch - batch.len();
             batch.extend(queued.try_iter().take(room));
         }
+        let taken: usize = batch.iter().map(|queued| queued.bytes).sum();
+        counts.held.fetch_sub(taken, Ordering::SeqCst);
         for (endpoint, spans) in by_endpoint(batch) {
-            send_batch(&endpoint, spans, options, counts);
+            let count = spans.len() as u64;
+            let body = encode(messages.of(spans), endpoint.protocol);
+            send_batch(&endpoint, body, count, options, counts);
         }
         let lost = counts.lost_so_far();
         let said = loss_said.map_or(0, |(_, lost)| lost);
@@ -441,28 +529,58 @@ fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) 
     }
 }
 
+/// The message a batch is sent in, kept from batch to batch with its spans: a batch's spans are
+/// written over the last one's (their strings and lists reused), not made anew.
+struct Messages {
+    traces: TracesData,
+    /// Spans of a former batch not used by the last one.
+    spare: Vec<Span>,
+}
+
+impl Default for Messages {
+    fn default() -> Self {
+        Messages {
+            traces: super::map::traces_of_spans(Vec::new()),
+            spare: Vec::new(),
+        }
+    }
+}
+
+impl Messages {
+    /// The message of `pending`'s spans, in order.
+    fn of(&mut self, pending: Vec<Pending>) -> &TracesData {
+        let spans = &mut self.traces.resource_spans[0].scope_spans[0].spans;
+        self.spare.append(spans);
+        for pending in pending {
+            let mut span = self.spare.pop().unwrap_or_default();
+            pending.write_into(&mut span);
+            spans.push(span);
+        }
+        &self.traces
+    }
+}
+
 /// A batch's spans grouped by where they go (one group, nearly always), in order.
-fn by_endpoint(batch: Vec<Queued>) -> Vec<(Arc<Endpoint>, Vec<Span>)> {
-    let mut groups: Vec<(Arc<Endpoint>, Vec<Span>)> = Vec::new();
-    for (endpoint, span) in batch {
+fn by_endpoint(batch: Vec<Queued>) -> Vec<(Arc<Endpoint>, Vec<Pending>)> {
+    let mut groups: Vec<(Arc<Endpoint>, Vec<Pending>)> = Vec::new();
+    for Queued { endpoint, pending, .. } in batch {
         match groups
             .iter_mut()
             .find(|(e, _)| Arc::ptr_eq(e, &endpoint) || **e == *endpoint)
         {
-            Some((_, spans)) => spans.push(span),
-            None => groups.push((endpoint, vec![span])),
+            Some((_, spans)) => spans.push(pending),
+            None => groups.push((endpoint, vec![pending])),
         }
     }
     groups
 }
 
-/// Sends one batch, retried with backoff; counted sent, or refused after the last try.
-fn send_batch(endpoint: &Endpoint, spans: Vec<Span>, options: LiveOptions, counts: &Counts) {
-    let count = spans.len() as u64;
-    let traces = super::map::traces_of_spans(spans);
+/// Sends one batch of `count` spans, encoded as `body`, retried with backoff; counted sent, or
+/// refused after the last try.
+fn send_batch(endpoint: &Endpoint, body: Vec<u8>, count: u64, options: LiveOptions, counts: &Counts) {
     let mut wait = options.backoff;
     for attempt in 1..=options.attempts {
-        match push(endpoint, &traces, options.timeout) {
+        match post(endpoint, body.clone(), options.timeout) {
             Ok(_) => {
                 counts.sent.fetch_add(count, Ordering::SeqCst);
                 return;
@@ -541,7 +659,9 @@ mod tests {
         let mut runs = HashMap::new();
         let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
         for event in events("r1") {
-            follow_event(&mut runs, event, Some(endpoint.clone()), &|(_, span)| {
+            follow_event(&mut runs, event, Some(endpoint.clone()), &|_, pending: Pending| {
+                let mut span = Span::default();
+                pending.write_into(&mut span);
                 sent.borrow_mut().push(span)
             });
         }
@@ -590,6 +710,75 @@ mod tests {
         assert_eq!(live, exported);
     }
 
+    /// A batch's spans written over a former batch's (a run's span with its events, a failed
+    /// node with usage, prompt and output) are the spans made anew: nothing of the former stays.
+    #[test]
+    fn spans_written_over_a_former_batchs_are_the_spans_made_anew() {
+        let run = Arc::new(RunTrace {
+            key: "r".into(),
+            session_id: "s".into(),
+            error: Some("boom".into()),
+            logs: vec![crate::share::otlp::LogEvent {
+                at_ms: 1,
+                event: "run.started".into(),
+                level: "info".into(),
+                message: "started".into(),
+                fields: vec![("pid".into(), "7".into())],
+            }],
+            ..RunTrace::default()
+        });
+        let node = |name: &str, status| NodeExecution {
+            name: name.into(),
+            parent: None,
+            depth: 1,
+            status,
+            started_at_ms: 2,
+            ended_at_ms: Some(3),
+            usage: None,
+            prompt: None,
+            output: None,
+        };
+        let rich = NodeExecution {
+            usage: Some(NodeUsage {
+                format: studio_protocol::usage::UsageFormat::ClaudeCode,
+                tokens: Some(studio_protocol::usage::Tokens {
+                    input: 10,
+                    output: 20,
+                    ..Default::default()
+                }),
+                models: vec!["claude-x".into()],
+                turns: None,
+                duration_ms: None,
+                cost_usd: Some(0.5),
+                cost_source: crate::sessions::cost::CostSource::Reported,
+                api_equivalent: false,
+                last_attempt_only: false,
+                cost_label: String::new(),
+                tokens_label: String::new(),
+            }),
+            prompt: Some("a prompt".into()),
+            output: Some("an output".into()),
+            ..node("a-long-node-name", Status::Error)
+        };
+        let plain = node("b", Status::Success);
+        let place = SpanPlace::of_node("r", "x", 2, [1; 16], [2; 8]);
+        let pending = |execution: &NodeExecution| Pending::Node {
+            run: run.clone(),
+            execution: execution.clone(),
+            place,
+        };
+        let mut messages = Messages::default();
+        let root = Box::new(root_span(&run, 9));
+        messages.of(vec![pending(&rich), Pending::Span(root), pending(&rich)]);
+        let second = messages
+            .of(vec![pending(&plain), pending(&plain), pending(&rich), pending(&plain)])
+            .clone();
+        let made = |execution: &NodeExecution| super::super::map::node_span(&run, execution, &place, 0);
+        let anew = super::super::map::traces_of_spans(vec![made(&plain), made(&plain), made(&rich), made(&plain)]);
+        assert_eq!(second, anew);
+        assert_eq!(anew.resource_spans[0].scope_spans[0].spans[2].attributes.len(), 17);
+    }
+
     /// An endpoint that takes the connection and never answers: feeding the events never waits,
     /// the queue holds at most its capacity, and what was not sent is counted lost.
     #[test]
@@ -597,7 +786,7 @@ mod tests {
         let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let endpoint = Arc::new(endpoint(&format!("http://{}/v1/traces", stalled.local_addr().unwrap())));
         let options = LiveOptions {
-            capacity: 3,
+            queue_bytes: 3 * std::mem::size_of::<Queued>(),
             batch: 1,
             attempts: 1,
             backoff: Duration::from_millis(1),

@@ -205,23 +205,42 @@ pub struct Pushed {
     pub rejected_spans: i64,
 }
 
-/// The body of an export request in the endpoint's encoding, and its content type. A
+/// The body of an export request in the endpoint's encoding. A
 /// `TracesData` is encoded as it is: an `ExportTraceServiceRequest` has the same one field
 /// (`resource_spans`, number 1, `resourceSpans` in JSON), so its bytes are the request's
 /// (a test decodes them as one), and no span is copied.
-pub fn encode(traces: &TracesData, protocol: Protocol) -> (Vec<u8>, &'static str) {
+pub fn encode(traces: &TracesData, protocol: Protocol) -> Vec<u8> {
     match protocol {
-        Protocol::HttpProtobuf => (traces.encode_to_vec(), "application/x-protobuf"),
-        Protocol::HttpJson => (
-            serde_json::to_vec(traces).expect("OTLP messages serialize"),
-            "application/json",
-        ),
+        Protocol::HttpProtobuf => traces.encode_to_vec(),
+        Protocol::HttpJson => serde_json::to_vec(traces).expect("OTLP messages serialize"),
+    }
+}
+
+fn content_type(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::HttpProtobuf => "application/x-protobuf",
+        Protocol::HttpJson => "application/json",
     }
 }
 
 /// Sends `traces` to `endpoint` in one request that gives up after `timeout`. Spans sent again
 /// keep their ids (the backend decides what a duplicate is).
 pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Result<Pushed, Error> {
+    let body = encode(traces, endpoint.protocol);
+    let rejected_spans = post(endpoint, body, timeout)?;
+    let (traces_count, spans) = super::map::counts(traces);
+    Ok(Pushed {
+        url: endpoint.url.clone(),
+        protocol: endpoint.protocol.as_str(),
+        traces: traces_count,
+        spans,
+        rejected_spans,
+    })
+}
+
+/// Sends `body` (traces [`encode`]d in the endpoint's protocol) to `endpoint` in one request
+/// that gives up after `timeout`: the spans the collector said it rejected.
+pub(super) fn post(endpoint: &Endpoint, body: Vec<u8>, timeout: Duration) -> Result<i64, Error> {
     static TLS: std::sync::Once = std::sync::Once::new();
     TLS.call_once(|| {
         // reqwest is built without a crypto provider of its own: ring is the process's.
@@ -231,7 +250,6 @@ pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Resu
         code: ErrorCode::Io,
         message: format!("OTLP endpoint {} ({}): {what}", endpoint.url, endpoint.from),
     };
-    let (body, content_type) = encode(traces, endpoint.protocol);
     // One client for the process: building one loads the platform's certificates, which cost
     // far more than a request (a live export sends a batch every few node ends).
     static CLIENT: std::sync::OnceLock<Result<reqwest::blocking::Client, String>> = std::sync::OnceLock::new();
@@ -242,7 +260,7 @@ pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Resu
     let mut request = client
         .post(&endpoint.url)
         .timeout(timeout)
-        .header("content-type", content_type)
+        .header("content-type", content_type(endpoint.protocol))
         .body(body);
     for (key, value) in &endpoint.headers {
         request = request.header(key.as_str(), value.as_str());
@@ -254,14 +272,7 @@ pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Resu
         let said = String::from_utf8_lossy(&reply[..reply.len().min(300)]).into_owned();
         return Err(failed(format!("HTTP {status}: {}", said.trim())));
     }
-    let (traces_count, spans) = super::map::counts(traces);
-    Ok(Pushed {
-        url: endpoint.url.clone(),
-        protocol: endpoint.protocol.as_str(),
-        traces: traces_count,
-        spans,
-        rejected_spans: rejected_spans(&reply, endpoint.protocol),
-    })
+    Ok(rejected_spans(&reply, endpoint.protocol))
 }
 
 /// The partial success a collector may answer with.
@@ -344,10 +355,10 @@ mod tests {
             ..Default::default()
         };
         let traces = super::super::map::traces_of_spans(vec![span]);
-        let (bytes, _) = encode(&traces, Protocol::HttpProtobuf);
+        let bytes = encode(&traces, Protocol::HttpProtobuf);
         let request = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
         assert_eq!(request.resource_spans, traces.resource_spans);
-        let (json, _) = encode(&traces, Protocol::HttpJson);
+        let json = encode(&traces, Protocol::HttpJson);
         let request: ExportTraceServiceRequest = serde_json::from_slice(&json).unwrap();
         assert_eq!(request.resource_spans, traces.resource_spans);
     }
