@@ -4,13 +4,13 @@
 //!
 //! A run never waits for it: a thread reads the supervisor's events from a lossy subscription
 //! without output lines (`Supervisor::subscribe_to_nodes`: a subscriber that falls behind loses
-//! events, the run does not slow) and puts on a queue, without waiting, what each ended node
-//! execution's span is made of (its ids, times and the few numbers and names it says: no
-//! attribute built yet). The queue is bounded by the memory it holds, not by a count: a flood of
-//! node ends (tens of thousands a second) is kept whole until that bound, past which a span is
-//! dropped and counted. Another thread takes what waits in batches, makes the batch's spans in
-//! the same messages batch after batch (their strings and lists reused) and sends them, a failed
-//! batch retried with backoff and then dropped and counted. Spans made elsewhere
+//! events, the run does not slow), writes each ended node execution's span over the same one
+//! (its strings and attribute list reused) and encodes it at once into the request being
+//! gathered for its endpoint. A request goes on the queue when it holds a batch of spans, or
+//! when the events pause. The queue holds requests ready to send and is bounded by their bytes,
+//! not by a count: a flood of node ends (tens of thousands a second) is kept whole until that
+//! bound, past which a request's spans are dropped and counted. Another thread sends what waits,
+//! a failed request retried with backoff and then dropped and counted. Spans made elsewhere
 //! (`zstudio watch`'s, of sessions the studio did not start) go on the same queue
 //! ([`LiveExport::send`]). Each run goes to the endpoint its workspace names (a route given at
 //! the start). Losses are said in one log line at most once a minute while they go on, and in
@@ -23,11 +23,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use opentelemetry_proto::tonic::trace::v1::{Span, TracesData};
-use prost::Message;
+use opentelemetry_proto::tonic::trace::v1::Span;
 
 use super::map::{fill_node_span, root_span, NodeExecution, RunTrace, SpanPlace};
-use super::push::{encode, post, Endpoint};
+use super::push::{post, Endpoint, RequestBody};
 use crate::runs::runner::RunEvent;
 use crate::sessions::cost::NodeUsage;
 use crate::sessions::session::Timestamp;
@@ -36,8 +35,7 @@ use crate::status::Status;
 /// How the live export queues and retries.
 #[derive(Debug, Clone, Copy)]
 pub struct LiveOptions {
-    /// What the spans waiting to be sent may hold in memory, at most, in bytes (as queued: a
-    /// node execution's few hundred bytes, before its span is made).
+    /// The requests waiting to be sent, at most, in bytes (a node's span is a few hundred).
     pub queue_bytes: usize,
     /// Spans in one request, at most.
     pub batch: usize,
@@ -52,7 +50,7 @@ pub struct LiveOptions {
 impl Default for LiveOptions {
     fn default() -> Self {
         LiveOptions {
-            // 200,000 node executions of a few hundred bytes each.
+            // 200,000 node executions' spans of a few hundred bytes each.
             queue_bytes: 64 << 20,
             batch: 512,
             attempts: 4,
@@ -99,7 +97,7 @@ struct Counts {
     sent: AtomicU64,
     /// Taken off the queue and given up on: every try failed.
     refused: AtomicU64,
-    /// The bytes the queue holds now (as [`Queued::bytes`] weighs them).
+    /// The bytes the queue holds now (its requests' bodies).
     held: AtomicUsize,
     last_error: Mutex<Option<String>>,
 }
@@ -122,80 +120,114 @@ impl Counts {
     }
 }
 
-/// A span to send: a node execution's, made when it is sent, or one made already.
-enum Pending {
-    Node {
-        /// The run as known when the node ended (its session, its error if it had ended).
-        run: Arc<RunTrace>,
-        execution: NodeExecution,
-        place: SpanPlace,
-    },
-    Span(Box<Span>),
-}
-
-impl Pending {
-    /// The span, written over `slot` (its allocations reused) or moved into it.
-    fn write_into(self, slot: &mut Span) {
-        match self {
-            Pending::Node { run, execution, place } => {
-                let end = execution.ended_at_ms.unwrap_or(execution.started_at_ms);
-                fill_node_span(slot, &run, &execution, &place, end);
-            }
-            Pending::Span(span) => *slot = *span,
-        }
-    }
-
-    /// About what it holds in memory: itself, its name, its usage, a made span's encoding.
-    fn bytes(&self) -> usize {
-        let own = std::mem::size_of::<Queued>();
-        own + match self {
-            Pending::Node { execution, .. } => {
-                let usage = execution.usage.as_ref().map_or(0, |usage| {
-                    let labels = usage.cost_label.len() + usage.tokens_label.len();
-                    let models: usize = usage.models.iter().map(|m| m.len() + 24).sum();
-                    std::mem::size_of::<NodeUsage>() + labels + models
-                });
-                execution.name.len() + usage
-            }
-            Pending::Span(span) => std::mem::size_of::<Span>() + 2 * span.encoded_len(),
-        }
-    }
-}
-
-/// A span to send and where it goes, weighed as it was queued.
+/// A request ready to send: where, its body, and how many spans it holds.
 struct Queued {
     endpoint: Arc<Endpoint>,
-    pending: Pending,
-    bytes: usize,
+    body: Vec<u8>,
+    spans: u64,
 }
 
-/// The queue's sending end: puts spans on it without waiting, dropped and counted past its bound.
+/// The queue's sending end: puts requests on it without waiting, their spans dropped and counted
+/// past its bound.
 #[derive(Clone)]
 struct Queue {
     sender: Sender<Queued>,
     counts: Arc<Counts>,
     limit: usize,
+    /// Spans in one request, at most.
+    batch: usize,
 }
 
 impl Queue {
-    fn put(&self, endpoint: Arc<Endpoint>, pending: Pending) {
-        let bytes = pending.bytes();
+    fn put(&self, queued: Queued) {
+        let (bytes, spans) = (queued.body.len(), queued.spans);
         let held = self.counts.held.fetch_add(bytes, Ordering::SeqCst) + bytes;
-        let queued = held <= self.limit
-            && self
-                .sender
-                .send(Queued {
-                    endpoint,
-                    pending,
-                    bytes,
-                })
-                .is_ok();
-        if queued {
-            self.counts.queued.fetch_add(1, Ordering::SeqCst);
+        if held <= self.limit && self.sender.send(queued).is_ok() {
+            self.counts.queued.fetch_add(spans, Ordering::SeqCst);
         } else {
             self.counts.held.fetch_sub(bytes, Ordering::SeqCst);
-            self.counts.dropped.fetch_add(1, Ordering::SeqCst);
+            self.counts.dropped.fetch_add(spans, Ordering::SeqCst);
         }
+    }
+}
+
+/// A span that ended: a node execution's, to be written, or one made already.
+enum Ended<'a> {
+    Node {
+        run: &'a RunTrace,
+        execution: &'a NodeExecution,
+        place: &'a SpanPlace,
+    },
+    Made(&'a Span),
+}
+
+/// The requests being gathered, one per endpoint, each span written over the same one and
+/// encoded into its request as it ends.
+struct Requests<'q> {
+    queue: &'q Queue,
+    gathering: Vec<(Arc<Endpoint>, RequestBody, Instant)>,
+    /// The span each node execution's is written over.
+    slot: Span,
+}
+
+impl<'q> Requests<'q> {
+    fn new(queue: &'q Queue) -> Requests<'q> {
+        Requests {
+            queue,
+            gathering: Vec::new(),
+            slot: Span::default(),
+        }
+    }
+
+    /// Adds `ended` to `endpoint`'s request, queued once it holds a batch.
+    fn add(&mut self, endpoint: &Arc<Endpoint>, ended: Ended) {
+        let at = match self
+            .gathering
+            .iter()
+            .position(|(e, _, _)| Arc::ptr_eq(e, endpoint) || **e == **endpoint)
+        {
+            Some(at) => at,
+            None => {
+                let body = RequestBody::new(endpoint.protocol);
+                self.gathering.push((endpoint.clone(), body, Instant::now()));
+                self.gathering.len() - 1
+            }
+        };
+        let body = &mut self.gathering[at].1;
+        match ended {
+            Ended::Node { run, execution, place } => {
+                let end = execution.ended_at_ms.unwrap_or(execution.started_at_ms);
+                fill_node_span(&mut self.slot, run, execution, place, end);
+                body.add(&self.slot);
+            }
+            Ended::Made(span) => body.add(span),
+        }
+        if body.spans() >= self.queue.batch {
+            let (endpoint, body, _) = self.gathering.swap_remove(at);
+            self.queue_one(endpoint, body);
+        }
+    }
+
+    /// Queues the requests gathering for `linger` or more (all of them with zero).
+    fn queue_older_than(&mut self, linger: Duration) {
+        let mut at = 0;
+        while at < self.gathering.len() {
+            if self.gathering[at].2.elapsed() >= linger {
+                let (endpoint, body, _) = self.gathering.swap_remove(at);
+                self.queue_one(endpoint, body);
+            } else {
+                at += 1;
+            }
+        }
+    }
+
+    fn queue_one(&self, endpoint: Arc<Endpoint>, body: RequestBody) {
+        let spans = body.spans() as u64;
+        self.queue.put(Queued {
+            endpoint,
+            body: body.finish(),
+            spans,
+        });
     }
 }
 
@@ -220,6 +252,7 @@ impl LiveExport {
             sender,
             counts: counts.clone(),
             limit: options.queue_bytes,
+            batch: options.batch,
         };
         let sender = {
             let counts = counts.clone();
@@ -249,10 +282,15 @@ impl LiveExport {
         self.readers.push(reader);
     }
 
-    /// Puts `span` on the queue for `endpoint`, without waiting (a full queue loses it, counted).
-    pub fn send(&self, endpoint: &Arc<Endpoint>, span: Span) {
+    /// Puts `spans` on the queue for `endpoint`, without waiting (a full queue loses them,
+    /// counted).
+    pub fn send(&self, endpoint: &Arc<Endpoint>, spans: &[Span]) {
         if let Some(queue) = &self.queue {
-            queue.put(endpoint.clone(), Pending::Span(Box::new(span)));
+            let mut requests = Requests::new(queue);
+            for span in spans {
+                requests.add(endpoint, Ended::Made(span));
+            }
+            requests.queue_older_than(Duration::ZERO);
         }
     }
 
@@ -282,8 +320,7 @@ impl LiveExport {
 
 /// One run as the reader follows it.
 struct Followed {
-    /// Shared with its node executions waiting on the queue.
-    trace: Arc<RunTrace>,
+    trace: RunTrace,
     endpoint: Arc<Endpoint>,
     trace_id: [u8; 16],
     root_span_id: [u8; 8],
@@ -333,7 +370,7 @@ impl Followed {
         status: Status,
         t_ms: u64,
         mut usage: Option<NodeUsage>,
-        send: &impl Fn(Arc<Endpoint>, Pending),
+        send: &mut impl FnMut(&Arc<Endpoint>, Ended),
     ) {
         let Some(at) = self.open.iter().rposition(|(n, _)| n.name == node) else {
             return;
@@ -346,8 +383,14 @@ impl Followed {
                 execution.status = status;
                 execution.usage = usage.take();
             }
-            let run = self.trace.clone();
-            send(self.endpoint.clone(), Pending::Node { run, execution, place });
+            send(
+                &self.endpoint,
+                Ended::Node {
+                    run: &self.trace,
+                    execution: &execution,
+                    place: &place,
+                },
+            );
         }
     }
 }
@@ -357,55 +400,77 @@ fn now_ms() -> u64 {
 }
 
 fn read_events(events: &Receiver<RunEvent>, route: &Route, queue: &Queue, stop: &AtomicBool) {
-    let mut runs: HashMap<String, Followed> = HashMap::new();
-    let send = |endpoint: Arc<Endpoint>, pending: Pending| queue.put(endpoint, pending);
+    let mut runs = Runs::default();
+    let mut requests = Requests::new(queue);
     // Paused once when nothing waits, before waiting: a flood's events gather meanwhile, and the
-    // thread is not woken for each one (a wake-up costs more than the event).
+    // thread is not woken for each one (a wake-up costs more than the event). The requests
+    // gathering for LINGER go on the queue then; all of them once nothing came in the pause.
     let mut paused = false;
     loop {
         let event = match events.try_recv() {
             Ok(event) => event,
-            Err(TryRecvError::Disconnected) => return,
+            Err(TryRecvError::Disconnected) => break,
             Err(TryRecvError::Empty) if !paused => {
                 paused = true;
+                requests.queue_older_than(LINGER);
                 std::thread::sleep(GATHER);
                 continue;
             }
-            Err(TryRecvError::Empty) => match events.recv_timeout(Duration::from_millis(50)) {
-                Ok(event) => event,
-                Err(RecvTimeoutError::Timeout) if stop.load(Ordering::SeqCst) => return,
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => return,
-            },
+            Err(TryRecvError::Empty) => {
+                requests.queue_older_than(Duration::ZERO);
+                match events.recv_timeout(Duration::from_millis(50)) {
+                    Ok(event) => event,
+                    Err(RecvTimeoutError::Timeout) if stop.load(Ordering::SeqCst) => break,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            }
         };
         paused = false;
+        let mut send = |endpoint: &Arc<Endpoint>, ended: Ended| requests.add(endpoint, ended);
         if let RunEvent::RunStarted { run_id, .. } = &event {
             let Some(endpoint) = route(run_id) else { continue };
-            follow_event(&mut runs, event, Some(endpoint), &send);
+            follow_event(&mut runs, event, Some(endpoint), &mut send);
         } else {
-            follow_event(&mut runs, event, None, &send);
+            follow_event(&mut runs, event, None, &mut send);
         }
+    }
+    requests.queue_older_than(Duration::ZERO);
+}
+
+/// The runs followed (a few at a time: looked through, not hashed, for each event).
+#[derive(Default)]
+struct Runs(Vec<Followed>);
+
+impl Runs {
+    fn get_mut(&mut self, run_id: &str) -> Option<&mut Followed> {
+        self.0.iter_mut().find(|run| run.trace.key == run_id)
+    }
+
+    fn remove(&mut self, run_id: &str) -> Option<Followed> {
+        let at = self.0.iter().position(|run| run.trace.key == run_id)?;
+        Some(self.0.swap_remove(at))
     }
 }
 
 /// One event of the runs followed: a run that starts is followed (to `endpoint`), a node that
 /// ends and a run that ends are sent.
 fn follow_event(
-    runs: &mut HashMap<String, Followed>,
+    runs: &mut Runs,
     event: RunEvent,
     endpoint: Option<Arc<Endpoint>>,
-    send: &impl Fn(Arc<Endpoint>, Pending),
+    send: &mut impl FnMut(&Arc<Endpoint>, Ended),
 ) {
     match event {
         RunEvent::RunStarted { run_id, session_id, .. } => {
             let Some(endpoint) = endpoint else { return };
-            let trace = Arc::new(RunTrace {
+            let trace = RunTrace {
                 key: run_id.clone(),
                 session_id,
                 run_id: Some(run_id.clone()),
                 started_at_ms: now_ms(),
                 ..RunTrace::default()
-            });
+            };
             let followed = Followed {
                 endpoint,
                 trace_id: super::ids::trace_id(&run_id),
@@ -415,7 +480,9 @@ fn follow_event(
                 occurrences: HashMap::new(),
                 open: Vec::new(),
             };
-            runs.insert(run_id, followed);
+            // A run started again under the same id (never, but then the new one is followed).
+            runs.remove(&run_id);
+            runs.0.push(followed);
         }
         RunEvent::NodeBegin {
             run_id,
@@ -458,7 +525,7 @@ fn follow_event(
         } => {
             let Some(mut run) = runs.remove(&run_id) else { return };
             let end = run.trace.started_at_ms + elapsed_ms.max(run.started.elapsed().as_millis() as u64);
-            let trace = Arc::make_mut(&mut run.trace);
+            let trace = &mut run.trace;
             trace.status = Some(status);
             trace.exit_code = exit_code.map(i64::from);
             trace.stopped_by = stopped_by.map(|s| s.as_str().to_owned());
@@ -467,18 +534,14 @@ fn follow_event(
             while let Some((mut execution, place)) = run.open.pop() {
                 execution.ended_at_ms = Some(end);
                 execution.status = status;
-                let trace = run.trace.clone();
-                send(
-                    run.endpoint.clone(),
-                    Pending::Node {
-                        run: trace,
-                        execution,
-                        place,
-                    },
-                );
+                let node = Ended::Node {
+                    run: &run.trace,
+                    execution: &execution,
+                    place: &place,
+                };
+                send(&run.endpoint, node);
             }
-            let root = Box::new(root_span(&run.trace, end));
-            send(run.endpoint.clone(), Pending::Span(root));
+            send(&run.endpoint, Ended::Made(&root_span(&run.trace, end)));
         }
         // Live spans carry no log events (`otlp push` sends the run's logs, budget.* included).
         RunEvent::Output { .. }
@@ -489,7 +552,7 @@ fn follow_event(
     }
 }
 
-/// How long a batch not full waits for more spans once it has one.
+/// How long a request not full gathers spans, at most, while they keep coming.
 const LINGER: Duration = Duration::from_millis(50);
 
 /// How long the reader pauses when no event waits, before it waits for one.
@@ -500,24 +563,9 @@ const LOSS_LINE_EVERY: Duration = Duration::from_secs(60);
 
 fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) {
     let mut loss_said: Option<(Instant, u64)> = None;
-    let mut messages = Messages::default();
-    while let Ok(first) = queued.recv() {
-        // What waits goes at once; a batch not full gathers for LINGER more (fewer, larger
-        // requests when nodes end fast), asleep: a span put on the queue meanwhile wakes nobody.
-        let mut batch = vec![first];
-        batch.extend(queued.try_iter().take(options.batch - 1));
-        if batch.len() < options.batch {
-            std::thread::sleep(LINGER);
-            let room = options.batch - batch.len();
-            batch.extend(queued.try_iter().take(room));
-        }
-        let taken: usize = batch.iter().map(|queued| queued.bytes).sum();
-        counts.held.fetch_sub(taken, Ordering::SeqCst);
-        for (endpoint, spans) in by_endpoint(batch) {
-            let count = spans.len() as u64;
-            let body = encode(messages.of(spans), endpoint.protocol);
-            send_batch(&endpoint, body, count, options, counts);
-        }
+    while let Ok(Queued { endpoint, body, spans }) = queued.recv() {
+        counts.held.fetch_sub(body.len(), Ordering::SeqCst);
+        send_batch(&endpoint, body, spans, options, counts);
         let lost = counts.lost_so_far();
         let said = loss_said.map_or(0, |(_, lost)| lost);
         if lost > said && loss_said.is_none_or(|(at, _)| at.elapsed() >= LOSS_LINE_EVERY) {
@@ -527,52 +575,6 @@ fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) 
             loss_said = Some((Instant::now(), lost));
         }
     }
-}
-
-/// The message a batch is sent in, kept from batch to batch with its spans: a batch's spans are
-/// written over the last one's (their strings and lists reused), not made anew.
-struct Messages {
-    traces: TracesData,
-    /// Spans of a former batch not used by the last one.
-    spare: Vec<Span>,
-}
-
-impl Default for Messages {
-    fn default() -> Self {
-        Messages {
-            traces: super::map::traces_of_spans(Vec::new()),
-            spare: Vec::new(),
-        }
-    }
-}
-
-impl Messages {
-    /// The message of `pending`'s spans, in order.
-    fn of(&mut self, pending: Vec<Pending>) -> &TracesData {
-        let spans = &mut self.traces.resource_spans[0].scope_spans[0].spans;
-        self.spare.append(spans);
-        for pending in pending {
-            let mut span = self.spare.pop().unwrap_or_default();
-            pending.write_into(&mut span);
-            spans.push(span);
-        }
-        &self.traces
-    }
-}
-
-/// A batch's spans grouped by where they go (one group, nearly always), in order.
-fn by_endpoint(batch: Vec<Queued>) -> Vec<(Arc<Endpoint>, Vec<Pending>)> {
-    let mut groups: Vec<(Arc<Endpoint>, Vec<Pending>)> = Vec::new();
-    for Queued { endpoint, pending, .. } in batch {
-        match groups
-            .iter_mut()
-            .find(|(e, _)| Arc::ptr_eq(e, &endpoint) || **e == *endpoint)
-        {
-            Some((_, spans)) => spans.push(pending),
-            None => groups.push((endpoint, vec![pending])),
-        }
-    }
-    groups
 }
 
 /// Sends one batch of `count` spans, encoded as `body`, retried with backoff; counted sent, or
@@ -601,6 +603,8 @@ fn send_batch(endpoint: &Endpoint, body: Vec<u8>, count: u64, options: LiveOptio
 mod tests {
     use super::*;
     use crate::share::otlp::push::Protocol;
+    use crate::share::otlp::TracesData;
+    use prost::Message;
 
     fn endpoint(url: &str) -> Endpoint {
         Endpoint {
@@ -656,13 +660,14 @@ mod tests {
     #[test]
     fn live_spans_have_the_ids_and_parents_an_export_gives_them() {
         let sent = std::cell::RefCell::new(Vec::new());
-        let mut runs = HashMap::new();
+        let mut runs = Runs::default();
         let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
         for event in events("r1") {
-            follow_event(&mut runs, event, Some(endpoint.clone()), &|_, pending: Pending| {
-                let mut span = Span::default();
-                pending.write_into(&mut span);
-                sent.borrow_mut().push(span)
+            follow_event(&mut runs, event, Some(endpoint.clone()), &mut |_, ended| {
+                sent.borrow_mut().push(match ended {
+                    Ended::Node { run, execution, place } => super::super::map::node_span(run, execution, place, 0),
+                    Ended::Made(span) => span.clone(),
+                })
             });
         }
         let live: Vec<(Vec<u8>, Vec<u8>, i32)> = sent
@@ -710,11 +715,12 @@ mod tests {
         assert_eq!(live, exported);
     }
 
-    /// A batch's spans written over a former batch's (a run's span with its events, a failed
-    /// node with usage, prompt and output) are the spans made anew: nothing of the former stays.
+    /// Node spans written over the same one, after a run's span with its events and a failed
+    /// node with usage, prompt and output, are the spans made anew: nothing of a former stays;
+    /// and the request they are gathered in is the message of those spans.
     #[test]
-    fn spans_written_over_a_former_batchs_are_the_spans_made_anew() {
-        let run = Arc::new(RunTrace {
+    fn spans_written_over_each_other_are_sent_as_the_spans_made_anew() {
+        let run = RunTrace {
             key: "r".into(),
             session_id: "s".into(),
             error: Some("boom".into()),
@@ -726,7 +732,7 @@ mod tests {
                 fields: vec![("pid".into(), "7".into())],
             }],
             ..RunTrace::default()
-        });
+        };
         let node = |name: &str, status| NodeExecution {
             name: name.into(),
             parent: None,
@@ -762,21 +768,40 @@ mod tests {
         };
         let plain = node("b", Status::Success);
         let place = SpanPlace::of_node("r", "x", 2, [1; 16], [2; 8]);
-        let pending = |execution: &NodeExecution| Pending::Node {
-            run: run.clone(),
-            execution: execution.clone(),
-            place,
+        let (sender, queued) = mpsc::channel();
+        let queue = Queue {
+            sender,
+            counts: Arc::new(Counts::default()),
+            limit: usize::MAX,
+            batch: 7,
         };
-        let mut messages = Messages::default();
-        let root = Box::new(root_span(&run, 9));
-        messages.of(vec![pending(&rich), Pending::Span(root), pending(&rich)]);
-        let second = messages
-            .of(vec![pending(&plain), pending(&plain), pending(&rich), pending(&plain)])
-            .clone();
+        let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
+        let mut requests = Requests::new(&queue);
+        let order = [&rich, &plain, &rich, &plain, &plain, &rich, &plain];
+        for (i, execution) in order.into_iter().enumerate() {
+            let node = Ended::Node {
+                run: &run,
+                execution,
+                place: &place,
+            };
+            requests.add(&endpoint, node);
+            if i == 0 {
+                requests.add(&endpoint, Ended::Made(&root_span(&run, 9)));
+            }
+        }
+        requests.queue_older_than(Duration::ZERO);
         let made = |execution: &NodeExecution| super::super::map::node_span(&run, execution, &place, 0);
-        let anew = super::super::map::traces_of_spans(vec![made(&plain), made(&plain), made(&rich), made(&plain)]);
-        assert_eq!(second, anew);
-        assert_eq!(anew.resource_spans[0].scope_spans[0].spans[2].attributes.len(), 17);
+        let mut anew: Vec<Span> = order.into_iter().map(made).collect();
+        anew.insert(1, root_span(&run, 9));
+        let bodies: Vec<Queued> = queued.try_iter().collect();
+        assert_eq!(bodies.iter().map(|q| q.spans).collect::<Vec<_>>(), vec![7, 1]);
+        let mut sent = Vec::new();
+        for body in bodies {
+            let traces = TracesData::decode(body.body.as_slice()).unwrap();
+            sent.extend(traces.resource_spans[0].scope_spans[0].spans.clone());
+        }
+        assert_eq!(sent, anew);
+        assert_eq!(anew[0].attributes.len(), 17);
     }
 
     /// An endpoint that takes the connection and never answers: feeding the events never waits,
@@ -786,7 +811,7 @@ mod tests {
         let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let endpoint = Arc::new(endpoint(&format!("http://{}/v1/traces", stalled.local_addr().unwrap())));
         let options = LiveOptions {
-            queue_bytes: 3 * std::mem::size_of::<Queued>(),
+            queue_bytes: 3_000,
             batch: 1,
             attempts: 1,
             backoff: Duration::from_millis(1),
