@@ -161,11 +161,12 @@ enum Ended<'a> {
     Made(&'a Span),
 }
 
-/// The requests being gathered, one per endpoint, each span written over the same one and
-/// encoded into its request as it ends.
+/// The requests being gathered, one per endpoint (each kept, with its buffer, for the next),
+/// each span written over the same one and encoded into its request as it ends.
 struct Requests<'q> {
     queue: &'q Queue,
-    gathering: Vec<(Arc<Endpoint>, RequestBody, Instant)>,
+    /// Each endpoint's request, and since when it gathers (`None`: it holds no span).
+    gathering: Vec<(Arc<Endpoint>, RequestBody, Option<Instant>)>,
     /// The span each node execution's is written over.
     slot: Span,
 }
@@ -189,11 +190,12 @@ impl<'q> Requests<'q> {
             Some(at) => at,
             None => {
                 let body = RequestBody::new(endpoint.protocol);
-                self.gathering.push((endpoint.clone(), body, Instant::now()));
+                self.gathering.push((endpoint.clone(), body, None));
                 self.gathering.len() - 1
             }
         };
-        let body = &mut self.gathering[at].1;
+        let (_, body, since) = &mut self.gathering[at];
+        since.get_or_insert_with(Instant::now);
         match ended {
             Ended::Node { run, execution, place } => {
                 let end = execution.ended_at_ms.unwrap_or(execution.started_at_ms);
@@ -203,29 +205,26 @@ impl<'q> Requests<'q> {
             Ended::Made(span) => body.add(span),
         }
         if body.spans() >= self.queue.batch {
-            let (endpoint, body, _) = self.gathering.swap_remove(at);
-            self.queue_one(endpoint, body);
+            self.queue_one(at);
         }
     }
 
     /// Queues the requests gathering for `linger` or more (all of them with zero).
     fn queue_older_than(&mut self, linger: Duration) {
-        let mut at = 0;
-        while at < self.gathering.len() {
-            if self.gathering[at].2.elapsed() >= linger {
-                let (endpoint, body, _) = self.gathering.swap_remove(at);
-                self.queue_one(endpoint, body);
-            } else {
-                at += 1;
+        for at in 0..self.gathering.len() {
+            if self.gathering[at].2.is_some_and(|since| since.elapsed() >= linger) {
+                self.queue_one(at);
             }
         }
     }
 
-    fn queue_one(&self, endpoint: Arc<Endpoint>, body: RequestBody) {
+    fn queue_one(&mut self, at: usize) {
+        let (endpoint, body, since) = &mut self.gathering[at];
+        *since = None;
         let spans = body.spans() as u64;
         self.queue.put(Queued {
-            endpoint,
-            body: body.finish(),
+            endpoint: endpoint.clone(),
+            body: body.take(),
             spans,
         });
     }

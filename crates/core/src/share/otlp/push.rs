@@ -260,11 +260,19 @@ impl RequestBody {
         self.spans
     }
 
-    /// The request's body.
-    pub(super) fn finish(self) -> Vec<u8> {
+    /// The request's body; the spans added are taken (the buffer kept for the next request).
+    pub(super) fn take(&mut self) -> Vec<u8> {
+        self.spans = 0;
         match self.protocol {
-            Protocol::HttpProtobuf => around_spans(&self.encoded),
-            Protocol::HttpJson => encode(&super::map::traces_of_spans(self.kept), Protocol::HttpJson),
+            Protocol::HttpProtobuf => {
+                let body = around_spans(&self.encoded);
+                self.encoded.clear();
+                body
+            }
+            Protocol::HttpJson => {
+                let spans = std::mem::take(&mut self.kept);
+                encode(&super::map::traces_of_spans(spans), Protocol::HttpJson)
+            }
         }
     }
 }
@@ -472,7 +480,10 @@ mod tests {
                 let mut body = RequestBody::new(protocol);
                 spans.iter().for_each(|s| body.add(s));
                 assert_eq!(body.spans(), spans.len());
-                assert_eq!(body.finish(), encode(&whole, protocol), "{protocol:?}");
+                assert_eq!(body.take(), encode(&whole, protocol), "{protocol:?}");
+                assert_eq!(body.spans(), 0);
+                spans.iter().for_each(|s| body.add(s));
+                assert_eq!(body.take(), encode(&whole, protocol), "a body taken is gathered anew");
             }
         }
     }
