@@ -293,17 +293,26 @@ impl LiveExport {
         }
     }
 
-    /// Stops reading once the events already there are read, waits at most `wait` for the
-    /// queue to be sent, and says what was sent and lost (what is still queued then is lost).
+    /// Stops reading once the events already there are read, waits for the queue to be sent
+    /// (at most `wait` past the last request the endpoint took, 3 times `wait` in all), and says
+    /// what was sent and lost (what is still queued then is lost).
     pub fn finish(mut self, wait: Duration) -> LiveSummary {
         self.stop.store(true, Ordering::SeqCst);
         self.queue = None;
-        let deadline = Instant::now() + wait;
+        let began = Instant::now();
+        let (mut deadline, mut sent) = (began + wait, self.counts.sent.load(Ordering::SeqCst));
         let threads = std::mem::take(&mut self.readers).into_iter().chain(self.sender.take());
         for handle in threads {
             // Looked at often: a studio's shutdown (a `--remote` command's server) waits here.
             while !handle.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(1));
+                // An endpoint that takes requests is waited for, `wait` past the last one it
+                // took (3 times `wait` at most); a dead or stalled one for `wait`.
+                let now_sent = self.counts.sent.load(Ordering::SeqCst);
+                if now_sent > sent {
+                    sent = now_sent;
+                    deadline = (Instant::now() + wait).min(began + 3 * wait);
+                }
             }
             if handle.is_finished() {
                 let _ = handle.join();
