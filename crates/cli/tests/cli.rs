@@ -15,6 +15,9 @@ mod tags;
 mod otlp;
 #[path = "cli/otlp_phoenix.rs"]
 mod otlp_phoenix;
+// A flood of node ends exported live, every span received (tests/cli/otlp_flood.rs).
+#[path = "cli/otlp_flood.rs"]
+mod otlp_flood;
 // `zstudio sessions --limit` from the store's catalogue (tests/cli/catalogue.rs).
 #[path = "cli/catalogue.rs"]
 mod catalogue;

@@ -212,7 +212,8 @@ fn push(
     })
 }
 
-/// How long a run's end waits for its last spans to be sent, at most.
+/// How long a run's end waits for its last spans past the last request the endpoint took (3
+/// times as long at most: `LiveExport::finish`).
 const LIVE_FINISH_WAIT: Duration = Duration::from_secs(5);
 
 /// The live export of the runs `supervisor` follows, when an OTLP endpoint is set (the

@@ -54,7 +54,8 @@ pub const RECENT_WORKSPACES: usize = 10;
 /// How often at most the window hears that a run printed more (the lines stay in the store).
 const OUTPUT_NOTICE_WINDOW: Duration = Duration::from_millis(100);
 
-/// How long quitting waits at most for the runs' last spans to be sent.
+/// How long quitting waits for the runs' last spans past the last request the endpoint took
+/// (3 times as long at most: `LiveExport::finish`).
 const TRACES_FINISH_WAIT: Duration = Duration::from_secs(2);
 
 /// Two subscriptions to the supervisor's events: the window's run events, its output notices.

@@ -4,25 +4,29 @@
 //!
 //! A run never waits for it: a thread reads the supervisor's events from a lossy subscription
 //! without output lines (`Supervisor::subscribe_to_nodes`: a subscriber that falls behind loses
-//! events, the run does not slow) and turns them into spans put on a bounded queue without
-//! waiting (a full queue drops the span and counts it); another sends what the queue holds in
-//! batches, a failed batch retried with backoff and then dropped and counted. Spans made
-//! elsewhere (`zstudio watch`'s, of sessions the studio did not start) go on the same queue
+//! events, the run does not slow), writes each ended node execution's span over the same one
+//! (its strings and attribute list reused) and encodes it at once into the request being
+//! gathered for its endpoint. A request goes on the queue when it holds a batch of spans, or
+//! when the events pause. The queue holds requests ready to send and is bounded by their bytes,
+//! not by a count: a flood of node ends (tens of thousands a second) is kept whole until that
+//! bound, past which a request's spans are dropped and counted. Another thread sends what waits,
+//! a failed request retried with backoff and then dropped and counted. Spans made elsewhere
+//! (`zstudio watch`'s, of sessions the studio did not start) go on the same queue
 //! ([`LiveExport::send`]). Each run goes to the endpoint its workspace names (a route given at
 //! the start). Losses are said in one log line at most once a minute while they go on, and in
 //! [`LiveExport::finish`]'s summary, which waits a bounded time for what is left.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use opentelemetry_proto::tonic::trace::v1::Span;
 
-use super::map::{node_span, root_span, NodeExecution, RunTrace, SpanPlace};
-use super::push::{push, Endpoint};
+use super::map::{fill_node_span, root_span, NodeExecution, RunTrace, SpanPlace};
+use super::push::{post, Endpoint, RequestBody};
 use crate::runs::runner::RunEvent;
 use crate::sessions::cost::NodeUsage;
 use crate::sessions::session::Timestamp;
@@ -31,8 +35,8 @@ use crate::status::Status;
 /// How the live export queues and retries.
 #[derive(Debug, Clone, Copy)]
 pub struct LiveOptions {
-    /// Spans waiting to be sent, at most.
-    pub capacity: usize,
+    /// The requests waiting to be sent, at most, in bytes (a node's span is a few hundred).
+    pub queue_bytes: usize,
     /// Spans in one request, at most.
     pub batch: usize,
     /// Tries per batch, the first included.
@@ -46,7 +50,8 @@ pub struct LiveOptions {
 impl Default for LiveOptions {
     fn default() -> Self {
         LiveOptions {
-            capacity: 4096,
+            // 200,000 node executions' spans of a few hundred bytes each.
+            queue_bytes: 64 << 20,
             batch: 512,
             attempts: 4,
             backoff: Duration::from_millis(250),
@@ -92,6 +97,8 @@ struct Counts {
     sent: AtomicU64,
     /// Taken off the queue and given up on: every try failed.
     refused: AtomicU64,
+    /// The bytes the queue holds now (its requests' bodies).
+    held: AtomicUsize,
     last_error: Mutex<Option<String>>,
 }
 
@@ -113,8 +120,115 @@ impl Counts {
     }
 }
 
-/// A span and where it goes.
-type Queued = (Arc<Endpoint>, Span);
+/// A request ready to send: where, its body, and how many spans it holds.
+struct Queued {
+    endpoint: Arc<Endpoint>,
+    body: Vec<u8>,
+    spans: u64,
+}
+
+/// The queue's sending end: puts requests on it without waiting, their spans dropped and counted
+/// past its bound.
+#[derive(Clone)]
+struct Queue {
+    sender: Sender<Queued>,
+    counts: Arc<Counts>,
+    limit: usize,
+    /// Spans in one request, at most.
+    batch: usize,
+}
+
+impl Queue {
+    fn put(&self, queued: Queued) {
+        let (bytes, spans) = (queued.body.len(), queued.spans);
+        let held = self.counts.held.fetch_add(bytes, Ordering::SeqCst) + bytes;
+        if held <= self.limit && self.sender.send(queued).is_ok() {
+            self.counts.queued.fetch_add(spans, Ordering::SeqCst);
+        } else {
+            self.counts.held.fetch_sub(bytes, Ordering::SeqCst);
+            self.counts.dropped.fetch_add(spans, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A span that ended: a node execution's, to be written, or one made already.
+enum Ended<'a> {
+    Node {
+        run: &'a RunTrace,
+        execution: &'a NodeExecution,
+        place: &'a SpanPlace,
+    },
+    Made(&'a Span),
+}
+
+/// The requests being gathered, one per endpoint (each kept, with its buffer, for the next),
+/// each span written over the same one and encoded into its request as it ends.
+struct Requests<'q> {
+    queue: &'q Queue,
+    /// Each endpoint's request, and since when it gathers (`None`: it holds no span).
+    gathering: Vec<(Arc<Endpoint>, RequestBody, Option<Instant>)>,
+    /// The span each node execution's is written over.
+    slot: Span,
+}
+
+impl<'q> Requests<'q> {
+    fn new(queue: &'q Queue) -> Requests<'q> {
+        Requests {
+            queue,
+            gathering: Vec::new(),
+            slot: Span::default(),
+        }
+    }
+
+    /// Adds `ended` to `endpoint`'s request, queued once it holds a batch.
+    fn add(&mut self, endpoint: &Arc<Endpoint>, ended: Ended) {
+        let at = match self
+            .gathering
+            .iter()
+            .position(|(e, _, _)| Arc::ptr_eq(e, endpoint) || **e == **endpoint)
+        {
+            Some(at) => at,
+            None => {
+                let body = RequestBody::new(endpoint.protocol);
+                self.gathering.push((endpoint.clone(), body, None));
+                self.gathering.len() - 1
+            }
+        };
+        let (_, body, since) = &mut self.gathering[at];
+        since.get_or_insert_with(Instant::now);
+        match ended {
+            Ended::Node { run, execution, place } => {
+                let end = execution.ended_at_ms.unwrap_or(execution.started_at_ms);
+                fill_node_span(&mut self.slot, run, execution, place, end);
+                body.add(&self.slot);
+            }
+            Ended::Made(span) => body.add(span),
+        }
+        if body.spans() >= self.queue.batch {
+            self.queue_one(at);
+        }
+    }
+
+    /// Queues the requests gathering for `linger` or more (all of them with zero).
+    fn queue_older_than(&mut self, linger: Duration) {
+        for at in 0..self.gathering.len() {
+            if self.gathering[at].2.is_some_and(|since| since.elapsed() >= linger) {
+                self.queue_one(at);
+            }
+        }
+    }
+
+    fn queue_one(&mut self, at: usize) {
+        let (endpoint, body, since) = &mut self.gathering[at];
+        *since = None;
+        let spans = body.spans() as u64;
+        self.queue.put(Queued {
+            endpoint: endpoint.clone(),
+            body: body.take(),
+            spans,
+        });
+    }
+}
 
 /// Which endpoint a run's spans go to (`None`: the run is not exported), by its run id.
 pub type Route = Box<dyn Fn(&str) -> Option<Arc<Endpoint>> + Send>;
@@ -123,7 +237,7 @@ pub type Route = Box<dyn Fn(&str) -> Option<Arc<Endpoint>> + Send>;
 pub struct LiveExport {
     stop: Arc<AtomicBool>,
     counts: Arc<Counts>,
-    queue: Option<SyncSender<Queued>>,
+    queue: Option<Queue>,
     readers: Vec<JoinHandle<()>>,
     sender: Option<JoinHandle<()>>,
 }
@@ -132,7 +246,13 @@ impl LiveExport {
     /// A queue of spans and the thread that sends them; nothing is followed yet.
     pub fn start(options: LiveOptions) -> LiveExport {
         let counts = Arc::new(Counts::default());
-        let (queue, queued) = mpsc::sync_channel::<Queued>(options.capacity);
+        let (sender, queued) = mpsc::channel::<Queued>();
+        let queue = Queue {
+            sender,
+            counts: counts.clone(),
+            limit: options.queue_bytes,
+            batch: options.batch,
+        };
         let sender = {
             let counts = counts.clone();
             std::thread::Builder::new()
@@ -153,32 +273,46 @@ impl LiveExport {
     /// `route` says.
     pub fn follow_runs(&mut self, events: Receiver<RunEvent>, route: Route) {
         let Some(queue) = self.queue.clone() else { return };
-        let (stop, counts) = (self.stop.clone(), self.counts.clone());
+        let stop = self.stop.clone();
         let reader = std::thread::Builder::new()
             .name("otlp-live-reader".into())
-            .spawn(move || read_events(&events, &route, &queue, &stop, &counts))
+            .spawn(move || read_events(&events, &route, &queue, &stop))
             .expect("a thread for the live export");
         self.readers.push(reader);
     }
 
-    /// Puts `span` on the queue for `endpoint`, without waiting (a full queue loses it, counted).
-    pub fn send(&self, endpoint: &Arc<Endpoint>, span: Span) {
+    /// Puts `spans` on the queue for `endpoint`, without waiting (a full queue loses them,
+    /// counted).
+    pub fn send(&self, endpoint: &Arc<Endpoint>, spans: &[Span]) {
         if let Some(queue) = &self.queue {
-            enqueue(queue, &self.counts, (endpoint.clone(), span));
+            let mut requests = Requests::new(queue);
+            for span in spans {
+                requests.add(endpoint, Ended::Made(span));
+            }
+            requests.queue_older_than(Duration::ZERO);
         }
     }
 
-    /// Stops reading once the events already there are read, waits at most `wait` for the
-    /// queue to be sent, and says what was sent and lost (what is still queued then is lost).
+    /// Stops reading once the events already there are read, waits for the queue to be sent
+    /// (at most `wait` past the last request the endpoint took, 3 times `wait` in all), and says
+    /// what was sent and lost (what is still queued then is lost).
     pub fn finish(mut self, wait: Duration) -> LiveSummary {
         self.stop.store(true, Ordering::SeqCst);
         self.queue = None;
-        let deadline = Instant::now() + wait;
+        let began = Instant::now();
+        let (mut deadline, mut sent) = (began + wait, self.counts.sent.load(Ordering::SeqCst));
         let threads = std::mem::take(&mut self.readers).into_iter().chain(self.sender.take());
         for handle in threads {
             // Looked at often: a studio's shutdown (a `--remote` command's server) waits here.
             while !handle.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(1));
+                // An endpoint that takes requests is waited for, `wait` past the last one it
+                // took (3 times `wait` at most); a dead or stalled one for `wait`.
+                let now_sent = self.counts.sent.load(Ordering::SeqCst);
+                if now_sent > sent {
+                    sent = now_sent;
+                    deadline = (Instant::now() + wait).min(began + 3 * wait);
+                }
             }
             if handle.is_finished() {
                 let _ = handle.join();
@@ -192,23 +326,12 @@ impl LiveExport {
     }
 }
 
-fn enqueue(queue: &SyncSender<Queued>, counts: &Counts, queued: Queued) {
-    match queue.try_send(queued) {
-        Ok(()) => {
-            counts.queued.fetch_add(1, Ordering::SeqCst);
-        }
-        Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-            counts.dropped.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
 /// One run as the reader follows it.
 struct Followed {
     trace: RunTrace,
     endpoint: Arc<Endpoint>,
-    trace_id: Vec<u8>,
-    root_span_id: Vec<u8>,
+    trace_id: [u8; 16],
+    root_span_id: [u8; 8],
     started: Instant,
     occurrences: HashMap<String, u32>,
     /// Open executions, outermost first, each where its span sits.
@@ -229,10 +352,10 @@ impl Followed {
             }
         };
         let parent = match self.open.last() {
-            Some((_, place)) => place.span_id.clone(),
-            None => self.root_span_id.clone(),
+            Some((_, place)) => place.span_id,
+            None => self.root_span_id,
         };
-        let place = SpanPlace::of_node(run_id, &node, attempt, self.trace_id.clone(), parent);
+        let place = SpanPlace::of_node(run_id, &node, attempt, self.trace_id, parent);
         let execution = NodeExecution {
             name: node,
             parent: None,
@@ -255,7 +378,7 @@ impl Followed {
         status: Status,
         t_ms: u64,
         mut usage: Option<NodeUsage>,
-        send: &impl Fn(Queued),
+        send: &mut impl FnMut(&Arc<Endpoint>, Ended),
     ) {
         let Some(at) = self.open.iter().rposition(|(n, _)| n.name == node) else {
             return;
@@ -268,7 +391,14 @@ impl Followed {
                 execution.status = status;
                 execution.usage = usage.take();
             }
-            send((self.endpoint.clone(), node_span(&self.trace, &execution, place, end)));
+            send(
+                &self.endpoint,
+                Ended::Node {
+                    run: &self.trace,
+                    execution: &execution,
+                    place: &place,
+                },
+            );
         }
     }
 }
@@ -277,51 +407,67 @@ fn now_ms() -> u64 {
     Timestamp::from_system_time(SystemTime::now()).0
 }
 
-fn read_events(
-    events: &Receiver<RunEvent>,
-    route: &Route,
-    queue: &SyncSender<Queued>,
-    stop: &AtomicBool,
-    counts: &Counts,
-) {
-    let mut runs: HashMap<String, Followed> = HashMap::new();
-    let send = |queued: Queued| enqueue(queue, counts, queued);
+fn read_events(events: &Receiver<RunEvent>, route: &Route, queue: &Queue, stop: &AtomicBool) {
+    let mut runs = Runs::default();
+    let mut requests = Requests::new(queue);
     // Paused once when nothing waits, before waiting: a flood's events gather meanwhile, and the
-    // thread is not woken for each one (a wake-up costs more than the event).
+    // thread is not woken for each one (a wake-up costs more than the event). The requests
+    // gathering for LINGER go on the queue then; all of them once nothing came in the pause.
     let mut paused = false;
     loop {
         let event = match events.try_recv() {
             Ok(event) => event,
-            Err(TryRecvError::Disconnected) => return,
+            Err(TryRecvError::Disconnected) => break,
             Err(TryRecvError::Empty) if !paused => {
                 paused = true;
+                requests.queue_older_than(LINGER);
                 std::thread::sleep(GATHER);
                 continue;
             }
-            Err(TryRecvError::Empty) => match events.recv_timeout(Duration::from_millis(50)) {
-                Ok(event) => event,
-                Err(RecvTimeoutError::Timeout) if stop.load(Ordering::SeqCst) => return,
-                Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => return,
-            },
+            Err(TryRecvError::Empty) => {
+                requests.queue_older_than(Duration::ZERO);
+                match events.recv_timeout(Duration::from_millis(50)) {
+                    Ok(event) => event,
+                    Err(RecvTimeoutError::Timeout) if stop.load(Ordering::SeqCst) => break,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                }
+            }
         };
         paused = false;
+        let mut send = |endpoint: &Arc<Endpoint>, ended: Ended| requests.add(endpoint, ended);
         if let RunEvent::RunStarted { run_id, .. } = &event {
             let Some(endpoint) = route(run_id) else { continue };
-            follow_event(&mut runs, event, Some(endpoint), &send);
+            follow_event(&mut runs, event, Some(endpoint), &mut send);
         } else {
-            follow_event(&mut runs, event, None, &send);
+            follow_event(&mut runs, event, None, &mut send);
         }
+    }
+    requests.queue_older_than(Duration::ZERO);
+}
+
+/// The runs followed (a few at a time: looked through, not hashed, for each event).
+#[derive(Default)]
+struct Runs(Vec<Followed>);
+
+impl Runs {
+    fn get_mut(&mut self, run_id: &str) -> Option<&mut Followed> {
+        self.0.iter_mut().find(|run| run.trace.key == run_id)
+    }
+
+    fn remove(&mut self, run_id: &str) -> Option<Followed> {
+        let at = self.0.iter().position(|run| run.trace.key == run_id)?;
+        Some(self.0.swap_remove(at))
     }
 }
 
 /// One event of the runs followed: a run that starts is followed (to `endpoint`), a node that
 /// ends and a run that ends are sent.
 fn follow_event(
-    runs: &mut HashMap<String, Followed>,
+    runs: &mut Runs,
     event: RunEvent,
     endpoint: Option<Arc<Endpoint>>,
-    send: &impl Fn(Queued),
+    send: &mut impl FnMut(&Arc<Endpoint>, Ended),
 ) {
     match event {
         RunEvent::RunStarted { run_id, session_id, .. } => {
@@ -335,14 +481,16 @@ fn follow_event(
             };
             let followed = Followed {
                 endpoint,
-                trace_id: super::ids::trace_id(&run_id).to_vec(),
-                root_span_id: super::ids::run_span_id(&run_id).to_vec(),
+                trace_id: super::ids::trace_id(&run_id),
+                root_span_id: super::ids::run_span_id(&run_id),
                 trace,
                 started: Instant::now(),
                 occurrences: HashMap::new(),
                 open: Vec::new(),
             };
-            runs.insert(run_id, followed);
+            // A run started again under the same id (never, but then the new one is followed).
+            runs.remove(&run_id);
+            runs.0.push(followed);
         }
         RunEvent::NodeBegin {
             run_id,
@@ -385,17 +533,23 @@ fn follow_event(
         } => {
             let Some(mut run) = runs.remove(&run_id) else { return };
             let end = run.trace.started_at_ms + elapsed_ms.max(run.started.elapsed().as_millis() as u64);
-            run.trace.status = Some(status);
-            run.trace.exit_code = exit_code.map(i64::from);
-            run.trace.stopped_by = stopped_by.map(|s| s.as_str().to_owned());
-            run.trace.error = error.as_deref().map(crate::share::redact_secrets);
-            run.trace.ended_at_ms = Some(end);
+            let trace = &mut run.trace;
+            trace.status = Some(status);
+            trace.exit_code = exit_code.map(i64::from);
+            trace.stopped_by = stopped_by.map(|s| s.as_str().to_owned());
+            trace.error = error.as_deref().map(crate::share::redact_secrets);
+            trace.ended_at_ms = Some(end);
             while let Some((mut execution, place)) = run.open.pop() {
                 execution.ended_at_ms = Some(end);
                 execution.status = status;
-                send((run.endpoint.clone(), node_span(&run.trace, &execution, place, end)));
+                let node = Ended::Node {
+                    run: &run.trace,
+                    execution: &execution,
+                    place: &place,
+                };
+                send(&run.endpoint, node);
             }
-            send((run.endpoint.clone(), root_span(&run.trace, end)));
+            send(&run.endpoint, Ended::Made(&root_span(&run.trace, end)));
         }
         // Live spans carry no log events (`otlp push` sends the run's logs, budget.* included).
         RunEvent::Output { .. }
@@ -406,7 +560,7 @@ fn follow_event(
     }
 }
 
-/// How long a batch not full waits for more spans once it has one.
+/// How long a request not full gathers spans, at most, while they keep coming.
 const LINGER: Duration = Duration::from_millis(50);
 
 /// How long the reader pauses when no event waits, before it waits for one.
@@ -417,19 +571,9 @@ const LOSS_LINE_EVERY: Duration = Duration::from_secs(60);
 
 fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) {
     let mut loss_said: Option<(Instant, u64)> = None;
-    while let Ok(first) = queued.recv() {
-        // What waits goes at once; a batch not full gathers for LINGER more (fewer, larger
-        // requests when nodes end fast), asleep: a span put on the queue meanwhile wakes nobody.
-        let mut batch = vec![first];
-        batch.extend(queued.try_iter().take(options.batch - 1));
-        if batch.len() < options.batch {
-            std::thread::sleep(LINGER);
-            let room = options.batch - batch.len();
-            batch.extend(queued.try_iter().take(room));
-        }
-        for (endpoint, spans) in by_endpoint(batch) {
-            send_batch(&endpoint, spans, options, counts);
-        }
+    while let Ok(Queued { endpoint, body, spans }) = queued.recv() {
+        counts.held.fetch_sub(body.len(), Ordering::SeqCst);
+        send_batch(&endpoint, body, spans, options, counts);
         let lost = counts.lost_so_far();
         let said = loss_said.map_or(0, |(_, lost)| lost);
         if lost > said && loss_said.is_none_or(|(at, _)| at.elapsed() >= LOSS_LINE_EVERY) {
@@ -441,28 +585,12 @@ fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) 
     }
 }
 
-/// A batch's spans grouped by where they go (one group, nearly always), in order.
-fn by_endpoint(batch: Vec<Queued>) -> Vec<(Arc<Endpoint>, Vec<Span>)> {
-    let mut groups: Vec<(Arc<Endpoint>, Vec<Span>)> = Vec::new();
-    for (endpoint, span) in batch {
-        match groups
-            .iter_mut()
-            .find(|(e, _)| Arc::ptr_eq(e, &endpoint) || **e == *endpoint)
-        {
-            Some((_, spans)) => spans.push(span),
-            None => groups.push((endpoint, vec![span])),
-        }
-    }
-    groups
-}
-
-/// Sends one batch, retried with backoff; counted sent, or refused after the last try.
-fn send_batch(endpoint: &Endpoint, spans: Vec<Span>, options: LiveOptions, counts: &Counts) {
-    let count = spans.len() as u64;
-    let traces = super::map::traces_of_spans(spans);
+/// Sends one batch of `count` spans, encoded as `body`, retried with backoff; counted sent, or
+/// refused after the last try.
+fn send_batch(endpoint: &Endpoint, body: Vec<u8>, count: u64, options: LiveOptions, counts: &Counts) {
     let mut wait = options.backoff;
     for attempt in 1..=options.attempts {
-        match push(endpoint, &traces, options.timeout) {
+        match post(endpoint, body.clone(), options.timeout) {
             Ok(_) => {
                 counts.sent.fetch_add(count, Ordering::SeqCst);
                 return;
@@ -483,6 +611,8 @@ fn send_batch(endpoint: &Endpoint, spans: Vec<Span>, options: LiveOptions, count
 mod tests {
     use super::*;
     use crate::share::otlp::push::Protocol;
+    use crate::share::otlp::TracesData;
+    use prost::Message;
 
     fn endpoint(url: &str) -> Endpoint {
         Endpoint {
@@ -538,11 +668,14 @@ mod tests {
     #[test]
     fn live_spans_have_the_ids_and_parents_an_export_gives_them() {
         let sent = std::cell::RefCell::new(Vec::new());
-        let mut runs = HashMap::new();
+        let mut runs = Runs::default();
         let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
         for event in events("r1") {
-            follow_event(&mut runs, event, Some(endpoint.clone()), &|(_, span)| {
-                sent.borrow_mut().push(span)
+            follow_event(&mut runs, event, Some(endpoint.clone()), &mut |_, ended| {
+                sent.borrow_mut().push(match ended {
+                    Ended::Node { run, execution, place } => super::super::map::node_span(run, execution, place, 0),
+                    Ended::Made(span) => span.clone(),
+                })
             });
         }
         let live: Vec<(Vec<u8>, Vec<u8>, i32)> = sent
@@ -590,6 +723,95 @@ mod tests {
         assert_eq!(live, exported);
     }
 
+    /// Node spans written over the same one, after a run's span with its events and a failed
+    /// node with usage, prompt and output, are the spans made anew: nothing of a former stays;
+    /// and the request they are gathered in is the message of those spans.
+    #[test]
+    fn spans_written_over_each_other_are_sent_as_the_spans_made_anew() {
+        let run = RunTrace {
+            key: "r".into(),
+            session_id: "s".into(),
+            error: Some("boom".into()),
+            logs: vec![crate::share::otlp::LogEvent {
+                at_ms: 1,
+                event: "run.started".into(),
+                level: "info".into(),
+                message: "started".into(),
+                fields: vec![("pid".into(), "7".into())],
+            }],
+            ..RunTrace::default()
+        };
+        let node = |name: &str, status| NodeExecution {
+            name: name.into(),
+            parent: None,
+            depth: 1,
+            status,
+            started_at_ms: 2,
+            ended_at_ms: Some(3),
+            usage: None,
+            prompt: None,
+            output: None,
+        };
+        let rich = NodeExecution {
+            usage: Some(NodeUsage {
+                format: studio_protocol::usage::UsageFormat::ClaudeCode,
+                tokens: Some(studio_protocol::usage::Tokens {
+                    input: 10,
+                    output: 20,
+                    ..Default::default()
+                }),
+                models: vec!["claude-x".into()],
+                turns: None,
+                duration_ms: None,
+                cost_usd: Some(0.5),
+                cost_source: crate::sessions::cost::CostSource::Reported,
+                api_equivalent: false,
+                last_attempt_only: false,
+                cost_label: String::new(),
+                tokens_label: String::new(),
+            }),
+            prompt: Some("a prompt".into()),
+            output: Some("an output".into()),
+            ..node("a-long-node-name", Status::Error)
+        };
+        let plain = node("b", Status::Success);
+        let place = SpanPlace::of_node("r", "x", 2, [1; 16], [2; 8]);
+        let (sender, queued) = mpsc::channel();
+        let queue = Queue {
+            sender,
+            counts: Arc::new(Counts::default()),
+            limit: usize::MAX,
+            batch: 7,
+        };
+        let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
+        let mut requests = Requests::new(&queue);
+        let order = [&rich, &plain, &rich, &plain, &plain, &rich, &plain];
+        for (i, execution) in order.into_iter().enumerate() {
+            let node = Ended::Node {
+                run: &run,
+                execution,
+                place: &place,
+            };
+            requests.add(&endpoint, node);
+            if i == 0 {
+                requests.add(&endpoint, Ended::Made(&root_span(&run, 9)));
+            }
+        }
+        requests.queue_older_than(Duration::ZERO);
+        let made = |execution: &NodeExecution| super::super::map::node_span(&run, execution, &place, 0);
+        let mut anew: Vec<Span> = order.into_iter().map(made).collect();
+        anew.insert(1, root_span(&run, 9));
+        let bodies: Vec<Queued> = queued.try_iter().collect();
+        assert_eq!(bodies.iter().map(|q| q.spans).collect::<Vec<_>>(), vec![7, 1]);
+        let mut sent = Vec::new();
+        for body in bodies {
+            let traces = TracesData::decode(body.body.as_slice()).unwrap();
+            sent.extend(traces.resource_spans[0].scope_spans[0].spans.clone());
+        }
+        assert_eq!(sent, anew);
+        assert_eq!(anew[0].attributes.len(), 17);
+    }
+
     /// An endpoint that takes the connection and never answers: feeding the events never waits,
     /// the queue holds at most its capacity, and what was not sent is counted lost.
     #[test]
@@ -597,7 +819,7 @@ mod tests {
         let stalled = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let endpoint = Arc::new(endpoint(&format!("http://{}/v1/traces", stalled.local_addr().unwrap())));
         let options = LiveOptions {
-            capacity: 3,
+            queue_bytes: 3_000,
             batch: 1,
             attempts: 1,
             backoff: Duration::from_millis(1),

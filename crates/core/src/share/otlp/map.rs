@@ -68,40 +68,83 @@ pub struct LogEvent {
     pub fields: Vec<(String, String)>,
 }
 
-fn value(value: any_value::Value) -> Option<AnyValue> {
-    Some(AnyValue { value: Some(value) })
+/// A span's attributes written in order into a list whose entries are reused: a live export
+/// fills the same spans batch after batch, and a key or text already there of the same kind is
+/// overwritten, not allocated again. [`Attributes::end`] drops the entries left over.
+struct Attributes<'a> {
+    list: &'a mut Vec<KeyValue>,
+    len: usize,
 }
 
-fn text(key: &str, v: impl Into<String>) -> KeyValue {
-    KeyValue {
-        key: key.to_owned(),
-        value: value(any_value::Value::StringValue(v.into())),
-        ..KeyValue::default()
+impl<'a> Attributes<'a> {
+    fn over(list: &'a mut Vec<KeyValue>) -> Attributes<'a> {
+        Attributes { list, len: 0 }
+    }
+
+    /// The next entry, keyed `key`: its value to set.
+    fn next(&mut self, key: &str) -> &mut Option<AnyValue> {
+        if self.len == self.list.len() {
+            self.list.push(KeyValue::default());
+        }
+        let entry = &mut self.list[self.len];
+        self.len += 1;
+        if entry.key != key {
+            entry.key.clear();
+            entry.key.push_str(key);
+        }
+        &mut entry.value
+    }
+
+    fn set(&mut self, key: &str, v: any_value::Value) {
+        *self.next(key) = Some(AnyValue { value: Some(v) });
+    }
+
+    fn text(&mut self, key: &str, v: &str) {
+        match self.next(key) {
+            Some(AnyValue {
+                value: Some(any_value::Value::StringValue(kept)),
+            }) => {
+                kept.clear();
+                kept.push_str(v);
+            }
+            other => {
+                *other = Some(AnyValue {
+                    value: Some(any_value::Value::StringValue(v.to_owned())),
+                })
+            }
+        }
+    }
+
+    fn int(&mut self, key: &str, v: i64) {
+        self.set(key, any_value::Value::IntValue(v));
+    }
+
+    fn boolean(&mut self, key: &str, v: bool) {
+        self.set(key, any_value::Value::BoolValue(v));
+    }
+
+    fn double(&mut self, key: &str, v: f64) {
+        self.set(key, any_value::Value::DoubleValue(v));
+    }
+
+    fn end(self) {
+        self.list.truncate(self.len);
     }
 }
 
-fn int(key: &str, v: i64) -> KeyValue {
-    KeyValue {
-        key: key.to_owned(),
-        value: value(any_value::Value::IntValue(v)),
-        ..KeyValue::default()
-    }
+/// A new list of attributes, as `write` writes them.
+fn attributes_of(write: impl FnOnce(&mut Attributes)) -> Vec<KeyValue> {
+    let mut list = Vec::new();
+    let mut attributes = Attributes::over(&mut list);
+    write(&mut attributes);
+    attributes.end();
+    list
 }
 
-fn boolean(key: &str, v: bool) -> KeyValue {
-    KeyValue {
-        key: key.to_owned(),
-        value: value(any_value::Value::BoolValue(v)),
-        ..KeyValue::default()
-    }
-}
-
-fn double(key: &str, v: f64) -> KeyValue {
-    KeyValue {
-        key: key.to_owned(),
-        value: value(any_value::Value::DoubleValue(v)),
-        ..KeyValue::default()
-    }
+/// `to` made `from`, its allocation kept.
+fn overwrite(to: &mut Vec<u8>, from: &[u8]) {
+    to.clear();
+    to.extend_from_slice(from);
 }
 
 fn nanos(ms: u64) -> u64 {
@@ -128,21 +171,21 @@ fn span_status(status: Option<Status>, message: Option<&str>) -> Option<SpanStat
 
 /// Where a node execution's span sits: its trace, its own id, its parent's, and which execution
 /// of its name it is (1-based).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct SpanPlace {
-    pub trace_id: Vec<u8>,
-    pub span_id: Vec<u8>,
-    pub parent_span_id: Vec<u8>,
+    pub trace_id: [u8; 16],
+    pub span_id: [u8; 8],
+    pub parent_span_id: [u8; 8],
     pub attempt: u32,
 }
 
 impl SpanPlace {
     /// The `attempt`-th execution of node `name` in the run keyed `key`, in `trace_id`, inside
     /// `parent_span_id` (the run's span, or another execution's).
-    pub fn of_node(key: &str, name: &str, attempt: u32, trace_id: Vec<u8>, parent_span_id: Vec<u8>) -> SpanPlace {
+    pub fn of_node(key: &str, name: &str, attempt: u32, trace_id: [u8; 16], parent_span_id: [u8; 8]) -> SpanPlace {
         SpanPlace {
             trace_id,
-            span_id: ids::node_span_id(key, name, attempt).to_vec(),
+            span_id: ids::node_span_id(key, name, attempt),
             parent_span_id,
             attempt,
         }
@@ -154,25 +197,25 @@ impl SpanPlace {
 pub fn run_spans(run: &RunTrace, now_ms: u64) -> Vec<Span> {
     let root = root_span(run, now_ms);
     let run_end = root.end_time_unix_nano / 1_000_000;
+    let (trace_id, root_span_id) = (ids::trace_id(&run.key), ids::run_span_id(&run.key));
     let mut occurrences: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    let mut places: Vec<SpanPlace> = Vec::with_capacity(run.nodes.len());
     let mut spans = Vec::with_capacity(run.nodes.len() + 1);
+    spans.push(root);
     for node in &run.nodes {
         let occurrence = occurrences.entry(node.name.as_str()).or_insert(0);
         *occurrence += 1;
-        let parent = match node.parent {
-            Some(p) => spans.get(p).map(|s: &Span| s.span_id.clone()),
-            None => None,
-        };
+        let parent = node.parent.and_then(|p| places.get(p)).map(|p| p.span_id);
         let place = SpanPlace::of_node(
             &run.key,
             &node.name,
             *occurrence,
-            root.trace_id.clone(),
-            parent.unwrap_or_else(|| root.span_id.clone()),
+            trace_id,
+            parent.unwrap_or(root_span_id),
         );
-        spans.push(node_span(run, node, place, run_end));
+        places.push(place);
+        spans.push(node_span(run, node, &place, run_end));
     }
-    spans.insert(0, root);
     spans
 }
 
@@ -197,7 +240,34 @@ pub fn root_span(run: &RunTrace, now_ms: u64) -> Span {
 }
 
 /// The span of an execution of `node` in `run`, at `place`; still open, it ends at `run_end_ms`.
-pub fn node_span(run: &RunTrace, node: &NodeExecution, place: SpanPlace, run_end_ms: u64) -> Span {
+pub fn node_span(run: &RunTrace, node: &NodeExecution, place: &SpanPlace, run_end_ms: u64) -> Span {
+    let mut span = Span::default();
+    fill_node_span(&mut span, run, node, place, run_end_ms);
+    span
+}
+
+/// [`node_span`] written over `span`, whatever it held, its allocations reused (a live export
+/// fills the same spans batch after batch).
+pub fn fill_node_span(span: &mut Span, run: &RunTrace, node: &NodeExecution, place: &SpanPlace, run_end_ms: u64) {
+    // Every field named: a field the proto crate adds is not left holding a former span's value.
+    let Span {
+        trace_id,
+        span_id,
+        trace_state,
+        parent_span_id,
+        flags,
+        name,
+        kind,
+        start_time_unix_nano,
+        end_time_unix_nano,
+        attributes,
+        dropped_attributes_count,
+        events,
+        dropped_events_count,
+        links,
+        dropped_links_count,
+        status,
+    } = span;
     let end = node.ended_at_ms.unwrap_or(run_end_ms).max(node.started_at_ms);
     // Only a failed node's span says a message.
     let message = match (&run.error, node.status) {
@@ -205,110 +275,110 @@ pub fn node_span(run: &RunTrace, node: &NodeExecution, place: SpanPlace, run_end
         (None, Status::Error) => Some(format!("node {} failed", node.name)),
         _ => None,
     };
-    Span {
-        trace_id: place.trace_id,
-        span_id: place.span_id,
-        parent_span_id: place.parent_span_id,
-        name: format!("invoke_agent {}", node.name),
-        kind: SpanKind::Internal as i32,
-        start_time_unix_nano: nanos(node.started_at_ms),
-        end_time_unix_nano: nanos(end),
-        attributes: node_attributes(run, node, place.attempt),
-        status: span_status(Some(node.status), message.as_deref()),
-        ..Span::default()
-    }
+    overwrite(trace_id, &place.trace_id);
+    overwrite(span_id, &place.span_id);
+    overwrite(parent_span_id, &place.parent_span_id);
+    trace_state.clear();
+    *flags = 0;
+    name.clear();
+    name.push_str("invoke_agent ");
+    name.push_str(&node.name);
+    *kind = SpanKind::Internal as i32;
+    *start_time_unix_nano = nanos(node.started_at_ms);
+    *end_time_unix_nano = nanos(end);
+    node_attributes(run, node, place.attempt, Attributes::over(attributes));
+    *dropped_attributes_count = 0;
+    events.clear();
+    *dropped_events_count = 0;
+    links.clear();
+    *dropped_links_count = 0;
+    *status = span_status(Some(node.status), message.as_deref());
 }
 
 fn run_attributes(run: &RunTrace) -> Vec<KeyValue> {
-    let mut attributes = vec![
-        text("gen_ai.operation.name", "invoke_agent"),
-        text("zibby.session.id", &run.session_id),
-        text("zibby.span.kind", "run"),
-    ];
-    if let Some(agent) = &run.agent {
-        attributes.push(text("gen_ai.agent.name", agent));
-    }
-    if let Some(run_id) = &run.run_id {
-        attributes.push(text("zibby.run.id", run_id));
-    }
-    if let Some(title) = &run.title {
-        attributes.push(text("zibby.prompt.first_line", title));
-    }
-    if let Some(status) = run.status {
-        attributes.push(text("zibby.status", status.as_str()));
-    }
-    if let Some(code) = run.exit_code {
-        attributes.push(int("zibby.exit_code", code));
-    }
-    if let Some(stopped_by) = &run.stopped_by {
-        attributes.push(text("zibby.stopped_by", stopped_by));
-    }
-    attributes.push(int("zibby.node_executions", run.nodes.len() as i64));
-    attributes
+    attributes_of(|attributes| {
+        attributes.text("gen_ai.operation.name", "invoke_agent");
+        attributes.text("zibby.session.id", &run.session_id);
+        attributes.text("zibby.span.kind", "run");
+        if let Some(agent) = &run.agent {
+            attributes.text("gen_ai.agent.name", agent);
+        }
+        if let Some(run_id) = &run.run_id {
+            attributes.text("zibby.run.id", run_id);
+        }
+        if let Some(title) = &run.title {
+            attributes.text("zibby.prompt.first_line", title);
+        }
+        if let Some(status) = run.status {
+            attributes.text("zibby.status", status.as_str());
+        }
+        if let Some(code) = run.exit_code {
+            attributes.int("zibby.exit_code", code);
+        }
+        if let Some(stopped_by) = &run.stopped_by {
+            attributes.text("zibby.stopped_by", stopped_by);
+        }
+        attributes.int("zibby.node_executions", run.nodes.len() as i64);
+    })
 }
 
-fn node_attributes(run: &RunTrace, node: &NodeExecution, attempt: u32) -> Vec<KeyValue> {
-    let mut attributes = vec![
-        text("gen_ai.operation.name", "invoke_agent"),
-        text("gen_ai.agent.name", &node.name),
-        text("zibby.span.kind", "node"),
-        text("zibby.session.id", &run.session_id),
-        text("zibby.node.status", node.status.as_str()),
-        int("zibby.node.attempt", i64::from(attempt)),
-        int("zibby.node.depth", node.depth),
-    ];
+fn node_attributes(run: &RunTrace, node: &NodeExecution, attempt: u32, mut attributes: Attributes) {
+    attributes.text("gen_ai.operation.name", "invoke_agent");
+    attributes.text("gen_ai.agent.name", &node.name);
+    attributes.text("zibby.span.kind", "node");
+    attributes.text("zibby.session.id", &run.session_id);
+    attributes.text("zibby.node.status", node.status.as_str());
+    attributes.int("zibby.node.attempt", i64::from(attempt));
+    attributes.int("zibby.node.depth", node.depth);
     if let Some(usage) = &node.usage {
         usage_attributes(usage, &mut attributes);
     }
     if let Some(prompt) = &node.prompt {
-        attributes.push(text("zibby.node.prompt", prompt));
+        attributes.text("zibby.node.prompt", prompt);
     }
     if let Some(output) = &node.output {
-        attributes.push(text("zibby.node.output", output));
+        attributes.text("zibby.node.output", output);
     }
-    attributes
+    attributes.end();
 }
 
 /// `gen_ai.usage.input_tokens` counts every input token, cached ones included (as the GenAI
 /// conventions ask); the cache's part is `zibby.usage.cache_read_tokens` and
 /// `zibby.usage.cache_write_tokens`.
-fn usage_attributes(usage: &NodeUsage, attributes: &mut Vec<KeyValue>) {
+fn usage_attributes(usage: &NodeUsage, attributes: &mut Attributes) {
     if let Some(model) = usage.models.first() {
-        attributes.push(text("gen_ai.request.model", model));
+        attributes.text("gen_ai.request.model", model);
     }
     if let Some(tokens) = &usage.tokens {
         let input = tokens.input + tokens.cache_read + tokens.cache_write;
-        attributes.push(int("gen_ai.usage.input_tokens", input as i64));
-        attributes.push(int("gen_ai.usage.output_tokens", tokens.output as i64));
-        attributes.push(int("zibby.usage.cache_read_tokens", tokens.cache_read as i64));
-        attributes.push(int("zibby.usage.cache_write_tokens", tokens.cache_write as i64));
+        attributes.int("gen_ai.usage.input_tokens", input as i64);
+        attributes.int("gen_ai.usage.output_tokens", tokens.output as i64);
+        attributes.int("zibby.usage.cache_read_tokens", tokens.cache_read as i64);
+        attributes.int("zibby.usage.cache_write_tokens", tokens.cache_write as i64);
     }
     if let Some(cost) = usage.cost_usd {
-        attributes.push(double("zibby.cost_usd", cost));
+        attributes.double("zibby.cost_usd", cost);
     }
-    attributes.push(boolean("zibby.cost.priced", usage.cost_usd.is_some()));
+    attributes.boolean("zibby.cost.priced", usage.cost_usd.is_some());
     let source = match usage.cost_source {
         CostSource::Reported => "reported",
         CostSource::Estimated => "estimated",
         CostSource::Unknown => "unknown",
     };
-    attributes.push(text("zibby.cost.source", source));
+    attributes.text("zibby.cost.source", source);
 }
 
 fn log_event(log: &LogEvent) -> Event {
-    let mut attributes = vec![
-        text("zibby.log.level", &log.level),
-        text("zibby.log.message", &log.message),
-    ];
-    attributes.extend(
-        log.fields
-            .iter()
-            .map(|(key, value)| text(&format!("zibby.log.{key}"), value)),
-    );
     Event {
         time_unix_nano: nanos(log.at_ms),
         name: log.event.clone(),
-        attributes,
+        attributes: attributes_of(|attributes| {
+            attributes.text("zibby.log.level", &log.level);
+            attributes.text("zibby.log.message", &log.message);
+            for (key, value) in &log.fields {
+                attributes.text(&format!("zibby.log.{key}"), value);
+            }
+        }),
         ..Event::default()
     }
 }
@@ -331,7 +401,7 @@ pub fn traces_of_spans(spans: Vec<Span>) -> TracesData {
     TracesData {
         resource_spans: vec![ResourceSpans {
             resource: Some(Resource {
-                attributes: vec![text("service.name", SERVICE_NAME)],
+                attributes: attributes_of(|attributes| attributes.text("service.name", SERVICE_NAME)),
                 ..Resource::default()
             }),
             scope_spans: vec![ScopeSpans {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use opentelemetry_proto::tonic::trace::v1::TracesData;
+use opentelemetry_proto::tonic::trace::v1::{Span, TracesData};
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
@@ -205,23 +205,138 @@ pub struct Pushed {
     pub rejected_spans: i64,
 }
 
-/// The body of an export request in the endpoint's encoding, and its content type. A
+/// The body of an export request in the endpoint's encoding. A
 /// `TracesData` is encoded as it is: an `ExportTraceServiceRequest` has the same one field
 /// (`resource_spans`, number 1, `resourceSpans` in JSON), so its bytes are the request's
 /// (a test decodes them as one), and no span is copied.
-pub fn encode(traces: &TracesData, protocol: Protocol) -> (Vec<u8>, &'static str) {
+pub fn encode(traces: &TracesData, protocol: Protocol) -> Vec<u8> {
     match protocol {
-        Protocol::HttpProtobuf => (traces.encode_to_vec(), "application/x-protobuf"),
-        Protocol::HttpJson => (
-            serde_json::to_vec(traces).expect("OTLP messages serialize"),
-            "application/json",
-        ),
+        Protocol::HttpProtobuf => traces.encode_to_vec(),
+        Protocol::HttpJson => serde_json::to_vec(traces).expect("OTLP messages serialize"),
+    }
+}
+
+/// The key of a length-delimited field numbered 1 and 2 (protobuf's wire format): where
+/// `TracesData` holds its `ResourceSpans`, `ResourceSpans` its `Resource` and `ScopeSpans` its
+/// `InstrumentationScope` (1); `ResourceSpans` its `ScopeSpans` and `ScopeSpans` its spans (2).
+const FIELD_1: u8 = 1 << 3 | 2;
+const FIELD_2: u8 = 2 << 3 | 2;
+
+/// An export request's body gathered a span at a time: in protobuf each span is encoded by
+/// prost as it is added, once (encoding the whole message at the end computes each span's
+/// length again at every level it is nested in), and the message is framed around them at the
+/// end, the same bytes as [`encode`] gives of the same spans (a test compares them). In JSON the
+/// spans are kept and the message is encoded at the end.
+pub(super) struct RequestBody {
+    protocol: Protocol,
+    spans: usize,
+    encoded: Vec<u8>,
+    kept: Vec<Span>,
+}
+
+impl RequestBody {
+    pub(super) fn new(protocol: Protocol) -> RequestBody {
+        RequestBody {
+            protocol,
+            spans: 0,
+            encoded: Vec::new(),
+            kept: Vec::new(),
+        }
+    }
+
+    pub(super) fn add(&mut self, span: &Span) {
+        self.spans += 1;
+        match self.protocol {
+            Protocol::HttpProtobuf => {
+                self.encoded.push(FIELD_2);
+                span.encode_length_delimited(&mut self.encoded)
+                    .expect("a Vec takes any length");
+            }
+            Protocol::HttpJson => self.kept.push(span.clone()),
+        }
+    }
+
+    pub(super) fn spans(&self) -> usize {
+        self.spans
+    }
+
+    /// The request's body; the spans added are taken (the buffer kept for the next request).
+    pub(super) fn take(&mut self) -> Vec<u8> {
+        self.spans = 0;
+        match self.protocol {
+            Protocol::HttpProtobuf => {
+                let body = around_spans(&self.encoded);
+                self.encoded.clear();
+                body
+            }
+            Protocol::HttpJson => {
+                let spans = std::mem::take(&mut self.kept);
+                encode(&super::map::traces_of_spans(spans), Protocol::HttpJson)
+            }
+        }
+    }
+}
+
+/// `TracesData { resource_spans: [ResourceSpans { resource, scope_spans: [ScopeSpans { scope,
+/// spans }] }] }` around `spans` (encoded, each a field 2 of `ScopeSpans`), the resource and
+/// scope those of [`super::map::traces_of_spans`].
+fn around_spans(spans: &[u8]) -> Vec<u8> {
+    static FIELDS: std::sync::OnceLock<(Vec<u8>, Vec<u8>)> = std::sync::OnceLock::new();
+    let (resource, scope) = FIELDS.get_or_init(|| {
+        let empty = super::map::traces_of_spans(Vec::new());
+        let resource_spans = &empty.resource_spans[0];
+        let field = |message: &dyn Fn(&mut Vec<u8>)| {
+            let mut bytes = vec![FIELD_1];
+            message(&mut bytes);
+            bytes
+        };
+        let resource = field(&|bytes| {
+            let resource = resource_spans.resource.as_ref().expect("a resource");
+            resource.encode_length_delimited(bytes).expect("a Vec takes any length");
+        });
+        let scope = field(&|bytes| {
+            let scope = resource_spans.scope_spans[0].scope.as_ref().expect("a scope");
+            scope.encode_length_delimited(bytes).expect("a Vec takes any length");
+        });
+        (resource, scope)
+    });
+    let scope_spans = scope.len() + spans.len();
+    let resource_spans = resource.len() + 1 + prost::length_delimiter_len(scope_spans) + scope_spans;
+    let mut body = Vec::with_capacity(1 + prost::length_delimiter_len(resource_spans) + resource_spans);
+    for (length, field) in [(resource_spans, resource), (scope_spans, scope)] {
+        body.push(if body.is_empty() { FIELD_1 } else { FIELD_2 });
+        prost::encode_length_delimiter(length, &mut body).expect("a Vec takes any length");
+        body.extend_from_slice(field);
+    }
+    body.extend_from_slice(spans);
+    body
+}
+
+fn content_type(protocol: Protocol) -> &'static str {
+    match protocol {
+        Protocol::HttpProtobuf => "application/x-protobuf",
+        Protocol::HttpJson => "application/json",
     }
 }
 
 /// Sends `traces` to `endpoint` in one request that gives up after `timeout`. Spans sent again
 /// keep their ids (the backend decides what a duplicate is).
 pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Result<Pushed, Error> {
+    let body = encode(traces, endpoint.protocol);
+    let rejected_spans = post(endpoint, body, timeout)?;
+    let (traces_count, spans) = super::map::counts(traces);
+    Ok(Pushed {
+        url: endpoint.url.clone(),
+        protocol: endpoint.protocol.as_str(),
+        traces: traces_count,
+        spans,
+        rejected_spans,
+    })
+}
+
+/// Sends `body` (traces [`encode`]d in the endpoint's protocol) to `endpoint` in one request
+/// that gives up after `timeout`: the spans the collector said it rejected.
+pub(super) fn post(endpoint: &Endpoint, body: Vec<u8>, timeout: Duration) -> Result<i64, Error> {
     static TLS: std::sync::Once = std::sync::Once::new();
     TLS.call_once(|| {
         // reqwest is built without a crypto provider of its own: ring is the process's.
@@ -231,7 +346,6 @@ pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Resu
         code: ErrorCode::Io,
         message: format!("OTLP endpoint {} ({}): {what}", endpoint.url, endpoint.from),
     };
-    let (body, content_type) = encode(traces, endpoint.protocol);
     // One client for the process: building one loads the platform's certificates, which cost
     // far more than a request (a live export sends a batch every few node ends).
     static CLIENT: std::sync::OnceLock<Result<reqwest::blocking::Client, String>> = std::sync::OnceLock::new();
@@ -242,7 +356,7 @@ pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Resu
     let mut request = client
         .post(&endpoint.url)
         .timeout(timeout)
-        .header("content-type", content_type)
+        .header("content-type", content_type(endpoint.protocol))
         .body(body);
     for (key, value) in &endpoint.headers {
         request = request.header(key.as_str(), value.as_str());
@@ -254,14 +368,7 @@ pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Resu
         let said = String::from_utf8_lossy(&reply[..reply.len().min(300)]).into_owned();
         return Err(failed(format!("HTTP {status}: {}", said.trim())));
     }
-    let (traces_count, spans) = super::map::counts(traces);
-    Ok(Pushed {
-        url: endpoint.url.clone(),
-        protocol: endpoint.protocol.as_str(),
-        traces: traces_count,
-        spans,
-        rejected_spans: rejected_spans(&reply, endpoint.protocol),
-    })
+    Ok(rejected_spans(&reply, endpoint.protocol))
 }
 
 /// The partial success a collector may answer with.
@@ -344,12 +451,41 @@ mod tests {
             ..Default::default()
         };
         let traces = super::super::map::traces_of_spans(vec![span]);
-        let (bytes, _) = encode(&traces, Protocol::HttpProtobuf);
+        let bytes = encode(&traces, Protocol::HttpProtobuf);
         let request = ExportTraceServiceRequest::decode(bytes.as_slice()).unwrap();
         assert_eq!(request.resource_spans, traces.resource_spans);
-        let (json, _) = encode(&traces, Protocol::HttpJson);
+        let json = encode(&traces, Protocol::HttpJson);
         let request: ExportTraceServiceRequest = serde_json::from_slice(&json).unwrap();
         assert_eq!(request.resource_spans, traces.resource_spans);
+    }
+
+    /// A request gathered a span at a time is, byte for byte, the message of its spans as prost
+    /// encodes it whole, in both encodings.
+    #[test]
+    fn a_request_gathered_a_span_at_a_time_is_the_message_encoded_whole() {
+        let span = |n: u8| opentelemetry_proto::tonic::trace::v1::Span {
+            trace_id: vec![1; 16],
+            span_id: vec![n; 8],
+            name: "invoke_agent plan".repeat(usize::from(n) * 3),
+            ..Default::default()
+        };
+        // 1 and 3 spans; 40 spans of up to 2 KB: lengths past one byte's varint at each level.
+        for spans in [
+            vec![span(1)],
+            (1..4).map(span).collect(),
+            (1..41).map(span).collect::<Vec<_>>(),
+        ] {
+            let whole = super::super::map::traces_of_spans(spans.clone());
+            for protocol in [Protocol::HttpProtobuf, Protocol::HttpJson] {
+                let mut body = RequestBody::new(protocol);
+                spans.iter().for_each(|s| body.add(s));
+                assert_eq!(body.spans(), spans.len());
+                assert_eq!(body.take(), encode(&whole, protocol), "{protocol:?}");
+                assert_eq!(body.spans(), 0);
+                spans.iter().for_each(|s| body.add(s));
+                assert_eq!(body.take(), encode(&whole, protocol), "a body taken is gathered anew");
+            }
+        }
     }
 
     #[test]

@@ -111,17 +111,18 @@ impl WatchedExport {
         let spans = super::map::run_spans(trace, Timestamp::from_system_time(now).0);
         let mut spans = spans.into_iter();
         let root = spans.next();
-        for (node, span) in trace.nodes.iter().zip(spans) {
-            if node.status != Status::Running && seen.sent.insert(span.span_id.clone()) {
-                export.send(endpoint, span);
-            }
-        }
+        let mut ended_spans: Vec<_> = trace
+            .nodes
+            .iter()
+            .zip(spans)
+            .filter(|(node, span)| node.status != Status::Running && seen.sent.insert(span.span_id.clone()))
+            .map(|(_, span)| span)
+            .collect();
         if ended {
-            if let Some(root) = root {
-                export.send(endpoint, root);
-            }
+            ended_spans.extend(root);
             self.sessions.remove(&key);
         }
+        export.send(endpoint, &ended_spans);
     }
 }
 
