@@ -734,10 +734,8 @@ fn a_seeded_start_reports_only_what_differs_from_the_seed() {
     for id in ids {
         let dir = write_finished_session(root.path(), id);
         let id = SessionId::parse(id).unwrap();
-        let indexed = IndexedFolder {
-            fingerprint: fingerprint(&dir, None).unwrap(),
-            summary: read_summary(&dir, &id, SystemTime::now()).unwrap(),
-        };
+        let summary = read_summary(&dir, &id, SystemTime::now()).unwrap();
+        let indexed = IndexedFolder::new(fingerprint(&dir, None).unwrap(), &summary);
         seed.insert(id, indexed);
     }
     // Since the seed was taken: one session failed, one went, one came.
@@ -796,4 +794,79 @@ fn a_seeded_start_reports_only_what_differs_from_the_seed() {
             .iter()
             .any(|c| matches!(c, Change::SessionUpdated { session_id, .. } if session_id.as_str() == ids[0]))
     });
+}
+
+#[test]
+fn a_swept_sessions_read_is_compared_with_the_folder_indexs_summary() {
+    use studio_core::store::{index, Store, StoreLocation};
+    use studio_core::SessionId;
+
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let month_ago = SystemTime::now() - Duration::from_secs(30 * 86_400);
+    let (touched, failed) = ("1777000000001_touched", "1777000000002_failed");
+    for id in [touched, failed] {
+        let dir = write_finished_session(root.path(), id);
+        for path in [
+            dir.join(".session-info.json"),
+            dir.join("result.json"),
+            dir.join("plan"),
+            dir,
+        ] {
+            fs::File::open(&path).unwrap().set_modified(month_ago).unwrap();
+        }
+    }
+    let store = Arc::new(Store::open(&StoreLocation::File(data.path().join("studio.db"))).unwrap());
+    let workspace = Workspace::open(root.path()).unwrap();
+    store.list_sessions(&workspace, SystemTime::now()).unwrap();
+    let seed = index::indexed_folders(&store, &workspace).unwrap();
+    assert_eq!(seed.len(), 2);
+    // Since the seed was taken: one rewritten with the same meaning and time (its fingerprint
+    // changes with its size, its summary does not), one failed.
+    let sessions = root.path().join(".zibby/output/sessions");
+    let rewritten = sessions.join(touched).join("result.json");
+    fs::write(&rewritten, r#"{ "success": true }"#).unwrap();
+    fs::File::open(&rewritten).unwrap().set_modified(month_ago).unwrap();
+    fs::write(sessions.join(failed).join("result.json"), r#"{"success":false}"#).unwrap();
+
+    let changes = Changes::default();
+    let told = {
+        let changes = changes.clone();
+        Arc::new(move |change: Change| {
+            let (list, signal) = &*changes.inner;
+            list.lock().unwrap().push(change);
+            signal.notify_all();
+        })
+    };
+    let sink = index::keeping_current(store.clone(), &[&workspace], told);
+    let options = WatcherOptions {
+        store: Some(store.clone()),
+        ..WatcherOptions::default()
+    };
+    let watcher = Watcher::start_seeded(vec![(workspace, seed)], sink, options).unwrap();
+    // Both read at start; the failed one changed just now is watched, its summary held; the
+    // other's is the index's.
+    assert_eq!(watcher.sessions_held(), Some((2, 1)));
+    let updated: Vec<(String, Status)> = changes
+        .inner
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|change| match change {
+            Change::SessionUpdated {
+                session_id, summary, ..
+            } => Some((session_id.as_str().to_owned(), summary.status)),
+            _ => None,
+        })
+        .collect();
+    // Compared with the index's summary: the one as the index has it is no change.
+    assert_eq!(updated, [(failed.to_owned(), Status::Error)]);
+    let failed_id = SessionId::parse(failed).unwrap();
+    let indexed = index::indexed_summary(&store, &Workspace::open(root.path()).unwrap(), &failed_id).unwrap();
+    assert_eq!(
+        indexed.map(|summary| summary.status),
+        Some(Status::Error),
+        "the index kept current"
+    );
 }

@@ -39,7 +39,7 @@ impl WatchLoop {
                 .filter(|t| t.has_changed())
                 .map(|t| t.path().to_owned())
                 .collect();
-            let running = known.summary.status == Status::Running;
+            let running = known.running;
             if running {
                 files.extend(output_files(&dir));
             }
@@ -100,12 +100,13 @@ impl WatchLoop {
         if let Some(seeded) = workspace.seed.remove(id) {
             let dir = workspace.sessions_dir.join(id.as_str());
             let print = fingerprint(&dir, Some(&seeded.fingerprint));
-            let unchanged =
-                print.as_deref() == Some(seeded.fingerprint.as_str()) && seeded.summary.status != Status::Running;
+            let unchanged = print.as_deref() == Some(seeded.fingerprint.as_str()) && !seeded.running;
             // Known as the seed says (its output followed once it is watched): a read after this
-            // reports only how the session differs from the seed.
+            // reports only how the session differs from the folder index's summary.
             let known = KnownSession {
-                summary: seeded.summary,
+                updated_at: seeded.updated_at,
+                running: seeded.running,
+                summary: None,
                 fingerprint: print.filter(|_| unchanged),
                 tails: HashMap::new(),
             };
@@ -187,8 +188,19 @@ impl WatchLoop {
             self.running.remove(&(index, id.clone()));
         }
         let store_changed = self.store_changed.remove(&(index, id.clone()));
-        let known = match workspace.sessions.entry(id.clone()) {
-            std::collections::btree_map::Entry::Vacant(entry) => {
+        // What it was read as before: held while it is watched, else the folder index's.
+        let previous = workspace.sessions.get_mut(id).map(|known| {
+            let held = known.summary.take().map(|held| *held);
+            held.or_else(|| {
+                let store = self.options.store.as_deref()?;
+                crate::store::index::indexed_summary(store, &workspace.workspace, id)
+                    .inspect_err(|error| tracing::warn!(%error, "cannot read a session's indexed summary"))
+                    .ok()
+                    .flatten()
+            })
+        });
+        let known = match previous {
+            None => {
                 // A session found by the initial scan follows its files once it is watched, from
                 // their end (lines already there are not news: `sweep`); every other's files are
                 // followed from their start.
@@ -198,26 +210,27 @@ impl WatchLoop {
                     summary: summary.clone(),
                     tags: Vec::new(),
                 });
-                entry.insert(KnownSession {
-                    summary,
-                    fingerprint: None,
-                    tails: HashMap::new(),
-                })
+                workspace
+                    .sessions
+                    .entry(id.clone())
+                    .or_insert(KnownSession::read_as(summary))
             }
-            std::collections::btree_map::Entry::Occupied(entry) => {
-                let known = entry.into_mut();
+            Some(previous) => {
                 // What the folder cannot order (or no longer names), the order seen live tells.
                 let mut summary = summary;
-                summary.keep_order_seen(&known.summary);
-                if known.summary != summary || store_changed {
+                if let Some(previous) = &previous {
+                    summary.keep_order_seen(previous);
+                }
+                if previous.as_ref() != Some(&summary) || store_changed {
                     (self.sink)(Change::SessionUpdated {
                         workspace: root.clone(),
                         session_id: id.clone(),
                         summary: summary.clone(),
                         tags: Vec::new(),
                     });
-                    known.summary = summary;
                 }
+                let known = workspace.sessions.get_mut(id).expect("a session known before its read");
+                known.hold(summary);
                 known
             }
         };
