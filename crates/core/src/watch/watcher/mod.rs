@@ -464,6 +464,7 @@ mod tests {
 
     #[test]
     fn only_the_watched_sessions_summaries_are_held_a_swept_ones_are_not() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let root = tempfile::tempdir().unwrap();
         let sessions = root.path().join(".zibby/output/sessions");
         for i in 0..300 {

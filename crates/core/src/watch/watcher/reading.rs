@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::layout::{output_files, FOLLOWED_FILES};
 use super::state::{mark_pending, KnownSession, SessionKey, WatchLoop};
 use crate::sessions::change::Change;
-use crate::sessions::session::{fingerprint, read_summary, session_folders};
+use crate::sessions::session::{fingerprint, read_summary, session_folders, SessionSummary};
 use crate::sessions::tail::FileTail;
 use crate::status::Status;
 use crate::vocabulary::id::SessionId;
@@ -188,17 +188,8 @@ impl WatchLoop {
             self.running.remove(&(index, id.clone()));
         }
         let store_changed = self.store_changed.remove(&(index, id.clone()));
-        // What it was read as before: held while it is watched, else the folder index's.
-        let previous = workspace.sessions.get_mut(id).map(|known| {
-            let held = known.summary.take().map(|held| *held);
-            held.or_else(|| {
-                let store = self.options.store.as_deref()?;
-                crate::store::index::indexed_summary(store, &workspace.workspace, id)
-                    .inspect_err(|error| tracing::warn!(%error, "cannot read a session's indexed summary"))
-                    .ok()
-                    .flatten()
-            })
-        });
+        let previous = self.read_before(index, id);
+        let workspace = &mut self.workspaces[index];
         let known = match previous {
             None => {
                 // A session found by the initial scan follows its files once it is watched, from
@@ -276,6 +267,25 @@ impl WatchLoop {
         for file in more {
             mark_pending(&mut self.pending, (index, id.clone()), Some(file), now);
         }
+    }
+}
+
+impl WatchLoop {
+    /// What a known session was read as before (`None` for a session not known): its summary
+    /// held while it is watched, taken; else the folder index's, when the watcher has a store.
+    fn read_before(&mut self, index: usize, id: &SessionId) -> Option<Option<SessionSummary>> {
+        let workspace = &mut self.workspaces[index];
+        let known = workspace.sessions.get_mut(id)?;
+        if let Some(held) = known.summary.take() {
+            return Some(Some(*held));
+        }
+        let indexed = self.options.store.as_deref().and_then(|store| {
+            crate::store::index::indexed_summary(store, &workspace.workspace, id)
+                .inspect_err(|error| tracing::warn!(%error, "cannot read a session's indexed summary"))
+                .ok()
+                .flatten()
+        });
+        Some(indexed)
     }
 }
 
