@@ -407,7 +407,7 @@ pub fn indexed_folders(store: &Store, workspace: &Workspace) -> Result<HashMap<S
         )?;
         let rows = statement.query_map([key], |r| {
             Ok((
-                r.get::<_, String>(0)?,
+                SessionId::parse(&r.get::<_, String>(0)?).ok(),
                 IndexedFolder {
                     fingerprint: r.get(1)?,
                     updated_at: Timestamp(r.get::<_, i64>(2)?.max(0) as u64),
@@ -415,14 +415,12 @@ pub fn indexed_folders(store: &Store, workspace: &Workspace) -> Result<HashMap<S
                 },
             ))
         })?;
-        let mut folders = HashMap::new();
-        for row in rows {
-            let (id, folder) = row?;
-            if let Ok(id) = SessionId::parse(&id) {
-                folders.insert(id, folder);
-            }
-        }
-        Ok(folders)
+        let rows = rows.collect::<Result<Vec<_>, _>>()?;
+        // A row whose id is not a session id is no session folder.
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, folder)| Some((id?, folder)))
+            .collect())
     })
 }
 

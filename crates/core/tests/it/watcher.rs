@@ -26,14 +26,34 @@ struct Changes {
 
 impl Changes {
     fn watch(&self, workspaces: &[&Path], options: WatcherOptions) -> Watcher {
-        let changes = self.clone();
         let workspaces = workspaces.iter().map(|w| Workspace::open(w).unwrap()).collect();
-        let sink = Arc::new(move |change: Change| {
+        Watcher::start(workspaces, self.sink(), options).unwrap()
+    }
+
+    /// A sink that keeps every change here.
+    fn sink(&self) -> studio_core::watcher::ChangeSink {
+        let changes = self.clone();
+        Arc::new(move |change: Change| {
             let (list, signal) = &*changes.inner;
             list.lock().unwrap().push(change);
             signal.notify_all();
-        });
-        Watcher::start(workspaces, sink, options).unwrap()
+        })
+    }
+
+    /// The session updates so far: each session's id and status.
+    fn updated(&self) -> Vec<(String, Status)> {
+        self.inner
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|change| match change {
+                Change::SessionUpdated {
+                    session_id, summary, ..
+                } => Some((session_id.as_str().to_owned(), summary.status)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Waits until `done` holds for the changes so far; panics with `what` after the patience.
@@ -745,16 +765,8 @@ fn a_seeded_start_reports_only_what_differs_from_the_seed() {
     write_finished_session(root.path(), "1777000000004_new");
 
     let changes = Changes::default();
-    let sink = {
-        let changes = changes.clone();
-        Arc::new(move |change: Change| {
-            let (list, signal) = &*changes.inner;
-            list.lock().unwrap().push(change);
-            signal.notify_all();
-        })
-    };
     let workspace = Workspace::open(root.path()).unwrap();
-    let _watcher = Watcher::start_seeded(vec![(workspace, seed)], sink, WatcherOptions::default()).unwrap();
+    let _watcher = Watcher::start_seeded(vec![(workspace, seed)], changes.sink(), WatcherOptions::default()).unwrap();
     // The initial scan's changes are sent before the watcher is returned.
     let at_start: Vec<(String, String)> = changes
         .inner
@@ -830,15 +842,7 @@ fn a_swept_sessions_read_is_compared_with_the_folder_indexs_summary() {
     fs::write(sessions.join(failed).join("result.json"), r#"{"success":false}"#).unwrap();
 
     let changes = Changes::default();
-    let told = {
-        let changes = changes.clone();
-        Arc::new(move |change: Change| {
-            let (list, signal) = &*changes.inner;
-            list.lock().unwrap().push(change);
-            signal.notify_all();
-        })
-    };
-    let sink = index::keeping_current(store.clone(), &[&workspace], told);
+    let sink = index::keeping_current(store.clone(), &[&workspace], changes.sink());
     let options = WatcherOptions {
         store: Some(store.clone()),
         ..WatcherOptions::default()
@@ -847,21 +851,8 @@ fn a_swept_sessions_read_is_compared_with_the_folder_indexs_summary() {
     // Both read at start; the failed one changed just now is watched, its summary held; the
     // other's is the index's.
     assert_eq!(watcher.sessions_held(), Some((2, 1)));
-    let updated: Vec<(String, Status)> = changes
-        .inner
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .filter_map(|change| match change {
-            Change::SessionUpdated {
-                session_id, summary, ..
-            } => Some((session_id.as_str().to_owned(), summary.status)),
-            _ => None,
-        })
-        .collect();
     // Compared with the index's summary: the one as the index has it is no change.
-    assert_eq!(updated, [(failed.to_owned(), Status::Error)]);
+    assert_eq!(changes.updated(), [(failed.to_owned(), Status::Error)]);
     let failed_id = SessionId::parse(failed).unwrap();
     let indexed = index::indexed_summary(&store, &Workspace::open(root.path()).unwrap(), &failed_id).unwrap();
     assert_eq!(
