@@ -5,8 +5,8 @@
 //! watching started once the first page was served, and the window's page read again when it is
 //! told of a change. Timed from `Studio::open` to the first screen, to the total cost, and to the
 //! settled app (watching, the page read again); with the process's CPU time over the whole
-//! launch and its resident memory at the end. A first launch on a new store (every folder read),
-//! then a next launch on the same store (the folder index current).
+//! launch and its resident memory while it watches and after it shut down. A first launch on a
+//! new store (every folder read), then a next launch on the same store (the folder index current).
 //!
 //! The sessions are the app bench's generated ones (`tests/e2e/harness.rs`): a folder, a `plan/`
 //! node folder, `.session-info.json` and `result.json`, finished. Generated once per workspace
@@ -65,6 +65,8 @@ struct Launch {
     settled: Duration,
     cpu: Duration,
     listings: usize,
+    /// The process's resident memory once settled, while it watches.
+    rss_watching_kb: u64,
 }
 
 /// The window's first screen: its first page, as the JSON the shell sends.
@@ -124,6 +126,8 @@ fn launch(root: &Path, db: &Path, count: usize) -> Launch {
     }
     let settled = started.elapsed();
     let cpu = cpu_time() - cpu;
+    // The shell's part while it watches (the watcher and what it holds in memory).
+    let rss_watching_kb = rss_kb();
     studio.shut_down();
     Launch {
         first_screen: first_screen_at,
@@ -132,6 +136,7 @@ fn launch(root: &Path, db: &Path, count: usize) -> Launch {
         settled,
         cpu,
         listings,
+        rss_watching_kb,
     }
 }
 
@@ -158,13 +163,14 @@ fn main() {
         for which in launches {
             let launch = launch(root, &db, count as usize);
             println!(
-                "launch, {count} sessions, {which}: first screen {:.1} ms, all rows {} ms, total cost {:.1} ms, settled {} ms, CPU {} ms, {} page read(s), RSS {} MB",
+                "launch, {count} sessions, {which}: first screen {:.1} ms, all rows {} ms, total cost {:.1} ms, settled {} ms, CPU {} ms, {} page read(s), RSS {} MB watching, {} MB after shutting down",
                 launch.first_screen.as_secs_f64() * 1000.0,
                 launch.all_rows.as_millis(),
                 launch.usage.as_secs_f64() * 1000.0,
                 launch.settled.as_millis(),
                 launch.cpu.as_millis(),
                 launch.listings,
+                launch.rss_watching_kb / 1024,
                 rss_kb() / 1024
             );
         }

@@ -83,7 +83,7 @@ fn load() -> String {
         .to_owned()
 }
 
-/// The seed a caller with a current folder index gives: every session's summary and fingerprint.
+/// The seed a caller with a current folder index gives: every session's fingerprint, time and status.
 fn seed_of(workspace: &Workspace) -> Seed {
     let now = SystemTime::now();
     session_folders(workspace)
@@ -92,7 +92,7 @@ fn seed_of(workspace: &Workspace) -> Seed {
         .filter_map(|(dir, id)| {
             let fingerprint = fingerprint(&dir, None)?;
             let summary = read_summary(&dir, &id, now)?;
-            Some((id, IndexedFolder { fingerprint, summary }))
+            Some((id, IndexedFolder::new(fingerprint, &summary)))
         })
         .collect::<HashMap<_, _>>()
 }

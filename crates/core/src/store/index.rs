@@ -15,14 +15,14 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::SystemTime;
 
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::connection::{timestamp, write_transaction, QueryResult, Store};
 use super::sessions::SessionRow;
 use super::{nodes_seen, output_usage, runs, session_model, sessions, spans, tags, workspaces};
 use crate::sessions::change::{Change, ChangeSink};
 use crate::sessions::cost::{NodeUsage, UsageTotal};
-use crate::sessions::session::{self, SessionSummary, Workspace};
+use crate::sessions::session::{self, SessionSummary, Timestamp, Workspace};
 use crate::status::Status;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
@@ -374,36 +374,99 @@ pub(super) struct Listed {
     pub(super) fresh: Option<String>,
 }
 
-/// A session folder as the folder index last saw it: its fingerprint, and the summary read then
-/// (its nodes' usage included).
-#[derive(Debug, Clone)]
+/// A session folder as the folder index last saw it: its fingerprint, when its files last changed
+/// (its summary's `updated_at`) and whether it was `running`. Not its summary: a watcher holds
+/// the summaries of the few sessions it watches, and looks a swept one's up when it reads it
+/// again ([`indexed_summary`]), so that 100,000 sessions are not 100,000 summaries in memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexedFolder {
     pub fingerprint: String,
-    pub summary: SessionSummary,
+    pub updated_at: Timestamp,
+    pub running: bool,
+}
+
+impl IndexedFolder {
+    /// A folder with `fingerprint` read as `summary`.
+    pub fn new(fingerprint: String, summary: &SessionSummary) -> IndexedFolder {
+        IndexedFolder {
+            fingerprint,
+            updated_at: summary.updated_at,
+            running: summary.status == Status::Running,
+        }
+    }
 }
 
 /// What the folder index knows of a workspace's session folders, by session: what a watcher
-/// starts from instead of reading every folder again (`watcher::Watcher::start_seeded`). An entry
-/// whose summary cannot be read back is left out (its folder is read again).
+/// starts from instead of reading every folder again (`watcher::Watcher::start_seeded`). No
+/// summary is read (the index's `updated_at` and `running` columns say what the watcher needs).
 pub fn indexed_folders(store: &Store, workspace: &Workspace) -> Result<HashMap<SessionId, IndexedFolder>, Error> {
-    let entries = store.with_conn(|conn| {
+    store.with_conn(|conn| {
         let key = workspaces::key(conn, workspace)?;
-        cached_rows(conn, key, NodeUsageOf::Every)
-    })?;
-    Ok(entries
-        .into_iter()
-        .filter_map(|(id, entry)| {
-            let id = SessionId::parse(&id).ok()?;
-            let summary = from_cache(&entry)?;
-            Some((
-                id,
+        let mut statement = conn.prepare_cached(
+            "SELECT session_id, fingerprint, updated_at, running FROM folder_index WHERE workspace_id = ?1",
+        )?;
+        let rows = statement.query_map([key], |r| {
+            Ok((
+                SessionId::parse(&r.get::<_, String>(0)?).ok(),
                 IndexedFolder {
-                    fingerprint: entry.fingerprint,
-                    summary,
+                    fingerprint: r.get(1)?,
+                    updated_at: Timestamp(r.get::<_, i64>(2)?.max(0) as u64),
+                    running: r.get(3)?,
                 },
             ))
-        })
-        .collect())
+        })?;
+        let rows = rows.collect::<Result<Vec<_>, _>>()?;
+        // A row whose id is not a session id is no session folder.
+        Ok(rows
+            .into_iter()
+            .filter_map(|(id, folder)| Some((id?, folder)))
+            .collect())
+    })
+}
+
+/// The summaries the folder index holds of a workspace's sessions last updated at `since` or
+/// after (their nodes' usage included; one that cannot be read back is left out).
+pub fn indexed_summaries_since(
+    store: &Store,
+    workspace: &Workspace,
+    since: Timestamp,
+) -> Result<Vec<SessionSummary>, Error> {
+    store.with_conn(|conn| {
+        let key = workspaces::key(conn, workspace)?;
+        let mut statement = conn.prepare_cached(
+            "SELECT fingerprint, summary, node_usage FROM folder_index WHERE workspace_id = ?1 AND updated_at >= ?2",
+        )?;
+        let rows = statement.query_map(params![key, since.0 as i64], cached)?;
+        let mut summaries = Vec::new();
+        for row in rows {
+            summaries.extend(from_cache(&row?).filter(|summary| summary.updated_at >= since));
+        }
+        Ok(summaries)
+    })
+}
+
+/// A row of `fingerprint, summary, node_usage`.
+fn cached(r: &rusqlite::Row<'_>) -> rusqlite::Result<Cached> {
+    Ok(Cached {
+        fingerprint: r.get(0)?,
+        summary: r.get(1)?,
+        node_usage: r.get(2)?,
+    })
+}
+
+/// The summary the folder index holds of one session (its nodes' usage included), if it holds a
+/// readable one: what a watcher compares a swept session's new read with.
+pub fn indexed_summary(store: &Store, workspace: &Workspace, id: &SessionId) -> Result<Option<SessionSummary>, Error> {
+    store.with_conn(|conn| {
+        let key = workspaces::key(conn, workspace)?;
+        let cached = conn
+            .prepare_cached(
+                "SELECT fingerprint, summary, node_usage FROM folder_index WHERE workspace_id = ?1 AND session_id = ?2",
+            )?
+            .query_row(params![key, id.as_str()], cached)
+            .optional()?;
+        Ok(cached.as_ref().and_then(from_cache))
+    })
 }
 
 /// The folder index's rows of a workspace, by session id, with the node usage of the sessions

@@ -26,14 +26,34 @@ struct Changes {
 
 impl Changes {
     fn watch(&self, workspaces: &[&Path], options: WatcherOptions) -> Watcher {
-        let changes = self.clone();
         let workspaces = workspaces.iter().map(|w| Workspace::open(w).unwrap()).collect();
-        let sink = Arc::new(move |change: Change| {
+        Watcher::start(workspaces, self.sink(), options).unwrap()
+    }
+
+    /// A sink that keeps every change here.
+    fn sink(&self) -> studio_core::watcher::ChangeSink {
+        let changes = self.clone();
+        Arc::new(move |change: Change| {
             let (list, signal) = &*changes.inner;
             list.lock().unwrap().push(change);
             signal.notify_all();
-        });
-        Watcher::start(workspaces, sink, options).unwrap()
+        })
+    }
+
+    /// The session updates so far: each session's id and status.
+    fn updated(&self) -> Vec<(String, Status)> {
+        self.inner
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|change| match change {
+                Change::SessionUpdated {
+                    session_id, summary, ..
+                } => Some((session_id.as_str().to_owned(), summary.status)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Waits until `done` holds for the changes so far; panics with `what` after the patience.
@@ -734,10 +754,8 @@ fn a_seeded_start_reports_only_what_differs_from_the_seed() {
     for id in ids {
         let dir = write_finished_session(root.path(), id);
         let id = SessionId::parse(id).unwrap();
-        let indexed = IndexedFolder {
-            fingerprint: fingerprint(&dir, None).unwrap(),
-            summary: read_summary(&dir, &id, SystemTime::now()).unwrap(),
-        };
+        let summary = read_summary(&dir, &id, SystemTime::now()).unwrap();
+        let indexed = IndexedFolder::new(fingerprint(&dir, None).unwrap(), &summary);
         seed.insert(id, indexed);
     }
     // Since the seed was taken: one session failed, one went, one came.
@@ -747,16 +765,8 @@ fn a_seeded_start_reports_only_what_differs_from_the_seed() {
     write_finished_session(root.path(), "1777000000004_new");
 
     let changes = Changes::default();
-    let sink = {
-        let changes = changes.clone();
-        Arc::new(move |change: Change| {
-            let (list, signal) = &*changes.inner;
-            list.lock().unwrap().push(change);
-            signal.notify_all();
-        })
-    };
     let workspace = Workspace::open(root.path()).unwrap();
-    let _watcher = Watcher::start_seeded(vec![(workspace, seed)], sink, WatcherOptions::default()).unwrap();
+    let _watcher = Watcher::start_seeded(vec![(workspace, seed)], changes.sink(), WatcherOptions::default()).unwrap();
     // The initial scan's changes are sent before the watcher is returned.
     let at_start: Vec<(String, String)> = changes
         .inner
@@ -796,4 +806,58 @@ fn a_seeded_start_reports_only_what_differs_from_the_seed() {
             .iter()
             .any(|c| matches!(c, Change::SessionUpdated { session_id, .. } if session_id.as_str() == ids[0]))
     });
+}
+
+#[test]
+fn a_swept_sessions_read_is_compared_with_the_folder_indexs_summary() {
+    use studio_core::store::{index, Store, StoreLocation};
+    use studio_core::SessionId;
+
+    let root = tempfile::tempdir().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    let month_ago = SystemTime::now() - Duration::from_secs(30 * 86_400);
+    let (touched, failed) = ("1777000000001_touched", "1777000000002_failed");
+    for id in [touched, failed] {
+        let dir = write_finished_session(root.path(), id);
+        for path in [
+            dir.join(".session-info.json"),
+            dir.join("result.json"),
+            dir.join("plan"),
+            dir,
+        ] {
+            fs::File::open(&path).unwrap().set_modified(month_ago).unwrap();
+        }
+    }
+    let store = Arc::new(Store::open(&StoreLocation::File(data.path().join("studio.db"))).unwrap());
+    let workspace = Workspace::open(root.path()).unwrap();
+    store.list_sessions(&workspace, SystemTime::now()).unwrap();
+    let seed = index::indexed_folders(&store, &workspace).unwrap();
+    assert_eq!(seed.len(), 2);
+    // Since the seed was taken: one rewritten with the same meaning and time (its fingerprint
+    // changes with its size, its summary does not), one failed.
+    let sessions = root.path().join(".zibby/output/sessions");
+    let rewritten = sessions.join(touched).join("result.json");
+    fs::write(&rewritten, r#"{ "success": true }"#).unwrap();
+    fs::File::open(&rewritten).unwrap().set_modified(month_ago).unwrap();
+    fs::write(sessions.join(failed).join("result.json"), r#"{"success":false}"#).unwrap();
+
+    let changes = Changes::default();
+    let sink = index::keeping_current(store.clone(), &[&workspace], changes.sink());
+    let options = WatcherOptions {
+        store: Some(store.clone()),
+        ..WatcherOptions::default()
+    };
+    let watcher = Watcher::start_seeded(vec![(workspace, seed)], sink, options).unwrap();
+    // Both read at start; the failed one changed just now is watched, its summary held; the
+    // other's is the index's.
+    assert_eq!(watcher.sessions_held(), Some((2, 1)));
+    // Compared with the index's summary: the one as the index has it is no change.
+    assert_eq!(changes.updated(), [(failed.to_owned(), Status::Error)]);
+    let failed_id = SessionId::parse(failed).unwrap();
+    let indexed = index::indexed_summary(&store, &Workspace::open(root.path()).unwrap(), &failed_id).unwrap();
+    assert_eq!(
+        indexed.map(|summary| summary.status),
+        Some(Status::Error),
+        "the index kept current"
+    );
 }

@@ -17,7 +17,7 @@ use super::shared::Shared;
 use super::stopping::ask_to_stop;
 use crate::sessions::budget::{BudgetNews, BudgetWatch};
 use crate::sessions::cost::{dollars, OutputUsageReader, UsageTotal};
-use crate::sessions::session::Workspace;
+use crate::sessions::session::{Timestamp, Workspace};
 use crate::store::{Level, Store};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::launch::Budget;
@@ -49,11 +49,10 @@ pub fn workspace_spend_since(store: &Store, workspace: &Workspace, since: System
         .filter(|run| run.started_at.to_system_time() >= since)
         .collect();
     store.with_runs_usage(workspace, &mut today, SystemTime::now())?;
-    let seen = crate::store::index::indexed_folders(store, workspace)?;
+    let seen = crate::store::index::indexed_summaries_since(store, workspace, Timestamp::from_system_time(since))?;
     let outside = seen
-        .values()
-        .map(|folder| &folder.summary)
-        .filter(|summary| !started_here.contains(summary.id.as_str()) && summary.updated_at.to_system_time() >= since);
+        .iter()
+        .filter(|summary| !started_here.contains(summary.id.as_str()));
     let totals = today
         .iter()
         .map(|run| run.usage.as_ref())

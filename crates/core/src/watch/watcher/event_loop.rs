@@ -49,6 +49,7 @@ impl WatchLoop {
                 Ok(Message::Filesystem(event)) => self.on_event(event),
                 Ok(Message::AgentsFile(event)) => self.on_agents_event(event),
                 Ok(Message::StoreFile(event)) => self.on_store_event(event),
+                Ok(Message::CountHeld(reply)) => self.count_held(&reply),
                 Err(RecvTimeoutError::Timeout) => {}
             }
             // Take what else is waiting before reading anything.
@@ -57,6 +58,7 @@ impl WatchLoop {
                     Ok(Message::Filesystem(event)) => self.on_event(event),
                     Ok(Message::AgentsFile(event)) => self.on_agents_event(event),
                     Ok(Message::StoreFile(event)) => self.on_store_event(event),
+                    Ok(Message::CountHeld(reply)) => self.count_held(&reply),
                     Ok(Message::Stop) | Err(mpsc::TryRecvError::Disconnected) => return,
                     Err(mpsc::TryRecvError::Empty) => break,
                 }
@@ -79,6 +81,13 @@ impl WatchLoop {
             self.check_sweep();
             self.read_due_sessions();
         }
+    }
+
+    /// Answers [`Message::CountHeld`].
+    fn count_held(&self, reply: &mpsc::Sender<(usize, usize)>) {
+        let known = self.workspaces.iter().flat_map(|w| w.sessions.values());
+        let (sessions, summaries) = known.fold((0, 0), |(n, held), k| (n + 1, held + usize::from(k.summary.is_some())));
+        let _ = reply.send((sessions, summaries));
     }
 
     pub(super) fn any_polling(&self) -> bool {
@@ -175,7 +184,7 @@ impl WatchLoop {
                     || self.workspaces[*index]
                         .sessions
                         .get(id)
-                        .is_some_and(|known| known.summary.updated_at.0 + quiet <= clock_now.0)
+                        .is_some_and(|known| known.updated_at.0 + quiet <= clock_now.0)
             })
             .cloned()
             .collect();

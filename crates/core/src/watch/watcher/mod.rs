@@ -25,7 +25,11 @@
 //!   tailed from their end (what was appended while it was swept is in its summary; what is
 //!   appended from then on is sent as lines). So at 100,000 ended sessions the watcher holds the
 //!   sessions folder's watch, `.zibby/`'s and the live sessions', and starts without adding and
-//!   releasing tens of thousands of watches.
+//!   releasing tens of thousands of watches. Nor does it hold their summaries: of a swept
+//!   session it keeps its fingerprint, its time and whether it ran; its summary, what a read of
+//!   it is compared with, is held only while it is watched, and a swept one's is the store's
+//!   folder index's ([`WatcherOptions::store`]), looked up when it is read again (without a
+//!   store, a swept session's read is reported as an update).
 //! - While the sessions folder does not exist, or a link stands in its way, the deepest real
 //!   folder on the way is watched until it appears; when it is deleted or replaced, the watch
 //!   moves back there, and every session it held is reported removed.
@@ -181,6 +185,16 @@ impl Watcher {
             messages,
             thread: Some(thread),
         })
+    }
+}
+
+impl Watcher {
+    /// How many sessions the watcher knows, and of how many it holds a summary (only the watched
+    /// ones': running or changed recently); counted on its thread when asked.
+    pub fn sessions_held(&self) -> Option<(usize, usize)> {
+        let (reply, answer) = mpsc::channel();
+        self.messages.send(Message::CountHeld(reply)).ok()?;
+        answer.recv().ok()
     }
 }
 
@@ -446,6 +460,53 @@ mod tests {
             !lines.is_empty()
         });
         assert_eq!(lines, ["second"]);
+    }
+
+    #[test]
+    fn only_the_watched_sessions_summaries_are_held_a_swept_ones_are_not() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let root = tempfile::tempdir().unwrap();
+        let sessions = root.path().join(".zibby/output/sessions");
+        for i in 0..300 {
+            ended_session(&sessions, &format!("{}_old{i}", 1_777_000_000_000u64 + i));
+        }
+        // Ended just now: watched (and its summary held) until it is quiet for `recent`.
+        let recent = sessions.join("1777678254943_recent");
+        std::fs::create_dir_all(recent.join("plan")).unwrap();
+        std::fs::write(recent.join("result.json"), r#"{"success":true}"#).unwrap();
+        let options = WatcherOptions {
+            recent: Duration::from_secs(1),
+            sweep_bound: Duration::from_millis(500),
+            sweep_rate: 10_000,
+            ..WatcherOptions::default()
+        };
+        let (watcher, received) = watch(root.path(), options);
+        assert_eq!(
+            watcher.sessions_held(),
+            Some((301, 1)),
+            "every session read, one summary held"
+        );
+        let held_becomes = |expected: (usize, usize)| {
+            (0..100).any(|_| {
+                std::thread::sleep(Duration::from_millis(50));
+                watcher.sessions_held() == Some(expected)
+            })
+        };
+        assert!(
+            held_becomes((301, 0)),
+            "released once quiet: {:?}",
+            watcher.sessions_held()
+        );
+
+        // A swept session changed: read (its change reported), its summary held while it is watched.
+        std::fs::write(sessions.join("1777000000007_old7/result.json"), r#"{"success":false}"#).unwrap();
+        let seen = receive_until(&received, Duration::from_secs(5), |change| {
+            matches!(change, Change::SessionUpdated { summary, .. }
+                if summary.id.as_str() == "1777000000007_old7" && summary.status == crate::status::Status::Error)
+        });
+        assert!(seen, "the swept session's change reported");
+        assert_eq!(watcher.sessions_held(), Some((301, 1)));
+        assert!(held_becomes((301, 0)), "released again: {:?}", watcher.sessions_held());
     }
 
     #[test]

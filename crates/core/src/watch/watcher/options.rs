@@ -49,7 +49,9 @@ pub struct WatcherOptions {
     pub clock: Clock,
     /// The store whose runs' starts and ends are reported as changes of their sessions (a
     /// [`Change::SessionUpdated`], though the folder did not change): a run's end recorded by
-    /// any process reaches the watcher within a window (`watch::recorded_runs`).
+    /// any process reaches the watcher within a window (`watch::recorded_runs`); and whose
+    /// folder index (kept current with this watcher's changes, `store::index::keeping_current`)
+    /// holds the summaries of the sessions it sweeps.
     pub store: Option<Arc<Store>>,
 }
 
@@ -96,7 +98,7 @@ impl std::fmt::Debug for WatcherOptions {
 }
 
 /// What a caller knows of a workspace's session folders when watching starts, by session: each
-/// folder's fingerprint and summary as the store's folder index has them
+/// folder's fingerprint, time and whether it was running, as the store's folder index has them
 /// ([`crate::store::index::indexed_folders`]). A session whose folder still has that fingerprint
 /// is not read again, nor reported, by the initial scan.
 pub type Seed = HashMap<SessionId, IndexedFolder>;

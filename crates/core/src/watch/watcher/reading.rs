@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::layout::{output_files, FOLLOWED_FILES};
 use super::state::{mark_pending, KnownSession, SessionKey, WatchLoop};
 use crate::sessions::change::Change;
-use crate::sessions::session::{fingerprint, read_summary, session_folders};
+use crate::sessions::session::{fingerprint, read_summary, session_folders, SessionSummary};
 use crate::sessions::tail::FileTail;
 use crate::status::Status;
 use crate::vocabulary::id::SessionId;
@@ -39,7 +39,7 @@ impl WatchLoop {
                 .filter(|t| t.has_changed())
                 .map(|t| t.path().to_owned())
                 .collect();
-            let running = known.summary.status == Status::Running;
+            let running = known.running;
             if running {
                 files.extend(output_files(&dir));
             }
@@ -100,12 +100,13 @@ impl WatchLoop {
         if let Some(seeded) = workspace.seed.remove(id) {
             let dir = workspace.sessions_dir.join(id.as_str());
             let print = fingerprint(&dir, Some(&seeded.fingerprint));
-            let unchanged =
-                print.as_deref() == Some(seeded.fingerprint.as_str()) && seeded.summary.status != Status::Running;
+            let unchanged = print.as_deref() == Some(seeded.fingerprint.as_str()) && !seeded.running;
             // Known as the seed says (its output followed once it is watched): a read after this
-            // reports only how the session differs from the seed.
+            // reports only how the session differs from the folder index's summary.
             let known = KnownSession {
-                summary: seeded.summary,
+                updated_at: seeded.updated_at,
+                running: seeded.running,
+                summary: None,
                 fingerprint: print.filter(|_| unchanged),
                 tails: HashMap::new(),
             };
@@ -187,8 +188,10 @@ impl WatchLoop {
             self.running.remove(&(index, id.clone()));
         }
         let store_changed = self.store_changed.remove(&(index, id.clone()));
-        let known = match workspace.sessions.entry(id.clone()) {
-            std::collections::btree_map::Entry::Vacant(entry) => {
+        let previous = self.read_before(index, id);
+        let workspace = &mut self.workspaces[index];
+        let known = match previous {
+            None => {
                 // A session found by the initial scan follows its files once it is watched, from
                 // their end (lines already there are not news: `sweep`); every other's files are
                 // followed from their start.
@@ -198,26 +201,27 @@ impl WatchLoop {
                     summary: summary.clone(),
                     tags: Vec::new(),
                 });
-                entry.insert(KnownSession {
-                    summary,
-                    fingerprint: None,
-                    tails: HashMap::new(),
-                })
+                workspace
+                    .sessions
+                    .entry(id.clone())
+                    .or_insert(KnownSession::read_as(summary))
             }
-            std::collections::btree_map::Entry::Occupied(entry) => {
-                let known = entry.into_mut();
+            Some(previous) => {
                 // What the folder cannot order (or no longer names), the order seen live tells.
                 let mut summary = summary;
-                summary.keep_order_seen(&known.summary);
-                if known.summary != summary || store_changed {
+                if let Some(previous) = &previous {
+                    summary.keep_order_seen(previous);
+                }
+                if previous.as_ref() != Some(&summary) || store_changed {
                     (self.sink)(Change::SessionUpdated {
                         workspace: root.clone(),
                         session_id: id.clone(),
                         summary: summary.clone(),
                         tags: Vec::new(),
                     });
-                    known.summary = summary;
                 }
+                let known = workspace.sessions.get_mut(id).expect("a session known before its read");
+                known.hold(summary);
                 known
             }
         };
@@ -263,6 +267,25 @@ impl WatchLoop {
         for file in more {
             mark_pending(&mut self.pending, (index, id.clone()), Some(file), now);
         }
+    }
+}
+
+impl WatchLoop {
+    /// What a known session was read as before (`None` for a session not known): its summary
+    /// held while it is watched, taken; else the folder index's, when the watcher has a store.
+    fn read_before(&mut self, index: usize, id: &SessionId) -> Option<Option<SessionSummary>> {
+        let workspace = &mut self.workspaces[index];
+        let known = workspace.sessions.get_mut(id)?;
+        if let Some(held) = known.summary.take() {
+            return Some(Some(*held));
+        }
+        let indexed = self.options.store.as_deref().and_then(|store| {
+            crate::store::index::indexed_summary(store, &workspace.workspace, id)
+                .inspect_err(|error| tracing::warn!(%error, "cannot read a session's indexed summary"))
+                .ok()
+                .flatten()
+        });
+        Some(indexed)
     }
 }
 

@@ -11,8 +11,9 @@ use notify::RecommendedWatcher;
 use super::options::{Seed, WatcherOptions};
 use crate::sessions::agents::AGENTS_FILE;
 use crate::sessions::change::ChangeSink;
-use crate::sessions::session::{SessionSummary, Workspace};
+use crate::sessions::session::{SessionSummary, Timestamp, Workspace};
 use crate::sessions::tail::FileTail;
+use crate::status::Status;
 use crate::vocabulary::id::SessionId;
 use crate::watch::recorded_runs::RecordedRuns;
 
@@ -20,6 +21,8 @@ pub(super) enum Message {
     Filesystem(notify::Result<notify::Event>),
     AgentsFile(notify::Result<notify::Event>),
     StoreFile(notify::Result<notify::Event>),
+    /// How many sessions are known, and of how many a summary is held (`Watcher::sessions_held`).
+    CountHeld(std::sync::mpsc::Sender<(usize, usize)>),
     Stop,
 }
 
@@ -118,11 +121,43 @@ pub(super) fn agents_file_state(file: &Path) -> String {
 }
 
 pub(super) struct KnownSession {
-    pub(super) summary: SessionSummary,
+    /// When its files last changed (its summary's `updated_at`), as last read or seeded.
+    pub(super) updated_at: Timestamp,
+    /// Whether it was last read (or seeded) as `running`.
+    pub(super) running: bool,
+    /// Its summary as last read: held only while it is watched ([`WatchLoop::watched`]), what its
+    /// next read is compared with. A swept one's is the store's folder index's, looked up when
+    /// it is read again (`reading`): 100,000 ended sessions are not 100,000 summaries in memory.
+    pub(super) summary: Option<Box<SessionSummary>>,
     pub(super) fingerprint: Option<String>,
     /// Its followed files: only while it is watched ([`WatchLoop::watched`]); a swept session
     /// follows none.
     pub(super) tails: HashMap<PathBuf, FileTail>,
+}
+
+impl KnownSession {
+    /// A session read as `summary`, its summary held.
+    pub(super) fn read_as(summary: SessionSummary) -> KnownSession {
+        KnownSession {
+            updated_at: summary.updated_at,
+            running: summary.status == Status::Running,
+            summary: Some(Box::new(summary)),
+            fingerprint: None,
+            tails: HashMap::new(),
+        }
+    }
+
+    /// Holds `summary` as its latest read.
+    pub(super) fn hold(&mut self, summary: SessionSummary) {
+        self.updated_at = summary.updated_at;
+        self.running = summary.status == Status::Running;
+        self.summary = Some(Box::new(summary));
+    }
+
+    /// How long it has been, at `now`, since its files last changed, when it is not `running`.
+    pub(super) fn quiet_for(&self, now: Timestamp) -> Option<std::time::Duration> {
+        (!self.running).then(|| std::time::Duration::from_millis(now.0.saturating_sub(self.updated_at.0)))
+    }
 }
 
 /// A session to read again, and the files whose events said so.

@@ -18,9 +18,8 @@ use std::time::{Duration, Instant};
 #[cfg(doc)]
 use super::options::WatcherOptions;
 use super::reading::tails_from_end;
-use super::state::{mark_pending, SessionKey, WatchLoop};
-use crate::sessions::session::{fingerprint, SessionSummary, Timestamp};
-use crate::status::Status;
+use super::state::{mark_pending, KnownSession, SessionKey, WatchLoop};
+use crate::sessions::session::{fingerprint, Timestamp};
 use crate::vocabulary::id::SessionId;
 
 /// The sweep takes this many steps per bound (fewer when a step would come sooner than
@@ -31,20 +30,11 @@ const SWEEP_STEPS: u32 = 60;
 const SHORTEST_SWEEP_STEP: Duration = Duration::from_millis(50);
 
 impl WatchLoop {
-    /// How long it has been, by the watcher's clock, since a session read as `summary` last
-    /// changed (its files' newest time), when it is not `running`: `None` for a running one.
-    fn quiet_for(&self, summary: &SessionSummary) -> Option<Duration> {
-        if summary.status == Status::Running {
-            return None;
-        }
-        let now = Timestamp::from_system_time((self.options.clock)());
-        Some(Duration::from_millis(now.0.saturating_sub(summary.updated_at.0)))
-    }
-
-    /// Whether a session read as `summary` at start gets watches of its own: running, or changed
+    /// Whether a session known as `known` at start gets watches of its own: running, or changed
     /// within [`WatcherOptions::recent`].
-    pub(super) fn is_recent(&self, summary: &SessionSummary) -> bool {
-        self.quiet_for(summary).is_none_or(|quiet| quiet < self.options.recent)
+    pub(super) fn is_recent(&self, known: &KnownSession) -> bool {
+        let now = Timestamp::from_system_time((self.options.clock)());
+        known.quiet_for(now).is_none_or(|quiet| quiet < self.options.recent)
     }
 
     /// After the initial scan, before anything is watched: the sessions of a workspace that are
@@ -53,16 +43,22 @@ impl WatchLoop {
     /// is not news).
     pub(super) fn mark_recent_watched(&mut self, index: usize) {
         let now = Instant::now();
+        let clock_now = Timestamp::from_system_time((self.options.clock)());
         let recent: Vec<(SessionKey, Instant)> = self.workspaces[index]
             .sessions
             .iter()
-            .filter(|(_, known)| self.is_recent(&known.summary))
+            .filter(|(_, known)| self.is_recent(known))
             .map(|(id, known)| {
-                let quiet = self.quiet_for(&known.summary).unwrap_or_default();
+                let quiet = known.quiet_for(clock_now).unwrap_or_default();
                 ((index, id.clone()), now.checked_sub(quiet).unwrap_or(now))
             })
             .collect();
         let workspace = &mut self.workspaces[index];
+        // The swept ones' summaries are not held (an initial scan without a seed read them all).
+        let watched: HashSet<&SessionId> = recent.iter().map(|((_, id), _)| id).collect();
+        for (_, known) in workspace.sessions.iter_mut().filter(|(id, _)| !watched.contains(id)) {
+            known.summary = None;
+        }
         for ((_, id), _) in &recent {
             if let Some(known) = workspace.sessions.get_mut(id) {
                 known.tails = tails_from_end(&workspace.sessions_dir.join(id.as_str()));
@@ -157,6 +153,7 @@ impl WatchLoop {
             self.forget_watched(index, &id);
             if let Some(known) = self.workspaces[index].sessions.get_mut(&id) {
                 known.tails = Default::default();
+                known.summary = None;
             }
         }
     }
