@@ -77,7 +77,7 @@ macro_rules! ipc_methods {
 
         /// The studio server's methods as a client calls them: each by its name, its parameters
         /// typed and sent by their names, its result read as the type the server's call answers.
-        /// One list with the server's [`dispatch`] and the window's commands (`IPC_METHODS`).
+        /// One list with the server's `dispatch` and the window's commands ([`IPC_METHODS`]).
         pub trait Methods {
             /// Calls `method` with `params` (an object of the parameters by name).
             fn call_method<T: DeserializeOwned + Send + 'static>(&self, method: &str, params: Value) -> Result<T, Error>;
