@@ -401,7 +401,10 @@ impl IndexedFolder {
 /// summary is read (the index's `updated_at` and `running` columns say what the watcher needs).
 pub fn indexed_folders(store: &Store, workspace: &Workspace) -> Result<HashMap<SessionId, IndexedFolder>, Error> {
     store.with_conn(|conn| {
-        let key = workspaces::key(conn, workspace)?;
+        // Read only: a workspace the store never knew has no rows (and gets no key made here).
+        let Some(key) = workspaces::known_key(conn, workspace)? else {
+            return Ok(HashMap::new());
+        };
         let mut statement = conn.prepare_cached(
             "SELECT session_id, fingerprint, updated_at, running FROM folder_index WHERE workspace_id = ?1",
         )?;
@@ -432,14 +435,17 @@ pub fn indexed_summaries_since(
     since: Timestamp,
 ) -> Result<Vec<SessionSummary>, Error> {
     store.with_conn(|conn| {
-        let key = workspaces::key(conn, workspace)?;
+        let Some(key) = workspaces::known_key(conn, workspace)? else {
+            return Ok(Vec::new());
+        };
+        // `updated_at` is written from the summary's own, so the query's bound is the summary's.
         let mut statement = conn.prepare_cached(
             "SELECT fingerprint, summary, node_usage FROM folder_index WHERE workspace_id = ?1 AND updated_at >= ?2",
         )?;
         let rows = statement.query_map(params![key, since.0 as i64], cached)?;
         let mut summaries = Vec::new();
         for row in rows {
-            summaries.extend(from_cache(&row?).filter(|summary| summary.updated_at >= since));
+            summaries.extend(from_cache(&row?));
         }
         Ok(summaries)
     })
@@ -458,7 +464,9 @@ fn cached(r: &rusqlite::Row<'_>) -> rusqlite::Result<Cached> {
 /// readable one: what a watcher compares a swept session's new read with.
 pub fn indexed_summary(store: &Store, workspace: &Workspace, id: &SessionId) -> Result<Option<SessionSummary>, Error> {
     store.with_conn(|conn| {
-        let key = workspaces::key(conn, workspace)?;
+        let Some(key) = workspaces::known_key(conn, workspace)? else {
+            return Ok(None);
+        };
         let cached = conn
             .prepare_cached(
                 "SELECT fingerprint, summary, node_usage FROM folder_index WHERE workspace_id = ?1 AND session_id = ?2",
