@@ -303,8 +303,8 @@ fn around_spans(spans: &[u8]) -> Vec<u8> {
     let scope_spans = scope.len() + spans.len();
     let resource_spans = resource.len() + 1 + prost::length_delimiter_len(scope_spans) + scope_spans;
     let mut body = Vec::with_capacity(1 + prost::length_delimiter_len(resource_spans) + resource_spans);
-    for (length, field) in [(resource_spans, resource), (scope_spans, scope)] {
-        body.push(if body.is_empty() { FIELD_1 } else { FIELD_2 });
+    for (key, length, field) in [(FIELD_1, resource_spans, resource), (FIELD_2, scope_spans, scope)] {
+        body.push(key);
         prost::encode_length_delimiter(length, &mut body).expect("a Vec takes any length");
         body.extend_from_slice(field);
     }
