@@ -816,8 +816,8 @@ fn a_swept_sessions_read_is_compared_with_the_folder_indexs_summary() {
     let root = tempfile::tempdir().unwrap();
     let data = tempfile::tempdir().unwrap();
     let month_ago = SystemTime::now() - Duration::from_secs(30 * 86_400);
-    let (touched, failed) = ("1777000000001_touched", "1777000000002_failed");
-    for id in [touched, failed] {
+    let (touched, failed, later) = ("1777000000001_touched", "1777000000002_failed", "1777000000003_later");
+    for id in [touched, failed, later] {
         let dir = write_finished_session(root.path(), id);
         for path in [
             dir.join(".session-info.json"),
@@ -832,7 +832,7 @@ fn a_swept_sessions_read_is_compared_with_the_folder_indexs_summary() {
     let workspace = Workspace::open(root.path()).unwrap();
     store.list_sessions(&workspace, SystemTime::now()).unwrap();
     let seed = index::indexed_folders(&store, &workspace).unwrap();
-    assert_eq!(seed.len(), 2);
+    assert_eq!(seed.len(), 3);
     // Since the seed was taken: one rewritten with the same meaning and time (its fingerprint
     // changes with its size, its summary does not), one failed.
     let sessions = root.path().join(".zibby/output/sessions");
@@ -845,12 +845,13 @@ fn a_swept_sessions_read_is_compared_with_the_folder_indexs_summary() {
     let sink = index::keeping_current(store.clone(), &[&workspace], changes.sink());
     let options = WatcherOptions {
         store: Some(store.clone()),
+        sweep_bound: Duration::from_secs(1),
         ..WatcherOptions::default()
     };
     let watcher = Watcher::start_seeded(vec![(workspace, seed)], sink, options).unwrap();
-    // Both read at start; the failed one changed just now is watched, its summary held; the
-    // other's is the index's.
-    assert_eq!(watcher.sessions_held(), Some((2, 1)));
+    // Two read at start; the failed one changed just now is watched, its summary held; the
+    // others' are the index's.
+    assert_eq!(watcher.sessions_held(), Some((3, 1)));
     // Compared with the index's summary: the one as the index has it is no change.
     assert_eq!(changes.updated(), [(failed.to_owned(), Status::Error)]);
     let failed_id = SessionId::parse(failed).unwrap();
@@ -859,5 +860,27 @@ fn a_swept_sessions_read_is_compared_with_the_folder_indexs_summary() {
         indexed.map(|summary| summary.status),
         Some(Status::Error),
         "the index kept current"
+    );
+
+    // After the start, found by the sweep: the touched one rewritten again with the same meaning
+    // (another size), and the third failed. The third is reported; the touched one, compared with
+    // the index's summary, is not (the sweep looks at both within its bound of 1 s).
+    let old = |path: &Path, text: &str| {
+        fs::write(path, text).unwrap();
+        fs::File::open(path).unwrap().set_modified(month_ago).unwrap();
+    };
+    old(&rewritten, r#"{"success":  true}"#);
+    old(&sessions.join(later).join("result.json"), r#"{"success":false}"#);
+    changes.wait_until("the third session's failure, found by the sweep", |seen| {
+        seen.iter().any(|change| {
+            matches!(change, Change::SessionUpdated { session_id, summary, .. }
+                if session_id.as_str() == later && summary.status == Status::Error)
+        })
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !changes.updated().iter().any(|(id, _)| id == touched),
+        "a swept session read as the index has it is no change: {:?}",
+        changes.updated()
     );
 }
