@@ -49,10 +49,12 @@ pub fn serve(args: &ServeArgs, globals: &Globals) -> anyhow::Result<()> {
         kept_server::serve_kept(Arc::new(studio), socket, Duration::from_secs(idle), &options)?;
         return Ok(());
     }
-    if let Some(relayed) = relay(args, &root) {
-        match relayed {
-            Ok(()) => return Ok(()),
-            // Served here as without it.
+    if let Some(attached) = attach(args, &root) {
+        match attached {
+            // Attached: the kept server serves the client; an error now ends the command (the
+            // client may have had the kept server's banner: a second server would confuse it).
+            Ok(relay) => return Ok(relay.run()?),
+            // Nothing said to the client yet: served here as without it.
             Err(error) => eprintln!("zstudio serve: no kept server ({error}): this one serves"),
         }
     }
@@ -64,9 +66,12 @@ pub fn serve(args: &ServeArgs, globals: &Globals) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `--keep-for`: the client relayed to the workspace's kept server (started when none answers),
+/// `--keep-for`: the client attached to the workspace's kept server (started when none answers),
 /// named by the build the start script verified; `None` without it (or without a home).
-fn relay(args: &ServeArgs, root: &std::path::Path) -> Option<Result<(), studio_core::Error>> {
+fn attach(
+    args: &ServeArgs,
+    root: &std::path::Path,
+) -> Option<Result<studio_core::remote::kept_server::KeptRelay, studio_core::Error>> {
     let (idle, build) = (args.keep_for?, args.kept_build.as_deref()?);
     let home = std::env::var("HOME").ok().filter(|home| home.starts_with('/'))?;
     if !is_build_id(build) || idle == 0 {
@@ -87,5 +92,5 @@ fn relay(args: &ServeArgs, root: &std::path::Path) -> Option<Result<(), studio_c
         .arg(&socket)
         .arg("--workspace")
         .arg(root);
-    Some(kept_server::relay_to_kept(&socket, &args.nonce, &mut start))
+    Some(kept_server::attach_to_kept(&socket, &args.nonce, &mut start))
 }

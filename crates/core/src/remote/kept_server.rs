@@ -1,7 +1,7 @@
 //! A studio server kept on the host between commands (issue 41, point 7): `zstudio serve --stdio
 //! --keep-for SECS --kept-build BUILD`, started by a command's start script, hands its client to
-//! the workspace's kept server ([`relay_to_kept`]: started first, detached, when none answers) and
-//! relays the client's frames to it; the kept server (`zstudio serve --listen SOCKET --keep-for
+//! the workspace's kept server ([`attach_to_kept`]: started first, detached, when none answers) and
+//! relays the client's frames to it ([`KeptRelay::run`]); the kept server (`zstudio serve --listen SOCKET --keep-for
 //! SECS`, [`serve_kept`]) serves each client that connects as `serve --stdio` serves its one, over
 //! the one studio it opened (its store, workspace and listing warm), until no client has come for
 //! SECS: then it removes its socket and ends (the runs it follows going on through the keeper).
@@ -14,7 +14,8 @@
 //! workspace: a later command of the same build reaches it through its kept ssh master (a
 //! forwarded socket, `ssh::Connection::reach_kept_server`) without starting anything on the host.
 //! A client connects, says [`ATTACH`] and its nonce in one line, and is then a `serve --stdio`
-//! client; one of another user (its peer's uid) is refused.
+//! client. Only the login reaches the socket: it is 0600 in that 0700 folder (no peer credential
+//! is checked beyond the folder's and the socket's modes).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -47,7 +48,8 @@ fn error(what: &'static str, path: &Path, source: std::io::Error) -> Error {
 fn private_folder(socket: &Path) -> Result<PathBuf, Error> {
     let dir = socket.parent().unwrap_or(Path::new("/"));
     if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent).map_err(|source| error("create", parent, source))?;
+        // `~/.zibby-studio` made as the store's own folders are: 0700.
+        crate::sessions::private::create_dir_all(parent)?;
     }
     Ok(crate::remote::ssh::private_dir(dir)?)
 }
@@ -60,10 +62,11 @@ fn answering(socket: &Path) -> Option<UnixStream> {
     ours.then(|| UnixStream::connect(socket).ok()).flatten()
 }
 
-/// `serve --stdio --keep-for`: relays standard input and output to the kept server on `socket`,
-/// started with `start` (detached: a process group of its own, no standard streams) when none
-/// answers; the folder locked meanwhile, so two commands at once start one.
-pub fn relay_to_kept(socket: &Path, nonce: &str, start: &mut Command) -> Result<(), Error> {
+/// `serve --stdio --keep-for`: attaches to the kept server on `socket`, started with `start`
+/// (detached: a process group of its own, no standard streams) when none answers; the folder
+/// locked meanwhile, so two commands at once start one. An error here means nothing was said to
+/// the client yet (it may be served another way); once attached, [`KeptRelay::run`] relays.
+pub fn attach_to_kept(socket: &Path, nonce: &str, start: &mut Command) -> Result<KeptRelay, Error> {
     let dir = private_folder(socket)?;
     let lock = std::fs::File::open(&dir).map_err(|source| error("open", &dir, source))?;
     lock.lock().map_err(|source| error("lock", &dir, source))?;
@@ -75,7 +78,9 @@ pub fn relay_to_kept(socket: &Path, nonce: &str, start: &mut Command) -> Result<
         }
     };
     drop(lock);
-    relay(stream, nonce)
+    let (input, output) =
+        crate::remote::protocol::SocketInput::attach(stream, nonce).map_err(|e| error("attach to", socket, e))?;
+    Ok(KeptRelay { input, output })
 }
 
 /// Starts the kept server and waits until it answers on `socket`.
@@ -107,21 +112,26 @@ fn start_kept(socket: &Path, start: &mut Command) -> Result<UnixStream, Error> {
     }
 }
 
-/// Says [`ATTACH`] and `nonce` on `stream`, then copies standard input to it and it to standard
-/// output until both end.
-fn relay(stream: UnixStream, nonce: &str) -> Result<(), Error> {
-    let mut to_server = stream
-        .try_clone()
-        .map_err(|e| Error::io("the kept server's socket", e))?;
-    writeln!(to_server, "{ATTACH} {nonce}").map_err(|e| Error::io("the kept server's socket", e))?;
-    let input = std::thread::spawn(move || {
-        let _ = copy_flushed(std::io::stdin().lock(), &mut to_server);
-        let _ = to_server.shutdown(std::net::Shutdown::Write);
-    });
-    let copied = copy_flushed(stream, std::io::stdout().lock());
-    // The client's input may go on after the server ended (it ends the relay).
-    drop(input);
-    copied.map_err(|e| Error::io("the kept server's output", e))
+/// A client attached to the kept server: its input and output there.
+pub struct KeptRelay {
+    input: Box<dyn Write + Send>,
+    output: Box<dyn Read + Send>,
+}
+
+impl KeptRelay {
+    /// Copies standard input to the kept server and its output to standard output until the
+    /// server ends the client (its input's write side shut as standard input ends). An error
+    /// here ends the command: the server's banner may already have gone to the client.
+    pub fn run(self) -> Result<(), Error> {
+        let KeptRelay { mut input, output } = self;
+        let copying_in = std::thread::spawn(move || {
+            let _ = copy_flushed(std::io::stdin().lock(), &mut input);
+        });
+        let copied = copy_flushed(output, std::io::stdout().lock());
+        // The client's input may go on after the server ended (it ends the relay).
+        drop(copying_in);
+        copied.map_err(|e| Error::io("the kept server's output", e))
+    }
 }
 
 /// Copies `from` to `to` until it ends, each read flushed at once (a frame is never held back
