@@ -227,6 +227,13 @@ fn after_the_kept_time_nothing_is_left_on_either_side() {
         "no forward left"
     );
     let config = sshd.ssh_config().to_str().unwrap();
+    // What the wait below must see go: the master here, its socket in this runtime folder.
+    assert!(!processes_naming(config).is_empty(), "the kept master runs");
+    assert_eq!(
+        files_ending(&sockets, &[".sock"]).len(),
+        1,
+        "the master's socket is here"
+    );
     let left = || {
         let mut left = kept_servers(ws);
         left.extend(processes_naming(config));
