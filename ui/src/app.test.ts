@@ -506,6 +506,30 @@ describe("the sessions table in pages", () => {
     expect(root.querySelector("tr.placeholder")).toBeNull();
   });
 
+  it("keeps the rows held when the rows scrolled to are not read yet, and reads them once they are", async () => {
+    const backend = fakeBackend({ sessions: sessions(450) });
+    const app = await startPaged(backend);
+    const page = backend.sessionsPage.bind(backend);
+    // A first launch still reading the folders behind the first screen: past row 200, nothing yet.
+    backend.sessionsPage = async (offset, limit) => {
+      const read = await page(offset, limit);
+      return offset >= PAGE_ROWS ? { ...read, sessions: [], checking: [] } : read;
+    };
+    wrap().scrollTop = 450 * 46;
+    wrap().dispatchEvent(new Event("scroll"));
+    flushSync();
+    await vi.waitFor(() => expect(pageCalls(backend)).toContain(`sessionsPage(250, ${PAGE_ROWS})`));
+    await vi.advanceTimersByTimeAsync(50);
+    expect(app.state.sessions.rows()).toHaveLength(PAGE_ROWS);
+    expect(app.state.sessions.offset).toBe(0);
+    expect(root.querySelectorAll("tr.placeholder").length).toBeGreaterThan(0);
+    // The rest read: the next change of the listing brings them.
+    backend.sessionsPage = page;
+    backend.sessionsChanged();
+    await vi.advanceTimersByTimeAsync(200);
+    await vi.waitFor(() => expect(root.querySelector("tr[data-session-id='s00001']")).not.toBeNull());
+  });
+
   it("draws the rows not yet read as placeholders while they are read", async () => {
     const backend = fakeBackend({ sessions: sessions(450) });
     const app = await startPaged(backend);

@@ -230,6 +230,9 @@ export class SessionsState {
       if (epoch !== this.#epoch || page.kind !== "ok" || this.listing.kind !== "ok" || this.whole) return;
       const rows = this.listing.value;
       const came = page.value.sessions;
+      // None there yet (a first launch still reading the folders behind the first screen): the
+      // rows held stay, and the table asks again as the listing changes.
+      if (came.length === 0) return;
       let offset = this.offset;
       let joined: SessionRow[];
       if (read.join === "after") {
