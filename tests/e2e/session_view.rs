@@ -317,8 +317,20 @@ async fn ten_thousand_sessions_open_and_scroll() {
             "the grid counts every session"
         );
         let scrolled = Instant::now();
-        crate::harness::scroll_table_to_the_end(&client).await;
-        wait_for(&client, &format!("tr[data-session-id='{oldest}']")).await;
+        // Scrolled again while it is not drawn: on a first launch the read-ahead may still be
+        // filling the table (a reload with the rows of the moment) as the first scroll lands.
+        let oldest_row = format!("tr[data-session-id='{oldest}']");
+        eventually("the oldest session is drawn at the end of the table", || async {
+            crate::harness::scroll_table_to_the_end(&client).await;
+            let drawn = client
+                .find_all(Locator::Css(&oldest_row))
+                .await
+                .map_err(|e| e.to_string())?;
+            (!drawn.is_empty())
+                .then_some(())
+                .ok_or_else(|| "not drawn yet".to_owned())
+        })
+        .await;
         let held = client
             .execute("return document.querySelectorAll('tr.session-row').length;", vec![])
             .await
