@@ -9,7 +9,9 @@
 //!   tree; read from its whole text and as it comes, its rows read with and without a flattened
 //!   summary), the same bytes carried by ssh (`cat`); the listing as the protocol carries it (a
 //!   table, `remote::table`: the reply's bytes, written and read back against the objects,
-//!   carried by ssh); and one round trip (`workspace_get`, best of 20);
+//!   carried by ssh); and one round trip (`workspace_get`, best of 20); both forms carried by a
+//!   new ssh connection with compression off and on (`compressed`: issue 42 asked whether the
+//!   table still pays once ssh compresses);
 //! - a line printed by an agent reaching the other end: the agent prints each line written to a
 //!   FIFO; from its writing to the line's `run_event` notification here (what a window hears
 //!   live), through ssh and through pipes, and to the `RunFollower` reading it from the host's
@@ -105,6 +107,7 @@ fn main() {
 
     if wanted("listing") {
         listing(&studio, &link, &piped, &connection, count);
+        compressed(&sshd, &studio);
     }
     if wanted("lines") {
         let local = local_lines(&studio, &local_events, &fifo);
@@ -529,4 +532,81 @@ fn remote_lines(link: &Link, events: &Receiver<LinkEvent>, fifo: &Path) -> (Dura
         }
     }
     (median(heard), median(followed))
+}
+
+/// Issue 42's question about the table (`remote::table`): with ssh's compression on, do the
+/// listing's objects cost ssh no more than its table? Both forms' bytes carried by `cat` through a
+/// new ssh connection (its own, not the master's, so `Compression` is the one asked), compression
+/// off and on, best of 5 each, less a `true` through the same kind of connection.
+fn compressed(sshd: &Sshd, studio: &Studio) {
+    let listing = studio.sessions_list().unwrap();
+    let objects = serde_json::to_vec(&listing).unwrap();
+    let mut table = Vec::new();
+    write_listing(&listing, &mut table).unwrap();
+    let mut figures = Vec::new();
+    for compression in ["no", "yes"] {
+        let carried = |bytes: &[u8]| fresh_ssh_carries(sshd, bytes, compression);
+        // In turns, the better of two rounds each.
+        let (table_first, objects_first) = (carried(&table), carried(&objects));
+        let (table_then, objects_then) = (carried(&table), carried(&objects));
+        figures.push(format!(
+            "compression {compression}: table {} ms, objects {} ms",
+            ms(table_first.min(table_then)),
+            ms(objects_first.min(objects_then))
+        ));
+    }
+    println!(
+        "the listing ({} bytes as objects, {} as a table; gzip -6: {} and {}) carried by a new ssh connection \
+         (`cat`, less a `true`): {}",
+        objects.len(),
+        table.len(),
+        gzipped_size(&objects),
+        gzipped_size(&table),
+        figures.join("; ")
+    );
+}
+
+/// The size of `bytes` once `gzip -6` (zlib's level, as ssh's compression) compressed them.
+fn gzipped_size(bytes: &[u8]) -> usize {
+    let mut gzip = Command::new("gzip")
+        .arg("-6")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = gzip.stdin.take().unwrap();
+    let owned = bytes.to_vec();
+    let writer = std::thread::spawn(move || input.write_all(&owned).unwrap());
+    let out = gzip.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out.stdout.len()
+}
+
+/// How long a new ssh connection (no master) with `Compression` `compression` takes to carry
+/// `bytes` from the host: `cat` of a file of them 10 times in one connection (best of 3), less a
+/// `true` (best of 5), over 10: the transfer, not the connection's set-up, is what is timed.
+fn fresh_ssh_carries(sshd: &Sshd, bytes: &[u8], compression: &str) -> Duration {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(file.path(), bytes).unwrap();
+    let path = file.path().display().to_string();
+    let run = |argv: &[&str]| {
+        let out = Command::new("ssh")
+            .arg("-F")
+            .arg(sshd.ssh_config())
+            .args(["-o", "ControlMaster=no", "-o", "ControlPath=none", "-o"])
+            .arg(format!("Compression={compression}"))
+            .arg(sshd.alias())
+            .args(argv)
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "ssh {argv:?}");
+        out.stdout.len()
+    };
+    let cats = format!("for i in 1 2 3 4 5 6 7 8 9 10; do cat '{path}'; done");
+    let (cat, size) = common::best_of(3, || run(&[&cats]));
+    assert_eq!(size, 10 * bytes.len());
+    let (nothing, _) = common::best_of(5, || run(&["true"]));
+    cat.saturating_sub(nothing) / 10
 }
