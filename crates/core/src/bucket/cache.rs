@@ -84,7 +84,7 @@ pub fn source_folder(cache_root: &Path, source: &Source) -> PathBuf {
         Some(account) => sha2::Sha256::digest(format!("{source}\n{endpoint}\n{account}")),
         None => sha2::Sha256::digest(format!("{source}\n{endpoint}")),
     };
-    let hash: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    let hash = crate::vocabulary::digest::hex(&digest[..6]);
     let scheme = source.to_string();
     let scheme = scheme.split("://").next().unwrap_or("bucket");
     cache_root.join(format!("{scheme}-{}-{hash}", source.bucket))

@@ -13,7 +13,6 @@ use std::os::unix::net::UnixStream;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::Change;
@@ -371,8 +370,7 @@ pub const KEPT_RUN_DIR: &str = ".zibby-studio/run";
 /// The socket of the kept server of build `build` (its 16 hex digits) on `workspace` (absolute),
 /// under `home`: `HOME/.zibby-studio/run/BUILD-<16 hex digits of the workspace's SHA-256>.sock`.
 pub fn kept_socket_path(home: &str, build: &str, workspace: &str) -> String {
-    let digest = Sha256::digest(workspace.as_bytes());
-    let hex: String = digest[..8].iter().map(|byte| format!("{byte:02x}")).collect();
+    let hex = crate::vocabulary::digest::sha256_hex(workspace.as_bytes(), 8);
     format!("{}/{KEPT_RUN_DIR}/{build}-{hex}.sock", home.trim_end_matches('/'))
 }
 

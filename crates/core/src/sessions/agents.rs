@@ -356,14 +356,11 @@ fn named_files(workspace_root: &Path, cwd: &Path, command: &[String]) -> Result<
         let sha256 = if bytes <= MAX_HASHED_FILE_BYTES {
             let mut hasher = sha2::Sha256::new();
             std::io::copy(&mut file, &mut hasher).map_err(|_| refuse("is a file that cannot be read"))?;
-            hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+            crate::vocabulary::digest::hex(&hasher.finalize())
         } else {
             let modified = file.metadata().and_then(|m| m.modified()).ok();
             let stamp = format!("{bytes} bytes, modified {modified:?}");
-            sha2::Sha256::digest(stamp.as_bytes())
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect()
+            crate::vocabulary::digest::sha256_hex(stamp.as_bytes(), 32)
         };
         files.push(LaunchFile {
             path: relative.to_owned(),

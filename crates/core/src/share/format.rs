@@ -74,11 +74,6 @@ pub struct Folder {
     pub modified_ms: Option<u64>,
 }
 
-/// A member's checksum as the manifest has it: SHA-256, lowercase hex.
-fn hex(digest: impl AsRef<[u8]>) -> String {
-    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// A writer (or a reader) that hashes and counts what goes through it.
 pub(super) struct Hashing<W> {
     inner: W,
@@ -96,7 +91,7 @@ impl<W> Hashing<W> {
     }
 
     pub(super) fn digest(&self) -> String {
-        hex(self.hasher.clone().finalize())
+        crate::vocabulary::digest::hex(&self.hasher.clone().finalize())
     }
 }
 

@@ -60,9 +60,7 @@ impl StoreLocation {
                 path.parent().unwrap_or(Path::new("/")).join("runs")
             }
             StoreLocation::File(path) => {
-                use sha2::Digest;
-                let digest = sha2::Sha256::digest(path.as_os_str().as_encoded_bytes());
-                let name: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+                let name = crate::vocabulary::digest::sha256_hex(path.as_os_str().as_encoded_bytes(), 8);
                 data_home()
                     .unwrap_or_else(std::env::temp_dir)
                     .join("zibby-studio")

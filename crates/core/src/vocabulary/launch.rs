@@ -286,11 +286,7 @@ pub struct LaunchParts {
 
 /// The SHA-256 of a JSON value's text, in hex.
 fn sha256_hex(value: &serde_json::Value) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(value.to_string().as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::vocabulary::digest::sha256_hex(value.to_string().as_bytes(), 32)
 }
 
 impl Launch {

@@ -6,9 +6,10 @@
 //! [`visible`]: untrusted text shown with its hidden characters as escapes; [`size`]: a byte
 //! count as every surface shows it; [`owned`]: scratch folders named by their process, removed
 //! once it is gone; [`label`]: tags, notes and saved views' names, checked before the store keeps
-//! them.
+//! them; [`digest`]: a SHA-256, or its first bytes, as hex.
 
 pub mod containment;
+pub mod digest;
 pub mod error;
 pub mod id;
 pub mod label;

@@ -133,8 +133,7 @@ impl Verified {
             Some(dir) => dir.to_owned(),
             None => super::sockets::runtime_dir().ok()?,
         };
-        let digest = Sha256::digest(about.as_bytes());
-        let name: String = digest[..8].iter().map(|byte| format!("{byte:02x}")).collect();
+        let name = crate::vocabulary::digest::sha256_hex(about.as_bytes(), 8);
         Some(Verified {
             path: dir.join(format!("verified-{name}")),
         })
@@ -179,8 +178,7 @@ fn digest_of(binary: &Path) -> Result<String, SshError> {
         }
         hasher.update(&buffer[..read]);
     }
-    let digest = hasher.finalize();
-    Ok(digest[..8].iter().map(|byte| format!("{byte:02x}")).collect())
+    Ok(crate::vocabulary::digest::hex(&hasher.finalize()[..8]))
 }
 
 /// This machine's platform as `uname -sm` says it (`Linux x86_64`, `Darwin arm64`).

@@ -186,6 +186,6 @@ pub(super) fn kept_name(target: &RemoteTarget, options: &ConnectOptions) -> Stri
         digest.update(part.as_bytes());
         digest.update([0]);
     }
-    let hex: String = digest.finalize().iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let hex = crate::vocabulary::digest::hex(&digest.finalize()[..8]);
     format!("kept-{hex}")
 }

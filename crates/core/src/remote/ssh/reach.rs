@@ -59,7 +59,7 @@ impl Connection {
         digest.update(self.target().path.as_bytes());
         digest.update([0]);
         digest.update(build.as_bytes());
-        let hex: String = digest.finalize()[..8].iter().map(|b| format!("{b:02x}")).collect();
+        let hex = crate::vocabulary::digest::hex(&digest.finalize()[..8]);
         Some(self.control_path().with_file_name(format!("{stem}.ws-{hex}")))
     }
 
