@@ -211,6 +211,8 @@ fn lock(clients: &Mutex<Clients>) -> std::sync::MutexGuard<'_, Clients> {
 /// Takes each client that connects on a thread of its own (the login's only: the socket is 0600
 /// in a 0700 folder of its own).
 fn accept(listener: &UnixListener, clients: &Arc<Mutex<Clients>>, studio: &Arc<Studio>, options: &ServeOptions) {
+    // The first client's runs were adopted as the studio opened, just before.
+    let mut adopt = false;
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         {
@@ -222,7 +224,7 @@ fn accept(listener: &UnixListener, clients: &Arc<Mutex<Clients>>, studio: &Arc<S
         }
         let (shared, studio, options) = (clients.clone(), studio.clone(), options.clone());
         let spawned = std::thread::Builder::new().name("kept-client".into()).spawn(move || {
-            if let Err(error) = serve_client(stream, studio, options) {
+            if let Err(error) = serve_client(stream, studio, options, adopt) {
                 tracing::warn!(%error, "a client of the kept server");
             }
             let mut state = lock(&shared);
@@ -232,11 +234,13 @@ fn accept(listener: &UnixListener, clients: &Arc<Mutex<Clients>>, studio: &Arc<S
         if spawned.is_err() {
             lock(clients).connected -= 1;
         }
+        adopt = true;
     }
 }
 
-/// Reads the client's [`ATTACH`] line, then serves it as `serve --stdio` serves its client.
-fn serve_client(stream: UnixStream, studio: Arc<Studio>, mut options: ServeOptions) -> Result<(), Error> {
+/// Reads the client's [`ATTACH`] line, then serves it as `serve --stdio` serves its client
+/// (having adopted, with `adopt`, the runs no studio follows, as a server started for it would).
+fn serve_client(stream: UnixStream, studio: Arc<Studio>, mut options: ServeOptions, adopt: bool) -> Result<(), Error> {
     let output = stream.try_clone().map_err(|e| Error::io("a kept server's client", e))?;
     stream
         .set_read_timeout(Some(START_WAIT))
@@ -259,9 +263,11 @@ fn serve_client(stream: UnixStream, studio: Arc<Studio>, mut options: ServeOptio
             ),
         })?;
     options.nonce = nonce.to_owned();
-    // As a server started for this client would: the runs no studio follows (left going since).
-    if let Err(error) = studio.adopt_runs() {
-        tracing::warn!(%error, "cannot adopt the runs no studio follows");
+    // The runs no studio follows, left going since the last client (or since the studio opened).
+    if adopt {
+        if let Err(error) = studio.adopt_runs() {
+            tracing::warn!(%error, "cannot adopt the runs no studio follows");
+        }
     }
     input
         .get_ref()
