@@ -1,24 +1,21 @@
 //! Export over the link: the server writes a session's bundle to a private folder of its own
 //! ([`Exports::open`], `export_open`), the client reads it back in bounded chunks
-//! (`export_read`, base64) and lets it go (`export_close`); what is left goes when the server
-//! ends.
+//! (`export_read`, each answered as raw bytes after its reply's line: `remote::transfer`) and
+//! lets it go (`export_close`); what is left goes when the server ends.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use crate::app::Studio;
 use crate::remote::scratch::ServerFolder;
+use crate::remote::transfer::MAX_CHUNK;
 use crate::share::Exported;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
-
-/// The most bytes one `export_read` returns (before base64).
-pub const MAX_EXPORT_CHUNK: usize = 1 << 20;
 
 /// `export_open`'s parameters.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -46,24 +43,8 @@ pub struct ExportOpened {
 pub struct ExportRead {
     pub export_id: String,
     pub offset: u64,
-    /// At most [`MAX_EXPORT_CHUNK`].
+    /// At most [`MAX_CHUNK`].
     pub limit: usize,
-}
-
-/// `export_read`'s result: the bytes from `offset`, base64, and whether they reach the end.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ExportChunk {
-    pub data: String,
-    pub eof: bool,
-}
-
-impl ExportChunk {
-    /// The chunk's bytes.
-    pub fn bytes(&self) -> Result<Vec<u8>, String> {
-        base64::engine::general_purpose::STANDARD
-            .decode(&self.data)
-            .map_err(|e| format!("an export chunk that is not base64 ({e})"))
-    }
 }
 
 /// `export_close`'s parameters.
@@ -101,22 +82,18 @@ impl Exports {
         })
     }
 
-    /// Up to `limit` bytes of an open export from `offset`.
-    pub fn read(&self, params: &ExportRead) -> Result<ExportChunk, Error> {
+    /// Up to `limit` bytes of an open export from `offset` (none past its end).
+    pub fn read(&self, params: &ExportRead) -> Result<Vec<u8>, Error> {
         let path = self.path_of(&params.export_id)?;
         let mut file = std::fs::File::open(&path).map_err(|e| Error::io(&path, e))?;
-        let size = file.metadata().map_err(|e| Error::io(&path, e))?.len();
         file.seek(SeekFrom::Start(params.offset))
             .map_err(|e| Error::io(&path, e))?;
         let mut data = Vec::new();
-        let limit = params.limit.min(MAX_EXPORT_CHUNK) as u64;
+        let limit = params.limit.min(MAX_CHUNK) as u64;
         file.take(limit)
             .read_to_end(&mut data)
             .map_err(|e| Error::io(&path, e))?;
-        Ok(ExportChunk {
-            eof: params.offset + data.len() as u64 >= size,
-            data: base64::engine::general_purpose::STANDARD.encode(&data),
-        })
+        Ok(data)
     }
 
     /// Lets an export go: its bundle is removed.

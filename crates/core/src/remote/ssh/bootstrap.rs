@@ -16,14 +16,19 @@
 //! whose C library cannot run it gets the loader's own words. A host of another OS or
 //! architecture gets an error saying no build for it is shipped (no aarch64 build is made).
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::connection::Connection;
 use super::errors::{io, last_lines, SshError};
+use crate::remote::transfer::send_file;
+use crate::vocabulary::error::Error;
 use crate::vocabulary::visible::shown;
 
 /// Where builds are kept on the host, under the login's `$HOME`.
@@ -231,11 +236,14 @@ pub(super) const FIND_FUNCTION: &str = r#"find_server() {
 }
 "#;
 
-/// Writes stdin to a temporary file of [`SERVER_DIR`], checks its size (`$2`) and that it runs,
-/// renames it to `$1`, then removes the other builds (`removed PATH` each). `~/.zibby-studio` and
-/// its `server` folder are made the login's alone (0700) first; one that is someone else's is
-/// refused (exit 5).
+/// After [`SCRIPT_HELPERS`]: writes stdin (gzipped when `$4` is `gzip`: `gzip -d`; a host without
+/// gzip exits 6 before it reads any, saying [`NO_GZIP`]) to a temporary file of [`SERVER_DIR`],
+/// checks its size (`$2`), its SHA-256 (`$3`, the build id, where the host can read one) and that
+/// it runs, renames it to `$1`, then removes the other builds (`removed PATH` each).
+/// `~/.zibby-studio` and its `server` folder are made the login's alone (0700) first; one that is
+/// someone else's is refused (exit 5).
 const UPLOAD_SCRIPT: &str = r#"set -e
+if [ "$4" = gzip ] && ! command -v gzip >/dev/null 2>&1; then echo "zstudio-upload: no gzip on the host" >&2; exit 6; fi
 d=$HOME/.zibby-studio/server
 umask 077
 mkdir -p "$d"
@@ -245,9 +253,13 @@ for f in "$HOME/.zibby-studio" "$d"; do
 done
 t=$(mktemp "$d/.upload.XXXXXX")
 trap 'rm -f "$t"' EXIT
-cat > "$t"
+if [ "$4" = gzip ]; then
+  if ! gzip -dc > "$t"; then echo "the upload did not arrive whole: gzip -d failed" >&2; exit 3; fi
+else cat > "$t"; fi
 size=$(wc -c < "$t")
 if [ "$size" -ne "$2" ]; then echo "the upload was cut short: $size of $2 bytes arrived" >&2; exit 3; fi
+s=$(sum "$t")
+if [ -n "$s" ] && [ "$s" != "$3" ]; then echo "the upload arrived with another SHA-256 ($s, not the build's $3)" >&2; exit 3; fi
 chmod 700 "$t"
 if ! out=$("$t" --version 2>&1); then echo "the uploaded zstudio does not run there: $out" >&2; exit 4; fi
 mv -f "$t" "$d/$1"
@@ -256,6 +268,9 @@ printf 'identity %s\ninstalled %s\n' "$(stat -c %d:%i:%s:%.9Y:%.9Z "$d/$1" 2>/de
 for f in "$d"/zstudio-*; do
   if [ "$f" != "$d/$1" ] && [ -f "$f" ]; then rm -f "$f"; printf 'removed %s\n' "$f"; fi
 done"#;
+
+/// What the upload script says on a host without gzip: the server is then sent as it is.
+const NO_GZIP: &str = "zstudio-upload: no gzip on the host";
 
 impl Connection {
     /// What this machine keeps about `about` on this host, reached this way, between processes
@@ -326,10 +341,14 @@ impl Connection {
             .map_err(|source| io("read", local_binary, source))?
             .len();
         let name = build.file_name();
-        let size_text = size.to_string();
-        let argv = ["sh", "-c", UPLOAD_SCRIPT, "sh", name.as_str(), size_text.as_str()];
         let output = self
-            .run(&argv, Some(local_binary), 64 * 1024)
+            .send_server(local_binary, &name, size, &build.build, true)
+            .or_else(|error| match error {
+                SshError::Ssh { ref detail, .. } if detail.contains(NO_GZIP) => {
+                    self.send_server(local_binary, &name, size, &build.build, false)
+                }
+                other => Err(other),
+            })
             .map_err(|error| match error {
                 SshError::Ssh { host, detail } => SshError::Bootstrap {
                     host,
@@ -367,6 +386,41 @@ impl Connection {
             removed,
         })
     }
+
+    /// Runs the upload script with `local_binary` (`size` bytes, build `build`) as its input,
+    /// gzipped when `gzip` ([`crate::remote::transfer`]'s chunks, read once and compressed as they
+    /// are sent), to be put at `name`; what the script printed.
+    fn send_server(
+        &self,
+        local_binary: &Path,
+        name: &str,
+        size: u64,
+        build: &str,
+        gzip: bool,
+    ) -> Result<Vec<u8>, SshError> {
+        let script = format!("{SCRIPT_HELPERS}{UPLOAD_SCRIPT}");
+        let size_text = size.to_string();
+        let encoding = if gzip { "gzip" } else { "raw" };
+        let argv = ["sh", "-c", &script, "sh", name, &size_text, build, encoding];
+        let feed = |pipe: &mut dyn Write| -> Result<(), String> {
+            let file = std::fs::File::open(local_binary).map_err(|e| io("read", local_binary, e).to_string())?;
+            let sent = match gzip {
+                true => {
+                    let mut encoder = GzEncoder::new(pipe, Compression::fast());
+                    let sent = send_file(local_binary, file, size, |_, chunk| write_chunk(&mut encoder, chunk));
+                    sent.and_then(|()| encoder.finish().map(drop).map_err(|e| Error::io_write("the upload", e)))
+                }
+                false => send_file(local_binary, file, size, |_, chunk| write_chunk(pipe, chunk)),
+            };
+            sent.map_err(|error| error.to_string())
+        };
+        self.run(&argv, Some(&feed), 64 * 1024)
+    }
+}
+
+/// Writes one chunk of the upload to the `ssh` command's input.
+fn write_chunk(pipe: &mut (impl Write + ?Sized), chunk: &[u8]) -> Result<(), Error> {
+    pipe.write_all(chunk).map_err(|e| Error::io_write("the upload", e))
 }
 
 #[cfg(test)]
