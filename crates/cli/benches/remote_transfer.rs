@@ -39,7 +39,12 @@ fn zstudio(binary: &Path, args: &[&str], data: &Path, config: &Path) -> Option<D
     let took = started.elapsed();
     if !output.status.success() {
         let said = String::from_utf8_lossy(&output.stderr);
-        println!("  {} {}: failed after {took:.1?}: {}", binary.display(), args[2], said.trim());
+        println!(
+            "  {} {}: failed after {took:.1?}: {}",
+            binary.display(),
+            args[2],
+            said.trim()
+        );
         return None;
     }
     Some(took)
@@ -64,7 +69,9 @@ fn noisy_output(seed: u64, megabytes: usize) -> String {
 /// The median in ms; NaN when every run failed.
 fn median(mut times: Vec<Duration>) -> f64 {
     times.sort();
-    times.get(times.len() / 2).map_or(f64::NAN, |t| t.as_secs_f64() * 1000.0)
+    times
+        .get(times.len() / 2)
+        .map_or(f64::NAN, |t| t.as_secs_f64() * 1000.0)
 }
 
 fn main() {

@@ -17,14 +17,12 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::remote::export::{ExportClose, ExportOpen, ExportOpened, ExportRead};
 use crate::remote::protocol::{
     line_of, parse_server_frame, read_line_bounded, Banner, Hello, LineRead, Notification, Request, ServerFrame,
-    SocketInput, WireError, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REPLY_BYTES, PROTOCOL_VERSION,
+    SocketInput, WireError, HELLO, MAX_REPLY_BYTES, PROTOCOL_VERSION,
 };
 use crate::remote::table::read_result;
-use crate::remote::transfer::{read_data, Receiving, MAX_CHUNK};
-use crate::share::Exported;
+use crate::remote::transfer::{read_data, MAX_CHUNK};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::visible::shown;
 
@@ -404,67 +402,6 @@ impl RemoteClient {
             })
     }
 
-    /// Exports session `session_id` of the server's workspace to the local file `out`: the
-    /// server writes the bundle, the client reads it back in chunks of at most [`MAX_CHUNK`]
-    /// bytes into a file beside `out` (0600), renamed to `out` once whole. Returns what the
-    /// server exported, its `path` the local one.
-    pub fn export_session(&self, session_id: &str, include_config: bool, out: &Path) -> Result<Exported, Error> {
-        let opened: ExportOpened = self.call(
-            EXPORT_OPEN,
-            &ExportOpen {
-                session_id: session_id.to_owned(),
-                include_config,
-            },
-        )?;
-        let close = ExportClose {
-            export_id: opened.export_id.clone(),
-        };
-        let copied = self.copy_export(&opened, out);
-        let closed = self.call::<()>(EXPORT_CLOSE, &close);
-        let exported = copied?;
-        closed?;
-        Ok(exported)
-    }
-
-    /// Copies the export the server opened into `out`, through a partial file beside it (named
-    /// by this process, and swept by the next export once that process is gone). A server that
-    /// declares more than an import takes ([`crate::share::DEFAULT_MAX_BYTES`]), or sends more
-    /// than it declared, is refused before more is written: a hostile host cannot fill the disk.
-    fn copy_export(&self, opened: &ExportOpened, out: &Path) -> Result<Exported, Error> {
-        let what = format!("the export of `{}`", shown(&opened.exported.session_id));
-        let most = crate::share::DEFAULT_MAX_BYTES;
-        if opened.size > most {
-            return Err(self.link_error(format!(
-                "{what} was declared as {} bytes, more than the {most} an import takes",
-                opened.size
-            )));
-        }
-        let mut partial = crate::sessions::private::PartialFile::beside(out)?;
-        let mut receiving = Receiving::new(what, opened.size);
-        while receiving.received() < receiving.size() {
-            let read = ExportRead {
-                export_id: opened.export_id.clone(),
-                offset: receiving.received(),
-                limit: MAX_CHUNK,
-            };
-            let chunk = self.call_for_data(EXPORT_READ, &read)?;
-            if chunk.is_empty() {
-                break;
-            }
-            receiving
-                .take(read.offset, chunk.len())
-                .map_err(|what| self.link_error(what))?;
-            let at = partial.path().to_owned();
-            partial.file().write_all(&chunk).map_err(|e| Error::io_write(&at, e))?;
-        }
-        receiving.whole().map_err(|what| self.link_error(what))?;
-        partial.finish()?;
-        Ok(Exported {
-            path: out.to_path_buf(),
-            ..opened.exported.clone()
-        })
-    }
-
     /// The server's notifications ([`crate::remote::protocol::CHANGE`],
     /// [`crate::remote::protocol::RUN_EVENT`]), once: `None` when taken before. The channel
     /// closes when the link does.
@@ -524,7 +461,8 @@ impl RemoteClient {
         }
     }
 
-    fn link_error(&self, what: String) -> Error {
+    /// A `remote_link` error saying `what`, with the server's last stderr lines.
+    pub(super) fn link_error(&self, what: String) -> Error {
         self.link.error(what)
     }
 

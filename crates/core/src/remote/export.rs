@@ -4,18 +4,21 @@
 //! lets it go (`export_close`); what is left goes when the server ends.
 
 use std::collections::HashMap;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::PathBuf;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
 use crate::app::Studio;
+use crate::remote::client::RemoteClient;
+use crate::remote::protocol::{EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ};
 use crate::remote::scratch::ServerFolder;
-use crate::remote::transfer::MAX_CHUNK;
+use crate::remote::transfer::{Receiving, MAX_CHUNK};
 use crate::share::Exported;
 use crate::vocabulary::error::Error;
 use crate::vocabulary::id::SessionId;
+use crate::vocabulary::visible::shown;
 
 /// `export_open`'s parameters.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -52,6 +55,69 @@ pub struct ExportRead {
 #[serde(deny_unknown_fields)]
 pub struct ExportClose {
     pub export_id: String,
+}
+
+impl RemoteClient {
+    /// Exports session `session_id` of the server's workspace to the local file `out`: the
+    /// server writes the bundle, the client reads it back in chunks of at most [`MAX_CHUNK`]
+    /// bytes into a file beside `out` (0600), renamed to `out` once whole. Returns what the
+    /// server exported, its `path` the local one.
+    pub fn export_session(&self, session_id: &str, include_config: bool, out: &Path) -> Result<Exported, Error> {
+        let opened: ExportOpened = self.call(
+            EXPORT_OPEN,
+            &ExportOpen {
+                session_id: session_id.to_owned(),
+                include_config,
+            },
+        )?;
+        let close = ExportClose {
+            export_id: opened.export_id.clone(),
+        };
+        let copied = self.copy_export(&opened, out);
+        let closed = self.call::<()>(EXPORT_CLOSE, &close);
+        let exported = copied?;
+        closed?;
+        Ok(exported)
+    }
+
+    /// Copies the export the server opened into `out`, through a partial file beside it (named
+    /// by this process, and swept by the next export once that process is gone). A server that
+    /// declares more than an import takes ([`crate::share::DEFAULT_MAX_BYTES`]), or sends more
+    /// than it declared, is refused before more is written: a hostile host cannot fill the disk.
+    fn copy_export(&self, opened: &ExportOpened, out: &Path) -> Result<Exported, Error> {
+        let what = format!("the export of `{}`", shown(&opened.exported.session_id));
+        let most = crate::share::DEFAULT_MAX_BYTES;
+        if opened.size > most {
+            return Err(self.link_error(format!(
+                "{what} was declared as {} bytes, more than the {most} an import takes",
+                opened.size
+            )));
+        }
+        let mut partial = crate::sessions::private::PartialFile::beside(out)?;
+        let mut receiving = Receiving::new(what, opened.size);
+        while receiving.received() < receiving.size() {
+            let read = ExportRead {
+                export_id: opened.export_id.clone(),
+                offset: receiving.received(),
+                limit: MAX_CHUNK,
+            };
+            let chunk = self.call_for_data(EXPORT_READ, &read)?;
+            if chunk.is_empty() {
+                break;
+            }
+            receiving
+                .take(read.offset, chunk.len())
+                .map_err(|what| self.link_error(what))?;
+            let at = partial.path().to_owned();
+            partial.file().write_all(&chunk).map_err(|e| Error::io_write(&at, e))?;
+        }
+        receiving.whole().map_err(|what| self.link_error(what))?;
+        partial.finish()?;
+        Ok(Exported {
+            path: out.to_path_buf(),
+            ..opened.exported.clone()
+        })
+    }
 }
 
 /// The bundles written for the client, in a private folder removed when the server ends.

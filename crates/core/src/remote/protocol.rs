@@ -8,7 +8,7 @@
 //! is at most [`MAX_REQUEST_BYTES`] one way and [`MAX_REPLY_BYTES`] the other.
 //!
 //! A chunk of a file moves as raw bytes after its frame's line, which says how many follow
-//! (`"data": N`, at most [`MAX_CHUNK`](crate::remote::transfer::MAX_CHUNK)): a request
+//! (`"data": N`, at most `remote::transfer`'s `MAX_CHUNK`, 1 MiB): a request
 //! `{id, method, params, data}` (`import_write`), a reply `{"id":N,"data":N}` in place of a
 //! result (`export_read`); `remote::transfer` reads and bounds them.
 

@@ -6,7 +6,7 @@
 //! never through a link, its size said first and held to) and taken on the other end by a
 //! [`Receiving`], which holds the chunks to the offset the file has reached and to the size it
 //! was said to have, and says which file when it refuses one. Over a studio server's stream a
-//! chunk is raw bytes after the line of its frame (`"data": N`, [`crate::remote::protocol`]),
+//! chunk is raw bytes after the line of its frame (`"data": N`, as `remote::protocol` says),
 //! not base64 inside JSON; the server's own upload, made before any server runs there, is the
 //! same chunks gzipped into the standard input of an `ssh` command (`ssh::bootstrap`).
 
