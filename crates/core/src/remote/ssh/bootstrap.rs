@@ -435,6 +435,89 @@ mod tests {
         assert!(!same_platform("FreeBSD amd64", "Linux x86_64"));
     }
 
+    /// Runs the upload script here as a host would (`home` its `$HOME`, `path` its PATH) with
+    /// `input` on its stdin: its exit code and stderr.
+    fn upload_here(home: &Path, path: &str, args: [&str; 4], input: &[u8]) -> (Option<i32>, String) {
+        let script = format!("{SCRIPT_HELPERS}{UPLOAD_SCRIPT}");
+        let mut child = std::process::Command::new("/bin/sh")
+            .args(["-c", &script, "sh"])
+            .args(args)
+            .env("HOME", home)
+            .env("PATH", path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(input);
+        drop(stdin);
+        let output = child.wait_with_output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    /// Issue 42, point 5: the server goes to the host gzipped, and what arrived is checked there
+    /// (its size, its SHA-256, that it runs) before it is put in place; a host without gzip says
+    /// so before it reads anything, and takes the server as it is.
+    #[test]
+    fn the_upload_is_unpacked_and_checked_on_the_host_and_a_host_without_gzip_says_so() {
+        let home = tempfile::tempdir().unwrap();
+        let server = b"#!/bin/sh\necho zstudio 0.0.0\n".to_vec();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("zstudio");
+        std::fs::write(&file, &server).unwrap();
+        let build = digest_of(&file).unwrap();
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::fast());
+        encoder.write_all(&server).unwrap();
+        let gzipped = encoder.finish().unwrap();
+        let size = server.len().to_string();
+        let path = std::env::var("PATH").unwrap();
+        let installed = home.path().join(".zibby-studio/server/zstudio-0-a");
+        let wrong = "0123456789abcdef";
+        let (code, said) = upload_here(home.path(), &path, ["zstudio-0-a", &size, wrong, "gzip"], &gzipped);
+        assert_eq!(code, Some(3), "{said}");
+        assert!(said.contains("another SHA-256"), "{said}");
+        assert!(!installed.exists(), "a server of another digest is not put in place");
+        let (code, said) = upload_here(home.path(), &path, ["zstudio-0-a", &size, &build, "gzip"], &server);
+        assert_eq!(code, Some(3), "input that is not gzip: {said}");
+        let (code, said) = upload_here(home.path(), &path, ["zstudio-0-a", &size, &build, "gzip"], &gzipped);
+        assert_eq!(code, Some(0), "{said}");
+        assert_eq!(std::fs::read(&installed).unwrap(), server);
+        // A host whose PATH has every tool but gzip.
+        let tools = tempfile::tempdir().unwrap();
+        for tool in [
+            "mkdir",
+            "chmod",
+            "mktemp",
+            "cat",
+            "wc",
+            "stat",
+            "find",
+            "sha256sum",
+            "cut",
+            "mv",
+            "rm",
+        ] {
+            let found = path
+                .split(':')
+                .map(|d| Path::new(d).join(tool))
+                .find(|p| p.is_file())
+                .unwrap();
+            std::os::unix::fs::symlink(found, tools.path().join(tool)).unwrap();
+        }
+        let bare = tools.path().to_str().unwrap();
+        std::fs::remove_file(&installed).unwrap();
+        let (code, said) = upload_here(home.path(), bare, ["zstudio-0-a", &size, &build, "gzip"], &gzipped);
+        assert_eq!(code, Some(6), "{said}");
+        assert!(said.contains(NO_GZIP), "{said}");
+        let (code, said) = upload_here(home.path(), bare, ["zstudio-0-a", &size, &build, "raw"], &server);
+        assert_eq!(code, Some(0), "{said}");
+        assert_eq!(std::fs::read(&installed).unwrap(), server);
+    }
+
     #[test]
     fn a_build_id_is_the_files_digest() {
         let dir = tempfile::tempdir().unwrap();
