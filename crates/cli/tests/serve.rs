@@ -400,6 +400,71 @@ fn a_bad_frame_is_answered_with_an_error_and_the_server_goes_on() {
     assert_eq!(server.end_input(Duration::from_secs(20)).code(), Some(0));
 }
 
+/// Issue 42, point 5: a file's chunk follows its request's line as raw bytes (`"data": N`). Only
+/// `import_write` takes them; a chunk sent with another method or over the bound is refused and
+/// its bytes skipped, never read as frames (bytes that look like a request included), and the
+/// server goes on.
+#[test]
+fn data_after_a_request_line_is_taken_by_import_write_alone_and_skipped_otherwise() {
+    let place = Place::create();
+    let mut server = Server::start(&place);
+    server.greet();
+    let lookalike = format!("{}\n", json!({"id": 99, "method": "workspace_get"}));
+    let with_data = |id: u64, method: &str, params: Value, data: &str| {
+        format!(
+            "{}\n{data}",
+            json!({"id": id, "method": method, "params": params, "data": data.len()})
+        )
+    };
+    server.send(&with_data(1, "workspace_get", json!({}), &lookalike));
+    let refused = server.reply();
+    assert_eq!(refused["id"], 1, "{refused}");
+    assert_eq!(refused["error"]["code"], "invalid_request", "{refused}");
+    assert!(
+        refused["error"]["message"].as_str().unwrap().contains("takes no data"),
+        "{refused}"
+    );
+    let over = format!("{lookalike}{}", "x".repeat(1 << 20));
+    server.send(&with_data(
+        2,
+        "import_write",
+        json!({"import_id": "a", "offset": 0}),
+        &over,
+    ));
+    let refused = server.reply();
+    assert_eq!(refused["id"], 2, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 1048576"),
+        "{refused}"
+    );
+    server.request(3, "import_open", json!({"name": "run.log", "size": lookalike.len()}));
+    let opened = server.reply();
+    let import_id = opened["result"]["import_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{opened}"))
+        .to_owned();
+    server.send(&with_data(
+        4,
+        "import_write",
+        json!({"import_id": import_id, "offset": 0}),
+        &lookalike,
+    ));
+    let written = server.reply();
+    assert_eq!(written["id"], 4, "{written}");
+    assert!(written["result"].is_null(), "{written}");
+    server.request(5, "workspace_get", json!({}));
+    let still = server.reply();
+    assert_eq!(
+        still["id"], 5,
+        "nothing answered the bytes that looked like a request: {still}"
+    );
+    assert!(still["result"]["root"].is_string(), "{still}");
+    assert_eq!(server.end_input(Duration::from_secs(20)).code(), Some(0));
+}
+
 #[test]
 fn a_client_of_another_protocol_version_is_refused_and_the_server_exits() {
     let place = Place::create();

@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
-use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
@@ -17,13 +16,12 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::remote::export::{ExportChunk, ExportClose, ExportOpen, ExportOpened, ExportRead, MAX_EXPORT_CHUNK};
 use crate::remote::protocol::{
     line_of, parse_server_frame, read_line_bounded, Banner, Hello, LineRead, Notification, Request, ServerFrame,
-    SocketInput, WireError, EXPORT_CLOSE, EXPORT_OPEN, EXPORT_READ, HELLO, MAX_REPLY_BYTES, PROTOCOL_VERSION,
+    SocketInput, WireError, HELLO, MAX_REPLY_BYTES, PROTOCOL_VERSION,
 };
 use crate::remote::table::read_result;
-use crate::share::Exported;
+use crate::remote::transfer::{read_data, MAX_CHUNK};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::visible::shown;
 
@@ -97,8 +95,16 @@ pub const MAX_NOTIFICATION_BYTES: usize = 256 * 1024;
 
 /// A call waiting for its reply, called on the reader thread with its result's JSON text as the
 /// line holds it (read there as the caller's type: no copy of the text, and the caller wakes to
-/// its value), or with its error.
-type Waiting = Box<dyn FnOnce(Result<&[u8], Error>) + Send>;
+/// its value) or the data that followed its line, or with its error.
+type Waiting = Box<dyn FnOnce(Result<Answered<'_>, Error>) + Send>;
+
+/// What a reply carried.
+enum Answered<'a> {
+    /// A result's JSON text.
+    Result(&'a [u8]),
+    /// Raw bytes after the reply's line (a file's chunk).
+    Data(Vec<u8>),
+}
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -307,6 +313,44 @@ impl RemoteClient {
         params: &impl Serialize,
         timeout: Duration,
     ) -> Result<T, Error> {
+        self.request(method, params, None, timeout, result_as::<T>)
+    }
+
+    /// [`RemoteClient::call`] with `data` (a file's chunk, at most [`MAX_CHUNK`] bytes) sent as
+    /// raw bytes after the request's line.
+    pub fn call_sending<T: DeserializeOwned + Send + 'static>(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+        data: &[u8],
+    ) -> Result<T, Error> {
+        self.request(method, params, Some(data), self.call_timeout, result_as::<T>)
+    }
+
+    /// Calls `method`, answered with raw bytes after the reply's line (a file's chunk).
+    pub fn call_for_data(&self, method: &str, params: &impl Serialize) -> Result<Vec<u8>, Error> {
+        self.request(
+            method,
+            params,
+            None,
+            self.call_timeout,
+            |name, answered| match answered {
+                Answered::Data(data) => Ok(data),
+                Answered::Result(_) => Err(format!("`{name}` was answered with a result where data was expected")),
+            },
+        )
+    }
+
+    /// Sends request `method` (and `data` after its line) and waits at most `timeout` for its
+    /// reply, read on the reader thread by `read`.
+    fn request<T: Send + 'static>(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+        data: Option<&[u8]>,
+        timeout: Duration,
+        read: impl FnOnce(&str, Answered<'_>) -> Result<T, String> + Send + 'static,
+    ) -> Result<T, Error> {
         let params = serde_json::to_value(params).map_err(|e| Error::InvalidRequest {
             reason: format!("the parameters of `{method}` do not serialise: {e}"),
         })?;
@@ -314,7 +358,7 @@ impl RemoteClient {
         let (answer, answered) = mpsc::channel();
         let (link, name) = (self.link.clone(), method.to_owned());
         let waiting: Waiting = Box::new(move |outcome| {
-            let read = outcome.and_then(|text| read_result::<T>(&name, text).map_err(|what| link.error(what)));
+            let read = outcome.and_then(|answered| read(&name, answered).map_err(|what| link.error(what)));
             let _ = answer.send(read);
         });
         lock(&self.link.pending).insert(id, waiting);
@@ -326,8 +370,9 @@ impl RemoteClient {
             id,
             method: method.to_owned(),
             params,
+            data: data.map(|data| data.len() as u64),
         });
-        if let Err(error) = self.send(&frame) {
+        if let Err(error) = self.send(&frame, data.unwrap_or_default()) {
             lock(&self.link.pending).remove(&id);
             return Err(error);
         }
@@ -341,94 +386,19 @@ impl RemoteClient {
         }
     }
 
-    fn send(&self, frame: &[u8]) -> Result<(), Error> {
+    /// Writes a frame's line and the data that follows it, nothing between them.
+    fn send(&self, frame: &[u8], data: &[u8]) -> Result<(), Error> {
         let mut stdin = lock(&self.stdin);
         let Some(pipe) = stdin.as_mut() else {
             return Err(self.link_error("the link was closed by this studio".to_owned()));
         };
         pipe.write_all(frame)
+            .and_then(|()| pipe.write_all(data))
             .and_then(|()| pipe.flush())
             .map_err(|e| match lock(&self.link.closed).is_some() {
                 true => self.link.closed_error(self),
                 false => self.link_error(format!("cannot write to the studio server: {e}")),
             })
-    }
-
-    /// Exports session `session_id` of the server's workspace to the local file `out`: the
-    /// server writes the bundle, the client reads it back in chunks of at most
-    /// [`MAX_EXPORT_CHUNK`] bytes into a file beside `out` (0600), renamed to `out` once whole.
-    /// Returns what the server exported, its `path` the local one.
-    pub fn export_session(&self, session_id: &str, include_config: bool, out: &Path) -> Result<Exported, Error> {
-        let opened: ExportOpened = self.call(
-            EXPORT_OPEN,
-            &ExportOpen {
-                session_id: session_id.to_owned(),
-                include_config,
-            },
-        )?;
-        let close = ExportClose {
-            export_id: opened.export_id.clone(),
-        };
-        let copied = self.copy_export(&opened, out);
-        let closed = self.call::<()>(EXPORT_CLOSE, &close);
-        let exported = copied?;
-        closed?;
-        Ok(exported)
-    }
-
-    /// Copies the export the server opened into `out`, through a partial file beside it (named
-    /// by this process, and swept by the next export once that process is gone). A server that
-    /// declares more than an import takes ([`crate::share::DEFAULT_MAX_BYTES`]), or sends more
-    /// than it declared, is refused before more is written: a hostile host cannot fill the disk.
-    fn copy_export(&self, opened: &ExportOpened, out: &Path) -> Result<Exported, Error> {
-        let most = crate::share::DEFAULT_MAX_BYTES;
-        if opened.size > most {
-            return Err(self.link_error(format!(
-                "the export of `{}` was declared as {} bytes, more than the {most} an import takes",
-                shown(&opened.exported.session_id),
-                opened.size
-            )));
-        }
-        let mut partial = crate::sessions::private::PartialFile::beside(out)?;
-        let written = (|| {
-            let mut offset = 0u64;
-            loop {
-                let read = ExportRead {
-                    export_id: opened.export_id.clone(),
-                    offset,
-                    limit: MAX_EXPORT_CHUNK,
-                };
-                let chunk: ExportChunk = self.call(EXPORT_READ, &read)?;
-                let bytes = chunk.bytes().map_err(|what| self.link_error(what))?;
-                if bytes.len() > MAX_EXPORT_CHUNK || offset + bytes.len() as u64 > opened.size {
-                    return Err(self.link_error(format!(
-                        "the export of `{}` came back longer than the {} bytes it was declared as",
-                        shown(&opened.exported.session_id),
-                        opened.size
-                    )));
-                }
-                let at = partial.path().to_owned();
-                partial.file().write_all(&bytes).map_err(|e| Error::io_write(&at, e))?;
-                offset += bytes.len() as u64;
-                if chunk.eof || bytes.is_empty() {
-                    break;
-                }
-            }
-            if offset != opened.size {
-                return Err(self.link_error(format!(
-                    "the export of `{}` came back as {offset} bytes, not {}",
-                    shown(&opened.exported.session_id),
-                    opened.size
-                )));
-            }
-            Ok(())
-        })();
-        written?;
-        partial.finish()?;
-        Ok(Exported {
-            path: out.to_path_buf(),
-            ..opened.exported.clone()
-        })
     }
 
     /// The server's notifications ([`crate::remote::protocol::CHANGE`],
@@ -490,7 +460,8 @@ impl RemoteClient {
         }
     }
 
-    fn link_error(&self, what: String) -> Error {
+    /// A `remote_link` error saying `what`, with the server's last stderr lines.
+    pub(super) fn link_error(&self, what: String) -> Error {
         self.link.error(what)
     }
 
@@ -508,6 +479,14 @@ impl RemoteClient {
                 _ => return String::new(),
             }
         }
+    }
+}
+
+/// A reply's result read as `T` (a call that expected one).
+fn result_as<T: DeserializeOwned>(name: &str, answered: Answered<'_>) -> Result<T, String> {
+    match answered {
+        Answered::Result(text) => read_result::<T>(name, text),
+        Answered::Data(_) => Err(format!("`{name}` was answered with data where a result was expected")),
     }
 }
 
@@ -631,7 +610,27 @@ impl Reader {
                 Ok(ServerFrame::Reply { id, outcome }) => {
                     let waiting = lock(&self.link.pending).remove(&id);
                     if let Some(waiting) = waiting {
-                        waiting(outcome.map_err(|e: WireError| e.into_error(&self.link.host)));
+                        waiting(
+                            outcome
+                                .map(Answered::Result)
+                                .map_err(|e: WireError| e.into_error(&self.link.host)),
+                        );
+                    }
+                }
+                Ok(ServerFrame::Data { id, len }) => {
+                    if len > MAX_CHUNK as u64 {
+                        return format!(
+                            "the studio server sent {len} bytes of data after a reply: at most {MAX_CHUNK}"
+                        );
+                    }
+                    let data = match read_data(input, len as usize) {
+                        Ok(data) => data,
+                        Err(e) => return format!("cannot read the data of a reply from the studio server: {e}"),
+                    };
+                    self.link.received.fetch_add(len, Ordering::Relaxed);
+                    let waiting = lock(&self.link.pending).remove(&id);
+                    if let Some(waiting) = waiting {
+                        waiting(Ok(Answered::Data(data)));
                     }
                 }
                 Ok(ServerFrame::Notification(notification)) => {

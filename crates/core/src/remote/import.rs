@@ -1,6 +1,7 @@
 //! Import over the link: the client uploads a bundle or a captured log (and the log's stderr) to
 //! a private folder of the server's in bounded chunks ([`Uploads::open`], `import_open`;
-//! `import_write`, base64, each at the offset the upload has reached), then the server imports
+//! `import_write`, each at the offset the upload has reached, its bytes raw after the request's
+//! line: `remote::transfer`), then the server imports
 //! it into its workspace and store as `zstudio import` does there (`import_commit`) and removes
 //! it. `import_close` lets an upload go; what is left goes when the server ends.
 //!
@@ -8,24 +9,20 @@
 //! writes ([`ImportLimits::max_bytes`]), so a client cannot fill the host's disk through it.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use base64::Engine;
 use serde::{Deserialize, Serialize};
 
 use crate::app::Studio;
 use crate::remote::client::RemoteClient;
-use crate::remote::export::MAX_EXPORT_CHUNK;
 use crate::remote::protocol::{IMPORT_CLOSE, IMPORT_COMMIT, IMPORT_OPEN, IMPORT_WRITE};
 use crate::remote::scratch::ServerFolder;
+use crate::remote::transfer::{self, Receiving};
 use crate::share::{self, ImportLimits, ImportOptions, ImportedSession};
 use crate::vocabulary::error::Error;
 use crate::vocabulary::visible::shown;
-
-/// The most bytes one `import_write` carries (before base64): an export's chunk.
-pub const MAX_IMPORT_CHUNK: usize = MAX_EXPORT_CHUNK;
 
 /// `import_open`'s parameters: the file's name (its last part: what the import's messages name)
 /// and size; `max_bytes`, the most the import may write (as `zstudio import --max-bytes`).
@@ -44,14 +41,13 @@ pub struct ImportOpened {
     pub import_id: String,
 }
 
-/// `import_write`'s parameters: at most [`MAX_IMPORT_CHUNK`] bytes, base64, at `offset`, which
-/// must be where the upload is.
+/// `import_write`'s parameters: the chunk (at most [`transfer::MAX_CHUNK`] bytes, after the
+/// request's line) goes at `offset`, which must be where the upload is.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImportWrite {
     pub import_id: String,
     pub offset: u64,
-    pub data: String,
 }
 
 /// `import_commit`'s parameters: the upload to import (whole), and what `zstudio import` takes.
@@ -142,8 +138,7 @@ fn upload(
                 .to_owned(),
         });
     }
-    let (mut reader, _) = crate::sessions::untrusted::open_regular(file)?;
-    let size = reader.metadata().map_err(|e| Error::io(file, e))?.len();
+    let (reader, size) = transfer::open_file(file)?;
     let opened: ImportOpened = client.call(
         IMPORT_OPEN,
         &ImportOpen {
@@ -153,38 +148,20 @@ fn upload(
         },
     )?;
     uploaded.push(opened.import_id.clone());
-    let mut buffer = vec![0u8; MAX_IMPORT_CHUNK];
-    let mut offset = 0u64;
-    while offset < size {
-        let want = usize::try_from(size - offset).map_or(MAX_IMPORT_CHUNK, |left| left.min(MAX_IMPORT_CHUNK));
-        let n = reader.read(&mut buffer[..want]).map_err(|e| Error::io(file, e))?;
-        if n == 0 {
-            return Err(Error::io(
-                file,
-                std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "it got shorter while it was uploaded",
-                ),
-            ));
-        }
-        client.call::<()>(
-            IMPORT_WRITE,
-            &ImportWrite {
-                import_id: opened.import_id.clone(),
-                offset,
-                data: base64::engine::general_purpose::STANDARD.encode(&buffer[..n]),
-            },
-        )?;
-        offset += n as u64;
-    }
+    transfer::send_file(file, reader, size, |offset, chunk| {
+        let write = ImportWrite {
+            import_id: opened.import_id.clone(),
+            offset,
+        };
+        client.call_sending::<()>(IMPORT_WRITE, &write, chunk)
+    })?;
     Ok(opened.import_id)
 }
 
 /// One file being uploaded: in a folder of its own, under the name the client gave.
 struct Upload {
     path: PathBuf,
-    size: u64,
-    written: u64,
+    receiving: Receiving,
 }
 
 /// The files the client uploads, in a private folder removed when the server ends.
@@ -218,50 +195,28 @@ impl Uploads {
         self.lock().insert(
             import_id.clone(),
             Upload {
+                receiving: Receiving::new(format!("`{}`", shown(&name)), params.size),
                 path,
-                size: params.size,
-                written: 0,
             },
         );
         Ok(ImportOpened { import_id })
     }
 
-    /// Appends a chunk to an upload, at the offset it has reached and never past its size.
-    pub fn write(&self, params: &ImportWrite) -> Result<(), Error> {
-        let data = base64::engine::general_purpose::STANDARD
-            .decode(&params.data)
-            .map_err(|e| Error::InvalidRequest {
-                reason: format!("an import chunk that is not base64 ({e})"),
-            })?;
-        if data.len() > MAX_IMPORT_CHUNK {
-            return Err(Error::InvalidRequest {
-                reason: format!("an import chunk of {} bytes: at most {MAX_IMPORT_CHUNK}", data.len()),
-            });
-        }
+    /// Appends `data` to an upload, at the offset it has reached and never past its size.
+    pub fn write(&self, params: &ImportWrite, data: &[u8]) -> Result<(), Error> {
         let mut open = self.lock();
         let upload = open
             .get_mut(&params.import_id)
             .ok_or_else(|| no_upload(&params.import_id))?;
-        if params.offset != upload.written {
-            return Err(Error::InvalidRequest {
-                reason: format!(
-                    "an import chunk at offset {} where the upload is at {}",
-                    params.offset, upload.written
-                ),
-            });
-        }
-        if upload.written + data.len() as u64 > upload.size {
-            return Err(Error::InvalidRequest {
-                reason: format!("an import chunk past the {} bytes the upload said", upload.size),
-            });
-        }
+        upload
+            .receiving
+            .take(params.offset, data.len())
+            .map_err(|reason| Error::InvalidRequest { reason })?;
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&upload.path)
             .map_err(|e| Error::io_write(&upload.path, e))?;
-        file.write_all(&data).map_err(|e| Error::io_write(&upload.path, e))?;
-        upload.written += data.len() as u64;
-        Ok(())
+        file.write_all(data).map_err(|e| Error::io_write(&upload.path, e))
     }
 
     /// Imports a whole upload into the server's workspace and store (`zstudio import`); the
@@ -319,16 +274,9 @@ impl Uploads {
     fn whole(&self, import_id: &str) -> Result<PathBuf, Error> {
         let open = self.lock();
         let upload = open.get(import_id).ok_or_else(|| no_upload(import_id))?;
-        if upload.written != upload.size {
-            return Err(Error::InvalidRequest {
-                reason: format!(
-                    "the upload of `{}` holds {} of its {} bytes",
-                    shown(&file_name(&upload.path)),
-                    upload.written,
-                    upload.size
-                ),
-            });
-        }
+        upload.receiving.whole().map_err(|what| Error::InvalidRequest {
+            reason: format!("the upload of {what}"),
+        })?;
         Ok(upload.path.clone())
     }
 
@@ -376,10 +324,6 @@ fn upload_name(name: &str) -> Result<String, Error> {
 mod tests {
     use super::*;
 
-    fn chunk(bytes: &[u8]) -> String {
-        base64::engine::general_purpose::STANDARD.encode(bytes)
-    }
-
     #[test]
     fn an_upload_takes_chunks_in_order_and_never_past_its_size() {
         let uploads = Uploads::default();
@@ -391,11 +335,11 @@ mod tests {
             })
             .unwrap();
         let write = |offset, bytes: &[u8]| {
-            uploads.write(&ImportWrite {
+            let params = ImportWrite {
                 import_id: opened.import_id.clone(),
                 offset,
-                data: chunk(bytes),
-            })
+            };
+            uploads.write(&params, bytes)
         };
         write(0, b"abc").unwrap();
         let skipped = write(5, b"d").expect_err("a chunk past where the upload is");

@@ -26,4 +26,5 @@ pub mod scratch;
 pub mod server;
 pub mod ssh;
 pub mod table;
+pub mod transfer;
 pub mod window;

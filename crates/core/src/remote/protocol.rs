@@ -6,6 +6,11 @@
 //! [`ErrorCode`] word), in any order, and sends notifications `{method, params}` (no id) for what
 //! happens: [`CHANGE`] (a `watch --json` line) and [`RUN_EVENT`] (a `run --json` line). A frame
 //! is at most [`MAX_REQUEST_BYTES`] one way and [`MAX_REPLY_BYTES`] the other.
+//!
+//! A chunk of a file moves as raw bytes after its frame's line, which says how many follow
+//! (`"data": N`, at most `remote::transfer`'s `MAX_CHUNK`, 1 MiB): a request
+//! `{id, method, params, data}` (`import_write`), a reply `{"id":N,"data":N}` in place of a
+//! result (`export_read`); `remote::transfer` reads and bounds them.
 
 use std::io::{self, BufRead, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -20,8 +25,10 @@ use crate::vocabulary::error::{Error, ErrorCode};
 
 /// The protocol's version: both ends must speak the same (the client's `hello` says its own).
 /// 2: `sessions_list` answers its listing as a table (`remote::table`).
-/// (`sessions_page` and `sessions_usage` came after it: methods added, nothing changed, and a
-/// remote workspace's server is the window's own build.)
+/// (`sessions_page` and `sessions_usage` came after it: methods added, nothing changed; and a
+/// file's chunks as raw bytes after their frame's line, where they were base64 inside it: a
+/// remote workspace's server is the window's own build, checked by its SHA-256, so both ends
+/// always speak the same.)
 pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The window's `sessions_list`, whose result is carried as a table (`remote::table`), not as
@@ -60,7 +67,8 @@ pub const AGENT_TRUST: &str = "agent_trust";
 /// Writes a session's bundle on the server (`remote::export::ExportOpen`), to read by chunks.
 pub const EXPORT_OPEN: &str = "export_open";
 
-/// A chunk of an open export (`remote::export::ExportRead`), base64.
+/// A chunk of an open export (`remote::export::ExportRead`): answered with the chunk's bytes
+/// after the reply's line (`{"id":N,"data":N}`).
 pub const EXPORT_READ: &str = "export_read";
 
 /// Lets an open export go: the server removes its bundle.
@@ -69,7 +77,8 @@ pub const EXPORT_CLOSE: &str = "export_close";
 /// Makes an upload on the server for a file to import (`remote::import::ImportOpen`).
 pub const IMPORT_OPEN: &str = "import_open";
 
-/// A chunk of an upload (`remote::import::ImportWrite`), base64, at the offset it has reached.
+/// A chunk of an upload (`remote::import::ImportWrite`) at the offset it has reached: its bytes
+/// after the request's line (`"data": N`).
 pub const IMPORT_WRITE: &str = "import_write";
 
 /// Imports a whole upload into the server's workspace and store (`remote::import::ImportCommit`).
@@ -115,6 +124,9 @@ pub struct Request {
     pub method: String,
     #[serde(default)]
     pub params: Value,
+    /// How many raw bytes follow the request's line (a file's chunk).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<u64>,
 }
 
 /// How much of a host's error message is kept.
@@ -202,6 +214,11 @@ pub fn start_reply(id: u64, frame: &mut Vec<u8>) {
     frame.extend_from_slice(REPLY_RESULT);
 }
 
+/// The line of a reply whose answer is the `len` raw bytes that follow it: `{"id":N,"data":N}`.
+pub fn data_reply_line(id: u64, len: usize) -> Vec<u8> {
+    format!("{{\"id\":{id},\"data\":{len}}}\n").into_bytes()
+}
+
 /// What ends a reply whose result was written after [`start_reply`].
 pub const REPLY_END: &[u8] = b"}\n";
 
@@ -237,6 +254,11 @@ pub enum ServerFrame<'a> {
         /// checks it: it is not read before).
         outcome: Result<&'a [u8], WireError>,
     },
+    /// A reply whose answer is the `len` raw bytes that follow its line.
+    Data {
+        id: u64,
+        len: u64,
+    },
     Notification(Notification),
     /// An error answered to a frame the server could not read (no id to match).
     Unmatched(WireError),
@@ -255,6 +277,8 @@ struct FrameIn<'a> {
     method: Option<Value>,
     #[serde(default)]
     params: Option<Value>,
+    #[serde(default)]
+    data: Option<u64>,
 }
 
 /// A field that is there, `null` included (`Option`'s own reading takes `null` for absent).
@@ -295,6 +319,9 @@ pub fn parse_server_frame(line: &[u8]) -> Result<ServerFrame<'_>, String> {
             },
             None => ServerFrame::Unmatched(error),
         });
+    }
+    if let (Some(id), None, Some(len)) = (id, &frame.result, frame.data) {
+        return Ok(ServerFrame::Data { id, len });
     }
     if let (Some(id), Some(result)) = (id, frame.result) {
         return Ok(ServerFrame::Reply {
@@ -481,6 +508,10 @@ mod tests {
         );
         assert!(parse_server_frame(b"[1]").is_err());
         assert!(parse_server_frame(br#"{"id": 1}"#).is_err());
+        let line = data_reply_line(5, 1 << 20);
+        assert_eq!(line, b"{\"id\":5,\"data\":1048576}\n");
+        let data = parse_server_frame(&line[..line.len() - 1]).unwrap();
+        assert!(matches!(data, ServerFrame::Data { id: 5, len: 1048576 }), "{data:?}");
     }
 
     /// A reply as the server writes it: its head, the result's text, its end.

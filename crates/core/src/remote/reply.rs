@@ -7,7 +7,7 @@ use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 
 use serde::Serialize;
 
-use crate::remote::protocol::{start_reply, REPLY_END};
+use crate::remote::protocol::{data_reply_line, start_reply, REPLY_END};
 
 /// What the writer thread is given: a frame to write, a reply to write as its pieces come (no
 /// other frame between them), or the end.
@@ -41,6 +41,7 @@ const PIECES_AHEAD: usize = 2;
 /// copy of a long result is ever held; one that fails then (or whose worker panics) ends on a
 /// broken line, which the client refuses.
 pub(crate) struct ReplyOut<'a> {
+    id: u64,
     frames: &'a Sender<Outgoing>,
     buffer: Vec<u8>,
     pieces: Option<SyncSender<Piece>>,
@@ -66,6 +67,7 @@ impl<'a> ReplyOut<'a> {
         let mut buffer = Vec::with_capacity(4096);
         start_reply(id, &mut buffer);
         ReplyOut {
+            id,
             frames,
             buffer,
             pieces: None,
@@ -96,6 +98,19 @@ impl<'a> ReplyOut<'a> {
         match sent {
             true => Ok(Written(())),
             false => Err(serde_json::Error::io(output_closed())),
+        }
+    }
+
+    /// Answers with `data`, raw bytes after the reply's line (a file's chunk: one frame, no
+    /// JSON text).
+    pub(crate) fn write_data(&mut self, data: &[u8]) -> Result<Written, serde_json::Error> {
+        assert!(!self.written && self.pieces.is_none(), "a reply has one result");
+        self.written = true;
+        let mut frame = data_reply_line(self.id, data.len());
+        frame.extend_from_slice(data);
+        match self.frames.send(Outgoing::Frame(frame)) {
+            Ok(()) => Ok(Written(())),
+            Err(_) => Err(serde_json::Error::io(output_closed())),
         }
     }
 

@@ -30,6 +30,7 @@ use crate::remote::protocol::{
     IMPORT_OPEN, IMPORT_WRITE, MAX_REQUEST_BYTES, OTLP_TRACES, PROTOCOL_VERSION, RUNS_RECONCILE, RUN_EVENT,
 };
 use crate::remote::reply::{write_frames, Outgoing, ReplyOut, Written};
+use crate::remote::transfer::{read_data, skip_data, MAX_CHUNK};
 use crate::runs::runner::RunEvent;
 use crate::sessions::change::{Change, ChangeSink};
 use crate::vocabulary::error::{Error, ErrorCode};
@@ -123,7 +124,7 @@ pub fn serve_one(
         uploads: Uploads::default(),
         watch_start: Mutex::new(None),
     });
-    let (jobs, queue) = mpsc::channel::<Request>();
+    let (jobs, queue) = mpsc::channel::<Job>();
     let queue = Arc::new(Mutex::new(queue));
     let workers = (0..options.workers.max(1))
         .map(|_| {
@@ -131,7 +132,7 @@ pub fn serve_one(
             spawn("serve-worker", move || loop {
                 let job = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
                 match job {
-                    Ok(request) => shared.answer(request),
+                    Ok((request, data)) => shared.answer(request, data),
                     Err(_) => break,
                 }
             })
@@ -159,15 +160,13 @@ fn spawn(name: &str, work: impl FnOnce() + Send + 'static) -> Result<JoinHandle<
         .map_err(|e| Error::io_spawn(name, e))
 }
 
+/// A request for a worker, and the raw bytes that followed its line (a file's chunk).
+type Job = (Request, Vec<u8>);
+
 /// Reads requests until the input ends: `hello` first (answered here, in order), then every
-/// other request handed to the workers. A frame that does not read is answered with
-/// `invalid_request` (its id when it has one).
-fn read_requests(
-    input: &mut impl BufRead,
-    shared: &Shared,
-    jobs: &Sender<Request>,
-    banner: &Banner,
-) -> Result<(), Error> {
+/// other request handed to the workers, each with the data that followed its line. A frame that
+/// does not read is answered with `invalid_request` (its id when it has one).
+fn read_requests(input: &mut impl BufRead, shared: &Shared, jobs: &Sender<Job>, banner: &Banner) -> Result<(), Error> {
     let mut greeted = false;
     let mut line = Vec::new();
     loop {
@@ -189,6 +188,18 @@ fn read_requests(
                 continue;
             }
         };
+        let data = match request.data {
+            None => Vec::new(),
+            Some(len) if len <= MAX_CHUNK as u64 => {
+                read_data(input, len as usize).map_err(|e| Error::io("the server's standard input", e))?
+            }
+            Some(len) => {
+                skip_data(input, len).map_err(|e| Error::io("the server's standard input", e))?;
+                let reason = format!("a request with {len} bytes of data: at most {MAX_CHUNK}");
+                shared.reply_error(Some(request.id), &Error::InvalidRequest { reason });
+                continue;
+            }
+        };
         if request.method == HELLO {
             match hello(request.params) {
                 Ok(()) => {
@@ -205,7 +216,7 @@ fn read_requests(
         } else if !greeted {
             let reason = format!("`{}` before `hello`: say hello first", shown(&request.method));
             shared.reply_error(Some(request.id), &Error::InvalidRequest { reason });
-        } else if jobs.send(request).is_err() {
+        } else if jobs.send((request, data)).is_err() {
             return Ok(());
         }
     }
@@ -290,10 +301,10 @@ impl Shared {
     }
 
     /// Answers one request; a method that panics is answered as an internal error.
-    fn answer(self: &Arc<Shared>, request: Request) {
-        let Request { id, method, params } = request;
+    fn answer(self: &Arc<Shared>, request: Request, data: Vec<u8>) {
+        let Request { id, method, params, .. } = request;
         let mut out = ReplyOut::new(id, &self.frames);
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.call(&method, params, &mut out)));
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| self.call(&method, params, &data, &mut out)));
         let outcome = outcome.unwrap_or_else(|_| {
             Err(Error::Unavailable {
                 code: ErrorCode::Internal,
@@ -313,7 +324,18 @@ impl Shared {
         }
     }
 
-    fn call(self: &Arc<Shared>, method: &str, params: Value, out: &mut ReplyOut<'_>) -> Result<Written, Error> {
+    fn call(
+        self: &Arc<Shared>,
+        method: &str,
+        params: Value,
+        data: &[u8],
+        out: &mut ReplyOut<'_>,
+    ) -> Result<Written, Error> {
+        if !data.is_empty() && method != IMPORT_WRITE {
+            return Err(Error::InvalidRequest {
+                reason: format!("`{}` takes no data after its line", shown(method)),
+            });
+        }
         match method {
             CHANGES_SUBSCRIBE => {
                 let NoParams {} = read_params(method, params)?;
@@ -336,10 +358,15 @@ impl Shared {
                 self.exports.open(&self.studio, read_params(method, params)?),
                 out,
             ),
-            EXPORT_READ => write_result(method, self.exports.read(&read_params(method, params)?), out),
+            EXPORT_READ => {
+                let chunk = self.exports.read(&read_params(method, params)?)?;
+                out.write_data(&chunk).map_err(|e| Error::InvalidRequest {
+                    reason: format!("the result of `{method}` cannot be written: {e}"),
+                })
+            }
             EXPORT_CLOSE => write_result(method, self.exports.close(&read_params(method, params)?), out),
             IMPORT_OPEN => write_result(method, self.uploads.open(read_params(method, params)?), out),
-            IMPORT_WRITE => write_result(method, self.uploads.write(&read_params(method, params)?), out),
+            IMPORT_WRITE => write_result(method, self.uploads.write(&read_params(method, params)?, data), out),
             IMPORT_COMMIT => write_result(
                 method,
                 self.uploads.commit(&self.studio, &read_params(method, params)?),

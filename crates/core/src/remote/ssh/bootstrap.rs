@@ -16,14 +16,19 @@
 //! whose C library cannot run it gets the loader's own words. A host of another OS or
 //! architecture gets an error saying no build for it is shipped (no aarch64 build is made).
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::connection::Connection;
 use super::errors::{io, last_lines, SshError};
+use crate::remote::transfer::send_file;
+use crate::vocabulary::error::Error;
 use crate::vocabulary::visible::shown;
 
 /// Where builds are kept on the host, under the login's `$HOME`.
@@ -229,11 +234,14 @@ pub(super) const FIND_FUNCTION: &str = r#"find_server() {
 }
 "#;
 
-/// Writes stdin to a temporary file of [`SERVER_DIR`], checks its size (`$2`) and that it runs,
-/// renames it to `$1`, then removes the other builds (`removed PATH` each). `~/.zibby-studio` and
-/// its `server` folder are made the login's alone (0700) first; one that is someone else's is
-/// refused (exit 5).
+/// After [`SCRIPT_HELPERS`]: writes stdin (gzipped when `$4` is `gzip`: `gzip -d`; a host without
+/// gzip exits 6 before it reads any, saying [`NO_GZIP`]) to a temporary file of [`SERVER_DIR`],
+/// checks its size (`$2`), its SHA-256 (`$3`, the build id, where the host can read one) and that
+/// it runs, renames it to `$1`, then removes the other builds (`removed PATH` each).
+/// `~/.zibby-studio` and its `server` folder are made the login's alone (0700) first; one that is
+/// someone else's is refused (exit 5).
 const UPLOAD_SCRIPT: &str = r#"set -e
+if [ "$4" = gzip ] && ! command -v gzip >/dev/null 2>&1; then echo "zstudio-upload: no gzip on the host" >&2; exit 6; fi
 d=$HOME/.zibby-studio/server
 umask 077
 mkdir -p "$d"
@@ -243,9 +251,13 @@ for f in "$HOME/.zibby-studio" "$d"; do
 done
 t=$(mktemp "$d/.upload.XXXXXX")
 trap 'rm -f "$t"' EXIT
-cat > "$t"
+if [ "$4" = gzip ]; then
+  if ! gzip -dc > "$t"; then echo "the upload did not arrive whole: gzip -d failed" >&2; exit 3; fi
+else cat > "$t"; fi
 size=$(wc -c < "$t")
 if [ "$size" -ne "$2" ]; then echo "the upload was cut short: $size of $2 bytes arrived" >&2; exit 3; fi
+s=$(sum "$t")
+if [ -n "$s" ] && [ "$s" != "$3" ]; then echo "the upload arrived with another SHA-256 ($s, not the build's $3)" >&2; exit 3; fi
 chmod 700 "$t"
 if ! out=$("$t" --version 2>&1); then echo "the uploaded zstudio does not run there: $out" >&2; exit 4; fi
 mv -f "$t" "$d/$1"
@@ -254,6 +266,9 @@ printf 'identity %s\ninstalled %s\n' "$(stat -c %d:%i:%s:%.9Y:%.9Z "$d/$1" 2>/de
 for f in "$d"/zstudio-*; do
   if [ "$f" != "$d/$1" ] && [ -f "$f" ]; then rm -f "$f"; printf 'removed %s\n' "$f"; fi
 done"#;
+
+/// What the upload script says on a host without gzip: the server is then sent as it is.
+const NO_GZIP: &str = "zstudio-upload: no gzip on the host";
 
 impl Connection {
     /// What this machine keeps about `about` on this host, reached this way, between processes
@@ -324,10 +339,14 @@ impl Connection {
             .map_err(|source| io("read", local_binary, source))?
             .len();
         let name = build.file_name();
-        let size_text = size.to_string();
-        let argv = ["sh", "-c", UPLOAD_SCRIPT, "sh", name.as_str(), size_text.as_str()];
         let output = self
-            .run(&argv, Some(local_binary), 64 * 1024)
+            .send_server(local_binary, &name, size, &build.build, true)
+            .or_else(|error| match error {
+                SshError::Ssh { ref detail, .. } if detail.contains(NO_GZIP) => {
+                    self.send_server(local_binary, &name, size, &build.build, false)
+                }
+                other => Err(other),
+            })
             .map_err(|error| match error {
                 SshError::Ssh { host, detail } => SshError::Bootstrap {
                     host,
@@ -365,6 +384,41 @@ impl Connection {
             removed,
         })
     }
+
+    /// Runs the upload script with `local_binary` (`size` bytes, build `build`) as its input,
+    /// gzipped when `gzip` ([`crate::remote::transfer`]'s chunks, read once and compressed as they
+    /// are sent), to be put at `name`; what the script printed.
+    fn send_server(
+        &self,
+        local_binary: &Path,
+        name: &str,
+        size: u64,
+        build: &str,
+        gzip: bool,
+    ) -> Result<Vec<u8>, SshError> {
+        let script = format!("{SCRIPT_HELPERS}{UPLOAD_SCRIPT}");
+        let size_text = size.to_string();
+        let encoding = if gzip { "gzip" } else { "raw" };
+        let argv = ["sh", "-c", &script, "sh", name, &size_text, build, encoding];
+        let feed = |pipe: &mut dyn Write| -> Result<(), String> {
+            let file = std::fs::File::open(local_binary).map_err(|e| io("read", local_binary, e).to_string())?;
+            let sent = match gzip {
+                true => {
+                    let mut encoder = GzEncoder::new(pipe, Compression::fast());
+                    let sent = send_file(local_binary, file, size, |_, chunk| write_chunk(&mut encoder, chunk));
+                    sent.and_then(|()| encoder.finish().map(drop).map_err(|e| Error::io_write("the upload", e)))
+                }
+                false => send_file(local_binary, file, size, |_, chunk| write_chunk(pipe, chunk)),
+            };
+            sent.map_err(|error| error.to_string())
+        };
+        self.run(&argv, Some(&feed), 64 * 1024)
+    }
+}
+
+/// Writes one chunk of the upload to the `ssh` command's input.
+fn write_chunk(pipe: &mut (impl Write + ?Sized), chunk: &[u8]) -> Result<(), Error> {
+    pipe.write_all(chunk).map_err(|e| Error::io_write("the upload", e))
 }
 
 #[cfg(test)]
@@ -377,6 +431,89 @@ mod tests {
         assert!(same_platform("Darwin arm64", "Darwin aarch64"));
         assert!(!same_platform("Linux aarch64", "Linux x86_64"));
         assert!(!same_platform("FreeBSD amd64", "Linux x86_64"));
+    }
+
+    /// Runs the upload script here as a host would (`home` its `$HOME`, `path` its PATH) with
+    /// `input` on its stdin: its exit code and stderr.
+    fn upload_here(home: &Path, path: &str, args: [&str; 4], input: &[u8]) -> (Option<i32>, String) {
+        let script = format!("{SCRIPT_HELPERS}{UPLOAD_SCRIPT}");
+        let mut child = std::process::Command::new("/bin/sh")
+            .args(["-c", &script, "sh"])
+            .args(args)
+            .env("HOME", home)
+            .env("PATH", path)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let _ = stdin.write_all(input);
+        drop(stdin);
+        let output = child.wait_with_output().unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    /// Issue 42, point 5: the server goes to the host gzipped, and what arrived is checked there
+    /// (its size, its SHA-256, that it runs) before it is put in place; a host without gzip says
+    /// so before it reads anything, and takes the server as it is.
+    #[test]
+    fn the_upload_is_unpacked_and_checked_on_the_host_and_a_host_without_gzip_says_so() {
+        let home = tempfile::tempdir().unwrap();
+        let server = b"#!/bin/sh\necho zstudio 0.0.0\n".to_vec();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("zstudio");
+        std::fs::write(&file, &server).unwrap();
+        let build = digest_of(&file).unwrap();
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::fast());
+        encoder.write_all(&server).unwrap();
+        let gzipped = encoder.finish().unwrap();
+        let size = server.len().to_string();
+        let path = std::env::var("PATH").unwrap();
+        let installed = home.path().join(".zibby-studio/server/zstudio-0-a");
+        let wrong = "0123456789abcdef";
+        let (code, said) = upload_here(home.path(), &path, ["zstudio-0-a", &size, wrong, "gzip"], &gzipped);
+        assert_eq!(code, Some(3), "{said}");
+        assert!(said.contains("another SHA-256"), "{said}");
+        assert!(!installed.exists(), "a server of another digest is not put in place");
+        let (code, said) = upload_here(home.path(), &path, ["zstudio-0-a", &size, &build, "gzip"], &server);
+        assert_eq!(code, Some(3), "input that is not gzip: {said}");
+        let (code, said) = upload_here(home.path(), &path, ["zstudio-0-a", &size, &build, "gzip"], &gzipped);
+        assert_eq!(code, Some(0), "{said}");
+        assert_eq!(std::fs::read(&installed).unwrap(), server);
+        // A host whose PATH has every tool but gzip.
+        let tools = tempfile::tempdir().unwrap();
+        for tool in [
+            "mkdir",
+            "chmod",
+            "mktemp",
+            "cat",
+            "wc",
+            "stat",
+            "find",
+            "sha256sum",
+            "cut",
+            "mv",
+            "rm",
+        ] {
+            let found = path
+                .split(':')
+                .map(|d| Path::new(d).join(tool))
+                .find(|p| p.is_file())
+                .unwrap();
+            std::os::unix::fs::symlink(found, tools.path().join(tool)).unwrap();
+        }
+        let bare = tools.path().to_str().unwrap();
+        std::fs::remove_file(&installed).unwrap();
+        let (code, said) = upload_here(home.path(), bare, ["zstudio-0-a", &size, &build, "gzip"], &gzipped);
+        assert_eq!(code, Some(6), "{said}");
+        assert!(said.contains(NO_GZIP), "{said}");
+        let (code, said) = upload_here(home.path(), bare, ["zstudio-0-a", &size, &build, "raw"], &server);
+        assert_eq!(code, Some(0), "{said}");
+        assert_eq!(std::fs::read(&installed).unwrap(), server);
     }
 
     #[test]

@@ -281,27 +281,41 @@ impl Connection {
 
     /// Runs `remote_argv` on the host with `input` as its stdin, keeping at most `max_output`
     /// bytes of its stdout; its exit status must be 0. Bounded by the keep-alives.
-    pub fn run(&self, remote_argv: &[&str], input: Option<&Path>, max_output: u64) -> Result<Vec<u8>, SshError> {
+    pub fn run(&self, remote_argv: &[&str], input: Option<Feed<'_>>, max_output: u64) -> Result<Vec<u8>, SshError> {
         let mut command = self.command(remote_argv)?;
         let stdin = match input {
-            Some(path) => Stdio::from(std::fs::File::open(path).map_err(|source| io("read", path, source))?),
+            Some(_) => Stdio::piped(),
             None => Stdio::null(),
         };
         command.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = command
             .spawn()
             .map_err(|source| io("start", &self.options.ssh_program, source))?;
-        let stderr = child
-            .stderr
-            .take()
-            .map(|pipe| std::thread::spawn(move || read_bounded(pipe, 64 * 1024)));
-        let stdout = read_bounded(child.stdout.take().expect("piped stdout"), max_output);
+        let (pipes, stdout) = (
+            child.stdin.take().zip(input),
+            child.stdout.take().expect("piped stdout"),
+        );
+        let stderr_pipe = child.stderr.take();
+        let (stdout, stderr, fed) = std::thread::scope(|scope| {
+            // The input is written while the output is read: neither waits for the other.
+            let feeding = pipes.map(|(mut pipe, feed)| scope.spawn(move || feed(&mut pipe)));
+            let stderr = stderr_pipe.map(|pipe| scope.spawn(move || read_bounded(pipe, 64 * 1024)));
+            let stdout = read_bounded(stdout, max_output);
+            let fed = feeding.map_or(Ok(()), |t| t.join().unwrap_or_else(|_| Err("its writer failed".into())));
+            let stderr = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+            (stdout, stderr, fed)
+        });
         let status = child
             .wait()
             .map_err(|source| io("wait for", &self.options.ssh_program, source))?;
-        let stderr = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
         if status.success() {
-            return Ok(stdout);
+            return match fed {
+                Ok(()) => Ok(stdout),
+                Err(what) => Err(SshError::Ssh {
+                    host: self.host(),
+                    detail: format!("cannot send `{}` its input: {what}", command_line(remote_argv)),
+                }),
+            };
         }
         let stderr = String::from_utf8_lossy(&stderr).into_owned();
         match status.code() {
@@ -563,6 +577,10 @@ fn strict_host_key_option(target: &RemoteTarget, options: &ConnectOptions) -> Re
 }
 
 /// At most `limit` bytes of `reader` (the rest read and dropped, so the writer never blocks).
+/// What writes a remote command's standard input ([`Connection::run`]), on a thread of its own
+/// while the command's output is read; its error says what failed.
+pub type Feed<'a> = &'a (dyn Fn(&mut dyn std::io::Write) -> Result<(), String> + Sync);
+
 fn read_bounded(mut reader: impl Read, limit: u64) -> Vec<u8> {
     let mut kept = Vec::new();
     let _ = (&mut reader).take(limit).read_to_end(&mut kept);
