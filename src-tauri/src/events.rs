@@ -2,10 +2,9 @@
 //! changes (`sessions-changed`) and agents file changes (`agents-changed`); a remote workspace's
 //! the same way ([`remote_sinks`]), and its lost link (`remote-status`).
 
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use studio_core::runner::RunEvent;
+use studio_core::runner::{RunEvent, RunEvents};
 use studio_core::watcher::{Change, ChangeSink};
 use tauri::{AppHandle, Emitter};
 
@@ -16,7 +15,7 @@ pub const RUN_EVENT: &str = "run-event";
 /// Sends each event to the window until the supervisor is gone. Output lines stay in the store:
 /// the window asks for them when it shows them. A run that finishes, or whose budget is 80 %
 /// spent, while the window is not focused is also a desktop notification.
-pub fn forward(events: Receiver<RunEvent>, app: AppHandle) {
+pub fn forward(events: RunEvents, app: AppHandle) {
     let mut sessions = RunSessions::new();
     for event in events.iter().filter(|event| !matches!(event, RunEvent::Output { .. })) {
         send_run_event(&app, &event, &mut sessions);

@@ -49,7 +49,7 @@ use studio_core::remote::link::{Link, LinkEvent, LinkOptions};
 use studio_core::remote::protocol::Notification;
 use studio_core::remote::ssh::{ConnectOptions, Connection, RemoteTarget};
 use studio_core::remote::table::{read_result, write_listing};
-use studio_core::runner::{RunEvent, StartedRun};
+use studio_core::runner::{RunEvent, RunEvents, StartedRun};
 use studio_core::store::StoreLocation;
 use test_servers::sshd::Sshd;
 
@@ -423,7 +423,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 }
 
 /// The local supervisor's `Output` event of each line, from its writing.
-fn local_lines(studio: &Studio, events: &Receiver<RunEvent>, fifo: &Path) -> Duration {
+fn local_lines(studio: &Studio, events: &RunEvents, fifo: &Path) -> Duration {
     let started = start_local(studio);
     let mut lines = feed(fifo);
     let mut times = Vec::new();

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use studio_core::session::{fingerprint, read_summary, session_folders};
+use studio_core::session::{fingerprint, read_summary, session_folders, SessionsFolder};
 use studio_core::store::index::IndexedFolder;
 use studio_core::watcher::{inotify_watches_held as inotify_watches, Change, Seed, Watcher, WatcherOptions};
 use studio_core::Workspace;
@@ -101,9 +101,10 @@ fn measure_one(root: &Path, idle: Duration) {
     let size: usize = common::size_from_env("BENCH_SIZE", 0);
     let workspace = Workspace::open(root).unwrap();
     let seed = seed_of(&workspace);
-    let prints: Vec<(PathBuf, String)> = seed
+    let sessions = SessionsFolder::open(&workspace.sessions_dir()).unwrap();
+    let prints: Vec<(String, String)> = seed
         .iter()
-        .map(|(id, folder)| (workspace.sessions_dir().join(id.as_str()), folder.fingerprint.clone()))
+        .map(|(id, folder)| (id.as_str().to_owned(), folder.fingerprint.clone()))
         .collect();
     let rss_seed = rss_kb();
     let watches_before = inotify_watches();
@@ -130,22 +131,25 @@ fn measure_one(root: &Path, idle: Duration) {
     let idle_cpu = cpu_ns() - cpu_before;
     let idle_share = idle_cpu as f64 / idle.as_nanos() as f64 * 100.0;
 
-    // One whole sweep's work, timed apart: every session's fingerprint taken against the last.
+    // One whole sweep's work, timed apart: every session's fingerprint taken against the last,
+    // as the sweep takes it (through the open sessions folder).
     let (sweep, same) = common::best_of(3, || {
         prints
             .iter()
-            .filter(|(dir, print)| fingerprint(dir, Some(print)).as_deref() == Some(print.as_str()))
+            .filter(|(id, print)| sessions.fingerprint(id, Some(print)).as_deref() == Some(print.as_str()))
             .count()
     });
     assert_eq!(same, prints.len(), "the workspace changed under the bench");
     assert_eq!(polled.load(Ordering::SeqCst), 0, "no polling fallback");
     drop(watcher);
-    // The bound: the sweep bound, or the sessions at the sweep's rate when they are more.
+    // The bound: the sweep bound, or the sessions at the sweep's rate when they are more, or
+    // the whole sweep's time spread at the sweep's budget a second when that is longer.
     let options = WatcherOptions::default();
     let bound = options
         .sweep_bound
         .as_secs_f64()
-        .max(prints.len() as f64 / f64::from(options.sweep_rate));
+        .max(prints.len() as f64 / f64::from(options.sweep_rate))
+        .max(sweep.as_secs_f64() / options.sweep_budget.as_secs_f64());
     let share = sweep.as_secs_f64() / bound * 100.0;
     // The empty workspace's idle CPU is the baseline (each line is a process of its own).
     println!(

@@ -5,12 +5,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
 use studio_core::app::Studio;
-use studio_core::runner::RunEvent;
+use studio_core::runner::{RunEvent, RunEvents};
 use studio_core::store::StoreLocation;
 use studio_core::timeline::StoppedBy;
 use studio_core::{agents, Status, Workspace};
@@ -63,7 +62,7 @@ fn zstudio_json(workspace: &Path, db: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("zstudio {args:?} --json: {e}"))
 }
 
-fn next_event(events: &Receiver<RunEvent>, deadline: Instant) -> RunEvent {
+fn next_event(events: &RunEvents, deadline: Instant) -> RunEvent {
     let left = deadline.saturating_duration_since(Instant::now());
     events
         .recv_timeout(left)

@@ -7,12 +7,12 @@
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::TryRecvError;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use studio_core::agents::Budget;
-use studio_core::runner::{Keeper, RunEvent, RunRequest, StartedRun, Supervisor};
+use studio_core::runner::{Keeper, RunEvent, RunEvents, RunRequest, StartedRun, Supervisor};
 use studio_core::stop::Stopping;
 use studio_core::store::{Store, StoreLocation};
 use studio_core::{SessionId, Workspace};
@@ -164,7 +164,7 @@ fn resolve_target(args: &RunArgs, opened: &Opened) -> anyhow::Result<RunRequest>
 
 /// A supervisor that runs through the keeper (this very program), so that a run can be left
 /// running, and its events.
-fn supervise(opened: &Opened) -> anyhow::Result<(Arc<Supervisor>, Receiver<RunEvent>)> {
+fn supervise(opened: &Opened) -> anyhow::Result<(Arc<Supervisor>, RunEvents)> {
     let supervisor = Arc::new(Supervisor::with_keeper(
         opened.store.clone(),
         Keeper {
@@ -180,7 +180,7 @@ fn supervise(opened: &Opened) -> anyhow::Result<(Arc<Supervisor>, Receiver<RunEv
 /// `--detach`: prints the run's start and lets the keeper carry it on alone.
 fn leave_running(
     supervisor: &Supervisor,
-    events: &Receiver<RunEvent>,
+    events: &RunEvents,
     started: &StartedRun,
     format: Format,
     out: &mut impl Write,
@@ -223,12 +223,7 @@ impl Followed {
 }
 
 /// Prints the run's events until it finishes; the exit status says how it ended.
-fn follow(
-    events: &Receiver<RunEvent>,
-    started: &StartedRun,
-    format: Format,
-    out: &mut impl Write,
-) -> anyhow::Result<Followed> {
+fn follow(events: &RunEvents, started: &StartedRun, format: Format, out: &mut impl Write) -> anyhow::Result<Followed> {
     let mut printer = RunPrinter::new(started, format);
     let ended = |exit| Followed {
         exit,

@@ -8,12 +8,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::runs::runner::RunEvent;
+use crate::runs::runner::{RunEvent, RunEvents};
 pub use crate::sessions::change::RunLine;
 use crate::sessions::change::{Change, ChangeSink};
 use crate::status::Status;
@@ -38,7 +38,7 @@ pub struct RunChanges {
 impl RunChanges {
     /// `events` from [`crate::runs::runner::Supervisor::subscribe`]; the store tells each run's
     /// workspace and session.
-    pub fn start(events: Receiver<RunEvent>, store: Arc<Store>, sink: ChangeSink, window: Duration) -> RunChanges {
+    pub fn start(events: RunEvents, store: Arc<Store>, sink: ChangeSink, window: Duration) -> RunChanges {
         let thread = std::thread::Builder::new()
             .name("run-changes".into())
             .spawn(move || Translator::new(store, sink).run(events, window))
@@ -70,7 +70,7 @@ impl Translator {
 
     /// Output is sent `window` after its first line; with none waiting, the thread sleeps until
     /// the next event (no timer ticks while nothing runs).
-    fn run(mut self, events: Receiver<RunEvent>, window: Duration) {
+    fn run(mut self, events: RunEvents, window: Duration) {
         let mut due: Option<Instant> = None;
         loop {
             let received = match due {

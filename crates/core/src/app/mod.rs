@@ -24,7 +24,6 @@ mod workspaces;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
-use std::sync::mpsc::Receiver;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -33,7 +32,7 @@ use crate::app::elsewhere::Elsewhere;
 use crate::app::first_listing::FirstListing;
 pub use crate::app::first_listing::{SessionsPage, FIRST_PAGE, MAX_PAGE};
 use crate::app::live::RunChanges;
-use crate::runs::runner::{Keeper, RunEvent, RunRequest, Supervisor, DEFAULT_GRACE};
+use crate::runs::runner::{Keeper, RunEvents, RunRequest, Supervisor, DEFAULT_GRACE};
 use crate::runs::stop::Stopping;
 use crate::sessions::agents::{self, Agent};
 use crate::sessions::change::ChangeSink;
@@ -59,7 +58,7 @@ const OUTPUT_NOTICE_WINDOW: Duration = Duration::from_millis(100);
 const TRACES_FINISH_WAIT: Duration = Duration::from_secs(2);
 
 /// Two subscriptions to the supervisor's events: the window's run events, its output notices.
-pub type RunSubscriptions = (Receiver<RunEvent>, Receiver<RunEvent>);
+pub type RunSubscriptions = (RunEvents, RunEvents);
 
 pub struct Studio {
     workspace: RwLock<Result<Workspace, Error>>,
@@ -265,7 +264,7 @@ impl Studio {
     }
 
     /// Sends the runs' output to `sink` as it is printed, gathered over a short window.
-    pub fn follow_output(&self, events: Receiver<RunEvent>, sink: ChangeSink) -> Result<(), Error> {
+    pub fn follow_output(&self, events: RunEvents, sink: ChangeSink) -> Result<(), Error> {
         let store = self.shared_store()?;
         *lock(&self.run_changes) = Some(RunChanges::start(events, store, sink, OUTPUT_NOTICE_WINDOW));
         Ok(())

@@ -13,7 +13,7 @@
 
 use std::io::{BufRead, Write};
 use std::panic::AssertUnwindSafe;
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 
@@ -31,7 +31,7 @@ use crate::remote::protocol::{
 };
 use crate::remote::reply::{write_frames, Outgoing, ReplyOut, Written};
 use crate::remote::transfer::{read_data, skip_data, MAX_CHUNK};
-use crate::runs::runner::RunEvent;
+use crate::runs::runner::RunEvents;
 use crate::sessions::change::{Change, ChangeSink};
 use crate::vocabulary::error::{Error, ErrorCode};
 use crate::vocabulary::id::SessionId;
@@ -79,7 +79,7 @@ struct Shared {
 /// protocol version is not the server's (after answering it so).
 pub fn serve(
     studio: Arc<Studio>,
-    run_events: Option<Receiver<RunEvent>>,
+    run_events: Option<RunEvents>,
     input: impl BufRead,
     output: impl Write + Send + 'static,
     options: &ServeOptions,
@@ -95,7 +95,7 @@ pub fn serve(
 /// (`remote::kept_server`), whose studio serves the next.
 pub fn serve_one(
     studio: Arc<Studio>,
-    run_events: Option<Receiver<RunEvent>>,
+    run_events: Option<RunEvents>,
     mut input: impl BufRead,
     output: impl Write + Send + 'static,
     options: &ServeOptions,
@@ -112,7 +112,7 @@ pub fn serve_one(
     if let Some(events) = run_events {
         let frames = frames.clone();
         spawn("serve-run-events", move || {
-            for event in events {
+            for event in events.iter() {
                 let _ = frames.send(Outgoing::Frame(notification_frame(RUN_EVENT, &event)));
             }
         })?;

@@ -97,7 +97,7 @@ pub struct Bench {
     pub db: PathBuf,
     pub workspace: studio_core::Workspace,
     pub supervisor: studio_core::runner::Supervisor,
-    pub events: std::sync::mpsc::Receiver<studio_core::runner::RunEvent>,
+    pub events: studio_core::runner::RunEvents,
 }
 
 /// A [`Bench`] whose store is `store_file` below its folder (missing folders are made by the
@@ -161,7 +161,7 @@ pub fn request_in(workspace: &studio_core::Workspace, args: &[&str]) -> studio_c
 
 /// The first event `what` accepts, within 30 s of each other.
 pub fn wait_for(
-    events: &std::sync::mpsc::Receiver<studio_core::runner::RunEvent>,
+    events: &studio_core::runner::RunEvents,
     what: impl Fn(&studio_core::runner::RunEvent) -> bool,
 ) -> studio_core::runner::RunEvent {
     loop {

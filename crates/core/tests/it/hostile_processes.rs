@@ -3,10 +3,9 @@
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;
-use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use studio_core::runner::RunEvent;
+use studio_core::runner::{RunEvent, RunEvents};
 use studio_core::{Error, Status};
 
 use crate::harness::{self, process_running, request, wait_for, Bench};
@@ -20,7 +19,7 @@ fn bench_with(kept: bool) -> Bench {
     harness::bench("studio.sqlite", kept)
 }
 
-fn wait_finished(events: &Receiver<RunEvent>, run_id: &str) {
+fn wait_finished(events: &RunEvents, run_id: &str) {
     wait_for(
         events,
         |event| matches!(event, RunEvent::RunFinished { run_id: id, .. } if id == run_id),
@@ -175,7 +174,7 @@ fn a_stranger_is_not_signalled_even_by_a_graceful_stop_past_its_grace() {
 }
 
 /// The pid an agent printed after `prefix` (`│ setsid grandchild pid N`).
-fn printed_pid(events: &Receiver<RunEvent>, run_id: &str, prefix: &str) -> u32 {
+fn printed_pid(events: &RunEvents, run_id: &str, prefix: &str) -> u32 {
     loop {
         let event = events.recv_timeout(Duration::from_secs(30)).expect("the line came");
         if let RunEvent::Output { run_id: id, line, .. } = &event {

@@ -2,11 +2,10 @@
 //! folders, a real SQLite store.
 
 use std::path::PathBuf;
-use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant, SystemTime};
 
 use studio_core::protocol::Stream;
-use studio_core::runner::{RunEvent, RunRequest, STOP_FILES};
+use studio_core::runner::{RunEvent, RunEvents, RunRequest, STOP_FILES};
 use studio_core::stop::Stopping;
 use studio_core::timeline::StoppedBy;
 use studio_core::{SessionId, Status};
@@ -14,7 +13,7 @@ use studio_core::{SessionId, Status};
 use crate::harness::{self, capture, group_members, process_running, wait_for, Bench};
 
 /// Events of one run until it finishes (panics after `limit`).
-fn events_until_finished(events: &Receiver<RunEvent>, run_id: &str, limit: Duration) -> Vec<RunEvent> {
+fn events_until_finished(events: &RunEvents, run_id: &str, limit: Duration) -> Vec<RunEvent> {
     let deadline = Instant::now() + limit;
     let mut seen = Vec::new();
     loop {

@@ -59,6 +59,7 @@ mod run_record;
 mod shared;
 mod spawn;
 mod stopping;
+mod subscription;
 mod supervisor;
 
 pub use budget::workspace_spend_since;
@@ -69,4 +70,7 @@ pub use outside::{stop_outside, OutsideStop};
 pub use request::{Keeper, RunRequest, StartedRun, DEFAULT_GRACE};
 pub use run_files::STOP_FILES;
 pub use spawn::new_session_id;
+#[cfg(test)]
+pub(crate) use subscription::event_queue;
+pub use subscription::RunEvents;
 pub use supervisor::Supervisor;

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, SyncSender};
+use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -11,6 +11,7 @@ use std::time::Duration;
 use super::events::RunEvent;
 use super::live_run::LiveRun;
 use super::request::Keeper;
+use super::subscription::EventSender;
 use crate::store::Store;
 
 pub(super) struct Shared {
@@ -85,12 +86,12 @@ impl Shared {
                 let Some(sent) = sent else { continue };
                 if subscriber.lossless {
                     // Waits for the subscriber: its run waits, and so does the agent's next write.
-                    if subscriber.sender.send(sent).is_err() {
+                    if !subscriber.sender.send(sent) {
                         gone[i] = true;
                     }
                     continue;
                 }
-                match subscriber.sender.try_send(sent) {
+                match subscriber.sender.try_send(sent).map_err(|unsent| *unsent) {
                     Ok(()) => {}
                     Err(mpsc::TrySendError::Full(dropped)) => {
                         tracing::warn!(
@@ -111,7 +112,7 @@ impl Shared {
 }
 
 pub(super) struct Subscriber {
-    pub(super) sender: SyncSender<RunEvent>,
+    pub(super) sender: EventSender,
     /// Waits rather than drops when the subscriber is behind (`Supervisor::subscribe_lossless`).
     pub(super) lossless: bool,
     /// Hears output lines (`Supervisor::subscribe_to_nodes` does not).

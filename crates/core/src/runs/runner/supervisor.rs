@@ -3,22 +3,18 @@
 //! supervisor stops them all and waits.
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc;
 use std::sync::Arc;
 
-use super::events::RunEvent;
 use super::follow::start_following;
 use super::live_run::LiveRun;
 use super::request::{Keeper, RunRequest, StartedRun};
 use super::shared::{Shared, Subscriber};
 use super::spawn::PreparedRun;
 use super::stopping::ask_to_stop;
+use super::subscription::{event_queue, RunEvents, EVENT_BUFFER};
 use crate::runs::stop::Stopping;
 use crate::store::Store;
 use crate::vocabulary::error::Error;
-
-/// How many events a (lossy) subscriber may fall behind before it loses some.
-const EVENT_BUFFER: usize = 65_536;
 
 /// Owns the runs it starts; dropping it stops them (gracefully, then by force) and waits.
 pub struct Supervisor {
@@ -54,25 +50,25 @@ impl Supervisor {
 
     /// Every event of every run from now on. A subscriber that falls more than 65,536 events
     /// behind loses events (the store loses none): a window never slows a run.
-    pub fn subscribe(&self) -> mpsc::Receiver<RunEvent> {
+    pub fn subscribe(&self) -> RunEvents {
         self.subscribe_with(false, true)
     }
 
     /// [`Supervisor::subscribe`] without the output lines: the runs' starts, nodes, stops,
     /// budget news and ends (a live trace export needs no line, and copies none).
-    pub fn subscribe_to_nodes(&self) -> mpsc::Receiver<RunEvent> {
+    pub fn subscribe_to_nodes(&self) -> RunEvents {
         self.subscribe_with(false, false)
     }
 
     /// Every event of every run from now on, none lost: when the subscriber falls behind, its
     /// runs wait for it (and their agents' writes with them), as a pipe to a slow reader does.
     /// For a terminal or a `--json` stream, whose reader must see every line.
-    pub fn subscribe_lossless(&self) -> mpsc::Receiver<RunEvent> {
+    pub fn subscribe_lossless(&self) -> RunEvents {
         self.subscribe_with(true, true)
     }
 
-    fn subscribe_with(&self, lossless: bool, output: bool) -> mpsc::Receiver<RunEvent> {
-        let (sender, receiver) = mpsc::sync_channel(EVENT_BUFFER);
+    fn subscribe_with(&self, lossless: bool, output: bool) -> RunEvents {
+        let (sender, receiver) = event_queue(EVENT_BUFFER);
         self.shared
             .subscribers
             .lock()

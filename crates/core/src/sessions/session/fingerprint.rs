@@ -1,7 +1,12 @@
 //! A session folder's fingerprint: what the watcher compares to tell that a summary may have changed.
 
+use std::borrow::Cow;
 use std::fs;
-use std::path::Path;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::{fstatat, FileStat, Mode};
 
 use super::model::{EVENTS_FILE, NODES_DIR, RAW_STREAM_FILE, RESULT_FILE, SESSION_INFO_FILE};
 use super::reader::MAX_FOLDER_ENTRIES;
@@ -15,12 +20,99 @@ use super::run_record::RUN_RECORD_FILE;
 /// usage is read from, `cost`), which the engine rewrites in place at each attempt: the nodes
 /// are the previous fingerprint's while the folder and `nodes/` did not change, else listed.
 pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
+    let stat = |relative: &str| {
+        let path = match relative {
+            "" => Cow::Borrowed(folder),
+            _ => Cow::Owned(folder.join(relative)),
+        };
+        // Links are not followed (a session folder's files are untrusted): a link's own times count.
+        fs::symlink_metadata(path).ok().map(|m| Stamp::of_metadata(&m))
+    };
+    print_with(stat, previous, || node_folders_for_print(folder))
+}
+
+/// A sessions folder held open, to take its session folders' fingerprints through it
+/// ([`SessionsFolder::fingerprint`]): what the watcher's sweep does, a few dozen sessions a second.
+#[derive(Debug)]
+pub struct SessionsFolder {
+    path: PathBuf,
+    fd: OwnedFd,
+}
+
+impl SessionsFolder {
+    pub fn open(path: &Path) -> std::io::Result<SessionsFolder> {
+        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let fd = nix::fcntl::open(path, flags, Mode::empty()).map_err(std::io::Error::from)?;
+        Ok(SessionsFolder {
+            path: path.to_owned(),
+            fd,
+        })
+    }
+
+    /// The [`fingerprint`] of its session folder `id` (the same string), each file looked up from
+    /// this folder: two names to resolve (`<id>/result.json`), not every name of the whole path
+    /// (at 100,000 sessions, walking the whole paths was most of a sweep's cost).
+    pub fn fingerprint(&self, id: &str, previous: Option<&str>) -> Option<String> {
+        let mut path = String::with_capacity(id.len() + 64);
+        let stat = |relative: &str| {
+            path.clear();
+            path.push_str(id);
+            if !relative.is_empty() {
+                path.push('/');
+                path.push_str(relative);
+            }
+            // As `fingerprint`: the last name's link is not followed.
+            let stat = fstatat(&self.fd, path.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+            Some(Stamp::of_stat(&stat))
+        };
+        print_with(stat, previous, || node_folders_for_print(&self.path.join(id)))
+    }
+}
+
+/// What a fingerprint keeps of a file: its modification time and its size.
+struct Stamp {
+    seconds: i64,
+    nanoseconds: i64,
+    len: u64,
+}
+
+impl Stamp {
+    fn of_metadata(metadata: &fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            seconds: metadata.mtime(),
+            nanoseconds: metadata.mtime_nsec(),
+            len: metadata.len(),
+        }
+    }
+
+    fn of_stat(stat: &FileStat) -> Stamp {
+        Stamp {
+            seconds: stat.st_mtime,
+            nanoseconds: stat.st_mtime_nsec,
+            len: u64::try_from(stat.st_size).unwrap_or_default(),
+        }
+    }
+
+    fn part(stamp: Option<Stamp>) -> String {
+        stamp.map_or_else(
+            || "-".to_owned(),
+            |s| format!("{}.{}:{}", s.seconds, s.nanoseconds, s.len),
+        )
+    }
+}
+
+/// A fingerprint, each file's stamp taken by `stat` (of a path relative to the session folder;
+/// `""` is the folder), the node folders listed by `list_nodes` when the previous print's are
+/// not current.
+fn print_with(
+    mut stat: impl FnMut(&str) -> Option<Stamp>,
+    previous: Option<&str>,
+    list_nodes: impl FnOnce() -> Vec<String>,
+) -> Option<String> {
     use std::fmt::Write;
-    use std::os::unix::fs::MetadataExt;
-    let stamp = |m: &fs::Metadata| format!("{}.{}:{}", m.mtime(), m.mtime_nsec(), m.len());
-    // Links are not followed (a session folder's files are untrusted): a link's own times count.
-    let dir = fs::symlink_metadata(folder).ok()?;
-    let mut print = format!("{}.{}", dir.mtime(), dir.mtime_nsec());
+    let dir = stat("")?;
+    let mut print = format!("{}.{}", dir.seconds, dir.nanoseconds);
     let same_folder = previous.is_some_and(|p| p.split('|').next() == Some(print.as_str()));
     let mut seen = previous.map(|p| p.split('|').skip(1));
     // The studio's run record is written leaving the folder's time as it was: always looked at.
@@ -29,7 +121,7 @@ pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
         let part = if same_folder && was_absent && ![SESSION_INFO_FILE, RUN_RECORD_FILE].contains(&name) {
             "-".to_owned()
         } else {
-            fs::symlink_metadata(folder.join(name)).map_or_else(|_| "-".to_owned(), |m| stamp(&m))
+            Stamp::part(stat(name))
         };
         let _ = write!(print, "|{part}");
     }
@@ -44,16 +136,16 @@ pub fn fingerprint(folder: &Path, previous: Option<&str>) -> Option<String> {
             .filter(|n| !n.is_empty())
             .map(str::to_owned)
             .collect(),
-        None => node_folders_for_print(folder),
+        None => list_nodes(),
     };
     print.push_str(RAW_PART);
     for (i, node) in nodes.iter().enumerate() {
         // `e<name>`: `<folder>/<name>/`; `d<name>`: `nodes/<name>/`. A name has no `/`.
-        let dir = match node.split_at(1) {
-            ("d", name) => folder.join(NODES_DIR).join(name),
-            (_, name) => folder.join(name),
+        let raw = match node.split_at(1) {
+            ("d", name) => format!("{NODES_DIR}/{name}/{RAW_STREAM_FILE}"),
+            (_, name) => format!("{name}/{RAW_STREAM_FILE}"),
         };
-        let raw = fs::symlink_metadata(dir.join(RAW_STREAM_FILE)).map_or_else(|_| "-".to_owned(), |m| stamp(&m));
+        let raw = Stamp::part(stat(&raw));
         let _ = write!(print, "{}{node}/{raw}", if i == 0 { "" } else { "/" });
     }
     Some(print)
@@ -126,4 +218,68 @@ pub fn node_folders(folder: &Path) -> Vec<NodeFolder> {
         }));
     }
     nodes
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+    use std::time::Duration;
+
+    use super::*;
+
+    /// Both ways of taking a fingerprint, with and without the previous one: the same string.
+    fn both(sessions: &Path, id: &str, previous: Option<&str>) -> String {
+        let by_path = fingerprint(&sessions.join(id), previous).expect("the folder is there");
+        let open = SessionsFolder::open(sessions).unwrap();
+        assert_eq!(
+            open.fingerprint(id, previous).as_deref(),
+            Some(by_path.as_str()),
+            "{id}"
+        );
+        by_path
+    }
+
+    #[test]
+    fn a_fingerprint_through_the_open_sessions_folder_is_the_same_and_sees_the_same_changes() {
+        let root = tempfile::tempdir().unwrap();
+        let sessions = root.path();
+        // The engine's layout (a node folder beside the files), and the documented one (nodes/).
+        let engine = sessions.join("1777000000000_engine");
+        fs::create_dir_all(engine.join("plan")).unwrap();
+        fs::write(engine.join(SESSION_INFO_FILE), "{}").unwrap();
+        fs::write(engine.join(RESULT_FILE), r#"{"success":true}"#).unwrap();
+        fs::write(engine.join("plan").join(RAW_STREAM_FILE), "a\n").unwrap();
+        let documented = sessions.join("1777000001000_documented");
+        fs::create_dir_all(documented.join("nodes/write")).unwrap();
+        fs::write(documented.join(EVENTS_FILE), "").unwrap();
+        fs::write(documented.join("nodes/write").join(RAW_STREAM_FILE), "b\n").unwrap();
+        // A link where a file is: its own times count, not its target's.
+        let linked = sessions.join("1777000002000_linked");
+        fs::create_dir_all(&linked).unwrap();
+        std::os::unix::fs::symlink(engine.join(RESULT_FILE), linked.join(RESULT_FILE)).unwrap();
+
+        for id in [
+            "1777000000000_engine",
+            "1777000001000_documented",
+            "1777000002000_linked",
+        ] {
+            let first = both(sessions, id, None);
+            assert_eq!(both(sessions, id, Some(&first)), first, "nothing changed: {id}");
+        }
+        let engine_print = both(sessions, "1777000000000_engine", None);
+        assert!(engine_print.contains("|raw:eplan/"), "{engine_print}");
+        let documented_print = both(sessions, "1777000001000_documented", None);
+        assert!(documented_print.contains("|raw:dwrite/"), "{documented_print}");
+
+        // Rewritten in place (the folder's time kept): seen through the open folder too.
+        std::thread::sleep(Duration::from_millis(20));
+        fs::write(engine.join(RESULT_FILE), r#"{"success":false}"#).unwrap();
+        fs::write(engine.join("plan").join(RAW_STREAM_FILE), "a\nb\n").unwrap();
+        let rewritten = both(sessions, "1777000000000_engine", Some(&engine_print));
+        assert_ne!(rewritten, engine_print);
+        assert!(SessionsFolder::open(sessions)
+            .unwrap()
+            .fingerprint("1777000009000_gone", None)
+            .is_none());
+    }
 }

@@ -38,7 +38,7 @@ mod status;
 mod title;
 mod workspace;
 
-pub use fingerprint::{fingerprint, node_folders, NodeFolder};
+pub use fingerprint::{fingerprint, node_folders, NodeFolder, SessionsFolder};
 pub use model::{
     Detail, FileRef, Imported, Layout, NodeArtifacts, NodeSummary, Problem, Session, SessionInfo, SessionNode,
     SessionSummary, Timestamp, EVENTS_FILE, NODES_DIR, RAW_OUTPUT_FILE, RAW_STREAM_FILE, RESULT_FILE,

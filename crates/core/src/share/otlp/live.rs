@@ -27,7 +27,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 
 use super::map::{fill_node_span, root_span, NodeExecution, RunTrace, SpanPlace};
 use super::push::{post, Endpoint, RequestBody};
-use crate::runs::runner::RunEvent;
+use crate::runs::runner::{RunEvent, RunEvents};
 use crate::sessions::cost::NodeUsage;
 use crate::sessions::session::Timestamp;
 use crate::status::Status;
@@ -271,7 +271,7 @@ impl LiveExport {
 
     /// Follows the runs `events` tells of (`Supervisor::subscribe_to_nodes`), each sent where
     /// `route` says.
-    pub fn follow_runs(&mut self, events: Receiver<RunEvent>, route: Route) {
+    pub fn follow_runs(&mut self, events: RunEvents, route: Route) {
         let Some(queue) = self.queue.clone() else { return };
         let stop = self.stop.clone();
         let reader = std::thread::Builder::new()
@@ -407,7 +407,7 @@ fn now_ms() -> u64 {
     Timestamp::from_system_time(SystemTime::now()).0
 }
 
-fn read_events(events: &Receiver<RunEvent>, route: &Route, queue: &Queue, stop: &AtomicBool) {
+fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBool) {
     let mut runs = Runs::default();
     let mut requests = Requests::new(queue);
     // Paused once when nothing waits, before waiting: a flood's events gather meanwhile, and the
@@ -825,13 +825,13 @@ mod tests {
             backoff: Duration::from_millis(1),
             timeout: Duration::from_millis(300),
         };
-        let (events_in, events_out) = mpsc::sync_channel(1024);
+        let (events_in, events_out) = crate::runs::runner::event_queue(1024);
         let mut export = LiveExport::start(options);
         export.follow_runs(events_out, Box::new(move |_| Some(endpoint.clone())));
         let fed = Instant::now();
         for run in 0..10 {
             for event in events(&format!("r{run}")) {
-                events_in.send(event).unwrap();
+                assert!(events_in.send(event));
             }
         }
         assert!(

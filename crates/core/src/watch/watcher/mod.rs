@@ -19,8 +19,9 @@
 //!   `events.json`, `nodes/`, the run record, each node's `raw_stream_output.txt`; metadata
 //!   alone, nothing opened) is taken again once per [`WatcherOptions::sweep_bound`] (60 s), a slice
 //!   at each step (one a second) so that it never costs a burst, and never more than
-//!   [`WatcherOptions::sweep_rate`] sessions a second (50): past 3,000 swept sessions the bound is
-//!   their count / 50 seconds (2,000 s at 100,000) and the cost stays flat. A change the sweep
+//!   [`WatcherOptions::sweep_rate`] sessions a second (50) nor for longer than
+//!   [`WatcherOptions::sweep_budget`] a second (400 µs): past 3,000 swept sessions, or once their
+//!   looks cost more, the bound grows instead and the cost stays flat. A change the sweep
 //!   finds is read and reported like any other; the session is watched again, its followed files
 //!   tailed from their end (what was appended while it was swept is in its summary; what is
 //!   appended from then on is sent as lines). So at 100,000 ended sessions the watcher holds the
@@ -419,6 +420,7 @@ mod tests {
         let options = WatcherOptions {
             sweep_bound: bound,
             sweep_rate: 10_000,
+            sweep_budget: Duration::from_secs(1),
             ..WatcherOptions::default()
         };
         let before = inotify_watches();
@@ -478,6 +480,7 @@ mod tests {
             recent: Duration::from_secs(1),
             sweep_bound: Duration::from_millis(500),
             sweep_rate: 10_000,
+            sweep_budget: Duration::from_secs(1),
             ..WatcherOptions::default()
         };
         let (watcher, received) = watch(root.path(), options);

@@ -42,6 +42,12 @@ pub struct WatcherOptions {
     /// their count / `sweep_rate` seconds instead. Default: 50 a second (the bound stays 60 s up
     /// to 3,000 swept sessions and is 2,000 s at 100,000; see docs/benchmarks.md, "Watching").
     pub sweep_rate: u32,
+    /// The most time the sweep's looks take per second, so that an idle watcher costs at most
+    /// this share of a core however costly a look is (a look at one of 100,000 sessions costs a
+    /// few times one of 1,000: the kernel's lookups of names it holds less of): a step stops
+    /// there and the next goes on, and the bound grows instead. Default: 400 µs (0.04 % of a
+    /// core; a step looks at one session at least).
+    pub sweep_budget: Duration,
     /// The most inotify watches this watcher adds (they are the user's, shared with every other
     /// program): past it, a workspace is polled ([`Change::WatchPolling`]). Default: half of
     /// `fs.inotify.max_user_watches`.
@@ -74,6 +80,7 @@ impl Default for WatcherOptions {
             recent: Duration::from_secs(600),
             sweep_bound: Duration::from_secs(60),
             sweep_rate: 50,
+            sweep_budget: Duration::from_micros(400),
             max_watches: default_max_watches(),
             clock: Arc::new(SystemTime::now),
             store: None,
@@ -91,6 +98,7 @@ impl std::fmt::Debug for WatcherOptions {
             .field("recent", &self.recent)
             .field("sweep_bound", &self.sweep_bound)
             .field("sweep_rate", &self.sweep_rate)
+            .field("sweep_budget", &self.sweep_budget)
             .field("max_watches", &self.max_watches)
             .field("store", &self.store.as_ref().map(|s| s.location().describe()))
             .finish_non_exhaustive()

@@ -7,9 +7,10 @@
 //! fingerprint (metadata alone: the folder's own time and what the folder index's fingerprint
 //! stats) is taken again once per [`WatcherOptions::sweep_bound`], a slice of the sessions at each
 //! step so that the looks are spread evenly over the bound, and never more than
-//! [`WatcherOptions::sweep_rate`] sessions a second (past that many, the bound grows with the
-//! sessions, and the sweep's cost does not). A swept session whose fingerprint changed is read
-//! and reported like any other, and watched again.
+//! [`WatcherOptions::sweep_rate`] sessions a second, nor for longer than
+//! [`WatcherOptions::sweep_budget`] a second (past either, the bound grows with the sessions, and
+//! the sweep's cost does not). A swept session whose fingerprint changed is read and reported
+//! like any other, and watched again.
 
 use std::collections::HashSet;
 use std::ops::Bound;
@@ -19,7 +20,7 @@ use std::time::{Duration, Instant};
 use super::options::WatcherOptions;
 use super::reading::tails_from_end;
 use super::state::{mark_pending, KnownSession, SessionKey, WatchLoop};
-use crate::sessions::session::{fingerprint, Timestamp};
+use crate::sessions::session::{SessionsFolder, Timestamp};
 use crate::vocabulary::id::SessionId;
 
 /// The sweep takes this many steps per bound (fewer when a step would come sooner than
@@ -127,10 +128,12 @@ impl WatchLoop {
         let (step, steps, most) = self.sweep_step();
         self.next_sweep = now + step;
         self.release_quiet_sessions(now);
+        // The step's share of the budget, for every workspace's looks together.
+        let until = now + self.options.sweep_budget.mul_f64(step.as_secs_f64());
         for index in 0..self.workspaces.len() {
             // A polled workspace's sessions are all looked at by the poll.
             if !self.workspaces[index].polling {
-                self.sweep_slice(index, steps, most, now);
+                self.sweep_slice(index, (steps, most), until, now);
             }
         }
     }
@@ -158,9 +161,10 @@ impl WatchLoop {
         }
     }
 
-    /// Looks at the next `1/steps` of a workspace's sessions, at most `most` (going on where the
-    /// last step stopped): each swept one whose fingerprint changed is marked to be read.
-    fn sweep_slice(&mut self, index: usize, steps: u32, most: usize, now: Instant) {
+    /// Looks at the next `1/steps` of a workspace's sessions, at most `most`, and none once
+    /// `until` has passed but the first (going on where the last step stopped): each swept one
+    /// whose fingerprint changed is marked to be read.
+    fn sweep_slice(&mut self, index: usize, (steps, most): (u32, usize), until: Instant, now: Instant) {
         let watched: HashSet<&SessionId> = self
             .watched
             .keys()
@@ -168,6 +172,10 @@ impl WatchLoop {
             .map(|(_, id)| id)
             .collect();
         let workspace = &mut self.workspaces[index];
+        // Gone or moved: the sessions folder's own watch tells (the next step looks again).
+        let Ok(folder) = SessionsFolder::open(&workspace.sessions_dir) else {
+            return;
+        };
         let count = workspace.sessions.len().div_ceil(steps as usize).min(most);
         let after = match &workspace.sweep_cursor {
             Some(id) => Bound::Excluded(id),
@@ -180,9 +188,11 @@ impl WatchLoop {
             if watched.contains(id) {
                 continue;
             }
-            let dir = workspace.sessions_dir.join(id.as_str());
-            if fingerprint(&dir, known.fingerprint.as_deref()) != known.fingerprint {
+            if folder.fingerprint(id.as_str(), known.fingerprint.as_deref()) != known.fingerprint {
                 changed.push(id.clone());
+            }
+            if Instant::now() >= until {
+                break;
             }
         }
         // The end of the sessions reached: the next step starts again from the first.
