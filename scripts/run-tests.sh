@@ -21,7 +21,32 @@ fi
 # end-to-end tests beside the other crates' (scripts/test-lanes.sh says why). xvfb-run gives the
 # end-to-end tests a display, dbus-run-session a session bus (a second launch finds the running app
 # through it); they fail, never skip, without either.
-step "cargo test --workspace --no-run (build every test)" cargo test --workspace --locked --no-run --timings
+#
+# ZIBBY_STUDIO_LINT=1 (CI sets it): the same build is clippy's, with its warnings as errors, as
+# `cargo clippy --workspace --all-targets -- -D warnings` would say them, without clippy's own
+# second build of the whole dependency graph (about 5 min on 2 cores). Clippy's driver compiles the
+# workspace's own crates (cargo's RUSTC_WORKSPACE_WRAPPER, which is how `cargo clippy` runs it;
+# dependencies are compiled by rustc as before); the benches are built too (as tests), so every
+# target is linted. The variables stay set for the steps below, so the lanes and the package reuse
+# this build.
+build_every_test() {
+  cargo test --workspace --locked --no-run --timings || return
+  if [ "${ZIBBY_STUDIO_LINT:-}" = 1 ]; then
+    cargo test --workspace --locked --no-run --benches
+  fi
+}
+build_title="cargo test --workspace --no-run (build every test)"
+if [ "${ZIBBY_STUDIO_LINT:-}" = 1 ]; then
+  export RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
+  export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+  build_title="cargo test --workspace --no-run, benches too (every test built; clippy -D warnings)"
+fi
+step "$build_title" build_every_test
+# .ci/run installs the test servers in the background meanwhile: their set-up holds this lock until
+# it ends (at most 30 min waited for; the tests then say what is missing).
+if [ -n "${ZIBBY_STUDIO_SERVERS_LOCK:-}" ]; then
+  step "the test servers' set-up, waited for" flock -w 1800 "$ZIBBY_STUDIO_SERVERS_LOCK" true
+fi
 step "cargo test --workspace (the app end-to-end under Xvfb, beside the rest)" bash scripts/test-lanes.sh
 
 # Built from the debug builds the tests made (scripts/package-deb.sh says why): about 2 min, where
