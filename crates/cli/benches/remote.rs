@@ -402,7 +402,7 @@ fn echo(mut command: Command) -> Duration {
     }
     drop(input);
     let _ = child.wait();
-    median(times)
+    common::median(times)
 }
 
 /// The FIFO the agent reads, open for writing (once the agent opened it).
@@ -415,11 +415,6 @@ fn send(feed: &mut std::fs::File, i: usize) -> Instant {
     let at = Instant::now();
     writeln!(feed, "line {i}").unwrap();
     at
-}
-
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
 }
 
 /// The local supervisor's `Output` event of each line, from its writing.
@@ -439,7 +434,7 @@ fn local_lines(studio: &Studio, events: &RunEvents, fifo: &Path) -> Duration {
             }
         }
     }
-    median(times)
+    common::median(times)
 }
 
 /// The local run: the agent trusted here first, as the window asks.
@@ -481,7 +476,7 @@ fn piped_lines(piped: &RemoteClient, fifo: &Path) -> Duration {
             }
         }
     }
-    median(times)
+    common::median(times)
 }
 
 /// Each line's `run_event` notification here (as the window hears it: nothing else done between
@@ -531,7 +526,7 @@ fn remote_lines(link: &Link, events: &Receiver<LinkEvent>, fifo: &Path) -> (Dura
             }
         }
     }
-    (median(heard), median(followed))
+    (common::median(heard), common::median(followed))
 }
 
 /// Issue 42's question about the table (`remote::table`): with ssh's compression on, do the

@@ -79,11 +79,6 @@ fn end_kept_masters(runtime: &Path, config: &Path, alias: &str) {
     std::thread::sleep(Duration::from_millis(100));
 }
 
-fn median(mut times: Vec<Duration>) -> f64 {
-    times.sort();
-    times[times.len() / 2].as_secs_f64() * 1000.0
-}
-
 fn main() {
     if common::names_only() {
         return;
@@ -152,13 +147,13 @@ fn main() {
     end_kept_servers(&sshd.home());
     end_kept_servers(&refusing.home());
     let (local, closed, first, second, trip, relayed, unkept) = (
-        median(local),
-        median(closed),
-        median(first),
-        median(second),
-        median(trip),
-        median(relayed),
-        median(unkept),
+        common::median_ms(local),
+        common::median_ms(closed),
+        common::median_ms(first),
+        common::median_ms(second),
+        common::median_ms(trip),
+        common::median_ms(relayed),
+        common::median_ms(unkept),
     );
     println!("load {}", std::fs::read_to_string("/proc/loadavg").unwrap().trim());
     println!("{sessions} sessions, median of {rounds}:");

@@ -67,13 +67,6 @@ fn noisy_output(seed: u64, megabytes: usize) -> String {
 }
 
 /// The median in ms; NaN when every run failed.
-fn median(mut times: Vec<Duration>) -> f64 {
-    times.sort();
-    times
-        .get(times.len() / 2)
-        .map_or(f64::NAN, |t| t.as_secs_f64() * 1000.0)
-}
-
 fn main() {
     if common::names_only() {
         return;
@@ -122,12 +115,12 @@ fn main() {
         bundle_bytes as f64 / 1e6
     );
     let base = [
-        median(figures[0][0].clone()),
-        median(figures[0][1].clone()),
-        median(figures[0][2].clone()),
+        common::median_ms(figures[0][0].clone()),
+        common::median_ms(figures[0][1].clone()),
+        common::median_ms(figures[0][2].clone()),
     ];
     for ((binary, figures), bytes) in binaries.iter().zip(&figures).zip(&binary_bytes) {
-        let [upload, export, import] = [0, 1, 2].map(|i| median(figures[i].clone()));
+        let [upload, export, import] = [0, 1, 2].map(|i| common::median_ms(figures[i].clone()));
         println!(
             "  {} ({:.1} MB): first command with the upload {upload:.0} ms ({:.2}x), export {export:.0} ms ({:.2}x), \
              import {import:.0} ms ({:.2}x)",

@@ -10,6 +10,20 @@ pub fn names_only() -> bool {
     std::env::args().any(|a| a == "--list")
 }
 
+/// The middle of `times` (of an even count, the later of the two); `times` holds one at least.
+pub fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// [`median`] in milliseconds; not a number when there is none (every try failed).
+pub fn median_ms(times: Vec<Duration>) -> f64 {
+    match times.is_empty() {
+        true => f64::NAN,
+        false => median(times).as_secs_f64() * 1000.0,
+    }
+}
+
 /// A size of a bench from its environment variable `name` (`BENCH_SESSIONS=1000`), else
 /// `default`.
 pub fn size_from_env<T: std::str::FromStr>(name: &str, default: T) -> T {
