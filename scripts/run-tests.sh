@@ -35,10 +35,27 @@ build_every_test() {
     cargo test --workspace --locked --no-run --benches
   fi
 }
+# CLIPPY_ARGS is clippy's own interface to its driver, not a documented one: were it ever not
+# read, clippy's lints would be warnings again and the build would pass. So a probe with a lint
+# (`v.len() == 0`) must be refused under the same variables first.
+lint_gate_holds() {
+  local probe said rc=0
+  probe=$(mktemp -d)
+  printf 'fn main() {\n    let v: Vec<u8> = Vec::new();\n    if v.len() == 0 {}\n}\n' >"$probe/probe.rs"
+  said=$("$RUSTC_WORKSPACE_WRAPPER" rustc --edition 2021 --crate-type bin --emit=metadata \
+    -o "$probe/probe.rmeta" "$probe/probe.rs" 2>&1) || rc=$?
+  rm -rf "$probe"
+  if [ "$rc" -eq 0 ] || ! grep -q "len_zero" <<<"$said"; then
+    echo "error: clippy's driver did not refuse a lint with CLIPPY_ARGS=-D warnings (exit $rc): the lint gate would not hold" >&2
+    echo "$said" >&2
+    return 1
+  fi
+}
 build_title="cargo test --workspace --no-run (build every test)"
 if [ "${ZIBBY_STUDIO_LINT:-}" = 1 ]; then
   export RUSTC_WORKSPACE_WRAPPER="$(rustc --print sysroot)/bin/clippy-driver"
   export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+  step "clippy's driver refuses a lint (the gate holds)" lint_gate_holds
   build_title="cargo test --workspace --no-run, benches too (every test built; clippy -D warnings)"
 fi
 step "$build_title" build_every_test
