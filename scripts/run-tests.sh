@@ -12,10 +12,6 @@ step "set-up (scripts/setup.sh)" bash scripts/setup.sh
 export ZIBBY_STUDIO_SETUP_DONE=1
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
-if grep -q '"test"' ui/package.json; then
-  step "ui: npm run lint, npm run format:check, npm test" \
-    bash -c 'cd ui && npm run lint && npm run format:check && npm test'
-fi
 
 # Every test binary built first (cargo's timings kept), then run in two lanes at once: the app's
 # end-to-end tests beside the other crates' (scripts/test-lanes.sh says why). xvfb-run gives the
@@ -58,7 +54,13 @@ if [ "${ZIBBY_STUDIO_LINT:-}" = 1 ]; then
   step "clippy's driver refuses a lint (the gate holds)" lint_gate_holds
   build_title="cargo test --workspace --no-run, benches too (every test built; clippy -D warnings)"
 fi
-step "$build_title" build_every_test
+# The UI's checks need nothing the build makes (setup.sh built ui/dist): they run beside it.
+ui_title="ui: npm run lint, npm run format:check, npm test"
+step_beside "$ui_title" bash -c 'cd ui && npm run lint && npm run format:check && npm test'
+build_rc=0
+step "$build_title" build_every_test || build_rc=$?
+step_join "$ui_title"
+[ "$build_rc" -eq 0 ] || exit "$build_rc"
 # .ci/run installs the test servers in the background meanwhile: their set-up holds this lock until
 # it ends (at most 30 min waited for; the tests then say what is missing).
 if [ -n "${ZIBBY_STUDIO_SERVERS_LOCK:-}" ]; then

@@ -18,8 +18,42 @@ step() {
   return "$rc"
 }
 
+# `step_beside NAME COMMAND...` starts a step in the background, beside the steps that follow (a
+# build leaves a core idle for much of its time: its single-crate stretches and links), its output
+# kept until `step_join NAME` waits for it, prints that output, and records its duration (its own,
+# overlapping the others': the table says so) and its result.
+declare -A BESIDE_PID=() BESIDE_LOG=() BESIDE_START=()
+step_beside() {
+  local name=$1
+  shift
+  printf '\033[1m==> %s (beside the next steps)\033[0m\n' "$name"
+  BESIDE_LOG[$name]=$(mktemp)
+  BESIDE_START[$name]=$SECONDS
+  "$@" >"${BESIDE_LOG[$name]}" 2>&1 &
+  BESIDE_PID[$name]=$!
+}
+
+step_join() {
+  local name=$1 rc=0
+  wait "${BESIDE_PID[$name]}" || rc=$?
+  printf '\033[1m==> %s (ran beside, its output)\033[0m\n' "$name"
+  cat "${BESIDE_LOG[$name]}"
+  rm -f "${BESIDE_LOG[$name]}"
+  unset "BESIDE_PID[$name]"
+  STEP_NAMES+=("$name (beside)")
+  STEP_SECONDS+=($((SECONDS - BESIDE_START[$name])))
+  STEP_RESULTS+=("$([ "$rc" -eq 0 ] && echo ok || echo "exit $rc")")
+  return "$rc"
+}
+
 steps_summary() {
   local rc=$?
+  # A step still running beside (the script failed before its join) ends with the script.
+  local pid
+  for pid in "${BESIDE_PID[@]}"; do
+    pkill -P "$pid" 2>/dev/null || true
+    kill "$pid" 2>/dev/null || true
+  done
   [ ${#STEP_NAMES[@]} -gt 0 ] || return "$rc"
   printf '\n\033[1m%s: where the time went\033[0m\n' "${STEPS_TITLE:-steps}"
   printf '%-72s %9s  %s\n' "step" "min:sec" "result"
