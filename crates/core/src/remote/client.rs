@@ -110,12 +110,30 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The other end of a client: a server it starts (`… zstudio serve --stdio`, through ssh), or a
+/// kept server already listening, reached on a socket.
+enum ServerEnd {
+    Started(Command),
+    KeptSocket(UnixStream),
+}
+
 impl RemoteClient {
     /// Starts `command` with `--nonce <nonce>` appended (so it must end with the server's
     /// invocation, `… zstudio serve --stdio`), waits for its banner, and says `hello`. `host`
     /// names the other end in every error.
     pub fn connect(host: impl Into<String>, command: Command, options: ClientOptions) -> Result<RemoteClient, Error> {
-        let (client, banner) = RemoteClient::start(host.into(), Ok(command), &options, None)?;
+        RemoteClient::greeted(host.into(), ServerEnd::Started(command), options)
+    }
+
+    /// A client of a kept server already listening on `socket` (reached through ssh's forward:
+    /// `host` names the other end in every error), once it has greeted.
+    pub fn attach(host: impl Into<String>, socket: UnixStream, options: ClientOptions) -> Result<RemoteClient, Error> {
+        RemoteClient::greeted(host.into(), ServerEnd::KeptSocket(socket), options)
+    }
+
+    /// Starts the client on `server`, waits for its banner and says `hello`.
+    fn greeted(host: String, server: ServerEnd, options: ClientOptions) -> Result<RemoteClient, Error> {
+        let (client, banner) = RemoteClient::start(host, server, &options, None)?;
         client.greet(&banner, Instant::now() + options.banner_timeout, options.banner_timeout)
     }
 
@@ -129,7 +147,7 @@ impl RemoteClient {
     ) -> Result<(Prelude, Option<RemoteClient>), Error> {
         let deadline = Instant::now() + options.banner_timeout;
         let (said, told) = mpsc::channel();
-        let (client, banner) = RemoteClient::start(host.into(), Ok(command), &options, Some(said))?;
+        let (client, banner) = RemoteClient::start(host.into(), ServerEnd::Started(command), &options, Some(said))?;
         let prelude = match told.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(Ok(prelude)) => prelude,
             Ok(Err(what)) => return Err(client.failed(client.link_error(what))),
@@ -150,19 +168,19 @@ impl RemoteClient {
         Ok((prelude, Some(client.greet(&banner, deadline, options.banner_timeout)?)))
     }
 
-    /// Starts `command` (or says the nonce on a kept server's socket) and its reader (a prelude
-    /// read first when `prelude` is given): the client, and where its banner comes.
+    /// Starts the server's command (or says the nonce on a kept server's socket) and its reader
+    /// (a prelude read first when `prelude` is given): the client, and where its banner comes.
     #[allow(clippy::type_complexity)]
-    pub(super) fn start(
+    fn start(
         host: String,
-        server: Result<Command, UnixStream>,
+        server: ServerEnd,
         options: &ClientOptions,
         prelude: Option<Sender<Result<Prelude, String>>>,
     ) -> Result<(RemoteClient, Receiver<Result<Banner, String>>), Error> {
         let nonce = uuid::Uuid::now_v7().simple().to_string();
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let (child, stdin, stdout): (_, Box<dyn Write + Send>, Box<dyn Read + Send>) = match server {
-            Ok(mut command) => {
+            ServerEnd::Started(mut command) => {
                 command
                     .arg("--nonce")
                     .arg(&nonce)
@@ -178,7 +196,7 @@ impl RemoteClient {
                 let (stdin, stdout) = (child.stdin.take().expect("piped"), child.stdout.take().expect("piped"));
                 (Some(child), Box::new(stdin), Box::new(stdout))
             }
-            Err(socket) => {
+            ServerEnd::KeptSocket(socket) => {
                 let (input, output) = SocketInput::attach(socket, &nonce).map_err(|e| Error::RemoteLink {
                     host: host.clone(),
                     what: format!("cannot reach the kept studio server: {e}"),
@@ -230,7 +248,7 @@ impl RemoteClient {
 
     /// Waits for the banner (until `deadline`, `timeout` after the start) and says `hello`; the
     /// server is ended when either fails.
-    pub(super) fn greet(
+    fn greet(
         mut self,
         banner: &Receiver<Result<Banner, String>>,
         deadline: Instant,

@@ -33,18 +33,54 @@ const REFUSED: &str = "refused";
 /// How long after a forward that reached no server the commands run the start script instead.
 const RETRY_FORWARD: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// Whether `text` (a record) says a forward reached no server less than [`RETRY_FORWARD`] ago.
-fn refused_lately(text: &str) -> bool {
-    let since = |seconds: u64| {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .is_ok_and(|now| now.as_secs().saturating_sub(seconds) < RETRY_FORWARD.as_secs())
-    };
-    text.lines()
-        .nth(4)
-        .and_then(|line| line.strip_prefix(REFUSED))
-        .and_then(|at| at.trim().parse().ok())
-        .is_some_and(since)
+/// A kept server's record, line by line: the kept master it was written through (`master PID`),
+/// the host's home, its platform and the workspace's path, then `refused <unix seconds>` once a
+/// forward reached no server.
+struct KeptRecord<'a> {
+    master: &'a str,
+    home: &'a str,
+    platform: &'a str,
+    workspace: &'a str,
+    refused_at: Option<u64>,
+}
+
+impl<'a> KeptRecord<'a> {
+    fn parse(text: &'a str) -> Option<KeptRecord<'a>> {
+        let mut lines = text.lines();
+        let (master, home, platform, workspace) = (lines.next()?, lines.next()?, lines.next()?, lines.next()?);
+        let refused_at = lines
+            .next()
+            .and_then(|line| line.strip_prefix(REFUSED))
+            .and_then(|at| at.trim().parse().ok());
+        Some(KeptRecord {
+            master,
+            home,
+            platform,
+            workspace,
+            refused_at,
+        })
+    }
+
+    fn text(&self) -> String {
+        let (master, home, platform, workspace) = (self.master, self.home, self.platform, self.workspace);
+        let refused = self
+            .refused_at
+            .map(|at| format!("{REFUSED} {at}\n"))
+            .unwrap_or_default();
+        format!("{master}\n{home}\n{platform}\n{workspace}\n{refused}")
+    }
+
+    /// Whether a forward reached no server less than [`RETRY_FORWARD`] ago.
+    fn refused_lately(&self) -> bool {
+        self.refused_at
+            .is_some_and(|at| unix_seconds_now().saturating_sub(at) < RETRY_FORWARD.as_secs())
+    }
+}
+
+fn unix_seconds_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |now| now.as_secs())
 }
 
 impl Connection {
@@ -76,17 +112,21 @@ impl Connection {
             return;
         };
         let master = self.master_line();
-        let current = |text: &str| text.lines().next() == Some(master.as_str());
-        if std::fs::read_to_string(&record).is_ok_and(|text| current(&text) && refused_lately(&text)) {
+        let kept = std::fs::read_to_string(&record).is_ok_and(|text| {
+            KeptRecord::parse(&text).is_some_and(|kept| kept.master == master && kept.refused_lately())
+        });
+        if kept {
             return;
         }
-        let line = format!(
-            "{master}\n{}\n{}\n{}\n",
-            self.remote_home(),
-            self.remote_platform(),
-            self.workspace_path()
-        );
-        let _ = crate::sessions::private::replace_file(&record, line.as_bytes());
+        let text = KeptRecord {
+            master: &master,
+            home: self.remote_home(),
+            platform: self.remote_platform(),
+            workspace: self.workspace_path(),
+            refused_at: None,
+        }
+        .text();
+        let _ = crate::sessions::private::replace_file(&record, text.as_bytes());
     }
 
     /// A client of the workspace's kept server of `build`, reached through the kept master
@@ -95,14 +135,11 @@ impl Connection {
     pub fn reach_kept_server(&mut self, build: &str, client: &ClientOptions) -> Option<RemoteClient> {
         let record = self.kept_server_record(build)?;
         let text = std::fs::read_to_string(&record).ok()?;
-        let lines: Vec<&str> = text.lines().collect();
-        let [master, home, platform, workspace, ..] = lines[..] else {
-            return None;
-        };
-        if master != self.master_line() || refused_lately(&text) {
+        let mut kept = KeptRecord::parse(&text)?;
+        if kept.master != self.master_line() || kept.refused_lately() {
             return None;
         }
-        let remote = kept_socket_path(home, build, workspace);
+        let remote = kept_socket_path(kept.home, build, kept.workspace);
         let local = self.control_path().with_file_name(format!("{}.fwd", unique_name()));
         if remote.contains(':') || local.to_string_lossy().contains(':') {
             return None;
@@ -119,7 +156,7 @@ impl Connection {
         }
         let reached = UnixStream::connect(&local)
             .ok()
-            .and_then(|stream| connect(self.host(), stream, client.clone()).ok());
+            .and_then(|stream| RemoteClient::attach(self.host(), stream, client.clone()).ok());
         // Cancelled once the server greeted (the master took the connection: one still waiting
         // to be taken would be dropped with the listener); the connection made goes on.
         if let Some(mux) = mux.as_mut() {
@@ -128,34 +165,16 @@ impl Connection {
         let _ = std::fs::remove_file(&local);
         match reached {
             Some(reached) => {
-                let (home, platform, workspace) = (home.to_owned(), platform.to_owned(), workspace.to_owned());
-                self.set_host_facts(&home, &platform, &workspace);
+                self.set_host_facts(kept.home, kept.platform, kept.workspace);
                 Some(reached)
             }
             None => {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |now| now.as_secs());
-                let marked = format!("{master}\n{home}\n{platform}\n{workspace}\n{REFUSED} {now}\n");
-                let _ = crate::sessions::private::replace_file(&record, marked.as_bytes());
+                kept.refused_at = Some(unix_seconds_now());
+                let _ = crate::sessions::private::replace_file(&record, kept.text().as_bytes());
                 None
             }
         }
     }
-}
-
-/// A client of the kept server on `socket` (reached through ssh: `host` names it in errors).
-fn connect(
-    host: impl Into<String>,
-    socket: UnixStream,
-    options: ClientOptions,
-) -> Result<RemoteClient, crate::vocabulary::error::Error> {
-    let (client, banner) = RemoteClient::start(host.into(), Err(socket), &options, None)?;
-    client.greet(
-        &banner,
-        std::time::Instant::now() + options.banner_timeout,
-        options.banner_timeout,
-    )
 }
 
 /// `MUX_MSG_HELLO`, `MUX_C_OPEN_FWD`, `MUX_C_CLOSE_FWD`, `MUX_S_OK` of OpenSSH's control
@@ -228,5 +247,39 @@ impl Mux {
         let mut message = vec![0; length];
         self.socket.read_exact(&mut message)?;
         Ok(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_reads_back_what_it_wrote_and_when_a_forward_was_refused() {
+        let mut kept = KeptRecord {
+            master: "master 41",
+            home: "/home/ci",
+            platform: "linux-x86_64",
+            workspace: "/srv/agents",
+            refused_at: None,
+        };
+        let text = kept.text();
+        assert_eq!(text, "master 41\n/home/ci\nlinux-x86_64\n/srv/agents\n");
+        let read = KeptRecord::parse(&text).expect("four lines");
+        assert_eq!(
+            (read.master, read.home, read.platform, read.workspace, read.refused_at),
+            ("master 41", "/home/ci", "linux-x86_64", "/srv/agents", None)
+        );
+        assert!(!read.refused_lately());
+
+        kept.refused_at = Some(unix_seconds_now() - 10);
+        let refused = kept.text();
+        assert!(KeptRecord::parse(&refused).expect("five lines").refused_lately());
+        kept.refused_at = Some(unix_seconds_now() - RETRY_FORWARD.as_secs() - 1);
+        assert!(!KeptRecord::parse(&kept.text()).expect("five lines").refused_lately());
+        assert!(
+            KeptRecord::parse("master 41\n/home/ci\n").is_none(),
+            "a record cut short is none"
+        );
     }
 }
