@@ -162,19 +162,8 @@ fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut i
     };
     let mut listing = remote.link.sessions_list()?;
     if filters != studio_core::store::Filters::default() {
-        let found: Option<std::collections::HashSet<String>> = match &filters.search {
-            Some(text) => {
-                let hits = remote.link.search(text.clone(), studio_core::store::SEARCH_HITS)?;
-                Some(hits.into_iter().map(|hit| hit.session_id).collect())
-            }
-            None => None,
-        };
-        listing.sessions.retain(|row| {
-            filters.keeps(row)
-                && found
-                    .as_ref()
-                    .is_none_or(|found| found.contains(row.summary.id.as_str()))
-        });
+        let rows = std::mem::take(&mut listing.sessions);
+        listing.sessions = filters.apply(rows, |text, limit| remote.link.search(text.to_owned(), limit))?;
         listing.usage = studio_core::store::index::usage_of_sessions(&listing.sessions);
     }
     if let Some(limit) = args.limit {
