@@ -3,7 +3,8 @@
 //! on the host when missing), `zstudio serve --stdio --workspace PATH` is started there through
 //! it (`studio_core::remote::link`: connected again when the link drops), and the command calls
 //! the server, printing what it gets with the same printers as for a local workspace. `watch`
-//! and `run` are in `remote_follow`.
+//! and `run` are in `remote_follow`; `tag`, `untag`, `note` and `view` are the local commands
+//! themselves (`commands::tags`, written over the server's methods), given the link.
 
 use std::collections::HashMap;
 use std::io::Write;
