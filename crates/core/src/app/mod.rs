@@ -192,9 +192,10 @@ impl Studio {
 
     /// A studio over a workspace and a store already open, for one command that runs and ends
     /// (`zstudio tag`, `note`, `view`: the app service's operations through the remote lane's
-    /// `Methods`, as a remote workspace's server answers them). Nothing is started or written: no supervisor (starting or stopping a run through
-    /// it is refused, [`Error::ShuttingDown`]), no watcher, no live trace export; no run
-    /// adopted, the workspace not recorded as recent.
+    /// `Methods`, as a remote workspace's server answers them). Nothing is started or written:
+    /// no supervisor (starting or stopping a run through it is refused,
+    /// [`Error::ShuttingDown`]), no watcher, no live trace export; no run adopted, the workspace
+    /// not recorded as recent.
     pub fn for_command(workspace: Workspace, store: Store) -> Studio {
         Studio::with(Ok(workspace), Ok(Arc::new(store)), None, None)
     }

@@ -82,8 +82,9 @@ macro_rules! ipc_methods {
         /// parameters typed, its result the type the app service's call answers. One list with
         /// the server's `dispatch` and the window's commands ([`IPC_METHODS`]); answered by a
         /// remote workspace's server ([`Link`](crate::remote::link::Link): sent by their names)
-        /// or by the app service here ([`Studio`]: its call, as `dispatch` makes it), so a
-        /// command written over them means one thing on either (`zstudio tag`, `note`, `view`).
+        /// or by the app service here ([`Studio`]: the call the list names, whose answer the
+        /// server's `dispatch` sends), so a command written over them means one thing on either
+        /// (`zstudio tag`, `untag`, `note`, `view`).
         pub trait Methods {
             $(
                 #[doc = concat!("The server's `", stringify!($name), "`.")]
@@ -102,7 +103,8 @@ macro_rules! ipc_methods {
             )*
         }
 
-        /// The app service answers each itself, with the call the server's `dispatch` makes.
+        /// The app service answers each itself, with the call the list names (what the server's
+        /// `dispatch` sends).
         impl Methods for Studio {
             $(
                 fn $name(&self, $($param: $type),*) -> Result<$result, Error> {
