@@ -28,6 +28,13 @@ impl Globals {
         Ok(roots.into_iter().map(Workspace::open).collect::<Result<Vec<_>, _>>()?)
     }
 
+    /// The app service over the workspace and the store (opened in that order), for one command
+    /// ([`studio_core::app::Studio::for_command`]: nothing started).
+    pub fn open_studio(&self) -> anyhow::Result<studio_core::app::Studio> {
+        let workspace = self.open_workspace()?;
+        Ok(studio_core::app::Studio::for_command(workspace, self.open_store()?))
+    }
+
     /// Where the store is. Resolved once per command: each in-memory location is a store of
     /// its own.
     pub fn store_location(&self) -> anyhow::Result<StoreLocation> {

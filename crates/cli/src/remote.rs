@@ -3,7 +3,8 @@
 //! on the host when missing), `zstudio serve --stdio --workspace PATH` is started there through
 //! it (`studio_core::remote::link`: connected again when the link drops), and the command calls
 //! the server, printing what it gets with the same printers as for a local workspace. `watch`
-//! and `run` are in `remote_follow`.
+//! and `run` are in `remote_follow`; `tag`, `untag`, `note` and `view` are the local commands
+//! themselves (`commands::tags`, written over the server's methods), given the link.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -21,8 +22,7 @@ use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::SessionId;
 
 use crate::cli::{
-    DiffArgs, ExportArgs, Globals, ImportArgs, NoteArgs, SessionArg, SessionsArgs, ShowArgs, StopArgs, StudioCommand,
-    ViewAction,
+    DiffArgs, ExportArgs, Globals, ImportArgs, SessionArg, SessionsArgs, ShowArgs, StopArgs, StudioCommand,
 };
 use crate::print;
 
@@ -131,24 +131,9 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
         StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
         StudioCommand::Diff(args) => return diff(&remote, args, globals, out),
         StudioCommand::Open(args) => open(&remote, args, globals, out),
-        StudioCommand::Tag(args) | StudioCommand::Untag(args) => {
-            let id = SessionId::parse(&args.session_id)?;
-            let (session, tags) = (id.to_string(), args.tags.clone());
-            let tags = if matches!(command, StudioCommand::Tag(_)) {
-                remote.link.tags_add(session, tags)?
-            } else {
-                remote.link.tags_remove(session, tags)?
-            };
-            crate::commands::tags::tagged(out, globals.format(), &id, &tags)
-        }
-        StudioCommand::Note(args) => note(&remote, args, globals, out),
-        StudioCommand::View(args) => {
-            let views: Vec<studio_core::store::SavedView> = match &args.action {
-                ViewAction::Save { name, filters } => remote.link.view_save(name.clone(), filters.filters())?,
-                ViewAction::Delete { name } => remote.link.view_delete(name.clone())?,
-                ViewAction::List => remote.link.views_list()?,
-            };
-            crate::commands::tags::viewed(out, globals.format(), &args.action, &views)
+        // Written once over the app service's methods: the host's server answers them here.
+        StudioCommand::Tag(_) | StudioCommand::Untag(_) | StudioCommand::Note(_) | StudioCommand::View(_) => {
+            crate::commands::tags::run(command, &remote.link, globals.format(), out)
         }
         // The host's server reads the traces; sent from here, where the variables (or the
         // `[otlp]` table of the folder this runs in) name the collector.
@@ -178,19 +163,8 @@ fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut i
     };
     let mut listing = remote.link.sessions_list()?;
     if filters != studio_core::store::Filters::default() {
-        let found: Option<std::collections::HashSet<String>> = match &filters.search {
-            Some(text) => {
-                let hits = remote.link.search(text.clone(), studio_core::store::SEARCH_HITS)?;
-                Some(hits.into_iter().map(|hit| hit.session_id).collect())
-            }
-            None => None,
-        };
-        listing.sessions.retain(|row| {
-            filters.keeps(row)
-                && found
-                    .as_ref()
-                    .is_none_or(|found| found.contains(row.summary.id.as_str()))
-        });
+        let rows = std::mem::take(&mut listing.sessions);
+        listing.sessions = filters.apply(rows, |text, limit| remote.link.search(text.to_owned(), limit))?;
         listing.usage = studio_core::store::index::usage_of_sessions(&listing.sessions);
     }
     if let Some(limit) = args.limit {
@@ -213,30 +187,8 @@ fn show(remote: &Remote, args: &ShowArgs, globals: &Globals, out: &mut impl Writ
     }
     let id = SessionId::parse(&args.session_id)?;
     let session = remote.link.session_get(id.to_string())?;
-    match globals.format() {
-        crate::cli::Format::Json => print::write_json(out, &session),
-        crate::cli::Format::Human => {
-            print::session(out, &session, SystemTime::now(), &HashMap::new())?;
-            if let Some(imported) = &session.imported {
-                writeln!(out, "imported from {} at {}", imported.from, imported.at.to_rfc3339())?;
-            }
-            Ok(())
-        }
-    }
-}
-
-/// A note of a session of the host, printed or set as `zstudio note` does here (the host's
-/// store keeps it).
-fn note(remote: &Remote, args: &NoteArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    use crate::commands::tags;
-    let id = SessionId::parse(&args.session_id)?;
-    let Some(text) = tags::note_given(args, &id)? else {
-        let note = remote.link.note_get(id.to_string())?;
-        return tags::print_note(out, globals.format(), &id, note.as_deref());
-    };
-    let note = (!text.is_empty()).then_some(text);
-    remote.link.note_set(id.to_string(), note.clone())?;
-    tags::noted(out, globals.format(), &id, note.as_deref())
+    let durations = || Ok(HashMap::new());
+    crate::commands::sessions::print_session(out, globals.format(), &session, SystemTime::now(), durations)
 }
 
 /// The app started on a session of the host (`zibby-studio --session ID HOST:PATH`, the

@@ -15,7 +15,7 @@ pub mod run;
 mod runs;
 mod search;
 pub mod serve;
-mod sessions;
+pub(crate) mod sessions;
 pub(crate) mod share;
 pub(crate) mod stop;
 pub(crate) mod tags;
@@ -42,10 +42,11 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Pin(args) => pins::pin(&args, globals, out),
         StudioCommand::Unpin(args) => pins::unpin(&args, globals, out),
         StudioCommand::Pins => pins::list(globals, out),
-        StudioCommand::Tag(args) => tags::tag(&args, globals, out),
-        StudioCommand::Untag(args) => tags::untag(&args, globals, out),
-        StudioCommand::Note(args) => tags::note(&args, globals, out),
-        StudioCommand::View(args) => tags::view(&args, globals, out),
+        // The app service's operations, as the server of `--remote` answers them.
+        StudioCommand::Tag(_) | StudioCommand::Untag(_) | StudioCommand::Note(_) | StudioCommand::View(_) => {
+            let studio = globals.open_studio()?;
+            tags::run(&command, &studio, globals.format(), out)
+        }
         StudioCommand::Runs(args) => runs::list(&args, globals, out),
         StudioCommand::Logs(args) => logs::logs(&args, globals, out),
         StudioCommand::Search(args) => search::search(&args, globals, out),

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 
 use studio_core::store::index::NodeDetail;
 use studio_core::store::{Filters, SessionRow, SpanKind, Store};
-use studio_core::{SessionId, Workspace};
+use studio_core::{Session, SessionId, Workspace};
 
 use crate::cli::{Format, Globals, SessionsArgs, ShowArgs};
 use crate::print;
@@ -132,11 +132,24 @@ pub fn show(args: &ShowArgs, globals: &Globals, out: &mut impl Write) -> anyhow:
     if !args.with_config {
         session = session.without_config();
     }
-    match globals.format() {
-        crate::cli::Format::Json => print::write_json(out, &session),
-        crate::cli::Format::Human => {
-            let took = node_durations(&store, &workspace, &id, now)?;
-            print::session(out, &session, now, &took)?;
+    print_session(out, globals.format(), &session, now, || {
+        node_durations(&store, &workspace, &id, now)
+    })
+}
+
+/// A session as `show` prints it (here, or on the host of `--remote`): its nodes with how long
+/// each took (`took`, asked for the table only), and where it was imported from.
+pub(crate) fn print_session(
+    out: &mut impl Write,
+    format: Format,
+    session: &Session,
+    now: SystemTime,
+    took: impl FnOnce() -> anyhow::Result<HashMap<String, u64>>,
+) -> anyhow::Result<()> {
+    match format {
+        Format::Json => print::write_json(out, session),
+        Format::Human => {
+            print::session(out, session, now, &took()?)?;
             if let Some(imported) = &session.imported {
                 writeln!(out, "imported from {} at {}", imported.from, imported.at.to_rfc3339())?;
             }

@@ -1,40 +1,58 @@
 //! `zstudio tag`, `untag`, `note` and `view`: what a user gives sessions, kept in the store
-//! (checked by the core's `label` rules).
+//! (checked by the core's `label` rules). Written once over the app service's methods
+//! ([`Methods`]): the app service here over the local workspace and store
+//! (`Studio::for_command`), or a remote workspace's server (`--remote`), which answers them with
+//! the same calls.
 
 use std::io::{Read, Write};
-use std::time::SystemTime;
 
 use serde_json::json;
 use studio_core::label::MAX_NOTE_BYTES;
+use studio_core::remote::methods::Methods;
 use studio_core::store::SavedView;
 use studio_core::SessionId;
 
-use crate::cli::{Format, Globals, NoteArgs, TagArgs, ViewAction, ViewArgs};
+use crate::cli::{Format, NoteArgs, StudioCommand, TagArgs, ViewAction, ViewArgs};
 use crate::print;
 
-pub fn tag(args: &TagArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let (workspace, store, id) = (
-        globals.open_workspace()?,
-        globals.open_store()?,
-        SessionId::parse(&args.session_id)?,
-    );
-    crate::open::require_session(&store, &workspace, &id)?;
-    let tags = store.tag(&workspace, &id, &args.tags, SystemTime::now())?;
-    tagged(out, globals.format(), &id, &tags)
+/// Runs `tag`, `untag`, `note` or `view` on the workspace whose app service `methods` reaches:
+/// this machine's (`commands::run`) or a host's (`remote::run`).
+pub(crate) fn run(
+    command: &StudioCommand,
+    methods: &dyn Methods,
+    format: Format,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    match command {
+        StudioCommand::Tag(args) => tag(methods, args, true, format, out),
+        StudioCommand::Untag(args) => tag(methods, args, false, format, out),
+        StudioCommand::Note(args) => note(methods, args, format, out),
+        StudioCommand::View(args) => view(methods, args, format, out),
+        _ => unreachable!("tags::run is given tag, untag, note and view only"),
+    }
 }
 
-pub fn untag(args: &TagArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let (workspace, store, id) = (
-        globals.open_workspace()?,
-        globals.open_store()?,
-        SessionId::parse(&args.session_id)?,
-    );
-    let tags = store.untag(&workspace, &id, &args.tags)?;
-    tagged(out, globals.format(), &id, &tags)
+/// `tag` (`adding`) or `untag`: a session's tags after the change (tagging needs a session the
+/// workspace has).
+fn tag(
+    methods: &dyn Methods,
+    args: &TagArgs,
+    adding: bool,
+    format: Format,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let id = SessionId::parse(&args.session_id)?;
+    let (session, tags) = (id.to_string(), args.tags.clone());
+    let tags = if adding {
+        methods.tags_add(session, tags)?
+    } else {
+        methods.tags_remove(session, tags)?
+    };
+    tagged(out, format, &id, &tags)
 }
 
 /// `tags of <id>: a, b` (or `<id> has no tags`), or with `--json` `{"session_id", "tags"}`.
-pub(crate) fn tagged(out: &mut impl Write, format: Format, id: &SessionId, tags: &[String]) -> anyhow::Result<()> {
+fn tagged(out: &mut impl Write, format: Format, id: &SessionId, tags: &[String]) -> anyhow::Result<()> {
     match format {
         Format::Json => print::write_json(out, &json!({ "session_id": id, "tags": tags })),
         Format::Human if tags.is_empty() => Ok(writeln!(out, "{id} has no tags")?),
@@ -42,38 +60,26 @@ pub(crate) fn tagged(out: &mut impl Write, format: Format, id: &SessionId, tags:
     }
 }
 
-/// Without text, prints the note; with TEXT (or `-`: standard input) sets it; `""` removes it.
-pub fn note(args: &NoteArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let (workspace, store, id) = (
-        globals.open_workspace()?,
-        globals.open_store()?,
-        SessionId::parse(&args.session_id)?,
-    );
-    crate::open::require_session(&store, &workspace, &id)?;
-    let Some(text) = note_given(args, &id)? else {
-        return print_note(out, globals.format(), &id, store.note(&workspace, &id)?.as_deref());
+/// Without text, prints the note; with TEXT (or `-`: standard input, read once the session is
+/// known) sets it; `""` removes it.
+fn note(methods: &dyn Methods, args: &NoteArgs, format: Format, out: &mut impl Write) -> anyhow::Result<()> {
+    let id = SessionId::parse(&args.session_id)?;
+    let text = match args.text.as_deref() {
+        None => return print_note(out, format, &id, methods.note_get(id.to_string())?.as_deref()),
+        Some("-") => {
+            // An unknown session is said before standard input is waited for.
+            methods.note_get(id.to_string())?;
+            read_note(std::io::stdin().lock(), &id)?
+        }
+        Some(text) => text.to_owned(),
     };
-    let note = (!text.is_empty()).then_some(text.as_str());
-    store.set_note(&workspace, &id, note, SystemTime::now())?;
-    noted(out, globals.format(), &id, note)
-}
-
-/// The note `note ID TEXT` sets (`-`: read from standard input), `None` when it only asks.
-pub(crate) fn note_given(args: &NoteArgs, id: &SessionId) -> anyhow::Result<Option<String>> {
-    Ok(match args.text.as_deref() {
-        None => None,
-        Some("-") => Some(read_note(std::io::stdin().lock(), id)?),
-        Some(text) => Some(text.to_owned()),
-    })
+    let note = (!text.is_empty()).then_some(text);
+    methods.note_set(id.to_string(), note.clone())?;
+    noted(out, format, &id, note.as_deref())
 }
 
 /// A session's note as `note ID` prints it.
-pub(crate) fn print_note(
-    out: &mut impl Write,
-    format: Format,
-    id: &SessionId,
-    note: Option<&str>,
-) -> anyhow::Result<()> {
+fn print_note(out: &mut impl Write, format: Format, id: &SessionId, note: Option<&str>) -> anyhow::Result<()> {
     match format {
         Format::Json => print::write_json(out, &json!({ "session_id": id, "note": note })),
         Format::Human => match note {
@@ -84,7 +90,7 @@ pub(crate) fn print_note(
 }
 
 /// What `note ID TEXT` says once the note is set (`None`: removed).
-pub(crate) fn noted(out: &mut impl Write, format: Format, id: &SessionId, note: Option<&str>) -> anyhow::Result<()> {
+fn noted(out: &mut impl Write, format: Format, id: &SessionId, note: Option<&str>) -> anyhow::Result<()> {
     match (format, note) {
         (Format::Json, _) => print::write_json(out, &json!({ "session_id": id, "note": note })),
         (Format::Human, None) => Ok(writeln!(out, "removed the note of {id}")?),
@@ -107,21 +113,18 @@ fn read_note(input: impl Read, id: &SessionId) -> anyhow::Result<String> {
     Ok(text)
 }
 
-pub fn view(args: &ViewArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let (workspace, store) = (globals.open_workspace()?, globals.open_store()?);
-    match &args.action {
-        ViewAction::Save { name, filters } => {
-            store.view_save(&workspace, name, &filters.filters(), SystemTime::now())?
-        }
-        ViewAction::Delete { name } => store.view_delete(&workspace, name)?,
-        ViewAction::List => {}
-    }
-    viewed(out, globals.format(), &args.action, &store.views(&workspace)?)
+/// `view save NAME`, `view delete NAME` or `view list`: what it did, with the views after.
+fn view(methods: &dyn Methods, args: &ViewArgs, format: Format, out: &mut impl Write) -> anyhow::Result<()> {
+    let views = match &args.action {
+        ViewAction::Save { name, filters } => methods.view_save(name.clone(), filters.filters())?,
+        ViewAction::Delete { name } => methods.view_delete(name.clone())?,
+        ViewAction::List => methods.views_list()?,
+    };
+    viewed(out, format, &args.action, &views)
 }
 
-/// What `view` prints once its action is done, `views` the workspace's views after it (here, or
-/// on the host of `--remote`).
-pub fn viewed(out: &mut impl Write, format: Format, action: &ViewAction, views: &[SavedView]) -> anyhow::Result<()> {
+/// What `view` prints once its action is done, `views` the workspace's views after it.
+fn viewed(out: &mut impl Write, format: Format, action: &ViewAction, views: &[SavedView]) -> anyhow::Result<()> {
     match action {
         ViewAction::Save { name, .. } => {
             let filters = views

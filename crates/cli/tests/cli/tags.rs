@@ -239,6 +239,13 @@ fn tags_and_notes_past_their_rules_are_refused_naming_the_rule_and_keep_nothing(
     assert!(said.contains("1795952522957_nope"), "{said}");
     let (_, said) = place.refused(&["tag", "1795952522957_nope", "x"], None);
     assert!(said.contains("1795952522957_nope"), "{said}");
+    // Before its note is read from standard input (`--remote` alike: one path, `tags::note`).
+    let (code, said) = place.refused(&["note", "1795952522957_nope", "-"], Some(&binary));
+    assert_eq!(code, Some(1));
+    assert!(
+        said.contains("no session `1795952522957_nope`") && !said.contains("UTF-8"),
+        "{said}"
+    );
 }
 
 #[test]

@@ -179,12 +179,40 @@ impl Studio {
             export.follow_runs(supervisor.subscribe_to_nodes(), otlp::route_by_workspace(store.clone()));
             export
         });
-        let studio = Studio {
+        let mut studio = Studio::with(workspace, store, supervisor, traces);
+        studio.can_keep_runs = keeper.is_some();
+        // Runs left going by a studio process that is gone are followed here from now on.
+        match studio.adopt_runs() {
+            Ok(adopted) if !adopted.is_empty() => tracing::info!(runs = ?adopted, "runs no studio followed adopted"),
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "cannot adopt the runs no studio follows"),
+        }
+        (studio, events)
+    }
+
+    /// A studio over a workspace and a store already open, for one command that runs and ends
+    /// (`zstudio tag`, `note`, `view`: the app service's operations through the remote lane's
+    /// `Methods`, as a remote workspace's server answers them). Nothing is started or written:
+    /// no supervisor (starting or stopping a run through it is refused,
+    /// [`Error::ShuttingDown`]), no watcher, no live trace export; no run adopted, the workspace
+    /// not recorded as recent.
+    pub fn for_command(workspace: Workspace, store: Store) -> Studio {
+        Studio::with(Ok(workspace), Ok(Arc::new(store)), None, None)
+    }
+
+    /// A studio of these parts, nothing watched or open elsewhere yet.
+    fn with(
+        workspace: Result<Workspace, Error>,
+        store: Result<Arc<Store>, Error>,
+        supervisor: Option<Supervisor>,
+        traces: Option<LiveExport>,
+    ) -> Studio {
+        Studio {
             workspace: RwLock::new(workspace),
             store,
             supervisor: Mutex::new(supervisor),
             traces: Mutex::new(traces),
-            can_keep_runs: keeper.is_some(),
+            can_keep_runs: false,
             keep_runs_on_exit: AtomicBool::new(false),
             watcher: Mutex::new(None),
             changes: Mutex::new(None),
@@ -193,14 +221,7 @@ impl Studio {
             filling: first_listing::Filling::default(),
             not_local: RwLock::new(None),
             across: Mutex::new(None),
-        };
-        // Runs left going by a studio process that is gone are followed here from now on.
-        match studio.adopt_runs() {
-            Ok(adopted) if !adopted.is_empty() => tracing::info!(runs = ?adopted, "runs no studio followed adopted"),
-            Ok(_) => {}
-            Err(error) => tracing::warn!(%error, "cannot adopt the runs no studio follows"),
         }
-        (studio, events)
     }
 
     /// The open workspace, when it is on this machine ([`Error::LocalOnly`] while the open one is

@@ -37,10 +37,13 @@ pub(crate) fn write_result(
 /// workspace (`app::elsewhere::Elsewhere::forward`): trusting an agent there after asking.
 pub const WINDOW_PROTOCOL_METHODS: &[&str] = &[crate::remote::protocol::AGENT_TRUST];
 
-/// Defines [`IPC_METHODS`], [`dispatch`] and [`Methods`] from one list: each method's parameters
-/// (by the IPC command's argument names), its result's type, and the app service's call (its
-/// result as that type: checked by the compiler), with the form it is carried in when it is not
-/// the type's own (`[carried as WRAPPER]`).
+/// Defines [`IPC_METHODS`], [`dispatch`] and [`Methods`] (answered by a [`Link`] to a server and
+/// by the app service, [`Studio`], whose answers `dispatch` sends) from one list: each method's
+/// parameters (by the IPC command's argument names), its result's type, and the app service's
+/// call (its result as that type: checked by the compiler), with the form it is carried in when
+/// it is not the type's own (`[carried as WRAPPER]`).
+///
+/// [`Link`]: crate::remote::link::Link
 macro_rules! ipc_methods {
     ($studio:ident; $(
         $name:ident($($param:ident: $type:ty),*) -> $result:ty $([carried as $wire:path])? => $call:expr;
@@ -64,7 +67,7 @@ macro_rules! ipc_methods {
                     struct $name { $($param: $type),* }
                     match read_params::<$name>(method, params) {
                         Ok($name { $($param),* }) => {
-                            let result: Result<$result, Error> = $call;
+                            let result = <Studio as Methods>::$name($studio, $($param),*);
                             $(let result = result.map($wire);)?
                             write_result(method, result, out)
                         }
@@ -75,17 +78,38 @@ macro_rules! ipc_methods {
             })
         }
 
-        /// The studio server's methods as a client calls them: each by its name, its parameters
-        /// typed and sent by their names, its result read as the type the server's call answers.
-        /// One list with the server's `dispatch` and the window's commands ([`IPC_METHODS`]).
+        /// The studio server's methods as their callers call them: each by its name, its
+        /// parameters typed, its result the type the app service's call answers. One list with
+        /// the server's `dispatch` and the window's commands ([`IPC_METHODS`]); answered by a
+        /// remote workspace's server ([`Link`](crate::remote::link::Link): sent by their names)
+        /// or by the app service here ([`Studio`]: the call the list names, whose answer the
+        /// server's `dispatch` sends), so a command written over them means one thing on either
+        /// (`zstudio tag`, `untag`, `note`, `view`).
         pub trait Methods {
-            /// Calls `method` with `params` (an object of the parameters by name).
-            fn call_method<T: DeserializeOwned + Send + 'static>(&self, method: &str, params: Value) -> Result<T, Error>;
-
             $(
                 #[doc = concat!("The server's `", stringify!($name), "`.")]
+                fn $name(&self, $($param: $type),*) -> Result<$result, Error>;
+            )*
+        }
+
+        /// A remote workspace's link sends each by its name, its parameters by theirs, and reads
+        /// its result as the type the server's call answers (connected again when it dropped, as
+        /// [`Link::call`](crate::remote::link::Link::call)).
+        impl Methods for crate::remote::link::Link {
+            $(
                 fn $name(&self, $($param: $type),*) -> Result<$result, Error> {
-                    self.call_method(stringify!($name), serde_json::json!({ $(stringify!($param): $param),* }))
+                    self.call(stringify!($name), &serde_json::json!({ $(stringify!($param): $param),* }))
+                }
+            )*
+        }
+
+        /// The app service answers each itself, with the call the list names (what the server's
+        /// `dispatch` sends).
+        impl Methods for Studio {
+            $(
+                fn $name(&self, $($param: $type),*) -> Result<$result, Error> {
+                    let $studio = self;
+                    $call
                 }
             )*
         }
@@ -151,12 +175,4 @@ ipc_methods! { studio;
         studio.run_output_find(&run_id, from_seq, backward, &query);
     runs_compare(a: String, b: String, node: Option<String>, occurrence: Option<usize>, skip_hunks: usize) -> RunDiff =>
         studio.runs_compare(&a, &b, node, occurrence, skip_hunks);
-}
-
-/// A remote workspace's link calls them (connected again when it dropped, as
-/// [`Link::call`](crate::remote::link::Link::call)).
-impl Methods for crate::remote::link::Link {
-    fn call_method<T: DeserializeOwned + Send + 'static>(&self, method: &str, params: Value) -> Result<T, Error> {
-        self.call(method, &params)
-    }
 }

@@ -169,32 +169,15 @@ impl Store {
         self.with_conn(|conn| views::delete(conn, workspace, name))
     }
 
-    /// The rows of a listing that pass `filters`, in their order; the search text keeps the
-    /// sessions among the first `views::SEARCH_HITS` hits of [`Store::search`].
+    /// The rows of a listing that pass `filters`, in their order ([`Filters::apply`] through
+    /// [`Store::search`]).
     pub fn filter_sessions(
         &self,
         workspace: &Workspace,
         rows: Vec<SessionRow>,
         filters: &Filters,
     ) -> Result<Vec<SessionRow>, Error> {
-        let found: Option<std::collections::HashSet<String>> = match filters.search.as_deref() {
-            Some(text) => Some(
-                self.search(workspace, text, views::SEARCH_HITS)?
-                    .into_iter()
-                    .map(|hit| hit.session_id)
-                    .collect(),
-            ),
-            None => None,
-        };
-        Ok(rows
-            .into_iter()
-            .filter(|row| filters.keeps(row))
-            .filter(|row| {
-                found
-                    .as_ref()
-                    .is_none_or(|found| found.contains(row.summary.id.as_str()))
-            })
-            .collect())
+        filters.apply(rows, |text, limit| self.search(workspace, text, limit))
     }
 
     /// What the store calls a session: the beginning of its first prompt (`title`) and the agent

@@ -7,6 +7,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use super::connection::{millis, timestamp, QueryResult};
+use super::search::SearchHit;
 use super::sessions::SessionRow;
 use super::workspaces;
 use crate::sessions::session::{Timestamp, Workspace};
@@ -56,6 +57,34 @@ impl Filters {
                 .iter()
                 .all(|tag| row.tags.iter().any(|held| held == tag.as_str()))
             && (!self.pinned || row.pinned)
+    }
+
+    /// The rows of a listing that pass every filter, in their order; the search text keeps the
+    /// sessions among the first [`SEARCH_HITS`] hits `search` answers for it (asked only when
+    /// there is one: this store's search, or a remote workspace's).
+    pub fn apply(
+        &self,
+        rows: Vec<SessionRow>,
+        search: impl FnOnce(&str, usize) -> Result<Vec<SearchHit>, Error>,
+    ) -> Result<Vec<SessionRow>, Error> {
+        let found: Option<std::collections::HashSet<String>> = match self.search.as_deref() {
+            Some(text) => Some(
+                search(text, SEARCH_HITS)?
+                    .into_iter()
+                    .map(|hit| hit.session_id)
+                    .collect(),
+            ),
+            None => None,
+        };
+        Ok(rows
+            .into_iter()
+            .filter(|row| self.keeps(row))
+            .filter(|row| {
+                found
+                    .as_ref()
+                    .is_none_or(|found| found.contains(row.summary.id.as_str()))
+            })
+            .collect())
     }
 }
 

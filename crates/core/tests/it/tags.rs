@@ -313,3 +313,52 @@ fn saved_views_are_kept_per_workspace_and_filter_a_listing() {
     std::fs::create_dir_all(other.path().join(".zibby/output/sessions")).unwrap();
     assert!(store.views(&Workspace::open(other.path()).unwrap()).unwrap().is_empty());
 }
+
+/// `zstudio tag`, `note` and `view` go through the app service's methods (`Methods`), answered
+/// here by `Studio::for_command`: the store's answers, and nothing started or written besides.
+#[test]
+fn the_app_service_for_one_command_answers_its_methods_from_the_store_and_starts_nothing() {
+    use studio_core::app::Studio;
+    use studio_core::remote::methods::Methods;
+    let s = store_setup();
+    make_folder(&s.workspace, "s1");
+    let studio = Studio::for_command(s.workspace.clone(), open(&s.db));
+    assert_eq!(
+        Methods::tags_add(&studio, "s1".into(), tags(&["bug", "flaky"])).unwrap(),
+        ["bug", "flaky"]
+    );
+    assert_eq!(
+        Methods::tags_remove(&studio, "s1".into(), tags(&["bug"])).unwrap(),
+        ["flaky"]
+    );
+    Methods::note_set(&studio, "s1".into(), Some("the wombat run".into())).unwrap();
+    assert_eq!(
+        Methods::note_get(&studio, "s1".into()).unwrap().as_deref(),
+        Some("the wombat run")
+    );
+    let filters = Filters {
+        tags: tags(&["flaky"]),
+        ..Filters::default()
+    };
+    let views = Methods::view_save(&studio, "flaky".into(), filters.clone()).unwrap();
+    assert_eq!(
+        (views.len(), &views[0].name, &views[0].filters),
+        (1, &"flaky".to_owned(), &filters)
+    );
+    // What the store holds, as a command opening it again reads it.
+    let store = open(&s.db);
+    assert_eq!(
+        store.note(&s.workspace, &id("s1")).unwrap().as_deref(),
+        Some("the wombat run")
+    );
+    assert_eq!(store.views(&s.workspace).unwrap(), views);
+
+    // A session neither the store nor a folder knows is named.
+    let missing = Methods::note_get(&studio, "s9".into()).unwrap_err();
+    assert_eq!(missing.code(), ErrorCode::SessionNotFound, "{missing}");
+    // No supervisor: a run is neither started nor stopped through it.
+    let refused = Methods::run_stop(&studio, "0b7e4c4e-0000-4000-8000-000000000000".into(), false).unwrap_err();
+    assert_eq!(refused.code(), ErrorCode::ShuttingDown, "{refused}");
+    // The workspace is not recorded as a recent one (the window's `Studio::open` records it).
+    assert!(store.recent_workspaces(10).unwrap().is_empty());
+}
