@@ -5,7 +5,10 @@
 //!   `~/.zibby-studio/server` removed first), the server uploaded, then started;
 //! - export: `zstudio --remote … export ID -o FILE` of a session of many MB (its three outputs
 //!   of `BENCH_OUTPUT_MB` each, default 12, lines of pseudo-random hex);
-//! - import: `zstudio --remote … import FILE --as-new` of that bundle.
+//! - import: `zstudio --remote … import FILE --as-new` of that bundle;
+//! - the upload over a slow link: the first command again, through a link that lets
+//!   `BENCH_LINK_MB` MB a second through (default 10; `test_servers::throttle`), with the bytes
+//!   that crossed it.
 //!
 //! Each command runs with `--keep-connection 0` and no kept server (each logs in, as a first
 //! command does). `BENCH_ZSTUDIO` names other `zstudio` binaries to measure beside this build's
@@ -94,7 +97,7 @@ fn main() {
     for binary in &binaries {
         binary_bytes.push(std::fs::metadata(binary).unwrap().len());
     }
-    for _ in 0..rounds {
+    for round in 0..rounds {
         for (binary, figures) in binaries.iter().zip(&mut figures) {
             let _ = std::fs::remove_dir_all(&server_dir);
             figures[0].extend(zstudio(binary, &list, local.path(), config));
@@ -106,9 +109,13 @@ fn main() {
             figures[1].extend(zstudio(binary, &export, local.path(), config));
             bundle_bytes = std::fs::metadata(&bundle).unwrap().len();
             let import = ["--remote", remote.as_str(), "import", out, "--as-new"];
-            figures[2].extend(zstudio(binary, &import, local.path(), config));
+            // A build whose import failed (an earlier one waits 60 s for an answer) is not tried again.
+            if figures[2].len() == round {
+                figures[2].extend(zstudio(binary, &import, local.path(), config));
+            }
         }
     }
+    let slow = slow_link(&binaries, &sshd, &remote, local.path(), rounds);
     println!("load {}", std::fs::read_to_string("/proc/loadavg").unwrap().trim());
     println!(
         "median of {rounds}; outputs 3 x {megabytes} MB, bundle {:.1} MB:",
@@ -119,16 +126,45 @@ fn main() {
         common::median_ms(figures[0][1].clone()),
         common::median_ms(figures[0][2].clone()),
     ];
-    for ((binary, figures), bytes) in binaries.iter().zip(&figures).zip(&binary_bytes) {
+    let slow_base = common::median_ms(slow[0].0.clone());
+    for (((binary, figures), bytes), (slow, crossed)) in binaries.iter().zip(&figures).zip(&binary_bytes).zip(&slow) {
         let [upload, export, import] = [0, 1, 2].map(|i| common::median_ms(figures[i].clone()));
+        let slow_upload = common::median_ms(slow.clone());
         println!(
             "  {} ({:.1} MB): first command with the upload {upload:.0} ms ({:.2}x), export {export:.0} ms ({:.2}x), \
-             import {import:.0} ms ({:.2}x)",
+             import {import:.0} ms ({:.2}x); over the slow link {slow_upload:.0} ms ({:.2}x), {:.1} MB crossed it",
             binary.display(),
             *bytes as f64 / 1e6,
             upload / base[0],
             export / base[1],
-            import / base[2]
+            import / base[2],
+            slow_upload / slow_base,
+            *crossed as f64 / 1e6
         );
     }
+}
+
+/// The first command of each of `binaries` on a host without the build through a link of
+/// `BENCH_LINK_MB` MB a second, `rounds` times in turns: each one's times and the bytes the last
+/// of its uploads sent through the link.
+fn slow_link(binaries: &[PathBuf], sshd: &Sshd, remote: &str, data: &Path, rounds: usize) -> Vec<(Vec<Duration>, u64)> {
+    let rate: u64 = common::size_from_env("BENCH_LINK_MB", 10) as u64;
+    let link = test_servers::throttle::Throttle::start(sshd.port(), rate * 1_000_000);
+    sshd.trust_port(link.port());
+    let mut entry = sshd.host_entry();
+    entry.port = link.port();
+    let config = sshd.write_ssh_config("slow_config", &[entry]);
+    let server_dir = sshd.home().join(".zibby-studio/server");
+    let list = ["--remote", remote, "sessions", "--json"];
+    let mut figures: Vec<(Vec<Duration>, u64)> = binaries.iter().map(|_| Default::default()).collect();
+    for _ in 0..rounds {
+        for (binary, (times, crossed)) in binaries.iter().zip(&mut figures) {
+            let _ = std::fs::remove_dir_all(&server_dir);
+            let before = link.bytes_sent();
+            times.extend(zstudio(binary, &list, data, &config));
+            *crossed = link.bytes_sent() - before;
+            assert!(server_dir.is_dir(), "the server was uploaded");
+        }
+    }
+    figures
 }

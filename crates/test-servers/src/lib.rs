@@ -11,3 +11,4 @@ pub mod phoenix;
 pub mod process;
 pub mod relay;
 pub mod sshd;
+pub mod throttle;

@@ -68,6 +68,39 @@ fn the_server_is_uploaded_once_and_older_builds_are_removed() {
     assert_eq!(server.program, installed.to_str().unwrap());
 }
 
+/// Issue 42, point 5: over a link slower than gzip's pace, the server's upload switches to gzip
+/// once the link has proved slow: fewer bytes cross it than the binary has, the server installed
+/// is the same bytes, and no part is left behind. (Over the loopback link, the tests above, it
+/// goes as it is.)
+#[test]
+fn over_a_slow_link_the_rest_of_the_server_goes_gzipped() {
+    let zstudio = std::path::Path::new(env!("CARGO_BIN_EXE_zstudio"));
+    let size = std::fs::metadata(zstudio).unwrap().len();
+    let Host { sshd, workspace, .. } = Host::start();
+    let link = test_servers::throttle::Throttle::start(sshd.port(), 16_000_000);
+    sshd.trust_port(link.port());
+    let mut entry = sshd.host_entry();
+    entry.port = link.port();
+    let client = Client::new(&sshd.write_ssh_config("slow_config", &[entry]));
+
+    let connection = connect(&sshd, &workspace, &client);
+    let before = link.bytes_sent();
+    let server = connection.ensure_server(zstudio).unwrap();
+    let crossed = link.bytes_sent() - before;
+    assert!(server.uploaded);
+    assert_eq!(std::fs::read(&server.program).unwrap(), std::fs::read(zstudio).unwrap());
+    assert!(
+        crossed < size * 3 / 4,
+        "{crossed} bytes crossed the link for a server of {size}: not gzipped"
+    );
+    let names: Vec<_> = std::fs::read_dir(sshd.home().join(SERVER_DIR))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}: a part of the upload is left behind");
+    connection.close().unwrap();
+}
+
 /// Issue 40, point 5: the server on the host was reused by its file name alone. A program planted
 /// under the build's name (another user in a shared group, with umask 002) is never run: it is
 /// replaced by an upload, and `~/.zibby-studio` and its `server` folder are made the login's

@@ -16,8 +16,9 @@
 //! whose C library cannot run it gets the loader's own words. A host of another OS or
 //! architecture gets an error saying no build for it is shipped (no aarch64 build is made).
 
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -204,10 +205,11 @@ fn same_platform(a: &str, b: &str) -> bool {
 }
 
 /// What the scripts share: `safe PATH…` (each the login's own, written by no one else: not
-/// group- or other-writable; one `find` for all), `sum PATH` (the first 16 hex digits of its SHA-256, with coreutils'
-/// `sha256sum` or Perl's `shasum`; empty when the host has neither).
+/// group- or other-writable; one `find` for all), `sum PATH` (the first 16 hex digits of its SHA-256, with
+/// OpenSSL's `openssl dgst`, several times faster where the CPU has SHA instructions, else coreutils'
+/// `sha256sum` or Perl's `shasum`; empty when the host has none; `-`: stdin).
 pub(super) const SCRIPT_HELPERS: &str = r#"safe() { for s in "$@"; do [ -O "$s" ] || return 1; done; [ -z "$(find "$@" -prune \( -perm -020 -o -perm -002 \) -print)" ]; }
-sum() { (sha256sum "$1" 2>/dev/null || shasum -a 256 "$1" 2>/dev/null) | cut -c1-16; }
+sum() { (openssl dgst -sha256 -r "$1" 2>/dev/null || sha256sum "$1" 2>/dev/null || shasum -a 256 "$1" 2>/dev/null) | cut -c1-16; }
 "#;
 
 /// `find_server NAME BUILD SEEN`: looks for the build in [`SERVER_DIR`] and on the PATH, prints
@@ -236,10 +238,16 @@ pub(super) const FIND_FUNCTION: &str = r#"find_server() {
 
 /// After [`SCRIPT_HELPERS`]: writes stdin (gzipped when `$4` is `gzip`: `gzip -d`; a host without
 /// gzip exits 6 before it reads any, saying [`NO_GZIP`]) to a temporary file of [`SERVER_DIR`],
-/// checks its size (`$2`), its SHA-256 (`$3`, the build id, where the host can read one) and that
-/// it runs, renames it to `$1`, then removes the other builds (`removed PATH` each).
+/// checks its size (`$2`), its SHA-256 (`$3`, the build id, where the host can read one: read as
+/// the bytes arrive when a whole upload comes as it is) and that it runs, renames it to `$1`, then
+/// removes the other builds (`removed PATH` each).
 /// `~/.zibby-studio` and its `server` folder are made the login's alone (0700) first; one that is
 /// someone else's is refused (exit 5).
+///
+/// An upload may come in two parts ([`Connection::upload`]): with `$5` `+`, stdin may be the
+/// first part only, and a file shorter than `$2` is kept for the rest (`partial NAME BYTES`, exit
+/// 0); with `$5` that `NAME` (a `.upload.*` file of the folder, the login's own), stdin is the
+/// rest, added to it before the same checks. Parts left more than a day are removed.
 const UPLOAD_SCRIPT: &str = r#"set -e
 if [ "$4" = gzip ] && ! command -v gzip >/dev/null 2>&1; then echo "zstudio-upload: no gzip on the host" >&2; exit 6; fi
 d=$HOME/.zibby-studio/server
@@ -249,14 +257,25 @@ for f in "$HOME/.zibby-studio" "$d"; do
   if [ -L "$f" ] || [ ! -O "$f" ]; then echo "$f is not this login's own folder: the server is not put there" >&2; exit 5; fi
   chmod 700 "$f"
 done
-t=$(mktemp "$d/.upload.XXXXXX")
+case "$5" in
+  ''|+) find "$d" -name '.upload.*' -mmin +1440 -exec rm -f {} + 2>/dev/null || true
+    t=$(mktemp "$d/.upload.XXXXXX");;
+  */*) echo "no upload named $5 to continue" >&2; exit 5;;
+  .upload.?*) t=$d/$5
+    if [ -L "$t" ] || [ ! -f "$t" ] || ! safe "$t"; then echo "no upload of this login's named $5 to continue" >&2; exit 5; fi;;
+  *) echo "no upload named $5 to continue" >&2; exit 5;;
+esac
 trap 'rm -f "$t"' EXIT
+s=
 if [ "$4" = gzip ]; then
-  if ! gzip -dc > "$t"; then echo "the upload did not arrive whole: gzip -d failed" >&2; exit 3; fi
-else cat > "$t"; fi
+  if ! gzip -dc >> "$t"; then echo "the upload did not arrive whole: gzip -d failed" >&2; exit 3; fi
+elif [ "${5:-+}" = + ] && command -v tee >/dev/null 2>&1 && { command -v openssl || command -v sha256sum || command -v shasum; } >/dev/null 2>&1; then
+  s=$(tee -- "$t" | sum -)
+else cat >> "$t"; fi
 size=$(wc -c < "$t")
+if [ "$5" = + ] && [ "$size" -lt "$2" ]; then trap - EXIT; printf 'partial %s %s\n' "${t##*/}" "$size"; exit 0; fi
 if [ "$size" -ne "$2" ]; then echo "the upload was cut short: $size of $2 bytes arrived" >&2; exit 3; fi
-s=$(sum "$t")
+[ -n "$s" ] || s=$(sum "$t")
 if [ -n "$s" ] && [ "$s" != "$3" ]; then echo "the upload arrived with another SHA-256 ($s, not the build's $3)" >&2; exit 3; fi
 chmod 700 "$t"
 if ! out=$("$t" --version 2>&1); then echo "the uploaded zstudio does not run there: $out" >&2; exit 4; fi
@@ -267,7 +286,6 @@ for f in "$d"/zstudio-*; do
   if [ "$f" != "$d/$1" ] && [ -f "$f" ]; then rm -f "$f"; printf 'removed %s\n' "$f"; fi
 done"#;
 
-/// What the upload script says on a host without gzip: the server is then sent as it is.
 const NO_GZIP: &str = "zstudio-upload: no gzip on the host";
 
 impl Connection {
@@ -340,13 +358,7 @@ impl Connection {
             .len();
         let name = build.file_name();
         let output = self
-            .send_server(local_binary, &name, size, &build.build, true)
-            .or_else(|error| match error {
-                SshError::Ssh { ref detail, .. } if detail.contains(NO_GZIP) => {
-                    self.send_server(local_binary, &name, size, &build.build, false)
-                }
-                other => Err(other),
-            })
+            .send_in_parts(local_binary, &name, size, &build.build)
             .map_err(|error| match error {
                 SshError::Ssh { host, detail } => SshError::Bootstrap {
                     host,
@@ -385,35 +397,174 @@ impl Connection {
         })
     }
 
-    /// Runs the upload script with `local_binary` (`size` bytes, build `build`) as its input,
-    /// gzipped when `gzip` ([`crate::remote::transfer`]'s chunks, read once and compressed as they
-    /// are sent), to be put at `name`; what the script printed.
+    /// Sends `local_binary` (`size` bytes, build `build`) to be put at `name`: as it is while the
+    /// link takes it fast ([`LinkGauge`]); once the link proves slow, the first part is kept on
+    /// the host and the rest goes gzipped (as it is where the host has no gzip). What the last
+    /// script printed.
+    fn send_in_parts(&self, local_binary: &Path, name: &str, size: u64, build: &str) -> Result<Vec<u8>, SshError> {
+        let stopped = std::sync::Mutex::new(None);
+        let first = Part {
+            gzip: false,
+            from: 0,
+            continues: "+",
+            stopped: Some(&stopped),
+        };
+        let output = self.send_server(local_binary, name, size, build, first)?;
+        let text = String::from_utf8_lossy(&output);
+        let Some((file, kept)) = text
+            .lines()
+            .find_map(|line| line.strip_prefix("partial "))
+            .and_then(|rest| rest.split_once(' '))
+        else {
+            return Ok(output);
+        };
+        let sent = stopped.lock().unwrap_or_else(|p| p.into_inner()).unwrap_or(size);
+        if kept.parse::<u64>().ok() != Some(sent) {
+            return Err(SshError::Ssh {
+                host: self.host(),
+                detail: format!("the upload was cut short: {kept} of the first {sent} bytes arrived"),
+            });
+        }
+        let rest = |gzip| Part {
+            gzip,
+            from: sent,
+            continues: file,
+            stopped: None,
+        };
+        self.send_server(local_binary, name, size, build, rest(true))
+            .or_else(|error| match error {
+                SshError::Ssh { ref detail, .. } if detail.contains(NO_GZIP) => {
+                    self.send_server(local_binary, name, size, build, rest(false))
+                }
+                other => Err(other),
+            })
+    }
+
+    /// Runs the upload script with `part` of `local_binary` (`size` bytes, build `build`) as its
+    /// input ([`crate::remote::transfer`]'s chunks, read once and, gzipped, compressed as they are
+    /// sent), to be put at `name`; what the script printed.
     fn send_server(
         &self,
         local_binary: &Path,
         name: &str,
         size: u64,
         build: &str,
-        gzip: bool,
+        part: Part<'_>,
     ) -> Result<Vec<u8>, SshError> {
         let script = format!("{SCRIPT_HELPERS}{UPLOAD_SCRIPT}");
         let size_text = size.to_string();
-        let encoding = if gzip { "gzip" } else { "raw" };
-        let argv = ["sh", "-c", &script, "sh", name, &size_text, build, encoding];
+        let encoding = if part.gzip { "gzip" } else { "raw" };
+        let argv = [
+            "sh",
+            "-c",
+            &script,
+            "sh",
+            name,
+            &size_text,
+            build,
+            encoding,
+            part.continues,
+        ];
         let feed = |pipe: &mut dyn Write| -> Result<(), String> {
-            let file = std::fs::File::open(local_binary).map_err(|e| io("read", local_binary, e).to_string())?;
-            let sent = match gzip {
-                true => {
+            let read_error = |e| io("read", local_binary, e).to_string();
+            let mut file = std::fs::File::open(local_binary).map_err(read_error)?;
+            file.seek(SeekFrom::Start(part.from)).map_err(read_error)?;
+            let rest = size.saturating_sub(part.from);
+            let sent = match (part.gzip, part.stopped) {
+                (true, _) => {
                     let mut encoder = GzEncoder::new(pipe, Compression::fast());
-                    let sent = send_file(local_binary, file, size, |_, chunk| write_chunk(&mut encoder, chunk));
+                    let sent = send_file(local_binary, file, rest, |_, chunk| write_chunk(&mut encoder, chunk));
                     sent.and_then(|()| encoder.finish().map(drop).map_err(|e| Error::io_write("the upload", e)))
                 }
-                false => send_file(local_binary, file, size, |_, chunk| write_chunk(pipe, chunk)),
+                (false, None) => send_file(local_binary, file, rest, |_, chunk| write_chunk(pipe, chunk)),
+                (false, Some(stopped)) => {
+                    let mut gauge = LinkGauge::default();
+                    let sent = send_file(local_binary, file, rest, |offset, chunk| {
+                        if gauge.slow(Instant::now(), offset, size, || gzip_rate(chunk)) {
+                            *stopped.lock().unwrap_or_else(|p| p.into_inner()) = Some(offset);
+                            return Err(Error::io_write("the upload", std::io::ErrorKind::Interrupted.into()));
+                        }
+                        write_chunk(pipe, chunk)
+                    });
+                    // Stopped for the link: the rest goes in a second part.
+                    sent.or_else(
+                        |error| match stopped.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+                            true => Ok(()),
+                            false => Err(error),
+                        },
+                    )
+                }
             };
             sent.map_err(|error| error.to_string())
         };
         self.run(&argv, Some(&feed), 64 * 1024)
     }
+}
+
+/// One part of the upload: from the byte `from` of the binary, gzipped or as it is; the part that
+/// `continues` an upload the host kept (`+`: a new one, which may stop early, its offset then in
+/// `stopped`).
+#[derive(Clone, Copy)]
+struct Part<'a> {
+    gzip: bool,
+    from: u64,
+    continues: &'a str,
+    stopped: Option<&'a std::sync::Mutex<Option<u64>>>,
+}
+
+/// Bytes the link takes in at once whatever its speed (the pipe, `ssh`'s channel window of 2 MiB,
+/// the sockets' buffers): the gauge starts after them.
+const GAUGE_AFTER: u64 = 8 << 20;
+/// The bytes each look of the gauge judges the link by.
+const GAUGE_WINDOW: u64 = 4 << 20;
+/// A link faster than this (bytes a second) is never worth gzipping for: gzip's level 1 takes
+/// about 130 MB/s on one core here, `gzip -d` gives about as much.
+const FAST_LINK: f64 = 100e6;
+/// Less than this left is sent as it is, whatever the link.
+const WORTH_GZIPPING: u64 = 4 << 20;
+
+/// How fast the link takes the upload as it is, against how fast gzip would go now: judged on
+/// each [`GAUGE_WINDOW`] after [`GAUGE_AFTER`]. A window is slow when the link carried less than
+/// a quarter of what gzip's level 1 compresses on this machine, timed on one chunk (the host
+/// unpacking costs about as much again, and on a busy machine, where a chunk's time is a burst's,
+/// the whole gzipped path went at a quarter to a half of it: docs/benchmarks.md, "Files to and
+/// from a host"), timed once and again on each window that looks slow by it; two slow windows in
+/// a row, with at least [`WORTH_GZIPPING`] left, make the link slow.
+#[derive(Default)]
+struct LinkGauge {
+    window: Option<(Instant, u64)>,
+    slow_windows: u32,
+    gzip_rate: Option<f64>,
+}
+
+impl LinkGauge {
+    /// Whether to stop sending as it is at `offset` (of `size`) at `now`; `gzip_rate` measures
+    /// what gzip compresses a second now, asked only when the link is under [`FAST_LINK`], the
+    /// first time and when a window looks slow.
+    fn slow(&mut self, now: Instant, offset: u64, size: u64, gzip_rate: impl Fn() -> f64) -> bool {
+        if offset < GAUGE_AFTER {
+            return false;
+        }
+        let (since, from) = *self.window.get_or_insert((now, offset));
+        if offset - from < GAUGE_WINDOW {
+            return false;
+        }
+        self.window = Some((now, offset));
+        let rate = (offset - from) as f64 / now.duration_since(since).as_secs_f64().max(1e-9);
+        let slow = rate < FAST_LINK
+            && rate < *self.gzip_rate.get_or_insert_with(&gzip_rate) / 4.0
+            && rate < *self.gzip_rate.insert(gzip_rate()) / 4.0;
+        self.slow_windows = if slow { self.slow_windows + 1 } else { 0 };
+        self.slow_windows >= 2 && size.saturating_sub(offset) >= WORTH_GZIPPING
+    }
+}
+
+/// What gzip's level 1 compresses a second on this machine now, timed on `chunk`.
+fn gzip_rate(chunk: &[u8]) -> f64 {
+    let started = Instant::now();
+    let mut encoder = GzEncoder::new(std::io::sink(), Compression::fast());
+    let _ = encoder.write_all(chunk).and_then(|()| encoder.finish().map(drop));
+    chunk.len() as f64 / started.elapsed().as_secs_f64().max(1e-9)
 }
 
 /// Writes one chunk of the upload to the `ssh` command's input.
@@ -435,7 +586,13 @@ mod tests {
 
     /// Runs the upload script here as a host would (`home` its `$HOME`, `path` its PATH) with
     /// `input` on its stdin: its exit code and stderr.
-    fn upload_here(home: &Path, path: &str, args: [&str; 4], input: &[u8]) -> (Option<i32>, String) {
+    fn upload_here(home: &Path, path: &str, args: &[&str], input: &[u8]) -> (Option<i32>, String) {
+        let (code, said, _) = upload_here_said(home, path, args, input);
+        (code, said)
+    }
+
+    /// [`upload_here`], with what the script printed on stdout too.
+    fn upload_here_said(home: &Path, path: &str, args: &[&str], input: &[u8]) -> (Option<i32>, String, String) {
         let script = format!("{SCRIPT_HELPERS}{UPLOAD_SCRIPT}");
         let mut child = std::process::Command::new("/bin/sh")
             .args(["-c", &script, "sh"])
@@ -443,7 +600,7 @@ mod tests {
             .env("HOME", home)
             .env("PATH", path)
             .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
@@ -454,6 +611,7 @@ mod tests {
         (
             output.status.code(),
             String::from_utf8_lossy(&output.stderr).into_owned(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
         )
     }
 
@@ -475,13 +633,13 @@ mod tests {
         let path = std::env::var("PATH").unwrap();
         let installed = home.path().join(".zibby-studio/server/zstudio-0-a");
         let wrong = "0123456789abcdef";
-        let (code, said) = upload_here(home.path(), &path, ["zstudio-0-a", &size, wrong, "gzip"], &gzipped);
+        let (code, said) = upload_here(home.path(), &path, &["zstudio-0-a", &size, wrong, "gzip"], &gzipped);
         assert_eq!(code, Some(3), "{said}");
         assert!(said.contains("another SHA-256"), "{said}");
         assert!(!installed.exists(), "a server of another digest is not put in place");
-        let (code, said) = upload_here(home.path(), &path, ["zstudio-0-a", &size, &build, "gzip"], &server);
+        let (code, said) = upload_here(home.path(), &path, &["zstudio-0-a", &size, &build, "gzip"], &server);
         assert_eq!(code, Some(3), "input that is not gzip: {said}");
-        let (code, said) = upload_here(home.path(), &path, ["zstudio-0-a", &size, &build, "gzip"], &gzipped);
+        let (code, said) = upload_here(home.path(), &path, &["zstudio-0-a", &size, &build, "gzip"], &gzipped);
         assert_eq!(code, Some(0), "{said}");
         assert_eq!(std::fs::read(&installed).unwrap(), server);
         // A host whose PATH has every tool but gzip.
@@ -508,12 +666,161 @@ mod tests {
         }
         let bare = tools.path().to_str().unwrap();
         std::fs::remove_file(&installed).unwrap();
-        let (code, said) = upload_here(home.path(), bare, ["zstudio-0-a", &size, &build, "gzip"], &gzipped);
+        let (code, said) = upload_here(home.path(), bare, &["zstudio-0-a", &size, &build, "gzip"], &gzipped);
         assert_eq!(code, Some(6), "{said}");
         assert!(said.contains(NO_GZIP), "{said}");
-        let (code, said) = upload_here(home.path(), bare, ["zstudio-0-a", &size, &build, "raw"], &server);
+        let (code, said) = upload_here(home.path(), bare, &["zstudio-0-a", &size, &build, "raw"], &server);
         assert_eq!(code, Some(0), "{said}");
         assert_eq!(std::fs::read(&installed).unwrap(), server);
+    }
+
+    /// An upload in two parts: the first as it is (`+`, kept when short), the rest gzipped added to
+    /// it by name; the whole checked as one. A part never continues a file outside the folder, nor
+    /// one of another SHA-256.
+    #[test]
+    fn an_upload_in_two_parts_is_checked_whole() {
+        let home = tempfile::tempdir().unwrap();
+        let server = b"#!/bin/sh\necho zstudio 0.0.0\n# the rest of the build\n".to_vec();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("zstudio");
+        std::fs::write(&file, &server).unwrap();
+        let build = digest_of(&file).unwrap();
+        let (head, tail) = server.split_at(20);
+        let mut encoder = GzEncoder::new(Vec::new(), Compression::fast());
+        encoder.write_all(tail).unwrap();
+        let tail_gzipped = encoder.finish().unwrap();
+        let size = server.len().to_string();
+        let path = std::env::var("PATH").unwrap();
+        let folder = home.path().join(".zibby-studio/server");
+        let installed = folder.join("zstudio-0-a");
+        let first = |home: &Path| {
+            let (code, said, printed) =
+                upload_here_said(home, &path, &["zstudio-0-a", &size, &build, "raw", "+"], head);
+            assert_eq!(code, Some(0), "{said}");
+            let kept = printed.strip_prefix("partial ").unwrap().trim().to_owned();
+            let (name, bytes) = kept.split_once(' ').unwrap();
+            assert_eq!(bytes, "20", "{printed}");
+            assert!(!installed.exists(), "a first part is not put in place");
+            name.to_owned()
+        };
+        // A part of another name, or outside the folder, is refused before it is read.
+        for name in [
+            "../../x",
+            ".upload.x/../../../x",
+            ".upload.none",
+            "zstudio-0-a",
+            "/etc/passwd",
+        ] {
+            let (code, said) = upload_here(
+                home.path(),
+                &path,
+                &["zstudio-0-a", &size, &build, "gzip", name],
+                &tail_gzipped,
+            );
+            assert_eq!(code, Some(5), "{name}: {said}");
+        }
+        // The rest of another SHA-256: refused, the part removed.
+        let name = first(home.path());
+        let (code, said) = upload_here(
+            home.path(),
+            &path,
+            &["zstudio-0-a", &size, "0123456789abcdef", "gzip", &name],
+            &tail_gzipped,
+        );
+        assert_eq!(code, Some(3), "{said}");
+        assert!(!folder.join(&name).exists() && !installed.exists(), "{said}");
+        // The rest, gzipped: installed, the part gone.
+        let name = first(home.path());
+        let (code, said, printed) = upload_here_said(
+            home.path(),
+            &path,
+            &["zstudio-0-a", &size, &build, "gzip", &name],
+            &tail_gzipped,
+        );
+        assert_eq!(code, Some(0), "{said}");
+        assert!(printed.contains("installed "), "{printed}");
+        assert_eq!(std::fs::read(&installed).unwrap(), server);
+        assert!(!folder.join(&name).exists());
+        // A whole upload with `+` is installed at once, its SHA-256 read as it arrives: a wrong one
+        // is refused all the same.
+        std::fs::remove_file(&installed).unwrap();
+        let wrong = ["zstudio-0-a", &size, "0123456789abcdef", "raw", "+"];
+        let (code, said) = upload_here(home.path(), &path, &wrong, &server);
+        assert_eq!(code, Some(3), "{said}");
+        assert!(said.contains("another SHA-256") && !installed.exists(), "{said}");
+        let (code, said, printed) =
+            upload_here_said(home.path(), &path, &["zstudio-0-a", &size, &build, "raw", "+"], &server);
+        assert_eq!(code, Some(0), "{said}");
+        assert!(
+            printed.contains("installed ") && !printed.contains("partial"),
+            "{printed}"
+        );
+        assert_eq!(std::fs::read(&installed).unwrap(), server);
+    }
+
+    /// The link is judged after the bytes its buffers take in at once, on each window, against
+    /// what gzip compresses now: slow after two windows under a quarter of it, with enough left to be
+    /// worth gzipping; never over [`FAST_LINK`], never before [`GAUGE_AFTER`].
+    #[test]
+    fn the_link_is_judged_against_gzips_pace_once_the_buffers_are_full() {
+        let start = Instant::now();
+        let at = |ms: u64| start + std::time::Duration::from_millis(ms);
+        let size = 96 << 20;
+        let window = |n: u64| GAUGE_AFTER + n * GAUGE_WINDOW;
+        let gzip = || 130e6;
+        let unasked = || -> f64 { panic!("gzip's pace asked of a fast link") };
+        // 10 MB/s: a window of 4 MiB takes 419 ms; slow on the second slow window.
+        let mut gauge = LinkGauge::default();
+        assert!(!gauge.slow(at(0), 0, size, unasked));
+        assert!(
+            !gauge.slow(at(0), 4 << 20, size, unasked),
+            "the buffers take these at once"
+        );
+        assert!(!gauge.slow(at(0), window(0), size, unasked));
+        assert!(
+            !gauge.slow(at(300), window(0) + (2 << 20), size, unasked),
+            "half a window"
+        );
+        assert!(!gauge.slow(at(419), window(1), size, gzip), "one slow window");
+        assert!(gauge.slow(at(838), window(2), size, gzip), "10 MB/s");
+        // 200 MB/s: never slow, gzip's pace not even asked.
+        let mut gauge = LinkGauge::default();
+        assert!(!gauge.slow(at(0), window(0), size, unasked));
+        for n in 1..5 {
+            assert!(!gauge.slow(at(21 * n), window(n), size, unasked), "200 MB/s");
+        }
+        // 25 MB/s on a busy machine where gzip does 60 MB/s: as it is, gzip's pace timed once;
+        // where it does 130, gzipped.
+        let mut gauge = LinkGauge::default();
+        let asked = std::cell::Cell::new(0);
+        assert!(!gauge.slow(at(0), window(0), size, unasked));
+        for n in 1..5 {
+            let busy = || {
+                asked.set(asked.get() + 1);
+                60e6
+            };
+            assert!(
+                !gauge.slow(at(168 * n), window(n), size, busy),
+                "busy: 25 against 60 MB/s"
+            );
+        }
+        assert_eq!(asked.get(), 1, "gzip's pace timed once while the link looks fast");
+        let mut gauge = LinkGauge::default();
+        assert!(!gauge.slow(at(0), window(0), size, unasked));
+        assert!(!gauge.slow(at(168), window(1), size, gzip));
+        assert!(gauge.slow(at(336), window(2), size, gzip), "25 against 130 MB/s");
+        // A slow window between fast ones is not enough.
+        let mut gauge = LinkGauge::default();
+        assert!(!gauge.slow(at(0), window(0), size, unasked));
+        assert!(!gauge.slow(at(419), window(1), size, gzip));
+        assert!(!gauge.slow(at(440), window(2), size, gzip));
+        assert!(!gauge.slow(at(859), window(3), size, gzip));
+        // Too little left: as it is.
+        let small = window(2) + WORTH_GZIPPING - 1;
+        let mut gauge = LinkGauge::default();
+        assert!(!gauge.slow(at(0), window(0), small, unasked));
+        assert!(!gauge.slow(at(419), window(1), small, gzip));
+        assert!(!gauge.slow(at(838), window(2), small, gzip), "too little left");
     }
 
     #[test]
