@@ -347,7 +347,9 @@ struct Followed {
     trace_id: [u8; 16],
     root_span_id: [u8; 8],
     started: Instant,
-    occurrences: HashMap<String, u32>,
+    /// How many executions of each node name began (a name from the agent's output: hashed
+    /// with foldhash's seeded quality hasher, faster than SipHash on short names).
+    occurrences: HashMap<String, u32, foldhash::quality::RandomState>,
     /// Open executions, outermost first, each where its span sits.
     open: Vec<(NodeExecution, SpanPlace)>,
 }
@@ -503,7 +505,7 @@ fn follow_event(
                 root_span_id: super::ids::run_span_id(run_id),
                 trace,
                 started: Instant::now(),
-                occurrences: HashMap::new(),
+                occurrences: HashMap::default(),
                 open: Vec::new(),
             };
             // A run started again under the same id (never, but then the new one is followed).
