@@ -63,15 +63,17 @@ impl Shared {
     }
 
     pub(super) fn publish(&self, event: RunEvent) {
-        self.publish_all(std::iter::once(event));
+        self.publish_all(&mut vec![event]);
     }
 
     /// Sends each event to every subscriber that hears it, in order, under one lock: a burst of
     /// events wakes a waiting subscriber once rather than once per event. The events of the
     /// burst that several subscribers hear are shared by them ([`Heard`]), not copied for each.
-    pub(super) fn publish_all(&self, events: impl Iterator<Item = RunEvent>) {
+    /// `events` is left empty, its room kept.
+    pub(super) fn publish_all(&self, events: &mut Vec<RunEvent>) {
         let mut subscribers = self.subscribers.lock().expect("subscribers lock");
         if subscribers.is_empty() {
+            events.clear();
             return;
         }
         let hearing_output = subscribers.iter().filter(|s| s.output).count();
@@ -112,7 +114,7 @@ impl Shared {
         if share_output || share_others {
             shared_bursts(events, share_output, share_others).for_each(&mut deliver);
         } else {
-            events.map(Heard::from).for_each(&mut deliver);
+            events.drain(..).map(Heard::from).for_each(&mut deliver);
         }
         let mut index = 0;
         subscribers.retain(|_| {
@@ -122,41 +124,49 @@ impl Shared {
     }
 }
 
-/// `events` as subscribers hear them, in order: the output lines shared (one burst of them)
-/// when `share_output`, the other events (another) when `share_others`, the rest each its own.
-/// A burst holds only events of one kind, so a subscriber holds alive no event it does not hear.
+/// `events` as subscribers hear them, in order (`events` left empty): the output lines shared
+/// (one burst of them) when `share_output`, the other events (another) when `share_others`, the
+/// rest each its own. Each event is moved once, into its burst or its own [`Heard`]. A burst
+/// holds only events of one kind, so a subscriber holds alive no event it does not hear.
 fn shared_bursts(
-    events: impl Iterator<Item = RunEvent>,
+    events: &mut Vec<RunEvent>,
     share_output: bool,
     share_others: bool,
-) -> impl Iterator<Item = Heard> {
-    let (mut output, mut others, mut own) = (Vec::new(), Vec::new(), Vec::new());
-    // For each event, in order: which list it went to (0 output, 1 others, 2 its own).
+) -> impl Iterator<Item = Heard> + '_ {
+    const OWN: u8 = 2;
+    let shares = [share_output, share_others];
+    // 0: an output line, 1: any other event.
+    let kind_of = |event: &RunEvent| usize::from(!matches!(event, RunEvent::Output { .. }));
+    let mut sizes = [0, 0];
+    for event in events.iter() {
+        sizes[kind_of(event)] += 1;
+    }
+    let mut bursts = [0, 1].map(|kind| Vec::with_capacity(if shares[kind] { sizes[kind] } else { 0 }));
+    // Each event's kind, or OWN when it is not shared: its place in `events` is taken by an
+    // empty event once it is in its burst.
     let kinds: Vec<u8> = events
-        .map(|event| match matches!(event, RunEvent::Output { .. }) {
-            true if share_output => {
-                output.push(event);
-                0
+        .iter_mut()
+        .map(|event| {
+            let kind = kind_of(event);
+            if !shares[kind] {
+                return OWN;
             }
-            false if share_others => {
-                others.push(event);
-                1
-            }
-            _ => {
-                own.push(event);
-                2
-            }
+            let taken = RunEvent::NodeDiscarded {
+                run_id: String::new(),
+                node: String::new(),
+            };
+            bursts[kind].push(std::mem::replace(event, taken));
+            kind as u8
         })
         .collect();
-    let bursts: [Arc<[RunEvent]>; 2] = [output.into(), others.into()];
+    let bursts = bursts.map(Arc::new);
     let mut next = [0, 0];
-    let mut own = own.into_iter();
-    kinds.into_iter().filter_map(move |kind| match kind {
-        2 => own.next().map(Heard::from),
+    events.drain(..).zip(kinds).map(move |(event, kind)| match kind {
+        OWN => Heard::from(event),
         kind => {
             let kind = usize::from(kind);
             next[kind] += 1;
-            Some(Heard::shared(&bursts[kind], next[kind] - 1))
+            Heard::shared(&bursts[kind], next[kind] - 1)
         }
     })
 }
@@ -250,7 +260,7 @@ mod tests {
             events
         };
         let alone = subscribe(true, true);
-        shared.publish_all([node(0), line(1)].into_iter());
+        shared.publish_all(&mut vec![node(0), line(1)]);
         let heard: Vec<Heard> = alone.try_iter_heard();
         assert_eq!(
             heard.iter().map(|h| (**h).clone()).collect::<Vec<_>>(),
@@ -261,7 +271,9 @@ mod tests {
 
         let nodes = subscribe(false, false);
         let events = [node(2), line(3), node(4), line(5)];
-        shared.publish_all(events.clone().into_iter());
+        let mut published = events.to_vec();
+        shared.publish_all(&mut published);
+        assert!(published.is_empty());
         let all = alone.try_iter_heard();
         let only_nodes = nodes.try_iter_heard();
         assert_eq!(all.iter().map(|h| (**h).clone()).collect::<Vec<_>>(), events);

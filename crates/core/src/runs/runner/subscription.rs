@@ -26,12 +26,12 @@ pub struct Heard(Sharing);
 #[derive(Debug, Clone)]
 enum Sharing {
     Own(RunEvent),
-    Shared { burst: Arc<[RunEvent]>, at: usize },
+    Shared { burst: Arc<Vec<RunEvent>>, at: usize },
 }
 
 impl Heard {
     /// The `at`-th event of `burst`, which several subscribers hear.
-    pub(super) fn shared(burst: &Arc<[RunEvent]>, at: usize) -> Heard {
+    pub(super) fn shared(burst: &Arc<Vec<RunEvent>>, at: usize) -> Heard {
         Heard(Sharing::Shared {
             burst: burst.clone(),
             at,
