@@ -217,42 +217,28 @@ impl NodeSpanCommon {
         use prost::Message;
         // A span's fields are encoded in the order of their numbers: those before its
         // attributes (1 to 8), its attributes (9), those after (10 to 16).
-        let after = Span {
-            attributes: std::mem::take(&mut span.attributes),
-            dropped_attributes_count: std::mem::take(&mut span.dropped_attributes_count),
-            events: std::mem::take(&mut span.events),
-            dropped_events_count: std::mem::take(&mut span.dropped_events_count),
-            links: std::mem::take(&mut span.links),
-            dropped_links_count: std::mem::take(&mut span.dropped_links_count),
-            status: span.status.take(),
-            flags: std::mem::take(&mut span.flags),
-            ..Span::default()
-        };
+        let mut after = Span::default();
+        swap_from_attributes(span, &mut after);
         let length = span.encoded_len() + self.encoded.len() + after.encoded_len();
         prost::encode_length_delimiter(length, out).expect("a Vec takes any length");
         span.encode(out).expect("a Vec takes any length");
         out.extend_from_slice(&self.encoded);
         after.encode(out).expect("a Vec takes any length");
-        let Span {
-            attributes,
-            dropped_attributes_count,
-            events,
-            dropped_events_count,
-            links,
-            dropped_links_count,
-            status,
-            flags,
-            ..
-        } = after;
-        span.attributes = attributes;
-        span.dropped_attributes_count = dropped_attributes_count;
-        span.events = events;
-        span.dropped_events_count = dropped_events_count;
-        span.links = links;
-        span.dropped_links_count = dropped_links_count;
-        span.status = status;
-        span.flags = flags;
+        swap_from_attributes(span, &mut after);
     }
+}
+
+/// Swaps the fields numbered 9 (the attributes) and after between `a` and `b`.
+fn swap_from_attributes(a: &mut Span, b: &mut Span) {
+    use std::mem::swap;
+    swap(&mut a.attributes, &mut b.attributes);
+    swap(&mut a.dropped_attributes_count, &mut b.dropped_attributes_count);
+    swap(&mut a.events, &mut b.events);
+    swap(&mut a.dropped_events_count, &mut b.dropped_events_count);
+    swap(&mut a.links, &mut b.links);
+    swap(&mut a.dropped_links_count, &mut b.dropped_links_count);
+    swap(&mut a.status, &mut b.status);
+    swap(&mut a.flags, &mut b.flags);
 }
 
 /// The number of a span's `attributes` field.
