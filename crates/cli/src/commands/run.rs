@@ -231,11 +231,12 @@ fn follow(events: &RunEvents, started: &StartedRun, format: Format, out: &mut im
     };
     loop {
         // Flushed when no event is waiting: a flood is written in large pieces, not line by line.
-        let event = match events.try_recv() {
+        // Read as shared: a live export hears the same events, and nothing is copied for this.
+        let event = match events.try_recv_heard() {
             Ok(event) => event,
             Err(TryRecvError::Empty) => {
                 out.flush()?;
-                match events.recv() {
+                match events.recv_heard() {
                     Ok(event) => event,
                     Err(_) => return Ok(ended(ExitCode::FAILURE)),
                 }
@@ -250,7 +251,7 @@ fn follow(events: &RunEvents, started: &StartedRun, format: Format, out: &mut im
             status,
             exit_code: code,
             ..
-        } = &event
+        } = &*event
         {
             out.flush()?;
             return Ok(Followed {

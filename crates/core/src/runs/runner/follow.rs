@@ -420,7 +420,7 @@ impl FollowedRun {
                         )
                     });
                     // Subscribers first: recording can wait a moment, the window should not.
-                    self.shared.publish_all(heard.drain(..));
+                    self.shared.publish_all(&mut heard);
                     recorder.record(steps.drain(..));
                     let reached_before = self.live.stopped_by_budget.load(Ordering::SeqCst);
                     self.watch_budget(&mut budget, &recorder.usage, &mut usage_seen);
@@ -477,7 +477,7 @@ impl FollowedRun {
         reader.finish(elapsed_ms, &mut |event| {
             self.fold_line(event, (&mut fold, &mut recorder.usage), true, &mut steps, &mut heard)
         });
-        self.shared.publish_all(heard.drain(..));
+        self.shared.publish_all(&mut heard);
         recorder.record(steps.drain(..));
         let Recorder {
             writer,

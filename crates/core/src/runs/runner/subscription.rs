@@ -2,8 +2,10 @@
 //! unread, and only the memory of the events it holds. (A `sync_channel` of that bound allocates
 //! and writes every slot when it is made: 9.4 MB a subscriber, three in the app, with no run.)
 //! Past the bound a lossy subscriber loses the newest events and a lossless one makes its runs
-//! wait until it reads, as a bounded channel did.
+//! wait until it reads, as a bounded channel did. An event several subscribers hear is shared
+//! by them, not copied for each ([`Heard`]).
 
+use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
 use std::sync::{Arc, Condvar, Mutex};
@@ -15,16 +17,74 @@ use super::events::RunEvent;
 /// one's runs wait for it.
 pub(super) const EVENT_BUFFER: usize = 65_536;
 
+/// An event as a subscriber hears it: its own, or one of a burst of events that several
+/// subscribers hear, shared by them (a second subscriber costs a count, not a copy of each
+/// event's strings on the run's thread, and the strings are freed once). It reads as the event.
+#[derive(Debug, Clone)]
+pub struct Heard(Sharing);
+
+#[derive(Debug, Clone)]
+enum Sharing {
+    Own(RunEvent),
+    Shared { burst: Arc<Vec<RunEvent>>, at: usize },
+}
+
+impl Heard {
+    /// The `at`-th event of `burst`, which several subscribers hear.
+    pub(super) fn shared(burst: &Arc<Vec<RunEvent>>, at: usize) -> Heard {
+        Heard(Sharing::Shared {
+            burst: burst.clone(),
+            at,
+        })
+    }
+
+    /// The event, owned: copied when another subscriber still holds it.
+    pub fn into_event(self) -> RunEvent {
+        match self.0 {
+            Sharing::Own(event) => event,
+            Sharing::Shared { mut burst, at } => match Arc::get_mut(&mut burst) {
+                // Nobody else holds the burst: the event is taken, an empty one left in its place.
+                Some(events) => std::mem::replace(
+                    &mut events[at],
+                    RunEvent::NodeDiscarded {
+                        run_id: String::new(),
+                        node: String::new(),
+                    },
+                ),
+                None => burst[at].clone(),
+            },
+        }
+    }
+}
+
+impl From<RunEvent> for Heard {
+    fn from(event: RunEvent) -> Heard {
+        Heard(Sharing::Own(event))
+    }
+}
+
+impl Deref for Heard {
+    type Target = RunEvent;
+
+    fn deref(&self) -> &RunEvent {
+        match &self.0 {
+            Sharing::Own(event) => event,
+            Sharing::Shared { burst, at } => &burst[*at],
+        }
+    }
+}
+
 /// A subscriber's end of its queue, from `Supervisor::subscribe`
-/// and its siblings: the events of every run, in order. Its methods are a `Receiver`'s.
+/// and its siblings: the events of every run, in order. Its methods are a `Receiver`'s; those
+/// ending in `_heard` give the event as it is shared ([`Heard`]), without a copy.
 pub struct RunEvents {
-    receiver: mpsc::Receiver<RunEvent>,
+    receiver: mpsc::Receiver<Heard>,
     held: Arc<Held>,
 }
 
 /// The runs' end of a subscriber's queue.
 pub(crate) struct EventSender {
-    sender: mpsc::Sender<RunEvent>,
+    sender: mpsc::Sender<Heard>,
     held: Arc<Held>,
 }
 
@@ -79,7 +139,7 @@ impl Held {
 impl EventSender {
     /// Queues the event unless the queue holds its bound already (then the event is handed
     /// back as `Full`): a lossy subscriber's.
-    pub(crate) fn try_send(&self, event: RunEvent) -> Result<(), Box<TrySendError<RunEvent>>> {
+    pub(crate) fn try_send(&self, event: Heard) -> Result<(), Box<TrySendError<Heard>>> {
         if self.held.reader_gone.load(Ordering::SeqCst) {
             return Err(Box::new(TrySendError::Disconnected(event)));
         }
@@ -95,7 +155,7 @@ impl EventSender {
 
     /// Queues the event, first waiting while the queue holds its bound: a lossless subscriber's.
     /// False when the reader is gone.
-    pub(crate) fn send(&self, event: RunEvent) -> bool {
+    pub(crate) fn send(&self, event: Heard) -> bool {
         self.held.wait_for_room();
         if self.held.reader_gone.load(Ordering::SeqCst) {
             return false;
@@ -112,23 +172,44 @@ impl EventSender {
 impl RunEvents {
     /// The next event, waiting for it; an error once the supervisor is gone and every event read.
     pub fn recv(&self) -> Result<RunEvent, RecvError> {
+        self.recv_heard().map(Heard::into_event)
+    }
+
+    /// The next event, waiting for it at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<RunEvent, RecvTimeoutError> {
+        self.recv_timeout_heard(timeout).map(Heard::into_event)
+    }
+
+    /// The next event if one is there.
+    pub fn try_recv(&self) -> Result<RunEvent, TryRecvError> {
+        self.try_recv_heard().map(Heard::into_event)
+    }
+
+    /// [`RunEvents::recv`], the event as it is shared.
+    pub fn recv_heard(&self) -> Result<Heard, RecvError> {
         let event = self.receiver.recv()?;
         self.held.taken();
         Ok(event)
     }
 
-    /// The next event, waiting for it at most `timeout`.
-    pub fn recv_timeout(&self, timeout: Duration) -> Result<RunEvent, RecvTimeoutError> {
+    /// [`RunEvents::recv_timeout`], the event as it is shared.
+    pub fn recv_timeout_heard(&self, timeout: Duration) -> Result<Heard, RecvTimeoutError> {
         let event = self.receiver.recv_timeout(timeout)?;
         self.held.taken();
         Ok(event)
     }
 
-    /// The next event if one is there.
-    pub fn try_recv(&self) -> Result<RunEvent, TryRecvError> {
+    /// [`RunEvents::try_recv`], the event as it is shared.
+    pub fn try_recv_heard(&self) -> Result<Heard, TryRecvError> {
         let event = self.receiver.try_recv()?;
         self.held.taken();
         Ok(event)
+    }
+
+    /// The events waiting now, as they are shared.
+    #[cfg(test)]
+    pub(super) fn try_iter_heard(&self) -> Vec<Heard> {
+        std::iter::from_fn(|| self.try_recv_heard().ok()).collect()
     }
 
     /// The events as they come, until the supervisor is gone.
@@ -155,11 +236,12 @@ mod tests {
 
     use super::*;
 
-    fn event(n: usize) -> RunEvent {
+    fn event(n: usize) -> Heard {
         RunEvent::NodeDiscarded {
             run_id: "r".to_owned(),
             node: n.to_string(),
         }
+        .into()
     }
 
     fn node(event: RunEvent) -> String {

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use opentelemetry_proto::tonic::trace::v1::Span;
 
-use super::map::{fill_node_span, root_span, NodeExecution, RunTrace, SpanPlace};
+use super::map::{fill_node_span, fill_node_span_own, root_span, NodeExecution, NodeSpanCommon, RunTrace, SpanPlace};
 use super::push::{post, Endpoint, RequestBody};
 use crate::runs::runner::{RunEvent, RunEvents};
 use crate::sessions::cost::NodeUsage;
@@ -155,6 +155,8 @@ impl Queue {
 enum Ended<'a> {
     Node {
         run: &'a RunTrace,
+        /// The attributes of the run's node spans alike, encoded.
+        common: &'a NodeSpanCommon,
         execution: &'a NodeExecution,
         place: &'a SpanPlace,
     },
@@ -197,10 +199,21 @@ impl<'q> Requests<'q> {
         let (_, body, since) = &mut self.gathering[at];
         since.get_or_insert_with(Instant::now);
         match ended {
-            Ended::Node { run, execution, place } => {
+            Ended::Node {
+                run,
+                common,
+                execution,
+                place,
+            } => {
                 let end = execution.ended_at_ms.unwrap_or(execution.started_at_ms);
-                fill_node_span(&mut self.slot, run, execution, place, end);
-                body.add(&self.slot);
+                if body.encodes_as_added() {
+                    fill_node_span_own(&mut self.slot, run, execution, place, end);
+                    let slot = &mut self.slot;
+                    body.add_encoded(|out| common.encode_span(slot, out));
+                } else {
+                    fill_node_span(&mut self.slot, run, execution, place, end);
+                    body.add(&self.slot);
+                }
             }
             Ended::Made(span) => body.add(span),
         }
@@ -329,25 +342,28 @@ impl LiveExport {
 /// One run as the reader follows it.
 struct Followed {
     trace: RunTrace,
+    common: NodeSpanCommon,
     endpoint: Arc<Endpoint>,
     trace_id: [u8; 16],
     root_span_id: [u8; 8],
     started: Instant,
-    occurrences: HashMap<String, u32>,
+    /// How many executions of each node name began (a name from the agent's output: hashed
+    /// with foldhash's seeded quality hasher, faster than SipHash on short names).
+    occurrences: HashMap<String, u32, foldhash::quality::RandomState>,
     /// Open executions, outermost first, each where its span sits.
     open: Vec<(NodeExecution, SpanPlace)>,
 }
 
 impl Followed {
     /// An execution of `node` began, `t_ms` into the run: its span's place is decided now.
-    fn node_began(&mut self, run_id: &str, node: String, depth: usize, t_ms: u64) {
-        let attempt = match self.occurrences.get_mut(&node) {
+    fn node_began(&mut self, run_id: &str, node: &str, depth: usize, t_ms: u64) {
+        let attempt = match self.occurrences.get_mut(node) {
             Some(count) => {
                 *count += 1;
                 *count
             }
             None => {
-                self.occurrences.insert(node.clone(), 1);
+                self.occurrences.insert(node.to_owned(), 1);
                 1
             }
         };
@@ -355,9 +371,9 @@ impl Followed {
             Some((_, place)) => place.span_id,
             None => self.root_span_id,
         };
-        let place = SpanPlace::of_node(run_id, &node, attempt, self.trace_id, parent);
+        let place = SpanPlace::of_node(run_id, node, attempt, self.trace_id, parent);
         let execution = NodeExecution {
-            name: node,
+            name: node.to_owned(),
             parent: None,
             depth: depth as i64,
             status: Status::Running,
@@ -377,7 +393,7 @@ impl Followed {
         node: &str,
         status: Status,
         t_ms: u64,
-        mut usage: Option<NodeUsage>,
+        usage: Option<&NodeUsage>,
         send: &mut impl FnMut(&Arc<Endpoint>, Ended),
     ) {
         let Some(at) = self.open.iter().rposition(|(n, _)| n.name == node) else {
@@ -389,12 +405,13 @@ impl Followed {
             execution.ended_at_ms = Some(end);
             if self.open.len() == at {
                 execution.status = status;
-                execution.usage = usage.take();
+                execution.usage = usage.cloned();
             }
             send(
                 &self.endpoint,
                 Ended::Node {
                     run: &self.trace,
+                    common: &self.common,
                     execution: &execution,
                     place: &place,
                 },
@@ -415,7 +432,9 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
     // gathering for LINGER go on the queue then; all of them once nothing came in the pause.
     let mut paused = false;
     loop {
-        let event = match events.try_recv() {
+        // Read as shared: the events' strings are not copied for the export (a run's node names
+        // are copied once, as its open executions).
+        let event = match events.try_recv_heard() {
             Ok(event) => event,
             Err(TryRecvError::Disconnected) => break,
             Err(TryRecvError::Empty) if !paused => {
@@ -426,7 +445,7 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
             }
             Err(TryRecvError::Empty) => {
                 requests.queue_older_than(Duration::ZERO);
-                match events.recv_timeout(Duration::from_millis(50)) {
+                match events.recv_timeout_heard(Duration::from_millis(50)) {
                     Ok(event) => event,
                     Err(RecvTimeoutError::Timeout) if stop.load(Ordering::SeqCst) => break,
                     Err(RecvTimeoutError::Timeout) => continue,
@@ -436,11 +455,11 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
         };
         paused = false;
         let mut send = |endpoint: &Arc<Endpoint>, ended: Ended| requests.add(endpoint, ended);
-        if let RunEvent::RunStarted { run_id, .. } = &event {
+        if let RunEvent::RunStarted { run_id, .. } = &*event {
             let Some(endpoint) = route(run_id) else { continue };
-            follow_event(&mut runs, event, Some(endpoint), &mut send);
+            follow_event(&mut runs, &event, Some(endpoint), &mut send);
         } else {
-            follow_event(&mut runs, event, None, &mut send);
+            follow_event(&mut runs, &event, None, &mut send);
         }
     }
     requests.queue_older_than(Duration::ZERO);
@@ -465,7 +484,7 @@ impl Runs {
 /// ends and a run that ends are sent.
 fn follow_event(
     runs: &mut Runs,
-    event: RunEvent,
+    event: &RunEvent,
     endpoint: Option<Arc<Endpoint>>,
     send: &mut impl FnMut(&Arc<Endpoint>, Ended),
 ) {
@@ -474,22 +493,23 @@ fn follow_event(
             let Some(endpoint) = endpoint else { return };
             let trace = RunTrace {
                 key: run_id.clone(),
-                session_id,
+                session_id: session_id.clone(),
                 run_id: Some(run_id.clone()),
                 started_at_ms: now_ms(),
                 ..RunTrace::default()
             };
             let followed = Followed {
+                common: NodeSpanCommon::of_run(&trace),
                 endpoint,
-                trace_id: super::ids::trace_id(&run_id),
-                root_span_id: super::ids::run_span_id(&run_id),
+                trace_id: super::ids::trace_id(run_id),
+                root_span_id: super::ids::run_span_id(run_id),
                 trace,
                 started: Instant::now(),
-                occurrences: HashMap::new(),
+                occurrences: HashMap::default(),
                 open: Vec::new(),
             };
             // A run started again under the same id (never, but then the new one is followed).
-            runs.remove(&run_id);
+            runs.remove(run_id);
             runs.0.push(followed);
         }
         RunEvent::NodeBegin {
@@ -498,15 +518,15 @@ fn follow_event(
             depth,
             t_ms,
         } => {
-            if let Some(run) = runs.get_mut(&run_id) {
-                run.node_began(&run_id, node, depth, t_ms);
+            if let Some(run) = runs.get_mut(run_id) {
+                run.node_began(run_id, node, *depth, *t_ms);
             }
         }
         RunEvent::NodeDiscarded { run_id, node } => {
-            let Some(run) = runs.get_mut(&run_id) else { return };
-            if let Some(at) = run.open.iter().rposition(|(n, _)| n.name == node) {
+            let Some(run) = runs.get_mut(run_id) else { return };
+            if let Some(at) = run.open.iter().rposition(|(n, _)| n.name == *node) {
                 run.open.remove(at);
-                if let Some(count) = run.occurrences.get_mut(&node) {
+                if let Some(count) = run.occurrences.get_mut(node) {
                     *count = count.saturating_sub(1);
                 }
             }
@@ -518,8 +538,8 @@ fn follow_event(
             t_ms,
             usage,
         } => {
-            if let Some(run) = runs.get_mut(&run_id) {
-                run.node_ended(&node, status, t_ms, usage.map(|u| *u), send);
+            if let Some(run) = runs.get_mut(run_id) {
+                run.node_ended(node, *status, *t_ms, usage.as_deref(), send);
             }
         }
         RunEvent::RunFinished {
@@ -531,19 +551,20 @@ fn follow_event(
             error,
             ..
         } => {
-            let Some(mut run) = runs.remove(&run_id) else { return };
-            let end = run.trace.started_at_ms + elapsed_ms.max(run.started.elapsed().as_millis() as u64);
+            let Some(mut run) = runs.remove(run_id) else { return };
+            let end = run.trace.started_at_ms + (*elapsed_ms).max(run.started.elapsed().as_millis() as u64);
             let trace = &mut run.trace;
-            trace.status = Some(status);
+            trace.status = Some(*status);
             trace.exit_code = exit_code.map(i64::from);
             trace.stopped_by = stopped_by.map(|s| s.as_str().to_owned());
             trace.error = error.as_deref().map(crate::share::redact_secrets);
             trace.ended_at_ms = Some(end);
             while let Some((mut execution, place)) = run.open.pop() {
                 execution.ended_at_ms = Some(end);
-                execution.status = status;
+                execution.status = *status;
                 let node = Ended::Node {
                     run: &run.trace,
+                    common: &run.common,
                     execution: &execution,
                     place: &place,
                 };
@@ -671,9 +692,11 @@ mod tests {
         let mut runs = Runs::default();
         let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
         for event in events("r1") {
-            follow_event(&mut runs, event, Some(endpoint.clone()), &mut |_, ended| {
+            follow_event(&mut runs, &event, Some(endpoint.clone()), &mut |_, ended| {
                 sent.borrow_mut().push(match ended {
-                    Ended::Node { run, execution, place } => super::super::map::node_span(run, execution, place, 0),
+                    Ended::Node {
+                        run, execution, place, ..
+                    } => super::super::map::node_span(run, execution, place, 0),
                     Ended::Made(span) => span.clone(),
                 })
             });
@@ -785,10 +808,12 @@ mod tests {
         };
         let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
         let mut requests = Requests::new(&queue);
+        let common = NodeSpanCommon::of_run(&run);
         let order = [&rich, &plain, &rich, &plain, &plain, &rich, &plain];
         for (i, execution) in order.into_iter().enumerate() {
             let node = Ended::Node {
                 run: &run,
+                common: &common,
                 execution,
                 place: &place,
             };
@@ -803,6 +828,11 @@ mod tests {
         anew.insert(1, root_span(&run, 9));
         let bodies: Vec<Queued> = queued.try_iter().collect();
         assert_eq!(bodies.iter().map(|q| q.spans).collect::<Vec<_>>(), vec![7, 1]);
+        // Byte for byte prost's encoding of the message of those spans, the common attributes
+        // of the node spans copied in included.
+        let whole = |spans: &[Span]| super::super::map::traces_of_spans(spans.to_vec()).encode_to_vec();
+        assert_eq!(bodies[0].body, whole(&anew[..7]));
+        assert_eq!(bodies[1].body, whole(&anew[7..]));
         let mut sent = Vec::new();
         for body in bodies {
             let traces = TracesData::decode(body.body.as_slice()).unwrap();
@@ -831,7 +861,7 @@ mod tests {
         let fed = Instant::now();
         for run in 0..10 {
             for event in events(&format!("r{run}")) {
-                assert!(events_in.send(event));
+                assert!(events_in.send(event.into()));
             }
         }
         assert!(

@@ -192,6 +192,58 @@ impl SpanPlace {
     }
 }
 
+/// The attributes every node span of a run has alike (`gen_ai.operation.name`,
+/// `zibby.span.kind`, `zibby.session.id`), encoded once for the run by prost as the span's
+/// attribute fields (number 9) they are: a live export copies these bytes into each node span's
+/// encoding ([`NodeSpanCommon::encode_span`]) rather than writing and encoding them again.
+#[derive(Debug, Clone, Default)]
+pub(super) struct NodeSpanCommon {
+    encoded: Vec<u8>,
+}
+
+impl NodeSpanCommon {
+    pub(super) fn of_run(run: &RunTrace) -> NodeSpanCommon {
+        let mut encoded = Vec::new();
+        for attribute in attributes_of(|attributes| node_common_attributes(run, attributes)) {
+            prost::encoding::message::encode(ATTRIBUTES_FIELD, &attribute, &mut encoded);
+        }
+        NodeSpanCommon { encoded }
+    }
+
+    /// Appends to `out` the encoding of `span` (as [`fill_node_span_own`] filled it) with the
+    /// common attributes first in its list, as a length-delimited message: byte for byte
+    /// prost's encoding of the whole span (a test compares them). The span is as it was after.
+    pub(super) fn encode_span(&self, span: &mut Span, out: &mut Vec<u8>) {
+        use prost::Message;
+        // A span's fields are encoded in the order of their numbers: those before its
+        // attributes (1 to 8), its attributes (9), those after (10 to 16).
+        let mut after = Span::default();
+        swap_from_attributes(span, &mut after);
+        let length = span.encoded_len() + self.encoded.len() + after.encoded_len();
+        prost::encode_length_delimiter(length, out).expect("a Vec takes any length");
+        span.encode(out).expect("a Vec takes any length");
+        out.extend_from_slice(&self.encoded);
+        after.encode(out).expect("a Vec takes any length");
+        swap_from_attributes(span, &mut after);
+    }
+}
+
+/// Swaps the fields numbered 9 (the attributes) and after between `a` and `b`.
+fn swap_from_attributes(a: &mut Span, b: &mut Span) {
+    use std::mem::swap;
+    swap(&mut a.attributes, &mut b.attributes);
+    swap(&mut a.dropped_attributes_count, &mut b.dropped_attributes_count);
+    swap(&mut a.events, &mut b.events);
+    swap(&mut a.dropped_events_count, &mut b.dropped_events_count);
+    swap(&mut a.links, &mut b.links);
+    swap(&mut a.dropped_links_count, &mut b.dropped_links_count);
+    swap(&mut a.status, &mut b.status);
+    swap(&mut a.flags, &mut b.flags);
+}
+
+/// The number of a span's `attributes` field.
+const ATTRIBUTES_FIELD: u32 = 9;
+
 /// The run's spans: its root span first, then its node executions in the order they began.
 /// A span still open ends at `now_ms`.
 pub fn run_spans(run: &RunTrace, now_ms: u64) -> Vec<Span> {
@@ -249,6 +301,29 @@ pub fn node_span(run: &RunTrace, node: &NodeExecution, place: &SpanPlace, run_en
 /// [`node_span`] written over `span`, whatever it held, its allocations reused (a live export
 /// fills the same spans batch after batch).
 pub fn fill_node_span(span: &mut Span, run: &RunTrace, node: &NodeExecution, place: &SpanPlace, run_end_ms: u64) {
+    fill_node_span_with(span, run, node, place, run_end_ms, true);
+}
+
+/// [`fill_node_span`] without the attributes every node span of the run has alike (they come
+/// first in each span's list): those are encoded once a run ([`NodeSpanCommon`]).
+pub(super) fn fill_node_span_own(
+    span: &mut Span,
+    run: &RunTrace,
+    node: &NodeExecution,
+    place: &SpanPlace,
+    run_end_ms: u64,
+) {
+    fill_node_span_with(span, run, node, place, run_end_ms, false);
+}
+
+fn fill_node_span_with(
+    span: &mut Span,
+    run: &RunTrace,
+    node: &NodeExecution,
+    place: &SpanPlace,
+    run_end_ms: u64,
+    common: bool,
+) {
     // Every field named: a field the proto crate adds is not left holding a former span's value.
     let Span {
         trace_id,
@@ -286,7 +361,11 @@ pub fn fill_node_span(span: &mut Span, run: &RunTrace, node: &NodeExecution, pla
     *kind = SpanKind::Internal as i32;
     *start_time_unix_nano = nanos(node.started_at_ms);
     *end_time_unix_nano = nanos(end);
-    node_attributes(run, node, place.attempt, Attributes::over(attributes));
+    let mut list = Attributes::over(attributes);
+    if common {
+        node_common_attributes(run, &mut list);
+    }
+    node_own_attributes(node, place.attempt, list);
     *dropped_attributes_count = 0;
     events.clear();
     *dropped_events_count = 0;
@@ -322,11 +401,16 @@ fn run_attributes(run: &RunTrace) -> Vec<KeyValue> {
     })
 }
 
-fn node_attributes(run: &RunTrace, node: &NodeExecution, attempt: u32, mut attributes: Attributes) {
+/// The attributes every node span of `run` has alike, first in each one's list.
+fn node_common_attributes(run: &RunTrace, attributes: &mut Attributes) {
     attributes.text("gen_ai.operation.name", "invoke_agent");
-    attributes.text("gen_ai.agent.name", &node.name);
     attributes.text("zibby.span.kind", "node");
     attributes.text("zibby.session.id", &run.session_id);
+}
+
+/// The attributes of a node span after the common ones: the node execution's own.
+fn node_own_attributes(node: &NodeExecution, attempt: u32, mut attributes: Attributes) {
+    attributes.text("gen_ai.agent.name", &node.name);
     attributes.text("zibby.node.status", node.status.as_str());
     attributes.int("zibby.node.attempt", i64::from(attempt));
     attributes.int("zibby.node.depth", node.depth);

@@ -256,6 +256,20 @@ impl RequestBody {
         }
     }
 
+    /// Whether spans are encoded as they are added (protobuf), so [`RequestBody::add_encoded`]
+    /// may add them.
+    pub(super) fn encodes_as_added(&self) -> bool {
+        self.protocol == Protocol::HttpProtobuf
+    }
+
+    /// Adds a span `encode` appends to the body, length-delimited (protobuf only).
+    pub(super) fn add_encoded(&mut self, encode: impl FnOnce(&mut Vec<u8>)) {
+        debug_assert!(self.encodes_as_added(), "JSON keeps spans, not their bytes");
+        self.spans += 1;
+        self.encoded.push(FIELD_2);
+        encode(&mut self.encoded);
+    }
+
     pub(super) fn spans(&self) -> usize {
         self.spans
     }
