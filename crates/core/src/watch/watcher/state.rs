@@ -9,6 +9,7 @@ use std::time::Instant;
 use notify::RecommendedWatcher;
 
 use super::options::{Seed, WatcherOptions};
+use super::sweep::SweepLooks;
 use crate::sessions::agents::AGENTS_FILE;
 use crate::sessions::change::ChangeSink;
 use crate::sessions::session::{SessionSummary, Timestamp, Workspace};
@@ -23,6 +24,8 @@ pub(super) enum Message {
     StoreFile(notify::Result<notify::Event>),
     /// How many sessions are known, and of how many a summary is held (`Watcher::sessions_held`).
     CountHeld(std::sync::mpsc::Sender<(usize, usize)>),
+    /// The sweep's looks so far (`Watcher::sweep_looks`).
+    CountLooks(std::sync::mpsc::Sender<SweepLooks>),
     Stop,
 }
 
@@ -42,6 +45,9 @@ pub(super) struct WatchedWorkspace {
     pub(super) sessions: BTreeMap<SessionId, KnownSession>,
     /// The last session the sweep looked at: the next step goes on after it (none: from the first).
     pub(super) sweep_cursor: Option<SessionId>,
+    /// How many times the sweep went through every session: which sessions' whole fingerprint
+    /// this pass takes (`sweep::turn_of`).
+    pub(super) sweep_passes: u64,
     pub(super) agents: AgentsWatch,
     /// What the caller knew of the sessions when watching started ([`Seed`]): taken by
     /// the initial scan.
@@ -60,6 +66,7 @@ impl WatchedWorkspace {
             reconcile_due: true,
             sessions: BTreeMap::new(),
             sweep_cursor: None,
+            sweep_passes: 0,
             seed,
         }
     }
@@ -186,6 +193,8 @@ pub(super) struct WatchLoop {
     pub(super) watched: HashMap<SessionKey, Instant>,
     /// When the next step of the sweep (and the release of sessions gone quiet) is due.
     pub(super) next_sweep: Instant,
+    /// The sweep's looks since the start.
+    pub(super) sweep_looks: SweepLooks,
     /// How many watches below sessions folders are in place, for [`WatcherOptions::max_watches`].
     pub(super) session_watch_count: usize,
     /// The store's runs, when the watcher was given a store.
