@@ -87,8 +87,8 @@ use notify::{RecommendedWatcher, Watcher as _};
 pub use self::layout::{output_files, FOLLOWED_FILES};
 pub use self::options::{Clock, Seed, WatcherOptions};
 pub use self::reading::MAX_APPENDED_BYTES;
+pub use self::state::SweepLooks;
 use self::state::{Message, WatchLoop, WatchedWorkspace};
-pub use self::sweep::SweepLooks;
 pub use self::watches::inotify_watches_held;
 pub use crate::sessions::change::{Change, ChangeSink};
 use crate::sessions::session::Workspace;
@@ -418,6 +418,21 @@ mod tests {
         false
     }
 
+    /// Twenty more ended sessions in `sessions`, and options that sweep them all every `bound`
+    /// whatever the looks cost, each one's whole fingerprint at one pass in `whole_every`.
+    fn swept_among_others(sessions: &Path, bound: Duration, whole_every: u32) -> WatcherOptions {
+        for i in 0..20 {
+            ended_session(sessions, &format!("{}_other{i}", 1_777_000_002_000u64 + i));
+        }
+        WatcherOptions {
+            sweep_bound: bound,
+            sweep_rate: 10_000,
+            sweep_budget: Duration::from_secs(1),
+            sweep_whole_every: whole_every,
+            ..WatcherOptions::default()
+        }
+    }
+
     #[test]
     fn a_change_to_an_ended_session_is_seen_by_the_sweep_and_it_is_watched_again() {
         let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -425,17 +440,8 @@ mod tests {
         let sessions = root.path().join(".zibby/output/sessions");
         let rewritten = ended_session(&sessions, "1777000000000_rewritten");
         let grown = ended_session(&sessions, "1777000001000_grown");
-        for i in 0..20 {
-            ended_session(&sessions, &format!("{}_other{i}", 1_777_000_002_000u64 + i));
-        }
         let bound = Duration::from_millis(500);
-        let options = WatcherOptions {
-            sweep_bound: bound,
-            sweep_rate: 10_000,
-            sweep_budget: Duration::from_secs(1),
-            sweep_whole_every: 4,
-            ..WatcherOptions::default()
-        };
+        let options = swept_among_others(&sessions, bound, 4);
         let before = inotify_watches();
         let (_watcher, received) = watch(root.path(), options);
         assert_eq!(inotify_watches() - before, 2, "the sessions folder and `.zibby/`");
@@ -485,18 +491,9 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let sessions = root.path().join(".zibby/output/sessions");
         let replayed = ended_session(&sessions, "1777000000000_replayed");
-        for i in 0..20 {
-            ended_session(&sessions, &format!("{}_other{i}", 1_777_000_002_000u64 + i));
-        }
         let bound = Duration::from_millis(500);
         // Glances only: no whole fingerprint is taken after the start.
-        let options = WatcherOptions {
-            sweep_bound: bound,
-            sweep_rate: 10_000,
-            sweep_budget: Duration::from_secs(1),
-            sweep_whole_every: u32::MAX,
-            ..WatcherOptions::default()
-        };
+        let options = swept_among_others(&sessions, bound, u32::MAX);
         let (_watcher, received) = watch(root.path(), options);
         // The engine replaying a node: `.session-info.json` rewritten in place before it (the
         // folder's own time stays), then the node's output.

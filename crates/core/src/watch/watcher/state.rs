@@ -9,7 +9,6 @@ use std::time::Instant;
 use notify::RecommendedWatcher;
 
 use super::options::{Seed, WatcherOptions};
-use super::sweep::SweepLooks;
 use crate::sessions::agents::AGENTS_FILE;
 use crate::sessions::change::ChangeSink;
 use crate::sessions::session::{SessionSummary, Timestamp, Workspace};
@@ -174,6 +173,14 @@ pub(super) struct Pending {
 }
 
 pub(super) type SessionKey = (usize, SessionId);
+
+/// How many looks the sweep took: at a glance, and whole fingerprints
+/// ([`WatcherOptions::sweep_whole_every`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepLooks {
+    pub glances: u64,
+    pub whole: u64,
+}
 
 pub(super) struct WatchLoop {
     pub(super) sink: ChangeSink,

@@ -24,14 +24,6 @@ use super::state::{mark_pending, KnownSession, SessionKey, WatchLoop};
 use crate::sessions::session::{SessionsFolder, Timestamp};
 use crate::vocabulary::id::SessionId;
 
-/// How many looks the sweep took: at a glance, and whole fingerprints
-/// ([`WatcherOptions::sweep_whole_every`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SweepLooks {
-    pub glances: u64,
-    pub whole: u64,
-}
-
 /// The sweep takes this many steps per bound (fewer when a step would come sooner than
 /// [`SHORTEST_SWEEP_STEP`]): at the default bound, one step a second.
 const SWEEP_STEPS: u32 = 60;
