@@ -62,7 +62,9 @@ impl WatchedWorkspace {
             watched: None,
             session_watches: HashMap::new(),
             polling: false,
-            reconcile_due: true,
+            // The start reconciles it (`WatchLoop::run`): a second listing of 100,000 folders
+            // right after would cost a fifth of a second for nothing.
+            reconcile_due: false,
             sessions: BTreeMap::new(),
             sweep_cursor: None,
             sweep_passes: 0,
