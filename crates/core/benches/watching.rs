@@ -2,11 +2,17 @@
 //! sessions, against the same for an empty workspace. For each, in a process of its own: the time
 //! from the start to watching, the inotify watches held, the process's resident memory (with the
 //! seed alone, and watching), its CPU over an idle spell afterwards (every thread's, from
-//! `/proc/self/task/*/schedstat`), and what one whole sweep costs (every session's fingerprint
-//! taken once: the work spread over one sweep bound).
+//! `/proc/self/task/*/schedstat`), and what one sweep costs: every session's whole fingerprint
+//! taken once, and every session looked at at a glance (the sweep's passes glance at each and
+//! take one in `sweep_whole_every`'s whole fingerprint: that work spread over one bound).
 //!
 //! Targets: idle CPU ≤ the empty workspace's + 0.05 % of a core; no polling fallback; the watches
 //! held a constant.
+//!
+//! The idle spell begins `BENCH_SETTLE_SECS` (default 30) after the start returned (the start's
+//! tail left out), and counts the sweep's looks in it (`Watcher::sweep_looks`): the bound at the
+//! pace the idle sweep kept (a pass looks at every session once; a file rewritten in place by
+//! another hand: `sweep_whole_every` passes), beside the bound from the warm sweeps timed apart.
 //!
 //! `BENCH_WORKSPACES=<folder holding ws-1000, ws-10000, ws-100000>` uses those workspaces (read
 //! only: nothing is written into them); without it, workspaces of `BENCH_SIZES` (default
@@ -36,7 +42,8 @@ fn main() {
     if args.next().as_deref() == Some("--one") {
         let root = PathBuf::from(args.next().expect("a workspace"));
         let idle: u64 = common::size_from_env("BENCH_IDLE_SECS", 60);
-        measure_one(&root, Duration::from_secs(idle));
+        let settle: u64 = common::size_from_env("BENCH_SETTLE_SECS", 30);
+        measure_one(&root, Duration::from_secs(settle), Duration::from_secs(idle));
         return;
     }
     let scratch = tempfile::tempdir().unwrap();
@@ -60,9 +67,9 @@ fn main() {
     }
     println!("load at the start: {}", load());
     println!(
-        "| sessions | start to watching | inotify watches | RSS seed only | RSS watching | idle CPU | one whole sweep | bound | the sweep's share of a core |"
+        "| sessions | start to watching | inotify watches | RSS seed only | RSS watching | idle CPU | one whole sweep (a session) | one sweep at a glance (a session) | bound; in place | the sweep's share of a core | looks in the idle spell: bound; in place |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for (size, root) in workspaces {
         let output = std::process::Command::new(std::env::current_exe().unwrap())
             .arg("--one")
@@ -97,7 +104,7 @@ fn seed_of(workspace: &Workspace) -> Seed {
         .collect::<HashMap<_, _>>()
 }
 
-fn measure_one(root: &Path, idle: Duration) {
+fn measure_one(root: &Path, settle: Duration, idle: Duration) {
     let size: usize = common::size_from_env("BENCH_SIZE", 0);
     let workspace = Workspace::open(root).unwrap();
     let seed = seed_of(&workspace);
@@ -126,9 +133,16 @@ fn measure_one(root: &Path, idle: Duration) {
     let watches = inotify_watches() - watches_before;
     let rss_watching = rss_kb();
 
+    // The start's tail (its seed dropped, the first steps) let pass: the spell is the steady sweep.
+    std::thread::sleep(settle);
+    let looks_before = watcher.sweep_looks().unwrap();
     let cpu_before = cpu_ns();
     std::thread::sleep(idle);
     let idle_cpu = cpu_ns() - cpu_before;
+    let looks_after = watcher.sweep_looks().unwrap();
+    // The pace of the idle sweep: a pass looks at every session once.
+    let looks = (looks_after.glances - looks_before.glances) + (looks_after.whole - looks_before.whole);
+    let pass_idle = prints.len() as f64 / (looks as f64 / idle.as_secs_f64()).max(f64::MIN_POSITIVE);
     let idle_share = idle_cpu as f64 / idle.as_nanos() as f64 * 100.0;
 
     // One whole sweep's work, timed apart: every session's fingerprint taken against the last,
@@ -140,20 +154,34 @@ fn measure_one(root: &Path, idle: Duration) {
             .count()
     });
     assert_eq!(same, prints.len(), "the workspace changed under the bench");
+    // The same at a glance (the folder's own time and `.session-info.json`'s), as the sweep's
+    // other passes look.
+    let (glance, same) = common::best_of(3, || {
+        prints
+            .iter()
+            .filter(|(id, print)| sessions.unchanged_at_a_glance(id, print))
+            .count()
+    });
+    assert_eq!(same, prints.len(), "the workspace changed under the bench");
     assert_eq!(polled.load(Ordering::SeqCst), 0, "no polling fallback");
     drop(watcher);
-    // The bound: the sweep bound, or the sessions at the sweep's rate when they are more, or
-    // the whole sweep's time spread at the sweep's budget a second when that is longer.
+    // The bound: the sweep bound, or the sessions at the sweep's rate when they are more, or a
+    // pass's looks (a glance at each, the whole fingerprint of one in `sweep_whole_every`)
+    // spread at the sweep's budget a second when that is longer. A file rewritten in place by
+    // another hand than the engine's: within `sweep_whole_every` bounds.
     let options = WatcherOptions::default();
+    let every = f64::from(options.sweep_whole_every);
+    let pass = glance.as_secs_f64() * (1.0 - 1.0 / every) + sweep.as_secs_f64() / every;
     let bound = options
         .sweep_bound
         .as_secs_f64()
         .max(prints.len() as f64 / f64::from(options.sweep_rate))
-        .max(sweep.as_secs_f64() / options.sweep_budget.as_secs_f64());
-    let share = sweep.as_secs_f64() / bound * 100.0;
+        .max(pass / options.sweep_budget.as_secs_f64());
+    let share = pass / bound * 100.0;
+    let per_session = |time: Duration| time.as_secs_f64() * 1e6 / prints.len().max(1) as f64;
     // The empty workspace's idle CPU is the baseline (each line is a process of its own).
     println!(
-        "| {size} | {:.1} ms | {watches} | {:.1} MB | {:.1} MB | {:.4} % ({:.1} ms in {} s) | {:.1} ms | {bound:.0} s | {share:.4} % |",
+        "| {size} | {:.1} ms | {watches} | {:.1} MB | {:.1} MB | {:.4} % ({:.1} ms in {} s) | {:.1} ms ({:.1} µs) | {:.1} ms ({:.1} µs) | {bound:.0} s; {:.0} s | {share:.4} % | {looks} ({} whole): {:.0} s; {:.0} s |",
         start.as_secs_f64() * 1000.0,
         rss_seed as f64 / 1024.0,
         rss_watching as f64 / 1024.0,
@@ -161,6 +189,13 @@ fn measure_one(root: &Path, idle: Duration) {
         idle_cpu as f64 / 1e6,
         idle.as_secs(),
         sweep.as_secs_f64() * 1000.0,
+        per_session(sweep),
+        glance.as_secs_f64() * 1000.0,
+        per_session(glance),
+        bound * every,
+        looks_after.whole - looks_before.whole,
+        pass_idle.max(options.sweep_bound.as_secs_f64()),
+        pass_idle.max(options.sweep_bound.as_secs_f64()) * every,
     );
     eprintln!("{} changes reported at start", changes.load(Ordering::SeqCst));
 }

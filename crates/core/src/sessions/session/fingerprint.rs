@@ -53,8 +53,30 @@ impl SessionsFolder {
     /// this folder: two names to resolve (`<id>/result.json`), not every name of the whole path
     /// (at 100,000 sessions, walking the whole paths was most of a sweep's cost).
     pub fn fingerprint(&self, id: &str, previous: Option<&str>) -> Option<String> {
+        print_with(self.stat_in(id), previous, || {
+            node_folders_for_print(&self.path.join(id))
+        })
+    }
+
+    /// Whether session folder `id` is unchanged at a glance since its fingerprint `print` was
+    /// taken: the folder's own time and `.session-info.json`'s time and size, two `fstatat`s of
+    /// the [`fingerprint`]'s six or more. They change with every file created, removed or renamed
+    /// in the folder, and with every run of the engine in it (it rewrites `.session-info.json`
+    /// before each node); not with a file rewritten in place by another hand, which only the
+    /// whole fingerprint sees.
+    pub fn unchanged_at_a_glance(&self, id: &str, print: &str) -> bool {
+        head(&mut self.stat_in(id)).is_some_and(|head| {
+            print
+                .strip_prefix(head.as_str())
+                .is_some_and(|rest| rest.starts_with('|'))
+        })
+    }
+
+    /// A file's stamp by its path relative to session folder `id` (`""`: the folder), looked up
+    /// from this folder.
+    fn stat_in<'a>(&'a self, id: &'a str) -> impl FnMut(&str) -> Option<Stamp> + 'a {
         let mut path = String::with_capacity(id.len() + 64);
-        let stat = |relative: &str| {
+        move |relative: &str| {
             path.clear();
             path.push_str(id);
             if !relative.is_empty() {
@@ -64,8 +86,7 @@ impl SessionsFolder {
             // As `fingerprint`: the last name's link is not followed.
             let stat = fstatat(&self.fd, path.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
             Some(Stamp::of_stat(&stat))
-        };
-        print_with(stat, previous, || node_folders_for_print(&self.path.join(id)))
+        }
     }
 }
 
@@ -111,14 +132,14 @@ fn print_with(
     list_nodes: impl FnOnce() -> Vec<String>,
 ) -> Option<String> {
     use std::fmt::Write;
-    let dir = stat("")?;
-    let mut print = format!("{}.{}", dir.seconds, dir.nanoseconds);
-    let same_folder = previous.is_some_and(|p| p.split('|').next() == Some(print.as_str()));
-    let mut seen = previous.map(|p| p.split('|').skip(1));
+    let mut print = head(&mut stat)?;
+    let folder_part = print.split('|').next();
+    let same_folder = previous.is_some_and(|p| p.split('|').next() == folder_part);
+    let mut seen = previous.map(|p| p.split('|').skip(2));
     // The studio's run record is written leaving the folder's time as it was: always looked at.
-    for name in [SESSION_INFO_FILE, RESULT_FILE, EVENTS_FILE, "nodes", RUN_RECORD_FILE] {
+    for name in [RESULT_FILE, EVENTS_FILE, "nodes", RUN_RECORD_FILE] {
         let was_absent = seen.as_mut().and_then(Iterator::next) == Some("-");
-        let part = if same_folder && was_absent && ![SESSION_INFO_FILE, RUN_RECORD_FILE].contains(&name) {
+        let part = if same_folder && was_absent && name != RUN_RECORD_FILE {
             "-".to_owned()
         } else {
             Stamp::part(stat(name))
@@ -149,6 +170,14 @@ fn print_with(
         let _ = write!(print, "{}{node}/{raw}", if i == 0 { "" } else { "/" });
     }
     Some(print)
+}
+
+/// A fingerprint's first two parts: the folder's own time, then `.session-info.json`'s stamp
+/// (what [`SessionsFolder::unchanged_at_a_glance`] compares); `None` when the folder is gone.
+fn head(stat: &mut impl FnMut(&str) -> Option<Stamp>) -> Option<String> {
+    let dir = stat("")?;
+    let info = Stamp::part(stat(SESSION_INFO_FILE));
+    Some(format!("{}.{}|{info}", dir.seconds, dir.nanoseconds))
 }
 
 /// What separates a fingerprint's raw-stream part from the rest.
@@ -277,6 +306,20 @@ mod tests {
         fs::write(engine.join("plan").join(RAW_STREAM_FILE), "a\nb\n").unwrap();
         let rewritten = both(sessions, "1777000000000_engine", Some(&engine_print));
         assert_ne!(rewritten, engine_print);
+
+        // At a glance: unchanged by those (in place, not `.session-info.json`); changed by the
+        // engine's rewrite of `.session-info.json` in place, and by a file created.
+        let open = SessionsFolder::open(sessions).unwrap();
+        let glance = |id: &str, print: &str| open.unchanged_at_a_glance(id, print);
+        assert!(glance("1777000000000_engine", &engine_print));
+        assert!(glance("1777000000000_engine", &rewritten));
+        fs::write(engine.join(SESSION_INFO_FILE), r#"{"currentNode":"plan"}"#).unwrap();
+        assert!(!glance("1777000000000_engine", &rewritten));
+        let info_rewritten = both(sessions, "1777000000000_engine", Some(&rewritten));
+        assert!(glance("1777000000000_engine", &info_rewritten));
+        fs::write(documented.join(RESULT_FILE), "{}").unwrap();
+        assert!(!glance("1777000001000_documented", &documented_print));
+        assert!(!glance("1777000009000_gone", &documented_print));
         assert!(SessionsFolder::open(sessions)
             .unwrap()
             .fingerprint("1777000009000_gone", None)

@@ -50,6 +50,7 @@ impl WatchLoop {
                 Ok(Message::AgentsFile(event)) => self.on_agents_event(event),
                 Ok(Message::StoreFile(event)) => self.on_store_event(event),
                 Ok(Message::CountHeld(reply)) => self.count_held(&reply),
+                Ok(Message::CountLooks(reply)) => drop(reply.send(self.sweep_looks)),
                 Err(RecvTimeoutError::Timeout) => {}
             }
             // Take what else is waiting before reading anything.
@@ -59,6 +60,7 @@ impl WatchLoop {
                     Ok(Message::AgentsFile(event)) => self.on_agents_event(event),
                     Ok(Message::StoreFile(event)) => self.on_store_event(event),
                     Ok(Message::CountHeld(reply)) => self.count_held(&reply),
+                    Ok(Message::CountLooks(reply)) => drop(reply.send(self.sweep_looks)),
                     Ok(Message::Stop) | Err(mpsc::TryRecvError::Disconnected) => return,
                     Err(mpsc::TryRecvError::Empty) => break,
                 }

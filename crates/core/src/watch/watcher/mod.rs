@@ -14,14 +14,16 @@
 //!   (a link in a session folder to `/usr` costs nothing). A watched session neither running nor
 //!   changed for [`WatcherOptions::recent`] is quiet again: its watches and its followed files'
 //!   tails are released.
-//! - Every other session (ended, old) is **swept** (`sweep`): its fingerprint (the folder's own
-//!   time and what the folder index's fingerprint stats: `.session-info.json`, `result.json`,
-//!   `events.json`, `nodes/`, the run record, each node's `raw_stream_output.txt`; metadata
-//!   alone, nothing opened) is taken again once per [`WatcherOptions::sweep_bound`] (60 s), a slice
-//!   at each step (one a second) so that it never costs a burst, and never more than
-//!   [`WatcherOptions::sweep_rate`] sessions a second (50) nor for longer than
-//!   [`WatcherOptions::sweep_budget`] a second (400 µs): past 3,000 swept sessions, or once their
-//!   looks cost more, the bound grows instead and the cost stays flat. A change the sweep
+//! - Every other session (ended, old) is **swept** (`sweep`): looked at again once per
+//!   [`WatcherOptions::sweep_bound`] (60 s), a slice at each step (one a second) so that it never
+//!   costs a burst, and never more than [`WatcherOptions::sweep_rate`] sessions a second (1,000)
+//!   nor for longer than [`WatcherOptions::sweep_budget`] a second (400 µs). A look is mostly a
+//!   glance (the folder's own time and `.session-info.json`'s: every file created, removed or
+//!   renamed, every run of the engine in it); at one pass in [`WatcherOptions::sweep_whole_every`]
+//!   (8) it is the whole fingerprint (also `result.json`, `events.json`, `nodes/`, the run
+//!   record, each node's `raw_stream_output.txt`; metadata alone, nothing opened). Once the
+//!   looks cost more than the budget, the bound grows instead and the cost stays flat (a file
+//!   rewritten in place by another hand than the engine's: within 8 bounds). A change the sweep
 //!   finds is read and reported like any other; the session is watched again, its followed files
 //!   tailed from their end (what was appended while it was swept is in its summary; what is
 //!   appended from then on is sent as lines). So at 100,000 ended sessions the watcher holds the
@@ -85,6 +87,7 @@ use notify::{RecommendedWatcher, Watcher as _};
 pub use self::layout::{output_files, FOLLOWED_FILES};
 pub use self::options::{Clock, Seed, WatcherOptions};
 pub use self::reading::MAX_APPENDED_BYTES;
+pub use self::state::SweepLooks;
 use self::state::{Message, WatchLoop, WatchedWorkspace};
 pub use self::watches::inotify_watches_held;
 pub use crate::sessions::change::{Change, ChangeSink};
@@ -172,6 +175,7 @@ impl Watcher {
             running: HashSet::new(),
             watched: HashMap::new(),
             next_sweep: Instant::now(),
+            sweep_looks: SweepLooks::default(),
             session_watch_count: 0,
             options,
         };
@@ -195,6 +199,14 @@ impl Watcher {
     pub fn sessions_held(&self) -> Option<(usize, usize)> {
         let (reply, answer) = mpsc::channel();
         self.messages.send(Message::CountHeld(reply)).ok()?;
+        answer.recv().ok()
+    }
+
+    /// How many looks the sweep took since the start, at a glance and whole: what a session's
+    /// bound is at this pace (the benches measure it so).
+    pub fn sweep_looks(&self) -> Option<SweepLooks> {
+        let (reply, answer) = mpsc::channel();
+        self.messages.send(Message::CountLooks(reply)).ok()?;
         answer.recv().ok()
     }
 }
@@ -406,6 +418,21 @@ mod tests {
         false
     }
 
+    /// Twenty more ended sessions in `sessions`, and options that sweep them all every `bound`
+    /// whatever the looks cost, each one's whole fingerprint at one pass in `whole_every`.
+    fn swept_among_others(sessions: &Path, bound: Duration, whole_every: u32) -> WatcherOptions {
+        for i in 0..20 {
+            ended_session(sessions, &format!("{}_other{i}", 1_777_000_002_000u64 + i));
+        }
+        WatcherOptions {
+            sweep_bound: bound,
+            sweep_rate: 10_000,
+            sweep_budget: Duration::from_secs(1),
+            sweep_whole_every: whole_every,
+            ..WatcherOptions::default()
+        }
+    }
+
     #[test]
     fn a_change_to_an_ended_session_is_seen_by_the_sweep_and_it_is_watched_again() {
         let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -413,28 +440,22 @@ mod tests {
         let sessions = root.path().join(".zibby/output/sessions");
         let rewritten = ended_session(&sessions, "1777000000000_rewritten");
         let grown = ended_session(&sessions, "1777000001000_grown");
-        for i in 0..20 {
-            ended_session(&sessions, &format!("{}_other{i}", 1_777_000_002_000u64 + i));
-        }
         let bound = Duration::from_millis(500);
-        let options = WatcherOptions {
-            sweep_bound: bound,
-            sweep_rate: 10_000,
-            sweep_budget: Duration::from_secs(1),
-            ..WatcherOptions::default()
-        };
+        let options = swept_among_others(&sessions, bound, 4);
         let before = inotify_watches();
         let (_watcher, received) = watch(root.path(), options);
         assert_eq!(inotify_watches() - before, 2, "the sessions folder and `.zibby/`");
 
-        // A file of its fingerprint rewritten in place (no file created: the folder's time stays).
+        // A file of its fingerprint rewritten in place (no file created: the folder's time stays),
+        // not `.session-info.json`: a glance does not see it, its whole fingerprint taken at one
+        // pass in four does.
         std::fs::OpenOptions::new()
             .write(true)
             .truncate(true)
             .open(rewritten.join("result.json"))
             .and_then(|mut file| std::io::Write::write_all(&mut file, br#"{"success":false}"#))
             .unwrap();
-        let seen = receive_until(&received, bound * 8, |change| {
+        let seen = receive_until(&received, bound * (4 + 6), |change| {
             matches!(change, Change::SessionUpdated { summary, .. }
                 if summary.id.as_str() == "1777000000000_rewritten" && summary.status == crate::status::Status::Error)
         });
@@ -465,6 +486,27 @@ mod tests {
     }
 
     #[test]
+    fn an_engine_run_in_an_ended_session_is_seen_at_a_glance() {
+        let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let root = tempfile::tempdir().unwrap();
+        let sessions = root.path().join(".zibby/output/sessions");
+        let replayed = ended_session(&sessions, "1777000000000_replayed");
+        let bound = Duration::from_millis(500);
+        // Glances only: no whole fingerprint is taken after the start.
+        let options = swept_among_others(&sessions, bound, u32::MAX);
+        let (_watcher, received) = watch(root.path(), options);
+        // The engine replaying a node: `.session-info.json` rewritten in place before it (the
+        // folder's own time stays), then the node's output.
+        std::thread::sleep(Duration::from_millis(20));
+        std::fs::write(replayed.join(".session-info.json"), r#"{"currentNode":"act"}"#).unwrap();
+        let seen = receive_until(&received, bound * 6, |change| {
+            matches!(change, Change::SessionUpdated { summary, .. }
+                if summary.id.as_str() == "1777000000000_replayed" && summary.current_node.as_deref() == Some("act"))
+        });
+        assert!(seen, "the engine's rewrite of .session-info.json seen at a glance");
+    }
+
+    #[test]
     fn only_the_watched_sessions_summaries_are_held_a_swept_ones_are_not() {
         let _one_at_a_time = COUNTING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let root = tempfile::tempdir().unwrap();
@@ -481,6 +523,8 @@ mod tests {
             sweep_bound: Duration::from_millis(500),
             sweep_rate: 10_000,
             sweep_budget: Duration::from_secs(1),
+            // `result.json` rewritten in place below: the whole fingerprint at every pass.
+            sweep_whole_every: 1,
             ..WatcherOptions::default()
         };
         let (watcher, received) = watch(root.path(), options);

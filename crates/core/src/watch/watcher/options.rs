@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 #[cfg(doc)]
 use crate::sessions::change::Change;
 #[cfg(doc)]
-use crate::sessions::session::RUNNING_QUIET_WINDOW;
+use crate::sessions::session::{SessionsFolder, RUNNING_QUIET_WINDOW};
 use crate::store::index::IndexedFolder;
 use crate::store::Store;
 use crate::vocabulary::id::SessionId;
@@ -37,10 +37,10 @@ pub struct WatcherOptions {
     /// per this bound, the looks spread evenly over it: a change to it is seen within the bound.
     /// Default: 60 s.
     pub sweep_bound: Duration,
-    /// The most swept sessions looked at per second, so that the sweep's cost stays flat however
-    /// many sessions there are: past `sweep_bound × sweep_rate` swept sessions, the bound is
-    /// their count / `sweep_rate` seconds instead. Default: 50 a second (the bound stays 60 s up
-    /// to 3,000 swept sessions and is 2,000 s at 100,000; see docs/benchmarks.md, "Watching").
+    /// The most swept sessions looked at per second: past `sweep_bound × sweep_rate` swept
+    /// sessions, the bound is their count / `sweep_rate` seconds instead. Default: 1,000 a second
+    /// (a belt: at 100,000 sessions, [`WatcherOptions::sweep_budget`] is what holds the pace;
+    /// see docs/benchmarks.md, "A glance, not the whole fingerprint").
     pub sweep_rate: u32,
     /// The most time the sweep's looks take per second, so that an idle watcher costs at most
     /// this share of a core however costly a look is (a look at one of 100,000 sessions costs a
@@ -48,6 +48,12 @@ pub struct WatcherOptions {
     /// there and the next goes on, and the bound grows instead. Default: 400 µs (0.04 % of a
     /// core; a step looks at one session at least).
     pub sweep_budget: Duration,
+    /// A swept session's whole fingerprint is taken at one sweep in this many; at the others,
+    /// a glance ([`SessionsFolder::unchanged_at_a_glance`]: the folder's own time and
+    /// `.session-info.json`'s, two `fstatat`s of six or more), which sees every file created,
+    /// removed or renamed in it and every run of the engine in it, but not a file rewritten in
+    /// place by another hand: that is seen within this many bounds. Default: 8.
+    pub sweep_whole_every: u32,
     /// The most inotify watches this watcher adds (they are the user's, shared with every other
     /// program): past it, a workspace is polled ([`Change::WatchPolling`]). Default: half of
     /// `fs.inotify.max_user_watches`.
@@ -79,8 +85,9 @@ impl Default for WatcherOptions {
             quiet_check_interval: Duration::from_millis(500),
             recent: Duration::from_secs(600),
             sweep_bound: Duration::from_secs(60),
-            sweep_rate: 50,
+            sweep_rate: 1_000,
             sweep_budget: Duration::from_micros(400),
+            sweep_whole_every: 8,
             max_watches: default_max_watches(),
             clock: Arc::new(SystemTime::now),
             store: None,
@@ -99,6 +106,7 @@ impl std::fmt::Debug for WatcherOptions {
             .field("sweep_bound", &self.sweep_bound)
             .field("sweep_rate", &self.sweep_rate)
             .field("sweep_budget", &self.sweep_budget)
+            .field("sweep_whole_every", &self.sweep_whole_every)
             .field("max_watches", &self.max_watches)
             .field("store", &self.store.as_ref().map(|s| s.location().describe()))
             .finish_non_exhaustive()

@@ -23,6 +23,8 @@ pub(super) enum Message {
     StoreFile(notify::Result<notify::Event>),
     /// How many sessions are known, and of how many a summary is held (`Watcher::sessions_held`).
     CountHeld(std::sync::mpsc::Sender<(usize, usize)>),
+    /// The sweep's looks so far (`Watcher::sweep_looks`).
+    CountLooks(std::sync::mpsc::Sender<SweepLooks>),
     Stop,
 }
 
@@ -42,6 +44,9 @@ pub(super) struct WatchedWorkspace {
     pub(super) sessions: BTreeMap<SessionId, KnownSession>,
     /// The last session the sweep looked at: the next step goes on after it (none: from the first).
     pub(super) sweep_cursor: Option<SessionId>,
+    /// How many times the sweep went through every session: which sessions' whole fingerprint
+    /// this pass takes (`sweep::turn_of`).
+    pub(super) sweep_passes: u64,
     pub(super) agents: AgentsWatch,
     /// What the caller knew of the sessions when watching started ([`Seed`]): taken by
     /// the initial scan.
@@ -57,9 +62,12 @@ impl WatchedWorkspace {
             watched: None,
             session_watches: HashMap::new(),
             polling: false,
-            reconcile_due: true,
+            // The start reconciles it (`WatchLoop::run`): a second listing of 100,000 folders
+            // right after would cost a fifth of a second for nothing.
+            reconcile_due: false,
             sessions: BTreeMap::new(),
             sweep_cursor: None,
+            sweep_passes: 0,
             seed,
         }
     }
@@ -168,6 +176,14 @@ pub(super) struct Pending {
 
 pub(super) type SessionKey = (usize, SessionId);
 
+/// How many looks the sweep took: at a glance, and whole fingerprints
+/// ([`WatcherOptions::sweep_whole_every`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepLooks {
+    pub glances: u64,
+    pub whole: u64,
+}
+
 pub(super) struct WatchLoop {
     pub(super) sink: ChangeSink,
     pub(super) notify: Option<RecommendedWatcher>,
@@ -186,6 +202,8 @@ pub(super) struct WatchLoop {
     pub(super) watched: HashMap<SessionKey, Instant>,
     /// When the next step of the sweep (and the release of sessions gone quiet) is due.
     pub(super) next_sweep: Instant,
+    /// The sweep's looks since the start.
+    pub(super) sweep_looks: SweepLooks,
     /// How many watches below sessions folders are in place, for [`WatcherOptions::max_watches`].
     pub(super) session_watch_count: usize,
     /// The store's runs, when the watcher was given a store.

@@ -3,9 +3,10 @@
 //! A session is *watched* (its folder and node folders, as `layout` says, and its followed files
 //! tailed) while it is `running` or changed within [`WatcherOptions::recent`]: at start, by its
 //! files' newest time (its summary's `updated_at`); after, by when the watcher last read it after
-//! a change. Once it is neither, its watches and tails are released and it is *swept*: its
-//! fingerprint (metadata alone: the folder's own time and what the folder index's fingerprint
-//! stats) is taken again once per [`WatcherOptions::sweep_bound`], a slice of the sessions at each
+//! a change. Once it is neither, its watches and tails are released and it is *swept*: looked
+//! at again once per [`WatcherOptions::sweep_bound`] (metadata alone: at a glance, the folder's own
+//! time and `.session-info.json`'s; at one pass in [`WatcherOptions::sweep_whole_every`], a hash
+//! of its id says which, its whole fingerprint), a slice of the sessions at each
 //! step so that the looks are spread evenly over the bound, and never more than
 //! [`WatcherOptions::sweep_rate`] sessions a second, nor for longer than
 //! [`WatcherOptions::sweep_budget`] a second (past either, the bound grows with the sessions, and
@@ -172,11 +173,14 @@ impl WatchLoop {
             .map(|(_, id)| id)
             .collect();
         let workspace = &mut self.workspaces[index];
+        let looks = &mut self.sweep_looks;
         // Gone or moved: the sessions folder's own watch tells (the next step looks again).
         let Ok(folder) = SessionsFolder::open(&workspace.sessions_dir) else {
             return;
         };
         let count = workspace.sessions.len().div_ceil(steps as usize).min(most);
+        let full_every = self.options.sweep_whole_every.max(1);
+        let full_turn = workspace.sweep_passes % u64::from(full_every);
         let after = match &workspace.sweep_cursor {
             Some(id) => Bound::Excluded(id),
             None => Bound::Unbounded,
@@ -188,7 +192,18 @@ impl WatchLoop {
             if watched.contains(id) {
                 continue;
             }
-            if folder.fingerprint(id.as_str(), known.fingerprint.as_deref()) != known.fingerprint {
+            let whole = full_turn == turn_of(id, full_every);
+            let unchanged = match &known.fingerprint {
+                Some(print) if !whole => {
+                    looks.glances += 1;
+                    folder.unchanged_at_a_glance(id.as_str(), print)
+                }
+                print => {
+                    looks.whole += 1;
+                    folder.fingerprint(id.as_str(), print.as_deref()) == *print
+                }
+            };
+            if !unchanged {
                 changed.push(id.clone());
             }
             if Instant::now() >= until {
@@ -204,8 +219,16 @@ impl WatchLoop {
                 .is_none()
         });
         workspace.sweep_cursor = if at_end { None } else { last.cloned() };
+        workspace.sweep_passes += u64::from(at_end);
         for id in changed {
             mark_pending(&mut self.pending, (index, id), None, now);
         }
     }
+}
+
+/// Which of `every` passes of the sweep takes session `id`'s whole fingerprint: the same pass
+/// for the same id (a hash of it), the sessions spread evenly over the passes.
+fn turn_of(id: &SessionId, every: u32) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(id.as_str()) % u64::from(every)
 }
