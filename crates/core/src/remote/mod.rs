@@ -20,6 +20,7 @@ pub mod import;
 pub mod kept_server;
 pub mod link;
 pub mod methods;
+pub mod prelude;
 pub mod protocol;
 pub mod reply;
 pub mod scratch;

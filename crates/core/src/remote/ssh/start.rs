@@ -19,7 +19,8 @@ use std::path::Path;
 use super::bootstrap::{BuildInfo, Verified, FIND_FUNCTION, SCRIPT_HELPERS};
 use super::connection::Connection;
 use super::errors::SshError;
-use crate::remote::client::{read_prelude, ClientOptions, Prelude, RemoteClient};
+use crate::remote::client::{ClientOptions, RemoteClient};
+use crate::remote::prelude::{read_prelude, Prelude};
 use crate::vocabulary::error::Error;
 
 /// After [`SCRIPT_HELPERS`] and [`FIND_FUNCTION`]: `$1` the workspace as given (`~` for the
