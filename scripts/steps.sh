@@ -47,20 +47,28 @@ step_beside() {
   BESIDE_LOG[$name]=$(mktemp)
   BESIDE_START[$name]=$SECONDS
   BESIDE_TICKS[$name]=$(cpu_ticks)
-  "$@" >"${BESIDE_LOG[$name]}" 2>&1 &
+  local log=${BESIDE_LOG[$name]} ticks=${BESIDE_TICKS[$name]}
+  # Its end said by itself (its result, when, how busy the cores were), not when it is joined.
+  {
+    local rc=0
+    "$@" || rc=$?
+    echo "$rc $SECONDS $(busy_since $ticks)" >"$log.end"
+  } >"$log" 2>&1 &
   BESIDE_PID[$name]=$!
 }
 
 step_join() {
-  local name=$1 rc=0
+  local name=$1 rc=0 ended=$SECONDS busy=
+  local log=${BESIDE_LOG[$name]}
   wait "${BESIDE_PID[$name]}" || rc=$?
-  STEP_BUSY+=("$(busy_since ${BESIDE_TICKS[$name]})")
+  [ ! -s "$log.end" ] || read -r rc ended busy <"$log.end"
   printf '\033[1m==> %s (ran beside, its output)\033[0m\n' "$name"
-  cat "${BESIDE_LOG[$name]}"
-  rm -f "${BESIDE_LOG[$name]}"
+  cat "$log"
+  rm -f "$log" "$log.end"
   unset "BESIDE_PID[$name]"
   STEP_NAMES+=("$name (beside)")
-  STEP_SECONDS+=($((SECONDS - BESIDE_START[$name])))
+  STEP_SECONDS+=($((ended - BESIDE_START[$name])))
+  STEP_BUSY+=("$busy")
   STEP_RESULTS+=("$([ "$rc" -eq 0 ] && echo ok || echo "exit $rc")")
   return "$rc"
 }
