@@ -12,13 +12,15 @@ cd "$(dirname "$0")/.."
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-# `lane NAME CARGO-TEST-ARGS...`: one `cargo test` in the background, its output prefixed and kept.
+# `lane NAME CARGO-TEST-ARGS...`: one `cargo test` in the background, its output prefixed and kept;
+# every test binary of the lane runs even after one failed (`--no-fail-fast`), so one run says
+# every failure.
 lane() {
   local name=$1
   shift
   (
     set -o pipefail
-    xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- cargo test --locked "$@" 2>&1 |
+    xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- cargo test --locked --no-fail-fast "$@" 2>&1 |
       tee "$logs/$name.log" | sed -u "s/^/[$name] /"
   ) &
 }
