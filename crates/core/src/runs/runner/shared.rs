@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::events::RunEvent;
 use super::live_run::LiveRun;
 use super::request::Keeper;
-use super::subscription::{EventSender, Heard};
+use super::subscription::{taken_place, EventSender, Heard};
 use crate::store::Store;
 
 pub(super) struct Shared {
@@ -151,11 +151,7 @@ fn shared_bursts(
             if !shares[kind] {
                 return OWN;
             }
-            let taken = RunEvent::NodeDiscarded {
-                run_id: String::new(),
-                node: String::new(),
-            };
-            bursts[kind].push(std::mem::replace(event, taken));
+            bursts[kind].push(std::mem::replace(event, taken_place()));
             kind as u8
         })
         .collect();

@@ -44,16 +44,18 @@ impl Heard {
             Sharing::Own(event) => event,
             Sharing::Shared { mut burst, at } => match Arc::get_mut(&mut burst) {
                 // Nobody else holds the burst: the event is taken, an empty one left in its place.
-                Some(events) => std::mem::replace(
-                    &mut events[at],
-                    RunEvent::NodeDiscarded {
-                        run_id: String::new(),
-                        node: String::new(),
-                    },
-                ),
+                Some(events) => std::mem::replace(&mut events[at], taken_place()),
                 None => burst[at].clone(),
             },
         }
+    }
+}
+
+/// What stands in an event's place once it was moved out of its burst (no string allocated).
+pub(super) fn taken_place() -> RunEvent {
+    RunEvent::NodeDiscarded {
+        run_id: String::new(),
+        node: String::new(),
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Instant;
 use super::layout::{output_files, FOLLOWED_FILES};
 use super::state::{mark_pending, KnownSession, SessionKey, WatchLoop};
 use crate::sessions::change::Change;
-use crate::sessions::session::{fingerprint, read_summary, session_folders, SessionSummary};
+use crate::sessions::session::{fingerprint, read_summary, session_folders, SessionSummary, SessionsFolder};
 use crate::sessions::tail::FileTail;
 use crate::status::Status;
 use crate::vocabulary::id::SessionId;
@@ -81,9 +81,14 @@ impl WatchLoop {
         for id in gone {
             mark_pending(&mut self.pending, (index, id), None, now);
         }
+        // The start looks at every seeded session: through the sessions folder held open, as the
+        // sweep does (two names resolved a file, not the whole path's).
+        let folder = initial
+            .then(|| SessionsFolder::open(&self.workspaces[index].sessions_dir).ok())
+            .flatten();
         for id in new {
             if initial {
-                self.scan_at_start(index, &id);
+                self.scan_at_start(index, &id, folder.as_ref());
             } else {
                 mark_pending(&mut self.pending, (index, id), None, now);
             }
@@ -95,11 +100,13 @@ impl WatchLoop {
 
     /// The initial scan's look at one session: taken as the seed says while its folder has the
     /// seed's fingerprint (neither read nor reported), else read and reported.
-    fn scan_at_start(&mut self, index: usize, id: &SessionId) {
+    fn scan_at_start(&mut self, index: usize, id: &SessionId, folder: Option<&SessionsFolder>) {
         let workspace = &mut self.workspaces[index];
         if let Some(seeded) = workspace.seed.remove(id) {
-            let dir = workspace.sessions_dir.join(id.as_str());
-            let print = fingerprint(&dir, Some(&seeded.fingerprint));
+            let print = match folder {
+                Some(folder) => folder.fingerprint(id.as_str(), Some(&seeded.fingerprint)),
+                None => fingerprint(&workspace.sessions_dir.join(id.as_str()), Some(&seeded.fingerprint)),
+            };
             let unchanged = print.as_deref() == Some(seeded.fingerprint.as_str()) && !seeded.running;
             // Known as the seed says (its output followed once it is watched): a read after this
             // reports only how the session differs from the folder index's summary.
