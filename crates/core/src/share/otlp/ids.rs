@@ -3,6 +3,8 @@
 //! span from the run, the node's name and which execution of that name it is. Exporting or
 //! pushing the same run twice gives the same ids, so a backend keeps one copy of each span.
 
+use std::io::Write;
+
 use sha2::{Digest, Sha256};
 
 /// The first `N` bytes of SHA-256 over the parts, each ended by a NUL (so `a`+`bc` and `ab`+`c`
@@ -36,19 +38,12 @@ pub fn run_span_id(key: &str) -> [u8; 8] {
 
 /// The span of the `occurrence`-th execution (1-based) of node `name` in the run.
 pub fn node_span_id(key: &str, name: &str, occurrence: u32) -> [u8; 8] {
-    // Its decimal digits written on the stack (no allocation a span).
+    // Its decimal digits written on the stack by std's formatting (no allocation a span).
     let mut digits = [0u8; 10];
-    let mut at = digits.len();
-    let mut rest = occurrence;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    let occurrence = std::str::from_utf8(&digits[at..]).expect("ASCII digits");
+    let mut rest = &mut digits[..];
+    write!(rest, "{occurrence}").expect("a u32 has at most 10 digits");
+    let written = 10 - rest.len();
+    let occurrence = std::str::from_utf8(&digits[..written]).expect("ASCII digits");
     derived("node", &[key, name, occurrence])
 }
 
