@@ -20,6 +20,17 @@ impl Throttle {
     /// Listens on a free port of 127.0.0.1 and forwards each connection to `target_port`, what
     /// the client sends at most `bytes_per_second`.
     pub fn start(target_port: u16, bytes_per_second: u64) -> Throttle {
+        Throttle::open(target_port, bytes_per_second, u64::MAX)
+    }
+
+    /// Listens as [`Throttle::start`] does, but paces what the server sends back to
+    /// `bytes_per_second` (what the client sends passes at once, counted): a download that must
+    /// last long enough for a test to act while it runs.
+    pub fn start_downloads(target_port: u16, bytes_per_second: u64) -> Throttle {
+        Throttle::open(target_port, u64::MAX, bytes_per_second)
+    }
+
+    fn open(target_port: u16, sent_rate: u64, back_rate: u64) -> Throttle {
         let listener = TcpListener::bind("127.0.0.1:0").expect("a free port for the throttle");
         let port = listener.local_addr().expect("the throttle's port").port();
         let (sent, stop) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicBool::new(false)));
@@ -35,8 +46,8 @@ impl Throttle {
                 };
                 let (client_in, server_out) = (client.try_clone().unwrap(), server.try_clone().unwrap());
                 let counted = counted.clone();
-                std::thread::spawn(move || pass(client_in, server_out, Some((bytes_per_second, &counted))));
-                std::thread::spawn(move || pass(server, client, None));
+                std::thread::spawn(move || pass(client_in, server_out, sent_rate, Some(&counted)));
+                std::thread::spawn(move || pass(server, client, back_rate, None));
             }
         });
         Throttle { port, sent, stop }
@@ -61,8 +72,9 @@ impl Drop for Throttle {
     }
 }
 
-/// Copies `from` to `to` until either ends, paced to `rate` bytes a second and counted when given.
-fn pass(mut from: TcpStream, mut to: TcpStream, rate: Option<(u64, &AtomicU64)>) {
+/// Copies `from` to `to` until either ends, paced to `rate` bytes a second (`u64::MAX`: at once)
+/// and counted when asked.
+fn pass(mut from: TcpStream, mut to: TcpStream, rate: u64, counted: Option<&AtomicU64>) {
     let started = Instant::now();
     let mut total = 0u64;
     let mut buffer = vec![0u8; 16 * 1024];
@@ -71,8 +83,10 @@ fn pass(mut from: TcpStream, mut to: TcpStream, rate: Option<(u64, &AtomicU64)>)
             break;
         }
         total += n as u64;
-        if let Some((rate, counted)) = rate {
+        if let Some(counted) = counted {
             counted.fetch_add(n as u64, Ordering::SeqCst);
+        }
+        if rate != u64::MAX {
             let due = started + Duration::from_secs_f64(total as f64 / rate as f64);
             std::thread::sleep(due.saturating_duration_since(Instant::now()));
         }

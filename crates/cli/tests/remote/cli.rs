@@ -734,7 +734,7 @@ fn an_export_from_a_host_ended_by_a_signal_leaves_no_partial_file() {
     let workspace = remote_workspace(&sshd, "ws");
     let ws = workspace.to_str().unwrap();
     let id = session_on_host(ws, &sshd.home().join("data"));
-    // 48 MiB that do not compress: the copy, a MiB a call, takes seconds.
+    // 48 MiB that do not compress.
     let mut noise = vec![0u8; 48 << 20];
     let mut state = 0x9e37_79b9_7f4a_7c15_u64;
     for byte in noise.iter_mut() {
@@ -752,11 +752,18 @@ fn an_export_from_a_host_ended_by_a_signal_leaves_no_partial_file() {
     let folder = local.path().join("exports");
     std::fs::create_dir(&folder).unwrap();
     let bundle = folder.join("bundle.zip");
+    // Over a link that brings 8 MB/s, the copy lasts about 6 s: over the loopback alone it once
+    // ended within the 200 ms below, before the signal was sent.
+    let link = test_servers::throttle::Throttle::start_downloads(sshd.port(), 8_000_000);
+    sshd.trust_port(link.port());
+    let mut entry = sshd.host_entry();
+    entry.port = link.port();
+    let ssh_config = sshd.write_ssh_config("slow_config", &[entry]);
     let mut export = Command::new(env!("CARGO_BIN_EXE_zstudio"))
         .args(["--remote", &format!("{}:{ws}", sshd.alias()), "export", &id, "-o"])
         .arg(&bundle)
         .env_remove("ZIBBY_STUDIO_DB")
-        .env("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())
+        .env("ZIBBY_STUDIO_SSH_CONFIG", &ssh_config)
         .env("XDG_DATA_HOME", local.path())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
