@@ -13,8 +13,9 @@ export ZIBBY_STUDIO_SETUP_DONE=1
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 
-# Every test binary built first (cargo's timings kept), then run in two lanes at once: the app's
-# end-to-end tests beside the other crates' (scripts/test-lanes.sh says why). xvfb-run gives the
+# Every test binary built first (cargo's timings kept), then run in three lanes at once: the app's
+# main end-to-end binary, its other tests with zstudio's, and the other crates'
+# (scripts/test-lanes.sh says why). xvfb-run gives the
 # end-to-end tests a display, dbus-run-session a session bus (a second launch finds the running app
 # through it); they fail, never skip, without either.
 #

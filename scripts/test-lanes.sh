@@ -1,48 +1,78 @@
 #!/usr/bin/env bash
-# Runs the workspace's test binaries, once built (`cargo test --workspace --no-run`), in two lanes
-# at once: the app's (its window end to end, under Xvfb) and every other crate's. Much of each
-# lane's time is waiting (a window drawing, sshd, moto, a run of the test agent), so the two
-# together take nearer the longer lane's time than the sum of both (CONTRIBUTING.md, "CI and where
-# its time goes"). Each lane runs under its own Xvfb display and session bus, as `cargo test
-# --workspace` ran under one before; each line it prints is prefixed with its lane, and the lanes'
-# results are summed up when both have ended. Fails when either lane fails.
+# Runs the workspace's test binaries, once built (`cargo test --workspace --no-run`), in three
+# lanes at once: the app's main end-to-end binary (`e2e_app`, the longest); the app's other tests
+# with zstudio's (the CLI, its remote and cloud lanes, its server); and every other crate's (the
+# core, its buckets). Much of each lane's time is waiting (a window drawing, sshd, moto, a run of
+# the test agent), so the lanes together take nearer the longest lane's time than the sum
+# (CONTRIBUTING.md, "CI and where its time goes"). Each lane runs under its own Xvfb display and
+# session bus, as `cargo test --workspace` ran under one before; each line it prints is prefixed
+# with its lane, and the lanes' results are summed up when all have ended. Fails when any lane
+# fails, or when the app has a test binary no lane names.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-# `lane NAME CARGO-TEST-ARGS...`: one `cargo test` in the background, its output prefixed and kept;
-# every test binary of the lane runs even after one failed (`--no-fail-fast`), so one run says
-# every failure.
+# The app's test binaries, split between two lanes by name: a new one must be named here, or this
+# fails (never a binary left unrun).
+app_main_tests=(e2e_app)
+app_other_tests=(e2e_dialogs e2e_notifications)
+unnamed=$(cargo metadata --format-version 1 --no-deps --locked | python3 -c '
+import json, sys
+named = set(sys.argv[1:])
+meta = json.load(sys.stdin)
+app = next(p for p in meta["packages"] if p["name"] == "zibby-studio")
+for target in app["targets"]:
+    if "test" in target["kind"] and target["name"] not in named:
+        print(target["name"])
+' "${app_main_tests[@]}" "${app_other_tests[@]}") || exit
+if [ -n "$unnamed" ]; then
+  echo "error: zibby-studio's test binaries $unnamed are in no lane: name them in scripts/test-lanes.sh" >&2
+  exit 1
+fi
+
+# `lane NAME 'CARGO-TEST-ARGS'...`: each argument one `cargo test` (its arguments split on spaces),
+# run one after the other under one display and bus, in the background, the output prefixed and
+# kept; every test binary runs even after one failed (`--no-fail-fast`, and every `cargo test` of
+# the lane), so one run says every failure. The crates' tests build with `--features
+# studio-core/ts`, as the workspace's build has it: nothing is compiled again.
 lane() {
   local name=$1
   shift
   (
     set -o pipefail
-    xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- cargo test --locked --no-fail-fast "$@" 2>&1 |
-      tee "$logs/$name.log" | sed -u "s/^/[$name] /"
+    xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- bash -c '
+      status=0
+      for args in "$@"; do
+        # shellcheck disable=SC2086 # each argument is a list of cargo arguments
+        cargo test --locked --no-fail-fast $args || status=1
+      done
+      exit $status
+    ' lane "$@" 2>&1 | tee "$logs/$name.log" | sed -u "s/^/[$name] /"
   ) &
 }
 
-lane window -p zibby-studio
+lane window "-p zibby-studio $(printf -- '--test %s ' "${app_main_tests[@]}")"
 window=$!
-# The app enables the core's `ts` feature (its IPC types): asked for here too, every crate is
-# built as `cargo test --workspace --no-run` built it, and nothing is compiled again (nor a
-# binary the window's tests run, such as target/debug/zstudio, replaced while they run).
-lane crates --workspace --exclude zibby-studio --features studio-core/ts
-crates=$!
+lane cli "-p zibby-studio --lib --bins $(printf -- '--test %s ' "${app_other_tests[@]}")" \
+  "-p zstudio --features studio-core/ts"
+cli=$!
+lane core "--workspace --exclude zibby-studio --exclude zstudio --features studio-core/ts"
+core=$!
 
 wait "$window"
 window_status=$?
-wait "$crates"
-crates_status=$?
+wait "$cli"
+cli_status=$?
+wait "$core"
+core_status=$?
 
 echo
 echo "the test lanes' results:"
-for name in window crates; do
+for name in window cli core; do
   grep -E "^(\s+Running|\s+Doc-tests|test result:)|^failures:$|^    [a-z_:]+$" "$logs/$name.log" |
     sed "s/^/[$name] /"
 done
-echo "window lane: exit $window_status; crates lane: exit $crates_status"
-[ "$window_status" -eq 0 ] && [ "$crates_status" -eq 0 ]
+echo "window lane: exit $window_status; cli lane: exit $cli_status; core lane: exit $core_status"
+[ "$window_status" -eq 0 ] && [ "$cli_status" -eq 0 ] && [ "$core_status" -eq 0 ]
