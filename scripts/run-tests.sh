@@ -67,6 +67,16 @@ step_join "$ui_title"
 if [ -n "${ZIBBY_STUDIO_SERVERS_LOCK:-}" ]; then
   step "the test servers' set-up, waited for" flock -w 1800 "$ZIBBY_STUDIO_SERVERS_LOCK" true
 fi
+# With ZIBBY_STUDIO_LINT=1, the crates' docs are checked too (rustdoc's warnings as errors: their
+# maps of the lanes and the protocol, no broken or private links), beside the lanes and the package,
+# whose time is much of it waiting (a window drawing, sshd, moto). In a target directory of its
+# own, so that no lane's `cargo test` waits for its lock: rustdoc reads the dependencies in check
+# mode, which the test build does not make (about 2 min of CPU).
+doc_title="cargo doc (studio-protocol, studio-core), warnings as errors"
+if [ "${ZIBBY_STUDIO_LINT:-}" = 1 ]; then
+  step_beside "$doc_title" env RUSTDOCFLAGS="-D warnings" CARGO_TARGET_DIR="$PWD/target/rustdoc" \
+    cargo doc --no-deps --locked -p studio-protocol -p studio-core
+fi
 step "cargo test --workspace (the app end-to-end under Xvfb, beside the rest)" bash scripts/test-lanes.sh
 
 # Built from the debug builds the tests made (scripts/package-deb.sh says why): about 2 min, where
@@ -77,4 +87,7 @@ if [ "$(id -u)" -eq 0 ]; then
   step "the Debian package: install, drive the installed app, remove" bash scripts/test-package.sh "$deb"
 else
   step "the Debian package: install, drive the installed app, remove" sudo bash scripts/test-package.sh "$deb"
+fi
+if [ "${ZIBBY_STUDIO_LINT:-}" = 1 ]; then
+  step_join "$doc_title"
 fi
