@@ -15,5 +15,9 @@ export default defineConfig({
   },
   test: {
     environment: "happy-dom",
+    // Longer waits than vitest's defaults (5 s a test, 1 s a `vi.waitFor`): a loaded CI machine
+    // once took longer (src/test-setup.ts).
+    setupFiles: ["src/test-setup.ts"],
+    testTimeout: 30_000,
   },
 });
