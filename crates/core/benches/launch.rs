@@ -22,7 +22,7 @@
 //! from its start, its resident memory its own.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -105,6 +105,9 @@ struct Launch {
     settled: Duration,
     cpu: Duration,
     listings: usize,
+    /// Whether the watcher fell back to polling (`Change::WatchPolling`: its inotify budget
+    /// used up) by the time the launch settled.
+    polled: bool,
     /// The process's resident memory once settled, while it watches.
     rss_watching_kb: u64,
 }
@@ -147,9 +150,13 @@ fn launch(root: &Path, db: &Path, count: usize) -> Launch {
     studio.sessions_usage().unwrap();
     let usage = started.elapsed();
     let told = Arc::new(AtomicUsize::new(0));
+    let polled = Arc::new(AtomicBool::new(false));
     let sink: ChangeSink = {
-        let told = told.clone();
+        let (told, polled) = (told.clone(), polled.clone());
         Arc::new(move |change| {
+            if matches!(change, Change::WatchPolling { .. }) {
+                polled.store(true, Ordering::SeqCst);
+            }
             if matches!(
                 change,
                 Change::SessionAdded { .. } | Change::SessionUpdated { .. } | Change::SessionRemoved { .. }
@@ -176,6 +183,7 @@ fn launch(root: &Path, db: &Path, count: usize) -> Launch {
         settled,
         cpu,
         listings,
+        polled: polled.load(Ordering::SeqCst),
         rss_watching_kb,
     }
 }
@@ -203,13 +211,14 @@ fn main() {
         for which in launches {
             let launch = launch(root, &db, count as usize);
             println!(
-                "launch, {count} sessions, {which}: first screen {:.1} ms, all rows {} ms, total cost {:.1} ms, settled {} ms, CPU {} ms, {} page read(s), RSS {} MB watching, {} MB after shutting down",
+                "launch, {count} sessions, {which}: first screen {:.1} ms, all rows {} ms, total cost {:.1} ms, settled {} ms, CPU {} ms, {} page read(s), {}, RSS {} MB watching, {} MB after shutting down",
                 launch.first_screen.as_secs_f64() * 1000.0,
                 launch.all_rows.as_millis(),
                 launch.usage.as_secs_f64() * 1000.0,
                 launch.settled.as_millis(),
                 launch.cpu.as_millis(),
                 launch.listings,
+                if launch.polled { "POLLED" } else { "watched live" },
                 launch.rss_watching_kb / 1024,
                 rss_kb() / 1024
             );
