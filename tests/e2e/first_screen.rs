@@ -6,8 +6,16 @@
 //! fanotify's open permission (`FAN_OPEN_PERM`), and this test holds every open of them, by any
 //! process, unanswered until it lets them go. The kernel blocks the opener meanwhile: a window
 //! that read a folder for its first screen would show nothing. The sessions: 300 (two of the
-//! window's pages), their catalogue made by `zstudio sessions` before the launch, and one of
-//! them failed since behind the store's back.
+//! window's pages), ended days ago (so that none is watched live: every one is swept), their
+//! catalogue made by `zstudio sessions` before the launch, and one of them failed since behind
+//! the store's back.
+//!
+//! The same launch then shows the sweep's bound as the workspace sets it (issue 46: "a change in
+//! an old session seen within the bound"): `.zibby/studio.toml` says `[watch] sweep_bound =
+//! "2s"`, and another of those old sessions, not watched, fails behind the app's back once it
+//! watches. The sweep looks at the sessions in their ids' order from its start, a bound's share
+//! each step: at the default bound (60 s) the newest, at the end of that order, would be looked
+//! at about a minute after the start, past the harness's patience (20 s); at 2 s, within seconds.
 
 // fanotify has no safe wrapper among this package's dependencies: its four calls are here.
 #![allow(unsafe_code)]
@@ -17,10 +25,11 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use fantoccini::{Client, Locator};
 
-use crate::harness::{eventually, generated_session_id, screenshot, zstudio_in, App, Workspace};
+use crate::harness::{eventually, generated_session_id, screenshot, set_times_under, zstudio_in, App, Workspace};
 use crate::texts;
 
 const SESSIONS: u64 = 300;
@@ -195,9 +204,33 @@ fn session_file(workspace: &Path, i: u64, name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Every session ended days ago, a second apart (the newest last): none is watched live.
+fn end_days_ago(workspace: &Path) {
+    let long_ago = SystemTime::now() - Duration::from_secs(3 * 86_400);
+    for i in 0..SESSIONS {
+        let folder = workspace.join(".zibby/output/sessions").join(generated_session_id(i));
+        set_times_under(&folder, long_ago + Duration::from_secs(i));
+    }
+}
+
+/// `result.json` of session `i` replaced by a failed one as a tool writing atomically does (a
+/// file written beside it, renamed over it): the session folder's own time changes, which the
+/// sweep's glance sees.
+fn fail_behind_the_back(workspace: &Path, i: u64) {
+    let replacement = session_file(workspace, i, "result.json.new");
+    std::fs::write(&replacement, r#"{"success":false}"#).expect("write the new result.json");
+    std::fs::rename(&replacement, session_file(workspace, i, "result.json")).expect("replace result.json");
+}
+
 #[tokio::test]
 async fn a_next_launch_shows_the_catalogue_before_any_folder_is_read() {
     let workspace = Workspace::with_generated_sessions(SESSIONS);
+    end_days_ago(workspace.path());
+    std::fs::write(
+        workspace.path().join(".zibby/studio.toml"),
+        "[watch]\nsweep_bound = \"2s\"\n",
+    )
+    .expect("write studio.toml");
     // The store's catalogue, as a full listing leaves it.
     zstudio_in(
         &workspace.db(),
@@ -264,6 +297,33 @@ async fn a_next_launch_shows_the_catalogue_before_any_folder_is_read() {
         assert!(
             others.is_empty(),
             "still no unchanged session's file opened: {others:?}"
+        );
+
+        // Watching (it read the changed session): an old session, swept, fails behind its back.
+        let old = SESSIONS - 3;
+        let badge = format!("tr[data-session-id='{}'] [data-status]", generated_session_id(old));
+        let status = || async {
+            let badge = client.find(Locator::Css(&badge)).await.map_err(|e| e.to_string())?;
+            let status = badge.attr("data-status").await.map_err(|e| e.to_string())?;
+            Ok::<_, String>(status.unwrap_or_default())
+        };
+        assert_eq!(
+            status().await.as_deref(),
+            Ok("success"),
+            "the old session in view, as it was"
+        );
+        fail_behind_the_back(&root, old);
+        let changed_at = Instant::now();
+        eventually("the old session's change seen by the sweep", || async {
+            match status().await? {
+                status if status == "error" => Ok(()),
+                status => Err(status),
+            }
+        })
+        .await;
+        eprintln!(
+            "an old session's change seen in the window {} ms after it, the sweep's bound 2 s",
+            changed_at.elapsed().as_millis()
         );
     })
     .await;

@@ -2445,6 +2445,19 @@ fn a_command_that_cannot_start_says_why_once_and_leaves_no_session() {
     assert_eq!(runs, serde_json::json!([]));
 }
 
+/// `[watch] sweep_bound` that is no duration in range stops `zstudio watch` at once, naming the
+/// file, its line and the key.
+#[test]
+fn watch_refuses_a_sweep_bound_out_of_range_naming_the_file_and_key() {
+    let workspace = workspace_with_agents("[watch]\nsweep_bound = \"2d\"\n");
+    let root = workspace.path().to_str().unwrap();
+    let out = zstudio(&["watch", "--json", "-w", root], None);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains(".zibby/studio.toml:2: sweep_bound:"), "{said}");
+    assert!(said.contains("between 1 s and 24 h"), "{said}");
+}
+
 /// A `zstudio watch` hears of a run's end that another process records, within a second, even
 /// when the run's last folder write came well before its end (a failed last node writes no
 /// folder): the store's runs are watched too.

@@ -9,7 +9,10 @@
 //! new store (every folder read), then a next launch on the same store (the folder index current).
 //!
 //! The sessions are the app bench's generated ones (`tests/e2e/harness.rs`): a folder, a `plan/`
-//! node folder, `.session-info.json` and `result.json`, finished. Generated once per workspace
+//! node folder, `.session-info.json` and `result.json`, finished; but as a year of CI leaves them
+//! (issue 46): each ended at its own time, spread over the past year, the newest few minutes ago
+//! (`ended_at`), its folder's and files' times and its id's and `.session-info.json`'s start
+//! accordingly. Generated once per workspace
 //! folder: `BENCH_LAUNCH_WORKSPACE=<folder>` keeps it between runs, so that two builds can be
 //! measured alternately on the same folders (see docs/benchmarks.md).
 //!
@@ -19,9 +22,9 @@
 //! from its start, its resident memory its own.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use studio_core::app::{Studio, FIRST_PAGE};
 use studio_core::store::StoreLocation;
@@ -32,6 +35,25 @@ use studio_core::watcher::{Change, ChangeSink};
 /// session change.
 const SHELL_ALWAYS_LISTS_AGAIN: bool = false;
 
+/// How many of the newest sessions ended within the watcher's `recent` (10 minutes) when the
+/// workspace was generated: a CI that runs on every push has a few just ended.
+const RECENT_SESSIONS: u64 = 3;
+
+/// A year, over which the older sessions' ends are spread.
+const YEAR: Duration = Duration::from_secs(365 * 86_400);
+
+/// When the session `from_newest` places from the newest (0) ended, `now` being the generation's
+/// time: the newest [`RECENT_SESSIONS`] a minute apart in the last few minutes, every other one
+/// spread evenly over the past year (distinct times, a year's `count` sessions: 315 s apart at
+/// 100,000), as a CI making sessions all year would have left them.
+fn ended_at(now: SystemTime, from_newest: u64, count: u64) -> SystemTime {
+    let age = match from_newest {
+        recent if recent < RECENT_SESSIONS => Duration::from_secs(60 * (recent + 1)),
+        older => Duration::from_secs(600) + YEAR.mul_f64(older as f64 / count.max(1) as f64),
+    };
+    now - age
+}
+
 fn generate(root: &Path, count: u64) {
     let sessions = root.join(".zibby/output/sessions");
     if sessions.is_dir() {
@@ -39,12 +61,30 @@ fn generate(root: &Path, count: u64) {
         assert_eq!(present, count, "{} holds another workspace", root.display());
         return;
     }
+    let now = SystemTime::now();
+    let at = |path: &Path, time: SystemTime| std::fs::File::open(path).unwrap().set_modified(time).unwrap();
+    let millis = |time: SystemTime| time.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+    let mut newest_created = now;
     for i in 0..count {
-        let folder = sessions.join(format!("{}_{:06}", 1_790_000_000_000 + i * 1000, i));
+        let ended = ended_at(now, count - 1 - i, count);
+        // A run of one to two minutes: the id and `sessionTimestamp` are its start.
+        let created = ended - Duration::from_secs(60 + i % 60);
+        let folder = sessions.join(format!("{}_{:06}", millis(created), i));
         std::fs::create_dir_all(folder.join("plan")).unwrap();
-        std::fs::write(folder.join(".session-info.json"), r#"{"currentNode":"plan"}"#).unwrap();
+        let info = format!(
+            r#"{{"sessionTimestamp":{},"currentNode":"plan","createdAt":"{}"}}"#,
+            millis(created),
+            humantime::format_rfc3339_millis(created)
+        );
+        std::fs::write(folder.join(".session-info.json"), info).unwrap();
         std::fs::write(folder.join("result.json"), r#"{"success":true}"#).unwrap();
+        for path in [".session-info.json", "result.json", "plan", ""] {
+            at(&folder.join(path), ended);
+        }
+        newest_created = created;
     }
+    // The sessions folder's own time: when its newest folder was made.
+    at(&sessions, newest_created);
 }
 
 /// This process's CPU time (user and system), from /proc.
@@ -65,6 +105,9 @@ struct Launch {
     settled: Duration,
     cpu: Duration,
     listings: usize,
+    /// Whether the watcher fell back to polling (`Change::WatchPolling`: its inotify budget
+    /// used up) by the time the launch settled.
+    polled: bool,
     /// The process's resident memory once settled, while it watches.
     rss_watching_kb: u64,
 }
@@ -107,9 +150,13 @@ fn launch(root: &Path, db: &Path, count: usize) -> Launch {
     studio.sessions_usage().unwrap();
     let usage = started.elapsed();
     let told = Arc::new(AtomicUsize::new(0));
+    let polled = Arc::new(AtomicBool::new(false));
     let sink: ChangeSink = {
-        let told = told.clone();
+        let (told, polled) = (told.clone(), polled.clone());
         Arc::new(move |change| {
+            if matches!(change, Change::WatchPolling { .. }) {
+                polled.store(true, Ordering::SeqCst);
+            }
             if matches!(
                 change,
                 Change::SessionAdded { .. } | Change::SessionUpdated { .. } | Change::SessionRemoved { .. }
@@ -136,6 +183,7 @@ fn launch(root: &Path, db: &Path, count: usize) -> Launch {
         settled,
         cpu,
         listings,
+        polled: polled.load(Ordering::SeqCst),
         rss_watching_kb,
     }
 }
@@ -163,13 +211,14 @@ fn main() {
         for which in launches {
             let launch = launch(root, &db, count as usize);
             println!(
-                "launch, {count} sessions, {which}: first screen {:.1} ms, all rows {} ms, total cost {:.1} ms, settled {} ms, CPU {} ms, {} page read(s), RSS {} MB watching, {} MB after shutting down",
+                "launch, {count} sessions, {which}: first screen {:.1} ms, all rows {} ms, total cost {:.1} ms, settled {} ms, CPU {} ms, {} page read(s), {}, RSS {} MB watching, {} MB after shutting down",
                 launch.first_screen.as_secs_f64() * 1000.0,
                 launch.all_rows.as_millis(),
                 launch.usage.as_secs_f64() * 1000.0,
                 launch.settled.as_millis(),
                 launch.cpu.as_millis(),
                 launch.listings,
+                if launch.polled { "POLLED" } else { "watched live" },
                 launch.rss_watching_kb / 1024,
                 rss_kb() / 1024
             );

@@ -20,11 +20,17 @@ pub fn watch(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     });
     let store = Arc::new(globals.open_store()?);
     let sink = studio_core::store::index::keeping_current(store.clone(), &[], sink);
+    // One watcher for every workspace: the shortest `[watch] sweep_bound` of theirs.
+    let bounds = workspaces.iter().map(|w| studio_core::agents::sweep_bound(w.root()));
+    let sweep_bound = bounds.collect::<Result<Vec<_>, _>>()?.into_iter().flatten().min();
     // A run's end recorded in the store, by any process, is a change of its session.
-    let options = WatcherOptions {
+    let mut options = WatcherOptions {
         store: Some(store.clone()),
         ..WatcherOptions::default()
     };
+    if let Some(bound) = sweep_bound {
+        options = options.with_sweep_bound(bound);
+    }
     let mut traces = live_traces(&store, &workspaces)?;
     let _watcher = Watcher::start(workspaces, sink, options)?;
     for mut change in received {

@@ -261,7 +261,9 @@ impl Studio {
     /// the store's folder index is kept current on the way. The watcher starts from the index
     /// (as the window's listing left it, [`Watcher::start_seeded`]): a session whose folder is as
     /// the index has it is not read again nor passed on; one added, changed or removed since is,
-    /// so that the window lists again only when something changed while watching started.
+    /// so that the window lists again only when something changed while watching started. Its
+    /// sweep's bound is the workspace's `[watch] sweep_bound` (`sessions::agents`), as the file
+    /// says when watching starts.
     pub fn watch(&self, sink: ChangeSink) -> Result<(), Error> {
         // A first launch's catalogue is made whole first (`pages`): the watcher starts from it.
         self.filling.wait_done();
@@ -274,11 +276,20 @@ impl Studio {
             Default::default()
         });
         let sink = crate::store::index::keeping_current(store.clone(), &[&workspace], sink);
+        // The workspace's `[watch] sweep_bound`; a file that does not read is shown where its
+        // agents are (`agents_file`), and the workspace is watched all the same.
+        let sweep_bound = crate::sessions::agents::sweep_bound(workspace.root()).unwrap_or_else(|error| {
+            tracing::warn!(%error, "the sweep's bound is the default's");
+            None
+        });
         // A run's end recorded in the store, by any process, is a change of its session.
-        let options = WatcherOptions {
+        let mut options = WatcherOptions {
             store: Some(store),
             ..WatcherOptions::default()
         };
+        if let Some(bound) = sweep_bound {
+            options = options.with_sweep_bound(bound);
+        }
         let watcher = Watcher::start_seeded(vec![(workspace, seed)], sink, options)?;
         *lock(&self.watcher) = Some(watcher);
         Ok(())

@@ -13,9 +13,13 @@
 //!
 //! [budget]
 //! daily_usd = 20.0                # optional: no run starts once the workspace spent this today
+//!
+//! [watch]
+//! sweep_bound = "60s"             # optional: an ended session's change seen within this
 //! ```
 //!
-//! Budgets are read and enforced by [`crate::sessions::budget`].
+//! Budgets are read and enforced by [`crate::sessions::budget`]; the sweep's bound is the
+//! watcher's (`WatcherOptions::sweep_bound`), given by whoever starts one on the workspace.
 //!
 //! Commands are argument lists, never shell strings. Placeholders: `{prompt}`, `{session_id}`,
 //! `{session_path}`, `{node}`, filled in one pass ([`expand`]: a value that holds `{session_id}`
@@ -82,6 +86,37 @@ struct AgentsFile {
     /// Where traces go (`share::otlp`, which reads the table itself); kept as it is on save.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     otlp: Option<toml::Value>,
+    /// How the workspace's sessions are watched (`[watch]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    watch: Option<WatchTable>,
+}
+
+/// `[watch]` of the agents file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WatchTable {
+    /// Seconds (`90`) or a duration (`"90s"`, `"2m"`), as written (kept as it is on save).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sweep_bound: Option<toml::Value>,
+}
+
+/// The shortest and longest `[watch] sweep_bound`: the sweep takes a step every 50 ms at most,
+/// and past a day an ended session's change would wait longer than anyone looks.
+const SWEEP_BOUNDS: std::ops::RangeInclusive<std::time::Duration> =
+    std::time::Duration::from_secs(1)..=std::time::Duration::from_secs(86_400);
+
+/// `[watch] sweep_bound`'s value as a duration, or why it is none.
+fn sweep_bound_of(value: &toml::Value) -> Result<std::time::Duration, String> {
+    let bound = match value {
+        toml::Value::Integer(seconds) => std::time::Duration::from_secs((*seconds).max(0) as u64),
+        toml::Value::String(text) => humantime::parse_duration(text.trim())
+            .map_err(|e| format!("`{text}` is not a duration such as \"60s\" or \"2m\" ({e})"))?,
+        other => return Err(format!("`{other}` is neither seconds (60) nor a duration (\"60s\")")),
+    };
+    match SWEEP_BOUNDS.contains(&bound) {
+        true => Ok(bound),
+        false => Err(format!("`{value}` is not between 1 s and 24 h")),
+    }
 }
 
 /// `[budget]` of the agents file: what the workspace may spend.
@@ -188,6 +223,14 @@ pub fn load(workspace_root: &Path) -> Result<Vec<Agent>, Error> {
 /// The workspace's daily budget (`[budget] daily_usd`), if its agents file sets one.
 pub fn daily_usd(workspace_root: &Path) -> Result<Option<f64>, Error> {
     Ok(load_file(workspace_root)?.budget.and_then(|budget| budget.daily_usd))
+}
+
+/// How soon the sweep sees a change to one of the workspace's ended sessions (`[watch]
+/// sweep_bound`), if its agents file says.
+pub fn sweep_bound(workspace_root: &Path) -> Result<Option<std::time::Duration>, Error> {
+    let watch = load_file(workspace_root)?.watch.unwrap_or_default();
+    // Checked as the file was read.
+    Ok(watch.sweep_bound.as_ref().and_then(|value| sweep_bound_of(value).ok()))
 }
 
 /// [`load`], the whole file.
@@ -508,6 +551,18 @@ fn parse_file(path: &Path, text: &str) -> Result<AgentsFile, Error> {
             .position(|l| l.trim_start().starts_with("daily_usd"))
             .map_or(1, |n| n + 1);
         return Err(invalid(line, "daily_usd", problem));
+    }
+    if let Some(Err(problem)) = file
+        .watch
+        .as_ref()
+        .and_then(|w| w.sweep_bound.as_ref())
+        .map(sweep_bound_of)
+    {
+        let line = text
+            .lines()
+            .position(|l| l.trim_start().starts_with("sweep_bound"))
+            .map_or(1, |n| n + 1);
+        return Err(invalid(line, "sweep_bound", problem));
     }
     Ok(file)
 }
@@ -895,5 +950,62 @@ env = { MODEL = "small" }
             assert!(message.contains(says), "{text}: {err}");
             assert!(err.to_string().contains("/w/.zibby/studio.toml"), "{err}");
         }
+    }
+
+    #[test]
+    fn the_sweep_bound_reads_seconds_or_a_duration_and_refuses_others_naming_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".zibby")).unwrap();
+        let file = dir.path().join(AGENTS_FILE);
+        assert_eq!(sweep_bound(dir.path()).unwrap(), None, "no file");
+        for (value, seconds) in [("90", 90), ("\"2s\"", 2), ("\"2m\"", 120), ("\" 1h \"", 3_600)] {
+            std::fs::write(
+                &file,
+                format!("[budget]\ndaily_usd = 1.0\n\n[watch]\nsweep_bound = {value}\n"),
+            )
+            .unwrap();
+            let bound = sweep_bound(dir.path()).unwrap();
+            assert_eq!(bound, Some(std::time::Duration::from_secs(seconds)), "{value}");
+        }
+        std::fs::write(&file, "[watch]\n").unwrap();
+        assert_eq!(sweep_bound(dir.path()).unwrap(), None, "an empty table");
+        let cases = [
+            ("0", "sweep_bound", "between 1 s and 24 h"),
+            ("\"500ms\"", "sweep_bound", "between 1 s and 24 h"),
+            ("\"2d\"", "sweep_bound", "between 1 s and 24 h"),
+            ("-5", "sweep_bound", "between 1 s and 24 h"),
+            ("\"soon\"", "sweep_bound", "not a duration"),
+            ("1.5", "sweep_bound", "neither seconds"),
+        ];
+        for (value, field, says) in cases {
+            let text = format!("[[agent]]\nname = \"a\"\nrun = [\"x\"]\n\n[watch]\nsweep_bound = {value}\n");
+            std::fs::write(&file, &text).unwrap();
+            let err = sweep_bound(dir.path()).unwrap_err();
+            let Error::AgentsFile {
+                line,
+                field: f,
+                message,
+                ..
+            } = &err
+            else {
+                panic!("{err}")
+            };
+            assert_eq!((*line, f.as_str()), (6, field), "{value}: {err}");
+            assert!(message.contains(says), "{value}: {err}");
+            assert!(err.to_string().contains("studio.toml:6: sweep_bound:"), "{err}");
+        }
+        std::fs::write(&file, "[watch]\nsweep_bund = 5\n").unwrap();
+        let err = sweep_bound(dir.path()).unwrap_err();
+        assert!(
+            err.to_string().contains("studio.toml:2: sweep_bund:"),
+            "an unknown key named: {err}"
+        );
+        // Kept as written when the agents are saved.
+        std::fs::write(&file, "[watch]\nsweep_bound = \"90s\"\n").unwrap();
+        save(dir.path(), &[]).unwrap();
+        assert_eq!(
+            sweep_bound(dir.path()).unwrap(),
+            Some(std::time::Duration::from_secs(90))
+        );
     }
 }

@@ -3,7 +3,9 @@
 //! updated first, the later id first), through the index `folder_index_by_recency`: a page of 50
 //! reads and checks 50 index rows and their folders, whatever the history. What the store lays
 //! over them (runs, pins, tags, printed usage: `index::Overlay`) is still read for the whole
-//! workspace on each page: it grows with the studio's own records, not with the folders.
+//! workspace on each page: it grows with the studio's own records, not with the folders; but the
+//! nodes a watch saw (`nodes_seen`, a row for each session a watch saw change, which grows with
+//! the history) are read for the page's rows only.
 //!
 //! # How fresh a page is
 //!
@@ -64,7 +66,6 @@ pub(super) fn page(
     reconcile_names(store, workspace, key, now, false)?;
     let running = store.with_conn(|conn| running_entries(conn, key))?;
     check(store, workspace, key, running, now)?;
-    let mut overlay = Overlay::load(store, workspace)?;
     let mut summaries = Vec::new();
     for _ in 0..RECUTS {
         let entries = store.with_conn(|conn| entries_in_order(conn, key, offset, limit))?;
@@ -74,6 +75,8 @@ pub(super) fn page(
             break;
         }
     }
+    let ids: Vec<&str> = summaries.iter().map(|summary| summary.id.as_str()).collect();
+    let mut overlay = Overlay::load_for(store, workspace, &ids)?;
     Ok(overlay.rows(summaries, detail))
 }
 
@@ -140,7 +143,8 @@ pub(super) fn recorded_page(
         .iter()
         .filter_map(|(_, _, cached)| index::from_cache(cached))
         .collect();
-    let rows = Overlay::load(store, workspace)?.rows(summaries, detail);
+    let ids: Vec<&str> = entries.iter().map(|(id, _, _)| id.as_str()).collect();
+    let rows = Overlay::load_for(store, workspace, &ids)?.rows(summaries, detail);
     Ok(RecordedPage { rows, checking })
 }
 
@@ -157,7 +161,8 @@ pub struct RecordedPage {
 /// laid over (a session the studio ran, or whose nodes printed their usage), whose rows are made
 /// as the listing makes them.
 pub(super) fn usage(store: &Store, workspace: &Workspace) -> Result<Option<UsageTotal>, Error> {
-    let mut overlay = Overlay::load(store, workspace)?;
+    // The nodes a watch saw, of the sessions laid over only (the rows made here).
+    let mut overlay = Overlay::load_for(store, workspace, &[])?;
     let laid_over: HashSet<String> = overlay.laid_over().into_iter().map(str::to_owned).collect();
     // In the listing's order, so that the sum is the listing's to the last bit.
     let (totals, laid_over_entries) = store.with_conn(|conn| {
@@ -190,6 +195,8 @@ pub(super) fn usage(store: &Store, workspace: &Workspace) -> Result<Option<Usage
         }
         Ok((totals, entries_by_id(conn, key, &ids)?))
     })?;
+    let ids: Vec<&str> = laid_over_entries.iter().map(|(id, _, _)| id.as_str()).collect();
+    overlay.see(store, workspace, &ids)?;
     let summaries = laid_over_entries
         .iter()
         .filter_map(|(_, _, cached)| index::from_cache(cached))
@@ -252,14 +259,16 @@ pub(super) fn holds(store: &Store, workspace: &Workspace) -> Result<bool, Error>
     })
 }
 
-/// How many sessions the catalogue holds for `workspace` (as the last page or listing left it).
+/// How many sessions the catalogue holds for `workspace` (as the last page or listing left it):
+/// the count its triggers keep (`folder_counts`), one row read whatever the history.
 pub(super) fn len(store: &Store, workspace: &Workspace) -> Result<usize, Error> {
     store.with_conn(|conn| {
         let key = workspaces::key(conn, workspace)?;
-        let count: i64 = conn
-            .prepare_cached("SELECT count(*) FROM folder_index WHERE workspace_id = ?1")?
-            .query_row([key], |r| r.get(0))?;
-        Ok(count as usize)
+        let count: Option<i64> = conn
+            .prepare_cached("SELECT sessions FROM folder_counts WHERE workspace_id = ?1")?
+            .query_row([key], |r| r.get(0))
+            .optional()?;
+        Ok(count.unwrap_or(0).max(0) as usize)
     })
 }
 

@@ -293,6 +293,24 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN budget TEXT;
     "#,
+    // 18: how many rows the folder index holds for each workspace, kept by triggers as rows come
+    // and go (an upsert that updates a row inserts none), so that a page's count of every session
+    // is one row read, not the index's 100,000 entries counted (`catalogue::len`).
+    r#"
+    CREATE TABLE folder_counts (
+        workspace_id INTEGER PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
+        sessions INTEGER NOT NULL
+    );
+    INSERT INTO folder_counts (workspace_id, sessions)
+        SELECT workspace_id, count(*) FROM folder_index GROUP BY workspace_id;
+    CREATE TRIGGER folder_index_counts_a_row AFTER INSERT ON folder_index BEGIN
+        INSERT INTO folder_counts (workspace_id, sessions) VALUES (NEW.workspace_id, 1)
+            ON CONFLICT (workspace_id) DO UPDATE SET sessions = sessions + 1;
+    END;
+    CREATE TRIGGER folder_index_uncounts_a_row AFTER DELETE ON folder_index BEGIN
+        UPDATE folder_counts SET sessions = sessions - 1 WHERE workspace_id = OLD.workspace_id;
+    END;
+    "#,
 ];
 
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -383,6 +401,44 @@ mod tests {
         assert_eq!(found(&conn), [5 * 8 + 1], "outputs indexed in the migration");
         assert_eq!(crate::store::search::index_pending(&conn, 100).unwrap(), 1);
         assert_eq!(found(&conn), [5 * 8 + 1, 7 * 8]);
+    }
+
+    /// Migration 18 counts each workspace's folder index rows as they were, and its triggers
+    /// keep the count as rows come and go; a row updated in place (the index's upsert) is not
+    /// counted again.
+    #[test]
+    fn the_folder_index_is_counted_and_kept_counted() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        migrate_to(&mut conn, 17).unwrap();
+        let row = |w: i64, id: &str| {
+            format!(
+                "INSERT INTO folder_index (workspace_id, session_id, fingerprint, summary) VALUES ({w}, '{id}', 'p', '{{}}')
+                 ON CONFLICT (workspace_id, session_id) DO UPDATE SET fingerprint = 'q';"
+            )
+        };
+        conn.execute_batch("INSERT INTO workspaces (id, root) VALUES (1, '/a'), (2, '/b');")
+            .unwrap();
+        conn.execute_batch(&[row(1, "x"), row(1, "y"), row(2, "z")].concat())
+            .unwrap();
+        migrate(&mut conn).unwrap();
+        let counts = |conn: &Connection| -> Vec<(i64, i64)> {
+            conn.prepare("SELECT workspace_id, sessions FROM folder_counts ORDER BY workspace_id")
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        assert_eq!(counts(&conn), [(1, 2), (2, 1)], "as migrated");
+        conn.execute_batch(&[row(1, "x"), row(1, "w"), row(2, "v")].concat())
+            .unwrap();
+        assert_eq!(counts(&conn), [(1, 3), (2, 2)], "one updated, two added");
+        conn.execute_batch("DELETE FROM folder_index WHERE session_id IN ('x', 'v');")
+            .unwrap();
+        assert_eq!(counts(&conn), [(1, 2), (2, 1)], "two gone");
+        conn.execute_batch("PRAGMA foreign_keys = ON; DELETE FROM workspaces WHERE id = 2;")
+            .unwrap();
+        assert_eq!(counts(&conn), [(1, 2)], "a workspace gone, its count with it");
     }
 
     #[test]

@@ -105,6 +105,28 @@ pub(super) fn of_workspace(conn: &Connection, workspace: &Workspace) -> QueryRes
     Ok(seen)
 }
 
+/// The nodes seen live of those of `ids` (sessions of `workspace`) that a watch saw, by
+/// session id: one lookup by key each.
+pub(super) fn of_sessions(
+    conn: &Connection,
+    workspace: &Workspace,
+    ids: &[&str],
+) -> QueryResult<HashMap<String, Vec<NodeSummary>>> {
+    let mut seen = HashMap::new();
+    let Some(key) = workspaces::known_key(conn, workspace)?.filter(|_| !ids.is_empty()) else {
+        return Ok(seen);
+    };
+    let mut statement =
+        conn.prepare_cached("SELECT nodes FROM nodes_seen WHERE workspace_id = ?1 AND session_id = ?2")?;
+    for id in ids {
+        let json: Option<String> = statement.query_row(params![key, id], |r| r.get(0)).optional()?;
+        if let Some(nodes) = json.as_deref().and_then(from_json) {
+            seen.insert((*id).to_owned(), nodes);
+        }
+    }
+    Ok(seen)
+}
+
 /// Forgets what was seen of session `id` (its folder went, or the session was deleted).
 pub(super) fn forget(conn: &Connection, workspace: &Workspace, id: &SessionId) -> QueryResult<()> {
     conn.execute(
