@@ -2,12 +2,12 @@
 # Builds Zibby Studio and opens it on WORKSPACE, or on a demo workspace filled the first time with
 # sessions the studio itself ran (`zstudio run` of the test agent's `demo` mode, into the store the
 # app opens: its default, or $ZIBBY_STUDIO_DB), and an agent to run (`demo`: Run, watch, Stop).
-# Installs what it needs first (scripts/setup.sh).
+# Installs what it needs first (scripts/setup.sh; not the test servers, which the app never needs).
 #
 #   scripts/open-studio.sh [WORKSPACE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+ZIBBY_STUDIO_SERVERS_LATER=1 bash scripts/setup.sh
 export ZIBBY_STUDIO_SETUP_DONE=1
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 

@@ -8,8 +8,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 STEPS_TITLE="scripts/run-tests.sh"
 source scripts/steps.sh
-step "set-up (scripts/setup.sh)" bash scripts/setup.sh
+# The test servers' virtual environments (about 2 min of downloads and unpacking, Arize Phoenix
+# most of it) are installed beside the builds below and waited for before the tests run. Under
+# .ci/run the set-up is done already and .ci/run installs them in the background itself.
+own_setup=
+[ "${ZIBBY_STUDIO_SETUP_DONE:-}" = 1 ] || own_setup=1
+step "set-up (scripts/setup.sh, the test servers beside)" env ZIBBY_STUDIO_SERVERS_LATER=1 bash scripts/setup.sh
 export ZIBBY_STUDIO_SETUP_DONE=1
+servers_title="the test servers' set-up (scripts/setup-servers.sh)"
+if [ -n "$own_setup" ]; then
+  step_beside "$servers_title" bash scripts/setup-servers.sh
+fi
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 
@@ -64,7 +73,9 @@ step_join "$ui_title"
 [ "$build_rc" -eq 0 ] || exit "$build_rc"
 # .ci/run installs the test servers in the background meanwhile: their set-up holds this lock until
 # it ends (at most 30 min waited for; the tests then say what is missing).
-if [ -n "${ZIBBY_STUDIO_SERVERS_LOCK:-}" ]; then
+if [ -n "$own_setup" ]; then
+  step_join "$servers_title"
+elif [ -n "${ZIBBY_STUDIO_SERVERS_LOCK:-}" ]; then
   step "the test servers' set-up, waited for" flock -w 1800 "$ZIBBY_STUDIO_SERVERS_LOCK" true
 fi
 # With ZIBBY_STUDIO_LINT=1, the crates' docs are checked too (rustdoc's warnings as errors: their
