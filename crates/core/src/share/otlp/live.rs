@@ -24,6 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::bytes::Bytes;
 
 use super::map::{fill_node_span, fill_node_span_own, root_span, NodeExecution, NodeSpanCommon, RunTrace, SpanPlace};
 use super::push::{post, Endpoint, RequestBody};
@@ -433,9 +434,9 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
     let mut paused = false;
     loop {
         // Read as shared: the events' strings are not copied for the export (a run's node names
-        // are copied once, as its open executions).
-        let event = match events.try_recv_heard() {
-            Ok(event) => event,
+        // are copied once, as its open executions), and the events of a burst come in one read.
+        let heard = match events.try_recv_heard() {
+            Ok(heard) => heard,
             Err(TryRecvError::Disconnected) => break,
             Err(TryRecvError::Empty) if !paused => {
                 paused = true;
@@ -446,7 +447,7 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
             Err(TryRecvError::Empty) => {
                 requests.queue_older_than(Duration::ZERO);
                 match events.recv_timeout_heard(Duration::from_millis(50)) {
-                    Ok(event) => event,
+                    Ok(heard) => heard,
                     Err(RecvTimeoutError::Timeout) if stop.load(Ordering::SeqCst) => break,
                     Err(RecvTimeoutError::Timeout) => continue,
                     Err(RecvTimeoutError::Disconnected) => break,
@@ -455,11 +456,13 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
         };
         paused = false;
         let mut send = |endpoint: &Arc<Endpoint>, ended: Ended| requests.add(endpoint, ended);
-        if let RunEvent::RunStarted { run_id, .. } = &*event {
-            let Some(endpoint) = route(run_id) else { continue };
-            follow_event(&mut runs, &event, Some(endpoint), &mut send);
-        } else {
-            follow_event(&mut runs, &event, None, &mut send);
+        for event in heard.iter() {
+            if let RunEvent::RunStarted { run_id, .. } = event {
+                let Some(endpoint) = route(run_id) else { continue };
+                follow_event(&mut runs, event, Some(endpoint), &mut send);
+            } else {
+                follow_event(&mut runs, event, None, &mut send);
+            }
         }
     }
     requests.queue_older_than(Duration::ZERO);
@@ -609,6 +612,7 @@ fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) 
 /// Sends one batch of `count` spans, encoded as `body`, retried with backoff; counted sent, or
 /// refused after the last try.
 fn send_batch(endpoint: &Endpoint, body: Vec<u8>, count: u64, options: LiveOptions, counts: &Counts) {
+    let body = Bytes::from(body);
     let mut wait = options.backoff;
     for attempt in 1..=options.attempts {
         match post(endpoint, body.clone(), options.timeout) {
