@@ -40,6 +40,8 @@ pub struct LiveOptions {
     pub queue_bytes: usize,
     /// Spans in one request, at most.
     pub batch: usize,
+    /// A request is queued once its body holds this many bytes or more (protobuf).
+    pub batch_bytes: usize,
     /// Tries per batch, the first included.
     pub attempts: u32,
     /// The wait before the second try, doubled for each one after.
@@ -53,7 +55,10 @@ impl Default for LiveOptions {
         LiveOptions {
             // 200,000 node executions' spans of a few hundred bytes each.
             queue_bytes: 64 << 20,
-            batch: 512,
+            // Fewer, larger requests: each costs the sending threads about as much as 500 spans'
+            // bytes; bounded by bytes too, for spans that carry output.
+            batch: 4096,
+            batch_bytes: 1 << 20,
             attempts: 4,
             backoff: Duration::from_millis(250),
             timeout: Duration::from_secs(5),
@@ -137,6 +142,8 @@ struct Queue {
     limit: usize,
     /// Spans in one request, at most.
     batch: usize,
+    /// Bytes in one request's body before it is queued.
+    batch_bytes: usize,
 }
 
 impl Queue {
@@ -172,6 +179,8 @@ struct Requests<'q> {
     gathering: Vec<(Arc<Endpoint>, RequestBody, Option<Instant>)>,
     /// The span each node execution's is written over.
     slot: Span,
+    /// Where each node span is encoded before it is added to its request.
+    scratch: Vec<u8>,
 }
 
 impl<'q> Requests<'q> {
@@ -180,6 +189,7 @@ impl<'q> Requests<'q> {
             queue,
             gathering: Vec::new(),
             slot: Span::default(),
+            scratch: Vec::new(),
         }
     }
 
@@ -209,8 +219,8 @@ impl<'q> Requests<'q> {
                 let end = execution.ended_at_ms.unwrap_or(execution.started_at_ms);
                 if body.encodes_as_added() {
                     fill_node_span_own(&mut self.slot, run, execution, place, end);
-                    let slot = &mut self.slot;
-                    body.add_encoded(|out| common.encode_span(slot, out));
+                    let (slot, scratch) = (&mut self.slot, &mut self.scratch);
+                    body.add_encoded(|out| common.encode_span(slot, scratch, out));
                 } else {
                     fill_node_span(&mut self.slot, run, execution, place, end);
                     body.add(&self.slot);
@@ -218,7 +228,7 @@ impl<'q> Requests<'q> {
             }
             Ended::Made(span) => body.add(span),
         }
-        if body.spans() >= self.queue.batch {
+        if body.spans() >= self.queue.batch || body.encoded_len() >= self.queue.batch_bytes {
             self.queue_one(at);
         }
     }
@@ -266,6 +276,7 @@ impl LiveExport {
             counts: counts.clone(),
             limit: options.queue_bytes,
             batch: options.batch,
+            batch_bytes: options.batch_bytes,
         };
         let sender = {
             let counts = counts.clone();
@@ -353,6 +364,9 @@ struct Followed {
     occurrences: HashMap<String, u32, foldhash::quality::RandomState>,
     /// Open executions, outermost first, each where its span sits.
     open: Vec<(NodeExecution, SpanPlace)>,
+    /// Executions ended and sent, kept to be written over by those that begin (their names'
+    /// room reused: no allocation a node execution).
+    spare: Vec<NodeExecution>,
 }
 
 impl Followed {
@@ -373,8 +387,11 @@ impl Followed {
             None => self.root_span_id,
         };
         let place = SpanPlace::of_node(run_id, node, attempt, self.trace_id, parent);
+        let mut name = self.spare.pop().map(|spare| spare.name).unwrap_or_default();
+        name.clear();
+        name.push_str(node);
         let execution = NodeExecution {
-            name: node.to_owned(),
+            name,
             parent: None,
             depth: depth as i64,
             status: Status::Running,
@@ -417,6 +434,7 @@ impl Followed {
                     place: &place,
                 },
             );
+            self.spare.push(execution);
         }
     }
 }
@@ -510,6 +528,7 @@ fn follow_event(
                 started: Instant::now(),
                 occurrences: HashMap::default(),
                 open: Vec::new(),
+                spare: Vec::new(),
             };
             // A run started again under the same id (never, but then the new one is followed).
             runs.remove(run_id);
@@ -809,6 +828,7 @@ mod tests {
             counts: Arc::new(Counts::default()),
             limit: usize::MAX,
             batch: 7,
+            batch_bytes: usize::MAX,
         };
         let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
         let mut requests = Requests::new(&queue);
@@ -855,6 +875,7 @@ mod tests {
         let options = LiveOptions {
             queue_bytes: 3_000,
             batch: 1,
+            batch_bytes: usize::MAX,
             attempts: 1,
             backoff: Duration::from_millis(1),
             timeout: Duration::from_millis(300),

@@ -213,18 +213,21 @@ impl NodeSpanCommon {
     /// Appends to `out` the encoding of `span` (as [`fill_node_span_own`] filled it) with the
     /// common attributes first in its list, as a length-delimited message: byte for byte
     /// prost's encoding of the whole span (a test compares them). The span is as it was after.
-    pub(super) fn encode_span(&self, span: &mut Span, out: &mut Vec<u8>) {
+    /// It is encoded into `scratch` first and its length taken from there (computing it apart
+    /// would compute each attribute's length once more).
+    pub(super) fn encode_span(&self, span: &mut Span, scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
         use prost::Message;
         // A span's fields are encoded in the order of their numbers: those before its
         // attributes (1 to 8), its attributes (9), those after (10 to 16).
         let mut after = Span::default();
         swap_from_attributes(span, &mut after);
-        let length = span.encoded_len() + self.encoded.len() + after.encoded_len();
-        prost::encode_length_delimiter(length, out).expect("a Vec takes any length");
-        span.encode(out).expect("a Vec takes any length");
-        out.extend_from_slice(&self.encoded);
-        after.encode(out).expect("a Vec takes any length");
+        scratch.clear();
+        span.encode(scratch).expect("a Vec takes any length");
+        scratch.extend_from_slice(&self.encoded);
+        after.encode(scratch).expect("a Vec takes any length");
         swap_from_attributes(span, &mut after);
+        prost::encode_length_delimiter(scratch.len(), out).expect("a Vec takes any length");
+        out.extend_from_slice(scratch);
     }
 }
 

@@ -275,6 +275,11 @@ impl RequestBody {
         self.spans
     }
 
+    /// The bytes of the spans encoded so far (protobuf; JSON keeps spans, not bytes: 0).
+    pub(super) fn encoded_len(&self) -> usize {
+        self.encoded.len()
+    }
+
     /// The request's body; the spans added are taken (the buffer kept for the next request).
     pub(super) fn take(&mut self) -> Vec<u8> {
         self.spans = 0;
