@@ -57,7 +57,7 @@ impl Heard {
                     None => burst[at.start].clone(),
                 };
                 let rest = at.start + 1..at.end;
-                let rest = (!rest.is_empty()).then(|| Heard(Sharing::Shared { burst, at: rest }));
+                let rest = (!rest.is_empty()).then_some(Heard(Sharing::Shared { burst, at: rest }));
                 (first, rest)
             }
         }

@@ -220,7 +220,8 @@ impl<'q> Requests<'q> {
                 if body.encodes_as_added() {
                     fill_node_span_own(&mut self.slot, run, execution, place, end);
                     let (slot, scratch) = (&mut self.slot, &mut self.scratch);
-                    body.add_encoded(|out| common.encode_span(slot, scratch, out));
+                    let plain = NodeSpanCommon::plain_end(execution, place);
+                    body.add_encoded(|out| common.encode_span(slot, plain, scratch, out));
                 } else {
                     fill_node_span(&mut self.slot, run, execution, place, end);
                     body.add(&self.slot);
