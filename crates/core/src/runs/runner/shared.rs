@@ -73,6 +73,10 @@ impl Shared {
     /// empty, its room kept.
     pub(super) fn publish_all(&self, events: &mut Vec<RunEvent>) {
         let mut subscribers = self.subscribers.lock().expect("subscribers lock");
+        if subscribers.is_empty() {
+            events.clear();
+            return;
+        }
         let mut gone = vec![false; subscribers.len()];
         let mut deliver = |i: usize, subscriber: &Subscriber, heard: Heard| {
             if gone[i] {
