@@ -205,8 +205,9 @@ impl SpanPlace {
 pub(super) struct NodeSpanCommon {
     encoded: Vec<u8>,
     /// By its values, the end of a plain node span's encoding: its status, attempt and depth
-    /// attributes and the fields after its attributes.
-    plain_ends: RefCell<HashMap<PlainEnd, Vec<u8>>>,
+    /// attributes and the fields after its attributes. (Looked up once a span: foldhash, not
+    /// SipHash; the keys are a few small numbers, not the agent's text.)
+    plain_ends: RefCell<HashMap<PlainEnd, Vec<u8>, foldhash::fast::FixedState>>,
 }
 
 /// What the end of a plain node span's encoding is made of: the node's status, which execution
