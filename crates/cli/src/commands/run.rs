@@ -232,32 +232,34 @@ fn follow(events: &RunEvents, started: &StartedRun, format: Format, out: &mut im
     loop {
         // Flushed when no event is waiting: a flood is written in large pieces, not line by line.
         // Read as shared: a live export hears the same events, and nothing is copied for this.
-        let event = match events.try_recv_heard() {
-            Ok(event) => event,
+        let heard = match events.try_recv_heard() {
+            Ok(heard) => heard,
             Err(TryRecvError::Empty) => {
                 out.flush()?;
                 match events.recv_heard() {
-                    Ok(event) => event,
+                    Ok(heard) => heard,
                     Err(_) => return Ok(ended(ExitCode::FAILURE)),
                 }
             }
             Err(TryRecvError::Disconnected) => return Ok(ended(ExitCode::FAILURE)),
         };
-        if event.run_id() != started.run_id {
-            continue;
-        }
-        printer.print(out, &event)?;
-        if let RunEvent::RunFinished {
-            status,
-            exit_code: code,
-            ..
-        } = &*event
-        {
-            out.flush()?;
-            return Ok(Followed {
-                exit: exit_code(*status),
-                never_started: !printer.printed_stdout && matches!(code, Some(126 | 127)),
-            });
+        for event in heard.iter() {
+            if event.run_id() != started.run_id {
+                continue;
+            }
+            printer.print(out, event)?;
+            if let RunEvent::RunFinished {
+                status,
+                exit_code: code,
+                ..
+            } = event
+            {
+                out.flush()?;
+                return Ok(Followed {
+                    exit: exit_code(*status),
+                    never_started: !printer.printed_stdout && matches!(code, Some(126 | 127)),
+                });
+            }
         }
     }
 }

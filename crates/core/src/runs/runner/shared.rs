@@ -2,8 +2,8 @@
 //! (and how events reach them), and the search indexer that follows the runs' output.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::events::RunEvent;
 use super::live_run::LiveRun;
 use super::request::Keeper;
-use super::subscription::{taken_place, EventSender, Heard};
+use super::subscription::{taken_place, EventSender, Heard, Queued};
 use crate::store::Store;
 
 pub(super) struct Shared {
@@ -68,53 +68,49 @@ impl Shared {
 
     /// Sends each event to every subscriber that hears it, in order, under one lock: a burst of
     /// events wakes a waiting subscriber once rather than once per event. The events of the
-    /// burst that several subscribers hear are shared by them ([`Heard`]), not copied for each.
-    /// `events` is left empty, its room kept.
+    /// burst that several subscribers hear are shared by them, not copied for each, and those a
+    /// subscriber hears in a row reach it as one item of its queue ([`Heard`]). `events` is left
+    /// empty, its room kept.
     pub(super) fn publish_all(&self, events: &mut Vec<RunEvent>) {
         let mut subscribers = self.subscribers.lock().expect("subscribers lock");
         if subscribers.is_empty() {
             events.clear();
             return;
         }
-        let hearing_output = subscribers.iter().filter(|s| s.output).count();
         let mut gone = vec![false; subscribers.len()];
-        let mut deliver = |heard: Heard| {
-            let is_output = matches!(*heard, RunEvent::Output { .. });
-            let hears = |subscriber: &Subscriber| !is_output || subscriber.output;
-            let Some(last) = subscribers.iter().rposition(hears) else {
+        let mut deliver = |i: usize, subscriber: &Subscriber, heard: Heard| {
+            if gone[i] {
                 return;
-            };
-            let mut heard = Some(heard);
-            for (i, subscriber) in subscribers.iter().enumerate() {
-                if gone[i] || !hears(subscriber) {
-                    continue;
-                }
-                let sent = if i == last { heard.take() } else { heard.clone() };
-                let Some(sent) = sent else { continue };
-                if subscriber.lossless {
-                    // Waits for the subscriber: its run waits, and so does the agent's next write.
-                    if !subscriber.sender.send(sent) {
-                        gone[i] = true;
-                    }
-                    continue;
-                }
-                match subscriber.sender.try_send(sent).map_err(|unsent| *unsent) {
-                    Ok(()) => {}
-                    Err(mpsc::TrySendError::Full(dropped)) => {
-                        tracing::warn!(
-                            run_id = dropped.run_id(),
-                            "a subscriber is behind; an event was dropped"
-                        );
-                    }
-                    Err(mpsc::TrySendError::Disconnected(_)) => gone[i] = true,
-                }
+            }
+            if subscriber.lossless {
+                // Waits for the subscriber: its run waits, and so does the agent's next write.
+                gone[i] = !subscriber.sender.send(heard);
+                return;
+            }
+            match subscriber.sender.try_send(heard) {
+                Queued::All => {}
+                Queued::Lost(lost) => tracing::warn!(
+                    run_id = lost[0].run_id(),
+                    lost = lost.len(),
+                    "a subscriber is behind; events were dropped"
+                ),
+                Queued::Gone => gone[i] = true,
             }
         };
-        let (share_output, share_others) = (hearing_output > 1, subscribers.len() > 1);
-        if share_output || share_others {
-            shared_bursts(events, share_output, share_others).for_each(&mut deliver);
+        if let [subscriber] = subscribers.as_slice() {
+            // Alone, it hears its events as its own.
+            for event in events.drain(..) {
+                if subscriber.output || kind_of(&event) == OTHER {
+                    deliver(0, subscriber, Heard::from(event));
+                }
+            }
         } else {
-            events.drain(..).map(Heard::from).for_each(&mut deliver);
+            let hearing_output = subscribers.iter().filter(|s| s.output).count();
+            let bursts = Bursts::of(events, [hearing_output > 1, subscribers.len() > 1]);
+            for (i, subscriber) in subscribers.iter().enumerate() {
+                bursts.each_heard_by(subscriber.output, events, |heard| deliver(i, subscriber, heard));
+            }
+            events.clear();
         }
         let mut index = 0;
         subscribers.retain(|_| {
@@ -124,47 +120,86 @@ impl Shared {
     }
 }
 
-/// `events` as subscribers hear them, in order (`events` left empty): the output lines shared
-/// (one burst of them) when `share_output`, the other events (another) when `share_others`, the
-/// rest each its own. Each event is moved once, into its burst or its own [`Heard`]. A burst
-/// holds only events of one kind, so a subscriber holds alive no event it does not hear.
-fn shared_bursts(
-    events: &mut Vec<RunEvent>,
-    share_output: bool,
-    share_others: bool,
-) -> impl Iterator<Item = Heard> + '_ {
-    const OWN: u8 = 2;
-    let shares = [share_output, share_others];
-    // 0: an output line, 1: any other event.
-    let kind_of = |event: &RunEvent| usize::from(!matches!(event, RunEvent::Output { .. }));
-    let mut sizes = [0, 0];
-    for event in events.iter() {
-        sizes[kind_of(event)] += 1;
+/// An event's kind: an output line, or any other event (a subscriber hears the others, and the
+/// lines if it asked for them).
+const OUTPUT: usize = 0;
+const OTHER: usize = 1;
+
+fn kind_of(event: &RunEvent) -> usize {
+    if matches!(event, RunEvent::Output { .. }) {
+        OUTPUT
+    } else {
+        OTHER
     }
-    let mut bursts = [0, 1].map(|kind| Vec::with_capacity(if shares[kind] { sizes[kind] } else { 0 }));
-    // Each event's kind, or OWN when it is not shared: its place in `events` is taken by an
-    // empty event once it is in its burst.
-    let kinds: Vec<u8> = events
-        .iter_mut()
-        .map(|event| {
-            let kind = kind_of(event);
-            if !shares[kind] {
-                return OWN;
+}
+
+/// One publication's events of each kind several subscribers hear, moved into a burst of their
+/// own, shared by those subscribers (a burst holds only events of one kind, so a subscriber
+/// holds alive no event it does not hear); the events of a kind one subscriber alone hears stay
+/// where they are, to be moved into its queue.
+struct Bursts {
+    /// Each kind's burst, when several subscribers hear it.
+    shared: [Option<Arc<Vec<RunEvent>>>; 2],
+    /// Each event's kind, in order (the place of one moved into its burst is empty now).
+    kinds: Vec<u8>,
+}
+
+impl Bursts {
+    /// The bursts of `events` for each kind `shares` says several subscribers hear: each event
+    /// of those moved once into its burst, an empty event left in its place.
+    fn of(events: &mut [RunEvent], shares: [bool; 2]) -> Bursts {
+        let kinds: Vec<u8> = events.iter().map(|event| kind_of(event) as u8).collect();
+        let mut bursts = [OUTPUT, OTHER].map(|kind| {
+            let size = kinds.iter().filter(|k| usize::from(**k) == kind).count();
+            shares[kind].then(|| Vec::with_capacity(size))
+        });
+        for (event, kind) in events.iter_mut().zip(&kinds) {
+            if let Some(burst) = &mut bursts[usize::from(*kind)] {
+                burst.push(std::mem::replace(event, taken_place()));
             }
-            bursts[kind].push(std::mem::replace(event, taken_place()));
-            kind as u8
-        })
-        .collect();
-    let bursts = bursts.map(Arc::new);
-    let mut next = [0, 0];
-    events.drain(..).zip(kinds).map(move |(event, kind)| match kind {
-        OWN => Heard::from(event),
-        kind => {
-            let kind = usize::from(kind);
-            next[kind] += 1;
-            Heard::shared(&bursts[kind], next[kind] - 1)
         }
-    })
+        Bursts {
+            shared: bursts.map(|burst| burst.map(Arc::new)),
+            kinds,
+        }
+    }
+
+    /// Gives `deliver`, in order, the events a subscriber hears (the lines too with `output`):
+    /// the shared ones it hears in a row as one [`Heard`], the others as its own (moved out of
+    /// `events`: it alone hears them).
+    fn each_heard_by(&self, output: bool, events: &mut [RunEvent], mut deliver: impl FnMut(Heard)) {
+        // Where each kind's next event is in its burst, and the shared events heard in a row.
+        let mut next = [0, 0];
+        let mut in_a_row: Option<(usize, Range<usize>)> = None;
+        let shared =
+            |(kind, at): (usize, Range<usize>)| Heard::shared(self.shared[kind].as_ref().expect("a shared kind"), at);
+        for (event, kind) in events.iter_mut().zip(&self.kinds) {
+            let kind = usize::from(*kind);
+            if kind == OUTPUT && !output {
+                continue;
+            }
+            if self.shared[kind].is_none() {
+                if let Some(run) = in_a_row.take() {
+                    deliver(shared(run));
+                }
+                deliver(Heard::from(std::mem::replace(event, taken_place())));
+                continue;
+            }
+            let at = next[kind];
+            next[kind] += 1;
+            match &mut in_a_row {
+                Some((k, range)) if *k == kind && range.end == at => range.end += 1,
+                _ => {
+                    if let Some(run) = in_a_row.replace((kind, at..at + 1)) {
+                        deliver(shared(run));
+                    }
+                }
+            }
+        }
+        if let Some(run) = in_a_row {
+            deliver(shared(run));
+        }
+    }
 }
 
 pub(super) struct Subscriber {
@@ -238,9 +273,15 @@ mod tests {
         }
     }
 
+    /// The events of what was heard, in order.
+    fn flat(heard: &[Heard]) -> Vec<RunEvent> {
+        heard.iter().flat_map(|h| h.iter().cloned()).collect()
+    }
+
     /// Two subscribers, one of them without output lines: each hears its events in order; the
-    /// events both hear are the same ones in memory (shared, not copied), the lines only one
-    /// hears are its own; and a subscriber alone hears its events as its own.
+    /// events both hear are the same ones in memory (shared, not copied), and those one hears in
+    /// a row are one item of its queue; the lines only one hears are its own; and a subscriber
+    /// alone hears its events as its own.
     #[test]
     fn events_several_subscribers_hear_are_shared_not_copied() {
         let store = Arc::new(Store::open(&StoreLocation::memory()).unwrap());
@@ -258,12 +299,10 @@ mod tests {
         let alone = subscribe(true, true);
         shared.publish_all(&mut vec![node(0), line(1)]);
         let heard: Vec<Heard> = alone.try_iter_heard();
-        assert_eq!(
-            heard.iter().map(|h| (**h).clone()).collect::<Vec<_>>(),
-            [node(0), line(1)]
-        );
-        // Alone, its events are its own: a copy is another event.
-        assert!(!std::ptr::eq(&*heard[0].clone(), &*heard[0]));
+        assert_eq!(flat(&heard), [node(0), line(1)]);
+        // Alone, its events are its own, one an item: a copy is another event.
+        assert_eq!(heard.len(), 2);
+        assert!(!std::ptr::eq(&heard[0].clone()[0], &heard[0][0]));
 
         let nodes = subscribe(false, false);
         let events = [node(2), line(3), node(4), line(5)];
@@ -272,21 +311,24 @@ mod tests {
         assert!(published.is_empty());
         let all = alone.try_iter_heard();
         let only_nodes = nodes.try_iter_heard();
-        assert_eq!(all.iter().map(|h| (**h).clone()).collect::<Vec<_>>(), events);
-        assert_eq!(
-            only_nodes.iter().map(|h| (**h).clone()).collect::<Vec<_>>(),
-            [node(2), node(4)]
-        );
-        // The node events are one burst both hold; the lines, heard by one, its own.
-        assert!(std::ptr::eq(&*all[0], &*only_nodes[0]));
-        assert!(std::ptr::eq(&*all[2], &*only_nodes[1]));
-        assert!(std::ptr::eq(&*all[2], (&*all[0] as *const RunEvent).wrapping_add(1)));
-        assert!(!std::ptr::eq(&*all[1].clone(), &*all[1]));
-        // Owned, a shared event is copied while the other subscriber holds it, taken after.
-        let mut all = all.into_iter();
-        assert_eq!(all.next().unwrap().into_event(), node(2));
-        drop(only_nodes);
-        assert_eq!(all.nth(1).unwrap().into_event(), node(4));
+        assert_eq!(flat(&all), events);
+        assert_eq!(flat(&only_nodes), [node(2), node(4)]);
+        // The node events are one burst both hold: one item for the subscriber that hears them in
+        // a row, one each between the lines (its own) for the other.
+        assert_eq!(only_nodes.len(), 1);
+        assert_eq!(all.iter().map(|h| h.len()).collect::<Vec<_>>(), [1, 1, 1, 1]);
+        assert!(std::ptr::eq(&all[0][0], &only_nodes[0][0]));
+        assert!(std::ptr::eq(&all[2][0], &only_nodes[0][1]));
+        assert!(!std::ptr::eq(&all[1].clone()[0], &all[1][0]));
+        drop((all, only_nodes));
+
+        // Read an event at a time, a shared event is copied while the other subscriber holds
+        // it, taken after; the rest of an item is kept for the next read.
+        shared.publish_all(&mut vec![node(6), node(7), node(8)]);
+        assert_eq!(alone.try_recv().unwrap(), node(6));
+        drop(nodes.try_iter_heard());
+        assert_eq!(alone.try_recv().unwrap(), node(7));
+        assert_eq!(flat(&alone.try_iter_heard()), [node(8)]);
         *shared.subscribers.lock().unwrap() = Vec::new();
         shared.shutting_down.store(true, Ordering::SeqCst);
         shared.index_wanted.nudge();

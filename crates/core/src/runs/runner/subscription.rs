@@ -3,11 +3,13 @@
 //! and writes every slot when it is made: 9.4 MB a subscriber, three in the app, with no run.)
 //! Past the bound a lossy subscriber loses the newest events and a lossless one makes its runs
 //! wait until it reads, as a bounded channel did. An event several subscribers hear is shared
-//! by them, not copied for each ([`Heard`]).
+//! by them, not copied for each, and the events of a burst a subscriber hears in a row reach it
+//! as one item of its queue ([`Heard`]).
 
-use std::ops::Deref;
+use std::cell::RefCell;
+use std::ops::{Deref, Range};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, RecvError, RecvTimeoutError, SendError, TryRecvError, TrySendError};
+use std::sync::mpsc::{self, RecvError, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -17,36 +19,62 @@ use super::events::RunEvent;
 /// one's runs wait for it.
 pub(super) const EVENT_BUFFER: usize = 65_536;
 
-/// An event as a subscriber hears it: its own, or one of a burst of events that several
-/// subscribers hear, shared by them (a second subscriber costs a count, not a copy of each
-/// event's strings on the run's thread, and the strings are freed once). It reads as the event.
+/// Events as a subscriber hears them, in order: one of its own, or several in a row of a burst
+/// that several subscribers hear, shared by them (a second subscriber costs a count a burst, not
+/// a copy of each event's strings on the run's thread, nor a queue item and a count per event;
+/// the strings are freed once). It reads as the slice of its events (never empty).
 #[derive(Debug, Clone)]
 pub struct Heard(Sharing);
 
 #[derive(Debug, Clone)]
 enum Sharing {
     Own(RunEvent),
-    Shared { burst: Arc<Vec<RunEvent>>, at: usize },
+    Shared {
+        burst: Arc<Vec<RunEvent>>,
+        /// Never empty.
+        at: Range<usize>,
+    },
 }
 
 impl Heard {
-    /// The `at`-th event of `burst`, which several subscribers hear.
-    pub(super) fn shared(burst: &Arc<Vec<RunEvent>>, at: usize) -> Heard {
+    /// The events `at` of `burst` (a range not empty), which several subscribers hear.
+    pub(super) fn shared(burst: &Arc<Vec<RunEvent>>, at: Range<usize>) -> Heard {
+        debug_assert!(!at.is_empty() && at.end <= burst.len());
         Heard(Sharing::Shared {
             burst: burst.clone(),
             at,
         })
     }
 
-    /// The event, owned: copied when another subscriber still holds it.
-    pub fn into_event(self) -> RunEvent {
+    /// The first event, owned (copied when another subscriber still holds it), and the rest.
+    fn take_first(self) -> (RunEvent, Option<Heard>) {
         match self.0 {
-            Sharing::Own(event) => event,
-            Sharing::Shared { mut burst, at } => match Arc::get_mut(&mut burst) {
-                // Nobody else holds the burst: the event is taken, an empty one left in its place.
-                Some(events) => std::mem::replace(&mut events[at], taken_place()),
-                None => burst[at].clone(),
-            },
+            Sharing::Own(event) => (event, None),
+            Sharing::Shared { mut burst, at } => {
+                let first = match Arc::get_mut(&mut burst) {
+                    // Nobody else holds the burst: the event is taken, an empty one left in its place.
+                    Some(events) => std::mem::replace(&mut events[at.start], taken_place()),
+                    None => burst[at.start].clone(),
+                };
+                let rest = at.start + 1..at.end;
+                let rest = (!rest.is_empty()).then_some(Heard(Sharing::Shared { burst, at: rest }));
+                (first, rest)
+            }
+        }
+    }
+
+    /// The events from the `n`-th on, taken off (`None` when there are `n` or fewer).
+    fn split_off(&mut self, n: usize) -> Option<Heard> {
+        match &mut self.0 {
+            Sharing::Shared { burst, at } if at.len() > n => {
+                let rest = at.start + n..at.end;
+                at.end = rest.start;
+                Some(Heard(Sharing::Shared {
+                    burst: burst.clone(),
+                    at: rest,
+                }))
+            }
+            _ => None,
         }
     }
 }
@@ -66,22 +94,25 @@ impl From<RunEvent> for Heard {
 }
 
 impl Deref for Heard {
-    type Target = RunEvent;
+    type Target = [RunEvent];
 
-    fn deref(&self) -> &RunEvent {
+    fn deref(&self) -> &[RunEvent] {
         match &self.0 {
-            Sharing::Own(event) => event,
-            Sharing::Shared { burst, at } => &burst[*at],
+            Sharing::Own(event) => std::slice::from_ref(event),
+            Sharing::Shared { burst, at } => &burst[at.clone()],
         }
     }
 }
 
 /// A subscriber's end of its queue, from `Supervisor::subscribe`
-/// and its siblings: the events of every run, in order. Its methods are a `Receiver`'s; those
-/// ending in `_heard` give the event as it is shared ([`Heard`]), without a copy.
+/// and its siblings: the events of every run, in order. Its methods are a `Receiver`'s, an event
+/// at a time; those ending in `_heard` give the events as they are shared ([`Heard`]: several in
+/// a row, without a copy).
 pub struct RunEvents {
     receiver: mpsc::Receiver<Heard>,
     held: Arc<Held>,
+    /// What is left of the last item read an event at a time.
+    rest: RefCell<Option<Heard>>,
 }
 
 /// The runs' end of a subscriber's queue.
@@ -101,7 +132,7 @@ struct Held {
 }
 
 /// A queue that holds at most `bound` events unread; it allocates as it holds them (the
-/// standard library's unbounded channel, blocks of a few dozen events, freed as they are read).
+/// standard library's unbounded channel, blocks of a few dozen items, freed as they are read).
 pub(crate) fn event_queue(bound: usize) -> (EventSender, RunEvents) {
     let (sender, receiver) = mpsc::channel();
     let held = Arc::new(Held {
@@ -116,96 +147,145 @@ pub(crate) fn event_queue(bound: usize) -> (EventSender, RunEvents) {
             sender,
             held: held.clone(),
         },
-        RunEvents { receiver, held },
+        RunEvents {
+            receiver,
+            held,
+            rest: RefCell::new(None),
+        },
     )
 }
 
 impl Held {
-    /// An event was read: a sender waiting for room is woken when there is room again.
-    fn taken(&self) {
-        if self.count.fetch_sub(1, Ordering::SeqCst) >= self.bound {
+    /// `n` events were read: a sender waiting for room is woken when there is room again.
+    fn taken(&self, n: usize) {
+        if self.count.fetch_sub(n, Ordering::SeqCst) >= self.bound {
             // Under the lock: a sender that saw the queue full is waiting by now, not about to.
             let _room = self.room_lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             self.room.notify_all();
         }
     }
 
-    fn wait_for_room(&self) {
+    /// Waits while the queue is full; the room there is then (0: the reader is gone).
+    fn wait_for_room(&self) -> usize {
         let mut room = self.room_lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        while self.count.load(Ordering::SeqCst) >= self.bound && !self.reader_gone.load(Ordering::SeqCst) {
+        loop {
+            if self.reader_gone.load(Ordering::SeqCst) {
+                return 0;
+            }
+            let count = self.count.load(Ordering::SeqCst);
+            if count < self.bound {
+                return self.bound - count;
+            }
             room = self.room.wait(room).unwrap_or_else(|poisoned| poisoned.into_inner());
         }
     }
 }
 
+/// What became of events given to a lossy subscriber's queue.
+#[derive(Debug)]
+pub(crate) enum Queued {
+    /// All of them queued.
+    All,
+    /// These, the newest, were lost: the queue was full (the others queued).
+    Lost(Heard),
+    /// The reader is gone: none queued.
+    Gone,
+}
+
 impl EventSender {
-    /// Queues the event unless the queue holds its bound already (then the event is handed
-    /// back as `Full`): a lossy subscriber's.
-    pub(crate) fn try_send(&self, event: Heard) -> Result<(), Box<TrySendError<Heard>>> {
+    /// Queues the events as far as the queue's bound allows, the newest past it lost: a lossy
+    /// subscriber's.
+    pub(crate) fn try_send(&self, mut heard: Heard) -> Queued {
         if self.held.reader_gone.load(Ordering::SeqCst) {
-            return Err(Box::new(TrySendError::Disconnected(event)));
+            return Queued::Gone;
         }
-        if self.held.count.fetch_add(1, Ordering::SeqCst) >= self.held.bound {
-            self.held.count.fetch_sub(1, Ordering::SeqCst);
-            return Err(Box::new(TrySendError::Full(event)));
+        let n = heard.len();
+        let before = self.held.count.fetch_add(n, Ordering::SeqCst);
+        let room = self.held.bound.saturating_sub(before).min(n);
+        if room < n {
+            self.held.count.fetch_sub(n - room, Ordering::SeqCst);
+            if room == 0 {
+                return Queued::Lost(heard);
+            }
         }
-        self.sender.send(event).map_err(|SendError(event)| {
-            self.held.count.fetch_sub(1, Ordering::SeqCst);
-            Box::new(TrySendError::Disconnected(event))
-        })
+        let lost = heard.split_off(room);
+        if self.sender.send(heard).is_err() {
+            self.held.count.fetch_sub(room, Ordering::SeqCst);
+            return Queued::Gone;
+        }
+        lost.map_or(Queued::All, Queued::Lost)
     }
 
-    /// Queues the event, first waiting while the queue holds its bound: a lossless subscriber's.
-    /// False when the reader is gone.
-    pub(crate) fn send(&self, event: Heard) -> bool {
-        self.held.wait_for_room();
-        if self.held.reader_gone.load(Ordering::SeqCst) {
-            return false;
+    /// Queues the events, waiting while the queue holds its bound (in parts as room is made): a
+    /// lossless subscriber's. False when the reader is gone.
+    pub(crate) fn send(&self, heard: Heard) -> bool {
+        let mut next = Some(heard);
+        while let Some(mut heard) = next {
+            let room = self.held.wait_for_room();
+            if room == 0 {
+                return false;
+            }
+            next = heard.split_off(room);
+            let n = heard.len();
+            self.held.count.fetch_add(n, Ordering::SeqCst);
+            if self.sender.send(heard).is_err() {
+                self.held.count.fetch_sub(n, Ordering::SeqCst);
+                return false;
+            }
         }
-        self.held.count.fetch_add(1, Ordering::SeqCst);
-        let sent = self.sender.send(event).is_ok();
-        if !sent {
-            self.held.count.fetch_sub(1, Ordering::SeqCst);
-        }
-        sent
+        true
     }
 }
 
 impl RunEvents {
     /// The next event, waiting for it; an error once the supervisor is gone and every event read.
     pub fn recv(&self) -> Result<RunEvent, RecvError> {
-        self.recv_heard().map(Heard::into_event)
+        let heard = self.recv_heard()?;
+        Ok(self.first_of(heard))
     }
 
     /// The next event, waiting for it at most `timeout`.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<RunEvent, RecvTimeoutError> {
-        self.recv_timeout_heard(timeout).map(Heard::into_event)
+        let heard = self.recv_timeout_heard(timeout)?;
+        Ok(self.first_of(heard))
     }
 
     /// The next event if one is there.
     pub fn try_recv(&self) -> Result<RunEvent, TryRecvError> {
-        self.try_recv_heard().map(Heard::into_event)
+        let heard = self.try_recv_heard()?;
+        Ok(self.first_of(heard))
     }
 
-    /// [`RunEvents::recv`], the event as it is shared.
+    /// `heard`'s first event, owned; the rest kept for the next read.
+    fn first_of(&self, heard: Heard) -> RunEvent {
+        let (first, rest) = heard.take_first();
+        *self.rest.borrow_mut() = rest;
+        first
+    }
+
+    /// The next events in a row, as they are shared ([`RunEvents::recv`]'s wait).
     pub fn recv_heard(&self) -> Result<Heard, RecvError> {
-        let event = self.receiver.recv()?;
-        self.held.taken();
-        Ok(event)
+        self.read(|| self.receiver.recv())
     }
 
-    /// [`RunEvents::recv_timeout`], the event as it is shared.
+    /// [`RunEvents::recv_heard`] waiting at most `timeout`.
     pub fn recv_timeout_heard(&self, timeout: Duration) -> Result<Heard, RecvTimeoutError> {
-        let event = self.receiver.recv_timeout(timeout)?;
-        self.held.taken();
-        Ok(event)
+        self.read(|| self.receiver.recv_timeout(timeout))
     }
 
-    /// [`RunEvents::try_recv`], the event as it is shared.
+    /// [`RunEvents::recv_heard`] if any is there.
     pub fn try_recv_heard(&self) -> Result<Heard, TryRecvError> {
-        let event = self.receiver.try_recv()?;
-        self.held.taken();
-        Ok(event)
+        self.read(|| self.receiver.try_recv())
+    }
+
+    /// What is left of the last item read an event at a time, else the next item `receive` gives.
+    fn read<E>(&self, receive: impl FnOnce() -> Result<Heard, E>) -> Result<Heard, E> {
+        if let Some(rest) = self.rest.borrow_mut().take() {
+            return Ok(rest);
+        }
+        let heard = receive()?;
+        self.held.taken(heard.len());
+        Ok(heard)
     }
 
     /// The events waiting now, as they are shared.
@@ -238,12 +318,30 @@ mod tests {
 
     use super::*;
 
-    fn event(n: usize) -> Heard {
+    fn discarded(n: usize) -> RunEvent {
         RunEvent::NodeDiscarded {
             run_id: "r".to_owned(),
             node: n.to_string(),
         }
-        .into()
+    }
+
+    fn event(n: usize) -> Heard {
+        discarded(n).into()
+    }
+
+    /// Events `from..to` as one shared item.
+    fn burst(from: usize, to: usize) -> Heard {
+        let events = Arc::new((from..to).map(discarded).collect::<Vec<_>>());
+        Heard::shared(&events, 0..to - from)
+    }
+
+    /// How many events a lossy queue lost of those given it.
+    fn lost(queued: Queued) -> usize {
+        match queued {
+            Queued::All => 0,
+            Queued::Lost(lost) => lost.len(),
+            Queued::Gone => panic!("the reader is there"),
+        }
     }
 
     fn node(event: RunEvent) -> String {
@@ -257,36 +355,61 @@ mod tests {
     fn a_lossy_queue_holds_its_bound_and_loses_the_newest_past_it() {
         let (sender, events) = event_queue(EVENT_BUFFER);
         for n in 0..EVENT_BUFFER {
-            sender.try_send(event(n)).expect("room up to the bound");
+            assert_eq!(lost(sender.try_send(event(n))), 0, "room up to the bound");
         }
-        assert!(matches!(
-            sender.try_send(event(EVENT_BUFFER)).map_err(|e| *e),
-            Err(TrySendError::Full(_))
-        ));
+        assert_eq!(lost(sender.try_send(event(EVENT_BUFFER))), 1);
         assert_eq!(node(events.try_recv().unwrap()), "0");
-        sender
-            .try_send(event(EVENT_BUFFER + 1))
-            .expect("one read, one more room");
-        assert!(matches!(
-            sender.try_send(event(EVENT_BUFFER + 2)).map_err(|e| *e),
-            Err(TrySendError::Full(_))
-        ));
+        assert_eq!(
+            lost(sender.try_send(event(EVENT_BUFFER + 1))),
+            0,
+            "one read, one more room"
+        );
+        assert_eq!(lost(sender.try_send(event(EVENT_BUFFER + 2))), 1);
         let rest: Vec<String> = std::iter::from_fn(|| events.try_recv().ok()).map(node).collect();
         assert_eq!(rest.len(), EVENT_BUFFER);
         assert_eq!(rest.first().map(String::as_str), Some("1"));
         assert_eq!(rest.last().map(String::as_str), Some(&*(EVENT_BUFFER + 1).to_string()));
         drop(events);
-        assert!(matches!(
-            sender.try_send(event(0)).map_err(|e| *e),
-            Err(TrySendError::Disconnected(_))
-        ));
+        assert!(matches!(sender.try_send(event(0)), Queued::Gone));
+    }
+
+    /// A burst is one item of the queue but counts as its events: past the bound its newest
+    /// events are lost, the others queued; read an event at a time, it gives them in order.
+    #[test]
+    fn a_burst_counts_as_its_events_and_is_cut_at_the_bound() {
+        let (sender, events) = event_queue(10);
+        assert_eq!(lost(sender.try_send(burst(0, 4))), 0);
+        assert_eq!(lost(sender.try_send(event(4))), 0);
+        match sender.try_send(burst(5, 12)) {
+            Queued::Lost(lost) => assert_eq!(
+                lost.iter().cloned().map(node).collect::<Vec<_>>(),
+                ["10", "11"],
+                "room for 5 of 7: the newest 2 lost"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(lost(sender.try_send(burst(12, 14))), 2);
+        assert_eq!(events.held.count.load(Ordering::SeqCst), 10);
+        let first = events.try_recv_heard().unwrap();
+        assert_eq!(first.len(), 4);
+        assert_eq!(events.held.count.load(Ordering::SeqCst), 6);
+        // An event at a time: the rest of an item is kept for the next read, of either kind.
+        assert_eq!(node(events.try_recv().unwrap()), "4");
+        assert_eq!(node(events.try_recv().unwrap()), "5");
+        let rest = events.try_recv_heard().unwrap();
+        assert_eq!(rest.iter().cloned().map(node).collect::<Vec<_>>(), ["6", "7", "8", "9"]);
+        assert!(matches!(events.try_recv_heard(), Err(TryRecvError::Empty)));
+        assert_eq!(events.held.count.load(Ordering::SeqCst), 0);
     }
 
     #[test]
     fn a_lossless_sender_waits_at_the_bound_until_an_event_is_read() {
         let (sender, events) = event_queue(3);
         let sending = thread::spawn(move || {
-            for n in 0..6 {
+            assert!(sender.send(burst(0, 2)), "the reader is there");
+            // Room for one of these two: the other waits.
+            assert!(sender.send(burst(2, 4)), "the reader is there");
+            for n in 4..6 {
                 assert!(sender.send(event(n)), "the reader is there");
             }
             sender

@@ -24,6 +24,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use opentelemetry_proto::tonic::trace::v1::Span;
+use prost::bytes::Bytes;
 
 use super::map::{fill_node_span, fill_node_span_own, root_span, NodeExecution, NodeSpanCommon, RunTrace, SpanPlace};
 use super::push::{post, Endpoint, RequestBody};
@@ -39,6 +40,8 @@ pub struct LiveOptions {
     pub queue_bytes: usize,
     /// Spans in one request, at most.
     pub batch: usize,
+    /// A request is queued once its body holds this many bytes or more (protobuf).
+    pub batch_bytes: usize,
     /// Tries per batch, the first included.
     pub attempts: u32,
     /// The wait before the second try, doubled for each one after.
@@ -52,7 +55,10 @@ impl Default for LiveOptions {
         LiveOptions {
             // 200,000 node executions' spans of a few hundred bytes each.
             queue_bytes: 64 << 20,
-            batch: 512,
+            // Fewer, larger requests: each costs the sending threads about as much as 500 spans'
+            // bytes; bounded by bytes too, for spans that carry output.
+            batch: 4096,
+            batch_bytes: 1 << 20,
             attempts: 4,
             backoff: Duration::from_millis(250),
             timeout: Duration::from_secs(5),
@@ -136,6 +142,8 @@ struct Queue {
     limit: usize,
     /// Spans in one request, at most.
     batch: usize,
+    /// Bytes in one request's body before it is queued.
+    batch_bytes: usize,
 }
 
 impl Queue {
@@ -171,6 +179,8 @@ struct Requests<'q> {
     gathering: Vec<(Arc<Endpoint>, RequestBody, Option<Instant>)>,
     /// The span each node execution's is written over.
     slot: Span,
+    /// Where each node span is encoded before it is added to its request.
+    scratch: Vec<u8>,
 }
 
 impl<'q> Requests<'q> {
@@ -179,6 +189,7 @@ impl<'q> Requests<'q> {
             queue,
             gathering: Vec::new(),
             slot: Span::default(),
+            scratch: Vec::new(),
         }
     }
 
@@ -208,8 +219,9 @@ impl<'q> Requests<'q> {
                 let end = execution.ended_at_ms.unwrap_or(execution.started_at_ms);
                 if body.encodes_as_added() {
                     fill_node_span_own(&mut self.slot, run, execution, place, end);
-                    let slot = &mut self.slot;
-                    body.add_encoded(|out| common.encode_span(slot, out));
+                    let (slot, scratch) = (&mut self.slot, &mut self.scratch);
+                    let plain = NodeSpanCommon::plain_end(execution, place);
+                    body.add_encoded(|out| common.encode_span(slot, plain, scratch, out));
                 } else {
                     fill_node_span(&mut self.slot, run, execution, place, end);
                     body.add(&self.slot);
@@ -217,7 +229,7 @@ impl<'q> Requests<'q> {
             }
             Ended::Made(span) => body.add(span),
         }
-        if body.spans() >= self.queue.batch {
+        if body.spans() >= self.queue.batch || body.encoded_len() >= self.queue.batch_bytes {
             self.queue_one(at);
         }
     }
@@ -265,6 +277,7 @@ impl LiveExport {
             counts: counts.clone(),
             limit: options.queue_bytes,
             batch: options.batch,
+            batch_bytes: options.batch_bytes,
         };
         let sender = {
             let counts = counts.clone();
@@ -352,6 +365,9 @@ struct Followed {
     occurrences: HashMap<String, u32, foldhash::quality::RandomState>,
     /// Open executions, outermost first, each where its span sits.
     open: Vec<(NodeExecution, SpanPlace)>,
+    /// Executions ended and sent, kept to be written over by those that begin (their names'
+    /// room reused: no allocation a node execution).
+    spare: Vec<NodeExecution>,
 }
 
 impl Followed {
@@ -372,8 +388,11 @@ impl Followed {
             None => self.root_span_id,
         };
         let place = SpanPlace::of_node(run_id, node, attempt, self.trace_id, parent);
+        let mut name = self.spare.pop().map(|spare| spare.name).unwrap_or_default();
+        name.clear();
+        name.push_str(node);
         let execution = NodeExecution {
-            name: node.to_owned(),
+            name,
             parent: None,
             depth: depth as i64,
             status: Status::Running,
@@ -416,6 +435,7 @@ impl Followed {
                     place: &place,
                 },
             );
+            self.spare.push(execution);
         }
     }
 }
@@ -433,9 +453,9 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
     let mut paused = false;
     loop {
         // Read as shared: the events' strings are not copied for the export (a run's node names
-        // are copied once, as its open executions).
-        let event = match events.try_recv_heard() {
-            Ok(event) => event,
+        // are copied once, as its open executions), and the events of a burst come in one read.
+        let heard = match events.try_recv_heard() {
+            Ok(heard) => heard,
             Err(TryRecvError::Disconnected) => break,
             Err(TryRecvError::Empty) if !paused => {
                 paused = true;
@@ -446,7 +466,7 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
             Err(TryRecvError::Empty) => {
                 requests.queue_older_than(Duration::ZERO);
                 match events.recv_timeout_heard(Duration::from_millis(50)) {
-                    Ok(event) => event,
+                    Ok(heard) => heard,
                     Err(RecvTimeoutError::Timeout) if stop.load(Ordering::SeqCst) => break,
                     Err(RecvTimeoutError::Timeout) => continue,
                     Err(RecvTimeoutError::Disconnected) => break,
@@ -455,11 +475,13 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
         };
         paused = false;
         let mut send = |endpoint: &Arc<Endpoint>, ended: Ended| requests.add(endpoint, ended);
-        if let RunEvent::RunStarted { run_id, .. } = &*event {
-            let Some(endpoint) = route(run_id) else { continue };
-            follow_event(&mut runs, &event, Some(endpoint), &mut send);
-        } else {
-            follow_event(&mut runs, &event, None, &mut send);
+        for event in heard.iter() {
+            if let RunEvent::RunStarted { run_id, .. } = event {
+                let Some(endpoint) = route(run_id) else { continue };
+                follow_event(&mut runs, event, Some(endpoint), &mut send);
+            } else {
+                follow_event(&mut runs, event, None, &mut send);
+            }
         }
     }
     requests.queue_older_than(Duration::ZERO);
@@ -507,6 +529,7 @@ fn follow_event(
                 started: Instant::now(),
                 occurrences: HashMap::default(),
                 open: Vec::new(),
+                spare: Vec::new(),
             };
             // A run started again under the same id (never, but then the new one is followed).
             runs.remove(run_id);
@@ -609,6 +632,7 @@ fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) 
 /// Sends one batch of `count` spans, encoded as `body`, retried with backoff; counted sent, or
 /// refused after the last try.
 fn send_batch(endpoint: &Endpoint, body: Vec<u8>, count: u64, options: LiveOptions, counts: &Counts) {
+    let body = Bytes::from(body);
     let mut wait = options.backoff;
     for attempt in 1..=options.attempts {
         match post(endpoint, body.clone(), options.timeout) {
@@ -805,6 +829,7 @@ mod tests {
             counts: Arc::new(Counts::default()),
             limit: usize::MAX,
             batch: 7,
+            batch_bytes: usize::MAX,
         };
         let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
         let mut requests = Requests::new(&queue);
@@ -851,6 +876,7 @@ mod tests {
         let options = LiveOptions {
             queue_bytes: 3_000,
             batch: 1,
+            batch_bytes: usize::MAX,
             attempts: 1,
             backoff: Duration::from_millis(1),
             timeout: Duration::from_millis(300),

@@ -2,6 +2,9 @@
 //! the timeline nests them, the GenAI semantic conventions where they apply and the studio's own
 //! attributes under `zibby.` (docs/cli.md, "Runs as OpenTelemetry traces").
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -195,11 +198,21 @@ impl SpanPlace {
 /// The attributes every node span of a run has alike (`gen_ai.operation.name`,
 /// `zibby.span.kind`, `zibby.session.id`), encoded once for the run by prost as the span's
 /// attribute fields (number 9) they are: a live export copies these bytes into each node span's
-/// encoding ([`NodeSpanCommon::encode_span`]) rather than writing and encoding them again.
-#[derive(Debug, Clone, Default)]
+/// encoding ([`NodeSpanCommon::encode_span`]) rather than writing and encoding them again. So
+/// are the ends of plain node spans (see [`NodeSpanCommon::plain_end`]), encoded by prost the
+/// first time they are met.
+#[derive(Debug, Default)]
 pub(super) struct NodeSpanCommon {
     encoded: Vec<u8>,
+    /// By its values, the end of a plain node span's encoding: its status, attempt and depth
+    /// attributes and the fields after its attributes. (Looked up once a span: foldhash, not
+    /// SipHash; the keys are a few small numbers, not the agent's text.)
+    plain_ends: RefCell<HashMap<PlainEnd, Vec<u8>, foldhash::fast::FixedState>>,
 }
+
+/// What the end of a plain node span's encoding is made of: the node's status, which execution
+/// of its name it is, and its depth.
+pub(super) type PlainEnd = (Status, u32, i64);
 
 impl NodeSpanCommon {
     pub(super) fn of_run(run: &RunTrace) -> NodeSpanCommon {
@@ -207,24 +220,64 @@ impl NodeSpanCommon {
         for attribute in attributes_of(|attributes| node_common_attributes(run, attributes)) {
             prost::encoding::message::encode(ATTRIBUTES_FIELD, &attribute, &mut encoded);
         }
-        NodeSpanCommon { encoded }
+        NodeSpanCommon {
+            encoded,
+            plain_ends: RefCell::default(),
+        }
+    }
+
+    /// The end `node`'s span shares with others when it is plain: no usage, prompt, output nor
+    /// failure message (its own attributes are then its name, status, attempt and depth), and an
+    /// attempt and depth among the few kept (so that the ends kept stay a few).
+    pub(super) fn plain_end(node: &NodeExecution, place: &SpanPlace) -> Option<PlainEnd> {
+        let plain = node.usage.is_none() && node.prompt.is_none() && node.output.is_none();
+        let few = place.attempt <= 8 && (0..=8).contains(&node.depth);
+        (plain && few && node.status != Status::Error).then_some((node.status, place.attempt, node.depth))
     }
 
     /// Appends to `out` the encoding of `span` (as [`fill_node_span_own`] filled it) with the
     /// common attributes first in its list, as a length-delimited message: byte for byte
     /// prost's encoding of the whole span (a test compares them). The span is as it was after.
-    pub(super) fn encode_span(&self, span: &mut Span, out: &mut Vec<u8>) {
+    /// It is encoded into `scratch` first and its length taken from there (computing it apart
+    /// would compute each attribute's length once more). With `plain` (the span's
+    /// [`NodeSpanCommon::plain_end`]), what follows its name attribute is copied as prost
+    /// encoded it for the first span that ended so.
+    pub(super) fn encode_span(
+        &self,
+        span: &mut Span,
+        plain: Option<PlainEnd>,
+        scratch: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+    ) {
         use prost::Message;
         // A span's fields are encoded in the order of their numbers: those before its
         // attributes (1 to 8), its attributes (9), those after (10 to 16).
         let mut after = Span::default();
         swap_from_attributes(span, &mut after);
-        let length = span.encoded_len() + self.encoded.len() + after.encoded_len();
-        prost::encode_length_delimiter(length, out).expect("a Vec takes any length");
-        span.encode(out).expect("a Vec takes any length");
-        out.extend_from_slice(&self.encoded);
-        after.encode(out).expect("a Vec takes any length");
+        scratch.clear();
+        span.encode(scratch).expect("a Vec takes any length");
+        scratch.extend_from_slice(&self.encoded);
+        match plain.filter(|_| after.attributes.len() == 4) {
+            Some(plain) => {
+                prost::encoding::message::encode(ATTRIBUTES_FIELD, &after.attributes[0], scratch);
+                let mut ends = self.plain_ends.borrow_mut();
+                let end = ends.entry(plain).or_insert_with(|| {
+                    let mut end = Vec::new();
+                    for attribute in &after.attributes[1..] {
+                        prost::encoding::message::encode(ATTRIBUTES_FIELD, attribute, &mut end);
+                    }
+                    let attributes = std::mem::take(&mut after.attributes);
+                    after.encode(&mut end).expect("a Vec takes any length");
+                    after.attributes = attributes;
+                    end
+                });
+                scratch.extend_from_slice(end);
+            }
+            None => after.encode(scratch).expect("a Vec takes any length"),
+        }
         swap_from_attributes(span, &mut after);
+        prost::encode_length_delimiter(scratch.len(), out).expect("a Vec takes any length");
+        out.extend_from_slice(scratch);
     }
 }
 

@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use opentelemetry_proto::tonic::trace::v1::{Span, TracesData};
+use prost::bytes::Bytes;
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
@@ -274,6 +275,11 @@ impl RequestBody {
         self.spans
     }
 
+    /// The bytes of the spans encoded so far (protobuf; JSON keeps spans, not bytes: 0).
+    pub(super) fn encoded_len(&self) -> usize {
+        self.encoded.len()
+    }
+
     /// The request's body; the spans added are taken (the buffer kept for the next request).
     pub(super) fn take(&mut self) -> Vec<u8> {
         self.spans = 0;
@@ -337,7 +343,7 @@ fn content_type(protocol: Protocol) -> &'static str {
 /// keep their ids (the backend decides what a duplicate is).
 pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Result<Pushed, Error> {
     let body = encode(traces, endpoint.protocol);
-    let rejected_spans = post(endpoint, body, timeout)?;
+    let rejected_spans = post(endpoint, body.into(), timeout)?;
     let (traces_count, spans) = super::map::counts(traces);
     Ok(Pushed {
         url: endpoint.url.clone(),
@@ -349,8 +355,9 @@ pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Resu
 }
 
 /// Sends `body` (traces [`encode`]d in the endpoint's protocol) to `endpoint` in one request
-/// that gives up after `timeout`: the spans the collector said it rejected.
-pub(super) fn post(endpoint: &Endpoint, body: Vec<u8>, timeout: Duration) -> Result<i64, Error> {
+/// that gives up after `timeout`: the spans the collector said it rejected. (A body tried again
+/// is the same bytes, shared: not copied for each try.)
+pub(super) fn post(endpoint: &Endpoint, body: Bytes, timeout: Duration) -> Result<i64, Error> {
     static TLS: std::sync::Once = std::sync::Once::new();
     TLS.call_once(|| {
         // reqwest is built without a crypto provider of its own: ring is the process's.
