@@ -546,11 +546,7 @@ fn parse_file(path: &Path, text: &str) -> Result<AgentsFile, Error> {
         .budget
         .and_then(|budget| crate::sessions::budget::usd_problem(budget.daily_usd?))
     {
-        let line = text
-            .lines()
-            .position(|l| l.trim_start().starts_with("daily_usd"))
-            .map_or(1, |n| n + 1);
-        return Err(invalid(line, "daily_usd", problem));
+        return Err(invalid(line_of_key(text, "daily_usd"), "daily_usd", problem));
     }
     if let Some(Err(problem)) = file
         .watch
@@ -558,13 +554,16 @@ fn parse_file(path: &Path, text: &str) -> Result<AgentsFile, Error> {
         .and_then(|w| w.sweep_bound.as_ref())
         .map(sweep_bound_of)
     {
-        let line = text
-            .lines()
-            .position(|l| l.trim_start().starts_with("sweep_bound"))
-            .map_or(1, |n| n + 1);
-        return Err(invalid(line, "sweep_bound", problem));
+        return Err(invalid(line_of_key(text, "sweep_bound"), "sweep_bound", problem));
     }
     Ok(file)
+}
+
+/// The first line of `text` (from 1) that sets `key`, or 1: where a table's value is said wrong.
+fn line_of_key(text: &str, key: &str) -> usize {
+    text.lines()
+        .position(|l| l.trim_start().starts_with(key))
+        .map_or(1, |n| n + 1)
 }
 
 /// Programs that run the string after `-c` (shells) or `-e` and its kin (interpreters) as code.
