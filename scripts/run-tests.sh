@@ -9,16 +9,12 @@ cd "$(dirname "$0")/.."
 STEPS_TITLE="scripts/run-tests.sh"
 source scripts/steps.sh
 # The test servers' virtual environments (about 2 min of downloads and unpacking, Arize Phoenix
-# most of it) are installed beside the builds below and waited for before the tests run. Under
-# .ci/run the set-up is done already and .ci/run installs them in the background itself.
-own_setup=
-[ "${ZIBBY_STUDIO_SETUP_DONE:-}" = 1 ] || own_setup=1
+# most of it; about 1 s when they are all there) are installed beside the builds below and
+# waited for before the tests run (under .ci/run too: one way for both).
 step "set-up (scripts/setup.sh, the test servers beside)" env ZIBBY_STUDIO_SERVERS_LATER=1 bash scripts/setup.sh
 export ZIBBY_STUDIO_SETUP_DONE=1
 servers_title="the test servers' set-up (scripts/setup-servers.sh)"
-if [ -n "$own_setup" ]; then
-  step_beside "$servers_title" bash scripts/setup-servers.sh
-fi
+step_beside "$servers_title" bash scripts/setup-servers.sh
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 
@@ -71,13 +67,7 @@ build_rc=0
 step "$build_title" build_every_test || build_rc=$?
 step_join "$ui_title"
 [ "$build_rc" -eq 0 ] || exit "$build_rc"
-# .ci/run installs the test servers in the background meanwhile: their set-up holds this lock until
-# it ends (at most 30 min waited for; the tests then say what is missing).
-if [ -n "$own_setup" ]; then
-  step_join "$servers_title"
-elif [ -n "${ZIBBY_STUDIO_SERVERS_LOCK:-}" ]; then
-  step "the test servers' set-up, waited for" flock -w 1800 "$ZIBBY_STUDIO_SERVERS_LOCK" true
-fi
+step_join "$servers_title"
 # With ZIBBY_STUDIO_LINT=1, the crates' docs are checked too (rustdoc's warnings as errors: their
 # maps of the lanes and the protocol, no broken or private links), beside the lanes and the package,
 # whose time is much of it waiting (a window drawing, sshd, moto). In a target directory of its

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the servers and clients the tests start, each in a virtual environment (or npm prefix)
 # of its own under .venv/, versions pinned: moto (S3), the official Python MCP client, Arize
-# Phoenix (OTLP), gcp-storage-emulator and Azurite. Run by scripts/run-tests.sh (and .ci/run)
-# in the background beside their builds, or by scripts/setup.sh without ZIBBY_STUDIO_SERVERS_LATER. Safe to run again: it installs only what is missing. Needs
+# Phoenix (OTLP), gcp-storage-emulator and Azurite. Run by scripts/run-tests.sh (and so .ci/run)
+# in the background beside its build, or by scripts/setup.sh without ZIBBY_STUDIO_SERVERS_LATER.
+# Safe to run again: it installs only what is missing (about 1 s when all is there). Needs
 # python3-venv and Node.js (scripts/setup.sh installs or checks them first).
 set -euo pipefail
 cd "$(dirname "$0")/.."

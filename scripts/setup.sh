@@ -72,8 +72,8 @@ fi
 
 # The test servers' virtual environments and packages (moto, the MCP client, Arize Phoenix, the
 # Azure and Cloud Storage emulators): scripts/setup-servers.sh. Not here with
-# ZIBBY_STUDIO_SERVERS_LATER=1: scripts/run-tests.sh and .ci/run install them in the background
-# beside their builds, waiting for them before the tests, and scripts/open-studio.sh needs none.
+# ZIBBY_STUDIO_SERVERS_LATER=1: scripts/run-tests.sh (.ci/run through it) installs them in the
+# background beside its build, waiting for them before the tests; scripts/open-studio.sh needs none.
 if [ "${ZIBBY_STUDIO_SERVERS_LATER:-}" != 1 ]; then
   bash scripts/setup-servers.sh
 fi
