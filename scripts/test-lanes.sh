@@ -37,16 +37,26 @@ fi
 # kept; every test binary runs even after one failed (`--no-fail-fast`, and every `cargo test` of
 # the lane), so one run says every failure. The crates' tests build with `--features
 # studio-core/ts`, as the workspace's build has it: nothing is compiled again.
+# Each `cargo test` of a lane is killed past this many minutes (the longest lane takes about
+# seven on CI): a hung test fails the run naming itself, not CI's whole budget (a deadlock once
+# held CI for its 90 minutes).
+lane_bound=${ZIBBY_STUDIO_LANE_MINUTES:-20}
+
 lane() {
   local name=$1
   shift
   (
     set -o pipefail
-    xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- bash -c '
+    bound=$lane_bound xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- bash -c '
       status=0
       for args in "$@"; do
         # shellcheck disable=SC2086 # each argument is a list of cargo arguments
-        cargo test --locked --no-fail-fast $args || status=1
+        timeout -k 30s "${bound}m" cargo test --locked --no-fail-fast $args
+        code=$?
+        if [ "$code" -eq 124 ] || [ "$code" -eq 137 ]; then
+          echo "error: \`cargo test $args\` ran past its ${bound} minutes and was killed: a test hung (the one \"running for over 60 seconds\" above)" >&2
+        fi
+        [ "$code" -eq 0 ] || status=1
       done
       exit $status
     ' lane "$@" 2>&1 | tee "$logs/$name.log" | sed -u "s/^/[$name] /"

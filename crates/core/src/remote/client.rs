@@ -414,9 +414,15 @@ impl RemoteClient {
         pipe.write_all(frame)
             .and_then(|()| pipe.write_all(data))
             .and_then(|()| pipe.flush())
-            .map_err(|e| match lock(&self.link.closed).is_some() {
-                true => self.link.closed_error(self),
-                false => self.link_error(format!("cannot write to the studio server: {e}")),
+            .map_err(|e| {
+                // Looked at apart from the error built next: `closed_error` locks `closed` too (a
+                // guard held through a `match` deadlocked here when the reader closed the link
+                // between the call's check and this write).
+                let closed = lock(&self.link.closed).is_some();
+                match closed {
+                    true => self.link.closed_error(self),
+                    false => self.link_error(format!("cannot write to the studio server: {e}")),
+                }
             })
     }
 
@@ -692,5 +698,59 @@ fn keep_tail(mut pipe: impl Read + Send + 'static, tail: Arc<Mutex<Vec<u8>>>) {
     });
     if let Err(error) = spawned {
         tracing::warn!(%error, "cannot keep the studio server's stderr");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client whose server is gone: its input a pipe nobody reads, its link marked closed by
+    /// the reader (`why`), as after the server was killed.
+    fn client_of_a_dead_server(why: &str) -> RemoteClient {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        RemoteClient {
+            host: "buildbox".to_owned(),
+            banner: Banner {
+                zstudio: String::new(),
+                protocol_version: PROTOCOL_VERSION,
+                nonce: String::new(),
+            },
+            child: Mutex::new(None),
+            stdin: Mutex::new(Some(Box::new(writer))),
+            link: Arc::new(Link {
+                host: "buildbox".to_owned(),
+                pending: Mutex::new(HashMap::new()),
+                closed: Mutex::new(Some(why.to_owned())),
+                stderr: Arc::default(),
+                junk: Mutex::default(),
+                received: AtomicU64::new(0),
+                subscribed: std::sync::atomic::AtomicBool::new(false),
+            }),
+            next_id: AtomicU64::new(1),
+            call_timeout: Duration::from_secs(1),
+            notifications: Mutex::new(None),
+        }
+    }
+
+    /// A write that fails once the reader has closed the link says why it closed, and returns:
+    /// it once deadlocked, locking `closed` twice (the race of a server killed between a call's
+    /// check of the link and its write; CI hung for 90 minutes on it).
+    #[test]
+    fn a_write_to_a_server_gone_meanwhile_fails_saying_why_the_link_closed() {
+        let (done, outcome) = mpsc::channel();
+        std::thread::spawn(move || {
+            let client = client_of_a_dead_server("the studio server closed the link");
+            let _ = done.send(client.send(b"{}\n", &[]).map_err(|e| e.to_string()));
+        });
+        let sent = outcome
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the failed write returns (no lock is taken twice)");
+        let error = sent.expect_err("nobody reads the pipe");
+        assert!(
+            error.starts_with("buildbox: the studio server closed the link"),
+            "{error}"
+        );
     }
 }
