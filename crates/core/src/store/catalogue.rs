@@ -166,7 +166,9 @@ pub(super) fn usage(store: &Store, workspace: &Workspace) -> Result<Option<Usage
     let laid_over: HashSet<String> = overlay.laid_over().into_iter().map(str::to_owned).collect();
     // In the listing's order, so that the sum is the listing's to the last bit.
     let (totals, laid_over_entries) = store.with_conn(|conn| {
-        let key = workspaces::key(conn, workspace)?;
+        let Some(key) = workspaces::known_key(conn, workspace)? else {
+            return Ok((Vec::new(), Vec::new()));
+        };
         let mut statement = conn.prepare_cached(
             "SELECT f.session_id, json_array_length(f.summary, '$.nodes'), json_extract(f.summary, '$.usage')
              FROM folder_index f
@@ -252,7 +254,9 @@ pub(super) fn fill(
 /// Whether the catalogue holds any session of `workspace` (else a listing reads every folder).
 pub(super) fn holds(store: &Store, workspace: &Workspace) -> Result<bool, Error> {
     store.with_conn(|conn| {
-        let key = workspaces::key(conn, workspace)?;
+        let Some(key) = workspaces::known_key(conn, workspace)? else {
+            return Ok(false);
+        };
         Ok(conn
             .prepare_cached("SELECT EXISTS (SELECT 1 FROM folder_index WHERE workspace_id = ?1)")?
             .query_row([key], |r| r.get(0))?)
@@ -263,7 +267,9 @@ pub(super) fn holds(store: &Store, workspace: &Workspace) -> Result<bool, Error>
 /// the count its triggers keep (`folder_counts`), one row read whatever the history.
 pub(super) fn len(store: &Store, workspace: &Workspace) -> Result<usize, Error> {
     store.with_conn(|conn| {
-        let key = workspaces::key(conn, workspace)?;
+        let Some(key) = workspaces::known_key(conn, workspace)? else {
+            return Ok(0);
+        };
         let count: Option<i64> = conn
             .prepare_cached("SELECT sessions FROM folder_counts WHERE workspace_id = ?1")?
             .query_row([key], |r| r.get(0))

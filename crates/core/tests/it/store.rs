@@ -1062,3 +1062,23 @@ fn a_run_left_to_settle_is_claimed_by_one_process_alone() {
         "an ended run is nobody's to settle"
     );
 }
+
+/// The catalogue's counts are reads: asked about a workspace the store never saw, while another
+/// process holds the store's write lock (a `zstudio` writing), they answer at once and make no
+/// row (they once inserted the workspace's row first, waiting the store's 10 s busy time for the
+/// lock and then failing "database is locked").
+#[test]
+fn the_catalogues_counts_read_without_writing() {
+    let setup = store_setup();
+    let store = Store::open(&StoreLocation::File(setup.db.clone())).unwrap();
+    let writer = Connection::open(&setup.db).unwrap();
+    writer.execute_batch("BEGIN IMMEDIATE").unwrap();
+    assert_eq!(store.catalogue_len(&setup.workspace).unwrap(), 0);
+    assert!(!store.catalogue_holds(&setup.workspace).unwrap());
+    assert_eq!(store.catalogue_usage(&setup.workspace).unwrap(), None);
+    writer.execute_batch("ROLLBACK").unwrap();
+    let rows: i64 = writer
+        .query_row("SELECT count(*) FROM workspaces", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 0, "no workspace row made by a read");
+}
