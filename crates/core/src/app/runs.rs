@@ -89,7 +89,8 @@ impl Studio {
             drop(supervisor);
             tracing::info!("supervisor stopped");
         }
-        if let Some(traces) = lock(&self.traces).take() {
+        let traces = lock(&self.traces).take();
+        if let Some(traces) = traces {
             // Its lost spans, if any, said in the log.
             traces.finish(TRACES_FINISH_WAIT);
         }

@@ -33,7 +33,8 @@ impl ServerFolder {
 
     /// Removes the folder and what it holds (the server ends).
     pub fn remove_all(&self) {
-        if let Some(path) = self.folder.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        let taken = self.folder.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(path) = taken {
             if let Err(error) = std::fs::remove_dir_all(&path) {
                 tracing::warn!(%error, path = %path.display(), "cannot remove the server's folder");
             }

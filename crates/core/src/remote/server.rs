@@ -143,7 +143,8 @@ pub fn serve_one(
     for worker in workers {
         let _ = worker.join();
     }
-    if let Some(started) = lock(&shared.watch_start).take() {
+    let watch_start = lock(&shared.watch_start).take();
+    if let Some(started) = watch_start {
         let _ = started.join();
     }
     shared.exports.remove_all();

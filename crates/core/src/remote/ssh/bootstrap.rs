@@ -487,12 +487,14 @@ impl Connection {
                         write_chunk(pipe, chunk)
                     });
                     // Stopped for the link: the rest goes in a second part.
-                    sent.or_else(
-                        |error| match stopped.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
-                            true => Ok(()),
-                            false => Err(error),
-                        },
-                    )
+                    sent.or_else(|error| {
+                        let stopped = stopped.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+                        if stopped {
+                            Ok(())
+                        } else {
+                            Err(error)
+                        }
+                    })
                 }
             };
             sent.map_err(|error| error.to_string())

@@ -489,7 +489,8 @@ fn open_masters() -> std::sync::MutexGuard<'static, Vec<OpenMaster>> {
 /// by a signal, whose connections are never dropped (a `zstudio --remote … watch` ended by
 /// Ctrl-C, SIGTERM or SIGHUP left its master running, an idle login on the host).
 pub fn end_open_masters() {
-    for master in std::mem::take(&mut *open_masters()) {
+    let masters = std::mem::take(&mut *open_masters());
+    for master in masters {
         crate::vocabulary::process::signal_process(&master.process, nix::sys::signal::Signal::SIGTERM);
         let _ = std::fs::remove_file(&master.control_path);
         let _ = std::fs::remove_file(&master.log_path);

@@ -149,7 +149,8 @@ impl Supervisor {
         }
         self.shared.shutting_down.store(true, Ordering::SeqCst);
         self.shared.index_wanted.nudge();
-        if let Some(indexer) = self.shared.indexer.lock().expect("indexer lock").take() {
+        let indexer = self.shared.indexer.lock().expect("indexer lock").take();
+        if let Some(indexer) = indexer {
             let _ = indexer.join();
         }
     }
