@@ -233,10 +233,7 @@ impl Studio {
                 what: "that".to_owned(),
             });
         }
-        match &*self.workspace.read().unwrap_or_else(|poisoned| poisoned.into_inner()) {
-            Ok(workspace) => Ok(workspace.clone()),
-            Err(error) => Err(error.kept(None)),
-        }
+        self.local_workspace()
     }
 
     pub fn store(&self) -> Result<&Store, Error> {
