@@ -6,7 +6,6 @@
 //! and `run` are in `remote_follow`; `tag`, `untag`, `note` and `view` are the local commands
 //! themselves (`commands::tags`, written over the server's methods), given the link.
 
-use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
@@ -21,9 +20,7 @@ use studio_core::remote::methods::Methods;
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::SessionId;
 
-use crate::cli::{
-    DiffArgs, ExportArgs, Globals, ImportArgs, SessionArg, SessionsArgs, ShowArgs, StopArgs, StudioCommand,
-};
+use crate::cli::{DiffArgs, ExportArgs, Globals, ImportArgs, SessionsArgs, StopArgs, StudioCommand};
 use crate::print;
 
 /// A remote workspace's server, through its link (connected again when it drops, for the
@@ -56,6 +53,11 @@ impl Remote {
 
     fn call<T: DeserializeOwned + Send + 'static>(&self, method: &str, params: serde_json::Value) -> anyhow::Result<T> {
         Ok(self.link.call(method, &params)?)
+    }
+
+    /// The link to the host's server.
+    pub fn link(&self) -> &Link {
+        &self.link
     }
 
     /// The link and the target, for `watch` and `run`.
@@ -109,28 +111,22 @@ const KEEP_SERVER_ENV: &str = "ZIBBY_STUDIO_KEEP_SERVER";
 /// How long the ssh connection is kept after a command by default (`--keep-connection`).
 const KEEP_CONNECTION: u64 = 60;
 
-/// Runs `command` on the workspace of `--remote` (one of `cli::REMOTE_COMMANDS`; `Cli::check`
-/// refused the others).
-pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    let target = globals.remote.as_deref().expect("--remote was given");
-    // A command ended by a signal never drops its connection: its ssh master (a process group of
-    // its own) would outlive it, an idle login on the host. `run` follows with Ctrl-C as its own
-    // (the run goes on on the host; the master is closed as the command returns).
-    let takes_ctrl_c = matches!(command, StudioCommand::Run(_));
-    studio_core::remote::ssh::end_masters_on_signals(!takes_ctrl_c).context("cannot watch for signals")?;
-    // `watch` and `run` follow their runs' events: a server of their own, as before.
-    let follows = matches!(command, StudioCommand::Run(_) | StudioCommand::Watch);
-    let remote = Remote::open(target, globals, !follows)?;
+/// Runs `command` on the workspace of `--remote`, reached through `remote` (one of
+/// `cli::REMOTE_COMMANDS` the commands do not run over a `Place` themselves yet).
+pub fn run(
+    command: &StudioCommand,
+    remote: &Remote,
+    globals: &Globals,
+    out: &mut impl Write,
+) -> anyhow::Result<ExitCode> {
     let done = match command {
-        StudioCommand::Sessions(args) => sessions(&remote, args, globals, out),
-        StudioCommand::Show(args) => show(&remote, args, globals, out),
-        StudioCommand::Stop(args) => stop(&remote, args, globals, out),
-        StudioCommand::Export(args) => export(&remote, args, globals, out),
-        StudioCommand::Import(args) => import(&remote, args, globals, out),
+        StudioCommand::Sessions(args) => sessions(remote, args, globals, out),
+        StudioCommand::Stop(args) => stop(remote, args, globals, out),
+        StudioCommand::Export(args) => export(remote, args, globals, out),
+        StudioCommand::Import(args) => import(remote, args, globals, out),
         StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
         StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
-        StudioCommand::Diff(args) => return diff(&remote, args, globals, out),
-        StudioCommand::Open(args) => open(&remote, args, globals, out),
+        StudioCommand::Diff(args) => return diff(remote, args, globals, out),
         // Written once over the app service's methods: the host's server answers them here.
         StudioCommand::Tag(_) | StudioCommand::Untag(_) | StudioCommand::Note(_) | StudioCommand::View(_) => {
             crate::commands::tags::run(command, &remote.link, globals.format(), out)
@@ -138,7 +134,7 @@ pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> 
         // The host's server reads the traces; sent from here, where the variables (or the
         // `[otlp]` table of the folder this runs in) name the collector.
         StudioCommand::Otlp(args) => {
-            crate::commands::otlp::otlp_from(&remote, &std::env::current_dir()?, args, globals, out)
+            crate::commands::otlp::otlp_from(remote, &std::env::current_dir()?, args, globals, out)
         }
         _ => unreachable!("Cli::check refuses --remote for the other commands"),
     };
@@ -177,26 +173,6 @@ fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut i
         }
         Ok(())
     })
-}
-
-/// One session of the host, printed as `zstudio show` prints a local one (never with its config;
-/// its nodes' durations, read from the host's spans locally, are left out).
-fn show(remote: &Remote, args: &ShowArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    if args.with_config {
-        anyhow::bail!("--with-config is not taken with --remote: the server never sends a session's config");
-    }
-    let id = SessionId::parse(&args.session_id)?;
-    let session = remote.link.session_get(id.to_string())?;
-    let durations = || Ok(HashMap::new());
-    crate::commands::sessions::print_session(out, globals.format(), &session, SystemTime::now(), durations)
-}
-
-/// The app started on a session of the host (`zibby-studio --session ID HOST:PATH`, the
-/// running window taking it over), once the host has said the session is there.
-fn open(remote: &Remote, args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let id = SessionId::parse(&args.session_id)?;
-    remote.link.session_get(id.to_string())?;
-    crate::commands::share::launch_app(&id, std::ffi::OsStr::new(&remote.target), globals, out)
 }
 
 /// `zstudio stop ID` on the host: a run id or a session id, as a local stop takes them (one

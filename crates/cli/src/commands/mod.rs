@@ -26,18 +26,23 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::cli::{Globals, StudioCommand};
+use crate::place::Place;
 
 /// Runs one command; its exit status is success unless it says otherwise (`run` and `diff` do).
 pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    if globals.remote.is_some() {
-        return crate::remote::run(&command, globals, out);
-    }
     if let Some(url) = &globals.source.source {
         return cloud::run(command, globals, url, out);
     }
+    // `--remote`: connected here (`Cli::check` refused it for the commands that do not take it).
+    let place = Place::of(&command, globals)?;
+    if let Place::Host(remote) = &place {
+        if !matches!(command, StudioCommand::Show(_) | StudioCommand::Open(_)) {
+            return crate::remote::run(&command, remote, globals, out);
+        }
+    }
     let done = match command {
         StudioCommand::Sessions(args) => sessions::list(&args, globals, out),
-        StudioCommand::Show(args) => sessions::show(&args, globals, out),
+        StudioCommand::Show(args) => sessions::show(&args, &place, globals, out),
         StudioCommand::Parse(args) => parse::parse(&args, globals, out),
         StudioCommand::Pin(args) => pins::pin(&args, globals, out),
         StudioCommand::Unpin(args) => pins::unpin(&args, globals, out),
@@ -57,7 +62,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Tail(args) => tail::tail(&args, globals, out),
         StudioCommand::Export(args) => share::export(&args, globals, out),
         StudioCommand::Import(args) => share::import(&args, globals, out),
-        StudioCommand::Open(args) => share::open(&args, globals, out),
+        StudioCommand::Open(args) => share::open(&args, &place, globals, out),
         StudioCommand::Otlp(args) => otlp::otlp(&args, globals, out),
         // `main` runs these two before it locks standard output.
         StudioCommand::Serve(args) => serve::serve(&args, globals),

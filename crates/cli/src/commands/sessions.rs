@@ -10,6 +10,7 @@ use studio_core::store::{Filters, SessionRow, SpanKind, Store};
 use studio_core::{Session, SessionId, Workspace};
 
 use crate::cli::{Format, Globals, SessionsArgs, ShowArgs};
+use crate::place::Place;
 use crate::print;
 
 pub fn list(args: &SessionsArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
@@ -123,17 +124,33 @@ pub fn print_listing(
     })
 }
 
-pub fn show(args: &ShowArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+/// `show`: one session of the workspace, here or on the host of `--remote` (never with its
+/// config there: the server never sends it; its nodes' durations, read from the spans here, are
+/// left out there).
+pub fn show(args: &ShowArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     let id = SessionId::parse(&args.session_id)?;
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    // What the store knows is laid over the folder, as `sessions` lays it.
-    let mut session = store.read_session(&workspace, &id, now)?;
-    if !args.with_config {
-        session = session.without_config();
-    }
-    print_session(out, globals.format(), &session, now, || {
-        node_durations(&store, &workspace, &id, now)
+    let here = match place {
+        Place::Here(_) => Some((globals.open_store()?, globals.open_workspace()?)),
+        Place::Host(_) if args.with_config => {
+            anyhow::bail!("--with-config is not taken with --remote: the server never sends a session's config")
+        }
+        Place::Host(_) => None,
+    };
+    let session = match &here {
+        // What the store knows is laid over the folder, as `sessions` lays it.
+        Some((store, workspace)) => {
+            let session = store.read_session(workspace, &id, now)?;
+            match args.with_config {
+                true => session,
+                false => session.without_config(),
+            }
+        }
+        None => place.methods()?.session_get(id.to_string())?,
+    };
+    print_session(out, globals.format(), &session, now, || match &here {
+        Some((store, workspace)) => node_durations(store, workspace, &id, now),
+        None => Ok(HashMap::new()),
     })
 }
 

@@ -9,6 +9,7 @@ use studio_core::share::{self, ImportOptions};
 use studio_core::SessionId;
 
 use crate::cli::{ExportArgs, Globals, ImportArgs, SessionArg};
+use crate::place::Place;
 use crate::print;
 
 pub fn export(args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
@@ -53,14 +54,24 @@ struct Opened {
     app: std::path::PathBuf,
 }
 
-/// Starts the app on the session: a window already running on the same store takes the request
-/// over (the app's single-instance hand-over) and comes to the front; the process started here
-/// then ends. Not waited for.
-pub fn open(args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+/// Starts the app on the session (of this machine's workspace, or `zibby-studio --session ID
+/// HOST:PATH` once the host of `--remote` has said the session is there): a window already
+/// running on the same store takes the request over (the app's single-instance hand-over) and
+/// comes to the front; the process started here then ends. Not waited for.
+pub fn open(args: &SessionArg, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let id = SessionId::parse(&args.session_id)?;
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    crate::open::require_session(&store, &workspace, &id)?;
-    launch_app(&id, workspace.root().as_os_str(), globals, out)
+    let workspace = match place {
+        Place::Here(_) => {
+            let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+            crate::open::require_session(&store, &workspace, &id)?;
+            workspace.root().as_os_str().to_owned()
+        }
+        Place::Host(remote) => {
+            place.methods()?.session_get(id.to_string())?;
+            std::ffi::OsString::from(&remote.target)
+        }
+    };
+    launch_app(&id, &workspace, globals, out)
 }
 
 /// Starts the app on session `id` of `workspace` (a folder, `HOST:PATH` of `--remote` or a
