@@ -20,7 +20,7 @@ use studio_core::remote::methods::Methods;
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::SessionId;
 
-use crate::cli::{DiffArgs, ExportArgs, Globals, ImportArgs, SessionsArgs, StopArgs, StudioCommand};
+use crate::cli::{DiffArgs, ExportArgs, Globals, ImportArgs, SessionsArgs, StudioCommand};
 use crate::print;
 
 /// A remote workspace's server, through its link (connected again when it drops, for the
@@ -121,7 +121,6 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let done = match command {
         StudioCommand::Sessions(args) => sessions(remote, args, globals, out),
-        StudioCommand::Stop(args) => stop(remote, args, globals, out),
         StudioCommand::Export(args) => export(remote, args, globals, out),
         StudioCommand::Import(args) => import(remote, args, globals, out),
         StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
@@ -173,76 +172,6 @@ fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut i
         }
         Ok(())
     })
-}
-
-/// `zstudio stop ID` on the host: a run id or a session id, as a local stop takes them (one
-/// [`aim`](crate::commands::stop::aim) for both), asked of its server; waits for the run to end,
-/// asking again (forced there) once `--grace` is over, and prints its record as a local stop does.
-/// The run stops on the host whatever becomes of this connection.
-fn stop(remote: &Remote, args: &StopArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    use crate::commands::stop::{aim, refuse_forcing_outside, Runs, Target};
-    use studio_core::stop::{StopProgress, Stopping};
-    let run = match aim(&args.id, remote)? {
-        Target::Recorded(run) => run,
-        Target::Outside(session) => {
-            refuse_forcing_outside(args, &session)?;
-            let asked = remote.link.session_stop_outside(session.to_string())?;
-            return print::emit(out, globals.format(), &asked, print::outside_stop);
-        }
-    };
-    let ask = |force: bool| -> anyhow::Result<Stopping> { Ok(remote.link.run_stop(run.id.clone(), force)?) };
-    let how = ask(args.force)?;
-    eprintln!(
-        "{} (on {})",
-        print::stop_progress_words(StopProgress::Asked(how)),
-        remote.target
-    );
-    let session = SessionId::parse(&run.session_id)?;
-    let grace_over = std::time::Instant::now() + Duration::from_secs(args.grace);
-    let mut forced = how == Stopping::Forced;
-    let mut give_up = None;
-    let ended = loop {
-        let now = remote
-            .runs_of(&session)?
-            .into_iter()
-            .find(|r| r.id == run.id)
-            .ok_or_else(|| studio_core::Error::RunNotFound { id: run.id.clone() })?;
-        if now.status != studio_core::Status::Running || give_up.is_some_and(|at| std::time::Instant::now() >= at) {
-            break now;
-        }
-        if !forced && std::time::Instant::now() >= grace_over {
-            forced = ask(true)? == Stopping::Forced;
-            eprintln!(
-                "{} (on {})",
-                print::stop_progress_words(StopProgress::Asked(Stopping::Forced)),
-                remote.target
-            );
-        }
-        if forced && give_up.is_none() {
-            // SIGKILL follows SIGTERM 5 s after on the host; its end is recorded then.
-            give_up = Some(std::time::Instant::now() + Duration::from_secs(15));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    print::emit(out, globals.format(), &ended, print::stopped)
-}
-
-impl crate::commands::stop::Runs for Remote {
-    fn run(&self, id: &str) -> anyhow::Result<studio_core::store::RunRecord> {
-        let runs = self.link.runs_list(None)?;
-        runs.into_iter()
-            .find(|r| r.id == id)
-            .ok_or_else(|| studio_core::Error::RunNotFound { id: id.to_owned() }.into())
-    }
-
-    fn runs_of(&self, session: &SessionId) -> anyhow::Result<Vec<studio_core::store::RunRecord>> {
-        Ok(self.link.runs_list(Some(session.to_string()))?)
-    }
-
-    fn folder_status(&self, session: &SessionId) -> anyhow::Result<Option<studio_core::Status>> {
-        let found = self.link.session_get(session.to_string())?;
-        Ok(Some(found.status))
-    }
 }
 
 fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {

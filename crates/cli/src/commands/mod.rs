@@ -36,7 +36,10 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
     // `--remote`: connected here (`Cli::check` refused it for the commands that do not take it).
     let place = Place::of(&command, globals)?;
     if let Place::Host(remote) = &place {
-        if !matches!(command, StudioCommand::Show(_) | StudioCommand::Open(_)) {
+        if !matches!(
+            command,
+            StudioCommand::Show(_) | StudioCommand::Open(_) | StudioCommand::Stop(_)
+        ) {
             return crate::remote::run(&command, remote, globals, out);
         }
     }
@@ -57,7 +60,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Search(args) => search::search(&args, globals, out),
         StudioCommand::Delete(args) => delete::delete(&args, globals, out),
         StudioCommand::Prune(args) => delete::prune(&args, globals, out),
-        StudioCommand::Stop(args) => stop::stop(&args, globals, out),
+        StudioCommand::Stop(args) => stop::stop(&args, &place, globals, out),
         StudioCommand::Watch => watch::watch(globals, out),
         StudioCommand::Tail(args) => tail::tail(&args, globals, out),
         StudioCommand::Export(args) => share::export(&args, globals, out),
