@@ -13,14 +13,13 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use studio_core::app::across::AcrossMachines;
 use studio_core::remote::import::{import_file, RemoteImport};
 use studio_core::remote::link::{Link, LinkOptions};
 use studio_core::remote::methods::Methods;
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::SessionId;
 
-use crate::cli::{DiffArgs, ExportArgs, Globals, ImportArgs, SessionsArgs, StudioCommand};
+use crate::cli::{ExportArgs, Globals, ImportArgs, SessionsArgs, StudioCommand};
 use crate::print;
 
 /// A remote workspace's server, through its link (connected again when it drops, for the
@@ -58,6 +57,17 @@ impl Remote {
     /// The link to the host's server.
     pub fn link(&self) -> &Link {
         &self.link
+    }
+
+    /// Session `id` of the host written there as a bundle and streamed back to `path`.
+    pub fn export_session(
+        &self,
+        id: &SessionId,
+        include_config: bool,
+        path: &std::path::Path,
+    ) -> Result<studio_core::share::Exported, studio_core::Error> {
+        self.link
+            .with_client(|client| client.export_session(id.as_str(), include_config, path))
     }
 
     /// The link and the target, for `watch` and `run`.
@@ -125,7 +135,6 @@ pub fn run(
         StudioCommand::Import(args) => import(remote, args, globals, out),
         StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
         StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
-        StudioCommand::Diff(args) => return diff(remote, args, globals, out),
         // Written once over the app service's methods: the host's server answers them here.
         StudioCommand::Tag(_) | StudioCommand::Untag(_) | StudioCommand::Note(_) | StudioCommand::View(_) => {
             crate::commands::tags::run(command, &remote.link, globals.format(), out)
@@ -183,9 +192,7 @@ fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl 
         Some(path) => path.clone(),
         None => std::env::current_dir()?.join(format!("{id}.zip")),
     };
-    let exported = remote
-        .link
-        .with_client(|client| client.export_session(&id.to_string(), args.include_config, &path))?;
+    let exported = remote.export_session(&id, args.include_config, &path)?;
     print::emit(out, globals.format(), &exported, |out, exported| {
         print::exported(out, exported)
     })
@@ -206,29 +213,4 @@ fn import(remote: &Remote, args: &ImportArgs, globals: &Globals, out: &mut impl 
     print::emit(out, globals.format(), &imported, |out, imported| {
         print::imported(out, imported)
     })
-}
-
-/// `zstudio diff A B --remote HOST:PATH`: A a session of the host, B a session of the local
-/// workspace, each their last run, brought together and compared as the window compares across
-/// machines ([`AcrossMachines`]): nothing of the local workspace or store is changed.
-fn diff(remote: &Remote, args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    let [a, b] = &args.runs[..] else {
-        anyhow::bail!("with --remote, give A (a session of the host) and B (a session here); --log is not taken");
-    };
-    let (a, b) = (SessionId::parse(a)?, SessionId::parse(b)?);
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    let across = AcrossMachines::prepare(
-        |bundle| {
-            remote
-                .link
-                .with_client(|client| client.export_session(a.as_str(), false, bundle))
-        },
-        &a,
-        &store,
-        &workspace,
-        &b,
-        SystemTime::now(),
-    )?;
-    let compared = across.compare(&crate::commands::diff::options(args))?;
-    crate::commands::diff::finish(&compared, args, globals, out)
 }

@@ -38,7 +38,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
     if let Place::Host(remote) = &place {
         if !matches!(
             command,
-            StudioCommand::Show(_) | StudioCommand::Open(_) | StudioCommand::Stop(_)
+            StudioCommand::Show(_) | StudioCommand::Open(_) | StudioCommand::Stop(_) | StudioCommand::Diff(_)
         ) {
             return crate::remote::run(&command, remote, globals, out);
         }
@@ -71,7 +71,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Serve(args) => serve::serve(&args, globals),
         StudioCommand::Mcp(args) => crate::mcp::mcp(&args, globals),
         StudioCommand::Run(args) => return run::run(&args, globals, out),
-        StudioCommand::Diff(args) => return diff::diff(&args, globals, out),
+        StudioCommand::Diff(args) => return diff::diff(&args, &place, globals, out),
     };
     done.map(|()| ExitCode::SUCCESS)
 }
