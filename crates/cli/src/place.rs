@@ -7,10 +7,14 @@
 //! server asked and polled there) the command matches on the place itself.
 
 use std::cell::OnceCell;
+use std::path::Path;
+use std::time::SystemTime;
 
 use anyhow::Context;
 use studio_core::app::Studio;
 use studio_core::remote::methods::Methods;
+use studio_core::share::{self, Exported};
+use studio_core::SessionId;
 
 use crate::cli::{Globals, StudioCommand};
 use crate::remote::Remote;
@@ -63,6 +67,25 @@ impl<'g> Place<'g> {
                 Ok(here.studio.get().expect("opened above").as_ref())
             }
             Place::Host(remote) => Ok(remote.link()),
+        }
+    }
+
+    /// Session `id` written as a bundle at `path` (here; a host's written there and streamed
+    /// back to `path`).
+    pub fn export_session(&self, id: &SessionId, include_config: bool, path: &Path) -> anyhow::Result<Exported> {
+        match self {
+            Place::Here(here) => {
+                let (store, workspace) = (here.globals.open_store()?, here.globals.open_workspace()?);
+                Ok(share::export_session(
+                    &store,
+                    &workspace,
+                    id,
+                    path,
+                    include_config,
+                    SystemTime::now(),
+                )?)
+            }
+            Place::Host(remote) => Ok(remote.export_session(id, include_config, path)?),
         }
     }
 }

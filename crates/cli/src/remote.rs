@@ -19,7 +19,7 @@ use studio_core::remote::methods::Methods;
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::SessionId;
 
-use crate::cli::{ExportArgs, Globals, ImportArgs, SessionsArgs, StudioCommand};
+use crate::cli::{Globals, ImportArgs, SessionsArgs, StudioCommand};
 use crate::print;
 
 /// A remote workspace's server, through its link (connected again when it drops, for the
@@ -131,7 +131,6 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let done = match command {
         StudioCommand::Sessions(args) => sessions(remote, args, globals, out),
-        StudioCommand::Export(args) => export(remote, args, globals, out),
         StudioCommand::Import(args) => import(remote, args, globals, out),
         StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
         StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
@@ -180,21 +179,6 @@ fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut i
             writeln!(out, "\ncost of all sessions: {}, {}", total.label, total.tokens_label)?;
         }
         Ok(())
-    })
-}
-
-fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    if let Some(file) = &args.otlp {
-        return crate::commands::otlp::export_from(remote, &args.session_id, file, args.include_output, globals, out);
-    }
-    let id = SessionId::parse(&args.session_id)?;
-    let path = match &args.output {
-        Some(path) => path.clone(),
-        None => std::env::current_dir()?.join(format!("{id}.zip")),
-    };
-    let exported = remote.export_session(&id, args.include_config, &path)?;
-    print::emit(out, globals.format(), &exported, |out, exported| {
-        print::exported(out, exported)
     })
 }
 

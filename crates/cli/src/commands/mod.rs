@@ -38,7 +38,11 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
     if let Place::Host(remote) = &place {
         if !matches!(
             command,
-            StudioCommand::Show(_) | StudioCommand::Open(_) | StudioCommand::Stop(_) | StudioCommand::Diff(_)
+            StudioCommand::Show(_)
+                | StudioCommand::Open(_)
+                | StudioCommand::Stop(_)
+                | StudioCommand::Diff(_)
+                | StudioCommand::Export(_)
         ) {
             return crate::remote::run(&command, remote, globals, out);
         }
@@ -63,7 +67,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Stop(args) => stop::stop(&args, &place, globals, out),
         StudioCommand::Watch => watch::watch(globals, out),
         StudioCommand::Tail(args) => tail::tail(&args, globals, out),
-        StudioCommand::Export(args) => share::export(&args, globals, out),
+        StudioCommand::Export(args) => share::export(&args, &place, globals, out),
         StudioCommand::Import(args) => share::import(&args, globals, out),
         StudioCommand::Open(args) => share::open(&args, &place, globals, out),
         StudioCommand::Otlp(args) => otlp::otlp(&args, globals, out),

@@ -11,6 +11,7 @@ use studio_core::share::otlp::{self, Endpoint, LiveExport, LiveOptions, TraceOpt
 use studio_core::{SessionId, Workspace};
 
 use crate::cli::{Globals, OtlpArgs, OtlpCommand, OtlpPushArgs};
+use crate::place::Place;
 use crate::print;
 
 /// What `export --otlp` wrote, or what `otlp push` sent of one session.
@@ -71,25 +72,24 @@ fn local(globals: &Globals) -> anyhow::Result<Local> {
     })
 }
 
+/// `export --otlp`: session `session_id`'s traces, read where `place` is (here, or by the host's
+/// server), written as OTLP/JSON to `file` here.
 pub fn export(
+    place: &Place,
     session_id: &str,
     file: &Path,
     include_output: bool,
     globals: &Globals,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    export_from(&local(globals)?, session_id, file, include_output, globals, out)
-}
-
-/// `export --otlp`: session `session_id`'s traces from `source`, written as OTLP/JSON to `file`.
-pub fn export_from(
-    source: &dyn TraceSource,
-    session_id: &str,
-    file: &Path,
-    include_output: bool,
-    globals: &Globals,
-    out: &mut impl Write,
-) -> anyhow::Result<()> {
+    let local;
+    let source: &dyn TraceSource = match place {
+        Place::Here(_) => {
+            local = self::local(globals)?;
+            &local
+        }
+        Place::Host(remote) => remote,
+    };
     let id = SessionId::parse(session_id)?;
     let traces = source.traces(&id, TraceOptions { include_output })?;
     let mut json = otlp::to_json(&traces);

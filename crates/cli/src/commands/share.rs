@@ -12,17 +12,18 @@ use crate::cli::{ExportArgs, Globals, ImportArgs, SessionArg};
 use crate::place::Place;
 use crate::print;
 
-pub fn export(args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+/// `export`: a session of the workspace as a bundle here (a host's written there and streamed
+/// here), or with `--otlp` its traces as OTLP/JSON.
+pub fn export(args: &ExportArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     if let Some(file) = &args.otlp {
-        return super::otlp::export(&args.session_id, file, args.include_output, globals, out);
+        return super::otlp::export(place, &args.session_id, file, args.include_output, globals, out);
     }
     let id = SessionId::parse(&args.session_id)?;
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
     let path = match &args.output {
         Some(path) => path.clone(),
         None => std::env::current_dir()?.join(format!("{id}.zip")),
     };
-    let exported = share::export_session(&store, &workspace, &id, &path, args.include_config, SystemTime::now())?;
+    let exported = place.export_session(&id, args.include_config, &path)?;
     print::emit(out, globals.format(), &exported, |out, exported| {
         print::exported(out, exported)
     })
