@@ -12,8 +12,9 @@ use std::time::SystemTime;
 
 use anyhow::Context;
 use studio_core::app::Studio;
+use studio_core::remote::import::{import_file, RemoteImport};
 use studio_core::remote::methods::Methods;
-use studio_core::share::{self, Exported};
+use studio_core::share::{self, Exported, ImportOptions, ImportedSession};
 use studio_core::SessionId;
 
 use crate::cli::{Globals, StudioCommand};
@@ -40,10 +41,7 @@ impl<'g> Place<'g> {
     /// else this machine's (nothing opened yet).
     pub fn of(command: &StudioCommand, globals: &'g Globals) -> anyhow::Result<Place<'g>> {
         let Some(target) = globals.remote.as_deref() else {
-            return Ok(Place::Here(Here {
-                globals,
-                studio: OnceCell::new(),
-            }));
+            return Ok(Place::here(globals));
         };
         // A command ended by a signal never drops its connection: its ssh master (a process group
         // of its own) would outlive it, an idle login on the host. `run` follows with Ctrl-C as
@@ -53,6 +51,14 @@ impl<'g> Place<'g> {
         // `watch` and `run` follow their runs' events: a server of their own, as before.
         let follows = matches!(command, StudioCommand::Run(_) | StudioCommand::Watch);
         Ok(Place::Host(Remote::open(target, globals, !follows)?))
+    }
+
+    /// This machine's workspace and store, as `globals` name them (nothing opened yet).
+    pub fn here(globals: &'g Globals) -> Place<'g> {
+        Place::Here(Here {
+            globals,
+            studio: OnceCell::new(),
+        })
     }
 
     /// The app service's methods where the command runs: the app service here
@@ -86,6 +92,30 @@ impl<'g> Place<'g> {
                 )?)
             }
             Place::Host(remote) => Ok(remote.export_session(id, include_config, path)?),
+        }
+    }
+
+    /// A bundle, a session folder or a captured log here imported into the workspace and store
+    /// (a host's: uploaded and imported there; a session folder is refused, a bundle of it is
+    /// uploaded).
+    pub fn import(&self, source: &Path, request: &RemoteImport) -> anyhow::Result<ImportedSession> {
+        match self {
+            Place::Here(here) => {
+                let (store, workspace) = (here.globals.open_store()?, here.globals.open_workspace()?);
+                let mut options = ImportOptions {
+                    as_new: request.as_new,
+                    stderr: request.stderr.clone(),
+                    exit_code: request.exit_code,
+                    ..ImportOptions::default()
+                };
+                if let Some(max_bytes) = request.max_bytes {
+                    options.limits.max_bytes = max_bytes;
+                }
+                Ok(share::import(&store, &workspace, source, &options, SystemTime::now())?)
+            }
+            Place::Host(remote) => Ok(remote
+                .link()
+                .with_client(|client| import_file(client, source, request))?),
         }
     }
 }

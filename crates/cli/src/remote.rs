@@ -13,13 +13,12 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context;
 use serde::de::DeserializeOwned;
 use serde_json::json;
-use studio_core::remote::import::{import_file, RemoteImport};
 use studio_core::remote::link::{Link, LinkOptions};
 use studio_core::remote::methods::Methods;
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::SessionId;
 
-use crate::cli::{Globals, ImportArgs, SessionsArgs, StudioCommand};
+use crate::cli::{Globals, SessionsArgs, StudioCommand};
 use crate::print;
 
 /// A remote workspace's server, through its link (connected again when it drops, for the
@@ -131,7 +130,6 @@ pub fn run(
 ) -> anyhow::Result<ExitCode> {
     let done = match command {
         StudioCommand::Sessions(args) => sessions(remote, args, globals, out),
-        StudioCommand::Import(args) => import(remote, args, globals, out),
         StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
         StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
         // Written once over the app service's methods: the host's server answers them here.
@@ -179,22 +177,5 @@ fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut i
             writeln!(out, "\ncost of all sessions: {}, {}", total.label, total.tokens_label)?;
         }
         Ok(())
-    })
-}
-
-/// A bundle or a captured log here, uploaded and imported into the host's workspace and store, as
-/// `zstudio import` there would (a session folder is refused: a bundle of it is uploaded).
-fn import(remote: &Remote, args: &ImportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let request = RemoteImport {
-        as_new: args.as_new,
-        stderr: args.stderr.clone(),
-        exit_code: args.exit_code,
-        max_bytes: args.max_bytes,
-    };
-    let imported = remote
-        .link
-        .with_client(|client| import_file(client, &args.source, &request))?;
-    print::emit(out, globals.format(), &imported, |out, imported| {
-        print::imported(out, imported)
     })
 }

@@ -43,6 +43,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
                 | StudioCommand::Stop(_)
                 | StudioCommand::Diff(_)
                 | StudioCommand::Export(_)
+                | StudioCommand::Import(_)
         ) {
             return crate::remote::run(&command, remote, globals, out);
         }
@@ -68,7 +69,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Watch => watch::watch(globals, out),
         StudioCommand::Tail(args) => tail::tail(&args, globals, out),
         StudioCommand::Export(args) => share::export(&args, &place, globals, out),
-        StudioCommand::Import(args) => share::import(&args, globals, out),
+        StudioCommand::Import(args) => share::import(&args, &place, globals, out),
         StudioCommand::Open(args) => share::open(&args, &place, globals, out),
         StudioCommand::Otlp(args) => otlp::otlp(&args, globals, out),
         // `main` runs these two before it locks standard output.

@@ -3,9 +3,8 @@
 //! `zstudio open`: the window brought to a session.
 
 use std::io::Write;
-use std::time::SystemTime;
 
-use studio_core::share::{self, ImportOptions};
+use studio_core::remote::import::RemoteImport;
 use studio_core::SessionId;
 
 use crate::cli::{ExportArgs, Globals, ImportArgs, SessionArg};
@@ -29,18 +28,17 @@ pub fn export(args: &ExportArgs, place: &Place, globals: &Globals, out: &mut imp
     })
 }
 
-pub fn import(args: &ImportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    let mut options = ImportOptions {
+/// `import`: a bundle, a session folder or a captured log here brought into the workspace and
+/// store, here or on the host of `--remote` (uploaded and imported there, as `zstudio import`
+/// there would; a session folder is refused: a bundle of it is uploaded).
+pub fn import(args: &ImportArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let request = RemoteImport {
         as_new: args.as_new,
         stderr: args.stderr.clone(),
         exit_code: args.exit_code,
-        ..ImportOptions::default()
+        max_bytes: args.max_bytes,
     };
-    if let Some(max_bytes) = args.max_bytes {
-        options.limits.max_bytes = max_bytes;
-    }
-    let imported = share::import(&store, &workspace, &args.source, &options, SystemTime::now())?;
+    let imported = place.import(&args.source, &request)?;
     print::emit(out, globals.format(), &imported, |out, imported| {
         print::imported(out, imported)
     })
