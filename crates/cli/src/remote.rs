@@ -8,7 +8,7 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::Context;
 use serde::de::DeserializeOwned;
@@ -18,8 +18,7 @@ use studio_core::remote::methods::Methods;
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::SessionId;
 
-use crate::cli::{Globals, SessionsArgs, StudioCommand};
-use crate::print;
+use crate::cli::{Globals, StudioCommand};
 
 /// A remote workspace's server, through its link (connected again when it drops, for the
 /// commands that follow: `watch`, `run`); closed when dropped (the server first, then the ssh
@@ -129,7 +128,6 @@ pub fn run(
     out: &mut impl Write,
 ) -> anyhow::Result<ExitCode> {
     let done = match command {
-        StudioCommand::Sessions(args) => sessions(remote, args, globals, out),
         StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
         StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
         // Written once over the app service's methods: the host's server answers them here.
@@ -144,38 +142,4 @@ pub fn run(
         _ => unreachable!("Cli::check refuses --remote for the other commands"),
     };
     done.map(|()| ExitCode::SUCCESS)
-}
-
-/// The host's sessions, printed as `zstudio sessions` prints a local workspace's, narrowed by
-/// the filters given or by a saved view of the host's (`--view`), a search text through the
-/// host's index, as a local listing narrows them.
-fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let now = SystemTime::now();
-    let filters = match &args.view {
-        Some(name) => {
-            let views = remote.link.views_list()?;
-            views
-                .into_iter()
-                .find(|view| view.name == *name)
-                .map(|view| view.filters)
-                .ok_or_else(|| anyhow::anyhow!("{}: no saved view named {name:?}", remote.target))?
-        }
-        None => args.filters.filters(),
-    };
-    let mut listing = remote.link.sessions_list()?;
-    if filters != studio_core::store::Filters::default() {
-        let rows = std::mem::take(&mut listing.sessions);
-        listing.sessions = filters.apply(rows, |text, limit| remote.link.search(text.to_owned(), limit))?;
-        listing.usage = studio_core::store::index::usage_of_sessions(&listing.sessions);
-    }
-    if let Some(limit) = args.limit {
-        listing.sessions.truncate(limit as usize);
-    }
-    print::emit(out, globals.format(), &listing.sessions, |out, sessions| {
-        print::sessions(out, sessions, now)?;
-        if let Some(total) = &listing.usage {
-            writeln!(out, "\ncost of all sessions: {}, {}", total.label, total.tokens_label)?;
-        }
-        Ok(())
-    })
 }

@@ -44,12 +44,13 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
                 | StudioCommand::Diff(_)
                 | StudioCommand::Export(_)
                 | StudioCommand::Import(_)
+                | StudioCommand::Sessions(_)
         ) {
             return crate::remote::run(&command, remote, globals, out);
         }
     }
     let done = match command {
-        StudioCommand::Sessions(args) => sessions::list(&args, globals, out),
+        StudioCommand::Sessions(args) => sessions::list(&args, &place, globals, out),
         StudioCommand::Show(args) => sessions::show(&args, &place, globals, out),
         StudioCommand::Parse(args) => parse::parse(&args, globals, out),
         StudioCommand::Pin(args) => pins::pin(&args, globals, out),
