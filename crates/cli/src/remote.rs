@@ -130,15 +130,6 @@ pub fn run(
     let done = match command {
         StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
         StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
-        // Written once over the app service's methods: the host's server answers them here.
-        StudioCommand::Tag(_) | StudioCommand::Untag(_) | StudioCommand::Note(_) | StudioCommand::View(_) => {
-            crate::commands::tags::run(command, &remote.link, globals.format(), out)
-        }
-        // The host's server reads the traces; sent from here, where the variables (or the
-        // `[otlp]` table of the folder this runs in) name the collector.
-        StudioCommand::Otlp(args) => {
-            crate::commands::otlp::otlp_from(remote, &std::env::current_dir()?, args, globals, out)
-        }
         _ => unreachable!("Cli::check refuses --remote for the other commands"),
     };
     done.map(|()| ExitCode::SUCCESS)

@@ -45,6 +45,11 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
                 | StudioCommand::Export(_)
                 | StudioCommand::Import(_)
                 | StudioCommand::Sessions(_)
+                | StudioCommand::Otlp(_)
+                | StudioCommand::Tag(_)
+                | StudioCommand::Untag(_)
+                | StudioCommand::Note(_)
+                | StudioCommand::View(_)
         ) {
             return crate::remote::run(&command, remote, globals, out);
         }
@@ -56,10 +61,9 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Pin(args) => pins::pin(&args, globals, out),
         StudioCommand::Unpin(args) => pins::unpin(&args, globals, out),
         StudioCommand::Pins => pins::list(globals, out),
-        // The app service's operations, as the server of `--remote` answers them.
+        // The app service's operations, here or as the server of `--remote` answers them.
         StudioCommand::Tag(_) | StudioCommand::Untag(_) | StudioCommand::Note(_) | StudioCommand::View(_) => {
-            let studio = globals.open_studio()?;
-            tags::run(&command, &studio, globals.format(), out)
+            tags::run(&command, place.methods()?, globals.format(), out)
         }
         StudioCommand::Runs(args) => runs::list(&args, globals, out),
         StudioCommand::Logs(args) => logs::logs(&args, globals, out),
@@ -72,7 +76,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Export(args) => share::export(&args, &place, globals, out),
         StudioCommand::Import(args) => share::import(&args, &place, globals, out),
         StudioCommand::Open(args) => share::open(&args, &place, globals, out),
-        StudioCommand::Otlp(args) => otlp::otlp(&args, globals, out),
+        StudioCommand::Otlp(args) => otlp::otlp(&args, &place, globals, out),
         // `main` runs these two before it locks standard output.
         StudioCommand::Serve(args) => serve::serve(&args, globals),
         StudioCommand::Mcp(args) => crate::mcp::mcp(&args, globals),

@@ -117,23 +117,20 @@ pub fn export(
     })
 }
 
-pub fn otlp(args: &OtlpArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let source = local(globals)?;
-    let root = source.workspace.root().to_owned();
-    otlp_from(&source, &root, args, globals, out)
-}
-
-/// `zstudio otlp`: its sessions' traces from `source`, sent to the endpoint the variables name,
-/// else the `[otlp]` table of the workspace at `root`.
-pub fn otlp_from(
-    source: &dyn TraceSource,
-    root: &Path,
-    args: &OtlpArgs,
-    globals: &Globals,
-    out: &mut impl Write,
-) -> anyhow::Result<()> {
+/// `zstudio otlp`: its sessions' traces, read where `place` is (here, or by the host's server),
+/// sent from here to the endpoint the variables name, else the `[otlp]` table of the workspace
+/// (with `--remote`, of the folder this runs in).
+pub fn otlp(args: &OtlpArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let local;
+    let (source, root): (&dyn TraceSource, _) = match place {
+        Place::Here(_) => {
+            local = self::local(globals)?;
+            (&local, local.workspace.root().to_owned())
+        }
+        Place::Host(remote) => (remote, std::env::current_dir()?),
+    };
     match &args.command {
-        OtlpCommand::Push(push) => self::push(source, root, push, globals, out),
+        OtlpCommand::Push(push) => self::push(source, &root, push, globals, out),
     }
 }
 
