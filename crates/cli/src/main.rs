@@ -28,7 +28,6 @@ mod otlp_args;
 mod place;
 mod print;
 mod remote;
-mod remote_follow;
 mod visible;
 
 use std::io::Write;

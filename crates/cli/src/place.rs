@@ -43,6 +43,8 @@ impl<'g> Place<'g> {
         let Some(target) = globals.remote.as_deref() else {
             return Ok(Place::here(globals));
         };
+        // `Cli::check` refused `--remote` for the commands that do not take a place.
+        debug_assert!(crate::cli::REMOTE_COMMANDS.contains(&command.name()));
         // A command ended by a signal never drops its connection: its ssh master (a process group
         // of its own) would outlive it, an idle login on the host. `run` follows with Ctrl-C as
         // its own (the run goes on on the host; the master is closed as the command returns).

@@ -1,24 +1,18 @@
-//! `--remote HOST:PATH`: a command on a workspace of another machine. The host is reached with
-//! the system's `ssh` (`studio_core::remote::ssh`: one ControlMaster, the same `zstudio` build put
-//! on the host when missing), `zstudio serve --stdio --workspace PATH` is started there through
-//! it (`studio_core::remote::link`: connected again when the link drops), and the command calls
-//! the server, printing what it gets with the same printers as for a local workspace. `watch`
-//! and `run` are in `remote_follow`; `tag`, `untag`, `note` and `view` are the local commands
-//! themselves (`commands::tags`, written over the server's methods), given the link.
+//! `--remote HOST:PATH`: a workspace of another machine, reached. The host is reached with the
+//! system's `ssh` (`studio_core::remote::ssh`: one ControlMaster, the same `zstudio` build put on
+//! the host when missing), and `zstudio serve --stdio --workspace PATH` is started there through
+//! it (`studio_core::remote::link`: connected again when the link drops). The commands are the
+//! local ones, run over a `Place::Host` (the `place` module): they call the server through the app
+//! service's methods and print what they get with the same printers as for a local workspace.
 
-use std::io::Write;
-use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use serde::de::DeserializeOwned;
-use serde_json::json;
 use studio_core::remote::link::{Link, LinkOptions};
-use studio_core::remote::methods::Methods;
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::SessionId;
 
-use crate::cli::{Globals, StudioCommand};
+use crate::cli::Globals;
 
 /// A remote workspace's server, through its link (connected again when it drops, for the
 /// commands that follow: `watch`, `run`); closed when dropped (the server first, then the ssh
@@ -48,10 +42,6 @@ impl Remote {
         })
     }
 
-    fn call<T: DeserializeOwned + Send + 'static>(&self, method: &str, params: serde_json::Value) -> anyhow::Result<T> {
-        Ok(self.link.call(method, &params)?)
-    }
-
     /// The link to the host's server.
     pub fn link(&self) -> &Link {
         &self.link
@@ -67,14 +57,6 @@ impl Remote {
         self.link
             .with_client(|client| client.export_session(id.as_str(), include_config, path))
     }
-
-    /// The link and the target, for `watch` and `run`.
-    fn reached(&self) -> crate::remote_follow::Reached<'_> {
-        crate::remote_follow::Reached {
-            link: &self.link,
-            target: &self.target,
-        }
-    }
 }
 
 /// How the host of `--remote` is reached: `--ssh-config`, and the connection kept for
@@ -89,28 +71,6 @@ pub fn connect_options(globals: &Globals) -> ConnectOptions {
     }
 }
 
-/// A host's sessions' traces, read by its studio server (`otlp_traces`).
-impl crate::commands::otlp::TraceSource for Remote {
-    fn traces(
-        &self,
-        id: &SessionId,
-        options: studio_core::share::otlp::TraceOptions,
-    ) -> anyhow::Result<studio_core::share::otlp::TracesData> {
-        let params = json!({ "session_id": id, "include_output": options.include_output });
-        self.call(studio_core::remote::protocol::OTLP_TRACES, params)
-    }
-
-    fn updated_since(&self, from: studio_core::session::Timestamp) -> anyhow::Result<Vec<SessionId>> {
-        let listing = self.link.sessions_list()?;
-        Ok(listing
-            .sessions
-            .into_iter()
-            .filter(|row| row.summary.updated_at >= from)
-            .map(|row| row.summary.id)
-            .collect())
-    }
-}
-
 /// How long `watch` and `run` try to connect again by default (`--reconnect-for`).
 const RECONNECT_FOR: u64 = 300;
 /// The variable that, set to `0`, keeps no server on the host between commands (the connection
@@ -118,19 +78,3 @@ const RECONNECT_FOR: u64 = 300;
 const KEEP_SERVER_ENV: &str = "ZIBBY_STUDIO_KEEP_SERVER";
 /// How long the ssh connection is kept after a command by default (`--keep-connection`).
 const KEEP_CONNECTION: u64 = 60;
-
-/// Runs `command` on the workspace of `--remote`, reached through `remote` (one of
-/// `cli::REMOTE_COMMANDS` the commands do not run over a `Place` themselves yet).
-pub fn run(
-    command: &StudioCommand,
-    remote: &Remote,
-    globals: &Globals,
-    out: &mut impl Write,
-) -> anyhow::Result<ExitCode> {
-    let done = match command {
-        StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
-        StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
-        _ => unreachable!("Cli::check refuses --remote for the other commands"),
-    };
-    done.map(|()| ExitCode::SUCCESS)
-}

@@ -35,25 +35,6 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
     }
     // `--remote`: connected here (`Cli::check` refused it for the commands that do not take it).
     let place = Place::of(&command, globals)?;
-    if let Place::Host(remote) = &place {
-        if !matches!(
-            command,
-            StudioCommand::Show(_)
-                | StudioCommand::Open(_)
-                | StudioCommand::Stop(_)
-                | StudioCommand::Diff(_)
-                | StudioCommand::Export(_)
-                | StudioCommand::Import(_)
-                | StudioCommand::Sessions(_)
-                | StudioCommand::Otlp(_)
-                | StudioCommand::Tag(_)
-                | StudioCommand::Untag(_)
-                | StudioCommand::Note(_)
-                | StudioCommand::View(_)
-        ) {
-            return crate::remote::run(&command, remote, globals, out);
-        }
-    }
     let done = match command {
         StudioCommand::Sessions(args) => sessions::list(&args, &place, globals, out),
         StudioCommand::Show(args) => sessions::show(&args, &place, globals, out),
@@ -71,7 +52,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         StudioCommand::Delete(args) => delete::delete(&args, globals, out),
         StudioCommand::Prune(args) => delete::prune(&args, globals, out),
         StudioCommand::Stop(args) => stop::stop(&args, &place, globals, out),
-        StudioCommand::Watch => watch::watch(globals, out),
+        StudioCommand::Watch => watch::watch(&place, globals, out),
         StudioCommand::Tail(args) => tail::tail(&args, globals, out),
         StudioCommand::Export(args) => share::export(&args, &place, globals, out),
         StudioCommand::Import(args) => share::import(&args, &place, globals, out),
@@ -80,7 +61,7 @@ pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> a
         // `main` runs these two before it locks standard output.
         StudioCommand::Serve(args) => serve::serve(&args, globals),
         StudioCommand::Mcp(args) => crate::mcp::mcp(&args, globals),
-        StudioCommand::Run(args) => return run::run(&args, globals, out),
+        StudioCommand::Run(args) => return run::run(&args, &place, globals, out),
         StudioCommand::Diff(args) => return diff::diff(&args, &place, globals, out),
     };
     done.map(|()| ExitCode::SUCCESS)

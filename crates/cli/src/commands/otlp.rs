@@ -6,13 +6,16 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
+use studio_core::remote::methods::Methods;
 use studio_core::runner::Supervisor;
 use studio_core::share::otlp::{self, Endpoint, LiveExport, LiveOptions, TraceOptions, TracesData};
+use studio_core::store::SessionRow;
 use studio_core::{SessionId, Workspace};
 
 use crate::cli::{Globals, OtlpArgs, OtlpCommand, OtlpPushArgs};
 use crate::place::Place;
 use crate::print;
+use crate::remote::Remote;
 
 /// What `export --otlp` wrote, or what `otlp push` sent of one session.
 #[derive(Serialize)]
@@ -55,14 +58,29 @@ impl TraceSource for Local {
     }
 
     fn updated_since(&self, from: studio_core::session::Timestamp) -> anyhow::Result<Vec<SessionId>> {
-        Ok(self
-            .store
-            .list_sessions(&self.workspace, SystemTime::now())?
-            .into_iter()
-            .filter(|row| row.summary.updated_at >= from)
-            .map(|row| row.summary.id)
-            .collect())
+        let rows = self.store.list_sessions(&self.workspace, SystemTime::now())?;
+        Ok(updated_since(rows, from))
     }
+}
+
+/// A host's sessions' traces, read by its studio server (`otlp_traces`).
+impl TraceSource for Remote {
+    fn traces(&self, id: &SessionId, options: TraceOptions) -> anyhow::Result<TracesData> {
+        let params = serde_json::json!({ "session_id": id, "include_output": options.include_output });
+        Ok(self.link().call(studio_core::remote::protocol::OTLP_TRACES, &params)?)
+    }
+
+    fn updated_since(&self, from: studio_core::session::Timestamp) -> anyhow::Result<Vec<SessionId>> {
+        Ok(updated_since(self.link().sessions_list()?.sessions, from))
+    }
+}
+
+/// The sessions of `rows` updated since `from`.
+fn updated_since(rows: Vec<SessionRow>, from: studio_core::session::Timestamp) -> Vec<SessionId> {
+    rows.into_iter()
+        .filter(|row| row.summary.updated_at >= from)
+        .map(|row| row.summary.id)
+        .collect()
 }
 
 fn local(globals: &Globals) -> anyhow::Result<Local> {
