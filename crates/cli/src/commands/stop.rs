@@ -24,7 +24,7 @@ use crate::remote::Remote;
 pub fn stop(args: &StopArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     // Here: the store opened, the workspace once a session id is looked up (a run id needs none).
     let here = match place {
-        Place::Here(_) => Some(Here {
+        Place::Here(_) => Some(RunsHere {
             store: globals.open_store()?,
             globals,
             workspace: std::cell::OnceCell::new(),
@@ -134,14 +134,15 @@ trait Runs {
     fn folder_status(&self, session: &SessionId) -> anyhow::Result<Option<Status>>;
 }
 
-struct Here<'a> {
+/// This machine's runs and session folders: its store, and the workspace of the global options.
+struct RunsHere<'a> {
     store: Store,
     globals: &'a Globals,
     /// Opened once, when a session id is looked up (a run id needs no workspace).
     workspace: std::cell::OnceCell<Workspace>,
 }
 
-impl Here<'_> {
+impl RunsHere<'_> {
     fn workspace(&self) -> anyhow::Result<&Workspace> {
         if self.workspace.get().is_none() {
             let _ = self.workspace.set(self.globals.open_workspace()?);
@@ -150,7 +151,7 @@ impl Here<'_> {
     }
 }
 
-impl Runs for Here<'_> {
+impl Runs for RunsHere<'_> {
     fn run(&self, id: &str) -> anyhow::Result<RunRecord> {
         Ok(self.store.run(id)?)
     }
