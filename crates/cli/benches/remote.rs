@@ -509,7 +509,7 @@ fn remote_lines(link: &Link, events: &Receiver<LinkEvent>, fifo: &Path) -> (Dura
         let want = format!("line {i}");
         let at = send(&mut lines, i);
         loop {
-            // As `zstudio --remote run` waits (`remote_follow`).
+            // As `zstudio --remote run` waits (`commands::run`).
             let wait = Duration::from_millis(if follower.behind() { 20 } else { 250 });
             let event = match events.recv_timeout(wait) {
                 Ok(event) => Some(event),

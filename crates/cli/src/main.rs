@@ -10,7 +10,9 @@
 //! - `visible`: control characters of untrusted text shown as escapes.
 //! - `ask`: questions on the terminal.
 //! - `mcp`: `zstudio mcp`, the studio as an MCP server (its SDK in `mcp::sdk` alone).
-//! - `remote`: a command on a remote workspace (`--remote HOST:PATH`), through its server.
+//! - `place`: where a command runs: this machine's workspace, or a remote one (`--remote
+//!   HOST:PATH`) through its server.
+//! - `remote`: a remote workspace's server, reached (`--remote HOST:PATH`).
 
 // Standard output goes through `print` and the `visible` writer (untrusted text shown as
 // escapes), never `println!`; the exit status is `main`'s to return.
@@ -23,9 +25,9 @@ mod filter_args;
 mod mcp;
 mod open;
 mod otlp_args;
+mod place;
 mod print;
 mod remote;
-mod remote_follow;
 mod visible;
 
 use std::io::Write;

@@ -1,30 +1,18 @@
-//! `--remote HOST:PATH`: a command on a workspace of another machine. The host is reached with
-//! the system's `ssh` (`studio_core::remote::ssh`: one ControlMaster, the same `zstudio` build put
-//! on the host when missing), `zstudio serve --stdio --workspace PATH` is started there through
-//! it (`studio_core::remote::link`: connected again when the link drops), and the command calls
-//! the server, printing what it gets with the same printers as for a local workspace. `watch`
-//! and `run` are in `remote_follow`; `tag`, `untag`, `note` and `view` are the local commands
-//! themselves (`commands::tags`, written over the server's methods), given the link.
+//! `--remote HOST:PATH`: a workspace of another machine, reached. The host is reached with the
+//! system's `ssh` (`studio_core::remote::ssh`: one ControlMaster, the same `zstudio` build put on
+//! the host when missing), and `zstudio serve --stdio --workspace PATH` is started there through
+//! it (`studio_core::remote::link`: connected again when the link drops). The commands are the
+//! local ones, run over a `Place::Host` (the `place` module): they call the server through the app
+//! service's methods and print what they get with the same printers as for a local workspace.
 
-use std::collections::HashMap;
-use std::io::Write;
-use std::process::ExitCode;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::Context;
-use serde::de::DeserializeOwned;
-use serde_json::json;
-use studio_core::app::across::AcrossMachines;
-use studio_core::remote::import::{import_file, RemoteImport};
 use studio_core::remote::link::{Link, LinkOptions};
-use studio_core::remote::methods::Methods;
 use studio_core::remote::ssh::{ConnectOptions, RemoteTarget};
 use studio_core::SessionId;
 
-use crate::cli::{
-    DiffArgs, ExportArgs, Globals, ImportArgs, SessionArg, SessionsArgs, ShowArgs, StopArgs, StudioCommand,
-};
-use crate::print;
+use crate::cli::Globals;
 
 /// A remote workspace's server, through its link (connected again when it drops, for the
 /// commands that follow: `watch`, `run`); closed when dropped (the server first, then the ssh
@@ -54,16 +42,20 @@ impl Remote {
         })
     }
 
-    fn call<T: DeserializeOwned + Send + 'static>(&self, method: &str, params: serde_json::Value) -> anyhow::Result<T> {
-        Ok(self.link.call(method, &params)?)
+    /// The link to the host's server.
+    pub fn link(&self) -> &Link {
+        &self.link
     }
 
-    /// The link and the target, for `watch` and `run`.
-    fn reached(&self) -> crate::remote_follow::Reached<'_> {
-        crate::remote_follow::Reached {
-            link: &self.link,
-            target: &self.target,
-        }
+    /// Session `id` of the host written there as a bundle and streamed back to `path`.
+    pub fn export_session(
+        &self,
+        id: &SessionId,
+        include_config: bool,
+        path: &std::path::Path,
+    ) -> Result<studio_core::share::Exported, studio_core::Error> {
+        self.link
+            .with_client(|client| client.export_session(id.as_str(), include_config, path))
     }
 }
 
@@ -79,28 +71,6 @@ pub fn connect_options(globals: &Globals) -> ConnectOptions {
     }
 }
 
-/// A host's sessions' traces, read by its studio server (`otlp_traces`).
-impl crate::commands::otlp::TraceSource for Remote {
-    fn traces(
-        &self,
-        id: &SessionId,
-        options: studio_core::share::otlp::TraceOptions,
-    ) -> anyhow::Result<studio_core::share::otlp::TracesData> {
-        let params = json!({ "session_id": id, "include_output": options.include_output });
-        self.call(studio_core::remote::protocol::OTLP_TRACES, params)
-    }
-
-    fn updated_since(&self, from: studio_core::session::Timestamp) -> anyhow::Result<Vec<SessionId>> {
-        let listing = self.link.sessions_list()?;
-        Ok(listing
-            .sessions
-            .into_iter()
-            .filter(|row| row.summary.updated_at >= from)
-            .map(|row| row.summary.id)
-            .collect())
-    }
-}
-
 /// How long `watch` and `run` try to connect again by default (`--reconnect-for`).
 const RECONNECT_FOR: u64 = 300;
 /// The variable that, set to `0`, keeps no server on the host between commands (the connection
@@ -108,222 +78,3 @@ const RECONNECT_FOR: u64 = 300;
 const KEEP_SERVER_ENV: &str = "ZIBBY_STUDIO_KEEP_SERVER";
 /// How long the ssh connection is kept after a command by default (`--keep-connection`).
 const KEEP_CONNECTION: u64 = 60;
-
-/// Runs `command` on the workspace of `--remote` (one of `cli::REMOTE_COMMANDS`; `Cli::check`
-/// refused the others).
-pub fn run(command: &StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    let target = globals.remote.as_deref().expect("--remote was given");
-    // A command ended by a signal never drops its connection: its ssh master (a process group of
-    // its own) would outlive it, an idle login on the host. `run` follows with Ctrl-C as its own
-    // (the run goes on on the host; the master is closed as the command returns).
-    let takes_ctrl_c = matches!(command, StudioCommand::Run(_));
-    studio_core::remote::ssh::end_masters_on_signals(!takes_ctrl_c).context("cannot watch for signals")?;
-    // `watch` and `run` follow their runs' events: a server of their own, as before.
-    let follows = matches!(command, StudioCommand::Run(_) | StudioCommand::Watch);
-    let remote = Remote::open(target, globals, !follows)?;
-    let done = match command {
-        StudioCommand::Sessions(args) => sessions(&remote, args, globals, out),
-        StudioCommand::Show(args) => show(&remote, args, globals, out),
-        StudioCommand::Stop(args) => stop(&remote, args, globals, out),
-        StudioCommand::Export(args) => export(&remote, args, globals, out),
-        StudioCommand::Import(args) => import(&remote, args, globals, out),
-        StudioCommand::Watch => crate::remote_follow::watch(&remote.reached(), globals, out),
-        StudioCommand::Run(args) => return crate::remote_follow::run(&remote.reached(), args, globals, out),
-        StudioCommand::Diff(args) => return diff(&remote, args, globals, out),
-        StudioCommand::Open(args) => open(&remote, args, globals, out),
-        // Written once over the app service's methods: the host's server answers them here.
-        StudioCommand::Tag(_) | StudioCommand::Untag(_) | StudioCommand::Note(_) | StudioCommand::View(_) => {
-            crate::commands::tags::run(command, &remote.link, globals.format(), out)
-        }
-        // The host's server reads the traces; sent from here, where the variables (or the
-        // `[otlp]` table of the folder this runs in) name the collector.
-        StudioCommand::Otlp(args) => {
-            crate::commands::otlp::otlp_from(&remote, &std::env::current_dir()?, args, globals, out)
-        }
-        _ => unreachable!("Cli::check refuses --remote for the other commands"),
-    };
-    done.map(|()| ExitCode::SUCCESS)
-}
-
-/// The host's sessions, printed as `zstudio sessions` prints a local workspace's, narrowed by
-/// the filters given or by a saved view of the host's (`--view`), a search text through the
-/// host's index, as a local listing narrows them.
-fn sessions(remote: &Remote, args: &SessionsArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let now = SystemTime::now();
-    let filters = match &args.view {
-        Some(name) => {
-            let views = remote.link.views_list()?;
-            views
-                .into_iter()
-                .find(|view| view.name == *name)
-                .map(|view| view.filters)
-                .ok_or_else(|| anyhow::anyhow!("{}: no saved view named {name:?}", remote.target))?
-        }
-        None => args.filters.filters(),
-    };
-    let mut listing = remote.link.sessions_list()?;
-    if filters != studio_core::store::Filters::default() {
-        let rows = std::mem::take(&mut listing.sessions);
-        listing.sessions = filters.apply(rows, |text, limit| remote.link.search(text.to_owned(), limit))?;
-        listing.usage = studio_core::store::index::usage_of_sessions(&listing.sessions);
-    }
-    if let Some(limit) = args.limit {
-        listing.sessions.truncate(limit as usize);
-    }
-    print::emit(out, globals.format(), &listing.sessions, |out, sessions| {
-        print::sessions(out, sessions, now)?;
-        if let Some(total) = &listing.usage {
-            writeln!(out, "\ncost of all sessions: {}, {}", total.label, total.tokens_label)?;
-        }
-        Ok(())
-    })
-}
-
-/// One session of the host, printed as `zstudio show` prints a local one (never with its config;
-/// its nodes' durations, read from the host's spans locally, are left out).
-fn show(remote: &Remote, args: &ShowArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    if args.with_config {
-        anyhow::bail!("--with-config is not taken with --remote: the server never sends a session's config");
-    }
-    let id = SessionId::parse(&args.session_id)?;
-    let session = remote.link.session_get(id.to_string())?;
-    let durations = || Ok(HashMap::new());
-    crate::commands::sessions::print_session(out, globals.format(), &session, SystemTime::now(), durations)
-}
-
-/// The app started on a session of the host (`zibby-studio --session ID HOST:PATH`, the
-/// running window taking it over), once the host has said the session is there.
-fn open(remote: &Remote, args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let id = SessionId::parse(&args.session_id)?;
-    remote.link.session_get(id.to_string())?;
-    crate::commands::share::launch_app(&id, std::ffi::OsStr::new(&remote.target), globals, out)
-}
-
-/// `zstudio stop ID` on the host: a run id or a session id, as a local stop takes them (one
-/// [`aim`](crate::commands::stop::aim) for both), asked of its server; waits for the run to end,
-/// asking again (forced there) once `--grace` is over, and prints its record as a local stop does.
-/// The run stops on the host whatever becomes of this connection.
-fn stop(remote: &Remote, args: &StopArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    use crate::commands::stop::{aim, refuse_forcing_outside, Runs, Target};
-    use studio_core::stop::{StopProgress, Stopping};
-    let run = match aim(&args.id, remote)? {
-        Target::Recorded(run) => run,
-        Target::Outside(session) => {
-            refuse_forcing_outside(args, &session)?;
-            let asked = remote.link.session_stop_outside(session.to_string())?;
-            return print::emit(out, globals.format(), &asked, print::outside_stop);
-        }
-    };
-    let ask = |force: bool| -> anyhow::Result<Stopping> { Ok(remote.link.run_stop(run.id.clone(), force)?) };
-    let how = ask(args.force)?;
-    eprintln!(
-        "{} (on {})",
-        print::stop_progress_words(StopProgress::Asked(how)),
-        remote.target
-    );
-    let session = SessionId::parse(&run.session_id)?;
-    let grace_over = std::time::Instant::now() + Duration::from_secs(args.grace);
-    let mut forced = how == Stopping::Forced;
-    let mut give_up = None;
-    let ended = loop {
-        let now = remote
-            .runs_of(&session)?
-            .into_iter()
-            .find(|r| r.id == run.id)
-            .ok_or_else(|| studio_core::Error::RunNotFound { id: run.id.clone() })?;
-        if now.status != studio_core::Status::Running || give_up.is_some_and(|at| std::time::Instant::now() >= at) {
-            break now;
-        }
-        if !forced && std::time::Instant::now() >= grace_over {
-            forced = ask(true)? == Stopping::Forced;
-            eprintln!(
-                "{} (on {})",
-                print::stop_progress_words(StopProgress::Asked(Stopping::Forced)),
-                remote.target
-            );
-        }
-        if forced && give_up.is_none() {
-            // SIGKILL follows SIGTERM 5 s after on the host; its end is recorded then.
-            give_up = Some(std::time::Instant::now() + Duration::from_secs(15));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    print::emit(out, globals.format(), &ended, print::stopped)
-}
-
-impl crate::commands::stop::Runs for Remote {
-    fn run(&self, id: &str) -> anyhow::Result<studio_core::store::RunRecord> {
-        let runs = self.link.runs_list(None)?;
-        runs.into_iter()
-            .find(|r| r.id == id)
-            .ok_or_else(|| studio_core::Error::RunNotFound { id: id.to_owned() }.into())
-    }
-
-    fn runs_of(&self, session: &SessionId) -> anyhow::Result<Vec<studio_core::store::RunRecord>> {
-        Ok(self.link.runs_list(Some(session.to_string()))?)
-    }
-
-    fn folder_status(&self, session: &SessionId) -> anyhow::Result<Option<studio_core::Status>> {
-        let found = self.link.session_get(session.to_string())?;
-        Ok(Some(found.status))
-    }
-}
-
-fn export(remote: &Remote, args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    if let Some(file) = &args.otlp {
-        return crate::commands::otlp::export_from(remote, &args.session_id, file, args.include_output, globals, out);
-    }
-    let id = SessionId::parse(&args.session_id)?;
-    let path = match &args.output {
-        Some(path) => path.clone(),
-        None => std::env::current_dir()?.join(format!("{id}.zip")),
-    };
-    let exported = remote
-        .link
-        .with_client(|client| client.export_session(&id.to_string(), args.include_config, &path))?;
-    print::emit(out, globals.format(), &exported, |out, exported| {
-        print::exported(out, exported)
-    })
-}
-
-/// A bundle or a captured log here, uploaded and imported into the host's workspace and store, as
-/// `zstudio import` there would (a session folder is refused: a bundle of it is uploaded).
-fn import(remote: &Remote, args: &ImportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let request = RemoteImport {
-        as_new: args.as_new,
-        stderr: args.stderr.clone(),
-        exit_code: args.exit_code,
-        max_bytes: args.max_bytes,
-    };
-    let imported = remote
-        .link
-        .with_client(|client| import_file(client, &args.source, &request))?;
-    print::emit(out, globals.format(), &imported, |out, imported| {
-        print::imported(out, imported)
-    })
-}
-
-/// `zstudio diff A B --remote HOST:PATH`: A a session of the host, B a session of the local
-/// workspace, each their last run, brought together and compared as the window compares across
-/// machines ([`AcrossMachines`]): nothing of the local workspace or store is changed.
-fn diff(remote: &Remote, args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    let [a, b] = &args.runs[..] else {
-        anyhow::bail!("with --remote, give A (a session of the host) and B (a session here); --log is not taken");
-    };
-    let (a, b) = (SessionId::parse(a)?, SessionId::parse(b)?);
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    let across = AcrossMachines::prepare(
-        |bundle| {
-            remote
-                .link
-                .with_client(|client| client.export_session(a.as_str(), false, bundle))
-        },
-        &a,
-        &store,
-        &workspace,
-        &b,
-        SystemTime::now(),
-    )?;
-    let compared = across.compare(&crate::commands::diff::options(args))?;
-    crate::commands::diff::finish(&compared, args, globals, out)
-}

@@ -153,5 +153,5 @@ fn import(mirror: &Mirror, args: &ImportArgs, local: &Globals, out: &mut impl Wr
     let folder = mirror.fetch_session(&id, limit)?;
     let mut args = args.clone();
     args.source = folder;
-    super::share::import(&args, local, out)
+    super::share::import(&args, &crate::place::Place::here(local), local, out)
 }

@@ -2,16 +2,21 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::SystemTime;
+
+use studio_core::app::across::AcrossMachines;
+use studio_core::SessionId;
 
 use studio_core::compare::sides::{CapturedLog, Source};
 use studio_core::compare::text::{Hunk, Limits, LineOp, TextDiff};
 use studio_core::compare::{compare, Change, NodeDiff, NodeSide, Options, RunDiff, RunSummary};
 
 use crate::cli::{DiffArgs, Globals};
+use crate::place::Place;
 use crate::print;
 
 /// The options of the comparison `args` asks for.
-pub fn options(args: &DiffArgs) -> Options {
+fn options(args: &DiffArgs) -> Options {
     Options {
         node: args.node.clone(),
         occurrence: None,
@@ -23,9 +28,29 @@ pub fn options(args: &DiffArgs) -> Options {
 }
 
 /// Exit status as `diff(1)`'s: 0 when the runs are the same, 1 when they differ (0 with
-/// `--exit-zero`); trouble is 2 ([`TROUBLE`], `main`'s).
-pub fn diff(args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    diff_in(args, globals, None, out)
+/// `--exit-zero`); trouble is 2 ([`TROUBLE`], `main`'s). With `--remote HOST:PATH`, A is a
+/// session of the host and B one of the local workspace, each their last run, brought together
+/// and compared as the window compares across machines ([`AcrossMachines`]): nothing of the
+/// local workspace or store is changed.
+pub fn diff(args: &DiffArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    let Place::Host(remote) = place else {
+        return diff_in(args, globals, None, out);
+    };
+    let [a, b] = &args.runs[..] else {
+        anyhow::bail!("with --remote, give A (a session of the host) and B (a session here); --log is not taken");
+    };
+    let (a, b) = (SessionId::parse(a)?, SessionId::parse(b)?);
+    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+    let across = AcrossMachines::prepare(
+        |bundle| remote.export_session(&a, false, bundle),
+        &a,
+        &store,
+        &workspace,
+        &b,
+        SystemTime::now(),
+    )?;
+    let compared = across.compare(&options(args))?;
+    finish(&compared, args, globals, out)
 }
 
 /// [`diff`], a session id not found in `globals`' workspace looked up in `local`'s (with
@@ -57,14 +82,8 @@ pub fn diff_in(
     finish(&compared, args, globals, out)
 }
 
-/// Prints `compared` and says the exit status (as `diff(1)`'s); `zstudio diff --remote` ends here
-/// too.
-pub fn finish(
-    compared: &RunDiff,
-    args: &DiffArgs,
-    globals: &Globals,
-    out: &mut impl Write,
-) -> anyhow::Result<ExitCode> {
+/// Prints `compared` and says the exit status (as `diff(1)`'s).
+fn finish(compared: &RunDiff, args: &DiffArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
     if let Some(node) = &args.node {
         if compared.nodes.is_empty() {
             anyhow::bail!("no node `{node}` in either run");

@@ -26,44 +26,43 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use crate::cli::{Globals, StudioCommand};
+use crate::place::Place;
 
 /// Runs one command; its exit status is success unless it says otherwise (`run` and `diff` do).
 pub fn run(command: StudioCommand, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
-    if globals.remote.is_some() {
-        return crate::remote::run(&command, globals, out);
-    }
     if let Some(url) = &globals.source.source {
         return cloud::run(command, globals, url, out);
     }
+    // `--remote`: connected here (`Cli::check` refused it for the commands that do not take it).
+    let place = Place::of(&command, globals)?;
     let done = match command {
-        StudioCommand::Sessions(args) => sessions::list(&args, globals, out),
-        StudioCommand::Show(args) => sessions::show(&args, globals, out),
+        StudioCommand::Sessions(args) => sessions::list(&args, &place, globals, out),
+        StudioCommand::Show(args) => sessions::show(&args, &place, globals, out),
         StudioCommand::Parse(args) => parse::parse(&args, globals, out),
         StudioCommand::Pin(args) => pins::pin(&args, globals, out),
         StudioCommand::Unpin(args) => pins::unpin(&args, globals, out),
         StudioCommand::Pins => pins::list(globals, out),
-        // The app service's operations, as the server of `--remote` answers them.
+        // The app service's operations, here or as the server of `--remote` answers them.
         StudioCommand::Tag(_) | StudioCommand::Untag(_) | StudioCommand::Note(_) | StudioCommand::View(_) => {
-            let studio = globals.open_studio()?;
-            tags::run(&command, &studio, globals.format(), out)
+            tags::run(&command, place.methods()?, globals.format(), out)
         }
         StudioCommand::Runs(args) => runs::list(&args, globals, out),
         StudioCommand::Logs(args) => logs::logs(&args, globals, out),
         StudioCommand::Search(args) => search::search(&args, globals, out),
         StudioCommand::Delete(args) => delete::delete(&args, globals, out),
         StudioCommand::Prune(args) => delete::prune(&args, globals, out),
-        StudioCommand::Stop(args) => stop::stop(&args, globals, out),
-        StudioCommand::Watch => watch::watch(globals, out),
+        StudioCommand::Stop(args) => stop::stop(&args, &place, globals, out),
+        StudioCommand::Watch => watch::watch(&place, globals, out),
         StudioCommand::Tail(args) => tail::tail(&args, globals, out),
-        StudioCommand::Export(args) => share::export(&args, globals, out),
-        StudioCommand::Import(args) => share::import(&args, globals, out),
-        StudioCommand::Open(args) => share::open(&args, globals, out),
-        StudioCommand::Otlp(args) => otlp::otlp(&args, globals, out),
+        StudioCommand::Export(args) => share::export(&args, &place, globals, out),
+        StudioCommand::Import(args) => share::import(&args, &place, globals, out),
+        StudioCommand::Open(args) => share::open(&args, &place, globals, out),
+        StudioCommand::Otlp(args) => otlp::otlp(&args, &place, globals, out),
         // `main` runs these two before it locks standard output.
         StudioCommand::Serve(args) => serve::serve(&args, globals),
         StudioCommand::Mcp(args) => crate::mcp::mcp(&args, globals),
-        StudioCommand::Run(args) => return run::run(&args, globals, out),
-        StudioCommand::Diff(args) => return diff::diff(&args, globals, out),
+        StudioCommand::Run(args) => return run::run(&args, &place, globals, out),
+        StudioCommand::Diff(args) => return diff::diff(&args, &place, globals, out),
     };
     done.map(|()| ExitCode::SUCCESS)
 }

@@ -6,12 +6,16 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
+use studio_core::remote::methods::Methods;
 use studio_core::runner::Supervisor;
 use studio_core::share::otlp::{self, Endpoint, LiveExport, LiveOptions, TraceOptions, TracesData};
+use studio_core::store::SessionRow;
 use studio_core::{SessionId, Workspace};
 
 use crate::cli::{Globals, OtlpArgs, OtlpCommand, OtlpPushArgs};
+use crate::place::Place;
 use crate::print;
+use crate::remote::Remote;
 
 /// What `export --otlp` wrote, or what `otlp push` sent of one session.
 #[derive(Serialize)]
@@ -54,14 +58,29 @@ impl TraceSource for Local {
     }
 
     fn updated_since(&self, from: studio_core::session::Timestamp) -> anyhow::Result<Vec<SessionId>> {
-        Ok(self
-            .store
-            .list_sessions(&self.workspace, SystemTime::now())?
-            .into_iter()
-            .filter(|row| row.summary.updated_at >= from)
-            .map(|row| row.summary.id)
-            .collect())
+        let rows = self.store.list_sessions(&self.workspace, SystemTime::now())?;
+        Ok(updated_since(rows, from))
     }
+}
+
+/// A host's sessions' traces, read by its studio server (`otlp_traces`).
+impl TraceSource for Remote {
+    fn traces(&self, id: &SessionId, options: TraceOptions) -> anyhow::Result<TracesData> {
+        let params = serde_json::json!({ "session_id": id, "include_output": options.include_output });
+        Ok(self.link().call(studio_core::remote::protocol::OTLP_TRACES, &params)?)
+    }
+
+    fn updated_since(&self, from: studio_core::session::Timestamp) -> anyhow::Result<Vec<SessionId>> {
+        Ok(updated_since(self.link().sessions_list()?.sessions, from))
+    }
+}
+
+/// The sessions of `rows` updated since `from`.
+fn updated_since(rows: Vec<SessionRow>, from: studio_core::session::Timestamp) -> Vec<SessionId> {
+    rows.into_iter()
+        .filter(|row| row.summary.updated_at >= from)
+        .map(|row| row.summary.id)
+        .collect()
 }
 
 fn local(globals: &Globals) -> anyhow::Result<Local> {
@@ -71,25 +90,24 @@ fn local(globals: &Globals) -> anyhow::Result<Local> {
     })
 }
 
+/// `export --otlp`: session `session_id`'s traces, read where `place` is (here, or by the host's
+/// server), written as OTLP/JSON to `file` here.
 pub fn export(
+    place: &Place,
     session_id: &str,
     file: &Path,
     include_output: bool,
     globals: &Globals,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
-    export_from(&local(globals)?, session_id, file, include_output, globals, out)
-}
-
-/// `export --otlp`: session `session_id`'s traces from `source`, written as OTLP/JSON to `file`.
-pub fn export_from(
-    source: &dyn TraceSource,
-    session_id: &str,
-    file: &Path,
-    include_output: bool,
-    globals: &Globals,
-    out: &mut impl Write,
-) -> anyhow::Result<()> {
+    let local;
+    let source: &dyn TraceSource = match place {
+        Place::Here(_) => {
+            local = self::local(globals)?;
+            &local
+        }
+        Place::Host(remote) => remote,
+    };
     let id = SessionId::parse(session_id)?;
     let traces = source.traces(&id, TraceOptions { include_output })?;
     let mut json = otlp::to_json(&traces);
@@ -117,23 +135,20 @@ pub fn export_from(
     })
 }
 
-pub fn otlp(args: &OtlpArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let source = local(globals)?;
-    let root = source.workspace.root().to_owned();
-    otlp_from(&source, &root, args, globals, out)
-}
-
-/// `zstudio otlp`: its sessions' traces from `source`, sent to the endpoint the variables name,
-/// else the `[otlp]` table of the workspace at `root`.
-pub fn otlp_from(
-    source: &dyn TraceSource,
-    root: &Path,
-    args: &OtlpArgs,
-    globals: &Globals,
-    out: &mut impl Write,
-) -> anyhow::Result<()> {
+/// `zstudio otlp`: its sessions' traces, read where `place` is (here, or by the host's server),
+/// sent from here to the endpoint the variables name, else the `[otlp]` table of the workspace
+/// (with `--remote`, of the folder this runs in).
+pub fn otlp(args: &OtlpArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let local;
+    let (source, root): (&dyn TraceSource, _) = match place {
+        Place::Here(_) => {
+            local = self::local(globals)?;
+            (&local, local.workspace.root().to_owned())
+        }
+        Place::Host(remote) => (remote, std::env::current_dir()?),
+    };
     match &args.command {
-        OtlpCommand::Push(push) => self::push(source, root, push, globals, out),
+        OtlpCommand::Push(push) => self::push(source, &root, push, globals, out),
     }
 }
 

@@ -7,23 +7,35 @@
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::mpsc::TryRecvError;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
+use serde_json::json;
 use studio_core::agents::Budget;
+use studio_core::remote::follow::RunFollower;
+use studio_core::remote::link::{LinkEvent, LinkState};
+use studio_core::remote::methods::Methods;
+use studio_core::remote::protocol::AGENT_TRUST;
 use studio_core::runner::{Keeper, RunEvent, RunEvents, RunRequest, StartedRun, Supervisor};
 use studio_core::stop::Stopping;
-use studio_core::store::{Store, StoreLocation};
-use studio_core::{SessionId, Workspace};
+use studio_core::store::{RunRecord, Store, StoreLocation};
+use studio_core::{ErrorCode, SessionId, Workspace};
 
 use crate::ask::confirm;
 use crate::cli::{Format, Globals, RunArgs, Target};
 use crate::open::{open_store, TempFolder};
+use crate::place::Place;
 use crate::print;
+use crate::remote::Remote;
 use crate::visible::Visible;
 
-pub fn run(args: &RunArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+pub fn run(args: &RunArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    // A host's run: started detached there by its server and followed here.
+    if let Place::Host(remote) = place {
+        return run_on_host(remote, args, globals, out);
+    }
     let format = globals.format();
     let opened = open(args, globals)?;
     let request = resolve(args, &opened)?;
@@ -266,16 +278,16 @@ fn follow(events: &RunEvents, started: &StartedRun, format: Format, out: &mut im
 
 /// How `run` prints a run's events (of a local run, or of a host's): its error said once, not
 /// again at the end when it was the last line of its stderr.
-pub struct RunPrinter<'a> {
+struct RunPrinter<'a> {
     started: &'a StartedRun,
     format: Format,
     last_stderr: Option<String>,
     /// A line on stdout or a node was printed.
-    pub printed_stdout: bool,
+    printed_stdout: bool,
 }
 
 impl<'a> RunPrinter<'a> {
-    pub fn new(started: &'a StartedRun, format: Format) -> RunPrinter<'a> {
+    fn new(started: &'a StartedRun, format: Format) -> RunPrinter<'a> {
         RunPrinter {
             started,
             format,
@@ -285,7 +297,7 @@ impl<'a> RunPrinter<'a> {
     }
 
     /// Prints one event of the run.
-    pub fn print(&mut self, out: &mut impl Write, event: &RunEvent) -> anyhow::Result<()> {
+    fn print(&mut self, out: &mut impl Write, event: &RunEvent) -> anyhow::Result<()> {
         match event {
             RunEvent::Output { stream, line, .. } if *stream == studio_core::protocol::Stream::Stderr => {
                 self.last_stderr = Some(line.clone());
@@ -304,7 +316,7 @@ impl<'a> RunPrinter<'a> {
 }
 
 /// 0 success, 2 cancelled, 3 interrupted, 1 anything else.
-pub fn exit_code(status: studio_core::Status) -> ExitCode {
+fn exit_code(status: studio_core::Status) -> ExitCode {
     ExitCode::from(match status {
         studio_core::Status::Success => 0,
         studio_core::Status::Cancelled => 2,
@@ -313,7 +325,7 @@ pub fn exit_code(status: studio_core::Status) -> ExitCode {
     })
 }
 
-pub fn print_event(out: &mut impl Write, format: Format, event: &RunEvent, started: &StartedRun) -> anyhow::Result<()> {
+fn print_event(out: &mut impl Write, format: Format, event: &RunEvent, started: &StartedRun) -> anyhow::Result<()> {
     match format {
         Format::Json => print::write_json_line(out, event),
         Format::Human => print::run_event(out, event, started),
@@ -340,7 +352,7 @@ fn trust_on_terminal(
 /// Whether the user trusts `shown` (of a workspace `place` names: "" here, " on HOST"): yes with
 /// `--trust`, else asked on the terminal after reading what it would run; an error (`refused`,
 /// with what to do) when not, or with no terminal to ask on.
-pub fn ask_trust(
+fn ask_trust(
     shown: &studio_core::agents::ShownLaunch,
     trust: bool,
     refused: &dyn std::fmt::Display,
@@ -370,6 +382,219 @@ pub fn ask_trust(
     drop(err);
     if !confirm("Trust this and run it?")? {
         anyhow::bail!("not run: agent `{}` is not trusted", shown.agent);
+    }
+    Ok(())
+}
+
+// A host's run (`--remote`): started detached there by its server, its events followed here.
+
+/// How long a follow waits for an event before it reads what is new all the same.
+const TICK: Duration = Duration::from_millis(250);
+
+/// How long a follow waits when lines it was told of are not stored yet (the host records a
+/// run's output every 50 ms).
+const SOON: Duration = Duration::from_millis(20);
+
+/// How long `run --detach` waits for the run's start to print it.
+const START_WAIT: Duration = Duration::from_secs(10);
+
+/// The exit status of a follow ended by Ctrl-C (the run goes on on the host).
+const INTERRUPTED: u8 = 130;
+
+/// `run --agent NAME` on the host (detached there), followed here; or `run --attach RUN_ID`.
+fn run_on_host(remote: &Remote, args: &RunArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<ExitCode> {
+    let format = globals.format();
+    let link = remote.link();
+    let events = link.events().expect("the link's events are taken once");
+    if let Some(run_id) = &args.attach {
+        let run = run_record(remote, run_id)?;
+        let started = StartedRun {
+            run_id: run.id.clone(),
+            session_id: run.session_id.clone(),
+            session_path: run.workspace.join(".zibby/output/sessions").join(&run.session_id),
+            pid: run.pid.and_then(|pid| u32::try_from(pid).ok()),
+        };
+        if format == Format::Human {
+            writeln!(
+                out,
+                "run {} in session {} on {}, from its first line",
+                started.run_id,
+                started.session_id,
+                link.host()
+            )?;
+        }
+        let follower = RunFollower::from_line(&run.id, &run.session_id, 1, true);
+        return follow_on_host(remote, &events, follower, &started, format, out);
+    }
+    if args.max_cost.is_some() || args.max_tokens.is_some() || args.over_budget {
+        anyhow::bail!(
+            "--max-cost, --max-tokens and --over-budget do not reach a host yet: its studio holds the run to \
+             the budgets of its .zibby/studio.toml"
+        );
+    }
+    let started = start_on_host(remote, args)?;
+    if args.detach {
+        print_start(&events, &started, format, out)?;
+        if format == Format::Human {
+            writeln!(
+                out,
+                "left running on {}; {}",
+                link.host(),
+                hints(remote, &started.run_id)
+            )?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    follow_on_host(remote, &events, RunFollower::new(&started), &started, format, out)
+}
+
+/// Starts the agent on the host (a replay with `--session` and `--node`); an agent the host's
+/// studio does not trust yet is shown and asked about first (or trusted by `--trust`), and
+/// trusted there.
+fn start_on_host(remote: &Remote, args: &RunArgs) -> anyhow::Result<StartedRun> {
+    let link = remote.link();
+    let agent = args.agent.as_deref().expect("clap asks for --agent or --attach");
+    let node = args.session.as_ref().and(args.node.as_ref());
+    let call = || -> Result<StartedRun, studio_core::Error> {
+        match (&args.session, node) {
+            (Some(session), Some(node)) => link.run_replay(session.clone(), node.clone(), agent.to_owned()),
+            // The budget flags were refused before this (the host's studio.toml holds its runs).
+            (session, _) => link.run_start(
+                agent.to_owned(),
+                args.prompt.clone().unwrap_or_default(),
+                session.clone(),
+                None,
+            ),
+        }
+    };
+    match call() {
+        Err(refused) if refused.code() == ErrorCode::AgentsUntrusted => {
+            let Some((digest, shown)) = refused.untrusted_launch() else {
+                return Err(refused.into());
+            };
+            ask_trust(&shown, args.trust, &refused, &format!(" on {}", link.host()))?;
+            link.call::<bool>(AGENT_TRUST, &json!({ "agent": agent, "node": node, "digest": digest }))?;
+            Ok(call()?)
+        }
+        started => Ok(started?),
+    }
+}
+
+/// The run `run_id` as the host records it.
+fn run_record(remote: &Remote, run_id: &str) -> anyhow::Result<RunRecord> {
+    let runs = remote.link().runs_list(None)?;
+    runs.into_iter()
+        .find(|run| run.id == run_id)
+        .ok_or_else(|| anyhow::anyhow!("{}: no run `{run_id}` in the host's store", remote.link().host()))
+}
+
+/// The run's start, printed as `run` prints it, once the host says it (at most [`START_WAIT`]).
+fn print_start(
+    events: &Receiver<LinkEvent>,
+    started: &StartedRun,
+    format: Format,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + START_WAIT;
+    while let Ok(event) = events.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+        let LinkEvent::Notification(notification) = event else {
+            continue;
+        };
+        if let Some(event @ RunEvent::RunStarted { .. }) = notification.run_event() {
+            if event.run_id() == started.run_id {
+                return RunPrinter::new(started, format).print(out, &event);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What stops the run on the host and what follows it again.
+fn hints(remote: &Remote, run_id: &str) -> String {
+    format!(
+        "`zstudio --remote {target} stop {run_id}` stops it, `zstudio --remote {target} run --attach {run_id}` follows it again",
+        target = remote.target
+    )
+}
+
+/// Prints the run's events until it ends (exiting with its outcome, as `run` does), Ctrl-C is
+/// pressed, or the link is given up; neither stops the run on the host.
+fn follow_on_host(
+    remote: &Remote,
+    events: &Receiver<LinkEvent>,
+    mut follower: RunFollower,
+    started: &StartedRun,
+    format: Format,
+    out: &mut impl Write,
+) -> anyhow::Result<ExitCode> {
+    let link = remote.link();
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = interrupted.clone();
+    ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst))?;
+    let mut printer = RunPrinter::new(started, format);
+    loop {
+        if interrupted.load(Ordering::SeqCst) {
+            out.flush()?;
+            let mut err = Visible::new(std::io::stderr().lock());
+            writeln!(
+                err,
+                "\nno longer following; the run goes on on {}: {}",
+                link.host(),
+                hints(remote, &started.run_id)
+            )?;
+            return Ok(ExitCode::from(INTERRUPTED));
+        }
+        let wait = if follower.behind() { SOON } else { TICK };
+        let event = match events.recv_timeout(wait) {
+            Ok(event) => Some(event),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => anyhow::bail!(
+                "{}: the link was closed; {}",
+                link.host(),
+                hints(remote, &started.run_id)
+            ),
+        };
+        if let Some(LinkEvent::State(state)) = &event {
+            say_state(remote, state, Some(&started.run_id))?;
+        }
+        let shown = match follower.on(link, event.as_ref()) {
+            Ok(shown) => shown,
+            // Read again once connected: the follower holds the line it is at.
+            Err(error) if link.dropped(&error) => continue,
+            Err(error) => {
+                // Given up: said with how to follow again.
+                if let state @ LinkState::Failed { .. } = link.state() {
+                    say_state(remote, &state, Some(&started.run_id))?;
+                }
+                return Err(error.into());
+            }
+        };
+        for event in &shown {
+            printer.print(out, event)?;
+            if let RunEvent::RunFinished { status, .. } = event {
+                out.flush()?;
+                return Ok(exit_code(*status));
+            }
+        }
+        out.flush()?;
+    }
+}
+
+/// Says on stderr that the link dropped (once), is back, or was given up (an error, with how to
+/// follow the run again when one is followed).
+pub(crate) fn say_state(remote: &Remote, state: &LinkState, run_id: Option<&str>) -> anyhow::Result<()> {
+    let host = remote.link().host();
+    let mut err = Visible::new(std::io::stderr().lock());
+    match state {
+        LinkState::Reconnecting {
+            reason, attempts: 0, ..
+        } => writeln!(err, "zstudio: {reason}; connecting again")?,
+        LinkState::Reconnecting { .. } => {}
+        LinkState::Connected => writeln!(err, "zstudio: {host}: connected again")?,
+        LinkState::Failed { reason } => {
+            let hint = run_id.map(|run_id| format!("; the run goes on there: {}", hints(remote, run_id)));
+            anyhow::bail!("{host}: {reason}{}", hint.unwrap_or_default());
+        }
     }
     Ok(())
 }

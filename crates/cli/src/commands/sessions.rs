@@ -5,31 +5,66 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::time::SystemTime;
 
-use studio_core::store::index::NodeDetail;
+use studio_core::cost::UsageTotal;
+use studio_core::store::index::{usage_of_sessions, NodeDetail};
 use studio_core::store::{Filters, SessionRow, SpanKind, Store};
 use studio_core::{Session, SessionId, Workspace};
 
 use crate::cli::{Format, Globals, SessionsArgs, ShowArgs};
+use crate::place::Place;
 use crate::print;
 
-pub fn list(args: &SessionsArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+/// `sessions`: the workspace's sessions, here or on the host of `--remote`, narrowed by the
+/// filters given or by a saved view of the workspace's (`--view`), with what they cost. Here the
+/// store reads the folders (a first screen from the catalogue's page, `--json` streamed); a host's
+/// listing is its server's, narrowed here as the store narrows one (a search text through the
+/// host's index).
+pub fn list(args: &SessionsArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    let filters = filters_of(&store, &workspace, args)?;
-    if filters == Filters::default() {
-        if let Some(limit) = args.limit {
-            // The first screen's read: the catalogue's page, the folders outside it not read.
-            let page = store.sessions_page(&workspace, now, NodeDetail::WithUsage, 0, limit as usize)?;
-            return print_listing(globals, &page, now, out);
+    let (sessions, usage) = match place {
+        Place::Here(_) => {
+            let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+            let filters = filters_of(&store, &workspace, args)?;
+            if filters == Filters::default() {
+                if let Some(limit) = args.limit {
+                    // The first screen's read: the catalogue's page, the folders outside it not read.
+                    let page = store.sessions_page(&workspace, now, NodeDetail::WithUsage, 0, limit as usize)?;
+                    return print_listing(globals, &page, now, out);
+                }
+                if globals.format() == Format::Json {
+                    return stream_json(&store, &workspace, now, out);
+                }
+            }
+            // Printed whole (a table, or filtered): the listing in its order, every folder checked.
+            let sessions = store.list_sessions(&workspace, now)?;
+            let sessions = kept(&store, &workspace, &filters, args.limit, sessions)?;
+            let usage = usage_of_sessions(&sessions);
+            (sessions, usage)
         }
-        if globals.format() == Format::Json {
-            return stream_json(&store, &workspace, now, out);
+        Place::Host(remote) => {
+            let methods = place.methods()?;
+            let filters = match &args.view {
+                Some(name) => methods
+                    .views_list()?
+                    .into_iter()
+                    .find(|view| view.name == *name)
+                    .map(|view| view.filters)
+                    .ok_or_else(|| anyhow::anyhow!("{}: no saved view named {name:?}", remote.target))?,
+                None => args.filters.filters(),
+            };
+            let mut listing = methods.sessions_list()?;
+            if filters != Filters::default() {
+                let rows = std::mem::take(&mut listing.sessions);
+                listing.sessions = filters.apply(rows, |text, limit| methods.search(text.to_owned(), limit))?;
+                listing.usage = usage_of_sessions(&listing.sessions);
+            }
+            if let Some(limit) = args.limit {
+                listing.sessions.truncate(limit as usize);
+            }
+            (listing.sessions, listing.usage)
         }
-    }
-    // Printed whole (a table, or filtered): the listing in its order, every folder checked.
-    let sessions = store.list_sessions(&workspace, now)?;
-    let sessions = kept(&store, &workspace, &filters, args.limit, sessions)?;
-    print_listing(globals, &sessions, now, out)
+    };
+    print_rows(globals, &sessions, usage.as_ref(), now, out)
 }
 
 /// How many rows `sessions --json` checks against their folders and writes at a time.
@@ -114,26 +149,53 @@ pub fn print_listing(
     now: SystemTime,
     out: &mut impl Write,
 ) -> anyhow::Result<()> {
+    print_rows(globals, sessions, usage_of_sessions(sessions).as_ref(), now, out)
+}
+
+/// `sessions` printed (a table and `usage`, the total cost, or JSON).
+fn print_rows(
+    globals: &Globals,
+    sessions: &[SessionRow],
+    usage: Option<&UsageTotal>,
+    now: SystemTime,
+    out: &mut impl Write,
+) -> anyhow::Result<()> {
     print::emit(out, globals.format(), sessions, |out, sessions| {
         print::sessions(out, sessions, now)?;
-        if let Some(total) = studio_core::store::index::usage_of_sessions(sessions) {
+        if let Some(total) = usage {
             writeln!(out, "\ncost of all sessions: {}, {}", total.label, total.tokens_label)?;
         }
         Ok(())
     })
 }
 
-pub fn show(args: &ShowArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+/// `show`: one session of the workspace, here or on the host of `--remote` (never with its
+/// config there: the server never sends it; its nodes' durations, read from the spans here, are
+/// left out there).
+pub fn show(args: &ShowArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let now = SystemTime::now();
     let id = SessionId::parse(&args.session_id)?;
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    // What the store knows is laid over the folder, as `sessions` lays it.
-    let mut session = store.read_session(&workspace, &id, now)?;
-    if !args.with_config {
-        session = session.without_config();
-    }
-    print_session(out, globals.format(), &session, now, || {
-        node_durations(&store, &workspace, &id, now)
+    let here = match place {
+        Place::Here(_) => Some((globals.open_store()?, globals.open_workspace()?)),
+        Place::Host(_) if args.with_config => {
+            anyhow::bail!("--with-config is not taken with --remote: the server never sends a session's config")
+        }
+        Place::Host(_) => None,
+    };
+    let session = match &here {
+        // What the store knows is laid over the folder, as `sessions` lays it.
+        Some((store, workspace)) => {
+            let session = store.read_session(workspace, &id, now)?;
+            match args.with_config {
+                true => session,
+                false => session.without_config(),
+            }
+        }
+        None => place.methods()?.session_get(id.to_string())?,
+    };
+    print_session(out, globals.format(), &session, now, || match &here {
+        Some((store, workspace)) => node_durations(store, workspace, &id, now),
+        None => Ok(HashMap::new()),
     })
 }
 

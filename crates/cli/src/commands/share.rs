@@ -3,42 +3,42 @@
 //! `zstudio open`: the window brought to a session.
 
 use std::io::Write;
-use std::time::SystemTime;
 
-use studio_core::share::{self, ImportOptions};
+use studio_core::remote::import::RemoteImport;
 use studio_core::SessionId;
 
 use crate::cli::{ExportArgs, Globals, ImportArgs, SessionArg};
+use crate::place::Place;
 use crate::print;
 
-pub fn export(args: &ExportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+/// `export`: a session of the workspace as a bundle here (a host's written there and streamed
+/// here), or with `--otlp` its traces as OTLP/JSON.
+pub fn export(args: &ExportArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     if let Some(file) = &args.otlp {
-        return super::otlp::export(&args.session_id, file, args.include_output, globals, out);
+        return super::otlp::export(place, &args.session_id, file, args.include_output, globals, out);
     }
     let id = SessionId::parse(&args.session_id)?;
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
     let path = match &args.output {
         Some(path) => path.clone(),
         None => std::env::current_dir()?.join(format!("{id}.zip")),
     };
-    let exported = share::export_session(&store, &workspace, &id, &path, args.include_config, SystemTime::now())?;
+    let exported = place.export_session(&id, args.include_config, &path)?;
     print::emit(out, globals.format(), &exported, |out, exported| {
         print::exported(out, exported)
     })
 }
 
-pub fn import(args: &ImportArgs, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    let mut options = ImportOptions {
+/// `import`: a bundle, a session folder or a captured log here brought into the workspace and
+/// store, here or on the host of `--remote` (uploaded and imported there, as `zstudio import`
+/// there would; a session folder is refused: a bundle of it is uploaded).
+pub fn import(args: &ImportArgs, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let request = RemoteImport {
         as_new: args.as_new,
         stderr: args.stderr.clone(),
         exit_code: args.exit_code,
-        ..ImportOptions::default()
+        max_bytes: args.max_bytes,
     };
-    if let Some(max_bytes) = args.max_bytes {
-        options.limits.max_bytes = max_bytes;
-    }
-    let imported = share::import(&store, &workspace, &args.source, &options, SystemTime::now())?;
+    let imported = place.import(&args.source, &request)?;
     print::emit(out, globals.format(), &imported, |out, imported| {
         print::imported(out, imported)
     })
@@ -53,14 +53,24 @@ struct Opened {
     app: std::path::PathBuf,
 }
 
-/// Starts the app on the session: a window already running on the same store takes the request
-/// over (the app's single-instance hand-over) and comes to the front; the process started here
-/// then ends. Not waited for.
-pub fn open(args: &SessionArg, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+/// Starts the app on the session (of this machine's workspace, or `zibby-studio --session ID
+/// HOST:PATH` once the host of `--remote` has said the session is there): a window already
+/// running on the same store takes the request over (the app's single-instance hand-over) and
+/// comes to the front; the process started here then ends. Not waited for.
+pub fn open(args: &SessionArg, place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
     let id = SessionId::parse(&args.session_id)?;
-    let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
-    crate::open::require_session(&store, &workspace, &id)?;
-    launch_app(&id, workspace.root().as_os_str(), globals, out)
+    let workspace = match place {
+        Place::Here(_) => {
+            let (store, workspace) = (globals.open_store()?, globals.open_workspace()?);
+            crate::open::require_session(&store, &workspace, &id)?;
+            workspace.root().as_os_str().to_owned()
+        }
+        Place::Host(remote) => {
+            place.methods()?.session_get(id.to_string())?;
+            std::ffi::OsString::from(&remote.target)
+        }
+    };
+    launch_app(&id, &workspace, globals, out)
 }
 
 /// Starts the app on session `id` of `workspace` (a folder, `HOST:PATH` of `--remote` or a

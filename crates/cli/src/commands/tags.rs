@@ -16,7 +16,7 @@ use crate::cli::{Format, NoteArgs, StudioCommand, TagArgs, ViewAction, ViewArgs}
 use crate::print;
 
 /// Runs `tag`, `untag`, `note` or `view` on the workspace whose app service `methods` reaches:
-/// this machine's (`commands::run`) or a host's (`remote::run`).
+/// this machine's or a host's (`Place::methods`).
 pub(crate) fn run(
     command: &StudioCommand,
     methods: &dyn Methods,

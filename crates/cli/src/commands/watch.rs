@@ -5,13 +5,23 @@
 use std::io::Write;
 use std::sync::Arc;
 
+use studio_core::remote::link::LinkEvent;
+use studio_core::remote::methods::Methods;
 use studio_core::share::otlp;
 use studio_core::watcher::{Change, ChangeSink, Watcher, WatcherOptions};
 
 use crate::cli::{Format, Globals};
+use crate::place::Place;
 use crate::print;
+use crate::remote::Remote;
+use crate::visible::Visible;
 
-pub fn watch(globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+/// `watch`: the workspaces' changes here (a watcher of their folders and the store), or the
+/// host's as its server says them, until interrupted.
+pub fn watch(place: &Place, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    if let Place::Host(remote) = place {
+        return watch_on_host(remote, globals, out);
+    }
     let workspaces = globals.open_workspaces()?;
     let several = workspaces.len() > 1;
     let (changes, received) = std::sync::mpsc::channel();
@@ -62,11 +72,49 @@ fn live_traces(
 }
 
 /// One change as `watch` prints it (of a local workspace or a host's), flushed.
-pub fn print_change(out: &mut impl Write, format: Format, change: &Change, several: bool) -> anyhow::Result<()> {
+fn print_change(out: &mut impl Write, format: Format, change: &Change, several: bool) -> anyhow::Result<()> {
     match format {
         Format::Json => print::write_json_line(out, change)?,
         Format::Human => print::change(out, change, several)?,
     }
     out.flush()?;
+    Ok(())
+}
+
+/// The host's changes, as `zstudio watch` prints a local workspace's, until interrupted or the
+/// link is given up.
+fn watch_on_host(remote: &Remote, globals: &Globals, out: &mut impl Write) -> anyhow::Result<()> {
+    let link = remote.link();
+    let events = link.events().expect("the link's events are taken once");
+    link.subscribe_changes()?;
+    writeln!(
+        Visible::new(std::io::stderr().lock()),
+        "zstudio: watching {}",
+        remote.target
+    )?;
+    // What a local watch's first scan says: every session there now, as added (once subscribed,
+    // so that none made meanwhile is missed; one may then be said twice, added then updated).
+    let listing = link.sessions_list()?;
+    let workspace = std::path::PathBuf::from(link.workspace_path());
+    for row in listing.sessions {
+        let change = studio_core::watcher::Change::SessionAdded {
+            workspace: workspace.clone(),
+            session_id: row.summary.id.clone(),
+            summary: row.summary,
+            tags: row.tags,
+        };
+        print_change(out, globals.format(), &change, false)?;
+    }
+    for event in events {
+        match event {
+            LinkEvent::Notification(notification) => {
+                if let Some(change) = notification.change() {
+                    print_change(out, globals.format(), &change, false)?;
+                }
+            }
+            LinkEvent::State(state) => super::run::say_state(remote, &state, None)?,
+            LinkEvent::Reconnected => {}
+        }
+    }
     Ok(())
 }
