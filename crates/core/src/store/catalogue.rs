@@ -33,6 +33,7 @@
 //! it changed is given as it is now, in that place; the next listing places it by its new time).
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 use rusqlite::{params, Connection, OptionalExtension};
@@ -218,7 +219,8 @@ pub(super) fn usage(store: &Store, workspace: &Workspace) -> Result<Option<Usage
 /// first: the sessions folder's names (one `readdir`, its stamp taken before), by id, the newest
 /// first (an id begins with its creation time); `first` folders read and stored, then `chunk` at
 /// a time, `each` told after each with how many folders there are; the names stamp recorded at
-/// the end (every name was compared).
+/// the end (every name was compared). After the first, each chunk is read on a thread of its own
+/// while the one before it is stored, so that the folders' reading never waits for SQLite.
 pub(super) fn fill(
     store: &Store,
     workspace: &Workspace,
@@ -230,12 +232,13 @@ pub(super) fn fill(
     let stamp = index::names_stamp(workspace)?;
     let mut folders = session::session_folders(workspace)?;
     folders.sort_by(|a, b| b.1.as_str().cmp(a.1.as_str()));
-    let mut from = 0;
-    while from < folders.len() || from == 0 {
-        let to = folders.len().min(from + if from == 0 { first } else { chunk.max(1) });
-        let read = session::in_parallel(&folders[from..to], |(path, id)| {
-            index::read_through(path, id, None, now)
-        })?;
+    let held = index::hold_sessions_folder(workspace)?;
+    let read = |part: &[(PathBuf, SessionId)]| {
+        session::in_parallel(part, |(path, id)| {
+            index::read_through((path, held.as_ref()), id, None, now)
+        })
+    };
+    let mut store_part = |read: Vec<Option<index::Listed>>| {
         store.with_conn(|conn| {
             let tx = write_transaction(conn)?;
             for listed in read.into_iter().flatten() {
@@ -246,8 +249,24 @@ pub(super) fn fill(
             Ok(tx.commit()?)
         })?;
         each(folders.len());
-        from = to.max(1);
-    }
+        Ok::<(), Error>(())
+    };
+    // The first page's folders, alone: nothing else read meanwhile.
+    let (page, rest) = folders.split_at(first.min(folders.len()));
+    store_part(read(page)?)?;
+    std::thread::scope(|scope| {
+        let (sender, read_parts) = std::sync::mpsc::sync_channel(1);
+        let read = &read;
+        scope.spawn(move || {
+            for part in rest.chunks(chunk.max(1)) {
+                // The receiver gone (an error storing the one before): nothing more to read.
+                if sender.send(read(part)).is_err() {
+                    break;
+                }
+            }
+        });
+        read_parts.into_iter().try_for_each(|part| store_part(part?))
+    })?;
     store.with_conn(|conn| index::record_names_stamp(conn, key, stamp.as_ref()))
 }
 
@@ -302,7 +321,7 @@ fn reconcile_names(store: &Store, workspace: &Workspace, key: i64, now: SystemTi
     })?;
     let names: HashSet<&str> = folders.iter().map(|(_, id)| id.as_str()).collect();
     let new: Vec<_> = folders.iter().filter(|(_, id)| !known.contains(id.as_str())).collect();
-    let read = session::in_parallel(&new, |(path, id)| index::read_through(path, id, None, now))?;
+    let read = session::in_parallel(&new, |(path, id)| index::read_through((path, None), id, None, now))?;
     store.with_conn(|conn| {
         let tx = write_transaction(conn)?;
         for listed in read.into_iter().flatten() {
@@ -333,7 +352,7 @@ fn check(
         .filter_map(|(id, updated_at, cached)| Some((SessionId::parse(&id).ok()?, updated_at, cached)))
         .collect();
     let read = session::in_parallel(&entries, |(id, _, cached)| {
-        index::read_through(&workspace.session_path(id), id, Some(cached), now)
+        index::read_through((&workspace.session_path(id), None), id, Some(cached), now)
     })?;
     let mut moved = false;
     let mut summaries = Vec::with_capacity(read.len());
