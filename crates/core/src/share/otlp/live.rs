@@ -16,7 +16,6 @@
 //! the start). Losses are said in one log line at most once a minute while they go on, and in
 //! [`LiveExport::finish`]'s summary, which waits a bounded time for what is left.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -27,6 +26,7 @@ use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::bytes::Bytes;
 
 use super::map::{fill_node_span, fill_node_span_own, root_span, NodeExecution, NodeSpanCommon, RunTrace, SpanPlace};
+use super::names::NameCounts;
 use super::push::{post, Endpoint, RequestBody};
 use crate::runs::runner::{RunEvent, RunEvents};
 use crate::sessions::cost::NodeUsage;
@@ -360,9 +360,8 @@ struct Followed {
     trace_id: [u8; 16],
     root_span_id: [u8; 8],
     started: Instant,
-    /// How many executions of each node name began (a name from the agent's output: hashed
-    /// with foldhash's seeded quality hasher, faster than SipHash on short names).
-    occurrences: HashMap<String, u32, foldhash::quality::RandomState>,
+    /// How many executions of each node name began.
+    occurrences: NameCounts,
     /// Open executions, outermost first, each where its span sits.
     open: Vec<(NodeExecution, SpanPlace)>,
     /// Executions ended and sent, kept to be written over by those that begin (their names'
@@ -373,16 +372,7 @@ struct Followed {
 impl Followed {
     /// An execution of `node` began, `t_ms` into the run: its span's place is decided now.
     fn node_began(&mut self, run_id: &str, node: &str, depth: usize, t_ms: u64) {
-        let attempt = match self.occurrences.get_mut(node) {
-            Some(count) => {
-                *count += 1;
-                *count
-            }
-            None => {
-                self.occurrences.insert(node.to_owned(), 1);
-                1
-            }
-        };
+        let attempt = self.occurrences.began(node);
         let parent = match self.open.last() {
             Some((_, place)) => place.span_id,
             None => self.root_span_id,
@@ -527,7 +517,7 @@ fn follow_event(
                 root_span_id: super::ids::run_span_id(run_id),
                 trace,
                 started: Instant::now(),
-                occurrences: HashMap::default(),
+                occurrences: NameCounts::default(),
                 open: Vec::new(),
                 spare: Vec::new(),
             };
@@ -549,9 +539,7 @@ fn follow_event(
             let Some(run) = runs.get_mut(run_id) else { return };
             if let Some(at) = run.open.iter().rposition(|(n, _)| n.name == *node) {
                 run.open.remove(at);
-                if let Some(count) = run.occurrences.get_mut(node) {
-                    *count = count.saturating_sub(1);
-                }
+                run.occurrences.discarded(node);
             }
         }
         RunEvent::NodeEnd {
