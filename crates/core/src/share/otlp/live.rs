@@ -129,7 +129,7 @@ impl Counts {
 /// A request ready to send: where, its body, and how many spans it holds.
 struct Queued {
     endpoint: Arc<Endpoint>,
-    body: Vec<u8>,
+    body: Bytes,
     spans: u64,
 }
 
@@ -619,8 +619,7 @@ fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) 
 
 /// Sends one batch of `count` spans, encoded as `body`, retried with backoff; counted sent, or
 /// refused after the last try.
-fn send_batch(endpoint: &Endpoint, body: Vec<u8>, count: u64, options: LiveOptions, counts: &Counts) {
-    let body = Bytes::from(body);
+fn send_batch(endpoint: &Endpoint, body: Bytes, count: u64, options: LiveOptions, counts: &Counts) {
     let mut wait = options.backoff;
     for attempt in 1..=options.attempts {
         match post(endpoint, body.clone(), options.timeout) {
@@ -848,7 +847,7 @@ mod tests {
         assert_eq!(bodies[1].body, whole(&anew[7..]));
         let mut sent = Vec::new();
         for body in bodies {
-            let traces = TracesData::decode(body.body.as_slice()).unwrap();
+            let traces = TracesData::decode(body.body).unwrap();
             sent.extend(traces.resource_spans[0].scope_spans[0].spans.clone());
         }
         assert_eq!(sent, anew);

@@ -225,12 +225,14 @@ const FIELD_2: u8 = 2 << 3 | 2;
 
 /// An export request's body gathered a span at a time: in protobuf each span is encoded by
 /// prost as it is added, once (encoding the whole message at the end computes each span's
-/// length again at every level it is nested in), and the message is framed around them at the
-/// end, the same bytes as [`encode`] gives of the same spans (a test compares them). In JSON the
-/// spans are kept and the message is encoded at the end.
+/// length again at every level it is nested in), after room left for the message's framing,
+/// which is written there at the end (the spans are not copied behind it): the same bytes as
+/// [`encode`] gives of the same spans (a test compares them). In JSON the spans are kept and
+/// the message is encoded at the end.
 pub(super) struct RequestBody {
     protocol: Protocol,
     spans: usize,
+    /// Protobuf: [`framing_room`] bytes, then the spans encoded.
     encoded: Vec<u8>,
     kept: Vec<Span>,
 }
@@ -240,7 +242,7 @@ impl RequestBody {
         RequestBody {
             protocol,
             spans: 0,
-            encoded: Vec::new(),
+            encoded: vec![0; framing_room()],
             kept: Vec::new(),
         }
     }
@@ -277,32 +279,39 @@ impl RequestBody {
 
     /// The bytes of the spans encoded so far (protobuf; JSON keeps spans, not bytes: 0).
     pub(super) fn encoded_len(&self) -> usize {
-        self.encoded.len()
+        self.encoded.len() - framing_room()
     }
 
-    /// The request's body; the spans added are taken (the buffer kept for the next request).
-    pub(super) fn take(&mut self) -> Vec<u8> {
+    /// The request's body; the spans added are taken (a buffer a quarter larger made for the
+    /// next request, which is likely as large).
+    pub(super) fn take(&mut self) -> Bytes {
         self.spans = 0;
         match self.protocol {
             Protocol::HttpProtobuf => {
-                let body = around_spans(&self.encoded);
-                self.encoded.clear();
-                body
+                let room = framing_room();
+                let mut next = Vec::with_capacity(self.encoded.len() + self.encoded.len() / 4);
+                next.resize(room, 0);
+                let mut body = std::mem::replace(&mut self.encoded, next);
+                // What the queue counts is what the body holds: no more than a quarter unused.
+                if body.capacity() > body.len() + body.len() / 4 {
+                    body.shrink_to_fit();
+                }
+                let starts = frame_spans(&mut body, room);
+                Bytes::from(body).slice(starts..)
             }
             Protocol::HttpJson => {
                 let spans = std::mem::take(&mut self.kept);
-                encode(&super::map::traces_of_spans(spans), Protocol::HttpJson)
+                encode(&super::map::traces_of_spans(spans), Protocol::HttpJson).into()
             }
         }
     }
 }
 
-/// `TracesData { resource_spans: [ResourceSpans { resource, scope_spans: [ScopeSpans { scope,
-/// spans }] }] }` around `spans` (encoded, each a field 2 of `ScopeSpans`), the resource and
-/// scope those of [`super::map::traces_of_spans`].
-fn around_spans(spans: &[u8]) -> Vec<u8> {
+/// The fields of [`super::map::traces_of_spans`]'s message before its spans, each with its
+/// key: its resource and its scope.
+fn framing_fields() -> &'static (Vec<u8>, Vec<u8>) {
     static FIELDS: std::sync::OnceLock<(Vec<u8>, Vec<u8>)> = std::sync::OnceLock::new();
-    let (resource, scope) = FIELDS.get_or_init(|| {
+    FIELDS.get_or_init(|| {
         let empty = super::map::traces_of_spans(Vec::new());
         let resource_spans = &empty.resource_spans[0];
         let field = |message: &dyn Fn(&mut Vec<u8>)| {
@@ -319,17 +328,33 @@ fn around_spans(spans: &[u8]) -> Vec<u8> {
             scope.encode_length_delimited(bytes).expect("a Vec takes any length");
         });
         (resource, scope)
-    });
-    let scope_spans = scope.len() + spans.len();
+    })
+}
+
+/// The most bytes the framing before the spans takes: two keys, two lengths of at most 10
+/// bytes (a varint), the resource and the scope.
+fn framing_room() -> usize {
+    let (resource, scope) = framing_fields();
+    2 * (1 + 10) + resource.len() + scope.len()
+}
+
+/// Writes `TracesData { resource_spans: [ResourceSpans { resource, scope_spans: [ScopeSpans {
+/// scope, spans }] }] }`'s framing at the end of `body`'s first `room` bytes, before the spans
+/// that follow them (encoded, each a field 2 of `ScopeSpans`): where the message starts.
+fn frame_spans(body: &mut [u8], room: usize) -> usize {
+    let (resource, scope) = framing_fields();
+    let spans = body.len() - room;
+    let scope_spans = scope.len() + spans;
     let resource_spans = resource.len() + 1 + prost::length_delimiter_len(scope_spans) + scope_spans;
-    let mut body = Vec::with_capacity(1 + prost::length_delimiter_len(resource_spans) + resource_spans);
+    let mut framing = Vec::with_capacity(room);
     for (key, length, field) in [(FIELD_1, resource_spans, resource), (FIELD_2, scope_spans, scope)] {
-        body.push(key);
-        prost::encode_length_delimiter(length, &mut body).expect("a Vec takes any length");
-        body.extend_from_slice(field);
+        framing.push(key);
+        prost::encode_length_delimiter(length, &mut framing).expect("a Vec takes any length");
+        framing.extend_from_slice(field);
     }
-    body.extend_from_slice(spans);
-    body
+    let starts = room - framing.len();
+    body[starts..room].copy_from_slice(&framing);
+    starts
 }
 
 fn content_type(protocol: Protocol) -> &'static str {
