@@ -25,6 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::bytes::Bytes;
 
+use super::ids::NodeSpanIds;
 use super::map::{fill_node_span, fill_node_span_own, root_span, NodeExecution, NodeSpanCommon, RunTrace, SpanPlace};
 use super::names::NameCounts;
 use super::push::{post, Endpoint, RequestBody};
@@ -359,6 +360,7 @@ struct Followed {
     endpoint: Arc<Endpoint>,
     trace_id: [u8; 16],
     root_span_id: [u8; 8],
+    node_span_ids: NodeSpanIds,
     started: Instant,
     /// How many executions of each node name began.
     occurrences: NameCounts,
@@ -371,13 +373,18 @@ struct Followed {
 
 impl Followed {
     /// An execution of `node` began, `t_ms` into the run: its span's place is decided now.
-    fn node_began(&mut self, run_id: &str, node: &str, depth: usize, t_ms: u64) {
+    fn node_began(&mut self, node: &str, depth: usize, t_ms: u64) {
         let attempt = self.occurrences.began(node);
         let parent = match self.open.last() {
             Some((_, place)) => place.span_id,
             None => self.root_span_id,
         };
-        let place = SpanPlace::of_node(run_id, node, attempt, self.trace_id, parent);
+        let place = SpanPlace {
+            trace_id: self.trace_id,
+            span_id: self.node_span_ids.node(node, attempt),
+            parent_span_id: parent,
+            attempt,
+        };
         let mut name = self.spare.pop().map(|spare| spare.name).unwrap_or_default();
         name.clear();
         name.push_str(node);
@@ -515,6 +522,7 @@ fn follow_event(
                 endpoint,
                 trace_id: super::ids::trace_id(run_id),
                 root_span_id: super::ids::run_span_id(run_id),
+                node_span_ids: NodeSpanIds::of_run(run_id),
                 trace,
                 started: Instant::now(),
                 occurrences: NameCounts::default(),
@@ -532,7 +540,7 @@ fn follow_event(
             t_ms,
         } => {
             if let Some(run) = runs.get_mut(run_id) {
-                run.node_began(run_id, node, *depth, *t_ms);
+                run.node_began(node, *depth, *t_ms);
             }
         }
         RunEvent::NodeDiscarded { run_id, node } => {
