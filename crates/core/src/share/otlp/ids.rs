@@ -4,7 +4,6 @@
 //! pushing the same run twice gives the same ids, so a backend keeps one copy of each span.
 
 use std::collections::HashMap;
-use std::io::Write;
 
 use sha2::{Digest, Sha256};
 
@@ -44,16 +43,8 @@ pub fn run_span_id(key: &str) -> [u8; 8] {
 
 /// The span of the `occurrence`-th execution (1-based) of node `name` in the run.
 pub fn node_span_id(key: &str, name: &str, occurrence: u32) -> [u8; 8] {
-    let mut digits = [0u8; 10];
-    derived("node", &[key, name, decimal(occurrence, &mut digits)])
-}
-
-/// `n`'s decimal digits, written in `digits` by std's formatting (no allocation a span).
-fn decimal(n: u32, digits: &mut [u8; 10]) -> &str {
-    let mut rest = &mut digits[..];
-    write!(rest, "{n}").expect("a u32 has at most 10 digits");
-    let written = 10 - rest.len();
-    std::str::from_utf8(&digits[..written]).expect("ASCII digits")
+    let mut digits = itoa::Buffer::new();
+    derived("node", &[key, name, digits.format(occurrence)])
 }
 
 /// The node span ids of one run ([`node_span_id`]'s, the same), computed with what they share
@@ -89,8 +80,9 @@ impl NodeSpanIds {
 
     /// [`node_span_id`] of the run's `occurrence`-th execution of `name`.
     pub(super) fn node(&mut self, name: &str, occurrence: u32) -> [u8; 8] {
-        let mut digits = [0u8; 10];
-        let parts: [&[u8]; 3] = [name.as_bytes(), b"\0", decimal(occurrence, &mut digits).as_bytes()];
+        // Its decimal digits written on the stack (std's formatting costs several times more).
+        let mut digits = itoa::Buffer::new();
+        let parts: [&[u8]; 3] = [name.as_bytes(), b"\0", digits.format(occurrence).as_bytes()];
         let len = parts.iter().map(|part| part.len()).sum::<usize>();
         let Some(rest) = self.first_block_rest.filter(|&rest| len > rest) else {
             let mut hasher = self.run.clone();
