@@ -16,7 +16,6 @@
 //! the start). Losses are said in one log line at most once a minute while they go on, and in
 //! [`LiveExport::finish`]'s summary, which waits a bounded time for what is left.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
@@ -26,7 +25,9 @@ use std::time::{Duration, Instant, SystemTime};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::bytes::Bytes;
 
+use super::ids::NodeSpanIds;
 use super::map::{fill_node_span, fill_node_span_own, root_span, NodeExecution, NodeSpanCommon, RunTrace, SpanPlace};
+use super::names::NameCounts;
 use super::push::{post, Endpoint, RequestBody};
 use crate::runs::runner::{RunEvent, RunEvents};
 use crate::sessions::cost::NodeUsage;
@@ -129,7 +130,7 @@ impl Counts {
 /// A request ready to send: where, its body, and how many spans it holds.
 struct Queued {
     endpoint: Arc<Endpoint>,
-    body: Vec<u8>,
+    body: Bytes,
     spans: u64,
 }
 
@@ -359,10 +360,10 @@ struct Followed {
     endpoint: Arc<Endpoint>,
     trace_id: [u8; 16],
     root_span_id: [u8; 8],
+    node_span_ids: NodeSpanIds,
     started: Instant,
-    /// How many executions of each node name began (a name from the agent's output: hashed
-    /// with foldhash's seeded quality hasher, faster than SipHash on short names).
-    occurrences: HashMap<String, u32, foldhash::quality::RandomState>,
+    /// How many executions of each node name began.
+    occurrences: NameCounts,
     /// Open executions, outermost first, each where its span sits.
     open: Vec<(NodeExecution, SpanPlace)>,
     /// Executions ended and sent, kept to be written over by those that begin (their names'
@@ -372,22 +373,18 @@ struct Followed {
 
 impl Followed {
     /// An execution of `node` began, `t_ms` into the run: its span's place is decided now.
-    fn node_began(&mut self, run_id: &str, node: &str, depth: usize, t_ms: u64) {
-        let attempt = match self.occurrences.get_mut(node) {
-            Some(count) => {
-                *count += 1;
-                *count
-            }
-            None => {
-                self.occurrences.insert(node.to_owned(), 1);
-                1
-            }
-        };
+    fn node_began(&mut self, node: &str, depth: usize, t_ms: u64) {
+        let attempt = self.occurrences.began(node);
         let parent = match self.open.last() {
             Some((_, place)) => place.span_id,
             None => self.root_span_id,
         };
-        let place = SpanPlace::of_node(run_id, node, attempt, self.trace_id, parent);
+        let place = SpanPlace {
+            trace_id: self.trace_id,
+            span_id: self.node_span_ids.node(node, attempt),
+            parent_span_id: parent,
+            attempt,
+        };
         let mut name = self.spare.pop().map(|spare| spare.name).unwrap_or_default();
         name.clear();
         name.push_str(node);
@@ -525,9 +522,10 @@ fn follow_event(
                 endpoint,
                 trace_id: super::ids::trace_id(run_id),
                 root_span_id: super::ids::run_span_id(run_id),
+                node_span_ids: NodeSpanIds::of_run(run_id),
                 trace,
                 started: Instant::now(),
-                occurrences: HashMap::default(),
+                occurrences: NameCounts::default(),
                 open: Vec::new(),
                 spare: Vec::new(),
             };
@@ -542,16 +540,14 @@ fn follow_event(
             t_ms,
         } => {
             if let Some(run) = runs.get_mut(run_id) {
-                run.node_began(run_id, node, *depth, *t_ms);
+                run.node_began(node, *depth, *t_ms);
             }
         }
         RunEvent::NodeDiscarded { run_id, node } => {
             let Some(run) = runs.get_mut(run_id) else { return };
             if let Some(at) = run.open.iter().rposition(|(n, _)| n.name == *node) {
                 run.open.remove(at);
-                if let Some(count) = run.occurrences.get_mut(node) {
-                    *count = count.saturating_sub(1);
-                }
+                run.occurrences.discarded(node);
             }
         }
         RunEvent::NodeEnd {
@@ -631,8 +627,7 @@ fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) 
 
 /// Sends one batch of `count` spans, encoded as `body`, retried with backoff; counted sent, or
 /// refused after the last try.
-fn send_batch(endpoint: &Endpoint, body: Vec<u8>, count: u64, options: LiveOptions, counts: &Counts) {
-    let body = Bytes::from(body);
+fn send_batch(endpoint: &Endpoint, body: Bytes, count: u64, options: LiveOptions, counts: &Counts) {
     let mut wait = options.backoff;
     for attempt in 1..=options.attempts {
         match post(endpoint, body.clone(), options.timeout) {
@@ -860,7 +855,7 @@ mod tests {
         assert_eq!(bodies[1].body, whole(&anew[7..]));
         let mut sent = Vec::new();
         for body in bodies {
-            let traces = TracesData::decode(body.body.as_slice()).unwrap();
+            let traces = TracesData::decode(body.body).unwrap();
             sent.extend(traces.resource_spans[0].scope_spans[0].spans.clone());
         }
         assert_eq!(sent, anew);

@@ -8,6 +8,7 @@
 mod ids;
 mod live;
 mod map;
+mod names;
 mod push;
 mod runs;
 mod setting;

@@ -225,12 +225,14 @@ const FIELD_2: u8 = 2 << 3 | 2;
 
 /// An export request's body gathered a span at a time: in protobuf each span is encoded by
 /// prost as it is added, once (encoding the whole message at the end computes each span's
-/// length again at every level it is nested in), and the message is framed around them at the
-/// end, the same bytes as [`encode`] gives of the same spans (a test compares them). In JSON the
-/// spans are kept and the message is encoded at the end.
+/// length again at every level it is nested in), after room left for the message's framing,
+/// which is written there at the end (the spans are not copied behind it): the same bytes as
+/// [`encode`] gives of the same spans (a test compares them). In JSON the spans are kept and
+/// the message is encoded at the end.
 pub(super) struct RequestBody {
     protocol: Protocol,
     spans: usize,
+    /// Protobuf: [`framing_room`] bytes, then the spans encoded.
     encoded: Vec<u8>,
     kept: Vec<Span>,
 }
@@ -240,7 +242,7 @@ impl RequestBody {
         RequestBody {
             protocol,
             spans: 0,
-            encoded: Vec::new(),
+            encoded: vec![0; framing_room()],
             kept: Vec::new(),
         }
     }
@@ -277,32 +279,39 @@ impl RequestBody {
 
     /// The bytes of the spans encoded so far (protobuf; JSON keeps spans, not bytes: 0).
     pub(super) fn encoded_len(&self) -> usize {
-        self.encoded.len()
+        self.encoded.len() - framing_room()
     }
 
-    /// The request's body; the spans added are taken (the buffer kept for the next request).
-    pub(super) fn take(&mut self) -> Vec<u8> {
+    /// The request's body; the spans added are taken (a buffer a quarter larger made for the
+    /// next request, which is likely as large).
+    pub(super) fn take(&mut self) -> Bytes {
         self.spans = 0;
         match self.protocol {
             Protocol::HttpProtobuf => {
-                let body = around_spans(&self.encoded);
-                self.encoded.clear();
-                body
+                let room = framing_room();
+                let mut next = Vec::with_capacity(self.encoded.len() + self.encoded.len() / 4);
+                next.resize(room, 0);
+                let mut body = std::mem::replace(&mut self.encoded, next);
+                // What the queue counts is what the body holds: no more than a quarter unused.
+                if body.capacity() > body.len() + body.len() / 4 {
+                    body.shrink_to_fit();
+                }
+                let starts = frame_spans(&mut body, room);
+                Bytes::from(body).slice(starts..)
             }
             Protocol::HttpJson => {
                 let spans = std::mem::take(&mut self.kept);
-                encode(&super::map::traces_of_spans(spans), Protocol::HttpJson)
+                encode(&super::map::traces_of_spans(spans), Protocol::HttpJson).into()
             }
         }
     }
 }
 
-/// `TracesData { resource_spans: [ResourceSpans { resource, scope_spans: [ScopeSpans { scope,
-/// spans }] }] }` around `spans` (encoded, each a field 2 of `ScopeSpans`), the resource and
-/// scope those of [`super::map::traces_of_spans`].
-fn around_spans(spans: &[u8]) -> Vec<u8> {
+/// The fields of [`super::map::traces_of_spans`]'s message before its spans, each with its
+/// key: its resource and its scope.
+fn framing_fields() -> &'static (Vec<u8>, Vec<u8>) {
     static FIELDS: std::sync::OnceLock<(Vec<u8>, Vec<u8>)> = std::sync::OnceLock::new();
-    let (resource, scope) = FIELDS.get_or_init(|| {
+    FIELDS.get_or_init(|| {
         let empty = super::map::traces_of_spans(Vec::new());
         let resource_spans = &empty.resource_spans[0];
         let field = |message: &dyn Fn(&mut Vec<u8>)| {
@@ -319,17 +328,33 @@ fn around_spans(spans: &[u8]) -> Vec<u8> {
             scope.encode_length_delimited(bytes).expect("a Vec takes any length");
         });
         (resource, scope)
-    });
-    let scope_spans = scope.len() + spans.len();
+    })
+}
+
+/// The most bytes the framing before the spans takes: two keys, two lengths of at most 10
+/// bytes (a varint), the resource and the scope.
+fn framing_room() -> usize {
+    let (resource, scope) = framing_fields();
+    2 * (1 + 10) + resource.len() + scope.len()
+}
+
+/// Writes `TracesData { resource_spans: [ResourceSpans { resource, scope_spans: [ScopeSpans {
+/// scope, spans }] }] }`'s framing at the end of `body`'s first `room` bytes, before the spans
+/// that follow them (encoded, each a field 2 of `ScopeSpans`): where the message starts.
+fn frame_spans(body: &mut [u8], room: usize) -> usize {
+    let (resource, scope) = framing_fields();
+    let spans = body.len() - room;
+    let scope_spans = scope.len() + spans;
     let resource_spans = resource.len() + 1 + prost::length_delimiter_len(scope_spans) + scope_spans;
-    let mut body = Vec::with_capacity(1 + prost::length_delimiter_len(resource_spans) + resource_spans);
+    let mut framing = Vec::with_capacity(room);
     for (key, length, field) in [(FIELD_1, resource_spans, resource), (FIELD_2, scope_spans, scope)] {
-        body.push(key);
-        prost::encode_length_delimiter(length, &mut body).expect("a Vec takes any length");
-        body.extend_from_slice(field);
+        framing.push(key);
+        prost::encode_length_delimiter(length, &mut framing).expect("a Vec takes any length");
+        framing.extend_from_slice(field);
     }
-    body.extend_from_slice(spans);
-    body
+    let starts = room - framing.len();
+    body[starts..room].copy_from_slice(&framing);
+    starts
 }
 
 fn content_type(protocol: Protocol) -> &'static str {
@@ -358,31 +383,27 @@ pub fn push(endpoint: &Endpoint, traces: &TracesData, timeout: Duration) -> Resu
 /// that gives up after `timeout`: the spans the collector said it rejected. (A body tried again
 /// is the same bytes, shared: not copied for each try.)
 pub(super) fn post(endpoint: &Endpoint, body: Bytes, timeout: Duration) -> Result<i64, Error> {
-    static TLS: std::sync::Once = std::sync::Once::new();
-    TLS.call_once(|| {
-        // reqwest is built without a crypto provider of its own: ring is the process's.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
     let failed = |what: String| Error::Unavailable {
         code: ErrorCode::Io,
         message: format!("OTLP endpoint {} ({}): {what}", endpoint.url, endpoint.from),
     };
-    // One client for the process: building one loads the platform's certificates, which cost
-    // far more than a request (a live export sends a batch every few node ends).
-    static CLIENT: std::sync::OnceLock<Result<reqwest::blocking::Client, String>> = std::sync::OnceLock::new();
-    let client = CLIENT
-        .get_or_init(|| reqwest::blocking::Client::builder().build().map_err(|e| e.to_string()))
-        .as_ref()
-        .map_err(|e| failed(e.clone()))?;
-    let mut request = client
-        .post(&endpoint.url)
-        .timeout(timeout)
-        .header("content-type", content_type(endpoint.protocol))
-        .body(body);
-    for (key, value) in &endpoint.headers {
-        request = request.header(key.as_str(), value.as_str());
+    let send = |client: &reqwest::blocking::Client| {
+        let mut request = client
+            .post(&endpoint.url)
+            .timeout(timeout)
+            .header("content-type", content_type(endpoint.protocol))
+            .body(body.clone());
+        for (key, value) in &endpoint.headers {
+            request = request.header(key.as_str(), value.as_str());
+        }
+        request.send().map_err(|e| failed(error_chain(&e)))
+    };
+    let plain = speaks_plain_http(&endpoint.url);
+    let mut response = send(client(plain).map_err(&failed)?)?;
+    if plain && response.status().is_redirection() {
+        // Followed as every other endpoint's are: the redirect may lead to `https://`.
+        response = send(client(false).map_err(&failed)?)?;
     }
-    let response = request.send().map_err(|e| failed(error_chain(&e)))?;
     let status = response.status();
     let reply = response.bytes().map_err(|e| failed(error_chain(&e)))?;
     if !status.is_success() {
@@ -390,6 +411,47 @@ pub(super) fn post(endpoint: &Endpoint, body: Bytes, timeout: Duration) -> Resul
         return Err(failed(format!("HTTP {status}: {}", said.trim())));
     }
     Ok(rejected_spans(&reply, endpoint.protocol))
+}
+
+/// Whether a request to `url` goes in plain HTTP all the way: an `http://` URL and no proxy
+/// from the environment (one may be reached over TLS). Its client need not load the platform's
+/// certificates.
+fn speaks_plain_http(url: &str) -> bool {
+    let http = url
+        .get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+    let proxy = ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some());
+    http && !proxy
+}
+
+/// One client for the process of each kind: `plain` for [`speaks_plain_http`]'s requests, else
+/// the one that speaks TLS. Building that one loads the platform's certificates, which cost far
+/// more than a request (a few ms: a live export sends a batch every few thousand node ends), so
+/// it is built only once an endpoint needs it. The plain one verifies no certificate (it has
+/// none to) and follows no redirect (one is followed by the other client).
+fn client(plain: bool) -> Result<&'static reqwest::blocking::Client, String> {
+    type Client = std::sync::OnceLock<Result<reqwest::blocking::Client, String>>;
+    static TLS: std::sync::Once = std::sync::Once::new();
+    TLS.call_once(|| {
+        // reqwest is built without a crypto provider of its own: ring is the process's.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    static PLAIN: Client = std::sync::OnceLock::new();
+    static WITH_TLS: Client = std::sync::OnceLock::new();
+    let built = if plain {
+        PLAIN.get_or_init(|| {
+            reqwest::blocking::Client::builder()
+                .tls_certs_only(std::iter::empty())
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .map_err(|e| e.to_string())
+        })
+    } else {
+        WITH_TLS.get_or_init(|| reqwest::blocking::Client::builder().build().map_err(|e| e.to_string()))
+    };
+    built.as_ref().map_err(String::clone)
 }
 
 /// The partial success a collector may answer with.
@@ -478,6 +540,73 @@ mod tests {
         let json = encode(&traces, Protocol::HttpJson);
         let request: ExportTraceServiceRequest = serde_json::from_slice(&json).unwrap();
         assert_eq!(request.resource_spans, traces.resource_spans);
+    }
+
+    /// A plain `http://` endpoint is sent to by the client that loads no certificate, which
+    /// follows no redirect: one is followed as before, by the client that speaks TLS too.
+    #[test]
+    fn a_plain_endpoint_that_redirects_is_followed() {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let address = listener.local_addr().unwrap();
+        // Each request on a connection of its own (`connection: close`): its path and body.
+        let collector = std::thread::spawn(move || {
+            let mut received = Vec::new();
+            for stream in listener.incoming() {
+                let mut stream = stream.unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                let path = line.split_whitespace().nth(1).unwrap().to_owned();
+                let mut length = 0;
+                loop {
+                    let mut header = String::new();
+                    reader.read_line(&mut header).unwrap();
+                    if header.trim().is_empty() {
+                        break;
+                    }
+                    if let Some(value) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = value.trim().parse().unwrap();
+                    }
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                let moved = path == "/moved";
+                received.push((path, body));
+                let reply = if moved {
+                    "200 OK".to_owned()
+                } else {
+                    format!("307 Temporary Redirect\r\nlocation: http://{address}/moved")
+                };
+                write!(
+                    stream,
+                    "HTTP/1.1 {reply}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+                )
+                .unwrap();
+                if moved {
+                    return received;
+                }
+            }
+            received
+        });
+        let traces = super::super::map::traces_of_spans(vec![opentelemetry_proto::tonic::trace::v1::Span {
+            trace_id: vec![1; 16],
+            span_id: vec![2; 8],
+            name: "invoke_agent plan".into(),
+            ..Default::default()
+        }]);
+        let endpoint = Endpoint {
+            url: format!("http://{address}/v1/traces"),
+            protocol: Protocol::HttpProtobuf,
+            headers: Vec::new(),
+            from: "test".into(),
+        };
+        let pushed = push(&endpoint, &traces, Duration::from_secs(10)).unwrap();
+        assert_eq!((pushed.traces, pushed.spans), (1, 1));
+        let received = collector.join().unwrap();
+        let (path, body) = received.last().unwrap();
+        assert_eq!(path, "/moved");
+        assert_eq!(*body, encode(&traces, Protocol::HttpProtobuf));
     }
 
     /// A request gathered a span at a time is, byte for byte, the message of its spans as prost
