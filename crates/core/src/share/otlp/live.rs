@@ -25,7 +25,6 @@ use std::time::{Duration, Instant, SystemTime};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::bytes::Bytes;
 
-use super::ids::NodeSpanIds;
 use super::map::{fill_node_span, fill_node_span_own, root_span, NodeExecution, NodeSpanCommon, RunTrace, SpanPlace};
 use super::names::NameCounts;
 use super::push::{post, Endpoint, RequestBody};
@@ -360,7 +359,6 @@ struct Followed {
     endpoint: Arc<Endpoint>,
     trace_id: [u8; 16],
     root_span_id: [u8; 8],
-    node_span_ids: NodeSpanIds,
     started: Instant,
     /// How many executions of each node name began.
     occurrences: NameCounts,
@@ -379,12 +377,7 @@ impl Followed {
             Some((_, place)) => place.span_id,
             None => self.root_span_id,
         };
-        let place = SpanPlace {
-            trace_id: self.trace_id,
-            span_id: self.node_span_ids.node(node, attempt),
-            parent_span_id: parent,
-            attempt,
-        };
+        let place = SpanPlace::of_node(&self.trace.key, node, attempt, self.trace_id, parent);
         let mut name = self.spare.pop().map(|spare| spare.name).unwrap_or_default();
         name.clear();
         name.push_str(node);
@@ -522,7 +515,6 @@ fn follow_event(
                 endpoint,
                 trace_id: super::ids::trace_id(run_id),
                 root_span_id: super::ids::run_span_id(run_id),
-                node_span_ids: NodeSpanIds::of_run(run_id),
                 trace,
                 started: Instant::now(),
                 occurrences: NameCounts::default(),
