@@ -72,5 +72,5 @@ pub use run_files::STOP_FILES;
 pub use spawn::new_session_id;
 #[cfg(test)]
 pub(crate) use subscription::event_queue;
-pub use subscription::{Heard, RunEvents};
+pub use subscription::{Heard, QueueGauge, RunEvents};
 pub use supervisor::Supervisor;

@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 use std::ops::{Deref, Range};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvError, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -121,11 +121,13 @@ pub(crate) struct EventSender {
     held: Arc<Held>,
 }
 
-/// What a queue's two ends share: how many events it holds, and a wake-up for a lossless
-/// sender waiting for room.
+/// What a queue's two ends share: how many events it holds (and lost, a lossy one), and a
+/// wake-up for a lossless sender waiting for room.
 struct Held {
     bound: usize,
     count: AtomicUsize,
+    /// Events not queued because the queue was full (a lossy subscriber's), in all.
+    lost: AtomicU64,
     reader_gone: AtomicBool,
     room_lock: Mutex<()>,
     room: Condvar,
@@ -138,6 +140,7 @@ pub(crate) fn event_queue(bound: usize) -> (EventSender, RunEvents) {
     let held = Arc::new(Held {
         bound,
         count: AtomicUsize::new(0),
+        lost: AtomicU64::new(0),
         reader_gone: AtomicBool::new(false),
         room_lock: Mutex::new(()),
         room: Condvar::new(),
@@ -204,6 +207,7 @@ impl EventSender {
         let room = self.held.bound.saturating_sub(before).min(n);
         if room < n {
             self.held.count.fetch_sub(n - room, Ordering::SeqCst);
+            self.held.lost.fetch_add((n - room) as u64, Ordering::SeqCst);
             if room == 0 {
                 return Queued::Lost(heard);
             }
@@ -237,7 +241,27 @@ impl EventSender {
     }
 }
 
+/// How a subscriber's queue stands, read from any thread ([`RunEvents::gauge`]).
+pub struct QueueGauge(Arc<Held>);
+
+impl QueueGauge {
+    /// The events the queue lost, in all: it was full (a lossy subscriber fell behind).
+    pub fn lost(&self) -> u64 {
+        self.0.lost.load(Ordering::SeqCst)
+    }
+
+    /// The events queued and not read yet.
+    pub fn unread(&self) -> usize {
+        self.0.count.load(Ordering::SeqCst)
+    }
+}
+
 impl RunEvents {
+    /// What another thread reads of this queue: the events it lost and those still unread.
+    pub fn gauge(&self) -> QueueGauge {
+        QueueGauge(self.held.clone())
+    }
+
     /// The next event, waiting for it; an error once the supervisor is gone and every event read.
     pub fn recv(&self) -> Result<RunEvent, RecvError> {
         let heard = self.recv_heard()?;
@@ -389,10 +413,15 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(lost(sender.try_send(burst(12, 14))), 2);
-        assert_eq!(events.held.count.load(Ordering::SeqCst), 10);
+        let gauge = events.gauge();
+        assert_eq!(
+            (gauge.unread(), gauge.lost()),
+            (10, 4),
+            "what another thread reads of it"
+        );
         let first = events.try_recv_heard().unwrap();
         assert_eq!(first.len(), 4);
-        assert_eq!(events.held.count.load(Ordering::SeqCst), 6);
+        assert_eq!((gauge.unread(), gauge.lost()), (6, 4));
         // An event at a time: the rest of an item is kept for the next read, of either kind.
         assert_eq!(node(events.try_recv().unwrap()), "4");
         assert_eq!(node(events.try_recv().unwrap()), "5");

@@ -14,9 +14,11 @@
 //! (`zstudio watch`'s, of sessions the studio did not start) go on the same queue
 //! ([`LiveExport::send`]). Each run goes to the endpoint its workspace names (a route given at
 //! the start). Losses are said in one log line at most once a minute while they go on, and in
-//! [`LiveExport::finish`]'s summary, which waits a bounded time for what is left.
+//! [`LiveExport::finish`]'s summary, which waits a bounded time for what is left and counts
+//! everything not sent: dropped or still queued, owed by a reader (a run or node begun, its end
+//! not heard), and the events a reader's subscription lost or it had not read.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -28,7 +30,7 @@ use prost::bytes::Bytes;
 use super::map::{fill_node_span, fill_node_span_own, root_span, NodeExecution, NodeSpanCommon, RunTrace, SpanPlace};
 use super::names::NameCounts;
 use super::push::{post, Endpoint, RequestBody};
-use crate::runs::runner::{RunEvent, RunEvents};
+use crate::runs::runner::{QueueGauge, RunEvent, RunEvents};
 use crate::sessions::cost::NodeUsage;
 use crate::sessions::session::Timestamp;
 use crate::status::Status;
@@ -71,8 +73,15 @@ impl Default for LiveOptions {
 pub struct LiveSummary {
     pub sent: u64,
     /// Dropped: the queue was full, or the endpoint did not take them after every try, or they
-    /// were still queued when [`LiveExport::finish`] stopped waiting.
+    /// were still queued when [`LiveExport::finish`] stopped waiting; or never made: their node
+    /// or run had begun and not ended when the export stopped following it (its end not heard
+    /// by then, or lost with the events below).
     pub lost: u64,
+    /// Run events the export never read: its subscription lost them while it was behind the
+    /// runs, or they were still unread when [`LiveExport::finish`] stopped waiting. The spans
+    /// of their nodes are missing (counted in `lost` when their beginning was read) or end
+    /// late (an execution whose end was lost ends with its run).
+    pub events_missed: u64,
     /// The last error an endpoint gave (it names the endpoint).
     pub last_error: Option<String>,
 }
@@ -80,9 +89,13 @@ pub struct LiveSummary {
 impl LiveSummary {
     /// The one line that says what was lost, when anything was.
     pub fn lost_line(&self) -> Option<String> {
-        (self.lost > 0).then(|| {
+        (self.lost > 0 || self.events_missed > 0).then(|| {
+            let missed = match self.events_missed {
+                0 => String::new(),
+                n => format!("; {n} run events missed (the export fell behind the runs)"),
+            };
             format!(
-                "OTLP live export: {} spans lost ({} sent){}",
+                "OTLP live export: {} spans lost ({} sent){missed}{}",
                 self.lost,
                 self.sent,
                 self.last_error
@@ -105,6 +118,9 @@ struct Counts {
     refused: AtomicU64,
     /// The bytes the queue holds now (its requests' bodies).
     held: AtomicUsize,
+    /// Spans the readers owe: begun (a run followed, a node execution begun) and not yet put
+    /// on the queue. Published by each reader once per item it reads.
+    owed: AtomicI64,
     last_error: Mutex<Option<String>>,
 }
 
@@ -116,6 +132,7 @@ impl Counts {
             sent,
             // Dropped at the queue, and queued but never sent (refused, or still waiting).
             lost: self.dropped.load(Ordering::SeqCst) + queued.saturating_sub(sent),
+            events_missed: 0,
             last_error: self.last_error.lock().expect("counts lock").clone(),
         }
     }
@@ -243,6 +260,11 @@ impl<'q> Requests<'q> {
         }
     }
 
+    /// The spans gathered and not queued yet.
+    fn gathered(&self) -> usize {
+        self.gathering.iter().map(|(_, body, _)| body.spans()).sum()
+    }
+
     fn queue_one(&mut self, at: usize) {
         let (endpoint, body, since) = &mut self.gathering[at];
         *since = None;
@@ -263,7 +285,8 @@ pub struct LiveExport {
     stop: Arc<AtomicBool>,
     counts: Arc<Counts>,
     queue: Option<Queue>,
-    readers: Vec<JoinHandle<()>>,
+    /// The threads that follow runs, each with its subscription's gauge.
+    readers: Vec<(JoinHandle<()>, QueueGauge)>,
     sender: Option<JoinHandle<()>>,
 }
 
@@ -300,11 +323,12 @@ impl LiveExport {
     pub fn follow_runs(&mut self, events: RunEvents, route: Route) {
         let Some(queue) = self.queue.clone() else { return };
         let stop = self.stop.clone();
+        let gauge = events.gauge();
         let reader = std::thread::Builder::new()
             .name("otlp-live-reader".into())
             .spawn(move || read_events(&events, &route, &queue, &stop))
             .expect("a thread for the live export");
-        self.readers.push(reader);
+        self.readers.push((reader, gauge));
     }
 
     /// Puts `spans` on the queue for `endpoint`, without waiting (a full queue loses them,
@@ -321,14 +345,18 @@ impl LiveExport {
 
     /// Stops reading once the events already there are read, waits for the queue to be sent
     /// (at most `wait` past the last request the endpoint took, 3 times `wait` in all), and says
-    /// what was sent and lost (what is still queued then is lost).
+    /// what was sent and lost: what is still queued then, the spans of the runs and nodes begun
+    /// and not ended, and the events a reader lost or had not read by then.
     pub fn finish(mut self, wait: Duration) -> LiveSummary {
         self.stop.store(true, Ordering::SeqCst);
         self.queue = None;
         let began = Instant::now();
         let (mut deadline, mut sent) = (began + wait, self.counts.sent.load(Ordering::SeqCst));
-        let threads = std::mem::take(&mut self.readers).into_iter().chain(self.sender.take());
-        for handle in threads {
+        let readers = std::mem::take(&mut self.readers)
+            .into_iter()
+            .map(|(reader, gauge)| (reader, Some(gauge)));
+        let mut events_missed = 0;
+        for (handle, gauge) in readers.chain(self.sender.take().map(|sender| (sender, None))) {
             // Looked at often: a studio's shutdown (a `--remote` command's server) waits here.
             while !handle.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(1));
@@ -340,11 +368,18 @@ impl LiveExport {
                     deadline = (Instant::now() + wait).min(began + 3 * wait);
                 }
             }
-            if handle.is_finished() {
+            let finished = handle.is_finished();
+            if finished {
                 let _ = handle.join();
             }
+            if let Some(gauge) = gauge {
+                events_missed += gauge.lost() + if finished { 0 } else { gauge.unread() as u64 };
+            }
         }
-        let summary = self.counts.summary();
+        let mut summary = self.counts.summary();
+        // A reader still reading is read as it stands: what it owes now is said lost.
+        summary.lost += self.counts.owed.load(Ordering::SeqCst).max(0) as u64;
+        summary.events_missed = events_missed;
         if let Some(line) = summary.lost_line() {
             tracing::warn!("{line}");
         }
@@ -441,7 +476,10 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
     // thread is not woken for each one (a wake-up costs more than the event). The requests
     // gathering for LINGER go on the queue then; all of them once nothing came in the pause.
     let mut paused = false;
+    // What this reader last said it owes (`Counts::owed`).
+    let mut owed = 0;
     loop {
+        owed = publish_owed(&runs, &requests, owed);
         // Read as shared: the events' strings are not copied for the export (a run's node names
         // are copied once, as its open executions), and the events of a burst come in one read.
         let heard = match events.try_recv_heard() {
@@ -455,6 +493,7 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
             }
             Err(TryRecvError::Empty) => {
                 requests.queue_older_than(Duration::ZERO);
+                owed = publish_owed(&runs, &requests, owed);
                 match events.recv_timeout_heard(Duration::from_millis(50)) {
                     Ok(heard) => heard,
                     Err(RecvTimeoutError::Timeout) if stop.load(Ordering::SeqCst) => break,
@@ -475,6 +514,19 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
         }
     }
     requests.queue_older_than(Duration::ZERO);
+    // The runs still followed (their ends never heard) owe their spans for good.
+    publish_owed(&runs, &requests, owed);
+}
+
+/// Says in `Counts::owed` what this reader owes now, `said` being what it said last: a span for
+/// each run followed and each execution open, and the spans gathered and not queued.
+fn publish_owed(runs: &Runs, requests: &Requests, said: i64) -> i64 {
+    let open: usize = runs.0.iter().map(|run| 1 + run.open.len()).sum();
+    let owed = (open + requests.gathered()) as i64;
+    if owed != said {
+        requests.queue.counts.owed.fetch_add(owed - said, Ordering::SeqCst);
+    }
+    owed
 }
 
 /// The runs followed (a few at a time: looked through, not hashed, for each event).
@@ -852,6 +904,66 @@ mod tests {
         }
         assert_eq!(sent, anew);
         assert_eq!(anew[0].attributes.len(), 17);
+    }
+
+    /// Events a reader's subscription lost while it was behind are said, and the spans of the
+    /// runs and nodes begun and never ended with them are counted lost, not left out.
+    #[test]
+    fn events_lost_by_a_reader_behind_the_runs_are_said_with_the_spans_never_made() {
+        let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = Arc::new(endpoint(&format!("http://{}/v1/traces", dead.local_addr().unwrap())));
+        drop(dead);
+        let options = LiveOptions {
+            attempts: 1,
+            backoff: Duration::from_millis(1),
+            ..LiveOptions::default()
+        };
+        // Room for 8 events: r0's first 8 are queued (its run and 3 nodes begun, 2 ended), the
+        // rest of r0 and all of r1 lost before the reader reads any.
+        let (events_in, events_out) = crate::runs::runner::event_queue(8);
+        for event in events("r0").into_iter().chain(events("r1")) {
+            let _ = events_in.try_send(event.into());
+        }
+        drop(events_in);
+        let mut export = LiveExport::start(options);
+        export.follow_runs(events_out, Box::new(move |_| Some(endpoint.clone())));
+        let summary = export.finish(Duration::from_secs(5));
+        assert_eq!(summary.events_missed, 12, "{summary:?}");
+        // The 3 spans made were refused by the dead endpoint; r0's run span and its open
+        // "write" were never made.
+        assert_eq!((summary.sent, summary.lost), (0, 3 + 2), "{summary:?}");
+        let line = summary.lost_line().unwrap();
+        assert!(line.contains("5 spans lost (0 sent); 12 run events missed"), "{line}");
+    }
+
+    /// A reader that has not read every event when `finish` stops waiting: the events it had
+    /// not read are said missed, and the spans it owed then lost.
+    #[test]
+    fn a_reader_still_reading_when_finish_stops_waiting_is_counted_as_it_stands() {
+        let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
+        let (entered, entered_rx) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let route: Route = Box::new(move |run_id| {
+            if run_id == "held" {
+                // The reader is held here, in the middle of its events.
+                entered.send(()).unwrap();
+                let _ = released.recv();
+            }
+            Some(endpoint.clone())
+        });
+        let (events_in, events_out) = crate::runs::runner::event_queue(1024);
+        let mut export = LiveExport::start(LiveOptions::default());
+        export.follow_runs(events_out, route);
+        let r0 = events("r0");
+        // r0 started and its "plan" begun: 2 spans owed, then the held run and 4 events more.
+        for event in r0[..2].iter().cloned().chain(events("held").into_iter().take(5)) {
+            assert!(events_in.send(event.into()));
+        }
+        entered_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        let summary = export.finish(Duration::from_millis(100));
+        release.send(()).unwrap();
+        assert_eq!(summary.events_missed, 4, "{summary:?}");
+        assert_eq!((summary.sent, summary.lost), (0, 2), "{summary:?}");
     }
 
     /// An endpoint that takes the connection and never answers: feeding the events never waits,
