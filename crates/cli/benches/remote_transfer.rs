@@ -13,7 +13,8 @@
 //! Each command runs with `--keep-connection 0` and no kept server (each logs in, as a first
 //! command does). `BENCH_ZSTUDIO` names other `zstudio` binaries to measure beside this build's
 //! (colon-separated: an earlier build swapped in under the same bench), taken in turns in each
-//! round; each figure is the median of `BENCH_ROUNDS` (default 5).
+//! round; each figure is the median of `BENCH_ROUNDS` (default 5). Each build has its own store
+//! here and on the host (an earlier build refuses a store of a newer schema).
 //! `cargo bench -p zstudio --bench remote_transfer`.
 
 #[path = "../../core/benches/common/mod.rs"]
@@ -88,7 +89,8 @@ fn main() {
     let session = "1795000000000_0000";
     let remote = format!("{}:{}", sshd.alias(), workspace.display());
     let config = sshd.ssh_config();
-    let local = tempfile::tempdir().unwrap();
+    let locals: Vec<_> = binaries.iter().map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut host_stores = HostStores::new(sshd.home());
     let server_dir = sshd.home().join(".zibby-studio/server");
     let list = ["--remote", remote.as_str(), "sessions", "--json"];
     let mut figures: Vec<[Vec<Duration>; 3]> = binaries.iter().map(|_| Default::default()).collect();
@@ -98,8 +100,10 @@ fn main() {
         binary_bytes.push(std::fs::metadata(binary).unwrap().len());
     }
     for round in 0..rounds {
-        for (binary, figures) in binaries.iter().zip(&mut figures) {
+        for (index, (binary, figures)) in binaries.iter().zip(&mut figures).enumerate() {
             let _ = std::fs::remove_dir_all(&server_dir);
+            host_stores.use_for(index);
+            let local = &locals[index];
             figures[0].extend(zstudio(binary, &list, local.path(), config));
             assert!(server_dir.is_dir(), "the server was uploaded");
             let bundle = local.path().join("bundle.zip");
@@ -115,7 +119,7 @@ fn main() {
             }
         }
     }
-    let slow = slow_link(&binaries, &sshd, &remote, local.path(), rounds);
+    let slow = slow_link(&binaries, &sshd, &remote, (&locals, &mut host_stores), rounds);
     println!("load {}", std::fs::read_to_string("/proc/loadavg").unwrap().trim());
     println!(
         "median of {rounds}; outputs 3 x {megabytes} MB, bundle {:.1} MB:",
@@ -141,13 +145,30 @@ fn main() {
             slow_upload / slow_base,
             *crossed as f64 / 1e6
         );
+        println!(
+            "    first command by round {} ms; over the slow link {} ms",
+            by_round(&figures[0]),
+            by_round(slow)
+        );
     }
+}
+
+/// Each round's time in ms, in order: the spread behind a median.
+fn by_round(times: &[Duration]) -> String {
+    let ms: Vec<String> = times.iter().map(|t| format!("{:.0}", t.as_secs_f64() * 1e3)).collect();
+    ms.join(", ")
 }
 
 /// The first command of each of `binaries` on a host without the build through a link of
 /// `BENCH_LINK_MB` MB a second, `rounds` times in turns: each one's times and the bytes the last
 /// of its uploads sent through the link.
-fn slow_link(binaries: &[PathBuf], sshd: &Sshd, remote: &str, data: &Path, rounds: usize) -> Vec<(Vec<Duration>, u64)> {
+fn slow_link(
+    binaries: &[PathBuf],
+    sshd: &Sshd,
+    remote: &str,
+    (locals, host_stores): (&[tempfile::TempDir], &mut HostStores),
+    rounds: usize,
+) -> Vec<(Vec<Duration>, u64)> {
     let rate: u64 = common::size_from_env("BENCH_LINK_MB", 10) as u64;
     let link = test_servers::throttle::Throttle::start(sshd.port(), rate * 1_000_000);
     sshd.trust_port(link.port());
@@ -158,13 +179,43 @@ fn slow_link(binaries: &[PathBuf], sshd: &Sshd, remote: &str, data: &Path, round
     let list = ["--remote", remote, "sessions", "--json"];
     let mut figures: Vec<(Vec<Duration>, u64)> = binaries.iter().map(|_| Default::default()).collect();
     for _ in 0..rounds {
-        for (binary, (times, crossed)) in binaries.iter().zip(&mut figures) {
+        for (index, (binary, (times, crossed))) in binaries.iter().zip(&mut figures).enumerate() {
             let _ = std::fs::remove_dir_all(&server_dir);
+            host_stores.use_for(index);
             let before = link.bytes_sent();
-            times.extend(zstudio(binary, &list, data, &config));
+            times.extend(zstudio(binary, &list, locals[index].path(), &config));
             *crossed = link.bytes_sent() - before;
             assert!(server_dir.is_dir(), "the server was uploaded");
         }
     }
     figures
+}
+
+/// Each build's own store on the host (its `XDG_DATA_HOME`, `HOME/data`): the one in place moved
+/// aside to `data-N` and the next build's put in its place before its turn, as builds of
+/// different schemas cannot share one.
+struct HostStores {
+    home: PathBuf,
+    current: Option<usize>,
+}
+
+impl HostStores {
+    fn new(home: PathBuf) -> HostStores {
+        HostStores { home, current: None }
+    }
+
+    fn use_for(&mut self, build: usize) {
+        let data = self.home.join("data");
+        match self.current.replace(build) {
+            Some(previous) if previous == build => return,
+            Some(previous) if data.exists() => {
+                std::fs::rename(&data, self.home.join(format!("data-{previous}"))).unwrap()
+            }
+            _ => {}
+        }
+        let kept = self.home.join(format!("data-{build}"));
+        if kept.exists() {
+            std::fs::rename(kept, &data).unwrap();
+        }
+    }
 }

@@ -207,7 +207,7 @@ fn same_platform(a: &str, b: &str) -> bool {
 /// What the scripts share: `safe PATH…` (each the login's own, written by no one else: not
 /// group- or other-writable; one `find` for all), `sum PATH` (the first 16 hex digits of its SHA-256, with
 /// OpenSSL's `openssl dgst`, several times faster where the CPU has SHA instructions, else coreutils'
-/// `sha256sum` or Perl's `shasum`; empty when the host has none; `-`: stdin).
+/// `sha256sum` or Perl's `shasum`; empty when the host has none).
 pub(super) const SCRIPT_HELPERS: &str = r#"safe() { for s in "$@"; do [ -O "$s" ] || return 1; done; [ -z "$(find "$@" -prune \( -perm -020 -o -perm -002 \) -print)" ]; }
 sum() { (openssl dgst -sha256 -r "$1" 2>/dev/null || sha256sum "$1" 2>/dev/null || shasum -a 256 "$1" 2>/dev/null) | cut -c1-16; }
 "#;
@@ -238,9 +238,8 @@ pub(super) const FIND_FUNCTION: &str = r#"find_server() {
 
 /// After [`SCRIPT_HELPERS`]: writes stdin (gzipped when `$4` is `gzip`: `gzip -d`; a host without
 /// gzip exits 6 before it reads any, saying [`NO_GZIP`]) to a temporary file of [`SERVER_DIR`],
-/// checks its size (`$2`), its SHA-256 (`$3`, the build id, where the host can read one: read as
-/// the bytes arrive when a whole upload comes as it is) and that it runs, renames it to `$1`, then
-/// removes the other builds (`removed PATH` each).
+/// checks its size (`$2`) and that it runs (`--version`), renames it to `$1`, then removes the
+/// other builds (`removed PATH` each).
 /// `~/.zibby-studio` and its `server` folder are made the login's alone (0700) first; one that is
 /// someone else's is refused (exit 5).
 ///
@@ -248,6 +247,15 @@ pub(super) const FIND_FUNCTION: &str = r#"find_server() {
 /// first part only, and a file shorter than `$2` is kept for the rest (`partial NAME BYTES`, exit
 /// 0); with `$5` that `NAME` (a `.upload.*` file of the folder, the login's own), stdin is the
 /// rest, added to it before the same checks. Parts left more than a day are removed.
+///
+/// A file joined from two parts also has its SHA-256 checked against `$3` (the build id, where the
+/// host can read one): the offset it continues at is this program's own logic, and on the slow
+/// link that makes two parts the hash costs little next to the transfer. A whole upload (as it is
+/// or gzipped whole) is not hashed on the host: ssh's transport authenticates every byte (its
+/// MAC), `gzip -d` checks its own CRC-32 and length, and the size and `--version` checks above
+/// still refuse a file cut short or one that does not run (docs/benchmarks.md, "The whole upload
+/// unhashed on the host"). A file found later by [`FIND_FUNCTION`], not by the identity this
+/// machine kept of it, is hashed there as before.
 const UPLOAD_SCRIPT: &str = r#"set -e
 if [ "$4" = gzip ] && ! command -v gzip >/dev/null 2>&1; then echo "zstudio-upload: no gzip on the host" >&2; exit 6; fi
 d=$HOME/.zibby-studio/server
@@ -266,17 +274,14 @@ case "$5" in
   *) echo "no upload named $5 to continue" >&2; exit 5;;
 esac
 trap 'rm -f "$t"' EXIT
-s=
 if [ "$4" = gzip ]; then
   if ! gzip -dc >> "$t"; then echo "the upload did not arrive whole: gzip -d failed" >&2; exit 3; fi
-elif [ "${5:-+}" = + ] && command -v tee >/dev/null 2>&1 && { command -v openssl || command -v sha256sum || command -v shasum; } >/dev/null 2>&1; then
-  s=$(tee -- "$t" | sum -)
 else cat >> "$t"; fi
 size=$(wc -c < "$t")
 if [ "$5" = + ] && [ "$size" -lt "$2" ]; then trap - EXIT; printf 'partial %s %s\n' "${t##*/}" "$size"; exit 0; fi
 if [ "$size" -ne "$2" ]; then echo "the upload was cut short: $size of $2 bytes arrived" >&2; exit 3; fi
-[ -n "$s" ] || s=$(sum "$t")
-if [ -n "$s" ] && [ "$s" != "$3" ]; then echo "the upload arrived with another SHA-256 ($s, not the build's $3)" >&2; exit 3; fi
+if [ "${5:-+}" != + ] && s=$(sum "$t") && [ -n "$s" ] && [ "$s" != "$3" ]; then
+  echo "the upload arrived with another SHA-256 ($s, not the build's $3)" >&2; exit 3; fi
 chmod 700 "$t"
 if ! out=$("$t" --version 2>&1); then echo "the uploaded zstudio does not run there: $out" >&2; exit 4; fi
 mv -f "$t" "$d/$1"
@@ -617,11 +622,13 @@ mod tests {
         )
     }
 
-    /// Issue 42, point 5: the server goes to the host gzipped, and what arrived is checked there
-    /// (its size, its SHA-256, that it runs) before it is put in place; a host without gzip says
-    /// so before it reads anything, and takes the server as it is.
+    /// Issue 42, point 5: the server may go to the host gzipped, and a whole upload is checked
+    /// there before it is put in place: a gzip stream cut short, a file of fewer bytes than the
+    /// build's, one that does not run are refused, nothing installed (its SHA-256 is not read
+    /// there: ssh's MAC and gzip's CRC-32 vouch for the bytes); a host without gzip says so before
+    /// it reads anything, and takes the server as it is.
     #[test]
-    fn the_upload_is_unpacked_and_checked_on_the_host_and_a_host_without_gzip_says_so() {
+    fn a_whole_upload_is_unpacked_and_checked_on_the_host_and_a_host_without_gzip_says_so() {
         let home = tempfile::tempdir().unwrap();
         let server = b"#!/bin/sh\necho zstudio 0.0.0\n".to_vec();
         let dir = tempfile::tempdir().unwrap();
@@ -633,14 +640,26 @@ mod tests {
         let gzipped = encoder.finish().unwrap();
         let size = server.len().to_string();
         let path = std::env::var("PATH").unwrap();
-        let installed = home.path().join(".zibby-studio/server/zstudio-0-a");
-        let wrong = "0123456789abcdef";
-        let (code, said) = upload_here(home.path(), &path, &["zstudio-0-a", &size, wrong, "gzip"], &gzipped);
-        assert_eq!(code, Some(3), "{said}");
-        assert!(said.contains("another SHA-256"), "{said}");
-        assert!(!installed.exists(), "a server of another digest is not put in place");
-        let (code, said) = upload_here(home.path(), &path, &["zstudio-0-a", &size, &build, "gzip"], &server);
+        let folder = home.path().join(".zibby-studio/server");
+        let installed = folder.join("zstudio-0-a");
+        let nothing_left = || std::fs::read_dir(&folder).unwrap().next().is_none();
+        let args = ["zstudio-0-a", size.as_str(), build.as_str(), "gzip"];
+        let cut = &gzipped[..gzipped.len() - 6];
+        let (code, said) = upload_here(home.path(), &path, &args, cut);
+        assert_eq!(code, Some(3), "a gzip stream cut short: {said}");
+        assert!(said.contains("did not arrive whole") && nothing_left(), "{said}");
+        let (code, said) = upload_here(home.path(), &path, &args, &server);
         assert_eq!(code, Some(3), "input that is not gzip: {said}");
+        assert!(nothing_left(), "{said}");
+        let raw = ["zstudio-0-a", size.as_str(), build.as_str(), "raw"];
+        let (code, said) = upload_here(home.path(), &path, &raw, &server[..server.len() - 1]);
+        assert_eq!(code, Some(3), "a file cut short: {said}");
+        assert!(said.contains("cut short") && nothing_left(), "{said}");
+        let mut broken = b"#!/bin/sh\nexit 9\n".to_vec();
+        broken.resize(server.len(), b'#');
+        let (code, said) = upload_here(home.path(), &path, &raw, &broken);
+        assert_eq!(code, Some(4), "a file that does not run: {said}");
+        assert!(said.contains("does not run") && nothing_left(), "{said}");
         let (code, said) = upload_here(home.path(), &path, &["zstudio-0-a", &size, &build, "gzip"], &gzipped);
         assert_eq!(code, Some(0), "{said}");
         assert_eq!(std::fs::read(&installed).unwrap(), server);
@@ -721,16 +740,20 @@ mod tests {
             );
             assert_eq!(code, Some(5), "{name}: {said}");
         }
-        // The rest of another SHA-256: refused, the part removed.
-        let name = first(home.path());
-        let (code, said) = upload_here(
-            home.path(),
-            &path,
-            &["zstudio-0-a", &size, "0123456789abcdef", "gzip", &name],
-            &tail_gzipped,
-        );
-        assert_eq!(code, Some(3), "{said}");
-        assert!(!folder.join(&name).exists() && !installed.exists(), "{said}");
+        // The rest of another SHA-256 (gzipped, or as it is from a host without gzip): refused,
+        // the part removed.
+        for (encoding, rest) in [("gzip", &tail_gzipped[..]), ("raw", tail)] {
+            let name = first(home.path());
+            let (code, said) = upload_here(
+                home.path(),
+                &path,
+                &["zstudio-0-a", &size, "0123456789abcdef", encoding, &name],
+                rest,
+            );
+            assert_eq!(code, Some(3), "{encoding}: {said}");
+            assert!(said.contains("another SHA-256"), "{encoding}: {said}");
+            assert!(!folder.join(&name).exists() && !installed.exists(), "{said}");
+        }
         // The rest, gzipped: installed, the part gone.
         let name = first(home.path());
         let (code, said, printed) = upload_here_said(
@@ -743,13 +766,16 @@ mod tests {
         assert!(printed.contains("installed "), "{printed}");
         assert_eq!(std::fs::read(&installed).unwrap(), server);
         assert!(!folder.join(&name).exists());
-        // A whole upload with `+` is installed at once, its SHA-256 read as it arrives: a wrong one
-        // is refused all the same.
+        // A whole upload with `+` is installed at once, checked as any whole upload is: one that
+        // does not run is refused, nothing kept.
         std::fs::remove_file(&installed).unwrap();
-        let wrong = ["zstudio-0-a", &size, "0123456789abcdef", "raw", "+"];
-        let (code, said) = upload_here(home.path(), &path, &wrong, &server);
-        assert_eq!(code, Some(3), "{said}");
-        assert!(said.contains("another SHA-256") && !installed.exists(), "{said}");
+        let mut broken = server.clone();
+        broken[..10].copy_from_slice(b"#!/bin/no\n");
+        let (code, said, printed) =
+            upload_here_said(home.path(), &path, &["zstudio-0-a", &size, &build, "raw", "+"], &broken);
+        assert_eq!(code, Some(4), "{said}");
+        assert!(!printed.contains("partial") && !installed.exists(), "{printed} {said}");
+        assert!(std::fs::read_dir(&folder).unwrap().next().is_none(), "{said}");
         let (code, said, printed) =
             upload_here_said(home.path(), &path, &["zstudio-0-a", &size, &build, "raw", "+"], &server);
         assert_eq!(code, Some(0), "{said}");
