@@ -196,6 +196,11 @@ pub(crate) enum Queued {
 }
 
 impl EventSender {
+    /// The events the queue lost, in all ([`QueueGauge::lost`]).
+    pub(crate) fn lost(&self) -> u64 {
+        self.held.lost.load(Ordering::SeqCst)
+    }
+
     /// Queues the events as far as the queue's bound allows, the newest past it lost: a lossy
     /// subscriber's.
     pub(crate) fn try_send(&self, mut heard: Heard) -> Queued {

@@ -73,11 +73,7 @@ impl Supervisor {
             .subscribers
             .lock()
             .expect("subscribers lock")
-            .push(Subscriber {
-                sender,
-                lossless,
-                output,
-            });
+            .push(Subscriber::new(sender, lossless, output));
         receiver
     }
 
