@@ -76,18 +76,21 @@ pub struct RemoteServer {
     pub removed: Vec<String>,
 }
 
-/// The first 16 hex digits of the SHA-256 of the file at `binary`: read once per path in a
-/// process (the running `zstudio` does not change under it), then remembered; and between
-/// processes, by the file's identity (kept in the runtime folder: a `zstudio --remote` command does not read
-/// its own 30 MB again each time).
+/// The first 16 hex digits of the SHA-256 of the file at `binary`: read once per path while the
+/// file keeps its identity ([`file_identity`]: a binary upgraded or rebuilt under a window that
+/// stays open is read again, so its bytes are never uploaded under the former build's name), and
+/// between processes by that identity (kept in the runtime folder: a `zstudio --remote` command
+/// does not read its own 30 MB again each time).
 pub fn build_id(binary: &Path) -> Result<String, SshError> {
-    static KNOWN: std::sync::OnceLock<std::sync::Mutex<std::collections::HashMap<PathBuf, String>>> =
-        std::sync::OnceLock::new();
+    type Known = std::collections::HashMap<PathBuf, (Option<String>, String)>;
+    static KNOWN: std::sync::OnceLock<std::sync::Mutex<Known>> = std::sync::OnceLock::new();
     let known = KNOWN.get_or_init(Default::default);
-    if let Some(id) = known.lock().unwrap_or_else(|p| p.into_inner()).get(binary) {
-        return Ok(id.clone());
-    }
     let identity = std::fs::metadata(binary).ok().map(|m| file_identity(&m));
+    if let Some((seen, id)) = known.lock().unwrap_or_else(|p| p.into_inner()).get(binary) {
+        if identity.is_some() && *seen == identity {
+            return Ok(id.clone());
+        }
+    }
     let verified = identity
         .as_ref()
         .and_then(|_| Verified::open(None, &format!("build {}", binary.display())));
@@ -108,7 +111,7 @@ pub fn build_id(binary: &Path) -> Result<String, SshError> {
     known
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(binary.to_path_buf(), id.clone());
+        .insert(binary.to_path_buf(), (identity, id.clone()));
     Ok(id)
 }
 
@@ -865,15 +868,23 @@ mod tests {
         assert_eq!(id, "35b5c9836731bd31");
     }
 
+    /// A binary changed under a process that stays open (an upgrade beside the window) is read
+    /// again: its bytes are never uploaded under the former build's name.
     #[test]
-    fn a_build_id_is_read_once_per_process() {
+    fn a_build_id_is_read_again_once_its_file_changed() {
         let dir = tempfile::tempdir().unwrap();
         let binary = dir.path().join("zstudio");
         std::fs::write(&binary, b"one build").unwrap();
         let first = build_id(&binary).unwrap();
-        // Not read again: what the file says now is not looked at.
-        std::fs::write(&binary, b"another build").unwrap();
         assert_eq!(build_id(&binary).unwrap(), first);
-        assert_ne!(digest_of(&binary).unwrap(), first);
+        std::fs::write(&binary, b"another build").unwrap();
+        let second = build_id(&binary).unwrap();
+        assert_ne!(second, first);
+        assert_eq!(second, digest_of(&binary).unwrap());
+        // Replaced by another file (a package upgrade renames the new one into place).
+        let upgraded = dir.path().join("zstudio.new");
+        std::fs::write(&upgraded, b"a third build").unwrap();
+        std::fs::rename(&upgraded, &binary).unwrap();
+        assert_eq!(build_id(&binary).unwrap(), digest_of(&binary).unwrap());
     }
 }
