@@ -77,8 +77,9 @@ pub struct LiveSummary {
     /// or run had begun and not ended when the export stopped following it (its end not heard
     /// by then, or lost with the events below).
     pub lost: u64,
-    /// Run events the export never read: its subscription lost them while it was behind the
-    /// runs, or they were still unread when [`LiveExport::finish`] stopped waiting. The spans
+    /// Run events the export never followed: its subscription lost them while it was behind the
+    /// runs, or they were still unread (or read and not yet followed) when
+    /// [`LiveExport::finish`] stopped waiting. The spans
     /// of their nodes are missing (counted in `lost` when their beginning was read) or end
     /// late (an execution whose end was lost ends with its run).
     pub events_missed: u64,
@@ -118,8 +119,8 @@ struct Counts {
     refused: AtomicU64,
     /// The bytes the queue holds now (its requests' bodies).
     held: AtomicUsize,
-    /// Spans the readers owe: begun (a run followed, a node execution begun) and not yet put
-    /// on the queue. Published by each reader once per item it reads.
+    /// Spans owed: begun (a run followed, a node execution begun; a span made elsewhere, given)
+    /// and not yet put on the queue.
     owed: AtomicI64,
     last_error: Mutex<Option<String>>,
 }
@@ -260,11 +261,6 @@ impl<'q> Requests<'q> {
         }
     }
 
-    /// The spans gathered and not queued yet.
-    fn gathered(&self) -> usize {
-        self.gathering.iter().map(|(_, body, _)| body.spans()).sum()
-    }
-
     fn queue_one(&mut self, at: usize) {
         let (endpoint, body, since) = &mut self.gathering[at];
         *since = None;
@@ -274,19 +270,29 @@ impl<'q> Requests<'q> {
             body: body.take(),
             spans,
         });
+        // After the queue counted them: read in between, they are counted twice, never missed.
+        self.queue.counts.owed.fetch_sub(spans as i64, Ordering::SeqCst);
     }
 }
 
 /// Which endpoint a run's spans go to (`None`: the run is not exported), by its run id.
 pub type Route = Box<dyn Fn(&str) -> Option<Arc<Endpoint>> + Send>;
 
+/// A thread that follows runs, and what `finish` reads of it if it stops waiting for it.
+struct Reader {
+    thread: JoinHandle<()>,
+    /// Its subscription: the events lost, and those not read yet.
+    gauge: QueueGauge,
+    /// The events it took off its subscription and has not followed yet.
+    in_hand: Arc<AtomicUsize>,
+}
+
 /// A live export: its queue, the thread that sends it, and the threads that follow runs.
 pub struct LiveExport {
     stop: Arc<AtomicBool>,
     counts: Arc<Counts>,
     queue: Option<Queue>,
-    /// The threads that follow runs, each with its subscription's gauge.
-    readers: Vec<(JoinHandle<()>, QueueGauge)>,
+    readers: Vec<Reader>,
     sender: Option<JoinHandle<()>>,
 }
 
@@ -324,17 +330,20 @@ impl LiveExport {
         let Some(queue) = self.queue.clone() else { return };
         let stop = self.stop.clone();
         let gauge = events.gauge();
-        let reader = std::thread::Builder::new()
+        let in_hand = Arc::new(AtomicUsize::new(0));
+        let held = in_hand.clone();
+        let thread = std::thread::Builder::new()
             .name("otlp-live-reader".into())
-            .spawn(move || read_events(&events, &route, &queue, &stop))
+            .spawn(move || read_events(&events, &route, &queue, &stop, &held))
             .expect("a thread for the live export");
-        self.readers.push((reader, gauge));
+        self.readers.push(Reader { thread, gauge, in_hand });
     }
 
     /// Puts `spans` on the queue for `endpoint`, without waiting (a full queue loses them,
     /// counted).
     pub fn send(&self, endpoint: &Arc<Endpoint>, spans: &[Span]) {
         if let Some(queue) = &self.queue {
+            queue.counts.owed.fetch_add(spans.len() as i64, Ordering::SeqCst);
             let mut requests = Requests::new(queue);
             for span in spans {
                 requests.add(endpoint, Ended::Made(span));
@@ -352,11 +361,12 @@ impl LiveExport {
         self.queue = None;
         let began = Instant::now();
         let (mut deadline, mut sent) = (began + wait, self.counts.sent.load(Ordering::SeqCst));
-        let readers = std::mem::take(&mut self.readers)
-            .into_iter()
-            .map(|(reader, gauge)| (reader, Some(gauge)));
+        let readers = std::mem::take(&mut self.readers).into_iter().map(|reader| {
+            let Reader { thread, gauge, in_hand } = reader;
+            (thread, Some((gauge, in_hand)))
+        });
         let mut events_missed = 0;
-        for (handle, gauge) in readers.chain(self.sender.take().map(|sender| (sender, None))) {
+        for (handle, reader) in readers.chain(self.sender.take().map(|sender| (sender, None))) {
             // Looked at often: a studio's shutdown (a `--remote` command's server) waits here.
             while !handle.is_finished() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(1));
@@ -372,8 +382,11 @@ impl LiveExport {
             if finished {
                 let _ = handle.join();
             }
-            if let Some(gauge) = gauge {
-                events_missed += gauge.lost() + if finished { 0 } else { gauge.unread() as u64 };
+            if let Some((gauge, in_hand)) = reader {
+                events_missed += gauge.lost();
+                if !finished {
+                    events_missed += (gauge.unread() + in_hand.load(Ordering::SeqCst)) as u64;
+                }
             }
         }
         let mut summary = self.counts.summary();
@@ -469,17 +482,14 @@ fn now_ms() -> u64 {
     Timestamp::from_system_time(SystemTime::now()).0
 }
 
-fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBool) {
+fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBool, in_hand: &AtomicUsize) {
     let mut runs = Runs::default();
     let mut requests = Requests::new(queue);
     // Paused once when nothing waits, before waiting: a flood's events gather meanwhile, and the
     // thread is not woken for each one (a wake-up costs more than the event). The requests
     // gathering for LINGER go on the queue then; all of them once nothing came in the pause.
     let mut paused = false;
-    // What this reader last said it owes (`Counts::owed`).
-    let mut owed = 0;
     loop {
-        owed = publish_owed(&runs, &requests, owed);
         // Read as shared: the events' strings are not copied for the export (a run's node names
         // are copied once, as its open executions), and the events of a burst come in one read.
         let heard = match events.try_recv_heard() {
@@ -493,7 +503,6 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
             }
             Err(TryRecvError::Empty) => {
                 requests.queue_older_than(Duration::ZERO);
-                owed = publish_owed(&runs, &requests, owed);
                 match events.recv_timeout_heard(Duration::from_millis(50)) {
                     Ok(heard) => heard,
                     Err(RecvTimeoutError::Timeout) if stop.load(Ordering::SeqCst) => break,
@@ -503,30 +512,27 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
             }
         };
         paused = false;
+        // Taken off the queue, not yet followed: said missed if `finish` stops waiting meanwhile.
+        in_hand.store(heard.len(), Ordering::SeqCst);
+        let owed = &queue.counts.owed;
         let mut send = |endpoint: &Arc<Endpoint>, ended: Ended| requests.add(endpoint, ended);
         for event in heard.iter() {
-            if let RunEvent::RunStarted { run_id, .. } = event {
-                let Some(endpoint) = route(run_id) else { continue };
-                follow_event(&mut runs, event, Some(endpoint), &mut send);
-            } else {
-                follow_event(&mut runs, event, None, &mut send);
+            let endpoint = match event {
+                RunEvent::RunStarted { run_id, .. } => match route(run_id) {
+                    Some(endpoint) => Some(endpoint),
+                    None => continue,
+                },
+                _ => None,
+            };
+            let began = follow_event(&mut runs, event, endpoint, &mut send);
+            if began != 0 {
+                owed.fetch_add(began, Ordering::SeqCst);
             }
         }
+        in_hand.store(0, Ordering::SeqCst);
     }
-    requests.queue_older_than(Duration::ZERO);
     // The runs still followed (their ends never heard) owe their spans for good.
-    publish_owed(&runs, &requests, owed);
-}
-
-/// Says in `Counts::owed` what this reader owes now, `said` being what it said last: a span for
-/// each run followed and each execution open, and the spans gathered and not queued.
-fn publish_owed(runs: &Runs, requests: &Requests, said: i64) -> i64 {
-    let open: usize = runs.0.iter().map(|run| 1 + run.open.len()).sum();
-    let owed = (open + requests.gathered()) as i64;
-    if owed != said {
-        requests.queue.counts.owed.fetch_add(owed - said, Ordering::SeqCst);
-    }
-    owed
+    requests.queue_older_than(Duration::ZERO);
 }
 
 /// The runs followed (a few at a time: looked through, not hashed, for each event).
@@ -545,16 +551,17 @@ impl Runs {
 }
 
 /// One event of the runs followed: a run that starts is followed (to `endpoint`), a node that
-/// ends and a run that ends are sent.
+/// ends and a run that ends are sent. The spans it began (a run followed, a node execution
+/// begun: 1) or took back (a node discarded: -1), to be owed until they are queued.
 fn follow_event(
     runs: &mut Runs,
     event: &RunEvent,
     endpoint: Option<Arc<Endpoint>>,
     send: &mut impl FnMut(&Arc<Endpoint>, Ended),
-) {
+) -> i64 {
     match event {
         RunEvent::RunStarted { run_id, session_id, .. } => {
-            let Some(endpoint) = endpoint else { return };
+            let Some(endpoint) = endpoint else { return 0 };
             let trace = RunTrace {
                 key: run_id.clone(),
                 session_id: session_id.clone(),
@@ -573,26 +580,32 @@ fn follow_event(
                 open: Vec::new(),
                 spare: Vec::new(),
             };
-            // A run started again under the same id (never, but then the new one is followed).
+            // A run started again under the same id (never, but then the new one is followed,
+            // and the spans the former owed stay owed: lost).
             runs.remove(run_id);
             runs.0.push(followed);
+            1
         }
         RunEvent::NodeBegin {
             run_id,
             node,
             depth,
             t_ms,
-        } => {
-            if let Some(run) = runs.get_mut(run_id) {
+        } => match runs.get_mut(run_id) {
+            Some(run) => {
                 run.node_began(node, *depth, *t_ms);
+                1
             }
-        }
+            None => 0,
+        },
         RunEvent::NodeDiscarded { run_id, node } => {
-            let Some(run) = runs.get_mut(run_id) else { return };
-            if let Some(at) = run.open.iter().rposition(|(n, _)| n.name == *node) {
-                run.open.remove(at);
-                run.occurrences.discarded(node);
-            }
+            let Some(run) = runs.get_mut(run_id) else { return 0 };
+            let Some(at) = run.open.iter().rposition(|(n, _)| n.name == *node) else {
+                return 0;
+            };
+            run.open.remove(at);
+            run.occurrences.discarded(node);
+            -1
         }
         RunEvent::NodeEnd {
             run_id,
@@ -604,6 +617,7 @@ fn follow_event(
             if let Some(run) = runs.get_mut(run_id) {
                 run.node_ended(node, *status, *t_ms, usage.as_deref(), send);
             }
+            0
         }
         RunEvent::RunFinished {
             run_id,
@@ -614,7 +628,7 @@ fn follow_event(
             error,
             ..
         } => {
-            let Some(mut run) = runs.remove(run_id) else { return };
+            let Some(mut run) = runs.remove(run_id) else { return 0 };
             let end = run.trace.started_at_ms + (*elapsed_ms).max(run.started.elapsed().as_millis() as u64);
             let trace = &mut run.trace;
             trace.status = Some(*status);
@@ -634,13 +648,14 @@ fn follow_event(
                 send(&run.endpoint, node);
             }
             send(&run.endpoint, Ended::Made(&root_span(&run.trace, end)));
+            0
         }
         // Live spans carry no log events (`otlp push` sends the run's logs, budget.* included).
         RunEvent::Output { .. }
         | RunEvent::Stopping { .. }
         | RunEvent::BudgetWarning { .. }
         | RunEvent::BudgetReached { .. }
-        | RunEvent::BudgetUnpriced { .. } => {}
+        | RunEvent::BudgetUnpriced { .. } => 0,
     }
 }
 
@@ -962,7 +977,8 @@ mod tests {
         entered_rx.recv_timeout(Duration::from_secs(10)).unwrap();
         let summary = export.finish(Duration::from_millis(100));
         release.send(()).unwrap();
-        assert_eq!(summary.events_missed, 4, "{summary:?}");
+        // The 4 events it had not read and the one in its hands (the held run's start).
+        assert_eq!(summary.events_missed, 5, "{summary:?}");
         assert_eq!((summary.sent, summary.lost), (0, 2), "{summary:?}");
     }
 
