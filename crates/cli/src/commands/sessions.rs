@@ -52,16 +52,16 @@ pub fn list(args: &SessionsArgs, place: &Place, globals: &Globals, out: &mut imp
                     .ok_or_else(|| anyhow::anyhow!("{}: no saved view named {name:?}", remote.target))?,
                 None => args.filters.filters(),
             };
-            let mut listing = methods.sessions_list()?;
+            let mut sessions = methods.sessions_list()?.sessions;
             if filters != Filters::default() {
-                let rows = std::mem::take(&mut listing.sessions);
-                listing.sessions = filters.apply(rows, |text, limit| methods.search(text.to_owned(), limit))?;
-                listing.usage = usage_of_sessions(&listing.sessions);
+                sessions = filters.apply(sessions, |text, limit| methods.search(text.to_owned(), limit))?;
             }
             if let Some(limit) = args.limit {
-                listing.sessions.truncate(limit as usize);
+                sessions.truncate(limit as usize);
             }
-            (listing.sessions, listing.usage)
+            // The cost of the rows shown, as here.
+            let usage = usage_of_sessions(&sessions);
+            (sessions, usage)
         }
     };
     print_rows(globals, &sessions, usage.as_ref(), now, out)

@@ -54,6 +54,58 @@ pub(super) fn processes_naming(needle: &str) -> Vec<String> {
     found
 }
 
+/// `sessions --limit N` of a host prints the cost of the rows it shows, as it does here (it
+/// printed the host's total for every session).
+#[test]
+fn a_hosts_listing_costs_the_rows_it_shows_as_here() {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let ws = workspace.to_str().unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let host_data = sshd.home().join("data");
+    let agent = super::common::agent_binary();
+    for _ in 0..2 {
+        let ran = zstudio(&["run", "-w", ws, "--", &agent, "--nodes", "plan:10"], &host_data, &[]);
+        assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+    }
+    let listed = json_of(&zstudio(&["sessions", "-w", ws, "--json"], &host_data, &[]));
+    let (shown, older) = (listed[0]["id"].clone(), listed[1]["id"].as_str().unwrap().to_owned());
+    // The row `--limit 1` leaves out costs something: its node's raw stream is an agent's with usage.
+    let usage = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/usage/claude-code-stream-json.jsonl");
+    let node = workspace.join(".zibby/output/sessions").join(&older).join("plan");
+    std::fs::copy(usage, node.join("raw_stream_output.txt")).unwrap();
+    let listed = json_of(&zstudio(&["sessions", "-w", ws, "--json"], &host_data, &[]));
+    assert_eq!(listed[0]["id"], shown, "{listed:#}");
+    assert!(listed[1]["usage"]["cost_usd"].is_number(), "{listed:#}");
+
+    let remote = format!("{}:{ws}", sshd.alias());
+    let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
+    let cost_line = |output: Output| {
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let table = String::from_utf8_lossy(&output.stdout).into_owned();
+        (
+            table
+                .lines()
+                .filter(|line| line.starts_with("cost of all sessions"))
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+            table,
+        )
+    };
+    let (there, table) = cost_line(zstudio(
+        &["sessions", "--remote", &remote, "--limit", "1"],
+        local.path(),
+        &env,
+    ));
+    let (here, local_table) = cost_line(zstudio(&["sessions", "-w", ws, "--limit", "1"], &host_data, &[]));
+    assert_eq!(there, here, "{table}\n{local_table}");
+    let (there, _) = cost_line(zstudio(&["sessions", "--remote", &remote], local.path(), &env));
+    assert!(
+        there.len() == 1 && there[0].contains('$'),
+        "the whole listing's cost: {there:?}"
+    );
+}
+
 #[test]
 fn sessions_and_show_of_a_remote_workspace_are_the_hosts_own() {
     let sshd = Sshd::start();
