@@ -77,7 +77,7 @@ pub struct RemoteServer {
 }
 
 /// The first 16 hex digits of the SHA-256 of the file at `binary`: read once per path while the
-/// file keeps its identity ([`file_identity`]: a binary upgraded or rebuilt under a window that
+/// file keeps its identity (device, inode, size and times: a binary upgraded or rebuilt under a window that
 /// stays open is read again, so its bytes are never uploaded under the former build's name), and
 /// between processes by that identity (kept in the runtime folder: a `zstudio --remote` command
 /// does not read its own 30 MB again each time).
