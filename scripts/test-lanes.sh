@@ -1,36 +1,50 @@
 #!/usr/bin/env bash
 # Runs the workspace's test binaries, once built (`cargo test --workspace --no-run`), in three
-# lanes at once: the app's main end-to-end binary (`e2e_app`, the longest); the app's other tests
-# with zstudio's (the CLI, its remote and cloud lanes, its server); and every other crate's (the
-# core, its buckets). Much of each lane's time is waiting (a window drawing, sshd, moto, a run of
-# the test agent), so the lanes together take nearer the longest lane's time than the sum
-# (CONTRIBUTING.md, "CI and where its time goes"). Each lane runs under its own Xvfb display and
-# session bus, as `cargo test --workspace` ran under one before; each line it prints is prefixed
-# with its lane, and the lanes' results are summed up when all have ended. Fails when any lane
-# fails, or when the app has a test binary no lane names.
+# lanes at once: the app's main end-to-end binary (`e2e_app`, the longest); the app's dialogs with
+# most of zstudio's tests (the CLI, its remote lane, its server); and every other crate's (the
+# core, its buckets) with the app's notifications and zstudio's cloud tests (there to even the
+# lanes: the cli lane was a minute longer than the others). Much of each lane's time is waiting (a
+# window drawing, sshd, moto, a run of the test agent), so the lanes together take nearer the
+# longest lane's time than the sum (CONTRIBUTING.md, "CI and where its time goes"). Each lane runs
+# under its own Xvfb display and session bus, as `cargo test --workspace` ran under one before;
+# each line it prints is prefixed with its lane, and the lanes' results are summed up when all
+# have ended. Fails when any lane fails, or when the app or zstudio has a test binary no lane names.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-# The app's test binaries, split between two lanes by name: a new one must be named here, or this
-# fails (never a binary left unrun).
+# The app's and zstudio's test binaries, split between the lanes by name: a new one must be
+# named here, or this fails (never a binary left unrun).
 app_main_tests=(e2e_app)
-app_other_tests=(e2e_dialogs e2e_notifications)
-unnamed=$(cargo metadata --format-version 1 --no-deps --locked | python3 -c '
+app_other_tests=(e2e_dialogs)
+app_core_lane_tests=(e2e_notifications)
+zstudio_tests=(cli remote serve snapshots)
+zstudio_core_lane_tests=(cloud)
+unnamed() { # PACKAGE NAMED...: PACKAGE's test binaries not among NAMED
+  cargo metadata --format-version 1 --no-deps --locked | python3 -c '
 import json, sys
-named = set(sys.argv[1:])
+package, named = sys.argv[1], set(sys.argv[2:])
 meta = json.load(sys.stdin)
-app = next(p for p in meta["packages"] if p["name"] == "zibby-studio")
-for target in app["targets"]:
+found = next(p for p in meta["packages"] if p["name"] == package)
+for target in found["targets"]:
     if "test" in target["kind"] and target["name"] not in named:
         print(target["name"])
-' "${app_main_tests[@]}" "${app_other_tests[@]}") || exit
-if [ -n "$unnamed" ]; then
-  echo "error: zibby-studio's test binaries $unnamed are in no lane: name them in scripts/test-lanes.sh" >&2
-  exit 1
-fi
+' "$@"
+}
+for package in zibby-studio zstudio; do
+  if [ "$package" = zibby-studio ]; then
+    left=$(unnamed zibby-studio "${app_main_tests[@]}" "${app_other_tests[@]}" "${app_core_lane_tests[@]}") || exit
+  else
+    left=$(unnamed zstudio "${zstudio_tests[@]}" "${zstudio_core_lane_tests[@]}") || exit
+  fi
+  if [ -n "$left" ]; then
+    echo "error: $package's test binaries $left are in no lane: name them in scripts/test-lanes.sh" >&2
+    exit 1
+  fi
+done
+tests() { printf -- '--test %s ' "$@"; }
 
 # `lane NAME 'CARGO-TEST-ARGS'...`: each argument one `cargo test` (its arguments split on spaces),
 # run one after the other under one display and bus, in the background, the output prefixed and
@@ -63,12 +77,14 @@ lane() {
   ) &
 }
 
-lane window "-p zibby-studio $(printf -- '--test %s ' "${app_main_tests[@]}")"
+lane window "-p zibby-studio $(tests "${app_main_tests[@]}")"
 window=$!
-lane cli "-p zibby-studio --lib --bins $(printf -- '--test %s ' "${app_other_tests[@]}")" \
-  "-p zstudio --features studio-core/ts"
+lane cli "-p zibby-studio --lib --bins $(tests "${app_other_tests[@]}")" \
+  "-p zstudio --features studio-core/ts --bins $(tests "${zstudio_tests[@]}")"
 cli=$!
-lane core "--workspace --exclude zibby-studio --exclude zstudio --features studio-core/ts"
+lane core "--workspace --exclude zibby-studio --exclude zstudio --features studio-core/ts" \
+  "-p zibby-studio $(tests "${app_core_lane_tests[@]}")" \
+  "-p zstudio --features studio-core/ts $(tests "${zstudio_core_lane_tests[@]}")"
 core=$!
 
 wait "$window"
