@@ -6,7 +6,8 @@
 //! [`visible`]: untrusted text shown with its hidden characters as escapes; [`size`]: a byte
 //! count as every surface shows it; [`owned`]: scratch folders named by their process, removed
 //! once it is gone; [`label`]: tags, notes and saved views' names, checked before the store keeps
-//! them; [`digest`]: a SHA-256, or its first bytes, as hex.
+//! them; [`digest`]: a SHA-256, or its first bytes, as hex; [`said`]: a growing count (a loss)
+//! said in the log at most so often.
 
 pub mod containment;
 pub mod digest;
@@ -16,5 +17,6 @@ pub mod label;
 pub mod launch;
 pub mod owned;
 pub mod process;
+pub mod said;
 pub mod size;
 pub mod visible;

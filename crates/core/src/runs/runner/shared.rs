@@ -14,6 +14,7 @@ use super::live_run::LiveRun;
 use super::request::Keeper;
 use super::subscription::{taken_place, EventSender, Heard, Queued};
 use crate::store::Store;
+use crate::vocabulary::said::SaidAtMostEvery;
 
 pub(super) struct Shared {
     pub(super) store: Arc<Store>,
@@ -91,14 +92,16 @@ impl Shared {
             match subscriber.sender.try_send(heard) {
                 Queued::All => {}
                 Queued::Lost(lost) => {
-                    if let Some(since) = subscriber.losses_said.due(Instant::now(), subscriber.sender.lost()) {
+                    let mut said = subscriber.losses_said.get();
+                    if let Some(since) = said.due(Instant::now(), subscriber.sender.lost()) {
                         tracing::warn!(
                             run_id = lost[0].run_id(),
                             lost = since,
                             "a subscriber is behind; events were dropped (said at most every {} s)",
-                            LOSSES_SAID_EVERY.as_secs()
+                            said.every().as_secs()
                         );
                     }
+                    subscriber.losses_said.set(said);
                 }
                 Queued::Gone => gone[i] = true,
             }
@@ -214,8 +217,9 @@ pub(super) struct Subscriber {
     pub(super) lossless: bool,
     /// Hears output lines (`Supervisor::subscribe_to_nodes` does not).
     pub(super) output: bool,
-    /// When its losses were last said in the log.
-    losses_said: LossesSaid,
+    /// When its losses were last said in the log: at most every 10 s while they go on (a
+    /// subscriber behind a flood loses events at every publication, on the run's thread).
+    losses_said: Cell<SaidAtMostEvery>,
 }
 
 impl Subscriber {
@@ -224,31 +228,8 @@ impl Subscriber {
             sender,
             lossless,
             output,
-            losses_said: LossesSaid::default(),
+            losses_said: Cell::new(SaidAtMostEvery::new(Duration::from_secs(10))),
         }
-    }
-}
-
-/// How often at most a lossy subscriber's losses are said in the log while they go on: a
-/// subscriber behind a flood loses events at every publication, and a line each would slow the
-/// run's thread when it is busiest.
-const LOSSES_SAID_EVERY: Duration = Duration::from_secs(10);
-
-/// When a subscriber's losses were last said, and how many it had lost by then.
-#[derive(Default)]
-struct LossesSaid(Cell<Option<(Instant, u64)>>);
-
-impl LossesSaid {
-    /// With `lost` events lost in all at `now`: the number to say now (those lost since they
-    /// were last said), the first time at once, then at most every [`LOSSES_SAID_EVERY`].
-    fn due(&self, now: Instant, lost: u64) -> Option<u64> {
-        let said = match self.0.get() {
-            Some((at, _)) if now.duration_since(at) < LOSSES_SAID_EVERY => return None,
-            Some((_, said)) => said,
-            None => 0,
-        };
-        self.0.set(Some((now, lost)));
-        (lost > said).then(|| lost - said)
     }
 }
 
@@ -318,21 +299,6 @@ mod tests {
     /// The events of what was heard, in order.
     fn flat(heard: &[Heard]) -> Vec<RunEvent> {
         heard.iter().flat_map(|h| h.iter().cloned()).collect()
-    }
-
-    /// A subscriber's losses are said the first time at once, then at most every 10 s with the
-    /// count since they were last said (a flood loses events at every publication).
-    #[test]
-    fn losses_are_said_at_once_then_at_most_every_ten_seconds() {
-        let said = LossesSaid::default();
-        let start = Instant::now();
-        let at = |s: u64| start + Duration::from_secs(s);
-        assert_eq!(said.due(at(0), 3), Some(3), "the first loss at once");
-        assert_eq!(said.due(at(1), 50), None);
-        assert_eq!(said.due(at(9), 900), None);
-        assert_eq!(said.due(at(10), 1_000), Some(997), "those since, 10 s later");
-        assert_eq!(said.due(at(15), 1_001), None);
-        assert_eq!(said.due(at(60), 1_004), Some(4), "a loss after a quiet spell at once");
     }
 
     /// Two subscribers, one of them without output lines: each hears its events in order; the

@@ -34,6 +34,7 @@ use crate::runs::runner::{QueueGauge, RunEvent, RunEvents};
 use crate::sessions::cost::NodeUsage;
 use crate::sessions::session::Timestamp;
 use crate::status::Status;
+use crate::vocabulary::said::SaidAtMostEvery;
 
 /// How the live export queues and retries.
 #[derive(Debug, Clone, Copy)]
@@ -531,7 +532,7 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
         }
         in_hand.store(0, Ordering::SeqCst);
     }
-    // The runs still followed (their ends never heard) owe their spans for good.
+    // What is gathered goes; the runs still followed (their ends never heard) stay owed.
     requests.queue_older_than(Duration::ZERO);
 }
 
@@ -665,21 +666,16 @@ const LINGER: Duration = Duration::from_millis(50);
 /// How long the reader pauses when no event waits, before it waits for one.
 const GATHER: Duration = Duration::from_millis(10);
 
-/// How often at most a loss that goes on is said in the log.
-const LOSS_LINE_EVERY: Duration = Duration::from_secs(60);
-
 fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) {
-    let mut loss_said: Option<(Instant, u64)> = None;
+    // A loss that goes on is said at most once a minute.
+    let mut loss = SaidAtMostEvery::new(Duration::from_secs(60));
     while let Ok(Queued { endpoint, body, spans }) = queued.recv() {
         counts.held.fetch_sub(body.len(), Ordering::SeqCst);
         send_batch(&endpoint, body, spans, options, counts);
-        let lost = counts.lost_so_far();
-        let said = loss_said.map_or(0, |(_, lost)| lost);
-        if lost > said && loss_said.is_none_or(|(at, _)| at.elapsed() >= LOSS_LINE_EVERY) {
+        if loss.due(Instant::now(), counts.lost_so_far()).is_some() {
             if let Some(line) = counts.summary().lost_line() {
                 tracing::warn!("{line} so far");
             }
-            loss_said = Some((Instant::now(), lost));
         }
     }
 }
