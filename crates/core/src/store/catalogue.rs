@@ -235,7 +235,7 @@ pub(super) fn fill(
     let held = index::hold_sessions_folder(workspace)?;
     let read = |part: &[(PathBuf, SessionId)]| {
         session::in_parallel(part, |(path, id)| {
-            index::read_through((path, held.as_ref()), id, None, now)
+            index::read_through(path, held.as_ref(), id, None, now)
         })
     };
     let mut store_part = |read: Vec<Option<index::Listed>>| {
@@ -321,7 +321,10 @@ fn reconcile_names(store: &Store, workspace: &Workspace, key: i64, now: SystemTi
     })?;
     let names: HashSet<&str> = folders.iter().map(|(_, id)| id.as_str()).collect();
     let new: Vec<_> = folders.iter().filter(|(_, id)| !known.contains(id.as_str())).collect();
-    let read = session::in_parallel(&new, |(path, id)| index::read_through((path, None), id, None, now))?;
+    let held = index::hold_sessions_folder(workspace)?;
+    let read = session::in_parallel(&new, |(path, id)| {
+        index::read_through(path, held.as_ref(), id, None, now)
+    })?;
     store.with_conn(|conn| {
         let tx = write_transaction(conn)?;
         for listed in read.into_iter().flatten() {
@@ -351,8 +354,9 @@ fn check(
         .into_iter()
         .filter_map(|(id, updated_at, cached)| Some((SessionId::parse(&id).ok()?, updated_at, cached)))
         .collect();
+    let held = index::hold_sessions_folder(workspace)?;
     let read = session::in_parallel(&entries, |(id, _, cached)| {
-        index::read_through((&workspace.session_path(id), None), id, Some(cached), now)
+        index::read_through(&workspace.session_path(id), held.as_ref(), id, Some(cached), now)
     })?;
     let mut moved = false;
     let mut summaries = Vec::with_capacity(read.len());

@@ -259,7 +259,7 @@ pub(crate) fn list(
     let folders = session::session_folders(workspace)?;
     let held = hold_sessions_folder(workspace)?;
     let results = session::in_parallel(&folders, |(path, id)| {
-        read_through((path, held.as_ref()), id, cached.get(id.as_str()), now)
+        read_through(path, held.as_ref(), id, cached.get(id.as_str()), now)
     })?;
 
     let mut sessions = Vec::with_capacity(results.len());
@@ -286,10 +286,11 @@ pub(crate) fn list(
 /// A session folder's summary through its index entry (`cached`): the entry's while the
 /// folder's fingerprint holds and it was not `running` (whose status depends on the clock), else
 /// read afresh with the fingerprint to store. `None` when the folder went or cannot be read. The
-/// fingerprints are taken through the sessions folder when it is held open
-/// ([`hold_sessions_folder`]), else by the folder's path: the same strings.
+/// fingerprints are taken through the sessions folder `held` open ([`hold_sessions_folder`]),
+/// else by the folder's `path`: the same strings.
 pub(super) fn read_through(
-    (path, held): (&Path, Option<&SessionsFolder>),
+    path: &Path,
+    held: Option<&SessionsFolder>,
     id: &SessionId,
     cached: Option<&Cached>,
     now: SystemTime,
