@@ -22,28 +22,22 @@ app_other_tests=(e2e_dialogs)
 app_core_lane_tests=(e2e_notifications)
 zstudio_tests=(cli remote serve snapshots)
 zstudio_core_lane_tests=(cloud)
-unnamed() { # PACKAGE NAMED...: PACKAGE's test binaries not among NAMED
-  cargo metadata --format-version 1 --no-deps --locked | python3 -c '
+# `named PACKAGE NAME...`: fails, saying which, when PACKAGE has a test binary not among NAME.
+named() {
+  local left
+  left=$(cargo metadata --format-version 1 --no-deps --locked | python3 -c '
 import json, sys
 package, named = sys.argv[1], set(sys.argv[2:])
-meta = json.load(sys.stdin)
-found = next(p for p in meta["packages"] if p["name"] == package)
-for target in found["targets"]:
-    if "test" in target["kind"] and target["name"] not in named:
-        print(target["name"])
-' "$@"
-}
-for package in zibby-studio zstudio; do
-  if [ "$package" = zibby-studio ]; then
-    left=$(unnamed zibby-studio "${app_main_tests[@]}" "${app_other_tests[@]}" "${app_core_lane_tests[@]}") || exit
-  else
-    left=$(unnamed zstudio "${zstudio_tests[@]}" "${zstudio_core_lane_tests[@]}") || exit
-  fi
+found = next(p for p in json.load(sys.stdin)["packages"] if p["name"] == package)
+print(" ".join(t["name"] for t in found["targets"] if "test" in t["kind"] and t["name"] not in named))
+' "$@") || return
   if [ -n "$left" ]; then
-    echo "error: $package's test binaries $left are in no lane: name them in scripts/test-lanes.sh" >&2
-    exit 1
+    echo "error: $1's test binaries $left are in no lane: name them in scripts/test-lanes.sh" >&2
+    return 1
   fi
-done
+}
+named zibby-studio "${app_main_tests[@]}" "${app_other_tests[@]}" "${app_core_lane_tests[@]}" || exit 1
+named zstudio "${zstudio_tests[@]}" "${zstudio_core_lane_tests[@]}" || exit 1
 tests() { printf -- '--test %s ' "$@"; }
 
 # `lane NAME 'CARGO-TEST-ARGS'...`: each argument one `cargo test` (its arguments split on spaces),
