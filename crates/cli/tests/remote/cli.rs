@@ -1,13 +1,22 @@
 //! `zstudio --remote HOST:PATH …`: the real zstudio here, ssh to the loopback sshd, the same
 //! zstudio uploaded and served there on another workspace and store.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 use test_servers::sshd::Sshd;
 
 use super::remote_workspace;
+
+/// A host on loopback (an sshd) with a workspace `ws` there, a folder here for this machine's
+/// store, and the host's data folder (its store, for the commands run there directly).
+fn on_host() -> (Sshd, PathBuf, tempfile::TempDir, PathBuf) {
+    let sshd = Sshd::start();
+    let workspace = remote_workspace(&sshd, "ws");
+    let host_data = sshd.home().join("data");
+    (sshd, workspace, tempfile::tempdir().unwrap(), host_data)
+}
 
 /// `zstudio ARGS` with `env`, its local store in `data` (never the host's).
 pub(super) fn zstudio(args: &[&str], data: &Path, env: &[(&str, &Path)]) -> Output {
@@ -58,11 +67,8 @@ pub(super) fn processes_naming(needle: &str) -> Vec<String> {
 /// printed the host's total for every session).
 #[test]
 fn a_hosts_listing_costs_the_rows_it_shows_as_here() {
-    let sshd = Sshd::start();
-    let workspace = remote_workspace(&sshd, "ws");
+    let (sshd, workspace, local, host_data) = on_host();
     let ws = workspace.to_str().unwrap();
-    let local = tempfile::tempdir().unwrap();
-    let host_data = sshd.home().join("data");
     let agent = super::common::agent_binary();
     for _ in 0..2 {
         let ran = zstudio(&["run", "-w", ws, "--", &agent, "--nodes", "plan:10"], &host_data, &[]);
@@ -108,11 +114,8 @@ fn a_hosts_listing_costs_the_rows_it_shows_as_here() {
 
 #[test]
 fn sessions_and_show_of_a_remote_workspace_are_the_hosts_own() {
-    let sshd = Sshd::start();
-    let workspace = remote_workspace(&sshd, "ws");
+    let (sshd, workspace, local, host_data) = on_host();
     let ws = workspace.to_str().unwrap();
-    let local = tempfile::tempdir().unwrap();
-    let host_data = sshd.home().join("data");
     let id = session_on_host(ws, &host_data);
     let on_host = json_of(&zstudio(&["sessions", "-w", ws, "--json"], &host_data, &[]));
 
@@ -217,11 +220,8 @@ fn a_remote_session_is_exported_to_a_local_bundle() {
 #[test]
 fn a_remote_sessions_traces_are_read_there_and_written_or_sent_from_here() {
     use opentelemetry_proto::tonic::trace::v1::TracesData;
-    let sshd = Sshd::start();
-    let workspace = remote_workspace(&sshd, "ws");
+    let (sshd, workspace, local, host_data) = on_host();
     let ws = workspace.to_str().unwrap();
-    let local = tempfile::tempdir().unwrap();
-    let host_data = sshd.home().join("data");
     let id = session_on_host(ws, &host_data);
     let remote = format!("{}:{ws}", sshd.alias());
     let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
@@ -456,11 +456,8 @@ fn remote_errors_name_the_host_and_what_failed() {
 /// files; an ended session refused, naming it.
 #[test]
 fn a_run_on_the_host_is_stopped_by_its_run_or_session_id_as_a_local_one() {
-    let sshd = Sshd::start();
-    let workspace = remote_workspace(&sshd, "ws");
+    let (sshd, workspace, local, host_data) = on_host();
     let ws = workspace.to_str().unwrap();
-    let local = tempfile::tempdir().unwrap();
-    let host_data = sshd.home().join("data");
     let agent = super::common::agent_binary();
     let start_stubborn = || {
         let started = zstudio(
@@ -603,10 +600,8 @@ fn remote_is_refused_where_it_cannot_work() {
 
 #[test]
 fn a_session_on_the_host_is_compared_with_one_here() {
-    let sshd = Sshd::start();
-    let workspace = remote_workspace(&sshd, "ws");
+    let (sshd, workspace, _, host_data) = on_host();
     let ws = workspace.to_str().unwrap();
-    let host_data = sshd.home().join("data");
     let local = tempfile::tempdir().unwrap();
     let local_ws = local.path().join("ws");
     std::fs::create_dir_all(&local_ws).unwrap();
@@ -857,11 +852,8 @@ fn an_export_from_a_host_ended_by_a_signal_leaves_no_partial_file() {
 /// here, read there, listed and filtered here; a bad tag is refused here, before any link.
 #[test]
 fn tags_and_notes_of_a_remote_session_are_kept_in_the_hosts_store() {
-    let sshd = Sshd::start();
-    let workspace = remote_workspace(&sshd, "ws");
+    let (sshd, workspace, local, host_data) = on_host();
     let ws = workspace.to_str().unwrap();
-    let local = tempfile::tempdir().unwrap();
-    let host_data = sshd.home().join("data");
     let id = session_on_host(ws, &host_data);
     let remote = format!("{}:{ws}", sshd.alias());
     let env = [("ZIBBY_STUDIO_SSH_CONFIG", sshd.ssh_config())];
