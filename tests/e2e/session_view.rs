@@ -419,19 +419,20 @@ async fn stop_in_the_session_view_asks_a_run_the_studio_did_not_start_to_stop() 
             client.find(Locator::Css("#session-force-stop")).await.is_err(),
             "no Force stop for a run the studio did not start"
         );
-        let begun = node_folders(&folder);
         // Watched from before the press: the engine deletes `.zibby-stop` at its next node, and
         // the studio the rest once it ended, which a busy machine reaches before the text below.
+        // The nodes ended when they appear (a node's folder is written as it ends) are those the
+        // stop allows, with the one running then.
         let watched = folder.clone();
         let stop_files_seen = std::thread::spawn(move || {
             let deadline = Instant::now() + Duration::from_secs(30);
             while Instant::now() < deadline {
                 if watched.join(".zibby-stop").is_file() && watched.join(".zibby-studio-stop").is_file() {
-                    return true;
+                    return Some(node_folders(&watched));
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
-            false
+            None
         });
         click(&client, "#session-stop").await;
         let said = wait_for(&client, "#session-outside-stop").await.text().await.unwrap();
@@ -439,7 +440,7 @@ async fn stop_in_the_session_view_asks_a_run_the_studio_did_not_start_to_stop() 
             said,
             "Asked to stop before its next node. The studio did not start this run, so it cannot force it."
         );
-        assert!(stop_files_seen.join().unwrap(), "the stop files are written");
+        let ended_at_stop = stop_files_seen.join().unwrap().expect("the stop files are written");
         assert!(
             client.find(Locator::Css("#session-force-stop")).await.is_err(),
             "still no Force stop"
@@ -463,8 +464,8 @@ async fn stop_in_the_session_view_asks_a_run_the_studio_did_not_start_to_stop() 
         );
         let ended = node_folders(&folder);
         assert!(
-            ended.len() <= begun.len() + 1 && !ended.iter().any(|name| name == "fourth"),
-            "no node began after the one running when Stop was pressed: {begun:?} then {ended:?}"
+            ended.len() <= ended_at_stop.len() + 1 && !ended.iter().any(|name| name == "fourth"),
+            "no node began after the one running when the stop files were written: {ended_at_stop:?} then {ended:?}"
         );
         eventually("Stop has nothing more to stop once the run ended", || async {
             let phase = attribute(&client, "#session-stop", "data-phase").await?;
