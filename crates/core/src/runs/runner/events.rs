@@ -21,12 +21,22 @@ pub enum RunEvent {
     NodeBegin {
         run_id: String,
         node: String,
+        /// Which execution of the run this is: its index in the run's timeline fold, the same in
+        /// the `node_end` (or `node_discarded`) of this execution. (The live OTLP export finds
+        /// an execution by it; the window goes by the node's name.)
+        #[serde(default)]
+        #[cfg_attr(feature = "ts", ts(skip))]
+        execution: usize,
         depth: usize,
         t_ms: u64,
     },
     NodeEnd {
         run_id: String,
         node: String,
+        /// The execution that ended (as its `node_begin` gave it).
+        #[serde(default)]
+        #[cfg_attr(feature = "ts", ts(skip))]
+        execution: usize,
         status: Status,
         t_ms: u64,
         /// What the node's lines said it used, when they said (read from the run's output as it
@@ -37,7 +47,14 @@ pub enum RunEvent {
     },
     /// A `┌ title` line before the stream's first marker began a node, and the marker showed it
     /// was none: the `node_begin` it was heard as is taken back.
-    NodeDiscarded { run_id: String, node: String },
+    NodeDiscarded {
+        run_id: String,
+        node: String,
+        /// The execution taken back (as its `node_begin` gave it).
+        #[serde(default)]
+        #[cfg_attr(feature = "ts", ts(skip))]
+        execution: usize,
+    },
     /// Never sent to the window (it reads output from the store).
     #[cfg_attr(feature = "ts", ts(skip))]
     Output {

@@ -131,6 +131,7 @@ impl FollowedRun {
             self.shared.publish(RunEvent::NodeEnd {
                 run_id: self.run_id.clone(),
                 node: node.name.clone(),
+                execution: index,
                 status: node.status,
                 t_ms: elapsed_ms,
                 usage: None,

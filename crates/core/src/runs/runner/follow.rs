@@ -309,6 +309,7 @@ impl FollowedRun {
                 heard.push(RunEvent::NodeDiscarded {
                     run_id: self.run_id.clone(),
                     node: node.name.clone(),
+                    execution: index,
                 });
             }
             steps.push(Step::Forget(index));
@@ -321,6 +322,7 @@ impl FollowedRun {
                 heard.push(RunEvent::NodeBegin {
                     run_id: self.run_id.clone(),
                     node: node.clone(),
+                    execution: index,
                     depth,
                     t_ms: event.at_ms,
                 });
@@ -345,6 +347,7 @@ impl FollowedRun {
                 heard.push(RunEvent::NodeEnd {
                     run_id: self.run_id.clone(),
                     node,
+                    execution: index,
                     status,
                     t_ms: event.at_ms,
                     usage: said,

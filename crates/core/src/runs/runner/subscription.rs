@@ -22,7 +22,8 @@ pub(super) const EVENT_BUFFER: usize = 65_536;
 /// Events as a subscriber hears them, in order: one of its own, or several in a row of a burst
 /// that several subscribers hear, shared by them (a second subscriber costs a count a burst, not
 /// a copy of each event's strings on the run's thread, nor a queue item and a count per event;
-/// the strings are freed once). It reads as the slice of its events (never empty).
+/// the strings are freed once). It reads as the slice of its events (never empty), all of one
+/// run (one publication's).
 #[derive(Debug, Clone)]
 pub struct Heard(Sharing);
 
@@ -84,6 +85,7 @@ pub(super) fn taken_place() -> RunEvent {
     RunEvent::NodeDiscarded {
         run_id: String::new(),
         node: String::new(),
+        execution: 0,
     }
 }
 
@@ -351,6 +353,7 @@ mod tests {
         RunEvent::NodeDiscarded {
             run_id: "r".to_owned(),
             node: n.to_string(),
+            execution: n,
         }
     }
 

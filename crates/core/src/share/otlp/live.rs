@@ -411,19 +411,20 @@ struct Followed {
     started: Instant,
     /// How many executions of each node name began.
     occurrences: NameCounts,
-    /// Open executions, outermost first, each where its span sits.
-    open: Vec<(NodeExecution, SpanPlace)>,
+    /// Open executions, outermost first: each by its index in the run's timeline (the events'
+    /// `execution`), and where its span sits.
+    open: Vec<(usize, NodeExecution, SpanPlace)>,
     /// Executions ended and sent, kept to be written over by those that begin (their names'
     /// room reused: no allocation a node execution).
     spare: Vec<NodeExecution>,
 }
 
 impl Followed {
-    /// An execution of `node` began, `t_ms` into the run: its span's place is decided now.
-    fn node_began(&mut self, node: &str, depth: usize, t_ms: u64) {
+    /// Execution `index`, of `node`, began `t_ms` into the run: its span's place is decided now.
+    fn node_began(&mut self, index: usize, node: &str, depth: usize, t_ms: u64) {
         let attempt = self.occurrences.began(node);
         let parent = match self.open.last() {
-            Some((_, place)) => place.span_id,
+            Some((_, _, place)) => place.span_id,
             None => self.root_span_id,
         };
         let place = SpanPlace::of_node(&self.trace.key, node, attempt, self.trace_id, parent);
@@ -441,25 +442,26 @@ impl Followed {
             prompt: None,
             output: None,
         };
-        self.open.push((execution, place));
+        self.open.push((index, execution, place));
     }
 
-    /// The last execution of `node` begun ended, `t_ms` into the run: its span is sent, and
-    /// before it those of the executions inside it that never ended (they end with it).
+    /// Execution `index` ended, `t_ms` into the run: its span is sent, and before it those of
+    /// the executions inside it that never ended (they end with it). Found by its index, not its
+    /// name: the event's strings are not read.
     fn node_ended(
         &mut self,
-        node: &str,
+        index: usize,
         status: Status,
         t_ms: u64,
         usage: Option<&NodeUsage>,
         send: &mut impl FnMut(&Arc<Endpoint>, Ended),
     ) {
-        let Some(at) = self.open.iter().rposition(|(n, _)| n.name == node) else {
+        let Some(at) = self.open.iter().rposition(|(open, ..)| *open == index) else {
             return;
         };
         let end = self.trace.started_at_ms + t_ms;
         while self.open.len() > at {
-            let (mut execution, place) = self.open.pop().expect("open");
+            let (_, mut execution, place) = self.open.pop().expect("open");
             execution.ended_at_ms = Some(end);
             if self.open.len() == at {
                 execution.status = status;
@@ -517,19 +519,9 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
         in_hand.store(heard.len(), Ordering::SeqCst);
         let owed = &queue.counts.owed;
         let mut send = |endpoint: &Arc<Endpoint>, ended: Ended| requests.add(endpoint, ended);
-        for event in heard.iter() {
-            let endpoint = match event {
-                RunEvent::RunStarted { run_id, .. } => match route(run_id) {
-                    Some(endpoint) => Some(endpoint),
-                    None => continue,
-                },
-                _ => None,
-            };
-            let began = follow_event(&mut runs, event, endpoint, &mut send);
-            if began != 0 {
-                owed.fetch_add(began, Ordering::SeqCst);
-            }
-        }
+        follow_heard(&mut runs, &heard, route, &mut send, &mut |began| {
+            owed.fetch_add(began, Ordering::SeqCst);
+        });
         in_hand.store(0, Ordering::SeqCst);
     }
     // What is gathered goes; the runs still followed (their ends never heard) stay owed.
@@ -541,28 +533,48 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
 struct Runs(Vec<Followed>);
 
 impl Runs {
-    fn get_mut(&mut self, run_id: &str) -> Option<&mut Followed> {
-        self.0.iter_mut().find(|run| run.trace.key == run_id)
-    }
-
-    fn remove(&mut self, run_id: &str) -> Option<Followed> {
-        let at = self.0.iter().position(|run| run.trace.key == run_id)?;
-        Some(self.0.swap_remove(at))
+    fn position(&self, run_id: &str) -> Option<usize> {
+        self.0.iter().position(|run| run.trace.key == run_id)
     }
 }
 
-/// One event of the runs followed: a run that starts is followed (to `endpoint`), a node that
-/// ends and a run that ends are sent. The spans it began (a run followed, a node execution
-/// begun: 1) or took back (a node discarded: -1), to be owed until they are queued.
+/// The events of one item a subscription gave ([`crate::runs::runner::Heard`]: one publication
+/// of a run's thread, so one run's events), followed in order. The run is looked up once, by
+/// the first event's run id: the others' strings are not read for it (a flood's events, each
+/// read for the first time on this thread, made that read a good part of the export's cost).
+/// `owe` is given the spans each event began or took back.
+fn follow_heard(
+    runs: &mut Runs,
+    events: &[RunEvent],
+    route: &dyn Fn(&str) -> Option<Arc<Endpoint>>,
+    send: &mut impl FnMut(&Arc<Endpoint>, Ended),
+    owe: &mut impl FnMut(i64),
+) {
+    let Some(first) = events.first() else { return };
+    let mut at = runs.position(first.run_id());
+    for event in events {
+        debug_assert_eq!(event.run_id(), first.run_id(), "a heard item holds one run's events");
+        let began = follow_event(runs, &mut at, event, route, send);
+        if began != 0 {
+            owe(began);
+        }
+    }
+}
+
+/// One event of run `at` (in `runs`, when it is followed): a run that starts is followed (to
+/// the endpoint `route` gives it, if any), a node that ends and a run that ends are sent. The
+/// spans it began (a run followed, a node execution begun: 1) or took back (a node discarded:
+/// -1), to be owed until they are queued.
 fn follow_event(
     runs: &mut Runs,
+    at: &mut Option<usize>,
     event: &RunEvent,
-    endpoint: Option<Arc<Endpoint>>,
+    route: &dyn Fn(&str) -> Option<Arc<Endpoint>>,
     send: &mut impl FnMut(&Arc<Endpoint>, Ended),
 ) -> i64 {
     match event {
         RunEvent::RunStarted { run_id, session_id, .. } => {
-            let Some(endpoint) = endpoint else { return 0 };
+            let Some(endpoint) = route(run_id) else { return 0 };
             let trace = RunTrace {
                 key: run_id.clone(),
                 session_id: session_id.clone(),
@@ -583,45 +595,51 @@ fn follow_event(
             };
             // A run started again under the same id (never, but then the new one is followed,
             // and the spans the former owed stay owed: lost).
-            runs.remove(run_id);
+            if let Some(former) = at.take() {
+                runs.0.swap_remove(former);
+            }
             runs.0.push(followed);
+            *at = Some(runs.0.len() - 1);
             1
         }
         RunEvent::NodeBegin {
-            run_id,
             node,
+            execution,
             depth,
             t_ms,
-        } => match runs.get_mut(run_id) {
+            ..
+        } => match at.map(|at| &mut runs.0[at]) {
             Some(run) => {
-                run.node_began(node, *depth, *t_ms);
+                run.node_began(*execution, node, *depth, *t_ms);
                 1
             }
             None => 0,
         },
-        RunEvent::NodeDiscarded { run_id, node } => {
-            let Some(run) = runs.get_mut(run_id) else { return 0 };
-            let Some(at) = run.open.iter().rposition(|(n, _)| n.name == *node) else {
+        RunEvent::NodeDiscarded { execution, .. } => {
+            let Some(run) = at.map(|at| &mut runs.0[at]) else {
                 return 0;
             };
-            run.open.remove(at);
-            run.occurrences.discarded(node);
+            let Some(open) = run.open.iter().rposition(|(index, ..)| index == execution) else {
+                return 0;
+            };
+            let (_, discarded, _) = run.open.remove(open);
+            run.occurrences.discarded(&discarded.name);
+            run.spare.push(discarded);
             -1
         }
         RunEvent::NodeEnd {
-            run_id,
-            node,
+            execution,
             status,
             t_ms,
             usage,
+            ..
         } => {
-            if let Some(run) = runs.get_mut(run_id) {
-                run.node_ended(node, *status, *t_ms, usage.as_deref(), send);
+            if let Some(run) = at.map(|at| &mut runs.0[at]) {
+                run.node_ended(*execution, *status, *t_ms, usage.as_deref(), send);
             }
             0
         }
         RunEvent::RunFinished {
-            run_id,
             status,
             exit_code,
             elapsed_ms,
@@ -629,7 +647,9 @@ fn follow_event(
             error,
             ..
         } => {
-            let Some(mut run) = runs.remove(run_id) else { return 0 };
+            let Some(mut run) = at.take().map(|at| runs.0.swap_remove(at)) else {
+                return 0;
+            };
             let end = run.trace.started_at_ms + (*elapsed_ms).max(run.started.elapsed().as_millis() as u64);
             let trace = &mut run.trace;
             trace.status = Some(*status);
@@ -637,7 +657,7 @@ fn follow_event(
             trace.stopped_by = stopped_by.map(|s| s.as_str().to_owned());
             trace.error = error.as_deref().map(crate::share::redact_secrets);
             trace.ended_at_ms = Some(end);
-            while let Some((mut execution, place)) = run.open.pop() {
+            while let Some((_, mut execution, place)) = run.open.pop() {
                 execution.ended_at_ms = Some(end);
                 execution.status = *status;
                 let node = Ended::Node {
@@ -719,15 +739,18 @@ mod tests {
     }
 
     fn events(run_id: &str) -> Vec<RunEvent> {
-        let begin = |node: &str, depth, t_ms| RunEvent::NodeBegin {
+        // Each execution by its index in the run's timeline, as the run's thread gives it.
+        let begin = |node: &str, execution, depth, t_ms| RunEvent::NodeBegin {
             run_id: run_id.into(),
             node: node.into(),
+            execution,
             depth,
             t_ms,
         };
-        let end = |node: &str, status, t_ms| RunEvent::NodeEnd {
+        let end = |node: &str, execution, status, t_ms| RunEvent::NodeEnd {
             run_id: run_id.into(),
             node: node.into(),
+            execution,
             status,
             t_ms,
             usage: None,
@@ -738,14 +761,14 @@ mod tests {
                 session_id: "s".into(),
                 pid: None,
             },
-            begin("plan", 0, 1),
-            begin("search", 1, 2),
-            end("search", Status::Success, 3),
-            begin("search", 1, 4),
-            end("search", Status::Success, 5),
-            end("plan", Status::Success, 6),
-            begin("write", 0, 7),
-            end("write", Status::Error, 8),
+            begin("plan", 0, 0, 1),
+            begin("search", 1, 1, 2),
+            end("search", 1, Status::Success, 3),
+            begin("search", 2, 1, 4),
+            end("search", 2, Status::Success, 5),
+            end("plan", 0, Status::Success, 6),
+            begin("write", 3, 0, 7),
+            end("write", 3, Status::Error, 8),
             RunEvent::RunFinished {
                 run_id: run_id.into(),
                 session_id: "s".into(),
@@ -765,16 +788,22 @@ mod tests {
         let sent = std::cell::RefCell::new(Vec::new());
         let mut runs = Runs::default();
         let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
-        for event in events("r1") {
-            follow_event(&mut runs, &event, Some(endpoint.clone()), &mut |_, ended| {
-                sent.borrow_mut().push(match ended {
-                    Ended::Node {
-                        run, execution, place, ..
-                    } => super::super::map::node_span(run, execution, place, 0),
-                    Ended::Made(span) => span.clone(),
-                })
-            });
+        let route = |_: &str| Some(endpoint.clone());
+        let mut send = |_: &Arc<Endpoint>, ended: Ended| {
+            sent.borrow_mut().push(match ended {
+                Ended::Node {
+                    run, execution, place, ..
+                } => super::super::map::node_span(run, execution, place, 0),
+                Ended::Made(span) => span.clone(),
+            })
+        };
+        // As a run's thread publishes them: each event alone, and a run of them together.
+        let events = events("r1");
+        follow_heard(&mut runs, &events[..3], &route, &mut send, &mut |_| {});
+        for event in &events[3..6] {
+            follow_heard(&mut runs, std::slice::from_ref(event), &route, &mut send, &mut |_| {});
         }
+        follow_heard(&mut runs, &events[6..], &route, &mut send, &mut |_| {});
         let live: Vec<(Vec<u8>, Vec<u8>, i32)> = sent
             .into_inner()
             .into_iter()
