@@ -22,8 +22,7 @@ pub(super) const EVENT_BUFFER: usize = 65_536;
 /// Events as a subscriber hears them, in order: one of its own, or several in a row of a burst
 /// that several subscribers hear, shared by them (a second subscriber costs a count a burst, not
 /// a copy of each event's strings on the run's thread, nor a queue item and a count per event;
-/// the strings are freed once). It reads as the slice of its events (never empty), all of one
-/// run (one publication's).
+/// the strings are freed once). It reads as the slice of its events (never empty).
 #[derive(Debug, Clone)]
 pub struct Heard(Sharing);
 

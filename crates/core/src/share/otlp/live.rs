@@ -519,9 +519,12 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
         in_hand.store(heard.len(), Ordering::SeqCst);
         let owed = &queue.counts.owed;
         let mut send = |endpoint: &Arc<Endpoint>, ended: Ended| requests.add(endpoint, ended);
-        follow_heard(&mut runs, &heard, route, &mut send, &mut |began| {
-            owed.fetch_add(began, Ordering::SeqCst);
-        });
+        for event in heard.iter() {
+            let began = follow_event(&mut runs, event, route, &mut send);
+            if began != 0 {
+                owed.fetch_add(began, Ordering::SeqCst);
+            }
+        }
         in_hand.store(0, Ordering::SeqCst);
     }
     // What is gathered goes; the runs still followed (their ends never heard) stay owed.
@@ -533,41 +536,22 @@ fn read_events(events: &RunEvents, route: &Route, queue: &Queue, stop: &AtomicBo
 struct Runs(Vec<Followed>);
 
 impl Runs {
-    fn position(&self, run_id: &str) -> Option<usize> {
-        self.0.iter().position(|run| run.trace.key == run_id)
+    fn get_mut(&mut self, run_id: &str) -> Option<&mut Followed> {
+        self.0.iter_mut().find(|run| run.trace.key == run_id)
+    }
+
+    fn remove(&mut self, run_id: &str) -> Option<Followed> {
+        let at = self.0.iter().position(|run| run.trace.key == run_id)?;
+        Some(self.0.swap_remove(at))
     }
 }
 
-/// The events of one item a subscription gave ([`crate::runs::runner::Heard`]: one publication
-/// of a run's thread, so one run's events), followed in order. The run is looked up once, by
-/// the first event's run id: the others' strings are not read for it (a flood's events, each
-/// read for the first time on this thread, made that read a good part of the export's cost).
-/// `owe` is given the spans each event began or took back.
-fn follow_heard(
-    runs: &mut Runs,
-    events: &[RunEvent],
-    route: &dyn Fn(&str) -> Option<Arc<Endpoint>>,
-    send: &mut impl FnMut(&Arc<Endpoint>, Ended),
-    owe: &mut impl FnMut(i64),
-) {
-    let Some(first) = events.first() else { return };
-    let mut at = runs.position(first.run_id());
-    for event in events {
-        debug_assert_eq!(event.run_id(), first.run_id(), "a heard item holds one run's events");
-        let began = follow_event(runs, &mut at, event, route, send);
-        if began != 0 {
-            owe(began);
-        }
-    }
-}
-
-/// One event of run `at` (in `runs`, when it is followed): a run that starts is followed (to
-/// the endpoint `route` gives it, if any), a node that ends and a run that ends are sent. The
-/// spans it began (a run followed, a node execution begun: 1) or took back (a node discarded:
-/// -1), to be owed until they are queued.
+/// One event of the runs followed: a run that starts is followed (to the endpoint `route`
+/// gives it, if any), a node that ends and a run that ends are sent. The spans it began (a run
+/// followed, a node execution begun: 1) or took back (a node discarded: -1), to be owed until
+/// they are queued.
 fn follow_event(
     runs: &mut Runs,
-    at: &mut Option<usize>,
     event: &RunEvent,
     route: &dyn Fn(&str) -> Option<Arc<Endpoint>>,
     send: &mut impl FnMut(&Arc<Endpoint>, Ended),
@@ -595,28 +579,25 @@ fn follow_event(
             };
             // A run started again under the same id (never, but then the new one is followed,
             // and the spans the former owed stay owed: lost).
-            if let Some(former) = at.take() {
-                runs.0.swap_remove(former);
-            }
+            runs.remove(run_id);
             runs.0.push(followed);
-            *at = Some(runs.0.len() - 1);
             1
         }
         RunEvent::NodeBegin {
+            run_id,
             node,
             execution,
             depth,
             t_ms,
-            ..
-        } => match at.map(|at| &mut runs.0[at]) {
+        } => match runs.get_mut(run_id) {
             Some(run) => {
                 run.node_began(*execution, node, *depth, *t_ms);
                 1
             }
             None => 0,
         },
-        RunEvent::NodeDiscarded { execution, .. } => {
-            let Some(run) = at.map(|at| &mut runs.0[at]) else {
+        RunEvent::NodeDiscarded { run_id, execution, .. } => {
+            let Some(run) = runs.get_mut(run_id) else {
                 return 0;
             };
             let Some(open) = run.open.iter().rposition(|(index, ..)| index == execution) else {
@@ -628,18 +609,20 @@ fn follow_event(
             -1
         }
         RunEvent::NodeEnd {
+            run_id,
             execution,
             status,
             t_ms,
             usage,
             ..
         } => {
-            if let Some(run) = at.map(|at| &mut runs.0[at]) {
+            if let Some(run) = runs.get_mut(run_id) {
                 run.node_ended(*execution, *status, *t_ms, usage.as_deref(), send);
             }
             0
         }
         RunEvent::RunFinished {
+            run_id,
             status,
             exit_code,
             elapsed_ms,
@@ -647,7 +630,7 @@ fn follow_event(
             error,
             ..
         } => {
-            let Some(mut run) = at.take().map(|at| runs.0.swap_remove(at)) else {
+            let Some(mut run) = runs.remove(run_id) else {
                 return 0;
             };
             let end = run.trace.started_at_ms + (*elapsed_ms).max(run.started.elapsed().as_millis() as u64);
@@ -781,6 +764,52 @@ mod tests {
         ]
     }
 
+    /// A node's end is matched to its execution by the index the run's timeline gave it, not by
+    /// its name: when the beginning of an inner execution of the same name was never heard (a
+    /// lossy subscription), its end does not end the outer one.
+    #[test]
+    fn an_end_ends_its_own_execution_not_another_of_its_name() {
+        let mut ended = Vec::new();
+        let mut runs = Runs::default();
+        let endpoint = Arc::new(endpoint("http://127.0.0.1:9/v1/traces"));
+        let route = |_: &str| Some(endpoint.clone());
+        let node = |begin: bool, execution, t_ms| {
+            let (run_id, node) = ("r".to_owned(), "search".to_owned());
+            match begin {
+                true => RunEvent::NodeBegin {
+                    run_id,
+                    node,
+                    execution,
+                    depth: 0,
+                    t_ms,
+                },
+                false => RunEvent::NodeEnd {
+                    run_id,
+                    node,
+                    execution,
+                    status: Status::Success,
+                    t_ms,
+                    usage: None,
+                },
+            }
+        };
+        let started = RunEvent::RunStarted {
+            run_id: "r".into(),
+            session_id: "s".into(),
+            pid: None,
+        };
+        // Execution 1 (inside 0) began unheard; its end is heard, then 0's.
+        for event in [started, node(true, 0, 1), node(false, 1, 5), node(false, 0, 9)] {
+            follow_event(&mut runs, &event, &route, &mut |_, sent| {
+                if let Ended::Node { execution, place, .. } = sent {
+                    ended.push((place.attempt, execution.ended_at_ms));
+                }
+            });
+        }
+        let start = runs.0[0].trace.started_at_ms;
+        assert_eq!(ended, vec![(1, Some(start + 9))], "execution 0 ends at its own end, once");
+    }
+
     /// The spans sent live are those an export of the same run makes: the same ids, the same
     /// parents.
     #[test]
@@ -797,13 +826,9 @@ mod tests {
                 Ended::Made(span) => span.clone(),
             })
         };
-        // As a run's thread publishes them: each event alone, and a run of them together.
-        let events = events("r1");
-        follow_heard(&mut runs, &events[..3], &route, &mut send, &mut |_| {});
-        for event in &events[3..6] {
-            follow_heard(&mut runs, std::slice::from_ref(event), &route, &mut send, &mut |_| {});
+        for event in events("r1") {
+            follow_event(&mut runs, &event, &route, &mut send);
         }
-        follow_heard(&mut runs, &events[6..], &route, &mut send, &mut |_| {});
         let live: Vec<(Vec<u8>, Vec<u8>, i32)> = sent
             .into_inner()
             .into_iter()
