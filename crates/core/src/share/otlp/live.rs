@@ -807,7 +807,11 @@ mod tests {
             });
         }
         let start = runs.0[0].trace.started_at_ms;
-        assert_eq!(ended, vec![(1, Some(start + 9))], "execution 0 ends at its own end, once");
+        assert_eq!(
+            ended,
+            vec![(1, Some(start + 9))],
+            "execution 0 ends at its own end, once"
+        );
     }
 
     /// The spans sent live are those an export of the same run makes: the same ids, the same
