@@ -238,10 +238,11 @@ impl NodeSpanCommon {
     /// Appends to `out` the encoding of `span` (as [`fill_node_span_own`] filled it) with the
     /// common attributes first in its list, as a length-delimited message: byte for byte
     /// prost's encoding of the whole span (a test compares them). The span is as it was after.
-    /// It is encoded into `scratch` first and its length taken from there (computing it apart
-    /// would compute each attribute's length once more). With `plain` (the span's
-    /// [`NodeSpanCommon::plain_end`]), what follows its name attribute is copied as prost
-    /// encoded it for the first span that ended so.
+    /// With `plain` (the span's [`NodeSpanCommon::plain_end`]), what follows its name attribute
+    /// is copied as prost encoded it for the first span that ended so, and the span is encoded
+    /// straight into `out` (its length is the sum of its parts'); otherwise it is encoded into
+    /// `scratch` first and its length taken from there (computing it apart would compute each
+    /// attribute's length once more).
     pub(super) fn encode_span(
         &self,
         span: &mut Span,
@@ -254,12 +255,8 @@ impl NodeSpanCommon {
         // attributes (1 to 8), its attributes (9), those after (10 to 16).
         let mut after = Span::default();
         swap_from_attributes(span, &mut after);
-        scratch.clear();
-        span.encode(scratch).expect("a Vec takes any length");
-        scratch.extend_from_slice(&self.encoded);
         match plain.filter(|_| after.attributes.len() == 4) {
             Some(plain) => {
-                prost::encoding::message::encode(ATTRIBUTES_FIELD, &after.attributes[0], scratch);
                 let mut ends = self.plain_ends.borrow_mut();
                 let end = ends.entry(plain).or_insert_with(|| {
                     let mut end = Vec::new();
@@ -271,13 +268,27 @@ impl NodeSpanCommon {
                     after.attributes = attributes;
                     end
                 });
-                scratch.extend_from_slice(end);
+                let name = &after.attributes[0];
+                let len = span.encoded_len()
+                    + self.encoded.len()
+                    + prost::encoding::message::encoded_len(ATTRIBUTES_FIELD, name)
+                    + end.len();
+                prost::encode_length_delimiter(len, out).expect("a Vec takes any length");
+                span.encode(out).expect("a Vec takes any length");
+                out.extend_from_slice(&self.encoded);
+                prost::encoding::message::encode(ATTRIBUTES_FIELD, name, out);
+                out.extend_from_slice(end);
             }
-            None => after.encode(scratch).expect("a Vec takes any length"),
+            None => {
+                scratch.clear();
+                span.encode(scratch).expect("a Vec takes any length");
+                scratch.extend_from_slice(&self.encoded);
+                after.encode(scratch).expect("a Vec takes any length");
+                prost::encode_length_delimiter(scratch.len(), out).expect("a Vec takes any length");
+                out.extend_from_slice(scratch);
+            }
         }
         swap_from_attributes(span, &mut after);
-        prost::encode_length_delimiter(scratch.len(), out).expect("a Vec takes any length");
-        out.extend_from_slice(scratch);
     }
 }
 
