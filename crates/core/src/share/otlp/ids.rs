@@ -2,6 +2,8 @@
 //! the studio did not start: the session id), its root span from the same, a node execution's
 //! span from the run, the node's name and which execution of that name it is. Exporting or
 //! pushing the same run twice gives the same ids, so a backend keeps one copy of each span.
+//! SHA-256 (not a faster hash): an agent names its nodes, and must not be able to make a span
+//! id another run's spans will have.
 
 use sha2::{Digest, Sha256};
 
@@ -15,7 +17,11 @@ fn derived<const N: usize>(kind: &str, parts: &[&str]) -> [u8; N] {
         hasher.update([0]);
         hasher.update(part.as_bytes());
     }
-    let digest = hasher.finalize();
+    first_bytes(&hasher.finalize())
+}
+
+/// The first `N` bytes of `digest`, the last made 1 when all are zero.
+fn first_bytes<const N: usize>(digest: &[u8]) -> [u8; N] {
     let mut id = [0u8; N];
     id.copy_from_slice(&digest[..N]);
     if id.iter().all(|&b| b == 0) {
@@ -34,10 +40,37 @@ pub fn run_span_id(key: &str) -> [u8; 8] {
     derived("run", &[key])
 }
 
-/// The span of the `occurrence`-th execution (1-based) of node `name` in the run.
-pub fn node_span_id(key: &str, name: &str, occurrence: u32) -> [u8; 8] {
-    let mut digits = itoa::Buffer::new();
-    derived("node", &[key, name, digits.format(occurrence)])
+/// The span ids of one run's node executions. Each is the first 8 bytes of SHA-256 over the
+/// run's node key (16 bytes derived from the run's key, once a run), the node's name and which
+/// execution of that name it is: one 64-byte block of SHA-256 for a name of up to 37 bytes,
+/// where the run's key hashed again with each took two (in a live export of a flood, SHA-256
+/// was a sixth of the export's reader). Since session 31; the ids before it were SHA-256 over
+/// the run's key, the name and the execution together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NodeSpanIds {
+    key: [u8; 16],
+}
+
+impl NodeSpanIds {
+    /// The node span ids of the run keyed `key`.
+    pub fn of_run(key: &str) -> NodeSpanIds {
+        NodeSpanIds {
+            key: derived("node", &[key]),
+        }
+    }
+
+    /// The span of the `occurrence`-th execution (1-based) of node `name` in the run: over the
+    /// run's node key, the name, a NUL and the occurrence's decimal digits (which hold no NUL,
+    /// so no other name and occurrence give the same bytes).
+    pub fn span_id(&self, name: &str, occurrence: u32) -> [u8; 8] {
+        let mut digits = itoa::Buffer::new();
+        let mut hasher = Sha256::new();
+        hasher.update(self.key);
+        hasher.update(name.as_bytes());
+        hasher.update([0]);
+        hasher.update(digits.format(occurrence).as_bytes());
+        first_bytes(&hasher.finalize())
+    }
 }
 
 #[cfg(test)]
@@ -46,18 +79,31 @@ mod tests {
 
     #[test]
     fn ids_are_stable_and_tell_runs_nodes_and_executions_apart() {
+        let r1 = NodeSpanIds::of_run("r1");
         assert_eq!(trace_id("r1"), trace_id("r1"));
         assert_ne!(trace_id("r1"), trace_id("r2"));
-        assert_ne!(run_span_id("r1"), node_span_id("r1", "", 1));
-        assert_ne!(node_span_id("r1", "plan", 1), node_span_id("r1", "plan", 2));
-        assert_ne!(node_span_id("r1", "a", 11), node_span_id("r1", "a1", 1));
-        // The occurrence as its decimal digits (the ids `otlp push` has always given).
-        for occurrence in [0, 1, 9, 10, 4_294_967_295] {
-            let text = occurrence.to_string();
-            assert_eq!(
-                node_span_id("r1", "a", occurrence),
-                derived::<8>("node", &["r1", "a", &text])
-            );
+        assert_eq!(r1.span_id("plan", 1), NodeSpanIds::of_run("r1").span_id("plan", 1));
+        assert_ne!(r1.span_id("plan", 1), NodeSpanIds::of_run("r2").span_id("plan", 1));
+        assert_ne!(run_span_id("r1")[..], r1.span_id("", 1)[..]);
+        assert_ne!(r1.span_id("plan", 1), r1.span_id("plan", 2));
+        assert_ne!(r1.span_id("a", 11), r1.span_id("a1", 1));
+        // Pinned: a backend keeps what it was given, so these ids never change unsaid. (Worked
+        // out apart, with Python's hashlib: sha256(b"zibby-studio/otlp/trace\0r1"), of "run"
+        // likewise, and sha256(sha256(b"zibby-studio/otlp/node\0r1")[:16] + b"plan\x002").)
+        assert_eq!(hex(&trace_id("r1")), "81c987f1d7ce3f049beade900e27c421");
+        assert_eq!(hex(&run_span_id("r1")), "f8c76e9c26db89ab");
+        assert_eq!(hex(&r1.span_id("plan", 2)), "70a09a297f7c93e3");
+        // The occurrence as its decimal digits, after the name and a NUL, over the run's node key.
+        for (name, occurrence) in [("a", 0), ("a", 1), ("a", 9), ("", 10), ("a\0", 1), ("b", 4_294_967_295)] {
+            let mut bytes = derived::<16>("node", &["r1"]).to_vec();
+            bytes.extend_from_slice(name.as_bytes());
+            bytes.push(0);
+            bytes.extend_from_slice(occurrence.to_string().as_bytes());
+            assert_eq!(r1.span_id(name, occurrence), first_bytes::<8>(&Sha256::digest(&bytes)));
         }
+    }
+
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
 }

@@ -408,6 +408,7 @@ struct Followed {
     endpoint: Arc<Endpoint>,
     trace_id: [u8; 16],
     root_span_id: [u8; 8],
+    node_ids: super::ids::NodeSpanIds,
     started: Instant,
     /// How many executions of each node name began.
     occurrences: NameCounts,
@@ -427,7 +428,7 @@ impl Followed {
             Some((_, _, place)) => place.span_id,
             None => self.root_span_id,
         };
-        let place = SpanPlace::of_node(&self.trace.key, node, attempt, self.trace_id, parent);
+        let place = SpanPlace::of_node(&self.node_ids, node, attempt, self.trace_id, parent);
         let mut name = self.spare.pop().map(|spare| spare.name).unwrap_or_default();
         name.clear();
         name.push_str(node);
@@ -571,6 +572,7 @@ fn follow_event(
                 endpoint,
                 trace_id: super::ids::trace_id(run_id),
                 root_span_id: super::ids::run_span_id(run_id),
+                node_ids: super::ids::NodeSpanIds::of_run(run_id),
                 trace,
                 started: Instant::now(),
                 occurrences: NameCounts::default(),
@@ -930,7 +932,7 @@ mod tests {
             ..node("a-long-node-name", Status::Error)
         };
         let plain = node("b", Status::Success);
-        let place = SpanPlace::of_node("r", "x", 2, [1; 16], [2; 8]);
+        let place = SpanPlace::of_node(&super::super::ids::NodeSpanIds::of_run("r"), "x", 2, [1; 16], [2; 8]);
         let (sender, queued) = mpsc::channel();
         let queue = Queue {
             sender,

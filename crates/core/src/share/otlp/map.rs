@@ -183,12 +183,18 @@ pub struct SpanPlace {
 }
 
 impl SpanPlace {
-    /// The `attempt`-th execution of node `name` in the run keyed `key`, in `trace_id`, inside
-    /// `parent_span_id` (the run's span, or another execution's).
-    pub fn of_node(key: &str, name: &str, attempt: u32, trace_id: [u8; 16], parent_span_id: [u8; 8]) -> SpanPlace {
+    /// The `attempt`-th execution of node `name` in the run whose node span ids are `ids`, in
+    /// `trace_id`, inside `parent_span_id` (the run's span, or another execution's).
+    pub fn of_node(
+        ids: &ids::NodeSpanIds,
+        name: &str,
+        attempt: u32,
+        trace_id: [u8; 16],
+        parent_span_id: [u8; 8],
+    ) -> SpanPlace {
         SpanPlace {
             trace_id,
-            span_id: ids::node_span_id(key, name, attempt),
+            span_id: ids.span_id(name, attempt),
             parent_span_id,
             attempt,
         }
@@ -314,6 +320,7 @@ pub fn run_spans(run: &RunTrace, now_ms: u64) -> Vec<Span> {
     let root = root_span(run, now_ms);
     let run_end = root.end_time_unix_nano / 1_000_000;
     let (trace_id, root_span_id) = (ids::trace_id(&run.key), ids::run_span_id(&run.key));
+    let node_ids = ids::NodeSpanIds::of_run(&run.key);
     let mut occurrences: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
     let mut places: Vec<SpanPlace> = Vec::with_capacity(run.nodes.len());
     let mut spans = Vec::with_capacity(run.nodes.len() + 1);
@@ -323,7 +330,7 @@ pub fn run_spans(run: &RunTrace, now_ms: u64) -> Vec<Span> {
         *occurrence += 1;
         let parent = node.parent.and_then(|p| places.get(p)).map(|p| p.span_id);
         let place = SpanPlace::of_node(
-            &run.key,
+            &node_ids,
             &node.name,
             *occurrence,
             trace_id,
