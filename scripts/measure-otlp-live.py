@@ -19,8 +19,9 @@ of CPU, on every thread), and printed for each build are the medians, over its r
 export's own threads' samples (`otlp-live-*` and the HTTP client's, of a live run) as a share of
 the baseline run's samples, and of the live run's samples over its baseline's. A run's CPU time
 on this machine kind moves by a fifth from one minute to the next, and the pairs' ratios by as
-much (session 31: +2.4 % and +11.7 % for the same build, 60 pairs each); the export's own
-threads, counted apart, move far less. Needs `perf` (linux-perf) and perf_event_paranoid <= 2.
+much (session 31: one build +12.9 % in a round of 25 pairs, +7.0 % in the next, +2.4 % in one
+of 60); the export's own threads, counted apart, move far less (7.5-8.7 % of the baseline for
+the same builds). Needs `perf` (linux-perf) and perf_event_paranoid <= 2.
 """
 import collections
 import os
