@@ -21,7 +21,8 @@ the baseline run's samples, and of the live run's samples over its baseline's. A
 on this machine kind moves by a fifth from one minute to the next, and the pairs' ratios by as
 much (session 31: one build +12.9 % in a round of 25 pairs, +7.0 % in the next, +2.4 % in one
 of 60); the export's own threads, counted apart, move far less (7.5-8.7 % of the baseline for
-the same builds). Needs `perf` (linux-perf) and perf_event_paranoid <= 2.
+the same builds). The CPU times printed then include perf's own (it is the child waited for).
+Needs `perf` (linux-perf) and perf_event_paranoid <= 2.
 """
 import collections
 import os

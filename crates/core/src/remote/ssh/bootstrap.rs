@@ -77,10 +77,10 @@ pub struct RemoteServer {
 }
 
 /// The first 16 hex digits of the SHA-256 of the file at `binary`: read once per path while the
-/// file keeps its identity (device, inode, size and times: a binary upgraded or rebuilt under a window that
-/// stays open is read again, so its bytes are never uploaded under the former build's name), and
-/// between processes by that identity (kept in the runtime folder: a `zstudio --remote` command
-/// does not read its own 30 MB again each time).
+/// file keeps its identity (device, inode, size and times: a binary upgraded or rebuilt under a
+/// window that stays open is read again, so its bytes are never uploaded under the former
+/// build's name), and between processes by that identity (kept in the runtime folder: a
+/// `zstudio --remote` command does not read its own 30 MB again each time).
 pub fn build_id(binary: &Path) -> Result<String, SshError> {
     type Known = std::collections::HashMap<PathBuf, (Option<String>, String)>;
     static KNOWN: std::sync::OnceLock<std::sync::Mutex<Known>> = std::sync::OnceLock::new();

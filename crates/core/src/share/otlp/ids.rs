@@ -40,6 +40,27 @@ pub fn run_span_id(key: &str) -> [u8; 8] {
     derived("run", &[key])
 }
 
+/// A run's ids, derived once a run: its trace's, its own span's, and its node executions'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunIds {
+    pub trace: [u8; 16],
+    /// The run's own span, the root of its trace.
+    pub root_span: [u8; 8],
+    pub nodes: NodeSpanIds,
+}
+
+impl RunIds {
+    /// The ids of the run keyed `key` (its run id, or the session id of a session the studio
+    /// did not run).
+    pub fn of_run(key: &str) -> RunIds {
+        RunIds {
+            trace: trace_id(key),
+            root_span: run_span_id(key),
+            nodes: NodeSpanIds::of_run(key),
+        }
+    }
+}
+
 /// The span ids of one run's node executions. Each is the first 8 bytes of SHA-256 over the
 /// run's node key (16 bytes derived from the run's key, once a run), the node's name and which
 /// execution of that name it is: one 64-byte block of SHA-256 for a name of up to 37 bytes,

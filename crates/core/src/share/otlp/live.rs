@@ -406,9 +406,7 @@ struct Followed {
     trace: RunTrace,
     common: NodeSpanCommon,
     endpoint: Arc<Endpoint>,
-    trace_id: [u8; 16],
-    root_span_id: [u8; 8],
-    node_ids: super::ids::NodeSpanIds,
+    ids: super::ids::RunIds,
     started: Instant,
     /// How many executions of each node name began.
     occurrences: NameCounts,
@@ -426,9 +424,9 @@ impl Followed {
         let attempt = self.occurrences.began(node);
         let parent = match self.open.last() {
             Some((_, _, place)) => place.span_id,
-            None => self.root_span_id,
+            None => self.ids.root_span,
         };
-        let place = SpanPlace::of_node(&self.node_ids, node, attempt, self.trace_id, parent);
+        let place = SpanPlace::of_node(&self.ids, node, attempt, parent);
         let mut name = self.spare.pop().map(|spare| spare.name).unwrap_or_default();
         name.clear();
         name.push_str(node);
@@ -570,9 +568,7 @@ fn follow_event(
             let followed = Followed {
                 common: NodeSpanCommon::of_run(&trace),
                 endpoint,
-                trace_id: super::ids::trace_id(run_id),
-                root_span_id: super::ids::run_span_id(run_id),
-                node_ids: super::ids::NodeSpanIds::of_run(run_id),
+                ids: super::ids::RunIds::of_run(run_id),
                 trace,
                 started: Instant::now(),
                 occurrences: NameCounts::default(),
@@ -932,7 +928,7 @@ mod tests {
             ..node("a-long-node-name", Status::Error)
         };
         let plain = node("b", Status::Success);
-        let place = SpanPlace::of_node(&super::super::ids::NodeSpanIds::of_run("r"), "x", 2, [1; 16], [2; 8]);
+        let place = SpanPlace::of_node(&super::super::ids::RunIds::of_run("r"), "x", 2, [2; 8]);
         let (sender, queued) = mpsc::channel();
         let queue = Queue {
             sender,

@@ -183,18 +183,12 @@ pub struct SpanPlace {
 }
 
 impl SpanPlace {
-    /// The `attempt`-th execution of node `name` in the run whose node span ids are `ids`, in
-    /// `trace_id`, inside `parent_span_id` (the run's span, or another execution's).
-    pub fn of_node(
-        ids: &ids::NodeSpanIds,
-        name: &str,
-        attempt: u32,
-        trace_id: [u8; 16],
-        parent_span_id: [u8; 8],
-    ) -> SpanPlace {
+    /// The `attempt`-th execution of node `name` in the run of `ids`, inside `parent_span_id`
+    /// (the run's span, or another execution's).
+    pub fn of_node(ids: &ids::RunIds, name: &str, attempt: u32, parent_span_id: [u8; 8]) -> SpanPlace {
         SpanPlace {
-            trace_id,
-            span_id: ids.span_id(name, attempt),
+            trace_id: ids.trace,
+            span_id: ids.nodes.span_id(name, attempt),
             parent_span_id,
             attempt,
         }
@@ -319,23 +313,16 @@ const ATTRIBUTES_FIELD: u32 = 9;
 pub fn run_spans(run: &RunTrace, now_ms: u64) -> Vec<Span> {
     let root = root_span(run, now_ms);
     let run_end = root.end_time_unix_nano / 1_000_000;
-    let (trace_id, root_span_id) = (ids::trace_id(&run.key), ids::run_span_id(&run.key));
-    let node_ids = ids::NodeSpanIds::of_run(&run.key);
-    let mut occurrences: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    let ids = ids::RunIds::of_run(&run.key);
+    // Which execution of its name each node is, counted as the live export counts it.
+    let mut occurrences = super::names::NameCounts::default();
     let mut places: Vec<SpanPlace> = Vec::with_capacity(run.nodes.len());
     let mut spans = Vec::with_capacity(run.nodes.len() + 1);
     spans.push(root);
     for node in &run.nodes {
-        let occurrence = occurrences.entry(node.name.as_str()).or_insert(0);
-        *occurrence += 1;
+        let occurrence = occurrences.began(&node.name);
         let parent = node.parent.and_then(|p| places.get(p)).map(|p| p.span_id);
-        let place = SpanPlace::of_node(
-            &node_ids,
-            &node.name,
-            *occurrence,
-            trace_id,
-            parent.unwrap_or(root_span_id),
-        );
+        let place = SpanPlace::of_node(&ids, &node.name, occurrence, parent.unwrap_or(ids.root_span));
         places.push(place);
         spans.push(node_span(run, node, &place, run_end));
     }

@@ -19,7 +19,7 @@ use std::time::SystemTime;
 /// The OTLP message a session's traces are (the `opentelemetry-proto` crate's).
 pub use opentelemetry_proto::tonic::trace::v1::TracesData;
 
-pub use ids::{run_span_id, trace_id, NodeSpanIds};
+pub use ids::{run_span_id, trace_id, NodeSpanIds, RunIds};
 pub use live::{LiveExport, LiveOptions, LiveSummary, Route};
 pub use map::{
     counts, node_span, root_span, run_spans, traces_of_spans, LogEvent, NodeExecution, RunTrace, SpanPlace,
