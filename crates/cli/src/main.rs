@@ -36,6 +36,12 @@ use std::process::ExitCode;
 use cli::{Cli, Command};
 
 fn main() -> ExitCode {
+    let code = run_command_line();
+    studio_core::remote::ssh::wait_while_a_signal_ends_this_process();
+    code
+}
+
+fn run_command_line() -> ExitCode {
     let cli = Cli::parse_args();
     if let Err(refused) = cli.check() {
         refused.exit();
@@ -97,6 +103,8 @@ impl std::error::Error for CodedError {}
 /// code of the core's error list (docs/cli.md), `invalid_request` for a mistake of the command
 /// line itself.
 fn report_json(error: &anyhow::Error, trouble: ExitCode) -> ExitCode {
+    // A link broken by a signal ending this process is the signal's to report.
+    studio_core::remote::ssh::wait_while_a_signal_ends_this_process();
     if error
         .downcast_ref::<std::io::Error>()
         .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
@@ -125,6 +133,8 @@ fn report_json(error: &anyhow::Error, trouble: ExitCode) -> ExitCode {
 /// One line on stderr, exit `trouble` (1, but 2 for `diff`); a closed pipe (`zstudio sessions | head`) is not an error worth a
 /// message.
 fn report(error: &anyhow::Error, trouble: ExitCode) -> ExitCode {
+    // A link broken by a signal ending this process is the signal's to report.
+    studio_core::remote::ssh::wait_while_a_signal_ends_this_process();
     if error
         .downcast_ref::<std::io::Error>()
         .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)

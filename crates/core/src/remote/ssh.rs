@@ -35,7 +35,9 @@ mod start;
 mod target;
 
 pub use bootstrap::{build_id, local_platform, BuildInfo, RemoteServer, SERVER_DIR};
-pub use connection::{end_masters_on_signals, end_open_masters, ConnectOptions, Connection};
+pub use connection::{
+    end_masters_on_signals, end_open_masters, wait_while_a_signal_ends_this_process, ConnectOptions, Connection,
+};
 pub use errors::{last_lines, SshError, STDERR_KEPT};
 pub use sockets::{private_dir, runtime_dir};
 pub use target::RemoteTarget;
