@@ -152,12 +152,39 @@ struct Queued {
     spans: u64,
 }
 
+/// The buffers of requests sent, for requests to be written into (a new buffer of a request's
+/// size, over 128 KiB, is new pages each time: about a twentieth of the reader's time went to
+/// their faults).
+#[derive(Default)]
+struct SpareBodies(Mutex<Vec<Vec<u8>>>);
+
+impl SpareBodies {
+    /// How many are kept: the reader writes one while the sender sends another.
+    const KEPT: usize = 2;
+
+    /// A spare buffer (empty), or a new one (no room yet).
+    fn take(&self) -> Vec<u8> {
+        self.0.lock().expect("spare bodies lock").pop().unwrap_or_default()
+    }
+
+    /// `body` was sent: its buffer is kept for another request, if nobody else holds it.
+    fn give_back(&self, body: Bytes) {
+        let Ok(mut buffer) = body.try_into_mut() else { return };
+        buffer.clear();
+        let mut spares = self.0.lock().expect("spare bodies lock");
+        if spares.len() < Self::KEPT {
+            spares.push(buffer.into());
+        }
+    }
+}
+
 /// The queue's sending end: puts requests on it without waiting, their spans dropped and counted
 /// past its bound.
 #[derive(Clone)]
 struct Queue {
     sender: Sender<Queued>,
     counts: Arc<Counts>,
+    spare_bodies: Arc<SpareBodies>,
     limit: usize,
     /// Spans in one request, at most.
     batch: usize,
@@ -268,7 +295,7 @@ impl<'q> Requests<'q> {
         let spans = body.spans() as u64;
         self.queue.put(Queued {
             endpoint: endpoint.clone(),
-            body: body.take(),
+            body: body.take_with(self.queue.spare_bodies.take()),
             spans,
         });
         // After the queue counted them: read in between, they are counted twice, never missed.
@@ -302,9 +329,11 @@ impl LiveExport {
     pub fn start(options: LiveOptions) -> LiveExport {
         let counts = Arc::new(Counts::default());
         let (sender, queued) = mpsc::channel::<Queued>();
+        let spare_bodies = Arc::new(SpareBodies::default());
         let queue = Queue {
             sender,
             counts: counts.clone(),
+            spare_bodies: spare_bodies.clone(),
             limit: options.queue_bytes,
             batch: options.batch,
             batch_bytes: options.batch_bytes,
@@ -313,7 +342,7 @@ impl LiveExport {
             let counts = counts.clone();
             std::thread::Builder::new()
                 .name("otlp-live-sender".into())
-                .spawn(move || send_spans(&queued, options, &counts))
+                .spawn(move || send_spans(&queued, options, &counts, &spare_bodies))
                 .expect("a thread for the live export")
         };
         LiveExport {
@@ -667,12 +696,13 @@ const LINGER: Duration = Duration::from_millis(50);
 /// How long the reader pauses when no event waits, before it waits for one.
 const GATHER: Duration = Duration::from_millis(10);
 
-fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) {
+fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts, spare_bodies: &SpareBodies) {
     // A loss that goes on is said at most once a minute.
     let mut loss = SaidAtMostEvery::new(Duration::from_secs(60));
     while let Ok(Queued { endpoint, body, spans }) = queued.recv() {
         counts.held.fetch_sub(body.len(), Ordering::SeqCst);
-        send_batch(&endpoint, body, spans, options, counts);
+        send_batch(&endpoint, &body, spans, options, counts);
+        spare_bodies.give_back(body);
         if loss.due(Instant::now(), counts.lost_so_far()).is_some() {
             if let Some(line) = counts.summary().lost_line() {
                 tracing::warn!("{line} so far");
@@ -683,7 +713,7 @@ fn send_spans(queued: &Receiver<Queued>, options: LiveOptions, counts: &Counts) 
 
 /// Sends one batch of `count` spans, encoded as `body`, retried with backoff; counted sent, or
 /// refused after the last try.
-fn send_batch(endpoint: &Endpoint, body: Bytes, count: u64, options: LiveOptions, counts: &Counts) {
+fn send_batch(endpoint: &Endpoint, body: &Bytes, count: u64, options: LiveOptions, counts: &Counts) {
     let mut wait = options.backoff;
     for attempt in 1..=options.attempts {
         match post(endpoint, body.clone(), options.timeout) {
@@ -930,9 +960,13 @@ mod tests {
         let plain = node("b", Status::Success);
         let place = SpanPlace::of_node(&super::super::ids::RunIds::of_run("r"), "x", 2, [2; 8]);
         let (sender, queued) = mpsc::channel();
+        // The second request is written into a buffer a request sent before left behind.
+        let spare_bodies = Arc::new(SpareBodies::default());
+        spare_bodies.give_back(Bytes::from(vec![0xee; 5_000]));
         let queue = Queue {
             sender,
             counts: Arc::new(Counts::default()),
+            spare_bodies: spare_bodies.clone(),
             limit: usize::MAX,
             batch: 7,
             batch_bytes: usize::MAX,
@@ -971,6 +1005,28 @@ mod tests {
         }
         assert_eq!(sent, anew);
         assert_eq!(anew[0].attributes.len(), 17);
+        assert!(spare_bodies.0.lock().unwrap().is_empty(), "the spare buffer was used");
+    }
+
+    /// A request's buffer is kept for another once nobody else holds its body, at most
+    /// [`SpareBodies::KEPT`] of them, empty.
+    #[test]
+    fn a_body_sent_leaves_its_buffer_for_the_next_request() {
+        let spares = SpareBodies::default();
+        let body = Bytes::from(vec![1u8; 300_000]).slice(10..);
+        let held = body.clone();
+        spares.give_back(body);
+        assert!(spares.0.lock().unwrap().is_empty(), "still held: not kept");
+        drop(spares.take());
+        spares.give_back(held);
+        for _ in 0..SpareBodies::KEPT + 1 {
+            spares.give_back(Bytes::from(vec![2u8; 1_000]));
+        }
+        let kept = std::mem::take(&mut *spares.0.lock().unwrap());
+        assert_eq!(kept.len(), SpareBodies::KEPT);
+        assert!(kept.iter().all(Vec::is_empty));
+        assert!(kept[0].capacity() >= 300_000, "the body's own buffer, not a copy");
+        assert!(spares.take().capacity() == 0, "none left: a new one");
     }
 
     /// Events a reader's subscription lost while it was behind are said, and the spans of the

@@ -284,12 +284,21 @@ impl RequestBody {
 
     /// The request's body; the spans added are taken (a buffer a quarter larger made for the
     /// next request, which is likely as large).
+    #[cfg(test)]
     pub(super) fn take(&mut self) -> Bytes {
+        self.take_with(Vec::new())
+    }
+
+    /// [`RequestBody::take`], the next request written into `next` (a body sent before, its
+    /// bytes no longer read: a buffer in use costs no new pages), grown to a quarter larger than
+    /// this one's when smaller.
+    pub(super) fn take_with(&mut self, mut next: Vec<u8>) -> Bytes {
         self.spans = 0;
         match self.protocol {
             Protocol::HttpProtobuf => {
                 let room = framing_room();
-                let mut next = Vec::with_capacity(self.encoded.len() + self.encoded.len() / 4);
+                next.clear();
+                next.reserve(self.encoded.len() + self.encoded.len() / 4);
                 next.resize(room, 0);
                 let mut body = std::mem::replace(&mut self.encoded, next);
                 // What the queue counts is what the body holds: no more than a quarter unused.
