@@ -19,63 +19,53 @@ use super::events::RunEvent;
 /// one's runs wait for it.
 pub(super) const EVENT_BUFFER: usize = 65_536;
 
-/// Events as a subscriber hears them, in order: one of its own, or several in a row of a burst
-/// that several subscribers hear, shared by them (a second subscriber costs a count a burst, not
-/// a copy of each event's strings on the run's thread, nor a queue item and a count per event;
-/// the strings are freed once). It reads as the slice of its events (never empty).
+/// Events as a subscriber hears them, in order: several in a row of a burst, the events of one
+/// publication of a kind (output lines, or the others), shared by the subscribers that hear them
+/// (a second subscriber costs a count a burst, not a copy of each event's strings on the run's
+/// thread, nor a queue item and a count per event; the strings are freed once). A subscriber
+/// alone hears its bursts as one item each too: a queue item, and a wake-up, a burst rather than
+/// an event. It reads as the slice of its events (never empty).
 #[derive(Debug, Clone)]
-pub struct Heard(Sharing);
-
-#[derive(Debug, Clone)]
-enum Sharing {
-    Own(RunEvent),
-    Shared {
-        burst: Arc<Vec<RunEvent>>,
-        /// Never empty.
-        at: Range<usize>,
-    },
+pub struct Heard {
+    burst: Arc<Vec<RunEvent>>,
+    /// Never empty.
+    at: Range<usize>,
 }
 
 impl Heard {
-    /// The events `at` of `burst` (a range not empty), which several subscribers hear.
+    /// The events `at` of `burst` (a range not empty).
     pub(super) fn shared(burst: &Arc<Vec<RunEvent>>, at: Range<usize>) -> Heard {
         debug_assert!(!at.is_empty() && at.end <= burst.len());
-        Heard(Sharing::Shared {
+        Heard {
             burst: burst.clone(),
             at,
-        })
+        }
     }
 
     /// The first event, owned (copied when another subscriber still holds it), and the rest.
     fn take_first(self) -> (RunEvent, Option<Heard>) {
-        match self.0 {
-            Sharing::Own(event) => (event, None),
-            Sharing::Shared { mut burst, at } => {
-                let first = match Arc::get_mut(&mut burst) {
-                    // Nobody else holds the burst: the event is taken, an empty one left in its place.
-                    Some(events) => std::mem::replace(&mut events[at.start], taken_place()),
-                    None => burst[at.start].clone(),
-                };
-                let rest = at.start + 1..at.end;
-                let rest = (!rest.is_empty()).then_some(Heard(Sharing::Shared { burst, at: rest }));
-                (first, rest)
-            }
-        }
+        let Heard { mut burst, at } = self;
+        let first = match Arc::get_mut(&mut burst) {
+            // Nobody else holds the burst: the event is taken, an empty one left in its place.
+            Some(events) => std::mem::replace(&mut events[at.start], taken_place()),
+            None => burst[at.start].clone(),
+        };
+        let rest = at.start + 1..at.end;
+        let rest = (!rest.is_empty()).then_some(Heard { burst, at: rest });
+        (first, rest)
     }
 
     /// The events from the `n`-th on, taken off (`None` when there are `n` or fewer).
     fn split_off(&mut self, n: usize) -> Option<Heard> {
-        match &mut self.0 {
-            Sharing::Shared { burst, at } if at.len() > n => {
-                let rest = at.start + n..at.end;
-                at.end = rest.start;
-                Some(Heard(Sharing::Shared {
-                    burst: burst.clone(),
-                    at: rest,
-                }))
-            }
-            _ => None,
+        if self.at.len() <= n {
+            return None;
         }
+        let rest = self.at.start + n..self.at.end;
+        self.at.end = rest.start;
+        Some(Heard {
+            burst: self.burst.clone(),
+            at: rest,
+        })
     }
 }
 
@@ -89,8 +79,12 @@ pub(super) fn taken_place() -> RunEvent {
 }
 
 impl From<RunEvent> for Heard {
+    /// One event, heard alone.
     fn from(event: RunEvent) -> Heard {
-        Heard(Sharing::Own(event))
+        Heard {
+            burst: Arc::new(vec![event]),
+            at: 0..1,
+        }
     }
 }
 
@@ -98,10 +92,7 @@ impl Deref for Heard {
     type Target = [RunEvent];
 
     fn deref(&self) -> &[RunEvent] {
-        match &self.0 {
-            Sharing::Own(event) => std::slice::from_ref(event),
-            Sharing::Shared { burst, at } => &burst[at.clone()],
-        }
+        &self.burst[self.at.clone()]
     }
 }
 
