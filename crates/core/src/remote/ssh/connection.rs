@@ -521,8 +521,9 @@ pub fn end_masters_on_signals(interrupt: bool) -> std::io::Result<()> {
                 crate::sessions::private::remove_partials_in_progress();
                 end_open_masters();
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
-                // The default action of these three signals ends the process; should it not:
-                std::process::exit(128 + signal);
+                // The default action of these three signals ends the process; should it not,
+                // the threads waiting for it go on.
+                ENDING_ON_A_SIGNAL.store(false, std::sync::atomic::Ordering::SeqCst);
             }
         })?;
     Ok(())
@@ -531,16 +532,14 @@ pub fn end_masters_on_signals(interrupt: bool) -> std::io::Result<()> {
 /// Set once a signal of [`end_masters_on_signals`] arrived: the process is being ended by it.
 static ENDING_ON_A_SIGNAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Blocks for good when a signal of [`end_masters_on_signals`] is ending this process, so that
-/// the signal, not this thread, ends it. Ending the masters breaks the links a command is
+/// Blocks while a signal of [`end_masters_on_signals`] is ending this process, so that the
+/// signal, not this thread, ends it. Ending the masters breaks the links a command is
 /// reading, and the command's thread would otherwise report that and exit 1 before the signal
 /// thread raises the signal (a `zstudio export` from a host ended by SIGTERM once exited 1).
 /// Call it before reporting an error or returning from `main`.
 pub fn wait_while_a_signal_ends_this_process() {
-    if ENDING_ON_A_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
-        loop {
-            std::thread::park();
-        }
+    while ENDING_ON_A_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
 
