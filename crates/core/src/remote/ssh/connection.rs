@@ -512,25 +512,30 @@ pub fn end_masters_on_signals(interrupt: bool) -> std::io::Result<()> {
     } else {
         &[SIGTERM, SIGHUP]
     };
+    // Marked in the handler itself, as the signal arrives: a signal sent to every process of
+    // the group (the masters too) may break a link before the thread below wakes.
+    for &signal in signals {
+        signal_hook::flag::register(signal, ending_on_a_signal().clone())?;
+    }
     let mut received = signal_hook::iterator::Signals::new(signals)?;
     std::thread::Builder::new()
         .name("ssh-masters-on-signal".into())
         .spawn(move || {
             if let Some(signal) = received.forever().next() {
-                ENDING_ON_A_SIGNAL.store(true, std::sync::atomic::Ordering::SeqCst);
                 crate::sessions::private::remove_partials_in_progress();
                 end_open_masters();
+                // Ends the process (by the signal's default action, else by abort).
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
-                // The default action of these three signals ends the process; should it not,
-                // the threads waiting for it go on.
-                ENDING_ON_A_SIGNAL.store(false, std::sync::atomic::Ordering::SeqCst);
             }
         })?;
     Ok(())
 }
 
 /// Set once a signal of [`end_masters_on_signals`] arrived: the process is being ended by it.
-static ENDING_ON_A_SIGNAL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+fn ending_on_a_signal() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
+    static ENDING: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+    ENDING.get_or_init(Default::default)
+}
 
 /// Blocks while a signal of [`end_masters_on_signals`] is ending this process, so that the
 /// signal, not this thread, ends it. Ending the masters breaks the links a command is
@@ -538,7 +543,7 @@ static ENDING_ON_A_SIGNAL: std::sync::atomic::AtomicBool = std::sync::atomic::At
 /// thread raises the signal (a `zstudio export` from a host ended by SIGTERM once exited 1).
 /// Call it before reporting an error or returning from `main`.
 pub fn wait_while_a_signal_ends_this_process() {
-    while ENDING_ON_A_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) {
+    while ending_on_a_signal().load(std::sync::atomic::Ordering::SeqCst) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

@@ -19,12 +19,13 @@ use super::events::RunEvent;
 /// one's runs wait for it.
 pub(super) const EVENT_BUFFER: usize = 65_536;
 
-/// Events as a subscriber hears them, in order: several in a row of a burst, the events of one
-/// publication of a kind (output lines, or the others), shared by the subscribers that hear them
-/// (a second subscriber costs a count a burst, not a copy of each event's strings on the run's
-/// thread, nor a queue item and a count per event; the strings are freed once). A subscriber
-/// alone hears its bursts as one item each too: a queue item, and a wake-up, a burst rather than
-/// an event. It reads as the slice of its events (never empty).
+/// Events as a subscriber hears them, in order: several in a row of a burst. With several
+/// subscribers a burst is the events of one publication of a kind (output lines, or the others),
+/// shared by those that hear them (a second subscriber costs a count a burst, not a copy of each
+/// event's strings on the run's thread, nor a queue item and a count per event; the strings are
+/// freed once); a subscriber alone hears a publication's events as one burst of its own (a queue
+/// item, and a wake-up, a publication rather than an event). It reads as the slice of its events
+/// (never empty).
 #[derive(Debug, Clone)]
 pub struct Heard {
     burst: Arc<Vec<RunEvent>>,
@@ -78,13 +79,22 @@ pub(super) fn taken_place() -> RunEvent {
     }
 }
 
+impl Heard {
+    /// `events` (not empty), heard by one subscriber alone.
+    pub(super) fn all(events: Vec<RunEvent>) -> Heard {
+        debug_assert!(!events.is_empty());
+        let at = 0..events.len();
+        Heard {
+            burst: Arc::new(events),
+            at,
+        }
+    }
+}
+
 impl From<RunEvent> for Heard {
     /// One event, heard alone.
     fn from(event: RunEvent) -> Heard {
-        Heard {
-            burst: Arc::new(vec![event]),
-            at: 0..1,
-        }
+        Heard::all(vec![event])
     }
 }
 

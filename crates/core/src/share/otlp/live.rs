@@ -155,23 +155,37 @@ struct Queued {
 /// The buffers of requests sent, for requests to be written into (a new buffer of a request's
 /// size, over 128 KiB, is new pages each time: about a twentieth of the reader's time went to
 /// their faults).
-#[derive(Default)]
-struct SpareBodies(Mutex<Vec<Vec<u8>>>);
+struct SpareBodies {
+    kept: Mutex<Vec<Vec<u8>>>,
+    /// The largest buffer kept, in bytes (one an oversized request grew is let go).
+    largest: usize,
+}
 
 impl SpareBodies {
     /// How many are kept: the reader writes one while the sender sends another.
     const KEPT: usize = 2;
 
+    /// Spares of requests of about `batch_bytes` (a request is queued once it holds that many).
+    fn new(batch_bytes: usize) -> SpareBodies {
+        SpareBodies {
+            kept: Mutex::default(),
+            largest: batch_bytes.saturating_mul(2),
+        }
+    }
+
     /// A spare buffer (empty), or a new one (no room yet).
     fn take(&self) -> Vec<u8> {
-        self.0.lock().expect("spare bodies lock").pop().unwrap_or_default()
+        self.kept.lock().expect("spare bodies lock").pop().unwrap_or_default()
     }
 
     /// `body` was sent: its buffer is kept for another request, if nobody else holds it.
     fn give_back(&self, body: Bytes) {
         let Ok(mut buffer) = body.try_into_mut() else { return };
+        if buffer.capacity() > self.largest {
+            return;
+        }
         buffer.clear();
-        let mut spares = self.0.lock().expect("spare bodies lock");
+        let mut spares = self.kept.lock().expect("spare bodies lock");
         if spares.len() < Self::KEPT {
             spares.push(buffer.into());
         }
@@ -295,7 +309,12 @@ impl<'q> Requests<'q> {
         let spans = body.spans() as u64;
         self.queue.put(Queued {
             endpoint: endpoint.clone(),
-            body: body.take_with(self.queue.spare_bodies.take()),
+            // JSON keeps spans, not bytes: a spare buffer is of no use to it.
+            body: body.take_with(if body.encodes_as_added() {
+                self.queue.spare_bodies.take()
+            } else {
+                Vec::new()
+            }),
             spans,
         });
         // After the queue counted them: read in between, they are counted twice, never missed.
@@ -329,7 +348,7 @@ impl LiveExport {
     pub fn start(options: LiveOptions) -> LiveExport {
         let counts = Arc::new(Counts::default());
         let (sender, queued) = mpsc::channel::<Queued>();
-        let spare_bodies = Arc::new(SpareBodies::default());
+        let spare_bodies = Arc::new(SpareBodies::new(options.batch_bytes));
         let queue = Queue {
             sender,
             counts: counts.clone(),
@@ -961,7 +980,7 @@ mod tests {
         let place = SpanPlace::of_node(&super::super::ids::RunIds::of_run("r"), "x", 2, [2; 8]);
         let (sender, queued) = mpsc::channel();
         // The second request is written into a buffer a request sent before left behind.
-        let spare_bodies = Arc::new(SpareBodies::default());
+        let spare_bodies = Arc::new(SpareBodies::new(usize::MAX));
         spare_bodies.give_back(Bytes::from(vec![0xee; 5_000]));
         let queue = Queue {
             sender,
@@ -1005,27 +1024,32 @@ mod tests {
         }
         assert_eq!(sent, anew);
         assert_eq!(anew[0].attributes.len(), 17);
-        assert!(spare_bodies.0.lock().unwrap().is_empty(), "the spare buffer was used");
+        assert!(
+            spare_bodies.kept.lock().unwrap().is_empty(),
+            "the spare buffer was used"
+        );
     }
 
     /// A request's buffer is kept for another once nobody else holds its body, at most
-    /// [`SpareBodies::KEPT`] of them, empty.
+    /// [`SpareBodies::KEPT`] of them, empty, none larger than twice a batch.
     #[test]
     fn a_body_sent_leaves_its_buffer_for_the_next_request() {
-        let spares = SpareBodies::default();
+        let spares = SpareBodies::new(200_000);
         let body = Bytes::from(vec![1u8; 300_000]).slice(10..);
         let held = body.clone();
         spares.give_back(body);
-        assert!(spares.0.lock().unwrap().is_empty(), "still held: not kept");
+        assert!(spares.kept.lock().unwrap().is_empty(), "still held: not kept");
         drop(spares.take());
         spares.give_back(held);
+        spares.give_back(Bytes::from(vec![3u8; 400_001]));
         for _ in 0..SpareBodies::KEPT + 1 {
             spares.give_back(Bytes::from(vec![2u8; 1_000]));
         }
-        let kept = std::mem::take(&mut *spares.0.lock().unwrap());
+        let kept = std::mem::take(&mut *spares.kept.lock().unwrap());
         assert_eq!(kept.len(), SpareBodies::KEPT);
         assert!(kept.iter().all(Vec::is_empty));
         assert!(kept[0].capacity() >= 300_000, "the body's own buffer, not a copy");
+        assert!(kept[1].capacity() < 400_001, "the oversized one let go");
         assert!(spares.take().capacity() == 0, "none left: a new one");
     }
 
