@@ -91,6 +91,7 @@ impl Heard {
     }
 }
 
+#[cfg(test)]
 impl From<RunEvent> for Heard {
     /// One event, heard alone.
     fn from(event: RunEvent) -> Heard {

@@ -309,12 +309,7 @@ impl<'q> Requests<'q> {
         let spans = body.spans() as u64;
         self.queue.put(Queued {
             endpoint: endpoint.clone(),
-            // JSON keeps spans, not bytes: a spare buffer is of no use to it.
-            body: body.take_with(if body.encodes_as_added() {
-                self.queue.spare_bodies.take()
-            } else {
-                Vec::new()
-            }),
+            body: body.take_with(self.queue.spare_bodies.take()),
             spans,
         });
         // After the queue counted them: read in between, they are counted twice, never missed.

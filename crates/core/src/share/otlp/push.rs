@@ -289,9 +289,9 @@ impl RequestBody {
         self.take_with(Vec::new())
     }
 
-    /// [`RequestBody::take`], the next request written into `next` (a body sent before, its
-    /// bytes no longer read: a buffer in use costs no new pages), grown to a quarter larger than
-    /// this one's when smaller.
+    /// [`RequestBody::take`], written into `next` (a body sent before, its bytes no longer
+    /// read: a buffer in use costs no new pages): in protobuf the next request is, grown to a
+    /// quarter larger than this one when smaller; in JSON this one is.
     pub(super) fn take_with(&mut self, mut next: Vec<u8>) -> Bytes {
         self.spans = 0;
         match self.protocol {
@@ -310,7 +310,9 @@ impl RequestBody {
             }
             Protocol::HttpJson => {
                 let spans = std::mem::take(&mut self.kept);
-                encode(&super::map::traces_of_spans(spans), Protocol::HttpJson).into()
+                next.clear();
+                serde_json::to_writer(&mut next, &super::map::traces_of_spans(spans)).expect("OTLP messages serialize");
+                Bytes::from(next)
             }
         }
     }
@@ -643,6 +645,13 @@ mod tests {
                 assert_eq!(body.spans(), 0);
                 spans.iter().for_each(|s| body.add(s));
                 assert_eq!(body.take(), encode(&whole, protocol), "a body taken is gathered anew");
+                // Written into a buffer a request sent before left (JSON: this request;
+                // protobuf: the next), its old bytes not among the new.
+                for _ in 0..2 {
+                    spans.iter().for_each(|s| body.add(s));
+                    let taken = body.take_with(vec![0xee; 3_000]);
+                    assert_eq!(taken, encode(&whole, protocol), "{protocol:?}, into a used buffer");
+                }
             }
         }
     }
