@@ -66,6 +66,36 @@ describe("the window", () => {
     expect(lists()).toBe(before + 1);
   });
 
+  it("reads the listing one at a time, once more after, however many run events ask", async () => {
+    const backend = fakeBackend();
+    const app = start(backend);
+    await app.refresh();
+    await app.ready;
+    // Each read is answered when the test says, with the listing as it is then.
+    const read = backend.sessionsPage.bind(backend);
+    let asked = 0;
+    let answer: () => void = () => {};
+    backend.sessionsPage = async (offset, limit) => {
+      asked += 1;
+      await new Promise<void>((resolve) => (answer = resolve));
+      return read(offset, limit);
+    };
+    backend.emit({ type: "run_started", run_id: "r", session_id: "s", pid: 1 });
+    for (let i = 0; i < 500; i++) {
+      backend.emit({ type: "node_begin", run_id: "r", node: `n${i}`, depth: 0, t_ms: i });
+      backend.emit({ type: "node_end", run_id: "r", node: `n${i}`, status: "success", t_ms: i });
+    }
+    await vi.waitFor(() => expect(asked).toBe(1));
+    backend.sessions = [row("s", { status: "running" })];
+    answer();
+    // The one read asked for meanwhile, with what the listing is now.
+    await vi.waitFor(() => expect(asked).toBe(2));
+    answer();
+    await vi.waitFor(() => expect(ids()).toEqual(["s"]));
+    await vi.advanceTimersByTimeAsync(1_000);
+    expect(asked).toBe(2);
+  });
+
   it("turns a rejected command into an error box with its code", async () => {
     const backend = fakeBackend();
     backend.sessionsPage = () => Promise.reject(refusal("io", "cannot read"));

@@ -189,11 +189,38 @@ export class SessionsState {
   /** Rows the table came to are being read. */
   #readingRows = false;
 
+  /** The read of the listing under way, if any. */
+  #reloading: Promise<void> | null = null;
+  /** Whether the listing was asked for again while it was being read. */
+  #reloadAgain = false;
+
   /** The listing again: after a pin, and as runs start, go from node to node, and end (the rows
-   * held, or the whole listing while it is wanted). Not while the workspace is being switched,
-   * and a listing read when a switch began is dropped: it could be either workspace's, and the
-   * switch reads the new one's with its state. */
-  async reload(): Promise<void> {
+   * held, or the whole listing while it is wanted). One read at a time: asked for while one is
+   * under way, the listing is read once more after it, however often it was asked (a run of
+   * 80,000 node executions asked once an event, and its reads queued up in the shell, still
+   * read half a minute after the run ended); the promise ends once a read begun after the call
+   * is done. */
+  reload(): Promise<void> {
+    if (this.#reloading !== null) {
+      this.#reloadAgain = true;
+      return this.#reloading;
+    }
+    this.#reloading = (async () => {
+      try {
+        do {
+          this.#reloadAgain = false;
+          await this.#readListing();
+        } while (this.#reloadAgain);
+      } finally {
+        this.#reloading = null;
+      }
+    })();
+    return this.#reloading;
+  }
+
+  /** Not while the workspace is being switched, and a listing read when a switch began is
+   * dropped: it could be either workspace's, and the switch reads the new one's with its state. */
+  async #readListing(): Promise<void> {
     if (this.paused()) return;
     const epoch = this.#epoch;
     const stale = () => epoch !== this.#epoch || this.paused();
