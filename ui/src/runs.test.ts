@@ -7,6 +7,7 @@ import {
   nodesFromSpans,
   runElapsedMs,
   stopRequested,
+  STRIP_NODES,
   type LiveRun,
 } from "./runs";
 import { runFinished, span } from "./testdata";
@@ -31,6 +32,27 @@ describe("applyRunEvent", () => {
       { name: "inner", status: "success" },
     ]);
     expect(run!.currentNode).toBe("plan");
+  });
+
+  it("holds the last STRIP_NODES nodes of a long run and counts those gone, never a running one", () => {
+    const events: RunEvent[] = [started, { type: "node_begin", run_id: "r", node: "outer", depth: 0, t_ms: 0 }];
+    for (let i = 0; i < 1_000; i++) {
+      events.push({ type: "node_begin", run_id: "r", node: `n${i}`, depth: 1, t_ms: i });
+      events.push({ type: "node_end", run_id: "r", node: `n${i}`, status: "success", t_ms: i });
+    }
+    const [run] = replay(events);
+    expect(run!.nodes).toHaveLength(STRIP_NODES);
+    // The outer node began first and still runs: it stays, the earliest ended ones went.
+    expect(run!.nodes[0]).toEqual({ name: "outer", status: "running" });
+    expect(run!.nodes.slice(1).map((node) => node.name)).toEqual(
+      Array.from({ length: STRIP_NODES - 1 }, (_, i) => `n${1_000 - STRIP_NODES + 1 + i}`),
+    );
+    expect(run!.earlier).toBe(1_000 - (STRIP_NODES - 1));
+    expect(run!.currentNode).toBe("outer");
+    // Its end finds it, however early it began.
+    const [ended] = replay([{ type: "node_end", run_id: "r", node: "outer", status: "error", t_ms: 2_000 }], [run!]);
+    expect(ended!.nodes.filter((node) => node.name === "outer")).toEqual([{ name: "outer", status: "error" }]);
+    expect(ended!.currentNode).toBeNull();
   });
 
   it("shows what the run's budget said last, a budget reached never taken back by a warning", () => {

@@ -34,8 +34,11 @@ export interface LiveRun {
   sessionId: string;
   /** When this window heard the run start (client clock, ms). */
   startedAt: number;
-  /** In the order they began; a node that runs again appears again. */
+  /** In the order they began; a node that runs again appears again. At most [`STRIP_NODES`]
+   * (and the nodes still running, however early they began): the earliest ended nodes go. */
   nodes: LiveNode[];
+  /** How many ended nodes went from `nodes` (the strip says so). */
+  earlier: number;
   currentNode: string | null;
   stop: StopState;
   /** Why the last Stop or Force stop was refused. */
@@ -50,6 +53,7 @@ function newRun(runId: string, sessionId: string, now: number): LiveRun {
     sessionId,
     startedAt: now,
     nodes: [],
+    earlier: 0,
     currentNode: null,
     stop: "none",
     stopError: null,
@@ -63,6 +67,26 @@ function newRun(runId: string, sessionId: string, now: number): LiveRun {
 function update(runs: readonly LiveRun[], runId: string, change: (run: LiveRun) => LiveRun): LiveRun[] {
   const changed = runs.map((run) => (run.runId === runId ? change(run) : run));
   return changed.every((run, i) => run === runs[i]) ? (runs as LiveRun[]) : changed;
+}
+
+/** The nodes a live run holds, past which its earliest ended ones go. A run of 80,000 node
+ * executions held them all, copied them at each of its 160,000 node events, and drew each as a chip:
+ * the window's web process was busy half a minute after the run ended. */
+export const STRIP_NODES = 50;
+
+/** `nodes` held to [`STRIP_NODES`]: the earliest ended ones past it go, counted in `earlier`; a
+ * node still running stays (its end finds it). */
+function held(nodes: LiveNode[], earlier: number): Pick<LiveRun, "nodes" | "earlier"> {
+  let excess = nodes.length - STRIP_NODES;
+  if (excess <= 0) return { nodes, earlier };
+  const kept = nodes.filter((node) => {
+    if (excess > 0 && node.status !== "running") {
+      excess -= 1;
+      return false;
+    }
+    return true;
+  });
+  return { nodes: kept, earlier: earlier + nodes.length - kept.length };
 }
 
 /** The node still running that began last (the innermost, when graphs nest). */
@@ -86,7 +110,7 @@ export function applyRunEvent(runs: readonly LiveRun[], event: RunEvent, now: nu
     case "node_begin":
       return update(runs, event.run_id, (run) => ({
         ...run,
-        nodes: [...run.nodes, { name: event.node, status: "running" }],
+        ...held([...run.nodes, { name: event.node, status: "running" }], run.earlier),
         currentNode: event.node,
       }));
     case "node_end":
@@ -101,7 +125,7 @@ export function applyRunEvent(runs: readonly LiveRun[], event: RunEvent, now: nu
         }
         if (index === -1) nodes.push({ name: event.node, status: event.status });
         else nodes[index] = { name: event.node, status: event.status };
-        return { ...run, nodes, currentNode: lastRunning(nodes) };
+        return { ...run, ...held(nodes, run.earlier), currentNode: lastRunning(nodes) };
       });
     case "node_discarded":
       // A `┌ title` line taken for a node until the first marker: its `node_begin` is taken back.
@@ -171,14 +195,18 @@ export function nodesFromSpans(runs: readonly LiveRun[], runId: string, spans: r
   // Spans are recorded as they begin: their ids are in that order.
   const began = spans.filter((span) => span.run_id === runId && span.kind === "node").sort((a, b) => a.id - b.id);
   return update(runs, runId, (run) => {
-    const nodes: LiveNode[] = began.map((span) => ({
-      name: span.name,
-      status: span.ended_at === null && run.end ? run.end.status : span.status,
-    }));
+    const { nodes, earlier } = held(
+      began.map((span) => ({
+        name: span.name,
+        status: span.ended_at === null && run.end ? run.end.status : span.status,
+      })),
+      0,
+    );
     const same =
+      earlier === run.earlier &&
       nodes.length === run.nodes.length &&
       nodes.every((node, i) => node.name === run.nodes[i]!.name && node.status === run.nodes[i]!.status);
-    return same ? run : { ...run, nodes, currentNode: run.end ? null : lastRunning(nodes) };
+    return same ? run : { ...run, nodes, earlier, currentNode: run.end ? null : lastRunning(nodes) };
   });
 }
 

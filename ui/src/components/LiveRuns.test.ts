@@ -16,6 +16,7 @@ function liveRun(overrides: Partial<LiveRun> = {}): LiveRun {
       { name: "plan", status: "success" },
       { name: "write", status: "running" },
     ],
+    earlier: 0,
     currentNode: "write",
     stop: "none",
     stopError: null,
@@ -53,6 +54,14 @@ describe("the Live runs strip", () => {
     expect(badge?.getAttribute("data-budget")).toBe("reached");
     expect(badge?.textContent).toBe(label);
     expect(container.querySelector(".live-run[data-run-id='r2'] .budget-badge")).toBeNull();
+  });
+
+  it("says how many earlier nodes a long run's strip no longer shows, and nothing when none", () => {
+    const { container } = strip([liveRun({ earlier: 79_951 }), liveRun({ runId: "r2" })]);
+    const earlier = container.querySelector(".live-run[data-run-id='r1'] .earlier-nodes");
+    expect(earlier?.textContent).toBe("79,951 earlier");
+    expect(earlier?.nextElementSibling?.getAttribute("data-node")).toBe("plan");
+    expect(container.querySelector(".live-run[data-run-id='r2'] .earlier-nodes")).toBeNull();
   });
 
   it("shows each run's session, current node, node badges and elapsed time, in a list of items", () => {
