@@ -7,6 +7,7 @@
 
 pub mod emulators;
 pub mod moto;
+pub mod otlp_collector;
 pub mod phoenix;
 pub mod process;
 pub mod relay;

@@ -5,13 +5,12 @@
 //! thousands here: the run's spans come faster than requests of 512 go one after another.)
 
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message;
 use tempfile::TempDir;
+use test_servers::otlp_collector::Collector;
 
 /// What the collector was sent: each span's id, and how many spans in all (a span sent twice
 /// counts twice there, once in the ids).
@@ -22,76 +21,26 @@ struct Received {
     names: HashSet<String>,
 }
 
-/// An OTLP/HTTP collector of protobuf requests on 127.0.0.1 that answers each after [`AWAY`]
-/// (HTTP/1.1, connections kept alive), a thread per connection, and decodes what it was sent
-/// with the OpenTelemetry project's own types.
-struct Collector {
-    port: u16,
-    received: Arc<Mutex<Received>>,
-}
-
-impl Collector {
-    fn start() -> Collector {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let received = Arc::new(Mutex::new(Received::default()));
-        let shared = received.clone();
-        std::thread::spawn(move || {
-            for connection in listener.incoming() {
-                let received = shared.clone();
-                std::thread::spawn(move || serve(connection.unwrap(), &received));
-            }
-        });
-        Collector { port, received }
-    }
-}
-
-/// Answers the requests of one connection until the client closes it.
-fn serve(connection: TcpStream, received: &Mutex<Received>) {
-    let mut reader = BufReader::new(connection.try_clone().unwrap());
-    let mut writer = connection;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
+/// A collector of protobuf requests on 127.0.0.1 that answers each after [`AWAY`], and decodes
+/// what it was sent with the OpenTelemetry project's own types.
+fn collector() -> (Collector, Arc<Mutex<Received>>) {
+    let received = Arc::new(Mutex::new(Received::default()));
+    let shared = received.clone();
+    let collector = Collector::start(AWAY, move |body| {
+        let request = ExportTraceServiceRequest::decode(body).unwrap();
+        let mut received = shared.lock().unwrap();
+        let spans = request
+            .resource_spans
+            .iter()
+            .flat_map(|r| &r.scope_spans)
+            .flat_map(|s| &s.spans);
+        for span in spans {
+            received.spans += 1;
+            received.span_ids.insert(span.span_id.clone());
+            received.names.insert(span.name.clone());
         }
-        assert!(line.starts_with("POST /v1/traces "), "{line}");
-        let mut length = 0;
-        loop {
-            let mut header = String::new();
-            reader.read_line(&mut header).unwrap();
-            let header = header.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                if name.eq_ignore_ascii_case("content-length") {
-                    length = value.trim().parse().unwrap();
-                }
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        let request = ExportTraceServiceRequest::decode(body.as_slice()).unwrap();
-        {
-            let mut received = received.lock().unwrap();
-            let spans = request
-                .resource_spans
-                .iter()
-                .flat_map(|r| &r.scope_spans)
-                .flat_map(|s| &s.spans);
-            for span in spans {
-                received.spans += 1;
-                received.span_ids.insert(span.span_id.clone());
-                received.names.insert(span.name.clone());
-            }
-        }
-        std::thread::sleep(AWAY);
-        let reply = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
-        if writer.write_all(reply.as_bytes()).is_err() {
-            return;
-        }
-    }
+    });
+    (collector, received)
 }
 
 const NODES: usize = 20_000;
@@ -113,17 +62,14 @@ fn a_flood_of_node_ends_reaches_a_collector_that_keeps_up_with_no_span_lost() {
     std::fs::write(&nodes, file).unwrap();
     let workspace = dir.path().join("ws");
     std::fs::create_dir_all(&workspace).unwrap();
-    let collector = Collector::start();
+    let (collector, received) = collector();
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_zstudio"))
         .args(["run", "-w", workspace.to_str().unwrap()])
         .args(["--db", dir.path().join("studio.sqlite").to_str().unwrap()])
         .args(["--", "cat", nodes.to_str().unwrap()])
         .env_remove("ZIBBY_STUDIO_DB")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .env(
-            "OTEL_EXPORTER_OTLP_ENDPOINT",
-            format!("http://127.0.0.1:{}", collector.port),
-        )
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector.endpoint())
         .env("XDG_DATA_HOME", super::data_home())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -132,7 +78,7 @@ fn a_flood_of_node_ends_reaches_a_collector_that_keeps_up_with_no_span_lost() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(!stderr.contains("spans lost"), "no span lost: {stderr}");
-    let received = collector.received.lock().unwrap();
+    let received = received.lock().unwrap();
     assert_eq!(
         (received.span_ids.len(), received.spans),
         (NODES + 1, NODES + 1),
