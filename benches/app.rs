@@ -14,6 +14,9 @@
 //!    a fresh window and after a few runs have ended; 5b. paint: what one changed label in the
 //!    table costs the web process (the idle window's one repaint).
 //!
+//! 6. traces exported live: the CPU a run of 80,000 node executions costs the app, with its runs
+//!    sent to an OTLP endpoint, against the same with none (`-- otlp`, on request only).
+//!
 //! `-- idle-trace` (on request only) prints which threads use CPU, second by second, at rest.
 //!
 //! `-- screenshots` (on request only, under `xvfb-run -s "-screen 0 1920x1080x24"`) writes the
@@ -60,6 +63,10 @@ async fn main() {
     }
     if run("paint") {
         paint().await;
+    }
+    // Long (about 8 min), so on request only.
+    if only.as_deref() == Some("otlp") {
+        otlp().await;
     }
     // A diagnostic, not a figure: on request only.
     if only.as_deref() == Some("idle-trace") {
@@ -748,6 +755,234 @@ async fn paint() {
         }
     }
     app.close().await;
+}
+
+// ---- 6. traces exported live ----
+
+/// The node executions of the run `-- otlp` measures (issue 45's figure).
+const OTLP_NODES: usize = 80_000;
+
+/// `-- otlp` (issue 45: 80,000 node executions exported live add at most 5 % to the run's CPU
+/// time in the studio). A run started from the window: `cat` of a file of 80,000 node executions
+/// (two markers and the engine's three lines each, a real child printing them as fast as it can,
+/// as `scripts/measure-otlp-live.py` runs them for `zstudio run`), in the app with no endpoint (the
+/// baseline) and in the app with `OTEL_EXPORTER_OTLP_ENDPOINT` at a collector on 127.0.0.1 in this
+/// process that takes every request (its CPU is not the app's). Pairs alternated, their order
+/// reversed every other pair, `BENCH_OTLP_PAIRS` of them (8); each run on a new workspace and store
+/// and a new app; the session view open on the run's output, as Run opens it. `BENCH_OTLP_NAMES=N`
+/// names the nodes n0..n(N-1) over and over (a loop), where by default each execution is a node
+/// of its own. A run's CPU is each process's from /proc, from just before Run is pressed to 3 s
+/// after the store says the run ended: the app's (the shell, where the export runs; its threads
+/// counted apart, and its window's), and its web process's. Printed: each run, the medians, and
+/// the app's threads whose medians differ most between the two.
+async fn otlp() {
+    let pairs: usize = std::env::var("BENCH_OTLP_PAIRS")
+        .ok()
+        .and_then(|pairs| pairs.parse().ok())
+        .unwrap_or(8);
+    let dir = tempfile::tempdir().unwrap();
+    let nodes = dir.path().join("nodes.txt");
+    let mut file = String::new();
+    let distinct: usize = std::env::var("BENCH_OTLP_NAMES")
+        .ok()
+        .and_then(|names| names.parse().ok())
+        .unwrap_or(OTLP_NODES);
+    for i in 0..OTLP_NODES {
+        let node = i % distinct;
+        file.push_str(&format!(
+            "__WORKFLOW_GRAPH_LOG__{{\"phase\":\"node_begin\",\"node\":\"n{node}\"}}\n\u{250c} n{node}\n\u{2502} work\n\
+             \u{2514} done 1ms\n__WORKFLOW_GRAPH_LOG__{{\"phase\":\"node_end\",\"node\":\"n{node}\"}}\n"
+        ));
+    }
+    fs::write(&nodes, file).unwrap();
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let counted = received.clone();
+    let collector = test_servers::otlp_collector::Collector::start(Duration::ZERO, move |body| {
+        counted.fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    });
+    let endpoint = collector.endpoint();
+    let (mut baselines, mut lives) = (Vec::new(), Vec::new());
+    for pair in 0..pairs {
+        let order = if pair % 2 == 0 { [false, true] } else { [true, false] };
+        for live in order {
+            let env: &[(&str, &str)] = if live {
+                &[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)]
+            } else {
+                &[]
+            };
+            let before = received.load(std::sync::atomic::Ordering::Relaxed);
+            let cpu = otlp_run_cpu(&nodes, env).await;
+            let sent = received.load(std::sync::atomic::Ordering::Relaxed) - before;
+            println!(
+                "pair {pair} {}: {:.1} s; app {} ms (the export's threads {} ms), web process {} ms; {:.1} MB sent",
+                if live { "live    " } else { "baseline" },
+                cpu.took.as_secs_f64(),
+                cpu.app * 10,
+                cpu.export * 10,
+                cpu.web * 10,
+                sent as f64 / 1e6
+            );
+            if live {
+                assert!(sent > 0, "the live run's spans reached the collector");
+                lives.push(cpu);
+            } else {
+                assert_eq!(sent, 0, "the baseline sends nothing");
+                baselines.push(cpu);
+            }
+        }
+    }
+    let median = |mut figures: Vec<f64>| {
+        figures.sort_by(f64::total_cmp);
+        figures[figures.len() / 2]
+    };
+    let of = |runs: &[RunCpu], figure: RunFigure| median(runs.iter().map(|run| figure(run) as f64).collect());
+    let export = of(&lives, |run| run.export);
+    let pair_ratio = |figure: RunFigure| {
+        median(
+            baselines
+                .iter()
+                .zip(&lives)
+                .map(|(base, live)| figure(live) as f64 / figure(base) as f64 - 1.0)
+                .collect(),
+        )
+    };
+    println!(
+        "{OTLP_NODES} node executions exported live, {pairs} pairs (medians), load {}; the export's threads {:.0} ms:",
+        fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
+        export * 10.0
+    );
+    let measures: [(&str, RunFigure); 3] = [
+        ("the app", |run| run.app),
+        ("the app without its window's threads", RunCpu::beside_the_window),
+        ("the app and its web process", |run| run.app + run.web),
+    ];
+    for (what, figure) in measures {
+        let (base, live) = (of(&baselines, figure), of(&lives, figure));
+        println!(
+            "  {what}: {:.0} -> {:.0} ms ({:+.1} %, pairs' median {:+.1} %), the export's threads {:.1} % of the baseline",
+            base * 10.0,
+            live * 10.0,
+            (live / base - 1.0) * 100.0,
+            pair_ratio(figure) * 100.0,
+            export / base * 100.0
+        );
+    }
+    // Where a live run's CPU differs from its baseline's: the app's threads by name, medians.
+    let names: std::collections::BTreeSet<&String> = baselines
+        .iter()
+        .chain(&lives)
+        .flat_map(|run| run.threads.keys())
+        .collect();
+    let mut differences: Vec<(f64, &String, f64, f64)> = names
+        .into_iter()
+        .map(|name| {
+            let of = |runs: &[RunCpu]| {
+                median(
+                    runs.iter()
+                        .map(|run| *run.threads.get(name).unwrap_or(&0) as f64)
+                        .collect(),
+                )
+            };
+            let (base, live) = (of(&baselines), of(&lives));
+            (live - base, name, base, live)
+        })
+        .collect();
+    differences.sort_by(|a, b| b.0.abs().total_cmp(&a.0.abs()));
+    for (difference, name, base, live) in differences.iter().take(12) {
+        println!(
+            "  thread {name}: {:.0} -> {:.0} ms ({:+.0} ms)",
+            base * 10.0,
+            live * 10.0,
+            difference * 10.0
+        );
+    }
+}
+
+/// One figure of a run (a measure of its CPU, in clock ticks).
+type RunFigure = fn(&RunCpu) -> u64;
+
+/// One run's CPU, in clock ticks (10 ms), and how long it took: the app's, its export's threads' (`otlp-live-*` and
+/// the HTTP client's), its web process's.
+struct RunCpu {
+    /// From Run pressed to the run's end seen in the store (polled every 0.5 s).
+    took: Duration,
+    app: u64,
+    export: u64,
+    web: u64,
+    /// The app's threads by name (`(threads ended)`: those gone before the run was measured).
+    threads: std::collections::BTreeMap<String, u64>,
+}
+
+impl RunCpu {
+    /// The app's CPU but its window's threads': its main thread (GTK's loop, the page's
+    /// commands and events) and WebKit's `ReceiveQueue` (messages from the web process). The
+    /// studio's work for the run with as little of the page's as can be told apart.
+    fn beside_the_window(&self) -> u64 {
+        let window: u64 = ["zibby-studio", "ReceiveQueue"]
+            .iter()
+            .map(|name| self.threads.get(*name).copied().unwrap_or(0))
+            .sum();
+        self.app - window
+    }
+}
+
+/// Opens a new app on a new workspace whose one agent prints `nodes`, runs it from the Run bar,
+/// and measures it.
+async fn otlp_run_cpu(nodes: &Path, env: &[(&str, &str)]) -> RunCpu {
+    let workspace = Workspace::with_agent("flood", &["cat", nodes.to_str().unwrap()]);
+    let app = App::launch_with_env(workspace.path(), &workspace.db(), workspace.data_home(), env).await;
+    let client = &app.client;
+    wait_for(client, "#run-agent option").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let shell = *harness::app_processes(&workspace.db()).first().expect("the app runs");
+    let web = webview_process(&workspace.db());
+    let ticks = |pid: u32| stat_field(pid, 11).unwrap_or(0) + stat_field(pid, 12).unwrap_or(0);
+    let (shell_before, web_before) = (ticks(shell), ticks(web));
+    let threads_before: std::collections::HashMap<String, u64> = thread_ticks(shell).into_iter().collect();
+    harness::start_run(client, "flood").await;
+    let pressed = Instant::now();
+    let store = Store::open(&StoreLocation::File(workspace.db())).unwrap();
+    let root = studio_core::Workspace::open(workspace.path()).unwrap();
+    tokio::time::timeout(Duration::from_secs(600), async {
+        loop {
+            let runs = store.runs(&root, None).unwrap();
+            if runs.len() == 1 && runs[0].status != studio_core::Status::Running {
+                assert_eq!(runs[0].status, studio_core::Status::Success, "the run succeeds");
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
+    .await
+    .expect("the run ends within 10 minutes");
+    let took = pressed.elapsed();
+    // The run's own span sent (the export sends what it holds once the events pause for 10 ms).
+    // Not until the window is quiet: after a flood of 80,000 nodes its web process stays busy for
+    // more than 30 s (docs/benchmarks.md), with an endpoint or without.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let app_used = ticks(shell) - shell_before;
+    let mut threads = std::collections::BTreeMap::<String, u64>::new();
+    for (thread, ticks) in thread_ticks(shell) {
+        let used = ticks - threads_before.get(&thread).copied().unwrap_or(0);
+        let name = thread.split_once(':').map_or(thread.as_str(), |(_, name)| name);
+        *threads.entry(name.to_owned()).or_default() += used;
+    }
+    let counted: u64 = threads.values().sum();
+    threads.insert("(threads ended)".to_owned(), app_used.saturating_sub(counted));
+    let export = threads
+        .iter()
+        .filter(|(name, _)| name.starts_with("otlp-live") || name.starts_with("reqwest"))
+        .map(|(_, ticks)| ticks)
+        .sum();
+    let cpu = RunCpu {
+        took,
+        app: app_used,
+        export,
+        web: ticks(web) - web_before,
+        threads,
+    };
+    app.close().await;
+    cpu
 }
 
 // ---- the README's screenshots ----
