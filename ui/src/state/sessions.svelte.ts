@@ -206,14 +206,22 @@ export class SessionsState {
       return this.#reloading;
     }
     this.#reloading = (async () => {
+      // A read that throws does not drop the one asked for after it; the first error is the
+      // promise's, once the reads asked for are done.
+      let failed: { error: unknown } | null = null;
       try {
         do {
           this.#reloadAgain = false;
-          await this.#readListing();
+          try {
+            await this.#readListing();
+          } catch (error) {
+            failed ??= { error };
+          }
         } while (this.#reloadAgain);
       } finally {
         this.#reloading = null;
       }
+      if (failed !== null) throw failed.error;
     })();
     return this.#reloading;
   }
