@@ -772,7 +772,7 @@ const OTLP_NODES: usize = 80_000;
 /// and a new app; the session view open on the run's output, as Run opens it. `BENCH_OTLP_NAMES=N`
 /// names the nodes n0..n(N-1) over and over (a loop), where by default each execution is a node
 /// of its own. A run's CPU is each process's from /proc, from just before Run is pressed to 3 s
-/// after the store says the run ended: the app's (the shell, where the export runs; its threads
+/// after the store says the run ended (polled every 0.5 s): the app's (the shell, where the export runs; its threads
 /// counted apart, and its window's), and its web process's. Printed: each run, the medians, and
 /// the app's threads whose medians differ most between the two.
 async fn otlp() {
@@ -780,12 +780,20 @@ async fn otlp() {
         .ok()
         .and_then(|pairs| pairs.parse().ok())
         .unwrap_or(8);
+    // The app takes the exporter's variables from its environment: the baseline must have none.
+    for variable in ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] {
+        assert!(
+            std::env::var_os(variable).is_none(),
+            "unset {variable} to measure the baseline"
+        );
+    }
     let dir = tempfile::tempdir().unwrap();
     let nodes = dir.path().join("nodes.txt");
     let mut file = String::new();
     let distinct: usize = std::env::var("BENCH_OTLP_NAMES")
         .ok()
         .and_then(|names| names.parse().ok())
+        .filter(|names| *names > 0)
         .unwrap_or(OTLP_NODES);
     for i in 0..OTLP_NODES {
         let node = i % distinct;
@@ -811,15 +819,17 @@ async fn otlp() {
                 &[]
             };
             let before = received.load(std::sync::atomic::Ordering::Relaxed);
-            let cpu = otlp_run_cpu(&nodes, env).await;
+            let cpu = otlp_run_cpu(&nodes, env, &received).await;
             let sent = received.load(std::sync::atomic::Ordering::Relaxed) - before;
             println!(
-                "pair {pair} {}: {:.1} s; app {} ms (the export's threads {} ms), web process {} ms; {:.1} MB sent",
+                "pair {pair} {}: {:.1} s; app {} ms (the export's threads {} ms), web process {} ms; \
+                 {:.1} MB sent while measured, {:.1} MB by the app's end",
                 if live { "live    " } else { "baseline" },
                 cpu.took.as_secs_f64(),
                 cpu.app * 10,
                 cpu.export * 10,
                 cpu.web * 10,
+                cpu.sent as f64 / 1e6,
                 sent as f64 / 1e6
             );
             if live {
@@ -909,7 +919,9 @@ struct RunCpu {
     app: u64,
     export: u64,
     web: u64,
-    /// The app's threads by name (`(threads ended)`: those gone before the run was measured).
+    /// What the collector received from just before Run was pressed to the CPU's reading, bytes.
+    sent: u64,
+    /// The app's threads by name (`(threads ended)`: those that ended while it was measured).
     threads: std::collections::BTreeMap<String, u64>,
 }
 
@@ -922,13 +934,13 @@ impl RunCpu {
             .iter()
             .map(|name| self.threads.get(*name).copied().unwrap_or(0))
             .sum();
-        self.app - window
+        self.app.saturating_sub(window)
     }
 }
 
 /// Opens a new app on a new workspace whose one agent prints `nodes`, runs it from the Run bar,
 /// and measures it.
-async fn otlp_run_cpu(nodes: &Path, env: &[(&str, &str)]) -> RunCpu {
+async fn otlp_run_cpu(nodes: &Path, env: &[(&str, &str)], received: &std::sync::atomic::AtomicU64) -> RunCpu {
     let workspace = Workspace::with_agent("flood", &["cat", nodes.to_str().unwrap()]);
     let app = App::launch_with_env(workspace.path(), &workspace.db(), workspace.data_home(), env).await;
     let client = &app.client;
@@ -939,6 +951,7 @@ async fn otlp_run_cpu(nodes: &Path, env: &[(&str, &str)]) -> RunCpu {
     let ticks = |pid: u32| stat_field(pid, 11).unwrap_or(0) + stat_field(pid, 12).unwrap_or(0);
     let (shell_before, web_before) = (ticks(shell), ticks(web));
     let threads_before: std::collections::HashMap<String, u64> = thread_ticks(shell).into_iter().collect();
+    let received_before = received.load(std::sync::atomic::Ordering::Relaxed);
     harness::start_run(client, "flood").await;
     let pressed = Instant::now();
     let store = Store::open(&StoreLocation::File(workspace.db())).unwrap();
@@ -960,10 +973,12 @@ async fn otlp_run_cpu(nodes: &Path, env: &[(&str, &str)]) -> RunCpu {
     // Not until the window is quiet: after a flood of 80,000 nodes its web process stays busy for
     // more than 30 s (docs/benchmarks.md), with an endpoint or without.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let app_used = ticks(shell) - shell_before;
+    let sent = received.load(std::sync::atomic::Ordering::Relaxed) - received_before;
+    // Saturating: a process gone reads 0 (a thread id taken again by a new thread reads less).
+    let app_used = ticks(shell).saturating_sub(shell_before);
     let mut threads = std::collections::BTreeMap::<String, u64>::new();
     for (thread, ticks) in thread_ticks(shell) {
-        let used = ticks - threads_before.get(&thread).copied().unwrap_or(0);
+        let used = ticks.saturating_sub(threads_before.get(&thread).copied().unwrap_or(0));
         let name = thread.split_once(':').map_or(thread.as_str(), |(_, name)| name);
         *threads.entry(name.to_owned()).or_default() += used;
     }
@@ -978,7 +993,8 @@ async fn otlp_run_cpu(nodes: &Path, env: &[(&str, &str)]) -> RunCpu {
         took,
         app: app_used,
         export,
-        web: ticks(web) - web_before,
+        web: ticks(web).saturating_sub(web_before),
+        sent,
         threads,
     };
     app.close().await;
