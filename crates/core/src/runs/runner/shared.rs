@@ -61,7 +61,7 @@ impl Shared {
             .lock()
             .expect("subscribers lock")
             .iter()
-            .any(|subscriber| subscriber.output)
+            .any(|subscriber| subscriber.hears(OUTPUT))
     }
 
     pub(super) fn publish(&self, event: RunEvent) {
@@ -113,20 +113,22 @@ impl Shared {
             // an event at a time, each is taken, not copied.
             let heard: Vec<RunEvent> = events
                 .drain(..)
-                .filter(|event| subscriber.output || kind_of(event) == OTHER)
+                .filter(|event| subscriber.hears(kind_of(event)))
                 .collect();
             if !heard.is_empty() {
                 deliver(0, subscriber, Heard::all(heard));
             }
         } else {
-            let hearing_output = subscribers.iter().any(|s| s.output);
-            let bursts = Bursts::of(events, [hearing_output, true]);
+            let bursts = Bursts::of(
+                events,
+                [OUTPUT, OTHER].map(|kind| subscribers.iter().any(|s| s.hears(kind))),
+            );
             // Every item made before any is delivered: a reader then shares a burst only with
             // the items that hold it, never with this publication (an event of a burst nobody
             // else holds is taken, not copied, when read an event at a time).
             let mut items = Vec::new();
             for (i, subscriber) in subscribers.iter().enumerate() {
-                bursts.each_heard_by(subscriber.output, |heard| items.push((i, heard)));
+                bursts.each_heard_by(subscriber, |heard| items.push((i, heard)));
             }
             drop(bursts);
             for (i, heard) in items {
@@ -185,9 +187,9 @@ impl Bursts {
         }
     }
 
-    /// Gives `deliver`, in order, the events a subscriber hears (the lines too with `output`),
-    /// those of a kind in a row as one [`Heard`].
-    fn each_heard_by(&self, output: bool, mut deliver: impl FnMut(Heard)) {
+    /// Gives `deliver`, in order, the events `subscriber` hears, those of a kind in a row as one
+    /// [`Heard`].
+    fn each_heard_by(&self, subscriber: &Subscriber, mut deliver: impl FnMut(Heard)) {
         // Where each kind's next event is in its burst, and the events heard in a row.
         let mut next = [0, 0];
         let mut in_a_row: Option<(usize, Range<usize>)> = None;
@@ -195,7 +197,7 @@ impl Bursts {
             |(kind, at): (usize, Range<usize>)| Heard::shared(self.shared[kind].as_ref().expect("a kind heard"), at);
         for kind in &self.kinds {
             let kind = usize::from(*kind);
-            if kind == OUTPUT && !output {
+            if !subscriber.hears(kind) {
                 continue;
             }
             let at = next[kind];
@@ -234,6 +236,11 @@ impl Subscriber {
             output,
             losses_said: Cell::new(SaidAtMostEvery::new(Duration::from_secs(10))),
         }
+    }
+
+    /// Whether it hears events of `kind` ([`OUTPUT`] or [`OTHER`]).
+    fn hears(&self, kind: usize) -> bool {
+        kind == OTHER || self.output
     }
 }
 
