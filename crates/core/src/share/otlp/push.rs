@@ -211,9 +211,20 @@ pub struct Pushed {
 /// (`resource_spans`, number 1, `resourceSpans` in JSON), so its bytes are the request's
 /// (a test decodes them as one), and no span is copied.
 pub fn encode(traces: &TracesData, protocol: Protocol) -> Vec<u8> {
+    let mut body = Vec::new();
+    encode_into(traces, protocol, &mut body);
+    body
+}
+
+/// [`encode`], written into `body` (emptied first; its room used, more made as needed).
+fn encode_into(traces: &TracesData, protocol: Protocol, body: &mut Vec<u8>) {
+    body.clear();
     match protocol {
-        Protocol::HttpProtobuf => traces.encode_to_vec(),
-        Protocol::HttpJson => serde_json::to_vec(traces).expect("OTLP messages serialize"),
+        Protocol::HttpProtobuf => {
+            body.reserve(traces.encoded_len());
+            traces.encode(body).expect("a Vec takes any length");
+        }
+        Protocol::HttpJson => serde_json::to_writer(body, traces).expect("OTLP messages serialize"),
     }
 }
 
@@ -289,9 +300,10 @@ impl RequestBody {
         self.take_with(Vec::new())
     }
 
-    /// [`RequestBody::take`], written into `next` (a body sent before, its bytes no longer
-    /// read: a buffer in use costs no new pages): in protobuf the next request is, grown to a
-    /// quarter larger than this one when smaller; in JSON this one is.
+    /// [`RequestBody::take`], using `next`, the buffer of a body sent before whose bytes nobody
+    /// reads any more (a buffer in use costs no new pages). Protobuf writes the *next* request
+    /// into it (this one's spans are already encoded), grown to a quarter larger than this one
+    /// when smaller; JSON writes this request into it.
     pub(super) fn take_with(&mut self, mut next: Vec<u8>) -> Bytes {
         self.spans = 0;
         match self.protocol {
@@ -310,8 +322,7 @@ impl RequestBody {
             }
             Protocol::HttpJson => {
                 let spans = std::mem::take(&mut self.kept);
-                next.clear();
-                serde_json::to_writer(&mut next, &super::map::traces_of_spans(spans)).expect("OTLP messages serialize");
+                encode_into(&super::map::traces_of_spans(spans), Protocol::HttpJson, &mut next);
                 Bytes::from(next)
             }
         }
