@@ -69,9 +69,9 @@ function update(runs: readonly LiveRun[], runId: string, change: (run: LiveRun) 
   return changed.every((run, i) => run === runs[i]) ? (runs as LiveRun[]) : changed;
 }
 
-/** The nodes a live run holds, past which its earliest ended ones go. A run of 80,000 node
- * executions held them all, copied them at each of its 160,000 node events, and drew each as a chip:
- * the window's web process was busy half a minute after the run ended. */
+/** The nodes a live run holds, past which its earliest ended ones go (a run of 80,000 node
+ * executions held them all, copied them all at each of its 160,000 node events, and drew each as
+ * a chip). */
 export const STRIP_NODES = 50;
 
 /** `nodes` held to [`STRIP_NODES`]: the earliest ended ones past it go, counted in `earlier`; a

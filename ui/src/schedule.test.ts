@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 
-import { debounce, throttle } from "./schedule";
+import { debounce, oneAtATime, throttle } from "./schedule";
 
 beforeEach(() => vi.useFakeTimers());
 afterEach(() => vi.useRealTimers());
@@ -33,5 +33,33 @@ describe("debounce", () => {
     expect(fn).not.toHaveBeenCalled();
     vi.advanceTimersByTime(50);
     expect(fn).toHaveBeenCalledExactlyOnceWith("ab");
+  });
+});
+
+describe("oneAtATime", () => {
+  it("runs once more after the run under way however often it is called, and a failure drops no run", async () => {
+    const answers: Array<() => void> = [];
+    let runs = 0;
+    const fn = vi.fn(async () => {
+      runs += 1;
+      const failing = runs === 1;
+      await new Promise<void>((resolve) => answers.push(resolve));
+      if (failing) throw new Error("the first run failed");
+    });
+    const once = oneAtATime(fn);
+    const first = once();
+    const later = Array.from({ length: 100 }, () => once());
+    expect(fn).toHaveBeenCalledTimes(1);
+    answers[0]!();
+    await vi.waitFor(() => expect(fn).toHaveBeenCalledTimes(2));
+    answers[1]!();
+    await expect(first).rejects.toThrow("the first run failed");
+    await expect(later[99]).rejects.toThrow("the first run failed");
+    expect(fn).toHaveBeenCalledTimes(2);
+    // Idle again: the next call runs at once.
+    const next = once();
+    expect(fn).toHaveBeenCalledTimes(3);
+    answers[2]!();
+    await expect(next).resolves.toBeUndefined();
   });
 });

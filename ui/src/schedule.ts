@@ -42,3 +42,31 @@ export function debounce<A extends unknown[]>(
   };
   return debounced;
 }
+
+/** Runs `fn` one call at a time: a call while one is under way runs it once more after that one,
+ * however many calls came meanwhile (each call's promise ends once a run begun after it is done).
+ * A run that throws does not drop the run asked for after it; the first error is the promise's. */
+export function oneAtATime(fn: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | null = null;
+  let again = false;
+  return () => {
+    if (running !== null) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      let failed: { error: unknown } | null = null;
+      do {
+        again = false;
+        try {
+          await fn();
+        } catch (error) {
+          failed ??= { error };
+        }
+      } while (again);
+      running = null;
+      if (failed !== null) throw failed.error;
+    })();
+    return running;
+  };
+}

@@ -13,6 +13,7 @@ import type { Backend } from "../backend";
 import { toCommandError } from "../errors";
 import { filterSessions, isFiltered, NO_FILTERS, type SessionFilters } from "../filters";
 import { settle, type Loaded } from "../loaded";
+import { oneAtATime } from "../schedule";
 import { SEARCH_LIMIT, type SearchResults } from "../search";
 import { type CostSort, nextCostSort, sortByCost } from "../usage";
 import type { CommandError, SessionListing, SessionRow, SessionsPage, UsageTotal } from "../types";
@@ -189,42 +190,11 @@ export class SessionsState {
   /** Rows the table came to are being read. */
   #readingRows = false;
 
-  /** The read of the listing under way, if any. */
-  #reloading: Promise<void> | null = null;
-  /** Whether the listing was asked for again while it was being read. */
-  #reloadAgain = false;
-
   /** The listing again: after a pin, and as runs start, go from node to node, and end (the rows
-   * held, or the whole listing while it is wanted). One read at a time: asked for while one is
-   * under way, the listing is read once more after it, however often it was asked (a run of
-   * 80,000 node executions asked once an event, and its reads queued up in the shell, still
-   * read half a minute after the run ended); the promise ends once a read begun after the call
-   * is done. */
-  reload(): Promise<void> {
-    if (this.#reloading !== null) {
-      this.#reloadAgain = true;
-      return this.#reloading;
-    }
-    this.#reloading = (async () => {
-      // A read that throws does not drop the one asked for after it; the first error is the
-      // promise's, once the reads asked for are done.
-      let failed: { error: unknown } | null = null;
-      try {
-        do {
-          this.#reloadAgain = false;
-          try {
-            await this.#readListing();
-          } catch (error) {
-            failed ??= { error };
-          }
-        } while (this.#reloadAgain);
-      } finally {
-        this.#reloading = null;
-      }
-      if (failed !== null) throw failed.error;
-    })();
-    return this.#reloading;
-  }
+   * held, or the whole listing while it is wanted). One read at a time, once more after however
+   * often it was asked meanwhile ([`oneAtATime`]): a run of 80,000 node executions asked at each
+   * event, and its reads queued up in the shell, still read after the run ended. */
+  readonly reload: () => Promise<void> = oneAtATime(() => this.#readListing());
 
   /** Not while the workspace is being switched, and a listing read when a switch began is
    * dropped: it could be either workspace's, and the switch reads the new one's with its state. */
