@@ -64,7 +64,7 @@ async fn main() {
     if run("paint") {
         paint().await;
     }
-    // Long (about 8 min), so on request only.
+    // Long (about 4 min at its 8 pairs, 13 at 30), so on request only.
     if only.as_deref() == Some("otlp") {
         otlp().await;
     }
@@ -454,6 +454,12 @@ fn stat_field(pid: u32, index: usize) -> Option<u64> {
     stat.rsplit(')').next()?.split_whitespace().nth(index)?.parse().ok()
 }
 
+/// The CPU a process used so far (user and system, every thread's, those ended too), in clock
+/// ticks (100 a second); 0 once it is gone.
+fn cpu_ticks(pid: u32) -> u64 {
+    stat_field(pid, 11).unwrap_or(0) + stat_field(pid, 12).unwrap_or(0)
+}
+
 /// The parent of a process, while it runs.
 fn parent_of(pid: u32) -> Option<u32> {
     stat_field(pid, 1).map(|ppid| ppid as u32)
@@ -627,12 +633,10 @@ async fn idle_window() -> (Workspace, App) {
 async fn idle_cpu(db: &Path) -> String {
     let app = *harness::app_processes(db).first().expect("the app runs");
     let web = webview_process(db);
-    // utime and stime, in clock ticks (100 a second).
-    let ticks = |pid: u32| stat_field(pid, 11).unwrap_or(0) + stat_field(pid, 12).unwrap_or(0);
-    let (app_before, web_before) = (ticks(app), ticks(web));
+    let (app_before, web_before) = (cpu_ticks(app), cpu_ticks(web));
     tokio::time::sleep(Duration::from_secs(IDLE_SECONDS)).await;
     let share = |ticks: u64| ticks as f64 / IDLE_SECONDS as f64; // ticks/s = % of a core
-    let (app_used, web_used) = (ticks(app) - app_before, ticks(web) - web_before);
+    let (app_used, web_used) = (cpu_ticks(app) - app_before, cpu_ticks(web) - web_before);
     format!(
         "{:.2} % of a core over {IDLE_SECONDS} s (app {:.2} %, web process {:.2} %)",
         share(app_used + web_used),
@@ -715,7 +719,6 @@ async fn paint() {
     let client = &app.client;
     tokio::time::sleep(Duration::from_secs(8)).await;
     let web = webview_process(&workspace.db());
-    let ticks = || stat_field(web, 11).unwrap_or(0) + stat_field(web, 12).unwrap_or(0);
     let cases = std::env::var("BENCH_PAINT_CASES").unwrap_or_default();
     let cases: Vec<(&str, &str)> = std::iter::once(("as shipped", ""))
         .chain(cases.lines().filter_map(|line| line.split_once('=')))
@@ -745,12 +748,12 @@ async fn paint() {
             // The style applied and drawn first; then only the changes are timed.
             client.execute(CHANGES, vec![json!(css), json!(0)]).await.unwrap();
             tokio::time::sleep(Duration::from_millis(500)).await;
-            let before = ticks();
+            let before = cpu_ticks(web);
             client.execute(CHANGES, vec![json!(css), json!(20)]).await.unwrap();
             tokio::time::sleep(Duration::from_millis(300)).await;
             println!(
                 "paint, round {round}, {name}: {:.1} ms of web process CPU per changed label (20 changes)",
-                (ticks() - before) as f64 * 10.0 / 20.0
+                (cpu_ticks(web) - before) as f64 * 10.0 / 20.0
             );
         }
     }
@@ -772,9 +775,9 @@ const OTLP_NODES: usize = 80_000;
 /// and a new app; the session view open on the run's output, as Run opens it. `BENCH_OTLP_NAMES=N`
 /// names the nodes n0..n(N-1) over and over (a loop), where by default each execution is a node
 /// of its own. A run's CPU is each process's from /proc, from just before Run is pressed to 3 s
-/// after the store says the run ended (polled every 0.5 s): the app's (the shell, where the export runs; its threads
-/// counted apart, and its window's), and its web process's. Printed: each run, the medians, and
-/// the app's threads whose medians differ most between the two.
+/// after the store says the run ended (polled every 0.5 s): the app's (the shell, where the
+/// export runs; its threads counted apart, and its window's), and its web process's. Printed:
+/// each run, the medians, and the app's threads whose medians differ most between the two.
 async fn otlp() {
     let pairs: usize = std::env::var("BENCH_OTLP_PAIRS")
         .ok()
@@ -911,8 +914,8 @@ async fn otlp() {
 /// One figure of a run (a measure of its CPU, in clock ticks).
 type RunFigure = fn(&RunCpu) -> u64;
 
-/// One run's CPU, in clock ticks (10 ms), and how long it took: the app's, its export's threads' (`otlp-live-*` and
-/// the HTTP client's), its web process's.
+/// One run's CPU, in clock ticks (10 ms), and how long it took: the app's, its export's threads'
+/// (`otlp-live-*` and the HTTP client's), its web process's.
 struct RunCpu {
     /// From Run pressed to the run's end seen in the store (polled every 0.5 s).
     took: Duration,
@@ -948,8 +951,7 @@ async fn otlp_run_cpu(nodes: &Path, env: &[(&str, &str)], received: &std::sync::
     tokio::time::sleep(Duration::from_secs(2)).await;
     let shell = *harness::app_processes(&workspace.db()).first().expect("the app runs");
     let web = webview_process(&workspace.db());
-    let ticks = |pid: u32| stat_field(pid, 11).unwrap_or(0) + stat_field(pid, 12).unwrap_or(0);
-    let (shell_before, web_before) = (ticks(shell), ticks(web));
+    let (shell_before, web_before) = (cpu_ticks(shell), cpu_ticks(web));
     let threads_before: std::collections::HashMap<String, u64> = thread_ticks(shell).into_iter().collect();
     let received_before = received.load(std::sync::atomic::Ordering::Relaxed);
     harness::start_run(client, "flood").await;
@@ -975,7 +977,7 @@ async fn otlp_run_cpu(nodes: &Path, env: &[(&str, &str)], received: &std::sync::
     tokio::time::sleep(Duration::from_secs(3)).await;
     let sent = received.load(std::sync::atomic::Ordering::Relaxed) - received_before;
     // Saturating: a process gone reads 0 (a thread id taken again by a new thread reads less).
-    let app_used = ticks(shell).saturating_sub(shell_before);
+    let app_used = cpu_ticks(shell).saturating_sub(shell_before);
     let mut threads = std::collections::BTreeMap::<String, u64>::new();
     for (thread, ticks) in thread_ticks(shell) {
         let used = ticks.saturating_sub(threads_before.get(&thread).copied().unwrap_or(0));
@@ -993,7 +995,7 @@ async fn otlp_run_cpu(nodes: &Path, env: &[(&str, &str)], received: &std::sync::
         took,
         app: app_used,
         export,
-        web: ticks(web).saturating_sub(web_before),
+        web: cpu_ticks(web).saturating_sub(web_before),
         sent,
         threads,
     };

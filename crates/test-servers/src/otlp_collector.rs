@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// What a collector does with each request's body (an `ExportTraceServiceRequest`, encoded as the
 /// request's content type says).
-pub type Take = dyn Fn(&[u8]) + Send + Sync;
+type Take = dyn Fn(&[u8]) + Send + Sync;
 
 /// A collector listening on [`Collector::port`] of 127.0.0.1.
 pub struct Collector {
